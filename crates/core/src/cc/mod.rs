@@ -1,0 +1,284 @@
+//! Congestion controls.
+//!
+//! The boundary follows Linux's `struct tcp_congestion_ops`
+//! (`include/net/tcp.h`, v6.x) because the algorithms we model were written
+//! against it, and a line-by-line comparison with the kernel is what keeps them
+//! honest. It differs in one way: a control never reaches into the socket.
+//! It reads a [`ConnView`] (a snapshot of the socket fields Linux controls read)
+//! and writes only a [`Window`] (cwnd, ssthresh, the AI counter and the pacing
+//! rate: the fields Linux controls write).
+//!
+//! Hooks and when the TCP endpoint calls them (as `net/ipv4/tcp_input.c` does):
+//! - [`CongestionControl::init`]: once, when the connection is established.
+//! - [`CongestionControl::pkts_acked`]: on every ACK that (s)acks data, with the RTT sample.
+//! - [`CongestionControl::cong_control`]: on every ACK if [`CongestionControl::has_cong_control`]
+//!   (BBR); it then owns cwnd and pacing completely.
+//! - otherwise, on every ACK: PRR in recovery, else [`CongestionControl::cong_avoid`]
+//!   if the window may grow (`tcp_may_raise_cwnd`) and the flow is cwnd-limited.
+//! - [`CongestionControl::ssthresh`]: when loss recovery or an RTO starts.
+//! - [`CongestionControl::set_state`]: on every change of [`CaState`].
+//! - [`CongestionControl::cwnd_event`]: on the events of [`CwndEvent`].
+//! - [`CongestionControl::undo_cwnd`]: when a reduction proves spurious.
+//!
+//! Units: windows are in packets (MSS-sized segments) as in Linux; times are
+//! [`Nanos`]; rates are bytes per second (Linux `sk_pacing_rate`). Controls
+//! that follow Linux arithmetic in µs convert with [`crate::time::to_us`].
+//!
+//! One algorithm per file: `reno.rs`, `cubic.rs`, `bbr.rs`. Add a control by
+//! adding a file, implementing the trait and naming it in [`by_name`].
+
+use crate::time::Nanos;
+
+pub mod bbr;
+pub mod cubic;
+pub mod reno;
+
+/// Linux `enum tcp_ca_state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CaState {
+    /// Nothing bad has been observed.
+    Open,
+    /// SACKs or duplicate ACKs seen, no loss marked yet.
+    Disorder,
+    /// cwnd reduced because of ECN (or local congestion).
+    Cwr,
+    /// Fast recovery after loss detection (RACK / dupthresh).
+    Recovery,
+    /// Retransmission timeout fired: everything outstanding presumed lost.
+    Loss,
+}
+
+/// Linux `enum tcp_ca_event`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CwndEvent {
+    /// First transmission when no packet was in flight (restart after idle).
+    TxStart,
+    /// cwnd was restarted after idle (RFC 2861 slow-start restart).
+    CwndRestart,
+    /// End of a CWR or Recovery episode.
+    CompleteCwr,
+    /// An RTO fired.
+    Loss,
+    /// ECN: ACK without ECE.
+    EcnNoCe,
+    /// ECN: ACK with ECE.
+    EcnIsCe,
+}
+
+/// Linux `struct ack_sample`: given to [`CongestionControl::pkts_acked`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckSample {
+    /// Packets newly cumulatively acked or sacked by this ACK.
+    pub pkts_acked: u32,
+    /// RTT sample of this ACK in ns, or -1 if none (only retransmitted data acked).
+    pub rtt: i64,
+    /// Packets in flight before this ACK.
+    pub in_flight: u32,
+}
+
+/// Linux `struct rate_sample` (`net/ipv4/tcp_rate.c`): a delivery-rate sample
+/// per draft-cheng-iccrg-delivery-rate-estimation.
+#[derive(Debug, Clone, Copy)]
+pub struct RateSample {
+    /// Time the packet that produced this sample was sent... the `first_tx_mstamp`
+    /// of the sending flight (Linux `prior_mstamp`).
+    pub prior_mstamp: Nanos,
+    /// `tp->delivered` when that packet was sent.
+    pub prior_delivered: u64,
+    /// Packets delivered over `interval`, or -1 if no valid sample.
+    pub delivered: i64,
+    /// Sampling interval in ns: max(send interval, ack interval); -1 if invalid.
+    pub interval: i64,
+    /// RTT of the most recently sent packet acked by this ACK, ns; -1 if none.
+    pub rtt: i64,
+    /// Packets newly marked lost by this ACK.
+    pub losses: u32,
+    /// Packets newly (s)acked by this ACK.
+    pub acked_sacked: u32,
+    /// Packets in flight before this ACK.
+    pub prior_in_flight: u32,
+    /// The sample was taken while the sender was application-limited.
+    pub is_app_limited: bool,
+    /// The sample is from a retransmitted packet.
+    pub is_retrans: bool,
+    /// The receiver (probably) delayed this ACK.
+    pub is_ack_delayed: bool,
+    /// Packets delivered with CE marks over the interval (DCTCP, BBRv3).
+    pub delivered_ce: i64,
+}
+
+impl Default for RateSample {
+    fn default() -> Self {
+        RateSample {
+            prior_mstamp: 0,
+            prior_delivered: 0,
+            delivered: -1,
+            interval: -1,
+            rtt: -1,
+            losses: 0,
+            acked_sacked: 0,
+            prior_in_flight: 0,
+            is_app_limited: false,
+            is_retrans: false,
+            is_ack_delayed: false,
+            delivered_ce: 0,
+        }
+    }
+}
+
+/// The socket fields a Linux congestion control reads, as of the event.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnView {
+    /// Current time (Linux `tp->tcp_mstamp` / `tcp_jiffies32`), ns.
+    pub now: Nanos,
+    /// Sender MSS in bytes (`tp->mss_cache`).
+    pub mss: u32,
+    /// `tcp_packets_in_flight(tp)`: packets_out - (sacked_out + lost_out) + retrans_out.
+    pub packets_in_flight: u32,
+    /// Total packets delivered (cumulatively or selectively acked), `tp->delivered`.
+    pub delivered: u64,
+    /// Total packets delivered with CE marks, `tp->delivered_ce`.
+    pub delivered_ce: u64,
+    /// Total packets marked lost, `tp->lost`.
+    pub lost: u64,
+    /// `tp->app_limited`: delivered count at which app-limitation ends, 0 if not limited.
+    pub app_limited: u64,
+    /// Smoothed RTT in ns (0 before the first sample).
+    pub srtt: Nanos,
+    /// Windowed min RTT kept by the TCP endpoint (`tcp_min_rtt`), ns; u64::MAX if none.
+    pub min_rtt: Nanos,
+    /// Current congestion-avoidance state.
+    pub ca_state: CaState,
+    /// `tcp_is_cwnd_limited()`: the last flight was limited by cwnd, not by the application.
+    pub is_cwnd_limited: bool,
+    /// Oldest unacknowledged sequence number, bytes.
+    pub snd_una: u64,
+    /// Next sequence number to send, bytes.
+    pub snd_nxt: u64,
+    /// cwnd before the last reduction (`tp->prior_cwnd`), for undo.
+    pub prior_cwnd: u32,
+    /// `sk_pacing_shift`: TSQ/TSO sizing to ~1/2^shift s of data (10 in Linux).
+    pub pacing_shift: u32,
+}
+
+impl ConnView {
+    /// A quiet connection at time `now` (for tests and initialisation).
+    pub fn at(now: Nanos) -> ConnView {
+        ConnView {
+            now,
+            mss: 1448,
+            packets_in_flight: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            lost: 0,
+            app_limited: 0,
+            srtt: 0,
+            min_rtt: u64::MAX,
+            ca_state: CaState::Open,
+            is_cwnd_limited: true,
+            snd_una: 0,
+            snd_nxt: 0,
+            prior_cwnd: 0,
+            pacing_shift: 10,
+        }
+    }
+}
+
+/// What a control writes: Linux `tp->snd_cwnd`, `snd_ssthresh`,
+/// `snd_cwnd_cnt`, `snd_cwnd_clamp` and `sk->sk_pacing_rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Congestion window, packets.
+    pub cwnd: u32,
+    /// Slow-start threshold, packets (`TCP_INFINITE_SSTHRESH` = 0x7fffffff initially).
+    pub ssthresh: u32,
+    /// Additive-increase counter (`snd_cwnd_cnt`), packets acked since the last +1.
+    pub cwnd_cnt: u32,
+    /// Upper bound on cwnd (`snd_cwnd_clamp`).
+    pub cwnd_clamp: u32,
+    /// Pacing rate in bytes/s; 0 = not paced. Only honoured if the control
+    /// [`CongestionControl::wants_pacing`] (Linux: `SK_PACING_NEEDED`).
+    pub pacing_rate: u64,
+}
+
+/// Linux `TCP_INFINITE_SSTHRESH`.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// Linux `TCP_INIT_CWND` (RFC 6928 IW10), packets.
+pub const INIT_CWND: u32 = 10;
+
+impl Default for Window {
+    fn default() -> Self {
+        Window { cwnd: INIT_CWND, ssthresh: INFINITE_SSTHRESH, cwnd_cnt: 0, cwnd_clamp: u32::MAX / 2, pacing_rate: 0 }
+    }
+}
+
+impl Window {
+    /// `tcp_in_slow_start()`.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// Linux `struct tcp_congestion_ops`, minus the socket. See the module docs
+/// for when each hook runs.
+pub trait CongestionControl: Send {
+    /// The name as in `net.ipv4.tcp_congestion_control` / `TCP_CONGESTION`.
+    fn name(&self) -> &'static str;
+
+    /// Connection established (`init`).
+    fn init(&mut self, _c: &ConnView, _w: &mut Window) {}
+
+    /// New slow-start threshold on loss (`ssthresh`), packets.
+    fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32;
+
+    /// Window growth on an ACK outside recovery (`cong_avoid`); `acked` packets.
+    fn cong_avoid(&mut self, _c: &ConnView, _acked: u32, _w: &mut Window) {}
+
+    /// Whether this control replaces cong_avoid/PRR with [`Self::cong_control`].
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// Full control of cwnd and pacing on every ACK (`cong_control`, BBR).
+    fn cong_control(&mut self, _c: &ConnView, _rs: &RateSample, _w: &mut Window) {}
+
+    /// The CA state is about to change to `new_state` (`set_state`).
+    fn set_state(&mut self, _c: &ConnView, _new_state: CaState, _w: &mut Window) {}
+
+    /// A [`CwndEvent`] happened (`cwnd_event`).
+    fn cwnd_event(&mut self, _c: &ConnView, _ev: CwndEvent, _w: &mut Window) {}
+
+    /// Per-ACK hook with the RTT sample (`pkts_acked`).
+    fn pkts_acked(&mut self, _c: &ConnView, _s: &AckSample, _w: &mut Window) {}
+
+    /// cwnd to restore when a reduction was spurious (`undo_cwnd`);
+    /// Linux default `tcp_reno_undo_cwnd`: max(cwnd, prior_cwnd).
+    fn undo_cwnd(&mut self, c: &ConnView, w: &Window) -> u32 {
+        w.cwnd.max(c.prior_cwnd)
+    }
+
+    /// Whether the sender must pace at [`Window::pacing_rate`] (Linux
+    /// `SK_PACING_NEEDED`, set by BBR's init). Loss-based controls leave
+    /// pacing to an `fq` qdisc, as Linux does.
+    fn wants_pacing(&self) -> bool {
+        false
+    }
+
+    /// Short state label for time series and debugging (BBR: "STARTUP", ...).
+    fn state_label(&self) -> &'static str {
+        ""
+    }
+}
+
+/// The controls the simulator knows.
+pub const NAMES: &[&str] = &["reno", "cubic", "bbr"];
+
+/// A control by its Linux name, or None.
+pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(reno::Reno::default())),
+        "cubic" => Some(Box::new(cubic::Cubic::default())),
+        "bbr" => Some(Box::new(bbr::Bbr::default())),
+        _ => None,
+    }
+}

@@ -1,0 +1,3 @@
+//! Estimators shared by algorithms and endpoints.
+pub mod minmax;
+pub use minmax::{MaxFilter, MinFilter};

@@ -1,0 +1,20 @@
+//! bloatlab-core: the part of bloatlab that does no I/O.
+//!
+//! Everything here takes `now` (integer nanoseconds, [`time::Nanos`]) and, where
+//! randomness is needed, a caller-seeded [`rng::Rng`] as arguments. Nothing reads
+//! a clock or a socket. That is what lets the simulator (virtual time) and the
+//! emulator (real time) run the very same congestion-control and queue code.
+//!
+//! Rooms:
+//! - [`cc`]: congestion controls (one file each) behind the [`cc::CongestionControl`] trait.
+//! - [`qdisc`]: queues and AQMs (one file each) behind the [`qdisc::Qdisc`] trait.
+//! - [`filter`]: estimators shared by algorithms (windowed min/max).
+//! - [`stats`]: percentiles and summaries used by every engine's result.
+
+pub mod cc;
+pub mod filter;
+pub mod qdisc;
+pub mod rng;
+pub mod stats;
+pub mod time;
+pub mod units;

@@ -1,0 +1,218 @@
+//! Queues (Linux qdiscs) and AQMs.
+//!
+//! A qdisc holds packets between their arrival at a bottleneck and the start
+//! of their transmission. The link that owns it (the simulator's `Link`, the
+//! emulator's real-time loop) calls [`Qdisc::enqueue`] when a packet arrives
+//! and [`Qdisc::dequeue`] whenever the wire is free; both get `now` and the
+//! link's seeded RNG, so the same code runs in virtual and in real time.
+//!
+//! The payload type `T` is opaque: the simulator carries a segment
+//! descriptor, the emulator carries the packet's bytes.
+//!
+//! Statistics are not re-implemented per qdisc: every drop comes back to the
+//! caller as a [`Dropped`] with a [`DropReason`] in an [`Events`] sink, and the
+//! caller (one place, [`Stats`]) counts them.
+//!
+//! One qdisc per file: `fifo.rs`, ... Add one by writing the file,
+//! implementing [`Qdisc`] and naming it in [`build`].
+
+use crate::rng::Rng;
+use crate::time::Nanos;
+
+pub mod fifo;
+
+/// The two ECN bits of the IP header (RFC 3168).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect0,
+    Ect1,
+    Ce,
+}
+
+/// What a qdisc may look at. Construct with `..Default::default()` so that
+/// fields added later do not break callers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PacketMeta {
+    /// Flow key (stands in for the 5-tuple hash of Linux's `skb_get_hash`).
+    pub flow: u64,
+    /// Source and destination host ids (CAKE's host isolation).
+    pub src_host: u32,
+    pub dst_host: u32,
+    /// Bytes on the wire: the IP packet (1500 for a full-size TCP segment).
+    pub len: u32,
+    pub ecn: Ecn,
+    /// DiffServ code point (CAKE tins).
+    pub dscp: u8,
+    /// A pure TCP ACK (no payload): CAKE's ACK filter.
+    pub is_pure_ack: bool,
+    /// Earliest departure time requested by the sender (EDT, `skb->tstamp`);
+    /// 0 = as soon as possible. sch_fq honours it.
+    pub tstamp: Nanos,
+    /// Set by the caller when the packet is offered to the qdisc: queueing
+    /// delay = dequeue time - `enqueued_at`.
+    pub enqueued_at: Nanos,
+}
+
+#[derive(Debug, Clone)]
+pub struct Packet<T> {
+    pub meta: PacketMeta,
+    pub data: T,
+}
+
+/// Why a packet was dropped. An enum, never a string: statistics and the
+/// result schema index by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// Buffer full at enqueue (tail drop).
+    QueueFull,
+    /// Dropped by an AQM's control law (CoDel, PIE, RED, COBALT).
+    Aqm,
+    /// Dropped to make room for another flow (fq_codel's fattest-flow head drop), or a per-flow limit.
+    Overlimit,
+    /// Exceeded a policer's token bucket.
+    Policer,
+    /// The link's configured random loss.
+    RandomLoss,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 5] =
+        [DropReason::QueueFull, DropReason::Aqm, DropReason::Overlimit, DropReason::Policer, DropReason::RandomLoss];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::Aqm => "aqm",
+            DropReason::Overlimit => "overlimit",
+            DropReason::Policer => "policer",
+            DropReason::RandomLoss => "random_loss",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Dropped<T> {
+    pub pkt: Packet<T>,
+    pub reason: DropReason,
+}
+
+/// Where a qdisc reports what it did besides queueing: drops (of the offered
+/// packet or of others) and ECN marks.
+#[derive(Debug)]
+pub struct Events<T> {
+    pub drops: Vec<Dropped<T>>,
+    /// Packets CE-marked since the caller last drained this sink.
+    pub marks: u64,
+}
+
+impl<T> Default for Events<T> {
+    fn default() -> Self {
+        Events { drops: Vec::new(), marks: 0 }
+    }
+}
+
+impl<T> Events<T> {
+    pub fn drop(&mut self, pkt: Packet<T>, reason: DropReason) {
+        self.drops.push(Dropped { pkt, reason });
+    }
+}
+
+/// Linux `struct Qdisc_ops` reduced to what a bottleneck needs.
+pub trait Qdisc<T> {
+    /// Short name as in the scenario (`"fifo"`, `"fq_codel"`).
+    fn name(&self) -> &'static str;
+
+    /// Offer `pkt` (its `meta.enqueued_at` already set to `now`). A qdisc that
+    /// refuses it, or drops others to make room, reports them in `ev`.
+    fn enqueue(&mut self, pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>);
+
+    /// The packet to transmit now, if any may leave now. AQM drops on the way
+    /// out go into `ev`.
+    fn dequeue(&mut self, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) -> Option<Packet<T>>;
+
+    /// For qdiscs that are not work-conserving (shapers, sch_fq pacing): when
+    /// non-empty but [`Qdisc::dequeue`] returned None, the earliest time worth
+    /// trying again. None: work-conserving (dequeue whenever the wire is free).
+    fn next_wakeup(&self, _now: Nanos) -> Option<Nanos> {
+        None
+    }
+
+    /// Bytes queued (Linux `qlen` in bytes: `sch->qstats.backlog`).
+    fn backlog_bytes(&self) -> u64;
+
+    /// Packets queued (`sch->q.qlen`).
+    fn backlog_pkts(&self) -> usize;
+}
+
+/// The size limit of a queue: bytes (bfifo), packets (pfifo) or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limit {
+    pub bytes: Option<u64>,
+    pub pkts: Option<u64>,
+}
+
+impl Limit {
+    /// Would `backlog` plus a packet of `len` bytes exceed the limit?
+    #[inline]
+    pub fn exceeded(&self, backlog_bytes: u64, backlog_pkts: usize, len: u32) -> bool {
+        self.bytes.is_some_and(|b| backlog_bytes + len as u64 > b) || self.pkts.is_some_and(|p| backlog_pkts as u64 + 1 > p)
+    }
+}
+
+/// A qdisc as the scenario describes it, in SI base units (the Python layer
+/// has validated names and parameters and converted units).
+#[derive(Debug, Clone, Default)]
+pub struct QdiscConfig {
+    /// `"fifo"`, ...
+    pub kind: String,
+    /// The direction's `buffer`.
+    pub limit: Limit,
+    /// The link rate in bit/s (shapers and CAKE need it).
+    pub rate_bps: u64,
+    /// Named parameters in base units: ns for times, bytes for sizes, 0/1 for booleans.
+    pub params: Vec<(String, f64)>,
+}
+
+impl QdiscConfig {
+    /// A parameter by name, or `default`.
+    pub fn param(&self, name: &str, default: f64) -> f64 {
+        self.params.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(default)
+    }
+}
+
+/// Names of the qdiscs [`build`] knows.
+pub const NAMES: &[&str] = &["fifo"];
+
+/// Build the qdisc a config names.
+pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
+    match cfg.kind.as_str() {
+        "fifo" | "pfifo" | "bfifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
+        other => Err(format!("unknown qdisc \"{other}\" (known: {})", NAMES.join(", "))),
+    }
+}
+
+/// Per-queue counters, kept by the caller from [`Events`] (never by each qdisc).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub enqueued_pkts: u64,
+    pub dequeued_pkts: u64,
+    pub dequeued_bytes: u64,
+    pub drops: [u64; DropReason::ALL.len()],
+    pub marks: u64,
+}
+
+impl Stats {
+    /// Count and drain a sink's events, handing each dropped packet to `f`.
+    pub fn absorb<T>(&mut self, ev: &mut Events<T>, mut f: impl FnMut(Dropped<T>)) {
+        self.marks += ev.marks;
+        ev.marks = 0;
+        for d in ev.drops.drain(..) {
+            self.drops[d.reason as usize] += 1;
+            f(d);
+        }
+    }
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+}

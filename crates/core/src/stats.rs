@@ -1,0 +1,79 @@
+//! Distribution summaries shared by every engine, so that "p99" means the same
+//! thing whether a number came from the simulator, the emulator or a probe.
+//!
+//! Percentiles use linear interpolation between closest ranks (numpy's default,
+//! `method="linear"`), so Python-side recomputation gives identical values.
+
+/// mean, p50, p95, p99, max of a sample, in the sample's unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Dist {
+    pub n: usize,
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Percentile `q` in [0, 100] of an ascending-sorted slice (numpy "linear").
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = (q / 100.0) * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    let frac = pos - lo as f64;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+}
+
+impl Dist {
+    /// Summarise `xs` (sorted in place). Empty input gives NaNs and n = 0.
+    pub fn of(xs: &mut [f64]) -> Dist {
+        if xs.is_empty() {
+            return Dist { n: 0, mean: f64::NAN, p50: f64::NAN, p95: f64::NAN, p99: f64::NAN, max: f64::NAN };
+        }
+        xs.sort_unstable_by(|a, b| a.total_cmp(b));
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        Dist {
+            n: xs.len(),
+            mean,
+            p50: percentile_sorted(xs, 50.0),
+            p95: percentile_sorted(xs, 95.0),
+            p99: percentile_sorted(xs, 99.0),
+            max: *xs.last().unwrap(),
+        }
+    }
+}
+
+/// Jain's fairness index of a set of throughputs: (Σx)² / (n·Σx²), 1 = fair.
+pub fn jain(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        let mut v = vec![4.0, 1.0, 3.0, 2.0];
+        let d = Dist::of(&mut v);
+        assert_eq!(d.p50, 2.5);
+        assert!((d.p95 - 3.85).abs() < 1e-12);
+        assert_eq!(d.max, 4.0);
+        assert_eq!(d.mean, 2.5);
+    }
+    #[test]
+    fn jain_of_equal_shares_is_one_and_of_one_hog_is_one_over_n() {
+        assert!((jain(&[5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[9.0, 0.0, 0.0]) - 1.0 / 3.0).abs() < 1e-12);
+    }
+}
