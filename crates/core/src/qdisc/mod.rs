@@ -181,14 +181,67 @@ impl QdiscConfig {
     }
 }
 
+/// The unit of a qdisc parameter, which tells the scenario layer how to
+/// parse and validate it (`"5ms"` → ns, `"1514B"` → bytes, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A duration, stored in ns.
+    Time,
+    /// A size, stored in bytes.
+    Size,
+    /// A whole number (packets, flows, ...).
+    Count,
+    /// true/false, stored as 1/0.
+    Bool,
+    /// A fraction in [0, 1] (probabilities, weights).
+    Ratio,
+    /// A bit rate, stored in bit/s.
+    Rate,
+    /// A choice among named options, stored as the option's index in `choices`.
+    Choice(&'static [&'static str]),
+}
+
+/// One documented parameter of a qdisc: its scenario key
+/// (`[link.down.qdisc_params] name = ...`), unit, Linux default and meaning.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    /// Default in base units (ns, bytes, bit/s, 0/1, index).
+    pub default: f64,
+    pub doc: &'static str,
+}
+
+/// A known qdisc: scenario name, its parameters, and how to build it.
+pub struct QdiscInfo {
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub params: &'static [ParamSpec],
+}
+
+/// Every qdisc the scenario language knows, with its parameters. The Python
+/// scenario layer validates `qdisc` and `qdisc_params` against this table.
+pub const QDISCS: &[QdiscInfo] = &[QdiscInfo {
+    name: "fifo",
+    doc: "tail-drop FIFO (Linux pfifo/bfifo); its size is the direction's `buffer`",
+    params: &[],
+}];
+
 /// Names of the qdiscs [`build`] knows.
-pub const NAMES: &[&str] = &["fifo"];
+pub fn names() -> Vec<&'static str> {
+    QDISCS.iter().map(|q| q.name).collect()
+}
+
+/// The parameters of qdisc `name`, or None if unknown.
+pub fn params(name: &str) -> Option<&'static [ParamSpec]> {
+    QDISCS.iter().find(|q| q.name == name).map(|q| q.params)
+}
 
 /// Build the qdisc a config names.
 pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
     match cfg.kind.as_str() {
-        "fifo" | "pfifo" | "bfifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
-        other => Err(format!("unknown qdisc \"{other}\" (known: {})", NAMES.join(", "))),
+        "fifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
+        other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }
 
