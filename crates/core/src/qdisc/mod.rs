@@ -21,6 +21,11 @@ use crate::time::Nanos;
 
 pub mod fifo;
 
+// AQMs (aqm): CoDel, fq_codel, RED, PIE, FQ-PIE and their shared helpers.
+mod aqm_params;
+pub mod codel;
+pub mod flow_hash;
+
 /// The two ECN bits of the IP header (RFC 3168).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Ecn {
@@ -225,7 +230,9 @@ pub const QDISCS: &[QdiscInfo] = &[QdiscInfo {
     name: "fifo",
     doc: "tail-drop FIFO (Linux pfifo/bfifo); its size is the direction's `buffer`",
     params: &[],
-}];
+},
+QdiscInfo { name: "codel", doc: codel::DOC, params: codel::PARAMS },
+];
 
 /// Names of the qdiscs [`build`] knows.
 pub fn names() -> Vec<&'static str> {
@@ -241,6 +248,7 @@ pub fn params(name: &str) -> Option<&'static [ParamSpec]> {
 pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
     match cfg.kind.as_str() {
         "fifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
+        "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }
