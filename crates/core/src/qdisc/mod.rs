@@ -21,6 +21,10 @@ use crate::time::Nanos;
 
 pub mod fifo;
 
+// Schedulers and shapers (sched): CAKE, sch_fq, TBF, policer.
+pub mod policer;
+pub mod tbf;
+
 // AQMs (aqm): CoDel, fq_codel, RED, PIE, FQ-PIE and their shared helpers.
 mod aqm_params;
 pub mod codel;
@@ -232,6 +236,8 @@ pub const QDISCS: &[QdiscInfo] = &[QdiscInfo {
     params: &[],
 },
 QdiscInfo { name: "codel", doc: codel::DOC, params: codel::PARAMS },
+policer::INFO,
+tbf::INFO,
 ];
 
 /// Names of the qdiscs [`build`] knows.
@@ -248,6 +254,8 @@ pub fn params(name: &str) -> Option<&'static [ParamSpec]> {
 pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
     match cfg.kind.as_str() {
         "fifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
+        "policer" => policer::build(cfg),
+        "tbf" => tbf::build(cfg),
         "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
