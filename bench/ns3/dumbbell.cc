@@ -85,18 +85,25 @@ struct Args
     uint32_t buffer_pkts = 833;
     uint32_t seed = 1;
     std::string queue = "disc";
+    double trace_s = 0.0; // > 0: print flow 0's state to stderr every trace_s seconds
+    bool linux = true;    // false: keep ns-3's own defaults for the LINUX attributes
 };
 
 const char* kUsage =
     "usage: dumbbell [--cc=cubic|bbr|newreno|linuxreno] [--loss=0.01] [--duration=60]\n"
     "                [--rate=100Mbps] [--rtt=100ms] [--flows=1] [--buffer-pkts=833]\n"
-    "                [--seed=1] [--queue=disc|device]\n"
+    "                [--seed=1] [--queue=disc|device] [--trace=SECONDS]\n"
+    "                [--linux=1|0]\n"
     "  --loss      i.i.d. per-packet drop probability on the bottleneck (data direction), in [0,1)\n"
     "  --duration  simulated seconds\n"
     "  --rate      bottleneck rate, ns-3 DataRate syntax (100Mbps, 1Gbps)\n"
     "  --rtt       base round-trip time, ns-3 Time syntax (100ms)\n"
     "  --queue     disc: pfifo queue disc over a 1-packet device queue (default);\n"
-    "              device: the device's DropTailQueue alone\n";
+    "              device: the device's DropTailQueue alone\n"
+    "  --trace     print flow 0's cwnd, inflight, pacing rate, RTT, state to stderr every\n"
+    "              SECONDS of simulated time (0: off)\n"
+    "  --linux     1: set DelAckTimeout 40 ms, ConnTimeout 1 s, MinRto 200 ms, CUBIC\n"
+    "              HyStartDelayMax 16 ms as in Linux (default); 0: keep ns-3's defaults\n";
 
 [[noreturn]] void
 BadArg(const std::string& key, const std::string& why)
@@ -211,6 +218,22 @@ ParseArgs(int argc, char** argv)
         {
             a.seed = ParseCount(key, v, 1, 4000000000u);
         }
+        else if (key == "trace")
+        {
+            a.trace_s = ParseDouble(key, v);
+            if (!(a.trace_s >= 0.0))
+            {
+                BadArg(key, "expected seconds >= 0, got \"" + v + "\"");
+            }
+        }
+        else if (key == "linux")
+        {
+            if (v != "0" && v != "1")
+            {
+                BadArg(key, "expected 1 or 0, got \"" + v + "\"");
+            }
+            a.linux = v == "1";
+        }
         else if (key == "queue")
         {
             if (v != "disc" && v != "device")
@@ -298,6 +321,77 @@ HookSenderSocket(uint32_t flow, Ptr<BulkSendApplication> app)
     s->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTcpTx, flow));
 }
 
+// Latest state of flow 0, from its socket's trace sources (for --trace).
+struct Flow0State
+{
+    uint32_t cwnd{0}, ssthresh{0}, inflight{0};
+    double pacing_mbps{0}, rtt_ms{0}, min_rtt_ms{1e9};
+    std::string congstate{"?"};
+} g_f0;
+
+void
+OnCwnd(uint32_t, uint32_t v)
+{
+    g_f0.cwnd = v;
+}
+
+void
+OnSsthresh(uint32_t, uint32_t v)
+{
+    g_f0.ssthresh = v;
+}
+
+void
+OnInflight(uint32_t, uint32_t v)
+{
+    g_f0.inflight = v;
+}
+
+void
+OnPacing(DataRate, DataRate v)
+{
+    g_f0.pacing_mbps = v.GetBitRate() / 1e6;
+}
+
+void
+OnRtt(Time, Time v)
+{
+    g_f0.rtt_ms = v.GetSeconds() * 1e3;
+    g_f0.min_rtt_ms = std::min(g_f0.min_rtt_ms, g_f0.rtt_ms);
+}
+
+void
+OnCongState(TcpSocketState::TcpCongState_t, TcpSocketState::TcpCongState_t v)
+{
+    g_f0.congstate = TcpSocketState::TcpCongStateName[v];
+}
+
+void
+HookTraceSources(Ptr<BulkSendApplication> app)
+{
+    Ptr<Socket> s = app->GetSocket();
+    s->TraceConnectWithoutContext("CongestionWindow", MakeCallback(&OnCwnd));
+    s->TraceConnectWithoutContext("SlowStartThreshold", MakeCallback(&OnSsthresh));
+    s->TraceConnectWithoutContext("BytesInFlight", MakeCallback(&OnInflight));
+    s->TraceConnectWithoutContext("PacingRate", MakeCallback(&OnPacing));
+    s->TraceConnectWithoutContext("RTT", MakeCallback(&OnRtt));
+    s->TraceConnectWithoutContext("CongState", MakeCallback(&OnCongState));
+}
+
+// Periodic state of flow 0 (to look at what a run does; stderr, tab separated).
+void
+TraceFlow(Ptr<PacketSink> sink, Ptr<QueueDisc> qd, Time every)
+{
+    std::cerr << "t=" << Simulator::Now().GetSeconds() << "\tcwnd=" << g_f0.cwnd
+              << "\tssthresh=" << g_f0.ssthresh << "\tinflight=" << g_f0.inflight
+              << "\tpacing_mbps=" << g_f0.pacing_mbps << "\trtt_ms=" << g_f0.rtt_ms
+              << "\tmin_rtt_ms=" << g_f0.min_rtt_ms << "\tstate=" << g_f0.congstate
+              << "\trx_bytes=" << sink->GetTotalRx()
+              << "\tqueue_pkts=" << (qd ? qd->GetNPackets() : 0)
+              << "\tretrans=" << g_flow_tx[0].retrans_segs << "\n";
+    Simulator::Schedule(every, &TraceFlow, sink, qd, every);
+}
+
 double
 PeakRssMb()
 {
@@ -340,15 +434,18 @@ main(int argc, char** argv)
     Config::SetDefault("ns3::TcpSocket::SegmentSize", UintegerValue(1448));
     Config::SetDefault("ns3::TcpSocket::InitialCwnd", UintegerValue(10));
     Config::SetDefault("ns3::TcpSocket::DelAckCount", UintegerValue(2));
-    Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
-    Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(1)));
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sockbuf));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(sockbuf));
-    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
     Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(true));
     Config::SetDefault("ns3::TcpSocketBase::WindowScaling", BooleanValue(true));
-    Config::SetDefault("ns3::TcpCubic::HyStartDelayMax", TimeValue(MilliSeconds(16)));
+    if (a.linux)
+    {
+        Config::SetDefault("ns3::TcpSocket::DelAckTimeout", TimeValue(MilliSeconds(40)));
+        Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(1)));
+        Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+        Config::SetDefault("ns3::TcpCubic::HyStartDelayMax", TimeValue(MilliSeconds(16)));
+    }
     Config::SetDefault("ns3::TcpSocketState::EnablePacing", BooleanValue(false));
 
     // ---- topology ----
@@ -455,6 +552,18 @@ main(int argc, char** argv)
                             &HookSenderSocket,
                             i,
                             DynamicCast<BulkSendApplication>(sources.Get(i)));
+    }
+
+    if (a.trace_s > 0.0)
+    {
+        Simulator::Schedule(NanoSeconds(1),
+                            &HookTraceSources,
+                            DynamicCast<BulkSendApplication>(sources.Get(0)));
+        Simulator::Schedule(Seconds(a.trace_s),
+                            &TraceFlow,
+                            DynamicCast<PacketSink>(sinks.Get(0)),
+                            a.queue == "disc" ? bn_qd.Get(0) : Ptr<QueueDisc>(),
+                            Seconds(a.trace_s));
     }
 
     // ---- counters ----
