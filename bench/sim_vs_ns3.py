@@ -51,11 +51,13 @@ class Proc:
     peak_rss_mb: float
     stdout: str
     stderr: str
+    timed_out: bool = False
 
 
 def run_measured(cmd: list[str], timeout_s: float | None = None) -> Proc:
     """Run cmd to completion; wall time around the whole process and its own peak RSS."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        timed_out = False
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         try:
@@ -68,6 +70,7 @@ def run_measured(cmd: list[str], timeout_s: float | None = None) -> Proc:
                     if pid:
                         break
                     if time.perf_counter() > deadline:
+                        timed_out = True
                         p.kill()
                         _, status, ru = os.wait4(p.pid, 0)
                         break
@@ -81,7 +84,7 @@ def run_measured(cmd: list[str], timeout_s: float | None = None) -> Proc:
         out.seek(0)
         err.seek(0)
         return Proc(cmd, p.returncode, wall, ru.ru_maxrss / 1024.0,  # ru_maxrss: KiB on Linux
-                    out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+                    out.read().decode(errors="replace"), err.read().decode(errors="replace"), timed_out)
 
 
 def last_json_line(text: str) -> dict | None:
@@ -202,6 +205,8 @@ def run_bloatlab(bloatlab: Path, *, name: str, cc: str, loss: float, duration_s:
         s = json.loads(p.stdout)
     except json.JSONDecodeError:
         s = None
+    if p.timed_out:
+        return Side(False, p.wall_s, p.peak_rss_mb, error=f"killed after the {timeout_s:g} s timeout")
     if p.rc != 0 or not isinstance(s, dict):
         return Side(False, p.wall_s, p.peak_rss_mb, error=f"exit {p.rc}: {p.stderr.strip()[-300:]}")
     meta = s.get("meta") or {}
