@@ -159,6 +159,11 @@ pub struct ConnView {
     pub prior_cwnd: u32,
     /// `sk_pacing_shift`: TSQ/TSO sizing to ~1/2^shift s of data (10 in Linux).
     pub pacing_shift: u32,
+    /// Time of the last data transmission (`tp->lsndtime`), ns. For
+    /// [`CwndEvent::TxStart`] it is the transmission *before* the one that
+    /// raised the event (Linux fires the event before updating it); CUBIC
+    /// shifts its epoch by `now - lsndtime` after idle.
+    pub lsndtime: Nanos,
 }
 
 impl ConnView {
@@ -180,6 +185,7 @@ impl ConnView {
             snd_nxt: 0,
             prior_cwnd: 0,
             pacing_shift: 10,
+            lsndtime: now,
         }
     }
 }
