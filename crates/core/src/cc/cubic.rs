@@ -1,8 +1,10 @@
 //! CUBIC congestion control with HyStart slow-start exit.
 //!
-//! Source: Linux `net/ipv4/tcp_cubic.c`, "CUBIC v2.3" as in mainline v6.10 –
-//! v6.18 (the version whose `hystart_update` tracks rounds before testing
-//! `hystart_low_window`), with `tcp_slow_start` / `tcp_cong_avoid_ai` from
+//! Source: Linux `net/ipv4/tcp_cubic.c`, "CUBIC v2.3", mainline as of v6.18,
+//! i.e. including "tcp_cubic: fix incorrect HyStart round start detection"
+//! (M. Arghavani, January 2025, also backported to stable), after which
+//! `hystart_update` tracks rounds before it tests `hystart_low_window`.
+//! With `tcp_slow_start` / `tcp_cong_avoid_ai` from
 //! `net/ipv4/tcp_cong.c` (reused from [`super::reno`]). Specification: RFC 9438
 //! (CUBIC for Fast and Long-Distance Networks, 2023). HyStart: Ha & Rhee,
 //! "Taming the Elephants: New TCP Slow Start", Computer Networks 2011.
