@@ -29,6 +29,7 @@ pub mod tbf;
 mod aqm_params;
 pub mod codel;
 pub mod flow_hash;
+pub mod fq_codel;
 
 /// The two ECN bits of the IP header (RFC 3168).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -238,6 +239,7 @@ pub const QDISCS: &[QdiscInfo] = &[QdiscInfo {
 QdiscInfo { name: "codel", doc: codel::DOC, params: codel::PARAMS },
 policer::INFO,
 tbf::INFO,
+QdiscInfo { name: "fq_codel", doc: fq_codel::DOC, params: fq_codel::PARAMS },
 ];
 
 /// Names of the qdiscs [`build`] knows.
@@ -257,6 +259,7 @@ pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String>
         "policer" => policer::build(cfg),
         "tbf" => tbf::build(cfg),
         "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
+        "fq_codel" => Ok(Box::new(fq_codel::FqCodel::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }
