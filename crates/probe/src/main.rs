@@ -1,1 +1,3 @@
-fn main() {}
+fn main() {
+    std::process::exit(bloatlab_probe::cli::main())
+}

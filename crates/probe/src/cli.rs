@@ -1,0 +1,466 @@
+//! The `bloatlab-probe` command line. Bad arguments exit with status 2 and a
+//! message naming the argument (clap's own errors do the same).
+
+use crate::report::{fmt_us, Latency, Output};
+use crate::{load, sys, tcp, udp};
+use bloatlab_core::units;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
+
+pub const DEFAULT_PORT: u16 = 5301;
+
+#[derive(Parser, Debug)]
+#[command(name = "bloatlab-probe", version, about = "bloatlab probes: UDP latency, TCP throughput, latency under load")]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// UDP request/response latency
+    Udp {
+        #[command(subcommand)]
+        cmd: UdpCmd,
+    },
+    /// TCP throughput with TCP_INFO time series
+    Tcp {
+        #[command(subcommand)]
+        cmd: TcpCmd,
+    },
+    /// TCP and UDP servers on one port (what `load` talks to)
+    Server {
+        #[arg(long, default_value = "0.0.0.0:5301", value_name = "ADDR:PORT")]
+        bind: SocketAddr,
+        #[command(flatten)]
+        udp: UdpServerOpts,
+    },
+    /// Latency under load (rrul-like) and responsiveness
+    Load(LoadArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum UdpCmd {
+    /// Echo server
+    Server {
+        #[arg(long, default_value = "0.0.0.0:5301", value_name = "ADDR:PORT")]
+        bind: SocketAddr,
+        #[command(flatten)]
+        opts: UdpServerOpts,
+    },
+    /// Latency client
+    Client(UdpClientArgs),
+}
+
+#[derive(Args, Debug)]
+struct UdpServerOpts {
+    /// shared secret: only HMAC-signed requests are answered
+    #[arg(long)]
+    secret: Option<String>,
+    /// per-client packet rate limit (packets/s, 0 = none)
+    #[arg(long, default_value_t = 1_000_000)]
+    max_pps: u64,
+    /// per-client session length limit (e.g. 10min; 0 = none)
+    #[arg(long, default_value = "0", value_parser = dur)]
+    max_duration: u64,
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args, Debug)]
+struct UdpClientArgs {
+    host: String,
+    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// number of requests (default 500000 unless -t is given)
+    #[arg(long, conflicts_with = "time")]
+    count: Option<u64>,
+    /// test length instead of a count (seconds, or e.g. 500ms)
+    #[arg(short = 't', long = "time", value_parser = secs)]
+    time: Option<u64>,
+    /// 0 = ping-pong; else requests on a fixed schedule (e.g. 10ms, 10us)
+    #[arg(long, default_value = "0", value_parser = dur)]
+    interval: u64,
+    /// UDP payload bytes
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(16..=1472))]
+    size: u64,
+    /// real-time scheduling like chrt: fifo:PRIO or rr:PRIO
+    #[arg(long, value_parser = sys::parse_rt)]
+    rt: Option<sys::RtPolicy>,
+    /// spin on the socket instead of sleeping (and SO_BUSY_POLL if allowed)
+    #[arg(long)]
+    busy_poll: bool,
+    /// pin to this CPU
+    #[arg(long)]
+    pin: Option<usize>,
+    #[arg(long)]
+    secret: Option<String>,
+    /// how long to wait for one reply
+    #[arg(long, default_value = "1s", value_parser = dur)]
+    timeout: u64,
+    /// stop when nothing came back for this long
+    #[arg(long, default_value = "3s", value_parser = dur)]
+    give_up: u64,
+    /// interval report period (seconds; 0 = none)
+    #[arg(short = 'i', long = "report-interval", default_value = "1", value_parser = secs)]
+    report: u64,
+    /// print the histogram
+    #[arg(long)]
+    hist: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum TcpCmd {
+    Server {
+        #[arg(long, default_value = "0.0.0.0:5301", value_name = "ADDR:PORT")]
+        bind: SocketAddr,
+        /// exit after one test
+        #[arg(long)]
+        one_off: bool,
+        #[arg(short, long)]
+        verbose: bool,
+    },
+    Client(TcpClientArgs),
+}
+
+#[derive(Args, Debug)]
+struct TcpClientArgs {
+    host: String,
+    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// congestion control of the sender (cubic, bbr, reno, ...)
+    #[arg(short = 'C', long = "congestion")]
+    cc: Option<String>,
+    /// parallel streams
+    #[arg(short = 'P', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
+    parallel: u64,
+    /// reverse: the server sends
+    #[arg(short = 'R', long)]
+    reverse: bool,
+    /// test length (seconds, or e.g. 500ms); default 10
+    #[arg(short = 't', long = "time", value_parser = secs, conflicts_with = "bytes")]
+    time: Option<u64>,
+    /// send exactly this many bytes (e.g. 10MB) and report the completion time
+    #[arg(short = 'n', long = "bytes", value_parser = size)]
+    bytes: Option<u64>,
+    /// local port of the (first) data connection
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    cport: Option<u16>,
+    /// TCP_INFO sampling period
+    #[arg(long, default_value = "10ms", value_parser = positive_dur)]
+    info_interval: u64,
+    /// interval report period (seconds; 0 = none)
+    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = secs)]
+    report: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct LoadArgs {
+    host: String,
+    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// bulk flows server → client
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=64))]
+    down: u64,
+    /// bulk flows client → server
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=64))]
+    up: u64,
+    #[arg(short = 'C', long = "congestion")]
+    cc: Option<String>,
+    /// loaded phase length (seconds)
+    #[arg(short = 't', long = "time", default_value = "10", value_parser = positive_secs)]
+    time: u64,
+    /// idle phase length (seconds)
+    #[arg(long, default_value = "2", value_parser = positive_secs)]
+    idle: u64,
+    /// UDP probe period
+    #[arg(long, default_value = "10ms", value_parser = positive_dur)]
+    probe_interval: u64,
+    #[arg(long)]
+    secret: Option<String>,
+    #[arg(long)]
+    json: bool,
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+fn dur(s: &str) -> Result<u64, String> {
+    units::parse_duration(s)
+}
+fn positive_dur(s: &str) -> Result<u64, String> {
+    match units::parse_duration(s)? {
+        0 => Err(format!("expected a positive duration, got \"{s}\"")),
+        v => Ok(v),
+    }
+}
+/// seconds as a bare number (`10`, `0.5`) or a duration with a unit.
+fn secs(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok((v * 1e9).round() as u64),
+        Ok(_) => Err(format!("expected a non-negative number of seconds, got \"{s}\"")),
+        Err(_) => units::parse_duration(s),
+    }
+}
+fn positive_secs(s: &str) -> Result<u64, String> {
+    match secs(s)? {
+        0 => Err(format!("expected a positive duration, got \"{s}\"")),
+        v => Ok(v),
+    }
+}
+fn size(s: &str) -> Result<u64, String> {
+    match units::parse_size(s)? {
+        0 => Err(format!("expected a positive size, got \"{s}\"")),
+        v => Ok(v),
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("HOST {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("HOST {host}: no address"))
+}
+
+fn scenario(test: &str, host: &str) -> serde_json::Value {
+    json!({"test": test, "host": host, "args": std::env::args().skip(1).collect::<Vec<_>>()})
+}
+
+fn print_json(o: &Output) {
+    println!("{}", serde_json::to_string(&o.to_json()).unwrap());
+}
+
+/// Run the CLI; returns the exit status.
+pub fn main() -> i32 {
+    let cli = Cli::parse(); // exits 2 on bad arguments
+    sys::install_signal_handlers();
+    match run(cli) {
+        Ok(code) => code,
+        Err((code, msg)) => {
+            eprintln!("bloatlab-probe: error: {msg}");
+            code
+        }
+    }
+}
+
+type R = Result<i32, (i32, String)>;
+
+fn run(cli: Cli) -> R {
+    match cli.cmd {
+        Cmd::Udp { cmd: UdpCmd::Server { bind, opts } } => udp_server(bind, &opts, None),
+        Cmd::Udp { cmd: UdpCmd::Client(a) } => udp_client(a),
+        Cmd::Tcp { cmd: TcpCmd::Server { bind, one_off, verbose } } => {
+            let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+            eprintln!("bloatlab-probe tcp server listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
+            tcp::serve(l, one_off, verbose).map_err(|e| (1, e.to_string()))?;
+            Ok(0)
+        }
+        Cmd::Tcp { cmd: TcpCmd::Client(a) } => tcp_client(a),
+        Cmd::Server { bind, udp } => {
+            let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+            let t = std::thread::spawn(move || tcp::serve(l, false, false));
+            let r = udp_server(bind, &udp, Some("tcp+udp"));
+            let _ = t.join();
+            r
+        }
+        Cmd::Load(a) => load_cmd(a),
+    }
+}
+
+fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
+    let sock = UdpSocket::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+    eprintln!(
+        "bloatlab-probe {} server listening on {}{}",
+        what.unwrap_or("udp"),
+        sock.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        if o.secret.is_some() { " (HMAC required)" } else { "" }
+    );
+    let cfg = udp::ServerCfg {
+        secret: o.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        max_pps: o.max_pps,
+        max_duration_ns: o.max_duration,
+        verbose: o.verbose,
+    };
+    let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
+    eprintln!(
+        "udp server: replied {}, ignored {} {:?}, rate-limited {}, duration-limited {}",
+        st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited
+    );
+    Ok(0)
+}
+
+fn udp_client(a: UdpClientArgs) -> R {
+    let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    udp::flags_for(a.size as usize, a.secret.is_some()).map_err(|e| (2, e))?;
+    if let Some(cpu) = a.pin {
+        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    }
+    if let Some(p) = a.rt {
+        sys::apply_rt(p).map_err(|e| (1, e))?;
+    }
+    sys::tight_timer_slack();
+    let t0 = sys::mono_ns();
+    let cfg = udp::ClientCfg {
+        addr,
+        count: if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None },
+        duration_ns: a.time,
+        interval_ns: a.interval,
+        size: a.size as usize,
+        busy_poll: a.busy_poll,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        timeout_ns: a.timeout.max(1_000_000),
+        give_up_ns: a.give_up.max(a.timeout),
+        report_ns: if a.json { 0 } else { a.report },
+        t0_mono: t0,
+        stop_at_mono: None,
+    };
+    if !a.json {
+        println!(
+            "UDP {} to {addr}, {} B requests, {}",
+            if a.interval == 0 { "ping-pong".to_string() } else { format!("every {}", fmt_us(a.interval as f64 / 1e3)) },
+            a.size,
+            match (cfg.count, cfg.duration_ns) {
+                (Some(n), _) => format!("{n} requests"),
+                (_, Some(d)) => format!("{:.3} s", d as f64 / 1e9),
+                _ => String::new(),
+            }
+        );
+    }
+    let r = udp::run_client(&cfg).map_err(|e| (1, e))?;
+    let mut rtt = r.rtt_us.clone();
+    let lat = Latency::of(&mut rtt);
+    let mut u = r.user_rtt_us.clone();
+    let ulat = Latency::of(&mut u);
+    let mut s = r.server_us.clone();
+    let slat = Latency::of(&mut s);
+    let mut ip = r.ipdv_us.clone();
+    let ipdv = Latency::of(&mut ip);
+    let mut late = r.send_late_us.clone();
+    let late = Latency::of(&mut late);
+    let lost = r.sent - r.received.min(r.sent);
+    let loss = if r.sent > 0 { lost as f64 / r.sent as f64 } else { 0.0 };
+    let rate = r.sent as f64 / r.elapsed_s.max(1e-9);
+    let code = if r.stop_reason.as_deref().map(|s| s != "interrupted").unwrap_or(false) { 1 } else { 0 };
+    if a.json {
+        let mut o = Output::new("udp", scenario("udp", &a.host), t0);
+        o.duration_s = r.elapsed_s;
+        o.probes = vec![r.probe_raw(0)];
+        o.meta_extra.insert("timestamps".into(), json!(if r.kernel_ts { "kernel rx (SO_TIMESTAMPNS), user tx" } else { "user" }));
+        o.extra.insert(
+            "udp".into(),
+            json!({"sent": r.sent, "received": r.received, "lost": lost, "loss": loss, "duplicates": r.duplicates,
+                   "reordered": r.reordered, "mismatched": r.mismatched, "foreign": r.foreign,
+                   "send_rate_pps": rate, "rtt_us": lat.to_json_us(), "user_rtt_us": ulat.to_json_us(),
+                   "ipdv_us": ipdv.to_json_us(), "server_processing_us": slat.to_json_us(),
+                   "send_lateness_us": late.to_json_us(), "server_timestamps": r.server_ts,
+                   "stop_reason": r.stop_reason}),
+        );
+        o.extra.insert("histogram".into(), lat.to_json_us()["histogram"].clone());
+        o.extra.insert("problem".into(), json!(r.stop_reason));
+        print_json(&o);
+    } else {
+        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        if let Some(why) = &r.stop_reason {
+            println!("stopped early: {why}; summary of what was measured:");
+        }
+        println!(
+            "sent {} received {} lost {} ({:.3} %) duplicates {} reordered {} payload mismatches {} in {:.3} s ({:.0} req/s)",
+            r.sent, r.received, lost, loss * 100.0, r.duplicates, r.reordered, r.mismatched, r.elapsed_s, rate
+        );
+        println!(
+            "rtt  min {} mean {} max {} stddev {}",
+            fmt_us(lat.min), fmt_us(lat.mean), fmt_us(lat.max), fmt_us(lat.stddev)
+        );
+        println!("rtt  p50 {} p90 {} p99 {} p99.9 {}   ({} timestamps)", fmt_us(lat.p50), fmt_us(lat.p90), fmt_us(lat.p99), fmt_us(lat.p999),
+                 if r.kernel_ts { "kernel rx" } else { "user-space" });
+        println!("rtt (user-space rx) p50 {} p99 {}", fmt_us(ulat.p50), fmt_us(ulat.p99));
+        println!("ipdv mean {} p50 {} p99 {} max {}", fmt_us(ipdv.mean), fmt_us(ipdv.p50), fmt_us(ipdv.p99), fmt_us(ipdv.max));
+        if r.server_ts {
+            println!("server processing p50 {} p99 {} max {}", fmt_us(slat.p50), fmt_us(slat.p99), fmt_us(slat.max));
+        }
+        if a.interval > 0 {
+            println!("send lateness p50 {} p99 {} max {}", fmt_us(late.p50), fmt_us(late.p99), fmt_us(late.max));
+        }
+        if a.hist || lat.n > 0 {
+            println!("histogram (rtt):\n{}", lat.hist_text());
+        }
+    }
+    Ok(code)
+}
+
+fn tcp_client(a: TcpClientArgs) -> R {
+    let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    if let Some(p) = a.cport {
+        if p as u64 + a.parallel - 1 > 65535 {
+            return Err((2, format!("--cport {p}: with -P {} the ports run past 65535", a.parallel)));
+        }
+    }
+    let t0 = sys::mono_ns();
+    let cfg = tcp::ClientCfg {
+        addr,
+        cc: a.cc.clone(),
+        streams: a.parallel as usize,
+        reverse: a.reverse,
+        duration_ns: if a.bytes.is_some() { None } else { Some(a.time.unwrap_or(10_000_000_000)) },
+        bytes: a.bytes,
+        cport: a.cport,
+        info_interval_ns: a.info_interval,
+        report_ns: if a.json { 0 } else { a.report },
+        t0_mono: t0,
+        first_id: 0,
+    };
+    if !a.json {
+        println!("Connecting to host {}, port {}{}", a.host, a.port, if a.reverse { " (reverse: the server sends)" } else { "" });
+    }
+    let r = tcp::run_client(&cfg).map_err(|e| (e.status, e.msg))?;
+    if a.json {
+        print_json(&tcp::output(&cfg, &r, scenario("tcp", &a.host)));
+    } else {
+        tcp::print_summary(&r, a.reverse);
+    }
+    if let Some(p) = &r.problem {
+        eprintln!("bloatlab-probe: {p}");
+        return Ok(if sys::stopped() { 0 } else { 1 });
+    }
+    Ok(0)
+}
+
+fn load_cmd(a: LoadArgs) -> R {
+    let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    if a.down + a.up == 0 {
+        return Err((2, "--down/--up: at least one flow is needed".into()));
+    }
+    let t0 = sys::mono_ns();
+    let cfg = load::LoadCfg {
+        addr,
+        down: a.down as usize,
+        up: a.up as usize,
+        cc: a.cc.clone(),
+        duration_ns: a.time,
+        idle_ns: a.idle,
+        probe_interval_ns: a.probe_interval,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        t0_mono: t0,
+        verbose: a.verbose,
+    };
+    if !a.json {
+        println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);
+    }
+    let mut r = load::run(&cfg).map_err(|e| (e.status, e.msg))?;
+    r.output.scenario = scenario("load", &a.host);
+    if a.json {
+        print_json(&r.output);
+    } else {
+        print!("{}", r.text);
+    }
+    if let Some(p) = &r.problem {
+        eprintln!("bloatlab-probe: {p}");
+        return Ok(if sys::stopped() { 0 } else { 1 });
+    }
+    Ok(0)
+}

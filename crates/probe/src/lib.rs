@@ -1,0 +1,19 @@
+//! bloatlab-probe: measuring tools for real networks, and the traffic
+//! generators the emulator runs inside its namespaces.
+//!
+//! Rooms:
+//! - [`wire`]: the UDP echo packet format and its parser (fuzzed).
+//! - [`udp`]: UDP request/response latency (server, client).
+//! - [`tcp`]: TCP throughput with TCP_INFO series (server, client, control protocol).
+//! - [`load`]: latency under load and responsiveness.
+//! - [`report`]: latency statistics, histogram, the common result schema.
+//! - [`sys`]: clocks, signals, scheduling, socket options (the Linux layer).
+//! - [`cli`]: the command line.
+
+pub mod cli;
+pub mod load;
+pub mod report;
+pub mod sys;
+pub mod tcp;
+pub mod udp;
+pub mod wire;

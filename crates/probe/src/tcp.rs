@@ -1,0 +1,838 @@
+//! TCP throughput: server, client, and the control protocol between them.
+//!
+//! Model (after iperf3): the client opens a *control* connection, sends the
+//! test parameters as one JSON line, then opens `-P` *data* connections. The
+//! sender (client, or server with `-R`) writes as fast as the socket takes
+//! for `-t` seconds or exactly `-n` bytes, then shuts its write side down and
+//! waits until every byte is acked. Meanwhile a sampler thread reads
+//! `TCP_INFO` of each sending socket every `--info-interval`. When all
+//! streams are done the server sends its own measurements back over the
+//! control connection, so the client's result always describes the sending
+//! socket and the receiving application.
+//!
+//! Wire: every connection starts with a 4-byte magic. `BLC1` + JSON line =
+//! control; `BLD1` + cookie (u64 LE) + stream index (u32 LE) = data. Anything
+//! else (e.g. a latency probe that only connects) is closed silently.
+//!
+//! Definitions (docs/results.md):
+//! - bytes_acked: data bytes the receiver acknowledged = tcpi_bytes_acked
+//!   minus the SYN's and FIN's sequence numbers (both are counted by Linux),
+//!   capped at the bytes written.
+//! - goodput: bytes the receiving application read × 8 / (end_s - start_s),
+//!   start = the client's connect(), end = the sender saw its last byte acked.
+//! - fct_s (finite `-n` transfers): end_s - start_s.
+//!
+//! Constants:
+//! - [`BUF`] = 128 KiB per write/read: large enough that the syscall rate is
+//!   not the bottleneck at tens of Gbit/s on loopback.
+//! - [`WAKE`] = 100 ms socket timeouts so Ctrl-C is noticed.
+//! - [`ACK_WAIT_POLL_NS`] = 200 µs polling of TCP_INFO while waiting for the
+//!   last ack: the resolution of the completion time.
+//! - [`ACK_WAIT_MAX_NS`] = 30 s: give up waiting for a peer that stopped acking.
+
+use crate::report::{fmt_bytes, fmt_rate, FlowRaw, FlowSeries, Output};
+use crate::sys::{self, TcpInfo};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+pub const BUF: usize = 128 * 1024;
+pub const WAKE: Duration = Duration::from_millis(100);
+pub const ACK_WAIT_POLL_NS: u64 = 200_000;
+pub const ACK_WAIT_MAX_NS: u64 = 30_000_000_000;
+const CTRL_MAGIC: &[u8; 4] = b"BLC1";
+const DATA_MAGIC: &[u8; 4] = b"BLD1";
+
+/// Test parameters sent by the client.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Params {
+    pub cookie: u64,
+    pub streams: usize,
+    pub reverse: bool,
+    pub duration_ns: Option<u64>,
+    pub bytes: Option<u64>,
+    pub cc: Option<String>,
+    pub info_interval_ns: u64,
+}
+
+/// One data connection, shared by its worker and the sampler.
+pub struct StreamState {
+    pub idx: usize,
+    pub sock: TcpStream,
+    /// CLOCK_MONOTONIC when the flow began (client: before connect; server: accept)
+    pub start_mono: u64,
+    pub written: AtomicU64,
+    pub read: AtomicU64,
+    pub done: AtomicBool,
+    pub samples: Mutex<Vec<(u64, TcpInfo)>>,
+}
+
+impl StreamState {
+    fn new(idx: usize, sock: TcpStream, start_mono: u64) -> Arc<StreamState> {
+        let _ = sock.set_read_timeout(Some(WAKE));
+        let _ = sock.set_write_timeout(Some(WAKE));
+        let _ = sock.set_nodelay(false);
+        Arc::new(StreamState {
+            idx,
+            sock,
+            start_mono,
+            written: AtomicU64::new(0),
+            read: AtomicU64::new(0),
+            done: AtomicBool::new(false),
+            samples: Mutex::new(Vec::new()),
+        })
+    }
+    fn sample(&self) -> Option<TcpInfo> {
+        let ti = sys::tcp_info(self.sock.as_raw_fd()).ok()?;
+        self.samples.lock().unwrap().push((sys::mono_ns(), ti));
+        Some(ti)
+    }
+    fn latest(&self) -> Option<TcpInfo> {
+        self.samples.lock().unwrap().last().map(|s| s.1)
+    }
+}
+
+/// What a stream's worker reports when it ends.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub end_mono: u64,
+    pub fct_ns: Option<u64>,
+    pub completed: bool,
+    pub error: Option<String>,
+    pub final_info: Option<TcpInfo>,
+}
+
+/// Data bytes acked (see the module doc): SYN and FIN removed, capped.
+pub fn data_acked(ti: &TcpInfo, written: u64) -> u64 {
+    ti.bytes_acked.saturating_sub(1).min(written)
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+/// Send for the duration or the byte count, then wait for the last ack.
+pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>, stop: &dyn Fn() -> bool) -> Outcome {
+    let buf = vec![0x5au8; BUF];
+    let deadline = duration_ns.map(|d| s.start_mono + d);
+    let mut out = Outcome::default();
+    let mut w = 0u64;
+    loop {
+        if sys::stopped() || stop() {
+            break;
+        }
+        if let Some(d) = deadline {
+            if sys::mono_ns() >= d {
+                break;
+            }
+        }
+        let chunk = match bytes {
+            Some(n) if w >= n => break,
+            Some(n) => ((n - w) as usize).min(BUF),
+            None => BUF,
+        };
+        match (&s.sock).write(&buf[..chunk]) {
+            Ok(k) => {
+                w += k as u64;
+                s.written.store(w, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                out.error = Some(peer_error(&e));
+                break;
+            }
+        }
+    }
+    if out.error.is_none() {
+        let _ = s.sock.shutdown(Shutdown::Write);
+        let t_give_up = sys::mono_ns() + ACK_WAIT_MAX_NS;
+        loop {
+            let now = sys::mono_ns();
+            match sys::tcp_info(s.sock.as_raw_fd()) {
+                Ok(ti) if data_acked(&ti, w) >= w => break,
+                Ok(ti) if ti.state as i32 == 7 /* TCP_CLOSE */ => {
+                    out.error = Some("the peer closed the connection before acking everything".into());
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    out.error = Some(e.to_string());
+                    break;
+                }
+            }
+            if now > t_give_up || sys::stopped() {
+                break;
+            }
+            sys::sleep_until_mono(now + ACK_WAIT_POLL_NS);
+        }
+    }
+    out.end_mono = sys::mono_ns();
+    out.final_info = s.sample();
+    if let Some(ti) = &out.final_info {
+        if let Some(n) = bytes {
+            out.completed = w == n && data_acked(ti, w) >= n && out.error.is_none();
+            if out.completed {
+                out.fct_ns = Some(out.end_mono - s.start_mono);
+            }
+        }
+    }
+    s.done.store(true, Ordering::Relaxed);
+    out
+}
+
+fn peer_error(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPIPE) | Some(libc::ECONNRESET) => "connection reset by the peer (was it killed?)".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Read until EOF; `end_mono` is the time of the last byte read.
+pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool) -> Outcome {
+    let mut buf = vec![0u8; BUF];
+    let mut out = Outcome::default();
+    let mut r = 0u64;
+    let mut last = sys::mono_ns();
+    loop {
+        if sys::stopped() || stop() {
+            out.error = Some("interrupted".into());
+            break;
+        }
+        match (&s.sock).read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                r += k as u64;
+                last = sys::mono_ns();
+                s.read.store(r, Ordering::Relaxed);
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                out.error = Some(peer_error(&e));
+                break;
+            }
+        }
+    }
+    out.end_mono = last;
+    s.done.store(true, Ordering::Relaxed);
+    out
+}
+
+/// Sample TCP_INFO of every stream every `interval_ns` until all are done.
+pub fn run_sampler(streams: Vec<Arc<StreamState>>, interval_ns: u64) {
+    let mut next = sys::mono_ns();
+    loop {
+        let mut live = 0;
+        for s in &streams {
+            if !s.done.load(Ordering::Relaxed) {
+                live += 1;
+                s.sample();
+            }
+        }
+        if live == 0 || sys::stopped() {
+            return;
+        }
+        next += interval_ns;
+        let now = sys::mono_ns();
+        if next < now {
+            next = now;
+        }
+        sys::sleep_until_mono(next);
+    }
+}
+
+/// Open a TCP connection, optionally from a fixed local port and with a
+/// congestion control set before the SYN.
+pub fn connect(addr: SocketAddr, local_port: Option<u16>, cc: Option<&str>) -> Result<TcpStream, String> {
+    unsafe {
+        let dom = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+        let fd = libc::socket(dom, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(format!("socket: {}", io::Error::last_os_error()));
+        }
+        let stream = TcpStream::from_raw_fd(fd); // closes fd on every error path below
+        let one: i32 = 1;
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const i32 as *const libc::c_void, 4);
+        if let Some(cc) = cc {
+            sys::set_cc(fd, cc).map_err(|e| format!("-C {cc}: {e}"))?;
+        }
+        if let Some(p) = local_port {
+            let local: SocketAddr = if addr.is_ipv4() { ([0, 0, 0, 0], p).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, p).into() };
+            let (sa, len) = sockaddr_of(&local);
+            if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
+                return Err(format!("--cport {p}: bind: {}", io::Error::last_os_error()));
+            }
+        }
+        let tv = libc::timeval { tv_sec: 10, tv_usec: 0 };
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32);
+        let (sa, len) = sockaddr_of(&addr);
+        if libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
+            return Err(format!("connect to {addr}: {}", io::Error::last_os_error()));
+        }
+        Ok(stream)
+    }
+}
+
+fn sockaddr_of(a: &SocketAddr) -> (libc::sockaddr_storage, u32) {
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        match a {
+            SocketAddr::V4(v) => {
+                let s = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in);
+                s.sin_family = libc::AF_INET as u16;
+                s.sin_port = v.port().to_be();
+                s.sin_addr.s_addr = u32::from(*v.ip()).to_be();
+                (ss, std::mem::size_of::<libc::sockaddr_in>() as u32)
+            }
+            SocketAddr::V6(v) => {
+                let s = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6);
+                s.sin6_family = libc::AF_INET6 as u16;
+                s.sin6_port = v.port().to_be();
+                s.sin6_addr.s6_addr = v.ip().octets();
+                s.sin6_scope_id = v.scope_id();
+                (ss, std::mem::size_of::<libc::sockaddr_in6>() as u32)
+            }
+        }
+    }
+}
+
+fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<String> {
+    let end = sys::mono_ns() + give_up_ns;
+    let mut line = String::new();
+    loop {
+        match r.read_line(&mut line) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
+            Ok(_) if line.ends_with('\n') => return Ok(line),
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {
+                if sys::mono_ns() > end {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- server
+
+type Registry = Arc<Mutex<HashMap<u64, mpsc::Sender<(usize, TcpStream, u64)>>>>;
+
+/// Serve tests on `listener` until Ctrl-C; with `one_off`, return after the
+/// first test.
+pub fn serve(listener: TcpListener, one_off: bool, verbose: bool) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let reg: Registry = Arc::new(Mutex::new(HashMap::new()));
+    let finished = Arc::new(AtomicBool::new(false));
+    let tests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    while !sys::stopped() && !(one_off && finished.load(Ordering::SeqCst)) {
+        let (conn, peer) = match listener.accept() {
+            Ok(x) => x,
+            Err(e) if is_timeout(&e) => {
+                sys::wait_readable(listener.as_raw_fd(), WAKE.as_nanos() as u64);
+                continue;
+            }
+            Err(e) => {
+                eprintln!("tcp server: accept: {e}");
+                continue;
+            }
+        };
+        let accept_mono = sys::mono_ns();
+        let (reg, finished, tests) = (reg.clone(), finished.clone(), tests.clone());
+        // classify in a thread, so a silent connection cannot stall accept()
+        std::thread::spawn(move || classify(conn, peer, accept_mono, &reg, &finished, &tests, one_off, verbose));
+    }
+    Ok(())
+}
+
+fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, reg: &Registry, finished: &AtomicBool,
+            tests: &std::sync::atomic::AtomicUsize, one_off: bool, verbose: bool) {
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_read_timeout(Some(WAKE));
+    let _ = conn.set_write_timeout(Some(WAKE));
+    let mut magic = [0u8; 4];
+    if read_exact_timeout(&conn, &mut magic, 5_000_000_000).is_err() {
+        return; // a connect-only latency probe, or garbage
+    }
+    if &magic == DATA_MAGIC {
+        let mut h = [0u8; 12];
+        if read_exact_timeout(&conn, &mut h, 5_000_000_000).is_err() {
+            return;
+        }
+        let cookie = u64::from_le_bytes(h[..8].try_into().unwrap());
+        let idx = u32::from_le_bytes(h[8..].try_into().unwrap()) as usize;
+        if let Some(tx) = reg.lock().unwrap().get(&cookie) {
+            let _ = tx.send((idx, conn, accept_mono));
+        }
+    } else if &magic == CTRL_MAGIC {
+        if one_off && tests.fetch_add(1, Ordering::SeqCst) > 0 {
+            return; // one test only; refuse others
+        }
+        if let Err(e) = serve_test(conn, reg, verbose) {
+            if verbose {
+                eprintln!("tcp server: test from {peer}: {e}");
+            }
+        }
+        finished.store(true, Ordering::SeqCst);
+    }
+}
+
+fn read_exact_timeout(mut c: &TcpStream, buf: &mut [u8], give_up_ns: u64) -> io::Result<()> {
+    let end = sys::mono_ns() + give_up_ns;
+    let mut got = 0;
+    while got < buf.len() {
+        match c.read(&mut buf[got..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => got += k,
+            Err(e) if is_timeout(&e) => {
+                if sys::mono_ns() > end || sys::stopped() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn send_json(mut c: &TcpStream, v: &Value) -> io::Result<()> {
+    let mut s = v.to_string();
+    s.push('\n');
+    let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
+    c.write_all(s.as_bytes())
+}
+
+fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), String> {
+    let mut rd = BufReader::new(&ctrl);
+    let line = read_line(&mut rd, 10_000_000_000).map_err(|e| format!("reading parameters: {e}"))?;
+    let p: Params = match serde_json::from_str(&line) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = send_json(&ctrl, &json!({"ok": false, "error": format!("bad parameters: {e}")}));
+            return Err(format!("bad parameters: {e}"));
+        }
+    };
+    if p.streams == 0 || p.streams > 128 {
+        let _ = send_json(&ctrl, &json!({"ok": false, "error": "-P: streams must be in 1..128"}));
+        return Err("bad stream count".into());
+    }
+    if p.reverse {
+        if let Some(cc) = &p.cc {
+            // check on a scratch socket before anything starts
+            let probe = TcpListener::bind("127.0.0.1:0").ok();
+            let chk = probe.as_ref().map(|l| sys::set_cc(l.as_raw_fd(), cc));
+            if let Some(Err(e)) = chk {
+                let _ = send_json(&ctrl, &json!({"ok": false, "error": format!("the server's {e}"), "available": sys::available_cc()}));
+                return Err(e);
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    reg.lock().unwrap().insert(p.cookie, tx);
+    let _ = send_json(&ctrl, &json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id()}));
+    let mut states = Vec::new();
+    let deadline = sys::mono_ns() + 10_000_000_000;
+    while states.len() < p.streams {
+        let left = deadline.saturating_sub(sys::mono_ns());
+        match rx.recv_timeout(Duration::from_nanos(left.max(1))) {
+            Ok((idx, sock, t)) => {
+                if p.reverse {
+                    if let Some(cc) = &p.cc {
+                        let _ = sys::set_cc(sock.as_raw_fd(), cc);
+                    }
+                }
+                states.push(StreamState::new(idx, sock, t));
+            }
+            Err(_) => break,
+        }
+    }
+    reg.lock().unwrap().remove(&p.cookie);
+    if states.len() < p.streams {
+        let _ = send_json(&ctrl, &json!({"ok": false, "error": "not all data connections arrived"}));
+        return Err("missing data connections".into());
+    }
+    let sampler = if p.reverse {
+        let v = states.clone();
+        let iv = p.info_interval_ns;
+        Some(std::thread::spawn(move || run_sampler(v, iv)))
+    } else {
+        None
+    };
+    // a client that vanishes ends its test: watch the control connection
+    let ctrl_gone = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = states
+        .iter()
+        .map(|s| {
+            let s = s.clone();
+            let p = p.clone();
+            let gone = ctrl_gone.clone();
+            std::thread::spawn(move || {
+                let stop = || gone.load(Ordering::Relaxed);
+                if p.reverse {
+                    run_sender(&s, p.duration_ns, p.bytes, &stop)
+                } else {
+                    run_receiver(&s, &stop)
+                }
+            })
+        })
+        .collect();
+    let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    if let Some(h) = sampler {
+        let _ = h.join();
+    }
+    let mut streams = Vec::new();
+    for (s, o) in states.iter().zip(&outcomes) {
+        let samples = s.samples.lock().unwrap();
+        let mut series = FlowSeries::default();
+        for (t, ti) in samples.iter() {
+            series.push(s.idx, (*t - s.start_mono) as f64 / 1e9, ti);
+        }
+        streams.push(json!({
+            "idx": s.idx, "start_mono": s.start_mono, "end_mono": o.end_mono,
+            "bytes_read": s.read.load(Ordering::Relaxed), "bytes_written": s.written.load(Ordering::Relaxed),
+            "fct_ns": o.fct_ns, "completed": o.completed, "error": o.error,
+            "info": o.final_info.map(|ti| info_json(&ti, s.written.load(Ordering::Relaxed))),
+            "cc": sys::get_cc(s.sock.as_raw_fd()),
+            "series": series.to_json(),
+        }));
+    }
+    if verbose {
+        let total: u64 = states.iter().map(|s| s.read.load(Ordering::Relaxed) + s.written.load(Ordering::Relaxed)).sum();
+        eprintln!("tcp server: test done, {} streams, {} moved", states.len(), fmt_bytes(total as f64));
+    }
+    send_json(&ctrl, &json!({"streams": streams, "boot_id": sys::boot_id(), "kernel": sys::kernel_release()}))
+        .map_err(|e| format!("sending results: {e}"))
+}
+
+fn info_json(ti: &TcpInfo, written: u64) -> Value {
+    json!({"bytes_acked": data_acked(ti, written), "segs_out": ti.segs_out, "total_retrans": ti.total_retrans,
+           "min_rtt_us": ti.min_rtt, "srtt_us": ti.rtt})
+}
+
+// ---------------------------------------------------------------- client
+
+#[derive(Debug, Clone)]
+pub struct ClientCfg {
+    pub addr: SocketAddr,
+    pub cc: Option<String>,
+    pub streams: usize,
+    pub reverse: bool,
+    pub duration_ns: Option<u64>,
+    pub bytes: Option<u64>,
+    pub cport: Option<u16>,
+    pub info_interval_ns: u64,
+    /// interval report period, 0 = none (and no printing at all)
+    pub report_ns: u64,
+    pub t0_mono: u64,
+    /// flow ids start here (the load test runs two clients)
+    pub first_id: usize,
+}
+
+/// Everything the client learned, ready for [`Output`].
+pub struct ClientResult {
+    pub flows: Vec<FlowRaw>,
+    pub series: FlowSeries,
+    pub cc: Option<String>,
+    /// why the test ended early, if it did (server killed, Ctrl-C)
+    pub problem: Option<String>,
+    pub server_kernel: Option<String>,
+    pub duration_s: f64,
+}
+
+/// A client error with the exit status it deserves (2: bad argument).
+#[derive(Debug)]
+pub struct ClientError {
+    pub status: i32,
+    pub msg: String,
+}
+
+pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
+    let err1 = |msg: String| ClientError { status: 1, msg };
+    if !cfg.reverse {
+        if let Some(cc) = &cfg.cc {
+            let avail = sys::available_cc();
+            if !avail.is_empty() && !avail.iter().any(|a| a == cc) {
+                return Err(ClientError {
+                    status: 2,
+                    msg: format!("-C {cc}: congestion control \"{cc}\" is not available on this kernel; available: {}", avail.join(" ")),
+                });
+            }
+        }
+    }
+    let ctrl = connect(cfg.addr, None, None).map_err(err1)?;
+    let _ = ctrl.set_read_timeout(Some(WAKE));
+    let cookie = sys::random_u64();
+    let p = Params {
+        cookie,
+        streams: cfg.streams,
+        reverse: cfg.reverse,
+        duration_ns: cfg.duration_ns,
+        bytes: cfg.bytes,
+        cc: cfg.cc.clone(),
+        info_interval_ns: cfg.info_interval_ns,
+    };
+    let mut c = &ctrl;
+    c.write_all(CTRL_MAGIC).map_err(|e| err1(format!("control: {e}")))?;
+    send_json(&ctrl, &serde_json::to_value(&p).unwrap()).map_err(|e| err1(format!("control: {e}")))?;
+    let mut rd = BufReader::new(&ctrl);
+    let hello: Value = read_line(&mut rd, 10_000_000_000)
+        .ok()
+        .and_then(|l| serde_json::from_str(&l).ok())
+        .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))?;
+    if hello["ok"] != json!(true) {
+        let msg = hello["error"].as_str().unwrap_or("refused").to_string();
+        let status = if hello.get("available").is_some() { 2 } else { 1 };
+        let msg = if status == 2 { format!("-C {}: {msg}", cfg.cc.as_deref().unwrap_or("")) } else { msg };
+        return Err(ClientError { status, msg });
+    }
+    let mut states = Vec::new();
+    for i in 0..cfg.streams {
+        let start = sys::mono_ns();
+        let cc = if cfg.reverse { None } else { cfg.cc.as_deref() };
+        let mut s = connect(cfg.addr, cfg.cport.map(|p| p + i as u16), cc).map_err(|e| ClientError {
+            status: if e.starts_with("-C") || e.starts_with("--cport") { 2 } else { 1 },
+            msg: e,
+        })?;
+        let mut h = Vec::with_capacity(16);
+        h.extend_from_slice(DATA_MAGIC);
+        h.extend_from_slice(&cookie.to_le_bytes());
+        h.extend_from_slice(&(i as u32).to_le_bytes());
+        s.write_all(&h).map_err(|e| err1(format!("data connection: {e}")))?;
+        states.push(StreamState::new(i, s, start));
+    }
+    let sampler = if !cfg.reverse {
+        let v = states.clone();
+        let iv = cfg.info_interval_ns;
+        Some(std::thread::spawn(move || run_sampler(v, iv)))
+    } else {
+        None
+    };
+    let workers: Vec<_> = states
+        .iter()
+        .map(|s| {
+            let s = s.clone();
+            let cfg = cfg.clone();
+            std::thread::spawn(move || {
+                if cfg.reverse {
+                    run_receiver(&s, &|| false)
+                } else {
+                    run_sender(&s, cfg.duration_ns, cfg.bytes, &|| false)
+                }
+            })
+        })
+        .collect();
+    if cfg.report_ns > 0 {
+        report_intervals(cfg, &states);
+    }
+    let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    if let Some(h) = sampler {
+        let _ = h.join();
+    }
+    // the server's half
+    let give_up = if sys::stopped() { 2_000_000_000 } else { 15_000_000_000 };
+    let server: Option<Value> = read_line(&mut rd, give_up).ok().and_then(|l| serde_json::from_str(&l).ok());
+    let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
+    let mut flows = Vec::new();
+    let mut series = FlowSeries::default();
+    let mut problem = None;
+    let mut cc_seen = None;
+    for (s, o) in states.iter().zip(&outcomes) {
+        let srv = server.as_ref().and_then(|v| v["streams"].as_array()?.iter().find(|x| x["idx"] == json!(s.idx)).cloned());
+        let start_s = (s.start_mono - cfg.t0_mono) as f64 / 1e9;
+        let mut f = FlowRaw {
+            id: cfg.first_id + s.idx,
+            name: format!("{}{}", if cfg.reverse { "down" } else { "up" }, s.idx),
+            direction: if cfg.reverse { "down" } else { "up" }.into(),
+            start_s,
+            ..Default::default()
+        };
+        if let Some(e) = &o.error {
+            problem.get_or_insert(format!("stream {}: {e}", s.idx));
+        }
+        if !cfg.reverse {
+            // we sent: TCP_INFO is ours
+            let w = s.written.load(Ordering::Relaxed);
+            let fin = o.final_info.unwrap_or_default();
+            f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
+            f.bytes_acked = data_acked(&fin, w);
+            f.segs_sent = fin.segs_out as u64;
+            f.retrans_segs = fin.total_retrans as u64;
+            f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
+            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            f.fct_s = o.fct_ns.map(|n| n as f64 / 1e9);
+            f.completed = o.completed;
+            let samples = s.samples.lock().unwrap();
+            for (t, ti) in samples.iter() {
+                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti);
+                f.rtt_ms.push(ti.rtt as f64 / 1e3);
+            }
+            f.bytes_delivered = match &srv {
+                Some(v) => v["bytes_read"].as_u64().unwrap_or(0),
+                None => f.bytes_acked, // the receiver's kernel acked them; its reads are unknown
+            };
+        } else {
+            f.bytes_delivered = s.read.load(Ordering::Relaxed);
+            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            if let Some(v) = &srv {
+                let info = &v["info"];
+                f.cc = v["cc"].as_str().unwrap_or_default().to_string();
+                f.bytes_acked = info["bytes_acked"].as_u64().unwrap_or(0);
+                f.segs_sent = info["segs_out"].as_u64().unwrap_or(0);
+                f.retrans_segs = info["total_retrans"].as_u64().unwrap_or(0);
+                f.min_rtt_ms = info["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
+                f.completed = v["completed"].as_bool().unwrap_or(false);
+                if let Some(e) = v["error"].as_str() {
+                    problem.get_or_insert(format!("stream {} (server side): {e}", s.idx));
+                }
+                // align the server's clock: exact on the same host, else from our connect time
+                let srv_start = v["start_mono"].as_u64().unwrap_or(0);
+                let shift = if same_host { (srv_start as f64 - cfg.t0_mono as f64) / 1e9 } else { start_s };
+                let ss = FlowSeries::from_json(&v["series"]);
+                for i in 0..ss.t.len() {
+                    f.rtt_ms.push(ss.srtt_ms[i]);
+                }
+                let mut ss = ss;
+                for t in ss.t.iter_mut() {
+                    *t += shift;
+                }
+                ss.flow.iter_mut().for_each(|x| *x = f.id);
+                series.append(&ss);
+                if f.completed {
+                    // the sender's last-ack time on our axis
+                    let srv_end = (v["end_mono"].as_u64().unwrap_or(0) as f64 - srv_start as f64) / 1e9 + shift;
+                    f.end_s = srv_end.max(f.end_s);
+                    f.fct_s = Some(f.end_s - f.start_s);
+                }
+            } else {
+                f.bytes_acked = f.bytes_delivered;
+            }
+        }
+        if !f.cc.is_empty() {
+            cc_seen = Some(f.cc.clone());
+        }
+        flows.push(f);
+    }
+    if server.is_none() {
+        problem = Some(match problem {
+            Some(p) => format!("the server went away ({p}); the results are what this client measured"),
+            None if sys::stopped() => "interrupted; the results are what this client measured".into(),
+            None => "the server sent no results (was it killed?); the results are what this client measured".into(),
+        });
+    } else if sys::stopped() {
+        problem.get_or_insert("interrupted".into());
+    }
+    let duration_s = flows.iter().map(|f| f.end_s).fold(0.0, f64::max);
+    Ok(ClientResult {
+        flows,
+        series,
+        cc: cc_seen,
+        problem,
+        server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
+        duration_s,
+    })
+}
+
+/// iperf3-style interval lines while the workers run.
+fn report_intervals(cfg: &ClientCfg, states: &[Arc<StreamState>]) {
+    println!("[ ID] Interval           Transfer     Bitrate         {}", if cfg.reverse { "" } else { "Retr  Cwnd" });
+    let n = states.len();
+    let mut last_bytes = vec![0u64; n];
+    let mut last_retr = vec![0u64; n];
+    let mut t_prev = sys::mono_ns();
+    let t_start = cfg.t0_mono;
+    let mut next = t_prev + cfg.report_ns;
+    loop {
+        let all_done = states.iter().all(|s| s.done.load(Ordering::Relaxed));
+        if all_done || sys::stopped() {
+            break;
+        }
+        while sys::mono_ns() < next {
+            if states.iter().all(|s| s.done.load(Ordering::Relaxed)) || sys::stopped() {
+                return;
+            }
+            sys::sleep_until_mono((sys::mono_ns() + 20_000_000).min(next));
+        }
+        let now = sys::mono_ns();
+        let dt = (now - t_prev) as f64 / 1e9;
+        let (a, b) = ((t_prev - t_start) as f64 / 1e9, (now - t_start) as f64 / 1e9);
+        let mut sum = 0u64;
+        let mut sum_retr = 0u64;
+        for (i, s) in states.iter().enumerate() {
+            let bytes = if cfg.reverse { s.read.load(Ordering::Relaxed) } else { s.written.load(Ordering::Relaxed) };
+            let d = bytes - last_bytes[i];
+            last_bytes[i] = bytes;
+            sum += d;
+            if cfg.reverse {
+                println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}", s.idx + cfg.first_id, a, b, fmt_bytes(d as f64), fmt_rate(d as f64 * 8.0 / dt));
+            } else {
+                let ti = s.latest().unwrap_or_default();
+                let r = ti.total_retrans as u64 - last_retr[i].min(ti.total_retrans as u64);
+                last_retr[i] = ti.total_retrans as u64;
+                sum_retr += r;
+                println!(
+                    "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  {:>12}",
+                    s.idx + cfg.first_id, a, b, fmt_bytes(d as f64), fmt_rate(d as f64 * 8.0 / dt), r, fmt_bytes(ti.cwnd_bytes() as f64)
+                );
+            }
+        }
+        if n > 1 {
+            println!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {}", a, b, fmt_bytes(sum as f64), fmt_rate(sum as f64 * 8.0 / dt),
+                     if cfg.reverse { String::new() } else { format!("{sum_retr:>4}") });
+        }
+        t_prev = now;
+        next += cfg.report_ns;
+    }
+}
+
+/// Plain-text summary (iperf3's closing block plus TCP_INFO figures).
+pub fn print_summary(r: &ClientResult, reverse: bool) {
+    println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    println!("[ ID] Interval           Transfer     Bitrate         Retr");
+    for f in &r.flows {
+        println!(
+            "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  sender ({})",
+            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_acked as f64),
+            fmt_rate(f.bytes_acked as f64 * 8.0 / (f.end_s - f.start_s).max(1e-9)), f.retrans_segs,
+            if reverse { "server" } else { "client" }
+        );
+        println!(
+            "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}        receiver ({})",
+            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_delivered as f64), fmt_rate(f.goodput_mbps() * 1e6),
+            if reverse { "client" } else { "server" }
+        );
+    }
+    for f in &r.flows {
+        let mut v = f.rtt_ms.clone();
+        let d = bloatlab_core::stats::Dist::of(&mut v);
+        print!(
+            "[{:>3}] cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
+            f.id, if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate()
+        );
+        match f.fct_s {
+            Some(t) => println!("  fct {t:.4} s"),
+            None => println!(),
+        }
+    }
+    if r.flows.len() > 1 {
+        let tot: f64 = r.flows.iter().map(|f| f.goodput_mbps()).sum();
+        let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_mbps()).collect();
+        println!("[SUM] goodput {}  jain fairness {:.3}", fmt_rate(tot * 1e6), bloatlab_core::stats::jain(&g));
+    }
+}
+
+/// The common result for a TCP test.
+pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
+    let mut o = Output::new("tcp", scenario, cfg.t0_mono);
+    o.duration_s = r.duration_s;
+    o.cc = r.cc.clone();
+    o.flows = r.flows.clone();
+    o.series = r.series.clone();
+    o.meta_extra.insert("server_kernel".into(), json!(r.server_kernel));
+    o.meta_extra.insert("sender".into(), json!(if cfg.reverse { "server" } else { "client" }));
+    o.extra.insert("problem".into(), json!(r.problem));
+    o
+}

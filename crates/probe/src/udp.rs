@@ -1,0 +1,472 @@
+//! UDP request/response latency: the echo server and the client.
+//!
+//! Model: the client sends numbered requests ([`crate::wire`]) either one at
+//! a time (ping-pong, `--interval 0`, like `sockperf ping-pong`) or on a fixed
+//! schedule (`--interval 10ms`, like `irtt`); the server returns each request
+//! as a reply of the same size carrying its receive and send timestamps.
+//!
+//! RTT = kernel receive time of the reply (SO_TIMESTAMPNS, CLOCK_REALTIME)
+//! minus the user-space send time of the request (same clock, read just
+//! before `send`). Without kernel timestamps the user-space receive time is
+//! used. Both are recorded; `timestamps` in the result says which one the
+//! headline numbers use.
+//!
+//! Counters follow RFC 4737 / RFC 5481 vocabulary: a reply whose sequence
+//! number is lower than the highest already received is *reordered*; a second
+//! reply to one request is a *duplicate*; *IPDV* is |RTT(n) - RTT(n-1)| for
+//! consecutive answered requests; *loss* counts requests never answered by
+//! the end of the drain wait.
+//!
+//! Constants:
+//! - [`SPIN_BELOW_NS`] = 30 µs: waits shorter than this spin instead of
+//!   sleeping; a sleep+wakeup on this machine costs ≈ 10-50 µs, so sleeping
+//!   would make a 100 k packet/s schedule late.
+//! - [`WAKE_NS`] = 100 ms: blocking calls wake at least this often to notice
+//!   Ctrl-C.
+//! - drain wait after the last request: 3 × the largest RTT seen, clamped to
+//!   [50 ms, `--timeout`]; a reply later than that counts as lost.
+
+use crate::report::{fmt_us, Latency, ProbeRaw};
+use crate::sys;
+use crate::wire::{self, Key, FLAG_AUTH, FLAG_TS};
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+pub const SPIN_BELOW_NS: u64 = 30_000;
+pub const WAKE_NS: u64 = 100_000_000;
+
+// ---------------------------------------------------------------- server
+
+#[derive(Debug, Clone)]
+pub struct ServerCfg {
+    pub secret: Option<Vec<u8>>,
+    /// per-client (source IP) packet rate limit, packets/s; 0 = none
+    pub max_pps: u64,
+    /// per-client session duration limit, ns; 0 = none. A client idle for
+    /// [`CLIENT_IDLE_NS`] starts a new session.
+    pub max_duration_ns: u64,
+    pub verbose: bool,
+}
+
+/// A client silent this long is forgotten (its limits start afresh).
+pub const CLIENT_IDLE_NS: u64 = 10_000_000_000;
+/// At most this many clients are tracked; beyond that new clients are
+/// refused until old ones go idle (bounded memory under spoofed floods).
+pub const MAX_CLIENTS: usize = 10_000;
+
+#[derive(Debug, Default, Clone)]
+pub struct ServerStats {
+    pub replied: u64,
+    pub ignored: u64,
+    pub ignored_by: HashMap<String, u64>,
+    pub rate_limited: u64,
+    pub duration_limited: u64,
+}
+
+struct ClientState {
+    first_ns: u64,
+    last_ns: u64,
+    tokens: f64,
+}
+
+/// Serve echo requests on `sock` until Ctrl-C/SIGTERM ([`sys::STOP`]) or
+/// `stop` returns true. Never sends more bytes than it received.
+pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::Result<ServerStats> {
+    let fd = sock.as_raw_fd();
+    let kernel_ts = sys::enable_rx_timestamps(fd);
+    sys::set_buffers(fd, 4 << 20);
+    sock.set_read_timeout(Some(Duration::from_nanos(WAKE_NS)))?;
+    let key = cfg.secret.as_deref().map(Key::new);
+    let mut clients: HashMap<IpAddr, ClientState> = HashMap::new();
+    let mut st = ServerStats::default();
+    let mut buf = vec![0u8; 65536];
+    while !sys::stopped() && !stop() {
+        let r = match sys::recv_ts(fd, &mut buf, 0) {
+            Ok(r) => r,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
+            Err(e) => return Err(e),
+        };
+        let rx_ns = if kernel_ts { r.kernel_ns.unwrap_or_else(sys::real_ns) } else { sys::real_ns() };
+        let Some(from) = r.from else { continue };
+        let len = r.len;
+        match wire::parse(&buf[..len], key.as_ref()) {
+            Ok(p) if p.kind == wire::Kind::Request => {}
+            Ok(_) => {
+                st.ignored += 1;
+                *st.ignored_by.entry("NotARequest".into()).or_default() += 1;
+                continue;
+            }
+            Err(e) => {
+                st.ignored += 1;
+                *st.ignored_by.entry(e.to_string()).or_default() += 1;
+                continue;
+            }
+        }
+        // per-client limits
+        let now = sys::mono_ns();
+        if cfg.max_pps > 0 || cfg.max_duration_ns > 0 {
+            if clients.len() >= MAX_CLIENTS && !clients.contains_key(&from.ip()) {
+                clients.retain(|_, c| now - c.last_ns < CLIENT_IDLE_NS);
+                if clients.len() >= MAX_CLIENTS {
+                    st.rate_limited += 1;
+                    continue;
+                }
+            }
+            let c = clients.entry(from.ip()).or_insert(ClientState { first_ns: now, last_ns: now, tokens: cfg.max_pps as f64 });
+            if now - c.last_ns >= CLIENT_IDLE_NS {
+                *c = ClientState { first_ns: now, last_ns: now, tokens: cfg.max_pps as f64 };
+            }
+            if cfg.max_pps > 0 {
+                // token bucket: max_pps per second, burst of one second's worth
+                c.tokens = (c.tokens + (now - c.last_ns) as f64 * 1e-9 * cfg.max_pps as f64).min(cfg.max_pps as f64);
+            }
+            c.last_ns = now;
+            if cfg.max_duration_ns > 0 && now - c.first_ns > cfg.max_duration_ns {
+                st.duration_limited += 1;
+                continue;
+            }
+            if cfg.max_pps > 0 {
+                if c.tokens < 1.0 {
+                    st.rate_limited += 1;
+                    continue;
+                }
+                c.tokens -= 1.0;
+            }
+        }
+        let reply = &mut buf[..len];
+        wire::make_reply(reply, rx_ns, sys::real_ns, key.as_ref());
+        debug_assert_eq!(reply.len(), len);
+        match sock.send_to(reply, from) {
+            Ok(_) => st.replied += 1,
+            Err(e) if cfg.verbose => eprintln!("udp server: send to {from}: {e}"),
+            Err(_) => {}
+        }
+    }
+    Ok(st)
+}
+
+// ---------------------------------------------------------------- client
+
+#[derive(Debug, Clone)]
+pub struct ClientCfg {
+    pub addr: SocketAddr,
+    /// stop after this many requests (None: use duration_ns)
+    pub count: Option<u64>,
+    pub duration_ns: Option<u64>,
+    /// 0 = ping-pong (next request when the reply arrives or times out)
+    pub interval_ns: u64,
+    pub size: usize,
+    pub busy_poll: bool,
+    pub secret: Option<Vec<u8>>,
+    /// how long a reply may take before the request is given up (ping-pong
+    /// moves on; later replies still count)
+    pub timeout_ns: u64,
+    /// stop when nothing came back for this long (server gone)
+    pub give_up_ns: u64,
+    /// interval report period, 0 = none
+    pub report_ns: u64,
+    /// CLOCK_MONOTONIC at the run's t = 0
+    pub t0_mono: u64,
+    /// external stop (e.g. the load test's phase end)
+    pub stop_at_mono: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClientResult {
+    pub sent: u64,
+    pub received: u64,
+    pub duplicates: u64,
+    pub reordered: u64,
+    pub mismatched: u64,
+    /// packets that were not a reply of this session (stale, garbage)
+    pub foreign: u64,
+    /// RTT of every answered request (µs), in arrival order
+    pub rtt_us: Vec<f64>,
+    /// the same measured with user-space receive times (µs)
+    pub user_rtt_us: Vec<f64>,
+    /// send time of each answered request, s since t0
+    pub t_s: Vec<f64>,
+    /// server processing time (µs), from the server's timestamps
+    pub server_us: Vec<f64>,
+    /// server rx - client tx and client rx - server tx (ns, includes the
+    /// unknown clock offset; its changes are one-way delay changes)
+    pub owd_up_ns: Vec<i64>,
+    pub owd_down_ns: Vec<i64>,
+    pub ipdv_us: Vec<f64>,
+    pub kernel_ts: bool,
+    pub server_ts: bool,
+    pub stop_reason: Option<String>,
+    pub elapsed_s: f64,
+    /// how late requests left compared with their schedule (µs)
+    pub send_late_us: Vec<f64>,
+}
+
+/// Validate the client configuration (sizes that cannot hold the chosen
+/// options are rejected naming `--size`).
+pub fn flags_for(size: usize, secret: bool) -> Result<u8, String> {
+    let mut flags = if secret { FLAG_AUTH } else { 0 };
+    if size < wire::min_len(flags) {
+        return Err(format!("--size {size}: an authenticated request needs at least {} bytes", wire::min_len(flags)));
+    }
+    if size >= wire::min_len(flags | FLAG_TS) {
+        flags |= FLAG_TS;
+    }
+    Ok(flags)
+}
+
+pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, String> {
+    let bind: SocketAddr = if cfg.addr.is_ipv4() { "0.0.0.0:0".parse().unwrap() } else { "[::]:0".parse().unwrap() };
+    let sock = UdpSocket::bind(bind).map_err(|e| format!("udp bind: {e}"))?;
+    sock.connect(cfg.addr).map_err(|e| format!("udp connect {}: {e}", cfg.addr))?;
+    let fd = sock.as_raw_fd();
+    let kernel_ts = sys::enable_rx_timestamps(fd);
+    sys::set_buffers(fd, 4 << 20);
+    if cfg.busy_poll {
+        sys::set_busy_poll(fd, 50);
+    }
+    sock.set_read_timeout(Some(Duration::from_nanos(WAKE_NS.min(cfg.timeout_ns.max(1))))).ok();
+    let key = cfg.secret.as_deref().map(Key::new);
+    let flags = flags_for(cfg.size, key.is_some())?;
+    let session = sys::random_u64() as u32;
+    let mut c = Client {
+        cfg,
+        sock: &sock,
+        key,
+        flags,
+        session,
+        tx_real: Vec::with_capacity(cfg.count.unwrap_or(1 << 16).min(1 << 24) as usize),
+        rtt_by_seq: Vec::new(),
+        res: ClientResult { kernel_ts, server_ts: flags & FLAG_TS != 0, ..Default::default() },
+        max_seq: None,
+        last_reply_mono: sys::mono_ns(),
+        scratch: Vec::new(),
+        buf: vec![0u8; 65536],
+        report_next: 0,
+        report_from: (0, 0, 0),
+        max_rtt_ns: 0,
+        t0_real: (sys::real_ns() as i128 - sys::mono_ns() as i128 + cfg.t0_mono as i128) as u64,
+    };
+    c.run();
+    Ok(c.res)
+}
+
+struct Client<'a> {
+    cfg: &'a ClientCfg,
+    sock: &'a UdpSocket,
+    key: Option<Key>,
+    flags: u8,
+    session: u32,
+    tx_real: Vec<u64>,
+    rtt_by_seq: Vec<f32>,
+    res: ClientResult,
+    max_seq: Option<u64>,
+    last_reply_mono: u64,
+    scratch: Vec<u8>,
+    buf: Vec<u8>,
+    report_next: u64,
+    /// (sent, received, rtt index) at the last report
+    report_from: (u64, u64, usize),
+    max_rtt_ns: u64,
+    /// CLOCK_REALTIME at t0 (requests are stamped with the realtime clock;
+    /// the series axis is monotonic; both advance together during a run)
+    t0_real: u64,
+}
+
+impl Client<'_> {
+    fn sending_done(&self, now: u64, start: u64) -> bool {
+        if let Some(n) = self.cfg.count {
+            if self.res.sent >= n {
+                return true;
+            }
+        }
+        if let Some(d) = self.cfg.duration_ns {
+            if now - start >= d {
+                return true;
+            }
+        }
+        if let Some(s) = self.cfg.stop_at_mono {
+            if now >= s {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn send(&mut self) {
+        let seq = self.res.sent;
+        let mut b = [0u8; wire::MAX_PACKET];
+        wire::build_request(&mut b, self.cfg.size, self.flags, self.session, seq, self.key.as_ref());
+        let tx = sys::real_ns();
+        self.tx_real.push(tx);
+        self.rtt_by_seq.push(f32::NAN);
+        self.res.sent += 1;
+        // a refused send (ICMP unreachable from an earlier packet) is a lost request
+        let _ = self.sock.send(&b[..self.cfg.size]);
+    }
+
+    /// Receive one datagram (non-blocking when `dontwait`); returns whether
+    /// one was processed.
+    fn recv_one(&mut self, dontwait: bool) -> bool {
+        let fd = self.sock.as_raw_fd();
+        let flags = if dontwait { libc::MSG_DONTWAIT } else { 0 };
+        let r = match sys::recv_ts(fd, &mut self.buf, flags) {
+            Ok(r) => r,
+            Err(_) => return false,
+        };
+        let user_rx = sys::real_ns();
+        let rx = if self.res.kernel_ts { r.kernel_ns.unwrap_or(user_rx) } else { user_rx };
+        let p = match wire::parse(&self.buf[..r.len], self.key.as_ref()) {
+            Ok(p) if p.kind == wire::Kind::Reply && p.session == self.session && p.seq < self.res.sent => p,
+            _ => {
+                self.res.foreign += 1;
+                return true;
+            }
+        };
+        let seq = p.seq as usize;
+        if !wire::check_pattern(p.payload, self.session, p.seq, &mut self.scratch) || r.len != self.cfg.size {
+            self.res.mismatched += 1;
+            return true;
+        }
+        if !self.rtt_by_seq[seq].is_nan() {
+            self.res.duplicates += 1;
+            return true;
+        }
+        let tx = self.tx_real[seq];
+        let rtt_ns = rx.saturating_sub(tx);
+        self.max_rtt_ns = self.max_rtt_ns.max(rtt_ns);
+        let rtt_us = rtt_ns as f64 / 1e3;
+        self.rtt_by_seq[seq] = rtt_us as f32;
+        self.res.received += 1;
+        self.res.rtt_us.push(rtt_us);
+        self.res.user_rtt_us.push(user_rx.saturating_sub(tx) as f64 / 1e3);
+        // t of the request: its send time on the monotonic axis
+        let t_s = (tx as i128 - self.t0_real as i128) as f64 / 1e9;
+        self.res.t_s.push(t_s);
+        if let Some((srx, stx)) = p.server_ts {
+            self.res.server_us.push(stx.saturating_sub(srx) as f64 / 1e3);
+            self.res.owd_up_ns.push(srx as i64 - tx as i64);
+            self.res.owd_down_ns.push(rx as i64 - stx as i64);
+        }
+        if seq > 0 && !self.rtt_by_seq[seq - 1].is_nan() {
+            self.res.ipdv_us.push((rtt_us - self.rtt_by_seq[seq - 1] as f64).abs());
+        }
+        if seq + 1 < self.rtt_by_seq.len() && !self.rtt_by_seq[seq + 1].is_nan() {
+            self.res.ipdv_us.push((rtt_us - self.rtt_by_seq[seq + 1] as f64).abs());
+        }
+        match self.max_seq {
+            Some(m) if p.seq < m => self.res.reordered += 1,
+            _ => self.max_seq = Some(p.seq),
+        }
+        self.last_reply_mono = sys::mono_ns();
+        true
+    }
+
+    fn maybe_report(&mut self, now: u64) {
+        if self.cfg.report_ns == 0 || now < self.report_next {
+            return;
+        }
+        let (s0, r0, i0) = self.report_from;
+        let t1 = (now - self.cfg.t0_mono) as f64 / 1e9;
+        let t0 = t1 - self.cfg.report_ns as f64 / 1e9;
+        if self.report_next > 0 {
+            let mut v = self.res.rtt_us[i0..].to_vec();
+            let l = Latency::of(&mut v);
+            println!(
+                "[UDP] {:6.2}-{:<6.2} sec  sent {:>7}  recv {:>7}  rtt p50 {:>9}  p99 {:>9}  max {:>9}",
+                t0.max(0.0), t1, self.res.sent - s0, self.res.received - r0, fmt_us(l.p50), fmt_us(l.p99), fmt_us(l.max)
+            );
+        }
+        self.report_from = (self.res.sent, self.res.received, self.res.rtt_us.len());
+        self.report_next = if self.report_next == 0 { now + self.cfg.report_ns } else { self.report_next + self.cfg.report_ns };
+    }
+
+    fn run(&mut self) {
+        let start = sys::mono_ns();
+        self.last_reply_mono = start;
+        self.maybe_report(start);
+        let mut next_send = start;
+        let pingpong = self.cfg.interval_ns == 0;
+        loop {
+            if sys::stopped() {
+                self.res.stop_reason = Some("interrupted".into());
+                break;
+            }
+            let now = sys::mono_ns();
+            self.maybe_report(now);
+            if self.sending_done(now, start) {
+                break;
+            }
+            if self.res.sent > 0 && now - self.last_reply_mono > self.cfg.give_up_ns {
+                let t = (self.last_reply_mono - self.cfg.t0_mono) as f64 / 1e9;
+                self.res.stop_reason = Some(if self.res.received == 0 {
+                    format!("no reply from {} (is the server running?)", self.cfg.addr)
+                } else {
+                    format!("server stopped answering at t={t:.2}s")
+                });
+                break;
+            }
+            if pingpong {
+                let seq = self.res.sent;
+                self.send();
+                let deadline = sys::mono_ns() + self.cfg.timeout_ns;
+                // wait for this request's reply (or its timeout)
+                while self.rtt_by_seq[seq as usize].is_nan() && !sys::stopped() {
+                    let n = sys::mono_ns();
+                    if n >= deadline {
+                        break;
+                    }
+                    if self.cfg.busy_poll {
+                        self.recv_one(true);
+                    } else {
+                        self.recv_one(false);
+                    }
+                }
+            } else if now >= next_send {
+                self.res.send_late_us.push((now - next_send) as f64 / 1e3);
+                self.send();
+                next_send += self.cfg.interval_ns;
+            } else {
+                let wait = next_send - now;
+                if self.cfg.busy_poll || wait < SPIN_BELOW_NS {
+                    self.recv_one(true);
+                } else if sys::wait_readable(self.sock.as_raw_fd(), (wait - SPIN_BELOW_NS / 2).min(WAKE_NS)) {
+                    while self.recv_one(true) {}
+                }
+            }
+        }
+        // drain: replies still in flight
+        if !sys::stopped() && self.res.received < self.res.sent && self.res.stop_reason.is_none() {
+            let grace = (3 * self.max_rtt_ns).clamp(50_000_000, self.cfg.timeout_ns.max(50_000_000));
+            let end = sys::mono_ns() + grace;
+            while self.res.received < self.res.sent && !sys::stopped() {
+                let n = sys::mono_ns();
+                if n >= end {
+                    break;
+                }
+                if sys::wait_readable(self.sock.as_raw_fd(), (end - n).min(WAKE_NS)) {
+                    while self.recv_one(true) {}
+                }
+            }
+        }
+        self.res.elapsed_s = (sys::mono_ns() - start) as f64 / 1e9;
+    }
+}
+
+impl ClientResult {
+    pub fn probe_raw(&self, id: usize) -> ProbeRaw {
+        let mut v = self.rtt_us.clone();
+        ProbeRaw {
+            id,
+            kind: "udp".into(),
+            sent: self.sent,
+            received: self.received,
+            rtt: Latency::of(&mut v),
+            t: self.t_s.clone(),
+            rtt_ms: self.rtt_us.iter().map(|x| x / 1e3).collect(),
+        }
+    }
+}
