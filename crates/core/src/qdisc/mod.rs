@@ -30,6 +30,7 @@ mod aqm_params;
 pub mod codel;
 pub mod flow_hash;
 pub mod fq_codel;
+pub mod pie;
 
 /// The two ECN bits of the IP header (RFC 3168).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -240,6 +241,7 @@ QdiscInfo { name: "codel", doc: codel::DOC, params: codel::PARAMS },
 policer::INFO,
 tbf::INFO,
 QdiscInfo { name: "fq_codel", doc: fq_codel::DOC, params: fq_codel::PARAMS },
+QdiscInfo { name: "pie", doc: pie::DOC, params: pie::PARAMS },
 ];
 
 /// Names of the qdiscs [`build`] knows.
@@ -260,6 +262,7 @@ pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String>
         "tbf" => tbf::build(cfg),
         "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
         "fq_codel" => Ok(Box::new(fq_codel::FqCodel::from_config(cfg)?)),
+        "pie" => Ok(Box::new(pie::Pie::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }
