@@ -22,6 +22,8 @@ use crate::time::Nanos;
 pub mod fifo;
 
 // Schedulers and shapers (sched): CAKE, sch_fq, TBF, policer.
+pub mod cake;
+pub mod fq;
 pub mod policer;
 pub mod tbf;
 
@@ -58,6 +60,9 @@ pub struct PacketMeta {
     pub dscp: u8,
     /// A pure TCP ACK (no payload): CAKE's ACK filter.
     pub is_pure_ack: bool,
+    /// Cumulative ACK number of a TCP segment (CAKE's ACK filter keeps the
+    /// newest of a flow's queued pure ACKs by it); 0 when not TCP.
+    pub tcp_ack: u32,
     /// Earliest departure time requested by the sender (EDT, `skb->tstamp`);
     /// 0 = as soon as possible. sch_fq honours it.
     pub tstamp: Nanos,
@@ -86,11 +91,20 @@ pub enum DropReason {
     Policer,
     /// The link's configured random loss.
     RandomLoss,
+    /// A queued pure ACK made redundant by a newer one (CAKE's ACK filter):
+    /// not a congestion signal.
+    AckFilter,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 5] =
-        [DropReason::QueueFull, DropReason::Aqm, DropReason::Overlimit, DropReason::Policer, DropReason::RandomLoss];
+    pub const ALL: [DropReason; 6] = [
+        DropReason::QueueFull,
+        DropReason::Aqm,
+        DropReason::Overlimit,
+        DropReason::Policer,
+        DropReason::RandomLoss,
+        DropReason::AckFilter,
+    ];
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::QueueFull => "queue_full",
@@ -98,6 +112,7 @@ impl DropReason {
             DropReason::Overlimit => "overlimit",
             DropReason::Policer => "policer",
             DropReason::RandomLoss => "random_loss",
+            DropReason::AckFilter => "ack_filter",
         }
     }
 }
@@ -240,6 +255,8 @@ pub const QDISCS: &[QdiscInfo] = &[QdiscInfo {
 QdiscInfo { name: "codel", doc: codel::DOC, params: codel::PARAMS },
 policer::INFO,
 tbf::INFO,
+fq::INFO,
+cake::INFO,
 QdiscInfo { name: "fq_codel", doc: fq_codel::DOC, params: fq_codel::PARAMS },
 QdiscInfo { name: "pie", doc: pie::DOC, params: pie::PARAMS },
 ];
@@ -260,6 +277,8 @@ pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String>
         "fifo" => Ok(Box::new(fifo::Fifo::new(cfg.limit))),
         "policer" => policer::build(cfg),
         "tbf" => tbf::build(cfg),
+        "fq" => fq::build(cfg),
+        "cake" => cake::build(cfg),
         "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
         "fq_codel" => Ok(Box::new(fq_codel::FqCodel::from_config(cfg)?)),
         "pie" => Ok(Box::new(pie::Pie::from_config(cfg)?)),
