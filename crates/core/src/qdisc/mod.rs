@@ -32,6 +32,7 @@ mod aqm_params;
 pub mod codel;
 pub mod flow_hash;
 pub mod fq_codel;
+pub mod fq_pie;
 pub mod pie;
 
 /// The two ECN bits of the IP header (RFC 3168).
@@ -259,6 +260,7 @@ fq::INFO,
 cake::INFO,
 QdiscInfo { name: "fq_codel", doc: fq_codel::DOC, params: fq_codel::PARAMS },
 QdiscInfo { name: "pie", doc: pie::DOC, params: pie::PARAMS },
+QdiscInfo { name: "fq_pie", doc: fq_pie::DOC, params: fq_pie::PARAMS },
 ];
 
 /// Names of the qdiscs [`build`] knows.
@@ -282,6 +284,7 @@ pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String>
         "codel" => Ok(Box::new(codel::Codel::from_config(cfg)?)),
         "fq_codel" => Ok(Box::new(fq_codel::FqCodel::from_config(cfg)?)),
         "pie" => Ok(Box::new(pie::Pie::from_config(cfg)?)),
+        "fq_pie" => Ok(Box::new(fq_pie::FqPie::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }

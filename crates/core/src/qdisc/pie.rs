@@ -430,7 +430,7 @@ impl<T> Pie<T> {
 
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        Ok(Self::new(pie_params_from(&Params::new(cfg, PARAMS)?, 1000)?))
+        Ok(Self::new(pie_params_from(&Params::new(cfg, PARAMS)?)?))
     }
 
     fn run_timer(&mut self, now: Nanos) {
@@ -444,7 +444,7 @@ impl<T> Pie<T> {
 }
 
 /// PIE parameters from a scenario (shared with fq_pie).
-pub(crate) fn pie_params_from(p: &Params, _default_limit: u32) -> Result<PieParams, String> {
+pub(crate) fn pie_params_from(p: &Params) -> Result<PieParams, String> {
     Ok(PieParams {
         target: ticks(p.time("target", 1000, MAX_TC_TIME_NS)?),
         tupdate: p.time("tupdate", 1000, MAX_TC_TIME_NS)?,
