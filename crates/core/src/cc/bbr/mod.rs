@@ -1,0 +1,1065 @@
+//! BBR v1 (Bottleneck Bandwidth and Round-trip propagation time).
+//!
+//! Source: Linux `net/ipv4/tcp_bbr.c` (v6.x, as built into this lab's kernel
+//! 6.18), with `lib/win_minmax.c` ([`crate::filter::MaxFilter`]) for the bandwidth
+//! filter and the rate samples of `net/ipv4/tcp_rate.c` ([`RateSample`]).
+//! Paper: Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM
+//! Queue 14(5), 2016. Every step below is named after the kernel function it
+//! follows, and the arithmetic is the kernel's (integers, µs, fixed point), so
+//! the same inputs give the same cwnd and pacing rate bit for bit.
+//!
+//! # The model in a nutshell
+//!
+//! ```text
+//!   bw      = max over the last 10 rounds of (delivered / interval)    min_rtt = min over 10 s of rtt
+//!   pacing  = pacing_gain * bw * 0.99                                   cwnd    = cwnd_gain * bw * min_rtt + budget
+//! ```
+//!
+//! BBR does not treat loss as a congestion signal. It paces at a gain times the
+//! best recent delivery rate and caps the data in flight at a gain times the
+//! estimated bandwidth-delay product (BDP); the gains are what change between
+//! states. Loss only matters in three places: packet conservation in the first
+//! round of recovery, the long-term ("policer") bandwidth estimate, and ending
+//! a probing phase early.
+//!
+//! # States
+//!
+//! ```text
+//!              |  init
+//!              v
+//!   +----> STARTUP -------------+   pacing 2.89x, cwnd 2.89x BDP; leaves when
+//!   |          | bw grew < 25%  |   bw grew < 25% in 3 rounds ("pipe full")
+//!   |          v  for 3 rounds  |
+//!   |        DRAIN -------------+   pacing 1/2.89x; leaves when inflight <= BDP
+//!   |          | inflight <= BDP|
+//!   |          v                |
+//!   +----> PROBE_BW ------------+   pacing cycles 5/4, 3/4, 1,1,1,1,1,1 (one
+//!   |       ^    | next phase   |   phase per min_rtt); cwnd 2x BDP
+//!   |       +----+              |
+//!   |                           | min_rtt not refreshed for 10 s
+//!   +----- PROBE_RTT <----------+   cwnd 4 for max(200 ms, 1 round), then back
+//!     (to STARTUP if the pipe      to PROBE_BW (or STARTUP), cwnd restored
+//!      was never full)
+//! ```
+//!
+//! # Constants (all from the kernel; units and reasons in our words)
+//!
+//! | name | value | unit | why |
+//! |---|---|---|---|
+//! | [`BW_SCALE`] | 24 | bits | bw is packets/µs << 24: 1 unit ≈ 715 bit/s at 1500 B, so a u32 covers 715 bit/s .. 3 Tbit/s |
+//! | [`BBR_SCALE`] | 8 | bits | gains are fractions of [`BBR_UNIT`] = 256 |
+//! | `BW_RTTS` | 10 | rounds | max-bw window: one gain cycle (8) plus 2, so a 5/4 probe is always in view |
+//! | `MIN_RTT_WIN_SEC` | 10 | s | min_rtt window; PROBE_RTT runs when it expires |
+//! | `PROBE_RTT_MODE_MS` | 200 | ms | time at 4 packets in PROBE_RTT: ~2% of the 10 s window, long enough for a queue to drain |
+//! | `MIN_TSO_RATE` | 1 200 000 | bit/s | below this, one segment per TSO burst (smoother at low rates) |
+//! | `PACING_MARGIN_PERCENT` | 1 | % | pace 1% below the estimate so a standing queue drains over time |
+//! | [`HIGH_GAIN`] | 739/256 ≈ 2.887 | - | 2/ln 2 (+1 unit): the smallest gain that doubles delivery every round, like slow start |
+//! | [`DRAIN_GAIN`] | 88/256 ≈ 0.344 | - | 1/high_gain: drains STARTUP's queue in about one round |
+//! | [`CWND_GAIN`] | 512/256 = 2 | - | two BDPs of cwnd ride out delayed and stretched ACKs |
+//! | [`PACING_GAIN_CYCLE`] | 5/4, 3/4, 1 x6 | - | probe up, drain what the probe queued, cruise |
+//! | `CYCLE_RAND` | 7 | phases | PROBE_BW starts in a random phase other than 3/4, so flows do not probe in lockstep |
+//! | [`CWND_MIN_TARGET`] | 4 | packets | the least that keeps an ACK-every-other-packet pipe going; PROBE_RTT's cwnd |
+//! | `FULL_BW_THRESH` | 320/256 = 1.25 | - | bw growth that counts as "still growing" in STARTUP |
+//! | `FULL_BW_CNT` | 3 | rounds | rounds without that growth before the pipe is full (rwin growth, fill, measure) |
+//! | `LT_INTVL_MIN_RTTS` | 4 | rounds | shortest long-term sampling interval (max is 4x that) |
+//! | `LT_LOSS_THRESH` | 50/256 ≈ 19.5 % | lost/delivered | an interval this lossy may be policed |
+//! | `LT_BW_RATIO` | 32/256 = 1/8 | - | two intervals within 1/8 of each other have "consistent" bw ... |
+//! | `LT_BW_DIFF` | 500 | bytes/s | ... or within 4 kbit/s |
+//! | `LT_BW_MAX_RTTS` | 48 | rounds | how long to trust the policed rate before probing again |
+//! | `EXTRA_ACKED_GAIN` | 256/256 = 1 | - | weight of ACK aggregation in the cwnd target |
+//! | `EXTRA_ACKED_WIN_RTTS` | 5 | rounds | aggregation max filter: two buckets of 5 rounds |
+//! | `ACK_EPOCH_ACKED_RESET_THRESH` | 2^20 | packets | restart an aggregation epoch that grew this old |
+//! | `EXTRA_ACKED_MAX_US` | 100 000 | µs | aggregation allowance at most 100 ms worth of bw |
+//! | `GSO_LEGACY_MAX_SIZE` | 65 536 | bytes | largest TSO/GSO burst BBR budgets for |
+//! | `MAX_TCP_HEADER` | 192 | bytes | L1_CACHE_ALIGN(128 + MAX_HEADER 32) on this kernel's config (no WLAN/Hyper-V/tunnels) |
+//! | `DEFAULT_HZ` | 250 | 1/s | `CONFIG_HZ` of this lab's kernel; min_rtt and PROBE_RTT stamps are in jiffies |
+//!
+//! # Where the boundary forces a choice (read before comparing with the kernel)
+//!
+//! - **Random start phase.** The kernel draws `get_random_u32_below(7)` when it
+//!   enters PROBE_BW. The trait passes no RNG, so each `Bbr` owns one, seeded by
+//!   [`Bbr::with_seed`] (stream `RNG_STREAM` of [`crate::rng::stream`]);
+//!   `Default` uses seed 0. Same seed, same phases.
+//! - **`tp->delivered_mstamp`** (the time of the last ACK that delivered data) is
+//!   rebuilt here: it is `now` of the last hook that saw `ConnView::delivered` grow.
+//! - **Earliest departure time.** `bbr_packets_in_net_at_edt` subtracts what the
+//!   path delivers between now and the next skb's EDT (`tp->tcp_wstamp_ns`).
+//!   [`ConnView`] has no EDT, so that lag is taken as 0 (EDT = now); the rest of
+//!   the function (the extra TSO burst when probing) is kept.
+//! - **PROBE_RTT's app-limited mark.** The kernel writes
+//!   `tp->app_limited = delivered + inflight` on every PROBE_RTT ACK, so that
+//!   packets sent until that bubble is acked give app-limited samples. A control
+//!   here cannot write the socket, so BBR remembers the bubble `[from, until]`
+//!   (delivered counts) and treats a sample whose packet was sent inside it
+//!   (`from <= prior_delivered <= until`) as app-limited, and a `TxStart` while
+//!   `delivered <= until` as app-limited. This is exact for one ACK per event.
+//! - **`sk_max_pacing_rate`** is taken as unlimited (the socket default).
+//! - Widths: the kernel keeps bw in a u32 and `extra_acked` in a u16; we keep
+//!   u64 bw (identical below ~3 Tbit/s) and truncate `extra_acked` to u16 as
+//!   the kernel does.
+//! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
+//!   called after 2B packets" is followed: init starts the round at `delivered`.
+
+use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
+use crate::filter::MaxFilter;
+use crate::rng::{self, Rng, RngExt};
+use crate::time::{to_us, Nanos, NS_PER_SEC, NS_PER_US};
+
+#[cfg(test)]
+mod tests;
+
+/// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
+pub const BW_SCALE: u32 = 24;
+/// 1.0 packet/µs in bw units.
+pub const BW_UNIT: u64 = 1 << BW_SCALE;
+/// Gain fixed point: gains are in 1/256.
+pub const BBR_SCALE: u32 = 8;
+/// A gain of 1.0.
+pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+
+/// Pacing gain cycle length in PROBE_BW (phases).
+const CYCLE_LEN: usize = 8;
+/// Max-bw filter window, in rounds.
+const BW_RTTS: u64 = CYCLE_LEN as u64 + 2;
+/// min_rtt filter window, seconds.
+const MIN_RTT_WIN_SEC: u32 = 10;
+/// Least time at [`CWND_MIN_TARGET`] in PROBE_RTT, ms.
+const PROBE_RTT_MODE_MS: u32 = 200;
+/// Below this pacing rate (bit/s) BBR asks for single-segment TSO bursts.
+const MIN_TSO_RATE: u64 = 1_200_000;
+/// Pace this many percent below the bandwidth estimate.
+const PACING_MARGIN_PERCENT: u64 = 1;
+
+/// STARTUP gain (pacing and cwnd): 2/ln 2, in 1/256 (739).
+pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
+/// DRAIN pacing gain: 1/(2/ln 2), in 1/256 (88).
+pub const DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
+/// PROBE_BW cwnd gain, in 1/256 (512).
+pub const CWND_GAIN: u32 = BBR_UNIT * 2;
+/// PROBE_BW pacing gains, one per phase, in 1/256.
+pub const PACING_GAIN_CYCLE: [u32; CYCLE_LEN] = [
+    BBR_UNIT * 5 / 4, // probe for more bandwidth
+    BBR_UNIT * 3 / 4, // drain the queue the probe may have built
+    BBR_UNIT,
+    BBR_UNIT,
+    BBR_UNIT,
+    BBR_UNIT,
+    BBR_UNIT,
+    BBR_UNIT, // cruise at the estimate
+];
+/// The random start phase is drawn among this many phases (all but 3/4).
+const CYCLE_RAND: u32 = 7;
+/// Floor of cwnd and PROBE_RTT's cwnd, packets.
+pub const CWND_MIN_TARGET: u32 = 4;
+/// STARTUP: bw must grow by this factor (in 1/256) per round to keep going.
+const FULL_BW_THRESH: u64 = BBR_UNIT as u64 * 5 / 4;
+/// STARTUP: rounds without that growth before the pipe counts as full.
+const FULL_BW_CNT: u32 = 3;
+
+/// Shortest long-term sampling interval, rounds.
+const LT_INTVL_MIN_RTTS: u32 = 4;
+/// Lossy interval: lost/delivered >= this / 256.
+const LT_LOSS_THRESH: u64 = 50;
+/// Consistent intervals: |bw1 - bw2| <= this / 256 of bw ...
+const LT_BW_RATIO: u64 = BBR_UNIT as u64 / 8;
+/// ... or |bw1 - bw2| <= this many bytes/s (4 kbit/s).
+const LT_BW_DIFF: u64 = 4000 / 8;
+/// Rounds to use the long-term bw once a policer is suspected.
+const LT_BW_MAX_RTTS: u32 = 48;
+
+/// Weight of the aggregation estimate in the cwnd target, in 1/256.
+const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
+/// Rounds per bucket of the aggregation max filter.
+const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// Restart the aggregation epoch after this many packets.
+const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
+/// Aggregation allowance capped at bw times this, µs.
+const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
+
+/// Largest GSO burst BBR sizes its TSO goal for, bytes.
+const GSO_LEGACY_MAX_SIZE: u64 = 65536;
+/// `MAX_TCP_HEADER` of this lab's kernel config, bytes.
+const MAX_TCP_HEADER: u64 = 192;
+/// Default kernel tick rate (`CONFIG_HZ`) for jiffies-based stamps.
+pub const DEFAULT_HZ: u32 = 250;
+/// RNG stream id for the gain-cycle start phase.
+const RNG_STREAM: u64 = 0xBB_0001;
+
+/// `enum bbr_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Ramp up quickly to fill the pipe.
+    Startup,
+    /// Drain the queue STARTUP built.
+    Drain,
+    /// Cycle the pacing gain around the estimated bandwidth.
+    ProbeBw,
+    /// Cut inflight to 4 packets to re-measure min_rtt.
+    ProbeRtt,
+}
+
+impl Mode {
+    /// The kernel's name for the mode.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+}
+
+/// BBR v1 state (Linux `struct bbr`), plus the few socket fields it rebuilds.
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    // --- configuration ---
+    seed: u64,
+    rng: Rng,
+    hz: u32,
+
+    // --- struct bbr ---
+    /// Min RTT in the 10 s window, µs; u32::MAX before any sample.
+    min_rtt_us: u32,
+    /// When min_rtt_us was taken, jiffies.
+    min_rtt_stamp: u32,
+    /// When PROBE_RTT may end, jiffies; 0 = not yet at 4 packets.
+    probe_rtt_done_stamp: u32,
+    /// Max delivery rate over the last 10 rounds, packets/µs << 24.
+    bw: MaxFilter,
+    /// Packet-timed rounds elapsed.
+    rtt_cnt: u64,
+    /// `delivered` at which the next round starts.
+    next_rtt_delivered: u64,
+    /// Start of the current gain-cycle phase, µs.
+    cycle_mstamp: u64,
+    mode: Mode,
+    /// CA state seen on the previous ACK.
+    prev_ca_state: CaState,
+    /// In the first round of recovery: send one packet per packet acked.
+    packet_conservation: bool,
+    /// This ACK starts a new round.
+    round_start: bool,
+    /// Restarting from idle (until data is acked).
+    idle_restart: bool,
+    /// A full round passed at 4 packets in PROBE_RTT.
+    probe_rtt_round_done: bool,
+    /// Long-term sampling running.
+    lt_is_sampling: bool,
+    /// Rounds in the current long-term interval.
+    lt_rtt_cnt: u32,
+    /// Using lt_bw instead of the max filter (policer suspected).
+    lt_use_bw: bool,
+    /// Long-term delivery rate, packets/µs << 24.
+    lt_bw: u64,
+    /// Long-term interval start: delivered, ms stamp, lost.
+    lt_last_delivered: u64,
+    lt_last_stamp: u32,
+    lt_last_lost: u64,
+    /// Current gains, 1/256.
+    pacing_gain: u32,
+    cwnd_gain: u32,
+    /// STARTUP found the pipe full.
+    full_bw_reached: bool,
+    /// Rounds without 25% bw growth.
+    full_bw_cnt: u32,
+    /// Phase in PACING_GAIN_CYCLE.
+    cycle_idx: usize,
+    /// init_pacing_rate_from_rtt used a real srtt.
+    has_seen_rtt: bool,
+    /// cwnd before recovery or PROBE_RTT cut it, packets.
+    prior_cwnd: u32,
+    /// bw at the last 25% growth in STARTUP.
+    full_bw: u64,
+    /// ACK aggregation: epoch start (µs), packets acked in it, max excess per bucket.
+    ack_epoch_mstamp: u64,
+    extra_acked: [u16; 2],
+    ack_epoch_acked: u32,
+    extra_acked_win_rtts: u32,
+    extra_acked_win_idx: usize,
+
+    // --- socket fields rebuilt from ConnView (see module docs) ---
+    /// `tp->delivered_mstamp`, µs.
+    delivered_mstamp: u64,
+    /// `delivered` when delivered_mstamp was last moved.
+    seen_delivered: u64,
+    /// `tp->mss_cache` at the last hook, bytes.
+    mss: u32,
+    /// PROBE_RTT's app-limited bubble: delivered counts [from, until]; until 0 = none.
+    probe_rtt_al_from: u64,
+    probe_rtt_al_until: u64,
+}
+
+impl Default for Bbr {
+    fn default() -> Self {
+        Bbr::with_seed(0)
+    }
+}
+
+/// Kernel `after(a, b)` for u32 stamps that may wrap: a is later than b.
+fn after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
+}
+
+/// `bbr_rate_bytes_per_sec`: bw (packets/µs << 24) times gain, in bytes/s,
+/// less the pacing margin; same order of operations as the kernel.
+pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32) -> u64 {
+    let mut r = rate as u128;
+    r *= mss as u128;
+    r *= gain as u128;
+    r >>= BBR_SCALE;
+    r *= (1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) as u128;
+    (r >> BW_SCALE).min(u64::MAX as u128) as u64
+}
+
+impl Bbr {
+    /// A BBR whose random PROBE_BW start phases come from `seed`.
+    pub fn with_seed(seed: u64) -> Bbr {
+        Bbr {
+            seed,
+            rng: rng::stream(seed, RNG_STREAM),
+            hz: DEFAULT_HZ,
+            min_rtt_us: u32::MAX,
+            min_rtt_stamp: 0,
+            probe_rtt_done_stamp: 0,
+            bw: MaxFilter::default(),
+            rtt_cnt: 0,
+            next_rtt_delivered: 0,
+            cycle_mstamp: 0,
+            mode: Mode::Startup,
+            prev_ca_state: CaState::Open,
+            packet_conservation: false,
+            round_start: false,
+            idle_restart: false,
+            probe_rtt_round_done: false,
+            lt_is_sampling: false,
+            lt_rtt_cnt: 0,
+            lt_use_bw: false,
+            lt_bw: 0,
+            lt_last_delivered: 0,
+            lt_last_stamp: 0,
+            lt_last_lost: 0,
+            pacing_gain: 0,
+            cwnd_gain: 0,
+            full_bw_reached: false,
+            full_bw_cnt: 0,
+            cycle_idx: 0,
+            has_seen_rtt: false,
+            prior_cwnd: 0,
+            full_bw: 0,
+            ack_epoch_mstamp: 0,
+            extra_acked: [0; 2],
+            ack_epoch_acked: 0,
+            extra_acked_win_rtts: 0,
+            extra_acked_win_idx: 0,
+            delivered_mstamp: 0,
+            seen_delivered: 0,
+            mss: 1448,
+            probe_rtt_al_from: 0,
+            probe_rtt_al_until: 0,
+        }
+    }
+
+    /// Use a kernel tick rate other than [`DEFAULT_HZ`] (e.g. 1000) for the
+    /// jiffies stamps of min_rtt and PROBE_RTT.
+    pub fn with_hz(mut self, hz: u32) -> Bbr {
+        assert!(hz > 0, "hz must be positive");
+        self.hz = hz;
+        self
+    }
+
+    /// The seed given to [`Bbr::with_seed`].
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    // ---------- read-only accessors (telemetry, tests) ----------
+
+    /// Current state.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// Bandwidth estimate in bytes/s (as `ss -i` / `tcp_bbr_info` report it):
+    /// the long-term bw if policing is suspected, else the max filter.
+    pub fn bw(&self) -> u64 {
+        ((self.bbr_bw() as u128 * self.mss as u128 * 1_000_000) >> BW_SCALE) as u64
+    }
+    /// Bandwidth estimate in the kernel's unit, packets/µs << 24.
+    pub fn bw_raw(&self) -> u64 {
+        self.bbr_bw()
+    }
+    /// min_rtt estimate in ns (µs resolution, like the kernel); u64::MAX if none.
+    pub fn min_rtt_ns(&self) -> u64 {
+        if self.min_rtt_us == u32::MAX {
+            u64::MAX
+        } else {
+            self.min_rtt_us as u64 * NS_PER_US
+        }
+    }
+    /// Current pacing gain (1.0 = pace at the estimate). 0 before the first ACK, as in the kernel.
+    pub fn pacing_gain(&self) -> f64 {
+        self.pacing_gain as f64 / BBR_UNIT as f64
+    }
+    /// Current cwnd gain (multiple of the BDP). 0 before the first ACK.
+    pub fn cwnd_gain(&self) -> f64 {
+        self.cwnd_gain as f64 / BBR_UNIT as f64
+    }
+    /// Whether STARTUP has found the pipe full.
+    pub fn full_bw_reached(&self) -> bool {
+        self.full_bw_reached
+    }
+    /// Whether the long-term (policed) bandwidth is in use.
+    pub fn lt_use_bw(&self) -> bool {
+        self.lt_use_bw
+    }
+    /// Current phase of the PROBE_BW gain cycle (index into [`PACING_GAIN_CYCLE`]).
+    pub fn cycle_index(&self) -> usize {
+        self.cycle_idx
+    }
+    /// Packet-timed rounds counted so far.
+    pub fn round_count(&self) -> u64 {
+        self.rtt_cnt
+    }
+
+    // ---------- clocks and socket fields ----------
+
+    /// `tcp_jiffies32` at `now`.
+    fn jiffies(&self, now: Nanos) -> u32 {
+        (now as u128 * self.hz as u128 / NS_PER_SEC as u128) as u32
+    }
+    /// `msecs_to_jiffies` (rounds up).
+    fn msecs_to_jiffies(&self, ms: u32) -> u32 {
+        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
+    }
+    /// Rebuild `tp->delivered_mstamp` and `mss_cache` from the view.
+    fn observe(&mut self, c: &ConnView) {
+        if c.delivered != self.seen_delivered {
+            self.seen_delivered = c.delivered;
+            self.delivered_mstamp = to_us(c.now);
+        }
+        self.mss = c.mss.max(1);
+    }
+    /// Was a packet sent at `prior_delivered` inside PROBE_RTT's app-limited bubble?
+    fn in_probe_rtt_bubble(&self, prior_delivered: u64) -> bool {
+        self.probe_rtt_al_until != 0
+            && prior_delivered >= self.probe_rtt_al_from
+            && prior_delivered <= self.probe_rtt_al_until
+    }
+    /// `tp->app_limited != 0`, including BBR's own PROBE_RTT mark.
+    fn socket_app_limited(&self, c: &ConnView) -> bool {
+        c.app_limited != 0 || (self.probe_rtt_al_until != 0 && c.delivered <= self.probe_rtt_al_until)
+    }
+
+    // ---------- estimates ----------
+
+    /// `bbr_max_bw`.
+    fn max_bw(&self) -> u64 {
+        self.bw.get()
+    }
+    /// `bbr_bw`: long-term bw when policed, else the max filter.
+    fn bbr_bw(&self) -> u64 {
+        if self.lt_use_bw {
+            self.lt_bw
+        } else {
+            self.max_bw()
+        }
+    }
+    /// `bbr_extra_acked`: max excess acked over the last 5-10 rounds.
+    fn extra_acked_max(&self) -> u32 {
+        self.extra_acked[0].max(self.extra_acked[1]) as u32
+    }
+
+    // ---------- pacing ----------
+
+    /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap: unlimited).
+    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
+        rate_bytes_per_sec(self.mss, bw, gain)
+    }
+
+    /// `bbr_init_pacing_rate_from_rtt`: high_gain * cwnd / srtt (1 ms if no srtt).
+    fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
+        let rtt_us = if c.srtt != 0 {
+            self.has_seen_rtt = true;
+            to_us(c.srtt).max(1)
+        } else {
+            1000
+        };
+        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
+        w.pacing_rate = self.bw_to_pacing_rate(bw, HIGH_GAIN);
+    }
+
+    /// `bbr_set_pacing_rate`: never lower the rate before the pipe is full.
+    fn set_pacing_rate(&mut self, c: &ConnView, bw: u64, gain: u32, w: &mut Window) {
+        let rate = self.bw_to_pacing_rate(bw, gain);
+        if !self.has_seen_rtt && c.srtt != 0 {
+            self.init_pacing_rate_from_rtt(c, w);
+        }
+        if self.full_bw_reached || rate > w.pacing_rate {
+            w.pacing_rate = rate;
+        }
+    }
+
+    /// `bbr_min_tso_segs`: 1 segment per burst below 1.2 Mbit/s, else 2.
+    fn min_tso_segs(pacing_rate: u64) -> u32 {
+        if pacing_rate < MIN_TSO_RATE >> 3 {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// `bbr_tso_segs_goal`: segments per TSO burst, ~1/2^pacing_shift s of data.
+    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
+        let bytes = (w.pacing_rate >> c.pacing_shift.min(63)).min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
+        let segs = ((bytes / self.mss as u64) as u32).max(Self::min_tso_segs(w.pacing_rate));
+        segs.min(0x7F)
+    }
+
+    // ---------- cwnd ----------
+
+    /// `bbr_save_cwnd`: remember the last good cwnd (for recovery and PROBE_RTT).
+    fn save_cwnd(&mut self, cwnd: u32) {
+        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(cwnd);
+        }
+    }
+
+    /// `bbr_bdp`: ceil(bw * min_rtt * gain), packets; INIT_CWND before any RTT.
+    fn bdp(&self, bw: u64, gain: u32) -> u32 {
+        if self.min_rtt_us == u32::MAX {
+            return INIT_CWND;
+        }
+        let w = bw as u128 * self.min_rtt_us as u128;
+        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32 // rounded up: no shrinking loop
+    }
+
+    /// `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
+    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd + 3 * self.tso_segs_goal(c, w);
+        cwnd = (cwnd + 1) & !1u32;
+        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+            cwnd += 2;
+        }
+        cwnd
+    }
+
+    /// `bbr_inflight`: BDP times gain plus the quantization budget.
+    fn inflight(&self, c: &ConnView, w: &Window, bw: u64, gain: u32) -> u32 {
+        let bdp = self.bdp(bw, gain);
+        self.quantization_budget(c, w, bdp)
+    }
+
+    /// `bbr_packets_in_net_at_edt`, with EDT = now (see module docs): the
+    /// probing phases count the TSO burst about to leave.
+    fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
+        let interval_us = 0u64; // (EDT - now) in µs: unknown at this boundary
+        let interval_delivered = ((self.bbr_bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
+        let mut inflight_at_edt = inflight_now;
+        if self.pacing_gain > BBR_UNIT {
+            inflight_at_edt += self.tso_segs_goal(c, w);
+        }
+        if interval_delivered >= inflight_at_edt as u64 {
+            return 0;
+        }
+        inflight_at_edt - interval_delivered as u32
+    }
+
+    /// `bbr_ack_aggregation_cwnd`: extra cwnd for ACK aggregation, once the pipe is full.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
+            return 0;
+        }
+        let max_aggr_cwnd = (self.bbr_bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u64;
+        let aggr_cwnd = ((EXTRA_ACKED_GAIN * self.extra_acked_max()) >> BBR_SCALE) as u64;
+        aggr_cwnd.min(max_aggr_cwnd) as u32
+    }
+
+    /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; packet conservation
+    /// in the first round of recovery; restore the saved cwnd when it ends.
+    /// Returns (conserving, cwnd).
+    fn set_cwnd_to_recover_or_restore(&mut self, c: &ConnView, rs: &RateSample, acked: u32, w: &Window) -> (bool, u32) {
+        let prev_state = self.prev_ca_state;
+        let state = c.ca_state;
+        let mut cwnd = w.cwnd;
+
+        // An ACK for P packets releases at most 2P: first take away the losses ...
+        if rs.losses > 0 {
+            cwnd = (cwnd as i64 - rs.losses as i64).max(1) as u32;
+        }
+        if state == CaState::Recovery && prev_state != CaState::Recovery {
+            // First round of recovery: conserve packets, and start the round now.
+            self.packet_conservation = true;
+            self.next_rtt_delivered = c.delivered;
+            cwnd = c.packets_in_flight + acked;
+        } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
+            // Recovery is over: give back the cwnd we had before it.
+            cwnd = cwnd.max(self.prior_cwnd);
+            self.packet_conservation = false;
+        }
+        self.prev_ca_state = state;
+
+        if self.packet_conservation {
+            return (true, cwnd.max(c.packets_in_flight + acked));
+        }
+        (false, cwnd)
+    }
+
+    /// `bbr_set_cwnd`: ... then grow by `acked` toward the target (or snap down to it).
+    fn set_cwnd(&mut self, c: &ConnView, rs: &RateSample, acked: u32, bw: u64, gain: u32, w: &mut Window) {
+        let mut cwnd = w.cwnd;
+        if acked != 0 {
+            let (conserving, new_cwnd) = self.set_cwnd_to_recover_or_restore(c, rs, acked, w);
+            cwnd = new_cwnd;
+            if !conserving {
+                let mut target = self.bdp(bw, gain);
+                target += self.ack_aggregation_cwnd();
+                target = self.quantization_budget(c, w, target);
+                if self.full_bw_reached {
+                    cwnd = (cwnd + acked).min(target); // only cut cwnd once the pipe was filled
+                } else if cwnd < target || c.delivered < INIT_CWND as u64 {
+                    cwnd += acked;
+                }
+                cwnd = cwnd.max(CWND_MIN_TARGET);
+            }
+        }
+        w.cwnd = cwnd.min(w.cwnd_clamp);
+        if self.mode == Mode::ProbeRtt {
+            w.cwnd = w.cwnd.min(CWND_MIN_TARGET);
+        }
+    }
+
+    // ---------- gain cycle ----------
+
+    /// `bbr_is_next_cycle_phase`.
+    fn is_next_cycle_phase(&self, c: &ConnView, rs: &RateSample, w: &Window) -> bool {
+        let is_full_length = self.delivered_mstamp.saturating_sub(self.cycle_mstamp) > self.min_rtt_us as u64;
+        // Gain 1.0 phases just last one min_rtt.
+        if self.pacing_gain == BBR_UNIT {
+            return is_full_length;
+        }
+        let inflight = self.packets_in_net_at_edt(c, w, rs.prior_in_flight);
+        let bw = self.max_bw();
+        // Probing (5/4) goes on until inflight reaches 5/4 BDP, unless packets are lost.
+        if self.pacing_gain > BBR_UNIT {
+            return is_full_length && (rs.losses > 0 || inflight >= self.inflight(c, w, bw, self.pacing_gain));
+        }
+        // Draining (3/4) stops early once inflight is down to one BDP.
+        is_full_length || inflight <= self.inflight(c, w, bw, BBR_UNIT)
+    }
+
+    /// `bbr_advance_cycle_phase`.
+    fn advance_cycle_phase(&mut self) {
+        self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
+        self.cycle_mstamp = self.delivered_mstamp;
+    }
+
+    /// `bbr_update_cycle_phase`.
+    fn update_cycle_phase(&mut self, c: &ConnView, rs: &RateSample, w: &Window) {
+        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(c, rs, w) {
+            self.advance_cycle_phase();
+        }
+    }
+
+    /// `bbr_reset_probe_bw_mode`: enter PROBE_BW in a random phase other than 3/4.
+    fn reset_probe_bw_mode(&mut self) {
+        self.mode = Mode::ProbeBw;
+        let r: u32 = self.rng.gen_range(0..CYCLE_RAND);
+        self.cycle_idx = CYCLE_LEN - 1 - r as usize;
+        self.advance_cycle_phase();
+    }
+
+    /// `bbr_reset_mode`.
+    fn reset_mode(&mut self) {
+        if !self.full_bw_reached {
+            self.mode = Mode::Startup;
+        } else {
+            self.reset_probe_bw_mode();
+        }
+    }
+
+    // ---------- long-term (policer) bandwidth ----------
+
+    /// `bbr_reset_lt_bw_sampling_interval`.
+    fn reset_lt_bw_sampling_interval(&mut self, c: &ConnView) {
+        self.lt_last_stamp = (self.delivered_mstamp / 1000) as u32;
+        self.lt_last_delivered = c.delivered;
+        self.lt_last_lost = c.lost;
+        self.lt_rtt_cnt = 0;
+    }
+
+    /// `bbr_reset_lt_bw_sampling`.
+    fn reset_lt_bw_sampling(&mut self, c: &ConnView) {
+        self.lt_bw = 0;
+        self.lt_use_bw = false;
+        self.lt_is_sampling = false;
+        self.reset_lt_bw_sampling_interval(c);
+    }
+
+    /// `bbr_lt_bw_interval_done`: two consistent lossy intervals = policed.
+    fn lt_bw_interval_done(&mut self, c: &ConnView, bw: u64) {
+        if self.lt_bw != 0 {
+            let diff = bw.abs_diff(self.lt_bw);
+            if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
+                || rate_bytes_per_sec(self.mss, diff, BBR_UNIT) <= LT_BW_DIFF
+            {
+                self.lt_bw = (bw + self.lt_bw) >> 1; // average of the two intervals
+                self.lt_use_bw = true;
+                self.pacing_gain = BBR_UNIT; // stop probing into the policer
+                self.lt_rtt_cnt = 0;
+                return;
+            }
+        }
+        self.lt_bw = bw;
+        self.reset_lt_bw_sampling_interval(c);
+    }
+
+    /// `bbr_lt_bw_sampling`: measure delivery over lossy 4..16-round intervals.
+    fn lt_bw_sampling(&mut self, c: &ConnView, rs: &RateSample) {
+        if self.lt_use_bw {
+            // Policed: after 48 rounds, forget lt_bw and probe again.
+            if self.mode == Mode::ProbeBw && self.round_start {
+                self.lt_rtt_cnt += 1;
+                if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
+                    self.reset_lt_bw_sampling(c);
+                    self.reset_probe_bw_mode();
+                }
+            }
+            return;
+        }
+        // Start at the first loss: by then a policer has spent its burst tokens.
+        if !self.lt_is_sampling {
+            if rs.losses == 0 {
+                return;
+            }
+            self.reset_lt_bw_sampling_interval(c);
+            self.lt_is_sampling = true;
+        }
+        // Running out of data would under-estimate the rate.
+        if rs.is_app_limited {
+            self.reset_lt_bw_sampling(c);
+            return;
+        }
+        if self.round_start {
+            self.lt_rtt_cnt += 1;
+        }
+        if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
+            return;
+        }
+        if self.lt_rtt_cnt > 4 * LT_INTVL_MIN_RTTS {
+            self.reset_lt_bw_sampling(c);
+            return;
+        }
+        // End the interval on a loss (tokens exhausted), if it was lossy enough.
+        if rs.losses == 0 {
+            return;
+        }
+        let lost = c.lost.wrapping_sub(self.lt_last_lost);
+        let delivered = c.delivered.wrapping_sub(self.lt_last_delivered);
+        if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH * delivered {
+            return;
+        }
+        let t = ((self.delivered_mstamp / 1000) as u32).wrapping_sub(self.lt_last_stamp);
+        if (t as i32) < 1 {
+            return; // shorter than 1 ms: wait
+        }
+        if t >= u32::MAX / 1000 {
+            self.reset_lt_bw_sampling(c);
+            return;
+        }
+        let t_us = t as u64 * 1000;
+        let bw = delivered * BW_UNIT / t_us;
+        self.lt_bw_interval_done(c, bw);
+    }
+
+    // ---------- per-ACK model update ----------
+
+    /// `bbr_update_bw`: count rounds, feed the max filter.
+    fn update_bw(&mut self, c: &ConnView, rs: &RateSample) {
+        self.round_start = false;
+        let interval_us = rs.interval / NS_PER_US as i64;
+        if rs.delivered < 0 || interval_us <= 0 {
+            return; // not a valid sample
+        }
+        if rs.prior_delivered >= self.next_rtt_delivered {
+            self.next_rtt_delivered = c.delivered;
+            self.rtt_cnt += 1;
+            self.round_start = true;
+            self.packet_conservation = false;
+        }
+        self.lt_bw_sampling(c, rs);
+
+        let bw = rs.delivered as u64 * BW_UNIT / interval_us as u64;
+        // App-limited samples only count if they beat the estimate.
+        if !rs.is_app_limited || bw >= self.max_bw() {
+            self.bw.update(BW_RTTS, self.rtt_cnt, bw);
+        }
+    }
+
+    /// `bbr_update_ack_aggregation`: how much more than bw * elapsed got acked.
+    fn update_ack_aggregation(&mut self, rs: &RateSample, w: &Window) {
+        let interval_us = rs.interval / NS_PER_US as i64;
+        if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || interval_us <= 0 {
+            return;
+        }
+        if self.round_start {
+            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
+            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
+                self.extra_acked_win_rtts = 0;
+                self.extra_acked_win_idx ^= 1;
+                self.extra_acked[self.extra_acked_win_idx] = 0;
+            }
+        }
+        let epoch_us = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) as u32;
+        let mut expected_acked = (self.bbr_bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
+        // New epoch if ACKs came slower than expected, or the epoch is very old.
+        if self.ack_epoch_acked <= expected_acked
+            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
+        {
+            self.ack_epoch_acked = 0;
+            self.ack_epoch_mstamp = self.delivered_mstamp;
+            expected_acked = 0;
+        }
+        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xFFFFF);
+        let extra = (self.ack_epoch_acked - expected_acked).min(w.cwnd);
+        if extra > self.extra_acked[self.extra_acked_win_idx] as u32 {
+            self.extra_acked[self.extra_acked_win_idx] = extra as u16; // u16 in the kernel
+        }
+    }
+
+    /// `bbr_check_full_bw_reached`: 3 rounds without 25% growth = pipe full.
+    fn check_full_bw_reached(&mut self, rs: &RateSample) {
+        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        let bw_thresh = (self.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
+        if self.max_bw() >= bw_thresh {
+            self.full_bw = self.max_bw();
+            self.full_bw_cnt = 0;
+            return;
+        }
+        self.full_bw_cnt += 1;
+        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
+    }
+
+    /// `bbr_check_drain`: STARTUP -> DRAIN -> PROBE_BW.
+    fn check_drain(&mut self, c: &ConnView, w: &mut Window) {
+        if self.mode == Mode::Startup && self.full_bw_reached {
+            self.mode = Mode::Drain;
+            w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
+        }
+        if self.mode == Mode::Drain
+            && self.packets_in_net_at_edt(c, w, c.packets_in_flight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
+        {
+            self.reset_probe_bw_mode(); // queue estimated drained
+        }
+    }
+
+    /// `bbr_check_probe_rtt_done`: 200 ms and a round at 4 packets are over.
+    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
+        let now_j = self.jiffies(c.now);
+        if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
+            return;
+        }
+        self.min_rtt_stamp = now_j; // next PROBE_RTT in 10 s at the earliest
+        w.cwnd = w.cwnd.max(self.prior_cwnd);
+        self.reset_mode();
+    }
+
+    /// `bbr_update_min_rtt`: the 10 s min filter and PROBE_RTT.
+    fn update_min_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
+        let now_j = self.jiffies(c.now);
+        let win = MIN_RTT_WIN_SEC.wrapping_mul(self.hz);
+        let filter_expired = after(now_j, self.min_rtt_stamp.wrapping_add(win));
+        let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
+        if rtt_us >= 0 && (rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
+            self.min_rtt_us = rtt_us.min(u32::MAX as i64) as u32;
+            self.min_rtt_stamp = now_j;
+        }
+
+        if PROBE_RTT_MODE_MS > 0 && filter_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.mode = Mode::ProbeRtt; // dip to drain the queue
+            self.save_cwnd(w.cwnd);
+            self.probe_rtt_done_stamp = 0;
+        }
+
+        if self.mode == Mode::ProbeRtt {
+            // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
+            let mark = (c.delivered + c.packets_in_flight as u64).max(1);
+            if self.probe_rtt_al_until == 0 || c.delivered > self.probe_rtt_al_until {
+                self.probe_rtt_al_from = c.delivered;
+            }
+            self.probe_rtt_al_until = mark;
+            // Hold 4 packets for max(200 ms, one round).
+            if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= CWND_MIN_TARGET {
+                self.probe_rtt_done_stamp = now_j.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_MODE_MS));
+                self.probe_rtt_round_done = false;
+                self.next_rtt_delivered = c.delivered;
+            } else if self.probe_rtt_done_stamp != 0 {
+                if self.round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done {
+                    self.check_probe_rtt_done(c, w);
+                }
+            }
+        }
+        // Idle restart ends once new data is acked.
+        if rs.delivered > 0 {
+            self.idle_restart = false;
+        }
+    }
+
+    /// `bbr_update_gains`.
+    fn update_gains(&mut self) {
+        match self.mode {
+            Mode::Startup => {
+                self.pacing_gain = HIGH_GAIN;
+                self.cwnd_gain = HIGH_GAIN;
+            }
+            Mode::Drain => {
+                self.pacing_gain = DRAIN_GAIN;
+                self.cwnd_gain = HIGH_GAIN; // keep cwnd while draining
+            }
+            Mode::ProbeBw => {
+                self.pacing_gain = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
+                self.cwnd_gain = CWND_GAIN;
+            }
+            Mode::ProbeRtt => {
+                self.pacing_gain = BBR_UNIT;
+                self.cwnd_gain = BBR_UNIT;
+            }
+        }
+    }
+
+    /// `bbr_update_model`.
+    fn update_model(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
+        self.update_bw(c, rs);
+        self.update_ack_aggregation(rs, w);
+        self.update_cycle_phase(c, rs, w);
+        self.check_full_bw_reached(rs);
+        self.check_drain(c, w);
+        self.update_min_rtt(c, rs, w);
+        self.update_gains();
+    }
+}
+
+impl CongestionControl for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    /// `bbr_init`.
+    fn init(&mut self, c: &ConnView, w: &mut Window) {
+        self.seen_delivered = c.delivered;
+        self.delivered_mstamp = to_us(c.now);
+        self.mss = c.mss.max(1);
+
+        self.prior_cwnd = 0;
+        w.ssthresh = INFINITE_SSTHRESH;
+        self.rtt_cnt = 0;
+        self.next_rtt_delivered = c.delivered;
+        self.prev_ca_state = CaState::Open;
+        self.packet_conservation = false;
+
+        self.probe_rtt_done_stamp = 0;
+        self.probe_rtt_round_done = false;
+        self.min_rtt_us = if c.min_rtt == u64::MAX { u32::MAX } else { to_us(c.min_rtt).min(u32::MAX as u64) as u32 };
+        self.min_rtt_stamp = self.jiffies(c.now);
+
+        self.bw.reset(self.rtt_cnt, 0);
+
+        self.has_seen_rtt = false;
+        self.init_pacing_rate_from_rtt(c, w);
+
+        self.round_start = false;
+        self.idle_restart = false;
+        self.full_bw_reached = false;
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.cycle_mstamp = 0;
+        self.cycle_idx = 0;
+        self.reset_lt_bw_sampling(c);
+        self.mode = Mode::Startup;
+
+        self.ack_epoch_mstamp = to_us(c.now);
+        self.ack_epoch_acked = 0;
+        self.extra_acked_win_rtts = 0;
+        self.extra_acked_win_idx = 0;
+        self.extra_acked = [0; 2];
+
+        self.probe_rtt_al_from = 0;
+        self.probe_rtt_al_until = 0;
+    }
+
+    /// `bbr_ssthresh`: note cwnd for the end of recovery; ssthresh unchanged.
+    fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
+        self.observe(c);
+        self.save_cwnd(w.cwnd);
+        w.ssthresh
+    }
+
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+
+    /// `bbr_main`.
+    fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
+        self.observe(c);
+        let mut rs = *rs;
+        rs.is_app_limited |= self.in_probe_rtt_bubble(rs.prior_delivered);
+
+        self.update_model(c, &rs, w);
+
+        let bw = self.bbr_bw();
+        self.set_pacing_rate(c, bw, self.pacing_gain, w);
+        self.set_cwnd(c, &rs, rs.acked_sacked, bw, self.cwnd_gain, w);
+    }
+
+    /// `bbr_set_state`: an RTO ends the round and counts as a loss for the policer detector.
+    fn set_state(&mut self, c: &ConnView, new_state: CaState, _w: &mut Window) {
+        self.observe(c);
+        if new_state == CaState::Loss {
+            let rs = RateSample { losses: 1, delivered: 0, interval: 0, rtt: 0, ..RateSample::default() };
+            self.prev_ca_state = CaState::Loss;
+            self.full_bw = 0;
+            self.round_start = true;
+            self.lt_bw_sampling(c, &rs);
+        }
+    }
+
+    /// `bbr_cwnd_event`: restarting from idle while app-limited.
+    fn cwnd_event(&mut self, c: &ConnView, ev: CwndEvent, w: &mut Window) {
+        self.observe(c);
+        if ev == CwndEvent::TxStart && self.socket_app_limited(c) {
+            self.idle_restart = true;
+            self.ack_epoch_mstamp = to_us(c.now);
+            self.ack_epoch_acked = 0;
+            // No need to go faster than the estimate after idle.
+            if self.mode == Mode::ProbeBw {
+                let bw = self.bbr_bw();
+                self.set_pacing_rate(c, bw, BBR_UNIT, w);
+            } else if self.mode == Mode::ProbeRtt {
+                self.check_probe_rtt_done(c, w);
+            }
+        }
+    }
+
+    /// `bbr_undo_cwnd`: a spurious loss; redo pipe-full detection and lt sampling.
+    fn undo_cwnd(&mut self, c: &ConnView, w: &Window) -> u32 {
+        self.observe(c);
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling(c);
+        w.cwnd
+    }
+
+    fn wants_pacing(&self) -> bool {
+        true
+    }
+
+    fn state_label(&self) -> &'static str {
+        self.mode.label()
+    }
+}
