@@ -189,7 +189,11 @@ struct LoadArgs {
     verbose: bool,
 }
 
+/// A duration with a unit; a bare `0` is accepted (it needs none).
 fn dur(s: &str) -> Result<u64, String> {
+    if s.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(0);
+    }
     units::parse_duration(s)
 }
 fn positive_dur(s: &str) -> Result<u64, String> {
@@ -263,8 +267,9 @@ fn run(cli: Cli) -> R {
         Cmd::Tcp { cmd: TcpCmd::Client(a) } => tcp_client(a),
         Cmd::Server { bind, udp } => {
             let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+            let bound = l.local_addr().unwrap_or(bind); // port 0: the UDP server takes the same port
             let t = std::thread::spawn(move || tcp::serve(l, false, false));
-            let r = udp_server(bind, &udp, Some("tcp+udp"));
+            let r = udp_server(bound, &udp, Some("tcp+udp"));
             let _ = t.join();
             r
         }

@@ -214,7 +214,10 @@ impl FlowSeries {
         self.delivered_bytes.extend(&o.delivered_bytes);
         self.retransmits.extend(&o.retransmits);
     }
-    pub fn push(&mut self, flow: usize, t: f64, ti: &crate::sys::TcpInfo) {
+    /// One TCP_INFO sample; `pre` = header bytes to remove from bytes_acked
+    /// (with the SYN's sequence number).
+    /// `cap` = bytes the application wrote (removes the FIN's sequence number).
+    pub fn push(&mut self, flow: usize, t: f64, ti: &crate::sys::TcpInfo, pre: u64, cap: u64) {
         self.flow.push(flow);
         self.t.push(t);
         self.cwnd_bytes.push(ti.cwnd_bytes());
@@ -222,7 +225,7 @@ impl FlowSeries {
         self.srtt_ms.push(ti.rtt as f64 / 1e3);
         self.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
         self.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
-        self.delivered_bytes.push(ti.bytes_acked);
+        self.delivered_bytes.push(ti.bytes_acked.saturating_sub(1 + pre).min(cap));
         self.retransmits.push(ti.total_retrans as u64);
     }
     pub fn to_json(&self) -> Value {

@@ -66,6 +66,9 @@ pub struct StreamState {
     pub sock: TcpStream,
     /// CLOCK_MONOTONIC when the flow began (client: before connect; server: accept)
     pub start_mono: u64,
+    /// bytes of our own header sent before the data (the client's 16-byte
+    /// data hello), removed from tcpi_bytes_acked
+    pub pre: u64,
     pub written: AtomicU64,
     pub read: AtomicU64,
     pub done: AtomicBool,
@@ -73,7 +76,7 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    fn new(idx: usize, sock: TcpStream, start_mono: u64) -> Arc<StreamState> {
+    fn new(idx: usize, sock: TcpStream, start_mono: u64, pre: u64) -> Arc<StreamState> {
         let _ = sock.set_read_timeout(Some(WAKE));
         let _ = sock.set_write_timeout(Some(WAKE));
         let _ = sock.set_nodelay(false);
@@ -81,6 +84,7 @@ impl StreamState {
             idx,
             sock,
             start_mono,
+            pre,
             written: AtomicU64::new(0),
             read: AtomicU64::new(0),
             done: AtomicBool::new(false),
@@ -108,8 +112,8 @@ pub struct Outcome {
 }
 
 /// Data bytes acked (see the module doc): SYN and FIN removed, capped.
-pub fn data_acked(ti: &TcpInfo, written: u64) -> u64 {
-    ti.bytes_acked.saturating_sub(1).min(written)
+pub fn data_acked(ti: &TcpInfo, written: u64, pre: u64) -> u64 {
+    ti.bytes_acked.saturating_sub(1 + pre).min(written)
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -154,7 +158,7 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
         loop {
             let now = sys::mono_ns();
             match sys::tcp_info(s.sock.as_raw_fd()) {
-                Ok(ti) if data_acked(&ti, w) >= w => break,
+                Ok(ti) if data_acked(&ti, w, s.pre) >= w => break,
                 Ok(ti) if ti.state as i32 == 7 /* TCP_CLOSE */ => {
                     out.error = Some("the peer closed the connection before acking everything".into());
                     break;
@@ -175,7 +179,7 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
     out.final_info = s.sample();
     if let Some(ti) = &out.final_info {
         if let Some(n) = bytes {
-            out.completed = w == n && data_acked(ti, w) >= n && out.error.is_none();
+            out.completed = w == n && data_acked(ti, w, s.pre) >= n && out.error.is_none();
             if out.completed {
                 out.fct_ns = Some(out.end_mono - s.start_mono);
             }
@@ -445,7 +449,7 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
                         let _ = sys::set_cc(sock.as_raw_fd(), cc);
                     }
                 }
-                states.push(StreamState::new(idx, sock, t));
+                states.push(StreamState::new(idx, sock, t, 0));
             }
             Err(_) => break,
         }
@@ -489,13 +493,13 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
         let samples = s.samples.lock().unwrap();
         let mut series = FlowSeries::default();
         for (t, ti) in samples.iter() {
-            series.push(s.idx, (*t - s.start_mono) as f64 / 1e9, ti);
+            series.push(s.idx, (*t - s.start_mono) as f64 / 1e9, ti, s.pre, s.written.load(Ordering::Relaxed));
         }
         streams.push(json!({
             "idx": s.idx, "start_mono": s.start_mono, "end_mono": o.end_mono,
             "bytes_read": s.read.load(Ordering::Relaxed), "bytes_written": s.written.load(Ordering::Relaxed),
             "fct_ns": o.fct_ns, "completed": o.completed, "error": o.error,
-            "info": o.final_info.map(|ti| info_json(&ti, s.written.load(Ordering::Relaxed))),
+            "info": o.final_info.map(|ti| info_json(&ti, s.written.load(Ordering::Relaxed), s.pre)),
             "cc": sys::get_cc(s.sock.as_raw_fd()),
             "series": series.to_json(),
         }));
@@ -508,8 +512,8 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
         .map_err(|e| format!("sending results: {e}"))
 }
 
-fn info_json(ti: &TcpInfo, written: u64) -> Value {
-    json!({"bytes_acked": data_acked(ti, written), "segs_out": ti.segs_out, "total_retrans": ti.total_retrans,
+fn info_json(ti: &TcpInfo, written: u64, pre: u64) -> Value {
+    json!({"bytes_acked": data_acked(ti, written, pre), "segs_out": ti.segs_out, "total_retrans": ti.total_retrans,
            "min_rtt_us": ti.min_rtt, "srtt_us": ti.rtt})
 }
 
@@ -602,7 +606,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         h.extend_from_slice(&cookie.to_le_bytes());
         h.extend_from_slice(&(i as u32).to_le_bytes());
         s.write_all(&h).map_err(|e| err1(format!("data connection: {e}")))?;
-        states.push(StreamState::new(i, s, start));
+        states.push(StreamState::new(i, s, start, h.len() as u64));
     }
     let sampler = if !cfg.reverse {
         let v = states.clone();
@@ -658,7 +662,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             let w = s.written.load(Ordering::Relaxed);
             let fin = o.final_info.unwrap_or_default();
             f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
-            f.bytes_acked = data_acked(&fin, w);
+            f.bytes_acked = data_acked(&fin, w, s.pre);
             f.segs_sent = fin.segs_out as u64;
             f.retrans_segs = fin.total_retrans as u64;
             f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
@@ -667,7 +671,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             f.completed = o.completed;
             let samples = s.samples.lock().unwrap();
             for (t, ti) in samples.iter() {
-                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti);
+                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
             f.bytes_delivered = match &srv {
