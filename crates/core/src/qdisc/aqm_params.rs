@@ -35,11 +35,6 @@ impl<'a> Params<'a> {
         self.cfg.param(name, d)
     }
 
-    /// Whether the scenario set `name` explicitly.
-    pub fn given(&self, name: &str) -> bool {
-        self.cfg.params.iter().any(|(k, _)| k == name)
-    }
-
     /// A whole number in `[min, max]`.
     pub fn int(&self, name: &str, min: u64, max: u64) -> Result<u64, String> {
         let v = self.raw(name);

@@ -34,6 +34,7 @@ pub mod flow_hash;
 pub mod fq_codel;
 pub mod fq_pie;
 pub mod pie;
+pub mod red;
 
 /// The two ECN bits of the IP header (RFC 3168).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -261,6 +262,7 @@ cake::INFO,
 QdiscInfo { name: "fq_codel", doc: fq_codel::DOC, params: fq_codel::PARAMS },
 QdiscInfo { name: "pie", doc: pie::DOC, params: pie::PARAMS },
 QdiscInfo { name: "fq_pie", doc: fq_pie::DOC, params: fq_pie::PARAMS },
+QdiscInfo { name: "red", doc: red::DOC, params: red::PARAMS },
 ];
 
 /// Names of the qdiscs [`build`] knows.
@@ -285,6 +287,7 @@ pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String>
         "fq_codel" => Ok(Box::new(fq_codel::FqCodel::from_config(cfg)?)),
         "pie" => Ok(Box::new(pie::Pie::from_config(cfg)?)),
         "fq_pie" => Ok(Box::new(fq_pie::FqPie::from_config(cfg)?)),
+        "red" => Ok(Box::new(red::Red::from_config(cfg)?)),
         other => Err(format!("unknown qdisc \"{other}\" (known: {})", names().join(", "))),
     }
 }
