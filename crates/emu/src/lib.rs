@@ -1,0 +1,23 @@
+//! bloatlab-emu: the userspace link emulator.
+//!
+//! Two network namespaces (client and server) joined by two TUN devices and
+//! this process in between: per direction it reads the packets the kernel
+//! sends, applies random loss, the core's qdisc emptied at the link rate (or
+//! on a Mahimahi trace), and a per-flow propagation delay, and writes them to
+//! the other side in real time. The TCP is the real kernel's
+//! (`TCP_CONGESTION` per flow), driven by `bloatlab-probe`.
+//!
+//! Rooms: [`packet`] (IPv4 headers), [`link`] (the model, clock as an
+//! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
+//! clean-up), [`run`] (a whole run and its raw result), [`scenario`] (the
+//! resolved scenario), [`trace`] (Mahimahi traces), [`pcap`], [`sys`].
+
+pub mod forward;
+pub mod link;
+pub mod ns;
+pub mod packet;
+pub mod pcap;
+pub mod run;
+pub mod scenario;
+pub mod sys;
+pub mod trace;

@@ -1,0 +1,510 @@
+//! One direction of the emulated path, as a model driven by the caller's
+//! clock: random loss, then the bottleneck (the core's qdisc, emptied at the
+//! link rate or on a Mahimahi trace's delivery opportunities), then a
+//! per-flow propagation delay.
+//!
+//! ```text
+//!  arrive(now) --loss--> qdisc --[wire: len*8/rate]--> delay line (rtt/2 of the flow) --> pop_due(now)
+//! ```
+//!
+//! The model never reads a clock: `now` is an argument (the real-time loop in
+//! [`crate::forward`] passes the monotonic clock, tests pass numbers), so the
+//! same qdisc code runs here and in the simulator.
+//!
+//! Timing rules (they are what the simulator does too, stated once):
+//! - A packet is dequeued when the wire becomes free: at
+//!   `max(wire_free, time the queue became non-empty)`, even if the caller
+//!   only gets to it later; the qdisc and the statistics see that scheduled
+//!   time, so a late wake-up never changes the rate or the queueing delay.
+//! - Queueing delay of a packet = dequeue time − arrival time (its sojourn in
+//!   the qdisc, not counting its own serialization).
+//! - Serialization takes `len * 8 / rate` (IP length, no link-layer overhead);
+//!   then the packet travels half its flow's base RTT; it is due then.
+//! - Random loss drops an arriving packet before the qdisc, with probability
+//!   `loss`, from the RNG stream [`LOSS_STREAM`] + direction of the scenario seed.
+//! - Flows are told apart by port: a packet whose destination or source port
+//!   is a flow's (or probe's) server port gets that flow's delay; any other
+//!   packet gets the default delay.
+
+use crate::packet;
+use crate::trace::{Trace, OPPORTUNITY_BYTES};
+use bloatlab_core::qdisc::{self, Ecn, Events, Packet, Qdisc, QdiscConfig, Stats};
+use bloatlab_core::rng::{self, Rng, RngExt};
+use bloatlab_core::time::{tx_time, Nanos};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// RNG stream ids (mixed with the scenario seed): random loss and qdisc of
+/// direction d use `LOSS_STREAM + d` and `QDISC_STREAM + d` (d = 0 down, 1 up).
+pub const LOSS_STREAM: u64 = 0x4c4f_5353_0000; // "LOSS"
+pub const QDISC_STREAM: u64 = 0x5144_4953_0000; // "QDIS"
+
+/// How fast the bottleneck empties.
+#[derive(Debug, Clone)]
+pub enum Service {
+    /// No bottleneck: packets only see the propagation delay.
+    Unlimited,
+    /// A fixed rate in bit/s.
+    Rate(u64),
+    /// Mahimahi delivery opportunities.
+    Trace(Trace),
+}
+
+/// What a direction needs to know.
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    pub service: Service,
+    /// Qdisc (kind, limit, params); ignored when `service` is Unlimited.
+    pub qdisc: QdiscConfig,
+    pub loss: f64,
+    pub seed: u64,
+    /// 0 = down, 1 = up (RNG streams).
+    pub dir_index: u64,
+    /// One-way delay by port (ns); `u64::MAX` = not a known port.
+    pub delay_by_port: Vec<u64>,
+    pub default_delay: Nanos,
+    pub sample_interval: Nanos,
+}
+
+impl LinkConfig {
+    pub fn delay_of(&self, h: Option<&packet::Headers>) -> Nanos {
+        if let Some(h) = h {
+            let d = self.delay_by_port[h.dport as usize];
+            if d != u64::MAX {
+                return d;
+            }
+            let s = self.delay_by_port[h.sport as usize];
+            if s != u64::MAX {
+                return s;
+            }
+        }
+        self.default_delay
+    }
+}
+
+/// A packet on its way out: due at `at` (ns since the run's origin).
+struct InFlight {
+    at: Nanos,
+    seq: u64,
+    bytes: Vec<u8>,
+}
+impl PartialEq for InFlight {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InFlight {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// One time-series sample of the direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub t: Nanos,
+    pub queue_bytes: u64,
+    /// Mean queueing delay of the packets dequeued since the previous sample (0 if none).
+    pub qdelay_ms: f64,
+}
+
+pub struct Link {
+    cfg: LinkConfig,
+    q: Option<Box<dyn Qdisc<Vec<u8>>>>,
+    loss_rng: Rng,
+    q_rng: Rng,
+    ev: Events<Vec<u8>>,
+    pub stats: Stats,
+    /// When the wire finishes the packet it is sending.
+    wire_free: Nanos,
+    /// When the qdisc last went from empty to non-empty.
+    nonempty_since: Nanos,
+    /// Trace state: next opportunity index and bytes left in the current one.
+    op_k: u64,
+    op_left: u32,
+    delay_line: BinaryHeap<Reverse<InFlight>>,
+    seq: u64,
+    pool: Vec<Vec<u8>>,
+    // statistics
+    pub tx_bytes: u64,
+    pub tx_pkts: u64,
+    pub busy_ns: u64,
+    pub qdelay_ms: Vec<f32>,
+    pub samples: Vec<Sample>,
+    next_sample: Nanos,
+    interval_qdelay_sum: f64,
+    interval_n: u64,
+}
+
+impl Link {
+    pub fn new(cfg: LinkConfig) -> Result<Link, String> {
+        let q = match cfg.service {
+            Service::Unlimited => None,
+            _ => Some(qdisc::build::<Vec<u8>>(&cfg.qdisc)?),
+        };
+        Ok(Link {
+            loss_rng: rng::stream(cfg.seed, LOSS_STREAM + cfg.dir_index),
+            q_rng: rng::stream(cfg.seed, QDISC_STREAM + cfg.dir_index),
+            next_sample: cfg.sample_interval,
+            cfg,
+            q,
+            ev: Events::default(),
+            stats: Stats::default(),
+            wire_free: 0,
+            nonempty_since: 0,
+            op_k: 0,
+            op_left: 0,
+            delay_line: BinaryHeap::new(),
+            seq: 0,
+            pool: Vec::new(),
+            tx_bytes: 0,
+            tx_pkts: 0,
+            busy_ns: 0,
+            qdelay_ms: Vec::new(),
+            samples: Vec::new(),
+            interval_qdelay_sum: 0.0,
+            interval_n: 0,
+        })
+    }
+
+    /// A packet buffer from the pool (capacity >= `cap`).
+    pub fn buffer(&mut self, cap: usize) -> Vec<u8> {
+        match self.pool.pop() {
+            Some(mut b) => {
+                b.clear();
+                b.reserve(cap);
+                b
+            }
+            None => Vec::with_capacity(cap.max(2048)),
+        }
+    }
+
+    /// Give a buffer back once written.
+    pub fn recycle(&mut self, b: Vec<u8>) {
+        if self.pool.len() < 4096 {
+            self.pool.push(b);
+        }
+    }
+
+    fn backlog(&self) -> usize {
+        self.q.as_ref().map_or(0, |q| q.backlog_pkts())
+    }
+
+    /// A packet arrives at `now`.
+    pub fn arrive(&mut self, now: Nanos, bytes: Vec<u8>) {
+        self.service(now);
+        let h = packet::parse(&bytes);
+        let delay = self.cfg.delay_of(h.as_ref());
+        let mut meta = h.map(|h| h.meta()).unwrap_or_default();
+        meta.len = meta.len.max(bytes.len() as u32);
+        meta.enqueued_at = now;
+        if self.cfg.loss > 0.0 && self.loss_rng.gen::<f64>() < self.cfg.loss {
+            self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
+            self.recycle(bytes);
+            return;
+        }
+        let Some(q) = self.q.as_mut() else {
+            // No bottleneck: straight into the delay line.
+            let at = now + delay;
+            self.push_delay(at, bytes);
+            return;
+        };
+        let was_empty = q.backlog_pkts() == 0;
+        self.stats.enqueued_pkts += 1;
+        q.enqueue(Packet { meta, data: bytes }, now, &mut self.q_rng, &mut self.ev);
+        if was_empty && q.backlog_pkts() > 0 {
+            self.nonempty_since = now;
+        }
+        self.absorb();
+        self.service(now);
+    }
+
+    fn absorb(&mut self) {
+        let mut freed = Vec::new();
+        self.stats.absorb(&mut self.ev, |d| freed.push(d.pkt.data));
+        for b in freed {
+            self.recycle(b);
+        }
+    }
+
+    fn push_delay(&mut self, at: Nanos, bytes: Vec<u8>) {
+        self.seq += 1;
+        self.delay_line.push(Reverse(InFlight { at, seq: self.seq, bytes }));
+    }
+
+    /// The time the head of the queue may start on the wire (None: nothing to send).
+    fn next_dequeue_time(&self) -> Option<Nanos> {
+        let q = self.q.as_ref()?;
+        if q.backlog_pkts() == 0 {
+            return None;
+        }
+        let t = self.wire_free.max(self.nonempty_since);
+        match &self.cfg.service {
+            Service::Trace(tr) if self.op_left == 0 => Some(tr.time(tr.first_at_or_after(self.op_k, t))),
+            _ => Some(t),
+        }
+    }
+
+    /// Move every packet whose transmission starts by `now` from the qdisc to the delay line.
+    pub fn service(&mut self, now: Nanos) {
+        loop {
+            let Some(t) = self.next_dequeue_time() else { break };
+            if t > now {
+                break;
+            }
+            // Samples before this event (a sample at time s includes the events at s).
+            if t > 0 {
+                self.take_samples(t - 1);
+            }
+            let q = self.q.as_mut().unwrap();
+            let Some(mut p) = q.dequeue(t, &mut self.q_rng, &mut self.ev) else {
+                // Not work-conserving (a shaper): try again at its wake-up time.
+                let w = q.next_wakeup(t);
+                self.absorb();
+                match w {
+                    Some(w) if w > t && w <= now => {
+                        self.nonempty_since = w;
+                        continue;
+                    }
+                    Some(w) if w > t => self.nonempty_since = w,
+                    _ => {}
+                }
+                break;
+            };
+            let still = q.backlog_pkts() > 0;
+            self.absorb();
+            let len = p.meta.len;
+            let qd = t.saturating_sub(p.meta.enqueued_at);
+            self.qdelay_ms.push((qd as f64 / 1e6) as f32);
+            self.interval_qdelay_sum += qd as f64 / 1e6;
+            self.interval_n += 1;
+            if p.meta.ecn == Ecn::Ce {
+                packet::set_ce(&mut p.data);
+            }
+            let end = match &self.cfg.service {
+                Service::Rate(r) => t + tx_time(len as u64, *r),
+                Service::Trace(tr) => {
+                    // Use what is left of the current opportunity, then whole ones.
+                    if self.op_left == 0 {
+                        self.op_k = tr.first_at_or_after(self.op_k, t);
+                        self.op_left = OPPORTUNITY_BYTES;
+                    }
+                    let mut need = len;
+                    loop {
+                        let used = need.min(self.op_left);
+                        need -= used;
+                        self.op_left -= used;
+                        if need == 0 {
+                            break;
+                        }
+                        self.op_k += 1;
+                        self.op_left = OPPORTUNITY_BYTES;
+                    }
+                    let end = tr.time(self.op_k);
+                    if self.op_left == 0 {
+                        self.op_k += 1;
+                    }
+                    end
+                }
+                Service::Unlimited => t,
+            };
+            self.busy_ns += end - t;
+            self.wire_free = end;
+            self.tx_bytes += len as u64;
+            self.tx_pkts += 1;
+            self.stats.dequeued_pkts += 1;
+            self.stats.dequeued_bytes += len as u64;
+            let h = packet::parse(&p.data);
+            let at = end + self.cfg.delay_of(h.as_ref());
+            self.push_delay(at, p.data);
+            if still {
+                self.nonempty_since = t;
+            }
+            if let Service::Trace(tr) = &self.cfg.service {
+                // An opportunity partly used by this packet can only serve others at its own time.
+                if self.op_left > 0 {
+                    self.wire_free = tr.time(self.op_k);
+                }
+            }
+        }
+        self.take_samples(now);
+        // A trace's unused bytes are lost once the queue is empty.
+        if self.backlog() == 0 {
+            if let Service::Trace(tr) = &self.cfg.service {
+                if self.op_left > 0 && tr.time(self.op_k) <= now {
+                    self.op_left = 0;
+                    self.op_k += 1;
+                }
+            }
+        }
+    }
+
+    fn take_samples(&mut self, now: Nanos) {
+        while self.next_sample <= now {
+            let qdelay = if self.interval_n > 0 { self.interval_qdelay_sum / self.interval_n as f64 } else { 0.0 };
+            let qb = self.q.as_ref().map_or(0, |q| q.backlog_bytes());
+            self.samples.push(Sample { t: self.next_sample, queue_bytes: qb, qdelay_ms: qdelay });
+            self.interval_qdelay_sum = 0.0;
+            self.interval_n = 0;
+            self.next_sample += self.cfg.sample_interval;
+        }
+    }
+
+    /// The next packet due by `now`, with its due time.
+    pub fn pop_due(&mut self, now: Nanos) -> Option<(Nanos, Vec<u8>)> {
+        if self.delay_line.peek().is_some_and(|Reverse(p)| p.at <= now) {
+            let Reverse(p) = self.delay_line.pop().unwrap();
+            return Some((p.at, p.bytes));
+        }
+        None
+    }
+
+    /// The earliest time something must happen (a dequeue, a delivery, a sample).
+    pub fn next_event(&self) -> Nanos {
+        let mut t = self.next_sample;
+        if let Some(d) = self.next_dequeue_time() {
+            t = t.min(d);
+        }
+        if let Some(Reverse(p)) = self.delay_line.peek() {
+            t = t.min(p.at);
+        }
+        t
+    }
+
+    pub fn queue_bytes(&self) -> u64 {
+        self.q.as_ref().map_or(0, |q| q.backlog_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::tests::tcp;
+    use bloatlab_core::qdisc::{DropReason, Limit};
+    use bloatlab_core::time::NS_PER_MS;
+
+    fn cfg(service: Service, limit_pkts: u64, loss: f64) -> LinkConfig {
+        let mut delay_by_port = vec![u64::MAX; 65536];
+        delay_by_port[20000] = 10 * NS_PER_MS;
+        delay_by_port[20001] = 50 * NS_PER_MS;
+        LinkConfig {
+            service,
+            qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(limit_pkts) }, ..Default::default() },
+            loss,
+            seed: 1,
+            dir_index: 0,
+            delay_by_port,
+            default_delay: NS_PER_MS,
+            sample_interval: 10 * NS_PER_MS,
+        }
+    }
+
+    fn seg(dport: u16) -> Vec<u8> {
+        tcp([10, 77, 0, 2], [10, 77, 0, 1], 30000, dport, 0x10, 1460, 0)
+    }
+
+    #[test]
+    fn back_to_back_packets_leave_one_serialization_time_apart_plus_the_flows_one_way_delay() {
+        // 1500 B at 12 Mbit/s = 1 ms on the wire; flow on port 20000 has 10 ms one way.
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 100, 0.0)).unwrap();
+        l.arrive(0, seg(20000));
+        l.arrive(0, seg(20000));
+        l.service(100 * NS_PER_MS);
+        assert_eq!(l.pop_due(100 * NS_PER_MS).unwrap().0, 11 * NS_PER_MS);
+        assert_eq!(l.pop_due(100 * NS_PER_MS).unwrap().0, 12 * NS_PER_MS);
+        assert_eq!(l.qdelay_ms, vec![0.0, 1.0]);
+        assert_eq!(l.tx_bytes, 3000);
+        assert_eq!(l.busy_ns, 2 * NS_PER_MS);
+    }
+
+    #[test]
+    fn a_late_caller_does_not_change_departure_times() {
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 100, 0.0)).unwrap();
+        for _ in 0..3 {
+            l.arrive(0, seg(20000));
+        }
+        // The caller only looks again 5 ms later: the packets still started at 0, 1, 2 ms.
+        l.service(5 * NS_PER_MS);
+        let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        assert_eq!(due, vec![11, 12, 13]);
+    }
+
+    #[test]
+    fn two_flows_get_their_own_base_rtt() {
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 100, 0.0)).unwrap();
+        l.arrive(0, seg(20001));
+        l.arrive(0, seg(20000));
+        l.service(100 * NS_PER_MS);
+        let mut due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        due.sort();
+        assert_eq!(due, vec![12, 51]);
+    }
+
+    #[test]
+    fn a_full_fifo_drops_the_arriving_packet() {
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 2, 0.0)).unwrap();
+        // The first starts on the wire at once, two wait, the fourth is dropped.
+        for _ in 0..4 {
+            l.arrive(0, seg(20000));
+        }
+        assert_eq!(l.stats.drops[DropReason::QueueFull as usize], 1);
+        assert_eq!(l.queue_bytes(), 3000);
+    }
+
+    #[test]
+    fn random_loss_of_ten_percent_drops_about_ten_percent() {
+        let mut l = Link::new(cfg(Service::Unlimited, 100, 0.1)).unwrap();
+        for i in 0..10_000u64 {
+            l.arrive(i * NS_PER_MS, seg(20000));
+            while l.pop_due(u64::MAX).is_some() {}
+        }
+        let lost = l.stats.drops[DropReason::RandomLoss as usize];
+        assert!((900..1100).contains(&lost), "lost {lost}");
+    }
+
+    #[test]
+    fn samples_report_the_backlog_every_interval() {
+        let mut l = Link::new(cfg(Service::Rate(1_200_000), 100, 0.0)).unwrap();
+        // 1500 B at 1.2 Mbit/s = 10 ms each: 5 packets queue 40 ms of work behind the first.
+        for _ in 0..5 {
+            l.arrive(0, seg(20000));
+        }
+        l.service(25 * NS_PER_MS);
+        assert_eq!(l.samples.len(), 2);
+        // At 10 ms the second packet has just started (queued 10 ms): 3 wait; mean of 0 and 10 ms.
+        assert_eq!(l.samples[0], Sample { t: 10 * NS_PER_MS, queue_bytes: 4500, qdelay_ms: 5.0 });
+        assert_eq!(l.samples[1], Sample { t: 20 * NS_PER_MS, queue_bytes: 3000, qdelay_ms: 20.0 });
+    }
+
+    #[test]
+    fn a_trace_with_one_opportunity_per_ms_sends_one_full_packet_per_ms() {
+        let tr = Trace::parse("1\n").unwrap();
+        let mut l = Link::new(cfg(Service::Trace(tr), 100, 0.0)).unwrap();
+        for _ in 0..3 {
+            l.arrive(0, seg(20000));
+        }
+        l.service(10 * NS_PER_MS);
+        let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        // Opportunities at 1, 2, 3 ms; plus 10 ms of delay.
+        assert_eq!(due, vec![11, 12, 13]);
+    }
+
+    #[test]
+    fn small_packets_share_one_trace_opportunity() {
+        let tr = Trace::parse("1\n").unwrap();
+        let mut l = Link::new(cfg(Service::Trace(tr), 100, 0.0)).unwrap();
+        let ack = tcp([10, 77, 0, 1], [10, 77, 0, 2], 20000, 30000, 0x10, 0, 0);
+        for _ in 0..3 {
+            l.arrive(0, ack.clone());
+        }
+        l.service(10 * NS_PER_MS);
+        let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        assert_eq!(due, vec![11, 11, 11]);
+    }
+}

@@ -1,0 +1,262 @@
+//! The emulator's network namespaces: creation, configuration, teardown, and
+//! the clean-up of what a killed run left behind.
+//!
+//! A run takes a *slot* N (0..[`MAX_SLOTS`]): an exclusive `flock` on
+//! `/run/bloatlab/emu-slot-N.lock`, held for the run's lifetime and released
+//! by the kernel even after SIGKILL. Slot N owns exactly two namespaces,
+//! `bloatlab-emuN-c` (client) and `bloatlab-emuN-s` (server), each with one
+//! TUN device `blt0`, addresses 10.77.N.1 (client) and 10.77.N.2 (server).
+//! So runs work side by side (up to MAX_SLOTS), and a namespace named like
+//! ours whose slot lock nobody holds is stale and may be removed. Nothing
+//! else is ever touched: not the root namespace's devices or sysctls, not
+//! other `bloatlab-*` namespaces (the probe's, for instance).
+
+use crate::sys;
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::process::Command;
+
+pub const MAX_SLOTS: u32 = 8;
+const LOCK_DIR: &str = "/run/bloatlab";
+pub const TUN_NAME: &str = "blt0";
+
+/// Socket-buffer limits inside the namespaces: min, default, max bytes. The
+/// max (128 MiB) exceeds twice the BDP of 1 Gbit/s x 500 ms, so the window
+/// never limits a flow unless the scenario asks for it.
+const TCP_RMEM: &str = "4096 131072 134217728";
+const TCP_WMEM: &str = "4096 16384 134217728";
+/// Ephemeral ports stay out of the flows' (20000+) and probes' (30000+) server ports.
+const LOCAL_PORT_RANGE: &str = "40000 60999";
+/// TUN transmit ring: deep enough that the kernel never drops in front of the emulator.
+const TUN_TXQUEUELEN: &str = "10000";
+
+pub fn client_ns(slot: u32) -> String {
+    format!("bloatlab-emu{slot}-c")
+}
+pub fn server_ns(slot: u32) -> String {
+    format!("bloatlab-emu{slot}-s")
+}
+pub fn client_ip(slot: u32) -> String {
+    format!("10.77.{slot}.1")
+}
+pub fn server_ip(slot: u32) -> String {
+    format!("10.77.{slot}.2")
+}
+fn lock_path(slot: u32) -> String {
+    format!("{LOCK_DIR}/emu-slot-{slot}.lock")
+}
+
+/// `bloatlab-emuN-c` / `-s` → Some(N).
+fn slot_of(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("bloatlab-emu")?;
+    let num = rest.strip_suffix("-c").or_else(|| rest.strip_suffix("-s"))?;
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    num.parse().ok()
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("cannot run `ip`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(())
+}
+
+fn our_namespaces() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.retain(|n| slot_of(n).is_some());
+    v.sort();
+    v
+}
+
+/// Remove the namespaces of slots nobody holds (left by a killed run).
+/// With `all`, also those of running emulators (they will fail). Returns
+/// the names removed.
+pub fn cleanup(all: bool) -> Result<Vec<String>, String> {
+    let _ = std::fs::create_dir_all(LOCK_DIR);
+    let mut removed = Vec::new();
+    for name in our_namespaces() {
+        let slot = slot_of(&name).unwrap();
+        // Holding the lock while deleting keeps a starting run from taking the slot meanwhile.
+        let lock = sys::try_lock(&lock_path(slot)).map_err(|e| format!("{}: {e}", lock_path(slot)))?;
+        if lock.is_none() && !all {
+            continue;
+        }
+        ip(&["netns", "del", &name])?;
+        removed.push(name);
+    }
+    Ok(removed)
+}
+
+/// Namespaces of emulators running now (their slot is locked).
+pub fn running() -> Vec<String> {
+    our_namespaces()
+        .into_iter()
+        .filter(|n| matches!(sys::try_lock(&lock_path(slot_of(n).unwrap())), Ok(None)))
+        .collect()
+}
+
+/// A held slot.
+pub struct Slot {
+    pub n: u32,
+    _lock: File,
+}
+
+pub fn acquire_slot() -> Result<Slot, String> {
+    std::fs::create_dir_all(LOCK_DIR).map_err(|e| format!("{LOCK_DIR}: {e}"))?;
+    for n in 0..MAX_SLOTS {
+        if let Some(f) = sys::try_lock(&lock_path(n)).map_err(|e| format!("{}: {e}", lock_path(n)))? {
+            return Ok(Slot { n, _lock: f });
+        }
+    }
+    Err(format!(
+        "{MAX_SLOTS} emulator runs are already running (namespaces: {}); wait for one to finish",
+        running().join(", ")
+    ))
+}
+
+fn write_sysctl(path: &str, value: &str) -> std::io::Result<()> {
+    std::fs::write(format!("/proc/sys/{path}"), value)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("/proc/sys/{path}: {e}")))
+}
+
+/// Read a sysctl in namespace `ns` (`net/ipv4/tcp_rmem`), or in ours if None.
+pub fn read_sysctl(ns: Option<&str>, path: &str) -> String {
+    let p = format!("/proc/sys/{path}");
+    let rd = move || Ok(std::fs::read_to_string(&p).unwrap_or_default().trim().replace('\t', " "));
+    match ns {
+        Some(ns) => sys::in_netns(ns, rd).unwrap_or_default(),
+        None => rd().unwrap_or_default(),
+    }
+}
+
+/// The two namespaces of a slot, their TUN devices and addresses. Dropping
+/// it deletes the namespaces (the TUN devices go with the last descriptor).
+pub struct Netns {
+    pub slot: Slot,
+    pub client: String,
+    pub server: String,
+    pub client_ip: String,
+    pub server_ip: String,
+    pub tun_client: OwnedFd,
+    pub tun_server: OwnedFd,
+    pub ns_client_fd: OwnedFd,
+    pub ns_server_fd: OwnedFd,
+}
+
+impl Netns {
+    pub fn create(slot: Slot) -> Result<Netns, String> {
+        let n = slot.n;
+        let (c, s) = (client_ns(n), server_ns(n));
+        // Leftovers of this very slot (a killed run): ours, the lock proves it.
+        for name in [&c, &s] {
+            if std::path::Path::new(&format!("/run/netns/{name}")).exists() {
+                ip(&["netns", "del", name])?;
+            }
+        }
+        let mut created = Vec::new();
+        let res = (|| {
+            let mut tuns = Vec::new();
+            for (name, addr) in [(&c, client_ip(n)), (&s, server_ip(n))] {
+                ip(&["netns", "add", name])?;
+                created.push(name.clone());
+                let tun = sys::in_netns(name, || {
+                    write_sysctl("net/ipv6/conf/all/disable_ipv6", "1")?;
+                    write_sysctl("net/ipv6/conf/default/disable_ipv6", "1")?;
+                    write_sysctl("net/ipv4/tcp_rmem", TCP_RMEM)?;
+                    write_sysctl("net/ipv4/tcp_wmem", TCP_WMEM)?;
+                    write_sysctl("net/ipv4/ip_local_port_range", LOCAL_PORT_RANGE)?;
+                    write_sysctl("net/ipv4/tcp_no_metrics_save", "1")?;
+                    sys::open_tun(TUN_NAME)
+                })
+                .map_err(|e| format!("setting up namespace {name}: {e}"))?;
+                ip(&["-n", name, "link", "set", "lo", "up"])?;
+                ip(&["-n", name, "addr", "add", &format!("{addr}/24"), "dev", TUN_NAME])?;
+                ip(&["-n", name, "link", "set", TUN_NAME, "txqueuelen", TUN_TXQUEUELEN, "up"])?;
+                tuns.push(tun);
+            }
+            let tun_server = tuns.pop().unwrap();
+            let tun_client = tuns.pop().unwrap();
+            let ns_client_fd = sys::open_netns(&c).map_err(|e| e.to_string())?;
+            let ns_server_fd = sys::open_netns(&s).map_err(|e| e.to_string())?;
+            Ok::<_, String>((tun_client, tun_server, ns_client_fd, ns_server_fd))
+        })();
+        match res {
+            Ok((tun_client, tun_server, ns_client_fd, ns_server_fd)) => Ok(Netns {
+                slot,
+                client: c,
+                server: s,
+                client_ip: client_ip(n),
+                server_ip: server_ip(n),
+                tun_client,
+                tun_server,
+                ns_client_fd,
+                ns_server_fd,
+            }),
+            Err(e) => {
+                for name in created {
+                    let _ = ip(&["netns", "del", &name]);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub fn ns_fd(&self, server_side: bool) -> RawFd {
+        if server_side { self.ns_server_fd.as_raw_fd() } else { self.ns_client_fd.as_raw_fd() }
+    }
+
+    /// A TUN drop counter (`rx_dropped`, `tx_dropped`) in one namespace.
+    pub fn tun_stat(&self, server_side: bool, what: &str) -> u64 {
+        let ns = if server_side { &self.server } else { &self.client };
+        // /proc/thread-self/net/dev follows the reading thread's namespace (sysfs would not).
+        let text = sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/dev")).unwrap_or_default();
+        let col = match what {
+            "rx_dropped" => 3,
+            "tx_dropped" => 11,
+            _ => return 0,
+        };
+        for l in text.lines() {
+            if let Some(rest) = l.trim().strip_prefix(&format!("{TUN_NAME}:")) {
+                return rest.split_whitespace().nth(col).and_then(|v| v.parse().ok()).unwrap_or(0);
+            }
+        }
+        0
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.client]);
+        let _ = ip(&["netns", "del", &self.server]);
+    }
+}
+
+/// Is a TCP (or UDP) socket listening on `port` in namespace `ns`?
+pub fn listening(ns: &str, port: u16, udp: bool) -> bool {
+    let file = if udp { "/proc/thread-self/net/udp" } else { "/proc/thread-self/net/tcp" };
+    let text = sys::in_netns(ns, move || std::fs::read_to_string(file)).unwrap_or_default();
+    let want = format!(":{port:04X}");
+    text.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && f[1].ends_with(&want) && (udp || f[3] == "0A")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn only_names_of_our_own_shape_belong_to_a_slot() {
+        assert_eq!(slot_of("bloatlab-emu3-c"), Some(3));
+        assert_eq!(slot_of("bloatlab-emu12-s"), Some(12));
+        assert_eq!(slot_of("bloatlab-probe-a"), None);
+        assert_eq!(slot_of("bloatlab-emu-c"), None);
+        assert_eq!(slot_of("bloatlab-emu3-x"), None);
+        assert_eq!(slot_of("other"), None);
+    }
+}

@@ -1,0 +1,676 @@
+//! A whole emulator run: check the machine, set up the namespaces and the
+//! link, start the kernel's senders and receivers (bloatlab-probe), wait,
+//! tear down, and assemble the raw result of `docs/engine-interface.md`.
+//!
+//! Who runs where: a flow's *sender* is `bloatlab-probe tcp client` with
+//! `TCP_CONGESTION` set (`-C`), in the server namespace for a "down" flow and
+//! in the client namespace for an "up" flow; its receiver is `tcp server` on
+//! the other side. Its JSON (TCP_INFO every sample interval) is the flow's.
+//! A probe's echo server sits where its reply starts: the server namespace
+//! for "down" (the reply crosses the down queue), the client namespace for
+//! "up".
+
+use crate::forward::{DirResult, Forwarder, LateHist, Timing};
+use crate::ns::{self, Netns};
+use crate::pcap::Pcap;
+use crate::scenario::{Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::sys;
+use bloatlab_core::qdisc::DropReason;
+use bloatlab_core::stats::Dist;
+use serde_json::{json, Map, Value};
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Lateness p99 above which a run is flagged (µs).
+pub const LATENESS_FLAG_US: f64 = 1000.0;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub probe_bin: String,
+    pub pcap_dir: Option<String>,
+    pub timing: Timing,
+    /// Hold /dev/cpu_dma_latency at 0 during the run.
+    pub dma_latency: bool,
+    pub quiet: bool,
+    /// Where the traffic generators' JSON and stderr go (a fresh temp dir).
+    pub workdir: PathBuf,
+}
+
+/// Kernel congestion controls available (`tcp_available_congestion_control`).
+pub fn kernel_ccs() -> Vec<String> {
+    ns::read_sysctl(None, "net/ipv4/tcp_available_congestion_control").split_whitespace().map(String::from).collect()
+}
+
+/// Everything the emulator needs from the machine, or one clear sentence.
+pub fn preflight(sc: Option<&Resolved>) -> Result<(), String> {
+    if !sys::is_root() {
+        return Err("the emulator needs root (network namespaces, TUN devices): run it with sudo".into());
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err("the emulator needs /dev/net/tun, which this machine lacks (in a container: --device /dev/net/tun)".into());
+    }
+    if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun") {
+        return Err(format!("the emulator cannot open /dev/net/tun: {e}"));
+    }
+    if Command::new("ip").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        return Err("the emulator needs the `ip` command (Debian: apt install iproute2)".into());
+    }
+    if let Some(sc) = sc {
+        let have = kernel_ccs();
+        for f in &sc.flows {
+            if !have.iter().any(|c| c == &f.cc) {
+                return Err(format!(
+                    "flow.{}.cc: this kernel has no congestion control \"{}\" (it has: {})",
+                    f.id,
+                    f.cc,
+                    have.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Children that are killed when dropped (on every exit path).
+#[derive(Default)]
+pub struct Kids {
+    pub list: Vec<(String, Child)>,
+}
+
+impl Kids {
+    pub fn terminate_all(&mut self, grace: Duration) {
+        for (_, c) in self.list.iter_mut() {
+            if c.try_wait().ok().flatten().is_none() {
+                sys::kill(c.id(), libc::SIGTERM);
+            }
+        }
+        let until = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < until && self.list.iter_mut().any(|(_, c)| c.try_wait().ok().flatten().is_none()) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (_, c) in self.list.iter_mut() {
+            if c.try_wait().ok().flatten().is_none() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        self.terminate_all(Duration::from_millis(300));
+    }
+}
+
+/// Spawn `argv` inside a namespace (by descriptor), dying with us.
+pub fn spawn_in(ns_fd: i32, argv: &[String], stdout: Stdio, stderr: Stdio, stdin: Stdio) -> Result<Child, String> {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdout(stdout).stderr(stderr).stdin(stdin);
+    // SAFETY: child_enter only calls setns and prctl (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || sys::child_enter(ns_fd));
+    }
+    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", argv[0]))
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e9)
+}
+
+fn dur_arg(ns: u64) -> String {
+    if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else {
+        format!("{}us", ns / 1000)
+    }
+}
+
+pub fn dist_json(xs: &mut [f64]) -> Value {
+    let d = Dist::of(xs);
+    let f = |v: f64| if v.is_finite() { json!(v) } else { Value::Null };
+    json!({"n": d.n, "mean": f(d.mean), "p50": f(d.p50), "p95": f(d.p95), "p99": f(d.p99), "max": f(d.max)})
+}
+
+/// The link threads of a run.
+pub struct Links {
+    stop: Arc<AtomicBool>,
+    handles: Vec<(String, std::thread::JoinHandle<Result<DirResult, String>>)>,
+}
+
+impl Links {
+    pub fn start(sc: &Resolved, net: &Netns, origin: u64, opt: &Options) -> Result<Links, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        use std::os::fd::AsRawFd;
+        let wall0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+            - sys::mono_ns().saturating_sub(origin);
+        for dir in ["down", "up"] {
+            let cfg = sc.link_config(dir)?;
+            crate::link::Link::new(cfg.clone()).map_err(|e| format!("links.{dir}.qdisc: {e}"))?;
+            let (ingress, egress) = if dir == "down" {
+                (net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd())
+            } else {
+                (net.tun_client.as_raw_fd(), net.tun_server.as_raw_fd())
+            };
+            let pcap = match &opt.pcap_dir {
+                Some(d) => {
+                    std::fs::create_dir_all(d).map_err(|e| format!("--pcap {d}: {e}"))?;
+                    Some(Pcap::create(&format!("{d}/{dir}.pcap"), wall0).map_err(|e| format!("--pcap: {e}"))?)
+                }
+                None => None,
+            };
+            let fw = Forwarder { link: cfg, ingress, egress, origin, stop: stop.clone(), pcap, timing: opt.timing };
+            let h = std::thread::Builder::new()
+                .name(format!("link-{dir}"))
+                .spawn(move || fw.run())
+                .map_err(|e| format!("cannot start the link thread: {e}"))?;
+            handles.push((dir.to_string(), h));
+        }
+        Ok(Links { stop, handles })
+    }
+
+    pub fn stop(self) -> Result<Vec<(String, DirResult)>, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut out = Vec::new();
+        for (d, h) in self.handles {
+            let r = h.join().map_err(|_| format!("link thread {d} panicked"))??;
+            out.push((d, r));
+        }
+        Ok(out)
+    }
+}
+
+/// A sender (flow) or probe client with the files it writes to.
+struct Gen {
+    kind: &'static str,
+    id: u32,
+    out: PathBuf,
+    err: PathBuf,
+    child_idx: usize,
+}
+
+fn wait_listening(ns_name: &str, port: u16, udp: bool, kids: &mut Kids, idx: usize, err: &Path) -> Result<(), String> {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < until {
+        if ns::listening(ns_name, port, udp) {
+            return Ok(());
+        }
+        if let Ok(Some(st)) = kids.list[idx].1.try_wait() {
+            let msg = std::fs::read_to_string(err).unwrap_or_default();
+            return Err(format!("bloatlab-probe {} exited ({st}) before listening: {}", kids.list[idx].0, msg.trim()));
+        }
+        if sys::interrupted() != 0 {
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Err(format!("bloatlab-probe {} did not start listening on port {port} within 5 s", kids.list[idx].0))
+}
+
+/// Start the receivers and echo servers; return when all listen.
+fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> Result<(), String> {
+    for f in &sc.flows {
+        // The receiver sits opposite the sender: in the client namespace for a "down" flow.
+        let recv_server_side = f.direction == "up";
+        let (ns_name, ip) = if recv_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
+        let port = FLOW_PORT + f.id as u16;
+        let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
+        let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into()];
+        let c = spawn_in(net.ns_fd(recv_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("tcp server (flow {})", f.id), c));
+        let idx = kids.list.len() - 1;
+        wait_listening(ns_name, port, false, kids, idx, &err)?;
+    }
+    for p in &sc.probes {
+        // The echo server is where the reply starts: the server side for "down".
+        let echo_server_side = p.direction == "down";
+        let (ns_name, ip) = if echo_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
+        let port = PROBE_PORT + p.id as u16;
+        let err = opt.workdir.join(format!("probe-{}-server.err", p.id));
+        let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}")];
+        let c = spawn_in(net.ns_fd(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("udp server (probe {})", p.id), c));
+        let idx = kids.list.len() - 1;
+        wait_listening(ns_name, port, true, kids, idx, &err)?;
+    }
+    Ok(())
+}
+
+fn mkfile(p: &Path) -> Result<File, String> {
+    File::create(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// When the run should end its senders (ns after origin), and their argv.
+fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
+    let dst = if f.direction == "down" { &net.client_ip } else { &net.server_ip };
+    let mut a = vec![
+        opt.probe_bin.clone(),
+        "tcp".into(),
+        "client".into(),
+        dst.clone(),
+        "-p".into(),
+        (FLOW_PORT + f.id as u16).to_string(),
+        "-C".into(),
+        f.cc.clone(),
+        "--cport".into(),
+        (FLOW_CPORT + f.id as u16).to_string(),
+        "--info-interval".into(),
+        dur_arg(sc.sample_interval_ns),
+        "--json".into(),
+    ];
+    let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
+    match f.size_bytes {
+        Some(n) => {
+            a.push("-n".into());
+            a.push(n.to_string());
+        }
+        None => {
+            a.push("-t".into());
+            a.push(secs(end.saturating_sub(f.start_ns)));
+        }
+    }
+    a
+}
+
+fn probe_argv(sc: &Resolved, p: &crate::scenario::Probe, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
+    let dst = if p.direction == "down" { &net.server_ip } else { &net.client_ip };
+    vec![
+        opt.probe_bin.clone(),
+        "udp".into(),
+        "client".into(),
+        dst.clone(),
+        "-p".into(),
+        (PROBE_PORT + p.id as u16).to_string(),
+        "--interval".into(),
+        dur_arg(p.interval_ns),
+        "-t".into(),
+        secs(run_for.unwrap_or(sc.duration_ns)),
+        "--size".into(),
+        p.size_bytes.to_string(),
+        "--json".into(),
+    ]
+}
+
+/// Start the scenario's senders and probe clients at their start times
+/// (relative to `origin`), calling `tick` while waiting. Returns their files.
+fn start_clients(
+    sc: &Resolved,
+    net: &Netns,
+    opt: &Options,
+    kids: &mut Kids,
+    origin: u64,
+    run_for: Option<u64>,
+    mut tick: impl FnMut(&mut Kids) -> bool,
+) -> Result<Vec<Gen>, String> {
+    let mut gens = Vec::new();
+    let mut todo: Vec<(u64, bool, u32)> =
+        sc.flows.iter().map(|f| (f.start_ns, true, f.id)).chain(sc.probes.iter().map(|p| (0, false, p.id))).collect();
+    todo.sort();
+    for (start, is_flow, id) in todo {
+        loop {
+            let now = sys::mono_ns().saturating_sub(origin);
+            if now >= start {
+                break;
+            }
+            if sys::interrupted() != 0 || !tick(kids) {
+                return Ok(gens);
+            }
+            std::thread::sleep(Duration::from_nanos((start - now).min(5_000_000)));
+        }
+        let kind = if is_flow { "flow" } else { "probe" };
+        let out = opt.workdir.join(format!("{kind}-{id}.json"));
+        let err = opt.workdir.join(format!("{kind}-{id}.err"));
+        let (argv, server_side) = if is_flow {
+            let f = sc.flows.iter().find(|f| f.id == id).unwrap();
+            (flow_argv(sc, f, net, opt, run_for), f.direction == "down")
+        } else {
+            let p = sc.probes.iter().find(|p| p.id == id).unwrap();
+            (probe_argv(sc, p, net, opt, run_for), p.direction == "up")
+        };
+        let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("{kind} {id}"), c));
+        gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
+    }
+    Ok(gens)
+}
+
+/// Run a scenario; the raw result.
+pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
+    let wall = std::time::Instant::now();
+    preflight(Some(sc))?;
+    let removed = ns::cleanup(false)?;
+    if !removed.is_empty() && !opt.quiet {
+        eprintln!("bloatlab-emu: removed stale namespaces of a killed run: {}", removed.join(", "));
+    }
+    let slot = ns::acquire_slot()?;
+    let net = Netns::create(slot)?;
+    let _dma = if opt.dma_latency { sys::hold_cpu_dma_latency() } else { None };
+    let mut kids = Kids::default();
+    start_servers(sc, &net, opt, &mut kids)?;
+    let origin = sys::mono_ns();
+    let links = Links::start(sc, &net, origin, opt)?;
+    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
+    // Wait for the senders and probes, bounded: the scenario's end plus a grace of 4 RTTs + 3 s.
+    let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
+    let deadline = sc.duration_ns + 4 * max_rtt + 3_000_000_000;
+    let mut stopped_early = false;
+    let mut interrupted = false;
+    loop {
+        if sys::interrupted() != 0 {
+            interrupted = true;
+            break;
+        }
+        let now = sys::mono_ns().saturating_sub(origin);
+        let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
+        if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
+            break;
+        }
+        // Sized flows that outlive the scenario (and flows with a stop time) are ended at their time.
+        for f in &sc.flows {
+            let end = f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns) + 4 * f.rtt_ns + 2_000_000_000;
+            if f.size_bytes.is_some() && now > end {
+                if let Some(g) = gens.iter().find(|g| g.kind == "flow" && g.id == f.id) {
+                    let c = &mut kids.list[g.child_idx].1;
+                    if c.try_wait().ok().flatten().is_none() {
+                        sys::kill(c.id(), libc::SIGTERM);
+                    }
+                }
+            }
+        }
+        if now > deadline {
+            stopped_early = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if stopped_early {
+        for g in &gens {
+            let c = &mut kids.list[g.child_idx].1;
+            if c.try_wait().ok().flatten().is_none() {
+                sys::kill(c.id(), libc::SIGTERM);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let dirs = links.stop()?;
+    kids.terminate_all(Duration::from_millis(500));
+    if interrupted {
+        return Err(format!("interrupted by signal {}: namespaces removed", sys::interrupted()));
+    }
+    let tun_drops = json!({
+        "client_tx_dropped": net.tun_stat(false, "tx_dropped"),
+        "server_tx_dropped": net.tun_stat(true, "tx_dropped"),
+        "client_rx_dropped": net.tun_stat(false, "rx_dropped"),
+        "server_rx_dropped": net.tun_stat(true, "rx_dropped"),
+    });
+    let sysctls = namespace_sysctls(&net.client);
+    let namespaces = json!([net.client.clone(), net.server.clone()]);
+    drop(net);
+    let mut raw = assemble(sc, origin, &gens, &dirs, opt)?;
+    let meta = raw["meta"].as_object_mut().unwrap();
+    meta.insert("wall_s".into(), json!(wall.elapsed().as_secs_f64()));
+    meta.insert("sysctls".into(), sysctls);
+    meta.insert("tun_drops".into(), tun_drops);
+    meta.insert("namespaces".into(), namespaces);
+    if stopped_early {
+        meta.insert("warning_deadline".into(), json!("some traffic generators did not finish in time and were stopped"));
+    }
+    Ok(raw)
+}
+
+/// The sysctls that shape the kernel's TCP, as seen inside the client
+/// namespace (per namespace) and the root namespace (global ones).
+pub fn namespace_sysctls(ns_name: &str) -> Value {
+    let mut m = Map::new();
+    for k in ["tcp_congestion_control", "tcp_rmem", "tcp_wmem", "tcp_ecn", "tcp_sack", "tcp_timestamps", "tcp_no_metrics_save", "tcp_mtu_probing"] {
+        m.insert(format!("net.ipv4.{k}"), json!(ns::read_sysctl(Some(ns_name), &format!("net/ipv4/{k}"))));
+    }
+    m.insert("net.core.default_qdisc".into(), json!(ns::read_sysctl(None, "net/core/default_qdisc")));
+    for k in ["rmem_max", "wmem_max"] {
+        m.insert(format!("net.core.{k}"), json!(ns::read_sysctl(None, &format!("net/core/{k}"))));
+    }
+    Value::Object(m)
+}
+
+fn read_json(p: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(p).ok()?;
+    serde_json::from_str(text.trim()).ok().or_else(|| {
+        // Tolerate progress lines before the final object: take the last line that parses.
+        text.lines().rev().find_map(|l| serde_json::from_str(l.trim()).ok())
+    })
+}
+
+fn shift(v: &mut Value, key: &str, by: f64) {
+    if let Some(x) = v.get(key).and_then(|x| x.as_f64()) {
+        v[key] = json!(x + by);
+    }
+}
+
+/// Build the raw result from the generators' JSON and the link threads.
+fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult)], opt: &Options) -> Result<Value, String> {
+    let mut flows = Vec::new();
+    let mut probes = Vec::new();
+    let mut errors = Vec::new();
+    let mut fs: Map<String, Value> = Map::new();
+    let mut ps: Map<String, Value> = Map::new();
+    let flow_cols = ["t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "retransmits"];
+    for c in std::iter::once("flow").chain(flow_cols) {
+        fs.insert(c.into(), json!([]));
+    }
+    for c in ["probe", "t", "rtt_ms"] {
+        ps.insert(c.into(), json!([]));
+    }
+    for g in gens {
+        let doc = read_json(&g.out);
+        let Some(doc) = doc else {
+            let err = std::fs::read_to_string(&g.err).unwrap_or_default();
+            let msg = format!("{} {}: no result from bloatlab-probe: {}", g.kind, g.id, err.trim().lines().last().unwrap_or("(no output)"));
+            if !opt.quiet {
+                eprintln!("bloatlab-emu: {msg}");
+            }
+            errors.push(json!(msg));
+            continue;
+        };
+        let t0 = doc.pointer("/meta/t0_monotonic_ns").and_then(|v| v.as_f64()).unwrap_or(origin as f64);
+        let off = (t0 - origin as f64) / 1e9;
+        let raw = doc.get("raw").cloned().unwrap_or(Value::Null);
+        if g.kind == "flow" {
+            let mut f = raw.pointer("/flows/0").cloned().unwrap_or_else(|| json!({}));
+            f["id"] = json!(g.id);
+            shift(&mut f, "start_s", off);
+            shift(&mut f, "end_s", off);
+            flows.push(f);
+            if let Some(s) = raw.pointer("/series/flows").and_then(|v| v.as_object()) {
+                let n = s.get("t").and_then(|t| t.as_array()).map_or(0, |a| a.len());
+                for c in std::iter::once("flow").chain(flow_cols) {
+                    let col = fs.get_mut(c).unwrap().as_array_mut().unwrap();
+                    for i in 0..n {
+                        let v = match c {
+                            "flow" => json!(g.id),
+                            "t" => json!(s["t"][i].as_f64().unwrap_or(0.0) + off),
+                            _ => s.get(c).and_then(|a| a.get(i)).cloned().unwrap_or(Value::Null),
+                        };
+                        col.push(v);
+                    }
+                }
+            }
+        } else {
+            let mut p = raw.pointer("/probes/0").cloned().unwrap_or_else(|| json!({}));
+            p["id"] = json!(g.id);
+            probes.push(p);
+            if let Some(s) = raw.pointer("/series/probes").and_then(|v| v.as_object()) {
+                let n = s.get("t").and_then(|t| t.as_array()).map_or(0, |a| a.len());
+                for i in 0..n {
+                    ps.get_mut("probe").unwrap().as_array_mut().unwrap().push(json!(g.id));
+                    ps.get_mut("t").unwrap().as_array_mut().unwrap().push(json!(s["t"][i].as_f64().unwrap_or(0.0) + off));
+                    let r = s.get("rtt_ms").and_then(|a| a.get(i)).cloned().unwrap_or(Value::Null);
+                    ps.get_mut("rtt_ms").unwrap().as_array_mut().unwrap().push(r);
+                }
+            }
+        }
+    }
+    let (links, link_series, late) = link_results(sc, dirs);
+    let mut meta = base_meta();
+    meta.insert("lateness".into(), late);
+    meta.insert("sample_interval_ns".into(), json!(sc.sample_interval_ns));
+    if !errors.is_empty() {
+        meta.insert("errors".into(), json!(errors));
+    }
+    Ok(json!({
+        "engine": "emu",
+        "meta": Value::Object(meta),
+        "flows": flows,
+        "links": links,
+        "probes": probes,
+        "series": {"flows": Value::Object(fs), "links": link_series, "probes": Value::Object(ps)},
+    }))
+}
+
+pub fn base_meta() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("emulator".into(), json!(format!("bloatlab-emu {}", env!("CARGO_PKG_VERSION"))));
+    m.insert("kernel".into(), json!(sys::kernel_release()));
+    m.insert("available_cc".into(), json!(kernel_ccs()));
+    m
+}
+
+/// Per-direction link statistics, the link time series and the lateness figures.
+pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Value, Value) {
+    let mut links = Map::new();
+    let (mut sd, mut st, mut sq, mut sdelay) = (vec![], vec![], vec![], vec![]);
+    let mut all = LateHist::default();
+    let mut per_dir = Map::new();
+    for (d, r) in dirs {
+        all.merge(&r.late);
+        per_dir.insert(d.clone(), late_json(&r.late));
+        let spec = if d == "down" { &sc.links.down } else { &sc.links.up };
+        let Some(spec) = spec else { continue };
+        let mut drops = Map::new();
+        for reason in DropReason::ALL {
+            drops.insert(reason.as_str().into(), json!(r.stats.drops[reason as usize]));
+        }
+        let mut q: Vec<f64> = r.qdelay_ms.iter().map(|x| *x as f64).collect();
+        links.insert(
+            d.clone(),
+            json!({
+                "rate_bps": spec.rate_bps,
+                "busy_s": r.busy_ns as f64 / 1e9,
+                "tx_bytes": r.tx_bytes,
+                "tx_pkts": r.tx_pkts,
+                "drops": drops,
+                "marks": r.stats.marks,
+                "qdelay_ms": dist_json(&mut q),
+                "read_pkts": r.read_pkts,
+                "write_errors": r.write_errors,
+            }),
+        );
+        for s in &r.samples {
+            sd.push(json!(d));
+            st.push(json!(s.t as f64 / 1e9));
+            sq.push(json!(s.queue_bytes));
+            sdelay.push(json!(s.qdelay_ms));
+        }
+    }
+    let mut late = late_json(&all);
+    let p99 = all.percentile_us(99.0);
+    let flagged = p99.is_finite() && p99 > LATENESS_FLAG_US;
+    late["flagged"] = json!(flagged);
+    late["threshold_p99_us"] = json!(LATENESS_FLAG_US);
+    late["by_direction"] = Value::Object(per_dir);
+    if flagged {
+        eprintln!(
+            "bloatlab-emu: warning: timing quality: p99 lateness {p99:.0} µs exceeds {LATENESS_FLAG_US:.0} µs; delays in this run are less accurate than configured (machine busy?)"
+        );
+    }
+    (Value::Object(links), json!({"direction": sd, "t": st, "queue_bytes": sq, "qdelay_ms": sdelay}), late)
+}
+
+fn late_json(h: &LateHist) -> Value {
+    let f = |v: f64| if v.is_finite() { json!(v) } else { Value::Null };
+    json!({
+        "n": h.n,
+        "p50_us": f(h.percentile_us(50.0)),
+        "p99_us": f(h.percentile_us(99.0)),
+        "max_us": if h.n > 0 { json!(h.max_ns as f64 / 1000.0) } else { Value::Null },
+        "over_1ms": h.over_1ms,
+    })
+}
+
+/// `bloatlab-emu shell`: the link, optional background flows from the
+/// scenario, an optional server command in the server namespace, and the
+/// user's command in the client namespace. Returns the command's exit status.
+pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[String], raw_out: Option<&str>) -> Result<i32, String> {
+    preflight(Some(sc))?;
+    let removed = ns::cleanup(false)?;
+    if !removed.is_empty() {
+        eprintln!("bloatlab shell: removed stale namespaces of a killed run: {}", removed.join(", "));
+    }
+    let slot = ns::acquire_slot()?;
+    let net = Netns::create(slot)?;
+    let _dma = if opt.dma_latency { sys::hold_cpu_dma_latency() } else { None };
+    let mut kids = Kids::default();
+    start_servers(sc, &net, opt, &mut kids)?;
+    let origin = sys::mono_ns();
+    let links = Links::start(sc, &net, origin, opt)?;
+    eprintln!(
+        "bloatlab shell: you are in namespace {} ({}); the server namespace {} is at {}  (ip netns exec {} COMMAND runs a server there)",
+        net.client, net.client_ip, net.server, net.server_ip, net.server
+    );
+    if let Some(s) = server_cmd {
+        let argv = vec!["/bin/sh".to_string(), "-c".into(), s.to_string()];
+        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::inherit(), Stdio::null())?;
+        kids.list.push(("server command".into(), c));
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // The background flows (if any) run for the scenario's duration or until the command ends.
+    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
+    let mut command = Command::new(&cmd[0]);
+    command
+        .args(&cmd[1..])
+        .env("BLOATLAB_SERVER", &net.server_ip)
+        .env("BLOATLAB_CLIENT", &net.client_ip)
+        .env("BLOATLAB_SERVER_NS", &net.server)
+        .env("BLOATLAB_CLIENT_NS", &net.client);
+    let fd = net.ns_fd(false);
+    // SAFETY: as in spawn_in.
+    unsafe {
+        command.pre_exec(move || sys::child_enter(fd));
+    }
+    let mut child = command.spawn().map_err(|e| format!("cannot run {}: {e}", cmd[0]))?;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st.code().unwrap_or(128 + 9);
+        }
+        if sys::interrupted() != 0 {
+            sys::kill(child.id(), libc::SIGTERM);
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = child.kill();
+            let _ = child.wait();
+            break 130;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    for g in &gens {
+        let c = &mut kids.list[g.child_idx].1;
+        if c.try_wait().ok().flatten().is_none() {
+            sys::kill(c.id(), libc::SIGTERM);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let dirs = links.stop()?;
+    kids.terminate_all(Duration::from_millis(500));
+    drop(net);
+    if let Some(p) = raw_out {
+        let raw = assemble(sc, origin, &gens, &dirs, opt)?;
+        std::fs::write(p, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("{p}: {e}"))?;
+    } else {
+        link_results(sc, &dirs); // prints the timing warning if the link was late
+    }
+    Ok(status)
+}

@@ -1,0 +1,219 @@
+//! The few Linux system calls the emulator needs, wrapped so that the rest of
+//! the crate never touches `libc` directly: the monotonic clock, TUN devices,
+//! network namespaces (`setns`), timer slack, SCHED_FIFO, `/dev/cpu_dma_latency`,
+//! `flock`, `ppoll`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+
+/// CLOCK_MONOTONIC in nanoseconds. The same clock in every network namespace,
+/// so the probe's `meta.t0_monotonic_ns` and ours line up.
+#[inline]
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: no arguments.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn last_err(what: &str) -> io::Error {
+    let e = io::Error::last_os_error();
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// `TUNSETIFF` = `_IOW('T', 202, int)`.
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// Open a (non-persistent) TUN device `name` in the calling thread's network
+/// namespace: IP packets without any prefix, non-blocking. The device exists
+/// as long as the returned descriptor is open.
+pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open("/dev/net/tun")
+        .map_err(|e| io::Error::new(e.kind(), format!("/dev/net/tun: {e}")))?;
+    let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    let n = name.len().min(15);
+    req.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+    // SAFETY: TUNSETIFF reads and writes a struct ifreq, which IfReq lays out (40 bytes).
+    if unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF as _, &mut req) } < 0 {
+        return Err(last_err("TUNSETIFF"));
+    }
+    Ok(OwnedFd::from(f))
+}
+
+/// Run `f` on a fresh thread that has joined network namespace `ns`
+/// (`/run/netns/<ns>`): sockets, TUN devices and `/proc/sys/net` files opened
+/// there belong to that namespace. The calling thread is never moved.
+pub fn in_netns<R: Send + 'static>(ns: &str, f: impl FnOnce() -> io::Result<R> + Send + 'static) -> io::Result<R> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let nsf = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+        // SAFETY: a valid namespace descriptor; affects only this thread.
+        if unsafe { libc::setns(nsf.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+            return Err(last_err(&format!("setns {path}")));
+        }
+        f()
+    })
+    .join()
+    .map_err(|_| io::Error::other("namespace helper thread panicked"))?
+}
+
+/// Open `/run/netns/<ns>` for `setns` in a child process.
+pub fn open_netns(ns: &str) -> io::Result<OwnedFd> {
+    let path = format!("/run/netns/{ns}");
+    let f = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    Ok(OwnedFd::from(f))
+}
+
+/// In a forked child (pre_exec): join namespace `fd` and die with the parent.
+///
+/// # Safety
+/// Only async-signal-safe calls: setns, prctl.
+pub unsafe fn child_enter(fd: RawFd) -> io::Result<()> {
+    if libc::setns(fd, libc::CLONE_NEWNET) < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Timer slack of the calling thread in ns (default 50 µs; 1 = as precise as hrtimers allow).
+pub fn set_timer_slack(ns: u64) {
+    // SAFETY: plain prctl.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
+}
+
+/// Make the calling thread SCHED_FIFO at `prio`. Returns false if refused.
+pub fn set_fifo(prio: i32) -> bool {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: 0 = calling thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}
+
+/// Hold `/dev/cpu_dma_latency` at 0 µs while the returned file is open
+/// (CPU idle states with exit latency are avoided: wake-ups are 2-3x more punctual).
+pub fn hold_cpu_dma_latency() -> Option<File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency").ok()?;
+    f.write_all(&0i32.to_ne_bytes()).ok()?;
+    Some(f)
+}
+
+/// Wait until `fd` is readable or `timeout_ns` elapsed (ppoll: hrtimer, ns resolution).
+pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
+    // SAFETY: one valid pollfd, valid timespec.
+    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    r > 0
+}
+
+/// Non-blocking read of one packet. Ok(0) when none is waiting.
+#[inline]
+pub fn read_pkt(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(n as usize)
+}
+
+/// Write one packet. Errors are counted by the caller, not fatal (a TUN whose
+/// namespace is going away refuses writes).
+#[inline]
+pub fn write_pkt(fd: RawFd, buf: &[u8]) -> bool {
+    // SAFETY: buf is valid for buf.len() bytes.
+    let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
+    n == buf.len() as isize
+}
+
+/// An exclusive, non-blocking `flock` on `path` (created if missing). None if
+/// another process holds it. Released when the file closes, also on SIGKILL.
+pub fn try_lock(path: &str) -> io::Result<Option<File>> {
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+    // SAFETY: valid fd.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    Ok(Some(f))
+}
+
+pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: plain kill.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Install handlers for SIGINT, SIGTERM and SIGHUP that only set a flag
+/// ([`interrupted`]), so that the main loop tears everything down itself.
+pub fn install_stop_handlers() {
+    extern "C" fn on_signal(sig: libc::c_int) {
+        STOP_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+    }
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe { libc::signal(s, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The stop signal received, if any (0 = none).
+pub fn interrupted() -> i32 {
+    STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// `uname -r`.
+pub fn kernel_release() -> String {
+    // SAFETY: utsname is plain data, filled by uname.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return String::new();
+        }
+        std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned()
+    }
+}
+
+/// A CString for exec arguments.
+pub fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
+/// Wrap a raw fd we own.
+///
+/// # Safety
+/// `fd` must be an open descriptor owned by nobody else.
+pub unsafe fn own(fd: RawFd) -> OwnedFd {
+    OwnedFd::from_raw_fd(fd)
+}
