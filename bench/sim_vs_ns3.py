@@ -273,23 +273,29 @@ def markdown(rows: list[dict], info: dict, args, bloatlab_note: str) -> str:
            f"Scenario: 1 flow, 100 Mbit/s, 100 ms base RTT, 1-BDP tail-drop FIFO (833 pkt), "
            f"{args.duration:g} s simulated, seed 1.", ""]
     out += machine_lines(info)
+    if args.ns3_arg:
+        out += [f"- extra ns-3 arguments: `{' '.join(args.ns3_arg)}`"]
     if bloatlab_note:
         out += ["", f"**{bloatlab_note}**"]
     out += ["",
             "| cc | loss | ns-3 wall s | bloatlab wall s | ratio (ns-3/bloatlab) | ns-3 goodput Mbit/s | "
-            "bloatlab goodput Mbit/s | ns-3 pkts/s | bloatlab pkts/s | ns-3 peak RSS MB | bloatlab peak RSS MB |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "bloatlab goodput Mbit/s | ns-3 pkts/s | bloatlab pkts/s | pkts/s ratio | ns-3 peak RSS MB | "
+            "bloatlab peak RSS MB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         n, b = r["ns3"], r["bloatlab"]
         ratio = None
         if n.ok and b is not None and b.ok and b.wall_s:
             ratio = n.wall_s / b.wall_s
+        pkt_ratio = None
+        if n.ok and b is not None and b.ok and n.pkts_per_s and b.pkts_per_s:
+            pkt_ratio = b.pkts_per_s / n.pkts_per_s
         ratio_s = "n/a" if ratio is None else f"{ratio:.1f}x {'✓' if ratio >= TARGET_SPEEDUP else '✗'}"
         out.append(
             f"| {r['cc']} | {fmt_loss(r['loss'])} | {f(n.wall_s) if n.ok else 'failed'} | "
             f"{f(b.wall_s) if b is not None and b.ok else ('failed' if b is not None else 'n/a')} | {ratio_s} | "
             f"{f(n.goodput_mbps)} | {f(b.goodput_mbps) if b else 'n/a'} | {f(n.pkts_per_s, '{:,.0f}')} | "
-            f"{f(b.pkts_per_s, '{:,.0f}') if b else 'n/a'} | {f(n.peak_rss_mb, '{:.1f}')} | "
+            f"{f(b.pkts_per_s, '{:,.0f}') if b else 'n/a'} | {f(pkt_ratio, '{:.1f}x')} | {f(n.peak_rss_mb, '{:.1f}')} | "
             f"{f(b.peak_rss_mb, '{:.1f}') if b else 'n/a'} |")
     out += ["", f"Target: bloatlab at least {TARGET_SPEEDUP:g}x faster than ns-3 (whole processes).", "",
             "Details:", "",
@@ -312,7 +318,9 @@ def markdown(rows: list[dict], info: dict, args, bloatlab_note: str) -> str:
     out += ["", "Notes: wall time and peak RSS are those of the whole process (ns-3: the dumbbell binary; "
             "bloatlab: the `bloatlab` CLI, Python start-up and imports included). ns-3 packets = IP packets "
             "originated by the end hosts (data + ACKs); bloatlab packets = `summary.meta.packets`. "
-            "pkts/s = packets / process wall time.", ""]
+            "pkts/s = packets / process wall time; pkts/s ratio = bloatlab pkts/s / ns-3 pkts/s (the speed-up per "
+            "simulated packet, which stays meaningful when the two simulators send very different numbers of "
+            "packets, e.g. when one of them collapses under loss).", ""]
     return "\n".join(out)
 
 
@@ -325,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", metavar="FILE.md", help="write the markdown table to FILE.md")
     ap.add_argument("--json", metavar="FILE.json", help="also write every raw measurement as JSON")
     ap.add_argument("--bloatlab", default=str(BLOATLAB_BIN), help="the bloatlab CLI (default .venv/bin/bloatlab)")
+    ap.add_argument("--ns3-arg", action="append", default=[], metavar="ARG",
+                    help="extra argument for bench/ns3/build/dumbbell, repeatable (e.g. --ns3-arg=--linux=0)")
     args = ap.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.duration is None:
@@ -359,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             # One after the other, never in parallel: the timings must not compete for cores.
             print(f"ns-3     {cc:<7} loss {fmt_loss(loss):<5} {args.duration:g}s ...", end="", flush=True,
                   file=sys.stderr)
-            n = run_ns3(cc=cc, loss=loss, duration_s=args.duration, rate_bps=rate_bps, rtt_ms=rtt_ms, flows=1)
+            n = run_ns3(cc=cc, loss=loss, duration_s=args.duration, rate_bps=rate_bps, rtt_ms=rtt_ms, flows=1,
+                        extra=args.ns3_arg)
             print(f" {f(n.wall_s)} s, {f(n.goodput_mbps)} Mbit/s{'' if n.ok else ' FAILED ' + n.error}",
                   file=sys.stderr)
             b = None
