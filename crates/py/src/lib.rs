@@ -1,1 +1,64 @@
+//! The thin PyO3 binding: converts types, holds no logic. Python imports it as
+//! `bloatlab._native`.
 
+use bloatlab_core::qdisc::{ParamKind, QDISCS};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// Run the simulator on a resolved scenario (JSON, docs/engine-interface.md);
+/// returns the raw result as JSON. Releases the GIL while simulating.
+#[pyfunction]
+fn run_sim(py: Python<'_>, resolved_json: &str) -> PyResult<String> {
+    let json = resolved_json.to_owned();
+    py.allow_threads(move || bloatlab_sim::run_json(&json)).map_err(PyValueError::new_err)
+}
+
+/// Congestion controls the simulator knows.
+#[pyfunction]
+fn cc_names() -> Vec<&'static str> {
+    bloatlab_core::cc::NAMES.to_vec()
+}
+
+fn kind_str(k: ParamKind) -> String {
+    match k {
+        ParamKind::Time => "time".into(),
+        ParamKind::Size => "size".into(),
+        ParamKind::Count => "count".into(),
+        ParamKind::Bool => "bool".into(),
+        ParamKind::Ratio => "ratio".into(),
+        ParamKind::Rate => "rate".into(),
+        ParamKind::Choice(c) => format!("choice:{}", c.join(",")),
+    }
+}
+
+/// The qdisc table: [{name, doc, params: [{name, kind, default, doc}]}].
+#[pyfunction]
+fn qdiscs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty(py);
+    for q in QDISCS {
+        let d = PyDict::new(py);
+        d.set_item("name", q.name)?;
+        d.set_item("doc", q.doc)?;
+        let ps = PyList::empty(py);
+        for p in q.params {
+            let pd = PyDict::new(py);
+            pd.set_item("name", p.name)?;
+            pd.set_item("kind", kind_str(p.kind))?;
+            pd.set_item("default", p.default)?;
+            pd.set_item("doc", p.doc)?;
+            ps.append(pd)?;
+        }
+        d.set_item("params", ps)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(cc_names, m)?)?;
+    m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
+    Ok(())
+}

@@ -1,1 +1,27 @@
+//! bloatlab-sim: a discrete-event simulator of a dumbbell path over the
+//! no-I/O core.
+//!
+//! Topology: per direction (down = server → client, up = client → server) an
+//! optional bottleneck ([`link::Link`]: random loss, the qdisc, a serializer
+//! at the link rate). Every flow has its own base RTT, spent half on the way
+//! out and half on the way back, after the bottleneck (like access links in
+//! ns-3's dumbbell). A direction without a bottleneck only delays.
+//!
+//! Input: the resolved scenario (docs/engine-interface.md); output: the raw
+//! result (same document). Deterministic for a seed: one event queue ordered
+//! by (time, insertion), and independent RNG streams per link.
 
+pub mod event;
+pub mod link;
+pub mod output;
+pub mod packet;
+pub mod scenario;
+pub mod tcp;
+pub mod world;
+
+/// Run a resolved scenario given as JSON and return the raw result as JSON.
+pub fn run_json(resolved: &str) -> Result<String, String> {
+    let sc = scenario::Scenario::from_json(resolved)?;
+    let raw = world::World::new(&sc)?.run();
+    serde_json::to_string(&raw).map_err(|e| e.to_string())
+}

@@ -288,3 +288,12 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
         _ => None,
     }
 }
+
+/// Like [`by_name`], for controls that draw random numbers (BBR's initial
+/// gain-cycle phase): seeded so that a run is a function of its seed.
+pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
+        _ => by_name(name),
+    }
+}

@@ -1,0 +1,484 @@
+//! The simulated world: links, flows, probes and the event loop that moves
+//! packets between them.
+
+use crate::event::{Event, Queue};
+use crate::link::{Link, Start};
+use crate::output::*;
+use crate::packet::{Payload, SackBlock, MAX_SACK_BLOCKS, MSS};
+use crate::scenario::{Direction, Scenario};
+use crate::tcp::receiver::{AckNeed, Receiver};
+use crate::tcp::sender::{Sender, Tx};
+use bloatlab_core::qdisc::{DropReason, PacketMeta};
+use bloatlab_core::rng;
+use bloatlab_core::time::Nanos;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Flow keys of probe packets start here (TCP flows use their id).
+const PROBE_FLOW_BASE: u64 = 1 << 32;
+
+struct FlowState {
+    spec: crate::scenario::Flow,
+    snd: Sender,
+    rcv: Receiver,
+    started: bool,
+    end: Option<Nanos>,
+    delivered_at_end: Option<u64>,
+    sched_snd: Option<Nanos>,
+    sched_rcv: Option<Nanos>,
+    /// Client host id (CAKE host isolation): one host per [[flow]] table.
+    host: u32,
+    txbuf: Vec<Tx>,
+}
+
+impl FlowState {
+    fn delivered_bytes(&self) -> u64 {
+        let b = self.rcv.rcv_nxt * MSS as u64;
+        self.spec.size_bytes.map_or(b, |s| b.min(s))
+    }
+}
+
+struct ProbeState {
+    spec: crate::scenario::Probe,
+    sent: u64,
+    received: u64,
+    /// RTT per sequence number (None until the reply comes back).
+    rtts: Vec<Option<f64>>,
+    sent_at: Vec<Nanos>,
+}
+
+pub struct World {
+    sc: Scenario,
+    now: Nanos,
+    q: Queue,
+    links: [Option<Link>; 2],
+    flows: Vec<FlowState>,
+    probes: Vec<ProbeState>,
+    /// Packets in propagation, by slab index.
+    air: Vec<Option<Payload>>,
+    free: Vec<u32>,
+    series: Series,
+    packets: u64,
+    last_drops: [u64; 2],
+}
+
+impl World {
+    pub fn new(sc: &Scenario) -> Result<World, String> {
+        let mk = |spec: &Option<crate::scenario::LinkSpec>, stream: u64| -> Result<Option<Link>, String> {
+            spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose()
+        };
+        let links = [mk(&sc.links.down, 1)?, mk(&sc.links.up, 2)?];
+        let mut flows = Vec::with_capacity(sc.flows.len());
+        for f in &sc.flows {
+            let cc = bloatlab_core::cc::by_name_seeded(&f.cc, sc.seed ^ (f.id as u64).wrapping_mul(0x9E37_79B9))
+                .ok_or_else(|| format!("flows[{}].cc: unknown congestion control \"{}\"", f.id, f.cc))?;
+            flows.push(FlowState {
+                spec: f.clone(),
+                snd: Sender::new(cc, f.size_bytes),
+                rcv: Receiver::new(f.rtt_ns),
+                started: false,
+                end: None,
+                delivered_at_end: None,
+                sched_snd: None,
+                sched_rcv: None,
+                host: f.group as u32 + 1,
+                txbuf: Vec::new(),
+            });
+        }
+        let probes = sc
+            .probes
+            .iter()
+            .map(|p| ProbeState { spec: p.clone(), sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new() })
+            .collect();
+        let mut w = World {
+            sc: sc.clone(),
+            now: 0,
+            q: Queue::default(),
+            links,
+            flows,
+            probes,
+            air: Vec::new(),
+            free: Vec::new(),
+            series: Series::default(),
+            packets: 0,
+            last_drops: [0; 2],
+        };
+        for (i, f) in sc.flows.iter().enumerate() {
+            w.q.push(f.start_ns, Event::FlowStart(i as u32));
+            if let Some(s) = f.stop_ns {
+                w.q.push(s, Event::FlowStop(i as u32));
+            }
+        }
+        for (i, _) in sc.probes.iter().enumerate() {
+            w.q.push(0, Event::ProbeSend(i as u32));
+        }
+        w.q.push(0, Event::Sample);
+        Ok(w)
+    }
+
+    pub fn run(mut self) -> Raw {
+        let wall = Instant::now();
+        let end = self.sc.duration_ns;
+        while let Some((t, ev)) = self.q.pop() {
+            if t > end {
+                break;
+            }
+            self.now = t;
+            self.handle(ev);
+        }
+        self.now = end;
+        self.finish(wall.elapsed().as_secs_f64())
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::LinkTxDone(d) => self.on_tx_done(d as usize),
+            Event::LinkWakeup(d) => {
+                if let Some(l) = self.links[d as usize].as_mut() {
+                    if l.wakeup_at == Some(self.now) {
+                        l.wakeup_at = None;
+                    }
+                }
+                self.kick_link(d as usize);
+            }
+            Event::Arrive(slot) => {
+                let p = self.air[slot as usize].take().expect("a packet in the air");
+                self.free.push(slot);
+                self.arrive(p);
+            }
+            Event::SenderTimer(f) => {
+                let fi = f as usize;
+                if self.flows[fi].sched_snd != Some(self.now) {
+                    return;
+                }
+                self.flows[fi].sched_snd = None;
+                let now = self.now;
+                let fl = &mut self.flows[fi];
+                let mut out = std::mem::take(&mut fl.txbuf);
+                fl.snd.on_timer(now, &mut out);
+                fl.snd.transmit(now, &mut out);
+                self.flows[fi].txbuf = out;
+                self.after_sender(fi);
+            }
+            Event::ReceiverTimer(f) => {
+                let fi = f as usize;
+                if self.flows[fi].sched_rcv != Some(self.now) {
+                    return;
+                }
+                self.flows[fi].sched_rcv = None;
+                if self.flows[fi].rcv.ack_deadline.is_some_and(|t| t <= self.now) {
+                    self.send_ack(fi);
+                } else {
+                    self.schedule_receiver(fi);
+                }
+            }
+            Event::FlowStart(f) => {
+                let fi = f as usize;
+                let now = self.now;
+                let fl = &mut self.flows[fi];
+                fl.started = true;
+                let mut out = std::mem::take(&mut fl.txbuf);
+                fl.snd.start(now, &mut out);
+                fl.txbuf = out;
+                self.after_sender(fi);
+            }
+            Event::FlowStop(f) => {
+                let fl = &mut self.flows[f as usize];
+                fl.snd.stopped = true;
+                if fl.end.is_none() {
+                    fl.end = Some(self.now);
+                    fl.delivered_at_end = Some(fl.delivered_bytes());
+                }
+            }
+            Event::ProbeSend(p) => self.probe_send(p as usize),
+            Event::Sample => self.sample(),
+        }
+    }
+
+    // ------------------------------------------------------------ routing
+
+    /// Which direction a packet crosses, and its one-way propagation delay.
+    fn route(&self, p: &Payload) -> (Direction, Nanos, u64, u32, u32) {
+        match *p {
+            Payload::Data { flow, .. } => {
+                let f = &self.flows[flow as usize];
+                (f.spec.direction, f.spec.rtt_ns / 2, flow as u64, 0, f.host)
+            }
+            Payload::Ack { flow, .. } => {
+                let f = &self.flows[flow as usize];
+                (f.spec.direction.reverse(), f.spec.rtt_ns - f.spec.rtt_ns / 2, flow as u64, f.host, 0)
+            }
+            Payload::ProbeReq { probe, .. } => {
+                let s = &self.probes[probe as usize].spec;
+                (s.direction.reverse(), s.rtt_ns / 2, PROBE_FLOW_BASE + probe as u64, 1000 + probe as u32, 0)
+            }
+            Payload::ProbeReply { probe, .. } => {
+                let s = &self.probes[probe as usize].spec;
+                (s.direction, s.rtt_ns - s.rtt_ns / 2, PROBE_FLOW_BASE + probe as u64, 0, 1000 + probe as u32)
+            }
+        }
+    }
+
+    /// An endpoint emits a packet of `len` wire bytes.
+    fn emit(&mut self, p: Payload, len: u32) {
+        self.packets += 1;
+        let (dir, delay, flow, src, dst) = self.route(&p);
+        let d = dir.index();
+        if self.links[d].is_some() {
+            let meta = PacketMeta {
+                flow: flow + ((d as u64) << 40),
+                src_host: src,
+                dst_host: dst,
+                len,
+                is_pure_ack: matches!(p, Payload::Ack { .. }),
+                ..Default::default()
+            };
+            let now = self.now;
+            self.links[d].as_mut().unwrap().enqueue(now, meta, p);
+            self.kick_link(d);
+        } else {
+            self.fly(p, delay);
+        }
+    }
+
+    fn fly(&mut self, p: Payload, delay: Nanos) {
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.air[s as usize] = Some(p);
+                s
+            }
+            None => {
+                self.air.push(Some(p));
+                (self.air.len() - 1) as u32
+            }
+        };
+        self.q.push(self.now + delay, Event::Arrive(slot));
+    }
+
+    fn kick_link(&mut self, d: usize) {
+        let now = self.now;
+        let Some(l) = self.links[d].as_mut() else { return };
+        match l.start_next(now) {
+            Some(Start::TxDone(t)) => self.q.push(t, Event::LinkTxDone(d as u8)),
+            Some(Start::Wakeup(t)) => {
+                if l.wakeup_at.map_or(true, |w| t < w) {
+                    l.wakeup_at = Some(t);
+                    self.q.push(t, Event::LinkWakeup(d as u8));
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn on_tx_done(&mut self, d: usize) {
+        let p = self.links[d].as_mut().and_then(|l| l.busy.take()).expect("a packet on the wire");
+        let (_, delay, ..) = self.route(&p.data);
+        self.fly(p.data, delay);
+        self.kick_link(d);
+    }
+
+    fn arrive(&mut self, p: Payload) {
+        match p {
+            Payload::Data { flow, seq, .. } => {
+                let fi = flow as usize;
+                let now = self.now;
+                if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now {
+                    self.send_ack(fi);
+                } else {
+                    self.schedule_receiver(fi);
+                }
+            }
+            Payload::Ack { flow, ack, sack, nsack, dsack, .. } => {
+                let fi = flow as usize;
+                let now = self.now;
+                let fl = &mut self.flows[fi];
+                let mut out = std::mem::take(&mut fl.txbuf);
+                fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, &mut out);
+                fl.txbuf = out;
+                self.after_sender(fi);
+            }
+            Payload::ProbeReq { probe, seq, sent, size } => {
+                // The echo server answers at once with a reply of the same size.
+                let _ = size;
+                self.emit(Payload::ProbeReply { probe, seq, sent }, size + crate::packet::UDP_HDR);
+            }
+            Payload::ProbeReply { probe, seq, sent } => {
+                let ps = &mut self.probes[probe as usize];
+                let slot = &mut ps.rtts[seq as usize];
+                if slot.is_none() {
+                    *slot = Some((self.now - sent) as f64 / 1e6);
+                    ps.received += 1;
+                }
+            }
+        }
+    }
+
+    fn send_ack(&mut self, fi: usize) {
+        let a = self.flows[fi].rcv.make_ack();
+        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: false };
+        let len = p.wire_len();
+        self.emit(p, len);
+    }
+
+    fn schedule_receiver(&mut self, fi: usize) {
+        if let Some(t) = self.flows[fi].rcv.ack_deadline {
+            if self.flows[fi].sched_rcv.map_or(true, |s| t < s) {
+                self.flows[fi].sched_rcv = Some(t);
+                self.q.push(t, Event::ReceiverTimer(fi as u32));
+            }
+        }
+    }
+
+    /// Put the sender's segments on the wire and (re)schedule its timer.
+    fn after_sender(&mut self, fi: usize) {
+        let out = std::mem::take(&mut self.flows[fi].txbuf);
+        for tx in &out {
+            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ce: false };
+            self.emit(p, tx.len + crate::packet::TCP_HDR);
+        }
+        let mut out = out;
+        out.clear();
+        let now = self.now;
+        let fl = &mut self.flows[fi];
+        fl.txbuf = out;
+        if fl.snd.finished() && fl.end.is_none() {
+            fl.end = Some(now);
+            fl.delivered_at_end = Some(fl.delivered_bytes());
+        }
+        let next = match (fl.snd.timer.map(|(t, _)| t), fl.snd.pacing_wakeup(now)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
+            let t = t.max(now);
+            if fl.sched_snd.map_or(true, |s| t < s) {
+                fl.sched_snd = Some(t);
+                self.q.push(t, Event::SenderTimer(fi as u32));
+            }
+        }
+    }
+
+    fn probe_send(&mut self, pi: usize) {
+        let now = self.now;
+        let ps = &mut self.probes[pi];
+        let seq = ps.sent as u32;
+        ps.sent += 1;
+        ps.rtts.push(None);
+        ps.sent_at.push(now);
+        let size = ps.spec.size_bytes;
+        let next = now + ps.spec.interval_ns;
+        self.emit(Payload::ProbeReq { probe: pi as u32, seq, sent: now, size }, size + crate::packet::UDP_HDR);
+        self.q.push(next, Event::ProbeSend(pi as u32));
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let t = now as f64 / 1e9;
+        let s = &mut self.series.flows;
+        for (i, f) in self.flows.iter().enumerate() {
+            if !f.started || f.end.is_some_and(|e| e < now) {
+                continue;
+            }
+            let snd = &f.snd;
+            s.flow.push(i as u32);
+            s.t.push(t);
+            s.cwnd_bytes.push(snd.w.cwnd as u64 * MSS as u64);
+            s.inflight_bytes.push(snd.in_flight() as u64 * MSS as u64);
+            s.srtt_ms.push(snd.rtt.srtt() as f64 / 1e6);
+            s.pacing_rate_bps.push(snd.pacing_rate_bps());
+            s.delivery_rate_bps.push(snd.delivery_rate_bps());
+            s.delivered_bytes.push(f.delivered_bytes());
+            s.retransmits.push(snd.retrans_segs);
+            s.state.push(snd.state_label());
+        }
+        for (d, name) in [(0usize, "down"), (1, "up")] {
+            if let Some(l) = self.links[d].as_mut() {
+                let ls = &mut self.series.links;
+                ls.direction.push(name);
+                ls.t.push(t);
+                ls.queue_bytes.push(l.backlog_bytes());
+                let qd = if l.interval_qdelay_n > 0 { l.interval_qdelay_sum / l.interval_qdelay_n as f64 } else { 0.0 };
+                ls.qdelay_ms.push(qd);
+                l.interval_qdelay_sum = 0.0;
+                l.interval_qdelay_n = 0;
+                let drops = l.stats.total_drops();
+                ls.drops.push(drops - self.last_drops[d]);
+                self.last_drops[d] = drops;
+            }
+        }
+        self.q.push(now + self.sc.sample_interval_ns, Event::Sample);
+    }
+
+    fn finish(mut self, wall_s: f64) -> Raw {
+        let end = self.sc.duration_ns;
+        let mut flows = Vec::new();
+        for f in self.flows.iter_mut() {
+            let stop = f.end.unwrap_or(end);
+            let delivered = f.delivered_at_end.unwrap_or_else(|| f.delivered_bytes());
+            let completed = f.snd.finished();
+            flows.push(FlowOut {
+                id: f.spec.id,
+                cc: f.spec.cc.clone(),
+                bytes_acked: f.snd.bytes_acked,
+                bytes_delivered: delivered,
+                segs_sent: f.snd.segs_sent,
+                retrans_segs: f.snd.retrans_segs,
+                start_s: f.spec.start_ns as f64 / 1e9,
+                end_s: stop.max(f.spec.start_ns) as f64 / 1e9,
+                fct_s: f.snd.done_at.map(|t| (t - f.spec.start_ns) as f64 / 1e9),
+                completed,
+                rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
+                lost_segs: f.snd.lost_total,
+            });
+        }
+        let mut links = BTreeMap::new();
+        for (d, name) in [(0usize, "down"), (1, "up")] {
+            if let Some(l) = self.links[d].as_mut() {
+                let drops = DropReason::ALL.iter().map(|r| (r.as_str(), l.stats.drops[*r as usize])).collect();
+                links.insert(
+                    name,
+                    LinkOut {
+                        rate_bps: l.rate_bps,
+                        busy_s: l.busy_ns as f64 / 1e9,
+                        tx_bytes: l.tx_bytes,
+                        tx_pkts: l.stats.dequeued_pkts,
+                        drops,
+                        marks: l.stats.marks,
+                        qdelay_ms: DistOut::of(&mut l.qdelay_ms),
+                    },
+                );
+            }
+        }
+        let mut probes = Vec::new();
+        for (i, p) in self.probes.iter().enumerate() {
+            let mut xs: Vec<f64> = p.rtts.iter().flatten().copied().collect();
+            // A probe sent less than one timeout before the end is neither received nor lost.
+            let horizon = end.saturating_sub(p.spec.rtt_ns + 1_000_000_000);
+            let counted = p.sent_at.iter().filter(|&&t| t <= horizon).count() as u64;
+            let received = p.rtts.iter().zip(&p.sent_at).filter(|(r, &t)| r.is_some() && t <= horizon).count() as u64;
+            probes.push(ProbeOut { id: i, sent: counted, received, rtt_ms: DistOut::of(&mut xs) });
+            for (r, &t) in p.rtts.iter().zip(&p.sent_at) {
+                self.series.probes.probe.push(i as u32);
+                self.series.probes.t.push(t as f64 / 1e9);
+                self.series.probes.rtt_ms.push(*r);
+            }
+        }
+        Raw {
+            engine: "sim",
+            meta: Meta {
+                engine_version: env!("CARGO_PKG_VERSION"),
+                events: self.q.processed,
+                packets: self.packets,
+                wall_s,
+                sim_s: end as f64 / 1e9,
+            },
+            flows,
+            links,
+            probes,
+            series: self.series,
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _sack_is_copy(_: [SackBlock; MAX_SACK_BLOCKS]) {}

@@ -1,0 +1,42 @@
+"""bloatlab: a laboratory for congestion control and bufferbloat.
+
+>>> import bloatlab
+>>> r = bloatlab.run("scenarios/bbr-vs-cubic.toml", set={"link.down.loss": "1%"})
+>>> r.summary["flows"][0]["goodput_mbps"], r.flows.head()
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from ._version import __version__
+from .errors import ScenarioError, UserError
+from .result import Result
+from .scenario import Scenario, load as load_scenario
+
+__all__ = ["run", "Result", "Scenario", "load_scenario", "ScenarioError", "UserError", "__version__"]
+
+
+def run(
+    scenario: "str | os.PathLike | dict | Scenario",
+    engine: str = "sim",
+    overrides: Iterable[str] = (),
+    **sets,
+) -> Result:
+    """Run a scenario and return its :class:`Result`.
+
+    ``scenario`` is a TOML path, a TOML string, a dict or a :class:`Scenario`;
+    ``overrides`` are ``--set``-style strings (``"link.down.loss=5%"``); keyword
+    arguments override keys too, ``__`` standing for a dot
+    (``flow__0__cc="bbr"``) or all at once as ``set={"flow.0.cc": "bbr"}``.
+    """
+    from . import summary as _summary
+    from .engines import run_raw
+
+    sc = load_scenario(scenario, overrides, **sets)
+    resolved = sc.resolved()
+    raw = run_raw(resolved, engine)
+    doc = dict(sc.doc)
+    doc.setdefault("name", sc.name)
+    return Result(_summary.build(raw, resolved, doc, engine), raw.get("series", {}))

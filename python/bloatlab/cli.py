@@ -1,0 +1,56 @@
+"""The ``bloatlab`` command. Each verb lives in ``commands/<verb>.py`` with
+``register(subparsers)`` and ``main(args) -> int``; add a verb by adding a file
+and naming it in ``COMMANDS``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from ._version import __version__
+from .errors import UserError
+
+COMMANDS = ["run"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own errors: same shape as ours, exit 2
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="bloatlab", description="A laboratory for congestion control and bufferbloat.")
+    p.add_argument("--version", action="version", version=f"bloatlab {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        importlib.import_module(f".commands.{name}", __package__).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug of ours: say so in one line unless asked for the traceback
+        if os.environ.get("BLOATLAB_DEBUG"):
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (set BLOATLAB_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""``bloatlab run FILE``: run one scenario on one engine."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_scenario_args(p) -> None:
+    p.add_argument("scenario", metavar="FILE", help="scenario TOML file (docs/scenario.md)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help='override a scenario key, e.g. --set link.down.loss=5%% --set flow.0.cc=cubic')
+    p.add_argument("--seed", type=int, help="shorthand for --set seed=N")
+
+
+def overrides_of(args) -> list[str]:
+    o = list(args.overrides)
+    if args.seed is not None:
+        o.append(f"seed={args.seed}")
+    return o
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a scenario", description="Run a scenario and print its summary.")
+    add_scenario_args(p)
+    p.add_argument("--engine", choices=["sim", "emu"], default="sim",
+                   help="sim: bloatlab's TCP model in virtual time; emu: the kernel's TCP through the emulated link")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--out", metavar="DIR", help="also write summary.json and the time series (Parquet) into DIR")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import bloatlab
+
+    res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args))
+    if args.out:
+        res.save(args.out)
+    if args.json:
+        json.dump(res.summary, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print_summary(res.summary)
+        if args.out:
+            print(f"results written to {args.out}/")
+    return 0
+
+
+def _f(v, fmt="{:.1f}"):
+    return "-" if v is None else fmt.format(v)
+
+
+def print_summary(s: dict) -> None:
+    name = s["scenario"].get("name", "")
+    print(f"{name}  engine={s['engine']}  seed={s['seed']}  duration={s['duration_s']:g}s")
+    print(f"{'flow':<18} {'cc':<6} {'dir':<4} {'rtt':>6} {'goodput':>10} {'retx':>7} {'retx%':>6} "
+          f"{'rtt p50':>8} {'rtt p95':>8} {'fct':>7}")
+    for f in s["flows"]:
+        print(f"{f['name'][:18]:<18} {f['cc']:<6} {f['direction']:<4} {f['rtt_base_ms']:>4.0f}ms "
+              f"{f['goodput_mbps']:>6.2f}Mb/s {f['retransmits']:>7} {100 * f['retrans_rate']:>5.2f}% "
+              f"{_f(f['rtt_ms']['p50']):>8} {_f(f['rtt_ms']['p95']):>8} {_f(f['fct_s'], '{:.2f}s'):>7}")
+    for d, l in s["links"].items():
+        q = l["qdelay_ms"]
+        print(f"link {d:<4} {l['rate_mbps']:g} Mbit/s {l['qdisc']}: utilization {100 * l['utilization']:.1f}%  "
+              f"drops {l['drops']}  qdelay ms mean {_f(q['mean'])} p95 {_f(q['p95'])} p99 {_f(q['p99'])}")
+    for p in s["probes"]:
+        r = p["rtt_ms"]
+        loss = "-" if p["loss"] is None else f"{100 * p['loss']:.1f}%"
+        print(f"probe {p['name']}: rtt ms p50 {_f(r['p50'])} p95 {_f(r['p95'])} p99 {_f(r['p99'])}  loss {loss}")
+    jf = s["jain_fairness"]
+    print(f"total goodput {s['total_goodput_mbps']:.2f} Mbit/s  jain fairness {_f(jf, '{:.3f}')}")

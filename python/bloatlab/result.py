@@ -1,0 +1,99 @@
+"""A run's result: the summary dict and its time series as pandas DataFrames."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+SERIES = ("flows", "links", "probes")
+
+
+class Result:
+    """``summary`` is the dict of docs/results.md; ``flows``, ``links`` and
+    ``probes`` are the time series (pandas DataFrames, built on first use)."""
+
+    def __init__(self, summary: dict, series: dict[str, dict[str, list]]):
+        self.summary = summary
+        self._series = series
+        self._frames: dict[str, Any] = {}
+
+    def _frame(self, name: str):
+        if name not in self._frames:
+            import pandas as pd
+
+            self._frames[name] = pd.DataFrame(self._series.get(name) or {})
+        return self._frames[name]
+
+    @property
+    def flows(self):
+        """Per-flow time series: flow, t, cwnd_bytes, inflight_bytes, srtt_ms,
+        pacing_rate_bps, delivery_rate_bps, delivered_bytes, retransmits."""
+        return self._frame("flows")
+
+    @property
+    def links(self):
+        """Per-direction time series: direction, t, queue_bytes, qdelay_ms."""
+        return self._frame("links")
+
+    @property
+    def probes(self):
+        """Probe samples: probe, t, rtt_ms (NaN for a lost probe)."""
+        return self._frame("probes")
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return f"<Result {s['engine']} {s['scenario'].get('name', '')!r} {s['total_goodput_mbps']:.2f} Mbit/s>"
+
+    def save(self, out_dir: str) -> str:
+        """Write summary.json and {flows,links,probes}.parquet into ``out_dir``.
+        Files appear atomically (written aside, then renamed): a reader never
+        sees a half-written result."""
+        os.makedirs(out_dir, exist_ok=True)
+        for name in SERIES:
+            df = getattr(self, name)
+            _atomic(out_dir, f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+        _atomic(out_dir, "summary.json", lambda p: _write_json(p, self.summary))
+        return out_dir
+
+    @classmethod
+    def load(cls, out_dir: str) -> "Result":
+        import pandas as pd
+
+        with open(os.path.join(out_dir, "summary.json")) as f:
+            summary = json.load(f)
+        r = cls(summary, {})
+        for name in SERIES:
+            p = os.path.join(out_dir, f"{name}.parquet")
+            r._frames[name] = pd.read_parquet(p) if os.path.exists(p) else pd.DataFrame()
+        return r
+
+
+def _write_json(path: str, obj) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2, default=_json_default)
+        f.write("\n")
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:
+        pass
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def _atomic(out_dir: str, name: str, write) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, os.path.join(out_dir, name))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

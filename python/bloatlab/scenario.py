@@ -1,0 +1,382 @@
+"""The scenario language v1: TOML in, validated and resolved scenario out.
+
+A scenario file (docs/scenario.md documents every key) is parsed with
+``tomllib``, ``--set`` overrides are applied, every key is checked (unknown
+keys, wrong units, out-of-range values are a :class:`ScenarioError` naming the
+key path), and :meth:`Scenario.resolved` produces the engine-neutral form of
+``docs/engine-interface.md``: SI base units, ``count`` expanded, ``bdp``
+buffers turned into bytes.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from . import units
+from .errors import ScenarioError
+
+DIRECTIONS = ("down", "up")
+PROBE_KINDS = ("udp",)
+MTU = 1500  # bytes on the wire of a full-size TCP segment (MSS 1448 + 52 B of headers)
+DEFAULT_SAMPLE_INTERVAL = "10ms"
+
+
+def _native():
+    from . import _native  # the compiled core: congestion-control and qdisc tables
+
+    return _native
+
+
+def cc_names() -> list[str]:
+    """Congestion controls the simulator knows (from the Rust core)."""
+    return list(_native().cc_names())
+
+
+def qdisc_table() -> dict[str, dict]:
+    """Qdiscs and their parameters (from the Rust core's ``QDISCS`` table)."""
+    return {q["name"]: q for q in _native().qdiscs()}
+
+
+# ---------------------------------------------------------------- key checks
+
+TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description"}
+LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size"}
+PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction"}
+
+
+def _unknown(table: dict, allowed: Iterable[str], path: str) -> None:
+    for k in table:
+        if k not in allowed:
+            where = f"{path}.{k}" if path else k
+            raise ScenarioError(where, f"unknown key (known here: {', '.join(sorted(allowed))})")
+
+
+def _conv(path: str, fn, value):
+    try:
+        return fn(value)
+    except ValueError as e:
+        raise ScenarioError(path, str(e)) from None
+
+
+def _table(doc: dict, key: str, path: str) -> dict:
+    v = doc.get(key, {})
+    if not isinstance(v, dict):
+        raise ScenarioError(path, f"expected a table, got {v!r}")
+    return v
+
+
+def _positive_duration(path: str, v) -> int:
+    ns = _conv(path, units.parse_duration, v)
+    if ns <= 0:
+        raise ScenarioError(path, f'expected a positive duration, got "{v}"')
+    return ns
+
+
+def _int(path: str, v, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ScenarioError(path, f"expected a whole number, got {v!r}")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ScenarioError(path, f"expected a whole number {rng}, got {v}")
+    return v
+
+
+def _str(path: str, v, choices: Iterable[str] | None = None) -> str:
+    if not isinstance(v, str):
+        raise ScenarioError(path, f"expected a string, got {v!r}")
+    if choices is not None:
+        choices = list(choices)
+        if v not in choices:
+            raise ScenarioError(path, f'unknown value "{v}" (expected one of: {", ".join(choices)})')
+    return v
+
+
+def parse_buffer(path: str, v) -> tuple[str, float]:
+    """``"375KB"`` -> ("bytes", 375000); ``"1000pkt"`` -> ("pkts", 1000); ``"0.5bdp"`` -> ("bdp", 0.5)."""
+    if isinstance(v, str):
+        s = v.strip()
+        for suffix, kind in (("bdp", "bdp"), ("pkt", "pkts"), ("pkts", "pkts"), ("p", "pkts")):
+            if s.endswith(suffix) and s[: -len(suffix)].strip().replace(".", "", 1).replace("e", "", 1).isdigit():
+                try:
+                    x = float(s[: -len(suffix)])
+                except ValueError:
+                    break
+                if not math.isfinite(x) or x <= 0:
+                    raise ScenarioError(path, f'expected a positive buffer, got "{v}"')
+                if kind == "pkts" and x != int(x):
+                    raise ScenarioError(path, f'expected a whole number of packets, got "{v}"')
+                return kind, x
+    try:
+        b = units.parse_size(v)
+    except ValueError:
+        raise ScenarioError(
+            path, f'expected a buffer like "375KB", "1000pkt" or "1bdp", got {v!r}'
+        ) from None
+    if b <= 0:
+        raise ScenarioError(path, f'expected a positive buffer, got "{v}"')
+    return "bytes", float(b)
+
+
+def _param(path: str, spec: dict, v) -> float:
+    kind = spec["kind"]
+    if kind == "time":
+        return float(_conv(path, units.parse_duration, v))
+    if kind == "size":
+        return float(_conv(path, units.parse_size, v))
+    if kind == "rate":
+        if v == 0 or v == "0":
+            return 0.0
+        return float(_conv(path, units.parse_rate, v))
+    if kind == "ratio":
+        return _conv(path, units.parse_ratio, v)
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ScenarioError(path, f"expected true or false, got {v!r}")
+        return 1.0 if v else 0.0
+    if kind == "count":
+        return float(_int(path, v, 0))
+    if kind.startswith("choice:"):
+        choices = kind.split(":", 1)[1].split(",")
+        return float(choices.index(_str(path, v, choices)))
+    raise ScenarioError(path, f"parameter kind {kind} not understood")  # a core/Python mismatch
+
+
+# ---------------------------------------------------------------- overrides
+
+
+def _parse_value(text: str):
+    """A ``--set`` value: a TOML literal if it is one (``3``, ``true``,
+    ``0.01``, ``"x"``, ``[1, 2]``), else the bare string (``5%``, ``cubic``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(doc: dict, assignment: str) -> None:
+    """Apply ``path=value`` (``link.down.loss=5%``, ``flow.0.cc=cubic``) to a
+    scenario document in place. Paths are checked against the language, so a
+    typo is an error naming it instead of a silently ignored key."""
+    if "=" not in assignment:
+        raise ScenarioError("--set", f'expected KEY=VALUE like "link.down.loss=1%", got "{assignment}"')
+    path, text = assignment.split("=", 1)
+    path = path.strip()
+    value = _parse_value(text.strip())
+    set_path(doc, path, value, where=f"--set {path}")
+
+
+def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None:
+    where = where or path
+    parts = path.split(".")
+    if not path or any(p == "" for p in parts):
+        raise ScenarioError(where, "empty key path")
+    head = parts[0]
+    if head in ("flow", "probe"):
+        items = doc.get(head)
+        if len(parts) < 3 or not parts[1].isdigit():
+            raise ScenarioError(where, f"expected {head}.N.KEY (N counts from 0)")
+        i = int(parts[1])
+        if not isinstance(items, list) or i >= len(items):
+            n = len(items) if isinstance(items, list) else 0
+            raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
+        target, rest, allowed = items[i], parts[2:], FLOW_KEYS if head == "flow" else PROBE_KEYS
+    elif head == "link":
+        if len(parts) < 3 or parts[1] not in DIRECTIONS:
+            raise ScenarioError(where, "expected link.down.KEY or link.up.KEY")
+        link = doc.setdefault("link", {})
+        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], LINK_KEYS
+    else:
+        target, rest, allowed = doc, parts, TOP_KEYS - {"link", "flow", "probe"}
+    if rest[0] not in allowed:
+        raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
+    for p in rest[:-1]:
+        nxt = target.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise ScenarioError(where, f'"{p}" is not a table')
+        target = nxt
+    target[rest[-1]] = value
+
+
+# ---------------------------------------------------------------- scenario
+
+
+@dataclass
+class Scenario:
+    """A validated scenario. ``doc`` is the TOML document (overrides applied),
+    ``source`` the file it came from (or None)."""
+
+    doc: dict
+    source: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.doc.get("name") or (os.path.splitext(os.path.basename(self.source))[0] if self.source else "scenario")
+
+    @property
+    def seed(self) -> int:
+        return self.doc.get("seed", 1)
+
+    def resolved(self) -> dict:
+        """The engine-neutral scenario (docs/engine-interface.md)."""
+        return resolve(self.doc, self.name)
+
+
+def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[str] = (), **sets) -> Scenario:
+    """Load and validate a scenario from a TOML path, a TOML string, or a dict.
+
+    ``overrides`` are ``--set`` strings; keyword ``sets`` use ``__`` for dots
+    (``link__down__loss="1%"``) or pass a dict via ``set={"flow.0.cc": "bbr"}``.
+    """
+    source = None
+    if isinstance(scenario, Scenario):
+        doc, source = copy.deepcopy(scenario.doc), scenario.source
+    elif isinstance(scenario, dict):
+        doc = copy.deepcopy(scenario)
+    else:
+        text = None
+        s = os.fspath(scenario)
+        if "\n" in s or "=" in s and not os.path.exists(s):
+            text = s
+        else:
+            source = s
+            try:
+                with open(s, "rb") as f:
+                    raw = f.read()
+            except OSError as e:
+                raise ScenarioError("", f"cannot read scenario {s}: {e.strerror}") from None
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ScenarioError("", f"{s}: not UTF-8 text") from None
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            where = source or "scenario"
+            raise ScenarioError("", f"{where}: TOML syntax error: {e}") from None
+    for o in overrides:
+        apply_override(doc, o)
+    extra = sets.pop("set", None) or {}
+    for k, v in list(extra.items()) + [(k.replace("__", "."), v) for k, v in sets.items()]:
+        set_path(doc, k, v, where=f"set {k}")
+    sc = Scenario(doc, source)
+    sc.resolved()  # validates everything
+    return sc
+
+
+def resolve(doc: dict, name: str) -> dict:
+    _unknown(doc, TOP_KEYS, "")
+    out: dict[str, Any] = {"name": _str("name", doc.get("name", name))}
+    if "description" in doc:
+        _str("description", doc["description"])
+    if "duration" not in doc:
+        raise ScenarioError("duration", 'missing (e.g. duration = "60s")')
+    out["duration_ns"] = _positive_duration("duration", doc["duration"])
+    out["seed"] = _int("seed", doc.get("seed", 1), 0, 2**63 - 1)
+    out["sample_interval_ns"] = _positive_duration("sample_interval", doc.get("sample_interval", DEFAULT_SAMPLE_INTERVAL))
+
+    # Flows first: buffers in BDPs need their RTTs.
+    flows_doc = doc.get("flow")
+    if flows_doc is None or flows_doc == []:
+        raise ScenarioError("flow", "no flow: add at least one [[flow]] table")
+    if not isinstance(flows_doc, list) or not all(isinstance(f, dict) for f in flows_doc):
+        raise ScenarioError("flow", "expected [[flow]] tables")
+    known_cc = cc_names()
+    flows = []
+    for gi, f in enumerate(flows_doc):
+        p = f"flow.{gi}"
+        _unknown(f, FLOW_KEYS, p)
+        cc = _str(f"{p}.cc", f.get("cc", "cubic"), known_cc)
+        direction = _str(f"{p}.direction", f.get("direction", "down"), DIRECTIONS)
+        if "rtt" not in f:
+            raise ScenarioError(f"{p}.rtt", 'missing (the flow\'s base RTT, e.g. rtt = "50ms")')
+        rtt = _positive_duration(f"{p}.rtt", f["rtt"])
+        count = _int(f"{p}.count", f.get("count", 1), 1, 100_000)
+        start = _conv(f"{p}.start", units.parse_duration, f.get("start", "0s"))
+        stop = None
+        if "stop" in f:
+            stop = _conv(f"{p}.stop", units.parse_duration, f["stop"])
+            if stop <= start:
+                raise ScenarioError(f"{p}.stop", f'must be after start ({f.get("start", "0s")}), got "{f["stop"]}"')
+        if start >= out["duration_ns"]:
+            raise ScenarioError(f"{p}.start", f'must be before the end of the run (duration {doc["duration"]})')
+        size = None
+        if "size" in f:
+            size = _conv(f"{p}.size", units.parse_size, f["size"])
+            if size <= 0:
+                raise ScenarioError(f"{p}.size", f'expected a positive size, got "{f["size"]}"')
+        label = _str(f"{p}.name", f.get("name", f"{cc}-{direction}-{gi}"))
+        for k in range(count):
+            flows.append({
+                "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
+                "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
+                "stop_ns": stop, "size_bytes": size,
+            })
+    out["flows"] = flows
+
+    probes = []
+    probes_doc = doc.get("probe", [])
+    if not isinstance(probes_doc, list) or not all(isinstance(x, dict) for x in probes_doc):
+        raise ScenarioError("probe", "expected [[probe]] tables")
+    for i, pr in enumerate(probes_doc):
+        p = f"probe.{i}"
+        _unknown(pr, PROBE_KEYS, p)
+        kind = _str(f"{p}.kind", pr.get("kind", "udp"), PROBE_KINDS)
+        interval = _positive_duration(f"{p}.interval", pr.get("interval", "10ms"))
+        if "rtt" in pr:
+            rtt = _positive_duration(f"{p}.rtt", pr["rtt"])
+        else:
+            rtt = min(f["rtt_ns"] for f in flows)
+        size = _conv(f"{p}.size", units.parse_size, pr.get("size", "64B"))
+        if not 16 <= size <= 1472:
+            raise ScenarioError(f"{p}.size", f"expected a UDP payload of 16..1472 bytes, got {size}")
+        direction = _str(f"{p}.direction", pr.get("direction", "down"), DIRECTIONS)
+        probes.append({"id": i, "name": _str(f"{p}.name", pr.get("name", f"{kind}-{i}")), "kind": kind,
+                       "interval_ns": interval, "rtt_ns": rtt, "size_bytes": size, "direction": direction})
+    out["probes"] = probes
+
+    links_doc = _table(doc, "link", "link")
+    _unknown(links_doc, DIRECTIONS, "link")
+    if not links_doc:
+        raise ScenarioError("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate")
+    qdiscs = qdisc_table()
+    links: dict[str, Any] = {}
+    for d in DIRECTIONS:
+        if d not in links_doc:
+            links[d] = None
+            continue
+        p = f"link.{d}"
+        ld = _table(links_doc, d, p)
+        _unknown(ld, LINK_KEYS, p)
+        if "rate" not in ld:
+            raise ScenarioError(f"{p}.rate", 'missing (e.g. rate = "100Mbit")')
+        rate = _conv(f"{p}.rate", units.parse_rate, ld["rate"])
+        kind, amount = parse_buffer(f"{p}.buffer", ld.get("buffer", "1bdp"))
+        buf_bytes = buf_pkts = None
+        if kind == "bytes":
+            buf_bytes = int(amount)
+        elif kind == "pkts":
+            buf_pkts = int(amount)
+        else:
+            crossing = [f["rtt_ns"] for f in flows if f["direction"] == d] or [f["rtt_ns"] for f in flows]
+            bdp = rate * min(crossing) / 8e9
+            buf_bytes = max(int(round(amount * bdp)), MTU)
+        qname = _str(f"{p}.qdisc", ld.get("qdisc", "fifo"), list(qdiscs))
+        params_doc = _table(ld, "qdisc_params", f"{p}.qdisc_params")
+        specs = {s["name"]: s for s in qdiscs[qname]["params"]}
+        params = {}
+        for k, v in params_doc.items():
+            if k not in specs:
+                known = ", ".join(sorted(specs)) or "none"
+                raise ScenarioError(f"{p}.qdisc_params.{k}", f"unknown parameter of {qname} (known: {known})")
+            params[k] = _param(f"{p}.qdisc_params.{k}", specs[k], v)
+        loss = _conv(f"{p}.loss", units.parse_ratio, ld.get("loss", 0))
+        links[d] = {"rate_bps": rate, "buffer_bytes": buf_bytes, "buffer_pkts": buf_pkts, "loss": loss,
+                    "qdisc": {"kind": qname, "params": params}, "trace_ms": None}
+    out["links"] = links
+    return out

@@ -1,0 +1,113 @@
+"""One summary builder for every engine (docs/results.md).
+
+Engines return a *raw result* (docs/engine-interface.md); this module turns it
+into the contract summary, so sim, emu and probe results can never disagree on
+what a key means.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._version import __version__
+
+SUMMARY_VERSION = 1
+
+
+def _dist(d: dict | None, keys=("mean", "p50", "p95", "p99", "max")) -> dict:
+    d = d or {}
+    out = {}
+    for k in keys:
+        v = d.get(k)
+        out[k] = None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+    return out
+
+
+def jain(xs: list[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n Σx²); 1 = equal shares."""
+    if not xs:
+        return None
+    s2 = sum(x * x for x in xs)
+    if s2 == 0:
+        return 1.0
+    return sum(xs) ** 2 / (len(xs) * s2)
+
+
+def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[str, Any]:
+    duration_s = resolved["duration_ns"] / 1e9
+    flows = []
+    by_id = {f["id"]: f for f in raw.get("flows", [])}
+    for f in resolved["flows"]:
+        r = by_id.get(f["id"], {})
+        start, end = r.get("start_s"), r.get("end_s")
+        active = (end - start) if start is not None and end is not None else 0.0
+        delivered = r.get("bytes_delivered", r.get("bytes_acked", 0)) or 0
+        sent = r.get("segs_sent", 0) or 0
+        retrans = r.get("retrans_segs", 0) or 0
+        flows.append({
+            "id": f["id"],
+            "name": f["name"],
+            "cc": f["cc"],
+            "direction": f["direction"],
+            "rtt_base_ms": f["rtt_ns"] / 1e6,
+            "goodput_mbps": delivered * 8 / active / 1e6 if active > 0 else 0.0,
+            "bytes_acked": int(r.get("bytes_acked", 0) or 0),
+            "bytes_delivered": int(delivered),
+            "retransmits": int(retrans),
+            "segs_sent": int(sent),
+            "retrans_rate": retrans / sent if sent else 0.0,
+            "rtt_ms": _dist(r.get("rtt_ms"), ("mean", "p50", "p95", "p99")),
+            "fct_s": r.get("fct_s"),
+            "completed": bool(r.get("completed", False)),
+            "start_s": start,
+            "end_s": end,
+        })
+    links = {}
+    for d, spec in resolved["links"].items():
+        if spec is None:
+            continue
+        r = raw.get("links", {}).get(d, {})
+        drops = r.get("drops", {}) or {}
+        links[d] = {
+            "rate_mbps": spec["rate_bps"] / 1e6,
+            "qdisc": spec["qdisc"]["kind"],
+            "buffer_bytes": spec["buffer_bytes"],
+            "buffer_pkts": spec["buffer_pkts"],
+            "utilization": (r.get("tx_bytes", 0) * 8 / (spec["rate_bps"] * duration_s)) if duration_s else 0.0,
+            "drops": int(sum(drops.values())),
+            "drops_by_reason": {k: int(v) for k, v in drops.items()},
+            "marks": int(r.get("marks", 0) or 0),
+            "tx_pkts": int(r.get("tx_pkts", 0) or 0),
+            "qdelay_ms": _dist(r.get("qdelay_ms")),
+        }
+    probes = []
+    rp = {p["id"]: p for p in raw.get("probes", [])}
+    for p in resolved["probes"]:
+        r = rp.get(p["id"], {})
+        sent = r.get("sent", 0) or 0
+        recv = r.get("received", 0) or 0
+        probes.append({
+            "id": p["id"],
+            "name": p["name"],
+            "kind": p["kind"],
+            "rtt_base_ms": p["rtt_ns"] / 1e6,
+            "rtt_ms": _dist(r.get("rtt_ms")),
+            "loss": (1 - recv / sent) if sent else None,
+            "sent": int(sent),
+        })
+    goodputs = [f["goodput_mbps"] for f in flows]
+    return {
+        "version": __version__,
+        "schema": SUMMARY_VERSION,
+        "engine": engine,
+        "scenario": scenario_doc,
+        "seed": resolved["seed"],
+        "duration_s": duration_s,
+        "flows": flows,
+        "links": links,
+        "probes": probes,
+        "total_goodput_mbps": sum(goodputs),
+        "jain_fairness": jain(goodputs),
+        "meta": raw.get("meta", {}),
+    }

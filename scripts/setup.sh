@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build .venv with bloatlab compiled in release mode, and the helper binaries.
+# Idempotent: re-running only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null; then
+  echo "setup: cargo (Rust) is required: https://rustup.rs" >&2
+  exit 2
+fi
+if ! command -v uv >/dev/null; then
+  python3 -m pip install --quiet --disable-pip-version-check uv
+fi
+if [ ! -x .venv/bin/python ]; then
+  uv venv --quiet --python "$(command -v python3)" .venv
+fi
+export VIRTUAL_ENV="$PWD/.venv"
+uv pip install --quiet --python .venv/bin/python maturin \
+  "numpy>=1.26" "pandas>=2.1" "pyarrow>=15" "matplotlib>=3.8" "rich>=13" \
+  "duckdb>=1.0" "scikit-learn>=1.4" "dask[distributed]>=2024.1" "jinja2>=3.1" \
+  "pytest>=8" "pytest-timeout>=2.3"
+# The extension module, in release mode, installed into the venv (editable: python/ is used in place).
+.venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
+.venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
+# Helper binaries next to the venv's python, where bloatlab._bin finds them.
+cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
+for b in bloatlab-probe bloatlab-emu; do
+  if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
+done
+echo "setup: .venv ready (CLI: .venv/bin/bloatlab)"
