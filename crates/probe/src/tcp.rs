@@ -545,6 +545,8 @@ pub struct ClientResult {
     pub problem: Option<String>,
     pub server_kernel: Option<String>,
     pub duration_s: f64,
+    /// the client's local port of each data connection
+    pub local_ports: Vec<u16>,
 }
 
 /// A client error with the exit status it deserves (2: bad argument).
@@ -737,6 +739,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         problem,
         server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
         duration_s,
+        local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
     })
 }
 
@@ -836,6 +839,7 @@ pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
     o.flows = r.flows.clone();
     o.series = r.series.clone();
     o.meta_extra.insert("server_kernel".into(), json!(r.server_kernel));
+    o.meta_extra.insert("local_ports".into(), json!(r.local_ports));
     o.meta_extra.insert("sender".into(), json!(if cfg.reverse { "server" } else { "client" }));
     o.extra.insert("problem".into(), json!(r.problem));
     o
