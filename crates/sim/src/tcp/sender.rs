@@ -1031,3 +1031,7 @@ impl Sender {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sender_tests.rs"]
+mod tests;

@@ -1,0 +1,143 @@
+//! One event into the sender, exact values.
+
+use super::*;
+use crate::packet::SackBlock;
+use bloatlab_core::cc::reno::Reno;
+use bloatlab_core::time::NS_PER_MS;
+
+fn reno_sender() -> Sender {
+    Sender::new(Box::new(Reno), None)
+}
+
+/// Start a Reno sender and ack its first `n` segments one by one, each 100 ms after sending.
+fn warmed(n: u64) -> (Sender, Nanos) {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, &mut out);
+    let mut now = 0;
+    for i in 0..n {
+        now = s.segs[0].tx_time + 100 * NS_PER_MS;
+        out.clear();
+        s.on_ack(now, i + 1, &[], false, &mut out);
+    }
+    (s, now)
+}
+
+#[test]
+fn the_initial_window_is_ten_segments() {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, &mut out);
+    assert_eq!(out.len(), 10);
+    assert_eq!(s.in_flight(), 10);
+    assert_eq!(s.timer.map(|t| t.1), Some(TimerKind::Tlp));
+}
+
+#[test]
+fn slow_start_sends_two_segments_per_segment_acked() {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, &mut out);
+    out.clear();
+    s.on_ack(100 * NS_PER_MS, 1, &[], false, &mut out);
+    assert_eq!(s.w.cwnd, 11);
+    assert_eq!(out.len(), 2);
+    assert_eq!(s.rtt.srtt(), 100 * NS_PER_MS);
+}
+
+#[test]
+fn rack_waits_a_quarter_min_rtt_before_marking_a_hole_lost_with_few_sacks() {
+    // Segment 20 is lost; 21 is sacked. With sacked_out (1) below the
+    // reordering degree (3) and no recovery, RACK's window is min_rtt/4 =
+    // 25 ms: the hole is not lost yet, a REO timer is armed for the rest.
+    let (mut s, now) = warmed(20);
+    let (t20, t21) = (s.segs[0].tx_time, s.segs[1].tx_time);
+    let at = now + NS_PER_MS;
+    let mut out = Vec::new();
+    s.on_ack(at, 20, &[SackBlock { start: 21, end: 22 }], false, &mut out);
+    assert_eq!(s.lost_out, 0);
+    let (deadline, kind) = s.timer.unwrap();
+    assert_eq!(kind, TimerKind::Reo);
+    // remaining = rack_rtt + reo_wnd - (at - tx(20)) with rack_rtt = at - tx(21)
+    //           = 25 ms - (tx(21) - tx(20)); the timer adds TCP_TIMEOUT_MIN.
+    assert_eq!(deadline, at + 25 * NS_PER_MS - (t21 - t20) + TIMEOUT_MIN);
+    // When it fires, the hole is lost and fast recovery retransmits it.
+    out.clear();
+    s.on_timer(deadline, &mut out);
+    assert_eq!(s.ca_state, CaState::Recovery);
+    assert_eq!(out.first().map(|t| (t.seq, t.retrans)), Some((20, true)));
+}
+
+#[test]
+fn three_sacks_make_the_reordering_window_zero_and_start_recovery() {
+    let (mut s, _) = warmed(20);
+    let t23 = s.segs[3].tx_time;
+    let mut out = Vec::new();
+    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, &mut out);
+    assert_eq!(s.lost_out, 1);
+    assert_eq!(s.ca_state, CaState::Recovery);
+    // Reno: ssthresh = cwnd / 2.
+    assert_eq!(s.w.ssthresh, s.prior_cwnd / 2);
+    assert_eq!(out[0].seq, 20);
+    assert!(out[0].retrans);
+}
+
+#[test]
+fn prr_sends_in_proportion_to_delivery_while_in_flight_exceeds_ssthresh() {
+    // RFC 6937: sndcnt = ceil(prr_delivered * ssthresh / prior_cwnd) - prr_out.
+    let mut s = reno_sender();
+    s.prior_cwnd = 40;
+    s.w.ssthresh = 20;
+    s.packets_out = 40;
+    s.prr_delivered = 0;
+    s.prr_out = 1; // the fast retransmit
+    s.prr(3, 0, false); // in flight 40 > ssthresh: proportional part
+    // ceil(3 * 20 / 40) - 1 = 2 - 1 = 1 → cwnd = in_flight + 1
+    assert_eq!(s.w.cwnd, 41);
+    assert_eq!(s.prr_delivered, 3);
+}
+
+#[test]
+fn prr_slow_start_reduction_bound_when_in_flight_is_below_ssthresh() {
+    // delta = ssthresh - in_flight > 0: sndcnt = min(delta, max(prr_delivered - prr_out, acked) + 1).
+    let mut s = reno_sender();
+    s.prior_cwnd = 40;
+    s.w.ssthresh = 20;
+    s.packets_out = 15;
+    s.prr_delivered = 10;
+    s.prr_out = 8;
+    s.prr(4, 0, true);
+    // prr_delivered 14, max(14 - 8, 4) + 1 = 7, min(20 - 15, 7) = 5
+    assert_eq!(s.w.cwnd, 20);
+}
+
+#[test]
+fn the_rto_doubles_on_each_timeout_and_resets_with_a_new_rtt_sample() {
+    let (mut s, now) = warmed(1);
+    assert_eq!(s.rtt.rto, 300 * NS_PER_MS); // srtt 100 ms + rttvar 200 ms
+    let mut out = Vec::new();
+    // Force an RTO: everything outstanding is lost, cwnd = 1, backoff 1.
+    s.timer = Some((now + s.rtt.rto, TimerKind::Rto));
+    s.on_timer(now + s.rtt.rto, &mut out);
+    assert_eq!(s.ca_state, CaState::Loss);
+    assert_eq!(s.w.cwnd, 1);
+    assert_eq!(out.len(), 1);
+    let t1 = now + s.rtt.rto;
+    assert_eq!(s.timer, Some((t1 + 600 * NS_PER_MS, TimerKind::Rto)));
+    out.clear();
+    s.on_timer(t1 + 600 * NS_PER_MS, &mut out);
+    let t2 = t1 + 600 * NS_PER_MS;
+    assert_eq!(s.timer, Some((t2 + 1200 * NS_PER_MS, TimerKind::Rto)));
+    assert_eq!(s.w.ssthresh, 2);
+}
+
+#[test]
+fn a_tail_loss_probe_fires_two_srtt_after_the_last_send() {
+    let (s, now) = warmed(1);
+    // srtt 100 ms; more than one packet out: PTO = 2*srtt + TCP_TIMEOUT_MIN,
+    // capped by the time left to the head segment's RTO (sent at 0, RTO 300 ms).
+    let (deadline, kind) = s.timer.unwrap();
+    assert_eq!(kind, TimerKind::Tlp);
+    assert_eq!(now, 100 * NS_PER_MS);
+    assert_eq!(deadline, now + (200 * NS_PER_MS + TIMEOUT_MIN).min(300 * NS_PER_MS - now));
+}
