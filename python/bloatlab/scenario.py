@@ -45,7 +45,8 @@ def qdisc_table() -> dict[str, dict]:
 # ---------------------------------------------------------------- key checks
 
 TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description"}
-LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss"}
+LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
+BUCKET_KEYS = {"rate", "burst"}
 FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size"}
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction"}
 
@@ -145,6 +146,26 @@ def _param(path: str, spec: dict, v) -> float:
         choices = kind.split(":", 1)[1].split(",")
         return float(choices.index(_str(path, v, choices)))
     raise ScenarioError(path, f"parameter kind {kind} not understood")  # a core/Python mismatch
+
+
+def _bucket(path: str, v) -> dict | None:
+    """``{ rate = "2Mbit", burst = "10KB" }`` -> {"rate_bps", "burst_bytes"}.
+    ``burst`` defaults to 10 ms at ``rate``, at least two full packets."""
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise ScenarioError(path, f'expected a table like {{ rate = "2Mbit", burst = "10KB" }}, got {v!r}')
+    _unknown(v, BUCKET_KEYS, path)
+    if "rate" not in v:
+        raise ScenarioError(f"{path}.rate", 'missing (e.g. rate = "2Mbit")')
+    rate = _conv(f"{path}.rate", units.parse_rate, v["rate"])
+    if "burst" in v:
+        burst = _conv(f"{path}.burst", units.parse_size, v["burst"])
+        if burst < MTU:
+            raise ScenarioError(f"{path}.burst", f"expected at least one full packet ({MTU} B), got {burst} B")
+    else:
+        burst = max(int(rate * 0.010 / 8), 2 * MTU)
+    return {"rate_bps": rate, "burst_bytes": burst}
 
 
 # ---------------------------------------------------------------- overrides
@@ -377,6 +398,14 @@ def resolve(doc: dict, name: str) -> dict:
             params[k] = _param(f"{p}.qdisc_params.{k}", specs[k], v)
         loss = _conv(f"{p}.loss", units.parse_ratio, ld.get("loss", 0))
         links[d] = {"rate_bps": rate, "buffer_bytes": buf_bytes, "buffer_pkts": buf_pkts, "loss": loss,
-                    "qdisc": {"kind": qname, "params": params}, "trace_ms": None}
+                    "qdisc": {"kind": qname, "params": params}, "trace_ms": None,
+                    "policer": _bucket(f"{p}.policer", ld.get("policer")),
+                    "shaper": _bucket(f"{p}.shaper", ld.get("shaper")),
+                    "device_queue_bytes": None, "device_queue_pkts": None}
+        if "device_queue" in ld:
+            kind, amount = parse_buffer(f"{p}.device_queue", ld["device_queue"])
+            if kind == "bdp":
+                raise ScenarioError(f"{p}.device_queue", 'expected packets or bytes like "2pkt" or "3000B"')
+            links[d]["device_queue_pkts" if kind == "pkts" else "device_queue_bytes"] = int(amount)
     out["links"] = links
     return out

@@ -4,7 +4,8 @@
 
 use crate::packet::Payload;
 use crate::scenario::LinkSpec;
-use bloatlab_core::qdisc::{build, DropReason, Events, Packet, PacketMeta, Qdisc, Stats};
+use bloatlab_core::qdisc::chain::build_bottleneck;
+use bloatlab_core::qdisc::{DropReason, Events, Packet, PacketMeta, Qdisc, Stats};
 use bloatlab_core::rng::{Rng, RngExt};
 use bloatlab_core::time::{tx_time, Nanos};
 
@@ -35,7 +36,7 @@ impl Link {
         Ok(Link {
             rate_bps: spec.rate_bps,
             loss: spec.loss,
-            qdisc: build(&spec.qdisc_config())?,
+            qdisc: build_bottleneck(&spec.qdisc_config(), &spec.stages())?,
             rng,
             ev: Events::default(),
             busy: None,

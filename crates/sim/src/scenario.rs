@@ -2,6 +2,7 @@
 //! expanded, validated by the Python layer. Deserialised with serde; a
 //! malformed document is an error string, never a panic.
 
+use bloatlab_core::qdisc::chain::Stages;
 use bloatlab_core::qdisc::{Limit, QdiscConfig};
 use bloatlab_core::time::Nanos;
 use serde::Deserialize;
@@ -43,6 +44,23 @@ pub struct LinkSpec {
     pub qdisc: QdiscSpec,
     #[serde(default)]
     pub trace_ms: Option<Vec<f64>>,
+    /// Token-bucket policer in front of the qdisc.
+    #[serde(default)]
+    pub policer: Option<Bucket>,
+    /// Token-bucket shaper after the qdisc.
+    #[serde(default)]
+    pub shaper: Option<Bucket>,
+    /// Device (driver) queue below the qdisc.
+    #[serde(default)]
+    pub device_queue_bytes: Option<u64>,
+    #[serde(default)]
+    pub device_queue_pkts: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Bucket {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
 }
 
 impl LinkSpec {
@@ -52,6 +70,16 @@ impl LinkSpec {
             limit: Limit { bytes: self.buffer_bytes, pkts: self.buffer_pkts },
             rate_bps: self.rate_bps,
             params: self.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+
+    pub fn stages(&self) -> Stages {
+        let dq = (self.device_queue_bytes.is_some() || self.device_queue_pkts.is_some())
+            .then_some(Limit { bytes: self.device_queue_bytes, pkts: self.device_queue_pkts });
+        Stages {
+            policer: self.policer.map(|b| (b.rate_bps, b.burst_bytes)),
+            shaper: self.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
+            device_queue: dq,
         }
     }
 }

@@ -19,6 +19,7 @@
 use crate::rng::Rng;
 use crate::time::Nanos;
 
+pub mod chain;
 pub mod fifo;
 
 // Schedulers and shapers (sched): CAKE, sch_fq, TBF, policer.
