@@ -64,6 +64,10 @@ pub struct LinkConfig {
     pub delay_by_port: Vec<u64>,
     pub default_delay: Nanos,
     pub sample_interval: Nanos,
+    /// Statistics and samples cover packets that start on the wire before
+    /// this time (the scenario's end); later traffic (kernel buffers
+    /// draining) is forwarded but not counted.
+    pub measure_until: Nanos,
 }
 
 impl LinkConfig {
@@ -205,7 +209,9 @@ impl Link {
         meta.len = meta.len.max(bytes.len() as u32);
         meta.enqueued_at = now;
         if self.cfg.loss > 0.0 && self.loss_rng.gen::<f64>() < self.cfg.loss {
-            self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
+            if now < self.cfg.measure_until {
+                self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
+            }
             self.recycle(bytes);
             return;
         }
@@ -221,12 +227,19 @@ impl Link {
         if was_empty && q.backlog_pkts() > 0 {
             self.nonempty_since = now;
         }
-        self.absorb();
+        self.absorb_at(now);
         self.service(now);
     }
 
-    fn absorb(&mut self) {
+    /// Count the qdisc's drops and marks (not after `measure_until`) and recycle dropped buffers.
+    fn absorb_at(&mut self, t: Nanos) {
         let mut freed = Vec::new();
+        if t >= self.cfg.measure_until {
+            for d in self.ev.drops.drain(..) {
+                freed.push(d.pkt.data);
+            }
+            self.ev.marks = 0;
+        }
         self.stats.absorb(&mut self.ev, |d| freed.push(d.pkt.data));
         for b in freed {
             self.recycle(b);
@@ -266,7 +279,7 @@ impl Link {
             let Some(mut p) = q.dequeue(t, &mut self.q_rng, &mut self.ev) else {
                 // Not work-conserving (a shaper): try again at its wake-up time.
                 let w = q.next_wakeup(t);
-                self.absorb();
+                self.absorb_at(t);
                 match w {
                     Some(w) if w > t && w <= now => {
                         self.nonempty_since = w;
@@ -278,12 +291,15 @@ impl Link {
                 break;
             };
             let still = q.backlog_pkts() > 0;
-            self.absorb();
+            self.absorb_at(t);
             let len = p.meta.len;
             let qd = t.saturating_sub(p.meta.enqueued_at);
-            self.qdelay_ms.push((qd as f64 / 1e6) as f32);
-            self.interval_qdelay_sum += qd as f64 / 1e6;
-            self.interval_n += 1;
+            let counted = t < self.cfg.measure_until;
+            if counted {
+                self.qdelay_ms.push((qd as f64 / 1e6) as f32);
+                self.interval_qdelay_sum += qd as f64 / 1e6;
+                self.interval_n += 1;
+            }
             if p.meta.ecn == Ecn::Ce {
                 packet::set_ce(&mut p.data);
             }
@@ -314,12 +330,14 @@ impl Link {
                 }
                 Service::Unlimited => t,
             };
-            self.busy_ns += end - t;
             self.wire_free = end;
-            self.tx_bytes += len as u64;
-            self.tx_pkts += 1;
-            self.stats.dequeued_pkts += 1;
-            self.stats.dequeued_bytes += len as u64;
+            if counted {
+                self.busy_ns += end.min(self.cfg.measure_until) - t;
+                self.tx_bytes += len as u64;
+                self.tx_pkts += 1;
+                self.stats.dequeued_pkts += 1;
+                self.stats.dequeued_bytes += len as u64;
+            }
             let h = packet::parse(&p.data);
             let at = end + self.cfg.delay_of(h.as_ref());
             self.push_delay(at, p.data);
@@ -346,7 +364,7 @@ impl Link {
     }
 
     fn take_samples(&mut self, now: Nanos) {
-        while self.next_sample <= now {
+        while self.next_sample <= now && self.next_sample <= self.cfg.measure_until {
             let qdelay = if self.interval_n > 0 { self.interval_qdelay_sum / self.interval_n as f64 } else { 0.0 };
             let qb = self.q.as_ref().map_or(0, |q| q.backlog_bytes());
             self.samples.push(Sample { t: self.next_sample, queue_bytes: qb, qdelay_ms: qdelay });
@@ -402,6 +420,7 @@ mod tests {
             delay_by_port,
             default_delay: NS_PER_MS,
             sample_interval: 10 * NS_PER_MS,
+            measure_until: u64::MAX,
         }
     }
 
@@ -455,6 +474,21 @@ mod tests {
         }
         assert_eq!(l.stats.drops[DropReason::QueueFull as usize], 1);
         assert_eq!(l.queue_bytes(), 3000);
+    }
+
+    #[test]
+    fn traffic_after_the_end_of_the_measurement_is_forwarded_but_not_counted() {
+        let mut c = cfg(Service::Rate(12_000_000), 100, 0.0);
+        c.measure_until = NS_PER_MS + 1;
+        let mut l = Link::new(c).unwrap();
+        for _ in 0..3 {
+            l.arrive(0, seg(20000));
+        }
+        l.service(100 * NS_PER_MS);
+        assert_eq!(std::iter::from_fn(|| l.pop_due(u64::MAX)).count(), 3);
+        // Started at 0 and 1 ms: counted; at 2 ms: not.
+        assert_eq!(l.tx_pkts, 2);
+        assert_eq!(l.qdelay_ms.len(), 2);
     }
 
     #[test]

@@ -117,7 +117,11 @@ fn real_main() -> Result<i32, String> {
             let opt = options(&a)?;
             sys::install_stop_handlers();
             let res = run::run(&sc, &opt);
-            let _ = std::fs::remove_dir_all(&opt.workdir);
+            if std::env::var_os("BLOATLAB_EMU_KEEP").is_none() {
+                let _ = std::fs::remove_dir_all(&opt.workdir);
+            } else {
+                eprintln!("bloatlab-emu: generators' output kept in {}", opt.workdir.display());
+            }
             let raw = res?;
             std::fs::write(out, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))?;
             Ok(0)

@@ -119,10 +119,6 @@ pub fn spawn_in(ns_fd: i32, argv: &[String], stdout: Stdio, stderr: Stdio, stdin
     cmd.spawn().map_err(|e| format!("cannot start {}: {e}", argv[0]))
 }
 
-fn secs(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e9)
-}
-
 fn dur_arg(ns: u64) -> String {
     if ns % 1_000_000 == 0 {
         format!("{}ms", ns / 1_000_000)
@@ -262,6 +258,8 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
         (FLOW_CPORT + f.id as u16).to_string(),
         "--info-interval".into(),
         dur_arg(sc.sample_interval_ns),
+        "-i".into(),
+        "0".into(),
         "--json".into(),
     ];
     let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
@@ -271,8 +269,9 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
             a.push(n.to_string());
         }
         None => {
+            // The emulator ends the flow at `end` (SIGTERM); -t is only a safety net.
             a.push("-t".into());
-            a.push(secs(end.saturating_sub(f.start_ns)));
+            a.push(dur_arg(end.saturating_sub(f.start_ns) + 30_000_000_000));
         }
     }
     a
@@ -290,9 +289,16 @@ fn probe_argv(sc: &Resolved, p: &crate::scenario::Probe, net: &Netns, opt: &Opti
         "--interval".into(),
         dur_arg(p.interval_ns),
         "-t".into(),
-        secs(run_for.unwrap_or(sc.duration_ns)),
+        dur_arg(run_for.unwrap_or(sc.duration_ns)),
         "--size".into(),
         p.size_bytes.to_string(),
+        // A reply is lost only if it has not come back within 5 s (bloated queues are slow, not lossy).
+        "--timeout".into(),
+        "5s".into(),
+        "--give-up".into(),
+        "10s".into(),
+        "-i".into(),
+        "0".into(),
         "--json".into(),
     ]
 }
@@ -361,6 +367,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let deadline = sc.duration_ns + 4 * max_rtt + 3_000_000_000;
     let mut stopped_early = false;
     let mut interrupted = false;
+    let mut ended: Vec<u32> = Vec::new();
     loop {
         if sys::interrupted() != 0 {
             interrupted = true;
@@ -371,15 +378,18 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
         if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
             break;
         }
-        // Sized flows that outlive the scenario (and flows with a stop time) are ended at their time.
+        // A flow ends at its stop time (or the scenario's end): its sender gets SIGTERM then and
+        // reports what was acked so far. A sized flow gets until the end plus a grace to complete.
         for f in &sc.flows {
-            let end = f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns) + 4 * f.rtt_ns + 2_000_000_000;
-            if f.size_bytes.is_some() && now > end {
+            let end = f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns);
+            let end = if f.size_bytes.is_some() { end + 4 * f.rtt_ns + 2_000_000_000 } else { end };
+            if now >= end && !ended.contains(&f.id) {
                 if let Some(g) = gens.iter().find(|g| g.kind == "flow" && g.id == f.id) {
                     let c = &mut kids.list[g.child_idx].1;
                     if c.try_wait().ok().flatten().is_none() {
                         sys::kill(c.id(), libc::SIGTERM);
                     }
+                    ended.push(f.id);
                 }
             }
         }
@@ -477,7 +487,11 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
             errors.push(json!(msg));
             continue;
         };
-        let t0 = doc.pointer("/meta/t0_monotonic_ns").and_then(|v| v.as_f64()).unwrap_or(origin as f64);
+        let t0 = doc
+            .pointer("/raw/meta/t0_monotonic_ns")
+            .or_else(|| doc.pointer("/meta/t0_monotonic_ns"))
+            .and_then(|v| v.as_f64())
+            .unwrap_or(origin as f64);
         let off = (t0 - origin as f64) / 1e9;
         let raw = doc.get("raw").cloned().unwrap_or(Value::Null);
         if g.kind == "flow" {
@@ -485,6 +499,18 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
             f["id"] = json!(g.id);
             shift(&mut f, "start_s", off);
             shift(&mut f, "end_s", off);
+            let spec = sc.flows.iter().find(|x| x.id == g.id);
+            if let Some(spec) = spec.filter(|x| x.size_bytes.is_none()) {
+                // Ended by us at its scheduled end: count what was acked by then. (The receiver's
+                // read count comes later, after the sender's buffer drained, so it is not used.)
+                let end_s = spec.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns) as f64 / 1e9;
+                if f["end_s"].as_f64().is_some_and(|e| e > end_s) {
+                    f["end_s"] = json!(end_s);
+                }
+                if let (Some(a), Some(d)) = (f["bytes_acked"].as_u64(), f["bytes_delivered"].as_u64()) {
+                    f["bytes_delivered"] = json!(a.min(d));
+                }
+            }
             flows.push(f);
             if let Some(s) = raw.pointer("/series/flows").and_then(|v| v.as_object()) {
                 let n = s.get("t").and_then(|t| t.as_array()).map_or(0, |a| a.len());

@@ -164,6 +164,7 @@ impl Resolved {
             delay_by_port,
             default_delay,
             sample_interval: self.sample_interval_ns.max(1_000_000),
+            measure_until: self.duration_ns,
         })
     }
 }
