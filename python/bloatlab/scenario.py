@@ -47,7 +47,7 @@ def qdisc_table() -> dict[str, dict]:
 TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description"}
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "ecn"}
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction"}
 
 
@@ -331,12 +331,15 @@ def resolve(doc: dict, name: str) -> dict:
             size = _conv(f"{p}.size", units.parse_size, f["size"])
             if size <= 0:
                 raise ScenarioError(f"{p}.size", f'expected a positive size, got "{f["size"]}"')
+        ecn = f.get("ecn")
+        if ecn is not None and not isinstance(ecn, bool):
+            raise ScenarioError(f"{p}.ecn", f"expected true or false, got {ecn!r}")
         label = _str(f"{p}.name", f.get("name", f"{cc}-{direction}-{gi}"))
         for k in range(count):
             flows.append({
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
-                "stop_ns": stop, "size_bytes": size,
+                "stop_ns": stop, "size_bytes": size, "ecn": ecn,
             })
     out["flows"] = flows
 

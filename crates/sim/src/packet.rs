@@ -23,7 +23,7 @@ pub struct SackBlock {
 #[derive(Debug, Clone, Copy)]
 pub enum Payload {
     /// A TCP data segment of `flow` (sender → receiver).
-    Data { flow: u32, seq: u64, len: u32, ce: bool },
+    Data { flow: u32, seq: u64, len: u32, ect: bool, ce: bool, cwr: bool },
     /// A TCP ACK of `flow` (receiver → sender): cumulative `ack` (next
     /// expected segment) and SACK blocks, the first one a D-SACK if `dsack`.
     Ack { flow: u32, ack: u64, sack: [SackBlock; MAX_SACK_BLOCKS], nsack: u8, dsack: bool, ece: bool },

@@ -126,6 +126,9 @@ pub struct Flow {
     pub start_ns: Nanos,
     pub stop_ns: Option<Nanos>,
     pub size_bytes: Option<u64>,
+    /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
+    #[serde(default)]
+    pub ecn: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

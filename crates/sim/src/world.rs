@@ -6,9 +6,9 @@ use crate::link::{Link, Start};
 use crate::output::*;
 use crate::packet::{Payload, SackBlock, MAX_SACK_BLOCKS, MSS};
 use crate::scenario::{Direction, Scenario};
-use crate::tcp::receiver::{AckNeed, Receiver};
+use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
-use bloatlab_core::qdisc::{DropReason, PacketMeta};
+use bloatlab_core::qdisc::{DropReason, Ecn, PacketMeta};
 use bloatlab_core::rng;
 use bloatlab_core::time::Nanos;
 use std::collections::BTreeMap;
@@ -72,10 +72,20 @@ impl World {
         for f in &sc.flows {
             let cc = bloatlab_core::cc::by_name_seeded(&f.cc, sc.seed ^ (f.id as u64).wrapping_mul(0x9E37_79B9))
                 .ok_or_else(|| format!("flows[{}].cc: unknown congestion control \"{}\"", f.id, f.cc))?;
+            let ecn = f.ecn.unwrap_or_else(|| cc.wants_ecn());
+            let echo = match (ecn, cc.wants_accurate_ce_echo()) {
+                (false, _) => EcnEcho::Off,
+                (true, false) => EcnEcho::Classic,
+                (true, true) => EcnEcho::Accurate,
+            };
+            let mut snd = Sender::new(cc, f.size_bytes);
+            snd.ecn = ecn;
+            let mut rcv = Receiver::new(f.rtt_ns);
+            rcv.ecn = echo;
             flows.push(FlowState {
                 spec: f.clone(),
-                snd: Sender::new(cc, f.size_bytes),
-                rcv: Receiver::new(f.rtt_ns),
+                snd,
+                rcv,
                 started: false,
                 end: None,
                 delivered_at_end: None,
@@ -231,6 +241,7 @@ impl World {
                 dst_host: dst,
                 len,
                 is_pure_ack: matches!(p, Payload::Ack { .. }),
+                ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
                 ..Default::default()
             };
             let now = self.now;
@@ -272,28 +283,35 @@ impl World {
 
     fn on_tx_done(&mut self, d: usize) {
         let p = self.links[d].as_mut().and_then(|l| l.busy.take()).expect("a packet on the wire");
-        let (_, delay, ..) = self.route(&p.data);
-        self.fly(p.data, delay);
+        let mut data = p.data;
+        if p.meta.ecn == Ecn::Ce {
+            if let Payload::Data { ce, .. } = &mut data {
+                *ce = true;
+            }
+        }
+        let (_, delay, ..) = self.route(&data);
+        self.fly(data, delay);
         self.kick_link(d);
     }
 
     fn arrive(&mut self, p: Payload) {
         match p {
-            Payload::Data { flow, seq, .. } => {
+            Payload::Data { flow, seq, ce, cwr, .. } => {
                 let fi = flow as usize;
                 let now = self.now;
-                if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now {
+                let ecn_now = self.flows[fi].rcv.on_ecn(ce, cwr);
+                if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now || ecn_now {
                     self.send_ack(fi);
                 } else {
                     self.schedule_receiver(fi);
                 }
             }
-            Payload::Ack { flow, ack, sack, nsack, dsack, .. } => {
+            Payload::Ack { flow, ack, sack, nsack, dsack, ece } => {
                 let fi = flow as usize;
                 let now = self.now;
                 let fl = &mut self.flows[fi];
                 let mut out = std::mem::take(&mut fl.txbuf);
-                fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, &mut out);
+                fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut out);
                 fl.txbuf = out;
                 self.after_sender(fi);
             }
@@ -315,7 +333,7 @@ impl World {
 
     fn send_ack(&mut self, fi: usize) {
         let a = self.flows[fi].rcv.make_ack();
-        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: false };
+        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece };
         let len = p.wire_len();
         self.emit(p, len);
     }
@@ -333,7 +351,7 @@ impl World {
     fn after_sender(&mut self, fi: usize) {
         let out = std::mem::take(&mut self.flows[fi].txbuf);
         for tx in &out {
-            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ce: false };
+            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr };
             self.emit(p, tx.len + crate::packet::TCP_HDR);
         }
         let mut out = out;

@@ -44,6 +44,18 @@ pub struct AckOut {
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
     pub nsack: u8,
     pub dsack: bool,
+    pub ece: bool,
+}
+
+/// How the receiver echoes CE marks (RFC 3168 classic latch, or DCTCP's
+/// per-segment echo, Linux `dctcp_ece_ack_update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcnEcho {
+    Off,
+    /// ECE on every ACK from a CE mark until a segment with CWR arrives.
+    Classic,
+    /// ECE reflects the CE bit of the latest segment; a change of state is acked at once.
+    Accurate,
 }
 
 pub struct Receiver {
@@ -65,6 +77,8 @@ pub struct Receiver {
     comp_delay: Nanos,
     /// Segments received twice (duplicates).
     pub dup_segs: u64,
+    pub ecn: EcnEcho,
+    ece: bool,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -90,11 +104,35 @@ impl Receiver {
             ack_deadline: None,
             comp_delay: COMP_SACK_DELAY.min(base_rtt / 20).max(1),
             dup_segs: 0,
+            ecn: EcnEcho::Off,
+            ece: false,
         }
     }
 
     fn in_ofo(&self, seq: u64) -> bool {
         self.ofo.iter().any(|b| b.start <= seq && seq < b.end)
+    }
+
+    /// A data segment arrived carrying ECN bits: update the echo state.
+    /// Returns true if the change must be acked at once (DCTCP).
+    pub fn on_ecn(&mut self, ce: bool, cwr: bool) -> bool {
+        match self.ecn {
+            EcnEcho::Off => false,
+            EcnEcho::Classic => {
+                if cwr {
+                    self.ece = false; // tcp_ecn_accept_cwr
+                }
+                if ce {
+                    self.ece = true; // tcp_ecn_check_ce: demand CWR
+                }
+                false
+            }
+            EcnEcho::Accurate => {
+                let changed = self.ece != ce;
+                self.ece = ce;
+                changed
+            }
+        }
     }
 
     /// A data segment `seq` arrived at `now`.
@@ -203,7 +241,7 @@ impl Receiver {
             self.dup_ack_counter = 0;
         }
         self.ack_deadline = None;
-        AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some() }
+        AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece }
     }
 }
 

@@ -62,6 +62,8 @@ struct Seg {
     ever_retrans: bool,
     /// Transmission count; stale tsorted entries carry an older value.
     gen: u32,
+    /// `tp->delivered_ce` when sent.
+    delivered_ce: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +79,10 @@ pub struct Tx {
     pub seq: u64,
     pub len: u32,
     pub retrans: bool,
+    /// ECN-capable transport (ECT(0)).
+    pub ect: bool,
+    /// Congestion Window Reduced flag (RFC 3168 §6.1.2).
+    pub cwr: bool,
 }
 
 pub struct Sender {
@@ -140,6 +146,12 @@ pub struct Sender {
     max_packets_out: u32,
     cwnd_usage_seq: u64,
 
+    /// RFC 3168 ECN negotiated: data are ECT(0), ECE triggers CWR.
+    pub ecn: bool,
+    delivered_ce: u64,
+    /// `TCP_ECN_QUEUE_CWR`: set CWR on the next new segment.
+    queue_cwr: bool,
+
     // statistics
     pub segs_sent: u64,
     pub retrans_segs: u64,
@@ -201,6 +213,9 @@ impl Sender {
             lsndtime: 0,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
+            ecn: false,
+            delivered_ce: 0,
+            queue_cwr: false,
             segs_sent: 0,
             retrans_segs: 0,
             bytes_acked: 0,
@@ -238,7 +253,7 @@ impl Sender {
             mss: MSS,
             packets_in_flight: self.in_flight(),
             delivered: self.delivered,
-            delivered_ce: 0,
+            delivered_ce: self.delivered_ce,
             lost: self.lost_total,
             app_limited: self.app_limited,
             srtt: self.rtt.srtt(),
@@ -319,7 +334,9 @@ impl Sender {
         }
         let (first_tx, delivered_mstamp, delivered, app_limited) =
             (self.first_tx_mstamp, self.delivered_mstamp, self.delivered, self.app_limited != 0);
+        let delivered_ce = self.delivered_ce;
         let s = self.seg(seq);
+        s.delivered_ce = delivered_ce;
         s.tx_time = now;
         s.first_tx = first_tx;
         s.delivered_mstamp = delivered_mstamp;
@@ -343,7 +360,8 @@ impl Sender {
             }
         }
         self.data_segs_out += 1;
-        Tx { seq, len, retrans }
+        let cwr = self.ecn && !retrans && std::mem::take(&mut self.queue_cwr);
+        Tx { seq, len, retrans, ect: self.ecn && !retrans, cwr }
     }
 
     /// `tcp_write_xmit` + `tcp_xmit_retransmit_queue`: send what cwnd,
@@ -772,6 +790,7 @@ impl Sender {
         let after = s.tx_time > self.first_tx_mstamp || (s.tx_time == self.first_tx_mstamp && seq + 1 > *last_end_seq);
         if rs.prior_delivered == 0 || after {
             rs.prior_delivered = s.delivered;
+            rs.delivered_ce = s.delivered_ce as i64;
             rs.prior_mstamp = s.delivered_mstamp;
             rs.is_app_limited = s.app_limited;
             rs.is_retrans = s.ever_retrans;
@@ -782,7 +801,8 @@ impl Sender {
     }
 
     /// An ACK arrived: `tcp_ack`.
-    pub fn on_ack(&mut self, now: Nanos, ack: u64, sack: &[SackBlock], dsack: bool, out: &mut Vec<Tx>) {
+    pub fn on_ack(&mut self, now: Nanos, ack: u64, sack: &[SackBlock], dsack: bool, ece: bool, out: &mut Vec<Tx>) {
+        let ece = ece && self.ecn;
         if ack < self.una || ack > self.nxt {
             return; // old or impossible ACK
         }
@@ -924,7 +944,16 @@ impl Sender {
 
         // 3. Loss detection and the state machine (tcp_fastretrans_alert),
         //    when the ACK is "dubious".
-        let dubious = !una_advanced || sacked_new || dsack || self.ca_state != CaState::Open;
+        // ECN (tcp_count_delivered, tcp_ca_event): count CE-echoed deliveries, tell the control.
+        if self.ecn {
+            if ece {
+                self.delivered_ce += self.delivered - prior_delivered;
+            }
+            let v = self.view(now);
+            let ev = if ece { CwndEvent::EcnIsCe } else { CwndEvent::EcnNoCe };
+            self.cc.cwnd_event(&v, ev, &mut self.w);
+        }
+        let dubious = !una_advanced || sacked_new || dsack || ece || self.ca_state != CaState::Open;
         if dubious {
             if self.ca_state != CaState::Open && self.una >= self.high_seq {
                 match self.ca_state {
@@ -968,8 +997,20 @@ impl Sender {
                     }
                     if self.lost_out > 0 {
                         self.enter_recovery(now);
-                    } else if self.ca_state != CaState::Cwr {
-                        self.try_keep_open(now);
+                        if ece {
+                            self.queue_cwr = true;
+                        }
+                    } else {
+                        // tcp_try_to_open: an ECE starts a CWR episode (tcp_enter_cwr).
+                        if ece && self.ca_state < CaState::Cwr {
+                            self.undo_marker = false;
+                            self.init_cwnd_reduction(now);
+                            self.set_state(now, CaState::Cwr);
+                            self.queue_cwr = true;
+                        }
+                        if self.ca_state != CaState::Cwr {
+                            self.try_keep_open(now);
+                        }
                     }
                 }
             }
@@ -985,6 +1026,7 @@ impl Sender {
             self.delivered_mstamp = now;
         }
         rs.acked_sacked = delivered;
+        rs.delivered_ce = self.delivered_ce as i64 - rs.delivered_ce;
         rs.losses = newly_lost;
         if rs.prior_mstamp == 0 {
             rs.delivered = -1;

@@ -18,7 +18,7 @@ fn warmed(n: u64) -> (Sender, Nanos) {
     for i in 0..n {
         now = s.segs[0].tx_time + 100 * NS_PER_MS;
         out.clear();
-        s.on_ack(now, i + 1, &[], false, &mut out);
+        s.on_ack(now, i + 1, &[], false, false, &mut out);
     }
     (s, now)
 }
@@ -39,7 +39,7 @@ fn slow_start_sends_two_segments_per_segment_acked() {
     let mut out = Vec::new();
     s.start(0, &mut out);
     out.clear();
-    s.on_ack(100 * NS_PER_MS, 1, &[], false, &mut out);
+    s.on_ack(100 * NS_PER_MS, 1, &[], false, false, &mut out);
     assert_eq!(s.w.cwnd, 11);
     assert_eq!(out.len(), 2);
     assert_eq!(s.rtt.srtt(), 100 * NS_PER_MS);
@@ -54,7 +54,7 @@ fn rack_waits_a_quarter_min_rtt_before_marking_a_hole_lost_with_few_sacks() {
     let (t20, t21) = (s.segs[0].tx_time, s.segs[1].tx_time);
     let at = now + NS_PER_MS;
     let mut out = Vec::new();
-    s.on_ack(at, 20, &[SackBlock { start: 21, end: 22 }], false, &mut out);
+    s.on_ack(at, 20, &[SackBlock { start: 21, end: 22 }], false, false, &mut out);
     assert_eq!(s.lost_out, 0);
     let (deadline, kind) = s.timer.unwrap();
     assert_eq!(kind, TimerKind::Reo);
@@ -73,7 +73,7 @@ fn three_sacks_make_the_reordering_window_zero_and_start_recovery() {
     let (mut s, _) = warmed(20);
     let t23 = s.segs[3].tx_time;
     let mut out = Vec::new();
-    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, &mut out);
+    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
     assert_eq!(s.lost_out, 1);
     assert_eq!(s.ca_state, CaState::Recovery);
     // Reno: ssthresh = cwnd / 2.
