@@ -31,7 +31,11 @@ use crate::time::Nanos;
 
 pub mod bbr;
 pub mod cubic;
+pub mod dctcp;
+pub mod newreno;
 pub mod reno;
+pub mod vegas;
+pub mod westwood;
 
 /// Linux `enum tcp_ca_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -274,6 +278,7 @@ pub trait CongestionControl: Send {
     fn state_label(&self) -> &'static str {
         ""
     }
+
     /// Whether the endpoint should negotiate ECN and send data as ECT(0)
     /// (Linux `TCP_CONG_NEEDS_ECN`, or `tcp_ecn` for controls that use it
     /// when present, as BBRv3 does).
@@ -290,7 +295,7 @@ pub trait CongestionControl: Send {
 }
 
 /// The controls the simulator knows.
-pub const NAMES: &[&str] = &["reno", "cubic", "bbr"];
+pub const NAMES: &[&str] = &["reno", "cubic", "bbr", "newreno", "vegas", "westwood", "dctcp"];
 
 /// A control by its Linux name, or None.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -298,6 +303,10 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
         "reno" => Some(Box::new(reno::Reno::default())),
         "cubic" => Some(Box::new(cubic::Cubic::default())),
         "bbr" => Some(Box::new(bbr::Bbr::default())),
+        "newreno" => Some(Box::new(newreno::NewReno)),
+        "vegas" => Some(Box::new(vegas::Vegas::default())),
+        "westwood" => Some(Box::new(westwood::Westwood::default())),
+        "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
         _ => None,
     }
 }
