@@ -175,3 +175,15 @@ fn the_load_test_reports_idle_and_loaded_latency_goodput_and_responsiveness() {
     assert_eq!(dirs, ["down", "up"]);
     assert!(l["latency_increase_ms"]["up_p50"].as_f64().is_some(), "one-way increases from server timestamps");
 }
+
+#[test]
+fn a_one_off_server_exits_after_its_first_test() {
+    let mut s = Server::start(&["tcp", "server", "--one-off"]);
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "1MB", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = std::time::Instant::now();
+    while s.child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(3), "the one-off server is still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
