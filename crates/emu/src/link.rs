@@ -68,6 +68,9 @@ pub struct LinkConfig {
     /// this time (the scenario's end); later traffic (kernel buffers
     /// draining) is forwarded but not counted.
     pub measure_until: Nanos,
+    /// ... and from this time on (the link runs a little before the scenario starts,
+    /// while the traffic generators connect). Sample times count from here.
+    pub measure_from: Nanos,
 }
 
 impl LinkConfig {
@@ -209,7 +212,7 @@ impl Link {
         meta.len = meta.len.max(bytes.len() as u32);
         meta.enqueued_at = now;
         if self.cfg.loss > 0.0 && self.loss_rng.gen::<f64>() < self.cfg.loss {
-            if now < self.cfg.measure_until {
+            if now < self.cfg.measure_until && now >= self.cfg.measure_from {
                 self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
             }
             self.recycle(bytes);
@@ -234,7 +237,7 @@ impl Link {
     /// Count the qdisc's drops and marks (not after `measure_until`) and recycle dropped buffers.
     fn absorb_at(&mut self, t: Nanos) {
         let mut freed = Vec::new();
-        if t >= self.cfg.measure_until {
+        if t >= self.cfg.measure_until || t < self.cfg.measure_from {
             for d in self.ev.drops.drain(..) {
                 freed.push(d.pkt.data);
             }
@@ -294,7 +297,7 @@ impl Link {
             self.absorb_at(t);
             let len = p.meta.len;
             let qd = t.saturating_sub(p.meta.enqueued_at);
-            let counted = t < self.cfg.measure_until;
+            let counted = t < self.cfg.measure_until && t >= self.cfg.measure_from;
             if counted {
                 self.qdelay_ms.push((qd as f64 / 1e6) as f32);
                 self.interval_qdelay_sum += qd as f64 / 1e6;
@@ -365,9 +368,16 @@ impl Link {
 
     fn take_samples(&mut self, now: Nanos) {
         while self.next_sample <= now && self.next_sample <= self.cfg.measure_until {
+            if self.next_sample <= self.cfg.measure_from {
+                // Before the scenario: no sample; start the first interval at measure_from.
+                self.next_sample = self.cfg.measure_from + self.cfg.sample_interval;
+                self.interval_qdelay_sum = 0.0;
+                self.interval_n = 0;
+                continue;
+            }
             let qdelay = if self.interval_n > 0 { self.interval_qdelay_sum / self.interval_n as f64 } else { 0.0 };
             let qb = self.q.as_ref().map_or(0, |q| q.backlog_bytes());
-            self.samples.push(Sample { t: self.next_sample, queue_bytes: qb, qdelay_ms: qdelay });
+            self.samples.push(Sample { t: self.next_sample - self.cfg.measure_from, queue_bytes: qb, qdelay_ms: qdelay });
             self.interval_qdelay_sum = 0.0;
             self.interval_n = 0;
             self.next_sample += self.cfg.sample_interval;
@@ -421,6 +431,7 @@ mod tests {
             default_delay: NS_PER_MS,
             sample_interval: 10 * NS_PER_MS,
             measure_until: u64::MAX,
+            measure_from: 0,
         }
     }
 

@@ -140,14 +140,18 @@ pub struct Links {
 }
 
 impl Links {
-    pub fn start(sc: &Resolved, net: &Netns, origin: u64, opt: &Options) -> Result<Links, String> {
+    /// Start both directions; the link's clock starts at `origin`, the scenario `lead` ns later.
+    pub fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options) -> Result<Links, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
         use std::os::fd::AsRawFd;
         let wall0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-            - sys::mono_ns().saturating_sub(origin);
+            - sys::mono_ns().saturating_sub(origin)
+            + lead;
         for dir in ["down", "up"] {
-            let cfg = sc.link_config(dir)?;
+            let mut cfg = sc.link_config(dir)?;
+            cfg.measure_from = lead;
+            cfg.measure_until = lead.saturating_add(cfg.measure_until);
             crate::link::Link::new(cfg.clone()).map_err(|e| format!("links.{dir}.qdisc: {e}"))?;
             let (ingress, egress) = if dir == "down" {
                 (net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd())
@@ -315,19 +319,26 @@ fn start_clients(
     mut tick: impl FnMut(&mut Kids) -> bool,
 ) -> Result<Vec<Gen>, String> {
     let mut gens = Vec::new();
-    let mut todo: Vec<(u64, bool, u32)> =
-        sc.flows.iter().map(|f| (f.start_ns, true, f.id)).chain(sc.probes.iter().map(|p| (0, false, p.id))).collect();
+    // Spawn times (absolute, monotonic ns): a sender starts early by its connection set-up
+    // (bloatlab-probe's control connection: about 2 RTTs) plus process start-up, so that its data
+    // connection opens at about the flow's start time.
+    let mut todo: Vec<(u64, bool, u32)> = sc
+        .flows
+        .iter()
+        .map(|f| ((origin + f.start_ns).saturating_sub(setup_lead(f.rtt_ns)), true, f.id))
+        .chain(sc.probes.iter().map(|p| (origin.saturating_sub(SPAWN_NS), false, p.id)))
+        .collect();
     todo.sort();
-    for (start, is_flow, id) in todo {
+    for (at, is_flow, id) in todo {
         loop {
-            let now = sys::mono_ns().saturating_sub(origin);
-            if now >= start {
+            let now = sys::mono_ns();
+            if now >= at {
                 break;
             }
             if sys::interrupted() != 0 || !tick(kids) {
                 return Ok(gens);
             }
-            std::thread::sleep(Duration::from_nanos((start - now).min(5_000_000)));
+            std::thread::sleep(Duration::from_nanos((at - now).min(5_000_000)));
         }
         let kind = if is_flow { "flow" } else { "probe" };
         let out = opt.workdir.join(format!("{kind}-{id}.json"));
@@ -346,6 +357,15 @@ fn start_clients(
     Ok(gens)
 }
 
+/// Time for a process to start and bind (ns): measured ~5-10 ms here.
+const SPAWN_NS: u64 = 20_000_000;
+
+/// How long before a flow's start its sender is spawned: 2 RTTs of control
+/// connection set-up before the data connection's SYN, plus process start-up.
+fn setup_lead(rtt_ns: u64) -> u64 {
+    2 * rtt_ns + SPAWN_NS
+}
+
 /// Run a scenario; the raw result.
 pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let wall = std::time::Instant::now();
@@ -359,8 +379,11 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let _dma = if opt.dma_latency { sys::hold_cpu_dma_latency() } else { None };
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
-    let origin = sys::mono_ns();
-    let links = Links::start(sc, &net, origin, opt)?;
+    // The link starts `lead` before the scenario's t = 0 so that early senders can connect.
+    let lead = sc.flows.iter().map(|f| setup_lead(f.rtt_ns)).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
+    let link_origin = sys::mono_ns();
+    let origin = link_origin + lead;
+    let links = Links::start(sc, &net, link_origin, lead, opt)?;
     let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
     // Wait for the senders and probes, bounded: the scenario's end plus a grace of 4 RTTs + 3 s.
     let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
@@ -500,20 +523,36 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
             shift(&mut f, "start_s", off);
             shift(&mut f, "end_s", off);
             let spec = sc.flows.iter().find(|x| x.id == g.id);
-            if let Some(spec) = spec.filter(|x| x.size_bytes.is_none()) {
-                // Ended by us at its scheduled end: count what was acked by then. (The receiver's
-                // read count comes later, after the sender's buffer drained, so it is not used.)
-                let end_s = spec.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns) as f64 / 1e9;
+            // A time-limited flow is ended by us at its scheduled end; its generator notices the
+            // signal a little later, so its totals are taken from the TCP_INFO sample at the end.
+            let cut = spec.filter(|x| x.size_bytes.is_none()).map(|x| x.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns) as f64 / 1e9);
+            let series = raw.pointer("/series/flows").and_then(|v| v.as_object());
+            if let (Some(end_s), Some(s)) = (cut, series) {
+                let col = |k: &str| s.get(k).and_then(|v| v.as_array()).cloned().unwrap_or_default();
+                let (t, dl, rt) = (col("t"), col("delivered_bytes"), col("retransmits"));
+                let last = (0..t.len()).filter(|&i| t[i].as_f64().unwrap_or(f64::MAX) + off <= end_s).last();
+                if let Some(i) = last {
+                    let d_end = dl.get(i).and_then(|v| v.as_u64()).unwrap_or(0);
+                    let r_end = rt.get(i).and_then(|v| v.as_u64()).unwrap_or(0);
+                    let d_fin = f["bytes_acked"].as_u64().unwrap_or(d_end);
+                    let r_fin = f["retrans_segs"].as_u64().unwrap_or(r_end);
+                    let s_fin = f["segs_sent"].as_u64().unwrap_or(0);
+                    let later = d_fin.saturating_sub(d_end) / 1448 + r_fin.saturating_sub(r_end);
+                    f["bytes_acked"] = json!(d_end.min(d_fin));
+                    f["bytes_delivered"] = json!(d_end.min(d_fin));
+                    f["retrans_segs"] = json!(r_end.min(r_fin));
+                    f["segs_sent"] = json!(s_fin.saturating_sub(later));
+                }
                 if f["end_s"].as_f64().is_some_and(|e| e > end_s) {
                     f["end_s"] = json!(end_s);
-                }
-                if let (Some(a), Some(d)) = (f["bytes_acked"].as_u64(), f["bytes_delivered"].as_u64()) {
-                    f["bytes_delivered"] = json!(a.min(d));
                 }
             }
             flows.push(f);
             if let Some(s) = raw.pointer("/series/flows").and_then(|v| v.as_object()) {
-                let n = s.get("t").and_then(|t| t.as_array()).map_or(0, |a| a.len());
+                let tt = s.get("t").and_then(|t| t.as_array()).cloned().unwrap_or_default();
+                // Samples after the flow's end (its buffers draining) are not part of the run.
+                let until = cut.unwrap_or(f64::MAX) + 1e-9;
+                let n = tt.iter().take_while(|x| x.as_f64().unwrap_or(0.0) + off <= until).count();
                 for c in std::iter::once("flow").chain(flow_cols) {
                     let col = fs.get_mut(c).unwrap().as_array_mut().unwrap();
                     for i in 0..n {
@@ -643,7 +682,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
     let origin = sys::mono_ns();
-    let links = Links::start(sc, &net, origin, opt)?;
+    let links = Links::start(sc, &net, origin, 0, opt)?;
     eprintln!(
         "bloatlab shell: you are in namespace {} ({}); the server namespace {} is at {}  (ip netns exec {} COMMAND runs a server there)",
         net.client, net.client_ip, net.server, net.server_ip, net.server

@@ -165,6 +165,7 @@ impl Resolved {
             default_delay,
             sample_interval: self.sample_interval_ns.max(1_000_000),
             measure_until: self.duration_ns,
+            measure_from: 0,
         })
     }
 }

@@ -1,0 +1,160 @@
+"""The emulator engine: the real kernel's TCP in network namespaces, through
+bloatlab's userspace link emulator (``crates/emu``, binary ``bloatlab-emu``).
+
+Python stays thin: it checks that the machine can run the emulator, writes
+the resolved scenario to a temporary file, runs ``bloatlab-emu run`` and reads
+the raw result back (docs/engine-interface.md). Everything else (namespaces,
+TUN devices, the link, the kernel's senders, teardown) happens in Rust.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+from .. import _bin
+from ..errors import EngineUnavailable, UserError
+
+TUN = "/dev/net/tun"
+
+
+def unavailable_reason() -> str | None:
+    """Why the emulator cannot run here (None if it can): root and /dev/net/tun."""
+    missing = []
+    if os.geteuid() != 0:
+        missing.append("root (it creates network namespaces and TUN devices: run with sudo)")
+    if not os.path.exists(TUN):
+        missing.append(f"{TUN} (in a container: --device /dev/net/tun)")
+    elif not os.access(TUN, os.R_OK | os.W_OK):
+        missing.append(f"read/write access to {TUN}")
+    if not missing:
+        return None
+    return "the emulator needs " + " and ".join(missing)
+
+
+def check() -> None:
+    """Raise EngineUnavailable naming what is missing."""
+    why = unavailable_reason()
+    if why:
+        raise EngineUnavailable(why)
+
+
+def _run_binary(argv: list[str]) -> int:
+    """Run bloatlab-emu, passing its stderr through; on Ctrl-C wait for its teardown.
+    Raise UserError with its message when it fails."""
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("error: "):
+                err_lines.append(line[len("error: "):].rstrip("\n"))
+            else:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        # The emulator got the SIGINT too; let it remove its namespaces before we go.
+        try:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=15)
+        except Exception:
+            proc.kill()
+        raise
+    if rc != 0:
+        msg = "\n".join(err_lines) or f"bloatlab-emu exited with status {rc}"
+        if rc == 130:
+            raise KeyboardInterrupt
+        raise UserError(msg)
+    return rc
+
+
+def emu_args(opts: dict) -> list[str]:
+    a = []
+    if opts.get("pcap"):
+        a += ["--pcap", str(opts["pcap"])]
+    if opts.get("no_rt"):
+        a.append("--no-rt")
+    if opts.get("margin_us") is not None:
+        a += ["--margin-us", str(int(opts["margin_us"]))]
+    return a
+
+
+def run(resolved: dict, **opts) -> dict:
+    """Run a resolved scenario on the emulator; the raw result.
+
+    Options: ``pcap=DIR`` (a pcap per direction), ``no_rt=True`` (no
+    SCHED_FIFO / cpu_dma_latency), ``margin_us=N`` (early-wake margin)."""
+    check()
+    emu = _bin.find("bloatlab-emu")
+    probe = _bin.find("bloatlab-probe")
+    with tempfile.TemporaryDirectory(prefix="bloatlab-emu-") as d:
+        sc_path = os.path.join(d, "scenario.json")
+        out_path = os.path.join(d, "raw.json")
+        with open(sc_path, "w") as f:
+            json.dump(resolved, f)
+        _run_binary([emu, "run", "--scenario", sc_path, "--out", out_path, "--probe", probe] + emu_args(opts))
+        with open(out_path) as f:
+            return json.load(f)
+
+
+def shell(resolved: dict, command: list[str], server: str | None = None, raw_out: str | None = None, **opts) -> int:
+    """Run ``command`` in the client namespace behind the emulated link; its exit status."""
+    check()
+    emu = _bin.find("bloatlab-emu")
+    probe = _bin.find("bloatlab-probe") if resolved.get("flows") or resolved.get("probes") else "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="bloatlab-shell-") as d:
+        sc_path = os.path.join(d, "scenario.json")
+        with open(sc_path, "w") as f:
+            json.dump(resolved, f)
+        argv = [emu, "shell", "--scenario", sc_path, "--probe", probe] + emu_args(opts)
+        if server:
+            argv += ["--server", server]
+        if raw_out:
+            argv += ["--out", raw_out]
+        argv += ["--"] + list(command)
+        # The command owns the terminal: no stderr capture here.
+        proc = subprocess.Popen(argv)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.wait(timeout=15)
+            raise
+        return rc
+
+
+def cleanup(all_: bool = False) -> str:
+    """Remove stale emulator namespaces (``all_``: also those of running emulators)."""
+    check()
+    emu = _bin.find("bloatlab-emu")
+    p = subprocess.run([emu, "cleanup"] + (["--all"] if all_ else []), capture_output=True, text=True)
+    if p.returncode != 0:
+        raise UserError(p.stderr.strip().removeprefix("error: "))
+    return p.stdout
+
+
+def load_trace(path: str) -> list[int]:
+    """A Mahimahi trace file: one delivery opportunity (1500 bytes) per line, in ms."""
+    try:
+        with open(path) as f:
+            lines = f.read().split()
+    except OSError as e:
+        raise UserError(f"trace {path}: {e.strerror}") from None
+    out = []
+    for i, l in enumerate(lines):
+        if not l.isdigit():
+            raise UserError(f'trace {path}: line {i + 1}: expected milliseconds, got "{l}"')
+        out.append(int(l))
+    if not out or out[-1] <= 0:
+        raise UserError(f"trace {path}: empty, or its last time (the repeat period) is 0 ms")
+    if any(b < a for a, b in zip(out, out[1:])):
+        raise UserError(f"trace {path}: times must not decrease")
+    return out
+
+
+def trace_rate_bps(ms: list[int]) -> float:
+    """Mean capacity of a trace in bit/s."""
+    return len(ms) * 1500 * 8 * 1000 / ms[-1]
