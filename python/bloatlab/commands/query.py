@@ -1,0 +1,50 @@
+"""``bloatlab query DIR "SQL"``: SQL (DuckDB) over a results directory; also imports flent/iperf3 files."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("query", help="SQL over a results directory (DuckDB)",
+                       description='SQL over a results directory. Tables: runs (one row per run: run_id, part, '
+                                   'engine, seed, a column per swept key named by its path — quote it: '
+                                   '"link.down.loss" — and the summary metrics), flows (one row per flow per run); '
+                                   'views flow_series, link_series, probe_series (the time series, with run_id). '
+                                   '--import adds flent (.flent.gz) or iperf3 (-J JSON) measurements to DIR first.')
+    p.add_argument("dir", metavar="DIR", help="results directory")
+    p.add_argument("sql", metavar="SQL", nargs="?", default=None,
+                   help='e.g. \'SELECT "flow.0.cc", avg(total_goodput_mbps) FROM runs GROUP BY 1\' '
+                        "(default: list the runs)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE",
+                   help="import a .flent.gz / .flent or an iperf3 -J .json file into DIR (repeatable)")
+    p.add_argument("--label", help="the experiment name recorded for imported files")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="rows as JSON")
+    fmt.add_argument("--csv", action="store_true", help="rows as CSV")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from ..study import importers, store
+
+    for f in args.imports:
+        rid = importers.import_file(f, args.dir, label=args.label)
+        print(f"imported {f} as run {rid}", file=sys.stderr)
+    if args.imports and args.sql is None:
+        return 0
+    st = store.Store(args.dir)
+    sql = args.sql or "SELECT * FROM runs"
+    df = st.query(sql)
+    if args.json:
+        json.dump(json.loads(df.to_json(orient="records")), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    elif args.csv:
+        df.to_csv(sys.stdout, index=False)
+    else:
+        import pandas as pd
+
+        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200):
+            print(df.to_string(index=False) if len(df) else "(no rows)")
+    return 0

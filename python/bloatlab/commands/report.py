@@ -1,0 +1,32 @@
+"""``bloatlab report DIR``: one self-contained HTML file (scenario, metadata, tables, every plot)."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="write an HTML report of a run or a results directory",
+                       description="Write one self-contained HTML file (images embedded) with the scenario, "
+                                   "metadata, summary tables and every plot.")
+    p.add_argument("dir", metavar="DIR", help="run directory or results directory")
+    p.add_argument("--out", "-o", metavar="FILE", help="HTML file (default DIR/report.html)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import json
+    import os
+
+    from ..study import check, report
+    from ..study.experiments import get
+
+    experiment = claims = extra = None
+    cj = os.path.join(args.dir, "check.json")
+    if os.path.exists(cj):  # a reproduced experiment: keep its claims and figures in the report
+        with open(cj) as f:
+            name = json.load(f).get("experiment")
+        experiment, claims = get(name), check.load(cj)
+        from ..study.store import Store
+
+        extra = experiment.analyze(Store(args.dir))
+    print(report.report(args.dir, args.out, experiment, claims, extra))
+    return 0

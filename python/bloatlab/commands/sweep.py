@@ -1,0 +1,46 @@
+"""``bloatlab sweep EXPERIMENT.toml --out DIR``: run a grid of scenarios into a results store."""
+
+from __future__ import annotations
+
+import os
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="run a sweep over scenario keys into a results directory",
+                       description="Run every point of an experiment file (a base scenario, a [grid] and/or "
+                                   "[[points]] of overrides, repeat = seeds per point) and store each run as it "
+                                   "finishes. Re-running the same command resumes: stored points are skipped.")
+    p.add_argument("experiment", metavar="EXPERIMENT.toml", help="experiment file (docs/studies.md)")
+    p.add_argument("--out", metavar="DIR", help="results directory (default: results/<name>)")
+    p.add_argument("--engine", choices=["sim", "emu"], help="engine (default: the file's engine, else sim); "
+                   "emu runs points one at a time")
+    p.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="local: a process pool on this machine; dask: a Dask cluster (--scheduler)")
+    p.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (local; default: all cores)")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs (resume later)")
+    p.add_argument("--dry-run", action="store_true", help="list the points and exit")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from ..errors import UserError
+    from ..study import spec, sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
+    if args.limit is not None and args.limit < 0:
+        raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
+    sw = spec.load(args.experiment)
+    if args.dry_run:
+        pts = sw.points()
+        for p in pts:
+            print(f"{p.run_id}  seed={p.seed}  " + "  ".join(f"{k}={v}" for k, v in p.params.items()))
+        print(f"{len(pts)} points")
+        return 0
+    out = args.out or os.path.join("results", sw.name)
+    rep = sweep.run(sw, out, engine=args.engine, executor=args.executor, scheduler=args.scheduler,
+                    jobs=args.jobs, progress=not args.quiet, limit=args.limit)
+    sweep.print_report(rep)
+    return 1 if rep.failed else 0

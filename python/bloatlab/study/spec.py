@@ -1,0 +1,218 @@
+"""Experiment files: a base scenario, a grid and/or list of overrides, seeds.
+
+```toml
+name = "loss-sweep"
+base = "scenario.toml"           # a scenario file (relative to this file) ...
+repeat = 3                       # seeds per point (seed, seed+1, ...)
+seed = 1                         # first seed (default: the base scenario's, else 1)
+engine = "sim"                   # default engine (the CLI's --engine wins)
+[set]                            # fixed overrides applied to every point
+"duration" = "30s"
+[grid]                           # cartesian product; keys are --set paths
+"link.down.loss" = ["0%", "0.1%", "1%"]
+"flow.0.cc" = ["cubic", "bbr"]
+[[points]]                       # a list of override sets, crossed with the grid
+"link.down.rate" = "10Mbit"
+"link.up.rate" = "10Mbit"
+```
+
+``[scenario]`` (an inline scenario table) may replace ``base``. A sweep has
+one or more *parts* (the built-in experiments use several, e.g. the IMC 2019
+grid plus its fairness runs); a file describes one part.
+
+Every expanded point is validated before anything runs, so a typo in a key or
+a value is an error naming it (exit 2), never a failure in the 300th run.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ScenarioError, UserError
+
+SPEC_KEYS = {"name", "description", "base", "scenario", "repeat", "seed", "engine", "set", "grid", "points"}
+
+
+@dataclass
+class Point:
+    """One run of a sweep: a part's base scenario plus ``params`` (path ->
+    value) and a seed. ``run_id`` is a hash of all of that, so the same point
+    has the same id in every attempt (that is what resume keys on)."""
+
+    order: int
+    part: str
+    params: dict[str, Any]
+    seed: int
+    rep: int
+    run_id: str
+
+
+@dataclass
+class Part:
+    name: str
+    base: dict                                   # the scenario document
+    grid: dict[str, list] = field(default_factory=dict)
+    points: list[dict[str, Any]] = field(default_factory=lambda: [{}])
+    fixed: dict[str, Any] = field(default_factory=dict)
+    repeat: int = 1
+    seed: int = 1
+
+    def swept_keys(self) -> list[str]:
+        keys = []
+        for p in self.points:
+            for k in p:
+                if k not in keys:
+                    keys.append(k)
+        for k in self.grid:
+            if k not in keys:
+                keys.append(k)
+        return keys
+
+
+@dataclass
+class Sweep:
+    name: str
+    parts: list[Part]
+    engine: str | None = None
+    description: str = ""
+    source: str | None = None
+
+    def swept_keys(self) -> list[str]:
+        keys: list[str] = []
+        for p in self.parts:
+            keys += [k for k in p.swept_keys() if k not in keys]
+        return keys
+
+    def points(self) -> list[Point]:
+        out = []
+        for part in self.parts:
+            gkeys = list(part.grid)
+            combos = list(itertools.product(*[part.grid[k] for k in gkeys])) if gkeys else [()]
+            for base_pt in part.points:
+                for combo in combos:
+                    params = dict(part.fixed)
+                    params.update(base_pt)
+                    params.update(zip(gkeys, combo))
+                    for rep in range(part.repeat):
+                        seed = part.seed + rep
+                        out.append(Point(len(out), part.name, params, seed, rep,
+                                         run_id(part.name, part.base, params, seed)))
+        ids = [p.run_id for p in out]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            p = out[ids.index(dup)]
+            raise UserError(f"the sweep lists the same point twice ({p.part}: {p.params}, seed {p.seed})")
+        return out
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "description": self.description, "engine": self.engine, "source": self.source,
+                "parts": [{"name": p.name, "base": p.base, "grid": p.grid, "points": p.points, "set": p.fixed,
+                           "repeat": p.repeat, "seed": p.seed} for p in self.parts]}
+
+
+def run_id(part: str, base: dict, params: dict, seed: int) -> str:
+    """A stable id: the same base, overrides and seed give the same id."""
+    blob = json.dumps({"part": part, "base": base, "params": params, "seed": seed}, sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+def _values(key: str, v) -> list:
+    if not isinstance(v, list) or not v:
+        raise ScenarioError(f"grid.{key}", f"expected a non-empty list of values, got {v!r}")
+    return v
+
+
+def load(path: str) -> Sweep:
+    """Read and validate an experiment file (see the module docstring)."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.loads(f.read().decode("utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read experiment {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: TOML syntax error: {e}") from None
+    return from_doc(doc, os.path.dirname(os.path.abspath(path)), source=path)
+
+
+def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep:
+    from .. import scenario as sc
+
+    for k in doc:
+        if k not in SPEC_KEYS:
+            raise ScenarioError(k, f"unknown key of an experiment file (known: {', '.join(sorted(SPEC_KEYS))})")
+    if ("base" in doc) == ("scenario" in doc):
+        raise ScenarioError("base", 'give exactly one of base = "file.toml" or an inline [scenario] table')
+    if "base" in doc:
+        if not isinstance(doc["base"], str):
+            raise ScenarioError("base", f"expected a file name, got {doc['base']!r}")
+        bpath = os.path.join(base_dir, doc["base"])
+        base = copy.deepcopy(sc.load(bpath).doc)
+        base.setdefault("name", os.path.splitext(os.path.basename(bpath))[0])
+    else:
+        if not isinstance(doc["scenario"], dict):
+            raise ScenarioError("scenario", "expected a table")
+        base = copy.deepcopy(doc["scenario"])
+    name = doc.get("name") or (os.path.splitext(os.path.basename(source))[0] if source else base.get("name", "sweep"))
+    if not isinstance(name, str):
+        raise ScenarioError("name", f"expected a string, got {name!r}")
+    repeat = doc.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ScenarioError("repeat", f"expected a whole number >= 1, got {repeat!r}")
+    seed = doc.get("seed", base.get("seed", 1))
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ScenarioError("seed", f"expected a whole number >= 0, got {seed!r}")
+    engine = doc.get("engine")
+    if engine is not None and engine not in ("sim", "emu"):
+        raise ScenarioError("engine", f'unknown engine "{engine}" (expected sim or emu)')
+    fixed = doc.get("set", {})
+    if not isinstance(fixed, dict):
+        raise ScenarioError("set", "expected a table of KEY = value")
+    grid = doc.get("grid", {})
+    if not isinstance(grid, dict):
+        raise ScenarioError("grid", "expected a table of KEY = [values]")
+    grid = {k: _values(k, v) for k, v in grid.items()}
+    points = doc.get("points", [{}])
+    if not isinstance(points, list) or not points or not all(isinstance(p, dict) for p in points):
+        raise ScenarioError("points", "expected [[points]] tables of KEY = value")
+    for where, keys in (("grid", grid), ("set", fixed)):
+        if "seed" in keys:
+            raise ScenarioError(f"{where}.seed", "seeds come from repeat/seed, not from the grid")
+    part = Part(name="main", base=base, grid=grid, points=points, fixed=fixed, repeat=repeat, seed=seed)
+    sw = Sweep(name=name, parts=[part], engine=engine, description=str(doc.get("description", "")), source=source)
+    validate(sw)
+    return sw
+
+
+def validate(sw: Sweep, points: list[Point] | None = None) -> list[Point]:
+    """Expand and validate every point (key paths and values); the error
+    names the key and the point."""
+    from .. import scenario as sc
+
+    pts = sw.points() if points is None else points
+    bases = {p.name: p.base for p in sw.parts}
+    grids = {p.name: p for p in sw.parts}
+    seen: set[str] = set()
+    for pt in pts:
+        # Points of one part share keys; checking each distinct value once is enough.
+        sig = json.dumps([pt.part, pt.params], sort_keys=True, default=str)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        try:
+            sc.load(bases[pt.part], set=dict(pt.params))
+        except ScenarioError as e:
+            part = grids[pt.part]
+            key = e.key.replace("set ", "")
+            where = "grid" if key in part.grid else ("set" if key in part.fixed else "points")
+            raise ScenarioError(f"{where}.{key}" if key else where,
+                                f"{e.message} (point {pt.params})") from None
+    return pts

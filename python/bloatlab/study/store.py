@@ -1,0 +1,377 @@
+"""The results store: one directory per sweep (or per reproduced experiment).
+
+Layout (docs/studies.md)::
+
+    DIR/study.json            the sweep: name, parts, base scenarios, grid (what was asked)
+    DIR/runs/<run_id>/        one finished run:
+        summary.json          the run's summary (docs/results.md)
+        flows.parquet ...     its time series (flows, links, probes)
+        run.json              its parameters and its flattened row (the index entry)
+    DIR/index.parquet         the runs table (rebuilt from runs/*/run.json; a cache)
+    DIR/.lock                 held by the one sweep writing to DIR
+
+A run directory is built aside (``runs/.tmp-<id>-<pid>``) and renamed into
+place when complete; ``rename`` is atomic, so a run either is in the store
+whole or is not there at all — an interrupted sweep never leaves a
+half-written result that a reader or a resumed sweep would take for a run.
+
+``runs`` has one row per run: ``run_id``, ``part``, ``engine``, ``seed``,
+``rep``, one column per swept key named by its path (``link.down.loss``),
+and the summary's metrics (see :func:`flatten`). ``flows`` has one row per
+flow of every run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from typing import Any, Iterable
+
+from ..errors import UserError
+
+RUNS = "runs"
+STUDY = "study.json"
+INDEX = "index.parquet"
+INDEX_FLOWS = "index_flows.parquet"
+
+
+# ---------------------------------------------------------------- flattening
+
+
+def _num(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def flatten(summary: dict) -> dict[str, Any]:
+    """The metrics of one run as a flat dict (the runs table's metric columns).
+
+    Flow metrics over several flows: goodput and retransmissions are sums;
+    RTT percentiles are the mean over flows of each flow's percentile;
+    ``fct_s`` is the longest completion time of the sized flows.
+    Per congestion control: ``goodput_<cc>_mbps`` and ``share_<cc>`` (its
+    share of the total goodput). Per link direction ``d``: ``d_utilization``,
+    ``d_drops``, ``d_qdelay_{mean,p50,p95,p99,max}_ms``. The first probe:
+    ``probe_rtt_{mean,p50,p95,p99,max}_ms`` and ``probe_loss``.
+    """
+    flows = summary.get("flows", [])
+    total = summary.get("total_goodput_mbps") or 0.0
+    row: dict[str, Any] = {
+        "n_flows": len(flows),
+        "duration_s": summary.get("duration_s"),
+        "total_goodput_mbps": total,
+        "jain_fairness": _num(summary.get("jain_fairness")),
+        "retransmits": sum(f.get("retransmits", 0) for f in flows),
+        "segs_sent": sum(f.get("segs_sent", 0) for f in flows),
+    }
+    row["retrans_rate"] = row["retransmits"] / row["segs_sent"] if row["segs_sent"] else 0.0
+    for k in ("mean", "p50", "p95", "p99"):
+        row[f"rtt_{k}_ms"] = _mean([(f.get("rtt_ms") or {}).get(k) for f in flows])
+    sized = [f for f in flows if f.get("fct_s") is not None or f.get("completed")]
+    fcts = [f.get("fct_s") for f in flows if f.get("fct_s") is not None]
+    row["fct_s"] = max(fcts) if fcts else None
+    row["completed"] = all(f.get("completed") for f in flows) if sized else None
+    by_cc: dict[str, float] = {}
+    for f in flows:
+        by_cc[f.get("cc", "?")] = by_cc.get(f.get("cc", "?"), 0.0) + (f.get("goodput_mbps") or 0.0)
+    for cc, g in sorted(by_cc.items()):
+        row[f"goodput_{cc}_mbps"] = g
+        row[f"share_{cc}"] = g / total if total > 0 else None
+    for d, l in (summary.get("links") or {}).items():
+        row[f"{d}_qdisc"] = l.get("qdisc")
+        row[f"{d}_rate_mbps"] = l.get("rate_mbps")
+        row[f"{d}_utilization"] = l.get("utilization")
+        row[f"{d}_drops"] = l.get("drops")
+        for k, v in (l.get("qdelay_ms") or {}).items():
+            row[f"{d}_qdelay_{k}_ms"] = _num(v)
+    for i, p in enumerate(summary.get("probes") or []):
+        pre = "probe" if i == 0 else f"probe{i}"
+        for k, v in (p.get("rtt_ms") or {}).items():
+            row[f"{pre}_rtt_{k}_ms"] = _num(v)
+        row[f"{pre}_loss"] = _num(p.get("loss"))
+    return row
+
+
+def flow_rows(summary: dict) -> list[dict]:
+    out = []
+    for f in summary.get("flows", []):
+        r = {k: f.get(k) for k in ("id", "name", "cc", "direction", "rtt_base_ms", "goodput_mbps", "bytes_delivered",
+                                   "retransmits", "segs_sent", "retrans_rate", "fct_s", "completed", "start_s", "end_s")}
+        for k, v in (f.get("rtt_ms") or {}).items():
+            r[f"rtt_{k}_ms"] = _num(v)
+        out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------- writing
+
+
+def init(out_dir: str, sweep_json: dict) -> None:
+    """Create DIR (or reuse it) and record the sweep. Reusing a directory of
+    another sweep is allowed (points are keyed by their parameters), but its
+    name must match, so two studies are not mixed by accident."""
+    os.makedirs(os.path.join(out_dir, RUNS), exist_ok=True)
+    p = os.path.join(out_dir, STUDY)
+    if os.path.exists(p):
+        with open(p) as f:
+            old = json.load(f)
+        if old.get("name") != sweep_json.get("name"):
+            raise UserError(f"--out {out_dir}: holds the results of \"{old.get('name')}\", not of "
+                            f"\"{sweep_json.get('name')}\" (choose another directory)")
+        parts = {q["name"]: q for q in old.get("parts", [])}
+        for q in sweep_json.get("parts", []):
+            parts[q["name"]] = q
+        sweep_json = dict(sweep_json, parts=list(parts.values()), created=old.get("created"))
+    sweep_json.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    sweep_json["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    _write_json_atomic(p, sweep_json)
+
+
+class Lock:
+    """An exclusive lock on DIR/.lock: one sweep writes to a store at a time."""
+
+    def __init__(self, out_dir: str):
+        self.path = os.path.join(out_dir, ".lock")
+        self.fd = None
+
+    def __enter__(self):
+        import fcntl
+
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise UserError(f"another sweep is writing to {os.path.dirname(self.path)} (it holds {self.path})") from None
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+
+
+def clean_partial(out_dir: str) -> int:
+    """Remove run directories that a killed sweep left half-built (call with
+    the lock held). Returns how many there were."""
+    runs = os.path.join(out_dir, RUNS)
+    n = 0
+    for d in os.listdir(runs) if os.path.isdir(runs) else []:
+        if d.startswith(".tmp-"):
+            shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
+            n += 1
+    return n
+
+
+def done_ids(out_dir: str) -> set[str]:
+    """Ids of the runs that are in the store (complete by construction)."""
+    runs = os.path.join(out_dir, RUNS)
+    if not os.path.isdir(runs):
+        return set()
+    return {d for d in os.listdir(runs) if not d.startswith(".") and os.path.exists(os.path.join(runs, d, "run.json"))}
+
+
+def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict) -> str:
+    """Store one finished run atomically (built aside, then renamed)."""
+    from ..result import Result
+
+    final = os.path.join(out_dir, RUNS, run_id)
+    tmp = os.path.join(out_dir, RUNS, f".tmp-{run_id}-{os.getpid()}")
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    Result(summary, series).save(tmp)
+    row = dict(info)
+    row.update(flatten(summary))
+    row["wall_s"] = (summary.get("meta") or {}).get("wall_s")
+    doc = {"run_id": run_id, "info": info, "row": row, "flows": flow_rows(summary)}
+    _write_json_atomic(os.path.join(tmp, "run.json"), doc)
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        # Already there (the same point stored by an earlier attempt): keep the first.
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _write_json_atomic(path: str, obj) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=_json_default, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:
+        pass
+    return str(o)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def is_store(path: str) -> bool:
+    return os.path.isdir(os.path.join(path, RUNS))
+
+
+def is_run(path: str) -> bool:
+    return os.path.exists(os.path.join(path, "summary.json"))
+
+
+def _column_types(df):
+    """Parameter columns hold what the experiment file said ("1%", 100, "bbr");
+    a column that mixes numbers and strings becomes strings (Parquet needs one
+    type per column)."""
+    import pandas as pd
+
+    for c in df.columns:
+        if df[c].dtype == object:
+            vals = [v for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))]
+            kinds = {type(v) for v in vals}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[c] = [None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in df[c]]
+            elif kinds <= {int, float} and vals:
+                df[c] = pd.to_numeric(df[c])
+    return df
+
+
+class Store:
+    """A results directory, read with pandas.
+
+    ``runs``: one row per run (parameters + metrics); ``flows``: one row per
+    flow per run; :meth:`series` the time series of any runs with a
+    ``run_id`` column; :meth:`result` one run as a :class:`bloatlab.Result`;
+    :meth:`query` SQL over all of it (DuckDB).
+    """
+
+    def __init__(self, path: str):
+        if not is_store(path):
+            raise UserError(f"{path}: not a results directory (no {RUNS}/ in it; make one with bloatlab sweep)")
+        self.path = path
+        self._runs = self._flows = None
+        self.study = {}
+        p = os.path.join(path, STUDY)
+        if os.path.exists(p):
+            with open(p) as f:
+                self.study = json.load(f)
+
+    def _docs(self) -> list[dict]:
+        docs = []
+        for rid in done_ids(self.path):
+            with open(os.path.join(self.path, RUNS, rid, "run.json")) as f:
+                docs.append(json.load(f))
+        docs.sort(key=lambda d: (d["row"].get("part") or "", d["row"].get("order", 0), d["run_id"]))
+        return docs
+
+    def _load(self):
+        import pandas as pd
+
+        docs = self._docs()
+        self._runs = _column_types(pd.DataFrame([d["row"] for d in docs]))
+        self._flows = pd.DataFrame([dict(run_id=d["run_id"], **fr) for d in docs for fr in d["flows"]])
+
+    @property
+    def runs(self):
+        if self._runs is None:
+            self._load()
+        return self._runs
+
+    @property
+    def flows(self):
+        if self._flows is None:
+            self._load()
+        return self._flows
+
+    def swept_keys(self) -> list[str]:
+        """Swept key paths (the parameter columns), in the order of the sweep."""
+        keys = []
+        for part in self.study.get("parts", []):
+            for p in part.get("points", []):
+                keys += [k for k in p if k not in keys]
+            keys += [k for k in part.get("grid", {}) if k not in keys]
+            keys += [k for k in part.get("set", {}) if k not in keys]
+        extra = [c for c in self.runs.columns if "." in c and c not in keys]
+        return [k for k in keys + extra if k in self.runs.columns]
+
+    def result(self, run_id: str):
+        from ..result import Result
+
+        return Result.load(os.path.join(self.path, RUNS, run_id))
+
+    def series(self, kind: str = "flows", run_ids: Iterable[str] | None = None):
+        """Time series (``flows``, ``links`` or ``probes``) of the given runs
+        (all by default), one DataFrame with a ``run_id`` column."""
+        import pandas as pd
+
+        if kind not in ("flows", "links", "probes"):
+            raise UserError(f'series: unknown kind "{kind}" (expected flows, links or probes)')
+        ids = list(run_ids) if run_ids is not None else list(self.runs["run_id"])
+        frames = []
+        for rid in ids:
+            p = os.path.join(self.path, RUNS, rid, f"{kind}.parquet")
+            if os.path.exists(p):
+                df = pd.read_parquet(p)
+                df.insert(0, "run_id", rid)
+                frames.append(df)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def write_index(self) -> None:
+        """Write index.parquet / index_flows.parquet (for tools that read Parquet directly)."""
+        from ..result import _atomic
+
+        runs, flows = self.runs, self.flows
+        _atomic(self.path, INDEX, lambda p: runs.to_parquet(p, index=False))
+        _atomic(self.path, INDEX_FLOWS, lambda p: flows.to_parquet(p, index=False))
+
+    def query(self, sql: str):
+        """Run SQL (DuckDB) over tables ``runs`` and ``flows`` and views
+        ``flow_series``, ``link_series``, ``probe_series``; returns a DataFrame."""
+        import duckdb
+
+        con = duckdb.connect()
+        runs, flows = self.runs, self.flows
+        con.register("runs", runs)
+        con.register("flows", flows)
+        for kind, view in (("flows", "flow_series"), ("links", "link_series"), ("probes", "probe_series")):
+            files = [os.path.join(self.path, RUNS, r, f"{kind}.parquet") for r in runs.get("run_id", [])]
+            files = [f for f in files if os.path.exists(f) and os.path.getsize(f) > 0]
+            if files:
+                lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+                con.execute(
+                    f"CREATE VIEW {view} AS SELECT regexp_extract(filename, '/{RUNS}/([^/]+)/', 1) AS run_id, "
+                    f"* EXCLUDE (filename) FROM read_parquet([{lst}], filename=true, union_by_name=true)")
+        try:
+            return con.execute(sql).df()
+        except duckdb.Error as e:
+            msg = str(e).strip().splitlines()[0]
+            raise UserError(f"query: {msg}") from None
+        finally:
+            con.close()
+
+
+def load(path: str):
+    """``bloatlab.load(DIR)``: a results directory as a :class:`Store`
+    (``.runs``, ``.flows`` DataFrames, ``.series()``, ``.query()``), or a
+    single run directory as a :class:`bloatlab.Result`."""
+    from ..result import Result
+
+    path = os.fspath(path)
+    if is_store(path):
+        return Store(path)
+    if is_run(path):
+        return Result.load(path)
+    raise UserError(f"{path}: neither a results directory (runs/) nor a run (summary.json)")

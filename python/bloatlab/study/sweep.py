@@ -1,0 +1,209 @@
+"""Running a sweep: every point of a :class:`~.spec.Sweep` into a store.
+
+Executors:
+
+- ``local`` (default): a process pool on all cores (``jobs``), for ``sim``.
+- ``dask``: the same points as tasks on a Dask cluster (``scheduler`` is its
+  address, e.g. ``tcp://10.0.0.1:8786``); workers need bloatlab installed.
+- ``emu`` runs always go one at a time in this process: the emulator needs
+  the machine's real time and network namespaces to itself.
+
+Workers only compute; this process alone writes the store, one run at a
+time, as soon as it is finished (``store.write_run``: built aside, renamed
+into place). So an interrupted sweep loses only the runs that were still
+computing, and a resumed sweep skips every point whose ``run_id`` is already
+stored: no point lost, none run twice.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from ..errors import UserError
+from . import spec as _spec
+from . import store as _store
+
+
+@dataclass
+class SweepReport:
+    total: int
+    already: int
+    ran: int
+    failed: list
+    wall_s: float
+    out: str
+
+
+def _execute(payload: dict):
+    """Run one point (in a worker). Returns (summary, series) or raises."""
+    import bloatlab
+
+    sets = dict(payload["params"])
+    sets["seed"] = payload["seed"]
+    res = bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
+    return res.summary, res._series
+
+
+def _execute_safe(payload: dict):
+    try:
+        return ("ok", _execute(payload))
+    except Exception as e:  # reported per point, the sweep goes on
+        return ("error", f"{type(e).__name__}: {e}")
+
+
+def _info(pt: _spec.Point, engine: str, name: str) -> dict:
+    info = {"run_id": pt.run_id, "experiment": name, "part": pt.part, "order": pt.order, "engine": engine,
+            "seed": pt.seed, "rep": pt.rep}
+    info.update(pt.params)
+    return info
+
+
+def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str = "local",
+        scheduler: str | None = None, jobs: int | None = None, progress: bool = True,
+        limit: int | None = None) -> SweepReport:
+    """Run ``sweep`` into the store ``out``; skip the points already there.
+    ``limit`` stops after that many new runs (for tests and partial runs)."""
+    engine = engine or sweep.engine or "sim"
+    if engine not in ("sim", "emu"):
+        raise UserError(f'--engine: unknown engine "{engine}" (expected sim or emu)')
+    if executor not in ("local", "dask"):
+        raise UserError(f'--executor: unknown executor "{executor}" (expected local or dask)')
+    if executor == "dask" and not scheduler:
+        raise UserError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
+    points = _spec.validate(sweep)
+    bases = {p.name: p.base for p in sweep.parts}
+    t0 = time.perf_counter()
+    os.makedirs(out, exist_ok=True)
+    with _store.Lock(out):
+        _store.init(out, sweep.to_json())
+        _store.clean_partial(out)
+        done = _store.done_ids(out)
+        todo = [p for p in points if p.run_id not in done]
+        already = len(points) - len(todo)
+        if limit is not None:
+            todo = todo[:limit]
+        payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine} for p in todo]
+        failed: list = []
+        ran = 0
+
+        def store_one(pt, status, value):
+            nonlocal ran
+            if status == "ok":
+                summary, series = value
+                _store.write_run(out, pt.run_id, _info(pt, engine, sweep.name), summary, series)
+                ran += 1
+            else:
+                failed.append((pt, value))
+
+        with _Progress(progress, len(points), already, sweep.name) as bar:
+            if not todo:
+                pass
+            elif engine == "emu":
+                for pt, pl in zip(todo, payloads):
+                    store_one(pt, *_execute_safe(pl))
+                    bar.advance()
+            elif executor == "dask":
+                _run_dask(todo, payloads, scheduler, store_one, bar)
+            else:
+                _run_local(todo, payloads, jobs, store_one, bar)
+        st = _store.Store(out)
+        if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
+            st.write_index()
+    return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out)
+
+
+def _run_local(todo, payloads, jobs, store_one, bar):
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1 or len(todo) == 1:
+        for pt, pl in zip(todo, payloads):
+            store_one(pt, *_execute_safe(pl))
+            bar.advance()
+        return
+    ex = ProcessPoolExecutor(max_workers=jobs)
+    try:
+        # Keep a bounded window in flight, so results are stored as they come
+        # and an interrupt cancels little.
+        pending = {}
+        it = iter(zip(todo, payloads))
+        for pt, pl in it:
+            pending[ex.submit(_execute_safe, pl)] = pt
+            if len(pending) >= 2 * jobs:
+                break
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                pt = pending.pop(fut)
+                store_one(pt, *fut.result())
+                bar.advance()
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending[ex.submit(_execute_safe, nxt[1])] = nxt[0]
+    except BaseException:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _run_dask(todo, payloads, scheduler, store_one, bar):
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise UserError("--executor dask: dask[distributed] is not installed (pip install 'dask[distributed]')") from None
+    try:
+        client = Client(scheduler, timeout="20s")
+    except (OSError, TimeoutError) as e:
+        raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
+    try:
+        futs = {}
+        for pt, pl in zip(todo, payloads):
+            futs[client.submit(_execute_safe, pl, key=f"bloatlab-{pt.run_id}", pure=False)] = pt
+        for fut in as_completed(list(futs)):
+            store_one(futs[fut], *fut.result())
+            bar.advance()
+    finally:
+        client.close()
+
+
+class _Progress:
+    """A rich progress bar: points done / total, elapsed, ETA (silent when off)."""
+
+    def __init__(self, enabled: bool, total: int, already: int, name: str):
+        self.enabled = enabled
+        self.total, self.already, self.name = total, already, name
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.p = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                              console=Console(stderr=True), transient=False)
+            self.p.__enter__()
+            self.task = self.p.add_task(f"{self.name} points", total=self.total, completed=self.already)
+        return self
+
+    def advance(self):
+        if self.enabled:
+            self.p.advance(self.task)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.p.__exit__(*exc)
+
+
+def print_report(rep: SweepReport, file=sys.stdout) -> None:
+    msg = f"{rep.ran} runs in {rep.wall_s:.1f} s"
+    if rep.already:
+        msg += f" ({rep.already} of {rep.total} points were already in the store)"
+    print(f"{msg}; {rep.total - rep.already - rep.ran - len(rep.failed)} left. Results: {rep.out}/", file=file)
+    for pt, err in rep.failed[:10]:
+        print(f"  failed: {pt.part} {pt.params} seed {pt.seed}: {err}", file=file)
+    if len(rep.failed) > 10:
+        print(f"  ... and {len(rep.failed) - 10} more failures", file=file)
