@@ -35,6 +35,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv[:1] == ["probe"]:  # pass everything through to bloatlab-probe, --help included
+            from .commands import probe
+
+            return probe.main(argparse.Namespace(args=argv[1:]))
         args = parser().parse_args(argv)
         return int(args.func(args) or 0)
     except UserError as e:
