@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Benchmarks. Figures are written to bench/**/RESULTS*.md and summarised in BENCHMARKS.md.
+# Benchmarks. Full tables go to bench/**/RESULTS*.md and bench/out/; headlines in BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for b in bench/run_*.sh; do
-  [ -e "$b" ] || continue
-  echo "== $b =="
-  bash "$b"
+PY=.venv/bin/python
+mkdir -p bench/out
+echo "== simulator vs ns-3.37 =="
+bash bench/ns3/build.sh
+$PY bench/sim_vs_ns3.py --out bench/out/sim_vs_ns3.md --json bench/out/sim_vs_ns3.json
+echo "== simulator scaling =="
+$PY bench/sim_scaling.py --out bench/out/sim_scaling.md --json bench/out/sim_scaling.json
+echo "== queue cost =="
+cargo bench -q -p bloatlab-core 2>&1 | tail -n 40
+for b in bench/probe/run.sh bench/emu/run.sh bench/study/run.sh; do
+  if [ -e "$b" ]; then echo "== $b =="; bash "$b"; fi
 done
