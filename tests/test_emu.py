@@ -1,0 +1,214 @@
+"""The emulator: the real kernel's TCP through bloatlab's userspace link.
+
+These tests need root and /dev/net/tun; elsewhere they are skipped with the
+reason. CI runs as root, so they run there. Each keeps to a few seconds.
+Every test leaves no namespace behind (checked by the `no_leftovers` fixture,
+which also removes any it finds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bloatlab.engines import emu as emu_engine
+
+REASON = emu_engine.unavailable_reason()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"emulator unavailable: {REASON}")
+
+PY = sys.executable
+SCEN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios", "fidelity")
+
+
+def ours() -> list[str]:
+    try:
+        return sorted(n for n in os.listdir("/run/netns") if n.startswith("bloatlab-emu"))
+    except FileNotFoundError:
+        return []
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers():
+    before = set(ours())
+    yield
+    left = sorted(set(ours()) - before)
+    if left:
+        subprocess.run([PY, "-m", "bloatlab", "emu", "cleanup", "--all"], capture_output=True)
+    assert not left, f"namespaces left behind: {left}"
+
+
+def bloatlab(*args, timeout=120, **kw):
+    return subprocess.run([PY, "-m", "bloatlab", *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+SHORT = """
+name = "emu-test"
+duration = "5s"
+[link.down]
+rate = "20Mbit"
+buffer = "1bdp"
+[[flow]]
+cc = "cubic"
+rtt = "40ms"
+[[probe]]
+interval = "10ms"
+"""
+
+
+def test_an_emulated_run_gives_the_summary_keys_of_the_simulator_and_the_kernels_metadata():
+    import bloatlab
+
+    r = bloatlab.run(SHORT, engine="emu")
+    s = r.summary
+    sim = bloatlab.run(SHORT, engine="sim").summary
+    assert set(s) == set(sim)
+    assert set(s["flows"][0]) == set(sim["flows"][0])
+    assert set(s["links"]["down"]) == set(sim["links"]["down"])
+    f = s["flows"][0]
+    # A 20 Mbit/s link carries at most 20 * 1448/1500 = 19.3 Mbit/s of TCP payload.
+    assert 15 < f["goodput_mbps"] < 19.4
+    assert f["rtt_ms"]["p50"] >= 40
+    meta = s["meta"]
+    assert meta["kernel"] == os.uname().release
+    assert "cubic" in meta["available_cc"]
+    assert meta["sysctls"]["net.ipv4.tcp_rmem"].split()[-1] == "134217728"
+    for k in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_wmem", "net.core.default_qdisc"):
+        assert meta["sysctls"][k]
+    late = meta["lateness"]
+    assert late["n"] > 1000 and late["p99_us"] is not None and "flagged" in late
+    # TCP_INFO every 10 ms, the queue every 10 ms, a probe every 10 ms.
+    assert len(r.flows) > 300 and {"cwnd_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps"} <= set(r.flows.columns)
+    assert len(r.links) >= 490 and r.links["queue_bytes"].max() > 0
+    assert len(r.probes) > 400
+
+
+# Agreement between the engines on short runs (docs/fidelity.md states these tolerances):
+# goodput within 10 %, mean queueing delay within 25 % (or 2 ms), probe RTT p50 within 15 %.
+AGREE = [("01-cubic-20M-40ms.toml", ["duration=8s"]), ("03-bbr-20M-40ms.toml", ["duration=8s"])]
+
+
+@pytest.mark.parametrize("scenario,sets", AGREE, ids=[a[0] for a in AGREE])
+def test_the_simulator_agrees_with_the_kernel_on_a_short_scenario(scenario, sets):
+    from bloatlab.commands.compare import compare
+
+    r = compare(os.path.join(SCEN, scenario), sets)
+    s, e = r["sim"], r["emu"]
+    assert s["total_goodput_mbps"] == pytest.approx(e["total_goodput_mbps"], rel=0.10)
+    qs, qe = s["links"]["down"]["qdelay_ms"]["mean"], e["links"]["down"]["qdelay_ms"]["mean"]
+    assert abs(qs - qe) <= max(0.25 * qe, 2.0), (qs, qe)
+    ps, pe = s["probes"][0]["rtt_ms"]["p50"], e["probes"][0]["rtt_ms"]["p50"]
+    assert ps == pytest.approx(pe, rel=0.15)
+
+
+def _resolved(cc="cubic", duration_ns=2_000_000_000):
+    return {"name": "x", "seed": 1, "duration_ns": duration_ns, "sample_interval_ns": 10_000_000,
+            "links": {"down": {"rate_bps": 1e7, "buffer_bytes": 100000, "buffer_pkts": None, "loss": 0,
+                               "qdisc": {"kind": "fifo", "params": {}}, "trace_ms": None}, "up": None},
+            "flows": [{"id": 0, "group": 0, "name": "a", "cc": cc, "direction": "down", "rtt_ns": 20_000_000,
+                       "start_ns": 0, "stop_ns": None, "size_bytes": None}],
+            "probes": []}
+
+
+def test_a_congestion_control_the_kernel_lacks_is_an_error_listing_those_it_has(tmp_path):
+    from bloatlab import _bin
+
+    p = tmp_path / "sc.json"
+    p.write_text(json.dumps(_resolved(cc="nosuchcc")))
+    r = subprocess.run([_bin.find("bloatlab-emu"), "run", "--scenario", str(p), "--out", str(tmp_path / "o.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert 'flow.0.cc: this kernel has no congestion control "nosuchcc"' in r.stderr
+    assert "cubic" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sigterm_tears_the_run_down():
+    from bloatlab import _bin
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        sc = os.path.join(d, "sc.json")
+        with open(sc, "w") as f:
+            json.dump(_resolved(duration_ns=60_000_000_000), f)
+        emu = subprocess.Popen([_bin.find("bloatlab-emu"), "run", "--scenario", sc, "--out", os.path.join(d, "o.json"),
+                                "--probe", _bin.find("bloatlab-probe")], stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 10
+        while time.time() < deadline and len(ours()) < 2:
+            time.sleep(0.05)
+        assert len(ours()) >= 2, "the run never created its namespaces"
+        time.sleep(1.0)
+        emu.send_signal(signal.SIGTERM)
+        rc = emu.wait(timeout=20)
+        assert rc == 130, emu.stderr.read()
+    assert ours() == []
+
+
+def test_after_a_sigkill_the_next_cleanup_removes_the_stale_namespaces():
+    from bloatlab import _bin
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        sc = os.path.join(d, "sc.json")
+        with open(sc, "w") as f:
+            json.dump(_resolved(), f)
+        sh = subprocess.Popen([_bin.find("bloatlab-emu"), "shell", "--scenario", sc, "--probe", _bin.find("bloatlab-probe"),
+                               "--", "sleep", "30"], stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while time.time() < deadline and len(ours()) < 2:
+            time.sleep(0.05)
+        stale = ours()
+        assert len(stale) == 2
+        sh.kill()
+        sh.wait()
+        time.sleep(0.2)
+        assert ours() == stale  # a SIGKILL leaves them behind...
+    r = bloatlab("emu", "cleanup")
+    assert r.returncode == 0, r.stderr
+    assert "removed" in r.stdout and stale[0] in r.stdout
+    assert ours() == []  # ...and cleanup removes them
+
+
+def test_two_shells_run_side_by_side_in_their_own_namespaces():
+    a = subprocess.Popen([PY, "-m", "bloatlab", "shell", "--", "sh", "-c", "echo $BLOATLAB_SERVER; sleep 3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    time.sleep(1.0)
+    b = bloatlab("shell", "--", "sh", "-c", "echo $BLOATLAB_SERVER")
+    out_a, _ = a.communicate(timeout=30)
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert out_a.strip() != b.stdout.strip()
+    assert out_a.startswith("10.77.") and b.stdout.startswith("10.77.")
+
+
+def test_a_shell_command_sees_the_configured_rtt_and_the_pcap_files_open(tmp_path):
+    # A UDP echo server on the server side, the probe's latency client in the shell.
+    cmd = ("bloatlab-probe udp client $BLOATLAB_SERVER -p 5301 --interval 20ms --count 50 -i 0 --json")
+    r = bloatlab("shell", "--down", "10Mbit", "--up", "10Mbit", "--rtt", "60ms", "--pcap", str(tmp_path),
+                 "--server", "bloatlab-probe udp server --bind 0.0.0.0:5301", "--", "sh", "-c", cmd,
+                 env={**os.environ, "PATH": os.path.dirname(PY) + ":" + os.environ["PATH"]})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rtt = doc["raw"]["probes"][0]["rtt_ms"]
+    # 60 ms plus two serializations of a 92-byte packet at 10 Mbit/s (74 µs each) and the kernels' own time.
+    assert 60.0 <= rtt["p50"] < 60.6, rtt
+    for d in ("down", "up"):
+        b = (tmp_path / f"{d}.pcap").read_bytes()
+        assert b[:4] == bytes.fromhex("4d3cb2a1") and len(b) > 24 + 50 * (16 + 92)
+
+
+def test_a_mahimahi_trace_of_one_opportunity_per_ms_carries_12_mbit(tmp_path):
+    tr = tmp_path / "12mbit.trace"
+    tr.write_text("1\n")
+    cmd = "bloatlab-probe tcp client $BLOATLAB_SERVER -p 5301 -R -t 3 -i 0 --json"
+    r = bloatlab("shell", "--down", f"trace:{tr}", "--rtt", "20ms", "--buffer", "200KB",
+                 "--server", "bloatlab-probe tcp server --bind 0.0.0.0:5301", "--", "sh", "-c", cmd,
+                 env={**os.environ, "PATH": os.path.dirname(PY) + ":" + os.environ["PATH"]})
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)["raw"]["flows"][0]
+    mbps = f["bytes_delivered"] * 8 / (f["end_s"] - f["start_s"]) / 1e6
+    # 1500 bytes per ms = 12 Mbit/s on the wire, 11.6 Mbit/s of payload; slow start costs a little.
+    assert 10.0 < mbps < 11.7, mbps
