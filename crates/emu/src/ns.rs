@@ -86,6 +86,7 @@ pub fn cleanup(all: bool) -> Result<Vec<String>, String> {
         if lock.is_none() && !all {
             continue;
         }
+        kill_processes_in(&name);
         ip(&["netns", "del", &name])?;
         removed.push(name);
     }
@@ -229,8 +230,32 @@ impl Netns {
     }
 }
 
+/// SIGKILL every process whose network namespace is `/run/netns/<ns>` (what a
+/// shell's command or server left running there). Only processes inside our
+/// own namespaces can match.
+pub fn kill_processes_in(ns: &str) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(md) = std::fs::metadata(format!("/run/netns/{ns}")) else { return 0 };
+    let want = format!("net:[{}]", md.ino());
+    let me = std::process::id();
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        if std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|l| l.to_string_lossy() == want) {
+            sys::kill(pid, libc::SIGKILL);
+            n += 1;
+        }
+    }
+    n
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
+        kill_processes_in(&self.client);
+        kill_processes_in(&self.server);
         let _ = ip(&["netns", "del", &self.client]);
         let _ = ip(&["netns", "del", &self.server]);
     }
