@@ -11,6 +11,6 @@ echo "== simulator scaling =="
 $PY bench/sim_scaling.py --out bench/out/sim_scaling.md --json bench/out/sim_scaling.json
 echo "== queue cost =="
 cargo bench -q -p bloatlab-core 2>&1 | tail -n 40
-for b in bench/probe/run.sh bench/emu/run.sh bench/study/run.sh; do
+for b in bench/probe/run.sh bench/run_emu.sh bench/study/run.sh; do
   if [ -e "$b" ]; then echo "== $b =="; bash "$b"; fi
 done
