@@ -245,7 +245,7 @@ class Scenario:
 
     def resolved(self) -> dict:
         """The engine-neutral scenario (docs/engine-interface.md)."""
-        return resolve(self.doc, self.name)
+        return resolve(self.doc, self.name, os.path.dirname(os.path.abspath(self.source)) if self.source else None)
 
 
 def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[str] = (), **sets) -> Scenario:
@@ -290,7 +290,24 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
     return sc
 
 
-def resolve(doc: dict, name: str) -> dict:
+def _load_trace(path: str, file: str, base_dir: str | None) -> list[int]:
+    """A Mahimahi trace: one 1500-byte delivery opportunity per line, in ms;
+    the last time is the period after which it repeats."""
+    full = file if os.path.isabs(file) or base_dir is None else os.path.join(base_dir, file)
+    try:
+        with open(full) as f:
+            words = f.read().split()
+    except OSError as e:
+        raise ScenarioError(path, f"cannot read trace {full}: {e.strerror}") from None
+    if not words or not all(w.isdigit() for w in words):
+        raise ScenarioError(path, f"trace {full}: expected one whole number of milliseconds per line")
+    ms = [int(w) for w in words]
+    if ms[-1] <= 0 or any(b < a for a, b in zip(ms, ms[1:])):
+        raise ScenarioError(path, f"trace {full}: times must not decrease and must end after 0 ms")
+    return ms
+
+
+def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     _unknown(doc, TOP_KEYS, "")
     out: dict[str, Any] = {"name": _str("name", doc.get("name", name))}
     if "description" in doc:
@@ -379,7 +396,12 @@ def resolve(doc: dict, name: str) -> dict:
         _unknown(ld, LINK_KEYS, p)
         if "rate" not in ld:
             raise ScenarioError(f"{p}.rate", 'missing (e.g. rate = "100Mbit")')
-        rate = _conv(f"{p}.rate", units.parse_rate, ld["rate"])
+        trace_ms = None
+        if isinstance(ld["rate"], str) and ld["rate"].startswith("trace:"):
+            trace_ms = _load_trace(f"{p}.rate", ld["rate"][len("trace:"):], base_dir)
+            rate = max(int(len(trace_ms) * MTU * 8 * 1000 / trace_ms[-1]), 1)  # mean capacity
+        else:
+            rate = _conv(f"{p}.rate", units.parse_rate, ld["rate"])
         kind, amount = parse_buffer(f"{p}.buffer", ld.get("buffer", "1bdp"))
         buf_bytes = buf_pkts = None
         if kind == "bytes":
@@ -401,7 +423,7 @@ def resolve(doc: dict, name: str) -> dict:
             params[k] = _param(f"{p}.qdisc_params.{k}", specs[k], v)
         loss = _conv(f"{p}.loss", units.parse_ratio, ld.get("loss", 0))
         links[d] = {"rate_bps": rate, "buffer_bytes": buf_bytes, "buffer_pkts": buf_pkts, "loss": loss,
-                    "qdisc": {"kind": qname, "params": params}, "trace_ms": None,
+                    "qdisc": {"kind": qname, "params": params}, "trace_ms": trace_ms,
                     "policer": _bucket(f"{p}.policer", ld.get("policer")),
                     "shaper": _bucket(f"{p}.shaper", ld.get("shaper")),
                     "device_queue_bytes": None, "device_queue_pkts": None}
