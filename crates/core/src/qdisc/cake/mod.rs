@@ -787,6 +787,9 @@ impl<T> Qdisc<T> for Cake<T> {
 
     fn dequeue(&mut self, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) -> Option<Packet<T>> {
         let mode = self.c.flow_mode;
+        // Not reset by `goto begin` in the kernel: only the first flow of a
+        // dequeue call may come from the decaying list.
+        let mut first_flow = true;
         'begin: loop {
             if self.qlen == 0 {
                 return None;
@@ -799,7 +802,6 @@ impl<T> Qdisc<T> for Cake<T> {
                 return None;
             }
             let t = self.cur_tin;
-            let mut first_flow = true;
             'retry: loop {
                 let b = &mut self.tins[t];
                 let f = if first_flow && b.first(DECAYING).is_some() {

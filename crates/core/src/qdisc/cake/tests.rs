@@ -247,3 +247,25 @@ fn bad_parameters_are_refused_with_the_key_named() {
     let e = build::<u32>(&cfg).err().unwrap();
     assert!(e.starts_with("diffserv:"), "{e}");
 }
+
+#[test]
+fn a_thousand_flows_through_colliding_sets_keep_flowing() {
+    // 1024 flows into 1024 queues: some sets fill up and flows collide.
+    let mut q = Cake::new(CakeConfig::default());
+    let mut rng = crate::rng::stream(1, 0);
+    let mut ev = Events::default();
+    let m = |i: u64| meta(i % 1024 + 1, (i % 2) as u32 + 1, (i % 1024) as u32 + 100, 1500);
+    let mut i = 0;
+    for _ in 0..2048 {
+        q.enqueue(pkt(m(i), i as u32), 0, &mut rng, &mut ev);
+        i += 1;
+    }
+    let mut now = 0;
+    for _ in 0..20_000 {
+        q.enqueue(pkt(m(i), i as u32), now, &mut rng, &mut ev);
+        i += 1;
+        now += 12_000;
+        assert!(q.dequeue(now, &mut rng, &mut ev).is_some());
+    }
+    assert_eq!(q.backlog_pkts() + ev.drops.len(), 2048);
+}
