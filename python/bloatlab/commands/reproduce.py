@@ -42,11 +42,12 @@ def main(args) -> int:
     exp = get(args.name)
     sw = exp.sweep(args.quick)
     out = args.out or os.path.join("results", "reproduce", sw.name)
-    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet)
+    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet, timeout=exp.timeout(args.quick))
     sweep.print_report(rep)
     st = Store(out)
     claims = exp.claims(st)
-    meta = {"engine": args.engine, "quick": args.quick, "runs": len(st.runs), "failed_points": len(rep.failed)}
+    meta = {"engine": args.engine, "quick": args.quick, "runs": len(st.runs),
+            "failed_points": [{"part": p.part, "params": p.params, "seed": p.seed, "error": e} for p, e in rep.failed]}
     check.write(os.path.join(out, "check.json"), exp.name, claims, meta)
     status = 0
     if args.check:
@@ -57,6 +58,8 @@ def main(args) -> int:
         path = report.report(out, None, exp, claims, exp.analyze(st))
         print(f"report: {path}")
     if rep.failed:
-        print(f"{len(rep.failed)} points failed (see above)", file=sys.stderr)
-        status = status or 1
+        print(f"{len(rep.failed)} points failed (see above; the claims that need them are not evaluated)",
+              file=sys.stderr)
+        if args.strict:
+            status = 1
     return status

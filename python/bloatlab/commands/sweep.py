@@ -18,6 +18,8 @@ def register(sub) -> None:
                    help="local: a process pool on this machine; dask: a Dask cluster (--scheduler)")
     p.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (local; default: all cores)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="kill a point that runs longer than this (local executor; it is retried on resume)")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs (resume later)")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -30,6 +32,8 @@ def main(args) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
     sw = spec.load(args.experiment)
@@ -41,6 +45,7 @@ def main(args) -> int:
         return 0
     out = args.out or os.path.join("results", sw.name)
     rep = sweep.run(sw, out, engine=args.engine, executor=args.executor, scheduler=args.scheduler,
-                    jobs=args.jobs, progress=not args.quiet, limit=args.limit)
+                    jobs=args.jobs, progress=not args.quiet, limit=args.limit,
+                    timeout=args.timeout)
     sweep.print_report(rep)
     return 1 if rep.failed else 0

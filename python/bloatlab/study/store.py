@@ -78,10 +78,10 @@ def flatten(summary: dict) -> dict[str, Any]:
     row["retrans_rate"] = row["retransmits"] / row["segs_sent"] if row["segs_sent"] else 0.0
     for k in ("mean", "p50", "p95", "p99"):
         row[f"rtt_{k}_ms"] = _mean([(f.get("rtt_ms") or {}).get(k) for f in flows])
-    sized = [f for f in flows if f.get("fct_s") is not None or f.get("completed")]
-    fcts = [f.get("fct_s") for f in flows if f.get("fct_s") is not None]
-    row["fct_s"] = max(fcts) if fcts else None
-    row["completed"] = all(f.get("completed") for f in flows) if sized else None
+    sized = [f for f, s in zip(flows, _sizes(summary)) if s is not None]
+    fcts = [f.get("fct_s") for f in sized]
+    row["fct_s"] = max(fcts) if sized and None not in fcts else None
+    row["completed"] = all(f.get("completed") for f in sized) if sized else None
     by_cc: dict[str, float] = {}
     for f in flows:
         by_cc[f.get("cc", "?")] = by_cc.get(f.get("cc", "?"), 0.0) + (f.get("goodput_mbps") or 0.0)
@@ -101,6 +101,16 @@ def flatten(summary: dict) -> dict[str, Any]:
             row[f"{pre}_rtt_{k}_ms"] = _num(v)
         row[f"{pre}_loss"] = _num(p.get("loss"))
     return row
+
+
+def _sizes(summary: dict) -> list:
+    """The ``size`` of each (count-expanded) flow, from the scenario document;
+    None for a bulk flow. Expansion follows scenario.resolve: group by group."""
+    out = []
+    for f in (summary.get("scenario") or {}).get("flow", []) or []:
+        out += [f.get("size")] * int(f.get("count", 1) or 1)
+    n = len(summary.get("flows", []))
+    return (out + [None] * n)[:n]
 
 
 def flow_rows(summary: dict) -> list[dict]:
@@ -129,10 +139,7 @@ def init(out_dir: str, sweep_json: dict) -> None:
         if old.get("name") != sweep_json.get("name"):
             raise UserError(f"--out {out_dir}: holds the results of \"{old.get('name')}\", not of "
                             f"\"{sweep_json.get('name')}\" (choose another directory)")
-        parts = {q["name"]: q for q in old.get("parts", [])}
-        for q in sweep_json.get("parts", []):
-            parts[q["name"]] = q
-        sweep_json = dict(sweep_json, parts=list(parts.values()), created=old.get("created"))
+        sweep_json = dict(sweep_json, created=old.get("created"))
     sweep_json.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     sweep_json["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     _write_json_atomic(p, sweep_json)
@@ -258,7 +265,7 @@ class Store:
     :meth:`query` SQL over all of it (DuckDB).
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, all_runs: bool = False):
         if not is_store(path):
             raise UserError(f"{path}: not a results directory (no {RUNS}/ in it; make one with bloatlab sweep)")
         self.path = path
@@ -268,10 +275,16 @@ class Store:
         if os.path.exists(p):
             with open(p) as f:
                 self.study = json.load(f)
+        # By default only the runs of the sweep last written here: a changed
+        # experiment leaves its old runs on disk, but they are not its results.
+        ids = self.study.get("run_ids")
+        self._only = None if all_runs or ids is None else set(ids)
 
     def _docs(self) -> list[dict]:
         docs = []
         for rid in done_ids(self.path):
+            if self._only is not None and rid not in self._only:
+                continue
             with open(os.path.join(self.path, RUNS, rid, "run.json")) as f:
                 docs.append(json.load(f))
         docs.sort(key=lambda d: (d["row"].get("part") or "", d["row"].get("order", 0), d["run_id"]))

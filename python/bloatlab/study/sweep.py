@@ -63,9 +63,10 @@ def _info(pt: _spec.Point, engine: str, name: str) -> dict:
 
 def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str = "local",
         scheduler: str | None = None, jobs: int | None = None, progress: bool = True,
-        limit: int | None = None) -> SweepReport:
+        limit: int | None = None, timeout: float | None = None) -> SweepReport:
     """Run ``sweep`` into the store ``out``; skip the points already there.
-    ``limit`` stops after that many new runs (for tests and partial runs)."""
+    ``limit`` stops after that many new runs (for tests and partial runs);
+    ``timeout`` kills a point (local executor) that runs longer (seconds)."""
     engine = engine or sweep.engine or "sim"
     if engine not in ("sim", "emu"):
         raise UserError(f'--engine: unknown engine "{engine}" (expected sim or emu)')
@@ -78,7 +79,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
     with _store.Lock(out):
-        _store.init(out, sweep.to_json())
+        _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]))
         _store.clean_partial(out)
         done = _store.done_ids(out)
         todo = [p for p in points if p.run_id not in done]
@@ -108,45 +109,76 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
             elif executor == "dask":
                 _run_dask(todo, payloads, scheduler, store_one, bar)
             else:
-                _run_local(todo, payloads, jobs, store_one, bar)
+                _run_local(todo, payloads, jobs, store_one, bar, timeout)
         st = _store.Store(out)
         if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
             st.write_index()
     return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out)
 
 
-def _run_local(todo, payloads, jobs, store_one, bar):
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+def _child(conn, payload):
+    """A forked worker: compute one point, send (status, value), exit."""
+    try:
+        out = _execute_safe(payload)
+        conn.send(out)
+    except BaseException as e:  # e.g. the result cannot be pickled
+        try:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        except Exception:
+            pass
+    finally:
+        conn.close()
+        os._exit(0)
+
+
+def _run_local(todo, payloads, jobs, store_one, bar, timeout=None):
+    """One forked process per point, ``jobs`` at a time. A point that runs
+    longer than ``timeout`` seconds is killed and reported as failed (it is
+    not stored, so the next attempt tries it again)."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
 
     jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(todo) == 1:
-        for pt, pl in zip(todo, payloads):
-            store_one(pt, *_execute_safe(pl))
-            bar.advance()
-        return
-    ex = ProcessPoolExecutor(max_workers=jobs)
+    ctx = mp.get_context("fork")
+    queue = list(zip(todo, payloads))
+    queue.reverse()
+    running = {}  # conn -> (process, point, start time)
     try:
-        # Keep a bounded window in flight, so results are stored as they come
-        # and an interrupt cancels little.
-        pending = {}
-        it = iter(zip(todo, payloads))
-        for pt, pl in it:
-            pending[ex.submit(_execute_safe, pl)] = pt
-            if len(pending) >= 2 * jobs:
-                break
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                pt = pending.pop(fut)
-                store_one(pt, *fut.result())
+        while queue or running:
+            while queue and len(running) < jobs:
+                pt, pl = queue.pop()
+                r, w = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(w, pl), daemon=True)
+                proc.start()
+                w.close()
+                running[r] = (proc, pt, time.monotonic())
+            ready = wait(list(running), timeout=0.25)
+            for conn in ready:
+                proc, pt, _ = running.pop(conn)
+                try:
+                    status, value = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(1)
+                    status, value = "error", f"worker died (exit status {proc.exitcode})"
+                conn.close()
+                proc.join(5)
+                store_one(pt, status, value)
                 bar.advance()
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending[ex.submit(_execute_safe, nxt[1])] = nxt[0]
-    except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
-        raise
-    ex.shutdown(wait=True)
+            if timeout:
+                now = time.monotonic()
+                for conn, (proc, pt, t0) in list(running.items()):
+                    if now - t0 > timeout:
+                        proc.kill()
+                        proc.join(5)
+                        conn.close()
+                        del running[conn]
+                        store_one(pt, "error", f"timeout: still running after {timeout:g} s (killed)")
+                        bar.advance()
+    finally:
+        for conn, (proc, _, _) in running.items():
+            proc.kill()
+            proc.join(5)
+            conn.close()
 
 
 def _run_dask(todo, payloads, scheduler, store_one, bar):

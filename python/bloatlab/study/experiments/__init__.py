@@ -35,6 +35,10 @@ class Experiment:
     def sweep(self, quick: bool):  # -> Sweep
         raise NotImplementedError
 
+    def timeout(self, quick: bool) -> float:
+        """Seconds after which one point is killed (a hung engine must not hang CI)."""
+        return 30.0 if quick else 900.0
+
     def analyze(self, store) -> dict:
         """{"figures": [(caption, Figure)], "tables": [(caption, DataFrame)]}"""
         return {"figures": [], "tables": []}

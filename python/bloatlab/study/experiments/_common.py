@@ -34,7 +34,11 @@ def select(runs: pd.DataFrame, **where) -> pd.DataFrame:
     for k, v in where.items():
         if k not in runs:
             return runs.iloc[0:0]
-        m &= runs[k].astype(str) == str(v)
+        col = runs[k]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and pd.api.types.is_numeric_dtype(col):
+            m &= col == v
+        else:
+            m &= col.astype(str) == str(v)
     return runs[m]
 
 

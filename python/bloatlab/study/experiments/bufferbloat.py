@@ -1,0 +1,155 @@
+"""bufferbloat: latency under load and a 1 MB download, FIFO vs fq_codel vs CAKE (seed 000).
+
+Source: seed 000 (Habr article on bufferbloat and the Make-WiFi-Fast patches
+for Linux 4.9, 2016, in Russian): ``flent -l 300 --streams=12 tcp_ndown``
+loads the line until round trips take about a second, and a page
+(slashdot.org, 62 files, 1.8 MB) that loads in 8 s on an idle line takes
+232.8 s; after the fixes (fq_codel in mac80211, airtime fairness) latency
+under load falls "from peaks of 1–2 seconds to 40 ms".
+
+Setup here (the seed gives no link rate or buffer): 10 Mbit/s each way,
+40 ms base RTT, a 1000-packet buffer (Linux's default txqueuelen, 1.2 s at
+10 Mbit/s), 12 CUBIC downloads (tcp_ndown) for the whole run, a UDP latency
+probe every 100 ms, and a 1 MB CUBIC download that starts at 10 s; the
+bottleneck's qdisc is FIFO, fq_codel or CAKE (defaults). The part ``idle``
+times the same 1 MB download with no load.
+"""
+
+from __future__ import annotations
+
+from ..check import Claim
+from ..spec import Part, Sweep
+from . import Experiment
+from ._common import dumbbell, mean_at, missing
+
+QDISCS = ["fifo", "fq_codel", "cake"]
+BASE_RTT_MS = 40.0
+DOWNLOAD_START_S = 10.0
+
+
+class Bufferbloat(Experiment):
+    name = "bufferbloat"
+    title = "tcp_ndown with latency probes and a 1 MB download under load: FIFO vs fq_codel vs CAKE"
+    source = "seed 000 (Habr, 2016: bufferbloat, Make-WiFi-Fast in Linux 4.9; flent tcp_ndown, 12 streams)"
+    published = """
+Seed 000:
+  - flent tcp_ndown with 12 streams loads the line so that connections see about 1 s of delay
+    (peaks of 1-2 s before the fixes).
+  - Under that load a page (62 files, 1.8 MB) took 232.8 s; with no load it loads in 8 s (29x).
+  - After the fixes (fq_codel-managed queues, minimal driver buffering) latency under load is about 40 ms.
+"""
+
+    def sweep(self, quick: bool) -> Sweep:
+        dur = f"{self.duration(quick):g}s"
+        probe = [{"name": "ping", "kind": "udp", "interval": "100ms"}]
+        load = dumbbell("bufferbloat-load", "10Mbit", "40ms", "1000pkt",
+                        [{"name": "tcp_ndown", "cc": "cubic", "count": 12},
+                         {"name": "download-1MB", "cc": "cubic", "size": "1MB", "start": f"{DOWNLOAD_START_S:g}s"}], dur, probes=probe)
+        idle = dumbbell("bufferbloat-idle", "10Mbit", "40ms", "1000pkt",
+                        [{"name": "download-1MB", "cc": "cubic", "size": "1MB", "start": f"{DOWNLOAD_START_S:g}s"}], dur, probes=probe)
+        rep = 1 if quick else 3
+        parts = [Part("load", load, grid={"link.down.qdisc": QDISCS}, repeat=rep),
+                 Part("idle", idle, grid={"link.down.qdisc": ["fifo"] if quick else QDISCS}, repeat=rep)]
+        return Sweep(self.name + ("-quick" if quick else ""), parts,
+                     description="12 CUBIC downloads + UDP probes + a 1 MB download from 10 s; 10 Mbit/s, 40 ms, "
+                                 "1000-packet buffer.")
+
+    @staticmethod
+    def duration(quick: bool) -> float:
+        return 40.0 if quick else 90.0
+
+    @staticmethod
+    def download_time(runs, qdisc):
+        """Median time of the 1 MB download and whether it is only a lower
+        bound (a run where it had not finished by the end counts as
+        end - start, i.e. "at least that long")."""
+        import statistics
+
+        sel = runs[runs["link.down.qdisc"] == qdisc]
+        if sel.empty:
+            return None, False
+        times, lower = [], False
+        for f, done, d in zip(sel["fct_s"], sel["completed"], sel["duration_s"]):
+            if done and f == f and f is not None:
+                times.append(float(f))
+            else:
+                times.append(float(d) - DOWNLOAD_START_S)
+                lower = True
+        return statistics.median(times), lower
+
+    def claims(self, store) -> list:
+        runs, cl = store.runs, []
+        load = runs[runs["part"] == "load"]
+        idle = runs[runs["part"] == "idle"]
+        q = "link.down.qdisc"
+        c = Claim("fifo-latency-about-1s", "under tcp_ndown load, round trips take about 1 s (peaks 1-2 s) (seed 000)",
+                  "FIFO: p95 of the probe RTT between 500 ms and 2.5 s")
+        v = mean_at(load, "probe_rtt_p95_ms", **{q: "fifo"}) if len(load) else None
+        if v is None:
+            cl.append(c.skip(missing("the loaded FIFO run")))
+        else:
+            cl.append(c.judge(500 <= v <= 2500, f"FIFO probe RTT p95 {v:.0f} ms", p95=v))
+        c = Claim("aqm-latency-tens-of-ms", "with fq_codel-managed queues, latency under load is about 40 ms (seed 000)",
+                  f"fq_codel and CAKE: probe RTT p95 <= base RTT ({BASE_RTT_MS:.0f} ms) + 40 ms")
+        vals = {qd: mean_at(load, "probe_rtt_p95_ms", **{q: qd}) if len(load) else None for qd in ("fq_codel", "cake")}
+        if None in vals.values():
+            cl.append(c.skip(missing("the loaded " + " and ".join(k for k, v in vals.items() if v is None)
+                                     + " run")))
+        else:
+            cl.append(c.judge(all(x <= BASE_RTT_MS + 40 for x in vals.values()),
+                              ", ".join(f"{k} probe RTT p95 {x:.0f} ms" for k, x in vals.items()), **vals))
+        c = Claim("download-slower-under-load",
+                  "a page that loads in 8 s idle takes 232.8 s under load, 29x (seed 000)",
+                  "FIFO: the 1 MB download under load takes >= 5x its idle time (a single transfer pays fewer round "
+                  "trips than a 62-file page, so we ask for the direction and a large factor, not 29x)")
+        (fl, fl_low), (fi, fi_low) = self.download_time(load, "fifo"), self.download_time(idle, "fifo")
+        if fl is None or fi is None:
+            cl.append(c.skip(missing("the 1 MB download with FIFO, loaded and idle")))
+        elif fi_low:
+            cl.append(c.skip("the idle download did not finish within the run"))
+        else:
+            ge = ">= " if fl_low else ""
+            cl.append(c.judge(fl >= 5 * fi, f"FIFO: {ge}{fl:.2f} s under load{' (not finished by the end)' if fl_low else ''}"
+                                            f" vs {fi:.2f} s idle ({ge}{fl / fi:.1f}x)", loaded=fl, idle=fi))
+        c = Claim("aqm-download-faster", "fixing the queues makes the loaded line usable again (seed 000)",
+                  "the 1 MB download under load completes faster with fq_codel and with CAKE than with FIFO")
+        f = {qd: self.download_time(load, qd) for qd in QDISCS}
+        absent = [k for k, (v, _) in f.items() if v is None]
+        if absent:
+            cl.append(c.skip(missing(f"the 1 MB download under load with {', '.join(absent)}")))
+        elif f["fq_codel"][1] or f["cake"][1]:
+            cl.append(c.judge(False, ", ".join(f"{k} {'>= ' if lo else ''}{v:.2f} s" for k, (v, lo) in f.items())
+                              + " (an AQM run did not finish the download)"))
+        else:
+            ok = all(f[k][0] < f["fifo"][0] for k in ("fq_codel", "cake"))
+            cl.append(c.judge(ok, ", ".join(f"{k} {'>= ' if lo else ''}{v:.2f} s" for k, (v, lo) in f.items()),
+                              **{k: v for k, (v, _) in f.items()}))
+        return cl
+
+    def analyze(self, store) -> dict:
+        from .. import plots
+
+        runs = store.runs
+        load = runs[runs["part"] == "load"]
+        figs, tabs = [], []
+        results, labels = [], []
+        for qd in QDISCS:
+            sel = load[load["link.down.qdisc"] == qd]
+            if len(sel):
+                rid = sel["run_id"].iloc[0]
+                r = store.result(rid)
+                figs.append((f"{qd}: time series under tcp_ndown load (12 streams + 1 MB download at 10 s)",
+                             plots.timeseries(r, panels=("goodput", "rtt", "qdelay"))))
+                results.append(r)
+                labels.append(qd)
+        if results:
+            figs.append(("CDFs of RTT and queueing delay under load, per qdisc", plots.cdf(results, labels)))
+        cols = ["part", "link.down.qdisc", "probe_rtt_p50_ms", "probe_rtt_p95_ms", "probe_rtt_p99_ms", "fct_s",
+                "total_goodput_mbps", "down_drops"]
+        tabs.append(("latency and the 1 MB download time per qdisc (mean over seeds)",
+                     runs[[c for c in cols if c in runs]].groupby(["part", "link.down.qdisc"], sort=False).mean()
+                     .reset_index()))
+        return {"figures": figs, "tables": tabs}
+
+
+EXPERIMENT = Bufferbloat()
