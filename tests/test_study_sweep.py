@@ -1,0 +1,231 @@
+"""Sweeps and the results store: expansion, validation, the store's schema,
+resume after a kill, DuckDB queries, bloatlab.load, the Dask executor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import bloatlab
+from bloatlab.cli import main as cli
+from bloatlab.study import spec, store, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOATLAB = [sys.executable, "-m", "bloatlab"]
+
+SCENARIO = """
+name = "tiny"
+duration = "5s"
+seed = 1
+[link.down]
+rate = "20Mbit"
+buffer = "1bdp"
+[link.up]
+rate = "20Mbit"
+[[flow]]
+cc = "cubic"
+rtt = "20ms"
+[[probe]]
+interval = "50ms"
+"""
+
+
+def write_exp(tmp_path, body: str, scenario: str = SCENARIO) -> str:
+    (tmp_path / "scenario.toml").write_text(scenario)
+    p = tmp_path / "exp.toml"
+    p.write_text(textwrap.dedent(body))
+    return str(p)
+
+
+def test_grid_points_repeat_and_seeds_expand_as_a_cartesian_product(tmp_path):
+    sw = spec.load(write_exp(tmp_path, """
+        name = "g"
+        base = "scenario.toml"
+        repeat = 2
+        [grid]
+        "link.down.loss" = ["0%", "1%", "2%"]
+        "flow.0.cc" = ["cubic", "bbr"]
+    """))
+    pts = sw.points()
+    assert len(pts) == 3 * 2 * 2
+    assert {p.seed for p in pts} == {1, 2}
+    assert len({p.run_id for p in pts}) == len(pts)
+    # The id depends only on the point, not on its position: the same file gives the same ids.
+    assert [p.run_id for p in spec.load(str(tmp_path / "exp.toml")).points()] == [p.run_id for p in pts]
+
+
+def test_points_list_is_crossed_with_the_grid(tmp_path):
+    sw = spec.load(write_exp(tmp_path, """
+        base = "scenario.toml"
+        [[points]]
+        "link.down.rate" = "10Mbit"
+        "link.up.rate" = "10Mbit"
+        [[points]]
+        "link.down.rate" = "50Mbit"
+        "link.up.rate" = "50Mbit"
+        [grid]
+        "flow.0.rtt" = ["10ms", "40ms"]
+    """))
+    pts = sw.points()
+    assert [(p.params["link.down.rate"], p.params["flow.0.rtt"]) for p in pts] == [
+        ("10Mbit", "10ms"), ("10Mbit", "40ms"), ("50Mbit", "10ms"), ("50Mbit", "40ms")]
+
+
+@pytest.mark.parametrize("body, key", [
+    ('base = "scenario.toml"\n[grid]\n"link.down.los" = ["1%"]\n', "grid.link.down.los"),
+    ('base = "scenario.toml"\n[grid]\n"link.down.loss" = ["lots"]\n', "grid.link.down.loss"),
+    ('base = "scenario.toml"\n[grid]\n"flow.3.cc" = ["bbr"]\n', "grid.flow.3.cc"),
+    ('base = "scenario.toml"\nrepeat = 0\n', "repeat"),
+    ('base = "scenario.toml"\n[grid]\n"link.down.loss" = "1%"\n', "grid.link.down.loss"),
+    ('base = "scenario.toml"\nrepet = 2\n', "repet"),
+    ('name = "x"\n', "base"),
+])
+def test_a_bad_experiment_file_exits_2_naming_the_key(tmp_path, capsys, body, key):
+    path = write_exp(tmp_path, body)
+    assert cli(["sweep", path, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {key}") and "Traceback" not in err
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_a_sweep_stores_one_run_per_point_with_params_and_metrics(tmp_path):
+    path = write_exp(tmp_path, """
+        name = "loss"
+        base = "scenario.toml"
+        [grid]
+        "link.down.loss" = ["0%", "5%"]
+        "flow.0.cc" = ["cubic", "bbr"]
+    """)
+    out = tmp_path / "out"
+    assert cli(["sweep", path, "--out", str(out), "--quiet", "--jobs", "2"]) == 0
+    st = bloatlab.load(str(out))
+    runs = st.runs
+    assert len(runs) == 4
+    for col in ("run_id", "part", "engine", "seed", "rep", "link.down.loss", "flow.0.cc", "total_goodput_mbps",
+                "retransmits", "rtt_p95_ms", "down_qdelay_p95_ms", "probe_rtt_p95_ms", "jain_fairness"):
+        assert col in runs, col
+    assert set(runs["link.down.loss"]) == {"0%", "5%"}
+    # Each stored run is the same as running the point directly (same seed, same engine).
+    row = runs[(runs["flow.0.cc"] == "bbr") & (runs["link.down.loss"] == "5%")].iloc[0]
+    direct = bloatlab.run(str(tmp_path / "scenario.toml"), set={"flow.0.cc": "bbr", "link.down.loss": "5%", "seed": 1})
+    assert row["total_goodput_mbps"] == pytest.approx(direct.summary["total_goodput_mbps"], rel=1e-12)
+    # Loss costs CUBIC goodput (5 % random loss on a 20 Mbit/s path).
+    g = runs.set_index(["flow.0.cc", "link.down.loss"])["total_goodput_mbps"]
+    assert g[("cubic", "5%")] < 0.5 * g[("cubic", "0%")]
+    # Time series of any run, with its id, and one run as a Result.
+    ts = st.series("flows")
+    assert set(ts["run_id"]) == set(runs["run_id"]) and "cwnd_bytes" in ts
+    assert st.result(row["run_id"]).summary["seed"] == 1
+    assert os.path.exists(out / "index.parquet")
+
+
+def test_query_runs_sql_over_runs_flows_and_series(tmp_path, capsys):
+    path = write_exp(tmp_path, 'name = "q"\nbase = "scenario.toml"\n[grid]\n"flow.0.cc" = ["cubic", "bbr"]\n')
+    out = str(tmp_path / "out")
+    assert cli(["sweep", path, "--out", out, "-q"]) == 0
+    capsys.readouterr()
+    assert cli(["query", out, 'SELECT "flow.0.cc" AS cc, total_goodput_mbps FROM runs ORDER BY cc', "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["cc"] for r in rows] == ["bbr", "cubic"] and all(r["total_goodput_mbps"] > 5 for r in rows)
+    assert cli(["query", out, "SELECT count(DISTINCT run_id) AS n, max(t) AS tmax FROM flow_series", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"n": 2, "tmax": 5.0}]
+    assert cli(["query", out, "SELECT nope FROM runs"]) == 2
+    assert "error: query:" in capsys.readouterr().err
+
+
+def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_point(tmp_path):
+    # 16 points of a 60 s, 100 Mbit/s run (~0.3 s each) on one worker: slow enough to kill in the middle.
+    scen = SCENARIO.replace('"5s"', '"60s"').replace('"20Mbit"', '"100Mbit"')
+    path = write_exp(tmp_path, """
+        name = "resume"
+        base = "scenario.toml"
+        [grid]
+        "link.down.loss" = ["0%", "0.01%", "0.1%", "0.5%", "1%", "2%", "3%", "4%"]
+        "flow.0.cc" = ["cubic", "bbr"]
+    """, scen)
+    out = tmp_path / "out"
+    runs_dir = out / "runs"
+    cmd = BLOATLAB + ["sweep", path, "--out", str(out), "--jobs", "1", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            done = store.done_ids(str(out)) if runs_dir.exists() else set()
+            if len(done) >= 4:
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker, as a crash would
+        proc.wait()
+    before = {rid: os.stat(runs_dir / rid / "run.json").st_mtime_ns for rid in store.done_ids(str(out))}
+    assert 4 <= len(before) < 16
+    # What a killed writer can leave behind: a half-built run directory. It is never read as a run.
+    (runs_dir / ".tmp-deadbeef0000-1").mkdir()
+    (runs_dir / ".tmp-deadbeef0000-1" / "summary.json").write_text("{")
+    assert len(bloatlab.load(str(out)).runs) == len(before)
+
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert f"({len(before)} of 16 points were already in the store)" in res.stdout
+    assert res.stdout.startswith(f"{16 - len(before)} runs in")
+    after = store.done_ids(str(out))
+    expected = {p.run_id for p in spec.load(path).points()}
+    assert after == expected                          # none lost
+    for rid, mtime in before.items():                  # none run twice
+        assert os.stat(runs_dir / rid / "run.json").st_mtime_ns == mtime
+    assert not any(d.startswith(".tmp-") for d in os.listdir(runs_dir))
+    assert len(bloatlab.load(str(out)).runs) == 16
+
+
+def test_a_point_that_hangs_is_killed_after_the_timeout_and_reported(tmp_path, monkeypatch):
+    sw = spec.from_doc({"name": "t", "scenario": bloatlab.load_scenario(SCENARIO).doc,
+                        "grid": {"flow.0.cc": ["cubic", "bbr"]}})
+    real = sweep._execute
+
+    def slow(payload):
+        if payload["params"]["flow.0.cc"] == "bbr":
+            time.sleep(30)
+        return real(payload)
+
+    monkeypatch.setattr(sweep, "_execute", slow)
+    t0 = time.time()
+    rep = sweep.run(sw, str(tmp_path / "out"), progress=False, timeout=1.0)
+    assert time.time() - t0 < 15
+    assert rep.ran == 1 and len(rep.failed) == 1
+    assert rep.failed[0][0].params == {"flow.0.cc": "bbr"} and "timeout" in rep.failed[0][1]
+    assert len(bloatlab.load(str(tmp_path / "out")).runs) == 1
+
+
+def test_two_sweeps_cannot_write_one_store_at_once(tmp_path):
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    with store.Lock(out):
+        with pytest.raises(bloatlab.UserError, match="another sweep is writing"):
+            with store.Lock(out):
+                pass
+
+
+def test_the_dask_executor_runs_the_same_points_on_a_local_cluster(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    path = write_exp(tmp_path, 'name = "d"\nbase = "scenario.toml"\n[grid]\n"flow.0.cc" = ["cubic", "bbr", "reno"]\n')
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        assert cli(["sweep", path, "--out", str(tmp_path / "dask"), "--executor", "dask", "--scheduler",
+                    lc.scheduler_address, "-q"]) == 0
+    assert cli(["sweep", path, "--out", str(tmp_path / "local"), "-q"]) == 0
+    a = bloatlab.load(str(tmp_path / "dask")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
+    b = bloatlab.load(str(tmp_path / "local")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
+    assert len(a) == 3 and a.to_dict() == b.to_dict()
+
+
+def test_dask_without_a_scheduler_is_a_usage_error(tmp_path, capsys):
+    path = write_exp(tmp_path, 'base = "scenario.toml"\n')
+    assert cli(["sweep", path, "--executor", "dask", "--out", str(tmp_path / "o")]) == 2
+    assert "--scheduler" in capsys.readouterr().err
