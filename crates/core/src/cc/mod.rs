@@ -30,6 +30,7 @@
 use crate::time::Nanos;
 
 pub mod bbr;
+pub mod bbr3;
 pub mod cubic;
 pub mod dctcp;
 pub mod newreno;
@@ -295,7 +296,7 @@ pub trait CongestionControl: Send {
 }
 
 /// The controls the simulator knows.
-pub const NAMES: &[&str] = &["reno", "cubic", "bbr", "newreno", "vegas", "westwood", "dctcp"];
+pub const NAMES: &[&str] = &["reno", "cubic", "bbr", "newreno", "vegas", "westwood", "dctcp", "bbr3"];
 
 /// A control by its Linux name, or None.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -307,6 +308,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
         "vegas" => Some(Box::new(vegas::Vegas::default())),
         "westwood" => Some(Box::new(westwood::Westwood::default())),
         "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
+        "bbr3" => Some(Box::new(bbr3::Bbr3::default())),
         _ => None,
     }
 }
@@ -316,6 +318,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
     match name {
         "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
+        "bbr3" => Some(Box::new(bbr3::Bbr3::with_seed(seed))),
         _ => by_name(name),
     }
 }
