@@ -241,6 +241,7 @@ impl World {
                 dst_host: dst,
                 len,
                 is_pure_ack: matches!(p, Payload::Ack { .. }),
+                tcp_ack: if let Payload::Ack { ack, .. } = p { ack as u32 } else { 0 },
                 ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
                 ..Default::default()
             };
