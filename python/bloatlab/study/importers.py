@@ -236,10 +236,13 @@ def read(path: str):
     name = os.path.basename(path)
     for suffix in (".gz", ".flent", ".json"):
         name = name[: -len(suffix)] if name.endswith(suffix) else name
-    if isinstance(doc, dict) and "x_values" in doc and "results" in doc:
-        return from_flent(doc, name)
-    if isinstance(doc, dict) and "intervals" in doc and "end" in doc:
-        return from_iperf3(doc, name)
+    try:
+        if isinstance(doc, dict) and "x_values" in doc and "results" in doc:
+            return from_flent(doc, name)
+        if isinstance(doc, dict) and "intervals" in doc and "end" in doc:
+            return from_iperf3(doc, name)
+    except UserError as e:
+        raise UserError(f"--import {path}: {str(e).removeprefix(name + ': ')}") from None
     raise UserError(f"--import {path}: neither a flent data file nor iperf3 -J output")
 
 
