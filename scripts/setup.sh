@@ -27,4 +27,8 @@ cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
   if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
 done
+# Headless Chromium renders the HTML reports in the tests (tests/test_study_report.py); CI runs as root.
+if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "setup: could not install chromium (the report test will skip)" >&2
+fi
 echo "setup: .venv ready (CLI: .venv/bin/bloatlab)"

@@ -15,7 +15,7 @@ from .errors import ScenarioError, UserError
 from .result import Result
 from .scenario import Scenario, load as load_scenario
 
-__all__ = ["run", "Result", "Scenario", "load_scenario", "ScenarioError", "UserError", "__version__"]
+__all__ = ["run", "load", "Result", "Scenario", "load_scenario", "ScenarioError", "UserError", "__version__"]
 
 
 def run(
@@ -40,3 +40,12 @@ def run(
     doc = dict(sc.doc)
     doc.setdefault("name", sc.name)
     return Result(_summary.build(raw, resolved, doc, engine), raw.get("series", {}))
+
+
+def load(path: "str | os.PathLike"):
+    """Open stored results: a results directory (``bloatlab sweep``/``reproduce``)
+    as a Store whose ``.runs`` and ``.flows`` are pandas DataFrames (plus
+    ``.series()``, ``.query(sql)``), or one run directory as a :class:`Result`."""
+    from .study.store import load as _load
+
+    return _load(path)

@@ -54,6 +54,12 @@ Seed 000:
                      description="12 CUBIC downloads + UDP probes + a 1 MB download from 10 s; 10 Mbit/s, 40 ms, "
                                  "1000-packet buffer.")
 
+    def timeout(self, quick: bool) -> float:
+        # A 90 s run of this scenario takes well under a second; a point
+        # that runs two minutes has hung (CAKE in the simulator, at the time
+        # of writing), and must not hold the full run for 15 minutes.
+        return 30.0 if quick else 120.0
+
     @staticmethod
     def duration(quick: bool) -> float:
         return 40.0 if quick else 90.0
@@ -89,15 +95,13 @@ Seed 000:
             cl.append(c.skip(missing("the loaded FIFO run")))
         else:
             cl.append(c.judge(500 <= v <= 2500, f"FIFO probe RTT p95 {v:.0f} ms", p95=v))
-        c = Claim("aqm-latency-tens-of-ms", "with fq_codel-managed queues, latency under load is about 40 ms (seed 000)",
-                  f"fq_codel and CAKE: probe RTT p95 <= base RTT ({BASE_RTT_MS:.0f} ms) + 40 ms")
-        vals = {qd: mean_at(load, "probe_rtt_p95_ms", **{q: qd}) if len(load) else None for qd in ("fq_codel", "cake")}
-        if None in vals.values():
-            cl.append(c.skip(missing("the loaded " + " and ".join(k for k, v in vals.items() if v is None)
-                                     + " run")))
-        else:
-            cl.append(c.judge(all(x <= BASE_RTT_MS + 40 for x in vals.values()),
-                              ", ".join(f"{k} probe RTT p95 {x:.0f} ms" for k, x in vals.items()), **vals))
+        for qd in ("fq_codel", "cake"):
+            c = Claim(f"{qd}-latency-tens-of-ms",
+                      "with fq_codel-managed queues, latency under load is about 40 ms (seed 000)",
+                      f"{qd}: probe RTT p95 <= base RTT ({BASE_RTT_MS:.0f} ms) + 40 ms")
+            v = mean_at(load, "probe_rtt_p95_ms", **{q: qd}) if len(load) else None
+            cl.append(c.skip(missing(f"the loaded {qd} run")) if v is None else
+                      c.judge(v <= BASE_RTT_MS + 40, f"{qd} probe RTT p95 {v:.0f} ms", p95=v))
         c = Claim("download-slower-under-load",
                   "a page that loads in 8 s idle takes 232.8 s under load, 29x (seed 000)",
                   "FIFO: the 1 MB download under load takes >= 5x its idle time (a single transfer pays fewer round "
