@@ -42,8 +42,8 @@ def test_the_full_imc2019_grid_has_640_runs_of_60_s():
 def test_reproduce_quick_check_gives_every_claim_a_verdict(name, tmp_path):
     out = tmp_path / name
     t0 = time.time()
-    res = subprocess.run([sys.executable, "-m", "bloatlab", "reproduce", name, "--quick", "--check", "--out", str(out),
-                          "-q"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    res = subprocess.run([sys.executable, "-m", "bloatlab", "reproduce", name, "--quick", "--check", "--report", "--out",
+                          str(out), "-q"], cwd=ROOT, capture_output=True, text=True, timeout=240)
     wall = time.time() - t0
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert wall < 120, f"{name} --quick took {wall:.0f} s"
@@ -59,6 +59,10 @@ def test_reproduce_quick_check_gives_every_claim_a_verdict(name, tmp_path):
         assert f"] {c['id']}" in res.stdout
     assert re.search(r"\d+ hold, \d+ fail, \d+ not evaluated", res.stdout)
     assert all(not p["error"].startswith("Traceback") for p in doc["meta"]["failed_points"])
+    # The report holds the source, every claim and the experiment's own figures.
+    html = open(out / "report.html", encoding="utf-8").read()
+    assert get(name).source.split(",")[0] in html
+    assert all(c["id"] in html for c in claims) and html.count("<img ") >= 2
 
 
 def test_unknown_experiment_is_an_error_listing_the_known_ones(capsys):

@@ -229,3 +229,22 @@ def test_dask_without_a_scheduler_is_a_usage_error(tmp_path, capsys):
     path = write_exp(tmp_path, 'base = "scenario.toml"\n')
     assert cli(["sweep", path, "--executor", "dask", "--out", str(tmp_path / "o")]) == 2
     assert "--scheduler" in capsys.readouterr().err
+
+
+def test_an_emu_sweep_runs_its_points_one_at_a_time_on_the_kernel(tmp_path):
+    from bloatlab.engines import emu as emu_engine
+
+    reason = emu_engine.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"emulator unavailable: {reason}")
+    scen = SCENARIO.replace('"5s"', '"3s"').replace('"20Mbit"', '"10Mbit"')
+    path = write_exp(tmp_path, 'name = "e"\nbase = "scenario.toml"\n[grid]\n"flow.0.cc" = ["cubic", "bbr"]\n', scen)
+    out = str(tmp_path / "out")
+    assert cli(["sweep", path, "--out", out, "--engine", "emu", "-q"]) == 0
+    runs = bloatlab.load(out).runs
+    assert list(runs["engine"]) == ["emu", "emu"] and set(runs["flow.0.cc"]) == {"cubic", "bbr"}
+    # The kernel's TCP filled most of the 10 Mbit/s bottleneck in 3 s.
+    assert (runs["total_goodput_mbps"] > 5).all() and (runs["total_goodput_mbps"] < 10).all()
+    # One at a time: the second run started after the first one's end (wall-clock stamps in the runs' files).
+    t = sorted(os.stat(os.path.join(out, "runs", r, "summary.json")).st_mtime for r in runs["run_id"])
+    assert t[1] - t[0] >= 2.5

@@ -95,7 +95,8 @@ Seed 003 (JANOG41): 20 % packet loss, RTT 200 ms, a 1 MB image over HTTP:
                 data.append(t[0])
                 labels.append(cc.upper())
         if data:
-            ax.boxplot(data, labels=labels, vert=False)
+            ax.boxplot(data, vert=False)
+            ax.set_yticks(range(1, len(labels) + 1), labels)
             for i, d in enumerate(data):
                 ax.plot(d, [i + 1] * len(d), "o", alpha=0.5)
         ax.axvline(11, color="C0", ls=":", label="published BBR ≈ 11 s")
