@@ -56,6 +56,8 @@ pub struct LinkConfig {
     pub service: Service,
     /// Qdisc (kind, limit, params); ignored when `service` is Unlimited.
     pub qdisc: QdiscConfig,
+    /// Policer / shaper / device queue around the qdisc (core `chain.rs`).
+    pub stages: bloatlab_core::qdisc::chain::Stages,
     pub loss: f64,
     pub seed: u64,
     /// 0 = down, 1 = up (RNG streams).
@@ -153,7 +155,7 @@ impl Link {
     pub fn new(cfg: LinkConfig) -> Result<Link, String> {
         let q = match cfg.service {
             Service::Unlimited => None,
-            _ => Some(qdisc::build::<Vec<u8>>(&cfg.qdisc)?),
+            _ => Some(qdisc::chain::build_bottleneck::<Vec<u8>>(&cfg.qdisc, &cfg.stages)?),
         };
         Ok(Link {
             loss_rng: rng::stream(cfg.seed, LOSS_STREAM + cfg.dir_index),
@@ -424,6 +426,7 @@ mod tests {
         LinkConfig {
             service,
             qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(limit_pkts) }, ..Default::default() },
+            stages: Default::default(),
             loss,
             seed: 1,
             dir_index: 0,

@@ -3,6 +3,7 @@
 
 use crate::link::{LinkConfig, Service};
 use crate::trace::Trace;
+use bloatlab_core::qdisc::chain::Stages;
 use bloatlab_core::qdisc::{Limit, QdiscConfig};
 use bloatlab_core::time::Nanos;
 use serde::Deserialize;
@@ -56,6 +57,22 @@ pub struct LinkSpec {
     pub qdisc: QdiscSpec,
     #[serde(default)]
     pub trace_ms: Option<Vec<u64>>,
+    /// Policer in front of the qdisc, shaper after it, device queue below it
+    /// (the same stages as the simulator: `bloatlab_core::qdisc::chain`).
+    #[serde(default)]
+    pub policer: Option<Bucket>,
+    #[serde(default)]
+    pub shaper: Option<Bucket>,
+    #[serde(default)]
+    pub device_queue_bytes: Option<u64>,
+    #[serde(default)]
+    pub device_queue_pkts: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct Bucket {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -131,8 +148,8 @@ impl Resolved {
             "down" => (&self.links.down, 0),
             _ => (&self.links.up, 1),
         };
-        let (service, qdisc, loss) = match spec {
-            None => (Service::Unlimited, QdiscConfig::default(), 0.0),
+        let (service, qdisc, loss, stages) = match spec {
+            None => (Service::Unlimited, QdiscConfig::default(), 0.0, Stages::default()),
             Some(s) => {
                 let service = match &s.trace_ms {
                     Some(ms) => Service::Trace(Trace::new(ms.clone()).map_err(|e| format!("links.{dir}.trace_ms: {e}"))?),
@@ -152,12 +169,20 @@ impl Resolved {
                     rate_bps: s.rate_bps as u64,
                     params: s.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                 };
-                (service, q, s.loss)
+                let dq = (s.device_queue_bytes.is_some() || s.device_queue_pkts.is_some())
+                    .then_some(Limit { bytes: s.device_queue_bytes, pkts: s.device_queue_pkts });
+                let stages = Stages {
+                    policer: s.policer.map(|b| (b.rate_bps, b.burst_bytes)),
+                    shaper: s.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
+                    device_queue: dq,
+                };
+                (service, q, s.loss, stages)
             }
         };
         Ok(LinkConfig {
             service,
             qdisc,
+            stages,
             loss,
             seed: self.seed,
             dir_index: idx,
