@@ -127,22 +127,5 @@ def test_a_device_queue_hides_the_queue_from_the_aqm_above_it():
     # seed 000: a deep driver queue below fq_codel adds its own delay that
     # CoDel cannot see. 100 packets at 10 Mbit/s = 120 ms more for the probe.
     shallow = ndown("fq_codel", duration="20s")
-    deep = bloatlab.run(f"""
-name = "devq"
-duration = "20s"
-[link.down]
-rate = "10Mbit"
-buffer = "1000pkt"
-qdisc = "fq_codel"
-device_queue = "100pkt"
-[link.up]
-rate = "10Mbit"
-[[flow]]
-cc = "cubic"
-rtt = "50ms"
-count = 4
-[[probe]]
-interval = "10ms"
-rtt = "50ms"
-""").summary
+    deep = ndown("fq_codel", 'device_queue = "100pkt"', duration="20s")
     assert deep["probes"][0]["rtt_ms"]["p50"] > shallow["probes"][0]["rtt_ms"]["p50"] + 80

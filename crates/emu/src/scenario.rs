@@ -169,13 +169,12 @@ impl Resolved {
                     rate_bps: s.rate_bps as u64,
                     params: s.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                 };
-                let dq = (s.device_queue_bytes.is_some() || s.device_queue_pkts.is_some())
-                    .then_some(Limit { bytes: s.device_queue_bytes, pkts: s.device_queue_pkts });
-                let stages = Stages {
-                    policer: s.policer.map(|b| (b.rate_bps, b.burst_bytes)),
-                    shaper: s.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
-                    device_queue: dq,
-                };
+                let stages = Stages::new(
+                    s.policer.map(|b| (b.rate_bps, b.burst_bytes)),
+                    s.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
+                    s.device_queue_bytes,
+                    s.device_queue_pkts,
+                );
                 (service, q, s.loss, stages)
             }
         };

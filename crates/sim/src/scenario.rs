@@ -74,13 +74,12 @@ impl LinkSpec {
     }
 
     pub fn stages(&self) -> Stages {
-        let dq = (self.device_queue_bytes.is_some() || self.device_queue_pkts.is_some())
-            .then_some(Limit { bytes: self.device_queue_bytes, pkts: self.device_queue_pkts });
-        Stages {
-            policer: self.policer.map(|b| (b.rate_bps, b.burst_bytes)),
-            shaper: self.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
-            device_queue: dq,
-        }
+        Stages::new(
+            self.policer.map(|b| (b.rate_bps, b.burst_bytes)),
+            self.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
+            self.device_queue_bytes,
+            self.device_queue_pkts,
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::event::{Event, Queue};
 use crate::link::{Link, Start};
 use crate::output::*;
-use crate::packet::{Payload, SackBlock, MAX_SACK_BLOCKS, MSS};
+use crate::packet::{Payload, MSS};
 use crate::scenario::{Direction, Scenario};
 use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
@@ -318,7 +318,6 @@ impl World {
             }
             Payload::ProbeReq { probe, seq, sent, size } => {
                 // The echo server answers at once with a reply of the same size.
-                let _ = size;
                 self.emit(Payload::ProbeReply { probe, seq, sent }, size + crate::packet::UDP_HDR);
             }
             Payload::ProbeReply { probe, seq, sent } => {
@@ -498,6 +497,3 @@ impl World {
         }
     }
 }
-
-#[allow(dead_code)]
-fn _sack_is_copy(_: [SackBlock; MAX_SACK_BLOCKS]) {}

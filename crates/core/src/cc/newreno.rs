@@ -45,7 +45,7 @@
 //! - multiplicative decrease 1/2 (RFC 5681 eq. 4), floor 2 packets (Linux `tcp_reno_ssthresh`).
 //! - additive increase 1 packet per RTT (RFC 5681 eq. 3, counted per window acked).
 
-use super::reno::{cong_avoid_ai, slow_start};
+use super::reno::Reno;
 use super::{CongestionControl, ConnView, Window};
 
 /// NewReno: Reno's window arithmetic; the recovery is the endpoint's.
@@ -58,23 +58,13 @@ impl CongestionControl for NewReno {
     }
 
     /// `tcp_reno_ssthresh`: half the window, at least 2 packets.
-    fn ssthresh(&mut self, _c: &ConnView, w: &Window) -> u32 {
-        (w.cwnd >> 1).max(2)
+    fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
+        Reno.ssthresh(c, w)
     }
 
     /// `tcp_reno_cong_avoid`.
-    fn cong_avoid(&mut self, c: &ConnView, mut acked: u32, w: &mut Window) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
+    fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
+        Reno.cong_avoid(c, acked, w)
     }
 }
 

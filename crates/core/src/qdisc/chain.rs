@@ -36,6 +36,13 @@ pub struct Stages {
 }
 
 impl Stages {
+    /// The stages as the resolved scenario gives them: buckets as (rate bit/s,
+    /// burst bytes); a device queue if either of its limits is set.
+    pub fn new(policer: Option<(u64, u64)>, shaper: Option<(u64, u64)>, dq_bytes: Option<u64>, dq_pkts: Option<u64>) -> Stages {
+        let device_queue = (dq_bytes.is_some() || dq_pkts.is_some()).then_some(Limit { bytes: dq_bytes, pkts: dq_pkts });
+        Stages { policer, shaper, device_queue }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.policer.is_none() && self.shaper.is_none() && self.device_queue.is_none()
     }

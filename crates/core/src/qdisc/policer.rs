@@ -26,7 +26,7 @@ use super::tbf::RateCfg;
 use super::{DropReason, Events, Limit, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig, QdiscInfo};
 use crate::rng::Rng;
 use crate::time::Nanos;
-use std::collections::VecDeque;
+use super::fifo::Fifo;
 
 /// The policing bucket (`struct tcf_police` + `tcf_police_params`).
 #[derive(Debug, Clone)]
@@ -69,18 +69,17 @@ impl TokenBucket {
     }
 }
 
-/// The policer as a stand-alone qdisc.
+/// The policer as a stand-alone qdisc: the bucket in front of a tail-drop
+/// FIFO limited by the direction's `buffer`.
 #[derive(Debug)]
 pub struct Policer<T> {
     bucket: TokenBucket,
-    limit: Limit,
-    q: VecDeque<Packet<T>>,
-    bytes: u64,
+    fifo: Fifo<T>,
 }
 
 impl<T> Policer<T> {
     pub fn new(bucket: TokenBucket, limit: Limit) -> Self {
-        Policer { bucket, limit, q: VecDeque::new(), bytes: 0 }
+        Policer { bucket, fifo: Fifo::new(limit) }
     }
 }
 
@@ -89,31 +88,24 @@ impl<T> Qdisc<T> for Policer<T> {
         "policer"
     }
 
-    fn enqueue(&mut self, pkt: Packet<T>, now: Nanos, _rng: &mut Rng, ev: &mut Events<T>) {
+    fn enqueue(&mut self, pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) {
         if !self.bucket.admit(now, pkt.meta.len) {
             ev.drop(pkt, DropReason::Policer);
             return;
         }
-        if self.limit.exceeded(self.bytes, self.q.len(), pkt.meta.len) {
-            ev.drop(pkt, DropReason::QueueFull);
-            return;
-        }
-        self.bytes += pkt.meta.len as u64;
-        self.q.push_back(pkt);
+        self.fifo.enqueue(pkt, now, rng, ev);
     }
 
-    fn dequeue(&mut self, _now: Nanos, _rng: &mut Rng, _ev: &mut Events<T>) -> Option<Packet<T>> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.meta.len as u64;
-        Some(p)
+    fn dequeue(&mut self, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) -> Option<Packet<T>> {
+        self.fifo.dequeue(now, rng, ev)
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.backlog_bytes()
     }
 
     fn backlog_pkts(&self) -> usize {
-        self.q.len()
+        self.fifo.backlog_pkts()
     }
 }
 
