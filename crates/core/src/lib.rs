@@ -10,6 +10,7 @@
 //! - [`qdisc`]: queues and AQMs (one file each) behind the [`qdisc::Qdisc`] trait.
 //! - [`filter`]: estimators shared by algorithms (windowed min/max).
 //! - [`stats`]: percentiles and summaries used by every engine's result.
+//! - [`wifi`]: the WiFi link kind (airtime, contention, the MAC designs).
 
 pub mod cc;
 pub mod filter;
@@ -18,3 +19,4 @@ pub mod rng;
 pub mod stats;
 pub mod time;
 pub mod units;
+pub mod wifi;

@@ -1,0 +1,169 @@
+//! Airtime arithmetic of an 802.11n (HT, 20 MHz, 5 GHz) transmission
+//! opportunity: how long a frame, an A-MPDU, its acknowledgement and the
+//! contention before it occupy the medium.
+//!
+//! Sources: IEEE Std 802.11-2016 — §17.4.4 (OFDM PHY timing: slot 9 µs,
+//! SIFS 16 µs, 4 µs symbols, 20 µs legacy preamble), §19.4.3 (HT-mixed
+//! format PPDU: L-STF 8 + L-LTF 8 + L-SIG 4 + HT-SIG 8 + HT-STF 4 + 4 µs per
+//! HT-LTF), §19.5 (MCS tables, HT20 long GI), §9.3.1.9 (BlockAck, 32 bytes
+//! compressed), §10.7.6.5 (a response frame goes at the highest basic rate not
+//! above the rate of the frame it answers), §10.22.2 (EDCA: AIFS = SIFS +
+//! AIFSN × slot; best effort AIFSN 3, CWmin 15, CWmax 1023, Table 9-137);
+//! Linux `drivers/net/wireless/ath/ath9k` (A-MPDU delimiter 4 B, 4 ms
+//! aggregate limit, 64-frame block-ack window, `ATH_AMPDU_LIMIT_MAX` 65535 B).
+//!
+//! # Model in a nutshell
+//! One data PPDU = preamble + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of
+//! 4 µs, where N_DBPS = rate × 4 µs (data bits per symbol: 16 SERVICE bits and
+//! 6 tail bits are added, §19.3.11). An A-MPDU carries each MPDU (the IP
+//! packet + 38 B of MAC overhead) behind a 4 B delimiter, padded to 4 B. A
+//! single frame is answered by an ACK (14 B), an aggregate by a compressed
+//! BlockAck (32 B), both at the legacy basic rate (6, 12 or 24 Mbit/s) after
+//! SIFS. The airtime charged to a station for one transmission is
+//! PPDU + SIFS + ACK/BA; contention before it (AIFS + backoff) is shared
+//! medium time charged to nobody ([`super::medium`]).
+//!
+//! # Constants
+//! Every constant below carries its unit and source. Rates given directly
+//! (not as an MCS) are taken as long-GI HT20 rates: N_DBPS = rate × 4 µs
+//! (fractional bits allowed; a short-GI rate such as 144.4 Mbit/s is thus off
+//! by at most one symbol per PPDU), with one HT-LTF per 65 Mbit/s (the HT20
+//! single-stream maximum) for the spatial streams it implies.
+
+use crate::time::Nanos;
+
+/// OFDM slot time, 5 GHz (802.11-2016 Table 17-21): 9 µs.
+pub const SLOT_NS: Nanos = 9_000;
+/// Short interframe space, OFDM (Table 17-21): 16 µs.
+pub const SIFS_NS: Nanos = 16_000;
+/// DIFS of the DCF = SIFS + 2 slots (§10.3.2.3.5): 34 µs. For reference; data
+/// uses the best-effort AIFS below.
+pub const DIFS_NS: Nanos = SIFS_NS + 2 * SLOT_NS;
+/// Best-effort AIFSN (Table 9-137, also hostapd's `wmm_ac_be_aifs`): 3 slots.
+pub const AIFSN_BE: u64 = 3;
+/// AIFS[BE] = SIFS + AIFSN × slot = 43 µs.
+pub const AIFS_NS: Nanos = SIFS_NS + AIFSN_BE * SLOT_NS;
+/// Contention window bounds for best effort (aCWmin 15, aCWmax 1023 slots).
+pub const CW_MIN: u32 = 15;
+pub const CW_MAX: u32 = 1023;
+/// OFDM symbol duration with the long guard interval: 4 µs.
+pub const SYMBOL_NS: Nanos = 4_000;
+/// Legacy (non-HT) preamble + SIGNAL: 16 + 4 = 20 µs (§17.3.2.4).
+pub const LEGACY_PREAMBLE_NS: Nanos = 20_000;
+/// HT-mixed preamble before the HT-LTFs: L-STF 8 + L-LTF 8 + L-SIG 4 +
+/// HT-SIG 8 + HT-STF 4 = 32 µs; plus 4 µs per HT-LTF (§19.3.9.4).
+pub const HT_PREAMBLE_NS: Nanos = 32_000;
+pub const HT_LTF_NS: Nanos = 4_000;
+/// SERVICE (16) + tail (6) bits added to every PSDU (§17.3.5.2, §19.3.11).
+pub const SERVICE_TAIL_BITS: u64 = 16 + 6;
+/// MAC overhead of one data MPDU around an IP packet: QoS data header 26 B +
+/// LLC/SNAP 8 B + FCS 4 B = 38 B (no encryption: an open network).
+pub const MPDU_OVERHEAD: u32 = 26 + 8 + 4;
+/// A-MPDU subframe delimiter (ath9k `ATH_AGGR_DELIM_SZ`): 4 B.
+pub const AMPDU_DELIMITER: u32 = 4;
+/// ACK frame: 14 B; compressed BlockAck: 32 B (§9.3.1.4, §9.3.1.9).
+pub const ACK_BYTES: u64 = 14;
+pub const BLOCK_ACK_BYTES: u64 = 32;
+/// Mandatory basic rates of the 5 GHz OFDM PHY (bit/s) a response may use.
+pub const BASIC_RATES: [u64; 3] = [6_000_000, 12_000_000, 24_000_000];
+/// Largest A-MPDU in frames: the block-ack window (64 MPDUs, §10.24.7).
+pub const MAX_AMPDU_FRAMES: usize = 64;
+/// Largest HT A-MPDU in bytes (ath9k `ATH_AMPDU_LIMIT_MAX` = 64 KiB − 1).
+pub const MAX_AMPDU_BYTES: u32 = 65_535;
+/// Longest aggregate PPDU ath9k builds: 4 ms (`ath_max_4ms_framelen`, also
+/// the HT PPDU maximum aPPDUMaxTime of 5.484 ms rounded down by the driver).
+pub const MAX_PPDU_NS: Nanos = 4_000_000;
+/// HT20 long-GI MCS 0–15 rates (bit/s, Table 19-27/19-30); MCS 8–15 are
+/// MCS 0–7 on two spatial streams.
+pub const HT20_MCS: [u64; 16] = [
+    6_500_000, 13_000_000, 19_500_000, 26_000_000, 39_000_000, 52_000_000, 58_500_000, 65_000_000,
+    13_000_000, 26_000_000, 39_000_000, 52_000_000, 78_000_000, 104_000_000, 117_000_000, 130_000_000,
+];
+/// Bit rate of one HT20 long-GI spatial stream at MCS 7 (bit/s).
+pub const HT20_STREAM_MAX: u64 = 65_000_000;
+
+/// A station's PHY: its data rate and spatial streams.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phy {
+    pub rate_bps: u64,
+    pub streams: u32,
+}
+
+impl Phy {
+    /// A rate given directly: streams implied by 65 Mbit/s per stream (1–4).
+    pub fn from_rate(rate_bps: u64) -> Phy {
+        let streams = rate_bps.div_ceil(HT20_STREAM_MAX).clamp(1, 4) as u32;
+        Phy { rate_bps, streams }
+    }
+
+    /// `"mcs0"` .. `"mcs15"` (HT20, long GI).
+    pub fn from_mcs(name: &str) -> Option<Phy> {
+        let i: usize = name.strip_prefix("mcs")?.parse().ok()?;
+        let rate_bps = *HT20_MCS.get(i)?;
+        Some(Phy { rate_bps, streams: if i >= 8 { 2 } else { 1 } })
+    }
+
+    /// Preamble of an HT-mixed PPDU at this PHY.
+    pub fn preamble_ns(&self) -> Nanos {
+        HT_PREAMBLE_NS + HT_LTF_NS * self.streams as u64
+    }
+
+    /// Duration of an HT PPDU carrying `psdu_bytes`.
+    pub fn ppdu_ns(&self, psdu_bytes: u64) -> Nanos {
+        self.preamble_ns() + symbols_ns(psdu_bytes, self.rate_bps)
+    }
+
+    /// The basic rate a response (ACK/BlockAck) to this PHY's frames uses.
+    pub fn response_rate(&self) -> u64 {
+        BASIC_RATES.iter().copied().filter(|&r| r <= self.rate_bps).max().unwrap_or(BASIC_RATES[0])
+    }
+}
+
+/// The data symbols of a PSDU of `bytes` at `rate_bps` (long GI), in ns.
+pub fn symbols_ns(bytes: u64, rate_bps: u64) -> Nanos {
+    let bits = SERVICE_TAIL_BITS + 8 * bytes;
+    // N_DBPS = rate × 4 µs; integer for every OFDM/HT rate, fractional for others.
+    let ndbps = rate_bps as f64 * SYMBOL_NS as f64 / 1e9;
+    let n = (bits as f64 / ndbps - 1e-9).ceil().max(1.0) as u64;
+    n * SYMBOL_NS
+}
+
+/// A legacy-format control frame of `bytes` at basic rate `rate_bps`.
+pub fn legacy_frame_ns(bytes: u64, rate_bps: u64) -> Nanos {
+    LEGACY_PREAMBLE_NS + symbols_ns(bytes, rate_bps)
+}
+
+/// Bytes one IP packet of `ip_len` adds to an A-MPDU: delimiter + MPDU, padded to 4 B.
+pub fn subframe_bytes(ip_len: u32) -> u32 {
+    let mpdu = ip_len + MPDU_OVERHEAD;
+    AMPDU_DELIMITER + mpdu.div_ceil(4) * 4
+}
+
+/// PSDU length of a transmission carrying these IP packets: a single MPDU
+/// (no delimiter) or an A-MPDU.
+pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
+    let mut n = 0usize;
+    let mut sum = 0u64;
+    let mut single = 0u64;
+    for l in ip_lens {
+        n += 1;
+        sum += subframe_bytes(l) as u64;
+        single = (l + MPDU_OVERHEAD) as u64;
+    }
+    if n == 1 {
+        (single, 1)
+    } else {
+        (sum, n)
+    }
+}
+
+/// The acknowledgement of `frames` MPDUs: ACK for one, compressed BlockAck for more.
+pub fn response_ns(phy: &Phy, frames: usize) -> Nanos {
+    let bytes = if frames > 1 { BLOCK_ACK_BYTES } else { ACK_BYTES };
+    legacy_frame_ns(bytes, phy.response_rate())
+}
+
+/// Airtime of one successful transmission: PPDU + SIFS + ACK/BlockAck.
+pub fn txop_ns(phy: &Phy, psdu: u64, frames: usize) -> Nanos {
+    phy.ppdu_ns(psdu) + SIFS_NS + response_ns(phy, frames)
+}

@@ -1,0 +1,337 @@
+//! The three MAC queueing designs of a Linux access point, and the station
+//! scheduler that picks whose aggregate goes to the hardware next.
+//!
+//! Sources (Linux):
+//! - `legacy` (before 4.9): the interface qdisc (`pfifo_fast`, 1000 packets,
+//!   or whatever is configured) above ath9k's own per-station (per-TID)
+//!   software queues, which take frames from the qdisc until
+//!   `ATH_MAX_QDEPTH` = 512/4 − 5 = 123 frames are pending in the driver
+//!   (`drivers/net/wireless/ath/ath9k/ath9k.h`, `ath_tx_start`); the driver
+//!   serves stations round robin, one aggregate per turn (`ath_txq_schedule`).
+//! - `fq` (4.9, commit 50f08edf9809 "ath9k: Switch to using mac80211
+//!   intermediate software queues"): no qdisc; mac80211's per-station TXQs
+//!   are fq_codel (`include/net/fq_impl.h`, `net/mac80211/tx.c`
+//!   `ieee80211_txq_setup_flows`: quantum 300 B, limit 8192 packets, memory
+//!   4 MiB without VHT, CoDel target 20 ms, interval 100 ms, ECN on), the
+//!   aggregate is built at dequeue time and the hardware holds at most
+//!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates; stations still take turns per
+//!   aggregate.
+//! - `airtime` (4.11, commit 63fefa050477 "ath9k: Introduce airtime fairness
+//!   scheduling between stations"): `fq` plus a deficit round robin across
+//!   stations in airtime: each station has a deficit (µs); a station at the
+//!   head of the list whose deficit is ≤ 0 gets `ATH_AIRTIME_QUANTUM` = 300 µs
+//!   (× its weight here, as mac80211's later `airtime_weight`) and goes to the
+//!   tail of the old list; the airtime of every transmission *to* and
+//!   reception *from* a station is subtracted from its deficit. New stations
+//!   (that just became backlogged) are served before old ones, as in
+//!   fq_codel; a new station that empties moves to the old list once (so it
+//!   cannot stay new forever), an old one that empties leaves.
+//!
+//! The fq_codel of `fq`/`airtime` is the core's [`FqCodel`] (one CoDel per
+//! flow, [`crate::qdisc::codel`]), not a copy. Differences from mac80211,
+//! on purpose: each station's TXQ has its own 1024 hash buckets, its own
+//! packet limit (8192) and memory limit (4 MiB) — in mac80211 the 4096
+//! buckets and both limits are shared by all TXQs; the per-station CoDel
+//! parameters of `sta_update_codel_params` (50 ms/300 ms for stations below
+//! 6 Mbit/s × stations, removed again in 2023) are not modelled.
+
+use super::airtime::{psdu_bytes, subframe_bytes, Phy, MAX_AMPDU_BYTES, MAX_AMPDU_FRAMES, MAX_PPDU_NS};
+use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
+use crate::qdisc::fifo::Fifo;
+use crate::qdisc::fq_codel::FqCodel;
+use crate::qdisc::{Events, Limit, Packet, Qdisc};
+use crate::rng::Rng;
+use crate::time::Nanos;
+use std::collections::VecDeque;
+
+/// The queueing design of the access point (and of the stations' own uplink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Design {
+    Legacy,
+    Fq,
+    Airtime,
+}
+
+impl Design {
+    pub const NAMES: [&'static str; 3] = ["legacy", "fq", "airtime"];
+    pub fn from_name(s: &str) -> Option<Design> {
+        match s {
+            "legacy" => Some(Design::Legacy),
+            "fq" => Some(Design::Fq),
+            "airtime" => Some(Design::Airtime),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        Design::NAMES[self as usize]
+    }
+}
+
+/// Frames the legacy driver holds before it stops taking from the qdisc
+/// (`ATH_MAX_QDEPTH` = `ATH_TXBUF` 512 / 4 − `ATH_TXBUF_RESERVE` 5).
+pub const LEGACY_DRIVER_FRAMES: usize = 123;
+/// Aggregates queued in the hardware at most (`ATH_AGGR_MIN_QDEPTH`).
+pub const HW_AGGREGATES: usize = 2;
+/// Airtime deficit added per round (`ATH_AIRTIME_QUANTUM`): 300 µs.
+pub const AIRTIME_QUANTUM_NS: i64 = 300_000;
+/// mac80211 TXQ fq_codel: DRR quantum (bytes, `fq_init`).
+pub const TXQ_QUANTUM: u32 = 300;
+/// mac80211 TXQ packet limit (`fq_init`: 8192) and memory limit without VHT (4 MiB).
+pub const TXQ_LIMIT: u32 = 8192;
+pub const TXQ_MEMORY: u32 = 4 << 20;
+/// Hash buckets per station TXQ (mac80211 shares 4096 among all TXQs).
+pub const TXQ_FLOWS: u32 = 1024;
+/// mac80211 CoDel: target 20 ms, interval 100 ms, ECN (`ieee80211_txq_setup_flows`).
+pub const TXQ_TARGET_NS: u64 = 20_000_000;
+pub const TXQ_INTERVAL_NS: u64 = 100_000_000;
+
+/// A frame inside the MAC: the caller's payload, its destination (station
+/// index; ignored on a station's uplink) and how often it was retried.
+#[derive(Debug, Clone)]
+pub struct Frame<T> {
+    pub data: T,
+    pub sta: u32,
+    pub retries: u32,
+}
+
+/// One aggregate handed to the hardware.
+#[derive(Debug)]
+pub struct Aggregate<T> {
+    /// Station index (the destination for the AP, the sender for a station).
+    pub sta: usize,
+    pub frames: Vec<Packet<Frame<T>>>,
+    pub psdu: u64,
+}
+
+/// One destination queue of a node: a mac80211 TXQ (fq_codel) or the
+/// legacy driver's per-station FIFO, plus the frames waiting for a retry or
+/// that did not fit into the last aggregate (ath9k's `tid->retry_q`).
+struct Txq<T> {
+    q: Box<dyn Qdisc<Frame<T>>>,
+    retry: VecDeque<Packet<Frame<T>>>,
+    /// Airtime deficit, ns (design `airtime`).
+    deficit: i64,
+    linked: bool,
+}
+
+impl<T> Txq<T> {
+    fn has_data(&self) -> bool {
+        !self.retry.is_empty() || self.q.backlog_pkts() > 0
+    }
+}
+
+/// The MAC of one node (the AP: one TXQ per station; a station: one TXQ
+/// towards the AP): its queues, the station scheduler and the hardware queue.
+pub struct Node<T> {
+    design: Design,
+    /// Legacy only: the interface qdisc above the driver.
+    iface: Option<Box<dyn Qdisc<Frame<T>>>>,
+    /// Legacy only: frames the driver holds (until their transmission completes).
+    pub driver_frames: usize,
+    txqs: Vec<Txq<T>>,
+    new_list: VecDeque<usize>,
+    old_list: VecDeque<usize>,
+    /// Aggregates built and waiting for the medium (the first is next).
+    pub hw: VecDeque<Aggregate<T>>,
+    quantum: Vec<i64>,
+}
+
+impl<T: 'static> Node<T> {
+    /// A node with `dests` destination queues; `iface` is the legacy qdisc,
+    /// `weights` the airtime weights of the destinations.
+    pub fn new(design: Design, iface: Option<Box<dyn Qdisc<Frame<T>>>>, weights: &[f64]) -> Node<T> {
+        let txqs = weights
+            .iter()
+            .map(|_| Txq {
+                q: match design {
+                    Design::Legacy => Box::new(Fifo::new(Limit { bytes: None, pkts: None })) as Box<dyn Qdisc<Frame<T>>>,
+                    _ => Box::new(mac80211_txq()),
+                },
+                retry: VecDeque::new(),
+                deficit: 0,
+                linked: false,
+            })
+            .collect();
+        Node {
+            design,
+            iface: if design == Design::Legacy { iface } else { None },
+            driver_frames: 0,
+            txqs,
+            new_list: VecDeque::new(),
+            old_list: VecDeque::new(),
+            hw: VecDeque::new(),
+            quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
+        }
+    }
+
+    /// A packet for destination `pkt.data.sta` arrives (its `enqueued_at` set).
+    pub fn enqueue(&mut self, pkt: Packet<Frame<T>>, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
+        if let Some(iface) = self.iface.as_mut() {
+            iface.enqueue(pkt, now, rng, ev);
+            self.pull_iface(now, rng, ev);
+        } else {
+            let s = pkt.data.sta as usize;
+            self.txqs[s].q.enqueue(pkt, now, rng, ev);
+            self.link(s);
+        }
+    }
+
+    /// Legacy: the driver takes frames from the qdisc while it has room.
+    fn pull_iface(&mut self, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
+        let Some(iface) = self.iface.as_mut() else { return };
+        while self.driver_frames < LEGACY_DRIVER_FRAMES {
+            let Some(p) = iface.dequeue(now, rng, ev) else { break };
+            let s = p.data.sta as usize;
+            self.driver_frames += 1;
+            self.txqs[s].q.enqueue(p, now, rng, ev);
+            if !self.txqs[s].linked {
+                self.txqs[s].linked = true;
+                self.new_list.push_back(s);
+            }
+        }
+    }
+
+    fn link(&mut self, s: usize) {
+        if !self.txqs[s].linked {
+            self.txqs[s].linked = true;
+            self.new_list.push_back(s);
+        }
+    }
+
+    /// Frames of a finished transmission that leave the node (delivered or
+    /// given up): the legacy driver has room again.
+    pub fn release(&mut self, n: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
+        if self.iface.is_some() {
+            self.driver_frames -= n;
+            self.pull_iface(now, rng, ev);
+        }
+    }
+
+    /// A frame to retry: back to the head of its queue (call in reverse
+    /// order for several, so that they keep their order).
+    pub fn requeue(&mut self, pkt: Packet<Frame<T>>) {
+        let s = pkt.data.sta as usize;
+        self.txqs[s].retry.push_front(pkt);
+        self.link(s);
+    }
+
+    /// Subtract `airtime` (transmitted to or received from station `s`) from its deficit.
+    pub fn charge(&mut self, s: usize, airtime: Nanos) {
+        if self.design == Design::Airtime {
+            self.txqs[s].deficit -= airtime as i64;
+        }
+    }
+
+    pub fn deficit(&self, s: usize) -> i64 {
+        self.txqs[s].deficit
+    }
+
+    /// The station whose turn it is (`ath_txq_schedule`), or None if idle.
+    fn next_station(&mut self) -> Option<usize> {
+        loop {
+            let from_new = !self.new_list.is_empty();
+            let s = *self.new_list.front().or(self.old_list.front())?;
+            if self.design == Design::Airtime && self.txqs[s].deficit <= 0 {
+                self.txqs[s].deficit += self.quantum[s];
+                self.pop(from_new);
+                self.old_list.push_back(s);
+                continue;
+            }
+            if !self.txqs[s].has_data() {
+                self.pop(from_new);
+                if from_new && !self.old_list.is_empty() {
+                    self.old_list.push_back(s);
+                } else {
+                    self.txqs[s].linked = false;
+                }
+                continue;
+            }
+            return Some(s);
+        }
+    }
+
+    fn pop(&mut self, from_new: bool) {
+        if from_new {
+            self.new_list.pop_front();
+        } else {
+            self.old_list.pop_front();
+        }
+    }
+
+    /// Fill the hardware queue up to [`HW_AGGREGATES`]; `phys[s]` is the PHY
+    /// used towards destination `s`. Dequeued packets' queueing delays go to `qdelay`.
+    pub fn refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        while self.hw.len() < HW_AGGREGATES {
+            let Some(s) = self.next_station() else { break };
+            let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
+            if agg.frames.is_empty() {
+                // Everything the TXQ held was dropped by CoDel on the way out.
+                continue;
+            }
+            if self.design != Design::Airtime {
+                // Round robin per aggregate: to the tail of the old list.
+                if self.new_list.front() == Some(&s) {
+                    self.new_list.pop_front();
+                } else {
+                    self.old_list.pop_front();
+                }
+                self.old_list.push_back(s);
+            }
+            self.hw.push_back(agg);
+        }
+    }
+
+    /// Build one aggregate for station `s` (`ath_tx_form_aggr`): frames from
+    /// the retry queue first, then the TXQ, while the A-MPDU stays within 64
+    /// frames, 65535 bytes and 4 ms at the station's rate.
+    pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
+        let txq = &mut self.txqs[s];
+        let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
+        let mut sub = 0u64;
+        while frames.len() < MAX_AMPDU_FRAMES {
+            let p = match txq.retry.pop_front() {
+                Some(p) => p,
+                None => match txq.q.dequeue(now, rng, ev) {
+                    Some(p) => {
+                        qdelay(s, now - p.meta.enqueued_at);
+                        p
+                    }
+                    None => break,
+                },
+            };
+            let add = subframe_bytes(p.meta.len) as u64;
+            let fits = sub + add <= MAX_AMPDU_BYTES as u64 && phy.ppdu_ns(sub + add) <= MAX_PPDU_NS;
+            if !frames.is_empty() && !fits {
+                txq.retry.push_front(p);
+                break;
+            }
+            sub += add;
+            frames.push(p);
+        }
+        let (psdu, _) = psdu_bytes(frames.iter().map(|p| p.meta.len));
+        Aggregate { sta: s, frames, psdu }
+    }
+
+    /// Packets queued in this node (qdisc, driver/TXQs, retries, hardware).
+    pub fn backlog_pkts(&self) -> usize {
+        self.iface.as_ref().map_or(0, |q| q.backlog_pkts())
+            + self.txqs.iter().map(|t| t.q.backlog_pkts() + t.retry.len()).sum::<usize>()
+            + self.hw.iter().map(|a| a.frames.len()).sum::<usize>()
+    }
+
+    pub fn backlog_bytes(&self) -> u64 {
+        self.iface.as_ref().map_or(0, |q| q.backlog_bytes())
+            + self
+                .txqs
+                .iter()
+                .map(|t| t.q.backlog_bytes() + t.retry.iter().map(|p| p.meta.len as u64).sum::<u64>())
+                .sum::<u64>()
+            + self.hw.iter().flat_map(|a| a.frames.iter()).map(|p| p.meta.len as u64).sum::<u64>()
+    }
+}
+
+/// A mac80211 TXQ: the core's fq_codel with mac80211's parameters.
+pub fn mac80211_txq<T>() -> FqCodel<T> {
+    let cparams = CodelParams::from_ns(TXQ_TARGET_NS, TXQ_INTERVAL_NS, None, DEFAULT_MTU, true);
+    FqCodel::with(TXQ_FLOWS, TXQ_LIMIT, TXQ_QUANTUM, TXQ_MEMORY, 64, cparams)
+}

@@ -1,0 +1,194 @@
+//! The shared medium: EDCA/DCF contention between the access point and its
+//! stations, with binary exponential backoff and collisions.
+//!
+//! Source: IEEE Std 802.11-2016 §10.3.4.3 (backoff procedure), §10.22.2
+//! (EDCA), and the model G. Bianchi analyses in "Performance Analysis of the
+//! IEEE 802.11 Distributed Coordination Function", IEEE JSAC 18(3), 2000:
+//! slotted time, a backoff counter uniform in [0, CW] that counts idle slots
+//! and freezes while the medium is busy, CW doubling after a failure up to
+//! CWmax, reset to CWmin after a success. Bianchi computes what this process
+//! yields for saturated stations (his fixed point is checked against this
+//! code in the tests); here the process itself runs.
+//!
+//! # Model in a nutshell
+//! After the medium turns idle at `t`, every contender waits AIFS and then
+//! counts down its backoff one slot at a time on a common grid
+//! `t + AIFS + k·slot`. The contender(s) whose counter reaches zero first
+//! transmit at that slot; the others' counters are reduced by the slots that
+//! elapsed and freeze. One transmitter: success (unless the frame itself is
+//! corrupted, see [`super`]). Several in the same slot: a collision; the
+//! medium is busy for the longest of their PPDUs (Bianchi's T_c, no ACK), and
+//! each doubles its CW. A node that gets something to send while the medium
+//! is idle draws a fresh backoff and starts counting at the next slot
+//! boundary (never in the past). After its own transmission a node draws a
+//! new backoff at once if it still has data (the post-backoff of §10.3.4.3).
+//!
+//! # States
+//! `Idle { origin }` (counting on the grid from `origin` = end of busy +
+//! AIFS) and `Busy { until }`; each node: `active` (has a frame), `backoff`
+//! (slots left), `start_slot` (grid slot at which it began counting), `cw`.
+//!
+//! Not modelled: hidden stations and capture (every node hears every other),
+//! EIFS after a corrupted frame, RTS/CTS, TXOP bursting of several PPDUs,
+//! other access categories.
+
+use super::airtime::{AIFS_NS, CW_MAX, CW_MIN, SLOT_NS};
+use crate::rng::{Rng, RngExt};
+use crate::time::Nanos;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    active: bool,
+    backoff: u32,
+    cw: u32,
+    /// Grid slot (from the current origin) at which this node began counting.
+    start_slot: u64,
+}
+
+/// The contention state of one medium shared by `n` nodes (node 0 is the AP).
+#[derive(Debug)]
+pub struct Medium {
+    nodes: Vec<Node>,
+    /// Slot grid origin: when the current idle period's countdown starts.
+    origin: Nanos,
+    /// The medium is busy until this time.
+    busy_until: Option<Nanos>,
+    /// Transmission attempts and collided attempts (per node), for statistics.
+    pub attempts: Vec<u64>,
+    pub collisions: Vec<u64>,
+}
+
+impl Medium {
+    pub fn new(n: usize) -> Medium {
+        Medium {
+            nodes: vec![Node { active: false, backoff: 0, cw: CW_MIN, start_slot: 0 }; n],
+            origin: AIFS_NS,
+            busy_until: None,
+            attempts: vec![0; n],
+            collisions: vec![0; n],
+        }
+    }
+
+    pub fn is_busy(&self) -> bool {
+        self.busy_until.is_some()
+    }
+
+    pub fn is_active(&self, i: usize) -> bool {
+        self.nodes[i].active
+    }
+
+    /// The current contention window of node `i` (slots).
+    pub fn cw(&self, i: usize) -> u32 {
+        self.nodes[i].cw
+    }
+
+    /// Node `i` has a frame to send at `now`.
+    pub fn activate(&mut self, i: usize, now: Nanos, rng: &mut Rng) {
+        if self.nodes[i].active {
+            return;
+        }
+        let backoff = rng.gen_range(0..=self.nodes[i].cw);
+        self.activate_with(i, now, backoff);
+    }
+
+    /// [`Medium::activate`] with a given backoff (slots).
+    pub fn activate_with(&mut self, i: usize, now: Nanos, backoff: u32) {
+        let start_slot = if self.busy_until.is_some() || now <= self.origin {
+            0
+        } else {
+            (now - self.origin).div_ceil(SLOT_NS)
+        };
+        let n = &mut self.nodes[i];
+        n.active = true;
+        n.start_slot = start_slot;
+        n.backoff = backoff;
+    }
+
+    /// Node `i` has nothing left to send.
+    pub fn deactivate(&mut self, i: usize) {
+        self.nodes[i].active = false;
+    }
+
+    /// When the next transmission starts, if the medium is idle and someone contends.
+    pub fn next_start(&self) -> Option<Nanos> {
+        if self.busy_until.is_some() {
+            return None;
+        }
+        let slot = self.nodes.iter().filter(|n| n.active).map(|n| n.start_slot + n.backoff as u64).min()?;
+        Some(self.origin + slot * SLOT_NS)
+    }
+
+    /// Start the transmission due at `now` (= [`Medium::next_start`]): the
+    /// nodes that transmit in this slot, pushed into `winners`. Others freeze.
+    pub fn start(&mut self, now: Nanos, winners: &mut Vec<usize>) {
+        winners.clear();
+        let slot = (now - self.origin) / SLOT_NS;
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            if !n.active {
+                continue;
+            }
+            let fire = n.start_slot + n.backoff as u64;
+            if fire == slot {
+                winners.push(i);
+            } else {
+                debug_assert!(fire > slot);
+                n.backoff -= slot.saturating_sub(n.start_slot) as u32;
+            }
+            n.start_slot = 0;
+        }
+        for &i in winners.iter() {
+            self.attempts[i] += 1;
+            if winners.len() > 1 {
+                self.collisions[i] += 1;
+            }
+        }
+    }
+
+    /// The medium is busy until `until` (the transmission's end).
+    pub fn busy(&mut self, until: Nanos) {
+        self.busy_until = Some(until);
+    }
+
+    /// The busy period ends at `now`: the winners learn their outcome
+    /// (`success` resets CW, a failure doubles it) and draw a new backoff;
+    /// counting resumes after AIFS.
+    pub fn end(&mut self, now: Nanos, outcomes: &[(usize, bool)], rng: &mut Rng) {
+        self.end_with(now, outcomes, |cw| rng.gen_range(0..=cw));
+    }
+
+    /// [`Medium::end`] with the new backoffs drawn by `draw(cw)`.
+    pub fn end_with(&mut self, now: Nanos, outcomes: &[(usize, bool)], mut draw: impl FnMut(u32) -> u32) {
+        self.busy_until = None;
+        self.origin = now + AIFS_NS;
+        for &(i, success) in outcomes {
+            let n = &mut self.nodes[i];
+            n.cw = if success { CW_MIN } else { (2 * n.cw + 1).min(CW_MAX) };
+            n.backoff = draw(n.cw);
+            n.start_slot = 0;
+        }
+    }
+
+    /// A node whose frame was given up (retry limit) starts over at CWmin.
+    pub fn reset_cw(&mut self, i: usize) {
+        self.nodes[i].cw = CW_MIN;
+    }
+}
+
+/// Bianchi's fixed point for `n` saturated stations with CWmin+1 = `w` and
+/// `m` doublings: (τ, p) = (transmission probability per slot, conditional
+/// collision probability), solved by bisection on p.
+pub fn bianchi(n: usize, w: f64, m: i32) -> (f64, f64) {
+    let tau = |p: f64| 2.0 * (1.0 - 2.0 * p) / ((1.0 - 2.0 * p) * (w + 1.0) + p * w * (1.0 - (2.0 * p).powi(m)));
+    let (mut lo, mut hi) = (0.0f64, 0.4999f64);
+    for _ in 0..200 {
+        let p = 0.5 * (lo + hi);
+        let f = 1.0 - (1.0 - tau(p)).powi(n as i32 - 1) - p;
+        if f > 0.0 {
+            lo = p;
+        } else {
+            hi = p;
+        }
+    }
+    let p = 0.5 * (lo + hi);
+    (tau(p), p)
+}

@@ -1,0 +1,344 @@
+//! WiFi: one access point and its stations on a shared medium — a link kind
+//! that both engines drive, like a qdisc.
+//!
+//! Sources: IEEE Std 802.11-2016 (timing, EDCA, aggregation: [`airtime`],
+//! [`medium`]); Linux mac80211 and ath9k for the queueing designs ([`mac`]);
+//! G. Bianchi, IEEE JSAC 2000 for the contention model; T. Høiland-Jørgensen
+//! et al., "Ending the Anomaly: Achieving Low Latency and Airtime Fairness in
+//! WiFi", USENIX ATC 2017 for the problem the designs solve.
+//!
+//! # Model in a nutshell
+//! Node 0 is the AP, nodes 1..=N the stations. Downlink packets (server →
+//! station) queue at the AP per destination, uplink packets (station →
+//! server, TCP ACKs included) at their station. Each node keeps at most two
+//! aggregates ready for the hardware ([`mac::Node`]); a node with one contends
+//! for the medium ([`medium::Medium`]). A transmission carries one A-MPDU to
+//! (or from) one station at that station's PHY rate and takes the airtime
+//! of [`airtime::txop_ns`]; several nodes in the same slot collide. Each
+//! MPDU of a successful transmission is lost independently with the
+//! station's `mpdu_error` probability and retried (at the head of its queue)
+//! up to [`RETRY_LIMIT`] times; a collision retries the whole aggregate.
+//! Delivered packets are handed back at the end of the transmission.
+//!
+//! The caller (simulator or emulator) calls [`Wifi::enqueue`] for arriving
+//! packets and [`Wifi::poll`] at [`Wifi::next_event`] (and after enqueues):
+//! `now` and the RNG are arguments, so virtual and real time run the same code.
+//!
+//! # Left out (see docs/wifi.md)
+//! Rate control (each station keeps one PHY rate), hidden stations and
+//! capture, RTS/CTS, beacons and management traffic, power save, other
+//! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
+//! TXOP bursts, the per-station CoDel parameters for slow stations.
+
+pub mod airtime;
+pub mod mac;
+pub mod medium;
+#[cfg(test)]
+mod tests;
+
+use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
+use crate::rng::{Rng, RngExt};
+use crate::time::Nanos;
+use airtime::{txop_ns, Phy};
+pub use mac::Design;
+use mac::{Aggregate, Frame, Node};
+use medium::Medium;
+
+/// Software retries of an MPDU before the driver gives it up
+/// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30.
+pub const RETRY_LIMIT: u32 = 30;
+
+/// One station as the scenario describes it.
+#[derive(Debug, Clone)]
+pub struct StationConfig {
+    pub name: String,
+    pub phy: Phy,
+    /// Probability that one MPDU is received in error (before retries).
+    pub mpdu_error: f64,
+    /// Airtime weight (1 = the default share).
+    pub weight: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct WifiConfig {
+    pub design: Design,
+    pub stations: Vec<StationConfig>,
+    /// Legacy: the interface qdisc (of the AP and of every station).
+    pub qdisc: QdiscConfig,
+}
+
+/// Per-station counters (both directions unless named).
+#[derive(Debug, Clone, Default)]
+pub struct StationStats {
+    pub down_bytes: u64,
+    pub up_bytes: u64,
+    pub down_pkts: u64,
+    pub up_pkts: u64,
+    /// Airtime of transmissions to and from this station (PPDU + SIFS +
+    /// ACK/BA; the PPDU alone for a collision), ns.
+    pub airtime_ns: u64,
+    /// Downlink aggregates and the frames in them.
+    pub down_aggregates: u64,
+    pub down_frames: u64,
+    pub up_aggregates: u64,
+    pub up_frames: u64,
+    /// MPDU retransmissions (after an error or a collision).
+    pub retries: u64,
+    /// Transmissions to/from this station that collided.
+    pub collisions: u64,
+    /// MPDUs given up after [`RETRY_LIMIT`] retries.
+    pub retry_drops: u64,
+    /// Queue drops (qdisc/TXQ full, CoDel), both directions.
+    pub queue_drops: u64,
+    /// Queueing delay of downlink packets at the AP (arrival to aggregate), ms.
+    pub qdelay_ms: Vec<f64>,
+}
+
+/// Medium-wide counters.
+#[derive(Debug, Clone, Default)]
+pub struct MediumStats {
+    pub txops: u64,
+    pub collisions: u64,
+    pub busy_ns: u64,
+    /// Packets CE-marked by the CoDel of the TXQs (or the legacy qdisc).
+    pub marks: u64,
+}
+
+/// A packet that crossed the medium.
+#[derive(Debug)]
+pub struct Delivered<T> {
+    pub data: T,
+    pub meta: PacketMeta,
+    pub sta: usize,
+    /// true: station → AP.
+    pub up: bool,
+}
+
+struct InFlight<T> {
+    node: usize,
+    agg: Aggregate<T>,
+}
+
+/// The WiFi link: medium, AP and stations.
+pub struct Wifi<T> {
+    pub design: Design,
+    phys: Vec<Phy>,
+    mpdu_error: Vec<f64>,
+    /// nodes[0] = AP, nodes[1 + s] = station s.
+    nodes: Vec<Node<T>>,
+    medium: Medium,
+    busy_until: Option<Nanos>,
+    flight: Vec<InFlight<T>>,
+    winners: Vec<usize>,
+    ev: Events<Frame<T>>,
+    pub stations: Vec<StationStats>,
+    pub stats: MediumStats,
+    pub names: Vec<String>,
+}
+
+impl<T: 'static> Wifi<T> {
+    pub fn new(cfg: &WifiConfig) -> Result<Wifi<T>, String> {
+        if cfg.stations.is_empty() {
+            return Err("wifi.station: at least one station is needed".into());
+        }
+        let weights: Vec<f64> = cfg.stations.iter().map(|s| s.weight).collect();
+        let iface = |_: ()| -> Result<_, String> { if cfg.design == Design::Legacy { build::<Frame<T>>(&cfg.qdisc).map(Some) } else { Ok(None) } };
+        let mut nodes = vec![Node::new(cfg.design, iface(())?, &weights)];
+        for s in &cfg.stations {
+            nodes.push(Node::new(cfg.design, iface(())?, &[s.weight]));
+        }
+        let n = cfg.stations.len();
+        Ok(Wifi {
+            design: cfg.design,
+            phys: cfg.stations.iter().map(|s| s.phy).collect(),
+            mpdu_error: cfg.stations.iter().map(|s| s.mpdu_error).collect(),
+            nodes,
+            medium: Medium::new(n + 1),
+            busy_until: None,
+            flight: Vec::new(),
+            winners: Vec::new(),
+            ev: Events::default(),
+            stations: vec![StationStats::default(); n],
+            stats: MediumStats::default(),
+            names: cfg.stations.iter().map(|s| s.name.clone()).collect(),
+        })
+    }
+
+    pub fn n_stations(&self) -> usize {
+        self.phys.len()
+    }
+
+    /// A packet arrives: downlink to station `sta` (`up` = false) or uplink
+    /// from it. Dropped packets (queue full, ...) come back in `drops`.
+    pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
+        let node = if up { 1 + sta } else { 0 };
+        let dest = if up { 0 } else { sta as u32 };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0 } };
+        self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
+        self.refill(node, now, rng);
+        self.absorb(node, drops);
+    }
+
+    /// The next time [`Wifi::poll`] has something to do.
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.busy_until.or_else(|| self.medium.next_start())
+    }
+
+    /// Advance to `now`: finish the transmission that ends, start the one due.
+    pub fn poll(&mut self, now: Nanos, rng: &mut Rng, out: &mut Vec<Delivered<T>>, drops: &mut Vec<Dropped<T>>) {
+        loop {
+            if let Some(end) = self.busy_until {
+                if end > now {
+                    return;
+                }
+                self.complete(end, rng, out, drops);
+                continue;
+            }
+            match self.medium.next_start() {
+                Some(t) if t <= now => self.start(t),
+                _ => return,
+            }
+        }
+    }
+
+    fn start(&mut self, t: Nanos) {
+        let mut winners = std::mem::take(&mut self.winners);
+        self.medium.start(t, &mut winners);
+        let collision = winners.len() > 1;
+        let mut end = t;
+        for &node in &winners {
+            let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
+            let sta = if node == 0 { agg.sta } else { node - 1 };
+            let phy = &self.phys[sta];
+            let dur = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(phy, agg.psdu, agg.frames.len()) };
+            end = end.max(t + dur);
+            self.flight.push(InFlight { node, agg });
+        }
+        self.winners = winners;
+        self.stats.txops += 1;
+        if collision {
+            self.stats.collisions += 1;
+        }
+        self.stats.busy_ns += end - t;
+        self.busy_until = Some(end);
+        self.medium.busy(end);
+    }
+
+    fn complete(&mut self, now: Nanos, rng: &mut Rng, out: &mut Vec<Delivered<T>>, drops: &mut Vec<Dropped<T>>) {
+        self.busy_until = None;
+        let collision = self.flight.len() > 1;
+        let mut outcomes = Vec::with_capacity(self.flight.len());
+        for InFlight { node, agg } in std::mem::take(&mut self.flight) {
+            let sta = if node == 0 { agg.sta } else { node - 1 };
+            let up = node != 0;
+            let phy = self.phys[sta];
+            let n = agg.frames.len();
+            let air = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(&phy, agg.psdu, n) };
+            let st = &mut self.stations[sta];
+            st.airtime_ns += air;
+            if up {
+                st.up_aggregates += 1;
+                st.up_frames += n as u64;
+            } else {
+                st.down_aggregates += 1;
+                st.down_frames += n as u64;
+            }
+            if collision {
+                st.collisions += 1;
+            }
+            // ath9k charges TX airtime to, and RX airtime from, a station at the AP.
+            self.nodes[0].charge(sta, air);
+            let per = self.mpdu_error[sta];
+            let mut failed = Vec::new();
+            let mut released = 0usize;
+            let mut delivered = 0usize;
+            for mut p in agg.frames {
+                let lost = collision || (per > 0.0 && rng.gen::<f64>() < per);
+                if !lost {
+                    released += 1;
+                    delivered += 1;
+                    if up {
+                        st.up_bytes += p.meta.len as u64;
+                        st.up_pkts += 1;
+                    } else {
+                        st.down_bytes += p.meta.len as u64;
+                        st.down_pkts += 1;
+                    }
+                    out.push(Delivered { data: p.data.data, meta: p.meta, sta, up });
+                } else if p.data.retries >= RETRY_LIMIT {
+                    released += 1;
+                    st.retry_drops += 1;
+                } else {
+                    p.data.retries += 1;
+                    st.retries += 1;
+                    failed.push(p);
+                }
+            }
+            // The ACK/BlockAck comes back if any MPDU got through: CW resets.
+            outcomes.push((node, delivered > 0));
+            let nd = &mut self.nodes[node];
+            for p in failed.into_iter().rev() {
+                nd.requeue(p);
+            }
+            nd.release(released, now, rng, &mut self.ev);
+            self.absorb(node, drops);
+        }
+        self.medium.end(now, &outcomes, rng);
+        for node in 0..self.nodes.len() {
+            self.refill(node, now, rng);
+            self.absorb(node, drops);
+        }
+    }
+
+    /// Fill a node's hardware queue and tell the medium whether it contends.
+    fn refill(&mut self, node: usize, now: Nanos, rng: &mut Rng) {
+        let phys: &[Phy] = if node == 0 { &self.phys } else { std::slice::from_ref(&self.phys[node - 1]) };
+        let stations = &mut self.stations;
+        let mut qd = |s: usize, d: Nanos| {
+            if node == 0 {
+                stations[s].qdelay_ms.push(d as f64 / 1e6);
+            }
+        };
+        self.nodes[node].refill(phys, now, rng, &mut self.ev, &mut qd);
+        if self.nodes[node].hw.is_empty() {
+            self.medium.deactivate(node);
+        } else if !self.medium.is_active(node) {
+            self.medium.activate(node, now, rng);
+        }
+    }
+
+    /// Hand queue drops back to the caller, counted per station.
+    fn absorb(&mut self, node: usize, drops: &mut Vec<Dropped<T>>) {
+        for d in self.ev.drops.drain(..) {
+            let sta = if node == 0 { d.pkt.data.sta as usize } else { node - 1 };
+            self.stations[sta].queue_drops += 1;
+            drops.push(Dropped { pkt: Packet { meta: d.pkt.meta, data: d.pkt.data.data }, reason: d.reason });
+        }
+        self.stats.marks += self.ev.marks;
+        self.ev.marks = 0;
+    }
+
+    /// Packets queued at the AP (all stations).
+    pub fn ap_backlog_bytes(&self) -> u64 {
+        self.nodes[0].backlog_bytes()
+    }
+
+    pub fn ap_backlog_pkts(&self) -> usize {
+        self.nodes[0].backlog_pkts()
+    }
+
+    /// The AP's airtime deficit for station `s` (design `airtime`), ns.
+    pub fn deficit(&self, s: usize) -> i64 {
+        self.nodes[0].deficit(s)
+    }
+
+    /// Contention windows of every node (AP first), for tests.
+    pub fn contention_windows(&self) -> Vec<u32> {
+        (0..self.nodes.len()).map(|i| self.medium.cw(i)).collect()
+    }
+
+    /// Transmission attempts and collided attempts per node (AP first).
+    pub fn attempts(&self) -> (&[u64], &[u64]) {
+        (&self.medium.attempts, &self.medium.collisions)
+    }
+}
