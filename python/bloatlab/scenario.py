@@ -44,11 +44,11 @@ def qdisc_table() -> dict[str, dict]:
 
 # ---------------------------------------------------------------- key checks
 
-TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description"}
+TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description", "wifi"}
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "ecn"}
-PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "ecn", "station"}
+PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station"}
 
 
 def _unknown(table: dict, allowed: Iterable[str], path: str) -> None:
@@ -207,6 +207,19 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
         target, rest, allowed = items[i], parts[2:], FLOW_KEYS if head == "flow" else PROBE_KEYS
+    elif head == "wifi" and len(parts) >= 2 and parts[1] == "station":
+        items = doc.get("wifi", {}).get("station")
+        if len(parts) < 4 or not parts[2].isdigit():
+            raise ScenarioError(where, "expected wifi.station.N.KEY (N counts from 0)")
+        i = int(parts[2])
+        if not isinstance(items, list) or i >= len(items):
+            n = len(items) if isinstance(items, list) else 0
+            raise ScenarioError(where, f"there is no wifi.station {i} (the scenario has {n})")
+        target, rest, allowed = items[i], parts[3:], WIFI_STATION_KEYS
+    elif head == "wifi":
+        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], WIFI_KEYS - {"station"}
+        if not rest:
+            raise ScenarioError(where, "expected wifi.KEY")
     elif head == "link":
         if len(parts) < 3 or parts[1] not in DIRECTIONS:
             raise ScenarioError(where, "expected link.down.KEY or link.up.KEY")
@@ -383,8 +396,11 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
 
     links_doc = _table(doc, "link", "link")
     _unknown(links_doc, DIRECTIONS, "link")
-    if not links_doc:
-        raise ScenarioError("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate")
+    out["wifi"] = _resolve_wifi(doc, flows_doc, flows, probes_doc, probes)
+    if out["wifi"] is not None and links_doc:
+        raise ScenarioError("link", "a [wifi] medium cannot be combined with [link] bottlenecks yet (docs/wifi.md)")
+    if not links_doc and out["wifi"] is None:
+        raise ScenarioError("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate, or a [wifi] medium")
     qdiscs = qdisc_table()
     links: dict[str, Any] = {}
     for d in DIRECTIONS:
@@ -432,5 +448,106 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             if kind == "bdp":
                 raise ScenarioError(f"{p}.device_queue", 'expected packets or bytes like "2pkt" or "3000B"')
             links[d]["device_queue_pkts" if kind == "pkts" else "device_queue_bytes"] = int(amount)
-    out["links"] = links
+    out["links"] = {d: links.get(d) for d in DIRECTIONS}
     return out
+
+
+# ---------------------------------------------------------------- wifi (docs/wifi.md)
+
+WIFI_KEYS = {"mac", "qdisc", "qdisc_params", "buffer", "station"}
+WIFI_STATION_KEYS = {"name", "phy_rate", "count", "mpdu_error", "weight"}
+WIFI_MACS = ("legacy", "fq", "airtime")
+WIFI_DEFAULT_BUFFER = "1000pkt"  # Linux txqueuelen, the legacy interface qdisc's limit
+
+
+def _station_phy(path: str, v) -> dict:
+    """``"mcs15"`` (HT20, long GI) or a rate like ``"144.4Mbit"`` (>= 1 Mbit/s)."""
+    if isinstance(v, str) and v.strip().lower().startswith("mcs"):
+        idx = v.strip().lower()[3:]
+        if not idx.isdigit() or not 0 <= int(idx) <= 15:
+            raise ScenarioError(path, f'expected an HT MCS "mcs0".."mcs15" or a rate like "144.4Mbit", got "{v}"')
+        return {"mcs": int(idx), "phy_rate_bps": None}
+    try:
+        rate = units.parse_rate(v)
+    except ValueError:
+        raise ScenarioError(path, f'expected a PHY rate like "144.4Mbit" or an MCS like "mcs15", got {v!r}') from None
+    if rate < 1_000_000:
+        raise ScenarioError(path, f'expected a PHY rate of at least 1Mbit, got "{v}"')
+    return {"mcs": None, "phy_rate_bps": rate}
+
+
+def _resolve_wifi(doc: dict, flows_doc: list, flows: list, probes_doc: list, probes: list) -> dict | None:
+    """``[wifi]`` and ``[[wifi.station]]`` -> the resolved medium; sets each
+    flow's and probe's ``station`` index (``count`` copies of a flow naming a
+    station group are spread over its stations round robin)."""
+    if "wifi" not in doc:
+        for what, items in (("flow", flows_doc), ("probe", probes_doc)):
+            for i, x in enumerate(items):
+                if "station" in x:
+                    raise ScenarioError(f"{what}.{i}.station", "names a station, but the scenario has no [wifi] medium")
+        return None
+    w = _table(doc, "wifi", "wifi")
+    _unknown(w, WIFI_KEYS, "wifi")
+    mac = _str("wifi.mac", w.get("mac", "airtime"), WIFI_MACS)
+    qdiscs = qdisc_table()
+    qname = _str("wifi.qdisc", w.get("qdisc", "fifo"), list(qdiscs))
+    specs = {s["name"]: s for s in qdiscs[qname]["params"]}
+    params = {}
+    for k, v in _table(w, "qdisc_params", "wifi.qdisc_params").items():
+        if k not in specs:
+            raise ScenarioError(f"wifi.qdisc_params.{k}", f"unknown parameter of {qname} (known: {', '.join(sorted(specs)) or 'none'})")
+        params[k] = _param(f"wifi.qdisc_params.{k}", specs[k], v)
+    kind, amount = parse_buffer("wifi.buffer", w.get("buffer", WIFI_DEFAULT_BUFFER))
+    if kind == "bdp":
+        raise ScenarioError("wifi.buffer", 'expected packets or bytes like "1000pkt" or "1.5MB"')
+    st_doc = w.get("station")
+    if not st_doc:
+        raise ScenarioError("wifi.station", "no station: add at least one [[wifi.station]] with a phy_rate")
+    if not isinstance(st_doc, list) or not all(isinstance(x, dict) for x in st_doc):
+        raise ScenarioError("wifi.station", "expected [[wifi.station]] tables")
+    stations: list[dict] = []
+    groups: dict[str, list[int]] = {}
+    for gi, sd in enumerate(st_doc):
+        p = f"wifi.station.{gi}"
+        _unknown(sd, WIFI_STATION_KEYS, p)
+        name = _str(f"{p}.name", sd.get("name", f"sta{gi}"))
+        if name in groups:
+            raise ScenarioError(f"{p}.name", f'station name "{name}" is used twice')
+        if "phy_rate" not in sd:
+            raise ScenarioError(f"{p}.phy_rate", 'missing (e.g. phy_rate = "144.4Mbit" or "mcs15")')
+        phy = _station_phy(f"{p}.phy_rate", sd["phy_rate"])
+        count = _int(f"{p}.count", sd.get("count", 1), 1, 1000)
+        err = _conv(f"{p}.mpdu_error", units.parse_ratio, sd.get("mpdu_error", 0))
+        if err >= 1:
+            raise ScenarioError(f"{p}.mpdu_error", f"expected an error rate below 100%, got {sd['mpdu_error']!r}")
+        weight = sd.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight <= 1000:
+            raise ScenarioError(f"{p}.weight", f"expected a number in (0, 1000], got {weight!r}")
+        groups[name] = []
+        for k in range(count):
+            groups[name].append(len(stations))
+            stations.append({"name": name if count == 1 else f"{name}.{k}", **phy,
+                             "mpdu_error": err, "weight": float(weight)})
+    by_name = {s["name"]: [i] for i, s in enumerate(stations)} | groups
+
+    def pick(path: str, x: dict, k: int) -> int:
+        if "station" not in x:
+            if len(stations) == 1:
+                return 0
+            raise ScenarioError(path, f"missing: with several wifi stations every flow and probe names one (known: {', '.join(groups)})")
+        name = _str(path, x["station"])
+        if name not in by_name:
+            raise ScenarioError(path, f'unknown station "{name}" (known: {", ".join(groups)})')
+        members = by_name[name]
+        return members[k % len(members)]
+
+    copies: dict[int, int] = {}
+    for f in flows:
+        k = copies.get(f["group"], 0)
+        copies[f["group"]] = k + 1
+        f["station"] = pick(f"flow.{f['group']}.station", flows_doc[f["group"]], k)
+    for i, pr in enumerate(probes):
+        pr["station"] = pick(f"probe.{i}.station", probes_doc[i], 0)
+    return {"mac": mac, "qdisc": {"kind": qname, "params": params},
+            "buffer_bytes": int(amount) if kind == "bytes" else None,
+            "buffer_pkts": int(amount) if kind == "pkts" else None, "stations": stations}

@@ -97,7 +97,8 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "sent": int(sent),
         })
     goodputs = [f["goodput_mbps"] for f in flows]
-    return {
+    stations = _stations(raw.get("wifi"), resolved, flows, duration_s)
+    out = {
         "version": __version__,
         "schema": SUMMARY_VERSION,
         "engine": engine,
@@ -110,4 +111,48 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
         "total_goodput_mbps": sum(goodputs),
         "jain_fairness": jain(goodputs),
         "meta": raw.get("meta", {}),
+    }
+    if stations is not None:
+        out.update(stations)
+    return out
+
+
+def _stations(w: dict | None, resolved: dict, flows: list[dict], duration_s: float) -> dict | None:
+    """The ``stations`` list of a WiFi run (docs/results.md): per station its
+    flows' goodput, its airtime share, aggregate sizes, retries and queueing
+    delay at the AP; Jain's index over station goodput and over airtime."""
+    spec = resolved.get("wifi")
+    if not spec:
+        return None
+    w = w or {}
+    raw_st = w.get("stations") or [{} for _ in spec["stations"]]
+    total_air = sum(r.get("airtime_s", 0.0) for r in raw_st)
+    out = []
+    for i, (st, r) in enumerate(zip(spec["stations"], raw_st)):
+        mine = [f for f, rf in zip(flows, resolved["flows"]) if rf.get("station") == i]
+        down_aggs = r.get("down_aggregates", 0) or 0
+        up_aggs = r.get("up_aggregates", 0) or 0
+        out.append({
+            "name": st["name"],
+            "phy_rate_mbps": (r.get("phy_rate_bps") or st.get("phy_rate_bps") or 0) / 1e6,
+            "flows": [f["id"] for f in mine],
+            "goodput_mbps": sum(f["goodput_mbps"] for f in mine),
+            "throughput_mbps": ((r.get("down_bytes", 0) or 0) + (r.get("up_bytes", 0) or 0)) * 8 / duration_s / 1e6 if duration_s else 0.0,
+            "airtime_s": r.get("airtime_s", 0.0),
+            "airtime_share": r.get("airtime_s", 0.0) / total_air if total_air > 0 else 0.0,
+            "aggregate_frames_down": (r.get("down_frames", 0) or 0) / down_aggs if down_aggs else None,
+            "aggregate_frames_up": (r.get("up_frames", 0) or 0) / up_aggs if up_aggs else None,
+            "retries": int(r.get("retries", 0) or 0),
+            "collisions": int(r.get("collisions", 0) or 0),
+            "retry_drops": int(r.get("retry_drops", 0) or 0),
+            "queue_drops": int(r.get("queue_drops", 0) or 0),
+            "qdelay_ms": _dist(r.get("qdelay_ms")),
+        })
+    return {
+        "wifi": {"mac": spec["mac"], "txops": int(w.get("txops", 0) or 0), "collisions": int(w.get("collisions", 0) or 0),
+                 "busy_fraction": (w.get("busy_s", 0.0) or 0.0) / duration_s if duration_s else 0.0,
+                 "marks": int(w.get("marks", 0) or 0)},
+        "stations": out,
+        "jain_station_goodput": jain([s["goodput_mbps"] for s in out]),
+        "jain_station_airtime": jain([s["airtime_share"] for s in out]),
     }

@@ -22,6 +22,8 @@ pub enum Event {
     FlowStop(u32),
     ProbeSend(u32),
     Sample,
+    /// The WiFi medium has a transmission to start or finish.
+    WifiPoll,
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -10,6 +10,9 @@
 //! Input: the resolved scenario (docs/engine-interface.md); output: the raw
 //! result (same document). Deterministic for a seed: one event queue ordered
 //! by (time, insertion), and independent RNG streams per link.
+//!
+//! With a `[wifi]` medium ([`wifi`]), flows and probes that name a station
+//! cross it (AP ↔ station) instead of the wired links.
 
 pub mod event;
 pub mod link;
@@ -17,6 +20,7 @@ pub mod output;
 pub mod packet;
 pub mod scenario;
 pub mod tcp;
+pub mod wifi;
 pub mod world;
 
 /// Run a resolved scenario given as JSON and return the raw result as JSON.

@@ -114,4 +114,6 @@ pub struct Raw {
     pub links: BTreeMap<&'static str, LinkOut>,
     pub probes: Vec<ProbeOut>,
     pub series: Series,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<crate::wifi::WifiOut>,
 }

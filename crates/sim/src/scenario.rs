@@ -19,6 +19,41 @@ pub struct Scenario {
     pub flows: Vec<Flow>,
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// A WiFi medium between the AP (server side) and its stations (docs/wifi.md).
+    #[serde(default)]
+    pub wifi: Option<WifiSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiSpec {
+    /// `legacy`, `fq` or `airtime`.
+    pub mac: String,
+    /// Legacy: the interface qdisc of the AP and of each station, and its buffer.
+    pub qdisc: QdiscSpec,
+    pub buffer_bytes: Option<u64>,
+    pub buffer_pkts: Option<u64>,
+    pub stations: Vec<StationSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationSpec {
+    pub name: String,
+    /// HT20 long-GI MCS index 0-15, or
+    #[serde(default)]
+    pub mcs: Option<u32>,
+    /// a PHY rate given directly (streams implied, see the core's `Phy::from_rate`).
+    #[serde(default)]
+    pub phy_rate_bps: Option<u64>,
+    #[serde(default)]
+    pub mpdu_error: f64,
+    #[serde(default = "one")]
+    pub weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -128,6 +163,9 @@ pub struct Flow {
     /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
     #[serde(default)]
     pub ecn: Option<bool>,
+    /// The WiFi station this flow's client sits on (index into `wifi.stations`).
+    #[serde(default)]
+    pub station: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -141,6 +179,9 @@ pub struct Probe {
     pub size_bytes: u32,
     /// The direction whose queue the echo *reply* crosses.
     pub direction: Direction,
+    /// The WiFi station the probe's client sits on.
+    #[serde(default)]
+    pub station: Option<usize>,
 }
 
 impl Scenario {
@@ -187,6 +228,16 @@ impl Scenario {
             if p.id != i || p.interval_ns == 0 || p.rtt_ns == 0 {
                 return Err(format!("probes[{i}]: id must be {i}, interval_ns and rtt_ns > 0"));
             }
+        }
+        let n_sta = self.wifi.as_ref().map_or(0, |w| w.stations.len());
+        let stations = self.flows.iter().map(|f| ("flows", f.id, f.station)).chain(self.probes.iter().map(|p| ("probes", p.id, p.station)));
+        for (what, i, s) in stations {
+            if s.is_some_and(|s| s >= n_sta) {
+                return Err(format!("{what}[{i}].station: no such wifi station (there are {n_sta})"));
+            }
+        }
+        if let Some(w) = &self.wifi {
+            crate::wifi::config(w)?;
         }
         Ok(())
     }

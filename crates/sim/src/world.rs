@@ -8,6 +8,7 @@ use crate::packet::{Payload, MSS};
 use crate::scenario::{Direction, Scenario};
 use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
+use crate::wifi::WifiLink;
 use bloatlab_core::qdisc::{DropReason, Ecn, PacketMeta};
 use bloatlab_core::rng;
 use bloatlab_core::time::Nanos;
@@ -60,6 +61,7 @@ pub struct World {
     series: Series,
     packets: u64,
     last_drops: [u64; 2],
+    wifi: Option<WifiLink>,
 }
 
 impl World {
@@ -112,6 +114,7 @@ impl World {
             series: Series::default(),
             packets: 0,
             last_drops: [0; 2],
+            wifi: sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?,
         };
         for (i, f) in sc.flows.iter().enumerate() {
             w.q.push(f.start_ns, Event::FlowStart(i as u32));
@@ -202,6 +205,7 @@ impl World {
             }
             Event::ProbeSend(p) => self.probe_send(p as usize),
             Event::Sample => self.sample(),
+            Event::WifiPoll => self.on_wifi_poll(),
         }
     }
 
@@ -229,22 +233,35 @@ impl World {
         }
     }
 
+    /// The WiFi station a packet's client sits on, if it crosses the medium.
+    fn station(&self, p: &Payload) -> Option<usize> {
+        self.wifi.as_ref()?;
+        match *p {
+            Payload::Data { flow, .. } | Payload::Ack { flow, .. } => self.flows[flow as usize].spec.station,
+            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.station,
+        }
+    }
+
     /// An endpoint emits a packet of `len` wire bytes.
     fn emit(&mut self, p: Payload, len: u32) {
         self.packets += 1;
         let (dir, delay, flow, src, dst) = self.route(&p);
         let d = dir.index();
-        if self.links[d].is_some() {
-            let meta = PacketMeta {
-                flow: flow + ((d as u64) << 40),
-                src_host: src,
-                dst_host: dst,
-                len,
-                is_pure_ack: matches!(p, Payload::Ack { .. }),
-                tcp_ack: if let Payload::Ack { ack, .. } = p { ack as u32 } else { 0 },
-                ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
-                ..Default::default()
-            };
+        let meta = PacketMeta {
+            flow: flow + ((d as u64) << 40),
+            src_host: src,
+            dst_host: dst,
+            len,
+            is_pure_ack: matches!(p, Payload::Ack { .. }),
+            tcp_ack: if let Payload::Ack { ack, .. } = p { ack as u32 } else { 0 },
+            ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
+            ..Default::default()
+        };
+        if let Some(sta) = self.station(&p) {
+            let now = self.now;
+            self.wifi.as_mut().unwrap().enqueue(now, sta, dir == Direction::Up, meta, p);
+            self.kick_wifi();
+        } else if self.links[d].is_some() {
             let now = self.now;
             self.links[d].as_mut().unwrap().enqueue(now, meta, p);
             self.kick_link(d);
@@ -280,6 +297,35 @@ impl World {
             }
             None => {}
         }
+    }
+
+    fn kick_wifi(&mut self) {
+        if let Some(t) = self.wifi.as_mut().and_then(|w| w.reschedule()) {
+            self.q.push(t, Event::WifiPoll);
+        }
+    }
+
+    fn on_wifi_poll(&mut self) {
+        let now = self.now;
+        let Some(w) = self.wifi.as_mut() else { return };
+        if w.scheduled != Some(now) {
+            return;
+        }
+        w.scheduled = None;
+        w.poll(now);
+        let mut out = std::mem::take(&mut w.out);
+        for dlv in out.drain(..) {
+            let mut data = dlv.data;
+            if dlv.meta.ecn == Ecn::Ce {
+                if let Payload::Data { ce, .. } = &mut data {
+                    *ce = true;
+                }
+            }
+            let (_, delay, ..) = self.route(&data);
+            self.fly(data, delay);
+        }
+        self.wifi.as_mut().unwrap().out = out;
+        self.kick_wifi();
     }
 
     fn on_tx_done(&mut self, d: usize) {
@@ -481,7 +527,9 @@ impl World {
                 self.series.probes.rtt_ms.push(*r);
             }
         }
+        let wifi = self.wifi.as_mut().map(|w| w.output());
         Raw {
+            wifi,
             engine: "sim",
             meta: Meta {
                 engine_version: env!("CARGO_PKG_VERSION"),

@@ -63,6 +63,15 @@ def print_summary(s: dict) -> None:
         q = l["qdelay_ms"]
         print(f"link {d:<4} {l['rate_mbps']:g} Mbit/s {l['qdisc']}: utilization {100 * l['utilization']:.1f}%  "
               f"drops {l['drops']}  qdelay ms mean {_f(q['mean'])} p95 {_f(q['p95'])} p99 {_f(q['p99'])}")
+    for st in s.get("stations", []):
+        q = st["qdelay_ms"]
+        print(f"station {st['name'][:12]:<12} {st['phy_rate_mbps']:>6.1f} Mbit/s PHY: goodput {st['goodput_mbps']:>7.2f} Mb/s  "
+              f"airtime {100 * st['airtime_share']:5.1f}%  aggregate {_f(st['aggregate_frames_down'])} frames  "
+              f"retries {st['retries']}  AP qdelay ms p50 {_f(q['p50'])} p95 {_f(q['p95'])}")
+    if "stations" in s:
+        print(f"wifi mac={s['wifi']['mac']}: jain over station goodput {_f(s['jain_station_goodput'], '{:.3f}')}, "
+              f"over airtime {_f(s['jain_station_airtime'], '{:.3f}')}; medium busy {100 * s['wifi']['busy_fraction']:.1f}%, "
+              f"{s['wifi']['collisions']} collisions in {s['wifi']['txops']} TXOPs")
     for p in s["probes"]:
         r = p["rtt_ms"]
         loss = "-" if p["loss"] is None else f"{100 * p['loss']:.1f}%"

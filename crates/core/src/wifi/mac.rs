@@ -92,7 +92,13 @@ pub struct Frame<T> {
     pub data: T,
     pub sta: u32,
     pub retries: u32,
+    /// 802.11 sequence number, assigned when the frame first goes into an
+    /// aggregate (ath9k `ath_tx_setup_buffer`); [`NO_SEQ`] before.
+    pub seq: u64,
 }
+
+/// The sequence number of a frame not yet put into an aggregate.
+pub const NO_SEQ: u64 = u64::MAX;
 
 /// One aggregate handed to the hardware.
 #[derive(Debug)]
@@ -134,6 +140,8 @@ pub struct Node<T> {
     /// Aggregates built and waiting for the medium (the first is next).
     pub hw: VecDeque<Aggregate<T>>,
     quantum: Vec<i64>,
+    /// Next sequence number per destination.
+    next_seq: Vec<u64>,
 }
 
 impl<T: 'static> Node<T> {
@@ -161,6 +169,7 @@ impl<T: 'static> Node<T> {
             old_list: VecDeque::new(),
             hw: VecDeque::new(),
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
+            next_seq: vec![0; weights.len()],
         }
     }
 
@@ -286,6 +295,7 @@ impl<T: 'static> Node<T> {
     /// frames, 65535 bytes and 4 ms at the station's rate.
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let txq = &mut self.txqs[s];
+        let next_seq = &mut self.next_seq[s];
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
         let mut sub = 0u64;
         while frames.len() < MAX_AMPDU_FRAMES {
@@ -306,6 +316,11 @@ impl<T: 'static> Node<T> {
                 break;
             }
             sub += add;
+            let mut p = p;
+            if p.data.seq == NO_SEQ {
+                p.data.seq = *next_seq;
+                *next_seq += 1;
+            }
             frames.push(p);
         }
         let (psdu, _) = psdu_bytes(frames.iter().map(|p| p.meta.len));

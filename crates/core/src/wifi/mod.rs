@@ -18,7 +18,11 @@
 //! MPDU of a successful transmission is lost independently with the
 //! station's `mpdu_error` probability and retried (at the head of its queue)
 //! up to [`RETRY_LIMIT`] times; a collision retries the whole aggregate.
-//! Delivered packets are handed back at the end of the transmission.
+//! Delivered packets are handed back at the end of the transmission, in
+//! sequence order per link: like mac80211's block-ack reorder buffer
+//! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
+//! after a gap until the missing one is retried through or given up (the
+//! 100 ms reorder timeout is not needed: every gap closes one way or the other).
 //!
 //! The caller (simulator or emulator) calls [`Wifi::enqueue`] for arriving
 //! packets and [`Wifi::poll`] at [`Wifi::next_event`] (and after enqueues):
@@ -114,6 +118,28 @@ pub struct Delivered<T> {
     pub up: bool,
 }
 
+/// A receiver's block-ack reorder buffer for one link (one direction of one station).
+struct Reorder<T> {
+    next: u64,
+    held: std::collections::BTreeMap<u64, Option<Delivered<T>>>,
+}
+
+impl<T> Reorder<T> {
+    /// Frame `seq` arrived (`Some`) or was given up by the sender (`None`):
+    /// release what is now in order.
+    fn put(&mut self, seq: u64, d: Option<Delivered<T>>, out: &mut Vec<Delivered<T>>) {
+        if seq < self.next {
+            out.extend(d);
+            return;
+        }
+        self.held.insert(seq, d);
+        while let Some(e) = self.held.remove(&self.next) {
+            out.extend(e);
+            self.next += 1;
+        }
+    }
+}
+
 struct InFlight<T> {
     node: usize,
     agg: Aggregate<T>,
@@ -130,6 +156,8 @@ pub struct Wifi<T> {
     busy_until: Option<Nanos>,
     flight: Vec<InFlight<T>>,
     winners: Vec<usize>,
+    /// Reorder buffers: [s] downlink to station s, [n + s] its uplink.
+    reorder: Vec<Reorder<T>>,
     ev: Events<Frame<T>>,
     pub stations: Vec<StationStats>,
     pub stats: MediumStats,
@@ -157,11 +185,17 @@ impl<T: 'static> Wifi<T> {
             busy_until: None,
             flight: Vec::new(),
             winners: Vec::new(),
+            reorder: (0..2 * n).map(|_| Reorder { next: 0, held: Default::default() }).collect(),
             ev: Events::default(),
             stations: vec![StationStats::default(); n],
             stats: MediumStats::default(),
             names: cfg.stations.iter().map(|s| s.name.clone()).collect(),
         })
+    }
+
+    /// Each station's PHY rate, bit/s.
+    pub fn phy_rates(&self) -> impl Iterator<Item = u64> + '_ {
+        self.phys.iter().map(|p| p.rate_bps)
     }
 
     pub fn n_stations(&self) -> usize {
@@ -173,7 +207,7 @@ impl<T: 'static> Wifi<T> {
     pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
         let node = if up { 1 + sta } else { 0 };
         let dest = if up { 0 } else { sta as u32 };
-        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0 } };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0, seq: mac::NO_SEQ } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
         self.refill(node, now, rng);
         self.absorb(node, drops);
@@ -249,6 +283,8 @@ impl<T: 'static> Wifi<T> {
             // ath9k charges TX airtime to, and RX airtime from, a station at the AP.
             self.nodes[0].charge(sta, air);
             let per = self.mpdu_error[sta];
+            let n_sta = self.phys.len();
+            let ro = &mut self.reorder[if up { n_sta + sta } else { sta }];
             let mut failed = Vec::new();
             let mut released = 0usize;
             let mut delivered = 0usize;
@@ -264,10 +300,12 @@ impl<T: 'static> Wifi<T> {
                         st.down_bytes += p.meta.len as u64;
                         st.down_pkts += 1;
                     }
-                    out.push(Delivered { data: p.data.data, meta: p.meta, sta, up });
+                    let seq = p.data.seq;
+                    ro.put(seq, Some(Delivered { data: p.data.data, meta: p.meta, sta, up }), out);
                 } else if p.data.retries >= RETRY_LIMIT {
                     released += 1;
                     st.retry_drops += 1;
+                    ro.put(p.data.seq, None, out);
                 } else {
                     p.data.retries += 1;
                     st.retries += 1;

@@ -51,7 +51,7 @@ fn timing_constants_are_the_5ghz_ofdm_ones() {
 }
 
 fn frame(sta: u32, len: u32, id: u64, now: Nanos) -> Packet<Frame<u64>> {
-    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: id, sta, retries: 0 } }
+    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: id, sta, retries: 0, seq: super::mac::NO_SEQ } }
 }
 
 fn node(design: Design, n: usize) -> Node<u64> {
