@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_every_experiment_cites_its_source_and_published_numbers():
     assert set(names()) == {"bbr-vs-cubic-loss", "imc2019", "bufferbloat", "janog-policer-shaper",
-                            "janog-lossy-download", "multi-bbr"}
+                            "janog-lossy-download", "multi-bbr", "make-wifi-fast"}
     for n in names():
         e = get(n)
         assert e.name == n and e.title and "seed" in (e.source + e.published).lower()

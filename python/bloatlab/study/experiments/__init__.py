@@ -23,6 +23,7 @@ MODULES = {
     "janog-policer-shaper": "janog_policer_shaper",
     "janog-lossy-download": "janog_lossy_download",
     "multi-bbr": "multi_bbr",
+    "make-wifi-fast": "make_wifi_fast",
 }
 
 
