@@ -9,6 +9,8 @@ bash bench/ns3/build.sh
 $PY bench/sim_vs_ns3.py --out bench/out/sim_vs_ns3.md --json bench/out/sim_vs_ns3.json
 echo "== simulator scaling =="
 $PY bench/sim_scaling.py --out bench/out/sim_scaling.md --json bench/out/sim_scaling.json
+echo "== wifi in the simulator =="
+$PY bench/wifi_bench.py --out bench/out/wifi_bench.md --json bench/out/wifi_bench.json
 echo "== queue cost =="
 cargo bench -q -p bloatlab-core 2>&1 | tail -n 40
 for b in bench/probe/run.sh bench/run_emu.sh bench/study/run.sh; do

@@ -61,6 +61,9 @@ GROUPS = [("a", "mcs15", 0.4), ("b", "mcs7", 0.3), ("c", "mcs3", 0.2), ("d", "mc
 
 
 def many_doc(n: int, duration: str) -> dict:
+    """``n`` >= 10 stations in the four groups of GROUPS."""
+    if n < 10:
+        raise ValueError("many_doc: at least 10 stations (one per group at the smallest share)")
     counts = [max(1, round(n * f)) for _, _, f in GROUPS]
     counts[0] += n - sum(counts)
     st = [{"name": g, "phy_rate": r, "count": c} for (g, r, _), c in zip(GROUPS, counts)]
