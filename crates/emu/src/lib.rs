@@ -10,7 +10,8 @@
 //! Rooms: [`packet`] (IPv4 headers), [`link`] (the model, clock as an
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
 //! clean-up), [`run`] (a whole run and its raw result), [`scenario`] (the
-//! resolved scenario), [`trace`] (Mahimahi traces), [`pcap`], [`sys`].
+//! resolved scenario), [`trace`] (Mahimahi traces), [`pcap`], [`sys`], [`wifi`]
+//! (the WiFi medium instead of the two links).
 
 pub mod forward;
 pub mod link;
@@ -21,3 +22,4 @@ pub mod run;
 pub mod scenario;
 pub mod sys;
 pub mod trace;
+pub mod wifi;

@@ -186,6 +186,12 @@ impl Links {
     }
 }
 
+/// What moves the packets: the two links, or a WiFi medium.
+enum Medium {
+    Links(Links),
+    Wifi(crate::wifi::WifiThread),
+}
+
 /// A sender (flow) or probe client with the files it writes to.
 struct Gen {
     kind: &'static str,
@@ -383,7 +389,13 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let lead = sc.flows.iter().map(|f| setup_lead(f.rtt_ns)).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
-    let links = Links::start(sc, &net, link_origin, lead, opt)?;
+    let medium = match sc.wifi {
+        Some(_) => {
+            use std::os::fd::AsRawFd;
+            Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), link_origin, opt.timing)?)
+        }
+        None => Medium::Links(Links::start(sc, &net, link_origin, lead, opt)?),
+    };
     let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
     // Wait for the senders and probes, bounded: the scenario's end plus a grace of 4 RTTs + 3 s.
     let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
@@ -431,7 +443,10 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let dirs = links.stop()?;
+    let (dirs, wifi) = match medium {
+        Medium::Links(l) => (l.stop()?, None),
+        Medium::Wifi(w) => (Vec::new(), Some(w.stop()?)),
+    };
     kids.terminate_all(Duration::from_millis(500));
     if interrupted {
         return Err(format!("interrupted by signal {}: namespaces removed", sys::interrupted()));
@@ -446,6 +461,10 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let namespaces = json!([net.client.clone(), net.server.clone()]);
     drop(net);
     let mut raw = assemble(sc, origin, &gens, &dirs, opt)?;
+    if let Some((w, late)) = wifi {
+        raw["wifi"] = w;
+        raw["meta"]["lateness"] = late_json(&late);
+    }
     let meta = raw["meta"].as_object_mut().unwrap();
     meta.insert("wall_s".into(), json!(wall.elapsed().as_secs_f64()));
     meta.insert("sysctls".into(), sysctls);

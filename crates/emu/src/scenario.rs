@@ -26,6 +26,9 @@ pub struct Resolved {
     /// Shell mode: the one-way delay of traffic that is no flow's (half this RTT).
     #[serde(default)]
     pub default_rtt_ns: Option<u64>,
+    /// A WiFi medium instead of the links (docs/wifi.md); read by [`crate::wifi::config`].
+    #[serde(default)]
+    pub wifi: Option<serde_json::Value>,
 }
 fn one() -> u64 {
     1
@@ -87,6 +90,9 @@ pub struct Flow {
     pub start_ns: u64,
     pub stop_ns: Option<u64>,
     pub size_bytes: Option<u64>,
+    /// The WiFi station of the flow's client.
+    #[serde(default)]
+    pub station: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -97,6 +103,9 @@ pub struct Probe {
     #[serde(default = "size64")]
     pub size_bytes: u64,
     pub direction: String,
+    /// The WiFi station of the probe's client.
+    #[serde(default)]
+    pub station: Option<usize>,
 }
 fn size64() -> u64 {
     64

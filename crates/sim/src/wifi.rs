@@ -10,35 +10,23 @@ use crate::scenario::WifiSpec;
 use bloatlab_core::qdisc::{Dropped, Limit, Packet, PacketMeta, QdiscConfig};
 use bloatlab_core::rng::Rng;
 use bloatlab_core::time::Nanos;
-use bloatlab_core::wifi::airtime::Phy;
-use bloatlab_core::wifi::{Delivered, Design, StationConfig, Wifi, WifiConfig};
+use bloatlab_core::wifi::{Delivered, StationInput, Wifi, WifiConfig};
 use serde::Serialize;
 
 /// The core configuration a resolved `[wifi]` describes.
 pub fn config(w: &WifiSpec) -> Result<WifiConfig, String> {
-    let design = Design::from_name(&w.mac).ok_or_else(|| format!("wifi.mac: unknown MAC design \"{}\" (known: {})", w.mac, Design::NAMES.join(", ")))?;
-    if w.stations.is_empty() {
-        return Err("wifi.stations: at least one station is needed".into());
-    }
-    let mut stations = Vec::new();
-    for (i, s) in w.stations.iter().enumerate() {
-        let phy = match (s.mcs, s.phy_rate_bps) {
-            (Some(m), None) => Phy::from_mcs(&format!("mcs{m}")).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
-            (None, Some(r)) if r >= 1_000_000 => Phy::from_rate(r),
-            _ => return Err(format!("wifi.stations[{i}]: exactly one of mcs and phy_rate_bps (>= 1 Mbit/s) is needed")),
-        };
-        if !(0.0..1.0).contains(&s.mpdu_error) || !(s.weight > 0.0 && s.weight.is_finite()) {
-            return Err(format!("wifi.stations[{i}]: mpdu_error must be in [0, 1) and weight > 0"));
-        }
-        stations.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight });
-    }
+    let stations: Vec<StationInput> = w
+        .stations
+        .iter()
+        .map(|s| StationInput { name: s.name.clone(), mcs: s.mcs, phy_rate_bps: s.phy_rate_bps, mpdu_error: s.mpdu_error, weight: s.weight })
+        .collect();
     let qdisc = QdiscConfig {
         kind: w.qdisc.kind.clone(),
         limit: Limit { bytes: w.buffer_bytes, pkts: w.buffer_pkts },
         rate_bps: 0,
         params: w.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
     };
-    Ok(WifiConfig { design, stations, qdisc })
+    WifiConfig::resolve(&w.mac, &stations, qdisc)
 }
 
 /// The medium, its RNG stream and the pending poll event.

@@ -87,6 +87,9 @@ def build_resolved(args) -> dict:
     if args.rtt and args.scenario is None:
         doc["flow"][0]["rtt"] = args.rtt
     resolved = sc_mod.load(doc).resolved()  # errors name the key: link.down.rate is --down, ...
+    if resolved.get("wifi"):
+        raise UserError("--scenario: bloatlab shell cannot put a program on a WiFi station yet (docs/wifi.md); "
+                        "bloatlab run/compare --engine emu run WiFi scenarios")
     for d, ms in traces.items():
         resolved["links"][d]["trace_ms"] = ms
     if args.scenario is None:

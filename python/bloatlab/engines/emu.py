@@ -88,10 +88,6 @@ def run(resolved: dict, **opts) -> dict:
 
     Options: ``pcap=DIR`` (a pcap per direction), ``no_rt=True`` (no
     SCHED_FIFO / cpu_dma_latency), ``margin_us=N`` (early-wake margin)."""
-    if resolved.get("wifi"):
-        from ..errors import ScenarioError
-
-        raise ScenarioError("wifi", "WiFi scenarios run on --engine sim only for now (docs/wifi.md)")
     check()
     emu = _bin.find("bloatlab-emu")
     probe = _bin.find("bloatlab-probe")

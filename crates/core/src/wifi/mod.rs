@@ -71,6 +71,40 @@ pub struct WifiConfig {
     pub qdisc: QdiscConfig,
 }
 
+/// One station of the resolved scenario (docs/engine-interface.md), before checks.
+#[derive(Debug, Clone, Default)]
+pub struct StationInput {
+    pub name: String,
+    pub mcs: Option<u32>,
+    pub phy_rate_bps: Option<u64>,
+    pub mpdu_error: f64,
+    pub weight: f64,
+}
+
+impl WifiConfig {
+    /// The medium of a resolved `wifi` section; errors name the key. Both
+    /// engines build their medium through this.
+    pub fn resolve(mac: &str, stations: &[StationInput], qdisc: QdiscConfig) -> Result<WifiConfig, String> {
+        let design = Design::from_name(mac).ok_or_else(|| format!("wifi.mac: unknown MAC design \"{mac}\" (known: {})", Design::NAMES.join(", ")))?;
+        if stations.is_empty() {
+            return Err("wifi.stations: at least one station is needed".into());
+        }
+        let mut out = Vec::new();
+        for (i, s) in stations.iter().enumerate() {
+            let phy = match (s.mcs, s.phy_rate_bps) {
+                (Some(m), None) => Phy::from_mcs(&format!("mcs{m}")).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
+                (None, Some(r)) if r >= 1_000_000 => Phy::from_rate(r),
+                _ => return Err(format!("wifi.stations[{i}]: exactly one of mcs and phy_rate_bps (>= 1 Mbit/s) is needed")),
+            };
+            if !(0.0..1.0).contains(&s.mpdu_error) || !(s.weight > 0.0 && s.weight.is_finite()) {
+                return Err(format!("wifi.stations[{i}]: mpdu_error must be in [0, 1) and weight > 0"));
+            }
+            out.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight });
+        }
+        Ok(WifiConfig { design, stations: out, qdisc })
+    }
+}
+
 /// Per-station counters (both directions unless named).
 #[derive(Debug, Clone, Default)]
 pub struct StationStats {

@@ -1,0 +1,265 @@
+//! WiFi in the emulator: the core's medium ([`bloatlab_core::wifi::Wifi`],
+//! docs/wifi.md) between the two TUN devices, in real time, so that the
+//! kernel's TCP runs over the same AP and stations as the simulator's.
+//!
+//! Stations are client endpoints told apart by their flows' and probes'
+//! ports (flow i: server port FLOW_PORT + i and client port FLOW_CPORT + i,
+//! probe j: PROBE_PORT + j; the resolved scenario names each one's station):
+//! all of them live in the client namespace, and a packet joins the medium at
+//! the AP (read from the server TUN: downlink) or at its station (read from
+//! the client TUN: uplink). One thread runs the shared medium for both
+//! directions (one medium, one clock); after the medium a packet waits its
+//! flow's one-way delay, as after a wired bottleneck, then goes out the other
+//! TUN. Packets of no flow or probe (none in a scenario run) only get the
+//! default delay.
+//!
+//! Not done here (docs/wifi.md): `bloatlab shell` on a station.
+
+use crate::forward::{LateHist, Timing};
+use crate::packet;
+use crate::scenario::{Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::sys;
+use bloatlab_core::qdisc::{Dropped, Ecn, Limit, Packet, QdiscConfig};
+use bloatlab_core::rng;
+use bloatlab_core::time::Nanos;
+use bloatlab_core::wifi::{Delivered, StationInput, Wifi, WifiConfig};
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const READ_BATCH: usize = 64;
+const MAX_PKT: usize = 65536;
+const NO_STATION: u16 = u16::MAX;
+
+/// The core medium a resolved `wifi` section (JSON) describes.
+pub fn config(w: &Value) -> Result<WifiConfig, String> {
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
+    let mac = str_of(w, "mac").ok_or("wifi.mac: missing")?;
+    let stations: Vec<StationInput> = w
+        .get("stations")
+        .and_then(|s| s.as_array())
+        .ok_or("wifi.stations: missing")?
+        .iter()
+        .map(|s| StationInput {
+            name: str_of(s, "name").unwrap_or_default(),
+            mcs: s.get("mcs").and_then(|x| x.as_u64()).map(|x| x as u32),
+            phy_rate_bps: s.get("phy_rate_bps").and_then(|x| x.as_u64()),
+            mpdu_error: s.get("mpdu_error").and_then(|x| x.as_f64()).unwrap_or(0.0),
+            weight: s.get("weight").and_then(|x| x.as_f64()).unwrap_or(1.0),
+        })
+        .collect();
+    let q = w.get("qdisc").cloned().unwrap_or(json!({"kind": "fifo"}));
+    let qdisc = QdiscConfig {
+        kind: str_of(&q, "kind").unwrap_or_else(|| "fifo".into()),
+        limit: Limit { bytes: w.get("buffer_bytes").and_then(|x| x.as_u64()), pkts: w.get("buffer_pkts").and_then(|x| x.as_u64()) },
+        rate_bps: 0,
+        params: q.get("params").and_then(|p| p.as_object()).map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect()).unwrap_or_default(),
+    };
+    WifiConfig::resolve(&mac, &stations, qdisc)
+}
+
+/// The station of each port (see the module doc), [`NO_STATION`] elsewhere.
+fn stations_by_port(sc: &Resolved) -> Vec<u16> {
+    let mut by = vec![NO_STATION; 65536];
+    for f in &sc.flows {
+        if let Some(s) = f.station {
+            by[FLOW_PORT as usize + f.id as usize] = s as u16;
+            by[FLOW_CPORT as usize + f.id as usize] = s as u16;
+        }
+    }
+    for p in &sc.probes {
+        if let Some(s) = p.station {
+            by[PROBE_PORT as usize + p.id as usize] = s as u16;
+        }
+    }
+    by
+}
+
+/// The running medium thread.
+pub struct WifiThread {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Result<(Value, LateHist), String>>,
+}
+
+impl WifiThread {
+    /// Start the medium between `tun_server` (the AP's wired side) and `tun_client` (the stations).
+    pub fn start(sc: &Resolved, tun_server: RawFd, tun_client: RawFd, origin: u64, timing: Timing) -> Result<WifiThread, String> {
+        let w = sc.wifi.as_ref().ok_or("wifi: missing")?;
+        let cfg = config(w)?;
+        let (delay_by_port, default_delay) = sc.delays();
+        let by_port = stations_by_port(sc);
+        let seed = sc.seed;
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("wifi".into())
+            .spawn(move || {
+                let wifi = Wifi::new(&cfg)?;
+                let mut m = Medium { wifi, rng: rng::stream(seed, 3), by_port, delay_by_port, default_delay, line: BinaryHeap::new(), seq: 0,
+                    fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0 };
+                m.run(&st);
+                Ok((m.output(), m.late))
+            })
+            .map_err(|e| format!("cannot start the wifi thread: {e}"))?;
+        Ok(WifiThread { stop, handle })
+    }
+
+    /// Stop; the raw result's `wifi` object and the write lateness.
+    pub fn stop(self) -> Result<(Value, LateHist), String> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().map_err(|_| "the wifi thread panicked".to_string())?
+    }
+}
+
+struct Medium {
+    wifi: Wifi<Vec<u8>>,
+    rng: rng::Rng,
+    by_port: Vec<u16>,
+    delay_by_port: Vec<u64>,
+    default_delay: Nanos,
+    /// Delivered packets in propagation: (due, seq, to the server side?, bytes).
+    line: BinaryHeap<Reverse<(Nanos, u64, bool, Vec<u8>)>>,
+    seq: u64,
+    /// [server TUN, client TUN].
+    fds: [RawFd; 2],
+    origin: u64,
+    timing: Timing,
+    late: LateHist,
+    write_errors: u64,
+}
+
+impl Medium {
+    fn clock(&self) -> Nanos {
+        sys::mono_ns().saturating_sub(self.origin)
+    }
+
+    fn delay_of(&self, h: Option<&packet::Headers>) -> Nanos {
+        if let Some(h) = h {
+            for p in [h.dport, h.sport] {
+                let d = self.delay_by_port[p as usize];
+                if d != u64::MAX {
+                    return d;
+                }
+            }
+        }
+        self.default_delay
+    }
+
+    fn station_of(&self, h: &packet::Headers) -> Option<usize> {
+        [h.dport, h.sport].iter().map(|&p| self.by_port[p as usize]).find(|&s| s != NO_STATION).map(|s| s as usize)
+    }
+
+    fn delay_line(&mut self, at: Nanos, to_server: bool, b: Vec<u8>) {
+        self.seq += 1;
+        self.line.push(Reverse((at, self.seq, to_server, b)));
+    }
+
+    fn run(&mut self, stop: &AtomicBool) {
+        sys::set_timer_slack(1);
+        if self.timing.fifo_prio > 0 {
+            sys::set_fifo(self.timing.fifo_prio);
+        }
+        let mut out: Vec<Delivered<Vec<u8>>> = Vec::new();
+        let mut drops: Vec<Dropped<Vec<u8>>> = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let now = self.clock();
+            // Arrivals: from the server TUN (downlink, at the AP) and the client TUN (uplink).
+            for (i, up) in [(0usize, false), (1, true)] {
+                for _ in 0..READ_BATCH {
+                    let mut b = vec![0u8; MAX_PKT];
+                    match sys::read_pkt(self.fds[i], &mut b) {
+                        Ok(n) if n > 0 => {
+                            b.truncate(n);
+                            let h = packet::parse(&b);
+                            match h.as_ref().and_then(|h| self.station_of(h).map(|s| (s, h.meta()))) {
+                                Some((s, meta)) => self.wifi.enqueue(now, s, up, Packet { meta, data: b }, &mut self.rng, &mut drops),
+                                None => {
+                                    let at = now + self.delay_of(h.as_ref());
+                                    self.delay_line(at, up, b);
+                                }
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            drops.clear();
+            self.wifi.poll(self.clock(), &mut self.rng, &mut out, &mut drops);
+            drops.clear();
+            let now = self.clock();
+            for mut d in out.drain(..) {
+                if d.meta.ecn == Ecn::Ce {
+                    packet::set_ce(&mut d.data);
+                }
+                let at = now + self.delay_of(packet::parse(&d.data).as_ref());
+                self.delay_line(at, d.up, d.data);
+            }
+            // Due packets out of the other side.
+            let mut t = self.clock();
+            while self.line.peek().is_some_and(|Reverse(e)| e.0 <= t) {
+                let Reverse((at, _, to_server, b)) = self.line.pop().unwrap();
+                if !sys::write_pkt(self.fds[if to_server { 0 } else { 1 }], &b) {
+                    self.write_errors += 1;
+                }
+                t = self.clock();
+                self.late.record(t.saturating_sub(at));
+            }
+            let next = [self.wifi.next_event(), self.line.peek().map(|Reverse(e)| e.0)].into_iter().flatten().min();
+            self.wait_until(next.unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Sleep until `at` or until either TUN is readable (ppoll), then spin the last margin.
+    fn wait_until(&self, at: Nanos) {
+        let now = self.clock();
+        if at <= now {
+            return;
+        }
+        let left = (at - now).min(50_000_000);
+        if left > self.timing.margin_ns && wait_readable2(self.fds, left - self.timing.margin_ns) {
+            return;
+        }
+        while self.clock() < at.min(now + left) {
+            if wait_readable2(self.fds, 0) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The raw result's `wifi` object (docs/engine-interface.md), as the simulator's.
+    fn output(&mut self) -> Value {
+        let rates: Vec<u64> = self.wifi.phy_rates().collect();
+        let names = self.wifi.names.clone();
+        let stations: Vec<Value> = self
+            .wifi
+            .stations
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| {
+                json!({
+                    "name": names[i], "phy_rate_bps": rates[i], "down_bytes": s.down_bytes, "up_bytes": s.up_bytes,
+                    "down_pkts": s.down_pkts, "up_pkts": s.up_pkts, "airtime_s": s.airtime_ns as f64 / 1e9,
+                    "down_aggregates": s.down_aggregates, "down_frames": s.down_frames, "up_aggregates": s.up_aggregates,
+                    "up_frames": s.up_frames, "retries": s.retries, "collisions": s.collisions, "retry_drops": s.retry_drops,
+                    "queue_drops": s.queue_drops, "qdelay_ms": crate::run::dist_json(&mut s.qdelay_ms),
+                })
+            })
+            .collect();
+        let m = &self.wifi.stats;
+        json!({"mac": self.wifi.design.name(), "txops": m.txops, "collisions": m.collisions, "busy_s": m.busy_ns as f64 / 1e9,
+               "marks": m.marks, "write_errors": self.write_errors, "stations": stations})
+    }
+}
+
+/// ppoll on both TUN descriptors (ns resolution).
+fn wait_readable2(fds: [RawFd; 2], timeout_ns: u64) -> bool {
+    let mut p = [libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: fds[1], events: libc::POLLIN, revents: 0 }];
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
+    // SAFETY: two valid pollfds, a valid timespec.
+    let r = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    r > 0
+}
