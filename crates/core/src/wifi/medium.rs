@@ -53,6 +53,9 @@ pub struct Medium {
     origin: Nanos,
     /// The medium is busy until this time.
     busy_until: Option<Nanos>,
+    /// The earliest grid slot at which an active node fires (kept up to date
+    /// so that asking is O(1); rebuilt once per transmission).
+    next_slot: Option<u64>,
     /// Transmission attempts and collided attempts (per node), for statistics.
     pub attempts: Vec<u64>,
     pub collisions: Vec<u64>,
@@ -64,6 +67,7 @@ impl Medium {
             nodes: vec![Node { active: false, backoff: 0, cw: CW_MIN, start_slot: 0 }; n],
             origin: AIFS_NS,
             busy_until: None,
+            next_slot: None,
             attempts: vec![0; n],
             collisions: vec![0; n],
         }
@@ -102,11 +106,23 @@ impl Medium {
         n.active = true;
         n.start_slot = start_slot;
         n.backoff = backoff;
+        let fire = start_slot + backoff as u64;
+        self.next_slot = Some(self.next_slot.map_or(fire, |s| s.min(fire)));
     }
 
     /// Node `i` has nothing left to send.
     pub fn deactivate(&mut self, i: usize) {
-        self.nodes[i].active = false;
+        let n = &mut self.nodes[i];
+        if n.active {
+            n.active = false;
+            if self.next_slot == Some(n.start_slot + n.backoff as u64) {
+                self.next_slot = self.scan();
+            }
+        }
+    }
+
+    fn scan(&self) -> Option<u64> {
+        self.nodes.iter().filter(|n| n.active).map(|n| n.start_slot + n.backoff as u64).min()
     }
 
     /// When the next transmission starts, if the medium is idle and someone contends.
@@ -114,8 +130,8 @@ impl Medium {
         if self.busy_until.is_some() {
             return None;
         }
-        let slot = self.nodes.iter().filter(|n| n.active).map(|n| n.start_slot + n.backoff as u64).min()?;
-        Some(self.origin + slot * SLOT_NS)
+        debug_assert_eq!(self.next_slot, self.scan());
+        Some(self.origin + self.next_slot? * SLOT_NS)
     }
 
     /// Start the transmission due at `now` (= [`Medium::next_start`]): the
@@ -166,6 +182,7 @@ impl Medium {
             n.backoff = draw(n.cw);
             n.start_slot = 0;
         }
+        self.next_slot = self.scan();
     }
 
     /// A node whose frame was given up (retry limit) starts over at CWmin.

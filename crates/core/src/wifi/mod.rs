@@ -356,7 +356,8 @@ impl<T: 'static> Wifi<T> {
             self.absorb(node, drops);
         }
         self.medium.end(now, &outcomes, rng);
-        for node in 0..self.nodes.len() {
+        // Only the nodes that transmitted changed: the others' queues change on enqueue.
+        for &(node, _) in &outcomes {
             self.refill(node, now, rng);
             self.absorb(node, drops);
         }

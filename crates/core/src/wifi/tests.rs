@@ -272,3 +272,20 @@ fn one_saturated_station_gets_the_closed_form_throughput() {
     // 2 s ≈ 470 TXOPs: the mean backoff's standard error is 4.6 slots/√470 ≈ 0.2 slot ≈ 0.05 % of a TXOP.
     assert!((got / expect - 1.0).abs() < 0.01, "got {got:.0} bit/s, closed form {expect:.0}");
 }
+
+#[test]
+fn the_reorder_buffer_releases_in_sequence_and_skips_given_up_frames() {
+    let mut r = Reorder { next: 0, held: Default::default() };
+    let d = |seq: u64| Some(Delivered { data: seq, meta: PacketMeta::default(), sta: 0, up: false });
+    let mut out = Vec::new();
+    r.put(1, d(1), &mut out);
+    r.put(2, d(2), &mut out);
+    assert!(out.is_empty(), "1 and 2 wait for 0");
+    r.put(0, d(0), &mut out);
+    assert_eq!(out.iter().map(|x| x.data).collect::<Vec<_>>(), vec![0, 1, 2]);
+    out.clear();
+    r.put(4, d(4), &mut out);
+    r.put(3, None, &mut out); // 3 given up after the retry limit: 4 goes
+    assert_eq!(out.iter().map(|x| x.data).collect::<Vec<_>>(), vec![4]);
+    assert_eq!(r.next, 5);
+}
