@@ -73,3 +73,36 @@ def test_legacy_in_the_kernel_shows_the_deep_queue():
     emu = bloatlab.run(SCENARIO.format(mac="legacy"), engine="emu").summary
     assert emu["probes"][0]["rtt_ms"]["p50"] > 150
     assert emu["stations"][2]["airtime_share"] > 0.4
+
+
+def test_a_shell_command_sits_on_a_station_behind_the_loaded_medium(tmp_path):
+    # The scenario's three downloads load the medium (legacy: deep queues) while the
+    # command pings from the slow station: its echo requests and replies cross the
+    # medium as the slow station's, so they wait behind its 1000-packet FIFO and the
+    # 123 driver frames: far above the 10 ms base RTT (sim, same scenario: ~400 ms p50).
+    import json
+    import subprocess
+    import sys
+
+    p = tmp_path / "w.toml"
+    p.write_text(SCENARIO.format(mac="legacy").replace('duration = "8s"', 'duration = "30s"'))
+    py = sys.executable
+    cmd = "sleep 3; bloatlab-probe udp client $BLOATLAB_SERVER -p 5311 --interval 50ms --count 40 -i 0 --json"
+    env = {**os.environ, "PATH": os.path.dirname(py) + ":" + os.environ["PATH"]}
+    r = subprocess.run([py, "-m", "bloatlab", "shell", "--scenario", str(p), "--station", "slow",
+                        "--server", "bloatlab-probe udp server --bind 0.0.0.0:5311", "--", "sh", "-c", cmd],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rtt = json.loads(r.stdout)["raw"]["probes"][0]["rtt_ms"]
+    assert rtt["p50"] > 100, rtt
+
+
+def test_the_shell_needs_a_station_when_there_are_several(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "w.toml"
+    p.write_text(SCENARIO.format(mac="fq"))
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "shell", "--scenario", str(p), "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: --station:"), r.stderr

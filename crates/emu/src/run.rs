@@ -186,10 +186,28 @@ impl Links {
     }
 }
 
-/// What moves the packets: the two links, or a WiFi medium.
+/// What moves the packets: the two links, or a WiFi medium (docs/wifi.md).
 enum Medium {
     Links(Links),
     Wifi(crate::wifi::WifiThread),
+}
+
+impl Medium {
+    fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options) -> Result<Medium, String> {
+        use std::os::fd::AsRawFd;
+        Ok(match sc.wifi {
+            Some(_) => Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), origin, opt.timing)?),
+            None => Medium::Links(Links::start(sc, net, origin, lead, opt)?),
+        })
+    }
+
+    /// Stop; the links' results, or the medium's `wifi` object and lateness.
+    fn stop(self) -> Result<(Vec<(String, DirResult)>, Option<(Value, LateHist)>), String> {
+        Ok(match self {
+            Medium::Links(l) => (l.stop()?, None),
+            Medium::Wifi(w) => (Vec::new(), Some(w.stop()?)),
+        })
+    }
 }
 
 /// A sender (flow) or probe client with the files it writes to.
@@ -389,13 +407,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let lead = sc.flows.iter().map(|f| setup_lead(f.rtt_ns)).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
-    let medium = match sc.wifi {
-        Some(_) => {
-            use std::os::fd::AsRawFd;
-            Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), link_origin, opt.timing)?)
-        }
-        None => Medium::Links(Links::start(sc, &net, link_origin, lead, opt)?),
-    };
+    let medium = Medium::start(sc, &net, link_origin, lead, opt)?;
     let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
     // Wait for the senders and probes, bounded: the scenario's end plus a grace of 4 RTTs + 3 s.
     let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
@@ -443,10 +455,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (dirs, wifi) = match medium {
-        Medium::Links(l) => (l.stop()?, None),
-        Medium::Wifi(w) => (Vec::new(), Some(w.stop()?)),
-    };
+    let (dirs, wifi) = medium.stop()?;
     kids.terminate_all(Duration::from_millis(500));
     if interrupted {
         return Err(format!("interrupted by signal {}: namespaces removed", sys::interrupted()));
@@ -701,7 +710,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
     let origin = sys::mono_ns();
-    let links = Links::start(sc, &net, origin, 0, opt)?;
+    let medium = Medium::start(sc, &net, origin, 0, opt)?;
     eprintln!(
         "bloatlab shell: you are in namespace {} ({}); the server namespace {} is at {}  (ip netns exec {} COMMAND runs a server there)",
         net.client, net.client_ip, net.server, net.server_ip, net.server
@@ -747,11 +756,14 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
         }
     }
     std::thread::sleep(Duration::from_millis(300));
-    let dirs = links.stop()?;
+    let (dirs, wifi) = medium.stop()?;
     kids.terminate_all(Duration::from_millis(500));
     drop(net);
     if let Some(p) = raw_out {
-        let raw = assemble(sc, origin, &gens, &dirs, opt)?;
+        let mut raw = assemble(sc, origin, &gens, &dirs, opt)?;
+        if let Some((w, _)) = wifi {
+            raw["wifi"] = w;
+        }
         std::fs::write(p, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("{p}: {e}"))?;
     } else {
         link_results(sc, &dirs); // prints the timing warning if the link was late

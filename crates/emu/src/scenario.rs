@@ -29,6 +29,9 @@ pub struct Resolved {
     /// A WiFi medium instead of the links (docs/wifi.md); read by [`crate::wifi::config`].
     #[serde(default)]
     pub wifi: Option<serde_json::Value>,
+    /// Shell mode with WiFi: the station whose traffic is everything that is no flow's or probe's.
+    #[serde(default)]
+    pub shell_station: Option<usize>,
 }
 fn one() -> u64 {
     1

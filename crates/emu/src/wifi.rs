@@ -10,10 +10,9 @@
 //! the client TUN: uplink). One thread runs the shared medium for both
 //! directions (one medium, one clock); after the medium a packet waits its
 //! flow's one-way delay, as after a wired bottleneck, then goes out the other
-//! TUN. Packets of no flow or probe (none in a scenario run) only get the
-//! default delay.
-//!
-//! Not done here (docs/wifi.md): `bloatlab shell` on a station.
+//! TUN. Packets of no flow or probe belong to the shell's station
+//! (`shell_station`, `bloatlab shell --station`); without one they only get
+//! the default delay.
 
 use crate::forward::{LateHist, Timing};
 use crate::packet;
@@ -78,6 +77,11 @@ fn stations_by_port(sc: &Resolved) -> Vec<u16> {
     by
 }
 
+/// The station a packet belongs to: its flow's or probe's, else the shell's.
+fn station(by_port: &[u16], shell: Option<usize>, h: &packet::Headers) -> Option<usize> {
+    [h.dport, h.sport].iter().map(|&p| by_port[p as usize]).find(|&s| s != NO_STATION).map(|s| s as usize).or(shell)
+}
+
 /// The running medium thread.
 pub struct WifiThread {
     stop: Arc<AtomicBool>,
@@ -92,13 +96,14 @@ impl WifiThread {
         let (delay_by_port, default_delay) = sc.delays();
         let by_port = stations_by_port(sc);
         let seed = sc.seed;
+        let shell_station = sc.shell_station;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wifi".into())
             .spawn(move || {
                 let wifi = Wifi::new(&cfg)?;
-                let mut m = Medium { wifi, rng: rng::stream(seed, 3), by_port, delay_by_port, default_delay, line: BinaryHeap::new(), seq: 0,
+                let mut m = Medium { wifi, rng: rng::stream(seed, 3), by_port, shell_station, delay_by_port, default_delay, line: BinaryHeap::new(), seq: 0,
                     fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0 };
                 m.run(&st);
                 Ok((m.output(), m.late))
@@ -118,6 +123,7 @@ struct Medium {
     wifi: Wifi<Vec<u8>>,
     rng: rng::Rng,
     by_port: Vec<u16>,
+    shell_station: Option<usize>,
     delay_by_port: Vec<u64>,
     default_delay: Nanos,
     /// Delivered packets in propagation: (due, seq, to the server side?, bytes).
@@ -149,7 +155,7 @@ impl Medium {
     }
 
     fn station_of(&self, h: &packet::Headers) -> Option<usize> {
-        [h.dport, h.sport].iter().map(|&p| self.by_port[p as usize]).find(|&s| s != NO_STATION).map(|s| s as usize)
+        station(&self.by_port, self.shell_station, h)
     }
 
     fn delay_line(&mut self, at: Nanos, to_server: bool, b: Vec<u8>) {

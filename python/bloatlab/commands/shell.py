@@ -8,6 +8,7 @@ Examples::
     bloatlab shell --server "python3 -m http.server 8000" -- curl -s -o /dev/null -w '%{time_total}\\n' http://10.77.0.2:8000/
     bloatlab shell --scenario scenarios/fidelity/cubic-1.toml -- sh -c 'curl ...'   # bulk flows load the link meanwhile
     bloatlab shell --down trace:cellular.down --up trace:cellular.up -- ...
+    bloatlab shell --scenario scenarios/wifi-anomaly.toml --station slow -- ping $BLOATLAB_SERVER   # on a WiFi station
 
 The command gets ``BLOATLAB_SERVER`` (the server's address) and
 ``BLOATLAB_SERVER_NS`` in its environment; ``ip netns exec $BLOATLAB_SERVER_NS
@@ -43,6 +44,8 @@ def register(sub) -> None:
     p.add_argument("--loss", metavar="P", help="random loss in each direction, e.g. 1%%")
     p.add_argument("--buffer", metavar="SIZE", help='bottleneck buffer per direction: "1bdp", "375KB", "100pkt"')
     p.add_argument("--qdisc", metavar="NAME", help="bottleneck qdisc (fifo, codel, fq_codel, ...)")
+    p.add_argument("--station", metavar="NAME", help="with a [wifi] --scenario: the station COMMAND sits on "
+                   "(a station or group name; a group: its first station)")
     p.add_argument("--server", metavar="CMD", help="a command to run in the server namespace meanwhile "
                    '(e.g. "python3 -m http.server 8000"); it is stopped when COMMAND ends')
     p.add_argument("--pcap", metavar="DIR", help="write DIR/down.pcap and DIR/up.pcap (open with tcpdump -r, Wireshark)")
@@ -87,9 +90,18 @@ def build_resolved(args) -> dict:
     if args.rtt and args.scenario is None:
         doc["flow"][0]["rtt"] = args.rtt
     resolved = sc_mod.load(doc).resolved()  # errors name the key: link.down.rate is --down, ...
+    station = getattr(args, "station", None)
     if resolved.get("wifi"):
-        raise UserError("--scenario: bloatlab shell cannot put a program on a WiFi station yet (docs/wifi.md); "
-                        "bloatlab run/compare --engine emu run WiFi scenarios")
+        names = [st["name"] for st in resolved["wifi"]["stations"]]
+        if station is None and len(names) > 1:
+            raise UserError(f"--station: the scenario has several WiFi stations; name the one COMMAND sits on "
+                            f"({', '.join(names)})")
+        pick = [i for i, n in enumerate(names) if n == station or n.split(".")[0] == station] if station else [0]
+        if not pick:
+            raise UserError(f'--station: unknown station "{station}" (known: {", ".join(names)})')
+        resolved["shell_station"] = pick[0]
+    elif station is not None:
+        raise UserError("--station: only with a --scenario that has a [wifi] medium")
     for d, ms in traces.items():
         resolved["links"][d]["trace_ms"] = ms
     if args.scenario is None:
