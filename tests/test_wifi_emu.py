@@ -14,31 +14,15 @@ from bloatlab.engines import emu as emu_engine
 REASON = emu_engine.unavailable_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"emulator unavailable: {REASON}")
 
-SCENARIO = """
-name = "wifi-emu"
-duration = "8s"
-[wifi]
-mac = "{mac}"
-[[wifi.station]]
-name = "fast"
-phy_rate = "mcs15"
-count = 2
-[[wifi.station]]
-name = "slow"
-phy_rate = "mcs0"
-[[flow]]
-cc = "cubic"
-station = "fast"
-count = 2
-rtt = "10ms"
-[[flow]]
-cc = "cubic"
-station = "slow"
-rtt = "10ms"
-[[probe]]
-station = "slow"
-interval = "100ms"
-"""
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# scenarios/wifi-anomaly.toml (2 x MCS 15 + 1 x MCS 0, CUBIC, a ping from the slow
+# station every 100 ms) at 10 ms base RTT.
+SCENARIO = os.path.join(ROOT, "scenarios", "wifi-anomaly.toml")
+SETS = ["flow.0.rtt=10ms", "flow.1.rtt=10ms"]
+
+
+def run(mac: str, engine: str = "sim", duration: str = "8s") -> dict:
+    return bloatlab.run(SCENARIO, engine=engine, overrides=SETS + [f"wifi.mac={mac}", f"duration={duration}"]).summary
 
 
 def ours() -> list[str]:
@@ -55,9 +39,8 @@ def test_the_kernels_tcp_over_the_airtime_medium_matches_the_simulator():
     # Tolerance 25 % per station and 15 % on the total: 8 s runs of CUBIC's
     # sawtooth, real-time scheduling on a shared 2-core machine.
     before = ours()
-    sc = SCENARIO.format(mac="airtime")
-    sim = bloatlab.run(sc).summary
-    emu = bloatlab.run(sc, engine="emu").summary
+    sim = run("airtime")
+    emu = run("airtime", engine="emu")
     assert ours() == before, "the emulator left namespaces behind"
     assert emu["engine"] == "emu" and [s["name"] for s in emu["stations"]] == ["fast.0", "fast.1", "slow"]
     assert emu["jain_station_airtime"] > 0.95
@@ -70,7 +53,7 @@ def test_the_kernels_tcp_over_the_airtime_medium_matches_the_simulator():
 def test_legacy_in_the_kernel_shows_the_deep_queue():
     # A 1000-packet FIFO + 123 driver frames: the slow station's ping waits
     # hundreds of ms (sim: ~400 ms p50) also with the kernel's TCP.
-    emu = bloatlab.run(SCENARIO.format(mac="legacy"), engine="emu").summary
+    emu = run("legacy", engine="emu")
     assert emu["probes"][0]["rtt_ms"]["p50"] > 150
     assert emu["stations"][2]["airtime_share"] > 0.4
 
@@ -84,12 +67,11 @@ def test_a_shell_command_sits_on_a_station_behind_the_loaded_medium(tmp_path):
     import subprocess
     import sys
 
-    p = tmp_path / "w.toml"
-    p.write_text(SCENARIO.format(mac="legacy").replace('duration = "8s"', 'duration = "30s"'))
     py = sys.executable
     cmd = "sleep 3; bloatlab-probe udp client $BLOATLAB_SERVER -p 5311 --interval 50ms --count 40 -i 0 --json"
     env = {**os.environ, "PATH": os.path.dirname(py) + ":" + os.environ["PATH"]}
-    r = subprocess.run([py, "-m", "bloatlab", "shell", "--scenario", str(p), "--station", "slow",
+    sets = [a for kv in SETS + ["wifi.mac=legacy"] for a in ("--set", kv)]
+    r = subprocess.run([py, "-m", "bloatlab", "shell", "--scenario", SCENARIO, *sets, "--station", "slow",
                         "--server", "bloatlab-probe udp server --bind 0.0.0.0:5311", "--", "sh", "-c", cmd],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -101,8 +83,6 @@ def test_the_shell_needs_a_station_when_there_are_several(tmp_path):
     import subprocess
     import sys
 
-    p = tmp_path / "w.toml"
-    p.write_text(SCENARIO.format(mac="fq"))
-    r = subprocess.run([sys.executable, "-m", "bloatlab", "shell", "--scenario", str(p), "--", "true"],
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "shell", "--scenario", SCENARIO, "--", "true"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("error: --station:"), r.stderr

@@ -246,18 +246,18 @@ impl Medium {
             .iter_mut()
             .enumerate()
             .map(|(i, s)| {
-                json!({
-                    "name": names[i], "phy_rate_bps": rates[i], "down_bytes": s.down_bytes, "up_bytes": s.up_bytes,
-                    "down_pkts": s.down_pkts, "up_pkts": s.up_pkts, "airtime_s": s.airtime_ns as f64 / 1e9,
-                    "down_aggregates": s.down_aggregates, "down_frames": s.down_frames, "up_aggregates": s.up_aggregates,
-                    "up_frames": s.up_frames, "retries": s.retries, "collisions": s.collisions, "retry_drops": s.retry_drops,
-                    "queue_drops": s.queue_drops, "qdelay_ms": crate::run::dist_json(&mut s.qdelay_ms),
-                })
+                let mut o: serde_json::Map<String, Value> = s.counters().iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+                o.insert("name".into(), json!(names[i]));
+                o.insert("phy_rate_bps".into(), json!(rates[i]));
+                o.insert("qdelay_ms".into(), crate::run::dist_json(&mut s.qdelay_ms));
+                Value::Object(o)
             })
             .collect();
-        let m = &self.wifi.stats;
-        json!({"mac": self.wifi.design.name(), "txops": m.txops, "collisions": m.collisions, "busy_s": m.busy_ns as f64 / 1e9,
-               "marks": m.marks, "write_errors": self.write_errors, "stations": stations})
+        let mut o: serde_json::Map<String, Value> = self.wifi.stats.counters().iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        o.insert("mac".into(), json!(self.wifi.design.name()));
+        o.insert("write_errors".into(), json!(self.write_errors));
+        o.insert("stations".into(), json!(stations));
+        Value::Object(o)
     }
 }
 

@@ -12,6 +12,7 @@ use bloatlab_core::rng::Rng;
 use bloatlab_core::time::Nanos;
 use bloatlab_core::wifi::{Delivered, StationInput, Wifi, WifiConfig};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The core configuration a resolved `[wifi]` describes.
 pub fn config(w: &WifiSpec) -> Result<WifiConfig, String> {
@@ -68,72 +69,38 @@ impl WifiLink {
     }
 
     pub fn output(&mut self) -> WifiOut {
+        let rates: Vec<u64> = self.w.phy_rates().collect();
+        let names = self.w.names.clone();
         let stations = self
             .w
             .stations
             .iter_mut()
-            .zip(&self.w.names)
-            .map(|(s, name)| StationOut {
-                name: name.clone(),
-                phy_rate_bps: 0,
-                down_bytes: s.down_bytes,
-                up_bytes: s.up_bytes,
-                down_pkts: s.down_pkts,
-                up_pkts: s.up_pkts,
-                airtime_s: s.airtime_ns as f64 / 1e9,
-                down_aggregates: s.down_aggregates,
-                down_frames: s.down_frames,
-                up_aggregates: s.up_aggregates,
-                up_frames: s.up_frames,
-                retries: s.retries,
-                collisions: s.collisions,
-                retry_drops: s.retry_drops,
-                queue_drops: s.queue_drops,
+            .enumerate()
+            .map(|(i, s)| StationOut {
+                name: names[i].clone(),
+                phy_rate_bps: rates[i],
+                counters: s.counters().into_iter().collect(),
                 qdelay_ms: DistOut::of(&mut s.qdelay_ms),
             })
-            .collect::<Vec<StationOut>>();
-        let mut stations = stations;
-        for (s, r) in stations.iter_mut().zip(self.w.phy_rates()) {
-            s.phy_rate_bps = r;
-        }
-        let m = &self.w.stats;
-        WifiOut {
-            mac: self.w.design.name(),
-            txops: m.txops,
-            collisions: m.collisions,
-            busy_s: m.busy_ns as f64 / 1e9,
-            marks: m.marks,
-            stations,
-        }
+            .collect();
+        WifiOut { mac: self.w.design.name(), counters: self.w.stats.counters().into_iter().collect(), stations }
     }
 }
 
+/// The raw result's `wifi` object (docs/engine-interface.md).
 #[derive(Debug, Serialize)]
 pub struct StationOut {
     pub name: String,
     pub phy_rate_bps: u64,
-    pub down_bytes: u64,
-    pub up_bytes: u64,
-    pub down_pkts: u64,
-    pub up_pkts: u64,
-    pub airtime_s: f64,
-    pub down_aggregates: u64,
-    pub down_frames: u64,
-    pub up_aggregates: u64,
-    pub up_frames: u64,
-    pub retries: u64,
-    pub collisions: u64,
-    pub retry_drops: u64,
-    pub queue_drops: u64,
+    #[serde(flatten)]
+    pub counters: BTreeMap<&'static str, f64>,
     pub qdelay_ms: DistOut,
 }
 
 #[derive(Debug, Serialize)]
 pub struct WifiOut {
     pub mac: &'static str,
-    pub txops: u64,
-    pub collisions: u64,
-    pub busy_s: f64,
-    pub marks: u64,
+    #[serde(flatten)]
+    pub counters: BTreeMap<&'static str, f64>,
     pub stations: Vec<StationOut>,
 }

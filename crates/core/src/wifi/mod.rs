@@ -132,6 +132,35 @@ pub struct StationStats {
     pub qdelay_ms: Vec<f64>,
 }
 
+impl StationStats {
+    /// The counters under their raw-result names (docs/engine-interface.md):
+    /// both engines write these, so the names live in one place.
+    pub fn counters(&self) -> [(&'static str, f64); 13] {
+        [
+            ("down_bytes", self.down_bytes as f64),
+            ("up_bytes", self.up_bytes as f64),
+            ("down_pkts", self.down_pkts as f64),
+            ("up_pkts", self.up_pkts as f64),
+            ("airtime_s", self.airtime_ns as f64 / 1e9),
+            ("down_aggregates", self.down_aggregates as f64),
+            ("down_frames", self.down_frames as f64),
+            ("up_aggregates", self.up_aggregates as f64),
+            ("up_frames", self.up_frames as f64),
+            ("retries", self.retries as f64),
+            ("collisions", self.collisions as f64),
+            ("retry_drops", self.retry_drops as f64),
+            ("queue_drops", self.queue_drops as f64),
+        ]
+    }
+}
+
+impl MediumStats {
+    /// The medium's counters under their raw-result names.
+    pub fn counters(&self) -> [(&'static str, f64); 4] {
+        [("txops", self.txops as f64), ("collisions", self.collisions as f64), ("busy_s", self.busy_ns as f64 / 1e9), ("marks", self.marks as f64)]
+    }
+}
+
 /// Medium-wide counters.
 #[derive(Debug, Clone, Default)]
 pub struct MediumStats {
