@@ -56,6 +56,13 @@ def rows(s: dict, e: dict) -> list[dict]:
         add("link", label, "qdelay mean", "ms", l["qdelay_ms"].get("mean"), (m.get("qdelay_ms") or {}).get("mean"))
         add("link", label, "qdelay p95", "ms", l["qdelay_ms"].get("p95"), (m.get("qdelay_ms") or {}).get("p95"))
         add("link", label, "drops", "pkts", l["drops"], m.get("drops"))
+    es = {st["name"]: st for st in e.get("stations", [])}
+    for st in s.get("stations", []):  # WiFi runs (docs/wifi.md)
+        m = es.get(st["name"], {})
+        label = f"station {st['name']} ({st['phy_rate_mbps']:g} Mbit/s PHY)"
+        add("station", label, "goodput", "Mbit/s", st["goodput_mbps"], m.get("goodput_mbps"))
+        add("station", label, "airtime", "%", 100 * st["airtime_share"], None if "airtime_share" not in m else 100 * m["airtime_share"])
+        add("station", label, "AP qdelay p95", "ms", st["qdelay_ms"].get("p95"), (m.get("qdelay_ms") or {}).get("p95"))
     ep = {p["id"]: p for p in e["probes"]}
     for p in s["probes"]:
         q = ep.get(p["id"], {})
