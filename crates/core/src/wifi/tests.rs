@@ -289,3 +289,18 @@ fn the_reorder_buffer_releases_in_sequence_and_skips_given_up_frames() {
     assert_eq!(out.iter().map(|x| x.data).collect::<Vec<_>>(), vec![4]);
     assert_eq!(r.next, 5);
 }
+
+#[test]
+fn a_node_leaving_the_contention_hands_the_next_slot_to_the_one_after_it() {
+    let mut m = Medium::new(3);
+    m.activate_with(0, 0, 2);
+    m.activate_with(1, 0, 7);
+    m.activate_with(2, 0, 4);
+    assert_eq!(m.next_start(), Some(AIFS_NS + 2 * SLOT_NS));
+    m.deactivate(0);
+    assert_eq!(m.next_start(), Some(AIFS_NS + 4 * SLOT_NS));
+    m.deactivate(1); // not the earliest: nothing changes
+    assert_eq!(m.next_start(), Some(AIFS_NS + 4 * SLOT_NS));
+    m.deactivate(2);
+    assert_eq!(m.next_start(), None);
+}
