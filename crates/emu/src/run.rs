@@ -245,7 +245,10 @@ fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> 
         let (ns_name, ip) = if recv_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
         let port = FLOW_PORT + f.id as u16;
         let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
-        let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into()];
+        let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into(),
+            // a private server in our namespace: no public-server limits
+            "--max-duration".into(), "0".into(), "--min-info-interval".into(), "0".into(), "--max-samples".into(), "0".into(),
+            "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into()];
         let c = spawn_in(net.ns_fd(recv_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("tcp server (flow {})", f.id), c));
         let idx = kids.list.len() - 1;
@@ -257,7 +260,7 @@ fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> 
         let (ns_name, ip) = if echo_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
         let port = PROBE_PORT + p.id as u16;
         let err = opt.workdir.join(format!("probe-{}-server.err", p.id));
-        let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}")];
+        let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--max-duration".into(), "0".into()];
         let c = spawn_in(net.ns_fd(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("udp server (probe {})", p.id), c));
         let idx = kids.list.len() - 1;

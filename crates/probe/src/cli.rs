@@ -35,6 +35,8 @@ enum Cmd {
         bind: SocketAddr,
         #[command(flatten)]
         udp: UdpServerOpts,
+        #[command(flatten)]
+        tcp: TcpLimitOpts,
     },
     /// Latency under load (rrul-like) and responsiveness
     Load(LoadArgs),
@@ -61,11 +63,45 @@ struct UdpServerOpts {
     /// per-client packet rate limit (packets/s, 0 = none)
     #[arg(long, default_value_t = 1_000_000)]
     max_pps: u64,
-    /// per-client session length limit (e.g. 10min; 0 = none)
-    #[arg(long, default_value = "0", value_parser = dur)]
+    /// longest UDP session per client and longest TCP test (e.g. 10min; 0 = none)
+    #[arg(long, default_value = "10min", value_parser = dur)]
     max_duration: u64,
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// What the TCP server grants one client (docs/probe.md, "Server limits").
+#[derive(Args, Debug)]
+struct TcpLimitOpts {
+    /// most data connections in one test (-P)
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_streams: u64,
+    /// shortest TCP_INFO sampling interval a client may ask for (0 = any)
+    #[arg(long, default_value = "10ms", value_parser = dur)]
+    min_info_interval: u64,
+    /// TCP_INFO samples one test may keep: streams x length / interval (0 = no limit)
+    #[arg(long, default_value_t = 200_000)]
+    max_samples: u64,
+    /// tests running at once (0 = no limit)
+    #[arg(long, default_value_t = 8)]
+    max_tests: usize,
+    /// connections in service at once; more are closed at once (0 = no limit)
+    #[arg(long, default_value_t = 256)]
+    max_conns: usize,
+}
+
+impl TcpLimitOpts {
+    fn limits(&self, max_duration_ns: u64, secret: &Option<String>) -> tcp::ServerLimits {
+        tcp::ServerLimits {
+            max_duration_ns,
+            max_streams: self.max_streams as usize,
+            min_info_interval_ns: self.min_info_interval,
+            max_samples: self.max_samples,
+            max_tests: self.max_tests,
+            max_conns: self.max_conns,
+            secret: secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -120,6 +156,14 @@ enum TcpCmd {
         /// exit after one test
         #[arg(long)]
         one_off: bool,
+        /// shared secret: a client must answer the server's challenge with it
+        #[arg(long)]
+        secret: Option<String>,
+        /// longest test (e.g. 10min; 0 = none)
+        #[arg(long, default_value = "10min", value_parser = dur)]
+        max_duration: u64,
+        #[command(flatten)]
+        limits: TcpLimitOpts,
         #[arg(short, long)]
         verbose: bool,
     },
@@ -152,6 +196,9 @@ struct TcpClientArgs {
     /// TCP_INFO sampling period
     #[arg(long, default_value = "10ms", value_parser = positive_dur)]
     info_interval: u64,
+    /// shared secret, when the server asks for one
+    #[arg(long)]
+    secret: Option<String>,
     /// interval report period (seconds; 0 = none)
     #[arg(short = 'i', long = "interval", default_value = "1", value_parser = secs)]
     report: u64,
@@ -258,17 +305,19 @@ fn run(cli: Cli) -> R {
     match cli.cmd {
         Cmd::Udp { cmd: UdpCmd::Server { bind, opts } } => udp_server(bind, &opts, None),
         Cmd::Udp { cmd: UdpCmd::Client(a) } => udp_client(a),
-        Cmd::Tcp { cmd: TcpCmd::Server { bind, one_off, verbose } } => {
+        Cmd::Tcp { cmd: TcpCmd::Server { bind, one_off, secret, max_duration, limits, verbose } } => {
             let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
             eprintln!("bloatlab-probe tcp server listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
-            tcp::serve(l, one_off, verbose).map_err(|e| (1, e.to_string()))?;
+            tcp::serve_with(l, one_off, verbose, limits.limits(max_duration, &secret)).map_err(|e| (1, e.to_string()))?;
             Ok(0)
         }
         Cmd::Tcp { cmd: TcpCmd::Client(a) } => tcp_client(a),
-        Cmd::Server { bind, udp } => {
+        Cmd::Server { bind, udp, tcp: lim } => {
             let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
             let bound = l.local_addr().unwrap_or(bind); // port 0: the UDP server takes the same port
-            let t = std::thread::spawn(move || tcp::serve(l, false, false));
+            let limits = lim.limits(udp.max_duration, &udp.secret);
+            let verbose = udp.verbose;
+            let t = std::thread::spawn(move || tcp::serve_with(l, false, verbose, limits));
             let r = udp_server(bound, &udp, Some("tcp+udp"));
             let _ = t.join();
             r
@@ -418,6 +467,7 @@ fn tcp_client(a: TcpClientArgs) -> R {
         report_ns: if a.json { 0 } else { a.report },
         t0_mono: t0,
         first_id: 0,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
     };
     if !a.json {
         println!("Connecting to host {}, port {}{}", a.host, a.port, if a.reverse { " (reverse: the server sends)" } else { "" });

@@ -156,6 +156,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         report_ns: 0,
         t0_mono: t0,
         first_id,
+        secret: cfg.secret.clone(),
     };
     let down = (cfg.down > 0).then(|| {
         let c = mk(true, cfg.down, 0);

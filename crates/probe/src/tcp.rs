@@ -29,6 +29,18 @@
 //! - [`ACK_WAIT_POLL_NS`] = 200 µs polling of TCP_INFO while waiting for the
 //!   last ack: the resolution of the completion time.
 //! - [`ACK_WAIT_MAX_NS`] = 30 s: give up waiting for a peer that stopped acking.
+//! - [`MAX_CTRL_LINE`] = 64 KiB: the longest control line either side reads
+//!   (a parameter line is ~200 B; the server's result line is read by the
+//!   client without this bound, since the client chose the server).
+//!
+//! A server on the internet ([`ServerLimits`], docs/probe.md "Server limits"):
+//! every request is bounded — test length, streams, TCP_INFO sampling
+//! interval and the samples a test may keep, concurrent tests, connections
+//! being classified — and a request beyond a limit gets a refusal that names
+//! it. Threads are spawned through a bounded pool that refuses when full
+//! (never panics). A test ends when its control connection ends. With a
+//! secret, the server sends a random challenge and answers only a client
+//! that returns HMAC-SHA256(secret, challenge ‖ parameter line).
 
 use crate::report::{fmt_bytes, fmt_rate, FlowRaw, FlowSeries, Output};
 use crate::sys::{self, TcpInfo};
@@ -45,6 +57,7 @@ pub const BUF: usize = 128 * 1024;
 pub const WAKE: Duration = Duration::from_millis(100);
 pub const ACK_WAIT_POLL_NS: u64 = 200_000;
 pub const ACK_WAIT_MAX_NS: u64 = 30_000_000_000;
+pub const MAX_CTRL_LINE: u64 = 64 * 1024;
 const CTRL_MAGIC: &[u8; 4] = b"BLC1";
 const DATA_MAGIC: &[u8; 4] = b"BLD1";
 
@@ -123,7 +136,7 @@ fn is_timeout(e: &io::Error) -> bool {
 /// Send for the duration or the byte count, then wait for the last ack.
 pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>, stop: &dyn Fn() -> bool) -> Outcome {
     let buf = vec![0x5au8; BUF];
-    let deadline = duration_ns.map(|d| s.start_mono + d);
+    let deadline = duration_ns.map(|d| s.start_mono.saturating_add(d));
     let mut out = Outcome::default();
     let mut w = 0u64;
     loop {
@@ -305,10 +318,20 @@ fn sockaddr_of(a: &SocketAddr) -> (libc::sockaddr_storage, u32) {
 }
 
 fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<String> {
-    let end = sys::mono_ns() + give_up_ns;
+    read_line_max(r, give_up_ns, u64::MAX)
+}
+
+/// Read one `\n`-terminated line of at most `max` bytes (an error beyond:
+/// a peer cannot grow our memory by never sending a newline).
+fn read_line_max(r: &mut BufReader<&TcpStream>, give_up_ns: u64, max: u64) -> io::Result<String> {
+    let end = sys::mono_ns().saturating_add(give_up_ns);
     let mut line = String::new();
     loop {
-        match r.read_line(&mut line) {
+        let room = max.saturating_sub(line.len() as u64);
+        if room == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("line longer than {max} bytes")));
+        }
+        match r.by_ref().take(room).read_line(&mut line) {
             Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
             Ok(_) if line.ends_with('\n') => return Ok(line),
             Ok(_) => {}
@@ -326,14 +349,168 @@ fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<Strin
 
 type Registry = Arc<Mutex<HashMap<u64, mpsc::Sender<(usize, TcpStream, u64)>>>>;
 
+/// What the server grants a client. Defaults (docs/probe.md) suit a public
+/// server on a small VPS or a router; `0` lifts a limit (the emulator's
+/// private one-off servers do that).
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// longest test (ns); a test without `-t` (a byte count) ends here too
+    pub max_duration_ns: u64,
+    /// data connections per test (`-P`)
+    pub max_streams: usize,
+    /// shortest TCP_INFO sampling interval (ns)
+    pub min_info_interval_ns: u64,
+    /// TCP_INFO samples a test may keep (streams × duration / interval):
+    /// bounds the server's memory per test (~240 B a sample)
+    pub max_samples: u64,
+    /// tests running at once
+    pub max_tests: usize,
+    /// connections being read/classified at once (the worker pool): a
+    /// connection beyond it is closed at once
+    pub max_conns: usize,
+    /// shared secret: only clients that answer the challenge get a test
+    pub secret: Option<Vec<u8>>,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_duration_ns: 600_000_000_000,
+            max_streams: 128,
+            min_info_interval_ns: 10_000_000,
+            max_samples: 200_000,
+            max_tests: 8,
+            max_conns: 256,
+            secret: None,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// The emulator's private servers: nothing bounded but the streams.
+    pub fn none() -> Self {
+        ServerLimits { max_duration_ns: 0, min_info_interval_ns: 0, max_samples: 0, max_tests: 0, max_conns: 0, ..Default::default() }
+    }
+
+    /// Why `p` is refused, or None. The message names the client's flag.
+    pub fn refuse(&self, p: &Params) -> Option<String> {
+        if p.streams == 0 || p.streams > self.max_streams {
+            return Some(format!("-P: streams must be in 1..{} (this server's limit)", self.max_streams));
+        }
+        let lim = self.max_duration_ns;
+        if lim > 0 {
+            match p.duration_ns {
+                Some(d) if d > lim => {
+                    return Some(format!("-t: {} s is longer than this server allows ({} s)", d / 1_000_000_000, lim / 1_000_000_000))
+                }
+                _ => {}
+            }
+        }
+        if p.duration_ns == Some(0) {
+            return Some("-t: the test length must be positive".into());
+        }
+        if p.info_interval_ns < self.min_info_interval_ns.max(1) {
+            return Some(format!(
+                "--info-interval: {} ns is shorter than this server allows ({} ms)",
+                p.info_interval_ns,
+                self.min_info_interval_ns as f64 / 1e6
+            ));
+        }
+        if self.max_samples > 0 && p.reverse {
+            let dur = p.duration_ns.unwrap_or(lim).max(1);
+            let samples = (p.streams as u128) * (dur as u128) / (p.info_interval_ns as u128);
+            if samples > self.max_samples as u128 {
+                return Some(format!(
+                    "--info-interval: {} streams sampled every {} ms for {} s is {samples} TCP_INFO samples, more than this server keeps per test ({}); sample less often",
+                    p.streams,
+                    p.info_interval_ns as f64 / 1e6,
+                    dur as f64 / 1e9,
+                    self.max_samples
+                ));
+            }
+        }
+        None
+    }
+
+    /// The test's length as the server enforces it (None: unbounded).
+    fn deadline_ns(&self, p: &Params) -> Option<u64> {
+        match (p.duration_ns, self.max_duration_ns) {
+            (Some(d), 0) => Some(d),
+            (None, 0) => None,
+            (Some(d), lim) => Some(d.min(lim)),
+            (None, lim) => Some(lim),
+        }
+    }
+}
+
+/// A counter of things in use with a ceiling; `try_take` gives a guard or
+/// None when full. `limit == 0`: unbounded.
+#[derive(Clone)]
+struct Slots(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Slots {
+    fn new(limit: usize) -> Slots {
+        Slots(Arc::new(std::sync::atomic::AtomicUsize::new(0)), limit)
+    }
+    fn try_take(&self) -> Option<Slot> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        if self.1 > 0 && n >= self.1 {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(self.0.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What the challenge answer signs: the challenge, then the parameter line
+/// exactly as sent (its newline included).
+fn auth_data(challenge: &str, line: &str) -> String {
+    format!("{challenge}{line}")
+}
+
+/// Spawn a named thread; an error (no threads left) instead of a panic.
+fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> io::Result<std::thread::JoinHandle<T>> {
+    std::thread::Builder::new().name(name.into()).spawn(f)
+}
+
+struct Ctx {
+    reg: Registry,
+    finished: AtomicBool,
+    one_off_taken: AtomicBool,
+    conns: Slots,
+    tests: Slots,
+    limits: ServerLimits,
+    one_off: bool,
+    verbose: bool,
+}
+
 /// Serve tests on `listener` until Ctrl-C; with `one_off`, return after the
 /// first test.
 pub fn serve(listener: TcpListener, one_off: bool, verbose: bool) -> io::Result<()> {
+    serve_with(listener, one_off, verbose, ServerLimits::default())
+}
+
+pub fn serve_with(listener: TcpListener, one_off: bool, verbose: bool, limits: ServerLimits) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    let reg: Registry = Arc::new(Mutex::new(HashMap::new()));
-    let finished = Arc::new(AtomicBool::new(false));
-    let tests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    while !sys::stopped() && !(one_off && finished.load(Ordering::SeqCst)) {
+    let ctx = Arc::new(Ctx {
+        reg: Arc::new(Mutex::new(HashMap::new())),
+        finished: AtomicBool::new(false),
+        one_off_taken: AtomicBool::new(false),
+        conns: Slots::new(limits.max_conns),
+        tests: Slots::new(limits.max_tests),
+        limits,
+        one_off,
+        verbose,
+    });
+    while !sys::stopped() && !(one_off && ctx.finished.load(Ordering::SeqCst)) {
         let (conn, peer) = match listener.accept() {
             Ok(x) => x,
             Err(e) if is_timeout(&e) => {
@@ -341,20 +518,33 @@ pub fn serve(listener: TcpListener, one_off: bool, verbose: bool) -> io::Result<
                 continue;
             }
             Err(e) => {
+                // EMFILE and friends: wait a little instead of spinning
                 eprintln!("tcp server: accept: {e}");
+                std::thread::sleep(WAKE);
                 continue;
             }
         };
         let accept_mono = sys::mono_ns();
-        let (reg, finished, tests) = (reg.clone(), finished.clone(), tests.clone());
+        // the worker pool: a connection beyond it is closed at once
+        let Some(slot) = ctx.conns.try_take() else {
+            if verbose {
+                eprintln!("tcp server: {peer}: refused, {} connections in service", ctx.limits.max_conns);
+            }
+            continue;
+        };
+        let c = ctx.clone();
         // classify in a thread, so a silent connection cannot stall accept()
-        std::thread::spawn(move || classify(conn, peer, accept_mono, &reg, &finished, &tests, one_off, verbose));
+        if let Err(e) = spawn("classify", move || {
+            let _slot = slot;
+            classify(conn, peer, accept_mono, &c)
+        }) {
+            eprintln!("tcp server: {peer}: refused, cannot start a thread: {e}");
+        }
     }
     Ok(())
 }
 
-fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, reg: &Registry, finished: &AtomicBool,
-            tests: &std::sync::atomic::AtomicUsize, one_off: bool, verbose: bool) {
+fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(WAKE));
     let _ = conn.set_write_timeout(Some(WAKE));
@@ -369,19 +559,23 @@ fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, reg: &Registry,
         }
         let cookie = u64::from_le_bytes(h[..8].try_into().unwrap());
         let idx = u32::from_le_bytes(h[8..].try_into().unwrap()) as usize;
-        if let Some(tx) = reg.lock().unwrap().get(&cookie) {
+        if let Some(tx) = ctx.reg.lock().unwrap().get(&cookie) {
             let _ = tx.send((idx, conn, accept_mono));
         }
     } else if &magic == CTRL_MAGIC {
-        if one_off && tests.fetch_add(1, Ordering::SeqCst) > 0 {
+        if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
             return; // one test only; refuse others
         }
-        if let Err(e) = serve_test(conn, reg, verbose) {
-            if verbose {
+        let Some(_test) = ctx.tests.try_take() else {
+            let _ = send_json(&conn, &json!({"ok": false, "error": format!("busy: this server runs at most {} tests at once; try again later", ctx.limits.max_tests)}));
+            return;
+        };
+        if let Err(e) = serve_test(conn, ctx) {
+            if ctx.verbose {
                 eprintln!("tcp server: test from {peer}: {e}");
             }
         }
-        finished.store(true, Ordering::SeqCst);
+        ctx.finished.store(true, Ordering::SeqCst);
     }
 }
 
@@ -410,9 +604,22 @@ fn send_json(mut c: &TcpStream, v: &Value) -> io::Result<()> {
     c.write_all(s.as_bytes())
 }
 
-fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), String> {
+fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
+    let (reg, verbose, limits) = (&ctx.reg, ctx.verbose, &ctx.limits);
     let mut rd = BufReader::new(&ctrl);
-    let line = read_line(&mut rd, 10_000_000_000).map_err(|e| format!("reading parameters: {e}"))?;
+    let line = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading parameters: {e}"))?;
+    if let Some(secret) = &limits.secret {
+        // challenge-response: HMAC-SHA256(secret, challenge || parameter line)
+        let challenge = format!("{:016x}{:016x}", sys::random_u64(), sys::random_u64());
+        send_json(&ctrl, &json!({"ok": false, "challenge": challenge})).map_err(|e| format!("challenge: {e}"))?;
+        let answer = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading the answer: {e}"))?;
+        let got: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
+        let key = crate::wire::Key::new(secret);
+        if !got["auth"].as_str().is_some_and(|a| key.verify_hex(auth_data(&challenge, &line).as_bytes(), a)) {
+            let _ = send_json(&ctrl, &json!({"ok": false, "error": "authentication failed (--secret)"}));
+            return Err("authentication failed".into());
+        }
+    }
     let p: Params = match serde_json::from_str(&line) {
         Ok(p) => p,
         Err(e) => {
@@ -420,10 +627,11 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
             return Err(format!("bad parameters: {e}"));
         }
     };
-    if p.streams == 0 || p.streams > 128 {
-        let _ = send_json(&ctrl, &json!({"ok": false, "error": "-P: streams must be in 1..128"}));
-        return Err("bad stream count".into());
+    if let Some(why) = limits.refuse(&p) {
+        let _ = send_json(&ctrl, &json!({"ok": false, "error": why, "limit": true}));
+        return Err(why);
     }
+    let deadline_ns = limits.deadline_ns(&p);
     if p.reverse {
         if let Some(cc) = &p.cc {
             // check on a scratch socket before anything starts
@@ -462,29 +670,50 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
     let sampler = if p.reverse {
         let v = states.clone();
         let iv = p.info_interval_ns;
-        Some(std::thread::spawn(move || run_sampler(v, iv)))
+        Some(spawn("sampler", move || run_sampler(v, iv)).map_err(|e| refuse_busy(&ctrl, &states, e))?)
     } else {
         None
     };
-    // a client that vanishes ends its test: watch the control connection
+    // a client that vanishes ends its test: watch the control connection;
+    // the server's own deadline ends it too (a byte count never reached)
     let ctrl_gone = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = states
-        .iter()
-        .map(|s| {
-            let s = s.clone();
-            let p = p.clone();
-            let gone = ctrl_gone.clone();
-            std::thread::spawn(move || {
-                let stop = || gone.load(Ordering::Relaxed);
-                if p.reverse {
-                    run_sender(&s, p.duration_ns, p.bytes, &stop)
-                } else {
-                    run_receiver(&s, &stop)
+    let over = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (gone, over, c) = (ctrl_gone.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
+        let hard_end = deadline_ns.map(|d| sys::mono_ns().saturating_add(d).saturating_add(ACK_WAIT_MAX_NS));
+        spawn("ctrl-watch", move || watch_control(&c, &gone, &over, hard_end)).map_err(|e| refuse_busy(&ctrl, &states, e))?
+    };
+    let mut workers = Vec::new();
+    for s in &states {
+        let s = s.clone();
+        let (p, gone) = (p.clone(), ctrl_gone.clone());
+        let w = spawn("stream", move || {
+            let stop = || gone.load(Ordering::Relaxed);
+            if p.reverse {
+                run_sender(&s, deadline_ns, p.bytes, &stop)
+            } else {
+                run_receiver(&s, &stop)
+            }
+        });
+        match w {
+            Ok(w) => workers.push(w),
+            Err(e) => {
+                ctrl_gone.store(true, Ordering::SeqCst);
+                for w in workers {
+                    let _ = w.join();
                 }
-            })
-        })
-        .collect();
+                over.store(true, Ordering::SeqCst);
+                let _ = watcher.join();
+                return Err(refuse_busy(&ctrl, &states, e));
+            }
+        }
+    }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    over.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    if ctrl_gone.load(Ordering::SeqCst) {
+        return Err("the client closed the control connection; test stopped".into());
+    }
     if let Some(h) = sampler {
         let _ = h.join();
     }
@@ -512,6 +741,40 @@ fn serve_test(ctrl: TcpStream, reg: &Registry, verbose: bool) -> Result<(), Stri
         .map_err(|e| format!("sending results: {e}"))
 }
 
+/// Tell the client the server ran out of threads; end its streams.
+fn refuse_busy(ctrl: &TcpStream, states: &[Arc<StreamState>], e: io::Error) -> String {
+    for s in states {
+        let _ = s.sock.shutdown(std::net::Shutdown::Both);
+    }
+    let _ = send_json(ctrl, &json!({"ok": false, "error": format!("busy: the server cannot start a thread ({e}); try again later")}));
+    format!("cannot start a thread: {e}")
+}
+
+/// Until `over`: set `gone` when the control connection closes (EOF or an
+/// error) or the hard end passes. The client sends nothing during a test, so
+/// anything it sends is read and ignored (bounded: one small buffer).
+fn watch_control(mut c: &TcpStream, gone: &AtomicBool, over: &AtomicBool, hard_end: Option<u64>) {
+    let mut buf = [0u8; 512];
+    while !over.load(Ordering::SeqCst) {
+        if hard_end.is_some_and(|e| sys::mono_ns() > e) {
+            gone.store(true, Ordering::SeqCst);
+            return;
+        }
+        match c.read(&mut buf) {
+            Ok(0) => {
+                gone.store(true, Ordering::SeqCst);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => {
+                gone.store(true, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+}
+
 fn info_json(ti: &TcpInfo, written: u64, pre: u64) -> Value {
     json!({"bytes_acked": data_acked(ti, written, pre), "segs_out": ti.segs_out, "total_retrans": ti.total_retrans,
            "min_rtt_us": ti.min_rtt, "srtt_us": ti.rtt})
@@ -534,6 +797,8 @@ pub struct ClientCfg {
     pub t0_mono: u64,
     /// flow ids start here (the load test runs two clients)
     pub first_id: usize,
+    /// answers a server's challenge (`--secret`)
+    pub secret: Option<Vec<u8>>,
 }
 
 /// Everything the client learned, ready for [`Output`].
@@ -583,15 +848,28 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     };
     let mut c = &ctrl;
     c.write_all(CTRL_MAGIC).map_err(|e| err1(format!("control: {e}")))?;
-    send_json(&ctrl, &serde_json::to_value(&p).unwrap()).map_err(|e| err1(format!("control: {e}")))?;
+    let mut line = serde_json::to_value(&p).unwrap().to_string();
+    line.push('\n');
+    c.write_all(line.as_bytes()).map_err(|e| err1(format!("control: {e}")))?;
     let mut rd = BufReader::new(&ctrl);
-    let hello: Value = read_line(&mut rd, 10_000_000_000)
-        .ok()
-        .and_then(|l| serde_json::from_str(&l).ok())
-        .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))?;
+    let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
+        read_line_max(rd, 10_000_000_000, MAX_CTRL_LINE)
+            .ok()
+            .and_then(|l| serde_json::from_str(&l).ok())
+            .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))
+    };
+    let mut hello = answer(&mut rd)?;
+    if let Some(ch) = hello["challenge"].as_str() {
+        let Some(secret) = &cfg.secret else {
+            return Err(ClientError { status: 2, msg: format!("{}: the server requires a shared secret (--secret)", cfg.addr) });
+        };
+        let tag = crate::wire::Key::new(secret).sign_hex(auth_data(ch, &line).as_bytes());
+        send_json(&ctrl, &json!({"auth": tag})).map_err(|e| err1(format!("control: {e}")))?;
+        hello = answer(&mut rd)?;
+    }
     if hello["ok"] != json!(true) {
         let msg = hello["error"].as_str().unwrap_or("refused").to_string();
-        let status = if hello.get("available").is_some() { 2 } else { 1 };
+        let status = if hello.get("available").is_some() || hello.get("limit").is_some() || msg.starts_with("authentication") { 2 } else { 1 };
         let msg = if status == 2 { format!("-C {}: {msg}", cfg.cc.as_deref().unwrap_or("")) } else { msg };
         return Err(ClientError { status, msg });
     }
@@ -843,4 +1121,44 @@ pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
     o.meta_extra.insert("sender".into(), json!(if cfg.reverse { "server" } else { "client" }));
     o.extra.insert("problem".into(), json!(r.problem));
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, cc: None, info_interval_ns }
+    }
+
+    #[test]
+    fn the_default_limits_refuse_each_excess_naming_the_clients_flag() {
+        let l = ServerLimits::default();
+        assert!(l.refuse(&params(4, true, Some(10_000_000_000), 10_000_000)).is_none());
+        assert!(l.refuse(&params(0, false, Some(1), 10_000_000)).unwrap().starts_with("-P"));
+        assert!(l.refuse(&params(129, false, Some(1), 10_000_000)).unwrap().starts_with("-P"));
+        // 2^64-1 ns used to wrap to an immediate end; now it is too long
+        assert!(l.refuse(&params(1, false, Some(u64::MAX), 10_000_000)).unwrap().starts_with("-t"));
+        assert!(l.refuse(&params(1, false, Some(10_000_000_000), 0)).unwrap().starts_with("--info-interval"));
+        assert!(l.refuse(&params(1, false, Some(10_000_000_000), 1_000_000)).unwrap().starts_with("--info-interval"));
+        // 128 streams x 600 s / 10 ms = 7.68 M samples > 200 k kept per test
+        assert!(l.refuse(&params(128, true, Some(600_000_000_000), 10_000_000)).unwrap().contains("samples"));
+        // the server's deadline applies to byte-count tests too
+        assert_eq!(l.deadline_ns(&params(1, true, None, 10_000_000)), Some(600_000_000_000));
+        assert_eq!(ServerLimits::none().deadline_ns(&params(1, true, None, 1)), None);
+        assert!(ServerLimits::none().refuse(&params(128, true, Some(u64::MAX), 1)).is_none());
+    }
+
+    #[test]
+    fn slots_refuse_beyond_their_limit_and_free_on_drop() {
+        let s = Slots::new(2);
+        let a = s.try_take().unwrap();
+        let _b = s.try_take().unwrap();
+        assert!(s.try_take().is_none());
+        drop(a);
+        assert!(s.try_take().is_some());
+        let unbounded = Slots::new(0);
+        let v: Vec<_> = (0..1000).map(|_| unbounded.try_take().unwrap()).collect();
+        assert_eq!(v.len(), 1000);
+    }
 }

@@ -91,6 +91,18 @@ impl Key {
         t.copy_from_slice(&full[..TAG_LEN]);
         t
     }
+    /// The full HMAC-SHA256 of `data`, hex: the TCP control channel's
+    /// challenge answer.
+    pub fn sign_hex(&self, data: &[u8]) -> String {
+        let mut m = self.0.clone();
+        m.update(data);
+        m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+    /// Constant-time check of a [`Key::sign_hex`] answer.
+    pub fn verify_hex(&self, data: &[u8], hex: &str) -> bool {
+        let want = self.sign_hex(data);
+        want.len() == hex.len() && want.bytes().zip(hex.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
     fn verify(&self, data: &[u8], tag: &[u8]) -> bool {
         let want = self.tag(data);
         // constant-time comparison

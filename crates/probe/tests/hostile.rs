@@ -1,0 +1,152 @@
+//! A server that anyone on the internet can reach (issue: survive hostile
+//! input): hostile clients on 127.0.0.1 against `bloatlab-probe server`,
+//! each bounded in time; after each, a real client still measures.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap()
+}
+
+fn real_client_works(port: &str) {
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", port, "-n", "1MB", "--json"]);
+    assert!(o.status.success(), "a real client after the attack: {}", stderr(&o));
+    assert_eq!(json_of(&o)["flows"][0]["completed"], true);
+}
+
+#[test]
+fn a_control_line_without_newline_cannot_grow_the_servers_memory() {
+    let s = Server::start(&["server"]);
+    let before = rss_kb(s.child.id());
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(b"BLC1").unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let mut sent = 0usize;
+    // 256 MiB used to become 256 MiB of server memory; now the server closes
+    // the connection after 64 KiB and our writes fail
+    for _ in 0..256 {
+        match c.write_all(&chunk) {
+            Ok(()) => sent += chunk.len(),
+            Err(_) => break,
+        }
+    }
+    let after = rss_kb(s.child.id());
+    assert!(sent < 64 << 20, "the server kept reading ({sent} bytes accepted)");
+    assert!(after < before + 20_000, "server RSS grew from {before} kB to {after} kB");
+    real_client_works(&s.port);
+}
+
+#[test]
+fn requests_beyond_the_servers_limits_are_refused_naming_the_flag() {
+    let s = Server::start(&["server"]);
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "100000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-t:"), "{}", stderr(&o));
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "1", "--info-interval", "1ms"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--info-interval"), "{}", stderr(&o));
+    let s2 = Server::start(&["server", "--max-streams", "2"]);
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s2.port, "-t", "1", "-P", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-P"), "{}", stderr(&o));
+}
+
+/// Start a reverse test by hand (the server sends), return (ctrl, data).
+fn raw_reverse_test(addr: &str, duration_s: u64) -> (TcpStream, TcpStream) {
+    let mut ctrl = TcpStream::connect(addr).unwrap();
+    ctrl.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let cookie: u64 = 0x1234_5678_9abc_def0;
+    let p = serde_json::json!({"cookie": cookie, "streams": 1, "reverse": true, "duration_ns": duration_s * 1_000_000_000u64,
+                               "bytes": null, "cc": null, "info_interval_ns": 100_000_000u64});
+    ctrl.write_all(format!("BLC1{p}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(&ctrl).read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":true"), "{line}");
+    let mut data = TcpStream::connect(addr).unwrap();
+    let mut h = b"BLD1".to_vec();
+    h.extend_from_slice(&cookie.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes());
+    data.write_all(&h).unwrap();
+    (ctrl, data)
+}
+
+#[test]
+fn closing_the_control_connection_ends_the_test() {
+    let s = Server::start(&["server"]);
+    let (ctrl, mut data) = raw_reverse_test(&s.addr, 60);
+    let mut buf = vec![0u8; 1 << 16];
+    data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert!(data.read(&mut buf).unwrap() > 0, "the server sends");
+    drop(ctrl);
+    // the server stops sending within ~1 s: our reads reach the end of the stream
+    let t = Instant::now();
+    loop {
+        match data.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => assert!(t.elapsed() < Duration::from_secs(5), "data still flows {:?} after the control closed", t.elapsed()),
+        }
+    }
+    real_client_works(&s.port);
+}
+
+#[test]
+fn a_full_worker_pool_refuses_connections_without_dying() {
+    let s = Server::start(&["server", "--max-conns", "20"]);
+    // 100 silent connections: 20 are held (until the 5 s hello timeout), the rest closed at once
+    let idle: Vec<_> = (0..100).map(|_| TcpStream::connect(&s.addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut closed = 0;
+    for mut c in &idle {
+        c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 1];
+        if matches!(c.read(&mut b), Ok(0) | Err(_)) && c.peer_addr().is_ok() {
+            closed += 1;
+        }
+    }
+    drop(idle);
+    assert!(s.child.id() > 0);
+    let mut s = s;
+    assert!(s.child.try_wait().unwrap().is_none(), "the server died");
+    assert!(closed >= 70, "only {closed} of the 80 connections beyond the pool were refused");
+    std::thread::sleep(Duration::from_millis(200));
+    real_client_works(&s.port);
+}
+
+#[test]
+fn with_a_secret_only_a_client_that_knows_it_gets_a_test() {
+    let s = Server::start(&["server", "--secret", "s3cret"]);
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "100KB"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--secret"), "{}", stderr(&o));
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "100KB", "--secret", "wrong"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("authentication failed"), "{}", stderr(&o));
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "100KB", "--secret", "s3cret", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_of(&o)["flows"][0]["completed"], true);
+}
+
+#[test]
+fn a_flood_of_spoofed_one_request_sources_does_not_lock_out_a_real_client() {
+    let s = Server::start(&["server"]);
+    let port: u16 = s.port.parse().unwrap();
+    // 12,000 distinct sources on 127.1.0.0/16 (loopback answers every 127/8 address)
+    let mut req = vec![0u8; 64];
+    bloatlab_probe::wire::build_request(&mut req, 64, 0, 7, 1, None);
+    for i in 0..12_000u32 {
+        let ip = std::net::Ipv4Addr::from(0x7f01_0000 + i + 1);
+        let u = UdpSocket::bind((ip, 0)).unwrap();
+        u.send_to(&req, ("127.0.0.1", port)).unwrap();
+    }
+    let o = run(&["udp", "client", "127.0.0.1", "-p", &s.port, "--count", "200", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = json_of(&o);
+    let received = j["raw"]["probes"][0]["received"].as_u64().or_else(|| j["probes"][0]["received"].as_u64());
+    assert_eq!(received, Some(200), "{j}");
+}
