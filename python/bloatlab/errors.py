@@ -11,7 +11,14 @@ class ScenarioError(UserError):
     """A scenario key is missing, unknown or out of range. ``key`` is its path
     (``link.down.rate``, ``flow.0.cc``), so the message says where to look."""
 
+    #: a message is cut here, so a 10 MB bad value is not echoed in full
+    MAX_MESSAGE = 500
+
     def __init__(self, key: str, message: str):
+        if len(key) > 200:
+            key = key[:200] + "..."
+        if len(message) > self.MAX_MESSAGE:
+            message = message[: self.MAX_MESSAGE] + f"... ({len(message)} characters)"
         self.key = key
         self.message = message
         super().__init__(f"{key}: {message}" if key else message)

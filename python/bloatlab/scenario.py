@@ -44,7 +44,20 @@ def qdisc_table() -> dict[str, dict]:
 
 # ---------------------------------------------------------------- key checks
 
-TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description", "wifi"}
+TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description", "wifi", "limits"}
+
+#: What one run may produce, checked before it starts (docs/scenario.md,
+#: "Limits"): a run beyond one is refused naming the key that makes it so.
+#: Raise a limit knowingly with ``[limits]`` or ``--set limits.KEY=N``.
+#: Sizes: a series row costs ~400 B on its way into pandas today (1000 flows x
+#: 1000 samples = 420 MB, BENCHMARKS.md), so 5 M rows is ~2 GB; the simulator
+#: moves ~5-10 M packets per wall second, so 2e9 packets is several minutes.
+LIMITS = {
+    "max_flows": 10_000,            # connections after `count` is expanded
+    "max_series_rows": 5_000_000,   # time-series rows: (flows + 2 links) x duration / sample_interval
+    "max_probe_packets": 10_000_000,  # latency probes sent: sum of duration / interval
+    "max_packets": 2_000_000_000,   # full-size packets the bottlenecks can carry: rate x duration / 1500 B
+}
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
 FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "ecn", "station"}
@@ -112,6 +125,8 @@ def parse_buffer(path: str, v) -> tuple[str, float]:
                     raise ScenarioError(path, f'expected a positive buffer, got "{v}"')
                 if kind == "pkts" and x != int(x):
                     raise ScenarioError(path, f'expected a whole number of packets, got "{v}"')
+                if x * MTU > units.MAX_INT or (kind == "bdp" and x > 1e6):
+                    raise ScenarioError(path, f'"{units.echo(v)}" is too large a buffer')
                 return kind, x
     try:
         b = units.parse_size(v)
@@ -146,6 +161,67 @@ def _param(path: str, spec: dict, v) -> float:
         choices = kind.split(":", 1)[1].split(",")
         return float(choices.index(_str(path, v, choices)))
     raise ScenarioError(path, f"parameter kind {kind} not understood")  # a core/Python mismatch
+
+
+def _loss(path: str, v) -> float:
+    """A drop/error probability: ``"1%"`` or a bare fraction ``0.01``. A bare
+    number of 1 or more is refused: ``loss = 1`` almost always means "1 %",
+    and silently dropping every packet helps nobody."""
+    bare = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(v, str) and v.strip() and v.strip()[-1].isdigit():
+        try:
+            v, bare = float(v), True
+        except ValueError:
+            pass
+    if bare and v >= 1:
+        raise ScenarioError(path, f'a bare {v:g} would mean {v * 100:g} % loss; write "{v:g}%" for {v:g} percent (or "100%" if you mean it)')
+    return _conv(path, units.parse_ratio, v)
+
+
+def _limits(doc: dict) -> dict:
+    lim = dict(LIMITS)
+    for k, v in _table(doc, "limits", "limits").items():
+        if k not in LIMITS:
+            raise ScenarioError(f"limits.{k}", f"unknown limit (known: {', '.join(sorted(LIMITS))})")
+        lim[k] = _int(f"limits.{k}", v, 1, units.MAX_INT)
+    return lim
+
+
+def _check_limits(doc: dict, out: dict, flows_doc: list, lim: dict) -> None:
+    """Refuse up front what a run would exceed (see :data:`LIMITS`)."""
+    dur = out["duration_ns"]
+    flows = out["flows"]
+    if len(flows) > lim["max_flows"]:
+        big = max(range(len(flows_doc)), key=lambda i: flows_doc[i].get("count", 1) if isinstance(flows_doc[i].get("count", 1), int) else 1)
+        raise ScenarioError(f"flow.{big}.count", f"{len(flows):,} flows in all, more than limits.max_flows ({lim['max_flows']:,}); raise it knowingly with [limits]")
+    samples = dur // out["sample_interval_ns"]
+    rows = samples * (len(flows) + 2)
+    if rows > lim["max_series_rows"]:
+        raise ScenarioError(
+            "sample_interval",
+            f"{samples:,} samples x {len(flows) + 2} series = {rows:,} time-series rows, more than limits.max_series_rows "
+            f"({lim['max_series_rows']:,}, ~{lim['max_series_rows'] * 400 / 1e9:.0f} GB); sample less often, shorten the run, "
+            "or raise the limit knowingly with [limits]",
+        )
+    total = 0
+    for pr in out["probes"]:
+        total += dur // pr["interval_ns"]
+        if total > lim["max_probe_packets"]:
+            raise ScenarioError(
+                f"probe.{pr['id']}.interval",
+                f"the probes would send {total:,}+ packets, more than limits.max_probe_packets ({lim['max_probe_packets']:,}); "
+                "probe less often or raise the limit knowingly with [limits]",
+            )
+    rate = sum(l["rate_bps"] for l in out["links"].values() if l)
+    if out.get("wifi"):
+        rate += sum(st.get("phy_rate_bps") or 600_000_000 for st in out["wifi"].get("stations", []))
+    pkts = rate * (dur / 1e9) / (8 * MTU)
+    if pkts > lim["max_packets"]:
+        raise ScenarioError(
+            "duration",
+            f"{doc.get('duration')} at these rates carries up to {pkts:.3g} packets, more than limits.max_packets "
+            f"({lim['max_packets']:.3g}); shorten the run or raise the limit knowingly with [limits]",
+        )
 
 
 def _bucket(path: str, v) -> dict | None:
@@ -290,17 +366,38 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
                 raise ScenarioError("", f"{s}: not UTF-8 text") from None
         try:
             doc = tomllib.loads(text)
+        except RecursionError:
+            raise ScenarioError("", f"{source or 'scenario'}: tables or arrays nested too deeply") from None
         except tomllib.TOMLDecodeError as e:
             where = source or "scenario"
             raise ScenarioError("", f"{where}: TOML syntax error: {e}") from None
-    for o in overrides:
-        apply_override(doc, o)
-    extra = sets.pop("set", None) or {}
-    for k, v in list(extra.items()) + [(k.replace("__", "."), v) for k, v in sets.items()]:
-        set_path(doc, k, v, where=f"set {k}")
-    sc = Scenario(doc, source)
-    sc.resolved()  # validates everything
+    try:
+        for o in overrides:
+            apply_override(doc, o)
+        extra = sets.pop("set", None) or {}
+        for k, v in list(extra.items()) + [(k.replace("__", "."), v) for k, v in sets.items()]:
+            set_path(doc, k, v, where=f"set {k}")
+        sc = Scenario(doc, source)
+        check_engine(sc.resolved())  # validates everything, also what only the engine checks
+    except RecursionError:
+        raise ScenarioError("", f"{source or 'scenario'}: tables or arrays nested too deeply") from None
     return sc
+
+
+def check_engine(resolved: dict) -> None:
+    """What only the Rust core checks (qdisc parameter ranges, stage rates):
+    built once here, before any engine starts, so the error names the key and
+    exits 2 whichever engine runs."""
+    import json
+
+    try:
+        _native().check_sim(json.dumps(resolved))
+    except ValueError as e:
+        msg = str(e)
+        key, sep, rest = msg.partition(": ")
+        if sep and " " not in key:
+            raise ScenarioError(key, rest) from None
+        raise ScenarioError("", msg) from None
 
 
 def _load_trace(path: str, file: str, base_dir: str | None) -> list[int]:
@@ -428,6 +525,8 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             crossing = [f["rtt_ns"] for f in flows if f["direction"] == d] or [f["rtt_ns"] for f in flows]
             bdp = rate * min(crossing) / 8e9
             buf_bytes = max(int(round(amount * bdp)), MTU)
+            if buf_bytes > units.MAX_INT:
+                raise ScenarioError(f"{p}.buffer", f'"{ld.get("buffer")}" of this path\'s BDP is too large a buffer')
         qname = _str(f"{p}.qdisc", ld.get("qdisc", "fifo"), list(qdiscs))
         params_doc = _table(ld, "qdisc_params", f"{p}.qdisc_params")
         specs = {s["name"]: s for s in qdiscs[qname]["params"]}
@@ -437,7 +536,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
                 known = ", ".join(sorted(specs)) or "none"
                 raise ScenarioError(f"{p}.qdisc_params.{k}", f"unknown parameter of {qname} (known: {known})")
             params[k] = _param(f"{p}.qdisc_params.{k}", specs[k], v)
-        loss = _conv(f"{p}.loss", units.parse_ratio, ld.get("loss", 0))
+        loss = _loss(f"{p}.loss", ld.get("loss", 0))
         links[d] = {"rate_bps": rate, "buffer_bytes": buf_bytes, "buffer_pkts": buf_pkts, "loss": loss,
                     "qdisc": {"kind": qname, "params": params}, "trace_ms": trace_ms,
                     "policer": _bucket(f"{p}.policer", ld.get("policer")),
@@ -449,6 +548,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
                 raise ScenarioError(f"{p}.device_queue", 'expected packets or bytes like "2pkt" or "3000B"')
             links[d]["device_queue_pkts" if kind == "pkts" else "device_queue_bytes"] = int(amount)
     out["links"] = {d: links.get(d) for d in DIRECTIONS}
+    _check_limits(doc, out, flows_doc, _limits(doc))
     return out
 
 
@@ -517,7 +617,7 @@ def _resolve_wifi(doc: dict, flows_doc: list, flows: list, probes_doc: list, pro
             raise ScenarioError(f"{p}.phy_rate", 'missing (e.g. phy_rate = "144.4Mbit" or "mcs15")')
         phy = _station_phy(f"{p}.phy_rate", sd["phy_rate"])
         count = _int(f"{p}.count", sd.get("count", 1), 1, 1000)
-        err = _conv(f"{p}.mpdu_error", units.parse_ratio, sd.get("mpdu_error", 0))
+        err = _loss(f"{p}.mpdu_error", sd.get("mpdu_error", 0))
         if err >= 1:
             raise ScenarioError(f"{p}.mpdu_error", f"expected an error rate below 100%, got {sd['mpdu_error']!r}")
         weight = sd.get("weight", 1)

@@ -74,7 +74,9 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "qdisc": spec["qdisc"]["kind"],
             "buffer_bytes": spec["buffer_bytes"],
             "buffer_pkts": spec["buffer_pkts"],
-            "utilization": (r.get("tx_bytes", 0) * 8 / (spec["rate_bps"] * duration_s)) if duration_s else 0.0,
+            # engines count only what was sent within the run; the cap absorbs
+            # the rounding of a partly sent packet to whole bytes
+            "utilization": min(r.get("tx_bytes", 0) * 8 / (spec["rate_bps"] * duration_s), 1.0) if duration_s else 0.0,
             "drops": int(sum(drops.values())),
             "drops_by_reason": {k: int(v) for k, v in drops.items()},
             "marks": int(r.get("marks", 0) or 0),

@@ -20,15 +20,34 @@ TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9}
 SIZE_UNITS = {"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 
 
+#: The largest value any engine holds (ns, bytes, bit/s are 64-bit integers there).
+MAX_INT = 2**63 - 1
+#: Bad values are echoed at most this long in messages.
+ECHO_MAX = 60
+
+
+def echo(v: object) -> str:
+    """``repr``/text of a bad value for a message, cut to :data:`ECHO_MAX` characters."""
+    t = v if isinstance(v, str) else repr(v)
+    return t if len(t) <= ECHO_MAX else f"{t[:ECHO_MAX]}... ({len(t)} characters)"
+
+
+def _bounded(x: float, text: object, what: str) -> int:
+    v = round(x)
+    if v > MAX_INT:
+        raise ValueError(f'{what} "{echo(text)}" is too large (the engines hold at most {MAX_INT:.3g} base units)')
+    return v
+
+
 def _split(text: object, example: str, what: str) -> tuple[float, str]:
     if isinstance(text, bool) or not isinstance(text, str):
-        raise ValueError(f'expected {what} like "{example}", got {text!r}')
-    m = _RE.match(text)
+        raise ValueError(f'expected {what} like "{example}", got {echo(text)}')
+    m = _RE.match(text) if len(text) <= 100 else None
     if not m:
-        raise ValueError(f'expected {what} like "{example}", got "{text}"')
+        raise ValueError(f'expected {what} like "{example}", got "{echo(text)}"')
     v = float(m.group(1))
     if not math.isfinite(v):
-        raise ValueError(f'expected {what} like "{example}", got "{text}"')
+        raise ValueError(f'expected {what} like "{example}", got "{echo(text)}"')
     return v, m.group(2)
 
 
@@ -38,7 +57,7 @@ def parse_rate(text: object) -> int:
     mult = RATE_UNITS.get(unit.lower())
     if mult is None:
         raise ValueError(f'expected a rate like "100Mbit" (units: bit, Kbit, Mbit, Gbit), got "{text}"')
-    bps = round(v * mult)
+    bps = _bounded(v * mult, text, "the rate")
     if bps <= 0:
         raise ValueError(f'expected a positive rate, got "{text}"')
     return bps
@@ -52,7 +71,7 @@ def parse_duration(text: object) -> int:
         raise ValueError(f'expected a duration like "10ms" (units: ns, us, ms, s, min), got "{text}"')
     if v < 0:
         raise ValueError(f'expected a non-negative duration, got "{text}"')
-    return round(v * mult)
+    return _bounded(v * mult, text, "the duration")
 
 
 def parse_size(text: object) -> int:
@@ -60,14 +79,14 @@ def parse_size(text: object) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"expected a non-negative size, got {text}")
-        return text
+        return _bounded(text, text, "the size")
     v, unit = _split(text, "375KB", "a size")
     mult = SIZE_UNITS.get(unit)
     if mult is None:
         raise ValueError(f'expected a size like "375KB" (units: B, KB, MB, GB, KiB, MiB, GiB), got "{text}"')
     if v < 0:
         raise ValueError(f'expected a non-negative size, got "{text}"')
-    return round(v * mult)
+    return _bounded(v * mult, text, "the size")
 
 
 def parse_ratio(text: object) -> float:

@@ -14,6 +14,13 @@ fn run_sim(py: Python<'_>, resolved_json: &str) -> PyResult<String> {
     py.allow_threads(move || bloatlab_sim::run_json(&json)).map_err(PyValueError::new_err)
 }
 
+/// Check a resolved scenario (JSON) as the simulator would build it; a
+/// ValueError names the key ("link.down.qdisc_params.alpha: ...").
+#[pyfunction]
+fn check_sim(resolved_json: &str) -> PyResult<()> {
+    bloatlab_sim::check_json(resolved_json).map_err(PyValueError::new_err)
+}
+
 /// Congestion controls the simulator knows.
 #[pyfunction]
 fn cc_names() -> Vec<&'static str> {
@@ -58,6 +65,7 @@ fn qdiscs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(check_sim, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     Ok(())

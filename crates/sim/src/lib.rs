@@ -23,6 +23,14 @@ pub mod tcp;
 pub mod wifi;
 pub mod world;
 
+/// Check a resolved scenario given as JSON: everything the simulator builds
+/// before it runs (qdiscs, stages, controls), without running it. Errors name
+/// the scenario key.
+pub fn check_json(resolved: &str) -> Result<(), String> {
+    let sc = scenario::Scenario::from_json(resolved)?;
+    world::World::new(&sc).map(|_| ())
+}
+
 /// Run a resolved scenario given as JSON and return the raw result as JSON.
 pub fn run_json(resolved: &str) -> Result<String, String> {
     let sc = scenario::Scenario::from_json(resolved)?;

@@ -66,10 +66,11 @@ pub struct World {
 
 impl World {
     pub fn new(sc: &Scenario) -> Result<World, String> {
-        let mk = |spec: &Option<crate::scenario::LinkSpec>, stream: u64| -> Result<Option<Link>, String> {
-            spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose()
+        // errors name the scenario key: "link.down.qdisc_params.alpha: ..."
+        let mk = |spec: &Option<crate::scenario::LinkSpec>, stream: u64, dir: &str| -> Result<Option<Link>, String> {
+            spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose().map_err(|e| format!("link.{dir}.{e}"))
         };
-        let links = [mk(&sc.links.down, 1)?, mk(&sc.links.up, 2)?];
+        let links = [mk(&sc.links.down, 1, "down")?, mk(&sc.links.up, 2, "up")?];
         let mut flows = Vec::with_capacity(sc.flows.len());
         for f in &sc.flows {
             let cc = bloatlab_core::cc::by_name_seeded(&f.cc, sc.seed ^ (f.id as u64).wrapping_mul(0x9E37_79B9))
@@ -499,12 +500,13 @@ impl World {
         for (d, name) in [(0usize, "down"), (1, "up")] {
             if let Some(l) = self.links[d].as_mut() {
                 let drops = DropReason::ALL.iter().map(|r| (r.as_str(), l.stats.drops[*r as usize])).collect();
+                let (tx_bytes, busy_ns) = l.sent_by(self.sc.duration_ns);
                 links.insert(
                     name,
                     LinkOut {
                         rate_bps: l.rate_bps,
-                        busy_s: l.busy_ns as f64 / 1e9,
-                        tx_bytes: l.tx_bytes,
+                        busy_s: busy_ns as f64 / 1e9,
+                        tx_bytes,
                         tx_pkts: l.stats.dequeued_pkts,
                         drops,
                         marks: l.stats.marks,
