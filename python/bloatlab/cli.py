@@ -12,7 +12,7 @@ import sys
 from ._version import __version__
 from .errors import UserError
 
-COMMANDS = ["run", "probe", "shell", "emu", "compare", "sweep", "query", "plot", "report", "reproduce"]
+COMMANDS = ["run", "probe", "shell", "emu", "compare", "sweep", "query", "plot", "report", "reproduce", "measure", "advise", "host"]
 
 
 class _Parser(argparse.ArgumentParser):

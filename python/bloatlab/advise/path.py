@@ -1,0 +1,185 @@
+"""A path model and its twin scenario.
+
+The model holds what a measurement can learn of a path (docs/advise.md): the
+base RTT, the bottleneck rate per direction, the bottleneck buffer, random
+loss, and what enforces the rate (``fifo``: a queue that fills; ``policer``:
+drops beyond a rate with little queueing; ``aqm``: a queue held near a
+target). :meth:`Path.twin` writes it as a scenario that both engines run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass
+
+from .. import units
+from ..errors import UserError
+
+LIMITERS = ("fifo", "policer", "aqm")
+
+#: DSLReports' bufferbloat grades: added latency under load (ms) -> grade.
+GRADES = ((5, "A+"), (30, "A"), (60, "B"), (200, "C"), (400, "D"))
+
+
+def grade(added_ms: float) -> str:
+    for bound, g in GRADES:
+        if added_ms < bound:
+            return g
+    return "F"
+
+
+@dataclass
+class Path:
+    base_rtt_ms: float
+    down_mbps: float
+    up_mbps: float | None = None
+    buffer_bytes: int | None = None  # the down bottleneck's buffer; None: 1 BDP
+    loss: float = 0.0
+    limiter: str = "fifo"
+    up_buffer_bytes: int | None = None  # the up bottleneck's buffer; None: 1 BDP
+
+    def __post_init__(self):
+        if not (self.base_rtt_ms > 0):
+            raise UserError(f"--rtt: expected a positive RTT, got {self.base_rtt_ms} ms")
+        if not (self.down_mbps > 0):
+            raise UserError(f"--rate: expected a positive rate, got {self.down_mbps} Mbit/s")
+        if self.up_mbps is not None and not self.up_mbps > 0:
+            raise UserError(f"--up-rate: expected a positive rate, got {self.up_mbps} Mbit/s")
+        if not 0 <= self.loss < 0.5:
+            raise UserError(f"--loss: expected a loss below 50 %, got {self.loss:.3g}")
+        if self.limiter not in LIMITERS:
+            raise UserError(f"--limiter: expected one of {', '.join(LIMITERS)}, got {self.limiter!r}")
+        if self.buffer_bytes is not None and self.buffer_bytes < 1500:
+            raise UserError(f"--buffer: expected at least one packet (1500 B), got {self.buffer_bytes} B")
+
+    @property
+    def bdp_bytes(self) -> float:
+        return self.down_mbps * 1e6 * self.base_rtt_ms / 1e3 / 8
+
+    @property
+    def buffer(self) -> int:
+        return int(self.buffer_bytes if self.buffer_bytes is not None else self.bdp_bytes)
+
+    @property
+    def buffer_bdp(self) -> float:
+        return self.buffer / self.bdp_bytes
+
+    def describe(self) -> str:
+        up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
+        loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
+        lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck"}[self.limiter]
+        return (f"{self.down_mbps:.3g} Mbit/s down{up}, {self.base_rtt_ms:.3g} ms base RTT, a buffer of "
+                f"{self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP), {loss}, {lim}")
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["buffer_bdp"] = self.buffer_bdp
+        return d
+
+    # ------------------------------------------------------------ the twin
+
+    def link_doc(self, shaper_mbps: float | None = None, qdisc: str | None = None) -> dict:
+        """``[link.down]`` of the twin; with ``shaper_mbps`` the user's own
+        qdisc (``qdisc``) shaped just below the line rate owns the queue."""
+        d: dict = {"rate": f"{self.down_mbps:.6g}Mbit", "loss": self.loss}
+        if shaper_mbps:
+            d["qdisc"] = qdisc
+            d["shaper"] = {"rate": f"{shaper_mbps:.6g}Mbit"}
+            d["buffer"] = f"{self.buffer}B"
+            return d
+        if self.limiter == "policer":
+            d["qdisc"] = "fifo"
+            d["buffer"] = f"{max(self.buffer, 3000)}B"
+            d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
+        elif self.limiter == "aqm":
+            d["qdisc"] = "fq_codel"
+            d["buffer"] = f"{self.buffer}B"
+        else:
+            d["qdisc"] = "fifo"
+            d["buffer"] = f"{self.buffer}B"
+        return d
+
+    def twin(self, duration_s: float | None = None, cc: str = "cubic") -> dict:
+        """The twin scenario as a dict (``bloatlab.run`` takes it; :func:`to_toml` writes it)."""
+        dur = duration_s or min(max(100 * self.base_rtt_ms / 1e3, 10.0), 30.0)
+        doc: dict = {
+            "name": "twin",
+            "description": f"measured path: {self.describe()}",
+            "duration": f"{dur:g}s",
+            "link": {"down": self.link_doc()},
+            "flow": [{"name": "bulk", "cc": cc, "rtt": f"{self.base_rtt_ms:.6g}ms"}],
+            "probe": [{"name": "ping", "interval": "20ms"}],
+        }
+        if self.up_mbps:
+            doc["link"]["up"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
+            if self.up_buffer_bytes:
+                doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
+        return doc
+
+    @classmethod
+    def from_twin(cls, path: str) -> "Path":
+        """Read a twin written by ``measure --out`` (or any scenario with a
+        ``[link.down]`` and a flow): the first flow's RTT is the base RTT."""
+        from ..scenario import load
+
+        sc = load(path)
+        r = sc.resolved()
+        down = r["links"]["down"]
+        if down is None:
+            raise UserError(f"--path {path}: the advisor needs a [link.down] bottleneck")
+        up = r["links"]["up"]
+        limiter = "policer" if down.get("policer") else ("aqm" if down["qdisc"]["kind"] in ("codel", "fq_codel", "pie", "fq_pie", "cake") else "fifo")
+        rate = (down["policer"]["rate_bps"] if down.get("policer") else down["rate_bps"]) / 1e6
+        buf = down["buffer_bytes"] or (down["buffer_pkts"] or 0) * 1500 or None
+        up_buf = (up["buffer_bytes"] or (up["buffer_pkts"] or 0) * 1500 or None) if up else None
+        return cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
+                   buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf)
+
+    @classmethod
+    def from_args(cls, rtt: str, rate: str, buffer: str | None, loss: str | None, up_rate: str | None, limiter: str) -> "Path":
+        def conv(flag, fn, v):
+            try:
+                return fn(v)
+            except ValueError as e:
+                raise UserError(f"{flag}: {e}") from None
+
+        rtt_ms = conv("--rtt", units.parse_duration, rtt) / 1e6
+        down = conv("--rate", units.parse_rate, rate) / 1e6
+        up = conv("--up-rate", units.parse_rate, up_rate) / 1e6 if up_rate else None
+        p = cls(base_rtt_ms=rtt_ms, down_mbps=down, up_mbps=up, loss=conv("--loss", units.parse_ratio, loss) if loss else 0.0,
+                limiter=limiter)
+        if buffer:
+            b = buffer.strip()
+            if b.endswith("bdp"):
+                p.buffer_bytes = int(conv("--buffer", float, b[:-3]) * p.bdp_bytes)
+            elif b.endswith("pkt"):
+                p.buffer_bytes = int(conv("--buffer", float, b[:-3]) * 1500)
+            else:
+                p.buffer_bytes = conv("--buffer", units.parse_size, b)
+            p.__post_init__()
+        return p
+
+
+def to_toml(doc: dict) -> str:
+    """A scenario dict as TOML text (the subset the twin uses)."""
+
+    def val(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + " }"
+        raise TypeError(v)
+
+    lines = [f"{k} = {val(v)}" for k, v in doc.items() if not isinstance(v, (dict, list))]
+    for d, t in doc.get("link", {}).items():
+        lines += ["", f"[link.{d}]"] + [f"{k} = {val(v)}" for k, v in t.items()]
+    for arr in ("flow", "probe"):
+        for t in doc.get(arr, []):
+            lines += ["", f"[[{arr}]]"] + [f"{k} = {val(v)}" for k, v in t.items()]
+    text = "\n".join(lines) + "\n"
+    tomllib.loads(text)  # what we write must read back
+    return text

@@ -1,0 +1,257 @@
+"""Recommend a congestion control and a queue for a path, with evidence.
+
+Every candidate runs on the path's twin in the simulator, twice: alone with a
+latency probe (goodput, p95 RTT under load, retransmissions), and beside one
+CUBIC flow of the same RTT (the share it leaves to a neighbour — seed 001's
+question). Candidates are the sender's control × the queue the user
+controls:
+
+- ``as-is``: the bottleneck stays as measured; the sending host gets
+  ``net.core.default_qdisc = fq`` (the seeds' line: pacing for every control,
+  required by BBR before Linux 4.13);
+- ``fq_codel`` / ``cake`` shaped at ``SHAPE_FRACTION`` of the measured rate on
+  a router the user owns in front of the bottleneck: the user's AQM then owns
+  the queue (CAKE only helps if it owns the bottleneck — seed 000).
+
+Scores (docs/advise.md): each figure is normalised to [0, 1] — goodput by the
+best candidate's, latency as base RTT / p95 RTT under load, fairness as the
+neighbour's share / ½ (capped at 1), retransmissions as 1 − rate/10 % — and
+weighted by the goal (:data:`GOALS`). Nothing here is tuned per path; the
+numbers come from the runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .path import Path
+
+CCS = ("reno", "cubic", "bbr", "bbr3")
+QUEUES = ("as-is", "fq_codel", "cake")
+#: A shaper just below the line rate moves the queue into the user's AQM; 95 %
+#: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %).
+SHAPE_FRACTION = 0.95
+#: goal -> weights of (goodput, latency, fairness, retransmissions)
+GOALS = {
+    "throughput": (0.75, 0.10, 0.05, 0.10),
+    "latency": (0.30, 0.55, 0.05, 0.10),
+    "balanced": (0.45, 0.30, 0.15, 0.10),
+    "fair": (0.30, 0.15, 0.45, 0.10),
+}
+#: retransmission rate at which that figure scores 0
+RETRANS_ZERO = 0.10
+
+
+def kernel_ccs() -> list[str] | None:
+    """Controls this host's kernel offers (None when unknown: not Linux)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            avail = set(f.read().split())
+    except OSError:
+        return None
+    # loadable modules count too (tcp_bbr.ko not yet loaded)
+    try:
+        rel = os.uname().release
+        for root, _, files in os.walk(f"/lib/modules/{rel}/kernel/net/ipv4"):
+            avail |= {f.split(".")[0][4:] for f in files if f.startswith("tcp_")}
+    except OSError:
+        pass
+    return sorted(avail)
+
+
+def current_cc() -> str:
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip() or "cubic"
+    except OSError:
+        return "cubic"
+
+
+@dataclass
+class Candidate:
+    cc: str
+    queue: str
+    shaper_mbps: float | None
+    goodput_mbps: float = 0.0
+    p95_rtt_ms: float = 0.0
+    retrans_rate: float = 0.0
+    neighbour_share: float = 0.0
+    qdelay_p95_ms: float = 0.0
+    available: bool = True
+    score: float = 0.0
+    parts: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        q = "as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s"
+        return f"{self.cc} + {q}"
+
+    def figures(self) -> dict:
+        return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "goodput_mbps": self.goodput_mbps,
+                "p95_rtt_ms": self.p95_rtt_ms, "retrans_rate": self.retrans_rate, "neighbour_share": self.neighbour_share,
+                "qdelay_p95_ms": self.qdelay_p95_ms, "available_here": self.available, "score": self.score}
+
+
+def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int) -> dict:
+    doc = path.twin(cc=c.cc)
+    doc["seed"] = seed
+    doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
+    if neighbour:
+        doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": doc["flow"][0]["rtt"]})
+        doc.pop("probe")
+    return doc
+
+
+def simulate(path: Path, c: Candidate, seed: int = 1) -> Candidate:
+    import bloatlab
+
+    s = bloatlab.run(_scenario(path, c, False, seed)).summary
+    f = s["flows"][0]
+    c.goodput_mbps = f["goodput_mbps"]
+    c.retrans_rate = f["retrans_rate"]
+    c.p95_rtt_ms = s["probes"][0]["rtt_ms"]["p95"] if s["probes"] and s["probes"][0]["rtt_ms"] else float("nan")
+    c.qdelay_p95_ms = s["links"]["down"]["qdelay_ms"]["p95"] if s["links"]["down"]["qdelay_ms"] else 0.0
+    n = bloatlab.run(_scenario(path, c, True, seed)).summary["flows"]
+    total = n[0]["goodput_mbps"] + n[1]["goodput_mbps"]
+    c.neighbour_share = n[1]["goodput_mbps"] / total if total > 0 else 0.0
+    return c
+
+
+def score(cands: list[Candidate], path: Path, goal: str) -> None:
+    w = GOALS[goal]
+    best_g = max(c.goodput_mbps for c in cands) or 1.0
+    for c in cands:
+        parts = {
+            "goodput": c.goodput_mbps / best_g,
+            "latency": min(path.base_rtt_ms / c.p95_rtt_ms, 1.0) if c.p95_rtt_ms > 0 else 0.0,
+            "fairness": min(c.neighbour_share / 0.5, 1.0),
+            "retransmissions": max(1.0 - c.retrans_rate / RETRANS_ZERO, 0.0),
+        }
+        c.parts = parts
+        c.score = sum(wi * v for wi, v in zip(w, parts.values()))
+
+
+def candidates(path: Path, ccs=CCS, queues=QUEUES) -> list[Candidate]:
+    shaper = round(path.down_mbps * SHAPE_FRACTION, 6)
+    return [Candidate(cc, q, None if q == "as-is" else shaper) for q in queues for cc in ccs]
+
+
+def advise(path: Path, goal: str = "balanced", current: str | None = None, available: list[str] | None = None,
+           seed: int = 1, progress=None, queues=QUEUES) -> dict:
+    """Simulate every candidate on ``path``'s twin and recommend one."""
+    if goal not in GOALS:
+        from ..errors import UserError
+
+        raise UserError(f"--goal: expected one of {', '.join(GOALS)}, got {goal!r}")
+    current = current or current_cc()
+    cands = candidates(path, CCS, queues)
+    if current not in CCS:
+        cands.append(Candidate(current, "as-is", None))
+    for i, c in enumerate(cands):
+        simulate(path, c, seed)
+        c.available = available is None or c.cc in available
+        if progress:
+            progress(i + 1, len(cands), c)
+    score(cands, path, goal)
+    ranked = sorted(cands, key=lambda c: -c.score)
+    usable = [c for c in ranked if c.available]
+    best = usable[0] if usable else ranked[0]
+    cur = next(c for c in cands if c.cc == current and c.queue == "as-is")
+    return {
+        "path": path.as_dict(),
+        "goal": goal,
+        "recommendation": {
+            "cc": best.cc,
+            "qdisc": "fq" if best.queue == "as-is" else best.queue,
+            "shaper_mbps": best.shaper_mbps,
+            "sysctl": sysctl_for(best),
+        },
+        "expected": best.figures(),
+        "current": cur.figures(),
+        "alternatives": [c.figures() for c in ranked],
+        "reasons": reasons(path, best, cur, cands, ranked),
+        "caveats": caveats(path, best, cands),
+        "model": "bloatlab simulator on the path's twin (docs/advise.md); scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
+    }
+
+
+def sysctl_for(c: Candidate) -> dict:
+    """The sending host's lines (seed 004): the control, and sch_fq for pacing.
+    A shaped AQM lives on the router that owns the bottleneck, not in sysctl."""
+    return {"net.core.default_qdisc": "fq", "net.ipv4.tcp_congestion_control": c.cc}
+
+
+def _find(cands, cc, queue):
+    return next((c for c in cands if c.cc == cc and c.queue == queue), None)
+
+
+def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate], ranked: list[Candidate]) -> list[str]:
+    out = [f"Your path: {path.describe()}."]
+    # the control, under the recommended queue
+    cubic = _find(cands, "cubic", best.queue)
+    if best.cc != "cubic" and cubic and cubic.goodput_mbps > 0:
+        ratio = best.goodput_mbps / cubic.goodput_mbps
+        why = ""
+        if path.loss >= 0.001:
+            why = f": loss-based controls read the {path.loss * 100:.2g} % random loss as congestion and back off"
+        elif path.buffer_bdp < 1:
+            why = f": a {path.buffer_bdp:.2g}-BDP buffer drains when CUBIC halves its window"
+        if ratio >= 1.1:
+            out.append(f"{best.cc.upper()} keeps {ratio:.2g}x CUBIC's goodput here ({best.goodput_mbps:.3g} vs {cubic.goodput_mbps:.3g} Mbit/s){why}.")
+        else:
+            out.append(f"{best.cc.upper()} and CUBIC reach about the same goodput here ({best.goodput_mbps:.3g} vs {cubic.goodput_mbps:.3g} Mbit/s); "
+                       f"{best.cc.upper()} wins on the other figures of your goal.")
+    elif best.cc == "cubic":
+        bbr = _find(cands, "bbr", best.queue)
+        if bbr:
+            out.append(f"CUBIC is enough here: BBR would reach {bbr.goodput_mbps:.3g} vs CUBIC's {best.goodput_mbps:.3g} Mbit/s "
+                       f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.neighbour_share * 100:.0f} %).")
+    # the queue
+    same_cc_asis = _find(cands, best.cc, "as-is")
+    if best.queue != "as-is" and same_cc_asis:
+        out.append(f"{best.queue} shaped at {best.shaper_mbps:.3g} Mbit/s on a router you own cuts the p95 RTT under load from "
+                   f"{same_cc_asis.p95_rtt_ms:.0f} ms to {best.p95_rtt_ms:.0f} ms (base {path.base_rtt_ms:.0f} ms) for "
+                   f"{(1 - best.goodput_mbps / same_cc_asis.goodput_mbps) * 100:.0f} % of the goodput.")
+    elif best.queue == "as-is":
+        added = best.p95_rtt_ms - path.base_rtt_ms
+        out.append(f"The bottleneck can stay as it is: the p95 RTT under load is {best.p95_rtt_ms:.0f} ms, {added:.0f} ms above the "
+                   f"base (bufferbloat grade {_grade(added)}).")
+    if cur is not best:
+        out.append(f"Against today ({cur.label}): goodput {cur.goodput_mbps:.3g} -> {best.goodput_mbps:.3g} Mbit/s, p95 RTT "
+                   f"{cur.p95_rtt_ms:.0f} -> {best.p95_rtt_ms:.0f} ms, retransmissions {cur.retrans_rate * 100:.2g} -> "
+                   f"{best.retrans_rate * 100:.2g} %, a CUBIC neighbour keeps {cur.neighbour_share * 100:.0f} -> {best.neighbour_share * 100:.0f} %.")
+    else:
+        out.append("What you run today is already the best of the candidates for this goal.")
+    close = [c for c in ranked if c is not best and c.available and c.cc != best.cc and best.score - c.score < 0.01]
+    if close:
+        c = close[0]
+        out.append(f"A near tie: {c.label} scores {c.score:.3f} against {best.score:.3f}; either serves this goal.")
+    better_unavailable = [c for c in ranked if not c.available and c.score > best.score]
+    if better_unavailable:
+        u = better_unavailable[0]
+        out.append(f"{u.label} would score higher ({u.score:.2f} vs {best.score:.2f}) but this host's kernel does not offer {u.cc}.")
+    return out
+
+
+def _grade(added_ms: float) -> str:
+    from .path import grade
+
+    return grade(added_ms)
+
+
+def caveats(path: Path, best: Candidate, cands: list[Candidate]) -> list[str]:
+    out = []
+    if best.cc == "bbr" and best.neighbour_share < 0.35:
+        out.append(f"BBRv1 takes more than its share: a CUBIC flow beside it keeps only {best.neighbour_share * 100:.0f} % of the link "
+                   "(seed 001: BBR is unfair to CUBIC, most in buffers below 1-2 BDP).")
+    if best.cc.startswith("bbr") and best.retrans_rate > 0.01:
+        out.append(f"{best.cc.upper()} retransmits {best.retrans_rate * 100:.2g} % of its segments on this path (it does not back off on loss).")
+    if path.limiter == "policer":
+        out.append("A policer punishes bursts: drops come in bursts when a sender exceeds the token bucket; pacing (sch_fq) helps every control.")
+    if best.queue != "as-is":
+        out.append("fq_codel/CAKE only help if they own the bottleneck: shape just below the line rate on the router in front of it "
+                   "(and re-measure if the line rate changes).")
+    if best.cc == "bbr3":
+        out.append("BBRv3 is not in mainline Linux: it needs Google's tree (github.com/google/bbr, branch v3).")
+    return out

@@ -1,0 +1,104 @@
+"""``bloatlab advise``: which congestion control and queue to run on a path."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("advise", help="recommend a congestion control and a queue for a path",
+                       description="Simulate the candidates (reno, cubic, bbr, bbr3 x the queue you control) on the path's "
+                                   "twin and recommend one, with its expected figures, the reasons and the caveats "
+                                   "(docs/advise.md). Give the path as a twin file (bloatlab measure --out) or as numbers.")
+    p.add_argument("host", nargs="?", metavar="HOST[:PORT]", help="measure this host first (runs `bloatlab measure`)")
+    p.add_argument("--path", metavar="TWIN.toml", help="a path's twin scenario (from `bloatlab measure --out`)")
+    p.add_argument("--rtt", help='base RTT, e.g. "40ms"')
+    p.add_argument("--rate", help='bottleneck rate down, e.g. "100Mbit"')
+    p.add_argument("--up-rate", help='bottleneck rate up, e.g. "20Mbit"')
+    p.add_argument("--buffer", help='bottleneck buffer: "375KB", "250pkt" or "0.5bdp" (default 1bdp)')
+    p.add_argument("--loss", help='random loss, e.g. "1%%"')
+    p.add_argument("--limiter", default="fifo", choices=["fifo", "policer", "aqm"], help="what enforces the rate (default fifo)")
+    p.add_argument("--goal", default="balanced", choices=["throughput", "latency", "balanced", "fair"])
+    p.add_argument("--current-cc", help="the control you run today (default: this host's tcp_congestion_control)")
+    p.add_argument("--host-only", action="store_true",
+                   help="you do not own a router in front of the bottleneck: only the sender's control and qdisc")
+    p.add_argument("--any-kernel", action="store_true", help="recommend controls this host's kernel lacks too")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def path_of(args):
+    from ..advise.path import Path
+    from ..errors import UserError
+
+    given = [x for x in (args.host, args.path, args.rtt or args.rate) if x]
+    if len(given) != 1:
+        raise UserError("advise: give exactly one of HOST, --path TWIN.toml, or --rtt with --rate")
+    if args.path:
+        return Path.from_twin(args.path)
+    if args.host:
+        from ..advise.measure import measure
+
+        return measure(args.host, quick=True, show=not args.json).path
+    if not (args.rtt and args.rate):
+        raise UserError("advise: --rtt and --rate go together (e.g. --rtt 40ms --rate 100Mbit)")
+    return Path.from_args(args.rtt, args.rate, args.buffer, args.loss, args.up_rate, args.limiter)
+
+
+def main(args) -> int:
+    from ..advise import recommend
+
+    path = path_of(args)
+    queues = ("as-is",) if args.host_only else recommend.QUEUES
+    avail = None if args.any_kernel else recommend.kernel_ccs()
+    from rich.progress import Progress
+
+    if args.json or not sys.stderr.isatty():
+        out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, queues=queues)
+    else:
+        with Progress(transient=True) as prog:
+            task = prog.add_task("simulating the candidates on the twin", total=None)
+            out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, queues=queues,
+                                   progress=lambda i, n, c: prog.update(task, completed=i, total=n, description=f"simulated {c.label}"))
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    show(out)
+    return 0
+
+
+def show(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    rec = out["recommendation"]
+    shaped = f" shaped at {rec['shaper_mbps']:.3g} Mbit/s on the router you own" if rec["shaper_mbps"] else ""
+    con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}")
+    con.print("  on the sending host: " + "; ".join(f"{k} = {v}" for k, v in rec["sysctl"].items())
+              + "   (bloatlab host apply --cc {} --qdisc fq)".format(rec["cc"]))
+    t = Table(title="expected on your path (simulated twin)")
+    for c in ("", "goodput Mbit/s", "p95 RTT under load ms", "retransmitted", "CUBIC neighbour keeps"):
+        t.add_column(c, justify="right")
+    for name, f in (("today", out["current"]), ("recommended", out["expected"])):
+        t.add_row(f"{name}: {f['cc']} / {f['queue']}", f"{f['goodput_mbps']:.3g}", f"{f['p95_rtt_ms']:.0f}",
+                  f"{f['retrans_rate'] * 100:.2g} %", f"{f['neighbour_share'] * 100:.0f} %")
+    con.print(t)
+    con.print("[bold]Why[/bold]")
+    for r in out["reasons"]:
+        con.print(f"  - {r}")
+    if out["caveats"]:
+        con.print("[bold]Caveats[/bold]")
+        for r in out["caveats"]:
+            con.print(f"  - {r}")
+    alt = Table(title="all candidates, best first")
+    for c in ("control", "queue", "score", "goodput", "p95 RTT", "retrans", "neighbour", "this kernel"):
+        alt.add_column(c, justify="right")
+    for a in out["alternatives"]:
+        q = a["queue"] if a["queue"] == "as-is" else f"{a['queue']} @ {a['shaper_mbps']:.3g}"
+        alt.add_row(a["cc"], q, f"{a['score']:.3f}", f"{a['goodput_mbps']:.3g}", f"{a['p95_rtt_ms']:.0f}",
+                    f"{a['retrans_rate'] * 100:.2g} %", f"{a['neighbour_share'] * 100:.0f} %", "yes" if a["available_here"] else "no")
+    con.print(alt)

@@ -1,0 +1,40 @@
+"""``bloatlab measure HOST``: a model of a real path (its digital twin)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("measure", help="measure a path to a bloatlab-probe server and write its twin",
+                       description="Base RTT and loss at idle, the bottleneck rate per direction, latency under load and its "
+                                   "bufferbloat grade, the buffer, and what limits the rate — against a host running "
+                                   "`bloatlab-probe server` (docs/advise.md).")
+    p.add_argument("host", metavar="HOST[:PORT]")
+    p.add_argument("--quick", action="store_true", help="shorter phases (~15 s instead of ~35 s)")
+    p.add_argument("--flows", type=int, default=4, help="parallel TCP flows per direction (default 4)")
+    p.add_argument("--no-up", action="store_true", help="measure the download direction only")
+    p.add_argument("--secret", help="the server's shared secret")
+    p.add_argument("--out", metavar="TWIN.toml", help="write the path's twin scenario here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from ..advise.measure import measure
+    from ..advise.path import to_toml
+
+    m = measure(args.host, quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
+    if args.out:
+        from ..advise.host import atomic_write
+
+        atomic_write(args.out, to_toml(m.path.twin()))
+    if args.json:
+        json.dump(m.report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        m.show()
+        if args.out:
+            print(f"twin written to {args.out} (bloatlab run {args.out}; bloatlab advise --path {args.out})")
+    return 0
