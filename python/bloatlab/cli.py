@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 
 from ._version import __version__
-from .errors import UserError
+from .errors import EngineFailed, Interrupted, UserError
 
 COMMANDS = ["run", "probe", "shell", "emu", "compare", "sweep", "query", "plot", "report", "reproduce", "measure", "advise", "host"]
 
@@ -32,7 +33,29 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stop_on_terminate() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so that children are stopped and
+    temporary files removed on the way out (errors.Interrupted)."""
+
+    me = os.getpid()
+
+    def raise_interrupted(signum, _frame):
+        if os.getpid() != me:  # a forked worker (sweeps): die as it would have without us
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Interrupted(signum)
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(s, raise_interrupted)
+        except ValueError:  # not the main thread (main() called from a library thread)
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the program itself (not a library call): own its signals
+        _stop_on_terminate()
     argv = sys.argv[1:] if argv is None else argv
     try:
         if argv[:1] == ["probe"]:  # pass everything through to bloatlab-probe, --help included
@@ -41,12 +64,14 @@ def main(argv: list[str] | None = None) -> int:
             return probe.main(argparse.Namespace(args=argv[1:]))
         args = parser().parse_args(argv)
         return int(args.func(args) or 0)
-    except UserError as e:
+    except (UserError, EngineFailed) as e:
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        what = " ".join(["bloatlab"] + argv[:1])
+        print(f"interrupted by {signal.Signals(signum).name}: {what} stopped", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         return 0
     except Exception as e:  # a bug of ours: say so in one line unless asked for the traceback

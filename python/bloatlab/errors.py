@@ -26,3 +26,22 @@ class ScenarioError(UserError):
 
 class EngineUnavailable(UserError):
     """The engine cannot run here (no root, no /dev/net/tun, binary missing)."""
+
+
+class EngineFailed(Exception):
+    """An engine's process died or failed on its own (killed by a signal, a
+    crash): not bad input. Printed as ``error: <message>``; the exit status is
+    the engine's own (128 + signal when it was killed, as shells report it)."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM/SIGHUP reached the CLI: handled like Ctrl-C (children stopped,
+    temporary files removed), exit status 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum

@@ -90,7 +90,7 @@ fn options(a: &Args) -> Result<Options, String> {
         None => 50,
     };
     let rt = !a.has("--no-rt");
-    let workdir = std::env::temp_dir().join(format!("bloatlab-emu-{}", std::process::id()));
+    let workdir = ns::workdir(std::process::id());
     std::fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
     Ok(Options {
         probe_bin: find_probe(a.get("--probe"))?,
@@ -100,6 +100,15 @@ fn options(a: &Args) -> Result<Options, String> {
         quiet: a.has("--quiet"),
         workdir,
     })
+}
+
+/// After a stop signal (Ctrl-C, SIGTERM, or the CLI that started us died):
+/// the CLI may have been killed before it could remove its own temporary
+/// directory; remove those of dead processes now.
+fn after_stop() {
+    if sys::interrupted() != 0 {
+        ns::remove_stale_temp_dirs();
+    }
 }
 
 fn real_main() -> Result<i32, String> {
@@ -114,14 +123,16 @@ fn real_main() -> Result<i32, String> {
             let sc = load(a.get("--scenario"))?;
             let out = a.get("--out").ok_or("--out: missing (where to write the raw result)")?;
             run::preflight(Some(&sc))?;
-            let opt = options(&a)?;
             sys::install_stop_handlers();
+            sys::stop_with_parent();
+            let opt = options(&a)?;
             let res = run::run(&sc, &opt);
             if std::env::var_os("BLOATLAB_EMU_KEEP").is_none() {
                 let _ = std::fs::remove_dir_all(&opt.workdir);
             } else {
                 eprintln!("bloatlab-emu: generators' output kept in {}", opt.workdir.display());
             }
+            after_stop();
             let raw = res?;
             std::fs::write(out, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))?;
             Ok(0)
@@ -133,10 +144,12 @@ fn real_main() -> Result<i32, String> {
             }
             let sc = load(a.get("--scenario"))?;
             run::preflight(Some(&sc))?;
-            let opt = options(&a)?;
             sys::install_stop_handlers();
+            sys::stop_with_parent();
+            let opt = options(&a)?;
             let res = run::shell(&sc, &opt, a.get("--server"), &a.rest, a.get("--out"));
             let _ = std::fs::remove_dir_all(&opt.workdir);
+            after_stop();
             res
         }
         "cleanup" => {

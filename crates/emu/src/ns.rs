@@ -73,9 +73,51 @@ fn our_namespaces() -> Vec<String> {
     v
 }
 
-/// Remove the namespaces of slots nobody holds (left by a killed run).
-/// With `all`, also those of running emulators (they will fail). Returns
-/// the names removed.
+/// The emulator's working directory (the generators' output): one per
+/// process, named after its pid so that a stale one can be told apart.
+pub fn workdir(pid: u32) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("bloatlab-emu-{pid}"))
+}
+
+/// The pid a temporary directory of ours belongs to: `bloatlab-emu-PID`
+/// (the emulator's, [`workdir`]) or `bloatlab-cli-PID-...` (the Python CLI's,
+/// python/bloatlab/engines/emu.py).
+fn temp_dir_owner(name: &str) -> Option<u32> {
+    if let Some(rest) = name.strip_prefix("bloatlab-emu-") {
+        return if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) { rest.parse().ok() } else { None };
+    }
+    let rest = name.strip_prefix("bloatlab-cli-")?;
+    let (pid, _) = rest.split_once('-')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Remove the temporary directories of emulator and CLI processes that no
+/// longer exist (a SIGKILL leaves them behind). Returns the paths removed.
+pub fn remove_stale_temp_dirs() -> Vec<String> {
+    let tmp = std::env::temp_dir();
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&tmp) else { return removed };
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_dir_owner(&name) else { continue };
+        if pid == std::process::id() || sys::alive(pid) || !e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        if std::fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path().display().to_string());
+        }
+    }
+    removed.sort();
+    removed
+}
+
+/// Remove the namespaces of slots nobody holds (left by a killed run) and
+/// the temporary directories of dead emulator/CLI processes. With `all`,
+/// also the namespaces of running emulators (they will fail). Returns the
+/// names removed.
 pub fn cleanup(all: bool) -> Result<Vec<String>, String> {
     let _ = std::fs::create_dir_all(LOCK_DIR);
     let mut removed = Vec::new();
@@ -90,6 +132,7 @@ pub fn cleanup(all: bool) -> Result<Vec<String>, String> {
         ip(&["netns", "del", &name])?;
         removed.push(name);
     }
+    removed.extend(remove_stale_temp_dirs());
     Ok(removed)
 }
 
@@ -275,6 +318,18 @@ pub fn listening(ns: &str, port: u16, udp: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn temp_dirs_name_their_owner() {
+        assert_eq!(temp_dir_owner("bloatlab-emu-1234"), Some(1234));
+        assert_eq!(temp_dir_owner("bloatlab-cli-99-abc_x"), Some(99));
+        assert_eq!(temp_dir_owner("bloatlab-emu-"), None);
+        assert_eq!(temp_dir_owner("bloatlab-emu-12x"), None);
+        assert_eq!(temp_dir_owner("bloatlab-cli-abc-1"), None);
+        assert_eq!(temp_dir_owner("bloatlab-cli-12"), None);
+        assert_eq!(temp_dir_owner("bloatlab-shell-12-x"), None);
+        assert_eq!(workdir(7).file_name().and_then(|n| temp_dir_owner(n.to_str()?)), Some(7));
+    }
+
     #[test]
     fn only_names_of_our_own_shape_belong_to_a_slot() {
         assert_eq!(slot_of("bloatlab-emu3-c"), Some(3));

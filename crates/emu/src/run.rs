@@ -399,7 +399,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     preflight(Some(sc))?;
     let removed = ns::cleanup(false)?;
     if !removed.is_empty() && !opt.quiet {
-        eprintln!("bloatlab-emu: removed stale namespaces of a killed run: {}", removed.join(", "));
+        eprintln!("bloatlab-emu: removed what a killed run left behind: {}", removed.join(", "));
     }
     let slot = ns::acquire_slot()?;
     let net = Netns::create(slot)?;
@@ -418,12 +418,14 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let mut stopped_early = false;
     let mut interrupted = false;
     let mut ended: Vec<u32> = Vec::new();
+    let mut stopped_at = 0;
     loop {
+        let now = sys::mono_ns().saturating_sub(origin);
         if sys::interrupted() != 0 {
             interrupted = true;
+            stopped_at = now;
             break;
         }
-        let now = sys::mono_ns().saturating_sub(origin);
         let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
         if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
             break;
@@ -461,7 +463,14 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let (dirs, wifi) = medium.stop()?;
     kids.terminate_all(Duration::from_millis(500));
     if interrupted {
-        return Err(format!("interrupted by signal {}: namespaces removed", sys::interrupted()));
+        return Err(format!(
+            "interrupted by {} at {:.1} s of a {:.1} s run: generators stopped, namespaces {} and {} removed",
+            sys::signal_name(sys::interrupted()),
+            stopped_at as f64 / 1e9,
+            sc.duration_ns as f64 / 1e9,
+            net.client,
+            net.server
+        ));
     }
     let tun_drops = json!({
         "client_tx_dropped": net.tun_stat(false, "tx_dropped"),
@@ -705,7 +714,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     preflight(Some(sc))?;
     let removed = ns::cleanup(false)?;
     if !removed.is_empty() {
-        eprintln!("bloatlab shell: removed stale namespaces of a killed run: {}", removed.join(", "));
+        eprintln!("bloatlab shell: removed what a killed run left behind: {}", removed.join(", "));
     }
     let slot = ns::acquire_slot()?;
     let net = Netns::create(slot)?;

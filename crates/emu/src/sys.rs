@@ -186,11 +186,43 @@ pub fn install_stop_handlers() {
     }
 }
 
+/// Die with the parent: the kernel sends SIGTERM when the process that
+/// started us (the CLI) dies, even by SIGKILL, and the stop handlers then
+/// tear everything down. If the parent is already gone (the kernel reparented
+/// us before the prctl), behave as if SIGTERM had arrived.
+pub fn stop_with_parent() {
+    let parent = std::os::unix::process::parent_id();
+    // SAFETY: plain prctl.
+    let ok = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) } == 0;
+    if ok && (parent == 1 || std::os::unix::process::parent_id() != parent) {
+        STOP_SIGNAL.store(libc::SIGTERM, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Is process `pid` alive? A zombie (dead, not reaped yet) is not.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses (which may itself hold ')').
+        Ok(stat) => stat.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])).unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
 static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// The stop signal received, if any (0 = none).
 pub fn interrupted() -> i32 {
     STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// "SIGTERM" for 15, etc. (the stop signals; others by number).
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        n => format!("signal {n}"),
+    }
 }
 
 /// `uname -r`.

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 from .. import _bin
-from ..errors import EngineUnavailable, UserError
+from ..errors import EngineFailed, EngineUnavailable, UserError
 
 TUN = "/dev/net/tun"
 
@@ -44,8 +44,13 @@ def check() -> None:
 
 
 def _run_binary(argv: list[str]) -> int:
-    """Run bloatlab-emu, passing its stderr through; on Ctrl-C wait for its teardown.
-    Raise UserError with its message when it fails."""
+    """Run bloatlab-emu, passing its stderr through; on Ctrl-C/SIGTERM wait for
+    its teardown. Raise UserError with its message when it rejects its input
+    (exit 2), EngineFailed when it died or failed otherwise.
+
+    bloatlab-emu dies with us: it asks the kernel for SIGTERM when its parent
+    dies (PR_SET_PDEATHSIG, crates/emu/src/sys.rs), tears down and removes our
+    temporary directory too (named after our pid, ``temp_dir``)."""
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     err_lines: list[str] = []
     try:
@@ -57,19 +62,36 @@ def _run_binary(argv: list[str]) -> int:
                 sys.stderr.write(line)
         rc = proc.wait()
     except KeyboardInterrupt:
-        # The emulator got the SIGINT too; let it remove its namespaces before we go.
+        # Ctrl-C reached the emulator too; SIGTERM (errors.Interrupted) only us: pass it on,
+        # and let the emulator remove its namespaces before we go.
         try:
             proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=15)
+            _, err = proc.communicate(timeout=15)
+            for line in (err or "").splitlines():
+                sys.stderr.write(line.removeprefix("error: ") + "\n")
         except Exception:
             proc.kill()
         raise
-    if rc != 0:
-        msg = "\n".join(err_lines) or f"bloatlab-emu exited with status {rc}"
-        if rc == 130:
-            raise KeyboardInterrupt
-        raise UserError(msg)
-    return rc
+    if rc == 0:
+        return rc
+    msg = "\n".join(err_lines)
+    if rc < 0:
+        name = signal.Signals(-rc).name if -rc in signal.valid_signals() else f"signal {-rc}"
+        raise EngineFailed(
+            f"bloatlab-emu was killed by {name}; what it left behind (namespaces, temporary files) is removed "
+            "by the next emulator run or by `bloatlab emu cleanup`", 128 - rc)
+    if rc == 130:
+        raise KeyboardInterrupt
+    if rc == 2:
+        raise UserError(msg or "bloatlab-emu rejected its input (exit status 2)")
+    raise EngineFailed(f"bloatlab-emu failed with exit status {rc}" + (f": {msg}" if msg else ""), rc)
+
+
+def temp_dir(kind: str) -> tempfile.TemporaryDirectory:
+    """Our temporary directory, named ``bloatlab-cli-PID-KIND-...``: if we are
+    killed, the emulator (and ``bloatlab emu cleanup``) see that PID is dead
+    and remove it (crates/emu/src/ns.rs, remove_stale_temp_dirs)."""
+    return tempfile.TemporaryDirectory(prefix=f"bloatlab-cli-{os.getpid()}-{kind}-")
 
 
 def emu_args(opts: dict) -> list[str]:
@@ -91,7 +113,7 @@ def run(resolved: dict, **opts) -> dict:
     check()
     emu = _bin.find("bloatlab-emu")
     probe = _bin.find("bloatlab-probe")
-    with tempfile.TemporaryDirectory(prefix="bloatlab-emu-") as d:
+    with temp_dir("emu") as d:
         sc_path = os.path.join(d, "scenario.json")
         out_path = os.path.join(d, "raw.json")
         with open(sc_path, "w") as f:
@@ -106,7 +128,7 @@ def shell(resolved: dict, command: list[str], server: str | None = None, raw_out
     check()
     emu = _bin.find("bloatlab-emu")
     probe = _bin.find("bloatlab-probe") if resolved.get("flows") or resolved.get("probes") else "/bin/true"
-    with tempfile.TemporaryDirectory(prefix="bloatlab-shell-") as d:
+    with temp_dir("shell") as d:
         sc_path = os.path.join(d, "scenario.json")
         with open(sc_path, "w") as f:
             json.dump(resolved, f)
@@ -121,6 +143,7 @@ def shell(resolved: dict, command: list[str], server: str | None = None, raw_out
         try:
             rc = proc.wait()
         except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)  # SIGTERM (errors.Interrupted) reached only us
             proc.wait(timeout=15)
             raise
         return rc
