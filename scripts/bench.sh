@@ -16,3 +16,5 @@ cargo bench -q -p bloatlab-core 2>&1 | tail -n 40
 for b in bench/probe/run.sh bench/run_emu.sh bench/study/run.sh; do
   if [ -e "$b" ]; then echo "== $b =="; bash "$b"; fi
 done
+echo "== measure + advise on emulated paths (root) =="
+if [ "$(id -u)" = 0 ]; then $PY bench/advise/bench.py | tee bench/out/advise.md; else echo "skipped: needs root"; fi

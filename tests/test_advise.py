@@ -92,7 +92,7 @@ def measure_through(shell_args, extra=()):
     env = dict(os.environ, PATH=os.path.join(ROOT, ".venv", "bin") + ":" + os.environ["PATH"])
     r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", *shell_args,
                         "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
-                        "sh", "-c", "sleep 0.5; bloatlab measure 10.77.0.2 --quick --json " + " ".join(extra)],
+                        "sh", "-c", "sleep 0.5; bloatlab measure $BLOATLAB_SERVER --quick --json " + " ".join(extra)],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout[r.stdout.index("{"):])

@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -42,18 +41,17 @@ PATHS = [
 ]
 
 
-def scenario(name, down, up, rtt, bdp, loss, limiter) -> str:
-    def link(rate):
-        s = f'rate = "{rate}Mbit"\nloss = "{loss * 100:g}%"\n'
-        if limiter == "policer":
-            # a CIR policer in front of a faster line, as routers police
-            return f'rate = "{rate * 5}Mbit"\nbuffer = "{bdp}bdp"\nloss = "{loss * 100:g}%"\npolicer = {{ rate = "{rate}Mbit" }}\n'
-        if limiter == "aqm":
-            return s + 'qdisc = "fq_codel"\n'
-        return s + f'buffer = "{bdp}bdp"\n'
-
-    return (f'name = "{name}"\nduration = "120s"\n[link.down]\n{link(down)}[link.up]\n{link(up)}'
-            f'[[flow]]\ncc = "cubic"\nrtt = "{rtt}ms"\nstart = "119s"\n')
+def shell_args(down, up, rtt, bdp, loss, limiter) -> list[str]:
+    """The path as `bloatlab shell` flags (buffer and loss apply to both directions;
+    `policer` and `fq_codel` are the stand-alone qdiscs at the link rate)."""
+    a = ["--down", f"{down}Mbit", "--up", f"{up}Mbit", "--rtt", f"{rtt}ms", "--buffer", f"{bdp}bdp"]
+    if loss:
+        a += ["--loss", f"{loss * 100:g}%"]
+    if limiter == "policer":
+        a += ["--qdisc", "policer"]
+    elif limiter == "aqm":
+        a += ["--qdisc", "fq_codel"]
+    return a
 
 
 def main() -> int:
@@ -65,13 +63,10 @@ def main() -> int:
     for name, down, up, rtt, bdp, loss, limiter in PATHS:
         if a.only and a.only != name:
             continue
-        with tempfile.TemporaryDirectory() as d:
-            sc = os.path.join(d, "path.toml")
-            open(sc, "w").write(scenario(name, down, up, rtt, bdp, loss, limiter))
-            r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--scenario", sc, "--rtt", f"{rtt}ms",
-                                "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
-                                "sh", "-c", "sleep 0.5; bloatlab measure 10.77.0.2 --quick --json"],
-                               capture_output=True, text=True, timeout=300, env=env)
+        r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", *shell_args(down, up, rtt, bdp, loss, limiter),
+                            "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
+                            "sh", "-c", "sleep 0.5; bloatlab measure $BLOATLAB_SERVER --quick --json"],
+                           capture_output=True, text=True, timeout=300, env=env)
         if r.returncode != 0:
             rows.append((name, f"measure failed: {r.stderr.strip().splitlines()[-1:]}"))
             print(rows[-1], file=sys.stderr)

@@ -39,6 +39,8 @@ QUEUE_MS = 3.0          # below this much added delay, no standing queue
 AQM_MS = 30.0           # CoDel/PIE hold their queues near 5-20 ms; a FIFO in a fast path rarely that low under 4 flows
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
+#: one-way idle loss from which the rate is measured with BBR flows instead
+LOSSY = 0.005
 #: TCP goodput -> the bottleneck's wire rate: a full segment carries 1448 B of
 #: payload in 1500 B on the wire (IPv4 20 + TCP 20 + timestamps 12).
 WIRE_PER_PAYLOAD = 1500 / 1448
@@ -75,7 +77,8 @@ class Measurement:
 
     def show(self) -> None:
         r = self.report
-        print(f"base RTT {r['base_rtt_ms']['p50']:.2f} ms (min {r['base_rtt_ms']['min']:.2f}), idle loss {r['loss'] * 100:.2g} %")
+        print(f"base RTT {r['base_rtt_ms']['p50']:.2f} ms (min {r['base_rtt_ms']['min']:.2f}), idle loss {r['loss'] * 100:.2g} % "
+              f"each way ({r['loss_round_trip'] * 100:.2g} % of round trips)")
         for d in ("down", "up"):
             x = r.get(d)
             if not x:
@@ -85,12 +88,12 @@ class Measurement:
                   f"({x['buffer_bdp']:.2g} BDP), limiter: {x['limiter']}, retransmitted {x['retrans_rate'] * 100:.2g} %")
 
 
-def _direction(host: str, port: int, d: str, flows: int, secs: float, base_p50: float, secret: str | None) -> dict:
+def _direction(host: str, port: int, d: str, flows: int, secs: float, base_p50: float, secret: str | None, cc: str = "cubic") -> dict:
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
             "-t", f"{secs:g}", "--idle", "1", "--probe-interval", "10ms",
             # a loss-based control fills whatever buffer there is: that is what reveals it
             # (BBR would hold the queue near one BDP and hide a deep buffer)
-            "-C", LOAD_CC]
+            "-C", cc]
     if secret:
         args += ["--secret", secret]
     j = _probe(args, timeout=secs + 40)
@@ -119,7 +122,7 @@ def _direction(host: str, port: int, d: str, flows: int, secs: float, base_p50: 
     q_ms = max(added, flow_added) if limiter == "fifo" else added
     buf = q_ms / 1e3 * rate * 1e6 / 8
     bdp = rate * 1e6 * base_p50 / 1e3 / 8
-    return {"rate_mbps": rate, "loaded_rtt_ms": {"p50": p50, "p95": p95}, "added_delay_ms": added, "grade": grade(added),
+    return {"rate_mbps": rate, "load_cc": cc, "loaded_rtt_ms": {"p50": p50, "p95": p95}, "added_delay_ms": added, "grade": grade(added),
             "buffer_bytes": int(buf), "buffer_bdp": buf / bdp if bdp else None, "limiter": limiter,
             "retrans_rate": retrans, "flow_rtt_p50_ms": flow_rtt, "flows": len(fl)}
 
@@ -142,16 +145,23 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     rmin = float(np.nanmin(series)) if len(series) else pr["rtt_ms"]["p50"]
     base = {"min": rmin, "p50": pr["rtt_ms"]["p50"]}
     secs = 5 if quick else 10
-    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": pr["loss"]}
+    # the probes' loss is a round trip's: each direction's, if alike, is 1 - sqrt(1 - rt)
+    rt_loss = pr["loss"]
+    one_way = 1 - (1 - rt_loss) ** 0.5
+    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": one_way, "loss_round_trip": rt_loss}
+    # on a lossy path CUBIC cannot fill the link (Mathis), so the rate phase uses BBR,
+    # which does not read random loss as congestion; the buffer then reads low (BBR
+    # holds about one BDP in flight) and is reported as such
+    cc = "bbr" if one_way >= LOSSY else LOAD_CC
     say(f"  base RTT {base['p50']:.2f} ms; loading the path down ({flows} flows, {secs} s) ...")
-    report["down"] = _direction(h, port, "down", flows, secs, base["p50"], secret)
+    report["down"] = _direction(h, port, "down", flows, secs, base["p50"], secret, cc)
     if up:
         say(f"  down {report['down']['rate_mbps']:.4g} Mbit/s; loading the path up ...")
-        report["up"] = _direction(h, port, "up", flows, secs, base["p50"], secret)
+        report["up"] = _direction(h, port, "up", flows, secs, base["p50"], secret, cc)
     report["elapsed_s"] = time.monotonic() - t0
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
-                buffer_bytes=max(d["buffer_bytes"], 1500), loss=min(pr["loss"], 0.49), limiter=d["limiter"],
+                buffer_bytes=max(d["buffer_bytes"], 1500), loss=min(one_way, 0.49), limiter=d["limiter"],
                 up_buffer_bytes=max(report["up"]["buffer_bytes"], 1500) if up else None)
     report["twin"] = path.as_dict()
     return Measurement(path, report)
