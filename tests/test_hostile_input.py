@@ -194,3 +194,28 @@ def test_fuzzed_scenarios_exit_0_or_2_with_no_traceback_or_panic(tmp_path):
         n += 1
     assert n >= 100, f"only {n} cases in {budget_s} s"
     assert codes[2] > 0 and codes[0] > 0, codes  # the mutations reach both sides of validation
+
+
+# ---------------------------------------------------------------- wrong paths (issue: silent traps)
+
+
+def test_wrong_out_paths_are_errors_naming_the_argument(tmp_path):
+    sc = write(tmp_path, duration="1s")
+    f = tmp_path / "a-file"
+    f.write_text("keep me")
+    code, _, err = run_inproc(["run", sc, "--out", str(f)])
+    assert code == 2 and err.startswith(f"error: --out {f}:"), err
+    assert f.read_text() == "keep me"  # nothing already written is lost
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "study.json").write_text("{}")
+    code, _, err = run_inproc(["run", sc, "--out", str(store)])
+    assert code == 2 and "results store" in err, err
+    assert not (store / "summary.json").exists()
+    code, _, err = run_inproc(["run", sc, "--out", str(tmp_path / "no" / "such" / "dir")])
+    assert code == 2 and "does not exist" in err, err
+    run_dir = tmp_path / "r"
+    assert run_inproc(["run", sc, "--out", str(run_dir)])[0] == 0
+    code, _, err = run_inproc(["report", str(run_dir), "--out", str(tmp_path / "nonexist" / "x.html")])
+    assert code == 2 and "does not exist" in err, err
+    assert not (tmp_path / "nonexist").exists()

@@ -20,6 +20,12 @@ def main(args) -> int:
     from ..study.experiments import get
 
     experiment = claims = extra = None
+    if args.out:
+        parent = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(parent):
+            from ..errors import UserError
+
+            raise UserError(f"--out {args.out}: the directory {parent} does not exist")
     cj = os.path.join(args.dir, "check.json")
     if os.path.exists(cj):  # a reproduced experiment: keep its claims and figures in the report
         with open(cj) as f:

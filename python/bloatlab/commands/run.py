@@ -30,9 +30,27 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+def check_out(out: str) -> None:
+    """``--out`` must be a new or a run's own directory: never a file, never a
+    sweep's results store (its root would get a stray summary.json)."""
+    import os
+
+    from ..errors import UserError
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UserError(f"--out {out}: exists and is not a directory")
+    if os.path.isdir(out) and any(os.path.exists(os.path.join(out, f)) for f in ("study.json", "index.parquet", "runs")):
+        raise UserError(f"--out {out}: is a results store of a sweep; give a directory of its own to this run")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise UserError(f"--out {out}: the directory {parent} does not exist")
+
+
 def main(args) -> int:
     import bloatlab
 
+    if args.out:
+        check_out(args.out)
     res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args))
     if args.out:
         res.save(args.out)
