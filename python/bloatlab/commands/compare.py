@@ -88,7 +88,8 @@ def compare(scenario, overrides=(), save_dir: str | None = None) -> dict:
     if save_dir:
         rs.save(os.path.join(save_dir, "sim"))
         re_.save(os.path.join(save_dir, "emu"))
-    return {"sim": rs.summary, "emu": re_.summary, "rows": rows(rs.summary, re_.summary)}
+    return {"sim": rs.summary, "emu": re_.summary, "rows": rows(rs.summary, re_.summary),
+            "timing_flagged": emu_engine.timing_flagged(re_.summary)}
 
 
 def _fmt(v, unit):
@@ -115,7 +116,9 @@ def print_table(res: dict) -> None:
         print(f"{name[:44]:<44} {what:<14} {_fmt(r['sim'], r['unit']):>10} {_fmt(r['emu'], r['unit']):>10} {d:>11}")
     late = e["meta"].get("lateness") or {}
     if late:
-        flag = "  FLAGGED: timing less accurate than configured" if late.get("flagged") else ""
+        from ..engines.emu import timing_flagged
+
+        flag = "  FLAGGED: timing less accurate than configured" if timing_flagged(e) else ""
         print(f"emulator lateness: p50 {late.get('p50_us')} µs  p99 {late.get('p99_us')} µs  max {late.get('max_us')} µs{flag}")
 
 

@@ -94,6 +94,13 @@ def temp_dir(kind: str) -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix=f"bloatlab-cli-{os.getpid()}-{kind}-")
 
 
+def timing_flagged(summary: dict) -> bool:
+    """Was an emulator run's timing flagged (p99 lateness over the threshold,
+    docs/emulator.md "Timing quality")? Its delays are then not truth: sweeps
+    and fidelity tables re-run or mark it. False for other engines' results."""
+    return bool(((summary.get("meta") or {}).get("lateness") or {}).get("flagged"))
+
+
 def emu_args(opts: dict) -> list[str]:
     a = []
     if opts.get("pcap"):
