@@ -13,4 +13,6 @@ fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build -q --release -p bloatlab-probe
 export PROBE="$CARGO_TARGET_DIR/release/bloatlab-probe"
+echo "== probe server soak (hostile mix, 60 s) =="
+bash bench/probe/soak.sh
 exec python3 bench/probe/bench.py "$@"
