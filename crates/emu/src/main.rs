@@ -130,7 +130,10 @@ fn real_main() -> Result<i32, String> {
             if std::env::var_os("BLOATLAB_EMU_KEEP").is_none() {
                 let _ = std::fs::remove_dir_all(&opt.workdir);
             } else {
-                eprintln!("bloatlab-emu: generators' output kept in {}", opt.workdir.display());
+                // Renamed out of the stale-directory pattern (ns::remove_stale_temp_dirs), so that it stays.
+                let kept = opt.workdir.with_file_name(format!("bloatlab-emu-{}-kept", std::process::id()));
+                let shown = if std::fs::rename(&opt.workdir, &kept).is_ok() { kept } else { opt.workdir.clone() };
+                eprintln!("bloatlab-emu: generators' output kept in {}", shown.display());
             }
             after_stop();
             let raw = res?;

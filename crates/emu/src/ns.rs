@@ -327,6 +327,7 @@ mod tests {
         assert_eq!(temp_dir_owner("bloatlab-cli-abc-1"), None);
         assert_eq!(temp_dir_owner("bloatlab-cli-12"), None);
         assert_eq!(temp_dir_owner("bloatlab-shell-12-x"), None);
+        assert_eq!(temp_dir_owner("bloatlab-emu-12-kept"), None); // BLOATLAB_EMU_KEEP's: kept
         assert_eq!(workdir(7).file_name().and_then(|n| temp_dir_owner(n.to_str()?)), Some(7));
     }
 
