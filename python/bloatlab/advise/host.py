@@ -247,7 +247,12 @@ def _set_running(root: str, key: str, value: str) -> None:
         with open(path, "w") as f:
             f.write(value)
     except OSError as e:
-        raise UserError(f"host apply: cannot set {key} = {value}: {e.strerror}") from None
+        hint = ""
+        if key == KEYS[0] and e.errno == 1:
+            allowed = (_read(root, "proc/sys/net/ipv4/tcp_allowed_congestion_control") or "").split()
+            hint = (f" (in a network namespace other than the host's the kernel only allows "
+                    f"net.ipv4.tcp_allowed_congestion_control = {' '.join(allowed) or '?'})")
+        raise UserError(f"host apply: cannot set {key} = {value}: {e.strerror}{hint}") from None
 
 
 def revert(root: str, dry_run: bool = False) -> dict:
@@ -272,3 +277,82 @@ def revert(root: str, dry_run: bool = False) -> dict:
             _set_running(root, k, v)
     os.remove(state_path)
     return out
+
+
+# ---------------------------------------------------------------- before/after (seed 004's experiment)
+
+def throughput_test(server: str, secs: float, parallel: int = 1, interval_s: float = 1.0, show: bool = True) -> dict:
+    """One upload from this host to ``server`` (a ``bloatlab-probe server``) with
+    the host's *default* congestion control (no ``-C``: the sysctl decides, as
+    for any program), reported as iperf-like interval lines computed from the
+    sender's TCP_INFO series (delivered bytes and retransmits per interval)."""
+    import numpy as np
+
+    from .measure import _probe, _split_host
+
+    h, port = _split_host(server)
+    j = _probe(["tcp", "client", h, "-p", str(port), "-t", f"{secs:g}", "-P", str(parallel), "-i", "0"], timeout=secs + 60, who="host before-after")
+    s = j["raw"]["series"]["flows"]
+    t = np.asarray(s.get("t", []), float)
+    fid = np.asarray(s.get("flow", []))
+    dl = np.asarray(s.get("delivered_bytes", []), float)
+    rx = np.asarray(s.get("retransmits", []), float)
+    lines = []
+    end = float(j.get("duration_s") or secs)
+    edges = np.arange(0.0, end + 1e-9, interval_s)
+    for a, b in zip(edges[:-1], edges[1:]):
+        byt = ret = 0.0
+        for f in np.unique(fid):
+            m = fid == f
+            tf, df, rf = t[m], dl[m], rx[m]
+            if tf.size == 0:
+                continue
+            # cumulative counters: the value at the interval's end minus at its start
+            at = lambda arr, x: float(arr[tf <= x][-1]) if np.any(tf <= x) else 0.0  # noqa: E731
+            byt += at(df, b) - at(df, a)
+            ret += at(rf, b) - at(rf, a)
+        lines.append({"from_s": float(a), "to_s": float(b), "mbps": byt * 8 / (b - a) / 1e6, "retransmits": int(ret)})
+        if show:
+            print(f"  [{a:5.1f}-{b:5.1f} s] {byt / 1e6:8.2f} MB {lines[-1]['mbps']:8.2f} Mbit/s  retr {int(ret)}", flush=True)
+    flows = j.get("flows", [])
+    cc = (j.get("raw", {}).get("meta", {}) or {}).get("cc")
+    return {"cc": cc if isinstance(cc, str) else (flows[0].get("cc") if flows else None),
+            "goodput_mbps": float(j.get("total_goodput_mbps") or 0.0),
+            "retransmits": int(sum(f.get("retransmits", 0) for f in flows)),
+            "retrans_rate": float(np.mean([f["retrans_rate"] for f in flows if f.get("retrans_rate") is not None] or [0.0])),
+            "rtt_p50_ms": float(np.median([f["rtt_ms"]["p50"] for f in flows if f.get("rtt_ms")] or [float("nan")])),
+            "intervals": lines}
+
+
+def before_after(server: str, cc: str | None, qdisc: str | None, secs: float = 10.0, parallel: int = 1,
+                 keep: bool = False, root: str = "/", show: bool = True) -> dict:
+    """Seed 004 in one command: a throughput test, ``apply``, the same test, the
+    comparison, and ``revert`` unless ``keep``. A failure after ``apply`` still
+    reverts (the host is left as it was found)."""
+    from .measure import _split_host
+
+    _split_host(server)  # a bad HOST[:PORT] is refused before anything else
+    if cc is None and qdisc is None:
+        cc, qdisc = "bbr", "fq"
+    plan(root, cc, qdisc)  # refuse before measuring anything
+    if root == "/" and not _is_root():
+        raise UserError("host before-after: needs root to apply the change (try sudo)")
+    if show:
+        print(f"before: {_read(root, _proc_key(KEYS[0]))} / {_read(root, _proc_key(KEYS[1]))}", flush=True)
+    before = throughput_test(server, secs, parallel, show=show)
+    applied = apply(root, cc, qdisc)
+    try:
+        if show:
+            print("after: " + ", ".join(f"{k} = {c['now']}" for k, c in applied["changes"].items()), flush=True)
+        after = throughput_test(server, secs, parallel, show=show)
+    finally:
+        if not keep:
+            revert(root)
+    notes = []
+    if qdisc is not None:
+        notes.append("net.core.default_qdisc applies to qdiscs created after the change (an interface brought up again, "
+                     "or `tc qdisc replace dev IFACE root fq`); BBR paces by itself since Linux 4.13, so the control's "
+                     "change shows at once")
+    ratio = after["goodput_mbps"] / before["goodput_mbps"] if before["goodput_mbps"] > 0 else None
+    return {"server": server, "before": before, "after": after, "ratio": ratio, "applied": applied["changes"],
+            "kept": keep, "notes": notes}

@@ -55,19 +55,19 @@ def _split_host(host: str) -> tuple[str, int]:
     return host, DEFAULT_PORT
 
 
-def _probe(args: list[str], timeout: float) -> dict:
+def _probe(args: list[str], timeout: float, who: str = "measure") -> dict:
     exe = find_bin("bloatlab-probe")
     try:
         p = subprocess.run([exe, *args, "--json"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise UserError(f"measure: bloatlab-probe {args[0]} did not finish within {timeout:.0f} s") from None
+        raise UserError(f"{who}: bloatlab-probe {args[0]} did not finish within {timeout:.0f} s") from None
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or ["no message"])[-1]
-        raise UserError(f"measure: {msg}")
+        raise UserError(f"{who}: {msg}")
     try:
         return json.loads(p.stdout)
     except ValueError:
-        raise UserError(f"measure: bloatlab-probe {args[0]} printed no JSON (a server of another version?)") from None
+        raise UserError(f"{who}: bloatlab-probe {args[0]} printed no JSON (a server of another version?)") from None
 
 
 @dataclass

@@ -14,13 +14,19 @@ def register(sub) -> None:
     hs.required = True
     for name, help_ in (("check", "kernel, controls, qdiscs, modules, interfaces, which sysctl file sets what"),
                         ("apply", "write /etc/sysctl.d/90-bloatlab.conf, set the running values, verify"),
-                        ("revert", "restore what `apply` replaced")):
+                        ("revert", "restore what `apply` replaced"),
+                        ("before-after", "seed 004 in one command: throughput test, apply, the same test, the comparison, revert")):
         q = hs.add_parser(name, help=help_, description=help_)
         q.add_argument("--root", default="/", metavar="DIR", help="work on a directory tree instead of / (tests)")
         q.add_argument("--json", action="store_true")
-        if name != "check":
+        if name == "before-after":
+            q.add_argument("server", metavar="HOST[:PORT]", help="a host running `bloatlab-probe server` (this host uploads to it)")
+            q.add_argument("-t", "--time", type=float, default=10.0, metavar="SECS", help="length of each test (default 10)")
+            q.add_argument("-P", "--parallel", type=int, default=1, help="parallel streams (default 1)")
+            q.add_argument("--keep", action="store_true", help="keep the change afterwards (default: revert)")
+        if name not in ("check", "before-after"):
             q.add_argument("--dry-run", action="store_true", help="print the change, change nothing")
-        if name == "apply":
+        if name in ("apply", "before-after"):
             q.add_argument("--cc", help="congestion control, e.g. bbr")
             q.add_argument("--qdisc", help="default qdisc: fq, fq_codel, cake, pfifo_fast")
     p.set_defaults(func=main)
@@ -36,6 +42,13 @@ def main(args) -> int:
         raise UserError(f"--root {args.root}: not a directory")
     if args.action == "check":
         out = host.check(args.root)
+    elif args.action == "before-after":
+        if not 0.5 <= args.time <= 300:
+            raise UserError(f"-t/--time: expected 0.5..300 seconds, got {args.time:g}")
+        if not 1 <= args.parallel <= 64:
+            raise UserError(f"-P/--parallel: expected 1..64, got {args.parallel}")
+        out = host.before_after(args.server, args.cc, args.qdisc, args.time, args.parallel, args.keep, args.root,
+                                show=not args.json)
     elif args.action == "apply":
         out = host.apply(args.root, args.cc, args.qdisc, args.dry_run)
     else:
@@ -59,6 +72,16 @@ def main(args) -> int:
                 print(f"{k}: no sysctl file sets it (kernel default)")
         for h in out["hints"]:
             print(f"hint: {h}")
+    elif args.action == "before-after":
+        b, a = out["before"], out["after"]
+        print(f"{'':>8} {'cc':>6} {'goodput':>14} {'retransmits':>12} {'RTT p50':>10}")
+        for name, x in (("before", b), ("after", a)):
+            print(f"{name:>8} {x['cc'] or '?':>6} {x['goodput_mbps']:>9.2f} Mbit/s {x['retransmits']:>12} {x['rtt_p50_ms']:>7.1f} ms")
+        if out["ratio"]:
+            print(f"after / before: {out['ratio']:.2f}x goodput")
+        for n in out["notes"]:
+            print(f"note: {n}")
+        print("kept the change" if out["kept"] else "reverted: the host runs what it ran before")
     elif args.action == "apply":
         verb = "would write" if out.get("dry_run") else "wrote"
         print(f"{verb} {out['file']}:\n{out['text']}")
