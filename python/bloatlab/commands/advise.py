@@ -74,7 +74,10 @@ def show(out: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    import sys
+
+    # piped (a log, a doc, `| less`): rich would wrap the tables at 80 columns; 110 keeps each row on one line
+    con = Console() if sys.stdout.isatty() else Console(width=110)
     rec = out["recommendation"]
     shaped = f" shaped at {rec['shaper_mbps']:.3g} Mbit/s on the router you own" if rec["shaper_mbps"] else ""
     con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}")
