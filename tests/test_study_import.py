@@ -40,7 +40,7 @@ def test_a_flent_file_becomes_a_run_with_flows_probes_and_series(tmp_path, capsy
     with gzip.open(f, "wt") as fp:
         json.dump(flent_doc(), fp)
     out = str(tmp_path / "store")
-    assert cli(["query", out, "--import", str(f)]) == 0
+    assert cli(["query", out, "--new", "--import", str(f)]) == 0
     st = bloatlab.load(out)
     row = st.runs.iloc[0]
     assert row["engine"] == "flent" and row["source"] == "tcp_ndown-2016.flent.gz"
@@ -64,8 +64,8 @@ def test_importing_the_same_file_twice_keeps_one_run(tmp_path):
     f = tmp_path / "a.flent"
     f.write_text(json.dumps(flent_doc()))
     out = str(tmp_path / "s")
-    assert cli(["query", out, "--import", str(f)]) == 0
-    assert cli(["query", out, "--import", str(f)]) == 0
+    assert cli(["query", out, "--new", "--import", str(f)]) == 0
+    assert cli(["query", out, "--new", "--import", str(f)]) == 0
     assert len(bloatlab.load(out).runs) == 1
 
 
@@ -77,7 +77,7 @@ def test_importing_the_same_file_twice_keeps_one_run(tmp_path):
 def test_a_file_that_is_not_a_measurement_is_an_error_naming_it(tmp_path, capsys, content, msg):
     f = tmp_path / "x.json"
     f.write_text(content)
-    assert cli(["query", str(tmp_path / "s"), "--import", str(f)]) == 2
+    assert cli(["query", str(tmp_path / "s"), "--new", "--import", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --import") and msg in err and "Traceback" not in err
 
@@ -110,7 +110,7 @@ def test_a_real_iperf3_json_run_on_loopback_imports_with_its_numbers(tmp_path):
     f.write_text(res.stdout)
     doc = json.loads(res.stdout)
     out = str(tmp_path / "s")
-    assert cli(["query", out, "--import", str(f)]) == 0
+    assert cli(["query", out, "--new", "--import", str(f)]) == 0
     row = bloatlab.load(out).runs.iloc[0]
     rcv = doc["end"]["streams"][0]["receiver"]
     assert row["engine"] == "iperf3" and row["goodput_cubic_mbps"] == pytest.approx(

@@ -37,12 +37,15 @@ def main(args) -> int:
             raise UserError(f'--where: expected KEY=VALUE, got "{w}"')
         k, v = w.split("=", 1)
         where[k.strip()] = v.strip()
-    fig = plots.plot(target, args.kind, run=args.run, x=args.x, y=args.y, metric=args.metric, hue=args.hue,
-                     where=where or None)
     out = args.out or os.path.join(args.result, f"{args.kind}.png")
     ext = os.path.splitext(out)[1].lower()
     if ext not in (".png", ".svg", ".pdf"):
         raise UserError(f"--out: expected a .png, .svg or .pdf file, got {out}")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise UserError(f"--out: directory {parent} does not exist")
+    fig = plots.plot(target, args.kind, run=args.run, x=args.x, y=args.y, metric=args.metric, hue=args.hue,
+                     where=where or None)
     fig.savefig(out, dpi=120)
     print(out)
     return 0

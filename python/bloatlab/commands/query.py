@@ -20,6 +20,9 @@ def register(sub) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE",
                    help="import a .flent.gz / .flent or an iperf3 -J .json file into DIR (repeatable)")
     p.add_argument("--label", help="the experiment name recorded for imported files")
+    p.add_argument("--new", action="store_true",
+                   help="--import may create DIR as a new results directory (without it DIR must be one already, "
+                        "so that a mistyped DIR is an error, not a new store)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="rows as JSON")
     fmt.add_argument("--csv", action="store_true", help="rows as CSV")
@@ -29,6 +32,13 @@ def register(sub) -> None:
 def main(args) -> int:
     from ..study import importers, store
 
+    import os
+
+    from ..errors import UserError
+
+    if args.imports and not store.is_store(args.dir) and not args.new:
+        what = "does not exist" if not os.path.exists(args.dir) else "is not a results directory"
+        raise UserError(f"DIR: {args.dir} {what}; add --new to create a results directory there for --import")
     for f in args.imports:
         rid = importers.import_file(f, args.dir, label=args.label)
         print(f"imported {f} as run {rid}", file=sys.stderr)

@@ -263,6 +263,8 @@ def scatter(store, hue: str | None = None, delay: str | None = None):
     delay = delay or next((c for c in ("probe_rtt_p95_ms", "rtt_p95_ms") if c in runs and runs[c].notna().any()), None)
     if delay is None:
         raise UserError("plot scatter: the runs have no p95 delay")
+    if hue:
+        _check_col(runs, hue, "plot scatter --hue")
     hue = hue or next((k for k in store.swept_keys() if k.endswith(".cc")), None)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     groups = runs.groupby(hue, sort=False) if hue else [("runs", runs)]
@@ -414,11 +416,38 @@ def fairness_store(store, group: list[str] | None = None):
 
 
 def plot(target, kind: str, **kw):
-    """Dispatch: ``target`` is a Result or a Store (see bloatlab.load)."""
+    """Dispatch: ``target`` is a Result or a Store (see bloatlab.load).
+
+    ``where`` ({key: value}) keeps only the matching runs of a Store for every
+    kind of plot, says so in each title, and fails when no run matches."""
     from .store import Store
 
     if kind not in KINDS:
         raise UserError(f'--kind: unknown plot "{kind}" (expected one of: {", ".join(KINDS)})')
+    where = kw.pop("where", None)
+    if not where:
+        return _plot(target, kind, **kw)
+    if not isinstance(target, Store):
+        raise UserError("plot --where: selects runs of a results directory; this is a single run")
+    target = target.subset(_filter(target.runs, where)["run_id"])
+    fig = _plot(target, kind, **kw)
+    desc = ", ".join(f"{k}={v}" for k, v in where.items())
+    sup = fig._suptitle
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    if sup is not None and sup.get_text():
+        fig.suptitle(f"{sup.get_text()}\n(only {desc})", fontsize=sup.get_fontsize())
+    elif titled:
+        for ax in titled:
+            ax.set_title(f"{ax.get_title()}\n(only {desc})", fontsize=ax.title.get_fontsize())
+    else:
+        fig.suptitle(f"only {desc}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _plot(target, kind: str, **kw):
+    from .store import Store
+
     is_store = isinstance(target, Store)
     if kind == "timeseries":
         if is_store:
@@ -444,7 +473,7 @@ def plot(target, kind: str, **kw):
         x = kw.get("x") or (keys[0] if keys else None)
         if not x:
             raise UserError("plot param: give --x KEY (a swept key)")
-        return param(target, x, kw.get("metric") or "total_goodput_mbps", kw.get("hue"), kw.get("where"))
+        return param(target, x, kw.get("metric") or "total_goodput_mbps", kw.get("hue"))
     if kind == "heatmap":
         x, y = kw.get("x"), kw.get("y")
         if not (x and y):
@@ -453,7 +482,7 @@ def plot(target, kind: str, **kw):
                 raise UserError("plot heatmap: give --x KEY --y KEY (two swept numeric keys)")
             x, y = x or num[0], y or num[1]
         metric = kw.get("metric") or ("gpgain" if "flow.0.cc" in keys else "total_goodput_mbps")
-        return heatmap(target, x, y, metric, kw.get("where"))
+        return heatmap(target, x, y, metric)
     raise UserError(f"plot: {kind}")
 
 

@@ -309,6 +309,18 @@ class Store:
             self._load()
         return self._flows
 
+    def subset(self, run_ids) -> "Store":
+        """This store seen through a filter: only the given runs in ``runs``
+        and ``flows`` (what ``plot --where`` draws from)."""
+        import copy
+
+        keep = set(run_ids)
+        view = copy.copy(self)
+        view._runs = self.runs[self.runs["run_id"].isin(keep)].reset_index(drop=True)
+        flows = self.flows
+        view._flows = flows[flows["run_id"].isin(keep)].reset_index(drop=True) if "run_id" in flows else flows
+        return view
+
     def swept_keys(self) -> list[str]:
         """Swept key paths (the parameter columns), in the order of the sweep."""
         keys = []
@@ -368,6 +380,14 @@ class Store:
                     f"CREATE VIEW {view} AS SELECT regexp_extract(filename, '/{RUNS}/([^/]+)/', 1) AS run_id, "
                     f"* EXCLUDE (filename) FROM read_parquet([{lst}], filename=true, union_by_name=true)")
         try:
+            # Read-only: one SELECT (or EXPLAIN); COPY ... TO, ATTACH, CREATE,
+            # INSERT, SET ... are refused before anything runs.
+            stmts = con.extract_statements(sql)
+            kinds = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+            if len(stmts) != 1 or stmts[0].type not in kinds:
+                found = ", ".join(str(s.type).split(".")[-1] for s in stmts) or "nothing"
+                raise UserError(f"query: expected one SELECT statement (the store is read-only), got {found}")
+            con.execute("SET lock_configuration = true")
             return con.execute(sql).df()
         except duckdb.Error as e:
             msg = str(e).strip().splitlines()[0]

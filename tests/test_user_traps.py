@@ -1,0 +1,117 @@
+"""Silent traps of issue 15 §1 around the results store and plots: each is a
+clear error (exit 2, the argument named) or a correct result.
+
+One small sweep (2 points, 3 simulated seconds) is shared by the tests."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from bloatlab.cli import main as cli
+
+SCENARIO = """
+name = "tiny"
+duration = "3s"
+seed = 1
+[link.down]
+rate = "20Mbit"
+buffer = "1bdp"
+[link.up]
+rate = "20Mbit"
+[[flow]]
+cc = "cubic"
+rtt = "20ms"
+[[probe]]
+interval = "50ms"
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("traps")
+    (d / "scenario.toml").write_text(SCENARIO)
+    (d / "exp.toml").write_text(textwrap.dedent("""
+        name = "traps"
+        base = "scenario.toml"
+        [grid]
+        "flow.0.cc" = ["cubic", "bbr"]
+    """))
+    out = str(d / "out")
+    assert cli(["sweep", str(d / "exp.toml"), "--out", out, "-q"]) == 0
+    return out
+
+
+def test_query_refuses_statements_that_write_and_leaves_no_file(sweep_dir, tmp_path, capsys):
+    target = tmp_path / "leak.csv"
+    for sql in (f"COPY (SELECT * FROM runs) TO '{target}'", f"ATTACH '{tmp_path / 'x.db'}' AS x",
+                "CREATE TABLE t AS SELECT 1", "SET enable_external_access = true; SELECT 1",
+                "SELECT 1; SELECT 2"):
+        capsys.readouterr()
+        assert cli(["query", sweep_dir, sql]) == 2, sql
+        err = capsys.readouterr().err
+        assert err.startswith("error: query:") and "read-only" in err and "Traceback" not in err, err
+    assert not target.exists() and not (tmp_path / "x.db").exists()
+    # A plain SELECT (also with WITH) still works.
+    assert cli(["query", sweep_dir, "WITH r AS (SELECT * FROM runs) SELECT count(*) AS n FROM r", "--csv"]) == 0
+    assert capsys.readouterr().out.split() == ["n", "2"]
+
+
+def test_import_into_a_mistyped_directory_is_an_error_not_a_new_store(sweep_dir, tmp_path, capsys):
+    f = tmp_path / "x.json"
+    f.write_text("{}")
+    typo = tmp_path / "ouy"
+    assert cli(["query", str(typo), "--import", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "DIR:" in err and "does not exist" in err and "--new" in err and "Traceback" not in err
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize("kind", ["timeseries", "cdf", "scatter", "param", "fairness"])
+def test_plot_where_applies_to_every_kind_and_says_so_in_the_title(sweep_dir, tmp_path, kind):
+    out = str(tmp_path / f"{kind}.png")
+    from bloatlab import load
+    from bloatlab.study import plots
+
+    fig = plots.plot(load(sweep_dir), kind, where={"flow.0.cc": "bbr"}, x="flow.0.cc")
+    sup = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    titles = [sup] if sup else [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles and all("only flow.0.cc=bbr" in t for t in titles), titles
+    if kind == "cdf":
+        # One run left: one line per panel, labelled with the kept point.
+        labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+        assert labels and all("cubic" not in lb for lb in labels), labels
+    fig.savefig(out)
+    # Through the CLI: a timeseries of a 2-run store needs --run, unless --where leaves one run.
+    if kind == "timeseries":
+        assert cli(["plot", sweep_dir, "--kind", kind, "--where", "flow.0.cc=bbr", "--out", out]) == 0
+
+
+@pytest.mark.parametrize("kind", ["timeseries", "cdf", "scatter", "param", "fairness"])
+def test_plot_where_that_matches_nothing_fails_naming_it(sweep_dir, tmp_path, capsys, kind):
+    out = tmp_path / "x.png"
+    assert cli(["plot", sweep_dir, "--kind", kind, "--where", "flow.0.cc=vegas", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--where" in err and "no run matches" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--kind", "scatter", "--hue", "foo"], '--hue: no column "foo"'),
+    (["--kind", "param", "--out", "/nonexist/dir/x.png"], "--out: directory /nonexist/dir does not exist"),
+    (["--kind", "param", "--where", "nokey=1"], '--where: no column "nokey"'),
+    (["--kind", "fairness", "--run", "nope"], '--run: no run "nope"'),
+])
+def test_plot_with_wrong_names_and_paths_exits_2(sweep_dir, capsys, args, needle):
+    assert cli(["plot", sweep_dir] + args) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and "internal error" not in err, err
+    assert not os.path.exists("/nonexist")
+
+
+def test_plot_where_on_a_single_run_is_an_error(sweep_dir, capsys):
+    run = os.path.join(sweep_dir, "runs", sorted(os.listdir(os.path.join(sweep_dir, "runs")))[0])
+    assert cli(["plot", run, "--kind", "cdf", "--where", "flow.0.cc=bbr"]) == 2
+    assert "--where" in capsys.readouterr().err
