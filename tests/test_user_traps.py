@@ -115,3 +115,37 @@ def test_plot_where_on_a_single_run_is_an_error(sweep_dir, capsys):
     run = os.path.join(sweep_dir, "runs", sorted(os.listdir(os.path.join(sweep_dir, "runs")))[0])
     assert cli(["plot", run, "--kind", "cdf", "--where", "flow.0.cc=bbr"]) == 2
     assert "--where" in capsys.readouterr().err
+
+
+def test_a_second_sweep_with_another_grid_asks_for_append_and_then_keeps_every_run(sweep_dir, tmp_path, capsys):
+    import shutil
+
+    import bloatlab
+
+    out = str(tmp_path / "store")
+    shutil.copytree(sweep_dir, out)
+    d = os.path.dirname(sweep_dir)
+    (tmp_path / "scenario.toml").write_text(open(os.path.join(d, "scenario.toml")).read())
+    (tmp_path / "exp2.toml").write_text(textwrap.dedent("""
+        name = "traps"
+        base = "scenario.toml"
+        [grid]
+        "flow.0.cc" = ["reno"]
+    """))
+    before = set(bloatlab.load(out).runs["run_id"])
+    assert len(before) == 2
+    assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 runs of another grid" in err and "--append" in err and "Traceback" not in err
+    assert set(bloatlab.load(out).runs["run_id"]) == before
+    assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q", "--append"]) == 0
+    runs = bloatlab.load(out).runs
+    assert len(runs) == 3 and before < set(runs["run_id"])
+    assert sorted(runs["flow.0.cc"]) == ["bbr", "cubic", "reno"] and set(runs["experiment"]) == {"traps"}
+    # Another experiment's name is refused the same way.
+    (tmp_path / "exp3.toml").write_text((tmp_path / "exp2.toml").read_text().replace('"traps"', '"other"'))
+    assert cli(["sweep", str(tmp_path / "exp3.toml"), "--out", out, "-q"]) == 2
+    assert '"traps"' in capsys.readouterr().err
+    # Re-running the same sweep resumes (nothing to do, no error).
+    assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q", "--append"]) == 0
+    assert len(bloatlab.load(out).runs) == 3

@@ -21,6 +21,9 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="kill a point that runs longer than this (local executor; it is retried on resume)")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs (resume later)")
+    p.add_argument("--append", action="store_true",
+                   help="--out may hold another sweep (another name or grid): keep its runs and add this one's "
+                        "(query/load see all, column experiment); without it that is an error")
     p.add_argument("--dry-run", action="store_true", help="list the points and exit")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
@@ -46,6 +49,6 @@ def main(args) -> int:
     out = args.out or os.path.join("results", sw.name)
     rep = sweep.run(sw, out, engine=args.engine, executor=args.executor, scheduler=args.scheduler,
                     jobs=args.jobs, progress=not args.quiet, limit=args.limit,
-                    timeout=args.timeout)
+                    timeout=args.timeout, other="append" if args.append else "refuse")
     sweep.print_report(rep)
     return 1 if rep.failed else 0

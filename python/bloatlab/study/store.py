@@ -127,18 +127,38 @@ def flow_rows(summary: dict) -> list[dict]:
 # ---------------------------------------------------------------- writing
 
 
-def init(out_dir: str, sweep_json: dict) -> None:
-    """Create DIR (or reuse it) and record the sweep. Reusing a directory of
-    another sweep is allowed (points are keyed by their parameters), but its
-    name must match, so two studies are not mixed by accident."""
+def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
+    """Create DIR (or reuse it) and record the sweep.
+
+    A store that holds another sweep (another name, or the same name with
+    other parts/grid) is handled by ``other``: ``"replace"`` (reproduce: the
+    same name may come back with another grid, e.g. --quick; its old runs stay
+    on disk but the store shows the current sweep's), ``"refuse"`` (sweep
+    without --append: an error that says what DIR holds) or ``"append"``
+    (the new sweep's runs are added beside the old ones and the store shows
+    all of them; each run's ``experiment`` column says which sweep made it)."""
     os.makedirs(os.path.join(out_dir, RUNS), exist_ok=True)
     p = os.path.join(out_dir, STUDY)
     if os.path.exists(p):
         with open(p) as f:
             old = json.load(f)
-        if old.get("name") != sweep_json.get("name"):
-            raise UserError(f"--out {out_dir}: holds the results of \"{old.get('name')}\", not of "
-                            f"\"{sweep_json.get('name')}\" (choose another directory)")
+        same = old.get("name") == sweep_json.get("name") and old.get("parts") == sweep_json.get("parts")
+        if not same and other == "append":
+            parts = list(old.get("parts", [])) + [q for q in sweep_json.get("parts", [])
+                                                 if q not in old.get("parts", [])]
+            names = [n for n in (old.get("name"), sweep_json.get("name")) if n]
+            ids = old.get("run_ids")
+            run_ids = None if ids is None else list(dict.fromkeys(list(ids) + list(sweep_json.get("run_ids", []))))
+            history = list(old.get("history", [])) + [{k: v for k, v in old.items() if k != "history"}]
+            sweep_json = dict(sweep_json, name=" + ".join(dict.fromkeys(" + ".join(names).split(" + "))),
+                              parts=parts, run_ids=run_ids, history=history)
+        elif not same and (other == "refuse" or old.get("name") != sweep_json.get("name")):
+            n = len(done_ids(out_dir))
+            what = "another grid of " if old.get("name") == sweep_json.get("name") else ""
+            raise UserError(f"--out {out_dir}: holds {n} runs of {what}\"{old.get('name')}\", not of this sweep "
+                            f"\"{sweep_json.get('name')}\"; " + ("add --append to keep them and add this sweep's runs "
+                            "beside them, or choose another directory" if other == "refuse" else
+                            "choose another directory"))
         sweep_json = dict(sweep_json, created=old.get("created"))
     sweep_json.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     sweep_json["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")

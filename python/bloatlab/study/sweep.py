@@ -63,10 +63,11 @@ def _info(pt: _spec.Point, engine: str, name: str) -> dict:
 
 def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str = "local",
         scheduler: str | None = None, jobs: int | None = None, progress: bool = True,
-        limit: int | None = None, timeout: float | None = None) -> SweepReport:
+        limit: int | None = None, timeout: float | None = None, other: str = "replace") -> SweepReport:
     """Run ``sweep`` into the store ``out``; skip the points already there.
     ``limit`` stops after that many new runs (for tests and partial runs);
-    ``timeout`` kills a point (local executor) that runs longer (seconds)."""
+    ``timeout`` kills a point (local executor) that runs longer (seconds);
+    ``other`` says what to do when ``out`` holds another sweep (store.init)."""
     engine = engine or sweep.engine or "sim"
     if engine not in ("sim", "emu"):
         raise UserError(f'--engine: unknown engine "{engine}" (expected sim or emu)')
@@ -79,7 +80,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     t0 = time.perf_counter()
     os.makedirs(out, exist_ok=True)
     with _store.Lock(out):
-        _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]))
+        _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
         _store.clean_partial(out)
         done = _store.done_ids(out)
         todo = [p for p in points if p.run_id not in done]
