@@ -126,7 +126,7 @@ def test_the_simulator_agrees_with_the_kernel_on_a_short_scenario(scenario, sets
 
 def _resolved(cc="cubic", duration_ns=2_000_000_000):
     return {"name": "x", "seed": 1, "duration_ns": duration_ns, "sample_interval_ns": 10_000_000,
-            "links": {"down": {"rate_bps": 1e7, "buffer_bytes": 100000, "buffer_pkts": None, "loss": 0,
+            "links": {"down": {"rate_bps": 10_000_000, "buffer_bytes": 100000, "buffer_pkts": None, "loss": 0,
                                "qdisc": {"kind": "fifo", "params": {}}, "trace_ms": None}, "up": None},
             "flows": [{"id": 0, "group": 0, "name": "a", "cc": cc, "direction": "down", "rtt_ns": 20_000_000,
                        "start_ns": 0, "stop_ns": None, "size_bytes": None}],

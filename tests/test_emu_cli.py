@@ -36,3 +36,40 @@ def test_a_flagged_run_is_marked_in_compare(capsys):
     emu["meta"]["lateness"] = dict(late, p99_us=80.0, flagged=False)
     print_table({"sim": summ, "emu": emu, "rows": []})
     assert "FLAGGED" not in capsys.readouterr().out
+
+
+def _resolved_doc():
+    return {"name": "x", "seed": 1, "duration_ns": 1_000_000_000, "sample_interval_ns": 10_000_000,
+            "links": {"down": {"rate_bps": 10_000_000, "buffer_bytes": 100000, "buffer_pkts": None, "loss": 0,
+                               "qdisc": {"kind": "fifo", "params": {}}, "trace_ms": None}, "up": None},
+            "flows": [{"id": 0, "group": 0, "name": "a", "cc": "cubic", "direction": "down", "rtt_ns": 20_000_000,
+                       "start_ns": 0, "stop_ns": None, "size_bytes": None}],
+            "probes": []}
+
+
+def test_a_malformed_resolved_scenario_is_exit_2_naming_the_key(tmp_path):
+    """bloatlab-emu reads the one contract (crates/schema): unknown keys, ids that are not their
+    index and more flows than its port range holds are refused before anything starts."""
+    import json
+
+    from bloatlab import _bin
+
+    def emu(doc):
+        p = tmp_path / "sc.json"
+        p.write_text(json.dumps(doc))
+        return subprocess.run([_bin.find("bloatlab-emu"), "run", "--scenario", str(p), "--out", str(tmp_path / "o.json")],
+                              capture_output=True, text=True, timeout=60)
+
+    doc = _resolved_doc()
+    doc["links"]["down"]["jitter_ns"] = 5
+    r = emu(doc)
+    assert r.returncode == 2 and "unknown field `jitter_ns`" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    doc = _resolved_doc()
+    doc["flows"][0]["id"] = 3
+    r = emu(doc)
+    assert r.returncode == 2 and "flows[0].id must be 0" in r.stderr, r.stderr
+    doc = _resolved_doc()
+    doc["flows"] = [dict(doc["flows"][0], id=i) for i in range(5001)]
+    r = emu(doc)
+    assert r.returncode == 2 and "flow: the emulator runs at most 5000 flows, got 5001" in r.stderr, r.stderr
+    assert not (tmp_path / "o.json").exists()

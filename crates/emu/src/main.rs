@@ -59,7 +59,7 @@ impl Args {
 fn load(path: Option<&str>) -> Result<Resolved, String> {
     let p = path.ok_or("--scenario: missing (the resolved scenario JSON)")?;
     let text = std::fs::read_to_string(p).map_err(|e| format!("--scenario {p}: {e}"))?;
-    Resolved::from_json(&text)
+    bloatlab_emu::scenario::from_json(&text)
 }
 
 fn find_probe(explicit: Option<&str>) -> Result<String, String> {

@@ -13,7 +13,7 @@
 use crate::forward::{DirResult, Forwarder, LateHist, Timing};
 use crate::ns::{self, Netns};
 use crate::pcap::Pcap;
-use crate::scenario::{Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::scenario::{Direction, EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
 use bloatlab_core::stats::Dist;
@@ -213,7 +213,7 @@ impl Medium {
 /// A sender (flow) or probe client with the files it writes to.
 struct Gen {
     kind: &'static str,
-    id: u32,
+    id: usize,
     out: PathBuf,
     err: PathBuf,
     child_idx: usize,
@@ -241,7 +241,7 @@ fn wait_listening(ns_name: &str, port: u16, udp: bool, kids: &mut Kids, idx: usi
 fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> Result<(), String> {
     for f in &sc.flows {
         // The receiver sits opposite the sender: in the client namespace for a "down" flow.
-        let recv_server_side = f.direction == "up";
+        let recv_server_side = f.direction == Direction::Up;
         let (ns_name, ip) = if recv_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
         let port = FLOW_PORT + f.id as u16;
         let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
@@ -256,7 +256,7 @@ fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> 
     }
     for p in &sc.probes {
         // The echo server is where the reply starts: the server side for "down".
-        let echo_server_side = p.direction == "down";
+        let echo_server_side = p.direction == Direction::Down;
         let (ns_name, ip) = if echo_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
         let port = PROBE_PORT + p.id as u16;
         let err = opt.workdir.join(format!("probe-{}-server.err", p.id));
@@ -275,7 +275,7 @@ fn mkfile(p: &Path) -> Result<File, String> {
 
 /// When the run should end its senders (ns after origin), and their argv.
 fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
-    let dst = if f.direction == "down" { &net.client_ip } else { &net.server_ip };
+    let dst = if f.direction == Direction::Down { &net.client_ip } else { &net.server_ip };
     let mut a = vec![
         opt.probe_bin.clone(),
         "tcp".into(),
@@ -309,7 +309,7 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
 }
 
 fn probe_argv(sc: &Resolved, p: &crate::scenario::Probe, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
-    let dst = if p.direction == "down" { &net.server_ip } else { &net.client_ip };
+    let dst = if p.direction == Direction::Down { &net.server_ip } else { &net.client_ip };
     vec![
         opt.probe_bin.clone(),
         "udp".into(),
@@ -349,7 +349,7 @@ fn start_clients(
     // Spawn times (absolute, monotonic ns): a sender starts early by its connection set-up
     // (bloatlab-probe's control connection: about 2 RTTs) plus process start-up, so that its data
     // connection opens at about the flow's start time.
-    let mut todo: Vec<(u64, bool, u32)> = sc
+    let mut todo: Vec<(u64, bool, usize)> = sc
         .flows
         .iter()
         .map(|f| ((origin + f.start_ns).saturating_sub(setup_lead(f.rtt_ns)), true, f.id))
@@ -372,10 +372,10 @@ fn start_clients(
         let err = opt.workdir.join(format!("{kind}-{id}.err"));
         let (argv, server_side) = if is_flow {
             let f = sc.flows.iter().find(|f| f.id == id).unwrap();
-            (flow_argv(sc, f, net, opt, run_for), f.direction == "down")
+            (flow_argv(sc, f, net, opt, run_for), f.direction == Direction::Down)
         } else {
             let p = sc.probes.iter().find(|p| p.id == id).unwrap();
-            (probe_argv(sc, p, net, opt, run_for), p.direction == "up")
+            (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
         };
         let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("{kind} {id}"), c));
@@ -417,7 +417,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let deadline = sc.duration_ns + 4 * max_rtt + 3_000_000_000;
     let mut stopped_early = false;
     let mut interrupted = false;
-    let mut ended: Vec<u32> = Vec::new();
+    let mut ended: Vec<usize> = Vec::new();
     let mut stopped_at = 0;
     loop {
         let now = sys::mono_ns().saturating_sub(origin);

@@ -16,12 +16,12 @@
 
 use crate::forward::{LateHist, Timing};
 use crate::packet;
-use crate::scenario::{Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
-use bloatlab_core::qdisc::{Dropped, Ecn, Limit, Packet, QdiscConfig};
+use bloatlab_core::qdisc::{Dropped, Ecn, Packet};
 use bloatlab_core::rng;
 use bloatlab_core::time::Nanos;
-use bloatlab_core::wifi::{Delivered, StationInput, Wifi, WifiConfig};
+use bloatlab_core::wifi::{Delivered, Wifi};
 use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -33,32 +33,6 @@ const READ_BATCH: usize = 64;
 const MAX_PKT: usize = 65536;
 const NO_STATION: u16 = u16::MAX;
 
-/// The core medium a resolved `wifi` section (JSON) describes.
-pub fn config(w: &Value) -> Result<WifiConfig, String> {
-    let str_of = |v: &Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
-    let mac = str_of(w, "mac").ok_or("wifi.mac: missing")?;
-    let stations: Vec<StationInput> = w
-        .get("stations")
-        .and_then(|s| s.as_array())
-        .ok_or("wifi.stations: missing")?
-        .iter()
-        .map(|s| StationInput {
-            name: str_of(s, "name").unwrap_or_default(),
-            mcs: s.get("mcs").and_then(|x| x.as_u64()).map(|x| x as u32),
-            phy_rate_bps: s.get("phy_rate_bps").and_then(|x| x.as_u64()),
-            mpdu_error: s.get("mpdu_error").and_then(|x| x.as_f64()).unwrap_or(0.0),
-            weight: s.get("weight").and_then(|x| x.as_f64()).unwrap_or(1.0),
-        })
-        .collect();
-    let q = w.get("qdisc").cloned().unwrap_or(json!({"kind": "fifo"}));
-    let qdisc = QdiscConfig {
-        kind: str_of(&q, "kind").unwrap_or_else(|| "fifo".into()),
-        limit: Limit { bytes: w.get("buffer_bytes").and_then(|x| x.as_u64()), pkts: w.get("buffer_pkts").and_then(|x| x.as_u64()) },
-        rate_bps: 0,
-        params: q.get("params").and_then(|p| p.as_object()).map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_f64()?))).collect()).unwrap_or_default(),
-    };
-    WifiConfig::resolve(&mac, &stations, qdisc)
-}
 
 /// The station of each port (see the module doc), [`NO_STATION`] elsewhere.
 fn stations_by_port(sc: &Resolved) -> Vec<u16> {
@@ -92,7 +66,7 @@ impl WifiThread {
     /// Start the medium between `tun_server` (the AP's wired side) and `tun_client` (the stations).
     pub fn start(sc: &Resolved, tun_server: RawFd, tun_client: RawFd, origin: u64, timing: Timing) -> Result<WifiThread, String> {
         let w = sc.wifi.as_ref().ok_or("wifi: missing")?;
-        let cfg = config(w)?;
+        let cfg = w.config()?;
         let (delay_by_port, default_delay) = sc.delays();
         let by_port = stations_by_port(sc);
         let seed = sc.seed;

@@ -27,13 +27,13 @@ pub mod world;
 /// before it runs (qdiscs, stages, controls), without running it. Errors name
 /// the scenario key.
 pub fn check_json(resolved: &str) -> Result<(), String> {
-    let sc = scenario::Scenario::from_json(resolved)?;
+    let sc = scenario::from_json(resolved)?;
     world::World::new(&sc).map(|_| ())
 }
 
 /// Run a resolved scenario given as JSON and return the raw result as JSON.
 pub fn run_json(resolved: &str) -> Result<String, String> {
-    let sc = scenario::Scenario::from_json(resolved)?;
+    let sc = scenario::from_json(resolved)?;
     let raw = world::World::new(&sc)?.run();
     serde_json::to_string(&raw).map_err(|e| e.to_string())
 }

@@ -7,28 +7,12 @@
 use crate::output::DistOut;
 use crate::packet::Payload;
 use crate::scenario::WifiSpec;
-use bloatlab_core::qdisc::{Dropped, Limit, Packet, PacketMeta, QdiscConfig};
+use bloatlab_core::qdisc::{Dropped, Packet, PacketMeta};
 use bloatlab_core::rng::Rng;
 use bloatlab_core::time::Nanos;
-use bloatlab_core::wifi::{Delivered, StationInput, Wifi, WifiConfig};
+use bloatlab_core::wifi::{Delivered, Wifi};
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-/// The core configuration a resolved `[wifi]` describes.
-pub fn config(w: &WifiSpec) -> Result<WifiConfig, String> {
-    let stations: Vec<StationInput> = w
-        .stations
-        .iter()
-        .map(|s| StationInput { name: s.name.clone(), mcs: s.mcs, phy_rate_bps: s.phy_rate_bps, mpdu_error: s.mpdu_error, weight: s.weight })
-        .collect();
-    let qdisc = QdiscConfig {
-        kind: w.qdisc.kind.clone(),
-        limit: Limit { bytes: w.buffer_bytes, pkts: w.buffer_pkts },
-        rate_bps: 0,
-        params: w.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-    };
-    WifiConfig::resolve(&w.mac, &stations, qdisc)
-}
 
 /// The medium, its RNG stream and the pending poll event.
 pub struct WifiLink {
@@ -42,7 +26,7 @@ pub struct WifiLink {
 
 impl WifiLink {
     pub fn new(spec: &WifiSpec, rng: Rng) -> Result<WifiLink, String> {
-        Ok(WifiLink { w: Wifi::new(&config(spec)?)?, rng, scheduled: None, out: Vec::new(), drops: Vec::new() })
+        Ok(WifiLink { w: Wifi::new(&spec.config()?)?, rng, scheduled: None, out: Vec::new(), drops: Vec::new() })
     }
 
     /// A packet enters the medium: towards station `sta` (`up` = false) or from it.

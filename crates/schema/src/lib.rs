@@ -1,0 +1,7 @@
+//! The contract between the Python layer and the engines (docs/engine-interface.md),
+//! written once: the resolved scenario an engine reads, with one numeric type per
+//! field (integers for rates in bit/s and times in ns) and its validation
+//! ([`scenario::Scenario::check`]). The simulator and the emulator both read it
+//! through [`scenario::Scenario::from_json`] and keep only what is their own.
+
+pub mod scenario;

@@ -1,0 +1,342 @@
+//! The resolved scenario (docs/engine-interface.md): SI base units, `count`
+//! expanded, validated by the Python layer and again here ([`Scenario::check`]),
+//! so that a hand-written resolved file gets an error naming the key, never a
+//! panic. Both engines read this one definition.
+
+use bloatlab_core::qdisc::chain::Stages;
+use bloatlab_core::qdisc::{Limit, QdiscConfig};
+use bloatlab_core::time::Nanos;
+use bloatlab_core::wifi::{StationInput, WifiConfig};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ns: Nanos,
+    pub sample_interval_ns: Nanos,
+    pub links: Links,
+    pub flows: Vec<Flow>,
+    #[serde(default)]
+    pub probes: Vec<Probe>,
+    /// A WiFi medium between the AP (server side) and its stations (docs/wifi.md).
+    #[serde(default)]
+    pub wifi: Option<WifiSpec>,
+    /// Shell mode (emulator): the RTT of traffic that is no flow's or probe's.
+    #[serde(default)]
+    pub default_rtt_ns: Option<Nanos>,
+    /// Shell mode with WiFi (emulator): the station of everything that is no flow's or probe's.
+    #[serde(default)]
+    pub shell_station: Option<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WifiSpec {
+    /// `legacy`, `fq` or `airtime`.
+    pub mac: String,
+    /// Legacy: the interface qdisc of the AP and of each station, and its buffer.
+    pub qdisc: QdiscSpec,
+    pub buffer_bytes: Option<u64>,
+    pub buffer_pkts: Option<u64>,
+    pub stations: Vec<StationSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationSpec {
+    pub name: String,
+    /// HT20 long-GI MCS index 0-15, or
+    #[serde(default)]
+    pub mcs: Option<u32>,
+    /// a PHY rate given directly (streams implied, see the core's `Phy::from_rate`).
+    #[serde(default)]
+    pub phy_rate_bps: Option<u64>,
+    #[serde(default)]
+    pub mpdu_error: f64,
+    #[serde(default = "one")]
+    pub weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl WifiSpec {
+    /// The core configuration a resolved `[wifi]` describes.
+    pub fn config(&self) -> Result<WifiConfig, String> {
+        let stations: Vec<StationInput> = self
+            .stations
+            .iter()
+            .map(|s| StationInput { name: s.name.clone(), mcs: s.mcs, phy_rate_bps: s.phy_rate_bps, mpdu_error: s.mpdu_error, weight: s.weight })
+            .collect();
+        let qdisc = QdiscConfig {
+            kind: self.qdisc.kind.clone(),
+            limit: Limit { bytes: self.buffer_bytes, pkts: self.buffer_pkts },
+            rate_bps: 0,
+            params: self.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        };
+        WifiConfig::resolve(&self.mac, &stations, qdisc)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Links {
+    pub down: Option<LinkSpec>,
+    pub up: Option<LinkSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QdiscSpec {
+    pub kind: String,
+    #[serde(default)]
+    pub params: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub rate_bps: u64,
+    pub buffer_bytes: Option<u64>,
+    pub buffer_pkts: Option<u64>,
+    #[serde(default)]
+    pub loss: f64,
+    pub qdisc: QdiscSpec,
+    /// A Mahimahi trace: the delivery opportunities of one MTU each, in whole ms
+    /// (`rate_bps` is then its mean capacity).
+    #[serde(default)]
+    pub trace_ms: Option<Vec<u64>>,
+    /// Token-bucket policer in front of the qdisc.
+    #[serde(default)]
+    pub policer: Option<Bucket>,
+    /// Token-bucket shaper after the qdisc.
+    #[serde(default)]
+    pub shaper: Option<Bucket>,
+    /// Device (driver) queue below the qdisc.
+    #[serde(default)]
+    pub device_queue_bytes: Option<u64>,
+    #[serde(default)]
+    pub device_queue_pkts: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bucket {
+    pub rate_bps: u64,
+    pub burst_bytes: u64,
+}
+
+impl LinkSpec {
+    pub fn qdisc_config(&self) -> QdiscConfig {
+        QdiscConfig {
+            kind: self.qdisc.kind.clone(),
+            limit: Limit { bytes: self.buffer_bytes, pkts: self.buffer_pkts },
+            rate_bps: self.rate_bps,
+            params: self.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+
+    pub fn stages(&self) -> Stages {
+        Stages::new(
+            self.policer.map(|b| (b.rate_bps, b.burst_bytes)),
+            self.shaper.map(|b| (b.rate_bps, b.burst_bytes)),
+            self.device_queue_bytes,
+            self.device_queue_pkts,
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Down,
+    Up,
+}
+
+impl Direction {
+    pub fn index(self) -> usize {
+        match self {
+            Direction::Down => 0,
+            Direction::Up => 1,
+        }
+    }
+    pub fn reverse(self) -> Direction {
+        match self {
+            Direction::Down => Direction::Up,
+            Direction::Up => Direction::Down,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    pub id: usize,
+    #[serde(default)]
+    pub group: usize,
+    #[serde(default)]
+    pub name: String,
+    pub cc: String,
+    pub direction: Direction,
+    pub rtt_ns: Nanos,
+    #[serde(default)]
+    pub start_ns: Nanos,
+    pub stop_ns: Option<Nanos>,
+    pub size_bytes: Option<u64>,
+    /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
+    #[serde(default)]
+    pub ecn: Option<bool>,
+    /// The WiFi station this flow's client sits on (index into `wifi.stations`).
+    #[serde(default)]
+    pub station: Option<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    pub id: usize,
+    #[serde(default)]
+    pub name: String,
+    pub kind: String,
+    pub interval_ns: Nanos,
+    pub rtt_ns: Nanos,
+    pub size_bytes: u32,
+    /// The direction whose queue the echo *reply* crosses.
+    pub direction: Direction,
+    /// The WiFi station the probe's client sits on.
+    #[serde(default)]
+    pub station: Option<usize>,
+}
+
+impl Scenario {
+    pub fn from_json(s: &str) -> Result<Scenario, String> {
+        let sc: Scenario = serde_json::from_str(s).map_err(|e| format!("resolved scenario: {e}"))?;
+        sc.check()?;
+        Ok(sc)
+    }
+
+    /// Invariants the Python layer guarantees, checked again for every engine so
+    /// that a hand-written resolved file cannot make an engine panic; each error
+    /// names its key. What only one engine needs (the simulator's congestion
+    /// controls, the emulator's port range) that engine checks itself.
+    pub fn check(&self) -> Result<(), String> {
+        if self.duration_ns == 0 || self.sample_interval_ns == 0 {
+            return Err("duration_ns and sample_interval_ns must be > 0".into());
+        }
+        for (d, l) in [("down", &self.links.down), ("up", &self.links.up)] {
+            if let Some(l) = l {
+                if l.rate_bps == 0 {
+                    return Err(format!("links.{d}.rate_bps must be > 0"));
+                }
+                if !(0.0..=1.0).contains(&l.loss) {
+                    return Err(format!("links.{d}.loss: must be in [0, 1], got {}", l.loss));
+                }
+                if l.buffer_bytes.is_none() && l.buffer_pkts.is_none() {
+                    return Err(format!("links.{d}: buffer_bytes or buffer_pkts is needed"));
+                }
+                if let Some(t) = &l.trace_ms {
+                    if t.is_empty() || t.windows(2).any(|w| w[1] < w[0]) || t.last() == Some(&0) {
+                        return Err(format!("links.{d}.trace_ms: times must not decrease and must end after 0 ms"));
+                    }
+                }
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.id != i {
+                return Err(format!("flows[{i}].id must be {i}"));
+            }
+            if f.rtt_ns == 0 {
+                return Err(format!("flows[{i}].rtt_ns must be > 0"));
+            }
+        }
+        for (i, p) in self.probes.iter().enumerate() {
+            if p.id != i || p.interval_ns == 0 || p.rtt_ns == 0 {
+                return Err(format!("probes[{i}]: id must be {i}, interval_ns and rtt_ns > 0"));
+            }
+        }
+        let n_sta = self.wifi.as_ref().map_or(0, |w| w.stations.len());
+        let stations = self.flows.iter().map(|f| ("flows", f.id, f.station)).chain(self.probes.iter().map(|p| ("probes", p.id, p.station)));
+        for (what, i, s) in stations {
+            if s.is_some_and(|s| s >= n_sta) {
+                return Err(format!("{what}[{i}].station: no such wifi station (there are {n_sta})"));
+            }
+        }
+        if self.shell_station.is_some_and(|s| s >= n_sta) {
+            return Err(format!("shell_station: no such wifi station (there are {n_sta})"));
+        }
+        if let Some(w) = &self.wifi {
+            w.config()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOC: &str = r#"{"name":"t","seed":3,"duration_ns":5000000000,"sample_interval_ns":10000000,
+      "links":{"down":{"rate_bps":10000000,"buffer_bytes":100000,"buffer_pkts":null,"loss":0.0,
+        "qdisc":{"kind":"fifo","params":{}},"trace_ms":null},"up":null},
+      "flows":[{"id":0,"group":0,"name":"a","cc":"cubic","direction":"down","rtt_ns":40000000,
+        "start_ns":0,"stop_ns":null,"size_bytes":null,"ecn":null}],
+      "probes":[{"id":0,"name":"p","kind":"udp","interval_ns":10000000,"rtt_ns":40000000,"size_bytes":64,"direction":"up"}]}"#;
+
+    #[test]
+    fn a_well_formed_document_reads_with_integer_rates_and_typed_directions() {
+        let sc = Scenario::from_json(DOC).unwrap();
+        assert_eq!(sc.links.down.as_ref().unwrap().rate_bps, 10_000_000);
+        assert_eq!(sc.flows[0].direction, Direction::Down);
+        assert_eq!(sc.probes[0].direction, Direction::Up);
+        assert_eq!(sc.flows[0].ecn, None);
+    }
+
+    #[test]
+    fn an_unknown_key_anywhere_is_refused_by_name() {
+        for (from, to, key) in [
+            ("\"ecn\":null", "\"ecn\":null,\"colour\":1", "colour"),
+            ("\"trace_ms\":null", "\"trace_ms\":null,\"jitter\":1", "jitter"),
+            ("\"size_bytes\":64", "\"size_bytes\":64,\"ttl\":3", "ttl"),
+        ] {
+            let e = Scenario::from_json(&DOC.replace(from, to)).unwrap_err();
+            assert!(e.contains(&format!("unknown field `{key}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_fractional_rate_is_refused_since_rates_are_whole_bits_per_second() {
+        let e = Scenario::from_json(&DOC.replace("\"rate_bps\":10000000", "\"rate_bps\":1e7")).unwrap_err();
+        assert!(e.starts_with("resolved scenario:"), "{e}");
+    }
+
+    #[test]
+    fn ids_must_be_their_index() {
+        let e = Scenario::from_json(&DOC.replace("\"id\":0,\"group\"", "\"id\":7,\"group\"")).unwrap_err();
+        assert_eq!(e, "flows[0].id must be 0");
+        let e = Scenario::from_json(&DOC.replace("\"id\":0,\"name\":\"p\"", "\"id\":1,\"name\":\"p\"")).unwrap_err();
+        assert!(e.starts_with("probes[0]: id must be 0"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_must_not_go_back_in_time() {
+        let e = Scenario::from_json(&DOC.replace("\"trace_ms\":null", "\"trace_ms\":[1,3,2]")).unwrap_err();
+        assert!(e.starts_with("links.down.trace_ms:"), "{e}");
+        assert!(Scenario::from_json(&DOC.replace("\"trace_ms\":null", "\"trace_ms\":[0,0,2]")).is_ok());
+    }
+
+    #[test]
+    fn a_station_that_does_not_exist_is_named() {
+        let e = Scenario::from_json(&DOC.replace("\"ecn\":null", "\"ecn\":null,\"station\":2")).unwrap_err();
+        assert_eq!(e, "flows[0].station: no such wifi station (there are 0)");
+    }
+}
