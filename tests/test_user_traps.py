@@ -149,3 +149,42 @@ def test_a_second_sweep_with_another_grid_asks_for_append_and_then_keeps_every_r
     # Re-running the same sweep resumes (nothing to do, no error).
     assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q", "--append"]) == 0
     assert len(bloatlab.load(out).runs) == 3
+
+
+def test_damaged_runs_are_named_by_file_listed_by_store_check_and_rerun_on_resume(sweep_dir, tmp_path, capsys):
+    import json
+    import shutil
+
+    import bloatlab
+
+    out = str(tmp_path / "store")
+    shutil.copytree(sweep_dir, out)
+    ids = sorted(d for d in os.listdir(os.path.join(out, "runs")) if not d.startswith("."))
+    assert cli(["store", "check", out]) == 0
+    assert "2 runs whole, 0 damaged" in capsys.readouterr().out
+    # Truncate one run.json and one Parquet file; make a directory without run.json.
+    rj = os.path.join(out, "runs", ids[0], "run.json")
+    with open(rj, "r+") as f:
+        f.truncate(os.path.getsize(rj) // 2)
+    pqf = os.path.join(out, "runs", ids[1], "flows.parquet")
+    with open(pqf, "r+b") as f:
+        f.truncate(os.path.getsize(pqf) - 10)
+    os.makedirs(os.path.join(out, "runs", "halfdone"))
+    assert cli(["store", "check", out, "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert set(rep["damaged"]) == {ids[0], ids[1], "halfdone"} and rep["ok"] == 0
+    assert "run.json: damaged JSON" in rep["damaged"][ids[0]] and "flows.parquet: damaged Parquet" in rep["damaged"][ids[1]]
+    # Reading the store names the damaged file, exit 2, no traceback.
+    assert cli(["query", out]) == 2
+    err = capsys.readouterr().err
+    assert f"{ids[0]}/run.json: damaged JSON" in err and "Traceback" not in err
+    # Resuming the sweep removes and recomputes them.
+    d = os.path.dirname(sweep_dir)
+    (tmp_path / "scenario.toml").write_text(open(os.path.join(d, "scenario.toml")).read())
+    shutil.copy(os.path.join(d, "exp.toml"), tmp_path / "exp.toml")
+    assert cli(["sweep", str(tmp_path / "exp.toml"), "--out", out, "-q"]) == 0
+    err = capsys.readouterr().err
+    assert f"damaged run {ids[0]}" in err and f"damaged run {ids[1]}" in err
+    assert cli(["store", "check", out]) == 0
+    assert sorted(bloatlab.load(out).runs["run_id"]) == ids
+    assert cli(["store", "check", str(tmp_path / "nope")]) == 2

@@ -61,13 +61,29 @@ class Result:
     def load(cls, out_dir: str) -> "Result":
         import pandas as pd
 
-        with open(os.path.join(out_dir, "summary.json")) as f:
-            summary = json.load(f)
+        summary = read_json(os.path.join(out_dir, "summary.json"))
         r = cls(summary, {})
         for name in SERIES:
             p = os.path.join(out_dir, f"{name}.parquet")
             r._frames[name] = pd.read_parquet(p) if os.path.exists(p) else pd.DataFrame()
         return r
+
+
+def read_json(path: str):
+    """A stored JSON file, or a UserError naming the file when it is damaged
+    (truncated, not JSON) or unreadable."""
+    from .errors import UserError
+
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: damaged JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+                        "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: damaged JSON (not UTF-8 text)") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
 
 
 def _write_json(path: str, obj) -> None:

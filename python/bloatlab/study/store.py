@@ -200,11 +200,55 @@ def clean_partial(out_dir: str) -> int:
 
 
 def done_ids(out_dir: str) -> set[str]:
-    """Ids of the runs that are in the store (complete by construction)."""
+    """Ids of the runs that are in the store: a directory with its run.json
+    (written last, so present only when the run was stored whole)."""
     runs = os.path.join(out_dir, RUNS)
     if not os.path.isdir(runs):
         return set()
     return {d for d in os.listdir(runs) if not d.startswith(".") and os.path.exists(os.path.join(runs, d, "run.json"))}
+
+
+def damaged(out_dir: str) -> dict[str, str]:
+    """Runs whose files were damaged after they were stored (a truncated or
+    edited run.json/summary.json, a missing or unreadable Parquet footer),
+    each with what is wrong; run directories without run.json are listed too
+    (never taken for finished)."""
+    import pyarrow.parquet as pq
+
+    from ..result import SERIES, read_json
+
+    runs = os.path.join(out_dir, RUNS)
+    bad: dict[str, str] = {}
+    for rid in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        d = os.path.join(runs, rid)
+        if rid.startswith(".") or not os.path.isdir(d):
+            continue
+        try:
+            if not os.path.exists(os.path.join(d, "run.json")):
+                raise UserError(f"{os.path.join(d, 'run.json')}: missing (the run was never stored whole)")
+            doc = read_json(os.path.join(d, "run.json"))
+            if not isinstance(doc, dict) or doc.get("run_id") != rid or not isinstance(doc.get("row"), dict):
+                raise UserError(f"{os.path.join(d, 'run.json')}: not this run's index entry")
+            read_json(os.path.join(d, "summary.json"))
+            for name in SERIES:
+                p = os.path.join(d, f"{name}.parquet")
+                if os.path.exists(p):
+                    try:
+                        pq.read_metadata(p)
+                    except Exception as e:  # pyarrow raises several kinds for a damaged file
+                        raise UserError(f"{p}: damaged Parquet ({str(e).splitlines()[0][:120]})") from None
+        except UserError as e:
+            bad[rid] = str(e)
+    return bad
+
+
+def remove_damaged(out_dir: str) -> dict[str, str]:
+    """Move damaged runs out of the way (call with the lock held) so that a
+    resumed sweep computes them again; returns them with their reasons."""
+    bad = damaged(out_dir)
+    for rid in bad:
+        shutil.rmtree(os.path.join(out_dir, RUNS, rid), ignore_errors=True)
+    return bad
 
 
 def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict) -> str:
@@ -301,12 +345,13 @@ class Store:
         self._only = None if all_runs or ids is None else set(ids)
 
     def _docs(self) -> list[dict]:
+        from ..result import read_json
+
         docs = []
         for rid in done_ids(self.path):
             if self._only is not None and rid not in self._only:
                 continue
-            with open(os.path.join(self.path, RUNS, rid, "run.json")) as f:
-                docs.append(json.load(f))
+            docs.append(read_json(os.path.join(self.path, RUNS, rid, "run.json")))
         docs.sort(key=lambda d: (d["row"].get("part") or "", d["row"].get("order", 0), d["run_id"]))
         return docs
 

@@ -82,6 +82,8 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     with _store.Lock(out):
         _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
         _store.clean_partial(out)
+        for rid, why in _store.remove_damaged(out).items():
+            print(f"damaged run {rid} removed, computed again if it is a point of this sweep: {why}", file=sys.stderr)
         done = _store.done_ids(out)
         todo = [p for p in points if p.run_id not in done]
         already = len(points) - len(todo)
