@@ -188,3 +188,41 @@ def test_damaged_runs_are_named_by_file_listed_by_store_check_and_rerun_on_resum
     assert cli(["store", "check", out]) == 0
     assert sorted(bloatlab.load(out).runs["run_id"]) == ids
     assert cli(["store", "check", str(tmp_path / "nope")]) == 2
+
+
+def _walk_cases(sweep_dir, tmp):
+    run = os.path.join(sweep_dir, "runs", sorted(d for d in os.listdir(os.path.join(sweep_dir, "runs"))
+                                                  if not d.startswith("."))[0])
+    exp = os.path.join(os.path.dirname(sweep_dir), "exp.toml")
+    scen = os.path.join(os.path.dirname(sweep_dir), "scenario.toml")
+    afile = str(tmp / "afile")
+    open(afile, "w").write("x")
+    full = str(tmp / "full")
+    os.makedirs(full, exist_ok=True)
+    open(os.path.join(full, "keep.txt"), "w").write("x")
+    return [
+        ["run", "/nonexist.toml"], ["run", afile], ["run", scen, "--out", afile], ["run", scen, "--set", "nope.x=1"],
+        ["compare", "/nonexist.toml"], ["sweep", "/nonexist.toml"], ["sweep", exp, "--out", afile],
+        ["sweep", exp, "--out", full], ["sweep", exp, "--out", run],
+        ["query", "/nonexist"], ["query", afile], ["query", sweep_dir, "SELECT nope FROM runs"],
+        ["plot", "/nonexist", "--kind", "cdf"], ["plot", sweep_dir, "--kind", "nope"],
+        ["plot", sweep_dir, "--kind", "param", "--x", "nope"], ["plot", sweep_dir, "--kind", "heatmap", "--x", "a"],
+        ["plot", run, "--kind", "scatter"], ["plot", sweep_dir, "--kind", "cdf", "--out", afile + ".txt"],
+        ["report", "/nonexist"], ["report", sweep_dir, "--out", "/nonexist/x.html"],
+        ["reproduce", "nope"], ["reproduce", "bufferbloat", "--quick", "-q", "--out", afile],
+        ["store", "check", "/nonexist"], ["store", "nope"], ["nope"],
+    ]
+
+
+def test_every_verb_with_wrong_paths_and_names_exits_2_with_a_message(sweep_dir, tmp_path, capsys):
+    for args in _walk_cases(sweep_dir, tmp_path):
+        capsys.readouterr()
+        try:
+            rc = cli(args)
+        except SystemExit as e:  # argparse's own errors
+            rc = e.code
+        err = capsys.readouterr().err
+        assert rc == 2, (args, rc, err)
+        assert "error" in err and "internal error" not in err and "Traceback" not in err, (args, err)
+    assert os.listdir(tmp_path / "full") == ["keep.txt"] and open(tmp_path / "afile").read() == "x"
+    assert not os.path.exists("/nonexist")

@@ -78,6 +78,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     points = _spec.validate(sweep)
     bases = {p.name: p.base for p in sweep.parts}
     t0 = time.perf_counter()
+    check_out(out)
     os.makedirs(out, exist_ok=True)
     with _store.Lock(out):
         _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
@@ -117,6 +118,18 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
             st.write_index()
     return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out)
+
+
+def check_out(out: str) -> None:
+    """``--out`` of a sweep: a results directory, an empty directory or a new
+    one; never a file, a single run, or a directory holding other things."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UserError(f"--out: {out} is a file, not a directory")
+    if os.path.isdir(out) and not _store.is_store(out):
+        if _store.is_run(out):
+            raise UserError(f"--out: {out} holds a single run (summary.json), not a results directory")
+        if os.listdir(out):
+            raise UserError(f"--out: {out} is not empty and not a results directory; choose a new or empty directory")
 
 
 def _child(conn, payload):
