@@ -226,3 +226,28 @@ def test_every_verb_with_wrong_paths_and_names_exits_2_with_a_message(sweep_dir,
         assert "error" in err and "internal error" not in err and "Traceback" not in err, (args, err)
     assert os.listdir(tmp_path / "full") == ["keep.txt"] and open(tmp_path / "afile").read() == "x"
     assert not os.path.exists("/nonexist")
+
+
+def test_plots_draw_no_srtt_before_the_first_ack_no_pacing_zeros_and_name_the_probe(sweep_dir):
+    import numpy as np
+
+    from bloatlab import load
+    from bloatlab.study import plots
+
+    st = load(sweep_dir)
+    for rid in st.runs["run_id"]:
+        r = st.result(rid)
+        assert (r.flows["srtt_ms"] == 0).any()  # the engine reports 0 before the first ACK ...
+        fig = plots.cdf(r)
+        srtt = [ln for ln in fig.axes[0].get_lines() if "srtt" in ln.get_label()]
+        assert len(srtt) == 1 and np.nanmin(srtt[0].get_xdata()) > 0  # ... which no plot draws
+        fig = plots.timeseries(r)
+        labels = {ax.get_ylabel().split("\n")[0] for ax in fig.axes}
+        pacing = (r.flows["pacing_rate_bps"].fillna(0) > 0).any()
+        assert ("pacing rate" in labels) == bool(pacing), (labels, pacing)
+        for ax in fig.axes:
+            ys = np.concatenate([np.asarray(ln.get_ydata(), dtype=float) for ln in ax.get_lines()])
+            assert np.nanmax(ys) > 0, ax.get_ylabel()
+            if ax.get_ylabel() == "RTT (ms)":
+                assert np.nanmin(ys) > 0
+                assert "probe 0" in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -125,6 +125,13 @@ def _flow_names(result):
     return {f["id"]: f"{f['name']} ({f['cc']})" for f in result.summary.get("flows", [])}
 
 
+def _srtt(flows):
+    """A flow's smoothed RTT with the samples before its first ACK (0: no
+    RTT measured yet) left out, so that they draw no line at 0 ms and do not
+    enter CDFs."""
+    return flows["srtt_ms"].where(flows["srtt_ms"] > 0)
+
+
 def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), max_flows: int = 12):
     plt = _plt()
     flows, links, probes = result.flows, result.links, result.probes
@@ -138,6 +145,8 @@ def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), ma
             continue
         if p == "rtt" and (flows.empty or "srtt_ms" not in flows) and probes.empty:
             continue
+        if p == "pacing" and not (flows["pacing_rate_bps"].fillna(0) > 0).any():
+            continue  # the controls of this run do not pace (or the engine reports no rate): no panel of zeros
         avail.append(p)
     if not avail:
         raise UserError("plot timeseries: the run has no time series")
@@ -156,12 +165,14 @@ def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), ma
                 ax.plot(g["t"], g["cwnd_bytes"] / 1e3, lw=0.9, label=names.get(fid, f"flow {fid}"))
             ax.set_ylabel("cwnd (KB)")
         elif p == "rtt":
-            for fid in shown:
-                g = flows[flows["flow"] == fid]
-                ax.plot(g["t"], g["srtt_ms"], lw=0.9, label=names.get(fid, f"flow {fid}"))
+            if "srtt_ms" in flows:
+                for fid in shown:
+                    g = flows[flows["flow"] == fid]
+                    ax.plot(g["t"], _srtt(g), lw=0.9, label=names.get(fid, f"flow {fid}"))
             if not probes.empty:
                 for pid, g in probes.groupby("probe"):
                     ax.plot(g["t"], g["rtt_ms"], ".", ms=1.5, color="k", alpha=0.5, label=f"probe {pid}")
+                ax.legend(fontsize=7, loc="upper right", ncol=min(4, max(1, len(shown) + 1)), markerscale=4)
             ax.set_ylabel("RTT (ms)")
         elif p == "pacing":
             for fid in shown:
@@ -207,7 +218,7 @@ def cdf(results, labels=None):
     for r, lab in zip(results, labels):
         pre = f"{lab}: " if lab else ""
         if not r.flows.empty and "srtt_ms" in r.flows:
-            _ecdf(a1, r.flows["srtt_ms"], f"{pre}flows' srtt")
+            _ecdf(a1, _srtt(r.flows), f"{pre}flows' srtt")
         if not r.probes.empty:
             _ecdf(a1, r.probes["rtt_ms"], f"{pre}probe RTT", ls="--")
         if not r.links.empty:
