@@ -14,7 +14,8 @@ controls:
   the queue (CAKE only helps if it owns the bottleneck — seed 000).
 
 Scores (docs/advise.md): each figure is normalised to [0, 1] — goodput by the
-best candidate's, latency as base RTT / p95 RTT under load, fairness as the
+best candidate's, latency as base RTT / loaded RTT (the larger of the probe's
+p95 RTT and base + the bottleneck's p95 queueing delay), fairness as the
 neighbour's share / ½ (capped at 1), retransmissions as 1 − rate/10 % — and
 weighted by the goal (:data:`GOALS`). Nothing here is tuned per path; the
 numbers come from the runs.
@@ -83,6 +84,17 @@ class Candidate:
     parts: dict = field(default_factory=dict)
 
     @property
+    def loaded_rtt_ms(self) -> float:
+        """Latency under load as both a new sparse flow (the probe) and the
+        loaded flow itself see it: the larger of the probe's p95 RTT and the
+        base RTT plus the bottleneck's p95 queueing delay. A flow-isolating
+        queue protects the probe while the bulk flow may still wait behind
+        its own backlog; the score counts that wait too."""
+        return max(self.p95_rtt_ms, self._base_ms + self.qdelay_p95_ms)
+
+    _base_ms: float = 0.0
+
+    @property
     def label(self) -> str:
         q = "as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s"
         return f"{self.cc} + {q}"
@@ -90,7 +102,7 @@ class Candidate:
     def figures(self) -> dict:
         return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "goodput_mbps": self.goodput_mbps,
                 "p95_rtt_ms": self.p95_rtt_ms, "retrans_rate": self.retrans_rate, "neighbour_share": self.neighbour_share,
-                "qdelay_p95_ms": self.qdelay_p95_ms, "available_here": self.available, "score": self.score}
+                "qdelay_p95_ms": self.qdelay_p95_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score}
 
 
 def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int) -> dict:
@@ -106,6 +118,7 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int) -> dict:
 def simulate(path: Path, c: Candidate, seed: int = 1) -> Candidate:
     import bloatlab
 
+    c._base_ms = path.base_rtt_ms
     s = bloatlab.run(_scenario(path, c, False, seed)).summary
     f = s["flows"][0]
     c.goodput_mbps = f["goodput_mbps"]
@@ -124,7 +137,7 @@ def score(cands: list[Candidate], path: Path, goal: str) -> None:
     for c in cands:
         parts = {
             "goodput": c.goodput_mbps / best_g,
-            "latency": min(path.base_rtt_ms / c.p95_rtt_ms, 1.0) if c.p95_rtt_ms > 0 else 0.0,
+            "latency": min(path.base_rtt_ms / c.loaded_rtt_ms, 1.0) if c.loaded_rtt_ms > 0 else 0.0,
             "fairness": min(c.neighbour_share / 0.5, 1.0),
             "retransmissions": max(1.0 - c.retrans_rate / RETRANS_ZERO, 0.0),
         }
