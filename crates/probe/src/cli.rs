@@ -2,7 +2,7 @@
 //! message naming the argument (clap's own errors do the same).
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{load, sys, tcp, udp};
+use crate::{echo, load, sys, tcp, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -109,8 +109,8 @@ struct UdpClientArgs {
     host: String,
     #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
-    /// number of requests (default 500000 unless -t is given)
-    #[arg(long, conflicts_with = "time")]
+    /// number of requests (default 500000 unless -t is given; at least 1)
+    #[arg(long, conflicts_with = "time", value_parser = clap::value_parser!(u64).range(1..))]
     count: Option<u64>,
     /// test length instead of a count (seconds, or e.g. 500ms)
     #[arg(short = 't', long = "time", value_parser = secs)]
@@ -144,6 +144,12 @@ struct UdpClientArgs {
     /// print the histogram
     #[arg(long)]
     hist: bool,
+    /// talk to any UDP echo server (payload "This is packet N", checked byte for byte)
+    #[arg(long, conflicts_with_all = ["secret", "time"])]
+    echo: bool,
+    /// with --echo: list answers slower than this (e.g. 1ms)
+    #[arg(long, value_parser = positive_dur, requires = "echo")]
+    limit: Option<u64>,
     #[arg(long)]
     json: bool,
 }
@@ -270,7 +276,21 @@ fn size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `host` may carry its own port: `HOST:PORT` or `[V6]:PORT` (then `port`
+/// is not used).
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    if let Ok(a) = host.parse::<SocketAddr>() {
+        if a.port() == 0 {
+            return Err(format!("HOST {host}: the port after ':' must be 1..65535"));
+        }
+        return Ok(a);
+    }
+    if let Some((h, p)) = host.rsplit_once(':') {
+        if !h.contains(':') {
+            let p: u16 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| format!("HOST {host}: the port after ':' must be 1..65535"))?;
+            return resolve(h, p);
+        }
+    }
     (host, port)
         .to_socket_addrs()
         .map_err(|e| format!("HOST {host}: {e}"))?
@@ -350,6 +370,9 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
 
 fn udp_client(a: UdpClientArgs) -> R {
     let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    if a.echo {
+        return echo_client(a, addr);
+    }
     udp::flags_for(a.size as usize, a.secret.is_some()).map_err(|e| (2, e))?;
     if let Some(cpu) = a.pin {
         sys::pin_cpu(cpu).map_err(|e| (2, e))?;
@@ -518,4 +541,72 @@ fn load_cmd(a: LoadArgs) -> R {
         return Ok(if sys::stopped() { 0 } else { 1 });
     }
     Ok(0)
+}
+
+/// `udp client --echo`: any UDP echo server (see [`echo`]).
+fn echo_client(a: UdpClientArgs, addr: SocketAddr) -> R {
+    if (a.size as usize) < echo::MIN_SIZE {
+        return Err((2, format!("--size {}: --echo needs at least {} bytes (\"This is packet N\\n\")", a.size, echo::MIN_SIZE)));
+    }
+    if let Some(cpu) = a.pin {
+        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    }
+    if let Some(p) = a.rt {
+        sys::apply_rt(p).map_err(|e| (1, e))?;
+    }
+    sys::tight_timer_slack();
+    let cfg = echo::EchoCfg {
+        addr,
+        count: a.count.unwrap_or(500_000),
+        interval_ns: a.interval,
+        size: a.size as usize,
+        timeout_ns: a.timeout.max(1_000_000),
+        limit_ns: a.limit,
+        busy_poll: a.busy_poll,
+        give_up_ns: a.give_up.max(a.timeout),
+    };
+    if !a.json {
+        println!("UDP echo {} to {addr}, {} B \"This is packet N\" requests, {} requests", if a.interval == 0 { "ping-pong".to_string() } else { format!("every {}", fmt_us(a.interval as f64 / 1e3)) }, a.size, cfg.count);
+    }
+    let t0 = sys::mono_ns();
+    let r = echo::run(&cfg).map_err(|e| (2, e))?;
+    let mut rtt = r.rtt_us.clone();
+    let lat = Latency::of(&mut rtt);
+    let loss = if r.sent > 0 { r.lost as f64 / r.sent as f64 } else { 0.0 };
+    if a.json {
+        let mut o = Output::new("udp", scenario("udp-echo", &a.host), t0);
+        o.duration_s = r.elapsed_s;
+        o.meta_extra.insert("timestamps".into(), json!("user-space, client only (echo server)"));
+        o.extra.insert(
+            "echo".into(),
+            json!({"sent": r.sent, "received": r.received, "lost": r.lost, "loss": loss, "mismatched": r.mismatched,
+                   "stray": r.stray, "size": a.size, "timeout_us": cfg.timeout_ns as f64 / 1e3,
+                   "rtt_us": lat.to_json_us(), "limit_us": a.limit.map(|l| l as f64 / 1e3), "slow_count": r.slow_count,
+                   "slow": r.slow.iter().map(|(n, us)| json!([n, us])).collect::<Vec<_>>(), "interrupted": r.interrupted,
+                   "stop_reason": r.stop_reason}),
+        );
+        o.extra.insert("histogram".into(), lat.to_json_us()["histogram"].clone());
+        print_json(&o);
+    } else {
+        for (n, us) in &r.slow {
+            println!("Slow answer #{n}: {}", fmt_us(*us));
+        }
+        if r.slow_count > r.slow.len() as u64 {
+            println!("... {} slow answers in all (first {} listed)", r.slow_count, r.slow.len());
+        }
+        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        if let Some(why) = &r.stop_reason {
+            println!("stopped early: {why}; summary of what was measured:");
+        }
+        println!(
+            "sent {} answered {} lost {} ({:.3} %) mismatched {} stray {} in {:.3} s",
+            r.sent, r.received, r.lost, loss * 100.0, r.mismatched, r.stray, r.elapsed_s
+        );
+        println!("Avg: {}  Min: {}  Max: {}", fmt_us(lat.mean), fmt_us(lat.min), fmt_us(lat.max));
+        println!("p50 {} p90 {} p99 {} p99.9 {}   (user-space timestamps)", fmt_us(lat.p50), fmt_us(lat.p90), fmt_us(lat.p99), fmt_us(lat.p999));
+        if lat.n > 0 {
+            println!("histogram (rtt, log-scale buckets):\n{}", lat.hist_text());
+        }
+    }
+    Ok(if r.stop_reason.is_some() { 1 } else { 0 })
 }

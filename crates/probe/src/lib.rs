@@ -4,6 +4,7 @@
 //! Rooms:
 //! - [`wire`]: the UDP echo packet format and its parser (fuzzed).
 //! - [`udp`]: UDP request/response latency (server, client).
+//! - [`echo`]: UDP request/response against any echo server (`--echo`).
 //! - [`tcp`]: TCP throughput with TCP_INFO series (server, client, control protocol).
 //! - [`load`]: latency under load and responsiveness.
 //! - [`report`]: latency statistics, histogram, the common result schema.
@@ -11,6 +12,7 @@
 //! - [`cli`]: the command line.
 
 pub mod cli;
+pub mod echo;
 pub mod load;
 pub mod report;
 pub mod sys;
