@@ -144,3 +144,31 @@ rtt = "50ms"
     p = s["probes"][0]["rtt_ms"]
     assert 55 < p["p50"] <= 101
     assert s["probes"][0]["loss"] < 0.05
+
+
+def test_a_trace_driven_link_runs_in_the_simulator_at_the_trace_s_capacity(tmp_path):
+    """One 1500-byte opportunity per ms is 12 Mbit/s of IP packets (Mahimahi's
+    format); a bulk flow gets it minus TCP/IP headers (1448/1500), within the
+    3 % that slow start and the last RTT cost in 10 s, whether the
+    opportunities come evenly or in bursts (4 every 4 ms)."""
+    smooth = tmp_path / "smooth.trace"
+    smooth.write_text("1\n")
+    bursty = tmp_path / "bursty.trace"
+    bursty.write_text("4\n4\n4\n4\n")
+
+    def run(trace):
+        return bloatlab.run(f"""
+duration = "10s"
+[link.down]
+rate = "trace:{trace}"
+buffer = "100KB"
+[[flow]]
+cc = "cubic"
+rtt = "40ms"
+""").summary
+
+    s = run(smooth)
+    expect = 12.0 * 1448 / 1500
+    assert expect * 0.97 < s["flows"][0]["goodput_mbps"] <= expect
+    b = run(bursty)
+    assert expect * 0.97 < b["flows"][0]["goodput_mbps"] <= expect

@@ -10,6 +10,7 @@
 //! - [`qdisc`]: queues and AQMs (one file each) behind the [`qdisc::Qdisc`] trait.
 //! - [`filter`]: estimators shared by algorithms (windowed min/max).
 //! - [`stats`]: percentiles and summaries used by every engine's result.
+//! - [`trace`]: Mahimahi delivery traces (trace-driven link rates), for both engines.
 //! - [`wifi`]: the WiFi link kind (airtime, contention, the MAC designs).
 
 pub mod cc;
@@ -18,5 +19,6 @@ pub mod qdisc;
 pub mod rng;
 pub mod stats;
 pub mod time;
+pub mod trace;
 pub mod units;
 pub mod wifi;

@@ -10,8 +10,9 @@
 //! Rooms: [`packet`] (IPv4 headers), [`link`] (the model, clock as an
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
 //! clean-up), [`run`] (a whole run and its raw result), [`scenario`] (the
-//! resolved scenario), [`trace`] (Mahimahi traces), [`pcap`], [`sys`], [`wifi`]
-//! (the WiFi medium instead of the two links).
+//! resolved scenario), [`pcap`], [`sys`], [`wifi`] (the WiFi medium instead of
+//! the two links). Mahimahi traces are read and served by `bloatlab_core::trace`,
+//! as in the simulator.
 
 pub mod forward;
 pub mod link;
@@ -21,5 +22,4 @@ pub mod pcap;
 pub mod run;
 pub mod scenario;
 pub mod sys;
-pub mod trace;
 pub mod wifi;

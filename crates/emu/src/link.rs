@@ -27,7 +27,7 @@
 //!   packet gets the default delay.
 
 use crate::packet;
-use crate::trace::{Trace, OPPORTUNITY_BYTES};
+use bloatlab_core::trace::{Cursor, Trace};
 use bloatlab_core::qdisc::{self, Ecn, Events, Packet, Qdisc, QdiscConfig, Stats};
 use bloatlab_core::rng::{self, Rng, RngExt};
 use bloatlab_core::time::{tx_time, Nanos};
@@ -134,9 +134,8 @@ pub struct Link {
     wire_free: Nanos,
     /// When the qdisc last went from empty to non-empty.
     nonempty_since: Nanos,
-    /// Trace state: next opportunity index and bytes left in the current one.
-    op_k: u64,
-    op_left: u32,
+    /// Trace state: next opportunity and bytes left in the current one.
+    op: Cursor,
     delay_line: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     pool: Vec<Vec<u8>>,
@@ -167,8 +166,7 @@ impl Link {
             stats: Stats::default(),
             wire_free: 0,
             nonempty_since: 0,
-            op_k: 0,
-            op_left: 0,
+            op: Cursor::default(),
             delay_line: BinaryHeap::new(),
             seq: 0,
             pool: Vec::new(),
@@ -264,7 +262,7 @@ impl Link {
         }
         let t = self.wire_free.max(self.nonempty_since);
         match &self.cfg.service {
-            Service::Trace(tr) if self.op_left == 0 => Some(tr.time(tr.first_at_or_after(self.op_k, t))),
+            Service::Trace(tr) => Some(self.op.start_time(tr, t)),
             _ => Some(t),
         }
     }
@@ -310,29 +308,7 @@ impl Link {
             }
             let end = match &self.cfg.service {
                 Service::Rate(r) => t + tx_time(len as u64, *r),
-                Service::Trace(tr) => {
-                    // Use what is left of the current opportunity, then whole ones.
-                    if self.op_left == 0 {
-                        self.op_k = tr.first_at_or_after(self.op_k, t);
-                        self.op_left = OPPORTUNITY_BYTES;
-                    }
-                    let mut need = len;
-                    loop {
-                        let used = need.min(self.op_left);
-                        need -= used;
-                        self.op_left -= used;
-                        if need == 0 {
-                            break;
-                        }
-                        self.op_k += 1;
-                        self.op_left = OPPORTUNITY_BYTES;
-                    }
-                    let end = tr.time(self.op_k);
-                    if self.op_left == 0 {
-                        self.op_k += 1;
-                    }
-                    end
-                }
+                Service::Trace(tr) => self.op.send(tr, t, len),
                 Service::Unlimited => t,
             };
             self.wire_free = end;
@@ -349,21 +325,12 @@ impl Link {
             if still {
                 self.nonempty_since = t;
             }
-            if let Service::Trace(tr) = &self.cfg.service {
-                // An opportunity partly used by this packet can only serve others at its own time.
-                if self.op_left > 0 {
-                    self.wire_free = tr.time(self.op_k);
-                }
-            }
         }
         self.take_samples(now);
         // A trace's unused bytes are lost once the queue is empty.
         if self.backlog() == 0 {
             if let Service::Trace(tr) = &self.cfg.service {
-                if self.op_left > 0 && tr.time(self.op_k) <= now {
-                    self.op_left = 0;
-                    self.op_k += 1;
-                }
+                self.op.idle(tr, now);
             }
         }
     }

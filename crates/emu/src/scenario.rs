@@ -3,7 +3,7 @@
 //! delay mapping, the port range's limits, the link models.
 
 use crate::link::{LinkConfig, Service};
-use crate::trace::Trace;
+use bloatlab_core::trace::Trace;
 use bloatlab_core::qdisc::chain::Stages;
 use bloatlab_core::qdisc::QdiscConfig;
 use bloatlab_core::time::Nanos;

@@ -245,9 +245,7 @@ impl Scenario {
                     return Err(format!("links.{d}: buffer_bytes or buffer_pkts is needed"));
                 }
                 if let Some(t) = &l.trace_ms {
-                    if t.is_empty() || t.windows(2).any(|w| w[1] < w[0]) || t.last() == Some(&0) {
-                        return Err(format!("links.{d}.trace_ms: times must not decrease and must end after 0 ms"));
-                    }
+                    bloatlab_core::trace::Trace::check(t).map_err(|e| format!("links.{d}.trace_ms: {e}"))?;
                 }
             }
         }
