@@ -1,29 +1,8 @@
 //! The raw result (docs/engine-interface.md), serialised with serde.
 
-use bloatlab_core::stats::Dist;
+pub use bloatlab_schema::result::DistOut;
 use serde::Serialize;
 use std::collections::BTreeMap;
-
-#[derive(Debug, Serialize)]
-pub struct DistOut {
-    pub n: usize,
-    pub mean: Option<f64>,
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
-
-fn finite(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
-}
-
-impl DistOut {
-    pub fn of(xs: &mut [f64]) -> DistOut {
-        let d = Dist::of(xs);
-        DistOut { n: d.n, mean: finite(d.mean), p50: finite(d.p50), p95: finite(d.p95), p99: finite(d.p99), max: finite(d.max) }
-    }
-}
 
 #[derive(Debug, Serialize)]
 pub struct FlowOut {
