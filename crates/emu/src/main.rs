@@ -7,57 +7,86 @@
 //! bloatlab-emu cleanup [--all]
 //! bloatlab-emu check [--scenario RESOLVED.json]
 //! ```
-//! Errors are one line on stderr, `error: ...`, exit status 2; an
-//! interrupted run exits 130 after tearing everything down.
+//! Arguments are parsed by clap (as in the probe). Errors are `error: ...` on
+//! stderr, exit status 2; an interrupted run exits 130 after tearing
+//! everything down.
 
 use bloatlab_emu::forward::Timing;
 use bloatlab_emu::run::{self, Options};
 use bloatlab_emu::scenario::Resolved;
 use bloatlab_emu::{ns, sys};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: bloatlab-emu run --scenario FILE --out FILE [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--quiet]
-       bloatlab-emu shell --scenario FILE [--server CMD] [--out FILE] [--pcap DIR] -- COMMAND [ARGS...]
-       bloatlab-emu cleanup [--all]
-       bloatlab-emu check [--scenario FILE]";
-
-struct Args {
-    opts: Vec<(String, Option<String>)>,
-    rest: Vec<String>,
+/// The emulator's command line (clap, as the probe's).
+#[derive(Parser)]
+#[command(name = "bloatlab-emu", version, about = "bloatlab's userspace link emulator (run by `bloatlab run --engine emu`, `bloatlab shell`, `bloatlab emu cleanup`)")]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
 }
 
-impl Args {
-    fn parse(argv: &[String], flags: &[&str], valued: &[&str]) -> Result<Args, String> {
-        let mut opts = Vec::new();
-        let mut i = 0;
-        while i < argv.len() {
-            let a = &argv[i];
-            if a == "--" {
-                return Ok(Args { opts, rest: argv[i + 1..].to_vec() });
-            }
-            if flags.contains(&a.as_str()) {
-                opts.push((a.clone(), None));
-            } else if valued.contains(&a.as_str()) {
-                let v = argv.get(i + 1).ok_or_else(|| format!("{a}: needs a value"))?;
-                opts.push((a.clone(), Some(v.clone())));
-                i += 1;
-            } else {
-                return Err(format!("unknown argument \"{a}\"\n{USAGE}"));
-            }
-            i += 1;
-        }
-        Ok(Args { opts, rest: Vec::new() })
-    }
-    fn get(&self, k: &str) -> Option<&str> {
-        self.opts.iter().rev().find(|(n, _)| n == k).and_then(|(_, v)| v.as_deref())
-    }
-    fn has(&self, k: &str) -> bool {
-        self.opts.iter().any(|(n, _)| n == k)
-    }
+/// What a run or a shell share: the scenario and the emulator's settings.
+#[derive(Args)]
+struct LinkArgs {
+    /// The resolved scenario (JSON, docs/engine-interface.md).
+    #[arg(long, value_name = "FILE")]
+    scenario: String,
+    /// bloatlab-probe (default: $BLOATLAB_PROBE, next to this binary, then PATH).
+    #[arg(long, value_name = "PATH")]
+    probe: Option<String>,
+    /// Write a pcap per direction into DIR.
+    #[arg(long, value_name = "DIR")]
+    pcap: Option<String>,
+    /// No SCHED_FIFO and no /dev/cpu_dma_latency.
+    #[arg(long)]
+    no_rt: bool,
+    /// Early-wake margin of the real-time loop (µs).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    margin_us: u64,
+    /// Say less on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
-fn load(path: Option<&str>) -> Result<Resolved, String> {
-    let p = path.ok_or("--scenario: missing (the resolved scenario JSON)")?;
+#[derive(Subcommand)]
+enum Verb {
+    /// Run a scenario; write the raw result.
+    Run {
+        #[command(flatten)]
+        link: LinkArgs,
+        /// Where to write the raw result (JSON).
+        #[arg(long, value_name = "FILE")]
+        out: String,
+    },
+    /// Run COMMAND in the client namespace behind the emulated link.
+    Shell {
+        #[command(flatten)]
+        link: LinkArgs,
+        /// A server command to run in the server namespace.
+        #[arg(long, value_name = "CMD")]
+        server: Option<String>,
+        /// Also write the raw result of the background flows here.
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+        /// The command and its arguments (after --).
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove what killed runs left behind (namespaces, processes, temporary directories).
+    Cleanup {
+        /// Also the namespaces of emulators still running (they will fail).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Check that this machine can run the emulator (and the scenario's congestion controls).
+    Check {
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<String>,
+    },
+}
+
+fn load(p: &str) -> Result<Resolved, String> {
     let text = std::fs::read_to_string(p).map_err(|e| format!("--scenario {p}: {e}"))?;
     bloatlab_emu::scenario::from_json(&text)
 }
@@ -84,20 +113,16 @@ fn find_probe(explicit: Option<&str>) -> Result<String, String> {
     Err("bloatlab-probe not found (build it: `make setup`, or pass --probe PATH)".into())
 }
 
-fn options(a: &Args) -> Result<Options, String> {
-    let margin_us: u64 = match a.get("--margin-us") {
-        Some(v) => v.parse().map_err(|_| format!("--margin-us: expected microseconds, got \"{v}\""))?,
-        None => 50,
-    };
-    let rt = !a.has("--no-rt");
+fn options(a: &LinkArgs) -> Result<Options, String> {
+    let rt = !a.no_rt;
     let workdir = ns::workdir(std::process::id());
     std::fs::create_dir_all(&workdir).map_err(|e| format!("{}: {e}", workdir.display()))?;
     Ok(Options {
-        probe_bin: find_probe(a.get("--probe"))?,
-        pcap_dir: a.get("--pcap").map(String::from),
-        timing: Timing { margin_ns: margin_us * 1000, fifo_prio: if rt { 10 } else { 0 } },
+        probe_bin: find_probe(a.probe.as_deref())?,
+        pcap_dir: a.pcap.clone(),
+        timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 } },
         dma_latency: rt,
-        quiet: a.has("--quiet"),
+        quiet: a.quiet,
         workdir,
     })
 }
@@ -111,21 +136,14 @@ fn after_stop() {
     }
 }
 
-fn real_main() -> Result<i32, String> {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let Some(verb) = argv.first() else {
-        return Err(USAGE.into());
-    };
-    let rest = &argv[1..];
-    match verb.as_str() {
-        "run" => {
-            let a = Args::parse(rest, &["--no-rt", "--quiet"], &["--scenario", "--out", "--probe", "--pcap", "--margin-us"])?;
-            let sc = load(a.get("--scenario"))?;
-            let out = a.get("--out").ok_or("--out: missing (where to write the raw result)")?;
+fn real_main(cli: Cli) -> Result<i32, String> {
+    match cli.verb {
+        Verb::Run { link, out } => {
+            let sc = load(&link.scenario)?;
             run::preflight(Some(&sc))?;
             sys::install_stop_handlers();
             sys::stop_with_parent();
-            let opt = options(&a)?;
+            let opt = options(&link)?;
             let res = run::run(&sc, &opt);
             if std::env::var_os("BLOATLAB_EMU_KEEP").is_none() {
                 let _ = std::fs::remove_dir_all(&opt.workdir);
@@ -137,28 +155,23 @@ fn real_main() -> Result<i32, String> {
             }
             after_stop();
             let raw = res?;
-            std::fs::write(out, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))?;
+            std::fs::write(&out, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))?;
             Ok(0)
         }
-        "shell" => {
-            let a = Args::parse(rest, &["--no-rt", "--quiet"], &["--scenario", "--out", "--probe", "--pcap", "--margin-us", "--server"])?;
-            if a.rest.is_empty() {
-                return Err("shell: no command given (bloatlab-emu shell --scenario FILE -- COMMAND)".into());
-            }
-            let sc = load(a.get("--scenario"))?;
+        Verb::Shell { link, server, out, command } => {
+            let sc = load(&link.scenario)?;
             run::preflight(Some(&sc))?;
             sys::install_stop_handlers();
             sys::stop_with_parent();
-            let opt = options(&a)?;
-            let res = run::shell(&sc, &opt, a.get("--server"), &a.rest, a.get("--out"));
+            let opt = options(&link)?;
+            let res = run::shell(&sc, &opt, server.as_deref(), &command, out.as_deref());
             let _ = std::fs::remove_dir_all(&opt.workdir);
             after_stop();
             res
         }
-        "cleanup" => {
-            let a = Args::parse(rest, &["--all"], &[])?;
+        Verb::Cleanup { all } => {
             run::preflight(None)?;
-            let removed = ns::cleanup(a.has("--all"))?;
+            let removed = ns::cleanup(all)?;
             let running = ns::running();
             if removed.is_empty() {
                 println!("nothing to clean up");
@@ -170,26 +183,22 @@ fn real_main() -> Result<i32, String> {
             }
             Ok(0)
         }
-        "check" => {
-            let a = Args::parse(rest, &[], &["--scenario"])?;
-            let sc = match a.get("--scenario") {
-                Some(p) => Some(load(Some(p))?),
+        Verb::Check { scenario } => {
+            let sc = match scenario {
+                Some(p) => Some(load(&p)?),
                 None => None,
             };
             run::preflight(sc.as_ref())?;
             println!("ok: kernel {}, congestion controls: {}", sys::kernel_release(), run::kernel_ccs().join(" "));
             Ok(0)
         }
-        "-h" | "--help" | "help" => {
-            println!("{USAGE}");
-            Ok(0)
-        }
-        other => Err(format!("unknown command \"{other}\"\n{USAGE}")),
     }
 }
 
 fn main() {
-    match real_main() {
+    // clap prints usage errors itself as `error: ...` with exit status 2 (and --help/--version with 0).
+    let cli = Cli::parse();
+    match real_main(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             let code = if e.starts_with("interrupted") { 130 } else { 2 };
