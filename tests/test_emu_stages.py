@@ -57,7 +57,14 @@ rtt = "{BASE_RTT_MS:g}ms"
         p = os.path.join(d, "stage.toml")
         with open(p, "w") as f:
             f.write(text)
-        r = compare(p, [])
+        # Known defect (issue 13, seen in ~1 of 5 runs under load): a kernel sender now and then ends
+        # without a result ("no result from bloatlab-probe"), which reads as 0 goodput. That is not
+        # what these tests check, so such a run is re-run once, and said so.
+        for _ in range(2):
+            r = compare(p, [])
+            if all((f.get("rtt_ms") or {}).get("p50") is not None for f in r["emu"]["flows"]):
+                break
+            print("emulator: a sender gave no result (issue 13's known defect); re-running once")
     return r["sim"], r["emu"]
 
 
