@@ -103,6 +103,21 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
+def atomic_write_text(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (aside, then renamed), creating
+    its directory: a reader never sees a half-written file."""
+    d, name = os.path.split(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+    _atomic(d, name, write)
+
+
 def _atomic(out_dir: str, name: str, write) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
     os.close(fd)

@@ -18,6 +18,7 @@ import re
 import subprocess
 
 from ..errors import UserError
+from ..result import atomic_write_text as atomic_write
 
 CONF = "etc/sysctl.d/90-bloatlab.conf"
 STATE = "var/lib/bloatlab/host-state.json"
@@ -52,16 +53,6 @@ def _read_gz(path: str) -> str | None:
 
 def _proc_key(key: str) -> str:
     return "proc/sys/" + key.replace(".", "/")
-
-
-def atomic_write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def sysctl_files(root: str) -> list[str]:

@@ -27,9 +27,9 @@ def main(args) -> int:
 
     m = measure(args.host, quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
     if args.out:
-        from ..advise.host import atomic_write
+        from ..result import atomic_write_text
 
-        atomic_write(args.out, to_toml(m.path.twin()))
+        atomic_write_text(args.out, to_toml(m.path.twin()))
     if args.json:
         json.dump(m.report, sys.stdout, indent=2)
         sys.stdout.write("\n")
