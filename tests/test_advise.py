@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from bloatlab.advise import recommend
+from bloatlab.advise.measure import classify
 from bloatlab.advise.path import Path, grade
 
 from conftest import ROOT, run_cli
@@ -21,6 +22,43 @@ ALL = ["reno", "cubic", "bbr", "bbr3"]
 
 def test_grades_follow_the_dslreports_scale():
     assert [grade(x) for x in (0, 4.9, 5, 29, 59, 199, 399, 400)] == ["A+", "A+", "A", "A", "B", "C", "D", "F"]
+
+
+@pytest.mark.parametrize("probe_q95, flow_q95, excess, kind", [
+    # figures measured through emulated paths, 4 CUBIC flows, 40 ms (docs/advise.md)
+    (0.23, 1.84, 0.021, "policer"),  # 20 Mbit/s policer on a 100 Mbit/s port, down
+    (0.22, 4.25, 0.021, "policer"),  # ... up: the flows wait behind their own TSO bursts at the port
+    (0.58, 7.81, 0.002, "aqm"),      # fq_codel at 50 Mbit/s: the sparse probe is isolated
+    (3.31, 16.6, 0.015, "aqm"),      # fq_codel at 10 Mbit/s: drops like a policer, but the flows queue
+    (3.85, 3.92, 0.003, "fifo"),     # a 0.2-BDP FIFO at 100 Mbit/s: the probe waits as the flows do
+    (3.84, 5.61, 0.017, "fifo"),     # ... at 20 Mbit/s with 1.7 % retransmitted: the queue says FIFO
+    (44.0, 9.7, 0.003, "fifo"),      # a 1-BDP FIFO at 200 Mbit/s; the probes' p95 carries the VM's pauses
+    (0.2, 0.5, 0.0, "fifo"),         # no queue, no drops: nothing limits here (measure warns: not saturated)
+])
+def test_the_limiter_classification_on_measured_figures(probe_q95, flow_q95, excess, kind):
+    assert classify(probe_q95, flow_q95, excess) == kind
+
+
+def test_without_sch_fq_the_advice_leaves_the_qdisc_alone_and_says_why():
+    p = Path(base_rtt_ms=40, down_mbps=20, buffer_bytes=int(20e6 * 0.040 / 8))
+    out = recommend.advise(p, "balanced", current="cubic", available=ALL, queues=("as-is",),
+                           host_qdisc_state=("pfifo_fast", False))
+    rec = out["recommendation"]
+    assert "net.core.default_qdisc" not in rec["sysctl"] and rec["sysctl"]["net.ipv4.tcp_congestion_control"] == rec["cc"]
+    assert rec["qdisc"] == "pfifo_fast" and any("no sch_fq" in r for r in out["reasons"])
+    out = recommend.advise(p, "balanced", current="cubic", available=ALL, queues=("as-is",),
+                           host_qdisc_state=("pfifo_fast", True))
+    assert out["recommendation"]["sysctl"]["net.core.default_qdisc"] == "fq" and out["recommendation"]["qdisc"] == "fq"
+
+
+def test_a_policed_twin_sits_on_a_faster_port_and_the_shaped_candidates_leave_the_policer_out():
+    p = Path(base_rtt_ms=40, down_mbps=20, buffer_bytes=3000, limiter="policer")
+    d = p.link_doc()
+    assert d["rate"] == "200Mbit" and d["policer"] == {"rate": "20Mbit"}
+    s = p.link_doc(19.0, "cake")
+    assert "policer" not in s and s["shaper"] == {"rate": "19Mbit"} and s["qdisc"] == "cake"
+    # an AQM's limit is not measurable: the twin takes fq_codel's own (10240 packets)
+    assert Path(base_rtt_ms=40, down_mbps=20, limiter="aqm").link_doc()["buffer"] == "10240pkt"
 
 
 def test_random_loss_on_a_long_path_recommends_the_bbr_family():
@@ -66,7 +104,10 @@ def test_advise_cli_json_and_bad_input(tmp_path):
     assert json.loads(r.stdout)["recommendation"]["cc"] in ALL
     for bad, key in ((["--rtt", "40ms"], "--rate"), (["--rtt", "fast", "--rate", "1Mbit"], "--rtt"),
                      (["--rtt", "40ms", "--rate", "1Mbit", "--loss", "60%"], "--loss"),
-                     (["--path", str(tmp_path / "none.toml")], "none.toml")):
+                     (["--path", str(tmp_path / "none.toml")], "none.toml"),
+                     (["--rtt", "40ms", "--rate", "1Mbit", "--current-cc", "htcp"], "--current-cc"),
+                     (["--rtt", "40ms", "--rate", "1Mbit", "--duration", "0.1s"], "--duration"),
+                     (["--rtt", "40ms", "--rate", "1Mbit", "--engine", "ns3"], "--engine")):
         r = run_cli("advise", *bad)
         assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
 
@@ -110,13 +151,77 @@ def test_measure_a_bloated_fifo_path_within_the_targets():
 
 
 @needs_root
+def test_measure_finds_a_policer_and_its_rate():
+    # seed 003: a 20 Mbit/s policer on a 100 Mbit/s port; CUBIC alone would read ~15 Mbit/s
+    m = measure_through(["--down", "100Mbit", "--policer", "20Mbit", "--rtt", "30ms"], ["--no-up"])
+    assert m["down"]["limiter"] == "policer", m["down"]
+    assert m["down"]["rate_mbps"] == pytest.approx(20, rel=0.10), m["down"]["rate_by_cc"]
+    assert m["down"]["buffer_bytes"] == 0 and m["down"]["grade"] == "A+"
+
+
+@needs_root
 def test_measure_sees_an_aqm_and_a_clean_grade():
     m = measure_through(["--down", "20Mbit", "--rtt", "40ms", "--qdisc", "fq_codel"], ["--no-up"])
     assert m["down"]["limiter"] == "aqm"
     assert m["down"]["grade"] in ("A+", "A")
     assert m["down"]["rate_mbps"] == pytest.approx(20, rel=0.10)
+    assert m["down"]["buffer_bytes"] is None  # an AQM's limit is not visible from outside
 
 
 def test_measure_refuses_a_host_without_a_server():
     r = run_cli("measure", "127.0.0.1:1", "--quick", timeout=60)
     assert r.returncode == 2 and "bloatlab-probe server" in r.stderr, r.stderr
+
+
+def test_measure_refuses_an_unreachable_host_within_its_timeout():
+    # TEST-NET-1 (RFC 5737): never routed; the idle phase gives up after 3 s without a reply
+    r = run_cli("measure", "192.0.2.1", "--quick", timeout=60)
+    assert r.returncode == 2 and "192.0.2.1" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_measure_refuses_a_server_that_is_not_bloatlab_probe(tmp_path):
+    # a plain UDP echo server (seed 002's board) answers with our own request: not a server of ours
+    import socket
+    import threading
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(0.2)
+    port = s.getsockname()[1]
+    stop = threading.Event()
+
+    def echo():
+        while not stop.is_set():
+            try:
+                data, a = s.recvfrom(2048)
+                s.sendto(data, a)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    try:
+        r = run_cli("measure", f"127.0.0.1:{port}", "--quick", timeout=60)
+    finally:
+        stop.set()
+        t.join()
+        s.close()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "not as `bloatlab-probe server` does" in r.stderr, r.stderr
+
+
+@needs_root
+def test_advise_with_the_kernels_controls_through_the_emulated_twin():
+    # a 4-BDP FIFO at 20 Mbit/s and 20 ms: the kernel's CUBIC fills it (~80 ms of queue), BBR holds
+    # about one BDP in flight beyond the pipe; the kernel decides, not the model
+    r = run_cli("advise", "--rtt", "20ms", "--rate", "20Mbit", "--buffer", "4bdp", "--engine", "emu", "--host-only",
+                "--duration", "4s", "--current-cc", "cubic", "--any-kernel", "--json", timeout=240)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["engine"] == "emu" and "kernel" in out["model"]
+    by = {a["cc"]: a for a in out["alternatives"]}
+    assert set(by) == {"reno", "cubic", "bbr"}
+    assert by["cubic"]["goodput_mbps"] > 0.8 * 20 * 1448 / 1500  # each kernel flow ran and filled the link
+    assert by["cubic"]["loaded_rtt_ms"] > 60  # CUBIC fills the buffer: 4 BDP = 80 ms of queue
+    assert by["bbr"]["loaded_rtt_ms"] < by["cubic"]["loaded_rtt_ms"]
+    assert out["recommendation"]["cc"] == max(out["alternatives"], key=lambda a: a["score"])["cc"]

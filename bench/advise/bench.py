@@ -26,6 +26,11 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 from bloatlab.advise import recommend  # noqa: E402
 from bloatlab.advise.path import Path  # noqa: E402
 
+#: the port behind the policed path, x the policed rate (the twin assumes
+#: path.POLICER_PORT = 10: a different figure, so the bench does not check the
+#: twin against its own assumption)
+POLICED_PORT = 5
+
 # name, down Mbit/s, up Mbit/s, rtt ms, buffer (BDP), loss, limiter
 PATHS = [
     ("home-fifo", 20, 5, 30, 4.0, 0.0, "fifo"),
@@ -42,14 +47,17 @@ PATHS = [
 
 
 def shell_args(down, up, rtt, bdp, loss, limiter) -> list[str]:
-    """The path as `bloatlab shell` flags (buffer and loss apply to both directions;
-    `policer` and `fq_codel` are the stand-alone qdiscs at the link rate)."""
-    a = ["--down", f"{down}Mbit", "--up", f"{up}Mbit", "--rtt", f"{rtt}ms", "--buffer", f"{bdp}bdp"]
+    """The path as `bloatlab shell` flags (buffer and loss apply to both directions).
+    A policer polices `down` (both directions) on a port of POLICED_PORT x that
+    rate, as ISPs police plans on faster ports; `fq_codel` owns the link."""
+    if limiter == "policer":
+        a = ["--down", f"{down * POLICED_PORT}Mbit", "--up", f"{up * POLICED_PORT}Mbit", "--policer", f"{down}Mbit"]
+    else:
+        a = ["--down", f"{down}Mbit", "--up", f"{up}Mbit"]
+    a += ["--rtt", f"{rtt}ms", "--buffer", f"{bdp}bdp"]
     if loss:
         a += ["--loss", f"{loss * 100:g}%"]
-    if limiter == "policer":
-        a += ["--qdisc", "policer"]
-    elif limiter == "aqm":
+    if limiter == "aqm":
         a += ["--qdisc", "fq_codel"]
     return a
 
@@ -91,7 +99,7 @@ def main() -> int:
         checks = {
             "rtt": abs(m["base_rtt_ms"]["p50"] - rtt) <= 2 + 0.05 * rtt,
             "rate": abs(dn["rate_mbps"] - down) <= 0.10 * down,
-            "buffer": limiter != "fifo" or abs(dn["buffer_bdp"] - bdp) <= max(0.3 * bdp, 0.2),
+            "buffer": limiter != "fifo" or (dn["buffer_bdp"] is not None and abs(dn["buffer_bdp"] - bdp) <= max(0.3 * bdp, 0.2)),
             "loss": loss < 0.005 or abs(m["loss"] - loss) <= 0.5 * loss,
             "limiter": dn["limiter"] == limiter,
             "advice": pick == best or within,
@@ -106,7 +114,8 @@ def main() -> int:
             continue
         name, down, up, rtt, bdp, loss, limiter, m, pick, best, ratio, checks = row
         dn, upm = m["down"], m["up"]
-        meas = (f"{dn['rate_mbps']:.3g}/{upm['rate_mbps']:.3g}, {m['base_rtt_ms']['p50']:.1f}, {dn['buffer_bdp']:.2g}, "
+        bufs = "?" if dn["buffer_bdp"] is None else f"{dn['buffer_bdp']:.2g}"
+        meas = (f"{dn['rate_mbps']:.3g}/{upm['rate_mbps']:.3g}, {m['base_rtt_ms']['p50']:.1f}, {bufs}, "
                 f"{m['loss'] * 100:.2g} %, {dn['limiter']} ({m['elapsed_s']:.0f} s)")
         ok = " ".join(k if v else f"**{k} missed**" for k, v in checks.items())
         print(f"| {name} | {down}/{up}, {rtt}, {bdp}, {loss * 100:g} %, {limiter} | {meas} | {'+'.join(pick)} / {'+'.join(best)} ({ratio:.3f}) | {ok} |")

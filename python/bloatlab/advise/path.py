@@ -16,6 +16,13 @@ from .. import units
 from ..errors import UserError
 
 LIMITERS = ("fifo", "policer", "aqm")
+#: the twin's port rate behind a policer, as a multiple of the policed rate (an
+#: assumption, not a measurement: ISPs police 20-100 Mbit/s plans on 1 Gbit/s
+#: ports; any multiple that drains a 10-ms bucket in about a millisecond models
+#: the measured "no queue")
+POLICER_PORT = 10
+#: fq_codel's default limit (packets): net/sched/sch_fq_codel.c, q->limit = 10*1024
+FQ_CODEL_LIMIT_PKTS = 10240
 
 #: DSLReports' bufferbloat grades: added latency under load (ms) -> grade.
 GRADES = ((5, "A+"), (30, "A"), (60, "B"), (200, "C"), (400, "D"))
@@ -68,8 +75,9 @@ class Path:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
         lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck"}[self.limiter]
-        return (f"{self.down_mbps:.3g} Mbit/s down{up}, {self.base_rtt_ms:.3g} ms base RTT, a buffer of "
-                f"{self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP), {loss}, {lim}")
+        buf = ("the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
+               else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
+        return f"{self.down_mbps:.3g} Mbit/s down{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -83,17 +91,26 @@ class Path:
         qdisc (``qdisc``) shaped just below the line rate owns the queue."""
         d: dict = {"rate": f"{self.down_mbps:.6g}Mbit", "loss": self.loss}
         if shaper_mbps:
+            # the user's shaper below the line rate: behind a policer, a shaper
+            # slower than the policer (with a smaller bucket) sends only what
+            # conforms, so the policer never drops and leaves the model
             d["qdisc"] = qdisc
             d["shaper"] = {"rate": f"{shaper_mbps:.6g}Mbit"}
             d["buffer"] = f"{self.buffer}B"
             return d
         if self.limiter == "policer":
+            # a policer sits on a faster port (a measured policed path shows no
+            # queue at all: bursts pass at the wire rate); the port's rate is not
+            # measured, POLICER_PORT x the policed rate stands for it
+            d["rate"] = f"{self.down_mbps * POLICER_PORT:.6g}Mbit"
             d["qdisc"] = "fifo"
             d["buffer"] = f"{max(self.buffer, 3000)}B"
             d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
         elif self.limiter == "aqm":
+            # fq_codel with Linux's own limit unless a buffer was given: a
+            # measurement cannot see an AQM's limit, only the queue it holds
             d["qdisc"] = "fq_codel"
-            d["buffer"] = f"{self.buffer}B"
+            d["buffer"] = f"{self.buffer_bytes}B" if self.buffer_bytes is not None else f"{FQ_CODEL_LIMIT_PKTS}pkt"
         else:
             d["qdisc"] = "fifo"
             d["buffer"] = f"{self.buffer}B"

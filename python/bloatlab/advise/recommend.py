@@ -69,6 +69,24 @@ def current_cc() -> str:
         return "cubic"
 
 
+def host_qdisc() -> tuple[str | None, bool | None]:
+    """This host's ``net.core.default_qdisc`` and whether it can run sch_fq
+    (built in, loaded or loadable; None when nothing tells: not Linux)."""
+    from .host import module_state
+
+    try:
+        with open("/proc/sys/net/core/default_qdisc") as f:
+            cur = f.read().strip() or None
+    except OSError:
+        return None, None
+    st = module_state("/", "sch_fq")
+    return cur, None if st == "unknown" else st in ("built in", "loaded", "loadable")
+
+
+#: controls the emulator's kernel flows can run (mainline Linux: no BBRv3)
+KERNEL_CCS = ("reno", "cubic", "bbr")
+
+
 @dataclass
 class Candidate:
     cc: str
@@ -105,8 +123,8 @@ class Candidate:
                 "qdelay_p95_ms": self.qdelay_p95_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score}
 
 
-def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int) -> dict:
-    doc = path.twin(cc=c.cc)
+def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: float | None = None) -> dict:
+    doc = path.twin(duration_s, cc=c.cc)
     doc["seed"] = seed
     doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
     if neighbour:
@@ -115,17 +133,20 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int) -> dict:
     return doc
 
 
-def simulate(path: Path, c: Candidate, seed: int = 1) -> Candidate:
+def simulate(path: Path, c: Candidate, seed: int = 1, engine: str = "sim", duration_s: float | None = None) -> Candidate:
+    """Run candidate ``c`` on ``path``'s twin: alone with a probe, then beside
+    a CUBIC neighbour. ``engine="emu"``: the real kernel's TCP through the
+    emulated twin (root; real time)."""
     import bloatlab
 
     c._base_ms = path.base_rtt_ms
-    s = bloatlab.run(_scenario(path, c, False, seed)).summary
+    s = bloatlab.run(_scenario(path, c, False, seed, duration_s), engine=engine).summary
     f = s["flows"][0]
     c.goodput_mbps = f["goodput_mbps"]
     c.retrans_rate = f["retrans_rate"]
     c.p95_rtt_ms = s["probes"][0]["rtt_ms"]["p95"] if s["probes"] and s["probes"][0]["rtt_ms"] else float("nan")
     c.qdelay_p95_ms = s["links"]["down"]["qdelay_ms"]["p95"] if s["links"]["down"]["qdelay_ms"] else 0.0
-    n = bloatlab.run(_scenario(path, c, True, seed)).summary["flows"]
+    n = bloatlab.run(_scenario(path, c, True, seed, duration_s), engine=engine).summary["flows"]
     total = n[0]["goodput_mbps"] + n[1]["goodput_mbps"]
     c.neighbour_share = n[1]["goodput_mbps"] / total if total > 0 else 0.0
     return c
@@ -151,18 +172,36 @@ def candidates(path: Path, ccs=CCS, queues=QUEUES) -> list[Candidate]:
 
 
 def advise(path: Path, goal: str = "balanced", current: str | None = None, available: list[str] | None = None,
-           seed: int = 1, progress=None, queues=QUEUES) -> dict:
-    """Simulate every candidate on ``path``'s twin and recommend one."""
-    if goal not in GOALS:
-        from ..errors import UserError
+           seed: int = 1, progress=None, queues=QUEUES, engine: str = "sim",
+           host_qdisc_state: tuple[str | None, bool | None] = (None, None), duration_s: float | None = None) -> dict:
+    """Run every candidate on ``path``'s twin and recommend one.
 
+    ``engine="emu"`` runs the kernel's controls (:data:`KERNEL_CCS`) through the
+    emulated twin instead of the model; ``duration_s`` sets each run's length
+    (default: 100 base RTTs, 10-30 s). ``host_qdisc_state`` is (this host's
+    default qdisc, whether sch_fq is available here) from :func:`host_qdisc`:
+    without sch_fq the sysctl lines leave the qdisc alone (BBR paces by itself
+    since Linux 4.13; the reasons say so)."""
+    from ..errors import UserError
+
+    if goal not in GOALS:
         raise UserError(f"--goal: expected one of {', '.join(GOALS)}, got {goal!r}")
+    if engine not in ("sim", "emu"):
+        raise UserError(f"--engine: expected sim or emu, got {engine!r}")
     current = current or current_cc()
-    cands = candidates(path, CCS, queues)
-    if current not in CCS:
+    ccs = CCS if engine == "sim" else KERNEL_CCS
+    cands = candidates(path, ccs, queues)
+    if current not in ccs:
+        from .._native import cc_names
+
+        known = KERNEL_CCS if engine == "emu" else tuple(cc_names())
+        if current not in known:
+            raise UserError(f"--current-cc: {current!r} (what this host runs today, unless given) is not one "
+                            f"{'the emulator runs' if engine == 'emu' else 'the model has'}; give the nearest of "
+                            f"{', '.join(known)}")
         cands.append(Candidate(current, "as-is", None))
     for i, c in enumerate(cands):
-        simulate(path, c, seed)
+        simulate(path, c, seed, engine, duration_s)
         c.available = available is None or c.cc in available
         if progress:
             progress(i + 1, len(cands), c)
@@ -171,28 +210,39 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
     usable = [c for c in ranked if c.available]
     best = usable[0] if usable else ranked[0]
     cur = next(c for c in cands if c.cc == current and c.queue == "as-is")
+    cur_qdisc, fq_here = host_qdisc_state
+    host_q = "fq" if fq_here is not False else (cur_qdisc or "as-is")
+    out_reasons = reasons(path, best, cur, cands, ranked)
+    if fq_here is False:
+        out_reasons.append(f"This kernel has no sch_fq (not built in, not loadable), so the host keeps its qdisc "
+                           f"({cur_qdisc or 'unknown'}): {'BBR paces by itself since Linux 4.13 (TCP internal pacing)' if best.cc.startswith('bbr') else best.cc.upper() + ' then runs unpaced, as it does on most hosts'}.")
+    model = ("the real kernel's TCP through the emulated twin (bloatlab-emu, docs/advise.md)" if engine == "emu"
+             else "bloatlab simulator on the path's twin (docs/advise.md)")
     return {
         "path": path.as_dict(),
         "goal": goal,
+        "engine": engine,
         "recommendation": {
             "cc": best.cc,
-            "qdisc": "fq" if best.queue == "as-is" else best.queue,
+            "qdisc": host_q if best.queue == "as-is" else best.queue,
+            "host_qdisc": host_q,
             "shaper_mbps": best.shaper_mbps,
-            "sysctl": sysctl_for(best),
+            "sysctl": sysctl_for(best, fq_here is not False),
         },
         "expected": best.figures(),
         "current": cur.figures(),
         "alternatives": [c.figures() for c in ranked],
-        "reasons": reasons(path, best, cur, cands, ranked),
+        "reasons": out_reasons,
         "caveats": caveats(path, best, cands),
-        "model": "bloatlab simulator on the path's twin (docs/advise.md); scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
+        "model": model + "; scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
     }
 
 
-def sysctl_for(c: Candidate) -> dict:
-    """The sending host's lines (seed 004): the control, and sch_fq for pacing.
-    A shaped AQM lives on the router that owns the bottleneck, not in sysctl."""
-    return {"net.core.default_qdisc": "fq", "net.ipv4.tcp_congestion_control": c.cc}
+def sysctl_for(c: Candidate, fq: bool = True) -> dict:
+    """The sending host's lines (seed 004): the control, and sch_fq for pacing
+    where the kernel has it. A shaped AQM lives on the router that owns the
+    bottleneck, not in sysctl."""
+    return ({"net.core.default_qdisc": "fq"} if fq else {}) | {"net.ipv4.tcp_congestion_control": c.cc}
 
 
 def _find(cands, cc, queue):

@@ -24,6 +24,10 @@ def register(sub) -> None:
     p.add_argument("--host-only", action="store_true",
                    help="you do not own a router in front of the bottleneck: only the sender's control and qdisc")
     p.add_argument("--any-kernel", action="store_true", help="recommend controls this host's kernel lacks too")
+    p.add_argument("--engine", default="sim", choices=["sim", "emu"],
+                   help="sim: the model (seconds); emu: the real kernel's reno/cubic/bbr through the emulated twin "
+                        "(root, real time: about 20 s per candidate)")
+    p.add_argument("--duration", metavar="TIME", help="length of each candidate's run (default: 100 base RTTs, 10-30 s)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
@@ -47,21 +51,39 @@ def path_of(args):
     return Path.from_args(args.rtt, args.rate, args.buffer, args.loss, args.up_rate, args.limiter)
 
 
+def _duration(text: str | None) -> float | None:
+    from .. import units
+    from ..errors import UserError
+
+    if text is None:
+        return None
+    try:
+        s = units.parse_duration(text) / 1e9
+    except ValueError as e:
+        raise UserError(f"--duration: {e}") from None
+    if not 1 <= s <= 600:
+        raise UserError(f"--duration: expected 1 s to 10 min, got {text}")
+    return s
+
+
 def main(args) -> int:
     from ..advise import recommend
 
     path = path_of(args)
     queues = ("as-is",) if args.host_only else recommend.QUEUES
     avail = None if args.any_kernel else recommend.kernel_ccs()
+    qstate = (None, None) if args.any_kernel else recommend.host_qdisc()
+    kw = dict(queues=queues, engine=args.engine, host_qdisc_state=qstate, duration_s=_duration(args.duration))
     from rich.progress import Progress
 
     if args.json or not sys.stderr.isatty():
-        out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, queues=queues)
+        out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, **kw)
     else:
         with Progress(transient=True) as prog:
-            task = prog.add_task("simulating the candidates on the twin", total=None)
-            out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, queues=queues,
-                                   progress=lambda i, n, c: prog.update(task, completed=i, total=n, description=f"simulated {c.label}"))
+            what = "emulating" if args.engine == "emu" else "simulating"
+            task = prog.add_task(f"{what} the candidates on the twin", total=None)
+            out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, **kw,
+                                   progress=lambda i, n, c: prog.update(task, completed=i, total=n, description=f"{what[:-3]}ed {c.label}"))
     if args.json:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -81,9 +103,11 @@ def show(out: dict) -> None:
     rec = out["recommendation"]
     shaped = f" shaped at {rec['shaper_mbps']:.3g} Mbit/s on the router you own" if rec["shaper_mbps"] else ""
     con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}")
+    fq = " --qdisc fq" if rec["sysctl"].get("net.core.default_qdisc") == "fq" else ""
     con.print("  on the sending host: " + "; ".join(f"{k} = {v}" for k, v in rec["sysctl"].items())
-              + "   (bloatlab host apply --cc {} --qdisc fq)".format(rec["cc"]))
-    t = Table(title="expected on your path (simulated twin)")
+              + f"   (bloatlab host apply --cc {rec['cc']}{fq})")
+    twin = "emulated twin, the kernel's TCP" if out.get("engine") == "emu" else "simulated twin"
+    t = Table(title=f"expected on your path ({twin})")
     for c in ("", "goodput Mbit/s", "p95 RTT under load ms", "retransmitted", "CUBIC neighbour keeps"):
         t.add_column(c, justify="right")
     for name, f in (("today", out["current"]), ("recommended", out["expected"])):

@@ -12,7 +12,7 @@ def register(sub) -> None:
                                    "bufferbloat grade, the buffer, and what limits the rate — against a host running "
                                    "`bloatlab-probe server` (docs/advise.md).")
     p.add_argument("host", metavar="HOST[:PORT]")
-    p.add_argument("--quick", action="store_true", help="shorter phases (~15 s instead of ~35 s)")
+    p.add_argument("--quick", action="store_true", help="shorter phases (~25-30 s in all instead of ~45-60 s; longer on long paths)")
     p.add_argument("--flows", type=int, default=4, help="parallel TCP flows per direction (default 4)")
     p.add_argument("--no-up", action="store_true", help="measure the download direction only")
     p.add_argument("--secret", help="the server's shared secret")

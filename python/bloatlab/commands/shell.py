@@ -44,6 +44,8 @@ def register(sub) -> None:
     p.add_argument("--loss", metavar="P", help="random loss in each direction, e.g. 1%%")
     p.add_argument("--buffer", metavar="SIZE", help='bottleneck buffer per direction: "1bdp", "375KB", "100pkt"')
     p.add_argument("--qdisc", metavar="NAME", help="bottleneck qdisc (fifo, codel, fq_codel, ...)")
+    p.add_argument("--policer", metavar="RATE", help="a policer at RATE in front of the qdisc in each direction (drops "
+                   "beyond a 10-ms token bucket, delays nothing); --down/--up are then the port's rate")
     p.add_argument("--station", metavar="NAME", help="with a [wifi] --scenario: the station COMMAND sits on "
                    "(a station or group name; a group: its first station)")
     p.add_argument("--server", metavar="CMD", help="a command to run in the server namespace meanwhile "
@@ -87,6 +89,10 @@ def build_resolved(args) -> dict:
         for d in ("down", "up"):
             if d in links:
                 links[d][key] = opt
+    if args.policer is not None:
+        for d in ("down", "up"):
+            if d in links:
+                links[d]["policer"] = {"rate": args.policer}
     if args.rtt and args.scenario is None:
         doc["flow"][0]["rtt"] = args.rtt
     resolved = sc_mod.load(doc).resolved()  # errors name the key: link.down.rate is --down, ...
