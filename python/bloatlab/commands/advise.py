@@ -109,7 +109,7 @@ def show(out: dict) -> None:
     twin = "emulated twin, the kernel's TCP" if out.get("engine") == "emu" else "simulated twin"
     t = Table(title=f"expected on your path ({twin})")
     for c in ("", "goodput Mbit/s", "p95 RTT under load ms", "retransmitted", "CUBIC neighbour keeps"):
-        t.add_column(c, justify="right")
+        t.add_column(c, justify="right", no_wrap=not c)
     for name, f in (("today", out["current"]), ("recommended", out["expected"])):
         t.add_row(f"{name}: {f['cc']} / {f['queue']}", f"{f['goodput_mbps']:.3g}", f"{f['p95_rtt_ms']:.0f}",
                   f"{f['retrans_rate'] * 100:.2g} %", f"{f['neighbour_share'] * 100:.0f} %")
