@@ -24,7 +24,22 @@ fn check_sim(resolved_json: &str) -> PyResult<()> {
 /// Congestion controls the simulator knows.
 #[pyfunction]
 fn cc_names() -> Vec<&'static str> {
-    bloatlab_core::cc::NAMES.to_vec()
+    bloatlab_core::cc::names()
+}
+
+/// The control catalogue: [{name, source, mainline, doc}].
+#[pyfunction]
+fn ccs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let out = PyList::empty(py);
+    for c in bloatlab_core::cc::CATALOG {
+        let d = PyDict::new(py);
+        d.set_item("name", c.name)?;
+        d.set_item("source", c.source)?;
+        d.set_item("mainline", c.mainline)?;
+        d.set_item("doc", c.doc)?;
+        out.append(d)?;
+    }
+    Ok(out)
 }
 
 fn kind_str(k: ParamKind) -> String {
@@ -68,5 +83,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
+    m.add_function(wrap_pyfunction!(ccs, m)?)?;
     Ok(())
 }

@@ -295,8 +295,42 @@ pub trait CongestionControl: Send {
     }
 }
 
-/// The controls the simulator knows.
-pub const NAMES: &[&str] = &["reno", "cubic", "bbr", "newreno", "vegas", "westwood", "dctcp", "bbr3"];
+/// One control as `bloatlab ccs` lists it: its Linux name, the source the
+/// model follows, whether mainline Linux ships it (the emulator's kernel flows
+/// can run only those this machine's kernel offers), and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct CcInfo {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub mainline: bool,
+    pub doc: &'static str,
+}
+
+/// The controls the simulator knows, in the order `bloatlab ccs` lists them.
+/// Add a control here and in [`by_name`].
+pub const CATALOG: &[CcInfo] = &[
+    CcInfo { name: "reno", source: "RFC 5681, Linux net/ipv4/tcp_cong.c", mainline: true,
+             doc: "loss-based AIMD: +1 segment per RTT, halve on loss (Linux's built-in fallback)" },
+    CcInfo { name: "cubic", source: "Linux net/ipv4/tcp_cubic.c (v6.18), RFC 9438", mainline: true,
+             doc: "loss-based, window grows as a cubic of the time since the last loss, x0.7 on loss; HyStart; Linux's default" },
+    CcInfo { name: "bbr", source: "Linux net/ipv4/tcp_bbr.c (v6.x)", mainline: true,
+             doc: "BBRv1: model-based, paces at the max-filtered delivery rate, cwnd 2 BDP; ignores random loss; long-term sampling behind policers" },
+    CcInfo { name: "newreno", source: "RFC 6582", mainline: false,
+             doc: "Reno with NewReno's partial-ACK fast recovery (no SACK), as ns-3 and the RFCs model TCP" },
+    CcInfo { name: "vegas", source: "Linux net/ipv4/tcp_vegas.c", mainline: true,
+             doc: "delay-based: keeps alpha..beta (2..4) segments queued at the bottleneck; yields to loss-based flows" },
+    CcInfo { name: "westwood", source: "Linux net/ipv4/tcp_westwood.c", mainline: true,
+             doc: "Westwood+: on loss, sets ssthresh from the estimated bandwidth x min RTT instead of halving" },
+    CcInfo { name: "dctcp", source: "Linux net/ipv4/tcp_dctcp.c, RFC 8257", mainline: true,
+             doc: "ECN-based: reduces cwnd in proportion to the fraction of CE-marked bytes (needs ecn = true and a marking qdisc)" },
+    CcInfo { name: "bbr3", source: "github.com/google/bbr branch v3, draft-ietf-ccwg-bbr", mainline: false,
+             doc: "BBRv3: BBR with loss and ECN bounds (inflight_hi/lo), fairer to CUBIC; not in mainline Linux" },
+];
+
+/// The controls the simulator knows (the names of [`CATALOG`]).
+pub fn names() -> Vec<&'static str> {
+    CATALOG.iter().map(|c| c.name).collect()
+}
 
 /// A control by its Linux name, or None.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
@@ -322,3 +356,24 @@ pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl
         _ => by_name(name),
     }
 }
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::*;
+
+    #[test]
+    fn every_catalogued_control_is_built_by_name_and_nothing_else_is() {
+        for c in CATALOG {
+            assert!(by_name(c.name).is_some(), "{} is catalogued but by_name does not build it", c.name);
+            assert!(!c.doc.is_empty() && !c.source.is_empty(), "{}", c.name);
+        }
+        let mut n = names();
+        n.sort();
+        n.dedup();
+        assert_eq!(n.len(), CATALOG.len(), "a name twice in the catalogue");
+        for unknown in ["htcp", "BBR", ""] {
+            assert!(by_name(unknown).is_none());
+        }
+    }
+}
+

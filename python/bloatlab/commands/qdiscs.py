@@ -1,0 +1,86 @@
+"""``bloatlab qdiscs``: the queue disciplines and their parameters.
+
+The table lives in the Rust core (``crates/core/src/qdisc/mod.rs``,
+``QDISCS``) — validation, the simulator and the emulator read the same one;
+this prints it. ``docs/queues.md`` is this command's ``--markdown`` output
+(a test keeps it current).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("qdiscs", help="list the queue disciplines and their parameters",
+                       description="The qdiscs a link can run (link.DIR.qdisc) and their parameters "
+                                   "(link.DIR.qdisc_params), with Linux's defaults.")
+    p.add_argument("name", nargs="?", help="show only this qdisc")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--markdown", action="store_true", help="as docs/queues.md")
+    p.set_defaults(func=main)
+
+
+def default_text(kind: str, v: float) -> str:
+    """A parameter's default as a scenario would write it."""
+    if kind == "bool":
+        return "true" if v else "false"
+    if kind.startswith("choice:"):
+        names = kind[len("choice:"):].split(",")
+        return f'"{names[int(v)]}"' if 0 <= int(v) < len(names) else repr(v)
+    if kind == "time":
+        if v >= 1e18:
+            return "off"
+        return f'"{v / 1e9:g}s"' if v >= 1e9 else f'"{v / 1e6:g}ms"' if v >= 1e6 else f'"{v / 1e3:g}us"' if v else '"0ms"'
+    if kind == "size":
+        return f'"{int(v)}B"'
+    if kind == "rate":
+        # a rate is positive in a scenario: 0 means "leave it out" (its meaning is in the doc)
+        return f'"{v / 1e6:g}Mbit"' if v else "unset"
+    return f"{v:g}"
+
+
+def table() -> list[dict]:
+    from .._native import qdiscs
+
+    return [dict(q, params=[dict(p, default_text=default_text(p["kind"], p["default"])) for p in q["params"]]) for q in qdiscs()]
+
+
+def markdown(qs: list[dict]) -> str:
+    out = []
+    for q in qs:
+        out += [f"## `{q['name']}`", "", q["doc"], ""]
+        if q["params"]:
+            out += ["| parameter | kind | default | meaning |", "|---|---|---|---|"]
+            for p in q["params"]:
+                kind = p["kind"] if not p["kind"].startswith("choice:") else "one of " + ", ".join(f"`{c}`" for c in p["kind"][7:].split(","))
+                out.append(f"| `{p['name']}` | {kind} | {p['default_text']} | {p['doc'].replace('|', '/')} |")
+            out.append("")
+        else:
+            out += ["No parameters: its limit is the link's `buffer`.", ""]
+    return "\n".join(out)
+
+
+def main(args) -> int:
+    from ..errors import UserError
+
+    qs = table()
+    if args.name:
+        qs = [q for q in qs if q["name"] == args.name]
+        if not qs:
+            raise UserError(f'qdiscs: unknown qdisc "{args.name}" (known: {", ".join(q["name"] for q in table())})')
+    if args.json:
+        json.dump(qs, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.markdown:
+        sys.stdout.write(markdown(qs) + "\n")
+    else:
+        for q in qs:
+            print(f"{q['name']:<9} {q['doc']}")
+            if args.name:
+                for p in q["params"]:
+                    print(f"    {p['name']:<20} {p['default_text']:<12} {p['doc']}")
+        if not args.name:
+            print("\n`bloatlab qdiscs NAME` shows a qdisc's parameters (link.DIR.qdisc_params); docs/queues.md has them all.")
+    return 0
