@@ -82,6 +82,7 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "marks": int(r.get("marks", 0) or 0),
             "tx_pkts": int(r.get("tx_pkts", 0) or 0),
             "qdelay_ms": _dist(r.get("qdelay_ms")),
+            "stages": stages(spec),
         }
     probes = []
     rp = {p["id"]: p for p in raw.get("probes", [])}
@@ -99,6 +100,9 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "sent": int(sent),
         })
     goodputs = [f["goodput_mbps"] for f in flows]
+    # fairness within a direction: download and upload flows cross different
+    # bottlenecks, so an index over both would mix two unrelated shares
+    by_dir = {d: jain([f["goodput_mbps"] for f in flows if f["direction"] == d]) for d in ("down", "up")}
     stations = _stations(raw.get("wifi"), resolved, flows, duration_s)
     out = {
         "version": __version__,
@@ -111,11 +115,42 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
         "links": links,
         "probes": probes,
         "total_goodput_mbps": sum(goodputs),
-        "jain_fairness": jain(goodputs),
+        "jain_fairness": by_dir["down"] if any(f["direction"] == "down" for f in flows) else by_dir["up"],
+        "jain_fairness_by_direction": by_dir,
         "meta": raw.get("meta", {}),
     }
     if stations is not None:
         out.update(stations)
+    return out
+
+
+def _size(b: int) -> str:
+    return f"{b / 1e6:.3g} MB" if b >= 1e6 else f"{b / 1e3:.3g} KB" if b >= 1e3 else f"{b} B"
+
+
+def stages(spec: dict) -> list[str]:
+    """The stages a packet crosses on a direction, in order (docs/scenario.md):
+    random loss, policer, qdisc with its buffer, shaper, device queue, the wire."""
+    out = []
+    if spec.get("loss"):
+        out.append(f"loss {spec['loss'] * 100:.3g}%")
+    if spec.get("policer"):
+        b = spec["policer"]
+        out.append(f"policer {b['rate_bps'] / 1e6:g} Mbit/s (burst {_size(b['burst_bytes'])})")
+    q = spec["qdisc"]["kind"]
+    if spec.get("buffer_bytes") is not None:
+        q += f" {_size(spec['buffer_bytes'])}"
+    elif spec.get("buffer_pkts") is not None:
+        q += f" {spec['buffer_pkts']} pkt"
+    out.append(q)
+    if spec.get("shaper"):
+        b = spec["shaper"]
+        out.append(f"shaper {b['rate_bps'] / 1e6:g} Mbit/s (burst {_size(b['burst_bytes'])})")
+    if spec.get("device_queue_pkts") is not None:
+        out.append(f"device queue {spec['device_queue_pkts']} pkt")
+    elif spec.get("device_queue_bytes") is not None:
+        out.append(f"device queue {_size(spec['device_queue_bytes'])}")
+    out.append(f"wire {spec['rate_bps'] / 1e6:g} Mbit/s" + (" (trace)" if spec.get("trace_ms") else ""))
     return out
 
 

@@ -79,7 +79,9 @@ def print_summary(s: dict) -> None:
               f"{_f(f['rtt_ms']['p50']):>8} {_f(f['rtt_ms']['p95']):>8} {_f(f['fct_s'], '{:.2f}s'):>7}")
     for d, l in s["links"].items():
         q = l["qdelay_ms"]
-        print(f"link {d:<4} {l['rate_mbps']:g} Mbit/s {l['qdisc']}: utilization {100 * l['utilization']:.1f}%  "
+        path = " -> ".join(l.get("stages") or [f"{l['qdisc']}", f"wire {l['rate_mbps']:g} Mbit/s"])
+        print(f"link {d:<4} {path}")
+        print(f"          utilization {100 * l['utilization']:.1f}%  "
               f"drops {l['drops']}  qdelay ms mean {_f(q['mean'])} p95 {_f(q['p95'])} p99 {_f(q['p99'])}")
     for st in s.get("stations", []):
         q = st["qdelay_ms"]
@@ -94,5 +96,6 @@ def print_summary(s: dict) -> None:
         r = p["rtt_ms"]
         loss = "-" if p["loss"] is None else f"{100 * p['loss']:.1f}%"
         print(f"probe {p['name']}: rtt ms p50 {_f(r['p50'])} p95 {_f(r['p95'])} p99 {_f(r['p99'])}  loss {loss}")
-    jf = s["jain_fairness"]
-    print(f"total goodput {s['total_goodput_mbps']:.2f} Mbit/s  jain fairness {_f(jf, '{:.3f}')}")
+    by = s.get("jain_fairness_by_direction") or {"down": s["jain_fairness"], "up": None}
+    fair = "  ".join(f"jain fairness {d} {_f(v, '{:.3f}')}" for d, v in by.items() if v is not None) or "jain fairness -"
+    print(f"total goodput {s['total_goodput_mbps']:.2f} Mbit/s  {fair}")
