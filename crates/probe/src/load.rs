@@ -50,20 +50,72 @@ pub struct LoadCfg {
     pub verbose: bool,
 }
 
-/// TCP-connect round trips (ms) with their start times (s since t0).
-fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
+/// Most connect probes in flight at once: at 10 per second that covers
+/// connects of up to 6.4 s (a deep queue on a long path); beyond, a due
+/// probe is counted as late instead of being issued.
+pub const CONNECT_MAX_INFLIGHT: usize = 64;
+/// How long after its phase the connects still in flight may finish (then
+/// they count as unanswered).
+pub const CONNECT_GRACE_NS: u64 = 2_000_000_000;
+
+/// TCP-connect probes of one phase.
+#[derive(Debug, Default, Clone)]
+pub struct Connects {
+    /// (start, s since t0; handshake time, ms) of each answered connect
+    pub done: Vec<(f64, f64)>,
+    /// due while [`CONNECT_MAX_INFLIGHT`] were pending: not issued, not moved
+    pub late: u64,
+    /// issued but not answered by the phase's end + [`CONNECT_GRACE_NS`]
+    pub unanswered: u64,
+}
+
+/// TCP-connect probes every [`CONNECT_INTERVAL_NS`] from now until `until`,
+/// each issued on schedule on its own thread (draft-ietf-ippm-responsiveness's
+/// foreign probes run in parallel with the load): a slow handshake delays no
+/// later probe, and no probe starts after the phase (before, one blocking
+/// thread ran them back to back: at 200 ms RTT under load 80 connects due in
+/// 8 s ran on for 12 s more, measured as "loaded" while the load had stopped).
+fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+    let (tx, rx) = mpsc::channel();
+    let inflight = Arc::new(AtomicUsize::new(0));
+    let mut out = Connects::default();
+    let mut issued = 0u64;
     let mut next = sys::mono_ns();
     while next < until && !sys::stopped() {
         sys::sleep_until_mono(next);
-        let a = sys::mono_ns();
-        if let Ok(s) = tcp::connect(addr, None, None) {
-            let b = sys::mono_ns();
-            out.push(((a - t0) as f64 / 1e9, (b - a) as f64 / 1e6));
-            drop(s);
-        }
         next += CONNECT_INTERVAL_NS;
+        if inflight.load(Ordering::SeqCst) >= CONNECT_MAX_INFLIGHT {
+            out.late += 1;
+            continue;
+        }
+        inflight.fetch_add(1, Ordering::SeqCst);
+        issued += 1;
+        let (tx, mine) = (tx.clone(), inflight.clone());
+        let spawned = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || {
+            let a = sys::mono_ns();
+            if let Ok(s) = tcp::connect(addr, None, None) {
+                let b = sys::mono_ns();
+                let _ = tx.send(((a - t0) as f64 / 1e9, (b - a) as f64 / 1e6));
+                drop(s);
+            }
+            mine.fetch_sub(1, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            inflight.fetch_sub(1, Ordering::SeqCst);
+            issued -= 1;
+            out.late += 1;
+        }
     }
+    drop(tx);
+    let grace_end = sys::mono_ns().max(until) + CONNECT_GRACE_NS;
+    while inflight.load(Ordering::SeqCst) > 0 && sys::mono_ns() < grace_end && !sys::stopped() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    out.done = rx.try_iter().collect();
+    out.done.sort_by(|x, y| x.0.total_cmp(&y.0));
+    out.unanswered = issued - out.done.len() as u64;
     out
 }
 
@@ -196,8 +248,8 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     let loaded_idx: Vec<usize> = (0..load_udp.t_s.len()).filter(|&i| load_udp.t_s[i] >= ramp_end_s).collect();
     let mut idle_rtt: Vec<f64> = idle_udp.rtt_us.iter().map(|x| x / 1e3).collect();
     let mut load_rtt: Vec<f64> = loaded_idx.iter().map(|&i| load_udp.rtt_us[i] / 1e3).collect();
-    let idle_c: Vec<f64> = idle_conn.iter().map(|x| x.1).collect();
-    let load_c: Vec<f64> = load_conn.iter().filter(|x| x.0 >= ramp_end_s).map(|x| x.1).collect();
+    let idle_c: Vec<f64> = idle_conn.done.iter().map(|x| x.1).collect();
+    let load_c: Vec<f64> = load_conn.done.iter().filter(|x| x.0 >= ramp_end_s).map(|x| x.1).collect();
     let rpm_loaded = rpm(&load_c, &load_rtt);
     let rpm_idle = rpm(&idle_c, &idle_rtt);
     let (g, gtext) = grade(rpm_loaded);
@@ -241,7 +293,8 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         json!({
             "idle": {"udp_rtt_ms": lat(&li), "connect_ms": lat(&lci), "rpm": rpm_idle},
             "loaded": {"udp_rtt_ms": lat(&ll), "connect_ms": lat(&lcl), "rpm": rpm_loaded,
-                        "from_s": ramp_end_s, "udp_loss": load_udp.probe_raw(0).loss()},
+                        "from_s": ramp_end_s, "udp_loss": load_udp.probe_raw(0).loss(),
+                        "connects_late": load_conn.late, "connects_unanswered": load_conn.unanswered},
             "latency_increase_ms": {"rtt_p50": ll.p50 - li.p50, "rtt_p90": ll.p90 - li.p90, "rtt_p99": ll.p99 - li.p99,
                                      "up_p50": up_inc, "down_p50": down_inc},
             "goodput_mbps": {"down": goodput.0, "up": goodput.1},
