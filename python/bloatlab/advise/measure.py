@@ -221,8 +221,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     flow_q50 = max(w["flow_rtt_p50"] - base_p50, 0.0) if np.isfinite(w["flow_rtt_p50"]) else 0.0
     # a standing queue at a FIFO through the window (the flows' median queueing
     # ≥ QUEUE_MS) means the link never idled: the fill phase's rate is the
-    # link's, and a BBR phase would only cost time (4 load runs at 200 ms took
-    # 70 s: each costs ~13 s beyond its load there)
+    # link's, and a BBR phase would only cost time (at 200 ms, two more load
+    # runs of ~7 s each)
     standing = limiter == "fifo" and flow_q50 >= QUEUE_MS
     if not lossy and not standing:
         rsecs = _phase_secs(base_p50, quick, fill=False)
