@@ -18,5 +18,7 @@ for b in bench/probe/run.sh bench/run_emu.sh bench/study/run.sh; do
 done
 echo "== measure + advise on emulated paths (root) =="
 if [ "$(id -u)" = 0 ]; then $PY bench/advise/bench.py | tee bench/out/advise.md; else echo "skipped: needs root"; fi
+echo "== single-bit flips in a stored run (issue 16 §3) =="
+$PY bench/store/bitflips.py | tee bench/out/bitflips.txt
 echo "== the advisor's model against the kernel (root) =="
 if [ "$(id -u)" = 0 ]; then $PY bench/advise/kernel.py | tee bench/out/advise_kernel.md; else echo "skipped: needs root"; fi

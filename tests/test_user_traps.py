@@ -173,7 +173,7 @@ def test_damaged_runs_are_named_by_file_listed_by_store_check_and_rerun_on_resum
     assert cli(["store", "check", out, "--json"]) == 1
     rep = json.loads(capsys.readouterr().out)
     assert set(rep["damaged"]) == {ids[0], ids[1], "halfdone"} and rep["ok"] == 0
-    assert "run.json: damaged JSON" in rep["damaged"][ids[0]] and "flows.parquet: damaged Parquet" in rep["damaged"][ids[1]]
+    assert "run.json: damaged JSON" in rep["damaged"][ids[0]] and "flows.parquet: damaged" in rep["damaged"][ids[1]]
     # Reading the store names the damaged file, exit 2, no traceback.
     assert cli(["query", out]) == 2
     err = capsys.readouterr().err

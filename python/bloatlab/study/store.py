@@ -229,6 +229,9 @@ def damaged(out_dir: str) -> dict[str, str]:
             doc = read_json(os.path.join(d, "run.json"))
             if not isinstance(doc, dict) or doc.get("run_id") != rid or not isinstance(doc.get("row"), dict):
                 raise UserError(f"{os.path.join(d, 'run.json')}: not this run's index entry")
+            verify_doc(os.path.join(d, "run.json"), doc)
+            for name in STORED_FILES:
+                verify_file(d, doc, name)
             read_json(os.path.join(d, "summary.json"))
             for name in SERIES:
                 p = os.path.join(d, f"{name}.parquet")
@@ -264,6 +267,11 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
     row.update(flatten(summary))
     row["wall_s"] = (summary.get("meta") or {}).get("wall_s")
     doc = {"run_id": run_id, "info": info, "row": row, "flows": flow_rows(summary)}
+    # JSON's round trip first (NaN -> null, numpy -> Python), so that the digest
+    # is of what a reader will parse
+    doc = json.loads(json.dumps(doc, default=_json_default, allow_nan=False))
+    doc["files"] = {n: _sha256(os.path.join(tmp, n)) for n in sorted(os.listdir(tmp)) if n in STORED_FILES}
+    doc["digest"] = _doc_digest(doc)
     _write_json_atomic(os.path.join(tmp, "run.json"), doc)
     try:
         os.rename(tmp, final)
@@ -271,6 +279,49 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
         # Already there (the same point stored by an earlier attempt): keep the first.
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+#: the files of a stored run that run.json's checksums cover
+STORED_FILES = ("summary.json", "flows.parquet", "links.parquet", "probes.parquet")
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _doc_digest(doc: dict) -> str:
+    """SHA-256 of a run.json's content without its own digest (canonical JSON)."""
+    import hashlib
+
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def verify_doc(path: str, doc) -> None:
+    """A run.json's own checksum (runs stored before checksums have none and
+    are read as they are)."""
+    if isinstance(doc, dict) and "digest" in doc and doc["digest"] != _doc_digest(doc):
+        raise UserError(f"{path}: damaged (its checksum does not match its content); "
+                        "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them")
+
+
+def verify_file(run_dir: str, doc: dict, name: str) -> None:
+    """One stored file against the checksum its run.json recorded."""
+    want = (doc.get("files") or {}).get(name) if isinstance(doc, dict) else None
+    p = os.path.join(run_dir, name)
+    if want is None:
+        return
+    if not os.path.exists(p):
+        raise UserError(f"{p}: missing (run.json records it); bloatlab store check DIR lists damaged runs")
+    if _sha256(p) != want:
+        raise UserError(f"{p}: damaged (checksum mismatch); "
+                        "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them")
 
 
 def _write_json_atomic(path: str, obj) -> None:
@@ -334,6 +385,8 @@ class Store:
             raise UserError(f"{path}: not a results directory (no {RUNS}/ in it; make one with bloatlab sweep)")
         self.path = path
         self._runs = self._flows = None
+        self._files: dict[str, dict] = {}  # run_id -> {file: sha256} from its run.json
+        self._verified: set[str] = set()
         self.study = {}
         p = os.path.join(path, STUDY)
         if os.path.exists(p):
@@ -351,7 +404,11 @@ class Store:
         for rid in done_ids(self.path):
             if self._only is not None and rid not in self._only:
                 continue
-            docs.append(read_json(os.path.join(self.path, RUNS, rid, "run.json")))
+            p = os.path.join(self.path, RUNS, rid, "run.json")
+            doc = read_json(p)
+            verify_doc(p, doc)
+            self._files[rid] = doc.get("files") or {}
+            docs.append(doc)
         docs.sort(key=lambda d: (d["row"].get("part") or "", d["row"].get("order", 0), d["run_id"]))
         return docs
 
@@ -397,9 +454,22 @@ class Store:
         extra = [c for c in self.runs.columns if "." in c and c not in keys]
         return [k for k in keys + extra if k in self.runs.columns]
 
+    def _check(self, run_id: str, name: str) -> str:
+        """The path of a run's stored file, verified against its checksum
+        once per Store (a damaged file is an error naming it, never data)."""
+        if self._runs is None:
+            self._load()
+        p = os.path.join(self.path, RUNS, run_id, name)
+        if p not in self._verified:
+            verify_file(os.path.join(self.path, RUNS, run_id), {"files": self._files.get(run_id, {})}, name)
+            self._verified.add(p)
+        return p
+
     def result(self, run_id: str):
         from ..result import Result
 
+        for name in STORED_FILES:
+            self._check(run_id, name)
         return Result.load(os.path.join(self.path, RUNS, run_id))
 
     def series(self, kind: str = "flows", run_ids: Iterable[str] | None = None):
@@ -412,7 +482,7 @@ class Store:
         ids = list(run_ids) if run_ids is not None else list(self.runs["run_id"])
         frames = []
         for rid in ids:
-            p = os.path.join(self.path, RUNS, rid, f"{kind}.parquet")
+            p = self._check(rid, f"{kind}.parquet")
             if os.path.exists(p):
                 df = pd.read_parquet(p)
                 df.insert(0, "run_id", rid)
@@ -437,7 +507,7 @@ class Store:
         con.register("runs", runs)
         con.register("flows", flows)
         for kind, view in (("flows", "flow_series"), ("links", "link_series"), ("probes", "probe_series")):
-            files = [os.path.join(self.path, RUNS, r, f"{kind}.parquet") for r in runs.get("run_id", [])]
+            files = [self._check(r, f"{kind}.parquet") for r in runs.get("run_id", [])]
             files = [f for f in files if os.path.exists(f) and os.path.getsize(f) > 0]
             if files:
                 lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
