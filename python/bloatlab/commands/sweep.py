@@ -19,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--scheduler", metavar="ADDR", help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (local; default: all cores)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
-                   help="kill a point that runs longer than this (local executor; it is retried on resume)")
+                   help="kill a point that runs longer than this (local executor and every --engine emu point; it is retried on resume)")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs (resume later)")
     p.add_argument("--append", action="store_true",
                    help="--out may hold another sweep (another name or grid): keep its runs and add this one's "

@@ -165,8 +165,15 @@ def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
     _write_json_atomic(p, sweep_json)
 
 
+#: descriptors of the locks this process holds: a forked worker closes them
+#: (sweep._child), so that no worker can keep a store locked after its parent
+LOCK_FDS: set[int] = set()
+
+
 class Lock:
-    """An exclusive lock on DIR/.lock: one sweep writes to a store at a time."""
+    """An exclusive lock on DIR/.lock: one sweep writes to a store at a time.
+    flock(2) holds while any descriptor of the open file is open — forked
+    workers inherit it, so they close it first thing (:data:`LOCK_FDS`)."""
 
     def __init__(self, out_dir: str):
         self.path = os.path.join(out_dir, ".lock")
@@ -181,9 +188,11 @@ class Lock:
         except BlockingIOError:
             os.close(self.fd)
             raise UserError(f"another sweep is writing to {os.path.dirname(self.path)} (it holds {self.path})") from None
+        LOCK_FDS.add(self.fd)
         return self
 
     def __exit__(self, *exc):
+        LOCK_FDS.discard(self.fd)
         os.close(self.fd)
 
 

@@ -66,7 +66,8 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         limit: int | None = None, timeout: float | None = None, other: str = "replace") -> SweepReport:
     """Run ``sweep`` into the store ``out``; skip the points already there.
     ``limit`` stops after that many new runs (for tests and partial runs);
-    ``timeout`` kills a point (local executor) that runs longer (seconds);
+    ``timeout`` kills a point (local executor, and every emulator point) that
+    runs longer (seconds);
     ``other`` says what to do when ``out`` holds another sweep (store.init)."""
     engine = engine or sweep.engine or "sim"
     if engine not in ("sim", "emu"):
@@ -107,9 +108,10 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
             if not todo:
                 pass
             elif engine == "emu":
-                for pt, pl in zip(todo, payloads):
-                    store_one(pt, *_execute_safe(pl))
-                    bar.advance()
+                # one point at a time (the emulator runs in real time and owns the
+                # machine), each in a worker so that --timeout can stop it: the
+                # worker's bloatlab-emu dies with it and removes its namespaces
+                _run_local(todo, payloads, 1, store_one, bar, timeout)
             elif executor == "dask":
                 _run_dask(todo, payloads, scheduler, store_one, bar)
             else:
@@ -132,8 +134,34 @@ def check_out(out: str) -> None:
             raise UserError(f"--out: {out} is not empty and not a results directory; choose a new or empty directory")
 
 
-def _child(conn, payload):
+def _die_with_parent(parent: int) -> None:
+    """A forked worker never outlives the sweep: the kernel kills it when its
+    parent dies (PR_SET_PDEATHSIG; a parent already gone is checked after),
+    and it drops the store lock its fork inherited. Before, a SIGKILL of the
+    sweep alone left a worker blocked forever on its pipe, holding the lock:
+    resume then refused until someone found the orphan."""
+    import ctypes
+    import signal
+
+    from . import store as _st
+
+    for fd in list(_st.LOCK_FDS):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(conn, payload, parent=None):
     """A forked worker: compute one point, send (status, value), exit."""
+    if parent is not None:
+        _die_with_parent(parent)
     try:
         out = _execute_safe(payload)
         conn.send(out)
@@ -164,7 +192,7 @@ def _run_local(todo, payloads, jobs, store_one, bar, timeout=None):
             while queue and len(running) < jobs:
                 pt, pl = queue.pop()
                 r, w = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(w, pl), daemon=True)
+                proc = ctx.Process(target=_child, args=(w, pl, os.getpid()), daemon=True)
                 proc.start()
                 w.close()
                 running[r] = (proc, pt, time.monotonic())

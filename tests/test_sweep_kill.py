@@ -1,0 +1,102 @@
+"""A sweep's workers never outlive it nor hold its store (issue 16 §3): SIGKILL
+of the sweep's main process alone used to leave a worker blocked on its pipe,
+holding the lock, and a resume refused until someone found the orphan."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from conftest import ROOT
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
+    (tmp_path / "s.toml").write_text(textwrap.dedent("""
+        name = "long"
+        duration = "600s"
+        [link.down]
+        rate = "1Gbit"
+        [[flow]]
+        cc = "cubic"
+        rtt = "20ms"
+        count = 4
+    """))
+    (tmp_path / "exp.toml").write_text('name = "kill"\nbase = "s.toml"\n[grid]\n"flow.0.cc" = ["cubic", "reno"]\n')
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(out), "-q", "-j", "2"],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    for _ in range(200):  # the workers start within a second or two
+        workers = _children(p.pid)
+        if len(workers) >= 2:
+            break
+        time.sleep(0.05)
+    assert workers, "the sweep started no worker"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    orphans = [w for w in workers if _alive(w)]
+    for w in orphans:  # a failing run must not leave 600-s simulations behind
+        os.kill(w, signal.SIGKILL)
+    assert not orphans, "a worker outlived its sweep"
+    # the lock is free: a resume can start (checked by taking it ourselves)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from bloatlab.study.store import Lock
+
+    with Lock(str(out)):
+        pass
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"), reason="emulator sweeps need root and /dev/net/tun")
+def test_timeout_stops_an_emulator_point_and_leaves_no_namespace(tmp_path):
+    # emulator points used to run in the sweep's own process and ignore --timeout
+    (tmp_path / "s.toml").write_text(textwrap.dedent("""
+        name = "slow"
+        duration = "30s"
+        [link.down]
+        rate = "10Mbit"
+        [[flow]]
+        cc = "cubic"
+        rtt = "20ms"
+    """))
+    (tmp_path / "exp.toml").write_text('name = "t"\nbase = "s.toml"\nengine = "emu"\n[grid]\n"flow.0.cc" = ["cubic"]\n')
+    def namespaces():
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return {l.split()[0] for l in out.splitlines() if l.startswith("bloatlab-emu")}
+
+    before = namespaces()
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(tmp_path / "out"),
+                        "-q", "--timeout", "4"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - t0
+    assert "timeout: still running after 4 s" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert took < 20, took  # not the scenario's 30 s
+    deadline = time.monotonic() + 5  # the killed worker's bloatlab-emu tears down on its PDEATHSIG
+    while namespaces() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not namespaces() - before, namespaces()
