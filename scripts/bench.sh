@@ -11,6 +11,8 @@ echo "== simulator scaling =="
 $PY bench/sim_scaling.py --out bench/out/sim_scaling.md --json bench/out/sim_scaling.json
 echo "== wifi in the simulator =="
 $PY bench/wifi_bench.py --out bench/out/wifi_bench.md --json bench/out/wifi_bench.json
+echo "== fuzz the probe's parsers, 5 min per target =="
+FUZZ_SECONDS=300 bash -c 'if command -v cargo-fuzz >/dev/null; then for t in packet control; do (cd crates/probe/fuzz && cargo +nightly fuzz run $t -- -max_total_time=$FUZZ_SECONDS 2>&1 | grep -E "^Done|ERROR|SUMMARY"); done; else echo "skipped: no cargo-fuzz"; fi'
 echo "== queue cost =="
 cargo bench -q -p bloatlab-core 2>&1 | tail -n 40
 for b in bench/probe/run.sh bench/run_emu.sh bench/study/run.sh; do

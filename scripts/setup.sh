@@ -27,6 +27,11 @@ cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
   if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
 done
+# cargo-fuzz for the probe's fuzz targets (crates/probe/fuzz; run for a bounded time by scripts/test.sh):
+# it needs a nightly toolchain; without one the fuzz step says so and the stable-Rust random-input tests remain.
+if rustup toolchain list 2>/dev/null | grep -q '^nightly' && ! command -v cargo-fuzz >/dev/null; then
+  cargo install --quiet --locked cargo-fuzz || echo "setup: could not install cargo-fuzz (the fuzz step will skip)" >&2
+fi
 # Headless Chromium renders the HTML reports in the tests (tests/test_study_report.py); CI runs as root.
 if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "setup: could not install chromium (the report test will skip)" >&2

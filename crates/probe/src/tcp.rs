@@ -432,6 +432,19 @@ impl ServerLimits {
         None
     }
 
+    /// A client's parameter line, as the server takes it: the parameters and
+    /// the test's enforced length, or why not (and whether a limit refused
+    /// it). Pure, so that it is fuzzed (`fuzz/fuzz_targets/control.rs`) and
+    /// tested with random lines: never panics, whatever the line.
+    pub fn admit(&self, line: &str) -> Result<(Params, Option<u64>), (String, bool)> {
+        let p: Params = serde_json::from_str(line).map_err(|e| (format!("bad parameters: {e}"), false))?;
+        if let Some(why) = self.refuse(&p) {
+            return Err((why, true));
+        }
+        let d = self.deadline_ns(&p);
+        Ok((p, d))
+    }
+
     /// The test's length as the server enforces it (None: unbounded).
     fn deadline_ns(&self, p: &Params) -> Option<u64> {
         match (p.duration_ns, self.max_duration_ns) {
@@ -620,18 +633,17 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
             return Err("authentication failed".into());
         }
     }
-    let p: Params = match serde_json::from_str(&line) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = send_json(&ctrl, &json!({"ok": false, "error": format!("bad parameters: {e}")}));
-            return Err(format!("bad parameters: {e}"));
+    let (p, deadline_ns) = match limits.admit(&line) {
+        Ok(x) => x,
+        Err((why, limit)) => {
+            let mut answer = json!({"ok": false, "error": why});
+            if limit {
+                answer["limit"] = json!(true);
+            }
+            let _ = send_json(&ctrl, &answer);
+            return Err(why);
         }
     };
-    if let Some(why) = limits.refuse(&p) {
-        let _ = send_json(&ctrl, &json!({"ok": false, "error": why, "limit": true}));
-        return Err(why);
-    }
-    let deadline_ns = limits.deadline_ns(&p);
     if p.reverse {
         if let Some(cc) = &p.cc {
             // check on a scratch socket before anything starts
