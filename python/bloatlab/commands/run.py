@@ -74,7 +74,7 @@ def print_summary(s: dict) -> None:
     print(f"{'flow':<18} {'cc':<6} {'dir':<4} {'rtt':>6} {'goodput':>10} {'retx':>7} {'retx%':>6} "
           f"{'rtt p50':>8} {'rtt p95':>8} {'fct':>7}")
     for f in s["flows"]:
-        print(f"{f['name'][:18]:<18} {f['cc']:<6} {f['direction']:<4} {f['rtt_base_ms']:>4.0f}ms "
+        print(f"{f['name'][:18]:<18} {f['cc']:<6} {f['direction']:<4} {f['rtt_base_ms']:>4.3g}ms "
               f"{f['goodput_mbps']:>6.2f}Mb/s {f['retransmits']:>7} {100 * f['retrans_rate']:>5.2f}% "
               f"{_f(f['rtt_ms']['p50']):>8} {_f(f['rtt_ms']['p95']):>8} {_f(f['fct_s'], '{:.2f}s'):>7}")
     for d, l in s["links"].items():
