@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 PY = sys.executable
 
@@ -73,3 +76,15 @@ def test_a_malformed_resolved_scenario_is_exit_2_naming_the_key(tmp_path):
     r = emu(doc)
     assert r.returncode == 2 and "flow: the emulator runs at most 5000 flows, got 5001" in r.stderr, r.stderr
     assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"),
+                    reason="without root the emulator is refused as unavailable before it reads the scenario")
+def test_a_sample_interval_finer_than_the_emulator_records_is_refused_by_key(tmp_path):
+    # it used to be raised to 1 ms silently (issue 9); the check runs before any namespace exists
+    f = tmp_path / "fine.toml"
+    f.write_text('name = "fine"\nduration = "2s"\nsample_interval = "500us"\n[link.down]\nrate = "10Mbit"\n'
+                 '[[flow]]\ncc = "cubic"\nrtt = "20ms"\n')
+    r = bloatlab("run", str(f), "--engine", "emu")
+    assert r.returncode == 2 and "sample_interval: the emulator samples at most every 1 ms" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr

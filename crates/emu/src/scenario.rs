@@ -22,6 +22,12 @@ pub const MAX_FLOWS: usize = (FLOW_CPORT - FLOW_PORT) as usize;
 /// Probe j's port PROBE_PORT + j stays below the namespaces' ephemeral ports (40000).
 pub const MAX_PROBES: usize = 40000 - PROBE_PORT as usize;
 
+/// The finest time-series resolution the emulator records: its link threads
+/// sample on a real-time timer whose lateness is tens of µs (p50) and up to
+/// milliseconds under load, and each sample wakes every generator; a finer
+/// interval was silently raised to this before (issue 9), now it is refused.
+pub const MIN_SAMPLE_INTERVAL_NS: u64 = 1_000_000;
+
 /// Read a resolved scenario for the emulator: the contract's checks, then the
 /// port range (ids are indexes, checked by the contract, so ports never wrap).
 pub fn from_json(text: &str) -> Result<Resolved, String> {
@@ -31,6 +37,14 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
     }
     if r.probes.len() > MAX_PROBES {
         return Err(format!("probe: the emulator runs at most {MAX_PROBES} probes, got {}", r.probes.len()));
+    }
+    if r.sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
+        return Err(format!(
+            "sample_interval: the emulator samples at most every {} ms (its link threads and the senders' TCP_INFO \
+             sampling wake on timers), got {} ms; the simulator takes finer intervals",
+            MIN_SAMPLE_INTERVAL_NS / 1_000_000,
+            r.sample_interval_ns as f64 / 1e6
+        ));
     }
     Ok(r)
 }
@@ -94,7 +108,7 @@ impl EmuScenario for Resolved {
             dir_index: idx,
             delay_by_port,
             default_delay,
-            sample_interval: self.sample_interval_ns.max(1_000_000),
+            sample_interval: self.sample_interval_ns,
             measure_until: self.duration_ns,
             measure_from: 0,
         })
@@ -130,6 +144,16 @@ mod tests {
         let r = from_json(DOC).unwrap();
         assert!(matches!(r.link_config("up").unwrap().service, Service::Unlimited));
         assert!(matches!(r.link_config("down").unwrap().service, Service::Rate(10_000_000)));
+    }
+
+    #[test]
+    fn a_sample_interval_finer_than_the_emulator_records_is_refused_not_raised() {
+        let fine = DOC.replace("\"sample_interval_ns\":10000000", "\"sample_interval_ns\":500000");
+        let e = from_json(&fine).unwrap_err();
+        assert!(e.starts_with("sample_interval: the emulator samples at most every 1 ms"), "{e}");
+        assert!(e.contains("got 0.5 ms"), "{e}");
+        let ok = DOC.replace("\"sample_interval_ns\":10000000", "\"sample_interval_ns\":1000000");
+        assert_eq!(from_json(&ok).unwrap().link_config("down").unwrap().sample_interval, 1_000_000);
     }
 
     #[test]
