@@ -44,7 +44,7 @@ def qdisc_table() -> dict[str, dict]:
 
 # ---------------------------------------------------------------- key checks
 
-TOP_KEYS = {"name", "duration", "seed", "sample_interval", "link", "flow", "probe", "description", "wifi", "limits"}
+TOP_KEYS = {"name", "duration", "seed", "sample_interval", "start_jitter", "link", "flow", "probe", "description", "wifi", "limits"}
 
 #: What one run may produce, checked before it starts (docs/scenario.md,
 #: "Limits"): a run beyond one is refused naming the key that makes it so.
@@ -417,6 +417,25 @@ def _load_trace(path: str, file: str, base_dir: str | None) -> list[int]:
     return ms
 
 
+def _jitter_starts(flows: list[dict], jitter_ns: int, out: dict) -> None:
+    """``start_jitter``: each connection starts up to this much later than its
+    ``start``, by an amount drawn from the scenario's seed (uniform, whole µs;
+    its own stream, so the other random draws do not move). Testbeds and ns-3
+    studies start flows at random offsets for the same reason: without it, a
+    deterministic scenario (CUBIC, a FIFO, no loss) gives byte-identical runs
+    for every seed, and "the mean over seeds" claims a spread it does not
+    have."""
+    import random
+
+    if jitter_ns < 0 or jitter_ns >= out["duration_ns"]:
+        raise ScenarioError("start_jitter", "expected a duration from 0 up to the run's length")
+    rng = random.Random(f"start_jitter:{out['seed']}")
+    for f in flows:
+        f["start_ns"] += rng.randrange(jitter_ns // 1000 + 1) * 1000
+        if f["start_ns"] >= out["duration_ns"] or (f["stop_ns"] is not None and f["start_ns"] >= f["stop_ns"]):
+            raise ScenarioError("start_jitter", f"moves {f['name']}'s start past its stop or the run's end; use a smaller jitter")
+
+
 def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     _unknown(doc, TOP_KEYS, "")
     out: dict[str, Any] = {"name": _str("name", doc.get("name", name))}
@@ -468,6 +487,8 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
                 "stop_ns": stop, "size_bytes": size, "ecn": ecn,
             })
+    if "start_jitter" in doc:
+        _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)
     out["flows"] = flows
 
     probes = []

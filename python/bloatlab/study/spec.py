@@ -4,6 +4,7 @@
 name = "loss-sweep"
 base = "scenario.toml"           # a scenario file (relative to this file) ...
 repeat = 3                       # seeds per point (seed, seed+1, ...)
+start_jitter = "100ms"           # with repeat > 1: flows start up to this much later, drawn from the seed (default 100ms)
 seed = 1                         # first seed (default: the base scenario's, else 1)
 engine = "sim"                   # default engine (the CLI's --engine wins)
 [set]                            # fixed overrides applied to every point
@@ -37,7 +38,13 @@ from typing import Any
 
 from ..errors import ScenarioError, UserError
 
-SPEC_KEYS = {"name", "description", "base", "scenario", "repeat", "seed", "engine", "set", "grid", "points"}
+SPEC_KEYS = {"name", "description", "base", "scenario", "repeat", "seed", "engine", "set", "grid", "points", "start_jitter"}
+
+#: a sweep file's default ``start_jitter`` when it repeats points (``repeat > 1``)
+#: and its base scenario sets none: so that the seeds change something real in a
+#: deterministic scenario. 100 ms is a few RTTs of a typical path: enough to
+#: change which flow's slow start meets the queue first, small against a run.
+REPEAT_START_JITTER = "100ms"
 
 
 @dataclass
@@ -63,6 +70,8 @@ class Part:
     fixed: dict[str, Any] = field(default_factory=dict)
     repeat: int = 1
     seed: int = 1
+    #: flows' start jitter applied to every point (``None``: the scenario's own)
+    start_jitter: str | None = None
 
     def swept_keys(self) -> list[str]:
         keys = []
@@ -114,7 +123,8 @@ class Sweep:
     def to_json(self) -> dict:
         return {"name": self.name, "description": self.description, "engine": self.engine, "source": self.source,
                 "parts": [{"name": p.name, "base": p.base, "grid": p.grid, "points": p.points, "set": p.fixed,
-                           "repeat": p.repeat, "seed": p.seed} for p in self.parts]}
+                           "repeat": p.repeat, "seed": p.seed} | ({"start_jitter": p.start_jitter} if p.start_jitter else {})
+                          for p in self.parts]}
 
 
 def run_id(part: str, base: dict, params: dict, seed: int) -> str:
@@ -186,7 +196,12 @@ def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep
     for where, keys in (("grid", grid), ("set", fixed)):
         if "seed" in keys:
             raise ScenarioError(f"{where}.seed", "seeds come from repeat/seed, not from the grid")
-    part = Part(name="main", base=base, grid=grid, points=points, fixed=fixed, repeat=repeat, seed=seed)
+    jitter = doc.get("start_jitter")
+    if jitter is not None and not isinstance(jitter, str):
+        raise ScenarioError("start_jitter", f'expected a duration like "100ms", got {jitter!r}')
+    if jitter is None and repeat > 1 and "start_jitter" not in base and "start_jitter" not in fixed:
+        jitter = REPEAT_START_JITTER
+    part = Part(name="main", base=base, grid=grid, points=points, fixed=fixed, repeat=repeat, seed=seed, start_jitter=jitter)
     sw = Sweep(name=name, parts=[part], engine=engine, description=str(doc.get("description", "")), source=source)
     validate(sw)
     return sw
@@ -208,7 +223,10 @@ def validate(sw: Sweep, points: list[Point] | None = None) -> list[Point]:
             continue
         seen.add(sig)
         try:
-            sc.load(bases[pt.part], set=dict(pt.params))
+            sets = dict(pt.params)
+            if grids[pt.part].start_jitter and "start_jitter" not in sets:
+                sets["start_jitter"] = grids[pt.part].start_jitter
+            sc.load(bases[pt.part], set=sets)
         except ScenarioError as e:
             part = grids[pt.part]
             key = e.key.replace("set ", "")

@@ -43,6 +43,8 @@ def _execute(payload: dict):
 
     sets = dict(payload["params"])
     sets["seed"] = payload["seed"]
+    if payload.get("start_jitter") and "start_jitter" not in sets:
+        sets["start_jitter"] = payload["start_jitter"]
     res = bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
     return res.summary, res._series
 
@@ -91,7 +93,9 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         already = len(points) - len(todo)
         if limit is not None:
             todo = todo[:limit]
-        payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine} for p in todo]
+        jit = {p.name: p.start_jitter for p in sweep.parts}
+        payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine,
+                     "start_jitter": jit[p.part]} for p in todo]
         failed: list = []
         ran = 0
 
