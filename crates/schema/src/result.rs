@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// A distribution as the raw result carries it: count, mean and percentiles
 /// (computed by `bloatlab_core::stats::Dist`, linear interpolation). A value
 /// is `None` (JSON `null`) when there are no samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DistOut {
     pub n: usize,
