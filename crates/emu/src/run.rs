@@ -16,7 +16,6 @@ use crate::pcap::Pcap;
 use crate::scenario::{Direction, EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
-use bloatlab_core::stats::Dist;
 use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -127,10 +126,10 @@ fn dur_arg(ns: u64) -> String {
     }
 }
 
+/// A distribution as the raw result carries it: the contract's one shape
+/// (`bloatlab_schema::result::DistOut`, docs/schema/dist.schema.json).
 pub fn dist_json(xs: &mut [f64]) -> Value {
-    let d = Dist::of(xs);
-    let f = |v: f64| if v.is_finite() { json!(v) } else { Value::Null };
-    json!({"n": d.n, "mean": f(d.mean), "p50": f(d.p50), "p95": f(d.p95), "p99": f(d.p99), "max": f(d.max)})
+    serde_json::to_value(bloatlab_schema::result::DistOut::of(xs)).expect("DistOut serializes")
 }
 
 /// The link threads of a run.

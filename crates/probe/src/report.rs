@@ -125,10 +125,10 @@ pub fn fmt_rate(bps: f64) -> String {
     }
 }
 
-/// Dist of ms samples as raw-result JSON.
+/// Dist of ms samples as raw-result JSON: the contract's one shape
+/// (`bloatlab_schema::result::DistOut`, docs/schema/dist.schema.json).
 pub fn dist_json(ms: &mut [f64]) -> Value {
-    let d = Dist::of(ms);
-    json!({"n": d.n, "mean": d.mean, "p50": d.p50, "p95": d.p95, "p99": d.p99, "max": d.max})
+    serde_json::to_value(bloatlab_schema::result::DistOut::of(ms)).expect("DistOut serializes")
 }
 
 /// One flow as the raw result describes it.
