@@ -40,3 +40,42 @@ cc = {base['cc']}
 direction = "down"
 rtt = {base['rtt']}
 """
+
+
+TINY = """
+name = "tiny"
+duration = "3s"
+seed = 1
+[link.down]
+rate = "20Mbit"
+buffer = "1bdp"
+[link.up]
+rate = "20Mbit"
+[[flow]]
+cc = "cubic"
+rtt = "20ms"
+[[probe]]
+interval = "50ms"
+"""
+
+TINY_EXP = """
+name = "tiny"
+base = "scenario.toml"
+[grid]
+"flow.0.cc" = ["cubic", "bbr"]
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    """A small stored sweep (2 points, 3 simulated seconds) shared by a test
+    module: DIR/out is the store, DIR/scenario.toml and DIR/exp.toml beside it."""
+    from bloatlab.cli import main as cli
+
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "scenario.toml").write_text(TINY)
+    (d / "exp.toml").write_text(TINY_EXP)
+    out = str(d / "out")
+    assert cli(["sweep", str(d / "exp.toml"), "--out", out, "-q"]) == 0
+    return out
+

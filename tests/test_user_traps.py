@@ -12,36 +12,9 @@ import pytest
 
 from bloatlab.cli import main as cli
 
-SCENARIO = """
-name = "tiny"
-duration = "3s"
-seed = 1
-[link.down]
-rate = "20Mbit"
-buffer = "1bdp"
-[link.up]
-rate = "20Mbit"
-[[flow]]
-cc = "cubic"
-rtt = "20ms"
-[[probe]]
-interval = "50ms"
-"""
-
-
 @pytest.fixture(scope="module")
-def sweep_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("traps")
-    (d / "scenario.toml").write_text(SCENARIO)
-    (d / "exp.toml").write_text(textwrap.dedent("""
-        name = "traps"
-        base = "scenario.toml"
-        [grid]
-        "flow.0.cc" = ["cubic", "bbr"]
-    """))
-    out = str(d / "out")
-    assert cli(["sweep", str(d / "exp.toml"), "--out", out, "-q"]) == 0
-    return out
+def sweep_dir(tiny_sweep):
+    return tiny_sweep
 
 
 def test_query_refuses_statements_that_write_and_leaves_no_file(sweep_dir, tmp_path, capsys):
@@ -127,7 +100,7 @@ def test_a_second_sweep_with_another_grid_asks_for_append_and_then_keeps_every_r
     d = os.path.dirname(sweep_dir)
     (tmp_path / "scenario.toml").write_text(open(os.path.join(d, "scenario.toml")).read())
     (tmp_path / "exp2.toml").write_text(textwrap.dedent("""
-        name = "traps"
+        name = "tiny"
         base = "scenario.toml"
         [grid]
         "flow.0.cc" = ["reno"]
@@ -141,11 +114,11 @@ def test_a_second_sweep_with_another_grid_asks_for_append_and_then_keeps_every_r
     assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q", "--append"]) == 0
     runs = bloatlab.load(out).runs
     assert len(runs) == 3 and before < set(runs["run_id"])
-    assert sorted(runs["flow.0.cc"]) == ["bbr", "cubic", "reno"] and set(runs["experiment"]) == {"traps"}
+    assert sorted(runs["flow.0.cc"]) == ["bbr", "cubic", "reno"] and set(runs["experiment"]) == {"tiny"}
     # Another experiment's name is refused the same way.
-    (tmp_path / "exp3.toml").write_text((tmp_path / "exp2.toml").read_text().replace('"traps"', '"other"'))
+    (tmp_path / "exp3.toml").write_text((tmp_path / "exp2.toml").read_text().replace('"tiny"', '"other"'))
     assert cli(["sweep", str(tmp_path / "exp3.toml"), "--out", out, "-q"]) == 2
-    assert '"traps"' in capsys.readouterr().err
+    assert '"tiny"' in capsys.readouterr().err
     # Re-running the same sweep resumes (nothing to do, no error).
     assert cli(["sweep", str(tmp_path / "exp2.toml"), "--out", out, "-q", "--append"]) == 0
     assert len(bloatlab.load(out).runs) == 3

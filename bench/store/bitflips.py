@@ -25,7 +25,9 @@ import bloatlab  # noqa: E402
 from bloatlab.cli import main as cli  # noqa: E402
 from bloatlab.errors import UserError  # noqa: E402
 
-SQL = {"flows.parquet": "SELECT count(*) AS n, sum(cwnd_bytes) AS c, sum(srtt_ms) AS s, sum(delivered_bytes) AS d FROM flow_series",
+# integer aggregates only: DuckDB sums floats in parallel in no fixed order, which would read as a change
+SQL = {"flows.parquet": "SELECT count(*) AS n, sum(cwnd_bytes) AS c, sum(round(srtt_ms * 1000)::BIGINT) AS s, "
+                        "sum(delivered_bytes) AS d FROM flow_series",
        "run.json": "SELECT * FROM runs ORDER BY run_id"}
 
 

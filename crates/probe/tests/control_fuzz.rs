@@ -6,19 +6,8 @@
 
 use bloatlab_probe::tcp::ServerLimits;
 
-/// xorshift64*: a seeded, dependency-free generator
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+mod common;
+use common::Rng;
 
 const SEEDS: &[&str] = &[
     r#"{"cookie":1,"streams":1,"reverse":false,"duration_ns":10000000000,"bytes":null,"cc":"cubic","info_interval_ns":10000000}"#,
@@ -49,25 +38,25 @@ fn random_and_mutated_control_lines_never_panic_and_admit_only_what_the_limits_a
         let line: String = match i % 3 {
             // random bytes (as lossy UTF-8)
             0 => {
-                let n = rng.below(200);
-                let b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let n = rng.below(200) as usize;
+                let b = rng.bytes(n);
                 String::from_utf8_lossy(&b).into_owned()
             }
             // a valid line with a few bytes changed
             1 => {
-                let mut b = SEEDS[rng.below(SEEDS.len())].as_bytes().to_vec();
-                for _ in 0..1 + rng.below(4) {
-                    let j = rng.below(b.len());
+                let mut b = SEEDS[rng.below(SEEDS.len() as u64) as usize].as_bytes().to_vec();
+                for _ in 0..1 + rng.below(4) as usize {
+                    let j = rng.below(b.len() as u64) as usize;
                     b[j] = rng.next() as u8;
                 }
                 String::from_utf8_lossy(&b).into_owned()
             }
             // a valid line with a value spliced in
             _ => {
-                let s = SEEDS[rng.below(SEEDS.len())];
-                let at = rng.below(s.len());
+                let s = SEEDS[rng.below(SEEDS.len() as u64) as usize];
+                let at = rng.below(s.len() as u64) as usize;
                 let at = (0..=at).rev().find(|&k| s.is_char_boundary(k)).unwrap_or(0);
-                format!("{}{}{}", &s[..at], PIECES[rng.below(PIECES.len())], &s[at..])
+                format!("{}{}{}", &s[..at], PIECES[rng.below(PIECES.len() as u64) as usize], &s[at..])
             }
         };
         check(&lims, &line);
