@@ -409,6 +409,12 @@ fn udp_client(a: UdpClientArgs) -> R {
         );
     }
     let r = udp::run_client(&cfg).map_err(|e| (1, e))?;
+    if r.received == 0 && r.echoed >= udp::ECHO_DETECT && !a.echo && a.secret.is_none() {
+        // detected: a plain echo server answers (seed 002's board); measure it as one
+        eprintln!("{addr} echoes the requests verbatim: a plain UDP echo server, not bloatlab-probe server; measuring it with --echo");
+        let a = UdpClientArgs { echo: true, size: a.size.max(echo::MIN_SIZE as _), ..a };
+        return echo_client(a, addr);
+    }
     let mut rtt = r.rtt_us.clone();
     let lat = Latency::of(&mut rtt);
     let mut u = r.user_rtt_us.clone();

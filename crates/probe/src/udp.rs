@@ -197,6 +197,11 @@ pub struct ClientCfg {
     pub stop_at_mono: Option<u64>,
 }
 
+/// Verbatim echoes of our own requests, with no real reply, after which the
+/// client stops: the far end is a plain UDP echo server (`udp client` then
+/// measures it with `--echo`, issue 14 §1).
+pub const ECHO_DETECT: u64 = 3;
+
 #[derive(Debug, Clone, Default)]
 pub struct ClientResult {
     pub sent: u64,
@@ -206,6 +211,9 @@ pub struct ClientResult {
     pub mismatched: u64,
     /// packets that were not a reply of this session (stale, garbage)
     pub foreign: u64,
+    /// of those, our own requests sent back verbatim: a plain UDP echo server
+    /// (`recvfrom` then `sendto`), not `bloatlab-probe server`
+    pub echoed: u64,
     /// RTT of every answered request (µs), in arrival order
     pub rtt_us: Vec<f64>,
     /// the same measured with user-space receive times (µs)
@@ -343,6 +351,13 @@ impl Client<'_> {
         let rx = if self.res.kernel_ts { r.kernel_ns.unwrap_or(user_rx) } else { user_rx };
         let p = match wire::parse(&self.buf[..r.len], self.key.as_ref()) {
             Ok(p) if p.kind == wire::Kind::Reply && p.session == self.session && p.seq < self.res.sent => p,
+            Ok(p) => {
+                if p.kind == wire::Kind::Request && p.session == self.session && r.len == self.cfg.size {
+                    self.res.echoed += 1;
+                }
+                self.res.foreign += 1;
+                return true;
+            }
             _ => {
                 self.res.foreign += 1;
                 return true;
@@ -420,6 +435,10 @@ impl Client<'_> {
             let now = sys::mono_ns();
             self.maybe_report(now);
             if self.sending_done(now, start) {
+                break;
+            }
+            if self.res.received == 0 && self.res.echoed >= ECHO_DETECT {
+                self.res.stop_reason = Some(format!("{} echoes our requests verbatim: a plain UDP echo server (use --echo)", self.cfg.addr));
                 break;
             }
             if self.res.sent > 0 && now - self.last_reply_mono > self.cfg.give_up_ns {

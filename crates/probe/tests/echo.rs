@@ -145,3 +145,19 @@ fn bad_echo_arguments_exit_2_naming_the_flag() {
         assert!(stderr(&o).contains(flag), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn a_plain_echo_server_is_detected_and_measured_in_echo_mode() {
+    // without --echo: our own requests come back verbatim, so the client stops after a few and
+    // measures the server as an echo server (issue 14 §1: "or detected automatically")
+    let s = py_server(0, 0, 0);
+    let t = std::time::Instant::now();
+    let o = run(&["udp", "client", &s.1, "--count", "300", "--interval", "1ms", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a plain UDP echo server"), "{}", stderr(&o));
+    let e = &json_of(&o)["echo"];
+    assert_eq!(e["sent"], 300, "{e}");
+    assert_eq!(e["received"], 300, "{e}");
+    assert_eq!(e["mismatched"], 0, "{e}");
+    assert!(t.elapsed().as_secs_f64() < 5.0, "took {:?}", t.elapsed());
+}

@@ -262,6 +262,11 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     if secret:
         idle_args += ["--secret", secret]
     idle = _probe(idle_args, timeout=20)
+    if "echo" in idle or not idle.get("probes"):
+        # the probe found a plain echo server there and measured it as one (udp client's detection)
+        raise UserError(f"measure: {h}:{port} answers as a plain UDP echo server, not as `bloatlab-probe server` does: "
+                        "measure needs bloatlab-probe server there (its TCP load and timestamps); "
+                        "`bloatlab-probe udp client --echo` measures an echo server's round trips")
     pr = idle["probes"][0]
     if not pr.get("rtt_ms") or pr.get("loss", 1.0) >= 1.0:
         if (idle.get("udp") or {}).get("foreign"):
