@@ -16,6 +16,7 @@ use crate::pcap::Pcap;
 use crate::scenario::{Direction, EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
+use bloatlab_schema::result::DistOut;
 use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -124,12 +125,6 @@ fn dur_arg(ns: u64) -> String {
     } else {
         format!("{}us", ns / 1000)
     }
-}
-
-/// A distribution as the raw result carries it: the contract's one shape
-/// (`bloatlab_schema::result::DistOut`, docs/schema/dist.schema.json).
-pub fn dist_json(xs: &mut [f64]) -> Value {
-    serde_json::to_value(bloatlab_schema::result::DistOut::of(xs)).expect("DistOut serializes")
 }
 
 /// The link threads of a run.
@@ -680,7 +675,7 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Valu
                 "tx_pkts": r.tx_pkts,
                 "drops": drops,
                 "marks": r.stats.marks,
-                "qdelay_ms": dist_json(&mut q),
+                "qdelay_ms": DistOut::json_of(&mut q),
                 "read_pkts": r.read_pkts,
                 "write_errors": r.write_errors,
             }),

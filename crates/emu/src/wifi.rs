@@ -223,7 +223,7 @@ impl Medium {
                 let mut o: serde_json::Map<String, Value> = s.counters().iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
                 o.insert("name".into(), json!(names[i]));
                 o.insert("phy_rate_bps".into(), json!(rates[i]));
-                o.insert("qdelay_ms".into(), crate::run::dist_json(&mut s.qdelay_ms));
+                o.insert("qdelay_ms".into(), bloatlab_schema::result::DistOut::json_of(&mut s.qdelay_ms));
                 Value::Object(o)
             })
             .collect();

@@ -8,6 +8,7 @@
 //! to see a bimodal RTT and coarse enough to print on one screen.
 
 use bloatlab_core::stats::{jain, percentile_sorted, Dist};
+use bloatlab_schema::result::DistOut;
 use serde_json::{json, Value};
 
 pub const BUCKETS_PER_DECADE: f64 = 10.0;
@@ -125,12 +126,6 @@ pub fn fmt_rate(bps: f64) -> String {
     }
 }
 
-/// Dist of ms samples as raw-result JSON: the contract's one shape
-/// (`bloatlab_schema::result::DistOut`, docs/schema/dist.schema.json).
-pub fn dist_json(ms: &mut [f64]) -> Value {
-    serde_json::to_value(bloatlab_schema::result::DistOut::of(ms)).expect("DistOut serializes")
-}
-
 /// One flow as the raw result describes it.
 #[derive(Debug, Clone, Default)]
 pub struct FlowRaw {
@@ -174,7 +169,7 @@ impl FlowRaw {
         json!({"id": self.id, "bytes_acked": self.bytes_acked, "bytes_delivered": self.bytes_delivered,
                "segs_sent": self.segs_sent, "retrans_segs": self.retrans_segs,
                "start_s": self.start_s, "end_s": self.end_s, "fct_s": self.fct_s, "completed": self.completed,
-               "rtt_ms": dist_json(&mut r)})
+               "rtt_ms": DistOut::json_of(&mut r)})
     }
     pub fn summary_json(&self) -> Value {
         let mut r = self.rtt_ms.clone();

@@ -28,6 +28,11 @@ impl DistOut {
         let d = Dist::of(xs);
         DistOut { n: d.n, mean: finite(d.mean), p50: finite(d.p50), p95: finite(d.p95), p99: finite(d.p99), max: finite(d.max) }
     }
+
+    /// The summary of `xs` as the JSON value a raw result carries.
+    pub fn json_of(xs: &mut [f64]) -> serde_json::Value {
+        serde_json::to_value(DistOut::of(xs)).expect("DistOut serializes")
+    }
 }
 
 #[cfg(test)]
@@ -38,6 +43,8 @@ mod tests {
     fn no_samples_is_null_everywhere_but_the_count() {
         let d = DistOut::of(&mut []);
         assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"n":0,"mean":null,"p50":null,"p95":null,"p99":null,"max":null}"#);
+        assert_eq!(DistOut::json_of(&mut []), serde_json::to_value(&d).unwrap());
+        assert_eq!(DistOut::json_of(&mut [f64::NAN])["mean"], serde_json::Value::Null);
     }
 
     #[test]

@@ -155,7 +155,7 @@ def _window(j: dict, d: str) -> dict:
     sel = prtt[(pt >= w0) & (pt <= t1) & np.isfinite(prtt)]
     return {"rate_mbps": float(np.median(total)) / 1e6 * WIRE_PER_PAYLOAD,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
-            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel, "from_s": float(w0)}
+            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
 
 
 def _retrans(j: dict, d: str) -> float:

@@ -30,6 +30,7 @@ import shutil
 import time
 from typing import Any, Iterable
 
+from .. import result
 from ..errors import UserError
 
 RUNS = "runs"
@@ -291,7 +292,12 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
 
 
 #: the files of a stored run that run.json's checksums cover
-STORED_FILES = ("summary.json", "flows.parquet", "links.parquet", "probes.parquet")
+def _stored_files() -> tuple[str, ...]:
+    """The files a stored run holds: its summary and one Parquet per series of the result."""
+    return ("summary.json",) + tuple(f"{name}.parquet" for name in result.SERIES)
+
+
+STORED_FILES = _stored_files()
 
 
 def _sha256(path: str) -> str:
