@@ -18,6 +18,8 @@ pub enum Event {
     SenderTimer(u32),
     /// A flow's receiver timer (delayed ACK).
     ReceiverTimer(u32),
+    /// The handshake timer of a flow (SYN, SYN-ACK or request retransmission).
+    HandshakeTimer(u32),
     FlowStart(u32),
     FlowStop(u32),
     ProbeSend(u32),

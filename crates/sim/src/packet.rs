@@ -28,6 +28,8 @@ pub enum Payload {
     /// expected segment) and SACK blocks, the first one a D-SACK if `dsack`.
     Ack { flow: u32, ack: u64, sack: [SackBlock; MAX_SACK_BLOCKS], nsack: u8, dsack: bool, ece: bool },
     /// A UDP echo request of probe `probe` (client → echo server).
+    /// A segment of the handshake or the request (tcp/handshake.rs).
+    Ctl { flow: u32, seg: crate::tcp::handshake::CtlSeg },
     ProbeReq { probe: u32, seq: u32, sent: u64, size: u32 },
     /// Its reply.
     ProbeReply { probe: u32, seq: u32, sent: u64 },
@@ -42,6 +44,14 @@ impl Payload {
                 // SACK option: kind + length (2 B) + 8 B per block, padded to 4 B.
                 let opt = if *nsack > 0 { (2 + 8 * *nsack as u32 + 3) & !3 } else { 0 };
                 TCP_HDR + opt
+            }
+            Payload::Ctl { seg, .. } => {
+                use crate::tcp::handshake::{Ctl, REQUEST_BYTES, SYN_WIRE};
+                match seg.kind {
+                    Ctl::Syn | Ctl::SynAck => SYN_WIRE,
+                    Ctl::Ack | Ctl::ReqAck => TCP_HDR,
+                    Ctl::Request => TCP_HDR + REQUEST_BYTES,
+                }
             }
             Payload::ProbeReq { size, .. } => size + UDP_HDR,
             Payload::ProbeReply { .. } => unreachable!("use the request size"),

@@ -6,6 +6,7 @@ use crate::link::{Link, Start};
 use crate::output::*;
 use crate::packet::{Payload, MSS};
 use crate::scenario::{Direction, Scenario};
+use crate::tcp::handshake::{CtlSeg, Handshake, Start as Established};
 use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
 use crate::wifi::WifiLink;
@@ -22,11 +23,14 @@ struct FlowState {
     spec: crate::scenario::Flow,
     snd: Sender,
     rcv: Receiver,
+    hs: Handshake,
+    /// The data sender has started (the handshake and request are done).
     started: bool,
     end: Option<Nanos>,
     delivered_at_end: Option<u64>,
     sched_snd: Option<Nanos>,
     sched_rcv: Option<Nanos>,
+    sched_hs: Option<Nanos>,
     /// Client host id (CAKE host isolation): one host per [[flow]] table.
     host: u32,
     txbuf: Vec<Tx>,
@@ -89,11 +93,13 @@ impl World {
                 spec: f.clone(),
                 snd,
                 rcv,
+                hs: Handshake::new(f.direction == Direction::Up),
                 started: false,
                 end: None,
                 delivered_at_end: None,
                 sched_snd: None,
                 sched_rcv: None,
+                sched_hs: None,
                 host: f.group as u32 + 1,
                 txbuf: Vec::new(),
             });
@@ -188,13 +194,19 @@ impl World {
             }
             Event::FlowStart(f) => {
                 let fi = f as usize;
-                let now = self.now;
-                let fl = &mut self.flows[fi];
-                fl.started = true;
-                let mut out = std::mem::take(&mut fl.txbuf);
-                fl.snd.start(now, &mut out);
-                fl.txbuf = out;
-                self.after_sender(fi);
+                let mut segs = Vec::new();
+                self.flows[fi].hs.connect(self.now, &mut segs);
+                self.after_handshake(fi, segs, None);
+            }
+            Event::HandshakeTimer(f) => {
+                let fi = f as usize;
+                if self.flows[fi].sched_hs != Some(self.now) {
+                    return;
+                }
+                self.flows[fi].sched_hs = None;
+                let mut segs = Vec::new();
+                self.flows[fi].hs.on_timer(self.now, &mut segs);
+                self.after_handshake(fi, segs, None);
             }
             Event::FlowStop(f) => {
                 let fl = &mut self.flows[f as usize];
@@ -223,6 +235,15 @@ impl World {
                 let f = &self.flows[flow as usize];
                 (f.spec.direction.reverse(), f.spec.rtt_ns - f.spec.rtt_ns / 2, flow as u64, f.host, 0)
             }
+            Payload::Ctl { flow, seg } => {
+                // as the flow's data when it goes their way, else as its ACKs
+                let f = &self.flows[flow as usize];
+                if seg.kind.from_client() == (f.spec.direction == Direction::Up) {
+                    (f.spec.direction, f.spec.rtt_ns / 2, flow as u64, 0, f.host)
+                } else {
+                    (f.spec.direction.reverse(), f.spec.rtt_ns - f.spec.rtt_ns / 2, flow as u64, f.host, 0)
+                }
+            }
             Payload::ProbeReq { probe, .. } => {
                 let s = &self.probes[probe as usize].spec;
                 (s.direction.reverse(), s.rtt_ns / 2, PROBE_FLOW_BASE + probe as u64, 1000 + probe as u32, 0)
@@ -238,7 +259,7 @@ impl World {
     fn station(&self, p: &Payload) -> Option<usize> {
         self.wifi.as_ref()?;
         match *p {
-            Payload::Data { flow, .. } | Payload::Ack { flow, .. } => self.flows[flow as usize].spec.station,
+            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.station,
             Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.station,
         }
     }
@@ -347,6 +368,11 @@ impl World {
             Payload::Data { flow, seq, ce, cwr, .. } => {
                 let fi = flow as usize;
                 let now = self.now;
+                if self.flows[fi].spec.direction == Direction::Up {
+                    self.flows[fi].hs.client_data_arrived(now);
+                } else {
+                    self.flows[fi].hs.server_data_arrived();
+                }
                 let ecn_now = self.flows[fi].rcv.on_ecn(ce, cwr);
                 if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now || ecn_now {
                     self.send_ack(fi);
@@ -362,6 +388,12 @@ impl World {
                 fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut out);
                 fl.txbuf = out;
                 self.after_sender(fi);
+            }
+            Payload::Ctl { flow, seg } => {
+                let fi = flow as usize;
+                let mut segs = Vec::new();
+                let start = self.flows[fi].hs.on_ctl(self.now, seg, &mut segs);
+                self.after_handshake(fi, segs, start);
             }
             Payload::ProbeReq { probe, seq, sent, size } => {
                 // The echo server answers at once with a reply of the same size.
@@ -383,6 +415,32 @@ impl World {
         let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece };
         let len = p.wire_len();
         self.emit(p, len);
+    }
+
+    /// Put the handshake's segments on the wire, start the data sender when
+    /// the handshake says so, and (re)schedule the handshake timer.
+    fn after_handshake(&mut self, fi: usize, segs: Vec<CtlSeg>, start: Option<Established>) {
+        for seg in segs {
+            let p = Payload::Ctl { flow: fi as u32, seg };
+            let len = p.wire_len();
+            self.emit(p, len);
+        }
+        if let Some(s) = start {
+            let now = self.now;
+            let fl = &mut self.flows[fi];
+            fl.started = true;
+            let mut out = std::mem::take(&mut fl.txbuf);
+            fl.snd.start(now, Some(s), &mut out);
+            fl.txbuf = out;
+            self.after_sender(fi);
+        }
+        let fl = &mut self.flows[fi];
+        if let Some(t) = fl.hs.timer() {
+            if fl.sched_hs.map_or(true, |s| t < s) {
+                fl.sched_hs = Some(t);
+                self.q.push(t, Event::HandshakeTimer(fi as u32));
+            }
+        }
     }
 
     fn schedule_receiver(&mut self, fi: usize) {
@@ -490,7 +548,8 @@ impl World {
                 retrans_segs: f.snd.retrans_segs,
                 start_s: f.spec.start_ns as f64 / 1e9,
                 end_s: stop.max(f.spec.start_ns) as f64 / 1e9,
-                fct_s: f.snd.done_at.map(|t| (t - f.spec.start_ns) as f64 / 1e9),
+                // from the first SYN, as the emulator's client measures it
+                fct_s: f.snd.done_at.map(|t| (t - f.hs.first_syn.unwrap_or(f.spec.start_ns)) as f64 / 1e9),
                 completed,
                 rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
                 lost_segs: f.snd.lost_total,

@@ -108,10 +108,10 @@ def show(out: dict) -> None:
               + f"   (bloatlab host apply --cc {rec['cc']}{fq})")
     twin = "emulated twin, the kernel's TCP" if out.get("engine") == "emu" else "simulated twin"
     t = Table(title=f"expected on your path ({twin})")
-    for c in ("", "goodput Mbit/s", "p95 RTT under load ms", "retransmitted", "CUBIC neighbour keeps"):
+    for c in ("", "goodput Mbit/s", "p95 RTT under load ms (alone / beside CUBIC)", "retransmitted", "CUBIC neighbour keeps"):
         t.add_column(c, justify="right", no_wrap=not c)
     for name, f in (("today", out["current"]), ("recommended", out["expected"])):
-        t.add_row(f"{name}: {f['cc']} / {f['queue']}", f"{f['goodput_mbps']:.3g}", f"{f['p95_rtt_ms']:.0f}",
+        t.add_row(f"{name}: {f['cc']} / {f['queue']}", f"{f['goodput_mbps']:.3g}", f"{f['p95_rtt_ms']:.0f} / {f['p95_rtt_shared_ms']:.0f}",
                   f"{f['retrans_rate'] * 100:.2g} %", f"{f['neighbour_share'] * 100:.0f} %")
     con.print(t)
     con.print("[bold]Why[/bold]")
@@ -122,10 +122,10 @@ def show(out: dict) -> None:
         for r in out["caveats"]:
             con.print(f"  - {r}")
     alt = Table(title="all candidates, best first")
-    for c in ("control", "queue", "score", "goodput", "p95 RTT", "retrans", "neighbour", "this kernel"):
+    for c in ("control", "queue", "score", "goodput", "p95 RTT alone / shared", "retrans", "neighbour", "this kernel"):
         alt.add_column(c, justify="right")
     for a in out["alternatives"]:
         q = a["queue"] if a["queue"] == "as-is" else f"{a['queue']} @ {a['shaper_mbps']:.3g}"
-        alt.add_row(a["cc"], q, f"{a['score']:.3f}", f"{a['goodput_mbps']:.3g}", f"{a['p95_rtt_ms']:.0f}",
+        alt.add_row(a["cc"], q, f"{a['score']:.3f}", f"{a['goodput_mbps']:.3g}", f"{a['p95_rtt_ms']:.0f} / {a['p95_rtt_shared_ms']:.0f}",
                     f"{a['retrans_rate'] * 100:.2g} %", f"{a['neighbour_share'] * 100:.0f} %", "yes" if a["available_here"] else "no")
     con.print(alt)

@@ -23,6 +23,10 @@
 //! acked; any state → Loss on RTO (cwnd 1, everything outstanding lost); CWR
 //! after a tail-loss probe repaired a loss.
 //!
+//! The handshake before `start` is `handshake.rs`'s; its RTT sample seeds
+//! the estimator and the min-RTT filter as `tcp_synack_rtt_meas` /
+//! `tcp_ack_update_rtt` do.
+//!
 //! Simplifications (documented in docs/simulator.md): no TSO/GSO (every
 //! segment is its own packet and paced alone), no undo of spurious
 //! reductions (no reordering in the model, so they come only from RTOs),
@@ -315,8 +319,18 @@ impl Sender {
         }
     }
 
-    /// Connection established at `now` (we model no handshake: data starts at once).
-    pub fn start(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+    /// Connection established at `now` (`tcp_init_transfer`): `hs` carries
+    /// the handshake's first RTT sample and whether cwnd starts at 1
+    /// (None: a sender without a handshake, as in unit tests).
+    pub fn start(&mut self, now: Nanos, hs: Option<super::handshake::Start>, out: &mut Vec<Tx>) {
+        if let Some(h) = hs {
+            if h.cwnd_one {
+                self.w.cwnd = 1;
+            }
+            let us = (h.rtt / NS_PER_US).clamp(1, u32::MAX as u64);
+            self.rtt.sample(us as u32, 0, 0);
+            self.min_rtt.update(MIN_RTT_WLEN_US, now / NS_PER_US, us);
+        }
         self.lsndtime = now;
         let v = self.view(now);
         self.cc.init(&v, &mut self.w);

@@ -13,7 +13,7 @@ fn reno_sender() -> Sender {
 fn warmed(n: u64) -> (Sender, Nanos) {
     let mut s = reno_sender();
     let mut out = Vec::new();
-    s.start(0, &mut out);
+    s.start(0, None, &mut out);
     let mut now = 0;
     for i in 0..n {
         now = s.segs[0].tx_time + 100 * NS_PER_MS;
@@ -27,7 +27,7 @@ fn warmed(n: u64) -> (Sender, Nanos) {
 fn the_initial_window_is_ten_segments() {
     let mut s = reno_sender();
     let mut out = Vec::new();
-    s.start(0, &mut out);
+    s.start(0, None, &mut out);
     assert_eq!(out.len(), 10);
     assert_eq!(s.in_flight(), 10);
     assert_eq!(s.timer.map(|t| t.1), Some(TimerKind::Tlp));
@@ -37,7 +37,7 @@ fn the_initial_window_is_ten_segments() {
 fn slow_start_sends_two_segments_per_segment_acked() {
     let mut s = reno_sender();
     let mut out = Vec::new();
-    s.start(0, &mut out);
+    s.start(0, None, &mut out);
     out.clear();
     s.on_ack(100 * NS_PER_MS, 1, &[], false, false, &mut out);
     assert_eq!(s.w.cwnd, 11);
