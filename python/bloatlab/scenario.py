@@ -60,7 +60,7 @@ LIMITS = {
 }
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "ecn", "station"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "ecn", "station"}
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station"}
 
 
@@ -477,6 +477,12 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             size = _conv(f"{p}.size", units.parse_size, f["size"])
             if size <= 0:
                 raise ScenarioError(f"{p}.size", f'expected a positive size, got "{f["size"]}"')
+        app_rate = None
+        if "rate" in f:
+            # an application-limited source (video, a rate-capped upload): it offers at most this rate
+            app_rate = _conv(f"{p}.rate", units.parse_rate, f["rate"])
+            if app_rate <= 0:
+                raise ScenarioError(f"{p}.rate", f'expected a positive rate, got "{f["rate"]}"')
         ecn = f.get("ecn")
         if ecn is not None and not isinstance(ecn, bool):
             raise ScenarioError(f"{p}.ecn", f"expected true or false, got {ecn!r}")
@@ -485,7 +491,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             flows.append({
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
-                "stop_ns": stop, "size_bytes": size, "ecn": ecn,
+                "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "ecn": ecn,
             })
     if "start_jitter" in doc:
         _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)

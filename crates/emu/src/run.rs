@@ -287,6 +287,10 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
         "0".into(),
         "--json".into(),
     ];
+    if let Some(r) = f.app_rate_bps {
+        a.push("-b".into());
+        a.push(format!("{r}bit"));
+    }
     let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
     match f.size_bytes {
         Some(n) => {

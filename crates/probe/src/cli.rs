@@ -196,6 +196,9 @@ struct TcpClientArgs {
     /// send exactly this many bytes (e.g. 10MB) and report the completion time
     #[arg(short = 'n', long = "bytes", value_parser = size)]
     bytes: Option<u64>,
+    /// the sender offers at most this rate (e.g. 5Mbit; written every 10 ms), like iperf3's -b; default: as fast as TCP goes
+    #[arg(short = 'b', long = "bitrate", value_parser = rate)]
+    bitrate: Option<u64>,
     /// local port of the (first) data connection
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     cport: Option<u16>,
@@ -266,6 +269,12 @@ fn secs(s: &str) -> Result<u64, String> {
 fn positive_secs(s: &str) -> Result<u64, String> {
     match secs(s)? {
         0 => Err(format!("expected a positive duration, got \"{s}\"")),
+        v => Ok(v),
+    }
+}
+fn rate(s: &str) -> Result<u64, String> {
+    match units::parse_rate(s)? {
+        0 => Err(format!("expected a positive rate, got \"{s}\"")),
         v => Ok(v),
     }
 }
@@ -491,6 +500,7 @@ fn tcp_client(a: TcpClientArgs) -> R {
         reverse: a.reverse,
         duration_ns: if a.bytes.is_some() { None } else { Some(a.time.unwrap_or(10_000_000_000)) },
         bytes: a.bytes,
+        rate_bps: a.bitrate,
         cport: a.cport,
         info_interval_ns: a.info_interval,
         report_ns: if a.json { 0 } else { a.report },

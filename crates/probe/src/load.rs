@@ -203,6 +203,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         reverse,
         duration_ns: Some(cfg.duration_ns),
         bytes: None,
+        rate_bps: None,
         cport: None,
         info_interval_ns: 10_000_000,
         report_ns: 0,

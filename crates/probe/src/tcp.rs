@@ -58,6 +58,10 @@ pub const WAKE: Duration = Duration::from_millis(100);
 pub const ACK_WAIT_POLL_NS: u64 = 200_000;
 pub const ACK_WAIT_MAX_NS: u64 = 30_000_000_000;
 pub const MAX_CTRL_LINE: u64 = 64 * 1024;
+/// `-b`: a rate-limited sender writes what its rate allows every 10 ms, on
+/// the same clock as the simulator's application source
+/// (crates/sim/src/tcp/sender.rs `APP_TICK`).
+pub const APP_TICK_NS: u64 = 10_000_000;
 const CTRL_MAGIC: &[u8; 4] = b"BLC1";
 const DATA_MAGIC: &[u8; 4] = b"BLD1";
 
@@ -69,6 +73,10 @@ pub struct Params {
     pub reverse: bool,
     pub duration_ns: Option<u64>,
     pub bytes: Option<u64>,
+    /// `-b`: the sender's application offers at most this many bit/s
+    /// (written every [`APP_TICK_NS`]); None: as fast as the socket takes.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
     pub cc: Option<String>,
     pub info_interval_ns: u64,
 }
@@ -133,12 +141,21 @@ fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
 }
 
-/// Send for the duration or the byte count, then wait for the last ack.
-pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>, stop: &dyn Fn() -> bool) -> Outcome {
+/// Bytes a `rate_bps` application has written by `now` when it began at
+/// `t0`: one write at t0 and one every [`APP_TICK_NS`] after.
+pub fn app_allowance(rate_bps: u64, t0: u64, now: u64) -> u64 {
+    let ticks = now.saturating_sub(t0) / APP_TICK_NS + 1;
+    (rate_bps as u128 * APP_TICK_NS as u128 * ticks as u128 / 8_000_000_000) as u64
+}
+
+/// Send for the duration or the byte count (at most `rate_bps` when
+/// given), then wait for the last ack.
+pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>, rate_bps: Option<u64>, stop: &dyn Fn() -> bool) -> Outcome {
     let buf = vec![0x5au8; BUF];
     let deadline = duration_ns.map(|d| s.start_mono.saturating_add(d));
     let mut out = Outcome::default();
     let mut w = 0u64;
+    let app_t0 = sys::mono_ns();
     loop {
         if sys::stopped() || stop() {
             break;
@@ -148,11 +165,23 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
                 break;
             }
         }
-        let chunk = match bytes {
+        let mut chunk = match bytes {
             Some(n) if w >= n => break,
             Some(n) => ((n - w) as usize).min(BUF),
             None => BUF,
         };
+        if let Some(r) = rate_bps {
+            let now = sys::mono_ns();
+            let allowed = app_allowance(r, app_t0, now);
+            if w >= allowed {
+                // the application's next write
+                let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
+                let wake = deadline.map_or(next, |d| d.min(next));
+                sys::sleep_until_mono(wake.min(now + WAKE.as_nanos() as u64));
+                continue;
+            }
+            chunk = chunk.min((allowed - w) as usize);
+        }
         match (&s.sock).write(&buf[..chunk]) {
             Ok(k) => {
                 w += k as u64;
@@ -408,6 +437,9 @@ impl ServerLimits {
         }
         if p.duration_ns == Some(0) {
             return Some("-t: the test length must be positive".into());
+        }
+        if p.rate_bps == Some(0) {
+            return Some("-b: the rate must be positive".into());
         }
         if p.info_interval_ns < self.min_info_interval_ns.max(1) {
             return Some(format!(
@@ -702,7 +734,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
         let w = spawn("stream", move || {
             let stop = || gone.load(Ordering::Relaxed);
             if p.reverse {
-                run_sender(&s, deadline_ns, p.bytes, &stop)
+                run_sender(&s, deadline_ns, p.bytes, p.rate_bps, &stop)
             } else {
                 run_receiver(&s, &stop)
             }
@@ -802,6 +834,8 @@ pub struct ClientCfg {
     pub reverse: bool,
     pub duration_ns: Option<u64>,
     pub bytes: Option<u64>,
+    /// `-b`: the sender offers at most this many bit/s
+    pub rate_bps: Option<u64>,
     pub cport: Option<u16>,
     pub info_interval_ns: u64,
     /// interval report period, 0 = none (and no printing at all)
@@ -855,6 +889,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         reverse: cfg.reverse,
         duration_ns: cfg.duration_ns,
         bytes: cfg.bytes,
+        rate_bps: cfg.rate_bps,
         cc: cfg.cc.clone(),
         info_interval_ns: cfg.info_interval_ns,
     };
@@ -916,7 +951,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
                 if cfg.reverse {
                     run_receiver(&s, &|| false)
                 } else {
-                    run_sender(&s, cfg.duration_ns, cfg.bytes, &|| false)
+                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, &|| false)
                 }
             })
         })
@@ -1139,8 +1174,24 @@ pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_rate_limited_sender_may_write_one_tick_of_bytes_per_10_ms() {
+        // 5 Mbit/s: 6 250 B per 10 ms, the first write at once
+        assert_eq!(app_allowance(5_000_000, 1_000, 1_000), 6_250);
+        assert_eq!(app_allowance(5_000_000, 1_000, 1_000 + APP_TICK_NS - 1), 6_250);
+        assert_eq!(app_allowance(5_000_000, 1_000, 1_000 + APP_TICK_NS), 12_500);
+        assert_eq!(app_allowance(5_000_000, 0, 1_000_000_000 - 1), 625_000, "one second: 5 Mbit");
+    }
+
+    #[test]
+    fn a_zero_rate_is_refused_by_name() {
+        let mut p = params(1, true, Some(1_000_000_000), 10_000_000);
+        p.rate_bps = Some(0);
+        assert!(ServerLimits::default().refuse(&p).unwrap().starts_with("-b"));
+    }
+
     fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
-        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, cc: None, info_interval_ns }
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, cc: None, info_interval_ns }
     }
 
     #[test]

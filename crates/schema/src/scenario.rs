@@ -193,6 +193,10 @@ pub struct Flow {
     pub start_ns: Nanos,
     pub stop_ns: Option<Nanos>,
     pub size_bytes: Option<u64>,
+    /// An application-limited source: the application offers at most this
+    /// many bit/s (written every 10 ms); None: as fast as TCP takes it.
+    #[serde(default)]
+    pub app_rate_bps: Option<u64>,
     /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
     #[serde(default)]
     pub ecn: Option<bool>,
@@ -255,6 +259,9 @@ impl Scenario {
             }
             if f.rtt_ns == 0 {
                 return Err(format!("flows[{i}].rtt_ns must be > 0"));
+            }
+            if f.app_rate_bps == Some(0) {
+                return Err(format!("flows[{i}].app_rate_bps must be > 0"));
             }
         }
         for (i, p) in self.probes.iter().enumerate() {

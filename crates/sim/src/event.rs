@@ -21,6 +21,8 @@ pub enum Event {
     /// The handshake timer of a flow (SYN, SYN-ACK or request retransmission).
     HandshakeTimer(u32),
     FlowStart(u32),
+    /// An application-limited flow's application writes.
+    AppWrite(u32),
     FlowStop(u32),
     ProbeSend(u32),
     Sample,

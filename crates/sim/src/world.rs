@@ -87,6 +87,9 @@ impl World {
             };
             let mut snd = Sender::new(cc, f.size_bytes);
             snd.ecn = ecn;
+            if let Some(r) = f.app_rate_bps {
+                snd.set_app_rate(r);
+            }
             let mut rcv = Receiver::new(f.rtt_ns);
             rcv.ecn = echo;
             flows.push(FlowState {
@@ -197,6 +200,20 @@ impl World {
                 let mut segs = Vec::new();
                 self.flows[fi].hs.connect(self.now, &mut segs);
                 self.after_handshake(fi, segs, None);
+            }
+            Event::AppWrite(f) => {
+                let fi = f as usize;
+                let now = self.now;
+                let fl = &mut self.flows[fi];
+                if let Some(t) = fl.snd.app_write(now) {
+                    if !fl.snd.stopped {
+                        self.q.push(t, Event::AppWrite(f));
+                    }
+                }
+                let mut out = std::mem::take(&mut fl.txbuf);
+                fl.snd.transmit(now, &mut out);
+                fl.txbuf = out;
+                self.after_sender(fi);
             }
             Event::HandshakeTimer(f) => {
                 let fi = f as usize;
@@ -432,6 +449,9 @@ impl World {
             let mut out = std::mem::take(&mut fl.txbuf);
             fl.snd.start(now, Some(s), &mut out);
             fl.txbuf = out;
+            if let Some(t) = fl.snd.app_write(now) {
+                self.q.push(t, Event::AppWrite(fi as u32));
+            }
             self.after_sender(fi);
         }
         let fl = &mut self.flows[fi];

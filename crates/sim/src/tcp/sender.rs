@@ -47,6 +47,12 @@ const REORDERING: u32 = 3;
 const RTO_MIN: Nanos = 200_000_000;
 /// Segments sent before Linux starts pacing (`tp->data_segs_out >= 10`).
 const UNPACED_SEGS: u64 = 10;
+/// An application-limited source (`rate` on a flow) writes every 10 ms what
+/// its rate allows: the probe's `-b` writes on the same clock, so both
+/// engines offer the same bytes at the same instants. 10 ms is a video
+/// frame-ish granularity, coarse enough that the write syscalls cost
+/// nothing and fine enough that a 1 Mbit/s source is not one burst per RTT.
+pub const APP_TICK: Nanos = 10_000_000;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Seg {
@@ -97,6 +103,12 @@ pub struct Sender {
     last_len: u32,
     /// Stop sending new data (the flow's `stop` time passed).
     pub stopped: bool,
+    /// An application-limited source: its rate (bit/s) and first write.
+    app: Option<(u64, Nanos)>,
+    /// Segments the application has written so far (full segments only: a
+    /// partial one waits for the next write, as Nagle holds it while data
+    /// are in flight).
+    app_segs: u64,
 
     pub una: u64,
     pub nxt: u64,
@@ -179,6 +191,8 @@ impl Sender {
             total_segs,
             last_len,
             stopped: false,
+            app: None,
+            app_segs: 0,
             una: 0,
             nxt: 0,
             segs: VecDeque::new(),
@@ -304,7 +318,36 @@ impl Sender {
     }
 
     fn has_new_data(&self) -> bool {
-        !self.stopped && self.total_segs.map_or(true, |n| self.nxt < n)
+        !self.stopped && self.total_segs.map_or(true, |n| self.nxt < n) && (self.app.is_none() || self.nxt < self.app_segs)
+    }
+
+    /// Make this an application-limited sender offering at most `rate_bps`
+    /// (before `start`).
+    pub fn set_app_rate(&mut self, rate_bps: u64) {
+        self.app = Some((rate_bps, 0));
+    }
+
+    /// The application writes (at `start` and every [`APP_TICK`] after):
+    /// the bytes its rate allows up to now. Returns the next write's time,
+    /// None once everything of a finite flow is written.
+    pub fn app_write(&mut self, now: Nanos) -> Option<Nanos> {
+        let (rate, t0) = self.app?;
+        let ticks = (now - t0) / APP_TICK + 1;
+        let bytes = (rate as u128 * APP_TICK as u128 * ticks as u128 / (8 * NS_PER_SEC as u128)) as u64;
+        self.app_segs = bytes / MSS as u64;
+        if let Some(n) = self.total_segs {
+            let size = (n - 1) * MSS as u64 + self.last_len as u64;
+            if bytes >= size {
+                self.app_segs = n;
+                return None;
+            }
+        }
+        Some(t0 + ticks * APP_TICK)
+    }
+
+    /// Whether this sender is application-limited by a rate.
+    pub fn app_rate(&self) -> Option<u64> {
+        self.app.map(|a| a.0)
     }
 
     pub fn finished(&self) -> bool {
@@ -332,6 +375,10 @@ impl Sender {
             self.min_rtt.update(MIN_RTT_WLEN_US, now / NS_PER_US, us);
         }
         self.lsndtime = now;
+        if let Some((rate, _)) = self.app {
+            self.app = Some((rate, now));
+            self.app_write(now);
+        }
         let v = self.view(now);
         self.cc.init(&v, &mut self.w);
         self.wstamp = now;

@@ -141,3 +141,46 @@ fn a_tail_loss_probe_fires_two_srtt_after_the_last_send() {
     assert_eq!(now, 100 * NS_PER_MS);
     assert_eq!(deadline, now + (200 * NS_PER_MS + TIMEOUT_MIN).min(300 * NS_PER_MS - now));
 }
+
+#[test]
+fn a_rate_limited_application_writes_every_ten_ms_and_tcp_sends_no_more() {
+    // 3 segments per 10 ms: 3 × 1448 B × 8 × 100 /s = 3.4752 Mbit/s
+    let mut s = reno_sender();
+    s.set_app_rate(3_475_200);
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(out.len(), 3, "cwnd is 10 but the application gave 3 segments");
+    assert_eq!(s.app_write(0), Some(10 * NS_PER_MS));
+    out.clear();
+    assert_eq!(s.app_write(10 * NS_PER_MS), Some(20 * NS_PER_MS));
+    s.transmit(10 * NS_PER_MS, &mut out);
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), [3, 4, 5]);
+    // a write late by 5 ms finds what the clock allows, no more
+    out.clear();
+    assert_eq!(s.app_write(25 * NS_PER_MS), Some(30 * NS_PER_MS));
+    s.transmit(25 * NS_PER_MS, &mut out);
+    assert_eq!(out.len(), 3);
+}
+
+#[test]
+fn a_finite_rate_limited_flow_stops_writing_when_everything_is_written() {
+    // 10 000 B at 8 Mbit/s: 10 000 B per 10 ms, so all of it at the first write
+    let mut s = Sender::new(Box::new(Reno), Some(10_000));
+    s.set_app_rate(8_000_000);
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(s.app_write(0), None);
+    assert_eq!(out.len(), 7, "6 full segments and the 1312-byte tail");
+    assert_eq!(out[6].len, 10_000 - 6 * 1448);
+}
+
+#[test]
+fn the_handshake_sample_seeds_the_rto_and_a_cwnd_of_one() {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, Some(crate::tcp::handshake::Start { rtt: 200 * NS_PER_MS, cwnd_one: true }), &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(s.rtt.srtt(), 200 * NS_PER_MS);
+    // RTO = srtt + max(4·mdev, 200 ms) = 200 + 400 ms
+    assert_eq!(s.rtt.rto, 600 * NS_PER_MS);
+}
