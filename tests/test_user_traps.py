@@ -210,7 +210,10 @@ def test_plots_draw_no_srtt_before_the_first_ack_no_pacing_zeros_and_name_the_pr
     st = load(sweep_dir)
     for rid in st.runs["run_id"]:
         r = st.result(rid)
-        assert (r.flows["srtt_ms"] == 0).any()  # the engine reports 0 before the first ACK ...
+        # TCP_INFO reports srtt 0 before a connection's first RTT sample; the simulator's flows have one
+        # from the handshake before their first sample, so plant the kernel's zero ...
+        assert (r.flows["srtt_ms"] > 0).all()
+        r.flows.loc[r.flows.index[0], "srtt_ms"] = 0.0
         fig = plots.cdf(r)
         srtt = [ln for ln in fig.axes[0].get_lines() if "srtt" in ln.get_label()]
         assert len(srtt) == 1 and np.nanmin(srtt[0].get_xdata()) > 0  # ... which no plot draws

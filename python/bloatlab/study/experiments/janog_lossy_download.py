@@ -7,10 +7,10 @@ with CUBIC (Linux 4.4).
 
 Setup here: 100 Mbit/s (not given; a LAN), 200 ms base RTT, 20 % i.i.d.
 loss on the data direction only (netem on the server's egress), one 1 MB
-transfer per run, BBR or CUBIC, up to 600 s (our "timeout"); the model has no
-TCP handshake or HTTP request, which at 20 % loss cost the real download a
-few more round trips and RTOs. Many seeds: single transfers at 20 % loss vary
-a lot.
+transfer per run, BBR or CUBIC, up to 600 s (our "timeout"). The handshake and
+the request are modelled (a lost SYN-ACK costs a 1 s timeout, `fct_s` counts
+from the first SYN); the kernel's receive window is not (docs/fidelity.md).
+Many seeds: single transfers at 20 % loss vary a lot.
 """
 
 from __future__ import annotations
