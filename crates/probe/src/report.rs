@@ -209,8 +209,8 @@ impl FlowSeries {
         self.delivered_bytes.extend(&o.delivered_bytes);
         self.retransmits.extend(&o.retransmits);
     }
-    /// One TCP_INFO sample; `pre` = header bytes to remove from bytes_acked
-    /// (with the SYN's sequence number).
+    /// One TCP_INFO sample; `pre` = what bytes_acked counts before the data
+    /// (`StreamState::pre`).
     /// `cap` = bytes the application wrote (removes the FIN's sequence number).
     pub fn push(&mut self, flow: usize, t: f64, ti: &crate::sys::TcpInfo, pre: u64, cap: u64) {
         self.flow.push(flow);
@@ -220,7 +220,7 @@ impl FlowSeries {
         self.srtt_ms.push(ti.rtt as f64 / 1e3);
         self.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
         self.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
-        self.delivered_bytes.push(ti.bytes_acked.saturating_sub(1 + pre).min(cap));
+        self.delivered_bytes.push(crate::tcp::data_acked(ti, cap, pre));
         self.retransmits.push(ti.total_retrans as u64);
     }
     pub fn to_json(&self) -> Value {

@@ -16,8 +16,10 @@
 //!
 //! Definitions (docs/results.md):
 //! - bytes_acked: data bytes the receiver acknowledged = tcpi_bytes_acked
-//!   minus the SYN's and FIN's sequence numbers (both are counted by Linux),
-//!   capped at the bytes written.
+//!   minus what it counts before the data — the SYN on the connecting side
+//!   (an accepted socket starts with its SYN-ACK already acked:
+//!   `tcp_create_openreq_child` sets snd_una = ISN + 1) and the client's
+//!   16-byte data hello — capped at the bytes written (the FIN's 1).
 //! - goodput: bytes the receiving application read × 8 / (end_s - start_s),
 //!   start = the client's connect(), end = the sender saw its last byte acked.
 //! - fct_s (finite `-n` transfers): end_s - start_s.
@@ -62,6 +64,13 @@ pub const MAX_CTRL_LINE: u64 = 64 * 1024;
 /// the same clock as the simulator's application source
 /// (crates/sim/src/tcp/sender.rs `APP_TICK`).
 pub const APP_TICK_NS: u64 = 10_000_000;
+/// What an interrupted reverse-test client sends on the control connection:
+/// the server stops sending and reports (older servers ignore it).
+pub const STOP_LINE: &[u8] = b"stop\n";
+/// How long an interrupted reverse-test client keeps reading the data the
+/// server had already sent (its queue draining through a bottleneck) before
+/// it gives up on them.
+pub const DRAIN_MAX_NS: u64 = 10_000_000_000;
 const CTRL_MAGIC: &[u8; 4] = b"BLC1";
 const DATA_MAGIC: &[u8; 4] = b"BLD1";
 
@@ -87,8 +96,8 @@ pub struct StreamState {
     pub sock: TcpStream,
     /// CLOCK_MONOTONIC when the flow began (client: before connect; server: accept)
     pub start_mono: u64,
-    /// bytes of our own header sent before the data (the client's 16-byte
-    /// data hello), removed from tcpi_bytes_acked
+    /// sequence bytes tcpi_bytes_acked counts before the data: the client's
+    /// SYN and 16-byte data hello (17); 0 on the server's accepted socket
     pub pre: u64,
     pub written: AtomicU64,
     pub read: AtomicU64,
@@ -132,9 +141,10 @@ pub struct Outcome {
     pub final_info: Option<TcpInfo>,
 }
 
-/// Data bytes acked (see the module doc): SYN and FIN removed, capped.
+/// Data bytes acked (see the module doc): what came before the data
+/// removed, capped at what was written (the FIN's 1).
 pub fn data_acked(ti: &TcpInfo, written: u64, pre: u64) -> u64 {
-    ti.bytes_acked.saturating_sub(1 + pre).min(written)
+    ti.bytes_acked.saturating_sub(pre).min(written)
 }
 
 fn is_timeout(e: &io::Error) -> bool {
@@ -239,13 +249,21 @@ fn peer_error(e: &io::Error) -> String {
 }
 
 /// Read until EOF; `end_mono` is the time of the last byte read.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool) -> Outcome {
+///
+/// `drain`: on Ctrl-C/SIGTERM keep reading until the sender's FIN (at most
+/// [`DRAIN_MAX_NS`]), since the sender was asked to stop and will close.
+pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
     let mut last = sys::mono_ns();
+    let mut stopped_at: Option<u64> = None;
     loop {
-        if sys::stopped() || stop() {
+        if sys::stopped() && stopped_at.is_none() {
+            stopped_at = Some(sys::mono_ns());
+        }
+        let drained = stopped_at.is_some_and(|t| !drain || sys::mono_ns() > t + DRAIN_MAX_NS);
+        if drained || stop() {
             out.error = Some("interrupted".into());
             break;
         }
@@ -721,22 +739,24 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     // a client that vanishes ends its test: watch the control connection;
     // the server's own deadline ends it too (a byte count never reached)
     let ctrl_gone = Arc::new(AtomicBool::new(false));
+    // a reverse test's client asks us to stop sending (it was interrupted): the test still ends with results
+    let halt = Arc::new(AtomicBool::new(false));
     let over = Arc::new(AtomicBool::new(false));
     let watcher = {
-        let (gone, over, c) = (ctrl_gone.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
+        let (gone, halt, over, c) = (ctrl_gone.clone(), halt.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
         let hard_end = deadline_ns.map(|d| sys::mono_ns().saturating_add(d).saturating_add(ACK_WAIT_MAX_NS));
-        spawn("ctrl-watch", move || watch_control(&c, &gone, &over, hard_end)).map_err(|e| refuse_busy(&ctrl, &states, e))?
+        spawn("ctrl-watch", move || watch_control(&c, &gone, &halt, &over, hard_end)).map_err(|e| refuse_busy(&ctrl, &states, e))?
     };
     let mut workers = Vec::new();
     for s in &states {
         let s = s.clone();
-        let (p, gone) = (p.clone(), ctrl_gone.clone());
+        let (p, gone, halt) = (p.clone(), ctrl_gone.clone(), halt.clone());
         let w = spawn("stream", move || {
-            let stop = || gone.load(Ordering::Relaxed);
+            let stop = || gone.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, &stop)
             } else {
-                run_receiver(&s, &stop)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false)
             }
         });
         match w {
@@ -795,9 +815,11 @@ fn refuse_busy(ctrl: &TcpStream, states: &[Arc<StreamState>], e: io::Error) -> S
 }
 
 /// Until `over`: set `gone` when the control connection closes (EOF or an
-/// error) or the hard end passes. The client sends nothing during a test, so
-/// anything it sends is read and ignored (bounded: one small buffer).
-fn watch_control(mut c: &TcpStream, gone: &AtomicBool, over: &AtomicBool, hard_end: Option<u64>) {
+/// error) or the hard end passes. A client sends nothing during a test
+/// except [`STOP_LINE`] when it was interrupted in a reverse test: anything
+/// it sends sets `halt` (stop sending, then report as usual). Bounded: one
+/// small buffer, read and dropped.
+fn watch_control(mut c: &TcpStream, gone: &AtomicBool, halt: &AtomicBool, over: &AtomicBool, hard_end: Option<u64>) {
     let mut buf = [0u8; 512];
     while !over.load(Ordering::SeqCst) {
         if hard_end.is_some_and(|e| sys::mono_ns() > e) {
@@ -809,7 +831,7 @@ fn watch_control(mut c: &TcpStream, gone: &AtomicBool, over: &AtomicBool, hard_e
                 gone.store(true, Ordering::SeqCst);
                 return;
             }
-            Ok(_) => {}
+            Ok(_) => halt.store(true, Ordering::SeqCst),
             Err(e) if is_timeout(&e) => {}
             Err(_) => {
                 gone.store(true, Ordering::SeqCst);
@@ -933,12 +955,28 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         h.extend_from_slice(&cookie.to_le_bytes());
         h.extend_from_slice(&(i as u32).to_le_bytes());
         s.write_all(&h).map_err(|e| err1(format!("data connection: {e}")))?;
-        states.push(StreamState::new(i, s, start, h.len() as u64));
+        // the SYN's sequence number and the hello come before the data in tcpi_bytes_acked
+        states.push(StreamState::new(i, s, start, 1 + h.len() as u64));
     }
     let sampler = if !cfg.reverse {
         let v = states.clone();
         let iv = cfg.info_interval_ns;
         Some(std::thread::spawn(move || run_sampler(v, iv)))
+    } else {
+        None
+    };
+    // reverse: on Ctrl-C/SIGTERM ask the server to stop sending, then read what it had sent and its results
+    let stopper = if cfg.reverse {
+        let (v, c) = (states.clone(), ctrl.try_clone().map_err(|e| err1(format!("control: {e}")))?);
+        Some(std::thread::spawn(move || {
+            while !v.iter().all(|s| s.done.load(Ordering::Relaxed)) {
+                if sys::stopped() {
+                    let _ = (&c).write_all(STOP_LINE);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }))
     } else {
         None
     };
@@ -949,7 +987,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             let cfg = cfg.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false)
+                    run_receiver(&s, &|| false, true)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, &|| false)
                 }
@@ -961,6 +999,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
     if let Some(h) = sampler {
+        let _ = h.join();
+    }
+    if let Some(h) = stopper {
         let _ = h.join();
     }
     // the server's half
