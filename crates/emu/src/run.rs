@@ -234,16 +234,16 @@ fn wait_listening(ns_name: &str, port: u16, udp: bool, kids: &mut Kids, idx: usi
 /// Start the receivers and echo servers; return when all listen.
 fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> Result<(), String> {
     for f in &sc.flows {
-        // The receiver sits opposite the sender: in the client namespace for a "down" flow.
-        let recv_server_side = f.direction == Direction::Up;
-        let (ns_name, ip) = if recv_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
+        // Every connection is opened by the client, as a user's are: the server sits in the server
+        // namespace and, for a "down" flow, sends after the client's request (`tcp client -R`).
+        let (ns_name, ip) = (&net.server, &net.server_ip);
         let port = FLOW_PORT + f.id as u16;
         let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
         let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into(),
             // a private server in our namespace: no public-server limits
             "--max-duration".into(), "0".into(), "--min-info-interval".into(), "0".into(), "--max-samples".into(), "0".into(),
             "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into()];
-        let c = spawn_in(net.ns_fd(recv_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("tcp server (flow {})", f.id), c));
         let idx = kids.list.len() - 1;
         wait_listening(ns_name, port, false, kids, idx, &err)?;
@@ -269,7 +269,7 @@ fn mkfile(p: &Path) -> Result<File, String> {
 
 /// When the run should end its senders (ns after origin), and their argv.
 fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
-    let dst = if f.direction == Direction::Down { &net.client_ip } else { &net.server_ip };
+    let dst = &net.server_ip;
     let mut a = vec![
         opt.probe_bin.clone(),
         "tcp".into(),
@@ -287,6 +287,10 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
         "0".into(),
         "--json".into(),
     ];
+    if f.direction == Direction::Down {
+        // the client connects and asks; the server sends (its 16-byte data hello is the request)
+        a.push("-R".into());
+    }
     if let Some(r) = f.app_rate_bps {
         a.push("-b".into());
         a.push(format!("{r}bit"));
@@ -370,7 +374,7 @@ fn start_clients(
         let err = opt.workdir.join(format!("{kind}-{id}.err"));
         let (argv, server_side) = if is_flow {
             let f = sc.flows.iter().find(|f| f.id == id).unwrap();
-            (flow_argv(sc, f, net, opt, run_for), f.direction == Direction::Down)
+            (flow_argv(sc, f, net, opt, run_for), false)
         } else {
             let p = sc.probes.iter().find(|p| p.id == id).unwrap();
             (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
