@@ -230,6 +230,28 @@ impl Window {
     }
 }
 
+/// `sysctl_tcp_min_tso_segs` default: the smallest TSO/GSO burst, segments.
+pub const MIN_TSO_SEGS: u32 = 2;
+/// `GSO_LEGACY_MAX_SIZE` (= `sk_gso_max_size` without BIG TCP), bytes.
+pub const GSO_MAX_SIZE: u64 = 65536;
+/// `sysctl_tcp_tso_rtt_log` default: min_rtt in units of 2^9 µs (512 µs).
+pub const TSO_RTT_LOG: u32 = 9;
+
+/// `tcp_tso_autosize` (`net/ipv4/tcp_output.c`, v6.x): how many segments
+/// one TSO/GSO burst carries — about 1/2^`pacing_shift` s of data at the
+/// pacing rate (1 ms at shift 10), plus, on short paths, 64 KB >> (min_rtt /
+/// 512 µs), at most 64 KB, at least `min_tso`. `pacing_rate` in bytes/s,
+/// `min_rtt_us` u64::MAX when unknown.
+pub fn tso_autosize(pacing_rate: u64, pacing_shift: u32, min_rtt_us: u64, mss: u32, min_tso: u32) -> u32 {
+    let mut bytes = pacing_rate >> pacing_shift.min(63);
+    let r = min_rtt_us >> TSO_RTT_LOG;
+    if r < 32 {
+        bytes += GSO_MAX_SIZE >> r;
+    }
+    let bytes = bytes.min(GSO_MAX_SIZE);
+    ((bytes / mss.max(1) as u64) as u32).max(min_tso)
+}
+
 /// Linux `struct tcp_congestion_ops`, minus the socket. See the module docs
 /// for when each hook runs.
 pub trait CongestionControl: Send {
@@ -273,6 +295,12 @@ pub trait CongestionControl: Send {
     /// pacing to an `fq` qdisc, as Linux does.
     fn wants_pacing(&self) -> bool {
         false
+    }
+
+    /// `min_tso_segs` (Linux `tcp_congestion_ops.min_tso_segs`, else
+    /// `sysctl_tcp_min_tso_segs`): the smallest TSO/GSO burst.
+    fn min_tso_segs(&self, _w: &Window) -> u32 {
+        MIN_TSO_SEGS
     }
 
     /// Short state label for time series and debugging (BBR: "STARTUP", ...).
@@ -375,5 +403,16 @@ mod catalog_tests {
             assert!(by_name(unknown).is_none());
         }
     }
-}
 
+    #[test]
+    fn tso_autosize_is_one_ms_of_data_plus_a_short_path_allowance() {
+        // 12.5 MB/s >> 10 = 12 207 B: 8 segments on a 40 ms path (40 000 µs >> 9 = 78: no allowance)
+        assert_eq!(tso_autosize(12_500_000, 10, 40_000, 1448, 2), 8);
+        // 1 ms path: + 64 KB >> 1 = 32 768 B -> 44 975 B = 31 segments
+        assert_eq!(tso_autosize(12_500_000, 10, 1_000, 1448, 2), 31);
+        // 100 µs path: + 64 KB, capped at 64 KB = 45 segments
+        assert_eq!(tso_autosize(12_500_000, 10, 100, 1448, 2), 45);
+        // slow: the minimum
+        assert_eq!(tso_autosize(100_000, 10, u64::MAX, 1448, 2), 2);
+    }
+}

@@ -27,8 +27,11 @@
 //! the estimator and the min-RTT filter as `tcp_synack_rtt_meas` /
 //! `tcp_ack_update_rtt` do.
 //!
-//! Simplifications (documented in docs/simulator.md): no TSO/GSO (every
-//! segment is its own packet and paced alone), no undo of spurious
+//! A paced sender (BBR) sends TSO/GSO bursts sized by `tcp_tso_autosize`
+//! back to back and paces between them (EDT, `tcp_update_skb_after_send`
+//! per burst); unpaced controls send what cwnd allows at once anyway.
+//!
+//! Simplifications (documented in docs/simulator.md): no undo of spurious
 //! reductions (no reordering in the model, so they come only from RTOs),
 //! no F-RTO, no slow-start restart after idle, no receive-window limit.
 
@@ -45,6 +48,8 @@ const MIN_RTT_WLEN_US: u64 = 300_000_000;
 const REORDERING: u32 = 3;
 /// `TCP_RTO_MIN` used by TLP when one segment is outstanding.
 const RTO_MIN: Nanos = 200_000_000;
+/// `sk_pacing_shift` default: a TSO burst carries ~1/2^10 s (1 ms) of data.
+const PACING_SHIFT: u32 = 10;
 /// Segments sent before Linux starts pacing (`tp->data_segs_out >= 10`).
 const UNPACED_SEGS: u64 = 10;
 /// An application-limited source (`rate` on a flow) writes every 10 ms what
@@ -152,8 +157,13 @@ pub struct Sender {
 
     /// The retransmission timer (Linux `icsk_pending` + `icsk_timeout`).
     pub timer: Option<(Nanos, TimerKind)>,
-    /// EDT pacing: earliest departure of the next segment.
+    /// EDT pacing: earliest departure of the next burst.
     wstamp: Nanos,
+    /// Segments left in the TSO/GSO burst being sent, and its payload bytes.
+    burst_left: u32,
+    burst_bytes: u64,
+    /// TSO/GSO bursts (Linux default); false: one segment per burst.
+    pub tso: bool,
     data_segs_out: u64,
 
     is_cwnd_limited: bool,
@@ -226,6 +236,9 @@ impl Sender {
             tlp_retrans: false,
             timer: None,
             wstamp: 0,
+            burst_left: 0,
+            burst_bytes: 0,
+            tso: true,
             data_segs_out: 0,
             is_cwnd_limited: false,
             lsndtime: 0,
@@ -281,7 +294,7 @@ impl Sender {
             snd_una: self.una * MSS as u64,
             snd_nxt: self.nxt * MSS as u64,
             prior_cwnd: self.prior_cwnd,
-            pacing_shift: 10,
+            pacing_shift: PACING_SHIFT,
             lsndtime: self.lsndtime,
         }
     }
@@ -407,32 +420,56 @@ impl Sender {
         let (len, gen) = (s.len, s.gen);
         self.tsorted.push_back((now, seq, gen));
         self.segs_sent += 1;
-        // tcp_update_skb_after_send: EDT pacing.
-        if self.cc.wants_pacing() {
-            let prior = self.wstamp;
-            self.wstamp = self.wstamp.max(now);
-            let rate = self.w.pacing_rate;
-            if rate > 0 && self.data_segs_out >= UNPACED_SEGS {
-                let skb_len = (len + TCP_HDR - 20) as u64; // TCP header + payload, as skb->len then
-                let mut len_ns = skb_len * NS_PER_SEC / rate;
-                let credit = self.wstamp - prior;
-                len_ns -= (len_ns / 2).min(credit);
-                self.wstamp += len_ns;
-            }
-        }
         self.data_segs_out += 1;
+        if self.cc.wants_pacing() {
+            self.burst_bytes += len as u64;
+        }
         let cwr = self.ecn && !retrans && std::mem::take(&mut self.queue_cwr);
         Tx { seq, len, retrans, ect: self.ecn && !retrans, cwr }
     }
 
+    /// Segments per TSO/GSO burst now (`tcp_tso_segs`).
+    pub fn tso_segs(&self) -> u32 {
+        let min_tso = self.cc.min_tso_segs(&self.w);
+        bloatlab_core::cc::tso_autosize(self.w.pacing_rate, PACING_SHIFT, self.min_rtt.get(), MSS, min_tso)
+    }
+
+    /// `tcp_update_skb_after_send`: EDT pacing of the burst just sent (one
+    /// TSO skb of `burst_bytes`): the next one may leave its length at the
+    /// pacing rate later, minus up to half of it as credit for time the
+    /// sender was idle.
+    fn end_burst(&mut self, now: Nanos) {
+        let bytes = std::mem::take(&mut self.burst_bytes);
+        self.burst_left = 0;
+        if bytes == 0 {
+            return;
+        }
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        let rate = self.w.pacing_rate;
+        if rate > 0 && self.data_segs_out >= UNPACED_SEGS {
+            let skb_len = bytes + (TCP_HDR - 20) as u64; // payload + one TCP header, as skb->len then
+            let mut len_ns = skb_len * NS_PER_SEC / rate;
+            let credit = self.wstamp - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp += len_ns;
+        }
+    }
+
     /// `tcp_write_xmit` + `tcp_xmit_retransmit_queue`: send what cwnd,
-    /// pacing and the application allow. Lost segments go first.
+    /// pacing and the application allow. Lost segments go first. A paced
+    /// sender sends TSO/GSO bursts of [`Self::tso_segs`] back to back and
+    /// paces between bursts.
     pub fn transmit(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         let mut sent_new = false;
         let mut cwnd_full = false;
+        let paced = self.cc.wants_pacing();
         loop {
-            if self.cc.wants_pacing() && self.wstamp > now {
-                break;
+            if paced && self.burst_left == 0 {
+                if self.wstamp > now {
+                    break;
+                }
+                self.burst_left = if self.tso { self.tso_segs() } else { 1 };
             }
             if self.in_flight() >= self.w.cwnd {
                 cwnd_full = true;
@@ -452,6 +489,7 @@ impl Sender {
                 }
                 let tx = self.on_sent(now, seq, true);
                 out.push(tx);
+                self.burst_step(now);
                 continue;
             }
             if self.has_new_data() {
@@ -471,9 +509,14 @@ impl Sender {
                 self.lsndtime = now;
                 out.push(tx);
                 sent_new = true;
+                self.burst_step(now);
                 continue;
             }
             break;
+        }
+        // the skb is cut where cwnd or the data end: a shorter burst
+        if paced {
+            self.end_burst(now);
         }
         // tcp_cwnd_validate
         if self.una >= self.cwnd_usage_seq || cwnd_full || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out) {
@@ -490,6 +533,15 @@ impl Sender {
         }
         if !out.is_empty() && self.timer.is_none() && self.packets_out > 0 {
             self.arm_rto(now);
+        }
+    }
+
+    fn burst_step(&mut self, now: Nanos) {
+        if self.cc.wants_pacing() {
+            self.burst_left = self.burst_left.saturating_sub(1);
+            if self.burst_left == 0 {
+                self.end_burst(now);
+            }
         }
     }
 
@@ -626,6 +678,7 @@ impl Sender {
                 self.packets_out += 1;
                 let tx = self.on_sent(now, seq, false);
                 out.push(tx);
+                self.end_burst(now);
                 probed = true;
             } else if let Some(last) = self.nxt.checked_sub(1) {
                 if last >= self.una && !self.seg(last).sacked {
@@ -633,6 +686,7 @@ impl Sender {
                     self.retrans_segs += 1;
                     let tx = self.on_sent(now, last, true);
                     out.push(tx);
+                    self.end_burst(now);
                     self.tlp_retrans = true;
                     probed = true;
                 }

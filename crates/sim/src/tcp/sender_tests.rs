@@ -184,3 +184,48 @@ fn the_handshake_sample_seeds_the_rto_and_a_cwnd_of_one() {
     // RTO = srtt + max(4·mdev, 200 ms) = 200 + 400 ms
     assert_eq!(s.rtt.rto, 600 * NS_PER_MS);
 }
+
+/// A BBR sender past its first 10 segments at `rate` bytes/s.
+fn paced_bbr(rate: u64) -> Sender {
+    let cc = bloatlab_core::cc::by_name_seeded("bbr", 1).unwrap();
+    let mut s = Sender::new(cc, None);
+    let mut out = Vec::new();
+    s.start(0, Some(crate::tcp::handshake::Start { rtt: 40 * NS_PER_MS, cwnd_one: false }), &mut out);
+    s.w.cwnd = 1000;
+    s.w.pacing_rate = rate;
+    s.data_segs_out = 100;
+    s.wstamp = 0;
+    s
+}
+
+#[test]
+fn a_paced_sender_sends_tso_bursts_of_one_ms_of_data_and_paces_between_them() {
+    // 100 Mbit/s = 12.5 MB/s: 12 207 B per ms (>> 10) = 8 segments of 1448 B (min_rtt 40 ms adds nothing)
+    let mut s = paced_bbr(12_500_000);
+    assert_eq!(s.tso_segs(), 8);
+    let mut out = Vec::new();
+    s.transmit(0, &mut out);
+    assert_eq!(out.len(), 8, "one burst, back to back");
+    // the next burst may leave 8 × 1448 + 32 B at 12.5 MB/s later, minus up to half as idle credit (none here)
+    assert_eq!(s.pacing_wakeup(0), Some((8 * 1448 + 32) * NS_PER_SEC / 12_500_000));
+    out.clear();
+    s.transmit(s.wstamp - 1, &mut out);
+    assert!(out.is_empty());
+    s.transmit(s.wstamp, &mut out);
+    assert_eq!(out.len(), 8);
+}
+
+#[test]
+fn slow_pacing_sends_the_controls_minimum_burst_and_tso_off_sends_one() {
+    // 20 Mbit/s: 2 441 B per ms = 1 segment, BBR's minimum is 2 above 1.2 Mbit/s
+    let mut s = paced_bbr(2_500_000);
+    assert_eq!(s.tso_segs(), 2);
+    // below 1.2 Mbit/s BBR asks for 1
+    s.w.pacing_rate = 100_000;
+    assert_eq!(s.tso_segs(), 1);
+    let mut s = paced_bbr(12_500_000);
+    s.tso = false;
+    let mut out = Vec::new();
+    s.transmit(0, &mut out);
+    assert_eq!(out.len(), 1);
+}

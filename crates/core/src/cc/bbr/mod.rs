@@ -500,7 +500,7 @@ impl Bbr {
     }
 
     /// `bbr_min_tso_segs`: 1 segment per burst below 1.2 Mbit/s, else 2.
-    fn min_tso_segs(pacing_rate: u64) -> u32 {
+    fn min_tso_segs_at(pacing_rate: u64) -> u32 {
         if pacing_rate < MIN_TSO_RATE >> 3 {
             1
         } else {
@@ -511,7 +511,7 @@ impl Bbr {
     /// `bbr_tso_segs_goal`: segments per TSO burst, ~1/2^pacing_shift s of data.
     fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
         let bytes = (w.pacing_rate >> c.pacing_shift.min(63)).min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        let segs = ((bytes / self.mss as u64) as u32).max(Self::min_tso_segs(w.pacing_rate));
+        let segs = ((bytes / self.mss as u64) as u32).max(Self::min_tso_segs_at(w.pacing_rate));
         segs.min(0x7F)
     }
 
@@ -1057,6 +1057,10 @@ impl CongestionControl for Bbr {
 
     fn wants_pacing(&self) -> bool {
         true
+    }
+
+    fn min_tso_segs(&self, w: &Window) -> u32 {
+        Self::min_tso_segs_at(w.pacing_rate)
     }
 
     fn state_label(&self) -> &'static str {
