@@ -44,7 +44,7 @@ def qdisc_table() -> dict[str, dict]:
 
 # ---------------------------------------------------------------- key checks
 
-TOP_KEYS = {"name", "duration", "seed", "sample_interval", "start_jitter", "link", "flow", "probe", "description", "wifi", "limits"}
+TOP_KEYS = {"name", "duration", "seed", "sample_interval", "start_jitter", "link", "flow", "probe", "page", "description", "wifi", "limits"}
 
 #: What one run may produce, checked before it starts (docs/scenario.md,
 #: "Limits"): a run beyond one is refused naming the key that makes it so.
@@ -60,8 +60,14 @@ LIMITS = {
 }
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "ecn", "station"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "ecn", "tso", "station"}
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station"}
+PAGE_KEYS = {"name", "objects", "size", "sizes", "connections", "rtt", "start", "cc", "station"}
+#: A browser opens 6 connections per host (RFC 7230 leaves it open; Chrome
+#: and Firefox use 6); wget -p fetches one object at a time (connections = 1).
+PAGE_CONNECTIONS = 6
+MAX_PAGE_OBJECTS = 1000
+MAX_PAGE_CONNECTIONS = 64
 
 
 def _unknown(table: dict, allowed: Iterable[str], path: str) -> None:
@@ -191,6 +197,8 @@ def _check_limits(doc: dict, out: dict, flows_doc: list, lim: dict) -> None:
     """Refuse up front what a run would exceed (see :data:`LIMITS`)."""
     dur = out["duration_ns"]
     flows = out["flows"]
+    if len(flows) > lim["max_flows"] and not flows_doc:
+        raise ScenarioError("page", f"{len(flows):,} page objects, more than limits.max_flows ({lim['max_flows']:,}); raise it knowingly with [limits]")
     if len(flows) > lim["max_flows"]:
         big = max(range(len(flows_doc)), key=lambda i: flows_doc[i].get("count", 1) if isinstance(flows_doc[i].get("count", 1), int) else 1)
         raise ScenarioError(f"flow.{big}.count", f"{len(flows):,} flows in all, more than limits.max_flows ({lim['max_flows']:,}); raise it knowingly with [limits]")
@@ -274,7 +282,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
     head = parts[0]
-    if head in ("flow", "probe"):
+    if head in ("flow", "probe", "page"):
         items = doc.get(head)
         if len(parts) < 3 or not parts[1].isdigit():
             raise ScenarioError(where, f"expected {head}.N.KEY (N counts from 0)")
@@ -282,7 +290,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[2:], FLOW_KEYS if head == "flow" else PROBE_KEYS
+        target, rest, allowed = items[i], parts[2:], {"flow": FLOW_KEYS, "probe": PROBE_KEYS, "page": PAGE_KEYS}[head]
     elif head == "wifi" and len(parts) >= 2 and parts[1] == "station":
         items = doc.get("wifi", {}).get("station")
         if len(parts) < 4 or not parts[2].isdigit():
@@ -302,7 +310,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         link = doc.setdefault("link", {})
         target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], LINK_KEYS
     else:
-        target, rest, allowed = doc, parts, TOP_KEYS - {"link", "flow", "probe"}
+        target, rest, allowed = doc, parts, TOP_KEYS - {"link", "flow", "probe", "page"}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:
@@ -417,6 +425,54 @@ def _load_trace(path: str, file: str, base_dir: str | None) -> list[int]:
     return ms
 
 
+def _resolve_pages(pages_doc, flows: list, known_cc, n_groups: int, duration_ns: int) -> list[dict]:
+    """``[[page]]`` -> the resolved pages; each object becomes a download of
+    its size (a flow naming its page, appended to ``flows``), which the
+    engines open at most ``connections`` at a time (docs/scenario.md)."""
+    if not isinstance(pages_doc, list) or not all(isinstance(x, dict) for x in pages_doc):
+        raise ScenarioError("page", "expected [[page]] tables")
+    pages = []
+    for i, pd in enumerate(pages_doc):
+        p = f"page.{i}"
+        _unknown(pd, PAGE_KEYS, p)
+        name = _str(f"{p}.name", pd.get("name", f"page-{i}"))
+        if "sizes" in pd:
+            if "objects" in pd or "size" in pd:
+                raise ScenarioError(f"{p}.sizes", "give either sizes (each object's) or objects and size (the page's total), not both")
+            if not isinstance(pd["sizes"], list) or not 1 <= len(pd["sizes"]) <= MAX_PAGE_OBJECTS:
+                raise ScenarioError(f"{p}.sizes", f"expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]")
+            sizes = [_conv(f"{p}.sizes.{k}", units.parse_size, v) for k, v in enumerate(pd["sizes"])]
+            for k, v in enumerate(sizes):
+                if v <= 0:
+                    raise ScenarioError(f"{p}.sizes.{k}", f"expected a positive size, got {pd['sizes'][k]!r}")
+        else:
+            for k in ("objects", "size"):
+                if k not in pd:
+                    raise ScenarioError(f"{p}.{k}", 'missing (e.g. objects = 62 and size = "1.8MB", or sizes = ["30KB", ...])')
+            n = _int(f"{p}.objects", pd["objects"], 1, MAX_PAGE_OBJECTS)
+            total = _conv(f"{p}.size", units.parse_size, pd["size"])
+            if total < n:
+                raise ScenarioError(f"{p}.size", f"expected at least one byte per object ({n}), got {pd['size']!r}")
+            # the page's weight split evenly, the remainder on the first objects
+            sizes = [total // n + (1 if k < total % n else 0) for k in range(n)]
+        conns = _int(f"{p}.connections", pd.get("connections", PAGE_CONNECTIONS), 1, MAX_PAGE_CONNECTIONS)
+        if "rtt" not in pd:
+            raise ScenarioError(f"{p}.rtt", 'missing (the base RTT to the page\'s server, e.g. rtt = "50ms")')
+        rtt = _positive_duration(f"{p}.rtt", pd["rtt"])
+        start = _conv(f"{p}.start", units.parse_duration, pd.get("start", "0s"))
+        if start >= duration_ns:
+            raise ScenarioError(f"{p}.start", "must be before the end of the run")
+        cc = _str(f"{p}.cc", pd.get("cc", "cubic"), known_cc)
+        for k, size in enumerate(sizes):
+            flows.append({
+                "id": len(flows), "group": n_groups + i, "name": f"{name}/{k}", "cc": cc, "direction": "down",
+                "rtt_ns": rtt, "start_ns": start, "stop_ns": None, "size_bytes": size, "app_rate_bps": None,
+                "ecn": None, "page": i,
+            })
+        pages.append({"id": i, "name": name, "connections": conns})
+    return pages
+
+
 def _jitter_starts(flows: list[dict], jitter_ns: int, out: dict) -> None:
     """``start_jitter``: each connection starts up to this much later than its
     ``start``, by an amount drawn from the scenario's seed (uniform, whole µs;
@@ -448,9 +504,9 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     out["sample_interval_ns"] = _positive_duration("sample_interval", doc.get("sample_interval", DEFAULT_SAMPLE_INTERVAL))
 
     # Flows first: buffers in BDPs need their RTTs.
-    flows_doc = doc.get("flow")
-    if flows_doc is None or flows_doc == []:
-        raise ScenarioError("flow", "no flow: add at least one [[flow]] table")
+    flows_doc = doc.get("flow", [])
+    if flows_doc == [] and not doc.get("page"):
+        raise ScenarioError("flow", "no flow: add at least one [[flow]] table (or a [[page]])")
     if not isinstance(flows_doc, list) or not all(isinstance(f, dict) for f in flows_doc):
         raise ScenarioError("flow", "expected [[flow]] tables")
     known_cc = cc_names()
@@ -486,15 +542,20 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
         ecn = f.get("ecn")
         if ecn is not None and not isinstance(ecn, bool):
             raise ScenarioError(f"{p}.ecn", f"expected true or false, got {ecn!r}")
+        tso = f.get("tso", True)
+        if not isinstance(tso, bool):
+            raise ScenarioError(f"{p}.tso", f"expected true or false, got {tso!r}")
         label = _str(f"{p}.name", f.get("name", f"{cc}-{direction}-{gi}"))
         for k in range(count):
             flows.append({
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
-                "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "ecn": ecn,
+                "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "ecn": ecn, "tso": tso,
             })
     if "start_jitter" in doc:
         _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)
+    pages_doc = doc.get("page", [])
+    out["pages"] = _resolve_pages(pages_doc, flows, known_cc, len(flows_doc), out["duration_ns"])
     out["flows"] = flows
 
     probes = []
@@ -520,7 +581,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
 
     links_doc = _table(doc, "link", "link")
     _unknown(links_doc, DIRECTIONS, "link")
-    out["wifi"] = _resolve_wifi(doc, flows_doc, flows, probes_doc, probes)
+    out["wifi"] = _resolve_wifi(doc, flows_doc, flows, probes_doc, probes, pages_doc)
     if out["wifi"] is not None and links_doc:
         raise ScenarioError("link", "a [wifi] medium cannot be combined with [link] bottlenecks yet (docs/wifi.md)")
     if not links_doc and out["wifi"] is None:
@@ -603,12 +664,12 @@ def _station_phy(path: str, v) -> dict:
     return {"mcs": None, "phy_rate_bps": rate}
 
 
-def _resolve_wifi(doc: dict, flows_doc: list, flows: list, probes_doc: list, probes: list) -> dict | None:
+def _resolve_wifi(doc: dict, flows_doc: list, flows: list, probes_doc: list, probes: list, pages_doc: list) -> dict | None:
     """``[wifi]`` and ``[[wifi.station]]`` -> the resolved medium; sets each
     flow's and probe's ``station`` index (``count`` copies of a flow naming a
     station group are spread over its stations round robin)."""
     if "wifi" not in doc:
-        for what, items in (("flow", flows_doc), ("probe", probes_doc)):
+        for what, items in (("flow", flows_doc), ("probe", probes_doc), ("page", pages_doc)):
             for i, x in enumerate(items):
                 if "station" in x:
                     raise ScenarioError(f"{what}.{i}.station", "names a station, but the scenario has no [wifi] medium")
@@ -670,6 +731,10 @@ def _resolve_wifi(doc: dict, flows_doc: list, flows: list, probes_doc: list, pro
 
     copies: dict[int, int] = {}
     for f in flows:
+        if f.get("page") is not None:
+            # all objects of a page are loaded on one station
+            f["station"] = pick(f"page.{f['page']}.station", pages_doc[f["page"]], 0)
+            continue
         k = copies.get(f["group"], 0)
         copies[f["group"]] = k + 1
         f["station"] = pick(f"flow.{f['group']}.station", flows_doc[f["group"]], k)

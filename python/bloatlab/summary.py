@@ -60,6 +60,8 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "rtt_ms": _dist(r.get("rtt_ms"), ("mean", "p50", "p95", "p99")),
             "fct_s": r.get("fct_s"),
             "completed": bool(r.get("completed", False)),
+            "client_done_s": r.get("client_done_s"),
+            "page": resolved["pages"][f["page"]]["name"] if f.get("page") is not None else None,
             "start_s": start,
             "end_s": end,
         })
@@ -99,10 +101,13 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "loss": (1 - recv / sent) if sent else None,
             "sent": int(sent),
         })
-    goodputs = [f["goodput_mbps"] for f in flows]
+    # a page's objects are short transfers, reported as the page's load time:
+    # their goodput is neither a share of the link nor part of a fair split
+    bulk = [f for f in flows if f["page"] is None]
+    goodputs = [f["goodput_mbps"] for f in bulk]
     # fairness within a direction: download and upload flows cross different
     # bottlenecks, so an index over both would mix two unrelated shares
-    by_dir = {d: jain([f["goodput_mbps"] for f in flows if f["direction"] == d]) for d in ("down", "up")}
+    by_dir = {d: jain([f["goodput_mbps"] for f in bulk if f["direction"] == d]) for d in ("down", "up")}
     stations = _stations(raw.get("wifi"), resolved, flows, duration_s)
     out = {
         "version": __version__,
@@ -115,12 +120,39 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
         "links": links,
         "probes": probes,
         "total_goodput_mbps": sum(goodputs),
-        "jain_fairness": by_dir["down"] if any(f["direction"] == "down" for f in flows) else by_dir["up"],
+        "jain_fairness": by_dir["down"] if any(f["direction"] == "down" for f in bulk) else by_dir["up"],
         "jain_fairness_by_direction": by_dir,
         "meta": raw.get("meta", {}),
     }
+    if resolved.get("pages"):
+        out["pages"] = pages(resolved, flows)
     if stations is not None:
         out.update(stations)
+    return out
+
+
+def pages(resolved: dict, flows: list[dict]) -> list[dict]:
+    """``pages[]``: per ``[[page]]`` its objects, how many arrived, and the
+    page-load time — from the first object's connect() until the last object
+    was at the client (null unless every object arrived within the run)."""
+    out = []
+    for pg in resolved["pages"]:
+        objs = [(f, rf) for f, rf in zip(flows, resolved["flows"]) if rf.get("page") == pg["id"]]
+        done = [f["client_done_s"] for f, _ in objs if f["client_done_s"] is not None]
+        # from the first object's connect(): the scheduled start on the simulator; on the emulator
+        # the kernel's, which may come a few ms after it (process wake-ups)
+        opened = [f["start_s"] for f, _ in objs if f["start_s"] is not None]
+        start = min(opened) if opened else 0.0
+        complete = bool(objs) and len(done) == len(objs)
+        out.append({
+            "name": pg["name"],
+            "objects": len(objs),
+            "objects_done": len(done),
+            "bytes": sum(rf["size_bytes"] for _, rf in objs),
+            "connections": pg["connections"],
+            "completed": complete,
+            "plt_s": max(done) - start if complete else None,
+        })
     return out
 
 

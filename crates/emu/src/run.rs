@@ -240,9 +240,11 @@ fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> 
         let port = FLOW_PORT + f.id as u16;
         let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
         let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into(),
-            // a private server in our namespace: no public-server limits
+            // a private server in our namespace: no public-server limits (a page's object may
+            // wait long for its data connection: --data-wait 0)
             "--max-duration".into(), "0".into(), "--min-info-interval".into(), "0".into(), "--max-samples".into(), "0".into(),
-            "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into()];
+            "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into(),
+            "--data-wait".into(), "0".into()];
         let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("tcp server (flow {})", f.id), c));
         let idx = kids.list.len() - 1;
@@ -294,6 +296,12 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
     if let Some(r) = f.app_rate_bps {
         a.push("-b".into());
         a.push(format!("{r}bit"));
+    }
+    if f.page.is_some() {
+        // a page's object: its control connection now, its data connection when Pages says go
+        a.push("--wait-go".into());
+        a.push("--done-file".into());
+        a.push(Pages::done_path(opt, f.id).display().to_string());
     }
     let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
     match f.size_bytes {
@@ -354,7 +362,7 @@ fn start_clients(
     let mut todo: Vec<(u64, bool, usize)> = sc
         .flows
         .iter()
-        .map(|f| ((origin + f.start_ns).saturating_sub(setup_lead(f.rtt_ns)), true, f.id))
+        .map(|f| ((origin + f.start_ns).saturating_sub(spawn_lead(f)), true, f.id))
         .chain(sc.probes.iter().map(|p| (origin.saturating_sub(SPAWN_NS), false, p.id)))
         .collect();
     todo.sort();
@@ -379,11 +387,82 @@ fn start_clients(
             let p = sc.probes.iter().find(|p| p.id == id).unwrap();
             (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
         };
-        let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        let stdin = if is_flow && sc.flows[id].page.is_some() { Stdio::piped() } else { Stdio::null() };
+        let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
         kids.list.push((format!("{kind} {id}"), c));
         gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
     }
     Ok(gens)
+}
+
+/// The web pages of a run (docs/scenario.md `[[page]]`): every object's
+/// client is spawned before the page starts and waits (`--wait-go`) with its
+/// control connection open; the first `connections` objects get their go
+/// line at the page's start, each later one as soon as an earlier object's
+/// client has read its last byte (`--done-file`, polled every millisecond).
+struct Pages {
+    /// Per page: its objects (flow ids) in order, and how many were told to go.
+    objects: Vec<(Vec<usize>, usize)>,
+    /// (page, flow id) of the objects told to go and not yet done.
+    running: Vec<(usize, usize)>,
+    /// Per flow id: told to go.
+    went: Vec<bool>,
+}
+
+impl Pages {
+    fn new(sc: &Resolved) -> Pages {
+        let mut objects: Vec<(Vec<usize>, usize)> = sc.pages.iter().map(|_| (Vec::new(), 0)).collect();
+        for f in &sc.flows {
+            if let Some(p) = f.page {
+                objects[p].0.push(f.id);
+            }
+        }
+        Pages { objects, running: Vec::new(), went: vec![false; sc.flows.len()] }
+    }
+
+    fn done_path(opt: &Options, id: usize) -> PathBuf {
+        opt.workdir.join(format!("flow-{id}.done"))
+    }
+
+    fn active(&self) -> bool {
+        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty()
+    }
+
+    /// Tell whatever may start now to go (`mono`: now; `origin`: the scenario's t = 0).
+    fn poll(&mut self, sc: &Resolved, opt: &Options, kids: &mut Kids, origin: u64, mono: u64) {
+        self.running.retain(|&(_, id)| !Pages::done_path(opt, id).exists());
+        for (p, (objs, told)) in self.objects.iter_mut().enumerate() {
+            let Some(&first) = objs.first() else { continue };
+            if mono < origin + sc.flows[first].start_ns {
+                continue;
+            }
+            let conns = sc.pages[p].connections as usize;
+            while *told < objs.len() && self.running.iter().filter(|r| r.0 == p).count() < conns {
+                let id = objs[*told];
+                let name = format!("flow {id}");
+                let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { break };
+                if let Some(stdin) = child.stdin.as_mut() {
+                    use std::io::Write;
+                    let _ = stdin.write_all(b"go\n");
+                    let _ = stdin.flush();
+                }
+                self.went[id] = true;
+                self.running.push((p, id));
+                *told += 1;
+            }
+        }
+    }
+
+    /// At the end: objects that never started are told so (their standard
+    /// input closes and they exit without a result, as expected).
+    fn close(&self, sc: &Resolved, kids: &mut Kids) {
+        for f in sc.flows.iter().filter(|f| f.page.is_some() && !self.went[f.id]) {
+            let name = format!("flow {}", f.id);
+            if let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) {
+                drop(child.stdin.take());
+            }
+        }
+    }
 }
 
 /// Time for a process to start and bind (ns): measured ~5-10 ms here.
@@ -406,6 +485,20 @@ fn setup_lead(rtt_ns: u64) -> u64 {
     2 * rtt_ns + SPAWN_NS
 }
 
+/// How long before its start a flow's client is spawned. A page's objects
+/// open their data connection on the go line, not on their own, so they are
+/// spawned earlier, with room for the whole page's processes (measured: with
+/// `setup_lead` alone the first objects opened 34 ms late at 50 ms RTT).
+fn spawn_lead(f: &crate::scenario::Flow) -> u64 {
+    match f.page {
+        Some(_) => 2 * setup_lead(f.rtt_ns) + PAGE_SPAWN_NS,
+        None => setup_lead(f.rtt_ns),
+    }
+}
+
+/// Extra time to spawn the clients of every object of the pages (ns).
+const PAGE_SPAWN_NS: u64 = 200_000_000;
+
 /// Run a scenario; the raw result.
 pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let wall = std::time::Instant::now();
@@ -420,11 +513,15 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
     // The link starts `lead` before the scenario's t = 0 so that early senders can connect.
-    let lead = sc.flows.iter().map(|f| setup_lead(f.rtt_ns)).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
+    let lead = sc.flows.iter().map(spawn_lead).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
     let medium = Medium::start(sc, &net, link_origin, lead, opt)?;
-    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
+    let mut pages = Pages::new(sc);
+    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |k| {
+        pages.poll(sc, opt, k, origin, sys::mono_ns());
+        true
+    })?;
     // Wait for the senders and probes, bounded: the scenario's end plus a grace of 4 RTTs + REPORT_GRACE_NS.
     let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
     let deadline = sc.duration_ns + 4 * max_rtt + REPORT_GRACE_NS;
@@ -438,6 +535,10 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
             interrupted = true;
             stopped_at = now;
             break;
+        }
+        pages.poll(sc, opt, &mut kids, origin, sys::mono_ns());
+        if now >= sc.duration_ns {
+            pages.close(sc, &mut kids);
         }
         let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
         if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
@@ -462,7 +563,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
             stopped_early = true;
             break;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(if pages.active() { 1 } else { 10 }));
     }
     if stopped_early {
         for g in &gens {
@@ -494,7 +595,8 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let sysctls = namespace_sysctls(&net.client);
     let namespaces = json!([net.client.clone(), net.server.clone()]);
     drop(net);
-    let mut raw = assemble(sc, origin, &gens, &dirs, opt)?;
+    let unstarted: Vec<usize> = sc.flows.iter().filter(|f| f.page.is_some() && !pages.went[f.id]).map(|f| f.id).collect();
+    let mut raw = assemble(sc, origin, &gens, &dirs, opt, &unstarted)?;
     if let Some((w, late)) = wifi {
         raw["wifi"] = w;
         raw["meta"]["lateness"] = late_json(&late);
@@ -539,7 +641,8 @@ fn shift(v: &mut Value, key: &str, by: f64) {
 }
 
 /// Build the raw result from the generators' JSON and the link threads.
-fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult)], opt: &Options) -> Result<Value, String> {
+/// `unstarted`: page objects that never got a connection (no result, as expected).
+fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult)], opt: &Options, unstarted: &[usize]) -> Result<Value, String> {
     let mut flows = Vec::new();
     let mut probes = Vec::new();
     let mut errors = Vec::new();
@@ -553,6 +656,9 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
         ps.insert(c.into(), json!([]));
     }
     for g in gens {
+        if g.kind == "flow" && unstarted.contains(&g.id) {
+            continue;
+        }
         let doc = read_json(&g.out);
         let Some(doc) = doc else {
             let err = std::fs::read_to_string(&g.err).unwrap_or_default();
@@ -575,6 +681,7 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
             f["id"] = json!(g.id);
             shift(&mut f, "start_s", off);
             shift(&mut f, "end_s", off);
+            shift(&mut f, "client_done_s", off);
             let spec = sc.flows.iter().find(|x| x.id == g.id);
             // A time-limited flow is ended by us at its scheduled end; its generator notices the
             // signal a little later, so its totals are taken from the TCP_INFO sample at the end.
@@ -724,6 +831,9 @@ fn late_json(h: &LateHist) -> Value {
 /// scenario, an optional server command in the server namespace, and the
 /// user's command in the client namespace. Returns the command's exit status.
 pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[String], raw_out: Option<&str>) -> Result<i32, String> {
+    if !sc.pages.is_empty() {
+        return Err("page: the shell runs your command beside the scenario's flows, not its [[page]]s; load pages with `bloatlab run --engine emu`".into());
+    }
     preflight(Some(sc))?;
     let removed = ns::cleanup(false)?;
     if !removed.is_empty() {
@@ -785,7 +895,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     kids.terminate_all(Duration::from_millis(500));
     drop(net);
     if let Some(p) = raw_out {
-        let mut raw = assemble(sc, origin, &gens, &dirs, opt)?;
+        let mut raw = assemble(sc, origin, &gens, &dirs, opt, &[])?;
         if let Some((w, _)) = wifi {
             raw["wifi"] = w;
         }

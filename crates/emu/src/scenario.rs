@@ -35,6 +35,12 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
     if r.flows.len() > MAX_FLOWS {
         return Err(format!("flow: the emulator runs at most {MAX_FLOWS} flows, got {}", r.flows.len()));
     }
+    if let Some(f) = r.flows.iter().find(|f| !f.tso) {
+        return Err(format!(
+            "flow.{}.tso: the emulator runs the kernel's TCP as it is, with its TSO/GSO; tso = false is for the simulator",
+            f.group
+        ));
+    }
     if r.probes.len() > MAX_PROBES {
         return Err(format!("probe: the emulator runs at most {MAX_PROBES} probes, got {}", r.probes.len()));
     }

@@ -88,6 +88,9 @@ struct TcpLimitOpts {
     /// connections in service at once; more are closed at once (0 = no limit)
     #[arg(long, default_value_t = 256)]
     max_conns: usize,
+    /// how long a test's data connections may take to arrive after its control connection (0 = while the control connection stays)
+    #[arg(long, default_value = "10s", value_parser = dur)]
+    data_wait: u64,
 }
 
 impl TcpLimitOpts {
@@ -100,6 +103,7 @@ impl TcpLimitOpts {
             max_tests: self.max_tests,
             max_conns: self.max_conns,
             secret: secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            data_wait_ns: self.data_wait,
         }
     }
 }
@@ -211,6 +215,12 @@ struct TcpClientArgs {
     /// interval report period (seconds; 0 = none)
     #[arg(short = 'i', long = "interval", default_value = "1", value_parser = secs)]
     report: u64,
+    /// open the data connection only after a line on standard input (the control connection first)
+    #[arg(long)]
+    wait_go: bool,
+    /// create this file as soon as the data connection has ended (a download: its last byte read)
+    #[arg(long, value_name = "PATH")]
+    done_file: Option<std::path::PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -507,6 +517,8 @@ fn tcp_client(a: TcpClientArgs) -> R {
         t0_mono: t0,
         first_id: 0,
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        wait_go: a.wait_go,
+        done_file: a.done_file.clone(),
     };
     if !a.json {
         println!("Connecting to host {}, port {}{}", a.host, a.port, if a.reverse { " (reverse: the server sends)" } else { "" });

@@ -210,6 +210,8 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         t0_mono: t0,
         first_id,
         secret: cfg.secret.clone(),
+        wait_go: false,
+        done_file: None,
     };
     let down = (cfg.down > 0).then(|| {
         let c = mk(true, cfg.down, 0);

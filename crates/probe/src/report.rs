@@ -142,6 +142,8 @@ pub struct FlowRaw {
     pub end_s: f64,
     pub fct_s: Option<f64>,
     pub completed: bool,
+    /// A download of a byte count: when this client had read the last byte (s).
+    pub client_done_s: Option<f64>,
     /// srtt samples, ms
     pub rtt_ms: Vec<f64>,
     /// tcpi_min_rtt at the end, ms
@@ -169,7 +171,7 @@ impl FlowRaw {
         json!({"id": self.id, "bytes_acked": self.bytes_acked, "bytes_delivered": self.bytes_delivered,
                "segs_sent": self.segs_sent, "retrans_segs": self.retrans_segs,
                "start_s": self.start_s, "end_s": self.end_s, "fct_s": self.fct_s, "completed": self.completed,
-               "rtt_ms": DistOut::json_of(&mut r)})
+               "client_done_s": self.client_done_s, "rtt_ms": DistOut::json_of(&mut r)})
     }
     pub fn summary_json(&self) -> Value {
         let mut r = self.rtt_ms.clone();

@@ -205,7 +205,14 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
         }
     }
     if out.error.is_none() {
-        let _ = s.sock.shutdown(Shutdown::Write);
+        // The last partial segment goes at once, as the FIN used to push it: TCP_NODELAY
+        // pushes what Nagle holds back (tcp_push_pending_frames); without it a short
+        // transfer's tail waits a whole RTT for the ACK of the 16-byte hello.
+        let _ = s.sock.set_nodelay(true);
+        // The FIN goes after the data are acked, as an application that keeps its
+        // connection (HTTP keep-alive, iperf3's data sockets) sends none with them: a FIN
+        // on the last data segment puts the receiver in pingpong mode (tcp_fin), which
+        // delays its ACK of that segment by up to 40 ms and the completion time with it.
         let t_give_up = sys::mono_ns() + ACK_WAIT_MAX_NS;
         loop {
             let now = sys::mono_ns();
@@ -228,6 +235,7 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
         }
     }
     out.end_mono = sys::mono_ns();
+    let _ = s.sock.shutdown(Shutdown::Write);
     out.final_info = s.sample();
     if let Some(ti) = &out.final_info {
         if let Some(n) = bytes {
@@ -248,11 +256,13 @@ fn peer_error(e: &io::Error) -> String {
     }
 }
 
-/// Read until EOF; `end_mono` is the time of the last byte read.
+/// Read until EOF, or until `expect` bytes when the transfer has a size (the
+/// sender's FIN comes only after its data are acked); `end_mono` is the time
+/// of the last byte read.
 ///
 /// `drain`: on Ctrl-C/SIGTERM keep reading until the sender's FIN (at most
 /// [`DRAIN_MAX_NS`]), since the sender was asked to stop and will close.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool) -> Outcome {
+pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
@@ -273,6 +283,9 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool) -> Ou
                 r += k as u64;
                 last = sys::mono_ns();
                 s.read.store(r, Ordering::Relaxed);
+                if expect.is_some_and(|n| r >= n) {
+                    break;
+                }
             }
             Err(e) if is_timeout(&e) => {}
             Err(e) => {
@@ -417,6 +430,10 @@ pub struct ServerLimits {
     pub max_conns: usize,
     /// shared secret: only clients that answer the challenge get a test
     pub secret: Option<Vec<u8>>,
+    /// how long a test's data connections may take to arrive after its
+    /// control connection (ns); 0: as long as the control connection stays
+    /// (the emulator's page objects wait for a free connection)
+    pub data_wait_ns: u64,
 }
 
 impl Default for ServerLimits {
@@ -429,6 +446,7 @@ impl Default for ServerLimits {
             max_tests: 8,
             max_conns: 256,
             secret: None,
+            data_wait_ns: 10_000_000_000,
         }
     }
 }
@@ -709,10 +727,16 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     reg.lock().unwrap().insert(p.cookie, tx);
     let _ = send_json(&ctrl, &json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id()}));
     let mut states = Vec::new();
-    let deadline = sys::mono_ns() + 10_000_000_000;
+    let deadline = match limits.data_wait_ns {
+        0 => u64::MAX,
+        w => sys::mono_ns().saturating_add(w),
+    };
     while states.len() < p.streams {
         let left = deadline.saturating_sub(sys::mono_ns());
-        match rx.recv_timeout(Duration::from_nanos(left.max(1))) {
+        if left == 0 {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_nanos(left.min(WAKE.as_nanos() as u64))) {
             Ok((idx, sock, t)) => {
                 if p.reverse {
                     if let Some(cc) = &p.cc {
@@ -721,7 +745,12 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
                 }
                 states.push(StreamState::new(idx, sock, t, 0));
             }
-            Err(_) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) if control_closed(&ctrl) => {
+                reg.lock().unwrap().remove(&p.cookie);
+                return Err("the client closed the control connection before its data connections".into());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
     reg.lock().unwrap().remove(&p.cookie);
@@ -756,7 +785,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, &stop)
             } else {
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes)
             }
         });
         match w {
@@ -803,6 +832,16 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     }
     send_json(&ctrl, &json!({"streams": streams, "boot_id": sys::boot_id(), "kernel": sys::kernel_release()}))
         .map_err(|e| format!("sending results: {e}"))
+}
+
+/// The peer closed the control connection (EOF waiting), without blocking.
+fn control_closed(c: &TcpStream) -> bool {
+    if c.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let closed = matches!(c.peek(&mut [0u8; 1]), Ok(0)) || matches!(c.take_error(), Ok(Some(_)));
+    let _ = c.set_nonblocking(false);
+    closed
 }
 
 /// Tell the client the server ran out of threads; end its streams.
@@ -867,6 +906,13 @@ pub struct ClientCfg {
     pub first_id: usize,
     /// answers a server's challenge (`--secret`)
     pub secret: Option<Vec<u8>>,
+    /// open the data connections only after a line on standard input (the
+    /// control connection is set up first): the emulator starts a page's
+    /// objects when a connection of the page is free
+    pub wait_go: bool,
+    /// created when every data connection has ended (a download: its last
+    /// byte read), before the server's results are awaited
+    pub done_file: Option<std::path::PathBuf>,
 }
 
 /// Everything the client learned, ready for [`Output`].
@@ -942,6 +988,13 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         let msg = if status == 2 { format!("-C {}: {msg}", cfg.cc.as_deref().unwrap_or("")) } else { msg };
         return Err(ClientError { status, msg });
     }
+    if cfg.wait_go {
+        let mut go = String::new();
+        match io::stdin().read_line(&mut go) {
+            Ok(n) if n > 0 => {}
+            _ => return Err(err1("--wait-go: standard input ended before the go line".into())),
+        }
+    }
     let mut states = Vec::new();
     for i in 0..cfg.streams {
         let start = sys::mono_ns();
@@ -987,7 +1040,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             let cfg = cfg.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true)
+                    run_receiver(&s, &|| false, true, cfg.bytes)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, &|| false)
                 }
@@ -998,6 +1051,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         report_intervals(cfg, &states);
     }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    if let Some(p) = &cfg.done_file {
+        std::fs::write(p, b"done\n").map_err(|e| err1(format!("--done-file {}: {e}", p.display())))?;
+    }
     if let Some(h) = sampler {
         let _ = h.join();
     }
@@ -1049,6 +1105,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         } else {
             f.bytes_delivered = s.read.load(Ordering::Relaxed);
             f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            if cfg.bytes.is_some_and(|n| n > 0 && f.bytes_delivered >= n) {
+                f.client_done_s = Some(f.end_s);
+            }
             if let Some(v) = &srv {
                 let info = &v["info"];
                 f.cc = v["cc"].as_str().unwrap_or_default().to_string();

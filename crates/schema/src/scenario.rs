@@ -21,6 +21,10 @@ pub struct Scenario {
     pub flows: Vec<Flow>,
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// Web pages: each fetches its objects (the flows that name it) over a
+    /// few parallel connections (docs/scenario.md `[[page]]`).
+    #[serde(default)]
+    pub pages: Vec<Page>,
     /// A WiFi medium between the AP (server side) and its stations (docs/wifi.md).
     #[serde(default)]
     pub wifi: Option<WifiSpec>,
@@ -62,6 +66,10 @@ pub struct StationSpec {
 
 fn one() -> f64 {
     1.0
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl WifiSpec {
@@ -200,9 +208,32 @@ pub struct Flow {
     /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
     #[serde(default)]
     pub ecn: Option<bool>,
+    /// TSO/GSO bursts as Linux sends them (the default); false: one segment
+    /// at a time (simulator only: the emulator runs the kernel as it is).
+    #[serde(default = "yes")]
+    pub tso: bool,
     /// The WiFi station this flow's client sits on (index into `wifi.stations`).
     #[serde(default)]
     pub station: Option<usize>,
+    /// An object of this web page (index into `pages`): a download of
+    /// `size_bytes` on a connection of its own, which starts at `start_ns` if
+    /// it is among the page's first `connections` objects, else as soon as an
+    /// earlier object of the page has arrived at the client.
+    #[serde(default)]
+    pub page: Option<usize>,
+}
+
+/// A web page: its objects are the flows that name it, fetched in id order,
+/// at most `connections` at a time, each on a new connection (handshake,
+/// request, response) as a browser or wget opens them.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    pub id: usize,
+    #[serde(default)]
+    pub name: String,
+    /// Objects in flight at once (browsers: 6 per host; wget: 1).
+    pub connections: u32,
 }
 
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -268,6 +299,26 @@ impl Scenario {
             if p.id != i || p.interval_ns == 0 || p.rtt_ns == 0 {
                 return Err(format!("probes[{i}]: id must be {i}, interval_ns and rtt_ns > 0"));
             }
+        }
+        for (i, pg) in self.pages.iter().enumerate() {
+            if pg.id != i || pg.connections == 0 {
+                return Err(format!("pages[{i}]: id must be {i} and connections > 0"));
+            }
+            let objects: Vec<&Flow> = self.flows.iter().filter(|f| f.page == Some(i)).collect();
+            let Some(first) = objects.first() else {
+                return Err(format!("pages[{i}]: no flow is an object of this page"));
+            };
+            for f in &objects {
+                if f.size_bytes.is_none() || f.direction != Direction::Down || f.stop_ns.is_some() || f.app_rate_bps.is_some() {
+                    return Err(format!("flows[{}]: an object of pages[{i}] is a download of a size, with no stop or rate", f.id));
+                }
+                if f.start_ns != first.start_ns {
+                    return Err(format!("flows[{}].start_ns: the objects of pages[{i}] start with the page ({} ns)", f.id, first.start_ns));
+                }
+            }
+        }
+        if let Some(f) = self.flows.iter().find(|f| f.page.is_some_and(|p| p >= self.pages.len())) {
+            return Err(format!("flows[{}].page: no such page (there are {})", f.id, self.pages.len()));
         }
         let n_sta = self.wifi.as_ref().map_or(0, |w| w.stations.len());
         let stations = self.flows.iter().map(|f| ("flows", f.id, f.station)).chain(self.probes.iter().map(|p| ("probes", p.id, p.station)));
@@ -337,6 +388,18 @@ mod tests {
         let e = Scenario::from_json(&DOC.replace("\"trace_ms\":null", "\"trace_ms\":[1,3,2]")).unwrap_err();
         assert!(e.starts_with("links.down.trace_ms:"), "{e}");
         assert!(Scenario::from_json(&DOC.replace("\"trace_ms\":null", "\"trace_ms\":[0,0,2]")).is_ok());
+    }
+
+    #[test]
+    fn a_page_needs_sized_downloads_that_start_together() {
+        let page = DOC.replace("\"ecn\":null}]", "\"ecn\":null,\"page\":0}],\"pages\":[{\"id\":0,\"name\":\"w\",\"connections\":2}]");
+        let e = Scenario::from_json(&page).unwrap_err();
+        assert_eq!(e, "flows[0]: an object of pages[0] is a download of a size, with no stop or rate");
+        assert!(Scenario::from_json(&page.replace("\"size_bytes\":null", "\"size_bytes\":30000")).is_ok());
+        let e = Scenario::from_json(&page.replace("\"page\":0", "\"page\":1")).unwrap_err();
+        assert!(e.starts_with("pages[0]: no flow is an object"), "{e}");
+        let e = Scenario::from_json(&page.replace("\"connections\":2", "\"connections\":0")).unwrap_err();
+        assert_eq!(e, "pages[0]: id must be 0 and connections > 0");
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub struct FlowOut {
     pub end_s: f64,
     pub fct_s: Option<f64>,
     pub completed: bool,
+    /// When the client had the whole response (s from the run's start;
+    /// downloads of a size): what a user waiting for a page object sees.
+    pub client_done_s: Option<f64>,
     pub rtt_ms: DistOut,
     pub lost_segs: u64,
 }

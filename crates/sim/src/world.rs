@@ -26,6 +26,11 @@ struct FlowState {
     hs: Handshake,
     /// The data sender has started (the handshake and request are done).
     started: bool,
+    /// When the connection opened (its first SYN's time; a page's later
+    /// objects open when a connection of the page is free).
+    opened: Option<Nanos>,
+    /// When the client had the whole response (downloads of a size).
+    client_has_all: Option<Nanos>,
     end: Option<Nanos>,
     delivered_at_end: Option<u64>,
     sched_snd: Option<Nanos>,
@@ -52,6 +57,11 @@ struct ProbeState {
     sent_at: Vec<Nanos>,
 }
 
+/// A web page's objects not yet opened, in the order they are fetched.
+struct PageState {
+    waiting: std::collections::VecDeque<usize>,
+}
+
 pub struct World {
     sc: Scenario,
     now: Nanos,
@@ -59,6 +69,7 @@ pub struct World {
     links: [Option<Link>; 2],
     flows: Vec<FlowState>,
     probes: Vec<ProbeState>,
+    pages: Vec<PageState>,
     /// Packets in propagation, by slab index.
     air: Vec<Option<Payload>>,
     free: Vec<u32>,
@@ -87,6 +98,7 @@ impl World {
             };
             let mut snd = Sender::new(cc, f.size_bytes);
             snd.ecn = ecn;
+            snd.tso = f.tso;
             if let Some(r) = f.app_rate_bps {
                 snd.set_app_rate(r);
             }
@@ -98,6 +110,8 @@ impl World {
                 rcv,
                 hs: Handshake::new(f.direction == Direction::Up),
                 started: false,
+                opened: None,
+                client_has_all: None,
                 end: None,
                 delivered_at_end: None,
                 sched_snd: None,
@@ -119,6 +133,7 @@ impl World {
             links,
             flows,
             probes,
+            pages: sc.pages.iter().map(|_| PageState { waiting: Default::default() }).collect(),
             air: Vec::new(),
             free: Vec::new(),
             series: Series::default(),
@@ -126,7 +141,16 @@ impl World {
             last_drops: [0; 2],
             wifi: sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?,
         };
+        let mut open_per_page = vec![0u32; sc.pages.len()];
         for (i, f) in sc.flows.iter().enumerate() {
+            if let Some(pg) = f.page {
+                // a page opens `connections` objects at its start, the others as they free up
+                if open_per_page[pg] == sc.pages[pg].connections {
+                    w.pages[pg].waiting.push_back(i);
+                    continue;
+                }
+                open_per_page[pg] += 1;
+            }
             w.q.push(f.start_ns, Event::FlowStart(i as u32));
             if let Some(s) = f.stop_ns {
                 w.q.push(s, Event::FlowStop(i as u32));
@@ -197,6 +221,7 @@ impl World {
             }
             Event::FlowStart(f) => {
                 let fi = f as usize;
+                self.flows[fi].opened = Some(self.now);
                 let mut segs = Vec::new();
                 self.flows[fi].hs.connect(self.now, &mut segs);
                 self.after_handshake(fi, segs, None);
@@ -396,6 +421,7 @@ impl World {
                 } else {
                     self.schedule_receiver(fi);
                 }
+                self.check_client_has_all(fi);
             }
             Payload::Ack { flow, ack, sack, nsack, dsack, ece } => {
                 let fi = flow as usize;
@@ -423,6 +449,21 @@ impl World {
                     *slot = Some((self.now - sent) as f64 / 1e6);
                     ps.received += 1;
                 }
+            }
+        }
+    }
+
+    /// A download's client has every byte of the response: note when, and
+    /// let the next object of its page open on the freed connection.
+    fn check_client_has_all(&mut self, fi: usize) {
+        let f = &mut self.flows[fi];
+        if f.client_has_all.is_some() || f.spec.direction != Direction::Down || f.spec.size_bytes.is_none_or(|n| f.delivered_bytes() < n) {
+            return;
+        }
+        f.client_has_all = Some(self.now);
+        if let Some(pg) = f.spec.page {
+            if let Some(next) = self.pages[pg].waiting.pop_front() {
+                self.q.push(self.now, Event::FlowStart(next as u32));
             }
         }
     }
@@ -559,6 +600,7 @@ impl World {
             let stop = f.end.unwrap_or(end);
             let delivered = f.delivered_at_end.unwrap_or_else(|| f.delivered_bytes());
             let completed = f.snd.finished();
+            let start = f.opened.unwrap_or(f.spec.start_ns);
             flows.push(FlowOut {
                 id: f.spec.id,
                 cc: f.spec.cc.clone(),
@@ -566,11 +608,12 @@ impl World {
                 bytes_delivered: delivered,
                 segs_sent: f.snd.segs_sent,
                 retrans_segs: f.snd.retrans_segs,
-                start_s: f.spec.start_ns as f64 / 1e9,
-                end_s: stop.max(f.spec.start_ns) as f64 / 1e9,
+                start_s: start as f64 / 1e9,
+                end_s: stop.max(start) as f64 / 1e9,
                 // from the first SYN, as the emulator's client measures it
-                fct_s: f.snd.done_at.map(|t| (t - f.hs.first_syn.unwrap_or(f.spec.start_ns)) as f64 / 1e9),
+                fct_s: f.snd.done_at.map(|t| (t - f.hs.first_syn.unwrap_or(start)) as f64 / 1e9),
                 completed,
+                client_done_s: f.client_has_all.map(|t| t as f64 / 1e9),
                 rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
                 lost_segs: f.snd.lost_total,
             });

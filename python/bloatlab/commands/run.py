@@ -73,7 +73,8 @@ def print_summary(s: dict) -> None:
     print(f"{name}  engine={s['engine']}  seed={s['seed']}  duration={s['duration_s']:g}s")
     print(f"{'flow':<18} {'cc':<6} {'dir':<4} {'rtt':>6} {'goodput':>10} {'retx':>7} {'retx%':>6} "
           f"{'rtt p50':>8} {'rtt p95':>8} {'fct':>7}")
-    for f in s["flows"]:
+    # a page's objects are summarized as the page (below), not one line each
+    for f in (f for f in s["flows"] if f.get("page") is None):
         print(f"{f['name'][:18]:<18} {f['cc']:<6} {f['direction']:<4} {f['rtt_base_ms']:>4.3g}ms "
               f"{f['goodput_mbps']:>6.2f}Mb/s {f['retransmits']:>7} {100 * f['retrans_rate']:>5.2f}% "
               f"{_f(f['rtt_ms']['p50']):>8} {_f(f['rtt_ms']['p95']):>8} {_f(f['fct_s'], '{:.2f}s'):>7}")
@@ -92,6 +93,10 @@ def print_summary(s: dict) -> None:
         print(f"wifi mac={s['wifi']['mac']}: jain over station goodput {_f(s['jain_station_goodput'], '{:.3f}')}, "
               f"over airtime {_f(s['jain_station_airtime'], '{:.3f}')}; medium busy {100 * s['wifi']['busy_fraction']:.1f}%, "
               f"{s['wifi']['collisions']} collisions in {s['wifi']['txops']} TXOPs")
+    for pg in s.get("pages", []):
+        plt = f"loaded in {pg['plt_s']:.2f} s" if pg["completed"] else f"not loaded: {pg['objects_done']} of {pg['objects']} objects by the end"
+        print(f"page {pg['name']}: {pg['objects']} objects, {pg['bytes'] / 1e6:.3g} MB over {pg['connections']} "
+              f"connection{'s' if pg['connections'] > 1 else ''}: {plt}")
     for p in s["probes"]:
         r = p["rtt_ms"]
         loss = "-" if p["loss"] is None else f"{100 * p['loss']:.1f}%"

@@ -84,7 +84,7 @@ METRIC_LABELS = {
     "retrans_rate": "retransmitted share of segments", "rtt_p95_ms": "RTT p95 (ms)", "rtt_p50_ms": "RTT p50 (ms)",
     "probe_rtt_p95_ms": "probe RTT p95 (ms)", "probe_rtt_p50_ms": "probe RTT p50 (ms)",
     "down_qdelay_p95_ms": "queueing delay p95 (ms)", "down_qdelay_mean_ms": "mean queueing delay (ms)",
-    "jain_fairness": "Jain's fairness index", "fct_s": "completion time (s)", "gpgain": "GpGain (%)",
+    "jain_fairness": "Jain's fairness index", "fct_s": "completion time (s)", "plt_s": "page-load time (s)", "gpgain": "GpGain (%)",
     "share_bbr": "BBR's share of goodput", "share_cubic": "CUBIC's share of goodput",
 }
 

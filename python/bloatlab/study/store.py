@@ -64,7 +64,8 @@ def flatten(summary: dict) -> dict[str, Any]:
     Per congestion control: ``goodput_<cc>_mbps`` and ``share_<cc>`` (its
     share of the total goodput). Per link direction ``d``: ``d_utilization``,
     ``d_drops``, ``d_qdelay_{mean,p50,p95,p99,max}_ms``. The first probe:
-    ``probe_rtt_{mean,p50,p95,p99,max}_ms`` and ``probe_loss``.
+    ``probe_rtt_{mean,p50,p95,p99,max}_ms`` and ``probe_loss``. The first
+    page: ``plt_s`` (its load time; null if it did not load).
     """
     flows = summary.get("flows", [])
     total = summary.get("total_goodput_mbps") or 0.0
@@ -84,7 +85,7 @@ def flatten(summary: dict) -> dict[str, Any]:
     row["fct_s"] = max(fcts) if sized and None not in fcts else None
     row["completed"] = all(f.get("completed") for f in sized) if sized else None
     by_cc: dict[str, float] = {}
-    for f in flows:
+    for f in (f for f in flows if f.get("page") is None):  # shares of the bulk flows, as total_goodput_mbps
         by_cc[f.get("cc", "?")] = by_cc.get(f.get("cc", "?"), 0.0) + (f.get("goodput_mbps") or 0.0)
     for cc, g in sorted(by_cc.items()):
         row[f"goodput_{cc}_mbps"] = g
@@ -96,6 +97,8 @@ def flatten(summary: dict) -> dict[str, Any]:
         row[f"{d}_drops"] = l.get("drops")
         for k, v in (l.get("qdelay_ms") or {}).items():
             row[f"{d}_qdelay_{k}_ms"] = _num(v)
+    for i, pg in enumerate(summary.get("pages") or []):
+        row["plt_s" if i == 0 else f"page{i}_plt_s"] = _num(pg.get("plt_s"))
     for i, p in enumerate(summary.get("probes") or []):
         pre = "probe" if i == 0 else f"probe{i}"
         for k, v in (p.get("rtt_ms") or {}).items():
