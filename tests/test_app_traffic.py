@@ -82,3 +82,41 @@ def test_the_kernels_download_and_upload_take_as_long_as_the_models():
     emu = [f["fct_s"] for f in bloatlab.run(doc, engine="emu").summary["flows"]]
     for s, e in zip(sim, emu):
         assert e == pytest.approx(s, abs=0.010), (sim, emu)  # the emulator's timing (< 1 ms) and process wake-ups
+
+
+ON_OFF = {"name": "on-off", "duration": "5s", "link": {"down": {"rate": "20Mbit", "buffer": "1bdp"}},
+          "flow": [{"cc": "cubic", "rtt": "50ms", "rate": "10Mbit", "on": "1s", "off": "2s"}]}
+
+
+def _cwnd_segments(res, t0, t1):
+    t = res.flows
+    return [int(c / 1448) for c in t[(t.t >= t0) & (t.t <= t1)]["cwnd_bytes"]]
+
+
+def _restarts_slow_start(res):
+    # the first on-second grows cwnd well past the initial window; after 2 s of silence (8 RTOs of
+    # ~250 ms) the next write finds an idle connection and tcp_cwnd_restart takes cwnd back to IW 10
+    # (measured 2026-11-23: sim 127 -> 10 at 3.08 s, kernel 201 -> 10 at 3.13 s)
+    assert max(_cwnd_segments(res, 0.7, 1.0)) >= 60
+    assert min(_cwnd_segments(res, 3.0, 3.3)) == 10
+
+
+def test_an_on_off_source_writes_its_rate_only_while_on_and_restarts_slow_start_after_idle():
+    res = bloatlab.run(ON_OFF)
+    # on for 1 s of every 3 s at 10 Mbit/s: 2 on-seconds in 5 s = 2.5 MB
+    assert res.summary["flows"][0]["bytes_delivered"] == pytest.approx(2 * 10e6 / 8, rel=0.03)
+    _restarts_slow_start(res)
+
+
+def test_on_off_needs_a_rate_and_whole_write_ticks():
+    for bad, key in (({"on": "1s", "off": "2s", "rate": None}, r"flow\.0\.rate"),
+                     ({"on": "15ms"}, r"flow\.0\.on"), ({"off": "1s", "on": None}, r"flow\.0\.on")):
+        f = {k: v for k, v in {**ON_OFF["flow"][0], **bad}.items() if v is not None}
+        with pytest.raises(ScenarioError, match=key):
+            load(dict(ON_OFF, flow=[f])).resolved()
+
+
+@pytest.mark.skipif(emu_engine.unavailable_reason() is not None, reason=f"emulator unavailable: {emu_engine.unavailable_reason()}")
+def test_the_kernel_restarts_slow_start_after_the_same_silence():
+    # tcp_slow_start_after_idle = 1 (Linux's default) in the emulator's namespaces
+    _restarts_slow_start(bloatlab.run(ON_OFF, engine="emu"))

@@ -60,7 +60,9 @@ LIMITS = {
 }
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "ecn", "tso", "station"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "on", "off", "ecn", "tso", "station"}
+#: An application's write clock (both engines): `rate` sources write every 10 ms.
+APP_TICK_NS = 10_000_000
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station"}
 PAGE_KEYS = {"name", "objects", "size", "sizes", "connections", "rtt", "start", "cc", "station"}
 #: A browser opens 6 connections per host (RFC 7230 leaves it open; Chrome
@@ -467,7 +469,7 @@ def _resolve_pages(pages_doc, flows: list, known_cc, n_groups: int, duration_ns:
             flows.append({
                 "id": len(flows), "group": n_groups + i, "name": f"{name}/{k}", "cc": cc, "direction": "down",
                 "rtt_ns": rtt, "start_ns": start, "stop_ns": None, "size_bytes": size, "app_rate_bps": None,
-                "ecn": None, "page": i,
+                "on_ns": None, "off_ns": None, "ecn": None, "tso": True, "page": i,
             })
         pages.append({"id": i, "name": name, "connections": conns})
     return pages
@@ -539,6 +541,17 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             app_rate = _conv(f"{p}.rate", units.parse_rate, f["rate"])
             if app_rate <= 0:
                 raise ScenarioError(f"{p}.rate", f'expected a positive rate, got "{f["rate"]}"')
+        on = off = None
+        if "on" in f or "off" in f:
+            # an on/off application: `rate` for `on`, silent for `off`, repeating
+            for k in ("on", "off", "rate"):
+                if k not in f:
+                    raise ScenarioError(f"{p}.{k}", 'missing: an on/off source needs rate, on and off (e.g. rate = "20Mbit", on = "1s", off = "4s")')
+            on = _positive_duration(f"{p}.on", f["on"])
+            off = _conv(f"{p}.off", units.parse_duration, f["off"])
+            for k, v in (("on", on), ("off", off)):
+                if v % APP_TICK_NS:
+                    raise ScenarioError(f"{p}.{k}", f'the application writes every 10 ms: give a multiple of 10ms, got "{f[k]}"')
         ecn = f.get("ecn")
         if ecn is not None and not isinstance(ecn, bool):
             raise ScenarioError(f"{p}.ecn", f"expected true or false, got {ecn!r}")
@@ -550,7 +563,8 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             flows.append({
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
-                "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "ecn": ecn, "tso": tso,
+                "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "on_ns": on, "off_ns": off,
+                "ecn": ecn, "tso": tso,
             })
     if "start_jitter" in doc:
         _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)

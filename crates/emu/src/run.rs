@@ -297,6 +297,9 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
         a.push("-b".into());
         a.push(format!("{r}bit"));
     }
+    if let (Some(on), Some(off)) = (f.on_ns, f.off_ns) {
+        a.extend(["--on".into(), dur_arg(on), "--off".into(), dur_arg(off)]);
+    }
     if f.page.is_some() {
         // a page's object: its control connection now, its data connection when Pages says go
         a.push("--wait-go".into());

@@ -203,6 +203,12 @@ struct TcpClientArgs {
     /// the sender offers at most this rate (e.g. 5Mbit; written every 10 ms), like iperf3's -b; default: as fast as TCP goes
     #[arg(short = 'b', long = "bitrate", value_parser = rate)]
     bitrate: Option<u64>,
+    /// with -b: the application writes for this long (whole 10 ms), then is silent for --off, repeating
+    #[arg(long, value_parser = positive_dur, requires_all = ["bitrate", "off"])]
+    on: Option<u64>,
+    /// with --on: the silent part of each period (whole 10 ms)
+    #[arg(long, value_parser = dur, requires = "on")]
+    off: Option<u64>,
     /// local port of the (first) data connection
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     cport: Option<u16>,
@@ -511,6 +517,15 @@ fn tcp_client(a: TcpClientArgs) -> R {
         duration_ns: if a.bytes.is_some() { None } else { Some(a.time.unwrap_or(10_000_000_000)) },
         bytes: a.bytes,
         rate_bps: a.bitrate,
+        onoff_ticks: match (a.on, a.off) {
+            (Some(on), Some(off)) => {
+                if on % tcp::APP_TICK_NS != 0 || off % tcp::APP_TICK_NS != 0 {
+                    return Err((2, "--on/--off: the application writes every 10 ms; give whole multiples of 10ms".into()));
+                }
+                Some((on / tcp::APP_TICK_NS, off / tcp::APP_TICK_NS))
+            }
+            _ => None,
+        },
         cport: a.cport,
         info_interval_ns: a.info_interval,
         report_ns: if a.json { 0 } else { a.report },

@@ -204,6 +204,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         duration_ns: Some(cfg.duration_ns),
         bytes: None,
         rate_bps: None,
+        onoff_ticks: None,
         cport: None,
         info_interval_ns: 10_000_000,
         report_ns: 0,

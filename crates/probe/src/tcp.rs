@@ -63,7 +63,7 @@ pub const MAX_CTRL_LINE: u64 = 64 * 1024;
 /// `-b`: a rate-limited sender writes what its rate allows every 10 ms, on
 /// the same clock as the simulator's application source
 /// (crates/sim/src/tcp/sender.rs `APP_TICK`).
-pub const APP_TICK_NS: u64 = 10_000_000;
+pub use bloatlab_schema::scenario::APP_TICK_NS;
 /// What an interrupted reverse-test client sends on the control connection:
 /// the server stops sending and reports (older servers ignore it).
 pub const STOP_LINE: &[u8] = b"stop\n";
@@ -86,6 +86,10 @@ pub struct Params {
     /// (written every [`APP_TICK_NS`]); None: as fast as the socket takes.
     #[serde(default)]
     pub rate_bps: Option<u64>,
+    /// `--on/--off` (with `-b`): the application writes for `on` write ticks,
+    /// then is silent for `off`, repeating.
+    #[serde(default)]
+    pub onoff_ticks: Option<(u64, u64)>,
     pub cc: Option<String>,
     pub info_interval_ns: u64,
 }
@@ -152,15 +156,23 @@ fn is_timeout(e: &io::Error) -> bool {
 }
 
 /// Bytes a `rate_bps` application has written by `now` when it began at
-/// `t0`: one write at t0 and one every [`APP_TICK_NS`] after.
-pub fn app_allowance(rate_bps: u64, t0: u64, now: u64) -> u64 {
-    let ticks = now.saturating_sub(t0) / APP_TICK_NS + 1;
+/// `t0`: one write at t0 and one every [`APP_TICK_NS`] after (only in its
+/// on ticks, for an on/off application).
+pub fn app_allowance(rate_bps: u64, onoff: Option<(u64, u64)>, t0: u64, now: u64) -> u64 {
+    let ticks = bloatlab_schema::scenario::app_ticks(now.saturating_sub(t0) / APP_TICK_NS + 1, onoff);
     (rate_bps as u128 * APP_TICK_NS as u128 * ticks as u128 / 8_000_000_000) as u64
 }
 
 /// Send for the duration or the byte count (at most `rate_bps` when
 /// given), then wait for the last ack.
-pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>, rate_bps: Option<u64>, stop: &dyn Fn() -> bool) -> Outcome {
+pub fn run_sender(
+    s: &StreamState,
+    duration_ns: Option<u64>,
+    bytes: Option<u64>,
+    rate_bps: Option<u64>,
+    onoff: Option<(u64, u64)>,
+    stop: &dyn Fn() -> bool,
+) -> Outcome {
     let buf = vec![0x5au8; BUF];
     let deadline = duration_ns.map(|d| s.start_mono.saturating_add(d));
     let mut out = Outcome::default();
@@ -182,7 +194,7 @@ pub fn run_sender(s: &StreamState, duration_ns: Option<u64>, bytes: Option<u64>,
         };
         if let Some(r) = rate_bps {
             let now = sys::mono_ns();
-            let allowed = app_allowance(r, app_t0, now);
+            let allowed = app_allowance(r, onoff, app_t0, now);
             if w >= allowed {
                 // the application's next write
                 let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
@@ -473,6 +485,12 @@ impl ServerLimits {
         }
         if p.duration_ns == Some(0) {
             return Some("-t: the test length must be positive".into());
+        }
+        if p.onoff_ticks.is_some() && p.rate_bps.is_none() {
+            return Some("--on/--off: need -b (the rate of the on periods)".into());
+        }
+        if p.onoff_ticks.is_some_and(|(on, _)| on == 0) {
+            return Some("--on: must be at least one 10 ms write".into());
         }
         if p.rate_bps == Some(0) {
             return Some("-b: the rate must be positive".into());
@@ -783,7 +801,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
         let w = spawn("stream", move || {
             let stop = || gone.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
             if p.reverse {
-                run_sender(&s, deadline_ns, p.bytes, p.rate_bps, &stop)
+                run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
             } else {
                 run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes)
             }
@@ -897,6 +915,8 @@ pub struct ClientCfg {
     pub bytes: Option<u64>,
     /// `-b`: the sender offers at most this many bit/s
     pub rate_bps: Option<u64>,
+    /// `--on/--off` in write ticks
+    pub onoff_ticks: Option<(u64, u64)>,
     pub cport: Option<u16>,
     pub info_interval_ns: u64,
     /// interval report period, 0 = none (and no printing at all)
@@ -958,6 +978,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         duration_ns: cfg.duration_ns,
         bytes: cfg.bytes,
         rate_bps: cfg.rate_bps,
+        onoff_ticks: cfg.onoff_ticks,
         cc: cfg.cc.clone(),
         info_interval_ns: cfg.info_interval_ns,
     };
@@ -1042,7 +1063,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
                 if cfg.reverse {
                     run_receiver(&s, &|| false, true, cfg.bytes)
                 } else {
-                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, &|| false)
+                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &|| false)
                 }
             })
         })
@@ -1277,10 +1298,25 @@ mod tests {
     #[test]
     fn a_rate_limited_sender_may_write_one_tick_of_bytes_per_10_ms() {
         // 5 Mbit/s: 6 250 B per 10 ms, the first write at once
-        assert_eq!(app_allowance(5_000_000, 1_000, 1_000), 6_250);
-        assert_eq!(app_allowance(5_000_000, 1_000, 1_000 + APP_TICK_NS - 1), 6_250);
-        assert_eq!(app_allowance(5_000_000, 1_000, 1_000 + APP_TICK_NS), 12_500);
-        assert_eq!(app_allowance(5_000_000, 0, 1_000_000_000 - 1), 625_000, "one second: 5 Mbit");
+        assert_eq!(app_allowance(5_000_000, None, 1_000, 1_000), 6_250);
+        assert_eq!(app_allowance(5_000_000, None, 1_000, 1_000 + APP_TICK_NS - 1), 6_250);
+        assert_eq!(app_allowance(5_000_000, None, 1_000, 1_000 + APP_TICK_NS), 12_500);
+        assert_eq!(app_allowance(5_000_000, None, 0, 1_000_000_000 - 1), 625_000, "one second: 5 Mbit");
+    }
+
+    #[test]
+    fn an_on_off_sender_writes_only_in_its_on_ticks() {
+        // on 20 ms, off 30 ms: ticks 0, 1 write; 2, 3, 4 do not; 5 writes again
+        let on_off = Some((2, 3));
+        let at = |ms: u64| app_allowance(5_000_000, on_off, 0, ms * 1_000_000);
+        assert_eq!([0, 10, 20, 40, 49, 50].map(at), [6_250, 12_500, 12_500, 12_500, 12_500, 18_750]);
+    }
+
+    #[test]
+    fn on_off_needs_a_rate() {
+        let mut p = params(1, true, Some(1_000_000_000), 10_000_000);
+        p.onoff_ticks = Some((1, 1));
+        assert!(ServerLimits::default().refuse(&p).unwrap().starts_with("--on/--off"));
     }
 
     #[test]
@@ -1291,7 +1327,7 @@ mod tests {
     }
 
     fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
-        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, cc: None, info_interval_ns }
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns }
     }
 
     #[test]

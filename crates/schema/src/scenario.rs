@@ -10,6 +10,23 @@ use bloatlab_core::wifi::{StationInput, WifiConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// The application's write clock (ns): a `rate` source writes every 10 ms
+/// on both engines (the simulator's `APP_TICK`, the probe's `APP_TICK_NS`).
+pub const APP_TICK_NS: Nanos = 10_000_000;
+
+/// The writing ticks among the first `ticks` of an application that is on
+/// for `on` ticks of every `on + off` (all of them without on/off): both
+/// engines' applications write by this clock.
+pub fn app_ticks(ticks: u64, onoff: Option<(u64, u64)>) -> u64 {
+    match onoff {
+        Some((on, off)) if on + off > 0 => {
+            let period = on + off;
+            ticks / period * on + (ticks % period).min(on)
+        }
+        _ => ticks,
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
@@ -205,6 +222,12 @@ pub struct Flow {
     /// many bit/s (written every 10 ms); None: as fast as TCP takes it.
     #[serde(default)]
     pub app_rate_bps: Option<u64>,
+    /// An on/off application (with `app_rate_bps`): writes for `on_ns`, then
+    /// is silent for `off_ns`, repeating; whole 10 ms write ticks.
+    #[serde(default)]
+    pub on_ns: Option<Nanos>,
+    #[serde(default)]
+    pub off_ns: Option<Nanos>,
     /// RFC 3168 ECN on this connection; None: as the control wants (DCTCP: on).
     #[serde(default)]
     pub ecn: Option<bool>,
@@ -293,6 +316,18 @@ impl Scenario {
             }
             if f.app_rate_bps == Some(0) {
                 return Err(format!("flows[{i}].app_rate_bps must be > 0"));
+            }
+            match (f.on_ns, f.off_ns) {
+                (None, None) => {}
+                (Some(on), Some(off)) => {
+                    if f.app_rate_bps.is_none() {
+                        return Err(format!("flows[{i}]: on_ns/off_ns need app_rate_bps"));
+                    }
+                    if on == 0 || on % APP_TICK_NS != 0 || off % APP_TICK_NS != 0 {
+                        return Err(format!("flows[{i}]: on_ns and off_ns must be whole 10 ms write ticks, on_ns > 0"));
+                    }
+                }
+                _ => return Err(format!("flows[{i}]: on_ns and off_ns go together")),
             }
         }
         for (i, p) in self.probes.iter().enumerate() {

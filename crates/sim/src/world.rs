@@ -102,6 +102,9 @@ impl World {
             if let Some(r) = f.app_rate_bps {
                 snd.set_app_rate(r);
             }
+            if let (Some(on), Some(off)) = (f.on_ns, f.off_ns) {
+                snd.set_app_onoff(on, off);
+            }
             let mut rcv = Receiver::new(f.rtt_ns);
             rcv.ecn = echo;
             flows.push(FlowState {

@@ -33,11 +33,18 @@
 //!
 //! Simplifications (documented in docs/simulator.md): no undo of spurious
 //! reductions (no reordering in the model, so they come only from RTOs),
-//! no F-RTO, no slow-start restart after idle, no receive-window limit.
+//! no F-RTO, no receive-window limit.
+//!
+//! Slow-start restart after idle (RFC 2861, `tcp_slow_start_after_idle`
+//! = 1, Linux's default): when the application writes into an empty pipe
+//! more than one RTO after the last new data left, cwnd is halved once per
+//! RTO idle, down to min(IW, cwnd), and ssthresh keeps 3/4 of the old cwnd
+//! (`tcp_cwnd_restart`); controls with their own `cong_control` (BBR) are
+//! exempt, as in `tcp_slow_start_after_idle_check`.
 
 use super::rtt::{RttEstimator, RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
 use crate::packet::{SackBlock, MSS, TCP_HDR};
-use bloatlab_core::cc::{AckSample, CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window};
+use bloatlab_core::cc::{AckSample, CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INIT_CWND};
 use bloatlab_core::filter::MinFilter;
 use bloatlab_core::time::{Nanos, NS_PER_SEC, NS_PER_US};
 use std::collections::{BTreeSet, VecDeque};
@@ -57,7 +64,9 @@ const UNPACED_SEGS: u64 = 10;
 /// engines offer the same bytes at the same instants. 10 ms is a video
 /// frame-ish granularity, coarse enough that the write syscalls cost
 /// nothing and fine enough that a 1 Mbit/s source is not one burst per RTT.
-pub const APP_TICK: Nanos = 10_000_000;
+pub const APP_TICK: Nanos = bloatlab_schema::scenario::APP_TICK_NS;
+
+pub use bloatlab_schema::scenario::app_ticks;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Seg {
@@ -110,6 +119,11 @@ pub struct Sender {
     pub stopped: bool,
     /// An application-limited source: its rate (bit/s) and first write.
     app: Option<(u64, Nanos)>,
+    /// An on/off application: writes during `on` ticks of every `on + off`
+    /// ([`APP_TICK`]s each), silent in between.
+    app_onoff: Option<(u64, u64)>,
+    /// Slow-start restarts after idle (`tcp_cwnd_restart` calls).
+    pub restarts: u64,
     /// Segments the application has written so far (full segments only: a
     /// partial one waits for the next write, as Nagle holds it while data
     /// are in flight).
@@ -202,6 +216,8 @@ impl Sender {
             last_len,
             stopped: false,
             app: None,
+            app_onoff: None,
+            restarts: 0,
             app_segs: 0,
             una: 0,
             nxt: 0,
@@ -340,14 +356,25 @@ impl Sender {
         self.app = Some((rate_bps, 0));
     }
 
+    /// Make the application alternate: `on` ns writing, `off` ns silent
+    /// (whole [`APP_TICK`]s each; needs a rate).
+    pub fn set_app_onoff(&mut self, on: Nanos, off: Nanos) {
+        self.app_onoff = Some(((on / APP_TICK).max(1), off / APP_TICK));
+    }
+
     /// The application writes (at `start` and every [`APP_TICK`] after):
     /// the bytes its rate allows up to now. Returns the next write's time,
     /// None once everything of a finite flow is written.
     pub fn app_write(&mut self, now: Nanos) -> Option<Nanos> {
         let (rate, t0) = self.app?;
         let ticks = (now - t0) / APP_TICK + 1;
-        let bytes = (rate as u128 * APP_TICK as u128 * ticks as u128 / (8 * NS_PER_SEC as u128)) as u64;
-        self.app_segs = bytes / MSS as u64;
+        let writing = app_ticks(ticks, self.app_onoff);
+        let bytes = (rate as u128 * APP_TICK as u128 * writing as u128 / (8 * NS_PER_SEC as u128)) as u64;
+        let segs = bytes / MSS as u64;
+        if segs > self.app_segs {
+            self.restart_after_idle(now);
+        }
+        self.app_segs = segs;
         if let Some(n) = self.total_segs {
             let size = (n - 1) * MSS as u64 + self.last_len as u64;
             if bytes >= size {
@@ -356,6 +383,37 @@ impl Sender {
             }
         }
         Some(t0 + ticks * APP_TICK)
+    }
+
+    /// `tcp_slow_start_after_idle_check` + `tcp_cwnd_restart`, when the
+    /// application writes new data.
+    fn restart_after_idle(&mut self, now: Nanos) {
+        if self.packets_out > 0 || self.cc.has_cong_control() || self.data_segs_out == 0 {
+            return;
+        }
+        let rto = self.rtt.rto;
+        let mut delta = now.saturating_sub(self.lsndtime) as i64;
+        if delta <= rto as i64 {
+            return;
+        }
+        let v = self.view(now);
+        self.cc.cwnd_event(&v, CwndEvent::CwndRestart, &mut self.w);
+        // tcp_current_ssthresh: 3/4 of cwnd unless in CWR/Recovery
+        let cwnd = self.w.cwnd;
+        if self.ca_state < CaState::Cwr {
+            self.w.ssthresh = self.w.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
+        }
+        let restart = INIT_CWND.min(cwnd);
+        let mut c = cwnd;
+        loop {
+            delta -= rto as i64;
+            if delta <= 0 || c <= restart {
+                break;
+            }
+            c >>= 1;
+        }
+        self.w.cwnd = c.max(restart);
+        self.restarts += 1;
     }
 
     /// Whether this sender is application-limited by a rate.

@@ -229,3 +229,56 @@ fn slow_pacing_sends_the_controls_minimum_burst_and_tso_off_sends_one() {
     s.transmit(0, &mut out);
     assert_eq!(out.len(), 1);
 }
+
+#[test]
+fn an_on_off_application_writes_only_in_its_on_ticks() {
+    // 3 segments per 10 ms, on for 20 ms (2 ticks), off for 30 ms (3 ticks)
+    let mut s = reno_sender();
+    s.set_app_rate(3_475_200);
+    s.set_app_onoff(20 * NS_PER_MS, 30 * NS_PER_MS);
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    let written = |s: &mut Sender, ms: u64| {
+        s.app_write(ms * NS_PER_MS);
+        s.app_segs
+    };
+    assert_eq!([0, 10, 20, 30, 40, 50, 60, 70].map(|t| written(&mut s, t)), [3, 6, 6, 6, 6, 9, 12, 12]);
+    assert_eq!(app_ticks(10, None), 10);
+    assert_eq!(app_ticks(10, Some((2, 3))), 4);
+}
+
+/// A Reno sender whose application wrote 3 segments at 0 (acked at 100 ms)
+/// and writes again `idle_ms` after its first write; cwnd 80, ssthresh 50.
+fn idle_then_write(cc: &str, idle_ms: u64) -> Sender {
+    let mut s = Sender::new(bloatlab_core::cc::by_name_seeded(cc, 1).unwrap(), None);
+    s.set_app_rate(3_475_200);
+    s.set_app_onoff(10 * NS_PER_MS, (idle_ms - 10) * NS_PER_MS);
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    for i in 0..3 {
+        s.on_ack(100 * NS_PER_MS, i + 1, &[], false, false, &mut out);
+    }
+    assert_eq!(s.packets_out, 0);
+    assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + 200 ms");
+    s.w.cwnd = 80;
+    s.w.ssthresh = 50;
+    s.app_write(idle_ms * NS_PER_MS);
+    s
+}
+
+#[test]
+fn writing_after_more_than_an_rto_of_silence_restarts_slow_start() {
+    // tcp_cwnd_restart: 450 ms since the last send is 1.5 RTO: cwnd halves once (80 -> 40),
+    // ssthresh keeps 3/4 of the old cwnd (tcp_current_ssthresh: max(50, 40 + 20))
+    let s = idle_then_write("reno", 450);
+    assert_eq!((s.w.cwnd, s.w.ssthresh, s.restarts), (40, 60, 1));
+    // 1010 ms = 3.4 RTO: halved three times, but never below the initial window (80 -> 10)
+    let s = idle_then_write("reno", 1010);
+    assert_eq!((s.w.cwnd, s.restarts), (10, 1));
+    // 250 ms is less than an RTO: nothing happens
+    let s = idle_then_write("reno", 250);
+    assert_eq!((s.w.cwnd, s.w.ssthresh, s.restarts), (80, 50, 0));
+    // BBR has its own cong_control: exempt (tcp_slow_start_after_idle_check)
+    let s = idle_then_write("bbr", 1010);
+    assert_eq!(s.restarts, 0);
+}
