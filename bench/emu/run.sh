@@ -7,3 +7,8 @@ if [ "$(id -u)" != 0 ] || [ ! -e /dev/net/tun ]; then
   exit 0
 fi
 .venv/bin/python bench/emu/bench.py ${BENCH_QUICK:+--quick}
+# the fidelity suite (issue 10 §3): 31 scenarios on both engines -> docs/fidelity.md, bench/emu/fidelity.json
+.venv/bin/python bench/emu/fidelity.py ${BENCH_QUICK:+01 03}
+# the fidelity matrix: BBR vs CUBIC over buffer x rate on both engines, errors per point and heatmaps
+rm -rf bench/out/fidelity-matrix
+.venv/bin/bloatlab fidelity bench/emu/fidelity-matrix.toml --out bench/out/fidelity-matrix -q

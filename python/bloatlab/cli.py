@@ -13,7 +13,7 @@ import sys
 from ._version import __version__
 from .errors import EngineFailed, Interrupted, UserError
 
-COMMANDS = ["run", "probe", "shell", "emu", "compare", "sweep", "query", "store", "plot", "report", "reproduce", "measure", "advise", "host",
+COMMANDS = ["run", "probe", "shell", "emu", "compare", "fidelity", "sweep", "query", "store", "plot", "report", "reproduce", "measure", "advise", "host",
             "scenarios", "qdiscs", "ccs"]
 
 

@@ -97,6 +97,10 @@ def flatten(summary: dict) -> dict[str, Any]:
         row[f"{d}_drops"] = l.get("drops")
         for k, v in (l.get("qdelay_ms") or {}).items():
             row[f"{d}_qdelay_{k}_ms"] = _num(v)
+    late = (summary.get("meta") or {}).get("lateness") or {}
+    if late:  # the emulator's timing quality (docs/emulator.md): a flagged run is less accurate than configured
+        row["late_p99_us"] = _num(late.get("p99_us"))
+        row["timing_flagged"] = bool(late.get("flagged", False))
     for i, pg in enumerate(summary.get("pages") or []):
         row["plt_s" if i == 0 else f"page{i}_plt_s"] = _num(pg.get("plt_s"))
     for i, p in enumerate(summary.get("probes") or []):

@@ -278,7 +278,7 @@ class _Progress:
             self.p.__exit__(*exc)
 
 
-def print_report(rep: SweepReport, file=sys.stdout) -> None:
+def print_report(rep: SweepReport, file=None) -> None:
     msg = f"{rep.ran} runs in {rep.wall_s:.1f} s"
     if rep.already:
         msg += f" ({rep.already} of {rep.total} points were already in the store)"

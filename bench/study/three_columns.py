@@ -1,0 +1,120 @@
+"""Published / kernel / simulator, claim by claim (issue 10 §4).
+
+Every built-in experiment of `bloatlab reproduce` is run with `--check` on
+the simulator and on the emulator (the real kernel of this machine), and the
+claims are put side by side: what the source published, what the kernel here
+gives, what the simulator gives. A published number the kernel does not
+reproduce either is a difference of testbeds, not of the model; the kernel is
+the judge of the simulator.
+
+    sudo .venv/bin/python bench/study/three_columns.py [--quick] [NAME ...]   # runs, then writes the table
+    .venv/bin/python bench/study/three_columns.py --table-only [--quick]      # re-render from the stores
+
+Stores: results/three-columns/<engine>/<experiment>[-quick] (resumable: a
+re-run continues). The table is printed and written into bench/study/RESULTS.md
+between the markers below (the rest of that file is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "python"))
+OUT = os.path.join(REPO, "results", "three-columns")
+RESULTS = os.path.join(HERE, "RESULTS.md")
+BEGIN, END = "<!-- three columns: begin -->", "<!-- three columns: end -->"
+
+
+def store_dir(engine: str, name: str, quick: bool) -> str:
+    return os.path.join(OUT, engine, name + ("-quick" if quick else ""))
+
+
+def run(name: str, engine: str, quick: bool) -> None:
+    cmd = [os.path.join(REPO, ".venv", "bin", "bloatlab"), "reproduce", name, "--check", "-q", "--engine", engine,
+           "--out", store_dir(engine, name, quick)] + (["--quick"] if quick else [])
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=False)
+
+
+def claims(engine: str, name: str, quick: bool) -> dict:
+    p = os.path.join(store_dir(engine, name, quick), "check.json")
+    if not os.path.exists(p):
+        return {}
+    with open(p) as f:
+        doc = json.load(f)
+    return {c["id"]: c for c in doc["claims"]} | {"_meta": doc.get("meta", {})}
+
+
+def cell(c: dict | None) -> str:
+    if not c:
+        return "not run"
+    v = c["verdict"]
+    text = c.get("measured") or c.get("reason") or ""
+    mark = {"holds": "**holds**", "fails": "**fails**"}.get(v, "not evaluated")
+    return f"{mark}: {text}".replace("|", "/").replace("\n", " ")
+
+
+def table(names: list[str], quick: bool) -> str:
+    from bloatlab.study.experiments import get
+
+    lines = [f"## Published / kernel / simulator ({'quick' if quick else 'full'} versions), {datetime.date.today()}", "",
+             "Regenerate: `sudo .venv/bin/python bench/study/three_columns.py" + (" --quick" if quick else "") + "`. "
+             "Kernel = this machine's Linux through the emulator (`--engine emu`); simulator = `--engine sim`; "
+             "the same points, seeds and claims (`bloatlab reproduce NAME --check`). A claim the kernel fails as "
+             "well is a difference of testbeds (the source's kernel, hardware, rates), not of the model.", "",
+             "| experiment | claim | published | kernel (emulator) | simulator |", "|---|---|---|---|---|"]
+    for n in names:
+        k, s = claims("emu", n, quick), claims("sim", n, quick)
+        ids = [c for c in (s or k) if c != "_meta"]
+        if not ids:
+            lines.append(f"| {n} | — | | not run | not run |")
+            continue
+        exp = get(n)
+        for cid in ids:
+            ref = (s.get(cid) or k.get(cid) or {})
+            pub = ref.get("published", "").replace("|", "/")
+            lines.append(f"| {n} | {cid} | {pub} | {cell(k.get(cid))} | {cell(s.get(cid))} |")
+        del exp
+    return "\n".join(lines) + "\n"
+
+
+def write(text: str) -> None:
+    old = open(RESULTS).read() if os.path.exists(RESULTS) else ""
+    block = f"{BEGIN}\n{text}{END}"
+    if BEGIN in old and END in old:
+        new = old.split(BEGIN)[0] + block + old.split(END, 1)[1]
+    else:
+        new = old.rstrip("\n") + "\n\n" + block + "\n"
+    with open(RESULTS, "w") as f:
+        f.write(new)
+
+
+def main() -> int:
+    from bloatlab.study.experiments import names as all_names
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help="experiments (default: all)")
+    ap.add_argument("--quick", action="store_true", help="the reduced versions")
+    ap.add_argument("--table-only", action="store_true", help="re-render from the stores, run nothing")
+    ap.add_argument("--engines", default="sim,emu", help="which engines to run (default sim,emu)")
+    a = ap.parse_args()
+    names = a.names or all_names()
+    if not a.table_only:
+        for n in names:
+            for eng in a.engines.split(","):
+                run(n, eng, a.quick)
+    text = table(names, a.quick)
+    print(text)
+    write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""``bloatlab fidelity EXPERIMENT.toml --out DIR``: the fidelity matrix —
+every point of a sweep on the simulator and on the emulator (the kernel),
+with the simulator's error per point (docs/fidelity.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("fidelity", help="run a sweep on both engines and measure the simulator's error (emu needs root)",
+                       description="Run every point of an experiment file (docs/studies.md) on --engine sim and on "
+                                   "--engine emu, each into its own results store (DIR/sim, DIR/emu; re-running "
+                                   "resumes), then write per-point errors against the kernel (DIR/fidelity.parquet, "
+                                   ".csv) and a report with heatmaps over the swept keys (DIR/report.html).")
+    p.add_argument("experiment", metavar="EXPERIMENT.toml", help="experiment file (docs/studies.md)")
+    p.add_argument("--out", metavar="DIR", help="results directory (default: results/<name>-fidelity)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a point that runs longer than this")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs per engine (resume later)")
+    p.add_argument("--json", action="store_true", help="print {summary, points} as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from ..errors import UserError
+    from ..study import fidelity, spec
+
+    if args.timeout is not None and args.timeout <= 0:
+        raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+    if args.limit is not None and args.limit < 0:
+        raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
+    sw = spec.load(args.experiment)
+    out = args.out or os.path.join("results", f"{sw.name}-fidelity")
+    table, summ, path, reps = fidelity.run(sw, out, timeout=args.timeout, progress=not args.quiet, limit=args.limit)
+    if args.json:
+        pts = json.loads(table.to_json(orient="records"))
+        json.dump({"summary": summ, "points": pts, "report": path}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 1 if any(r.failed for r in reps) else 0
+    keys = [k for k in fidelity_keys(table)]
+    print(f"{'point':<40} {'goodput':>8} {'qd p95':>8} {'retx x':>7} {'late p99':>9}  misses")
+    for r in table.to_dict("records"):
+        label = ", ".join(f"{k}={r[k]}" for k in keys) or r["run_id"]
+        g = r.get("total_goodput_mbps_err")
+        q = r.get("down_qdelay_p95_ms_err")
+        x = r.get("retransmits_err")
+        late = r.get("emu_late_p99_us")
+        flag = " (emu timing flagged)" if r["timing_flagged"] else ""
+        print(f"{label[:40]:<40} {_pct(g):>8} {_pct(q):>8} {'-' if x is None or x != x else f'{x:.2f}':>7} "
+              f"{'-' if late is None or late != late else f'{late:.0f} µs':>9}  {r['misses'] or 'ok'}{flag}")
+    med = summ["median_goodput_error"]
+    print(f"{summ['points']} points: median |goodput error| {'-' if med is None else f'{100 * med:.1f} %'} "
+          f"(target ≤ {100 * summ['goodput_target']:.0f} %), {summ['points_missing_a_target']} miss a target, "
+          f"{summ['timing_flagged']} with flagged emulator timing (not counted)")
+    print(f"report: {path}")
+    return 1 if any(r.failed for r in reps) else 0
+
+
+def fidelity_keys(table) -> list[str]:
+    fixed = {"run_id", "part", "seed", "misses", "emu_late_p99_us", "timing_flagged"}
+    return [c for c in table.columns if c not in fixed and not c.endswith(("_sim", "_emu", "_err"))]
+
+
+def _pct(v) -> str:
+    return "-" if v is None or v != v else f"{100 * v:+.1f}%"
