@@ -71,3 +71,24 @@ def test_unknown_experiment_is_an_error_listing_the_known_ones(capsys):
     assert main(["reproduce", "imc2020", "--quick"]) == 2
     err = capsys.readouterr().err
     assert 'unknown experiment "imc2020"' in err and "imc2019" in err
+
+
+@pytest.mark.parametrize("name", sorted(["bbr-vs-cubic-loss", "imc2019", "bufferbloat", "janog-policer-shaper",
+                                         "janog-lossy-download", "multi-bbr", "make-wifi-fast"]))
+def test_a_store_whose_every_point_failed_leaves_every_claim_not_evaluated(tmp_path, name):
+    # an emulator run killed at every point (it used to end in "internal error: KeyError: 'part'")
+    from bloatlab.study import store
+
+    sw = get(name).sweep(True)
+    store.init(str(tmp_path), sw.to_json())
+    claims = get(name).claims(store.Store(str(tmp_path)))
+    assert claims and all(c.verdict == "not evaluated" and c.reason for c in claims)
+
+
+def test_the_emulator_gets_every_point_its_whole_duration():
+    # the experiments' timeouts catch a hung simulator; on the emulator a point runs in real time
+    from bloatlab.commands.reproduce import EMU_GRACE_S
+
+    assert get("bufferbloat").sweep(True).longest_duration_s() == 120.0
+    assert get("janog-lossy-download").sweep(True).longest_duration_s() == 600.0
+    assert EMU_GRACE_S >= 30

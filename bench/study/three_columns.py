@@ -70,8 +70,12 @@ def table(names: list[str], quick: bool) -> str:
              "the same points, seeds and claims (`bloatlab reproduce NAME --check`). A claim the kernel fails as "
              "well is a difference of testbeds (the source's kernel, hardware, rates), not of the model.", "",
              "| experiment | claim | published | kernel (emulator) | simulator |", "|---|---|---|---|---|"]
+    flagged = []
     for n in names:
         k, s = claims("emu", n, quick), claims("sim", n, quick)
+        late = timing(n, quick)
+        if late:
+            flagged.append(f"{n}: {late[0]} of {late[1]} kernel runs flagged")
         ids = [c for c in (s or k) if c != "_meta"]
         if not ids:
             lines.append(f"| {n} | — | | not run | not run |")
@@ -82,7 +86,22 @@ def table(names: list[str], quick: bool) -> str:
             pub = ref.get("published", "").replace("|", "/")
             lines.append(f"| {n} | {cid} | {pub} | {cell(k.get(cid))} | {cell(s.get(cid))} |")
         del exp
+    lines += ["", "Emulator timing (a flagged run's delays were less accurate than configured; its figures are "
+              "kept and marked here): " + ("; ".join(flagged) if flagged else "no run flagged") + "."]
     return "\n".join(lines) + "\n"
+
+
+def timing(name: str, quick: bool):
+    """(flagged runs, runs) of the kernel's store, or None."""
+    from bloatlab.study.store import Store, is_store
+
+    d = store_dir("emu", name, quick)
+    if not is_store(d):
+        return None
+    runs = Store(d).runs
+    if runs.empty or "timing_flagged" not in runs:
+        return None
+    return int(runs["timing_flagged"].fillna(False).astype(bool).sum()), len(runs)
 
 
 def write(text: str) -> None:

@@ -26,6 +26,12 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+#: What an emulator point may take beyond its duration before it is killed (s): namespace
+#: set-up, the senders' connection lead, the grace for sized transfers (4 RTTs + 2 s) and for
+#: the generators' reports (8 s), with room for a busy machine.
+EMU_GRACE_S = 60.0
+
+
 def main(args) -> int:
     from ..errors import UserError
     from ..study import check, report, sweep
@@ -42,7 +48,12 @@ def main(args) -> int:
     exp = get(args.name)
     sw = exp.sweep(args.quick)
     out = args.out or os.path.join("results", "reproduce", sw.name)
-    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet, timeout=exp.timeout(args.quick))
+    timeout = exp.timeout(args.quick)
+    if args.engine == "emu":
+        # the experiments' timeouts catch a hung simulator; the emulator runs in real time, so a
+        # point takes its whole duration plus set-up and its senders' reports
+        timeout = max(timeout, sw.longest_duration_s() + EMU_GRACE_S)
+    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet, timeout=timeout)
     sweep.print_report(rep)
     st = Store(out)
     claims = exp.claims(st)

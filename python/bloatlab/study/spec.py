@@ -120,6 +120,21 @@ class Sweep:
             raise UserError(f"the sweep lists the same point twice ({p.part}: {p.params}, seed {p.seed})")
         return out
 
+    def longest_duration_s(self) -> float:
+        """The longest run of any point (s): its ``duration`` override, else
+        its part's, else the base scenario's."""
+        from ..units import parse_duration
+
+        longest = 0.0
+        for part in self.parts:
+            for d in {str(p.get("duration", part.fixed.get("duration", part.base.get("duration", "0s"))))
+                      for p in part.points + [{}]} | {str(v) for v in part.grid.get("duration", [])}:
+                try:
+                    longest = max(longest, parse_duration(d) / 1e9)
+                except ValueError:
+                    pass
+        return longest
+
     def to_json(self) -> dict:
         return {"name": self.name, "description": self.description, "engine": self.engine, "source": self.source,
                 "parts": [{"name": p.name, "base": p.base, "grid": p.grid, "points": p.points, "set": p.fixed,

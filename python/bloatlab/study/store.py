@@ -438,7 +438,10 @@ class Store:
         import pandas as pd
 
         docs = self._docs()
-        self._runs = _column_types(pd.DataFrame([d["row"] for d in docs]))
+        # a store whose every point failed still has the index columns, so that selections on
+        # them find nothing instead of failing (a claim is then "not evaluated", not a crash)
+        self._runs = _column_types(pd.DataFrame([d["row"] for d in docs], columns=None if docs else
+                                                ["run_id", "part", "engine", "seed", "rep"] + self._asked_keys()))
         self._flows = pd.DataFrame([dict(run_id=d["run_id"], **fr) for d in docs for fr in d["flows"]])
 
     @property
@@ -464,6 +467,15 @@ class Store:
         flows = self.flows
         view._flows = flows[flows["run_id"].isin(keep)].reset_index(drop=True) if "run_id" in flows else flows
         return view
+
+    def _asked_keys(self) -> list[str]:
+        """The swept keys the study asked for (study.json), without reading any run."""
+        keys: list[str] = []
+        for part in self.study.get("parts", []):
+            for p in part.get("points", []):
+                keys += [k for k in p if k not in keys]
+            keys += [k for k in part.get("grid", {}) if k not in keys]
+        return keys
 
     def swept_keys(self) -> list[str]:
         """Swept key paths (the parameter columns), in the order of the sweep."""

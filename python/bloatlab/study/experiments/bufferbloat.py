@@ -61,7 +61,7 @@ Seed 000:
     def timeout(self, quick: bool) -> float:
         # A 300 s run of this scenario takes a few seconds in the simulator; a
         # point that runs ten times that has hung. The emulator runs in real
-        # time (--engine emu gives every point its duration and a grace).
+        # time: `reproduce --engine emu` gives every point its duration and a grace.
         return 60.0 if quick else 120.0
 
     @staticmethod

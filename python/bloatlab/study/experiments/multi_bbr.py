@@ -61,7 +61,14 @@ one BDP), with RTT unfairness (the longer-RTT flow gets more). Small buffers: hi
             s = store.series("flows", [rid])
             if s.empty or "inflight_bytes" not in s:
                 continue
-            tot = s[s["t"] >= 5].groupby("t")["inflight_bytes"].sum()
+            # the flows' samples are summed per 100-ms bin: the emulator's senders sample TCP_INFO on
+            # their own clocks, so equal timestamps across flows exist only in the simulator
+            s = s[s["t"] >= 5].assign(bin=lambda d: (d["t"] / 0.1).round().astype(int))
+            per_flow = s.groupby(["bin", "flow"])["inflight_bytes"].mean()
+            whole = per_flow.groupby("bin").count() == count  # bins where every flow has a sample
+            tot = per_flow.groupby("bin").sum()[whole]
+            if tot.empty:
+                continue
             vals.append(float(tot.median()) / BDP_BYTES)
         return sum(vals) / len(vals) if vals else None
 
