@@ -19,6 +19,10 @@ pub const FLOW_CPORT: u16 = 25000;
 pub const PROBE_PORT: u16 = 30000;
 /// Flow i's ports FLOW_PORT + i and FLOW_CPORT + i stay below the next range.
 pub const MAX_FLOWS: usize = (FLOW_CPORT - FLOW_PORT) as usize;
+/// Page objects in one run: each is a bloatlab-probe client and server, all
+/// spawned before their page starts (a few MB and threads each); seed 000's
+/// page has 62.
+pub const MAX_PAGE_OBJECTS: usize = 200;
 /// Probe j's port PROBE_PORT + j stays below the namespaces' ephemeral ports (40000).
 pub const MAX_PROBES: usize = 40000 - PROBE_PORT as usize;
 
@@ -39,6 +43,13 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
         return Err(format!(
             "flow.{}.tso: the emulator runs the kernel's TCP as it is, with its TSO/GSO; tso = false is for the simulator",
             f.group
+        ));
+    }
+    let objects = r.flows.iter().filter(|f| f.page.is_some()).count();
+    if objects > MAX_PAGE_OBJECTS {
+        return Err(format!(
+            "page: the emulator runs one process pair per page object, at most {MAX_PAGE_OBJECTS} in all; got {objects} \
+             (the simulator has no such limit)"
         ));
     }
     if r.probes.len() > MAX_PROBES {
@@ -181,5 +192,16 @@ mod tests {
         assert_eq!(e, "flow: the emulator runs at most 5000 flows, got 5001");
         let e = from_json(&doc(1, MAX_PROBES + 1)).unwrap_err();
         assert_eq!(e, "probe: the emulator runs at most 10000 probes, got 10001");
+    }
+
+    #[test]
+    fn more_page_objects_than_processes_allow_are_refused_by_key() {
+        let obj = r#"{"id":0,"group":0,"name":"p/0","cc":"cubic","direction":"down","rtt_ns":40000000,"start_ns":0,"stop_ns":null,"size_bytes":1000,"page":0}"#;
+        let many = |n: usize| (0..n).map(|i| obj.replacen("\"id\":0", &format!("\"id\":{i}"), 1)).collect::<Vec<_>>().join(",");
+        let a = DOC.find("\"flows\":[").unwrap();
+        let doc = |n: usize| format!("{}\"flows\":[{}],\"probes\":[],\"pages\":[{{\"id\":0,\"name\":\"p\",\"connections\":6}}]}}", &DOC[..a], many(n));
+        assert_eq!(from_json(&doc(MAX_PAGE_OBJECTS)).unwrap().flows.len(), MAX_PAGE_OBJECTS);
+        let e = from_json(&doc(MAX_PAGE_OBJECTS + 1)).unwrap_err();
+        assert!(e.starts_with("page: the emulator runs one process pair per page object, at most 200"), "{e}");
     }
 }
