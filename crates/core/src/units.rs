@@ -1,70 +1,179 @@
-//! Unit strings as the scenario language writes them, for Rust front ends
-//! (the probe's and the emulator's command lines). The Python scenario layer
-//! follows the same rules (`python/bloatlab/units.py`); `docs/scenario.md` is
-//! the reference for both.
+//! The unit grammar of the scenario language, written once. The Python
+//! scenario layer calls these functions through the native module
+//! (`python/bloatlab/units.py`), and the probe's and the emulator's command
+//! lines call them directly, so `"1500"`, `"10 ms"` or `"1 BDP"` mean the same
+//! thing everywhere. `docs/scenario.md` is the reference.
 //!
-//! - rates are SI bits per second like tc: `bit`, `Kbit`, `Mbit`, `Gbit` (`bps`,
-//!   `kbps`, `mbps`, `gbps` accepted); 1 Mbit = 10^6 bit/s.
-//! - durations: `ns`, `us`, `ms`, `s`, `min`.
-//! - sizes: `B`, `KB` = 1000 B, `MB`, `GB`, `KiB` = 1024 B, `MiB`, `GiB`.
+//! Grammar: optional spaces, a number (`[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?`),
+//! optional spaces, a unit (letters, `µ`, `%`, `/`), optional spaces; at most
+//! [`TEXT_MAX`] characters.
+//!
+//! - rates are SI bits per second like tc: `bit`, `Kbit`, `Mbit`, `Gbit`, case
+//!   insensitive, also written `bps`/`kbps`/... and `bit/s`/`Mbit/s`/...;
+//!   1 Mbit = 10^6 bit/s. Must be positive.
+//! - durations: `ns`, `us` (`µs`), `ms`, `s`, `min`. Zero is allowed, negative not.
+//! - sizes: `B`, `KB` (`kB`) = 1000 B, `MB`, `GB`, `KiB` = 1024 B, `MiB`, `GiB`;
+//!   a number without a unit is bytes (as a TOML integer is).
+//! - fractions: `"1%"` or a bare `0.01`, within [0, 1].
+//! - buffers: a size, or packets (`pkt`, `pkts`, `p`) or bandwidth-delay
+//!   products (`bdp`), those two case insensitive (`"1 BDP"`).
+//!
+//! Values become integers of base units (ns, bytes, bit/s) rounded half to
+//! even, as Python's `round` does, and must fit an `i64` ([`MAX_INT`]): every
+//! engine holds them as 64-bit integers.
 
 use crate::time::Nanos;
 
-fn split(s: &str) -> Option<(f64, String)> {
-    let s = s.trim();
-    let end = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    // "1e3ms": keep 'e' only when followed by a digit; simple grammar: number then unit.
-    let (num, unit) = s.split_at(end);
-    let v: f64 = num.parse().ok()?;
-    if !v.is_finite() {
-        return None;
+/// The largest value any engine holds (ns, bytes and bit/s are 64-bit there).
+pub const MAX_INT: u64 = i64::MAX as u64;
+/// Texts longer than this are refused before they are parsed.
+pub const TEXT_MAX: usize = 100;
+/// Bad values are echoed at most this long in messages.
+pub const ECHO_MAX: usize = 60;
+/// A buffer of this many bandwidth-delay products is refused as a typo.
+pub const BDP_MAX: f64 = 1e6;
+/// Bytes per packet when a buffer is given in packets (the scenario's MTU).
+pub const PACKET_BYTES: u64 = 1500;
+
+/// A bad text, cut to [`ECHO_MAX`] characters for a message.
+pub fn echo(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= ECHO_MAX {
+        s.to_string()
+    } else {
+        format!("{}... ({n} characters)", s.chars().take(ECHO_MAX).collect::<String>())
     }
-    Some((v, unit.trim().to_string()))
 }
 
-/// `"100Mbit"` → 100_000_000 bit/s.
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let err = || format!("expected a rate like \"100Mbit\", got \"{s}\"");
-    let (v, unit) = split(s).ok_or_else(err)?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "bit" | "bps" => 1.0,
-        "kbit" | "kbps" => 1e3,
-        "mbit" | "mbps" => 1e6,
-        "gbit" | "gbps" => 1e9,
-        _ => return Err(err()),
-    };
-    let r = v * mult;
-    if r < 1.0 {
-        return Err(format!("expected a positive rate, got \"{s}\""));
+/// `(number, unit)` of a text in the grammar, or the message for `what`.
+fn split<'a>(s: &'a str, example: &str, what: &str) -> Result<(f64, &'a str), String> {
+    let err = || format!("expected {what} like \"{example}\", got \"{}\"", echo(s));
+    if s.chars().count() > TEXT_MAX {
+        return Err(err());
     }
-    Ok(r.round() as u64)
+    let t = s.trim();
+    let b = t.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    let mut frac_digits = 0;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+            frac_digits += 1;
+        }
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return Err(err());
+    }
+    // an exponent only when digits follow ("5e" is a number and the unit "e")
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            j += 1;
+        }
+        let d = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > d {
+            i = j;
+        }
+    }
+    let v: f64 = t[..i].parse().map_err(|_| err())?;
+    if !v.is_finite() {
+        return Err(err());
+    }
+    let unit = t[i..].trim_start();
+    if !unit.chars().all(|c| c.is_ascii_alphabetic() || c == 'µ' || c == '%' || c == '/') {
+        return Err(err());
+    }
+    Ok((v, unit))
+}
+
+/// `x` as an integer of base units, rounded half to even; refused above [`MAX_INT`].
+fn bounded(x: f64, s: &str, what: &str) -> Result<u64, String> {
+    let v = x.round_ties_even();
+    if v > MAX_INT as f64 {
+        return Err(format!(
+            "{what} \"{}\" is too large (the engines hold at most 9.22e+18 base units)",
+            echo(s)
+        ));
+    }
+    Ok(v.max(0.0) as u64)
+}
+
+/// `"100Mbit"` → 100_000_000 bit/s. Must be positive.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let (v, unit) = split(s, "100Mbit", "a rate")?;
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "bit" | "bps" | "bit/s" => 1.0,
+        "kbit" | "kbps" | "kbit/s" => 1e3,
+        "mbit" | "mbps" | "mbit/s" => 1e6,
+        "gbit" | "gbps" | "gbit/s" => 1e9,
+        _ => {
+            return Err(format!(
+                "expected a rate like \"100Mbit\" (units: bit, Kbit, Mbit, Gbit), got \"{}\"",
+                echo(s)
+            ))
+        }
+    };
+    if v * mult < 0.5 {
+        return Err(format!("expected a positive rate, got \"{}\"", echo(s)));
+    }
+    let bps = bounded(v * mult, s, "the rate")?;
+    if bps == 0 {
+        return Err(format!("expected a positive rate, got \"{}\"", echo(s)));
+    }
+    Ok(bps)
 }
 
 /// `"10ms"` → 10_000_000 ns. Zero is allowed (callers that need > 0 check).
 pub fn parse_duration(s: &str) -> Result<Nanos, String> {
-    let err = || format!("expected a duration like \"10ms\", got \"{s}\"");
-    let (v, unit) = split(s).ok_or_else(err)?;
-    let mult = match unit.as_str() {
+    let (v, unit) = split(s, "10ms", "a duration")?;
+    let mult = match unit {
         "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
         "min" => 60e9,
-        _ => return Err(err()),
+        _ => {
+            return Err(format!(
+                "expected a duration like \"10ms\" (units: ns, us, ms, s, min), got \"{}\"",
+                echo(s)
+            ))
+        }
     };
     if v < 0.0 {
-        return Err(format!("expected a non-negative duration, got \"{s}\""));
+        return Err(format!("expected a non-negative duration, got \"{}\"", echo(s)));
     }
-    Ok((v * mult).round() as Nanos)
+    bounded(v * mult, s, "the duration")
 }
 
-/// `"375KB"` → 375_000 bytes.
+/// `"375KB"` → 375_000 bytes; `"1500"` → 1500 bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let err = || format!("expected a size like \"375KB\", got \"{s}\"");
-    let (v, unit) = split(s).ok_or_else(err)?;
-    let mult = match unit.as_str() {
+    let (v, unit) = split(s, "375KB", "a size")?;
+    let mult = size_unit(unit).ok_or_else(|| {
+        format!(
+            "expected a size like \"375KB\" (units: B, KB, MB, GB, KiB, MiB, GiB), got \"{}\"",
+            echo(s)
+        )
+    })?;
+    if v < 0.0 {
+        return Err(format!("expected a non-negative size, got \"{}\"", echo(s)));
+    }
+    bounded(v * mult, s, "the size")
+}
+
+fn size_unit(unit: &str) -> Option<f64> {
+    Some(match unit {
         "B" | "" => 1.0,
         "KB" | "kB" => 1e3,
         "MB" => 1e6,
@@ -72,12 +181,71 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(err()),
+        _ => return None,
+    })
+}
+
+/// `"1%"` or `"0.01"` → 0.01. Must lie in [0, 1].
+pub fn parse_ratio(s: &str) -> Result<f64, String> {
+    let (num, unit) = split(s, "1%", "a fraction")?;
+    let v = match unit {
+        "%" => num / 100.0,
+        "" => num,
+        _ => return Err(format!("expected a fraction like \"1%\" or 0.01, got \"{}\"", echo(s))),
     };
-    if v < 0.0 {
-        return Err(format!("expected a non-negative size, got \"{s}\""));
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("expected a value in [0, 1] (0%..100%), got '{}'", echo(s)));
     }
-    Ok((v * mult).round() as u64)
+    Ok(v)
+}
+
+/// A queue's size as the scenario writes it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Buffer {
+    Bytes(u64),
+    Packets(u64),
+    /// bandwidth-delay products of the path it sits on
+    Bdp(f64),
+}
+
+/// `"375KB"`, `"1000pkt"`, `"0.5bdp"` or `"1 BDP"`. Must be positive.
+pub fn parse_buffer(s: &str) -> Result<Buffer, String> {
+    let err = || format!("expected a buffer like \"375KB\", \"1000pkt\" or \"1bdp\", got '{}'", echo(s));
+    let (v, unit) = split(s, "375KB", "a size").map_err(|_| err())?;
+    let lower = unit.to_ascii_lowercase();
+    let positive = || format!("expected a positive buffer, got \"{}\"", echo(s));
+    let too_large = || format!("\"{}\" is too large a buffer", echo(s));
+    match lower.as_str() {
+        "bdp" => {
+            if v <= 0.0 {
+                return Err(positive());
+            }
+            if v > BDP_MAX {
+                return Err(too_large());
+            }
+            Ok(Buffer::Bdp(v))
+        }
+        "pkt" | "pkts" | "p" => {
+            if v <= 0.0 {
+                return Err(positive());
+            }
+            if v.fract() != 0.0 {
+                return Err(format!("expected a whole number of packets, got \"{}\"", echo(s)));
+            }
+            if v * PACKET_BYTES as f64 > MAX_INT as f64 {
+                return Err(too_large());
+            }
+            Ok(Buffer::Packets(v as u64))
+        }
+        _ => {
+            size_unit(unit).ok_or_else(err)?;
+            let b = parse_size(s).map_err(|e| if e.contains("too large") { too_large() } else { err() })?;
+            if b == 0 {
+                return Err(positive());
+            }
+            Ok(Buffer::Bytes(b))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -88,15 +256,63 @@ mod tests {
         assert_eq!(parse_rate("100Mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("1.5Gbit").unwrap(), 1_500_000_000);
         assert_eq!(parse_rate("64kbit").unwrap(), 64_000);
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("0Mbit").is_err());
+        assert_eq!(parse_rate("100 Mbit/s").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("2e3 kbps").unwrap(), 2_000_000);
+        assert_eq!(parse_rate("fast").unwrap_err(), "expected a rate like \"100Mbit\", got \"fast\"");
+        assert!(parse_rate("0Mbit").unwrap_err().contains("positive"));
+        assert!(parse_rate("0.4bit").unwrap_err().contains("positive"));
+        assert!(parse_rate("1e30Gbit").unwrap_err().contains("too large"));
+        assert!(parse_rate("10 parsecs").unwrap_err().contains("units: bit, Kbit, Mbit, Gbit"));
     }
     #[test]
-    fn durations_and_sizes() {
+    fn durations_round_half_to_even_like_python() {
         assert_eq!(parse_duration("10ms").unwrap(), 10_000_000);
+        assert_eq!(parse_duration(" 10 ms ").unwrap(), 10_000_000);
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration("2.5ns").unwrap(), 2);
+        assert_eq!(parse_duration("3.5ns").unwrap(), 4);
+        assert_eq!(parse_duration("1e3ms").unwrap(), 1_000_000_000);
+        assert_eq!(parse_duration("0s").unwrap(), 0);
+        assert!(parse_duration("-1ms").unwrap_err().contains("non-negative"));
+        assert!(parse_duration("10 MS").unwrap_err().contains("units: ns, us, ms, s, min"));
+        assert!(parse_duration("nan s").is_err());
+        assert!(parse_duration("inf s").is_err());
+        assert!(parse_duration(&"1".repeat(101)).is_err());
+    }
+    #[test]
+    fn sizes_and_bare_bytes() {
         assert_eq!(parse_size("375KB").unwrap(), 375_000);
         assert_eq!(parse_size("1KiB").unwrap(), 1024);
+        assert_eq!(parse_size("1500").unwrap(), 1500);
+        assert_eq!(parse_size("1500 B").unwrap(), 1500);
         assert!(parse_size("3 parsecs").is_err());
+        assert!(parse_size("-1KB").unwrap_err().contains("non-negative"));
+    }
+    #[test]
+    fn fractions() {
+        assert_eq!(parse_ratio("1%").unwrap(), 0.01);
+        assert_eq!(parse_ratio("0.25").unwrap(), 0.25);
+        assert!(parse_ratio("101%").is_err());
+        assert!(parse_ratio("1 dB").is_err());
+    }
+    #[test]
+    fn buffers_in_bytes_packets_and_bdp_any_case() {
+        assert_eq!(parse_buffer("1 BDP").unwrap(), Buffer::Bdp(1.0));
+        assert_eq!(parse_buffer("0.5bdp").unwrap(), Buffer::Bdp(0.5));
+        assert_eq!(parse_buffer("1000pkt").unwrap(), Buffer::Packets(1000));
+        assert_eq!(parse_buffer("100 Pkts").unwrap(), Buffer::Packets(100));
+        assert_eq!(parse_buffer("375KB").unwrap(), Buffer::Bytes(375_000));
+        assert_eq!(parse_buffer("1500").unwrap(), Buffer::Bytes(1500));
+        assert!(parse_buffer("0bdp").unwrap_err().contains("positive"));
+        assert!(parse_buffer("1.5pkt").unwrap_err().contains("whole number"));
+        assert!(parse_buffer("2e6bdp").unwrap_err().contains("too large"));
+        assert!(parse_buffer("1 parsec").unwrap_err().starts_with("expected a buffer like"));
+        assert!(parse_buffer("0B").unwrap_err().contains("positive"));
+    }
+    #[test]
+    fn long_texts_are_echoed_cut() {
+        let long = format!("{}x", "9".repeat(200));
+        let e = parse_size(&long).unwrap_err();
+        assert!(e.contains("... (201 characters)"), "{e}");
     }
 }

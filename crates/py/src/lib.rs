@@ -77,6 +77,32 @@ fn qdiscs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     Ok(out)
 }
 
+/// Parse a unit string with the scenario language's one grammar
+/// (`bloatlab_core::units`): kind is rate | duration | size | ratio | buffer.
+/// Returns an int of base units (bit/s, ns, bytes), a float (ratio), or
+/// `(kind, amount)` for a buffer (`"bytes"`, `"pkts"` or `"bdp"`). A
+/// ValueError carries the grammar's message.
+#[pyfunction]
+fn parse_unit(py: Python<'_>, kind: &str, text: &str) -> PyResult<PyObject> {
+    use bloatlab_core::units::{self, Buffer};
+    let err = PyValueError::new_err;
+    Ok(match kind {
+        "rate" => units::parse_rate(text).map_err(err)?.into_pyobject(py)?.into_any().unbind(),
+        "duration" => units::parse_duration(text).map_err(err)?.into_pyobject(py)?.into_any().unbind(),
+        "size" => units::parse_size(text).map_err(err)?.into_pyobject(py)?.into_any().unbind(),
+        "ratio" => units::parse_ratio(text).map_err(err)?.into_pyobject(py)?.into_any().unbind(),
+        "buffer" => {
+            let (k, v) = match units::parse_buffer(text).map_err(err)? {
+                Buffer::Bytes(b) => ("bytes", b as f64),
+                Buffer::Packets(p) => ("pkts", p as f64),
+                Buffer::Bdp(x) => ("bdp", x),
+            };
+            (k, v).into_pyobject(py)?.into_any().unbind()
+        }
+        _ => return Err(err(format!("unknown unit kind {kind:?}"))),
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
@@ -84,5 +110,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(ccs, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_unit, m)?)?;
     Ok(())
 }
