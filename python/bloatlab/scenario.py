@@ -120,31 +120,8 @@ def _str(path: str, v, choices: Iterable[str] | None = None) -> str:
 
 
 def parse_buffer(path: str, v) -> tuple[str, float]:
-    """``"375KB"`` -> ("bytes", 375000); ``"1000pkt"`` -> ("pkts", 1000); ``"0.5bdp"`` -> ("bdp", 0.5)."""
-    if isinstance(v, str):
-        s = v.strip()
-        for suffix, kind in (("bdp", "bdp"), ("pkt", "pkts"), ("pkts", "pkts"), ("p", "pkts")):
-            if s.endswith(suffix) and s[: -len(suffix)].strip().replace(".", "", 1).replace("e", "", 1).isdigit():
-                try:
-                    x = float(s[: -len(suffix)])
-                except ValueError:
-                    break
-                if not math.isfinite(x) or x <= 0:
-                    raise ScenarioError(path, f'expected a positive buffer, got "{v}"')
-                if kind == "pkts" and x != int(x):
-                    raise ScenarioError(path, f'expected a whole number of packets, got "{v}"')
-                if x * MTU > units.MAX_INT or (kind == "bdp" and x > 1e6):
-                    raise ScenarioError(path, f'"{units.echo(v)}" is too large a buffer')
-                return kind, x
-    try:
-        b = units.parse_size(v)
-    except ValueError:
-        raise ScenarioError(
-            path, f'expected a buffer like "375KB", "1000pkt" or "1bdp", got {v!r}'
-        ) from None
-    if b <= 0:
-        raise ScenarioError(path, f'expected a positive buffer, got "{v}"')
-    return "bytes", float(b)
+    """``"375KB"`` -> ("bytes", 375000); ``"1000pkt"`` -> ("pkts", 1000); ``"1 BDP"`` -> ("bdp", 1.0)."""
+    return _conv(path, units.parse_buffer, v)
 
 
 def _param(path: str, spec: dict, v) -> float:

@@ -1,24 +1,20 @@
 """Unit strings of the scenario language (see docs/scenario.md).
 
-Rates are SI bits per second like tc (``Mbit`` = 10^6 bit/s); sizes are SI
-bytes (``KB`` = 1000 B, ``KiB`` = 1024 B); durations take ns/us/ms/s/min.
-Every parser raises ``ValueError`` with the expected form; the scenario layer
-prefixes the key path. The Rust front ends follow the same rules
-(``crates/core/src/units.rs``).
+The grammar is written once, in Rust (``crates/core/src/units.rs``), and
+called here through the native module, so the scenario files, ``--set``, the
+probe's and the emulator's command lines read ``"10 ms"``, ``"1500"`` (bytes)
+or ``"1 BDP"`` alike. Rates are SI bits per second like tc (``Mbit`` = 10^6
+bit/s, also ``Mbit/s``); sizes are SI bytes (``KB`` = 1000 B, ``KiB`` = 1024 B);
+durations take ns/us/ms/s/min. What is Python's own is only what TOML adds:
+integers for sizes, numbers for fractions. Every parser raises ``ValueError``
+with the expected form; the scenario layer prefixes the key path.
 """
 
 from __future__ import annotations
 
 import math
-import re
 
-_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
-_RE = re.compile(rf"^\s*{_NUM}\s*([A-Za-zµ%]*)\s*$")
-
-RATE_UNITS = {"bit": 1, "bps": 1, "kbit": 1e3, "kbps": 1e3, "mbit": 1e6, "mbps": 1e6, "gbit": 1e9, "gbps": 1e9}
-TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9}
-SIZE_UNITS = {"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
-
+from . import _native
 
 #: The largest value any engine holds (ns, bytes, bit/s are 64-bit integers there).
 MAX_INT = 2**63 - 1
@@ -32,61 +28,31 @@ def echo(v: object) -> str:
     return t if len(t) <= ECHO_MAX else f"{t[:ECHO_MAX]}... ({len(t)} characters)"
 
 
-def _bounded(x: float, text: object, what: str) -> int:
-    v = round(x)
-    if v > MAX_INT:
-        raise ValueError(f'{what} "{echo(text)}" is too large (the engines hold at most {MAX_INT:.3g} base units)')
-    return v
-
-
-def _split(text: object, example: str, what: str) -> tuple[float, str]:
+def _text(text: object, example: str, what: str) -> str:
     if isinstance(text, bool) or not isinstance(text, str):
         raise ValueError(f'expected {what} like "{example}", got {echo(text)}')
-    m = _RE.match(text) if len(text) <= 100 else None
-    if not m:
-        raise ValueError(f'expected {what} like "{example}", got "{echo(text)}"')
-    v = float(m.group(1))
-    if not math.isfinite(v):
-        raise ValueError(f'expected {what} like "{example}", got "{echo(text)}"')
-    return v, m.group(2)
+    return text
 
 
 def parse_rate(text: object) -> int:
     """``"100Mbit"`` -> 100_000_000 (bit/s). Must be positive."""
-    v, unit = _split(text, "100Mbit", "a rate")
-    mult = RATE_UNITS.get(unit.lower())
-    if mult is None:
-        raise ValueError(f'expected a rate like "100Mbit" (units: bit, Kbit, Mbit, Gbit), got "{text}"')
-    bps = _bounded(v * mult, text, "the rate")
-    if bps <= 0:
-        raise ValueError(f'expected a positive rate, got "{text}"')
-    return bps
+    return _native.parse_unit("rate", _text(text, "100Mbit", "a rate"))
 
 
 def parse_duration(text: object) -> int:
     """``"10ms"`` -> 10_000_000 (ns). May be zero, never negative."""
-    v, unit = _split(text, "10ms", "a duration")
-    mult = TIME_UNITS.get(unit)
-    if mult is None:
-        raise ValueError(f'expected a duration like "10ms" (units: ns, us, ms, s, min), got "{text}"')
-    if v < 0:
-        raise ValueError(f'expected a non-negative duration, got "{text}"')
-    return _bounded(v * mult, text, "the duration")
+    return _native.parse_unit("duration", _text(text, "10ms", "a duration"))
 
 
 def parse_size(text: object) -> int:
-    """``"375KB"`` -> 375_000 (bytes). Integers are bytes."""
+    """``"375KB"`` -> 375_000 (bytes). Integers and unitless strings are bytes."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise ValueError(f"expected a non-negative size, got {text}")
-        return _bounded(text, text, "the size")
-    v, unit = _split(text, "375KB", "a size")
-    mult = SIZE_UNITS.get(unit)
-    if mult is None:
-        raise ValueError(f'expected a size like "375KB" (units: B, KB, MB, GB, KiB, MiB, GiB), got "{text}"')
-    if v < 0:
-        raise ValueError(f'expected a non-negative size, got "{text}"')
-    return _bounded(v * mult, text, "the size")
+        if text > MAX_INT:
+            raise ValueError(f"the size {echo(text)} is too large (the engines hold at most {MAX_INT:.3g} base units)")
+        return text
+    return _native.parse_unit("size", _text(text, "375KB", "a size"))
 
 
 def parse_ratio(text: object) -> float:
@@ -95,17 +61,23 @@ def parse_ratio(text: object) -> float:
         raise ValueError(f'expected a fraction like "1%" or 0.01, got {text!r}')
     if isinstance(text, (int, float)):
         v = float(text)
-    else:
-        num, unit = _split(text, "1%", "a fraction")
-        if unit == "%":
-            v = num / 100.0
-        elif unit == "":
-            v = num
-        else:
-            raise ValueError(f'expected a fraction like "1%" or 0.01, got "{text}"')
-    if not (0.0 <= v <= 1.0) or math.isnan(v):
-        raise ValueError(f"expected a value in [0, 1] (0%..100%), got {text!r}")
-    return v
+        if not (0.0 <= v <= 1.0) or math.isnan(v):
+            raise ValueError(f"expected a value in [0, 1] (0%..100%), got {text!r}")
+        return v
+    return _native.parse_unit("ratio", _text(text, "1%", "a fraction"))
+
+
+def parse_buffer(text: object) -> tuple[str, float]:
+    """``"375KB"`` -> ("bytes", 375000); ``"1000pkt"`` -> ("pkts", 1000);
+    ``"1 BDP"`` -> ("bdp", 1.0). Integers are bytes. Must be positive."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text <= 0:
+            raise ValueError(f'expected a positive buffer, got "{text}"')
+        return "bytes", float(parse_size(text))
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise ValueError(f'expected a buffer like "375KB", "1000pkt" or "1bdp", got {echo(text)}')
+    kind, amount = _native.parse_unit("buffer", text)
+    return kind, amount
 
 
 def fmt_rate(bps: float) -> str:
