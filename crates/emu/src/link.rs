@@ -64,6 +64,10 @@ pub struct LinkConfig {
     pub dir_index: u64,
     /// One-way delay by port (ns); `u64::MAX` = not a known port.
     pub delay_by_port: Vec<u64>,
+    /// The scenario's DiffServ code point by port (`u8::MAX` = not a known
+    /// port: the packet's own TOS counts). The emulator marks a flow's packets
+    /// as a classifying router would; the senders leave TOS at 0.
+    pub dscp_by_port: Vec<u8>,
     pub default_delay: Nanos,
     pub sample_interval: Nanos,
     /// Statistics and samples cover packets that start on the wire before
@@ -88,6 +92,11 @@ impl LinkConfig {
             }
         }
         self.default_delay
+    }
+
+    pub fn dscp_of(&self, h: Option<&packet::Headers>) -> Option<u8> {
+        let h = h?;
+        [h.dport, h.sport].into_iter().map(|p| self.dscp_by_port[p as usize]).find(|&d| d != u8::MAX)
     }
 }
 
@@ -208,7 +217,11 @@ impl Link {
         self.service(now);
         let h = packet::parse(&bytes);
         let delay = self.cfg.delay_of(h.as_ref());
+        let dscp = self.cfg.dscp_of(h.as_ref());
         let mut meta = h.map(|h| h.meta()).unwrap_or_default();
+        if let Some(d) = dscp {
+            meta.dscp = d;
+        }
         meta.len = meta.len.max(bytes.len() as u32);
         meta.enqueued_at = now;
         if self.cfg.loss > 0.0 && self.loss_rng.gen::<f64>() < self.cfg.loss {
@@ -398,6 +411,7 @@ mod tests {
             seed: 1,
             dir_index: 0,
             delay_by_port,
+            dscp_by_port: vec![u8::MAX; 65536],
             default_delay: NS_PER_MS,
             sample_interval: 10 * NS_PER_MS,
             measure_until: u64::MAX,
@@ -421,6 +435,19 @@ mod tests {
         assert_eq!(l.qdelay_ms, vec![0.0, 1.0]);
         assert_eq!(l.tx_bytes, 3000);
         assert_eq!(l.busy_ns, 2 * NS_PER_MS);
+    }
+
+    #[test]
+    fn the_scenarios_dscp_is_found_by_either_port_and_unknown_ports_keep_their_tos() {
+        let mut c = cfg(Service::Rate(12_000_000), 100, 0.0);
+        c.dscp_by_port[20000] = 46;
+        let data = packet::parse(&seg(20000)).unwrap();
+        let ack = packet::parse(&tcp([10, 77, 0, 1], [10, 77, 0, 2], 20000, 30000, 0x10, 0, 0)).unwrap();
+        let other = packet::parse(&seg(20002)).unwrap();
+        assert_eq!(c.dscp_of(Some(&data)), Some(46));
+        assert_eq!(c.dscp_of(Some(&ack)), Some(46));
+        assert_eq!(c.dscp_of(Some(&other)), None);
+        assert_eq!(c.dscp_of(None), None);
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
 /// What the emulator makes of a resolved scenario.
 pub trait EmuScenario {
     fn delays(&self) -> (Vec<u64>, Nanos);
+    fn dscps(&self) -> Vec<u8>;
     fn link_config(&self, dir: &str) -> Result<LinkConfig, String>;
 }
 
@@ -89,6 +90,19 @@ impl EmuScenario for Resolved {
             .or_else(|| self.probes.iter().map(|p| p.rtt_ns).min())
             .unwrap_or(0);
         (by_port, default_rtt / 2)
+    }
+
+    /// DiffServ code point by server and client port (`u8::MAX`: not ours).
+    fn dscps(&self) -> Vec<u8> {
+        let mut by_port = vec![u8::MAX; 65536];
+        for f in &self.flows {
+            by_port[(FLOW_PORT as usize) + f.id] = f.dscp;
+            by_port[(FLOW_CPORT as usize) + f.id] = f.dscp;
+        }
+        for p in &self.probes {
+            by_port[(PROBE_PORT as usize) + p.id] = p.dscp;
+        }
+        by_port
     }
 
     /// The link model of direction `dir` ("down" = 0, "up" = 1).
@@ -124,6 +138,7 @@ impl EmuScenario for Resolved {
             seed: self.seed,
             dir_index: idx,
             delay_by_port,
+            dscp_by_port: self.dscps(),
             default_delay,
             sample_interval: self.sample_interval_ns,
             measure_until: self.duration_ns,

@@ -244,6 +244,10 @@ pub struct Flow {
     /// earlier object of the page has arrived at the client.
     #[serde(default)]
     pub page: Option<usize>,
+    /// DiffServ code point (0-63) of the connection's packets, both ways, as
+    /// a marking router or `IP_TOS` would set it: CAKE's tins look at it.
+    #[serde(default)]
+    pub dscp: u8,
 }
 
 /// A web page: its objects are the flows that name it, fetched in id order,
@@ -274,6 +278,10 @@ pub struct Probe {
     /// The WiFi station the probe's client sits on.
     #[serde(default)]
     pub station: Option<usize>,
+    /// DiffServ code point (0-63) of the probe's requests and replies
+    /// (e.g. 46, EF, for a VoIP-like probe in CAKE's voice tin).
+    #[serde(default)]
+    pub dscp: u8,
 }
 
 impl Scenario {
@@ -314,6 +322,9 @@ impl Scenario {
             if f.rtt_ns == 0 {
                 return Err(format!("flows[{i}].rtt_ns must be > 0"));
             }
+            if f.dscp > 63 {
+                return Err(format!("flows[{i}].dscp: a DiffServ code point is 0-63, got {}", f.dscp));
+            }
             if f.app_rate_bps == Some(0) {
                 return Err(format!("flows[{i}].app_rate_bps must be > 0"));
             }
@@ -333,6 +344,9 @@ impl Scenario {
         for (i, p) in self.probes.iter().enumerate() {
             if p.id != i || p.interval_ns == 0 || p.rtt_ns == 0 {
                 return Err(format!("probes[{i}]: id must be {i}, interval_ns and rtt_ns > 0"));
+            }
+            if p.dscp > 63 {
+                return Err(format!("probes[{i}].dscp: a DiffServ code point is 0-63, got {}", p.dscp));
             }
         }
         for (i, pg) in self.pages.iter().enumerate() {

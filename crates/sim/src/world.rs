@@ -309,6 +309,14 @@ impl World {
         }
     }
 
+    /// The DiffServ code point of a packet: its connection's or probe's, both ways.
+    fn dscp(&self, p: &Payload) -> u8 {
+        match *p {
+            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.dscp,
+            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.dscp,
+        }
+    }
+
     /// An endpoint emits a packet of `len` wire bytes.
     fn emit(&mut self, p: Payload, len: u32) {
         self.packets += 1;
@@ -322,6 +330,7 @@ impl World {
             is_pure_ack: matches!(p, Payload::Ack { .. }),
             tcp_ack: if let Payload::Ack { ack, .. } = p { ack as u32 } else { 0 },
             ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
+            dscp: self.dscp(&p),
             ..Default::default()
         };
         if let Some(sta) = self.station(&p) {
