@@ -60,11 +60,11 @@ LIMITS = {
 }
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "on", "off", "ecn", "tso", "station"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "on", "off", "ecn", "tso", "station", "dscp"}
 #: An application's write clock (both engines): `rate` sources write every 10 ms.
 APP_TICK_NS = 10_000_000
-PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station"}
-PAGE_KEYS = {"name", "objects", "size", "sizes", "connections", "rtt", "start", "cc", "station"}
+PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station", "dscp"}
+PAGE_KEYS = {"name", "objects", "size", "sizes", "connections", "rtt", "start", "cc", "station", "dscp"}
 #: A browser opens 6 connections per host (RFC 7230 leaves it open; Chrome
 #: and Firefox use 6); wget -p fetches one object at a time (connections = 1).
 PAGE_CONNECTIONS = 6
@@ -146,6 +146,21 @@ def _param(path: str, spec: dict, v) -> float:
         choices = kind.split(":", 1)[1].split(",")
         return float(choices.index(_str(path, v, choices)))
     raise ScenarioError(path, f"parameter kind {kind} not understood")  # a core/Python mismatch
+
+
+#: DiffServ code point names (RFC 2474 class selectors, RFC 2597 assured
+#: forwarding AFxy = 8x + 2y, RFC 3246 EF, RFC 5865 VOICE-ADMIT, RFC 8622 LE).
+DSCP_NAMES = {"BE": 0, "DF": 0, "LE": 1, "EF": 46, "VA": 44} | {f"CS{n}": 8 * n for n in range(8)} | {
+    f"AF{x}{y}": 8 * x + 2 * y for x in range(1, 5) for y in range(1, 4)}
+
+
+def _dscp(path: str, v) -> int:
+    """A DiffServ code point: 0-63 or a name (``"EF"``, ``"CS1"``, ``"AF41"``)."""
+    if isinstance(v, str) and v.strip().upper() in DSCP_NAMES:
+        return DSCP_NAMES[v.strip().upper()]
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 63:
+        return v
+    raise ScenarioError(path, f"expected a DiffServ code point 0-63 or a name (EF, CS0-CS7, AF11-AF43, VA, LE), got {units.echo(v)!s}")
 
 
 def _loss(path: str, v) -> float:
@@ -442,11 +457,12 @@ def _resolve_pages(pages_doc, flows: list, known_cc, n_groups: int, duration_ns:
         if start >= duration_ns:
             raise ScenarioError(f"{p}.start", "must be before the end of the run")
         cc = _str(f"{p}.cc", pd.get("cc", "cubic"), known_cc)
+        dscp = _dscp(f"{p}.dscp", pd.get("dscp", 0))
         for k, size in enumerate(sizes):
             flows.append({
                 "id": len(flows), "group": n_groups + i, "name": f"{name}/{k}", "cc": cc, "direction": "down",
                 "rtt_ns": rtt, "start_ns": start, "stop_ns": None, "size_bytes": size, "app_rate_bps": None,
-                "on_ns": None, "off_ns": None, "ecn": None, "tso": True, "page": i,
+                "on_ns": None, "off_ns": None, "ecn": None, "tso": True, "page": i, "dscp": dscp,
             })
         pages.append({"id": i, "name": name, "connections": conns})
     return pages
@@ -535,13 +551,14 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
         tso = f.get("tso", True)
         if not isinstance(tso, bool):
             raise ScenarioError(f"{p}.tso", f"expected true or false, got {tso!r}")
+        dscp = _dscp(f"{p}.dscp", f.get("dscp", 0))
         label = _str(f"{p}.name", f.get("name", f"{cc}-{direction}-{gi}"))
         for k in range(count):
             flows.append({
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
                 "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "on_ns": on, "off_ns": off,
-                "ecn": ecn, "tso": tso,
+                "ecn": ecn, "tso": tso, "dscp": dscp,
             })
     if "start_jitter" in doc:
         _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)
@@ -567,7 +584,8 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
             raise ScenarioError(f"{p}.size", f"expected a UDP payload of 16..1472 bytes, got {size}")
         direction = _str(f"{p}.direction", pr.get("direction", "down"), DIRECTIONS)
         probes.append({"id": i, "name": _str(f"{p}.name", pr.get("name", f"{kind}-{i}")), "kind": kind,
-                       "interval_ns": interval, "rtt_ns": rtt, "size_bytes": size, "direction": direction})
+                       "interval_ns": interval, "rtt_ns": rtt, "size_bytes": size, "direction": direction,
+                       "dscp": _dscp(f"{p}.dscp", pr.get("dscp", 0))})
     out["probes"] = probes
 
     links_doc = _table(doc, "link", "link")
