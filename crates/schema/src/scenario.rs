@@ -235,6 +235,10 @@ pub struct Flow {
     /// at a time (simulator only: the emulator runs the kernel as it is).
     #[serde(default = "yes")]
     pub tso: bool,
+    /// Paced at the kernel's pacing rate whatever the control (as `sch_fq` on
+    /// the sending host or `SO_MAX_PACING_RATE` make Linux do); BBR paces anyway.
+    #[serde(default)]
+    pub pacing: bool,
     /// The WiFi station this flow's client sits on (index into `wifi.stations`).
     #[serde(default)]
     pub station: Option<usize>,

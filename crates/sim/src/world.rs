@@ -99,6 +99,7 @@ impl World {
             let mut snd = Sender::new(cc, f.size_bytes);
             snd.ecn = ecn;
             snd.tso = f.tso;
+            snd.pacing = f.pacing;
             if let Some(r) = f.app_rate_bps {
                 snd.set_app_rate(r);
             }

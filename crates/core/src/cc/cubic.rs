@@ -244,8 +244,8 @@ pub struct Params {
     pub hystart_low_window: u32,
     /// Maximum ACK spacing inside an ACK train, µs.
     pub hystart_ack_delta_us: u32,
-    /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`, e.g. by an
-    /// `fq` qdisc); then the ACK train must last delay_min rather than delay_min/2.
+    /// Treat the socket as paced even if [`ConnView::paced`] says not (tests);
+    /// a paced socket's ACK train must last delay_min rather than delay_min/2.
     pub paced: bool,
 }
 
@@ -530,7 +530,7 @@ impl Cubic {
                 self.last_ack = now;
                 let mut threshold = self.delay_min.wrapping_add(hystart_ack_delay(w.pacing_rate));
                 // Unpaced: the train of a full pipe lasts delay_min/2 at least.
-                if !self.p.paced {
+                if !(self.p.paced || c.paced) {
                     threshold >>= 1;
                 }
                 if (now.wrapping_sub(self.round_start) as i32) > threshold as i32 {

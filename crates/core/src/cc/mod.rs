@@ -169,6 +169,9 @@ pub struct ConnView {
     /// raised the event (Linux fires the event before updating it); CUBIC
     /// shifts its epoch by `now - lsndtime` after idle.
     pub lsndtime: Nanos,
+    /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`): by its
+    /// control (BBR), by `sch_fq` on the host or by `SO_MAX_PACING_RATE`.
+    pub paced: bool,
 }
 
 impl ConnView {
@@ -191,6 +194,7 @@ impl ConnView {
             prior_cwnd: 0,
             pacing_shift: 10,
             lsndtime: now,
+            paced: false,
         }
     }
 }

@@ -57,6 +57,11 @@ const REORDERING: u32 = 3;
 const RTO_MIN: Nanos = 200_000_000;
 /// `sk_pacing_shift` default: a TSO burst carries ~1/2^10 s (1 ms) of data.
 const PACING_SHIFT: u32 = 10;
+/// `sysctl_tcp_pacing_ss_ratio`: in slow start (cwnd < ssthresh / 2) the
+/// pacing rate is 200 % of cwnd/srtt, so that pacing never holds growth back.
+const PACING_SS_RATIO: u64 = 200;
+/// `sysctl_tcp_pacing_ca_ratio`: 120 % of cwnd/srtt in congestion avoidance.
+const PACING_CA_RATIO: u64 = 120;
 /// Segments sent before Linux starts pacing (`tp->data_segs_out >= 10`).
 const UNPACED_SEGS: u64 = 10;
 /// An application-limited source (`rate` on a flow) writes every 10 ms what
@@ -178,6 +183,10 @@ pub struct Sender {
     burst_bytes: u64,
     /// TSO/GSO bursts (Linux default); false: one segment per burst.
     pub tso: bool,
+    /// Paced although the control does not ask for it: `sch_fq` on the
+    /// sending host (it paces every socket at `sk_pacing_rate`), or
+    /// `SO_MAX_PACING_RATE` set (the kernel's internal pacing).
+    pub pacing: bool,
     data_segs_out: u64,
 
     is_cwnd_limited: bool,
@@ -255,6 +264,7 @@ impl Sender {
             burst_left: 0,
             burst_bytes: 0,
             tso: true,
+            pacing: false,
             data_segs_out: 0,
             is_cwnd_limited: false,
             lsndtime: 0,
@@ -312,6 +322,7 @@ impl Sender {
             prior_cwnd: self.prior_cwnd,
             pacing_shift: PACING_SHIFT,
             lsndtime: self.lsndtime,
+            paced: self.paced(),
         }
     }
 
@@ -326,12 +337,31 @@ impl Sender {
         false
     }
 
+    /// `tcpi_pacing_rate` in bit/s: the kernel computes it for every socket
+    /// (BBR its own, the others [`Self::update_pacing_rate`]) whether or not
+    /// anything paces by it.
     pub fn pacing_rate_bps(&self) -> u64 {
-        if self.cc.wants_pacing() {
-            self.w.pacing_rate * 8
-        } else {
-            0
+        self.w.pacing_rate * 8
+    }
+
+    /// Whether segments leave at the pacing rate (EDT, `tcp_needs_internal_pacing`
+    /// or sch_fq): the control asks for it (BBR), or the flow says so.
+    fn paced(&self) -> bool {
+        self.cc.wants_pacing() || self.pacing
+    }
+
+    /// Linux `tcp_update_pacing_rate` (tcp_input.c) for controls without their
+    /// own `cong_control`: `mss * max(cwnd, packets_out) / srtt`, times
+    /// `tcp_pacing_ss_ratio` (200 %) while cwnd < ssthresh / 2, else
+    /// `tcp_pacing_ca_ratio` (120 %). Bytes/s, in the kernel's integer steps
+    /// (srtt in µs << 3); nothing before the first RTT sample.
+    fn update_pacing_rate(&mut self) {
+        if self.rtt.srtt_us == 0 {
+            return;
         }
+        let ratio = if (self.w.cwnd as u64) < (self.w.ssthresh as u64) / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
+        let rate = MSS as u64 * ((1_000_000 / 100) << 3) * ratio * self.w.cwnd.max(self.packets_out) as u64;
+        self.w.pacing_rate = rate / self.rtt.srtt_us as u64;
     }
 
     /// Linux `tcpi_delivery_rate`: the latest non-app-limited-dominated rate sample, bit/s.
@@ -452,6 +482,9 @@ impl Sender {
         }
         let v = self.view(now);
         self.cc.init(&v, &mut self.w);
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate(); // tcp_rcv_state_process / tcp_finish_connect: the handshake's RTT
+        }
         self.wstamp = now;
         self.transmit(now, out);
     }
@@ -479,7 +512,7 @@ impl Sender {
         self.tsorted.push_back((now, seq, gen));
         self.segs_sent += 1;
         self.data_segs_out += 1;
-        if self.cc.wants_pacing() {
+        if self.paced() {
             self.burst_bytes += len as u64;
         }
         let cwr = self.ecn && !retrans && std::mem::take(&mut self.queue_cwr);
@@ -521,7 +554,7 @@ impl Sender {
     pub fn transmit(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         let mut sent_new = false;
         let mut cwnd_full = false;
-        let paced = self.cc.wants_pacing();
+        let paced = self.paced();
         loop {
             if paced && self.burst_left == 0 {
                 if self.wstamp > now {
@@ -595,7 +628,7 @@ impl Sender {
     }
 
     fn burst_step(&mut self, now: Nanos) {
-        if self.cc.wants_pacing() {
+        if self.paced() {
             self.burst_left = self.burst_left.saturating_sub(1);
             if self.burst_left == 0 {
                 self.end_burst(now);
@@ -605,7 +638,7 @@ impl Sender {
 
     /// When the sender must be woken for pacing, if it is pacing-limited.
     pub fn pacing_wakeup(&self, now: Nanos) -> Option<Nanos> {
-        if self.cc.wants_pacing()
+        if self.paced()
             && self.wstamp > now
             && self.in_flight() < self.w.cwnd
             && (!self.lost_q.is_empty() || self.has_new_data())
@@ -1231,6 +1264,9 @@ impl Sender {
             self.cc.cong_avoid(&v, delivered, &mut self.w);
         }
         self.w.cwnd = self.w.cwnd.max(1);
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate();
+        }
 
         // 6. Timers and transmission.
         if set_xmit_timer && !self.schedule_loss_probe(now, true) {

@@ -282,3 +282,36 @@ fn writing_after_more_than_an_rto_of_silence_restarts_slow_start() {
     let s = idle_then_write("bbr", 1010);
     assert_eq!(s.restarts, 0);
 }
+
+#[test]
+fn an_unpaced_control_reports_linuxs_pacing_rate_200_percent_in_slow_start() {
+    // tcp_update_pacing_rate after the first ACK: cwnd 11, srtt 100 ms (800 000 in µs << 3),
+    // ssthresh infinite: 1448 * (10 000 << 3) * 200 * 11 / 800 000 = 318 560 B/s (2 x 11 x 1448 B / 0.1 s).
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    out.clear();
+    s.on_ack(100 * NS_PER_MS, 1, &[], false, false, &mut out);
+    assert_eq!(s.w.pacing_rate, 318_560);
+    assert_eq!(s.pacing_rate_bps(), 318_560 * 8);
+    assert_eq!(out.len(), 2, "Reno is not paced: both segments leave at once");
+}
+
+#[test]
+fn congestion_avoidance_paces_at_120_percent_and_a_pacing_flow_waits_its_turn() {
+    // cwnd 20 >= ssthresh/2 = 10: 1448 * 80 000 * 120 * max(cwnd, packets_out) / srtt.
+    let mut s = reno_sender();
+    s.pacing = true;
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(out.len(), 10, "no pacing before the first RTT sample and the first 10 segments");
+    s.w.ssthresh = 20;
+    s.w.cwnd = 20;
+    out.clear();
+    s.on_ack(100 * NS_PER_MS, 1, &[], false, false, &mut out);
+    let cwnd = s.w.cwnd.max(s.packets_out) as u64;
+    assert_eq!(s.w.pacing_rate, 1448 * 80_000 * 120 * cwnd / 800_000);
+    // Paced: one TSO burst now (tcp_tso_autosize at this rate is its 2-segment minimum), the rest later.
+    assert_eq!(out.len(), 2);
+    assert!(s.pacing_wakeup(100 * NS_PER_MS).is_some_and(|t| t > 100 * NS_PER_MS));
+}
