@@ -293,6 +293,9 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
         // the client connects and asks; the server sends (its 16-byte data hello is the request)
         a.push("-R".into());
     }
+    if f.pacing {
+        a.push("--pacing".into());
+    }
     if let Some(r) = f.app_rate_bps {
         a.push("-b".into());
         a.push(format!("{r}bit"));

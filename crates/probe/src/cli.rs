@@ -194,6 +194,9 @@ struct TcpClientArgs {
     /// reverse: the server sends
     #[arg(short = 'R', long)]
     reverse: bool,
+    /// the sender paces at the kernel's pacing rate whatever its congestion control (SO_MAX_PACING_RATE), as sch_fq on the sending host would
+    #[arg(long)]
+    pacing: bool,
     /// test length (seconds, or e.g. 500ms); default 10
     #[arg(short = 't', long = "time", value_parser = secs, conflicts_with = "bytes")]
     time: Option<u64>,
@@ -512,6 +515,7 @@ fn tcp_client(a: TcpClientArgs) -> R {
     let cfg = tcp::ClientCfg {
         addr,
         cc: a.cc.clone(),
+        pacing: a.pacing,
         streams: a.parallel as usize,
         reverse: a.reverse,
         duration_ns: if a.bytes.is_some() { None } else { Some(a.time.unwrap_or(10_000_000_000)) },

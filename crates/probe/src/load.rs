@@ -199,6 +199,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
         cc: cfg.cc.clone(),
+        pacing: false,
         streams: n,
         reverse,
         duration_ns: Some(cfg.duration_ns),

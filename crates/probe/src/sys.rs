@@ -311,6 +311,14 @@ pub fn available_cc() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Turn on the kernel's internal pacing for this socket whatever its
+/// congestion control, as `sch_fq` on the host would pace it: a finite
+/// `SO_MAX_PACING_RATE` moves `sk_pacing_status` from NONE to NEEDED
+/// (net/core/sock.c); `u64::MAX - 1` bytes/s caps nothing.
+pub fn set_internal_pacing(fd: RawFd) -> io::Result<()> {
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &(u64::MAX - 1))
+}
+
 /// Set TCP_CONGESTION; on failure the error lists what the kernel has.
 pub fn set_cc(fd: RawFd, cc: &str) -> Result<(), String> {
     let r = unsafe {

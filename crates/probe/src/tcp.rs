@@ -92,6 +92,9 @@ pub struct Params {
     pub onoff_ticks: Option<(u64, u64)>,
     pub cc: Option<String>,
     pub info_interval_ns: u64,
+    /// `--pacing`: the sender paces at the kernel's pacing rate whatever its control
+    #[serde(default)]
+    pub pacing: bool,
 }
 
 /// One data connection, shared by its worker and the sampler.
@@ -760,6 +763,9 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
                     if let Some(cc) = &p.cc {
                         let _ = sys::set_cc(sock.as_raw_fd(), cc);
                     }
+                    if p.pacing {
+                        let _ = sys::set_internal_pacing(sock.as_raw_fd());
+                    }
                 }
                 states.push(StreamState::new(idx, sock, t, 0));
             }
@@ -909,6 +915,9 @@ fn info_json(ti: &TcpInfo, written: u64, pre: u64) -> Value {
 pub struct ClientCfg {
     pub addr: SocketAddr,
     pub cc: Option<String>,
+    /// `--pacing`: the sender (this client, or the server with -R) paces at the
+    /// kernel's pacing rate whatever its control (`SO_MAX_PACING_RATE`)
+    pub pacing: bool,
     pub streams: usize,
     pub reverse: bool,
     pub duration_ns: Option<u64>,
@@ -981,6 +990,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         onoff_ticks: cfg.onoff_ticks,
         cc: cfg.cc.clone(),
         info_interval_ns: cfg.info_interval_ns,
+        pacing: cfg.pacing,
     };
     let mut c = &ctrl;
     c.write_all(CTRL_MAGIC).map_err(|e| err1(format!("control: {e}")))?;
@@ -1024,6 +1034,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             status: if e.starts_with("-C") || e.starts_with("--cport") { 2 } else { 1 },
             msg: e,
         })?;
+        if cfg.pacing && !cfg.reverse {
+            sys::set_internal_pacing(s.as_raw_fd()).map_err(|e| err1(format!("--pacing: SO_MAX_PACING_RATE: {e}")))?;
+        }
         let mut h = Vec::with_capacity(16);
         h.extend_from_slice(DATA_MAGIC);
         h.extend_from_slice(&cookie.to_le_bytes());
