@@ -60,7 +60,7 @@ LIMITS = {
 }
 LINK_KEYS = {"rate", "buffer", "qdisc", "qdisc_params", "loss", "policer", "shaper", "device_queue"}
 BUCKET_KEYS = {"rate", "burst"}
-FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "on", "off", "ecn", "tso", "station", "dscp"}
+FLOW_KEYS = {"name", "cc", "direction", "rtt", "count", "start", "stop", "size", "rate", "on", "off", "ecn", "tso", "pacing", "station", "dscp"}
 #: An application's write clock (both engines): `rate` sources write every 10 ms.
 APP_TICK_NS = 10_000_000
 PROBE_KEYS = {"name", "kind", "interval", "rtt", "size", "direction", "station", "dscp"}
@@ -462,7 +462,7 @@ def _resolve_pages(pages_doc, flows: list, known_cc, n_groups: int, duration_ns:
             flows.append({
                 "id": len(flows), "group": n_groups + i, "name": f"{name}/{k}", "cc": cc, "direction": "down",
                 "rtt_ns": rtt, "start_ns": start, "stop_ns": None, "size_bytes": size, "app_rate_bps": None,
-                "on_ns": None, "off_ns": None, "ecn": None, "tso": True, "page": i, "dscp": dscp,
+                "on_ns": None, "off_ns": None, "ecn": None, "tso": True, "pacing": False, "page": i, "dscp": dscp,
             })
         pages.append({"id": i, "name": name, "connections": conns})
     return pages
@@ -551,6 +551,9 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
         tso = f.get("tso", True)
         if not isinstance(tso, bool):
             raise ScenarioError(f"{p}.tso", f"expected true or false, got {tso!r}")
+        pacing = f.get("pacing", False)
+        if not isinstance(pacing, bool):
+            raise ScenarioError(f"{p}.pacing", f"expected true or false, got {pacing!r}")
         dscp = _dscp(f"{p}.dscp", f.get("dscp", 0))
         label = _str(f"{p}.name", f.get("name", f"{cc}-{direction}-{gi}"))
         for k in range(count):
@@ -558,7 +561,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
                 "id": len(flows), "group": gi, "name": label if count == 1 else f"{label}.{k}",
                 "cc": cc, "direction": direction, "rtt_ns": rtt, "start_ns": start,
                 "stop_ns": stop, "size_bytes": size, "app_rate_bps": app_rate, "on_ns": on, "off_ns": off,
-                "ecn": ecn, "tso": tso, "dscp": dscp,
+                "ecn": ecn, "tso": tso, "pacing": pacing, "dscp": dscp,
             })
     if "start_jitter" in doc:
         _jitter_starts(flows, _conv("start_jitter", units.parse_duration, doc["start_jitter"]), out)

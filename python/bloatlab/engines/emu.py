@@ -120,14 +120,37 @@ def run(resolved: dict, **opts) -> dict:
     check()
     emu = _bin.find("bloatlab-emu")
     probe = _bin.find("bloatlab-probe")
-    with temp_dir("emu") as d:
-        sc_path = os.path.join(d, "scenario.json")
-        out_path = os.path.join(d, "raw.json")
-        with open(sc_path, "w") as f:
-            json.dump(resolved, f)
-        _run_binary([emu, "run", "--scenario", sc_path, "--out", out_path, "--probe", probe] + emu_args(opts))
-        with open(out_path) as f:
-            return json.load(f)
+    for attempt in range(1 + NO_RESULT_RETRIES):
+        with temp_dir("emu") as d:
+            sc_path = os.path.join(d, "scenario.json")
+            out_path = os.path.join(d, "raw.json")
+            with open(sc_path, "w") as f:
+                json.dump(resolved, f)
+            _run_binary([emu, "run", "--scenario", sc_path, "--out", out_path, "--probe", probe] + emu_args(opts))
+            with open(out_path) as f:
+                raw = json.load(f)
+        missing = missing_results(raw)
+        if not missing:
+            return raw
+        if attempt < NO_RESULT_RETRIES:
+            print(f"bloatlab: emulator: {len(missing)} traffic generator(s) gave no result ({missing[0]}); "
+                  "running the scenario once more", file=sys.stderr)
+    raise EngineFailed(
+        f"emulator: {len(missing)} traffic generator(s) gave no result in {1 + NO_RESULT_RETRIES} runs "
+        f"({missing[0]}); their flows would read 0 goodput, so there is no result. The machine is probably "
+        "too busy for the emulator (see docs/emulator.md, timing quality)", 1)
+
+
+#: A run in which a traffic generator gave no result is run once more (it
+#: happens when the machine is overloaded: a generator starved beside the
+#: emulator's real-time threads misses its deadline); a second failure is an error.
+NO_RESULT_RETRIES = 1
+
+
+def missing_results(raw: dict) -> list[str]:
+    """The emulator's messages about flows or probes that gave no result
+    (a page object that never started is expected and not among them)."""
+    return [e for e in (raw.get("meta") or {}).get("errors") or [] if "no result from bloatlab-probe" in e]
 
 
 def shell(resolved: dict, command: list[str], server: str | None = None, raw_out: str | None = None, **opts) -> int:
