@@ -225,3 +225,20 @@ def test_advise_with_the_kernels_controls_through_the_emulated_twin():
     assert by["cubic"]["loaded_rtt_ms"] > 60  # CUBIC fills the buffer: 4 BDP = 80 ms of queue
     assert by["bbr"]["loaded_rtt_ms"] < by["cubic"]["loaded_rtt_ms"]
     assert out["recommendation"]["cc"] == max(out["alternatives"], key=lambda a: a["score"])["cc"]
+
+
+def test_a_host_without_fq_today_is_compared_with_the_same_control_paced_by_fq():
+    """Seed 004's sysctl line (default_qdisc = fq) paces every control; a host
+    that does not run fq today (pfifo_fast) but could is a candidate of its own.
+    On a 0.05-BDP buffer at 200 Mbit/s and 100 ms, unpaced CUBIC's slow-start
+    bursts overflow the buffer (measured 48 Mbit/s), paced CUBIC does not
+    (135 Mbit/s): the advice says pacing is what helps, with both figures."""
+    p = Path(100.0, 200.0, buffer_bytes=125_000)
+    out = recommend.advise(p, "balanced", "cubic", None, 1, queues=("as-is",), host_qdisc_state=("pfifo_fast", True))
+    assert out["current"]["paced"] is False and out["expected"]["paced"] is True
+    assert out["expected"]["goodput_mbps"] > 2 * out["current"]["goodput_mbps"]
+    assert out["recommendation"]["sysctl"]["net.core.default_qdisc"] == "fq"
+    assert any("Pacing on the sending host" in r for r in out["reasons"]) or out["recommendation"]["cc"] != "cubic"
+    # Without sch_fq nothing is paced but what paces itself.
+    out = recommend.advise(p, "balanced", "cubic", None, 1, queues=("as-is",), host_qdisc_state=("pfifo_fast", False))
+    assert not any(a["paced"] for a in out["alternatives"])

@@ -8,7 +8,10 @@ controls:
 
 - ``as-is``: the bottleneck stays as measured; the sending host gets
   ``net.core.default_qdisc = fq`` (the seeds' line: pacing for every control,
-  required by BBR before Linux 4.13);
+  required by BBR before Linux 4.13) where its kernel has sch_fq, and the
+  candidates are simulated so: CUBIC and Reno paced at Linux's pacing rate
+  (the scenario's ``pacing``), as sch_fq paces them. The host's current setup
+  runs as it is (paced only if its default qdisc is fq);
 - ``fq_codel`` / ``cake`` shaped at ``SHAPE_FRACTION`` of the measured rate on
   a router the user owns in front of the bottleneck: the user's AQM then owns
   the queue (CAKE only helps if it owns the bottleneck — seed 000).
@@ -92,6 +95,8 @@ class Candidate:
     cc: str
     queue: str
     shaper_mbps: float | None
+    #: the sending host paces every control (sch_fq); BBR paces anyway
+    paced: bool = False
     goodput_mbps: float = 0.0
     p95_rtt_ms: float = 0.0
     retrans_rate: float = 0.0
@@ -123,10 +128,11 @@ class Candidate:
     @property
     def label(self) -> str:
         q = "as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s"
-        return f"{self.cc} + {q}"
+        host = " (host fq)" if self.paced and not self.cc.startswith("bbr") else ""
+        return f"{self.cc}{host} + {q}"
 
     def figures(self) -> dict:
-        return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "goodput_mbps": self.goodput_mbps,
+        return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "paced": self.paced, "goodput_mbps": self.goodput_mbps,
                 "p95_rtt_ms": self.p95_rtt_ms, "p95_rtt_shared_ms": self.p95_rtt_shared_ms, "retrans_rate": self.retrans_rate, "neighbour_share": self.neighbour_share,
                 "qdelay_p95_ms": self.qdelay_p95_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score}
 
@@ -134,6 +140,7 @@ class Candidate:
 def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: float | None = None) -> dict:
     doc = path.twin(duration_s, cc=c.cc)
     doc["seed"] = seed
+    doc["flow"][0]["pacing"] = c.paced
     doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
     if neighbour:
         doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": doc["flow"][0]["rtt"]})
@@ -181,9 +188,10 @@ def score(cands: list[Candidate], path: Path, goal: str) -> None:
         c.score = sum(wi * v for wi, v in zip(w, parts.values()))
 
 
-def candidates(path: Path, ccs=CCS, queues=QUEUES) -> list[Candidate]:
+def candidates(path: Path, ccs=CCS, queues=QUEUES, paced: bool = True) -> list[Candidate]:
+    """Every control under every queue; ``paced``: the host will run sch_fq."""
     shaper = round(path.down_mbps * SHAPE_FRACTION, 6)
-    return [Candidate(cc, q, None if q == "as-is" else shaper) for q in queues for cc in ccs]
+    return [Candidate(cc, q, None if q == "as-is" else shaper, paced) for q in queues for cc in ccs]
 
 
 def advise(path: Path, goal: str = "balanced", current: str | None = None, available: list[str] | None = None,
@@ -205,7 +213,11 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
         raise UserError(f"--engine: expected sim or emu, got {engine!r}")
     current = current or current_cc()
     ccs = CCS if engine == "sim" else KERNEL_CCS
-    cands = candidates(path, ccs, queues)
+    cur_qdisc, fq_here = host_qdisc_state
+    # The recommended host runs sch_fq where it can: every candidate paced. Today's host is paced only by fq.
+    fq_planned = fq_here is not False
+    fq_now = cur_qdisc == "fq" if cur_qdisc is not None else fq_planned
+    cands = candidates(path, ccs, queues, paced=fq_planned)
     if current not in ccs:
         from .._native import cc_names
 
@@ -214,7 +226,10 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
             raise UserError(f"--current-cc: {current!r} (what this host runs today, unless given) is not one "
                             f"{'the emulator runs' if engine == 'emu' else 'the model has'}; give the nearest of "
                             f"{', '.join(known)}")
-        cands.append(Candidate(current, "as-is", None))
+        cands.append(Candidate(current, "as-is", None, fq_now))
+    elif fq_now != fq_planned and not current.startswith("bbr"):
+        # today's host paces differently from the candidates (no fq yet): it is a candidate of its own
+        cands.append(Candidate(current, "as-is", None, fq_now))
     for i, c in enumerate(cands):
         simulate(path, c, seed, engine, duration_s)
         c.available = available is None or c.cc in available
@@ -224,8 +239,7 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
     ranked = sorted(cands, key=lambda c: -c.score)
     usable = [c for c in ranked if c.available]
     best = usable[0] if usable else ranked[0]
-    cur = next(c for c in cands if c.cc == current and c.queue == "as-is")
-    cur_qdisc, fq_here = host_qdisc_state
+    cur = next(c for c in reversed(cands) if c.cc == current and c.queue == "as-is")
     host_q = "fq" if fq_here is not False else (cur_qdisc or "as-is")
     out_reasons = reasons(path, best, cur, cands, ranked)
     if fq_here is False:
@@ -295,6 +309,12 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         added = max(best.p95_rtt_ms, best.p95_rtt_shared_ms) - path.base_rtt_ms
         out.append(f"The bottleneck can stay as it is: the p95 RTT under load is {_rtts(best)}, at worst {added:.0f} ms above "
                    f"the base (bufferbloat grade {_grade(added)}).")
+    # pacing on the host: today's unpaced control against the same control paced by sch_fq
+    if cur is not best and cur.cc == best.cc and best.paced and not cur.paced and not best.cc.startswith("bbr"):
+        why = (f" (unpaced, slow start sends at twice the rate its ACKs return, and the bursts overflow a "
+               f"{path.buffer_bdp:.2g}-BDP buffer)" if path.buffer_bdp < 1 else "")
+        out.append(f"Pacing on the sending host (sch_fq) is what helps {best.cc.upper()} here: "
+                   f"{best.goodput_mbps:.3g} Mbit/s paced against {cur.goodput_mbps:.3g} unpaced{why}.")
     if cur is not best:
         out.append(f"Against today ({cur.label}): goodput {cur.goodput_mbps:.3g} -> {best.goodput_mbps:.3g} Mbit/s, p95 RTT "
                    f"{_rtts(cur)} -> {_rtts(best)}, retransmissions {cur.retrans_rate * 100:.2g} -> "
