@@ -18,7 +18,7 @@ GALLERY = sorted(glob.glob(os.path.join(ROOT, "scenarios", "**", "*.toml"), recu
 def test_the_gallery_answers_the_common_questions():
     names = {os.path.basename(p)[:-5] for p in GALLERY}
     assert {"home-line-bloat", "home-line-cake-shaped", "rrul", "bbr-vs-cubic-shallow", "bbr-vs-cubic-deep", "policer-mix",
-            "lossy-download", "bbr-x4", "rtt-unfairness", "dctcp-ecn"} <= names
+            "lossy-download", "bbr-x4", "rtt-unfairness", "dctcp-ecn", "cake-diffserv", "fq-pacing"} <= names
 
 
 @pytest.mark.parametrize("path", GALLERY, ids=lambda p: os.path.relpath(p, ROOT))
