@@ -156,4 +156,4 @@ def test_a_run_directory_gets_a_report_too(tmp_path):
     r.save(str(tmp_path / "run"))
     assert cli(["report", str(tmp_path / "run")]) == 0
     text = open(tmp_path / "run" / "report.html", encoding="utf-8").read()
-    assert text.count("<img ") == 3 and "Flows" in text and "jain" in text.lower()
+    assert text.count("<img ") == 4 and "Flows" in text and "jain" in text.lower()

@@ -121,7 +121,7 @@ def human(v) -> str:
     return f"{x:,.{min(digits, 9)}f}"
 
 
-def _legend_outside(ax, **kw):
+def legend_outside(ax, **kw):
     """A legend to the right of the axes, never on the data (the figure's layout makes room for it)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7, **kw)
@@ -137,15 +137,21 @@ def _figure(nrows=1, ncols=1, **kw):
 
 def goodput_series(flows, window_s: float = 0.2):
     """Per-flow goodput (Mbit/s) in windows aligned to multiples of ``window_s``,
-    the same windows for every flow (so that the flows of a direction add up to
-    its total window by window).
+    the same windows for every flow, so that the flows of a direction add up to
+    its total window by window.
 
-    A window's rate is the bytes delivered between the last sample at or before
-    its start and the last sample at or before its end, divided by the time
-    between *those two samples* — never by the nominal window, so a window that
-    catches one sample interval more or less than it spans (a sampling clock of
-    its own, as the kernel's flows have) cannot read above the link rate. A
-    window with no sample in it is left out. ``t`` is the window's middle."""
+    A window's bytes are the delivered bytes at the last sample at or before its
+    end minus those at the last sample at or before its start (0 before a flow's
+    first sample: a flow starts with nothing delivered, so a page object that
+    lives less than a window still counts). Inside a flow's sampled life they are
+    divided by the time between *those two samples*, never by the nominal window:
+    a window that catches one sample interval more than it spans (a sampling
+    clock of its own, as the kernel's flows have) cannot read above the link
+    rate. A window the flow only partly lived in is divided by the window.
+    Delivered bytes are in order at the receiver: the window in which a lost
+    segment's retransmission arrives gets the bytes that waited behind it, which
+    can exceed the link rate — that is the data, not the binning. ``t`` is the
+    window's middle."""
     import numpy as np
     import pandas as pd
 
@@ -155,16 +161,17 @@ def goodput_series(flows, window_s: float = 0.2):
         g = g.sort_values("t")
         t = g["t"].to_numpy(dtype=float)
         d = g["delivered_bytes"].to_numpy(dtype=float)
-        if len(t) < 2:
+        if len(t) == 0:
             continue
-        k0, k1 = math.ceil(t[0] / window_s - eps), math.floor(t[-1] / window_s + eps)
-        if k1 <= k0:
-            continue
-        edges = np.arange(k0, k1 + 1) * window_s
+        k0, k1 = math.floor(t[0] / window_s + eps), math.ceil(t[-1] / window_s - eps)
+        edges = np.arange(k0, max(k1, k0 + 1) + 1) * window_s
         idx = np.searchsorted(t, edges + eps, side="right") - 1
+        dd = np.where(idx >= 0, d[np.maximum(idx, 0)], 0.0)
         i0, i1 = idx[:-1], idx[1:]
-        ok = i1 > i0
-        rate = (d[i1[ok]] - d[i0[ok]]) * 8 / (t[i1[ok]] - t[i0[ok]]) / 1e6
+        inside = (i0 >= 0) & (edges[1:] <= t[-1] + eps)
+        span = np.where(inside, t[np.maximum(i1, 0)] - t[np.maximum(i0, 0)], window_s)
+        ok = span > 0
+        rate = (dd[1:] - dd[:-1])[ok] * 8 / span[ok] / 1e6
         mid = (edges[:-1] + edges[1:])[ok] / 2
         out.append(pd.DataFrame({"flow": fid, "t": np.round(mid, 9), "goodput_mbps": rate}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=["flow", "t", "goodput_mbps"])
@@ -326,7 +333,7 @@ def all_plot(result, max_flows: int = 12):
         ax.set_ylabel("flows' smoothed\nRTT (ms) (no probe)")
     for a in axes:
         a.grid(True, alpha=0.3)
-        _legend_outside(a, markerscale=4)
+        legend_outside(a, markerscale=4)
     ax.set_xlabel("time (s)")
     fig.suptitle(_title(result), fontsize=10)
     return fig
@@ -396,7 +403,7 @@ def fairness_run(result):
                   ha="right" if len(fl) > 4 else "center", fontsize=7)
     for cc in ccs:
         ax.bar([], [], color=colors[cc], label=cc)
-    _legend_outside(ax, title="control", title_fontsize=7)
+    legend_outside(ax, title="control", title_fontsize=7)
     ax.set_xlabel("flow")
     ax.set_ylabel("goodput (Mbit/s)")
     j = result.summary.get("jain_fairness")
@@ -558,7 +565,7 @@ def scatter(store, hue: str | None = None, delay: str | None = None):
     ax.set_title(f"{store.study.get('name', '')}: goodput vs {_label(delay)}\n(per point: the runs, their mean and "
                  "1-σ ellipse)", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(ax, title=", ".join(keys) if len(keys) == 1 else "point", title_fontsize=7)
+    legend_outside(ax, title=", ".join(keys) if len(keys) == 1 else "point", title_fontsize=7)
     return fig
 
 
@@ -590,7 +597,7 @@ def _bars(ax, runs, x, metric, hue, order):
         pos = np.arange(len(order)) + (j - (len(hues) - 1) / 2) * w
         vals = [g.loc[g["_x"] == o, metric].dropna().to_numpy(dtype=float) for o in order]
         means = [v.mean() if len(v) else np.nan for v in vals]
-        ax.bar(pos, means, width=w * 0.9, color=c, alpha=0.85, label=str(h) if h is not None else _label(metric))
+        ax.bar(pos, means, width=w * 0.9, color=c, alpha=0.85, label=str(h) if h is not None else "_")
         for p, v, m in zip(pos, vals, means):
             if len(v) > 1:
                 ax.plot([p] * len(v), v, "o", ms=3, color="k", alpha=0.55, mew=0,
@@ -643,7 +650,7 @@ def param(store, x: str, metric: str = "total_goodput_mbps", hue: str | None = N
     ax.set_ylabel(_label(metric))
     ax.grid(True, axis="y" if bars else "both", alpha=0.3)
     if hue or ax.get_legend_handles_labels()[0]:
-        _legend_outside(ax, title=hue, title_fontsize=7)
+        legend_outside(ax, title=hue, title_fontsize=7)
     ax.set_title(title or f"{store.study.get('name', '')}: {_label(metric)} vs {x}", fontsize=10)
     return fig if fig is not None else ax.figure
 
@@ -745,7 +752,7 @@ def fairness_store(store, group: list[str] | None = None):
     ax.set_ylabel("share of total goodput")
     ax.set_xlabel(", ".join(keys) if keys else "run")
     ax.set_ylim(0, 1.05)
-    _legend_outside(ax, title="control", title_fontsize=7)
+    legend_outside(ax, title="control", title_fontsize=7)
     ax.set_title(f"{store.study.get('name', '')}: goodput share per congestion control (mean over runs)", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     return fig
