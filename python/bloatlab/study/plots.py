@@ -2,19 +2,27 @@
 
 Kinds (``bloatlab plot RESULT --kind KIND``):
 
+- ``all``: flent's "all" plot of a run — each flow's goodput and the total
+  per direction (a panel per direction), and the probe's RTT, on one time axis.
 - ``timeseries``: per flow and link, against time — goodput, cwnd, RTT (and
-  probe RTT), pacing rate, queueing delay; one panel each, like flent's.
+  probe RTT), pacing rate, queueing delay; one panel each, like flent's. More
+  than ``max_flows`` flows: their mean and min–max band, and the total.
 - ``cdf``: CDFs of RTT (flows' smoothed RTT samples and probe RTTs) and of
-  the bottleneck's queueing delay.
-- ``scatter``: Pantheon-style throughput against p95 delay, one point per run
-  (delay axis reversed and logarithmic: better is up and to the right).
+  the bottleneck's queueing delay; of a store, one line per point (its seeds
+  pooled), not one per run.
+- ``scatter``: Pantheon-style throughput against p95 delay, per point its
+  runs, their mean and 1-σ ellipse, and its name (delay axis reversed and
+  logarithmic: better is up and to the right).
 - ``param``: a metric against a swept parameter (mean and min–max over
-  seeds), one line per value of a second parameter (``--hue``).
+  seeds), one colour per value of a second parameter (``--hue``): lines for a
+  numeric parameter, grouped bars for a categorical one; ``bars``: bars always.
 - ``heatmap``: a metric over two swept parameters; ``--metric gpgain`` is
   the IMC 2019 GpGain = (goodput_BBR − goodput_CUBIC)/goodput_CUBIC × 100.
 - ``fairness``: per-flow goodput bars with Jain's index (a run), or each
   congestion control's share per point (a store).
 
+Legends stand outside the axes; numbers printed on a plot or in the report
+go through :func:`human` (never ``2.38e+03``).
 Every function returns a Figure and never calls ``plt.show()``.
 """
 
@@ -232,7 +240,8 @@ def _goodput_panel(ax, result, gp, colors, names, many: bool, directions=None):
         _flow_lines(ax, g, "goodput_mbps", colors, names, many)
         if g["flow"].nunique() > 1:
             tot = g.groupby("t")["goodput_mbps"].sum()
-            ax.plot(tot.index, tot.values, color="k", lw=1.4, ls=styles.get(d, "-"), label=f"total {d}")
+            ax.plot(tot.index, tot.values, color="k", lw=1.4, ls=styles.get(d, "-"), label=f"total {d}",
+                    zorder=1.9)  # under the flows: one flow that carries nearly all stays visible
         rate = (links.get(d) or {}).get("rate_mbps")
         if rate:
             ax.axhline(rate, color="0.4", lw=0.8, ls=":", label=f"link {d} rate {human(rate)} Mbit/s")
@@ -639,19 +648,27 @@ def param(store, x: str, metric: str = "total_goodput_mbps", hue: str | None = N
             mean, lo, hi = _agg(g, "_x", metric)
             order = sorted(mean.index)
             m, l, u = mean[order], lo[order], hi[order]
-            ax.plot(order, m.values, "o-", ms=4, label=str(h) if h is not None else _label(metric), color=f"C{i % 10}")
+            ax.plot(order, m.values, "o-", ms=4, label=str(h) if h is not None else "_", color=f"C{i % 10}")
             if (u - l).abs().sum() > 0:
                 ax.fill_between(order, l.values, u.values, alpha=0.15, color=f"C{i % 10}",
                                 label="min–max over runs" if i == 0 else "_")
         pos = [v for v in xs if v > 0]
         if logx or (logx is None and pos and max(pos) / min(pos) >= 100):
             ax.set_xscale("symlog", linthresh=min(pos)) if 0 in xs else ax.set_xscale("log")
+        first = runs.drop_duplicates("_x").set_index("_x")[x]
+        if len(first) <= 12:  # the swept values are the ticks, as the experiment wrote them ("10KB", not 10^1)
+            ax.set_xticks(sorted(first.index), [str(first[v]) for v in sorted(first.index)])
+            ax.xaxis.set_minor_formatter(_plt().NullFormatter())
     ax.set_xlabel(f"{x} ({unit})" if unit else x)
     ax.set_ylabel(_label(metric))
     ax.grid(True, axis="y" if bars else "both", alpha=0.3)
     if hue or ax.get_legend_handles_labels()[0]:
         legend_outside(ax, title=hue, title_fontsize=7)
-    ax.set_title(title or f"{store.study.get('name', '')}: {_label(metric)} vs {x}", fontsize=10)
+    title = title or f"{store.study.get('name', '')}: {_label(metric)} vs {x}"
+    pooled = [k for k in varying_keys(store, runs) if k not in (x, hue)] if hasattr(store, "swept_keys") else []
+    if pooled:  # say what a bar or a point pools
+        title += f"\n(each: mean over {', '.join(pooled)} and seeds)"
+    ax.set_title(title, fontsize=10)
     return fig if fig is not None else ax.figure
 
 
@@ -820,11 +837,7 @@ def _plot(target, kind: str, **kw):
         others = [k for k in keys if k not in (x, hue)]
         if hue is None and len(others) == 1:
             hue, others = others[0], []  # the one other swept key: a colour each, not pooled away
-        fig = param(target, x, kw.get("metric") or "total_goodput_mbps", hue, bars=True if kind == "bars" else None)
-        if others:  # say what a bar or a point pools
-            ax = fig.axes[0]
-            ax.set_title(f"{ax.get_title()}\n(each: mean over {', '.join(others)} and seeds)", fontsize=10)
-        return fig
+        return param(target, x, kw.get("metric") or "total_goodput_mbps", hue, bars=True if kind == "bars" else None)
     if kind == "heatmap":
         x, y = kw.get("x"), kw.get("y")
         if not (x and y):
