@@ -366,3 +366,36 @@ def test_a_run_report_leads_with_its_figures(mixed, tmp_path):
     assert head.startswith("This run: total goodput") and "probe RTT p95" in head
     caps = re.findall(r"<figcaption>([^<]*)</figcaption>", html)
     assert caps[0].startswith("goodput and probe RTT") and len(caps) == 4
+
+
+def _chromium():
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
+def test_the_report_tables_fit_the_page_in_chromium(store_dir, tmp_path):
+    """Every table fits the page's width: none needs its horizontal scroll bar."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    path = tmp_path / "r.html"
+    assert cli(["report", store_dir, "--out", str(path)]) == 0
+    check = """<script>window.addEventListener('load', () => {
+      const wide = [...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > d.clientWidth + 1).length;
+      const p = document.createElement('p'); p.textContent = `WIDE ${wide} OF ${document.querySelectorAll('.scroll').length}`;
+      document.body.appendChild(p); });</script></body>"""
+    probe = tmp_path / "probe.html"
+    probe.write_text(path.read_text(encoding="utf-8").replace("</body>", check), encoding="utf-8")
+    prof = tempfile.mkdtemp(prefix="bloatlab-chromium-")
+    try:
+        dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                              f"--user-data-dir={prof}", "--window-size=1280,1600", "--virtual-time-budget=5000",
+                              "--dump-dom", f"file://{probe}"], capture_output=True, text=True, timeout=120).stdout
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+    m = re.search(r"WIDE (\d+) OF (\d+)", dom)
+    assert m, dom[-500:]
+    assert int(m.group(2)) >= 2 and m.group(1) == "0", m.group(0)

@@ -578,20 +578,27 @@ def scatter(store, hue: str | None = None, delay: str | None = None):
     return fig
 
 
-def _label_points(ax, placed, step_px: float = 9.0):
-    """Each point's name beside it; names that would print on each other are stacked downwards."""
+def _label_points(ax, placed, step_pt: float = 8.0):
+    """Each point's name beside it (to the left near the right edge); a name
+    that would print on another is moved down until it does not."""
     ax.figure.canvas.draw()  # the data-to-pixel transform of the final limits
+    renderer = ax.figure.canvas.get_renderer()
+    from matplotlib.transforms import Bbox
+
     right = ax.transAxes.transform((0.7, 0))[0]
-    taken = []
+    r = 6 * ax.figure.dpi / 72  # a mean marker's half size (8 pt wide) in pixels
+    boxes = [Bbox.from_extents(px - r, py - r, px + r, py + r)
+             for px, py in (ax.transData.transform((x, y)) for _, x, y, _ in placed)]
     for label, x, y, c in placed:
-        px, py = ax.transData.transform((x, y))
-        left = px > right  # near the right edge: the name goes to the left of its point
-        dy = 0.0
-        while any(abs(px - tx) < 60 and left == tl and abs(py + dy - ty) < step_px for tx, ty, tl in taken):
-            dy -= step_px
-        taken.append((px, py + dy, left))
-        ax.annotate(label, (x, y), xytext=(-7 if left else 7, 4 + dy), textcoords="offset points", fontsize=7,
-                    color=c, ha="right" if left else "left")
+        left = ax.transData.transform((x, y))[0] > right
+        for k in range(12):
+            ann = ax.annotate(label, (x, y), xytext=(-7 if left else 7, 4 - step_pt * k), textcoords="offset points",
+                              fontsize=7, color=c, ha="right" if left else "left")
+            box = ann.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in boxes) or k == 11:
+                break
+            ann.remove()
+        boxes.append(box)
 
 
 def _bars(ax, runs, x, metric, hue, order):

@@ -326,7 +326,7 @@ def store_report(store, path: str, experiment=None, claims=None, extra: dict | N
             fig(f"goodput vs {x}", lambda x=x: plots.param(sub, x, "total_goodput_mbps", hue=cc))
             for m in ("probe_rtt_p95_ms", "down_qdelay_p95_ms", "retransmits"):
                 if m in pr and pr[m].notna().any() and pr[m].abs().sum() > 0:
-                    fig(f"{m} vs {x}", lambda x=x, m=m: plots.param(sub, x, m, hue=cc))
+                    fig(f"{plots.METRIC_LABELS.get(m, m)} vs {x}", lambda x=x, m=m: plots.param(sub, x, m, hue=cc))
                     break
         num = [k for k in xkeys if plots.numeric_column(pr[k])[0] is not None]
         if len(num) >= 2:
