@@ -493,7 +493,8 @@ def cdf_store(store, hue: str | None = None, max_groups: int = 20):
               "queueing delay, link " + (" (solid) and ".join(dirs) + " (dashed)" if len(dirs) > 1 else dirs[0]) + " (ms)",
               legend_title=", ".join(keys) if len(keys) == 1 else "point")
     runs_word = "runs" if max(n) > 1 else "run"
-    fig.suptitle(f"{store.study.get('name', '')}: CDFs, one line per point ({seeds} {runs_word} pooled in each)",
+    what = f"value of {hue}" if hue else "point"
+    fig.suptitle(f"{store.study.get('name', '')}: CDFs, one line per {what} ({seeds} {runs_word} pooled in each)",
                  fontsize=10)
     return fig
 

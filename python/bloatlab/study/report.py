@@ -232,7 +232,8 @@ def run_report(result, path: str) -> str:
                                                 **{f"rtt_{k}_ms": v for k, v in p["rtt_ms"].items()})
                                            for p in s["probes"]]))
     _run_figures(sec, result, "Plots")
-    sec.try_figure("goodput per flow", lambda: plots.fairness_run(result))
+    if len(s.get("flows") or []) > 1:  # one flow's bar would only repeat the headline's total
+        sec.try_figure("goodput per flow", lambda: plots.fairness_run(result))
     return _write(path, render(f"bloatlab run: {s['scenario'].get('name', '')}", meta, sec, [headline_run(s)]))
 
 
