@@ -336,8 +336,8 @@ def test_every_kind_draws_from_the_stored_sweep_through_the_cli(store_dir, store
 
 def test_numbers_are_for_people():
     h = plots.human
-    assert [h(2381.7), h(18.94), h(0.0209), h(7.0), h(0.000568), h(-3.14159), h(1e6), h(float("nan"))] == \
-        ["2,382", "18.9", "0.0209", "7", "0.000568", "-3.14", "1,000,000", ""]
+    assert [h(2381.7), h(18.94), h(0.0209), h(7.0), h(0.000568), h(-3.14159), h(1e6), h(float("nan")), h(9.99996),
+            h(99.96)] == ["2,382", "18.9", "0.0209", "7", "0.000568", "-3.14", "1,000,000", "", "10.0", "100"]
 
 
 def test_the_report_has_one_headline_human_numbers_folded_columns_and_no_figure_twice(store_dir, tmp_path):

@@ -125,6 +125,9 @@ def human(v) -> str:
         return "∞" if x > 0 else "−∞"
     if x == int(x) and abs(x) < 1e15:
         return f"{int(x):,}"
+    if abs(x) >= 100:
+        return f"{round(x):,}"
+    x = float(f"{x:.3g}")  # 3 significant digits first: 9.9996 is "10.0", not "10.00"
     digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
     return f"{x:,.{min(digits, 9)}f}"
 

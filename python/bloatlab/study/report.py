@@ -333,7 +333,7 @@ def store_report(store, path: str, experiment=None, claims=None, extra: dict | N
         if len(num) >= 2:
             metric = "gpgain" if cc == "flow.0.cc" and set(pr[cc]) >= {"bbr", "cubic"} else "total_goodput_mbps"
             fig(f"{metric} over {num[0]} × {num[1]}", lambda: plots.heatmap(sub, num[0], num[1], metric))
-        if pkeys and pr["rtt_p95_ms"].notna().any():
+        if pkeys and any(c in pr and pr[c].notna().any() for c in ("probe_rtt_p95_ms", "rtt_p95_ms")):
             fig("goodput vs p95 delay, per point", lambda: plots.scatter(sub))
         shares = [c for c in pr.columns if c.startswith("share_")]
         if shares and (pr[shares].fillna(0) > 0).sum(axis=1).max() > 1 and pkeys:  # controls that share a run
@@ -348,6 +348,8 @@ def store_report(store, path: str, experiment=None, claims=None, extra: dict | N
     if experiment is not None:
         title = f"bloatlab reproduce {experiment.name}: {experiment.title}"
     headline = headline_claims(claims) if claims else headline_store(store)
+    if not headline and len(runs) == 1:  # one run (an import, say): its own headline
+        headline = headline_run(store.result(runs["run_id"].iloc[0]).summary)
     return _write(path, render(title, meta, sec, [headline]))
 
 
