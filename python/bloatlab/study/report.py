@@ -94,7 +94,7 @@ def _table(df, max_rows: int = 300, fold_constant: bool = False) -> tuple[str, s
         df = df.head(max_rows)
 
     def f(v):
-        if v is None:
+        if v is None or (isinstance(v, float) and v != v):
             return ""
         if isinstance(v, float):
             return human(v)
@@ -102,7 +102,7 @@ def _table(df, max_rows: int = 300, fold_constant: bool = False) -> tuple[str, s
             return human(v)
         return str(v)
 
-    body = df.to_html(index=False, escape=True, na_rep="", formatters={c: f for c in df.columns}, border=0)
+    body = df.map(f).to_html(index=False, escape=True, border=0)  # formatted cell by cell: None too is ""
     return _wrap_headers(body), "; ".join(notes)
 
 
@@ -249,7 +249,9 @@ def headline_run(s: dict) -> str:
     if (down.get("qdelay_ms") or {}).get("p95") is not None:
         out.append(f"queueing delay p95 (down) {human(down['qdelay_ms']['p95'])} ms")
     if s.get("jain_fairness") is not None and len(s.get("flows") or []) > 1:
-        out.append(f"Jain's fairness index {s['jain_fairness']:.3f}")
+        dirs = {f.get("direction", "down") for f in s["flows"]}
+        over = " over the download flows" if len(dirs) > 1 else ""  # docs/results.md: never across directions
+        out.append(f"Jain's fairness index{over} {s['jain_fairness']:.3f}")
     return "This run: " + "; ".join(out) + "."
 
 
