@@ -1,7 +1,10 @@
 """``bloatlab report DIR``: one self-contained HTML file.
 
-The page holds the scenario and its metadata (engine, seed, version, machine),
-summary tables and every plot, the images embedded as ``data:`` PNGs, so the
+The page opens with one headline (an experiment's verdict over its claims, a
+sweep's best points, a run's goodput and delays), then holds the scenario and
+its metadata (engine, seed, version, machine), summary tables (numbers through
+:func:`plots.human`, columns with one value folded into a note) and the plots,
+each view of the data once, the images embedded as ``data:`` PNGs, so the
 file can be mailed or archived alone. For a built-in experiment it also holds
 the source, the published numbers and the ``--check`` verdicts.
 """
