@@ -10,16 +10,18 @@ def register(sub) -> None:
 
     p = sub.add_parser("plot", help="plot a run or a sweep (matplotlib)",
                        description="Plot a run directory (bloatlab run --out) or a results directory "
-                                   "(bloatlab sweep/reproduce). Kinds: timeseries, cdf, fairness (a run, or "
-                                   "--run ID of a sweep); scatter, param, heatmap, fairness (a sweep).")
+                                   "(bloatlab sweep/reproduce). Kinds: all, timeseries, cdf, fairness (a run, or "
+                                   "--run ID of a sweep); cdf (one line per point), scatter, param, bars, heatmap, "
+                                   "fairness (a sweep).")
     p.add_argument("result", metavar="RESULT", help="run directory or results directory")
     p.add_argument("--kind", required=True, choices=KINDS)
     p.add_argument("--out", "-o", metavar="FILE", help="image file (.png, .svg, .pdf; default RESULT/<kind>.png)")
     p.add_argument("--run", metavar="RUN_ID", help="one run of a sweep (timeseries, cdf, fairness)")
-    p.add_argument("--x", metavar="KEY", help="swept key on the x axis (param, heatmap)")
+    p.add_argument("--x", metavar="KEY", help="swept key on the x axis (param, bars, heatmap)")
     p.add_argument("--y", metavar="KEY", help="swept key on the y axis (heatmap)")
-    p.add_argument("--metric", help="runs column to show (param, heatmap; heatmap also takes gpgain)")
-    p.add_argument("--hue", metavar="KEY", help="one line / colour per value of this key (param, scatter)")
+    p.add_argument("--metric", help="runs column to show (param, bars, heatmap; heatmap also takes gpgain)")
+    p.add_argument("--hue", metavar="KEY", help="one colour per value of this key (param, bars, scatter; cdf: one "
+                                                "line per value, the other keys pooled)")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="only runs with KEY=VALUE (repeatable), e.g. --where link.down.buffer=100KB")
     p.set_defaults(func=main)
@@ -47,5 +49,8 @@ def main(args) -> int:
     fig = plots.plot(target, args.kind, run=args.run, x=args.x, y=args.y, metric=args.metric, hue=args.hue,
                      where=where or None)
     fig.savefig(out, dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
     print(out)
     return 0

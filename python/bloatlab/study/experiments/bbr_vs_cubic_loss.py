@@ -101,7 +101,7 @@ Linux commit message: below 15 % loss BBR reaches link_bandwidth * (1 - loss_rat
         ax = fig.axes[0]
         xs = sorted({plots.to_number(v)[0] for v in runs["link.down.loss"]})
         ax.plot(xs, [RATE_MBPS * PAYLOAD * (1 - x / 100) for x in xs], "k:", lw=1, label="limit rate*(1-p)")
-        ax.legend(fontsize=8)
+        plots.legend_outside(ax, title="flow.0.cc", title_fontsize=7)
         tab = runs.groupby(["link.down.loss", "flow.0.cc"], sort=False)[["total_goodput_mbps", "retrans_rate"]] \
             .mean().unstack("flow.0.cc").reset_index()
         tab.columns = [" ".join(c).strip() if isinstance(c, tuple) else c for c in tab.columns]
