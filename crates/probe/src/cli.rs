@@ -2,7 +2,7 @@
 //! message naming the argument (clap's own errors do the same).
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{echo, load, sys, tcp, udp};
+use crate::{echo, iperf3, load, sys, tcp, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -227,7 +227,11 @@ struct TcpClientArgs {
     /// create this file as soon as the data connection has ended (a download: its last byte read)
     #[arg(long, value_name = "PATH")]
     done_file: Option<std::path::PathBuf>,
-    #[arg(long)]
+    /// speak iperf3's protocol (a stock `iperf3 -s`; found by itself when the server answers like one)
+    #[arg(long, conflicts_with_all = ["wait_go", "done_file", "secret", "on"])]
+    iperf3: bool,
+    /// JSON on stdout (-J: with --iperf3, iperf3's layout with bloatlab's result under "bloatlab")
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -536,15 +540,51 @@ fn tcp_client(a: TcpClientArgs) -> R {
         done_file: a.done_file.clone(),
     };
     if !a.json {
-        println!("Connecting to host {}, port {}{}", a.host, a.port, if a.reverse { " (reverse: the server sends)" } else { "" });
+        println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });
     }
-    let r = tcp::run_client(&cfg).map_err(|e| (e.status, e.msg))?;
+    if a.iperf3 {
+        return iperf3_client(&a, &cfg, 0);
+    }
+    let r = match tcp::run_client(&cfg) {
+        Err(e) if e.status == tcp::IPERF3_SERVER => {
+            eprintln!("{}: the server speaks iperf3's protocol (a stock iperf3 -s); running the test in it (--iperf3)", addr);
+            return iperf3_client(&a, &cfg, 1);
+        }
+        r => r.map_err(|e| (e.status, e.msg))?,
+    };
     if a.json {
         print_json(&tcp::output(&cfg, &r, scenario("tcp", &a.host)));
     } else {
         tcp::print_summary(&r, a.reverse);
     }
     if let Some(p) = &r.problem {
+        eprintln!("bloatlab-probe: {p}");
+        return Ok(if sys::stopped() { 0 } else { 1 });
+    }
+    Ok(0)
+}
+
+/// `tcp client --iperf3`: a test against a stock iperf3 server. `retry`:
+/// the server has just seen our own protocol and may still be busy with
+/// it (iperf3 -s serves one test at a time): a refusal as busy is retried.
+fn iperf3_client(a: &TcpClientArgs, cfg: &tcp::ClientCfg, retry: u32) -> R {
+    let mut tries = if retry > 0 { 10 } else { 1 };
+    let run = loop {
+        match iperf3::run_client(cfg, a.report, !a.json) {
+            Err(e) if tries > 1 && e.msg.contains("busy") => {
+                tries -= 1;
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            r => break r.map_err(|e| (e.status, e.msg))?,
+        }
+    };
+    if a.json {
+        let o = tcp::output(cfg, &run.result, scenario("tcp", &a.host));
+        println!("{}", serde_json::to_string_pretty(&iperf3::json_output(cfg, &run, &a.host, cfg.addr.port(), &o)).unwrap());
+    } else {
+        iperf3::print_summary(&run, a.reverse);
+    }
+    if let Some(p) = &run.result.problem {
         eprintln!("bloatlab-probe: {p}");
         return Ok(if sys::stopped() { 0 } else { 1 });
     }
