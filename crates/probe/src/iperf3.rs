@@ -64,9 +64,13 @@ pub const COOKIE_CHARS: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 /// The longest parameter JSON the server reads: iperf3 3.12 sends ~300 B
 /// (an RSA auth token adds ~700 B); 64 KiB is generous and bounded.
 pub const MAX_PARAMS_JSON: u32 = 64 * 1024;
-/// The longest results JSON either end reads: ~170 B per stream, at most
-/// 128 streams by default, plus the optional server output text.
+/// The longest results JSON the server reads: ~170 B per stream, at most
+/// 128 streams by default.
 pub const MAX_RESULTS_JSON: u32 = 1024 * 1024;
+/// The longest results JSON the client reads: a bloatlab server adds the
+/// sender's TCP_INFO series (~100 B a sample, at most 200 000 samples a
+/// test by default); the client chose that server.
+pub const MAX_SERVER_RESULTS_JSON: u32 = 64 * 1024 * 1024;
 /// iperf3's block size default for TCP (`DEFAULT_TCP_BLKSIZE`, 128 KiB),
 /// reported in `-J`; the writes are [`BUF`], the same size.
 pub const BLKSIZE: u64 = 128 * 1024;
@@ -464,7 +468,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
                           "congestion_used": states.first().and_then(|s| sys::get_cc(s.sock.as_raw_fd())),
                           "streams": streams});
         write_json(&ctrl, &mine).map_err(|e| format!("sending results: {e}"))?;
-        let theirs = read_json(&ctrl, MAX_RESULTS_JSON, CTRL_WAIT_NS)?;
+        let theirs = read_json(&ctrl, MAX_SERVER_RESULTS_JSON, CTRL_WAIT_NS)?;
         expect_state(&ctrl, state::DISPLAY_RESULTS, "DISPLAY_RESULTS").map_err(|e| e.msg)?;
         let _ = write_state(&ctrl, state::IPERF_DONE);
         Ok(theirs)
@@ -508,6 +512,19 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
             f.bytes_acked = received[i];
             f.retrans_segs = srv.and_then(|v| v["retransmits"].as_i64()).filter(|&r| r >= 0).unwrap_or(0) as u64;
             f.cc = srv_cc.clone().unwrap_or_default();
+            // a bloatlab server adds its TCP_INFO (time from its TEST_RUNNING, ~ ours)
+            let ext = server_results["bloatlab"]["streams"].as_array().and_then(|v| v.iter().take(states.len()).find(|x| x["id"].as_u64() == Some(stream_id(i))));
+            if let Some(x) = ext {
+                f.bytes_acked = x["bytes_acked"].as_u64().unwrap_or(f.bytes_acked);
+                f.segs_sent = x["segs_out"].as_u64().unwrap_or(0);
+                f.retrans_segs = x["total_retrans"].as_u64().unwrap_or(f.retrans_segs);
+                f.min_rtt_ms = x["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
+                let mut ss = FlowSeries::from_json(&x["series"]);
+                ss.t.iter_mut().for_each(|t| *t += f.start_s);
+                ss.flow.iter_mut().for_each(|id| *id = f.id);
+                f.rtt_ms.extend(ss.srtt_ms.iter().copied());
+                series.append(&ss);
+            }
         } else {
             let fin = finals[i].unwrap_or_default();
             f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
@@ -588,6 +605,13 @@ pub fn print_summary(run: &ClientRun, reverse: bool) {
             let mut v = f.rtt_ms.clone();
             let d = bloatlab_core::stats::Dist::of(&mut v);
             println!("[{:>3}] TCP_INFO (client, sender): cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
+                     stream_id(f.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
+        }
+    } else if run.server_results["bloatlab"].is_object() {
+        for f in &r.flows {
+            let mut v = f.rtt_ms.clone();
+            let d = bloatlab_core::stats::Dist::of(&mut v);
+            println!("[{:>3}] TCP_INFO (server, sender): cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
                      stream_id(f.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
         }
     } else {
@@ -925,6 +949,24 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
     }
     if a.get_server_output {
         mine["server_output_text"] = json!(format!("{summary}\n"));
+    }
+    if a.reverse {
+        // the sender's TCP_INFO, for a bloatlab client (a stock iperf3 client ignores unknown keys)
+        let ext: Vec<Value> = states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut series = FlowSeries::default();
+                let w = s.written.load(Ordering::Relaxed);
+                for (t, ti) in s.samples.lock().unwrap().iter() {
+                    series.push(i, (*t - t_run) as f64 / 1e9, ti, 0, w);
+                }
+                let fin = finals[i].unwrap_or_default();
+                json!({"id": stream_id(i), "series": series.to_json(), "bytes_acked": tcp::data_acked(&fin, w, 0),
+                       "segs_out": fin.segs_out, "total_retrans": fin.total_retrans, "min_rtt_us": fin.min_rtt})
+            })
+            .collect();
+        mine["bloatlab"] = json!({"streams": ext, "kernel": sys::kernel_release()});
     }
     write_json(&ctrl, &mine).map_err(|e| format!("sending results: {e}"))?;
     write_state(&ctrl, state::DISPLAY_RESULTS).map_err(|e| format!("DISPLAY_RESULTS: {e}"))?;
