@@ -32,6 +32,10 @@ done
 if rustup toolchain list 2>/dev/null | grep -q '^nightly' && ! command -v cargo-fuzz >/dev/null; then
   cargo install --quiet --locked cargo-fuzz || echo "setup: could not install cargo-fuzz (the fuzz step will skip)" >&2
 fi
+# iperf3 (Debian's) for the probe's interop tests (crates/probe/tests/iperf3.rs); without it they print SKIPPED.
+if [ "$(id -u)" = 0 ] && ! command -v iperf3 >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null) || echo "setup: could not install iperf3 (the iperf3 interop tests will skip)" >&2
+fi
 # Headless Chromium renders the HTML reports in the tests (tests/test_study_report.py); CI runs as root.
 if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "setup: could not install chromium (the report test will skip)" >&2

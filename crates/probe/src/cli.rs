@@ -632,7 +632,8 @@ fn iperf3_client(a: &TcpClientArgs, cfg: &tcp::ClientCfg, retry: u32) -> R {
     let mut tries = if retry > 0 { 10 } else { 1 };
     let run = loop {
         match iperf3::run_client(cfg, a.report, !a.json) {
-            Err(e) if tries > 1 && e.msg.contains("busy") => {
+            // iperf3 -s reopens its listener after the failed test: refused, reset or busy for a moment
+            Err(e) if tries > 1 && (e.msg.contains("busy") || e.msg.contains("PARAM_EXCHANGE") || e.msg.contains("connect to")) => {
                 tries -= 1;
                 std::thread::sleep(std::time::Duration::from_millis(300));
             }

@@ -256,7 +256,12 @@ pub struct ClientRun {
     /// per stream: local and remote address of the data connection
     pub connected: Vec<(SocketAddr, SocketAddr)>,
     pub timestamp_s: u64,
+    /// the client's test time: TEST_RUNNING to TEST_END
     pub seconds: f64,
+    /// the receiver's test time (iperf3's `receiver_time`): the server's own
+    /// when it received (its TEST_END comes through the same queue as the
+    /// data), ours with -R
+    pub recv_seconds: f64,
 }
 
 /// Send as fast as the socket takes (at most `rate_bps`) until `stop`.
@@ -412,14 +417,16 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
     let failed = |states: &[Arc<StreamState>]| states.iter().any(|s| s.done.load(Ordering::Relaxed));
     loop {
         let now = sys::mono_ns();
+        // an interval that ended before the test did is reported even when we woke late
+        if now >= next_iv && next_iv < deadline.unwrap_or(u64::MAX) {
+            interval(next_iv.min(now), false, &mut intervals);
+            next_iv = next_iv.saturating_add(iv);
+            continue;
+        }
         let total: u64 = states.iter().map(|s| moved(s)).sum();
         let over = deadline.is_some_and(|d| now >= d) || cfg.bytes.is_some_and(|n| total >= n) || sys::stopped() || failed(&states);
         if over {
             break;
-        }
-        if now >= next_iv {
-            interval(now, false, &mut intervals);
-            next_iv = next_iv.saturating_add(iv);
         }
         let wake = next_iv.min(deadline.unwrap_or(u64::MAX)).min(now + 10_000_000);
         sys::sleep_until_mono(wake);
@@ -493,6 +500,18 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
         problem.get_or_insert(format!("the server reported {} streams for a test of {}", srv_streams.len(), states.len()));
     }
     let srv_cc = server_results["congestion_used"].as_str().map(String::from);
+    // iperf3's receiver_time: end_time - start_time of the receiver's streams (checked: finite, positive, not absurd)
+    let recv_seconds = if cfg.reverse {
+        seconds
+    } else {
+        srv_streams
+            .iter()
+            .take(states.len())
+            .filter_map(|v| Some(v["end_time"].as_f64()? - v["start_time"].as_f64()?))
+            .filter(|t| t.is_finite() && *t > 0.0 && *t < seconds * 2.0 + 30.0)
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))
+            .unwrap_or(seconds)
+    };
     let mut flows = Vec::new();
     let mut series = FlowSeries::default();
     for (i, s) in states.iter().enumerate() {
@@ -533,6 +552,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
             f.retrans_segs = fin.total_retrans as u64;
             f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
             f.bytes_delivered = srv_bytes.unwrap_or(f.bytes_acked);
+            f.end_s = f.start_s + recv_seconds; // goodput over the receiver's time, as iperf3 reports it
             for (t, ti) in s.samples.lock().unwrap().iter() {
                 series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
@@ -550,6 +570,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
         connected,
         timestamp_s,
         seconds,
+        recv_seconds,
     })
 }
 
@@ -582,6 +603,7 @@ fn print_rows(rows: &[IntervalRow], reverse: bool) {
 pub fn print_summary(run: &ClientRun, reverse: bool) {
     let r = &run.result;
     let secs = run.seconds.max(1e-9);
+    let rsecs = run.recv_seconds.max(1e-9);
     println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
     println!("[ ID] Interval           Transfer     Bitrate         Retr");
     let srv: Vec<Value> = run.server_results["streams"].as_array().cloned().unwrap_or_default();
@@ -594,11 +616,11 @@ pub fn print_summary(run: &ClientRun, reverse: bool) {
         recv_sum += recv;
         retr_sum += f.retrans_segs;
         println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}             sender", stream_id(i), 0.0, secs, fmt_bytes(sent as f64), fmt_rate(sent as f64 * 8.0 / secs), f.retrans_segs);
-        println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}                  receiver", stream_id(i), 0.0, secs, fmt_bytes(recv as f64), fmt_rate(recv as f64 * 8.0 / secs));
+        println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}                  receiver", stream_id(i), 0.0, rsecs, fmt_bytes(recv as f64), fmt_rate(recv as f64 * 8.0 / rsecs));
     }
     if r.flows.len() > 1 {
         println!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}             sender", 0.0, secs, fmt_bytes(sent_sum as f64), fmt_rate(sent_sum as f64 * 8.0 / secs), retr_sum);
-        println!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}                  receiver", 0.0, secs, fmt_bytes(recv_sum as f64), fmt_rate(recv_sum as f64 * 8.0 / secs));
+        println!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}                  receiver", 0.0, rsecs, fmt_bytes(recv_sum as f64), fmt_rate(recv_sum as f64 * 8.0 / rsecs));
     }
     if !reverse {
         for f in &r.flows {
@@ -625,6 +647,7 @@ pub fn print_summary(run: &ClientRun, reverse: bool) {
 pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &Output) -> Value {
     let r = &run.result;
     let secs = run.seconds;
+    let rsecs = run.recv_seconds;
     let socket = |i: usize| stream_id(i) + 4; // a stable stand-in for iperf3's fd numbers
     let connected: Vec<Value> = run.connected.iter().enumerate().map(|(i, (l, rr))| {
         json!({"socket": socket(i), "local_host": l.ip().to_string(), "local_port": l.port(), "remote_host": rr.ip().to_string(), "remote_port": rr.port()})
@@ -665,7 +688,7 @@ pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &
             snd["min_rtt"] = json!(rtts.iter().cloned().fold(f64::INFINITY, f64::min).min(1e12) as u64);
             snd["mean_rtt"] = json!((rtts.iter().sum::<f64>() / rtts.len().max(1) as f64) as u64);
         }
-        let rcv = json!({"socket": socket(i), "start": 0, "end": secs, "seconds": secs, "bytes": recv, "bits_per_second": recv as f64 * 8.0 / secs.max(1e-9), "sender": false});
+        let rcv = json!({"socket": socket(i), "start": 0, "end": rsecs, "seconds": rsecs, "bytes": recv, "bits_per_second": recv as f64 * 8.0 / rsecs.max(1e-9), "sender": false});
         end_streams.push(json!({"sender": snd, "receiver": rcv}));
     }
     let remote = |k: &str| run.server_results[k].as_f64().unwrap_or(0.0);
@@ -687,7 +710,7 @@ pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &
         "end": {
             "streams": end_streams,
             "sum_sent": {"start": 0, "end": secs, "seconds": secs, "bytes": sent_sum, "bits_per_second": sent_sum as f64 * 8.0 / secs.max(1e-9), "retransmits": retr_sum, "sender": true},
-            "sum_received": {"start": 0, "end": secs, "seconds": secs, "bytes": recv_sum, "bits_per_second": recv_sum as f64 * 8.0 / secs.max(1e-9), "sender": false},
+            "sum_received": {"start": 0, "end": rsecs, "seconds": rsecs, "bytes": recv_sum, "bits_per_second": recv_sum as f64 * 8.0 / rsecs.max(1e-9), "sender": false},
             "cpu_utilization_percent": {"host_total": run.cpu.0, "host_user": run.cpu.1, "host_system": run.cpu.2,
                                         "remote_total": remote("cpu_util_total"), "remote_user": remote("cpu_util_user"), "remote_system": remote("cpu_util_system")},
             "sender_tcp_congestion": if cfg.reverse { remote_cc.clone() } else { local_cc.clone() },
