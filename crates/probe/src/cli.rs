@@ -66,6 +66,15 @@ struct UdpServerOpts {
     /// longest UDP session per client and longest TCP test (e.g. 10min; 0 = none)
     #[arg(long, default_value = "10min", value_parser = dur)]
     max_duration: u64,
+    /// real-time scheduling of the UDP server like chrt: fifo:PRIO or rr:PRIO
+    #[arg(long, value_parser = sys::parse_rt)]
+    rt: Option<sys::RtPolicy>,
+    /// the UDP server spins on its socket instead of sleeping (and SO_BUSY_POLL if allowed)
+    #[arg(long)]
+    busy_poll: bool,
+    /// pin the UDP server to this CPU
+    #[arg(long)]
+    pin: Option<usize>,
     #[arg(short, long)]
     verbose: bool,
 }
@@ -154,6 +163,10 @@ struct UdpClientArgs {
     /// with --echo: list answers slower than this (e.g. 1ms)
     #[arg(long, value_parser = positive_dur, requires = "echo")]
     limit: Option<u64>,
+    /// run the test once under each host scheduling policy (default, nice -20, SCHED_RR 99,
+    /// SCHED_FIFO 99 with /dev/cpu_dma_latency held at 0) and print one histogram each
+    #[arg(long, conflicts_with_all = ["rt", "echo"])]
+    compare_sched: bool,
     #[arg(long)]
     json: bool,
 }
@@ -438,6 +451,14 @@ fn run(cli: Cli) -> R {
 
 fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
     let sock = UdpSocket::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+    // the UDP server's own thread (`server` runs the TCP server in another, unpinned)
+    if let Some(cpu) = o.pin {
+        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    }
+    if let Some(p) = o.rt {
+        sys::apply_rt(p).map_err(|e| (1, e))?;
+    }
+    sys::tight_timer_slack();
     eprintln!(
         "bloatlab-probe {} server listening on {}{}",
         what.unwrap_or("udp"),
@@ -449,6 +470,7 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
         max_pps: o.max_pps,
         max_duration_ns: o.max_duration,
         verbose: o.verbose,
+        busy_poll: o.busy_poll,
     };
     let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
     eprintln!(
@@ -464,6 +486,9 @@ fn udp_client(a: UdpClientArgs) -> R {
         return echo_client(a, addr);
     }
     udp::flags_for(a.size as usize, a.secret.is_some()).map_err(|e| (2, e))?;
+    if a.compare_sched {
+        return compare_sched(a, addr);
+    }
     if let Some(cpu) = a.pin {
         sys::pin_cpu(cpu).map_err(|e| (2, e))?;
     }
@@ -518,6 +543,14 @@ fn udp_client(a: UdpClientArgs) -> R {
     let lost = r.sent - r.received.min(r.sent);
     let loss = if r.sent > 0 { lost as f64 / r.sent as f64 } else { 0.0 };
     let rate = r.sent as f64 / r.elapsed_s.max(1e-9);
+    let offset = udp::Offset::estimate(&r.owd_up_ns, &r.owd_down_ns);
+    let (up, down) = match &offset {
+        Some(o) => {
+            let (mut u, mut d) = o.one_way_us(&r.owd_up_ns, &r.owd_down_ns);
+            (Latency::of(&mut u), Latency::of(&mut d))
+        }
+        None => (Latency::of(&mut []), Latency::of(&mut [])),
+    };
     let code = if r.stop_reason.as_deref().map(|s| s != "interrupted").unwrap_or(false) { 1 } else { 0 };
     if a.json {
         let mut o = Output::new("udp", scenario("udp", &a.host), t0);
@@ -531,6 +564,9 @@ fn udp_client(a: UdpClientArgs) -> R {
                    "send_rate_pps": rate, "rtt_us": lat.to_json_us(), "user_rtt_us": ulat.to_json_us(),
                    "ipdv_us": ipdv.to_json_us(), "server_processing_us": slat.to_json_us(),
                    "send_lateness_us": late.to_json_us(), "server_timestamps": r.server_ts,
+                   "clock_offset_us": offset.map(|o| o.offset_ns / 1e3), "clock_offset_bound_us": offset.map(|o| o.bound_ns / 1e3),
+                   "clocks_synchronised": offset.map(|o| o.synchronised()), "one_way_label": offset.map(|o| o.label()),
+                   "one_way_up_us": offset.map(|_| up.to_json_us()), "one_way_down_us": offset.map(|_| down.to_json_us()),
                    "stop_reason": r.stop_reason}),
         );
         o.extra.insert("histogram".into(), lat.to_json_us()["histogram"].clone());
@@ -556,6 +592,10 @@ fn udp_client(a: UdpClientArgs) -> R {
         if r.server_ts {
             println!("server processing p50 {} p99 {} max {}", fmt_us(slat.p50), fmt_us(slat.p99), fmt_us(slat.max));
         }
+        if let Some(o) = &offset {
+            println!("one-way up   p50 {} p99 {} min {}   down p50 {} p99 {} min {}", fmt_us(up.p50), fmt_us(up.p99), fmt_us(up.min), fmt_us(down.p50), fmt_us(down.p99), fmt_us(down.min));
+            println!("  ({})", o.label());
+        }
         if a.interval > 0 {
             println!("send lateness p50 {} p99 {} max {}", fmt_us(late.p50), fmt_us(late.p99), fmt_us(late.max));
         }
@@ -564,6 +604,119 @@ fn udp_client(a: UdpClientArgs) -> R {
         }
     }
     Ok(code)
+}
+
+/// One host scheduling policy of `--compare-sched`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sched {
+    Default,
+    Nice20,
+    Rr99,
+    FifoDma,
+}
+
+impl Sched {
+    const ALL: [Sched; 4] = [Sched::Default, Sched::Nice20, Sched::Rr99, Sched::FifoDma];
+    fn name(self) -> &'static str {
+        match self {
+            Sched::Default => "default (SCHED_OTHER, nice 0)",
+            Sched::Nice20 => "nice -20",
+            Sched::Rr99 => "SCHED_RR 99",
+            Sched::FifoDma => "SCHED_FIFO 99 + cpu_dma_latency 0",
+        }
+    }
+    /// Enter the policy; what it holds (the cpu_dma_latency request) lives as long as the returned value.
+    fn enter(self) -> Result<Option<sys::CpuDmaLatency>, String> {
+        match self {
+            Sched::Default => Ok(None),
+            Sched::Nice20 => sys::set_nice(-20).map(|_| None),
+            Sched::Rr99 => sys::apply_rt(sys::RtPolicy::Rr(99)).map(|_| None),
+            Sched::FifoDma => {
+                let hold = sys::hold_cpu_dma_latency(0)?;
+                sys::apply_rt(sys::RtPolicy::Fifo(99))?;
+                Ok(Some(hold))
+            }
+        }
+    }
+    fn leave(self) {
+        let _ = sys::set_sched_other();
+        let _ = sys::set_nice(0);
+    }
+}
+
+/// `udp client --compare-sched`: the same test under each policy, one after
+/// the other, a histogram each with log-scaled bars (the tail is what differs).
+fn compare_sched(a: UdpClientArgs, addr: SocketAddr) -> R {
+    if let Some(cpu) = a.pin {
+        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    }
+    sys::tight_timer_slack();
+    let count = if a.time.is_none() { Some(a.count.unwrap_or(100_000)) } else { None };
+    if !a.json {
+        println!(
+            "UDP {} to {addr}, {} B requests, {} per policy, 4 policies",
+            if a.interval == 0 { "ping-pong".to_string() } else { format!("every {}", fmt_us(a.interval as f64 / 1e3)) },
+            a.size,
+            match (count, a.time) {
+                (Some(n), _) => format!("{n} requests"),
+                (_, Some(d)) => format!("{:.3} s", d as f64 / 1e9),
+                _ => String::new(),
+            }
+        );
+    }
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for pol in Sched::ALL {
+        let held = match pol.enter() {
+            Ok(h) => h,
+            Err(e) => {
+                pol.leave();
+                if !a.json {
+                    println!("\n== {}: skipped: {e}", pol.name());
+                }
+                rows.push(json!({"policy": pol.name(), "skipped": e}));
+                continue;
+            }
+        };
+        let t0 = sys::mono_ns();
+        let cfg = udp::ClientCfg {
+            addr,
+            count,
+            duration_ns: a.time,
+            interval_ns: a.interval,
+            size: a.size as usize,
+            busy_poll: a.busy_poll,
+            secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            timeout_ns: a.timeout.max(1_000_000),
+            give_up_ns: a.give_up.max(a.timeout),
+            report_ns: 0,
+            t0_mono: t0,
+            stop_at_mono: None,
+        };
+        let r = udp::run_client(&cfg);
+        drop(held);
+        pol.leave();
+        let r = r.map_err(|e| (1, e))?;
+        let mut rtt = r.rtt_us.clone();
+        let lat = Latency::of(&mut rtt);
+        failed |= r.stop_reason.is_some();
+        if !a.json {
+            println!("\n== {}: sent {} received {}  rtt p50 {} p99 {} p99.9 {} max {}   ({} timestamps)",
+                     pol.name(), r.sent, r.received, fmt_us(lat.p50), fmt_us(lat.p99), fmt_us(lat.p999), fmt_us(lat.max),
+                     if r.kernel_ts { "kernel rx" } else { "user-space" });
+            print!("{}", lat.hist_text_log());
+        }
+        rows.push(json!({"policy": pol.name(), "sent": r.sent, "received": r.received, "rtt_us": lat.to_json_us(), "stop_reason": r.stop_reason}));
+        if sys::stopped() {
+            break;
+        }
+    }
+    if a.json {
+        println!("{}", json!({"test": "udp-compare-sched", "host": a.host, "histogram_bars": "log10(1 + count)", "policies": rows}));
+    } else {
+        println!("\n(bars: log10(1 + count), so single outliers show)");
+    }
+    Ok(if failed { 1 } else { 0 })
 }
 
 fn tcp_client(a: TcpClientArgs) -> R {

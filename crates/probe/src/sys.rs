@@ -357,3 +357,34 @@ pub fn random_u64() -> u64 {
     }
     v
 }
+
+/// The calling thread's nice value (setpriority(2) on PRIO_PROCESS 0, which
+/// Linux applies to the calling thread). Lowering it needs root or CAP_SYS_NICE.
+pub fn set_nice(n: i32) -> Result<(), String> {
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) } != 0 {
+        return Err(format!("nice {n}: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Back to SCHED_OTHER (priority 0).
+pub fn set_sched_other() -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: 0 };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(format!("SCHED_OTHER: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// A PM QoS request held open on `/dev/cpu_dma_latency` (the kernel's
+/// CPU wake-up latency limit, µs): while the file stays open, idle states
+/// deeper than the limit are not entered (Documentation/power/pm_qos_interface.rst).
+/// Dropping it closes the file and withdraws the request.
+pub struct CpuDmaLatency(#[allow(dead_code)] std::fs::File);
+
+pub fn hold_cpu_dma_latency(us: i32) -> Result<CpuDmaLatency, String> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency").map_err(|e| format!("/dev/cpu_dma_latency: {e}"))?;
+    f.write_all(&us.to_ne_bytes()).map_err(|e| format!("/dev/cpu_dma_latency: {e}"))?;
+    Ok(CpuDmaLatency(f))
+}
