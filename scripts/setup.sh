@@ -27,6 +27,9 @@ cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
   if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
 done
+# The probe's static build (x86-64 musl: one binary for any Linux, docs/probe.md "One binary anywhere");
+# crates/probe/tests/static_chroot.rs runs it in an empty chroot (scripts/test.sh builds it).
+rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 || echo "setup: could not add the musl target (the static-binary test will skip)" >&2
 # cargo-fuzz for the probe's fuzz targets (crates/probe/fuzz; run for a bounded time by scripts/test.sh):
 # it needs a nightly toolchain; without one the fuzz step says so and the stable-Rust random-input tests remain.
 if rustup toolchain list 2>/dev/null | grep -q '^nightly' && ! command -v cargo-fuzz >/dev/null; then

@@ -2,6 +2,8 @@
 # Every test: Rust unit/integration tests, then the Python suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "== the probe's static build (x86_64-unknown-linux-musl, for tests/static_chroot.rs) =="
+cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-musl || echo "no static build (the chroot test will skip)"
 echo "== cargo test (release) =="
 cargo test --release --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
 echo "== fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target) =="

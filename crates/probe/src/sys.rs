@@ -87,13 +87,20 @@ pub fn parse_rt(s: &str) -> Result<RtPolicy, String> {
     }
 }
 
+/// A `sched_param` with this priority (musl's has more fields than glibc's: zeroed).
+fn sched_param(prio: i32) -> libc::sched_param {
+    let mut p: libc::sched_param = unsafe { zeroed() };
+    p.sched_priority = prio;
+    p
+}
+
 /// Apply SCHED_FIFO/SCHED_RR to the calling process, like `chrt`.
 pub fn apply_rt(p: RtPolicy) -> Result<(), String> {
     let (pol, prio, name) = match p {
         RtPolicy::Fifo(x) => (libc::SCHED_FIFO, x, "fifo"),
         RtPolicy::Rr(x) => (libc::SCHED_RR, x, "rr"),
     };
-    let param = libc::sched_param { sched_priority: prio };
+    let param = sched_param(prio);
     if unsafe { libc::sched_setscheduler(0, pol, &param) } != 0 {
         let e = io::Error::last_os_error();
         let hint = if e.raw_os_error() == Some(libc::EPERM) {
@@ -167,7 +174,7 @@ pub fn recv_ts(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Recv> {
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = size_of::<[u64; 16]>();
+        msg.msg_controllen = size_of::<[u64; 16]>() as _; // usize in glibc, u32 in musl
         let n = libc::recvmsg(fd, &mut msg, flags);
         if n < 0 {
             return Err(io::Error::last_os_error());
@@ -369,7 +376,7 @@ pub fn set_nice(n: i32) -> Result<(), String> {
 
 /// Back to SCHED_OTHER (priority 0).
 pub fn set_sched_other() -> Result<(), String> {
-    let param = libc::sched_param { sched_priority: 0 };
+    let param = sched_param(0);
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
         return Err(format!("SCHED_OTHER: {}", io::Error::last_os_error()));
     }
