@@ -352,3 +352,52 @@ fn through_a_shaped_path_both_ends_are_within_5_percent_of_iperf3_to_iperf3() {
     }
     eprintln!("{}", report.join("\n"));
 }
+
+/// What a hostile peer speaking iperf3's protocol gets from our server: a
+/// bounded read, iperf3's error numbers, and a server that keeps serving.
+#[test]
+fn our_server_bounds_what_an_iperf3_peer_sends() {
+    use std::io::{Read, Write};
+    let srv = Server::start(&["server"]);
+    let addr = format!("127.0.0.1:{}", srv.port);
+    let cookie = b"abcdefghijklmnopqrstuvwxyz2345672345\0";
+    let hello = |c: &mut std::net::TcpStream| {
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(cookie).unwrap();
+        let mut st = [0u8; 1];
+        c.read_exact(&mut st).unwrap();
+        assert_eq!(st[0] as i8, 9, "PARAM_EXCHANGE");
+    };
+    // a 4 GiB parameter message: refused before anything is allocated
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    hello(&mut c);
+    c.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    let mut reply = Vec::new();
+    let _ = c.read_to_end(&mut reply);
+    assert_eq!(reply.first().map(|b| *b as i8), Some(-2), "SERVER_ERROR: {reply:?}");
+    // a million streams: SERVER_ERROR with IENUMSTREAMS (6)
+    let mut c = std::net::TcpStream::connect(&addr).unwrap();
+    hello(&mut c);
+    let p = br#"{"tcp":true,"time":10,"parallel":1000000}"#;
+    c.write_all(&(p.len() as u32).to_be_bytes()).unwrap();
+    c.write_all(p).unwrap();
+    let mut reply = [0u8; 9];
+    c.read_exact(&mut reply).unwrap();
+    assert_eq!(reply[0] as i8, -2);
+    assert_eq!(i32::from_be_bytes(reply[1..5].try_into().unwrap()), 6, "IENUMSTREAMS");
+    // a data connection with a cookie nobody waits for, and a cookie cut short: closed, nothing else
+    for bytes in [&cookie[..], &cookie[..20]] {
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(7))).unwrap();
+        c.write_all(bytes).unwrap();
+        if bytes.len() < 37 {
+            let mut v = Vec::new();
+            let _ = c.read_to_end(&mut v);
+            assert!(v.is_empty(), "{v:?}");
+        }
+    }
+    // still serving
+    let o = run(&["-c", "127.0.0.1", "-p", &srv.port, "-t", "0.5", "-J"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(json_of(&o)["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+}
