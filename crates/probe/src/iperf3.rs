@@ -190,7 +190,8 @@ fn expect_state(c: &TcpStream, want: i8, what: &str) -> Result<(), ClientError> 
     let s = read_state(c, CTRL_WAIT_NS).map_err(|e| err1(format!("iperf3 server: waiting for {what}: {e}")))?;
     match s {
         x if x == want => Ok(()),
-        state::ACCESS_DENIED => Err(err1("iperf3 server: the server is busy running a test; try again later".into())),
+        // iperf3 -s: busy with another test; bloatlab-probe server: busy, or it has a --secret (bloatlab's own protocol only)
+        state::ACCESS_DENIED => Err(err1("iperf3 server: access denied: the server is busy running a test (try again later), or, a bloatlab-probe server, it requires --secret (use tcp client --secret without --iperf3)".into())),
         state::SERVER_ERROR => {
             let mut b = [0u8; 8];
             let (i, errno) = match read_exact(c, &mut b, 2_000_000_000) {
