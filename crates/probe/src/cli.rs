@@ -66,17 +66,39 @@ struct UdpServerOpts {
     /// longest UDP session per client and longest TCP test (e.g. 10min; 0 = none)
     #[arg(long, default_value = "10min", value_parser = dur)]
     max_duration: u64,
-    /// real-time scheduling of the UDP server like chrt: fifo:PRIO or rr:PRIO
-    #[arg(long, value_parser = sys::parse_rt)]
-    rt: Option<sys::RtPolicy>,
-    /// the UDP server spins on its socket instead of sleeping (and SO_BUSY_POLL if allowed)
-    #[arg(long)]
-    busy_poll: bool,
-    /// pin the UDP server to this CPU
-    #[arg(long)]
-    pin: Option<usize>,
+    /// of the UDP server (in `server`, its thread only)
+    #[command(flatten)]
+    sched: SchedOpts,
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// How a UDP end is scheduled: the client's and the server's alike.
+#[derive(Args, Debug)]
+struct SchedOpts {
+    /// real-time scheduling like chrt: fifo:PRIO or rr:PRIO
+    #[arg(long, value_parser = sys::parse_rt)]
+    rt: Option<sys::RtPolicy>,
+    /// spin on the socket instead of sleeping (and SO_BUSY_POLL if allowed)
+    #[arg(long)]
+    busy_poll: bool,
+    /// pin to this CPU
+    #[arg(long)]
+    pin: Option<usize>,
+}
+
+impl SchedOpts {
+    /// Pin (a CPU we lack: exit 2) and take the real-time policy (refused: exit 1), for the calling thread.
+    fn apply(&self) -> Result<(), (i32, String)> {
+        if let Some(cpu) = self.pin {
+            sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+        }
+        if let Some(p) = self.rt {
+            sys::apply_rt(p).map_err(|e| (1, e))?;
+        }
+        sys::tight_timer_slack();
+        Ok(())
+    }
 }
 
 /// What the TCP server grants one client (docs/probe.md, "Server limits").
@@ -134,15 +156,8 @@ struct UdpClientArgs {
     /// UDP payload bytes
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(16..=1472))]
     size: u64,
-    /// real-time scheduling like chrt: fifo:PRIO or rr:PRIO
-    #[arg(long, value_parser = sys::parse_rt)]
-    rt: Option<sys::RtPolicy>,
-    /// spin on the socket instead of sleeping (and SO_BUSY_POLL if allowed)
-    #[arg(long)]
-    busy_poll: bool,
-    /// pin to this CPU
-    #[arg(long)]
-    pin: Option<usize>,
+    #[command(flatten)]
+    sched: SchedOpts,
     #[arg(long)]
     secret: Option<String>,
     /// how long to wait for one reply
@@ -452,13 +467,7 @@ fn run(cli: Cli) -> R {
 fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
     let sock = UdpSocket::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
     // the UDP server's own thread (`server` runs the TCP server in another, unpinned)
-    if let Some(cpu) = o.pin {
-        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
-    }
-    if let Some(p) = o.rt {
-        sys::apply_rt(p).map_err(|e| (1, e))?;
-    }
-    sys::tight_timer_slack();
+    o.sched.apply()?;
     eprintln!(
         "bloatlab-probe {} server listening on {}{}",
         what.unwrap_or("udp"),
@@ -470,7 +479,7 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
         max_pps: o.max_pps,
         max_duration_ns: o.max_duration,
         verbose: o.verbose,
-        busy_poll: o.busy_poll,
+        busy_poll: o.sched.busy_poll,
     };
     let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
     eprintln!(
@@ -478,6 +487,24 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
         st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited
     );
     Ok(0)
+}
+
+/// The UDP client's configuration from its arguments (`count` None: `-t`).
+fn udp_cfg(a: &UdpClientArgs, addr: SocketAddr, count: Option<u64>, report_ns: u64, t0: u64) -> udp::ClientCfg {
+    udp::ClientCfg {
+        addr,
+        count,
+        duration_ns: a.time,
+        interval_ns: a.interval,
+        size: a.size as usize,
+        busy_poll: a.sched.busy_poll,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        timeout_ns: a.timeout.max(1_000_000),
+        give_up_ns: a.give_up.max(a.timeout),
+        report_ns,
+        t0_mono: t0,
+        stop_at_mono: None,
+    }
 }
 
 fn udp_client(a: UdpClientArgs) -> R {
@@ -489,28 +516,10 @@ fn udp_client(a: UdpClientArgs) -> R {
     if a.compare_sched {
         return compare_sched(a, addr);
     }
-    if let Some(cpu) = a.pin {
-        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
-    }
-    if let Some(p) = a.rt {
-        sys::apply_rt(p).map_err(|e| (1, e))?;
-    }
-    sys::tight_timer_slack();
+    a.sched.apply()?;
     let t0 = sys::mono_ns();
-    let cfg = udp::ClientCfg {
-        addr,
-        count: if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None },
-        duration_ns: a.time,
-        interval_ns: a.interval,
-        size: a.size as usize,
-        busy_poll: a.busy_poll,
-        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
-        timeout_ns: a.timeout.max(1_000_000),
-        give_up_ns: a.give_up.max(a.timeout),
-        report_ns: if a.json { 0 } else { a.report },
-        t0_mono: t0,
-        stop_at_mono: None,
-    };
+    let count = if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None };
+    let cfg = udp_cfg(&a, addr, count, if a.json { 0 } else { a.report }, t0);
     if !a.json {
         println!(
             "UDP {} to {addr}, {} B requests, {}",
@@ -647,7 +656,7 @@ impl Sched {
 /// `udp client --compare-sched`: the same test under each policy, one after
 /// the other, a histogram each with log-scaled bars (the tail is what differs).
 fn compare_sched(a: UdpClientArgs, addr: SocketAddr) -> R {
-    if let Some(cpu) = a.pin {
+    if let Some(cpu) = a.sched.pin {
         sys::pin_cpu(cpu).map_err(|e| (2, e))?;
     }
     sys::tight_timer_slack();
@@ -678,21 +687,7 @@ fn compare_sched(a: UdpClientArgs, addr: SocketAddr) -> R {
                 continue;
             }
         };
-        let t0 = sys::mono_ns();
-        let cfg = udp::ClientCfg {
-            addr,
-            count,
-            duration_ns: a.time,
-            interval_ns: a.interval,
-            size: a.size as usize,
-            busy_poll: a.busy_poll,
-            secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
-            timeout_ns: a.timeout.max(1_000_000),
-            give_up_ns: a.give_up.max(a.timeout),
-            report_ns: 0,
-            t0_mono: t0,
-            stop_at_mono: None,
-        };
+        let cfg = udp_cfg(&a, addr, count, 0, sys::mono_ns());
         let r = udp::run_client(&cfg);
         drop(held);
         pol.leave();
@@ -846,13 +841,7 @@ fn echo_client(a: UdpClientArgs, addr: SocketAddr) -> R {
     if (a.size as usize) < echo::MIN_SIZE {
         return Err((2, format!("--size {}: --echo needs at least {} bytes (\"This is packet N\\n\")", a.size, echo::MIN_SIZE)));
     }
-    if let Some(cpu) = a.pin {
-        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
-    }
-    if let Some(p) = a.rt {
-        sys::apply_rt(p).map_err(|e| (1, e))?;
-    }
-    sys::tight_timer_slack();
+    a.sched.apply()?;
     let cfg = echo::EchoCfg {
         addr,
         count: a.count.unwrap_or(500_000),
@@ -860,7 +849,7 @@ fn echo_client(a: UdpClientArgs, addr: SocketAddr) -> R {
         size: a.size as usize,
         timeout_ns: a.timeout.max(1_000_000),
         limit_ns: a.limit,
-        busy_poll: a.busy_poll,
+        busy_poll: a.sched.busy_poll,
         give_up_ns: a.give_up.max(a.timeout),
     };
     if !a.json {

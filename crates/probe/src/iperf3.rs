@@ -273,14 +273,10 @@ fn send_until(s: &StreamState, rate_bps: Option<u64>, stop: &AtomicBool) -> Opti
     while !stop.load(Ordering::Relaxed) && !sys::stopped() {
         let mut chunk = BUF;
         if let Some(r) = rate_bps {
-            let now = sys::mono_ns();
-            let allowed = tcp::app_allowance(r, None, t0, now);
-            if w >= allowed {
-                let next = t0 + ((now - t0) / tcp::APP_TICK_NS + 1) * tcp::APP_TICK_NS;
-                sys::sleep_until_mono(next.min(now + 10_000_000));
-                continue;
+            match tcp::app_gate(r, None, t0, w, None) {
+                Some(room) => chunk = chunk.min(room),
+                None => continue,
             }
-            chunk = chunk.min((allowed - w) as usize);
         }
         match (&s.sock).write(&buf[..chunk]) {
             Ok(k) => {

@@ -163,6 +163,22 @@ pub fn app_allowance(rate_bps: u64, onoff: Option<(u64, u64)>, t0: u64, now: u64
     (rate_bps as u128 * APP_TICK_NS as u128 * ticks as u128 / 8_000_000_000) as u64
 }
 
+/// A rate-limited application that has written `w` bytes since `app_t0`:
+/// how many more it may write now, or None after sleeping until its next
+/// write tick (at most [`WAKE`], never past `deadline`).
+pub(crate) fn app_gate(rate_bps: u64, onoff: Option<(u64, u64)>, app_t0: u64, w: u64, deadline: Option<u64>) -> Option<usize> {
+    let now = sys::mono_ns();
+    let allowed = app_allowance(rate_bps, onoff, app_t0, now);
+    if w < allowed {
+        return Some((allowed - w).min(usize::MAX as u64) as usize);
+    }
+    // the application's next write
+    let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
+    let wake = deadline.map_or(next, |d| d.min(next));
+    sys::sleep_until_mono(wake.min(now + WAKE.as_nanos() as u64));
+    None
+}
+
 /// Send for the duration or the byte count (at most `rate_bps` when
 /// given), then wait for the last ack.
 pub fn run_sender(
@@ -193,16 +209,10 @@ pub fn run_sender(
             None => BUF,
         };
         if let Some(r) = rate_bps {
-            let now = sys::mono_ns();
-            let allowed = app_allowance(r, onoff, app_t0, now);
-            if w >= allowed {
-                // the application's next write
-                let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
-                let wake = deadline.map_or(next, |d| d.min(next));
-                sys::sleep_until_mono(wake.min(now + WAKE.as_nanos() as u64));
-                continue;
+            match app_gate(r, onoff, app_t0, w, deadline) {
+                Some(room) => chunk = chunk.min(room),
+                None => continue,
             }
-            chunk = chunk.min((allowed - w) as usize);
         }
         match (&s.sock).write(&buf[..chunk]) {
             Ok(k) => {

@@ -227,54 +227,6 @@ fn iperf3_style_flags_work_as_iperf3_users_type_them() {
 
 // ------------------------------------------------ through a shaped veth pair (root)
 
-struct Netns {
-    a: String,
-    b: String,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let o = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
-    if o.status.success() {
-        Ok(())
-    } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr)))
-    }
-}
-
-impl Netns {
-    /// Two namespaces, a veth pair between them, both ends shaped by tbf
-    /// at `rate` (each direction its own bottleneck).
-    fn create(rate: &str) -> Result<Netns, String> {
-        let pid = std::process::id();
-        let n = Netns { a: format!("bloatlab-i3-a-{pid}"), b: format!("bloatlab-i3-b-{pid}") };
-        ip(&["netns", "add", &n.a])?;
-        ip(&["netns", "add", &n.b])?;
-        let (va, vb) = (format!("bli3a{}", pid % 100000), format!("bli3b{}", pid % 100000));
-        ip(&["link", "add", &va, "netns", &n.a, "type", "veth", "peer", "name", &vb, "netns", &n.b])?;
-        ip(&["-n", &n.a, "addr", "add", "10.78.0.1/24", "dev", &va])?;
-        ip(&["-n", &n.b, "addr", "add", "10.78.0.2/24", "dev", &vb])?;
-        for (ns, dev) in [(&n.a, &va), (&n.b, &vb)] {
-            ip(&["-n", ns, "link", "set", dev, "up"])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-            let o = Command::new("ip")
-                .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "50ms"])
-                .output()
-                .map_err(|e| format!("tc: {e}"))?;
-            if !o.status.success() {
-                return Err(format!("tc tbf on {dev}: {}", String::from_utf8_lossy(&o.stderr)));
-            }
-        }
-        Ok(n)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "del", &self.a]);
-        let _ = ip(&["netns", "del", &self.b]);
-    }
-}
-
 fn rx_bps(j: &Value) -> f64 {
     j["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or_else(|| panic!("no sum_received: {j}"))
 }
@@ -302,7 +254,7 @@ fn through_a_shaped_path_both_ends_are_within_5_percent_of_iperf3_to_iperf3() {
         eprintln!("SKIPPED: the shaped-path comparison needs root");
         return;
     }
-    let n = Netns::create("10mbit").unwrap_or_else(|e| panic!("could not build the namespaces: {e}"));
+    let n = Netns::create("i3", "10.78.0", Some("10mbit")).unwrap_or_else(|e| panic!("could not build the namespaces: {e}"));
     let (na, nb) = (["ip", "netns", "exec", n.a.as_str()], ["ip", "netns", "exec", n.b.as_str()]);
     let secs = std::env::var("BLOATLAB_IPERF3_S").unwrap_or_else(|_| "3".into());
     let rounds: usize = std::env::var("BLOATLAB_IPERF3_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
