@@ -27,10 +27,17 @@ cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
   if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
 done
+# The probe's static build (x86-64 musl: one binary for any Linux, docs/probe.md "One binary anywhere");
+# crates/probe/tests/static_chroot.rs runs it in an empty chroot (scripts/test.sh builds it).
+rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 || echo "setup: could not add the musl target (the static-binary test will skip)" >&2
 # cargo-fuzz for the probe's fuzz targets (crates/probe/fuzz; run for a bounded time by scripts/test.sh):
 # it needs a nightly toolchain; without one the fuzz step says so and the stable-Rust random-input tests remain.
 if rustup toolchain list 2>/dev/null | grep -q '^nightly' && ! command -v cargo-fuzz >/dev/null; then
   cargo install --quiet --locked cargo-fuzz || echo "setup: could not install cargo-fuzz (the fuzz step will skip)" >&2
+fi
+# iperf3 (Debian's) for the probe's interop tests (crates/probe/tests/iperf3.rs); without it they print SKIPPED.
+if [ "$(id -u)" = 0 ] && ! command -v iperf3 >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null) || echo "setup: could not install iperf3 (the iperf3 interop tests will skip)" >&2
 fi
 # Headless Chromium renders the HTML reports in the tests (tests/test_study_report.py); CI runs as root.
 if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then

@@ -2,7 +2,7 @@
 //! message naming the argument (clap's own errors do the same).
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{echo, load, sys, tcp, udp};
+use crate::{echo, iperf3, load, sys, tcp, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -66,8 +66,39 @@ struct UdpServerOpts {
     /// longest UDP session per client and longest TCP test (e.g. 10min; 0 = none)
     #[arg(long, default_value = "10min", value_parser = dur)]
     max_duration: u64,
+    /// of the UDP server (in `server`, its thread only)
+    #[command(flatten)]
+    sched: SchedOpts,
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// How a UDP end is scheduled: the client's and the server's alike.
+#[derive(Args, Debug)]
+struct SchedOpts {
+    /// real-time scheduling like chrt: fifo:PRIO or rr:PRIO
+    #[arg(long, value_parser = sys::parse_rt)]
+    rt: Option<sys::RtPolicy>,
+    /// spin on the socket instead of sleeping (and SO_BUSY_POLL if allowed)
+    #[arg(long)]
+    busy_poll: bool,
+    /// pin to this CPU
+    #[arg(long)]
+    pin: Option<usize>,
+}
+
+impl SchedOpts {
+    /// Pin (a CPU we lack: exit 2) and take the real-time policy (refused: exit 1), for the calling thread.
+    fn apply(&self) -> Result<(), (i32, String)> {
+        if let Some(cpu) = self.pin {
+            sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+        }
+        if let Some(p) = self.rt {
+            sys::apply_rt(p).map_err(|e| (1, e))?;
+        }
+        sys::tight_timer_slack();
+        Ok(())
+    }
 }
 
 /// What the TCP server grants one client (docs/probe.md, "Server limits").
@@ -125,15 +156,8 @@ struct UdpClientArgs {
     /// UDP payload bytes
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(16..=1472))]
     size: u64,
-    /// real-time scheduling like chrt: fifo:PRIO or rr:PRIO
-    #[arg(long, value_parser = sys::parse_rt)]
-    rt: Option<sys::RtPolicy>,
-    /// spin on the socket instead of sleeping (and SO_BUSY_POLL if allowed)
-    #[arg(long)]
-    busy_poll: bool,
-    /// pin to this CPU
-    #[arg(long)]
-    pin: Option<usize>,
+    #[command(flatten)]
+    sched: SchedOpts,
     #[arg(long)]
     secret: Option<String>,
     /// how long to wait for one reply
@@ -154,6 +178,10 @@ struct UdpClientArgs {
     /// with --echo: list answers slower than this (e.g. 1ms)
     #[arg(long, value_parser = positive_dur, requires = "echo")]
     limit: Option<u64>,
+    /// run the test once under each host scheduling policy (default, nice -20, SCHED_RR 99,
+    /// SCHED_FIFO 99 with /dev/cpu_dma_latency held at 0) and print one histogram each
+    #[arg(long, conflicts_with_all = ["rt", "echo"])]
+    compare_sched: bool,
     #[arg(long)]
     json: bool,
 }
@@ -230,7 +258,11 @@ struct TcpClientArgs {
     /// create this file as soon as the data connection has ended (a download: its last byte read)
     #[arg(long, value_name = "PATH")]
     done_file: Option<std::path::PathBuf>,
-    #[arg(long)]
+    /// speak iperf3's protocol (a stock `iperf3 -s`; found by itself when the server answers like one)
+    #[arg(long, conflicts_with_all = ["wait_go", "done_file", "secret", "on"])]
+    iperf3: bool,
+    /// JSON on stdout (-J: with --iperf3, iperf3's layout with bloatlab's result under "bloatlab")
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -334,9 +366,70 @@ fn print_json(o: &Output) {
     println!("{}", serde_json::to_string(&o.to_json()).unwrap());
 }
 
+/// iperf3's own command lines, as its users type them: `-c HOST [...]` is
+/// `tcp client HOST --iperf3 [...]`, `-s [-1]` is `server` (`tcp server
+/// --one-off` with `-1`); either takes `-p PORT` and defaults to iperf3's
+/// port 5201. The other flags pass through (`-t -i -C -R -P -n -b -J`);
+/// ones we do not have are refused by name. Anything else is unchanged.
+pub fn iperf3_style(args: Vec<String>) -> Vec<String> {
+    let first = args.get(1).map(String::as_str).unwrap_or("");
+    let is = |a: &str, short: &str, long: &str| a == short || a == long;
+    let client = args.iter().position(|a| is(a, "-c", "--client"));
+    let server = args.iter().position(|a| is(a, "-s", "--server"));
+    if !first.starts_with('-') || matches!(first, "-h" | "--help" | "-V" | "--version") || (client.is_none() && server.is_none()) {
+        return args;
+    }
+    let mut rest: Vec<String> = Vec::new();
+    let mut port: Option<String> = None;
+    let mut host: Option<String> = None;
+    let mut one_off = false;
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if is(a, "-c", "--client") {
+            host = args.get(i + 1).cloned();
+            i += 2;
+            continue;
+        }
+        if is(a, "-s", "--server") {
+            i += 1;
+            continue;
+        }
+        if is(a, "-p", "--port") {
+            port = args.get(i + 1).cloned();
+            i += 2;
+            continue;
+        }
+        if is(a, "-1", "--one-off") {
+            one_off = true;
+            i += 1;
+            continue;
+        }
+        rest.push(args[i].clone());
+        i += 1;
+    }
+    let port = port.unwrap_or_else(|| crate::iperf3::DEFAULT_PORT.to_string());
+    let mut out = vec![args[0].clone()];
+    match (client, host) {
+        (Some(_), Some(h)) => {
+            out.extend(["tcp".into(), "client".into(), h, "--iperf3".into(), "-p".into(), port]);
+        }
+        (Some(_), None) => {
+            out.extend(["tcp".into(), "client".into()]); // clap names the missing HOST
+        }
+        (None, _) => {
+            let sub: &[&str] = if one_off { &["tcp", "server", "--one-off"] } else { &["server"] };
+            out.extend(sub.iter().map(|s| s.to_string()));
+            out.extend(["--bind".into(), format!("[::]:{port}")]);
+        }
+    }
+    out.extend(rest);
+    out
+}
+
 /// Run the CLI; returns the exit status.
 pub fn main() -> i32 {
-    let cli = Cli::parse(); // exits 2 on bad arguments
+    let cli = Cli::parse_from(iperf3_style(std::env::args().collect())); // exits 2 on bad arguments
     sys::install_signal_handlers();
     match run(cli) {
         Ok(code) => code,
@@ -376,6 +469,8 @@ fn run(cli: Cli) -> R {
 
 fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
     let sock = UdpSocket::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
+    // the UDP server's own thread (`server` runs the TCP server in another, unpinned)
+    o.sched.apply()?;
     eprintln!(
         "bloatlab-probe {} server listening on {}{}",
         what.unwrap_or("udp"),
@@ -387,6 +482,7 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
         max_pps: o.max_pps,
         max_duration_ns: o.max_duration,
         verbose: o.verbose,
+        busy_poll: o.sched.busy_poll,
     };
     let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
     eprintln!(
@@ -396,34 +492,37 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
     Ok(0)
 }
 
+/// The UDP client's configuration from its arguments (`count` None: `-t`).
+fn udp_cfg(a: &UdpClientArgs, addr: SocketAddr, count: Option<u64>, report_ns: u64, t0: u64) -> udp::ClientCfg {
+    udp::ClientCfg {
+        addr,
+        count,
+        duration_ns: a.time,
+        interval_ns: a.interval,
+        size: a.size as usize,
+        busy_poll: a.sched.busy_poll,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        timeout_ns: a.timeout.max(1_000_000),
+        give_up_ns: a.give_up.max(a.timeout),
+        report_ns,
+        t0_mono: t0,
+        stop_at_mono: None,
+    }
+}
+
 fn udp_client(a: UdpClientArgs) -> R {
     let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
     if a.echo {
         return echo_client(a, addr);
     }
     udp::flags_for(a.size as usize, a.secret.is_some()).map_err(|e| (2, e))?;
-    if let Some(cpu) = a.pin {
-        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    if a.compare_sched {
+        return compare_sched(a, addr);
     }
-    if let Some(p) = a.rt {
-        sys::apply_rt(p).map_err(|e| (1, e))?;
-    }
-    sys::tight_timer_slack();
+    a.sched.apply()?;
     let t0 = sys::mono_ns();
-    let cfg = udp::ClientCfg {
-        addr,
-        count: if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None },
-        duration_ns: a.time,
-        interval_ns: a.interval,
-        size: a.size as usize,
-        busy_poll: a.busy_poll,
-        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
-        timeout_ns: a.timeout.max(1_000_000),
-        give_up_ns: a.give_up.max(a.timeout),
-        report_ns: if a.json { 0 } else { a.report },
-        t0_mono: t0,
-        stop_at_mono: None,
-    };
+    let count = if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None };
+    let cfg = udp_cfg(&a, addr, count, if a.json { 0 } else { a.report }, t0);
     if !a.json {
         println!(
             "UDP {} to {addr}, {} B requests, {}",
@@ -456,6 +555,14 @@ fn udp_client(a: UdpClientArgs) -> R {
     let lost = r.sent - r.received.min(r.sent);
     let loss = if r.sent > 0 { lost as f64 / r.sent as f64 } else { 0.0 };
     let rate = r.sent as f64 / r.elapsed_s.max(1e-9);
+    let offset = udp::Offset::estimate(&r.owd_up_ns, &r.owd_down_ns);
+    let (up, down) = match &offset {
+        Some(o) => {
+            let (mut u, mut d) = o.one_way_us(&r.owd_up_ns, &r.owd_down_ns);
+            (Latency::of(&mut u), Latency::of(&mut d))
+        }
+        None => (Latency::of(&mut []), Latency::of(&mut [])),
+    };
     let code = if r.stop_reason.as_deref().map(|s| s != "interrupted").unwrap_or(false) { 1 } else { 0 };
     if a.json {
         let mut o = Output::new("udp", scenario("udp", &a.host), t0);
@@ -469,6 +576,9 @@ fn udp_client(a: UdpClientArgs) -> R {
                    "send_rate_pps": rate, "rtt_us": lat.to_json_us(), "user_rtt_us": ulat.to_json_us(),
                    "ipdv_us": ipdv.to_json_us(), "server_processing_us": slat.to_json_us(),
                    "send_lateness_us": late.to_json_us(), "server_timestamps": r.server_ts,
+                   "clock_offset_us": offset.map(|o| o.offset_ns / 1e3), "clock_offset_bound_us": offset.map(|o| o.bound_ns / 1e3),
+                   "clocks_synchronised": offset.map(|o| o.synchronised()), "one_way_label": offset.map(|o| o.label()),
+                   "one_way_up_us": offset.map(|_| up.to_json_us()), "one_way_down_us": offset.map(|_| down.to_json_us()),
                    "stop_reason": r.stop_reason}),
         );
         o.extra.insert("histogram".into(), lat.to_json_us()["histogram"].clone());
@@ -494,6 +604,10 @@ fn udp_client(a: UdpClientArgs) -> R {
         if r.server_ts {
             println!("server processing p50 {} p99 {} max {}", fmt_us(slat.p50), fmt_us(slat.p99), fmt_us(slat.max));
         }
+        if let Some(o) = &offset {
+            println!("one-way up   p50 {} p99 {} min {}   down p50 {} p99 {} min {}", fmt_us(up.p50), fmt_us(up.p99), fmt_us(up.min), fmt_us(down.p50), fmt_us(down.p99), fmt_us(down.min));
+            println!("  ({})", o.label());
+        }
         if a.interval > 0 {
             println!("send lateness p50 {} p99 {} max {}", fmt_us(late.p50), fmt_us(late.p99), fmt_us(late.max));
         }
@@ -502,6 +616,105 @@ fn udp_client(a: UdpClientArgs) -> R {
         }
     }
     Ok(code)
+}
+
+/// One host scheduling policy of `--compare-sched`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sched {
+    Default,
+    Nice20,
+    Rr99,
+    FifoDma,
+}
+
+impl Sched {
+    const ALL: [Sched; 4] = [Sched::Default, Sched::Nice20, Sched::Rr99, Sched::FifoDma];
+    fn name(self) -> &'static str {
+        match self {
+            Sched::Default => "default (SCHED_OTHER, nice 0)",
+            Sched::Nice20 => "nice -20",
+            Sched::Rr99 => "SCHED_RR 99",
+            Sched::FifoDma => "SCHED_FIFO 99 + cpu_dma_latency 0",
+        }
+    }
+    /// Enter the policy; what it holds (the cpu_dma_latency request) lives as long as the returned value.
+    fn enter(self) -> Result<Option<sys::CpuDmaLatency>, String> {
+        match self {
+            Sched::Default => Ok(None),
+            Sched::Nice20 => sys::set_nice(-20).map(|_| None),
+            Sched::Rr99 => sys::apply_rt(sys::RtPolicy::Rr(99)).map(|_| None),
+            Sched::FifoDma => {
+                let hold = sys::hold_cpu_dma_latency(0)?;
+                sys::apply_rt(sys::RtPolicy::Fifo(99))?;
+                Ok(Some(hold))
+            }
+        }
+    }
+    fn leave(self) {
+        let _ = sys::set_sched_other();
+        let _ = sys::set_nice(0);
+    }
+}
+
+/// `udp client --compare-sched`: the same test under each policy, one after
+/// the other, a histogram each with log-scaled bars (the tail is what differs).
+fn compare_sched(a: UdpClientArgs, addr: SocketAddr) -> R {
+    if let Some(cpu) = a.sched.pin {
+        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
+    }
+    sys::tight_timer_slack();
+    let count = if a.time.is_none() { Some(a.count.unwrap_or(100_000)) } else { None };
+    if !a.json {
+        println!(
+            "UDP {} to {addr}, {} B requests, {} per policy, 4 policies",
+            if a.interval == 0 { "ping-pong".to_string() } else { format!("every {}", fmt_us(a.interval as f64 / 1e3)) },
+            a.size,
+            match (count, a.time) {
+                (Some(n), _) => format!("{n} requests"),
+                (_, Some(d)) => format!("{:.3} s", d as f64 / 1e9),
+                _ => String::new(),
+            }
+        );
+    }
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for pol in Sched::ALL {
+        let held = match pol.enter() {
+            Ok(h) => h,
+            Err(e) => {
+                pol.leave();
+                if !a.json {
+                    println!("\n== {}: skipped: {e}", pol.name());
+                }
+                rows.push(json!({"policy": pol.name(), "skipped": e}));
+                continue;
+            }
+        };
+        let cfg = udp_cfg(&a, addr, count, 0, sys::mono_ns());
+        let r = udp::run_client(&cfg);
+        drop(held);
+        pol.leave();
+        let r = r.map_err(|e| (1, e))?;
+        let mut rtt = r.rtt_us.clone();
+        let lat = Latency::of(&mut rtt);
+        failed |= r.stop_reason.is_some();
+        if !a.json {
+            println!("\n== {}: sent {} received {}  rtt p50 {} p99 {} p99.9 {} max {}   ({} timestamps)",
+                     pol.name(), r.sent, r.received, fmt_us(lat.p50), fmt_us(lat.p99), fmt_us(lat.p999), fmt_us(lat.max),
+                     if r.kernel_ts { "kernel rx" } else { "user-space" });
+            print!("{}", lat.hist_text_log());
+        }
+        rows.push(json!({"policy": pol.name(), "sent": r.sent, "received": r.received, "rtt_us": lat.to_json_us(), "stop_reason": r.stop_reason}));
+        if sys::stopped() {
+            break;
+        }
+    }
+    if a.json {
+        println!("{}", json!({"test": "udp-compare-sched", "host": a.host, "histogram_bars": "log10(1 + count)", "policies": rows}));
+    } else {
+        println!("\n(bars: log10(1 + count), so single outliers show)");
+    }
+    Ok(if failed { 1 } else { 0 })
 }
 
 fn tcp_client(a: TcpClientArgs) -> R {
@@ -540,15 +753,52 @@ fn tcp_client(a: TcpClientArgs) -> R {
         done_file: a.done_file.clone(),
     };
     if !a.json {
-        println!("Connecting to host {}, port {}{}", a.host, a.port, if a.reverse { " (reverse: the server sends)" } else { "" });
+        println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });
     }
-    let r = tcp::run_client(&cfg).map_err(|e| (e.status, e.msg))?;
+    if a.iperf3 {
+        return iperf3_client(&a, &cfg, 0);
+    }
+    let r = match tcp::run_client(&cfg) {
+        Err(e) if e.status == tcp::IPERF3_SERVER => {
+            eprintln!("{}: the server speaks iperf3's protocol (a stock iperf3 -s); running the test in it (--iperf3)", addr);
+            return iperf3_client(&a, &cfg, 1);
+        }
+        r => r.map_err(|e| (e.status, e.msg))?,
+    };
     if a.json {
         print_json(&tcp::output(&cfg, &r, scenario("tcp", &a.host)));
     } else {
         tcp::print_summary(&r, a.reverse);
     }
     if let Some(p) = &r.problem {
+        eprintln!("bloatlab-probe: {p}");
+        return Ok(if sys::stopped() { 0 } else { 1 });
+    }
+    Ok(0)
+}
+
+/// `tcp client --iperf3`: a test against a stock iperf3 server. `retry`:
+/// the server has just seen our own protocol and may still be busy with
+/// it (iperf3 -s serves one test at a time): a refusal as busy is retried.
+fn iperf3_client(a: &TcpClientArgs, cfg: &tcp::ClientCfg, retry: u32) -> R {
+    let mut tries = if retry > 0 { 10 } else { 1 };
+    let run = loop {
+        match iperf3::run_client(cfg, a.report, !a.json) {
+            // iperf3 -s reopens its listener after the failed test: refused, reset or busy for a moment
+            Err(e) if tries > 1 && (e.msg.contains("busy") || e.msg.contains("PARAM_EXCHANGE") || e.msg.contains("connect to")) => {
+                tries -= 1;
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            r => break r.map_err(|e| (e.status, e.msg))?,
+        }
+    };
+    if a.json {
+        let o = tcp::output(cfg, &run.result, scenario("tcp", &a.host));
+        println!("{}", serde_json::to_string_pretty(&iperf3::json_output(cfg, &run, &a.host, cfg.addr.port(), &o)).unwrap());
+    } else {
+        iperf3::print_summary(&run, a.reverse);
+    }
+    if let Some(p) = &run.result.problem {
         eprintln!("bloatlab-probe: {p}");
         return Ok(if sys::stopped() { 0 } else { 1 });
     }
@@ -595,13 +845,7 @@ fn echo_client(a: UdpClientArgs, addr: SocketAddr) -> R {
     if (a.size as usize) < echo::MIN_SIZE {
         return Err((2, format!("--size {}: --echo needs at least {} bytes (\"This is packet N\\n\")", a.size, echo::MIN_SIZE)));
     }
-    if let Some(cpu) = a.pin {
-        sys::pin_cpu(cpu).map_err(|e| (2, e))?;
-    }
-    if let Some(p) = a.rt {
-        sys::apply_rt(p).map_err(|e| (1, e))?;
-    }
-    sys::tight_timer_slack();
+    a.sched.apply()?;
     let cfg = echo::EchoCfg {
         addr,
         count: a.count.unwrap_or(500_000),
@@ -609,7 +853,7 @@ fn echo_client(a: UdpClientArgs, addr: SocketAddr) -> R {
         size: a.size as usize,
         timeout_ns: a.timeout.max(1_000_000),
         limit_ns: a.limit,
-        busy_poll: a.busy_poll,
+        busy_poll: a.sched.busy_poll,
         give_up_ns: a.give_up.max(a.timeout),
     };
     if !a.json {

@@ -6,6 +6,7 @@
 //! - [`udp`]: UDP request/response latency (server, client).
 //! - [`echo`]: UDP request/response against any echo server (`--echo`).
 //! - [`tcp`]: TCP throughput with TCP_INFO series (server, client, control protocol).
+//! - [`iperf3`]: iperf3's control protocol, client and server side.
 //! - [`load`]: latency under load and responsiveness.
 //! - [`report`]: latency statistics, histogram, the common result schema.
 //! - [`sys`]: clocks, signals, scheduling, socket options (the Linux layer).
@@ -13,6 +14,7 @@
 
 pub mod cli;
 pub mod echo;
+pub mod iperf3;
 pub mod load;
 pub mod report;
 pub mod sys;

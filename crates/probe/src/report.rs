@@ -81,6 +81,19 @@ impl Latency {
                "p99": self.p99 / 1e3, "max": self.max / 1e3})
     }
 
+    /// Text histogram with bars on a log scale of the counts (a bucket of 1
+    /// still shows, next to one of a million): bar = 50 × log10(1 + count) /
+    /// log10(1 + largest count).
+    pub fn hist_text_log(&self) -> String {
+        let top = (self.hist.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 + 1.0).log10();
+        let mut s = String::new();
+        for (lo, hi, c) in &self.hist {
+            let bar = ((*c as f64 + 1.0).log10() / top * 50.0).ceil() as usize;
+            s += &format!("  {:>10} - {:<10} {:>9} {}\n", fmt_us(*lo), fmt_us(*hi), c, "#".repeat(bar));
+        }
+        s
+    }
+
     /// Text histogram, one line per non-empty bucket, bars scaled to 50 chars.
     pub fn hist_text(&self) -> String {
         let top = self.hist.iter().map(|b| b.2).max().unwrap_or(1).max(1);

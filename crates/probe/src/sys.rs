@@ -87,13 +87,20 @@ pub fn parse_rt(s: &str) -> Result<RtPolicy, String> {
     }
 }
 
+/// A `sched_param` with this priority (musl's has more fields than glibc's: zeroed).
+fn sched_param(prio: i32) -> libc::sched_param {
+    let mut p: libc::sched_param = unsafe { zeroed() };
+    p.sched_priority = prio;
+    p
+}
+
 /// Apply SCHED_FIFO/SCHED_RR to the calling process, like `chrt`.
 pub fn apply_rt(p: RtPolicy) -> Result<(), String> {
     let (pol, prio, name) = match p {
         RtPolicy::Fifo(x) => (libc::SCHED_FIFO, x, "fifo"),
         RtPolicy::Rr(x) => (libc::SCHED_RR, x, "rr"),
     };
-    let param = libc::sched_param { sched_priority: prio };
+    let param = sched_param(prio);
     if unsafe { libc::sched_setscheduler(0, pol, &param) } != 0 {
         let e = io::Error::last_os_error();
         let hint = if e.raw_os_error() == Some(libc::EPERM) {
@@ -167,7 +174,7 @@ pub fn recv_ts(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Recv> {
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = size_of::<[u64; 16]>();
+        msg.msg_controllen = size_of::<[u64; 16]>() as _; // usize in glibc, u32 in musl
         let n = libc::recvmsg(fd, &mut msg, flags);
         if n < 0 {
             return Err(io::Error::last_os_error());
@@ -364,4 +371,35 @@ pub fn random_u64() -> u64 {
         v = real_ns() ^ (std::process::id() as u64) << 32;
     }
     v
+}
+
+/// The calling thread's nice value (setpriority(2) on PRIO_PROCESS 0, which
+/// Linux applies to the calling thread). Lowering it needs root or CAP_SYS_NICE.
+pub fn set_nice(n: i32) -> Result<(), String> {
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, n) } != 0 {
+        return Err(format!("nice {n}: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Back to SCHED_OTHER (priority 0).
+pub fn set_sched_other() -> Result<(), String> {
+    let param = sched_param(0);
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(format!("SCHED_OTHER: {}", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// A PM QoS request held open on `/dev/cpu_dma_latency` (the kernel's
+/// CPU wake-up latency limit, µs): while the file stays open, idle states
+/// deeper than the limit are not entered (Documentation/power/pm_qos_interface.rst).
+/// Dropping it closes the file and withdraws the request.
+pub struct CpuDmaLatency(#[allow(dead_code)] std::fs::File);
+
+pub fn hold_cpu_dma_latency(us: i32) -> Result<CpuDmaLatency, String> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency").map_err(|e| format!("/dev/cpu_dma_latency: {e}"))?;
+    f.write_all(&us.to_ne_bytes()).map_err(|e| format!("/dev/cpu_dma_latency: {e}"))?;
+    Ok(CpuDmaLatency(f))
 }

@@ -113,7 +113,7 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    fn new(idx: usize, sock: TcpStream, start_mono: u64, pre: u64) -> Arc<StreamState> {
+    pub(crate) fn new(idx: usize, sock: TcpStream, start_mono: u64, pre: u64) -> Arc<StreamState> {
         let _ = sock.set_read_timeout(Some(WAKE));
         let _ = sock.set_write_timeout(Some(WAKE));
         let _ = sock.set_nodelay(false);
@@ -128,12 +128,12 @@ impl StreamState {
             samples: Mutex::new(Vec::new()),
         })
     }
-    fn sample(&self) -> Option<TcpInfo> {
+    pub(crate) fn sample(&self) -> Option<TcpInfo> {
         let ti = sys::tcp_info(self.sock.as_raw_fd()).ok()?;
         self.samples.lock().unwrap().push((sys::mono_ns(), ti));
         Some(ti)
     }
-    fn latest(&self) -> Option<TcpInfo> {
+    pub(crate) fn latest(&self) -> Option<TcpInfo> {
         self.samples.lock().unwrap().last().map(|s| s.1)
     }
 }
@@ -154,7 +154,7 @@ pub fn data_acked(ti: &TcpInfo, written: u64, pre: u64) -> u64 {
     ti.bytes_acked.saturating_sub(pre).min(written)
 }
 
-fn is_timeout(e: &io::Error) -> bool {
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
 }
 
@@ -164,6 +164,22 @@ fn is_timeout(e: &io::Error) -> bool {
 pub fn app_allowance(rate_bps: u64, onoff: Option<(u64, u64)>, t0: u64, now: u64) -> u64 {
     let ticks = bloatlab_schema::scenario::app_ticks(now.saturating_sub(t0) / APP_TICK_NS + 1, onoff);
     (rate_bps as u128 * APP_TICK_NS as u128 * ticks as u128 / 8_000_000_000) as u64
+}
+
+/// A rate-limited application that has written `w` bytes since `app_t0`:
+/// how many more it may write now, or None after sleeping until its next
+/// write tick (at most [`WAKE`], never past `deadline`).
+pub(crate) fn app_gate(rate_bps: u64, onoff: Option<(u64, u64)>, app_t0: u64, w: u64, deadline: Option<u64>) -> Option<usize> {
+    let now = sys::mono_ns();
+    let allowed = app_allowance(rate_bps, onoff, app_t0, now);
+    if w < allowed {
+        return Some((allowed - w).min(usize::MAX as u64) as usize);
+    }
+    // the application's next write
+    let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
+    let wake = deadline.map_or(next, |d| d.min(next));
+    sys::sleep_until_mono(wake.min(now + WAKE.as_nanos() as u64));
+    None
 }
 
 /// Send for the duration or the byte count (at most `rate_bps` when
@@ -196,16 +212,10 @@ pub fn run_sender(
             None => BUF,
         };
         if let Some(r) = rate_bps {
-            let now = sys::mono_ns();
-            let allowed = app_allowance(r, onoff, app_t0, now);
-            if w >= allowed {
-                // the application's next write
-                let next = app_t0 + ((now - app_t0) / APP_TICK_NS + 1) * APP_TICK_NS;
-                let wake = deadline.map_or(next, |d| d.min(next));
-                sys::sleep_until_mono(wake.min(now + WAKE.as_nanos() as u64));
-                continue;
+            match app_gate(r, onoff, app_t0, w, deadline) {
+                Some(room) => chunk = chunk.min(room),
+                None => continue,
             }
-            chunk = chunk.min((allowed - w) as usize);
         }
         match (&s.sock).write(&buf[..chunk]) {
             Ok(k) => {
@@ -579,12 +589,14 @@ fn auth_data(challenge: &str, line: &str) -> String {
 }
 
 /// Spawn a named thread; an error (no threads left) instead of a panic.
-fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> io::Result<std::thread::JoinHandle<T>> {
+pub(crate) fn spawn<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> io::Result<std::thread::JoinHandle<T>> {
     std::thread::Builder::new().name(name.into()).spawn(f)
 }
 
 struct Ctx {
     reg: Registry,
+    /// iperf3 tests waiting for their data connections
+    reg3: crate::iperf3::Registry,
     finished: AtomicBool,
     one_off_taken: AtomicBool,
     conns: Slots,
@@ -604,6 +616,7 @@ pub fn serve_with(listener: TcpListener, one_off: bool, verbose: bool, limits: S
     listener.set_nonblocking(true)?;
     let ctx = Arc::new(Ctx {
         reg: Arc::new(Mutex::new(HashMap::new())),
+        reg3: Arc::new(Mutex::new(HashMap::new())),
         finished: AtomicBool::new(false),
         one_off_taken: AtomicBool::new(false),
         conns: Slots::new(limits.max_conns),
@@ -678,10 +691,50 @@ fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
             }
         }
         ctx.finished.store(true, Ordering::SeqCst);
+    } else if crate::iperf3::looks_like_cookie(&magic) {
+        classify_iperf3(conn, magic, peer, accept_mono, ctx);
     }
 }
 
-fn read_exact_timeout(mut c: &TcpStream, buf: &mut [u8], give_up_ns: u64) -> io::Result<()> {
+/// A connection that starts like an iperf3 cookie: a data connection of an
+/// iperf3 test waiting for its streams, or a new iperf3 test.
+fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
+    use crate::iperf3::{self, COOKIE_SIZE};
+    let mut cookie = [0u8; COOKIE_SIZE];
+    cookie[..4].copy_from_slice(&magic);
+    if read_exact_timeout(&conn, &mut cookie[4..], 5_000_000_000).is_err() || !iperf3::valid_cookie(&cookie) {
+        return;
+    }
+    if let Some(tx) = ctx.reg3.lock().unwrap().get(&cookie) {
+        let _ = tx.send((conn, accept_mono));
+        return;
+    }
+    let deny = |c: &TcpStream| {
+        let _ = (&*c).write_all(&[iperf3::state::ACCESS_DENIED as u8]);
+    };
+    if ctx.limits.secret.is_some() {
+        // iperf3's RSA authentication is not spoken: a server with a secret serves only bloatlab's clients
+        eprintln!("tcp server: iperf3 test from {peer} refused: this server requires --secret (bloatlab-probe clients only)");
+        deny(&conn);
+        return;
+    }
+    if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
+        deny(&conn);
+        return;
+    }
+    let Some(_test) = ctx.tests.try_take() else {
+        eprintln!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once)", ctx.limits.max_tests);
+        deny(&conn); // iperf3's "the server is busy running a test"
+        return;
+    };
+    match iperf3::serve_test(conn, cookie, &ctx.reg3, &ctx.limits, peer) {
+        Ok(log) => eprintln!("{log}"),
+        Err(e) => eprintln!("tcp server: iperf3 test from {peer}: {e}"),
+    }
+    ctx.finished.store(true, Ordering::SeqCst);
+}
+
+pub(crate) fn read_exact_timeout(mut c: &TcpStream, buf: &mut [u8], give_up_ns: u64) -> io::Result<()> {
     let end = sys::mono_ns() + give_up_ns;
     let mut got = 0;
     while got < buf.len() {
@@ -859,7 +912,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
 }
 
 /// The peer closed the control connection (EOF waiting), without blocking.
-fn control_closed(c: &TcpStream) -> bool {
+pub(crate) fn control_closed(c: &TcpStream) -> bool {
     if c.set_nonblocking(true).is_err() {
         return false;
     }
@@ -957,6 +1010,27 @@ pub struct ClientResult {
     pub local_ports: Vec<u16>,
 }
 
+/// [`ClientError::status`] of a client that found a stock iperf3 server
+/// (it answered PARAM_EXCHANGE to our parameter line): the CLI runs the test
+/// again in iperf3's protocol. Never an exit status.
+pub const IPERF3_SERVER: i32 = -9;
+
+/// The server's first byte is iperf3's PARAM_EXCHANGE (9): it took our
+/// parameter line for a cookie. Peeks; waits at most 10 s.
+fn answered_like_iperf3(c: &TcpStream) -> bool {
+    let end = sys::mono_ns() + 10_000_000_000;
+    let mut b = [0u8; 1];
+    while sys::mono_ns() < end && !sys::stopped() {
+        match c.peek(&mut b) {
+            Ok(1) => return b[0] as i8 == crate::iperf3::state::PARAM_EXCHANGE,
+            Ok(_) => return false,
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 /// A client error with the exit status it deserves (2: bad argument).
 #[derive(Debug)]
 pub struct ClientError {
@@ -997,6 +1071,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     let mut line = serde_json::to_value(&p).unwrap().to_string();
     line.push('\n');
     c.write_all(line.as_bytes()).map_err(|e| err1(format!("control: {e}")))?;
+    if answered_like_iperf3(&ctrl) {
+        return Err(ClientError { status: IPERF3_SERVER, msg: format!("{} is an iperf3 server", cfg.addr) });
+    }
     let mut rd = BufReader::new(&ctrl);
     let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
         read_line_max(rd, 10_000_000_000, MAX_CTRL_LINE)

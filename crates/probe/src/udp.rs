@@ -49,6 +49,8 @@ pub struct ServerCfg {
     /// [`CLIENT_IDLE_NS`] starts a new session.
     pub max_duration_ns: u64,
     pub verbose: bool,
+    /// spin on the socket (non-blocking reads) instead of sleeping in recvmsg
+    pub busy_poll: bool,
 }
 
 /// A client silent this long is forgotten (its limits start afresh).
@@ -112,10 +114,19 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
     let mut clients = Clients::default();
     let mut st = ServerStats::default();
     let mut buf = vec![0u8; 65536];
+    let rflags = if cfg.busy_poll {
+        sys::set_busy_poll(fd, 50);
+        libc::MSG_DONTWAIT
+    } else {
+        0
+    };
     while !sys::stopped() && !stop() {
-        let r = match sys::recv_ts(fd, &mut buf, 0) {
+        let r = match sys::recv_ts(fd, &mut buf, rflags) {
             Ok(r) => r,
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => continue,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {
+                std::hint::spin_loop();
+                continue;
+            }
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
             Err(e) => return Err(e),
         };
@@ -497,6 +508,60 @@ impl Client<'_> {
     }
 }
 
+/// The server's clock minus the client's, estimated from the exchange with
+/// the smallest round trip net of the server's time, by NTP's on-wire
+/// calculation (RFC 5905 §8): with t1 client send, t2 server receive, t3
+/// server send, t4 client receive, offset θ = ((t2 − t1) + (t3 − t4)) / 2 and
+/// its error is at most δ / 2, δ = (t4 − t1) − (t3 − t2) (exact when that
+/// exchange was symmetric). One-way delays are then t2 − t1 − θ (up) and
+/// t4 − t3 + θ (down); they sum to the RTT net of the server's time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Offset {
+    pub offset_ns: f64,
+    /// |error| ≤ this (δ/2 of the chosen exchange)
+    pub bound_ns: f64,
+}
+
+impl Offset {
+    /// None without server timestamps.
+    pub fn estimate(owd_up_ns: &[i64], owd_down_ns: &[i64]) -> Option<Offset> {
+        // t2 − t1 = up, t4 − t3 = down: δ = up + down, θ = (up − down) / 2
+        owd_up_ns
+            .iter()
+            .zip(owd_down_ns)
+            .map(|(&u, &d)| (u as f64 + d as f64, (u as f64 - d as f64) / 2.0))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(delta, theta)| Offset { offset_ns: theta, bound_ns: delta.max(0.0) / 2.0 })
+    }
+    /// The clocks agree within the estimate's error: synchronised as far as we can tell.
+    pub fn synchronised(&self) -> bool {
+        self.offset_ns.abs() <= self.bound_ns
+    }
+    /// One-way delays (µs) up and down, corrected by this offset.
+    pub fn one_way_us(&self, owd_up_ns: &[i64], owd_down_ns: &[i64]) -> (Vec<f64>, Vec<f64>) {
+        (
+            owd_up_ns.iter().map(|&u| (u as f64 - self.offset_ns) / 1e3).collect(),
+            owd_down_ns.iter().map(|&d| (d as f64 + self.offset_ns) / 1e3).collect(),
+        )
+    }
+    /// How the one-way figures were made, for the reader.
+    pub fn label(&self) -> String {
+        if self.synchronised() {
+            format!(
+                "clocks agree within the estimate's error (offset {:+.1} us, bound +/- {:.1} us): one-way delays from the timestamps, corrected by that offset",
+                self.offset_ns / 1e3,
+                self.bound_ns / 1e3
+            )
+        } else {
+            format!(
+                "clocks NOT synchronised: server clock {:+.1} us from ours, estimated (NTP on-wire, min-RTT exchange, +/- {:.1} us); one-way delays are corrected by that estimate and assume the fastest exchange was symmetric",
+                self.offset_ns / 1e3,
+                self.bound_ns / 1e3
+            )
+        }
+    }
+}
+
 impl ClientResult {
     pub fn probe_raw(&self, id: usize) -> ProbeRaw {
         let mut v = self.rtt_us.clone();
@@ -518,6 +583,41 @@ mod tests {
 
     fn fresh() -> ClientState {
         ClientState { first_ns: 0, last_ns: 0, tokens: 0.0 }
+    }
+
+    /// (up = t2 - t1, down = t4 - t3) for a server clock `theta` ahead, one-way delays `d_up`, `d_down`.
+    fn exchange(theta: i64, d_up: i64, d_down: i64) -> (i64, i64) {
+        (d_up + theta, d_down - theta)
+    }
+
+    #[test]
+    fn the_clock_offset_is_exact_from_a_symmetric_fastest_exchange() {
+        let theta = 1_234_567; // the server's clock 1.23 ms ahead
+        let (mut up, mut down) = (vec![], vec![]);
+        for (u, d) in [(9_000, 30_000), (5_000, 5_000), (40_000, 7_000)] {
+            let (a, b) = exchange(theta, u, d);
+            up.push(a);
+            down.push(b);
+        }
+        let o = Offset::estimate(&up, &down).unwrap();
+        assert_eq!(o.offset_ns, theta as f64, "from the 5 us + 5 us exchange");
+        assert_eq!(o.bound_ns, 5_000.0);
+        assert!(!o.synchronised(), "1.23 ms apart is beyond the 5 us bound");
+        let (u, d) = o.one_way_us(&up, &down);
+        assert_eq!((u[0], d[0], u[2], d[2]), (9.0, 30.0, 40.0, 7.0), "each direction recovered");
+        assert!(o.label().starts_with("clocks NOT synchronised"));
+    }
+
+    #[test]
+    fn an_asymmetric_fastest_exchange_errs_within_the_bound_and_the_sums_are_exact() {
+        let (up, down) = exchange(-50_000, 2_000, 8_000);
+        let o = Offset::estimate(&[up], &[down]).unwrap();
+        assert!((o.offset_ns - -50_000.0).abs() <= o.bound_ns, "{o:?}");
+        let (u, d) = o.one_way_us(&[up], &[down]);
+        assert_eq!(u[0] + d[0], 10.0, "up + down = the RTT net of the server's time");
+        assert!(Offset::estimate(&[], &[]).is_none());
+        let same = Offset::estimate(&[3_000], &[3_000]).unwrap();
+        assert!(same.synchronised() && same.label().starts_with("clocks agree"));
     }
 
     #[test]

@@ -88,7 +88,7 @@ fn random_garbage_is_ignored_never_amplified_and_the_server_keeps_serving() {
     let addr = sock.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let st = stop.clone();
-    let cfg = udp::ServerCfg { secret: None, max_pps: 0, max_duration_ns: 0, verbose: false };
+    let cfg = udp::ServerCfg { secret: None, max_pps: 0, max_duration_ns: 0, verbose: false, busy_poll: false };
     let h = std::thread::spawn(move || udp::serve(&sock, &cfg, &|| st.load(Ordering::Relaxed)).unwrap());
     let evil = UdpSocket::bind("127.0.0.1:0").unwrap();
     evil.connect(addr).unwrap();

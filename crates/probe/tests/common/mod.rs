@@ -111,3 +111,62 @@ impl Rng {
     }
 }
 
+
+/// `ip ARGS`, its stderr as the error.
+pub fn ip(args: &[&str]) -> Result<(), String> {
+    let o = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr)))
+    }
+}
+
+/// Two network namespaces joined by a veth pair, `NET.1` in `a`, `NET.2` in
+/// `b` (`net` like "10.77.0"); with `tbf_rate`, both veth ends are shaped by
+/// tbf at that rate (64 KB bucket, 50 ms queue), each direction its own
+/// bottleneck. Needs root. Removed on drop, also after a failure.
+pub struct Netns {
+    pub a: String,
+    pub b: String,
+}
+
+impl Netns {
+    pub fn create(tag: &str, net: &str, tbf_rate: Option<&str>) -> Result<Netns, String> {
+        let pid = std::process::id();
+        let n = Netns { a: format!("bloatlab-{tag}-a-{pid}"), b: format!("bloatlab-{tag}-b-{pid}") };
+        // from here on, Drop cleans up whatever was made
+        ip(&["netns", "add", &n.a])?;
+        ip(&["netns", "add", &n.b])?;
+        let (va, vb) = (format!("bl{tag}a{}", pid % 100000), format!("bl{tag}b{}", pid % 100000));
+        ip(&["link", "add", &va, "netns", &n.a, "type", "veth", "peer", "name", &vb, "netns", &n.b])?;
+        ip(&["-n", &n.a, "addr", "add", &format!("{net}.1/24"), "dev", &va])?;
+        ip(&["-n", &n.b, "addr", "add", &format!("{net}.2/24"), "dev", &vb])?;
+        for (ns, dev) in [(&n.a, &va), (&n.b, &vb)] {
+            ip(&["-n", ns, "link", "set", dev, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            if let Some(rate) = tbf_rate {
+                let o = Command::new("ip")
+                    .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "64kb", "latency", "50ms"])
+                    .output()
+                    .map_err(|e| format!("tc: {e}"))?;
+                if !o.status.success() {
+                    return Err(format!("tc tbf on {dev}: {}", String::from_utf8_lossy(&o.stderr)));
+                }
+            }
+        }
+        Ok(n)
+    }
+    /// Our binary in namespace `ns`.
+    pub fn exec(&self, ns: &str, args: &[&str]) -> Output {
+        Command::new("ip").args(["netns", "exec", ns, bin()]).args(args).output().unwrap()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // deleting a namespace deletes its veth end, and with it the pair
+        let _ = ip(&["netns", "del", &self.a]);
+        let _ = ip(&["netns", "del", &self.b]);
+    }
+}
