@@ -224,7 +224,8 @@ impl Link {
         }
         meta.len = meta.len.max(bytes.len() as u32);
         meta.enqueued_at = now;
-        if self.cfg.loss > 0.0 && self.loss_rng.gen::<f64>() < self.cfg.loss {
+        let control = h.as_ref().is_some_and(crate::scenario::is_control);
+        if self.cfg.loss > 0.0 && !control && self.loss_rng.gen::<f64>() < self.cfg.loss {
             if now < self.cfg.measure_until && now >= self.cfg.measure_from {
                 self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
             }
@@ -448,6 +449,19 @@ mod tests {
         assert_eq!(c.dscp_of(Some(&ack)), Some(46));
         assert_eq!(c.dscp_of(Some(&other)), None);
         assert_eq!(c.dscp_of(None), None);
+    }
+
+    #[test]
+    fn random_loss_spares_the_generators_control_connections_only() {
+        // 100 % loss: the data segment (client port 25000) and a UDP probe are dropped; a control
+        // connection's segment (server port 20000, ephemeral client port 41234) goes through.
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 100, 1.0)).unwrap();
+        l.arrive(0, tcp([10, 77, 0, 2], [10, 77, 0, 1], 20000, 25000, 0x10, 1460, 0));
+        l.arrive(0, tcp([10, 77, 0, 2], [10, 77, 0, 1], 20000, 41234, 0x18, 100, 0));
+        l.service(100 * NS_PER_MS);
+        let out: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).collect();
+        assert_eq!(out.len(), 1);
+        assert_eq!(packet::parse(&out[0].1).unwrap().dport, 41234);
     }
 
     #[test]
