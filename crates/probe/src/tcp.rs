@@ -799,7 +799,11 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     }
     let (tx, rx) = mpsc::channel();
     reg.lock().unwrap().insert(p.cookie, tx);
-    let _ = send_json(&ctrl, &json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id()}));
+    let mut ok = json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id()});
+    if let Some(w) = paced_by_default_warning(&p) {
+        ok["warning"] = json!(w);
+    }
+    let _ = send_json(&ctrl, &ok);
     let mut states = Vec::new();
     let deadline = match limits.data_wait_ns {
         0 => u64::MAX,
@@ -962,6 +966,33 @@ fn info_json(ti: &TcpInfo, written: u64, pre: u64) -> Value {
            "min_rtt_us": ti.min_rtt, "srtt_us": ti.rtt})
 }
 
+/// Controls whose `init` marks the socket for the kernel's internal pacing
+/// (`bbr_init`: `SK_PACING_NEEDED`).
+const PACING_CONTROLS: [&str; 3] = ["bbr", "bbr2", "bbr3"];
+
+/// A download (-R) asks for a control that does not pace, but this server's
+/// default control paces: the accepted socket was initialised with the default
+/// before the test's control is set, and switching never clears the pacing
+/// mark, so the connection is paced (as if the server ran sch_fq). Found
+/// through the emulator, whose namespaces inherited a BBR default: kernel
+/// "CUBIC" downloads were paced (docs/emulator.md).
+fn paced_by_default_warning(p: &Params) -> Option<String> {
+    let cc = p.cc.as_deref()?;
+    if !p.reverse || p.pacing || PACING_CONTROLS.contains(&cc) {
+        return None;
+    }
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").ok()?;
+    let default = default.trim();
+    PACING_CONTROLS.contains(&default).then(|| {
+        format!(
+            "the server's default congestion control is {default}: its accepted sockets start with {default}, which \
+             marks them for pacing before -C {cc} is set, and the mark stays, so this {cc} download is paced (as with \
+             sch_fq). For an unpaced {cc}, start the server with net.ipv4.tcp_congestion_control set to a control that \
+             does not pace (e.g. {cc})"
+        )
+    })
+}
+
 // ---------------------------------------------------------------- client
 
 #[derive(Debug, Clone)]
@@ -1089,6 +1120,9 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         let tag = crate::wire::Key::new(secret).sign_hex(auth_data(ch, &line).as_bytes());
         send_json(&ctrl, &json!({"auth": tag})).map_err(|e| err1(format!("control: {e}")))?;
         hello = answer(&mut rd)?;
+    }
+    if let Some(w) = hello["warning"].as_str() {
+        eprintln!("bloatlab-probe: warning from the server: {w}");
     }
     if hello["ok"] != json!(true) {
         let msg = hello["error"].as_str().unwrap_or("refused").to_string();
