@@ -1451,7 +1451,7 @@ mod tests {
     }
 
     fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
-        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns }
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns, pacing: false }
     }
 
     #[test]
