@@ -224,8 +224,12 @@ impl Link {
         }
         meta.len = meta.len.max(bytes.len() as u32);
         meta.enqueued_at = now;
+        // Random loss is the scenario's: not on the generators' control connections, and not after the
+        // scenario's end, when the senders only finish what they sent (at 30 % loss their last segments'
+        // RTO backoffs outlasted the report grace: no result, twice in a row, on a quiet machine).
         let control = h.as_ref().is_some_and(crate::scenario::is_control);
-        if self.cfg.loss > 0.0 && !control && self.loss_rng.gen::<f64>() < self.cfg.loss {
+        let lossy = self.cfg.loss > 0.0 && !control && now < self.cfg.measure_until;
+        if lossy && self.loss_rng.gen::<f64>() < self.cfg.loss {
             if now < self.cfg.measure_until && now >= self.cfg.measure_from {
                 self.stats.drops[qdisc::DropReason::RandomLoss as usize] += 1;
             }
@@ -462,6 +466,17 @@ mod tests {
         let out: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).collect();
         assert_eq!(out.len(), 1);
         assert_eq!(packet::parse(&out[0].1).unwrap().dport, 41234);
+    }
+
+    #[test]
+    fn random_loss_ends_with_the_scenario() {
+        let mut c = cfg(Service::Rate(12_000_000), 100, 1.0);
+        c.measure_until = 50 * NS_PER_MS;
+        let mut l = Link::new(c).unwrap();
+        l.arrive(0, seg(20000));
+        l.arrive(60 * NS_PER_MS, seg(20000));
+        l.service(200 * NS_PER_MS);
+        assert_eq!(std::iter::from_fn(|| l.pop_due(u64::MAX)).count(), 1, "only the packet after the end gets through");
     }
 
     #[test]
