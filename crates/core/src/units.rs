@@ -238,12 +238,11 @@ pub fn parse_buffer(s: &str) -> Result<Buffer, String> {
             Ok(Buffer::Packets(v as u64))
         }
         _ => {
-            size_unit(unit).ok_or_else(err)?;
-            let b = parse_size(s).map_err(|e| if e.contains("too large") { too_large() } else { err() })?;
-            if b == 0 {
-                return Err(positive());
+            let mult = size_unit(unit).filter(|_| v >= 0.0).ok_or_else(err)?;
+            match bounded(v * mult, s, "the size").map_err(|_| too_large())? {
+                0 => Err(positive()),
+                b => Ok(Buffer::Bytes(b)),
             }
-            Ok(Buffer::Bytes(b))
         }
     }
 }

@@ -278,16 +278,9 @@ fn send_until(s: &StreamState, rate_bps: Option<u64>, stop: &AtomicBool) -> Opti
                 None => continue,
             }
         }
-        match (&s.sock).write(&buf[..chunk]) {
-            Ok(k) => {
-                w += k as u64;
-                s.written.store(w, Ordering::Relaxed);
-            }
-            Err(e) if tcp::is_timeout(&e) => {}
-            Err(e) => {
-                s.done.store(true, Ordering::Relaxed);
-                return Some(e.to_string());
-            }
+        if let Err(e) = tcp::write_some(s, &buf, chunk, &mut w) {
+            s.done.store(true, Ordering::Relaxed);
+            return Some(e.to_string());
         }
     }
     s.done.store(true, Ordering::Relaxed);

@@ -182,6 +182,21 @@ pub(crate) fn app_gate(rate_bps: u64, onoff: Option<(u64, u64)>, app_t0: u64, w:
     None
 }
 
+/// One write of a sending loop: at most `chunk` bytes of `buf`; `w` counts
+/// what the socket took (also published in `s.written`). A send timeout is
+/// not an error: the caller's loop looks at its clock and comes back.
+pub fn write_some(s: &StreamState, buf: &[u8], chunk: usize, w: &mut u64) -> io::Result<()> {
+    match (&s.sock).write(&buf[..chunk]) {
+        Ok(k) => {
+            *w += k as u64;
+            s.written.store(*w, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(e) if is_timeout(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Send for the duration or the byte count (at most `rate_bps` when
 /// given), then wait for the last ack.
 pub fn run_sender(
@@ -217,16 +232,9 @@ pub fn run_sender(
                 None => continue,
             }
         }
-        match (&s.sock).write(&buf[..chunk]) {
-            Ok(k) => {
-                w += k as u64;
-                s.written.store(w, Ordering::Relaxed);
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => {
-                out.error = Some(peer_error(&e));
-                break;
-            }
+        if let Err(e) = write_some(s, &buf, chunk, &mut w) {
+            out.error = Some(peer_error(&e));
+            break;
         }
     }
     if out.error.is_none() {
