@@ -326,6 +326,19 @@ pub fn set_internal_pacing(fd: RawFd) -> io::Result<()> {
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &(u64::MAX - 1))
 }
 
+/// End a TCP connection at once, as an application that no longer wants to send
+/// what it wrote: `connect(AF_UNSPEC)` runs `tcp_disconnect` (net/ipv4/tcp.c), which
+/// purges the send queue and sends a RST to the peer; the descriptor stays valid.
+pub fn abort_connection(fd: RawFd) -> io::Result<()> {
+    let sa = libc::sockaddr { sa_family: libc::AF_UNSPEC as libc::sa_family_t, sa_data: [0; 14] };
+    let r = unsafe { libc::connect(fd, &sa, size_of::<libc::sockaddr>() as u32) };
+    if r != 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Set TCP_CONGESTION; on failure the error lists what the kernel has.
 pub fn set_cc(fd: RawFd, cc: &str) -> Result<(), String> {
     let r = unsafe {

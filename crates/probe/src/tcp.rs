@@ -22,6 +22,10 @@
 //!   16-byte data hello — capped at the bytes written (the FIN's 1).
 //! - goodput: bytes the receiving application read × 8 / (end_s - start_s),
 //!   start = the client's connect(), end = the sender saw its last byte acked.
+//!   A receiver that stops early (Ctrl-C/SIGTERM on a reverse test's client, as the
+//!   emulator ends a flow) asks the sender to stop; the sender then waits for no
+//!   more acks, reports what was acked and resets the connection, so that neither
+//!   side waits for a send buffer draining through a bloated queue.
 //! - fct_s (finite `-n` transfers): end_s - start_s.
 //!
 //! Constants:
@@ -211,6 +215,7 @@ pub fn run_sender(
     let deadline = duration_ns.map(|d| s.start_mono.saturating_add(d));
     let mut out = Outcome::default();
     let mut w = 0u64;
+    let mut halted = false;
     let app_t0 = sys::mono_ns();
     loop {
         if sys::stopped() || stop() {
@@ -246,8 +251,17 @@ pub fn run_sender(
         // connection (HTTP keep-alive, iperf3's data sockets) sends none with them: a FIN
         // on the last data segment puts the receiver in pingpong mode (tcp_fin), which
         // delays its ACK of that segment by up to 40 ms and the completion time with it.
+        //
+        // A receiver that asked us to stop (`stop()`: its STOP_LINE, or its control connection
+        // gone) waits for nothing more: behind a bloated queue the acks of a whole autotuned
+        // send buffer (megabytes) take tens of seconds, which outlasted the emulator's report
+        // grace ("no result from bloatlab-probe"); the data it did not want are discarded below.
         let t_give_up = sys::mono_ns() + ACK_WAIT_MAX_NS;
         loop {
+            if stop() {
+                halted = true;
+                break;
+            }
             let now = sys::mono_ns();
             match sys::tcp_info(s.sock.as_raw_fd()) {
                 Ok(ti) if data_acked(&ti, w, s.pre) >= w => break,
@@ -268,8 +282,16 @@ pub fn run_sender(
         }
     }
     out.end_mono = sys::mono_ns();
-    let _ = s.sock.shutdown(Shutdown::Write);
-    out.final_info = s.sample();
+    if halted {
+        // Abort: what is still in the send buffer was written after the receiver stopped
+        // wanting it; a FIN would queue behind it and keep the receiver draining for as long.
+        // The last sample is taken first: it holds what was acked when the receiver stopped.
+        out.final_info = s.sample();
+        let _ = sys::abort_connection(s.sock.as_raw_fd());
+    } else {
+        let _ = s.sock.shutdown(Shutdown::Write);
+        out.final_info = s.sample();
+    }
     if let Some(ti) = &out.final_info {
         if let Some(n) = bytes {
             out.completed = w == n && data_acked(ti, w, s.pre) >= n && out.error.is_none();
@@ -321,6 +343,9 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
                 }
             }
             Err(e) if is_timeout(&e) => {}
+            // we asked the sender to stop: it ends the connection with a reset once it has
+            // stopped (run_sender), and what reached us before the reset is all there is
+            Err(e) if stopped_at.is_some() && e.raw_os_error() == Some(libc::ECONNRESET) => break,
             Err(e) => {
                 out.error = Some(peer_error(&e));
                 break;

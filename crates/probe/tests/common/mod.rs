@@ -129,16 +129,19 @@ pub fn ip(args: &[&str]) -> Result<(), String> {
 pub struct Netns {
     pub a: String,
     pub b: String,
+    /// the veth ends in `a` and `b`
+    pub dev_a: String,
+    pub dev_b: String,
 }
 
 impl Netns {
     pub fn create(tag: &str, net: &str, tbf_rate: Option<&str>) -> Result<Netns, String> {
         let pid = std::process::id();
-        let n = Netns { a: format!("bloatlab-{tag}-a-{pid}"), b: format!("bloatlab-{tag}-b-{pid}") };
+        let (va, vb) = (format!("bl{tag}a{}", pid % 100000), format!("bl{tag}b{}", pid % 100000));
+        let n = Netns { a: format!("bloatlab-{tag}-a-{pid}"), b: format!("bloatlab-{tag}-b-{pid}"), dev_a: va.clone(), dev_b: vb.clone() };
         // from here on, Drop cleans up whatever was made
         ip(&["netns", "add", &n.a])?;
         ip(&["netns", "add", &n.b])?;
-        let (va, vb) = (format!("bl{tag}a{}", pid % 100000), format!("bl{tag}b{}", pid % 100000));
         ip(&["link", "add", &va, "netns", &n.a, "type", "veth", "peer", "name", &vb, "netns", &n.b])?;
         ip(&["-n", &n.a, "addr", "add", &format!("{net}.1/24"), "dev", &va])?;
         ip(&["-n", &n.b, "addr", "add", &format!("{net}.2/24"), "dev", &vb])?;
