@@ -1,5 +1,6 @@
-//! The real-time loop of one direction: read packets from the ingress TUN,
-//! feed them to the [`Link`] model with the monotonic clock, write the due
+//! The real-time loop of one direction: read packets from the ingress TUN
+//! (a GSO super-packet cut into its wire segments, crate::gso), feed them to
+//! the [`Link`] model with the monotonic clock, write the due
 //! ones to the egress TUN, and measure how late each write is.
 //!
 //! Waiting: `ppoll` on the ingress descriptor until the next event minus an
@@ -12,6 +13,7 @@
 //! the receiver sees beyond the configured delay; p50/p99/max go to the
 //! result and a p99 above 1 ms flags the run.
 
+use crate::gso::{self, Segmenter};
 use crate::link::{Link, LinkConfig, Sample};
 use bloatlab_core::qdisc::Stats;
 use crate::pcap::Pcap;
@@ -23,8 +25,9 @@ use std::sync::Arc;
 
 /// Packets read per loop turn before the link is serviced again.
 const READ_BATCH: usize = 64;
-/// Largest packet a TUN with MTU 1500 hands us (with headroom for a larger MTU).
-const MAX_PKT: usize = 65536;
+/// Largest frame a TUN hands us: its virtio-net header and a 64 KiB GSO
+/// super-packet (an IP packet's length field caps it at 65 535 bytes).
+pub const MAX_FRAME: usize = gso::HDR_LEN + 65536;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
@@ -106,7 +109,13 @@ pub struct DirResult {
     pub samples: Vec<Sample>,
     pub late: LateHist,
     pub write_errors: u64,
+    /// Wire packets read (GSO super-packets counted by their segments).
     pub read_pkts: u64,
+    /// Reads from the TUN, and how many of them were GSO super-packets.
+    pub read_frames: u64,
+    pub super_pkts: u64,
+    /// Wire packets written as part of a coalesced GSO write.
+    pub coalesced_pkts: u64,
 }
 
 pub struct Forwarder {
@@ -149,37 +158,76 @@ impl Running {
         let mut late = LateHist::default();
         let mut write_errors = 0u64;
         let mut read_pkts = 0u64;
+        let mut read_frames = 0u64;
+        let mut frame = vec![0u8; MAX_FRAME];
+        let mut seg = Segmenter::default();
+        let coalesce = crate::ns::coalesce();
+        let mut due: Vec<(Nanos, Vec<u8>)> = Vec::new();
+        let mut sup: Vec<u8> = Vec::new();
+        let mut coalesced = 0u64;
         let origin = self.origin;
         let clock = || sys::mono_ns().saturating_sub(origin);
         while !self.stop.load(Ordering::Relaxed) {
             let now = clock();
             self.link.service(now);
             for _ in 0..READ_BATCH {
-                let mut b = self.link.buffer(MAX_PKT);
-                b.resize(MAX_PKT, 0);
-                match sys::read_pkt(self.ingress, &mut b) {
+                match sys::read_pkt(self.ingress, &mut frame) {
                     Ok(n) if n > 0 => {
-                        b.truncate(n);
-                        read_pkts += 1;
-                        if let Some(p) = self.pcap.as_mut() {
-                            let _ = p.write(now, &b);
-                        }
-                        self.link.arrive(now, b);
+                        read_frames += 1;
+                        let (link, pcap) = (&mut self.link, &mut self.pcap);
+                        seg.each(&frame[..n], |p| {
+                            read_pkts += 1;
+                            if let Some(pc) = pcap.as_mut() {
+                                let _ = pc.write(now, p);
+                            }
+                            let mut b = link.buffer(p.len());
+                            b.extend_from_slice(p);
+                            link.arrive(now, b);
+                        });
                     }
-                    _ => {
-                        self.link.recycle(b);
-                        break;
-                    }
+                    _ => break,
                 }
             }
             let mut t = clock();
-            while let Some((at, b)) = self.link.pop_due(t) {
-                if !sys::write_pkt(self.egress, &b) {
-                    write_errors += 1;
+            if coalesce {
+                while due.len() < READ_BATCH {
+                    match self.link.pop_due(t) {
+                        Some(d) => due.push(d),
+                        None => break,
+                    }
                 }
-                t = clock();
-                late.record(t.saturating_sub(at));
-                self.link.recycle(b);
+                let mut i = 0;
+                while i < due.len() {
+                    let refs: Vec<&[u8]> = due[i..].iter().map(|(_, b)| b.as_slice()).collect();
+                    let n = gso::run_length(&refs);
+                    let ok = if n >= 2 {
+                        let h = gso::coalesce(&refs[..n], &mut sup);
+                        coalesced += n as u64;
+                        sys::write_frame(self.egress, &h.bytes(), &sup)
+                    } else {
+                        sys::write_pkt(self.egress, refs[0])
+                    };
+                    if !ok {
+                        write_errors += n as u64;
+                    }
+                    t = clock();
+                    for (at, _) in &due[i..i + n] {
+                        late.record(t.saturating_sub(*at));
+                    }
+                    i += n;
+                }
+                for (_, b) in due.drain(..) {
+                    self.link.recycle(b);
+                }
+            } else {
+                while let Some((at, b)) = self.link.pop_due(t) {
+                    if !sys::write_pkt(self.egress, &b) {
+                        write_errors += 1;
+                    }
+                    t = clock();
+                    late.record(t.saturating_sub(at));
+                    self.link.recycle(b);
+                }
             }
             self.wait_until(self.link.next_event());
         }
@@ -199,6 +247,9 @@ impl Running {
             late,
             write_errors,
             read_pkts,
+            read_frames,
+            super_pkts: seg.super_pkts,
+            coalesced_pkts: coalesced,
         }
     }
 

@@ -7,7 +7,8 @@
 //! the other side in real time. The TCP is the real kernel's
 //! (`TCP_CONGESTION` per flow), driven by `bloatlab-probe`.
 //!
-//! Rooms: [`packet`] (IPv4 headers), [`link`] (the model, clock as an
+//! Rooms: [`packet`] (IPv4 headers), [`gso`] (the TUN's virtio-net header,
+//! GSO super-packets cut into wire segments), [`link`] (the model, clock as an
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
 //! clean-up), [`run`] (a whole run and its raw result), [`scenario`] (the
 //! resolved scenario), [`pcap`], [`sys`], [`wifi`] (the WiFi medium instead of
@@ -15,6 +16,7 @@
 //! as in the simulator.
 
 pub mod forward;
+pub mod gso;
 pub mod link;
 pub mod ns;
 pub mod packet;

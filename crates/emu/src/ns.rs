@@ -20,6 +20,20 @@ pub const MAX_SLOTS: u32 = 8;
 const LOCK_DIR: &str = "/run/bloatlab";
 pub const TUN_NAME: &str = "blt0";
 
+/// GSO super-packets and partial checksums through the TUN devices (crate::gso):
+/// on unless `BLOATLAB_EMU_OFFLOAD=0` (the A/B switch of bench/emu: the same
+/// emulator with every packet segmented and checksummed by the kernel).
+pub fn offload() -> bool {
+    std::env::var("BLOATLAB_EMU_OFFLOAD").map_or(true, |v| v != "0")
+}
+
+/// Due segments of one flow written back as one GSO write (crate::gso::coalesce):
+/// only with `BLOATLAB_EMU_COALESCE=1` (and offload on) until the fidelity table
+/// has been re-measured with it.
+pub fn coalesce() -> bool {
+    offload() && std::env::var("BLOATLAB_EMU_COALESCE").is_ok_and(|v| v == "1")
+}
+
 /// Socket-buffer limits inside the namespaces: min, default, max bytes. The
 /// max (128 MiB) exceeds twice the BDP of 1 Gbit/s x 500 ms, so the window
 /// never limits a flow unless the scenario asks for it.
@@ -229,7 +243,7 @@ impl Netns {
                     write_sysctl("net/ipv4/ip_local_port_range", LOCAL_PORT_RANGE)?;
                     write_sysctl("net/ipv4/tcp_no_metrics_save", "1")?;
                     write_sysctl("net/ipv4/tcp_congestion_control", DEFAULT_CC)?;
-                    sys::open_tun(TUN_NAME)
+                    sys::open_tun(TUN_NAME, offload())
                 })
                 .map_err(|e| format!("setting up namespace {name}: {e}"))?;
                 ip(&["-n", name, "link", "set", "lo", "up"])?;

@@ -798,6 +798,9 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Valu
                 "marks": r.stats.marks,
                 "qdelay_ms": DistOut::json_of(&mut q),
                 "read_pkts": r.read_pkts,
+                "read_frames": r.read_frames,
+                "gso_super_pkts": r.super_pkts,
+                "coalesced_pkts": r.coalesced_pkts,
                 "write_errors": r.write_errors,
             }),
         );

@@ -33,6 +33,13 @@ fn last_err(what: &str) -> io::Error {
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
+/// Every read and write starts with a struct virtio_net_hdr (crate::gso).
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+/// `TUNSETOFFLOAD` = `_IOW('T', 208, unsigned int)`.
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
+const TUN_F_TSO_ECN: libc::c_uint = 0x08;
 
 #[repr(C)]
 struct IfReq {
@@ -42,21 +49,29 @@ struct IfReq {
 }
 
 /// Open a (non-persistent) TUN device `name` in the calling thread's network
-/// namespace: IP packets without any prefix, non-blocking. The device exists
-/// as long as the returned descriptor is open.
-pub fn open_tun(name: &str) -> io::Result<OwnedFd> {
+/// namespace: IP packets behind a virtio-net header (crate::gso), non-blocking.
+/// With `offload` the kernel may hand over TCPv4 GSO super-packets and leave
+/// checksums partial (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN); without it
+/// every packet comes segmented and checksummed, as from a plain TUN. The
+/// device exists as long as the returned descriptor is open.
+pub fn open_tun(name: &str, offload: bool) -> io::Result<OwnedFd> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open("/dev/net/tun")
         .map_err(|e| io::Error::new(e.kind(), format!("/dev/net/tun: {e}")))?;
-    let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+    let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI | IFF_VNET_HDR, _pad: [0; 22] };
     let n = name.len().min(15);
     req.name[..n].copy_from_slice(&name.as_bytes()[..n]);
     // SAFETY: TUNSETIFF reads and writes a struct ifreq, which IfReq lays out (40 bytes).
     if unsafe { libc::ioctl(f.as_raw_fd(), TUNSETIFF as _, &mut req) } < 0 {
         return Err(last_err("TUNSETIFF"));
+    }
+    let features: libc::c_uint = if offload { TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN } else { 0 };
+    // SAFETY: TUNSETOFFLOAD takes the feature bits by value.
+    if unsafe { libc::ioctl(f.as_raw_fd(), TUNSETOFFLOAD as _, features as libc::c_ulong) } < 0 {
+        return Err(last_err("TUNSETOFFLOAD"));
     }
     Ok(OwnedFd::from(f))
 }
@@ -130,7 +145,8 @@ pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
     r > 0
 }
 
-/// Non-blocking read of one packet. Ok(0) when none is waiting.
+/// Non-blocking read of one frame (virtio-net header + packet, crate::gso).
+/// Ok(0) when none is waiting.
 #[inline]
 pub fn read_pkt(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes.
@@ -145,13 +161,24 @@ pub fn read_pkt(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n as usize)
 }
 
-/// Write one packet. Errors are counted by the caller, not fatal (a TUN whose
-/// namespace is going away refuses writes).
+/// Write one IP packet behind its virtio-net header (crate::gso::out_hdr).
+/// Errors are counted by the caller, not fatal (a TUN whose namespace is going
+/// away refuses writes).
 #[inline]
 pub fn write_pkt(fd: RawFd, buf: &[u8]) -> bool {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
-    n == buf.len() as isize
+    write_frame(fd, &crate::gso::out_hdr(buf).bytes(), buf)
+}
+
+/// Write one packet behind the given virtio-net header (a GSO super-packet's).
+#[inline]
+pub fn write_frame(fd: RawFd, h: &[u8; crate::gso::HDR_LEN], buf: &[u8]) -> bool {
+    let iov = [
+        libc::iovec { iov_base: h.as_ptr() as *mut libc::c_void, iov_len: h.len() },
+        libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() },
+    ];
+    // SAFETY: two valid iovecs over live buffers.
+    let n = unsafe { libc::writev(fd, iov.as_ptr(), 2) };
+    n == (h.len() + buf.len()) as isize
 }
 
 /// An exclusive, non-blocking `flock` on `path` (created if missing). None if

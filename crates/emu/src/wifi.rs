@@ -14,7 +14,8 @@
 //! (`shell_station`, `bloatlab shell --station`); without one they only get
 //! the default delay.
 
-use crate::forward::{LateHist, Timing};
+use crate::forward::{LateHist, Timing, MAX_FRAME};
+use crate::gso::Segmenter;
 use crate::packet;
 use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
@@ -30,7 +31,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 const READ_BATCH: usize = 64;
-const MAX_PKT: usize = 65536;
 const NO_STATION: u16 = u16::MAX;
 
 
@@ -144,15 +144,16 @@ impl Medium {
         }
         let mut out: Vec<Delivered<Vec<u8>>> = Vec::new();
         let mut drops: Vec<Dropped<Vec<u8>>> = Vec::new();
+        let mut frame = vec![0u8; MAX_FRAME];
+        let mut seg = Segmenter::default();
         while !stop.load(Ordering::Relaxed) {
             let now = self.clock();
             // Arrivals: from the server TUN (downlink, at the AP) and the client TUN (uplink).
             for (i, up) in [(0usize, false), (1, true)] {
                 for _ in 0..READ_BATCH {
-                    let mut b = vec![0u8; MAX_PKT];
-                    match sys::read_pkt(self.fds[i], &mut b) {
-                        Ok(n) if n > 0 => {
-                            b.truncate(n);
+                    match sys::read_pkt(self.fds[i], &mut frame) {
+                        Ok(n) if n > 0 => seg.each(&frame[..n], |p| {
+                            let b = p.to_vec();
                             let h = packet::parse(&b);
                             match h.as_ref().and_then(|h| self.station_of(h).map(|s| (s, h.meta()))) {
                                 Some((s, meta)) => self.wifi.enqueue(now, s, up, Packet { meta, data: b }, &mut self.rng, &mut drops),
@@ -161,7 +162,7 @@ impl Medium {
                                     self.delay_line(at, up, b);
                                 }
                             }
-                        }
+                        }),
                         _ => break,
                     }
                 }
