@@ -363,7 +363,16 @@ fn scenario(test: &str, host: &str) -> serde_json::Value {
 }
 
 fn print_json(o: &Output) {
-    println!("{}", serde_json::to_string(&o.to_json()).unwrap());
+    use std::io::Write;
+    // A reader that stopped early (`| head`) is not an error worth a panic: SIGPIPE is
+    // ignored (sys::install_signal_handlers), so the write sees EPIPE; the test is over.
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{}", serde_json::to_string(&o.to_json()).unwrap()).and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("bloatlab-probe: writing the result: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// iperf3's own command lines, as its users type them: `-c HOST [...]` is

@@ -150,3 +150,20 @@ fn a_flood_of_spoofed_one_request_sources_does_not_lock_out_a_real_client() {
     let received = j["raw"]["probes"][0]["received"].as_u64().or_else(|| j["probes"][0]["received"].as_u64());
     assert_eq!(received, Some(200), "{j}");
 }
+
+/// `--json | head -c 20`: the reader goes away before the result is written;
+/// the write sees EPIPE (SIGPIPE is ignored) and the probe ends quietly, no panic.
+#[test]
+fn a_reader_that_stopped_early_gets_no_panic() {
+    let srv = Server::start(&["udp", "server"]);
+    let mut child = std::process::Command::new(bin())
+        .args(["udp", "client", "127.0.0.1", "-p", &srv.port, "--interval", "10ms", "-t", "0.3", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = wait_output(child, std::time::Duration::from_secs(10));
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
