@@ -90,7 +90,7 @@
 //! | `BW_PROBE_RAND_ROUNDS` | 2 | rounds | random 0..1 extra rounds |
 //! | `BW_PROBE_BASE_US` | 2 000 000 | µs | probe at most every 2 s of wall clock ... |
 //! | `BW_PROBE_RAND_US` | 1 000 000 | µs | ... plus 0..1 s at random: 2-3 s |
-//! | `DEFAULT_HZ` | 250 | 1/s | jiffies of this lab's kernel |
+//! | `HZ` | 250 | 1/s | jiffies of this lab's kernel (`crate::kernel`), from `INITIAL_JIFFIES` |
 //!
 //! # Where the boundary forces a choice (read before comparing with the kernel)
 //!
@@ -123,8 +123,9 @@
 //!   delivered counts, as in [`super::bbr`].
 
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH};
+use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
-use crate::time::{to_us, Nanos, NS_PER_SEC, NS_PER_US};
+use crate::time::{to_us, NS_PER_US};
 use std::collections::VecDeque;
 
 mod bounds;
@@ -203,8 +204,6 @@ const GSO_LEGACY_MAX_SIZE: u64 = 65536;
 const MAX_TCP_HEADER: u64 = 192;
 /// `sysctl_tcp_min_tso_segs` default.
 const MIN_TSO_SEGS: u32 = 2;
-/// Kernel tick rate for jiffies stamps.
-pub const DEFAULT_HZ: u32 = 250;
 /// RNG stream id for the probe-wait draws.
 const RNG_STREAM: u64 = 0xBB_0003;
 /// Entries of (delivered, lost) history kept at most.
@@ -260,7 +259,6 @@ struct Ctx {
 pub struct Bbr3 {
     seed: u64,
     rng: Rng,
-    hz: u32,
     ecn_enabled: bool,
 
     // --- v1 fields ---
@@ -345,11 +343,6 @@ impl Default for Bbr3 {
     }
 }
 
-/// Kernel `after(a, b)` for u32 stamps.
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// v3 `bbr_rate_bytes_per_sec`: rate (packets/µs << 24) · mss · gain, less
 /// `margin` percent, in bytes/s, at least 1.
 pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u64) -> u64 {
@@ -365,7 +358,6 @@ impl Bbr3 {
         Bbr3 {
             seed,
             rng: rng::stream(seed, RNG_STREAM),
-            hz: DEFAULT_HZ,
             ecn_enabled: true,
             min_rtt_us: UNSET,
             min_rtt_stamp: 0,
@@ -444,13 +436,6 @@ impl Bbr3 {
         self
     }
 
-    /// A kernel tick rate other than [`DEFAULT_HZ`].
-    pub fn with_hz(mut self, hz: u32) -> Bbr3 {
-        assert!(hz > 0, "hz must be positive");
-        self.hz = hz;
-        self
-    }
-
     // ---------- accessors (telemetry, tests) ----------
 
     /// The seed of [`Bbr3::with_seed`].
@@ -523,12 +508,6 @@ impl Bbr3 {
 
     // ---------- clocks and socket fields ----------
 
-    fn jiffies(&self, now: Nanos) -> u32 {
-        (now as u128 * self.hz as u128 / NS_PER_SEC as u128) as u32
-    }
-    fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
-    }
     /// Rebuild delivered_mstamp, mss and the (delivered, lost) history.
     fn observe(&mut self, c: &ConnView) {
         if c.delivered != self.seen_delivered {
@@ -787,7 +766,7 @@ impl Bbr3 {
 
     /// `bbr_check_probe_rtt_done`.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
             return;
         }
@@ -810,15 +789,15 @@ impl Bbr3 {
 
     /// `bbr_update_min_rtt`: 5 s probe_rtt_min filter, 10 s min_rtt, PROBE_RTT.
     fn update_min_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
-        let expire = self.probe_rtt_min_stamp.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_WIN_MS));
+        let expire = self.probe_rtt_min_stamp.wrapping_add(msecs_to_jiffies(PROBE_RTT_WIN_MS));
         let probe_rtt_expired = after(now_j, expire);
         if rtt_us >= 0 && (rtt_us < self.probe_rtt_min_us as i64 || (probe_rtt_expired && !rs.is_ack_delayed)) {
             self.probe_rtt_min_us = rtt_us.min(u32::MAX as i64) as u32;
             self.probe_rtt_min_stamp = now_j;
         }
-        let expire = self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(self.hz));
+        let expire = self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(HZ));
         let min_rtt_expired = after(now_j, expire);
         if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
             self.min_rtt_us = self.probe_rtt_min_us;
@@ -840,7 +819,7 @@ impl Bbr3 {
             }
             self.probe_rtt_al_until = mark;
             if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_MODE_MS));
+                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = c.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
@@ -995,8 +974,8 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_init`.
     fn init(&mut self, c: &ConnView, w: &mut Window) {
-        let (seed, hz, ecn) = (self.seed, self.hz, self.ecn_enabled);
-        *self = Bbr3::with_seed(seed).with_hz(hz).with_ecn(ecn);
+        let (seed, ecn) = (self.seed, self.ecn_enabled);
+        *self = Bbr3::with_seed(seed).with_ecn(ecn);
         self.seen_delivered = c.delivered;
         self.seen_delivered_ce = c.delivered_ce;
         self.delivered_mstamp = to_us(c.now);
@@ -1008,7 +987,7 @@ impl CongestionControl for Bbr3 {
         w.ssthresh = INFINITE_SSTHRESH;
         self.next_rtt_delivered = c.delivered;
         let min_rtt = if c.min_rtt == u64::MAX { UNSET } else { to_us(c.min_rtt).min(UNSET as u64) as u32 };
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         self.probe_rtt_min_us = min_rtt;
         self.probe_rtt_min_stamp = now_j;
         self.min_rtt_us = min_rtt;
