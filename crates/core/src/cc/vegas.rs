@@ -113,15 +113,6 @@ impl Vegas {
     pub fn enabled(&self) -> bool {
         self.doing_vegas_now
     }
-
-    /// `tcp_current_ssthresh`: outside a cwnd reduction, at least 3/4 cwnd.
-    fn current_ssthresh(c: &ConnView, w: &Window) -> u32 {
-        if matches!(c.ca_state, CaState::Cwr | CaState::Recovery) {
-            w.ssthresh
-        } else {
-            w.ssthresh.max((w.cwnd >> 1) + (w.cwnd >> 2))
-        }
-    }
 }
 
 impl CongestionControl for Vegas {
@@ -202,7 +193,7 @@ impl CongestionControl for Vegas {
                 } else if w.cwnd > w.cwnd_clamp {
                     w.cwnd = w.cwnd_clamp;
                 }
-                w.ssthresh = Self::current_ssthresh(c, w);
+                w.ssthresh = w.current_ssthresh(c.ca_state);
             }
             self.cnt_rtt = 0;
             self.min_rtt = NO_RTT;

@@ -137,11 +137,8 @@ impl Sender {
         }
         let v = self.view(now);
         self.cc.cwnd_event(&v, CwndEvent::CwndRestart, &mut self.w);
-        // tcp_current_ssthresh: 3/4 of cwnd unless in CWR/Recovery
         let cwnd = self.w.cwnd;
-        if self.ca_state < CaState::Cwr {
-            self.w.ssthresh = self.w.ssthresh.max((cwnd >> 1) + (cwnd >> 2));
-        }
+        self.w.ssthresh = self.w.current_ssthresh(self.ca_state);
         self.w.cwnd = restart_cwnd(cwnd, idle, rto);
         self.restarts += 1;
     }
