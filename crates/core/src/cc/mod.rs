@@ -31,6 +31,7 @@ use crate::time::Nanos;
 
 pub mod bbr;
 pub mod bbr3;
+pub mod bbr_common;
 pub mod cubic;
 pub mod dctcp;
 pub mod newreno;

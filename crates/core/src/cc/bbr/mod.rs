@@ -6,7 +6,9 @@
 //! Paper: Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM
 //! Queue 14(5), 2016. Every step below is named after the kernel function it
 //! follows, and the arithmetic is the kernel's (integers, µs, fixed point), so
-//! the same inputs give the same cwnd and pacing rate bit for bit.
+//! the same inputs give the same cwnd and pacing rate bit for bit. The
+//! fixed-point units and the rate/BDP arithmetic that v3 repeats unchanged
+//! are [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -100,6 +102,7 @@
 //! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
 //!   called after 2B packets" is followed: init starts the round at `delivered`.
 
+use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
 use crate::filter::MaxFilter;
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
@@ -109,27 +112,15 @@ use crate::time::{to_us, NS_PER_US};
 #[cfg(test)]
 mod tests;
 
-/// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
-pub const BW_SCALE: u32 = 24;
-/// 1.0 packet/µs in bw units.
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain fixed point: gains are in 1/256.
-pub const BBR_SCALE: u32 = 8;
-/// A gain of 1.0.
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+/// The fixed-point units, shared with BBRv3 ([`super::bbr_common`]).
+pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 
 /// Pacing gain cycle length in PROBE_BW (phases).
 const CYCLE_LEN: usize = 8;
 /// Max-bw filter window, in rounds.
 const BW_RTTS: u64 = CYCLE_LEN as u64 + 2;
-/// min_rtt filter window, seconds.
-const MIN_RTT_WIN_SEC: u32 = 10;
-/// Least time at [`CWND_MIN_TARGET`] in PROBE_RTT, ms.
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// Below this pacing rate (bit/s) BBR asks for single-segment TSO bursts.
 const MIN_TSO_RATE: u64 = 1_200_000;
-/// Pace this many percent below the bandwidth estimate.
-const PACING_MARGIN_PERCENT: u64 = 1;
 
 /// STARTUP gain (pacing and cwnd): 2/ln 2, in 1/256 (739).
 pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
@@ -178,9 +169,6 @@ const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 
 /// Largest GSO burst BBR sizes its TSO goal for, bytes.
-const GSO_LEGACY_MAX_SIZE: u64 = 65536;
-/// `MAX_TCP_HEADER` of this lab's kernel config, bytes.
-const MAX_TCP_HEADER: u64 = 192;
 /// RNG stream id for the gain-cycle start phase.
 const RNG_STREAM: u64 = 0xBB_0001;
 
@@ -297,12 +285,7 @@ impl Default for Bbr {
 /// `bbr_rate_bytes_per_sec`: bw (packets/µs << 24) times gain, in bytes/s,
 /// less the pacing margin; same order of operations as the kernel.
 pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32) -> u64 {
-    let mut r = rate as u128;
-    r *= mss as u128;
-    r *= gain as u128;
-    r >>= BBR_SCALE;
-    r *= (1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) as u128;
-    (r >> BW_SCALE).min(u64::MAX as u128) as u64
+    bbr_common::rate_bytes_per_sec(mss, rate, gain, PACING_MARGIN_PERCENT)
 }
 
 impl Bbr {
@@ -454,13 +437,10 @@ impl Bbr {
 
     /// `bbr_init_pacing_rate_from_rtt`: high_gain * cwnd / srtt (1 ms if no srtt).
     fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        let rtt_us = if c.srtt != 0 {
+        if c.srtt != 0 {
             self.has_seen_rtt = true;
-            to_us(c.srtt).max(1)
-        } else {
-            1000
-        };
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
+        }
+        let bw = bbr_common::init_bw(w.cwnd, c.srtt);
         w.pacing_rate = self.bw_to_pacing_rate(bw, HIGH_GAIN);
     }
 
@@ -507,8 +487,7 @@ impl Bbr {
         if self.min_rtt_us == u32::MAX {
             return INIT_CWND;
         }
-        let w = bw as u128 * self.min_rtt_us as u128;
-        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32 // rounded up: no shrinking loop
+        bbr_common::bdp(bw, self.min_rtt_us, gain) as u32
     }
 
     /// `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.

@@ -6,7 +6,9 @@
 //! two differ we follow the Linux code and say so. The arithmetic is the
 //! kernel's (u32 fixed point, bw in packets/µs << 24, gains in 1/256, min_rtt
 //! and PROBE_RTT stamps in jiffies at HZ = 250). v1 is [`super::bbr`]; every
-//! step below is named after the v3 kernel function it follows.
+//! step below is named after the v3 kernel function it follows. What v3
+//! repeats from v1 unchanged (fixed-point units, rate and BDP arithmetic) is
+//! [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -122,6 +124,7 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
+use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
@@ -133,25 +136,17 @@ mod probe_bw;
 #[cfg(test)]
 mod tests;
 
-/// Bandwidth fixed point: packets per µs << 24.
-pub const BW_SCALE: u32 = 24;
-/// 1.0 packet/µs in bw units.
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain fixed point: 1/256.
-pub const BBR_SCALE: u32 = 8;
-/// A gain of 1.0.
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+/// The fixed-point units, shared with v1 ([`super::bbr_common`]).
+pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
+
 /// "Unset" for bw_lo, inflight_lo, inflight_hi, min_rtt (kernel `~0U`).
 pub const UNSET: u32 = u32::MAX;
 
-const MIN_RTT_WIN_SEC: u32 = 10;
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// Window of probe_rtt_min_us, ms: the PROBE_RTT interval.
 pub const PROBE_RTT_WIN_MS: u32 = 5000;
 /// PROBE_RTT cwnd as a fraction of the BDP, 1/256.
 pub const PROBE_RTT_CWND_GAIN: u32 = BBR_UNIT / 2;
 const TSO_RTT_SHIFT: u32 = 9;
-const PACING_MARGIN_PERCENT: u64 = 1;
 
 /// STARTUP pacing gain 4 ln 2 (710/256).
 pub const STARTUP_PACING_GAIN: u32 = BBR_UNIT * 277 / 100 + 1;
@@ -199,9 +194,6 @@ const BW_PROBE_BASE_US: u32 = 2_000_000;
 const BW_PROBE_RAND_US: u32 = 1_000_000;
 
 /// Largest GSO burst BBR sizes for, bytes.
-const GSO_LEGACY_MAX_SIZE: u64 = 65536;
-/// `MAX_TCP_HEADER` of this lab's kernel config, bytes.
-const MAX_TCP_HEADER: u64 = 192;
 /// `sysctl_tcp_min_tso_segs` default.
 const MIN_TSO_SEGS: u32 = 2;
 /// RNG stream id for the probe-wait draws.
@@ -346,10 +338,7 @@ impl Default for Bbr3 {
 /// v3 `bbr_rate_bytes_per_sec`: rate (packets/µs << 24) · mss · gain, less
 /// `margin` percent, in bytes/s, at least 1.
 pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u64) -> u64 {
-    let mut r = rate as u128 * mss as u128 * gain as u128;
-    r >>= BBR_SCALE;
-    r *= (1_000_000 / 100 * (100 - margin)) as u128;
-    ((r >> BW_SCALE).min(u64::MAX as u128) as u64).max(1)
+    bbr_common::rate_bytes_per_sec(mss, rate, gain, margin).max(1)
 }
 
 impl Bbr3 {
@@ -564,13 +553,10 @@ impl Bbr3 {
 
     /// `bbr_init_pacing_rate_from_rtt`.
     fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        let rtt_us = if c.srtt != 0 {
+        if c.srtt != 0 {
             self.has_seen_rtt = true;
-            to_us(c.srtt).max(1)
-        } else {
-            1000
-        };
-        let bw = (w.cwnd as u64 * BW_UNIT / rtt_us).min(u32::MAX as u64) as u32;
+        }
+        let bw = bbr_common::init_bw(w.cwnd, c.srtt).min(u32::MAX as u64) as u32;
         w.pacing_rate = self.bw_to_pacing_rate(bw, STARTUP_PACING_GAIN);
     }
 
@@ -612,8 +598,7 @@ impl Bbr3 {
         if self.min_rtt_us == UNSET {
             return self.init_cwnd;
         }
-        let w = bw as u64 * self.min_rtt_us as u64;
-        (((w as u128 * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128)).min(u32::MAX as u128) as u32
+        bbr_common::bdp(bw as u64, self.min_rtt_us, gain).min(u32::MAX as u128) as u32
     }
 
     /// `bbr_quantization_budget` (v3: max with 3 TSO bursts and the floor; +2 in UP).
