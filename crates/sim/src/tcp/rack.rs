@@ -144,21 +144,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::MSS;
     use bloatlab_core::time::NS_PER_MS;
-
-    /// `n` segments sent, the i-th at i ms, in RACK's queue.
-    fn board(n: u64) -> Scoreboard {
-        let mut sb = Scoreboard::default();
-        for i in 0..n {
-            let seq = sb.push_new(MSS);
-            let s = sb.seg(seq);
-            s.tx_time = i * NS_PER_MS;
-            s.gen = 1;
-            sb.tsorted.push_back((i * NS_PER_MS, seq, 1));
-        }
-        sb
-    }
 
     #[test]
     fn rack_follows_the_latest_sent_delivered_segment_and_ignores_an_ambiguous_retransmission() {
@@ -186,7 +172,7 @@ mod tests {
     fn segments_sent_before_the_delivered_one_are_lost_after_rtt_plus_window_and_the_rest_wait() {
         // 0..5 sent at 0..4 ms; 4 is SACKed at 44 ms (RACK RTT 40 ms). With a 2 ms
         // window at 44 ms: 0, 1 and 2 have waited 44, 43, 42 ms >= 42 ms: lost; 3 waits 1 ms more.
-        let mut sb = board(5);
+        let mut sb = Scoreboard::sent(5);
         sb.sack_one(4);
         let mut r = Rack::default();
         r.advance(44 * NS_PER_MS, 0, false, 4, 4 * NS_PER_MS);

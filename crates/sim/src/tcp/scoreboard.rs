@@ -142,6 +142,21 @@ impl Scoreboard {
         s
     }
 
+    /// A board of `n` segments sent (tests): segment i at i ms, once, in
+    /// RACK's queue.
+    #[cfg(test)]
+    pub fn sent(n: u64) -> Scoreboard {
+        let mut sb = Scoreboard::default();
+        for i in 0..n {
+            let seq = sb.push_new(MSS);
+            let s = sb.seg(seq);
+            s.tx_time = i * 1_000_000;
+            s.gen = 1;
+            sb.tsorted.push_back((i * 1_000_000, seq, 1));
+        }
+        sb
+    }
+
     /// Drop the RACK queue's entries below snd_una.
     pub fn prune_tsorted(&mut self) {
         while let Some(&(_, seq, _)) = self.tsorted.front() {
@@ -339,14 +354,8 @@ impl Sender {
 mod tests {
     use super::*;
 
-    /// `n` segments sent, the i-th at i ms.
     fn board(n: u64) -> Scoreboard {
-        let mut sb = Scoreboard::default();
-        for i in 0..n {
-            let seq = sb.push_new(MSS);
-            sb.seg(seq).tx_time = i * 1_000_000;
-        }
-        sb
+        Scoreboard::sent(n)
     }
 
     #[test]
