@@ -9,12 +9,14 @@
 //! - [`cc`]: congestion controls (one file each) behind the [`cc::CongestionControl`] trait.
 //! - [`qdisc`]: queues and AQMs (one file each) behind the [`qdisc::Qdisc`] trait.
 //! - [`filter`]: estimators shared by algorithms (windowed min/max).
+//! - [`kernel`]: the kernel's shared arithmetic (HZ, the jiffies clock, wrap-safe `after`).
 //! - [`stats`]: percentiles and summaries used by every engine's result.
 //! - [`trace`]: Mahimahi delivery traces (trace-driven link rates), for both engines.
 //! - [`wifi`]: the WiFi link kind (airtime, contention, the MAC designs).
 
 pub mod cc;
 pub mod filter;
+pub mod kernel;
 pub mod qdisc;
 pub mod rng;
 pub mod stats;

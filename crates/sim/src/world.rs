@@ -628,7 +628,7 @@ impl World {
                 completed,
                 client_done_s: f.client_has_all.map(|t| t as f64 / 1e9),
                 rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
-                lost_segs: f.snd.lost_total,
+                lost_segs: f.snd.lost_total(),
             });
         }
         let mut links = BTreeMap::new();

@@ -80,7 +80,7 @@
 //! - `beta_scale` = 8 (1024 + 717) / 3 / (1024 - 717) = 15 (integer
 //!   division): tcp_cwnd grows by 1 per cwnd*15/8 packets acked, i.e. 8/15 =
 //!   0.533 packets per RTT, Linux's rendering of RFC 9438 alpha = 0.529.
-//! - [`HZ`] = 250: this machine's CONFIG_HZ; the cubic epoch runs in jiffies
+//! - [`HZ`] = 250 (`crate::kernel`): this machine's CONFIG_HZ; the cubic epoch runs in jiffies
 //!   (4 ms), so `t` has 4 ms granularity and cnt is recomputed at most once
 //!   per jiffy.
 //! - `HZ / 32` = 7 jiffies (28 ms): with an unchanged cwnd, cnt is reused for
@@ -108,9 +108,9 @@
 //!
 //! Linux runs the cubic epoch on `tcp_jiffies32` and HyStart on
 //! `bictcp_clock_us()` (the low 32 bits of `tcp_mstamp`, µs). Here
-//! `jiffies = INITIAL_JIFFIES + now / 4 ms` ([`jiffies32`]; Linux boots with
-//! jiffies 5 minutes before the u32 wrap, so wrap-around is exercised as in
-//! the kernel) and `clock_us = now / 1000` truncated to u32 ([`clock_us`]).
+//! `jiffies = INITIAL_JIFFIES + now / 4 ms` ([`jiffies32`], the one jiffies
+//! clock of `crate::kernel`; Linux boots with jiffies 5 minutes before the
+//! u32 wrap, so wrap-around is exercised as in the kernel) and `clock_us = now / 1000` truncated to u32 ([`clock_us`]).
 //! RTT samples arrive in ns and are truncated to µs; Linux subtracts two
 //! truncated µs stamps, so a sample may differ from the kernel's by 1 µs.
 //!
@@ -125,14 +125,8 @@
 //!   §5.8 allows either this or a new epoch).
 
 use super::{reno, AckSample, CaState, CongestionControl, ConnView, CwndEvent, Window};
-use crate::time::{Nanos, NS_PER_SEC, NS_PER_US};
-
-/// Linux `CONFIG_HZ` of the reference kernel (Debian 12, v6.18): jiffies per second.
-pub const HZ: u32 = 250;
-/// Length of one jiffy, ns (4 ms at HZ = 250).
-pub const NS_PER_JIFFY: Nanos = NS_PER_SEC / HZ as u64;
-/// Linux `INITIAL_JIFFIES`: (u32)(-300 * HZ), so that jiffies wrap 5 minutes after start.
-pub const INITIAL_JIFFIES: u32 = (-(300 * HZ as i64)) as u32;
+use crate::kernel::{after as seq_after, jiffies32, usecs_to_jiffies, HZ};
+use crate::time::{Nanos, NS_PER_US};
 /// `sk_gso_max_size` (bytes) for [`hystart_ack_delay`]: `GSO_LEGACY_MAX_SIZE`.
 pub const GSO_MAX_SIZE: u32 = 65_536;
 
@@ -153,26 +147,11 @@ const HYSTART_DELAY_MAX: u32 = 16_000;
 /// Linux `USEC_PER_MSEC`: cap of the ACK-train cushion, µs.
 const USEC_PER_MSEC: u64 = 1_000;
 
-/// `tcp_jiffies32` at time `now` (ns): `INITIAL_JIFFIES + now / (1 s / HZ)`, mod 2^32.
-pub fn jiffies32(now: Nanos) -> u32 {
-    INITIAL_JIFFIES.wrapping_add((now / NS_PER_JIFFY) as u32)
-}
-
 /// `bictcp_clock_us()`: the low 32 bits of the µs clock at `now` (ns).
 pub fn clock_us(now: Nanos) -> u32 {
     (now / NS_PER_US) as u32
 }
 
-/// Linux `usecs_to_jiffies` for HZ dividing 10^6: rounds up.
-fn usecs_to_jiffies(us: u32) -> u64 {
-    let us_per_jiffy = (1_000_000 / HZ) as u64;
-    (us as u64).div_ceil(us_per_jiffy)
-}
-
-/// Linux `after(seq1, seq2)` on 32-bit sequence numbers.
-fn seq_after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
 
 /// Cube-root estimates, `v[x] = cbrt(x << 18) - 1` for x in 0..64, hand-tuned
 /// by Willy Tarreau for Linux's `cubic_root` (the table is data, not code:
@@ -472,7 +451,7 @@ impl Cubic {
         // t = time since epoch start + delay_min, converted jiffies -> 2^-10 s.
         // (s32 elapsed sign-extended to u64 as in the kernel.)
         let elapsed = now.wrapping_sub(self.epoch_start) as i32 as i64 as u64;
-        let t = elapsed.wrapping_add(usecs_to_jiffies(self.delay_min)).wrapping_shl(BICTCP_HZ) / HZ as u64;
+        let t = elapsed.wrapping_add(usecs_to_jiffies(self.delay_min as u64) as u64).wrapping_shl(BICTCP_HZ) / HZ as u64;
         let k = self.bic_k as u64;
         let below = t < k;
         let offs = if below { k - t } else { t - k };
@@ -653,7 +632,8 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::super::INFINITE_SSTHRESH;
     use super::*;
-    use crate::time::NS_PER_MS;
+    use crate::kernel::NS_PER_JIFFY;
+    use crate::time::{NS_PER_MS, NS_PER_SEC};
 
     /// A time well away from 0 (jiffies and µs clocks are arbitrary).
     const T0: Nanos = 10 * NS_PER_SEC;
@@ -699,20 +679,8 @@ mod tests {
     }
 
     #[test]
-    fn jiffies_start_five_minutes_before_the_u32_wrap_and_tick_every_4_ms() {
-        assert_eq!(jiffies32(0), 4_294_892_296);
-        assert_eq!(jiffies32(NS_PER_JIFFY - 1), 4_294_892_296);
-        assert_eq!(jiffies32(NS_PER_JIFFY), 4_294_892_297);
-        assert_eq!(jiffies32(300 * NS_PER_SEC), 0);
+    fn the_hystart_clock_is_the_low_32_bits_of_microseconds() {
         assert_eq!(clock_us(1_234_567_891), 1_234_567);
-    }
-
-    #[test]
-    fn usecs_to_jiffies_rounds_up_like_the_kernel() {
-        assert_eq!(
-            (usecs_to_jiffies(0), usecs_to_jiffies(1), usecs_to_jiffies(4000), usecs_to_jiffies(4001)),
-            (0, 1, 1, 2)
-        );
     }
 
     #[test]

@@ -55,7 +55,7 @@
 //! kernel falls back to `dctcp-reno` when the handshake did not negotiate ECN;
 //! here the endpoint decides ECN from [`CongestionControl::wants_ecn`].
 
-use super::reno::{cong_avoid_ai, slow_start};
+use super::reno;
 use super::{AckSample, CaState, CongestionControl, ConnView, CwndEvent, Window};
 
 /// alpha's fixed-point unit (`DCTCP_MAX_ALPHA`): 1024 = all packets marked.
@@ -189,7 +189,7 @@ impl Dctcp {
     /// `dctcp_react_to_loss`: Reno's half.
     fn react_to_loss(&mut self, w: &mut Window) {
         self.loss_cwnd = w.cwnd;
-        w.ssthresh = (w.cwnd >> 1).max(2);
+        w.ssthresh = reno::ssthresh(w);
     }
 }
 
@@ -214,18 +214,8 @@ impl CongestionControl for Dctcp {
     }
 
     /// `tcp_reno_cong_avoid`.
-    fn cong_avoid(&mut self, c: &ConnView, mut acked: u32, w: &mut Window) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
+    fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
+        reno::cong_avoid(c, acked, w)
     }
 
     /// `dctcp_update_alpha` (the kernel's `in_ack_event`).

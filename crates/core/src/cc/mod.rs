@@ -31,6 +31,7 @@ use crate::time::Nanos;
 
 pub mod bbr;
 pub mod bbr3;
+pub mod bbr_common;
 pub mod cubic;
 pub mod dctcp;
 pub mod newreno;
@@ -232,6 +233,18 @@ impl Window {
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }
+
+    /// `tcp_current_ssthresh()` (`include/net/tcp.h`): during a cwnd
+    /// reduction (CWR or Recovery, `tcp_in_cwnd_reduction`) ssthresh as it
+    /// is, otherwise at least 3/4 of cwnd. Vegas and the endpoint's restart
+    /// after idle (`tcp_cwnd_restart`) use it.
+    pub fn current_ssthresh(&self, ca_state: CaState) -> u32 {
+        if matches!(ca_state, CaState::Cwr | CaState::Recovery) {
+            self.ssthresh
+        } else {
+            self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
+        }
+    }
 }
 
 /// `sysctl_tcp_min_tso_segs` default: the smallest TSO/GSO burst, segments.
@@ -418,5 +431,22 @@ mod catalog_tests {
         assert_eq!(tso_autosize(12_500_000, 10, 100, 1448, 2), 45);
         // slow: the minimum
         assert_eq!(tso_autosize(100_000, 10, u64::MAX, 1448, 2), 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn current_ssthresh_keeps_ssthresh_in_a_reduction_and_is_at_least_three_quarters_of_cwnd_otherwise() {
+        let w = Window { cwnd: 80, ssthresh: 50, ..Window::default() };
+        assert_eq!(w.current_ssthresh(CaState::Cwr), 50);
+        assert_eq!(w.current_ssthresh(CaState::Recovery), 50);
+        // 80 >> 1 + 80 >> 2 = 60; Loss is not a cwnd reduction in tcp_in_cwnd_reduction
+        assert_eq!(w.current_ssthresh(CaState::Open), 60);
+        assert_eq!(w.current_ssthresh(CaState::Loss), 60);
+        let w = Window { cwnd: 80, ssthresh: 70, ..Window::default() };
+        assert_eq!(w.current_ssthresh(CaState::Disorder), 70);
     }
 }

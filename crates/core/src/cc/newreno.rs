@@ -45,7 +45,7 @@
 //! - multiplicative decrease 1/2 (RFC 5681 eq. 4), floor 2 packets (Linux `tcp_reno_ssthresh`).
 //! - additive increase 1 packet per RTT (RFC 5681 eq. 3, counted per window acked).
 
-use super::reno::Reno;
+use super::reno;
 use super::{CongestionControl, ConnView, Window};
 
 /// NewReno: Reno's window arithmetic; the recovery is the endpoint's.
@@ -58,13 +58,13 @@ impl CongestionControl for NewReno {
     }
 
     /// `tcp_reno_ssthresh`: half the window, at least 2 packets.
-    fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
-        Reno.ssthresh(c, w)
+    fn ssthresh(&mut self, _c: &ConnView, w: &Window) -> u32 {
+        reno::ssthresh(w)
     }
 
     /// `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
-        Reno.cong_avoid(c, acked, w)
+        reno::cong_avoid(c, acked, w)
     }
 }
 

@@ -48,27 +48,40 @@ pub fn cong_avoid_ai(w: &mut Window, wnd: u32, acked: u32) {
     w.cwnd = w.cwnd.min(w.cwnd_clamp);
 }
 
+/// Linux `tcp_reno_ssthresh`: half the window, at least 2 packets. DCTCP
+/// (on loss), Westwood+, Vegas and NewReno use it as the kernel's do.
+pub fn ssthresh(w: &Window) -> u32 {
+    (w.cwnd >> 1).max(2)
+}
+
+/// Linux `tcp_reno_cong_avoid`: nothing unless cwnd limits the sender; slow
+/// start up to ssthresh, then +1 packet per window acked. DCTCP, Westwood+,
+/// Vegas (outside its own decisions) and NewReno grow this way.
+pub fn cong_avoid(c: &ConnView, mut acked: u32, w: &mut Window) {
+    if !c.is_cwnd_limited {
+        return;
+    }
+    if w.in_slow_start() {
+        acked = slow_start(w, acked);
+        if acked == 0 {
+            return;
+        }
+    }
+    let cwnd = w.cwnd;
+    cong_avoid_ai(w, cwnd, acked);
+}
+
 impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
         "reno"
     }
 
     fn ssthresh(&mut self, _c: &ConnView, w: &Window) -> u32 {
-        (w.cwnd >> 1).max(2)
+        ssthresh(w)
     }
 
-    fn cong_avoid(&mut self, c: &ConnView, mut acked: u32, w: &mut Window) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
+    fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
+        cong_avoid(c, acked, w)
     }
 }
 

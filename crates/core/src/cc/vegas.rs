@@ -48,7 +48,7 @@
 //! `baseRTT` is never aged (the kernel's "forever for now"): a route change to
 //! a longer path makes Vegas see a standing queue and shrink.
 
-use super::reno::{cong_avoid_ai, slow_start};
+use super::reno::{self, slow_start};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, AckSample, Window};
 
 /// Lower bound on packets queued in the network.
@@ -113,30 +113,6 @@ impl Vegas {
     pub fn enabled(&self) -> bool {
         self.doing_vegas_now
     }
-
-    /// `tcp_reno_cong_avoid`.
-    fn reno(c: &ConnView, mut acked: u32, w: &mut Window) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
-    }
-
-    /// `tcp_current_ssthresh`: outside a cwnd reduction, at least 3/4 cwnd.
-    fn current_ssthresh(c: &ConnView, w: &Window) -> u32 {
-        if matches!(c.ca_state, CaState::Cwr | CaState::Recovery) {
-            w.ssthresh
-        } else {
-            w.ssthresh.max((w.cwnd >> 1) + (w.cwnd >> 2))
-        }
-    }
 }
 
 impl CongestionControl for Vegas {
@@ -152,7 +128,7 @@ impl CongestionControl for Vegas {
 
     /// `tcp_reno_ssthresh`.
     fn ssthresh(&mut self, _c: &ConnView, w: &Window) -> u32 {
-        (w.cwnd >> 1).max(2)
+        reno::ssthresh(w)
     }
 
     /// `tcp_vegas_pkts_acked`: min-filter the RTT per RTT and forever.
@@ -185,7 +161,7 @@ impl CongestionControl for Vegas {
     /// `tcp_vegas_cong_avoid`.
     fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
         if !self.doing_vegas_now {
-            Self::reno(c, acked, w);
+            reno::cong_avoid(c, acked, w);
             return;
         }
         if c.snd_una > self.beg_snd_nxt {
@@ -193,7 +169,7 @@ impl CongestionControl for Vegas {
             self.beg_snd_nxt = c.snd_nxt;
             if self.cnt_rtt <= 2 {
                 // Too few samples: likely all from delayed ACKs. Behave like Reno.
-                Self::reno(c, acked, w);
+                reno::cong_avoid(c, acked, w);
             } else {
                 let rtt = self.min_rtt;
                 let target_cwnd = (w.cwnd as u64 * self.base_rtt as u64 / rtt as u64) as u32;
@@ -217,7 +193,7 @@ impl CongestionControl for Vegas {
                 } else if w.cwnd > w.cwnd_clamp {
                     w.cwnd = w.cwnd_clamp;
                 }
-                w.ssthresh = Self::current_ssthresh(c, w);
+                w.ssthresh = w.current_ssthresh(c.ca_state);
             }
             self.cnt_rtt = 0;
             self.min_rtt = NO_RTT;

@@ -6,7 +6,7 @@
 //! over Wireless Links", ACM MobiCom 2001, and Grieco & Mascolo, "Performance
 //! evaluation and comparison of Westwood+, New Reno, and Vegas TCP congestion
 //! control", ACM CCR 34(2), 2004 (the "+": one sample per RTT, not per ACK).
-//! Times are jiffies as in the kernel (`tcp_jiffies32`, HZ = 250 here).
+//! Times are jiffies as in the kernel (`tcp_jiffies32`, HZ = 250: the one clock of `crate::kernel`).
 //!
 //! # The model in a nutshell
 //!
@@ -53,21 +53,18 @@
 //! fast path when no duplicate ACK is pending. `bw_est·rtt_min` is computed in
 //! 64 bits (the kernel's u32 would wrap above 4 GB of BDP).
 
-use super::reno::{cong_avoid_ai, slow_start};
+use super::reno;
 use super::{AckSample, CongestionControl, ConnView, CwndEvent, Window};
-use crate::time::{Nanos, NS_PER_SEC};
+use crate::kernel::{jiffies32, usecs_to_jiffies, HZ};
 
-/// Kernel tick rate (`CONFIG_HZ`) of this lab's kernel.
-pub const DEFAULT_HZ: u32 = 250;
-/// `TCP_WESTWOOD_RTT_MIN` = HZ/20, jiffies at [`DEFAULT_HZ`].
-pub const RTT_MIN_JIFFIES: u32 = DEFAULT_HZ / 20;
-/// `TCP_WESTWOOD_INIT_RTT` = 20·HZ, jiffies at [`DEFAULT_HZ`].
-pub const INIT_RTT_JIFFIES: u32 = 20 * DEFAULT_HZ;
+/// `TCP_WESTWOOD_RTT_MIN` = HZ/20, jiffies.
+pub const RTT_MIN_JIFFIES: u32 = HZ / 20;
+/// `TCP_WESTWOOD_INIT_RTT` = 20·HZ, jiffies.
+pub const INIT_RTT_JIFFIES: u32 = 20 * HZ;
 
 /// Linux `struct westwood`.
 #[derive(Debug, Clone)]
 pub struct Westwood {
-    hz: u32,
     /// First (less smoothed) bandwidth estimate, bytes/jiffy.
     bw_ns_est: u32,
     /// Bandwidth estimate, bytes/jiffy.
@@ -94,7 +91,20 @@ pub struct Westwood {
 
 impl Default for Westwood {
     fn default() -> Self {
-        Westwood::with_hz(DEFAULT_HZ)
+        Westwood {
+            bw_ns_est: 0,
+            bw_est: 0,
+            rtt_win_sx: 0,
+            bk: 0,
+            snd_una: 0,
+            cumul_ack: 0,
+            accounted: 0,
+            rtt: INIT_RTT_JIFFIES,
+            rtt_min: INIT_RTT_JIFFIES,
+            first_ack: true,
+            reset_rtt_min: true,
+            mss: 1448,
+        }
     }
 }
 
@@ -104,26 +114,6 @@ pub fn do_filter(a: u32, b: u32) -> u32 {
 }
 
 impl Westwood {
-    /// Westwood+ with a kernel tick rate other than 250 (the window and RTTs are jiffies).
-    pub fn with_hz(hz: u32) -> Westwood {
-        assert!(hz >= 20, "hz must be at least 20");
-        Westwood {
-            hz,
-            bw_ns_est: 0,
-            bw_est: 0,
-            rtt_win_sx: 0,
-            bk: 0,
-            snd_una: 0,
-            cumul_ack: 0,
-            accounted: 0,
-            rtt: 20 * hz,
-            rtt_min: 20 * hz,
-            first_ack: true,
-            reset_rtt_min: true,
-            mss: 1448,
-        }
-    }
-
     /// Bandwidth estimate, bytes per jiffy (the kernel's unit).
     pub fn bw_est_raw(&self) -> u32 {
         self.bw_est
@@ -134,7 +124,7 @@ impl Westwood {
     }
     /// Bandwidth estimate in bytes/s.
     pub fn bw_est(&self) -> u64 {
-        self.bw_est as u64 * self.hz as u64
+        self.bw_est as u64 * HZ as u64
     }
     /// Min RTT, jiffies.
     pub fn rtt_min_jiffies(&self) -> u32 {
@@ -144,14 +134,6 @@ impl Westwood {
     pub fn bw_rttmin(&self) -> u32 {
         let bdp = self.bw_est as u64 * self.rtt_min as u64 / self.mss.max(1) as u64;
         bdp.clamp(2, u32::MAX as u64) as u32
-    }
-
-    fn jiffies(&self, now: Nanos) -> u32 {
-        (now as u128 * self.hz as u128 / NS_PER_SEC as u128) as u32
-    }
-    /// `usecs_to_jiffies` (rounds up).
-    fn usecs_to_jiffies(&self, us: u64) -> u32 {
-        (us * self.hz as u64).div_ceil(1_000_000).min(u32::MAX as u64) as u32
     }
 
     /// `westwood_filter`: the first sample fills both stages.
@@ -168,13 +150,13 @@ impl Westwood {
 
     /// `westwood_update_window`: close the window after max(rtt, 50 ms).
     fn update_window(&mut self, c: &ConnView) {
-        let now = self.jiffies(c.now);
+        let now = jiffies32(c.now);
         let delta = now.wrapping_sub(self.rtt_win_sx) as i32;
         if self.first_ack {
             self.snd_una = c.snd_una;
             self.first_ack = false;
         }
-        if self.rtt != 0 && delta > 0 && delta as u32 > self.rtt.max(self.hz / 20) {
+        if self.rtt != 0 && delta > 0 && delta as u32 > self.rtt.max(RTT_MIN_JIFFIES) {
             self.filter(delta as u32);
             self.bk = 0;
             self.rtt_win_sx = now;
@@ -221,37 +203,27 @@ impl CongestionControl for Westwood {
 
     /// `tcp_westwood_init`.
     fn init(&mut self, c: &ConnView, _w: &mut Window) {
-        *self = Westwood::with_hz(self.hz);
-        self.rtt_win_sx = self.jiffies(c.now);
+        *self = Westwood::default();
+        self.rtt_win_sx = jiffies32(c.now);
         self.snd_una = c.snd_una;
         self.mss = c.mss.max(1);
     }
 
     /// `tcp_reno_ssthresh` (the bandwidth-based value comes at COMPLETE_CWR / LOSS).
     fn ssthresh(&mut self, _c: &ConnView, w: &Window) -> u32 {
-        (w.cwnd >> 1).max(2)
+        reno::ssthresh(w)
     }
 
     /// `tcp_reno_cong_avoid`.
-    fn cong_avoid(&mut self, c: &ConnView, mut acked: u32, w: &mut Window) {
-        if !c.is_cwnd_limited {
-            return;
-        }
-        if w.in_slow_start() {
-            acked = slow_start(w, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let cwnd = w.cwnd;
-        cong_avoid_ai(w, cwnd, acked);
+    fn cong_avoid(&mut self, c: &ConnView, acked: u32, w: &mut Window) {
+        reno::cong_avoid(c, acked, w)
     }
 
     /// `tcp_westwood_pkts_acked` then `tcp_westwood_ack` (slow path).
     fn pkts_acked(&mut self, c: &ConnView, s: &AckSample, _w: &mut Window) {
         self.mss = c.mss.max(1);
         if s.rtt > 0 {
-            self.rtt = self.usecs_to_jiffies(s.rtt as u64 / 1000);
+            self.rtt = usecs_to_jiffies(s.rtt as u64 / 1000);
         }
         self.update_window(c);
         let acked = self.acked_count(c);
@@ -280,10 +252,10 @@ impl CongestionControl for Westwood {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::NS_PER_JIFFY as JIFFY;
     use crate::time::NS_PER_MS;
 
     const MSS: u64 = 1448;
-    const JIFFY: Nanos = 4 * NS_PER_MS;
 
     /// Westwood+ established at t = 0, snd_una 0.
     fn westwood() -> (Westwood, Window) {

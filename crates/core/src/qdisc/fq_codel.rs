@@ -8,7 +8,8 @@
 //! Packets are hashed on their flow into one of `flows` (1024) queues;
 //! each queue is a FIFO with its own CoDel state (`codel_vars`), all queues
 //! sharing the CoDel parameters and statistics. A deficit round robin (DRR)
-//! with `quantum` bytes per turn serves two lists of queues:
+//! with `quantum` bytes per turn serves two lists of queues ([`super::drr`],
+//! shared with FQ-PIE):
 //! - *new flows*: a queue that becomes active (was in no list) joins the
 //!   tail of `new_flows` with a full quantum. New flows are served first, so
 //!   a sparse flow (DNS, ACKs, a VoIP packet) jumps ahead of bulk flows.
@@ -53,6 +54,7 @@
 
 use super::aqm_params::Params;
 use super::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars, DEFAULT_MTU, MAX_TC_TIME_NS};
+use super::drr::FlowLists;
 use super::flow_hash::{truesize, BucketHasher};
 use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
 use crate::rng::Rng;
@@ -79,11 +81,7 @@ pub const PARAMS: &[ParamSpec] = &[
 #[derive(Debug)]
 struct Flow<T> {
     q: VecDeque<Packet<T>>,
-    /// Bytes this queue may still send in its DRR turn.
-    deficit: i32,
     cvars: CodelVars,
-    /// Linked in `new_flows` or `old_flows` (the kernel's non-empty `flowchain`).
-    linked: bool,
 }
 
 /// Counters the flow view updates when CoDel dequeues (`dequeue_func`).
@@ -127,8 +125,6 @@ pub struct FqCodel<T> {
     pub cstats: CodelStats,
     /// Packets the qdisc holds at most (`sch->limit`).
     pub limit: u32,
-    /// DRR quantum in bytes.
-    pub quantum: u32,
     /// Bytes of truesize the qdisc may hold.
     pub memory_limit: u32,
     /// Most packets one `fq_codel_drop` removes.
@@ -142,8 +138,8 @@ pub struct FqCodel<T> {
     flows: Vec<Flow<T>>,
     /// Per-queue byte backlog (`q->backlogs`, scanned by `fq_codel_drop`).
     backlogs: Vec<u32>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
+    /// The DRR over the queues (quantum, deficits, new/old lists).
+    lists: FlowLists,
     totals: Totals,
     hasher: BucketHasher,
 }
@@ -161,16 +157,14 @@ impl<T> FqCodel<T> {
             cparams,
             cstats: CodelStats::default(),
             limit,
-            quantum: quantum.max(256),
             memory_limit: memory_limit.min(1 << 31),
             drop_batch_size: drop_batch_size.max(1),
             drop_overlimit: 0,
             drop_overmemory: 0,
             new_flow_count: 0,
-            flows: (0..flows).map(|_| Flow { q: VecDeque::new(), deficit: 0, cvars: CodelVars::default(), linked: false }).collect(),
+            flows: (0..flows).map(|_| Flow { q: VecDeque::new(), cvars: CodelVars::default() }).collect(),
             backlogs: vec![0; flows as usize],
-            new_flows: VecDeque::new(),
-            old_flows: VecDeque::new(),
+            lists: FlowLists::new(flows, quantum.max(256)),
             totals: Totals::default(),
             hasher: BucketHasher::new(flows),
         }
@@ -204,12 +198,17 @@ impl<T> FqCodel<T> {
 
     /// Queues in the new-flows list (`new_flows_len` of `tc -s`).
     pub fn new_flows_len(&self) -> usize {
-        self.new_flows.len()
+        self.lists.new_len()
     }
 
     /// Queues in the old-flows list (`old_flows_len`).
     pub fn old_flows_len(&self) -> usize {
-        self.old_flows.len()
+        self.lists.old_len()
+    }
+
+    /// DRR quantum in bytes.
+    pub fn quantum(&self) -> u32 {
+        self.lists.quantum
     }
 
     /// Memory (truesize bytes) held (`memory_usage`).
@@ -276,10 +275,7 @@ impl<T> Qdisc<T> for FqCodel<T> {
         flow.q.push_back(pkt);
         self.backlogs[idx] += len;
         self.totals.backlog += len;
-        if !flow.linked {
-            flow.linked = true;
-            flow.deficit = self.quantum as i32;
-            self.new_flows.push_back(idx as u32);
+        if self.lists.activate(idx) {
             self.new_flow_count += 1;
         }
         self.totals.memory_usage += truesize(len);
@@ -298,44 +294,15 @@ impl<T> Qdisc<T> for FqCodel<T> {
     }
 
     fn dequeue(&mut self, now: Nanos, _rng: &mut Rng, ev: &mut Events<T>) -> Option<Packet<T>> {
-        loop {
-            let (from_new, idx) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (true, i as usize),
-                (None, Some(&i)) => (false, i as usize),
-                (None, None) => return None,
-            };
-            let flow = &mut self.flows[idx];
-            if flow.deficit <= 0 {
-                flow.deficit += self.quantum as i32;
-                if from_new {
-                    self.new_flows.pop_front();
-                } else {
-                    self.old_flows.pop_front();
-                }
-                self.old_flows.push_back(idx as u32);
-                continue;
-            }
-            let mut view = FlowView { q: &mut flow.q, flow_backlog: &mut self.backlogs[idx], totals: &mut self.totals };
-            match codel_dequeue(&mut view, &self.cparams, &mut flow.cvars, &mut self.cstats, now, ev) {
-                Some(p) => {
-                    flow.deficit -= p.meta.len as i32;
-                    return Some(p);
-                }
-                None => {
-                    if from_new {
-                        self.new_flows.pop_front();
-                    } else {
-                        self.old_flows.pop_front();
-                    }
-                    // Force a pass through old_flows to prevent starvation.
-                    if from_new && !self.old_flows.is_empty() {
-                        self.old_flows.push_back(idx as u32);
-                    } else {
-                        flow.linked = false;
-                    }
-                }
-            }
-        }
+        let (flows, backlogs, totals) = (&mut self.flows, &mut self.backlogs, &mut self.totals);
+        let (cparams, cstats) = (&self.cparams, &mut self.cstats);
+        self.lists.dequeue(|idx| {
+            let flow = &mut flows[idx];
+            let mut view = FlowView { q: &mut flow.q, flow_backlog: &mut backlogs[idx], totals: &mut *totals };
+            let p = codel_dequeue(&mut view, cparams, &mut flow.cvars, cstats, now, ev)?;
+            let len = p.meta.len;
+            Some((p, len))
+        })
     }
 
     fn backlog_bytes(&self) -> u64 {
@@ -559,6 +526,6 @@ mod tests {
         assert!(FqCodel::<u64>::from_config(&cfg("flows", 0.0)).unwrap_err().starts_with("qdisc_params.flows:"));
         assert!(FqCodel::<u64>::from_config(&cfg("quantum", 100.0)).unwrap_err().starts_with("qdisc_params.quantum:"));
         let q = FqCodel::<u64>::from_config(&QdiscConfig { kind: "fq_codel".into(), ..Default::default() }).unwrap();
-        assert_eq!((q.limit, q.quantum, q.memory_limit, q.drop_batch_size, q.cparams.ecn), (10240, 1514, 1 << 25, 64, true));
+        assert_eq!((q.limit, q.quantum(), q.memory_limit, q.drop_batch_size, q.cparams.ecn), (10240, 1514, 1 << 25, 64, true));
     }
 }

@@ -8,8 +8,9 @@
 //! # Model in a nutshell
 //! Packets hash on their flow into `flows` (1024) queues, served by DRR with
 //! `quantum` bytes per turn over a new-flows list (served first) and an
-//! old-flows list, exactly as fq_codel (same list moves, same "an emptied
-//! new queue goes to the end of old_flows if that is non-empty" rule).
+//! old-flows list, exactly as fq_codel (the same round robin,
+//! [`super::drr`]: same list moves, same "an emptied new queue goes to the
+//! end of old_flows if that is non-empty" rule).
 //! Each queue has its own PIE variables (`prob`, `qdelay`, burst allowance)
 //! and PIE decides *at enqueue* from that queue's backlog and delay; there
 //! is no head drop and no fattest-flow drop. One timer updates the
@@ -34,6 +35,7 @@
 //! tupdate 15 ms, alpha 2/16, beta 20/16).
 
 use super::aqm_params::Params;
+use super::drr::FlowLists;
 use super::flow_hash::{inet_ecn_set_ce, truesize, BucketHasher};
 use super::pie::{calculate_probability, drop_early, pie_params_from, process_dequeue, LazyTimer, PieParams, PieStats, PieVars, MAX_PROB};
 use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
@@ -64,13 +66,9 @@ pub const PARAMS: &[ParamSpec] = &[
 #[derive(Debug)]
 struct Flow<T> {
     vars: PieVars,
-    /// Remaining byte credit of the DRR turn.
-    deficit: i32,
     /// Bytes queued in this flow.
     backlog: u32,
     q: VecDeque<Packet<T>>,
-    /// In new_flows or old_flows.
-    linked: bool,
 }
 
 /// Linux `struct fq_pie_sched_data`.
@@ -79,8 +77,6 @@ pub struct FqPie<T> {
     /// PIE parameters shared by all queues (`limit` is the qdisc's).
     pub params: PieParams,
     pub stats: PieStats,
-    /// DRR quantum (bytes).
-    pub quantum: u32,
     /// Truesize bytes beyond which `overmemory` counts.
     pub memory_limit: u32,
     /// Percent probability up to which ECT packets are marked.
@@ -90,8 +86,8 @@ pub struct FqPie<T> {
     /// Times a queue joined new_flows.
     pub new_flow_count: u64,
     flows: Vec<Flow<T>>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
+    /// The DRR over the queues (quantum, deficits, new/old lists).
+    lists: FlowLists,
     qlen: u32,
     backlog: u32,
     memory_usage: u32,
@@ -110,16 +106,14 @@ impl<T> FqPie<T> {
         FqPie {
             params,
             stats: PieStats::default(),
-            quantum,
             memory_limit,
             ecn_prob,
             overmemory: 0,
             new_flow_count: 0,
             flows: (0..flows)
-                .map(|_| Flow { vars: PieVars::default(), deficit: 0, backlog: 0, q: VecDeque::new(), linked: false })
+                .map(|_| Flow { vars: PieVars::default(), backlog: 0, q: VecDeque::new() })
                 .collect(),
-            new_flows: VecDeque::new(),
-            old_flows: VecDeque::new(),
+            lists: FlowLists::new(flows, quantum),
             qlen: 0,
             backlog: 0,
             memory_usage: 0,
@@ -148,6 +142,11 @@ impl<T> FqPie<T> {
     /// The queue `flow` hashes to, once the seed is known.
     pub fn bucket_of(&self, flow: u64) -> Option<u32> {
         self.hasher.peek(flow)
+    }
+
+    /// DRR quantum in bytes.
+    pub fn quantum(&self) -> u32 {
+        self.lists.quantum
     }
 
     /// The PIE state of queue `idx`.
@@ -220,11 +219,8 @@ impl<T> Qdisc<T> for FqPie<T> {
         self.backlog += len;
         self.qlen += 1;
         flow.q.push_back(pkt);
-        if !flow.linked {
-            flow.linked = true;
-            self.new_flows.push_back(idx as u32);
+        if self.lists.activate(idx) {
             self.new_flow_count += 1;
-            flow.deficit = self.quantum as i32;
             flow.backlog = 0;
         }
         flow.backlog += len;
@@ -232,46 +228,19 @@ impl<T> Qdisc<T> for FqPie<T> {
 
     fn dequeue(&mut self, now: Nanos, _rng: &mut Rng, _ev: &mut Events<T>) -> Option<Packet<T>> {
         self.run_timer(now);
-        loop {
-            let (from_new, idx) = match (self.new_flows.front(), self.old_flows.front()) {
-                (Some(&i), _) => (true, i as usize),
-                (None, Some(&i)) => (false, i as usize),
-                (None, None) => return None,
-            };
-            let flow = &mut self.flows[idx];
-            if flow.deficit <= 0 {
-                flow.deficit += self.quantum as i32;
-                if from_new {
-                    self.new_flows.pop_front();
-                } else {
-                    self.old_flows.pop_front();
-                }
-                self.old_flows.push_back(idx as u32);
-                continue;
-            }
-            let Some(p) = flow.q.pop_front() else {
-                if from_new {
-                    self.new_flows.pop_front();
-                } else {
-                    self.old_flows.pop_front();
-                }
-                // Force a pass through old_flows to prevent starvation.
-                if from_new && !self.old_flows.is_empty() {
-                    self.old_flows.push_back(idx as u32);
-                } else {
-                    flow.linked = false;
-                }
-                continue;
-            };
+        let (flows, params) = (&mut self.flows, &self.params);
+        let (backlog, qlen, memory_usage) = (&mut self.backlog, &mut self.qlen, &mut self.memory_usage);
+        self.lists.dequeue(|idx| {
+            let flow = &mut flows[idx];
+            let p = flow.q.pop_front()?;
             let len = p.meta.len;
-            self.backlog -= len;
-            self.qlen -= 1;
-            flow.deficit -= len as i32;
+            *backlog -= len;
+            *qlen -= 1;
             flow.backlog -= len;
-            self.memory_usage -= truesize(len);
-            process_dequeue(&self.params, &mut flow.vars, p.meta.enqueued_at, len, flow.backlog, now);
-            return Some(p);
-        }
+            *memory_usage -= truesize(len);
+            process_dequeue(params, &mut flow.vars, p.meta.enqueued_at, len, flow.backlog, now);
+            Some((p, len))
+        })
     }
 
     fn backlog_bytes(&self) -> u64 {
@@ -375,7 +344,7 @@ mod tests {
     #[test]
     fn config_defaults_are_linuxs() {
         let q = FqPie::<u64>::from_config(&QdiscConfig { kind: "fq_pie".into(), ..Default::default() }).unwrap();
-        assert_eq!((q.params.limit, q.flows.len(), q.quantum, q.memory_limit, q.ecn_prob, q.params.ecn), (10240, 1024, 1514, 1 << 25, 10, false));
+        assert_eq!((q.params.limit, q.flows.len(), q.quantum(), q.memory_limit, q.ecn_prob, q.params.ecn), (10240, 1024, 1514, 1 << 25, 10, false));
         let bad = QdiscConfig { kind: "fq_pie".into(), params: vec![("ecn_prob".into(), 101.0)], ..Default::default() };
         assert!(FqPie::<u64>::from_config(&bad).unwrap_err().starts_with("qdisc_params.ecn_prob:"));
     }

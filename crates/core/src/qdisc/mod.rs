@@ -28,9 +28,10 @@ pub mod fq;
 pub mod policer;
 pub mod tbf;
 
-// AQMs (aqm): CoDel, fq_codel, RED, PIE, FQ-PIE and their shared helpers.
+// AQMs (aqm): CoDel, fq_codel, RED, PIE, FQ-PIE and their shared helpers (the flow-queueing round robin is `drr`).
 mod aqm_params;
 pub mod codel;
+pub mod drr;
 pub mod flow_hash;
 pub mod fq_codel;
 pub mod fq_pie;

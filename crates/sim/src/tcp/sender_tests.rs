@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::packet::SackBlock;
+use crate::tcp::rtt::TIMEOUT_MIN;
 use bloatlab_core::cc::reno::Reno;
 use bloatlab_core::time::NS_PER_MS;
 
@@ -16,7 +17,7 @@ fn warmed(n: u64) -> (Sender, Nanos) {
     s.start(0, None, &mut out);
     let mut now = 0;
     for i in 0..n {
-        now = s.segs[0].tx_time + 100 * NS_PER_MS;
+        now = s.sb.segs[0].tx_time + 100 * NS_PER_MS;
         out.clear();
         s.on_ack(now, i + 1, &[], false, false, &mut out);
     }
@@ -51,11 +52,11 @@ fn rack_waits_a_quarter_min_rtt_before_marking_a_hole_lost_with_few_sacks() {
     // reordering degree (3) and no recovery, RACK's window is min_rtt/4 =
     // 25 ms: the hole is not lost yet, a REO timer is armed for the rest.
     let (mut s, now) = warmed(20);
-    let (t20, t21) = (s.segs[0].tx_time, s.segs[1].tx_time);
+    let (t20, t21) = (s.sb.segs[0].tx_time, s.sb.segs[1].tx_time);
     let at = now + NS_PER_MS;
     let mut out = Vec::new();
     s.on_ack(at, 20, &[SackBlock { start: 21, end: 22 }], false, false, &mut out);
-    assert_eq!(s.lost_out, 0);
+    assert_eq!(s.sb.lost_out, 0);
     let (deadline, kind) = s.timer.unwrap();
     assert_eq!(kind, TimerKind::Reo);
     // remaining = rack_rtt + reo_wnd - (at - tx(20)) with rack_rtt = at - tx(21)
@@ -71,13 +72,13 @@ fn rack_waits_a_quarter_min_rtt_before_marking_a_hole_lost_with_few_sacks() {
 #[test]
 fn three_sacks_make_the_reordering_window_zero_and_start_recovery() {
     let (mut s, _) = warmed(20);
-    let t23 = s.segs[3].tx_time;
+    let t23 = s.sb.segs[3].tx_time;
     let mut out = Vec::new();
     s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
-    assert_eq!(s.lost_out, 1);
+    assert_eq!(s.sb.lost_out, 1);
     assert_eq!(s.ca_state, CaState::Recovery);
     // Reno: ssthresh = cwnd / 2.
-    assert_eq!(s.w.ssthresh, s.prior_cwnd / 2);
+    assert_eq!(s.w.ssthresh, s.prr.prior_cwnd / 2);
     assert_eq!(out[0].seq, 20);
     assert!(out[0].retrans);
 }
@@ -86,27 +87,27 @@ fn three_sacks_make_the_reordering_window_zero_and_start_recovery() {
 fn prr_sends_in_proportion_to_delivery_while_in_flight_exceeds_ssthresh() {
     // RFC 6937: sndcnt = ceil(prr_delivered * ssthresh / prior_cwnd) - prr_out.
     let mut s = reno_sender();
-    s.prior_cwnd = 40;
+    s.prr.prior_cwnd = 40;
     s.w.ssthresh = 20;
-    s.packets_out = 40;
-    s.prr_delivered = 0;
-    s.prr_out = 1; // the fast retransmit
-    s.prr(3, 0, false); // in flight 40 > ssthresh: proportional part
+    s.sb.packets_out = 40;
+    s.prr.delivered = 0;
+    s.prr.out = 1; // the fast retransmit
+    s.cwnd_reduction(3, 0, false); // in flight 40 > ssthresh: proportional part
     // ceil(3 * 20 / 40) - 1 = 2 - 1 = 1 → cwnd = in_flight + 1
     assert_eq!(s.w.cwnd, 41);
-    assert_eq!(s.prr_delivered, 3);
+    assert_eq!(s.prr.delivered, 3);
 }
 
 #[test]
 fn prr_slow_start_reduction_bound_when_in_flight_is_below_ssthresh() {
     // delta = ssthresh - in_flight > 0: sndcnt = min(delta, max(prr_delivered - prr_out, acked) + 1).
     let mut s = reno_sender();
-    s.prior_cwnd = 40;
+    s.prr.prior_cwnd = 40;
     s.w.ssthresh = 20;
-    s.packets_out = 15;
-    s.prr_delivered = 10;
-    s.prr_out = 8;
-    s.prr(4, 0, true);
+    s.sb.packets_out = 15;
+    s.prr.delivered = 10;
+    s.prr.out = 8;
+    s.cwnd_reduction(4, 0, true);
     // prr_delivered 14, max(14 - 8, 4) + 1 = 7, min(20 - 15, 7) = 5
     assert_eq!(s.w.cwnd, 20);
 }
@@ -194,7 +195,7 @@ fn paced_bbr(rate: u64) -> Sender {
     s.w.cwnd = 1000;
     s.w.pacing_rate = rate;
     s.data_segs_out = 100;
-    s.wstamp = 0;
+    s.pacer.wstamp = 0;
     s
 }
 
@@ -209,9 +210,9 @@ fn a_paced_sender_sends_tso_bursts_of_one_ms_of_data_and_paces_between_them() {
     // the next burst may leave 8 × 1448 + 32 B at 12.5 MB/s later, minus up to half as idle credit (none here)
     assert_eq!(s.pacing_wakeup(0), Some((8 * 1448 + 32) * NS_PER_SEC / 12_500_000));
     out.clear();
-    s.transmit(s.wstamp - 1, &mut out);
+    s.transmit(s.pacer.wstamp - 1, &mut out);
     assert!(out.is_empty());
-    s.transmit(s.wstamp, &mut out);
+    s.transmit(s.pacer.wstamp, &mut out);
     assert_eq!(out.len(), 8);
 }
 
@@ -258,7 +259,7 @@ fn idle_then_write(cc: &str, idle_ms: u64) -> Sender {
     for i in 0..3 {
         s.on_ack(100 * NS_PER_MS, i + 1, &[], false, false, &mut out);
     }
-    assert_eq!(s.packets_out, 0);
+    assert_eq!(s.sb.packets_out, 0);
     assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + 200 ms");
     s.w.cwnd = 80;
     s.w.ssthresh = 50;
@@ -309,7 +310,7 @@ fn congestion_avoidance_paces_at_120_percent_and_a_pacing_flow_waits_its_turn() 
     s.w.cwnd = 20;
     out.clear();
     s.on_ack(100 * NS_PER_MS, 1, &[], false, false, &mut out);
-    let cwnd = s.w.cwnd.max(s.packets_out) as u64;
+    let cwnd = s.w.cwnd.max(s.sb.packets_out) as u64;
     assert_eq!(s.w.pacing_rate, 1448 * 80_000 * 120 * cwnd / 800_000);
     // Paced: one TSO burst now (tcp_tso_autosize at this rate is its 2-segment minimum), the rest later.
     assert_eq!(out.len(), 2);

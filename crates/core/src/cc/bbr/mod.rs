@@ -6,7 +6,9 @@
 //! Paper: Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM
 //! Queue 14(5), 2016. Every step below is named after the kernel function it
 //! follows, and the arithmetic is the kernel's (integers, µs, fixed point), so
-//! the same inputs give the same cwnd and pacing rate bit for bit.
+//! the same inputs give the same cwnd and pacing rate bit for bit. The
+//! fixed-point units and the rate/BDP arithmetic that v3 repeats unchanged
+//! are [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -72,7 +74,7 @@
 //! | `EXTRA_ACKED_MAX_US` | 100 000 | µs | aggregation allowance at most 100 ms worth of bw |
 //! | `GSO_LEGACY_MAX_SIZE` | 65 536 | bytes | largest TSO/GSO burst BBR budgets for |
 //! | `MAX_TCP_HEADER` | 192 | bytes | L1_CACHE_ALIGN(128 + MAX_HEADER 32) on this kernel's config (no WLAN/Hyper-V/tunnels) |
-//! | `DEFAULT_HZ` | 250 | 1/s | `CONFIG_HZ` of this lab's kernel; min_rtt and PROBE_RTT stamps are in jiffies |
+//! | `HZ` | 250 | 1/s | `CONFIG_HZ` of this lab's kernel (`crate::kernel`); min_rtt and PROBE_RTT stamps are in its jiffies, from `INITIAL_JIFFIES` |
 //!
 //! # Where the boundary forces a choice (read before comparing with the kernel)
 //!
@@ -100,35 +102,25 @@
 //! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
 //!   called after 2B packets" is followed: init starts the round at `delivered`.
 
+use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
 use crate::filter::MaxFilter;
+use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
-use crate::time::{to_us, Nanos, NS_PER_SEC, NS_PER_US};
+use crate::time::{to_us, NS_PER_US};
 
 #[cfg(test)]
 mod tests;
 
-/// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
-pub const BW_SCALE: u32 = 24;
-/// 1.0 packet/µs in bw units.
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain fixed point: gains are in 1/256.
-pub const BBR_SCALE: u32 = 8;
-/// A gain of 1.0.
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+/// The fixed-point units, shared with BBRv3 ([`super::bbr_common`]).
+pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
 
 /// Pacing gain cycle length in PROBE_BW (phases).
 const CYCLE_LEN: usize = 8;
 /// Max-bw filter window, in rounds.
 const BW_RTTS: u64 = CYCLE_LEN as u64 + 2;
-/// min_rtt filter window, seconds.
-const MIN_RTT_WIN_SEC: u32 = 10;
-/// Least time at [`CWND_MIN_TARGET`] in PROBE_RTT, ms.
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// Below this pacing rate (bit/s) BBR asks for single-segment TSO bursts.
 const MIN_TSO_RATE: u64 = 1_200_000;
-/// Pace this many percent below the bandwidth estimate.
-const PACING_MARGIN_PERCENT: u64 = 1;
 
 /// STARTUP gain (pacing and cwnd): 2/ln 2, in 1/256 (739).
 pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
@@ -177,11 +169,6 @@ const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 
 /// Largest GSO burst BBR sizes its TSO goal for, bytes.
-const GSO_LEGACY_MAX_SIZE: u64 = 65536;
-/// `MAX_TCP_HEADER` of this lab's kernel config, bytes.
-const MAX_TCP_HEADER: u64 = 192;
-/// Default kernel tick rate (`CONFIG_HZ`) for jiffies-based stamps.
-pub const DEFAULT_HZ: u32 = 250;
 /// RNG stream id for the gain-cycle start phase.
 const RNG_STREAM: u64 = 0xBB_0001;
 
@@ -216,7 +203,6 @@ pub struct Bbr {
     // --- configuration ---
     seed: u64,
     rng: Rng,
-    hz: u32,
 
     // --- struct bbr ---
     /// Min RTT in the 10 s window, µs; u32::MAX before any sample.
@@ -296,20 +282,10 @@ impl Default for Bbr {
     }
 }
 
-/// Kernel `after(a, b)` for u32 stamps that may wrap: a is later than b.
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// `bbr_rate_bytes_per_sec`: bw (packets/µs << 24) times gain, in bytes/s,
 /// less the pacing margin; same order of operations as the kernel.
 pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32) -> u64 {
-    let mut r = rate as u128;
-    r *= mss as u128;
-    r *= gain as u128;
-    r >>= BBR_SCALE;
-    r *= (1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) as u128;
-    (r >> BW_SCALE).min(u64::MAX as u128) as u64
+    bbr_common::rate_bytes_per_sec(mss, rate, gain, PACING_MARGIN_PERCENT)
 }
 
 impl Bbr {
@@ -318,7 +294,6 @@ impl Bbr {
         Bbr {
             seed,
             rng: rng::stream(seed, RNG_STREAM),
-            hz: DEFAULT_HZ,
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
             probe_rtt_done_stamp: 0,
@@ -358,14 +333,6 @@ impl Bbr {
             probe_rtt_al_from: 0,
             probe_rtt_al_until: 0,
         }
-    }
-
-    /// Use a kernel tick rate other than [`DEFAULT_HZ`] (e.g. 1000) for the
-    /// jiffies stamps of min_rtt and PROBE_RTT.
-    pub fn with_hz(mut self, hz: u32) -> Bbr {
-        assert!(hz > 0, "hz must be positive");
-        self.hz = hz;
-        self
     }
 
     /// The seed given to [`Bbr::with_seed`].
@@ -423,14 +390,6 @@ impl Bbr {
 
     // ---------- clocks and socket fields ----------
 
-    /// `tcp_jiffies32` at `now`.
-    fn jiffies(&self, now: Nanos) -> u32 {
-        (now as u128 * self.hz as u128 / NS_PER_SEC as u128) as u32
-    }
-    /// `msecs_to_jiffies` (rounds up).
-    fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
-    }
     /// Rebuild `tp->delivered_mstamp` and `mss_cache` from the view.
     fn observe(&mut self, c: &ConnView) {
         if c.delivered != self.seen_delivered {
@@ -478,13 +437,10 @@ impl Bbr {
 
     /// `bbr_init_pacing_rate_from_rtt`: high_gain * cwnd / srtt (1 ms if no srtt).
     fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        let rtt_us = if c.srtt != 0 {
+        if c.srtt != 0 {
             self.has_seen_rtt = true;
-            to_us(c.srtt).max(1)
-        } else {
-            1000
-        };
-        let bw = w.cwnd as u64 * BW_UNIT / rtt_us;
+        }
+        let bw = bbr_common::init_bw(w.cwnd, c.srtt);
         w.pacing_rate = self.bw_to_pacing_rate(bw, HIGH_GAIN);
     }
 
@@ -531,8 +487,7 @@ impl Bbr {
         if self.min_rtt_us == u32::MAX {
             return INIT_CWND;
         }
-        let w = bw as u128 * self.min_rtt_us as u128;
-        ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128) as u32 // rounded up: no shrinking loop
+        bbr_common::bdp(bw, self.min_rtt_us, gain) as u32
     }
 
     /// `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
@@ -858,7 +813,7 @@ impl Bbr {
 
     /// `bbr_check_probe_rtt_done`: 200 ms and a round at 4 packets are over.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
             return;
         }
@@ -869,8 +824,8 @@ impl Bbr {
 
     /// `bbr_update_min_rtt`: the 10 s min filter and PROBE_RTT.
     fn update_min_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
-        let win = MIN_RTT_WIN_SEC.wrapping_mul(self.hz);
+        let now_j = jiffies32(c.now);
+        let win = MIN_RTT_WIN_SEC.wrapping_mul(HZ);
         let filter_expired = after(now_j, self.min_rtt_stamp.wrapping_add(win));
         let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
         if rtt_us >= 0 && (rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
@@ -893,7 +848,7 @@ impl Bbr {
             self.probe_rtt_al_until = mark;
             // Hold 4 packets for max(200 ms, one round).
             if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_MODE_MS));
+                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = c.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
@@ -966,7 +921,7 @@ impl CongestionControl for Bbr {
         self.probe_rtt_done_stamp = 0;
         self.probe_rtt_round_done = false;
         self.min_rtt_us = if c.min_rtt == u64::MAX { u32::MAX } else { to_us(c.min_rtt).min(u32::MAX as u64) as u32 };
-        self.min_rtt_stamp = self.jiffies(c.now);
+        self.min_rtt_stamp = jiffies32(c.now);
 
         self.bw.reset(self.rtt_cnt, 0);
 

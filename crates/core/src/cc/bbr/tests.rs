@@ -6,6 +6,13 @@
 //!   many rounds (bounds, not exact values).
 
 use super::*;
+use crate::kernel::{after, jiffies32, INITIAL_JIFFIES};
+use crate::time::{Nanos, NS_PER_SEC};
+
+/// The kernel's jiffies `n` ticks after boot (`crate::kernel`'s clock starts at `INITIAL_JIFFIES`).
+fn jiffy(n: u32) -> u32 {
+    INITIAL_JIFFIES.wrapping_add(n)
+}
 use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window};
 use std::collections::VecDeque;
 
@@ -672,8 +679,8 @@ fn undo_keeps_cwnd_but_restarts_pipe_full_detection_and_long_term_sampling() {
 #[test]
 fn probe_rtt_starts_when_min_rtt_is_ten_seconds_old_at_jiffy_resolution() {
     let mut d = Drive::to_probe_bw(1);
-    // min_rtt 10000 µs was last confirmed at 40 ms = jiffy 10 (HZ 250, 4 ms per jiffy).
-    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, 10));
+    // min_rtt 10000 µs was last confirmed at 40 ms = jiffy 10 after boot (HZ 250, 4 ms per jiffy).
+    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(10)));
     d.at_phase(2);
     d.w.cwnd = 228;
     let prior = d.b.next_rtt_delivered - 1;
@@ -699,7 +706,7 @@ fn probe_rtt_holds_four_packets_for_200_ms_and_a_round_then_restores_cwnd() {
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // Inflight falls to 4 at 10.100 s = jiffy 2525: done at jiffy 2525 + 50.
     d.ack_full(10_100 * MS, 1, prior, 100, RTT, 11 * MS, 4, 0, false);
-    assert_eq!(d.b.probe_rtt_done_stamp, 2575);
+    assert_eq!(d.b.probe_rtt_done_stamp, jiffy(2575));
     let round_end = d.delivered;
     // 220 ms later, but no packet sent after 10.100 s has been acked: stay.
     d.ack_full(10_320 * MS, 1, round_end - 1, 100, RTT, 11 * MS, 4, 0, false);
@@ -711,7 +718,7 @@ fn probe_rtt_holds_four_packets_for_200_ms_and_a_round_then_restores_cwnd() {
     d.ack_full(10_330 * MS, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
     assert_eq!(d.w.cwnd, 229);
-    assert_eq!(d.b.min_rtt_stamp, 2582, "10.330 s: the next PROBE_RTT is 10 s away");
+    assert_eq!(d.b.min_rtt_stamp, jiffy(2582), "10.330 s: the next PROBE_RTT is 10 s away");
 }
 
 #[test]
@@ -748,9 +755,8 @@ fn probe_rtt_in_a_pipe_dips_to_four_packets_and_remeasures_min_rtt() {
     let exit = enter + tr[enter..].iter().position(|s| s.mode != Mode::ProbeRtt).expect("PROBE_RTT left");
     let (t_in, t_out) = (tr[enter].t, tr[exit].t);
     // Entry on the first ACK past jiffy stamp + 2500.
-    let j = |t: Nanos| (t / (4 * MS)) as u32;
-    assert_eq!(j(t_in), stamp + 2501, "entered at {t_in}");
-    assert!(j(tr[enter - 1].t) <= stamp + 2500);
+    assert_eq!(jiffies32(t_in), stamp.wrapping_add(2501), "entered at {t_in}");
+    assert!(!after(jiffies32(tr[enter - 1].t), stamp.wrapping_add(2500)));
     // cwnd 4 throughout; at least 200 ms (+ jiffy rounding) and at most a couple of RTTs more.
     assert!(tr[enter..exit].iter().all(|s| s.cwnd <= 4));
     let len = t_out - t_in;

@@ -6,7 +6,9 @@
 //! two differ we follow the Linux code and say so. The arithmetic is the
 //! kernel's (u32 fixed point, bw in packets/µs << 24, gains in 1/256, min_rtt
 //! and PROBE_RTT stamps in jiffies at HZ = 250). v1 is [`super::bbr`]; every
-//! step below is named after the v3 kernel function it follows.
+//! step below is named after the v3 kernel function it follows. What v3
+//! repeats from v1 unchanged (fixed-point units, rate and BDP arithmetic) is
+//! [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -90,7 +92,7 @@
 //! | `BW_PROBE_RAND_ROUNDS` | 2 | rounds | random 0..1 extra rounds |
 //! | `BW_PROBE_BASE_US` | 2 000 000 | µs | probe at most every 2 s of wall clock ... |
 //! | `BW_PROBE_RAND_US` | 1 000 000 | µs | ... plus 0..1 s at random: 2-3 s |
-//! | `DEFAULT_HZ` | 250 | 1/s | jiffies of this lab's kernel |
+//! | `HZ` | 250 | 1/s | jiffies of this lab's kernel (`crate::kernel`), from `INITIAL_JIFFIES` |
 //!
 //! # Where the boundary forces a choice (read before comparing with the kernel)
 //!
@@ -122,9 +124,11 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
+use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH};
+use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
-use crate::time::{to_us, Nanos, NS_PER_SEC, NS_PER_US};
+use crate::time::{to_us, NS_PER_US};
 use std::collections::VecDeque;
 
 mod bounds;
@@ -132,25 +136,17 @@ mod probe_bw;
 #[cfg(test)]
 mod tests;
 
-/// Bandwidth fixed point: packets per µs << 24.
-pub const BW_SCALE: u32 = 24;
-/// 1.0 packet/µs in bw units.
-pub const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain fixed point: 1/256.
-pub const BBR_SCALE: u32 = 8;
-/// A gain of 1.0.
-pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+/// The fixed-point units, shared with v1 ([`super::bbr_common`]).
+pub use super::bbr_common::{BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
+
 /// "Unset" for bw_lo, inflight_lo, inflight_hi, min_rtt (kernel `~0U`).
 pub const UNSET: u32 = u32::MAX;
 
-const MIN_RTT_WIN_SEC: u32 = 10;
-const PROBE_RTT_MODE_MS: u32 = 200;
 /// Window of probe_rtt_min_us, ms: the PROBE_RTT interval.
 pub const PROBE_RTT_WIN_MS: u32 = 5000;
 /// PROBE_RTT cwnd as a fraction of the BDP, 1/256.
 pub const PROBE_RTT_CWND_GAIN: u32 = BBR_UNIT / 2;
 const TSO_RTT_SHIFT: u32 = 9;
-const PACING_MARGIN_PERCENT: u64 = 1;
 
 /// STARTUP pacing gain 4 ln 2 (710/256).
 pub const STARTUP_PACING_GAIN: u32 = BBR_UNIT * 277 / 100 + 1;
@@ -198,13 +194,8 @@ const BW_PROBE_BASE_US: u32 = 2_000_000;
 const BW_PROBE_RAND_US: u32 = 1_000_000;
 
 /// Largest GSO burst BBR sizes for, bytes.
-const GSO_LEGACY_MAX_SIZE: u64 = 65536;
-/// `MAX_TCP_HEADER` of this lab's kernel config, bytes.
-const MAX_TCP_HEADER: u64 = 192;
 /// `sysctl_tcp_min_tso_segs` default.
 const MIN_TSO_SEGS: u32 = 2;
-/// Kernel tick rate for jiffies stamps.
-pub const DEFAULT_HZ: u32 = 250;
 /// RNG stream id for the probe-wait draws.
 const RNG_STREAM: u64 = 0xBB_0003;
 /// Entries of (delivered, lost) history kept at most.
@@ -260,7 +251,6 @@ struct Ctx {
 pub struct Bbr3 {
     seed: u64,
     rng: Rng,
-    hz: u32,
     ecn_enabled: bool,
 
     // --- v1 fields ---
@@ -345,18 +335,10 @@ impl Default for Bbr3 {
     }
 }
 
-/// Kernel `after(a, b)` for u32 stamps.
-fn after(a: u32, b: u32) -> bool {
-    (b.wrapping_sub(a) as i32) < 0
-}
-
 /// v3 `bbr_rate_bytes_per_sec`: rate (packets/µs << 24) · mss · gain, less
 /// `margin` percent, in bytes/s, at least 1.
 pub fn rate_bytes_per_sec(mss: u32, rate: u64, gain: u32, margin: u64) -> u64 {
-    let mut r = rate as u128 * mss as u128 * gain as u128;
-    r >>= BBR_SCALE;
-    r *= (1_000_000 / 100 * (100 - margin)) as u128;
-    ((r >> BW_SCALE).min(u64::MAX as u128) as u64).max(1)
+    bbr_common::rate_bytes_per_sec(mss, rate, gain, margin).max(1)
 }
 
 impl Bbr3 {
@@ -365,7 +347,6 @@ impl Bbr3 {
         Bbr3 {
             seed,
             rng: rng::stream(seed, RNG_STREAM),
-            hz: DEFAULT_HZ,
             ecn_enabled: true,
             min_rtt_us: UNSET,
             min_rtt_stamp: 0,
@@ -444,13 +425,6 @@ impl Bbr3 {
         self
     }
 
-    /// A kernel tick rate other than [`DEFAULT_HZ`].
-    pub fn with_hz(mut self, hz: u32) -> Bbr3 {
-        assert!(hz > 0, "hz must be positive");
-        self.hz = hz;
-        self
-    }
-
     // ---------- accessors (telemetry, tests) ----------
 
     /// The seed of [`Bbr3::with_seed`].
@@ -523,12 +497,6 @@ impl Bbr3 {
 
     // ---------- clocks and socket fields ----------
 
-    fn jiffies(&self, now: Nanos) -> u32 {
-        (now as u128 * self.hz as u128 / NS_PER_SEC as u128) as u32
-    }
-    fn msecs_to_jiffies(&self, ms: u32) -> u32 {
-        ((ms as u64 * self.hz as u64).div_ceil(1000)) as u32
-    }
     /// Rebuild delivered_mstamp, mss and the (delivered, lost) history.
     fn observe(&mut self, c: &ConnView) {
         if c.delivered != self.seen_delivered {
@@ -585,13 +553,10 @@ impl Bbr3 {
 
     /// `bbr_init_pacing_rate_from_rtt`.
     fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        let rtt_us = if c.srtt != 0 {
+        if c.srtt != 0 {
             self.has_seen_rtt = true;
-            to_us(c.srtt).max(1)
-        } else {
-            1000
-        };
-        let bw = (w.cwnd as u64 * BW_UNIT / rtt_us).min(u32::MAX as u64) as u32;
+        }
+        let bw = bbr_common::init_bw(w.cwnd, c.srtt).min(u32::MAX as u64) as u32;
         w.pacing_rate = self.bw_to_pacing_rate(bw, STARTUP_PACING_GAIN);
     }
 
@@ -633,8 +598,7 @@ impl Bbr3 {
         if self.min_rtt_us == UNSET {
             return self.init_cwnd;
         }
-        let w = bw as u64 * self.min_rtt_us as u64;
-        (((w as u128 * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128)).min(u32::MAX as u128) as u32
+        bbr_common::bdp(bw as u64, self.min_rtt_us, gain).min(u32::MAX as u128) as u32
     }
 
     /// `bbr_quantization_budget` (v3: max with 3 TSO bursts and the floor; +2 in UP).
@@ -787,7 +751,7 @@ impl Bbr3 {
 
     /// `bbr_check_probe_rtt_done`.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
             return;
         }
@@ -810,15 +774,15 @@ impl Bbr3 {
 
     /// `bbr_update_min_rtt`: 5 s probe_rtt_min filter, 10 s min_rtt, PROBE_RTT.
     fn update_min_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
-        let expire = self.probe_rtt_min_stamp.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_WIN_MS));
+        let expire = self.probe_rtt_min_stamp.wrapping_add(msecs_to_jiffies(PROBE_RTT_WIN_MS));
         let probe_rtt_expired = after(now_j, expire);
         if rtt_us >= 0 && (rtt_us < self.probe_rtt_min_us as i64 || (probe_rtt_expired && !rs.is_ack_delayed)) {
             self.probe_rtt_min_us = rtt_us.min(u32::MAX as i64) as u32;
             self.probe_rtt_min_stamp = now_j;
         }
-        let expire = self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(self.hz));
+        let expire = self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(HZ));
         let min_rtt_expired = after(now_j, expire);
         if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
             self.min_rtt_us = self.probe_rtt_min_us;
@@ -840,7 +804,7 @@ impl Bbr3 {
             }
             self.probe_rtt_al_until = mark;
             if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(self.msecs_to_jiffies(PROBE_RTT_MODE_MS));
+                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = c.delivered;
             } else if self.probe_rtt_done_stamp != 0 {
@@ -995,8 +959,8 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_init`.
     fn init(&mut self, c: &ConnView, w: &mut Window) {
-        let (seed, hz, ecn) = (self.seed, self.hz, self.ecn_enabled);
-        *self = Bbr3::with_seed(seed).with_hz(hz).with_ecn(ecn);
+        let (seed, ecn) = (self.seed, self.ecn_enabled);
+        *self = Bbr3::with_seed(seed).with_ecn(ecn);
         self.seen_delivered = c.delivered;
         self.seen_delivered_ce = c.delivered_ce;
         self.delivered_mstamp = to_us(c.now);
@@ -1008,7 +972,7 @@ impl CongestionControl for Bbr3 {
         w.ssthresh = INFINITE_SSTHRESH;
         self.next_rtt_delivered = c.delivered;
         let min_rtt = if c.min_rtt == u64::MAX { UNSET } else { to_us(c.min_rtt).min(UNSET as u64) as u32 };
-        let now_j = self.jiffies(c.now);
+        let now_j = jiffies32(c.now);
         self.probe_rtt_min_us = min_rtt;
         self.probe_rtt_min_stamp = now_j;
         self.min_rtt_us = min_rtt;

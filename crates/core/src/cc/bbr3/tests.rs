@@ -7,6 +7,13 @@
 //!   round), for behaviour over many rounds, and for comparing with v1.
 
 use super::*;
+use crate::kernel::INITIAL_JIFFIES;
+use crate::time::{Nanos, NS_PER_SEC};
+
+/// The kernel's jiffies `n` ticks after boot (`crate::kernel`'s clock starts at `INITIAL_JIFFIES`).
+fn jiffy(n: u32) -> u32 {
+    INITIAL_JIFFIES.wrapping_add(n)
+}
 use crate::cc::bbr::Bbr;
 use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window};
 use std::collections::VecDeque;
@@ -728,8 +735,8 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     let mut d = Drive::to_probe_bw(1, RTT);
     d.mid(d.now + MS, 100);
     d.w.cwnd = 220;
-    // probe_rtt_min (10 ms) was taken at 10 ms = jiffy 2; expired once jiffies > 2 + 1250.
-    assert_eq!(d.b.probe_rtt_min_stamp, 2);
+    // probe_rtt_min (10 ms) was taken at 10 ms = jiffy 2 after boot; expired once jiffies > 2 + 1250.
+    assert_eq!(d.b.probe_rtt_min_stamp, jiffy(2));
     let prior = d.b.next_rtt_delivered - 1;
     let a = Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: RTT, inflight: 100, losses: 0, ce: 0 };
     d.ack(1253 * 4 * MS - 1, a);
@@ -743,7 +750,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     assert_eq!(d.b.state_label(), "PROBE_RTT");
     // Inflight at 51: 200 ms (50 jiffies) and a round later it resumes, cruising, with the old cwnd.
     d.ack(5020 * MS, Ack { inflight: 51, ..a });
-    assert_eq!(d.b.probe_rtt_done_stamp, 1255 + 50);
+    assert_eq!(d.b.probe_rtt_done_stamp, jiffy(1255 + 50));
     let round_end = d.delivered;
     d.ack(5100 * MS, Ack { prior_delivered: round_end, inflight: 51, ..a });
     assert_eq!(d.b.mode(), Mode::ProbeRtt, "a round, but not 200 ms yet");

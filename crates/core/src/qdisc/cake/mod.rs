@@ -374,10 +374,11 @@ fn mix32(mut z: u64) -> u32 {
     (z >> 32) as u32
 }
 
-/// fq_codel's truesize model: see the module header.
+/// fq_codel's truesize model ([`super::flow_hash::truesize`]), in u64 as
+/// CAKE's `buffer_used` counts it.
 #[inline]
 fn truesize(len: u32) -> u64 {
-    ((len + 64 + 320).next_power_of_two() + 256) as u64
+    super::flow_hash::truesize(len) as u64
 }
 
 /// CAKE's configuration, in tc-cake terms.

@@ -1,0 +1,349 @@
+//! Output: what leaves, when, and at which pace.
+//!
+//! Source: Linux v6.x `net/ipv4/tcp_output.c` (`tcp_write_xmit`,
+//! `tcp_xmit_retransmit_queue`, `tcp_tso_autosize` / `tcp_tso_segs`,
+//! `tcp_update_skb_after_send` for EDT pacing, `tcp_cwnd_validate`,
+//! `tcp_cwnd_restart`, `tcp_event_data_sent`); `net/ipv4/tcp_input.c`
+//! (`tcp_update_pacing_rate`, `tcp_slow_start_after_idle_check`);
+//! `tcp_rate_skb_sent` is `rate.rs`'s.
+//!
+//! Model: lost segments go first, then new data, while what is in flight is
+//! below cwnd. A paced sender (the control asks for it, as BBR does, or
+//! `sch_fq` / `SO_MAX_PACING_RATE` on the host) sends TSO/GSO bursts sized
+//! by `tcp_tso_autosize` back to back and waits between bursts (EDT: the
+//! next burst may leave `len / pacing_rate` after this one, less up to half
+//! of that as credit for time the sender was idle); unpaced controls send
+//! what cwnd allows at once anyway.
+//!
+//! Slow-start restart after idle (RFC 2861, `tcp_slow_start_after_idle` = 1,
+//! Linux's default): when the application writes into an empty pipe more
+//! than one RTO after the last new data left, cwnd is halved once per RTO
+//! idle, down to min(IW, cwnd), and ssthresh keeps 3/4 of the old cwnd
+//! (`tcp_cwnd_restart`); controls with their own `cong_control` (BBR) are
+//! exempt, as in `tcp_slow_start_after_idle_check`.
+//!
+//! Constants below, with units and reasons.
+
+use super::sender::Sender;
+use crate::packet::{MSS, TCP_HDR};
+use bloatlab_core::cc::{CaState, CwndEvent, INIT_CWND};
+use bloatlab_core::time::{Nanos, NS_PER_SEC};
+
+/// `sk_pacing_shift` default: a TSO burst carries ~1/2^10 s (1 ms) of data.
+pub(super) const PACING_SHIFT: u32 = 10;
+/// `sysctl_tcp_pacing_ss_ratio`: in slow start (cwnd < ssthresh / 2) the
+/// pacing rate is 200 % of cwnd/srtt, so that pacing never holds growth back.
+const PACING_SS_RATIO: u64 = 200;
+/// `sysctl_tcp_pacing_ca_ratio`: 120 % of cwnd/srtt in congestion avoidance.
+const PACING_CA_RATIO: u64 = 120;
+/// Segments sent before Linux starts pacing (`tp->data_segs_out >= 10`).
+const UNPACED_SEGS: u64 = 10;
+
+/// One segment to put on the wire.
+#[derive(Debug, Clone, Copy)]
+pub struct Tx {
+    pub seq: u64,
+    pub len: u32,
+    pub retrans: bool,
+    /// ECN-capable transport (ECT(0)).
+    pub ect: bool,
+    /// Congestion Window Reduced flag (RFC 3168 §6.1.2).
+    pub cwr: bool,
+}
+
+/// EDT pacing state: the burst being sent and when the next may leave.
+#[derive(Debug, Default)]
+pub(super) struct Pacer {
+    /// Earliest departure of the next burst (`tp->tcp_wstamp_ns`).
+    pub wstamp: Nanos,
+    /// Segments left in the TSO/GSO burst being sent, and its payload bytes.
+    pub burst_left: u32,
+    pub burst_bytes: u64,
+}
+
+impl Pacer {
+    /// `tcp_update_skb_after_send` for the burst just sent (one TSO skb of
+    /// `burst_bytes`) at `rate` bytes/s; `pacing_on`: past the first
+    /// [`UNPACED_SEGS`] segments.
+    pub fn end_burst(&mut self, now: Nanos, rate: u64, pacing_on: bool) {
+        let bytes = std::mem::take(&mut self.burst_bytes);
+        self.burst_left = 0;
+        if bytes == 0 {
+            return;
+        }
+        let prior = self.wstamp;
+        self.wstamp = self.wstamp.max(now);
+        if rate > 0 && pacing_on {
+            let skb_len = bytes + (TCP_HDR - 20) as u64; // payload + one TCP header, as skb->len then
+            let mut len_ns = skb_len * NS_PER_SEC / rate;
+            let credit = self.wstamp - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.wstamp += len_ns;
+        }
+    }
+}
+
+/// `tcp_update_pacing_rate` for controls without their own `cong_control`:
+/// `mss * max(cwnd, packets_out) / srtt`, times `tcp_pacing_ss_ratio` (200 %)
+/// while cwnd < ssthresh / 2, else `tcp_pacing_ca_ratio` (120 %). Bytes/s, in
+/// the kernel's integer steps (`srtt_us` is srtt in µs << 3, not 0).
+pub(super) fn pacing_rate(cwnd: u32, ssthresh: u32, packets_out: u32, srtt_us: u32) -> u64 {
+    let ratio = if (cwnd as u64) < (ssthresh as u64) / 2 { PACING_SS_RATIO } else { PACING_CA_RATIO };
+    let rate = MSS as u64 * ((1_000_000 / 100) << 3) * ratio * cwnd.max(packets_out) as u64;
+    rate / srtt_us as u64
+}
+
+/// `tcp_cwnd_restart`'s cwnd after `idle` ns without sending: halved once
+/// per RTO past the first, never below min(IW, cwnd).
+pub(super) fn restart_cwnd(cwnd: u32, idle: Nanos, rto: Nanos) -> u32 {
+    let restart = INIT_CWND.min(cwnd);
+    let mut delta = idle as i64;
+    let mut c = cwnd;
+    loop {
+        delta -= rto as i64;
+        if delta <= 0 || c <= restart {
+            break;
+        }
+        c >>= 1;
+    }
+    c.max(restart)
+}
+
+impl Sender {
+    /// Whether segments leave at the pacing rate (EDT, `tcp_needs_internal_pacing`
+    /// or sch_fq): the control asks for it (BBR), or the flow says so.
+    pub(super) fn paced(&self) -> bool {
+        self.cc.wants_pacing() || self.pacing
+    }
+
+    /// [`pacing_rate`] into the window; nothing before the first RTT sample.
+    pub(super) fn update_pacing_rate(&mut self) {
+        if self.rtt.srtt_us == 0 {
+            return;
+        }
+        self.w.pacing_rate = pacing_rate(self.w.cwnd, self.w.ssthresh, self.sb.packets_out, self.rtt.srtt_us);
+    }
+
+    /// `tcp_slow_start_after_idle_check` + `tcp_cwnd_restart`, when the
+    /// application writes new data.
+    pub(super) fn restart_after_idle(&mut self, now: Nanos) {
+        if self.sb.packets_out > 0 || self.cc.has_cong_control() || self.data_segs_out == 0 {
+            return;
+        }
+        let rto = self.rtt.rto;
+        let idle = now.saturating_sub(self.lsndtime);
+        if idle as i64 <= rto as i64 {
+            return;
+        }
+        let v = self.view(now);
+        self.cc.cwnd_event(&v, CwndEvent::CwndRestart, &mut self.w);
+        let cwnd = self.w.cwnd;
+        self.w.ssthresh = self.w.current_ssthresh(self.ca_state);
+        self.w.cwnd = restart_cwnd(cwnd, idle, rto);
+        self.restarts += 1;
+    }
+
+    /// Length of the segment at snd_nxt: a finite flow's last may be short.
+    pub(super) fn next_len(&self) -> u32 {
+        if self.total_segs == Some(self.sb.nxt + 1) {
+            self.last_len
+        } else {
+            MSS
+        }
+    }
+
+    /// Bookkeeping for a (re)transmission of `seq` at `now`
+    /// (`tcp_event_data_sent`, `tcp_rate_skb_sent`, RACK's tsorted queue).
+    pub(super) fn on_sent(&mut self, now: Nanos, seq: u64, retrans: bool) -> Tx {
+        let pipe_empty = self.sb.packets_out == 0 || (retrans && self.in_flight() == 0);
+        let s = self.sb.seg(seq);
+        self.rate.skb_sent(now, pipe_empty, s);
+        s.tx_time = now;
+        s.gen += 1;
+        let (len, gen) = (s.len, s.gen);
+        self.sb.tsorted.push_back((now, seq, gen));
+        self.segs_sent += 1;
+        self.data_segs_out += 1;
+        if self.paced() {
+            self.pacer.burst_bytes += len as u64;
+        }
+        let cwr = self.ecn && !retrans && std::mem::take(&mut self.queue_cwr);
+        Tx { seq, len, retrans, ect: self.ecn && !retrans, cwr }
+    }
+
+    /// Segments per TSO/GSO burst now (`tcp_tso_segs`).
+    pub fn tso_segs(&self) -> u32 {
+        let min_tso = self.cc.min_tso_segs(&self.w);
+        bloatlab_core::cc::tso_autosize(self.w.pacing_rate, PACING_SHIFT, self.min_rtt.get(), MSS, min_tso)
+    }
+
+    /// [`Pacer::end_burst`] at this connection's pacing rate.
+    pub(super) fn end_burst(&mut self, now: Nanos) {
+        self.pacer.end_burst(now, self.w.pacing_rate, self.data_segs_out >= UNPACED_SEGS);
+    }
+
+    /// `tcp_write_xmit` + `tcp_xmit_retransmit_queue`: send what cwnd,
+    /// pacing and the application allow. Lost segments go first. A paced
+    /// sender sends TSO/GSO bursts of [`Self::tso_segs`] back to back and
+    /// paces between bursts.
+    pub fn transmit(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        let paced = self.paced();
+        let (sent_new, cwnd_full) = self.write_xmit(now, paced, out);
+        // the skb is cut where cwnd or the data end: a shorter burst
+        if paced {
+            self.end_burst(now);
+        }
+        self.cwnd_validate(cwnd_full);
+        if !self.has_new_data() && !cwnd_full && self.sb.packets_out > 0 {
+            // nothing left to send and cwnd not full
+            let in_flight = self.in_flight();
+            self.rate.check_app_limited(in_flight);
+        }
+        if sent_new && !self.schedule_loss_probe(now, false) && self.timer.is_none() {
+            self.arm_rto(now);
+        }
+        if !out.is_empty() && self.timer.is_none() && self.sb.packets_out > 0 {
+            self.arm_rto(now);
+        }
+    }
+
+    /// The sending loop; returns (new data sent, stopped by cwnd).
+    fn write_xmit(&mut self, now: Nanos, paced: bool, out: &mut Vec<Tx>) -> (bool, bool) {
+        let mut sent_new = false;
+        loop {
+            if paced && self.pacer.burst_left == 0 {
+                if self.pacer.wstamp > now {
+                    return (sent_new, false);
+                }
+                self.pacer.burst_left = if self.tso { self.tso_segs() } else { 1 };
+            }
+            if self.in_flight() >= self.w.cwnd {
+                return (sent_new, true);
+            }
+            if let Some(seq) = self.sb.retransmit_next_lost() {
+                self.retrans_segs += 1;
+                if self.ca_state >= CaState::Cwr {
+                    self.prr.out += 1;
+                }
+                let tx = self.on_sent(now, seq, true);
+                out.push(tx);
+                self.burst_step(now);
+                continue;
+            }
+            if !self.has_new_data() {
+                return (sent_new, false);
+            }
+            if self.in_flight() == 0 {
+                let v = self.view(now);
+                self.cc.cwnd_event(&v, CwndEvent::TxStart, &mut self.w);
+            }
+            let seq = self.sb.push_new(self.next_len());
+            if self.ca_state >= CaState::Cwr {
+                self.prr.out += 1;
+            }
+            let tx = self.on_sent(now, seq, false);
+            self.lsndtime = now;
+            out.push(tx);
+            sent_new = true;
+            self.burst_step(now);
+        }
+    }
+
+    /// `tcp_cwnd_validate`: remember whether cwnd limited this round.
+    fn cwnd_validate(&mut self, cwnd_full: bool) {
+        if self.sb.una >= self.cwnd_usage_seq
+            || cwnd_full
+            || (!self.is_cwnd_limited && self.sb.packets_out > self.max_packets_out)
+        {
+            self.is_cwnd_limited = cwnd_full;
+            self.max_packets_out = self.sb.packets_out;
+            self.cwnd_usage_seq = self.sb.nxt;
+        }
+    }
+
+    /// `tcp_is_cwnd_limited`.
+    pub(super) fn cwnd_limited(&self) -> bool {
+        if self.is_cwnd_limited {
+            return true;
+        }
+        if self.w.in_slow_start() {
+            return self.w.cwnd < 2 * self.max_packets_out;
+        }
+        false
+    }
+
+    fn burst_step(&mut self, now: Nanos) {
+        if self.paced() {
+            self.pacer.burst_left = self.pacer.burst_left.saturating_sub(1);
+            if self.pacer.burst_left == 0 {
+                self.end_burst(now);
+            }
+        }
+    }
+
+    /// When the sender must be woken for pacing, if it is pacing-limited.
+    pub fn pacing_wakeup(&self, now: Nanos) -> Option<Nanos> {
+        if self.paced()
+            && self.pacer.wstamp > now
+            && self.in_flight() < self.w.cwnd
+            && (!self.sb.lost_q.is_empty() || self.has_new_data())
+        {
+            Some(self.pacer.wstamp)
+        } else {
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_core::time::NS_PER_MS;
+
+    #[test]
+    fn the_next_burst_leaves_its_length_at_the_pacing_rate_later() {
+        // 8 segments + one 32-byte TCP header extension at 12.5 MB/s: 11 616 B / 12.5 MB/s = 929 280 ns
+        let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 3, burst_bytes: 8 * 1448 };
+        p.end_burst(NS_PER_MS, 12_500_000, true);
+        assert_eq!((p.wstamp, p.burst_left, p.burst_bytes), (NS_PER_MS + 929_280, 0, 0));
+    }
+
+    #[test]
+    fn idle_time_earns_up_to_half_a_burst_of_credit() {
+        // idle 100 µs since the planned departure: the gap shrinks by 100 µs
+        let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 0, burst_bytes: 8 * 1448 };
+        p.end_burst(NS_PER_MS + 100_000, 12_500_000, true);
+        assert_eq!(p.wstamp, NS_PER_MS + 100_000 + 929_280 - 100_000);
+        // idle 10 ms: at most half of it
+        let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 0, burst_bytes: 8 * 1448 };
+        p.end_burst(11 * NS_PER_MS, 12_500_000, true);
+        assert_eq!(p.wstamp, 11 * NS_PER_MS + 929_280 / 2);
+    }
+
+    #[test]
+    fn nothing_is_paced_before_the_first_ten_segments_or_without_a_rate() {
+        let mut p = Pacer { wstamp: 0, burst_left: 0, burst_bytes: 1448 };
+        p.end_burst(5, 12_500_000, false);
+        assert_eq!(p.wstamp, 5);
+        let mut p = Pacer { wstamp: 0, burst_left: 0, burst_bytes: 1448 };
+        p.end_burst(5, 0, true);
+        assert_eq!(p.wstamp, 5);
+    }
+
+    #[test]
+    fn linux_paces_unpaced_controls_at_200_percent_in_slow_start_and_120_after() {
+        // srtt 100 ms (800 000 in µs << 3); 10 segments of 1448 B per 100 ms = 144 800 B/s
+        assert_eq!(pacing_rate(10, u32::MAX, 0, 800_000), 2 * 144_800);
+        assert_eq!(pacing_rate(10, 20, 0, 800_000), 144_800 * 6 / 5);
+        assert_eq!(pacing_rate(10, 20, 15, 800_000), 217_200 * 6 / 5, "packets_out above cwnd counts");
+    }
+
+    #[test]
+    fn after_idle_cwnd_halves_per_rto_but_not_below_the_initial_window() {
+        let rto = 300 * NS_PER_MS;
+        assert_eq!(restart_cwnd(80, 450 * NS_PER_MS, rto), 40);
+        assert_eq!(restart_cwnd(80, 700 * NS_PER_MS, rto), 20);
+        assert_eq!(restart_cwnd(80, 1010 * NS_PER_MS, rto), 10);
+        assert_eq!(restart_cwnd(6, 5000 * NS_PER_MS, rto), 6, "below IW: kept");
+    }
+}

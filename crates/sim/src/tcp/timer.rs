@@ -1,0 +1,204 @@
+//! The retransmission timer: RTO and tail loss probe.
+//!
+//! Source: Linux v6.x `net/ipv4/tcp_timer.c` (`tcp_retransmit_timer`,
+//! `inet_csk_rto_backoff`), `net/ipv4/tcp_input.c` (`tcp_rearm_rto`,
+//! `tcp_rto_delta_us`, `tcp_enter_loss`, `tcp_timeout_mark_lost`),
+//! `net/ipv4/tcp_output.c` (`tcp_schedule_loss_probe`,
+//! `tcp_send_loss_probe`); RFC 6298 (RTO), RFC 8985 §7 (TLP).
+//!
+//! Model: one timer per connection, as Linux's `icsk_pending` holds one of
+//! RTO, TLP (`ICSK_TIME_LOSS_PROBE`) or REO (`ICSK_TIME_REO_TIMEOUT`, RACK's,
+//! see `rack.rs`). A TLP fires about two smoothed RTTs after the last send
+//! while the connection is Open or CWR, and sends one segment (new data if
+//! any, else the last segment again) so that a tail loss is found by an ACK
+//! rather than by an RTO. An RTO marks everything not SACKed lost, sets cwnd
+//! to one more than what is in flight (1 in practice) and doubles the timeout.
+//!
+//! Constants: `TCP_RTO_MIN` 200 ms added to the probe timeout when one
+//! segment is outstanding (room for a delayed ACK), else `TCP_TIMEOUT_MIN`
+//! (2 jiffies); `TCP_TIMEOUT_INIT` 1 s before any RTT sample; the backoff is
+//! capped at `TCP_RTO_MAX` 120 s (`rtt.rs`).
+
+use super::rtt::{RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
+use super::sender::{Sender, Tx};
+use bloatlab_core::cc::{CaState, CwndEvent};
+use bloatlab_core::time::{Nanos, NS_PER_US};
+
+/// `TCP_RTO_MIN`, added by TLP when one segment is outstanding.
+const RTO_MIN: Nanos = 200_000_000;
+
+/// Which timer is pending (Linux `icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    Rto,
+    Tlp,
+    Reo,
+}
+
+/// `inet_csk_rto_backoff`: `rto << backoff`, capped at `TCP_RTO_MAX`.
+pub(super) fn rto_backoff(rto: Nanos, backoff: u32) -> Nanos {
+    (rto << backoff.min(20)).min(RTO_MAX)
+}
+
+/// `tcp_schedule_loss_probe`'s timeout: 2 srtt plus room for a delayed ACK
+/// (`srtt_us` is Linux's srtt << 3, 0 before any sample), capped by
+/// `rto_left` (the time left to the RTO; 0: no cap).
+pub(super) fn probe_timeout(srtt_us: u32, packets_out: u32, rto_left: Nanos) -> Nanos {
+    let mut timeout = if srtt_us > 0 {
+        let t = (srtt_us >> 2) as Nanos * NS_PER_US; // 2 * srtt
+        t + if packets_out == 1 { RTO_MIN } else { TIMEOUT_MIN }
+    } else {
+        TIMEOUT_INIT
+    };
+    if rto_left > 0 {
+        timeout = timeout.min(rto_left);
+    }
+    timeout
+}
+
+impl Sender {
+    pub(super) fn rto_backed_off(&self) -> Nanos {
+        rto_backoff(self.rtt.rto, self.backoff)
+    }
+
+    pub(super) fn arm_rto(&mut self, now: Nanos) {
+        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+    }
+
+    /// `tcp_rearm_rto`: after a TLP or REO timer, the RTO keeps the head
+    /// segment's deadline.
+    pub(super) fn rearm_rto(&mut self, now: Nanos) {
+        if self.sb.packets_out == 0 {
+            self.timer = None;
+            return;
+        }
+        let mut rto = self.rto_backed_off();
+        if matches!(self.timer, Some((_, TimerKind::Tlp | TimerKind::Reo))) {
+            rto = self.rto_delta(now).max(1);
+        }
+        self.timer = Some((now + rto, TimerKind::Rto));
+    }
+
+    /// `tcp_rto_delta_us`: time left until the head segment's RTO.
+    fn rto_delta(&self, now: Nanos) -> Nanos {
+        match self.sb.segs.front() {
+            Some(s) => (s.tx_time + self.rto_backed_off()).saturating_sub(now),
+            None => self.rto_backed_off(),
+        }
+    }
+
+    /// `tcp_schedule_loss_probe`; `advancing_rto`: called from an ACK that
+    /// will rearm the RTO anyway.
+    pub(super) fn schedule_loss_probe(&mut self, now: Nanos, advancing_rto: bool) -> bool {
+        if self.sb.packets_out == 0 || !matches!(self.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let rto_left = if advancing_rto { self.rto_backed_off() } else { self.rto_delta(now) };
+        self.timer = Some((now + probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left), TimerKind::Tlp));
+        true
+    }
+
+    /// `tcp_set_xmit_timer` at the end of an ACK that advanced snd_una, and
+    /// no timer while nothing is in flight but a REO timer's.
+    pub(super) fn set_xmit_timer(&mut self, now: Nanos, set: bool) {
+        if set && !self.schedule_loss_probe(now, true) {
+            self.rearm_rto(now);
+        }
+        if self.sb.packets_out == 0 && !matches!(self.timer, Some((_, TimerKind::Reo))) {
+            self.timer = None;
+        }
+    }
+
+    /// The retransmission timer fired (whichever kind is pending).
+    pub fn on_timer(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        let Some((t, kind)) = self.timer else { return };
+        if t > now {
+            return;
+        }
+        self.timer = None;
+        match kind {
+            TimerKind::Rto => self.retransmit_timer(now, out),
+            TimerKind::Tlp => self.send_loss_probe(now, out),
+            TimerKind::Reo => self.rack_reo_timeout(now, out),
+        }
+    }
+
+    /// `tcp_retransmit_timer` → `tcp_enter_loss`.
+    fn retransmit_timer(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        if self.sb.packets_out == 0 {
+            return;
+        }
+        let new_recovery = self.ca_state <= CaState::Disorder || self.high_seq <= self.sb.una;
+        self.rate.lost += self.sb.timeout_mark_lost();
+        if new_recovery || self.ca_state == CaState::Loss {
+            self.prr.prior_cwnd = self.w.cwnd;
+            let v = self.view(now);
+            self.w.ssthresh = self.cc.ssthresh(&v, &self.w);
+            self.cc.cwnd_event(&v, CwndEvent::Loss, &mut self.w);
+            self.undo_marker = true;
+        }
+        self.w.cwnd = self.in_flight() + 1;
+        self.w.cwnd_cnt = 0;
+        self.set_state(now, CaState::Loss);
+        self.high_seq = self.sb.nxt;
+        self.tlp_high_seq = None;
+        self.backoff += 1;
+        self.transmit(now, out);
+        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+    }
+
+    /// `tcp_send_loss_probe`: one new segment regardless of cwnd, or the
+    /// last one again.
+    fn send_loss_probe(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        if self.tlp_high_seq.is_none() && self.sb.packets_out > 0 {
+            self.tlp_retrans = false;
+            let mut probed = false;
+            if self.has_new_data() {
+                let seq = self.sb.push_new(self.next_len());
+                let tx = self.on_sent(now, seq, false);
+                out.push(tx);
+                self.end_burst(now);
+                probed = true;
+            } else if let Some(last) = self.sb.nxt.checked_sub(1) {
+                if last >= self.sb.una && !self.sb.seg(last).sacked {
+                    self.sb.seg(last).ever_retrans = true;
+                    self.retrans_segs += 1;
+                    let tx = self.on_sent(now, last, true);
+                    out.push(tx);
+                    self.end_burst(now);
+                    self.tlp_retrans = true;
+                    probed = true;
+                }
+            }
+            if probed {
+                self.tlp_high_seq = Some(self.sb.nxt);
+                self.timer = None;
+            }
+        }
+        self.rearm_rto(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_core::time::{NS_PER_MS, NS_PER_SEC};
+
+    #[test]
+    fn the_rto_doubles_per_backoff_up_to_two_minutes() {
+        let rto = 300 * NS_PER_MS;
+        assert_eq!(rto_backoff(rto, 0), rto);
+        assert_eq!(rto_backoff(rto, 3), 2400 * NS_PER_MS);
+        assert_eq!(rto_backoff(rto, 9), 120 * NS_PER_SEC, "300 ms << 9 = 153.6 s, capped");
+        assert_eq!(rto_backoff(rto, 64), 120 * NS_PER_SEC, "no overflow past 20 doublings");
+    }
+
+    #[test]
+    fn the_probe_waits_two_srtt_plus_a_delayed_ack_allowance_capped_by_the_rto() {
+        let srtt_us = 50_000 << 3; // 50 ms
+        assert_eq!(probe_timeout(srtt_us, 5, 0), 100 * NS_PER_MS + TIMEOUT_MIN);
+        assert_eq!(probe_timeout(srtt_us, 1, 0), 300 * NS_PER_MS, "one segment out: + TCP_RTO_MIN");
+        assert_eq!(probe_timeout(srtt_us, 5, 60 * NS_PER_MS), 60 * NS_PER_MS);
+        assert_eq!(probe_timeout(0, 5, 0), NS_PER_SEC, "no RTT sample yet: TCP_TIMEOUT_INIT");
+    }
+}
