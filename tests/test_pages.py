@@ -118,3 +118,18 @@ def test_the_kernel_loads_the_page_in_the_models_time():
     emu = _page(bloatlab.run(doc, engine="emu").summary)
     assert sim["completed"] and emu["completed"], (sim, emu)
     assert emu["plt_s"] == pytest.approx(sim["plt_s"], abs=0.03), (sim, emu)
+
+
+@pytest.mark.skipif(emu_engine.unavailable_reason() is not None, reason=f"emulator unavailable: {emu_engine.unavailable_reason()}")
+def test_a_page_unfinished_at_the_end_leaves_its_later_objects_unstarted_and_the_run_stands():
+    # 20 objects of 100 KB one after another at 100 ms: ~3 RTT each, ~4 done by the end. The object
+    # running at the end finishes after it; the emulator used to tell the next one to go although its
+    # standard input was already closed, which read as a generator without a result and failed the
+    # run twice (`reproduce bufferbloat --engine emu`).
+    doc = {
+        "name": "page-unfinished", "duration": "1.5s",
+        "link": {"down": {"rate": "50Mbit"}, "up": {"rate": "50Mbit"}},
+        "page": [{"name": "p", "objects": 20, "size": "100KB", "connections": 1, "rtt": "100ms"}],
+    }
+    emu = _page(bloatlab.run(doc, engine="emu").summary)
+    assert not emu["completed"] and 1 <= emu["objects_done"] < 20, emu

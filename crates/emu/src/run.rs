@@ -447,7 +447,11 @@ impl Pages {
                 let id = objs[*told];
                 let name = format!("flow {id}");
                 let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { break };
-                if let Some(stdin) = child.stdin.as_mut() {
+                // After the scenario's end (`close`) the objects not yet told have no standard input:
+                // they stay unstarted (no result, as expected), not "went" without a go line (which
+                // read as a generator without a result and failed whole runs of `bufferbloat`).
+                let Some(stdin) = child.stdin.as_mut() else { break };
+                {
                     use std::io::Write;
                     let _ = stdin.write_all(b"go\n");
                     let _ = stdin.flush();
