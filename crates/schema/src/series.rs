@@ -89,8 +89,10 @@ mod arrow {
         Arc::new(StringArray::from(v))
     }
 
-    /// A record batch of `cols` in order; `nullable` names the columns that may hold nulls.
-    fn batch(cols: Vec<(&str, ArrayRef)>, nullable: &[&str]) -> Result<RecordBatch, ArrowError> {
+    /// A record batch of `cols` in order, but those named in `omit`;
+    /// `nullable` names the columns that may hold nulls.
+    fn batch(cols: Vec<(&str, ArrayRef)>, nullable: &[&str], omit: &[&str]) -> Result<RecordBatch, ArrowError> {
+        let cols: Vec<(&str, ArrayRef)> = cols.into_iter().filter(|(name, _)| !omit.contains(name)).collect();
         let fields: Vec<Field> =
             cols.iter().map(|(name, a)| Field::new(*name, a.data_type().clone(), nullable.contains(name))).collect();
         RecordBatch::try_new(Arc::new(Schema::new(fields)), cols.into_iter().map(|(_, a)| a).collect())
@@ -98,6 +100,12 @@ mod arrow {
 
     impl FlowSeries {
         pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
             batch(
                 vec![
                     ("flow", ids(self.flow)),
@@ -112,12 +120,19 @@ mod arrow {
                     ("state", labels(self.state)),
                 ],
                 &[],
+                omit,
             )
         }
     }
 
     impl LinkSeries {
         pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
             batch(
                 vec![
                     ("direction", labels(self.direction)),
@@ -127,22 +142,45 @@ mod arrow {
                     ("drops", ints(self.drops)),
                 ],
                 &[],
+                omit,
             )
         }
     }
 
     impl ProbeSeries {
         pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
             let rtt: ArrayRef = Arc::new(Float64Array::from(self.rtt_ms));
-            batch(vec![("probe", ids(self.probe)), ("t", floats(self.t)), ("rtt_ms", rtt)], &["rtt_ms"])
+            batch(vec![("probe", ids(self.probe)), ("t", floats(self.t)), ("rtt_ms", rtt)], &["rtt_ms"], omit)
         }
     }
 
     impl Series {
         /// The tables named in [`TABLES`], in that order.
         pub fn into_arrow(self) -> Result<[RecordBatch; 3], ArrowError> {
-            Ok([self.flows.into_arrow()?, self.links.into_arrow()?, self.probes.into_arrow()?])
+            self.into_arrow_without(&[])
         }
+
+        /// The tables without the columns named in `omit` (in any table).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<[RecordBatch; 3], ArrowError> {
+            Ok([self.flows.into_arrow_without(omit)?, self.links.into_arrow_without(omit)?, self.probes.into_arrow_without(omit)?])
+        }
+    }
+
+    /// Write `batch` as an Arrow IPC file (the random-access "file" format,
+    /// uncompressed: `pyarrow.ipc.open_file(path).read_all()` reads it back).
+    #[cfg(feature = "ipc")]
+    pub fn write_ipc(path: &std::path::Path, batch: &RecordBatch) -> Result<(), String> {
+        let err = |e: ArrowError| format!("{}: {e}", path.display());
+        let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut w = arrow_ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &batch.schema()).map_err(err)?;
+        w.write(batch).map_err(err)?;
+        w.finish().map_err(err)
     }
 
     /// The Arrow type of each column, for the tests and the docs.
@@ -208,6 +246,30 @@ mod tests {
         assert_eq!((rtt.null_count(), rtt.is_null(1), rtt.value(2)), (1, true, 21.5));
         assert!(b.schema().field(2).is_nullable());
         assert!(!b.schema().field(1).is_nullable());
+    }
+
+    #[cfg(feature = "ipc")]
+    #[test]
+    fn an_ipc_file_reads_back_as_the_table_written() {
+        let b = two_flow_samples().into_arrow().unwrap();
+        let path = std::env::temp_dir().join(format!("bloatlab-series-{}.arrow", std::process::id()));
+        write_ipc(&path, &b).unwrap();
+        let r = arrow_ipc::reader::FileReader::try_new(std::fs::File::open(&path).unwrap(), None).unwrap();
+        let back: Vec<_> = r.map(|x| x.unwrap()).collect();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, vec![b]);
+    }
+
+    #[test]
+    fn an_engine_without_a_figure_leaves_its_empty_column_out() {
+        let mut f = two_flow_samples();
+        f.state.clear();
+        assert!(f.into_arrow().is_err()); // a short column is an error, not padded
+        let mut f = two_flow_samples();
+        f.state.clear();
+        let b = f.into_arrow_without(&["state", "drops"]).unwrap();
+        assert_eq!((b.num_rows(), b.num_columns()), (2, 9));
+        assert_eq!(b.schema().field(8).name(), "retransmits");
     }
 
     #[test]
