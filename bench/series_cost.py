@@ -16,13 +16,22 @@ bulk flows, 10 s simulated, seed 1), each line one whole process under
 Issue 9's goal: the whole ``bloatlab run`` process within 1.3x of the engine's
 time and its peak memory within 2x of the engine's own.
 
-    python3 bench/series_cost.py [--repeat N] [--duration S] [--out FILE.md] [--json FILE.json]
+    python3 bench/series_cost.py [--repeat N] [--duration S] [--before DIR] [--out FILE.md] [--json FILE.json]
+
+``--before DIR``: also run the two ``bloatlab run`` lines with another build of
+the Python package first on the path (DIR holds ``bloatlab/`` with its own
+``_native`` module, e.g. an older commit: ``git archive COMMIT | tar -x -C SRC``,
+``CARGO_TARGET_DIR=T cargo build --release -p bloatlab-py`` in SRC, then
+``cp T/release/lib_native.so SRC/python/bloatlab/_native.abi3.so`` and
+``--before SRC/python``), each run interleaved with this build's so that both
+see the same machine load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,11 +45,15 @@ PY = REPO / ".venv" / "bin" / "python"
 FLOWS, RATE_BPS, RTT_MS = 1000, 1e9, 100.0
 
 
-def timed(cmd: list[str]) -> dict:
-    """Run ``cmd`` under /usr/bin/time -v: wall s, peak RSS MB, stdout."""
+def timed(cmd: list[str], pythonpath: str | None = None) -> dict:
+    """Run ``cmd`` under /usr/bin/time -v (with ``pythonpath`` first on
+    Python's path if given): wall s, peak RSS MB, stdout."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
         p = subprocess.run(["/usr/bin/time", "-v", "-o", tf.name] + cmd, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, env=env)
         report = Path(tf.name).read_text()
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
@@ -51,11 +64,25 @@ def timed(cmd: list[str]) -> dict:
 
 
 def best(runs: list[dict]) -> dict:
-    """The fastest run's figures, with the smallest peak RSS seen."""
+    """The fastest run's figures, the smallest peak RSS seen, and the median
+    over the runs of process wall time / the same run's engine time (the
+    ratio holds still when the machine's load moves both)."""
+    import statistics
+
     b = dict(min(runs, key=lambda r: r["wall_s"]))
     b["peak_rss_mb"] = min(r["peak_rss_mb"] for r in runs)
+    ratios = [r["wall_s"] / r["engine_wall_s"] for r in runs if r.get("engine_wall_s")]
+    b["wall_over_engine"] = statistics.median(ratios) if ratios else None
+    b["runs"] = [{k: v for k, v in r.items() if k != "stdout"} for r in runs]
     b.pop("stdout", None)
     return b
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
     ap.add_argument("--out", metavar="FILE.md", help="write the markdown table to FILE.md")
     ap.add_argument("--json", metavar="FILE.json", help="also write the figures as JSON")
+    ap.add_argument("--before", metavar="DIR", help="a directory holding another build's bloatlab/ package, "
+                    "measured side by side")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat: expected a count >= 1, got {args.repeat}")
@@ -92,41 +121,51 @@ def main(argv: list[str] | None = None) -> int:
             "run_out": [str(BLOATLAB_BIN), "run", str(toml), "--json", "--out", str(Path(d) / "out")],
             "python": [str(PY), "-c", "import bloatlab, pandas, pyarrow"],
         }
+        if args.before and not (Path(args.before) / "bloatlab" / "__init__.py").exists():
+            ap.error(f"--before: {args.before} holds no bloatlab/ package")
         figures: dict[str, dict] = {}
         for name, cmd in lines.items():
-            runs = []
+            builds = [("", None)] + ([("before_", args.before)] if args.before and name.startswith("run") else [])
+            runs: dict[str, list] = {label: [] for label, _ in builds}
             for _ in range(args.repeat):
-                r = timed(cmd)
-                if name == "engine":
-                    r["engine_wall_s"] = json.loads(r["stdout"].strip().splitlines()[-1])["wall_s"]
-                elif name.startswith("run"):
-                    r["engine_wall_s"] = json.loads(r["stdout"])["meta"]["wall_s"]
-                runs.append(r)
-                print(f"{name}: {r['wall_s']:.2f} s, {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
-            figures[name] = best(runs)
+                for label, path in builds:
+                    r = timed(cmd, path)
+                    if name == "engine":
+                        r["engine_wall_s"] = json.loads(r["stdout"].strip().splitlines()[-1])["wall_s"]
+                    elif name.startswith("run"):
+                        r["engine_wall_s"] = json.loads(r["stdout"])["meta"]["wall_s"]
+                    runs[label].append(r)
+                    print(f"{label}{name}: {r['wall_s']:.2f} s, {r['peak_rss_mb']:.0f} MB", file=sys.stderr)
+            for label, _ in builds:
+                figures[label + name] = best(runs[label])
 
     eng = figures["engine"]
 
     def row(label: str, cmd: str, f: dict) -> str:
-        e = f.get("engine_wall_s")
+        e, r = f.get("engine_wall_s"), f.get("wall_over_engine")
         return (f"| {label} | `{cmd}` | {'-' if e is None else f'{e:.2f}'} | {f['wall_s']:.2f} | "
-                f"{f['wall_s'] / eng['wall_s']:.2f}x | {f['peak_rss_mb']:.0f} | "
+                f"{'-' if r is None else f'{r:.2f}x'} | {f['peak_rss_mb']:.0f} | "
                 f"{f['peak_rss_mb'] / eng['peak_rss_mb']:.2f}x |")
 
     md = "\n".join([
         "# The time series' cost from the engine to Python", "",
         f"Command: `{argv_s}`  ",
         f"{FLOWS} CUBIC flows, 1 Gbit/s, {RTT_MS:g} ms base RTT, 1-BDP FIFO, {args.duration:g} s simulated, seed 1; "
-        f"best of {args.repeat} (wall: fastest run; peak RSS: smallest), each a whole process under `/usr/bin/time -v`.",
+        f"{args.repeat} runs per line, each a whole process under `/usr/bin/time -v`: engine s and process s of the "
+        "fastest run, process / engine the median over the runs of each run's process wall time over its own "
+        "`meta.wall_s`, the smallest peak RSS, against the engine alone's.",
         "",
         f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory']}, Linux {info['kernel']}, "
-        f"load average at start {info['loadavg_at_start']}; Python {info['python']}", "",
-        "| what | command | engine s (meta.wall_s) | process s | process / engine process | peak RSS MB | "
-        "peak RSS / engine's |",
+        f"load average at start {info['loadavg_at_start']}, at the end {_loadavg()}; Python {info['python']}", "",
+        "| what | command | engine s (meta.wall_s) | process s | process / engine | peak RSS MB | "
+        "peak RSS / engine alone's |",
         "|---|---|---|---|---|---|---|",
-        row("engine alone", "target/release/examples/engine_only resolved.json", eng),
-        row("bloatlab run", "bloatlab run FILE --json", figures["run"]),
-        row("bloatlab run, Parquet out", "bloatlab run FILE --json --out DIR", figures["run_out"]),
+        row("engine alone", "target/release/examples/engine_only resolved.json", eng)]
+        + ([row("before: bloatlab run", "bloatlab run FILE --json", figures["before_run"])] if args.before else [])
+        + [row("bloatlab run", "bloatlab run FILE --json", figures["run"])]
+        + ([row("before: bloatlab run, Parquet out", "bloatlab run FILE --json --out DIR", figures["before_run_out"])]
+           if args.before else [])
+        + [row("bloatlab run, Parquet out", "bloatlab run FILE --json --out DIR", figures["run_out"]),
         row("Python floor", "python -c 'import bloatlab, pandas, pyarrow'", figures["python"]),
         "",
         "Goal (issue 9 §2): `bloatlab run` within 1.3x of the engine's time and 2x of its peak memory.", ""])

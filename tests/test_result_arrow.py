@@ -85,6 +85,14 @@ def test_a_changed_frame_is_what_gets_saved(tmp_path):
     assert (Result.load(str(tmp_path / "run")).flows["cwnd_bytes"] == 0).all()
 
 
+def test_a_result_pickles_with_its_tables(res):
+    import pickle
+
+    back = pickle.loads(pickle.dumps(res))
+    assert back.summary == res.summary
+    pd.testing.assert_frame_equal(back.flows, res.flows)
+
+
 def test_a_result_built_from_lists_still_works(tmp_path):
     r = Result({"engine": "x"}, {"flows": {"flow": [0, 0], "t": [0.0, 0.1]}})
     assert list(r.flows["t"]) == [0.0, 0.1]

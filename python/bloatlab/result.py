@@ -23,6 +23,13 @@ class Result:
         self._series = series
         self._frames: dict[str, Any] = {}
 
+    def __getstate__(self):
+        # the engine's tables live in Rust and do not pickle; pyarrow Tables do (zero-copy here)
+        state = dict(self.__dict__)
+        state["_series"] = {k: v if isinstance(v, dict) or hasattr(v, "to_parquet") else arrow_table(v)
+                            for k, v in self._series.items()}
+        return state
+
     def _frame(self, name: str):
         if name not in self._frames:
             import pandas as pd
