@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any
 
 SERIES = ("flows", "links", "probes")
@@ -170,6 +169,8 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def _atomic(out_dir: str, name: str, write) -> None:
+    import tempfile  # here, not at import: `bloatlab run` without --out never needs it (5-8 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
     os.close(fd)
     try:
