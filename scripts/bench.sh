@@ -9,6 +9,8 @@ bash bench/ns3/build.sh
 $PY bench/sim_vs_ns3.py --out bench/out/sim_vs_ns3.md --json bench/out/sim_vs_ns3.json
 echo "== simulator scaling =="
 $PY bench/sim_scaling.py --out bench/out/sim_scaling.md --json bench/out/sim_scaling.json
+echo "== time series from the engine to Python, 1000 flows (issue 9 §2) =="
+$PY bench/series_cost.py --out bench/out/series_cost.md --json bench/out/series_cost.json
 echo "== wifi in the simulator =="
 $PY bench/wifi_bench.py --out bench/out/wifi_bench.md --json bench/out/wifi_bench.json
 echo "== fuzz the probe's parsers, 5 min per target =="

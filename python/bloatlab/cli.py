@@ -24,12 +24,14 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with ``only`` just that verb (what parsing
+    ``bloatlab VERB ...`` needs: the other verbs' modules are not imported)."""
     p = _Parser(prog="bloatlab", description="A laboratory for congestion control and bufferbloat.")
     p.add_argument("--version", action="version", version=f"bloatlab {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
+    for name in [only] if only in COMMANDS else COMMANDS:
         importlib.import_module(f".commands.{name}", __package__).register(sub)
     return p
 
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             from .commands import probe
 
             return probe.main(argparse.Namespace(args=argv[1:]))
-        args = parser().parse_args(argv)
+        args = parser(only=argv[0] if argv else None).parse_args(argv)
         return int(args.func(args) or 0)
     except (UserError, EngineFailed) as e:
         print(f"error: {e}", file=sys.stderr)

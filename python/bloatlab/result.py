@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any
 
 SERIES = ("flows", "links", "probes")
@@ -12,19 +11,49 @@ SERIES = ("flows", "links", "probes")
 
 class Result:
     """``summary`` is the dict of docs/results.md; ``flows``, ``links`` and
-    ``probes`` are the time series (pandas DataFrames, built on first use)."""
+    ``probes`` are the time series (pandas DataFrames, built on first use;
+    :meth:`table` gives them as Arrow tables)."""
 
-    def __init__(self, summary: dict, series: dict[str, dict[str, list]]):
+    def __init__(self, summary: dict, series: dict[str, Any]):
+        # series: name -> the engine's Arrow table (an object with
+        # __arrow_c_stream__, e.g. _native.ArrowTable), a pyarrow Table, a
+        # pandas DataFrame or a dict of columns (lists)
         self.summary = summary
         self._series = series
         self._frames: dict[str, Any] = {}
+
+    def __getstate__(self):
+        # the engine's tables live in Rust and do not pickle; pyarrow Tables do (zero-copy here)
+        state = dict(self.__dict__)
+        state["_series"] = {k: v if isinstance(v, dict) or hasattr(v, "to_parquet") else arrow_table(v)
+                            for k, v in self._series.items()}
+        return state
 
     def _frame(self, name: str):
         if name not in self._frames:
             import pandas as pd
 
-            self._frames[name] = pd.DataFrame(self._series.get(name) or {})
+            s = self._series.get(name)
+            if s is None or isinstance(s, dict):
+                df = pd.DataFrame(s or {})
+            elif isinstance(s, pd.DataFrame):
+                df = s
+            else:
+                df = arrow_table(s).to_pandas()
+            self._frames[name] = df
         return self._frames[name]
+
+    def table(self, name: str):
+        """The time series ``name`` (flows, links or probes) as a pyarrow
+        Table; for the engine's own tables without copying a sample."""
+        if name not in SERIES:
+            raise KeyError(f"unknown time series {name!r} (expected one of: {', '.join(SERIES)})")
+        import pyarrow as pa
+
+        s = self._series.get(name)
+        if name in self._frames or s is None or isinstance(s, dict):
+            return pa.Table.from_pandas(self._frame(name), preserve_index=False)
+        return arrow_table(s)
 
     @property
     def flows(self):
@@ -52,10 +81,20 @@ class Result:
         sees a half-written result."""
         os.makedirs(out_dir, exist_ok=True)
         for name in SERIES:
-            df = getattr(self, name)
-            _atomic(out_dir, f"{name}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
+            _atomic(out_dir, f"{name}.parquet", lambda p, name=name: self._write_parquet(name, p))
         _atomic(out_dir, "summary.json", lambda p: _write_json(p, self.summary))
         return out_dir
+
+    def _write_parquet(self, name: str, path: str) -> None:
+        """A table still in Arrow form goes to Parquet as it is (no pandas on
+        the way); one already read as a DataFrame (maybe changed) from that."""
+        s = self._series.get(name)
+        if name in self._frames or s is None or isinstance(s, dict):
+            self._frame(name).to_parquet(path, index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(arrow_table(s), path)
 
     @classmethod
     def load(cls, out_dir: str) -> "Result":
@@ -67,6 +106,17 @@ class Result:
             p = os.path.join(out_dir, f"{name}.parquet")
             r._frames[name] = pd.read_parquet(p) if os.path.exists(p) else pd.DataFrame()
         return r
+
+
+def arrow_table(obj):
+    """``obj`` as a pyarrow Table: a Table as it is; anything implementing the
+    Arrow PyCapsule interface (``__arrow_c_stream__``, such as the engine's
+    ``_native.ArrowTable``) read without copying its buffers."""
+    import pyarrow as pa
+
+    if isinstance(obj, pa.Table):
+        return obj
+    return pa.RecordBatchReader.from_stream(obj).read_all()
 
 
 def read_json(path: str):
@@ -119,6 +169,8 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def _atomic(out_dir: str, name: str, write) -> None:
+    import tempfile  # here, not at import: `bloatlab run` without --out never needs it (5-8 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
     os.close(fd)
     try:

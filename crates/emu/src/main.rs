@@ -154,8 +154,8 @@ fn real_main(cli: Cli) -> Result<i32, String> {
                 eprintln!("bloatlab-emu: generators' output kept in {}", shown.display());
             }
             after_stop();
-            let raw = res?;
-            std::fs::write(&out, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))?;
+            let (raw, series) = res?;
+            run::write_raw(&out, raw, series)?;
             Ok(0)
         }
         Verb::Shell { link, server, out, command } => {

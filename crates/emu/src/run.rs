@@ -17,6 +17,7 @@ use crate::scenario::{Direction, EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, P
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
 use bloatlab_schema::result::DistOut;
+use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -509,8 +510,8 @@ fn spawn_lead(f: &crate::scenario::Flow) -> u64 {
 /// Extra time to spawn the clients of every object of the pages (ns).
 const PAGE_SPAWN_NS: u64 = 200_000_000;
 
-/// Run a scenario; the raw result.
-pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
+/// Run a scenario; the raw result (its time series apart, for [`write_raw`]).
+pub fn run(sc: &Resolved, opt: &Options) -> Result<(Value, Series), String> {
     let wall = std::time::Instant::now();
     preflight(Some(sc))?;
     let removed = ns::cleanup(false)?;
@@ -606,7 +607,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     let namespaces = json!([net.client.clone(), net.server.clone()]);
     drop(net);
     let unstarted: Vec<usize> = sc.flows.iter().filter(|f| f.page.is_some() && !pages.went[f.id]).map(|f| f.id).collect();
-    let mut raw = assemble(sc, origin, &gens, &dirs, opt, &unstarted)?;
+    let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt, &unstarted)?;
     if let Some((w, late)) = wifi {
         raw["wifi"] = w;
         raw["meta"]["lateness"] = late_json(&late);
@@ -619,7 +620,31 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<Value, String> {
     if stopped_early {
         meta.insert("warning_deadline".into(), json!("some traffic generators did not finish in time and were stopped"));
     }
-    Ok(raw)
+    Ok((raw, series))
+}
+
+/// The columns the emulator has no figure for, left out of its tables: a
+/// control's `state` (TCP_INFO does not name BBR's mode) and the link's
+/// per-interval `drops` (the link threads do not sample them).
+const NOT_MEASURED: [&str; 2] = ["state", "drops"];
+
+/// Write the raw result: `out` (JSON, without the samples) and beside it one
+/// Arrow IPC file per time-series table, `STEM.flows.arrow`,
+/// `STEM.links.arrow`, `STEM.probes.arrow` (STEM: `out` without `.json`);
+/// the JSON's `"series"` names those files (relative to `out`'s directory).
+pub fn write_raw(out: &str, mut raw: Value, series: Series) -> Result<(), String> {
+    let path = Path::new(out);
+    let stem = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| format!("--out {out}: not a file name"))?;
+    let stem = stem.strip_suffix(".json").unwrap_or(stem);
+    let mut names = Map::new();
+    let tables = series.into_arrow_without(&NOT_MEASURED).map_err(|e| format!("time series: {e}"))?;
+    for (table, batch) in bloatlab_schema::series::TABLES.into_iter().zip(tables) {
+        let name = format!("{stem}.{table}.arrow");
+        bloatlab_schema::series::write_ipc(&path.with_file_name(&name), &batch).map_err(|e| format!("--out {out}: {e}"))?;
+        names.insert(table.into(), json!(name));
+    }
+    raw["series"] = Value::Object(names);
+    std::fs::write(path, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("--out {out}: {e}"))
 }
 
 /// The sysctls that shape the kernel's TCP, as seen inside the client
@@ -650,21 +675,15 @@ fn shift(v: &mut Value, key: &str, by: f64) {
     }
 }
 
-/// Build the raw result from the generators' JSON and the link threads.
-/// `unstarted`: page objects that never got a connection (no result, as expected).
-fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult)], opt: &Options, unstarted: &[usize]) -> Result<Value, String> {
+/// Build the raw result from the generators' JSON and the link threads: the
+/// JSON part and the time series. `unstarted`: page objects that never got a
+/// connection (no result, as expected).
+fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult)], opt: &Options, unstarted: &[usize]) -> Result<(Value, Series), String> {
     let mut flows = Vec::new();
     let mut probes = Vec::new();
     let mut errors = Vec::new();
-    let mut fs: Map<String, Value> = Map::new();
-    let mut ps: Map<String, Value> = Map::new();
-    let flow_cols = ["t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "retransmits"];
-    for c in std::iter::once("flow").chain(flow_cols) {
-        fs.insert(c.into(), json!([]));
-    }
-    for c in ["probe", "t", "rtt_ms"] {
-        ps.insert(c.into(), json!([]));
-    }
+    let mut fs = FlowSeries::default();
+    let mut ps = ProbeSeries::default();
     for g in gens {
         if g.kind == "flow" && unstarted.contains(&g.id) {
             continue;
@@ -723,16 +742,20 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
                 // Samples after the flow's end (its buffers draining) are not part of the run.
                 let until = cut.unwrap_or(f64::MAX) + 1e-9;
                 let n = tt.iter().take_while(|x| x.as_f64().unwrap_or(0.0) + off <= until).count();
-                for c in std::iter::once("flow").chain(flow_cols) {
-                    let col = fs.get_mut(c).unwrap().as_array_mut().unwrap();
-                    for i in 0..n {
-                        let v = match c {
-                            "flow" => json!(g.id),
-                            "t" => json!(s["t"][i].as_f64().unwrap_or(0.0) + off),
-                            _ => s.get(c).and_then(|a| a.get(i)).cloned().unwrap_or(Value::Null),
-                        };
-                        col.push(v);
-                    }
+                // The probe writes every column for every sample (crates/probe/src/report.rs FlowSeries).
+                let v = |c: &str, i: usize| s.get(c).and_then(|a| a.get(i)).ok_or_else(|| format!("flow {}: the generator's series has no {c}[{i}]", g.id));
+                let int = |c: &str, i: usize| v(c, i).and_then(|x| x.as_u64().ok_or_else(|| format!("flow {}: {c}[{i}] is not a count: {x}", g.id)));
+                let float = |c: &str, i: usize| v(c, i).and_then(|x| x.as_f64().ok_or_else(|| format!("flow {}: {c}[{i}] is not a number: {x}", g.id)));
+                for i in 0..n {
+                    fs.flow.push(g.id as u32); // ids are checked below the schema's limit where they enter
+                    fs.t.push(float("t", i)? + off);
+                    fs.cwnd_bytes.push(int("cwnd_bytes", i)?);
+                    fs.inflight_bytes.push(int("inflight_bytes", i)?);
+                    fs.srtt_ms.push(float("srtt_ms", i)?);
+                    fs.pacing_rate_bps.push(int("pacing_rate_bps", i)?);
+                    fs.delivery_rate_bps.push(int("delivery_rate_bps", i)?);
+                    fs.delivered_bytes.push(int("delivered_bytes", i)?);
+                    fs.retransmits.push(int("retransmits", i)?);
                 }
             }
         } else {
@@ -742,10 +765,10 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
             if let Some(s) = raw.pointer("/series/probes").and_then(|v| v.as_object()) {
                 let n = s.get("t").and_then(|t| t.as_array()).map_or(0, |a| a.len());
                 for i in 0..n {
-                    ps.get_mut("probe").unwrap().as_array_mut().unwrap().push(json!(g.id));
-                    ps.get_mut("t").unwrap().as_array_mut().unwrap().push(json!(s["t"][i].as_f64().unwrap_or(0.0) + off));
-                    let r = s.get("rtt_ms").and_then(|a| a.get(i)).cloned().unwrap_or(Value::Null);
-                    ps.get_mut("rtt_ms").unwrap().as_array_mut().unwrap().push(r);
+                    ps.probe.push(g.id as u32);
+                    ps.t.push(s["t"][i].as_f64().unwrap_or(0.0) + off);
+                    // null (or absent): lost
+                    ps.rtt_ms.push(s.get("rtt_ms").and_then(|a| a.get(i)).and_then(|r| r.as_f64()));
                 }
             }
         }
@@ -757,14 +780,14 @@ fn assemble(sc: &Resolved, origin: u64, gens: &[Gen], dirs: &[(String, DirResult
     if !errors.is_empty() {
         meta.insert("errors".into(), json!(errors));
     }
-    Ok(json!({
+    let raw = json!({
         "engine": "emu",
         "meta": Value::Object(meta),
         "flows": flows,
         "links": links,
         "probes": probes,
-        "series": {"flows": Value::Object(fs), "links": link_series, "probes": Value::Object(ps)},
-    }))
+    });
+    Ok((raw, Series { flows: fs, links: link_series, probes: ps }))
 }
 
 pub fn base_meta() -> Map<String, Value> {
@@ -775,10 +798,11 @@ pub fn base_meta() -> Map<String, Value> {
     m
 }
 
-/// Per-direction link statistics, the link time series and the lateness figures.
-pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Value, Value) {
+/// Per-direction link statistics, the link time series (no `drops`: see
+/// [`NOT_MEASURED`]) and the lateness figures.
+pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, LinkSeries, Value) {
     let mut links = Map::new();
-    let (mut sd, mut st, mut sq, mut sdelay) = (vec![], vec![], vec![], vec![]);
+    let mut series = LinkSeries::default();
     let mut all = LateHist::default();
     let mut per_dir = Map::new();
     for (d, r) in dirs {
@@ -808,11 +832,12 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Valu
                 "write_errors": r.write_errors,
             }),
         );
+        let dir = if d == "down" { "down" } else { "up" };
         for s in &r.samples {
-            sd.push(json!(d));
-            st.push(json!(s.t as f64 / 1e9));
-            sq.push(json!(s.queue_bytes));
-            sdelay.push(json!(s.qdelay_ms));
+            series.direction.push(dir);
+            series.t.push(s.t as f64 / 1e9);
+            series.queue_bytes.push(s.queue_bytes);
+            series.qdelay_ms.push(s.qdelay_ms);
         }
     }
     let mut late = late_json(&all);
@@ -826,7 +851,7 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (Value, Valu
             "bloatlab-emu: warning: timing quality: p99 lateness {p99:.0} µs exceeds {LATENESS_FLAG_US:.0} µs; delays in this run are less accurate than configured (machine busy?)"
         );
     }
-    (Value::Object(links), json!({"direction": sd, "t": st, "queue_bytes": sq, "qdelay_ms": sdelay}), late)
+    (Value::Object(links), series, late)
 }
 
 fn late_json(h: &LateHist) -> Value {
@@ -908,11 +933,11 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     kids.terminate_all(Duration::from_millis(500));
     drop(net);
     if let Some(p) = raw_out {
-        let mut raw = assemble(sc, origin, &gens, &dirs, opt, &[])?;
+        let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt, &[])?;
         if let Some((w, _)) = wifi {
             raw["wifi"] = w;
         }
-        std::fs::write(p, serde_json::to_string(&raw).unwrap()).map_err(|e| format!("{p}: {e}"))?;
+        write_raw(p, raw, series)?;
     } else {
         link_results(sc, &dirs); // prints the timing warning if the link was late
     }

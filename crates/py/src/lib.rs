@@ -1,17 +1,80 @@
 //! The thin PyO3 binding: converts types, holds no logic. Python imports it as
 //! `bloatlab._native`.
 
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use arrow_schema::ffi::FFI_ArrowSchema;
 use bloatlab_core::qdisc::{ParamKind, QDISCS};
+use bloatlab_schema::series::TABLES;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyCapsule, PyDict, PyList};
+use std::ffi::CString;
+
+/// One time-series table of a raw result, handed to Python without copying
+/// through the Arrow PyCapsule interface: `pyarrow.table(t)` (or polars,
+/// DuckDB, ...) reads the engine's own buffers. Immutable; each call of
+/// `__arrow_c_stream__` gives a new stream over the same buffers.
+#[pyclass(frozen, module = "bloatlab._native")]
+struct ArrowTable {
+    batch: RecordBatch,
+}
+
+#[pymethods]
+impl ArrowTable {
+    /// The table as an ArrowArrayStream capsule (one record batch). The
+    /// table has one schema: a `requested_schema` is left to the consumer to
+    /// cast to, as the interface allows.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let reader = RecordBatchIterator::new([Ok(self.batch.clone())], self.batch.schema());
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new(py, stream, Some(CString::new("arrow_array_stream").expect("no NUL")))
+    }
+
+    /// The table's schema as an ArrowSchema capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.batch.schema().as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyCapsule::new(py, schema, Some(CString::new("arrow_schema").expect("no NUL")))
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    /// The column names, in order.
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.batch.schema().fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<ArrowTable {} rows: {}>", self.batch.num_rows(), self.column_names().join(", "))
+    }
+}
 
 /// Run the simulator on a resolved scenario (JSON, docs/engine-interface.md);
-/// returns the raw result as JSON. Releases the GIL while simulating.
+/// returns the raw result as Python objects, except `raw["series"]`: a dict
+/// of `ArrowTable`s (flows, links, probes). Releases the GIL while simulating
+/// and while building the tables.
 #[pyfunction]
-fn run_sim(py: Python<'_>, resolved_json: &str) -> PyResult<String> {
+fn run_sim<'py>(py: Python<'py>, resolved_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let json = resolved_json.to_owned();
-    py.allow_threads(move || bloatlab_sim::run_json(&json)).map_err(PyValueError::new_err)
+    let (raw, tables) = py
+        .allow_threads(move || {
+            let mut raw = bloatlab_sim::run(&json)?;
+            let tables = std::mem::take(&mut raw.series).into_arrow().map_err(|e| format!("time series: {e}"))?;
+            Ok::<_, String>((raw, tables))
+        })
+        .map_err(PyValueError::new_err)?;
+    let out = pythonize::pythonize(py, &raw)?.downcast_into::<PyDict>()?;
+    let series = PyDict::new(py);
+    for (name, batch) in TABLES.into_iter().zip(tables) {
+        series.set_item(name, Bound::new(py, ArrowTable { batch })?)?;
+    }
+    out.set_item("series", series)?;
+    Ok(out)
 }
 
 /// Check a resolved scenario (JSON) as the simulator would build it; a
@@ -106,6 +169,7 @@ fn parse_unit(py: Python<'_>, kind: &str, text: &str) -> PyResult<PyObject> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
+    m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;

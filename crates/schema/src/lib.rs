@@ -3,7 +3,9 @@
 //! field (integers for rates in bit/s and times in ns) and its validation
 //! ([`scenario::Scenario::check`]). The simulator and the emulator both read it
 //! through [`scenario::Scenario::from_json`] and keep only what is their own.
-//! [`result`] holds the raw result's shared pieces (the distribution summary).
+//! [`result`] holds the raw result's shared pieces (the distribution summary),
+//! [`series`] its time-series tables (as Arrow record batches with the `arrow` feature).
 
 pub mod result;
 pub mod scenario;
+pub mod series;

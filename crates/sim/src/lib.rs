@@ -31,9 +31,13 @@ pub fn check_json(resolved: &str) -> Result<(), String> {
     world::World::new(&sc).map(|_| ())
 }
 
+/// Run a resolved scenario given as JSON; the raw result, time series included.
+pub fn run(resolved: &str) -> Result<output::Raw, String> {
+    let sc = scenario::from_json(resolved)?;
+    Ok(world::World::new(&sc)?.run())
+}
+
 /// Run a resolved scenario given as JSON and return the raw result as JSON.
 pub fn run_json(resolved: &str) -> Result<String, String> {
-    let sc = scenario::from_json(resolved)?;
-    let raw = world::World::new(&sc)?.run();
-    serde_json::to_string(&raw).map_err(|e| e.to_string())
+    serde_json::to_string(&run(resolved)?).map_err(|e| e.to_string())
 }

@@ -1,6 +1,7 @@
 //! The raw result (docs/engine-interface.md), serialised with serde.
 
 pub use bloatlab_schema::result::DistOut;
+pub use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -40,43 +41,6 @@ pub struct ProbeOut {
     pub sent: u64,
     pub received: u64,
     pub rtt_ms: DistOut,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct FlowSeries {
-    pub flow: Vec<u32>,
-    pub t: Vec<f64>,
-    pub cwnd_bytes: Vec<u64>,
-    pub inflight_bytes: Vec<u64>,
-    pub srtt_ms: Vec<f64>,
-    pub pacing_rate_bps: Vec<u64>,
-    pub delivery_rate_bps: Vec<u64>,
-    pub delivered_bytes: Vec<u64>,
-    pub retransmits: Vec<u64>,
-    pub state: Vec<&'static str>,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct LinkSeries {
-    pub direction: Vec<&'static str>,
-    pub t: Vec<f64>,
-    pub queue_bytes: Vec<u64>,
-    pub qdelay_ms: Vec<f64>,
-    pub drops: Vec<u64>,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct ProbeSeries {
-    pub probe: Vec<u32>,
-    pub t: Vec<f64>,
-    pub rtt_ms: Vec<Option<f64>>,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct Series {
-    pub flows: FlowSeries,
-    pub links: LinkSeries,
-    pub probes: ProbeSeries,
 }
 
 #[derive(Debug, Serialize)]

@@ -127,8 +127,7 @@ def run(resolved: dict, **opts) -> dict:
             with open(sc_path, "w") as f:
                 json.dump(resolved, f)
             _run_binary([emu, "run", "--scenario", sc_path, "--out", out_path, "--probe", probe] + emu_args(opts))
-            with open(out_path) as f:
-                raw = json.load(f)
+            raw = read_raw(out_path)
         missing = missing_results(raw)
         if not missing:
             return raw
@@ -139,6 +138,22 @@ def run(resolved: dict, **opts) -> dict:
         f"emulator: {len(missing)} traffic generator(s) gave no result in {1 + NO_RESULT_RETRIES} runs "
         f"({missing[0]}); their flows would read 0 goodput, so there is no result. The machine is probably "
         "too busy for the emulator (see docs/emulator.md, timing quality)", 1)
+
+
+def read_raw(path: str) -> dict:
+    """The emulator's raw result: ``path`` (JSON) and the Arrow IPC files its
+    ``"series"`` names (relative to ``path``), read into memory as pyarrow
+    Tables; a series given inline as columns of lists is kept as it is."""
+    with open(path) as f:
+        raw = json.load(f)
+    series = raw.get("series") or {}
+    for name, v in series.items():
+        if isinstance(v, str):
+            import pyarrow as pa
+
+            with pa.OSFile(os.path.join(os.path.dirname(path), v)) as src:
+                series[name] = pa.ipc.open_file(src).read_all()
+    return raw
 
 
 #: A run in which a traffic generator gave no result is run once more (it

@@ -6,6 +6,9 @@ import json
 
 
 def run(resolved: dict, **_opts) -> dict:
+    """The raw result as Python objects; ``raw["series"]`` holds the time
+    series as Arrow tables shared with the engine (``_native.ArrowTable``,
+    read through the Arrow PyCapsule interface, see ``result.arrow_table``)."""
     from .. import _native
 
-    return json.loads(_native.run_sim(json.dumps(resolved)))
+    return _native.run_sim(json.dumps(resolved))

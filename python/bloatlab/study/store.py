@@ -271,15 +271,30 @@ def remove_damaged(out_dir: str) -> dict[str, str]:
     return bad
 
 
-def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict) -> str:
-    """Store one finished run atomically (built aside, then renamed)."""
+def staging_dir(out_dir: str, run_id: str) -> str:
+    """A directory aside in the store (removed by :func:`clean_partial` if
+    left behind) where a worker writes one run's files for :func:`write_run`."""
+    import uuid
+
+    return os.path.join(out_dir, RUNS, f".tmp-{run_id}-{uuid.uuid4().hex[:12]}")
+
+
+def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict | None = None,
+              staged: str | None = None) -> str:
+    """Store one finished run atomically (built aside, then renamed). The
+    files come from ``summary`` and ``series`` (a Result's tables), or were
+    written already by the worker into ``staged`` (:func:`staging_dir`; its
+    summary.json is ``summary``)."""
     from ..result import Result
 
     final = os.path.join(out_dir, RUNS, run_id)
-    tmp = os.path.join(out_dir, RUNS, f".tmp-{run_id}-{os.getpid()}")
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    Result(summary, series).save(tmp)
+    if staged is not None:
+        tmp = staged
+    else:
+        tmp = os.path.join(out_dir, RUNS, f".tmp-{run_id}-{os.getpid()}")
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        Result(summary, series or {}).save(tmp)
     row = dict(info)
     row.update(flatten(summary))
     row["wall_s"] = (summary.get("meta") or {}).get("wall_s")

@@ -8,11 +8,15 @@ Executors:
 - ``emu`` runs always go one at a time in this process: the emulator needs
   the machine's real time and network namespaces to itself.
 
-Workers only compute; this process alone writes the store, one run at a
-time, as soon as it is finished (``store.write_run``: built aside, renamed
-into place). So an interrupted sweep loses only the runs that were still
-computing, and a resumed sweep skips every point whose ``run_id`` is already
-stored: no point lost, none run twice.
+A local worker writes its run's files (summary.json and the time series'
+Parquet, straight from the engine's Arrow tables) into a staging directory
+of its own (``runs/.tmp-RUN_ID-...``) and sends back only the summary; a Dask
+worker sends the summary and the tables. This process alone makes a run part
+of the store, one at a time, as soon as it is finished (``store.write_run``:
+run.json with the files' checksums written last, then renamed into place). So
+an interrupted sweep loses only the runs that were still computing, and a
+resumed sweep skips every point whose ``run_id`` is already stored: no point
+lost, none run twice.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from .. import result as _result
 from ..errors import UserError
 from . import spec as _spec
 from . import store as _store
@@ -38,20 +43,26 @@ class SweepReport:
 
 
 def _execute(payload: dict):
-    """Run one point (in a worker). Returns (summary, series) or raises."""
+    """Run one point (in a worker). Returns its Result or raises."""
     import bloatlab
 
     sets = dict(payload["params"])
     sets["seed"] = payload["seed"]
     if payload.get("start_jitter") and "start_jitter" not in sets:
         sets["start_jitter"] = payload["start_jitter"]
-    res = bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
-    return res.summary, res._series
+    return bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
 
 
-def _execute_safe(payload: dict):
+def _execute_safe(payload: dict, stage: str | None = None):
+    """("ok", (summary, series)) or ("error", message). With ``stage`` (a
+    directory only this worker writes) the run's files are written there and
+    ``series`` is that directory; without, ``series`` are pyarrow Tables."""
     try:
-        return ("ok", _execute(payload))
+        res = _execute(payload)
+        if stage is None:
+            return ("ok", (res.summary, {n: res.table(n) for n in _result.SERIES}))
+        res.save(stage)
+        return ("ok", (res.summary, stage))
     except Exception as e:  # reported per point, the sweep goes on
         return ("error", f"{type(e).__name__}: {e}")
 
@@ -103,7 +114,11 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
             nonlocal ran
             if status == "ok":
                 summary, series = value
-                _store.write_run(out, pt.run_id, _info(pt, engine, sweep.name), summary, series)
+                info = _info(pt, engine, sweep.name)
+                if isinstance(series, str):
+                    _store.write_run(out, pt.run_id, info, summary, staged=series)
+                else:
+                    _store.write_run(out, pt.run_id, info, summary, series)
                 ran += 1
             else:
                 failed.append((pt, value))
@@ -115,11 +130,11 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
                 # one point at a time (the emulator runs in real time and owns the
                 # machine), each in a worker so that --timeout can stop it: the
                 # worker's bloatlab-emu dies with it and removes its namespaces
-                _run_local(todo, payloads, 1, store_one, bar, timeout)
+                _run_local(todo, payloads, 1, store_one, bar, timeout, out)
             elif executor == "dask":
                 _run_dask(todo, payloads, scheduler, store_one, bar)
             else:
-                _run_local(todo, payloads, jobs, store_one, bar, timeout)
+                _run_local(todo, payloads, jobs, store_one, bar, timeout, out)
         st = _store.Store(out)
         if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
             st.write_index()
@@ -162,12 +177,13 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _child(conn, payload, parent=None):
-    """A forked worker: compute one point, send (status, value), exit."""
+def _child(conn, payload, parent=None, stage=None):
+    """A forked worker: compute one point (its files into ``stage``), send
+    (status, value), exit."""
     if parent is not None:
         _die_with_parent(parent)
     try:
-        out = _execute_safe(payload)
+        out = _execute_safe(payload, stage)
         conn.send(out)
     except BaseException as e:  # e.g. the result cannot be pickled
         try:
@@ -179,30 +195,39 @@ def _child(conn, payload, parent=None):
         os._exit(0)
 
 
-def _run_local(todo, payloads, jobs, store_one, bar, timeout=None):
-    """One forked process per point, ``jobs`` at a time. A point that runs
-    longer than ``timeout`` seconds is killed and reported as failed (it is
-    not stored, so the next attempt tries it again)."""
+def _run_local(todo, payloads, jobs, store_one, bar, timeout=None, out=None):
+    """One forked process per point, ``jobs`` at a time; with ``out`` (the
+    store) each writes its run's files into a staging directory there. A
+    point that runs longer than ``timeout`` seconds is killed and reported as
+    failed (it is not stored, so the next attempt tries it again); a failed
+    point's staging directory is removed."""
     import multiprocessing as mp
+    import shutil
     from multiprocessing.connection import wait
 
     jobs = jobs or os.cpu_count() or 1
     ctx = mp.get_context("fork")
     queue = list(zip(todo, payloads))
     queue.reverse()
-    running = {}  # conn -> (process, point, start time)
+    running = {}  # conn -> (process, point, start time, staging directory)
+
+    def drop_stage(stage):
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+
     try:
         while queue or running:
             while queue and len(running) < jobs:
                 pt, pl = queue.pop()
+                stage = None if out is None else _store.staging_dir(out, pt.run_id)
                 r, w = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(w, pl, os.getpid()), daemon=True)
+                proc = ctx.Process(target=_child, args=(w, pl, os.getpid(), stage), daemon=True)
                 proc.start()
                 w.close()
-                running[r] = (proc, pt, time.monotonic())
+                running[r] = (proc, pt, time.monotonic(), stage)
             ready = wait(list(running), timeout=0.25)
             for conn in ready:
-                proc, pt, _ = running.pop(conn)
+                proc, pt, _, stage = running.pop(conn)
                 try:
                     status, value = conn.recv()
                 except (EOFError, OSError):
@@ -210,23 +235,27 @@ def _run_local(todo, payloads, jobs, store_one, bar, timeout=None):
                     status, value = "error", f"worker died (exit status {proc.exitcode})"
                 conn.close()
                 proc.join(5)
+                if status != "ok":
+                    drop_stage(stage)
                 store_one(pt, status, value)
                 bar.advance()
             if timeout:
                 now = time.monotonic()
-                for conn, (proc, pt, t0) in list(running.items()):
+                for conn, (proc, pt, t0, stage) in list(running.items()):
                     if now - t0 > timeout:
                         proc.kill()
                         proc.join(5)
                         conn.close()
                         del running[conn]
+                        drop_stage(stage)
                         store_one(pt, "error", f"timeout: still running after {timeout:g} s (killed)")
                         bar.advance()
     finally:
-        for conn, (proc, _, _) in running.items():
+        for conn, (proc, _, _, stage) in running.items():
             proc.kill()
             proc.join(5)
             conn.close()
+            drop_stage(stage)
 
 
 def _run_dask(todo, payloads, scheduler, store_one, bar):

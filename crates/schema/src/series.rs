@@ -1,0 +1,282 @@
+//! The raw result's time-series tables (docs/engine-interface.md "series"),
+//! columnar: every column of one table has one entry per sample.
+//!
+//! With the `arrow` feature each table becomes an Arrow record batch
+//! ([`FlowSeries::into_arrow`], ...) without copying its numeric columns (the
+//! column vectors become the Arrow buffers). The Arrow types are those pandas
+//! gave the same table when it crossed as JSON, so that stored Parquet files
+//! and everything reading them see the same dtypes: integers as `int64`
+//! (`uint64` only if a value exceeds `i64::MAX`, as pandas would infer), times
+//! and delays as `float64`, labels as UTF-8 strings, a lost probe as null.
+
+use serde::Serialize;
+
+/// Per-flow samples, one row per flow and sampling instant (`t` in s from the run's start).
+#[derive(Debug, Default, Serialize)]
+pub struct FlowSeries {
+    pub flow: Vec<u32>,
+    pub t: Vec<f64>,
+    pub cwnd_bytes: Vec<u64>,
+    pub inflight_bytes: Vec<u64>,
+    pub srtt_ms: Vec<f64>,
+    pub pacing_rate_bps: Vec<u64>,
+    pub delivery_rate_bps: Vec<u64>,
+    pub delivered_bytes: Vec<u64>,
+    pub retransmits: Vec<u64>,
+    pub state: Vec<&'static str>,
+}
+
+/// Per-direction bottleneck samples (`direction` is "down" or "up"; `drops` since the previous sample).
+#[derive(Debug, Default, Serialize)]
+pub struct LinkSeries {
+    pub direction: Vec<&'static str>,
+    pub t: Vec<f64>,
+    pub queue_bytes: Vec<u64>,
+    pub qdelay_ms: Vec<f64>,
+    pub drops: Vec<u64>,
+}
+
+/// One row per probe sent (`t` when sent); `rtt_ms` is `None` for a lost probe.
+#[derive(Debug, Default, Serialize)]
+pub struct ProbeSeries {
+    pub probe: Vec<u32>,
+    pub t: Vec<f64>,
+    pub rtt_ms: Vec<Option<f64>>,
+}
+
+/// The three tables of a raw result.
+#[derive(Debug, Default, Serialize)]
+pub struct Series {
+    pub flows: FlowSeries,
+    pub links: LinkSeries,
+    pub probes: ProbeSeries,
+}
+
+#[cfg(feature = "arrow")]
+pub use self::arrow::*;
+
+#[cfg(feature = "arrow")]
+mod arrow {
+    use super::*;
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
+    use arrow_buffer::{Buffer, ScalarBuffer};
+    use arrow_schema::{ArrowError, DataType, Field, Schema};
+    use std::sync::Arc;
+
+    /// The names of the three tables, in the order [`Series::into_arrow`] returns them.
+    pub const TABLES: [&str; 3] = ["flows", "links", "probes"];
+
+    /// Counts and byte figures: `int64` sharing the vector's memory (a `u64`
+    /// below 2^63 has the same bits as an `i64`); `uint64` if one is larger.
+    fn ints(v: Vec<u64>) -> ArrayRef {
+        if v.iter().all(|&x| x <= i64::MAX as u64) {
+            let n = v.len();
+            Arc::new(Int64Array::new(ScalarBuffer::new(Buffer::from_vec(v), 0, n), None))
+        } else {
+            Arc::new(UInt64Array::new(ScalarBuffer::from(v), None))
+        }
+    }
+
+    fn ids(v: Vec<u32>) -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(v.into_iter().map(i64::from)))
+    }
+
+    fn floats(v: Vec<f64>) -> ArrayRef {
+        Arc::new(Float64Array::new(ScalarBuffer::from(v), None))
+    }
+
+    fn labels(v: Vec<&'static str>) -> ArrayRef {
+        Arc::new(StringArray::from(v))
+    }
+
+    /// A record batch of `cols` in order, but those named in `omit`;
+    /// `nullable` names the columns that may hold nulls.
+    fn batch(cols: Vec<(&str, ArrayRef)>, nullable: &[&str], omit: &[&str]) -> Result<RecordBatch, ArrowError> {
+        let cols: Vec<(&str, ArrayRef)> = cols.into_iter().filter(|(name, _)| !omit.contains(name)).collect();
+        let fields: Vec<Field> =
+            cols.iter().map(|(name, a)| Field::new(*name, a.data_type().clone(), nullable.contains(name))).collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), cols.into_iter().map(|(_, a)| a).collect())
+    }
+
+    impl FlowSeries {
+        pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
+            batch(
+                vec![
+                    ("flow", ids(self.flow)),
+                    ("t", floats(self.t)),
+                    ("cwnd_bytes", ints(self.cwnd_bytes)),
+                    ("inflight_bytes", ints(self.inflight_bytes)),
+                    ("srtt_ms", floats(self.srtt_ms)),
+                    ("pacing_rate_bps", ints(self.pacing_rate_bps)),
+                    ("delivery_rate_bps", ints(self.delivery_rate_bps)),
+                    ("delivered_bytes", ints(self.delivered_bytes)),
+                    ("retransmits", ints(self.retransmits)),
+                    ("state", labels(self.state)),
+                ],
+                &[],
+                omit,
+            )
+        }
+    }
+
+    impl LinkSeries {
+        pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
+            batch(
+                vec![
+                    ("direction", labels(self.direction)),
+                    ("t", floats(self.t)),
+                    ("queue_bytes", ints(self.queue_bytes)),
+                    ("qdelay_ms", floats(self.qdelay_ms)),
+                    ("drops", ints(self.drops)),
+                ],
+                &[],
+                omit,
+            )
+        }
+    }
+
+    impl ProbeSeries {
+        pub fn into_arrow(self) -> Result<RecordBatch, ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The table without the columns named in `omit` (an engine's
+        /// columns it has no figure for: they stay empty and are left out).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
+            let rtt: ArrayRef = Arc::new(Float64Array::from(self.rtt_ms));
+            batch(vec![("probe", ids(self.probe)), ("t", floats(self.t)), ("rtt_ms", rtt)], &["rtt_ms"], omit)
+        }
+    }
+
+    impl Series {
+        /// The tables named in [`TABLES`], in that order.
+        pub fn into_arrow(self) -> Result<[RecordBatch; 3], ArrowError> {
+            self.into_arrow_without(&[])
+        }
+
+        /// The tables without the columns named in `omit` (in any table).
+        pub fn into_arrow_without(self, omit: &[&str]) -> Result<[RecordBatch; 3], ArrowError> {
+            Ok([self.flows.into_arrow_without(omit)?, self.links.into_arrow_without(omit)?, self.probes.into_arrow_without(omit)?])
+        }
+    }
+
+    /// Write `batch` as an Arrow IPC file (the random-access "file" format,
+    /// uncompressed: `pyarrow.ipc.open_file(path).read_all()` reads it back).
+    #[cfg(feature = "ipc")]
+    pub fn write_ipc(path: &std::path::Path, batch: &RecordBatch) -> Result<(), String> {
+        let err = |e: ArrowError| format!("{}: {e}", path.display());
+        let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut w = arrow_ipc::writer::FileWriter::try_new(std::io::BufWriter::new(f), &batch.schema()).map_err(err)?;
+        w.write(batch).map_err(err)?;
+        w.finish().map_err(err)
+    }
+
+    /// The Arrow type of each column, for the tests and the docs.
+    pub fn column_types(b: &RecordBatch) -> Vec<(String, DataType)> {
+        b.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect()
+    }
+}
+
+#[cfg(all(test, feature = "arrow"))]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, Float64Array, Int64Array, StringArray, UInt64Array};
+    use arrow_schema::DataType;
+
+    fn two_flow_samples() -> FlowSeries {
+        FlowSeries {
+            flow: vec![0, 1],
+            t: vec![0.1, 0.1],
+            cwnd_bytes: vec![14480, 28960],
+            inflight_bytes: vec![1448, 0],
+            srtt_ms: vec![100.5, 101.0],
+            pacing_rate_bps: vec![1_000_000, 2_000_000],
+            delivery_rate_bps: vec![0, 5],
+            delivered_bytes: vec![7, 8],
+            retransmits: vec![0, 3],
+            state: vec!["open", "recovery"],
+        }
+    }
+
+    #[test]
+    fn a_flow_table_keeps_its_columns_in_order_with_the_types_pandas_gave_them() {
+        let b = two_flow_samples().into_arrow().unwrap();
+        let names: Vec<String> = column_types(&b).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            names,
+            ["flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "retransmits", "state"]
+        );
+        assert_eq!(b.num_rows(), 2);
+        assert_eq!(b.column(0).data_type(), &DataType::Int64);
+        assert_eq!(b.column(1).data_type(), &DataType::Float64);
+        assert_eq!(b.column(9).data_type(), &DataType::Utf8);
+        let cwnd = b.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(cwnd.values().as_ref(), &[14480, 28960]);
+        let state = b.column(9).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!((state.value(0), state.value(1)), ("open", "recovery"));
+    }
+
+    #[test]
+    fn a_count_above_i64_max_makes_the_column_uint64_and_keeps_its_value() {
+        let mut f = two_flow_samples();
+        f.pacing_rate_bps[1] = u64::MAX;
+        let b = f.into_arrow().unwrap();
+        let col = b.column(5).as_any().downcast_ref::<UInt64Array>().unwrap();
+        assert_eq!(col.value(1), u64::MAX);
+        assert_eq!(b.column(2).data_type(), &DataType::Int64);
+    }
+
+    #[test]
+    fn a_lost_probe_is_null_and_the_others_keep_their_rtt() {
+        let p = ProbeSeries { probe: vec![0, 0, 0], t: vec![0.0, 0.1, 0.2], rtt_ms: vec![Some(20.0), None, Some(21.5)] };
+        let b = p.into_arrow().unwrap();
+        let rtt = b.column(2).as_any().downcast_ref::<Float64Array>().unwrap();
+        assert_eq!((rtt.null_count(), rtt.is_null(1), rtt.value(2)), (1, true, 21.5));
+        assert!(b.schema().field(2).is_nullable());
+        assert!(!b.schema().field(1).is_nullable());
+    }
+
+    #[cfg(feature = "ipc")]
+    #[test]
+    fn an_ipc_file_reads_back_as_the_table_written() {
+        let b = two_flow_samples().into_arrow().unwrap();
+        let path = std::env::temp_dir().join(format!("bloatlab-series-{}.arrow", std::process::id()));
+        write_ipc(&path, &b).unwrap();
+        let r = arrow_ipc::reader::FileReader::try_new(std::fs::File::open(&path).unwrap(), None).unwrap();
+        let back: Vec<_> = r.map(|x| x.unwrap()).collect();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, vec![b]);
+    }
+
+    #[test]
+    fn an_engine_without_a_figure_leaves_its_empty_column_out() {
+        let mut f = two_flow_samples();
+        f.state.clear();
+        assert!(f.into_arrow().is_err()); // a short column is an error, not padded
+        let mut f = two_flow_samples();
+        f.state.clear();
+        let b = f.into_arrow_without(&["state", "drops"]).unwrap();
+        assert_eq!((b.num_rows(), b.num_columns()), (2, 9));
+        assert_eq!(b.schema().field(8).name(), "retransmits");
+    }
+
+    #[test]
+    fn empty_tables_still_have_their_columns() {
+        let [f, l, p] = Series::default().into_arrow().unwrap();
+        assert_eq!((f.num_rows(), f.num_columns()), (0, 10));
+        assert_eq!((l.num_rows(), l.num_columns()), (0, 5));
+        assert_eq!((p.num_rows(), p.num_columns()), (0, 3));
+    }
+}

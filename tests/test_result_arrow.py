@@ -1,0 +1,127 @@
+"""The simulator's time series cross into Python as Arrow (issue 9 §2): the
+engine's tables through the Arrow PyCapsule interface, pandas only on use,
+the same columns and dtypes as before, Parquet written straight from Arrow,
+and a sweep worker that writes its own run files."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bloatlab
+from bloatlab import _native
+from bloatlab.result import Result
+from bloatlab.study import spec, sweep
+
+SCENARIO = """
+name = "arrow"
+duration = "3s"
+seed = 1
+[link.down]
+rate = "20Mbit"
+buffer = "1bdp"
+loss = "10%"
+[link.up]
+rate = "20Mbit"
+[[flow]]
+cc = "cubic"
+rtt = "20ms"
+count = 2
+[[probe]]
+interval = "20ms"
+"""
+
+
+@pytest.fixture(scope="module")
+def res():
+    return bloatlab.run(SCENARIO)
+
+
+def test_the_engine_hands_over_arrow_tables_not_lists(res):
+    for name in ("flows", "links", "probes"):
+        t = res._series[name]
+        assert isinstance(t, _native.ArrowTable)
+        assert len(t) == pa.table(t).num_rows > 0
+    assert res._series["flows"].column_names[:2] == ["flow", "t"]
+
+
+def test_two_reads_of_a_table_share_the_engines_buffers(res):
+    a = pa.table(res._series["flows"]).column("cwnd_bytes").chunks[0].buffers()[1]
+    b = pa.table(res._series["flows"]).column("cwnd_bytes").chunks[0].buffers()[1]
+    assert a.address == b.address and a.size >= 8 * len(res._series["flows"])
+
+
+def test_the_frames_have_the_columns_and_dtypes_the_json_path_gave(res):
+    f = res.flows
+    assert list(f.columns) == ["flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps",
+                               "delivery_rate_bps", "delivered_bytes", "retransmits", "state"]
+    assert {str(f[c].dtype) for c in ("flow", "cwnd_bytes", "delivered_bytes", "retransmits")} == {"int64"}
+    assert str(f["t"].dtype) == "float64" and str(f["srtt_ms"].dtype) == "float64"
+    assert f["state"].map(type).eq(str).all()
+    assert sorted(f["flow"].unique()) == [0, 1]
+    assert list(res.links.columns) == ["direction", "t", "queue_bytes", "qdelay_ms", "drops"]
+    assert set(res.links["direction"]) == {"down", "up"}
+    p = res.probes
+    assert str(p["rtt_ms"].dtype) == "float64"
+    lost = p["rtt_ms"].isna().sum()
+    assert 0 < lost < len(p)  # 10 % loss each way loses some probes, not all
+    assert pa.table(res._series["probes"]).column("rtt_ms").null_count == lost
+
+
+def test_saved_parquet_reads_back_equal_to_the_frames(res, tmp_path):
+    res.save(str(tmp_path / "run"))
+    back = Result.load(str(tmp_path / "run"))
+    for name in ("flows", "links", "probes"):
+        pd.testing.assert_frame_equal(back._frame(name), res._frame(name))
+
+
+def test_a_changed_frame_is_what_gets_saved(tmp_path):
+    r = bloatlab.run(SCENARIO)
+    r.flows["cwnd_bytes"] = 0
+    r.save(str(tmp_path / "run"))
+    assert (Result.load(str(tmp_path / "run")).flows["cwnd_bytes"] == 0).all()
+
+
+def test_a_result_pickles_with_its_tables(res):
+    import pickle
+
+    back = pickle.loads(pickle.dumps(res))
+    assert back.summary == res.summary
+    pd.testing.assert_frame_equal(back.flows, res.flows)
+
+
+def test_a_result_built_from_lists_still_works(tmp_path):
+    r = Result({"engine": "x"}, {"flows": {"flow": [0, 0], "t": [0.0, 0.1]}})
+    assert list(r.flows["t"]) == [0.0, 0.1]
+    assert r.table("flows").column("flow").to_pylist() == [0, 0]
+    assert r.table("links").num_rows == 0
+    with pytest.raises(KeyError, match="unknown time series"):
+        r.table("nope")
+
+
+def test_sweep_workers_write_their_own_runs_and_the_store_keeps_no_staging_directory(tmp_path):
+    sw = spec.from_doc({"name": "a", "scenario": bloatlab.load_scenario(SCENARIO).doc,
+                        "grid": {"link.down.rate": ["20Mbit", "10Mbit"]}})
+    out = tmp_path / "out"
+    real = sweep._execute
+
+    def fail_slow_link(payload):
+        if payload["params"]["link.down.rate"] == "10Mbit":
+            raise RuntimeError("this point fails")
+        return real(payload)
+
+    sweep._execute = fail_slow_link
+    try:
+        rep = sweep.run(sw, str(out), progress=False, jobs=2)
+    finally:
+        sweep._execute = real
+    assert rep.ran == 1 and len(rep.failed) == 1 and "this point fails" in rep.failed[0][1]
+    assert not [d for d in os.listdir(out / "runs") if d.startswith(".")]
+    st = bloatlab.load(str(out))
+    rid = st.runs["run_id"].iloc[0]
+    direct = bloatlab.run(SCENARIO, set={"seed": int(st.runs["seed"].iloc[0])})
+    pd.testing.assert_frame_equal(st.result(rid).flows, direct.flows)
+    assert st.query("SELECT count(*) AS n FROM flow_series")["n"][0] == len(direct.flows)
