@@ -138,19 +138,33 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
 }
 
 /// Self probes every [`CONNECT_INTERVAL_NS`], starting half a period after
-/// `start`, until `until`; then the board is finished. Returns the number issued.
-fn self_probes(board: Arc<Board>, start: u64, until: u64) -> u64 {
+/// `start`, until `until`; then the board is finished. Returns (issued,
+/// late): a probe whose time passed by more than a period while this thread
+/// did not run (a busy machine) is counted as late and not sent, and none is
+/// sent after `until` (before, a stalled scheduler sent 8 at once after the
+/// load had ended, left unanswered).
+fn self_probes(board: Arc<Board>, start: u64, until: u64) -> (u64, u64) {
     let mut next = start + CONNECT_INTERVAL_NS / 2;
-    let mut issued = 0;
+    let (mut issued, mut late) = (0, 0);
     while next < until && !sys::stopped() {
         sys::sleep_until_mono(next);
+        let now = sys::mono_ns();
+        let due = next;
         next += CONNECT_INTERVAL_NS;
+        if now >= until {
+            late += 1 + (until.saturating_sub(next) + CONNECT_INTERVAL_NS - 1) / CONNECT_INTERVAL_NS;
+            break;
+        }
+        if now > due + CONNECT_INTERVAL_NS {
+            late += 1;
+            continue;
+        }
         if board.issue() {
             issued += 1;
         }
     }
     board.finish();
-    issued
+    (issued, late)
 }
 
 /// The draft's 95 % trimmed mean (kept for callers of the older name).
@@ -202,6 +216,7 @@ struct Phase {
     conn: Connects,
     board: Option<Arc<Board>>,
     self_issued: u64,
+    self_late: u64,
     flows: Vec<FlowRaw>,
     series: FlowSeries,
     goodput: (f64, f64),
@@ -264,9 +279,9 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end)));
     let udp = udp::run_client(&udp_cfg(cfg, cfg.duration_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let conn = ch.join().unwrap_or_default();
-    let self_issued = sh.map(|h| h.join().unwrap_or(0)).unwrap_or(0);
+    let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
     let mut ph = Phase {
-        name, down, up, start, end, udp, conn, board, self_issued,
+        name, down, up, start, end, udp, conn, board, self_issued, self_late,
         flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, cc: None,
     };
     for (h, is_down) in [(dn, true), (upl, false)] {
@@ -395,7 +410,8 @@ fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
         "name": ph.name, "down": ph.down, "up": ph.up, "from_s": start_s, "to_s": (ph.end - t0) as f64 / 1e9, "ramp_until_s": ramp_end_s,
         "udp_rtt_ms": lat_json(&ll), "connect_ms": lat_json(&lcl), "foreign_request_ms": lat_json(&lreq), "self_probe_ms": lat_json(&lself),
         "self_probe_source": self_source,
-        "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered},
+        "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered, "late": ph.self_late,
+                        "unanswered_at_s": ph.board.as_ref().map(|b| b.unanswered_at()).unwrap_or_default().iter().map(|&t| (t - t0) as f64 / 1e9).collect::<Vec<_>>()},
         "foreign_probes": {"connected": ph.conn.done.len(), "answered": ph.conn.done.iter().filter(|x| x.2.is_some()).count(),
                            "late": ph.conn.late, "unanswered": ph.conn.unanswered},
         "rpm": num(r.rpm), "foreign_rpm": num(r.foreign), "loaded_rpm": num(r.loaded), "rpm_time_weighted": num(r.time_weighted),

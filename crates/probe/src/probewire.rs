@@ -45,7 +45,7 @@
 //! `L` bytes are unsent (TCP_INFO `notsent_bytes`), sizes the frame to what
 //! is missing to `L`, and otherwise waits for POLLOUT (the mark is set to
 //! `L` too). `L` = [`FRAME_TIME_NS`] (5 ms, the draft-09 working copy's
-//! figure) of the connection's delivery rate, at least [`LOWAT_MIN`] (two
+//! figure) of the connection's rate (bytes acked over the last 100 ms), at least [`LOWAT_MIN`] (two
 //! segments, so that Nagle still sends full ones) and before the connection
 //! has a rate [`LOWAT_START`]. A probe message therefore waits behind at most
 //! `L` unsent bytes: 5 ms at a connection's rate, or two segments on a slow
@@ -68,16 +68,21 @@ pub const MSG: usize = 16;
 const HDR: usize = 8;
 const KIND_DATA: u8 = b'D';
 const KIND_PROBE: u8 = b'P';
-/// At most this much of the connection's delivery rate waits unsent.
+/// At most this much of the connection's rate waits unsent.
 pub const FRAME_TIME_NS: u64 = 5_000_000;
 /// Two full segments: with less unsent, Nagle would hold a partial one.
 pub const LOWAT_MIN: usize = 2 * 1448;
 /// The largest data frame: the senders' write size ([`tcp::BUF`]).
 pub const FRAME_MAX: usize = tcp::BUF;
-/// Before the connection has a delivery rate: HTTP/2's default largest frame.
+/// Before the connection has a measured rate: HTTP/2's default largest frame.
 pub const LOWAT_START: usize = 16 * 1024;
-/// How often the mark follows the delivery rate.
-const RATE_REFRESH_NS: u64 = 10_000_000;
+/// How often the mark follows the connection's rate, measured over this
+/// period: long enough to hold several ACKs at a few Mbit/s (TCP_INFO's
+/// delivery_rate is one ACK's sample and overshoots under ACK compression).
+const RATE_REFRESH_NS: u64 = 100_000_000;
+/// Bounds of a sender's wait for room below the mark (see `frame_size`).
+const POLL_MIN_NS: u64 = 1_000_000;
+const POLL_MAX_NS: u64 = 10_000_000;
 /// How long a reader keeps reading after its stream ended.
 const READER_GRACE_NS: u64 = 2_000_000_000;
 
@@ -208,6 +213,13 @@ impl Board {
     pub fn unanswered(&self) -> usize {
         self.pending.lock().unwrap().len()
     }
+
+    /// When the unanswered probes were issued (CLOCK_MONOTONIC ns), ascending.
+    pub fn unanswered_at(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.pending.lock().unwrap().values().copied().collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 struct Writer {
@@ -218,6 +230,10 @@ struct Writer {
     /// the kernel took the mark (else frames go unchecked, as a plain sender's writes)
     marked: bool,
     rate_at: u64,
+    /// bytes_acked at `rate_at - RATE_REFRESH_NS`
+    acked_at: u64,
+    /// the connection's rate, bytes/s (0: not measured yet)
+    rate: u64,
 }
 
 #[derive(Default)]
@@ -254,7 +270,7 @@ impl Framing {
             bulk_sender,
             down,
             out: Mutex::new(VecDeque::new()),
-            wr: Mutex::new(Writer { buf: Vec::new(), pos: 0, lowat: LOWAT_START, marked: false, rate_at: 0 }),
+            wr: Mutex::new(Writer { buf: Vec::new(), pos: 0, lowat: LOWAT_START, marked: false, rate_at: 0, acked_at: 0, rate: 0 }),
             rd: Mutex::new(Reader::default()),
             error: Mutex::new(None),
         })
@@ -284,13 +300,18 @@ impl Framing {
         let now = sys::mono_ns();
         let ti = sys::tcp_info(fd).ok();
         if now >= wr.rate_at {
-            wr.rate_at = now + RATE_REFRESH_NS;
-            let rate = ti.map(|t| t.delivery_rate).unwrap_or(0);
-            let l = if rate > 0 {
-                ((rate as u128 * FRAME_TIME_NS as u128 / 1_000_000_000) as usize).clamp(LOWAT_MIN, 64 << 20)
+            // the rate: bytes acked over the last period (the first period keeps LOWAT_START)
+            let acked = ti.map(|t| t.bytes_acked).unwrap_or(0);
+            let bytes = acked.saturating_sub(wr.acked_at);
+            let l = if wr.rate_at > 0 && bytes > 0 {
+                let per_s = bytes as u128 * 1_000_000_000 / (now - wr.rate_at + RATE_REFRESH_NS) as u128;
+                wr.rate = per_s as u64;
+                ((per_s * FRAME_TIME_NS as u128 / 1_000_000_000) as usize).clamp(LOWAT_MIN, 64 << 20)
             } else {
                 wr.lowat
             };
+            wr.rate_at = now + RATE_REFRESH_NS;
+            wr.acked_at = acked;
             // the kernel's mark (POLLOUT) follows when it moved by more than an eighth
             if !wr.marked || wr.lowat.abs_diff(l) > wr.lowat / 8 {
                 wr.marked = sys::set_notsent_lowat(fd, l as i32);
@@ -299,7 +320,11 @@ impl Framing {
         }
         let unsent = ti.map(|t| t.notsent_bytes as usize).unwrap_or(0);
         if wr.marked && unsent >= wr.lowat {
-            sys::wait_writable(fd, tcp::WAKE.as_nanos() as u64);
+            // POLLOUT comes when half the mark is left; the wait is bounded anyway by the
+            // time half the mark takes at the connection's rate, so that a missed wake-up
+            // cannot hold a probe message for a whole WAKE (100 ms).
+            let half_ns = if wr.rate > 0 { (wr.lowat as u64 / 2).saturating_mul(1_000_000_000) / wr.rate } else { POLL_MAX_NS };
+            sys::wait_writable(fd, half_ns.clamp(POLL_MIN_NS, POLL_MAX_NS));
             return None;
         }
         Some(if wr.marked { wr.lowat - unsent } else { wr.lowat }.clamp(1, FRAME_MAX))
