@@ -152,7 +152,7 @@ fn self_probes(board: Arc<Board>, start: u64, until: u64) -> (u64, u64) {
         let due = next;
         next += CONNECT_INTERVAL_NS;
         if now >= until {
-            late += 1 + (until.saturating_sub(next) + CONNECT_INTERVAL_NS - 1) / CONNECT_INTERVAL_NS;
+            late += 1 + until.saturating_sub(next).div_ceil(CONNECT_INTERVAL_NS);
             break;
         }
         if now > due + CONNECT_INTERVAL_NS {
@@ -581,6 +581,20 @@ mod tests {
         }
         assert_eq!(bytes_by_interval(&s, 10.0, 3), vec![3000, 3000, 3000]);
         assert_eq!(bytes_by_interval(&s, 9.0, 2), vec![0, 3000]);
+    }
+
+    #[test]
+    fn self_probes_that_could_not_go_on_time_are_counted_late_never_sent_after_the_phase() {
+        // a phase that ended half a second ago (the thread did not run): its 5 probes,
+        // due at 50, 150, 250, 350 and 450 ms, are all late and none is issued
+        let now = sys::mono_ns();
+        let board = Board::new();
+        assert_eq!(self_probes(board.clone(), now - 1_000_000_000, now - 500_000_000), (0, 5));
+        // a phase that began 975 ms ago and runs 0.25 s more: the 9 probes due 925..125 ms
+        // ago are more than a period overdue, late; the one due 25 ms ago and the two to
+        // come go on time (no connection takes them: not issued)
+        let (issued, late) = self_probes(board, now - 975_000_000, now + 250_000_000);
+        assert_eq!((issued, late), (0, 9));
     }
 
     #[test]

@@ -323,7 +323,7 @@ impl Framing {
             // POLLOUT comes when half the mark is left; the wait is bounded anyway by the
             // time half the mark takes at the connection's rate, so that a missed wake-up
             // cannot hold a probe message for a whole WAKE (100 ms).
-            let half_ns = if wr.rate > 0 { (wr.lowat as u64 / 2).saturating_mul(1_000_000_000) / wr.rate } else { POLL_MAX_NS };
+            let half_ns = (wr.lowat as u64 / 2).saturating_mul(1_000_000_000).checked_div(wr.rate).unwrap_or(POLL_MAX_NS);
             sys::wait_writable(fd, half_ns.clamp(POLL_MIN_NS, POLL_MAX_NS));
             return None;
         }
