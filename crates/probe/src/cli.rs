@@ -288,6 +288,13 @@ struct LoadArgs {
     /// UDP probe period
     #[arg(long, default_value = "10ms", value_parser = positive_dur)]
     probe_interval: u64,
+    /// no self probes: the load connections carry raw bytes (the RPM's loaded
+    /// part then comes from their TCP_INFO smoothed RTT)
+    #[arg(long)]
+    no_self_probes: bool,
+    /// three loaded phases of -t each: download only, upload only, both at once
+    #[arg(long)]
+    sequential: bool,
     #[arg(long)]
     secret: Option<String>,
     #[arg(long)]
@@ -760,6 +767,7 @@ fn tcp_client(a: TcpClientArgs) -> R {
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
         wait_go: a.wait_go,
         done_file: a.done_file.clone(),
+        self_probes: None,
     };
     if !a.json {
         println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });
@@ -831,6 +839,8 @@ fn load_cmd(a: LoadArgs) -> R {
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
         t0_mono: t0,
         verbose: a.verbose,
+        self_probes: !a.no_self_probes,
+        sequential: a.sequential,
     };
     if !a.json {
         println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);

@@ -8,6 +8,8 @@
 //! - [`tcp`]: TCP throughput with TCP_INFO series (server, client, control protocol).
 //! - [`iperf3`]: iperf3's control protocol, client and server side.
 //! - [`load`]: latency under load and responsiveness.
+//! - [`probewire`]: the responsiveness probes over bloatlab's own protocol (foreign and self).
+//! - [`rpm`]: responsiveness (RPM), its confidence, the bufferbloat grade: arithmetic only.
 //! - [`report`]: latency statistics, histogram, the common result schema.
 //! - [`sys`]: clocks, signals, scheduling, socket options (the Linux layer).
 //! - [`cli`]: the command line.
@@ -16,7 +18,9 @@ pub mod cli;
 pub mod echo;
 pub mod iperf3;
 pub mod load;
+pub mod probewire;
 pub mod report;
+pub mod rpm;
 pub mod sys;
 pub mod tcp;
 pub mod udp;

@@ -1,39 +1,55 @@
 //! Latency under load: flent's rrul / tcp_ndown and the IETF responsiveness
-//! test (draft-ietf-ippm-responsiveness-08), with bloatlab's own generators.
+//! test (draft-ietf-ippm-responsiveness-08), with bloatlab's own generators
+//! and over bloatlab's own protocol (`probewire`), not HTTP.
 //!
-//! Phases: (1) idle: UDP echo probes and TCP-connect probes only;
-//! (2) loaded: `--down N` flows server → client and `--up N` flows
-//! client → server for `-t` seconds, the same probes running throughout.
-//! Probes sent during the first [`RAMP_FRACTION`] of the loaded phase (flows
-//! still in slow start) are kept in the series but left out of the loaded
-//! statistics.
+//! Phases: (1) idle: UDP echo probes and foreign probes only; (2) loaded:
+//! `--down N` flows server → client and `--up N` flows client → server for
+//! `-t` seconds, the probes running throughout. With `--sequential` the
+//! loaded phase runs three times, as the draft's §4.1.2 asks a tool to offer:
+//! download only, upload only, then both at once. Probes sent during the
+//! first [`RAMP_FRACTION`] of a loaded phase (flows still in slow start) are
+//! kept in the series but left out of the loaded latency statistics.
+//!
+//! Probes, each on its own schedule and only while its phase runs:
+//! - UDP echo every `--probe-interval` (10 ms): RTT and, with the server's
+//!   timestamps, the one-way delays;
+//! - foreign probes every [`CONNECT_INTERVAL_NS`] (100 ms): a new TCP
+//!   connection (`tcp_f`, the `connect_ms` figures) and a 16-byte request on
+//!   it (`http_f`);
+//! - self probes every 100 ms, half an interval after the foreign ones
+//!   (the draft interleaves the two kinds): a 16-byte request on one of the
+//!   loaded connections chosen at random (`http_l`, `probewire`).
+//!
+//! Probe traffic is far below the draft's 5 % of capacity (PTC): a foreign
+//! probe is ~7 packets (~500 B), a self probe 2 messages of 16-24 B plus
+//! headers; 10 of each per second is ~60 kbit/s, 3 % of a 2 Mbit/s link.
 //!
 //! Per-direction latency increase needs no clock synchronisation: with the
 //! server's timestamps, (server rx - client tx) = one-way delay up + offset
 //! and (client rx - server tx) = one-way delay down - offset, so the change
-//! of their medians between idle and loaded is the change of each one-way
-//! delay (clock drift over a test is neglected: 50 ppm × 10 s = 0.5 ms is the
-//! worst case of a free-running crystal; NTP-disciplined clocks do far better).
+//! between idle and loaded is the change of each one-way delay (clock drift
+//! over a test is neglected: 50 ppm × 10 s = 0.5 ms is the worst case of a
+//! free-running crystal; NTP-disciplined clocks do far better).
 //!
-//! Responsiveness, after the draft's §4.3: RPM = 60000 / (½·TM(foreign) +
-//! ½·TM(self)) with TM the 95 % trimmed mean (top 5 % dropped) in ms. Our
-//! foreign probe is a fresh TCP connect (the draft also counts TLS and HTTP
-//! round trips, which we do not have); our self probe is the UDP echo (the
-//! draft uses HTTP/2 requests on the loaded connections). Grades are
-//! bloatlab's own bands, stated in `docs/probe.md`:
-//! ≥ 6000 RPM (≤ 10 ms) excellent, ≥ 1000 (≤ 60 ms) good, ≥ 300 (≤ 200 ms)
-//! fair, below that poor.
+//! Responsiveness and its confidence are the draft's (`rpm.rs`): RPM over the
+//! probes of the last 4 one-second intervals of a loaded phase; confidence
+//! low / medium / high from its stability test. The bufferbloat grade is
+//! DSLReports' of the added latency (loaded mean minus idle mean, after the
+//! ramp): per phase of the round trip, per direction of the one-way delays.
 
-use crate::report::{fmt_rate, Latency, Output};
+use crate::probewire::{self, Board};
+use crate::report::{fmt_rate, FlowRaw, FlowSeries, Latency, Output};
+use crate::rpm::{self, Samples};
 use crate::sys;
 use crate::tcp;
 use crate::udp;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// Share of the loaded phase treated as ramp-up.
 pub const RAMP_FRACTION: f64 = 0.2;
-/// TCP-connect probe period: 10 per second, as flent's default ping rate.
+/// Foreign (and self) probe period: 10 per second, as flent's default ping rate.
 pub const CONNECT_INTERVAL_NS: u64 = 100_000_000;
 
 #[derive(Debug, Clone)]
@@ -48,41 +64,46 @@ pub struct LoadCfg {
     pub secret: Option<Vec<u8>>,
     pub t0_mono: u64,
     pub verbose: bool,
+    /// self probes on the loaded connections (framed data connections)
+    pub self_probes: bool,
+    /// download only, upload only, then both (one loaded phase each)
+    pub sequential: bool,
 }
 
-/// Most connect probes in flight at once: at 10 per second that covers
-/// connects of up to 6.4 s (a deep queue on a long path); beyond, a due
+/// Most foreign probes in flight at once: at 10 per second that covers
+/// probes of up to 6.4 s (a deep queue on a long path); beyond, a due
 /// probe is counted as late instead of being issued.
 pub const CONNECT_MAX_INFLIGHT: usize = 64;
-/// How long after its phase the connects still in flight may finish (then
-/// they count as unanswered).
+/// How long after its phase the foreign probes still in flight may finish
+/// (then they count as unanswered).
 pub const CONNECT_GRACE_NS: u64 = 2_000_000_000;
 
-/// TCP-connect probes of one phase.
+/// Foreign probes of one phase.
 #[derive(Debug, Default, Clone)]
 pub struct Connects {
-    /// (start, s since t0; handshake time, ms) of each answered connect
-    pub done: Vec<(f64, f64)>,
+    /// (start, s since t0; handshake ms; request/response ms if answered) of each connected probe
+    pub done: Vec<(f64, f64, Option<f64>)>,
     /// due while [`CONNECT_MAX_INFLIGHT`] were pending: not issued, not moved
     pub late: u64,
-    /// issued but not answered by the phase's end + [`CONNECT_GRACE_NS`]
+    /// issued but not connected by the phase's end + [`CONNECT_GRACE_NS`]
     pub unanswered: u64,
 }
 
-/// TCP-connect probes every [`CONNECT_INTERVAL_NS`] from now until `until`,
-/// each issued on schedule on its own thread (draft-ietf-ippm-responsiveness's
-/// foreign probes run in parallel with the load): a slow handshake delays no
-/// later probe, and no probe starts after the phase (before, one blocking
-/// thread ran them back to back: at 200 ms RTT under load 80 connects due in
-/// 8 s ran on for 12 s more, measured as "loaded" while the load had stopped).
+/// Foreign probes every [`CONNECT_INTERVAL_NS`] from now until `until`,
+/// each issued on schedule on its own thread (the draft's foreign probes run
+/// in parallel with the load): a slow handshake delays no later probe, and no
+/// probe starts after the phase (before, one blocking thread ran them back to
+/// back: at 200 ms RTT under load 80 connects due in 8 s ran on for 12 s
+/// more, measured as "loaded" while the load had stopped).
 fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{mpsc, Arc};
+    use std::sync::mpsc;
     let (tx, rx) = mpsc::channel();
     let inflight = Arc::new(AtomicUsize::new(0));
     let mut out = Connects::default();
     let mut issued = 0u64;
     let mut next = sys::mono_ns();
+    let grace_end = until + CONNECT_GRACE_NS;
     while next < until && !sys::stopped() {
         sys::sleep_until_mono(next);
         next += CONNECT_INTERVAL_NS;
@@ -95,10 +116,8 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
         let (tx, mine) = (tx.clone(), inflight.clone());
         let spawned = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || {
             let a = sys::mono_ns();
-            if let Ok(s) = tcp::connect(addr, None, None) {
-                let b = sys::mono_ns();
-                let _ = tx.send(((a - t0) as f64 / 1e9, (b - a) as f64 / 1e6));
-                drop(s);
+            if let Ok((hs, req)) = probewire::foreign_probe(addr, grace_end.saturating_sub(a)) {
+                let _ = tx.send(((a - t0) as f64 / 1e9, hs as f64 / 1e6, req.map(|r| r as f64 / 1e6)));
             }
             mine.fetch_sub(1, Ordering::SeqCst);
         });
@@ -109,7 +128,6 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
         }
     }
     drop(tx);
-    let grace_end = sys::mono_ns().max(until) + CONNECT_GRACE_NS;
     while inflight.load(Ordering::SeqCst) > 0 && sys::mono_ns() < grace_end && !sys::stopped() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
@@ -119,46 +137,65 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
     out
 }
 
-/// 95 % trimmed mean: the mean after dropping the top 5 %.
+/// Self probes every [`CONNECT_INTERVAL_NS`], starting half a period after
+/// `start`, until `until`; then the board is finished. Returns (issued,
+/// late): a probe whose time passed by more than a period while this thread
+/// did not run (a busy machine) is counted as late and not sent, and none is
+/// sent after `until` (before, a stalled scheduler sent 8 at once after the
+/// load had ended, left unanswered).
+fn self_probes(board: Arc<Board>, start: u64, until: u64) -> (u64, u64) {
+    let mut next = start + CONNECT_INTERVAL_NS / 2;
+    let (mut issued, mut late) = (0, 0);
+    while next < until && !sys::stopped() {
+        sys::sleep_until_mono(next);
+        let now = sys::mono_ns();
+        let due = next;
+        next += CONNECT_INTERVAL_NS;
+        if now >= until {
+            late += 1 + until.saturating_sub(next).div_ceil(CONNECT_INTERVAL_NS);
+            break;
+        }
+        if now > due + CONNECT_INTERVAL_NS {
+            late += 1;
+            continue;
+        }
+        if board.issue() {
+            issued += 1;
+        }
+    }
+    board.finish();
+    (issued, late)
+}
+
+/// The draft's 95 % trimmed mean (kept for callers of the older name).
 pub fn trimmed_mean_95(xs: &[f64]) -> f64 {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let keep = ((v.len() as f64) * 0.95).ceil().max(1.0) as usize;
-    v[..keep].iter().sum::<f64>() / keep as f64
+    rpm::tm(xs)
 }
 
-pub fn rpm(connect_ms: &[f64], rtt_ms: &[f64]) -> f64 {
-    let (f, s) = (trimmed_mean_95(connect_ms), trimmed_mean_95(rtt_ms));
-    let d = match (f.is_finite(), s.is_finite()) {
-        (true, true) => 0.5 * f + 0.5 * s,
-        (true, false) => f,
-        (false, true) => s,
-        _ => return f64::NAN,
-    };
-    60_000.0 / d
-}
-
+/// The grade of an RPM with what it means for a user.
 pub fn grade(rpm: f64) -> (&'static str, &'static str) {
-    if !rpm.is_finite() {
-        ("unknown", "no latency samples")
-    } else if rpm >= 6000.0 {
-        ("excellent", "latency hardly grows under load; calls and games stay smooth")
-    } else if rpm >= 1000.0 {
-        ("good", "under load a round trip stays below 60 ms")
-    } else if rpm >= 300.0 {
-        ("fair", "under load round trips reach 60-200 ms: calls and games suffer while something downloads")
-    } else {
-        ("poor", "under load round trips exceed 200 ms: this path is bufferbloated")
-    }
+    let g = rpm::rpm_class(rpm);
+    let text = match g {
+        "unknown" => "no latency samples",
+        "excellent" => "latency hardly grows under load; calls and games stay smooth",
+        "good" => "under load a round trip stays below 60 ms",
+        "fair" => "under load round trips reach 60-200 ms: calls and games suffer while something downloads",
+        _ => "under load round trips exceed 200 ms: this path is bufferbloated",
+    };
+    (g, text)
 }
 
 fn median_i64(v: &[i64]) -> f64 {
     let mut f: Vec<f64> = v.iter().map(|&x| x as f64).collect();
-    let l = Latency::of(&mut f);
-    l.p50
+    Latency::of(&mut f).p50
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
 }
 
 pub struct LoadResult {
@@ -167,9 +204,28 @@ pub struct LoadResult {
     pub problem: Option<String>,
 }
 
-pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
-    let t0 = cfg.t0_mono;
-    let udp_cfg = |dur: u64| udp::ClientCfg {
+/// One loaded phase as measured.
+struct Phase {
+    name: &'static str,
+    down: usize,
+    up: usize,
+    /// CLOCK_MONOTONIC at the start and the planned end
+    start: u64,
+    end: u64,
+    udp: udp::ClientResult,
+    conn: Connects,
+    board: Option<Arc<Board>>,
+    self_issued: u64,
+    self_late: u64,
+    flows: Vec<FlowRaw>,
+    series: FlowSeries,
+    goodput: (f64, f64),
+    problem: Option<String>,
+    cc: Option<String>,
+}
+
+fn udp_cfg(cfg: &LoadCfg, dur: u64) -> udp::ClientCfg {
+    udp::ClientCfg {
         addr: cfg.addr,
         count: None,
         duration_ns: Some(dur),
@@ -180,22 +236,16 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         timeout_ns: 2_000_000_000,
         give_up_ns: 5_000_000_000,
         report_ns: 0,
-        t0_mono: t0,
+        t0_mono: cfg.t0_mono,
         stop_at_mono: None,
-    };
-    // phase 1: idle
-    let idle_end = sys::mono_ns() + cfg.idle_ns;
-    let addr = cfg.addr;
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, idle_end));
-    let idle_udp = udp::run_client(&udp_cfg(cfg.idle_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
-    let idle_conn = ch.join().unwrap_or_default();
-    if idle_udp.received == 0 {
-        return Err(tcp::ClientError { status: 1, msg: format!("{}: no UDP echo (is `bloatlab-probe server` running there?)", cfg.addr) });
     }
-    // phase 2: loaded
-    let load_start = sys::mono_ns();
-    let load_end = load_start + cfg.duration_ns;
-    let ramp_end_s = (load_start - t0) as f64 / 1e9 + RAMP_FRACTION * cfg.duration_ns as f64 / 1e9;
+}
+
+fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id: usize) -> Result<Phase, tcp::ClientError> {
+    let t0 = cfg.t0_mono;
+    let start = sys::mono_ns();
+    let end = start + cfg.duration_ns;
+    let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
         cc: cfg.cc.clone(),
@@ -214,116 +264,302 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         secret: cfg.secret.clone(),
         wait_go: false,
         done_file: None,
+        self_probes: board.clone(),
     };
-    let down = (cfg.down > 0).then(|| {
-        let c = mk(true, cfg.down, 0);
+    let dn = (down > 0).then(|| {
+        let c = mk(true, down, first_id);
         std::thread::spawn(move || tcp::run_client(&c))
     });
-    let up = (cfg.up > 0).then(|| {
-        let c = mk(false, cfg.up, cfg.down);
+    let upl = (up > 0).then(|| {
+        let c = mk(false, up, first_id + down);
         std::thread::spawn(move || tcp::run_client(&c))
     });
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, load_end));
-    let load_udp = udp::run_client(&udp_cfg(cfg.duration_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
-    let load_conn = ch.join().unwrap_or_default();
-    let mut flows = Vec::new();
-    let mut series = crate::report::FlowSeries::default();
-    let mut problem = None;
-    let mut goodput = (0.0, 0.0);
-    let mut cc_seen = None;
-    for (h, is_down) in [(down, true), (up, false)] {
+    let addr = cfg.addr;
+    let ch = std::thread::spawn(move || connect_probes(addr, t0, end));
+    let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end)));
+    let udp = udp::run_client(&udp_cfg(cfg, cfg.duration_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
+    let conn = ch.join().unwrap_or_default();
+    let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
+    let mut ph = Phase {
+        name, down, up, start, end, udp, conn, board, self_issued, self_late,
+        flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, cc: None,
+    };
+    for (h, is_down) in [(dn, true), (upl, false)] {
         if let Some(h) = h {
             match h.join() {
                 Ok(Ok(r)) => {
                     let g: f64 = r.flows.iter().map(|f| f.goodput_mbps()).sum();
-                    if is_down { goodput.0 = g } else { goodput.1 = g }
-                    flows.extend(r.flows);
-                    series.append(&r.series);
+                    if is_down { ph.goodput.0 = g } else { ph.goodput.1 = g }
+                    ph.flows.extend(r.flows);
+                    ph.series.append(&r.series);
                     if let Some(p) = r.problem {
-                        problem.get_or_insert(p);
+                        ph.problem.get_or_insert(p);
                     }
-                    cc_seen = cc_seen.or(r.cc);
+                    ph.cc = ph.cc.or(r.cc);
                 }
                 Ok(Err(e)) => return Err(e),
-                Err(_) => problem = Some("a load thread panicked".into()),
+                Err(_) => ph.problem = Some("a load thread panicked".into()),
             }
         }
     }
-    // statistics
-    let loaded_idx: Vec<usize> = (0..load_udp.t_s.len()).filter(|&i| load_udp.t_s[i] >= ramp_end_s).collect();
-    let mut idle_rtt: Vec<f64> = idle_udp.rtt_us.iter().map(|x| x / 1e3).collect();
-    let mut load_rtt: Vec<f64> = loaded_idx.iter().map(|&i| load_udp.rtt_us[i] / 1e3).collect();
-    let idle_c: Vec<f64> = idle_conn.done.iter().map(|x| x.1).collect();
-    let load_c: Vec<f64> = load_conn.done.iter().filter(|x| x.0 >= ramp_end_s).map(|x| x.1).collect();
-    let rpm_loaded = rpm(&load_c, &load_rtt);
-    let rpm_idle = rpm(&idle_c, &idle_rtt);
-    let (g, gtext) = grade(rpm_loaded);
-    let li = Latency::of(&mut idle_rtt);
-    let ll = Latency::of(&mut load_rtt);
-    let lci = Latency::of(&mut idle_c.clone());
-    let lcl = Latency::of(&mut load_c.clone());
-    let owd = |v: &Vec<i64>, idx: Option<&[usize]>| -> Vec<i64> {
-        match idx {
-            Some(ix) => ix.iter().filter_map(|&i| v.get(i).copied()).collect(),
-            None => v.clone(),
+    Ok(ph)
+}
+
+/// Bytes the flows delivered in each [`rpm::ID_NS`] interval from `from_s`
+/// (s since t0), from their TCP_INFO series (the last sample at or before
+/// each boundary).
+fn bytes_by_interval(series: &FlowSeries, from_s: f64, n: usize) -> Vec<u64> {
+    let id_s = rpm::ID_NS as f64 / 1e9;
+    let mut flows: Vec<usize> = series.flow.clone();
+    flows.sort_unstable();
+    flows.dedup();
+    let mut out = vec![0u64; n];
+    for f in flows {
+        let at = |b: f64| -> u64 {
+            (0..series.t.len()).filter(|&i| series.flow[i] == f && series.t[i] <= b).map(|i| series.delivered_bytes[i]).max().unwrap_or(0)
+        };
+        for (k, o) in out.iter_mut().enumerate() {
+            *o += at(from_s + (k + 1) as f64 * id_s).saturating_sub(at(from_s + k as f64 * id_s));
         }
+    }
+    out
+}
+
+fn lat_json(l: &Latency) -> Value {
+    json!({"n": l.n, "p50": l.p50, "p90": l.p90, "p99": l.p99, "mean": l.mean, "max": l.max})
+}
+
+fn num(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
+}
+
+/// What a phase's figures are, against the idle ones.
+struct Judged {
+    json: Value,
+    text: String,
+    rpm: rpm::Verdict,
+    added_rtt: f64,
+    added_up: f64,
+    added_down: f64,
+    ll: Latency,
+    lcl: Latency,
+    load_rtt_p: (f64, f64, f64),
+    up_p50: f64,
+    down_p50: f64,
+}
+
+struct Idle {
+    udp: udp::ClientResult,
+    rtt_ms: Vec<f64>,
+    li: Latency,
+}
+
+fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
+    let t0 = cfg.t0_mono;
+    let start_s = (ph.start - t0) as f64 / 1e9;
+    let dur_s = (ph.end - ph.start) as f64 / 1e9;
+    let ramp_end_s = start_s + RAMP_FRACTION * dur_s;
+    let u = &ph.udp;
+    let loaded_idx: Vec<usize> = (0..u.t_s.len()).filter(|&i| u.t_s[i] >= ramp_end_s).collect();
+    let load_rtt: Vec<f64> = loaded_idx.iter().map(|&i| u.rtt_us[i] / 1e3).collect();
+    let load_c: Vec<f64> = ph.conn.done.iter().filter(|x| x.0 >= ramp_end_s).map(|x| x.1).collect();
+    let load_req: Vec<f64> = ph.conn.done.iter().filter(|x| x.0 >= ramp_end_s).filter_map(|x| x.2).collect();
+    // the draft's samples, on the phase's own clock
+    let mut s = Samples {
+        tcp_f: ph.conn.done.iter().map(|x| (x.0 - start_s, x.1)).collect(),
+        http_f: ph.conn.done.iter().filter_map(|x| x.2.map(|r| (x.0 - start_s, r))).collect(),
+        http_l: Vec::new(),
     };
-    let has_ts = !idle_udp.owd_up_ns.is_empty() && load_udp.owd_up_ns.len() == load_udp.rtt_us.len();
-    let (up_inc, down_inc) = if has_ts {
+    let answers = ph.board.as_ref().map(|b| b.answers.lock().unwrap().clone()).unwrap_or_default();
+    let self_source = if !answers.is_empty() {
+        s.http_l = answers.iter().map(|&(t, rtt, _)| ((t - ph.start) as f64 / 1e9, rtt as f64 / 1e6)).collect();
+        "bloatlab frames on the loaded connections"
+    } else if !ph.series.t.is_empty() {
+        // the draft's stand-in where requests cannot be multiplexed: the stack's smoothed RTT
+        s.http_l = (0..ph.series.t.len()).map(|i| (ph.series.t[i] - start_s, ph.series.srtt_ms[i])).collect();
+        "tcp_info srtt of the loaded connections (the server did not frame them)"
+    } else {
+        "none"
+    };
+    let self_loaded: Vec<f64> = s.http_l.iter().filter(|x| x.0 + start_s >= ramp_end_s).map(|x| x.1).collect();
+    let n_int = ((dur_s / (rpm::ID_NS as f64 / 1e9)) + 1e-9).floor() as usize;
+    let v = rpm::evaluate(&s, &bytes_by_interval(&ph.series, start_s, n_int), dur_s);
+    let ll = Latency::of(&mut load_rtt.clone());
+    let lcl = Latency::of(&mut load_c.clone());
+    let lreq = Latency::of(&mut load_req.clone());
+    let lself = Latency::of(&mut self_loaded.clone());
+    let has_ts = !idle.udp.owd_up_ns.is_empty() && u.owd_up_ns.len() == u.rtt_us.len();
+    let owd = |v: &Vec<i64>| -> Vec<i64> { loaded_idx.iter().filter_map(|&i| v.get(i).copied()).collect() };
+    let owd_mean = |v: &[i64]| mean(&v.iter().map(|&x| x as f64 / 1e6).collect::<Vec<_>>());
+    let (up_p50, down_p50, added_up, added_down) = if has_ts {
+        let (lu, ld) = (owd(&u.owd_up_ns), owd(&u.owd_down_ns));
         (
-            (median_i64(&owd(&load_udp.owd_up_ns, Some(&loaded_idx))) - median_i64(&idle_udp.owd_up_ns)) / 1e6,
-            (median_i64(&owd(&load_udp.owd_down_ns, Some(&loaded_idx))) - median_i64(&idle_udp.owd_down_ns)) / 1e6,
+            (median_i64(&lu) - median_i64(&idle.udp.owd_up_ns)) / 1e6,
+            (median_i64(&ld) - median_i64(&idle.udp.owd_down_ns)) / 1e6,
+            owd_mean(&lu) - owd_mean(&idle.udp.owd_up_ns),
+            owd_mean(&ld) - owd_mean(&idle.udp.owd_down_ns),
         )
     } else {
-        (f64::NAN, f64::NAN)
+        (f64::NAN, f64::NAN, f64::NAN, f64::NAN)
     };
-    // the probe series: the whole run (idle then loaded)
-    let mut probe = load_udp.probe_raw(0);
-    let idle_probe = idle_udp.probe_raw(0);
-    probe.sent += idle_probe.sent;
-    probe.received += idle_probe.received;
-    probe.t = idle_probe.t.iter().chain(&probe.t).copied().collect();
-    probe.rtt_ms = idle_probe.rtt_ms.iter().chain(&probe.rtt_ms).copied().collect();
+    let added_rtt = mean(&load_rtt) - mean(&idle.rtt_ms);
+    let r = &v.last;
+    let unanswered = ph.board.as_ref().map(|b| b.unanswered()).unwrap_or(0);
+    let framing_error = ph.board.as_ref().and_then(|b| b.error());
+    let json = json!({
+        "name": ph.name, "down": ph.down, "up": ph.up, "from_s": start_s, "to_s": (ph.end - t0) as f64 / 1e9, "ramp_until_s": ramp_end_s,
+        "udp_rtt_ms": lat_json(&ll), "connect_ms": lat_json(&lcl), "foreign_request_ms": lat_json(&lreq), "self_probe_ms": lat_json(&lself),
+        "self_probe_source": self_source,
+        "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered, "late": ph.self_late,
+                        "unanswered_at_s": ph.board.as_ref().map(|b| b.unanswered_at()).unwrap_or_default().iter().map(|&t| (t - t0) as f64 / 1e9).collect::<Vec<_>>()},
+        "foreign_probes": {"connected": ph.conn.done.len(), "answered": ph.conn.done.iter().filter(|x| x.2.is_some()).count(),
+                           "late": ph.conn.late, "unanswered": ph.conn.unanswered},
+        "rpm": num(r.rpm), "foreign_rpm": num(r.foreign), "loaded_rpm": num(r.loaded), "rpm_time_weighted": num(r.time_weighted),
+        "tm_ms": {"tcp_f": num(r.tm_tcp_f), "http_f": num(r.tm_http_f), "http_l": num(r.tm_http_l)},
+        "class": rpm::rpm_class(r.rpm), "confidence": v.confidence, "intervals": v.intervals,
+        "moving_rpm": v.moving_rpm.iter().map(|&x| num(x)).collect::<Vec<_>>(),
+        "moving_goodput_mbps": v.moving_goodput_bps.iter().map(|&x| num(x / 1e6)).collect::<Vec<_>>(),
+        "goodput_stable_at_s": v.goodput_stable_at_s, "rpm_stable_at_s": v.rpm_stable_at_s,
+        "added_rtt_ms": num(added_rtt), "grade": rpm::bloat_grade(added_rtt),
+        "added_one_way_ms": {"up": num(added_up), "down": num(added_down)},
+        "grade_one_way": {"up": rpm::bloat_grade(added_up), "down": rpm::bloat_grade(added_down)},
+        "goodput_mbps": {"down": ph.goodput.0, "up": ph.goodput.1},
+        "problem": framing_error,
+    });
+    let ms = |x: f64| if x.is_finite() { format!("{x:.1} ms") } else { "-".into() };
+    let sms = |x: f64| if x.is_finite() { format!("{x:+.1} ms") } else { "-".into() };
+    let text = format!(
+        "{:<5} ({} down, {} up): {:.0} RPM ({} confidence; foreign {:.0}, loaded {:.0}), {}\n\
+         \x20      udp rtt p50 {}  connect p50 {}  request p50 {}  self probe p50 {}\n\
+         \x20      added latency {} (grade {}); one-way up {} ({}) down {} ({}); goodput down {} up {}\n",
+        ph.name, ph.down, ph.up, r.rpm, v.confidence, r.foreign, r.loaded, rpm::rpm_class(r.rpm),
+        ms(ll.p50), ms(lcl.p50), ms(lreq.p50), ms(lself.p50),
+        sms(added_rtt), rpm::bloat_grade(added_rtt), sms(added_up), rpm::bloat_grade(added_up), sms(added_down), rpm::bloat_grade(added_down),
+        fmt_rate(ph.goodput.0 * 1e6), fmt_rate(ph.goodput.1 * 1e6),
+    );
+    Judged {
+        json, text, added_rtt, added_up, added_down, load_rtt_p: (ll.p50, ll.p90, ll.p99), ll, lcl, up_p50, down_p50, rpm: v,
+    }
+}
+
+pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
+    let t0 = cfg.t0_mono;
+    // idle
+    let idle_end = sys::mono_ns() + cfg.idle_ns;
+    let addr = cfg.addr;
+    let ch = std::thread::spawn(move || connect_probes(addr, t0, idle_end));
+    let idle_udp = udp::run_client(&udp_cfg(cfg, cfg.idle_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
+    let idle_conn = ch.join().unwrap_or_default();
+    if idle_udp.received == 0 {
+        return Err(tcp::ClientError { status: 1, msg: format!("{}: no UDP echo (is `bloatlab-probe server` running there?)", cfg.addr) });
+    }
+    let idle_rtt: Vec<f64> = idle_udp.rtt_us.iter().map(|x| x / 1e3).collect();
+    let li = Latency::of(&mut idle_rtt.clone());
+    let idle = Idle { udp: idle_udp, rtt_ms: idle_rtt, li };
+    // loaded phases
+    let plan: Vec<(&'static str, usize, usize)> = if cfg.sequential {
+        [("down", cfg.down, 0), ("up", 0, cfg.up), ("both", cfg.down, cfg.up)].into_iter().filter(|p| p.1 + p.2 > 0).collect()
+    } else {
+        let name = match (cfg.down > 0, cfg.up > 0) {
+            (true, true) => "both",
+            (true, false) => "down",
+            _ => "up",
+        };
+        vec![(name, cfg.down, cfg.up)]
+    };
+    let mut phases = Vec::new();
+    let mut first_id = 0;
+    for (name, d, u) in plan {
+        if sys::stopped() {
+            break;
+        }
+        phases.push(run_phase(cfg, name, d, u, first_id)?);
+        first_id += d + u;
+    }
+    let judged: Vec<Judged> = phases.iter().map(|p| judge(cfg, &idle, p)).collect();
+    let (last_ph, last) = (phases.last().unwrap(), judged.last().unwrap());
+    // idle responsiveness: the foreign probes (no loaded connection to probe)
+    let idle_c: Vec<f64> = idle_conn.done.iter().map(|x| x.1).collect();
+    let idle_req: Vec<f64> = idle_conn.done.iter().filter_map(|x| x.2).collect();
+    let rpm_idle = rpm::rpm(&idle_c, &idle_req, &[]).rpm;
+    let rpm_loaded = last.rpm.last.rpm;
+    let (g, gtext) = grade(rpm_loaded);
+    let lci = Latency::of(&mut idle_c.clone());
+    // bufferbloat per direction: a phase that loads one direction only grades the round trip;
+    // a run with both at once grades each one-way delay
+    let by_name = |n: &str| phases.iter().position(|p| p.name == n).map(|i| &judged[i]);
+    let down_added = by_name("down").map(|j| j.added_rtt).unwrap_or(if last_ph.down > 0 { last.added_down } else { f64::NAN });
+    let up_added = by_name("up").map(|j| j.added_rtt).unwrap_or(if last_ph.up > 0 { last.added_up } else { f64::NAN });
+    let present: Vec<f64> = [down_added, up_added].into_iter().filter(|x| x.is_finite()).collect();
+    let overall = mean(&present);
+    // the series: idle then every phase
+    let mut out = Output::new("load", Value::Null, t0);
+    let mut probe = idle.udp.probe_raw(0);
+    for p in &phases {
+        let r = p.udp.probe_raw(0);
+        probe.sent += r.sent;
+        probe.received += r.received;
+        probe.t.extend(&r.t);
+        probe.rtt_ms.extend(&r.rtt_ms);
+    }
     let mut all: Vec<f64> = probe.rtt_ms.iter().map(|x| x * 1e3).collect();
     probe.rtt = Latency::of(&mut all);
-    let mut out = Output::new("load", Value::Null, t0);
     out.duration_s = (sys::mono_ns() - t0) as f64 / 1e9;
-    out.cc = cc_seen.clone();
-    out.flows = flows;
-    out.series = series;
+    out.cc = phases.iter().find_map(|p| p.cc.clone());
+    let mut problem = None;
+    for p in &phases {
+        out.flows.extend(p.flows.iter().cloned());
+        out.series.append(&p.series);
+        if let Some(x) = &p.problem {
+            problem.get_or_insert(x.clone());
+        }
+    }
     out.probes = vec![probe];
-    let lat = |l: &Latency| json!({"n": l.n, "p50": l.p50 / 1e0, "p90": l.p90, "p99": l.p99, "mean": l.mean, "max": l.max});
+    let ramp_end_s = last.json["ramp_until_s"].as_f64().unwrap_or(f64::NAN);
+    let r = &last.rpm.last;
     out.extra.insert(
         "load".into(),
         json!({
-            "idle": {"udp_rtt_ms": lat(&li), "connect_ms": lat(&lci), "rpm": rpm_idle},
-            "loaded": {"udp_rtt_ms": lat(&ll), "connect_ms": lat(&lcl), "rpm": rpm_loaded,
-                        "from_s": ramp_end_s, "udp_loss": load_udp.probe_raw(0).loss(),
-                        "connects_late": load_conn.late, "connects_unanswered": load_conn.unanswered},
-            "latency_increase_ms": {"rtt_p50": ll.p50 - li.p50, "rtt_p90": ll.p90 - li.p90, "rtt_p99": ll.p99 - li.p99,
-                                     "up_p50": up_inc, "down_p50": down_inc},
-            "goodput_mbps": {"down": goodput.0, "up": goodput.1},
-            "responsiveness": {"rpm": rpm_loaded, "idle_rpm": rpm_idle, "grade": g, "text": gtext,
-                                "method": "60000 / (0.5*TM95(tcp connect ms) + 0.5*TM95(udp echo rtt ms)), loaded phase after ramp"},
+            "idle": {"udp_rtt_ms": lat_json(&idle.li), "connect_ms": lat_json(&lci), "rpm": num(rpm_idle),
+                     "foreign_request_ms": lat_json(&Latency::of(&mut idle_req.clone()))},
+            "loaded": {"udp_rtt_ms": lat_json(&last.ll), "connect_ms": lat_json(&last.lcl), "rpm": num(rpm_loaded),
+                        "from_s": ramp_end_s, "udp_loss": last_ph.udp.probe_raw(0).loss(),
+                        "connects_late": last_ph.conn.late, "connects_unanswered": last_ph.conn.unanswered,
+                        "self_probe_ms": last.json["self_probe_ms"].clone(), "foreign_request_ms": last.json["foreign_request_ms"].clone()},
+            "latency_increase_ms": {"rtt_p50": last.load_rtt_p.0 - idle.li.p50, "rtt_p90": last.load_rtt_p.1 - idle.li.p90,
+                                     "rtt_p99": last.load_rtt_p.2 - idle.li.p99, "up_p50": last.up_p50, "down_p50": last.down_p50,
+                                     "rtt_mean": num(last.added_rtt), "up_mean": num(last.added_up), "down_mean": num(last.added_down)},
+            "goodput_mbps": {"down": last_ph.goodput.0, "up": last_ph.goodput.1},
+            "responsiveness": {"rpm": num(rpm_loaded), "idle_rpm": num(rpm_idle), "grade": g, "text": gtext,
+                                "confidence": last.rpm.confidence, "confidence_method": "draft-ietf-ippm-responsiveness-08 §4.3.1 (stability of the moving RPM and goodput)",
+                                "foreign_rpm": num(r.foreign), "loaded_rpm": num(r.loaded), "rpm_time_weighted": num(r.time_weighted),
+                                "self_probe_source": last.json["self_probe_source"].clone(),
+                                "method": "draft-ietf-ippm-responsiveness-08 (TCP-only case) over bloatlab's own protocol: (60000/((TM(tcp_f)+TM(http_f))/2) + 60000/TM(http_l))/2, TM = 95 % trimmed mean, over the probes of the last 4 one-second intervals of the loaded phase"},
+            "bufferbloat": {"down": rpm::bloat_grade(down_added), "up": rpm::bloat_grade(up_added), "overall": rpm::bloat_grade(overall),
+                             "down_added_ms": num(down_added), "up_added_ms": num(up_added), "overall_added_ms": num(overall),
+                             "method": "DSLReports (faq/17930): added latency = loaded mean - idle mean after the ramp; A+ < 5 ms, A < 30, B < 60, C < 200, D < 400, else F; per direction the round trip of a one-direction phase, else the one-way delay"},
+            "phases": judged.iter().map(|j| j.json.clone()).collect::<Vec<_>>(),
         }),
     );
     out.extra.insert("problem".into(), json!(problem));
     let ms = |x: f64| if x.is_finite() { format!("{x:.2} ms") } else { "-".into() };
-    let sms = |x: f64| if x.is_finite() { format!("{x:+.2} ms") } else { "-".into() };
-    let text = format!(
-        "idle:    udp rtt p50 {} p90 {} p99 {}   tcp connect p50 {}\n\
-         loaded:  udp rtt p50 {} p90 {} p99 {}   tcp connect p50 {}   ({} down, {} up, cc {})\n\
-         latency increase under load: rtt {} (p50) {} (p90); upstream {} downstream {} (one-way, p50)\n\
-         goodput: down {} up {}\n\
-         responsiveness: {:.0} RPM under load ({:.0} idle): {} - {}\n",
-        ms(li.p50), ms(li.p90), ms(li.p99), ms(lci.p50),
-        ms(ll.p50), ms(ll.p90), ms(ll.p99), ms(lcl.p50), cfg.down, cfg.up, cc_seen.as_deref().unwrap_or("default"),
-        sms(ll.p50 - li.p50), sms(ll.p90 - li.p90), sms(up_inc), sms(down_inc),
-        fmt_rate(goodput.0 * 1e6), fmt_rate(goodput.1 * 1e6),
-        rpm_loaded, rpm_idle, g, gtext
+    let mut text = format!(
+        "idle:  udp rtt p50 {} p90 {} p99 {}   tcp connect p50 {}   {:.0} RPM (foreign probes)\n",
+        ms(idle.li.p50), ms(idle.li.p90), ms(idle.li.p99), ms(lci.p50), rpm_idle
     );
+    for j in &judged {
+        text.push_str(&j.text);
+    }
+    text.push_str(&format!(
+        "bufferbloat (DSLReports grade of the added latency): down {} up {} overall {}\n\
+         responsiveness: {:.0} RPM under load ({} confidence; {:.0} idle): {} - {}\n",
+        rpm::bloat_grade(down_added), rpm::bloat_grade(up_added), rpm::bloat_grade(overall),
+        rpm_loaded, last.rpm.confidence, rpm_idle, g, gtext
+    ));
     if cfg.verbose {
-        eprintln!("load: {} idle probes, {} loaded probes", idle_udp.received, load_udp.received);
+        for p in &phases {
+            eprintln!("load {}: {} udp probes, {} foreign, {} self issued", p.name, p.udp.received, p.conn.done.len(), p.self_issued);
+        }
     }
     Ok(LoadResult { output: out, text, problem })
 }
@@ -333,19 +569,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn trimmed_mean_drops_the_top_five_percent() {
-        let mut v: Vec<f64> = (1..=19).map(|x| x as f64).collect();
-        v.push(1000.0);
-        // 20 samples: keep 19 (ceil(0.95*20) = 19), mean of 1..19 = 10
-        assert_eq!(trimmed_mean_95(&v), 10.0);
+    fn interval_bytes_come_from_each_flows_delivered_counter() {
+        // two flows sampled every 0.5 s from t = 10 s, 1000 and 500 B per sample
+        let mut s = FlowSeries::default();
+        for k in 0..=6 {
+            for (f, b) in [(0usize, 1000u64), (1, 500)] {
+                s.flow.push(f);
+                s.t.push(10.0 + 0.5 * k as f64);
+                s.delivered_bytes.push(b * k as u64);
+            }
+        }
+        assert_eq!(bytes_by_interval(&s, 10.0, 3), vec![3000, 3000, 3000]);
+        assert_eq!(bytes_by_interval(&s, 9.0, 2), vec![0, 3000]);
     }
 
     #[test]
-    fn rpm_of_a_steady_20ms_round_trip_is_3000_and_graded_good() {
-        let r = rpm(&[20.0; 10], &[20.0; 10]);
-        assert_eq!(r, 3000.0);
-        assert_eq!(grade(r).0, "good");
+    fn self_probes_that_could_not_go_on_time_are_counted_late_never_sent_after_the_phase() {
+        // a phase that ended half a second ago (the thread did not run): its 5 probes,
+        // due at 50, 150, 250, 350 and 450 ms, are all late and none is issued
+        let now = sys::mono_ns();
+        let board = Board::new();
+        assert_eq!(self_probes(board.clone(), now - 1_000_000_000, now - 500_000_000), (0, 5));
+        // a phase that began 975 ms ago and runs 0.25 s more: the 9 probes due 925..125 ms
+        // ago are more than a period overdue, late; the one due 25 ms ago and the two to
+        // come go on time (no connection takes them: not issued)
+        let (issued, late) = self_probes(board, now - 975_000_000, now + 250_000_000);
+        assert_eq!((issued, late), (0, 9));
+    }
+
+    #[test]
+    fn the_grade_text_follows_the_drafts_classes() {
+        assert_eq!(grade(3000.0).0, "good");
         assert_eq!(grade(250.0).0, "poor");
         assert_eq!(grade(6000.0).0, "excellent");
+        assert_eq!(trimmed_mean_95(&[1.0, 2.0, 3.0]), 2.0);
     }
 }

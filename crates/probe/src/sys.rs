@@ -149,6 +149,13 @@ pub fn set_busy_poll(fd: RawFd, us: i32) -> bool {
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_BUSY_POLL, &us).is_ok()
 }
 
+/// TCP_NOTSENT_LOWAT: the socket takes new data only while fewer than
+/// `bytes` written bytes are still unsent (the rest of the send buffer is in
+/// flight). Bounds how long a message waits behind its own connection's data.
+pub fn set_notsent_lowat(fd: RawFd, bytes: i32) -> bool {
+    setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, &bytes).is_ok()
+}
+
 pub fn set_buffers(fd: RawFd, bytes: i32) {
     let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes);
     let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &bytes);
@@ -214,7 +221,17 @@ fn sockaddr_to_std(a: &libc::sockaddr_storage, len: u32) -> Option<std::net::Soc
 
 /// Wait until `fd` is readable or `timeout_ns` passes (ppoll, ns resolution).
 pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    wait_for(fd, libc::POLLIN, timeout_ns)
+}
+
+/// Wait until `fd` is writable (for a TCP socket with TCP_NOTSENT_LOWAT:
+/// its unsent bytes fell below half the mark) or `timeout_ns` passes.
+pub fn wait_writable(fd: RawFd, timeout_ns: u64) -> bool {
+    wait_for(fd, libc::POLLOUT, timeout_ns)
+}
+
+fn wait_for(fd: RawFd, events: i16, timeout_ns: u64) -> bool {
+    let mut p = libc::pollfd { fd, events, revents: 0 };
     let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
     unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) > 0 }
 }

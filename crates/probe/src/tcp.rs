@@ -100,6 +100,10 @@ pub struct Params {
     /// `--pacing`: the sender paces at the kernel's pacing rate whatever its control
     #[serde(default)]
     pub pacing: bool,
+    /// frame the data connections for self probes (`probewire`); a server
+    /// that does answers `"self_probes": true`
+    #[serde(default)]
+    pub self_probes: bool,
 }
 
 /// One data connection, shared by its worker and the sampler.
@@ -115,6 +119,8 @@ pub struct StreamState {
     pub read: AtomicU64,
     pub done: AtomicBool,
     pub samples: Mutex<Vec<(u64, TcpInfo)>>,
+    /// set when the stream is framed for self probes (`probewire`)
+    pub framing: std::sync::OnceLock<Arc<crate::probewire::Framing>>,
 }
 
 impl StreamState {
@@ -131,6 +137,7 @@ impl StreamState {
             read: AtomicU64::new(0),
             done: AtomicBool::new(false),
             samples: Mutex::new(Vec::new()),
+            framing: std::sync::OnceLock::new(),
         })
     }
     pub(crate) fn sample(&self) -> Option<TcpInfo> {
@@ -191,6 +198,9 @@ pub(crate) fn app_gate(rate_bps: u64, onoff: Option<(u64, u64)>, app_t0: u64, w:
 /// what the socket took (also published in `s.written`). A send timeout is
 /// not an error: the caller's loop looks at its clock and comes back.
 pub fn write_some(s: &StreamState, buf: &[u8], chunk: usize, w: &mut u64) -> io::Result<()> {
+    if let Some(f) = s.framing.get() {
+        return f.write(s, chunk, w);
+    }
     match (&s.sock).write(&buf[..chunk]) {
         Ok(k) => {
             *w += k as u64;
@@ -338,6 +348,9 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
             Ok(k) => {
                 r += k as u64;
                 last = sys::mono_ns();
+                if let Some(f) = s.framing.get() {
+                    f.feed(s, &buf[..k]);
+                }
                 s.read.store(r, Ordering::Relaxed);
                 if expect.is_some_and(|n| r >= n) {
                     break;
@@ -725,6 +738,8 @@ fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
             }
         }
         ctx.finished.store(true, Ordering::SeqCst);
+    } else if &magic == crate::probewire::FOREIGN_MAGIC {
+        crate::probewire::answer_foreign(&conn);
     } else if crate::iperf3::looks_like_cookie(&magic) {
         classify_iperf3(conn, magic, peer, accept_mono, ctx);
     }
@@ -833,7 +848,9 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     }
     let (tx, rx) = mpsc::channel();
     reg.lock().unwrap().insert(p.cookie, tx);
-    let mut ok = json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id()});
+    // self probes need a test that runs for a time (frames would spoil an exact byte count)
+    let framed = p.self_probes && p.bytes.is_none();
+    let mut ok = json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id(), "self_probes": framed});
     if let Some(w) = paced_by_default_warning(&p) {
         ok["warning"] = json!(w);
     }
@@ -872,6 +889,11 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     if states.len() < p.streams {
         let _ = send_json(&ctrl, &json!({"ok": false, "error": "not all data connections arrived"}));
         return Err("missing data connections".into());
+    }
+    if framed {
+        for s in &states {
+            crate::probewire::Framing::attach(s, None, p.reverse).map_err(|e| refuse_busy(&ctrl, &states, e))?;
+        }
     }
     let sampler = if p.reverse {
         let v = states.clone();
@@ -1060,6 +1082,9 @@ pub struct ClientCfg {
     /// created when every data connection has ended (a download: its last
     /// byte read), before the server's results are awaited
     pub done_file: Option<std::path::PathBuf>,
+    /// frame the data connections for self probes, issued through this board
+    /// (used when the server agrees)
+    pub self_probes: Option<Arc<crate::probewire::Board>>,
 }
 
 /// Everything the client learned, ready for [`Output`].
@@ -1130,6 +1155,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         cc: cfg.cc.clone(),
         info_interval_ns: cfg.info_interval_ns,
         pacing: cfg.pacing,
+        self_probes: cfg.self_probes.is_some() && cfg.bytes.is_none(),
     };
     let mut c = &ctrl;
     c.write_all(CTRL_MAGIC).map_err(|e| err1(format!("control: {e}")))?;
@@ -1189,6 +1215,11 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         s.write_all(&h).map_err(|e| err1(format!("data connection: {e}")))?;
         // the SYN's sequence number and the hello come before the data in tcpi_bytes_acked
         states.push(StreamState::new(i, s, start, 1 + h.len() as u64));
+    }
+    if let (Some(board), Some(true)) = (&cfg.self_probes, hello["self_probes"].as_bool()) {
+        for s in &states {
+            crate::probewire::Framing::attach(s, Some(board.clone()), cfg.reverse).map_err(|e| err1(format!("self probes: {e}")))?;
+        }
     }
     let sampler = if !cfg.reverse {
         let v = states.clone();
@@ -1485,7 +1516,7 @@ mod tests {
     }
 
     fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
-        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns, pacing: false }
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns, pacing: false, self_probes: false }
     }
 
     #[test]
