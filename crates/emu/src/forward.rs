@@ -196,16 +196,16 @@ impl Running {
                         None => break,
                     }
                 }
+                let refs: Vec<&[u8]> = due.iter().map(|(_, b)| b.as_slice()).collect();
                 let mut i = 0;
-                while i < due.len() {
-                    let refs: Vec<&[u8]> = due[i..].iter().map(|(_, b)| b.as_slice()).collect();
-                    let n = gso::run_length(&refs);
+                while i < refs.len() {
+                    let n = gso::run_length(&refs[i..]);
                     let ok = if n >= 2 {
-                        let h = gso::coalesce(&refs[..n], &mut sup);
+                        let h = gso::coalesce(&refs[i..i + n], &mut sup);
                         coalesced += n as u64;
                         sys::write_frame(self.egress, &h.bytes(), &sup)
                     } else {
-                        sys::write_pkt(self.egress, refs[0])
+                        sys::write_pkt(self.egress, refs[i])
                     };
                     if !ok {
                         write_errors += n as u64;
@@ -216,6 +216,7 @@ impl Running {
                     }
                     i += n;
                 }
+                drop(refs);
                 for (_, b) in due.drain(..) {
                     self.link.recycle(b);
                 }

@@ -113,7 +113,6 @@ fn ihl_of(p: &[u8]) -> Option<usize> {
 fn set_ip_len_and_checksum(seg: &mut [u8], ihl: usize) {
     let total = seg.len() as u16;
     seg[2..4].copy_from_slice(&total.to_be_bytes());
-    seg[10..12].copy_from_slice(&[0, 0]);
     let c = crate::packet::ipv4_checksum(&seg[..ihl]);
     seg[10..12].copy_from_slice(&c.to_be_bytes());
 }
