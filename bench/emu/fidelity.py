@@ -4,6 +4,7 @@ docs/fidelity.md.
 
     sudo .venv/bin/python bench/emu/fidelity.py              # all, writes docs/fidelity.md + bench/emu/fidelity.json
     sudo .venv/bin/python bench/emu/fidelity.py 01 05        # only scenarios whose name starts with these
+    sudo .venv/bin/python bench/emu/fidelity.py --repeats 3  # three seeds per scenario: medians and ranges
     .venv/bin/python bench/emu/fidelity.py --table-only      # re-render the table from bench/emu/fidelity.json
 
 The table judges each scenario against the targets of issue 10 §3 (the
@@ -39,7 +40,10 @@ def pct(x):
     return "-" if x is None else f"{100 * x:+.0f}%"
 
 
-def run_all(prefixes: list[str]) -> list[dict]:
+def run_all(prefixes: list[str], repeats: int = 1) -> list[dict]:
+    """Every scenario ``repeats`` times on both engines, seeds 1..repeats (the
+    seed drives random loss and start jitter on both engines; the kernel adds
+    its own timing). A run that fails is kept as an error beside the others."""
     from bloatlab.commands.compare import compare
 
     files = sorted(glob.glob(os.path.join(REPO, "scenarios", "fidelity", "*.toml")))
@@ -49,15 +53,91 @@ def run_all(prefixes: list[str]) -> list[dict]:
     for f in files:
         t = time.time()
         name = os.path.splitext(os.path.basename(f))[0]
-        print(f"== {name}", file=sys.stderr, flush=True)
-        try:
-            r = compare(f)
-            out.append({"name": name, "file": os.path.relpath(f, REPO), "sim": r["sim"], "emu": r["emu"],
-                        "wall_s": time.time() - t})
-        except Exception as e:  # keep going: one failing scenario must not hide the others
-            print(f"   failed: {e}", file=sys.stderr)
-            out.append({"name": name, "file": os.path.relpath(f, REPO), "error": str(e)})
+        runs, errors = [], []
+        for seed in range(1, repeats + 1):
+            print(f"== {name} seed {seed}", file=sys.stderr, flush=True)
+            try:
+                r = compare(f, overrides=[f"seed={seed}"])
+                runs.append({"seed": seed, "sim": r["sim"], "emu": r["emu"]})
+            except Exception as e:  # keep going: one failing run must not hide the others
+                print(f"   failed: {e}", file=sys.stderr)
+                errors.append({"seed": seed, "error": str(e)})
+        entry = {"name": name, "file": os.path.relpath(f, REPO), "runs": runs, "wall_s": time.time() - t}
+        if errors:
+            entry["failed_runs"] = errors
+        if not runs:
+            entry["error"] = errors[-1]["error"]
+        out.append(entry)
     return out
+
+
+def runs_of(r: dict) -> list[dict]:
+    """The runs of a stored result (older files hold one run as sim/emu)."""
+    if "runs" in r:
+        return r["runs"]
+    return [{"seed": r["sim"].get("seed", 1), "sim": r["sim"], "emu": r["emu"]}]
+
+
+def _pctl(xs, q):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    k = (len(xs) - 1) * q
+    lo = int(k)
+    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (k - lo)
+
+
+def median_summary(summaries: list[dict]) -> dict:
+    """One summary whose figures are the medians over runs of one engine.
+    Identical connections are ranked by goodput within each run first (which
+    of two identical flows wins is timing), so rank k is compared with rank k.
+    Each flow keeps the min and max of its goodput over the runs
+    (``goodput_range``); the emulator's lateness is the worst run's."""
+    base = summaries[0]
+    med = lambda xs: _pctl(xs, 0.5)
+    ranked = []
+    for s in summaries:
+        groups: dict[tuple, list] = {}
+        for f in s["flows"]:
+            groups.setdefault(_group(f), []).append(f)
+        order = []
+        for g in sorted(groups, key=lambda g: min(f["id"] for f in groups[g])):
+            order += sorted(groups[g], key=lambda f: -f["goodput_mbps"])
+        ranked.append(order)
+    flows = []
+    for i, f0 in enumerate(ranked[0]):
+        col = [r[i] for r in ranked if i < len(r)]
+        f = dict(f0)
+        gp = [x["goodput_mbps"] for x in col]
+        f["goodput_mbps"] = med(gp)
+        f["goodput_range"] = (min(gp), max(gp))
+        f["retransmits"] = med([x["retransmits"] for x in col])
+        if any(x.get("fct_s") is not None for x in col):
+            f["fct_s"] = med([x.get("fct_s") for x in col])
+        flows.append(f)
+    links = {}
+    for d, l0 in base["links"].items():
+        l = dict(l0)
+        l["qdelay_ms"] = {k: med([(s["links"].get(d) or {}).get("qdelay_ms", {}).get(k) for s in summaries])
+                          for k in ("mean", "p50", "p95")}
+        links[d] = l
+    probes = []
+    for i, p0 in enumerate(base["probes"]):
+        p = dict(p0)
+        p["rtt_ms"] = {"p50": med([s["probes"][i]["rtt_ms"].get("p50") for s in summaries if i < len(s["probes"])])}
+        probes.append(p)
+    meta = dict(base.get("meta") or {})
+    lates = [(s.get("meta") or {}).get("lateness") or {} for s in summaries]
+    if any(lates):
+        p99 = [x.get("p99_us") for x in lates if x.get("p99_us") is not None]
+        meta["lateness"] = {"p99_us": max(p99) if p99 else None, "flagged": any(x.get("flagged") for x in lates)}
+    return {**base, "flows": flows, "links": links, "probes": probes, "meta": meta, "runs": len(summaries)}
+
+
+def combined(r: dict) -> dict:
+    """A stored result as one sim/emu pair of median summaries."""
+    runs = runs_of(r)
+    return {**r, "sim": median_summary([x["sim"] for x in runs]), "emu": median_summary([x["emu"] for x in runs])}
 
 
 # Targets of issue 10 §3, against the kernel through the emulator.
@@ -113,6 +193,7 @@ def judge(r: dict) -> dict:
                       "rel": rel(fs["goodput_mbps"], fe["goodput_mbps"]),
                       "share_diff": None if ss is None or se is None else ss - se,
                       "retx_sim": fs["retransmits"], "retx_emu": fe["retransmits"],
+                      "range_sim": fs.get("goodput_range"), "range_emu": fe.get("goodput_range"),
                       "fct_sim": fs.get("fct_s"), "fct_emu": fe.get("fct_s"), "sized": fs.get("fct_s") is not None or fe.get("fct_s") is not None})
     links = {}
     for d, ls in s["links"].items():
@@ -147,7 +228,9 @@ def _median(xs):
 
 
 def render(results: list[dict]) -> str:
+    results = [r if "error" in r else combined(r) for r in results]
     judged = [(r, judge(r)) for r in results if "error" not in r]
+    n_runs = sorted({r["emu"]["runs"] for r, _ in judged})
     # goodput of bulk flows; a sized transfer is judged by its completion time (shown), not its rate
     errs = [abs(f["rel"]) for _, j in judged for f in j["flows"] if f["rel"] is not None and not f["sized"]]
     med = _median(errs)
@@ -166,6 +249,11 @@ def render(results: list[dict]) -> str:
         "(`fct`), not its rate. `misses` names the targets a scenario misses; `emu timing` marks a run whose "
         "emulator lateness was flagged (its figures are not to be trusted).",
         "",
+        (f"Each scenario ran {'/'.join(map(str, n_runs))} times per engine (seeds 1..n): every figure is the median "
+         "over the runs, identical flows ranked within each run first; `[lo–hi]` is the range of a flow's goodput "
+         "over the kernel's runs (and the simulator's where it differs by seed)."
+         if n_runs and max(n_runs) > 1 else "Each scenario ran once per engine (seed 1)."),
+        "",
         f"**This run: median goodput error {100 * med:.1f} % over {len(errs)} flows** (target ≤ "
         f"{100 * MEDIAN_GOODPUT_TOL:.0f} %); **{len(ok)} of {len(judged)} scenarios meet every other target**."
         if med is not None else "",
@@ -183,17 +271,27 @@ def render(results: list[dict]) -> str:
             lines.append(f"| {r['name']} | failed: {r['error']} | | | | | | | | |")
             continue
         j = judge(r)
-        fl = "<br>".join(f"{f['cc']} {f['sim']:.2f} / {f['emu']:.2f} ({pct(f['rel'])})" for f in j["flows"])
+        fl = "<br>".join(f"{f['cc']} {f['sim']:.2f} / {f['emu']:.2f} ({pct(f['rel'])}){_ranges(f)}" for f in j["flows"])
         sh = "<br>".join("-" if f["share_diff"] is None or len(j["flows"]) < 2 else f"{f['share_diff']:+.3f}" for f in j["flows"])
         q50 = "<br>".join(f"{d}: {num(l['p50'][0])} / {num(l['p50'][1])}" for d, l in j["links"].items())
         q95 = "<br>".join(f"{d}: {num(l['p95'][0])} / {num(l['p95'][1])}" for d, l in j["links"].items())
-        rx = f"{j['retx'][0]} / {j['retx'][1]}"
+        rx = f"{j['retx'][0]:.0f} / {j['retx'][1]:.0f}"
         fct = "<br>".join(f"{num(f['fct_sim'], '{:.2f}')} / {num(f['fct_emu'], '{:.2f}')}" for f in j["flows"] if f["sized"]) or "-"
         pr = "<br>".join(f"{p['sim']:.1f} / {p['emu']:.1f}" for p in j["probes"] if p["sim"] is not None and p["emu"] is not None) or "-"
         miss = list(j["misses"]) + (["emu timing"] if j["late_flagged"] else [])
         lines.append(f"| {r['name']} | {fl} | {sh} | {q50} | {q95} | {rx} | {fct} | {pr} | "
                      f"{j['lateness_p99_us']} | {', '.join(miss) or 'ok'} |")
     return "\n".join(lines) + "\n"
+
+
+def _ranges(f: dict) -> str:
+    """`` [sim lo–hi; emu lo–hi]`` when the runs differ (repeats > 1)."""
+    out = []
+    for eng in ("sim", "emu"):
+        r = f.get(f"range_{eng}")
+        if r and r[1] - r[0] > 0.005:
+            out.append(f"{eng} {r[0]:.2f}–{r[1]:.2f}")
+    return f" [{'; '.join(out)}]" if out else ""
 
 
 def _kernel(results):
@@ -206,6 +304,8 @@ def _kernel(results):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("only", nargs="*", help="scenario name prefixes")
+    ap.add_argument("--repeats", type=int, default=1, metavar="N",
+                    help="runs per scenario and engine (seeds 1..N); the table shows medians and the kernel's range")
     ap.add_argument("--table-only", action="store_true", help="re-render docs/fidelity.md's table from fidelity.json")
     ap.add_argument("--print", action="store_true", help="print the table instead of writing docs/fidelity.md")
     a = ap.parse_args()
@@ -213,7 +313,7 @@ def main() -> int:
         with open(JSON_OUT) as f:
             results = json.load(f)
     else:
-        results = run_all(a.only)
+        results = run_all(a.only, a.repeats)
         if a.only and os.path.exists(JSON_OUT):  # merge a partial re-run into the stored results
             with open(JSON_OUT) as f:
                 old = {r["name"]: r for r in json.load(f)}

@@ -608,4 +608,95 @@ mod tests {
         let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
         assert_eq!(due, vec![11, 11, 11]);
     }
+
+    /// A wire segment of flow `dport` as the kernel's TSO would cut it: IP id,
+    /// sequence number, valid IP checksum, the partial TCP checksum.
+    fn wire_seg(dport: u16, id: u16, seq: u32, len: usize, flags: u8) -> Vec<u8> {
+        use crate::gso::pseudo_sum;
+        use crate::packet::ipv4_checksum;
+        let mut p = tcp([10, 77, 0, 2], [10, 77, 0, 1], 30000, dport, flags, len, 0);
+        p[4..6].copy_from_slice(&id.to_be_bytes());
+        p[24..28].copy_from_slice(&seq.to_be_bytes());
+        p[10..12].copy_from_slice(&[0, 0]);
+        let c = ipv4_checksum(&p[..20]);
+        p[10..12].copy_from_slice(&c.to_be_bytes());
+        for (k, b) in p[40..].iter_mut().enumerate() {
+            *b = (seq as usize + k) as u8;
+        }
+        let ps = pseudo_sum(&p, packet::PROTO_TCP, p.len() - 20);
+        p[36..38].copy_from_slice(&ps.to_be_bytes());
+        p
+    }
+
+    /// Everything a direction decides per packet: each departure (due time,
+    /// bytes), the drops by reason, the queueing delays, the wire's busy time.
+    fn replay(arrivals: &[(Nanos, Vec<Vec<u8>>)], batched: bool) -> (Vec<(Nanos, Vec<u8>)>, Vec<u64>, Vec<f32>, u64) {
+        let mut l = Link::new(cfg(Service::Rate(12_000_000), 30, 0.05)).unwrap();
+        let mut seg = crate::gso::Segmenter::default();
+        let mut out = Vec::new();
+        let mut sup = Vec::new();
+        for (t, burst) in arrivals {
+            while let Some(d) = l.pop_due(*t) {
+                out.push(d);
+            }
+            if batched && burst.len() > 1 {
+                // what the TUN hands over with TSO on: one super-packet, cut before the link
+                let refs: Vec<&[u8]> = burst.iter().map(|b| b.as_slice()).collect();
+                assert_eq!(crate::gso::run_length(&refs), refs.len(), "the burst is one GSO run");
+                let h = crate::gso::coalesce(&refs, &mut sup);
+                let mut frame = h.bytes().to_vec();
+                frame.extend_from_slice(&sup);
+                seg.each(&frame, |p| l.arrive(*t, p.to_vec()));
+            } else {
+                for b in burst {
+                    l.arrive(*t, b.clone());
+                }
+            }
+        }
+        let end = arrivals.last().map_or(0, |a| a.0) + 10_000 * NS_PER_MS;
+        l.service(end);
+        while let Some(d) = l.pop_due(end) {
+            out.push(d);
+        }
+        if batched {
+            assert!(seg.super_pkts > 0);
+        }
+        (out, l.stats.drops.to_vec(), l.qdelay_ms.clone(), l.busy_ns)
+    }
+
+    #[test]
+    fn super_packets_cut_before_the_link_get_the_same_per_segment_decisions_as_single_segments() {
+        // A recorded-style arrival trace: two flows sending TSO bursts of 1-8 segments (the last one
+        // short and PSH now and then) into a 12 Mbit/s link with a 30-packet FIFO and 5 % random
+        // loss, faster than the link drains, so the queue overflows and the loss RNG is drawn per segment.
+        let mut rng = rng::stream(7, 0);
+        let (mut seqs, mut ids) = ([1u32, 1u32], [1u16, 1u16]);
+        let mut t: Nanos = 0;
+        let mut arrivals = Vec::new();
+        for _ in 0..600 {
+            let f = rng.gen_range(0..2usize);
+            let n = rng.gen_range(1..=8usize);
+            let short_last = rng.gen_range(0..4) == 0;
+            let mut burst = Vec::new();
+            for k in 0..n {
+                let last = k + 1 == n;
+                let len = if last && short_last { rng.gen_range(200..1200usize) } else { 1448 };
+                let flags = if last && short_last { 0x18 } else { 0x10 };
+                burst.push(wire_seg(20000 + f as u16, ids[f], seqs[f], len, flags));
+                seqs[f] = seqs[f].wrapping_add(len as u32);
+                ids[f] = ids[f].wrapping_add(1);
+            }
+            arrivals.push((t, burst));
+            t += rng.gen_range(0..4_000_000u64);
+        }
+        let single = replay(&arrivals, false);
+        let batched = replay(&arrivals, true);
+        let (departed, drops, qdelay, busy) = &single;
+        let sent: usize = arrivals.iter().map(|(_, b)| b.len()).sum();
+        assert!(drops[qdisc::DropReason::QueueFull as usize] > 50, "the queue overflows: {drops:?}");
+        assert!(drops[qdisc::DropReason::RandomLoss as usize] > 50, "random loss strikes: {drops:?}");
+        assert_eq!(departed.len() as u64 + drops.iter().sum::<u64>(), sent as u64);
+        assert!(*busy > 0 && !qdelay.is_empty());
+        assert!(single == batched, "a per-segment decision differs between the two paths");
+    }
 }
