@@ -5,6 +5,7 @@ docs/fidelity.md.
     sudo .venv/bin/python bench/emu/fidelity.py              # all, writes docs/fidelity.md + bench/emu/fidelity.json
     sudo .venv/bin/python bench/emu/fidelity.py 01 05        # only scenarios whose name starts with these
     sudo .venv/bin/python bench/emu/fidelity.py --repeats 3  # three seeds per scenario: medians and ranges
+    sudo .venv/bin/python bench/emu/fidelity.py --seeds 2,3 17 18   # add seeds 2 and 3 to the stored runs of 17, 18
     .venv/bin/python bench/emu/fidelity.py --table-only      # re-render the table from bench/emu/fidelity.json
     .venv/bin/python bench/emu/fidelity.py --sim-only        # after a model change: the simulator's side again
 
@@ -41,10 +42,10 @@ def pct(x):
     return "-" if x is None else f"{100 * x:+.0f}%"
 
 
-def run_all(prefixes: list[str], repeats: int = 1) -> list[dict]:
-    """Every scenario ``repeats`` times on both engines, seeds 1..repeats (the
-    seed drives random loss and start jitter on both engines; the kernel adds
-    its own timing). A run that fails is kept as an error beside the others."""
+def run_all(prefixes: list[str], seeds: list[int]) -> list[dict]:
+    """Every scenario once per seed on both engines (the seed drives random
+    loss and start jitter on both engines; the kernel adds its own timing). A
+    run that fails is kept as an error beside the others."""
     from bloatlab.commands.compare import compare
 
     files = sorted(glob.glob(os.path.join(REPO, "scenarios", "fidelity", "*.toml")))
@@ -55,7 +56,7 @@ def run_all(prefixes: list[str], repeats: int = 1) -> list[dict]:
         t = time.time()
         name = os.path.splitext(os.path.basename(f))[0]
         runs, errors = [], []
-        for seed in range(1, repeats + 1):
+        for seed in seeds:
             print(f"== {name} seed {seed}", file=sys.stderr, flush=True)
             try:
                 r = compare(f, overrides=[f"seed={seed}"])
@@ -269,7 +270,7 @@ def render(results: list[dict]) -> str:
         "(`fct`), not its rate. `misses` names the targets a scenario misses; `emu timing` marks a run whose "
         "emulator lateness was flagged (its figures are not to be trusted).",
         "",
-        (f"Each scenario ran {'/'.join(map(str, n_runs))} times per engine (seeds 1..n): every figure is the median "
+        (f"Each scenario ran {'/'.join(map(str, n_runs))} times per engine (one seed per run): every figure is the median "
          "over the runs, identical flows ranked within each run first; `[lo–hi]` is the range of a flow's goodput "
          "over the kernel's runs (and the simulator's where it differs by seed)."
          if n_runs and max(n_runs) > 1 else "Each scenario ran once per engine (seed 1)."),
@@ -326,6 +327,9 @@ def main() -> int:
     ap.add_argument("only", nargs="*", help="scenario name prefixes")
     ap.add_argument("--repeats", type=int, default=1, metavar="N",
                     help="runs per scenario and engine (seeds 1..N); the table shows medians and the kernel's range")
+    ap.add_argument("--seeds", metavar="LIST",
+                    help="comma-separated seeds to run (instead of 1..N); their runs are added to the stored "
+                         "ones of the same scenarios, replacing the same seeds")
     ap.add_argument("--sim-only", action="store_true",
                     help="re-run only the simulator's side of fidelity.json (same seeds), keep the kernel's as measured")
     ap.add_argument("--table-only", action="store_true", help="re-render docs/fidelity.md's table from fidelity.json")
@@ -339,11 +343,21 @@ def main() -> int:
             with open(JSON_OUT, "w") as f:
                 json.dump(results, f, indent=1, default=str)
     else:
-        results = run_all(a.only, a.repeats)
-        if a.only and os.path.exists(JSON_OUT):  # merge a partial re-run into the stored results
+        try:
+            seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else list(range(1, a.repeats + 1))
+        except ValueError:
+            ap.error(f"--seeds: expected comma-separated integers, got {a.seeds!r}")
+        results = run_all(a.only, seeds)
+        if (a.only or a.seeds) and os.path.exists(JSON_OUT):  # merge a partial re-run into the stored results
             with open(JSON_OUT) as f:
                 old = {r["name"]: r for r in json.load(f)}
-            old.update({r["name"]: r for r in results})
+            for r in results:
+                prev = old.get(r["name"])
+                if a.seeds and prev is not None and "error" not in prev and r.get("runs"):
+                    by_seed = {x["seed"]: x for x in runs_of(prev)}
+                    by_seed.update({x["seed"]: x for x in r["runs"]})
+                    r = {**r, "runs": [by_seed[k] for k in sorted(by_seed)]}
+                old[r["name"]] = r
             results = [old[k] for k in sorted(old)]
         with open(JSON_OUT, "w") as f:
             json.dump(results, f, indent=1, default=str)
