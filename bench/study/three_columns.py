@@ -61,9 +61,31 @@ def cell(c: dict | None) -> str:
     return f"{mark}: {text}".replace("|", "/").replace("\n", " ")
 
 
+def previous() -> tuple[dict, dict]:
+    """The table now in RESULTS.md: rows by (experiment, claim) as (published,
+    kernel cell, simulator cell), and its timing notes by experiment. An
+    experiment or engine without a store here keeps what was measured before
+    (stores live in results/, which a new machine does not have)."""
+    if not os.path.exists(RESULTS):
+        return {}, {}
+    text = open(RESULTS).read()
+    if BEGIN not in text or END not in text:
+        return {}, {}
+    rows, notes = {}, {}
+    for line in text.split(BEGIN, 1)[1].split(END, 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("| ") and len(cells) == 5 and cells[1] not in ("claim", "---", "—"):
+            rows[(cells[0], cells[1])] = (cells[2], cells[3], cells[4])
+        if line.startswith("Emulator timing"):
+            for part in line.split("): ", 1)[-1].rstrip(".").split("; "):
+                notes[part.split(":", 1)[0]] = part
+    return rows, notes
+
+
 def table(names: list[str], quick: bool) -> str:
     from bloatlab.study.experiments import get
 
+    old_rows, old_notes = previous()
     lines = [f"## Published / kernel / simulator ({'quick' if quick else 'full'} versions), {datetime.date.today()}", "",
              "Regenerate: `sudo .venv/bin/python bench/study/three_columns.py" + (" --quick" if quick else "") + "`. "
              "Kernel = this machine's Linux through the emulator (`--engine emu`); simulator = `--engine sim`; "
@@ -76,15 +98,20 @@ def table(names: list[str], quick: bool) -> str:
         late = timing(n, quick)
         if late:
             flagged.append(f"{n}: {late[0]} of {late[1]} kernel runs flagged")
-        ids = [c for c in (s or k) if c != "_meta"]
+        elif n in old_notes:
+            flagged.append(old_notes[n])
+        ids = [c for c in (s or k) if c != "_meta"] or [cid for (e, cid) in old_rows if e == n]
         if not ids:
             lines.append(f"| {n} | — | | not run | not run |")
             continue
         exp = get(n)
         for cid in ids:
             ref = (s.get(cid) or k.get(cid) or {})
-            pub = ref.get("published", "").replace("|", "/")
-            lines.append(f"| {n} | {cid} | {pub} | {cell(k.get(cid))} | {cell(s.get(cid))} |")
+            before = old_rows.get((n, cid), ("", "not run", "not run"))
+            pub = ref.get("published", "").replace("|", "/") or before[0]
+            kc = cell(k.get(cid)) if k else before[1]
+            sc = cell(s.get(cid)) if s else before[2]
+            lines.append(f"| {n} | {cid} | {pub} | {kc} | {sc} |")
         del exp
     lines += ["", "Emulator timing (a flagged run's delays were less accurate than configured; its figures are "
               "kept and marked here): " + ("; ".join(flagged) if flagged else "no run flagged") + "."]
