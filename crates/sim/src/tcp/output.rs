@@ -155,7 +155,10 @@ impl Sender {
     /// Bookkeeping for a (re)transmission of `seq` at `now`
     /// (`tcp_event_data_sent`, `tcp_rate_skb_sent`, RACK's tsorted queue).
     pub(super) fn on_sent(&mut self, now: Nanos, seq: u64, retrans: bool) -> Tx {
-        let pipe_empty = self.sb.packets_out == 0 || (retrans && self.in_flight() == 0);
+        // tcp_rate_skb_sent runs before tcp_event_new_data_sent counts the skb in packets_out:
+        // a new segment that is alone in packets_out starts a flight; a retransmission never
+        // does (it is still counted in packets_out, lost or not).
+        let pipe_empty = !retrans && self.sb.packets_out == 1;
         let s = self.sb.seg(seq);
         self.rate.skb_sent(now, pipe_empty, s);
         s.tx_time = now;

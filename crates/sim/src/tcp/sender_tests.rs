@@ -316,3 +316,34 @@ fn congestion_avoidance_paces_at_120_percent_and_a_pacing_flow_waits_its_turn() 
     assert_eq!(out.len(), 2);
     assert!(s.pacing_wakeup(100 * NS_PER_MS).is_some_and(|t| t > 100 * NS_PER_MS));
 }
+
+#[test]
+fn the_initial_window_starts_a_flight_so_its_first_ack_gives_a_rate_sample() {
+    // tcp_rate_skb_sent with packets_out = 0: first_tx_mstamp = delivered_mstamp = the send time.
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(NS_PER_MS, None, &mut out);
+    assert_eq!(out.len(), 10);
+    assert_eq!((s.sb.segs[0].first_tx, s.sb.segs[0].delivered_mstamp), (NS_PER_MS, NS_PER_MS));
+    assert_eq!((s.sb.segs[9].first_tx, s.sb.segs[9].delivered_mstamp), (NS_PER_MS, NS_PER_MS));
+    out.clear();
+    s.on_ack(101 * NS_PER_MS, 2, &[], false, false, &mut out);
+    // 2 segments over the 100 ms since the flight started
+    assert_eq!((s.rate.rate_delivered, s.rate.rate_interval), (2, 100 * NS_PER_MS));
+}
+
+#[test]
+fn a_segment_sent_into_an_empty_pipe_starts_a_new_flight_and_a_retransmission_does_not() {
+    // everything acked at 100 ms; the application writes again at 1010 ms: the flight starts then,
+    // not at the last ACK (the idle second is no part of the next rate sample's interval)
+    let mut s = idle_then_write("reno", 1010);
+    let t = 1010 * NS_PER_MS;
+    let mut out = Vec::new();
+    s.transmit(t, &mut out);
+    let first = out.first().map(|x| x.seq).expect("a new segment");
+    assert_eq!((s.sb.seg(first).first_tx, s.sb.seg(first).delivered_mstamp), (t, t));
+    // a retransmission of it keeps the flight's start (packets_out counts it)
+    let rtx = s.on_sent(t + 300 * NS_PER_MS, first, true);
+    assert!(rtx.retrans);
+    assert_eq!((s.sb.seg(first).first_tx, s.sb.seg(first).delivered_mstamp), (t, t));
+}
