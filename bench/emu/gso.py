@@ -141,12 +141,23 @@ class Spinner:
         self.p.wait()
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median goodput (the lower middle of an even count), with the range over all."""
+    g = sorted(runs, key=lambda r: r["goodput"])
+    mid = g[(len(g) - 1) // 2]
+    return dict(mid, lo=g[0]["goodput"], hi=g[-1]["goodput"], n=len(g))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 and 10 Gbit/s with CUBIC only, shorter runs")
     ap.add_argument("--seconds", type=int, default=None)
     ap.add_argument("--out", default=os.path.join(HERE, "GSO.md"))
+    ap.add_argument("--repeats", type=int, default=1, metavar="N",
+                    help="runs per cell; the table gives the median run and the goodput range")
     a = ap.parse_args()
+    if a.repeats < 1:
+        ap.error("--repeats: expected at least 1")
     secs = a.seconds or (5 if a.quick else 8)
     ccs = ["cubic"] if a.quick else ["cubic", "bbr"]
     rates = [1000, 10000] if a.quick else [1000, 3000, 10000]
@@ -158,18 +169,23 @@ def main() -> int:
                 if kind == "plain" and rate != rates[0]:
                     continue  # the ceiling does not depend on the configured rate
                 print(f"{kind} {cc} {rate} Mbit/s ...", file=sys.stderr, flush=True)
-                r = tbf_run(rate, cc, secs) if kind == "tbf" else emu_run(kind, rate, cc, secs)
-                rows.append(dict(r, loaded=False))
+                runs = [tbf_run(rate, cc, secs) if kind == "tbf" else emu_run(kind, rate, cc, secs)
+                        for _ in range(a.repeats)]
+                rows.append(dict(_median_run(runs), loaded=False))
         for kind in ("emu", "emu-coalesce", "emu-nogso"):
             print(f"{kind} {cc} 1000 Mbit/s beside a CPU-bound job ...", file=sys.stderr, flush=True)
-            with Spinner():
-                rows.append(dict(emu_run(kind, 1000, cc, secs), loaded=True))
+            runs = []
+            for _ in range(a.repeats):
+                with Spinner():
+                    runs.append(emu_run(kind, 1000, cc, secs))
+            rows.append(dict(_median_run(runs), loaded=True))
     lines = [
         "# The emulator at high rates: GSO super-packets (issue 13 §1)",
         "",
         f"Machine: {os.cpu_count()} cores, Linux {platform.release()}; {datetime.date.today()}; load average "
         f"{load1:.1f} at the start. Command: `sudo .venv/bin/python bench/emu/gso.py{' --quick' if a.quick else ''}` "
-        f"({secs} s per run). One kernel TCP download, 10 ms RTT, 1 BDP FIFO; `plain` = the same emulator at "
+        f"({secs} s per run, {a.repeats} run(s) per cell: the median run's figures, the goodput's range beside "
+        "it). One kernel TCP download, 10 ms RTT, 1 BDP FIFO; `plain` = the same emulator at "
         "100 Gbit/s / 0.1 ms (its goodput is the method's ceiling, its fill is against the row's rate); `tbf` = the "
         "kernel's shaper on a veth pair, no added delay.",
         "",
@@ -182,8 +198,9 @@ def main() -> int:
         pps = "–" if r["kind"] == "tbf" else f"{r['pps']:,.0f}"
         reads = "–" if r["kind"] == "tbf" else f"{r['reads']:,.0f}"
         sim = "–" if math.isnan(r["sim"]) else f"{r['sim']:.0f}"
+        rng = f" ({r['lo']:.0f}–{r['hi']:.0f})" if r["n"] > 1 else ""
         lines.append(f"| {r['cc']} | {r['rate']:g} | {r['kind']} | {'yes' if r['loaded'] else 'no'} | "
-                     f"{r['goodput']:.0f} | {100 * r['fill']:.1f} % | {sim} | {pps} | {reads} | {late} |")
+                     f"{r['goodput']:.0f}{rng} | {100 * r['fill']:.1f} % | {sim} | {pps} | {reads} | {late} |")
     text = "\n".join(lines) + "\n"
     with open(a.out, "w") as f:
         f.write(text)
