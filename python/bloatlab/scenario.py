@@ -254,7 +254,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     flows = _resolve_flows(m, doc)
     if m.start_jitter is not None:
         _jitter_starts(flows, m.start_jitter, out)
-    out["pages"] = _resolve_pages(m, flows)
+    out["pages"] = _resolve_pages(m, doc, flows)
     out["flows"] = flows
     out["probes"] = probes = _resolve_probes(m, flows)
 
@@ -294,7 +294,7 @@ def _resolve_flows(m, doc: dict) -> list[dict]:
     return flows
 
 
-def _resolve_pages(m, flows: list) -> list[dict]:
+def _resolve_pages(m, doc: dict, flows: list) -> list[dict]:
     """``[[page]]`` -> the resolved pages; each object becomes a download of
     its size (a flow naming its page, appended to ``flows``), which the
     engines open at most ``connections`` at a time (docs/scenario.md)."""
@@ -308,7 +308,7 @@ def _resolve_pages(m, flows: list) -> list[dict]:
         else:
             n, total = pg.objects, pg.size
             if total < n:
-                raise ScenarioError(f"{p}.size", f"expected at least one byte per object ({n}), got {pg.size!r}")
+                raise ScenarioError(f"{p}.size", f"expected at least one byte per object ({n}), got {doc['page'][i]['size']!r}")
             # the page's weight split evenly, the remainder on the first objects
             sizes = [total // n + (1 if k < total % n else 0) for k in range(n)]
         if pg.start >= m.duration:

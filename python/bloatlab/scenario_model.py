@@ -315,7 +315,7 @@ class Table(BaseModel):
             return data
         if not isinstance(data, dict):
             raise PydanticCustomError("not_table", "{message}", {"message": cls.not_table_message.format(value=data)})
-        fields = cls.model_fields
+        fields = cls.__pydantic_fields__
         for k in data:
             if k not in fields:
                 raise PydanticCustomError("unknown_key", "{message}", {
@@ -332,41 +332,41 @@ class Bucket(Table):
     not_table_message = 'expected a table like {{ rate = "2Mbit", burst = "10KB" }}, got {value!r}'
     missing_messages = {"rate": 'missing (e.g. rate = "2Mbit")'}
     rate: Rate = Field(description="the bucket's rate")
-    burst: Optional[_value(burst_size, _S_SIZE)] = Field(None, description="bucket depth (default: 10 ms at rate, at least 2 full packets)")
+    burst: _value(burst_size, _S_SIZE) = Field(None, validate_default=False, description="bucket depth (default: 10 ms at rate, at least 2 full packets)")
 
 
 class Flow(Table):
     """``[[flow]]``: one or ``count`` TCP connections."""
 
     missing_messages = {"rtt": 'missing (the flow\'s base RTT, e.g. rtt = "50ms")'}
-    name: Optional[Text] = Field(None, description='label (default "CC-DIRECTION-N")')
+    name: Text = Field(None, validate_default=False, description='label (default "CC-DIRECTION-N")')
     cc: CC = "cubic"
     direction: Direction = "down"
     rtt: PositiveDuration = Field(description="base round-trip time")
     count: Whole(1, 100_000) = Field(1, description="identical connections")
     start: Duration = "0s"
-    stop: Optional[Duration] = None
-    size: Optional[_value(_positive(units.parse_size, "size"), _S_SIZE)] = Field(None, description="bytes to send, then stop (default: bulk)")
-    rate: Optional[_value(_positive(units.parse_rate, "rate"), _S_RATE)] = Field(None, description="application-limited: offer at most this rate")
-    on: Optional[_value(_app_period(True), _S_DURATION)] = Field(None, description="on/off source: send at rate for this long (a multiple of 10ms)")
-    off: Optional[_value(_app_period(False), _S_DURATION)] = Field(None, description="on/off source: then stay silent this long (a multiple of 10ms)")
+    stop: Duration = Field(None, validate_default=False)
+    size: _value(_positive(units.parse_size, "size"), _S_SIZE) = Field(None, validate_default=False, description="bytes to send, then stop (default: bulk)")
+    rate: _value(_positive(units.parse_rate, "rate"), _S_RATE) = Field(None, validate_default=False, description="application-limited: offer at most this rate")
+    on: _value(_app_period(True), _S_DURATION) = Field(None, validate_default=False, description="on/off source: send at rate for this long (a multiple of 10ms)")
+    off: _value(_app_period(False), _S_DURATION) = Field(None, validate_default=False, description="on/off source: then stay silent this long (a multiple of 10ms)")
     ecn: Optional[_value(lambda v: v if v is None else check_bool(v), _S_BOOL)] = Field(None, description="negotiate ECN (default: per cc)")
     tso: Bool = True
     pacing: Bool = False
-    station: Optional[Text] = Field(None, description="the [[wifi.station]] this flow's client sits on")
+    station: Text = Field(None, validate_default=False, description="the [[wifi.station]] this flow's client sits on")
     dscp: Dscp = 0
 
 
 class Probe(Table):
     """``[[probe]]``: a latency probe."""
 
-    name: Optional[Text] = None
+    name: Text = Field(None, validate_default=False)
     kind: _value(lambda v: check_choice(v, PROBE_KINDS), _s_choice(PROBE_KINDS)) = "udp"
     interval: PositiveDuration = "10ms"
-    rtt: Optional[PositiveDuration] = Field(None, description="base RTT (default: the smallest flow RTT)")
+    rtt: PositiveDuration = Field(None, validate_default=False, description="base RTT (default: the smallest flow RTT)")
     size: _value(probe_size, _S_SIZE) = "64B"
     direction: Direction = "down"
-    station: Optional[Text] = None
+    station: Text = Field(None, validate_default=False)
     dscp: Dscp = 0
 
 
@@ -374,16 +374,16 @@ class Page(Table):
     """``[[page]]``: a web page load, each object a download."""
 
     missing_messages = {"rtt": 'missing (the base RTT to the page\'s server, e.g. rtt = "50ms")'}
-    name: Optional[Text] = None
-    objects: Optional[Whole(1, MAX_PAGE_OBJECTS)] = Field(None, description="number of objects (with size)")
-    size: Optional[Size] = Field(None, description="the page's total size, split evenly over its objects")
-    sizes: Annotated[Optional[list[_value(object_size, _S_SIZE)]], BeforeValidator(lambda v: _page_sizes(v))] = Field(
-        None, description="each object's size (instead of objects and size)")
+    name: Text = Field(None, validate_default=False)
+    objects: Whole(1, MAX_PAGE_OBJECTS) = Field(None, validate_default=False, description="number of objects (with size)")
+    size: Size = Field(None, validate_default=False, description="the page's total size, split evenly over its objects")
+    sizes: Annotated[list[_value(object_size, _S_SIZE)], BeforeValidator(lambda v: _page_sizes(v))] = Field(
+        None, validate_default=False, description="each object's size (instead of objects and size)")
     connections: Whole(1, MAX_PAGE_CONNECTIONS) = PAGE_CONNECTIONS
     rtt: PositiveDuration
     start: Duration = "0s"
     cc: CC = "cubic"
-    station: Optional[Text] = None
+    station: Text = Field(None, validate_default=False)
     dscp: Dscp = 0
 
     @model_validator(mode="before")
@@ -401,7 +401,7 @@ class Page(Table):
 
 
 def _page_sizes(v):
-    if v is not None and (not isinstance(v, list) or not 1 <= len(v) <= MAX_PAGE_OBJECTS):
+    if not isinstance(v, list) or not 1 <= len(v) <= MAX_PAGE_OBJECTS:
         raise ValueError(f"expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]")
     return v
 
@@ -410,7 +410,7 @@ class Station(Table):
     """``[[wifi.station]]``: one or ``count`` WiFi clients."""
 
     missing_messages = {"phy_rate": 'missing (e.g. phy_rate = "144.4Mbit" or "mcs15")'}
-    name: Optional[Text] = None
+    name: Text = Field(None, validate_default=False)
     phy_rate: _value(station_phy, {"type": "string", "description": 'a PHY rate like "144.4Mbit" or an HT MCS "mcs0".."mcs15"'})
     count: Whole(1, 1000) = 1
     mpdu_error: _value(check_mpdu_error, _S_RATIO) = 0
@@ -489,7 +489,7 @@ def _params_model(q: dict) -> type[QdiscParams]:
     fields = {}
     for p in q["params"]:
         desc = f"{p['doc']} (default {_default_text(p['kind'], p['default'])})"
-        fields[p["name"]] = (Optional[_param_type(p["kind"])], Field(None, description=desc, validate_default=False))
+        fields[p["name"]] = (_param_type(p["kind"]), Field(None, description=desc, validate_default=False))
     name = "".join(w.capitalize() for w in q["name"].split("_"))
     m = create_model(f"{name}Params", __base__=QdiscParams, __doc__=f"qdisc_params of {q['name']}: {q['doc']}", **fields)
     m.unknown_message = f"unknown parameter of {q['name']} (known: {{known}})"
@@ -519,6 +519,7 @@ def _by_qdisc(base: type[Table], variant: Callable[[str], str]) -> Any:
     return Annotated[Union[tuple(members)], Discriminator(tag)]
 
 
+@functools.cache
 def _QDISC_NAMES() -> tuple[str, ...]:
     return tuple(q["name"] for q in qdisc_list())
 
@@ -532,8 +533,8 @@ class LinkBase(Table):
     loss: Loss = 0
     policer: Optional[Bucket] = Field(None, description="a token-bucket policer in front of the queue")
     shaper: Optional[Bucket] = Field(None, description="a token-bucket shaper in front of the queue")
-    device_queue: Optional[_value(_buffer_no_bdp('"2pkt" or "3000B"'), _S_PKT_OR_BYTES)] = Field(
-        None, description="a driver/device queue below the qdisc")
+    device_queue: _value(_buffer_no_bdp('"2pkt" or "3000B"'), _S_PKT_OR_BYTES) = Field(
+        None, validate_default=False, description="a driver/device queue below the qdisc")
 
 
 class WifiBase(Table):
@@ -562,16 +563,16 @@ def models() -> type[Table]:
 
         model_config = ConfigDict(title="bloatlab scenario")
         missing_messages = {"duration": 'missing (e.g. duration = "60s")'}
-        name: Optional[Text] = Field(None, description="the scenario's name (default: the file's)")
-        description: Optional[Text] = None
+        name: Text = Field(None, validate_default=False, description="the scenario's name (default: the file's)")
+        description: Text = Field(None, validate_default=False)
         duration: PositiveDuration = Field(description="length of the run")
         seed: Whole(0, 2**63 - 1) = 1
         sample_interval: PositiveDuration = Field("10ms", description="time-series sampling interval")
-        start_jitter: Optional[Duration] = Field(None, description="start each connection up to this much later (seeded)")
+        start_jitter: Duration = Field(None, validate_default=False, description="start each connection up to this much later (seeded)")
         flow: Annotated[list[Flow], _tables("flow")] = []
         page: Annotated[list[Page], _tables("page")] = []
         probe: Annotated[list[Probe], _tables("probe")] = []
-        link: Optional[LinksT] = None
+        link: LinksT = Field(None, validate_default=False)
         wifi: WifiT = Field(None, validate_default=False)
         limits: Limits = Field(default_factory=Limits, description="what one run may produce; raise knowingly")
 
