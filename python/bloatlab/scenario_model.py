@@ -620,6 +620,23 @@ def scenario_error(e: ValidationError) -> ScenarioError:
 
 
 def json_schema() -> dict:
-    """The JSON Schema of the TOML scenario language (docs/scenario.schema.json)."""
-    schema = models().model_json_schema(mode="validation")
+    """The JSON Schema of the TOML scenario language (docs/schema/scenario-toml.schema.json,
+    written by ``bloatlab scenarios --schema``)."""
+    schema = _drop_null_defaults(models().model_json_schema(mode="validation"))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema"} | schema
+
+
+def _drop_null_defaults(node: Any) -> Any:
+    """An absent key is not ``null`` (TOML has none): no ``"default": null`` for editors to offer."""
+    if isinstance(node, dict):
+        return {k: _drop_null_defaults(v) for k, v in node.items() if not (k == "default" and v is None)}
+    if isinstance(node, list):
+        return [_drop_null_defaults(v) for v in node]
+    return node
+
+
+def json_schema_text() -> str:
+    """:func:`json_schema` as the checked-in file holds it."""
+    import json
+
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
