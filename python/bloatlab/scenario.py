@@ -11,6 +11,7 @@ buffers turned into bytes.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -18,12 +19,42 @@ from typing import Any, Iterable
 
 from . import units
 from .errors import ScenarioError
-from .scenario_model import (APP_TICK_NS, DIRECTIONS, DSCP_NAMES, LIMITS, MAX_PAGE_CONNECTIONS, MAX_PAGE_OBJECTS,  # noqa: F401
-                             MTU, PAGE_CONNECTIONS, PROBE_KINDS, WIFI_MACS, Bucket, Flow, LinkBase, Page, Probe, Station,
-                             WifiBase, models, validate)
+DIRECTIONS = ("down", "up")
+PROBE_KINDS = ("udp",)
+WIFI_MACS = ("legacy", "fq", "airtime")
+MTU = 1500  # bytes on the wire of a full-size TCP segment (MSS 1448 + 52 B of headers)
+#: An application's write clock (both engines): `rate` sources write every 10 ms.
+APP_TICK_NS = 10_000_000
+MAX_PAGE_OBJECTS = 1000
+MAX_PAGE_CONNECTIONS = 64
+#: A browser opens 6 connections per host (RFC 7230 leaves it open; Chrome
+#: and Firefox use 6); wget -p fetches one object at a time (connections = 1).
+PAGE_CONNECTIONS = 6
+
+#: What one run may produce, checked before it starts (docs/scenario.md,
+#: "Limits"): a run beyond one is refused naming the key that makes it so.
+#: Raise a limit knowingly with ``[limits]`` or ``--set limits.KEY=N``.
+#: Sizes: a series row costs ~400 B on its way into pandas today (1000 flows x
+#: 1000 samples = 420 MB, BENCHMARKS.md), so 5 M rows is ~2 GB; the simulator
+#: moves ~5-10 M packets per wall second, so 2e9 packets is several minutes.
+LIMITS = {
+    "max_flows": 10_000,            # connections after `count` is expanded
+    "max_series_rows": 5_000_000,   # time-series rows: (flows + 2 links) x duration / sample_interval
+    "max_probe_packets": 10_000_000,  # latency probes sent: sum of duration / interval
+    "max_packets": 2_000_000_000,   # full-size packets the bottlenecks can carry: rate x duration / 1500 B
+}
+
+#: DiffServ code point names (RFC 2474 class selectors, RFC 2597 assured
+#: forwarding AFxy = 8x + 2y, RFC 3246 EF, RFC 5865 VOICE-ADMIT, RFC 8622 LE).
+DSCP_NAMES = {"BE": 0, "DF": 0, "LE": 1, "EF": 46, "VA": 44} | {f"CS{n}": 8 * n for n in range(8)} | {
+    f"AF{x}{y}": 8 * x + 2 * y for x in range(1, 5) for y in range(1, 4)}
+
 
 DEFAULT_SAMPLE_INTERVAL = "10ms"
 WIFI_DEFAULT_BUFFER = "1000pkt"  # Linux txqueuelen, the legacy interface qdisc's limit
+
+# The language's models (scenario_model) import pydantic and are built from the
+# core's tables: loaded on first use, so `import bloatlab` and `bloatlab --help` stay quick.
 
 
 def cc_names() -> list[str]:
@@ -42,14 +73,23 @@ def qdisc_table() -> dict[str, dict]:
 
 # ---------------------------------------------------------------- key names (for --set paths)
 
-TOP_KEYS = set(models().model_fields)
-LINK_KEYS = set(LinkBase.model_fields) | {"qdisc", "qdisc_params"}
-BUCKET_KEYS = set(Bucket.model_fields)
-FLOW_KEYS = set(Flow.model_fields)
-PROBE_KEYS = set(Probe.model_fields)
-PAGE_KEYS = set(Page.model_fields)
-WIFI_KEYS = set(WifiBase.model_fields) | {"qdisc", "qdisc_params"}
-WIFI_STATION_KEYS = set(Station.model_fields)
+
+@functools.cache
+def key_names() -> dict[str, frozenset[str]]:
+    """Each table's keys, from the language's models: TOP_KEYS, LINK_KEYS, ..."""
+    from . import scenario_model as sm
+
+    qdisc = {"qdisc", "qdisc_params"}
+    return {"TOP_KEYS": frozenset(sm.models().model_fields), "LINK_KEYS": frozenset(sm.LinkBase.model_fields) | qdisc,
+            "BUCKET_KEYS": frozenset(sm.Bucket.model_fields), "FLOW_KEYS": frozenset(sm.Flow.model_fields),
+            "PROBE_KEYS": frozenset(sm.Probe.model_fields), "PAGE_KEYS": frozenset(sm.Page.model_fields),
+            "WIFI_KEYS": frozenset(sm.WifiBase.model_fields) | qdisc, "WIFI_STATION_KEYS": frozenset(sm.Station.model_fields)}
+
+
+def __getattr__(name: str):
+    if name.endswith("_KEYS") and name in key_names():
+        return key_names()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------- overrides
@@ -78,6 +118,7 @@ def apply_override(doc: dict, assignment: str) -> None:
 
 def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None:
     where = where or path
+    keys = key_names()
     parts = path.split(".")
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
@@ -90,7 +131,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[2:], {"flow": FLOW_KEYS, "probe": PROBE_KEYS, "page": PAGE_KEYS}[head]
+        target, rest, allowed = items[i], parts[2:], keys[f"{head.upper()}_KEYS"]
     elif head == "wifi" and len(parts) >= 2 and parts[1] == "station":
         items = doc.get("wifi", {}).get("station")
         if len(parts) < 4 or not parts[2].isdigit():
@@ -99,18 +140,18 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no wifi.station {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[3:], WIFI_STATION_KEYS
+        target, rest, allowed = items[i], parts[3:], keys["WIFI_STATION_KEYS"]
     elif head == "wifi":
-        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], WIFI_KEYS - {"station"}
+        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], keys["WIFI_KEYS"] - {"station"}
         if not rest:
             raise ScenarioError(where, "expected wifi.KEY")
     elif head == "link":
         if len(parts) < 3 or parts[1] not in DIRECTIONS:
             raise ScenarioError(where, "expected link.down.KEY or link.up.KEY")
         link = doc.setdefault("link", {})
-        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], LINK_KEYS
+        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], keys["LINK_KEYS"]
     else:
-        target, rest, allowed = doc, parts, TOP_KEYS - {"link", "flow", "probe", "page"}
+        target, rest, allowed = doc, parts, keys["TOP_KEYS"] - {"link", "flow", "probe", "page"}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:
@@ -242,6 +283,8 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     document is validated first (:func:`bloatlab.scenario_model.validate`);
     what follows reads the validated model (``doc`` only to echo a value as
     written in a message)."""
+    from .scenario_model import validate
+
     m = validate(doc)
     out: dict[str, Any] = {"name": m.name if m.name is not None else name}
     out["duration_ns"] = m.duration

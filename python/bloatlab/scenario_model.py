@@ -33,35 +33,8 @@ from pydantic_core import PydanticCustomError
 from . import units
 from .errors import ScenarioError
 
-DIRECTIONS = ("down", "up")
-PROBE_KINDS = ("udp",)
-WIFI_MACS = ("legacy", "fq", "airtime")
-MTU = 1500  # bytes on the wire of a full-size TCP segment (MSS 1448 + 52 B of headers)
-#: An application's write clock (both engines): `rate` sources write every 10 ms.
-APP_TICK_NS = 10_000_000
-MAX_PAGE_OBJECTS = 1000
-MAX_PAGE_CONNECTIONS = 64
-#: A browser opens 6 connections per host (RFC 7230 leaves it open; Chrome
-#: and Firefox use 6); wget -p fetches one object at a time (connections = 1).
-PAGE_CONNECTIONS = 6
-
-#: What one run may produce, checked before it starts (docs/scenario.md,
-#: "Limits"): a run beyond one is refused naming the key that makes it so.
-#: Raise a limit knowingly with ``[limits]`` or ``--set limits.KEY=N``.
-#: Sizes: a series row costs ~400 B on its way into pandas today (1000 flows x
-#: 1000 samples = 420 MB, BENCHMARKS.md), so 5 M rows is ~2 GB; the simulator
-#: moves ~5-10 M packets per wall second, so 2e9 packets is several minutes.
-LIMITS = {
-    "max_flows": 10_000,            # connections after `count` is expanded
-    "max_series_rows": 5_000_000,   # time-series rows: (flows + 2 links) x duration / sample_interval
-    "max_probe_packets": 10_000_000,  # latency probes sent: sum of duration / interval
-    "max_packets": 2_000_000_000,   # full-size packets the bottlenecks can carry: rate x duration / 1500 B
-}
-
-#: DiffServ code point names (RFC 2474 class selectors, RFC 2597 assured
-#: forwarding AFxy = 8x + 2y, RFC 3246 EF, RFC 5865 VOICE-ADMIT, RFC 8622 LE).
-DSCP_NAMES = {"BE": 0, "DF": 0, "LE": 1, "EF": 46, "VA": 44} | {f"CS{n}": 8 * n for n in range(8)} | {
-    f"AF{x}{y}": 8 * x + 2 * y for x in range(1, 5) for y in range(1, 4)}
+from .scenario import (APP_TICK_NS, DIRECTIONS, DSCP_NAMES, LIMITS, MAX_PAGE_CONNECTIONS, MAX_PAGE_OBJECTS, MTU,
+                       PAGE_CONNECTIONS, PROBE_KINDS, WIFI_MACS)
 
 
 @functools.cache
