@@ -552,10 +552,6 @@ def models() -> type[Table]:
     return Scenario
 
 
-def field_names(model: type[BaseModel]) -> set[str]:
-    return set(model.model_fields)
-
-
 def validate(doc: dict) -> Table:
     """The validated scenario document; :class:`ScenarioError` naming the key."""
     try:
