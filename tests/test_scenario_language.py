@@ -96,3 +96,15 @@ def test_a_run_resolves_its_scenario_once(monkeypatch):
     monkeypatch.setattr(scenario, "resolve", counting)
     bloatlab.run(os.path.join(ROOT, "scenarios", "bbr-1pct.toml"), set={"duration": "1s"})
     assert len(calls) == 1
+
+
+def test_a_loaded_scenario_is_not_resolved_again_by_the_runs_it_is_passed_to(monkeypatch):
+    sc = scenario.load(os.path.join(ROOT, "scenarios", "bbr-1pct.toml"), set={"duration": "1s"})
+    calls = []
+    real = scenario.resolve
+    monkeypatch.setattr(scenario, "resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = bloatlab.run(sc).summary
+    second = bloatlab.run(sc).summary
+    assert calls == [] and first["flows"] == second["flows"]
+    bloatlab.run(sc, set={"seed": 2})  # an override is a new scenario, resolved once
+    assert calls == [1]

@@ -217,13 +217,16 @@ def parse_toml(text: str, source: str | None = None) -> dict:
 
 def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[str] = (), **sets) -> Scenario:
     """Load, validate and resolve a scenario: a TOML file's path, a dict (a
-    TOML document) or a :class:`Scenario`. A string holding TOML text is
+    TOML document) or a :class:`Scenario` (returned as it is when it was
+    loaded and nothing is overridden, so a run does not resolve it again). A string holding TOML text is
     still taken (as :func:`loads`) for the callers that pass one.
 
     ``overrides`` are ``--set`` strings; keyword ``sets`` use ``__`` for dots
     (``link__down__loss="1%"``) or pass a dict via ``set={"flow.0.cc": "bbr"}``.
     """
     if isinstance(scenario, Scenario):
+        if scenario._resolved is not None and not overrides and not sets:
+            return scenario  # loaded already: validated and resolved once
         return _build(copy.deepcopy(scenario.doc), scenario.source, overrides, sets)
     if isinstance(scenario, dict):
         return _build(copy.deepcopy(scenario), None, overrides, sets)
