@@ -1,11 +1,13 @@
 """The scenario language v1: TOML in, validated and resolved scenario out.
 
 A scenario file (docs/scenario.md documents every key) is parsed with
-``tomllib``, ``--set`` overrides are applied, every key is checked (unknown
-keys, wrong units, out-of-range values are a :class:`ScenarioError` naming the
-key path), and :meth:`Scenario.resolved` produces the engine-neutral form of
+``tomllib`` (:func:`load` a file, :func:`loads` text), ``--set`` overrides are
+applied, the document is validated against the language's pydantic models
+(:mod:`bloatlab.scenario_model`: unknown keys, wrong units, out-of-range
+values are a :class:`ScenarioError` naming the key path), and :func:`resolve`
+turns the validated model into the engine-neutral form of
 ``docs/engine-interface.md``: SI base units, ``count`` expanded, ``bdp``
-buffers turned into bytes.
+buffers turned into bytes. A :class:`Scenario` is resolved once, when loaded.
 """
 
 from __future__ import annotations
