@@ -308,7 +308,7 @@ def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
 
     links_given = m.link is not None and (m.link.down is not None or m.link.up is not None)
     out["wifi"] = _resolve_wifi(m, flows, probes)
-    if out["wifi"] is not None and m.link is not None:
+    if out["wifi"] is not None and links_given:
         raise ScenarioError("link", "a [wifi] medium cannot be combined with [link] bottlenecks yet (docs/wifi.md)")
     if not links_given and out["wifi"] is None:
         raise ScenarioError("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate, or a [wifi] medium")
