@@ -1,6 +1,8 @@
 """``bloatlab scenarios``: the ready scenarios under ``scenarios/``, one line each.
 
 A scenario's line is its ``description`` key, else its first comment line.
+``--schema`` prints the JSON Schema of the scenario language instead
+(docs/schema/scenario-toml.schema.json is this output, for editors).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ def register(sub) -> None:
                        description="The scenarios that come with bloatlab: run one with `bloatlab run PATH`.")
     p.add_argument("--dir", default=DIR, help="list this directory instead (default: the repository's scenarios/)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of the scenario language (for editors: docs/scenario.md, \"Editors\")")
     p.set_defaults(func=main)
 
 
@@ -58,6 +62,11 @@ def find(d: str) -> list[dict]:
 def main(args) -> int:
     from ..errors import UserError
 
+    if args.schema:
+        from ..scenario_model import json_schema_text
+
+        sys.stdout.write(json_schema_text())
+        return 0
     if not os.path.isdir(args.dir):
         raise UserError(f"--dir: {args.dir} is not a directory")
     rows = find(args.dir)

@@ -1,0 +1,611 @@
+"""The scenario language v1 as pydantic models: what a TOML scenario may say.
+
+Every table of docs/scenario.md is a model here (``extra="forbid"``), every
+value a typed field: unit-bearing values (``"10ms"``, ``"100Mbit"``,
+``"375KB"``, ``"1bdp"``, ``"1%"``) are :data:`typing.Annotated` types whose
+validators call the Rust unit parser through the native module
+(:mod:`bloatlab.units`), and the links' and the WiFi medium's qdisc
+parameters are models built from the core's qdisc table
+(``_native.qdiscs()``), one per qdisc, chosen by the ``qdisc`` key. So an
+unknown key or a bad value anywhere is found with its key path, which
+:func:`scenario_error` turns into the project's :class:`ScenarioError`
+(``flow.0.cc: unknown value ...``), and :func:`json_schema` exports the
+language for editors (docs/scenario.schema.json).
+
+What needs more than one value (a flow's ``stop`` after its ``start``, a
+buffer in BDPs, the run's limits) is checked where the scenario is resolved
+(:func:`bloatlab.scenario.resolve`), which reads only validated models.
+
+Messages are the scenario layer's own, not pydantic's: each validator raises
+``ValueError`` with the expected form, and the table checks raise
+:class:`~pydantic_core.PydanticCustomError` naming the key.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Callable, ClassVar, Literal, Optional, Union
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, PlainValidator, PrivateAttr,
+                      Tag, ValidationError, WithJsonSchema, create_model, model_validator)
+from pydantic_core import PydanticCustomError
+
+from . import units
+from .errors import ScenarioError
+
+from .scenario import (APP_TICK_NS, DIRECTIONS, DSCP_NAMES, LIMITS, MAX_PAGE_CONNECTIONS, MAX_PAGE_OBJECTS, MTU,
+                       PAGE_CONNECTIONS, PROBE_KINDS, WIFI_MACS)
+
+
+@functools.cache
+def cc_names() -> tuple[str, ...]:
+    """Congestion controls the simulator knows (from the Rust core)."""
+    from . import _native
+
+    return tuple(_native.cc_names())
+
+
+@functools.cache
+def qdisc_list() -> tuple[dict, ...]:
+    """Qdiscs and their parameters (the Rust core's ``QDISCS`` table), in its order."""
+    from . import _native
+
+    return tuple(_native.qdiscs())
+
+
+# ---------------------------------------------------------------- values
+# Each validator takes the TOML value as written and returns it in base units
+# (ns, bytes, bit/s), or raises ValueError with the expected form.
+
+
+def _value(fn: Callable[[Any], Any], schema: dict) -> Any:
+    """A field type: ``fn`` validates (no coercion by pydantic), ``schema`` is its TOML form."""
+    return Annotated[Any, PlainValidator(fn), WithJsonSchema(schema)]
+
+
+def check_text(v):
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {v!r}")
+    return v
+
+
+def check_choice(v, choices):
+    check_text(v)
+    if v not in choices:
+        raise ValueError(f'unknown value "{v}" (expected one of: {", ".join(choices)})')
+    return v
+
+
+def check_whole(v, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"expected a whole number, got {v!r}")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"expected a whole number {rng}, got {v}")
+    return v
+
+
+def check_bool(v) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"expected true or false, got {v!r}")
+    return v
+
+
+def positive_duration(v) -> int:
+    ns = units.parse_duration(v)
+    if ns <= 0:
+        raise ValueError(f'expected a positive duration, got "{v}"')
+    return ns
+
+
+def check_dscp(v) -> int:
+    """A DiffServ code point: 0-63 or a name (``"EF"``, ``"CS1"``, ``"AF41"``)."""
+    if isinstance(v, str) and v.strip().upper() in DSCP_NAMES:
+        return DSCP_NAMES[v.strip().upper()]
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 63:
+        return v
+    raise ValueError(f"expected a DiffServ code point 0-63 or a name (EF, CS0-CS7, AF11-AF43, VA, LE), got {units.echo(v)!s}")
+
+
+def check_loss(v) -> float:
+    """A drop/error probability: ``"1%"`` or a bare fraction ``0.01``. A bare
+    number of 1 or more is refused: ``loss = 1`` almost always means "1 %",
+    and silently dropping every packet helps nobody."""
+    bare = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(v, str) and v.strip() and v.strip()[-1].isdigit():
+        try:
+            v, bare = float(v), True
+        except ValueError:
+            pass
+    if bare and v >= 1:
+        raise ValueError(f'a bare {v:g} would mean {v * 100:g} % loss; write "{v:g}%" for {v:g} percent (or "100%" if you mean it)')
+    return units.parse_ratio(v)
+
+
+def _positive(parse, what):
+    def check(v):
+        x = parse(v)
+        if x <= 0:
+            raise ValueError(f'expected a positive {what}, got "{v}"')
+        return x
+    return check
+
+
+def _app_period(positive: bool):
+    """An on/off period: the application writes every 10 ms, so a multiple of it."""
+    def check(v):
+        ns = positive_duration(v) if positive else units.parse_duration(v)
+        if ns % APP_TICK_NS:
+            raise ValueError(f'the application writes every 10 ms: give a multiple of 10ms, got "{v}"')
+        return ns
+    return check
+
+
+def link_rate(v):
+    """A rate, or ``"trace:FILE"`` (a Mahimahi trace, read when the scenario is resolved)."""
+    if isinstance(v, str) and v.startswith("trace:"):
+        return v
+    return units.parse_rate(v)
+
+
+def _buffer_no_bdp(example: str):
+    def check(v):
+        kind, amount = units.parse_buffer(v)
+        if kind == "bdp":
+            raise ValueError(f"expected packets or bytes like {example}")
+        return kind, amount
+    return check
+
+
+def probe_size(v) -> int:
+    size = units.parse_size(v)
+    if not 16 <= size <= 1472:
+        raise ValueError(f"expected a UDP payload of 16..1472 bytes, got {size}")
+    return size
+
+
+def burst_size(v) -> int:
+    burst = units.parse_size(v)
+    if burst < MTU:
+        raise ValueError(f"expected at least one full packet ({MTU} B), got {burst} B")
+    return burst
+
+
+def object_size(v) -> int:
+    size = units.parse_size(v)
+    if size <= 0:
+        raise ValueError(f"expected a positive size, got {v!r}")
+    return size
+
+
+def station_phy(v) -> dict:
+    """``"mcs15"`` (HT20, long GI) or a rate like ``"144.4Mbit"`` (>= 1 Mbit/s)."""
+    if isinstance(v, str) and v.strip().lower().startswith("mcs"):
+        idx = v.strip().lower()[3:]
+        if not idx.isdigit() or not 0 <= int(idx) <= 15:
+            raise ValueError(f'expected an HT MCS "mcs0".."mcs15" or a rate like "144.4Mbit", got "{v}"')
+        return {"mcs": int(idx), "phy_rate_bps": None}
+    try:
+        rate = units.parse_rate(v)
+    except ValueError:
+        raise ValueError(f'expected a PHY rate like "144.4Mbit" or an MCS like "mcs15", got {v!r}') from None
+    if rate < 1_000_000:
+        raise ValueError(f'expected a PHY rate of at least 1Mbit, got "{v}"')
+    return {"mcs": None, "phy_rate_bps": rate}
+
+
+def check_mpdu_error(v) -> float:
+    err = check_loss(v)
+    if err >= 1:
+        raise ValueError(f"expected an error rate below 100%, got {v!r}")
+    return err
+
+
+def station_weight(v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1000:
+        raise ValueError(f"expected a number in (0, 1000], got {v!r}")
+    return float(v)
+
+
+# JSON Schema of the TOML forms (docs/scenario.md "Units").
+_S_DURATION = {"type": "string", "description": 'a duration: "10ms", "1.5s", "2min" (ns, us, ms, s, min)', "examples": ["10ms"]}
+_S_RATE = {"type": "string", "description": 'a rate in bit/s, SI like tc: "100Mbit", "1Gbit", "500Kbit"', "examples": ["100Mbit"]}
+_S_SIZE = {"type": ["string", "integer"], "description": 'a size in bytes, SI: "375KB", "1.5MB", "64KiB", or a whole number of bytes', "examples": ["64KB"]}
+_S_RATIO = {"type": ["string", "number"], "description": 'a fraction: "1%" or 0.01', "examples": ["1%"]}
+_S_BUFFER = {"type": ["string", "integer"], "description": 'bytes ("375KB"), packets ("1000pkt") or bandwidth-delay products ("1bdp")', "examples": ["1bdp"]}
+_S_PKT_OR_BYTES = {"type": ["string", "integer"], "description": 'packets ("1000pkt") or bytes ("1.5MB")'}
+_S_DSCP = {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 63},
+                     {"type": "string", "enum": sorted(DSCP_NAMES, key=lambda n: (DSCP_NAMES[n], n))}],
+           "description": "a DiffServ code point: 0-63 or a name (EF, CS0-CS7, AF11-AF43, VA, LE, BE)"}
+_S_BOOL = {"type": "boolean"}
+_S_TEXT = {"type": "string"}
+
+
+def _s_whole(lo: int, hi: int | None = None) -> dict:
+    return {"type": "integer", "minimum": lo} | ({"maximum": hi} if hi is not None else {})
+
+
+def _s_choice(choices) -> dict:
+    return {"type": "string", "enum": list(choices)}
+
+
+Text = _value(check_text, _S_TEXT)
+Bool = _value(check_bool, _S_BOOL)
+Duration = _value(units.parse_duration, _S_DURATION)
+PositiveDuration = _value(positive_duration, _S_DURATION)
+Rate = _value(units.parse_rate, _S_RATE)
+Size = _value(units.parse_size, _S_SIZE)
+Buffer = _value(units.parse_buffer, _S_BUFFER)
+Loss = _value(check_loss, _S_RATIO | {"description": 'a drop probability: "1%" or a fraction below 1 like 0.01'})
+Dscp = _value(check_dscp, _S_DSCP)
+Direction = _value(lambda v: check_choice(v, DIRECTIONS), _s_choice(DIRECTIONS))
+
+
+def Whole(lo: int, hi: int | None = None) -> Any:
+    return _value(lambda v: check_whole(v, lo, hi), _s_whole(lo, hi))
+
+
+def _cc_schema(schema: dict) -> None:
+    schema["enum"] = list(cc_names())  # read from the core when the schema is generated
+
+
+CC = Annotated[Any, PlainValidator(lambda v: check_choice(v, cc_names())),
+               WithJsonSchema({"type": "string", "description": "a congestion control of the simulator"}),
+               Field(json_schema_extra=_cc_schema)]
+
+
+# ---------------------------------------------------------------- tables
+
+
+def _tables(what: str, empty: str | None = None):
+    """A ``[[what]]`` array: a list of tables (else one message naming the array)."""
+    def check(v):
+        if empty is not None and not v:
+            raise ValueError(empty)
+        if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+            raise ValueError(f"expected [[{what}]] tables")
+        return v
+    return BeforeValidator(check)
+
+
+class Table(BaseModel):
+    """A TOML table: unknown keys and missing required keys are errors naming
+    the key (``ctx["key"]``), in the scenario layer's words."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+
+    #: the message for a key this table does not know; {known} lists those it does
+    unknown_message: ClassVar[str] = "unknown key (known here: {known})"
+    #: the message for a value that is not a table
+    not_table_message: ClassVar[str] = "expected a table, got {value!r}"
+    #: what to say when a required key is missing, by key
+    missing_messages: ClassVar[dict[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        if isinstance(data, BaseModel):
+            return data
+        if not isinstance(data, dict):
+            raise PydanticCustomError("not_table", "{message}", {"message": cls.not_table_message.format(value=data)})
+        fields = cls.__pydantic_fields__
+        for k in data:
+            if k not in fields:
+                raise PydanticCustomError("unknown_key", "{message}", {
+                    "key": k, "message": cls.unknown_message.format(known=", ".join(sorted(fields)) or "none")})
+        for k, message in cls.missing_messages.items():
+            if k not in data:
+                raise PydanticCustomError("missing_key", "{message}", {"key": k, "message": message})
+        return data
+
+
+class Bucket(Table):
+    """A token bucket in front of the link (``policer``/``shaper``)."""
+
+    not_table_message = 'expected a table like {{ rate = "2Mbit", burst = "10KB" }}, got {value!r}'
+    missing_messages = {"rate": 'missing (e.g. rate = "2Mbit")'}
+    rate: Rate = Field(description="the bucket's rate")
+    burst: _value(burst_size, _S_SIZE) = Field(None, validate_default=False, description="bucket depth (default: 10 ms at rate, at least 2 full packets)")
+
+
+class Flow(Table):
+    """``[[flow]]``: one or ``count`` TCP connections."""
+
+    missing_messages = {"rtt": 'missing (the flow\'s base RTT, e.g. rtt = "50ms")'}
+    name: Text = Field(None, validate_default=False, description='label (default "CC-DIRECTION-N")')
+    cc: CC = "cubic"
+    direction: Direction = "down"
+    rtt: PositiveDuration = Field(description="base round-trip time")
+    count: Whole(1, 100_000) = Field(1, description="identical connections")
+    start: Duration = "0s"
+    stop: Duration = Field(None, validate_default=False)
+    size: _value(_positive(units.parse_size, "size"), _S_SIZE) = Field(None, validate_default=False, description="bytes to send, then stop (default: bulk)")
+    rate: _value(_positive(units.parse_rate, "rate"), _S_RATE) = Field(None, validate_default=False, description="application-limited: offer at most this rate")
+    on: _value(_app_period(True), _S_DURATION) = Field(None, validate_default=False, description="on/off source: send at rate for this long (a multiple of 10ms)")
+    off: _value(_app_period(False), _S_DURATION) = Field(None, validate_default=False, description="on/off source: then stay silent this long (a multiple of 10ms)")
+    ecn: Optional[_value(lambda v: v if v is None else check_bool(v), _S_BOOL)] = Field(None, description="negotiate ECN (default: per cc)")
+    tso: Bool = True
+    pacing: Bool = False
+    station: Text = Field(None, validate_default=False, description="the [[wifi.station]] this flow's client sits on")
+    dscp: Dscp = 0
+
+
+class Probe(Table):
+    """``[[probe]]``: a latency probe."""
+
+    name: Text = Field(None, validate_default=False)
+    kind: _value(lambda v: check_choice(v, PROBE_KINDS), _s_choice(PROBE_KINDS)) = "udp"
+    interval: PositiveDuration = "10ms"
+    rtt: PositiveDuration = Field(None, validate_default=False, description="base RTT (default: the smallest flow RTT)")
+    size: _value(probe_size, _S_SIZE) = "64B"
+    direction: Direction = "down"
+    station: Text = Field(None, validate_default=False)
+    dscp: Dscp = 0
+
+
+class Page(Table):
+    """``[[page]]``: a web page load, each object a download."""
+
+    missing_messages = {"rtt": 'missing (the base RTT to the page\'s server, e.g. rtt = "50ms")'}
+    name: Text = Field(None, validate_default=False)
+    objects: Whole(1, MAX_PAGE_OBJECTS) = Field(None, validate_default=False, description="number of objects (with size)")
+    size: Size = Field(None, validate_default=False, description="the page's total size, split evenly over its objects")
+    sizes: Annotated[list[_value(object_size, _S_SIZE)], BeforeValidator(lambda v: _page_sizes(v))] = Field(
+        None, validate_default=False, description="each object's size (instead of objects and size)")
+    connections: Whole(1, MAX_PAGE_CONNECTIONS) = PAGE_CONNECTIONS
+    rtt: PositiveDuration
+    start: Duration = "0s"
+    cc: CC = "cubic"
+    station: Text = Field(None, validate_default=False)
+    dscp: Dscp = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sizes_or_objects(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "sizes" in data and ("objects" in data or "size" in data):
+            raise PydanticCustomError("conflict", "{message}", {
+                "key": "sizes", "message": "give either sizes (each object's) or objects and size (the page's total), not both"})
+        if isinstance(data, dict) and "sizes" not in data:
+            for k in ("objects", "size"):
+                if k not in data:
+                    raise PydanticCustomError("missing_key", "{message}", {
+                        "key": k, "message": 'missing (e.g. objects = 62 and size = "1.8MB", or sizes = ["30KB", ...])'})
+        return data
+
+
+def _page_sizes(v):
+    if not isinstance(v, list) or not 1 <= len(v) <= MAX_PAGE_OBJECTS:
+        raise ValueError(f"expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]")
+    return v
+
+
+class Station(Table):
+    """``[[wifi.station]]``: one or ``count`` WiFi clients."""
+
+    missing_messages = {"phy_rate": 'missing (e.g. phy_rate = "144.4Mbit" or "mcs15")'}
+    name: Text = Field(None, validate_default=False)
+    phy_rate: _value(station_phy, {"type": "string", "description": 'a PHY rate like "144.4Mbit" or an HT MCS "mcs0".."mcs15"'})
+    count: Whole(1, 1000) = 1
+    mpdu_error: _value(check_mpdu_error, _S_RATIO) = 0
+    weight: _value(station_weight, {"type": "number", "exclusiveMinimum": 0, "maximum": 1000}) = 1
+
+
+class Limits(Table):
+    """``[limits]``: what one run may produce (see :data:`LIMITS`)."""
+
+    unknown_message = "unknown limit (known: {known})"
+    max_flows: Whole(1, units.MAX_INT) = LIMITS["max_flows"]
+    max_series_rows: Whole(1, units.MAX_INT) = LIMITS["max_series_rows"]
+    max_probe_packets: Whole(1, units.MAX_INT) = LIMITS["max_probe_packets"]
+    max_packets: Whole(1, units.MAX_INT) = LIMITS["max_packets"]
+
+
+# ---------------------------------------------------------------- qdiscs (from the core's table)
+
+
+def _param_rate(v) -> float:
+    if v == 0 or v == "0":
+        return 0.0
+    return float(units.parse_rate(v))
+
+
+def _param_type(kind: str) -> Any:
+    """The field type of a qdisc parameter of this kind (crates/core's ParamKind)."""
+    if kind == "time":
+        return _value(lambda v: float(units.parse_duration(v)), _S_DURATION)
+    if kind == "size":
+        return _value(lambda v: float(units.parse_size(v)), _S_SIZE)
+    if kind == "rate":
+        return _value(_param_rate, {"anyOf": [_S_RATE, {"const": 0}]})
+    if kind == "ratio":
+        return _value(units.parse_ratio, _S_RATIO)
+    if kind == "bool":
+        return _value(lambda v: 1.0 if check_bool(v) else 0.0, _S_BOOL)
+    if kind == "count":
+        return _value(lambda v: float(check_whole(v, 0)), _s_whole(0))
+    if kind.startswith("choice:"):
+        choices = kind.split(":", 1)[1].split(",")
+        return _value(lambda v: float(choices.index(check_choice(v, choices))), _s_choice(choices))
+    raise ValueError(f"qdisc parameter kind {kind} not understood")  # a core/Python mismatch
+
+
+class QdiscParams(Table):
+    """A qdisc's ``qdisc_params``: only the keys given are kept, in their order."""
+
+    qdisc: ClassVar[str] = ""
+    _given: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_order(cls, data: Any, handler):
+        m = handler(data)
+        if isinstance(data, dict):
+            m._given = list(data)
+        return m
+
+    def values(self) -> dict[str, float]:
+        """The parameters given, in base units (floats, as the core's table holds them)."""
+        return {k: getattr(self, k) for k in self._given}
+
+
+def _default_text(kind: str, default: float) -> str:
+    if kind.startswith("choice:"):
+        return kind.split(":", 1)[1].split(",")[int(default)]
+    if kind == "time":
+        return f"{default / 1e6:g}ms"
+    if kind == "bool":
+        return "true" if default else "false"
+    return f"{default:g}"
+
+
+def _params_model(q: dict) -> type[QdiscParams]:
+    fields = {}
+    for p in q["params"]:
+        desc = f"{p['doc']} (default {_default_text(p['kind'], p['default'])})"
+        fields[p["name"]] = (_param_type(p["kind"]), Field(None, description=desc, validate_default=False))
+    name = "".join(w.capitalize() for w in q["name"].split("_"))
+    m = create_model(f"{name}Params", __base__=QdiscParams, __doc__=f"qdisc_params of {q['name']}: {q['doc']}", **fields)
+    m.unknown_message = f"unknown parameter of {q['name']} (known: {{known}})"
+    m.qdisc = q["name"]
+    return m
+
+
+def _by_qdisc(base: type[Table], variant: Callable[[str], str]) -> Any:
+    """``base`` with its ``qdisc`` and ``qdisc_params`` keys, one model per
+    qdisc of the core, chosen by the ``qdisc`` key (default fifo). The tag is
+    part of pydantic's error location (:func:`scenario_error` drops it)."""
+    members = []
+    for q in qdisc_list():
+        params = _params_model(q)
+        qdisc_t = Literal[q["name"]]  # type: ignore[valid-type]
+        qfield = (qdisc_t, Field("fifo", description="the queue discipline")) if q["name"] == "fifo" else (qdisc_t, Field(description=q["doc"]))
+        m = create_model(variant(q["name"]), __base__=base, __doc__=base.__doc__,
+                         qdisc=qfield, qdisc_params=(params, Field(default_factory=params)))
+        members.append(Annotated[m, Tag(q["name"])])
+
+    def tag(v: Any) -> str | None:
+        if not isinstance(v, dict):
+            return "fifo"  # its table check says "expected a table"
+        q = v.get("qdisc", "fifo")
+        return q if isinstance(q, str) and q in _QDISC_NAMES() else None
+
+    return Annotated[Union[tuple(members)], Discriminator(tag)]
+
+
+@functools.cache
+def _QDISC_NAMES() -> tuple[str, ...]:
+    return tuple(q["name"] for q in qdisc_list())
+
+
+class LinkBase(Table):
+    """``[link.down]``/``[link.up]``: a bottleneck."""
+
+    missing_messages = {"rate": 'missing (e.g. rate = "100Mbit")'}
+    rate: _value(link_rate, {"type": "string", "description": 'the bottleneck rate ("100Mbit") or "trace:FILE" (a Mahimahi trace)'})
+    buffer: Buffer = "1bdp"
+    loss: Loss = 0
+    policer: Optional[Bucket] = Field(None, description="a token-bucket policer in front of the queue")
+    shaper: Optional[Bucket] = Field(None, description="a token-bucket shaper in front of the queue")
+    device_queue: _value(_buffer_no_bdp('"2pkt" or "3000B"'), _S_PKT_OR_BYTES) = Field(
+        None, validate_default=False, description="a driver/device queue below the qdisc")
+
+
+class WifiBase(Table):
+    """``[wifi]``: a shared WiFi medium instead of ``[link]`` bottlenecks (docs/wifi.md)."""
+
+    missing_messages = {"station": "no station: add at least one [[wifi.station]] with a phy_rate"}
+    mac: _value(lambda v: check_choice(v, WIFI_MACS), _s_choice(WIFI_MACS)) = "airtime"
+    buffer: _value(_buffer_no_bdp('"1000pkt" or "1.5MB"'), _S_PKT_OR_BYTES) = "1000pkt"  # Linux txqueuelen
+    station: Annotated[list[Station], _tables("wifi.station", empty="no station: add at least one [[wifi.station]] with a phy_rate")]
+
+
+# ---------------------------------------------------------------- the document
+
+
+@functools.cache
+def models() -> type[Table]:
+    """The scenario document's model (built once: its qdisc models come from the core)."""
+    LinkT = _by_qdisc(LinkBase, lambda q: f"Link{''.join(w.capitalize() for w in q.split('_'))}")
+    WifiT = _by_qdisc(WifiBase, lambda q: f"Wifi{''.join(w.capitalize() for w in q.split('_'))}")
+    LinksT = create_model("Links", __base__=Table, __doc__="``[link]``: the bottlenecks, by direction.",
+                         down=(LinkT, Field(None, validate_default=False, description="the downlink (server -> client)")),
+                         up=(LinkT, Field(None, validate_default=False, description="the uplink (client -> server)")))
+
+    class Scenario(Table):
+        """A bloatlab scenario (docs/scenario.md)."""
+
+        model_config = ConfigDict(title="bloatlab scenario")
+        missing_messages = {"duration": 'missing (e.g. duration = "60s")'}
+        name: Text = Field(None, validate_default=False, description="the scenario's name (default: the file's)")
+        description: Text = Field(None, validate_default=False)
+        duration: PositiveDuration = Field(description="length of the run")
+        seed: Whole(0, 2**63 - 1) = 1
+        sample_interval: PositiveDuration = Field("10ms", description="time-series sampling interval")
+        start_jitter: Duration = Field(None, validate_default=False, description="start each connection up to this much later (seeded)")
+        flow: Annotated[list[Flow], _tables("flow")] = []
+        page: Annotated[list[Page], _tables("page")] = []
+        probe: Annotated[list[Probe], _tables("probe")] = []
+        link: LinksT = Field(None, validate_default=False)
+        wifi: WifiT = Field(None, validate_default=False)
+        limits: Limits = Field(default_factory=Limits, description="what one run may produce; raise knowingly")
+
+    return Scenario
+
+
+def validate(doc: dict) -> Table:
+    """The validated scenario document; :class:`ScenarioError` naming the key."""
+    try:
+        return models().model_validate(doc)
+    except ValidationError as e:
+        raise scenario_error(e) from None
+
+
+def scenario_error(e: ValidationError) -> ScenarioError:
+    """pydantic's first error as the scenario layer's: a dotted key path
+    (``flow.0.cc``) and our message."""
+    err = e.errors(include_url=False)[0]
+    loc = list(err["loc"])
+    kind = err["type"]
+    # a qdisc-tagged table (link.DIR, wifi): drop the tag pydantic adds to the location
+    tagged = 2 if loc[:1] == ["link"] else 1 if loc[:1] == ["wifi"] else None
+    if tagged is not None and len(loc) > tagged and not kind.startswith("union_tag"):
+        del loc[tagged]
+    ctx = err.get("ctx") or {}
+    if kind.startswith("union_tag"):  # the qdisc key names no qdisc of the core
+        loc.append("qdisc")
+        try:
+            message = str(check_choice(err["input"].get("qdisc"), _QDISC_NAMES()))
+        except ValueError as bad:
+            message = str(bad)
+    elif kind == "value_error":
+        message = str(ctx["error"])
+    elif "message" in ctx:
+        message = ctx["message"]
+        if "key" in ctx:
+            loc.append(ctx["key"])
+    else:  # not expected: our validators say what they expect
+        message = err["msg"]
+    return ScenarioError(".".join(str(x) for x in loc), message)
+
+
+def json_schema() -> dict:
+    """The JSON Schema of the TOML scenario language (docs/schema/scenario-toml.schema.json,
+    written by ``bloatlab scenarios --schema``)."""
+    schema = _drop_null_defaults(models().model_json_schema(mode="validation"))
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema"} | schema
+
+
+def _drop_null_defaults(node: Any) -> Any:
+    """An absent key is not ``null`` (TOML has none): no ``"default": null`` for editors to offer."""
+    if isinstance(node, dict):
+        return {k: _drop_null_defaults(v) for k, v in node.items() if not (k == "default" and v is None)}
+    if isinstance(node, list):
+        return [_drop_null_defaults(v) for v in node]
+    return node
+
+
+def json_schema_text() -> str:
+    """:func:`json_schema` as the checked-in file holds it."""
+    import json
+
+    return json.dumps(json_schema(), indent=2, ensure_ascii=False) + "\n"
