@@ -30,7 +30,7 @@ import shutil
 import time
 from typing import Any, Iterable
 
-from .. import result
+from .. import atomic, result
 from ..errors import UserError
 
 RUNS = "runs"
@@ -362,11 +362,8 @@ def verify_file(run_dir: str, doc: dict, name: str) -> None:
 
 
 def _write_json_atomic(path: str, obj) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=_json_default, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    """A store's JSON file (study.json, run.json): strict JSON (no NaN), atomically."""
+    atomic.write_json(path, obj, indent=1, default=_json_default, allow_nan=False)
 
 
 def _json_default(o):
@@ -540,11 +537,9 @@ class Store:
 
     def write_index(self) -> None:
         """Write index.parquet / index_flows.parquet (for tools that read Parquet directly)."""
-        from ..result import _atomic
-
         runs, flows = self.runs, self.flows
-        _atomic(self.path, INDEX, lambda p: runs.to_parquet(p, index=False))
-        _atomic(self.path, INDEX_FLOWS, lambda p: flows.to_parquet(p, index=False))
+        atomic.write_with(os.path.join(self.path, INDEX), lambda p: runs.to_parquet(p, index=False))
+        atomic.write_with(os.path.join(self.path, INDEX_FLOWS), lambda p: flows.to_parquet(p, index=False))
 
     def query(self, sql: str):
         """Run SQL (DuckDB) over tables ``runs`` and ``flows`` and views
