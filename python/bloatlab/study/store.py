@@ -173,35 +173,50 @@ def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
     _write_json_atomic(p, sweep_json)
 
 
-#: descriptors of the locks this process holds: a forked worker closes them
-#: (sweep._child), so that no worker can keep a store locked after its parent
-LOCK_FDS: set[int] = set()
+#: absolute paths of the store locks this process holds: a forked worker
+#: closes its inherited descriptors of them (:func:`drop_inherited_locks`)
+LOCK_PATHS: set[str] = set()
 
 
 class Lock:
-    """An exclusive lock on DIR/.lock: one sweep writes to a store at a time.
-    flock(2) holds while any descriptor of the open file is open — forked
-    workers inherit it, so they close it first thing (:data:`LOCK_FDS`)."""
+    """An exclusive lock on DIR/.lock (``filelock``, flock(2) underneath): one
+    sweep writes to a store at a time; a second one is refused at once.
+    flock holds while any descriptor of the open file is open, and forked
+    workers inherit it: they call :func:`drop_inherited_locks` first thing, so
+    that no worker can keep a store locked after its sweep is gone."""
 
     def __init__(self, out_dir: str):
+        from filelock import FileLock
+
         self.path = os.path.join(out_dir, ".lock")
-        self.fd = None
+        self._lock = FileLock(self.path, timeout=0)
 
     def __enter__(self):
-        import fcntl
+        from filelock import Timeout
 
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
+            self._lock.acquire()
+        except Timeout:
             raise UserError(f"another sweep is writing to {os.path.dirname(self.path)} (it holds {self.path})") from None
-        LOCK_FDS.add(self.fd)
+        LOCK_PATHS.add(os.path.abspath(self.path))
         return self
 
     def __exit__(self, *exc):
-        LOCK_FDS.discard(self.fd)
-        os.close(self.fd)
+        LOCK_PATHS.discard(os.path.abspath(self.path))
+        self._lock.release()
+
+
+def drop_inherited_locks() -> None:
+    """In a forked worker: close the descriptors of the store locks its parent
+    holds (found by path in /proc/self/fd; only the parent releases them)."""
+    if not LOCK_PATHS:
+        return
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") in LOCK_PATHS:
+                os.close(int(name))
+        except OSError:
+            pass
 
 
 def clean_partial(out_dir: str) -> int:
