@@ -100,6 +100,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     with _store.Lock(out):
         _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
         _store.clean_partial(out)
+        _store.migrate(out)
         for rid, why in _store.remove_damaged(out).items():
             print(f"damaged run {rid} removed, computed again if it is a point of this sweep: {why}", file=sys.stderr)
         done = _store.done_ids(out)
