@@ -5,8 +5,9 @@ Executors:
 - ``local`` (default): a process pool on all cores (``jobs``), for ``sim``.
 - ``dask``: the same points as tasks on a Dask cluster (``scheduler`` is its
   address, e.g. ``tcp://10.0.0.1:8786``); workers need bloatlab installed.
-- ``emu`` runs always go one at a time in this process: the emulator needs
-  the machine's real time and network namespaces to itself.
+- ``emu`` runs always go one at a time (a pool of one worker, so that
+  ``timeout`` can stop one): the emulator needs the machine's real time and
+  network namespaces to itself.
 
 A local worker (a process of a pebble ``ProcessPool``, which kills a point
 that overruns ``--timeout``) writes its run's files (summary.json and the
@@ -162,10 +163,14 @@ def _worker_init(parent: int) -> None:
     when its parent dies (PR_SET_PDEATHSIG; a parent already gone is checked
     after), and it drops the store lock its fork inherited. Without this a
     SIGKILL of the sweep alone left its workers computing, holding the lock:
-    resume then refused until someone found the orphans."""
+    resume then refused until someone found the orphans. SIGTERM (how the pool
+    stops a worker: a timeout, Ctrl-C) kills at once, also inside the engine's
+    native code, where a Python handler would wait for it to return (pebble
+    then waits 3 s before SIGKILL)."""
     import ctypes
     import signal
 
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _store.drop_inherited_locks()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
