@@ -224,6 +224,7 @@ def test_the_dask_executor_runs_the_same_points_on_a_local_cluster(tmp_path):
     a = bloatlab.load(str(tmp_path / "dask")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
     b = bloatlab.load(str(tmp_path / "local")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
     assert len(a) == 3 and a.to_dict() == b.to_dict()
+    assert not [d for d in os.listdir(tmp_path / "dask" / "runs") if d.startswith(".")]  # no token, no staging left
 
 
 def test_dask_without_a_scheduler_is_a_usage_error(tmp_path, capsys):

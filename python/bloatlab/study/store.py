@@ -273,14 +273,20 @@ def migrate(out_dir: str) -> int:
 
 
 def clean_partial(out_dir: str) -> int:
-    """Remove run directories that a killed sweep left half-built (call with
-    the lock held). Returns how many there were."""
+    """Remove run directories that a killed sweep left half-built, and the
+    token files of its Dask executor (call with the lock held). Returns how
+    many run directories there were."""
     runs = os.path.join(out_dir, RUNS)
     n = 0
     for d in os.listdir(runs) if os.path.isdir(runs) else []:
         if d.startswith(".tmp-"):
             shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
             n += 1
+        elif d.startswith(".dask-"):
+            try:
+                os.unlink(os.path.join(runs, d))
+            except OSError:
+                pass
     return n
 
 

@@ -13,9 +13,10 @@ A local worker (a process of a pebble ``ProcessPool``, which kills a point
 that overruns ``--timeout``) writes its run's files (summary.json and the
 time series' Parquet, straight from the engine's Arrow tables) into a
 staging directory of its own (``runs/.tmp-RUN_ID-...``) and sends back only
-the summary; a Dask worker, which may run on another machine that cannot see
-the store, sends the summary and the Arrow tables (pickled as Arrow buffers,
-no per-sample Python object). This process alone makes a run part
+the summary. A Dask worker does the same when it sees the store (a local
+cluster, a shared file system: a token file the sweep leaves in the store
+tells); one on a machine that does not sends the summary and the Arrow
+tables (pickled as Arrow buffers, no per-sample Python object). This process alone makes a run part
 of the store, one at a time, as soon as it is finished (``store.write_run``:
 run.json with the files' checksums written last, then renamed into place). So
 an interrupted sweep loses only the runs that were still computing, and a
@@ -57,13 +58,17 @@ def _execute(payload: dict):
     return bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
 
 
-def _execute_safe(payload: dict, stage: str | None = None):
+def _execute_safe(payload: dict, stage: str | None = None, token: str | None = None):
     """("ok", (summary, series)) or ("error", message). With ``stage`` (a
     directory only this worker writes) the run's files are written there and
-    ``series`` is that directory; without, ``series`` are pyarrow Tables."""
+    ``series`` is that directory; without, ``series`` are pyarrow Tables.
+    With ``token`` (a Dask worker, maybe on another machine) ``stage`` is
+    used only if that file is visible here: the store is then on a file
+    system this worker shares with the sweep (the same path on a machine that
+    does not share it has no token)."""
     try:
         res = _execute(payload)
-        if stage is None:
+        if stage is None or (token is not None and not os.path.exists(token)):
             return ("ok", (res.summary, {n: res.table(n) for n in _result.SERIES}))
         res.save(stage)
         return ("ok", (res.summary, stage))
@@ -137,7 +142,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
                 # worker's bloatlab-emu dies with it and removes its namespaces
                 _run_local(todo, payloads, 1, store_one, bar, timeout, out)
             elif executor == "dask":
-                _run_dask(todo, payloads, scheduler, store_one, bar)
+                _run_dask(todo, payloads, scheduler, store_one, bar, out)
             else:
                 _run_local(todo, payloads, jobs, store_one, bar, timeout, out)
         st = _store.Store(out)
@@ -242,7 +247,14 @@ def _run_local(todo, payloads, jobs, store_one, bar, timeout=None, out=None):
             drop_stage(stage)
 
 
-def _run_dask(todo, payloads, scheduler, store_one, bar):
+def _run_dask(todo, payloads, scheduler, store_one, bar, out=None):
+    """The points as tasks on a Dask cluster. A worker that sees the store
+    (a shared file system, or a local cluster) writes its run's files into a
+    staging directory there and returns only the summary, as a local worker
+    does; one that does not returns the summary and the Arrow tables."""
+    import shutil
+    import uuid
+
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
@@ -251,15 +263,32 @@ def _run_dask(todo, payloads, scheduler, store_one, bar):
         client = Client(scheduler, timeout="20s")
     except (OSError, TimeoutError) as e:
         raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
+    token = None
+    if out is not None:  # its absolute path: a worker's working directory is not ours
+        token = os.path.join(os.path.abspath(out), _store.RUNS, f".dask-{uuid.uuid4().hex}")
+        open(token, "w").close()
+    futs = {}
     try:
-        futs = {}
         for pt, pl in zip(todo, payloads):
-            futs[client.submit(_execute_safe, pl, key=f"bloatlab-{pt.run_id}", pure=False)] = pt
+            stage = None if token is None else os.path.abspath(_store.staging_dir(out, pt.run_id))
+            fut = client.submit(_execute_safe, pl, stage, token, key=f"bloatlab-{pt.run_id}", pure=False)
+            futs[fut] = (pt, stage)
         for fut in as_completed(list(futs)):
-            store_one(futs[fut], *fut.result())
+            pt, stage = futs.pop(fut)
+            status, value = fut.result()
+            if status != "ok" and stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+            store_one(pt, status, value)
             bar.advance()
     finally:
+        for fut, (_, stage) in futs.items():  # not finished (an error, Ctrl-C): nothing of theirs stays
+            fut.cancel()
         client.close()
+        for _, stage in futs.values():
+            if stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+        if token is not None and os.path.exists(token):
+            os.unlink(token)
 
 
 class _Progress:
