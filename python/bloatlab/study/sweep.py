@@ -16,9 +16,10 @@ staging directory of its own (``runs/.tmp-RUN_ID-...``) and sends back only
 the summary. A Dask worker does the same when it sees the store (a local
 cluster, a shared file system: a token file the sweep leaves in the store
 tells); one on a machine that does not sends the summary and the Arrow
-tables (pickled as Arrow buffers, no per-sample Python object). This process alone makes a run part
-of the store, one at a time, as soon as it is finished (``store.write_run``:
-run.json with the files' checksums written last, then renamed into place). So
+tables (pickled as Arrow buffers, no per-sample Python object). This
+process alone makes a run part of the store, one at a time, as soon as it is
+finished (``store.write_run``: run.json with the files' checksums written
+last, then renamed into place). So
 an interrupted sweep loses only the runs that were still computing, and a
 resumed sweep skips every point whose ``run_id`` is already stored: no point
 lost, none run twice.
