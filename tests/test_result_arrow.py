@@ -125,3 +125,18 @@ def test_sweep_workers_write_their_own_runs_and_the_store_keeps_no_staging_direc
     direct = bloatlab.run(SCENARIO, set={"seed": int(st.runs["seed"].iloc[0])})
     pd.testing.assert_frame_equal(st.result(rid).flows, direct.flows)
     assert st.query("SELECT count(*) AS n FROM flow_series")["n"][0] == len(direct.flows)
+
+
+def test_a_dask_worker_stages_its_files_only_where_it_sees_the_store(tmp_path):
+    # the sweep leaves a token file in the store: a worker that sees it shares the file system and writes
+    # its own Parquet, returning only the summary; the same path elsewhere (no token) returns the tables
+    payload = {"base": bloatlab.load_scenario(SCENARIO).doc, "params": {}, "seed": 1, "engine": "sim"}
+    stage = str(tmp_path / "runs" / ".tmp-x")
+    token = tmp_path / "runs" / ".dask-t"
+    os.makedirs(tmp_path / "runs")
+    status, (summary, series) = sweep._execute_safe(payload, stage, str(token))
+    assert status == "ok" and set(series) == {"flows", "links", "probes"} and not os.path.exists(stage)
+    token.write_text("")
+    status, (summary2, series2) = sweep._execute_safe(payload, stage, str(token))
+    assert status == "ok" and series2 == stage and summary2["total_goodput_mbps"] == summary["total_goodput_mbps"]
+    assert sorted(os.listdir(stage)) == ["flows.parquet", "links.parquet", "probes.parquet", "summary.json"]

@@ -26,8 +26,10 @@ def store(tiny_sweep):
 
 
 def _run_dir(out):
-    rid = sorted(x for x in os.listdir(os.path.join(out, "runs")) if not x.startswith("."))[0]
-    return rid, os.path.join(out, "runs", rid)
+    from bloatlab.study.store import done_ids, run_dir
+
+    rid = sorted(done_ids(out))[0]
+    return rid, run_dir(out, rid)
 
 
 def test_run_json_records_a_checksum_of_every_file_and_of_itself(store):

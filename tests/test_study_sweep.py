@@ -165,7 +165,8 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_point(tmp_pa
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its worker, as a crash would
         proc.wait()
-    before = {rid: os.stat(runs_dir / rid / "run.json").st_mtime_ns for rid in store.done_ids(str(out))}
+    before = {rid: os.stat(os.path.join(store.run_dir(str(out), rid), "run.json")).st_mtime_ns
+              for rid in store.done_ids(str(out))}
     assert 4 <= len(before) < 16
     # What a killed writer can leave behind: a half-built run directory. It is never read as a run.
     (runs_dir / ".tmp-deadbeef0000-1").mkdir()
@@ -180,7 +181,7 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_point(tmp_pa
     expected = {p.run_id for p in spec.load(path).points()}
     assert after == expected                          # none lost
     for rid, mtime in before.items():                  # none run twice
-        assert os.stat(runs_dir / rid / "run.json").st_mtime_ns == mtime
+        assert os.stat(os.path.join(store.run_dir(str(out), rid), "run.json")).st_mtime_ns == mtime
     assert not any(d.startswith(".tmp-") for d in os.listdir(runs_dir))
     assert len(bloatlab.load(str(out)).runs) == 16
 
@@ -223,6 +224,7 @@ def test_the_dask_executor_runs_the_same_points_on_a_local_cluster(tmp_path):
     a = bloatlab.load(str(tmp_path / "dask")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
     b = bloatlab.load(str(tmp_path / "local")).runs.set_index("run_id")["total_goodput_mbps"].sort_index()
     assert len(a) == 3 and a.to_dict() == b.to_dict()
+    assert not [d for d in os.listdir(tmp_path / "dask" / "runs") if d.startswith(".")]  # no token, no staging left
 
 
 def test_dask_without_a_scheduler_is_a_usage_error(tmp_path, capsys):
@@ -246,5 +248,5 @@ def test_an_emu_sweep_runs_its_points_one_at_a_time_on_the_kernel(tmp_path):
     # The kernel's TCP filled most of the 10 Mbit/s bottleneck in 3 s.
     assert (runs["total_goodput_mbps"] > 5).all() and (runs["total_goodput_mbps"] < 10).all()
     # One at a time: the second run started after the first one's end (wall-clock stamps in the runs' files).
-    t = sorted(os.stat(os.path.join(out, "runs", r, "summary.json")).st_mtime for r in runs["run_id"])
+    t = sorted(os.stat(os.path.join(store.run_dir(out, r), "summary.json")).st_mtime for r in runs["run_id"])
     assert t[1] - t[0] >= 2.5

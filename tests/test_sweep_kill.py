@@ -69,6 +69,54 @@ def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
         pass
 
 
+def test_ctrl_c_stops_the_sweep_and_its_workers_at_once_and_leaves_nothing_half_built(tmp_path):
+    # the pool's workers ignore SIGINT; the sweep stops them (SIGTERM, which kills at once even inside the
+    # engine's native code) and removes any staging directory before it exits 130
+    (tmp_path / "s.toml").write_text(textwrap.dedent("""
+        name = "long"
+        duration = "600s"
+        [link.down]
+        rate = "1Gbit"
+        [[flow]]
+        cc = "cubic"
+        rtt = "20ms"
+        count = 4
+    """))
+    (tmp_path / "exp.toml").write_text('name = "int"\nbase = "s.toml"\n[grid]\n"flow.0.cc" = ["cubic", "reno", "bbr"]\n')
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(out), "-q", "-j", "2"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers: list[int] = []
+    try:
+        for _ in range(400):  # both workers started (pebble may fork them from one of its threads)
+            workers = [c for t in os.listdir(f"/proc/{p.pid}/task") for c in _children(int(t))]
+            if len(workers) >= 2:
+                break
+            time.sleep(0.05)
+        assert len(workers) >= 2, "the sweep started no pool"
+        time.sleep(0.5)  # computing
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130 and "Traceback" not in err, err
+    assert took < 2.5, took  # not pebble's 3 s SIGTERM-then-SIGKILL wait per worker
+    orphans = [w for w in workers if _alive(w)]
+    for w in orphans:
+        os.kill(w, signal.SIGKILL)
+    assert not orphans, "a worker outlived its sweep"
+    assert not [d for d in os.listdir(out / "runs") if d.startswith(".")]
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from bloatlab.study.store import Lock
+
+    with Lock(str(out)):
+        pass
+
+
 import pytest  # noqa: E402
 
 

@@ -132,14 +132,16 @@ def test_damaged_runs_are_named_by_file_listed_by_store_check_and_rerun_on_resum
 
     out = str(tmp_path / "store")
     shutil.copytree(sweep_dir, out)
-    ids = sorted(d for d in os.listdir(os.path.join(out, "runs")) if not d.startswith("."))
+    from bloatlab.study.store import run_dir, run_dirs
+
+    ids = sorted(run_dirs(out))
     assert cli(["store", "check", out]) == 0
     assert "2 runs whole, 0 damaged" in capsys.readouterr().out
     # Truncate one run.json and one Parquet file; make a directory without run.json.
-    rj = os.path.join(out, "runs", ids[0], "run.json")
+    rj = os.path.join(run_dir(out, ids[0]), "run.json")
     with open(rj, "r+") as f:
         f.truncate(os.path.getsize(rj) // 2)
-    pqf = os.path.join(out, "runs", ids[1], "flows.parquet")
+    pqf = os.path.join(run_dir(out, ids[1]), "flows.parquet")
     with open(pqf, "r+b") as f:
         f.truncate(os.path.getsize(pqf) - 10)
     os.makedirs(os.path.join(out, "runs", "halfdone"))

@@ -6,6 +6,8 @@ import json
 import os
 from typing import Any
 
+from . import atomic
+
 SERIES = ("flows", "links", "probes")
 
 
@@ -81,8 +83,8 @@ class Result:
         sees a half-written result."""
         os.makedirs(out_dir, exist_ok=True)
         for name in SERIES:
-            _atomic(out_dir, f"{name}.parquet", lambda p, name=name: self._write_parquet(name, p))
-        _atomic(out_dir, "summary.json", lambda p: _write_json(p, self.summary))
+            atomic.write_with(os.path.join(out_dir, f"{name}.parquet"), lambda p, name=name: self._write_parquet(name, p))
+        atomic.write_json(os.path.join(out_dir, "summary.json"), self.summary, default=_json_default)
         return out_dir
 
     def _write_parquet(self, name: str, path: str) -> None:
@@ -136,12 +138,6 @@ def read_json(path: str):
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
 
 
-def _write_json(path: str, obj) -> None:
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2, default=_json_default)
-        f.write("\n")
-
-
 def _json_default(o):
     try:
         import numpy as np
@@ -153,30 +149,5 @@ def _json_default(o):
     raise TypeError(f"not JSON serializable: {type(o).__name__}")
 
 
-def atomic_write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (aside, then renamed), creating
-    its directory: a reader never sees a half-written file."""
-    d, name = os.path.split(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-
-    def write(tmp):
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-
-    _atomic(d, name, write)
-
-
-def _atomic(out_dir: str, name: str, write) -> None:
-    import tempfile  # here, not at import: `bloatlab run` without --out never needs it (5-8 ms)
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=out_dir)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, os.path.join(out_dir, name))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+#: kept for the callers that import it from here (advise.host, commands.measure)
+atomic_write_text = atomic.write_text

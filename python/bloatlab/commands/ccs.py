@@ -30,9 +30,11 @@ def main(args) -> int:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    from ._table import print_table
+
     yn = {True: "yes", False: "no", None: "?"}
-    print(f"{'cc':<9} {'mainline':<8} {'here':<4}  what it does (source)")
-    for r in rows:
-        print(f"{r['name']:<9} {yn[r['mainline']]:<8} {yn[r['this_kernel']]:<4}  {r['doc']} ({r['source']})")
-    print("\nhere: this host's kernel offers it (built in, loaded or loadable) — what --engine emu's kernel flows can run.")
+    print_table(["cc", "mainline", "here", "what it does (source)"],
+                [(r["name"], yn[r["mainline"]], yn[r["this_kernel"]], f"{r['doc']} ({r['source']})") for r in rows],
+                caption="here: this host's kernel offers it (built in, loaded or loadable) — "
+                        "what --engine emu's kernel flows can run.")
     return 0

@@ -41,7 +41,9 @@ def main(args) -> int:
         sys.stdout.write("\n")
         return 1 if any(r.failed for r in reps) else 0
     keys = [k for k in fidelity_keys(table)]
-    print(f"{'point':<40} {'goodput':>8} {'qd p95':>8} {'retx x':>7} {'late p99':>9}  misses")
+    from ._table import print_table
+
+    cells = []
     for r in table.to_dict("records"):
         label = ", ".join(f"{k}={r[k]}" for k in keys) or r["run_id"]
         g = r.get("total_goodput_mbps_err")
@@ -49,8 +51,10 @@ def main(args) -> int:
         x = r.get("retransmits_err")
         late = r.get("emu_late_p99_us")
         flag = " (emu timing flagged)" if r["timing_flagged"] else ""
-        print(f"{label[:40]:<40} {_pct(g):>8} {_pct(q):>8} {'-' if x is None or x != x else f'{x:.2f}':>7} "
-              f"{'-' if late is None or late != late else f'{late:.0f} µs':>9}  {r['misses'] or 'ok'}{flag}")
+        cells.append((label, _pct(g), _pct(q), "-" if x is None or x != x else f"{x:.2f}",
+                      "-" if late is None or late != late else f"{late:.0f} µs", f"{r['misses'] or 'ok'}{flag}"))
+    print_table(["point", ("goodput", "right"), ("qd p95", "right"), ("retx x", "right"), ("late p99", "right"),
+                 "misses"], cells)
     med = summ["median_goodput_error"]
     print(f"{summ['points']} points: median |goodput error| {'-' if med is None else f'{100 * med:.1f} %'} "
           f"(target ≤ {100 * summ['goodput_target']:.0f} %), {summ['points_missing_a_target']} miss a target, "

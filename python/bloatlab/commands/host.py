@@ -74,9 +74,11 @@ def main(args) -> int:
             print(f"hint: {h}")
     elif args.action == "before-after":
         b, a = out["before"], out["after"]
-        print(f"{'':>8} {'cc':>6} {'goodput':>14} {'retransmits':>12} {'RTT p50':>10}")
-        for name, x in (("before", b), ("after", a)):
-            print(f"{name:>8} {x['cc'] or '?':>6} {x['goodput_mbps']:>9.2f} Mbit/s {x['retransmits']:>12} {x['rtt_p50_ms']:>7.1f} ms")
+        from ._table import print_table
+
+        print_table(["", "cc", ("goodput", "right"), ("retransmits", "right"), ("RTT p50", "right")],
+                    [(name, x["cc"] or "?", f"{x['goodput_mbps']:.2f} Mbit/s", x["retransmits"], f"{x['rtt_p50_ms']:.1f} ms")
+                     for name, x in (("before", b), ("after", a))])
         if out["ratio"]:
             print(f"after / before: {out['ratio']:.2f}x goodput")
         for n in out["notes"]:

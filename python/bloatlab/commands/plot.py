@@ -48,7 +48,9 @@ def main(args) -> int:
         raise UserError(f"--out: directory {parent} does not exist")
     fig = plots.plot(target, args.kind, run=args.run, x=args.x, y=args.y, metric=args.metric, hue=args.hue,
                      where=where or None)
-    fig.savefig(out, dpi=120)
+    from ..atomic import write_with
+
+    write_with(out, lambda p: fig.savefig(p, dpi=120, format=ext[1:]))
     import matplotlib.pyplot as plt
 
     plt.close(fig)

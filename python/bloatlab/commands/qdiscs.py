@@ -76,11 +76,15 @@ def main(args) -> int:
     elif args.markdown:
         sys.stdout.write(markdown(qs) + "\n")
     else:
-        for q in qs:
-            print(f"{q['name']:<9} {q['doc']}")
-            if args.name:
-                for p in q["params"]:
-                    print(f"    {p['name']:<20} {p['default_text']:<12} {p['doc']}")
-        if not args.name:
-            print("\n`bloatlab qdiscs NAME` shows a qdisc's parameters (link.DIR.qdisc_params); docs/queues.md has them all.")
+        from ._table import print_table
+
+        if args.name:
+            q = qs[0]
+            print_table(["parameter", "default", "meaning"], [(p["name"], p["default_text"], p["doc"]) for p in q["params"]],
+                        title=f"{q['name']}: {q['doc']}",
+                        caption=None if q["params"] else "No parameters: its limit is the link's buffer.")
+        else:
+            print_table(["qdisc", "what it is"], [(q["name"], q["doc"]) for q in qs],
+                        caption="`bloatlab qdiscs NAME` shows a qdisc's parameters (link.DIR.qdisc_params); "
+                                "docs/queues.md has them all.")
     return 0

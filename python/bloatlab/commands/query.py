@@ -52,9 +52,11 @@ def main(args) -> int:
         sys.stdout.write("\n")
     elif args.csv:
         df.to_csv(sys.stdout, index=False)
+    elif not len(df):
+        print("(no rows)")
     else:
-        import pandas as pd
+        from ._table import print_table
 
-        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 200):
-            print(df.to_string(index=False) if len(df) else "(no rows)")
+        print_table([(str(c), "right" if df[c].dtype.kind in "iuf" else "left") for c in df.columns],
+                    df.astype(object).where(df.notna(), None).itertuples(index=False, name=None))
     return 0

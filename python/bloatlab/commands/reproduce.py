@@ -39,9 +39,10 @@ def main(args) -> int:
     from ..study.store import Store
 
     if args.list or not args.name:
-        for n in names():
-            e = get(n)
-            print(f"{n:<22} {e.title}\n{'':<22} source: {e.source.splitlines()[0]}")
+        from ._table import print_table
+
+        print_table(["experiment", "what it reproduces (source)"],
+                    [(n, f"{get(n).title}\nsource: {get(n).source.splitlines()[0]}") for n in names()])
         return 0 if args.list else 2
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")

@@ -71,13 +71,14 @@ def _f(v, fmt="{:.1f}"):
 def print_summary(s: dict) -> None:
     name = s["scenario"].get("name", "")
     print(f"{name}  engine={s['engine']}  seed={s['seed']}  duration={s['duration_s']:g}s")
-    print(f"{'flow':<18} {'cc':<6} {'dir':<4} {'rtt':>6} {'goodput':>10} {'retx':>7} {'retx%':>6} "
-          f"{'rtt p50':>8} {'rtt p95':>8} {'fct':>7}")
+    from ._table import print_table
+
     # a page's objects are summarized as the page (below), not one line each
-    for f in (f for f in s["flows"] if f.get("page") is None):
-        print(f"{f['name'][:18]:<18} {f['cc']:<6} {f['direction']:<4} {f['rtt_base_ms']:>4.3g}ms "
-              f"{f['goodput_mbps']:>6.2f}Mb/s {f['retransmits']:>7} {100 * f['retrans_rate']:>5.2f}% "
-              f"{_f(f['rtt_ms']['p50']):>8} {_f(f['rtt_ms']['p95']):>8} {_f(f['fct_s'], '{:.2f}s'):>7}")
+    print_table(["flow", "cc", "dir"] + [(c, "right") for c in ("rtt", "goodput", "retx", "retx%", "rtt p50", "rtt p95",
+                                                                 "fct")],
+                [(f["name"], f["cc"], f["direction"], f"{f['rtt_base_ms']:.3g}ms", f"{f['goodput_mbps']:.2f}Mb/s",
+                  f["retransmits"], f"{100 * f['retrans_rate']:.2f}%", _f(f["rtt_ms"]["p50"]), _f(f["rtt_ms"]["p95"]),
+                  _f(f["fct_s"], "{:.2f}s")) for f in s["flows"] if f.get("page") is None])
     for d, l in s["links"].items():
         q = l["qdelay_ms"]
         path = " -> ".join(l.get("stages") or [f"{l['qdisc']}", f"wire {l['rate_mbps']:g} Mbit/s"])

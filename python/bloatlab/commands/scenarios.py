@@ -74,7 +74,7 @@ def main(args) -> int:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    w = max((len(r["path"]) for r in rows), default=0)
-    for r in rows:
-        print(f"{r['path']:<{w}}  {r['about']}")
+    from ._table import print_table
+
+    print_table(["scenario", "what it is"], [(r["path"], r["about"]) for r in rows])
     return 0

@@ -256,6 +256,7 @@ def import_file(path: str, out_dir: str, label: str | None = None) -> str:
         rid = "import-" + hashlib.sha1(f.read()).hexdigest()[:12]
     os.makedirs(out_dir, exist_ok=True)
     with _store.Lock(out_dir):
+        _store.migrate(out_dir)
         study_path = os.path.join(out_dir, _store.STUDY)
         if os.path.exists(study_path):
             with open(study_path) as f:

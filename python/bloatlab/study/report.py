@@ -391,13 +391,9 @@ class _SubStore:
 
 
 def _write(path: str, text: str) -> str:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
+    from ..atomic import write_text
+
+    return write_text(path, text)
 
 
 def report(target_dir: str, out: str | None = None, experiment=None, claims=None, extra=None) -> str:

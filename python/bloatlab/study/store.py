@@ -3,12 +3,19 @@
 Layout (docs/studies.md)::
 
     DIR/study.json            the sweep: name, parts, base scenarios, grid (what was asked)
-    DIR/runs/<run_id>/        one finished run:
+    DIR/runs/run_id=<id>/     one finished run (a Hive partition: key=value):
         summary.json          the run's summary (docs/results.md)
         flows.parquet ...     its time series (flows, links, probes)
         run.json              its parameters and its flattened row (the index entry)
     DIR/index.parquet         the runs table (rebuilt from runs/*/run.json; a cache)
     DIR/.lock                 held by the one sweep writing to DIR
+
+The run directories are Hive partitions, so ``runs/*/flows.parquet`` read
+with Hive partitioning (DuckDB ``hive_partitioning``, pyarrow
+``partitioning="hive"``) carries a ``run_id`` column without anyone parsing
+file names. Stores written before this layout (``runs/<id>/``) are read as
+they are, and moved to it (one atomic rename per run) by the next sweep or
+import that takes their lock (:func:`migrate`).
 
 A run directory is built aside (``runs/.tmp-<id>-<pid>``) and renamed into
 place when complete; ``rename`` is atomic, so a run either is in the store
@@ -30,10 +37,12 @@ import shutil
 import time
 from typing import Any, Iterable
 
-from .. import result
+from .. import atomic, result
 from ..errors import UserError
 
 RUNS = "runs"
+#: the Hive partition key of a run directory: runs/run_id=<id>/
+PARTITION = "run_id="
 STUDY = "study.json"
 INDEX = "index.parquet"
 INDEX_FLOWS = "index_flows.parquet"
@@ -173,56 +182,118 @@ def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
     _write_json_atomic(p, sweep_json)
 
 
-#: descriptors of the locks this process holds: a forked worker closes them
-#: (sweep._child), so that no worker can keep a store locked after its parent
-LOCK_FDS: set[int] = set()
+#: absolute paths of the store locks this process holds: a forked worker
+#: closes its inherited descriptors of them (:func:`drop_inherited_locks`)
+LOCK_PATHS: set[str] = set()
 
 
 class Lock:
-    """An exclusive lock on DIR/.lock: one sweep writes to a store at a time.
-    flock(2) holds while any descriptor of the open file is open — forked
-    workers inherit it, so they close it first thing (:data:`LOCK_FDS`)."""
+    """An exclusive lock on DIR/.lock (``filelock``, flock(2) underneath): one
+    sweep writes to a store at a time; a second one is refused at once.
+    flock holds while any descriptor of the open file is open, and forked
+    workers inherit it: they call :func:`drop_inherited_locks` first thing, so
+    that no worker can keep a store locked after its sweep is gone."""
 
     def __init__(self, out_dir: str):
+        from filelock import FileLock
+
         self.path = os.path.join(out_dir, ".lock")
-        self.fd = None
+        self._lock = FileLock(self.path, timeout=0)
 
     def __enter__(self):
-        import fcntl
+        from filelock import Timeout
 
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
+            self._lock.acquire()
+        except Timeout:
             raise UserError(f"another sweep is writing to {os.path.dirname(self.path)} (it holds {self.path})") from None
-        LOCK_FDS.add(self.fd)
+        LOCK_PATHS.add(os.path.abspath(self.path))
         return self
 
     def __exit__(self, *exc):
-        LOCK_FDS.discard(self.fd)
-        os.close(self.fd)
+        LOCK_PATHS.discard(os.path.abspath(self.path))
+        self._lock.release()
+
+
+def drop_inherited_locks() -> None:
+    """In a forked worker: close the descriptors of the store locks its parent
+    holds (found by path in /proc/self/fd; only the parent releases them)."""
+    if not LOCK_PATHS:
+        return
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") in LOCK_PATHS:
+                os.close(int(name))
+        except OSError:
+            pass
+
+
+def run_dir(out_dir: str, run_id: str) -> str:
+    """The directory of run ``run_id``: where it is (a store of the earlier
+    layout, runs/<id>/, not yet migrated), else where it goes (runs/run_id=<id>/)."""
+    legacy = os.path.join(out_dir, RUNS, run_id)
+    if not run_id.startswith(PARTITION) and os.path.isdir(legacy):
+        return legacy
+    return os.path.join(out_dir, RUNS, PARTITION + run_id)
+
+
+def run_dirs(out_dir: str) -> dict[str, str]:
+    """Every run directory of the store (finished or not) by run id: the value
+    of its Hive partition (``run_id=<id>``), or for the earlier layout the name."""
+    runs = os.path.join(out_dir, RUNS)
+    out: dict[str, str] = {}
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        p = os.path.join(runs, d)
+        if d.startswith(".") or not os.path.isdir(p):
+            continue
+        rid = d[len(PARTITION):] if d.startswith(PARTITION) else d
+        if d.startswith(PARTITION) or rid not in out:
+            out[rid] = p
+    return out
+
+
+def migrate(out_dir: str) -> int:
+    """Move the run directories of the earlier layout (runs/<id>/) to the Hive
+    layout (runs/run_id=<id>/), one atomic rename each (call with the lock
+    held). A run present in both keeps the Hive one. Returns how many moved."""
+    runs = os.path.join(out_dir, RUNS)
+    n = 0
+    for d in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+        p = os.path.join(runs, d)
+        if d.startswith((".", PARTITION)) or not os.path.isdir(p):
+            continue
+        try:
+            os.rename(p, os.path.join(runs, PARTITION + d))
+            n += 1
+        except OSError:  # the Hive one exists already (a non-empty directory): it is the run
+            pass
+    if n:
+        atomic.fsync_dir(runs)
+    return n
 
 
 def clean_partial(out_dir: str) -> int:
-    """Remove run directories that a killed sweep left half-built (call with
-    the lock held). Returns how many there were."""
+    """Remove run directories that a killed sweep left half-built, and the
+    token files of its Dask executor (call with the lock held). Returns how
+    many run directories there were."""
     runs = os.path.join(out_dir, RUNS)
     n = 0
     for d in os.listdir(runs) if os.path.isdir(runs) else []:
         if d.startswith(".tmp-"):
             shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
             n += 1
+        elif d.startswith(".dask-"):
+            try:
+                os.unlink(os.path.join(runs, d))
+            except OSError:
+                pass
     return n
 
 
 def done_ids(out_dir: str) -> set[str]:
     """Ids of the runs that are in the store: a directory with its run.json
     (written last, so present only when the run was stored whole)."""
-    runs = os.path.join(out_dir, RUNS)
-    if not os.path.isdir(runs):
-        return set()
-    return {d for d in os.listdir(runs) if not d.startswith(".") and os.path.exists(os.path.join(runs, d, "run.json"))}
+    return {rid for rid, d in run_dirs(out_dir).items() if os.path.exists(os.path.join(d, "run.json"))}
 
 
 def damaged(out_dir: str) -> dict[str, str]:
@@ -234,12 +305,8 @@ def damaged(out_dir: str) -> dict[str, str]:
 
     from ..result import SERIES, read_json
 
-    runs = os.path.join(out_dir, RUNS)
     bad: dict[str, str] = {}
-    for rid in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
-        d = os.path.join(runs, rid)
-        if rid.startswith(".") or not os.path.isdir(d):
-            continue
+    for rid, d in run_dirs(out_dir).items():
         try:
             if not os.path.exists(os.path.join(d, "run.json")):
                 raise UserError(f"{os.path.join(d, 'run.json')}: missing (the run was never stored whole)")
@@ -266,8 +333,9 @@ def remove_damaged(out_dir: str) -> dict[str, str]:
     """Move damaged runs out of the way (call with the lock held) so that a
     resumed sweep computes them again; returns them with their reasons."""
     bad = damaged(out_dir)
+    dirs = run_dirs(out_dir)
     for rid in bad:
-        shutil.rmtree(os.path.join(out_dir, RUNS, rid), ignore_errors=True)
+        shutil.rmtree(dirs[rid], ignore_errors=True)
     return bad
 
 
@@ -287,7 +355,7 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
     summary.json is ``summary``)."""
     from ..result import Result
 
-    final = os.path.join(out_dir, RUNS, run_id)
+    final = os.path.join(out_dir, RUNS, PARTITION + run_id)
     if staged is not None:
         tmp = staged
     else:
@@ -362,11 +430,8 @@ def verify_file(run_dir: str, doc: dict, name: str) -> None:
 
 
 def _write_json_atomic(path: str, obj) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=_json_default, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    """A store's JSON file (study.json, run.json): strict JSON (no NaN), atomically."""
+    atomic.write_json(path, obj, indent=1, default=_json_default, allow_nan=False)
 
 
 def _json_default(o):
@@ -423,6 +488,7 @@ class Store:
         self.path = path
         self._runs = self._flows = None
         self._files: dict[str, dict] = {}  # run_id -> {file: sha256} from its run.json
+        self._dirs: dict[str, str] = {}  # run_id -> its directory (either layout)
         self._verified: set[str] = set()
         self.study = {}
         p = os.path.join(path, STUDY)
@@ -438,10 +504,11 @@ class Store:
         from ..result import read_json
 
         docs = []
-        for rid in done_ids(self.path):
+        self._dirs = {rid: d for rid, d in run_dirs(self.path).items() if os.path.exists(os.path.join(d, "run.json"))}
+        for rid, d in self._dirs.items():
             if self._only is not None and rid not in self._only:
                 continue
-            p = os.path.join(self.path, RUNS, rid, "run.json")
+            p = os.path.join(d, "run.json")
             doc = read_json(p)
             verify_doc(p, doc)
             self._files[rid] = doc.get("files") or {}
@@ -508,9 +575,10 @@ class Store:
         once per Store (a damaged file is an error naming it, never data)."""
         if self._runs is None:
             self._load()
-        p = os.path.join(self.path, RUNS, run_id, name)
+        d = self._dirs.get(run_id) or run_dir(self.path, run_id)
+        p = os.path.join(d, name)
         if p not in self._verified:
-            verify_file(os.path.join(self.path, RUNS, run_id), {"files": self._files.get(run_id, {})}, name)
+            verify_file(d, {"files": self._files.get(run_id, {})}, name)
             self._verified.add(p)
         return p
 
@@ -519,7 +587,7 @@ class Store:
 
         for name in STORED_FILES:
             self._check(run_id, name)
-        return Result.load(os.path.join(self.path, RUNS, run_id))
+        return Result.load(os.path.dirname(self._check(run_id, "summary.json")))
 
     def series(self, kind: str = "flows", run_ids: Iterable[str] | None = None):
         """Time series (``flows``, ``links`` or ``probes``) of the given runs
@@ -540,11 +608,9 @@ class Store:
 
     def write_index(self) -> None:
         """Write index.parquet / index_flows.parquet (for tools that read Parquet directly)."""
-        from ..result import _atomic
-
         runs, flows = self.runs, self.flows
-        _atomic(self.path, INDEX, lambda p: runs.to_parquet(p, index=False))
-        _atomic(self.path, INDEX_FLOWS, lambda p: flows.to_parquet(p, index=False))
+        atomic.write_with(os.path.join(self.path, INDEX), lambda p: runs.to_parquet(p, index=False))
+        atomic.write_with(os.path.join(self.path, INDEX_FLOWS), lambda p: flows.to_parquet(p, index=False))
 
     def query(self, sql: str):
         """Run SQL (DuckDB) over tables ``runs`` and ``flows`` and views
@@ -558,11 +624,18 @@ class Store:
         for kind, view in (("flows", "flow_series"), ("links", "link_series"), ("probes", "probe_series")):
             files = [self._check(r, f"{kind}.parquet") for r in runs.get("run_id", [])]
             files = [f for f in files if os.path.exists(f) and os.path.getsize(f) > 0]
-            if files:
-                lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-                con.execute(
-                    f"CREATE VIEW {view} AS SELECT regexp_extract(filename, '/{RUNS}/([^/]+)/', 1) AS run_id, "
-                    f"* EXCLUDE (filename) FROM read_parquet([{lst}], filename=true, union_by_name=true)")
+            hive = [f for f in files if os.path.basename(os.path.dirname(f)).startswith(PARTITION)]
+            legacy = [f for f in files if f not in set(hive)]
+            parts = []
+            if hive:  # run_id is the Hive partition of each file's directory
+                parts.append(f"SELECT run_id, * EXCLUDE (run_id) FROM read_parquet([{_sql_list(hive)}], "
+                             "hive_partitioning=true, hive_types={'run_id': VARCHAR}, union_by_name=true)")
+            if legacy:  # a store of the earlier layout (runs/<id>/), not yet migrated
+                parts.append(f"SELECT regexp_extract(filename, '/{RUNS}/([^/]+)/[^/]+$', 1) AS run_id, "
+                             f"* EXCLUDE (filename) FROM read_parquet([{_sql_list(legacy)}], filename=true, "
+                             "union_by_name=true)")
+            if parts:
+                con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
         try:
             # Read-only: one SELECT (or EXPLAIN); COPY ... TO, ATTACH, CREATE,
             # INSERT, SET ... are refused before anything runs.
@@ -578,6 +651,11 @@ class Store:
             raise UserError(f"query: {msg}") from None
         finally:
             con.close()
+
+
+def _sql_list(files: list[str]) -> str:
+    """File names as the items of a DuckDB list literal."""
+    return ", ".join("'" + f.replace("'", "''") + "'" for f in files)
 
 
 def load(path: str):

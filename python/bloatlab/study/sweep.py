@@ -5,15 +5,21 @@ Executors:
 - ``local`` (default): a process pool on all cores (``jobs``), for ``sim``.
 - ``dask``: the same points as tasks on a Dask cluster (``scheduler`` is its
   address, e.g. ``tcp://10.0.0.1:8786``); workers need bloatlab installed.
-- ``emu`` runs always go one at a time in this process: the emulator needs
-  the machine's real time and network namespaces to itself.
+- ``emu`` runs always go one at a time (a pool of one worker, so that
+  ``timeout`` can stop one): the emulator needs the machine's real time and
+  network namespaces to itself.
 
-A local worker writes its run's files (summary.json and the time series'
-Parquet, straight from the engine's Arrow tables) into a staging directory
-of its own (``runs/.tmp-RUN_ID-...``) and sends back only the summary; a Dask
-worker sends the summary and the tables. This process alone makes a run part
-of the store, one at a time, as soon as it is finished (``store.write_run``:
-run.json with the files' checksums written last, then renamed into place). So
+A local worker (a process of a pebble ``ProcessPool``, which kills a point
+that overruns ``--timeout``) writes its run's files (summary.json and the
+time series' Parquet, straight from the engine's Arrow tables) into a
+staging directory of its own (``runs/.tmp-RUN_ID-...``) and sends back only
+the summary. A Dask worker does the same when it sees the store (a local
+cluster, a shared file system: a token file the sweep leaves in the store
+tells); one on a machine that does not sends the summary and the Arrow
+tables (pickled as Arrow buffers, no per-sample Python object). This
+process alone makes a run part of the store, one at a time, as soon as it is
+finished (``store.write_run``: run.json with the files' checksums written
+last, then renamed into place). So
 an interrupted sweep loses only the runs that were still computing, and a
 resumed sweep skips every point whose ``run_id`` is already stored: no point
 lost, none run twice.
@@ -53,13 +59,17 @@ def _execute(payload: dict):
     return bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
 
 
-def _execute_safe(payload: dict, stage: str | None = None):
+def _execute_safe(payload: dict, stage: str | None = None, token: str | None = None):
     """("ok", (summary, series)) or ("error", message). With ``stage`` (a
     directory only this worker writes) the run's files are written there and
-    ``series`` is that directory; without, ``series`` are pyarrow Tables."""
+    ``series`` is that directory; without, ``series`` are pyarrow Tables.
+    With ``token`` (a Dask worker, maybe on another machine) ``stage`` is
+    used only if that file is visible here: the store is then on a file
+    system this worker shares with the sweep (the same path on a machine that
+    does not share it has no token)."""
     try:
         res = _execute(payload)
-        if stage is None:
+        if stage is None or (token is not None and not os.path.exists(token)):
             return ("ok", (res.summary, {n: res.table(n) for n in _result.SERIES}))
         res.save(stage)
         return ("ok", (res.summary, stage))
@@ -97,6 +107,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     with _store.Lock(out):
         _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
         _store.clean_partial(out)
+        _store.migrate(out)
         for rid, why in _store.remove_damaged(out).items():
             print(f"damaged run {rid} removed, computed again if it is a point of this sweep: {why}", file=sys.stderr)
         done = _store.done_ids(out)
@@ -132,7 +143,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
                 # worker's bloatlab-emu dies with it and removes its namespaces
                 _run_local(todo, payloads, 1, store_one, bar, timeout, out)
             elif executor == "dask":
-                _run_dask(todo, payloads, scheduler, store_one, bar)
+                _run_dask(todo, payloads, scheduler, store_one, bar, out)
             else:
                 _run_local(todo, payloads, jobs, store_one, bar, timeout, out)
         st = _store.Store(out)
@@ -153,22 +164,20 @@ def check_out(out: str) -> None:
             raise UserError(f"--out: {out} is not empty and not a results directory; choose a new or empty directory")
 
 
-def _die_with_parent(parent: int) -> None:
-    """A forked worker never outlives the sweep: the kernel kills it when its
-    parent dies (PR_SET_PDEATHSIG; a parent already gone is checked after),
-    and it drops the store lock its fork inherited. Before, a SIGKILL of the
-    sweep alone left a worker blocked forever on its pipe, holding the lock:
-    resume then refused until someone found the orphan."""
+def _worker_init(parent: int) -> None:
+    """A pool worker (forked) never outlives the sweep: the kernel kills it
+    when its parent dies (PR_SET_PDEATHSIG; a parent already gone is checked
+    after), and it drops the store lock its fork inherited. Without this a
+    SIGKILL of the sweep alone left its workers computing, holding the lock:
+    resume then refused until someone found the orphans. SIGTERM (how the pool
+    stops a worker: a timeout, Ctrl-C) kills at once, also inside the engine's
+    native code, where a Python handler would wait for it to return (pebble
+    then waits 3 s before SIGKILL)."""
     import ctypes
     import signal
 
-    from . import store as _st
-
-    for fd in list(_st.LOCK_FDS):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _store.drop_inherited_locks()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
@@ -177,88 +186,76 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _child(conn, payload, parent=None, stage=None):
-    """A forked worker: compute one point (its files into ``stage``), send
-    (status, value), exit."""
-    if parent is not None:
-        _die_with_parent(parent)
-    try:
-        out = _execute_safe(payload, stage)
-        conn.send(out)
-    except BaseException as e:  # e.g. the result cannot be pickled
-        try:
-            conn.send(("error", f"{type(e).__name__}: {e}"))
-        except Exception:
-            pass
-    finally:
-        conn.close()
-        os._exit(0)
+def _failure(exc: BaseException, timeout: float | None) -> str:
+    """Why a point failed, from the exception its pool future holds."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from pebble import ProcessExpired
+
+    if isinstance(exc, FutureTimeout):
+        return f"timeout: still running after {timeout:g} s (killed)"
+    if isinstance(exc, ProcessExpired):
+        return f"worker died (exit status {exc.exitcode})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _run_local(todo, payloads, jobs, store_one, bar, timeout=None, out=None):
-    """One forked process per point, ``jobs`` at a time; with ``out`` (the
-    store) each writes its run's files into a staging directory there. A
-    point that runs longer than ``timeout`` seconds is killed and reported as
-    failed (it is not stored, so the next attempt tries it again); a failed
-    point's staging directory is removed."""
+    """The points on a process pool (pebble's ProcessPool: ``jobs`` forked
+    workers, each reused for many points, a per-point timeout that kills the
+    worker running it and starts another). With ``out`` (the store) a worker
+    writes its run's files into a staging directory there and returns only
+    the summary. A point that runs longer than ``timeout`` seconds, raises,
+    or whose worker dies is reported as failed with the reason (it is not
+    stored, so the next attempt tries it again) and its staging directory is
+    removed; the sweep goes on. On any exit (an error, Ctrl-C) the pool is
+    stopped (workers terminated, then killed) before this returns; on SIGKILL
+    of the sweep the kernel kills them (:func:`_worker_init`)."""
     import multiprocessing as mp
     import shutil
-    from multiprocessing.connection import wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    jobs = jobs or os.cpu_count() or 1
-    ctx = mp.get_context("fork")
-    queue = list(zip(todo, payloads))
-    queue.reverse()
-    running = {}  # conn -> (process, point, start time, staging directory)
+    from pebble import ProcessPool
+
+    jobs = min(jobs or os.cpu_count() or 1, len(todo))
+    # fork: a worker starts in a few ms with bloatlab already imported (and
+    # sees what the parent set up, e.g. a test's patched _execute)
+    pool = ProcessPool(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),),
+                       context=mp.get_context("fork"))
+    running = {}  # future -> (point, staging directory)
 
     def drop_stage(stage):
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
 
     try:
-        while queue or running:
-            while queue and len(running) < jobs:
-                pt, pl = queue.pop()
-                stage = None if out is None else _store.staging_dir(out, pt.run_id)
-                r, w = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(w, pl, os.getpid(), stage), daemon=True)
-                proc.start()
-                w.close()
-                running[r] = (proc, pt, time.monotonic(), stage)
-            ready = wait(list(running), timeout=0.25)
-            for conn in ready:
-                proc, pt, _, stage = running.pop(conn)
-                try:
-                    status, value = conn.recv()
-                except (EOFError, OSError):
-                    proc.join(1)
-                    status, value = "error", f"worker died (exit status {proc.exitcode})"
-                conn.close()
-                proc.join(5)
+        for pt, pl in zip(todo, payloads):
+            stage = None if out is None else _store.staging_dir(out, pt.run_id)
+            running[pool.schedule(_execute_safe, args=(pl, stage), timeout=timeout)] = (pt, stage)
+        while running:
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                pt, stage = running.pop(fut)
+                exc = fut.exception()
+                status, value = ("error", _failure(exc, timeout)) if exc is not None else fut.result()
                 if status != "ok":
                     drop_stage(stage)
                 store_one(pt, status, value)
                 bar.advance()
-            if timeout:
-                now = time.monotonic()
-                for conn, (proc, pt, t0, stage) in list(running.items()):
-                    if now - t0 > timeout:
-                        proc.kill()
-                        proc.join(5)
-                        conn.close()
-                        del running[conn]
-                        drop_stage(stage)
-                        store_one(pt, "error", f"timeout: still running after {timeout:g} s (killed)")
-                        bar.advance()
     finally:
-        for conn, (proc, _, _, stage) in running.items():
-            proc.kill()
-            proc.join(5)
-            conn.close()
+        pool.stop()
+        pool.join(timeout=10)
+        for pt, stage in running.values():
             drop_stage(stage)
 
 
-def _run_dask(todo, payloads, scheduler, store_one, bar):
+def _run_dask(todo, payloads, scheduler, store_one, bar, out=None):
+    """The points as tasks on a Dask cluster. A worker that sees the store
+    (a shared file system, or a local cluster) writes its run's files into a
+    staging directory there and returns only the summary, as a local worker
+    does; one that does not returns the summary and the Arrow tables."""
+    import shutil
+    import uuid
+
     try:
         from dask.distributed import Client, as_completed
     except ImportError:
@@ -267,15 +264,32 @@ def _run_dask(todo, payloads, scheduler, store_one, bar):
         client = Client(scheduler, timeout="20s")
     except (OSError, TimeoutError) as e:
         raise UserError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({e})") from None
+    token = None
+    if out is not None:  # its absolute path: a worker's working directory is not ours
+        token = os.path.join(os.path.abspath(out), _store.RUNS, f".dask-{uuid.uuid4().hex}")
+        open(token, "w").close()
+    futs = {}
     try:
-        futs = {}
         for pt, pl in zip(todo, payloads):
-            futs[client.submit(_execute_safe, pl, key=f"bloatlab-{pt.run_id}", pure=False)] = pt
+            stage = None if token is None else os.path.abspath(_store.staging_dir(out, pt.run_id))
+            fut = client.submit(_execute_safe, pl, stage, token, key=f"bloatlab-{pt.run_id}", pure=False)
+            futs[fut] = (pt, stage)
         for fut in as_completed(list(futs)):
-            store_one(futs[fut], *fut.result())
+            pt, stage = futs.pop(fut)
+            status, value = fut.result()
+            if status != "ok" and stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+            store_one(pt, status, value)
             bar.advance()
     finally:
+        for fut, (_, stage) in futs.items():  # not finished (an error, Ctrl-C): nothing of theirs stays
+            fut.cancel()
         client.close()
+        for _, stage in futs.values():
+            if stage is not None:
+                shutil.rmtree(stage, ignore_errors=True)
+        if token is not None and os.path.exists(token):
+            os.unlink(token)
 
 
 class _Progress:
