@@ -71,8 +71,9 @@ def compare(scenario, overrides=(), save_dir: str | None = None) -> dict:
     from ..engines import emu as emu_engine
 
     emu_engine.check()
-    rs = bloatlab.run(scenario, engine="sim", overrides=list(overrides))
-    re_ = bloatlab.run(scenario, engine="emu", overrides=list(overrides))
+    sc = bloatlab.load_scenario(scenario, list(overrides))  # resolved once, run on both engines
+    rs = bloatlab.run(sc, engine="sim")
+    re_ = bloatlab.run(sc, engine="emu")
     if save_dir:
         rs.save(os.path.join(save_dir, "sim"))
         re_.save(os.path.join(save_dir, "emu"))
