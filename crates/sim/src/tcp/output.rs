@@ -156,8 +156,14 @@ impl Sender {
     /// (`tcp_event_data_sent`, `tcp_rate_skb_sent`, RACK's tsorted queue).
     pub(super) fn on_sent(&mut self, now: Nanos, seq: u64, retrans: bool) -> Tx {
         let pipe_empty = self.sb.packets_out == 0 || (retrans && self.in_flight() == 0);
+        // tcp_set_tx_in_flight: in flight before this transmission, plus it.
+        // A new segment (push_new) and a lost one retransmitted
+        // (retransmit_next_lost) are counted in flight already; a TLP
+        // retransmission of a segment still in flight is counted a second time.
+        let counted = !retrans || self.sb.seg(seq).retrans;
+        let in_flight = self.in_flight() + !counted as u32;
         let s = self.sb.seg(seq);
-        self.rate.skb_sent(now, pipe_empty, s);
+        self.rate.skb_sent(now, pipe_empty, in_flight, s);
         s.tx_time = now;
         s.gen += 1;
         let (len, gen) = (s.len, s.gen);

@@ -22,7 +22,7 @@
 
 use super::sender::Sender;
 use crate::packet::{SackBlock, MSS};
-use bloatlab_core::cc::{AckSample, RateSample};
+use bloatlab_core::cc::{AckSample, LostSkb, RateSample};
 use bloatlab_core::time::{Nanos, NS_PER_US};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -41,6 +41,10 @@ pub(super) struct Seg {
     pub app_limited: bool,
     /// `tp->delivered_ce` when sent.
     pub delivered_ce: u64,
+    /// BBRv3 tree's `tx.in_flight`: packets in flight once it was sent, itself included.
+    pub tx_in_flight: u32,
+    /// BBRv3 tree's `tx.lost`: `tp->lost` when sent.
+    pub tx_lost: u64,
     /// TCPCB_SACKED_ACKED.
     pub sacked: bool,
     /// TCPCB_LOST.
@@ -196,9 +200,10 @@ impl Scoreboard {
     }
 
     /// `tcp_timeout_mark_lost`: on an RTO everything not SACKed is lost and
-    /// no retransmission is in flight. Returns the segments newly lost.
-    pub fn timeout_mark_lost(&mut self) -> u64 {
-        let mut newly = 0;
+    /// no retransmission is in flight. Returns how many segments are newly
+    /// lost (their sequence numbers appended to `newly`).
+    pub fn timeout_mark_lost(&mut self, newly: &mut Vec<u64>) -> u64 {
+        let mut count = 0;
         for i in 0..self.segs.len() {
             let seq = self.una + i as u64;
             let s = self.segs[i];
@@ -212,12 +217,13 @@ impl Scoreboard {
             if !s.lost {
                 self.segs[i].lost = true;
                 self.lost_out += 1;
-                newly += 1;
+                count += 1;
+                newly.push(seq);
             }
             self.lost_q.insert(seq);
         }
         self.retrans_out = 0;
-        newly
+        count
     }
 }
 
@@ -270,6 +276,25 @@ impl AckState {
 }
 
 impl Sender {
+    /// `tcp_notify_skb_loss_event` for each segment a loss-marking pass
+    /// newly counted (in marking order): `tp->lost` counts it, then the
+    /// control hears of it (`skb_marked_lost`) with the segment's send state.
+    pub(super) fn notify_lost(&mut self, now: Nanos, newly: &[u64]) {
+        for &seq in newly {
+            self.rate.lost += 1;
+            let s = *self.sb.seg(seq);
+            let skb = LostSkb {
+                tx_in_flight: s.tx_in_flight,
+                lost: (self.rate.lost - s.tx_lost).min(u32::MAX as u64) as u32,
+                is_app_limited: s.app_limited,
+                has_tx_state: s.delivered_mstamp != 0,
+                pcount: 1,
+            };
+            let v = self.view(now);
+            self.cc.skb_marked_lost(&v, &skb, &self.w);
+        }
+    }
+
     /// `tcp_sacktag_write_queue`: tag what the SACK blocks newly cover; a
     /// D-SACK block (the first, RFC 2883) is reported, not tagged.
     pub(super) fn sacktag_write_queue(&mut self, now: Nanos, ack: u64, sack: &[SackBlock], dsack: bool, a: &mut AckState) {
@@ -388,7 +413,7 @@ mod tests {
         sb.sack_one(3);
         sb.mark_lost(1);
         sb.retransmit_next_lost();
-        assert_eq!(sb.timeout_mark_lost(), 4, "0, 2, 4, 5 are new; 1 was lost already");
+        assert_eq!(sb.timeout_mark_lost(&mut Vec::new()), 4, "0, 2, 4, 5 are new; 1 was lost already");
         assert_eq!((sb.lost_out, sb.retrans_out, sb.sacked_out, sb.in_flight()), (5, 0, 1, 0));
         assert_eq!(sb.lost_q.iter().copied().collect::<Vec<_>>(), [0, 1, 2, 4, 5]);
     }

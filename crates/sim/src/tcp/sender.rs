@@ -94,6 +94,8 @@ pub struct Sender {
     pub(super) undo_marker: bool,
 
     pub(super) rack: Rack,
+    /// Scratch list of the segments one loss-marking pass marked lost.
+    pub(super) newly_lost: Vec<u64>,
 
     /// snd_nxt after a tail loss probe, until its outcome is known.
     pub(super) tlp_high_seq: Option<u64>,
@@ -160,6 +162,7 @@ impl Sender {
             prr: Prr::default(),
             undo_marker: false,
             rack: Rack::default(),
+            newly_lost: Vec::new(),
             tlp_high_seq: None,
             tlp_retrans: false,
             timer: None,

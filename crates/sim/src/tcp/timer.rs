@@ -129,7 +129,11 @@ impl Sender {
             return;
         }
         let new_recovery = self.ca_state <= CaState::Disorder || self.high_seq <= self.sb.una;
-        self.rate.lost += self.sb.timeout_mark_lost();
+        let mut newly = std::mem::take(&mut self.newly_lost);
+        self.sb.timeout_mark_lost(&mut newly);
+        self.notify_lost(now, &newly);
+        newly.clear();
+        self.newly_lost = newly;
         if new_recovery || self.ca_state == CaState::Loss {
             self.prr.prior_cwnd = self.w.cwnd;
             let v = self.view(now);
