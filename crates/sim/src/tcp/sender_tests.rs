@@ -316,3 +316,22 @@ fn congestion_avoidance_paces_at_120_percent_and_a_pacing_flow_waits_its_turn() 
     assert_eq!(out.len(), 2);
     assert!(s.pacing_wakeup(100 * NS_PER_MS).is_some_and(|t| t > 100 * NS_PER_MS));
 }
+
+#[test]
+fn each_segment_records_the_flight_it_joined_and_the_losses_so_far() {
+    // tcp_set_tx_in_flight: the initial window's i-th segment leaves with i in flight.
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    let flights: Vec<(u32, u64)> = s.sb.segs.iter().map(|g| (g.tx_in_flight, g.tx_lost)).collect();
+    assert_eq!(flights, (1..=10).map(|i| (i, 0)).collect::<Vec<_>>());
+    // 30 in flight (20..49); 21-23 SACKed and 20 marked lost leave 26 in
+    // flight; the retransmission of 20 joins them as the 27th, with tp->lost = 1.
+    let (mut s, _) = warmed(20);
+    assert_eq!(s.in_flight(), 30);
+    let t23 = s.sb.segs[3].tx_time;
+    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
+    assert_eq!(s.lost_total(), 1);
+    assert!(s.sb.segs[0].retrans);
+    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (27, 1));
+}
