@@ -188,6 +188,20 @@ impl Sender {
         self.pacer.end_burst(now, self.w.pacing_rate, self.data_segs_out >= UNPACED_SEGS);
     }
 
+    /// `tcp_xmit_recovery` after an ACK: F-RTO's `REXMIT_NEW` sends new
+    /// data only; if none went out, F-RTO ends and lost segments go as usual.
+    pub(super) fn xmit_recovery(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        if self.undo.rexmit_new {
+            self.transmit(now, out);
+            self.undo.rexmit_new = false;
+            if self.sb.nxt > self.high_seq {
+                return;
+            }
+            self.undo.frto = false;
+        }
+        self.transmit(now, out);
+    }
+
     /// `tcp_write_xmit` + `tcp_xmit_retransmit_queue`: send what cwnd,
     /// pacing and the application allow. Lost segments go first. A paced
     /// sender sends TSO/GSO bursts of [`Self::tso_segs`] back to back and
@@ -226,8 +240,9 @@ impl Sender {
             if self.in_flight() >= self.w.cwnd {
                 return (sent_new, true);
             }
-            if let Some(seq) = self.sb.retransmit_next_lost() {
+            if let Some(seq) = if self.undo.rexmit_new { None } else { self.sb.retransmit_next_lost() } {
                 self.retrans_segs += 1;
+                self.undo.on_retransmit();
                 if self.ca_state >= CaState::Cwr {
                     self.prr.out += 1;
                 }

@@ -138,7 +138,7 @@ impl Sender {
         let timeout = self.rack_detect_loss(now);
         if prior_inflight != self.in_flight() {
             if self.ca_state != CaState::Recovery {
-                self.enter_recovery(now);
+                self.enter_recovery(now, false);
                 if !self.cc.has_cong_control() {
                     self.cwnd_reduction(1, 0, false);
                 }

@@ -199,6 +199,16 @@ impl Scoreboard {
         }
     }
 
+    /// `tcp_undo_cwnd_reduction`'s `unmark_loss`: no segment is LOST any more
+    /// (retransmissions in flight stay SACKED_RETRANS, as in Linux).
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.lost = false;
+        }
+        self.lost_out = 0;
+        self.lost_q.clear();
+    }
+
     /// `tcp_timeout_mark_lost`: on an RTO everything not SACKed is lost and
     /// no retransmission is in flight. Returns how many segments are newly
     /// lost (their sequence numbers appended to `newly`).
@@ -247,6 +257,10 @@ pub(super) struct AckState {
     pub last_sackt: Option<Nanos>,
     pub first_ackt: Option<Nanos>,
     pub last_ackt: Option<Nanos>,
+    /// FLAG_ORIG_SACK_ACKED: a never-retransmitted segment below `high_seq` was (S)ACKed.
+    pub orig_sack_acked: bool,
+    /// `num_dupack` > 0: snd_una did not advance and the ACK is no D-SACK.
+    pub dupack: bool,
     /// FLAG_RETRANS_DATA_ACKED: Karn's rule forbids an RTT sample from the cumulative ACK.
     pub retrans_acked: bool,
     pub pkts_acked: u32,
@@ -268,6 +282,8 @@ impl AckState {
             last_sackt: None,
             first_ackt: None,
             last_ackt: None,
+            orig_sack_acked: false,
+            dupack: false,
             retrans_acked: false,
             pkts_acked: 0,
             set_xmit_timer: false,
@@ -307,6 +323,7 @@ impl Sender {
                 self.rate.delivered += 1;
                 a.sacked_new = true;
                 if !s.ever_retrans {
+                    a.orig_sack_acked |= seq < self.high_seq;
                     a.first_sackt = Some(a.first_sackt.map_or(s.tx_time, |t| t.min(s.tx_time)));
                     a.last_sackt = Some(a.last_sackt.map_or(s.tx_time, |t| t.max(s.tx_time)));
                 }
@@ -330,6 +347,7 @@ impl Sender {
                 if s.ever_retrans {
                     a.retrans_acked = true;
                 } else {
+                    a.orig_sack_acked |= seq < self.high_seq;
                     a.first_ackt.get_or_insert(s.tx_time);
                     a.last_ackt = Some(s.tx_time);
                 }
