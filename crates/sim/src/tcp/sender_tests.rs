@@ -339,21 +339,25 @@ fn each_segment_records_the_flight_it_joined_and_the_losses_so_far() {
     assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (27, 1));
 }
 
-#[test]
-fn frto_undoes_an_rto_once_never_retransmitted_data_is_acked() {
-    // 11 in flight (1..=11), cwnd 11; the RTO marks them lost, ssthresh 5,
-    // and F-RTO retransmits only segment 1.
+/// `warmed(1)` (11 in flight, 1..=11, cwnd 11), then its RTO fires; returns the RTO's time.
+fn after_rto() -> (Sender, Nanos) {
     let (mut s, now) = warmed(1);
-    let mut out = Vec::new();
     let t = now + s.rtt.rto;
     s.timer = Some((t, TimerKind::Rto));
-    s.on_timer(t, &mut out);
+    s.on_timer(t, &mut Vec::new());
+    (s, t)
+}
+
+#[test]
+fn frto_undoes_an_rto_once_never_retransmitted_data_is_acked() {
+    // The RTO marks all 11 lost, ssthresh 5, and F-RTO retransmits only segment 1.
+    let (mut s, t) = after_rto();
+    let mut out = Vec::new();
     assert_eq!((s.ca_state, s.w.cwnd, s.w.ssthresh, s.sb.lost_out), (CaState::Loss, 1, 5, 11));
     assert!(s.undo.frto);
     assert_eq!((s.undo.marker, s.undo.retrans, s.undo.prior_ssthresh), (Some(1), 1, INFINITE_SSTHRESH));
     // The originals were only late: the ACK of 1 and 2 acks segment 2, never
     // retransmitted and sent before the RTO (FLAG_ORIG_SACK_ACKED): undo.
-    out.clear();
     s.on_ack(t + 10 * NS_PER_MS, 3, &[], false, false, &mut out);
     assert_eq!(s.ca_state, CaState::Open);
     assert_eq!((s.sb.lost_out, s.undo.marker), (0, None));
@@ -365,14 +369,10 @@ fn frto_undoes_an_rto_once_never_retransmitted_data_is_acked() {
 
 #[test]
 fn frto_sends_new_data_after_the_first_ack_and_a_sack_of_it_proves_the_loss_real() {
-    let (mut s, now) = warmed(1);
+    let (mut s, t) = after_rto();
     let mut out = Vec::new();
-    let t = now + s.rtt.rto;
-    s.timer = Some((t, TimerKind::Rto));
-    s.on_timer(t, &mut out);
     // Step 2.b: the ACK covers only the retransmitted segment 1: new data
     // (12, 13: cwnd 2 after slow start) goes out instead of retransmissions.
-    out.clear();
     s.on_ack(t + 100 * NS_PER_MS, 2, &[], false, false, &mut out);
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!(s.high_seq, 12);
