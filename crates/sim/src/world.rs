@@ -218,6 +218,7 @@ impl World {
                 }
                 self.flows[fi].sched_rcv = None;
                 if self.flows[fi].rcv.ack_deadline.is_some_and(|t| t <= self.now) {
+                    self.flows[fi].rcv.on_timer(self.now);
                     self.send_ack(fi);
                 } else {
                     self.schedule_receiver(fi);

@@ -111,6 +111,31 @@ pub struct RateSample {
     pub is_ack_delayed: bool,
     /// Packets delivered with CE marks over the interval (DCTCP, BBRv3).
     pub delivered_ce: i64,
+    /// Packets in flight when the packet that produced this sample was
+    /// sent, itself included (BBRv3 tree's `rs->tx_in_flight`, from the
+    /// skb's `tx.in_flight` that `tcp_set_tx_in_flight` records); 0: none.
+    pub tx_in_flight: u32,
+    /// `tp->lost` when that packet was sent (`rs->prior_lost`, the skb's `tx.lost`).
+    pub prior_lost: u64,
+    /// Packets marked lost since that packet was sent (`rs->lost` =
+    /// `tp->lost - rs->prior_lost`); 0 when the sample is invalid.
+    pub lost: u32,
+}
+
+/// What the BBRv3 tree's `skb_marked_lost` hook reads from a segment just
+/// marked lost (`TCP_SKB_CB(skb)->tx` and `tp->lost` at that moment).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LostSkb {
+    /// Packets in flight when the segment was sent, itself included (`tx.in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost since it was sent, itself included (`tp->lost - tx.lost`).
+    pub lost: u32,
+    /// It was sent while application-limited (`tx.is_app_limited`).
+    pub is_app_limited: bool,
+    /// It carries rate-sampling state (`tx.delivered_mstamp != 0`).
+    pub has_tx_state: bool,
+    /// Packets it holds (`tcp_skb_pcount`).
+    pub pcount: u32,
 }
 
 impl Default for RateSample {
@@ -128,6 +153,9 @@ impl Default for RateSample {
             is_retrans: false,
             is_ack_delayed: false,
             delivered_ce: 0,
+            tx_in_flight: 0,
+            prior_lost: 0,
+            lost: 0,
         }
     }
 }
@@ -291,6 +319,11 @@ pub trait CongestionControl: Send {
 
     /// Full control of cwnd and pacing on every ACK (`cong_control`, BBR).
     fn cong_control(&mut self, _c: &ConnView, _rs: &RateSample, _w: &mut Window) {}
+
+    /// One segment was just marked lost, `tp->lost` already counting it
+    /// (the BBRv3 tree's `skb_marked_lost`, called from `tcp_mark_skb_lost`
+    /// through `tcp_notify_skb_loss_event`, before this ACK's `cong_control`).
+    fn skb_marked_lost(&mut self, _c: &ConnView, _skb: &LostSkb, _w: &Window) {}
 
     /// The CA state is about to change to `new_state` (`set_state`).
     fn set_state(&mut self, _c: &ConnView, _new_state: CaState, _w: &mut Window) {}

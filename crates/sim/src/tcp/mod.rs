@@ -4,7 +4,8 @@
 //!
 //! The sender is split the way Linux splits it (see `sender.rs`):
 //! `scoreboard` and `recovery` (tcp_input.c), `rack` (tcp_recovery.c),
-//! `rate` (tcp_rate.c), `timer` (tcp_timer.c), `output` (tcp_output.c).
+//! `rate` (tcp_rate.c), `timer` (tcp_timer.c), `output` (tcp_output.c),
+//! `undo` (tcp_input.c's undo and F-RTO).
 pub mod handshake;
 mod output;
 mod rack;
@@ -15,3 +16,4 @@ pub mod rtt;
 mod scoreboard;
 pub mod sender;
 mod timer;
+mod undo;

@@ -159,8 +159,14 @@ impl Sender {
         // a new segment that is alone in packets_out starts a flight; a retransmission never
         // does (it is still counted in packets_out, lost or not).
         let pipe_empty = !retrans && self.sb.packets_out == 1;
+        // tcp_set_tx_in_flight: in flight before this transmission, plus it.
+        // A new segment (push_new) and a lost one retransmitted
+        // (retransmit_next_lost) are counted in flight already; a TLP
+        // retransmission of a segment still in flight is counted a second time.
+        let counted = !retrans || self.sb.seg(seq).retrans;
+        let in_flight = self.in_flight() + !counted as u32;
         let s = self.sb.seg(seq);
-        self.rate.skb_sent(now, pipe_empty, s);
+        self.rate.skb_sent(now, pipe_empty, in_flight, s);
         s.tx_time = now;
         s.gen += 1;
         let (len, gen) = (s.len, s.gen);
@@ -183,6 +189,20 @@ impl Sender {
     /// [`Pacer::end_burst`] at this connection's pacing rate.
     pub(super) fn end_burst(&mut self, now: Nanos) {
         self.pacer.end_burst(now, self.w.pacing_rate, self.data_segs_out >= UNPACED_SEGS);
+    }
+
+    /// `tcp_xmit_recovery` after an ACK: F-RTO's `REXMIT_NEW` sends new
+    /// data only; if none went out, F-RTO ends and lost segments go as usual.
+    pub(super) fn xmit_recovery(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        if self.undo.rexmit_new {
+            self.transmit(now, out);
+            self.undo.rexmit_new = false;
+            if self.sb.nxt > self.high_seq {
+                return;
+            }
+            self.undo.frto = false;
+        }
+        self.transmit(now, out);
     }
 
     /// `tcp_write_xmit` + `tcp_xmit_retransmit_queue`: send what cwnd,
@@ -223,8 +243,9 @@ impl Sender {
             if self.in_flight() >= self.w.cwnd {
                 return (sent_new, true);
             }
-            if let Some(seq) = self.sb.retransmit_next_lost() {
+            if let Some(seq) = if self.undo.rexmit_new { None } else { self.sb.retransmit_next_lost() } {
                 self.retrans_segs += 1;
+                self.undo.on_retransmit();
                 if self.ca_state >= CaState::Cwr {
                     self.prr.out += 1;
                 }

@@ -64,8 +64,14 @@ impl Rack {
     /// `tcp_rack_detect_loss`: mark lost every segment sent before the most
     /// recently delivered one and older than RTT + `reo_wnd`. Returns the
     /// longest remaining wait, if any segment must wait, and how many
-    /// segments `tp->lost` counts.
-    pub fn detect_loss(&self, sb: &mut Scoreboard, now: Nanos, reo_wnd: Nanos) -> (Option<Nanos>, u64) {
+    /// segments `tp->lost` counts (their sequence numbers appended to `newly`).
+    pub fn detect_loss(
+        &self,
+        sb: &mut Scoreboard,
+        now: Nanos,
+        reo_wnd: Nanos,
+        newly: &mut Vec<u64>,
+    ) -> (Option<Nanos>, u64) {
         let mut timeout: Option<Nanos> = None;
         let mut lost = 0;
         let mut i = 0;
@@ -87,7 +93,10 @@ impl Rack {
             let waited = now - tx;
             let limit = self.rtt_us * NS_PER_US + reo_wnd;
             if waited >= limit {
-                lost += sb.mark_lost(seq) as u64;
+                if sb.mark_lost(seq) {
+                    lost += 1;
+                    newly.push(seq);
+                }
                 sb.tsorted.remove(i);
             } else {
                 let rem = limit - waited;
@@ -103,8 +112,11 @@ impl Sender {
     /// [`Rack::detect_loss`] with this connection's window; counts the losses.
     pub(super) fn rack_detect_loss(&mut self, now: Nanos) -> Option<Nanos> {
         let reo_wnd = Rack::reo_wnd(self.ca_state, self.sb.sacked_out, self.min_rtt_ns(), self.rtt.srtt());
-        let (timeout, lost) = self.rack.detect_loss(&mut self.sb, now, reo_wnd);
-        self.rate.lost += lost;
+        let mut newly = std::mem::take(&mut self.newly_lost);
+        let (timeout, _) = self.rack.detect_loss(&mut self.sb, now, reo_wnd, &mut newly);
+        self.notify_lost(now, &newly);
+        newly.clear();
+        self.newly_lost = newly;
         timeout
     }
 
@@ -126,7 +138,7 @@ impl Sender {
         let timeout = self.rack_detect_loss(now);
         if prior_inflight != self.in_flight() {
             if self.ca_state != CaState::Recovery {
-                self.enter_recovery(now);
+                self.enter_recovery(now, false);
                 if !self.cc.has_cong_control() {
                     self.cwnd_reduction(1, 0, false);
                 }
@@ -176,12 +188,12 @@ mod tests {
         sb.sack_one(4);
         let mut r = Rack::default();
         r.advance(44 * NS_PER_MS, 0, false, 4, 4 * NS_PER_MS);
-        let (timeout, lost) = r.detect_loss(&mut sb, 44 * NS_PER_MS, 2 * NS_PER_MS);
+        let (timeout, lost) = r.detect_loss(&mut sb, 44 * NS_PER_MS, 2 * NS_PER_MS, &mut Vec::new());
         assert_eq!((timeout, lost), (Some(NS_PER_MS), 3));
         assert_eq!(sb.lost_q.iter().copied().collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(sb.tsorted.iter().map(|e| e.1).collect::<Vec<_>>(), [3], "lost and sacked entries leave the queue");
         // 1 ms later 3 is lost too
-        assert_eq!(r.detect_loss(&mut sb, 45 * NS_PER_MS, 2 * NS_PER_MS), (None, 1));
+        assert_eq!(r.detect_loss(&mut sb, 45 * NS_PER_MS, 2 * NS_PER_MS, &mut Vec::new()), (None, 1));
         assert_eq!(sb.lost_out, 4);
     }
 }

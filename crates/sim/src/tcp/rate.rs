@@ -2,7 +2,11 @@
 //!
 //! Source: Linux v6.x `net/ipv4/tcp_rate.c` (`tcp_rate_skb_sent`,
 //! `tcp_rate_skb_delivered`, `tcp_rate_gen`, `tcp_rate_check_app_limited`),
-//! draft-cheng-iccrg-delivery-rate-estimation.
+//! draft-cheng-iccrg-delivery-rate-estimation; the per-segment `tx.in_flight`
+//! and `tx.lost` with `rs->tx_in_flight`, `rs->prior_lost` and `rs->lost`
+//! from the BBRv3 tree (github.com/google/bbr branch v3, Linux 6.13.7:
+//! `tcp_set_tx_in_flight`), which BBRv3 reads to learn the flight at which
+//! losses began.
 //!
 //! Model: every segment, when sent, remembers how much had been delivered
 //! (`delivered`) and when (`delivered_mstamp`), and when the flight it
@@ -45,7 +49,9 @@ pub(super) struct DeliveryRate {
 impl DeliveryRate {
     /// `tcp_rate_skb_sent`: snapshot the delivery state into the segment
     /// sent at `now`; `pipe_empty` (nothing in flight) starts a new flight.
-    pub fn skb_sent(&mut self, now: Nanos, pipe_empty: bool, s: &mut Seg) {
+    /// `in_flight` is `tcp_packets_in_flight` before this transmission plus
+    /// the segment (`tcp_set_tx_in_flight`).
+    pub fn skb_sent(&mut self, now: Nanos, pipe_empty: bool, in_flight: u32, s: &mut Seg) {
         if pipe_empty {
             self.first_tx_mstamp = now;
             self.delivered_mstamp = now;
@@ -55,6 +61,8 @@ impl DeliveryRate {
         s.delivered = self.delivered;
         s.app_limited = self.app_limited != 0;
         s.delivered_ce = self.delivered_ce;
+        s.tx_lost = self.lost;
+        s.tx_in_flight = in_flight;
     }
 
     /// `tcp_rate_skb_delivered`: segment `seq` (`s` as it was) is delivered by
@@ -70,6 +78,8 @@ impl DeliveryRate {
             rs.prior_mstamp = s.delivered_mstamp;
             rs.is_app_limited = s.app_limited;
             rs.is_retrans = s.ever_retrans;
+            rs.tx_in_flight = s.tx_in_flight;
+            rs.prior_lost = s.tx_lost;
             *last_end_seq = seq + 1;
             self.first_tx_mstamp = s.tx_time;
             rs.interval = (s.tx_time - s.first_tx) as i64;
@@ -95,6 +105,7 @@ impl DeliveryRate {
             return;
         }
         rs.delivered = (self.delivered - rs.prior_delivered) as i64;
+        rs.lost = (self.lost - rs.prior_lost).min(u32::MAX as u64) as u32;
         let snd = rs.interval;
         let ack_iv = (now - rs.prior_mstamp) as i64;
         rs.interval = snd.max(ack_iv);
@@ -150,11 +161,33 @@ mod tests {
         let mut r =
             DeliveryRate { delivered: 7, delivered_ce: 2, first_tx_mstamp: 5, delivered_mstamp: 6, ..Default::default() };
         let mut s = Seg::default();
-        r.skb_sent(100, false, &mut s);
+        r.skb_sent(100, false, 3, &mut s);
         assert_eq!((s.first_tx, s.delivered_mstamp, s.delivered, s.delivered_ce, s.app_limited), (5, 6, 7, 2, false));
         r.app_limited = 9;
-        r.skb_sent(200, true, &mut s);
+        r.skb_sent(200, true, 1, &mut s);
         assert_eq!((s.first_tx, s.delivered_mstamp, s.app_limited), (200, 200, true));
+    }
+
+    #[test]
+    fn a_sent_segment_remembers_the_flight_and_the_losses_so_far_and_the_sample_reports_them() {
+        // tcp_set_tx_in_flight: 11 in flight before it, itself the 12th; tp->lost = 3 then
+        let mut r = DeliveryRate { delivered: 7, lost: 3, delivered_mstamp: 6 * NS_PER_MS, ..Default::default() };
+        let mut s = Seg::default();
+        r.skb_sent(10 * NS_PER_MS, false, 12, &mut s);
+        s.tx_time = 10 * NS_PER_MS;
+        assert_eq!((s.tx_in_flight, s.tx_lost), (12, 3));
+        // by its ACK 9 more were delivered and 2 more marked lost:
+        // rs->tx_in_flight = 12, rs->prior_lost = 3, rs->lost = 5 - 3 = 2
+        r.delivered = 16;
+        r.lost = 5;
+        let mut rs = RateSample::default();
+        r.skb_delivered(&mut rs, &mut 0, &s, 20);
+        r.gen(40 * NS_PER_MS, 1, 2, &mut rs, u64::MAX);
+        assert_eq!((rs.tx_in_flight, rs.prior_lost, rs.lost, rs.losses, rs.delivered), (12, 3, 2, 2, 9));
+        // no segment with timing state delivered: no sample, rs->lost stays 0
+        let mut none = RateSample::default();
+        r.gen(41 * NS_PER_MS, 0, 1, &mut none, u64::MAX);
+        assert_eq!((none.tx_in_flight, none.lost, none.losses, none.delivered), (0, 0, 1, -1));
     }
 
     #[test]

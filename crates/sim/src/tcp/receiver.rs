@@ -2,28 +2,38 @@
 //! policy.
 //!
 //! Source: Linux `net/ipv4/tcp_input.c` (v6.x): `tcp_data_queue`,
-//! `tcp_data_queue_ofo`, `__tcp_ack_snd_check`, `tcp_event_data_recv`,
-//! `tcp_sack_new_ofo_skb`, `tcp_dsack_set`.
+//! `tcp_data_queue_ofo`, `__tcp_ack_snd_check`, `tcp_event_data_recv`
+//! (the `ato` estimate), `tcp_sack_new_ofo_skb`, `tcp_dsack_set`;
+//! `net/ipv4/tcp_output.c` `tcp_send_delayed_ack`; `net/ipv4/tcp_timer.c`
+//! `tcp_delack_timer_handler`.
 //!
 //! ACK policy, as Linux does it:
 //! - quick-ACK mode for the first `TCP_MAX_QUICKACKS` (16) segments of a
 //!   connection and again after an idle gap longer than the RTO: every
 //!   segment is acked at once;
 //! - otherwise an ACK every 2 full-sized segments, or when the delayed-ACK
-//!   timer (`TCP_DELACK_MIN` = 40 ms, the first `ato`) expires;
+//!   timer expires: `ato` jiffies after the segment (bounded by the RTT and
+//!   `TCP_DELACK_MAX`);
+//! - `ato` (`icsk_ack.ato`, jiffies) starts at `TCP_ATO_MIN` (40 ms) and
+//!   follows the gap m between in-order segments: m ≤ 20 ms: ato/2 + 20 ms
+//!   (it settles at 40 ms); m < ato: ato/2 + m, at most the RTO; a delayed
+//!   ACK that had to wait for its timer doubles it (at most the RTO);
 //! - out-of-order data: the first 3 duplicate ACKs go out at once, later
 //!   ones are compressed (`tcp_comp_sack_nr` = 44 ACKs at most, sent after
 //!   min(`tcp_comp_sack_delay_ns` = 1 ms, RTT/20));
 //! - a segment that fills a hole, or a duplicate segment (D-SACK, RFC 2883),
 //!   is acked at once.
 //!
-//! Simplification: Linux adapts `ato` to the inter-arrival time; we keep it
-//! at its 40 ms start value (it only matters for flows slower than one
-//! segment per 40 ms). The RTT of the compressed-SACK timer is the flow's
-//! base RTT (Linux uses its receive-side RTT estimate).
+//! Simplifications: the receiver's RTO (`icsk_rto`, which caps `ato` and
+//! whose idle gap re-enters quick-ACK mode) is `TCP_RTO_MIN`, 200 ms (Linux:
+//! from its handshake RTT sample, at least 200 ms + RTT); its RTT (the bound
+//! on `ato` and the compressed-SACK delay) is the flow's base RTT (Linux:
+//! its handshake sample and receive-side estimate); not modelled: pingpong
+//! (interactive) mode and `ICSK_ACK_PUSHED` (both lower the bound to 200 ms).
 
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
-use bloatlab_core::time::{Nanos, NS_PER_MS};
+use bloatlab_core::kernel::{jiffies32, usecs_to_jiffies, HZ, NS_PER_JIFFY};
+use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 
 /// `TCP_MAX_QUICKACKS`: segments acked at once when quick-ACK mode starts.
 pub const MAX_QUICKACKS: u32 = 16;
@@ -37,6 +47,14 @@ pub const COMP_SACK_DELAY: Nanos = NS_PER_MS;
 pub const FASTRETRANS_THRESH: u32 = 3;
 /// Idle gap that re-enters quick-ACK mode (Linux: the RTO; 200 ms minimum).
 const QUICKACK_IDLE: Nanos = 200 * NS_PER_MS;
+/// `TCP_ATO_MIN` (HZ/25): the first `ato`, 40 ms, in jiffies.
+const ATO_MIN_J: u32 = HZ / 25;
+/// `TCP_DELACK_MIN` (HZ/25), jiffies.
+const DELACK_MIN_J: u32 = HZ / 25;
+/// `TCP_DELACK_MAX` (HZ/5, `icsk_delack_max`): longest delayed-ACK wait, 200 ms, jiffies.
+const DELACK_MAX_J: u32 = HZ / 5;
+/// The receiver's `icsk_rto` in jiffies ([`QUICKACK_IDLE`], see the module docs).
+const RTO_J: u32 = (QUICKACK_IDLE / NS_PER_JIFFY) as u32;
 
 #[derive(Debug, Clone)]
 pub struct AckOut {
@@ -72,9 +90,17 @@ pub struct Receiver {
     dup_ack_counter: u32,
     compressed: u32,
     last_data: Option<Nanos>,
-    /// When the delayed (or compressed) ACK must go out.
+    /// When the delayed (or compressed) ACK must go out: the earlier of
+    /// `delack_at` and the compressed-SACK timer.
     pub ack_deadline: Option<Nanos>,
+    /// The delayed-ACK timer (`ICSK_ACK_TIMER`, `icsk_ack.timeout`).
+    delack_at: Option<Nanos>,
     comp_delay: Nanos,
+    /// `icsk_ack.ato` in jiffies (0: no data yet) and `icsk_ack.lrcvtime`.
+    pub ato: u32,
+    lrcvtime: u32,
+    /// The RTT bound on `ato` (`tcp_send_delayed_ack`), jiffies.
+    rtt_j: u32,
     /// Segments received twice (duplicates).
     pub dup_segs: u64,
     pub ecn: EcnEcho,
@@ -102,7 +128,11 @@ impl Receiver {
             compressed: 0,
             last_data: None,
             ack_deadline: None,
+            delack_at: None,
             comp_delay: COMP_SACK_DELAY.min(base_rtt / 20).max(1),
+            ato: 0,
+            lrcvtime: 0,
+            rtt_j: usecs_to_jiffies(base_rtt / NS_PER_US).max(DELACK_MIN_J),
             dup_segs: 0,
             ecn: EcnEcho::Off,
             ece: false,
@@ -152,6 +182,7 @@ impl Receiver {
             return AckNeed::Now;
         }
         if seq == self.rcv_nxt {
+            self.update_ato(now);
             self.rcv_nxt += 1;
             let had_ofo = !self.ofo.is_empty();
             // tcp_ofo_queue: pull in what became contiguous.
@@ -172,10 +203,7 @@ impl Receiver {
             if self.quick > 0 || self.unacked >= 2 {
                 return AckNeed::Now;
             }
-            if self.ack_deadline.is_none() {
-                self.ack_deadline = Some(now + DELACK_MIN);
-            }
-            return AckNeed::Later;
+            return self.send_delayed_ack(now);
         }
         // Out of order: insert and put its block first in the SACK list.
         self.insert_ofo(seq);
@@ -192,6 +220,49 @@ impl Receiver {
             self.ack_deadline = Some(d);
         }
         AckNeed::Later
+    }
+
+    /// `tcp_event_data_recv`'s `ato` estimate from the gap since the last
+    /// in-order segment (the quick-ACK part is [`Self::on_data`]'s).
+    fn update_ato(&mut self, now: Nanos) {
+        let now_j = jiffies32(now);
+        if self.ato == 0 {
+            self.ato = ATO_MIN_J;
+        } else {
+            let m = now_j.wrapping_sub(self.lrcvtime);
+            if m <= ATO_MIN_J / 2 {
+                self.ato = (self.ato >> 1) + ATO_MIN_J / 2;
+            } else if m < self.ato {
+                self.ato = ((self.ato >> 1) + m).min(RTO_J);
+            }
+        }
+        self.lrcvtime = now_j;
+    }
+
+    /// `tcp_send_delayed_ack`: arm the delayed-ACK timer `ato` jiffies
+    /// ahead, `ato` bounded by the RTT (at least `TCP_DELACK_MIN`, at most
+    /// HZ/2) once above `TCP_DELACK_MIN`, and by `TCP_DELACK_MAX`. (Linux
+    /// also handles a timer already running: here none is, since the second
+    /// unacked segment is acked at once before it gets here.)
+    fn send_delayed_ack(&mut self, now: Nanos) -> AckNeed {
+        let mut ato = self.ato;
+        if ato > DELACK_MIN_J {
+            ato = ato.min((HZ / 2).min(self.rtt_j));
+        }
+        let ato = ato.min(DELACK_MAX_J);
+        let timeout = now + ato as u64 * NS_PER_JIFFY;
+        self.delack_at = Some(timeout);
+        self.ack_deadline = Some(self.ack_deadline.map_or(timeout, |d| d.min(timeout)));
+        AckNeed::Later
+    }
+
+    /// A receiver timer fired at `now`, before the ACK goes out:
+    /// `tcp_delack_timer_handler` doubles `ato` (at most the RTO) when the
+    /// delayed-ACK timer is the one that expired.
+    pub fn on_timer(&mut self, now: Nanos) {
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.ato = (self.ato << 1).min(RTO_J);
+        }
     }
 
     fn insert_ofo(&mut self, seq: u64) {
@@ -241,6 +312,7 @@ impl Receiver {
             self.dup_ack_counter = 0;
         }
         self.ack_deadline = None;
+        self.delack_at = None;
         AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece }
     }
 }
@@ -300,5 +372,52 @@ mod tests {
         let a = r.make_ack();
         assert!(a.dsack);
         assert_eq!(a.sack[0], SackBlock { start: 0, end: 1 });
+    }
+
+    /// The first 16 segments, 4 ms (one jiffy) apart, each acked at once.
+    fn past_quickack(base_rtt: Nanos) -> (Receiver, Nanos) {
+        let mut r = Receiver::new(base_rtt);
+        for s in 0..16 {
+            assert_eq!(r.on_data(s * NS_PER_JIFFY, s), AckNeed::Now);
+            r.make_ack();
+        }
+        (r, 15 * NS_PER_JIFFY)
+    }
+
+    #[test]
+    fn ato_starts_at_40_ms_and_stays_there_while_segments_come_within_20_ms() {
+        let (r, _) = past_quickack(100 * NS_PER_MS);
+        // first segment: TCP_ATO_MIN; then gaps of 1 jiffy: 10 / 2 + 5 = 10
+        assert_eq!(r.ato, 10);
+    }
+
+    #[test]
+    fn a_slower_sender_stretches_ato_and_a_missed_delayed_ack_doubles_it() {
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        // 28 ms (7 jiffies) later: 7 < ato 10, so ato = 10 / 2 + 7 = 12 jiffies;
+        // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the ACK waits 48 ms.
+        let t1 = t + 7 * NS_PER_JIFFY;
+        assert_eq!(r.on_data(t1, 16), AckNeed::Later);
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 48 * NS_PER_MS)));
+        // the timer fires: ato doubles to 24 (at most the RTO, 50 jiffies)
+        r.on_timer(t1 + 48 * NS_PER_MS);
+        r.make_ack();
+        assert_eq!(r.ato, 24);
+        // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms
+        let t2 = t1 + 25 * NS_PER_JIFFY;
+        assert_eq!(r.on_data(t2, 17), AckNeed::Later);
+        assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 96 * NS_PER_MS)));
+        // 20 jiffies later: 24 / 2 + 20 = 32; the second unacked segment is acked at once
+        assert_eq!(r.on_data(t2 + 20 * NS_PER_JIFFY, 18), AckNeed::Now);
+        assert_eq!(r.ato, 32);
+    }
+
+    #[test]
+    fn a_short_rtt_bounds_the_stretched_ato_at_40_ms() {
+        // base RTT 10 ms: the bound is max(3 jiffies, TCP_DELACK_MIN 10) = 10 jiffies
+        let (mut r, t) = past_quickack(10 * NS_PER_MS);
+        let t1 = t + 7 * NS_PER_JIFFY;
+        assert_eq!(r.on_data(t1, 16), AckNeed::Later);
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 40 * NS_PER_MS)));
     }
 }

@@ -14,8 +14,8 @@
 //! repaired a loss → Open once `high_seq` is acked; any state → Loss on an
 //! RTO (`timer.rs`), left once `high_seq` is acked.
 //!
-//! No undo of spurious reductions (no reordering in the model, so they come
-//! only from RTOs) and no F-RTO (docs/simulator.md).
+//! Undo of spurious reductions and F-RTO (`tcp_process_loss`) are
+//! `undo.rs`'s; this file calls them where `tcp_fastretrans_alert` does.
 
 use super::scoreboard::AckState;
 use super::sender::{Sender, TimerKind};
@@ -83,9 +83,15 @@ impl Sender {
         }
     }
 
-    /// `tcp_enter_recovery` (via `tcp_init_cwnd_reduction`).
-    pub(super) fn enter_recovery(&mut self, now: Nanos) {
-        self.undo_marker = true;
+    /// `tcp_enter_recovery` (via `tcp_init_cwnd_reduction`); `ece`: the
+    /// ACK echoed CE (then there is no ssthresh to restore on undo).
+    pub(super) fn enter_recovery(&mut self, now: Nanos, ece: bool) {
+        self.undo.prior_ssthresh = 0;
+        let tlp_retrans_in_flight = self.tlp_high_seq.is_some() && self.tlp_retrans;
+        self.undo.init(self.sb.una, self.sb.retrans_out, tlp_retrans_in_flight);
+        if !ece && !matches!(self.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.undo.prior_ssthresh = self.w.current_ssthresh(self.ca_state);
+        }
         self.init_cwnd_reduction(now);
         self.set_state(now, CaState::Recovery);
     }
@@ -102,7 +108,7 @@ impl Sender {
 
     /// `tcp_end_cwnd_reduction`.
     pub(super) fn end_cwnd_reduction(&mut self, now: Nanos) {
-        if self.w.ssthresh < INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.undo_marker) {
+        if self.w.ssthresh < INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.undo.marker.is_some()) {
             self.w.cwnd = self.w.ssthresh;
         }
         let v = self.view(now);
@@ -117,11 +123,23 @@ impl Sender {
 
     /// `tcp_enter_cwr`: an ECN echo starts a reduction without loss.
     fn enter_cwr(&mut self, now: Nanos) {
+        self.undo.prior_ssthresh = 0;
         if self.ca_state < CaState::Cwr {
-            self.undo_marker = false;
+            self.undo.marker = None;
             self.init_cwnd_reduction(now);
             self.set_state(now, CaState::Cwr);
             self.queue_cwr = true;
+        }
+    }
+
+    /// `tcp_try_to_open`: an ECE starts a CWR episode (`tcp_enter_cwr`);
+    /// otherwise Open or Disorder.
+    pub(super) fn try_to_open(&mut self, now: Nanos, ece: bool) {
+        if ece {
+            self.enter_cwr(now);
+        }
+        if self.ca_state != CaState::Cwr {
+            self.try_keep_open(now);
         }
     }
 
@@ -180,7 +198,7 @@ impl Sender {
                     }
                 }
                 CaState::Recovery => {
-                    self.set_state(now, CaState::Open);
+                    self.try_undo_recovery(now);
                     self.end_cwnd_reduction(now);
                 }
                 _ => {}
@@ -188,42 +206,45 @@ impl Sender {
         }
         match self.ca_state {
             CaState::Recovery => {
+                if self.try_undo_dsack(now) {
+                    self.try_to_open(now, ece);
+                }
                 self.rack_mark_lost(now);
                 if matches!(self.timer, Some((_, TimerKind::Reo))) {
                     a.set_xmit_timer = false;
                 }
+                if self.ca_state != CaState::Recovery && self.sb.lost_out > 0 {
+                    // the undo was wrong: loss is evident, a new recovery
+                    self.enter_recovery(now, ece);
+                }
             }
             CaState::Loss => {
-                if self.sb.una >= self.high_seq {
-                    self.set_state(now, CaState::Open);
-                }
+                let una_advanced = self.sb.una > a.prior_una;
+                self.process_loss(now, una_advanced, a.sacked_new, a.orig_sack_acked, a.dupack);
                 if self.ca_state != CaState::Loss {
                     self.rack_mark_lost(now);
                     if self.sb.lost_out > 0 && self.ca_state <= CaState::Disorder {
-                        self.enter_recovery(now);
+                        self.enter_recovery(now, ece);
                     }
                 } else {
                     self.rack_mark_lost(now);
                 }
             }
             _ => {
+                if self.ca_state <= CaState::Disorder {
+                    self.try_undo_dsack(now);
+                }
                 self.rack_mark_lost(now);
                 if matches!(self.timer, Some((_, TimerKind::Reo))) {
                     a.set_xmit_timer = false;
                 }
                 if self.sb.lost_out > 0 {
-                    self.enter_recovery(now);
+                    self.enter_recovery(now, ece);
                     if ece {
                         self.queue_cwr = true;
                     }
                 } else {
-                    // tcp_try_to_open: an ECE starts a CWR episode (tcp_enter_cwr).
-                    if ece {
-                        self.enter_cwr(now);
-                    }
-                    if self.ca_state != CaState::Cwr {
-                        self.try_keep_open(now);
-                    }
+                    self.try_to_open(now, ece);
                 }
             }
         }

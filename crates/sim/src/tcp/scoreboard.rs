@@ -22,7 +22,7 @@
 
 use super::sender::Sender;
 use crate::packet::{SackBlock, MSS};
-use bloatlab_core::cc::{AckSample, RateSample};
+use bloatlab_core::cc::{AckSample, LostSkb, RateSample};
 use bloatlab_core::time::{Nanos, NS_PER_US};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -41,6 +41,10 @@ pub(super) struct Seg {
     pub app_limited: bool,
     /// `tp->delivered_ce` when sent.
     pub delivered_ce: u64,
+    /// BBRv3 tree's `tx.in_flight`: packets in flight once it was sent, itself included.
+    pub tx_in_flight: u32,
+    /// BBRv3 tree's `tx.lost`: `tp->lost` when sent.
+    pub tx_lost: u64,
     /// TCPCB_SACKED_ACKED.
     pub sacked: bool,
     /// TCPCB_LOST.
@@ -195,10 +199,21 @@ impl Scoreboard {
         }
     }
 
+    /// `tcp_undo_cwnd_reduction`'s `unmark_loss`: no segment is LOST any more
+    /// (retransmissions in flight stay SACKED_RETRANS, as in Linux).
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.lost = false;
+        }
+        self.lost_out = 0;
+        self.lost_q.clear();
+    }
+
     /// `tcp_timeout_mark_lost`: on an RTO everything not SACKed is lost and
-    /// no retransmission is in flight. Returns the segments newly lost.
-    pub fn timeout_mark_lost(&mut self) -> u64 {
-        let mut newly = 0;
+    /// no retransmission is in flight. Returns how many segments are newly
+    /// lost (their sequence numbers appended to `newly`).
+    pub fn timeout_mark_lost(&mut self, newly: &mut Vec<u64>) -> u64 {
+        let mut count = 0;
         for i in 0..self.segs.len() {
             let seq = self.una + i as u64;
             let s = self.segs[i];
@@ -212,12 +227,13 @@ impl Scoreboard {
             if !s.lost {
                 self.segs[i].lost = true;
                 self.lost_out += 1;
-                newly += 1;
+                count += 1;
+                newly.push(seq);
             }
             self.lost_q.insert(seq);
         }
         self.retrans_out = 0;
-        newly
+        count
     }
 }
 
@@ -241,6 +257,10 @@ pub(super) struct AckState {
     pub last_sackt: Option<Nanos>,
     pub first_ackt: Option<Nanos>,
     pub last_ackt: Option<Nanos>,
+    /// FLAG_ORIG_SACK_ACKED: a never-retransmitted segment below `high_seq` was (S)ACKed.
+    pub orig_sack_acked: bool,
+    /// `num_dupack` > 0: snd_una did not advance and the ACK is no D-SACK.
+    pub dupack: bool,
     /// FLAG_RETRANS_DATA_ACKED: Karn's rule forbids an RTT sample from the cumulative ACK.
     pub retrans_acked: bool,
     pub pkts_acked: u32,
@@ -262,6 +282,8 @@ impl AckState {
             last_sackt: None,
             first_ackt: None,
             last_ackt: None,
+            orig_sack_acked: false,
+            dupack: false,
             retrans_acked: false,
             pkts_acked: 0,
             set_xmit_timer: false,
@@ -270,6 +292,25 @@ impl AckState {
 }
 
 impl Sender {
+    /// `tcp_notify_skb_loss_event` for each segment a loss-marking pass
+    /// newly counted (in marking order): `tp->lost` counts it, then the
+    /// control hears of it (`skb_marked_lost`) with the segment's send state.
+    pub(super) fn notify_lost(&mut self, now: Nanos, newly: &[u64]) {
+        for &seq in newly {
+            self.rate.lost += 1;
+            let s = *self.sb.seg(seq);
+            let skb = LostSkb {
+                tx_in_flight: s.tx_in_flight,
+                lost: (self.rate.lost - s.tx_lost).min(u32::MAX as u64) as u32,
+                is_app_limited: s.app_limited,
+                has_tx_state: s.delivered_mstamp != 0,
+                pcount: 1,
+            };
+            let v = self.view(now);
+            self.cc.skb_marked_lost(&v, &skb, &self.w);
+        }
+    }
+
     /// `tcp_sacktag_write_queue`: tag what the SACK blocks newly cover; a
     /// D-SACK block (the first, RFC 2883) is reported, not tagged.
     pub(super) fn sacktag_write_queue(&mut self, now: Nanos, ack: u64, sack: &[SackBlock], dsack: bool, a: &mut AckState) {
@@ -282,6 +323,7 @@ impl Sender {
                 self.rate.delivered += 1;
                 a.sacked_new = true;
                 if !s.ever_retrans {
+                    a.orig_sack_acked |= seq < self.high_seq;
                     a.first_sackt = Some(a.first_sackt.map_or(s.tx_time, |t| t.min(s.tx_time)));
                     a.last_sackt = Some(a.last_sackt.map_or(s.tx_time, |t| t.max(s.tx_time)));
                 }
@@ -305,6 +347,7 @@ impl Sender {
                 if s.ever_retrans {
                     a.retrans_acked = true;
                 } else {
+                    a.orig_sack_acked |= seq < self.high_seq;
                     a.first_ackt.get_or_insert(s.tx_time);
                     a.last_ackt = Some(s.tx_time);
                 }
@@ -388,7 +431,7 @@ mod tests {
         sb.sack_one(3);
         sb.mark_lost(1);
         sb.retransmit_next_lost();
-        assert_eq!(sb.timeout_mark_lost(), 4, "0, 2, 4, 5 are new; 1 was lost already");
+        assert_eq!(sb.timeout_mark_lost(&mut Vec::new()), 4, "0, 2, 4, 5 are new; 1 was lost already");
         assert_eq!((sb.lost_out, sb.retrans_out, sb.sacked_out, sb.in_flight()), (5, 0, 1, 0));
         assert_eq!(sb.lost_q.iter().copied().collect::<Vec<_>>(), [0, 1, 2, 4, 5]);
     }

@@ -30,14 +30,15 @@
 //! the estimator and the min-RTT filter as `tcp_synack_rtt_meas` /
 //! `tcp_ack_update_rtt` do.
 //!
-//! Simplifications (documented in docs/simulator.md): no undo of spurious
-//! reductions (no reordering in the model, so they come only from RTOs),
-//! no F-RTO, no receive-window limit.
+//! Simplifications (documented in docs/simulator.md): no TCP timestamps (undo
+//! and F-RTO work from D-SACKs and never-retransmitted data, `undo.rs`), no
+//! receive-window limit.
 
 use super::output::{Pacer, PACING_SHIFT};
 use super::rack::Rack;
 use super::rate::DeliveryRate;
 use super::recovery::Prr;
+use super::undo::Undo;
 use super::rtt::RttEstimator;
 use super::scoreboard::{AckState, Scoreboard, MIN_RTT_WLEN_US};
 pub use super::output::Tx;
@@ -91,9 +92,12 @@ pub struct Sender {
     /// snd_nxt when the current recovery/CWR/loss episode started.
     pub(super) high_seq: u64,
     pub(super) prr: Prr,
-    pub(super) undo_marker: bool,
+    /// Undo of spurious reductions and F-RTO (`undo.rs`).
+    pub(super) undo: Undo,
 
     pub(super) rack: Rack,
+    /// Scratch list of the segments one loss-marking pass marked lost.
+    pub(super) newly_lost: Vec<u64>,
 
     /// snd_nxt after a tail loss probe, until its outcome is known.
     pub(super) tlp_high_seq: Option<u64>,
@@ -158,8 +162,9 @@ impl Sender {
             ca_state: CaState::Open,
             high_seq: 0,
             prr: Prr::default(),
-            undo_marker: false,
+            undo: Undo::default(),
             rack: Rack::default(),
+            newly_lost: Vec::new(),
             tlp_high_seq: None,
             tlp_retrans: false,
             timer: None,
@@ -326,8 +331,13 @@ impl Sender {
             return; // old or impossible ACK
         }
         let mut a = AckState::new(self.sb.una, self.in_flight(), self.rate.delivered, self.rate.lost);
+        self.undo_check_dsack(sack, dsack, a.prior_una);
         self.sacktag_write_queue(now, ack, sack, dsack, &mut a);
         self.clean_rtt_queue(now, ack, &mut a);
+        if self.sb.una > a.prior_una {
+            self.undo.rto_retransmits = 0;
+        }
+        a.dupack = self.sb.una == a.prior_una && !dsack;
         self.ack_update_rtt(now, &mut a);
         self.process_tlp_ack(now, ack, dsack, &a);
         self.ecn_echo(now, ece, &a);
@@ -340,7 +350,7 @@ impl Sender {
         self.rate.gen(now, delivered, lost, &mut a.rs, min_rtt);
         self.cong_control(now, &a, delivered, lost);
         self.set_xmit_timer(now, a.set_xmit_timer);
-        self.transmit(now, out);
+        self.xmit_recovery(now, out);
         if self.finished() && self.done_at.is_none() {
             self.done_at = Some(now);
             self.timer = None;

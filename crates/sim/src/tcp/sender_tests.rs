@@ -4,6 +4,7 @@ use super::*;
 use crate::packet::SackBlock;
 use crate::tcp::rtt::TIMEOUT_MIN;
 use bloatlab_core::cc::reno::Reno;
+use bloatlab_core::cc::INFINITE_SSTHRESH;
 use bloatlab_core::time::NS_PER_MS;
 
 fn reno_sender() -> Sender {
@@ -129,7 +130,9 @@ fn the_rto_doubles_on_each_timeout_and_resets_with_a_new_rtt_sample() {
     s.on_timer(t1 + 600 * NS_PER_MS, &mut out);
     let t2 = t1 + 600 * NS_PER_MS;
     assert_eq!(s.timer, Some((t2 + 1200 * NS_PER_MS, TimerKind::Rto)));
-    assert_eq!(s.w.ssthresh, 2);
+    // tcp_enter_loss reduces ssthresh once per window: the first RTO halved
+    // cwnd 11 to 5; the second (in Loss, icsk_retransmits 1) leaves it.
+    assert_eq!(s.w.ssthresh, 5);
 }
 
 #[test]
@@ -346,4 +349,92 @@ fn a_segment_sent_into_an_empty_pipe_starts_a_new_flight_and_a_retransmission_do
     let rtx = s.on_sent(t + 300 * NS_PER_MS, first, true);
     assert!(rtx.retrans);
     assert_eq!((s.sb.seg(first).first_tx, s.sb.seg(first).delivered_mstamp), (t, t));
+}
+
+#[test]
+fn each_segment_records_the_flight_it_joined_and_the_losses_so_far() {
+    // tcp_set_tx_in_flight: the initial window's i-th segment leaves with i in flight.
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    let flights: Vec<(u32, u64)> = s.sb.segs.iter().map(|g| (g.tx_in_flight, g.tx_lost)).collect();
+    assert_eq!(flights, (1..=10).map(|i| (i, 0)).collect::<Vec<_>>());
+    // 30 in flight (20..49); 21-23 SACKed and 20 marked lost leave 26 in
+    // flight; the retransmission of 20 joins them as the 27th, with tp->lost = 1.
+    let (mut s, _) = warmed(20);
+    assert_eq!(s.in_flight(), 30);
+    let t23 = s.sb.segs[3].tx_time;
+    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
+    assert_eq!(s.lost_total(), 1);
+    assert!(s.sb.segs[0].retrans);
+    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (27, 1));
+}
+
+/// `warmed(1)` (11 in flight, 1..=11, cwnd 11), then its RTO fires; returns the RTO's time.
+fn after_rto() -> (Sender, Nanos) {
+    let (mut s, now) = warmed(1);
+    let t = now + s.rtt.rto;
+    s.timer = Some((t, TimerKind::Rto));
+    s.on_timer(t, &mut Vec::new());
+    (s, t)
+}
+
+#[test]
+fn frto_undoes_an_rto_once_never_retransmitted_data_is_acked() {
+    // The RTO marks all 11 lost, ssthresh 5, and F-RTO retransmits only segment 1.
+    let (mut s, t) = after_rto();
+    let mut out = Vec::new();
+    assert_eq!((s.ca_state, s.w.cwnd, s.w.ssthresh, s.sb.lost_out), (CaState::Loss, 1, 5, 11));
+    assert!(s.undo.frto);
+    assert_eq!((s.undo.marker, s.undo.retrans, s.undo.prior_ssthresh), (Some(1), 1, INFINITE_SSTHRESH));
+    // The originals were only late: the ACK of 1 and 2 acks segment 2, never
+    // retransmitted and sent before the RTO (FLAG_ORIG_SACK_ACKED): undo.
+    s.on_ack(t + 10 * NS_PER_MS, 3, &[], false, false, &mut out);
+    assert_eq!(s.ca_state, CaState::Open);
+    assert_eq!((s.sb.lost_out, s.undo.marker), (0, None));
+    // ssthresh back to infinity; cwnd = Reno's undo max(cwnd 1, prior_cwnd 11),
+    // then slow start adds the 2 segments acked: 13.
+    assert_eq!((s.w.ssthresh, s.w.cwnd), (INFINITE_SSTHRESH, 13));
+    assert_eq!(s.retrans_segs, 1, "only the F-RTO probe was retransmitted");
+}
+
+#[test]
+fn frto_sends_new_data_after_the_first_ack_and_a_sack_of_it_proves_the_loss_real() {
+    let (mut s, t) = after_rto();
+    let mut out = Vec::new();
+    // Step 2.b: the ACK covers only the retransmitted segment 1: new data
+    // (12, 13: cwnd 2 after slow start) goes out instead of retransmissions.
+    s.on_ack(t + 100 * NS_PER_MS, 2, &[], false, false, &mut out);
+    assert_eq!(s.ca_state, CaState::Loss);
+    assert_eq!(s.high_seq, 12);
+    assert!(out.iter().all(|x| !x.retrans), "{out:?}");
+    assert_eq!(out.iter().map(|x| x.seq).collect::<Vec<_>>(), vec![12, 13]);
+    // Step 3.a: a SACK of new data without 2 acked: the loss was real,
+    // F-RTO ends and the lost segments are retransmitted.
+    out.clear();
+    s.on_ack(t + 200 * NS_PER_MS, 2, &[SackBlock { start: 12, end: 13 }], false, false, &mut out);
+    assert!(!s.undo.frto);
+    assert_eq!(s.ca_state, CaState::Loss);
+    assert!(out.first().is_some_and(|x| x.retrans && x.seq == 2), "{out:?}");
+}
+
+#[test]
+fn a_dsack_of_the_only_fast_retransmission_undoes_the_recovery() {
+    // 30 in flight (20..49), cwnd 30; 21-23 SACKed: 20 lost and retransmitted.
+    let (mut s, _) = warmed(20);
+    let t23 = s.sb.segs[3].tx_time;
+    let mut out = Vec::new();
+    s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
+    assert_eq!((s.ca_state, s.w.ssthresh, s.undo.retrans), (CaState::Recovery, 15, 1));
+    // The original 20 arrives after all: the ACK to 24 D-SACKs the retransmission.
+    out.clear();
+    s.on_ack(t23 + 110 * NS_PER_MS, 24, &[SackBlock { start: 20, end: 21 }], true, false, &mut out);
+    assert_eq!((s.undo.retrans, s.undo.marker), (0, None));
+    assert_eq!(s.ca_state, CaState::Open);
+    // ssthresh back to infinity, cwnd to Reno's max(cwnd, prior_cwnd 30),
+    // and slow start again for the one segment newly delivered (21-23 were
+    // counted when SACKed): 31. (Linux 6.x also counts the D-SACKed
+    // duplicate as delivered, `tcp_dsack_seen`'s sack_delivered: 32; the
+    // simulator does not, see undo.rs.)
+    assert_eq!((s.w.ssthresh, s.w.cwnd), (INFINITE_SSTHRESH, 31));
 }

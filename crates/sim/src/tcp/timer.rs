@@ -12,7 +12,8 @@
 //! while the connection is Open or CWR, and sends one segment (new data if
 //! any, else the last segment again) so that a tail loss is found by an ACK
 //! rather than by an RTO. An RTO marks everything not SACKed lost, sets cwnd
-//! to one more than what is in flight (1 in practice) and doubles the timeout.
+//! to one more than what is in flight (1 in practice) and doubles the timeout;
+//! it starts F-RTO and sets up the undo of its reduction (`undo.rs`).
 //!
 //! Constants: `TCP_RTO_MIN` 200 ms added to the probe timeout when one
 //! segment is outstanding (room for a delayed ACK), else `TCP_TIMEOUT_MIN`
@@ -21,6 +22,7 @@
 
 use super::rtt::{RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
 use super::sender::{Sender, Tx};
+use super::undo::FRTO;
 use bloatlab_core::cc::{CaState, CwndEvent};
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
@@ -128,22 +130,37 @@ impl Sender {
         if self.sb.packets_out == 0 {
             return;
         }
-        let new_recovery = self.ca_state <= CaState::Disorder || self.high_seq <= self.sb.una;
-        self.rate.lost += self.sb.timeout_mark_lost();
-        if new_recovery || self.ca_state == CaState::Loss {
+        // tcp_enter_loss: reduce ssthresh unless this window did already
+        let new_recovery = self.ca_state < CaState::Recovery;
+        let reduce = self.ca_state <= CaState::Disorder
+            || self.high_seq <= self.sb.una
+            || (self.ca_state == CaState::Loss && self.undo.rto_retransmits == 0);
+        let mut newly = std::mem::take(&mut self.newly_lost);
+        self.sb.timeout_mark_lost(&mut newly);
+        self.notify_lost(now, &newly);
+        newly.clear();
+        self.newly_lost = newly;
+        if reduce {
+            self.undo.prior_ssthresh = self.w.current_ssthresh(self.ca_state);
             self.prr.prior_cwnd = self.w.cwnd;
             let v = self.view(now);
             self.w.ssthresh = self.cc.ssthresh(&v, &self.w);
             self.cc.cwnd_event(&v, CwndEvent::Loss, &mut self.w);
-            self.undo_marker = true;
+            let tlp_retrans_in_flight = self.tlp_high_seq.is_some() && self.tlp_retrans;
+            self.undo.init(self.sb.una, self.sb.retrans_out, tlp_retrans_in_flight);
         }
         self.w.cwnd = self.in_flight() + 1;
         self.w.cwnd_cnt = 0;
         self.set_state(now, CaState::Loss);
         self.high_seq = self.sb.nxt;
         self.tlp_high_seq = None;
+        // F-RTO step 1 (sysctl_tcp_frto 2): retransmit snd_una unless another
+        // recovery was under way, save repeated timeouts of the same snd_una.
+        self.undo.frto = FRTO && (new_recovery || self.undo.rto_retransmits > 0);
+        self.undo.rexmit_new = false;
         self.backoff += 1;
         self.transmit(now, out);
+        self.undo.rto_retransmits += 1;
         self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
     }
 

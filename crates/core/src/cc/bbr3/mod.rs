@@ -98,17 +98,12 @@
 //!
 //! - **Per-packet send state.** v3 reads `rs->tx_in_flight` (packets in flight
 //!   when the acked packet was sent) and `rs->lost` (packets marked lost since
-//!   it was sent), which Linux keeps in each skb. [`RateSample`] carries
-//!   neither. Here `lost` = `ConnView::lost` now minus its value when
-//!   `delivered` was `rs.prior_delivered` (BBRv3 keeps a short history of
-//!   `(delivered, lost)` pairs), and `tx_in_flight` = `rs.delivered + lost`:
-//!   what was in flight at send time has, when the packet is acked, either
-//!   been delivered or marked lost. Exact on a FIFO path without reordering;
-//!   retransmissions delivered in between count once too many.
-//! - **`skb_marked_lost`** (called per lost skb by the endpoint) has no hook
-//!   here. It runs once per ACK with losses, at the start of `cong_control`,
-//!   with the acked packet's estimates standing for the lost packet's (they
-//!   were sent within the same round) and a packet count of 1.
+//!   it was sent), which the endpoint records in each skb at send time
+//!   (`tcp_set_tx_in_flight`, `tx.lost`); [`RateSample`] carries both as the
+//!   v3 tree's `tcp_rate.c` fills them.
+//! - **`skb_marked_lost`** is [`CongestionControl::skb_marked_lost`], called
+//!   by the endpoint for each segment it marks lost, with that segment's own
+//!   send state ([`super::LostSkb`]), before the ACK's `cong_control`.
 //! - **`rs->is_ece`**: an ACK counts as ECE if `ConnView::delivered_ce` grew
 //!   since the previous ACK or the endpoint raised [`CwndEvent::EcnIsCe`].
 //! - **ECN eligibility.** The kernel needs ECN negotiated *and* the route
@@ -125,11 +120,10 @@
 //!   delivered counts, as in [`super::bbr`].
 
 use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
-use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH};
+use super::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
 use crate::time::{to_us, NS_PER_US};
-use std::collections::VecDeque;
 
 mod bounds;
 mod probe_bw;
@@ -198,8 +192,6 @@ const BW_PROBE_RAND_US: u32 = 1_000_000;
 const MIN_TSO_SEGS: u32 = 2;
 /// RNG stream id for the probe-wait draws.
 const RNG_STREAM: u64 = 0xBB_0003;
-/// Entries of (delivered, lost) history kept at most.
-const LOST_HISTORY_MAX: usize = 1 << 16;
 
 /// `enum bbr_mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,14 +225,14 @@ pub enum AckPhase {
     ProbeStopping,
 }
 
-/// Per-ACK values (`struct bbr_context` plus the v3 rate-sample fields rebuilt here).
+/// Per-ACK values (`struct bbr_context` plus the v3 rate-sample fields it reads).
 #[derive(Debug, Clone, Copy, Default)]
 struct Ctx {
     /// Delivery-rate sample, packets/µs << 24 (`ctx->sample_bw`).
     sample_bw: u32,
-    /// `rs->tx_in_flight` estimate, packets.
+    /// `rs->tx_in_flight`, packets.
     tx_in_flight: u32,
-    /// `rs->lost` estimate: packets marked lost since the acked packet was sent.
+    /// `rs->lost`: packets marked lost since the acked packet was sent.
     lost: u32,
     /// `rs->is_ece`.
     is_ece: bool,
@@ -323,8 +315,6 @@ pub struct Bbr3 {
     /// CE marks have been seen: stands for the route's `ecn_low`.
     ce_seen: bool,
     mss: u32,
-    /// (delivered, lost) whenever lost changed, oldest first.
-    lost_history: VecDeque<(u64, u64)>,
     probe_rtt_al_from: u64,
     probe_rtt_al_until: u64,
 }
@@ -412,7 +402,6 @@ impl Bbr3 {
             ece_event: false,
             ce_seen: false,
             mss: 1448,
-            lost_history: VecDeque::new(),
             probe_rtt_al_from: 0,
             probe_rtt_al_until: 0,
         }
@@ -497,26 +486,13 @@ impl Bbr3 {
 
     // ---------- clocks and socket fields ----------
 
-    /// Rebuild delivered_mstamp, mss and the (delivered, lost) history.
+    /// Rebuild delivered_mstamp and mss.
     fn observe(&mut self, c: &ConnView) {
         if c.delivered != self.seen_delivered {
             self.seen_delivered = c.delivered;
             self.delivered_mstamp = to_us(c.now);
         }
         self.mss = c.mss.max(1);
-        if self.lost_history.back().is_none_or(|&(_, l)| l != c.lost) {
-            self.lost_history.push_back((c.delivered, c.lost));
-            if self.lost_history.len() > LOST_HISTORY_MAX {
-                self.lost_history.pop_front();
-            }
-        }
-    }
-    /// `tp->lost` when `tp->delivered` was `prior_delivered` (the skb's `tx.lost`).
-    fn lost_at(&mut self, prior_delivered: u64) -> u64 {
-        while self.lost_history.len() >= 2 && self.lost_history[1].0 <= prior_delivered {
-            self.lost_history.pop_front();
-        }
-        self.lost_history.front().map_or(0, |&(_, l)| l)
     }
     fn in_probe_rtt_bubble(&self, prior_delivered: u64) -> bool {
         self.probe_rtt_al_until != 0
@@ -923,13 +899,6 @@ impl Bbr3 {
         self.update_min_rtt(c, rs, w);
     }
 
-    /// The per-packet send state v3 reads from the skb, rebuilt (see module docs).
-    fn tx_state(&mut self, c: &ConnView, rs: &RateSample) -> (u32, u32) {
-        let lost = c.lost.saturating_sub(self.lost_at(rs.prior_delivered));
-        let tx_in_flight = if rs.delivered >= 0 && rs.prior_mstamp != 0 { rs.delivered as u64 + lost } else { 0 };
-        (tx_in_flight.min(u32::MAX as u64) as u32, lost.min(u32::MAX as u64) as u32)
-    }
-
     /// `bbr_note_loss`.
     fn note_loss(&mut self, c: &ConnView) {
         if !self.loss_in_round {
@@ -939,17 +908,6 @@ impl Bbr3 {
         self.loss_in_cycle = true;
     }
 
-    /// `bbr_skb_marked_lost`, once per ACK with losses (see module docs).
-    fn skb_marked_lost(&mut self, c: &ConnView, rs: &RateSample, ctx: &Ctx, w: &Window) {
-        self.note_loss(c);
-        if !self.bw_probe_samples || ctx.tx_in_flight == 0 {
-            return;
-        }
-        if self.is_inflight_too_high(ctx.lost, ctx.tx_in_flight, rs) {
-            let tx = self.inflight_hi_from_lost_skb(ctx.lost, ctx.tx_in_flight, 1);
-            self.handle_inflight_too_high(c, w, rs.is_app_limited, tx);
-        }
-    }
 }
 
 impl CongestionControl for Bbr3 {
@@ -965,7 +923,6 @@ impl CongestionControl for Bbr3 {
         self.seen_delivered_ce = c.delivered_ce;
         self.delivered_mstamp = to_us(c.now);
         self.mss = c.mss.max(1);
-        self.lost_history.push_back((c.delivered, c.lost));
 
         self.init_cwnd = w.cwnd.min(0x7F);
         self.prior_cwnd = c.prior_cwnd;
@@ -997,7 +954,28 @@ impl CongestionControl for Bbr3 {
         true
     }
 
-    /// `bbr_main` (preceded by `bbr_skb_marked_lost` when this ACK marked losses).
+    /// `bbr_skb_marked_lost`: while probing, a lost segment whose flight lost
+    /// over 2 % sets inflight_hi where the loss rate crossed 2 %.
+    fn skb_marked_lost(&mut self, c: &ConnView, skb: &LostSkb, w: &Window) {
+        self.observe(c);
+        self.note_loss(c);
+        if !self.bw_probe_samples || !skb.has_tx_state {
+            return; // not sent while probing; or SACKed, reneged, marked lost
+        }
+        let rs = RateSample {
+            tx_in_flight: skb.tx_in_flight,
+            lost: skb.lost,
+            is_app_limited: skb.is_app_limited,
+            delivered: 0,
+            ..RateSample::default()
+        };
+        if self.is_inflight_too_high(rs.lost, rs.tx_in_flight, &rs) {
+            let tx = self.inflight_hi_from_lost_skb(rs.lost, rs.tx_in_flight, skb.pcount);
+            self.handle_inflight_too_high(c, w, rs.is_app_limited, tx);
+        }
+    }
+
+    /// `bbr_main`.
     fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
         self.observe(c);
         let mut rs = *rs;
@@ -1008,12 +986,7 @@ impl CongestionControl for Bbr3 {
         let is_ece = c.delivered_ce > self.seen_delivered_ce || self.ece_event;
         self.seen_delivered_ce = c.delivered_ce;
         self.ece_event = false;
-        let (tx_in_flight, lost) = self.tx_state(c, &rs);
-        let mut ctx = Ctx { sample_bw: 0, tx_in_flight, lost, is_ece };
-
-        if rs.losses > 0 {
-            self.skb_marked_lost(c, &rs, &ctx, w);
-        }
+        let mut ctx = Ctx { sample_bw: 0, tx_in_flight: rs.tx_in_flight, lost: rs.lost, is_ece };
 
         self.update_round_start(c, &rs);
         if self.round_start {
@@ -1043,7 +1016,6 @@ impl CongestionControl for Bbr3 {
         self.observe(c);
         if new_state == CaState::Loss {
             self.prev_ca_state = CaState::Loss;
-            self.note_loss(c); // tcp_enter_loss marks the flight lost (skb_marked_lost)
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == UNSET {
                 self.inflight_lo = w.cwnd.max(self.prior_cwnd);

@@ -15,7 +15,7 @@ fn jiffy(n: u32) -> u32 {
     INITIAL_JIFFIES.wrapping_add(n)
 }
 use crate::cc::bbr::Bbr;
-use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window};
+use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window};
 use std::collections::VecDeque;
 
 const US: Nanos = 1_000;
@@ -35,6 +35,9 @@ struct Drive {
     delivered_ce: u64,
     lost: u64,
     ca_state: CaState,
+    /// (delivered, lost) at every change of lost, oldest first: what the
+    /// sender's segments would have recorded as `tx.lost` when sent.
+    lost_log: Vec<(u64, u64)>,
 }
 
 /// One ACK: `acked` packets delivered, a sample of `rs_delivered` packets over
@@ -55,7 +58,20 @@ impl Drive {
         let mut b = Bbr3::with_seed(seed);
         let mut w = Window::default();
         b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open }
+        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open, lost_log: vec![(0, 0)] }
+    }
+
+    /// Record the current (delivered, lost) if lost changed.
+    fn log_lost(&mut self) {
+        if self.lost_log.last().is_none_or(|&(_, l)| l != self.lost) {
+            self.lost_log.push((self.delivered, self.lost));
+        }
+    }
+
+    /// `tp->lost` when a packet sent at `prior_delivered` left (its `tx.lost`).
+    fn lost_when_sent(&self, prior_delivered: u64) -> u64 {
+        let i = self.lost_log.iter().rposition(|&(d, _)| d <= prior_delivered).unwrap_or(0);
+        self.lost_log[i].1
     }
 
     fn view(&self, inflight: u32) -> ConnView {
@@ -75,7 +91,26 @@ impl Drive {
         self.now = at;
         self.delivered += a.acked as u64;
         self.delivered_ce += a.ce as u64;
+        let lost_before = self.lost;
         self.lost += a.losses as u64;
+        self.log_lost();
+        // The acked packet's send state: what was in flight then has been
+        // delivered or marked lost since; the lost packets were sent with it.
+        let tx_lost = self.lost_when_sent(a.prior_delivered);
+        let lost = (self.lost - tx_lost) as u32;
+        let tx_in_flight = if a.rs_delivered >= 0 { a.rs_delivered as u32 + lost } else { 0 };
+        for k in 1..=a.losses as u64 {
+            let skb = LostSkb {
+                tx_in_flight,
+                lost: (lost_before + k - tx_lost) as u32,
+                is_app_limited: false,
+                has_tx_state: true,
+                pcount: 1,
+            };
+            let c = ConnView { lost: lost_before + k, ..self.view(a.inflight) };
+            let w = self.w;
+            self.b.skb_marked_lost(&c, &skb, &w);
+        }
         let rs = RateSample {
             prior_mstamp: 1,
             prior_delivered: a.prior_delivered,
@@ -86,6 +121,9 @@ impl Drive {
             acked_sacked: a.acked,
             prior_in_flight: a.inflight + a.acked + a.losses,
             delivered_ce: a.ce as i64,
+            tx_in_flight,
+            prior_lost: tx_lost,
+            lost,
             ..RateSample::default()
         };
         let c = self.view(a.inflight);
@@ -144,6 +182,9 @@ struct Pkt {
     delivered: u64,
     delivered_mstamp: Nanos,
     first_tx: Nanos,
+    /// `tx.in_flight`, `tx.lost`.
+    tx_in_flight: u32,
+    tx_lost: u64,
 }
 
 /// One sender over a FIFO bottleneck serving one packet per `gap`, `buf`
@@ -249,6 +290,8 @@ impl Pipe {
             delivered: self.delivered,
             delivered_mstamp: self.delivered_mstamp,
             first_tx: self.first_tx_mstamp,
+            tx_in_flight: self.flight.len() as u32 + 1,
+            tx_lost: self.lost,
         });
         self.seq += 1;
         self.sent += 1;
@@ -259,12 +302,21 @@ impl Pipe {
     fn ack(&mut self) {
         let prior_in_flight = self.view().packets_in_flight;
         let mut losses = 0;
-        while self.flight.front().is_some_and(|p| p.dropped) {
+        while let Some(l) = self.flight.front().copied().filter(|p| p.dropped) {
             self.flight.pop_front();
             losses += 1;
+            self.lost += 1;
+            let skb = LostSkb {
+                tx_in_flight: l.tx_in_flight,
+                lost: (self.lost - l.tx_lost) as u32,
+                is_app_limited: false,
+                has_tx_state: true,
+                pcount: 1,
+            };
+            let c = self.view();
+            self.cc.skb_marked_lost(&c, &skb, &self.w);
         }
         let p = self.flight.pop_front().expect("an ack needs a packet");
-        self.lost += losses;
         self.delivered += 1;
         self.delivered_mstamp = self.now;
         self.first_tx_mstamp = p.sent;
@@ -301,6 +353,9 @@ impl Pipe {
             losses: losses as u32,
             acked_sacked: 1,
             prior_in_flight,
+            tx_in_flight: p.tx_in_flight,
+            prior_lost: p.tx_lost,
+            lost: (self.lost - p.tx_lost) as u32,
             ..RateSample::default()
         };
         let c = self.view();
@@ -438,8 +493,7 @@ fn startup_ignores_loss_outside_recovery_and_below_2_percent() {
     }
     d.b.loss_events_in_round = 6;
     d.lost += 1; // one loss marked, before the next packet was sent
-    let c = d.view(200);
-    d.b.observe(&c);
+    d.log_lost();
     let sent_at = d.delivered;
     d.delivered += 299;
     d.ack(4 * RTT + RTT, Ack { acked: 1, prior_delivered: sent_at, rs_delivered: 300, interval: RTT, inflight: 200, losses: 1, ce: 0 });
@@ -838,4 +892,38 @@ fn measure() {
             println!("buf {buf:>3} loss {loss:.3} seed {seed}: v1 util {u1:.3} retrans {r1:.4} | v3 util {u3:.3} retrans {r3:.4}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// skb_marked_lost: each lost segment with its own send state
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_segment_lost_while_probing_sets_inflight_hi_from_its_own_flight() {
+    let mut d = Drive::to_probe_bw(1, RTT);
+    to_probe_up(&mut d);
+    let c = d.view(150);
+    let w = d.w;
+    // Sent with 120 in flight; 3 lost since (itself included): 3 > 120 * 5 >> 8 = 2.
+    // inflight_prev 119, lost_prev 2, budget ceil(119 * 5 / 256) = 3: the 2 %
+    // line was crossed ((3 - 2) << 8) / (256 - 5) = 1 packet later: 120. The
+    // floor, target_inflight 101 * (256 - 76) >> 8 = 71, is lower.
+    d.b.skb_marked_lost(&c, &LostSkb { tx_in_flight: 120, lost: 3, is_app_limited: false, has_tx_state: true, pcount: 1 }, &w);
+    assert_eq!(d.b.inflight_hi(), 120);
+    assert_eq!(d.b.phase(), Phase::Down, "the probe stops");
+    assert!(!d.b.loss_in_round, "noted, then cleared by the start of DOWN (bbr_reset_congestion_signals)");
+}
+
+#[test]
+fn a_lost_segment_below_2_percent_or_without_send_state_only_notes_the_loss() {
+    let mut d = Drive::to_probe_bw(1, RTT);
+    to_probe_up(&mut d);
+    let c = d.view(150);
+    let w = d.w;
+    // 2 of 120: not above 120 * 5 >> 8 = 2.
+    d.b.skb_marked_lost(&c, &LostSkb { tx_in_flight: 120, lost: 2, is_app_limited: false, has_tx_state: true, pcount: 1 }, &w);
+    assert!(d.b.loss_in_round);
+    // Far above 2 %, but the segment carries no send state (tx.delivered_mstamp 0).
+    d.b.skb_marked_lost(&c, &LostSkb { tx_in_flight: 120, lost: 50, is_app_limited: false, has_tx_state: false, pcount: 1 }, &w);
+    assert_eq!((d.b.inflight_hi(), d.b.phase()), (UNSET, Phase::Up));
 }
