@@ -209,10 +209,11 @@ impl Scoreboard {
         self.lost_q.clear();
     }
 
-    /// `tcp_timeout_mark_lost`: on an RTO everything not SACKed is lost and
-    /// no retransmission is in flight. Returns how many segments are newly
-    /// lost (their sequence numbers appended to `newly`).
-    pub fn timeout_mark_lost(&mut self, newly: &mut Vec<u64>) -> u64 {
+    /// `tcp_timeout_mark_lost`: on an RTO every segment not SACKed is lost,
+    /// except those but the head that `recent(tx_time)` says were sent within
+    /// the last RACK RTT. Returns how many segments are newly lost; `newly`
+    /// gets every loss event (those, and retransmissions lost again).
+    pub fn timeout_mark_lost(&mut self, recent: impl Fn(Nanos) -> bool, newly: &mut Vec<u64>) -> u64 {
         let mut count = 0;
         for i in 0..self.segs.len() {
             let seq = self.una + i as u64;
@@ -220,19 +221,28 @@ impl Scoreboard {
             if s.sacked {
                 continue;
             }
-            if s.retrans {
-                self.segs[i].retrans = false;
-                self.retrans_out -= 1;
+            // "Don't mark recently sent ones lost yet": every one but the head sent
+            // within the last RACK RTT (tcp_rack_skb_timeout(tp, skb, 0) > 0).
+            if i > 0 && recent(s.tx_time) {
+                continue;
             }
-            if !s.lost {
+            if s.lost {
+                if s.retrans {
+                    // tcp_mark_skb_lost: a retransmission lost again is a loss event
+                    // (tp->lost, skb_marked_lost), not a second lost_out
+                    self.segs[i].retrans = false;
+                    newly.push(seq);
+                }
+            } else {
                 self.segs[i].lost = true;
+                self.segs[i].retrans = false;
                 self.lost_out += 1;
                 count += 1;
                 newly.push(seq);
             }
             self.lost_q.insert(seq);
         }
-        self.retrans_out = 0;
+        self.retrans_out = self.segs.iter().filter(|s| s.retrans).count() as u32;
         count
     }
 }
@@ -431,9 +441,31 @@ mod tests {
         sb.sack_one(3);
         sb.mark_lost(1);
         sb.retransmit_next_lost();
-        assert_eq!(sb.timeout_mark_lost(&mut Vec::new()), 4, "0, 2, 4, 5 are new; 1 was lost already");
+        let mut newly = Vec::new();
+        assert_eq!(sb.timeout_mark_lost(|_| false, &mut newly), 4, "0, 2, 4, 5 are new; 1 was lost already");
+        assert_eq!(newly, [0, 1, 2, 4, 5], "1's retransmission was lost too: a loss event");
         assert_eq!((sb.lost_out, sb.retrans_out, sb.sacked_out, sb.in_flight()), (5, 0, 1, 0));
         assert_eq!(sb.lost_q.iter().copied().collect::<Vec<_>>(), [0, 1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn an_rto_spares_segments_sent_within_the_last_rack_rtt_but_never_the_head() {
+        // 0-5 sent at 0, 10, ..., 50; the RTO at 60 with a RACK RTT of 25: 4 and 5 (sent 20 and
+        // 10 ago) are spared, 0-3 are lost.
+        let mut sb = board(6);
+        for i in 0..6u64 {
+            sb.seg(i).tx_time = i * 10;
+        }
+        let now = 60;
+        let mut newly = Vec::new();
+        assert_eq!(sb.timeout_mark_lost(|t| t + 25 > now, &mut newly), 4);
+        assert_eq!(newly, [0, 1, 2, 3]);
+        assert_eq!((sb.lost_out, sb.in_flight()), (4, 2));
+        // the head is marked even when it was sent just now
+        let mut sb = board(2);
+        sb.seg(0).tx_time = 59;
+        sb.seg(1).tx_time = 59;
+        assert_eq!(sb.timeout_mark_lost(|t| t + 25 > now, &mut Vec::new()), 1);
     }
 
     #[test]

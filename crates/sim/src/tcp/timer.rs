@@ -136,7 +136,8 @@ impl Sender {
             || self.high_seq <= self.sb.una
             || (self.ca_state == CaState::Loss && self.undo.rto_retransmits == 0);
         let mut newly = std::mem::take(&mut self.newly_lost);
-        self.sb.timeout_mark_lost(&mut newly);
+        let rack_rtt = self.rack.rtt_us * NS_PER_US;
+        self.sb.timeout_mark_lost(|tx| tx + rack_rtt > now, &mut newly);
         self.notify_lost(now, &newly);
         newly.clear();
         self.newly_lost = newly;
