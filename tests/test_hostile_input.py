@@ -72,6 +72,10 @@ CASES = {
     "pie alpha 65536": (dict(qdisc="pie", extra="qdisc_params = { alpha = 65536 }"), "link.down.qdisc_params.alpha"),
     "shaper 1bit": (dict(extra='shaper = { rate = "1bit" }'), "link.down.shaper.rate"),
     "fq_codel flows 0": (dict(qdisc="fq_codel", extra="qdisc_params = { flows = 0 }"), "link.down.qdisc_params.flows"),
+    # the schedulers and shapers read their parameters through the same validated table as the AQMs
+    "cake overhead 300": (dict(qdisc="cake", extra="qdisc_params = { overhead = 300 }"), "link.down.qdisc_params.overhead"),
+    "fq quantum 2MB": (dict(qdisc="fq", extra='qdisc_params = { quantum = "2MB" }'), "link.down.qdisc_params.quantum"),
+    "tbf burst 5GB": (dict(qdisc="tbf", extra='qdisc_params = { burst = "5GB" }'), "link.down.qdisc_params.burst"),
     "10 MB bad value": (dict(rate="x" * 10_000_000), "link.down.rate"),
 }
 

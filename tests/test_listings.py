@@ -40,6 +40,17 @@ def test_every_listed_default_is_accepted_back_as_a_parameter():
         load(doc).resolved()  # raises naming the key if a printed default does not read back
 
 
+def test_every_parameter_carries_the_range_the_engines_accept():
+    from bloatlab._native import qdiscs
+
+    for q in qdiscs():
+        for p in q["params"]:
+            assert p["min"] <= p["default"] <= p["max"], (q["name"], p["name"])
+    cake = {p["name"]: p for p in {q["name"]: q for q in qdiscs()}["cake"]["params"]}
+    assert (cake["overhead"]["min"], cake["overhead"]["max"]) == (-64, 256)
+    assert (cake["diffserv"]["min"], cake["diffserv"]["max"]) == (0, 4)  # the index of one of 5 tin modes
+
+
 def test_docs_queues_md_is_the_current_listing():
     r = run_cli("qdiscs", "--markdown")
     assert r.returncode == 0, r.stderr

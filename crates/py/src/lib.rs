@@ -4,7 +4,7 @@
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::ffi::FFI_ArrowSchema;
-use bloatlab_core::qdisc::{ParamKind, QDISCS};
+use bloatlab_core::qdisc::{ParamKind, QdiscKind};
 use bloatlab_schema::series::TABLES;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -94,7 +94,7 @@ fn cc_names() -> Vec<&'static str> {
 #[pyfunction]
 fn ccs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty(py);
-    for c in bloatlab_core::cc::CATALOG {
+    for c in bloatlab_core::cc::catalog() {
         let d = PyDict::new(py);
         d.set_item("name", c.name)?;
         d.set_item("source", c.source)?;
@@ -117,20 +117,23 @@ fn kind_str(k: ParamKind) -> String {
     }
 }
 
-/// The qdisc table: [{name, doc, params: [{name, kind, default, doc}]}].
+/// The qdisc registry: [{name, doc, params: [{name, kind, default, min, max, doc}]}]
+/// (values in base units: ns, bytes, bit/s, 0/1, a choice's index; min and max inclusive).
 #[pyfunction]
 fn qdiscs(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let out = PyList::empty(py);
-    for q in QDISCS {
+    for q in QdiscKind::all() {
         let d = PyDict::new(py);
-        d.set_item("name", q.name)?;
-        d.set_item("doc", q.doc)?;
+        d.set_item("name", q.name())?;
+        d.set_item("doc", q.doc())?;
         let ps = PyList::empty(py);
-        for p in q.params {
+        for p in q.params() {
             let pd = PyDict::new(py);
             pd.set_item("name", p.name)?;
             pd.set_item("kind", kind_str(p.kind))?;
             pd.set_item("default", p.default)?;
+            pd.set_item("min", p.min)?;
+            pd.set_item("max", p.max)?;
             pd.set_item("doc", p.doc)?;
             ps.append(pd)?;
         }

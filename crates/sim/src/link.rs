@@ -154,19 +154,24 @@ mod tests {
     use crate::scenario::QdiscSpec;
     use bloatlab_core::time::NS_PER_MS;
 
-    fn trace_link(ms: Vec<u64>) -> Link {
-        let spec = LinkSpec {
-            rate_bps: 6_000_000,
+    /// A FIFO bottleneck of `buffer_pkts` packets at `rate_bps`.
+    fn spec(rate_bps: u64, buffer_pkts: u64) -> LinkSpec {
+        LinkSpec {
+            rate_bps,
             buffer_bytes: None,
-            buffer_pkts: Some(100),
+            buffer_pkts: Some(buffer_pkts),
             loss: 0.0,
             qdisc: QdiscSpec { kind: "fifo".into(), params: Default::default() },
-            trace_ms: Some(ms),
+            trace_ms: None,
             policer: None,
             shaper: None,
             device_queue_bytes: None,
             device_queue_pkts: None,
-        };
+        }
+    }
+
+    fn trace_link(ms: Vec<u64>) -> Link {
+        let spec = LinkSpec { trace_ms: Some(ms), ..spec(6_000_000, 100) };
         Link::new(&spec, bloatlab_core::rng::stream(1, 0)).unwrap()
     }
 
@@ -221,5 +226,95 @@ mod tests {
         let (m, p) = data(500);
         l.enqueue(2 * NS_PER_MS + 1, m, p);
         assert_eq!(departures(&mut l, 2 * NS_PER_MS + 1, 1), [3 * NS_PER_MS]);
+    }
+
+    /// A FIFO link of `buffer_pkts` at `rate_bps` on the down link's RNG stream of seed 1.
+    fn fifo(rate_bps: u64, buffer_pkts: u64) -> Link {
+        Link::new(&spec(rate_bps, buffer_pkts), bloatlab_core::rng::stream(1, 1)).unwrap()
+    }
+
+    /// Offer `n` data packets of `len` wire bytes at `now`.
+    fn offer(l: &mut Link, now: Nanos, n: usize, len: u32) {
+        for _ in 0..n {
+            let (m, p) = data(len);
+            l.enqueue(now, m, p);
+        }
+    }
+
+    #[test]
+    fn a_packet_takes_its_length_over_the_rate_on_the_wire_and_the_queue_waits_behind_it() {
+        // 1500 B at 10 Mbit/s = 1.2 ms each, back to back.
+        let mut l = fifo(10_000_000, 100);
+        offer(&mut l, 0, 3, 1500);
+        assert_eq!(departures(&mut l, 0, 3), [1_200_000, 2_400_000, 3_600_000]);
+        assert_eq!(l.qdelay_ms, [0.0, 1.2, 2.4]);
+        assert_eq!((l.tx_bytes, l.busy_ns, l.stats.dequeued_pkts), (4500, 3_600_000, 3));
+        // A time that is no whole ns rounds up: 94 B at 3 Mbit/s = 250 666.7 ns.
+        let mut l = fifo(3_000_000, 100);
+        offer(&mut l, 0, 1, 94);
+        assert_eq!(departures(&mut l, 0, 1), [250_667]);
+    }
+
+    #[test]
+    fn a_packet_still_on_the_wire_at_the_end_counts_pro_rata() {
+        let mut l = fifo(10_000_000, 100);
+        offer(&mut l, 0, 1, 1500);
+        assert!(matches!(l.start_next(0), Some(Start::TxDone(1_200_000))));
+        assert!(l.start_next(0).is_none(), "the wire is busy");
+        // Half-way through: half its bytes (rounded down) and half its time.
+        assert_eq!(l.sent_by(600_000), (750, 600_000));
+        // A third of the way: 1500 - ceil(1500 x 0.8 ms / 1.2 ms) = 500 B.
+        assert_eq!(l.sent_by(400_000), (500, 400_000));
+        assert_eq!(l.sent_by(1_200_000), (1500, 1_200_000));
+    }
+
+    #[test]
+    fn a_full_buffer_drops_at_the_tail_and_counts_it() {
+        let mut l = fifo(10_000_000, 2);
+        offer(&mut l, 0, 5, 1500);
+        assert_eq!(l.stats.drops[DropReason::QueueFull as usize], 3);
+        assert_eq!((l.stats.enqueued_pkts, l.backlog_bytes()), (5, 3000));
+        assert_eq!(departures(&mut l, 0, 2), [1_200_000, 2_400_000]);
+    }
+
+    #[test]
+    fn random_loss_is_drawn_from_the_links_seeded_stream_before_the_queue() {
+        // 1% loss on 10 000 packets, the down link's stream of seed 1: the same
+        // packets are lost on every run (an exact count, not a tolerance).
+        let lost = |seed: u64| {
+            let mut l = Link::new(&LinkSpec { loss: 0.01, ..spec(10_000_000, 100_000) }, bloatlab_core::rng::stream(seed, 1)).unwrap();
+            let mut which = Vec::new();
+            for i in 0..10_000u64 {
+                let before = l.stats.drops[DropReason::RandomLoss as usize];
+                let (m, p) = data(1500);
+                l.enqueue(i, m, p);
+                if l.stats.drops[DropReason::RandomLoss as usize] > before {
+                    which.push(i);
+                }
+            }
+            // A lost packet never reaches the qdisc.
+            assert_eq!(l.stats.enqueued_pkts + which.len() as u64, 10_000);
+            assert_eq!(l.backlog_bytes(), l.stats.enqueued_pkts * 1500);
+            which
+        };
+        let a = lost(1);
+        assert_eq!(a.len(), 90, "binomial(10 000, 1%): 100 +- 10 expected");
+        assert_eq!(a[..5], [66, 93, 122, 388, 438]);
+        assert_eq!(lost(1), a, "same seed, same losses");
+        assert_ne!(lost(2), a, "another seed, other losses");
+        // Certain loss drops everything; none draws nothing from the stream.
+        let mut l = Link::new(&LinkSpec { loss: 1.0, ..spec(10_000_000, 100) }, bloatlab_core::rng::stream(1, 1)).unwrap();
+        offer(&mut l, 0, 100, 1500);
+        assert_eq!((l.stats.drops[DropReason::RandomLoss as usize], l.stats.enqueued_pkts), (100, 0));
+    }
+
+    #[test]
+    fn a_trace_link_carries_a_backlog_at_the_traces_mean_rate() {
+        // One 1500-byte opportunity every ms = 12 Mbit/s: 100 full-size packets take exactly 100 ms.
+        let mut l = trace_link(vec![1]);
+        offer(&mut l, 0, 100, 1500);
+        let t = departures(&mut l, 0, 100);
+        assert_eq!(t, (1..=100).map(|ms| ms * NS_PER_MS).collect::<Vec<_>>());
+        assert_eq!(l.tx_bytes, 150_000);
     }
 }

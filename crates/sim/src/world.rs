@@ -683,3 +683,40 @@ impl World {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A probe-only world (the contract allows no flows; the simulator's
+    /// `from_json` wants one, so the world is built from the contract's types).
+    fn probe_rtts(rtt_ns: u64, up_rate_bps: Option<u64>) -> Vec<Option<f64>> {
+        let up = match up_rate_bps {
+            Some(r) => format!(r#"{{"rate_bps":{r},"buffer_pkts":100,"buffer_bytes":null,"qdisc":{{"kind":"fifo","params":{{}}}}}}"#),
+            None => "null".into(),
+        };
+        let json = format!(
+            r#"{{"name":"p","seed":1,"duration_ns":1000000000,"sample_interval_ns":100000000,
+              "links":{{"down":{{"rate_bps":10000000,"buffer_pkts":100,"buffer_bytes":null,"qdisc":{{"kind":"fifo","params":{{}}}}}},"up":{up}}},
+              "flows":[],
+              "probes":[{{"id":0,"kind":"udp","interval_ns":100000000,"rtt_ns":{rtt_ns},"size_bytes":64,"direction":"down"}}]}}"#
+        );
+        let sc = Scenario::from_json(&json).unwrap();
+        World::new(&sc).unwrap().run().series.probes.rtt_ms
+    }
+
+    #[test]
+    fn a_probe_on_an_idle_path_takes_the_base_rtt_plus_the_serialization_of_each_bottleneck_it_crosses() {
+        // The request (64 B + 28 B of UDP/IP) goes up, the reply comes down
+        // through the 10 Mbit/s link: 92 B x 8 / 10 Mbit/s = 73.6 us. An odd
+        // RTT is split rtt/2 out and the rest back: nothing is lost to rounding.
+        let rtts = probe_rtts(40_000_001, None);
+        // Sent at 0, 100, ..., 1000 ms: the run includes its last instant; that probe has no time to come back.
+        assert_eq!(rtts.len(), 11);
+        assert_eq!(rtts[10], None);
+        assert!(rtts[..10].iter().all(|r| *r == Some((40_000_001 + 73_600) as f64 / 1e6)), "{rtts:?}");
+        // With a 1 Mbit/s up link the request is serialized too: + 736 us.
+        let rtts = probe_rtts(40_000_001, Some(1_000_000));
+        assert!(rtts[..10].iter().all(|r| *r == Some((40_000_001 + 73_600 + 736_000) as f64 / 1e6)), "{rtts:?}");
+    }
+}

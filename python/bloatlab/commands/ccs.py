@@ -1,7 +1,7 @@
 """``bloatlab ccs``: the congestion controls, and which this host's kernel runs.
 
 The catalogue lives in the Rust core (``crates/core/src/cc/mod.rs``,
-``CATALOG``); the kernel column reads this host's
+``CcKind``); the kernel column reads this host's
 ``tcp_available_congestion_control`` and its loadable modules (what
 ``--engine emu`` and ``bloatlab host apply`` can use).
 """

@@ -1,8 +1,8 @@
 """``bloatlab qdiscs``: the queue disciplines and their parameters.
 
 The table lives in the Rust core (``crates/core/src/qdisc/mod.rs``,
-``QDISCS``) — validation, the simulator and the emulator read the same one;
-this prints it. ``docs/queues.md`` is this command's ``--markdown`` output
+``QdiscKind``, and each qdisc's ``PARAMS``) — validation, the simulator and
+the emulator read the same one; this prints it. ``docs/queues.md`` is this command's ``--markdown`` output
 (a test keeps it current).
 """
 
@@ -22,8 +22,15 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+def _num(x: float) -> str:
+    """``x`` short (``%g``) when that is exact, else with every digit it needs."""
+    s = f"{x:g}"
+    return s if float(s) == x else repr(x)
+
+
 def default_text(kind: str, v: float) -> str:
-    """A parameter's default as a scenario would write it."""
+    """A parameter's default as a scenario would write it (exactly: the
+    listing's text reads back as the same value)."""
     if kind == "bool":
         return "true" if v else "false"
     if kind.startswith("choice:"):
@@ -32,13 +39,13 @@ def default_text(kind: str, v: float) -> str:
     if kind == "time":
         if v >= 1e18:
             return "off"
-        return f'"{v / 1e9:g}s"' if v >= 1e9 else f'"{v / 1e6:g}ms"' if v >= 1e6 else f'"{v / 1e3:g}us"' if v else '"0ms"'
+        return f'"{_num(v / 1e9)}s"' if v >= 1e9 else f'"{_num(v / 1e6)}ms"' if v >= 1e6 else f'"{_num(v / 1e3)}us"' if v else '"0ms"'
     if kind == "size":
         return f'"{int(v)}B"'
     if kind == "rate":
         # a rate is positive in a scenario: 0 means "leave it out" (its meaning is in the doc)
-        return f'"{v / 1e6:g}Mbit"' if v else "unset"
-    return f"{v:g}"
+        return f'"{_num(v / 1e6)}Mbit"' if v else "unset"
+    return _num(v)
 
 
 def table() -> list[dict]:

@@ -25,7 +25,7 @@
 //! that follow Linux arithmetic in µs convert with [`crate::time::to_us`].
 //!
 //! One algorithm per file: `reno.rs`, `cubic.rs`, `bbr.rs`. Add a control by
-//! adding a file, implementing the trait and naming it in [`by_name`].
+//! adding a file, implementing the trait and adding it to [`CcKind`].
 
 use crate::time::Nanos;
 
@@ -384,55 +384,98 @@ pub struct CcInfo {
     pub doc: &'static str,
 }
 
-/// The controls the simulator knows, in the order `bloatlab ccs` lists them.
-/// Add a control here and in [`by_name`].
-pub const CATALOG: &[CcInfo] = &[
-    CcInfo { name: "reno", source: "RFC 5681, Linux net/ipv4/tcp_cong.c", mainline: true,
-             doc: "loss-based AIMD: +1 segment per RTT, halve on loss (Linux's built-in fallback)" },
-    CcInfo { name: "cubic", source: "Linux net/ipv4/tcp_cubic.c (v6.18), RFC 9438", mainline: true,
-             doc: "loss-based, window grows as a cubic of the time since the last loss, x0.7 on loss; HyStart; Linux's default" },
-    CcInfo { name: "bbr", source: "Linux net/ipv4/tcp_bbr.c (v6.x)", mainline: true,
-             doc: "BBRv1: model-based, paces at the max-filtered delivery rate, cwnd 2 BDP; ignores random loss; long-term sampling behind policers" },
-    CcInfo { name: "newreno", source: "RFC 6582", mainline: false,
-             doc: "Reno with NewReno's partial-ACK fast recovery (no SACK), as ns-3 and the RFCs model TCP" },
-    CcInfo { name: "vegas", source: "Linux net/ipv4/tcp_vegas.c", mainline: true,
-             doc: "delay-based: keeps alpha..beta (2..4) segments queued at the bottleneck; yields to loss-based flows" },
-    CcInfo { name: "westwood", source: "Linux net/ipv4/tcp_westwood.c", mainline: true,
-             doc: "Westwood+: on loss, sets ssthresh from the estimated bandwidth x min RTT instead of halving" },
-    CcInfo { name: "dctcp", source: "Linux net/ipv4/tcp_dctcp.c, RFC 8257", mainline: true,
-             doc: "ECN-based: reduces cwnd in proportion to the fraction of CE-marked bytes (needs ecn = true and a marking qdisc)" },
-    CcInfo { name: "bbr3", source: "github.com/google/bbr branch v3, draft-ietf-ccwg-bbr", mainline: false,
-             doc: "BBRv3: BBR with loss and ECN bounds (inflight_hi/lo), fairer to CUBIC; not in mainline Linux" },
-];
+/// Every congestion control the simulator knows: the registry. Its names are
+/// Linux's (`net.ipv4.tcp_congestion_control`, the scenario's `cc`), its order
+/// is the order `bloatlab ccs` lists them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::EnumString, strum::IntoStaticStr, strum::Display, strum::EnumIter)]
+#[strum(serialize_all = "lowercase")]
+pub enum CcKind {
+    Reno,
+    Cubic,
+    Bbr,
+    NewReno,
+    Vegas,
+    Westwood,
+    Dctcp,
+    Bbr3,
+}
 
-/// The controls the simulator knows (the names of [`CATALOG`]).
+impl CcKind {
+    /// Every control, in listing order.
+    pub fn all() -> impl Iterator<Item = CcKind> {
+        <CcKind as strum::IntoEnumIterator>::iter()
+    }
+
+    /// The Linux name (`"cubic"`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// How `bloatlab ccs` describes it.
+    pub fn info(self) -> CcInfo {
+        let (source, mainline, doc) = match self {
+            CcKind::Reno => ("RFC 5681, Linux net/ipv4/tcp_cong.c", true,
+                "loss-based AIMD: +1 segment per RTT, halve on loss (Linux's built-in fallback)"),
+            CcKind::Cubic => ("Linux net/ipv4/tcp_cubic.c (v6.18), RFC 9438", true,
+                "loss-based, window grows as a cubic of the time since the last loss, x0.7 on loss; HyStart; Linux's default"),
+            CcKind::Bbr => ("Linux net/ipv4/tcp_bbr.c (v6.x)", true,
+                "BBRv1: model-based, paces at the max-filtered delivery rate, cwnd 2 BDP; ignores random loss; long-term sampling behind policers"),
+            CcKind::NewReno => ("RFC 6582", false,
+                "Reno with NewReno's partial-ACK fast recovery (no SACK), as ns-3 and the RFCs model TCP"),
+            CcKind::Vegas => ("Linux net/ipv4/tcp_vegas.c", true,
+                "delay-based: keeps alpha..beta (2..4) segments queued at the bottleneck; yields to loss-based flows"),
+            CcKind::Westwood => ("Linux net/ipv4/tcp_westwood.c", true,
+                "Westwood+: on loss, sets ssthresh from the estimated bandwidth x min RTT instead of halving"),
+            CcKind::Dctcp => ("Linux net/ipv4/tcp_dctcp.c, RFC 8257", true,
+                "ECN-based: reduces cwnd in proportion to the fraction of CE-marked bytes (needs ecn = true and a marking qdisc)"),
+            CcKind::Bbr3 => ("github.com/google/bbr branch v3, draft-ietf-ccwg-bbr", false,
+                "BBRv3: BBR with loss and ECN bounds (inflight_hi/lo), fairer to CUBIC; not in mainline Linux"),
+        };
+        CcInfo { name: self.name(), source, mainline, doc }
+    }
+
+    /// A new instance. `seed` feeds the controls that draw random numbers
+    /// (BBR's initial gain-cycle phase), so that a run is a function of its
+    /// seed; without one they use their fixed default seed.
+    pub fn build(self, seed: Option<u64>) -> Box<dyn CongestionControl> {
+        match self {
+            CcKind::Reno => Box::new(reno::Reno::default()),
+            CcKind::Cubic => Box::new(cubic::Cubic::default()),
+            CcKind::Bbr => match seed {
+                Some(s) => Box::new(bbr::Bbr::with_seed(s)),
+                None => Box::new(bbr::Bbr::default()),
+            },
+            CcKind::NewReno => Box::new(newreno::NewReno),
+            CcKind::Vegas => Box::new(vegas::Vegas::default()),
+            CcKind::Westwood => Box::new(westwood::Westwood::default()),
+            CcKind::Dctcp => Box::new(dctcp::Dctcp::default()),
+            CcKind::Bbr3 => match seed {
+                Some(s) => Box::new(bbr3::Bbr3::with_seed(s)),
+                None => Box::new(bbr3::Bbr3::default()),
+            },
+        }
+    }
+}
+
+/// The control catalogue, in the order `bloatlab ccs` lists it.
+pub fn catalog() -> Vec<CcInfo> {
+    CcKind::all().map(CcKind::info).collect()
+}
+
+/// The controls the simulator knows, in listing order.
 pub fn names() -> Vec<&'static str> {
-    CATALOG.iter().map(|c| c.name).collect()
+    CcKind::all().map(CcKind::name).collect()
 }
 
 /// A control by its Linux name, or None.
 pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(reno::Reno::default())),
-        "cubic" => Some(Box::new(cubic::Cubic::default())),
-        "bbr" => Some(Box::new(bbr::Bbr::default())),
-        "newreno" => Some(Box::new(newreno::NewReno)),
-        "vegas" => Some(Box::new(vegas::Vegas::default())),
-        "westwood" => Some(Box::new(westwood::Westwood::default())),
-        "dctcp" => Some(Box::new(dctcp::Dctcp::default())),
-        "bbr3" => Some(Box::new(bbr3::Bbr3::default())),
-        _ => None,
-    }
+    name.parse::<CcKind>().ok().map(|k| k.build(None))
 }
 
 /// Like [`by_name`], for controls that draw random numbers (BBR's initial
 /// gain-cycle phase): seeded so that a run is a function of its seed.
 pub fn by_name_seeded(name: &str, seed: u64) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "bbr" => Some(Box::new(bbr::Bbr::with_seed(seed))),
-        "bbr3" => Some(Box::new(bbr3::Bbr3::with_seed(seed))),
-        _ => by_name(name),
-    }
+    name.parse::<CcKind>().ok().map(|k| k.build(Some(seed)))
 }
 
 #[cfg(test)]
@@ -441,17 +484,31 @@ mod catalog_tests {
 
     #[test]
     fn every_catalogued_control_is_built_by_name_and_nothing_else_is() {
-        for c in CATALOG {
+        let catalog = catalog();
+        for c in &catalog {
             assert!(by_name(c.name).is_some(), "{} is catalogued but by_name does not build it", c.name);
             assert!(!c.doc.is_empty() && !c.source.is_empty(), "{}", c.name);
         }
         let mut n = names();
         n.sort();
         n.dedup();
-        assert_eq!(n.len(), CATALOG.len(), "a name twice in the catalogue");
+        assert_eq!(n.len(), catalog.len(), "a name twice in the catalogue");
         for unknown in ["htcp", "BBR", ""] {
             assert!(by_name(unknown).is_none());
         }
+    }
+
+    #[test]
+    fn the_registry_lists_linux_names_in_catalogue_order_and_each_control_answers_to_its_name() {
+        assert_eq!(names(), ["reno", "cubic", "bbr", "newreno", "vegas", "westwood", "dctcp", "bbr3"]);
+        for k in CcKind::all() {
+            assert_eq!(k.name().parse::<CcKind>(), Ok(k));
+            assert_eq!(k.build(None).name(), k.name());
+            assert_eq!(k.build(Some(7)).name(), k.name());
+            assert_eq!(k.info().name, k.name());
+        }
+        let mainline: Vec<&str> = catalog().iter().filter(|c| c.mainline).map(|c| c.name).collect();
+        assert_eq!(mainline, ["reno", "cubic", "bbr", "vegas", "westwood", "dctcp"]);
     }
 
     #[test]

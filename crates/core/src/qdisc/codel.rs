@@ -59,9 +59,9 @@
 //! `dequeue_func` callback plus the `backlog` pointer); [`Codel`] runs it on
 //! a FIFO and `fq_codel` on each flow's queue.
 
-use super::aqm_params::Params;
 use super::flow_hash::{inet_ecn_set_ce, reciprocal_scale};
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
+use super::params::{MAX_TC_TIME_NS, U32_MAX};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -78,23 +78,18 @@ pub const REC_INV_SQRT_SHIFT: u32 = 32 - REC_INV_SQRT_BITS;
 pub const CODEL_DISABLED_THRESHOLD: CodelTime = i32::MAX as u32;
 /// `psched_mtu()` of an Ethernet device: 1500 + 14 bytes.
 pub const DEFAULT_MTU: u32 = 1514;
-/// sch_codel's default `limit` (packets).
-pub const DEFAULT_LIMIT: u32 = 1000;
-
-/// Scenario doc of `codel` (the `QDISCS` table).
+/// Scenario doc of `codel` (the [`super::QdiscKind`] registry).
 pub const DOC: &str = "CoDel AQM on one FIFO (Linux sch_codel, RFC 8289); its own packet `limit`, the direction's `buffer` is not used";
 
-/// `qdisc_params` of `codel`, with Linux's defaults.
+/// `qdisc_params` of `codel`, with Linux's defaults (`codel_params_init`,
+/// sch_codel's `limit` 1000) and the ranges tc accepts (times are a u32 of µs).
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", kind: ParamKind::Count, default: 1000.0, doc: "packets the queue holds; tail drop beyond (tc `limit`)" },
-    ParamSpec { name: "target", kind: ParamKind::Time, default: 5e6, doc: "acceptable standing sojourn time (tc `target`)" },
-    ParamSpec { name: "interval", kind: ParamKind::Time, default: 100e6, doc: "window over which the sojourn must stay above target before dropping, ~ a worst-case RTT (tc `interval`)" },
-    ParamSpec { name: "ecn", kind: ParamKind::Bool, default: 0.0, doc: "CE-mark ECT packets instead of dropping them (tc `ecn`)" },
-    ParamSpec { name: "ce_threshold", kind: ParamKind::Time, default: 0.0, doc: "CE-mark every ECT packet whose sojourn exceeds this; 0 = off (tc `ce_threshold`)" },
+    ParamSpec::count("limit", 1000.0, 1.0, U32_MAX, "packets the queue holds; tail drop beyond (tc `limit`)"),
+    ParamSpec::time("target", 5e6, 1000.0, MAX_TC_TIME_NS, "acceptable standing sojourn time (tc `target`)"),
+    ParamSpec::time("interval", 100e6, 1000.0, MAX_TC_TIME_NS, "window over which the sojourn must stay above target before dropping, ~ a worst-case RTT (tc `interval`)"),
+    ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping them (tc `ecn`)"),
+    ParamSpec::time("ce_threshold", 0.0, 0.0, MAX_TC_TIME_NS, "CE-mark every ECT packet whose sojourn exceeds this; 0 = off (tc `ce_threshold`)"),
 ];
-
-/// Times tc accepts: a u32 of µs.
-pub(crate) const MAX_TC_TIME_NS: u64 = u32::MAX as u64 * 1000;
 
 /// Codel time of `ns` nanoseconds (`codel_get_time`).
 #[inline]
@@ -133,15 +128,10 @@ pub struct CodelParams {
 }
 
 impl Default for CodelParams {
-    /// `codel_params_init` plus sch_codel's `mtu = psched_mtu(dev)`.
+    /// `codel_params_init` plus sch_codel's `mtu = psched_mtu(dev)`: the
+    /// defaults of [`PARAMS`].
     fn default() -> Self {
-        CodelParams {
-            target: codel_time(5_000_000),
-            ce_threshold: CODEL_DISABLED_THRESHOLD,
-            interval: codel_time(100_000_000),
-            mtu: DEFAULT_MTU,
-            ecn: false,
-        }
+        CodelParams::from_params(&Params::defaults(PARAMS))
     }
 }
 
@@ -155,6 +145,13 @@ impl CodelParams {
             mtu,
             ecn,
         }
+    }
+
+    /// From a qdisc's `target`, `interval`, `ce_threshold` (0 = off) and `ecn`
+    /// (codel's and fq_codel's tables both have them).
+    pub fn from_params(p: &Params) -> Self {
+        let ce = p.u64("ce_threshold");
+        CodelParams::from_ns(p.u64("target"), p.u64("interval"), (ce > 0).then_some(ce), DEFAULT_MTU, p.flag("ecn"))
     }
 }
 
@@ -382,13 +379,12 @@ impl<T> Codel<T> {
 impl<T> Codel<T> {
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        let p = Params::new(cfg, PARAMS)?;
-        let limit = p.int("limit", 1, u32::MAX as u64)? as u32;
-        let target = p.time("target", 1000, MAX_TC_TIME_NS)?;
-        let interval = p.time("interval", 1000, MAX_TC_TIME_NS)?;
-        let ce = p.time("ce_threshold", 0, MAX_TC_TIME_NS)?;
-        let params = CodelParams::from_ns(target, interval, (ce > 0).then_some(ce), DEFAULT_MTU, p.flag("ecn")?);
-        Ok(Codel::new(params, limit))
+        Ok(Self::from_params(&Params::new(cfg, PARAMS)?))
+    }
+
+    /// From parameters read through [`PARAMS`].
+    pub fn from_params(p: &Params) -> Self {
+        Codel::new(CodelParams::from_params(p), p.u32("limit"))
     }
 }
 

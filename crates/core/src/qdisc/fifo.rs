@@ -6,10 +6,16 @@
 //! else ever drops. No states, no constants: the limit is the whole model.
 //! With both limits set, either one refuses.
 
-use super::{DropReason, Events, Limit, Packet, Qdisc};
+use super::{DropReason, Events, Limit, Packet, ParamSpec, Qdisc};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
+
+/// Scenario doc of `fifo` (the [`super::QdiscKind`] registry).
+pub const DOC: &str = "tail-drop FIFO (Linux pfifo/bfifo); its size is the direction's `buffer`";
+
+/// `qdisc_params` of `fifo`: none, its limit is the direction's `buffer`.
+pub const PARAMS: &[ParamSpec] = &[];
 
 #[derive(Debug)]
 pub struct Fifo<T> {

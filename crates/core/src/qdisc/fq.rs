@@ -50,7 +50,8 @@
 //! Drops: the band limit is [`DropReason::QueueFull`]; `flow_limit` and the
 //! horizon are [`DropReason::Overlimit`].
 
-use super::{DropReason, Ecn, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig, QdiscInfo};
+use super::params::{MAX_TC_TIME_NS, U32_MAX, U64_MAX};
+use super::{DropReason, Ecn, Events, Packet, ParamSpec, Params, Qdisc};
 use crate::rng::Rng;
 use crate::time::{Nanos, NS_PER_MS, NS_PER_SEC};
 use std::collections::{BTreeMap, VecDeque};
@@ -86,18 +87,27 @@ pub struct FqParams {
 }
 
 impl Default for FqParams {
+    /// `fq_init`: the defaults of [`PARAMS`].
     fn default() -> Self {
+        FqParams::from_params(&Params::defaults(PARAMS))
+    }
+}
+
+impl FqParams {
+    /// From parameters read through [`PARAMS`] (rates there are bit/s, here bytes/s).
+    pub fn from_params(p: &Params) -> Self {
+        let maxrate = p.u64("maxrate") / 8;
         FqParams {
-            limit: 10_000,
-            flow_limit: 100,
-            quantum: 2 * PSCHED_MTU,
-            initial_quantum: 10 * PSCHED_MTU,
-            maxrate_bytes_ps: None,
-            refill_delay: 40 * NS_PER_MS,
-            low_rate_threshold: 550_000 / 8,
-            horizon: 10 * NS_PER_SEC,
-            horizon_drop: true,
-            ce_threshold: u32::MAX as u64 * 1_000,
+            limit: p.u32("limit"),
+            flow_limit: p.u32("flow_limit"),
+            quantum: p.u32("quantum"),
+            initial_quantum: p.u32("initial_quantum"),
+            maxrate_bytes_ps: (maxrate > 0).then_some(maxrate),
+            refill_delay: p.u64("refill_delay"),
+            low_rate_threshold: p.u64("low_rate_threshold") / 8,
+            horizon: p.u64("horizon"),
+            horizon_drop: p.flag("horizon_drop"),
+            ce_threshold: p.u64("ce_threshold"),
         }
     }
 }
@@ -442,63 +452,34 @@ impl<T> Qdisc<T> for Fq<T> {
     }
 }
 
-/// The scenario's description of "fq" (one entry of [`super::QDISCS`]).
-pub const INFO: QdiscInfo = QdiscInfo {
-    name: "fq",
-    doc: "per-flow fair queueing with EDT pacing (Linux sch_fq): flows take turns by quantum, \
-          packets leave no earlier than their sender's departure stamp; ignores the direction's `buffer`",
-    params: &[
-        ParamSpec { name: "limit", kind: ParamKind::Count, default: 10_000.0,
-            doc: "tc-fq `limit`: packets queued in total (fast path excluded), Linux default 10000" },
-        ParamSpec { name: "flow_limit", kind: ParamKind::Count, default: 100.0,
-            doc: "tc-fq `flow_limit`: packets queued per flow, Linux default 100" },
-        ParamSpec { name: "quantum", kind: ParamKind::Size, default: 3028.0,
-            doc: "tc-fq `quantum`: bytes of credit a flow gets per round, Linux default 2 x 1514 B" },
-        ParamSpec { name: "initial_quantum", kind: ParamKind::Size, default: 15140.0,
-            doc: "tc-fq `initial_quantum`: credit of a new flow, bytes, Linux default 10 x 1514 B" },
-        ParamSpec { name: "maxrate", kind: ParamKind::Rate, default: 0.0,
-            doc: "tc-fq `maxrate`: per-flow pacing cap in bit/s; 0 = unlimited (Linux default)" },
-        ParamSpec { name: "refill_delay", kind: ParamKind::Time, default: 40_000_000.0,
-            doc: "tc-fq `refill_delay`: a flow idle this long gets at least one quantum back, Linux default 40 ms" },
-        ParamSpec { name: "low_rate_threshold", kind: ParamKind::Rate, default: 550_000.0,
-            doc: "tc-fq `low_rate_threshold`: at or below this maxrate unstamped packets go one per round, bit/s, Linux default 550 kbit/s" },
-        ParamSpec { name: "horizon", kind: ParamKind::Time, default: 10_000_000_000.0,
-            doc: "tc-fq `horizon`: packets stamped further in the future are dropped (or capped), Linux default 10 s" },
-        ParamSpec { name: "horizon_drop", kind: ParamKind::Bool, default: 1.0,
-            doc: "tc-fq `horizon_drop`/`horizon_cap`: true drops beyond the horizon (Linux default), false caps the stamp" },
-        ParamSpec { name: "ce_threshold", kind: ParamKind::Time, default: 4_294_967_295_000.0,
-            doc: "tc-fq `ce_threshold`: CE-mark ECT packets leaving this late after their due time; Linux default 4294 s (off)" },
-    ],
-};
+/// Scenario doc of `fq` (the [`super::QdiscKind`] registry).
+pub const DOC: &str = "per-flow fair queueing with EDT pacing (Linux sch_fq): flows take turns by quantum, \
+          packets leave no earlier than their sender's departure stamp; ignores the direction's `buffer`";
 
-/// Build "fq" from a scenario config.
-pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
-    let d = FqParams::default();
-    let count = |k: &str, def: u32| -> Result<u32, String> {
-        let v = cfg.param(k, def as f64);
-        if !(v >= 1.0 && v <= u32::MAX as f64) {
-            return Err(format!("{k}: expected a whole number >= 1, got {v}"));
-        }
-        Ok(v as u32)
-    };
-    let quantum = count("quantum", d.quantum)?;
-    if quantum > 1 << 20 {
-        return Err(format!("quantum: expected at most 1048576 B (sch_fq's limit), got {quantum}"));
-    }
-    let maxrate = cfg.param("maxrate", 0.0) as u64 / 8;
-    Ok(Box::new(Fq::new(FqParams {
-        limit: count("limit", d.limit)?,
-        flow_limit: count("flow_limit", d.flow_limit)?,
-        quantum,
-        initial_quantum: cfg.param("initial_quantum", d.initial_quantum as f64).max(0.0) as u32,
-        maxrate_bytes_ps: (maxrate > 0).then_some(maxrate),
-        refill_delay: cfg.param("refill_delay", d.refill_delay as f64) as u64,
-        low_rate_threshold: cfg.param("low_rate_threshold", 550_000.0) as u64 / 8,
-        horizon: cfg.param("horizon", d.horizon as f64) as u64,
-        horizon_drop: cfg.param("horizon_drop", 1.0) != 0.0,
-        ce_threshold: cfg.param("ce_threshold", d.ce_threshold as f64) as u64,
-    })))
-}
+/// `qdisc_params` of `fq`, with Linux's defaults (`fq_init`, psched_mtu 1514 B)
+/// and the ranges `fq_change` accepts (`quantum` at most 2^20 B; times a u32 of µs).
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::count("limit", 10_000.0, 1.0, U32_MAX,
+        "tc-fq `limit`: packets queued in total (fast path excluded), Linux default 10000"),
+    ParamSpec::count("flow_limit", 100.0, 1.0, U32_MAX,
+        "tc-fq `flow_limit`: packets queued per flow, Linux default 100"),
+    ParamSpec::size("quantum", (2 * PSCHED_MTU) as f64, 1.0, (1 << 20) as f64,
+        "tc-fq `quantum`: bytes of credit a flow gets per round, Linux default 2 x 1514 B"),
+    ParamSpec::size("initial_quantum", (10 * PSCHED_MTU) as f64, 0.0, U32_MAX,
+        "tc-fq `initial_quantum`: credit of a new flow, bytes, Linux default 10 x 1514 B"),
+    ParamSpec::rate("maxrate", 0.0, 0.0, U64_MAX,
+        "tc-fq `maxrate`: per-flow pacing cap in bit/s; 0 = unlimited (Linux default)"),
+    ParamSpec::time("refill_delay", (40 * NS_PER_MS) as f64, 0.0, MAX_TC_TIME_NS,
+        "tc-fq `refill_delay`: a flow idle this long gets at least one quantum back, Linux default 40 ms"),
+    ParamSpec::rate("low_rate_threshold", 550_000.0, 0.0, U64_MAX,
+        "tc-fq `low_rate_threshold`: at or below this maxrate unstamped packets go one per round, bit/s, Linux default 550 kbit/s"),
+    ParamSpec::time("horizon", (10 * NS_PER_SEC) as f64, 0.0, MAX_TC_TIME_NS,
+        "tc-fq `horizon`: packets stamped further in the future are dropped (or capped), Linux default 10 s"),
+    ParamSpec::flag("horizon_drop", true,
+        "tc-fq `horizon_drop`/`horizon_cap`: true drops beyond the horizon (Linux default), false caps the stamp"),
+    ParamSpec::time("ce_threshold", MAX_TC_TIME_NS, 0.0, MAX_TC_TIME_NS,
+        "tc-fq `ce_threshold`: CE-mark ECT packets leaving this late after their due time; Linux default 4294 s (off)"),
+];
 
 #[cfg(test)]
 mod tests {

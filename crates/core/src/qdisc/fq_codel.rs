@@ -52,11 +52,11 @@
 //! Not modelled: external classifiers (`tc filter`) and `skb->priority`
 //! classification; the tree-backlog bookkeeping for parent qdiscs.
 
-use super::aqm_params::Params;
-use super::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars, DEFAULT_MTU, MAX_TC_TIME_NS};
+use super::codel::{codel_dequeue, CodelParams, CodelQueue, CodelStats, CodelVars};
+use super::params::{MAX_TC_TIME_NS, U32_MAX};
 use super::drr::FlowLists;
 use super::flow_hash::{truesize, BucketHasher};
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -64,17 +64,18 @@ use std::collections::VecDeque;
 /// Scenario doc of `fq_codel`.
 pub const DOC: &str = "fq_codel: DRR over hashed flow queues, CoDel per queue (Linux sch_fq_codel, RFC 8290); its own packet `limit`, the direction's `buffer` is not used";
 
-/// `qdisc_params` of `fq_codel`, with Linux's defaults.
+/// `qdisc_params` of `fq_codel`, with Linux's defaults (`fq_codel_init`) and
+/// the ranges `fq_codel_change` accepts (`flows` 1..65536, `quantum` >= 256).
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", kind: ParamKind::Count, default: 10240.0, doc: "packets the qdisc holds; beyond, the fattest flow loses half its backlog from the head (tc `limit`)" },
-    ParamSpec { name: "flows", kind: ParamKind::Count, default: 1024.0, doc: "number of flow queues (hash buckets), 1..65536 (tc `flows`)" },
-    ParamSpec { name: "target", kind: ParamKind::Time, default: 5e6, doc: "CoDel target sojourn time (tc `target`)" },
-    ParamSpec { name: "interval", kind: ParamKind::Time, default: 100e6, doc: "CoDel interval (tc `interval`)" },
-    ParamSpec { name: "quantum", kind: ParamKind::Size, default: 1514.0, doc: "bytes a queue may send per DRR turn, at least 256 (tc `quantum`)" },
-    ParamSpec { name: "ecn", kind: ParamKind::Bool, default: 1.0, doc: "CE-mark ECT packets instead of dropping them (tc `ecn`/`noecn`)" },
-    ParamSpec { name: "ce_threshold", kind: ParamKind::Time, default: 0.0, doc: "CE-mark ECT packets whose sojourn exceeds this; 0 = off (tc `ce_threshold`)" },
-    ParamSpec { name: "memory_limit", kind: ParamKind::Size, default: 33554432.0, doc: "bytes of packet memory (skb truesize) the qdisc may hold (tc `memory_limit`)" },
-    ParamSpec { name: "drop_batch", kind: ParamKind::Count, default: 64.0, doc: "most packets dropped from the fattest flow per overload event (tc `drop_batch`)" },
+    ParamSpec::count("limit", 10240.0, 1.0, U32_MAX, "packets the qdisc holds; beyond, the fattest flow loses half its backlog from the head (tc `limit`)"),
+    ParamSpec::count("flows", 1024.0, 1.0, 65536.0, "number of flow queues (hash buckets), 1..65536 (tc `flows`)"),
+    ParamSpec::time("target", 5e6, 1000.0, MAX_TC_TIME_NS, "CoDel target sojourn time (tc `target`)"),
+    ParamSpec::time("interval", 100e6, 1000.0, MAX_TC_TIME_NS, "CoDel interval (tc `interval`)"),
+    ParamSpec::size("quantum", 1514.0, 256.0, (1 << 20) as f64, "bytes a queue may send per DRR turn, at least 256 (tc `quantum`)"),
+    ParamSpec::flag("ecn", true, "CE-mark ECT packets instead of dropping them (tc `ecn`/`noecn`)"),
+    ParamSpec::time("ce_threshold", 0.0, 0.0, MAX_TC_TIME_NS, "CE-mark ECT packets whose sojourn exceeds this; 0 = off (tc `ce_threshold`)"),
+    ParamSpec::size("memory_limit", 33554432.0, 1.0, (1u64 << 31) as f64, "bytes of packet memory (skb truesize) the qdisc may hold (tc `memory_limit`)"),
+    ParamSpec::count("drop_batch", 64.0, 1.0, U32_MAX, "most packets dropped from the fattest flow per overload event (tc `drop_batch`)"),
 ];
 
 /// One flow queue (`struct fq_codel_flow`).
@@ -145,9 +146,9 @@ pub struct FqCodel<T> {
 }
 
 impl<T> FqCodel<T> {
-    /// Linux defaults (`fq_codel_init`).
+    /// Linux defaults (`fq_codel_init`): those of [`PARAMS`].
     pub fn new() -> Self {
-        Self::with(1024, 10240, 1514, 32 << 20, 64, CodelParams { ecn: true, ..Default::default() })
+        Self::from_params(&Params::defaults(PARAMS))
     }
 
     /// Explicit settings, clamped as `fq_codel_change` does.
@@ -172,17 +173,13 @@ impl<T> FqCodel<T> {
 
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        let p = Params::new(cfg, PARAMS)?;
-        let flows = p.int("flows", 1, 65536)? as u32;
-        let limit = p.int("limit", 1, u32::MAX as u64)? as u32;
-        let target = p.time("target", 1000, MAX_TC_TIME_NS)?;
-        let interval = p.time("interval", 1000, MAX_TC_TIME_NS)?;
-        let ce = p.time("ce_threshold", 0, MAX_TC_TIME_NS)?;
-        let quantum = p.int("quantum", 256, 1 << 20)? as u32;
-        let memory_limit = p.int("memory_limit", 1, 1 << 31)? as u32;
-        let drop_batch = p.int("drop_batch", 1, u32::MAX as u64)? as u32;
-        let cparams = CodelParams::from_ns(target, interval, (ce > 0).then_some(ce), DEFAULT_MTU, p.flag("ecn")?);
-        Ok(Self::with(flows, limit, quantum, memory_limit, drop_batch, cparams))
+        Ok(Self::from_params(&Params::new(cfg, PARAMS)?))
+    }
+
+    /// From parameters read through [`PARAMS`].
+    pub fn from_params(p: &Params) -> Self {
+        let cparams = CodelParams::from_params(p);
+        Self::with(p.u32("flows"), p.u32("limit"), p.u32("quantum"), p.u32("memory_limit"), p.u32("drop_batch"), cparams)
     }
 
     /// Fix the hash seed (instead of drawing it from the RNG at the first packet).

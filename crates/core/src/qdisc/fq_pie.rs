@@ -34,11 +34,11 @@
 //! memory_limit 32 MiB, ecn_prob 10 %, PIE defaults (target 15 ms,
 //! tupdate 15 ms, alpha 2/16, beta 20/16).
 
-use super::aqm_params::Params;
+use super::params::{MAX_TC_TIME_NS, U32_MAX};
 use super::drr::FlowLists;
 use super::flow_hash::{inet_ecn_set_ce, truesize, BucketHasher};
-use super::pie::{calculate_probability, drop_early, pie_params_from, process_dequeue, LazyTimer, PieParams, PieStats, PieVars, MAX_PROB};
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
+use super::pie::{calculate_probability, drop_early, process_dequeue, LazyTimer, PieParams, PieStats, PieVars, MAX_PROB};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -46,20 +46,21 @@ use std::collections::VecDeque;
 /// Scenario doc of `fq_pie`.
 pub const DOC: &str = "FQ-PIE: DRR over hashed flow queues, PIE per queue (Linux sch_fq_pie); its own packet `limit`, the direction's `buffer` is not used";
 
-/// `qdisc_params` of `fq_pie`, with Linux's defaults.
+/// `qdisc_params` of `fq_pie`, with Linux's defaults (`fq_pie_init`) and the
+/// ranges `fq_pie_change` accepts (`flows` 1..65536, `ecn_prob` 0..100).
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", kind: ParamKind::Count, default: 10240.0, doc: "packets the qdisc holds; tail drop beyond (tc `limit`)" },
-    ParamSpec { name: "flows", kind: ParamKind::Count, default: 1024.0, doc: "number of flow queues (hash buckets), 1..65536 (tc `flows`)" },
-    ParamSpec { name: "target", kind: ParamKind::Time, default: 15e6, doc: "PIE target queueing delay per queue (tc `target`)" },
-    ParamSpec { name: "tupdate", kind: ParamKind::Time, default: 15e6, doc: "period of the probability update (tc `tupdate`)" },
-    ParamSpec { name: "alpha", kind: ParamKind::Count, default: 2.0, doc: "PIE integral gain in 1/16 units, 0..32 (tc `alpha`)" },
-    ParamSpec { name: "beta", kind: ParamKind::Count, default: 20.0, doc: "PIE proportional gain in 1/16 units, 0..32 (tc `beta`)" },
-    ParamSpec { name: "quantum", kind: ParamKind::Size, default: 1514.0, doc: "bytes a queue may send per DRR turn (tc `quantum`)" },
-    ParamSpec { name: "memory_limit", kind: ParamKind::Size, default: 33554432.0, doc: "truesize bytes counted as over-memory beyond this; not enforced, as in Linux (tc `memory_limit`)" },
-    ParamSpec { name: "ecn_prob", kind: ParamKind::Count, default: 10.0, doc: "percent probability up to which ECT packets are marked rather than dropped (tc `ecn_prob`)" },
-    ParamSpec { name: "ecn", kind: ParamKind::Bool, default: 0.0, doc: "CE-mark ECT packets instead of dropping (tc `ecn`)" },
-    ParamSpec { name: "bytemode", kind: ParamKind::Bool, default: 0.0, doc: "scale the drop probability by packet size / MTU (tc `bytemode`)" },
-    ParamSpec { name: "dq_rate_estimator", kind: ParamKind::Bool, default: 0.0, doc: "queue delay from backlog / drain rate instead of timestamps (tc `dq_rate_estimator`)" },
+    ParamSpec::count("limit", 10240.0, 1.0, U32_MAX, "packets the qdisc holds; tail drop beyond (tc `limit`)"),
+    ParamSpec::count("flows", 1024.0, 1.0, 65536.0, "number of flow queues (hash buckets), 1..65536 (tc `flows`)"),
+    ParamSpec::time("target", 15e6, 1000.0, MAX_TC_TIME_NS, "PIE target queueing delay per queue (tc `target`)"),
+    ParamSpec::time("tupdate", 15e6, 1000.0, MAX_TC_TIME_NS, "period of the probability update (tc `tupdate`)"),
+    ParamSpec::count("alpha", 2.0, 0.0, 32.0, "PIE integral gain in 1/16 units, 0..32 (tc `alpha`)"),
+    ParamSpec::count("beta", 20.0, 0.0, 32.0, "PIE proportional gain in 1/16 units, 0..32 (tc `beta`)"),
+    ParamSpec::size("quantum", 1514.0, 1.0, (1 << 20) as f64, "bytes a queue may send per DRR turn (tc `quantum`)"),
+    ParamSpec::size("memory_limit", 33554432.0, 1.0, U32_MAX, "truesize bytes counted as over-memory beyond this; not enforced, as in Linux (tc `memory_limit`)"),
+    ParamSpec::count("ecn_prob", 10.0, 0.0, 100.0, "percent probability up to which ECT packets are marked rather than dropped (tc `ecn_prob`)"),
+    ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping (tc `ecn`)"),
+    ParamSpec::flag("bytemode", false, "scale the drop probability by packet size / MTU (tc `bytemode`)"),
+    ParamSpec::flag("dq_rate_estimator", false, "queue delay from backlog / drain rate instead of timestamps (tc `dq_rate_estimator`)"),
 ];
 
 /// `struct fq_pie_flow`.
@@ -96,9 +97,9 @@ pub struct FqPie<T> {
 }
 
 impl<T> FqPie<T> {
-    /// Linux defaults (`fq_pie_init`).
+    /// Linux defaults (`fq_pie_init`): those of [`PARAMS`].
     pub fn new() -> Self {
-        Self::with(1024, 1514, 32 << 20, 10, PieParams { limit: 10240, ..Default::default() })
+        Self::from_params(&Params::defaults(PARAMS))
     }
 
     pub fn with(flows: u32, quantum: u32, memory_limit: u32, ecn_prob: u32, params: PieParams) -> Self {
@@ -124,13 +125,12 @@ impl<T> FqPie<T> {
 
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        let p = Params::new(cfg, PARAMS)?;
-        let params = pie_params_from(&p)?;
-        let flows = p.int("flows", 1, 65536)? as u32;
-        let quantum = p.int("quantum", 1, 1 << 20)? as u32;
-        let memory_limit = p.int("memory_limit", 1, u32::MAX as u64)? as u32;
-        let ecn_prob = p.int("ecn_prob", 0, 100)? as u32;
-        Ok(Self::with(flows, quantum, memory_limit, ecn_prob, params))
+        Ok(Self::from_params(&Params::new(cfg, PARAMS)?))
+    }
+
+    /// From parameters read through [`PARAMS`].
+    pub fn from_params(p: &Params) -> Self {
+        Self::with(p.u32("flows"), p.u32("quantum"), p.u32("memory_limit"), p.u32("ecn_prob"), PieParams::from_params(p))
     }
 
     /// Fix the hash seed (instead of drawing it from the RNG at the first packet).

@@ -65,10 +65,9 @@
 //! - `mtu` 1514 B (`psched_mtu` of Ethernet; our lengths are IP bytes).
 //! - `QUEUE_THRESHOLD` 16384 B, `PIE_SCALE` 8 (rate estimator fixed point).
 
-use super::aqm_params::Params;
-use super::codel::MAX_TC_TIME_NS;
+use super::params::{MAX_TC_TIME_NS, U32_MAX};
 use super::flow_hash::inet_ecn_set_ce;
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -76,16 +75,17 @@ use std::collections::VecDeque;
 /// Scenario doc of `pie`.
 pub const DOC: &str = "PIE AQM on one FIFO (Linux sch_pie, RFC 8033); its own packet `limit`, the direction's `buffer` is not used";
 
-/// `qdisc_params` of `pie`, with Linux's defaults.
+/// `qdisc_params` of `pie`, with Linux's defaults (`pie_params_init`, sch_pie's
+/// `limit` 1000) and the ranges `pie_change` accepts (alpha, beta 0..32).
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", kind: ParamKind::Count, default: 1000.0, doc: "packets the queue holds; tail drop beyond (tc `limit`)" },
-    ParamSpec { name: "target", kind: ParamKind::Time, default: 15e6, doc: "target queueing delay (tc `target`)" },
-    ParamSpec { name: "tupdate", kind: ParamKind::Time, default: 15e6, doc: "period of the drop-probability update (tc `tupdate`)" },
-    ParamSpec { name: "alpha", kind: ParamKind::Count, default: 2.0, doc: "integral gain in 1/16 units, 0..32 (tc `alpha`; 2 = 1/8)" },
-    ParamSpec { name: "beta", kind: ParamKind::Count, default: 20.0, doc: "proportional gain in 1/16 units, 0..32 (tc `beta`; 20 = 1.25)" },
-    ParamSpec { name: "ecn", kind: ParamKind::Bool, default: 0.0, doc: "CE-mark ECT packets instead of dropping while the probability is at most 10% (tc `ecn`)" },
-    ParamSpec { name: "bytemode", kind: ParamKind::Bool, default: 0.0, doc: "scale the drop probability by packet size / MTU (tc `bytemode`)" },
-    ParamSpec { name: "dq_rate_estimator", kind: ParamKind::Bool, default: 0.0, doc: "queue delay from backlog / measured drain rate instead of packet timestamps (tc `dq_rate_estimator`)" },
+    ParamSpec::count("limit", 1000.0, 1.0, U32_MAX, "packets the queue holds; tail drop beyond (tc `limit`)"),
+    ParamSpec::time("target", 15e6, 1000.0, MAX_TC_TIME_NS, "target queueing delay (tc `target`)"),
+    ParamSpec::time("tupdate", 15e6, 1000.0, MAX_TC_TIME_NS, "period of the drop-probability update (tc `tupdate`)"),
+    ParamSpec::count("alpha", 2.0, 0.0, 32.0, "integral gain in 1/16 units, 0..32 (tc `alpha`; 2 = 1/8)"),
+    ParamSpec::count("beta", 20.0, 0.0, 32.0, "proportional gain in 1/16 units, 0..32 (tc `beta`; 20 = 1.25)"),
+    ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping while the probability is at most 10% (tc `ecn`)"),
+    ParamSpec::flag("bytemode", false, "scale the drop probability by packet size / MTU (tc `bytemode`)"),
+    ParamSpec::flag("dq_rate_estimator", false, "queue delay from backlog / measured drain rate instead of packet timestamps (tc `dq_rate_estimator`)"),
 ];
 
 /// psched ticks are 64 ns (`PSCHED_SHIFT`).
@@ -139,16 +139,25 @@ pub struct PieParams {
 }
 
 impl Default for PieParams {
+    /// `pie_params_init`: the defaults of [`PARAMS`].
     fn default() -> Self {
+        PieParams::from_params(&Params::defaults(PARAMS))
+    }
+}
+
+impl PieParams {
+    /// From a qdisc's PIE parameters (pie's and fq_pie's tables both have
+    /// them); `mtu` is Ethernet's `psched_mtu`, 1514 B.
+    pub fn from_params(p: &Params) -> Self {
         PieParams {
-            target: ticks(15_000_000),
-            tupdate: 15_000_000,
-            limit: 1000,
-            alpha: 2,
-            beta: 20,
-            ecn: false,
-            bytemode: false,
-            dq_rate_estimator: false,
+            target: ticks(p.u64("target")),
+            tupdate: p.u64("tupdate"),
+            limit: p.u32("limit"),
+            alpha: p.u32("alpha"),
+            beta: p.u32("beta"),
+            ecn: p.flag("ecn"),
+            bytemode: p.flag("bytemode"),
+            dq_rate_estimator: p.flag("dq_rate_estimator"),
             mtu: 1514,
         }
     }
@@ -430,7 +439,7 @@ impl<T> Pie<T> {
 
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        Ok(Self::new(pie_params_from(&Params::new(cfg, PARAMS)?)?))
+        Ok(Self::new(PieParams::from_params(&Params::new(cfg, PARAMS)?)))
     }
 
     fn run_timer(&mut self, now: Nanos) {
@@ -441,21 +450,6 @@ impl<T> Pie<T> {
             *v != before
         });
     }
-}
-
-/// PIE parameters from a scenario (shared with fq_pie).
-pub(crate) fn pie_params_from(p: &Params) -> Result<PieParams, String> {
-    Ok(PieParams {
-        target: ticks(p.time("target", 1000, MAX_TC_TIME_NS)?),
-        tupdate: p.time("tupdate", 1000, MAX_TC_TIME_NS)?,
-        limit: p.int("limit", 1, u32::MAX as u64)? as u32,
-        alpha: p.int("alpha", 0, 32)? as u32,
-        beta: p.int("beta", 0, 32)? as u32,
-        ecn: p.flag("ecn")?,
-        bytemode: p.flag("bytemode")?,
-        dq_rate_estimator: p.flag("dq_rate_estimator")?,
-        mtu: 1514,
-    })
 }
 
 impl<T> Qdisc<T> for Pie<T> {

@@ -23,7 +23,8 @@
 //! polices in front of any other qdisc.
 
 use super::tbf::RateCfg;
-use super::{DropReason, Events, Limit, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig, QdiscInfo};
+use super::params::{U32_MAX, U64_MAX};
+use super::{DropReason, Events, Limit, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use super::fifo::Fifo;
@@ -109,32 +110,23 @@ impl<T> Qdisc<T> for Policer<T> {
     }
 }
 
-/// The scenario's description of "policer" (one entry of [`super::QDISCS`]).
-pub const INFO: QdiscInfo = QdiscInfo {
-    name: "policer",
-    doc: "token-bucket policer (Linux act_police, `tc ... police`): packets within `rate`+`burst` pass at once, the excess is dropped",
-    params: &[
-        ParamSpec { name: "rate", kind: ParamKind::Rate, default: 0.0,
-            doc: "tc police `rate`: committed rate in bit/s; 0 = the link's rate" },
-        ParamSpec { name: "burst", kind: ParamKind::Size, default: 0.0,
-            doc: "tc police `burst`: bucket depth in bytes; 0 = max(1514 B, rate/HZ with HZ=250)" },
-    ],
-};
+/// Scenario doc of `policer` (the [`super::QdiscKind`] registry).
+pub const DOC: &str = "token-bucket policer (Linux act_police, `tc ... police`): packets within `rate`+`burst` pass at once, the excess is dropped";
 
-/// Build "policer" from a scenario config.
-pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
-    let mut rate = cfg.param("rate", 0.0) as u64;
-    if rate == 0 {
-        rate = cfg.rate_bps;
-    }
-    if rate == 0 {
-        return Err("rate: the policer needs a rate (the link has none)".to_string());
-    }
-    let mut burst = cfg.param("burst", 0.0) as u64;
-    if burst == 0 {
-        burst = super::tbf::default_burst(rate);
-    }
-    Ok(Box::new(Policer::new(TokenBucket::new(rate, burst)?, cfg.limit)))
+/// `qdisc_params` of `policer`. tc-police(8) requires rate and burst; here 0
+/// derives each from the link (see the docs).
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::rate("rate", 0.0, 0.0, U64_MAX,
+        "tc police `rate`: committed rate in bit/s; 0 = the link's rate"),
+    ParamSpec::size("burst", 0.0, 0.0, U32_MAX,
+        "tc police `burst`: bucket depth in bytes; 0 = max(1514 B, rate/HZ with HZ=250)"),
+];
+
+/// Build "policer" from a scenario config, its parameters read through [`PARAMS`].
+pub fn build<T: 'static>(cfg: &QdiscConfig, p: &Params) -> Result<Box<dyn Qdisc<T>>, String> {
+    let (rate, burst) = super::tbf::bucket_params(cfg, p, "the policer")?;
+    let bucket = TokenBucket::new(rate, burst).map_err(|e| format!("qdisc_params.{e}"))?;
+    Ok(Box::new(Policer::new(bucket, cfg.limit)))
 }
 
 #[cfg(test)]

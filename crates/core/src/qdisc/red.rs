@@ -57,10 +57,10 @@
 //!
 //! Not modelled: the child qdisc (always bfifo here), offload, qevents.
 
-use super::aqm_params::Params;
+use super::params::U32_MAX;
 use super::flow_hash::inet_ecn_set_ce;
 use super::pie::LazyTimer;
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -70,18 +70,18 @@ pub const DOC: &str = "RED AQM over a byte FIFO (Linux sch_red, Floyd & Jacobson
 
 /// `qdisc_params` of `red`, with tc-red's defaults (0 = derived, see the doc).
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", kind: ParamKind::Size, default: 0.0, doc: "hard byte limit of the queue; 0 = the direction's `buffer` (tc `limit`)" },
-    ParamSpec { name: "min", kind: ParamKind::Size, default: 0.0, doc: "average queue (bytes) where early drops start; 0 = max/3 (tc `min`)" },
-    ParamSpec { name: "max", kind: ParamKind::Size, default: 0.0, doc: "average queue (bytes) where the probability reaches max_P and drops become certain; 0 = limit/4, or 3 min (tc `max`)" },
-    ParamSpec { name: "avpkt", kind: ParamKind::Size, default: 1000.0, doc: "average packet size, for the EWMA weight and the idle decay (tc `avpkt`)" },
-    ParamSpec { name: "burst", kind: ParamKind::Count, default: 0.0, doc: "packets of burst the average should absorb, sets the EWMA weight; 0 = (2 min + max) / (3 avpkt) (tc `burst`)" },
-    ParamSpec { name: "probability", kind: ParamKind::Ratio, default: 0.02, doc: "max_P, the drop probability at avg = max (tc `probability`)" },
-    ParamSpec { name: "bandwidth", kind: ParamKind::Rate, default: 0.0, doc: "rate for the idle-time decay table; 0 = the link rate (tc `bandwidth`)" },
-    ParamSpec { name: "ecn", kind: ParamKind::Bool, default: 0.0, doc: "CE-mark ECT packets instead of dropping (tc `ecn`)" },
-    ParamSpec { name: "harddrop", kind: ParamKind::Bool, default: 0.0, doc: "drop, never mark, above max (tc `harddrop`)" },
-    ParamSpec { name: "nodrop", kind: ParamKind::Bool, default: 0.0, doc: "with ecn, queue non-ECT packets instead of dropping them (tc `nodrop`)" },
-    ParamSpec { name: "adaptive", kind: ParamKind::Bool, default: 0.0, doc: "Adaptive RED: tune max_P every 500 ms to keep avg mid-way (tc `adaptive`)" },
-    ParamSpec { name: "gentle", kind: ParamKind::Bool, default: 0.0, doc: "Gentle RED (not in Linux): between max and 2 max the probability rises linearly from max_P to 1 instead of jumping to 1" },
+    ParamSpec::size("limit", 0.0, 0.0, U32_MAX, "hard byte limit of the queue; 0 = the direction's `buffer` (tc `limit`)"),
+    ParamSpec::size("min", 0.0, 0.0, U32_MAX, "average queue (bytes) where early drops start; 0 = max/3 (tc `min`)"),
+    ParamSpec::size("max", 0.0, 0.0, U32_MAX, "average queue (bytes) where the probability reaches max_P and drops become certain; 0 = limit/4, or 3 min (tc `max`)"),
+    ParamSpec::size("avpkt", 1000.0, 1.0, (1 << 20) as f64, "average packet size, for the EWMA weight and the idle decay (tc `avpkt`)"),
+    ParamSpec::count("burst", 0.0, 0.0, U32_MAX, "packets of burst the average should absorb, sets the EWMA weight; 0 = (2 min + max) / (3 avpkt) (tc `burst`)"),
+    ParamSpec::ratio("probability", 0.02, "max_P, the drop probability at avg = max (tc `probability`)"),
+    ParamSpec::rate("bandwidth", 0.0, 0.0, (u64::MAX / 2) as f64, "rate for the idle-time decay table; 0 = the link rate (tc `bandwidth`)"),
+    ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping (tc `ecn`)"),
+    ParamSpec::flag("harddrop", false, "drop, never mark, above max (tc `harddrop`)"),
+    ParamSpec::flag("nodrop", false, "with ecn, queue non-ECT packets instead of dropping them (tc `nodrop`)"),
+    ParamSpec::flag("adaptive", false, "Adaptive RED: tune max_P every 500 ms to keep avg mid-way (tc `adaptive`)"),
+    ParamSpec::flag("gentle", false, "Gentle RED (not in Linux): between max and 2 max the probability rises linearly from max_P to 1 instead of jumping to 1"),
 ];
 
 /// Idle table size (`RED_STAB_SIZE`).
@@ -347,8 +347,12 @@ impl<T> Red<T> {
 
     /// From the scenario's `qdisc_params` and buffer, with tc-red's derivations.
     pub fn from_config(cfg: &QdiscConfig) -> Result<Self, String> {
-        let p = Params::new(cfg, PARAMS)?;
-        let mut limit = p.int("limit", 0, u32::MAX as u64)?;
+        Self::from_params(cfg, &Params::new(cfg, PARAMS)?)
+    }
+
+    /// From parameters read through [`PARAMS`], the direction's buffer and rate.
+    pub fn from_params(cfg: &QdiscConfig, p: &Params) -> Result<Self, String> {
+        let mut limit = p.u64("limit");
         if limit == 0 {
             limit = match (cfg.limit.bytes, cfg.limit.pkts) {
                 (Some(b), _) => b,
@@ -357,9 +361,9 @@ impl<T> Red<T> {
             };
         }
         let limit = u32::try_from(limit).map_err(|_| format!("qdisc_params.limit: at most {} bytes, got {limit}", u32::MAX))?;
-        let avpkt = p.int("avpkt", 1, 1 << 20)? as u32;
-        let mut qmax = p.int("max", 0, u32::MAX as u64)? as u32;
-        let mut qmin = p.int("min", 0, u32::MAX as u64)? as u32;
+        let avpkt = p.u32("avpkt");
+        let mut qmax = p.u32("max");
+        let mut qmin = p.u32("min");
         if qmax == 0 {
             qmax = if qmin > 0 { qmin.saturating_mul(3) } else { limit / 4 };
         }
@@ -369,27 +373,26 @@ impl<T> Red<T> {
         if qmax < qmin {
             return Err(format!("qdisc_params.max: must be at least min ({qmin} bytes), got {qmax}"));
         }
-        let mut burst = p.int("burst", 0, u32::MAX as u64)? as u32;
+        let mut burst = p.u32("burst");
         if burst == 0 {
             burst = ((2 * qmin as u64 + qmax as u64) / (3 * avpkt as u64)) as u32;
         }
         let wlog = eval_ewma(qmin, burst, avpkt).ok_or_else(|| {
             format!("qdisc_params.burst: {burst} packets cannot be absorbed above min {qmin} B with avpkt {avpkt} B (try burst {})", 1 + qmin / avpkt)
         })?;
-        let mut rate = p.int("bandwidth", 0, u64::MAX / 2)?;
+        let mut rate = p.u64("bandwidth");
         if rate == 0 {
             rate = if cfg.rate_bps > 0 { cfg.rate_bps } else { 10_000_000 };
         }
         let (scell_log, stab) =
             eval_idle_damping(wlog, avpkt, rate).ok_or_else(|| "qdisc_params.bandwidth: no idle table for this rate".to_string())?;
-        let prob = p.ratio("probability", 0.0, 1.0)?;
-        let max_p = (prob * 4294967296.0).min(u32::MAX as f64) as u32;
+        let max_p = (p.get("probability") * 4294967296.0).min(u32::MAX as f64) as u32;
         let mut red = Red::new(RedParams::new(qmin, qmax, wlog, scell_log, stab, max_p), limit);
-        red.ecn = p.flag("ecn")?;
-        red.harddrop = p.flag("harddrop")?;
-        red.nodrop = p.flag("nodrop")?;
-        red.adaptive = p.flag("adaptive")?;
-        red.gentle = p.flag("gentle")?;
+        red.ecn = p.flag("ecn");
+        red.harddrop = p.flag("harddrop");
+        red.nodrop = p.flag("nodrop");
+        red.adaptive = p.flag("adaptive");
+        red.gentle = p.flag("gentle");
         Ok(red)
     }
 

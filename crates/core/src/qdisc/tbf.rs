@@ -28,7 +28,8 @@
 //! qdisc (scenario key `shaper = { rate, burst }`): ask [`Shaper::can_send`],
 //! and [`Shaper::wait_until`] when it says no; commit with [`Shaper::on_send`].
 
-use super::{DropReason, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig, QdiscInfo};
+use super::params::{U32_MAX, U64_MAX};
+use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::{Nanos, NS_PER_SEC};
 use std::collections::VecDeque;
@@ -255,23 +256,23 @@ impl<T> Qdisc<T> for Tbf<T> {
     }
 }
 
-/// The scenario's description of "tbf" (one entry of [`super::QDISCS`]).
-pub const INFO: QdiscInfo = QdiscInfo {
-    name: "tbf",
-    doc: "token-bucket shaper (Linux sch_tbf): packets wait in a byte FIFO and leave at `rate` after a `burst`",
-    params: &[
-        ParamSpec { name: "rate", kind: ParamKind::Rate, default: 0.0,
-            doc: "tc `rate`: the shaped rate in bit/s; 0 = the link's rate" },
-        ParamSpec { name: "burst", kind: ParamKind::Size, default: 0.0,
-            doc: "tc `burst`: bucket depth in bytes; 0 = max(1514 B, rate/HZ with HZ=250), tc-tbf(8)'s minimum" },
-        ParamSpec { name: "limit", kind: ParamKind::Size, default: 0.0,
-            doc: "tc `limit`: bytes that may wait for tokens (the child bfifo); 0 = the direction's `buffer` (packets count 1500 B each)" },
-        ParamSpec { name: "peakrate", kind: ParamKind::Rate, default: 0.0,
-            doc: "tc `peakrate`: optional second bucket limiting how fast the burst drains, bit/s; 0 = none; must exceed `rate`" },
-        ParamSpec { name: "mtu", kind: ParamKind::Size, default: 0.0,
-            doc: "tc `mtu`/`minburst`: depth of the peakrate bucket in bytes; required with `peakrate` (1514 is typical)" },
-    ],
-};
+/// Scenario doc of `tbf` (the [`super::QdiscKind`] registry).
+pub const DOC: &str = "token-bucket shaper (Linux sch_tbf): packets wait in a byte FIFO and leave at `rate` after a `burst`";
+
+/// `qdisc_params` of `tbf`. tc-tbf(8) has no defaults for rate, burst and
+/// limit (each is required); here 0 derives each from the link (see the docs).
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::rate("rate", 0.0, 0.0, U64_MAX,
+        "tc `rate`: the shaped rate in bit/s; 0 = the link's rate"),
+    ParamSpec::size("burst", 0.0, 0.0, U32_MAX,
+        "tc `burst`: bucket depth in bytes; 0 = max(1514 B, rate/HZ with HZ=250), tc-tbf(8)'s minimum"),
+    ParamSpec::size("limit", 0.0, 0.0, U64_MAX,
+        "tc `limit`: bytes that may wait for tokens (the child bfifo); 0 = the direction's `buffer` (packets count 1500 B each)"),
+    ParamSpec::rate("peakrate", 0.0, 0.0, U64_MAX,
+        "tc `peakrate`: optional second bucket limiting how fast the burst drains, bit/s; 0 = none; must exceed `rate`"),
+    ParamSpec::size("mtu", 0.0, 0.0, U32_MAX,
+        "tc `mtu`/`minburst`: depth of the peakrate bucket in bytes; required with `peakrate` (1514 is typical)"),
+];
 
 /// Bytes a scenario `buffer` stands for when a qdisc needs a byte limit.
 pub(crate) fn limit_bytes(cfg: &QdiscConfig) -> u64 {
@@ -283,26 +284,36 @@ pub(crate) fn limit_bytes(cfg: &QdiscConfig) -> u64 {
     }
 }
 
-/// Build "tbf" from a scenario config.
-pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
-    let mut rate = cfg.param("rate", 0.0) as u64;
+/// The `rate` (0 = the link's) in bit/s and `burst` (0 = [`default_burst`])
+/// in bytes of `who`'s token bucket (tbf, the policer).
+pub(crate) fn bucket_params(cfg: &QdiscConfig, p: &Params, who: &str) -> Result<(u64, u64), String> {
+    let rate = match p.u64("rate") {
+        0 => cfg.rate_bps,
+        r => r,
+    };
     if rate == 0 {
-        rate = cfg.rate_bps;
+        return Err(format!("qdisc_params.rate: {who} needs a rate (the link has none)"));
     }
-    if rate == 0 {
-        return Err("rate: tbf needs a rate (the link has none)".to_string());
-    }
-    let mut burst = cfg.param("burst", 0.0) as u64;
-    if burst == 0 {
-        burst = default_burst(rate);
-    }
-    let mut limit = cfg.param("limit", 0.0) as u64;
-    if limit == 0 {
-        limit = limit_bytes(cfg);
-    }
-    let peak_bps = cfg.param("peakrate", 0.0) as u64;
-    let peak = (peak_bps > 0).then(|| (peak_bps, cfg.param("mtu", 0.0) as u64));
-    Ok(Box::new(Tbf::new(Shaper::new(rate, burst, peak)?, limit)))
+    let burst = match p.u64("burst") {
+        0 => default_burst(rate),
+        b => b,
+    };
+    Ok((rate, burst))
+}
+
+/// Build "tbf" from a scenario config, its parameters read through [`PARAMS`].
+pub fn build<T: 'static>(cfg: &QdiscConfig, p: &Params) -> Result<Box<dyn Qdisc<T>>, String> {
+    let (rate, burst) = bucket_params(cfg, p, "tbf")?;
+    let limit = match p.u64("limit") {
+        0 => limit_bytes(cfg),
+        l => l,
+    };
+    let peak = match p.u64("peakrate") {
+        0 => None,
+        peak_bps => Some((peak_bps, p.u64("mtu"))),
+    };
+    let shaper = Shaper::new(rate, burst, peak).map_err(|e| format!("qdisc_params.{e}"))?;
+    Ok(Box::new(Tbf::new(shaper, limit)))
 }
 
 #[cfg(test)]

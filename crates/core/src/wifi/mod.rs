@@ -233,7 +233,10 @@ impl<T: 'static> Wifi<T> {
             return Err("wifi.station: at least one station is needed".into());
         }
         let weights: Vec<f64> = cfg.stations.iter().map(|s| s.weight).collect();
-        let iface = |_: ()| -> Result<_, String> { if cfg.design == Design::Legacy { build::<Frame<T>>(&cfg.qdisc).map(Some) } else { Ok(None) } };
+        // The legacy design's interface qdisc: errors name the scenario key (`wifi.qdisc_params.limit`).
+        let iface = |_: ()| -> Result<_, String> {
+            if cfg.design == Design::Legacy { build::<Frame<T>>(&cfg.qdisc).map(Some).map_err(|e| format!("wifi.{e}")) } else { Ok(None) }
+        };
         let mut nodes = vec![Node::new(cfg.design, iface(())?, &weights)];
         for s in &cfg.stations {
             nodes.push(Node::new(cfg.design, iface(())?, &[s.weight]));

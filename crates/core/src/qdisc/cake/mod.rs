@@ -62,9 +62,10 @@ pub mod tins;
 
 use self::cobalt::{CobaltVars, Verdict};
 use self::tins::{TinCfg, TinMode};
-use super::{DropReason, Ecn, Events, Packet, ParamKind, ParamSpec, Qdisc, QdiscConfig, QdiscInfo};
+use super::params::{MAX_TC_TIME_NS, U32_MAX, U64_MAX};
+use super::{DropReason, Ecn, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::{Rng, RngExt};
-use crate::time::{Nanos, NS_PER_MS};
+use crate::time::Nanos;
 use std::collections::VecDeque;
 
 const CAKE_QUEUES: usize = 1024;
@@ -406,19 +407,33 @@ pub struct CakeConfig {
 }
 
 impl Default for CakeConfig {
+    /// `cake_init` without a rate (unlimited): the defaults of [`PARAMS`].
     fn default() -> Self {
+        CakeConfig::from_params(&QdiscConfig::default(), &Params::defaults(PARAMS))
+    }
+}
+
+impl CakeConfig {
+    /// From parameters read through [`PARAMS`] and the link's rate (`cfg.rate_bps`).
+    pub fn from_params(cfg: &QdiscConfig, p: &Params) -> Self {
+        let rate_bps = match (p.flag("unlimited"), p.u64("bandwidth")) {
+            (true, _) => 0,
+            (false, 0) => cfg.rate_bps,
+            (false, r) => r,
+        };
         CakeConfig {
-            rate_bytes_ps: 0,
-            tin_mode: TinMode::Diffserv3,
-            flow_mode: 7,
-            rtt: 100 * NS_PER_MS,
-            target: 5 * NS_PER_MS,
-            overhead: 0,
-            mpu: 0,
-            atm: 0,
-            memlimit: 0,
-            ack_filter: 0,
-            ingress: false,
+            rate_bytes_ps: rate_bps / 8,
+            tin_mode: TinMode::from_index(p.index("diffserv")).expect("the table bounds the index"),
+            flow_mode: p.index("flow_mode") as u8,
+            // The kernel keeps both in µs with a floor of 1.
+            rtt: p.u64("rtt").max(1000),
+            target: p.u64("target").max(1000),
+            overhead: p.i32("overhead"),
+            mpu: p.u32("mpu"),
+            atm: p.index("atm") as u8,
+            memlimit: p.u64("memlimit"),
+            ack_filter: p.index("ack_filter") as u8,
+            ingress: p.flag("ingress"),
         }
     }
 }
@@ -933,77 +948,39 @@ impl<T> Qdisc<T> for Cake<T> {
     }
 }
 
-/// The scenario's description of "cake" (one entry of [`super::QDISCS`]).
-pub const INFO: QdiscInfo = QdiscInfo {
-    name: "cake",
-    doc: "CAKE (Linux sch_cake): deficit shaper, DiffServ tins, 8-way set-associative DRR++ flow queueing with \
-          host isolation, COBALT AQM; sized by its own memory limit, not by the direction's `buffer`",
-    params: &[
-        ParamSpec { name: "bandwidth", kind: ParamKind::Rate, default: 0.0,
-            doc: "tc-cake `bandwidth`: shaped rate in bit/s; 0 = the link's rate (tc's default is unlimited)" },
-        ParamSpec { name: "unlimited", kind: ParamKind::Bool, default: 0.0,
-            doc: "tc-cake `unlimited`: no shaping at all (bandwidth ignored)" },
-        ParamSpec { name: "diffserv", kind: ParamKind::Choice(tins::TIN_MODE_NAMES), default: 0.0,
-            doc: "tc-cake tin mode: diffserv3 (default: bulk CS1 1/16, voice 1/4), diffserv4 (bulk, video 1/2, voice 1/4), diffserv8, besteffort, precedence; tins chosen by `dscp`" },
-        ParamSpec { name: "flow_mode", kind: ParamKind::Choice(FLOW_MODE_NAMES), default: 7.0,
-            doc: "tc-cake isolation: flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate (default: fairness among source and destination hosts, then flows)" },
-        ParamSpec { name: "rtt", kind: ParamKind::Time, default: 100_000_000.0,
-            doc: "tc-cake `rtt`: COBALT interval, Linux default 100 ms" },
-        ParamSpec { name: "target", kind: ParamKind::Time, default: 5_000_000.0,
-            doc: "tc-cake `target`: acceptable standing delay, Linux default 5 ms (raised to 1.5 MTU times at low rates)" },
-        ParamSpec { name: "overhead", kind: ParamKind::Count, default: 0.0,
-            doc: "tc-cake `overhead`: bytes added to each IP packet's length for shaping, -64..256, default 0" },
-        ParamSpec { name: "mpu", kind: ParamKind::Size, default: 0.0,
-            doc: "tc-cake `mpu`: minimum charged packet size in bytes (after overhead), default 0" },
-        ParamSpec { name: "atm", kind: ParamKind::Choice(ATM_NAMES), default: 0.0,
-            doc: "tc-cake link-layer framing: noatm (default), atm (48-byte cells in 53), ptm (64b/65b)" },
-        ParamSpec { name: "memlimit", kind: ParamKind::Size, default: 0.0,
-            doc: "tc-cake `memlimit`: bytes of packet memory (truesize); 0 = auto, max(4 MiB, 4 x rate x rtt) capped at 10240 x 1514 B" },
-        ParamSpec { name: "ack_filter", kind: ParamKind::Choice(ACK_FILTER_NAMES), default: 0.0,
-            doc: "tc-cake ACK filter: no-ack-filter (default), ack-filter (drop a queued pure ACK made redundant by two newer ones), ack-filter-aggressive (by one)" },
-        ParamSpec { name: "ingress", kind: ParamKind::Bool, default: 0.0,
-            doc: "tc-cake `ingress`: count dropped packets against the shaper and scale COBALT's target with bulk flows, as for a download-side CAKE" },
-    ],
-};
+/// Scenario doc of `cake` (the [`super::QdiscKind`] registry).
+pub const DOC: &str = "CAKE (Linux sch_cake): deficit shaper, DiffServ tins, 8-way set-associative DRR++ flow queueing with \
+          host isolation, COBALT AQM; sized by its own memory limit, not by the direction's `buffer`";
 
-/// Build "cake" from a scenario config.
-pub fn build<T: 'static>(cfg: &QdiscConfig) -> Result<Box<dyn Qdisc<T>>, String> {
-    let choice = |k: &str, names: &[&str], def: f64| -> Result<usize, String> {
-        let v = cfg.param(k, def);
-        if v < 0.0 || v.fract() != 0.0 || v as usize >= names.len() {
-            return Err(format!("{k}: expected one of {}, got index {v}", names.join(", ")));
-        }
-        Ok(v as usize)
-    };
-    let overhead = cfg.param("overhead", 0.0);
-    if !(-64.0..=256.0).contains(&overhead) || overhead.fract() != 0.0 {
-        return Err(format!("overhead: expected a whole number of bytes from -64 to 256, got {overhead}"));
-    }
-    let mut rate_bps = cfg.param("bandwidth", 0.0) as u64;
-    if rate_bps == 0 {
-        rate_bps = cfg.rate_bps;
-    }
-    if cfg.param("unlimited", 0.0) != 0.0 {
-        rate_bps = 0;
-    }
-    let target = cfg.param("target", 5e6) as u64;
-    let rtt = cfg.param("rtt", 100e6) as u64;
-    // The kernel keeps both in µs with a floor of 1.
-    let (target, rtt) = (target.max(1000), rtt.max(1000));
-    Ok(Box::new(Cake::new(CakeConfig {
-        rate_bytes_ps: rate_bps / 8,
-        tin_mode: TinMode::from_index(choice("diffserv", tins::TIN_MODE_NAMES, 0.0)?).expect("checked"),
-        flow_mode: choice("flow_mode", FLOW_MODE_NAMES, 7.0)? as u8,
-        rtt,
-        target,
-        overhead: overhead as i32,
-        mpu: cfg.param("mpu", 0.0) as u32,
-        atm: choice("atm", ATM_NAMES, 0.0)? as u8,
-        memlimit: cfg.param("memlimit", 0.0) as u64,
-        ack_filter: choice("ack_filter", ACK_FILTER_NAMES, 0.0)? as u8,
-        ingress: cfg.param("ingress", 0.0) != 0.0,
-    })))
-}
+/// `qdisc_params` of `cake`, with Linux's defaults (`cake_init`) and the ranges
+/// it keeps them in (`rtt`, `target` a u32 of µs; `overhead` -64..256 as
+/// tc-cake(8) accepts; `mpu` a u16, `memlimit` a u32 in `struct cake_sched_data`).
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec::rate("bandwidth", 0.0, 0.0, U64_MAX,
+        "tc-cake `bandwidth`: shaped rate in bit/s; 0 = the link's rate (tc's default is unlimited)"),
+    ParamSpec::flag("unlimited", false,
+        "tc-cake `unlimited`: no shaping at all (bandwidth ignored)"),
+    ParamSpec::choice("diffserv", tins::TIN_MODE_NAMES, 0,
+        "tc-cake tin mode: diffserv3 (default: bulk CS1 1/16, voice 1/4), diffserv4 (bulk, video 1/2, voice 1/4), diffserv8, besteffort, precedence; tins chosen by `dscp`"),
+    ParamSpec::choice("flow_mode", FLOW_MODE_NAMES, 7,
+        "tc-cake isolation: flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate (default: fairness among source and destination hosts, then flows)"),
+    ParamSpec::time("rtt", 100_000_000.0, 0.0, MAX_TC_TIME_NS,
+        "tc-cake `rtt`: COBALT interval, Linux default 100 ms"),
+    ParamSpec::time("target", 5_000_000.0, 0.0, MAX_TC_TIME_NS,
+        "tc-cake `target`: acceptable standing delay, Linux default 5 ms (raised to 1.5 MTU times at low rates)"),
+    ParamSpec::count("overhead", 0.0, -64.0, 256.0,
+        "tc-cake `overhead`: bytes added to each IP packet's length for shaping, -64..256, default 0"),
+    ParamSpec::size("mpu", 0.0, 0.0, u16::MAX as f64,
+        "tc-cake `mpu`: minimum charged packet size in bytes (after overhead), default 0"),
+    ParamSpec::choice("atm", ATM_NAMES, 0,
+        "tc-cake link-layer framing: noatm (default), atm (48-byte cells in 53), ptm (64b/65b)"),
+    ParamSpec::size("memlimit", 0.0, 0.0, U32_MAX,
+        "tc-cake `memlimit`: bytes of packet memory (truesize); 0 = auto, max(4 MiB, 4 x rate x rtt) capped at 10240 x 1514 B"),
+    ParamSpec::choice("ack_filter", ACK_FILTER_NAMES, 0,
+        "tc-cake ACK filter: no-ack-filter (default), ack-filter (drop a queued pure ACK made redundant by two newer ones), ack-filter-aggressive (by one)"),
+    ParamSpec::flag("ingress", false,
+        "tc-cake `ingress`: count dropped packets against the shaper and scale COBALT's target with bulk flows, as for a download-side CAKE"),
+];
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::qdisc::PacketMeta;
+use crate::qdisc::{build, PacketMeta};
 use crate::time::NS_PER_SEC;
 
 fn meta(flow: u64, src: u32, dst: u32, len: u32) -> PacketMeta {
@@ -242,10 +242,10 @@ fn bad_parameters_are_refused_with_the_key_named() {
         ..Default::default()
     };
     let e = build::<u32>(&cfg).err().unwrap();
-    assert!(e.starts_with("overhead:"), "{e}");
+    assert!(e.starts_with("qdisc_params.overhead:"), "{e}");
     let cfg = QdiscConfig { params: vec![("diffserv".into(), 9.0)], ..cfg };
     let e = build::<u32>(&cfg).err().unwrap();
-    assert!(e.starts_with("diffserv:"), "{e}");
+    assert!(e.starts_with("qdisc_params.diffserv:"), "{e}");
 }
 
 #[test]
