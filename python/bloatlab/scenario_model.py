@@ -409,8 +409,9 @@ def _param_rate(v) -> float:
     return float(units.parse_rate(v))
 
 
-def _param_type(kind: str) -> Any:
-    """The field type of a qdisc parameter of this kind (crates/core's ParamKind)."""
+def _param_type(kind: str, lo: float | None = None, hi: float | None = None) -> Any:
+    """The field type of a qdisc parameter of this kind (crates/core's ParamKind);
+    a count takes the table's range (CAKE's ``overhead`` may be negative)."""
     if kind == "time":
         return _value(lambda v: float(units.parse_duration(v)), _S_DURATION)
     if kind == "size":
@@ -422,7 +423,9 @@ def _param_type(kind: str) -> Any:
     if kind == "bool":
         return _value(lambda v: 1.0 if check_bool(v) else 0.0, _S_BOOL)
     if kind == "count":
-        return _value(lambda v: float(check_whole(v, 0)), _s_whole(0))
+        c_lo = 0 if lo is None else int(lo)
+        c_hi = None if hi is None else int(hi)
+        return _value(lambda v: float(check_whole(v, c_lo, c_hi)), _s_whole(c_lo, c_hi))
     if kind.startswith("choice:"):
         choices = kind.split(":", 1)[1].split(",")
         return _value(lambda v: float(choices.index(check_choice(v, choices))), _s_choice(choices))
@@ -462,7 +465,7 @@ def _params_model(q: dict) -> type[QdiscParams]:
     fields = {}
     for p in q["params"]:
         desc = f"{p['doc']} (default {_default_text(p['kind'], p['default'])})"
-        fields[p["name"]] = (_param_type(p["kind"]), Field(None, description=desc, validate_default=False))
+        fields[p["name"]] = (_param_type(p["kind"], p.get("min"), p.get("max")), Field(None, description=desc, validate_default=False))
     name = "".join(w.capitalize() for w in q["name"].split("_"))
     m = create_model(f"{name}Params", __base__=QdiscParams, __doc__=f"qdisc_params of {q['name']}: {q['doc']}", **fields)
     m.unknown_message = f"unknown parameter of {q['name']} (known: {{known}})"
