@@ -15,13 +15,18 @@ if [ ! -x .venv/bin/python ]; then
   uv venv --quiet --python "$(command -v python3)" .venv
 fi
 export VIRTUAL_ENV="$PWD/.venv"
-uv pip install --quiet --python .venv/bin/python maturin \
+# --compile-bytecode: with PYTHONDONTWRITEBYTECODE set (as on the CI machines) nothing is cached at
+# import, and every `bloatlab` process compiled pandas/pydantic/... from source again.
+uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin \
   "numpy>=1.26" "pandas>=2.1" "pyarrow>=15" "matplotlib>=3.8" "rich>=13" "pydantic>=2.11" \
   "duckdb>=1.0" "scikit-learn>=1.4" "dask[distributed]>=2024.1" "jinja2>=3.1" "filelock>=3.12" "pebble>=5.0" \
   "pytest>=8" "pytest-timeout>=2.3" "jsonschema>=4.17"
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 .venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
+# bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is
+# recompiled by its source's mtime as usual).
+.venv/bin/python -m compileall -q python/bloatlab > /dev/null || true
 # Helper binaries next to the venv's python, where bloatlab._bin finds them.
 cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do

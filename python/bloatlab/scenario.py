@@ -422,7 +422,7 @@ def _resolve_link(p: str, ld, flows: list, d: str, doc: dict, base_dir: str | No
         if buf_bytes > units.MAX_INT:
             raise ScenarioError(f"{p}.buffer", f'"{doc["link"][d].get("buffer")}" of this path\'s BDP is too large a buffer')
     link = {"rate_bps": rate, "buffer_bytes": buf_bytes, "buffer_pkts": buf_pkts, "loss": ld.loss,
-            "qdisc": {"kind": ld.qdisc, "params": ld.qdisc_params.values()}, "trace_ms": trace_ms,
+            "qdisc": {"kind": ld.qdisc, "params": ld.qdisc_values()}, "trace_ms": trace_ms,
             "policer": _bucket(ld.policer), "shaper": _bucket(ld.shaper),
             "device_queue_bytes": None, "device_queue_pkts": None}
     if ld.device_queue is not None:
@@ -547,6 +547,6 @@ def _resolve_wifi(m, flows: list, probes: list) -> dict | None:
     for i, pr in enumerate(probes):
         pr["station"] = pick(f"probe.{i}.station", m.probe[i].station, 0)
     kind, amount = w.buffer
-    return {"mac": w.mac, "qdisc": {"kind": w.qdisc, "params": w.qdisc_params.values()},
+    return {"mac": w.mac, "qdisc": {"kind": w.qdisc, "params": w.qdisc_values()},
             "buffer_bytes": int(amount) if kind == "bytes" else None,
             "buffer_pkts": int(amount) if kind == "pkts" else None, "stations": stations}
