@@ -235,7 +235,7 @@ impl FlowSeries {
         self.srtt_ms.push(ti.rtt as f64 / 1e3);
         self.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
         self.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
-        self.delivered_bytes.push(crate::tcp::data_acked(ti, cap, pre));
+        self.delivered_bytes.push(crate::tcp::stream::data_acked(ti, cap, pre));
         self.retransmits.push(ti.total_retrans as u64);
     }
     pub fn to_json(&self) -> Value {
