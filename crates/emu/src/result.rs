@@ -269,7 +269,7 @@ pub(crate) fn assemble(
                 // Samples after the flow's end (its buffers draining) are not part of the run.
                 let until = cut.unwrap_or(f64::MAX) + 1e-9;
                 let n = tt.iter().take_while(|x| x.as_f64().unwrap_or(0.0) + off <= until).count();
-                // The probe writes every column for every sample (crates/probe/src/report.rs FlowSeries).
+                // The probe writes every column but `state` for every sample (crates/probe/src/report.rs series_json).
                 let v = |c: &str, i: usize| s.get(c).and_then(|a| a.get(i)).ok_or_else(|| format!("flow {}: the generator's series has no {c}[{i}]", g.id));
                 let int = |c: &str, i: usize| v(c, i).and_then(|x| x.as_u64().ok_or_else(|| format!("flow {}: {c}[{i}] is not a count: {x}", g.id)));
                 let float = |c: &str, i: usize| v(c, i).and_then(|x| x.as_f64().ok_or_else(|| format!("flow {}: {c}[{i}] is not a number: {x}", g.id)));

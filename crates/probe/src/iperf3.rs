@@ -43,7 +43,7 @@
 //! number (the iperf3 client prints its text) and bloatlab's own reason on
 //! the server's standard error.
 
-use crate::report::{fmt_bytes, fmt_rate, FlowRaw, FlowSeries, Output};
+use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, series_json, FlowRaw, FlowSeries, Output};
 use crate::sys::{self, TcpInfo};
 use crate::tcp::control::{ClientCfg, ClientError, ClientResult, Params, ServerLimits};
 use crate::tcp::stream::{self, StreamState, BUF, WAKE};
@@ -529,9 +529,9 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
                 f.segs_sent = x["segs_out"].as_u64().unwrap_or(0);
                 f.retrans_segs = x["total_retrans"].as_u64().unwrap_or(f.retrans_segs);
                 f.min_rtt_ms = x["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
-                let mut ss = FlowSeries::from_json(&x["series"]);
+                let mut ss = series_from_json(&x["series"]);
                 ss.t.iter_mut().for_each(|t| *t += f.start_s);
-                ss.flow.iter_mut().for_each(|id| *id = f.id);
+                ss.flow.iter_mut().for_each(|id| *id = f.id as u32);
                 f.rtt_ms.extend(ss.srtt_ms.iter().copied());
                 series.append(&ss);
             }
@@ -545,7 +545,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
             f.bytes_delivered = srv_bytes.unwrap_or(f.bytes_acked);
             f.end_s = f.start_s + recv_seconds; // goodput over the receiver's time, as iperf3 reports it
             for (t, ti) in s.samples.lock().unwrap().iter() {
-                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
+                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
         }
@@ -673,7 +673,7 @@ pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &
                              "retransmits": f.retrans_segs, "sender": true});
         if !cfg.reverse {
             let rtts: Vec<f64> = f.rtt_ms.iter().map(|x| x * 1e3).collect();
-            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id == f.id).map(|(_, c)| *c).max().unwrap_or(0);
+            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id as usize == f.id).map(|(_, c)| *c).max().unwrap_or(0);
             snd["max_snd_cwnd"] = json!(cw);
             snd["max_rtt"] = json!(rtts.iter().cloned().fold(0.0, f64::max) as u64);
             snd["min_rtt"] = json!(rtts.iter().cloned().fold(f64::INFINITY, f64::min).min(1e12) as u64);
@@ -975,10 +975,10 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
                 let mut series = FlowSeries::default();
                 let w = s.written.load(Ordering::Relaxed);
                 for (t, ti) in s.samples.lock().unwrap().iter() {
-                    series.push(i, (*t - t_run) as f64 / 1e9, ti, 0, w);
+                    push_sample(&mut series, i, (*t - t_run) as f64 / 1e9, ti, 0, w);
                 }
                 let fin = finals[i].unwrap_or_default();
-                json!({"id": stream_id(i), "series": series.to_json(), "bytes_acked": stream::data_acked(&fin, w, 0),
+                json!({"id": stream_id(i), "series": series_json(&series), "bytes_acked": stream::data_acked(&fin, w, 0),
                        "segs_out": fin.segs_out, "total_retrans": fin.total_retrans, "min_rtt_us": fin.min_rtt})
             })
             .collect();

@@ -15,7 +15,7 @@ use super::control::{
     MAX_CTRL_LINE, STOP_LINE,
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
-use crate::report::{fmt_bytes, fmt_rate, FlowRaw, FlowSeries, Output};
+use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, FlowRaw, FlowSeries, Output};
 use crate::sys;
 use serde_json::{json, Value};
 use std::io::{self, BufReader, Write};
@@ -218,7 +218,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             f.completed = o.completed;
             let samples = s.samples.lock().unwrap();
             for (t, ti) in samples.iter() {
-                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
+                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
             f.bytes_delivered = match &srv {
@@ -245,7 +245,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
                 // align the server's clock: exact on the same host, else from our connect time
                 let srv_start = v["start_mono"].as_u64().unwrap_or(0);
                 let shift = if same_host { (srv_start as f64 - cfg.t0_mono as f64) / 1e9 } else { start_s };
-                let ss = FlowSeries::from_json(&v["series"]);
+                let ss = series_from_json(&v["series"]);
                 for i in 0..ss.t.len() {
                     f.rtt_ms.push(ss.srtt_ms[i]);
                 }
@@ -253,7 +253,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
                 for t in ss.t.iter_mut() {
                     *t += shift;
                 }
-                ss.flow.iter_mut().for_each(|x| *x = f.id);
+                ss.flow.iter_mut().for_each(|x| *x = f.id as u32);
                 series.append(&ss);
                 if f.completed {
                     // the sender's last-ack time on our axis

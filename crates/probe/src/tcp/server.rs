@@ -14,7 +14,7 @@ use super::control::{auth_data, control_closed, read_line_max, send_json, Params
 use super::stream::{
     data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
 };
-use crate::report::{fmt_bytes, FlowSeries};
+use crate::report::{fmt_bytes, push_sample, series_json, FlowSeries};
 use crate::sys::{self, TcpInfo};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -341,7 +341,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
         let samples = s.samples.lock().unwrap();
         let mut series = FlowSeries::default();
         for (t, ti) in samples.iter() {
-            series.push(s.idx, (*t - s.start_mono) as f64 / 1e9, ti, s.pre, s.written.load(Ordering::Relaxed));
+            push_sample(&mut series, s.idx, (*t - s.start_mono) as f64 / 1e9, ti, s.pre, s.written.load(Ordering::Relaxed));
         }
         streams.push(json!({
             "idx": s.idx, "start_mono": s.start_mono, "end_mono": o.end_mono,
@@ -349,7 +349,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
             "fct_ns": o.fct_ns, "completed": o.completed, "error": o.error,
             "info": o.final_info.map(|ti| info_json(&ti, s.written.load(Ordering::Relaxed), s.pre)),
             "cc": sys::get_cc(s.sock.as_raw_fd()),
-            "series": series.to_json(),
+            "series": series_json(&series),
         }));
     }
     if verbose {
