@@ -21,7 +21,7 @@ use crate::scenario::Resolved;
 use crate::supervise::Gen;
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
-use bloatlab_schema::result::DistOut;
+use bloatlab_schema::result::{DistOut, LinkOut};
 use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -45,7 +45,7 @@ pub struct RawResult {
     /// the senders' flow records (bloatlab-probe's `raw.flows[0]`), id set and re-timed
     pub flows: Vec<Value>,
     /// per direction ("down", "up") that the scenario has
-    pub links: BTreeMap<String, LinkOut>,
+    pub links: BTreeMap<String, EmuLinkOut>,
     /// the probe clients' records (bloatlab-probe's `raw.probes[0]`), id set
     pub probes: Vec<Value>,
     /// the WiFi medium's counters (docs/wifi.md), when the scenario has one
@@ -124,17 +124,12 @@ pub struct TunDrops {
     pub server_rx_dropped: u64,
 }
 
-/// One direction's bottleneck statistics.
+/// One direction's bottleneck statistics: those of every engine, and the
+/// emulator's own (the TUN reads, GSO, coalesced writes).
 #[derive(Debug, Serialize)]
-pub struct LinkOut {
-    pub rate_bps: u64,
-    pub busy_s: f64,
-    pub tx_bytes: u64,
-    pub tx_pkts: u64,
-    /// per drop reason (`DropReason::as_str`), every reason listed
-    pub drops: BTreeMap<&'static str, u64>,
-    pub marks: u64,
-    pub qdelay_ms: DistOut,
+pub struct EmuLinkOut {
+    #[serde(flatten)]
+    pub link: LinkOut,
     pub read_pkts: u64,
     pub read_frames: u64,
     pub gso_super_pkts: u64,
@@ -320,7 +315,7 @@ pub(crate) fn assemble(
 
 /// Per-direction link statistics, the link time series (no `drops`: see
 /// [`NOT_MEASURED`]) and the lateness figures (flagged, and per direction).
-pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<String, LinkOut>, LinkSeries, Lateness) {
+pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<String, EmuLinkOut>, LinkSeries, Lateness) {
     let mut links = BTreeMap::new();
     let mut series = LinkSeries::default();
     let mut all = LateHist::default();
@@ -334,14 +329,16 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<St
         let mut q: Vec<f64> = r.qdelay_ms.iter().map(|x| *x as f64).collect();
         links.insert(
             d.clone(),
-            LinkOut {
-                rate_bps: spec.rate_bps,
-                busy_s: r.busy_ns as f64 / 1e9,
-                tx_bytes: r.tx_bytes,
-                tx_pkts: r.tx_pkts,
-                drops,
-                marks: r.stats.marks,
-                qdelay_ms: DistOut::of(&mut q),
+            EmuLinkOut {
+                link: LinkOut {
+                    rate_bps: spec.rate_bps,
+                    busy_s: r.busy_ns as f64 / 1e9,
+                    tx_bytes: r.tx_bytes,
+                    tx_pkts: r.tx_pkts,
+                    drops,
+                    marks: r.stats.marks,
+                    qdelay_ms: DistOut::of(&mut q),
+                },
                 read_pkts: r.read_pkts,
                 read_frames: r.read_frames,
                 gso_super_pkts: r.super_pkts,
@@ -397,5 +394,15 @@ mod tests {
         assert_eq!(keys(&v["meta"]), ["available_cc", "emulator", "kernel", "lateness", "sample_interval_ns"]);
         assert_eq!(keys(&v["meta"]["lateness"]), ["by_direction", "flagged", "max_us", "n", "over_1ms", "p50_us", "p99_us", "threshold_p99_us"]);
         assert_eq!(v["engine"], "emu");
+    }
+
+    #[test]
+    fn a_links_statistics_are_one_flat_object_the_engines_keys_beside_the_emulators() {
+        let link = LinkOut { rate_bps: 1, busy_s: 0.5, tx_bytes: 2, tx_pkts: 3, drops: BTreeMap::from([("aqm", 4)]), marks: 5, qdelay_ms: DistOut::of(&mut [1.0]) };
+        let v = serde_json::to_value(EmuLinkOut { link, read_pkts: 6, read_frames: 7, gso_super_pkts: 8, coalesced_pkts: 9, write_errors: 10 }).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, ["busy_s", "coalesced_pkts", "drops", "gso_super_pkts", "marks", "qdelay_ms", "rate_bps", "read_frames", "read_pkts", "tx_bytes", "tx_pkts", "write_errors"]);
+        assert_eq!((v["drops"]["aqm"].as_u64(), v["qdelay_ms"]["n"].as_u64(), v["write_errors"].as_u64()), (Some(4), Some(1), Some(10)));
     }
 }
