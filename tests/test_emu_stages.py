@@ -60,7 +60,7 @@ rtt = "{BASE_RTT_MS:g}ms"
         # Known defect (issue 13, seen in ~1 of 5 runs under load): a kernel sender now and then ended
         # without a result ("no result from bloatlab-probe"), which reads as 0 goodput: the emulator
         # killed it 3 s after the scenario's end while it still waited for its server's line (starved
-        # under load). The grace is now 8 s (crates/emu run.rs REPORT_GRACE_NS; 0 of 20 under two
+        # under load). The grace is now 8 s (crates/emu/src/supervise.rs REPORT_GRACE_NS; 0 of 20 under two
         # CPU-bound jobs, was 1 of 10); should it recur, the run is re-run once, and said so.
         for _ in range(2):
             r = compare(p, [])

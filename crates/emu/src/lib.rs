@@ -10,7 +10,8 @@
 //! Rooms: [`packet`] (IPv4 headers), [`gso`] (the TUN's virtio-net header,
 //! GSO super-packets cut into wire segments), [`link`] (the model, clock as an
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
-//! clean-up), [`run`] (a whole run and its raw result), [`scenario`] (the
+//! clean-up), [`run`] (a whole run), [`supervise`] (its processes: the
+//! traffic generators), [`result`] (its typed raw result), [`scenario`] (the
 //! resolved scenario), [`pcap`], [`sys`], [`wifi`] (the WiFi medium instead of
 //! the two links). Mahimahi traces are read and served by `bloatlab_core::trace`,
 //! as in the simulator.
@@ -21,7 +22,9 @@ pub mod link;
 pub mod ns;
 pub mod packet;
 pub mod pcap;
+pub mod result;
 pub mod run;
 pub mod scenario;
+pub mod supervise;
 pub mod sys;
 pub mod wifi;

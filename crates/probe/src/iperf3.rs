@@ -43,9 +43,10 @@
 //! number (the iperf3 client prints its text) and bloatlab's own reason on
 //! the server's standard error.
 
-use crate::report::{fmt_bytes, fmt_rate, FlowRaw, FlowSeries, Output};
+use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, series_json, FlowRaw, FlowSeries, Output};
 use crate::sys::{self, TcpInfo};
-use crate::tcp::{self, ClientCfg, ClientError, ClientResult, Params, ServerLimits, StreamState, BUF, WAKE};
+use crate::tcp::control::{ClientCfg, ClientError, ClientResult, Params, ServerLimits};
+use crate::tcp::stream::{self, StreamState, BUF, WAKE};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -137,7 +138,7 @@ fn write_state(mut c: &TcpStream, s: i8) -> io::Result<()> {
 }
 
 fn read_exact(c: &TcpStream, buf: &mut [u8], give_up_ns: u64) -> io::Result<()> {
-    tcp::read_exact_timeout(c, buf, give_up_ns)
+    stream::read_exact_timeout(c, buf, give_up_ns)
 }
 
 fn read_state(c: &TcpStream, give_up_ns: u64) -> io::Result<i8> {
@@ -273,12 +274,12 @@ fn send_until(s: &StreamState, rate_bps: Option<u64>, stop: &AtomicBool) -> Opti
     while !stop.load(Ordering::Relaxed) && !sys::stopped() {
         let mut chunk = BUF;
         if let Some(r) = rate_bps {
-            match tcp::app_gate(r, None, t0, w, None) {
+            match stream::app_gate(r, None, t0, w, None) {
                 Some(room) => chunk = chunk.min(room),
                 None => continue,
             }
         }
-        if let Err(e) = tcp::write_some(s, &buf, chunk, &mut w) {
+        if let Err(e) = stream::write_some(s, &buf, chunk, &mut w) {
             s.done.store(true, Ordering::Relaxed);
             return Some(e.to_string());
         }
@@ -289,7 +290,7 @@ fn send_until(s: &StreamState, rate_bps: Option<u64>, stop: &AtomicBool) -> Opti
 
 /// Read until EOF or `stop` (the reads after TEST_END are drained, not counted).
 fn recv_until(s: &StreamState, stop: &AtomicBool) -> Option<String> {
-    let out = tcp::run_receiver(s, &|| stop.load(Ordering::Relaxed), false, None);
+    let out = stream::run_receiver(s, &|| stop.load(Ordering::Relaxed), false, None);
     out.error.filter(|e| e != "interrupted")
 }
 
@@ -308,7 +309,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
     if cfg.onoff_ticks.is_some() {
         return Err(ClientError { status: 2, msg: "--on/--off: not part of iperf3's protocol; use bloatlab-probe server".into() });
     }
-    let ctrl = tcp::connect(cfg.addr, None, None).map_err(err1)?;
+    let ctrl = stream::connect(cfg.addr, None, None).map_err(err1)?;
     let _ = ctrl.set_nodelay(true);
     let _ = ctrl.set_read_timeout(Some(WAKE));
     let cookie = make_cookie();
@@ -333,7 +334,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
     let mut socks = Vec::new();
     for i in 0..cfg.streams {
         let cc = if cfg.reverse { None } else { cfg.cc.as_deref() };
-        let s = tcp::connect(cfg.addr, cfg.cport.map(|p| p + i as u16), cc)
+        let s = stream::connect(cfg.addr, cfg.cport.map(|p| p + i as u16), cc)
             .map_err(|e| ClientError { status: if e.starts_with("-C") || e.starts_with("--cport") { 2 } else { 1 }, msg: e })?;
         (&s).write_all(&cookie).map_err(|e| err1(format!("data connection: {e}")))?;
         socks.push(s);
@@ -356,7 +357,7 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = if !cfg.reverse {
         let (v, iv) = (states.clone(), cfg.info_interval_ns);
-        Some(std::thread::spawn(move || tcp::run_sampler(v, iv)))
+        Some(std::thread::spawn(move || stream::run_sampler(v, iv)))
     } else {
         None
     };
@@ -528,23 +529,23 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
                 f.segs_sent = x["segs_out"].as_u64().unwrap_or(0);
                 f.retrans_segs = x["total_retrans"].as_u64().unwrap_or(f.retrans_segs);
                 f.min_rtt_ms = x["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
-                let mut ss = FlowSeries::from_json(&x["series"]);
+                let mut ss = series_from_json(&x["series"]);
                 ss.t.iter_mut().for_each(|t| *t += f.start_s);
-                ss.flow.iter_mut().for_each(|id| *id = f.id);
+                ss.flow.iter_mut().for_each(|id| *id = f.id as u32);
                 f.rtt_ms.extend(ss.srtt_ms.iter().copied());
                 series.append(&ss);
             }
         } else {
             let fin = finals[i].unwrap_or_default();
             f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
-            f.bytes_acked = tcp::data_acked(&fin, written[i], s.pre);
+            f.bytes_acked = stream::data_acked(&fin, written[i], s.pre);
             f.segs_sent = fin.segs_out as u64;
             f.retrans_segs = fin.total_retrans as u64;
             f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
             f.bytes_delivered = srv_bytes.unwrap_or(f.bytes_acked);
             f.end_s = f.start_s + recv_seconds; // goodput over the receiver's time, as iperf3 reports it
             for (t, ti) in s.samples.lock().unwrap().iter() {
-                series.push(f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
+                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
         }
@@ -672,7 +673,7 @@ pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &
                              "retransmits": f.retrans_segs, "sender": true});
         if !cfg.reverse {
             let rtts: Vec<f64> = f.rtt_ms.iter().map(|x| x * 1e3).collect();
-            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id == f.id).map(|(_, c)| *c).max().unwrap_or(0);
+            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id as usize == f.id).map(|(_, c)| *c).max().unwrap_or(0);
             snd["max_snd_cwnd"] = json!(cw);
             snd["max_rtt"] = json!(rtts.iter().cloned().fold(0.0, f64::max) as u64);
             snd["min_rtt"] = json!(rtts.iter().cloned().fold(f64::INFINITY, f64::min).min(1e12) as u64);
@@ -855,7 +856,7 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
         }
         match rx.recv_timeout(Duration::from_nanos(left.min(WAKE.as_nanos() as u64))) {
             Ok((s, _)) => socks.push(s),
-            Err(mpsc::RecvTimeoutError::Timeout) if tcp::control_closed(&ctrl) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) if crate::tcp::control::control_closed(&ctrl) => break,
             Err(_) => {}
         }
     }
@@ -876,14 +877,14 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = if a.reverse {
         let (v, iv) = (states.clone(), info_interval(limits));
-        Some(tcp::spawn("sampler", move || tcp::run_sampler(v, iv)).map_err(|e| e.to_string())?)
+        Some(stream::spawn("sampler", move || stream::run_sampler(v, iv)).map_err(|e| e.to_string())?)
     } else {
         None
     };
     let mut workers = Vec::new();
     for s in &states {
         let (s, stop2, a2) = (s.clone(), stop.clone(), a.clone());
-        let w = tcp::spawn("stream", move || {
+        let w = stream::spawn("stream", move || {
             if a2.reverse {
                 send_until(&s, (a2.bandwidth > 0).then_some(a2.bandwidth), &stop2)
             } else {
@@ -924,7 +925,7 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
                 state::TEST_END | state::CLIENT_TERMINATE | state::IPERF_DONE => end_state = Some(b[0] as i8),
                 _ => {} // TEST_START and the like: nothing to do
             },
-            Err(e) if tcp::is_timeout(&e) => {}
+            Err(e) if stream::is_timeout(&e) => {}
             Err(_) => end_state = Some(state::CLIENT_TERMINATE),
         }
     }
@@ -974,10 +975,10 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
                 let mut series = FlowSeries::default();
                 let w = s.written.load(Ordering::Relaxed);
                 for (t, ti) in s.samples.lock().unwrap().iter() {
-                    series.push(i, (*t - t_run) as f64 / 1e9, ti, 0, w);
+                    push_sample(&mut series, i, (*t - t_run) as f64 / 1e9, ti, 0, w);
                 }
                 let fin = finals[i].unwrap_or_default();
-                json!({"id": stream_id(i), "series": series.to_json(), "bytes_acked": tcp::data_acked(&fin, w, 0),
+                json!({"id": stream_id(i), "series": series_json(&series), "bytes_acked": stream::data_acked(&fin, w, 0),
                        "segs_out": fin.segs_out, "total_retrans": fin.total_retrans, "min_rtt_us": fin.min_rtt})
             })
             .collect();

@@ -5,7 +5,7 @@
 //! - [`wire`]: the UDP echo packet format and its parser (fuzzed).
 //! - [`udp`]: UDP request/response latency (server, client).
 //! - [`echo`]: UDP request/response against any echo server (`--echo`).
-//! - [`tcp`]: TCP throughput with TCP_INFO series (server, client, control protocol).
+//! - [`tcp`]: TCP throughput with TCP_INFO series (`stream`, `control`, `server`, `client`).
 //! - [`iperf3`]: iperf3's control protocol, client and server side.
 //! - [`load`]: latency under load and responsiveness.
 //! - [`probewire`]: the responsiveness probes over bloatlab's own protocol (foreign and self).

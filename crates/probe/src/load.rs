@@ -310,7 +310,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
 /// each boundary).
 fn bytes_by_interval(series: &FlowSeries, from_s: f64, n: usize) -> Vec<u64> {
     let id_s = rpm::ID_NS as f64 / 1e9;
-    let mut flows: Vec<usize> = series.flow.clone();
+    let mut flows: Vec<u32> = series.flow.clone();
     flows.sort_unstable();
     flows.dedup();
     let mut out = vec![0u64; n];
@@ -573,7 +573,7 @@ mod tests {
         // two flows sampled every 0.5 s from t = 10 s, 1000 and 500 B per sample
         let mut s = FlowSeries::default();
         for k in 0..=6 {
-            for (f, b) in [(0usize, 1000u64), (1, 500)] {
+            for (f, b) in [(0u32, 1000u64), (1, 500)] {
                 s.flow.push(f);
                 s.t.push(10.0 + 0.5 * k as f64);
                 s.delivered_bytes.push(b * k as u64);

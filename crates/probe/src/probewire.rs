@@ -53,7 +53,7 @@
 //! (≤ 0.6 % at the smallest frame, 0.006 % at 128 KiB).
 
 use crate::sys;
-use crate::tcp::{self, StreamState};
+use crate::tcp::stream::{self, Framer, StreamState};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -73,8 +73,8 @@ const KIND_PROBE: u8 = b'P';
 pub const FRAME_TIME_NS: u64 = 5_000_000;
 /// Two full segments: with less unsent, Nagle would hold a partial one.
 pub const LOWAT_MIN: usize = 2 * 1448;
-/// The largest data frame: the senders' write size ([`tcp::BUF`]).
-pub const FRAME_MAX: usize = tcp::BUF;
+/// The largest data frame: the senders' write size ([`stream::BUF`]).
+pub const FRAME_MAX: usize = stream::BUF;
 /// Before the connection has a measured rate: HTTP/2's default largest frame.
 pub const LOWAT_START: usize = 16 * 1024;
 /// How often the mark follows the connection's rate, measured over this
@@ -106,7 +106,7 @@ fn header(kind: u8, len: usize) -> [u8; HDR] {
 /// bytes back, then close.
 pub fn answer_foreign(conn: &TcpStream) {
     let mut m = [0u8; MSG];
-    if tcp::read_exact_timeout(conn, &mut m, 5_000_000_000).is_ok() {
+    if stream::read_exact_timeout(conn, &mut m, 5_000_000_000).is_ok() {
         let _ = (&*conn).write_all(&m);
     }
 }
@@ -115,10 +115,10 @@ pub fn answer_foreign(conn: &TcpStream) {
 /// answered). Err: the connect failed.
 pub fn foreign_probe(addr: SocketAddr, give_up_ns: u64) -> Result<(u64, Option<u64>), String> {
     let a = sys::mono_ns();
-    let s = tcp::connect(addr, None, None)?;
+    let s = stream::connect(addr, None, None)?;
     let b = sys::mono_ns();
     let _ = s.set_nodelay(true);
-    let _ = s.set_read_timeout(Some(tcp::WAKE));
+    let _ = s.set_read_timeout(Some(stream::WAKE));
     let mut req = Vec::with_capacity(4 + MSG);
     req.extend_from_slice(FOREIGN_MAGIC);
     req.extend_from_slice(&msg(0, b));
@@ -126,7 +126,7 @@ pub fn foreign_probe(addr: SocketAddr, give_up_ns: u64) -> Result<(u64, Option<u
         return Ok((b - a, None));
     }
     let mut back = [0u8; MSG];
-    let ok = tcp::read_exact_timeout(&s, &mut back, give_up_ns).is_ok() && back[8..] == b.to_le_bytes();
+    let ok = stream::read_exact_timeout(&s, &mut back, give_up_ns).is_ok() && back[8..] == b.to_le_bytes();
     Ok((b - a, ok.then(|| sys::mono_ns() - b)))
 }
 
@@ -289,7 +289,7 @@ impl Framing {
         }
         if bulk_sender {
             let (s, f) = (s.clone(), f.clone());
-            tcp::spawn("probe-reader", move || f.read_light(&s))?;
+            stream::spawn("probe-reader", move || f.read_light(&s))?;
         }
         Ok(())
     }
@@ -331,10 +331,13 @@ impl Framing {
         Some(if wr.marked { wr.lowat - unsent } else { wr.lowat }.clamp(1, FRAME_MAX))
     }
 
-    /// [`tcp::write_some`] of a framed stream: at most `chunk` bytes of the
+}
+
+impl Framer for Framing {
+    /// [`stream::write_some`] of a framed stream: at most `chunk` bytes of the
     /// current frame; at a frame boundary a waiting probe message goes first,
     /// and a data frame only while fewer than `L` bytes are unsent.
-    pub fn write(&self, s: &StreamState, chunk: usize, w: &mut u64) -> io::Result<()> {
+    fn write(&self, s: &StreamState, chunk: usize, w: &mut u64) -> io::Result<()> {
         let mut wr = self.wr.lock().unwrap();
         if wr.pos >= wr.buf.len() {
             let next = self.out.lock().unwrap().pop_front();
@@ -364,14 +367,14 @@ impl Framing {
                 s.written.store(*w, Ordering::Relaxed);
                 Ok(())
             }
-            Err(e) if tcp::is_timeout(&e) => Ok(()),
+            Err(e) if stream::is_timeout(&e) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
-    /// What [`tcp::run_receiver`] read from a framed stream: the probe
+    /// What [`stream::run_receiver`] read from a framed stream: the probe
     /// frames among the data are answered (server) or recorded (client).
-    pub fn feed(&self, s: &StreamState, mut data: &[u8]) {
+    fn feed(&self, s: &StreamState, mut data: &[u8]) {
         let mut rd = self.rd.lock().unwrap();
         while !data.is_empty() && !rd.broken {
             if rd.hdr_got < HDR {
@@ -409,6 +412,9 @@ impl Framing {
         }
     }
 
+}
+
+impl Framing {
     /// A probe message arrived (in the bulk stream, or on the light direction).
     fn on_message(&self, s: &StreamState, m: &[u8; MSG]) {
         match (&self.board, self.bulk_sender) {
@@ -444,7 +450,7 @@ impl Framing {
                         self.on_message(s, &m);
                     }
                 }
-                Err(e) if tcp::is_timeout(&e) => {
+                Err(e) if stream::is_timeout(&e) => {
                     if sys::stopped() {
                         return;
                     }

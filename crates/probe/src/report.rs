@@ -198,67 +198,51 @@ impl FlowRaw {
     }
 }
 
-/// Columnar flow series (`raw.series.flows`).
-#[derive(Debug, Clone, Default)]
-pub struct FlowSeries {
-    pub flow: Vec<usize>,
-    pub t: Vec<f64>,
-    pub cwnd_bytes: Vec<u64>,
-    pub inflight_bytes: Vec<u64>,
-    pub srtt_ms: Vec<f64>,
-    pub pacing_rate_bps: Vec<u64>,
-    pub delivery_rate_bps: Vec<u64>,
-    pub delivered_bytes: Vec<u64>,
-    pub retransmits: Vec<u64>,
+/// The flow series (`raw.series.flows`) is the schema crate's table; the
+/// probe fills every column but `state` (TCP_INFO does not name a control's
+/// mode) and writes it as JSON columns.
+pub use bloatlab_schema::series::FlowSeries;
+
+/// One TCP_INFO sample into `s`; `pre` = what bytes_acked counts before the
+/// data (`StreamState::pre`), `cap` = bytes the application wrote (removes
+/// the FIN's sequence number). `flow`: a stream index (at most `-P` 4096 plus
+/// the load test's first id), well inside the table's u32.
+pub fn push_sample(s: &mut FlowSeries, flow: usize, t: f64, ti: &crate::sys::TcpInfo, pre: u64, cap: u64) {
+    s.flow.push(flow as u32);
+    s.t.push(t);
+    s.cwnd_bytes.push(ti.cwnd_bytes());
+    s.inflight_bytes.push(ti.inflight_bytes());
+    s.srtt_ms.push(ti.rtt as f64 / 1e3);
+    s.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
+    s.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
+    s.delivered_bytes.push(crate::tcp::stream::data_acked(ti, cap, pre));
+    s.retransmits.push(ti.total_retrans as u64);
 }
 
-impl FlowSeries {
-    pub fn append(&mut self, o: &FlowSeries) {
-        self.flow.extend(&o.flow);
-        self.t.extend(&o.t);
-        self.cwnd_bytes.extend(&o.cwnd_bytes);
-        self.inflight_bytes.extend(&o.inflight_bytes);
-        self.srtt_ms.extend(&o.srtt_ms);
-        self.pacing_rate_bps.extend(&o.pacing_rate_bps);
-        self.delivery_rate_bps.extend(&o.delivery_rate_bps);
-        self.delivered_bytes.extend(&o.delivered_bytes);
-        self.retransmits.extend(&o.retransmits);
+/// The columns the probe measures, as JSON (no `state`).
+pub fn series_json(s: &FlowSeries) -> Value {
+    json!({"flow": s.flow, "t": s.t, "cwnd_bytes": s.cwnd_bytes, "inflight_bytes": s.inflight_bytes,
+           "srtt_ms": s.srtt_ms, "pacing_rate_bps": s.pacing_rate_bps,
+           "delivery_rate_bps": s.delivery_rate_bps, "delivered_bytes": s.delivered_bytes,
+           "retransmits": s.retransmits})
+}
+
+/// [`series_json`] read back (a missing or malformed column: empty).
+pub fn series_from_json(v: &Value) -> FlowSeries {
+    fn col<T: serde::de::DeserializeOwned>(v: &Value, k: &str) -> Vec<T> {
+        serde_json::from_value(v.get(k).cloned().unwrap_or(Value::Array(vec![]))).unwrap_or_default()
     }
-    /// One TCP_INFO sample; `pre` = what bytes_acked counts before the data
-    /// (`StreamState::pre`).
-    /// `cap` = bytes the application wrote (removes the FIN's sequence number).
-    pub fn push(&mut self, flow: usize, t: f64, ti: &crate::sys::TcpInfo, pre: u64, cap: u64) {
-        self.flow.push(flow);
-        self.t.push(t);
-        self.cwnd_bytes.push(ti.cwnd_bytes());
-        self.inflight_bytes.push(ti.inflight_bytes());
-        self.srtt_ms.push(ti.rtt as f64 / 1e3);
-        self.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
-        self.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
-        self.delivered_bytes.push(crate::tcp::data_acked(ti, cap, pre));
-        self.retransmits.push(ti.total_retrans as u64);
-    }
-    pub fn to_json(&self) -> Value {
-        json!({"flow": self.flow, "t": self.t, "cwnd_bytes": self.cwnd_bytes, "inflight_bytes": self.inflight_bytes,
-               "srtt_ms": self.srtt_ms, "pacing_rate_bps": self.pacing_rate_bps,
-               "delivery_rate_bps": self.delivery_rate_bps, "delivered_bytes": self.delivered_bytes,
-               "retransmits": self.retransmits})
-    }
-    pub fn from_json(v: &Value) -> FlowSeries {
-        fn col<T: serde::de::DeserializeOwned>(v: &Value, k: &str) -> Vec<T> {
-            serde_json::from_value(v.get(k).cloned().unwrap_or(Value::Array(vec![]))).unwrap_or_default()
-        }
-        FlowSeries {
-            flow: col(v, "flow"),
-            t: col(v, "t"),
-            cwnd_bytes: col(v, "cwnd_bytes"),
-            inflight_bytes: col(v, "inflight_bytes"),
-            srtt_ms: col(v, "srtt_ms"),
-            pacing_rate_bps: col(v, "pacing_rate_bps"),
-            delivery_rate_bps: col(v, "delivery_rate_bps"),
-            delivered_bytes: col(v, "delivered_bytes"),
-            retransmits: col(v, "retransmits"),
-        }
+    FlowSeries {
+        flow: col(v, "flow"),
+        t: col(v, "t"),
+        cwnd_bytes: col(v, "cwnd_bytes"),
+        inflight_bytes: col(v, "inflight_bytes"),
+        srtt_ms: col(v, "srtt_ms"),
+        pacing_rate_bps: col(v, "pacing_rate_bps"),
+        delivery_rate_bps: col(v, "delivery_rate_bps"),
+        delivered_bytes: col(v, "delivered_bytes"),
+        retransmits: col(v, "retransmits"),
+        state: Vec::new(),
     }
 }
 
@@ -339,7 +323,7 @@ impl Output {
             "probes": self.probes.iter().map(|p| json!({"id": p.id, "sent": p.sent, "received": p.received,
                                                          "rtt_ms": p.rtt.dist_ms()})).collect::<Vec<_>>(),
             "series": {
-                "flows": self.series.to_json(),
+                "flows": series_json(&self.series),
                 "links": {"direction": [], "t": [], "queue_bytes": [], "qdelay_ms": []},
                 "probes": {"probe": pp, "t": pt, "rtt_ms": pr},
             },

@@ -3,6 +3,7 @@
 
 use bloatlab_core::stats::Dist;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A distribution as the raw result carries it: count, mean and percentiles
 /// (computed by `bloatlab_core::stats::Dist`, linear interpolation). A value
@@ -33,6 +34,24 @@ impl DistOut {
     pub fn json_of(xs: &mut [f64]) -> serde_json::Value {
         serde_json::to_value(DistOut::of(xs)).expect("DistOut serializes")
     }
+}
+
+/// One direction's bottleneck statistics (`links.down`, `links.up`), what
+/// every engine with a link measures; an engine adds its own figures beside
+/// them (`#[serde(flatten)]`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkOut {
+    pub rate_bps: u64,
+    /// time the link spent sending (s)
+    pub busy_s: f64,
+    pub tx_bytes: u64,
+    pub tx_pkts: u64,
+    /// per drop reason (`bloatlab_core::qdisc::DropReason::as_str`), every reason listed
+    pub drops: BTreeMap<&'static str, u64>,
+    /// ECN CE marks
+    pub marks: u64,
+    /// the queueing delay of the packets sent
+    pub qdelay_ms: DistOut,
 }
 
 #[cfg(test)]

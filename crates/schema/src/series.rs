@@ -12,7 +12,8 @@
 use serde::Serialize;
 
 /// Per-flow samples, one row per flow and sampling instant (`t` in s from the run's start).
-#[derive(Debug, Default, Serialize)]
+/// The simulator, the emulator and the probe (its TCP_INFO samples) fill it.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct FlowSeries {
     pub flow: Vec<u32>,
     pub t: Vec<f64>,
@@ -24,6 +25,22 @@ pub struct FlowSeries {
     pub delivered_bytes: Vec<u64>,
     pub retransmits: Vec<u64>,
     pub state: Vec<&'static str>,
+}
+
+impl FlowSeries {
+    /// The rows of `o` after ours.
+    pub fn append(&mut self, o: &FlowSeries) {
+        self.flow.extend(&o.flow);
+        self.t.extend(&o.t);
+        self.cwnd_bytes.extend(&o.cwnd_bytes);
+        self.inflight_bytes.extend(&o.inflight_bytes);
+        self.srtt_ms.extend(&o.srtt_ms);
+        self.pacing_rate_bps.extend(&o.pacing_rate_bps);
+        self.delivery_rate_bps.extend(&o.delivery_rate_bps);
+        self.delivered_bytes.extend(&o.delivered_bytes);
+        self.retransmits.extend(&o.retransmits);
+        self.state.extend(&o.state);
+    }
 }
 
 /// Per-direction bottleneck samples (`direction` is "down" or "up"; `drops` since the previous sample).

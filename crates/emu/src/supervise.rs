@@ -1,0 +1,464 @@
+//! The processes of an emulator run: the traffic generators (bloatlab-probe)
+//! started inside the namespaces at their times, the web pages' objects told
+//! when to go, every generator ended at its flow's end, and all of them
+//! killed on every exit path ([`Kids`]). What they write is read by
+//! `crate::result`; the links are `crate::run`'s.
+//!
+//! Who runs where: every connection is opened by the client, as a user's
+//! are. A flow's client is `bloatlab-probe tcp client` with `TCP_CONGESTION`
+//! set (`-C`) in the client namespace (`-R` for a "down" flow: the server
+//! then sends); its server is `tcp server --one-off` in the server namespace,
+//! with no public-server limits. A probe's echo server (`udp server`) sits
+//! where its reply starts: the server namespace for "down" (the reply crosses
+//! the down queue), the client namespace for "up"; its client on the other
+//! side. Each client's JSON (`--json`, TCP_INFO every sample interval) and
+//! standard error go to files in the run's work directory.
+//!
+//! Constants, with their reasons below: [`SPAWN_NS`], [`REPORT_GRACE_NS`],
+//! [`PAGE_SPAWN_NS`].
+
+use crate::forward::Timing;
+use crate::ns::{self, Netns};
+use crate::scenario::{Direction, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::sys;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub probe_bin: String,
+    pub pcap_dir: Option<String>,
+    pub timing: Timing,
+    /// Hold /dev/cpu_dma_latency at 0 during the run.
+    pub dma_latency: bool,
+    pub quiet: bool,
+    /// Where the traffic generators' JSON and stderr go (a fresh temp dir).
+    pub workdir: PathBuf,
+}
+
+/// Children that are killed when dropped (on every exit path).
+#[derive(Default)]
+pub struct Kids {
+    pub list: Vec<(String, Child)>,
+}
+
+impl Kids {
+    pub fn terminate_all(&mut self, grace: Duration) {
+        for (_, c) in self.list.iter_mut() {
+            if c.try_wait().ok().flatten().is_none() {
+                sys::kill(c.id(), libc::SIGTERM);
+            }
+        }
+        let until = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < until && self.list.iter_mut().any(|(_, c)| c.try_wait().ok().flatten().is_none()) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (_, c) in self.list.iter_mut() {
+            if c.try_wait().ok().flatten().is_none() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        self.terminate_all(Duration::from_millis(300));
+    }
+}
+
+/// Spawn `argv` inside a namespace (by descriptor), dying with us.
+pub fn spawn_in(ns_fd: i32, argv: &[String], stdout: Stdio, stderr: Stdio, stdin: Stdio) -> Result<Child, String> {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdout(stdout).stderr(stderr).stdin(stdin);
+    // SAFETY: child_enter only calls setns and prctl (async-signal-safe).
+    unsafe {
+        cmd.pre_exec(move || sys::child_enter(ns_fd));
+    }
+    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", argv[0]))
+}
+
+fn dur_arg(ns: u64) -> String {
+    if ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else {
+        format!("{}us", ns / 1000)
+    }
+}
+
+/// A sender (flow) or probe client with the files it writes to.
+pub(crate) struct Gen {
+    pub kind: &'static str,
+    pub id: usize,
+    pub out: PathBuf,
+    pub err: PathBuf,
+    pub child_idx: usize,
+}
+
+fn wait_listening(ns_name: &str, port: u16, udp: bool, kids: &mut Kids, idx: usize, err: &Path) -> Result<(), String> {
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < until {
+        if ns::listening(ns_name, port, udp) {
+            return Ok(());
+        }
+        if let Ok(Some(st)) = kids.list[idx].1.try_wait() {
+            let msg = std::fs::read_to_string(err).unwrap_or_default();
+            return Err(format!("bloatlab-probe {} exited ({st}) before listening: {}", kids.list[idx].0, msg.trim()));
+        }
+        if sys::interrupted() != 0 {
+            return Err("interrupted".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Err(format!("bloatlab-probe {} did not start listening on port {port} within 5 s", kids.list[idx].0))
+}
+
+/// Start the receivers and echo servers; return when all listen.
+pub(crate) fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mut Kids) -> Result<(), String> {
+    for f in &sc.flows {
+        // Every connection is opened by the client, as a user's are: the server sits in the server
+        // namespace and, for a "down" flow, sends after the client's request (`tcp client -R`).
+        let (ns_name, ip) = (&net.server, &net.server_ip);
+        let port = FLOW_PORT + f.id as u16;
+        let err = opt.workdir.join(format!("flow-{}-server.err", f.id));
+        let argv = vec![opt.probe_bin.clone(), "tcp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--one-off".into(),
+            // a private server in our namespace: no public-server limits (a page's object may
+            // wait long for its data connection: --data-wait 0)
+            "--max-duration".into(), "0".into(), "--min-info-interval".into(), "0".into(), "--max-samples".into(), "0".into(),
+            "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into(),
+            "--data-wait".into(), "0".into()];
+        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("tcp server (flow {})", f.id), c));
+        let idx = kids.list.len() - 1;
+        wait_listening(ns_name, port, false, kids, idx, &err)?;
+    }
+    for p in &sc.probes {
+        // The echo server is where the reply starts: the server side for "down".
+        let echo_server_side = p.direction == Direction::Down;
+        let (ns_name, ip) = if echo_server_side { (&net.server, &net.server_ip) } else { (&net.client, &net.client_ip) };
+        let port = PROBE_PORT + p.id as u16;
+        let err = opt.workdir.join(format!("probe-{}-server.err", p.id));
+        let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--max-duration".into(), "0".into()];
+        let c = spawn_in(net.ns_fd(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("udp server (probe {})", p.id), c));
+        let idx = kids.list.len() - 1;
+        wait_listening(ns_name, port, true, kids, idx, &err)?;
+    }
+    Ok(())
+}
+
+fn mkfile(p: &Path) -> Result<File, String> {
+    File::create(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// When the run should end its senders (ns after origin), and their argv.
+fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
+    let dst = &net.server_ip;
+    let mut a = vec![
+        opt.probe_bin.clone(),
+        "tcp".into(),
+        "client".into(),
+        dst.clone(),
+        "-p".into(),
+        (FLOW_PORT + f.id as u16).to_string(),
+        "-C".into(),
+        f.cc.clone(),
+        "--cport".into(),
+        (FLOW_CPORT + f.id as u16).to_string(),
+        "--info-interval".into(),
+        dur_arg(sc.sample_interval_ns),
+        "-i".into(),
+        "0".into(),
+        "--json".into(),
+    ];
+    if f.direction == Direction::Down {
+        // the client connects and asks; the server sends (its 16-byte data hello is the request)
+        a.push("-R".into());
+    }
+    if f.pacing {
+        a.push("--pacing".into());
+    }
+    if let Some(r) = f.app_rate_bps {
+        a.push("-b".into());
+        a.push(format!("{r}bit"));
+    }
+    if let (Some(on), Some(off)) = (f.on_ns, f.off_ns) {
+        a.extend(["--on".into(), dur_arg(on), "--off".into(), dur_arg(off)]);
+    }
+    if f.page.is_some() {
+        // a page's object: its control connection now, its data connection when Pages says go
+        a.push("--wait-go".into());
+        a.push("--done-file".into());
+        a.push(Pages::done_path(opt, f.id).display().to_string());
+    }
+    let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
+    match f.size_bytes {
+        Some(n) => {
+            a.push("-n".into());
+            a.push(n.to_string());
+        }
+        None => {
+            // The emulator ends the flow at `end` (SIGTERM); -t is only a safety net.
+            a.push("-t".into());
+            a.push(dur_arg(end.saturating_sub(f.start_ns) + 30_000_000_000));
+        }
+    }
+    a
+}
+
+fn probe_argv(sc: &Resolved, p: &crate::scenario::Probe, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
+    let dst = if p.direction == Direction::Down { &net.server_ip } else { &net.client_ip };
+    vec![
+        opt.probe_bin.clone(),
+        "udp".into(),
+        "client".into(),
+        dst.clone(),
+        "-p".into(),
+        (PROBE_PORT + p.id as u16).to_string(),
+        "--interval".into(),
+        dur_arg(p.interval_ns),
+        "-t".into(),
+        dur_arg(run_for.unwrap_or(sc.duration_ns)),
+        "--size".into(),
+        p.size_bytes.to_string(),
+        // A reply is lost only if it has not come back within 5 s (bloated queues are slow, not lossy).
+        "--timeout".into(),
+        "5s".into(),
+        "--give-up".into(),
+        "10s".into(),
+        "-i".into(),
+        "0".into(),
+        "--json".into(),
+    ]
+}
+
+/// Start the scenario's senders and probe clients at their start times
+/// (relative to `origin`), calling `tick` while waiting. Returns their files.
+pub(crate) fn start_clients(
+    sc: &Resolved,
+    net: &Netns,
+    opt: &Options,
+    kids: &mut Kids,
+    origin: u64,
+    run_for: Option<u64>,
+    mut tick: impl FnMut(&mut Kids) -> bool,
+) -> Result<Vec<Gen>, String> {
+    let mut gens = Vec::new();
+    // Spawn times (absolute, monotonic ns): a sender starts early by its connection set-up
+    // (bloatlab-probe's control connection: about 2 RTTs) plus process start-up, so that its data
+    // connection opens at about the flow's start time.
+    let mut todo: Vec<(u64, bool, usize)> = sc
+        .flows
+        .iter()
+        .map(|f| ((origin + f.start_ns).saturating_sub(spawn_lead(f)), true, f.id))
+        .chain(sc.probes.iter().map(|p| (origin.saturating_sub(SPAWN_NS), false, p.id)))
+        .collect();
+    todo.sort();
+    for (at, is_flow, id) in todo {
+        loop {
+            let now = sys::mono_ns();
+            if now >= at {
+                break;
+            }
+            if sys::interrupted() != 0 || !tick(kids) {
+                return Ok(gens);
+            }
+            std::thread::sleep(Duration::from_nanos((at - now).min(5_000_000)));
+        }
+        let kind = if is_flow { "flow" } else { "probe" };
+        let out = opt.workdir.join(format!("{kind}-{id}.json"));
+        let err = opt.workdir.join(format!("{kind}-{id}.err"));
+        let (argv, server_side) = if is_flow {
+            let f = sc.flows.iter().find(|f| f.id == id).unwrap();
+            (flow_argv(sc, f, net, opt, run_for), false)
+        } else {
+            let p = sc.probes.iter().find(|p| p.id == id).unwrap();
+            (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
+        };
+        let stdin = if is_flow && sc.flows[id].page.is_some() { Stdio::piped() } else { Stdio::null() };
+        let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
+        kids.list.push((format!("{kind} {id}"), c));
+        gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
+    }
+    Ok(gens)
+}
+
+/// The web pages of a run (docs/scenario.md `[[page]]`): every object's
+/// client is spawned before the page starts and waits (`--wait-go`) with its
+/// control connection open; the first `connections` objects get their go
+/// line at the page's start, each later one as soon as an earlier object's
+/// client has read its last byte (`--done-file`, polled every millisecond).
+pub(crate) struct Pages {
+    /// Per page: its objects (flow ids) in order, and how many were told to go.
+    objects: Vec<(Vec<usize>, usize)>,
+    /// (page, flow id) of the objects told to go and not yet done.
+    running: Vec<(usize, usize)>,
+    /// Per flow id: told to go.
+    pub went: Vec<bool>,
+}
+
+impl Pages {
+    pub(crate) fn new(sc: &Resolved) -> Pages {
+        let mut objects: Vec<(Vec<usize>, usize)> = sc.pages.iter().map(|_| (Vec::new(), 0)).collect();
+        for f in &sc.flows {
+            if let Some(p) = f.page {
+                objects[p].0.push(f.id);
+            }
+        }
+        Pages { objects, running: Vec::new(), went: vec![false; sc.flows.len()] }
+    }
+
+    fn done_path(opt: &Options, id: usize) -> PathBuf {
+        opt.workdir.join(format!("flow-{id}.done"))
+    }
+
+    pub(crate) fn active(&self) -> bool {
+        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty()
+    }
+
+    /// Tell whatever may start now to go (`mono`: now; `origin`: the scenario's t = 0).
+    pub(crate) fn poll(&mut self, sc: &Resolved, opt: &Options, kids: &mut Kids, origin: u64, mono: u64) {
+        self.running.retain(|&(_, id)| !Pages::done_path(opt, id).exists());
+        for (p, (objs, told)) in self.objects.iter_mut().enumerate() {
+            let Some(&first) = objs.first() else { continue };
+            if mono < origin + sc.flows[first].start_ns {
+                continue;
+            }
+            let conns = sc.pages[p].connections as usize;
+            while *told < objs.len() && self.running.iter().filter(|r| r.0 == p).count() < conns {
+                let id = objs[*told];
+                let name = format!("flow {id}");
+                let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { break };
+                // After the scenario's end (`close`) the objects not yet told have no standard input:
+                // they stay unstarted (no result, as expected), not "went" without a go line (which
+                // read as a generator without a result and failed whole runs of `bufferbloat`).
+                let Some(stdin) = child.stdin.as_mut() else { break };
+                {
+                    use std::io::Write;
+                    let _ = stdin.write_all(b"go\n");
+                    let _ = stdin.flush();
+                }
+                self.went[id] = true;
+                self.running.push((p, id));
+                *told += 1;
+            }
+        }
+    }
+
+    /// At the end: objects that never started are told so (their standard
+    /// input closes and they exit without a result, as expected).
+    pub(crate) fn close(&self, sc: &Resolved, kids: &mut Kids) {
+        for f in sc.flows.iter().filter(|f| f.page.is_some() && !self.went[f.id]) {
+            let name = format!("flow {}", f.id);
+            if let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) {
+                drop(child.stdin.take());
+            }
+        }
+    }
+}
+
+/// Time for a process to start and bind (ns): measured ~5-10 ms here.
+pub const SPAWN_NS: u64 = 20_000_000;
+/// How long a traffic generator may take to report after its SIGTERM at the
+/// scenario's end (beyond 4 RTTs), before it is killed without a result. A TCP
+/// sender waits up to 2 s for its server's line (bloatlab-probe's tcp/client.rs: the
+/// server answers only after the data still queued in the socket drains through
+/// the bottleneck), and under load the generators, which run at normal priority
+/// beside the emulator's SCHED_FIFO threads, can be starved for a second or
+/// more: with 3 s, 1 run in 10 of an 8-s policed scenario with two CPU-bound
+/// jobs beside it lost its flow's result ("no result from bloatlab-probe: (no
+/// output)", issue 13's known defect; the sender was still reading its
+/// server's line when killed). A run that ends normally does not wait for it.
+/// 15 s since 2026-11-23: in `reproduce bufferbloat --quick --engine emu` (12
+/// CUBIC downloads behind a 1.2-s FIFO, a 62-object page, 120 s, 2 cores) the
+/// twelve downloads' clients wrote their results 4-6 s after the end on a quiet
+/// machine (file times; the drain behind the FIFO is ~1.2 s of it, the rest not
+/// yet explained), and 2 of 12 passed 8 s in two runs of three.
+pub const REPORT_GRACE_NS: u64 = 15_000_000_000;
+
+/// How long before a flow's start its sender is spawned: 2 RTTs of control
+/// connection set-up before the data connection's SYN, plus process start-up.
+fn setup_lead(rtt_ns: u64) -> u64 {
+    2 * rtt_ns + SPAWN_NS
+}
+
+/// How long before its start a flow's client is spawned. A page's objects
+/// open their data connection on the go line, not on their own, so they are
+/// spawned earlier, with room for the whole page's processes (measured: with
+/// `setup_lead` alone the first objects opened 34 ms late at 50 ms RTT).
+pub(crate) fn spawn_lead(f: &crate::scenario::Flow) -> u64 {
+    match f.page {
+        Some(_) => 2 * setup_lead(f.rtt_ns) + PAGE_SPAWN_NS,
+        None => setup_lead(f.rtt_ns),
+    }
+}
+
+/// Extra time to spawn the clients of every object of the pages (ns).
+pub const PAGE_SPAWN_NS: u64 = 200_000_000;
+
+/// How the wait for a run's generators ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Ending {
+    /// every generator exited
+    AllReported,
+    /// the deadline passed: the rest got SIGTERM (and 500 ms to report)
+    Deadline,
+    /// a stop signal, `at_ns` after the scenario's t = 0
+    Interrupted { at_ns: u64 },
+}
+
+/// Wait for the senders and probes, bounded: the scenario's end plus a grace
+/// of 4 RTTs + [`REPORT_GRACE_NS`]. Meanwhile the pages' objects are told to
+/// go, and each flow's client gets SIGTERM at its flow's end.
+pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, gens: &[Gen], pages: &mut Pages, origin: u64) -> Ending {
+    let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
+    let deadline = sc.duration_ns + 4 * max_rtt + REPORT_GRACE_NS;
+    let mut ended: Vec<usize> = Vec::new();
+    let ending = loop {
+        let now = sys::mono_ns().saturating_sub(origin);
+        if sys::interrupted() != 0 {
+            break Ending::Interrupted { at_ns: now };
+        }
+        pages.poll(sc, opt, kids, origin, sys::mono_ns());
+        if now >= sc.duration_ns {
+            pages.close(sc, kids);
+        }
+        let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
+        if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
+            break Ending::AllReported;
+        }
+        // A flow ends at its stop time (or the scenario's end): its sender gets SIGTERM then and
+        // reports what was acked so far. A sized flow gets until the end plus a grace to complete.
+        for f in &sc.flows {
+            let end = f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns);
+            let end = if f.size_bytes.is_some() { end + 4 * f.rtt_ns + 2_000_000_000 } else { end };
+            if now >= end && !ended.contains(&f.id) {
+                if let Some(g) = gens.iter().find(|g| g.kind == "flow" && g.id == f.id) {
+                    let c = &mut kids.list[g.child_idx].1;
+                    if c.try_wait().ok().flatten().is_none() {
+                        sys::kill(c.id(), libc::SIGTERM);
+                    }
+                    ended.push(f.id);
+                }
+            }
+        }
+        if now > deadline {
+            break Ending::Deadline;
+        }
+        std::thread::sleep(Duration::from_millis(if pages.active() { 1 } else { 10 }));
+    };
+    if ending == Ending::Deadline {
+        for g in gens {
+            let c = &mut kids.list[g.child_idx].1;
+            if c.try_wait().ok().flatten().is_none() {
+                sys::kill(c.id(), libc::SIGTERM);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    ending
+}

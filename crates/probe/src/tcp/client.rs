@@ -1,0 +1,394 @@
+//! bloatlab's TCP test client: asks a `bloatlab-probe` server for a test
+//! (`super::control`), runs its streams (`super::stream`), prints
+//! iperf3-style interval lines and summary, and joins the server's half of
+//! the measurements (the sender's `TCP_INFO` in a reverse test) to its own.
+//! A server that answers like a stock iperf3 server is reported as
+//! [`IPERF3_SERVER`] so that the CLI runs the test in iperf3's protocol
+//! (`crate::iperf3`).
+//!
+//! Follows iperf3's client (iperf 3.12 `iperf_client_api.c`): control
+//! connection first, then `-P` data connections, intervals every `-i`, the
+//! closing sender/receiver block.
+
+use super::control::{
+    auth_data, read_line, read_line_max, send_json, ClientCfg, ClientError, ClientResult, Params, CTRL_MAGIC, DATA_MAGIC, IPERF3_SERVER,
+    MAX_CTRL_LINE, STOP_LINE,
+};
+use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
+use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, FlowRaw, FlowSeries, Output};
+use crate::sys;
+use serde_json::{json, Value};
+use std::io::{self, BufReader, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The server's first byte is iperf3's PARAM_EXCHANGE (9): it took our
+/// parameter line for a cookie. Peeks; waits at most 10 s.
+fn answered_like_iperf3(c: &TcpStream) -> bool {
+    let end = sys::mono_ns() + 10_000_000_000;
+    let mut b = [0u8; 1];
+    while sys::mono_ns() < end && !sys::stopped() {
+        match c.peek(&mut b) {
+            Ok(1) => return b[0] as i8 == crate::iperf3::state::PARAM_EXCHANGE,
+            Ok(_) => return false,
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
+    let err1 = |msg: String| ClientError { status: 1, msg };
+    if !cfg.reverse {
+        if let Some(cc) = &cfg.cc {
+            let avail = sys::available_cc();
+            if !avail.is_empty() && !avail.iter().any(|a| a == cc) {
+                return Err(ClientError {
+                    status: 2,
+                    msg: format!("-C {cc}: congestion control \"{cc}\" is not available on this kernel; available: {}", avail.join(" ")),
+                });
+            }
+        }
+    }
+    let ctrl = connect(cfg.addr, None, None).map_err(err1)?;
+    let _ = ctrl.set_read_timeout(Some(WAKE));
+    let cookie = sys::random_u64();
+    let p = Params {
+        cookie,
+        streams: cfg.streams,
+        reverse: cfg.reverse,
+        duration_ns: cfg.duration_ns,
+        bytes: cfg.bytes,
+        rate_bps: cfg.rate_bps,
+        onoff_ticks: cfg.onoff_ticks,
+        cc: cfg.cc.clone(),
+        info_interval_ns: cfg.info_interval_ns,
+        pacing: cfg.pacing,
+        self_probes: cfg.self_probes.is_some() && cfg.bytes.is_none(),
+    };
+    let mut c = &ctrl;
+    c.write_all(CTRL_MAGIC).map_err(|e| err1(format!("control: {e}")))?;
+    let mut line = serde_json::to_value(&p).unwrap().to_string();
+    line.push('\n');
+    c.write_all(line.as_bytes()).map_err(|e| err1(format!("control: {e}")))?;
+    if answered_like_iperf3(&ctrl) {
+        return Err(ClientError { status: IPERF3_SERVER, msg: format!("{} is an iperf3 server", cfg.addr) });
+    }
+    let mut rd = BufReader::new(&ctrl);
+    let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
+        read_line_max(rd, 10_000_000_000, MAX_CTRL_LINE)
+            .ok()
+            .and_then(|l| serde_json::from_str(&l).ok())
+            .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))
+    };
+    let mut hello = answer(&mut rd)?;
+    if let Some(ch) = hello["challenge"].as_str() {
+        let Some(secret) = &cfg.secret else {
+            return Err(ClientError { status: 2, msg: format!("{}: the server requires a shared secret (--secret)", cfg.addr) });
+        };
+        let tag = crate::wire::Key::new(secret).sign_hex(auth_data(ch, &line).as_bytes());
+        send_json(&ctrl, &json!({"auth": tag})).map_err(|e| err1(format!("control: {e}")))?;
+        hello = answer(&mut rd)?;
+    }
+    if let Some(w) = hello["warning"].as_str() {
+        eprintln!("bloatlab-probe: warning from the server: {w}");
+    }
+    if hello["ok"] != json!(true) {
+        let msg = hello["error"].as_str().unwrap_or("refused").to_string();
+        let status = if hello.get("available").is_some() || hello.get("limit").is_some() || msg.starts_with("authentication") { 2 } else { 1 };
+        let msg = if status == 2 { format!("-C {}: {msg}", cfg.cc.as_deref().unwrap_or("")) } else { msg };
+        return Err(ClientError { status, msg });
+    }
+    if cfg.wait_go {
+        let mut go = String::new();
+        match io::stdin().read_line(&mut go) {
+            Ok(n) if n > 0 => {}
+            _ => return Err(err1("--wait-go: standard input ended before the go line".into())),
+        }
+    }
+    let mut states = Vec::new();
+    for i in 0..cfg.streams {
+        let start = sys::mono_ns();
+        let cc = if cfg.reverse { None } else { cfg.cc.as_deref() };
+        let mut s = connect(cfg.addr, cfg.cport.map(|p| p + i as u16), cc).map_err(|e| ClientError {
+            status: if e.starts_with("-C") || e.starts_with("--cport") { 2 } else { 1 },
+            msg: e,
+        })?;
+        if cfg.pacing && !cfg.reverse {
+            sys::set_internal_pacing(s.as_raw_fd()).map_err(|e| err1(format!("--pacing: SO_MAX_PACING_RATE: {e}")))?;
+        }
+        let mut h = Vec::with_capacity(16);
+        h.extend_from_slice(DATA_MAGIC);
+        h.extend_from_slice(&cookie.to_le_bytes());
+        h.extend_from_slice(&(i as u32).to_le_bytes());
+        s.write_all(&h).map_err(|e| err1(format!("data connection: {e}")))?;
+        // the SYN's sequence number and the hello come before the data in tcpi_bytes_acked
+        states.push(StreamState::new(i, s, start, 1 + h.len() as u64));
+    }
+    if let (Some(board), Some(true)) = (&cfg.self_probes, hello["self_probes"].as_bool()) {
+        for s in &states {
+            crate::probewire::Framing::attach(s, Some(board.clone()), cfg.reverse).map_err(|e| err1(format!("self probes: {e}")))?;
+        }
+    }
+    let sampler = if !cfg.reverse {
+        let v = states.clone();
+        let iv = cfg.info_interval_ns;
+        Some(std::thread::spawn(move || run_sampler(v, iv)))
+    } else {
+        None
+    };
+    // reverse: on Ctrl-C/SIGTERM ask the server to stop sending, then read what it had sent and its results
+    let stopper = if cfg.reverse {
+        let (v, c) = (states.clone(), ctrl.try_clone().map_err(|e| err1(format!("control: {e}")))?);
+        Some(std::thread::spawn(move || {
+            while !v.iter().all(|s| s.done.load(Ordering::Relaxed)) {
+                if sys::stopped() {
+                    let _ = (&c).write_all(STOP_LINE);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }))
+    } else {
+        None
+    };
+    let workers: Vec<_> = states
+        .iter()
+        .map(|s| {
+            let s = s.clone();
+            let cfg = cfg.clone();
+            std::thread::spawn(move || {
+                if cfg.reverse {
+                    run_receiver(&s, &|| false, true, cfg.bytes)
+                } else {
+                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &|| false)
+                }
+            })
+        })
+        .collect();
+    if cfg.report_ns > 0 {
+        report_intervals(cfg, &states);
+    }
+    let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    if let Some(p) = &cfg.done_file {
+        std::fs::write(p, b"done\n").map_err(|e| err1(format!("--done-file {}: {e}", p.display())))?;
+    }
+    if let Some(h) = sampler {
+        let _ = h.join();
+    }
+    if let Some(h) = stopper {
+        let _ = h.join();
+    }
+    // the server's half
+    let give_up = if sys::stopped() { 2_000_000_000 } else { 15_000_000_000 };
+    let server: Option<Value> = read_line(&mut rd, give_up).ok().and_then(|l| serde_json::from_str(&l).ok());
+    let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
+    let mut flows = Vec::new();
+    let mut series = FlowSeries::default();
+    let mut problem = None;
+    let mut cc_seen = None;
+    for (s, o) in states.iter().zip(&outcomes) {
+        let srv = server.as_ref().and_then(|v| v["streams"].as_array()?.iter().find(|x| x["idx"] == json!(s.idx)).cloned());
+        let start_s = (s.start_mono - cfg.t0_mono) as f64 / 1e9;
+        let mut f = FlowRaw {
+            id: cfg.first_id + s.idx,
+            name: format!("{}{}", if cfg.reverse { "down" } else { "up" }, s.idx),
+            direction: if cfg.reverse { "down" } else { "up" }.into(),
+            start_s,
+            ..Default::default()
+        };
+        if let Some(e) = &o.error {
+            problem.get_or_insert(format!("stream {}: {e}", s.idx));
+        }
+        if !cfg.reverse {
+            // we sent: TCP_INFO is ours
+            let w = s.written.load(Ordering::Relaxed);
+            let fin = o.final_info.unwrap_or_default();
+            f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
+            f.bytes_acked = data_acked(&fin, w, s.pre);
+            f.segs_sent = fin.segs_out as u64;
+            f.retrans_segs = fin.total_retrans as u64;
+            f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
+            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            f.fct_s = o.fct_ns.map(|n| n as f64 / 1e9);
+            f.completed = o.completed;
+            let samples = s.samples.lock().unwrap();
+            for (t, ti) in samples.iter() {
+                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
+                f.rtt_ms.push(ti.rtt as f64 / 1e3);
+            }
+            f.bytes_delivered = match &srv {
+                Some(v) => v["bytes_read"].as_u64().unwrap_or(0),
+                None => f.bytes_acked, // the receiver's kernel acked them; its reads are unknown
+            };
+        } else {
+            f.bytes_delivered = s.read.load(Ordering::Relaxed);
+            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            if cfg.bytes.is_some_and(|n| n > 0 && f.bytes_delivered >= n) {
+                f.client_done_s = Some(f.end_s);
+            }
+            if let Some(v) = &srv {
+                let info = &v["info"];
+                f.cc = v["cc"].as_str().unwrap_or_default().to_string();
+                f.bytes_acked = info["bytes_acked"].as_u64().unwrap_or(0);
+                f.segs_sent = info["segs_out"].as_u64().unwrap_or(0);
+                f.retrans_segs = info["total_retrans"].as_u64().unwrap_or(0);
+                f.min_rtt_ms = info["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
+                f.completed = v["completed"].as_bool().unwrap_or(false);
+                if let Some(e) = v["error"].as_str() {
+                    problem.get_or_insert(format!("stream {} (server side): {e}", s.idx));
+                }
+                // align the server's clock: exact on the same host, else from our connect time
+                let srv_start = v["start_mono"].as_u64().unwrap_or(0);
+                let shift = if same_host { (srv_start as f64 - cfg.t0_mono as f64) / 1e9 } else { start_s };
+                let ss = series_from_json(&v["series"]);
+                for i in 0..ss.t.len() {
+                    f.rtt_ms.push(ss.srtt_ms[i]);
+                }
+                let mut ss = ss;
+                for t in ss.t.iter_mut() {
+                    *t += shift;
+                }
+                ss.flow.iter_mut().for_each(|x| *x = f.id as u32);
+                series.append(&ss);
+                if f.completed {
+                    // the sender's last-ack time on our axis
+                    let srv_end = (v["end_mono"].as_u64().unwrap_or(0) as f64 - srv_start as f64) / 1e9 + shift;
+                    f.end_s = srv_end.max(f.end_s);
+                    f.fct_s = Some(f.end_s - f.start_s);
+                }
+            } else {
+                f.bytes_acked = f.bytes_delivered;
+            }
+        }
+        if !f.cc.is_empty() {
+            cc_seen = Some(f.cc.clone());
+        }
+        flows.push(f);
+    }
+    if server.is_none() {
+        problem = Some(match problem {
+            Some(p) => format!("the server went away ({p}); the results are what this client measured"),
+            None if sys::stopped() => "interrupted; the results are what this client measured".into(),
+            None => "the server sent no results (was it killed?); the results are what this client measured".into(),
+        });
+    } else if sys::stopped() {
+        problem.get_or_insert("interrupted".into());
+    }
+    let duration_s = flows.iter().map(|f| f.end_s).fold(0.0, f64::max);
+    Ok(ClientResult {
+        flows,
+        series,
+        cc: cc_seen,
+        problem,
+        server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
+        duration_s,
+        local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
+    })
+}
+
+/// iperf3-style interval lines while the workers run.
+fn report_intervals(cfg: &ClientCfg, states: &[Arc<StreamState>]) {
+    println!("[ ID] Interval           Transfer     Bitrate         {}", if cfg.reverse { "" } else { "Retr  Cwnd" });
+    let n = states.len();
+    let mut last_bytes = vec![0u64; n];
+    let mut last_retr = vec![0u64; n];
+    let mut t_prev = sys::mono_ns();
+    let t_start = cfg.t0_mono;
+    let mut next = t_prev + cfg.report_ns;
+    loop {
+        let all_done = states.iter().all(|s| s.done.load(Ordering::Relaxed));
+        if all_done || sys::stopped() {
+            break;
+        }
+        while sys::mono_ns() < next {
+            if states.iter().all(|s| s.done.load(Ordering::Relaxed)) || sys::stopped() {
+                return;
+            }
+            sys::sleep_until_mono((sys::mono_ns() + 20_000_000).min(next));
+        }
+        let now = sys::mono_ns();
+        let dt = (now - t_prev) as f64 / 1e9;
+        let (a, b) = ((t_prev - t_start) as f64 / 1e9, (now - t_start) as f64 / 1e9);
+        let mut sum = 0u64;
+        let mut sum_retr = 0u64;
+        for (i, s) in states.iter().enumerate() {
+            let bytes = if cfg.reverse { s.read.load(Ordering::Relaxed) } else { s.written.load(Ordering::Relaxed) };
+            let d = bytes - last_bytes[i];
+            last_bytes[i] = bytes;
+            sum += d;
+            if cfg.reverse {
+                println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}", s.idx + cfg.first_id, a, b, fmt_bytes(d as f64), fmt_rate(d as f64 * 8.0 / dt));
+            } else {
+                let ti = s.latest().unwrap_or_default();
+                let r = ti.total_retrans as u64 - last_retr[i].min(ti.total_retrans as u64);
+                last_retr[i] = ti.total_retrans as u64;
+                sum_retr += r;
+                println!(
+                    "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  {:>12}",
+                    s.idx + cfg.first_id, a, b, fmt_bytes(d as f64), fmt_rate(d as f64 * 8.0 / dt), r, fmt_bytes(ti.cwnd_bytes() as f64)
+                );
+            }
+        }
+        if n > 1 {
+            println!("[SUM] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {}", a, b, fmt_bytes(sum as f64), fmt_rate(sum as f64 * 8.0 / dt),
+                     if cfg.reverse { String::new() } else { format!("{sum_retr:>4}") });
+        }
+        t_prev = now;
+        next += cfg.report_ns;
+    }
+}
+
+/// Plain-text summary (iperf3's closing block plus TCP_INFO figures).
+pub fn print_summary(r: &ClientResult, reverse: bool) {
+    println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    println!("[ ID] Interval           Transfer     Bitrate         Retr");
+    for f in &r.flows {
+        println!(
+            "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  sender ({})",
+            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_acked as f64),
+            fmt_rate(f.bytes_acked as f64 * 8.0 / (f.end_s - f.start_s).max(1e-9)), f.retrans_segs,
+            if reverse { "server" } else { "client" }
+        );
+        println!(
+            "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}        receiver ({})",
+            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_delivered as f64), fmt_rate(f.goodput_mbps() * 1e6),
+            if reverse { "client" } else { "server" }
+        );
+    }
+    for f in &r.flows {
+        let mut v = f.rtt_ms.clone();
+        let d = bloatlab_core::stats::Dist::of(&mut v);
+        print!(
+            "[{:>3}] cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
+            f.id, if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate()
+        );
+        match f.fct_s {
+            Some(t) => println!("  fct {t:.4} s"),
+            None => println!(),
+        }
+    }
+    if r.flows.len() > 1 {
+        let tot: f64 = r.flows.iter().map(|f| f.goodput_mbps()).sum();
+        let g: Vec<f64> = r.flows.iter().map(|f| f.goodput_mbps()).collect();
+        println!("[SUM] goodput {}  jain fairness {:.3}", fmt_rate(tot * 1e6), bloatlab_core::stats::jain(&g));
+    }
+}
+
+/// The common result for a TCP test.
+pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
+    let mut o = Output::new("tcp", scenario, cfg.t0_mono);
+    o.duration_s = r.duration_s;
+    o.cc = r.cc.clone();
+    o.flows = r.flows.clone();
+    o.series = r.series.clone();
+    o.meta_extra.insert("server_kernel".into(), json!(r.server_kernel));
+    o.meta_extra.insert("local_ports".into(), json!(r.local_ports));
+    o.meta_extra.insert("sender".into(), json!(if cfg.reverse { "server" } else { "client" }));
+    o.extra.insert("problem".into(), json!(r.problem));
+    o
+}

@@ -1,0 +1,349 @@
+//! bloatlab's control protocol for TCP tests, and what a test is on both
+//! sides of it: the parameters a client sends ([`Params`]), the limits a
+//! server grants ([`ServerLimits`]), the test a client asks for
+//! ([`ClientCfg`]) and what it learns ([`ClientResult`], [`ClientError`]).
+//! The last three are common to bloatlab's client (`super::client`) and
+//! iperf3's (`crate::iperf3`), so the CLI reports either the same way.
+//!
+//! Follows iperf3's control connection in spirit (iperf 3.12,
+//! `iperf_api.c` `send_parameters`/`get_parameters`, `send_results`), in
+//! bloatlab's own wire format:
+//!
+//! Wire: every connection starts with a 4-byte magic. `BLC1` + JSON line =
+//! control; `BLD1` + cookie (u64 LE) + stream index (u32 LE) = data. Anything
+//! else (e.g. a latency probe that only connects) is closed silently, unless
+//! it is iperf3's or a foreign probe's (`super::server`). On the control
+//! connection the server answers the parameter line with one JSON line
+//! (`{"ok": true, ...}` or `{"ok": false, "error": ...}`), and after the test
+//! sends its own measurements as one JSON line; an interrupted reverse-test
+//! client sends [`STOP_LINE`] during the test.
+//!
+//! A server on the internet ([`ServerLimits`], docs/probe.md "Server limits"):
+//! every request is bounded — test length, streams, TCP_INFO sampling
+//! interval and the samples a test may keep, concurrent tests, connections
+//! being classified — and a request beyond a limit gets a refusal that names
+//! it. With a secret, the server sends a random challenge and answers only a
+//! client that returns HMAC-SHA256(secret, challenge ‖ parameter line).
+//!
+//! Constants:
+//! - [`MAX_CTRL_LINE`] = 64 KiB: the longest control line either side reads
+//!   (a parameter line is ~200 B; the server's result line is read by the
+//!   client without this bound, since the client chose the server).
+
+use crate::report::FlowRaw;
+use crate::report::FlowSeries;
+use super::stream::is_timeout;
+use crate::sys;
+use serde_json::Value;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const MAX_CTRL_LINE: u64 = 64 * 1024;
+/// What an interrupted reverse-test client sends on the control connection:
+/// the server stops sending and reports (older servers ignore it).
+pub const STOP_LINE: &[u8] = b"stop\n";
+pub(crate) const CTRL_MAGIC: &[u8; 4] = b"BLC1";
+pub(crate) const DATA_MAGIC: &[u8; 4] = b"BLD1";
+
+/// Test parameters sent by the client.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Params {
+    pub cookie: u64,
+    pub streams: usize,
+    pub reverse: bool,
+    pub duration_ns: Option<u64>,
+    pub bytes: Option<u64>,
+    /// `-b`: the sender's application offers at most this many bit/s
+    /// (written every [`APP_TICK_NS`]); None: as fast as the socket takes.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// `--on/--off` (with `-b`): the application writes for `on` write ticks,
+    /// then is silent for `off`, repeating.
+    #[serde(default)]
+    pub onoff_ticks: Option<(u64, u64)>,
+    pub cc: Option<String>,
+    pub info_interval_ns: u64,
+    /// `--pacing`: the sender paces at the kernel's pacing rate whatever its control
+    #[serde(default)]
+    pub pacing: bool,
+    /// frame the data connections for self probes (`probewire`); a server
+    /// that does answers `"self_probes": true`
+    #[serde(default)]
+    pub self_probes: bool,
+}
+
+pub(crate) fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<String> {
+    read_line_max(r, give_up_ns, u64::MAX)
+}
+
+/// Read one `\n`-terminated line of at most `max` bytes (an error beyond:
+/// a peer cannot grow our memory by never sending a newline).
+pub(crate) fn read_line_max(r: &mut BufReader<&TcpStream>, give_up_ns: u64, max: u64) -> io::Result<String> {
+    let end = sys::mono_ns().saturating_add(give_up_ns);
+    let mut line = String::new();
+    loop {
+        let room = max.saturating_sub(line.len() as u64);
+        if room == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("line longer than {max} bytes")));
+        }
+        match r.by_ref().take(room).read_line(&mut line) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
+            Ok(_) if line.ends_with('\n') => return Ok(line),
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) => {
+                if sys::mono_ns() > end {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What the server grants a client. Defaults (docs/probe.md) suit a public
+/// server on a small VPS or a router; `0` lifts a limit (the emulator's
+/// private one-off servers do that).
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// longest test (ns); a test without `-t` (a byte count) ends here too
+    pub max_duration_ns: u64,
+    /// data connections per test (`-P`)
+    pub max_streams: usize,
+    /// shortest TCP_INFO sampling interval (ns)
+    pub min_info_interval_ns: u64,
+    /// TCP_INFO samples a test may keep (streams × duration / interval):
+    /// bounds the server's memory per test (~240 B a sample)
+    pub max_samples: u64,
+    /// tests running at once
+    pub max_tests: usize,
+    /// connections being read/classified at once (the worker pool): a
+    /// connection beyond it is closed at once
+    pub max_conns: usize,
+    /// shared secret: only clients that answer the challenge get a test
+    pub secret: Option<Vec<u8>>,
+    /// how long a test's data connections may take to arrive after its
+    /// control connection (ns); 0: as long as the control connection stays
+    /// (the emulator's page objects wait for a free connection)
+    pub data_wait_ns: u64,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_duration_ns: 600_000_000_000,
+            max_streams: 128,
+            min_info_interval_ns: 10_000_000,
+            max_samples: 200_000,
+            max_tests: 8,
+            max_conns: 256,
+            secret: None,
+            data_wait_ns: 10_000_000_000,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// The emulator's private servers: nothing bounded but the streams.
+    pub fn none() -> Self {
+        ServerLimits { max_duration_ns: 0, min_info_interval_ns: 0, max_samples: 0, max_tests: 0, max_conns: 0, ..Default::default() }
+    }
+
+    /// Why `p` is refused, or None. The message names the client's flag.
+    pub fn refuse(&self, p: &Params) -> Option<String> {
+        if p.streams == 0 || p.streams > self.max_streams {
+            return Some(format!("-P: streams must be in 1..{} (this server's limit)", self.max_streams));
+        }
+        let lim = self.max_duration_ns;
+        if lim > 0 {
+            match p.duration_ns {
+                Some(d) if d > lim => {
+                    return Some(format!("-t: {} s is longer than this server allows ({} s)", d / 1_000_000_000, lim / 1_000_000_000))
+                }
+                _ => {}
+            }
+        }
+        if p.duration_ns == Some(0) {
+            return Some("-t: the test length must be positive".into());
+        }
+        if p.onoff_ticks.is_some() && p.rate_bps.is_none() {
+            return Some("--on/--off: need -b (the rate of the on periods)".into());
+        }
+        if p.onoff_ticks.is_some_and(|(on, _)| on == 0) {
+            return Some("--on: must be at least one 10 ms write".into());
+        }
+        if p.rate_bps == Some(0) {
+            return Some("-b: the rate must be positive".into());
+        }
+        if p.info_interval_ns < self.min_info_interval_ns.max(1) {
+            return Some(format!(
+                "--info-interval: {} ns is shorter than this server allows ({} ms)",
+                p.info_interval_ns,
+                self.min_info_interval_ns as f64 / 1e6
+            ));
+        }
+        if self.max_samples > 0 && p.reverse {
+            let dur = p.duration_ns.unwrap_or(lim).max(1);
+            let samples = (p.streams as u128) * (dur as u128) / (p.info_interval_ns as u128);
+            if samples > self.max_samples as u128 {
+                return Some(format!(
+                    "--info-interval: {} streams sampled every {} ms for {} s is {samples} TCP_INFO samples, more than this server keeps per test ({}); sample less often",
+                    p.streams,
+                    p.info_interval_ns as f64 / 1e6,
+                    dur as f64 / 1e9,
+                    self.max_samples
+                ));
+            }
+        }
+        None
+    }
+
+    /// A client's parameter line, as the server takes it: the parameters and
+    /// the test's enforced length, or why not (and whether a limit refused
+    /// it). Pure, so that it is fuzzed (`fuzz/fuzz_targets/control.rs`) and
+    /// tested with random lines: never panics, whatever the line.
+    pub fn admit(&self, line: &str) -> Result<(Params, Option<u64>), (String, bool)> {
+        let p: Params = serde_json::from_str(line).map_err(|e| (format!("bad parameters: {e}"), false))?;
+        if let Some(why) = self.refuse(&p) {
+            return Err((why, true));
+        }
+        let d = self.deadline_ns(&p);
+        Ok((p, d))
+    }
+
+    /// The test's length as the server enforces it (None: unbounded).
+    fn deadline_ns(&self, p: &Params) -> Option<u64> {
+        match (p.duration_ns, self.max_duration_ns) {
+            (Some(d), 0) => Some(d),
+            (None, 0) => None,
+            (Some(d), lim) => Some(d.min(lim)),
+            (None, lim) => Some(lim),
+        }
+    }
+}
+
+/// What the challenge answer signs: the challenge, then the parameter line
+/// exactly as sent (its newline included).
+pub(crate) fn auth_data(challenge: &str, line: &str) -> String {
+    format!("{challenge}{line}")
+}
+
+pub(crate) fn send_json(mut c: &TcpStream, v: &Value) -> io::Result<()> {
+    let mut s = v.to_string();
+    s.push('\n');
+    let _ = c.set_write_timeout(Some(Duration::from_secs(10)));
+    c.write_all(s.as_bytes())
+}
+
+/// The peer closed the control connection (EOF waiting), without blocking.
+pub(crate) fn control_closed(c: &TcpStream) -> bool {
+    if c.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let closed = matches!(c.peek(&mut [0u8; 1]), Ok(0)) || matches!(c.take_error(), Ok(Some(_)));
+    let _ = c.set_nonblocking(false);
+    closed
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientCfg {
+    pub addr: SocketAddr,
+    pub cc: Option<String>,
+    /// `--pacing`: the sender (this client, or the server with -R) paces at the
+    /// kernel's pacing rate whatever its control (`SO_MAX_PACING_RATE`)
+    pub pacing: bool,
+    pub streams: usize,
+    pub reverse: bool,
+    pub duration_ns: Option<u64>,
+    pub bytes: Option<u64>,
+    /// `-b`: the sender offers at most this many bit/s
+    pub rate_bps: Option<u64>,
+    /// `--on/--off` in write ticks
+    pub onoff_ticks: Option<(u64, u64)>,
+    pub cport: Option<u16>,
+    pub info_interval_ns: u64,
+    /// interval report period, 0 = none (and no printing at all)
+    pub report_ns: u64,
+    pub t0_mono: u64,
+    /// flow ids start here (the load test runs two clients)
+    pub first_id: usize,
+    /// answers a server's challenge (`--secret`)
+    pub secret: Option<Vec<u8>>,
+    /// open the data connections only after a line on standard input (the
+    /// control connection is set up first): the emulator starts a page's
+    /// objects when a connection of the page is free
+    pub wait_go: bool,
+    /// created when every data connection has ended (a download: its last
+    /// byte read), before the server's results are awaited
+    pub done_file: Option<std::path::PathBuf>,
+    /// frame the data connections for self probes, issued through this board
+    /// (used when the server agrees)
+    pub self_probes: Option<Arc<crate::probewire::Board>>,
+}
+
+/// Everything the client learned, ready for [`Output`].
+pub struct ClientResult {
+    pub flows: Vec<FlowRaw>,
+    pub series: FlowSeries,
+    pub cc: Option<String>,
+    /// why the test ended early, if it did (server killed, Ctrl-C)
+    pub problem: Option<String>,
+    pub server_kernel: Option<String>,
+    pub duration_s: f64,
+    /// the client's local port of each data connection
+    pub local_ports: Vec<u16>,
+}
+
+/// [`ClientError::status`] of a client that found a stock iperf3 server
+/// (it answered PARAM_EXCHANGE to our parameter line): the CLI runs the test
+/// again in iperf3's protocol. Never an exit status.
+pub const IPERF3_SERVER: i32 = -9;
+
+/// A client error with the exit status it deserves (2: bad argument).
+#[derive(Debug)]
+pub struct ClientError {
+    pub status: i32,
+    pub msg: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_off_needs_a_rate() {
+        let mut p = params(1, true, Some(1_000_000_000), 10_000_000);
+        p.onoff_ticks = Some((1, 1));
+        assert!(ServerLimits::default().refuse(&p).unwrap().starts_with("--on/--off"));
+    }
+
+    #[test]
+    fn a_zero_rate_is_refused_by_name() {
+        let mut p = params(1, true, Some(1_000_000_000), 10_000_000);
+        p.rate_bps = Some(0);
+        assert!(ServerLimits::default().refuse(&p).unwrap().starts_with("-b"));
+    }
+
+    fn params(streams: usize, reverse: bool, duration_ns: Option<u64>, info_interval_ns: u64) -> Params {
+        Params { cookie: 1, streams, reverse, duration_ns, bytes: None, rate_bps: None, onoff_ticks: None, cc: None, info_interval_ns, pacing: false, self_probes: false }
+    }
+
+    #[test]
+    fn the_default_limits_refuse_each_excess_naming_the_clients_flag() {
+        let l = ServerLimits::default();
+        assert!(l.refuse(&params(4, true, Some(10_000_000_000), 10_000_000)).is_none());
+        assert!(l.refuse(&params(0, false, Some(1), 10_000_000)).unwrap().starts_with("-P"));
+        assert!(l.refuse(&params(129, false, Some(1), 10_000_000)).unwrap().starts_with("-P"));
+        // 2^64-1 ns used to wrap to an immediate end; now it is too long
+        assert!(l.refuse(&params(1, false, Some(u64::MAX), 10_000_000)).unwrap().starts_with("-t"));
+        assert!(l.refuse(&params(1, false, Some(10_000_000_000), 0)).unwrap().starts_with("--info-interval"));
+        assert!(l.refuse(&params(1, false, Some(10_000_000_000), 1_000_000)).unwrap().starts_with("--info-interval"));
+        // 128 streams x 600 s / 10 ms = 7.68 M samples > 200 k kept per test
+        assert!(l.refuse(&params(128, true, Some(600_000_000_000), 10_000_000)).unwrap().contains("samples"));
+        // the server's deadline applies to byte-count tests too
+        assert_eq!(l.deadline_ns(&params(1, true, None, 10_000_000)), Some(600_000_000_000));
+        assert_eq!(ServerLimits::none().deadline_ns(&params(1, true, None, 1)), None);
+        assert!(ServerLimits::none().refuse(&params(128, true, Some(u64::MAX), 1)).is_none());
+    }
+}

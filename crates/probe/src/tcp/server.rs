@@ -1,0 +1,447 @@
+//! The TCP test server: one listener for bloatlab's own clients
+//! (`super::control`), stock iperf3 clients (`crate::iperf3`) and foreign
+//! responsiveness probes (`crate::probewire`), told apart by their first
+//! bytes. Like iperf3's server (iperf 3.12 `iperf_server_api.c`) a test is a
+//! control connection and its data connections, which arrive with the
+//! test's cookie; unlike it, tests run concurrently, within [`ServerLimits`].
+//!
+//! Threads: the accept loop never blocks on a client; each connection is
+//! classified on a thread of a bounded pool (`max_conns`) that refuses when
+//! full (never panics), and a test holds one of `max_tests` slots. A test
+//! ends when its control connection ends, or at the server's deadline.
+
+use super::control::{auth_data, control_closed, read_line_max, send_json, Params, ServerLimits, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE};
+use super::stream::{
+    data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
+};
+use crate::report::{fmt_bytes, push_sample, series_json, FlowSeries};
+use crate::sys::{self, TcpInfo};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{self, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+type Registry = Arc<Mutex<HashMap<u64, mpsc::Sender<(usize, TcpStream, u64)>>>>;
+
+/// A counter of things in use with a ceiling; `try_take` gives a guard or
+/// None when full. `limit == 0`: unbounded.
+#[derive(Clone)]
+struct Slots(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Slots {
+    fn new(limit: usize) -> Slots {
+        Slots(Arc::new(std::sync::atomic::AtomicUsize::new(0)), limit)
+    }
+    fn try_take(&self) -> Option<Slot> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        if self.1 > 0 && n >= self.1 {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(self.0.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct Ctx {
+    reg: Registry,
+    /// iperf3 tests waiting for their data connections
+    reg3: crate::iperf3::Registry,
+    finished: AtomicBool,
+    one_off_taken: AtomicBool,
+    conns: Slots,
+    tests: Slots,
+    limits: ServerLimits,
+    one_off: bool,
+    verbose: bool,
+}
+
+/// Serve tests on `listener` until Ctrl-C; with `one_off`, return after the
+/// first test.
+pub fn serve(listener: TcpListener, one_off: bool, verbose: bool) -> io::Result<()> {
+    serve_with(listener, one_off, verbose, ServerLimits::default())
+}
+
+pub fn serve_with(listener: TcpListener, one_off: bool, verbose: bool, limits: ServerLimits) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let ctx = Arc::new(Ctx {
+        reg: Arc::new(Mutex::new(HashMap::new())),
+        reg3: Arc::new(Mutex::new(HashMap::new())),
+        finished: AtomicBool::new(false),
+        one_off_taken: AtomicBool::new(false),
+        conns: Slots::new(limits.max_conns),
+        tests: Slots::new(limits.max_tests),
+        limits,
+        one_off,
+        verbose,
+    });
+    while !sys::stopped() && !(one_off && ctx.finished.load(Ordering::SeqCst)) {
+        let (conn, peer) = match listener.accept() {
+            Ok(x) => x,
+            Err(e) if is_timeout(&e) => {
+                sys::wait_readable(listener.as_raw_fd(), WAKE.as_nanos() as u64);
+                continue;
+            }
+            Err(e) => {
+                // EMFILE and friends: wait a little instead of spinning
+                eprintln!("tcp server: accept: {e}");
+                std::thread::sleep(WAKE);
+                continue;
+            }
+        };
+        let accept_mono = sys::mono_ns();
+        // the worker pool: a connection beyond it is closed at once
+        let Some(slot) = ctx.conns.try_take() else {
+            if verbose {
+                eprintln!("tcp server: {peer}: refused, {} connections in service", ctx.limits.max_conns);
+            }
+            continue;
+        };
+        let c = ctx.clone();
+        // classify in a thread, so a silent connection cannot stall accept()
+        if let Err(e) = spawn("classify", move || {
+            let _slot = slot;
+            classify(conn, peer, accept_mono, &c)
+        }) {
+            eprintln!("tcp server: {peer}: refused, cannot start a thread: {e}");
+        }
+    }
+    Ok(())
+}
+
+fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
+    let _ = conn.set_nonblocking(false);
+    let _ = conn.set_read_timeout(Some(WAKE));
+    let _ = conn.set_write_timeout(Some(WAKE));
+    let mut magic = [0u8; 4];
+    if read_exact_timeout(&conn, &mut magic, 5_000_000_000).is_err() {
+        return; // a connect-only latency probe, or garbage
+    }
+    if &magic == DATA_MAGIC {
+        let mut h = [0u8; 12];
+        if read_exact_timeout(&conn, &mut h, 5_000_000_000).is_err() {
+            return;
+        }
+        let cookie = u64::from_le_bytes(h[..8].try_into().unwrap());
+        let idx = u32::from_le_bytes(h[8..].try_into().unwrap()) as usize;
+        if let Some(tx) = ctx.reg.lock().unwrap().get(&cookie) {
+            let _ = tx.send((idx, conn, accept_mono));
+        }
+    } else if &magic == CTRL_MAGIC {
+        if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
+            return; // one test only; refuse others
+        }
+        let Some(_test) = ctx.tests.try_take() else {
+            let _ = send_json(&conn, &json!({"ok": false, "error": format!("busy: this server runs at most {} tests at once; try again later", ctx.limits.max_tests)}));
+            return;
+        };
+        if let Err(e) = serve_test(conn, ctx) {
+            if ctx.verbose {
+                eprintln!("tcp server: test from {peer}: {e}");
+            }
+        }
+        ctx.finished.store(true, Ordering::SeqCst);
+    } else if &magic == crate::probewire::FOREIGN_MAGIC {
+        crate::probewire::answer_foreign(&conn);
+    } else if crate::iperf3::looks_like_cookie(&magic) {
+        classify_iperf3(conn, magic, peer, accept_mono, ctx);
+    }
+}
+
+/// A connection that starts like an iperf3 cookie: a data connection of an
+/// iperf3 test waiting for its streams, or a new iperf3 test.
+fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
+    use crate::iperf3::{self, COOKIE_SIZE};
+    let mut cookie = [0u8; COOKIE_SIZE];
+    cookie[..4].copy_from_slice(&magic);
+    if read_exact_timeout(&conn, &mut cookie[4..], 5_000_000_000).is_err() || !iperf3::valid_cookie(&cookie) {
+        return;
+    }
+    if let Some(tx) = ctx.reg3.lock().unwrap().get(&cookie) {
+        let _ = tx.send((conn, accept_mono));
+        return;
+    }
+    let deny = |c: &TcpStream| {
+        let _ = (&*c).write_all(&[iperf3::state::ACCESS_DENIED as u8]);
+    };
+    if ctx.limits.secret.is_some() {
+        // iperf3's RSA authentication is not spoken: a server with a secret serves only bloatlab's clients
+        eprintln!("tcp server: iperf3 test from {peer} refused: this server requires --secret (bloatlab-probe clients only)");
+        deny(&conn);
+        return;
+    }
+    if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
+        deny(&conn);
+        return;
+    }
+    let Some(_test) = ctx.tests.try_take() else {
+        eprintln!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once)", ctx.limits.max_tests);
+        deny(&conn); // iperf3's "the server is busy running a test"
+        return;
+    };
+    match iperf3::serve_test(conn, cookie, &ctx.reg3, &ctx.limits, peer) {
+        Ok(log) => eprintln!("{log}"),
+        Err(e) => eprintln!("tcp server: iperf3 test from {peer}: {e}"),
+    }
+    ctx.finished.store(true, Ordering::SeqCst);
+}
+
+fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
+    let (reg, verbose, limits) = (&ctx.reg, ctx.verbose, &ctx.limits);
+    let mut rd = BufReader::new(&ctrl);
+    let line = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading parameters: {e}"))?;
+    if let Some(secret) = &limits.secret {
+        // challenge-response: HMAC-SHA256(secret, challenge || parameter line)
+        let challenge = format!("{:016x}{:016x}", sys::random_u64(), sys::random_u64());
+        send_json(&ctrl, &json!({"ok": false, "challenge": challenge})).map_err(|e| format!("challenge: {e}"))?;
+        let answer = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading the answer: {e}"))?;
+        let got: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
+        let key = crate::wire::Key::new(secret);
+        if !got["auth"].as_str().is_some_and(|a| key.verify_hex(auth_data(&challenge, &line).as_bytes(), a)) {
+            let _ = send_json(&ctrl, &json!({"ok": false, "error": "authentication failed (--secret)"}));
+            return Err("authentication failed".into());
+        }
+    }
+    let (p, deadline_ns) = match limits.admit(&line) {
+        Ok(x) => x,
+        Err((why, limit)) => {
+            let mut answer = json!({"ok": false, "error": why});
+            if limit {
+                answer["limit"] = json!(true);
+            }
+            let _ = send_json(&ctrl, &answer);
+            return Err(why);
+        }
+    };
+    if p.reverse {
+        if let Some(cc) = &p.cc {
+            // check on a scratch socket before anything starts
+            let probe = TcpListener::bind("127.0.0.1:0").ok();
+            let chk = probe.as_ref().map(|l| sys::set_cc(l.as_raw_fd(), cc));
+            if let Some(Err(e)) = chk {
+                let _ = send_json(&ctrl, &json!({"ok": false, "error": format!("the server's {e}"), "available": sys::available_cc()}));
+                return Err(e);
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    reg.lock().unwrap().insert(p.cookie, tx);
+    // self probes need a test that runs for a time (frames would spoil an exact byte count)
+    let framed = p.self_probes && p.bytes.is_none();
+    let mut ok = json!({"ok": true, "kernel": sys::kernel_release(), "boot_id": sys::boot_id(), "self_probes": framed});
+    if let Some(w) = paced_by_default_warning(&p) {
+        ok["warning"] = json!(w);
+    }
+    let _ = send_json(&ctrl, &ok);
+    let mut states = Vec::new();
+    let deadline = match limits.data_wait_ns {
+        0 => u64::MAX,
+        w => sys::mono_ns().saturating_add(w),
+    };
+    while states.len() < p.streams {
+        let left = deadline.saturating_sub(sys::mono_ns());
+        if left == 0 {
+            break;
+        }
+        match rx.recv_timeout(Duration::from_nanos(left.min(WAKE.as_nanos() as u64))) {
+            Ok((idx, sock, t)) => {
+                if p.reverse {
+                    if let Some(cc) = &p.cc {
+                        let _ = sys::set_cc(sock.as_raw_fd(), cc);
+                    }
+                    if p.pacing {
+                        let _ = sys::set_internal_pacing(sock.as_raw_fd());
+                    }
+                }
+                states.push(StreamState::new(idx, sock, t, 0));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if control_closed(&ctrl) => {
+                reg.lock().unwrap().remove(&p.cookie);
+                return Err("the client closed the control connection before its data connections".into());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    reg.lock().unwrap().remove(&p.cookie);
+    if states.len() < p.streams {
+        let _ = send_json(&ctrl, &json!({"ok": false, "error": "not all data connections arrived"}));
+        return Err("missing data connections".into());
+    }
+    if framed {
+        for s in &states {
+            crate::probewire::Framing::attach(s, None, p.reverse).map_err(|e| refuse_busy(&ctrl, &states, e))?;
+        }
+    }
+    let sampler = if p.reverse {
+        let v = states.clone();
+        let iv = p.info_interval_ns;
+        Some(spawn("sampler", move || run_sampler(v, iv)).map_err(|e| refuse_busy(&ctrl, &states, e))?)
+    } else {
+        None
+    };
+    // a client that vanishes ends its test: watch the control connection;
+    // the server's own deadline ends it too (a byte count never reached)
+    let ctrl_gone = Arc::new(AtomicBool::new(false));
+    // a reverse test's client asks us to stop sending (it was interrupted): the test still ends with results
+    let halt = Arc::new(AtomicBool::new(false));
+    let over = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (gone, halt, over, c) = (ctrl_gone.clone(), halt.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
+        let hard_end = deadline_ns.map(|d| sys::mono_ns().saturating_add(d).saturating_add(ACK_WAIT_MAX_NS));
+        spawn("ctrl-watch", move || watch_control(&c, &gone, &halt, &over, hard_end)).map_err(|e| refuse_busy(&ctrl, &states, e))?
+    };
+    let mut workers = Vec::new();
+    for s in &states {
+        let s = s.clone();
+        let (p, gone, halt) = (p.clone(), ctrl_gone.clone(), halt.clone());
+        let w = spawn("stream", move || {
+            let stop = || gone.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
+            if p.reverse {
+                run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
+            } else {
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes)
+            }
+        });
+        match w {
+            Ok(w) => workers.push(w),
+            Err(e) => {
+                ctrl_gone.store(true, Ordering::SeqCst);
+                for w in workers {
+                    let _ = w.join();
+                }
+                over.store(true, Ordering::SeqCst);
+                let _ = watcher.join();
+                return Err(refuse_busy(&ctrl, &states, e));
+            }
+        }
+    }
+    let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    over.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    if ctrl_gone.load(Ordering::SeqCst) {
+        return Err("the client closed the control connection; test stopped".into());
+    }
+    if let Some(h) = sampler {
+        let _ = h.join();
+    }
+    let mut streams = Vec::new();
+    for (s, o) in states.iter().zip(&outcomes) {
+        let samples = s.samples.lock().unwrap();
+        let mut series = FlowSeries::default();
+        for (t, ti) in samples.iter() {
+            push_sample(&mut series, s.idx, (*t - s.start_mono) as f64 / 1e9, ti, s.pre, s.written.load(Ordering::Relaxed));
+        }
+        streams.push(json!({
+            "idx": s.idx, "start_mono": s.start_mono, "end_mono": o.end_mono,
+            "bytes_read": s.read.load(Ordering::Relaxed), "bytes_written": s.written.load(Ordering::Relaxed),
+            "fct_ns": o.fct_ns, "completed": o.completed, "error": o.error,
+            "info": o.final_info.map(|ti| info_json(&ti, s.written.load(Ordering::Relaxed), s.pre)),
+            "cc": sys::get_cc(s.sock.as_raw_fd()),
+            "series": series_json(&series),
+        }));
+    }
+    if verbose {
+        let total: u64 = states.iter().map(|s| s.read.load(Ordering::Relaxed) + s.written.load(Ordering::Relaxed)).sum();
+        eprintln!("tcp server: test done, {} streams, {} moved", states.len(), fmt_bytes(total as f64));
+    }
+    send_json(&ctrl, &json!({"streams": streams, "boot_id": sys::boot_id(), "kernel": sys::kernel_release()}))
+        .map_err(|e| format!("sending results: {e}"))
+}
+
+/// Tell the client the server ran out of threads; end its streams.
+fn refuse_busy(ctrl: &TcpStream, states: &[Arc<StreamState>], e: io::Error) -> String {
+    for s in states {
+        let _ = s.sock.shutdown(std::net::Shutdown::Both);
+    }
+    let _ = send_json(ctrl, &json!({"ok": false, "error": format!("busy: the server cannot start a thread ({e}); try again later")}));
+    format!("cannot start a thread: {e}")
+}
+
+/// Until `over`: set `gone` when the control connection closes (EOF or an
+/// error) or the hard end passes. A client sends nothing during a test
+/// except [`STOP_LINE`] when it was interrupted in a reverse test: anything
+/// it sends sets `halt` (stop sending, then report as usual). Bounded: one
+/// small buffer, read and dropped.
+fn watch_control(mut c: &TcpStream, gone: &AtomicBool, halt: &AtomicBool, over: &AtomicBool, hard_end: Option<u64>) {
+    let mut buf = [0u8; 512];
+    while !over.load(Ordering::SeqCst) {
+        if hard_end.is_some_and(|e| sys::mono_ns() > e) {
+            gone.store(true, Ordering::SeqCst);
+            return;
+        }
+        match c.read(&mut buf) {
+            Ok(0) => {
+                gone.store(true, Ordering::SeqCst);
+                return;
+            }
+            Ok(_) => halt.store(true, Ordering::SeqCst),
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => {
+                gone.store(true, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+}
+
+fn info_json(ti: &TcpInfo, written: u64, pre: u64) -> Value {
+    json!({"bytes_acked": data_acked(ti, written, pre), "segs_out": ti.segs_out, "total_retrans": ti.total_retrans,
+           "min_rtt_us": ti.min_rtt, "srtt_us": ti.rtt})
+}
+
+/// Controls whose `init` marks the socket for the kernel's internal pacing
+/// (`bbr_init`: `SK_PACING_NEEDED`).
+const PACING_CONTROLS: [&str; 3] = ["bbr", "bbr2", "bbr3"];
+
+/// A download (-R) asks for a control that does not pace, but this server's
+/// default control paces: the accepted socket was initialised with the default
+/// before the test's control is set, and switching never clears the pacing
+/// mark, so the connection is paced (as if the server ran sch_fq). Found
+/// through the emulator, whose namespaces inherited a BBR default: kernel
+/// "CUBIC" downloads were paced (docs/emulator.md).
+fn paced_by_default_warning(p: &Params) -> Option<String> {
+    let cc = p.cc.as_deref()?;
+    if !p.reverse || p.pacing || PACING_CONTROLS.contains(&cc) {
+        return None;
+    }
+    let default = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").ok()?;
+    let default = default.trim();
+    PACING_CONTROLS.contains(&default).then(|| {
+        format!(
+            "the server's default congestion control is {default}: its accepted sockets start with {default}, which \
+             marks them for pacing before -C {cc} is set, and the mark stays, so this {cc} download is paced (as with \
+             sch_fq). For an unpaced {cc}, start the server with net.ipv4.tcp_congestion_control set to a control that \
+             does not pace (e.g. {cc})"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_refuse_beyond_their_limit_and_free_on_drop() {
+        let s = Slots::new(2);
+        let a = s.try_take().unwrap();
+        let _b = s.try_take().unwrap();
+        assert!(s.try_take().is_none());
+        drop(a);
+        assert!(s.try_take().is_some());
+        let unbounded = Slots::new(0);
+        let v: Vec<_> = (0..1000).map(|_| unbounded.try_take().unwrap()).collect();
+        assert_eq!(v.len(), 1000);
+    }
+}
