@@ -156,7 +156,8 @@ def main() -> int:
         for n in names:
             for eng in a.engines.split(","):
                 run(n, eng, a.quick)
-    text = table(names, a.quick)
+    # every experiment in the table: those not run now keep their rows (previous())
+    text = table(all_names(), a.quick)
     print(text)
     write(text)
     return 0

@@ -24,16 +24,8 @@ pub struct FlowOut {
     pub lost_segs: u64,
 }
 
-#[derive(Debug, Serialize)]
-pub struct LinkOut {
-    pub rate_bps: u64,
-    pub busy_s: f64,
-    pub tx_bytes: u64,
-    pub tx_pkts: u64,
-    pub drops: BTreeMap<&'static str, u64>,
-    pub marks: u64,
-    pub qdelay_ms: DistOut,
-}
+/// A link's statistics: the contract's type, shared with the emulator.
+pub use bloatlab_schema::result::LinkOut;
 
 #[derive(Debug, Serialize)]
 pub struct ProbeOut {
