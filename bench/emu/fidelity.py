@@ -279,8 +279,10 @@ def render(results: list[dict]) -> str:
         f"{100 * MEDIAN_GOODPUT_TOL:.0f} %); **{len(ok)} of {len(judged)} scenarios meet every other target**."
         if med is not None else "",
         "",
-        "Regenerate: `sudo .venv/bin/python bench/emu/fidelity.py` (about 15 minutes; `--table-only` re-renders "
-        "from `bench/emu/fidelity.json`, the raw summaries).",
+        "Regenerate: `sudo .venv/bin/python bench/emu/fidelity.py` (one seed each, about 10 minutes; `--repeats 3` "
+        "three seeds; `--seeds 2,3 NAME...` adds seeds to the stored runs of those scenarios; `--sim-only` runs the "
+        "simulator's side again on the stored seeds in seconds, after a model change; `--table-only` re-renders from "
+        "`bench/emu/fidelity.json`, the raw summaries).",
         "",
         "| scenario | goodput sim / emu Mbit/s (rel) | share sim − emu | qdelay p50 sim / emu ms | qdelay p95 sim / emu ms "
         "| retx sim / emu | fct sim / emu s | probe p50 sim / emu ms | emu late p99 µs | misses |",
