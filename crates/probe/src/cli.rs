@@ -210,7 +210,9 @@ enum TcpCmd {
 
 #[derive(Args, Debug)]
 struct TcpClientArgs {
+    /// the server (`bloatlab-probe tcp server`, or a stock `iperf3 -s`): HOST, HOST:PORT or [V6]:PORT
     host: String,
+    /// the server's control port
     #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// congestion control of the sender (cubic, bbr, reno, ...)
@@ -268,7 +270,9 @@ struct TcpClientArgs {
 
 #[derive(Args, Debug)]
 struct LoadArgs {
+    /// the server (`bloatlab-probe server`): HOST, HOST:PORT or [V6]:PORT
     host: String,
+    /// the server's port (TCP and UDP)
     #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// bulk flows server → client
@@ -277,6 +281,7 @@ struct LoadArgs {
     /// bulk flows client → server
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(0..=64))]
     up: u64,
+    /// congestion control of the load's senders (cubic, bbr, reno, ...; default: each host's)
     #[arg(short = 'C', long = "congestion")]
     cc: Option<String>,
     /// loaded phase length (seconds)
@@ -295,10 +300,13 @@ struct LoadArgs {
     /// three loaded phases of -t each: download only, upload only, both at once
     #[arg(long)]
     sequential: bool,
+    /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,
+    /// the result as JSON on stdout instead of the text summary
     #[arg(long)]
     json: bool,
+    /// per phase, the probes sent and answered (stderr)
     #[arg(short, long)]
     verbose: bool,
 }
