@@ -30,7 +30,8 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
+def _long_sweep(tmp_path, name: str, ccs: str):
+    """A sweep of 600-s simulations (never finishes in a test); its results directory."""
     (tmp_path / "s.toml").write_text(textwrap.dedent("""
         name = "long"
         duration = "600s"
@@ -41,8 +42,12 @@ def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
         rtt = "20ms"
         count = 4
     """))
-    (tmp_path / "exp.toml").write_text('name = "kill"\nbase = "s.toml"\n[grid]\n"flow.0.cc" = ["cubic", "reno"]\n')
-    out = tmp_path / "out"
+    (tmp_path / "exp.toml").write_text(f'name = "{name}"\nbase = "s.toml"\n[grid]\n"flow.0.cc" = [{ccs}]\n')
+    return tmp_path / "out"
+
+
+def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
+    out = _long_sweep(tmp_path, "kill", '"cubic", "reno"')
     p = subprocess.Popen([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(out), "-q", "-j", "2"],
                          cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
@@ -72,18 +77,7 @@ def test_sigkill_of_the_sweep_takes_its_workers_and_the_lock_with_it(tmp_path):
 def test_ctrl_c_stops_the_sweep_and_its_workers_at_once_and_leaves_nothing_half_built(tmp_path):
     # the pool's workers ignore SIGINT; the sweep stops them (SIGTERM, which kills at once even inside the
     # engine's native code) and removes any staging directory before it exits 130
-    (tmp_path / "s.toml").write_text(textwrap.dedent("""
-        name = "long"
-        duration = "600s"
-        [link.down]
-        rate = "1Gbit"
-        [[flow]]
-        cc = "cubic"
-        rtt = "20ms"
-        count = 4
-    """))
-    (tmp_path / "exp.toml").write_text('name = "int"\nbase = "s.toml"\n[grid]\n"flow.0.cc" = ["cubic", "reno", "bbr"]\n')
-    out = tmp_path / "out"
+    out = _long_sweep(tmp_path, "int", '"cubic", "reno", "bbr"')
     p = subprocess.Popen([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(out), "-q", "-j", "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     workers: list[int] = []

@@ -515,11 +515,11 @@ def _lazy_qdisc(base: type[Table], name: str) -> type[Table]:
 
 def _by_qdisc(base: type[Table], variant: Callable[[str], str]) -> Any:
     """``base`` with its ``qdisc`` and ``qdisc_params`` keys, one model per
-    qdisc of the core, chosen by the ``qdisc`` key (default fifo). The tag is
-    part of pydantic's error location (:func:`scenario_error` drops it)."""
+    qdisc of the core, chosen by the ``qdisc`` key (default fifo): the JSON
+    Schema's form (validation uses :func:`_lazy_qdisc`)."""
     members = []
     for q in qdisc_list():
-        params = _params_model(q)
+        params = _params_model_named(q["name"])
         qdisc_t = Literal[q["name"]]  # type: ignore[valid-type]
         qfield = (qdisc_t, Field("fifo", description="the queue discipline")) if q["name"] == "fifo" else (qdisc_t, Field(description=q["doc"]))
         m = create_model(variant(q["name"]), __base__=base, __doc__=base.__doc__,
@@ -614,18 +614,8 @@ def scenario_error(e: ValidationError) -> ScenarioError:
     err = e.errors(include_url=False)[0]
     loc = list(err["loc"])
     kind = err["type"]
-    # a qdisc-tagged table (link.DIR, wifi): drop the tag pydantic adds to the location
-    tagged = 2 if loc[:1] == ["link"] else 1 if loc[:1] == ["wifi"] else None
-    if tagged is not None and len(loc) > tagged and not kind.startswith("union_tag") and loc[tagged] in _QDISC_NAMES():
-        del loc[tagged]
     ctx = err.get("ctx") or {}
-    if kind.startswith("union_tag"):  # the qdisc key names no qdisc of the core
-        loc.append("qdisc")
-        try:
-            message = str(check_choice(err["input"].get("qdisc"), _QDISC_NAMES()))
-        except ValueError as bad:
-            message = str(bad)
-    elif kind == "value_error":
+    if kind == "value_error":
         message = str(ctx["error"])
     elif "message" in ctx:
         message = ctx["message"]
