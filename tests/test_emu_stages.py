@@ -11,7 +11,8 @@ except where a stage makes goodput hinge on a handful of loss events (the
 policer: ~60 drops in 8 s, each one a CUBIC back-off), which gets 25 %.
 Measured when written (2 cores, load average 5-9 from other builds):
 policer goodput sim 7.10 / kernel 6.43 Mbit/s, drops 60 / 64; shaper goodput
-9.51 / 9.43, qdelay mean 65.0 / 61.5 ms; device queue probe p50 91.5 / 93.6 ms.
+9.51 / 9.43, qdelay mean 65.0 / 61.5 ms; device queue probe p50 91.5 / 93.6 ms
+(later: sim 84.0, kernel 79.7 in a CI run).
 A disagreement seen and not asserted: behind the shaper the simulator's CUBIC
 loses 101 packets at the end of slow start, the kernel's 8 (HyStart leaves
 slow start earlier in the kernel).
@@ -105,9 +106,14 @@ def test_the_shaper_queues_instead_of_dropping_on_both_engines_and_they_agree():
 
 def test_a_device_queue_below_fq_codel_adds_the_delay_codel_cannot_see_on_both_engines():
     # 50 packets at 10 Mbit/s = 60 ms below fq_codel: the probe, a sparse flow fq_codel would
-    # otherwise serve at once, waits behind them on both engines.
+    # otherwise serve at once (p50 within ~1 ms of the base RTT), waits behind them on both engines.
+    # How full the device queue is depends on where CUBIC is in its cycle: fq_codel keeps its own
+    # queue at ~5 ms, so the sender's window is about BDP (33 packets) + 50 + 4; right after a
+    # back-off (beta 0.7) that is ~61 packets, of which ~28 still sit in the device queue (34 ms).
+    # So the median wait is between ~30 and 60 ms: measured sim 84.0 / kernel 79.7-93.6 ms p50
+    # (base 40). The bound is the post-back-off floor, 25 ms; agree() compares the engines.
     s, e = both('device_queue = "50pkt"', rate="10Mbit", buffer="1000pkt", qdisc="fq_codel")
     for r in (s, e):
-        assert r["probes"][0]["rtt_ms"]["p50"] > BASE_RTT_MS + 40
+        assert r["probes"][0]["rtt_ms"]["p50"] > BASE_RTT_MS + 25
         assert r["links"]["down"]["utilization"] > 0.9
     agree(s, e)
