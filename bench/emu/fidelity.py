@@ -8,6 +8,8 @@ docs/fidelity.md.
     sudo .venv/bin/python bench/emu/fidelity.py --seeds 2,3 17 18   # add seeds 2 and 3 to the stored runs of 17, 18
     .venv/bin/python bench/emu/fidelity.py --table-only      # re-render the table from bench/emu/fidelity.json
     .venv/bin/python bench/emu/fidelity.py --sim-only        # after a model change: the simulator's side again
+    sudo BLOATLAB_EMU_COALESCE=1 .venv/bin/python bench/emu/fidelity.py --store bench/emu/fidelity-coalesce.json --print
+                                                   # a variant of the emulator into its own store, the table printed
 
 The table judges each scenario against the targets of issue 10 §3 (the
 constants below): the median goodput error over all flows, each flow's
@@ -336,13 +338,17 @@ def main() -> int:
                     help="re-run only the simulator's side of fidelity.json (same seeds), keep the kernel's as measured")
     ap.add_argument("--table-only", action="store_true", help="re-render docs/fidelity.md's table from fidelity.json")
     ap.add_argument("--print", action="store_true", help="print the table instead of writing docs/fidelity.md")
+    ap.add_argument("--store", metavar="FILE", default=JSON_OUT,
+                    help="the results file read and written (default bench/emu/fidelity.json); another file keeps "
+                         "a variant's runs (e.g. BLOATLAB_EMU_COALESCE=1) apart from the table's")
     a = ap.parse_args()
+    store = a.store
     if a.table_only or a.sim_only:
-        with open(JSON_OUT) as f:
+        with open(store) as f:
             results = json.load(f)
         if a.sim_only:
             results = rerun_sim(results)
-            with open(JSON_OUT, "w") as f:
+            with open(store, "w") as f:
                 json.dump(results, f, indent=1, default=str)
     else:
         try:
@@ -350,8 +356,8 @@ def main() -> int:
         except ValueError:
             ap.error(f"--seeds: expected comma-separated integers, got {a.seeds!r}")
         results = run_all(a.only, seeds)
-        if (a.only or a.seeds) and os.path.exists(JSON_OUT):  # merge a partial re-run into the stored results
-            with open(JSON_OUT) as f:
+        if (a.only or a.seeds) and os.path.exists(store):  # merge a partial re-run into the stored results
+            with open(store) as f:
                 old = {r["name"]: r for r in json.load(f)}
             for r in results:
                 prev = old.get(r["name"])
@@ -361,10 +367,10 @@ def main() -> int:
                     r = {**r, "runs": [by_seed[k] for k in sorted(by_seed)]}
                 old[r["name"]] = r
             results = [old[k] for k in sorted(old)]
-        with open(JSON_OUT, "w") as f:
+        with open(store, "w") as f:
             json.dump(results, f, indent=1, default=str)
     table = render(results)
-    if a.print:
+    if a.print or os.path.abspath(store) != JSON_OUT:  # docs/fidelity.md is the default store's table only
         print(table)
         return 0
     # Keep the hand-written analysis below the table: replace only the generated part.
