@@ -10,6 +10,8 @@ docs/fidelity.md.
     .venv/bin/python bench/emu/fidelity.py --sim-only        # after a model change: the simulator's side again
     sudo BLOATLAB_EMU_COALESCE=1 .venv/bin/python bench/emu/fidelity.py --store bench/emu/fidelity-coalesce.json --print
                                                    # a variant of the emulator into its own store, the table printed
+    .venv/bin/python bench/emu/fidelity.py --table-only --store bench/emu/fidelity-coalesce.json --against bench/emu/fidelity.json
+                                                   # the two variants side by side
 
 The table judges each scenario against the targets of issue 10 §3 (the
 constants below): the median goodput error over all flows, each flow's
@@ -309,6 +311,47 @@ def render(results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_against(results: list[dict], other: list[dict], label: str, other_label: str) -> str:
+    """Two emulator variants side by side (e.g. with and without coalesced
+    writes): for every scenario in both stores, on the seeds both ran, the
+    kernel's figures and each variant's agreement with the simulator."""
+    theirs = {r["name"]: r for r in other if "error" not in r}
+    rows, errs, ok = [], ([], []), [0, 0]
+    for r in results:
+        o = theirs.get(r["name"])
+        if "error" in r or o is None:
+            continue
+        seeds = {x["seed"] for x in runs_of(r)} & {x["seed"] for x in runs_of(o)}
+        if not seeds:
+            continue
+        pick = lambda res: combined({**res, "runs": [x for x in runs_of(res) if x["seed"] in seeds]})
+        ja, jb = judge(pick(r)), judge(pick(o))
+        for i, j in enumerate((ja, jb)):
+            errs[i].extend(abs(f["rel"]) for f in j["flows"] if f["rel"] is not None and not f["sized"])
+            ok[i] += not j["misses"]
+        gp = lambda j: " + ".join(f"{f['emu']:.2f}" for f in j["flows"])
+        er = lambda j: _median([abs(f["rel"]) for f in j["flows"] if f["rel"] is not None]) or 0.0
+        q = lambda j, k: "/".join(f"{l[k][1]:.1f}" for l in j["links"].values() if l[k][1] is not None) or "-"
+        rows.append(f"| {r['name']} | {len(seeds)} | {gp(ja)} | {gp(jb)} | {100 * er(ja):.0f} % | {100 * er(jb):.0f} % "
+                    f"| {ja['retx'][1]:.0f} / {jb['retx'][1]:.0f} | {q(ja, 'p50')} / {q(jb, 'p50')} "
+                    f"| {q(ja, 'p95')} / {q(jb, 'p95')} | {ja['lateness_p99_us']} / {jb['lateness_p99_us']} "
+                    f"| {', '.join(ja['misses']) or 'ok'} / {', '.join(jb['misses']) or 'ok'} |")
+    med = [_median(v) for v in errs]
+    fmt = lambda x: "-" if x is None else f"{100 * x:.1f} %"
+    head = [
+        f"Kernel through the emulator, `{label}` against `{other_label}`, on the seeds both stores ran; the simulator's "
+        "side is each store's own. Median goodput error against the simulator over every bulk flow: "
+        f"**{fmt(med[0])}** ({label}) vs **{fmt(med[1])}** ({other_label}); scenarios meeting every "
+        f"other target: **{ok[0]}** vs **{ok[1]}** of {len(rows)}.",
+        "",
+        f"| scenario | seeds | kernel goodput {label} | kernel goodput {other_label} | median goodput error {label} "
+        f"| … {other_label} | kernel retx {label} / {other_label} | qdelay p50 ms | qdelay p95 ms | emu late p99 µs "
+        "| misses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    return "\n".join(head + rows) + "\n"
+
+
 def _ranges(f: dict) -> str:
     """`` [sim lo–hi; emu lo–hi]`` when the runs differ (repeats > 1)."""
     out = []
@@ -341,6 +384,8 @@ def main() -> int:
     ap.add_argument("--store", metavar="FILE", default=JSON_OUT,
                     help="the results file read and written (default bench/emu/fidelity.json); another file keeps "
                          "a variant's runs (e.g. BLOATLAB_EMU_COALESCE=1) apart from the table's")
+    ap.add_argument("--against", metavar="FILE",
+                    help="print the store and FILE (another variant's store) side by side instead of the table")
     a = ap.parse_args()
     store = a.store
     if a.table_only or a.sim_only:
@@ -369,6 +414,10 @@ def main() -> int:
             results = [old[k] for k in sorted(old)]
         with open(store, "w") as f:
             json.dump(results, f, indent=1, default=str)
+    if a.against:
+        with open(a.against) as f:
+            print(render_against(results, json.load(f), os.path.basename(store), os.path.basename(a.against)))
+        return 0
     table = render(results)
     if a.print or os.path.abspath(store) != JSON_OUT:  # docs/fidelity.md is the default store's table only
         print(table)
