@@ -359,7 +359,7 @@ impl World {
                 (self.air.len() - 1) as u32
             }
         };
-        self.q.push(self.now + delay, Event::Arrive(slot));
+        self.q.push_after(self.now, delay, Event::Arrive(slot));
     }
 
     fn kick_link(&mut self, d: usize) {
