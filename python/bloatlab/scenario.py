@@ -61,16 +61,16 @@ WIFI_DEFAULT_BUFFER = "1000pkt"  # Linux txqueuelen, the legacy interface qdisc'
 
 def cc_names() -> list[str]:
     """Congestion controls the simulator knows (from the Rust core)."""
-    from . import scenario_model
+    from . import scenario_values
 
-    return list(scenario_model.cc_names())
+    return list(scenario_values.cc_names())
 
 
 def qdisc_table() -> dict[str, dict]:
     """Qdiscs and their parameters (from the Rust core's ``QDISCS`` table)."""
-    from . import scenario_model
+    from . import scenario_values
 
-    return {q["name"]: q for q in scenario_model.qdisc_list()}
+    return {q["name"]: q for q in scenario_values.qdisc_list()}
 
 
 # ---------------------------------------------------------------- key names (for --set paths)
