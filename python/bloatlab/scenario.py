@@ -285,12 +285,17 @@ def _native():
 def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     """The engine-neutral form of a scenario document (docs/engine-interface.md):
     SI base units, ``count`` expanded, ``bdp`` buffers turned into bytes. The
-    document is validated first (:func:`bloatlab.scenario_model.validate`);
+    document is validated first (:func:`bloatlab.scenario_model.validate`, or
+    for the common tables the same without pydantic: :mod:`bloatlab.scenario_quick`);
     what follows reads the validated model (``doc`` only to echo a value as
     written in a message)."""
-    from .scenario_model import validate
+    from . import scenario_quick
 
-    m = validate(doc)
+    m = scenario_quick.validate(doc)
+    if m is None:
+        from .scenario_model import validate
+
+        m = validate(doc)
     out: dict[str, Any] = {"name": m.name if m.name is not None else name}
     out["duration_ns"] = m.duration
     out["seed"] = m.seed
