@@ -12,11 +12,9 @@ buffers turned into bytes. A :class:`Scenario` is resolved once, when loaded.
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import tomllib
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import units
@@ -167,16 +165,30 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
 # ---------------------------------------------------------------- scenario
 
 
-@dataclass
 class Scenario:
     """A validated scenario. ``doc`` is the TOML document (overrides applied),
     ``source`` the file it came from (or None). :meth:`resolved` is computed
     once, when the scenario is loaded; change ``doc`` through :func:`load`
-    (``overrides``/``set``), not in place."""
+    (``overrides``/``set``), not in place.
 
-    doc: dict
-    source: str | None = None
-    _resolved: dict | None = field(default=None, repr=False, compare=False)
+    (What ``@dataclass`` would write, by hand: the dataclasses module and the
+    ``inspect`` it imports cost ~3 ms of every ``bloatlab run``'s start-up.)"""
+
+    __match_args__ = ("doc", "source", "_resolved")
+    __hash__ = None  # type: ignore[assignment]  # compared by value, so not hashable
+
+    def __init__(self, doc: dict, source: str | None = None, _resolved: dict | None = None):
+        self.doc = doc
+        self.source = source
+        self._resolved = _resolved
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(doc={self.doc!r}, source={self.source!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.doc, self.source) == (other.doc, other.source)  # type: ignore[attr-defined]
 
     @property
     def name(self) -> str:
@@ -226,12 +238,14 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
     ``overrides`` are ``--set`` strings; keyword ``sets`` use ``__`` for dots
     (``link__down__loss="1%"``) or pass a dict via ``set={"flow.0.cc": "bbr"}``.
     """
-    if isinstance(scenario, Scenario):
+    if isinstance(scenario, (Scenario, dict)):
+        import copy  # only here: a file's document is new anyway
+
+        if not isinstance(scenario, Scenario):
+            return _build(copy.deepcopy(scenario), None, overrides, sets)
         if scenario._resolved is not None and not overrides and not sets:
             return scenario  # loaded already: validated and resolved once
         return _build(copy.deepcopy(scenario.doc), scenario.source, overrides, sets)
-    if isinstance(scenario, dict):
-        return _build(copy.deepcopy(scenario), None, overrides, sets)
     s = os.fspath(scenario)
     if "\n" in s or "=" in s and not os.path.exists(s):
         return loads(s, overrides, **sets)
