@@ -366,7 +366,7 @@ impl World {
         let now = self.now;
         let Some(l) = self.links[d].as_mut() else { return };
         match l.start_next(now) {
-            Some(Start::TxDone(t)) => self.q.push(t, Event::LinkTxDone(d as u8)),
+            Some(Start::TxDone(t)) => self.q.push_in_stream(d as u8, t, Event::LinkTxDone(d as u8)),
             Some(Start::Wakeup(t)) => {
                 if l.wakeup_at.map_or(true, |w| t < w) {
                     l.wakeup_at = Some(t);
