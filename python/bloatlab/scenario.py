@@ -172,7 +172,7 @@ class Scenario:
     (``overrides``/``set``), not in place.
 
     (What ``@dataclass`` would write, by hand: the dataclasses module and the
-    ``inspect`` it imports cost ~3 ms of every ``bloatlab run``'s start-up.)"""
+    ``inspect`` it imports cost ~5 ms of CPU of every ``bloatlab run``'s start-up.)"""
 
     __match_args__ = ("doc", "source", "_resolved")
     __hash__ = None  # type: ignore[assignment]  # compared by value, so not hashable

@@ -1,7 +1,7 @@
 """A quick reader of the common scenarios, without pydantic.
 
 Importing pydantic and building the language's models (:mod:`bloatlab.scenario_model`)
-costs about 0.09 s of CPU, more than the simulator needs for a minute of one
+costs about 0.11 s of CPU, more than the simulator needs for a minute of one
 100-Mbit/s flow (BENCHMARKS.md, "Simulator vs ns-3"). Most scenarios use only the
 top-level keys, ``[[flow]]``, ``[[probe]]``, ``[limits]`` and ``[link.*]`` without
 ``policer``, ``shaper`` or ``qdisc_params``: :func:`validate` reads those with the
