@@ -32,8 +32,8 @@ PAIRS = {
     "flow": (quick.FLOW, lambda: sm.Flow, set()),
     "probe": (quick.PROBE, lambda: sm.Probe, set()),
     "limits": (quick.LIMITS_TABLE, lambda: sm.Limits, set()),
-    "link": (quick.LINK, _link_model, {"policer", "shaper", "qdisc_params"}),
-    "top": (quick.TOP, sm.models, quick.TABLES | {"page", "wifi"}),
+    "link": (quick.LINK, _link_model, quick.LINK_LEFT),
+    "top": (quick.TOP, sm.models, quick.TABLES | quick.TOP_LEFT),
 }
 
 # Values of every kind a TOML file can hold, good for some keys and bad for others.
@@ -79,6 +79,7 @@ def _answer(fn, v):
 @pytest.mark.parametrize("table", PAIRS)
 def test_each_quick_table_has_the_models_keys_defaults_and_checks(table):
     spec, model, left = PAIRS[table]
+    assert left <= set(model().model_fields)
     fields = {k: f for k, f in model().model_fields.items() if k not in left}
     assert list(spec) == list(fields), "the quick reader's keys (in order) are the model's"
     for key, (check, default, validate_default) in spec.items():
@@ -91,6 +92,15 @@ def test_each_quick_table_has_the_models_keys_defaults_and_checks(table):
         model_check = _checker(f)
         for v in PROBES + _boundaries(f):
             assert _answer(check, v) == _answer(model_check, v), f"{table}.{key} = {v!r}"
+
+
+def test_the_keys_a_set_path_may_name_are_the_models_for_the_tables_read_quickly():
+    from bloatlab import scenario
+
+    quick_keys = quick.key_names()
+    assert set(quick_keys) == {"TOP_KEYS", "FLOW_KEYS", "PROBE_KEYS", "LINK_KEYS"}
+    for name, keys in quick_keys.items():
+        assert keys == scenario.key_names()[name], name
 
 
 def _agree(q, m, where="") -> None:
@@ -184,12 +194,13 @@ def test_unknown_keys_other_tables_and_non_tables_are_left_to_the_models(table):
         _same_as_models(doc)
 
 
-def test_a_run_with_json_output_imports_neither_pydantic_nor_pandas_nor_the_plotting_stack(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--seed", "2", "--set", "flow.0.cc=bbr"]], ids=["plain", "with --set"])
+def test_a_run_with_json_output_imports_neither_pydantic_nor_pandas_nor_the_plotting_stack(tmp_path, extra):
     f = tmp_path / "s.toml"
     f.write_text('duration = "1s"\n[link.down]\nrate = "10Mbit"\n[[flow]]\nrtt = "20ms"\n')
-    code = ("import sys; from bloatlab.cli import main; rc = main(['run', sys.argv[1], '--json']); "
+    code = ("import sys; from bloatlab.cli import main; rc = main(['run', sys.argv[1], '--json'] + sys.argv[2:]); "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr); sys.exit(rc)")
-    p = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code, str(f)] + extra, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     loaded = set(p.stderr.split())
     assert "bloatlab" in loaded

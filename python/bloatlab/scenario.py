@@ -86,6 +86,15 @@ def key_names() -> dict[str, frozenset[str]]:
             "WIFI_KEYS": frozenset(sm.WifiBase.model_fields) | qdisc, "WIFI_STATION_KEYS": frozenset(sm.Station.model_fields)}
 
 
+def _keys(name: str) -> frozenset[str]:
+    """One table's keys (``FLOW_KEYS``, ...): the tables the quick reader knows
+    without building the models (a ``--set`` costs no pydantic), the others from them."""
+    from . import scenario_quick
+
+    quick = scenario_quick.key_names()
+    return quick[name] if name in quick else key_names()[name]
+
+
 def __getattr__(name: str):
     if name.endswith("_KEYS") and name in key_names():
         return key_names()[name]
@@ -118,7 +127,6 @@ def apply_override(doc: dict, assignment: str) -> None:
 
 def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None:
     where = where or path
-    keys = key_names()
     parts = path.split(".")
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
@@ -131,7 +139,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[2:], keys[f"{head.upper()}_KEYS"]
+        target, rest, allowed = items[i], parts[2:], _keys(f"{head.upper()}_KEYS")
     elif head == "wifi" and len(parts) >= 2 and parts[1] == "station":
         items = doc.get("wifi", {}).get("station")
         if len(parts) < 4 or not parts[2].isdigit():
@@ -140,18 +148,18 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no wifi.station {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[3:], keys["WIFI_STATION_KEYS"]
+        target, rest, allowed = items[i], parts[3:], _keys("WIFI_STATION_KEYS")
     elif head == "wifi":
-        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], keys["WIFI_KEYS"] - {"station"}
+        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], _keys("WIFI_KEYS") - {"station"}
         if not rest:
             raise ScenarioError(where, "expected wifi.KEY")
     elif head == "link":
         if len(parts) < 3 or parts[1] not in DIRECTIONS:
             raise ScenarioError(where, "expected link.down.KEY or link.up.KEY")
         link = doc.setdefault("link", {})
-        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], keys["LINK_KEYS"]
+        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], _keys("LINK_KEYS")
     else:
-        target, rest, allowed = doc, parts, keys["TOP_KEYS"] - {"link", "flow", "probe", "page"}
+        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", "flow", "probe", "page"}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:

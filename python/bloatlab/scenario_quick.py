@@ -78,6 +78,15 @@ TOP = {
     "start_jitter": (units.parse_duration, None, False),
 }
 TABLES = {"flow", "probe", "link", "limits"}
+#: The keys whose documents this reader leaves to the models.
+TOP_LEFT = frozenset({"page", "wifi"})
+LINK_LEFT = frozenset({"policer", "shaper", "qdisc_params"})
+
+
+def key_names() -> dict[str, frozenset[str]]:
+    """The keys of the tables read here, as :func:`bloatlab.scenario.key_names` gives them (for ``--set`` paths)."""
+    return {"TOP_KEYS": frozenset(TOP) | TABLES | TOP_LEFT, "FLOW_KEYS": frozenset(FLOW), "PROBE_KEYS": frozenset(PROBE),
+            "LINK_KEYS": frozenset(LINK) | LINK_LEFT}
 
 
 class _Unsure(Exception):
