@@ -12,11 +12,9 @@ buffers turned into bytes. A :class:`Scenario` is resolved once, when loaded.
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import tomllib
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import units
@@ -61,16 +59,16 @@ WIFI_DEFAULT_BUFFER = "1000pkt"  # Linux txqueuelen, the legacy interface qdisc'
 
 def cc_names() -> list[str]:
     """Congestion controls the simulator knows (from the Rust core)."""
-    from . import scenario_model
+    from . import scenario_values
 
-    return list(scenario_model.cc_names())
+    return list(scenario_values.cc_names())
 
 
 def qdisc_table() -> dict[str, dict]:
     """Qdiscs and their parameters (from the Rust core's ``QDISCS`` table)."""
-    from . import scenario_model
+    from . import scenario_values
 
-    return {q["name"]: q for q in scenario_model.qdisc_list()}
+    return {q["name"]: q for q in scenario_values.qdisc_list()}
 
 
 # ---------------------------------------------------------------- key names (for --set paths)
@@ -86,6 +84,15 @@ def key_names() -> dict[str, frozenset[str]]:
             "BUCKET_KEYS": frozenset(sm.Bucket.model_fields), "FLOW_KEYS": frozenset(sm.Flow.model_fields),
             "PROBE_KEYS": frozenset(sm.Probe.model_fields), "PAGE_KEYS": frozenset(sm.Page.model_fields),
             "WIFI_KEYS": frozenset(sm.WifiBase.model_fields) | qdisc, "WIFI_STATION_KEYS": frozenset(sm.Station.model_fields)}
+
+
+def _keys(name: str) -> frozenset[str]:
+    """One table's keys (``FLOW_KEYS``, ...): the tables the quick reader knows
+    without building the models (a ``--set`` costs no pydantic), the others from them."""
+    from . import scenario_quick
+
+    quick = scenario_quick.key_names()
+    return quick[name] if name in quick else key_names()[name]
 
 
 def __getattr__(name: str):
@@ -120,7 +127,6 @@ def apply_override(doc: dict, assignment: str) -> None:
 
 def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None:
     where = where or path
-    keys = key_names()
     parts = path.split(".")
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
@@ -133,7 +139,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no {head} {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[2:], keys[f"{head.upper()}_KEYS"]
+        target, rest, allowed = items[i], parts[2:], _keys(f"{head.upper()}_KEYS")
     elif head == "wifi" and len(parts) >= 2 and parts[1] == "station":
         items = doc.get("wifi", {}).get("station")
         if len(parts) < 4 or not parts[2].isdigit():
@@ -142,18 +148,18 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         if not isinstance(items, list) or i >= len(items):
             n = len(items) if isinstance(items, list) else 0
             raise ScenarioError(where, f"there is no wifi.station {i} (the scenario has {n})")
-        target, rest, allowed = items[i], parts[3:], keys["WIFI_STATION_KEYS"]
+        target, rest, allowed = items[i], parts[3:], _keys("WIFI_STATION_KEYS")
     elif head == "wifi":
-        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], keys["WIFI_KEYS"] - {"station"}
+        target, rest, allowed = doc.setdefault("wifi", {}), parts[1:], _keys("WIFI_KEYS") - {"station"}
         if not rest:
             raise ScenarioError(where, "expected wifi.KEY")
     elif head == "link":
         if len(parts) < 3 or parts[1] not in DIRECTIONS:
             raise ScenarioError(where, "expected link.down.KEY or link.up.KEY")
         link = doc.setdefault("link", {})
-        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], keys["LINK_KEYS"]
+        target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], _keys("LINK_KEYS")
     else:
-        target, rest, allowed = doc, parts, keys["TOP_KEYS"] - {"link", "flow", "probe", "page"}
+        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", "flow", "probe", "page"}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:
@@ -167,16 +173,30 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
 # ---------------------------------------------------------------- scenario
 
 
-@dataclass
 class Scenario:
     """A validated scenario. ``doc`` is the TOML document (overrides applied),
     ``source`` the file it came from (or None). :meth:`resolved` is computed
     once, when the scenario is loaded; change ``doc`` through :func:`load`
-    (``overrides``/``set``), not in place."""
+    (``overrides``/``set``), not in place.
 
-    doc: dict
-    source: str | None = None
-    _resolved: dict | None = field(default=None, repr=False, compare=False)
+    (What ``@dataclass`` would write, by hand: the dataclasses module and the
+    ``inspect`` it imports cost ~5 ms of CPU of every ``bloatlab run``'s start-up.)"""
+
+    __match_args__ = ("doc", "source", "_resolved")
+    __hash__ = None  # type: ignore[assignment]  # compared by value, so not hashable
+
+    def __init__(self, doc: dict, source: str | None = None, _resolved: dict | None = None):
+        self.doc = doc
+        self.source = source
+        self._resolved = _resolved
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(doc={self.doc!r}, source={self.source!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.doc, self.source) == (other.doc, other.source)  # type: ignore[attr-defined]
 
     @property
     def name(self) -> str:
@@ -226,12 +246,14 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
     ``overrides`` are ``--set`` strings; keyword ``sets`` use ``__`` for dots
     (``link__down__loss="1%"``) or pass a dict via ``set={"flow.0.cc": "bbr"}``.
     """
-    if isinstance(scenario, Scenario):
+    if isinstance(scenario, (Scenario, dict)):
+        import copy  # only here: a file's document is new anyway
+
+        if not isinstance(scenario, Scenario):
+            return _build(copy.deepcopy(scenario), None, overrides, sets)
         if scenario._resolved is not None and not overrides and not sets:
             return scenario  # loaded already: validated and resolved once
         return _build(copy.deepcopy(scenario.doc), scenario.source, overrides, sets)
-    if isinstance(scenario, dict):
-        return _build(copy.deepcopy(scenario), None, overrides, sets)
     s = os.fspath(scenario)
     if "\n" in s or "=" in s and not os.path.exists(s):
         return loads(s, overrides, **sets)
@@ -285,12 +307,17 @@ def _native():
 def resolve(doc: dict, name: str, base_dir: str | None = None) -> dict:
     """The engine-neutral form of a scenario document (docs/engine-interface.md):
     SI base units, ``count`` expanded, ``bdp`` buffers turned into bytes. The
-    document is validated first (:func:`bloatlab.scenario_model.validate`);
+    document is validated first (:func:`bloatlab.scenario_model.validate`, or
+    for the common tables the same without pydantic: :mod:`bloatlab.scenario_quick`);
     what follows reads the validated model (``doc`` only to echo a value as
     written in a message)."""
-    from .scenario_model import validate
+    from . import scenario_quick
 
-    m = validate(doc)
+    m = scenario_quick.validate(doc)
+    if m is None:
+        from .scenario_model import validate
+
+        m = validate(doc)
     out: dict[str, Any] = {"name": m.name if m.name is not None else name}
     out["duration_ns"] = m.duration
     out["seed"] = m.seed

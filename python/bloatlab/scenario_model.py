@@ -33,178 +33,22 @@ from pydantic_core import PydanticCustomError
 from . import units
 from .errors import ScenarioError
 
-from .scenario import (APP_TICK_NS, DIRECTIONS, DSCP_NAMES, LIMITS, MAX_PAGE_CONNECTIONS, MAX_PAGE_OBJECTS, MTU,
-                       PAGE_CONNECTIONS, PROBE_KINDS, WIFI_MACS)
-
-
-@functools.cache
-def cc_names() -> tuple[str, ...]:
-    """Congestion controls the simulator knows (from the Rust core)."""
-    from . import _native
-
-    return tuple(_native.cc_names())
-
-
-@functools.cache
-def qdisc_list() -> tuple[dict, ...]:
-    """Qdiscs and their parameters (the Rust core's ``QDISCS`` table), in its order."""
-    from . import _native
-
-    return tuple(_native.qdiscs())
+from .scenario import (DIRECTIONS, DSCP_NAMES, LIMITS, MAX_PAGE_CONNECTIONS, MAX_PAGE_OBJECTS, PAGE_CONNECTIONS,
+                       PROBE_KINDS, WIFI_MACS)
+from .scenario_values import (_app_period, _buffer_no_bdp, _positive, burst_size, cc_names, check_bool, check_cc,
+                              check_choice, check_direction, check_dscp, check_loss, check_mpdu_error,
+                              check_optional_bool, check_probe_kind, check_qdisc, check_text, check_whole,
+                              check_wifi_mac, link_rate, object_size, positive_duration, probe_size, qdisc_list,
+                              qdisc_names, station_phy, station_weight, whole)
 
 
 # ---------------------------------------------------------------- values
-# Each validator takes the TOML value as written and returns it in base units
-# (ns, bytes, bit/s), or raises ValueError with the expected form.
-
+# Each validator (bloatlab.scenario_values) takes the TOML value as written and
+# returns it in base units (ns, bytes, bit/s), or raises ValueError with the expected form.
 
 def _value(fn: Callable[[Any], Any], schema: dict) -> Any:
     """A field type: ``fn`` validates (no coercion by pydantic), ``schema`` is its TOML form."""
     return Annotated[Any, PlainValidator(fn), WithJsonSchema(schema)]
-
-
-def check_text(v):
-    if not isinstance(v, str):
-        raise ValueError(f"expected a string, got {v!r}")
-    return v
-
-
-def check_choice(v, choices):
-    check_text(v)
-    if v not in choices:
-        raise ValueError(f'unknown value "{v}" (expected one of: {", ".join(choices)})')
-    return v
-
-
-def check_whole(v, lo: int, hi: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ValueError(f"expected a whole number, got {v!r}")
-    if v < lo or (hi is not None and v > hi):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise ValueError(f"expected a whole number {rng}, got {v}")
-    return v
-
-
-def check_bool(v) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {v!r}")
-    return v
-
-
-def positive_duration(v) -> int:
-    ns = units.parse_duration(v)
-    if ns <= 0:
-        raise ValueError(f'expected a positive duration, got "{v}"')
-    return ns
-
-
-def check_dscp(v) -> int:
-    """A DiffServ code point: 0-63 or a name (``"EF"``, ``"CS1"``, ``"AF41"``)."""
-    if isinstance(v, str) and v.strip().upper() in DSCP_NAMES:
-        return DSCP_NAMES[v.strip().upper()]
-    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 63:
-        return v
-    raise ValueError(f"expected a DiffServ code point 0-63 or a name (EF, CS0-CS7, AF11-AF43, VA, LE), got {units.echo(v)!s}")
-
-
-def check_loss(v) -> float:
-    """A drop/error probability: ``"1%"`` or a bare fraction ``0.01``. A bare
-    number of 1 or more is refused: ``loss = 1`` almost always means "1 %",
-    and silently dropping every packet helps nobody."""
-    bare = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if isinstance(v, str) and v.strip() and v.strip()[-1].isdigit():
-        try:
-            v, bare = float(v), True
-        except ValueError:
-            pass
-    if bare and v >= 1:
-        raise ValueError(f'a bare {v:g} would mean {v * 100:g} % loss; write "{v:g}%" for {v:g} percent (or "100%" if you mean it)')
-    return units.parse_ratio(v)
-
-
-def _positive(parse, what):
-    def check(v):
-        x = parse(v)
-        if x <= 0:
-            raise ValueError(f'expected a positive {what}, got "{v}"')
-        return x
-    return check
-
-
-def _app_period(positive: bool):
-    """An on/off period: the application writes every 10 ms, so a multiple of it."""
-    def check(v):
-        ns = positive_duration(v) if positive else units.parse_duration(v)
-        if ns % APP_TICK_NS:
-            raise ValueError(f'the application writes every 10 ms: give a multiple of 10ms, got "{v}"')
-        return ns
-    return check
-
-
-def link_rate(v):
-    """A rate, or ``"trace:FILE"`` (a Mahimahi trace, read when the scenario is resolved)."""
-    if isinstance(v, str) and v.startswith("trace:"):
-        return v
-    return units.parse_rate(v)
-
-
-def _buffer_no_bdp(example: str):
-    def check(v):
-        kind, amount = units.parse_buffer(v)
-        if kind == "bdp":
-            raise ValueError(f"expected packets or bytes like {example}")
-        return kind, amount
-    return check
-
-
-def probe_size(v) -> int:
-    size = units.parse_size(v)
-    if not 16 <= size <= 1472:
-        raise ValueError(f"expected a UDP payload of 16..1472 bytes, got {size}")
-    return size
-
-
-def burst_size(v) -> int:
-    burst = units.parse_size(v)
-    if burst < MTU:
-        raise ValueError(f"expected at least one full packet ({MTU} B), got {burst} B")
-    return burst
-
-
-def object_size(v) -> int:
-    size = units.parse_size(v)
-    if size <= 0:
-        raise ValueError(f"expected a positive size, got {v!r}")
-    return size
-
-
-def station_phy(v) -> dict:
-    """``"mcs15"`` (HT20, long GI) or a rate like ``"144.4Mbit"`` (>= 1 Mbit/s)."""
-    if isinstance(v, str) and v.strip().lower().startswith("mcs"):
-        idx = v.strip().lower()[3:]
-        if not idx.isdigit() or not 0 <= int(idx) <= 15:
-            raise ValueError(f'expected an HT MCS "mcs0".."mcs15" or a rate like "144.4Mbit", got "{v}"')
-        return {"mcs": int(idx), "phy_rate_bps": None}
-    try:
-        rate = units.parse_rate(v)
-    except ValueError:
-        raise ValueError(f'expected a PHY rate like "144.4Mbit" or an MCS like "mcs15", got {v!r}') from None
-    if rate < 1_000_000:
-        raise ValueError(f'expected a PHY rate of at least 1Mbit, got "{v}"')
-    return {"mcs": None, "phy_rate_bps": rate}
-
-
-def check_mpdu_error(v) -> float:
-    err = check_loss(v)
-    if err >= 1:
-        raise ValueError(f"expected an error rate below 100%, got {v!r}")
-    return err
-
-
-def station_weight(v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1000:
-        raise ValueError(f"expected a number in (0, 1000], got {v!r}")
-    return float(v)
 
 
 # JSON Schema of the TOML forms (docs/scenario.md "Units").
@@ -238,18 +82,18 @@ Size = _value(units.parse_size, _S_SIZE)
 Buffer = _value(units.parse_buffer, _S_BUFFER)
 Loss = _value(check_loss, _S_RATIO | {"description": 'a drop probability: "1%" or a fraction below 1 like 0.01'})
 Dscp = _value(check_dscp, _S_DSCP)
-Direction = _value(lambda v: check_choice(v, DIRECTIONS), _s_choice(DIRECTIONS))
+Direction = _value(check_direction, _s_choice(DIRECTIONS))
 
 
 def Whole(lo: int, hi: int | None = None) -> Any:
-    return _value(lambda v: check_whole(v, lo, hi), _s_whole(lo, hi))
+    return _value(whole(lo, hi), _s_whole(lo, hi))
 
 
 def _cc_schema(schema: dict) -> None:
     schema["enum"] = list(cc_names())  # read from the core when the schema is generated
 
 
-CC = Annotated[Any, PlainValidator(lambda v: check_choice(v, cc_names())),
+CC = Annotated[Any, PlainValidator(check_cc),
                WithJsonSchema({"type": "string", "description": "a congestion control of the simulator"}),
                Field(json_schema_extra=_cc_schema)]
 
@@ -272,7 +116,7 @@ class Table(BaseModel):
     """A TOML table: unknown keys and missing required keys are errors naming
     the key (``ctx["key"]``), in the scenario layer's words."""
 
-    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, frozen=True, defer_build=True)
 
     #: the message for a key this table does not know; {known} lists those it does
     unknown_message: ClassVar[str] = "unknown key (known here: {known})"
@@ -323,7 +167,7 @@ class Flow(Table):
     rate: _value(_positive(units.parse_rate, "rate"), _S_RATE) = Field(None, validate_default=False, description="application-limited: offer at most this rate")
     on: _value(_app_period(True), _S_DURATION) = Field(None, validate_default=False, description="on/off source: send at rate for this long (a multiple of 10ms)")
     off: _value(_app_period(False), _S_DURATION) = Field(None, validate_default=False, description="on/off source: then stay silent this long (a multiple of 10ms)")
-    ecn: Optional[_value(lambda v: v if v is None else check_bool(v), _S_BOOL)] = Field(None, description="negotiate ECN (default: per cc)")
+    ecn: Optional[_value(check_optional_bool, _S_BOOL)] = Field(None, description="negotiate ECN (default: per cc)")
     tso: Bool = True
     pacing: Bool = False
     station: Text = Field(None, validate_default=False, description="the [[wifi.station]] this flow's client sits on")
@@ -334,7 +178,7 @@ class Probe(Table):
     """``[[probe]]``: a latency probe."""
 
     name: Text = Field(None, validate_default=False)
-    kind: _value(lambda v: check_choice(v, PROBE_KINDS), _s_choice(PROBE_KINDS)) = "udp"
+    kind: _value(check_probe_kind, _s_choice(PROBE_KINDS)) = "udp"
     interval: PositiveDuration = "10ms"
     rtt: PositiveDuration = Field(None, validate_default=False, description="base RTT (default: the smallest flow RTT)")
     size: _value(probe_size, _S_SIZE) = "64B"
@@ -486,11 +330,8 @@ def _lazy_qdisc(base: type[Table], name: str) -> type[Table]:
     ~0.15 s of every run's start-up; :func:`_by_qdisc` builds that union for
     the JSON Schema only.)"""
 
-    def choice(v: Any) -> str:
-        return check_choice(v, _QDISC_NAMES())
-
     class Lazy(base):  # type: ignore[valid-type, misc]
-        qdisc: _value(choice, _s_choice(_QDISC_NAMES())) = "fifo"
+        qdisc: _value(check_qdisc, _s_choice(qdisc_names())) = "fifo"
         qdisc_params: Any = Field(None, validate_default=False)
         _params: Any = PrivateAttr(None)
 
@@ -530,14 +371,9 @@ def _by_qdisc(base: type[Table], variant: Callable[[str], str]) -> Any:
         if not isinstance(v, dict):
             return "fifo"  # its table check says "expected a table"
         q = v.get("qdisc", "fifo")
-        return q if isinstance(q, str) and q in _QDISC_NAMES() else None
+        return q if isinstance(q, str) and q in qdisc_names() else None
 
     return Annotated[Union[tuple(members)], Discriminator(tag)]
-
-
-@functools.cache
-def _QDISC_NAMES() -> tuple[str, ...]:
-    return tuple(q["name"] for q in qdisc_list())
 
 
 class LinkBase(Table):
@@ -557,7 +393,7 @@ class WifiBase(Table):
     """``[wifi]``: a shared WiFi medium instead of ``[link]`` bottlenecks (docs/wifi.md)."""
 
     missing_messages = {"station": "no station: add at least one [[wifi.station]] with a phy_rate"}
-    mac: _value(lambda v: check_choice(v, WIFI_MACS), _s_choice(WIFI_MACS)) = "airtime"
+    mac: _value(check_wifi_mac, _s_choice(WIFI_MACS)) = "airtime"
     buffer: _value(_buffer_no_bdp('"1000pkt" or "1.5MB"'), _S_PKT_OR_BYTES) = "1000pkt"  # Linux txqueuelen
     station: Annotated[list[Station], _tables("wifi.station", empty="no station: add at least one [[wifi.station]] with a phy_rate")]
 

@@ -1,10 +1,29 @@
-//! The event queue: a binary heap ordered by (time, insertion order), so that
-//! events at the same instant run in the order they were scheduled and a run
-//! is deterministic.
+//! The event queue, ordered by (time, insertion order), so that events at the
+//! same instant run in the order they were scheduled and a run is
+//! deterministic.
+//!
+//! Most events of a run are packets in propagation (`Arrive`), scheduled
+//! `now + delay` with one of a few constant delays (a flow's half RTT each
+//! way): for one delay those times never decrease, so they need no heap. They
+//! go to a FIFO lane per delay ([`Queue::push_after`]), a link's end of
+//! transmission to its own lane ([`Queue::push_in_stream`]); everything else to a
+//! binary heap; [`Queue::pop`] takes the earliest of the heap's top and the
+//! lanes' heads. The order is the same (time, insertion order) as with the heap
+//! alone, so results do not change. On the ns-3 comparison scenario (one CUBIC
+//! flow, 100 Mbit/s, 100 ms, 60 s: 1.24 M events) the heap's pop was 36 % of
+//! the engine's samples under `perf`; with the delay lanes `examples/engine_only`
+//! takes 0.077 s of CPU instead of 0.115 s, with the links' lanes too 4.5 % less
+//! again (medians of 11, 2026-11-23, a shared machine).
 
 use bloatlab_core::time::Nanos;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// FIFO lanes at most (one per distinct delay or stream); more use the heap.
+/// `pop` looks at every lane's head, so a few lanes are cheap and many are not.
+const MAX_LANES: usize = 8;
+/// A lane's key: a delay in ns, or this bit and a stream's number.
+const STREAM: u64 = 1 << 63;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -49,9 +68,17 @@ impl PartialOrd for Entry {
     }
 }
 
+impl Entry {
+    fn key(&self) -> (Nanos, u64) {
+        (self.t, self.seq)
+    }
+}
+
 #[derive(Default)]
 pub struct Queue {
     heap: BinaryHeap<Entry>,
+    /// (delay or STREAM | stream, its events in (time, insertion) order).
+    lanes: Vec<(u64, VecDeque<Entry>)>,
     seq: u64,
     pub processed: u64,
 }
@@ -61,8 +88,54 @@ impl Queue {
         self.seq += 1;
         self.heap.push(Entry { t, seq: self.seq, ev });
     }
+
+    /// Schedule `ev` at `now + delay`, where `now` is the time of the event
+    /// being handled (it never decreases): the lane of `delay` keeps such
+    /// events in order without a heap. Same order as [`Queue::push`].
+    pub fn push_after(&mut self, now: Nanos, delay: Nanos, ev: Event) {
+        self.push_in_lane(delay & !STREAM, now + delay, ev);
+    }
+
+    /// Schedule `ev` at `t` in stream `stream`, whose events the caller
+    /// schedules in nondecreasing time (a link's transmissions, one after the
+    /// other): its lane keeps them in order without a heap. Same order as [`Queue::push`].
+    pub fn push_in_stream(&mut self, stream: u8, t: Nanos, ev: Event) {
+        self.push_in_lane(STREAM | stream as u64, t, ev);
+    }
+
+    fn push_in_lane(&mut self, key: u64, t: Nanos, ev: Event) {
+        let lane = match self.lanes.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None if self.lanes.len() < MAX_LANES => {
+                self.lanes.push((key, VecDeque::new()));
+                self.lanes.len() - 1
+            }
+            None => return self.push(t, ev),
+        };
+        let q = &mut self.lanes[lane].1;
+        if q.back().is_some_and(|b| b.t > t) {
+            return self.push(t, ev); // out of order (`now` went back outside a run): the heap keeps the order
+        }
+        self.seq += 1;
+        q.push_back(Entry { t, seq: self.seq, ev });
+    }
+
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
-        let e = self.heap.pop()?;
+        // the earliest of the heap's top and the lanes' heads
+        let mut best = self.heap.peek().map(Entry::key);
+        let mut from = None;
+        for (i, (_, q)) in self.lanes.iter().enumerate() {
+            if let Some(e) = q.front() {
+                if best.map_or(true, |b| e.key() < b) {
+                    best = Some(e.key());
+                    from = Some(i);
+                }
+            }
+        }
+        let e = match from {
+            Some(i) => self.lanes[i].1.pop_front()?,
+            None => self.heap.pop()?,
+        };
         self.processed += 1;
         Some((e.t, e.ev))
     }
@@ -117,6 +190,83 @@ mod tests {
         q.push(t, Event::LinkTxDone(0));
         q.push(t + 1, Event::Sample);
         assert_eq!(drain(&mut q), [(7, Event::WifiPoll), (7, Event::LinkTxDone(0)), (8, Event::Sample)]);
+    }
+
+    /// A reference queue: the earliest (time, insertion order) by a linear search.
+    #[derive(Default)]
+    struct Reference {
+        items: Vec<(Nanos, u64, Event)>,
+        seq: u64,
+    }
+
+    impl Reference {
+        fn push(&mut self, t: Nanos, ev: Event) {
+            self.seq += 1;
+            self.items.push((t, self.seq, ev));
+        }
+        fn pop(&mut self) -> Option<(Nanos, Event)> {
+            let i = (0..self.items.len()).min_by_key(|&i| (self.items[i].0, self.items[i].1))?;
+            let (t, _, ev) = self.items.remove(i);
+            Some((t, ev))
+        }
+    }
+
+    fn xorshift(s: &mut u64) -> u64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        *s
+    }
+
+    #[test]
+    fn events_in_delay_lanes_come_out_in_the_same_order_as_from_the_heap_alone() {
+        // A run's pattern: pop an event, then schedule a few, some `now + delay`
+        // with one of more delays than there are lanes (ties included), some in two
+        // streams, some at any later time; the order must be (time, insertion order)
+        // as a plain heap gives.
+        for seed in 1..=20u64 {
+            let mut rng = seed * 0x9E37_79B9_7F4A_7C15;
+            let (mut q, mut r) = (Queue::default(), Reference::default());
+            q.push(0, Event::Sample);
+            r.push(0, Event::Sample);
+            let mut n = 0u32;
+            while let Some((t, ev)) = q.pop() {
+                assert_eq!(Some((t, ev)), r.pop(), "seed {seed}, event {n}");
+                if n >= 3000 {
+                    continue; // drain
+                }
+                for _ in 0..xorshift(&mut rng) % 3 + 1 {
+                    n += 1;
+                    let x = xorshift(&mut rng);
+                    if x % 4 == 0 {
+                        let at = t + x / 4 % 50;
+                        q.push(at, Event::SenderTimer(n));
+                        r.push(at, Event::SenderTimer(n));
+                    } else if x % 4 == 1 {
+                        // a stream's times mostly grow, but not always: then the heap takes them
+                        let at = t + x / 4 % 30;
+                        q.push_in_stream((x / 128 % 2) as u8, at, Event::LinkTxDone(n as u8));
+                        r.push(at, Event::LinkTxDone(n as u8));
+                    } else {
+                        let delay = (x / 3 % (MAX_LANES as u64 + 3)) * 10;
+                        q.push_after(t, delay, Event::Arrive(n));
+                        r.push(t + delay, Event::Arrive(n));
+                    }
+                }
+            }
+            assert_eq!(r.pop(), None);
+            assert_eq!(q.processed, r.seq);
+        }
+    }
+
+    #[test]
+    fn an_event_pushed_after_an_earlier_now_still_comes_out_in_time_order() {
+        // Outside a run `now` may go back; the lane must not be put out of order.
+        let mut q = Queue::default();
+        q.push_after(100, 10, Event::Arrive(0));
+        q.push_after(50, 10, Event::Arrive(1));
+        q.push_after(100, 10, Event::Arrive(2));
+        assert_eq!(drain(&mut q), [(60, Event::Arrive(1)), (110, Event::Arrive(0)), (110, Event::Arrive(2))]);
     }
 
     #[test]

@@ -359,14 +359,14 @@ impl World {
                 (self.air.len() - 1) as u32
             }
         };
-        self.q.push(self.now + delay, Event::Arrive(slot));
+        self.q.push_after(self.now, delay, Event::Arrive(slot));
     }
 
     fn kick_link(&mut self, d: usize) {
         let now = self.now;
         let Some(l) = self.links[d].as_mut() else { return };
         match l.start_next(now) {
-            Some(Start::TxDone(t)) => self.q.push(t, Event::LinkTxDone(d as u8)),
+            Some(Start::TxDone(t)) => self.q.push_in_stream(d as u8, t, Event::LinkTxDone(d as u8)),
             Some(Start::Wakeup(t)) => {
                 if l.wakeup_at.map_or(true, |w| t < w) {
                     l.wakeup_at = Some(t);
