@@ -13,7 +13,9 @@
 //! by `tcp_tso_autosize` back to back and waits between bursts (EDT: the
 //! next burst may leave `len / pacing_rate` after this one, less up to half
 //! of that as credit for time the sender was idle); unpaced controls send
-//! what cwnd allows at once anyway.
+//! what cwnd allows at once anyway. A burst is one skb: contiguous new data,
+//! or one retransmitted skb (the lost segments that left in one burst and are
+//! still unsacked), never both, as each skb is paced on its own.
 //!
 //! Slow-start restart after idle (RFC 2861, `tcp_slow_start_after_idle` = 1,
 //! Linux's default): when the application writes into an empty pipe more
@@ -81,6 +83,16 @@ impl Pacer {
             self.wstamp += len_ns;
         }
     }
+}
+
+/// What the burst being sent (one skb) holds, for [`Sender::write_xmit`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Skb {
+    /// New data from snd_nxt.
+    New,
+    /// A retransmitted skb: it goes on only with segment `next` if that one
+    /// was last sent at `sent_at` (the same burst) and is lost as well.
+    Retrans { next: u64, sent_at: Nanos },
 }
 
 /// `tcp_update_pacing_rate` for controls without their own `cong_control`:
@@ -231,19 +243,39 @@ impl Sender {
     }
 
     /// The sending loop; returns (new data sent, stopped by cwnd).
+    ///
+    /// A burst is one skb: new data up to [`Self::tso_segs`] segments, or one
+    /// lost skb retransmitted (`tcp_retransmit_skb`), i.e. the lost segments
+    /// that left together in one burst (same send time, consecutive) and are
+    /// still unsacked: a segment whose neighbours were SACKed was split off
+    /// (`tcp_fragment` in SACK tagging) and goes alone. Each skb is paced on
+    /// its own (`tcp_pacing_check` before every skb in `tcp_xmit_retransmit_queue`
+    /// and `tcp_write_xmit`), so a retransmission never shares a burst with
+    /// another skb or with new data.
     fn write_xmit(&mut self, now: Nanos, paced: bool, out: &mut Vec<Tx>) -> (bool, bool) {
         let mut sent_new = false;
+        // the skb being sent: None (none yet), new data, or a retransmission
+        // that only the segment `next` sent at `sent_at` may continue
+        let mut skb: Option<Skb> = None;
         loop {
             if paced && self.pacer.burst_left == 0 {
                 if self.pacer.wstamp > now {
                     return (sent_new, false);
                 }
                 self.pacer.burst_left = if self.tso { self.tso_segs() } else { 1 };
+                skb = None;
             }
             if self.in_flight() >= self.w.cwnd {
                 return (sent_new, true);
             }
-            if let Some(seq) = if self.undo.rexmit_new { None } else { self.sb.retransmit_next_lost() } {
+            let lost = if self.undo.rexmit_new { None } else { self.sb.lost_q.first().copied() };
+            if let Some(seq) = lost {
+                let sent_at = self.sb.seg(seq).tx_time;
+                if paced && skb.is_some() && skb != Some(Skb::Retrans { next: seq, sent_at }) {
+                    self.end_burst(now); // another skb: it waits for its own pacing slot
+                    continue;
+                }
+                self.sb.retransmit_next_lost();
                 self.retrans_segs += 1;
                 self.undo.on_retransmit();
                 if self.ca_state >= CaState::Cwr {
@@ -251,11 +283,16 @@ impl Sender {
                 }
                 let tx = self.on_sent(now, seq, true);
                 out.push(tx);
+                skb = Some(Skb::Retrans { next: seq + 1, sent_at });
                 self.burst_step(now);
                 continue;
             }
             if !self.has_new_data() {
                 return (sent_new, false);
+            }
+            if paced && matches!(skb, Some(Skb::Retrans { .. })) {
+                self.end_burst(now);
+                continue;
             }
             if self.in_flight() == 0 {
                 let v = self.view(now);
@@ -269,6 +306,7 @@ impl Sender {
             self.lsndtime = now;
             out.push(tx);
             sent_new = true;
+            skb = Some(Skb::New);
             self.burst_step(now);
         }
     }

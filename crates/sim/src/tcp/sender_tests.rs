@@ -438,3 +438,54 @@ fn a_dsack_of_the_only_fast_retransmission_undoes_the_recovery() {
     // simulator does not, see undo.rs.)
     assert_eq!((s.w.ssthresh, s.w.cwnd), (INFINITE_SSTHRESH, 31));
 }
+
+/// A paced BBR sender at 20 Mbit/s (2-segment bursts) with segments 0-19
+/// sent in ten bursts, then an ACK of 0-3 that SACKs 5-7 and 10-19: segment
+/// 4 lost alone (its burst-mate 5 arrived), 8 and 9 lost together.
+fn paced_with_holes() -> (Sender, Nanos, Vec<Tx>) {
+    let mut s = paced_bbr(2_500_000);
+    let mut out = Vec::new();
+    while s.sb.nxt < 20 {
+        let t = s.pacer.wstamp;
+        s.transmit(t, &mut out);
+    }
+    assert_eq!((s.sb.segs[8].tx_time, s.sb.segs[4].tx_time == s.sb.segs[5].tx_time), (s.sb.segs[9].tx_time, true));
+    let at = 50 * NS_PER_MS;
+    out.clear();
+    let sacks = [SackBlock { start: 5, end: 8 }, SackBlock { start: 10, end: 20 }];
+    s.on_ack(at, 4, &sacks, false, false, &mut out);
+    (s, at, out)
+}
+
+#[test]
+fn a_lost_segment_whose_burst_mate_was_sacked_is_retransmitted_alone_then_paced() {
+    // Linux: SACK tagging split the skb, so 4 is a 1-segment skb; each skb
+    // waits for its own pacing slot (tcp_pacing_check in tcp_xmit_retransmit_queue).
+    let (mut s, at, out) = paced_with_holes();
+    assert_eq!(s.ca_state, CaState::Recovery);
+    assert_eq!(s.sb.lost_out, 3);
+    assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(4, true)]);
+    // its successor leaves (1448 + 32) B at 2.5 MB/s later, minus up to half as credit
+    let next = s.pacing_wakeup(at).expect("paced");
+    assert!(next > at && next <= at + (1448 + 32) * NS_PER_SEC / 2_500_000);
+    let mut out = Vec::new();
+    s.transmit(next - 1, &mut out);
+    assert!(out.is_empty());
+    // 8 and 9 left in one burst and are both lost: one skb, one burst
+    s.transmit(next, &mut out);
+    assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(8, true), (9, true)]);
+}
+
+#[test]
+fn new_data_never_shares_a_burst_with_a_retransmission() {
+    let (mut s, _, _) = paced_with_holes();
+    let mut out = Vec::new();
+    let t = s.pacing_wakeup(0).unwrap();
+    s.transmit(t, &mut out);
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![8, 9]);
+    out.clear();
+    let t = s.pacing_wakeup(t).unwrap();
+    s.transmit(t, &mut out);
+    // then new data from snd_nxt (20), in a burst of its own
+    assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(20, false), (21, false)]);
+}
