@@ -10,6 +10,7 @@ pub mod handshake;
 mod output;
 mod rack;
 mod rate;
+pub mod rcvwin;
 pub mod receiver;
 mod recovery;
 pub mod rtt;
