@@ -434,13 +434,17 @@ impl World {
                     self.flows[fi].hs.server_data_arrived();
                 }
                 let ecn_now = self.flows[fi].rcv.on_ecn(ce, cwr);
+                let prior_nxt = self.flows[fi].rcv.rcv_nxt;
                 if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now || ecn_now {
                     self.send_ack(fi);
                 } else {
                     self.schedule_receiver(fi);
                 }
-                // the application reads at once, after the ACK decision
-                self.flows[fi].rcv.on_read(now);
+                // new in-order data wake the application, which reads them at once
+                // (after the ACK decision, as a reader woken from softirq does)
+                if self.flows[fi].rcv.rcv_nxt > prior_nxt {
+                    self.flows[fi].rcv.on_read(now);
+                }
                 self.check_client_has_all(fi);
             }
             Payload::Ack { flow, ack, sack, nsack, dsack, ece, wnd, tsval } => {
