@@ -176,7 +176,7 @@ mod tests {
     }
 
     fn data(len: u32) -> (PacketMeta, Payload) {
-        let p = Payload::Data { flow: 0, seq: 0, len: len - crate::packet::TCP_HDR, ect: false, ce: false, cwr: false };
+        let p = Payload::Data { flow: 0, seq: 0, len: len - crate::packet::TCP_HDR, ect: false, ce: false, cwr: false, tsecr: None };
         (PacketMeta { len, ..Default::default() }, p)
     }
 

@@ -7,6 +7,7 @@ use crate::output::*;
 use crate::packet::{Payload, MSS};
 use crate::scenario::{Direction, Scenario};
 use crate::tcp::handshake::{CtlSeg, Handshake, Start as Established};
+use crate::tcp::rcvwin::ts_ms;
 use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
 use crate::wifi::WifiLink;
@@ -421,26 +422,36 @@ impl World {
 
     fn arrive(&mut self, p: Payload) {
         match p {
-            Payload::Data { flow, seq, ce, cwr, .. } => {
+            Payload::Data { flow, seq, ce, cwr, tsecr, .. } => {
                 let fi = flow as usize;
                 let now = self.now;
+                if let Some(t) = tsecr {
+                    self.flows[fi].rcv.on_tsecr(now, seq, t);
+                }
                 if self.flows[fi].spec.direction == Direction::Up {
                     self.flows[fi].hs.client_data_arrived(now);
                 } else {
                     self.flows[fi].hs.server_data_arrived();
                 }
                 let ecn_now = self.flows[fi].rcv.on_ecn(ce, cwr);
+                let prior_nxt = self.flows[fi].rcv.rcv_nxt;
                 if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now || ecn_now {
                     self.send_ack(fi);
                 } else {
                     self.schedule_receiver(fi);
                 }
+                // new in-order data wake the application, which reads them at once
+                // (after the ACK decision, as a reader woken from softirq does)
+                if self.flows[fi].rcv.rcv_nxt > prior_nxt {
+                    self.flows[fi].rcv.on_read(now);
+                }
                 self.check_client_has_all(fi);
             }
-            Payload::Ack { flow, ack, sack, nsack, dsack, ece } => {
+            Payload::Ack { flow, ack, sack, nsack, dsack, ece, wnd, tsval } => {
                 let fi = flow as usize;
                 let now = self.now;
                 let fl = &mut self.flows[fi];
+                fl.snd.on_window(ack, wnd, tsval);
                 let mut out = std::mem::take(&mut fl.txbuf);
                 fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut out);
                 fl.txbuf = out;
@@ -484,7 +495,8 @@ impl World {
 
     fn send_ack(&mut self, fi: usize) {
         let a = self.flows[fi].rcv.make_ack();
-        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece };
+        let tsval = ts_ms(self.now);
+        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece, wnd: a.wnd, tsval };
         let len = p.wire_len();
         self.emit(p, len);
     }
@@ -501,6 +513,8 @@ impl World {
             let now = self.now;
             let fl = &mut self.flows[fi];
             fl.started = true;
+            // the window of the SYN or SYN-ACK
+            fl.snd.snd_wnd = fl.rcv.win.initial() as u64;
             let mut out = std::mem::take(&mut fl.txbuf);
             fl.snd.start(now, Some(s), &mut out);
             fl.txbuf = out;
@@ -530,8 +544,9 @@ impl World {
     /// Put the sender's segments on the wire and (re)schedule its timer.
     fn after_sender(&mut self, fi: usize) {
         let out = std::mem::take(&mut self.flows[fi].txbuf);
+        let tsecr = self.flows[fi].snd.ts_recent;
         for tx in &out {
-            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr };
+            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr, tsecr };
             self.emit(p, tx.len + crate::packet::TCP_HDR);
         }
         let mut out = out;

@@ -1,5 +1,6 @@
 //! TCP endpoints: a sender with Linux's loss recovery around a pluggable
-//! congestion control, a receiver with Linux's ACK policy, and the
+//! congestion control, a receiver with Linux's ACK policy and receive window
+//! (`rcvwin`: the advertised window and receive-buffer autotuning), and the
 //! handshake and request that come before the data.
 //!
 //! The sender is split the way Linux splits it (see `sender.rs`):
@@ -10,6 +11,7 @@ pub mod handshake;
 mod output;
 mod rack;
 mod rate;
+pub mod rcvwin;
 pub mod receiver;
 mod recovery;
 pub mod rtt;

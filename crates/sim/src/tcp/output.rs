@@ -8,7 +8,8 @@
 //! `tcp_rate_skb_sent` is `rate.rs`'s.
 //!
 //! Model: lost segments go first, then new data, while what is in flight is
-//! below cwnd. A paced sender (the control asks for it, as BBR does, or
+//! below cwnd and the new segment fits in the receiver's window
+//! (`tcp_snd_wnd_test`; retransmissions lie below snd_nxt, inside it). A paced sender (the control asks for it, as BBR does, or
 //! `sch_fq` / `SO_MAX_PACING_RATE` on the host) sends TSO/GSO bursts sized
 //! by `tcp_tso_autosize` back to back and waits between bursts (EDT: the
 //! next burst may leave `len / pacing_rate` after this one, less up to half
@@ -294,6 +295,9 @@ impl Sender {
                 self.end_burst(now);
                 continue;
             }
+            if !self.wnd_allows_new() {
+                return (sent_new, false); // receive-window limited, not cwnd-limited
+            }
             if self.in_flight() == 0 {
                 let v = self.view(now);
                 self.cc.cwnd_event(&v, CwndEvent::TxStart, &mut self.w);
@@ -348,7 +352,7 @@ impl Sender {
         if self.paced()
             && self.pacer.wstamp > now
             && self.in_flight() < self.w.cwnd
-            && (!self.sb.lost_q.is_empty() || self.has_new_data())
+            && (!self.sb.lost_q.is_empty() || (self.has_new_data() && self.wnd_allows_new()))
         {
             Some(self.pacer.wstamp)
         } else {

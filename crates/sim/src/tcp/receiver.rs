@@ -22,7 +22,19 @@
 //!   ones are compressed (`tcp_comp_sack_nr` = 44 ACKs at most, sent after
 //!   min(`tcp_comp_sack_delay_ns` = 1 ms, RTT/20));
 //! - a segment that fills a hole, or a duplicate segment (D-SACK, RFC 2883),
-//!   is acked at once.
+//!   is acked at once;
+//! - a segment that grows the receive window (`tcp_grow_window`, in
+//!   `rcvwin.rs`: + 2 × advmss of `rcv_ssthresh` per segment until the
+//!   autotuned buffer is reached) sets `icsk_ack.quick |= 1` and is acked at
+//!   once, also out of order (no SACK compression while in quick-ACK mode);
+//!   leaving quick-ACK mode resets `ato` to `TCP_ATO_MIN`
+//!   (`tcp_dec_quickack_mode`).
+//!
+//! Every ACK carries the window `tcp_select_window` computes (`rcvwin.rs`),
+//! and the TCP timestamps the sender echoes give the receiver its RTT for
+//! receive-buffer autotuning. The receiving application reads every segment
+//! at once, after its ACK decision (a bulk sink, as the emulator's probe
+//! receiver): [`Receiver::on_read`].
 //!
 //! Simplifications: the receiver's RTO (`icsk_rto`, which caps `ato` and
 //! whose idle gap re-enters quick-ACK mode) is `TCP_RTO_MIN`, 200 ms (Linux:
@@ -31,7 +43,9 @@
 //! its handshake sample and receive-side estimate); not modelled: pingpong
 //! (interactive) mode and `ICSK_ACK_PUSHED` (both lower the bound to 200 ms).
 
-use crate::packet::{SackBlock, MAX_SACK_BLOCKS};
+use super::rcvwin::RcvWindow;
+use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
+use bloatlab_core::qdisc::flow_hash::truesize;
 use bloatlab_core::kernel::{jiffies32, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 
@@ -63,6 +77,8 @@ pub struct AckOut {
     pub nsack: u8,
     pub dsack: bool,
     pub ece: bool,
+    /// The advertised window, bytes (the window field times the scale).
+    pub wnd: u32,
 }
 
 /// How the receiver echoes CE marks (RFC 3168 classic latch, or DCTCP's
@@ -105,6 +121,8 @@ pub struct Receiver {
     pub dup_segs: u64,
     pub ecn: EcnEcho,
     ece: bool,
+    /// The advertised window and receive-buffer autotuning.
+    pub win: RcvWindow,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -136,7 +154,29 @@ impl Receiver {
             dup_segs: 0,
             ecn: EcnEcho::Off,
             ece: false,
+            // a full segment arrives as one linear skb of 1500 B (the TUN of the emulator)
+            win: RcvWindow::new(MSS, truesize(MSS + TCP_HDR)),
         }
+    }
+
+    /// Bytes from rcv_nxt to the end of the highest out-of-order segment.
+    fn ooo_bytes(&self) -> u64 {
+        self.ofo.last().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
+    }
+
+    /// A data segment at or above rcv_nxt echoes the timestamp `tsecr` (ms):
+    /// the receiver's RTT sample (`tcp_rcv_rtt_measure_ts`).
+    pub fn on_tsecr(&mut self, now: Nanos, seq: u64, tsecr: u32) {
+        if seq >= self.rcv_nxt {
+            self.win.on_tsecr(now, tsecr);
+        }
+    }
+
+    /// The application has read everything in order, at `now`
+    /// (`tcp_recvmsg` → `tcp_rcv_space_adjust`).
+    pub fn on_read(&mut self, now: Nanos) {
+        let ooo = self.ooo_bytes();
+        self.win.on_read(now, self.rcv_nxt * MSS as u64, ooo);
     }
 
     fn in_ofo(&self, seq: u64) -> bool {
@@ -196,6 +236,10 @@ impl Receiver {
             let nxt = self.rcv_nxt;
             self.recent.retain(|b| b.end > nxt);
             self.unacked += 1;
+            // tcp_event_data_recv → tcp_grow_window
+            if self.win.on_in_order(now, MSS) {
+                self.quick |= 1;
+            }
             if had_ofo {
                 // RFC 5681 4.2: ack at once when a gap is filled (or shrinks).
                 return AckNeed::Now;
@@ -207,6 +251,13 @@ impl Receiver {
         }
         // Out of order: insert and put its block first in the SACK list.
         self.insert_ofo(seq);
+        let ooo = self.ooo_bytes();
+        if self.win.on_out_of_order(MSS, ooo) {
+            self.quick |= 1;
+        }
+        if self.quick > 0 {
+            return AckNeed::Now; // __tcp_ack_snd_check: quick-ACK mode before compression
+        }
         if self.dup_ack_counter < FASTRETRANS_THRESH {
             self.dup_ack_counter += 1;
             return AckNeed::Now;
@@ -304,8 +355,18 @@ impl Receiver {
             sack[n] = *b;
             n += 1;
         }
-        // tcp_dec_quickack_mode
-        self.quick = self.quick.saturating_sub(self.unacked.max(1));
+        // tcp_select_window (it clears quick-ACK mode when the buffer is half full)
+        let (wnd, keep_quick) = self.win.select(self.rcv_nxt * MSS as u64);
+        if !keep_quick {
+            self.quick = 0;
+        }
+        // tcp_dec_quickack_mode: leaving quick-ACK mode deflates ato
+        if self.quick > 0 {
+            self.quick = self.quick.saturating_sub(self.unacked.max(1));
+            if self.quick == 0 {
+                self.ato = ATO_MIN_J;
+            }
+        }
         self.unacked = 0;
         self.compressed = 0;
         if self.ofo.is_empty() {
@@ -313,7 +374,7 @@ impl Receiver {
         }
         self.ack_deadline = None;
         self.delack_at = None;
-        AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece }
+        AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece, wnd }
     }
 }
 
@@ -321,16 +382,26 @@ impl Receiver {
 mod tests {
     use super::*;
 
+    /// Segments that grow a fresh connection's window before any DRS step:
+    /// rcv_ssthresh 65 160 -> 80 480 B (the free 128 KiB less one skb of
+    /// 2304 B, at 160/256), + 2896 B per segment: 6 segments.
+    const GROWING: u64 = 6;
+    /// Acked one by one: `quick |= 1` keeps the count at 16 while the window
+    /// grows (17 -> 16 per ACK), then 16 more.
+    const QUICK_PHASE: u64 = GROWING + MAX_QUICKACKS as u64;
+
     #[test]
-    fn quick_ack_mode_acks_every_one_of_the_first_sixteen_segments() {
+    fn quick_ack_mode_acks_every_segment_while_the_window_grows_and_sixteen_more() {
         let mut r = Receiver::new(100 * NS_PER_MS);
-        for s in 0..16 {
+        for s in 0..QUICK_PHASE {
             assert_eq!(r.on_data(s * 1000, s), AckNeed::Now, "segment {s}");
             r.make_ack();
         }
-        assert_eq!(r.on_data(17_000, 16), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(17_000 + DELACK_MIN));
-        assert_eq!(r.on_data(18_000, 17), AckNeed::Now);
+        assert_eq!(r.win.rcv_ssthresh, 80_480);
+        let t = QUICK_PHASE * 1000;
+        assert_eq!(r.on_data(t, QUICK_PHASE), AckNeed::Later);
+        assert_eq!(r.ack_deadline, Some(t + DELACK_MIN));
+        assert_eq!(r.on_data(t + 1000, QUICK_PHASE + 1), AckNeed::Now);
     }
 
     #[test]
@@ -352,15 +423,16 @@ mod tests {
 
     #[test]
     fn after_three_dupacks_further_sacks_are_compressed() {
-        let mut r = Receiver::new(100 * NS_PER_MS);
-        r.on_data(0, 0);
-        r.make_ack();
-        for s in 2..5 {
-            assert_eq!(r.on_data(s, s), AckNeed::Now);
+        // past quick-ACK mode (in it, every SACK goes at once) and with the
+        // window grown as far as the buffer allows; segment n is lost
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let n = QUICK_PHASE;
+        for s in n + 1..n + 4 {
+            assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
             r.make_ack();
         }
-        assert_eq!(r.on_data(10, 5), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(10 + COMP_SACK_DELAY));
+        assert_eq!(r.on_data(t + 10, n + 4), AckNeed::Later);
+        assert_eq!(r.ack_deadline, Some(t + 10 + COMP_SACK_DELAY));
     }
 
     #[test]
@@ -374,14 +446,15 @@ mod tests {
         assert_eq!(a.sack[0], SackBlock { start: 0, end: 1 });
     }
 
-    /// The first 16 segments, 4 ms (one jiffy) apart, each acked at once.
+    /// The quick-ACK phase ([`QUICK_PHASE`] segments, 4 ms = one jiffy
+    /// apart, each acked at once).
     fn past_quickack(base_rtt: Nanos) -> (Receiver, Nanos) {
         let mut r = Receiver::new(base_rtt);
-        for s in 0..16 {
+        for s in 0..QUICK_PHASE {
             assert_eq!(r.on_data(s * NS_PER_JIFFY, s), AckNeed::Now);
             r.make_ack();
         }
-        (r, 15 * NS_PER_JIFFY)
+        (r, (QUICK_PHASE - 1) * NS_PER_JIFFY)
     }
 
     #[test]
@@ -397,7 +470,7 @@ mod tests {
         // 28 ms (7 jiffies) later: 7 < ato 10, so ato = 10 / 2 + 7 = 12 jiffies;
         // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the ACK waits 48 ms.
         let t1 = t + 7 * NS_PER_JIFFY;
-        assert_eq!(r.on_data(t1, 16), AckNeed::Later);
+        assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
         assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 48 * NS_PER_MS)));
         // the timer fires: ato doubles to 24 (at most the RTO, 50 jiffies)
         r.on_timer(t1 + 48 * NS_PER_MS);
@@ -405,10 +478,10 @@ mod tests {
         assert_eq!(r.ato, 24);
         // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms
         let t2 = t1 + 25 * NS_PER_JIFFY;
-        assert_eq!(r.on_data(t2, 17), AckNeed::Later);
+        assert_eq!(r.on_data(t2, QUICK_PHASE + 1), AckNeed::Later);
         assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 96 * NS_PER_MS)));
         // 20 jiffies later: 24 / 2 + 20 = 32; the second unacked segment is acked at once
-        assert_eq!(r.on_data(t2 + 20 * NS_PER_JIFFY, 18), AckNeed::Now);
+        assert_eq!(r.on_data(t2 + 20 * NS_PER_JIFFY, QUICK_PHASE + 2), AckNeed::Now);
         assert_eq!(r.ato, 32);
     }
 
@@ -417,7 +490,7 @@ mod tests {
         // base RTT 10 ms: the bound is max(3 jiffies, TCP_DELACK_MIN 10) = 10 jiffies
         let (mut r, t) = past_quickack(10 * NS_PER_MS);
         let t1 = t + 7 * NS_PER_JIFFY;
-        assert_eq!(r.on_data(t1, 16), AckNeed::Later);
+        assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
         assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 40 * NS_PER_MS)));
     }
 }

@@ -30,9 +30,16 @@
 //! the estimator and the min-RTT filter as `tcp_synack_rtt_meas` /
 //! `tcp_ack_update_rtt` do.
 //!
-//! Simplifications (documented in docs/simulator.md): no TCP timestamps (undo
-//! and F-RTO work from D-SACKs and never-retransmitted data, `undo.rs`), no
-//! receive-window limit.
+//! The receiver's window bounds new data (`tcp_snd_wnd_test`: no segment
+//! ends beyond `tcp_wnd_end` = snd_una + snd_wnd); every ACK carries it
+//! (`tcp_ack_update_window`). Timestamps are modelled only as the echo the
+//! receiver's RTT estimate needs: data carry the TSval of the latest ACK
+//! (`ts_recent`).
+//!
+//! Simplifications (documented in docs/simulator.md): undo and F-RTO work
+//! from D-SACKs and never-retransmitted data, not timestamps (`undo.rs`);
+//! no zero-window probing (the receiver's application reads at once, so the
+//! window never closes).
 
 use super::output::{Pacer, PACING_SHIFT};
 use super::rack::Rack;
@@ -122,6 +129,12 @@ pub struct Sender {
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
 
+    /// `tp->snd_wnd`, bytes: the receiver's window (u64::MAX: no limit, as
+    /// for a sender without a receiver in unit tests).
+    pub snd_wnd: u64,
+    /// `tp->rx_opt.ts_recent`: the TSval (ms) of the latest ACK, echoed in data.
+    pub ts_recent: Option<u32>,
+
     /// RFC 3168 ECN negotiated: data are ECT(0), ECE triggers CWR.
     pub ecn: bool,
     /// `TCP_ECN_QUEUE_CWR`: set CWR on the next new segment.
@@ -176,6 +189,8 @@ impl Sender {
             lsndtime: 0,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
+            snd_wnd: u64::MAX,
+            ts_recent: None,
             ecn: false,
             queue_cwr: false,
             segs_sent: 0,
@@ -251,6 +266,31 @@ impl Sender {
     pub(super) fn has_new_data(&self) -> bool {
         let nxt = self.sb.nxt;
         !self.stopped && self.total_segs.map_or(true, |n| nxt < n) && (self.app.is_none() || nxt < self.app_segs)
+    }
+
+    /// `tcp_wnd_end`: the first byte beyond the receiver's window.
+    pub(super) fn wnd_end(&self) -> u64 {
+        (self.sb.una * MSS as u64).saturating_add(self.snd_wnd)
+    }
+
+    /// `tcp_snd_wnd_test` for the segment at snd_nxt: it fits in the window.
+    pub(super) fn wnd_allows_new(&self) -> bool {
+        self.sb.nxt * MSS as u64 + self.next_len() as u64 <= self.wnd_end()
+    }
+
+    /// An ACK for `ack` arrived carrying the window `wnd` (bytes) and the
+    /// receiver's TSval `tsval` (ms), before [`Self::on_ack`]:
+    /// `tcp_store_ts_recent` and `tcp_ack_update_window` (the window is taken
+    /// from an ACK that advances snd_una, or that offers more; pure ACKs all
+    /// carry the receiver's same sequence number).
+    pub fn on_window(&mut self, ack: u64, wnd: u32, tsval: u32) {
+        if ack < self.sb.una || ack > self.sb.nxt {
+            return;
+        }
+        self.ts_recent = Some(tsval);
+        if ack > self.sb.una || wnd as u64 > self.snd_wnd {
+            self.snd_wnd = wnd as u64;
+        }
     }
 
     /// Make this an application-limited sender offering at most `rate_bps`

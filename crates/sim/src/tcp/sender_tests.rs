@@ -489,3 +489,44 @@ fn new_data_never_shares_a_burst_with_a_retransmission() {
     // then new data from snd_nxt (20), in a burst of its own
     assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(20, false), (21, false)]);
 }
+
+#[test]
+fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_opens() {
+    let mut s = reno_sender();
+    s.snd_wnd = 5 * MSS as u64;
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(out.len(), 5, "cwnd 10, but only 5 segments fit in the window");
+    // segments 0 and 1 acked, same window: snd_una + 5 segments = up to segment 6
+    out.clear();
+    s.on_window(2, 5 * MSS, 7);
+    s.on_ack(100 * NS_PER_MS, 2, &[], false, false, &mut out);
+    // limited by the window, not by cwnd: slow start grows cwnd only while
+    // cwnd < 2 x the most in flight (tcp_is_cwnd_limited), 10 < 2 x 5 is false
+    assert_eq!(s.w.cwnd, 10);
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5, 6]);
+    assert_eq!(s.ts_recent, Some(7));
+    // a duplicate ACK offering less is ignored, one offering more is taken
+    s.on_window(2, 3 * MSS, 8);
+    assert_eq!(s.snd_wnd, 5 * MSS as u64);
+    out.clear();
+    s.on_window(2, 12 * MSS, 9);
+    s.on_ack(101 * NS_PER_MS, 2, &[], false, false, &mut out);
+    assert_eq!(s.snd_wnd, 12 * MSS as u64);
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![7, 8, 9, 10, 11], "now cwnd (10 in flight) limits");
+}
+
+#[test]
+fn a_tail_loss_probe_retransmits_when_the_window_has_no_room_for_new_data() {
+    let mut s = reno_sender();
+    s.snd_wnd = 10 * MSS as u64;
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(out.len(), 10);
+    let (t, kind) = s.timer.unwrap();
+    assert_eq!(kind, TimerKind::Tlp);
+    out.clear();
+    s.on_timer(t, &mut out);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].retrans && out[0].seq == 9, "the last segment again, not segment 10");
+}

@@ -165,13 +165,13 @@ impl Sender {
         self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
     }
 
-    /// `tcp_send_loss_probe`: one new segment regardless of cwnd, or the
-    /// last one again.
+    /// `tcp_send_loss_probe`: one new segment regardless of cwnd (if the
+    /// receiver's window has room for it), or the last one again.
     fn send_loss_probe(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         if self.tlp_high_seq.is_none() && self.sb.packets_out > 0 {
             self.tlp_retrans = false;
             let mut probed = false;
-            if self.has_new_data() {
+            if self.has_new_data() && self.wnd_allows_new() {
                 let seq = self.sb.push_new(self.next_len());
                 let tx = self.on_sent(now, seq, false);
                 out.push(tx);

@@ -36,7 +36,7 @@
 //! neither is done here.
 
 use super::sender::Sender;
-use crate::packet::SackBlock;
+use crate::packet::{SackBlock, MSS};
 use bloatlab_core::cc::CaState;
 use bloatlab_core::time::Nanos;
 
@@ -208,7 +208,8 @@ impl Sender {
                 self.high_seq = self.sb.nxt;
                 // Step 2.b: send new data (after cwnd is updated), else
                 // fall back to conventional recovery.
-                if self.has_new_data() {
+                // (tcp_send_head && after(tcp_wnd_end, snd_nxt))
+                if self.has_new_data() && self.wnd_end() > self.sb.nxt * MSS as u64 {
                     self.undo.rexmit_new = true;
                     return;
                 }
