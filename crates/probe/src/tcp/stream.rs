@@ -33,6 +33,9 @@
 //! - [`ACK_WAIT_MAX_NS`] = 30 s: give up waiting for a peer that stopped acking.
 //! - [`DRAIN_MAX_NS`] = 10 s: an interrupted receiver reads what was already
 //!   sent at most this long.
+//! - [`CONNECT_TIMEOUT_NS`] = 10 s: [`connect`] gives up after this long
+//!   (SYN retransmissions at 1, 3 and 7 s: four SYNs lost in a row), also when
+//!   a signal interrupted it and it finished asynchronously.
 
 use crate::sys::{self, TcpInfo};
 use std::io::{self, Read, Write};
@@ -55,6 +58,8 @@ pub use bloatlab_schema::scenario::APP_TICK_NS;
 /// server had already sent (its queue draining through a bottleneck) before
 /// it gives up on them.
 pub const DRAIN_MAX_NS: u64 = 10_000_000_000;
+/// How long [`connect`] waits for the handshake.
+pub const CONNECT_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// A stream whose bulk direction carries frames instead of raw bytes (the
 /// self probes, `crate::probewire::Framing`): the sending loop hands it its
@@ -377,13 +382,47 @@ pub fn connect(addr: SocketAddr, local_port: Option<u16>, cc: Option<&str>) -> R
                 return Err(format!("--cport {p}: bind: {}", io::Error::last_os_error()));
             }
         }
-        let tv = libc::timeval { tv_sec: 10, tv_usec: 0 };
+        let tv = libc::timeval { tv_sec: (CONNECT_TIMEOUT_NS / 1_000_000_000) as _, tv_usec: 0 };
         libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32);
+        let give_up = sys::mono_ns() + CONNECT_TIMEOUT_NS;
         let (sa, len) = sockaddr_of(&addr);
         if libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
-            return Err(format!("connect to {addr}: {}", io::Error::last_os_error()));
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                // connect(2): EINTR, "the system call was interrupted by a signal that was
+                // caught", and the connection "will be established asynchronously"; calling
+                // connect() again is not portable (EALREADY): wait until the socket is writable
+                // and read SO_ERROR, as after EINPROGRESS on a non-blocking socket. Signals that
+                // interrupt: our SIGINT/SIGTERM (installed without SA_RESTART), and any stop
+                // signal followed by SIGCONT, since SO_SNDTIMEO is set (signal(7)).
+                Some(libc::EINTR) => finish_connect(&stream, give_up).map_err(|e| format!("connect to {addr}: {e}"))?,
+                // a blocking connect() whose SO_SNDTIMEO passed returns EINPROGRESS (inet_stream_connect)
+                Some(libc::EINPROGRESS) => return Err(format!("connect to {addr}: no answer within {} s", CONNECT_TIMEOUT_NS / 1_000_000_000)),
+                _ => return Err(format!("connect to {addr}: {e}")),
+            }
         }
         Ok(stream)
+    }
+}
+
+/// The rest of a `connect()` that a signal interrupted: wait (again after
+/// each further signal) until the socket is writable, which it becomes when
+/// the handshake succeeds or fails, then SO_ERROR says which. Gives up at
+/// `give_up` (CLOCK_MONOTONIC ns), as the blocking call would have.
+fn finish_connect(s: &TcpStream, give_up: u64) -> io::Result<()> {
+    loop {
+        let now = sys::mono_ns();
+        if now >= give_up {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {} s", CONNECT_TIMEOUT_NS / 1_000_000_000)));
+        }
+        // false: the time passed, or another signal interrupted ppoll (EINTR): look again
+        if sys::wait_writable(s.as_raw_fd(), give_up - now) {
+            break;
+        }
+    }
+    match s.take_error()? {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
