@@ -163,7 +163,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             let cfg = cfg.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true, cfg.bytes)
+                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &|| false)
                 }

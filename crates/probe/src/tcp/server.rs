@@ -313,7 +313,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
             } else {
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns)
             }
         });
         match w {
