@@ -56,6 +56,9 @@ pub fn real_ns() -> u64 {
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `deadline` (absolute, no drift).
+/// Returns early only when a caught signal interrupts it, i.e. on our
+/// SIGINT/SIGTERM ([`STOP`]), which every caller looks at next; a stop signal
+/// and SIGCONT restart it in the kernel (an absolute sleep, signal(7)).
 pub fn sleep_until_mono(deadline: u64) {
     let ts = libc::timespec { tv_sec: (deadline / 1_000_000_000) as _, tv_nsec: (deadline % 1_000_000_000) as _ };
     unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };

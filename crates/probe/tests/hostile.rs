@@ -167,3 +167,35 @@ fn a_reader_that_stopped_early_gets_no_panic() {
     assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
+
+/// A slowloris: a control line trickled a byte at a time, never finished. The
+/// server reads a whole control line within 10 s (CTRL_LINE_WAIT_NS); before,
+/// it looked at its clock only when the client fell silent for its 100-ms read
+/// timeout, so a byte every 50 ms held a worker until the 64 KiB line bound
+/// (55 minutes), and 256 such clients the whole pool.
+#[test]
+fn a_control_line_trickled_a_byte_at_a_time_is_given_up_after_10_s() {
+    let s = Server::start(&["server"]);
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    // our read timeout paces the bytes: one every 50 ms, never silent for 100 ms
+    c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    c.write_all(b"BLC1{").unwrap();
+    let t = Instant::now();
+    let mut buf = [0u8; 256];
+    let closed_after = loop {
+        if c.write_all(b" ").is_err() {
+            break t.elapsed(); // reset by the server
+        }
+        match c.read(&mut buf) {
+            Ok(0) => break t.elapsed(),
+            Ok(n) => panic!("the server answered a line it never got: {:?}", String::from_utf8_lossy(&buf[..n])),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break t.elapsed(),
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "the server still reads the trickled line after 20 s");
+    };
+    // 10 s from the server's accept, then at most the next byte (50 ms); 3 s more for a
+    // loaded 2-core machine and a ~60-ms VM pause
+    assert!(closed_after > Duration::from_secs(9) && closed_after < Duration::from_secs(13), "closed after {closed_after:?}");
+    real_client_works(&s.port);
+}

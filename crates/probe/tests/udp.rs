@@ -48,16 +48,30 @@ fn the_json_carries_the_common_summary_keys_and_a_raw_result() {
     assert!(raw["meta"]["t0_monotonic_ns"].as_u64().unwrap() > 0);
     assert!(!raw["meta"]["kernel"].as_str().unwrap().is_empty());
     let sent = raw["probes"][0]["sent"].as_u64().unwrap();
-    // 0.3 s at 10 ms: 30 requests (the first at t = 0)
-    assert!((29..=31).contains(&sent), "sent {sent}");
+    // 0.3 s at 10 ms: 30 requests (the first at t = 0), 31 if the last check of the
+    // clock falls on the boundary; fewer when the client did not run at the end: the
+    // sends due then are dropped at the end of the test, not sent late (udp.rs
+    // `sending_done`). A VM pauses ~60 ms now and then, and a loaded 2-core machine
+    // runs the client a timeslice or two late: up to 7 of the 30 may go that way.
+    assert!((23..=31).contains(&sent), "sent {sent}");
     let sp = &raw["series"]["probes"];
     let n = sp["t"].as_array().unwrap().len();
     assert_eq!(n as u64, raw["probes"][0]["received"].as_u64().unwrap());
+    assert_eq!(n as u64, sent, "loopback drops no request and no reply: the i-th reply is the i-th request's");
     assert_eq!(sp["rtt_ms"].as_array().unwrap().len(), n);
     assert_eq!(sp["probe"].as_array().unwrap().len(), n);
-    // send times follow the 10 ms schedule
+    // Send times follow the 10 ms schedule: request k is due at k x 10 ms and goes then
+    // plus its lateness, which the client measures against the same schedule and reports
+    // (a busy machine or a paused VM makes it late; the schedule does not slip). So
+    // t[10] - t[0] is 100 ms within the largest lateness, plus 1 ms for the few
+    // instructions between reading the clock for the lateness and stamping the request.
     let t: Vec<f64> = sp["t"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
-    assert!((t[10] - t[0] - 0.1).abs() < 0.005, "t[10]-t[0] = {}", t[10] - t[0]);
+    let late_max_s = j["udp"]["send_lateness_us"]["max"].as_f64().unwrap() / 1e6;
+    assert!((t[10] - t[0] - 0.1).abs() < late_max_s + 0.001, "t[10]-t[0] = {}, largest send lateness {late_max_s} s", t[10] - t[0]);
+    // and a send is never early: nothing is sent before its time
+    for (k, tk) in t.iter().enumerate() {
+        assert!(tk - t[0] > k as f64 * 0.01 - late_max_s - 0.001, "request {k} at {tk} s, the first at {} s", t[0]);
+    }
 }
 
 #[test]
@@ -159,20 +173,48 @@ fn random_garbage_is_ignored_never_amplified_and_the_server_keeps_serving() {
 #[test]
 fn a_server_killed_mid_test_is_reported_and_the_measurements_are_kept() {
     let mut s = Server::start(&["udp", "server"]);
-    let child = Command::new(bin())
-        .args(["udp", "client", "127.0.0.1", "-p", &s.port, "--interval", "10ms", "-t", "20", "--timeout", "100ms", "--give-up", "500ms"])
+    let mut child = Command::new(bin())
+        .args(["udp", "client", "127.0.0.1", "-p", &s.port, "--interval", "10ms", "-t", "20", "--timeout", "100ms", "--give-up", "500ms", "-i", "100ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The server is killed once the client has reported 30 replies in its interval lines,
+    // not at a fixed time: a loaded machine can take most of a second to start the client
+    // (a fixed 700 ms once left it 6 replies). Whatever it reported then, it must keep.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut rd = std::io::BufReader::new(child.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        let mut line = String::new();
+        while std::io::BufRead::read_line(&mut rd, &mut line).map(|n| n > 0).unwrap_or(false) {
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            line.clear();
+        }
+        all
+    });
+    let mut reported = 0u64;
+    while reported < 30 {
+        let line = rx.recv_timeout(Duration::from_secs(10)).expect("no interval line with replies within 10 s");
+        if let Some(r) = line.strip_prefix("[UDP]").and_then(|l| l.split("recv").nth(1)).and_then(|r| r.split_whitespace().next()) {
+            reported += r.parse::<u64>().unwrap();
+        }
+    }
     s.kill();
-    let o = wait_output(child, Duration::from_secs(5));
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the client did not stop after its server was killed");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = reader.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{out}");
     assert!(out.contains("server stopped answering"), "{out}");
     let recv: u64 = out.split("received ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
-    assert!(recv >= 30, "kept what it measured: received {recv}\n{out}");
+    assert!(recv >= reported, "kept what it measured: received {recv}, {reported} reported before the kill\n{out}");
 }
 
 #[test]

@@ -1,15 +1,32 @@
 """The CLI's tables, drawn by rich: one look for every listing and result table.
 
-On a terminal the table fits its width (long cells wrap); into a pipe or a
-file it is drawn at its natural width (nothing cut, nothing wrapped) and
-without colour, so that ``grep`` and ``less`` see whole lines. Machine output
-is ``--json`` (or ``--csv``), never this.
+A table fits the width of where it goes: a terminal's own width; into a pipe
+or a file ``COLUMNS`` when set (a positive integer), else 80 columns, as
+``ls`` and ``man`` do. Long cells wrap within their column, never past the
+width (before, a pipe got each table at its natural width: ``bloatlab
+qdiscs | less`` drew a 600-column rule). Colour only on a terminal. For
+whole lines give a wide ``COLUMNS`` (``COLUMNS=1000 bloatlab qdiscs | grep
+...``); machine output is ``--json`` (or ``--csv``), never this.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Iterable, Sequence
+
+#: columns of a table that goes to a pipe or a file without ``COLUMNS``
+PIPE_WIDTH = 80
+
+
+def width(file=None) -> int | None:
+    """The width a table on ``file`` fits: None on a terminal (rich reads
+    it, and ``COLUMNS`` over it), else ``COLUMNS`` or :data:`PIPE_WIDTH`."""
+    file = file if file is not None else sys.stdout
+    if hasattr(file, "isatty") and file.isatty():
+        return None
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
 
 
 def console(file=None):
@@ -18,11 +35,8 @@ def console(file=None):
     from rich.console import Console
 
     file = file if file is not None else sys.stdout
-    tty = hasattr(file, "isatty") and file.isatty()
-    # width=None: the terminal's; into a pipe a width no table reaches, so that
-    # rich never wraps a cell (its default there is 80 columns)
-    return Console(file=file, width=None if tty else 100_000, highlight=False, soft_wrap=False,
-                   emoji=False, markup=False, no_color=not tty)
+    w = width(file)
+    return Console(file=file, width=w, highlight=False, soft_wrap=False, emoji=False, markup=False, no_color=w is not None)
 
 
 def cell(v) -> str:
@@ -58,7 +72,15 @@ def print_table(columns, rows, title: str | None = None, caption: str | None = N
         con.print(table(columns, rows))
     text = "\n".join(line.rstrip() for line in cap.get().splitlines())
     if title:
-        print(title, file=file)
+        print(_fit(title, con.width), file=file)
     print(text, file=file)
     if caption:
-        print(caption, file=file)
+        print(_fit(caption, con.width), file=file)
+
+
+def _fit(text: str, columns: int) -> str:
+    """``text`` wrapped at word boundaries to ``columns``, line by line."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, columns, break_long_words=False, break_on_hyphens=False) or line
+                     for line in text.splitlines())

@@ -19,7 +19,9 @@ def register(sub) -> None:
     p.add_argument("--buffer", help='bottleneck buffer: "375KB", "250pkt" or "0.5bdp" (default 1bdp)')
     p.add_argument("--loss", help='random loss, e.g. "1%%"')
     p.add_argument("--limiter", default="fifo", choices=["fifo", "policer", "aqm"], help="what enforces the rate (default fifo)")
-    p.add_argument("--goal", default="balanced", choices=["throughput", "latency", "balanced", "fair"])
+    p.add_argument("--goal", default="balanced", choices=["throughput", "latency", "balanced", "fair"],
+                   help="what the score weighs most: goodput, latency under load, both (default), or fairness to a "
+                        "CUBIC neighbour")
     p.add_argument("--current-cc", help="the control you run today (default: this host's tcp_congestion_control)")
     p.add_argument("--host-only", action="store_true",
                    help="you do not own a router in front of the bottleneck: only the sender's control and qdisc")
@@ -28,8 +30,8 @@ def register(sub) -> None:
                    help="sim: the model (seconds); emu: the real kernel's reno/cubic/bbr through the emulated twin "
                         "(root, real time: about 20 s per candidate)")
     p.add_argument("--duration", metavar="TIME", help="length of each candidate's run (default: 100 base RTTs, 10-30 s)")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=int, default=1, help="seed of the simulated runs (default 1)")
+    p.add_argument("--json", action="store_true", help="print the recommendation and every candidate as JSON")
     p.set_defaults(func=main)
 
 

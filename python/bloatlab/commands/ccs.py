@@ -16,7 +16,7 @@ def register(sub) -> None:
     p = sub.add_parser("ccs", help="list the congestion controls (flow.cc) and which this kernel has",
                        description="The congestion controls a flow can run (flow.cc): the model's source, whether "
                                    "mainline Linux ships it, whether this host's kernel offers it (for --engine emu).")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the congestion controls as JSON")
     p.set_defaults(func=main)
 
 

@@ -18,7 +18,7 @@ def register(sub) -> None:
                         ("before-after", "seed 004 in one command: throughput test, apply, the same test, the comparison, revert")):
         q = hs.add_parser(name, help=help_, description=help_)
         q.add_argument("--root", default="/", metavar="DIR", help="work on a directory tree instead of / (tests)")
-        q.add_argument("--json", action="store_true")
+        q.add_argument("--json", action="store_true", help="print what was found and done as JSON")
         if name == "before-after":
             q.add_argument("server", metavar="HOST[:PORT]", help="a host running `bloatlab-probe server` (this host uploads to it)")
             q.add_argument("-t", "--time", type=float, default=10.0, metavar="SECS", help="length of each test (default 10)")

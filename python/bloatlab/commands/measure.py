@@ -11,13 +11,13 @@ def register(sub) -> None:
                        description="Base RTT and loss at idle, the bottleneck rate per direction, latency under load and its "
                                    "bufferbloat grade, the buffer, and what limits the rate — against a host running "
                                    "`bloatlab-probe server` (docs/advise.md).")
-    p.add_argument("host", metavar="HOST[:PORT]")
+    p.add_argument("host", metavar="HOST[:PORT]", help="a host running `bloatlab-probe server`")
     p.add_argument("--quick", action="store_true", help="shorter phases (~25-30 s in all instead of ~45-60 s; longer on long paths)")
     p.add_argument("--flows", type=int, default=4, help="parallel TCP flows per direction (default 4)")
     p.add_argument("--no-up", action="store_true", help="measure the download direction only")
     p.add_argument("--secret", help="the server's shared secret")
     p.add_argument("--out", metavar="TWIN.toml", help="write the path's twin scenario here")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the measurements as JSON (no progress lines)")
     p.set_defaults(func=main)
 
 

@@ -14,7 +14,9 @@ def register(sub) -> None:
                                    "--run ID of a sweep); cdf (one line per point), scatter, param, bars, heatmap, "
                                    "fairness (a sweep).")
     p.add_argument("result", metavar="RESULT", help="run directory or results directory")
-    p.add_argument("--kind", required=True, choices=KINDS)
+    p.add_argument("--kind", required=True, choices=KINDS,
+                   help="what to draw: all, timeseries, cdf, fairness (a run); cdf, scatter, param, bars, heatmap, "
+                        "fairness (a sweep)")
     p.add_argument("--out", "-o", metavar="FILE", help="image file (.png, .svg, .pdf; default RESULT/<kind>.png)")
     p.add_argument("--run", metavar="RUN_ID", help="one run of a sweep (timeseries, cdf, fairness)")
     p.add_argument("--x", metavar="KEY", help="swept key on the x axis (param, bars, heatmap)")

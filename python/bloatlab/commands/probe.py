@@ -11,7 +11,8 @@ import subprocess
 def register(sub) -> None:
     p = sub.add_parser("probe", help="measure a real network (runs bloatlab-probe)", add_help=False,
                        description="Runs bloatlab-probe with these arguments; see `bloatlab probe --help`.")
-    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                   help="bloatlab-probe's own arguments, passed through unchanged (`bloatlab probe --help` lists them)")
     p.set_defaults(func=main)
 
 

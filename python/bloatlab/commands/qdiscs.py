@@ -17,7 +17,7 @@ def register(sub) -> None:
                        description="The qdiscs a link can run (link.DIR.qdisc) and their parameters "
                                    "(link.DIR.qdisc_params), with Linux's defaults.")
     p.add_argument("name", nargs="?", help="show only this qdisc")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the qdiscs and their parameters as JSON")
     p.add_argument("--markdown", action="store_true", help="as docs/queues.md")
     p.set_defaults(func=main)
 

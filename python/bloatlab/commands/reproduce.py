@@ -16,7 +16,8 @@ def register(sub) -> None:
     p.add_argument("name", metavar="NAME", nargs="?", help="experiment name")
     p.add_argument("--list", action="store_true", help="list the experiments and their sources")
     p.add_argument("--quick", action="store_true", help="a reduced version (fewer points, shorter runs)")
-    p.add_argument("--engine", choices=["sim", "emu"], default="sim")
+    p.add_argument("--engine", choices=["sim", "emu"], default="sim",
+                   help="sim: the model (default); emu: the real kernel through the emulator (root)")
     p.add_argument("--check", action="store_true", help="compare with the published numbers, claim by claim")
     p.add_argument("--strict", action="store_true", help="with --check: exit 1 when a claim fails")
     p.add_argument("--out", metavar="DIR", help="results directory (default results/reproduce/NAME[-quick])")

@@ -20,7 +20,7 @@ def register(sub) -> None:
     p = sub.add_parser("scenarios", help="list the ready scenarios (scenarios/), one line each",
                        description="The scenarios that come with bloatlab: run one with `bloatlab run PATH`.")
     p.add_argument("--dir", default=DIR, help="list this directory instead (default: the repository's scenarios/)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print [{path, about}] as JSON")
     p.add_argument("--schema", action="store_true",
                    help="print the JSON Schema of the scenario language (for editors: docs/scenario.md, \"Editors\")")
     p.set_defaults(func=main)

@@ -11,8 +11,8 @@
 //! closing sender/receiver block.
 
 use super::control::{
-    auth_data, read_line, read_line_max, send_json, ClientCfg, ClientError, ClientResult, Params, CTRL_MAGIC, DATA_MAGIC, IPERF3_SERVER,
-    MAX_CTRL_LINE, STOP_LINE,
+    auth_data, read_line, read_line_max, send_json, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC,
+    IPERF3_SERVER, MAX_CTRL_LINE, STOP_LINE,
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
 use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, FlowRaw, FlowSeries, Output};
@@ -85,7 +85,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     }
     let mut rd = BufReader::new(&ctrl);
     let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
-        read_line_max(rd, 10_000_000_000, MAX_CTRL_LINE)
+        read_line_max(rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE)
             .ok()
             .and_then(|l| serde_json::from_str(&l).ok())
             .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))
@@ -168,7 +168,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
             let cfg = cfg.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true, cfg.bytes)
+                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &|| false)
                 }

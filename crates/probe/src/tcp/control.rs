@@ -29,18 +29,22 @@
 //! - [`MAX_CTRL_LINE`] = 64 KiB: the longest control line either side reads
 //!   (a parameter line is ~200 B; the server's result line is read by the
 //!   client without this bound, since the client chose the server).
+//! - [`CTRL_LINE_WAIT_NS`] = 10 s: the longest either side waits for a whole
+//!   control line (64 KiB in 10 s is 52 kbit/s; a parameter line takes one
+//!   RTT): a client that trickles its line cannot hold a server's thread.
 
 use crate::report::FlowRaw;
 use crate::report::FlowSeries;
 use super::stream::is_timeout;
 use crate::sys;
 use serde_json::Value;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub const MAX_CTRL_LINE: u64 = 64 * 1024;
+pub const CTRL_LINE_WAIT_NS: u64 = 10_000_000_000;
 /// What an interrupted reverse-test client sends on the control connection:
 /// the server stops sending and reports (older servers ignore it).
 pub const STOP_LINE: &[u8] = b"stop\n";
@@ -74,30 +78,61 @@ pub struct Params {
     pub self_probes: bool,
 }
 
+/// The client's read of its server's result line: no bound on its length (the
+/// client chose its server, and the line grows with the samples it asked for:
+/// tens of MB over a slow path), given up when the server is silent past
+/// `give_up_ns` from now.
 pub(crate) fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<String> {
-    read_line_max(r, give_up_ns, u64::MAX)
+    read_line_within(r, sys::mono_ns().saturating_add(give_up_ns), u64::MAX, false)
 }
 
-/// Read one `\n`-terminated line of at most `max` bytes (an error beyond:
-/// a peer cannot grow our memory by never sending a newline).
+/// Read one `\n`-terminated line of at most `max` bytes, all of it within
+/// `give_up_ns`: what a server facing the network reads from a client that
+/// may be hostile. A peer that never sends a newline cannot grow our memory
+/// beyond `max`, and one that trickles bytes (one every few ms, a slowloris)
+/// cannot hold the reading thread beyond `give_up_ns`: the clock is read
+/// after every read, not only when the peer is silent.
 pub(crate) fn read_line_max(r: &mut BufReader<&TcpStream>, give_up_ns: u64, max: u64) -> io::Result<String> {
-    let end = sys::mono_ns().saturating_add(give_up_ns);
-    let mut line = String::new();
+    read_line_within(r, sys::mono_ns().saturating_add(give_up_ns), max, true)
+}
+
+/// The line (newline included) is gathered as bytes and checked as UTF-8 once
+/// whole: `BufRead::read_line` drops what it read when a read timeout falls
+/// inside a multi-byte character. `end`: CLOCK_MONOTONIC ns; `whole`: the
+/// deadline holds for the whole line, else only while the peer is silent.
+/// Each read waits at most the socket's read timeout (WAKE on our sockets).
+fn read_line_within(r: &mut BufReader<&TcpStream>, end: u64, max: u64, whole: bool) -> io::Result<String> {
+    let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
+    let mut line = Vec::new();
     loop {
-        let room = max.saturating_sub(line.len() as u64);
-        if room == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("line longer than {max} bytes")));
-        }
-        match r.by_ref().take(room).read_line(&mut line) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
-            Ok(_) if line.ends_with('\n') => return Ok(line),
-            Ok(_) => {}
+        let avail = match r.fill_buf() {
+            Ok(b) => b,
+            // a read timeout, or a signal (EINTR): look at the clock, read again
             Err(e) if is_timeout(&e) => {
                 if sys::mono_ns() > end {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+                    return Err(timed_out());
                 }
+                continue;
             }
             Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"));
+        }
+        let (n, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if (line.len() + n) as u64 > max {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("line longer than {max} bytes")));
+        }
+        line.extend_from_slice(&avail[..n]);
+        r.consume(n);
+        if done {
+            return String::from_utf8(line).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "line is not UTF-8"));
+        }
+        if whole && sys::mono_ns() > end {
+            return Err(timed_out());
         }
     }
 }
@@ -310,6 +345,58 @@ pub struct ClientError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loopback connection: (our reader's end, the peer's end).
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(super::super::stream::WAKE)).unwrap();
+        (s, c)
+    }
+
+    #[test]
+    fn a_peer_trickling_its_line_is_given_up_at_the_deadline_not_at_its_newline() {
+        let (s, mut c) = pair();
+        // one byte every 20 ms for 3 s, then the newline: each read returns data before
+        // the socket's 100-ms timeout, so only a clock read after every read stops it
+        let peer = std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            while t.elapsed() < Duration::from_secs(3) && c.write_all(b"a").is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.write_all(b"\n");
+        });
+        let t = std::time::Instant::now();
+        let r = read_line_max(&mut BufReader::new(&s), 500_000_000, MAX_CTRL_LINE);
+        let took = t.elapsed();
+        assert_eq!(r.map_err(|e| e.kind()), Err(io::ErrorKind::TimedOut));
+        // given up at the first read after 500 ms: the next byte (20 ms) or the read
+        // timeout (100 ms), plus a ~60-ms VM pause and a timeslice or two of a loaded
+        // machine; the peer's newline at 3 s is far beyond
+        assert!(took < Duration::from_millis(500 + 100 + 500), "given up after {took:?}");
+        drop(s);
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn a_line_longer_than_the_bound_is_refused_and_a_split_character_is_kept() {
+        let (s, mut c) = pair();
+        c.write_all(&vec![b'a'; 5000]).unwrap();
+        let e = read_line_max(&mut BufReader::new(&s), 1_000_000_000, 4096).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        // a two-byte character whose halves arrive 300 ms apart (three read timeouts)
+        let (s, mut c) = pair();
+        let mut rd = BufReader::new(&s);
+        let peer = std::thread::spawn(move || {
+            c.write_all(&[b'{', 0xc3]).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            c.write_all(&[0xa9, b'}', b'\n']).unwrap();
+            c
+        });
+        assert_eq!(read_line_max(&mut rd, 5_000_000_000, MAX_CTRL_LINE).unwrap(), "{\u{e9}}\n");
+        let _ = peer.join();
+    }
 
     #[test]
     fn on_off_needs_a_rate() {

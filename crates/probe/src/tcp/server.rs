@@ -10,7 +10,9 @@
 //! full (never panics), and a test holds one of `max_tests` slots. A test
 //! ends when its control connection ends, or at the server's deadline.
 
-use super::control::{auth_data, control_closed, read_line_max, send_json, Params, ServerLimits, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE};
+use super::control::{
+    auth_data, control_closed, read_line_max, send_json, Params, ServerLimits, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE,
+};
 use super::stream::{
     data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
 };
@@ -200,12 +202,12 @@ fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mon
 fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
     let (reg, verbose, limits) = (&ctx.reg, ctx.verbose, &ctx.limits);
     let mut rd = BufReader::new(&ctrl);
-    let line = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading parameters: {e}"))?;
+    let line = read_line_max(&mut rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE).map_err(|e| format!("reading parameters: {e}"))?;
     if let Some(secret) = &limits.secret {
         // challenge-response: HMAC-SHA256(secret, challenge || parameter line)
         let challenge = format!("{:016x}{:016x}", sys::random_u64(), sys::random_u64());
         send_json(&ctrl, &json!({"ok": false, "challenge": challenge})).map_err(|e| format!("challenge: {e}"))?;
-        let answer = read_line_max(&mut rd, 10_000_000_000, MAX_CTRL_LINE).map_err(|e| format!("reading the answer: {e}"))?;
+        let answer = read_line_max(&mut rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE).map_err(|e| format!("reading the answer: {e}"))?;
         let got: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
         let key = crate::wire::Key::new(secret);
         if !got["auth"].as_str().is_some_and(|a| key.verify_hex(auth_data(&challenge, &line).as_bytes(), a)) {
@@ -311,7 +313,7 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
             } else {
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns)
             }
         });
         match w {

@@ -31,8 +31,21 @@
 //! - [`ACK_WAIT_POLL_NS`] = 200 µs polling of TCP_INFO while waiting for the
 //!   last ack: the resolution of the completion time.
 //! - [`ACK_WAIT_MAX_NS`] = 30 s: give up waiting for a peer that stopped acking.
+//! - [`TIMED_ACK_GRACE_NS`] = 2 s: a timed test's sender (`-t`, or the server's
+//!   longest test) waits at most this long after its duration for the acks of
+//!   what it wrote, then reports what was acked and resets the connection, as
+//!   when its receiver asked it to stop. What was written but not acked by then
+//!   is the rest of an autotuned send buffer (megabytes) draining through a
+//!   bloated queue: tens of seconds that belong to no test of N seconds (iperf3
+//!   does not wait for them either). 2 s: a few RTTs of any path without a
+//!   bloated queue, so such a test loses nothing. The client then reports
+//!   within N + 2 s plus the queue's own delay, which the reset and the
+//!   server's result line wait behind.
 //! - [`DRAIN_MAX_NS`] = 10 s: an interrupted receiver reads what was already
 //!   sent at most this long.
+//! - [`CONNECT_TIMEOUT_NS`] = 10 s: [`connect`] gives up after this long
+//!   (SYN retransmissions at 1, 3 and 7 s: four SYNs lost in a row), also when
+//!   a signal interrupted it and it finished asynchronously.
 
 use crate::sys::{self, TcpInfo};
 use std::io::{self, Read, Write};
@@ -47,6 +60,7 @@ pub const BUF: usize = 128 * 1024;
 pub const WAKE: Duration = Duration::from_millis(100);
 pub const ACK_WAIT_POLL_NS: u64 = 200_000;
 pub const ACK_WAIT_MAX_NS: u64 = 30_000_000_000;
+pub const TIMED_ACK_GRACE_NS: u64 = 2_000_000_000;
 /// `-b`: a rate-limited sender writes what its rate allows every 10 ms, on
 /// the same clock as the simulator's application source
 /// (crates/sim/src/tcp/sender.rs `APP_TICK`).
@@ -55,6 +69,8 @@ pub use bloatlab_schema::scenario::APP_TICK_NS;
 /// server had already sent (its queue draining through a bottleneck) before
 /// it gives up on them.
 pub const DRAIN_MAX_NS: u64 = 10_000_000_000;
+/// How long [`connect`] waits for the handshake.
+pub const CONNECT_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// A stream whose bulk direction carries frames instead of raw bytes (the
 /// self probes, `crate::probewire::Framing`): the sending loop hands it its
@@ -188,6 +204,8 @@ pub fn run_sender(
     let mut out = Outcome::default();
     let mut w = 0u64;
     let mut halted = false;
+    // the test's time is up (not its byte count, not a stop): the acks get a grace only
+    let mut timed_end = false;
     let app_t0 = sys::mono_ns();
     loop {
         if sys::stopped() || stop() {
@@ -195,6 +213,7 @@ pub fn run_sender(
         }
         if let Some(d) = deadline {
             if sys::mono_ns() >= d {
+                timed_end = true;
                 break;
             }
         }
@@ -228,7 +247,8 @@ pub fn run_sender(
         // gone) waits for nothing more: behind a bloated queue the acks of a whole autotuned
         // send buffer (megabytes) take tens of seconds, which outlasted the emulator's report
         // grace ("no result from bloatlab-probe"); the data it did not want are discarded below.
-        let t_give_up = sys::mono_ns() + ACK_WAIT_MAX_NS;
+        // A test whose time is up waits [`TIMED_ACK_GRACE_NS`] for its acks, then ends the same way.
+        let t_give_up = sys::mono_ns() + if timed_end { TIMED_ACK_GRACE_NS } else { ACK_WAIT_MAX_NS };
         loop {
             if stop() {
                 halted = true;
@@ -248,6 +268,7 @@ pub fn run_sender(
                 }
             }
             if now > t_give_up || sys::stopped() {
+                halted = timed_end && now > t_give_up;
                 break;
             }
             sys::sleep_until_mono(now + ACK_WAIT_POLL_NS);
@@ -289,7 +310,14 @@ fn peer_error(e: &io::Error) -> String {
 ///
 /// `drain`: on Ctrl-C/SIGTERM keep reading until the sender's FIN (at most
 /// [`DRAIN_MAX_NS`]), since the sender was asked to stop and will close.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>) -> Outcome {
+///
+/// `duration_ns`: the test's length; a reset after it (from this stream's
+/// start) is how a timed sender ends when its acks did not come within
+/// [`TIMED_ACK_GRACE_NS`] (see [`run_sender`]): the end, not an error. The
+/// two ends start their clocks a handshake apart (the client before its
+/// connect, the server at accept), far less than the grace that the reset
+/// comes after the sender's deadline.
+pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>, duration_ns: Option<u64>) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
@@ -318,9 +346,14 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
                 }
             }
             Err(e) if is_timeout(&e) => {}
-            // we asked the sender to stop: it ends the connection with a reset once it has
-            // stopped (run_sender), and what reached us before the reset is all there is
-            Err(e) if stopped_at.is_some() && e.raw_os_error() == Some(libc::ECONNRESET) => break,
+            // we asked the sender to stop, or the test's time is up: it ends the connection with
+            // a reset once it has stopped (run_sender), and what reached us before it is all there is
+            Err(e)
+                if e.raw_os_error() == Some(libc::ECONNRESET)
+                    && (stopped_at.is_some() || duration_ns.is_some_and(|d| sys::mono_ns() >= s.start_mono.saturating_add(d))) =>
+            {
+                break
+            }
             Err(e) => {
                 out.error = Some(peer_error(&e));
                 break;
@@ -377,13 +410,47 @@ pub fn connect(addr: SocketAddr, local_port: Option<u16>, cc: Option<&str>) -> R
                 return Err(format!("--cport {p}: bind: {}", io::Error::last_os_error()));
             }
         }
-        let tv = libc::timeval { tv_sec: 10, tv_usec: 0 };
+        let tv = libc::timeval { tv_sec: (CONNECT_TIMEOUT_NS / 1_000_000_000) as _, tv_usec: 0 };
         libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32);
+        let give_up = sys::mono_ns() + CONNECT_TIMEOUT_NS;
         let (sa, len) = sockaddr_of(&addr);
         if libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) != 0 {
-            return Err(format!("connect to {addr}: {}", io::Error::last_os_error()));
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                // connect(2): EINTR, "the system call was interrupted by a signal that was
+                // caught", and the connection "will be established asynchronously"; calling
+                // connect() again is not portable (EALREADY): wait until the socket is writable
+                // and read SO_ERROR, as after EINPROGRESS on a non-blocking socket. Signals that
+                // interrupt: our SIGINT/SIGTERM (installed without SA_RESTART), and any stop
+                // signal followed by SIGCONT, since SO_SNDTIMEO is set (signal(7)).
+                Some(libc::EINTR) => finish_connect(&stream, give_up).map_err(|e| format!("connect to {addr}: {e}"))?,
+                // a blocking connect() whose SO_SNDTIMEO passed returns EINPROGRESS (inet_stream_connect)
+                Some(libc::EINPROGRESS) => return Err(format!("connect to {addr}: no answer within {} s", CONNECT_TIMEOUT_NS / 1_000_000_000)),
+                _ => return Err(format!("connect to {addr}: {e}")),
+            }
         }
         Ok(stream)
+    }
+}
+
+/// The rest of a `connect()` that a signal interrupted: wait (again after
+/// each further signal) until the socket is writable, which it becomes when
+/// the handshake succeeds or fails, then SO_ERROR says which. Gives up at
+/// `give_up` (CLOCK_MONOTONIC ns), as the blocking call would have.
+fn finish_connect(s: &TcpStream, give_up: u64) -> io::Result<()> {
+    loop {
+        let now = sys::mono_ns();
+        if now >= give_up {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {} s", CONNECT_TIMEOUT_NS / 1_000_000_000)));
+        }
+        // false: the time passed, or another signal interrupted ppoll (EINTR): look again
+        if sys::wait_writable(s.as_raw_fd(), give_up - now) {
+            break;
+        }
+    }
+    match s.take_error()? {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
