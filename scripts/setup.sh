@@ -17,10 +17,8 @@ fi
 export VIRTUAL_ENV="$PWD/.venv"
 # --compile-bytecode: with PYTHONDONTWRITEBYTECODE set (as on the CI machines) nothing is cached at
 # import, and every `bloatlab` process compiled pandas/pydantic/... from source again.
-uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin \
-  "numpy>=1.26" "pandas>=2.1" "pyarrow>=15" "matplotlib>=3.8" "rich>=13" "pydantic>=2.11" \
-  "duckdb>=1.0" "scikit-learn>=1.4" "dask[distributed]>=2024.1" "jinja2>=3.1" "filelock>=3.12" "pebble>=5.0" \
-  "pytest>=8" "pytest-timeout>=2.3" "jsonschema>=4.17"
+# The Python dependencies are pyproject.toml's (the package's, and its study and test extras): one list.
+uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r pyproject.toml --all-extras
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 .venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
