@@ -72,12 +72,20 @@ def test_without_offload_every_packet_is_its_own_read(tmp_path):
     assert down["read_pkts"] == down["read_frames"]
 
 
-def test_coalesced_writes_deliver_a_sized_transfer_whole(tmp_path):
+@pytest.mark.parametrize("switch", [None, "0"])
+def test_coalesced_writes_by_default_deliver_a_sized_transfer_whole(tmp_path, monkeypatch, switch):
     # A link too fast to space the segments (100 Gbit/s): a super-packet's segments come due together
-    # after the 10 ms delay, so most of them are written back as GSO writes.
-    raw = _run(tmp_path, {"BLOATLAB_EMU_OFFLOAD": "1", "BLOATLAB_EMU_COALESCE": "1"}, size_bytes=20_000_000,
-               rate_bps=100_000_000_000)
+    # after the 10 ms delay, so most of them are written back as GSO writes (the default), or none
+    # with BLOATLAB_EMU_COALESCE=0.
+    env = {"BLOATLAB_EMU_OFFLOAD": "1"}
+    if switch is not None:
+        env["BLOATLAB_EMU_COALESCE"] = switch
+    monkeypatch.delenv("BLOATLAB_EMU_COALESCE", raising=False)
+    raw = _run(tmp_path, env, size_bytes=20_000_000, rate_bps=100_000_000_000)
     f, down = raw["flows"][0], raw["links"]["down"]
     assert f["completed"] and f["bytes_acked"] == 20_000_000, f
-    assert down["coalesced_pkts"] > 0.5 * down["read_pkts"], down
+    if switch is None:
+        assert down["coalesced_pkts"] > 0.5 * down["read_pkts"], down
+    else:
+        assert down["coalesced_pkts"] == 0, down
     assert down["write_errors"] == 0

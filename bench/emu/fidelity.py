@@ -8,7 +8,7 @@ docs/fidelity.md.
     sudo .venv/bin/python bench/emu/fidelity.py --seeds 2,3 17 18   # add seeds 2 and 3 to the stored runs of 17, 18
     .venv/bin/python bench/emu/fidelity.py --table-only      # re-render the table from bench/emu/fidelity.json
     .venv/bin/python bench/emu/fidelity.py --sim-only        # after a model change: the simulator's side again
-    sudo BLOATLAB_EMU_COALESCE=1 .venv/bin/python bench/emu/fidelity.py --store bench/emu/fidelity-coalesce.json --print
+    sudo BLOATLAB_EMU_COALESCE=0 .venv/bin/python bench/emu/fidelity.py --store /tmp/fidelity-nocoalesce.json --print
                                                    # a variant of the emulator into its own store, the table printed
     .venv/bin/python bench/emu/fidelity.py --table-only --store bench/emu/fidelity-coalesce.json --against bench/emu/fidelity.json
                                                    # the two variants side by side
@@ -383,7 +383,7 @@ def main() -> int:
     ap.add_argument("--print", action="store_true", help="print the table instead of writing docs/fidelity.md")
     ap.add_argument("--store", metavar="FILE", default=JSON_OUT,
                     help="the results file read and written (default bench/emu/fidelity.json); another file keeps "
-                         "a variant's runs (e.g. BLOATLAB_EMU_COALESCE=1) apart from the table's")
+                         "a variant's runs (e.g. BLOATLAB_EMU_COALESCE=0) apart from the table's")
     ap.add_argument("--against", metavar="FILE",
                     help="print the store and FILE (another variant's store) side by side instead of the table")
     a = ap.parse_args()

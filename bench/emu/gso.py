@@ -3,7 +3,7 @@
 - ``emu``: the emulator as it runs by default, GSO super-packets read from the
   TUN devices and cut into wire segments (crates/emu/src/gso.rs);
 - ``emu-coalesce``: the same, and due segments of one flow written back as
-  one GSO write (``BLOATLAB_EMU_COALESCE=1``, off by default);
+  one GSO write (``BLOATLAB_EMU_COALESCE=1``, the default since 2026-11-23; ``emu`` runs with it off);
 - ``emu-nogso``: the same emulator with ``BLOATLAB_EMU_OFFLOAD=0``: every
   packet segmented and checksummed by the kernel and read one by one (the
   emulator before GSO);

@@ -42,8 +42,8 @@
 //! receiving kernel as one GSO write. Only segments already due are merged,
 //! so no segment leaves earlier than the link says; the receiver then sees
 //! one skb where it would have seen several in a row, and acks it as a GRO
-//! receiver does. Off unless asked for (`BLOATLAB_EMU_COALESCE=1`, ns.rs):
-//! the kernel-vs-simulator fidelity table has not been re-measured with it.
+//! receiver does. On by default, off with `BLOATLAB_EMU_COALESCE=0` (ns.rs
+//! says why).
 //!
 //! Constants: [`HDR_LEN`] = 10 bytes (no `num_buffers`: TUNSETVNETHDRSZ left at
 //! its default); flags and GSO types as in virtio_net.h.
