@@ -5,8 +5,12 @@ Expectations come from tc-cake(8) and sch_cake.c, not from a run: under
 diffserv3 the Bulk tin (CS1) has a threshold of 1/16 of the shaped rate and
 yields to Best Effort; it only gets more than that where the best-effort
 CUBIC flow leaves capacity unused after its back-offs (measured: 2.6 of
-18.0 Mbit/s, a share of 0.15; the test allows < 0.25). Under besteffort the
-two flows share one tin and get about half each (measured 8.59 / 8.48).
+18.0 Mbit/s, a share of 0.15). "Yields" is asserted as less than half of the
+best-effort flow's goodput (a share < 1/3; under besteffort the two flows
+share one tin and get about half each: measured 8.59 / 8.48). The kernel's
+share is bimodal, as its CUBIC leaves more or less unused: 0.128, 0.13,
+0.128, 0.242, 0.242, 0.266 in six quiet 10-s runs (2026-11-23), 0.255 under
+load; a bound of 0.25 failed one quiet run in three.
 With flow isolation off (flowblind), an unmarked probe waits behind the
 best-effort queue (COBALT holds it near its 5 ms target: measured p95 46.0 vs
 40.7 ms for the EF probe in the voice tin, base 40 ms); the test asks for
@@ -52,7 +56,7 @@ def test_names_and_numbers_resolve_to_code_points_and_bad_ones_name_the_key():
 def test_a_cs1_flow_yields_under_diffserv3_and_shares_under_besteffort():
     ds3 = bloatlab.run(SCENARIO, duration="20s").summary
     be = bloatlab.run(SCENARIO, duration="20s", set={"link.down.qdisc_params.diffserv": "besteffort"}).summary
-    assert share(ds3, "bulk-cs1") < 0.25
+    assert share(ds3, "bulk-cs1") < 1 / 3
     assert 0.4 < share(be, "bulk-cs1") < 0.6
 
 
@@ -71,4 +75,4 @@ def test_the_emulator_marks_the_kernels_flows_by_their_dscp():
     """The kernel's CUBIC flows through the emulated CAKE: the CS1 one yields as in the simulator
     (the emulator classifies by port as a marking router would)."""
     s = bloatlab.run(SCENARIO, engine="emu", duration="10s").summary
-    assert share(s, "bulk-cs1") < 0.25, s["flows"]
+    assert share(s, "bulk-cs1") < 1 / 3, s["flows"]
