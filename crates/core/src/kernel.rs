@@ -33,6 +33,12 @@ pub fn jiffies32(now: Nanos) -> u32 {
     INITIAL_JIFFIES.wrapping_add((now / NS_PER_JIFFY) as u32)
 }
 
+/// The TCP timestamp clock at `now` (ns since boot): `tcp_clock_ms`, ms
+/// (`TCP_TS_HZ` = 1000), mod 2^32: the TSval a segment carries.
+pub fn tcp_clock_ms(now: Nanos) -> u32 {
+    (now / crate::time::NS_PER_MS) as u32
+}
+
 /// `msecs_to_jiffies`: rounds up (HZ divides 1000).
 pub fn msecs_to_jiffies(ms: u32) -> u32 {
     (ms as u64 * HZ as u64).div_ceil(1000) as u32

@@ -7,7 +7,6 @@ use crate::output::*;
 use crate::packet::{Payload, MSS};
 use crate::scenario::{Direction, Scenario};
 use crate::tcp::handshake::{CtlSeg, Handshake, Start as Established};
-use crate::tcp::rcvwin::ts_ms;
 use crate::tcp::receiver::{AckNeed, EcnEcho, Receiver};
 use crate::tcp::sender::{Sender, Tx};
 use crate::wifi::WifiLink;
@@ -495,7 +494,7 @@ impl World {
 
     fn send_ack(&mut self, fi: usize) {
         let a = self.flows[fi].rcv.make_ack();
-        let tsval = ts_ms(self.now);
+        let tsval = bloatlab_core::kernel::tcp_clock_ms(self.now);
         let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece, wnd: a.wnd, tsval };
         let len = p.wire_len();
         self.emit(p, len);

@@ -62,7 +62,8 @@
 //! (Linux: at connection establishment, the same instant for an upload and
 //! one round earlier for a download).
 
-use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
+use bloatlab_core::kernel::tcp_clock_ms;
+use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `TCP_RMEM_TO_WIN_SCALE`: `scaling_ratio` is payload/truesize in 1/256.
 const RMEM_TO_WIN_SCALE: u32 = 8;
@@ -220,7 +221,7 @@ impl RcvWindow {
             return;
         }
         self.last_tsecr = Some(tsecr);
-        let delta_ms = ts_ms(now).wrapping_sub(tsecr);
+        let delta_ms = tcp_clock_ms(now).wrapping_sub(tsecr);
         if delta_ms == 0 || delta_ms > i32::MAX as u32 / 1000 {
             return; // zero samples are no samples; an echo from the future is none either
         }
@@ -388,11 +389,6 @@ impl RcvWindow {
         let unit = 1i64 << self.wscale;
         (((free + unit - 1) / unit * unit) as u32, keep_quick)
     }
-}
-
-/// The TCP timestamp clock (`tcp_clock_ms`, `TCP_TS_HZ` = 1000) at `now`.
-pub fn ts_ms(now: Nanos) -> u32 {
-    (now / NS_PER_MS) as u32
 }
 
 #[cfg(test)]
