@@ -6,7 +6,6 @@ paths of known truth (root only; the issue's accuracy targets)."""
 
 import json
 import os
-import shutil
 import subprocess
 
 import pytest

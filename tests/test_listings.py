@@ -3,9 +3,6 @@ the one table that validation and both engines use; docs/queues.md kept current.
 
 import json
 import os
-import re
-import subprocess
-import sys
 
 from conftest import ROOT, run_cli
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import sys
 import tempfile
 import textwrap

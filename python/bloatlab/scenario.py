@@ -237,6 +237,13 @@ def parse_toml(text: str, source: str | None = None) -> dict:
         raise ScenarioError("", f"{source or 'scenario'}: TOML syntax error: {e}") from None
 
 
+def _copied(doc: dict) -> dict:
+    """A deep copy of a caller's document (``copy`` imported only here: a file's document is new anyway)."""
+    import copy
+
+    return copy.deepcopy(doc)
+
+
 def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[str] = (), **sets) -> Scenario:
     """Load, validate and resolve a scenario: a TOML file's path, a dict (a
     TOML document) or a :class:`Scenario` (returned as it is when it was
@@ -246,14 +253,12 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
     ``overrides`` are ``--set`` strings; keyword ``sets`` use ``__`` for dots
     (``link__down__loss="1%"``) or pass a dict via ``set={"flow.0.cc": "bbr"}``.
     """
-    if isinstance(scenario, (Scenario, dict)):
-        import copy  # only here: a file's document is new anyway
-
-        if not isinstance(scenario, Scenario):
-            return _build(copy.deepcopy(scenario), None, overrides, sets)
+    if isinstance(scenario, Scenario):
         if scenario._resolved is not None and not overrides and not sets:
             return scenario  # loaded already: validated and resolved once
-        return _build(copy.deepcopy(scenario.doc), scenario.source, overrides, sets)
+        return _build(_copied(scenario.doc), scenario.source, overrides, sets)
+    if isinstance(scenario, dict):
+        return _build(_copied(scenario), None, overrides, sets)
     s = os.fspath(scenario)
     if "\n" in s or "=" in s and not os.path.exists(s):
         return loads(s, overrides, **sets)

@@ -4,7 +4,6 @@ with its own arguments passed through unchanged (docs/probe.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 
 

@@ -274,8 +274,6 @@ METRICS = ["total_goodput_mbps", "retransmits", "retrans_rate", "rtt_p95_ms", "p
 
 
 def store_report(store, path: str, experiment=None, claims=None, extra: dict | None = None) -> str:
-    import pandas as pd
-
     from . import plots
 
     runs = store.runs

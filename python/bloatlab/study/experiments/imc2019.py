@@ -22,7 +22,6 @@ flow sharing 100 Mbit/s, 25 ms (BDP 312.5 KB) with buffers 10 KB … 10 MB;
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
