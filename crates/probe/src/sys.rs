@@ -159,6 +159,25 @@ pub fn set_notsent_lowat(fd: RawFd, bytes: i32) -> bool {
     setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, &bytes).is_ok()
 }
 
+/// send(2) with MSG_MORE: the bytes stay in the socket's last skb until the
+/// next write, which `tcp_sendmsg` appends to it, instead of leaving as a
+/// segment of their own. Nothing pushes them but a later write or close.
+pub fn send_more(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is a valid slice for its length; fd is the caller's open socket.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_MORE | libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
 pub fn set_buffers(fd: RawFd, bytes: i32) {
     let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes);
     let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &bytes);
