@@ -14,7 +14,7 @@ use crate::ns::{self, Netns};
 use crate::pcap::Pcap;
 use crate::result::{assemble, link_results, namespace_sysctls, Lateness, RawResult, TunDrops};
 use crate::scenario::{EmuScenario, Resolved};
-use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, Ending, Kids, Pages, SPAWN_NS};
+use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, Ending, Kids, Starts, SPAWN_NS};
 use crate::sys;
 use bloatlab_schema::series::Series;
 use serde_json::Value;
@@ -154,12 +154,12 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
     let medium = Medium::start(sc, &net, link_origin, lead, opt)?;
-    let mut pages = Pages::new(sc);
-    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |k| {
-        pages.poll(sc, opt, k, origin, sys::mono_ns());
+    let mut starts = Starts::new(sc, true);
+    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, true, |k| {
+        starts.poll(sc, opt, k, origin, sys::mono_ns());
         true
     })?;
-    let ending = await_generators(sc, opt, &mut kids, &gens, &mut pages, origin);
+    let ending = await_generators(sc, opt, &mut kids, &gens, &mut starts, origin);
     let (dirs, wifi) = medium.stop()?;
     kids.terminate_all(Duration::from_millis(500));
     if let Ending::Interrupted { at_ns } = ending {
@@ -181,7 +181,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     let sysctls = namespace_sysctls(&net.client);
     let namespaces = [net.client.clone(), net.server.clone()];
     drop(net);
-    let unstarted: Vec<usize> = sc.flows.iter().filter(|f| f.page.is_some() && !pages.went[f.id]).map(|f| f.id).collect();
+    let unstarted: Vec<usize> = sc.flows.iter().filter(|f| !starts.went[f.id]).map(|f| f.id).collect();
     let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt.quiet, &unstarted)?;
     if let Some((w, late)) = wifi {
         raw.wifi = Some(w);
@@ -228,7 +228,8 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
         std::thread::sleep(Duration::from_millis(300));
     }
     // The background flows (if any) run for the scenario's duration or until the command ends.
-    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, |_| true)?;
+    // (no go lines: the shell's flows open their data connections as soon as they can)
+    let gens = start_clients(sc, &net, opt, &mut kids, origin, None, false, |_| true)?;
     let mut command = Command::new(&cmd[0]);
     command
         .args(&cmd[1..])

@@ -156,7 +156,7 @@ fn mkfile(p: &Path) -> Result<File, String> {
 }
 
 /// When the run should end its senders (ns after origin), and their argv.
-fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>) -> Vec<String> {
+fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Options, run_for: Option<u64>, go_lines: bool) -> Vec<String> {
     let dst = &net.server_ip;
     let mut a = vec![
         opt.probe_bin.clone(),
@@ -189,11 +189,13 @@ fn flow_argv(sc: &Resolved, f: &crate::scenario::Flow, net: &Netns, opt: &Option
     if let (Some(on), Some(off)) = (f.on_ns, f.off_ns) {
         a.extend(["--on".into(), dur_arg(on), "--off".into(), dur_arg(off)]);
     }
-    if f.page.is_some() {
-        // a page's object: its control connection now, its data connection when Pages says go
+    if go_lines || f.page.is_some() {
+        // its control connection now, its data connection when Starts says go
         a.push("--wait-go".into());
+    }
+    if f.page.is_some() {
         a.push("--done-file".into());
-        a.push(Pages::done_path(opt, f.id).display().to_string());
+        a.push(Starts::done_path(opt, f.id).display().to_string());
     }
     let end = run_for.unwrap_or_else(|| f.stop_ns.unwrap_or(sc.duration_ns).min(sc.duration_ns));
     match f.size_bytes {
@@ -245,6 +247,7 @@ pub(crate) fn start_clients(
     kids: &mut Kids,
     origin: u64,
     run_for: Option<u64>,
+    go_lines: bool,
     mut tick: impl FnMut(&mut Kids) -> bool,
 ) -> Result<Vec<Gen>, String> {
     let mut gens = Vec::new();
@@ -267,19 +270,20 @@ pub(crate) fn start_clients(
             if sys::interrupted() != 0 || !tick(kids) {
                 return Ok(gens);
             }
-            std::thread::sleep(Duration::from_nanos((at - now).min(5_000_000)));
+            // at most 1 ms: `tick` tells the flows that start meanwhile to go
+            std::thread::sleep(Duration::from_nanos((at - now).min(1_000_000)));
         }
         let kind = if is_flow { "flow" } else { "probe" };
         let out = opt.workdir.join(format!("{kind}-{id}.json"));
         let err = opt.workdir.join(format!("{kind}-{id}.err"));
         let (argv, server_side) = if is_flow {
             let f = sc.flows.iter().find(|f| f.id == id).unwrap();
-            (flow_argv(sc, f, net, opt, run_for), false)
+            (flow_argv(sc, f, net, opt, run_for, go_lines), false)
         } else {
             let p = sc.probes.iter().find(|p| p.id == id).unwrap();
             (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
         };
-        let stdin = if is_flow && sc.flows[id].page.is_some() { Stdio::piped() } else { Stdio::null() };
+        let stdin = if is_flow && (go_lines || sc.flows[id].page.is_some()) { Stdio::piped() } else { Stdio::null() };
         let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
         kids.list.push((format!("{kind} {id}"), c));
         gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
@@ -287,29 +291,42 @@ pub(crate) fn start_clients(
     Ok(gens)
 }
 
-/// The web pages of a run (docs/scenario.md `[[page]]`): every object's
-/// client is spawned before the page starts and waits (`--wait-go`) with its
-/// control connection open; the first `connections` objects get their go
-/// line at the page's start, each later one as soon as an earlier object's
-/// client has read its last byte (`--done-file`, polled every millisecond).
-pub(crate) struct Pages {
+/// When each flow's client opens its data connection: every client is
+/// spawned ahead of its start (`spawn_lead`), opens its control connection and
+/// waits (`--wait-go`) for its go line on standard input.
+///
+/// - A flow of its own gets its go line at its start time. Before, a client
+///   opened its data connection on its own once its control connection was up,
+///   which the spawn lead could only estimate: every kernel flow started about
+///   16 ms early (2026-11-23, `tests/test_emu_start.py`), or late under load.
+/// - A web page's objects (docs/scenario.md `[[page]]`): the first
+///   `connections` objects go at the page's start, each later one as soon as
+///   an earlier object's client has read its last byte (`--done-file`, polled
+///   every millisecond).
+pub(crate) struct Starts {
     /// Per page: its objects (flow ids) in order, and how many were told to go.
     objects: Vec<(Vec<usize>, usize)>,
     /// (page, flow id) of the objects told to go and not yet done.
     running: Vec<(usize, usize)>,
+    /// The flows outside pages not yet told to go.
+    singles: Vec<usize>,
     /// Per flow id: told to go.
     pub went: Vec<bool>,
 }
 
-impl Pages {
-    pub(crate) fn new(sc: &Resolved) -> Pages {
+impl Starts {
+    /// `go_lines`: the flows outside pages wait for theirs too (`start_clients`' flag).
+    pub(crate) fn new(sc: &Resolved, go_lines: bool) -> Starts {
         let mut objects: Vec<(Vec<usize>, usize)> = sc.pages.iter().map(|_| (Vec::new(), 0)).collect();
+        let mut singles = Vec::new();
         for f in &sc.flows {
-            if let Some(p) = f.page {
-                objects[p].0.push(f.id);
+            match f.page {
+                Some(p) => objects[p].0.push(f.id),
+                None if go_lines => singles.push(f.id),
+                None => {}
             }
         }
-        Pages { objects, running: Vec::new(), went: vec![false; sc.flows.len()] }
+        Starts { objects, running: Vec::new(), singles, went: vec![false; sc.flows.len()] }
     }
 
     fn done_path(opt: &Options, id: usize) -> PathBuf {
@@ -317,42 +334,57 @@ impl Pages {
     }
 
     pub(crate) fn active(&self) -> bool {
-        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty()
+        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty() || !self.singles.is_empty()
+    }
+
+    /// Write flow `id`'s go line; false if its client has no standard input (not
+    /// spawned yet, or closed at the end).
+    fn tell(&mut self, kids: &mut Kids, id: usize) -> bool {
+        let name = format!("flow {id}");
+        let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { return false };
+        // After the scenario's end (`close`) the flows not yet told have no standard input:
+        // they stay unstarted (no result, as expected), not "went" without a go line (which
+        // read as a generator without a result and failed whole runs of `bufferbloat`).
+        let Some(stdin) = child.stdin.as_mut() else { return false };
+        {
+            use std::io::Write;
+            let _ = stdin.write_all(b"go\n");
+            let _ = stdin.flush();
+        }
+        self.went[id] = true;
+        true
     }
 
     /// Tell whatever may start now to go (`mono`: now; `origin`: the scenario's t = 0).
     pub(crate) fn poll(&mut self, sc: &Resolved, opt: &Options, kids: &mut Kids, origin: u64, mono: u64) {
-        self.running.retain(|&(_, id)| !Pages::done_path(opt, id).exists());
-        for (p, (objs, told)) in self.objects.iter_mut().enumerate() {
-            let Some(&first) = objs.first() else { continue };
+        let due: Vec<usize> = self.singles.iter().copied().filter(|&id| mono >= origin + sc.flows[id].start_ns).collect();
+        for id in due {
+            if self.tell(kids, id) {
+                self.singles.retain(|&x| x != id);
+            }
+        }
+        self.running.retain(|&(_, id)| !Starts::done_path(opt, id).exists());
+        for p in 0..self.objects.len() {
+            let Some(&first) = self.objects[p].0.first() else { continue };
             if mono < origin + sc.flows[first].start_ns {
                 continue;
             }
             let conns = sc.pages[p].connections as usize;
-            while *told < objs.len() && self.running.iter().filter(|r| r.0 == p).count() < conns {
-                let id = objs[*told];
-                let name = format!("flow {id}");
-                let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { break };
-                // After the scenario's end (`close`) the objects not yet told have no standard input:
-                // they stay unstarted (no result, as expected), not "went" without a go line (which
-                // read as a generator without a result and failed whole runs of `bufferbloat`).
-                let Some(stdin) = child.stdin.as_mut() else { break };
-                {
-                    use std::io::Write;
-                    let _ = stdin.write_all(b"go\n");
-                    let _ = stdin.flush();
+            while self.objects[p].1 < self.objects[p].0.len() && self.running.iter().filter(|r| r.0 == p).count() < conns {
+                let id = self.objects[p].0[self.objects[p].1];
+                if !self.tell(kids, id) {
+                    break;
                 }
-                self.went[id] = true;
                 self.running.push((p, id));
-                *told += 1;
+                self.objects[p].1 += 1;
             }
         }
     }
 
-    /// At the end: objects that never started are told so (their standard
-    /// input closes and they exit without a result, as expected).
+    /// At the end: flows never told to go are told so (their standard input
+    /// closes and they exit without a result, as expected).
     pub(crate) fn close(&self, sc: &Resolved, kids: &mut Kids) {
-        for f in sc.flows.iter().filter(|f| f.page.is_some() && !self.went[f.id]) {
+        for f in sc.flows.iter().filter(|f| !self.went[f.id]) {
             let name = format!("flow {}", f.id);
             if let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) {
                 drop(child.stdin.take());
@@ -380,10 +412,15 @@ pub const SPAWN_NS: u64 = 20_000_000;
 /// yet explained), and 2 of 12 passed 8 s in two runs of three.
 pub const REPORT_GRACE_NS: u64 = 15_000_000_000;
 
+/// Room for a late spawn or a slow control connection (ns): a client that is
+/// ready early waits for its go line, one that is late starts late.
+pub const GO_ROOM_NS: u64 = 30_000_000;
+
 /// How long before a flow's start its sender is spawned: 2 RTTs of control
-/// connection set-up before the data connection's SYN, plus process start-up.
+/// connection set-up before the data connection's SYN, plus process start-up,
+/// plus [`GO_ROOM_NS`].
 fn setup_lead(rtt_ns: u64) -> u64 {
-    2 * rtt_ns + SPAWN_NS
+    2 * rtt_ns + SPAWN_NS + GO_ROOM_NS
 }
 
 /// How long before its start a flow's client is spawned. A page's objects
@@ -414,7 +451,7 @@ pub(crate) enum Ending {
 /// Wait for the senders and probes, bounded: the scenario's end plus a grace
 /// of 4 RTTs + [`REPORT_GRACE_NS`]. Meanwhile the pages' objects are told to
 /// go, and each flow's client gets SIGTERM at its flow's end.
-pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, gens: &[Gen], pages: &mut Pages, origin: u64) -> Ending {
+pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, gens: &[Gen], starts: &mut Starts, origin: u64) -> Ending {
     let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
     let deadline = sc.duration_ns + 4 * max_rtt + REPORT_GRACE_NS;
     let mut ended: Vec<usize> = Vec::new();
@@ -423,9 +460,9 @@ pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, ge
         if sys::interrupted() != 0 {
             break Ending::Interrupted { at_ns: now };
         }
-        pages.poll(sc, opt, kids, origin, sys::mono_ns());
+        starts.poll(sc, opt, kids, origin, sys::mono_ns());
         if now >= sc.duration_ns {
-            pages.close(sc, kids);
+            starts.close(sc, kids);
         }
         let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
         if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
@@ -449,7 +486,7 @@ pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, ge
         if now > deadline {
             break Ending::Deadline;
         }
-        std::thread::sleep(Duration::from_millis(if pages.active() { 1 } else { 10 }));
+        std::thread::sleep(Duration::from_millis(if starts.active() { 1 } else { 10 }));
     };
     if ending == Ending::Deadline {
         for g in gens {
