@@ -160,6 +160,28 @@ fn ctrl_c_on_the_tcp_client_prints_the_summary_so_far() {
 }
 
 #[test]
+fn sigterm_while_waiting_for_the_go_line_ends_the_client_at_once() {
+    // The emulator starts every flow's client ahead with --wait-go and holds its standard input
+    // open until the flow's start. Before, SIGTERM in that wait was retried away by std's read and
+    // the client waited for its standard input to close.
+    let s = Server::start(&["tcp", "server"]);
+    let child = Command::new(bin())
+        .args(["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "5", "--wait-go", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let t = std::time::Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = wait_output(child, Duration::from_secs(5));
+    assert!(t.elapsed() < Duration::from_secs(1), "took {:?}", t.elapsed());
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("stopped before the go line"), "{}", stderr(&o));
+}
+
+#[test]
 fn the_load_test_reports_idle_and_loaded_latency_goodput_and_responsiveness() {
     let s = Server::start(&["server"]);
     let o = run(&["load", "127.0.0.1", "-p", &s.port, "--down", "1", "--up", "1", "-t", "1", "--idle", "0.5", "--json"]);

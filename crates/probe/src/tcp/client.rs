@@ -109,6 +109,13 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         return Err(ClientError { status, msg });
     }
     if cfg.wait_go {
+        // std's read retries an interrupted read: wait in poll(2) first, so that SIGTERM before
+        // the go line ends the client instead of leaving it waiting for its standard input
+        while !sys::wait_readable(0, 100_000_000) {
+            if sys::stopped() {
+                return Err(err1("--wait-go: stopped before the go line".into()));
+            }
+        }
         let mut go = String::new();
         match io::stdin().read_line(&mut go) {
             Ok(n) if n > 0 => {}
