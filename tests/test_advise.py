@@ -115,6 +115,16 @@ def test_advise_cli_json_and_bad_input(tmp_path):
         assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def test_advise_tables_fit_the_width_of_a_pipe():
+    # as every CLI table (commands/_table.py): COLUMNS when set; advise's own 110 columns otherwise
+    # (before, advise drew 110 columns whatever COLUMNS said)
+    for cols, width in (("72", 72), ("", 110)):
+        env = dict(os.environ, COLUMNS=cols)
+        r = run_cli("advise", "--rtt", "40ms", "--rate", "20Mbit", "--buffer", "2bdp", "--any-kernel", env=env)
+        assert r.returncode == 0, r.stderr
+        assert "Recommendation" in r.stdout and max(len(x) for x in r.stdout.splitlines()) == width
+
+
 def test_a_twin_file_round_trips_through_advise(tmp_path):
     from bloatlab.advise.path import to_toml
 

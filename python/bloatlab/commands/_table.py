@@ -19,24 +19,25 @@ from typing import Iterable, Sequence
 PIPE_WIDTH = 80
 
 
-def width(file=None) -> int | None:
+def width(file=None, pipe_width: int = PIPE_WIDTH) -> int | None:
     """The width a table on ``file`` fits: None on a terminal (rich reads
-    it, and ``COLUMNS`` over it), else ``COLUMNS`` or :data:`PIPE_WIDTH`."""
+    it, and ``COLUMNS`` over it), else ``COLUMNS`` or ``pipe_width``."""
     file = file if file is not None else sys.stdout
     if hasattr(file, "isatty") and file.isatty():
         return None
     cols = os.environ.get("COLUMNS", "")
-    return int(cols) if cols.isdigit() and int(cols) > 0 else PIPE_WIDTH
+    return int(cols) if cols.isdigit() and int(cols) > 0 else pipe_width
 
 
-def console(file=None):
+def console(file=None, pipe_width: int = PIPE_WIDTH, markup: bool = False):
     """A rich Console on ``file`` (stdout by default, looked up at call time so
-    that pytest's capture sees it)."""
+    that pytest's capture sees it); ``pipe_width`` for a pipe without
+    ``COLUMNS``; ``markup``: rich's ``[bold]`` tags in printed text."""
     from rich.console import Console
 
     file = file if file is not None else sys.stdout
-    w = width(file)
-    return Console(file=file, width=w, highlight=False, soft_wrap=False, emoji=False, markup=False, no_color=w is not None)
+    w = width(file, pipe_width)
+    return Console(file=file, width=w, highlight=False, soft_wrap=False, emoji=False, markup=markup, no_color=w is not None)
 
 
 def cell(v) -> str:

@@ -95,13 +95,12 @@ def main(args) -> int:
 
 
 def show(out: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    import sys
+    from ._table import console
 
-    # piped (a log, a doc, `| less`): rich would wrap the tables at 80 columns; 110 keeps each row on one line
-    con = Console() if sys.stdout.isatty() else Console(width=110)
+    # piped (a log, a doc, `| less`) without COLUMNS: 110 columns keep each row of its tables on one line
+    con = console(pipe_width=110, markup=True)
     rec = out["recommendation"]
     shaped = f" shaped at {rec['shaper_mbps']:.3g} Mbit/s on the router you own" if rec["shaper_mbps"] else ""
     con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}")
