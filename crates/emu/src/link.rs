@@ -390,8 +390,16 @@ impl Link {
     }
 
     /// The earliest time something must happen (a dequeue, a delivery, a sample).
+    ///
+    /// No sample after `measure_until`: `take_samples` stops advancing
+    /// `next_sample` there, and a time left in the past made the link thread
+    /// spin. At SCHED_FIFO two spinning link threads held both cores of this
+    /// VM until the kernel's RT throttling (950 ms of every 1 s), so the
+    /// generators, reporting after the scenario's end, ran 50 ms a second:
+    /// 12 downloads behind a 2 MB FIFO at 20 Mbit/s reported 3.5 s after the
+    /// end, in 1-s steps (strace, 2026-11-23).
     pub fn next_event(&self) -> Nanos {
-        let mut t = self.next_sample;
+        let mut t = if self.next_sample <= self.cfg.measure_until { self.next_sample } else { Nanos::MAX };
         if let Some(d) = self.next_dequeue_time() {
             t = t.min(d);
         }
@@ -449,6 +457,23 @@ mod tests {
         assert_eq!(l.qdelay_ms, vec![0.0, 1.0]);
         assert_eq!(l.tx_bytes, 3000);
         assert_eq!(l.busy_ns, 2 * NS_PER_MS);
+    }
+
+    #[test]
+    fn after_the_measured_time_an_idle_link_has_nothing_to_do_until_a_packet_comes() {
+        // the last sample is at measure_until; after it, an idle link's next event is "never"
+        // (the link thread then sleeps until a packet arrives), not a sample time in the past
+        let mut c = cfg(Service::Rate(12_000_000), 100, 0.0);
+        c.measure_until = 100 * NS_PER_MS;
+        let mut l = Link::new(c).unwrap();
+        l.service(50 * NS_PER_MS);
+        assert_eq!(l.next_event(), 60 * NS_PER_MS);
+        l.service(200 * NS_PER_MS);
+        assert_eq!(l.samples.len(), 10);
+        assert_eq!(l.next_event(), Nanos::MAX);
+        l.arrive(200 * NS_PER_MS, seg(20000));
+        l.service(200 * NS_PER_MS);
+        assert_eq!(l.next_event(), 211 * NS_PER_MS);
     }
 
     #[test]

@@ -408,8 +408,11 @@ pub const SPAWN_NS: u64 = 20_000_000;
 /// 15 s since 2026-11-23: in `reproduce bufferbloat --quick --engine emu` (12
 /// CUBIC downloads behind a 1.2-s FIFO, a 62-object page, 120 s, 2 cores) the
 /// twelve downloads' clients wrote their results 4-6 s after the end on a quiet
-/// machine (file times; the drain behind the FIFO is ~1.2 s of it, the rest not
-/// yet explained), and 2 of 12 passed 8 s in two runs of three.
+/// machine, and 2 of 12 passed 8 s in two runs of three. Most of that was the
+/// link threads spinning at SCHED_FIFO after the measured time (`Link::next_event`
+/// kept a sample time in the past), which left the generators 50 ms of every
+/// second; fixed the same day: a 15-s run of 12 downloads behind a 2 MB FIFO
+/// took 21.4 s, now 16.5 s at load 11-13.
 pub const REPORT_GRACE_NS: u64 = 15_000_000_000;
 
 /// Room for a late spawn or a slow control connection (ns): a client that is
