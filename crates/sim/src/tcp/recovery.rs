@@ -106,8 +106,18 @@ impl Sender {
         self.w.ssthresh = self.cc.ssthresh(&v, &self.w);
     }
 
-    /// `tcp_end_cwnd_reduction`.
+    /// `tcp_end_cwnd_reduction`: cwnd to ssthresh at the end of CWR or of a
+    /// recovery that was not undone. Not for a control with its own
+    /// `cong_control` (BBR): Linux returns before touching cwnd or sending
+    /// `CA_EVENT_COMPLETE_CWR`, the control sets cwnd on every ACK itself
+    /// (BBR restores its saved cwnd when recovery ends). Otherwise a
+    /// recovery that ends and starts again on one ACK, or a tail-loss probe
+    /// that repaired a loss (CWR), would leave BBR's cwnd at the ssthresh
+    /// its DRAIN set (one BDP), where Linux keeps it.
     pub(super) fn end_cwnd_reduction(&mut self, now: Nanos) {
+        if self.cc.has_cong_control() {
+            return;
+        }
         if self.w.ssthresh < INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.undo.marker.is_some()) {
             self.w.cwnd = self.w.ssthresh;
         }

@@ -530,3 +530,26 @@ fn a_tail_loss_probe_retransmits_when_the_window_has_no_room_for_new_data() {
     assert_eq!(out.len(), 1);
     assert!(out[0].retrans && out[0].seq == 9, "the last segment again, not segment 10");
 }
+
+#[test]
+fn the_end_of_a_cwnd_reduction_sets_cwnd_to_ssthresh_but_leaves_bbrs_alone() {
+    // Linux tcp_end_cwnd_reduction: CWR (or a recovery with undo_marker set)
+    // ends with cwnd = ssthresh, unless the control has its own cong_control.
+    let (mut reno, now) = warmed(10);
+    reno.w.cwnd = 50;
+    reno.w.ssthresh = 20;
+    reno.ca_state = CaState::Cwr;
+    reno.end_cwnd_reduction(now);
+    assert_eq!(reno.w.cwnd, 20);
+    // BBR after DRAIN: ssthresh = one BDP + budget (here 20), cwnd 50
+    let mut bbr = paced_bbr(2_500_000);
+    bbr.w.cwnd = 50;
+    bbr.w.ssthresh = 20;
+    bbr.ca_state = CaState::Cwr;
+    bbr.end_cwnd_reduction(now);
+    assert_eq!(bbr.w.cwnd, 50);
+    bbr.ca_state = CaState::Recovery;
+    bbr.undo.marker = Some(0);
+    bbr.end_cwnd_reduction(now);
+    assert_eq!(bbr.w.cwnd, 50);
+}
