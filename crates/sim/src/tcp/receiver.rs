@@ -123,6 +123,10 @@ pub struct Receiver {
     ece: bool,
     /// The advertised window and receive-buffer autotuning.
     pub win: RcvWindow,
+    /// `tp->rx_opt.ts_recent`: the TSval (ms) the next ACK echoes (TSecr).
+    pub ts_recent: Option<u32>,
+    /// `tp->rcv_wup` in segments: rcv_nxt when the last ACK left.
+    rcv_wup: u64,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -156,6 +160,19 @@ impl Receiver {
             ece: false,
             // a full segment arrives as one linear skb of 1500 B (the TUN of the emulator)
             win: RcvWindow::new(MSS, truesize(MSS + TCP_HDR)),
+            ts_recent: None,
+            rcv_wup: 0,
+        }
+    }
+
+    /// A data segment `seq` carries the TSval `tsval` (ms): `tcp_replace_ts_recent`
+    /// keeps it for the next ACK's echo if the segment starts at or below
+    /// the last ACK's point (RFC 7323 §4.3: a delayed ACK echoes the earliest
+    /// unacknowledged segment, a hole's filler its own time). Call before
+    /// [`Receiver::on_data`].
+    pub fn on_tsval(&mut self, seq: u64, tsval: u32) {
+        if seq <= self.rcv_wup {
+            self.ts_recent = Some(tsval);
         }
     }
 
@@ -374,6 +391,7 @@ impl Receiver {
         }
         self.ack_deadline = None;
         self.delack_at = None;
+        self.rcv_wup = self.rcv_nxt;
         AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece, wnd }
     }
 }
