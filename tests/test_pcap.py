@@ -224,9 +224,12 @@ def test_the_emulator_writes_the_same_format_on_the_same_ports(tmp_path):
     # headers only: no record keeps more than the IP and TCP/UDP headers
     assert all(len(p.hdr) <= 20 + 60 for p in down + up)
     assert max(p.orig_len for p in down) == 1500
+    # slot N of the emulator has 10.77.N.1 and 10.77.N.2 (slot 0 unless another run holds it)
+    slot = up[0].src.split(".")[2]
+    client, server = f"10.77.{slot}.1", f"10.77.{slot}.2"
     for i in (0, 1):
         syn = next(p for p in up if p.proto == 6 and p.sport == 25000 + i)
-        assert syn.flags & (SYN | ACK) == SYN and (syn.src, syn.dst, syn.dport) == (CLIENT, SERVER, 20000 + i)
+        assert syn.flags & (SYN | ACK) == SYN and (syn.src, syn.dst, syn.dport) == (client, server, 20000 + i)
     assert any(p.proto == 17 and p.dport == 30000 for p in up)
     assert any(p.proto == 17 and p.sport == 30000 for p in down)
     # the links counted what entered them in the measured window; the files hold everything, before and after too
