@@ -124,6 +124,12 @@ pub fn checksum(b: &[u8]) -> u16 {
     fold(sum16(0, b))
 }
 
+/// The checksum an IPv4 header `h` (its options included) should carry:
+/// the Internet checksum with the checksum field (bytes 10-11) taken as 0.
+pub fn ipv4_header_checksum(h: &[u8]) -> u16 {
+    fold(sum16(sum16(0, &h[..10]), &h[12..]))
+}
+
 impl Ipv4 {
     /// Append the 20-byte header (no options, DF set, TTL 64, checksum filled in).
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -146,7 +152,7 @@ impl Ipv4 {
         ]);
         out.extend_from_slice(&self.src);
         out.extend_from_slice(&self.dst);
-        let c = checksum(&out[at..at + IPV4_HDR]).to_be_bytes();
+        let c = ipv4_header_checksum(&out[at..at + IPV4_HDR]).to_be_bytes();
         out[at + 10..at + 12].copy_from_slice(&c);
     }
 
@@ -271,6 +277,7 @@ mod tests {
         // the exact checksum: words 452a 05dc 1234 4000 4006 0a4d 0002 0a4d 0001 sum to f1dd, complemented 0e22
         assert_eq!(be16(&b, 10), 0x0e22);
         assert_eq!(checksum(&b), 0, "a header with its checksum sums to 0");
+        assert_eq!(ipv4_header_checksum(&b), 0x0e22, "the field itself is left out");
         let mut ce = Vec::new();
         Ipv4 { ecn: CE, dscp: 0, ..ip(TCP, 52) }.write(&mut ce);
         assert_eq!(ce[1], 3);

@@ -275,3 +275,79 @@ fn next_id(id: &mut u16) -> u16 {
     *id = id.wrapping_add(1);
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::SackBlock;
+    use crate::tcp::receiver::Receiver;
+
+    fn be16(b: &[u8], i: usize) -> u16 {
+        u16::from_be_bytes([b[i], b[i + 1]])
+    }
+    fn be32(b: &[u8], i: usize) -> u32 {
+        u32::from_be_bytes(b[i..i + 4].try_into().unwrap())
+    }
+
+    /// The records of a capture file: (time ns, captured bytes, original length).
+    fn records(path: &Path) -> Vec<(u64, Vec<u8>, u32)> {
+        let b = std::fs::read(path).unwrap();
+        let (mut i, mut out) = (24, Vec::new());
+        while i < b.len() {
+            let le = |k: usize| u32::from_le_bytes(b[k..k + 4].try_into().unwrap());
+            let (t, cap, orig) = (le(i) as u64 * 1_000_000_000 + le(i + 4) as u64, le(i + 8) as usize, le(i + 12));
+            out.push((t, b[i + 16..i + 16 + cap].to_vec(), orig));
+            i += 16 + cap;
+        }
+        out
+    }
+
+    #[test]
+    fn a_sized_downloads_segments_and_acks_carry_byte_sequence_numbers_its_sack_blocks_and_window() {
+        let dir = std::env::temp_dir().join(format!("bloatlab-sim-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // 3000 bytes: segments 0 and 1 carry 1448 B, segment 2 the last 104 B
+        let flow: Flow = serde_json::from_str(
+            r#"{"id":1,"group":0,"name":"a","cc":"cubic","direction":"down","rtt_ns":40000000,
+                "start_ns":0,"stop_ns":null,"size_bytes":3000,"dscp":46}"#,
+        )
+        .unwrap();
+        let rcv = Receiver::new(flow.rtt_ns);
+        let mut c = Capture::create(&dir, 7, &[(&flow, &rcv.win, true)], &[]).unwrap();
+        let isn = c.conns[0].isn;
+        let data = Payload::Data { flow: 0, seq: 2, len: 104, ect: true, ce: false, cwr: true, tsval: 500, tsecr: Some(480) };
+        c.record(2_000_000, Direction::Down, &data, 104 + TCP_HDR, 46, None);
+        let mut sack = [SackBlock::default(); crate::packet::MAX_SACK_BLOCKS];
+        sack[0] = SackBlock { start: 2, end: 3 };
+        let ack = Payload::Ack { flow: 0, ack: 1, sack, nsack: 1, dsack: false, ece: true, wnd: 3 << 12, tsval: 520 };
+        c.record(3_000_000, Direction::Up, &ack, TCP_HDR + 12, 46, Some(500));
+        c.close().unwrap();
+        let down = records(&dir.join("down.pcap"));
+        let up = records(&dir.join("up.pcap"));
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let (t, d, orig) = &down[0];
+        assert_eq!((*t, d.len(), *orig), (2_000_000, 52, 156));
+        assert_eq!(d[1], (46 << 2) | 2, "EF and ECT(0)");
+        assert_eq!((be16(d, 2), d[8], d[9]), (156, 64, 6));
+        assert_eq!((&d[12..16], &d[16..20]), (&[10, 77, 0, 2][..], &[10, 77, 0, 1][..]));
+        assert_eq!((be16(d, 20), be16(d, 22)), (20001, 25001));
+        assert_eq!(be32(d, 24), isn[SERVER].wrapping_add(1 + 2896));
+        assert_eq!(be32(d, 28), isn[CLIENT].wrapping_add(1 + 16), "after the client's request");
+        assert_eq!((d[32] >> 4, d[33]), (8, 0x90), "CWR|ACK");
+        assert_eq!(&d[40..44], &[1, 1, 8, 10]);
+        assert_eq!((be32(d, 44), be32(d, 48)), (500, 480));
+
+        let (t, a, orig) = &up[0];
+        assert_eq!((*t, a.len(), *orig), (3_000_000, 64, 64));
+        assert_eq!(a[1], 46 << 2, "an ACK is not ECT");
+        assert_eq!((be16(a, 20), be16(a, 22)), (25001, 20001));
+        assert_eq!(be32(a, 24), isn[CLIENT].wrapping_add(17));
+        assert_eq!(be32(a, 28), isn[SERVER].wrapping_add(1 + 1448));
+        assert_eq!((a[32] >> 4, a[33], be16(a, 34)), (11, 0x50, 3), "ECE|ACK, window 3 << 12");
+        assert_eq!((be32(a, 44), be32(a, 48)), (520, 500), "TSval, and TSecr = ts_recent");
+        assert_eq!(&a[52..56], &[1, 1, 5, 10]);
+        // the block ends at the size, not at 3 x 1448
+        assert_eq!((be32(a, 56), be32(a, 60)), (isn[SERVER].wrapping_add(1 + 2896), isn[SERVER].wrapping_add(1 + 3000)));
+    }
+}

@@ -409,6 +409,26 @@ mod tests {
     const QUICK_PHASE: u64 = GROWING + MAX_QUICKACKS as u64;
 
     #[test]
+    fn an_ack_echoes_the_tsval_of_the_earliest_segment_it_acknowledges_and_of_a_hole_filler() {
+        let mut r = Receiver::new(40 * NS_PER_MS);
+        for (seq, ts) in [(0, 10), (1, 11)] {
+            r.on_tsval(seq, ts);
+            r.on_data(0, seq);
+        }
+        // two segments under one ACK: the first one's time (RFC 7323 §4.3, tcp_replace_ts_recent)
+        assert_eq!((r.make_ack().ack, r.ts_recent), (2, Some(10)));
+        // segment 2 is lost; 3 arrives out of order: not newer than the ACK point, not echoed
+        r.on_tsval(3, 13);
+        r.on_data(0, 3);
+        assert_eq!(r.ts_recent, Some(10));
+        r.make_ack();
+        // the retransmission that fills the hole is
+        r.on_tsval(2, 20);
+        r.on_data(0, 2);
+        assert_eq!((r.make_ack().ack, r.ts_recent), (4, Some(20)));
+    }
+
+    #[test]
     fn quick_ack_mode_acks_every_segment_while_the_window_grows_and_sixteen_more() {
         let mut r = Receiver::new(100 * NS_PER_MS);
         for s in 0..QUICK_PHASE {
