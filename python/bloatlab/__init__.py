@@ -22,6 +22,8 @@ def run(
     scenario: "str | os.PathLike | dict | Scenario",
     engine: str = "sim",
     overrides: Iterable[str] = (),
+    *,
+    pcap: "str | os.PathLike | None" = None,
     **sets,
 ) -> Result:
     """Run a scenario and return its :class:`Result`.
@@ -30,13 +32,15 @@ def run(
     ``overrides`` are ``--set``-style strings (``"link.down.loss=5%"``); keyword
     arguments override keys too, ``__`` standing for a dot
     (``flow__0__cc="bbr"``) or all at once as ``set={"flow.0.cc": "bbr"}``.
+    ``pcap=DIR`` (not a scenario key) writes DIR/down.pcap and DIR/up.pcap on
+    either engine: every packet's headers as it enters the link.
     """
     from . import summary as _summary
     from .engines import run_raw
 
     sc = load_scenario(scenario, overrides, **sets)
     resolved = sc.resolved()
-    raw = run_raw(resolved, engine)
+    raw = run_raw(resolved, engine, **({"pcap": pcap} if pcap is not None else {}))
     doc = dict(sc.doc)
     doc.setdefault("name", sc.name)
     return Result(_summary.build(raw, resolved, doc, engine), raw.get("series", {}))

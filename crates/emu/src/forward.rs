@@ -16,7 +16,7 @@
 use crate::gso::{self, Segmenter};
 use crate::link::{Link, LinkConfig, Sample};
 use bloatlab_core::qdisc::Stats;
-use crate::pcap::Pcap;
+use bloatlab_schema::pcap::Pcap;
 use crate::sys;
 use bloatlab_core::time::Nanos;
 use std::os::fd::RawFd;
@@ -178,7 +178,7 @@ impl Running {
                         seg.each(&frame[..n], |p| {
                             read_pkts += 1;
                             if let Some(pc) = pcap.as_mut() {
-                                let _ = pc.write(now, p);
+                                let _ = pc.packet(now, p);
                             }
                             let mut b = link.buffer(p.len());
                             b.extend_from_slice(p);

@@ -12,16 +12,16 @@
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
 //! clean-up), [`run`] (a whole run), [`supervise`] (its processes: the
 //! traffic generators), [`result`] (its typed raw result), [`scenario`] (the
-//! resolved scenario), [`pcap`], [`sys`], [`wifi`] (the WiFi medium instead of
+//! resolved scenario), [`sys`], [`wifi`] (the WiFi medium instead of
 //! the two links). Mahimahi traces are read and served by `bloatlab_core::trace`,
-//! as in the simulator.
+//! as in the simulator; captures (`--pcap`) are written by `bloatlab_schema::pcap`,
+//! as the simulator's.
 
 pub mod forward;
 pub mod gso;
 pub mod link;
 pub mod ns;
 pub mod packet;
-pub mod pcap;
 pub mod result;
 pub mod run;
 pub mod scenario;

@@ -124,20 +124,9 @@ pub fn set_ce(b: &mut [u8]) {
     b[field::CSUM..field::CSUM + 2].copy_from_slice(&csum.to_be_bytes());
 }
 
-/// The IPv4 header checksum (RFC 791), for tests and for building packets.
-pub fn ipv4_checksum(h: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for (i, c) in h.chunks(2).enumerate() {
-        if i == field::CSUM / 2 {
-            continue;
-        }
-        sum += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
+/// The IPv4 header checksum (RFC 791), for tests and for building packets:
+/// the one the simulator's captures use too.
+pub use bloatlab_schema::wire::ipv4_header_checksum as ipv4_checksum;
 
 #[cfg(test)]
 pub(crate) mod tests {

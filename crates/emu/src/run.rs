@@ -11,7 +11,7 @@
 
 use crate::forward::{DirResult, Forwarder, LateHist};
 use crate::ns::{self, Netns};
-use crate::pcap::Pcap;
+use bloatlab_schema::pcap::Pcap;
 use crate::result::{assemble, link_results, namespace_sysctls, Lateness, RawResult, TunDrops};
 use crate::scenario::{EmuScenario, Resolved};
 use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, Ending, Kids, Starts, SPAWN_NS};
@@ -71,9 +71,10 @@ impl Links {
         let stop = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
         use std::os::fd::AsRawFd;
+        // The wall-clock time of the link's clock 0 (`origin`): a capture's times are the wall clock
+        // (`lead` was added as well before, so they read ~0.1 s in the future).
         let wall0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-            - sys::mono_ns().saturating_sub(origin)
-            + lead;
+            - sys::mono_ns().saturating_sub(origin);
         for dir in ["down", "up"] {
             let mut cfg = sc.link_config(dir)?;
             cfg.measure_from = lead;
@@ -87,7 +88,7 @@ impl Links {
             let pcap = match &opt.pcap_dir {
                 Some(d) => {
                     std::fs::create_dir_all(d).map_err(|e| format!("--pcap {d}: {e}"))?;
-                    Some(Pcap::create(&format!("{d}/{dir}.pcap"), wall0).map_err(|e| format!("--pcap: {e}"))?)
+                    Some(Pcap::create(&Path::new(d).join(format!("{dir}.pcap")), wall0).map_err(|e| format!("--pcap: {e}"))?)
                 }
                 None => None,
             };

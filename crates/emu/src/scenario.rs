@@ -13,18 +13,16 @@ pub type Resolved = Scenario;
 pub use bloatlab_schema::scenario::{Direction, Flow, Probe, Scenario};
 
 /// Server ports: flow i listens on FLOW_PORT + i, probe j on PROBE_PORT + j;
-/// the sender of flow i binds FLOW_CPORT + i. Namespaces keep ephemeral ports above 40000.
-pub const FLOW_PORT: u16 = 20000;
-pub const FLOW_CPORT: u16 = 25000;
-pub const PROBE_PORT: u16 = 30000;
+/// the sender of flow i binds FLOW_CPORT + i; namespaces keep ephemeral ports
+/// from EPHEMERAL_MIN (40000) on. The plan is shared with the simulator's
+/// captures (`bloatlab_schema::wire`), so both engines' pcaps line up port by port.
+pub use bloatlab_schema::wire::{EPHEMERAL_MIN, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 /// Flow i's ports FLOW_PORT + i and FLOW_CPORT + i stay below the next range.
 pub const MAX_FLOWS: usize = (FLOW_CPORT - FLOW_PORT) as usize;
 /// Page objects in one run: each is a bloatlab-probe client and server, all
 /// spawned before their page starts (a few MB and threads each); seed 000's
 /// page has 62.
 pub const MAX_PAGE_OBJECTS: usize = 200;
-/// The namespaces' ephemeral ports start here (ns.rs `LOCAL_PORT_RANGE`).
-pub const EPHEMERAL_MIN: u16 = 40000;
 
 /// A generator's control connection: a flow's server port on one side and an
 /// ephemeral client port on the other (a flow's data connection binds
@@ -39,7 +37,7 @@ pub fn is_control(h: &crate::packet::Headers) -> bool {
 }
 
 /// Probe j's port PROBE_PORT + j stays below the namespaces' ephemeral ports (40000).
-pub const MAX_PROBES: usize = 40000 - PROBE_PORT as usize;
+pub const MAX_PROBES: usize = (EPHEMERAL_MIN - PROBE_PORT) as usize;
 
 /// The finest time-series resolution the emulator records: its link threads
 /// sample on a real-time timer whose lateness is tens of µs (p50) and up to

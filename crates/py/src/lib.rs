@@ -56,14 +56,16 @@ impl ArrowTable {
 
 /// Run the simulator on a resolved scenario (JSON, docs/engine-interface.md);
 /// returns the raw result as Python objects, except `raw["series"]`: a dict
-/// of `ArrowTable`s (flows, links, probes). Releases the GIL while simulating
+/// of `ArrowTable`s (flows, links, probes). `pcap`: an existing directory
+/// to write down.pcap and up.pcap into. Releases the GIL while simulating
 /// and while building the tables.
 #[pyfunction]
-fn run_sim<'py>(py: Python<'py>, resolved_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (resolved_json, pcap=None))]
+fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::PathBuf>) -> PyResult<Bound<'py, PyDict>> {
     let json = resolved_json.to_owned();
     let (raw, tables) = py
         .allow_threads(move || {
-            let mut raw = bloatlab_sim::run(&json)?;
+            let mut raw = bloatlab_sim::run_capturing(&json, pcap.as_deref())?;
             let tables = std::mem::take(&mut raw.series).into_arrow().map_err(|e| format!("time series: {e}"))?;
             Ok::<_, String>((raw, tables))
         })

@@ -14,6 +14,7 @@
 //! With a `[wifi]` medium ([`wifi`]), flows and probes that name a station
 //! cross it (AP ↔ station) instead of the wired links.
 
+pub mod capture;
 pub mod event;
 pub mod link;
 pub mod output;
@@ -33,8 +34,18 @@ pub fn check_json(resolved: &str) -> Result<(), String> {
 
 /// Run a resolved scenario given as JSON; the raw result, time series included.
 pub fn run(resolved: &str) -> Result<output::Raw, String> {
+    run_capturing(resolved, None)
+}
+
+/// [`run`], and with `pcap` = Some(DIR) a capture of every packet into
+/// DIR/down.pcap and DIR/up.pcap (the directory must exist; [`capture`]).
+pub fn run_capturing(resolved: &str, pcap: Option<&std::path::Path>) -> Result<output::Raw, String> {
     let sc = scenario::from_json(resolved)?;
-    Ok(world::World::new(&sc)?.run())
+    let mut w = world::World::new(&sc)?;
+    if let Some(dir) = pcap {
+        w.capture_into(dir)?;
+    }
+    w.run_checked()
 }
 
 /// Run a resolved scenario given as JSON and return the raw result as JSON.

@@ -1,6 +1,7 @@
 //! The simulated world: links, flows, probes and the event loop that moves
 //! packets between them.
 
+use crate::capture::Capture;
 use crate::event::{Event, Queue};
 use crate::link::{Link, Start};
 use crate::output::*;
@@ -77,6 +78,8 @@ pub struct World {
     packets: u64,
     last_drops: [u64; 2],
     wifi: Option<WifiLink>,
+    /// `--pcap`: every packet as it enters its direction (crate::capture).
+    capture: Option<Box<Capture>>,
 }
 
 impl World {
@@ -144,6 +147,7 @@ impl World {
             packets: 0,
             last_drops: [0; 2],
             wifi: sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?,
+            capture: None,
         };
         let mut open_per_page = vec![0u32; sc.pages.len()];
         for (i, f) in sc.flows.iter().enumerate() {
@@ -167,7 +171,22 @@ impl World {
         Ok(w)
     }
 
-    pub fn run(mut self) -> Raw {
+    /// Capture every packet into `dir/down.pcap` and `dir/up.pcap`
+    /// (crate::capture); the run then ends with [`World::run_checked`].
+    pub fn capture_into(&mut self, dir: &std::path::Path) -> Result<(), String> {
+        let flows: Vec<_> = self.flows.iter().map(|f| (&f.spec, &f.rcv.win, f.snd.ecn)).collect();
+        self.capture = Some(Box::new(Capture::create(dir, self.sc.seed, &flows, &self.sc.probes)?));
+        Ok(())
+    }
+
+    /// Run a world without a capture (which does no I/O).
+    pub fn run(self) -> Raw {
+        assert!(self.capture.is_none(), "a world with a capture runs with run_checked");
+        self.run_checked().expect("no I/O without a capture")
+    }
+
+    /// Run; with a capture, its files are complete when this returns Ok.
+    pub fn run_checked(mut self) -> Result<Raw, String> {
         let wall = Instant::now();
         let end = self.sc.duration_ns;
         while let Some((t, ev)) = self.q.pop() {
@@ -178,7 +197,12 @@ impl World {
             self.handle(ev);
         }
         self.now = end;
-        self.finish(wall.elapsed().as_secs_f64())
+        let capture = self.capture.take();
+        let raw = self.finish(wall.elapsed().as_secs_f64());
+        if let Some(c) = capture {
+            c.close()?;
+        }
+        Ok(raw)
     }
 
     fn handle(&mut self, ev: Event) {
@@ -324,6 +348,11 @@ impl World {
         self.packets += 1;
         let (dir, delay, flow, src, dst) = self.route(&p);
         let d = dir.index();
+        if self.capture.is_some() {
+            let ts_recent = if let Payload::Ack { flow, .. } = p { self.flows[flow as usize].rcv.ts_recent } else { None };
+            let (now, dscp) = (self.now, self.dscp(&p));
+            self.capture.as_mut().unwrap().record(now, dir, &p, len, dscp, ts_recent);
+        }
         let meta = PacketMeta {
             flow: flow + ((d as u64) << 40),
             src_host: src,
@@ -421,9 +450,10 @@ impl World {
 
     fn arrive(&mut self, p: Payload) {
         match p {
-            Payload::Data { flow, seq, ce, cwr, tsecr, .. } => {
+            Payload::Data { flow, seq, ce, cwr, tsval, tsecr, .. } => {
                 let fi = flow as usize;
                 let now = self.now;
+                self.flows[fi].rcv.on_tsval(seq, tsval);
                 if let Some(t) = tsecr {
                     self.flows[fi].rcv.on_tsecr(now, seq, t);
                 }
@@ -544,8 +574,9 @@ impl World {
     fn after_sender(&mut self, fi: usize) {
         let out = std::mem::take(&mut self.flows[fi].txbuf);
         let tsecr = self.flows[fi].snd.ts_recent;
+        let tsval = bloatlab_core::kernel::tcp_clock_ms(self.now);
         for tx in &out {
-            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr, tsecr };
+            let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr, tsval, tsecr };
             self.emit(p, tx.len + crate::packet::TCP_HDR);
         }
         let mut out = out;

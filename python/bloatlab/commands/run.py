@@ -27,6 +27,9 @@ def register(sub) -> None:
                    help="sim: bloatlab's TCP model in virtual time; emu: the kernel's TCP through the emulated link")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--out", metavar="DIR", help="also write summary.json and the time series (Parquet) into DIR")
+    p.add_argument("--pcap", metavar="DIR",
+                   help="also write DIR/down.pcap and DIR/up.pcap: each packet's headers as it enters the link, "
+                        "dropped ones included (both engines, the same addresses and ports; tcpdump -r, Wireshark)")
     p.set_defaults(func=main)
 
 
@@ -51,7 +54,7 @@ def main(args) -> int:
 
     if args.out:
         check_out(args.out)
-    res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args))
+    res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args), pcap=args.pcap)
     if args.out:
         res.save(args.out)
     if args.json:

@@ -123,6 +123,10 @@ pub struct Receiver {
     ece: bool,
     /// The advertised window and receive-buffer autotuning.
     pub win: RcvWindow,
+    /// `tp->rx_opt.ts_recent`: the TSval (ms) the next ACK echoes (TSecr).
+    pub ts_recent: Option<u32>,
+    /// `tp->rcv_wup` in segments: rcv_nxt when the last ACK left.
+    rcv_wup: u64,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -156,6 +160,19 @@ impl Receiver {
             ece: false,
             // a full segment arrives as one linear skb of 1500 B (the TUN of the emulator)
             win: RcvWindow::new(MSS, truesize(MSS + TCP_HDR)),
+            ts_recent: None,
+            rcv_wup: 0,
+        }
+    }
+
+    /// A data segment `seq` carries the TSval `tsval` (ms): `tcp_replace_ts_recent`
+    /// keeps it for the next ACK's echo if the segment starts at or below
+    /// the last ACK's point (RFC 7323 §4.3: a delayed ACK echoes the earliest
+    /// unacknowledged segment, a hole's filler its own time). Call before
+    /// [`Receiver::on_data`].
+    pub fn on_tsval(&mut self, seq: u64, tsval: u32) {
+        if seq <= self.rcv_wup {
+            self.ts_recent = Some(tsval);
         }
     }
 
@@ -374,6 +391,7 @@ impl Receiver {
         }
         self.ack_deadline = None;
         self.delack_at = None;
+        self.rcv_wup = self.rcv_nxt;
         AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece, wnd }
     }
 }
@@ -389,6 +407,26 @@ mod tests {
     /// Acked one by one: `quick |= 1` keeps the count at 16 while the window
     /// grows (17 -> 16 per ACK), then 16 more.
     const QUICK_PHASE: u64 = GROWING + MAX_QUICKACKS as u64;
+
+    #[test]
+    fn an_ack_echoes_the_tsval_of_the_earliest_segment_it_acknowledges_and_of_a_hole_filler() {
+        let mut r = Receiver::new(40 * NS_PER_MS);
+        for (seq, ts) in [(0, 10), (1, 11)] {
+            r.on_tsval(seq, ts);
+            r.on_data(0, seq);
+        }
+        // two segments under one ACK: the first one's time (RFC 7323 §4.3, tcp_replace_ts_recent)
+        assert_eq!((r.make_ack().ack, r.ts_recent), (2, Some(10)));
+        // segment 2 is lost; 3 arrives out of order: not newer than the ACK point, not echoed
+        r.on_tsval(3, 13);
+        r.on_data(0, 3);
+        assert_eq!(r.ts_recent, Some(10));
+        r.make_ack();
+        // the retransmission that fills the hole is
+        r.on_tsval(2, 20);
+        r.on_data(0, 2);
+        assert_eq!((r.make_ack().ack, r.ts_recent), (4, Some(20)));
+    }
 
     #[test]
     fn quick_ack_mode_acks_every_segment_while_the_window_grows_and_sixteen_more() {
