@@ -201,6 +201,11 @@ pub struct ConnView {
     /// The socket is paced (`sk_pacing_status != SK_PACING_NONE`): by its
     /// control (BBR), by `sch_fq` on the host or by `SO_MAX_PACING_RATE`.
     pub paced: bool,
+    /// `tp->tcp_wstamp_ns`: the earliest departure time (EDT) of the next
+    /// skb, ns — the last skb's departure plus its length at the pacing
+    /// rate. At or before `now` when nothing waits for a pacing slot (0 on a
+    /// new socket). BBR's `bbr_packets_in_net_at_edt` reads it.
+    pub wstamp: Nanos,
 }
 
 impl ConnView {
@@ -224,6 +229,7 @@ impl ConnView {
             pacing_shift: 10,
             lsndtime: now,
             paced: false,
+            wstamp: 0,
         }
     }
 }

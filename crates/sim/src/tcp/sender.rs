@@ -244,6 +244,7 @@ impl Sender {
             pacing_shift: PACING_SHIFT,
             lsndtime: self.lsndtime,
             paced: self.paced(),
+            wstamp: self.pacer.wstamp,
         }
     }
 

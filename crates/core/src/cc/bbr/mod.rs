@@ -84,10 +84,6 @@
 //!   `Default` uses seed 0. Same seed, same phases.
 //! - **`tp->delivered_mstamp`** (the time of the last ACK that delivered data) is
 //!   rebuilt here: it is `now` of the last hook that saw `ConnView::delivered` grow.
-//! - **Earliest departure time.** `bbr_packets_in_net_at_edt` subtracts what the
-//!   path delivers between now and the next skb's EDT (`tp->tcp_wstamp_ns`).
-//!   [`ConnView`] has no EDT, so that lag is taken as 0 (EDT = now); the rest of
-//!   the function (the extra TSO burst when probing) is kept.
 //! - **PROBE_RTT's app-limited mark.** The kernel writes
 //!   `tp->app_limited = delivered + inflight` on every PROBE_RTT ACK, so that
 //!   packets sent until that bubble is acked give app-limited samples. A control
@@ -506,11 +502,14 @@ impl Bbr {
         self.quantization_budget(c, w, bdp)
     }
 
-    /// `bbr_packets_in_net_at_edt`, with EDT = now (see module docs): the
-    /// probing phases count the TSO burst about to leave.
+    /// `bbr_packets_in_net_at_edt`: what will still be in the network when
+    /// the next skb leaves at its earliest departure time (EDT,
+    /// `tp->tcp_wstamp_ns`): in flight now, less what the path delivers at
+    /// `bw` until then; the probing phases count the TSO burst about to leave.
     fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
-        let interval_us = 0u64; // (EDT - now) in µs: unknown at this boundary
-        let interval_delivered = ((self.bbr_bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
+        let edt = c.wstamp.max(c.now);
+        let interval_us = (edt - c.now) / NS_PER_US;
+        let interval_delivered = ((self.bbr_bw() as u128 * interval_us as u128) >> BW_SCALE) as u32 as u64; // u32 in the kernel
         let mut inflight_at_edt = inflight_now;
         if self.pacing_gain > BBR_UNIT {
             inflight_at_edt += self.tso_segs_goal(c, w);

@@ -34,6 +34,8 @@ struct Drive {
     delivered: u64,
     lost: u64,
     ca_state: CaState,
+    /// `tp->tcp_wstamp_ns` the ACKs see (0: nothing waits for a pacing slot).
+    wstamp: Nanos,
 }
 
 impl Drive {
@@ -42,7 +44,7 @@ impl Drive {
         let mut b = Bbr::with_seed(seed);
         let mut w = Window::default();
         b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, delivered: 0, lost: 0, ca_state: CaState::Open }
+        Drive { b, w, now: 0, delivered: 0, lost: 0, ca_state: CaState::Open, wstamp: 0 }
     }
 
     fn view(&self, inflight: u32) -> ConnView {
@@ -53,6 +55,7 @@ impl Drive {
             srtt: RTT,
             min_rtt: RTT,
             ca_state: self.ca_state,
+            wstamp: self.wstamp,
             ..ConnView::at(self.now)
         }
     }
@@ -502,6 +505,55 @@ fn probe_phase_needs_five_quarters_bdp_in_flight_or_a_loss_and_drain_phase_ends_
     assert_eq!(d.b.cycle_index(), 1);
     d.mid(t2 + 2 * MS, 121); // prior_in_flight 122, long before min_rtt
     assert_eq!((d.b.cycle_index(), d.b.pacing_gain()), (2, 1.0));
+}
+
+#[test]
+fn phase_ends_count_what_the_path_delivers_before_the_next_departure() {
+    // bbr_packets_in_net_at_edt: the next skb may leave 1 000 µs after the ACK
+    // (tp->tcp_wstamp_ns); by then the path delivers bw * 1 000 µs =
+    // 167 772 * 1 000 >> 24 = 9 packets (9.99999, truncated).
+    let mut d = Drive::to_probe_bw(3);
+    d.at_phase(7);
+    let t0 = d.now;
+    d.mid(t0 + RTT + US, 100);
+    assert_eq!((d.b.cycle_index(), d.b.pacing_gain()), (0, 1.25));
+    // Probe target 164 as above: prior_in_flight + 12 (the burst at EDT) - 9
+    // >= 164 needs prior_in_flight 161, not 152.
+    let t1 = d.now;
+    d.wstamp = t1 + 2 * RTT + 1_000 * US;
+    d.mid(t1 + 2 * RTT, 159); // prior_in_flight 160: 160 + 12 - 9 = 163
+    assert_eq!(d.b.cycle_index(), 0);
+    d.wstamp = t1 + 2 * RTT + US + 1_000 * US;
+    d.mid(t1 + 2 * RTT + US, 160); // prior_in_flight 161: 164
+    assert_eq!((d.b.cycle_index(), d.b.pacing_gain()), (1, 0.75));
+    // Drain target 122 (one BDP + budget): prior_in_flight - 9 <= 122 ends
+    // the 3/4 phase at prior_in_flight 131, not 122.
+    let t2 = d.now;
+    d.wstamp = t2 + MS + 1_000 * US;
+    d.mid(t2 + MS, 131); // prior_in_flight 132: 123
+    assert_eq!(d.b.cycle_index(), 1);
+    d.wstamp = t2 + 2 * MS + 1_000 * US;
+    d.mid(t2 + 2 * MS, 130); // prior_in_flight 131: 122
+    assert_eq!((d.b.cycle_index(), d.b.pacing_gain()), (2, 1.0));
+    // A departure time already past counts as now (edt = max(wstamp, now)):
+    // the 3/4 phase then ends at prior_in_flight 122 exactly as without a lag.
+    let mut e = Drive::to_probe_bw(3);
+    e.at_phase(1);
+    let t3 = e.now;
+    e.wstamp = t3; // long gone by the ACK below
+    e.mid(t3 + MS, 122); // prior_in_flight 123
+    assert_eq!(e.b.cycle_index(), 1);
+    e.mid(t3 + 2 * MS, 121); // prior_in_flight 122
+    assert_eq!(e.b.cycle_index(), 2);
+    // More delivered before the EDT than is in flight: none left in the network.
+    let mut f = Drive::to_probe_bw(3);
+    f.at_phase(1);
+    let t4 = f.now;
+    f.wstamp = t4 + MS + 20 * MS; // 20 000 µs: 199 packets
+    let c = f.view(150);
+    assert_eq!(f.b.packets_in_net_at_edt(&c, &f.w, 150), 0);
+    let c = ConnView { now: t4 + MS + 19 * MS, ..c }; // 1 000 µs: 150 - 9
+    assert_eq!(f.b.packets_in_net_at_edt(&c, &f.w, 150), 141);
 }
 
 #[test]

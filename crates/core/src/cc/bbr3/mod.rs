@@ -112,8 +112,7 @@
 //!   5 ms min_rtt bound is kept. [`Bbr3::with_ecn`]`(false)` turns ECN off.
 //! - **Not modelled**: the ACK fast path (a CPU optimisation; every ACK takes
 //!   the full path), PLB (flow-label rehash), `CA_EVENT_TLP_RECOVERY` (no such
-//!   event here), `fast_ack_mode`, `sk_max_pacing_rate`; the EDT lag of
-//!   `bbr_packets_in_net_at_edt` is 0 as in [`super::bbr`].
+//!   event here), `fast_ack_mode`, `sk_max_pacing_rate`.
 //! - **Random draws** (`bbr_pick_probe_wait`) come from an RNG seeded by
 //!   [`Bbr3::with_seed`]; `Default` is seed 0.
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
@@ -593,13 +592,21 @@ impl Bbr3 {
         self.quantization_budget(c, w, bdp)
     }
 
-    /// `bbr_packets_in_net_at_edt` with EDT = now.
+    /// `bbr_packets_in_net_at_edt`: in flight now plus, when raising
+    /// inflight, the skb about to leave, less what the path delivers at `bw`
+    /// until that skb's earliest departure time (`tp->tcp_wstamp_ns`).
     fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
+        let edt = c.wstamp.max(c.now);
+        let interval_us = (edt - c.now) / NS_PER_US;
+        let interval_delivered = ((self.bbr_bw() as u64 * interval_us) >> BW_SCALE) as u32;
         let mut inflight_at_edt = inflight_now;
         if self.pacing_gain > BBR_UNIT {
             inflight_at_edt += self.tso_segs_goal(c, w);
         }
-        inflight_at_edt
+        if interval_delivered >= inflight_at_edt {
+            return 0;
+        }
+        inflight_at_edt - interval_delivered
     }
 
     /// `bbr_ack_aggregation_cwnd`.

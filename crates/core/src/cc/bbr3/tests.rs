@@ -38,6 +38,8 @@ struct Drive {
     /// (delivered, lost) at every change of lost, oldest first: what the
     /// sender's segments would have recorded as `tx.lost` when sent.
     lost_log: Vec<(u64, u64)>,
+    /// `tp->tcp_wstamp_ns` the ACKs see (0: nothing waits for a pacing slot).
+    wstamp: Nanos,
 }
 
 /// One ACK: `acked` packets delivered, a sample of `rs_delivered` packets over
@@ -58,7 +60,7 @@ impl Drive {
         let mut b = Bbr3::with_seed(seed);
         let mut w = Window::default();
         b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open, lost_log: vec![(0, 0)] }
+        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open, lost_log: vec![(0, 0)], wstamp: 0 }
     }
 
     /// Record the current (delivered, lost) if lost changed.
@@ -83,6 +85,7 @@ impl Drive {
             srtt: self.rtt,
             min_rtt: self.rtt,
             ca_state: self.ca_state,
+            wstamp: self.wstamp,
             ..ConnView::at(self.now)
         }
     }
@@ -578,6 +581,30 @@ fn down_cruises_once_inflight_is_below_the_bdp_then_refill_lasts_one_round_befor
     assert_eq!(d.b.phase(), Phase::Up);
     assert_eq!((d.b.pacing_gain(), d.b.cwnd_gain()), (1.25, 2.25));
     assert!(d.b.bw_probe_samples);
+}
+
+#[test]
+fn down_cruises_once_what_is_in_the_network_at_the_next_departure_is_below_the_bdp() {
+    // bbr_packets_in_net_at_edt: the next skb may leave 1 000 µs after the
+    // ACK (tp->tcp_wstamp_ns); by then the path delivers bw * 1 000 µs =
+    // 167 773 * 1 000 >> 24 = 10 packets, so DOWN ends at prior_in_flight
+    // 101 + 10 = 111 instead of 101.
+    let mut d = Drive::to_probe_bw(1, RTT);
+    let t = d.now;
+    d.wstamp = t + MS + 1_000 * US;
+    d.mid(t + MS, 111); // prior_in_flight 112: 102 in the network
+    assert_eq!(d.b.phase(), Phase::Down);
+    d.wstamp = t + 2 * MS + 1_000 * US;
+    d.mid(t + 2 * MS, 110); // prior_in_flight 111: 101
+    assert_eq!((d.b.phase(), d.b.pacing_gain()), (Phase::Cruise, 1.0));
+    // A departure time in the past counts as now: 101 needs prior_in_flight 101.
+    let mut e = Drive::to_probe_bw(1, RTT);
+    let t = e.now;
+    e.wstamp = t;
+    e.mid(t + MS, 101);
+    assert_eq!(e.b.phase(), Phase::Down);
+    e.mid(t + 2 * MS, 100);
+    assert_eq!(e.b.phase(), Phase::Cruise);
 }
 
 #[test]
