@@ -28,7 +28,7 @@
 //! Constants below, with units and reasons.
 
 use super::sender::Sender;
-use crate::packet::{MSS, TCP_HDR};
+use crate::packet::MSS;
 use bloatlab_core::cc::{CaState, CwndEvent, INIT_CWND};
 use bloatlab_core::time::{Nanos, NS_PER_SEC};
 
@@ -67,7 +67,13 @@ pub(super) struct Pacer {
 impl Pacer {
     /// `tcp_update_skb_after_send` for the burst just sent (one TSO skb of
     /// `burst_bytes`) at `rate` bytes/s; `pacing_on`: past the first
-    /// [`UNPACED_SEGS`] segments.
+    /// [`UNPACED_SEGS`] segments. The length paced is the skb's in the write
+    /// queue (`__tcp_transmit_skb` passes the original, `oskb`, whose len is
+    /// the payload: the TCP header is pushed on the clone that leaves), so a
+    /// socket's payload leaves at exactly its pacing rate. Linux 4.13-4.19
+    /// paced the clone, header included (`tcp_internal_pacing`); 6.x does not,
+    /// and the kernel here sends at 1.0000-1.0002 x `tcpi_pacing_rate` in
+    /// payload (BBR's cruise phases, fidelity 03, pcap against `ss -tin`).
     pub fn end_burst(&mut self, now: Nanos, rate: u64, pacing_on: bool) {
         let bytes = std::mem::take(&mut self.burst_bytes);
         self.burst_left = 0;
@@ -77,8 +83,7 @@ impl Pacer {
         let prior = self.wstamp;
         self.wstamp = self.wstamp.max(now);
         if rate > 0 && pacing_on {
-            let skb_len = bytes + (TCP_HDR - 20) as u64; // payload + one TCP header, as skb->len then
-            let mut len_ns = skb_len * NS_PER_SEC / rate;
+            let mut len_ns = bytes * NS_PER_SEC / rate; // oskb->len: the payload
             let credit = self.wstamp - prior;
             len_ns -= (len_ns / 2).min(credit);
             self.wstamp += len_ns;
@@ -367,11 +372,11 @@ mod tests {
     use bloatlab_core::time::NS_PER_MS;
 
     #[test]
-    fn the_next_burst_leaves_its_length_at_the_pacing_rate_later() {
-        // 8 segments + one 32-byte TCP header extension at 12.5 MB/s: 11 616 B / 12.5 MB/s = 929 280 ns
+    fn the_next_burst_leaves_its_payload_at_the_pacing_rate_later() {
+        // 8 segments of payload (the write queue's skb, no header) at 12.5 MB/s: 11 584 B / 12.5 MB/s = 926 720 ns
         let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 3, burst_bytes: 8 * 1448 };
         p.end_burst(NS_PER_MS, 12_500_000, true);
-        assert_eq!((p.wstamp, p.burst_left, p.burst_bytes), (NS_PER_MS + 929_280, 0, 0));
+        assert_eq!((p.wstamp, p.burst_left, p.burst_bytes), (NS_PER_MS + 926_720, 0, 0));
     }
 
     #[test]
@@ -379,11 +384,11 @@ mod tests {
         // idle 100 µs since the planned departure: the gap shrinks by 100 µs
         let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 0, burst_bytes: 8 * 1448 };
         p.end_burst(NS_PER_MS + 100_000, 12_500_000, true);
-        assert_eq!(p.wstamp, NS_PER_MS + 100_000 + 929_280 - 100_000);
+        assert_eq!(p.wstamp, NS_PER_MS + 100_000 + 926_720 - 100_000);
         // idle 10 ms: at most half of it
         let mut p = Pacer { wstamp: NS_PER_MS, burst_left: 0, burst_bytes: 8 * 1448 };
         p.end_burst(11 * NS_PER_MS, 12_500_000, true);
-        assert_eq!(p.wstamp, 11 * NS_PER_MS + 929_280 / 2);
+        assert_eq!(p.wstamp, 11 * NS_PER_MS + 926_720 / 2);
     }
 
     #[test]

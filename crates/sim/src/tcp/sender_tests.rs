@@ -210,8 +210,8 @@ fn a_paced_sender_sends_tso_bursts_of_one_ms_of_data_and_paces_between_them() {
     let mut out = Vec::new();
     s.transmit(0, &mut out);
     assert_eq!(out.len(), 8, "one burst, back to back");
-    // the next burst may leave 8 × 1448 + 32 B at 12.5 MB/s later, minus up to half as idle credit (none here)
-    assert_eq!(s.pacing_wakeup(0), Some((8 * 1448 + 32) * NS_PER_SEC / 12_500_000));
+    // the next burst may leave 8 × 1448 B (its payload) at 12.5 MB/s later, minus up to half as idle credit (none here)
+    assert_eq!(s.pacing_wakeup(0), Some(8 * 1448 * NS_PER_SEC / 12_500_000));
     out.clear();
     s.transmit(s.pacer.wstamp - 1, &mut out);
     assert!(out.is_empty());
@@ -465,9 +465,9 @@ fn a_lost_segment_whose_burst_mate_was_sacked_is_retransmitted_alone_then_paced(
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!(s.sb.lost_out, 3);
     assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(4, true)]);
-    // its successor leaves (1448 + 32) B at 2.5 MB/s later, minus up to half as credit
+    // its successor leaves 1448 B (its payload) at 2.5 MB/s later, minus up to half as credit
     let next = s.pacing_wakeup(at).expect("paced");
-    assert!(next > at && next <= at + (1448 + 32) * NS_PER_SEC / 2_500_000);
+    assert!(next > at && next <= at + 1448 * NS_PER_SEC / 2_500_000);
     let mut out = Vec::new();
     s.transmit(next - 1, &mut out);
     assert!(out.is_empty());
