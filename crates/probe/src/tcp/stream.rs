@@ -202,6 +202,10 @@ pub fn run_sender(
     let buf = vec![0x5au8; BUF];
     let deadline = duration_ns.map(|d| s.start_mono.saturating_add(d));
     let mut out = Outcome::default();
+    // The series' first sample, before any data: the sampler thread may first run after a short
+    // transfer has ended (2 MB over loopback takes about a millisecond), which left a series of
+    // one sample, the final one (tests/tcp.rs failed so on a quiet machine, 2026-11-23).
+    s.sample();
     let mut w = 0u64;
     let mut halted = false;
     // the test's time is up (not its byte count, not a stop): the acks get a grace only
