@@ -97,12 +97,8 @@ impl VnetHdr {
 /// to 16 bits, not complemented: what Linux stores in a `CHECKSUM_PARTIAL`
 /// TCP/UDP header (`~csum_tcpudp_magic(saddr, daddr, len, proto, 0)`).
 pub fn pseudo_sum(ip: &[u8], proto: u8, l4_len: usize) -> u16 {
-    let w = |i: usize| u16::from_be_bytes([ip[i], ip[i + 1]]) as u32;
-    let mut s = w(12) + w(14) + w(16) + w(18) + proto as u32 + l4_len as u32;
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
-    }
-    s as u16
+    use bloatlab_schema::wire::{fold_sum, pseudo_header_sum};
+    fold_sum(pseudo_header_sum(&ip[12..16], &ip[16..20], proto, l4_len))
 }
 
 fn ihl_of(p: &[u8]) -> Option<usize> {

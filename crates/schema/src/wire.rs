@@ -99,6 +99,7 @@ pub struct Tcp<'a> {
 
 /// RFC 1071: the 16-bit ones'-complement sum of `b` (odd length padded
 /// with a zero byte) added to `sum`, not yet folded.
+#[inline]
 fn sum16(mut sum: u32, b: &[u8]) -> u32 {
     let mut c = b.chunks_exact(2);
     for w in &mut c {
@@ -110,12 +111,27 @@ fn sum16(mut sum: u32, b: &[u8]) -> u32 {
     sum
 }
 
-/// Fold a ones'-complement sum to 16 bits and complement it.
-fn fold(mut sum: u32) -> u16 {
+/// Fold a ones'-complement sum to 16 bits, not complemented (what Linux
+/// stores in a `CHECKSUM_PARTIAL` header for the pseudo-header).
+#[inline]
+pub fn fold_sum(mut sum: u32) -> u16 {
     while sum >> 16 != 0 {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    !(sum as u16)
+    sum as u16
+}
+
+/// Fold a ones'-complement sum to 16 bits and complement it.
+fn fold(sum: u32) -> u16 {
+    !fold_sum(sum)
+}
+
+/// The IPv4 pseudo-header's ones'-complement sum (RFC 9293 §3.1) for a
+/// transport segment of `len` bytes from `src` to `dst` (4 bytes each), not
+/// yet folded.
+#[inline]
+pub fn pseudo_header_sum(src: &[u8], dst: &[u8], proto: u8, len: usize) -> u32 {
+    sum16(sum16(0, src), dst) + proto as u32 + len as u32
 }
 
 /// The Internet checksum of `b` (a header with its checksum field zeroed
@@ -158,8 +174,7 @@ impl Ipv4 {
 
     /// The transport checksum's pseudo-header sum for a segment of `len` bytes.
     fn pseudo_sum(&self, len: usize) -> u32 {
-        let s = sum16(sum16(0, &self.src), &self.dst);
-        s + self.proto as u32 + len as u32
+        pseudo_header_sum(&self.src, &self.dst, self.proto, len)
     }
 }
 
