@@ -21,7 +21,8 @@
 //!   flags SYN, SYN-ACK (ECE|CWR and ECE with ECN), ACK, PSH on the request,
 //!   ECE and CWR as the model sets them; the window field the model
 //!   advertises (`rcvwin.rs`, scale 12; the data sender, which receives no
-//!   data, keeps the window it offered first); options: MSS 1460,
+//!   data, keeps the window it offered first; the SYN offers 64 240 and the
+//!   SYN-ACK 65 160 bytes, as Linux quantizes them); options: MSS 1460,
 //!   SACK-permitted and window scale on SYNs, timestamps (TSval and TSecr
 //!   from the model's TCP clock, `core::kernel::tcp_clock_ms`) on every
 //!   segment, the ACK's SACK/D-SACK blocks in bytes; a checksum valid for a
@@ -67,8 +68,8 @@ struct Conn {
     ecn: bool,
     isn: [u32; 2],
     ip_id: [u16; 2],
-    /// The window of the SYN and SYN-ACK (unscaled), bytes.
-    syn_window: u16,
+    /// The window of the SYN and of the SYN-ACK (unscaled), bytes.
+    syn_window: [u16; 2],
     /// The window field after the handshake of an end that has received nothing.
     idle_window: u16,
     wscale: u8,
@@ -133,7 +134,7 @@ impl Capture {
                     ecn,
                     isn,
                     ip_id,
-                    syn_window: win.initial().min(u16::MAX as u32) as u16,
+                    syn_window: [SYN_MSS as u32, MSS].map(|m| RcvWindow::select_initial_window(m).min(u16::MAX as u32) as u16),
                     idle_window: (w >> win.wscale) as u16,
                     wscale: win.wscale as u8,
                 }
@@ -231,7 +232,7 @@ impl Capture {
                     ts,
                     ..Default::default()
                 };
-                let syn = Tcp { mss: Some(SYN_MSS), sack_permitted: true, wscale: Some(c.wscale), window: c.syn_window, ..base };
+                let syn = Tcp { mss: Some(SYN_MSS), sack_permitted: true, wscale: Some(c.wscale), window: c.syn_window[end], ..base };
                 let t = match seg.kind {
                     Ctl::Syn => Tcp { seq: cl, flags: wire::SYN | if c.ecn { wire::ECE | wire::CWR } else { 0 }, ..syn },
                     Ctl::SynAck => Tcp {

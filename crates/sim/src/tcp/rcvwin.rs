@@ -147,12 +147,8 @@ impl RcvWindow {
     pub fn new(advmss: u32, truesize: u32) -> RcvWindow {
         let ratio = DEFAULT_SCALING_RATIO;
         let rcvbuf = RMEM_DEFAULT;
-        // tcp_select_initial_window: no clamp set, so the largest scaled window.
         let mut clamp = 65_535u64 << MAX_WSCALE;
-        let mut space = (win_from_space(ratio, rcvbuf as i64) as u64).min(clamp);
-        if space > advmss as u64 {
-            space -= space % advmss as u64; // quantized to whole MSS
-        }
+        let space = RcvWindow::select_initial_window(advmss) as u64;
         let rcv_wnd = space as u32;
         let scale_space = space.max(RMEM_MAX).max(CORE_RMEM_MAX).min(clamp);
         let wscale = (scale_space.ilog2().saturating_sub(15)).min(MAX_WSCALE);
@@ -186,6 +182,22 @@ impl RcvWindow {
             rtt_us8: 0,
             last_tsecr: None,
         }
+    }
+
+    /// `tcp_select_initial_window` for a fresh socket (`tcp_rmem[1]`, the
+    /// default ratio, no clamp set: the largest scaled window), its space
+    /// rounded down to whole `mss`: the window a SYN or SYN-ACK offers.
+    /// The active opener quantizes by its advmss (1460: `tcp_connect_init`,
+    /// no timestamp seen yet), the passive one by the MSS less the timestamp
+    /// option (1448: `tcp_openreq_init_rwin`); so Linux's SYN offers 64 240
+    /// bytes and its SYN-ACK 65 160.
+    pub fn select_initial_window(mss: u32) -> u32 {
+        let clamp = 65_535u64 << MAX_WSCALE;
+        let mut space = (win_from_space(DEFAULT_SCALING_RATIO, RMEM_DEFAULT as i64) as u64).min(clamp);
+        if space > mss as u64 {
+            space -= space % mss as u64; // quantized to whole MSS
+        }
+        space as u32
     }
 
     /// The window the handshake offered (unscaled, in the SYN or SYN-ACK).
@@ -406,6 +418,8 @@ mod tests {
         let w = fresh();
         // 131 072 B at 50 % = 65 536, rounded down to whole MSS: 45 x 1448
         assert_eq!(w.initial(), 65_160);
+        // the active opener's SYN quantizes by 1460 (as this machine's kernel offers in its captures)
+        assert_eq!(RcvWindow::select_initial_window(1460), 64_240);
         // ilog2(134 217 728) - 15 = 12
         assert_eq!(w.wscale, 12);
         // tcp_init_buffer_space: 65 536 less one reserved MSS
