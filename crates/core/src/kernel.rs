@@ -71,6 +71,17 @@ pub fn after(a: u32, b: u32) -> bool {
     (b.wrapping_sub(a) as i32) < 0
 }
 
+/// `tcp_paws_check(rx_opt, 0)`: a TSval `tsval` may replace `ts_recent`
+/// unless it is older (RFC 7323 §5.3); none yet, or 0 (an OS that sends 0
+/// in its SYN), always gives way. (The 24-day expiry of an idle
+/// `ts_recent`, `TCP_PAWS_WRAP`, is left out: no run lasts that long.)
+pub fn tcp_paws_check(ts_recent: Option<u32>, tsval: u32) -> bool {
+    match ts_recent {
+        None | Some(0) => true,
+        Some(r) => r.wrapping_sub(tsval) as i32 <= 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,7 +46,7 @@
 use super::rcvwin::RcvWindow;
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
-use bloatlab_core::kernel::{jiffies32, usecs_to_jiffies, HZ, NS_PER_JIFFY};
+use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 
 /// `TCP_MAX_QUICKACKS`: segments acked at once when quick-ACK mode starts.
@@ -172,7 +172,7 @@ impl Receiver {
     /// is not older than the one kept (`tcp_paws_check`, RFC 7323 §5.3).
     /// Call before [`Receiver::on_data`].
     pub fn on_tsval(&mut self, seq: u64, tsval: u32) {
-        if seq <= self.rcv_wup && super::undo::paws_check(self.ts_recent, tsval) {
+        if seq <= self.rcv_wup && tcp_paws_check(self.ts_recent, tsval) {
             self.ts_recent = Some(tsval);
         }
     }

@@ -297,7 +297,7 @@ impl Sender {
         }
         // tcp_replace_ts_recent: the ACK's sequence number (the receiver's
         // snd_nxt) is never after rcv_wup here, so only tcp_paws_check(0) decides
-        if super::undo::paws_check(self.ts_recent, tsval) {
+        if bloatlab_core::kernel::tcp_paws_check(self.ts_recent, tsval) {
             self.ts_recent = Some(tsval);
         }
         if ack > self.sb.una || wnd as u64 > self.snd_wnd {

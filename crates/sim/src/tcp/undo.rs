@@ -198,17 +198,6 @@ pub(super) fn tsopt_ecr_before(tsecr: Option<u32>, when: u32) -> bool {
     tsecr.is_some_and(|e| e != 0 && after(when, e))
 }
 
-/// `tcp_paws_check(rx_opt, 0)`: a TSval `tsval` may replace `ts_recent`
-/// unless it is older (RFC 7323 §5.3); none yet, or 0 (an OS that sends 0
-/// in its SYN), always gives way. (The 24-day expiry of an idle
-/// `ts_recent`, `TCP_PAWS_WRAP`, never comes in a simulated run.)
-pub(super) fn paws_check(ts_recent: Option<u32>, tsval: u32) -> bool {
-    match ts_recent {
-        None | Some(0) => true,
-        Some(r) => r.wrapping_sub(tsval) as i32 <= 0,
-    }
-}
-
 impl Sender {
     /// `tcp_any_retrans_done`: a retransmission is in flight, or the head
     /// segment was ever retransmitted.
