@@ -13,8 +13,8 @@
 //! `tcp_try_undo_dsack`, `tcp_try_undo_loss`, `tcp_try_undo_partial`,
 //! `tcp_process_loss` (F-RTO, RFC 5682 §3.1, the SACK-enhanced version, with
 //! `sysctl_tcp_frto` = 2, its default), `tcp_xmit_recovery`'s `REXMIT_NEW`
-//! and `REXMIT_NONE`, `tcp_paws_check` / `tcp_replace_ts_recent`
-//! (RFC 7323 §5.3, for `ts_recent`); `net/ipv4/tcp_output.c`
+//! and `REXMIT_NONE`, `tcp_replace_ts_recent` (RFC 7323 §5.3, for
+//! `ts_recent`, with `core::kernel::tcp_paws_check`); `net/ipv4/tcp_output.c`
 //! `tcp_retransmit_skb` (`undo_retrans`, and `retrans_stamp` = the send time
 //! of the first retransmission, `tcp_skb_timestamp_ts`).
 //!
