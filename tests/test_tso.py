@@ -18,12 +18,17 @@ TWO_BBR = {"name": "tso", "duration": "20s", "link": {"down": {"rate": "100Mbit"
 
 def test_bursts_overflow_a_one_bdp_buffer_more_often_at_the_same_goodput():
     # Two BBR flows at 100 Mbit/s send 8-segment bursts (1 ms at 12.5 MB/s, tcp_tso_autosize) back to back:
-    # the buffer overflows more often than with one paced segment at a time. Measured 2026-11-23:
-    # drops 5204 with bursts, 4213 without; goodput 94.0 and 93.8 Mbit/s.
-    on = bloatlab.run(TWO_BBR).summary
-    off = bloatlab.run(TWO_BBR, set={"flow.0.tso": False}).summary
-    assert on["total_goodput_mbps"] == pytest.approx(off["total_goodput_mbps"], rel=0.02)
-    assert on["links"]["down"]["drops"] > 1.1 * off["links"]["down"]["drops"]
+    # the buffer overflows more often than with one paced segment at a time. Two BBR flows' drops swing
+    # with the seed (2026-11-24, seeds 1/2/3 with bursts: 5477/3908/5684, without: 5150/3563/2835), so
+    # the drops of three seeds are summed: 15069 against 11548.
+    on_drops = off_drops = 0
+    for seed in (1, 2, 3):
+        on = bloatlab.run({**TWO_BBR, "seed": seed}).summary
+        off = bloatlab.run({**TWO_BBR, "seed": seed}, set={"flow.0.tso": False}).summary
+        assert on["total_goodput_mbps"] == pytest.approx(off["total_goodput_mbps"], rel=0.02)
+        on_drops += on["links"]["down"]["drops"]
+        off_drops += off["links"]["down"]["drops"]
+    assert on_drops > 1.1 * off_drops
 
 
 def test_tso_is_a_boolean():

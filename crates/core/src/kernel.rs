@@ -39,6 +39,22 @@ pub fn tcp_clock_ms(now: Nanos) -> u32 {
     (now / crate::time::NS_PER_MS) as u32
 }
 
+/// `tcp_rtt_tsopt_us` (v6.18): the RTT, µs, that a timestamp echo `tsecr`
+/// (ms) received at `now` measures, in whole milliseconds; an echo of this
+/// very millisecond counts `min_delta` ms (the sender's estimator passes 1,
+/// the receiver's autotuning 0: no sample). None for an echo from the
+/// future or older than `INT_MAX / 1000` ms.
+pub fn tcp_rtt_tsopt_us(now: Nanos, tsecr: u32, min_delta: u32) -> Option<u32> {
+    let mut delta = tcp_clock_ms(now).wrapping_sub(tsecr);
+    if delta >= i32::MAX as u32 / 1000 {
+        return None;
+    }
+    if delta == 0 {
+        delta = min_delta;
+    }
+    Some(delta * 1000)
+}
+
 /// `msecs_to_jiffies`: rounds up (HZ divides 1000).
 pub fn msecs_to_jiffies(ms: u32) -> u32 {
     (ms as u64 * HZ as u64).div_ceil(1000) as u32
@@ -55,9 +71,29 @@ pub fn after(a: u32, b: u32) -> bool {
     (b.wrapping_sub(a) as i32) < 0
 }
 
+/// `tcp_paws_check(rx_opt, 0)`: a TSval `tsval` may replace `ts_recent`
+/// unless it is older (RFC 7323 §5.3); none yet, or 0 (an OS that sends 0
+/// in its SYN), always gives way. (The 24-day expiry of an idle
+/// `ts_recent`, `TCP_PAWS_WRAP`, is left out: no run lasts that long.)
+pub fn tcp_paws_check(ts_recent: Option<u32>, tsval: u32) -> bool {
+    match ts_recent {
+        None | Some(0) => true,
+        Some(r) => r.wrapping_sub(tsval) as i32 <= 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_rtt_counts_whole_milliseconds_and_a_same_millisecond_echo_as_min_delta() {
+        // sent at 20.9 ms (TSval 20), echo back at 41.2 ms: 21 ms, though 20.3 ms passed
+        assert_eq!(tcp_rtt_tsopt_us(41_200_000, 20, 1), Some(21_000));
+        assert_eq!(tcp_rtt_tsopt_us(20_999_999, 20, 1), Some(1_000));
+        assert_eq!(tcp_rtt_tsopt_us(20_999_999, 20, 0), Some(0));
+        assert_eq!(tcp_rtt_tsopt_us(20_000_000, 21, 1), None, "an echo from the future");
+    }
 
     #[test]
     fn jiffies_start_five_minutes_before_the_u32_wrap_and_tick_every_4_ms() {

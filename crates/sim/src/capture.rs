@@ -152,9 +152,8 @@ impl Capture {
     }
 
     /// Record packet `p` of `len` wire bytes entering direction `dir` at
-    /// `now`. `dscp`: its flow's or probe's; `ts_recent`: for an ACK, the
-    /// TSval its receiver echoes.
-    pub fn record(&mut self, now: Nanos, dir: Direction, p: &Payload, len: u32, dscp: u8, ts_recent: Option<u32>) {
+    /// `now`. `dscp`: its flow's or probe's.
+    pub fn record(&mut self, now: Nanos, dir: Direction, p: &Payload, len: u32, dscp: u8) {
         if self.error.is_some() {
             return;
         }
@@ -199,7 +198,7 @@ impl Capture {
                 t.write(&ip, &mut self.buf);
                 debug_assert_eq!(self.buf.len() as u32 + payload, len);
             }
-            Payload::Ack { flow, ack, sack: blocks, nsack, ece, wnd, tsval, .. } => {
+            Payload::Ack { flow, ack, sack: blocks, nsack, ece, wnd, tsval, tsecr, .. } => {
                 let c = &mut self.conns[flow as usize];
                 let base = c.data_base();
                 for (o, b) in sack.iter_mut().zip(&blocks[..nsack as usize]) {
@@ -213,7 +212,7 @@ impl Capture {
                     ack: base.wrapping_add(c.data_bytes(ack)),
                     flags: wire::ACK | if ece { wire::ECE } else { 0 },
                     window: (wnd >> c.wscale).min(u16::MAX as u32) as u16,
-                    ts: Some((tsval, ts_recent.unwrap_or(0))),
+                    ts: Some((tsval, tsecr.unwrap_or(0))),
                     sack: &sack[..nsack as usize],
                     ..Default::default()
                 };
@@ -317,11 +316,11 @@ mod tests {
         let mut c = Capture::create(&dir, 7, &[(&flow, &rcv.win, true)], &[]).unwrap();
         let isn = c.conns[0].isn;
         let data = Payload::Data { flow: 0, seq: 2, len: 104, ect: true, ce: false, cwr: true, tsval: 500, tsecr: Some(480) };
-        c.record(2_000_000, Direction::Down, &data, 104 + TCP_HDR, 46, None);
+        c.record(2_000_000, Direction::Down, &data, 104 + TCP_HDR, 46);
         let mut sack = [SackBlock::default(); crate::packet::MAX_SACK_BLOCKS];
         sack[0] = SackBlock { start: 2, end: 3 };
-        let ack = Payload::Ack { flow: 0, ack: 1, sack, nsack: 1, dsack: false, ece: true, wnd: 3 << 12, tsval: 520 };
-        c.record(3_000_000, Direction::Up, &ack, TCP_HDR + 12, 46, Some(500));
+        let ack = Payload::Ack { flow: 0, ack: 1, sack, nsack: 1, dsack: false, ece: true, wnd: 3 << 12, tsval: 520, tsecr: Some(500) };
+        c.record(3_000_000, Direction::Up, &ack, TCP_HDR + 12, 46);
         c.close().unwrap();
         let down = records(&dir.join("down.pcap"));
         let up = records(&dir.join("up.pcap"));

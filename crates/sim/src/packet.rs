@@ -28,8 +28,10 @@ pub enum Payload {
     Data { flow: u32, seq: u64, len: u32, ect: bool, ce: bool, cwr: bool, tsval: u32, tsecr: Option<u32> },
     /// A TCP ACK of `flow` (receiver → sender): cumulative `ack` (next
     /// expected segment) and SACK blocks, the first one a D-SACK if `dsack`;
-    /// `wnd` the advertised window (bytes), `tsval` its timestamp (ms).
-    Ack { flow: u32, ack: u64, sack: [SackBlock; MAX_SACK_BLOCKS], nsack: u8, dsack: bool, ece: bool, wnd: u32, tsval: u32 },
+    /// `wnd` the advertised window (bytes), `tsval` its timestamp (ms),
+    /// `tsecr` the TSval (ms) it echoes (the receiver's `ts_recent`; None
+    /// before any data arrived).
+    Ack { flow: u32, ack: u64, sack: [SackBlock; MAX_SACK_BLOCKS], nsack: u8, dsack: bool, ece: bool, wnd: u32, tsval: u32, tsecr: Option<u32> },
     /// A UDP echo request of probe `probe` (client → echo server).
     /// A segment of the handshake or the request (tcp/handshake.rs).
     Ctl { flow: u32, seg: crate::tcp::handshake::CtlSeg },

@@ -349,9 +349,8 @@ impl World {
         let (dir, delay, flow, src, dst) = self.route(&p);
         let d = dir.index();
         if self.capture.is_some() {
-            let ts_recent = if let Payload::Ack { flow, .. } = p { self.flows[flow as usize].rcv.ts_recent } else { None };
             let (now, dscp) = (self.now, self.dscp(&p));
-            self.capture.as_mut().unwrap().record(now, dir, &p, len, dscp, ts_recent);
+            self.capture.as_mut().unwrap().record(now, dir, &p, len, dscp);
         }
         let meta = PacketMeta {
             flow: flow + ((d as u64) << 40),
@@ -476,11 +475,11 @@ impl World {
                 }
                 self.check_client_has_all(fi);
             }
-            Payload::Ack { flow, ack, sack, nsack, dsack, ece, wnd, tsval } => {
+            Payload::Ack { flow, ack, sack, nsack, dsack, ece, wnd, tsval, tsecr } => {
                 let fi = flow as usize;
                 let now = self.now;
                 let fl = &mut self.flows[fi];
-                fl.snd.on_window(ack, wnd, tsval);
+                fl.snd.on_window(ack, wnd, tsval, tsecr);
                 let mut out = std::mem::take(&mut fl.txbuf);
                 fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut out);
                 fl.txbuf = out;
@@ -525,7 +524,8 @@ impl World {
     fn send_ack(&mut self, fi: usize) {
         let a = self.flows[fi].rcv.make_ack();
         let tsval = bloatlab_core::kernel::tcp_clock_ms(self.now);
-        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece, wnd: a.wnd, tsval };
+        let tsecr = self.flows[fi].rcv.ts_recent;
+        let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece, wnd: a.wnd, tsval, tsecr };
         let len = p.wire_len();
         self.emit(p, len);
     }

@@ -211,7 +211,14 @@ impl Sender {
 
     /// `tcp_xmit_recovery` after an ACK: F-RTO's `REXMIT_NEW` sends new
     /// data only; if none went out, F-RTO ends and lost segments go as usual.
+    /// `REXMIT_NONE` (a partial ACK that `tcp_try_undo_partial` held):
+    /// only new data (`tcp_data_snd_check`).
     pub(super) fn xmit_recovery(&mut self, now: Nanos, out: &mut Vec<Tx>) {
+        if self.undo.rexmit_none {
+            self.transmit(now, out);
+            self.undo.rexmit_none = false;
+            return;
+        }
         if self.undo.rexmit_new {
             self.transmit(now, out);
             self.undo.rexmit_new = false;
@@ -274,7 +281,7 @@ impl Sender {
             if self.in_flight() >= self.w.cwnd {
                 return (sent_new, true);
             }
-            let lost = if self.undo.rexmit_new { None } else { self.sb.lost_q.first().copied() };
+            let lost = if self.undo.rexmit_new || self.undo.rexmit_none { None } else { self.sb.lost_q.first().copied() };
             if let Some(seq) = lost {
                 let sent_at = self.sb.seg(seq).tx_time;
                 if paced && skb.is_some() && skb != Some(Skb::Retrans { next: seq, sent_at }) {
@@ -283,7 +290,7 @@ impl Sender {
                 }
                 self.sb.retransmit_next_lost();
                 self.retrans_segs += 1;
-                self.undo.on_retransmit();
+                self.undo.on_retransmit(bloatlab_core::kernel::tcp_clock_ms(now));
                 if self.ca_state >= CaState::Cwr {
                     self.prr.out += 1;
                 }

@@ -62,7 +62,7 @@
 //! (Linux: at connection establishment, the same instant for an upload and
 //! one round earlier for a download).
 
-use bloatlab_core::kernel::tcp_clock_ms;
+use bloatlab_core::kernel::tcp_rtt_tsopt_us;
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `TCP_RMEM_TO_WIN_SCALE`: `scaling_ratio` is payload/truesize in 1/256.
@@ -233,11 +233,10 @@ impl RcvWindow {
             return;
         }
         self.last_tsecr = Some(tsecr);
-        let delta_ms = tcp_clock_ms(now).wrapping_sub(tsecr);
-        if delta_ms == 0 || delta_ms > i32::MAX as u32 / 1000 {
-            return; // zero samples are no samples; an echo from the future is none either
+        // zero samples are no samples; an echo from the future is none either
+        if let Some(us) = tcp_rtt_tsopt_us(now, tsecr, 0).filter(|&us| us > 0) {
+            self.rtt_update(us);
         }
-        self.rtt_update(delta_ms * 1000);
     }
 
     /// `tcp_rcv_rtt_update(sample, win_dep = 0)` with an empty receive

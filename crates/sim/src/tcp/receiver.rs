@@ -46,7 +46,7 @@
 use super::rcvwin::RcvWindow;
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
-use bloatlab_core::kernel::{jiffies32, usecs_to_jiffies, HZ, NS_PER_JIFFY};
+use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 
 /// `TCP_MAX_QUICKACKS`: segments acked at once when quick-ACK mode starts.
@@ -168,10 +168,11 @@ impl Receiver {
     /// A data segment `seq` carries the TSval `tsval` (ms): `tcp_replace_ts_recent`
     /// keeps it for the next ACK's echo if the segment starts at or below
     /// the last ACK's point (RFC 7323 §4.3: a delayed ACK echoes the earliest
-    /// unacknowledged segment, a hole's filler its own time). Call before
-    /// [`Receiver::on_data`].
+    /// unacknowledged segment, a hole's filler its own time) and its TSval
+    /// is not older than the one kept (`tcp_paws_check`, RFC 7323 §5.3).
+    /// Call before [`Receiver::on_data`].
     pub fn on_tsval(&mut self, seq: u64, tsval: u32) {
-        if seq <= self.rcv_wup {
+        if seq <= self.rcv_wup && tcp_paws_check(self.ts_recent, tsval) {
             self.ts_recent = Some(tsval);
         }
     }
@@ -426,6 +427,24 @@ mod tests {
         r.on_tsval(2, 20);
         r.on_data(0, 2);
         assert_eq!((r.make_ack().ack, r.ts_recent), (4, Some(20)));
+    }
+
+    #[test]
+    fn an_older_tsval_never_replaces_ts_recent_even_at_the_ack_point() {
+        // tcp_paws_check(rx_opt, 0): a delayed original (TSval 10) arriving
+        // after its retransmission (TSval 20) was echoed leaves the echo at 20
+        let mut r = Receiver::new(40 * NS_PER_MS);
+        r.on_tsval(0, 20);
+        r.on_data(0, 0);
+        assert_eq!((r.make_ack().ack, r.ts_recent), (1, Some(20)));
+        r.on_tsval(1, 10);
+        assert_eq!(r.ts_recent, Some(20));
+        // the same millisecond is not older; and the 32-bit clock wraps
+        r.on_tsval(1, 20);
+        assert_eq!(r.ts_recent, Some(20));
+        r.ts_recent = Some(u32::MAX - 1);
+        r.on_tsval(1, 2);
+        assert_eq!(r.ts_recent, Some(2));
     }
 
     #[test]

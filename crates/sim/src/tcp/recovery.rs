@@ -86,6 +86,8 @@ impl Sender {
     /// `tcp_enter_recovery` (via `tcp_init_cwnd_reduction`); `ece`: the
     /// ACK echoed CE (then there is no ssthresh to restore on undo).
     pub(super) fn enter_recovery(&mut self, now: Nanos, ece: bool) {
+        // start the clock with our fast retransmit, for undo
+        self.retrans_stamp_cleanup();
         self.undo.prior_ssthresh = 0;
         let tlp_retrans_in_flight = self.tlp_high_seq.is_some() && self.tlp_retrans;
         self.undo.init(self.sb.una, self.sb.retrans_out, tlp_retrans_in_flight);
@@ -142,9 +144,11 @@ impl Sender {
         }
     }
 
-    /// `tcp_try_to_open`: an ECE starts a CWR episode (`tcp_enter_cwr`);
+    /// `tcp_try_to_open`: `retrans_stamp` cleared if nothing is
+    /// retransmitted; an ECE starts a CWR episode (`tcp_enter_cwr`);
     /// otherwise Open or Disorder.
     pub(super) fn try_to_open(&mut self, now: Nanos, ece: bool) {
+        self.retrans_stamp_cleanup();
         if ece {
             self.enter_cwr(now);
         }
@@ -155,7 +159,7 @@ impl Sender {
 
     /// `tcp_try_keep_open`.
     pub(super) fn try_keep_open(&mut self, now: Nanos) {
-        let state = if self.sb.sacked_out + self.sb.lost_out > 0 || self.sb.retrans_out > 0 {
+        let state = if self.sb.sacked_out + self.sb.lost_out > 0 || self.any_retrans_done() {
             CaState::Disorder
         } else {
             CaState::Open
@@ -199,7 +203,9 @@ impl Sender {
     /// `tcp_fastretrans_alert`: leave an episode that `high_seq` ended, run
     /// RACK, and enter recovery if it found a loss (or CWR on an ECN echo).
     pub(super) fn fastretrans_alert(&mut self, now: Nanos, ece: bool, a: &mut AckState) {
-        if self.ca_state != CaState::Open && self.sb.una >= self.high_seq {
+        if self.ca_state == CaState::Open {
+            self.undo.retrans_stamp = None;
+        } else if self.sb.una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr => {
                     if self.sb.una != self.high_seq {
@@ -216,8 +222,11 @@ impl Sender {
         }
         match self.ca_state {
             CaState::Recovery => {
+                if self.sb.una > a.prior_una && self.try_undo_partial(now) {
+                    return;
+                }
                 if self.try_undo_dsack(now) {
-                    self.try_to_open(now, ece);
+                    self.try_keep_open(now);
                 }
                 self.rack_mark_lost(now);
                 if matches!(self.timer, Some((_, TimerKind::Reo))) {

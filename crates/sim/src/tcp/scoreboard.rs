@@ -3,8 +3,11 @@
 //! Source: Linux v6.x `net/ipv4/tcp_input.c`: `tcp_sacktag_write_queue` /
 //! `tcp_sacktag_one` (a SACKed segment is no longer LOST nor in flight as a
 //! retransmission, and counts as delivered), `tcp_clean_rtt_queue` (free what
-//! the cumulative ACK covers, collect the RTT samples of Karn's rule),
-//! `tcp_ack_update_rtt` (the RTT estimator and the min-RTT filter),
+//! the cumulative ACK covers, collect the RTT samples of Karn's rule; RACK
+//! skips a retransmission acked with an older echo, `tcp_skb_spurious_retrans`),
+//! `tcp_ack_update_rtt` (the RTT estimator and the min-RTT filter; v6.18:
+//! with no Karn sample, an ACK that advanced snd_una times its timestamp
+//! echo, `tcp_rtt_tsopt_us(tp, 1)`, whole ms, an echo of this ms as 1 ms),
 //! `tcp_mark_skb_lost`, `tcp_timeout_mark_lost`; the counters of
 //! `struct tcp_sock` and `tcp_packets_in_flight` (`include/net/tcp.h`).
 //!
@@ -23,6 +26,7 @@
 use super::sender::Sender;
 use crate::packet::{SackBlock, MSS};
 use bloatlab_core::cc::{AckSample, LostSkb, RateSample};
+use bloatlab_core::kernel::tcp_rtt_tsopt_us;
 use bloatlab_core::time::{Nanos, NS_PER_US};
 use std::collections::{BTreeSet, VecDeque};
 
@@ -362,7 +366,9 @@ impl Sender {
                     a.last_ackt = Some(s.tx_time);
                 }
                 self.rate.skb_delivered(&mut a.rs, &mut a.last_end_seq, &s, seq);
-                self.rack.advance(now, self.min_rtt.get(), s.ever_retrans, seq, s.tx_time);
+                if !self.skb_spurious_retrans(s.ever_retrans, s.tx_time) {
+                    self.rack.advance(now, self.min_rtt.get(), s.ever_retrans, seq, s.tx_time);
+                }
             }
         }
         self.sb.prune_tsorted();
@@ -370,8 +376,9 @@ impl Sender {
     }
 
     /// `tcp_ack_update_rtt` (Karn's rule: a sample only from never
-    /// retransmitted data; SACKed data give one too, RFC 6675), then the
-    /// control's `pkts_acked` with the sample.
+    /// retransmitted data; SACKed data give one too, RFC 6675; failing both,
+    /// an ACK that advanced snd_una times its timestamp echo, RFC 7323 §4
+    /// RTTM), then the control's `pkts_acked` with the sample.
     pub(super) fn ack_update_rtt(&mut self, now: Nanos, a: &mut AckState) {
         let mut seq_rtt: Option<Nanos> = None;
         let mut ca_rtt: Option<Nanos> = None;
@@ -386,7 +393,13 @@ impl Sender {
             sack_rtt = Some(now - f);
             ca_rtt = Some(now - l);
         }
-        let seq_rtt = seq_rtt.or(sack_rtt);
+        let mut seq_rtt = seq_rtt.or(sack_rtt);
+        if seq_rtt.is_none() && a.pkts_acked > 0 {
+            if let Some(us) = self.rcv_tsecr.filter(|&e| e != 0).and_then(|e| tcp_rtt_tsopt_us(now, e, 1)) {
+                seq_rtt = Some(us as u64 * NS_PER_US);
+                ca_rtt = seq_rtt;
+            }
+        }
         a.rs.rtt = ca_rtt.map_or(-1, |r| r as i64);
         if let Some(r) = seq_rtt {
             if let Some(c) = ca_rtt {

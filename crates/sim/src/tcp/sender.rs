@@ -32,14 +32,14 @@
 //!
 //! The receiver's window bounds new data (`tcp_snd_wnd_test`: no segment
 //! ends beyond `tcp_wnd_end` = snd_una + snd_wnd); every ACK carries it
-//! (`tcp_ack_update_window`). Timestamps are modelled only as the echo the
-//! receiver's RTT estimate needs: data carry the TSval of the latest ACK
-//! (`ts_recent`).
+//! (`tcp_ack_update_window`). TCP timestamps (RFC 7323, on by default in
+//! Linux): data carry TSval (ms) and echo the latest ACK's TSval
+//! (`ts_recent`, `tcp_replace_ts_recent`); each ACK's echo (`rcv_tsecr`)
+//! drives the timestamp undo (`undo.rs`) and the RTT sample of an ACK that
+//! acks only retransmitted data (`scoreboard.rs`).
 //!
-//! Simplifications (documented in docs/simulator.md): undo and F-RTO work
-//! from D-SACKs and never-retransmitted data, not timestamps (`undo.rs`);
-//! no zero-window probing (the receiver's application reads at once, so the
-//! window never closes).
+//! Simplifications (documented in docs/simulator.md): no zero-window probing
+//! (the receiver's application reads at once, so the window never closes).
 
 use super::output::{Pacer, PACING_SHIFT};
 use super::rack::Rack;
@@ -134,6 +134,9 @@ pub struct Sender {
     pub snd_wnd: u64,
     /// `tp->rx_opt.ts_recent`: the TSval (ms) of the latest ACK, echoed in data.
     pub ts_recent: Option<u32>,
+    /// `tp->rx_opt.rcv_tsecr` of the ACK being processed (None: it carried no
+    /// timestamp option, `saw_tstamp` = 0).
+    pub(super) rcv_tsecr: Option<u32>,
 
     /// RFC 3168 ECN negotiated: data are ECT(0), ECE triggers CWR.
     pub ecn: bool,
@@ -191,6 +194,7 @@ impl Sender {
             cwnd_usage_seq: 0,
             snd_wnd: u64::MAX,
             ts_recent: None,
+            rcv_tsecr: None,
             ecn: false,
             queue_cwr: false,
             segs_sent: 0,
@@ -279,16 +283,23 @@ impl Sender {
         self.sb.nxt * MSS as u64 + self.next_len() as u64 <= self.wnd_end()
     }
 
-    /// An ACK for `ack` arrived carrying the window `wnd` (bytes) and the
-    /// receiver's TSval `tsval` (ms), before [`Self::on_ack`]:
-    /// `tcp_store_ts_recent` and `tcp_ack_update_window` (the window is taken
-    /// from an ACK that advances snd_una, or that offers more; pure ACKs all
-    /// carry the receiver's same sequence number).
-    pub fn on_window(&mut self, ack: u64, wnd: u32, tsval: u32) {
+    /// An ACK for `ack` arrived carrying the window `wnd` (bytes), the
+    /// receiver's TSval `tsval` (ms) and its echo `tsecr` (ms), before
+    /// [`Self::on_ack`]: `tcp_parse_options` (`rx_opt.saw_tstamp`,
+    /// `rcv_tsecr`, read by this ACK's undo and RTT steps),
+    /// `tcp_replace_ts_recent` and `tcp_ack_update_window` (the window is
+    /// taken from an ACK that advances snd_una, or that offers more; pure
+    /// ACKs all carry the receiver's same sequence number).
+    pub fn on_window(&mut self, ack: u64, wnd: u32, tsval: u32, tsecr: Option<u32>) {
+        self.rcv_tsecr = tsecr;
         if ack < self.sb.una || ack > self.sb.nxt {
             return;
         }
-        self.ts_recent = Some(tsval);
+        // tcp_replace_ts_recent: the ACK's sequence number (the receiver's
+        // snd_nxt) is never after rcv_wup here, so only tcp_paws_check(0) decides
+        if bloatlab_core::kernel::tcp_paws_check(self.ts_recent, tsval) {
+            self.ts_recent = Some(tsval);
+        }
         if ack > self.sb.una || wnd as u64 > self.snd_wnd {
             self.snd_wnd = wnd as u64;
         }

@@ -499,7 +499,7 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     assert_eq!(out.len(), 5, "cwnd 10, but only 5 segments fit in the window");
     // segments 0 and 1 acked, same window: snd_una + 5 segments = up to segment 6
     out.clear();
-    s.on_window(2, 5 * MSS, 7);
+    s.on_window(2, 5 * MSS, 7, None);
     s.on_ack(100 * NS_PER_MS, 2, &[], false, false, &mut out);
     // limited by the window, not by cwnd: slow start grows cwnd only while
     // cwnd < 2 x the most in flight (tcp_is_cwnd_limited), 10 < 2 x 5 is false
@@ -507,10 +507,10 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5, 6]);
     assert_eq!(s.ts_recent, Some(7));
     // a duplicate ACK offering less is ignored, one offering more is taken
-    s.on_window(2, 3 * MSS, 8);
+    s.on_window(2, 3 * MSS, 8, None);
     assert_eq!(s.snd_wnd, 5 * MSS as u64);
     out.clear();
-    s.on_window(2, 12 * MSS, 9);
+    s.on_window(2, 12 * MSS, 9, None);
     s.on_ack(101 * NS_PER_MS, 2, &[], false, false, &mut out);
     assert_eq!(s.snd_wnd, 12 * MSS as u64);
     assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![7, 8, 9, 10, 11], "now cwnd (10 in flight) limits");
@@ -552,4 +552,171 @@ fn the_end_of_a_cwnd_reduction_sets_cwnd_to_ssthresh_but_leaves_bbrs_alone() {
     bbr.undo.marker = Some(0);
     bbr.end_cwnd_reduction(now);
     assert_eq!(bbr.w.cwnd, 50);
+}
+
+/// The TSval (ms) a segment sent at `t` carries (`tcp_skb_timestamp_ts`).
+fn ts(t: Nanos) -> u32 {
+    bloatlab_core::kernel::tcp_clock_ms(t)
+}
+
+/// `warmed(20)` (30 in flight, 20..49, cwnd 30), then an ACK that SACKs
+/// 21-23: 20 is lost and fast-retransmitted. Returns the original 20's send
+/// time and the retransmission's.
+fn fast_retransmitted_20() -> (Sender, Nanos, Nanos) {
+    let (mut s, _) = warmed(20);
+    let (t20, t23) = (s.sb.segs[0].tx_time, s.sb.segs[3].tx_time);
+    let at = t23 + 100 * NS_PER_MS;
+    let mut out = Vec::new();
+    s.on_window(20, u32::MAX, 1, Some(ts(t23)));
+    s.on_ack(at, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
+    assert_eq!((s.ca_state, s.w.ssthresh, s.sb.retrans_out), (CaState::Recovery, 15, 1));
+    assert_eq!(out.first().map(|x| (x.seq, x.retrans)), Some((20, true)));
+    (s, t20, at)
+}
+
+#[test]
+fn the_first_retransmission_stamps_the_episode_in_ms() {
+    let (s, _, at) = fast_retransmitted_20();
+    assert_eq!(s.undo.retrans_stamp, Some(ts(at)));
+}
+
+#[test]
+fn a_partial_ack_echoing_the_original_undoes_the_recovery_at_once() {
+    // The original 20 was only delayed (150 ms, past min_rtt): the ACK to 24
+    // echoes its TSval, older than the retransmission's (retrans_stamp).
+    // tcp_try_undo_partial: nothing retransmitted is in flight any more, so
+    // the reduction is undone, LOST marks cleared, Open again.
+    let (mut s, t20, at) = fast_retransmitted_20();
+    let rack_before = s.rack.mstamp;
+    let mut out = Vec::new();
+    s.on_window(24, u32::MAX, 2, Some(ts(t20)));
+    s.on_ack(at + 150 * NS_PER_MS, 24, &[], false, false, &mut out);
+    assert_eq!((s.ca_state, s.undo.marker, s.sb.lost_out), (CaState::Open, None, 0));
+    // ssthresh back to infinity (prior_ssthresh); cwnd Reno's undo
+    // max(cwnd, prior_cwnd 30), then slow start for 20, newly delivered: 31
+    assert_eq!((s.w.ssthresh, s.w.cwnd), (INFINITE_SSTHRESH, 31));
+    // tcp_retrans_stamp_cleanup: the head (24) was never retransmitted
+    assert_eq!(s.undo.retrans_stamp, None);
+    // tcp_skb_spurious_retrans: RACK did not take the retransmission's send
+    // time (which would have made 24..49 look lost), it kept 23's
+    assert_eq!(s.rack.mstamp, rack_before);
+    assert!(out.iter().all(|x| !x.retrans), "{out:?}");
+}
+
+#[test]
+fn a_partial_ack_echoing_the_retransmission_itself_keeps_the_recovery() {
+    // The same ACK, but it echoes the retransmission's own TSval: the hole
+    // was filled by the retransmission, no undo.
+    let (mut s, _, at) = fast_retransmitted_20();
+    let mut out = Vec::new();
+    s.on_window(24, u32::MAX, 2, Some(ts(at)));
+    s.on_ack(at + 100 * NS_PER_MS, 24, &[], false, false, &mut out);
+    assert_eq!((s.ca_state, s.w.ssthresh), (CaState::Recovery, 15));
+    assert!(s.undo.marker.is_some());
+    assert_eq!(s.undo.retrans_stamp, Some(ts(at)));
+}
+
+#[test]
+fn a_partial_ack_with_a_retransmission_still_in_flight_holds_recovery_and_retransmits_nothing() {
+    // 20 and 24 lost (21-23 and 25-27 SACKed): both marked, PRR lets 20 go.
+    let (mut s, _) = warmed(20);
+    let (t20, t24, t27) = (s.sb.segs[0].tx_time, s.sb.segs[4].tx_time, s.sb.segs[7].tx_time);
+    let at = t27 + 100 * NS_PER_MS;
+    let mut out = Vec::new();
+    let sacks = [SackBlock { start: 21, end: 24 }, SackBlock { start: 25, end: 28 }];
+    s.on_window(20, u32::MAX, 1, Some(ts(t27)));
+    s.on_ack(at, 20, &sacks, false, false, &mut out);
+    assert_eq!((s.ca_state, s.sb.lost_out), (CaState::Recovery, 2));
+    let rtx: Vec<u64> = out.iter().filter(|x| x.retrans).map(|x| x.seq).collect();
+    assert_eq!(rtx, vec![20, 24]);
+    // The original 20 arrives: ACK to 24 echoing its TSval. 24's
+    // retransmission is still out: recovery holds (no undo yet), and this
+    // ACK sends no retransmission (REXMIT_NONE).
+    let (cwnd, ssthresh) = (s.w.cwnd, s.w.ssthresh);
+    out.clear();
+    s.on_window(24, u32::MAX, 2, Some(ts(t20)));
+    s.on_ack(at + 10 * NS_PER_MS, 24, &[SackBlock { start: 25, end: 28 }], false, false, &mut out);
+    assert_eq!((s.ca_state, s.w.ssthresh, s.sb.retrans_out), (CaState::Recovery, ssthresh, 1));
+    assert!(s.undo.marker.is_some());
+    assert!(out.iter().all(|x| !x.retrans), "{out:?}");
+    assert!(s.w.cwnd <= cwnd, "no undo: cwnd {} was {cwnd}", s.w.cwnd);
+    // Then the original 24 arrives too: nothing retransmitted is in flight
+    // any more, and the echo (24's original TSval) predates the stamp: undo.
+    out.clear();
+    s.on_window(28, u32::MAX, 3, Some(ts(t24)));
+    s.on_ack(at + 20 * NS_PER_MS, 28, &[], false, false, &mut out);
+    assert_eq!((s.ca_state, s.w.ssthresh, s.undo.marker), (CaState::Open, INFINITE_SSTHRESH, None));
+}
+
+#[test]
+fn rexmit_none_sends_new_data_only_and_only_once() {
+    // tcp_xmit_recovery with REXMIT_NONE: tcp_data_snd_check sends new data,
+    // the lost segment waits for the next ACK's REXMIT_LOST.
+    let (mut s, now) = warmed(20);
+    assert!(s.sb.mark_lost(25));
+    s.w.cwnd = 40;
+    s.undo.rexmit_none = true;
+    let mut out = Vec::new();
+    s.xmit_recovery(now, &mut out);
+    assert!(!out.is_empty() && out.iter().all(|x| !x.retrans), "{out:?}");
+    assert!(!s.undo.rexmit_none);
+    out.clear();
+    s.w.cwnd += 1;
+    s.xmit_recovery(now, &mut out);
+    assert_eq!(out.first().map(|x| (x.seq, x.retrans)), Some((25, true)));
+}
+
+#[test]
+fn an_rto_whose_first_ack_echoes_the_original_is_undone_by_the_timestamp() {
+    // Eifel (RFC 3522) in tcp_try_undo_loss: the ACK of segment 1 echoes the
+    // TSval of the original 1, older than the RTO's retransmission of it.
+    let (mut s, t) = after_rto();
+    assert_eq!(s.undo.retrans_stamp, Some(ts(t)));
+    let t1 = 0; // segment 1 left at 0 with the initial window
+    let mut out = Vec::new();
+    s.on_window(2, u32::MAX, 3, Some(ts(t1) + 1));
+    s.on_ack(t + 10 * NS_PER_MS, 2, &[], false, false, &mut out);
+    assert_eq!((s.ca_state, s.sb.lost_out, s.undo.marker), (CaState::Open, 0, None));
+    // Reno's undo max(cwnd 1, prior_cwnd 11), slow start for the 1 acked: 12
+    assert_eq!((s.w.ssthresh, s.w.cwnd), (INFINITE_SSTHRESH, 12));
+    assert_eq!(s.retrans_segs, 1);
+}
+
+#[test]
+fn an_ack_of_a_retransmitted_segment_takes_its_rtt_from_the_timestamp_echo_in_whole_ms() {
+    // Karn's rule forbids a sample from the ACK of the RTO's retransmission
+    // (sent at 400 ms); its echo gives one (RFC 7323 RTTM): the ACK at
+    // 560.4 ms echoes TSval 400: 160 ms, not 160.4.
+    let (mut s, t) = after_rto();
+    assert_eq!((t, s.backoff, s.rtt.srtt()), (400 * NS_PER_MS, 1, 100 * NS_PER_MS));
+    let mut out = Vec::new();
+    s.on_window(2, u32::MAX, 3, Some(ts(t)));
+    s.on_ack(t + 160_400_000, 2, &[], false, false, &mut out);
+    // srtt = 100 + (160 - 100) / 8 = 107.5 ms; the backoff ends with the sample
+    assert_eq!((s.rtt.srtt(), s.backoff), (107_500 * NS_PER_US, 0));
+    assert_eq!(s.rtt_samples_ms.last(), Some(&160.0));
+    assert_eq!(s.ca_state, CaState::Loss, "the echo is the retransmission's: no undo");
+    // the same ACK without a timestamp option: no sample, the backoff stays
+    let (mut s, t) = after_rto();
+    s.on_window(2, u32::MAX, 3, None);
+    s.on_ack(t + 160_400_000, 2, &[], false, false, &mut out);
+    assert_eq!((s.rtt.srtt(), s.backoff), (100 * NS_PER_MS, 1));
+}
+
+#[test]
+fn the_sender_keeps_the_newest_tsval_and_the_ack_echo() {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    s.on_window(0, 10 * MSS, 50, Some(40));
+    assert_eq!((s.ts_recent, s.rcv_tsecr), (Some(50), Some(40)));
+    // an older TSval (reordered ACK) fails tcp_paws_check: ts_recent stays
+    s.on_window(0, 10 * MSS, 49, Some(41));
+    assert_eq!((s.ts_recent, s.rcv_tsecr), (Some(50), Some(41)));
+    // the 32-bit clock wraps: u32::MAX is older than 3
+    let mut s = reno_sender();
+    s.start(0, None, &mut out);
+    s.on_window(0, 10 * MSS, u32::MAX, None);
+    s.on_window(0, 10 * MSS, 3, None);
+    assert_eq!(s.ts_recent, Some(3));
 }
