@@ -2,7 +2,7 @@
 //! --engine emu`, `bloatlab shell` and `bloatlab emu cleanup` call it).
 //!
 //! ```text
-//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--spin-pct N] [--batch-us N] [--quiet]
+//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--spin-pct N] [--batch-us N] [--one-thread] [--quiet]
 //! bloatlab-emu shell --scenario RESOLVED.json [--server CMD] [--out RAW.json] [--pcap DIR] -- COMMAND [ARGS...]
 //! bloatlab-emu cleanup [--all]
 //! bloatlab-emu check [--scenario RESOLVED.json]
@@ -51,6 +51,9 @@ struct LinkArgs {
     /// Over the spin budget, wake up at most once per this window (µs).
     #[arg(long, value_name = "N", default_value_t = bloatlab_emu::forward::BATCH_NS / 1000)]
     batch_us: u64,
+    /// Both directions on one link thread instead of a thread each.
+    #[arg(long)]
+    one_thread: bool,
     /// Say less on stderr.
     #[arg(long)]
     quiet: bool,
@@ -129,6 +132,7 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
         pcap_dir: a.pcap.clone(),
         timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 }, spin_pct: a.spin_pct,
             batch_ns: a.batch_us.saturating_mul(1000) },
+        one_thread: a.one_thread,
         dma_latency: rt,
         quiet: a.quiet,
         workdir,

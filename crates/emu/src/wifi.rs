@@ -200,11 +200,11 @@ impl Medium {
             return;
         }
         let left = (at - now).min(50_000_000);
-        if left > self.timing.margin_ns && wait_readable2(self.fds, left - self.timing.margin_ns) {
+        if left > self.timing.margin_ns && sys::wait_readable_any(&self.fds, left - self.timing.margin_ns) {
             return;
         }
         while self.clock() < at.min(now + left) {
-            if wait_readable2(self.fds, 0) {
+            if sys::wait_readable_any(&self.fds, 0) {
                 return;
             }
             std::hint::spin_loop();
@@ -234,13 +234,4 @@ impl Medium {
         o.insert("stations".into(), json!(stations));
         Value::Object(o)
     }
-}
-
-/// ppoll on both TUN descriptors (ns resolution).
-fn wait_readable2(fds: [RawFd; 2], timeout_ns: u64) -> bool {
-    let mut p = [libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: fds[1], events: libc::POLLIN, revents: 0 }];
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
-    // SAFETY: two valid pollfds, a valid timespec.
-    let r = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-    r > 0
 }
