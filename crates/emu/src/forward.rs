@@ -370,7 +370,7 @@ impl Dir {
 /// Sleep until `at` (run time, ns) or until a packet arrives on one of `fds`:
 /// to `at` less the margin, then spin, while the spin budget lasts; else in
 /// one sleep, to `at` or to the end of the batch window, whichever is later.
-fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos, spin: &mut SpinBudget) {
+pub(crate) fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos, spin: &mut SpinBudget) {
     let clock = || sys::mono_ns().saturating_sub(origin);
     let now = clock();
     spin.refill(now);
