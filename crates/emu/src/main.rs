@@ -51,7 +51,8 @@ struct LinkArgs {
     /// Over the spin budget, wake up at most once per this window (µs).
     #[arg(long, value_name = "N", default_value_t = bloatlab_emu::forward::BATCH_NS / 1000)]
     batch_us: u64,
-    /// Both directions on one link thread instead of a thread each.
+    /// Both directions on one link thread instead of a thread each (also
+    /// `BLOATLAB_EMU_ONE_THREAD=1`, the A/B switch for bench/emu).
     #[arg(long)]
     one_thread: bool,
     /// Say less on stderr.
@@ -132,7 +133,7 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
         pcap_dir: a.pcap.clone(),
         timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 }, spin_pct: a.spin_pct,
             batch_ns: a.batch_us.saturating_mul(1000) },
-        one_thread: a.one_thread,
+        one_thread: a.one_thread || std::env::var("BLOATLAB_EMU_ONE_THREAD").is_ok_and(|v| v == "1"),
         dma_latency: rt,
         quiet: a.quiet,
         workdir,
