@@ -214,14 +214,16 @@ impl Forwarder {
 /// receiving kernel's TCP inside the write call, so the acks a data write
 /// causes (and the data an ack write releases) are waiting on the other
 /// direction's TUN when the call returns; one loop reads them on its next
-/// turn, where a second thread would have been woken for each (an IPI and a
-/// context switch, ~15-20 µs of CPU on this VM) and stamped them only then.
+/// turn, where a second thread would have been woken for each (a wake-up and a
+/// context switch; a timed sleep and wake-up costs 13-20 µs of CPU on this VM)
+/// and stamped them only then.
 /// Measured 2026-11-23 (kernel CUBIC, 8 s, load 3-6 from other jobs): at
 /// 1 Gbit/s one thread used 69 % of a CPU where two used 57 % + 54 %, with
 /// lateness p50 12 vs 18 µs and the same goodput (951-953 vs 954-955 Mbit/s);
 /// beside a CPU-bound job 886 / 931 vs 910 / 952 Mbit/s; at 10 Gbit/s the one
-/// thread ran out (95 % of a CPU, lateness p99 77 ms, 8.4 vs 8.9 Gbit/s). So it
-/// is an option, not the default.
+/// thread ran out (95 % of a CPU, lateness p99 77 ms, 8.4 vs 8.9 Gbit/s). On an
+/// idle 1 Gbit/s link the probes' delay error fell to p50 14.5-17.5 µs from
+/// 40-48 (docs/emulator.md). So far an option, not the default.
 pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
     let first = fws.first().ok_or("no direction to run")?;
     let (origin, stop, timing) = (first.origin, first.stop.clone(), first.timing);
