@@ -9,6 +9,25 @@
 //! it). Timer slack is set to 1 ns; optionally the thread is SCHED_FIFO and
 //! `/dev/cpu_dma_latency` is held at 0 (done by the caller).
 //!
+//! Spinning has a budget ([`Timing::spin_pct`], [`SpinBudget`]): a thread may
+//! spin for that share of its time. Over it, the loop sleeps once to the next
+//! event, or to the end of a batch window ([`Timing::batch_ns`]) after its last
+//! wake-up if that is later, and writes everything due then. Why (2026-11-23,
+//! 1 Gbit/s kernel CUBIC, 2-core VM, perf): departures 12 µs apart are always
+//! within the 50 µs margin, so the link threads spun without end (ppoll(0) was
+//! 79 % of link-down's samples, link-down 95 % and link-up 62-77 % of a CPU);
+//! the receiving generator waited runnable 65-80 % of its time, and a SCHED_FIFO
+//! thread using over 95 % of a CPU is RT-throttled (sched_rt_runtime_us): perf
+//! sched showed link-down runnable but off its CPU for 36 ms while that CPU sat
+//! idle, and a 30-50 ms stall turns into one burst of arrivals and a FIFO
+//! overflow. Sleeping per departure instead is no cheaper here: one hrtimer
+//! sleep in `ppoll` costs 13-20 µs of CPU and wakes 14-20 µs late on this VM
+//! (measured with a C loop, SCHED_FIFO, timer slack 1 ns), so link-down still
+//! used 86-94 % of a CPU with a margin of 0. Budget and window keep the spin
+//! where it buys precision (isolated packets, as an idle link's probes) and
+//! batch the dense stretches, where a few µs of lateness are a small share of
+//! a packet's time on the wire anyway.
+//!
 //! Lateness of a packet = actual write time − scheduled due time. It is what
 //! the receiver sees beyond the configured delay; p50/p99/max go to the
 //! result and a p99 above 1 ms flags the run.
@@ -35,11 +54,61 @@ pub struct Timing {
     pub margin_ns: u64,
     /// SCHED_FIFO priority for the loop thread (0 = normal scheduling).
     pub fifo_prio: i32,
+    /// Share of its time (%) a loop thread may spin; 100 = no limit.
+    pub spin_pct: u64,
+    /// Over the spin budget, a wake-up comes at most this often (ns): the
+    /// departures due within the window after the last wake-up wait for its end.
+    pub batch_ns: u64,
 }
 
 impl Default for Timing {
     fn default() -> Self {
-        Timing { margin_ns: 50_000, fifo_prio: 0 }
+        Timing { margin_ns: 50_000, fifo_prio: 0, spin_pct: SPIN_PCT, batch_ns: BATCH_NS }
+    }
+}
+
+/// Default spin budget: 10 % of a thread's time. An idle link with a probe a
+/// millisecond stays within it (each link thread used 6.6-6.8 % of a CPU in
+/// all, with and without the budget; lateness p50 / p99 4 / 14-16 µs as
+/// before, 1 Gbit/s, 2026-11-23); a busy one runs out.
+pub const SPIN_PCT: u64 = 10;
+/// Default batch window: 30 µs, from A/B runs at 1 Gbit/s (kernel CUBIC, 8 s,
+/// load 1.1-4.6): a window of 0 left link-down at 86 % of a CPU (a wake-up per
+/// one or two departures), 30 µs at 54 %, 100 µs at 40 %; goodput 885, 910-955 and
+/// 944 Mbit/s; lateness p50 11, 18-20 and 46 µs.
+pub const BATCH_NS: u64 = 30_000;
+/// The most spin credit saved up (ns): after a quiet spell, 1 ms of exact timing.
+const SPIN_CREDIT_CAP_NS: u64 = 1_000_000;
+
+/// The spin budget of a loop thread: credit accrues at `pct` % of the time
+/// that passes, up to [`SPIN_CREDIT_CAP_NS`], and a spin spends it.
+#[derive(Debug, Clone)]
+pub struct SpinBudget {
+    credit_ns: u64,
+    last: Nanos,
+    pct: u64,
+    /// When the loop last woke up (start of the current batch window).
+    pub woke: Nanos,
+}
+
+impl SpinBudget {
+    pub fn new(pct: u64) -> SpinBudget {
+        SpinBudget { credit_ns: SPIN_CREDIT_CAP_NS, last: 0, pct, woke: 0 }
+    }
+
+    pub fn refill(&mut self, now: Nanos) {
+        let dt = now.saturating_sub(self.last);
+        self.last = self.last.max(now);
+        self.credit_ns = self.credit_ns.saturating_add(dt.saturating_mul(self.pct) / 100).min(SPIN_CREDIT_CAP_NS);
+    }
+
+    /// May the thread spin `ns` now?
+    pub fn affords(&self, ns: u64) -> bool {
+        self.pct >= 100 || self.credit_ns >= ns
+    }
+
+    pub fn spent(&mut self, ns: u64) {
+        self.credit_ns = self.credit_ns.saturating_sub(ns);
     }
 }
 
@@ -132,110 +201,156 @@ pub struct Forwarder {
 impl Forwarder {
     /// Run until `stop` is set. The link is built here: a qdisc stays on its thread.
     pub fn run(self) -> Result<DirResult, String> {
-        let link = Link::new(self.link.clone())?;
-        let mut state = Running { link, ingress: self.ingress, egress: self.egress, origin: self.origin,
-            stop: self.stop, pcap: self.pcap, timing: self.timing };
-        Ok(state.run())
+        let mut r = run_together(vec![self])?;
+        Ok(r.pop().expect("one direction"))
     }
 }
 
-struct Running {
+/// Run several directions (both of a path) in one loop on the calling thread,
+/// until the first one's `stop` is set; their results in order. The first
+/// one's origin, stop flag and timing hold for all.
+///
+/// Why one thread can do both (`--one-thread`): a write into a TUN runs the
+/// receiving kernel's TCP inside the write call, so the acks a data write
+/// causes (and the data an ack write releases) are waiting on the other
+/// direction's TUN when the call returns; one loop reads them on its next
+/// turn, where a second thread would have been woken for each (a wake-up and a
+/// context switch; a timed sleep and wake-up costs 13-20 µs of CPU on this VM)
+/// and stamped them only then.
+/// Measured 2026-11-23 (kernel CUBIC, 8 s, load 3-6 from other jobs): at
+/// 1 Gbit/s one thread used 69 % of a CPU where two used 57 % + 54 %, with
+/// lateness p50 12 vs 18 µs and the same goodput (951-953 vs 954-955 Mbit/s);
+/// beside a CPU-bound job 886 / 931 vs 910 / 952 Mbit/s; at 10 Gbit/s the one
+/// thread ran out (95 % of a CPU, lateness p99 77 ms, 8.4 vs 8.9 Gbit/s). On an
+/// idle 1 Gbit/s link the probes' delay error fell to p50 14.5-17.5 µs from
+/// 40-48 (docs/emulator.md). So far an option, not the default.
+pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
+    let first = fws.first().ok_or("no direction to run")?;
+    let (origin, stop, timing) = (first.origin, first.stop.clone(), first.timing);
+    let mut dirs = Vec::with_capacity(fws.len());
+    for f in fws {
+        dirs.push(Dir::new(Link::new(f.link)?, f.ingress, f.egress, f.pcap));
+    }
+    let fds: Vec<RawFd> = dirs.iter().map(|d| d.ingress).collect();
+    sys::set_timer_slack(1);
+    if timing.fifo_prio > 0 {
+        sys::set_fifo(timing.fifo_prio);
+    }
+    let mut frame = vec![0u8; MAX_FRAME];
+    let coalesce = crate::ns::coalesce();
+    let mut spin = SpinBudget::new(timing.spin_pct);
+    let clock = || sys::mono_ns().saturating_sub(origin);
+    while !stop.load(Ordering::Relaxed) {
+        let now = clock();
+        spin.woke = now;
+        for d in dirs.iter_mut() {
+            d.link.service(now);
+            d.read(now, &mut frame);
+        }
+        for d in dirs.iter_mut() {
+            d.write_due(coalesce, &clock);
+        }
+        let next = dirs.iter().map(|d| d.link.next_event()).min().unwrap_or(Nanos::MAX);
+        wait_until(&fds, origin, &timing, next, &mut spin);
+    }
+    let now = clock();
+    Ok(dirs.into_iter().map(|d| d.finish(now)).collect())
+}
+
+/// One direction's state in the loop: its link, descriptors and counters.
+struct Dir {
     link: Link,
     ingress: RawFd,
     egress: RawFd,
-    origin: u64,
-    stop: Arc<AtomicBool>,
     pcap: Option<Pcap>,
-    timing: Timing,
+    seg: Segmenter,
+    late: LateHist,
+    write_errors: u64,
+    read_pkts: u64,
+    read_frames: u64,
+    coalesced: u64,
+    due: Vec<(Nanos, Vec<u8>)>,
+    sup: Vec<u8>,
 }
 
-impl Running {
-    fn run(&mut self) -> DirResult {
-        sys::set_timer_slack(1);
-        if self.timing.fifo_prio > 0 {
-            sys::set_fifo(self.timing.fifo_prio);
+impl Dir {
+    fn new(link: Link, ingress: RawFd, egress: RawFd, pcap: Option<Pcap>) -> Dir {
+        Dir { link, ingress, egress, pcap, seg: Segmenter::default(), late: LateHist::default(), write_errors: 0, read_pkts: 0,
+            read_frames: 0, coalesced: 0, due: Vec::new(), sup: Vec::new() }
+    }
+
+    /// Read up to [`READ_BATCH`] frames, cut them into wire packets, and hand those to the link at `now`.
+    fn read(&mut self, now: Nanos, frame: &mut [u8]) {
+        for _ in 0..READ_BATCH {
+            match sys::read_pkt(self.ingress, frame) {
+                Ok(n) if n > 0 => {
+                    self.read_frames += 1;
+                    let (link, pcap, read_pkts) = (&mut self.link, &mut self.pcap, &mut self.read_pkts);
+                    self.seg.each(&frame[..n], |p| {
+                        *read_pkts += 1;
+                        if let Some(pc) = pcap.as_mut() {
+                            let _ = pc.packet(now, p);
+                        }
+                        let mut b = link.buffer(p.len());
+                        b.extend_from_slice(p);
+                        link.arrive(now, b);
+                    });
+                }
+                _ => break,
+            }
         }
-        let mut late = LateHist::default();
-        let mut write_errors = 0u64;
-        let mut read_pkts = 0u64;
-        let mut read_frames = 0u64;
-        let mut frame = vec![0u8; MAX_FRAME];
-        let mut seg = Segmenter::default();
-        let coalesce = crate::ns::coalesce();
-        let mut due: Vec<(Nanos, Vec<u8>)> = Vec::new();
-        let mut sup: Vec<u8> = Vec::new();
-        let mut coalesced = 0u64;
-        let origin = self.origin;
-        let clock = || sys::mono_ns().saturating_sub(origin);
-        while !self.stop.load(Ordering::Relaxed) {
-            let now = clock();
-            self.link.service(now);
-            for _ in 0..READ_BATCH {
-                match sys::read_pkt(self.ingress, &mut frame) {
-                    Ok(n) if n > 0 => {
-                        read_frames += 1;
-                        let (link, pcap) = (&mut self.link, &mut self.pcap);
-                        seg.each(&frame[..n], |p| {
-                            read_pkts += 1;
-                            if let Some(pc) = pcap.as_mut() {
-                                let _ = pc.packet(now, p);
-                            }
-                            let mut b = link.buffer(p.len());
-                            b.extend_from_slice(p);
-                            link.arrive(now, b);
-                        });
-                    }
-                    _ => break,
+    }
+
+    /// Write what is due by now (coalesced into GSO writes where a run allows), recording lateness.
+    fn write_due(&mut self, coalesce: bool, clock: &impl Fn() -> Nanos) {
+        let mut t = clock();
+        if coalesce {
+            while self.due.len() < READ_BATCH {
+                match self.link.pop_due(t) {
+                    Some(d) => self.due.push(d),
+                    None => break,
                 }
             }
-            let mut t = clock();
-            if coalesce {
-                while due.len() < READ_BATCH {
-                    match self.link.pop_due(t) {
-                        Some(d) => due.push(d),
-                        None => break,
-                    }
+            let refs: Vec<&[u8]> = self.due.iter().map(|(_, b)| b.as_slice()).collect();
+            let mut i = 0;
+            while i < refs.len() {
+                let n = gso::run_length(&refs[i..]);
+                let ok = if n >= 2 {
+                    let h = gso::coalesce(&refs[i..i + n], &mut self.sup);
+                    self.coalesced += n as u64;
+                    sys::write_frame(self.egress, &h.bytes(), &self.sup)
+                } else {
+                    sys::write_pkt(self.egress, refs[i])
+                };
+                if !ok {
+                    self.write_errors += n as u64;
                 }
-                let refs: Vec<&[u8]> = due.iter().map(|(_, b)| b.as_slice()).collect();
-                let mut i = 0;
-                while i < refs.len() {
-                    let n = gso::run_length(&refs[i..]);
-                    let ok = if n >= 2 {
-                        let h = gso::coalesce(&refs[i..i + n], &mut sup);
-                        coalesced += n as u64;
-                        sys::write_frame(self.egress, &h.bytes(), &sup)
-                    } else {
-                        sys::write_pkt(self.egress, refs[i])
-                    };
-                    if !ok {
-                        write_errors += n as u64;
-                    }
-                    t = clock();
-                    for (at, _) in &due[i..i + n] {
-                        late.record(t.saturating_sub(*at));
-                    }
-                    i += n;
+                t = clock();
+                for (at, _) in &self.due[i..i + n] {
+                    self.late.record(t.saturating_sub(*at));
                 }
-                drop(refs);
-                for (_, b) in due.drain(..) {
-                    self.link.recycle(b);
-                }
-            } else {
-                while let Some((at, b)) = self.link.pop_due(t) {
-                    if !sys::write_pkt(self.egress, &b) {
-                        write_errors += 1;
-                    }
-                    t = clock();
-                    late.record(t.saturating_sub(at));
-                    self.link.recycle(b);
-                }
+                i += n;
             }
-            self.wait_until(self.link.next_event());
+            drop(refs);
+            for (_, b) in self.due.drain(..) {
+                self.link.recycle(b);
+            }
+        } else {
+            while let Some((at, b)) = self.link.pop_due(t) {
+                if !sys::write_pkt(self.egress, &b) {
+                    self.write_errors += 1;
+                }
+                t = clock();
+                self.late.record(t.saturating_sub(at));
+                self.link.recycle(b);
+            }
         }
+    }
+
+    fn finish(mut self, now: Nanos) -> DirResult {
         if let Some(p) = self.pcap.as_mut() {
             let _ = p.flush();
         }
-        let now = clock();
         self.link.service(now);
         let l = &mut self.link;
         DirResult {
@@ -245,41 +360,50 @@ impl Running {
             busy_ns: l.busy_ns,
             qdelay_ms: std::mem::take(&mut l.qdelay_ms),
             samples: std::mem::take(&mut l.samples),
-            late,
-            write_errors,
-            read_pkts,
-            read_frames,
-            super_pkts: seg.super_pkts,
-            coalesced_pkts: coalesced,
+            late: self.late,
+            write_errors: self.write_errors,
+            read_pkts: self.read_pkts,
+            read_frames: self.read_frames,
+            super_pkts: self.seg.super_pkts,
+            coalesced_pkts: self.coalesced,
         }
     }
+}
 
-    /// Sleep until `at` (run time, ns) or until a packet arrives.
-    fn wait_until(&self, at: Nanos) {
-        let origin = self.origin;
-        let now = sys::mono_ns().saturating_sub(origin);
-        if at <= now {
+/// Sleep until `at` (run time, ns) or until a packet arrives on one of `fds`:
+/// to `at` less the margin, then spin, while the spin budget lasts; else in
+/// one sleep, to `at` or to the end of the batch window, whichever is later.
+pub(crate) fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos, spin: &mut SpinBudget) {
+    let clock = || sys::mono_ns().saturating_sub(origin);
+    let now = clock();
+    spin.refill(now);
+    if at <= now {
+        return;
+    }
+    // Never sleep long: the stop flag is checked at least every 50 ms.
+    let left = (at - now).min(50_000_000);
+    if !spin.affords(timing.margin_ns) {
+        let until = at.max(spin.woke.saturating_add(timing.batch_ns));
+        sys::wait_readable_any(fds, (until - now).min(50_000_000));
+        return;
+    }
+    if left > timing.margin_ns {
+        if sys::wait_readable_any(fds, left - timing.margin_ns) {
             return;
         }
-        // Never sleep long: the stop flag is checked at least every 50 ms.
-        let left = (at - now).min(50_000_000);
-        if left > self.timing.margin_ns {
-            if sys::wait_readable(self.ingress, left - self.timing.margin_ns) {
-                return;
-            }
-            let now = sys::mono_ns().saturating_sub(origin);
-            if now + self.timing.margin_ns < at {
-                return; // woke early (the 50 ms cap): the caller comes back
-            }
+        if clock() + timing.margin_ns < at {
+            return; // woke early (the 50 ms cap): the caller comes back
         }
-        // Spin the rest, still watching for arrivals.
-        loop {
-            let now = sys::mono_ns().saturating_sub(origin);
-            if now >= at || sys::wait_readable(self.ingress, 0) {
-                return;
-            }
-            std::hint::spin_loop();
+    }
+    // Spin the rest, still watching for arrivals.
+    let start = clock();
+    loop {
+        let now = clock();
+        if now >= at || sys::wait_readable_any(fds, 0) {
+            spin.spent(now.saturating_sub(start));
+            return;
         }
+        std::hint::spin_loop();
     }
 }
 
@@ -291,6 +415,89 @@ pub fn sample_rows(s: &[Sample]) -> impl Iterator<Item = (f64, u64, f64)> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// A non-blocking SOCK_SEQPACKET pair: one message per write, as a TUN gives one frame per read.
+    fn seqpacket() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+        use std::os::fd::FromRawFd;
+        let mut fd = [0; 2];
+        // SAFETY: a valid array of two ints.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK, 0, fd.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        // SAFETY: two fresh descriptors, owned here.
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(fd[0]), std::os::fd::OwnedFd::from_raw_fd(fd[1])) }
+    }
+
+    #[test]
+    fn one_loop_runs_both_directions_each_with_its_own_link_and_counters() {
+        use crate::link::{tests::cfg, Service};
+        use crate::packet::tests::tcp;
+        use std::os::fd::AsRawFd;
+        // per direction: (the sender's end, the loop's ingress), (the loop's egress, the receiver's end)
+        let (d_in, u_in, d_out, u_out) = (seqpacket(), seqpacket(), seqpacket(), seqpacket());
+        let stop = Arc::new(AtomicBool::new(false));
+        let origin = sys::mono_ns();
+        let timing = Timing::default();
+        let fw = |ingress: RawFd, egress: RawFd| Forwarder {
+            link: cfg(Service::Rate(12_000_000), 100, 0.0),
+            ingress,
+            egress,
+            origin,
+            stop: stop.clone(),
+            pcap: None,
+            timing,
+        };
+        let fws = vec![fw(d_in.1.as_raw_fd(), d_out.0.as_raw_fd()), fw(u_in.1.as_raw_fd(), u_out.0.as_raw_fd())];
+        let h = std::thread::spawn(move || run_together(fws));
+        // 3 data segments down (port 20000: 10 ms one way), 2 acks up; each behind a virtio-net header
+        let down: Vec<Vec<u8>> = (0..3).map(|i| tcp([10, 77, 0, 2], [10, 77, 0, 1], 20000, 30000, 0x10, 1000 + i, 0)).collect();
+        let up: Vec<Vec<u8>> = (0..2).map(|i| tcp([10, 77, 0, 1], [10, 77, 0, 2], 30000, 20000, 0x10, i, 0)).collect();
+        let send = |fd: RawFd, p: &[u8]| assert!(sys::write_frame(fd, &[0; gso::HDR_LEN], p));
+        for p in &down {
+            send(d_in.0.as_raw_fd(), p);
+        }
+        for p in &up {
+            send(u_in.0.as_raw_fd(), p);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        stop.store(true, Ordering::SeqCst);
+        let r = h.join().unwrap().unwrap();
+        let received = |fd: RawFd| {
+            let mut buf = vec![0u8; MAX_FRAME];
+            std::iter::from_fn(|| match sys::read_pkt(fd, &mut buf) {
+                Ok(n) if n > 0 => Some(buf[gso::HDR_LEN..n].to_vec()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(received(d_out.1.as_raw_fd()), down);
+        assert_eq!(received(u_out.1.as_raw_fd()), up);
+        assert_eq!(r.len(), 2);
+        for (res, n) in r.iter().zip([3u64, 2]) {
+            assert_eq!((res.read_pkts, res.read_frames, res.tx_pkts, res.late.n, res.write_errors), (n, n, n, n, 0));
+        }
+        // 1040-1042 B at 12 Mbit/s, back to back: the down link was busy ~2.1 ms, the up link ~0.05 ms
+        assert!(r[0].busy_ns > 2_000_000 && r[1].busy_ns < 200_000, "{} {}", r[0].busy_ns, r[1].busy_ns);
+    }
+
+    #[test]
+    fn the_spin_budget_refills_at_its_share_of_the_time_and_keeps_at_most_a_millisecond() {
+        let mut b = SpinBudget::new(10);
+        assert!(b.affords(SPIN_CREDIT_CAP_NS) && !b.affords(SPIN_CREDIT_CAP_NS + 1));
+        b.spent(SPIN_CREDIT_CAP_NS);
+        assert!(!b.affords(1));
+        b.refill(500_000); // 10 % of 500 µs
+        assert!(b.affords(50_000) && !b.affords(50_001));
+        b.refill(100_000_000);
+        assert!(b.affords(SPIN_CREDIT_CAP_NS) && !b.affords(SPIN_CREDIT_CAP_NS + 1));
+        // a clock read before the last refill gives nothing back
+        b.spent(SPIN_CREDIT_CAP_NS);
+        b.refill(90_000_000);
+        assert!(!b.affords(1));
+        // 100 % = no budget
+        let mut all = SpinBudget::new(100);
+        all.spent(u64::MAX);
+        assert!(all.affords(u64::MAX));
+    }
+
     #[test]
     fn lateness_percentiles_come_from_microsecond_bins() {
         let mut h = LateHist::default();

@@ -415,13 +415,13 @@ impl Link {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::packet::tests::tcp;
     use bloatlab_core::qdisc::{DropReason, Limit};
     use bloatlab_core::time::NS_PER_MS;
 
-    fn cfg(service: Service, limit_pkts: u64, loss: f64) -> LinkConfig {
+    pub(crate) fn cfg(service: Service, limit_pkts: u64, loss: f64) -> LinkConfig {
         let mut delay_by_port = vec![u64::MAX; 65536];
         delay_by_port[20000] = 10 * NS_PER_MS;
         delay_by_port[20001] = 50 * NS_PER_MS;

@@ -2,7 +2,7 @@
 //! --engine emu`, `bloatlab shell` and `bloatlab emu cleanup` call it).
 //!
 //! ```text
-//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--quiet]
+//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--spin-pct N] [--batch-us N] [--one-thread] [--quiet]
 //! bloatlab-emu shell --scenario RESOLVED.json [--server CMD] [--out RAW.json] [--pcap DIR] -- COMMAND [ARGS...]
 //! bloatlab-emu cleanup [--all]
 //! bloatlab-emu check [--scenario RESOLVED.json]
@@ -44,6 +44,17 @@ struct LinkArgs {
     /// Early-wake margin of the real-time loop (µs).
     #[arg(long, value_name = "N", default_value_t = 50)]
     margin_us: u64,
+    /// Share of its time (%) a link thread may spin before the margin's end;
+    /// over it, departures due close together are written in one wake-up (100 = spin always).
+    #[arg(long, value_name = "N", default_value_t = bloatlab_emu::forward::SPIN_PCT, value_parser = clap::value_parser!(u64).range(0..=100))]
+    spin_pct: u64,
+    /// Over the spin budget, wake up at most once per this window (µs).
+    #[arg(long, value_name = "N", default_value_t = bloatlab_emu::forward::BATCH_NS / 1000)]
+    batch_us: u64,
+    /// Both directions on one link thread instead of a thread each (also
+    /// `BLOATLAB_EMU_ONE_THREAD=1`, the A/B switch for bench/emu).
+    #[arg(long)]
+    one_thread: bool,
     /// Say less on stderr.
     #[arg(long)]
     quiet: bool,
@@ -120,7 +131,9 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
     Ok(Options {
         probe_bin: find_probe(a.probe.as_deref())?,
         pcap_dir: a.pcap.clone(),
-        timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 } },
+        timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 }, spin_pct: a.spin_pct,
+            batch_ns: a.batch_us.saturating_mul(1000) },
+        one_thread: a.one_thread || std::env::var("BLOATLAB_EMU_ONE_THREAD").is_ok_and(|v| v == "1"),
         dma_latency: rt,
         quiet: a.quiet,
         workdir,

@@ -9,7 +9,7 @@
 //! link in userspace between them) and the emulator's own design
 //! (docs/emulator.md).
 
-use crate::forward::{DirResult, Forwarder, LateHist};
+use crate::forward::{run_together, DirResult, Forwarder, LateHist};
 use crate::ns::{self, Netns};
 use bloatlab_schema::pcap::Pcap;
 use crate::result::{assemble, link_results, namespace_sysctls, Lateness, RawResult, TunDrops};
@@ -62,14 +62,16 @@ pub fn preflight(sc: Option<&Resolved>) -> Result<(), String> {
 /// The link threads of a run.
 pub struct Links {
     stop: Arc<AtomicBool>,
-    handles: Vec<(String, std::thread::JoinHandle<Result<DirResult, String>>)>,
+    /// Each thread with the directions it runs.
+    handles: Vec<(Vec<String>, std::thread::JoinHandle<Result<Vec<DirResult>, String>>)>,
 }
 
 impl Links {
-    /// Start both directions; the link's clock starts at `origin`, the scenario `lead` ns later.
+    /// Start both directions, on a thread each or on one (`opt.one_thread`, forward::run_together);
+    /// the link's clock starts at `origin`, the scenario `lead` ns later.
     pub fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options) -> Result<Links, String> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::new();
+        let mut fws = Vec::new();
         use std::os::fd::AsRawFd;
         // The wall-clock time of the link's clock 0 (`origin`): a capture's times are the wall clock
         // (`lead` was added as well before, so they read ~0.1 s in the future).
@@ -92,12 +94,21 @@ impl Links {
                 }
                 None => None,
             };
-            let fw = Forwarder { link: cfg, ingress, egress, origin, stop: stop.clone(), pcap, timing: opt.timing };
+            fws.push((dir.to_string(), Forwarder { link: cfg, ingress, egress, origin, stop: stop.clone(), pcap, timing: opt.timing }));
+        }
+        let groups: Vec<Vec<(String, Forwarder)>> = if opt.one_thread {
+            vec![fws]
+        } else {
+            fws.into_iter().map(|f| vec![f]).collect()
+        };
+        let mut handles = Vec::new();
+        for g in groups {
+            let (dirs, fw): (Vec<String>, Vec<Forwarder>) = g.into_iter().unzip();
             let h = std::thread::Builder::new()
-                .name(format!("link-{dir}"))
-                .spawn(move || fw.run())
+                .name(if dirs.len() == 1 { format!("link-{}", dirs[0]) } else { "link".into() })
+                .spawn(move || run_together(fw))
                 .map_err(|e| format!("cannot start the link thread: {e}"))?;
-            handles.push((dir.to_string(), h));
+            handles.push((dirs, h));
         }
         Ok(Links { stop, handles })
     }
@@ -105,9 +116,9 @@ impl Links {
     pub fn stop(self) -> Result<Vec<(String, DirResult)>, String> {
         self.stop.store(true, Ordering::SeqCst);
         let mut out = Vec::new();
-        for (d, h) in self.handles {
-            let r = h.join().map_err(|_| format!("link thread {d} panicked"))??;
-            out.push((d, r));
+        for (dirs, h) in self.handles {
+            let r = h.join().map_err(|_| format!("link thread {} panicked", dirs.join("+")))??;
+            out.extend(dirs.into_iter().zip(r));
         }
         Ok(out)
     }

@@ -32,6 +32,8 @@ pub struct Options {
     pub probe_bin: String,
     pub pcap_dir: Option<String>,
     pub timing: Timing,
+    /// Both directions of the path on one link thread (forward::run_together).
+    pub one_thread: bool,
     /// Hold /dev/cpu_dma_latency at 0 during the run.
     pub dma_latency: bool,
     pub quiet: bool,

@@ -136,12 +136,16 @@ pub fn hold_cpu_dma_latency() -> Option<File> {
     Some(f)
 }
 
-/// Wait until `fd` is readable or `timeout_ns` elapsed (ppoll: hrtimer, ns resolution).
-pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+/// Wait until one of `fds` (at most 2) is readable or `timeout_ns` elapsed (ppoll: hrtimer, ns resolution).
+pub fn wait_readable_any(fds: &[RawFd], timeout_ns: u64) -> bool {
+    let mut p = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 2];
+    let n = fds.len().min(2);
+    for (q, &fd) in p.iter_mut().zip(&fds[..n]) {
+        q.fd = fd;
+    }
     let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
-    // SAFETY: one valid pollfd, valid timespec.
-    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    // SAFETY: n <= 2 valid pollfds, a valid timespec.
+    let r = unsafe { libc::ppoll(p.as_mut_ptr(), n as libc::nfds_t, &ts, std::ptr::null()) };
     r > 0
 }
 

@@ -14,7 +14,7 @@
 //! (`shell_station`, `bloatlab shell --station`); without one they only get
 //! the default delay.
 
-use crate::forward::{LateHist, Timing, MAX_FRAME};
+use crate::forward::{LateHist, SpinBudget, Timing, MAX_FRAME};
 use crate::gso::Segmenter;
 use crate::packet;
 use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
@@ -146,8 +146,10 @@ impl Medium {
         let mut drops: Vec<Dropped<Vec<u8>>> = Vec::new();
         let mut frame = vec![0u8; MAX_FRAME];
         let mut seg = Segmenter::default();
+        let mut spin = SpinBudget::new(self.timing.spin_pct);
         while !stop.load(Ordering::Relaxed) {
             let now = self.clock();
+            spin.woke = now;
             // Arrivals: from the server TUN (downlink, at the AP) and the client TUN (uplink).
             for (i, up) in [(0usize, false), (1, true)] {
                 for _ in 0..READ_BATCH {
@@ -189,25 +191,7 @@ impl Medium {
                 self.late.record(t.saturating_sub(at));
             }
             let next = [self.wifi.next_event(), self.line.peek().map(|Reverse(e)| e.0)].into_iter().flatten().min();
-            self.wait_until(next.unwrap_or(u64::MAX));
-        }
-    }
-
-    /// Sleep until `at` or until either TUN is readable (ppoll), then spin the last margin.
-    fn wait_until(&self, at: Nanos) {
-        let now = self.clock();
-        if at <= now {
-            return;
-        }
-        let left = (at - now).min(50_000_000);
-        if left > self.timing.margin_ns && wait_readable2(self.fds, left - self.timing.margin_ns) {
-            return;
-        }
-        while self.clock() < at.min(now + left) {
-            if wait_readable2(self.fds, 0) {
-                return;
-            }
-            std::hint::spin_loop();
+            crate::forward::wait_until(&self.fds, self.origin, &self.timing, next.unwrap_or(u64::MAX), &mut spin);
         }
     }
 
@@ -234,13 +218,4 @@ impl Medium {
         o.insert("stations".into(), json!(stations));
         Value::Object(o)
     }
-}
-
-/// ppoll on both TUN descriptors (ns resolution).
-fn wait_readable2(fds: [RawFd; 2], timeout_ns: u64) -> bool {
-    let mut p = [libc::pollfd { fd: fds[0], events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: fds[1], events: libc::POLLIN, revents: 0 }];
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as _ };
-    // SAFETY: two valid pollfds, a valid timespec.
-    let r = unsafe { libc::ppoll(p.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-    r > 0
 }
