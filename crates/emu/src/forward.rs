@@ -11,10 +11,15 @@
 //!
 //! Lateness of a packet = actual write time − scheduled due time. It is what
 //! the receiver sees beyond the configured delay; p50/p99/max go to the
-//! result and a p99 above 1 ms flags the run.
+//! result and a p99 above 1 ms flags the run. Stalls of the thread (no clock
+//! observation for ≥ 1 ms beyond a requested sleep) are recorded with the
+//! backlog they left (crate::stall); the thread never sleeps longer than
+//! [`HEARTBEAT_NS`], so an idle direction's stalls are seen too.
 
 use crate::gso::{self, Segmenter};
 use crate::link::{Link, LinkConfig, Sample};
+use crate::stall::{Episode, StallWatch, HEARTBEAT_NS};
+use bloatlab_core::qdisc::DropReason;
 use bloatlab_core::qdisc::Stats;
 use bloatlab_schema::pcap::Pcap;
 use crate::sys;
@@ -116,6 +121,10 @@ pub struct DirResult {
     pub super_pkts: u64,
     /// Wire packets written as part of a coalesced GSO write.
     pub coalesced_pkts: u64,
+    /// The thread's stalls within the scenario (times from its t = 0), and
+    /// how many were not kept (crate::stall::MAX_EPISODES).
+    pub stalls: Vec<Episode>,
+    pub stalls_lost: u64,
 }
 
 pub struct Forwarder {
@@ -133,8 +142,10 @@ impl Forwarder {
     /// Run until `stop` is set. The link is built here: a qdisc stays on its thread.
     pub fn run(self) -> Result<DirResult, String> {
         let link = Link::new(self.link.clone())?;
+        let watch = StallWatch::new(sys::mono_ns().saturating_sub(self.origin));
+        let measure = (self.link.measure_from, self.link.measure_until);
         let mut state = Running { link, ingress: self.ingress, egress: self.egress, origin: self.origin,
-            stop: self.stop, pcap: self.pcap, timing: self.timing };
+            stop: self.stop, pcap: self.pcap, timing: self.timing, watch, measure };
         Ok(state.run())
     }
 }
@@ -147,6 +158,14 @@ struct Running {
     stop: Arc<AtomicBool>,
     pcap: Option<Pcap>,
     timing: Timing,
+    watch: StallWatch,
+    /// the scenario's span on the link's clock (`LinkConfig::measure_from`, `measure_until`)
+    measure: (Nanos, Nanos),
+}
+
+/// The queue's drops so far, random loss aside (a stall's burst cannot cause those).
+fn queue_drops(link: &Link) -> u64 {
+    link.stats.drops.iter().sum::<u64>() - link.stats.drops[DropReason::RandomLoss as usize]
 }
 
 impl Running {
@@ -169,7 +188,10 @@ impl Running {
         let clock = || sys::mono_ns().saturating_sub(origin);
         while !self.stop.load(Ordering::Relaxed) {
             let now = clock();
+            self.watch.seen(now);
             self.link.service(now);
+            let (pkts0, drops0) = (read_pkts, queue_drops(&self.link));
+            let mut drained = false;
             for _ in 0..READ_BATCH {
                 match sys::read_pkt(self.ingress, &mut frame) {
                     Ok(n) if n > 0 => {
@@ -185,10 +207,15 @@ impl Running {
                             link.arrive(now, b);
                         });
                     }
-                    _ => break,
+                    _ => {
+                        drained = true;
+                        break;
+                    }
                 }
             }
+            self.watch.read(read_pkts - pkts0, queue_drops(&self.link) - drops0, drained);
             let mut t = clock();
+            self.watch.seen(t);
             if coalesce {
                 while due.len() < READ_BATCH {
                     match self.link.pop_due(t) {
@@ -211,6 +238,7 @@ impl Running {
                         write_errors += n as u64;
                     }
                     t = clock();
+                    self.watch.seen(t);
                     for (at, _) in &due[i..i + n] {
                         late.record(t.saturating_sub(*at));
                     }
@@ -226,6 +254,7 @@ impl Running {
                         write_errors += 1;
                     }
                     t = clock();
+                    self.watch.seen(t);
                     late.record(t.saturating_sub(at));
                     self.link.recycle(b);
                 }
@@ -238,6 +267,13 @@ impl Running {
         let now = clock();
         self.link.service(now);
         let l = &mut self.link;
+        // Only the scenario's stalls, timed from its t = 0 (the link's clock starts `measure_from` earlier).
+        let (from, until) = self.measure;
+        let stalls = std::mem::take(&mut self.watch.episodes)
+            .into_iter()
+            .filter(|e| e.end_ns() > from && e.start_ns < until)
+            .map(|e| Episode { start_ns: e.start_ns.saturating_sub(from), ..e })
+            .collect();
         DirResult {
             stats: l.stats.clone(),
             tx_bytes: l.tx_bytes,
@@ -251,30 +287,36 @@ impl Running {
             read_frames,
             super_pkts: seg.super_pkts,
             coalesced_pkts: coalesced,
+            stalls,
+            stalls_lost: self.watch.lost,
         }
     }
 
     /// Sleep until `at` (run time, ns) or until a packet arrives.
-    fn wait_until(&self, at: Nanos) {
+    fn wait_until(&mut self, at: Nanos) {
         let origin = self.origin;
         let now = sys::mono_ns().saturating_sub(origin);
+        self.watch.seen(now);
         if at <= now {
             return;
         }
-        // Never sleep long: the stop flag is checked at least every 50 ms.
-        let left = (at - now).min(50_000_000);
+        // Never sleep long: a stall of an idle thread is seen (crate::stall), and the stop flag is checked.
+        let left = (at - now).min(HEARTBEAT_NS);
         if left > self.timing.margin_ns {
+            self.watch.sleeping_until(now + left - self.timing.margin_ns);
             if sys::wait_readable(self.ingress, left - self.timing.margin_ns) {
                 return;
             }
             let now = sys::mono_ns().saturating_sub(origin);
+            self.watch.seen(now);
             if now + self.timing.margin_ns < at {
-                return; // woke early (the 50 ms cap): the caller comes back
+                return; // woke early (the heartbeat): the caller comes back
             }
         }
         // Spin the rest, still watching for arrivals.
         loop {
             let now = sys::mono_ns().saturating_sub(origin);
+            self.watch.seen(now);
             if now >= at || sys::wait_readable(self.ingress, 0) {
                 return;
             }
