@@ -100,6 +100,12 @@ def test_an_emulated_run_gives_the_summary_keys_of_the_simulator_and_the_kernels
         assert meta["sysctls"][k]
     late = meta["lateness"]
     assert late["n"] > 1000 and late["p99_us"] is not None and "flagged" in late
+    # The stall verdict (docs/emulator.md "Timing quality"): 20 Mbit/s, 1 BDP of 40 ms drains in 40 ms, the
+    # base RTT is 40 ms; the flag is the p99's or a stall's, and says which.
+    st = late["stalls"]
+    assert st["threshold_ms"] == 40.0 and st["count"] >= st["over_2ms"] >= st["over_5ms"] >= st["over_10ms"]
+    assert late["flagged"] == bool(late["reasons"]) and ("stall" in late["reasons"]) == (st["over_threshold"] > 0)
+    assert len(st["longest"]) == min(st["count"], 10) and all(e["ms"] >= st["min_ms"] for e in st["longest"])
     # TCP_INFO every 10 ms, the queue every 10 ms, a probe every 10 ms.
     assert len(r.flows) > 300 and {"cwnd_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps"} <= set(r.flows.columns)
     assert len(r.links) >= 490 and r.links["queue_bytes"].max() > 0

@@ -30,10 +30,15 @@
 //!
 //! Lateness of a packet = actual write time − scheduled due time. It is what
 //! the receiver sees beyond the configured delay; p50/p99/max go to the
-//! result and a p99 above 1 ms flags the run.
+//! result and a p99 above 1 ms flags the run. Stalls of the thread (no clock
+//! observation for ≥ 1 ms beyond a requested sleep) are recorded with the
+//! backlog they left (crate::stall); the thread never sleeps longer than
+//! [`HEARTBEAT_NS`], so an idle direction's stalls are seen too.
 
 use crate::gso::{self, Segmenter};
 use crate::link::{Link, LinkConfig, Sample};
+use crate::stall::{Episode, StallWatch, HEARTBEAT_NS};
+use bloatlab_core::qdisc::DropReason;
 use bloatlab_core::qdisc::Stats;
 use bloatlab_schema::pcap::Pcap;
 use crate::sys;
@@ -185,6 +190,10 @@ pub struct DirResult {
     pub super_pkts: u64,
     /// Wire packets written as part of a coalesced GSO write.
     pub coalesced_pkts: u64,
+    /// The thread's stalls within the scenario (times from its t = 0), and
+    /// how many were not kept (crate::stall::MAX_EPISODES).
+    pub stalls: Vec<Episode>,
+    pub stalls_lost: u64,
 }
 
 pub struct Forwarder {
@@ -229,7 +238,9 @@ pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
     let (origin, stop, timing) = (first.origin, first.stop.clone(), first.timing);
     let mut dirs = Vec::with_capacity(fws.len());
     for f in fws {
-        dirs.push(Dir::new(Link::new(f.link)?, f.ingress, f.egress, f.pcap));
+        let measure = (f.link.measure_from, f.link.measure_until);
+        let watch = StallWatch::new(sys::mono_ns().saturating_sub(origin));
+        dirs.push(Dir::new(Link::new(f.link)?, f.ingress, f.egress, f.pcap, watch, measure));
     }
     let fds: Vec<RawFd> = dirs.iter().map(|d| d.ingress).collect();
     sys::set_timer_slack(1);
@@ -244,6 +255,9 @@ pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
         let now = clock();
         spin.woke = now;
         for d in dirs.iter_mut() {
+            d.watch.seen(now);
+        }
+        for d in dirs.iter_mut() {
             d.link.service(now);
             d.read(now, &mut frame);
         }
@@ -251,7 +265,10 @@ pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
             d.write_due(coalesce, &clock);
         }
         let next = dirs.iter().map(|d| d.link.next_event()).min().unwrap_or(Nanos::MAX);
-        wait_until(&fds, origin, &timing, next, &mut spin);
+        let slept_until = wait_until(&fds, origin, &timing, next, &mut spin);
+        for d in dirs.iter_mut() {
+            d.watch.sleeping_until(slept_until);
+        }
     }
     let now = clock();
     Ok(dirs.into_iter().map(|d| d.finish(now)).collect())
@@ -271,16 +288,27 @@ struct Dir {
     coalesced: u64,
     due: Vec<(Nanos, Vec<u8>)>,
     sup: Vec<u8>,
+    watch: StallWatch,
+    /// the scenario's span on the link's clock (`LinkConfig::measure_from`, `measure_until`)
+    measure: (Nanos, Nanos),
+}
+
+/// The queue's drops so far, random loss aside (a stall's burst cannot cause those).
+fn queue_drops(link: &Link) -> u64 {
+    link.stats.drops.iter().sum::<u64>() - link.stats.drops[DropReason::RandomLoss as usize]
 }
 
 impl Dir {
-    fn new(link: Link, ingress: RawFd, egress: RawFd, pcap: Option<Pcap>) -> Dir {
+    fn new(link: Link, ingress: RawFd, egress: RawFd, pcap: Option<Pcap>, watch: StallWatch, measure: (Nanos, Nanos)) -> Dir {
         Dir { link, ingress, egress, pcap, seg: Segmenter::default(), late: LateHist::default(), write_errors: 0, read_pkts: 0,
-            read_frames: 0, coalesced: 0, due: Vec::new(), sup: Vec::new() }
+            read_frames: 0, coalesced: 0, due: Vec::new(), sup: Vec::new(), watch, measure }
     }
 
     /// Read up to [`READ_BATCH`] frames, cut them into wire packets, and hand those to the link at `now`.
+    /// The stall detector learns how much a stall left waiting (crate::stall).
     fn read(&mut self, now: Nanos, frame: &mut [u8]) {
+        let (pkts0, drops0) = (self.read_pkts, queue_drops(&self.link));
+        let mut drained = false;
         for _ in 0..READ_BATCH {
             match sys::read_pkt(self.ingress, frame) {
                 Ok(n) if n > 0 => {
@@ -296,9 +324,13 @@ impl Dir {
                         link.arrive(now, b);
                     });
                 }
-                _ => break,
+                _ => {
+                    drained = true;
+                    break;
+                }
             }
         }
+        self.watch.read(self.read_pkts - pkts0, queue_drops(&self.link) - drops0, drained);
     }
 
     /// Write what is due by now (coalesced into GSO writes where a run allows), recording lateness.
@@ -326,6 +358,7 @@ impl Dir {
                     self.write_errors += n as u64;
                 }
                 t = clock();
+                self.watch.seen(t);
                 for (at, _) in &self.due[i..i + n] {
                     self.late.record(t.saturating_sub(*at));
                 }
@@ -341,6 +374,7 @@ impl Dir {
                     self.write_errors += 1;
                 }
                 t = clock();
+                self.watch.seen(t);
                 self.late.record(t.saturating_sub(at));
                 self.link.recycle(b);
             }
@@ -353,6 +387,13 @@ impl Dir {
         }
         self.link.service(now);
         let l = &mut self.link;
+        // Only the scenario's stalls, timed from its t = 0 (the link's clock starts `measure_from` earlier).
+        let (from, until) = self.measure;
+        let stalls = std::mem::take(&mut self.watch.episodes)
+            .into_iter()
+            .filter(|e| e.end_ns() > from && e.start_ns < until)
+            .map(|e| Episode { start_ns: e.start_ns.saturating_sub(from), ..e })
+            .collect();
         DirResult {
             stats: l.stats.clone(),
             tx_bytes: l.tx_bytes,
@@ -366,6 +407,8 @@ impl Dir {
             read_frames: self.read_frames,
             super_pkts: self.seg.super_pkts,
             coalesced_pkts: self.coalesced,
+            stalls,
+            stalls_lost: self.watch.lost,
         }
     }
 }
@@ -373,26 +416,30 @@ impl Dir {
 /// Sleep until `at` (run time, ns) or until a packet arrives on one of `fds`:
 /// to `at` less the margin, then spin, while the spin budget lasts; else in
 /// one sleep, to `at` or to the end of the batch window, whichever is later.
-pub(crate) fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos, spin: &mut SpinBudget) {
+/// Returns the deadline of the sleep it asked for (the time until which the
+/// thread was allowed to be away, for crate::stall), or 0 if it did not sleep.
+pub(crate) fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos, spin: &mut SpinBudget) -> Nanos {
     let clock = || sys::mono_ns().saturating_sub(origin);
     let now = clock();
     spin.refill(now);
     if at <= now {
-        return;
+        return 0;
     }
-    // Never sleep long: the stop flag is checked at least every 50 ms.
-    let left = (at - now).min(50_000_000);
+    // Never sleep long: a stall of an idle thread is seen (crate::stall), and the stop flag is checked.
+    let left = (at - now).min(HEARTBEAT_NS);
     if !spin.affords(timing.margin_ns) {
-        let until = at.max(spin.woke.saturating_add(timing.batch_ns));
-        sys::wait_readable_any(fds, (until - now).min(50_000_000));
-        return;
+        let until = at.max(spin.woke.saturating_add(timing.batch_ns)).min(now + HEARTBEAT_NS);
+        sys::wait_readable_any(fds, until - now);
+        return until;
     }
+    let mut slept_until = 0;
     if left > timing.margin_ns {
+        slept_until = now + left - timing.margin_ns;
         if sys::wait_readable_any(fds, left - timing.margin_ns) {
-            return;
+            return slept_until;
         }
         if clock() + timing.margin_ns < at {
-            return; // woke early (the 50 ms cap): the caller comes back
+            return slept_until; // woke early (the heartbeat): the caller comes back
         }
     }
     // Spin the rest, still watching for arrivals.
@@ -401,7 +448,7 @@ pub(crate) fn wait_until(fds: &[RawFd], origin: u64, timing: &Timing, at: Nanos,
         let now = clock();
         if now >= at || sys::wait_readable_any(fds, 0) {
             spin.spent(now.saturating_sub(start));
-            return;
+            return slept_until;
         }
         std::hint::spin_loop();
     }

@@ -12,7 +12,7 @@
 //! argument), [`forward`] (the real-time loop), [`ns`] (namespaces, slots,
 //! clean-up), [`run`] (a whole run), [`supervise`] (its processes: the
 //! traffic generators), [`result`] (its typed raw result), [`scenario`] (the
-//! resolved scenario), [`sys`], [`wifi`] (the WiFi medium instead of
+//! resolved scenario), [`stall`] (a link thread's stalls), [`sys`], [`wifi`] (the WiFi medium instead of
 //! the two links). Mahimahi traces are read and served by `bloatlab_core::trace`,
 //! as in the simulator; captures (`--pcap`) are written by `bloatlab_schema::pcap`,
 //! as the simulator's.
@@ -25,6 +25,7 @@ pub mod packet;
 pub mod result;
 pub mod run;
 pub mod scenario;
+pub mod stall;
 pub mod supervise;
 pub mod sys;
 pub mod wifi;

@@ -14,6 +14,8 @@
 //!
 //! Constants: [`LATENESS_FLAG_US`] = 1 ms of p99 lateness flags a run (the
 //! link's delays are then off by more than a typical 1-ms scheduling slack).
+//! So does a stall of a link thread as long as the scenario's shortest time
+//! scale (crate::stall: a buffer's drain time, the base RTT).
 
 use crate::forward::{DirResult, LateHist};
 use crate::ns;
@@ -90,13 +92,23 @@ pub struct Lateness {
     pub p99_us: Option<f64>,
     pub max_us: Option<f64>,
     pub over_1ms: u64,
-    /// the run's lateness only (not per direction, not the WiFi medium's): p99 above [`LATENESS_FLAG_US`]
+    /// the run's lateness only (not per direction, not the WiFi medium's): p99 above [`LATENESS_FLAG_US`],
+    /// or a stall that matters (crate::stall::Scales::threshold)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flagged: Option<bool>,
+    /// why it is flagged: "p99", "stall" (empty: not flagged)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<&'static str>>,
+    /// the same in a sentence, when flagged
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threshold_p99_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_direction: Option<BTreeMap<String, Lateness>>,
+    /// the link threads' stalls (crate::stall), the run's only
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<crate::stall::Stalls>,
 }
 
 impl Lateness {
@@ -109,8 +121,11 @@ impl Lateness {
             max_us: (h.n > 0).then(|| h.max_ns as f64 / 1000.0),
             over_1ms: h.over_1ms,
             flagged: None,
+            reasons: None,
+            reason: None,
             threshold_p99_us: None,
             by_direction: None,
+            stalls: None,
         }
     }
 }
@@ -355,17 +370,59 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<St
         }
     }
     let mut late = Lateness::of(&all);
-    let p99 = all.percentile_us(99.0);
-    let flagged = p99.is_finite() && p99 > LATENESS_FLAG_US;
-    late.flagged = Some(flagged);
-    late.threshold_p99_us = Some(LATENESS_FLAG_US);
     late.by_direction = Some(per_dir);
-    if flagged {
-        eprintln!(
-            "bloatlab-emu: warning: timing quality: p99 lateness {p99:.0} µs exceeds {LATENESS_FLAG_US:.0} µs; delays in this run are less accurate than configured (machine busy?)"
-        );
+    let eps: Vec<(&str, &[crate::stall::Episode], u64)> = dirs.iter().map(|(d, r)| (d.as_str(), r.stalls.as_slice(), r.stalls_lost)).collect();
+    let stalls = crate::stall::summarize(&eps, &scales(sc));
+    judge(&mut late, all.percentile_us(99.0), stalls);
+    if let Some(why) = &late.reason {
+        eprintln!("bloatlab-emu: warning: timing quality: {why}; this run's figures are less accurate than configured");
     }
     (links, series, late)
+}
+
+/// The time scales a stall of this scenario is judged by: each direction's
+/// buffer (bytes, or packets of [`crate::stall::PKT_BYTES`]) and policer
+/// bucket at its rate, and the flows' smallest base RTT.
+pub fn scales(sc: &Resolved) -> crate::stall::Scales {
+    use crate::stall::{Scales, PKT_BYTES};
+    let mut drains = Vec::new();
+    for (d, spec) in [("down", &sc.links.down), ("up", &sc.links.up)] {
+        let Some(l) = spec else { continue };
+        let buffer = l.buffer_bytes.or(l.buffer_pkts.map(|p| p * PKT_BYTES));
+        if let Some(t) = buffer.and_then(|b| Scales::drain_ns(b, l.rate_bps)) {
+            drains.push((format!("the {d} buffer's drain time"), t));
+        }
+        if let Some(t) = l.policer.as_ref().and_then(|p| Scales::drain_ns(p.burst_bytes, p.rate_bps)) {
+            drains.push((format!("the {d} policer's bucket at its rate"), t));
+        }
+    }
+    Scales { drains, min_rtt_ns: sc.flows.iter().map(|f| f.rtt_ns).min() }
+}
+
+/// The run's verdict: `flagged`, its `reasons` and `reason`, from the p99
+/// lateness (µs; NaN without packets) and the stalls.
+pub fn judge(late: &mut Lateness, p99_us: f64, stalls: crate::stall::Stalls) {
+    let mut reasons = Vec::new();
+    let mut why = Vec::new();
+    if p99_us.is_finite() && p99_us > LATENESS_FLAG_US {
+        reasons.push("p99");
+        why.push(format!("p99 lateness {p99_us:.0} µs exceeds {LATENESS_FLAG_US:.0} µs"));
+    }
+    if stalls.over_threshold > 0 {
+        reasons.push("stall");
+        let (n, t) = (stalls.over_threshold, stalls.threshold_ms);
+        let from = stalls.threshold_from.as_deref().map(|f| format!(", {f}")).unwrap_or_default();
+        let worst = stalls.longest.first().map(|e| {
+            let who = if e.both { "both directions: the machine paused".to_string() } else { format!("the {} thread", e.direction) };
+            format!("; the longest {:.1} ms at {:.2} s ({who})", e.ms, e.start_s)
+        });
+        why.push(format!("{n} stall{} of ≥ {t:.1} ms ({}{from}){}", if n == 1 { "" } else { "s" }, "a stall this long releases a burst the queue would not have seen", worst.unwrap_or_default()));
+    }
+    late.flagged = Some(!reasons.is_empty());
+    late.threshold_p99_us = Some(LATENESS_FLAG_US);
+    late.reason = (!why.is_empty()).then(|| why.join("; "));
+    late.reasons = Some(reasons);
+    late.stalls = Some(stalls);
 }
 
 #[cfg(test)]
@@ -392,8 +449,40 @@ mod tests {
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(&v), ["engine", "flows", "links", "meta", "probes"]);
         assert_eq!(keys(&v["meta"]), ["available_cc", "emulator", "kernel", "lateness", "sample_interval_ns"]);
-        assert_eq!(keys(&v["meta"]["lateness"]), ["by_direction", "flagged", "max_us", "n", "over_1ms", "p50_us", "p99_us", "threshold_p99_us"]);
+        assert_eq!(keys(&v["meta"]["lateness"]), ["by_direction", "flagged", "max_us", "n", "over_1ms", "p50_us", "p99_us", "reasons", "stalls", "threshold_p99_us"]);
+        // no flows: the down buffer's drain time alone, 100 000 B at 10 Mbit/s
+        assert_eq!((v["meta"]["lateness"]["stalls"]["threshold_ms"].as_f64(), v["meta"]["lateness"]["stalls"]["count"].as_u64()), (Some(80.0), Some(0)));
+        assert_eq!(v["meta"]["lateness"]["reasons"], json!([]));
         assert_eq!(v["engine"], "emu");
+    }
+
+    fn stalls_of(eps: &[crate::stall::Episode]) -> crate::stall::Stalls {
+        let scales = crate::stall::Scales { drains: vec![("the down buffer's drain time".into(), 2_500_000)], min_rtt_ns: Some(10_000_000) };
+        crate::stall::summarize(&[("down", eps, 0), ("up", &[], 0)], &scales)
+    }
+
+    #[test]
+    fn a_stall_as_long_as_the_buffers_drain_time_flags_the_run_and_says_why() {
+        let mut late = Lateness::of(&LateHist::default());
+        let ep = crate::stall::Episode { start_ns: 13_880_000_000, dur_ns: 7_700_000, backlog_pkts: 45, drops: 24 };
+        judge(&mut late, 28.0, stalls_of(&[ep]));
+        assert_eq!(late.flagged, Some(true));
+        assert_eq!(late.reasons, Some(vec!["stall"]));
+        assert_eq!(
+            late.reason.as_deref(),
+            Some("1 stall of ≥ 2.5 ms (a stall this long releases a burst the queue would not have seen, the down buffer's drain time); the longest 7.7 ms at 13.88 s (the down thread)")
+        );
+    }
+
+    #[test]
+    fn a_stall_shorter_than_every_time_scale_does_not_flag_but_a_high_p99_still_does() {
+        let mut late = Lateness::of(&LateHist::default());
+        let ep = crate::stall::Episode { start_ns: 0, dur_ns: 2_499_999, backlog_pkts: 3, drops: 0 };
+        judge(&mut late, 1000.0, stalls_of(&[ep]));
+        assert_eq!((late.flagged, late.reasons.clone(), late.reason.clone()), (Some(false), Some(vec![]), None));
+        judge(&mut late, 1001.0, stalls_of(&[ep]));
+        assert_eq!((late.flagged, late.reasons.clone()), (Some(true), Some(vec!["p99"])));
+        assert_eq!(late.reason.as_deref(), Some("p99 lateness 1001 µs exceeds 1000 µs"));
     }
 
     #[test]

@@ -50,9 +50,10 @@ def print_table(res: dict) -> None:
     print_table(["", "what", ("sim", "right"), ("emu", "right"), ("sim vs emu", "right")], cells)
     late = e["meta"].get("lateness") or {}
     if late:
-        from ..engines.emu import timing_flagged
+        from ..engines.emu import timing_reason
 
-        flag = "  FLAGGED: timing less accurate than configured" if timing_flagged(e) else ""
+        why = timing_reason(e)
+        flag = f"  FLAGGED: timing less accurate than configured: {why}" if why else ""
         print(f"emulator lateness: p50 {late.get('p50_us')} µs  p99 {late.get('p99_us')} µs  max {late.get('max_us')} µs{flag}")
 
 

@@ -50,7 +50,7 @@ def main(args) -> int:
         q = r.get("down_qdelay_p95_ms_err")
         x = r.get("retransmits_err")
         late = r.get("emu_late_p99_us")
-        flag = " (emu timing flagged)" if r["timing_flagged"] else ""
+        flag = f" (emu timing flagged: {r.get('timing_reasons') or 'p99'})" if r["timing_flagged"] else ""
         cells.append((label, _pct(g), _pct(q), "-" if x is None or x != x else f"{x:.2f}",
                       "-" if late is None or late != late else f"{late:.0f} µs", f"{r['misses'] or 'ok'}{flag}"))
     print_table(["point", ("goodput", "right"), ("qd p95", "right"), ("retx x", "right"), ("late p99", "right"),
@@ -64,7 +64,7 @@ def main(args) -> int:
 
 
 def fidelity_keys(table) -> list[str]:
-    fixed = {"run_id", "part", "seed", "misses", "emu_late_p99_us", "timing_flagged"}
+    fixed = {"run_id", "part", "seed", "misses", "emu_late_p99_us", "timing_flagged", "timing_reasons"}
     return [c for c in table.columns if c not in fixed and not c.endswith(("_sim", "_emu", "_err"))]
 
 

@@ -96,9 +96,19 @@ def temp_dir(kind: str) -> tempfile.TemporaryDirectory:
 
 def timing_flagged(summary: dict) -> bool:
     """Was an emulator run's timing flagged (p99 lateness over the threshold,
-    docs/emulator.md "Timing quality")? Its delays are then not truth: sweeps
+    or a stall of a link thread as long as the scenario's shortest time scale:
+    docs/emulator.md "Timing quality")? Its figures are then not truth: sweeps
     and fidelity tables re-run or mark it. False for other engines' results."""
     return bool(((summary.get("meta") or {}).get("lateness") or {}).get("flagged"))
+
+
+def timing_reason(summary: dict) -> str | None:
+    """Why a run's timing was flagged, in a sentence (``meta.lateness.reason``;
+    a result written before the stall verdict names its p99); None if not flagged."""
+    late = (summary.get("meta") or {}).get("lateness") or {}
+    if not late.get("flagged"):
+        return None
+    return late.get("reason") or f"p99 lateness {late.get('p99_us')} µs exceeds {late.get('threshold_p99_us')} µs"
 
 
 def emu_args(opts: dict) -> list[str]:

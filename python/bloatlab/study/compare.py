@@ -78,4 +78,4 @@ def compare(scenario, overrides=(), save_dir: str | None = None) -> dict:
         rs.save(os.path.join(save_dir, "sim"))
         re_.save(os.path.join(save_dir, "emu"))
     return {"sim": rs.summary, "emu": re_.summary, "rows": rows(rs.summary, re_.summary),
-            "timing_flagged": emu_engine.timing_flagged(re_.summary)}
+            "timing_flagged": emu_engine.timing_flagged(re_.summary), "timing_reason": emu_engine.timing_reason(re_.summary)}

@@ -118,6 +118,8 @@ def errors(sim_store, emu_store):
         row.update(point_errors(s, e, metrics))
         row["emu_late_p99_us"] = _f(e.get("late_p99_us"))
         row["timing_flagged"] = bool(e.get("timing_flagged") or False)
+        why = e.get("timing_reasons")  # absent (NaN) in a store written before the stall verdict
+        row["timing_reasons"] = why if isinstance(why, str) and why else ("p99" if row["timing_flagged"] else "")
         rows.append(row)
     if not rows:
         raise UserError("fidelity: no point has run on both engines yet")
@@ -185,7 +187,7 @@ def report(table, summ: dict, sim_store, path: str) -> str:
              f"retransmissions within {RETX_RATIO_TARGET}×. A point whose emulator timing was flagged is marked "
              "and left out of the targets.")
     err_cols = [c for c in table.columns if c.endswith("_err")]
-    sec.table("Errors per point", table[["run_id", "seed"] + keys + err_cols + ["misses", "emu_late_p99_us", "timing_flagged"]])
+    sec.table("Errors per point", table[["run_id", "seed"] + keys + err_cols + ["misses", "emu_late_p99_us", "timing_flagged", "timing_reasons"]])
     both = [c for c in table.columns if c.endswith("_sim") or c.endswith("_emu")]
     sec.table("Both engines per point", table[["run_id"] + keys + both])
     frame = _Frame(table.assign(**{c: table[c].astype(float) for c in err_cols}), name)

@@ -110,6 +110,8 @@ def flatten(summary: dict) -> dict[str, Any]:
     if late:  # the emulator's timing quality (docs/emulator.md): a flagged run is less accurate than configured
         row["late_p99_us"] = _num(late.get("p99_us"))
         row["timing_flagged"] = bool(late.get("flagged", False))
+        row["timing_reasons"] = ",".join(late.get("reasons") or (["p99"] if row["timing_flagged"] else []))
+        row["stall_max_ms"] = _num((late.get("stalls") or {}).get("max_ms"))
     for i, pg in enumerate(summary.get("pages") or []):
         row["plt_s" if i == 0 else f"page{i}_plt_s"] = _num(pg.get("plt_s"))
     for i, p in enumerate(summary.get("probes") or []):
