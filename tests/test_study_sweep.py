@@ -250,3 +250,49 @@ def test_an_emu_sweep_runs_its_points_one_at_a_time_on_the_kernel(tmp_path):
     # One at a time: the second run started after the first one's end (wall-clock stamps in the runs' files).
     t = sorted(os.stat(os.path.join(store.run_dir(out, r), "summary.json")).st_mtime for r in runs["run_id"])
     assert t[1] - t[0] >= 2.5
+
+
+def test_an_emu_point_with_flagged_timing_runs_again_and_is_stored_marked_if_it_stays_flagged(tmp_path, monkeypatch, capsys):
+    """docs/emulator.md "Timing quality": a flagged emulator run is not stored as truth. Without an emulator
+    here, the engine is the simulator with the emulator's verdict written into its summary: the cubic point's
+    first attempt is flagged (a stall), its second is not; the bbr point is flagged every time (p99)."""
+    sw = spec.from_doc({"name": "f", "scenario": bloatlab.load_scenario(SCENARIO).doc,
+                        "grid": {"flow.0.cc": ["cubic", "bbr"]}})
+    real = sweep._execute
+    log = tmp_path / "attempts"
+
+    def fake_emu(payload):
+        cc = payload["params"]["flow.0.cc"]
+        with open(log, "a") as f:  # the workers are forked: a file counts their attempts
+            f.write(cc + "\n")
+        n = log.read_text().split().count(cc)
+        res = real(dict(payload, engine="sim"))
+        late = {"n": 5000, "p99_us": 40.0, "flagged": False, "reasons": []}
+        if cc == "bbr":
+            late.update(p99_us=2400.0, flagged=True, reasons=["p99"], reason="p99 lateness 2400 µs exceeds 1000 µs")
+        elif n == 1:
+            late.update(flagged=True, reasons=["stall"], reason="a 25.0 ms stall of link-down is longer than the base RTT (20.0 ms)")
+        res.summary.setdefault("meta", {})["lateness"] = late
+        return res
+
+    monkeypatch.setattr(sweep, "_execute", fake_emu)
+    out = str(tmp_path / "out")
+    rep = sweep.run(sw, out, engine="emu", progress=False, retry_flagged=2)
+    assert log.read_text().split().count("cubic") == 2 and log.read_text().split().count("bbr") == 3
+    assert rep.ran == 2 and rep.reran == 3 and not rep.failed
+    assert [(p.params["flow.0.cc"], why) for p, why in rep.flagged] == [("bbr", "p99 lateness 2400 µs exceeds 1000 µs")]
+    runs = bloatlab.load(out).runs.set_index("flow.0.cc")
+    assert runs.loc["cubic", "timing_flagged"] == False and runs.loc["bbr", "timing_flagged"] == True  # noqa: E712
+    assert runs.loc["bbr", "timing_reasons"] == "p99"
+    assert not [d for d in os.listdir(os.path.join(out, "runs")) if d.startswith(".")]  # no staging left behind
+    sweep.print_report(rep)
+    said = capsys.readouterr().out
+    assert "3 emulator run(s) repeated because their timing was flagged" in said
+    assert "stored with flagged timing (every attempt)" in said and "2400 µs" in said
+    # --retry-flagged 0 stores the first attempt, marked; a negative count is a usage error.
+    log.unlink()
+    rep0 = sweep.run(sw, str(tmp_path / "out0"), engine="emu", progress=False, retry_flagged=0)
+    assert rep0.reran == 0 and len(rep0.flagged) == 2
+    path = write_exp(tmp_path, 'base = "scenario.toml"\n')
+    assert cli(["sweep", path, "--retry-flagged", "-1", "--out", str(tmp_path / "o")]) == 2
+    assert "--retry-flagged" in capsys.readouterr().err

@@ -20,6 +20,10 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (local; default: all cores)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="kill a point that runs longer than this (local executor and every --engine emu point; it is retried on resume)")
+    p.add_argument("--retry-flagged", type=int, default=1, metavar="N",
+                   help="--engine emu: run a point whose emulator timing was flagged (docs/emulator.md \"Timing "
+                        "quality\") up to N more times; if every attempt is flagged the last is stored, marked "
+                        "(column timing_flagged) (default: 1)")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs (resume later)")
     p.add_argument("--append", action="store_true",
                    help="--out may hold another sweep (another name or grid): keep its runs and add this one's "
@@ -37,6 +41,8 @@ def main(args) -> int:
         raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
     if args.timeout is not None and args.timeout <= 0:
         raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+    if args.retry_flagged < 0:
+        raise UserError(f"--retry-flagged: expected a whole number >= 0, got {args.retry_flagged}")
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
     sw = spec.load(args.experiment)
@@ -49,6 +55,7 @@ def main(args) -> int:
     out = args.out or os.path.join("results", sw.name)
     rep = sweep.run(sw, out, engine=args.engine, executor=args.executor, scheduler=args.scheduler,
                     jobs=args.jobs, progress=not args.quiet, limit=args.limit,
-                    timeout=args.timeout, other="append" if args.append else "refuse")
+                    timeout=args.timeout, other="append" if args.append else "refuse",
+                    retry_flagged=args.retry_flagged)
     sweep.print_report(rep)
     return 1 if rep.failed else 0

@@ -7,7 +7,12 @@ Executors:
   address, e.g. ``tcp://10.0.0.1:8786``); workers need bloatlab installed.
 - ``emu`` runs always go one at a time (a pool of one worker, so that
   ``timeout`` can stop one): the emulator needs the machine's real time and
-  network namespaces to itself.
+  network namespaces to itself. A point whose emulator timing was flagged
+  (docs/emulator.md "Timing quality": a p99 lateness over 1 ms or a stall
+  as long as the scenario's shortest time scale) is not stored as truth: it
+  runs again, up to ``retry_flagged`` times; if every attempt is flagged the
+  last one is stored, marked (the store's ``timing_flagged`` and
+  ``timing_reasons`` columns), and the report names it.
 
 A local worker (a process of a pebble ``ProcessPool``, which kills a point
 that overruns ``--timeout``) writes its run's files (summary.json and the
@@ -28,11 +33,13 @@ lost, none run twice.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import result as _result
+from ..engines import emu as _emu
 from ..errors import UserError
 from . import spec as _spec
 from . import store as _store
@@ -46,6 +53,10 @@ class SweepReport:
     failed: list
     wall_s: float
     out: str
+    #: emulator points re-run because their timing was flagged
+    reran: int = 0
+    #: (point, reason) stored although every attempt's timing was flagged
+    flagged: list = field(default_factory=list)
 
 
 def _execute(payload: dict):
@@ -86,11 +97,13 @@ def _info(pt: _spec.Point, engine: str, name: str) -> dict:
 
 def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str = "local",
         scheduler: str | None = None, jobs: int | None = None, progress: bool = True,
-        limit: int | None = None, timeout: float | None = None, other: str = "replace") -> SweepReport:
+        limit: int | None = None, timeout: float | None = None, other: str = "replace",
+        retry_flagged: int = 1) -> SweepReport:
     """Run ``sweep`` into the store ``out``; skip the points already there.
     ``limit`` stops after that many new runs (for tests and partial runs);
     ``timeout`` kills a point (local executor, and every emulator point) that
-    runs longer (seconds);
+    runs longer (seconds); ``retry_flagged``: times an emulator point whose
+    timing was flagged runs again (module doc);
     ``other`` says what to do when ``out`` holds another sweep (store.init)."""
     engine = engine or sweep.engine or "sim"
     if engine not in ("sim", "emu"):
@@ -119,12 +132,23 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine,
                      "start_jitter": jit[p.part]} for p in todo]
         failed: list = []
+        flagged: list = []
+        again: list = []  # emulator points to run once more (flagged timing)
+        retries: dict[str, int] = {}  # run_id -> re-runs done
         ran = 0
 
         def store_one(pt, status, value):
             nonlocal ran
             if status == "ok":
                 summary, series = value
+                if engine == "emu" and _emu.timing_flagged(summary):
+                    if retries.get(pt.run_id, 0) < retry_flagged:
+                        retries[pt.run_id] = retries.get(pt.run_id, 0) + 1
+                        again.append(pt)
+                        if isinstance(series, str):
+                            shutil.rmtree(series, ignore_errors=True)
+                        return
+                    flagged.append((pt, _emu.timing_reason(summary)))
                 info = _info(pt, engine, sweep.name)
                 if isinstance(series, str):
                     _store.write_run(out, pt.run_id, info, summary, staged=series)
@@ -141,7 +165,12 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
                 # one point at a time (the emulator runs in real time and owns the
                 # machine), each in a worker so that --timeout can stop it: the
                 # worker's bloatlab-emu dies with it and removes its namespaces
-                _run_local(todo, payloads, 1, store_one, bar, timeout, out)
+                by_id = {p.run_id: pl for p, pl in zip(todo, payloads)}
+                pending = todo
+                while pending:
+                    _run_local(pending, [by_id[p.run_id] for p in pending], 1, store_one, bar, timeout, out)
+                    pending, again[:] = list(again), []
+                    bar.grow(len(pending))
             elif executor == "dask":
                 _run_dask(todo, payloads, scheduler, store_one, bar, out)
             else:
@@ -149,7 +178,8 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         st = _store.Store(out)
         if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
             st.write_index()
-    return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out)
+    return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out,
+                       sum(retries.values()), flagged)
 
 
 def check_out(out: str) -> None:
@@ -211,7 +241,6 @@ def _run_local(todo, payloads, jobs, store_one, bar, timeout=None, out=None):
     stopped (workers terminated, then killed) before this returns; on SIGKILL
     of the sweep the kernel kills them (:func:`_worker_init`)."""
     import multiprocessing as mp
-    import shutil
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from pebble import ProcessPool
@@ -253,7 +282,6 @@ def _run_dask(todo, payloads, scheduler, store_one, bar, out=None):
     (a shared file system, or a local cluster) writes its run's files into a
     staging directory there and returns only the summary, as a local worker
     does; one that does not returns the summary and the Arrow tables."""
-    import shutil
     import uuid
 
     try:
@@ -316,6 +344,12 @@ class _Progress:
         if self.enabled:
             self.p.advance(self.task)
 
+    def grow(self, n: int):
+        """``n`` more attempts to run (points run again)."""
+        if self.enabled and n:
+            self.total += n
+            self.p.update(self.task, total=self.total)
+
     def __exit__(self, *exc):
         if self.enabled:
             self.p.__exit__(*exc)
@@ -326,6 +360,12 @@ def print_report(rep: SweepReport, file=None) -> None:
     if rep.already:
         msg += f" ({rep.already} of {rep.total} points were already in the store)"
     print(f"{msg}; {rep.total - rep.already - rep.ran - len(rep.failed)} left. Results: {rep.out}/", file=file)
+    if rep.reran:
+        print(f"  {rep.reran} emulator run(s) repeated because their timing was flagged", file=file)
+    for pt, why in rep.flagged[:10]:
+        print(f"  stored with flagged timing (every attempt): {pt.part} {pt.params} seed {pt.seed}: {why}", file=file)
+    if len(rep.flagged) > 10:
+        print(f"  ... and {len(rep.flagged) - 10} more stored with flagged timing", file=file)
     for pt, err in rep.failed[:10]:
         print(f"  failed: {pt.part} {pt.params} seed {pt.seed}: {err}", file=file)
     if len(rep.failed) > 10:
