@@ -133,7 +133,7 @@ IETF 97 BBR FAQ (quoted in seed 003): "Is BBR fair to Cubic/Reno? Buffer >= 1.5*
         figs = []
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
         for ax, box in zip(axes, BOXES):
-            labels, bottoms = [], None
+            labels = []
             for i, mix in enumerate(MIXES):
                 sel = runs[runs["part"] == f"{box}/{mix}"]
                 if sel.empty:
