@@ -48,6 +48,14 @@ def test_the_kernels_tcp_over_the_airtime_medium_matches_the_simulator():
         assert s_emu["goodput_mbps"] == pytest.approx(s_sim["goodput_mbps"], rel=0.25), (s_sim["name"], s_emu, s_sim)
     assert emu["total_goodput_mbps"] == pytest.approx(sim["total_goodput_mbps"], rel=0.15)
     assert emu["probes"][0]["rtt_ms"]["p50"] is not None
+    # The medium's thread is judged as the links' are (docs/emulator.md "Timing quality"): its lateness, its
+    # stalls against the scenario's shortest time scale (no link buffers here: the 10 ms base RTT), a verdict.
+    late = emu["meta"]["lateness"]
+    assert late["n"] > 1000 and late["flagged"] == bool(late["reasons"]) and isinstance(late["flagged"], bool)
+    st = late["stalls"]
+    assert st["threshold_ms"] == 10.0 and st["threshold_from"] == "the base RTT"
+    assert ("stall" in late["reasons"]) == (st["over_threshold"] > 0)
+    assert all(e["direction"] == "wifi" for e in st["longest"])
 
 
 def test_legacy_in_the_kernel_shows_the_deep_queue():

@@ -92,7 +92,7 @@ pub struct Lateness {
     pub p99_us: Option<f64>,
     pub max_us: Option<f64>,
     pub over_1ms: u64,
-    /// the run's lateness only (not per direction, not the WiFi medium's): p99 above [`LATENESS_FLAG_US`],
+    /// the run's lateness only (not per direction): p99 above [`LATENESS_FLAG_US`],
     /// or a stall that matters (crate::stall::Scales::threshold)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flagged: Option<bool>,
@@ -372,12 +372,20 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<St
     let mut late = Lateness::of(&all);
     late.by_direction = Some(per_dir);
     let eps: Vec<(&str, &[crate::stall::Episode], u64)> = dirs.iter().map(|(d, r)| (d.as_str(), r.stalls.as_slice(), r.stalls_lost)).collect();
-    let stalls = crate::stall::summarize(&eps, &scales(sc));
-    judge(&mut late, all.percentile_us(99.0), stalls);
+    verdict(sc, &mut late, &all, &eps);
+    (links, series, late)
+}
+
+/// The run's verdict ([`judge`]) from the write lateness `hist` and the
+/// stalls of its threads (name, episodes, episodes not kept): the links'
+/// directions, or the WiFi medium's one thread. A flagged run says why on
+/// stderr.
+pub fn verdict(sc: &Resolved, late: &mut Lateness, hist: &LateHist, threads: &[(&str, &[crate::stall::Episode], u64)]) {
+    let stalls = crate::stall::summarize(threads, &scales(sc));
+    judge(late, hist.percentile_us(99.0), stalls);
     if let Some(why) = &late.reason {
         eprintln!("bloatlab-emu: warning: timing quality: {why}; this run's figures are less accurate than configured");
     }
-    (links, series, late)
 }
 
 /// The time scales a stall of this scenario is judged by: each direction's

@@ -9,15 +9,14 @@
 //! link in userspace between them) and the emulator's own design
 //! (docs/emulator.md).
 
-use crate::forward::{run_together, DirResult, Forwarder, LateHist};
+use crate::forward::{run_together, DirResult, Forwarder};
 use crate::ns::{self, Netns};
 use bloatlab_schema::pcap::Pcap;
-use crate::result::{assemble, link_results, namespace_sysctls, Lateness, RawResult, TunDrops};
+use crate::result::{assemble, link_results, namespace_sysctls, verdict, Lateness, RawResult, TunDrops};
 use crate::scenario::{EmuScenario, Resolved};
 use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, Ending, Kids, Starts, SPAWN_NS};
 use crate::sys;
 use bloatlab_schema::series::Series;
-use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -139,8 +138,8 @@ impl Medium {
         })
     }
 
-    /// Stop; the links' results, or the medium's `wifi` object and lateness.
-    fn stop(self) -> Result<(Vec<(String, DirResult)>, Option<(Value, LateHist)>), String> {
+    /// Stop; the links' results, or what the WiFi medium's thread leaves.
+    fn stop(self) -> Result<(Vec<(String, DirResult)>, Option<crate::wifi::WifiOutcome>), String> {
         Ok(match self {
             Medium::Links(l) => (l.stop()?, None),
             Medium::Wifi(w) => (Vec::new(), Some(w.stop()?)),
@@ -195,9 +194,10 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     drop(net);
     let unstarted: Vec<usize> = sc.flows.iter().filter(|f| !starts.went[f.id]).map(|f| f.id).collect();
     let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt.quiet, &unstarted)?;
-    if let Some((w, late)) = wifi {
-        raw.wifi = Some(w);
-        raw.meta.lateness = Lateness::of(&late);
+    if let Some(w) = wifi {
+        raw.wifi = Some(w.wifi);
+        raw.meta.lateness = Lateness::of(&w.late);
+        verdict(sc, &mut raw.meta.lateness, &w.late, &[("wifi", &w.stalls, w.stalls_lost)]);
     }
     let meta = &mut raw.meta;
     meta.wall_s = Some(wall.elapsed().as_secs_f64());
@@ -280,8 +280,14 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     drop(net);
     if let Some(p) = raw_out {
         let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt.quiet, &[])?;
-        raw.wifi = wifi.map(|(w, _)| w);
+        if let Some(w) = wifi {
+            raw.meta.lateness = Lateness::of(&w.late);
+            verdict(sc, &mut raw.meta.lateness, &w.late, &[("wifi", &w.stalls, w.stalls_lost)]);
+            raw.wifi = Some(w.wifi);
+        }
         write_raw(p, raw, series)?;
+    } else if let Some(w) = wifi {
+        verdict(sc, &mut Lateness::of(&w.late), &w.late, &[("wifi", &w.stalls, w.stalls_lost)]); // prints the timing warning
     } else {
         link_results(sc, &dirs); // prints the timing warning if the link was late
     }

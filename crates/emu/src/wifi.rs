@@ -15,6 +15,7 @@
 //! the default delay.
 
 use crate::forward::{LateHist, SpinBudget, Timing, MAX_FRAME};
+use crate::stall::{Episode, StallWatch};
 use crate::gso::Segmenter;
 use crate::packet;
 use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
@@ -59,7 +60,7 @@ fn station(by_port: &[u16], shell: Option<usize>, h: &packet::Headers) -> Option
 /// The running medium thread.
 pub struct WifiThread {
     stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Result<(Value, LateHist), String>>,
+    handle: std::thread::JoinHandle<Result<WifiOutcome, String>>,
 }
 
 impl WifiThread {
@@ -71,26 +72,39 @@ impl WifiThread {
         let by_port = stations_by_port(sc);
         let seed = sc.seed;
         let shell_station = sc.shell_station;
+        let duration_ns = sc.duration_ns;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wifi".into())
             .spawn(move || {
                 let wifi = Wifi::new(&cfg)?;
+                let watch = StallWatch::new(sys::mono_ns().saturating_sub(origin));
                 let mut m = Medium { wifi, rng: rng::stream(seed, 3), by_port, shell_station, delay_by_port, default_delay, line: BinaryHeap::new(), seq: 0,
-                    fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0 };
+                    fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0, watch };
                 m.run(&st);
-                Ok((m.output(), m.late))
+                // Only the scenario's stalls (its t = 0 is the medium's origin).
+                let stalls = std::mem::take(&mut m.watch.episodes).into_iter().filter(|e| e.start_ns < duration_ns).collect();
+                Ok(WifiOutcome { wifi: m.output(), late: m.late, stalls, stalls_lost: m.watch.lost })
             })
             .map_err(|e| format!("cannot start the wifi thread: {e}"))?;
         Ok(WifiThread { stop, handle })
     }
 
-    /// Stop; the raw result's `wifi` object and the write lateness.
-    pub fn stop(self) -> Result<(Value, LateHist), String> {
+    /// Stop; the raw result's `wifi` object, the write lateness and the medium thread's stalls.
+    pub fn stop(self) -> Result<WifiOutcome, String> {
         self.stop.store(true, Ordering::SeqCst);
         self.handle.join().map_err(|_| "the wifi thread panicked".to_string())?
     }
+}
+
+/// What the medium's thread leaves: the raw result's `wifi` object, its
+/// write lateness, and its stalls within the scenario (crate::stall).
+pub struct WifiOutcome {
+    pub wifi: Value,
+    pub late: LateHist,
+    pub stalls: Vec<Episode>,
+    pub stalls_lost: u64,
 }
 
 struct Medium {
@@ -109,6 +123,7 @@ struct Medium {
     timing: Timing,
     late: LateHist,
     write_errors: u64,
+    watch: StallWatch,
 }
 
 impl Medium {
@@ -150,11 +165,15 @@ impl Medium {
         while !stop.load(Ordering::Relaxed) {
             let now = self.clock();
             spin.woke = now;
+            self.watch.seen(now);
             // Arrivals: from the server TUN (downlink, at the AP) and the client TUN (uplink).
+            let (mut read, mut drained) = (0u64, true);
             for (i, up) in [(0usize, false), (1, true)] {
+                let mut empty = false;
                 for _ in 0..READ_BATCH {
                     match sys::read_pkt(self.fds[i], &mut frame) {
                         Ok(n) if n > 0 => seg.each(&frame[..n], |p| {
+                            read += 1;
                             let b = p.to_vec();
                             let h = packet::parse(&b);
                             match h.as_ref().and_then(|h| self.station_of(h).map(|s| (s, h.meta()))) {
@@ -165,10 +184,16 @@ impl Medium {
                                 }
                             }
                         }),
-                        _ => break,
+                        _ => {
+                            empty = true;
+                            break;
+                        }
                     }
                 }
+                drained &= empty;
             }
+            // What a stall left waiting, and what the queues dropped of it.
+            self.watch.read(read, drops.len() as u64, drained);
             drops.clear();
             self.wifi.poll(self.clock(), &mut self.rng, &mut out, &mut drops);
             drops.clear();
@@ -188,10 +213,12 @@ impl Medium {
                     self.write_errors += 1;
                 }
                 t = self.clock();
+                self.watch.seen(t);
                 self.late.record(t.saturating_sub(at));
             }
             let next = [self.wifi.next_event(), self.line.peek().map(|Reverse(e)| e.0)].into_iter().flatten().min();
-            crate::forward::wait_until(&self.fds, self.origin, &self.timing, next.unwrap_or(u64::MAX), &mut spin);
+            let slept_until = crate::forward::wait_until(&self.fds, self.origin, &self.timing, next.unwrap_or(u64::MAX), &mut spin);
+            self.watch.sleeping_until(slept_until);
         }
     }
 
