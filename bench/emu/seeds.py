@@ -6,8 +6,9 @@ BBR flows wins, a loss cliff) meets or misses a target by chance. This runs
 the scenario over a range of seeds on each engine, appends one JSON line per
 run to a file (resumable: seeds already there are skipped), and compares the
 engines' distributions with the Mann-Whitney U test: the flows' goodput shares
-ranked within each run (per congestion control), Jain's index over the flows
-of the most common control, the retransmissions. Emulator runs whose timing
+of the total, ranked within each run among the flows of the same congestion
+control, Jain's index over the flows of the most common control, the
+retransmissions, the total goodput. Emulator runs whose timing
 was flagged (docs/emulator.md "Timing quality") are counted apart.
 
     .venv/bin/python bench/emu/seeds.py scenarios/fidelity/23-bbr-x4-reno-x4-100M-20ms.toml \\
@@ -72,7 +73,8 @@ def compare(rows: list[dict], name: str) -> str:
     emu = [r for r in emu_all if not r["flagged"]]
     if not sim or not emu:
         return f"{name}: need runs on both engines (sim {len(sim)}, emu unflagged {len(emu)})"
-    cc = Counter(c for c, _ in sim[0]["flows"]).most_common(1)[0][0]
+    counts = Counter(c for c, _ in sim[0]["flows"])
+    cc = counts.most_common(1)[0][0]
     loads = [r["load"] for r in emu_all]
     out = [f"{name}: sim seeds {len(sim)}, emu seeds {len(emu_all)} ({len(emu_all) - len(emu)} flagged, left out; "
            f"load {min(loads)}-{max(loads)})"]
@@ -82,10 +84,11 @@ def compare(rows: list[dict], name: str) -> str:
         return (f"  {label:<28} sim {fmt.format(np.median(a))} ({fmt.format(min(a))}-{fmt.format(max(a))})   "
                 f"emu {fmt.format(np.median(b))} ({fmt.format(min(b))}-{fmt.format(max(b))})   Mann-Whitney p {p:.3f}")
 
-    n = len(ranked_shares(sim[0], cc))
-    for i in range(n):
-        out.append(row(f"{cc} share, rank {i + 1}", [ranked_shares(r, cc)[i] for r in sim],
-                       [ranked_shares(r, cc)[i] for r in emu]))
+    for c, n in counts.items():  # each control's flows, ranked among themselves
+        for i in range(n):
+            label = f"{c} share, rank {i + 1}" if n > 1 else f"{c} share"
+            out.append(row(label, [ranked_shares(r, c)[i] for r in sim], [ranked_shares(r, c)[i] for r in emu]))
+    n = counts[cc]
     if n > 1:
         out.append(row(f"Jain over the {cc} flows", [jain(ranked_shares(r, cc)) for r in sim],
                        [jain(ranked_shares(r, cc)) for r in emu]))
