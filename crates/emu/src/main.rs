@@ -51,10 +51,11 @@ struct LinkArgs {
     /// Over the spin budget, wake up at most once per this window (µs).
     #[arg(long, value_name = "N", default_value_t = bloatlab_emu::forward::BATCH_NS / 1000)]
     batch_us: u64,
-    /// Both directions on one link thread instead of a thread each (also
-    /// `BLOATLAB_EMU_ONE_THREAD=1`, the A/B switch for bench/emu).
-    #[arg(long)]
-    one_thread: bool,
+    /// Link threads: `one` runs both directions in one loop, `two` a thread each, `auto` one
+    /// while the scenario's data fits one thread (docs/emulator.md "Threads"; also
+    /// `BLOATLAB_EMU_THREADS`, the A/B switch for bench/emu).
+    #[arg(long, value_enum, value_name = "N")]
+    threads: Option<bloatlab_emu::run::Threads>,
     /// Say less on stderr.
     #[arg(long)]
     quiet: bool,
@@ -133,7 +134,10 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
         pcap_dir: a.pcap.clone(),
         timing: Timing { margin_ns: a.margin_us * 1000, fifo_prio: if rt { 10 } else { 0 }, spin_pct: a.spin_pct,
             batch_ns: a.batch_us.saturating_mul(1000) },
-        one_thread: a.one_thread || std::env::var("BLOATLAB_EMU_ONE_THREAD").is_ok_and(|v| v == "1"),
+        threads: match a.threads {
+            Some(t) => t,
+            None => bloatlab_emu::run::Threads::from_env()?,
+        },
         dma_latency: rt,
         quiet: a.quiet,
         workdir,

@@ -73,6 +73,9 @@ pub struct Meta {
     /// the run's wall-clock time (s); the rest below: a `run`, not a `shell`
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_s: Option<f64>,
+    /// the real-time threads that moved the packets (`--threads`: 1 or 2; a WiFi medium 1)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_threads: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sysctls: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -319,6 +322,7 @@ pub(crate) fn assemble(
         sample_interval_ns: sc.sample_interval_ns,
         errors,
         wall_s: None,
+        link_threads: None,
         sysctls: None,
         tun_drops: None,
         namespaces: None,

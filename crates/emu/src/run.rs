@@ -58,6 +58,84 @@ pub fn preflight(sc: Option<&Resolved>) -> Result<(), String> {
     Ok(())
 }
 
+/// How many real-time link threads carry the path's two directions (`--threads`).
+///
+/// One thread (`forward::run_together`) reads the acks a data write causes on
+/// its next turn instead of waking a second thread, so an idle or lightly loaded
+/// link keeps better time (probe delay error at 1 Gbit/s, idle: p50 13-17 µs
+/// vs 26-47 µs with two threads, docs/emulator.md "Threads"); but it does all
+/// the TUN reads and writes, and the receiving kernel's TCP runs inside its
+/// writes, so it runs out where two do not. `Auto` takes one thread while the
+/// data the scenario can put on the path fits ([`ONE_THREAD_MAX_BPS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Threads {
+    Auto,
+    One,
+    Two,
+}
+
+/// Up to this many bit/s of data in one direction one link thread keeps up
+/// with the kernel's TCP on this 2-core VM ([`Threads::one`]).
+/// Measured 2026-11-24 (docs/emulator.md "Threads"; 10 ms, 1 BDP, 5 s, three
+/// A/B pairs, load 1.6-2.2): one download at 1 Gbit/s, one thread CUBIC
+/// 938-949 / BBR 948 Mbit/s against two threads' 947-949 / 947-948, lateness
+/// p99 55-85 vs 63-95 µs; at 1.5 and 2 Gbit/s one thread fell behind (1 217 vs
+/// 1 316, 1 774 vs 1 881 Mbit/s, one pair each).
+pub const ONE_THREAD_MAX_BPS: u64 = 1_000_000_000;
+
+impl Threads {
+    /// `BLOATLAB_EMU_THREADS` (auto, one, two; unset: auto).
+    pub fn from_env() -> Result<Threads, String> {
+        use clap::ValueEnum;
+        match std::env::var("BLOATLAB_EMU_THREADS") {
+            Err(_) => Ok(Threads::Auto),
+            Ok(v) => Threads::from_str(&v, true).map_err(|_| format!("BLOATLAB_EMU_THREADS: expected auto, one or two, got {v:?}")),
+        }
+    }
+
+    /// One thread for both directions? `Auto`: when data flows one way only
+    /// (acks and probes the other) at no more than [`ONE_THREAD_MAX_BPS`].
+    /// With data both ways the kernels' TCP on both sides runs inside the one
+    /// thread's writes, and its lateness grows (CUBIC each way, 250 Mbit/s:
+    /// p99 146-177 vs 94-106 µs with two threads; 500 Mbit/s: 295-366 vs
+    /// 199-215), so two threads. A `shell`'s command may send either way: two.
+    pub fn one(self, sc: &Resolved, shell: bool) -> bool {
+        match self {
+            Threads::One => true,
+            Threads::Two => false,
+            Threads::Auto => {
+                let loaded = data_bounds_bps(sc, shell);
+                loaded.len() <= 1 && loaded.iter().all(|&b| b <= ONE_THREAD_MAX_BPS)
+            }
+        }
+    }
+}
+
+/// The most data bit/s each direction that carries a flow's data (every
+/// direction in a `shell`) can move: its rate (a trace's mean rate; no
+/// bottleneck: unbounded), or less if all its flows are application-limited
+/// (the sum of their `rate`s).
+pub fn data_bounds_bps(sc: &Resolved, shell: bool) -> Vec<u64> {
+    use crate::scenario::Direction;
+    [(Direction::Down, &sc.links.down), (Direction::Up, &sc.links.up)]
+        .into_iter()
+        .filter(|(d, _)| shell || sc.flows.iter().any(|f| f.direction == *d))
+        .map(|(d, spec)| {
+            let link = match spec {
+                None => u64::MAX,
+                Some(s) => match &s.trace_ms {
+                    Some(ms) => bloatlab_core::trace::Trace::new(ms.clone()).map_or(u64::MAX, |t| t.mean_rate_bps()),
+                    None => s.rate_bps,
+                },
+            };
+            let apps = sc.flows.iter().filter(|f| f.direction == d)
+                .map(|f| f.app_rate_bps.unwrap_or(u64::MAX))
+                .fold(0u64, u64::saturating_add);
+            if shell { link } else { link.min(apps) }
+        })
+        .collect()
+}
+
 /// The link threads of a run.
 pub struct Links {
     stop: Arc<AtomicBool>,
@@ -66,9 +144,9 @@ pub struct Links {
 }
 
 impl Links {
-    /// Start both directions, on a thread each or on one (`opt.one_thread`, forward::run_together);
+    /// Start both directions, on a thread each or on one (`one`, forward::run_together);
     /// the link's clock starts at `origin`, the scenario `lead` ns later.
-    pub fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options) -> Result<Links, String> {
+    pub fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options, one: bool) -> Result<Links, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut fws = Vec::new();
         use std::os::fd::AsRawFd;
@@ -95,7 +173,7 @@ impl Links {
             };
             fws.push((dir.to_string(), Forwarder { link: cfg, ingress, egress, origin, stop: stop.clone(), pcap, timing: opt.timing }));
         }
-        let groups: Vec<Vec<(String, Forwarder)>> = if opt.one_thread {
+        let groups: Vec<Vec<(String, Forwarder)>> = if one {
             vec![fws]
         } else {
             fws.into_iter().map(|f| vec![f]).collect()
@@ -130,12 +208,20 @@ enum Medium {
 }
 
 impl Medium {
-    fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options) -> Result<Medium, String> {
+    fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options, shell: bool) -> Result<Medium, String> {
         use std::os::fd::AsRawFd;
         Ok(match sc.wifi {
             Some(_) => Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), origin, opt.timing)?),
-            None => Medium::Links(Links::start(sc, net, origin, lead, opt)?),
+            None => Medium::Links(Links::start(sc, net, origin, lead, opt, opt.threads.one(sc, shell))?),
         })
+    }
+
+    /// The real-time threads that move packets (a WiFi medium has one).
+    fn threads(&self) -> u8 {
+        match self {
+            Medium::Links(l) => l.handles.len() as u8,
+            Medium::Wifi(_) => 1,
+        }
     }
 
     /// Stop; the links' results, or what the WiFi medium's thread leaves.
@@ -164,7 +250,8 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     let lead = sc.flows.iter().map(spawn_lead).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
-    let medium = Medium::start(sc, &net, link_origin, lead, opt)?;
+    let medium = Medium::start(sc, &net, link_origin, lead, opt, false)?;
+    let link_threads = medium.threads();
     let mut starts = Starts::new(sc, true);
     let gens = start_clients(sc, &net, opt, &mut kids, origin, None, true, |k| {
         starts.poll(sc, opt, k, origin, sys::mono_ns());
@@ -201,6 +288,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     }
     let meta = &mut raw.meta;
     meta.wall_s = Some(wall.elapsed().as_secs_f64());
+    meta.link_threads = Some(link_threads);
     meta.sysctls = Some(sysctls);
     meta.tun_drops = Some(tun_drops);
     meta.namespaces = Some(namespaces);
@@ -228,7 +316,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
     let origin = sys::mono_ns();
-    let medium = Medium::start(sc, &net, origin, 0, opt)?;
+    let medium = Medium::start(sc, &net, origin, 0, opt, true)?;
     eprintln!(
         "bloatlab shell: you are in namespace {} ({}); the server namespace {} is at {}  (ip netns exec {} COMMAND runs a server there)",
         net.client, net.client_ip, net.server, net.server_ip, net.server
@@ -292,4 +380,48 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
         link_results(sc, &dirs); // prints the timing warning if the link was late
     }
     Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path with a download at `down` bit/s over a `down` link and, if `up`, an upload at `up` bit/s.
+    fn path(down: u64, up: Option<u64>, app: Option<u64>) -> Resolved {
+        let link = |r: u64| format!(r#"{{"rate_bps":{r},"buffer_bytes":100000,"buffer_pkts":null,"loss":0.0,"qdisc":{{"kind":"fifo","params":{{}}}},"trace_ms":null}}"#);
+        let flow = |id: usize, dir: &str| {
+            let app = app.map_or("null".to_string(), |a| a.to_string());
+            format!(r#"{{"id":{id},"group":{id},"name":"f{id}","cc":"cubic","direction":"{dir}","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"size_bytes":null,"app_rate_bps":{app}}}"#)
+        };
+        let mut flows = vec![flow(0, "down")];
+        if up.is_some() {
+            flows.push(flow(1, "up"));
+        }
+        let doc = format!(
+            r#"{{"name":"t","seed":1,"duration_ns":5000000000,"sample_interval_ns":10000000,"links":{{"down":{},"up":{}}},"flows":[{}],"probes":[]}}"#,
+            link(down),
+            up.map_or("null".to_string(), link),
+            flows.join(",")
+        );
+        crate::scenario::from_json(&doc).unwrap()
+    }
+
+    #[test]
+    fn one_thread_carries_data_one_way_up_to_a_gigabit_and_two_carry_more_or_both_ways() {
+        let a = Threads::Auto;
+        // data down at 1 Gbit/s, acks up over a path with no up link: one thread
+        assert!(a.one(&path(1_000_000_000, None, None), false));
+        assert!(!a.one(&path(1_000_000_001, None, None), false));
+        // application-limited flows bound the data below the link's rate
+        assert_eq!(data_bounds_bps(&path(10_000_000_000, None, Some(5_000_000)), false), vec![5_000_000]);
+        assert!(a.one(&path(10_000_000_000, None, Some(5_000_000)), false));
+        // data both ways, even slow: two threads
+        assert!(!a.one(&path(10_000_000, Some(10_000_000), None), false));
+        // a shell's command may send either way; the up direction has no bottleneck: unbounded
+        assert_eq!(data_bounds_bps(&path(10_000_000, None, None), true), vec![10_000_000, u64::MAX]);
+        assert!(!a.one(&path(10_000_000, None, None), true));
+        // forced either way
+        assert!(Threads::One.one(&path(10_000_000_000, Some(1), None), true));
+        assert!(!Threads::Two.one(&path(1, None, None), false));
+    }
 }

@@ -32,8 +32,8 @@ pub struct Options {
     pub probe_bin: String,
     pub pcap_dir: Option<String>,
     pub timing: Timing,
-    /// Both directions of the path on one link thread (forward::run_together).
-    pub one_thread: bool,
+    /// How many link threads carry the two directions (`crate::run::Threads`).
+    pub threads: crate::run::Threads,
     /// Hold /dev/cpu_dma_latency at 0 during the run.
     pub dma_latency: bool,
     pub quiet: bool,
