@@ -98,6 +98,9 @@ def test_an_emulated_run_gives_the_summary_keys_of_the_simulator_and_the_kernels
     assert meta["sysctls"]["net.ipv4.tcp_rmem"].split()[-1] == "134217728"
     for k in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_wmem", "net.core.default_qdisc"):
         assert meta["sysctls"][k]
+    # Data one way at 20 Mbit/s: both directions on one link thread (docs/emulator.md "Threads"),
+    # unless the A/B switch says otherwise.
+    assert meta["link_threads"] == {"one": 1, "two": 2}.get(os.environ.get("BLOATLAB_EMU_THREADS", "auto"), 1)
     late = meta["lateness"]
     assert late["n"] > 1000 and late["p99_us"] is not None and "flagged" in late
     # The stall verdict (docs/emulator.md "Timing quality"): 20 Mbit/s, 1 BDP of 40 ms drains in 40 ms, the
