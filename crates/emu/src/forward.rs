@@ -219,7 +219,7 @@ impl Forwarder {
 /// until the first one's `stop` is set; their results in order. The first
 /// one's origin, stop flag and timing hold for all.
 ///
-/// Why one thread can do both (`--one-thread`): a write into a TUN runs the
+/// Why one thread can do both (`--threads one`): a write into a TUN runs the
 /// receiving kernel's TCP inside the write call, so the acks a data write
 /// causes (and the data an ack write releases) are waiting on the other
 /// direction's TUN when the call returns; one loop reads them on its next
@@ -232,7 +232,8 @@ impl Forwarder {
 /// beside a CPU-bound job 886 / 931 vs 910 / 952 Mbit/s; at 10 Gbit/s the one
 /// thread ran out (95 % of a CPU, lateness p99 77 ms, 8.4 vs 8.9 Gbit/s). On an
 /// idle 1 Gbit/s link the probes' delay error fell to p50 14.5-17.5 µs from
-/// 40-48 (docs/emulator.md). So far an option, not the default.
+/// 40-48 (docs/emulator.md). `run::Threads::Auto` takes it where the data
+/// flows one way at up to 1 Gbit/s (`run::ONE_THREAD_MAX_BPS`).
 pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
     let first = fws.first().ok_or("no direction to run")?;
     let (origin, stop, timing) = (first.origin, first.stop.clone(), first.timing);

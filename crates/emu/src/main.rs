@@ -2,7 +2,7 @@
 //! --engine emu`, `bloatlab shell` and `bloatlab emu cleanup` call it).
 //!
 //! ```text
-//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--spin-pct N] [--batch-us N] [--one-thread] [--quiet]
+//! bloatlab-emu run --scenario RESOLVED.json --out RAW.json [--probe PATH] [--pcap DIR] [--no-rt] [--margin-us N] [--spin-pct N] [--batch-us N] [--threads auto|one|two] [--quiet]
 //! bloatlab-emu shell --scenario RESOLVED.json [--server CMD] [--out RAW.json] [--pcap DIR] -- COMMAND [ARGS...]
 //! bloatlab-emu cleanup [--all]
 //! bloatlab-emu check [--scenario RESOLVED.json]
