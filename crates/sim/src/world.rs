@@ -463,7 +463,11 @@ impl World {
                 }
                 let ecn_now = self.flows[fi].rcv.on_ecn(ce, cwr);
                 let prior_nxt = self.flows[fi].rcv.rcv_nxt;
-                if self.flows[fi].rcv.on_data(now, seq) == AckNeed::Now || ecn_now {
+                let need = self.flows[fi].rcv.on_data(now, seq);
+                if let Some(a) = self.flows[fi].rcv.early_ack.take() {
+                    self.emit_ack(fi, a); // tcp_sack_compress_send_ack: before this segment's block
+                }
+                if need == AckNeed::Now || ecn_now {
                     self.send_ack(fi);
                 } else {
                     self.schedule_receiver(fi);
@@ -523,6 +527,10 @@ impl World {
 
     fn send_ack(&mut self, fi: usize) {
         let a = self.flows[fi].rcv.make_ack();
+        self.emit_ack(fi, a);
+    }
+
+    fn emit_ack(&mut self, fi: usize, a: crate::tcp::receiver::AckOut) {
         let tsval = bloatlab_core::kernel::tcp_clock_ms(self.now);
         let tsecr = self.flows[fi].rcv.ts_recent;
         let p = Payload::Ack { flow: fi as u32, ack: a.ack, sack: a.sack, nsack: a.nsack, dsack: a.dsack, ece: a.ece, wnd: a.wnd, tsval, tsecr };
