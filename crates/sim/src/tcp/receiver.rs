@@ -408,9 +408,9 @@ impl Receiver {
         self.unacked = 0;
         self.compressed = 0;
         // The dup-ACK count restarts once the holes are filled. (Linux restarts it
-        // whenever rcv_nxt has moved, `compressed_ack_rcv_nxt`; that, measured on the
-        // fidelity table, moves 12's shares 0.033 -> 0.092 and the median goodput error
-        // 3.0 -> 5.5 %, so it is left out until 12 is understood: docs/fidelity.md.)
+        // whenever rcv_nxt has moved, `compressed_ack_rcv_nxt`, and the kernel's pcaps show
+        // it; on the fidelity table it moves 12's shares 0.033 -> 0.092 and the median
+        // goodput error 2.9 -> 4.3 %, so it is left out until 12 is understood: docs/fidelity.md.)
         if self.ofo.is_empty() {
             self.dup_ack_counter = 0;
         }
