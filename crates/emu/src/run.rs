@@ -62,8 +62,9 @@ pub fn preflight(sc: Option<&Resolved>) -> Result<(), String> {
 ///
 /// One thread (`forward::run_together`) reads the acks a data write causes on
 /// its next turn instead of waking a second thread, so an idle or lightly loaded
-/// link keeps better time (probe delay error at 1 Gbit/s, idle: p50 13-17 µs
-/// vs 26-47 µs with two threads, docs/emulator.md "Threads"); but it does all
+/// link keeps better time (probe delay error at 1 Gbit/s, idle, quiet: p50
+/// 15.5-35.2 µs vs 30.0-60.5 µs with two threads over nine and six rounds on
+/// two days, BENCHMARKS.md, docs/emulator.md "Threads"); but it does all
 /// the TUN reads and writes, and the receiving kernel's TCP runs inside its
 /// writes, so it runs out where two do not. `Auto` takes one thread while the
 /// data the scenario can put on the path fits ([`ONE_THREAD_MAX_BPS`]).
