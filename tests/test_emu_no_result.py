@@ -52,3 +52,13 @@ def test_unstarted_page_objects_and_clean_runs_are_not_missing_results():
     assert emu.missing_results(GOOD) == []
     assert emu.missing_results({"meta": {}}) == []
     assert emu.missing_results(BAD) == ["flow 0: no result from bloatlab-probe: (no output)"]
+
+
+def test_the_emulators_account_of_an_interrupt_reaches_the_user_when_it_stopped_first(capsys):
+    # The emulator got the Ctrl-C and exited 130 before we did (our SIGINT ignored, as in a
+    # background job, or not delivered yet): its "error: interrupted ..." line is what says what
+    # it stopped and removed, and it was only collected, never printed.
+    script = 'echo "error: interrupted by SIGINT at 1.0 s of a 20.0 s run: namespaces a and b removed" >&2; exit 130'
+    with pytest.raises(KeyboardInterrupt):
+        emu._run_binary(["/bin/sh", "-c", script])
+    assert "interrupted by SIGINT at 1.0 s of a 20.0 s run: namespaces a and b removed" in capsys.readouterr().err

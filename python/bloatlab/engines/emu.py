@@ -81,6 +81,10 @@ def _run_binary(argv: list[str]) -> int:
             f"bloatlab-emu was killed by {name}; what it left behind (namespaces, temporary files) is removed "
             "by the next emulator run or by `bloatlab emu cleanup`", 128 - rc)
     if rc == 130:
+        # The emulator stopped on SIGINT before we did (ours ignored, or not yet delivered):
+        # its account of what it stopped is in msg.
+        if msg:
+            sys.stderr.write(msg + "\n")
         raise KeyboardInterrupt
     if rc == 2:
         raise UserError(msg or "bloatlab-emu rejected its input (exit status 2)")
