@@ -409,7 +409,7 @@ impl Receiver {
         self.compressed = 0;
         // The dup-ACK count restarts once the holes are filled. (Linux restarts it
         // whenever rcv_nxt has moved, `compressed_ack_rcv_nxt`, and the kernel's pcaps show
-        // it; modelled (branch fid-dupack-restart) it moves the fidelity table's median
+        // it; modelled (measured, not merged) it moves the fidelity table's median
         // goodput error 2.9 -> 5.0 %, so it is left out: docs/fidelity.md.)
         if self.ofo.is_empty() {
             self.dup_ack_counter = 0;
