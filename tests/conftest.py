@@ -1,7 +1,14 @@
 import os
+import signal
 import subprocess
 
 import pytest
+
+# Ctrl-C as a terminal delivers it, for us and every process a test starts: run as a background
+# job (`make test &`), pytest starts with SIGINT ignored, Python keeps that, and exec'd children
+# inherit an ignored signal (a handled one is reset to the default), so the tests that send a
+# Ctrl-C to the CLI or a sweep saw it ignored and failed.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOATLAB = os.path.join(ROOT, ".venv", "bin", "bloatlab")

@@ -87,19 +87,13 @@ def comm(pid: int) -> str:
         return ""
 
 
-def default_sigint() -> None:
-    """Ctrl-C as a terminal delivers it: a test run as a background job (`make test &`) starts with
-    SIGINT ignored, which every child inherits (and Python keeps), so no Ctrl-C would reach the CLI."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start_run(tmp_path):
     """A 20 s emulator run through the CLI; (cli, emulator pid, its namespaces, the emulator's children)."""
     sc = tmp_path / "long.toml"
     sc.write_text(LONG)
     before = namespaces()
     cli = subprocess.Popen([PY, "-m", "bloatlab", "run", str(sc), "--engine", "emu"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 15
     emu_pid, mine, gens = None, set(), []
     while time.time() < deadline:

@@ -30,12 +30,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def default_sigint() -> None:
-    """Ctrl-C as a terminal delivers it: a test run as a background job (`make test &`) starts with
-    SIGINT ignored, which every child inherits (and Python keeps), so the sweep would never see it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _long_sweep(tmp_path, name: str, ccs: str):
     """A sweep of 600-s simulations (never finishes in a test); its results directory."""
     (tmp_path / "s.toml").write_text(textwrap.dedent("""
@@ -85,8 +79,7 @@ def test_ctrl_c_stops_the_sweep_and_its_workers_at_once_and_leaves_nothing_half_
     # engine's native code) and removes any staging directory before it exits 130
     out = _long_sweep(tmp_path, "int", '"cubic", "reno", "bbr"')
     p = subprocess.Popen([sys.executable, "-m", "bloatlab", "sweep", str(tmp_path / "exp.toml"), "--out", str(out), "-q", "-j", "2"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                         preexec_fn=default_sigint)
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     workers: list[int] = []
     try:
         for _ in range(400):  # both workers started (pebble may fork them from one of its threads)
