@@ -117,17 +117,17 @@ impl Threads {
 /// bottleneck: unbounded), or less if all its flows are application-limited
 /// (the sum of their `rate`s).
 pub fn data_bounds_bps(sc: &Resolved, shell: bool) -> Vec<u64> {
+    use crate::link::Service;
     use crate::scenario::Direction;
-    [(Direction::Down, &sc.links.down), (Direction::Up, &sc.links.up)]
+    [(Direction::Down, "down"), (Direction::Up, "up")]
         .into_iter()
         .filter(|(d, _)| shell || sc.flows.iter().any(|f| f.direction == *d))
-        .map(|(d, spec)| {
-            let link = match spec {
-                None => u64::MAX,
-                Some(s) => match &s.trace_ms {
-                    Some(ms) => bloatlab_core::trace::Trace::new(ms.clone()).map_or(u64::MAX, |t| t.mean_rate_bps()),
-                    None => s.rate_bps,
-                },
+        .map(|(d, name)| {
+            // A link the scenario cannot build is refused by Links::start, with its key.
+            let link = match sc.link_config(name).map(|c| c.service) {
+                Ok(Service::Rate(r)) => r,
+                Ok(Service::Trace(t)) => t.mean_rate_bps(),
+                Ok(Service::Unlimited) | Err(_) => u64::MAX,
             };
             let apps = sc.flows.iter().filter(|f| f.direction == d)
                 .map(|f| f.app_rate_bps.unwrap_or(u64::MAX))
