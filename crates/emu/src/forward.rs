@@ -37,6 +37,7 @@
 
 use crate::gso::{self, Segmenter};
 use crate::link::{Link, LinkConfig, Sample};
+use crate::scenario::Resolved;
 use crate::stall::{Episode, StallWatch, HEARTBEAT_NS};
 use bloatlab_core::qdisc::DropReason;
 use bloatlab_core::qdisc::Stats;
@@ -70,6 +71,85 @@ impl Default for Timing {
     fn default() -> Self {
         Timing { margin_ns: 50_000, fifo_prio: 0, spin_pct: SPIN_PCT, batch_ns: BATCH_NS }
     }
+}
+
+/// How many real-time link threads carry the path's two directions (`--threads`).
+///
+/// One thread (`forward::run_together`) reads the acks a data write causes on
+/// its next turn instead of waking a second thread, so an idle or lightly loaded
+/// link keeps better time (probe delay error at 1 Gbit/s, idle, quiet: p50
+/// 15.5-35.2 µs vs 30.0-60.5 µs with two threads over nine and six rounds on
+/// two days, BENCHMARKS.md, docs/emulator.md "Threads"); but it does all
+/// the TUN reads and writes, and the receiving kernel's TCP runs inside its
+/// writes, so it runs out where two do not. `Auto` takes one thread while the
+/// data the scenario can put on the path fits ([`ONE_THREAD_MAX_BPS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Threads {
+    Auto,
+    One,
+    Two,
+}
+
+/// Up to this many bit/s of data in one direction one link thread keeps up
+/// with the kernel's TCP on this 2-core VM ([`Threads::one`]).
+/// Measured 2026-11-24 (docs/emulator.md "Threads"; 10 ms, 1 BDP, 5 s, three
+/// A/B pairs, load 1.6-2.2): one download at 1 Gbit/s, one thread CUBIC
+/// 938-949 / BBR 948 Mbit/s against two threads' 947-949 / 947-948, lateness
+/// p99 55-85 vs 63-95 µs; at 1.5 and 2 Gbit/s one thread fell behind (1 217 vs
+/// 1 316, 1 774 vs 1 881 Mbit/s, one pair each).
+pub const ONE_THREAD_MAX_BPS: u64 = 1_000_000_000;
+
+impl Threads {
+    /// `BLOATLAB_EMU_THREADS` (auto, one, two; unset: auto).
+    pub fn from_env() -> Result<Threads, String> {
+        use clap::ValueEnum;
+        match std::env::var("BLOATLAB_EMU_THREADS") {
+            Err(_) => Ok(Threads::Auto),
+            Ok(v) => Threads::from_str(&v, true).map_err(|_| format!("BLOATLAB_EMU_THREADS: expected auto, one or two, got {v:?}")),
+        }
+    }
+
+    /// One thread for both directions? `Auto`: when data flows one way only
+    /// (acks and probes the other) at no more than [`ONE_THREAD_MAX_BPS`].
+    /// With data both ways the kernels' TCP on both sides runs inside the one
+    /// thread's writes, and its lateness grows (CUBIC each way, 250 Mbit/s:
+    /// p99 146-177 vs 94-106 µs with two threads; 500 Mbit/s: 295-366 vs
+    /// 199-215), so two threads. A `shell`'s command may send either way: two.
+    pub fn one(self, sc: &Resolved, shell: bool) -> bool {
+        match self {
+            Threads::One => true,
+            Threads::Two => false,
+            Threads::Auto => {
+                let loaded = data_bounds_bps(sc, shell);
+                loaded.len() <= 1 && loaded.iter().all(|&b| b <= ONE_THREAD_MAX_BPS)
+            }
+        }
+    }
+}
+
+/// The most data bit/s each direction that carries a flow's data (every
+/// direction in a `shell`) can move: its rate (a trace's mean rate; no
+/// bottleneck: unbounded), or less if all its flows are application-limited
+/// (the sum of their `rate`s).
+pub fn data_bounds_bps(sc: &Resolved, shell: bool) -> Vec<u64> {
+    use crate::link::Service;
+    use crate::scenario::{Direction, EmuScenario};
+    [(Direction::Down, "down"), (Direction::Up, "up")]
+        .into_iter()
+        .filter(|(d, _)| shell || sc.flows.iter().any(|f| f.direction == *d))
+        .map(|(d, name)| {
+            // A link the scenario cannot build is refused by Links::start, with its key.
+            let link = match sc.link_config(name).map(|c| c.service) {
+                Ok(Service::Rate(r)) => r,
+                Ok(Service::Trace(t)) => t.mean_rate_bps(),
+                Ok(Service::Unlimited) | Err(_) => u64::MAX,
+            };
+            let apps = sc.flows.iter().filter(|f| f.direction == d)
+                .map(|f| f.app_rate_bps.unwrap_or(u64::MAX))
+                .fold(0u64, u64::saturating_add);
+            if shell { link } else { link.min(apps) }
+        })
+        .collect()
 }
 
 /// Default spin budget: 10 % of a thread's time. An idle link with a probe a
@@ -232,8 +312,8 @@ impl Forwarder {
 /// beside a CPU-bound job 886 / 931 vs 910 / 952 Mbit/s; at 10 Gbit/s the one
 /// thread ran out (95 % of a CPU, lateness p99 77 ms, 8.4 vs 8.9 Gbit/s). On an
 /// idle 1 Gbit/s link the probes' delay error fell to p50 14.5-17.5 µs from
-/// 40-48 (docs/emulator.md). `run::Threads::Auto` takes it where the data
-/// flows one way at up to 1 Gbit/s (`run::ONE_THREAD_MAX_BPS`).
+/// 40-48 (docs/emulator.md). [`Threads::Auto`] takes it where the data
+/// flows one way at up to 1 Gbit/s ([`ONE_THREAD_MAX_BPS`]).
 pub fn run_together(fws: Vec<Forwarder>) -> Result<Vec<DirResult>, String> {
     let first = fws.first().ok_or("no direction to run")?;
     let (origin, stop, timing) = (first.origin, first.stop.clone(), first.timing);
@@ -558,5 +638,49 @@ mod tests {
         assert_eq!(h.over_1ms, 0);
         h.record(2_000_000);
         assert_eq!(h.over_1ms, 1);
+    }
+}
+
+#[cfg(test)]
+mod thread_tests {
+    use super::*;
+
+    /// A path with a download at `down` bit/s over a `down` link and, if `up`, an upload at `up` bit/s.
+    fn path(down: u64, up: Option<u64>, app: Option<u64>) -> Resolved {
+        let link = |r: u64| format!(r#"{{"rate_bps":{r},"buffer_bytes":100000,"buffer_pkts":null,"loss":0.0,"qdisc":{{"kind":"fifo","params":{{}}}},"trace_ms":null}}"#);
+        let flow = |id: usize, dir: &str| {
+            let app = app.map_or("null".to_string(), |a| a.to_string());
+            format!(r#"{{"id":{id},"group":{id},"name":"f{id}","cc":"cubic","direction":"{dir}","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"size_bytes":null,"app_rate_bps":{app}}}"#)
+        };
+        let mut flows = vec![flow(0, "down")];
+        if up.is_some() {
+            flows.push(flow(1, "up"));
+        }
+        let doc = format!(
+            r#"{{"name":"t","seed":1,"duration_ns":5000000000,"sample_interval_ns":10000000,"links":{{"down":{},"up":{}}},"flows":[{}],"probes":[]}}"#,
+            link(down),
+            up.map_or("null".to_string(), link),
+            flows.join(",")
+        );
+        crate::scenario::from_json(&doc).unwrap()
+    }
+
+    #[test]
+    fn one_thread_carries_data_one_way_up_to_a_gigabit_and_two_carry_more_or_both_ways() {
+        let a = Threads::Auto;
+        // data down at 1 Gbit/s, acks up over a path with no up link: one thread
+        assert!(a.one(&path(1_000_000_000, None, None), false));
+        assert!(!a.one(&path(1_000_000_001, None, None), false));
+        // application-limited flows bound the data below the link's rate
+        assert_eq!(data_bounds_bps(&path(10_000_000_000, None, Some(5_000_000)), false), vec![5_000_000]);
+        assert!(a.one(&path(10_000_000_000, None, Some(5_000_000)), false));
+        // data both ways, even slow: two threads
+        assert!(!a.one(&path(10_000_000, Some(10_000_000), None), false));
+        // a shell's command may send either way; the up direction has no bottleneck: unbounded
+        assert_eq!(data_bounds_bps(&path(10_000_000, None, None), true), vec![10_000_000, u64::MAX]);
+        assert!(!a.one(&path(10_000_000, None, None), true));
+        // forced either way
+        assert!(Threads::One.one(&path(10_000_000_000, Some(1), None), true));
+        assert!(!Threads::Two.one(&path(1, None, None), false));
     }
 }

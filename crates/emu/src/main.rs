@@ -55,7 +55,7 @@ struct LinkArgs {
     /// while the scenario's data fits one thread (docs/emulator.md "Threads"; also
     /// `BLOATLAB_EMU_THREADS`, the A/B switch for bench/emu).
     #[arg(long, value_enum, value_name = "N")]
-    threads: Option<bloatlab_emu::run::Threads>,
+    threads: Option<bloatlab_emu::forward::Threads>,
     /// Say less on stderr.
     #[arg(long)]
     quiet: bool,
@@ -136,7 +136,7 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
             batch_ns: a.batch_us.saturating_mul(1000) },
         threads: match a.threads {
             Some(t) => t,
-            None => bloatlab_emu::run::Threads::from_env()?,
+            None => bloatlab_emu::forward::Threads::from_env()?,
         },
         dma_latency: rt,
         quiet: a.quiet,

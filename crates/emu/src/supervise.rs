@@ -32,8 +32,8 @@ pub struct Options {
     pub probe_bin: String,
     pub pcap_dir: Option<String>,
     pub timing: Timing,
-    /// How many link threads carry the two directions (`crate::run::Threads`).
-    pub threads: crate::run::Threads,
+    /// How many link threads carry the two directions (`crate::forward::Threads`).
+    pub threads: crate::forward::Threads,
     /// Hold /dev/cpu_dma_latency at 0 during the run.
     pub dma_latency: bool,
     pub quiet: bool,
