@@ -1,12 +1,16 @@
-//! What BBR v1 and BBRv3 share: the fixed-point units and the arithmetic
-//! that turns a bandwidth estimate into a pacing rate and a BDP.
+//! What BBR v1 and BBRv3 share: the fixed-point units, the arithmetic that
+//! turns a bandwidth estimate into a pacing rate and a BDP, the ACK-aggregation
+//! estimator ([`AckAggregation`]), and the socket fields a control behind this
+//! crate's boundary must rebuild from [`ConnView`] ([`SocketMirror`]).
 //!
 //! Source: Linux v6.x `net/ipv4/tcp_bbr.c` (v1: `BW_SCALE`, `BBR_SCALE`,
 //! `bbr_rate_bytes_per_sec`, `bbr_bdp`, `bbr_init_pacing_rate_from_rtt`)
 //! and the BBRv3 tree's `tcp_bbr.c` (google/bbr, `v3`), which keeps these
-//! lines unchanged. Each version's own file ([`super::bbr`],
-//! [`super::bbr3`]) keeps what differs: the state machines, the TSO goal,
-//! the quantization budget, the ACK-aggregation window, and how a result is
+//! lines unchanged (`bbr_update_ack_aggregation`, `bbr_ack_aggregation_cwnd`
+//! and `bbr_extra_acked` too, but for the window's length in STARTUP and
+//! whether STARTUP adds the allowance: the caller passes both). Each version's
+//! own file ([`super::bbr`], [`super::bbr3`]) keeps what differs: the state
+//! machines, the TSO goal, the quantization budget, and how a result is
 //! clamped into its field.
 //!
 //! Model: bandwidth is packets per µs in fixed point `<< BW_SCALE` (24
@@ -26,7 +30,16 @@
 //!   min_rtt is still 10 s, its PROBE_RTT interval 5 s).
 //! - [`PROBE_RTT_MODE_MS`] = 200 ms: the least time in PROBE_RTT (~2 % of
 //!   the 10 s window).
+//! - [`EXTRA_ACKED_GAIN`] = 256/256 = 1: weight of ACK aggregation in the
+//!   cwnd target.
+//! - [`EXTRA_ACKED_WIN_RTTS`] = 5 rounds: the aggregation max filter keeps two
+//!   buckets of this many rounds (5-10 rounds of memory).
+//! - [`ACK_EPOCH_ACKED_RESET_THRESH`] = 2^20 packets: an aggregation epoch
+//!   that acked this much is restarted (the kernel's 20-bit field).
+//! - [`EXTRA_ACKED_MAX_US`] = 100 000 µs: the allowance is at most 100 ms
+//!   worth of the bandwidth estimate.
 
+use super::ConnView;
 use crate::time::{to_us, Nanos};
 
 /// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
@@ -47,6 +60,15 @@ pub const MAX_TCP_HEADER: u64 = 192;
 pub const MIN_RTT_WIN_SEC: u32 = 10;
 /// Least time at the minimum cwnd in PROBE_RTT, ms.
 pub const PROBE_RTT_MODE_MS: u32 = 200;
+
+/// Weight of ACK aggregation in the cwnd target, 1/256.
+pub const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
+/// Rounds per bucket of the aggregation max filter (two buckets).
+pub const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// An aggregation epoch that acked this many packets is restarted.
+pub const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
+/// The aggregation allowance is at most this much of the bw estimate, µs.
+pub const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 
 /// `bbr_rate_bytes_per_sec`: `rate` (packets/µs << 24) · `mss` · `gain`
 /// (1/256), less `margin` percent, in bytes/s; the kernel's order of
@@ -73,9 +95,212 @@ pub fn init_bw(cwnd: u32, srtt: Nanos) -> u64 {
     cwnd as u64 * BW_UNIT / rtt_us
 }
 
+/// The ACK-aggregation estimator (`struct bbr`'s `ack_epoch_mstamp`,
+/// `ack_epoch_acked`, `extra_acked[2]`, `extra_acked_win_rtts`,
+/// `extra_acked_win_idx`): how many packets were acked beyond what the
+/// bandwidth estimate explains since the current epoch began, max-filtered
+/// over two buckets of rounds. Widths as the kernel's: the epoch count
+/// saturates at 20 bits, the window counter at 5 bits, and an excess is
+/// stored in a u16 (truncated, as C's assignment to the u16 field does).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckAggregation {
+    /// Start of the current epoch, µs (`tp->delivered_mstamp` then).
+    epoch_mstamp: u64,
+    /// Packets (S)ACKed in the current epoch.
+    epoch_acked: u32,
+    /// Largest excess per bucket, packets.
+    extra_acked: [u16; 2],
+    /// Rounds in the current bucket.
+    win_rtts: u32,
+    /// The current bucket.
+    win_idx: usize,
+}
+
+impl AckAggregation {
+    /// `bbr_init`'s lines: everything cleared, the epoch starting at `now_us`.
+    pub fn reset(&mut self, now_us: u64) {
+        *self = AckAggregation { epoch_mstamp: now_us, ..AckAggregation::default() };
+    }
+    /// A new epoch from `now_us` (restart after idle: `bbr_cwnd_event`).
+    pub fn restart_epoch(&mut self, now_us: u64) {
+        self.epoch_mstamp = now_us;
+        self.epoch_acked = 0;
+    }
+    /// `bbr_extra_acked`: the largest excess over the last 5-10 rounds, packets.
+    pub fn extra_acked(&self) -> u32 {
+        self.extra_acked[0].max(self.extra_acked[1]) as u32
+    }
+    /// `bbr_update_ack_aggregation` for one ACK: `acked_sacked` packets
+    /// delivered at `delivered_mstamp` (µs), `bw` the estimate (packets/µs
+    /// << 24); a round start moves to the other bucket after `win_rtts`
+    /// rounds (v1: always [`EXTRA_ACKED_WIN_RTTS`]; v3: 1 until the pipe is
+    /// full). The excess is capped at `cwnd`. The caller checks the rate
+    /// sample is valid (acked something, delivered ≥ 0, interval > 0).
+    pub fn update(&mut self, round_start: bool, win_rtts: u32, bw: u64, delivered_mstamp: u64, acked_sacked: u32, cwnd: u32) {
+        if round_start {
+            self.win_rtts = (self.win_rtts + 1).min(0x1F);
+            if self.win_rtts >= win_rtts {
+                self.win_rtts = 0;
+                self.win_idx ^= 1;
+                self.extra_acked[self.win_idx] = 0;
+            }
+        }
+        // What the estimate would have delivered over the epoch.
+        let epoch_us = delivered_mstamp.saturating_sub(self.epoch_mstamp) as u32;
+        let mut expected_acked = (bw as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
+        // New epoch if ACKs came slower than expected, or the epoch is very old.
+        if self.epoch_acked <= expected_acked || self.epoch_acked + acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH {
+            self.epoch_acked = 0;
+            self.epoch_mstamp = delivered_mstamp;
+            expected_acked = 0;
+        }
+        self.epoch_acked = (self.epoch_acked + acked_sacked).min(0xFFFFF);
+        let extra = (self.epoch_acked - expected_acked).min(cwnd);
+        if extra > self.extra_acked[self.win_idx] as u32 {
+            self.extra_acked[self.win_idx] = extra as u16; // a u16 field in the kernel
+        }
+    }
+    /// `bbr_ack_aggregation_cwnd`: the cwnd allowance for aggregation,
+    /// packets: the largest recent excess, at most [`EXTRA_ACKED_MAX_US`] of
+    /// `bw`.
+    pub fn cwnd(&self, bw: u64) -> u32 {
+        let max_aggr_cwnd = bw as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128;
+        let aggr_cwnd = (EXTRA_ACKED_GAIN * self.extra_acked()) >> BBR_SCALE;
+        (aggr_cwnd as u128).min(max_aggr_cwnd) as u32
+    }
+}
+
+/// Socket fields a control behind this crate's boundary rebuilds from
+/// [`ConnView`] (the kernel reads or writes them in `tcp_sock` directly):
+/// `tp->delivered_mstamp` (the time of the last hook that saw `delivered`
+/// grow), `tp->mss_cache`, and PROBE_RTT's app-limited mark
+/// (`tp->app_limited = delivered + inflight`, which a control here cannot
+/// write: kept as the bubble `[from, until]` of delivered counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SocketMirror {
+    /// `tp->delivered_mstamp`, µs.
+    pub delivered_mstamp: u64,
+    /// `delivered` when `delivered_mstamp` last moved.
+    seen_delivered: u64,
+    /// `tp->mss_cache` at the last hook, bytes.
+    pub mss: u32,
+    /// PROBE_RTT's app-limited bubble: delivered counts `[from, until]`; `until` 0 = none.
+    probe_rtt_al_from: u64,
+    probe_rtt_al_until: u64,
+}
+
+impl Default for SocketMirror {
+    fn default() -> Self {
+        SocketMirror { delivered_mstamp: 0, seen_delivered: 0, mss: 1448, probe_rtt_al_from: 0, probe_rtt_al_until: 0 }
+    }
+}
+
+impl SocketMirror {
+    /// `bbr_init`'s view of the socket: delivered so far, now, the mss.
+    pub fn start(&mut self, c: &ConnView) {
+        self.seen_delivered = c.delivered;
+        self.delivered_mstamp = to_us(c.now);
+        self.mss = c.mss.max(1);
+    }
+    /// Rebuild `delivered_mstamp` and `mss` at a hook.
+    pub fn observe(&mut self, c: &ConnView) {
+        if c.delivered != self.seen_delivered {
+            self.seen_delivered = c.delivered;
+            self.delivered_mstamp = to_us(c.now);
+        }
+        self.mss = c.mss.max(1);
+    }
+    /// On a PROBE_RTT ACK: `tp->app_limited = delivered + inflight` (or 1).
+    pub fn mark_probe_rtt_app_limited(&mut self, c: &ConnView) {
+        let mark = (c.delivered + c.packets_in_flight as u64).max(1);
+        if self.probe_rtt_al_until == 0 || c.delivered > self.probe_rtt_al_until {
+            self.probe_rtt_al_from = c.delivered;
+        }
+        self.probe_rtt_al_until = mark;
+    }
+    /// Forget the PROBE_RTT mark (`bbr_init`).
+    pub fn clear_probe_rtt_app_limited(&mut self) {
+        self.probe_rtt_al_from = 0;
+        self.probe_rtt_al_until = 0;
+    }
+    /// Was a packet sent at `prior_delivered` inside PROBE_RTT's app-limited bubble?
+    pub fn in_probe_rtt_bubble(&self, prior_delivered: u64) -> bool {
+        self.probe_rtt_al_until != 0 && prior_delivered >= self.probe_rtt_al_from && prior_delivered <= self.probe_rtt_al_until
+    }
+    /// `tp->app_limited != 0`, including the PROBE_RTT mark.
+    pub fn app_limited(&self, c: &ConnView) -> bool {
+        c.app_limited != 0 || (self.probe_rtt_al_until != 0 && c.delivered <= self.probe_rtt_al_until)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ack_burst_beyond_the_estimate_is_the_excess_and_a_slow_ack_starts_a_new_epoch() {
+        // bw 0.01 pkt/µs; the epoch starts at 0 µs
+        let bw = BW_UNIT / 100;
+        let mut a = AckAggregation::default();
+        a.reset(0);
+        // 1 000 µs later 30 packets are acked at once: 10 expected -> but the
+        // first ACK of an epoch (0 acked <= 10 expected) restarts it there
+        a.update(false, EXTRA_ACKED_WIN_RTTS, bw, 1_000, 30, 1000);
+        assert_eq!(a.extra_acked(), 30, "a new epoch at 1 000 µs: all 30 are excess");
+        // 500 µs later 20 more: expected 4 (BW_UNIT / 100 = 167 772 truncates
+        // 0.01 pkt/µs, and 500 µs of it is 4.99 packets, rounded down), acked 50
+        a.update(false, EXTRA_ACKED_WIN_RTTS, bw, 1_500, 20, 1000);
+        assert_eq!(a.extra_acked(), 46);
+        // capped by cwnd
+        a.update(false, EXTRA_ACKED_WIN_RTTS, bw, 1_500, 20, 40);
+        assert_eq!(a.extra_acked(), 46, "the max filter keeps 46; the new sample was capped at 40");
+        // 10 000 µs later: 100 expected > 70 acked -> a new epoch, excess = this ACK's 3
+        a.update(false, EXTRA_ACKED_WIN_RTTS, bw, 11_500, 3, 1000);
+        assert_eq!(a.epoch_acked, 3);
+        assert_eq!(a.epoch_mstamp, 11_500);
+    }
+
+    #[test]
+    fn the_max_filter_forgets_a_bucket_after_its_rounds_and_the_allowance_is_capped_at_100_ms_of_bw() {
+        let bw = BW_UNIT / 100; // 100 ms of it = 999 packets (fixed point rounds down)
+        let mut a = AckAggregation::default();
+        a.reset(0);
+        a.update(false, 2, bw, 1_000, 300, 10_000);
+        assert_eq!(a.cwnd(bw), 300);
+        assert_eq!(a.cwnd(BW_UNIT / 1000), 99, "at 0.001 pkt/µs 100 ms is 99.99 packets, rounded down");
+        // each later round: one packet 1 s on, slower than the estimate: a new epoch, excess 1
+        a.update(true, 2, bw, 1_001_000, 1, 10_000); // round 1: same bucket
+        assert_eq!(a.extra_acked(), 300);
+        a.update(true, 2, bw, 2_001_000, 1, 10_000); // round 2: the other bucket, cleared
+        assert_eq!(a.extra_acked(), 300, "the older bucket still holds it");
+        a.update(true, 2, bw, 3_001_000, 1, 10_000);
+        a.update(true, 2, bw, 4_001_000, 1, 10_000); // round 4: back to the first bucket, cleared
+        assert_eq!(a.extra_acked(), 1, "300 is forgotten after 2 x 2 rounds");
+    }
+
+    #[test]
+    fn an_excess_is_stored_in_sixteen_bits_as_the_kernel_stores_it() {
+        let mut a = AckAggregation::default();
+        a.reset(0);
+        a.update(false, EXTRA_ACKED_WIN_RTTS, 0, 1, 65_536 + 7, u32::MAX);
+        assert_eq!(a.extra_acked(), 7);
+    }
+
+    #[test]
+    fn the_probe_rtt_bubble_spans_what_was_in_flight_when_it_was_marked() {
+        let mut m = SocketMirror::default();
+        let c = ConnView { delivered: 100, packets_in_flight: 20, ..ConnView::at(0) };
+        m.mark_probe_rtt_app_limited(&c);
+        assert!(m.in_probe_rtt_bubble(100) && m.in_probe_rtt_bubble(120));
+        assert!(!m.in_probe_rtt_bubble(99) && !m.in_probe_rtt_bubble(121));
+        assert!(m.app_limited(&ConnView { delivered: 120, ..ConnView::at(0) }));
+        assert!(!m.app_limited(&ConnView { delivered: 121, ..ConnView::at(0) }));
+        // a later mark while inside keeps the start
+        m.mark_probe_rtt_app_limited(&ConnView { delivered: 110, packets_in_flight: 20, ..ConnView::at(0) });
+        assert!(m.in_probe_rtt_bubble(100) && m.in_probe_rtt_bubble(130));
+        m.clear_probe_rtt_app_limited();
+        assert!(!m.in_probe_rtt_bubble(110));
+    }
 
     #[test]
     fn ten_thousand_packets_a_second_at_gain_one_is_14_3_mb_per_second_less_the_margin() {

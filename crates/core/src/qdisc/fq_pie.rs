@@ -36,8 +36,8 @@
 
 use super::params::{MAX_TC_TIME_NS, U32_MAX};
 use super::drr::FlowLists;
-use super::flow_hash::{inet_ecn_set_ce, truesize, BucketHasher};
-use super::pie::{calculate_probability, drop_early, process_dequeue, LazyTimer, PieParams, PieStats, PieVars, MAX_PROB};
+use super::flow_hash::{truesize, BucketHasher};
+use super::pie::{admit, calculate_probability, process_dequeue, LazyTimer, PieParams, PieStats, PieVars, MAX_PROB};
 use super::{DropReason, Events, Packet, ParamSpec, Params, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::time::Nanos;
@@ -180,7 +180,7 @@ impl<T> Qdisc<T> for FqPie<T> {
         "fq_pie"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) {
+    fn enqueue(&mut self, pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) {
         self.run_timer(now);
         let idx = self.hasher.bucket(pkt.meta.flow, rng) as usize;
         let len = pkt.meta.len;
@@ -196,25 +196,10 @@ impl<T> Qdisc<T> for FqPie<T> {
         } else if memory_limited {
             self.overmemory += 1;
         }
-        let accept = if !drop_early(&self.params, &mut flow.vars, flow.backlog, len, rng) {
-            true
-        } else if self.params.ecn
-            && flow.vars.prob <= (MAX_PROB / 100) * self.ecn_prob as u64
-            && inet_ecn_set_ce(&mut pkt.meta)
-        {
-            self.stats.ecn_mark += 1;
-            ev.marks += 1;
-            true
-        } else {
-            false
-        };
-        if !accept {
-            self.stats.dropped += 1;
-            flow.vars.accu_prob = 0;
-            ev.drop(pkt, DropReason::Aqm);
+        let mark_below = (MAX_PROB / 100) * self.ecn_prob as u64;
+        let Some(pkt) = admit(&self.params, &mut flow.vars, &mut self.stats, flow.backlog, mark_below, pkt, rng, ev) else {
             return;
-        }
-        self.stats.packets_in += 1;
+        };
         self.memory_usage += ts;
         self.backlog += len;
         self.qlen += 1;

@@ -230,6 +230,42 @@ pub fn vars_init(v: &mut PieVars) {
     v.avg_dq_rate = 0;
 }
 
+/// The arrival decision both PIE qdiscs make once the packet is within their
+/// limits (`pie_qdisc_enqueue`, `fq_pie_qdisc_enqueue`): [`drop_early`]; an
+/// ECT packet is CE-marked instead of dropped while the drop probability is
+/// at most `mark_below` (PIE: `MAX_PROB / 10`; FQ-PIE: its `ecn_prob` %).
+/// Counts what it did in `stats` and `ev`; gives the packet back to be
+/// queued, or `None` when it was dropped (`accu_prob` restarts then).
+pub fn admit<T>(
+    p: &PieParams,
+    v: &mut PieVars,
+    stats: &mut PieStats,
+    backlog: u32,
+    mark_below: u64,
+    mut pkt: Packet<T>,
+    rng: &mut Rng,
+    ev: &mut Events<T>,
+) -> Option<Packet<T>> {
+    let accept = if !drop_early(p, v, backlog, pkt.meta.len, rng) {
+        true
+    } else if p.ecn && v.prob <= mark_below && inet_ecn_set_ce(&mut pkt.meta) {
+        // ECT and a low probability: mark instead of dropping.
+        stats.ecn_mark += 1;
+        ev.marks += 1;
+        true
+    } else {
+        false
+    };
+    if !accept {
+        stats.dropped += 1;
+        v.accu_prob = 0;
+        ev.drop(pkt, DropReason::Aqm);
+        return None;
+    }
+    stats.packets_in += 1;
+    Some(pkt)
+}
+
 /// `pie_drop_early`: should the arriving packet of `packet_size` bytes be
 /// dropped (or marked), the queue holding `backlog` bytes?
 pub fn drop_early(p: &PieParams, v: &mut PieVars, backlog: u32, packet_size: u32, rng: &mut Rng) -> bool {
@@ -457,7 +493,7 @@ impl<T> Qdisc<T> for Pie<T> {
         "pie"
     }
 
-    fn enqueue(&mut self, mut pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) {
+    fn enqueue(&mut self, pkt: Packet<T>, now: Nanos, rng: &mut Rng, ev: &mut Events<T>) {
         self.run_timer(now);
         if self.q.len() as u64 >= self.params.limit as u64 {
             self.stats.overlimit += 1;
@@ -466,23 +502,9 @@ impl<T> Qdisc<T> for Pie<T> {
             ev.drop(pkt, DropReason::QueueFull);
             return;
         }
-        let accept = if !drop_early(&self.params, &mut self.vars, self.backlog, pkt.meta.len, rng) {
-            true
-        } else if self.params.ecn && self.vars.prob <= MAX_PROB / 10 && inet_ecn_set_ce(&mut pkt.meta) {
-            // ECT and a low probability: mark instead of dropping.
-            self.stats.ecn_mark += 1;
-            ev.marks += 1;
-            true
-        } else {
-            false
-        };
-        if !accept {
-            self.stats.dropped += 1;
-            self.vars.accu_prob = 0;
-            ev.drop(pkt, DropReason::Aqm);
+        let Some(pkt) = admit(&self.params, &mut self.vars, &mut self.stats, self.backlog, MAX_PROB / 10, pkt, rng, ev) else {
             return;
-        }
-        self.stats.packets_in += 1;
+        };
         self.stats.maxq = self.stats.maxq.max(self.q.len() as u32);
         self.backlog += pkt.meta.len;
         self.q.push_back(pkt);

@@ -98,7 +98,7 @@
 //! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
 //!   called after 2B packets" is followed: init starts the round at `delivered`.
 
-use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, AckAggregation, SocketMirror, EXTRA_ACKED_GAIN, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
 use crate::filter::MaxFilter;
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
@@ -155,16 +155,6 @@ const LT_BW_DIFF: u64 = 4000 / 8;
 /// Rounds to use the long-term bw once a policer is suspected.
 const LT_BW_MAX_RTTS: u32 = 48;
 
-/// Weight of the aggregation estimate in the cwnd target, in 1/256.
-const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
-/// Rounds per bucket of the aggregation max filter.
-const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-/// Restart the aggregation epoch after this many packets.
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-/// Aggregation allowance capped at bw times this, µs.
-const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
-
-/// Largest GSO burst BBR sizes its TSO goal for, bytes.
 /// RNG stream id for the gain-cycle start phase.
 const RNG_STREAM: u64 = 0xBB_0001;
 
@@ -253,23 +243,12 @@ pub struct Bbr {
     prior_cwnd: u32,
     /// bw at the last 25% growth in STARTUP.
     full_bw: u64,
-    /// ACK aggregation: epoch start (µs), packets acked in it, max excess per bucket.
-    ack_epoch_mstamp: u64,
-    extra_acked: [u16; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    /// ACK aggregation: epoch, excess per bucket ([`AckAggregation`]).
+    ack: AckAggregation,
 
     // --- socket fields rebuilt from ConnView (see module docs) ---
-    /// `tp->delivered_mstamp`, µs.
-    delivered_mstamp: u64,
-    /// `delivered` when delivered_mstamp was last moved.
-    seen_delivered: u64,
-    /// `tp->mss_cache` at the last hook, bytes.
-    mss: u32,
-    /// PROBE_RTT's app-limited bubble: delivered counts [from, until]; until 0 = none.
-    probe_rtt_al_from: u64,
-    probe_rtt_al_until: u64,
+    /// `tp->delivered_mstamp`, `mss_cache`, PROBE_RTT's app-limited mark.
+    sock: SocketMirror,
 }
 
 impl Default for Bbr {
@@ -318,16 +297,8 @@ impl Bbr {
             has_seen_rtt: false,
             prior_cwnd: 0,
             full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
-            delivered_mstamp: 0,
-            seen_delivered: 0,
-            mss: 1448,
-            probe_rtt_al_from: 0,
-            probe_rtt_al_until: 0,
+            ack: AckAggregation::default(),
+            sock: SocketMirror::default(),
         }
     }
 
@@ -345,7 +316,7 @@ impl Bbr {
     /// Bandwidth estimate in bytes/s (as `ss -i` / `tcp_bbr_info` report it):
     /// the long-term bw if policing is suspected, else the max filter.
     pub fn bw(&self) -> u64 {
-        ((self.bbr_bw() as u128 * self.mss as u128 * 1_000_000) >> BW_SCALE) as u64
+        ((self.bbr_bw() as u128 * self.sock.mss as u128 * 1_000_000) >> BW_SCALE) as u64
     }
     /// Bandwidth estimate in the kernel's unit, packets/µs << 24.
     pub fn bw_raw(&self) -> u64 {
@@ -384,27 +355,6 @@ impl Bbr {
         self.rtt_cnt
     }
 
-    // ---------- clocks and socket fields ----------
-
-    /// Rebuild `tp->delivered_mstamp` and `mss_cache` from the view.
-    fn observe(&mut self, c: &ConnView) {
-        if c.delivered != self.seen_delivered {
-            self.seen_delivered = c.delivered;
-            self.delivered_mstamp = to_us(c.now);
-        }
-        self.mss = c.mss.max(1);
-    }
-    /// Was a packet sent at `prior_delivered` inside PROBE_RTT's app-limited bubble?
-    fn in_probe_rtt_bubble(&self, prior_delivered: u64) -> bool {
-        self.probe_rtt_al_until != 0
-            && prior_delivered >= self.probe_rtt_al_from
-            && prior_delivered <= self.probe_rtt_al_until
-    }
-    /// `tp->app_limited != 0`, including BBR's own PROBE_RTT mark.
-    fn socket_app_limited(&self, c: &ConnView) -> bool {
-        c.app_limited != 0 || (self.probe_rtt_al_until != 0 && c.delivered <= self.probe_rtt_al_until)
-    }
-
     // ---------- estimates ----------
 
     /// `bbr_max_bw`.
@@ -419,16 +369,11 @@ impl Bbr {
             self.max_bw()
         }
     }
-    /// `bbr_extra_acked`: max excess acked over the last 5-10 rounds.
-    fn extra_acked_max(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1]) as u32
-    }
-
     // ---------- pacing ----------
 
     /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap: unlimited).
     fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
-        rate_bytes_per_sec(self.mss, bw, gain)
+        rate_bytes_per_sec(self.sock.mss, bw, gain)
     }
 
     /// `bbr_init_pacing_rate_from_rtt`: high_gain * cwnd / srtt (1 ms if no srtt).
@@ -463,7 +408,7 @@ impl Bbr {
     /// `bbr_tso_segs_goal`: segments per TSO burst, ~1/2^pacing_shift s of data.
     fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
         let bytes = (w.pacing_rate >> c.pacing_shift.min(63)).min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        let segs = ((bytes / self.mss as u64) as u32).max(Self::min_tso_segs_at(w.pacing_rate));
+        let segs = ((bytes / self.sock.mss as u64) as u32).max(Self::min_tso_segs_at(w.pacing_rate));
         segs.min(0x7F)
     }
 
@@ -525,9 +470,7 @@ impl Bbr {
         if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
             return 0;
         }
-        let max_aggr_cwnd = (self.bbr_bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u64;
-        let aggr_cwnd = ((EXTRA_ACKED_GAIN * self.extra_acked_max()) >> BBR_SCALE) as u64;
-        aggr_cwnd.min(max_aggr_cwnd) as u32
+        self.ack.cwnd(self.bbr_bw())
     }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; packet conservation
@@ -588,7 +531,7 @@ impl Bbr {
 
     /// `bbr_is_next_cycle_phase`.
     fn is_next_cycle_phase(&self, c: &ConnView, rs: &RateSample, w: &Window) -> bool {
-        let is_full_length = self.delivered_mstamp.saturating_sub(self.cycle_mstamp) > self.min_rtt_us as u64;
+        let is_full_length = self.sock.delivered_mstamp.saturating_sub(self.cycle_mstamp) > self.min_rtt_us as u64;
         // Gain 1.0 phases just last one min_rtt.
         if self.pacing_gain == BBR_UNIT {
             return is_full_length;
@@ -606,7 +549,7 @@ impl Bbr {
     /// `bbr_advance_cycle_phase`.
     fn advance_cycle_phase(&mut self) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = self.delivered_mstamp;
+        self.cycle_mstamp = self.sock.delivered_mstamp;
     }
 
     /// `bbr_update_cycle_phase`.
@@ -637,7 +580,7 @@ impl Bbr {
 
     /// `bbr_reset_lt_bw_sampling_interval`.
     fn reset_lt_bw_sampling_interval(&mut self, c: &ConnView) {
-        self.lt_last_stamp = (self.delivered_mstamp / 1000) as u32;
+        self.lt_last_stamp = (self.sock.delivered_mstamp / 1000) as u32;
         self.lt_last_delivered = c.delivered;
         self.lt_last_lost = c.lost;
         self.lt_rtt_cnt = 0;
@@ -656,7 +599,7 @@ impl Bbr {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
-                || rate_bytes_per_sec(self.mss, diff, BBR_UNIT) <= LT_BW_DIFF
+                || rate_bytes_per_sec(self.sock.mss, diff, BBR_UNIT) <= LT_BW_DIFF
             {
                 self.lt_bw = (bw + self.lt_bw) >> 1; // average of the two intervals
                 self.lt_use_bw = true;
@@ -714,7 +657,7 @@ impl Bbr {
         if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH * delivered {
             return;
         }
-        let t = ((self.delivered_mstamp / 1000) as u32).wrapping_sub(self.lt_last_stamp);
+        let t = ((self.sock.delivered_mstamp / 1000) as u32).wrapping_sub(self.lt_last_stamp);
         if (t as i32) < 1 {
             return; // shorter than 1 ms: wait
         }
@@ -757,29 +700,7 @@ impl Bbr {
         if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || interval_us <= 0 {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
-            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) as u32;
-        let mut expected_acked = (self.bbr_bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u32;
-        // New epoch if ACKs came slower than expected, or the epoch is very old.
-        if self.ack_epoch_acked <= expected_acked
-            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
-            expected_acked = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xFFFFF);
-        let extra = (self.ack_epoch_acked - expected_acked).min(w.cwnd);
-        if extra > self.extra_acked[self.extra_acked_win_idx] as u32 {
-            self.extra_acked[self.extra_acked_win_idx] = extra as u16; // u16 in the kernel
-        }
+        self.ack.update(self.round_start, EXTRA_ACKED_WIN_RTTS, self.bbr_bw(), self.sock.delivered_mstamp, rs.acked_sacked, w.cwnd);
     }
 
     /// `bbr_check_full_bw_reached`: 3 rounds without 25% growth = pipe full.
@@ -840,11 +761,7 @@ impl Bbr {
 
         if self.mode == Mode::ProbeRtt {
             // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
-            let mark = (c.delivered + c.packets_in_flight as u64).max(1);
-            if self.probe_rtt_al_until == 0 || c.delivered > self.probe_rtt_al_until {
-                self.probe_rtt_al_from = c.delivered;
-            }
-            self.probe_rtt_al_until = mark;
+            self.sock.mark_probe_rtt_app_limited(c);
             // Hold 4 packets for max(200 ms, one round).
             if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= CWND_MIN_TARGET {
                 self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
@@ -906,9 +823,7 @@ impl CongestionControl for Bbr {
 
     /// `bbr_init`.
     fn init(&mut self, c: &ConnView, w: &mut Window) {
-        self.seen_delivered = c.delivered;
-        self.delivered_mstamp = to_us(c.now);
-        self.mss = c.mss.max(1);
+        self.sock.start(c);
 
         self.prior_cwnd = 0;
         w.ssthresh = INFINITE_SSTHRESH;
@@ -937,19 +852,14 @@ impl CongestionControl for Bbr {
         self.reset_lt_bw_sampling(c);
         self.mode = Mode::Startup;
 
-        self.ack_epoch_mstamp = to_us(c.now);
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
+        self.ack.reset(to_us(c.now));
 
-        self.probe_rtt_al_from = 0;
-        self.probe_rtt_al_until = 0;
+        self.sock.clear_probe_rtt_app_limited();
     }
 
     /// `bbr_ssthresh`: note cwnd for the end of recovery; ssthresh unchanged.
     fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.observe(c);
+        self.sock.observe(c);
         self.save_cwnd(w.cwnd);
         w.ssthresh
     }
@@ -960,9 +870,9 @@ impl CongestionControl for Bbr {
 
     /// `bbr_main`.
     fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        self.observe(c);
+        self.sock.observe(c);
         let mut rs = *rs;
-        rs.is_app_limited |= self.in_probe_rtt_bubble(rs.prior_delivered);
+        rs.is_app_limited |= self.sock.in_probe_rtt_bubble(rs.prior_delivered);
 
         self.update_model(c, &rs, w);
 
@@ -973,7 +883,7 @@ impl CongestionControl for Bbr {
 
     /// `bbr_set_state`: an RTO ends the round and counts as a loss for the policer detector.
     fn set_state(&mut self, c: &ConnView, new_state: CaState, _w: &mut Window) {
-        self.observe(c);
+        self.sock.observe(c);
         if new_state == CaState::Loss {
             let rs = RateSample { losses: 1, delivered: 0, interval: 0, rtt: 0, ..RateSample::default() };
             self.prev_ca_state = CaState::Loss;
@@ -985,11 +895,10 @@ impl CongestionControl for Bbr {
 
     /// `bbr_cwnd_event`: restarting from idle while app-limited.
     fn cwnd_event(&mut self, c: &ConnView, ev: CwndEvent, w: &mut Window) {
-        self.observe(c);
-        if ev == CwndEvent::TxStart && self.socket_app_limited(c) {
+        self.sock.observe(c);
+        if ev == CwndEvent::TxStart && self.sock.app_limited(c) {
             self.idle_restart = true;
-            self.ack_epoch_mstamp = to_us(c.now);
-            self.ack_epoch_acked = 0;
+            self.ack.restart_epoch(to_us(c.now));
             // No need to go faster than the estimate after idle.
             if self.mode == Mode::ProbeBw {
                 let bw = self.bbr_bw();
@@ -1002,7 +911,7 @@ impl CongestionControl for Bbr {
 
     /// `bbr_undo_cwnd`: a spurious loss; redo pipe-full detection and lt sampling.
     fn undo_cwnd(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.observe(c);
+        self.sock.observe(c);
         self.full_bw = 0;
         self.full_bw_cnt = 0;
         self.reset_lt_bw_sampling(c);

@@ -122,7 +122,7 @@ impl Drive {
     /// In PROBE_BW at phase `idx`, the phase having started at `now`.
     fn at_phase(&mut self, idx: usize) {
         self.b.cycle_idx = idx;
-        self.b.cycle_mstamp = self.b.delivered_mstamp;
+        self.b.cycle_mstamp = self.b.sock.delivered_mstamp;
         self.b.update_gains();
         let c = self.view(100);
         let bw = self.b.bbr_bw();
@@ -640,7 +640,7 @@ fn target_cwnd_is_two_bdp_plus_the_quantization_budget() {
     // bdp = ceil(167772 * 10000 * 2 / 2^24) = 200; + 1 of ACK aggregation (one
     // packet per ACK always counts as 1 extra); + 3 * 9 (TSO goal at 14335186
     // B/s) = 228, already even.
-    assert_eq!(d.b.extra_acked_max(), 1);
+    assert_eq!(d.b.ack.extra_acked(), 1);
     assert_eq!(d.w.cwnd, 228);
     // In the probing phase: pacing 17918982 B/s, TSO goal 12: 237 -> 238, +2 = 240.
     d.at_phase(0);
@@ -764,7 +764,7 @@ fn probe_rtt_holds_four_packets_for_200_ms_and_a_round_then_restores_cwnd() {
     d.ack_full(10_320 * MS, 1, round_end - 1, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!((d.b.mode(), d.w.cwnd), (Mode::ProbeRtt, 4));
     // Samples are app-limited now (the kernel marks tp->app_limited).
-    assert!(d.b.in_probe_rtt_bubble(round_end));
+    assert!(d.b.sock.in_probe_rtt_bubble(round_end));
     // The round ends: both conditions hold, back to PROBE_BW with the old cwnd
     // 228, + 1 acked (the target is now 248: min_rtt became 11 ms).
     d.ack_full(10_330 * MS, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
@@ -921,12 +921,12 @@ fn an_ack_burst_beyond_the_expected_rate_raises_the_cwnd_target() {
     let t = d.now;
     let prior = d.b.next_rtt_delivered - 1;
     d.ack_full(t + MS, 40, prior, 100, RTT, RTT, 100, 0, false);
-    assert_eq!(d.b.extra_acked_max(), 40);
+    assert_eq!(d.b.ack.extra_acked(), 40);
     // Target 200 + 40 + 27 = 267 -> 268; cwnd 228 + 40 acked fits.
     assert_eq!(d.w.cwnd, 268);
     // 1 ms on, 20 more: 60 acked in the epoch where 9 were expected: 51 extra.
     d.ack_full(t + 2 * MS, 20, prior, 100, RTT, RTT, 100, 0, false);
-    assert_eq!(d.b.extra_acked_max(), 51);
+    assert_eq!(d.b.ack.extra_acked(), 51);
     // Target 200 + 51 + 27 = 278 caps 268 + 20.
     assert_eq!(d.w.cwnd, 278);
 }

@@ -118,7 +118,7 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
-use super::bbr_common::{self, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, AckAggregation, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
@@ -157,11 +157,6 @@ const BW_PROBE_CWND_GAIN: u32 = 1;
 pub const CWND_MIN_TARGET: u32 = 4;
 const FULL_BW_THRESH: u64 = BBR_UNIT as u64 * 5 / 4;
 const FULL_BW_CNT: u32 = 3;
-
-const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
-const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
 
 /// ECN logic only below this min_rtt, µs.
 pub const ECN_MAX_RTT_US: u32 = 5000;
@@ -268,11 +263,8 @@ pub struct Bbr3 {
     has_seen_rtt: bool,
     prior_cwnd: u32,
     full_bw: u32,
-    ack_epoch_mstamp: u64,
-    extra_acked: [u16; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
+    /// ACK aggregation: epoch, excess per bucket ([`AckAggregation`]).
+    ack: AckAggregation,
 
     // --- v3 fields ---
     full_bw_now: bool,
@@ -307,15 +299,12 @@ pub struct Bbr3 {
     alpha_last_delivered_ce: u64,
 
     // --- socket fields rebuilt from ConnView (see module docs) ---
-    delivered_mstamp: u64,
-    seen_delivered: u64,
+    /// `tp->delivered_mstamp`, `mss_cache`, PROBE_RTT's app-limited mark.
+    sock: SocketMirror,
     seen_delivered_ce: u64,
     ece_event: bool,
     /// CE marks have been seen: stands for the route's `ecn_low`.
     ce_seen: bool,
-    mss: u32,
-    probe_rtt_al_from: u64,
-    probe_rtt_al_until: u64,
 }
 
 impl Default for Bbr3 {
@@ -360,11 +349,7 @@ impl Bbr3 {
             has_seen_rtt: false,
             prior_cwnd: 0,
             full_bw: 0,
-            ack_epoch_mstamp: 0,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
+            ack: AckAggregation::default(),
             full_bw_now: false,
             startup_ecn_rounds: 0,
             loss_in_cycle: false,
@@ -395,14 +380,10 @@ impl Bbr3 {
             loss_events_in_round: 0,
             alpha_last_delivered: 0,
             alpha_last_delivered_ce: 0,
-            delivered_mstamp: 0,
-            seen_delivered: 0,
+            sock: SocketMirror::default(),
             seen_delivered_ce: 0,
             ece_event: false,
             ce_seen: false,
-            mss: 1448,
-            probe_rtt_al_from: 0,
-            probe_rtt_al_until: 0,
         }
     }
 
@@ -440,7 +421,7 @@ impl Bbr3 {
     }
     /// Bandwidth estimate in bytes/s (as `tcp_bbr_info`).
     pub fn bw(&self) -> u64 {
-        rate_bytes_per_sec(self.mss, self.bbr_bw() as u64, BBR_UNIT, 0)
+        rate_bytes_per_sec(self.sock.mss, self.bbr_bw() as u64, BBR_UNIT, 0)
     }
     /// inflight_lo, packets; [`UNSET`] if not in use.
     pub fn inflight_lo(&self) -> u32 {
@@ -476,31 +457,13 @@ impl Bbr3 {
     }
     /// Max extra acked over the aggregation window, packets.
     pub fn extra_acked(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1]) as u32
+        self.ack.extra_acked()
     }
     /// Wall-clock wait before the next probe, µs (drawn in DOWN).
     pub fn probe_wait_us(&self) -> u32 {
         self.probe_wait_us
     }
 
-    // ---------- clocks and socket fields ----------
-
-    /// Rebuild delivered_mstamp and mss.
-    fn observe(&mut self, c: &ConnView) {
-        if c.delivered != self.seen_delivered {
-            self.seen_delivered = c.delivered;
-            self.delivered_mstamp = to_us(c.now);
-        }
-        self.mss = c.mss.max(1);
-    }
-    fn in_probe_rtt_bubble(&self, prior_delivered: u64) -> bool {
-        self.probe_rtt_al_until != 0
-            && prior_delivered >= self.probe_rtt_al_from
-            && prior_delivered <= self.probe_rtt_al_until
-    }
-    fn socket_app_limited(&self, c: &ConnView) -> bool {
-        c.app_limited != 0 || (self.probe_rtt_al_until != 0 && c.delivered <= self.probe_rtt_al_until)
-    }
     /// `bbr_can_use_ecn`: ECN on, and marks seen (stands for `ecn_low`).
     fn can_use_ecn(&self) -> bool {
         self.ecn_enabled && self.ce_seen
@@ -516,14 +479,10 @@ impl Bbr3 {
     fn bbr_bw(&self) -> u32 {
         self.max_bw().min(self.bw_lo)
     }
-    fn extra_acked_max(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1]) as u32
-    }
-
     // ---------- pacing ----------
 
     fn bw_to_pacing_rate(&self, bw: u32, gain: u32) -> u64 {
-        rate_bytes_per_sec(self.mss, bw as u64, gain, PACING_MARGIN_PERCENT)
+        rate_bytes_per_sec(self.sock.mss, bw as u64, gain, PACING_MARGIN_PERCENT)
     }
 
     /// `bbr_init_pacing_rate_from_rtt`.
@@ -554,7 +513,7 @@ impl Bbr3 {
             bytes += GSO_LEGACY_MAX_SIZE >> r;
         }
         let bytes = bytes.min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        ((bytes / self.mss as u64) as u32).max(MIN_TSO_SEGS)
+        ((bytes / self.sock.mss as u64) as u32).max(MIN_TSO_SEGS)
     }
 
     // ---------- cwnd ----------
@@ -611,9 +570,7 @@ impl Bbr3 {
 
     /// `bbr_ack_aggregation_cwnd`.
     fn ack_aggregation_cwnd(&self) -> u32 {
-        let max_aggr_cwnd = (self.bbr_bw() as u64 * EXTRA_ACKED_MAX_US / BW_UNIT) as u32;
-        let aggr_cwnd = (EXTRA_ACKED_GAIN * self.extra_acked_max()) >> BBR_SCALE;
-        aggr_cwnd.min(max_aggr_cwnd)
+        self.ack.cwnd(self.bbr_bw() as u64)
     }
 
     /// `bbr_probe_rtt_cwnd`: max(4, BDP/2).
@@ -666,29 +623,9 @@ impl Bbr3 {
         if rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval / NS_PER_US as i64 <= 0 {
             return;
         }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1F);
-            let thresh = if self.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
-            if self.extra_acked_win_rtts >= thresh {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = self.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp) as u32;
-        let mut expected_acked = (self.bbr_bw() as u64 * epoch_us as u64 / BW_UNIT) as u32;
-        if self.ack_epoch_acked <= expected_acked
-            || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
-        {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = self.delivered_mstamp;
-            expected_acked = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xFFFFF);
-        let extra = (self.ack_epoch_acked - expected_acked).min(w.cwnd);
-        if extra > self.extra_acked[self.extra_acked_win_idx] as u32 {
-            self.extra_acked[self.extra_acked_win_idx] = extra.min(u16::MAX as u32) as u16;
-        }
+        // v3: one-round buckets until the pipe is full (v1: always 5 rounds)
+        let win_rtts = if self.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
+        self.ack.update(self.round_start, win_rtts, self.bbr_bw() as u64, self.sock.delivered_mstamp, rs.acked_sacked, w.cwnd);
     }
 
     /// `bbr_reset_full_bw`.
@@ -781,11 +718,8 @@ impl Bbr3 {
         }
 
         if self.mode == Mode::ProbeRtt {
-            let mark = (c.delivered + c.packets_in_flight as u64).max(1);
-            if self.probe_rtt_al_until == 0 || c.delivered > self.probe_rtt_al_until {
-                self.probe_rtt_al_from = c.delivered;
-            }
-            self.probe_rtt_al_until = mark;
+            // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
+            self.sock.mark_probe_rtt_app_limited(c);
             if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= self.probe_rtt_cwnd() {
                 self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
                 self.probe_rtt_round_done = false;
@@ -926,10 +860,8 @@ impl CongestionControl for Bbr3 {
     fn init(&mut self, c: &ConnView, w: &mut Window) {
         let (seed, ecn) = (self.seed, self.ecn_enabled);
         *self = Bbr3::with_seed(seed).with_ecn(ecn);
-        self.seen_delivered = c.delivered;
+        self.sock.start(c);
         self.seen_delivered_ce = c.delivered_ce;
-        self.delivered_mstamp = to_us(c.now);
-        self.mss = c.mss.max(1);
 
         self.init_cwnd = w.cwnd.min(0x7F);
         self.prior_cwnd = c.prior_cwnd;
@@ -942,14 +874,14 @@ impl CongestionControl for Bbr3 {
         self.min_rtt_us = min_rtt;
         self.min_rtt_stamp = now_j;
         self.init_pacing_rate_from_rtt(c, w);
-        self.ack_epoch_mstamp = to_us(c.now);
+        self.ack.reset(to_us(c.now));
         // Start sampling ECN mark rate after the first full flight is acked.
         self.loss_round_delivered = c.delivered + 1;
     }
 
     /// `bbr_ssthresh`: save cwnd and the loss-adapted bounds for undo.
     fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.observe(c);
+        self.sock.observe(c);
         self.save_cwnd(w.cwnd);
         self.undo_bw_lo = self.bw_lo;
         self.undo_inflight_lo = self.inflight_lo;
@@ -964,7 +896,7 @@ impl CongestionControl for Bbr3 {
     /// `bbr_skb_marked_lost`: while probing, a lost segment whose flight lost
     /// over 2 % sets inflight_hi where the loss rate crossed 2 %.
     fn skb_marked_lost(&mut self, c: &ConnView, skb: &LostSkb, w: &Window) {
-        self.observe(c);
+        self.sock.observe(c);
         self.note_loss(c);
         if !self.bw_probe_samples || !skb.has_tx_state {
             return; // not sent while probing; or SACKed, reneged, marked lost
@@ -984,9 +916,9 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_main`.
     fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        self.observe(c);
+        self.sock.observe(c);
         let mut rs = *rs;
-        rs.is_app_limited |= self.in_probe_rtt_bubble(rs.prior_delivered);
+        rs.is_app_limited |= self.sock.in_probe_rtt_bubble(rs.prior_delivered);
         if c.delivered_ce > self.seen_delivered_ce {
             self.ce_seen = true;
         }
@@ -1020,7 +952,7 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_set_state`.
     fn set_state(&mut self, c: &ConnView, new_state: CaState, w: &mut Window) {
-        self.observe(c);
+        self.sock.observe(c);
         if new_state == CaState::Loss {
             self.prev_ca_state = CaState::Loss;
             self.reset_full_bw();
@@ -1034,12 +966,11 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_cwnd_event`.
     fn cwnd_event(&mut self, c: &ConnView, ev: CwndEvent, w: &mut Window) {
-        self.observe(c);
+        self.sock.observe(c);
         match ev {
-            CwndEvent::TxStart if self.socket_app_limited(c) => {
+            CwndEvent::TxStart if self.sock.app_limited(c) => {
                 self.idle_restart = true;
-                self.ack_epoch_mstamp = to_us(c.now);
-                self.ack_epoch_acked = 0;
+                self.ack.restart_epoch(to_us(c.now));
                 if self.mode == Mode::ProbeBw {
                     let bw = self.bbr_bw();
                     self.set_pacing_rate(c, bw, BBR_UNIT, w);
@@ -1061,7 +992,7 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_undo_cwnd`: a spurious loss; restore the bounds saved in ssthresh.
     fn undo_cwnd(&mut self, c: &ConnView, _w: &Window) -> u32 {
-        self.observe(c);
+        self.sock.observe(c);
         self.reset_full_bw();
         self.loss_in_round = false;
         self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
