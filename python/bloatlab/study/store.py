@@ -616,37 +616,44 @@ class Store:
 
     def query(self, sql: str):
         """Run SQL (DuckDB) over tables ``runs`` and ``flows`` and views
-        ``flow_series``, ``link_series``, ``probe_series``; returns a DataFrame."""
+        ``flow_series``, ``link_series``, ``probe_series``; returns a DataFrame.
+
+        Read-only by construction, not by inspection alone: the connection
+        is opened with ``enable_external_access = false`` (no file, directory,
+        extension or network can be named in SQL: ``COPY ... TO``, ``ATTACH``,
+        ``read_text``/``read_csv``/``read_parquet``/``glob`` of any path,
+        ``INSTALL``/``LOAD`` all fail), extension autoload/autoinstall and
+        Python replacement scans off, and its configuration locked. The
+        store's data reach it only as objects registered beforehand: the
+        index tables as DataFrames, each series as a pyarrow dataset over the
+        run files verified against their checksums (pyarrow reads them, not
+        DuckDB). The statement filter (one SELECT or EXPLAIN) stays as a
+        second wall."""
         import duckdb
 
-        con = duckdb.connect()
         runs, flows = self.runs, self.flows
-        con.register("runs", runs)
-        con.register("flows", flows)
-        for kind, view in (("flows", "flow_series"), ("links", "link_series"), ("probes", "probe_series")):
-            files = [self._check(r, f"{kind}.parquet") for r in runs.get("run_id", [])]
-            files = [f for f in files if os.path.exists(f) and os.path.getsize(f) > 0]
-            hive = [f for f in files if os.path.basename(os.path.dirname(f)).startswith(PARTITION)]
-            legacy = [f for f in files if f not in set(hive)]
-            parts = []
-            if hive:  # run_id is the Hive partition of each file's directory
-                parts.append(f"SELECT run_id, * EXCLUDE (run_id) FROM read_parquet([{_sql_list(hive)}], "
-                             "hive_partitioning=true, hive_types={'run_id': VARCHAR}, union_by_name=true)")
-            if legacy:  # a store of the earlier layout (runs/<id>/), not yet migrated
-                parts.append(f"SELECT regexp_extract(filename, '/{RUNS}/([^/]+)/[^/]+$', 1) AS run_id, "
-                             f"* EXCLUDE (filename) FROM read_parquet([{_sql_list(legacy)}], filename=true, "
-                             "union_by_name=true)")
-            if parts:
-                con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
         try:
-            # Read-only: one SELECT (or EXPLAIN); COPY ... TO, ATTACH, CREATE,
-            # INSERT, SET ... are refused before anything runs.
+            con = duckdb.connect(config={"enable_external_access": False, "autoinstall_known_extensions": False,
+                                         "autoload_known_extensions": False, "python_enable_replacements": False,
+                                         "lock_configuration": True})
+        except duckdb.Error as e:  # a DuckDB too old for one of the settings: refuse rather than run unlocked
+            raise UserError(f"query: this DuckDB ({duckdb.__version__}) cannot lock a connection to the store: "
+                            f"{str(e).strip().splitlines()[0]}") from None
+        try:
+            con.register("runs", runs)
+            con.register("flows", flows)
+            for kind, view in (("flows", "flow_series"), ("links", "link_series"), ("probes", "probe_series")):
+                rel = self._series_dataset(kind, list(runs.get("run_id", [])))
+                if rel is not None:
+                    con.register(f"_{view}_data", rel)
+                    con.execute(f"CREATE VIEW {view} AS SELECT run_id, * EXCLUDE (run_id) FROM _{view}_data")
+            # One SELECT (or EXPLAIN of one): COPY, ATTACH, CREATE, INSERT, SET ... are refused before
+            # anything runs (the connection above could not carry them out anyway).
             stmts = con.extract_statements(sql)
             kinds = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
             if len(stmts) != 1 or stmts[0].type not in kinds:
                 found = ", ".join(str(s.type).split(".")[-1] for s in stmts) or "nothing"
                 raise UserError(f"query: expected one SELECT statement (the store is read-only), got {found}")
-            con.execute("SET lock_configuration = true")
             return con.execute(sql).df()
         except duckdb.Error as e:
             msg = str(e).strip().splitlines()[0]
@@ -654,10 +661,33 @@ class Store:
         finally:
             con.close()
 
+    def _series_dataset(self, kind: str, run_ids: list[str]):
+        """One time-series table of the given runs as a pyarrow dataset (read
+        lazily, by pyarrow) with a ``run_id`` column, or None without files.
+        Every file is verified against its run's checksum first. Files of the
+        earlier layout (``runs/<id>/``, not yet migrated) are read whole."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
 
-def _sql_list(files: list[str]) -> str:
-    """File names as the items of a DuckDB list literal."""
-    return ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        files = [self._check(r, f"{kind}.parquet") for r in run_ids]
+        files = [f for f in files if os.path.exists(f) and os.path.getsize(f) > 0]
+        if not files:
+            return None
+        hive = [f for f in files if os.path.basename(os.path.dirname(f)).startswith(PARTITION)]
+        legacy = [f for f in files if f not in set(hive)]
+        # union by name: imported runs may carry other columns
+        schema = pa.unify_schemas([pq.read_schema(f) for f in files])
+        run_id = pa.field("run_id", pa.string())
+        parts = []
+        if hive:  # run_id is the Hive partition of each file's directory
+            parts.append(ds.dataset(hive, format="parquet", schema=schema.append(run_id),
+                                    partitioning=ds.partitioning(pa.schema([run_id]), flavor="hive")))
+        for f in legacy:
+            t = pq.read_table(f, schema=schema)
+            parts.append(ds.dataset(t.append_column(run_id, pa.array([os.path.basename(os.path.dirname(f))] * len(t),
+                                                                      pa.string()))))
+        return parts[0] if len(parts) == 1 else ds.dataset(parts)
 
 
 def load(path: str):
