@@ -139,4 +139,4 @@ def test_a_dask_worker_stages_its_files_only_where_it_sees_the_store(tmp_path):
     token.write_text("")
     status, (summary2, series2) = sweep._execute_safe(payload, stage, str(token))
     assert status == "ok" and series2 == stage and summary2["total_goodput_mbps"] == summary["total_goodput_mbps"]
-    assert sorted(os.listdir(stage)) == ["flows.parquet", "links.parquet", "probes.parquet", "summary.json"]
+    assert sorted(os.listdir(stage)) == ["checksums.json", "flows.parquet", "links.parquet", "probes.parquet", "summary.json"]

@@ -9,6 +9,11 @@ from typing import Any
 from . import atomic
 
 SERIES = ("flows", "links", "probes")
+#: a run directory's record of its files' SHA-256 sums, written last by :meth:`Result.save` and verified by
+#: :meth:`Result.load` (a store's run also has run.json, which records the same files)
+CHECKSUMS = "checksums.json"
+#: the files whose sums it records
+RUN_FILES = ("summary.json",) + tuple(f"{name}.parquet" for name in SERIES)
 
 
 class Result:
@@ -81,10 +86,14 @@ class Result:
         """Write summary.json and {flows,links,probes}.parquet into ``out_dir``.
         Files appear atomically (written aside, then renamed): a reader never
         sees a half-written result."""
+        from . import files
+
         os.makedirs(out_dir, exist_ok=True)
         for name in SERIES:
             atomic.write_with(os.path.join(out_dir, f"{name}.parquet"), lambda p, name=name: self._write_parquet(name, p))
         atomic.write_json(os.path.join(out_dir, "summary.json"), self.summary, default=_json_default)
+        sums = {n: files.sha256_file(os.path.join(out_dir, n)) for n in RUN_FILES}
+        atomic.write_json(os.path.join(out_dir, CHECKSUMS), files.with_digest({"files": sums}), indent=1)
         return out_dir
 
     def _write_parquet(self, name: str, path: str) -> None:
@@ -102,7 +111,12 @@ class Result:
     def load(cls, out_dir: str) -> "Result":
         import pandas as pd
 
+        verify_run_dir(out_dir)
         summary = read_json(os.path.join(out_dir, "summary.json"))
+        if not isinstance(summary, dict) or not isinstance(summary.get("flows"), list):
+            from .errors import UserError
+
+            raise UserError(f"{os.path.join(out_dir, 'summary.json')}: not a run's summary (no list of flows)")
         r = cls(summary, {})
         for name in SERIES:
             p = os.path.join(out_dir, f"{name}.parquet")
@@ -121,14 +135,36 @@ def arrow_table(obj):
     return pa.RecordBatchReader.from_stream(obj).read_all()
 
 
+def verify_run_dir(out_dir: str) -> None:
+    """A run directory's files against the sums recorded when it was written:
+    its checksums.json, or for a store's run its run.json (a run directory
+    written before either is read as it is). A damaged file is an error
+    naming it, never data."""
+    from . import files
+
+    hint = "the run's files changed after it was written (bit rot, an edit); run it again"
+    for record, key in ((CHECKSUMS, "files"), ("run.json", "files")):
+        p = os.path.join(out_dir, record)
+        if os.path.exists(p):
+            doc = read_json(p)
+            files.verify_digest(p, doc, hint)
+            sums = doc.get(key) if isinstance(doc, dict) else None
+            if not isinstance(sums, dict):
+                from .errors import UserError
+
+                raise UserError(f"{p}: damaged (no record of the run's files); {hint}")
+            files.verify_files(out_dir, sums, RUN_FILES, hint)
+            return
+
+
 def read_json(path: str):
     """A stored JSON file, or a UserError naming the file when it is damaged
-    (truncated, not JSON) or unreadable."""
+    (truncated, not JSON), unreadable or beyond :data:`bloatlab.files.STORED_JSON_LIMIT`."""
+    from . import files
     from .errors import UserError
 
     try:
-        with open(path) as f:
-            return json.load(f)
+        return json.loads(files.read_bytes(path, files.STORED_JSON_LIMIT, "stored file").decode("utf-8"))
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: damaged JSON ({e.msg} at line {e.lineno} column {e.colno}); "
                         "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them") from None

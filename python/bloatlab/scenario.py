@@ -18,7 +18,7 @@ import tomllib
 from typing import Any, Iterable
 
 from . import units
-from .errors import ScenarioError
+from .errors import ScenarioError, UserError
 DIRECTIONS = ("down", "up")
 PROBE_KINDS = ("udp",)
 WIFI_MACS = ("legacy", "fq", "airtime")
@@ -48,6 +48,27 @@ LIMITS = {
 #: forwarding AFxy = 8x + 2y, RFC 3246 EF, RFC 5865 VOICE-ADMIT, RFC 8622 LE).
 DSCP_NAMES = {"BE": 0, "DF": 0, "LE": 1, "EF": 46, "VA": 44} | {f"CS{n}": 8 * n for n in range(8)} | {
     f"AF{x}{y}": 8 * x + 2 * y for x in range(1, 5) for y in range(1, 4)}
+
+
+#: Bytes a time-series row costs the whole `bloatlab run --out` process at its
+#: peak: 191 MB for the 985 000 flow rows of the 1000-flow run (BENCHMARKS.md,
+#: "Time series from the engine to Python"), rounded up. A run whose series
+#: would need more than the memory this machine has available is refused even
+#: when [limits] was raised: an allocation the system cannot give ends a
+#: process by abort or by the OOM killer, never by a message.
+SERIES_ROW_BYTES = 200
+
+
+def _mem_available() -> int | None:
+    """MemAvailable of /proc/meminfo, bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 DEFAULT_SAMPLE_INTERVAL = "10ms"
@@ -215,12 +236,13 @@ class Scenario:
 
 def read_toml(path: "str | os.PathLike") -> dict:
     """A scenario file's TOML document; :class:`ScenarioError` if unreadable."""
+    from . import files
+
     s = os.fspath(path)
     try:
-        with open(s, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise ScenarioError("", f"cannot read scenario {s}: {e.strerror}") from None
+        raw = files.read_bytes(s, files.TEXT_LIMIT, "scenario")
+    except UserError as e:
+        raise ScenarioError("", str(e)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -475,12 +497,13 @@ def _bucket(b) -> dict | None:
 def _load_trace(path: str, file: str, base_dir: str | None) -> list[int]:
     """A Mahimahi trace: one 1500-byte delivery opportunity per line, in ms;
     the last time is the period after which it repeats."""
+    from . import files
+
     full = file if os.path.isabs(file) or base_dir is None else os.path.join(base_dir, file)
     try:
-        with open(full) as f:
-            words = f.read().split()
-    except OSError as e:
-        raise ScenarioError(path, f"cannot read trace {full}: {e.strerror}") from None
+        words = files.read_bytes(full, files.TRACE_LIMIT, "trace").split()
+    except UserError as e:
+        raise ScenarioError(path, str(e)) from None
     if not words or not all(w.isdigit() for w in words):
         raise ScenarioError(path, f"trace {full}: expected one whole number of milliseconds per line")
     ms = [int(w) for w in words]
@@ -517,6 +540,12 @@ def _check_limits(doc: dict, out: dict, m) -> None:
                 f"the probes would send {total:,}+ packets, more than limits.max_probe_packets ({lim.max_probe_packets:,}); "
                 "probe less often or raise the limit knowingly with [limits]",
             )
+    avail = _mem_available()
+    if avail is not None and (rows + total) * SERIES_ROW_BYTES > avail:
+        key = "sample_interval" if rows >= total else f"probe.{out['probes'][0]['id']}.interval"
+        raise ScenarioError(
+            key, f"{rows + total:,} time-series rows (samples and probes) need ~{(rows + total) * SERIES_ROW_BYTES / 1e9:.3g} GB, "
+                 f"more than the {avail / 1e9:.3g} GB this machine has available; sample less often or shorten the run")
     rate = sum(l["rate_bps"] for l in out["links"].values() if l)
     if out.get("wifi"):
         rate += sum(st.get("phy_rate_bps") or 600_000_000 for st in out["wifi"].get("stations", []))

@@ -13,7 +13,6 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    import json
     import os
 
     from ..study import check, report
@@ -28,8 +27,7 @@ def main(args) -> int:
             raise UserError(f"--out {args.out}: the directory {parent} does not exist")
     cj = os.path.join(args.dir, "check.json")
     if os.path.exists(cj):  # a reproduced experiment: keep its claims and figures in the report
-        with open(cj) as f:
-            name = json.load(f).get("experiment")
+        name = check.read(cj).get("experiment")
         experiment, claims = get(name), check.load(cj)
         from ..study.store import Store
 

@@ -26,6 +26,10 @@ def main(args) -> int:
     if not store.is_store(args.dir):
         raise UserError(f"DIR: {args.dir} is not a results directory (no {store.RUNS}/ in it)")
     bad = store.damaged(args.dir)
+    try:
+        store.read_study(args.dir)
+    except UserError as e:
+        bad = {store.STUDY: str(e), **bad}
     n = len(store.done_ids(args.dir) - set(bad))
     if args.json:
         json.dump({"ok": n, "damaged": bad}, sys.stdout, indent=1)

@@ -62,11 +62,32 @@ def to_json(claims: list[Claim]) -> list[dict]:
 
 
 def write(path: str, name: str, claims: list[Claim], meta: dict | None = None) -> None:
-    from .store import _write_json_atomic
+    from .. import files
+    from .store import _json_default, _write_json_atomic
 
-    _write_json_atomic(path, {"experiment": name, "meta": meta or {}, "claims": to_json(claims)})
+    doc = json.loads(json.dumps({"experiment": name, "meta": meta or {}, "claims": to_json(claims)},
+                                default=_json_default, allow_nan=False))
+    _write_json_atomic(path, files.with_digest(doc))
+
+
+def read(path: str) -> dict:
+    """A check.json, verified against its own checksum (older ones have none); a damaged or malformed one is
+    an error naming it."""
+    from .. import files
+    from ..errors import UserError
+    from ..result import read_json
+
+    doc = read_json(path)
+    files.verify_digest(path, doc, "run bloatlab reproduce NAME --check again to write it anew")
+    if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
+        raise UserError(f"{path}: not a reproduced experiment's checks (no list of claims)")
+    return doc
 
 
 def load(path: str) -> list[Claim]:
-    with open(path) as f:
-        return [Claim(**c) for c in json.load(f)["claims"]]
+    from ..errors import UserError
+
+    try:
+        return [Claim(**c) for c in read(path)["claims"]]
+    except TypeError:
+        raise UserError(f"{path}: a claim of an unknown shape (written by another version?)") from None

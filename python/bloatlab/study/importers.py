@@ -24,12 +24,12 @@ resolved scenario and a raw result, exactly as an engine's output does.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import math
 import os
 
+from .. import files
 from ..errors import UserError
 from . import store as _store
 
@@ -217,18 +217,13 @@ def from_flent(doc: dict, name: str):
 # ---------------------------------------------------------------- entry point
 
 
-def read(path: str):
-    """(resolved, raw, scenario_doc, engine) of a flent or iperf3 file."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise UserError(f"--import {path}: {e.strerror}") from None
+def read(path: str, data: bytes | None = None):
+    """(resolved, raw, scenario_doc, engine) of a flent or iperf3 file (its
+    bytes as read by :func:`read_file`, or read here)."""
+    if data is None:
+        data = read_file(path)
     if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError):
-            raise UserError(f"--import {path}: a broken gzip file") from None
+        data = files.inflate(data, files.IMPORT_INFLATED, "--import", path)
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -246,27 +241,30 @@ def read(path: str):
     raise UserError(f"--import {path}: neither a flent data file nor iperf3 -J output")
 
 
+def read_file(path: str) -> bytes:
+    """A file to import, bounded (:mod:`bloatlab.files`: a regular file of at most
+    :data:`~bloatlab.files.IMPORT_LIMIT`)."""
+    return files.read_bytes(path, files.IMPORT_LIMIT, "--import")
+
+
 def import_file(path: str, out_dir: str, label: str | None = None) -> str:
     """Import one file into the store ``out_dir`` (created if needed); returns its run id."""
     from .. import summary as _summary
 
-    resolved, raw, scen, engine = read(path)
+    data = read_file(path)
+    resolved, raw, scen, engine = read(path, data)
     summ = _summary.build(raw, resolved, scen, engine)
-    with open(path, "rb") as f:
-        rid = "import-" + hashlib.sha1(f.read()).hexdigest()[:12]
+    rid = "import-" + hashlib.sha1(data).hexdigest()[:12]
     os.makedirs(out_dir, exist_ok=True)
     with _store.Lock(out_dir):
         _store.migrate(out_dir)
-        study_path = os.path.join(out_dir, _store.STUDY)
-        if os.path.exists(study_path):
-            with open(study_path) as f:
-                study = json.load(f)
-        else:
+        study = _store.read_study(out_dir)
+        if study is None:
             os.makedirs(os.path.join(out_dir, _store.RUNS), exist_ok=True)
             study = {"name": label or "imported", "parts": []}
         if study.get("run_ids") is not None and rid not in study["run_ids"]:
             study["run_ids"].append(rid)
-        _store._write_json_atomic(study_path, study)
+        _store.write_study(out_dir, study)
         info = {"run_id": rid, "experiment": label or study.get("name"), "part": f"import/{engine}", "order": 0,
                 "engine": engine, "seed": 0, "rep": 0, "source": os.path.basename(path)}
         _store.write_run(out_dir, rid, info, summ, raw["series"])

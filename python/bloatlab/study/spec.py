@@ -156,11 +156,10 @@ def _values(key: str, v) -> list:
 
 def load(path: str) -> Sweep:
     """Read and validate an experiment file (see the module docstring)."""
+    from .. import files
+
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.loads(f.read().decode("utf-8"))
-    except OSError as e:
-        raise UserError(f"cannot read experiment {path}: {e.strerror}") from None
+        doc = tomllib.loads(files.read_bytes(path, files.TEXT_LIMIT, "experiment").decode("utf-8"))
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:

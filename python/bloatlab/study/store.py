@@ -37,7 +37,7 @@ import shutil
 import time
 from typing import Any, Iterable
 
-from .. import atomic, result
+from .. import atomic, files, result
 from ..errors import UserError
 
 RUNS = "runs"
@@ -157,10 +157,8 @@ def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
     (the new sweep's runs are added beside the old ones and the store shows
     all of them; each run's ``experiment`` column says which sweep made it)."""
     os.makedirs(os.path.join(out_dir, RUNS), exist_ok=True)
-    p = os.path.join(out_dir, STUDY)
-    if os.path.exists(p):
-        with open(p) as f:
-            old = json.load(f)
+    old = read_study(out_dir)
+    if old is not None:
         same = old.get("name") == sweep_json.get("name") and old.get("parts") == sweep_json.get("parts")
         if not same and other == "append":
             parts = list(old.get("parts", [])) + [q for q in sweep_json.get("parts", [])
@@ -181,7 +179,7 @@ def init(out_dir: str, sweep_json: dict, other: str = "replace") -> None:
         sweep_json = dict(sweep_json, created=old.get("created"))
     sweep_json.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     sweep_json["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    _write_json_atomic(p, sweep_json)
+    write_study(out_dir, {k: v for k, v in sweep_json.items() if k != "digest"})
 
 
 #: absolute paths of the store locks this process holds: a forked worker
@@ -383,52 +381,51 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
     return final
 
 
-#: the files of a stored run that run.json's checksums cover
-def _stored_files() -> tuple[str, ...]:
-    """The files a stored run holds: its summary and one Parquet per series of the result."""
-    return ("summary.json",) + tuple(f"{name}.parquet" for name in result.SERIES)
+#: the files of a stored run that run.json's checksums cover: its summary and one Parquet per series
+STORED_FILES = result.RUN_FILES
 
 
-STORED_FILES = _stored_files()
-
-
-def _sha256(path: str) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _doc_digest(doc: dict) -> str:
-    """SHA-256 of a run.json's content without its own digest (canonical JSON)."""
-    import hashlib
-
-    body = {k: v for k, v in doc.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+_sha256 = files.sha256_file
+_doc_digest = files.doc_digest
+#: what a damaged run's error adds
+DAMAGED_HINT = "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them"
+#: what a damaged study.json's error adds
+STUDY_HINT = ("the sweep's record is damaged: re-run the sweep into a new directory, or restore study.json "
+              "(bloatlab store check DIR says which runs are whole)")
 
 
 def verify_doc(path: str, doc) -> None:
     """A run.json's own checksum (runs stored before checksums have none and
     are read as they are)."""
-    if isinstance(doc, dict) and "digest" in doc and doc["digest"] != _doc_digest(doc):
-        raise UserError(f"{path}: damaged (its checksum does not match its content); "
-                        "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them")
+    files.verify_digest(path, doc, DAMAGED_HINT)
 
 
 def verify_file(run_dir: str, doc: dict, name: str) -> None:
     """One stored file against the checksum its run.json recorded."""
-    want = (doc.get("files") or {}).get(name) if isinstance(doc, dict) else None
-    p = os.path.join(run_dir, name)
-    if want is None:
-        return
+    files.verify_files(run_dir, (doc.get("files") or {}) if isinstance(doc, dict) else {}, [name], DAMAGED_HINT)
+
+
+def read_study(out_dir: str) -> dict | None:
+    """A store's study.json, verified against its own checksum (stores
+    written before it had one are read as they are); None if there is none.
+    A damaged or malformed one is an error naming it, never data."""
+    from ..result import read_json
+
+    p = os.path.join(out_dir, STUDY)
     if not os.path.exists(p):
-        raise UserError(f"{p}: missing (run.json records it); bloatlab store check DIR lists damaged runs")
-    if _sha256(p) != want:
-        raise UserError(f"{p}: damaged (checksum mismatch); "
-                        "bloatlab store check DIR lists damaged runs, a resumed sweep re-runs them")
+        return None
+    doc = read_json(p)
+    files.verify_digest(p, doc, STUDY_HINT)
+    if not isinstance(doc, dict) or not isinstance(doc.get("parts", []), list) or \
+            not isinstance(doc.get("run_ids") or [], list):
+        raise UserError(f"{p}: not a sweep's record (expected an object with parts and run_ids); {STUDY_HINT}")
+    return doc
+
+
+def write_study(out_dir: str, doc: dict) -> None:
+    """Write a store's study.json with its own checksum."""
+    _write_json_atomic(os.path.join(out_dir, STUDY), files.with_digest(
+        json.loads(json.dumps(doc, default=_json_default, allow_nan=False))))
 
 
 def _write_json_atomic(path: str, obj) -> None:
@@ -492,11 +489,7 @@ class Store:
         self._files: dict[str, dict] = {}  # run_id -> {file: sha256} from its run.json
         self._dirs: dict[str, str] = {}  # run_id -> its directory (either layout)
         self._verified: set[str] = set()
-        self.study = {}
-        p = os.path.join(path, STUDY)
-        if os.path.exists(p):
-            with open(p) as f:
-                self.study = json.load(f)
+        self.study = read_study(path) or {}
         # By default only the runs of the sweep last written here: a changed
         # experiment leaves its old runs on disk, but they are not its results.
         ids = self.study.get("run_ids")
