@@ -33,9 +33,12 @@ def write_with(path: str, write: Callable[[str], Any], makedirs: bool = False) -
     import tempfile  # here, not at import: `bloatlab run` without --out never needs it
 
     d, name = os.path.split(os.path.abspath(path))
-    if makedirs:
-        os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
+    try:
+        if makedirs:
+            os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
+    except OSError as e:
+        raise _named(e, path) from None
     os.close(fd)
     try:
         write(tmp)
@@ -46,13 +49,33 @@ def write_with(path: str, write: Callable[[str], Any], makedirs: bool = False) -
             os.close(fd)
         os.chmod(tmp, 0o644 & ~_umask())  # mkstemp makes 0600; a result is as readable as any file
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(e, OSError):  # a full disk inside a library's writer (pyarrow names no file)
+            raise _named(e, path) from None
         raise
     return path
+
+
+def _named(e: OSError, path: str) -> OSError:
+    """The error with the path it was about (the CLI turns it into exit 2 naming both)."""
+    import errno as _errno
+
+    if e.filename is not None and e.strerror:
+        return e
+    code = e.errno if e.errno is not None else _errno.EIO
+    msg = e.strerror or os.strerror(code)
+    if e.errno is None:  # pyarrow's "Error writing bytes ... [errno 28] No space left on device"
+        import re
+
+        m = re.search(r"\[errno (\d+)\]", str(e))
+        if m:
+            code = int(m.group(1))
+            msg = os.strerror(code)
+    return OSError(code, msg, path)
 
 
 def write_text(path: str, text: str, makedirs: bool = True) -> str:

@@ -77,6 +77,18 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signum
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        # the file system refused (read-only, full, a dangling link, a loop, /proc): the
+        # environment's doing, not a bug of ours; name the path and the cause (the writers are
+        # atomic, so nothing half-written is left under the final name)
+        if e.filename is None or os.environ.get("BLOATLAB_DEBUG"):
+            if os.environ.get("BLOATLAB_DEBUG"):
+                raise
+            print(f"internal error: {type(e).__name__}: {e} (set BLOATLAB_DEBUG=1 for the traceback)", file=sys.stderr)
+            return 1
+        where = e.filename if e.filename2 is None else f"{e.filename} -> {e.filename2}"
+        print(f"error: {where}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug of ours: say so in one line unless asked for the traceback
         if os.environ.get("BLOATLAB_DEBUG"):
             raise

@@ -96,6 +96,11 @@ enum Verb {
         #[arg(long, value_name = "FILE")]
         scenario: Option<String>,
     },
+    /// (internal) Wait for emulator PID to exit, however it exits, then remove what it left
+    /// (started by `run` and `shell` in a session of their own: a kill -9 of the process group
+    /// does not reach it).
+    #[command(hide = true)]
+    Reap { pid: u32, cli: u32 },
 }
 
 fn load(p: &str) -> Result<Resolved, String> {
@@ -160,6 +165,7 @@ fn real_main(cli: Cli) -> Result<i32, String> {
             run::preflight(Some(&sc))?;
             sys::install_stop_handlers();
             sys::stop_with_parent();
+            ns::spawn_reaper();
             let opt = options(&link)?;
             let res = run::run(&sc, &opt);
             if std::env::var_os("BLOATLAB_EMU_KEEP").is_none() {
@@ -180,6 +186,7 @@ fn real_main(cli: Cli) -> Result<i32, String> {
             run::preflight(Some(&sc))?;
             sys::install_stop_handlers();
             sys::stop_with_parent();
+            ns::spawn_reaper();
             let opt = options(&link)?;
             let res = run::shell(&sc, &opt, server.as_deref(), &command, out.as_deref());
             let _ = std::fs::remove_dir_all(&opt.workdir);
@@ -198,6 +205,10 @@ fn real_main(cli: Cli) -> Result<i32, String> {
             if !running.is_empty() {
                 println!("left alone (a running emulator holds them; --all removes them too): {}", running.join(" "));
             }
+            Ok(0)
+        }
+        Verb::Reap { pid, cli } => {
+            ns::reap(pid, cli);
             Ok(0)
         }
         Verb::Check { scenario } => {

@@ -373,3 +373,64 @@ mod tests {
         assert_eq!(slot_of("other"), None);
     }
 }
+
+// ---------------------------------------------------------------- the reaper
+
+/// When the CLI died too (its process group was killed), the reaper looks
+/// once more for its temporary directory after this long (a dying process's
+/// /proc entry and files may lag its death by a few ms).
+const REAP_AGAIN_MS: u64 = 100;
+
+/// Start the reaper: `bloatlab-emu reap PID CLI_PID` (this executable again)
+/// in a session of its own, so that a `kill -9` of the emulator or of its
+/// whole process group does not reach it. It waits for the emulator to
+/// exit, however it exits, and then removes what no running emulator holds
+/// ([`cleanup`]: the namespaces of free slots and the temporary directories
+/// of dead processes). A normal run has removed its own by then: the reaper
+/// finds nothing. It inherits no descriptor of ours (every one is
+/// close-on-exec), so it never holds the slot's lock. Best effort: a
+/// machine that cannot start it still cleans up at the next run.
+pub fn spawn_reaper() {
+    use std::os::unix::process::CommandExt;
+    let Ok(exe) = std::env::current_exe() else { return };
+    let me = std::process::id();
+    let cli = std::os::unix::process::parent_id();
+    let mut cmd = Command::new(exe);
+    cmd.args(["reap", &me.to_string(), &cli.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid(2) is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let _ = cmd.spawn(); // not waited for: it outlives us by design (init reaps it)
+}
+
+/// The reaper's body (see [`spawn_reaper`]): block until `pid` exits (a
+/// pidfd becomes readable when it does; without pidfd_open, poll its
+/// /proc entry every 50 ms) and clean up; if the CLI `cli` is gone too,
+/// look for its temporary directory once more after [`REAP_AGAIN_MS`].
+pub fn reap(pid: u32, cli: u32) {
+    // SAFETY: pidfd_open(2) with a pid and no flags; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as i32;
+    if fd >= 0 {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd; -1: wait for as long as the emulator runs.
+        while unsafe { libc::poll(&mut p, 1, -1) } < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {}
+        // SAFETY: fd came from pidfd_open above.
+        unsafe { libc::close(fd) };
+    } else {
+        while sys::alive(pid) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let _ = cleanup(false);
+    if !sys::alive(cli) {
+        std::thread::sleep(std::time::Duration::from_millis(REAP_AGAIN_MS));
+        remove_stale_temp_dirs();
+    }
+}

@@ -778,7 +778,7 @@ pub fn admit(v: &Value, limits: &ServerLimits) -> Result<Asked, (i32, String)> {
     let cc = match o.get("congestion") {
         None => None,
         Some(Value::String(s)) if !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') => Some(s.clone()),
-        Some(x) => return Err((ierr::IESETCONGESTION, format!("-C: not a congestion control name: {x}"))),
+        Some(x) => return Err((ierr::IESETCONGESTION, format!("-C: not a congestion control name: {}", sys::echo_name(&x.to_string())))),
     };
     let reverse = o.get("reverse").is_some();
     // the same limits as bloatlab's own clients (TCP_INFO samples kept, rate)

@@ -379,6 +379,20 @@ pub fn abort_connection(fd: RawFd) -> io::Result<()> {
 }
 
 /// Set TCP_CONGESTION; on failure the error lists what the kernel has.
+/// A name a peer sent, as an error message may echo it: at most
+/// [`ECHO_MAX`] characters (a 60 KB `cc` gave a 60 KB reply), the rest
+/// counted. Linux's control names are at most 15 bytes (`TCP_CA_NAME_MAX` 16).
+pub fn echo_name(s: &str) -> String {
+    if s.chars().count() <= ECHO_MAX {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(ECHO_MAX).collect();
+    format!("{head}... ({} bytes)", s.len())
+}
+
+/// The most of a peer's string an error message echoes, characters.
+pub const ECHO_MAX: usize = 32;
+
 pub fn set_cc(fd: RawFd, cc: &str) -> Result<(), String> {
     let r = unsafe {
         libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as u32)
@@ -386,7 +400,8 @@ pub fn set_cc(fd: RawFd, cc: &str) -> Result<(), String> {
     if r != 0 {
         let e = io::Error::last_os_error();
         return Err(format!(
-            "congestion control \"{cc}\" is not available on this kernel ({e}); available: {}",
+            "congestion control \"{}\" is not available on this kernel ({e}); available: {}",
+            echo_name(cc),
             available_cc().join(" ")
         ));
     }

@@ -31,7 +31,7 @@ use crate::sys;
 use crate::wire::{self, Key, FLAG_AUTH, FLAG_TS};
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
@@ -64,15 +64,24 @@ pub const CLIENT_IDLE_NS: u64 = 10_000_000_000;
 /// (before, 10,300 spoofed sources locked new clients out for 10 s).
 pub const MAX_CLIENTS: usize = 10_000;
 
+/// A client as its limits see it: its address and port and the session id
+/// it chose (32 random bits in every request). Keyed so, a packet spoofed
+/// from a victim's address cannot spend the victim's rate or end its session:
+/// an off-path sender does not know the victim's port and session id (as a
+/// cookie it would have to echo), and the victim's next session is a new key
+/// with fresh limits. (Keyed by address alone, 50 spoofed packets a second
+/// locked a victim out, and one every 10 s held its 10-minute session limit.)
+type ClientKey = (SocketAddr, u32);
+
 /// The two-generation client table (see [`MAX_CLIENTS`]).
 #[derive(Default)]
 struct Clients {
-    cur: HashMap<IpAddr, ClientState>,
-    prev: HashMap<IpAddr, ClientState>,
+    cur: HashMap<ClientKey, ClientState>,
+    prev: HashMap<ClientKey, ClientState>,
 }
 
 impl Clients {
-    fn get(&mut self, ip: IpAddr, fresh: impl FnOnce() -> ClientState) -> &mut ClientState {
+    fn get(&mut self, ip: ClientKey, fresh: impl FnOnce() -> ClientState) -> &mut ClientState {
         if !self.cur.contains_key(&ip) {
             let c = self.prev.remove(&ip).unwrap_or_else(fresh);
             if self.cur.len() >= MAX_CLIENTS / 2 {
@@ -133,8 +142,8 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
         let rx_ns = if kernel_ts { r.kernel_ns.unwrap_or_else(sys::real_ns) } else { sys::real_ns() };
         let Some(from) = r.from else { continue };
         let len = r.len;
-        match wire::parse(&buf[..len], key.as_ref()) {
-            Ok(p) if p.kind == wire::Kind::Request => {}
+        let session = match wire::parse(&buf[..len], key.as_ref()) {
+            Ok(p) if p.kind == wire::Kind::Request => p.session,
             Ok(_) => {
                 st.ignored += 1;
                 *st.ignored_by.entry("NotARequest".into()).or_default() += 1;
@@ -145,11 +154,11 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
                 *st.ignored_by.entry(e.to_string()).or_default() += 1;
                 continue;
             }
-        }
+        };
         // per-client limits
         let now = sys::mono_ns();
         if cfg.max_pps > 0 || cfg.max_duration_ns > 0 {
-            let c = clients.get(from.ip(), || ClientState { first_ns: now, last_ns: now, tokens: cfg.max_pps as f64 });
+            let c = clients.get((from, session), || ClientState { first_ns: now, last_ns: now, tokens: cfg.max_pps as f64 });
             if now - c.last_ns >= CLIENT_IDLE_NS {
                 *c = ClientState { first_ns: now, last_ns: now, tokens: cfg.max_pps as f64 };
             }
@@ -622,11 +631,13 @@ mod tests {
 
     #[test]
     fn a_flood_of_one_packet_sources_never_locks_a_client_out_and_memory_stays_bounded() {
+        use std::net::IpAddr;
         let mut t = Clients::default();
-        let real: IpAddr = "192.0.2.1".parse().unwrap();
+        let key = |ip: IpAddr| (SocketAddr::new(ip, 4000), 7u32);
+        let real = key("192.0.2.1".parse().unwrap());
         t.get(real, fresh).tokens = 7.0;
         for i in 0..3 * MAX_CLIENTS as u32 {
-            let spoofed = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            let spoofed = key(IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i)));
             t.get(spoofed, fresh);
             assert!(t.len() <= MAX_CLIENTS, "table grew to {}", t.len());
             if i % 1000 == 0 {
@@ -635,7 +646,7 @@ mod tests {
             }
         }
         // a brand-new client gets a slot at once
-        let newcomer: IpAddr = "198.51.100.9".parse().unwrap();
+        let newcomer = key("198.51.100.9".parse().unwrap());
         t.get(newcomer, fresh).tokens = 1.0;
         assert_eq!(t.get(newcomer, fresh).tokens, 1.0);
     }

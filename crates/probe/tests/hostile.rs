@@ -199,3 +199,117 @@ fn a_control_line_trickled_a_byte_at_a_time_is_given_up_after_10_s() {
     assert!(closed_after > Duration::from_secs(9) && closed_after < Duration::from_secs(13), "closed after {closed_after:?}");
     real_client_works(&s.port);
 }
+
+/// Issue 36 §2: idle or handshaking connections held the test slots. 16
+/// connections that send the control magic and then nothing (or the
+/// parameter line without ever answering the challenge, with --secret) kept
+/// every legitimate test "busy". A slot is now taken only once a client has
+/// sent its parameters and (with a secret) answered the challenge: a real
+/// client is served at once beside them.
+#[test]
+fn idle_control_connections_hold_no_test_slot() {
+    let s = Server::start(&["server"]);
+    let idle: Vec<_> = (0..16)
+        .map(|_| {
+            let mut c = TcpStream::connect(&s.addr).unwrap();
+            c.write_all(b"BLC1").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    real_client_works(&s.port);
+    assert!(t.elapsed() < Duration::from_secs(5), "the real client waited {:?}", t.elapsed());
+    drop(idle);
+}
+
+#[test]
+fn with_a_secret_connections_that_never_answer_the_challenge_block_no_one() {
+    let s = Server::start(&["server", "--secret", "s3cret"]);
+    let line = br#"{"cookie":1,"streams":1,"reverse":false,"duration_ns":5000000000,"bytes":null,"cc":null,"info_interval_ns":100000000}"#;
+    let held: Vec<_> = (0..8)
+        .map(|_| {
+            let mut c = TcpStream::connect(&s.addr).unwrap();
+            c.write_all(b"BLC1").unwrap();
+            c.write_all(line).unwrap();
+            c.write_all(b"\n").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "100KB", "--secret", "s3cret", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(json_of(&o)["flows"][0]["completed"], true);
+    drop(held);
+}
+
+/// One address may run a quarter of the server's tests at once: the rest is
+/// refused with "busy", naming the per-address bound, not "no answer".
+#[test]
+fn one_address_cannot_take_every_test_slot() {
+    let s = Server::start(&["server", "--max-tests", "4"]);
+    // one long test from 127.0.0.1 takes its address's share (4 / 4 = 1)
+    let mut long = std::process::Command::new(bin())
+        .args(["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "6"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-n", "100KB"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("busy") && stderr(&o).contains("from one address"), "{}", stderr(&o));
+    let _ = long.kill();
+    let _ = long.wait();
+}
+
+/// A name echoed in a refusal is cut (a 60 KB `cc` got a 60 KB reply), and
+/// a refusal of a limit is not prefixed with `-C` (`-C : -t: 100000 s ...`).
+#[test]
+fn refusals_echo_little_and_name_the_right_flag() {
+    let s = Server::start(&["server"]);
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "100000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("-t: 100000 s") && !e.contains("-C"), "{e}");
+    let long = "x".repeat(60_000);
+    let line = format!(r#"{{"cookie":1,"streams":1,"reverse":true,"duration_ns":1000000000,"bytes":null,"cc":"{long}","info_interval_ns":100000000}}"#);
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.write_all(b"BLC1").unwrap();
+    c.write_all(line.as_bytes()).unwrap();
+    c.write_all(b"\n").unwrap();
+    let mut answer = String::new();
+    BufReader::new(&c).read_line(&mut answer).unwrap();
+    assert!(answer.len() < 300 && answer.contains("-C"), "{} bytes: {}", answer.len(), &answer[..answer.len().min(200)]);
+}
+
+/// Spoofed requests from a victim's address (other ports and session ids, as
+/// an off-path sender must use) neither spend its rate nor end its session.
+#[test]
+fn spoofed_requests_from_a_victims_address_do_not_lock_it_out() {
+    // a tight server: 20 requests/s per client and 3-s sessions, so a lock-out would show at once
+    let s = Server::start(&["udp", "server", "--max-pps", "20", "--max-duration", "3s"]);
+    let port: u16 = s.port.parse().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let spoofer = std::thread::spawn(move || {
+        // the "victim" is 127.0.0.1 too; the spoofer cannot know its port or session
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut req = vec![0u8; 64];
+        let mut i = 0u32;
+        while !st.load(std::sync::atomic::Ordering::SeqCst) {
+            bloatlab_probe::wire::build_request(&mut req, 64, 0, 0xdead_0000 + (i % 7), i as u64, None);
+            let _ = u.send_to(&req, ("127.0.0.1", port));
+            i += 1;
+            std::thread::sleep(Duration::from_millis(10)); // 100 packets/s, beyond the victim's 20/s
+        }
+    });
+    std::thread::sleep(Duration::from_millis(3500)); // past the spoofer's first session
+    let o = run(&["udp", "client", "127.0.0.1", "-p", &s.port, "--count", "20", "--interval", "60ms", "--json"]);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    spoofer.join().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = json_of(&o);
+    let received = j["raw"]["probes"][0]["received"].as_u64().or_else(|| j["probes"][0]["received"].as_u64());
+    assert_eq!(received, Some(20), "{j}");
+}

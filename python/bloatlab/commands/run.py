@@ -27,33 +27,49 @@ def register(sub) -> None:
                    help="sim: bloatlab's TCP model in virtual time; emu: the kernel's TCP through the emulated link")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--out", metavar="DIR", help="also write summary.json and the time series (Parquet) into DIR")
+    p.add_argument("--force", action="store_true", help="--out may replace the run already in DIR")
     p.add_argument("--pcap", metavar="DIR",
                    help="also write DIR/down.pcap and DIR/up.pcap: each packet's headers as it enters the link, "
                         "dropped ones included (both engines, the same addresses and ports; tcpdump -r, Wireshark)")
     p.set_defaults(func=main)
 
 
-def check_out(out: str) -> None:
-    """``--out`` must be a new or a run's own directory: never a file, never a
-    sweep's results store (its root would get a stray summary.json)."""
+def check_out(out: str, force: bool = False) -> None:
+    """``--out`` must be a new directory, or with ``force`` a run's own: never
+    a file, never a sweep's results store (its root would get a stray
+    summary.json), never a run already there without ``--force`` (as sweep
+    refuses a store of another sweep). Checked before the run, and the
+    directory made and proven writable, so a run is not lost to a path that
+    cannot take its results."""
     import os
+    import tempfile
 
     from ..errors import UserError
 
+    if os.path.islink(out) and not os.path.exists(out):
+        raise UserError(f"--out {out}: a symbolic link to nothing (or a loop of links)")
     if os.path.exists(out) and not os.path.isdir(out):
         raise UserError(f"--out {out}: exists and is not a directory")
     if os.path.isdir(out) and any(os.path.exists(os.path.join(out, f)) for f in ("study.json", "index.parquet", "runs")):
         raise UserError(f"--out {out}: is a results store of a sweep; give a directory of its own to this run")
+    if os.path.isdir(out) and os.path.exists(os.path.join(out, "summary.json")) and not force:
+        raise UserError(f"--out {out}: holds a run already; add --force to replace it, or choose another directory")
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise UserError(f"--out {out}: the directory {parent} does not exist")
+    try:
+        os.makedirs(out, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write there ({e.strerror})") from None
 
 
 def main(args) -> int:
     import bloatlab
 
     if args.out:
-        check_out(args.out)
+        check_out(args.out, args.force)
     res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args), pcap=args.pcap)
     if args.out:
         res.save(args.out)

@@ -85,10 +85,16 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     }
     let mut rd = BufReader::new(&ctrl);
     let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
-        read_line_max(rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE)
-            .ok()
-            .and_then(|l| serde_json::from_str(&l).ok())
-            .ok_or_else(|| err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr)))
+        match read_line_max(rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE) {
+            Ok(l) => serde_json::from_str(&l)
+                .map_err(|_| err1(format!("{}: an answer that is not a bloatlab-probe tcp server's", cfg.addr))),
+            // a server whose workers are all busy closes a new connection at once, unanswered
+            Err(e) if matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset) => Err(err1(format!(
+                "{}: the server closed the connection without answering: busy (every worker in use), or not a bloatlab-probe tcp server; try again later",
+                cfg.addr
+            ))),
+            Err(_) => Err(err1(format!("{}: no answer from a bloatlab-probe tcp server", cfg.addr))),
+        }
     };
     let mut hello = answer(&mut rd)?;
     if let Some(ch) = hello["challenge"].as_str() {
@@ -105,7 +111,11 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     if hello["ok"] != json!(true) {
         let msg = hello["error"].as_str().unwrap_or("refused").to_string();
         let status = if hello.get("available").is_some() || hello.get("limit").is_some() || msg.starts_with("authentication") { 2 } else { 1 };
-        let msg = if status == 2 { format!("-C {}: {msg}", cfg.cc.as_deref().unwrap_or("")) } else { msg };
+        // only the server's refusal of the control names -C (a limit's message names its own flag: -t, -P, ...)
+        let msg = match &cfg.cc {
+            Some(cc) if hello.get("available").is_some() => format!("-C {cc}: {msg}"),
+            _ => msg,
+        };
         return Err(ClientError { status, msg });
     }
     if cfg.wait_go {

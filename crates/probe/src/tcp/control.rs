@@ -202,6 +202,12 @@ impl ServerLimits {
         if p.duration_ns == Some(0) {
             return Some("-t: the test length must be positive".into());
         }
+        if let Some(cc) = &p.cc {
+            // Linux's names are at most TCP_CA_NAME_MAX - 1 = 15 bytes; a longer one is echoed only in part
+            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Some(format!("-C: not a congestion control name: \"{}\"", crate::sys::echo_name(cc)));
+            }
+        }
         if p.onoff_ticks.is_some() && p.rate_bps.is_none() {
             return Some("--on/--off: need -b (the rate of the on periods)".into());
         }

@@ -56,6 +56,86 @@ impl Drop for Slot {
     }
 }
 
+/// Per-source counters with a ceiling each (bounded table: a source's entry
+/// goes when its count falls to 0). `limit == 0`: unbounded.
+#[derive(Clone)]
+struct PerSource(Arc<Mutex<HashMap<std::net::IpAddr, usize>>>, usize);
+
+struct SourceSlot(Arc<Mutex<HashMap<std::net::IpAddr, usize>>>, std::net::IpAddr);
+
+impl PerSource {
+    fn new(limit: usize) -> PerSource {
+        PerSource(Arc::new(Mutex::new(HashMap::new())), limit)
+    }
+    fn try_take(&self, ip: std::net::IpAddr) -> Option<SourceSlot> {
+        let mut m = self.0.lock().unwrap();
+        let n = m.entry(ip).or_insert(0);
+        if self.1 > 0 && *n >= self.1 {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot(self.0.clone(), ip))
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut m = self.0.lock().unwrap();
+        if let Some(n) = m.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Tests one source may run at once: a quarter of `max_tests` (at least 1),
+/// so that one address (or one NAT) can never take every slot: with the
+/// default 8, four sources are needed to fill the server.
+fn tests_per_source(max_tests: usize) -> usize {
+    if max_tests == 0 { 0 } else { (max_tests / 4).max(1) }
+}
+
+/// Connections one source may have in classification at once: half the pool
+/// (128 of 256: a test's `max_streams` data connections may arrive at once),
+/// so idle connections from one address cannot take every worker.
+fn conns_per_source(max_conns: usize) -> usize {
+    if max_conns == 0 { 0 } else { (max_conns / 2).max(1) }
+}
+
+/// The rate-limited log of refused or hostile connections: at most
+/// [`LOG_BURST`] lines, then one per [`LOG_EVERY_NS`] with the count of those
+/// not printed (a flood of hostile connections wrote one line each).
+struct Log {
+    state: Mutex<(u64, f64, u64)>, // (last refill, tokens, suppressed)
+}
+
+const LOG_BURST: f64 = 20.0;
+const LOG_EVERY_NS: u64 = 1_000_000_000;
+
+impl Log {
+    fn new() -> Log {
+        Log { state: Mutex::new((sys::mono_ns(), LOG_BURST, 0)) }
+    }
+    fn line(&self, msg: std::fmt::Arguments) {
+        let now = sys::mono_ns();
+        let mut s = self.state.lock().unwrap();
+        s.1 = (s.1 + now.saturating_sub(s.0) as f64 / LOG_EVERY_NS as f64).min(LOG_BURST);
+        s.0 = now;
+        if s.1 < 1.0 {
+            s.2 += 1;
+            return;
+        }
+        s.1 -= 1.0;
+        if s.2 > 0 {
+            eprintln!("tcp server: ({} similar lines not printed)", s.2);
+            s.2 = 0;
+        }
+        eprintln!("{msg}");
+    }
+}
+
 struct Ctx {
     reg: Registry,
     /// iperf3 tests waiting for their data connections
@@ -64,6 +144,11 @@ struct Ctx {
     one_off_taken: AtomicBool,
     conns: Slots,
     tests: Slots,
+    /// connections in classification per source
+    conns_by_source: PerSource,
+    /// running tests per source
+    tests_by_source: PerSource,
+    log: Log,
     limits: ServerLimits,
     one_off: bool,
     verbose: bool,
@@ -84,6 +169,9 @@ pub fn serve_with(listener: TcpListener, one_off: bool, verbose: bool, limits: S
         one_off_taken: AtomicBool::new(false),
         conns: Slots::new(limits.max_conns),
         tests: Slots::new(limits.max_tests),
+        conns_by_source: PerSource::new(conns_per_source(limits.max_conns)),
+        tests_by_source: PerSource::new(tests_per_source(limits.max_tests)),
+        log: Log::new(),
         limits,
         one_off,
         verbose,
@@ -104,19 +192,25 @@ pub fn serve_with(listener: TcpListener, one_off: bool, verbose: bool, limits: S
         };
         let accept_mono = sys::mono_ns();
         // the worker pool: a connection beyond it is closed at once
+        let Some(src) = ctx.conns_by_source.try_take(peer.ip()) else {
+            if verbose {
+                ctx.log.line(format_args!("tcp server: {peer}: refused, {} connections from {} in service", ctx.conns_by_source.1, peer.ip()));
+            }
+            continue;
+        };
         let Some(slot) = ctx.conns.try_take() else {
             if verbose {
-                eprintln!("tcp server: {peer}: refused, {} connections in service", ctx.limits.max_conns);
+                ctx.log.line(format_args!("tcp server: {peer}: refused, {} connections in service", ctx.limits.max_conns));
             }
             continue;
         };
         let c = ctx.clone();
         // classify in a thread, so a silent connection cannot stall accept()
         if let Err(e) = spawn("classify", move || {
-            let _slot = slot;
+            let _slot = (slot, src);
             classify(conn, peer, accept_mono, &c)
         }) {
-            eprintln!("tcp server: {peer}: refused, cannot start a thread: {e}");
+            ctx.log.line(format_args!("tcp server: {peer}: refused, cannot start a thread: {e}"));
         }
     }
     Ok(())
@@ -141,19 +235,26 @@ fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
             let _ = tx.send((idx, conn, accept_mono));
         }
     } else if &magic == CTRL_MAGIC {
-        if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
+        if ctx.one_off && ctx.one_off_taken.load(Ordering::SeqCst) {
             return; // one test only; refuse others
         }
-        let Some(_test) = ctx.tests.try_take() else {
-            let _ = send_json(&conn, &json!({"ok": false, "error": format!("busy: this server runs at most {} tests at once; try again later", ctx.limits.max_tests)}));
-            return;
-        };
-        if let Err(e) = serve_test(conn, ctx) {
-            if ctx.verbose {
-                eprintln!("tcp server: test from {peer}: {e}");
+        // the test's slot is taken in serve_test once the client has sent its parameters and
+        // (with a secret) answered the challenge: a connection that idles or trickles its
+        // handshake holds a classification worker for at most CTRL_LINE_WAIT_NS, never a test
+        match serve_test(conn, peer, ctx) {
+            Ok(()) => ctx.finished.store(true, Ordering::SeqCst),
+            Err(Handshake(e)) => {
+                if ctx.verbose {
+                    ctx.log.line(format_args!("tcp server: control connection from {peer}: {e}"));
+                }
+            }
+            Err(Test(e)) => {
+                if ctx.verbose {
+                    ctx.log.line(format_args!("tcp server: test from {peer}: {e}"));
+                }
+                ctx.finished.store(true, Ordering::SeqCst);
             }
         }
-        ctx.finished.store(true, Ordering::SeqCst);
     } else if &magic == crate::probewire::FOREIGN_MAGIC {
         crate::probewire::answer_foreign(&conn);
     } else if crate::iperf3::looks_like_cookie(&magic) {
@@ -187,8 +288,13 @@ fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mon
         deny(&conn);
         return;
     }
+    let Some(_by_source) = ctx.tests_by_source.try_take(peer.ip()) else {
+        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once from one address)", ctx.tests_by_source.1));
+        deny(&conn);
+        return;
+    };
     let Some(_test) = ctx.tests.try_take() else {
-        eprintln!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once)", ctx.limits.max_tests);
+        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once)", ctx.limits.max_tests));
         deny(&conn); // iperf3's "the server is busy running a test"
         return;
     };
@@ -199,20 +305,31 @@ fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mon
     ctx.finished.store(true, Ordering::SeqCst);
 }
 
-fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
-    let (reg, verbose, limits) = (&ctx.reg, ctx.verbose, &ctx.limits);
+/// How a control connection ended early: in its handshake (no test was
+/// admitted: it never held a test slot) or in its test.
+enum Failed {
+    Handshake(String),
+    Test(String),
+}
+use Failed::{Handshake, Test};
+
+fn serve_test(ctrl: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), Failed> {
+    let limits = &ctx.limits;
     let mut rd = BufReader::new(&ctrl);
-    let line = read_line_max(&mut rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE).map_err(|e| format!("reading parameters: {e}"))?;
+    // the whole handshake within CTRL_LINE_WAIT_NS of its start: a trickle cannot renew it
+    let hs_end = sys::mono_ns().saturating_add(CTRL_LINE_WAIT_NS);
+    let left = || hs_end.saturating_sub(sys::mono_ns()).max(1);
+    let line = read_line_max(&mut rd, left(), MAX_CTRL_LINE).map_err(|e| Handshake(format!("reading parameters: {e}")))?;
     if let Some(secret) = &limits.secret {
         // challenge-response: HMAC-SHA256(secret, challenge || parameter line)
         let challenge = format!("{:016x}{:016x}", sys::random_u64(), sys::random_u64());
-        send_json(&ctrl, &json!({"ok": false, "challenge": challenge})).map_err(|e| format!("challenge: {e}"))?;
-        let answer = read_line_max(&mut rd, CTRL_LINE_WAIT_NS, MAX_CTRL_LINE).map_err(|e| format!("reading the answer: {e}"))?;
+        send_json(&ctrl, &json!({"ok": false, "challenge": challenge})).map_err(|e| Handshake(format!("challenge: {e}")))?;
+        let answer = read_line_max(&mut rd, left(), MAX_CTRL_LINE).map_err(|e| Handshake(format!("reading the answer: {e}")))?;
         let got: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
         let key = crate::wire::Key::new(secret);
         if !got["auth"].as_str().is_some_and(|a| key.verify_hex(auth_data(&challenge, &line).as_bytes(), a)) {
             let _ = send_json(&ctrl, &json!({"ok": false, "error": "authentication failed (--secret)"}));
-            return Err("authentication failed".into());
+            return Err(Handshake("authentication failed".into()));
         }
     }
     let (p, deadline_ns) = match limits.admit(&line) {
@@ -223,9 +340,29 @@ fn serve_test(ctrl: TcpStream, ctx: &Ctx) -> Result<(), String> {
                 answer["limit"] = json!(true);
             }
             let _ = send_json(&ctrl, &answer);
-            return Err(why);
+            return Err(Handshake(why));
         }
     };
+    // admitted: now a slot, if one is free (and this source has not its share already)
+    let busy = |why: String| {
+        let _ = send_json(&ctrl, &json!({"ok": false, "busy": true, "error": why}));
+        Handshake("busy".into())
+    };
+    let Some(_by_source) = ctx.tests_by_source.try_take(peer.ip()) else {
+        return Err(busy(format!("busy: this server runs at most {} tests at once from one address; try again later", ctx.tests_by_source.1)));
+    };
+    let Some(_test) = ctx.tests.try_take() else {
+        return Err(busy(format!("busy: this server runs at most {} tests at once; try again later", limits.max_tests)));
+    };
+    if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
+        return Err(busy("busy: this server runs one test only (-1) and has begun it".into()));
+    }
+    drop(rd);
+    serve_admitted(ctrl, p, deadline_ns, ctx).map_err(Test)
+}
+
+fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ctx) -> Result<(), String> {
+    let (reg, verbose, limits) = (&ctx.reg, ctx.verbose, &ctx.limits);
     if p.reverse {
         if let Some(cc) = &p.cc {
             // check on a scratch socket before anything starts
