@@ -219,12 +219,41 @@ pub fn push_sample(s: &mut FlowSeries, flow: usize, t: f64, ti: &crate::sys::Tcp
     s.retransmits.push(ti.total_retrans as u64);
 }
 
+/// The columns the probe measures (no `state`), borrowed for serialization:
+/// written straight to a socket or a file without a JSON tree in between
+/// (a tree costs ~40 B per number: 100 streams' samples made a 202-MB peak).
+#[derive(serde::Serialize)]
+pub struct SeriesOut<'a> {
+    flow: &'a [u32],
+    t: &'a [f64],
+    cwnd_bytes: &'a [u64],
+    inflight_bytes: &'a [u64],
+    srtt_ms: &'a [f64],
+    pacing_rate_bps: &'a [u64],
+    delivery_rate_bps: &'a [u64],
+    delivered_bytes: &'a [u64],
+    retransmits: &'a [u64],
+}
+
+impl<'a> SeriesOut<'a> {
+    pub fn of(s: &'a FlowSeries) -> SeriesOut<'a> {
+        SeriesOut {
+            flow: &s.flow,
+            t: &s.t,
+            cwnd_bytes: &s.cwnd_bytes,
+            inflight_bytes: &s.inflight_bytes,
+            srtt_ms: &s.srtt_ms,
+            pacing_rate_bps: &s.pacing_rate_bps,
+            delivery_rate_bps: &s.delivery_rate_bps,
+            delivered_bytes: &s.delivered_bytes,
+            retransmits: &s.retransmits,
+        }
+    }
+}
+
 /// The columns the probe measures, as JSON (no `state`).
 pub fn series_json(s: &FlowSeries) -> Value {
-    json!({"flow": s.flow, "t": s.t, "cwnd_bytes": s.cwnd_bytes, "inflight_bytes": s.inflight_bytes,
-           "srtt_ms": s.srtt_ms, "pacing_rate_bps": s.pacing_rate_bps,
-           "delivery_rate_bps": s.delivery_rate_bps, "delivered_bytes": s.delivered_bytes,
-           "retransmits": s.retransmits})
+    serde_json::to_value(SeriesOut::of(s)).unwrap_or(Value::Null)
 }
 
 /// [`series_json`] read back (a missing or malformed column: empty).
