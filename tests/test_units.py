@@ -28,7 +28,7 @@ rtt = "{rtt}"
 @pytest.mark.parametrize(
     "kind,text,value",
     [
-        ("rate", "100Mbit", 100_000_000), ("rate", "100 Mbit/s", 100_000_000), ("rate", "64kbps", 64_000),
+        ("rate", "100Mbit", 100_000_000), ("rate", "100 Mbit/s", 100_000_000), ("rate", "64kbit/s", 64_000), ("rate", "100MBps", 800_000_000), ("rate", "12.5 MB/s", 100_000_000),
         ("duration", "10 ms", 10_000_000), ("duration", "2.5ns", 2), ("duration", "1e3ms", 10**9),
         ("size", "1500", 1500), ("size", "1.5 KiB", 1536), ("ratio", "1%", 0.01), ("ratio", "0.25", 0.25),
     ],
@@ -84,3 +84,20 @@ def test_the_probe_command_line_reads_the_same_grammar():
                           "--timeout", "200 MS"], capture_output=True, text=True, timeout=20)
     assert "units: ns, us, ms, s, min" in bad.stderr and bad.returncode == 2, bad.stderr
     assert "expected" not in ok.stderr, ok.stderr
+
+
+def test_a_byte_rate_means_bytes_and_an_ambiguous_one_is_refused_naming_both_readings(tmp_path, capsys):
+    """Issue 35: `--set link.down.rate=100MBps` ran at 100 Mbit/s. One parser (Rust, crates/core/src/units.rs)
+    for the scenario language and the probe: MBps is bytes (x8); Mbps is refused, as tc and a speed test read
+    it 8x apart."""
+    import bloatlab
+    from bloatlab.cli import main as cli
+
+    sc = tmp_path / "s.toml"
+    sc.write_text('name = "u"\nduration = "1s"\n[link.down]\nrate = "10Mbit"\n[[flow]]\ncc = "cubic"\nrtt = "20ms"\n')
+    s = bloatlab.load_scenario(str(sc), ["link.down.rate=12.5MBps"])
+    assert s.resolved()["links"]["down"]["rate_bps"] == 100_000_000
+    assert cli(["run", str(sc), "--set", "link.down.rate=100Mbps"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: link.down.rate:") and "megabytes" in err and "megabits" in err, err
+    assert '"100Mbit"' in err and '"100MBps"' in err, err

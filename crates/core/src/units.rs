@@ -9,8 +9,13 @@
 //! [`TEXT_MAX`] characters.
 //!
 //! - rates are SI bits per second like tc: `bit`, `Kbit`, `Mbit`, `Gbit`, case
-//!   insensitive, also written `bps`/`kbps`/... and `bit/s`/`Mbit/s`/...;
-//!   1 Mbit = 10^6 bit/s. Must be positive.
+//!   insensitive, also written `bit/s`/`Mbit/s`/...; 1 Mbit = 10^6 bit/s. Byte
+//!   rates with a capital `B`: `Bps`, `KBps` (`kBps`), `MBps`, `GBps` and
+//!   `B/s`, `KB/s`, `MB/s`, `GB/s` = 8 bit/s per byte (a speed test's MB/s).
+//!   `bps`, `kbps`, `Mbps`, `Gbps` (a lowercase `b`, any case before it) are
+//!   refused as ambiguous, naming both readings: tc reads `mbps` as megabytes
+//!   per second, a speed test's `Mbps` is megabits — 8x apart. Must be
+//!   positive.
 //! - durations: `ns`, `us` (`µs`), `ms`, `s`, `min`. Zero is allowed, negative not.
 //! - sizes: `B`, `KB` (`kB`) = 1000 B, `MB`, `GB`, `KiB` = 1024 B, `MiB`, `GiB`;
 //!   a number without a unit is bytes (as a TOML integer is).
@@ -113,17 +118,44 @@ fn bounded(x: f64, s: &str, what: &str) -> Result<u64, String> {
 /// `"100Mbit"` → 100_000_000 bit/s. Must be positive.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let (v, unit) = split(s, "100Mbit", "a rate")?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "bit" | "bps" | "bit/s" => 1.0,
-        "kbit" | "kbps" | "kbit/s" => 1e3,
-        "mbit" | "mbps" | "mbit/s" => 1e6,
-        "gbit" | "gbps" | "gbit/s" => 1e9,
-        _ => {
-            return Err(format!(
-                "expected a rate like \"100Mbit\" (units: bit, Kbit, Mbit, Gbit), got \"{}\"",
-                echo(s)
-            ))
-        }
+    // bytes: a capital B (case matters here, as in "MB" against "Mb")
+    let bytes = match unit {
+        "Bps" | "B/s" => Some(8.0),
+        "KBps" | "kBps" | "KB/s" | "kB/s" => Some(8e3),
+        "MBps" | "MB/s" => Some(8e6),
+        "GBps" | "GB/s" => Some(8e9),
+        _ => None,
+    };
+    let lower = unit.to_ascii_lowercase();
+    if bytes.is_none() && matches!(lower.as_str(), "bps" | "kbps" | "mbps" | "gbps") {
+        let (p, name) = match lower.as_bytes()[0] {
+            b'k' => ("K", "kilo"),
+            b'm' => ("M", "mega"),
+            b'g' => ("G", "giga"),
+            _ => ("", ""),
+        };
+        return Err(format!(
+            "\"{}\" is ambiguous: tc reads {unit} as {name}bytes per second, a speed test as {name}bits per second (8x apart); \
+             write \"{}{p}bit\" for bits or \"{}{p}Bps\" for bytes",
+            echo(s),
+            fmt_num(v),
+            fmt_num(v)
+        ));
+    }
+    let mult = match bytes {
+        Some(m) => m,
+        None => match lower.as_str() {
+            "bit" | "bit/s" => 1.0,
+            "kbit" | "kbit/s" => 1e3,
+            "mbit" | "mbit/s" => 1e6,
+            "gbit" | "gbit/s" => 1e9,
+            _ => {
+                return Err(format!(
+                    "expected a rate like \"100Mbit\" (units: bit, Kbit, Mbit, Gbit; bytes: Bps, KBps, MBps, GBps), got \"{}\"",
+                    echo(s)
+                ))
+            }
+        },
     };
     if v * mult < 0.5 {
         return Err(format!("expected a positive rate, got \"{}\"", echo(s)));
@@ -247,16 +279,54 @@ pub fn parse_buffer(s: &str) -> Result<Buffer, String> {
     }
 }
 
+/// A number as a user would write it back in a suggestion (no trailing ".0").
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_rates_have_a_capital_b_and_lowercase_bps_is_refused_naming_both_readings() {
+        for (text, bps) in [
+            ("100MBps", 800_000_000u64),
+            ("100MB/s", 800_000_000),
+            ("12.5 MB/s", 100_000_000),
+            ("1GBps", 8_000_000_000),
+            ("500KBps", 4_000_000),
+            ("500kB/s", 4_000_000),
+            ("1000Bps", 8_000),
+            ("1000 B/s", 8_000),
+            ("100Mbit", 100_000_000),
+            ("100mbit", 100_000_000),
+            ("100 Mbit/s", 100_000_000),
+        ] {
+            assert_eq!(parse_rate(text).unwrap(), bps, "{text}");
+        }
+        for text in ["100mbps", "100Mbps", "100MBPS", "64kbps", "1Gbps", "9600bps", "100mBps"] {
+            let e = parse_rate(text).unwrap_err();
+            assert!(e.contains("ambiguous") || e.contains("expected a rate"), "{text}: {e}");
+        }
+        let e = parse_rate("100Mbps").unwrap_err();
+        assert_eq!(
+            e,
+            "\"100Mbps\" is ambiguous: tc reads Mbps as megabytes per second, a speed test as megabits per second (8x apart); \
+             write \"100Mbit\" for bits or \"100MBps\" for bytes"
+        );
+    }
     #[test]
     fn rates_are_si_like_tc() {
         assert_eq!(parse_rate("100Mbit").unwrap(), 100_000_000);
         assert_eq!(parse_rate("1.5Gbit").unwrap(), 1_500_000_000);
         assert_eq!(parse_rate("64kbit").unwrap(), 64_000);
         assert_eq!(parse_rate("100 Mbit/s").unwrap(), 100_000_000);
-        assert_eq!(parse_rate("2e3 kbps").unwrap(), 2_000_000);
+        assert_eq!(parse_rate("2e3 kbit/s").unwrap(), 2_000_000);
         assert_eq!(parse_rate("fast").unwrap_err(), "expected a rate like \"100Mbit\", got \"fast\"");
         assert!(parse_rate("0Mbit").unwrap_err().contains("positive"));
         assert!(parse_rate("0.4bit").unwrap_err().contains("positive"));
