@@ -139,19 +139,23 @@ impl TcpLimitOpts {
     }
 }
 
+/// `udp client`'s test length without -t or --count: iperf3's default (10 s).
+const DEFAULT_UDP_TIME_NS: u64 = 10_000_000_000;
+
 #[derive(Args, Debug)]
 struct UdpClientArgs {
     host: String,
     #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
-    /// number of requests (default 500000 unless -t is given; at least 1)
+    /// number of requests, instead of a test length (at least 1)
     #[arg(long, conflicts_with = "time", value_parser = clap::value_parser!(u64).range(1..))]
     count: Option<u64>,
-    /// test length instead of a count (seconds, or e.g. 500ms)
+    /// test length (seconds, or e.g. 500ms); default 10 s, as iperf3's, unless --count is given
     #[arg(short = 't', long = "time", value_parser = secs)]
     time: Option<u64>,
-    /// 0 = ping-pong; else requests on a fixed schedule (e.g. 10ms, 10us)
-    #[arg(long, default_value = "0", value_parser = dur)]
+    /// time between requests: 0 = ping-pong (the next when the reply comes), else a fixed
+    /// schedule (e.g. 10ms, 10us); `-i` is the report interval, as in iperf3
+    #[arg(long = "send-interval", alias = "interval", default_value = "0", value_parser = dur)]
     interval: u64,
     /// UDP payload bytes
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(16..=1472))]
@@ -534,7 +538,7 @@ fn udp_cfg(a: &UdpClientArgs, addr: SocketAddr, count: Option<u64>, report_ns: u
     }
 }
 
-fn udp_client(a: UdpClientArgs) -> R {
+fn udp_client(mut a: UdpClientArgs) -> R {
     let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
     if a.echo {
         return echo_client(a, addr);
@@ -545,7 +549,12 @@ fn udp_client(a: UdpClientArgs) -> R {
     }
     a.sched.apply()?;
     let t0 = sys::mono_ns();
-    let count = if a.time.is_none() { Some(a.count.unwrap_or(500_000)) } else { None };
+    // neither -t nor --count: a test of DEFAULT_UDP_TIME_NS, as iperf3's 10 s (500 000 requests
+    // were ~14 hours of ping-pong on a 100-ms path)
+    if a.time.is_none() && a.count.is_none() {
+        a.time = Some(DEFAULT_UDP_TIME_NS);
+    }
+    let count = a.count;
     let cfg = udp_cfg(&a, addr, count, if a.json { 0 } else { a.report }, t0);
     if !a.json {
         println!(

@@ -234,3 +234,27 @@ fn ctrl_c_prints_the_summary_so_far() {
     assert!(out.contains("stopped early: interrupted"), "{out}");
     assert!(out.contains("rtt  p50"), "{out}");
 }
+
+/// Ctrl-C counts the requests still in flight as neither sent nor lost (issue
+/// 35: on a lossless 100-ms path an interrupted run read "lost 1 (2.857 %)").
+/// Against a socket that never answers, every request of the last `--timeout`
+/// is in flight at the interrupt: none is lost.
+#[test]
+fn an_interrupt_does_not_count_requests_in_flight_as_lost() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let child = std::process::Command::new(bin())
+        .args(["udp", "client", "127.0.0.1", "-p", &port, "--send-interval", "100ms", "--timeout", "5s", "--give-up", "10s", "-i", "0", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(650));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = wait_output(child, std::time::Duration::from_secs(10));
+    let j = json_of(&o);
+    let p = if j["raw"]["probes"][0].is_object() { &j["raw"]["probes"][0] } else { &j["probes"][0] };
+    assert_eq!(p["received"].as_u64(), Some(0), "{j}");
+    assert_eq!(p["sent"].as_u64(), Some(0), "every request was still in flight: {j}");
+    drop(silent);
+}
