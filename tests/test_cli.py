@@ -58,3 +58,17 @@ def test_human_output_names_the_flows_and_links(tmp_path, cli):
     r = cli("run", str(p))
     assert r.returncode == 0
     assert "cubic" in r.stdout and "link down" in r.stdout and "total goodput" in r.stdout
+
+
+def test_compare_shows_no_percentage_between_two_figures_it_shows_alike(capsys):
+    """`compare` printed -76.3% between 0.00 and 0.00 (issue 35): a difference the table cannot show is "—"."""
+    from bloatlab.commands.compare import print_table
+
+    res = {"sim": {"scenario": {"name": "x"}, "seed": 1, "duration_s": 1.0}, "emu": {"meta": {"kernel": "k"}},
+           "rows": [{"group": "flow", "name": "f0", "what": "retransmitted", "unit": "%", "sim": 0.0012, "emu": 0.0044,
+                     "rel": (0.0012 - 0.0044) / 0.0044},
+                    {"group": "flow", "name": "f0", "what": "goodput", "unit": "Mbit/s", "sim": 18.0, "emu": 20.0,
+                     "rel": -0.1}]}
+    print_table(res)
+    out = capsys.readouterr().out
+    assert "-72" not in out and "—" in out and "-10.0%" in out, out

@@ -120,3 +120,16 @@ def test_a_real_iperf3_json_run_on_loopback_imports_with_its_numbers(tmp_path):
     assert row["retransmits"] == doc["end"]["streams"][0]["sender"]["retransmits"]
     ser = bloatlab.load(out).series("flows")
     assert len(ser) == len(doc["intervals"]) and ser["cwnd_bytes"].iloc[0] == doc["intervals"][0]["streams"][0]["snd_cwnd"]
+
+
+def test_import_and_sql_in_any_order(tmp_path, capsys):
+    """`query DIR --import FILE 'SELECT ...'` was "unrecognized arguments" while other orders worked (issue 35)."""
+    f = tmp_path / "rrul.flent.gz"
+    with gzip.open(f, "wt") as g:
+        json.dump(flent_doc(), g)
+    out = str(tmp_path / "s")
+    capsys.readouterr()
+    assert cli(["query", out, "--new", "--import", str(f), "SELECT count(*) AS n FROM runs", "--csv"]) == 0
+    assert capsys.readouterr().out.split() == ["n", "1"]
+    assert cli(["query", out, "SELECT count(*) AS n FROM runs", "--import", str(f), "--csv"]) == 0
+    assert capsys.readouterr().out.split() == ["n", "1"]

@@ -65,7 +65,15 @@ def main(argv: list[str] | None = None) -> int:
             from .commands import probe
 
             return probe.main(argparse.Namespace(args=argv[1:]))
-        args = parser(only=argv[0] if argv else None).parse_args(argv)
+        p = parser(only=argv[0] if argv else None)
+        args, extra = p.parse_known_args(argv)
+        if extra:
+            # `query DIR --import FILE 'SELECT ...'`: argparse gives both positionals their values at DIR
+            # (the SQL none) and leaves the SQL over after the option; take it as the SQL, as other orders do
+            if argv[0] == "query" and getattr(args, "sql", "") is None and len(extra) == 1 and not extra[0].startswith("-"):
+                args.sql = extra[0]
+            else:
+                p.error(f"unrecognized arguments: {' '.join(extra)}")
         return int(args.func(args) or 0)
     except (UserError, EngineFailed) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -44,9 +44,15 @@ def print_table(res: dict) -> None:
     for r in res["rows"]:
         name = r["name"] if r["name"] != last else ""
         last = r["name"]
-        d = "-" if r["rel"] is None else f"{100 * r['rel']:+.1f}%"
+        sim, emu = _fmt(r["sim"], r["unit"]), _fmt(r["emu"], r["unit"])
+        if r["rel"] is None:
+            d = "-"
+        elif sim == emu and abs(r["rel"]) >= 0.0005:
+            d = "—"  # two figures the table shows alike (0.00 and 0.00): their ratio says nothing
+        else:
+            d = f"{100 * r['rel']:+.1f}%"
         what = r["what"] + (f" ({r['unit']})" if r["unit"] and r["unit"] not in ("segs", "pkts") else "")
-        cells.append((name, what, _fmt(r["sim"], r["unit"]), _fmt(r["emu"], r["unit"]), d))
+        cells.append((name, what, sim, emu, d))
     print_table(["", "what", ("sim", "right"), ("emu", "right"), ("sim vs emu", "right")], cells)
     late = e["meta"].get("lateness") or {}
     if late:
