@@ -3,6 +3,8 @@ the one table that validation and both engines use; docs/queues.md kept current.
 
 import json
 import os
+import subprocess
+import sys
 
 from conftest import ROOT, run_cli
 
@@ -91,3 +93,16 @@ def test_listing_bad_input_is_a_clear_error(tmp_path):
     for args, key in ((["qdiscs", "nope"], "unknown qdisc"), (["scenarios", "--dir", str(tmp_path / "none")], "--dir")):
         r = run_cli(*args)
         assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_ready_scenario_runs_by_name_from_any_directory(tmp_path):
+    """`bloatlab run rrul` as `flent rrul` (issue 35): the name `scenarios` prints is what `run` takes."""
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "run", "rrul", "--set", "duration=2s", "--json"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["scenario"]["name"] == "rrul"
+    r = run_cli("scenarios")
+    assert "rrul" in r.stdout.split()
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "run", "no-such-scenario"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "bloatlab scenarios lists them" in r.stderr, r.stderr

@@ -6,8 +6,15 @@ import json
 import sys
 
 
+def _scenario_arg(text: str) -> str:
+    from .scenarios import lookup
+
+    return lookup(text)
+
+
 def add_scenario_args(p) -> None:
-    p.add_argument("scenario", metavar="FILE", help="scenario TOML file (docs/scenario.md)")
+    p.add_argument("scenario", metavar="FILE", type=_scenario_arg,
+                   help="scenario TOML file (docs/scenario.md), or the name of a ready one (bloatlab scenarios)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help='override a scenario key, e.g. --set link.down.loss=5%% --set flow.0.cc=cubic')
     p.add_argument("--seed", type=int, help="shorthand for --set seed=N")
