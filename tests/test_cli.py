@@ -72,3 +72,29 @@ def test_compare_shows_no_percentage_between_two_figures_it_shows_alike(capsys):
     print_table(res)
     out = capsys.readouterr().out
     assert "-72" not in out and "—" in out and "-10.0%" in out, out
+
+
+def test_tables_fit_80_columns_and_never_break_a_name_or_a_path(tmp_path):
+    """Issue 35: `bloatlab run rrul` in 80 columns split flow names across lines and `scenarios | cat` broke
+    paths mid-name; headers carried no units. A table that cannot fit whole leaves columns out, with a note."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COLUMNS="80")
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "run", "rrul", "--set", "duration=2s"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    names = [f"cubic-down-0.{i}" for i in range(4)] + [f"cubic-up-1.{i}" for i in range(4)]
+    assert all(any(line.startswith(n + " ") for line in lines) for n in names), r.stdout
+    assert "Mbit/s" in r.stdout and "ms" in lines[2] + lines[3], r.stdout
+    env["COLUMNS"] = "50"
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "run", "rrul", "--set", "duration=2s"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert "left out at 50 columns" in r.stdout and all(len(x) <= 50 for x in r.stdout.splitlines() if not x.startswith(("link", "   ", "probe", "total"))), r.stdout
+    r = subprocess.run([sys.executable, "-m", "bloatlab", "scenarios"], capture_output=True, text=True,
+                       env=dict(os.environ, COLUMNS="80"), timeout=60)
+    for line in r.stdout.splitlines()[2:]:
+        first = line.split("  ")[0].strip()
+        assert not first or " " not in first, line  # a name or a path whole in its column

@@ -100,11 +100,12 @@ def print_summary(s: dict) -> None:
     from ._table import print_table
 
     # a page's objects are summarized as the page (below), not one line each
-    print_table(["flow", "cc", "dir"] + [(c, "right") for c in ("rtt", "goodput", "retx", "retx%", "rtt p50", "rtt p95",
-                                                                 "fct")],
-                [(f["name"], f["cc"], f["direction"], f"{f['rtt_base_ms']:.3g}ms", f"{f['goodput_mbps']:.2f}Mb/s",
-                  f["retransmits"], f"{100 * f['retrans_rate']:.2f}%", _f(f["rtt_ms"]["p50"]), _f(f["rtt_ms"]["p95"]),
-                  _f(f["fct_s"], "{:.2f}s")) for f in s["flows"] if f.get("page") is None])
+    # units in the headers, numbers alone in the cells (so a table fits 80 columns)
+    print_table(["flow", "cc", "dir"] + [(c, "right") for c in ("base rtt ms", "goodput Mbit/s", "retx segs", "retx %",
+                                                                 "rtt p50 ms", "rtt p95 ms", "fct s")],
+                [(f["name"], f["cc"], f["direction"], f"{f['rtt_base_ms']:.3g}", f"{f['goodput_mbps']:.2f}",
+                  f["retransmits"], f"{100 * f['retrans_rate']:.2f}", _f(f["rtt_ms"]["p50"]), _f(f["rtt_ms"]["p95"]),
+                  _f(f["fct_s"], "{:.2f}")) for f in s["flows"] if f.get("page") is None])
     for d, l in s["links"].items():
         q = l["qdelay_ms"]
         path = " -> ".join(l.get("stages") or [f"{l['qdisc']}", f"wire {l['rate_mbps']:g} Mbit/s"])
