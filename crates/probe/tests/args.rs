@@ -15,7 +15,8 @@ fn assert_bad(args: &[&str], names: &str) {
 fn bad_arguments_exit_2_naming_the_argument() {
     assert_bad(&["udp", "client", "127.0.0.1", "--size", "8"], "--size");
     assert_bad(&["udp", "client", "127.0.0.1", "--size", "2000"], "--size");
-    assert_bad(&["udp", "client", "127.0.0.1", "--interval", "fast"], "--interval");
+    assert_bad(&["udp", "client", "127.0.0.1", "--send-interval", "fast"], "--send-interval");
+    assert_bad(&["udp", "client", "127.0.0.1", "--interval", "fast"], "--send-interval"); // its older name, an alias
     assert_bad(&["udp", "client", "127.0.0.1", "--rt", "fifo:200"], "--rt");
     assert_bad(&["udp", "client", "127.0.0.1", "--rt", "idle:3"], "--rt");
     assert_bad(&["udp", "client", "127.0.0.1", "--pin", "4096"], "--pin");
