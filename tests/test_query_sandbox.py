@@ -88,3 +88,20 @@ def test_the_store_still_answers_through_views_and_ctes(tiny_sweep, capsys):
     for view in ("link_series", "probe_series"):
         assert cli(["query", tiny_sweep, f"SELECT count(DISTINCT run_id) AS n FROM {view}", "--csv"]) == 0
         assert capsys.readouterr().out.split() == ["n", "2"], view
+
+
+def test_query_without_sql_shows_the_swept_keys_and_headline_figures_readably(tiny_sweep, capsys, monkeypatch):
+    """53 columns squeezed to one character each (issue 35): the default is the runs with what was swept and
+    what came out, headers with units, within 80 columns; --all gives every column."""
+    monkeypatch.setenv("COLUMNS", "80")
+    capsys.readouterr()
+    assert cli(["query", tiny_sweep]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    assert "goodput" in out and "Mbit/s" in out and "--all" in out, out
+    import bloatlab
+
+    for k in bloatlab.load(tiny_sweep).swept_keys():
+        assert k in out, (k, out)
+    assert cli(["query", tiny_sweep, "--all", "--csv"]) == 0
+    assert len(capsys.readouterr().out.splitlines()[0].split(",")) > 30

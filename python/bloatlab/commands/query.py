@@ -16,7 +16,8 @@ def register(sub) -> None:
     p.add_argument("dir", metavar="DIR", help="results directory")
     p.add_argument("sql", metavar="SQL", nargs="?", default=None,
                    help='e.g. \'SELECT "flow.0.cc", avg(total_goodput_mbps) FROM runs GROUP BY 1\' '
-                        "(default: list the runs)")
+                        "(default: the runs with their swept keys and headline figures; --all: every column)")
+    p.add_argument("--all", action="store_true", help="without SQL: every column of runs, not only the headline ones")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE",
                    help="import a .flent.gz / .flent or an iperf3 -J .json file into DIR (repeatable)")
     p.add_argument("--label", help="the experiment name recorded for imported files")
@@ -27,6 +28,13 @@ def register(sub) -> None:
     fmt.add_argument("--json", action="store_true", help="rows as JSON")
     fmt.add_argument("--csv", action="store_true", help="rows as CSV")
     p.set_defaults(func=main)
+
+
+#: the figures `query DIR` shows without SQL, beside the run id and the swept keys
+#: (column, how it is shown, its header with the unit: headers wrap between words, a table keeps 80 columns)
+HEADLINE = (("total_goodput_mbps", "round({}, 2)", "goodput Mbit/s"), ("rtt_p95_ms", "round({}, 1)", "flows' rtt p95 ms"),
+            ("retrans_rate", "round(100 * {}, 2)", "retx %"), ("jain_fairness", "round({}, 3)", "jain index"),
+            ("down_qdelay_p95_ms", "round({}, 1)", "down qdelay p95 ms"), ("probe_rtt_p95_ms", "round({}, 1)", "probe rtt p95 ms"))
 
 
 def main(args) -> int:
@@ -45,7 +53,23 @@ def main(args) -> int:
     if args.imports and args.sql is None:
         return 0
     st = store.Store(args.dir)
-    sql = args.sql or "SELECT * FROM runs"
+    note = None
+    if args.sql:
+        sql = args.sql
+    elif args.all or args.json or args.csv:
+        sql = "SELECT * FROM runs"
+    else:
+        # a readable default: what was swept and what came out (53 columns squeezed to one character each before)
+        def q(name):
+            return '"' + name.replace('"', '""') + '"'
+
+        cols = [q(c) for c in ["run_id"] + st.swept_keys() if c in st.runs.columns]
+        if "seed" in st.runs and st.runs["seed"].nunique() > 1:
+            cols.insert(1, q("seed"))
+        cols += [f"{how.format(q(c))} AS {q(head)}" for c, how, head in HEADLINE if c in st.runs.columns]
+        sql = "SELECT " + ", ".join(cols) + " FROM runs"
+        note = (f"(the swept keys and headline figures of {len(st.runs)} runs; --all: all {len(st.runs.columns)} "
+                "columns; or SQL, e.g. 'SELECT * FROM runs')")
     df = st.query(sql)
     if args.json:
         json.dump(json.loads(df.to_json(orient="records")), sys.stdout, indent=1)
@@ -58,5 +82,5 @@ def main(args) -> int:
         from ._table import print_table
 
         print_table([(str(c), "right" if df[c].dtype.kind in "iuf" else "left") for c in df.columns],
-                    df.astype(object).where(df.notna(), None).itertuples(index=False, name=None))
+                    df.astype(object).where(df.notna(), None).itertuples(index=False, name=None), caption=note)
     return 0
