@@ -98,3 +98,28 @@ def test_tables_fit_80_columns_and_never_break_a_name_or_a_path(tmp_path):
     for line in r.stdout.splitlines()[2:]:
         first = line.split("  ")[0].strip()
         assert not first or " " not in first, line  # a name or a path whole in its column
+
+
+def test_long_work_says_what_it_does_on_a_terminal_and_in_a_log():
+    """Issue 35: a 60-s `run --engine emu` or `compare` printed nothing. In a log: a start and an end line; on
+    a terminal: one line redrawn as it goes, erased at the end."""
+    import io
+    import time
+
+    from bloatlab.progress import Long
+
+    log = io.StringIO()
+    with Long("running x", 60, file=log):
+        pass
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "bloatlab: running x (expected ~60 s) ..." and lines[1].startswith("bloatlab: running x: done in")
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    with Long("running y", 5, file=tty):
+        time.sleep(1.2)
+    out = tty.getvalue()
+    assert "\rrunning y: 1 s of ~5 s" in out and out.endswith("\r\033[K"), repr(out)

@@ -64,7 +64,15 @@ def print_table(res: dict) -> None:
 
 
 def main(args) -> int:
-    res = compare(args.scenario, overrides_of(args), save_dir=args.out)
+    import bloatlab
+
+    from ..progress import Long
+    from .run import EMU_SETUP_S
+
+    sc = bloatlab.load_scenario(args.scenario, overrides_of(args))
+    secs = sc.resolved()["duration_ns"] / 1e9
+    with Long(f"comparing {sc.name} on the simulator and the kernel (emulator)", secs + EMU_SETUP_S):
+        res = compare(args.scenario, overrides_of(args), save_dir=args.out)
     if args.json:
         json.dump(res, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
