@@ -99,6 +99,10 @@ def _table(df, max_rows: int = 300, fold_constant: bool = False) -> tuple[str, s
     def f(v):
         if v is None or (isinstance(v, float) and v != v):
             return ""
+        if isinstance(v, bool):  # before int: a bool is one in Python
+            return "yes" if v else "no"
+        if isinstance(v, (list, tuple)):  # a link's stages, in the order a packet meets them
+            return " → ".join(f(x) for x in v)
         if isinstance(v, float):
             return human(v)
         if isinstance(v, int) and not isinstance(v, bool):
@@ -231,8 +235,9 @@ def run_report(result, path: str) -> str:
     if links:
         sec.table("Links", pd.DataFrame(links))
     if s.get("probes"):
-        sec.table("Probes", pd.DataFrame([dict(name=p["name"], loss=p["loss"], sent=p["sent"],
-                                                **{f"rtt_{k}_ms": v for k, v in p["rtt_ms"].items()})
+        sec.table("Probes", pd.DataFrame([{"name": p["name"], "loss %": None if p["loss"] is None else 100 * p["loss"],
+                                            "sent": p["sent"],
+                                            **{f"rtt_{k}_ms": v for k, v in p["rtt_ms"].items()}}
                                            for p in s["probes"]]))
     _run_figures(sec, result, "Plots")
     if len(s.get("flows") or []) > 1:  # one flow's bar would only repeat the headline's total
