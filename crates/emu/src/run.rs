@@ -278,13 +278,32 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
         }
         std::thread::sleep(Duration::from_millis(10));
     };
+    // The command ended (or was interrupted): the scenario's flows stop now and report what they moved so
+    // far. Each generator gets its SIGTERM and, as at a run's end, 4 RTTs + REPORT_GRACE_NS to write its
+    // result (a fixed 300 ms lost them: "flow 0: no result from bloatlab-probe", issue 34 §5).
+    let ended_at = sys::mono_ns().saturating_sub(origin);
     for g in &gens {
         let c = &mut kids.list[g.child_idx].1;
         if c.try_wait().ok().flatten().is_none() {
             sys::kill(c.id(), libc::SIGTERM);
         }
     }
-    std::thread::sleep(Duration::from_millis(300));
+    let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
+    let until = sys::mono_ns() + 4 * max_rtt + crate::supervise::REPORT_GRACE_NS;
+    while sys::mono_ns() < until && sys::interrupted() == 0 {
+        if gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !gens.is_empty() && ended_at < sc.duration_ns && !opt.quiet {
+        eprintln!(
+            "bloatlab shell: the command ended at {:.1} s of the scenario's {:.1} s: its flows were stopped then (their figures cover 0-{:.1} s)",
+            ended_at as f64 / 1e9,
+            sc.duration_ns as f64 / 1e9,
+            ended_at as f64 / 1e9
+        );
+    }
     let (dirs, wifi) = medium.stop()?;
     kids.terminate_all(Duration::from_millis(500));
     drop(net);
