@@ -399,3 +399,23 @@ def test_the_report_tables_fit_the_page_in_chromium(store_dir, tmp_path):
     m = re.search(r"WIDE (\d+) OF (\d+)", dom)
     assert m, dom[-500:]
     assert int(m.group(2)) >= 2 and m.group(1) == "0", m.group(0)
+
+
+def test_an_error_heatmap_scales_its_colours_to_the_target_not_to_the_data():
+    """Issue 35: scaled to the data's ±0.4 %, a 0.25 % goodput error was drawn dark red. With the target as the
+    span (fidelity's 5 %), it is pale; an error past the target saturates."""
+    import types
+
+    import pandas as pd
+
+    from bloatlab.study import plots
+
+    runs = pd.DataFrame({"a": [1, 1, 2, 2], "b": [10, 20, 10, 20], "err": [0.0025, -0.002, 0.004, -0.0035]})
+    st = types.SimpleNamespace(runs=runs, study={"name": "t"})
+    fig = plots.heatmap(st, "a", "b", "err", cmap="RdBu_r", center=0.0, span=0.05)
+    im = fig.axes[0].images[0]
+    assert min(im.cmap(im.norm(0.0025))[:3]) > 0.85  # pale
+    assert min(im.cmap(im.norm(0.08))[:3]) < 0.2  # saturated: past the target
+    fig_data = plots.heatmap(st, "a", "b", "err", cmap="RdBu_r", center=0.0)  # without a span: the data's range
+    im2 = fig_data.axes[0].images[0]
+    assert min(im2.cmap(im2.norm(0.004))[:3]) < 0.3

@@ -705,10 +705,13 @@ def gpgain_frame(runs, x: str, y: str, cc_key: str = "flow.0.cc"):
 
 
 def heatmap(store, x: str, y: str, metric: str = "gpgain", where: dict | None = None, ax=None, title=None,
-            fmt: str | None = None, cmap: str | None = None, center: float | None = None):
+            fmt: str | None = None, cmap: str | None = None, center: float | None = None, span: float | None = None):
     """A metric (mean over the runs) over two swept keys, each cell's value
     written in it in black or white, whichever contrasts with the cell. A gain
-    (``gpgain``, or any ``center``) gets a diverging map centred on it."""
+    (``gpgain``, or any ``center``) gets a diverging map centred on it; with
+    ``span`` its colours run from ``center - span`` to ``center + span``
+    whatever the data (a tolerance: an error well inside it stays pale, one
+    beyond it saturates), else to the data's largest distance from the centre."""
     import numpy as np
 
     runs = _filter(store.runs, where)
@@ -734,8 +737,8 @@ def heatmap(store, x: str, y: str, metric: str = "gpgain", where: dict | None = 
     vals = table.to_numpy(dtype=float)
     finite = vals[np.isfinite(vals)]
     kw = {}
-    if center is not None and finite.size:
-        lim = max(abs(finite.min() - center), abs(finite.max() - center)) or 1.0
+    if center is not None and (finite.size or span):
+        lim = span if span else (max(abs(finite.min() - center), abs(finite.max() - center)) or 1.0)
         kw = {"vmin": center - lim, "vmax": center + lim}
     im = ax.imshow(vals, cmap=cmap or "viridis", aspect="auto", origin="lower", **kw)
     ax.set_xticks(range(table.shape[1]), [str(c) for c in table.columns], rotation=45 if table.shape[1] > 6 else 0,
