@@ -20,12 +20,16 @@ export VIRTUAL_ENV="$PWD/.venv"
 # The Python dependencies are pyproject.toml's (the package's, and its study and test extras): one list.
 uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r pyproject.toml --all-extras
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
+# Say so first: the first build compiles for minutes with nothing else on the screen.
+t0=$SECONDS
+echo "setup: building bloatlab's native module (release; the first build takes ~3 min on 2 cores, later ones seconds) ..."
 .venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
 # bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is
 # recompiled by its source's mtime as usual).
 .venv/bin/python -m compileall -q python/bloatlab > /dev/null || true
 # Helper binaries next to the venv's python, where bloatlab._bin finds them.
+echo "setup: building bloatlab-probe and bloatlab-emu ($((SECONDS - t0)) s so far) ..."
 cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
   if [ -x "target/release/$b" ]; then install -m 0755 "target/release/$b" ".venv/bin/$b"; fi
@@ -46,4 +50,4 @@ fi
 if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "setup: could not install chromium (the report test will skip)" >&2
 fi
-echo "setup: .venv ready (CLI: .venv/bin/bloatlab)"
+echo "setup: .venv ready in $((SECONDS - t0)) s (CLI: .venv/bin/bloatlab)"

@@ -394,6 +394,16 @@ fn print_json(o: &Output) {
     }
 }
 
+/// iperf3 flags bloatlab-probe does not take, each refused by name with why (not clap's generic message).
+const IPERF3_UNSUPPORTED: &[(&str, &str)] = &[
+    ("-w|--window", "the socket buffers are left to the kernel's autotuning (tcp_rmem/tcp_wmem), which a flow needs to fill a long path; limit a flow's rate with -b instead"),
+    ("-M|--set-mss", "the MSS is the path's (1448 B of payload on a 1500-B MTU), as the scenarios assume"),
+    ("-N|--no-delay", "bulk streams write whole buffers; Nagle never holds them"),
+    ("-Z|--zerocopy", "not implemented"),
+    ("-O|--omit", "the series has every sample from t = 0; leave the ramp out when reading it"),
+    ("-u|--udp", "UDP tests are `bloatlab-probe udp client HOST` (round trips) or `load` (latency under load)"),
+];
+
 /// iperf3's own command lines, as its users type them: `-c HOST [...]` is
 /// `tcp client HOST --iperf3 [...]`, `-s [-1]` is `server` (`tcp server
 /// --one-off` with `-1`); either takes `-p PORT` and defaults to iperf3's
@@ -432,6 +442,11 @@ pub fn iperf3_style(args: Vec<String>) -> Vec<String> {
             one_off = true;
             i += 1;
             continue;
+        }
+        if let Some((_, why)) = IPERF3_UNSUPPORTED.iter().find(|(names, _)| names.split('|').any(|n| n == a || a.starts_with(&format!("{n}=")))) {
+            // clap would say "unexpected argument '-w' found; to pass '-w' as a value, use '-- -w'"
+            eprintln!("error: {a}: iperf3's flag is not one bloatlab-probe has: {why}");
+            std::process::exit(2);
         }
         rest.push(args[i].clone());
         i += 1;

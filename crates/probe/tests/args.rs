@@ -39,3 +39,15 @@ fn help_exits_0() {
     assert!(run(&["--help"]).status.success());
     assert!(run(&["udp", "client", "--help"]).status.success());
 }
+
+/// iperf3 users type `-w 1M`: refused by name with why, not clap's "to pass '-w' as a value, use '-- -w'"
+/// (issue 35).
+#[test]
+fn iperf3_flags_we_do_not_have_are_refused_by_name() {
+    for flag in ["-w", "--window", "-M", "-O"] {
+        let o = run(&["-c", "127.0.0.1", flag, "1M"]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        let e = stderr(&o);
+        assert!(e.starts_with(&format!("error: {flag}: iperf3's flag")) && !e.contains("-- -"), "{flag}: {e}");
+    }
+}
