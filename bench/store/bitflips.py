@@ -1,7 +1,9 @@
 """Single-bit flips in a stored run against what reading the store reports
-(issue 16 §3). A small sweep is stored; then, one at a time, a random bit of
-one run's flows.parquet (and, separately, of its run.json) is flipped and the
-store is queried. Each flip ends as: *detected* (an error naming the file),
+(issue 16 §3, issue 36 §4). A small sweep is stored; then, one at a time, a
+random bit of one file is flipped and it is read back: a run's
+flows.parquet and run.json through the store's query, the store's study.json
+through the store, and a single run directory's summary.json and
+checksums.json (``bloatlab run --out``) through ``bloatlab.load``. Each flip ends as: *detected* (an error naming the file),
 *harmless* (the same result), or *silent* (a different result, no error: the
 defect). Prints one line per file kind.
 
@@ -48,11 +50,30 @@ def main() -> int:
         out = os.path.join(d, "out")
         assert cli(["sweep", os.path.join(d, "exp.toml"), "--out", out, "-q"]) == 0
         rid = sorted(x for x in os.listdir(os.path.join(out, "runs")) if not x.startswith("."))[0]
+        single = os.path.join(d, "single")
+        assert cli(["run", os.path.join(d, "scenario.toml"), "--out", single]) == 0
         rng = random.Random(0x5eed0016)
-        for name, sql in SQL.items():
-            p = os.path.join(out, "runs", rid, name)
+
+        def store_query(sql):
+            return lambda: bloatlab.load(out).query(sql)
+
+        def store_study():
+            st = bloatlab.load(out)
+            return (repr(st.study), st.query("SELECT * FROM runs ORDER BY run_id"))
+
+        def run_dir():
+            import json
+
+            r = bloatlab.load(single)
+            return json.dumps(r.summary, sort_keys=True, default=str)
+
+        targets = [(f"runs/{rid}/{n}", os.path.join(out, "runs", rid, n), store_query(sql)) for n, sql in SQL.items()]
+        targets += [("study.json", os.path.join(out, "study.json"), store_study),
+                    ("run dir summary.json", os.path.join(single, "summary.json"), run_dir),
+                    ("run dir checksums.json", os.path.join(single, "checksums.json"), run_dir)]
+        for name, p, read in targets:
             orig = open(p, "rb").read()
-            want = bloatlab.load(out).query(sql)
+            want = read()
             n = {"detected": 0, "harmless": 0, "silent": 0}
             for _ in range(a.flips):
                 b = bytearray(orig)
@@ -60,8 +81,10 @@ def main() -> int:
                 b[i] ^= 1 << rng.randrange(8)
                 open(p, "wb").write(b)
                 try:
-                    got = bloatlab.load(out).query(sql)
-                    n["harmless" if got.equals(want) else "silent"] += 1
+                    got = read()
+                    same = all(x.equals(y) if hasattr(x, "equals") else x == y for x, y in zip(got, want)) \
+                        if isinstance(got, tuple) else (got.equals(want) if hasattr(got, "equals") else got == want)
+                    n["harmless" if same else "silent"] += 1
                 except UserError:
                     n["detected"] += 1
                 except Exception as e:  # a crash is a defect too: counted apart

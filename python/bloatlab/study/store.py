@@ -405,6 +405,11 @@ def verify_file(run_dir: str, doc: dict, name: str) -> None:
     files.verify_files(run_dir, (doc.get("files") or {}) if isinstance(doc, dict) else {}, [name], DAMAGED_HINT)
 
 
+#: the keys of study.json (spec.Sweep.to_json, what store.init adds, an import's) and of each of its parts
+STUDY_KEYS = {"name", "description", "engine", "source", "parts", "run_ids", "created", "updated", "history", "digest"}
+PART_KEYS = {"name", "base", "grid", "points", "set", "repeat", "seed", "start_jitter"}
+
+
 def read_study(out_dir: str) -> dict | None:
     """A store's study.json, verified against its own checksum (stores
     written before it had one are read as they are); None if there is none.
@@ -419,6 +424,12 @@ def read_study(out_dir: str) -> dict | None:
     if not isinstance(doc, dict) or not isinstance(doc.get("parts", []), list) or \
             not isinstance(doc.get("run_ids") or [], list):
         raise UserError(f"{p}: not a sweep's record (expected an object with parts and run_ids); {STUDY_HINT}")
+    # a key renamed by a flipped bit (its digest's own name among them, which would leave it unchecked, or a
+    # part's grid key, which moves a plot's axis) is damage, not another sweep
+    unknown = sorted(set(doc) - STUDY_KEYS) + sorted({k for part in doc.get("parts", []) if isinstance(part, dict)
+                                                      for k in part} - PART_KEYS)
+    if unknown:
+        raise UserError(f"{p}: damaged (unknown key {unknown[0]!r}); {STUDY_HINT}")
     return doc
 
 
