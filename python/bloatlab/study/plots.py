@@ -406,20 +406,36 @@ def cdf(results, labels=None):
 
 
 def fairness_run(result):
-    fl = result.summary.get("flows", [])
+    """Each flow's goodput, grouped by direction (downloads, then uploads: a
+    gap between them), the control by colour; the title gives Jain's index of
+    each direction (docs/results.md: never across directions; the title gave
+    the downloads' index over bars that included the uploads, issue 35)."""
+    s = result.summary
+    fl = sorted(s.get("flows", []), key=lambda f: (f.get("direction", "down") != "down", f["id"]))
     fig, ax = _figure(figsize=(max(5, 0.5 * len(fl) + 3), 3.8))
     ccs = sorted({f["cc"] for f in fl})
     colors = {cc: f"C{i}" for i, cc in enumerate(ccs)}
-    ax.bar(range(len(fl)), [f["goodput_mbps"] for f in fl], color=[colors[f["cc"]] for f in fl])
-    ax.set_xticks(range(len(fl)), [f["name"] for f in fl], rotation=45 if len(fl) > 4 else 0,
+    x, prev = [], None
+    for f in fl:
+        d = f.get("direction", "down")
+        x.append((x[-1] + (2 if prev is not None and d != prev else 1)) if x else 0)
+        prev = d
+    ax.bar(x, [f["goodput_mbps"] for f in fl], color=[colors[f["cc"]] for f in fl],
+           hatch=[("//" if f.get("direction") == "up" else None) for f in fl], edgecolor="white")
+    ax.set_xticks(x, [f["name"] for f in fl], rotation=45 if len(fl) > 4 else 0,
                   ha="right" if len(fl) > 4 else "center", fontsize=7)
     for cc in ccs:
         ax.bar([], [], color=colors[cc], label=cc)
+    if any(f.get("direction") == "up" for f in fl):
+        from matplotlib.patches import Rectangle
+
+        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="darkgray", hatch="//", edgecolor="white", label="upload"))
     legend_outside(ax, title="control", title_fontsize=7)
     ax.set_xlabel("flow")
     ax.set_ylabel("goodput (Mbit/s)")
-    j = result.summary.get("jain_fairness")
-    ax.set_title(f"{_title(result)}\nJain's index {j:.3f}" if j is not None else _title(result), fontsize=9)
+    by = s.get("jain_fairness_by_direction") or {"down": s.get("jain_fairness")}
+    js = "; ".join(f"{'downloads' if d == 'down' else 'uploads'} {v:.3f}" for d, v in by.items() if v is not None)
+    ax.set_title(f"{_title(result)}\nJain's index per direction: {js}" if js else _title(result), fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     return fig
 
