@@ -424,14 +424,14 @@ def fairness_run(result):
            hatch=[("//" if f.get("direction") == "up" else None) for f in fl], edgecolor="white")
     ax.set_xticks(x, [f["name"] for f in fl], rotation=45 if len(fl) > 4 else 0,
                   ha="right" if len(fl) > 4 else "center", fontsize=7)
-    for cc in ccs:
-        ax.bar([], [], color=colors[cc], label=cc)
-    if any(f.get("direction") == "up" for f in fl):
-        from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch
 
-        ax.add_patch(Rectangle((0, 0), 0, 0, facecolor="darkgray", hatch="//", edgecolor="white", label="upload"))
-    legend_outside(ax, title="control", title_fontsize=7)
-    ax.set_xlabel("flow")
+    # legend handles apart from the axes (the axes hold one patch per flow, no more); the controls only: the
+    # uploads are told by their names, their hatching and the gap before them
+    handles = [Patch(color=colors[cc], label=cc) for cc in ccs]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=7,
+              title="control", title_fontsize=7)
+    ax.set_xlabel("flow (uploads hatched)" if any(f.get("direction") == "up" for f in fl) else "flow")
     ax.set_ylabel("goodput (Mbit/s)")
     by = s.get("jain_fairness_by_direction") or {"down": s.get("jain_fairness")}
     js = "; ".join(f"{'downloads' if d == 'down' else 'uploads'} {v:.3f}" for d, v in by.items() if v is not None)
