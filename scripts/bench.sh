@@ -26,3 +26,5 @@ echo "== single-bit flips in a stored run (issue 16 §3) =="
 $PY bench/store/bitflips.py | tee bench/out/bitflips.txt
 echo "== the advisor's model against the kernel (root) =="
 if [ "$(id -u)" = 0 ]; then $PY bench/advise/kernel.py | tee bench/out/advise_kernel.md; else echo "skipped: needs root"; fi
+echo "== filesystem faults against every verb that writes (issue 36 §5; root) =="
+$PY bench/store/fs_faults.py | tee bench/out/fs_faults.txt

@@ -20,6 +20,10 @@ def main(args) -> int:
 
     experiment = claims = extra = None
     if args.out:
+        if os.path.islink(args.out) and not os.path.exists(args.out):
+            from ..errors import UserError
+
+            raise UserError(f"--out {args.out}: a symbolic link to nothing (or a loop of links)")
         parent = os.path.dirname(os.path.abspath(args.out))
         if not os.path.isdir(parent):
             from ..errors import UserError

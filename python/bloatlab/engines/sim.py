@@ -13,4 +13,24 @@ def run(resolved: dict, pcap: str | None = None, **_opts) -> dict:
     enters its direction's link (docs/simulator.md, "Packet captures")."""
     from .. import _native
 
-    return _native.run_sim(json.dumps(resolved), pcap)
+    if pcap is None:
+        return _native.run_sim(json.dumps(resolved), pcap)
+    import os
+
+    names = [os.path.join(os.fspath(pcap), f"{d}.pcap") for d in ("down", "up")]
+    existed = {n for n in names if os.path.exists(n)}
+    try:
+        return _native.run_sim(json.dumps(resolved), pcap)
+    except ValueError as e:
+        if not str(e).startswith("--pcap"):
+            raise
+        # a capture that could not be written whole (a full disk): no partial file left behind
+        for n in names:
+            if n not in existed:
+                try:
+                    os.remove(n)
+                except OSError:
+                    pass
+        from ..errors import UserError
+
+        raise UserError(f"--pcap {pcap}: {str(e).removeprefix('--pcap').lstrip(': ')}") from None
