@@ -111,3 +111,14 @@ def test_run_out_into_a_run_is_refused_without_force(scen, tmp_path, capsys):
     assert (out / "summary.json").read_bytes() == before
     assert cli(["run", scen, "--out", str(out), "--set", "link.down.rate=5Mbit", "--force"]) == 0
     assert (out / "summary.json").read_bytes() != before
+
+
+@root
+def test_a_capture_that_fills_the_disk_is_exit_2_and_leaves_no_partial_pcap(tiny_fs, tmp_path, capsys):
+    full, _ = tiny_fs
+    big = tmp_path / "big.toml"
+    big.write_text(SCEN.replace('duration = "1s"', 'duration = "10s"'))
+    assert cli(["run", str(big), "--pcap", str(full)]) == 2
+    err = _err(capsys)
+    assert "--pcap" in err and str(full) in err and "No space left" in err, err
+    assert not (full / "down.pcap").exists() and not (full / "up.pcap").exists()
