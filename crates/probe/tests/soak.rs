@@ -122,6 +122,30 @@ fn idle_hostile(addr: &str, stop: &AtomicBool, count: &AtomicU64) {
     }
 }
 
+/// Slot holders (issue 36 §2): control connections that send the magic and,
+/// every other one, a valid parameter line, then nothing (never the data
+/// connections, never a challenge's answer): 16 held at once, each replaced
+/// after 1 s. They held every test slot before a slot waited for the
+/// handshake's end.
+fn slot_holder(addr: &str, seed: u64, stop: &AtomicBool, count: &AtomicU64) {
+    let mut r = Rng(seed);
+    let mut held = std::collections::VecDeque::new();
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(mut c) = TcpStream::connect(addr) {
+            let _ = c.write_all(b"BLC1");
+            if r.below(2) == 0 {
+                let _ = c.write_all(format!("{}\n", valid_params(r.next())).as_bytes());
+            }
+            held.push_back(c);
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        if held.len() > 16 {
+            held.pop_front();
+        }
+        std::thread::sleep(Duration::from_millis(60));
+    }
+}
+
 /// Reverse tests whose client never reads: at most 3 at once (the server
 /// runs 8), each replaced after its 2 s.
 fn non_reader(addr: &str, seed: u64, stop: &AtomicBool, count: &AtomicU64) {
@@ -223,16 +247,17 @@ fn the_server_survives_a_seeded_hostile_mix_and_then_measures_normally() {
     let pid = s.child.id();
     let port: u16 = s.port.parse().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let counts: Arc<[AtomicU64; 4]> = Arc::new(Default::default());
+    let counts: Arc<[AtomicU64; 5]> = Arc::new(Default::default());
     let base = usage(pid);
     let mut hs = Vec::new();
-    for k in 0..4 {
+    for k in 0..5 {
         let (addr, stop, counts) = (s.addr.clone(), stop.clone(), counts.clone());
         hs.push(std::thread::spawn(move || match k {
             0 => tcp_hostile(&addr, seed ^ 0x11, &stop, &counts[0]),
             1 => idle_hostile(&addr, &stop, &counts[1]),
             2 => non_reader(&addr, seed ^ 0x22, &stop, &counts[2]),
-            _ => udp_hostile(port, seed ^ 0x33, &stop, &counts[3]),
+            3 => udp_hostile(port, seed ^ 0x33, &stop, &counts[3]),
+            _ => slot_holder(&addr, seed ^ 0x44, &stop, &counts[4]),
         }));
     }
     let t0 = Instant::now();
@@ -266,7 +291,7 @@ fn the_server_survives_a_seeded_hostile_mix_and_then_measures_normally() {
     println!(
         "soak: {}",
         serde_json::json!({"seconds": secs, "seed": seed, "tcp_hostile_conns": c[0], "idle_conns": c[1],
-            "non_reading_tests": c[2], "udp_hostile_datagrams": c[3], "rss_kb_start": base.rss_kb,
+            "non_reading_tests": c[2], "udp_hostile_datagrams": c[3], "slot_holders": c[4], "rss_kb_start": base.rss_kb,
             "rss_kb_peak": peak.rss_kb, "threads_peak": peak.threads, "fds_peak": peak.fds,
             "cpu_cores_avg": (cpu * 1000.0).round() / 1000.0})
     );
