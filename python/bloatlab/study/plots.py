@@ -389,16 +389,23 @@ def cdf(results, labels=None):
         results = [results]
     labels = labels or [None] * len(results)
     fig, (a1, a2) = _figure(1, 2, figsize=(11, 3.8))
+    # every quantity its own line style (and, for one run, its own colour): the two panels share one legend, where
+    # "flows' srtt" and "link down" were both solid blue (issue 35); several runs: a colour per run
+    style = {"srtt": ("C0", "-"), "probe": ("C1", "--"), "down": ("C2", "-."), "up": ("C3", ":")}
     for i, (r, lab) in enumerate(zip(results, labels)):
         pre = f"{lab}: " if lab else ""
-        c = {"color": f"C{i % 10}"} if len(results) > 1 else {}
+
+        def kw(q):
+            color, ls = style[q]
+            return {"color": f"C{i % 10}" if len(results) > 1 else color, "ls": ls}
+
         if not r.flows.empty and "srtt_ms" in r.flows:
-            _ecdf(a1, _srtt(r.flows), f"{pre}flows' srtt", **c)
+            _ecdf(a1, _srtt(r.flows), f"{pre}flows' srtt", **kw("srtt"))
         if not r.probes.empty:
-            _ecdf(a1, r.probes["rtt_ms"], f"{pre}probe RTT", ls="--", **c)
+            _ecdf(a1, r.probes["rtt_ms"], f"{pre}probe RTT", **kw("probe"))
         if not r.links.empty:
             for d, g in r.links.groupby("direction"):
-                _ecdf(a2, g["qdelay_ms"], f"{pre}link {d}", ls="-" if d == "down" else ":", **c)
+                _ecdf(a2, g["qdelay_ms"], f"{pre}link {d}", **kw("down" if d == "down" else "up"))
     _cdf_axes(fig, a1, a2, "RTT (ms)", "queueing delay (ms)")
     if len(results) == 1:
         fig.suptitle(_title(results[0]), fontsize=10)
