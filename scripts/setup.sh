@@ -22,7 +22,7 @@ uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r p
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 # Say so first: the first build compiles for minutes with nothing else on the screen.
 t0=$SECONDS
-echo "setup: building bloatlab's native module (release; the first build takes ~3 min on 2 cores, later ones seconds) ..."
+echo "setup: building bloatlab's native module (release; the first build takes 1-3 min on 2 cores, later ones seconds) ..."
 .venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
 # bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is

@@ -161,14 +161,18 @@ def test_the_all_plot_has_a_goodput_panel_per_direction_with_totals_and_the_prob
 
 
 def test_timeseries_names_each_flow_once_the_probe_and_units_on_every_axis(mixed):
+    # goodput per direction (issue 35: a download's and an upload's goodput shared one axis), as `all` draws it
     fig = plots.plot(mixed, "timeseries")
     labels = [ax.get_ylabel().replace("\n", " ") for ax in fig.axes]
-    assert labels == ["goodput (Mbit/s)", "cwnd (KB)", "RTT (ms)", "pacing rate (Mbit/s)", "queueing delay (ms)"]
-    first = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert {"a (cubic)", "b (bbr)", "u (cubic)", "total down"} <= set(first)
-    assert [t.get_text() for t in fig.axes[2].get_legend().get_texts()] == ["probe 0"]
-    assert [t.get_text() for t in fig.axes[4].get_legend().get_texts()] == ["link down", "link up"]
-    assert len(fig.axes[1].get_lines()) == 3  # cwnd: one line per flow
+    assert labels == ["goodput down (Mbit/s)", "goodput up (Mbit/s)", "cwnd (KB)", "RTT (ms)", "pacing rate (Mbit/s)",
+                      "queueing delay (ms)"]
+    down = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    up = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert {"a (cubic)", "b (bbr)", "total down"} <= set(down) and "u (cubic)" not in down
+    assert "u (cubic)" in up and not {"a (cubic)", "b (bbr)"} & set(up)
+    assert [t.get_text() for t in fig.axes[3].get_legend().get_texts()] == ["probe 0"]
+    assert [t.get_text() for t in fig.axes[5].get_legend().get_texts()] == ["link down", "link up"]
+    assert len(fig.axes[2].get_lines()) == 3  # cwnd: one line per flow
 
 
 def test_many_flows_draw_their_mean_band_and_total_not_fourteen_lines(many):

@@ -259,9 +259,14 @@ def _probe_lines(ax, probes):
 
 def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), max_flows: int = 12):
     """flent's time-series panels of one run: per flow (or, with more than
-    ``max_flows`` flows, their mean and min–max band) and per link direction."""
+    ``max_flows`` flows, their mean and min–max band) and per link direction.
+    Goodput gets a panel per direction that has flows (as ``all``): a
+    download's tens of Mbit/s and an upload's few on one axis hid the uploads
+    (issue 35)."""
     flows, links, probes = result.flows, result.links, result.probes
     names = _flow_names(result)
+    dirs = _flow_directions(result)
+    present = [d for d in ("down", "up") if not flows.empty and any(dirs.get(f, "down") == d for f in flows["flow"].unique())]
     avail = []
     for p in panels:
         if p == "qdelay" and (links.empty or "qdelay_ms" not in links):
@@ -273,6 +278,9 @@ def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), ma
             continue
         if p == "pacing" and not (flows["pacing_rate_bps"].fillna(0) > 0).any():
             continue  # the controls of this run do not pace (or the engine reports no rate): no panel of zeros
+        if p == "goodput" and len(present) > 1:
+            avail += [("goodput", d) for d in present]
+            continue
         avail.append(p)
     if not avail:
         raise UserError("plot timeseries: the run has no time series")
@@ -281,9 +289,14 @@ def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), ma
     ids = sorted(flows["flow"].unique()) if not flows.empty else []
     many = len(ids) > max_flows
     colors = {fid: f"C{i % 10}" for i, fid in enumerate(ids)}
+    gp = goodput_series(flows) if any(p == "goodput" or isinstance(p, tuple) for p in avail) else None
     for ax, p in zip(axes, avail):
-        if p == "goodput":
-            _goodput_panel(ax, result, goodput_series(flows), colors, names, many)
+        if isinstance(p, tuple):  # one direction's goodput
+            sel = [f for f in ids if dirs.get(f, "down") == p[1]]
+            _goodput_panel(ax, result, gp[gp["flow"].isin(sel)], colors, names, len(sel) > max_flows, [p[1]])
+            ax.set_ylabel(f"goodput {p[1]}\n(Mbit/s)")
+        elif p == "goodput":
+            _goodput_panel(ax, result, gp, colors, names, many)
         elif p == "cwnd":
             _flow_lines(ax, flows, "cwnd_bytes", colors, names, many, scale=1e-3)
             ax.set_ylabel("cwnd (KB)")
@@ -301,11 +314,12 @@ def timeseries(result, panels=("goodput", "cwnd", "rtt", "pacing", "qdelay"), ma
                 ax.plot(g["t"], g["qdelay_ms"], lw=0.9, label=f"link {d}")
             ax.set_ylabel("queueing\ndelay (ms)")
         ax.grid(True, alpha=0.3)
-        # The flows' colours are the same in every panel: their names once (first panel), then only what is new.
-        if ax is axes[0] or p in ("rtt", "qdelay"):
+        # The flows' colours are the same in every panel: their names once (the goodput panels), then only what
+        # is new.
+        if ax is axes[0] or isinstance(p, tuple) or p in ("rtt", "qdelay"):
             handles, labels = ax.get_legend_handles_labels()
             if ax is not axes[0]:
-                seen = set(axes[0].get_legend_handles_labels()[1])
+                seen = {lb for a in axes[:list(axes).index(ax)] for lb in a.get_legend_handles_labels()[1]}
                 keep = [(h, lb) for h, lb in zip(handles, labels) if lb not in seen]
                 handles, labels = [h for h, _ in keep], [lb for _, lb in keep]
             if handles:
