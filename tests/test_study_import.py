@@ -133,3 +133,22 @@ def test_import_and_sql_in_any_order(tmp_path, capsys):
     assert capsys.readouterr().out.split() == ["n", "1"]
     assert cli(["query", out, "SELECT count(*) AS n FROM runs", "--import", str(f), "--csv"]) == 0
     assert capsys.readouterr().out.split() == ["n", "1"]
+
+
+def test_an_imported_run_beside_a_sweep_adds_no_nan_category_and_no_part_labels(tiny_sweep, tmp_path):
+    """Issue 35: an iperf3/flent run imported into a sweep's store drew a `nan` category in param plots and
+    prefixed every scatter label with `part=main,`."""
+    from bloatlab.study import plots
+
+    out = tmp_path / "store"
+    shutil.copytree(tiny_sweep, out)
+    f = tmp_path / "rrul.flent.gz"
+    with gzip.open(f, "wt") as g:
+        json.dump(flent_doc(), g)
+    assert cli(["query", str(out), "--import", str(f)]) == 0
+    st = bloatlab.load(str(out))
+    assert "part" not in plots.varying_keys(st)
+    key = st.swept_keys()[0]
+    fig = plots.param(st, key)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert "nan" not in ticks and "left out" in fig.axes[0].get_title(), (ticks, fig.axes[0].get_title())

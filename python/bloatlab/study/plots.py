@@ -471,11 +471,15 @@ def point_label(row, keys):
 def varying_keys(store, runs=None) -> list[str]:
     """The keys that tell this store's points apart: the swept keys that take
     more than one value here (a key ``[set]`` for every point tells nothing
-    apart), and ``part`` when there are several parts."""
+    apart), and ``part`` when the sweep has several parts (an imported run's
+    part, ``import/TOOL``, does not count: it is told by its own label, and
+    made every point read ``part=main, ...``, issue 35)."""
     runs = store.runs if runs is None else runs
     keys = [k for k in store.swept_keys() if k in runs and runs[k].nunique(dropna=True) > 1]
-    if "part" in runs and runs["part"].nunique(dropna=True) > 1:
-        keys = ["part"] + keys
+    if "part" in runs:
+        parts = runs["part"].dropna()
+        if parts[~parts.astype(str).str.startswith("import/")].nunique() > 1:
+            keys = ["part"] + keys
     return keys
 
 
@@ -678,6 +682,12 @@ def param(store, x: str, metric: str = "total_goodput_mbps", hue: str | None = N
     _check_col(runs, metric, "plot param --metric")
     if hue:
         _check_col(runs, hue, "plot param --hue")
+    # runs without the key (an imported flent/iperf3 measurement beside a sweep) have no place on its axis: they
+    # are left out and said so in the title, not drawn as a "nan" category (issue 35)
+    missing = int(runs[x].isna().sum())
+    runs = runs[runs[x].notna()]
+    if runs.empty:
+        raise UserError(f"plot param: no run has a value for {x}")
     xs, unit = numeric_column(runs[x])
     bars = xs is None if bars is None else bars
     runs = runs.assign(_x=xs if xs is not None else runs[x].astype(str))
@@ -716,6 +726,8 @@ def param(store, x: str, metric: str = "total_goodput_mbps", hue: str | None = N
     pooled = [k for k in varying_keys(store, runs) if k not in (x, hue)] if hasattr(store, "swept_keys") else []
     if pooled:  # say what a bar or a point pools
         title += f"\n(each: mean over {', '.join(pooled)} and seeds)"
+    if missing:
+        title += f"\n({missing} run{'s' if missing > 1 else ''} without {x}, e.g. imported, left out)"
     ax.set_title(title, fontsize=10)
     return fig if fig is not None else ax.figure
 
