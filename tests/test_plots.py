@@ -423,3 +423,24 @@ def test_an_error_heatmap_scales_its_colours_to_the_target_not_to_the_data():
     fig_data = plots.heatmap(st, "a", "b", "err", cmap="RdBu_r", center=0.0)  # without a span: the data's range
     im2 = fig_data.axes[0].images[0]
     assert min(im2.cmap(im2.norm(0.004))[:3]) < 0.3
+
+
+def test_sweep_shares_are_per_direction_when_data_flows_both_ways():
+    """Issue 35: the sweep share plot pooled both directions (two links' goodput in one share)."""
+    import types
+
+    import pandas as pd
+
+    from bloatlab.study.store import flatten
+
+    s = {"total_goodput_mbps": 25.0, "duration_s": 1.0,
+         "flows": [{"cc": "bbr", "direction": "down", "goodput_mbps": 16.0}, {"cc": "cubic", "direction": "down", "goodput_mbps": 4.0},
+                   {"cc": "bbr", "direction": "up", "goodput_mbps": 1.0}, {"cc": "cubic", "direction": "up", "goodput_mbps": 4.0}]}
+    row = flatten(s)
+    assert row["down_share_bbr"] == 0.8 and row["up_share_bbr"] == 0.2 and row["share_bbr"] == 17 / 25
+    runs = pd.DataFrame([dict(row, run_id="r1", **{"link.down.qdisc": "fifo"})])
+    st = types.SimpleNamespace(runs=runs, study={"name": "t"}, swept_keys=lambda: ["link.down.qdisc"])
+    fig = plots.fairness_store(st)
+    assert len(fig.axes) == 2 and "per direction" in fig.axes[0].get_title()
+    assert [a.get_ylabel().replace("\n", " ") for a in fig.axes] == ["share of the downloads' goodput",
+                                                                     "share of the uploads' goodput"]

@@ -809,32 +809,43 @@ def heatmap(store, x: str, y: str, metric: str = "gpgain", where: dict | None = 
 
 
 def fairness_store(store, group: list[str] | None = None):
+    """Each point's goodput share per congestion control, stacked; a panel per
+    direction where the runs carry data both ways (``<d>_share_<cc>``: the
+    shares of both directions pooled mixed two links, issue 35)."""
     runs = store.runs
-    shares = [c for c in runs.columns if c.startswith("share_")]
-    if not shares:
+    per_dir = [d for d in ("down", "up") if any(c.startswith(f"{d}_share_") for c in runs.columns)]
+    panels = [(d, [c for c in runs.columns if c.startswith(f"{d}_share_")], f"{d}_share_") for d in per_dir] \
+        or [(None, [c for c in runs.columns if c.startswith("share_")], "share_")]
+    if not panels[0][1]:
         raise UserError("plot fairness: the runs have no per-control shares")
     keys = group or varying_keys(store)
-    if keys:
-        agg = runs.groupby(keys, sort=False)[shares].mean().fillna(0.0)
-        labels = [", ".join(str(v) for v in (i if isinstance(i, tuple) else (i,))) for i in agg.index]
-    else:
-        agg = runs[shares].fillna(0.0)
-        labels = list(runs["run_id"])
-    fig, ax = _figure(figsize=(max(6, 0.5 * len(agg) + 3), 4.2))
     import numpy as np
 
-    bottom = np.zeros(len(agg))
-    for i, c in enumerate(shares):
-        ax.bar(range(len(agg)), agg[c].values, bottom=bottom, label=c[len("share_"):], color=f"C{i}")
-        bottom = bottom + agg[c].values
-    ax.set_xticks(range(len(agg)), labels, rotation=45 if len(agg) > 4 else 0, ha="right" if len(agg) > 4 else "center",
-                  fontsize=7)
-    ax.set_ylabel("share of total goodput")
-    ax.set_xlabel(", ".join(keys) if keys else "run")
-    ax.set_ylim(0, 1.05)
-    legend_outside(ax, title="control", title_fontsize=7)
-    ax.set_title(f"{store.study.get('name', '')}: goodput share per congestion control (mean over runs)", fontsize=10)
-    ax.grid(True, axis="y", alpha=0.3)
+    ccs = sorted({c[len(pre):] for _, cols, pre in panels for c in cols})
+    color = {cc: f"C{i}" for i, cc in enumerate(ccs)}
+    fig, axes = _figure(len(panels), 1, figsize=(max(6, 0.5 * len(runs) + 3), 3.6 * len(panels) + 0.6), squeeze=False)
+    for ax, (d, shares, pre) in zip(axes[:, 0], panels):
+        if keys:
+            agg = runs.groupby(keys, sort=False)[shares].mean().fillna(0.0)
+            labels = [", ".join(str(v) for v in (i if isinstance(i, tuple) else (i,))) for i in agg.index]
+        else:
+            agg = runs[shares].fillna(0.0)
+            labels = list(runs["run_id"])
+        bottom = np.zeros(len(agg))
+        for c in shares:
+            cc = c[len(pre):]
+            ax.bar(range(len(agg)), agg[c].values, bottom=bottom, label=cc, color=color[cc])
+            bottom = bottom + agg[c].values
+        ax.set_xticks(range(len(agg)), labels, rotation=45 if len(agg) > 4 else 0,
+                      ha="right" if len(agg) > 4 else "center", fontsize=7)
+        ax.set_ylabel("share of total goodput" if d is None else f"share of the\n{d}loads' goodput")
+        ax.set_xlabel(", ".join(keys) if keys else "run")
+        ax.set_ylim(0, 1.05)
+        legend_outside(ax, title="control", title_fontsize=7)
+        ax.grid(True, axis="y", alpha=0.3)
+    what = "per direction, " if per_dir else ""
+    axes[0, 0].set_title(f"{store.study.get('name', '')}: goodput share per congestion control ({what}mean over runs)",
+                         fontsize=10)
     return fig
 
 

@@ -71,7 +71,8 @@ def flatten(summary: dict) -> dict[str, Any]:
     RTT percentiles are the mean over flows of each flow's percentile;
     ``fct_s`` is the longest completion time of the sized flows.
     Per congestion control: ``goodput_<cc>_mbps`` and ``share_<cc>`` (its
-    share of the total goodput). Per link direction ``d``: ``d_utilization``,
+    share of the total goodput); with data both ways also ``<d>_share_<cc>``,
+    its share of direction ``d``'s goodput. Per link direction ``d``: ``d_utilization``,
     ``d_drops``, ``d_qdelay_{mean,p50,p95,p99,max}_ms``. The first probe:
     ``probe_rtt_{mean,p50,p95,p99,max}_ms`` and ``probe_loss``. The first
     page: ``plt_s`` (its load time; null if it did not load).
@@ -99,6 +100,15 @@ def flatten(summary: dict) -> dict[str, Any]:
     for cc, g in sorted(by_cc.items()):
         row[f"goodput_{cc}_mbps"] = g
         row[f"share_{cc}"] = g / total if total > 0 else None
+    bulk = [f for f in flows if f.get("page") is None]
+    dirs = sorted({f.get("direction", "down") for f in bulk})
+    if len(dirs) > 1:  # data both ways: each direction's shares too (a share of both directions mixes two links)
+        for d in dirs:
+            in_d = [f for f in bulk if f.get("direction", "down") == d]
+            tot_d = sum(f.get("goodput_mbps") or 0.0 for f in in_d)
+            for cc in sorted({f.get("cc", "?") for f in in_d}):
+                g = sum(f.get("goodput_mbps") or 0.0 for f in in_d if f.get("cc", "?") == cc)
+                row[f"{d}_share_{cc}"] = g / tot_d if tot_d > 0 else None
     for d, l in (summary.get("links") or {}).items():
         row[f"{d}_qdisc"] = l.get("qdisc")
         row[f"{d}_rate_mbps"] = l.get("rate_mbps")
