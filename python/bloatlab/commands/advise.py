@@ -78,8 +78,16 @@ def main(args) -> int:
     kw = dict(queues=queues, engine=args.engine, host_qdisc_state=qstate, duration_s=_duration(args.duration))
     from rich.progress import Progress
 
-    if args.json or not sys.stderr.isatty():
-        out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, **kw)
+    if not sys.stderr.isatty():
+        # a log or a pipe: a start and an end line (with --engine emu this runs for minutes), and a line per
+        # candidate so that a log shows where it is
+        from ..progress import Long
+
+        what = "emulating" if args.engine == "emu" else "simulating"
+        with Long(f"{what} the candidates on the twin"):
+            out = recommend.advise(path, args.goal, args.current_cc, avail, args.seed, **kw,
+                                   progress=(lambda i, n, c: print(f"bloatlab: {i}/{n} {c.label}", file=sys.stderr,
+                                                                   flush=True)) if args.engine == "emu" else None)
     else:
         with Progress(transient=True) as prog:
             what = "emulating" if args.engine == "emu" else "simulating"
