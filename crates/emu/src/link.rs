@@ -227,7 +227,7 @@ impl Link {
         // Random loss is the scenario's: not on the generators' control connections, and not after the
         // scenario's end, when the senders only finish what they sent (at 30 % loss their last segments'
         // RTO backoffs outlasted the report grace: no result, twice in a row, on a quiet machine).
-        let control = h.as_ref().is_some_and(crate::scenario::is_control);
+        let control = h.as_ref().is_some_and(crate::packet::is_control);
         // After the scenario's end a generator's control connection carries its results (its
         // TCP_INFO series: ~2 MB of JSON for 120 s at 10 ms): behind the scenario's queue and rate
         // twelve of them took ~25 s at 10 Mbit/s, past the report grace, and 6 of 12 downloads of

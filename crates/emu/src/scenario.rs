@@ -24,17 +24,8 @@ pub const MAX_FLOWS: usize = (FLOW_CPORT - FLOW_PORT) as usize;
 /// page has 62.
 pub const MAX_PAGE_OBJECTS: usize = 200;
 
-/// A generator's control connection: a flow's server port on one side and an
-/// ephemeral client port on the other (a flow's data connection binds
-/// FLOW_CPORT + i instead). It carries the test's parameters before and its
-/// results after the data; it is not part of the scenario, so the link spares
-/// it the scenario's random loss. Measured before: at 20 % loss the results
-/// exchange sometimes took longer than the report grace (8 s) and a flow was
-/// reported without result (fidelity scenario 18, twice in a row on a quiet machine).
-pub fn is_control(h: &crate::packet::Headers) -> bool {
-    let server = |p: u16| (FLOW_PORT..FLOW_CPORT).contains(&p);
-    h.proto == 6 && ((server(h.sport) && h.dport >= EPHEMERAL_MIN) || (server(h.dport) && h.sport >= EPHEMERAL_MIN))
-}
+/// A generator's control connection ([`crate::packet::is_control`], beside the headers it reads).
+pub use crate::packet::is_control;
 
 /// Probe j's port PROBE_PORT + j stays below the namespaces' ephemeral ports (40000).
 pub const MAX_PROBES: usize = (EPHEMERAL_MIN - PROBE_PORT) as usize;

@@ -4,7 +4,7 @@
 //! uplink packets (ACKs included) at their station; after the medium they
 //! propagate their one-way delay like after a wired bottleneck.
 
-use crate::output::DistOut;
+use bloatlab_schema::result::DistOut;
 use crate::packet::Payload;
 use crate::scenario::WifiSpec;
 use bloatlab_core::qdisc::{Dropped, Packet, PacketMeta};
