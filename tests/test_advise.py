@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from bloatlab.advise import recommend
-from bloatlab.advise.measure import classify
+from bloatlab.advise.measure import _significant, ambiguity, burst_floor_ms, classify
 from bloatlab.advise.path import Path, grade
 
 from conftest import ROOT, run_cli
@@ -23,23 +23,46 @@ def test_grades_follow_the_dslreports_scale():
     assert [grade(x) for x in (0, 4.9, 5, 29, 59, 199, 399, 400)] == ["A+", "A+", "A", "A", "B", "C", "D", "F"]
 
 
-@pytest.mark.parametrize("probe_q95, flow_q50, flow_q95, excess, kind", [
-    # figures measured through emulated paths, 4 CUBIC flows, 40 ms, two runs each (2026-11-23, docs/advise.md)
-    (0.20, 1.13, 2.90, 0.018, "policer"),   # 20 Mbit/s policer on a 100 Mbit/s port, down
-    (0.18, 1.90, 4.31, 0.024, "policer"),   # ... the second run
-    (0.18, 3.12, 6.34, 0.031, "policer"),   # ... up: the flows wait behind their own TSO bursts at the port;
-    (0.23, 1.24, 3.84, 0.026, "policer"),   #     their p95 passed 6 ms in one run of two, their median did not
-    (0.49, 1.68, 7.19, 0.001, "aqm"),       # fq_codel at 50 Mbit/s: the sparse probe is isolated
-    (0.55, 3.17, 8.10, 0.001, "aqm"),
-    (2.84, 10.31, 17.89, 0.017, "aqm"),     # fq_codel at 10 Mbit/s: drops like a policer, probes below 3 ms,
-    (3.02, 10.51, 18.38, 0.017, "aqm"),     #     but the flows queue
-    (8.88, 5.13, 7.93, 0.006, "fifo"),      # a 0.2-BDP FIFO at 100 Mbit/s: the probe waits as the flows do
-    (7.80, 5.32, 8.56, 0.010, "fifo"),      # ... at 20 Mbit/s with 1 % retransmitted: the queue says FIFO
-    (47.39, 20.13, 34.92, 0.004, "fifo"),   # a 1-BDP FIFO at 200 Mbit/s; the probes' p95 carries the VM's pauses
-    (0.2, 0.3, 0.5, 0.0, "fifo"),           # no queue, no drops: nothing limits here (measure warns: not saturated)
+@pytest.mark.parametrize("probe_q95, flow_q50, flow_q95, dropped, rate, kind", [
+    # figures measured through emulated paths, 4 CUBIC flows, 40 ms, two runs each (2026-11-23, docs/advise.md);
+    # the rule's floor is derived (burst_floor_ms): 7.8 ms at 20 Mbit/s, 12.7 at 10, 5.0 from 50 Mbit/s up
+    (0.20, 1.13, 2.90, True, 19.1, "policer"),   # 20 Mbit/s policer on a 100 Mbit/s port, down (1.8 % retransmitted)
+    (0.18, 1.90, 4.31, True, 19.1, "policer"),   # ... the second run
+    (0.18, 3.12, 6.34, True, 19.1, "policer"),   # ... up: the flows wait behind their own TSO bursts at the port;
+    (0.23, 1.24, 3.84, True, 19.1, "policer"),   #     their p95 passed 6 ms in one run of two
+    (0.49, 1.68, 7.19, True, 49.5, "aqm"),       # fq_codel at 50 Mbit/s (0.1 % retransmitted): the probe is isolated
+    (0.55, 3.17, 8.10, True, 49.5, "aqm"),
+    (2.84, 10.31, 17.89, True, 9.9, "aqm"),      # fq_codel at 10 Mbit/s: drops, probes below 3 ms,
+    (3.02, 10.51, 18.38, True, 9.9, "aqm"),      #     but the flows queue
+    (8.88, 5.13, 7.93, True, 99.0, "fifo"),      # a 0.2-BDP FIFO at 100 Mbit/s: the probe waits as the flows do
+    (7.80, 5.32, 8.56, True, 19.8, "fifo"),      # ... at 20 Mbit/s with 1 % retransmitted: the queue says FIFO
+    (47.39, 20.13, 34.92, True, 198.0, "fifo"),  # a 1-BDP FIFO at 200 Mbit/s; the probes' p95 carries the VM's pauses
+    (0.2, 0.3, 0.5, False, 500.0, "fifo"),       # no queue, no drops: nothing limits here (measure warns: not saturated)
 ])
-def test_the_limiter_classification_on_measured_figures(probe_q95, flow_q50, flow_q95, excess, kind):
-    assert classify(probe_q95, flow_q50, flow_q95, excess) == kind
+def test_the_limiter_classification_on_measured_figures(probe_q95, flow_q50, flow_q95, dropped, rate, kind):
+    assert classify(probe_q95, flow_q50, flow_q95, dropped, rate) == kind
+
+
+def test_the_burst_floor_scales_with_the_rate_and_the_flows():
+    """The floor is the flows' bursts at the measured rate plus the noise: a
+    slow port queues one segment for 12 ms (1 Mbit/s), so a policer there
+    shows queueing a fixed 6-ms rule read as a queue (issue 30)."""
+    assert burst_floor_ms(20, 4) == pytest.approx(3 + 4 * 2 * 1500 * 8 / 20e6 * 1e3)
+    assert burst_floor_ms(1, 4) == pytest.approx(3 + 96)
+    assert burst_floor_ms(1000, 4) == pytest.approx(5.0)
+    assert burst_floor_ms(1, 1) == pytest.approx(27.0)
+    # a 1 Mbit/s policer whose 4 flows' bursts queue 40 ms at a 2 Mbit/s port: no standing queue at 1 Mbit/s
+    assert classify(35.0, 20.0, 60.0, True, 1.0) == "policer"
+    assert ambiguity("policer", 1.0, 4).startswith("drops without a queue: a policer, or a FIFO shallower than ~12 KB")
+    assert ambiguity("fifo", 1.0, 4) is None
+
+
+def test_drops_beyond_random_loss_are_told_at_three_sigma():
+    assert not _significant(3, 10_000, 0.0)
+    assert _significant(4, 10_000, 0.0)
+    # 1 % random loss over 10 000 segments: 100 expected, sigma ~9.9
+    assert not _significant(130, 10_000, 0.01)
+    assert _significant(135, 10_000, 0.01)
 
 
 def test_without_sch_fq_the_advice_leaves_the_qdisc_alone_and_says_why():
@@ -169,7 +192,8 @@ def test_measure_finds_a_policer_and_its_rate():
     m = measure_through(["--down", "100Mbit", "--policer", "20Mbit", "--rtt", "30ms"], ["--no-up"])
     assert m["down"]["limiter"] == "policer", m["down"]
     assert m["down"]["rate_mbps"] == pytest.approx(20, rel=0.10), m["down"]["rate_by_cc"]
-    assert m["down"]["buffer_bytes"] == 0 and m["down"]["grade"] == "A+"
+    assert m["down"]["buffer_bytes"] is None and m["down"]["grade"] == "A+"  # the port never queued: its buffer is not seen
+    assert "policer" in m["down"]["limiter_note"] and m["down"]["evidence"]["dropped"]
 
 
 @needs_root

@@ -33,27 +33,28 @@ from .._bin import find as find_bin
 from ..errors import UserError
 from .path import Path, grade
 
-#: retransmissions beyond the idle path's random loss that, without a queue, mark
-#: a policer (it drops what exceeds its bucket). Measured, 4 CUBIC flows at 40 ms:
-#: through a 20 Mbit/s policer on a 100 Mbit/s port 2.1 % down, 2.1 % up; through
-#: fq_codel 0.22 % (50 Mbit/s), a 1-BDP FIFO 0.2-0.6 %, a 0.2-BDP FIFO 0.3-1.7 %
-POLICER_RETRANS = 0.01
-#: below this probe p95 queueing (ms) no standing queue forms: behind a policer
-#: bursts pass at the port's rate (measured: probes +0.18-0.23 ms p95)
-QUEUE_MS = 3.0
-#: ... and the flows' own median queueing stays below this (ms): they wait only
-#: behind their own bursts at the port (a 64 KB TSO burst at 100 Mbit/s takes
-#: 5.2 ms). Measured behind a 20 Mbit/s policer on a 100 Mbit/s port, 40 ms, two
-#: runs: p50 +1.1/+1.9 ms down, +3.1/+1.2 ms up; fq_codel at 10 Mbit/s, which
-#: retransmits 1.7 % with probes at +2.8-3.0 ms, holds its flows at +10.3-10.5.
-#: The median, not the p95: the flows' p95 behind the policer reached +6.3 ms up
-#: in one run of two and the VM's pauses enter it (a CI run read a policer as an
-#: AQM this way)
-BURST_MS = 6.0
-#: flow isolation (fq_codel, CAKE): the probe's queueing p95 below this share of
-#: the flows' (fq_codel, 40 ms: 0.58 of 7.8 ms at 50 Mbit/s, 3.3 of 16.6 ms at
-#: 10 Mbit/s; FIFOs: 3.85 of 3.92, 44 of 9.7 ms — the probe waits as the flows do)
-ISOLATION = 0.35
+#: The limiter's rule (:func:`classify`) compares queueing delays with the wait a
+#: path without a standing queue still shows, :func:`burst_floor_ms`. Its parts:
+#:
+#: the measurement's own noise (ms): on a path with no queue at all the probes'
+#: p95 reads +0.18-0.23 ms and the flows' smoothed RTT +0.1-0.5 ms, but the VM
+#: pauses ~5 ms every few seconds, which reaches a p95 now and then; 3 ms keeps
+#: one such pause per window out of the verdict
+NOISE_MS = 3.0
+#: the wire size of a full segment (B): 1448 B of payload + 52 B of headers
+WIRE_SEGMENT = 1500
+#: Linux's smallest TSO/GSO burst: ``tcp_min_tso_segs`` = 2 segments (net/ipv4/tcp_output.c, tcp_tso_autosize)
+MIN_TSO_SEGS = 2
+#: ... and its size otherwise: ``sk_pacing_rate >> sk_pacing_shift`` (shift 10: ~1 ms of data at the pacing rate),
+#: with the pacing rate at 2x the delivery rate in slow start (``tcp_pacing_ss_ratio`` = 200 %): a flow's burst
+#: is at most ~2 ms of its share of the rate
+TSO_BURST_S = 2e-3
+#: flow isolation: under a flow-isolating queue (fq_codel, CAKE: DRR over per-flow queues, a new sparse flow
+#: served first) the probe waits about one packet per active flow while the bulk flows wait behind their own
+#: backlog; under one shared queue the probe waits as they do (ratio ~1: measured 3.85 of 3.92 ms, 8.9 of 7.9 ms).
+#: Isolation is read where the probe waits less than half of what the flows wait: the middle between the two
+#: mechanisms' ratios (measured isolated: 0.07-0.2, fq_codel at 10-50 Mbit/s, docs/advise.md)
+ISOLATION = 0.5
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
 #: one-way idle loss from which the rate is measured with BBR flows instead
@@ -88,6 +89,8 @@ def _probe(args: list[str], timeout: float, who: str = "measure") -> dict:
 
 
 def _buffer_text(x: dict) -> str:
+    if x["buffer_bytes"] is None and x["limiter"] == "policer":
+        return "no queue (the port's buffer never filled: not seen)"
     if x["buffer_bytes"] is None:
         return "buffer unknown (an AQM holds the queue below it)"
     return f"buffer ~{x['buffer_bytes'] / 1e3:.0f} KB ({x['buffer_bdp']:.2g} BDP)"
@@ -108,6 +111,8 @@ class Measurement:
                 continue
             print(f"{d:>4}: {x['rate_mbps']:.4g} Mbit/s, loaded RTT p50 {x['loaded_rtt_ms']['p50']:.1f} / p95 {x['loaded_rtt_ms']['p95']:.1f} ms, "
                   f"+{x['added_delay_ms']:.1f} ms (grade {x['grade']}), {_buffer_text(x)}, limiter: {x['limiter']}, retransmitted {x['retrans_rate'] * 100:.2g} %")
+            if x.get("limiter_note"):
+                print(f"      ({x['limiter_note']})")
         for w in r.get("warnings", []):
             print(f"warning: {w}")
 
@@ -163,10 +168,11 @@ def _window(j: dict, d: str) -> dict:
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
 
 
-def _retrans(j: dict, d: str) -> float:
+def _retrans(j: dict, d: str) -> tuple[float, float]:
+    """(segments retransmitted, segments sent) of direction ``d``'s flows."""
     fl = [f for f in j["flows"] if f["direction"] == d]
     segs = sum(f.get("retransmits", 0) / f["retrans_rate"] for f in fl if f.get("retrans_rate"))
-    return sum(f.get("retransmits", 0) for f in fl) / segs if segs else 0.0
+    return float(sum(f.get("retransmits", 0) for f in fl)), float(segs)
 
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str) -> dict:
@@ -178,28 +184,71 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
     return _probe(args, timeout=secs + 40)
 
 
-def classify(probe_q95: float, flow_q50: float, flow_q95: float, excess_retrans: float) -> str:
+def burst_floor_ms(rate_mbps: float, flows: int) -> float:
+    """The queueing delay (ms) a path without a standing queue still shows
+    under ``flows`` bulk flows that together deliver ``rate_mbps``: each flow
+    may have one TSO/GSO burst waiting at the bottleneck (at least
+    :data:`MIN_TSO_SEGS` segments, else ~:data:`TSO_BURST_S` of its share of
+    the rate), drained at the measured rate — an upper bound behind a policer,
+    whose port is faster — plus the measurement's noise (:data:`NOISE_MS`).
+
+    At 20 Mbit/s and 4 flows: 4 x 2 x 1500 B = 4.8 ms + 3 = 7.8 ms; at 1
+    Mbit/s 96 + 3 ms (one segment alone takes 12 ms); from 50 Mbit/s up the
+    2-ms bursts set it: 5 ms. A FIFO shallower than this drops like a policer
+    and is read as one (it acts as one: the twin says which, see
+    :func:`classify`)."""
+    rate_bps = max(rate_mbps, 1e-3) * 1e6
+    segs_ms = flows * MIN_TSO_SEGS * WIRE_SEGMENT * 8 / rate_bps * 1e3
+    return NOISE_MS + max(segs_ms, TSO_BURST_S * 1e3)
+
+
+def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4) -> str:
     """What enforces the rate, from the queue a sparse probe sees (p95 above
     the base RTT, ms), the queue the bulk flows sit in (p50 and p95 above the
-    base RTT, ms, from their smoothed RTT) and the retransmissions beyond the
-    idle path's random loss (docs/advise.md):
+    base RTT, ms, from their smoothed RTT), whether the flows lost segments
+    beyond what the idle path's random loss explains (``dropped``), and the
+    measured rate and number of flows, which set the wait a path without a
+    standing queue still shows, ``floor`` = :func:`burst_floor_ms` (docs/advise.md):
 
-    - ``policer``: the flows retransmit (≥ :data:`POLICER_RETRANS`) while no
-      queue forms (probe p95 < :data:`QUEUE_MS`, flows' p50 < :data:`BURST_MS`):
-      drops without delay (Flach et al., SIGCOMM 2016: losses not preceded by
-      a growing RTT);
-    - ``aqm``: flow isolation (fq_codel, CAKE): the flows queue
-      (≥ :data:`QUEUE_MS`) but the probe does not (below :data:`ISOLATION` of
-      their queueing);
+    - ``policer``: drops while no queue forms — neither the probe's p95 nor the
+      flows' p95 reaches ``floor``: losses not preceded by a growing RTT
+      (Flach et al., SIGCOMM 2016). A FIFO shallower than ``floor`` at the
+      measured rate cannot be told from it by delays and drops (and acts as
+      one): :func:`ambiguity` says so;
+    - ``aqm``: flow isolation (fq_codel, CAKE): the flows queue (p95 ≥
+      ``floor``) while the probe waits less than :data:`ISOLATION` of that;
     - ``fifo`` otherwise: the probe waits behind the flows' queue. A
-      single-queue AQM (CoDel, PIE) reads ``fifo`` too, with the queue it holds
-      as the buffer (the twin then queues and drops much as it does); a FIFO
-      shallower than :data:`QUEUE_MS` reads ``policer`` (and acts like one)."""
-    if excess_retrans >= POLICER_RETRANS and probe_q95 < QUEUE_MS and flow_q50 < BURST_MS:
+      single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
+      share, at the depth the AQM holds, which is what its twin models.
+
+    ``flow_q50`` is kept for the record; the rule does not need it."""
+    floor = burst_floor_ms(rate_mbps, flows)
+    if dropped and probe_q95 < floor and flow_q95 < floor:
         return "policer"
-    if flow_q95 >= QUEUE_MS and probe_q95 < ISOLATION * flow_q95:
+    if flow_q95 >= floor and probe_q95 < ISOLATION * flow_q95:
         return "aqm"
     return "fifo"
+
+
+def ambiguity(limiter: str, rate_mbps: float, flows: int) -> str | None:
+    """What a verdict cannot exclude, in words (None where nothing): a policer
+    reading is also what a FIFO shallower than the burst floor gives."""
+    if limiter != "policer":
+        return None
+    floor = burst_floor_ms(rate_mbps, flows)
+    depth = (floor - NOISE_MS) / 1e3 * rate_mbps * 1e6 / 8
+    return (f"drops without a queue: a policer, or a FIFO shallower than ~{depth / 1e3:.3g} KB "
+            f"({floor - NOISE_MS:.2g} ms at {rate_mbps:.3g} Mbit/s, the {flows} flows' bursts), or an AQM that holds "
+            f"its queue below that; they act alike on these flows")
+
+
+def _significant(retransmits: float, segments: float, idle_loss: float) -> bool:
+    """Retransmissions beyond the idle path's random loss at three standard
+    deviations (binomial, ``segments`` draws at ``idle_loss``), and more than
+    three: a handful of retransmissions (a SYN, a tail probe) is no drop
+    pattern."""
+    expected = idle_loss * segments
+    return retransmits - expected > 3 * (expected * (1 - idle_loss)) ** 0.5 + 3
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
@@ -219,18 +268,19 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
     p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
-    retrans = _retrans(j, d)
+    retx, segs = _retrans(j, d)
+    retrans = retx / segs if segs else 0.0
+    dropped = _significant(retx, segs, idle_loss)
     # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
     flow_q50 = max((w["flow_rtt_p50"] if np.isfinite(w["flow_rtt_p50"]) else p50) - base_p50, 0.0)
     flow_q95 = max((w["flow_rtt_p95"] if np.isfinite(w["flow_rtt_p95"]) else p95) - base_p50, 0.0)
     added = max(p95 - base_p50, 0.0)
-    limiter = classify(added, flow_q50, flow_q95, retrans - idle_loss)
     rates = {fill_cc: w["rate_mbps"]}
-    # a standing queue at a FIFO through the window (the flows' median queueing
-    # ≥ QUEUE_MS) means the link never idled: the fill phase's rate is the
-    # link's, and a BBR phase would only cost time (at 200 ms, two more load
-    # runs of ~7 s each)
-    standing = limiter == "fifo" and flow_q50 >= QUEUE_MS
+    # a standing queue at a shared queue through the window (the flows' median queueing above the burst
+    # floor) means the link never idled: the fill phase's rate is the link's, and a BBR phase would only
+    # cost time (at 200 ms, two more load runs of ~7 s each)
+    floor = burst_floor_ms(w["rate_mbps"], flows)
+    standing = classify(added, flow_q50, flow_q95, dropped, w["rate_mbps"], flows) == "fifo" and flow_q50 >= floor
     if not lossy and not standing:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
@@ -239,16 +289,22 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         except UserError as e:
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
+    # the bursts drain at the bottleneck's rate: the larger of the phases' (behind a policer CUBIC reads low)
+    limiter = classify(added, flow_q50, flow_q95, dropped, rate, flows)
     # the buffer: what a FIFO holds under loss-based load, the flows' p95 (smoothed
     # RTT: the VM's pauses do not enter it as they enter the probes' p95); none
-    # behind a policer; unknown behind an AQM, which holds its queue below its limit
+    # behind a policer the port's buffer is never filled, so it is not seen either; unknown behind an AQM,
+    # which holds its queue below its limit
     bdp = rate * 1e6 * base_p50 / 1e3 / 8
-    buf = None if limiter == "aqm" else 0.0 if limiter == "policer" else flow_q95 / 1e3 * rate * 1e6 / 8
-    saturated = flow_q95 >= 1.0 or retrans - idle_loss >= 0.001
+    buf = None if limiter in ("aqm", "policer") else flow_q95 / 1e3 * rate * 1e6 / 8
+    saturated = flow_q95 >= 1.0 or dropped
     return {"rate_mbps": rate, "rate_by_cc": rates, "load_cc": fill_cc, "loaded_rtt_ms": {"p50": p50, "p95": p95},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
-            "limiter": limiter, "retrans_rate": retrans, "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
+            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
+            "evidence": {"probe_q95_ms": added, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "burst_floor_ms": burst_floor_ms(rate, flows),
+                         "dropped": dropped, "retransmits": retx, "segments": segs},
+            "retrans_rate": retrans, "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": secs, "saturated": saturated}
 
 

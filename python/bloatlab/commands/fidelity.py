@@ -15,11 +15,18 @@ def register(sub) -> None:
                                    "--engine emu, each into its own results store (DIR/sim, DIR/emu; re-running "
                                    "resumes), then write per-point errors against the kernel (DIR/fidelity.parquet, "
                                    ".csv) and a report with heatmaps over the swept keys (DIR/report.html).")
-    p.add_argument("experiment", metavar="EXPERIMENT.toml", help="experiment file (docs/studies.md)")
+    p.add_argument("experiment", metavar="EXPERIMENT.toml", nargs="?", help="experiment file (docs/studies.md); not with --advise")
     p.add_argument("--out", metavar="DIR", help="results directory (default: results/<name>-fidelity)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a point that runs longer than this")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs per engine (resume later)")
     p.add_argument("--json", action="store_true", help="print {summary, points} as JSON")
+    g = p.add_argument_group("the advisor's campaign (issue 30; docs/advise.md)")
+    g.add_argument("--advise", action="store_true", help="instead of an experiment: draw --paths random paths, emulate "
+                   "each, run measure and advise against it and the kernel's controls through it (root, real time: "
+                   "~1-2 min a path; resumes from --out)")
+    g.add_argument("--paths", type=int, default=20, metavar="N", help="paths to draw (default 20)")
+    g.add_argument("--seed", type=int, default=1, metavar="S", help="the draw's seed (default 1)")
+    g.add_argument("--quick", action="store_true", help="shorter predicted and kernel runs (3-5 s)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -32,6 +39,10 @@ def main(args) -> int:
         raise UserError(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
+    if args.advise:
+        return _advise_campaign(args)
+    if args.experiment is None:
+        raise UserError("fidelity: give an EXPERIMENT.toml, or --advise for the advisor's campaign")
     sw = spec.load(args.experiment)
     out = args.out or os.path.join("results", f"{sw.name}-fidelity")
     table, summ, path, reps = fidelity.run(sw, out, timeout=args.timeout, progress=not args.quiet, limit=args.limit)
@@ -61,6 +72,33 @@ def main(args) -> int:
           f"{summ['timing_flagged']} with flagged emulator timing (not counted)")
     print(f"report: {path}")
     return 1 if any(r.failed for r in reps) else 0
+
+
+def _advise_campaign(args) -> int:
+    from ..advise import campaign
+    from ..errors import UserError
+
+    if args.experiment is not None:
+        raise UserError("--advise: draws its own paths; give no EXPERIMENT.toml")
+    if not 1 <= args.paths <= 100_000:
+        raise UserError(f"--paths: expected 1..100000, got {args.paths}")
+    out = args.out or os.path.join("results", f"advise-campaign-{args.seed}")
+    records, summ = campaign.run(args.paths, args.seed, out, quick=args.quick, limit=args.limit,
+                                 progress=not (args.quiet or args.json))
+    if args.json:
+        json.dump({"summary": summ, "paths": records}, sys.stdout, indent=1, default=float)
+        sys.stdout.write("\n")
+        return 0
+    from ._table import print_table
+
+    cells = []
+    for key, tol, want in campaign.GOALS:
+        s = summ[key]
+        share = "-" if s["share"] is None else f"{s['share'] * 100:.0f} %"
+        cells.append((key, "" if tol is None else f"{tol * 100:.0f} %", f"{want * 100:.0f} %", f"{s['met']}/{s['of']}", share))
+    print_table(["goal", ("tolerance", "right"), ("wanted", "right"), ("met", "right"), ("share", "right")], cells)
+    print(f"{summ['paths']} paths measured, {summ['failed']} failed; {out}/campaign.json, report: {out}/report.html")
+    return 0
 
 
 def fidelity_keys(table) -> list[str]:

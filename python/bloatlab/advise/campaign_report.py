@@ -1,0 +1,126 @@
+"""The campaign's report page (``DIR/report.html``): the goals met, the
+limiter's confusion matrix, CDFs of the measurement's and the twin's errors,
+and the paths it got wrong with their evidence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..study.report import _Sections, render
+from ..result import atomic_write_text
+
+#: the classes measure tells (rows: what the physics shows; columns: measured)
+CLASSES = ("fifo", "policer", "aqm")
+
+
+def _cdf(ax, vals, label, pct=True, style="-"):
+    v = np.sort(np.abs(np.asarray([x for x in vals if x is not None], float)))
+    if v.size == 0:
+        return
+    ax.step(v * (100 if pct else 1), np.arange(1, v.size + 1) / v.size, where="post", label=f"{label} ({v.size})",
+            linestyle=style)
+
+
+def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title=""):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    styles = ["-", "--", ":", "-."]
+    for (key, label), st in zip(keys, styles):
+        _cdf(ax, [r["errors"].get(key) for r in ok], label, pct, st)
+    for t, lab in tol or []:
+        ax.axvline(t, color="grey", linewidth=0.8, linestyle=":")
+        ax.text(t, 0.02, f" {lab}", color="grey", fontsize=8, rotation=90, va="bottom")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share of paths")
+    ax.set_ylim(0, 1.02)
+    ax.set_xscale("symlog", linthresh=1 if pct else 0.1)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def confusion(ok: list[dict]):
+    import pandas as pd
+
+    m = pd.DataFrame(0, index=[f"true {c}" for c in CLASSES], columns=[f"measured {c}" for c in CLASSES])
+    for r in ok:
+        m.loc[f"true {r['truth']['observable']}", f"measured {r['measured']['limiter']}"] += 1
+    return m
+
+
+def by_kind(ok: list[dict]):
+    import pandas as pd
+
+    rows = []
+    for kind in sorted({r["truth"]["limiter"] for r in ok}):
+        rs = [r for r in ok if r["truth"]["limiter"] == kind]
+        row = {"true limiter": kind, "reads as": rs[0]["truth"]["observable"], "paths": len(rs)}
+        for c in CLASSES:
+            row[f"measured {c}"] = sum(r["measured"]["limiter"] == c for r in rs)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
+    import pandas as pd
+
+    ok = [r for r in records if "failed" not in r]
+    sec = _Sections()
+    rows = []
+    for key, tol, want in __import__("bloatlab.advise.campaign", fromlist=["GOALS"]).GOALS:
+        s = summ.get(key) or {}
+        rows.append({"goal": key, "tolerance": "" if tol is None else f"{tol * 100:.0f} %" if key != "base_rtt_ok" else "",
+                     "wanted": f"{want * 100:.0f} % of paths", "met": s.get("met"), "of": s.get("of"),
+                     "share": None if s.get("share") is None else f"{s['share'] * 100:.0f} %"})
+    sec.table("Goals (issue 30 §1)", pd.DataFrame(rows))
+    sec.text(None, f"{len(ok)} paths measured, {summ.get('failed', 0)} failed (listed below). base_rtt_ok: within 5 % or "
+                   "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
+                   "of the recommended configuration against the kernel's run of it on the true path. Not yet in the "
+                   "distribution: variable-rate links, a WiFi hop; not yet measured: the ranking goal (every "
+                   "candidate on the kernel).")
+    if ok:
+        sec.table("The limiter: what the physics shows against what measure read", confusion(ok).reset_index(names=""))
+        sec.table("... by the true limiter", by_kind(ok))
+        sec.figure("|measured − true| / true: the rate (down), the buffer (FIFO paths), the random loss (≥ 0.5 %)",
+                   _figure_errors(ok, [("rate", "rate"), ("buffer", "buffer"), ("loss", "loss")], "|error| %",
+                                  tol=[(10, "rate goal 10 %"), (30, "buffer goal 30 %")], title="Measurement errors"),
+                   heading="Measurement")
+        sec.figure("|measured − true| base RTT, ms",
+                   _figure_errors(ok, [("base_rtt_ms", "base RTT")], "|error| ms", pct=False, tol=[(1, "1 ms")],
+                                  title="Base RTT error"))
+        sec.figure("|predicted − kernel| / kernel for the recommended configuration on the true path",
+                   _figure_errors(ok, [("pred_goodput", "goodput"), ("pred_p95_rtt", "p95 RTT")], "|error| %",
+                                  tol=[(15, "goodput goal"), (25, "RTT goal")], title="The twin's predictions"),
+                   heading="The twin")
+        wrong = [r for r in ok if not r["errors"]["limiter_right"] or (r["errors"]["rate"] is not None and abs(r["errors"]["rate"]) > 0.10)
+                 or (r["errors"]["pred_goodput"] is not None and abs(r["errors"]["pred_goodput"]) > 0.15)]
+        rows = []
+        for r in wrong:
+            t, m, ev = r["truth"], r["measured"], r["measured"].get("evidence") or {}
+            rows.append({"path": r["index"], "truth": f"{t['limiter']} {t['down_mbps']:.3g} Mbit/s (port {t['port_mbps']:.3g}), "
+                                                     f"{t['base_rtt_ms']:.3g} ms, {t['buffer_bdp']:.2g} BDP, loss {t['loss'] * 100:.2g} %",
+                         "measured": f"{m['limiter']} {m['down_mbps']:.3g} Mbit/s, {m['base_rtt_ms']:.3g} ms",
+                         "evidence (queueing ms: probe p95 / flows p50 / p95 / floor; drops)":
+                             f"{ev.get('probe_q95_ms', float('nan')):.2f} / {ev.get('flow_q50_ms', float('nan')):.2f} / "
+                             f"{ev.get('flow_q95_ms', float('nan')):.2f} / {ev.get('burst_floor_ms', float('nan')):.2f}; "
+                             f"{int(ev.get('retransmits', 0))} of {int(ev.get('segments', 0))}",
+                         "advice": f"{r['advice']['cc']} + {r['advice']['queue']}",
+                         "goodput predicted / kernel": f"{r['predicted']['goodput_mbps']:.3g} / {r['kernel']['goodput_mbps']:.3g}",
+                         "note": m.get("limiter_note") or "; ".join(m.get("warnings") or [])})
+        if rows:
+            sec.table("Paths it got wrong (limiter, rate beyond 10 % or prediction beyond 15 %), with their evidence", pd.DataFrame(rows))
+    failed = [r for r in records if "failed" in r]
+    if failed:
+        sec.table("Paths that failed", pd.DataFrame([{"path": r["index"], "limiter": r["truth"]["limiter"], "why": r["failed"]}
+                                                     for r in failed]))
+    sec.pre("The distribution (seed %d)" % meta["seed"], meta["distribution"])
+    html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("quick", meta["quick"]), ("goal", meta["goal"]),
+                                                                                  ("today", meta["today"])], sec)
+    atomic_write_text(path, html)
+    return path
