@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from bloatlab.advise import recommend
-from bloatlab.advise.measure import _significant, ambiguity, burst_floor_ms, classify
+from bloatlab.advise.measure import _significant, _window, ambiguity, burst_floor_ms, classify
 from bloatlab.advise.path import Path, grade
 
 from conftest import ROOT, run_cli
@@ -55,6 +55,26 @@ def test_the_burst_floor_scales_with_the_rate_and_the_flows():
     assert classify(35.0, 20.0, 60.0, True, 1.0) == "policer"
     assert ambiguity("policer", 1.0, 4).startswith("drops without a queue: a policer, or a FIFO shallower than ~12 KB")
     assert ambiguity("fifo", 1.0, 4) is None
+
+
+def _phase(rate_sample_bps, acked_bps, srtt_ms, secs=10.0):
+    t = [i * 0.01 for i in range(int(secs / 0.01))]
+    fl = {"flow": [1] * len(t), "t": t, "delivery_rate_bps": [rate_sample_bps] * len(t), "srtt_ms": [srtt_ms] * len(t),
+          "delivered_bytes": [x * acked_bps / 8 for x in t]}
+    return {"flows": [{"id": 1, "direction": "down"}],
+            "raw": {"series": {"flows": fl, "probes": {"t": t, "rtt_ms": [srtt_ms] * len(t)}}}}
+
+
+def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round_trips():
+    """Behind a policer with a deep bucket the per-ACK samples over-read (they
+    are taken while the bucket drains at the port's rate); the acked bytes
+    over a window of many round trips do not. Over few round trips the
+    cumulative ACK's jumps make the samples' median the better reading."""
+    wire = 1500 / 1448
+    w = _window(_phase(20e6, 15e6, 5.0), "down")  # 5 s window, 5 ms: 1000 round trips
+    assert w["rate_from"] == "acked_bytes" and w["rate_mbps"] == pytest.approx(15 * wire, rel=1e-3)
+    w = _window(_phase(20e6, 15e6, 400.0), "down")  # 400 ms of 5 s: 12 round trips
+    assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire, rel=1e-3)
 
 
 def test_drops_beyond_random_loss_are_told_at_three_sigma():

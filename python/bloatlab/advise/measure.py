@@ -59,6 +59,10 @@ DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
 #: one-way idle loss from which the rate is measured with BBR flows instead
 LOSSY = 0.005
+#: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
+#: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
+#: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
+ACKED_EDGE = 0.05
 #: TCP goodput -> the bottleneck's wire rate: a full segment carries 1448 B of
 #: payload in 1500 B on the wire (IPv4 20 + TCP 20 + timestamps 12).
 WIRE_PER_PAYLOAD = 1500 / 1448
@@ -131,13 +135,15 @@ def _window(j: dict, d: str) -> dict:
     """Figures of one loaded phase over the second half of the time all its
     flows ran (after every flow's ramp, whatever the path's RTT):
 
-    - the rate: the median of the flows' summed delivery rate
+    - the rate: the bytes their cumulative ACKs covered over the window,
+      where it spans 1/:data:`ACKED_EDGE` round trips or more; otherwise the
+      median of the flows' summed delivery rate
       (``tcpi_delivery_rate``, the kernel's own per-ACK rate sample, which
-      counts SACKed data and which BBR uses). Not the acked bytes over the
-      window: the cumulative ACK advances in jumps when SACK recovery fills a
-      hole, and over 2-3 s that over-read by up to 17 % on a 200-ms path and
-      by ±10 % at 1 Mbit/s behind a 500-ms queue, where the median of the sum
-      read within 5 % of the link (1, 5, 100 Mbit/s);
+      counts SACKed data and which BBR uses). Not the acked bytes over a
+      window of few round trips: the cumulative ACK advances in jumps when
+      SACK recovery fills a hole, and over 2-3 s that over-read by up to 17 %
+      on a 200-ms path and by ±10 % at 1 Mbit/s behind a 500-ms queue, where
+      the median of the sum read within 5 % of the link (1, 5, 100 Mbit/s);
     - the flows' smoothed RTT (p50, p95; median over flows): the queue the
       bulk flows sit in, smoothed against the VM's pauses;
     - the probes' RTT: what a new, sparse flow sees."""
@@ -163,7 +169,20 @@ def _window(j: dict, d: str) -> dict:
     ps = j["raw"]["series"]["probes"]
     pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
     sel = prtt[(pt >= w0) & (pt <= t1) & np.isfinite(prtt)]
-    return {"rate_mbps": float(np.median(total)) / 1e6 * WIRE_PER_PAYLOAD,
+    rate = float(np.median(total))
+    how = "delivery_rate"
+    # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
+    # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
+    # right where the per-ACK samples are not: behind a policer with a deep bucket the samples taken while
+    # the bucket drains at the port's rate outnumber those of the recovery between (a 15.8 Mbit/s policer
+    # with a 45-ms bucket on a 34 Mbit/s port, 4.6 ms: the samples' median read 19.2)
+    acked = np.asarray(fs.get("delivered_bytes", []), float)
+    srtt95 = float(np.median(p95s)) / 1e3 if p95s else float("nan")
+    if acked.size == t.size and t1 > w0 and np.isfinite(srtt95) and srtt95 / (t1 - w0) <= ACKED_EDGE:
+        got = sum(np.interp(t1, t[fid == i], acked[fid == i]) - np.interp(w0, t[fid == i], acked[fid == i]) for i in ids)
+        if got > 0:
+            rate, how = got * 8 / (t1 - w0), "acked_bytes"
+    return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
 
@@ -276,6 +295,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     flow_q95 = max((w["flow_rtt_p95"] if np.isfinite(w["flow_rtt_p95"]) else p95) - base_p50, 0.0)
     added = max(p95 - base_p50, 0.0)
     rates = {fill_cc: w["rate_mbps"]}
+    rate_from = {fill_cc: w["rate_from"]}
     # a standing queue at a shared queue through the window (the flows' median queueing above the burst
     # floor) means the link never idled: the fill phase's rate is the link's, and a BBR phase would only
     # cost time (at 200 ms, two more load runs of ~7 s each)
@@ -285,7 +305,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
         try:
-            rates["bbr"] = _window(_load(host, port, d, flows, rsecs, secret, "bbr"), d)["rate_mbps"]
+            wb = _window(_load(host, port, d, flows, rsecs, secret, "bbr"), d)
+            rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
         except UserError as e:
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
@@ -298,7 +319,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     bdp = rate * 1e6 * base_p50 / 1e3 / 8
     buf = None if limiter in ("aqm", "policer") else flow_q95 / 1e3 * rate * 1e6 / 8
     saturated = flow_q95 >= 1.0 or dropped
-    return {"rate_mbps": rate, "rate_by_cc": rates, "load_cc": fill_cc, "loaded_rtt_ms": {"p50": p50, "p95": p95},
+    return {"rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc, "loaded_rtt_ms": {"p50": p50, "p95": p95},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),

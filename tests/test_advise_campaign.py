@@ -1,0 +1,92 @@
+"""The advisor's campaign (issue 30 §1), in its 5-path form: random true
+paths, each emulated, measured, advised and checked on the kernel. The full
+campaign (its goals over hundreds of paths) is in `make bench`
+(BENCHMARKS.md); here the pipeline runs whole on a seed no threshold was
+derived from, and what must hold on every path is held:
+
+- the measured base RTT within 5 % or 1 ms of the truth (the issue's goal is
+  98 % of paths; the idle phase's 300 probes see the emulator's delay and the
+  VM's scheduling, nothing else);
+- no goodput above the physics: the kernel's below the true rate's payload
+  share (1448 of 1500 B) and the twin's below the measured rate's;
+- the advice's sentences say what their numbers show (§2): no negative
+  percentage, a "cut" is a fall;
+- the records, campaign.json and the report are complete, and a second run
+  resumes (measures nothing again)."""
+
+import json
+import os
+import re
+
+import pytest
+
+from bloatlab.advise import campaign
+from conftest import run_cli
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"),
+                                reason="the campaign emulates its paths: root and /dev/net/tun")
+PAYLOAD = 1448 / 1500
+
+
+def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
+    a, b = campaign.draw(200, 3), campaign.draw(200, 3)
+    assert a == b and campaign.draw(5, 4) != a[:5]
+    assert {p["limiter"] for p in a} == set(campaign.TRUE_LIMITERS)
+    for p in a:
+        assert 1 <= p["port_mbps"] <= 1000 and 2 <= p["base_rtt_ms"] <= 600
+        assert p["up_port_mbps"] >= campaign.MIN_UP_MBPS and p["up_port_mbps"] <= p["port_mbps"] * 1.0 + campaign.MIN_UP_MBPS
+        assert p["down_mbps"] * 1e6 * p["base_rtt_ms"] / 8e3 <= campaign.MAX_BDP_BYTES
+        assert p["loss"] == 0 or 0.0005 <= p["loss"] <= 0.03
+        if p["limiter"] in ("policer", "shaper"):
+            assert 0.10 <= p["cir_fraction"] <= 0.95 and 1 <= p["bucket_ms"] <= 100
+            assert p["down_mbps"] == pytest.approx(p["port_mbps"] * p["cir_fraction"])
+    assert 0.15 <= sum(p["loss"] > 0 for p in a) / len(a) <= 0.35  # a quarter of the paths
+
+
+def test_the_true_path_with_the_users_shaper_keeps_a_policer_only_when_the_shaper_exceeds_it():
+    t = next(p for p in campaign.draw(100, 5) if p["limiter"] == "policer")
+    below = campaign.truth_doc(t, 5, "cubic", "cake", t["down_mbps"] * 0.9)
+    above = campaign.truth_doc(t, 5, "cubic", "cake", t["down_mbps"] * 1.1)
+    assert "policer" not in below["link"]["down"] and below["link"]["down"]["qdisc"] == "cake"
+    assert "policer" in above["link"]["down"] and "approximated" in above["description"]
+    assert "policer" in campaign.truth_doc(t, 5)["link"]["down"]
+
+
+def test_advise_campaign_refuses_an_experiment_and_bad_counts(tmp_path):
+    r = run_cli("fidelity", "--advise", "--paths", "0", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--paths" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("fidelity", "exp.toml", "--advise", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--advise" in r.stderr
+
+
+@needs_root
+def test_a_five_path_campaign_through_the_emulator(tmp_path):
+    out = str(tmp_path / "camp")
+    r = run_cli("fidelity", "--advise", "--paths", "5", "--seed", "20261125", "--quick", "--out", out, "--json",
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    recs = doc["paths"]
+    assert len(recs) == 5 and not [x for x in recs if "failed" in x], [x.get("failed") for x in recs]
+    with open(os.path.join(out, "campaign.json")) as f:
+        assert [x["index"] for x in json.load(f)] == list(range(5))
+    assert os.path.getsize(os.path.join(out, "report.html")) > 10_000
+    for x in recs:
+        t, m = x["truth"], x["measured"]
+        for part in ("truth", "measured"):
+            assert {"limiter", "down_mbps", "base_rtt_ms"} <= set(x[part])
+        for part in ("predicted", "kernel"):
+            assert {"goodput_mbps", "p95_rtt_ms"} <= set(x[part])
+        assert abs(m["base_rtt_ms"] - t["base_rtt_ms"]) <= max(1.0, 0.05 * t["base_rtt_ms"]), (t, m)
+        assert x["kernel"]["goodput_mbps"] <= t["down_mbps"] * PAYLOAD * 1.02, x
+        assert x["predicted"]["goodput_mbps"] <= m["down_mbps"] * PAYLOAD * 1.02, x
+        for s in x["advice"]["reasons"]:
+            assert not re.search(r"-\d[\d.]* ?%", s), s
+            for a, b in re.findall(r"cuts the p95 RTT under load from (\d+) ms to (\d+) ms", s):
+                assert int(b) < int(a), s
+    assert doc["summary"]["paths"] == 5
+    # a second run resumes: nothing is measured again, the same records come back
+    r2 = run_cli("fidelity", "--advise", "--paths", "5", "--seed", "20261125", "--quick", "--out", out, "--json", timeout=120)
+    assert r2.returncode == 0 and json.loads(r2.stdout)["paths"] == recs
+    r3 = run_cli("fidelity", "--advise", "--paths", "5", "--seed", "7", "--out", out, timeout=60)
+    assert r3.returncode == 2 and "seed" in r3.stderr
