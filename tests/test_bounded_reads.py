@@ -191,3 +191,19 @@ def test_raised_limits_still_end_in_exit_2_not_an_allocation_abort(tmp_path):
     rc, err, secs = _cli_subprocess(["run", str(f)])
     assert rc == 2 and err.startswith("error: sample_interval:") and "available" in err, err
     assert len(err) < 300 and secs < 20
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devzero"])
+def test_a_stored_file_replaced_by_a_fifo_or_a_device_is_refused_not_read(run_dir, tmp_path, kind):
+    """A run directory's checksums are verified on read: a summary.json that is
+    a FIFO (the read would hang) or a link to /dev/zero (it would never end)
+    is refused before any byte is read, exit 2 naming the file."""
+    p = run_dir / "series.arrow" if (run_dir / "series.arrow").exists() else run_dir / "summary.json"
+    p.unlink()
+    if kind == "fifo":
+        os.mkfifo(p)
+    else:
+        os.symlink("/dev/zero", p)
+    rc, err, secs = _cli_subprocess(["report", str(run_dir), "--out", str(tmp_path / "r.html")], timeout=30)
+    assert rc == 2 and "not a regular file" in err and "Traceback" not in err, err
+    assert secs < 20 and not (tmp_path / "r.html").exists()

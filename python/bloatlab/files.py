@@ -133,12 +133,28 @@ def inflate(data: bytes, limit: int, what: str, path: str) -> bytes:
 
 
 def sha256_file(path: str) -> str:
+    """SHA-256 of the regular file ``path``. A stored file that is something
+    else (a FIFO would hang the read, a link to ``/dev/zero`` never end) is
+    refused before any read, as :func:`read_bytes` refuses it."""
     import hashlib
 
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise UserError(f"cannot read stored file {path}: {e.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"stored file {path}: {_kind(st.st_mode)}, not a regular file; only files are read")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as e:
+        raise UserError(f"cannot read stored file {path}: {e.strerror}") from None
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 

@@ -125,7 +125,7 @@ def _dir_doc(t: dict, d: str) -> dict:
 
 
 def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | None = None,
-              shaper_mbps: float | None = None) -> dict:
+              shaper_mbps: float | None = None, neighbour: bool = False, paced: bool = False) -> dict:
     """The true path as a scenario; with ``cc`` one bulk download of that
     control and a 20-ms probe. ``queue``/``shaper_mbps``: the user's AQM shaped
     on a router in front of the bottleneck (advise's recommendation). The
@@ -145,8 +145,10 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
             down["policer"] = _dir_doc(t, "down")["policer"]
     doc = {"name": f"truth-{t['index']:04d}", "duration": f"{duration_s:g}s",
            "link": {"down": down, "up": _dir_doc(t, "up")},
-           "flow": [{"name": "bulk", "cc": cc or TODAY_CC, "rtt": f"{t['base_rtt_ms']:.6g}ms"}],
+           "flow": [{"name": "bulk", "cc": cc or TODAY_CC, "rtt": f"{t['base_rtt_ms']:.6g}ms", "pacing": paced}],
            "probe": [{"name": "ping", "interval": "20ms"}]}
+    if neighbour:
+        doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": f"{t['base_rtt_ms']:.6g}ms"})
     if approx:
         doc["description"] = "approximated: the policer stays in front of the user's shaper"
     return doc
@@ -200,6 +202,40 @@ def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float 
     return out
 
 
+def rank(t: dict, duration_s: float, adv: dict) -> dict:
+    """Every candidate advise scored that this kernel runs, on the true path
+    through the emulator, alone and beside a CUBIC neighbour as advise runs
+    them, scored by advise's own rule (:func:`recommend.score`): the
+    recommended candidate's kernel score against the best kernel score."""
+    from . import recommend
+    from .path import Path
+
+    import bloatlab
+
+    truth = Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"])
+    cands = []
+    for a in adv["alternatives"]:
+        if a["cc"] not in recommend.KERNEL_CCS:
+            continue
+        c = recommend.Candidate(a["cc"], a["queue"], a["shaper_mbps"], a["paced"])
+        c._base_ms = t["base_rtt_ms"]
+        s = bloatlab.run(truth_doc(t, duration_s, c.cc, c.queue, c.shaper_mbps, paced=c.paced), engine="emu").summary
+        c.goodput_mbps, c.retrans_rate = s["flows"][0]["goodput_mbps"], s["flows"][0]["retrans_rate"]
+        c.p95_rtt_ms, c.qdelay_p95_ms = recommend._latency(s)
+        sn = bloatlab.run(truth_doc(t, duration_s, c.cc, c.queue, c.shaper_mbps, neighbour=True, paced=c.paced), engine="emu").summary
+        c.p95_rtt_shared_ms, c.qdelay_p95_shared_ms = recommend._latency(sn)
+        tot = sn["flows"][0]["goodput_mbps"] + sn["flows"][1]["goodput_mbps"]
+        c.neighbour_share = sn["flows"][1]["goodput_mbps"] / tot if tot > 0 else 0.0
+        cands.append(c)
+    recommend.score(cands, truth, GOAL)
+    rec = adv["recommendation"]
+    queue = "as-is" if rec["shaper_mbps"] is None else rec["qdisc"]
+    mine = next(c for c in cands if c.cc == rec["cc"] and c.queue == queue)
+    best = max(cands, key=lambda c: c.score)
+    return {"recommended_score": mine.score, "best_score": best.score, "best": f"{best.cc} + {best.queue}",
+            "regret": best.score - mine.score, "candidates": [c.figures() for c in cands]}
+
+
 def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
     """Each predicted and kernel run's length: 100 base RTTs within 5-15 s
     (3-5 s with ``quick``), the same for the model and the kernel."""
@@ -207,7 +243,7 @@ def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
     return float(min(max(100 * base_rtt_ms / 1e3, lo), hi))
 
 
-def run_path(t: dict, pdir: str, quick: bool = False, say=print) -> dict:
+def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = False) -> dict:
     """Measure, advise and check one true path; its record."""
     from . import recommend
     from .path import Path
@@ -238,6 +274,9 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print) -> dict:
     say(f"  advice: {r['cc']} + {rec['advice']['queue']}; kernel runs of {dur:g} s on the true path ...")
     rec["kernel"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"])
     rec["kernel_today"] = _kernel(t, dur, TODAY_CC, "as-is", None)
+    if ranked:
+        say(f"  ranking: every kernel candidate on the true path, alone and beside CUBIC ({dur:g} s each) ...")
+        rec["rank"] = rank(t, dur, adv)
     rec["duration_s"] = dur
     rec["wall_s"] = time.monotonic() - t0
     rec["errors"] = errors(rec)
@@ -263,13 +302,15 @@ def errors(rec: dict) -> dict:
            "pred_p95_rtt": _rel(rec["predicted"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"])}
     # a verdict that names the truth's class among what it cannot exclude (measure's limiter_note): said, not guessed
     out["limiter_right_or_named"] = out["limiter_right"] or bool(m.get("limiter_note")) and t["observable"] == "fifo"
+    if rec.get("rank"):
+        out["rank_regret"] = rec["rank"]["regret"]
     out["base_rtt_ok"] = abs(out["base_rtt_ms"]) <= max(1.0, 0.05 * t["base_rtt_ms"])
     return out
 
 
 #: the issue's goals: (error key, tolerance, share of paths); None tolerance: a bool key
 GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), ("rate", 0.10, 0.95), ("base_rtt_ok", None, 0.98), ("buffer", 0.30, 0.90),
-         ("loss", 0.50, 1.0), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90))
+         ("loss", 0.50, 1.0), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90), ("rank_regret", 0.02, 0.90))
 
 
 def summary(records: list[dict]) -> dict:
@@ -284,7 +325,8 @@ def summary(records: list[dict]) -> dict:
     return out
 
 
-def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = None, progress: bool = True) -> tuple[list[dict], dict]:
+def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = None, progress: bool = True,
+        ranked: bool = False) -> tuple[list[dict], dict]:
     """Run (or resume) a campaign of ``n`` paths into ``out``."""
     from ..engines import emu
 
@@ -312,7 +354,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
             f"{t['base_rtt_ms']:.3g} ms, {t['buffer_bdp']:.2g} BDP, loss {t['loss'] * 100:.2g} %")
         pdir = os.path.join(out, "paths", f"{t['index']:04d}")
         try:
-            rec = run_path(t, pdir, quick, say)
+            rec = run_path(t, pdir, quick, say, ranked)
         except UserError as e:
             rec = {"index": t["index"], "truth": t, "failed": str(e)}
             say(f"  failed: {e}")

@@ -82,8 +82,8 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     sec.text(None, f"{len(ok)} paths measured, {summ.get('failed', 0)} failed (listed below). base_rtt_ok: within 5 % or "
                    "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
                    "of the recommended configuration against the kernel's run of it on the true path. Not yet in the "
-                   "distribution: variable-rate links, a WiFi hop; not yet measured: the ranking goal (every "
-                   "candidate on the kernel).")
+                   "distribution: variable-rate links, a WiFi hop; the ranking goal only with --rank "
+                   "(every candidate this kernel runs, on the true path).")
     if ok:
         sec.table("The limiter: what the physics shows against what measure read", confusion(ok).reset_index(names=""))
         sec.table("... by the true limiter", by_kind(ok))
@@ -98,6 +98,11 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                    _figure_errors(ok, [("pred_goodput", "goodput"), ("pred_p95_rtt", "p95 RTT")], "|error| %",
                                   tol=[(15, "goodput goal"), (25, "RTT goal")], title="The twin's predictions"),
                    heading="The twin")
+        if any(r["errors"].get("rank_regret") is not None for r in ok):
+            sec.figure("best kernel score − the recommended configuration's kernel score (advise's own scoring, "
+                       "every candidate this kernel runs, on the true path)",
+                       _figure_errors(ok, [("rank_regret", "regret")], "score regret", pct=False, tol=[(0.02, "goal 0.02")],
+                                      title="Did the twin rank as the kernel does?"), heading="Ranking")
         wrong = [r for r in ok if not r["errors"]["limiter_right"] or (r["errors"]["rate"] is not None and abs(r["errors"]["rate"]) > 0.10)
                  or (r["errors"]["pred_goodput"] is not None and abs(r["errors"]["pred_goodput"]) > 0.15)]
         rows = []

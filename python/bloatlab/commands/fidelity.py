@@ -27,6 +27,8 @@ def register(sub) -> None:
     g.add_argument("--paths", type=int, default=20, metavar="N", help="paths to draw (default 20)")
     g.add_argument("--seed", type=int, default=1, metavar="S", help="the draw's seed (default 1)")
     g.add_argument("--quick", action="store_true", help="shorter predicted and kernel runs (3-5 s)")
+    g.add_argument("--rank", action="store_true", help="also run every kernel candidate on the true path (18 more "
+                   "runs a path) and score them as advise does: was the recommendation the kernel's best?")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -84,7 +86,7 @@ def _advise_campaign(args) -> int:
         raise UserError(f"--paths: expected 1..100000, got {args.paths}")
     out = args.out or os.path.join("results", f"advise-campaign-{args.seed}")
     records, summ = campaign.run(args.paths, args.seed, out, quick=args.quick, limit=args.limit,
-                                 progress=not (args.quiet or args.json))
+                                 progress=not (args.quiet or args.json), ranked=args.rank)
     if args.json:
         json.dump({"summary": summ, "paths": records}, sys.stdout, indent=1, default=float)
         sys.stdout.write("\n")
