@@ -55,6 +55,13 @@ TSO_BURST_S = 2e-3
 #: Isolation is read where the probe waits less than half of what the flows wait: the middle between the two
 #: mechanisms' ratios (measured isolated: 0.07-0.2, fq_codel at 10-50 Mbit/s, docs/advise.md)
 ISOLATION = 0.5
+#: a policer's loss is not a congestion signal sized to the window: "far above" what a signalling queue drops
+#: (Mathis) is an order of magnitude. Measured: fq_codel at 10 / 50 / 3.75 Mbit/s drops 1.3 / 1.6 / 3.3 x
+#: Mathis's rate; a 430 Mbit/s policer with a 2.7-ms bucket at 312 ms 10^4 x (its CUBIC flows' p95 queueing,
+#: slow start's bursts at the port, passed the burst floor)
+FAR_ABOVE_MATHIS = 10.0
+#: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
+MSS = 1448
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
 #: one-way idle loss from which the rate is measured with BBR flows instead
@@ -221,30 +228,57 @@ def burst_floor_ms(rate_mbps: float, flows: int) -> float:
     return NOISE_MS + max(segs_ms, TSO_BURST_S * 1e3)
 
 
-def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4) -> str:
+def mathis_loss(rate_mbps: float, flows: int, rtt_ms: float) -> float:
+    """The loss rate ``flows`` ACK-clocked loss-based flows need to sit at
+    ``rate_mbps`` together over ``rtt_ms`` (Mathis et al., CCR 1997: one loss
+    per congestion epoch, p = 1.5 / W² with W each flow's window in
+    segments of :data:`MSS` bytes). A queue that signals congestion (a FIFO's
+    tail, an AQM's control law) drops about this much; a policer drops what
+    exceeds its bucket whatever the window."""
+    w = max(rate_mbps, 1e-6) * 1e6 / max(flows, 1) * rtt_ms / 1e3 / (MSS * 8)
+    return min(1.5 / max(w, 1.0) ** 2, 1.0)
+
+
+def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
+             loss: float = 0.0, rtt_ms: float | None = None, loss_rate_mbps: float | None = None) -> str:
     """What enforces the rate, from the queue a sparse probe sees (p95 above
     the base RTT, ms), the queue the bulk flows sit in (p50 and p95 above the
     base RTT, ms, from their smoothed RTT), whether the flows lost segments
-    beyond what the idle path's random loss explains (``dropped``), and the
-    measured rate and number of flows, which set the wait a path without a
-    standing queue still shows, ``floor`` = :func:`burst_floor_ms` (docs/advise.md):
+    beyond what the idle path's random loss explains (``dropped``; ``loss``:
+    their loss rate beyond it), and the measured rate and number of flows,
+    which set the wait a path without a standing queue still shows, ``floor``
+    = :func:`burst_floor_ms` (docs/advise.md). In order:
 
-    - ``policer``: drops while no queue forms — neither the probe's p95 nor the
-      flows' p95 reaches ``floor``: losses not preceded by a growing RTT
-      (Flach et al., SIGCOMM 2016). A FIFO shallower than ``floor`` at the
-      measured rate cannot be told from it by delays and drops (and acts as
-      one): :func:`ambiguity` says so;
-    - ``aqm``: flow isolation (fq_codel, CAKE): the flows queue (p95 ≥
-      ``floor``) while the probe waits less than :data:`ISOLATION` of that;
-    - ``fifo`` otherwise: the probe waits behind the flows' queue. A
-      single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
-      share, at the depth the AQM holds, which is what its twin models.
-
-    ``flow_q50`` is kept for the record; the rule does not need it."""
+    1. ``aqm`` where the flows' *median* wait exceeds the probe's p95 by more
+       than the noise and twice over: a standing backlog the probe skips —
+       flow isolation (fq_codel, CAKE: DRR over per-flow queues serves a
+       sparse flow first), which no shared queue and no policer gives;
+    2. ``policer``: drops while the probe does not queue (p95 below
+       ``floor``) and either the flows' p95 stays below ``floor`` too, or they
+       lose more than :data:`FAR_ABOVE_MATHIS` × what a signalling queue
+       would drop (:func:`mathis_loss` at the rate they had while they lost,
+       ``loss_rate_mbps``, default ``rate_mbps``, and their RTT ``rtt_ms``)
+       without a standing queue (median below ``floor``): losses not preceded
+       by a growing RTT (Flach et al., SIGCOMM 2016). A FIFO shallower than
+       ``floor`` or an AQM holding its queue below it cannot be told from it
+       by delays and drops (and acts as one): :func:`ambiguity` says so;
+    3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
+       noise and twice over (the same isolation, seen in the tail);
+    4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
+       single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
+       share, at the depth the AQM holds, which is what its twin models."""
     floor = burst_floor_ms(rate_mbps, flows)
-    if dropped and probe_q95 < floor and flow_q95 < floor:
-        return "policer"
-    if flow_q95 >= floor and probe_q95 < ISOLATION * flow_q95:
+
+    def isolated(flow_q):
+        return flow_q - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
+
+    if isolated(flow_q50):
+        return "aqm"
+    if dropped and probe_q95 < floor:
+        far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(loss_rate_mbps or rate_mbps, flows, rtt_ms)
+        if flow_q95 < floor or (far and flow_q50 < floor):
+            return "policer"
+    if isolated(flow_q95):
         return "aqm"
     return "fifo"
 
@@ -300,7 +334,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # floor) means the link never idled: the fill phase's rate is the link's, and a BBR phase would only
     # cost time (at 200 ms, two more load runs of ~7 s each)
     floor = burst_floor_ms(w["rate_mbps"], flows)
-    standing = classify(added, flow_q50, flow_q95, dropped, w["rate_mbps"], flows) == "fifo" and flow_q50 >= floor
+    excess = max(retrans - idle_loss, 0.0)
+    loaded_rtt = base_p50 + flow_q50
+    standing = classify(added, flow_q50, flow_q95, dropped, w["rate_mbps"], flows, excess, loaded_rtt) == "fifo" and flow_q50 >= floor
     if not lossy and not standing:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
@@ -311,7 +347,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
     # the bursts drain at the bottleneck's rate: the larger of the phases' (behind a policer CUBIC reads low)
-    limiter = classify(added, flow_q50, flow_q95, dropped, rate, flows)
+    # ... and the losses belong to the fill phase: Mathis's rate at its own rate
+    limiter = classify(added, flow_q50, flow_q95, dropped, rate, flows, excess, loaded_rtt, w["rate_mbps"])
     # the buffer: what a FIFO holds under loss-based load, the flows' p95 (smoothed
     # RTT: the VM's pauses do not enter it as they enter the probes' p95); none
     # behind a policer the port's buffer is never filled, so it is not seen either; unknown behind an AQM,
@@ -323,10 +360,21 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
-            "evidence": {"probe_q95_ms": added, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "burst_floor_ms": burst_floor_ms(rate, flows),
+            "evidence": {"mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded_rtt), "excess_loss": excess, "probe_q95_ms": added, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "burst_floor_ms": burst_floor_ms(rate, flows),
                          "dropped": dropped, "retransmits": retx, "segments": segs},
             "retrans_rate": retrans, "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": secs, "saturated": saturated}
+
+
+#: the idle probes' wire size (B): bloatlab-probe udp client's 64-byte payload + UDP 8 + IPv4 20 (the emulator
+#: and a router serialize the IP packet); the reply is as large
+PROBE_WIRE = 92
+
+
+def serialization_ms(rates_mbps: dict) -> float:
+    """The time (ms) an idle probe and its reply spend on the wire at the
+    given directions' rates: at 1 Mbit/s 0.74 ms a way, at 100 Mbit/s 7 µs."""
+    return sum(PROBE_WIRE * 8 / (r * 1e6) * 1e3 for r in rates_mbps.values() if r and r > 0)
 
 
 def _twin_buffer(x: dict) -> int | None:
@@ -378,6 +426,13 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
+    # the idle probes' own serialization is in their RTT; the twin's links add it again: take it out where the
+    # rate it passed at is known (behind a policer the port's rate is not: nothing is taken out for that direction)
+    ser = serialization_ms({dd: report[dd]["rate_mbps"] for dd in dirs if report[dd]["limiter"] != "policer"})
+    if ser:
+        base["serialization_ms"] = ser
+        base["p50"] = max(base["p50"] - ser, 0.01)
+        base["min"] = max(base["min"] - ser, 0.01)
     report["elapsed_s"] = time.monotonic() - t0
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
