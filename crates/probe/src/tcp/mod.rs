@@ -27,7 +27,7 @@ pub mod server;
 pub mod stream;
 
 // the API the CLI, the load test and the tests use
-pub use client::{output, print_summary, run_client};
+pub use client::{output, print_summary, run_client, run_client_or_iperf3, Answer};
 pub use control::{ClientCfg, ClientError, ClientResult, Params, ServerLimits, IPERF3_SERVER};
 pub use server::{serve, serve_with};
 pub use stream::APP_TICK_NS;
