@@ -812,7 +812,7 @@ fn tcp_client(a: TcpClientArgs) -> R {
             eprintln!("{}: the server speaks iperf3's protocol (a stock iperf3 -s); running the test in it (--iperf3)", addr);
             return iperf3_client(&a, &cfg, Some(opened));
         }
-        tcp::Answer::Bloatlab(r) => r,
+        tcp::Answer::Bloatlab(r) => *r,
     };
     if a.json {
         print_json(&tcp::output(&cfg, &r, scenario("tcp", &a.host)));

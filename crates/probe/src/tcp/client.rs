@@ -55,7 +55,7 @@ fn answered_like_iperf3(c: &TcpStream) -> bool {
 /// Who answered: a bloatlab-probe server, whose test has run, or a stock
 /// iperf3 server, whose test (the same one, in its protocol) is to run.
 pub enum Answer {
-    Bloatlab(ClientResult),
+    Bloatlab(Box<ClientResult>),
     Iperf3(crate::iperf3::Opened),
 }
 
@@ -63,7 +63,7 @@ pub enum Answer {
 /// for callers that cannot run iperf3's protocol.
 pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
     match run_client_or_iperf3(cfg)? {
-        Answer::Bloatlab(r) => Ok(r),
+        Answer::Bloatlab(r) => Ok(*r),
         Answer::Iperf3(_) => Err(ClientError { status: IPERF3_SERVER, msg: format!("{} is an iperf3 server", cfg.addr) }),
     }
 }
@@ -340,7 +340,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         problem.get_or_insert("interrupted".into());
     }
     let duration_s = flows.iter().map(|f| f.end_s).fold(0.0, f64::max);
-    Ok(Answer::Bloatlab(ClientResult {
+    Ok(Answer::Bloatlab(Box::new(ClientResult {
         flows,
         series,
         cc: cc_seen,
@@ -348,7 +348,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
         duration_s,
         local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
-    }))
+    })))
 }
 
 /// iperf3-style interval lines while the workers run.
