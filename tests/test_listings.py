@@ -77,9 +77,15 @@ def test_scenarios_lists_every_file_with_one_line(tmp_path):
     r = run_cli("scenarios", "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
-    on_disk = sorted(os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(os.path.join(ROOT, "scenarios"))
-                     for f in fs if f.endswith(".toml"))
+    # the gallery in the package (python/bloatlab/gallery) and the repository's other scenarios, each file once
+    # (scenarios/gallery is a link to the package's gallery, not walked)
+    on_disk = sorted([os.path.relpath(os.path.join(d, f), os.path.join(ROOT, "python", "bloatlab"))
+                      for d, _, fs in os.walk(os.path.join(ROOT, "python", "bloatlab", "gallery")) for f in fs
+                      if f.endswith(".toml")] +
+                     [os.path.relpath(os.path.join(d, f), ROOT) for d, _, fs in os.walk(os.path.join(ROOT, "scenarios"))
+                      for f in fs if f.endswith(".toml")])
     assert sorted(x["path"] for x in rows) == on_disk
+    assert len({os.path.realpath(x["file"]) for x in rows}) == len(rows)
     assert all(x["about"] and "\n" not in x["about"] and x["about"] != "(no description)" for x in rows), rows
     (tmp_path / "a.toml").write_text('description = "mine"\nduration = "1s"\n')
     (tmp_path / "b.toml").write_text("# first sentence. second\n# more\nname = 'b'\n")

@@ -28,7 +28,8 @@ def run(
 ) -> Result:
     """Run a scenario and return its :class:`Result`.
 
-    ``scenario`` is a TOML path, a TOML string, a dict or a :class:`Scenario`;
+    ``scenario`` is a TOML path, a ready scenario's name (``"rrul"``: ``bloatlab
+    scenarios`` lists them), a TOML string, a dict or a :class:`Scenario`;
     ``overrides`` are ``--set``-style strings (``"link.down.loss=5%"``); keyword
     arguments override keys too, ``__`` standing for a dot
     (``flow__0__cc="bbr"``) or all at once as ``set={"flow.0.cc": "bbr"}``.

@@ -267,8 +267,8 @@ def _copied(doc: dict) -> dict:
 
 
 def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[str] = (), **sets) -> Scenario:
-    """Load, validate and resolve a scenario: a TOML file's path, a dict (a
-    TOML document) or a :class:`Scenario` (returned as it is when it was
+    """Load, validate and resolve a scenario: a TOML file's path, the name of a
+    ready one (``"rrul"``, :mod:`bloatlab.ready`), a dict (a TOML document) or a :class:`Scenario` (returned as it is when it was
     loaded and nothing is overridden, so a run does not resolve it again). A string holding TOML text is
     still taken (as :func:`loads`) for the callers that pass one.
 
@@ -284,6 +284,9 @@ def load(scenario: "str | os.PathLike | dict | Scenario", overrides: Iterable[st
     s = os.fspath(scenario)
     if "\n" in s or "=" in s and not os.path.exists(s):
         return loads(s, overrides, **sets)
+    from .ready import lookup
+
+    s = lookup(s, key="scenario")  # a ready scenario's name ("rrul") is its file
     return _build(read_toml(s), s, overrides, sets)
 
 

@@ -805,14 +805,14 @@ fn tcp_client(a: TcpClientArgs) -> R {
         println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });
     }
     if a.iperf3 {
-        return iperf3_client(&a, &cfg, 0);
+        return iperf3_client(&a, &cfg, None);
     }
-    let r = match tcp::run_client(&cfg) {
-        Err(e) if e.status == tcp::IPERF3_SERVER => {
+    let r = match tcp::run_client_or_iperf3(&cfg).map_err(|e| (e.status, e.msg))? {
+        tcp::Answer::Iperf3(opened) => {
             eprintln!("{}: the server speaks iperf3's protocol (a stock iperf3 -s); running the test in it (--iperf3)", addr);
-            return iperf3_client(&a, &cfg, 1);
+            return iperf3_client(&a, &cfg, Some(opened));
         }
-        r => r.map_err(|e| (e.status, e.msg))?,
+        tcp::Answer::Bloatlab(r) => *r,
     };
     if a.json {
         print_json(&tcp::output(&cfg, &r, scenario("tcp", &a.host)));
@@ -826,21 +826,15 @@ fn tcp_client(a: TcpClientArgs) -> R {
     Ok(0)
 }
 
-/// `tcp client --iperf3`: a test against a stock iperf3 server. `retry`:
-/// the server has just seen our own protocol and may still be busy with
-/// it (iperf3 -s serves one test at a time): a refusal as busy is retried.
-fn iperf3_client(a: &TcpClientArgs, cfg: &tcp::ClientCfg, retry: u32) -> R {
-    let mut tries = if retry > 0 { 10 } else { 1 };
-    let run = loop {
-        match iperf3::run_client(cfg, a.report, !a.json) {
-            // iperf3 -s reopens its listener after the failed test: refused, reset or busy for a moment
-            Err(e) if tries > 1 && (e.msg.contains("busy") || e.msg.contains("PARAM_EXCHANGE") || e.msg.contains("connect to")) => {
-                tries -= 1;
-                std::thread::sleep(std::time::Duration::from_millis(300));
-            }
-            r => break r.map_err(|e| (e.status, e.msg))?,
-        }
-    };
+/// `tcp client --iperf3`: a test against a stock iperf3 server. `opened`:
+/// the control connection of bloatlab's client, whose opening the iperf3
+/// server took for this test (`tcp::Answer::Iperf3`).
+fn iperf3_client(a: &TcpClientArgs, cfg: &tcp::ClientCfg, opened: Option<iperf3::Opened>) -> R {
+    let run = match opened {
+        Some(o) => iperf3::run_opened(o, cfg, a.report, !a.json),
+        None => iperf3::run_client(cfg, a.report, !a.json),
+    }
+    .map_err(|e| (e.status, e.msg))?;
     if a.json {
         let o = tcp::output(cfg, &run.result, scenario("tcp", &a.host));
         println!("{}", serde_json::to_string_pretty(&iperf3::json_output(cfg, &run, &a.host, cfg.addr.port(), &o)).unwrap());

@@ -294,27 +294,18 @@ fn recv_until(s: &StreamState, stop: &AtomicBool) -> Option<String> {
     out.error.filter(|e| e != "interrupted")
 }
 
-/// Run a test against a stock `iperf3 -s`. `cfg.report_ns > 0` prints
-/// iperf3-style interval lines; the intervals are always collected (`-J`).
-pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<ClientRun, ClientError> {
-    let err1 = |msg: String| ClientError { status: 1, msg };
-    if !cfg.reverse {
-        if let Some(cc) = &cfg.cc {
-            let avail = sys::available_cc();
-            if !avail.is_empty() && !avail.iter().any(|a| a == cc) {
-                return Err(ClientError { status: 2, msg: format!("-C {cc}: congestion control \"{cc}\" is not available on this kernel; available: {}", avail.join(" ")) });
-            }
-        }
-    }
-    if cfg.onoff_ticks.is_some() {
-        return Err(ClientError { status: 2, msg: "--on/--off: not part of iperf3's protocol; use bloatlab-probe server".into() });
-    }
-    let ctrl = stream::connect(cfg.addr, None, None).map_err(err1)?;
-    let _ = ctrl.set_nodelay(true);
-    let _ = ctrl.set_read_timeout(Some(WAKE));
-    let cookie = make_cookie();
-    (&ctrl).write_all(&cookie).map_err(|e| err1(format!("control: {e}")))?;
-    expect_state(&ctrl, state::PARAM_EXCHANGE, "PARAM_EXCHANGE")?;
+/// The control connection of an iperf3 test whose parameters the server
+/// has read: what follows is its CREATE_STREAMS. Opened by [`run_client`],
+/// or by bloatlab's own client when its opening found an iperf3 server
+/// (`crate::tcp::client`): that opening was a cookie and these parameters,
+/// so the server's one test (`iperf3 -s -1`) is this one.
+pub struct Opened {
+    pub ctrl: TcpStream,
+    pub cookie: [u8; COOKIE_SIZE],
+}
+
+/// iperf3's parameters (`send_parameters`) for the test `cfg` asks for.
+pub fn params(cfg: &ClientCfg) -> Value {
     // iperf3 sends whole seconds; round up so the server's own timer never ends the test first
     let time_s = cfg.duration_ns.map(|d| d.div_ceil(1_000_000_000)).unwrap_or(0);
     let mut p = json!({"tcp": true, "omit": 0, "time": time_s, "num": cfg.bytes.unwrap_or(0), "blockcount": 0,
@@ -329,7 +320,49 @@ pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<Clie
     if let Some(cc) = &cfg.cc {
         p["congestion"] = json!(cc);
     }
-    write_json(&ctrl, &p).map_err(|e| err1(format!("control: {e}")))?;
+    p
+}
+
+/// What this client refuses before it connects: a control the kernel lacks,
+/// `--on/--off`.
+fn check(cfg: &ClientCfg) -> Result<(), ClientError> {
+    if !cfg.reverse {
+        if let Some(cc) = &cfg.cc {
+            let avail = sys::available_cc();
+            if !avail.is_empty() && !avail.iter().any(|a| a == cc) {
+                return Err(ClientError { status: 2, msg: format!("-C {cc}: congestion control \"{cc}\" is not available on this kernel; available: {}", avail.join(" ")) });
+            }
+        }
+    }
+    if cfg.onoff_ticks.is_some() {
+        return Err(ClientError { status: 2, msg: "--on/--off: not part of iperf3's protocol; use bloatlab-probe server".into() });
+    }
+    Ok(())
+}
+
+/// Run a test against a stock `iperf3 -s`. `cfg.report_ns > 0` prints
+/// iperf3-style interval lines; the intervals are always collected (`-J`).
+pub fn run_client(cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<ClientRun, ClientError> {
+    let err1 = |msg: String| ClientError { status: 1, msg };
+    check(cfg)?;
+    let ctrl = stream::connect(cfg.addr, None, None).map_err(err1)?;
+    let _ = ctrl.set_nodelay(true);
+    let _ = ctrl.set_read_timeout(Some(WAKE));
+    let cookie = make_cookie();
+    (&ctrl).write_all(&cookie).map_err(|e| err1(format!("control: {e}")))?;
+    expect_state(&ctrl, state::PARAM_EXCHANGE, "PARAM_EXCHANGE")?;
+    write_json(&ctrl, &params(cfg)).map_err(|e| err1(format!("control: {e}")))?;
+    run_opened(Opened { ctrl, cookie }, cfg, interval_ns, print)
+}
+
+/// Run the test of a control connection whose parameters the server has
+/// read (see [`Opened`]); as [`run_client`].
+pub fn run_opened(opened: Opened, cfg: &ClientCfg, interval_ns: u64, print: bool) -> Result<ClientRun, ClientError> {
+    let err1 = |msg: String| ClientError { status: 1, msg };
+    check(cfg)?;
+    let Opened { ctrl, cookie } = opened;
+    let _ = ctrl.set_nodelay(true);
+    let _ = ctrl.set_read_timeout(Some(WAKE));
     expect_state(&ctrl, state::CREATE_STREAMS, "CREATE_STREAMS")?;
     let mut socks = Vec::new();
     for i in 0..cfg.streams {

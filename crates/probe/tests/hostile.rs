@@ -313,3 +313,34 @@ fn spoofed_requests_from_a_victims_address_do_not_lock_it_out() {
     let received = j["raw"]["probes"][0]["received"].as_u64().or_else(|| j["probes"][0]["received"].as_u64());
     assert_eq!(received, Some(20), "{j}");
 }
+
+#[test]
+fn an_opening_in_iperf3_clothes_is_bounded_like_a_control_line() {
+    // bloatlab's opening: a tagged iperf3 cookie, then u32 BE length + JSON (tcp/control.rs)
+    let s = Server::start(&["server"]);
+    let mut cookie = b"bloatlabctl2".to_vec();
+    cookie.extend(std::iter::repeat_n(b'a', 24));
+    cookie.push(0);
+    // a length beyond the 64 KiB bound: closed at once, nothing allocated or answered
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    let mut m = cookie.clone();
+    m.extend_from_slice(&u32::MAX.to_be_bytes());
+    c.write_all(&m).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 1];
+    assert!(matches!(c.read(&mut b), Ok(0) | Err(_)), "an answer to a 4 GiB frame");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?} to close", t.elapsed());
+    // a frame without bloatlab's parameters: refused with the reason
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    let text = br#"{"tcp":true,"time":1,"parallel":1}"#;
+    let mut m = cookie.clone();
+    m.extend_from_slice(&(text.len() as u32).to_be_bytes());
+    m.extend_from_slice(text);
+    c.write_all(&m).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut line = String::new();
+    BufReader::new(&c).read_line(&mut line).unwrap();
+    assert!(line.contains("\"ok\":false") && line.contains("bad parameters"), "{line}");
+    real_client_works(&s.port);
+}

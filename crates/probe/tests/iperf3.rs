@@ -159,6 +159,59 @@ fn our_client_finds_an_iperf3_server_by_itself() {
 }
 
 #[test]
+fn finding_a_one_shot_iperf3_server_does_not_use_up_its_test() {
+    // `iperf3 -s -1` serves one test, and any connection is one (even a
+    // connect-and-close): the client's opening must be that test, in both directions
+    if !have_iperf3() {
+        return;
+    }
+    for reverse in [false, true] {
+        let port = free_port();
+        let srv = iperf3_server(&[], port);
+        let p = port.to_string();
+        let mut args = vec!["tcp", "client", "127.0.0.1", "-p", &p, "-t", "1", "-P", "2"];
+        if reverse {
+            args.push("-R");
+        }
+        let o = ours(&[], &args);
+        let s = finish(srv);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("speaks iperf3's protocol"), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("refused"), "{}", stderr(&o));
+        let theirs: Value = serde_json::from_slice(&s.stdout).unwrap_or_else(|e| panic!("iperf3 -s -J: {e}: {}", stdout(&s)));
+        assert!(theirs.get("error").is_none(), "iperf3 server: {}", theirs["error"]);
+        assert_eq!(theirs["end"]["streams"].as_array().unwrap().len(), 2, "the iperf3 server's one test was ours");
+        assert_eq!(theirs["start"]["test_start"]["reverse"].as_i64(), Some(reverse as i64));
+        // the bytes the iperf3 server moved itself: received, or sent with -R
+        let key = if reverse { "sum_sent" } else { "sum_received" };
+        let n = theirs["end"][key]["bytes"].as_u64().unwrap();
+        assert!(n > 10_000_000, "{key}: {n} bytes in 1 s on loopback");
+    }
+}
+
+#[test]
+fn our_own_server_still_runs_our_protocol_behind_the_iperf3_shaped_opening() {
+    // the same opening to a bloatlab-probe server: bloatlab's test (the server's
+    // TCP_INFO series of a download arrives), with and without a secret
+    for secret in [None, Some("s3cret")] {
+        let mut srv_args = vec!["tcp", "server"];
+        if let Some(k) = secret {
+            srv_args.extend(["--secret", k]);
+        }
+        let s = Server::start(&srv_args);
+        let mut args = vec!["tcp", "client", "127.0.0.1", "-p", &s.port, "-t", "0.5", "-R", "--json"];
+        if let Some(k) = secret {
+            args.extend(["--secret", k]);
+        }
+        let o = ours(&[], &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("iperf3"), "{}", stderr(&o));
+        let j = json_of(&o);
+        assert!(j["raw"]["series"]["flows"]["t"].as_array().map_or(0, |v| v.len()) > 10, "the server's TCP_INFO series");
+    }
+}
+
+#[test]
 fn a_stock_iperf3_client_runs_tests_against_our_server_both_ways() {
     if !have_iperf3() {
         return;

@@ -7,7 +7,7 @@ import sys
 
 
 def _scenario_arg(text: str) -> str:
-    from .scenarios import lookup
+    from ..ready import lookup
 
     return lookup(text)
 

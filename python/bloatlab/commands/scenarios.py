@@ -1,4 +1,12 @@
-"""``bloatlab scenarios``: the ready scenarios under ``scenarios/``, one line each.
+"""``bloatlab scenarios``: the ready scenarios, one line each.
+
+They are the gallery, which ships inside the package (``bloatlab/gallery/``,
+so an installed wheel has them), and in a repository checkout also the
+repository's ``scenarios/`` (the fidelity points, the examples the docs run).
+The repository's ``scenarios/gallery`` is a symbolic link to the package's
+gallery: one copy of each file, and the repository paths (docs, exp.toml,
+tests) keep working. ``bloatlab run NAME`` takes a file's name (its stem)
+from any directory, as ``flent rrul`` does.
 
 A scenario's line is its ``description`` key, else its first comment line.
 ``--schema`` prints the JSON Schema of the scenario language instead
@@ -12,14 +20,15 @@ import os
 import sys
 import tomllib
 
-#: the repository's scenarios/ (beside python/)
-DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), "scenarios")
+from ..ready import GALLERY, REPO, by_name, lookup, names, sources, toml_files  # noqa: F401  (lookup: run's argument)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("scenarios", help="list the ready scenarios (scenarios/), one line each",
-                       description="The scenarios that come with bloatlab: run one with `bloatlab run PATH`.")
-    p.add_argument("--dir", default=DIR, help="list this directory instead (default: the repository's scenarios/)")
+    p = sub.add_parser("scenarios", help="list the ready scenarios (the gallery), one line each",
+                       description="The scenarios that come with bloatlab (the gallery, in the package; in a "
+                                   "repository checkout also its scenarios/): run one with `bloatlab run NAME`.")
+    p.add_argument("--dir", help="list this directory instead (default: the gallery, and the repository's "
+                                 "scenarios/ in a checkout)")
     p.add_argument("--json", action="store_true", help="print [{name, path, file, about}] as JSON (name: what "
                                                        "`bloatlab run NAME` takes, or null where two files share it)")
     p.add_argument("--schema", action="store_true",
@@ -49,43 +58,14 @@ def summary(path: str) -> str:
     return (first if first.endswith(".") or first == text else first + ".") if text else "(no description)"
 
 
-def _files(d: str) -> list[str]:
-    out = []
-    for root, dirs, files in os.walk(d):
-        dirs.sort()
-        out += [os.path.join(root, f) for f in sorted(files) if f.endswith(".toml")]
-    return out
-
-
-def _names(paths: list[str]) -> dict[str, str]:
-    """Each file's name as `bloatlab run NAME` takes it: its stem where no other file has that stem."""
-    stems: dict[str, list[str]] = {}
-    for p in paths:
-        stems.setdefault(os.path.splitext(os.path.basename(p))[0], []).append(p)
-    return {ps[0]: stem for stem, ps in stems.items() if len(ps) == 1}
-
-
-def find(d: str) -> list[dict]:
-    paths = _files(d)
-    names = _names(paths)
-    return [{"name": names.get(p), "path": os.path.relpath(p, os.path.dirname(d)), "file": os.path.abspath(p),
-             "about": summary(p)} for p in paths]
-
-
-def lookup(arg: str) -> str:
-    """A scenario argument: a file as given, or the name of a ready scenario (``rrul``, as ``flent rrul``), found
-    in the scenarios that come with bloatlab from any directory; a name that matches none is an error listing
-    the way to find them."""
-    from ..errors import UserError
-
-    if os.path.exists(arg) or os.sep in arg or arg.endswith(".toml") or not os.path.isdir(DIR):
-        return arg
-    paths = _files(DIR)
-    for p, name in _names(paths).items():
-        if name == arg:
-            return p
-    raise UserError(f"FILE: {arg}: neither a scenario file nor the name of a ready scenario "
-                    "(bloatlab scenarios lists them)")
+def find(dirs: str | list[str]) -> list[dict]:
+    """Rows {name, path, file, about} of the scenarios in ``dirs``; ``path`` is relative to each directory's
+    parent (``gallery/rrul.toml``, ``scenarios/bbr-1pct.toml``)."""
+    dirs = [dirs] if isinstance(dirs, str) else dirs
+    paths = [(d, p) for d in dirs for p in toml_files(d)]
+    named = names([p for _, p in paths])
+    return [{"name": named.get(p), "path": os.path.relpath(p, os.path.dirname(d)), "file": os.path.abspath(p),
+             "about": summary(p)} for d, p in paths]
 
 
 def main(args) -> int:
@@ -96,9 +76,9 @@ def main(args) -> int:
 
         sys.stdout.write(json_schema_text())
         return 0
-    if not os.path.isdir(args.dir):
+    if args.dir is not None and not os.path.isdir(args.dir):
         raise UserError(f"--dir: {args.dir} is not a directory")
-    rows = find(args.dir)
+    rows = find(args.dir if args.dir is not None else sources())
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -179,6 +179,10 @@ def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep
         if not isinstance(doc["base"], str):
             raise ScenarioError("base", f"expected a file name, got {doc['base']!r}")
         bpath = os.path.join(base_dir, doc["base"])
+        if not os.path.exists(bpath):
+            from ..ready import lookup
+
+            bpath = lookup(doc["base"], key="base")  # a ready scenario's name (bloatlab scenarios), as run takes
         base = copy.deepcopy(sc.load(bpath).doc)
         base.setdefault("name", os.path.splitext(os.path.basename(bpath))[0])
     else:

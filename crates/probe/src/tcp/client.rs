@@ -2,17 +2,20 @@
 //! (`super::control`), runs its streams (`super::stream`), prints
 //! iperf3-style interval lines and summary, and joins the server's half of
 //! the measurements (the sender's `TCP_INFO` in a reverse test) to its own.
-//! A server that answers like a stock iperf3 server is reported as
-//! [`IPERF3_SERVER`] so that the CLI runs the test in iperf3's protocol
-//! (`crate::iperf3`).
+//! The opening (`super::control`: a tagged iperf3 cookie and iperf3's
+//! parameters with ours inside) is also a valid iperf3 test: a server that
+//! answers PARAM_EXCHANGE is a stock iperf3 server, and
+//! [`run_client_or_iperf3`] hands the connection over so that the test runs
+//! in iperf3's protocol (`crate::iperf3::run_opened`) without a second
+//! connection (`iperf3 -s -1` serves one).
 //!
 //! Follows iperf3's client (iperf 3.12 `iperf_client_api.c`): control
 //! connection first, then `-P` data connections, intervals every `-i`, the
 //! closing sender/receiver block.
 
 use super::control::{
-    auth_data, read_line, read_line_max, send_json, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC,
-    IPERF3_SERVER, MAX_CTRL_LINE, STOP_LINE,
+    auth_data, opening, read_line, read_line_max, send_json, tagged_cookie, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS,
+    DATA_MAGIC, IPERF3_SERVER, MAX_CTRL_LINE, OPENING_KEY, STOP_LINE,
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
 use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, FlowRaw, FlowSeries, Output};
@@ -26,13 +29,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The server's first byte is iperf3's PARAM_EXCHANGE (9): it took our
-/// parameter line for a cookie. Peeks; waits at most 10 s.
+/// opening for an iperf3 test (a bloatlab-probe server's answer is a JSON
+/// line, `{`). Peeks, and consumes that byte when it is iperf3's; waits at
+/// most 10 s.
 fn answered_like_iperf3(c: &TcpStream) -> bool {
     let end = sys::mono_ns() + 10_000_000_000;
     let mut b = [0u8; 1];
     while sys::mono_ns() < end && !sys::stopped() {
         match c.peek(&mut b) {
-            Ok(1) => return b[0] as i8 == crate::iperf3::state::PARAM_EXCHANGE,
+            Ok(1) => {
+                let iperf3 = b[0] as i8 == crate::iperf3::state::PARAM_EXCHANGE;
+                if iperf3 {
+                    let _ = std::io::Read::read(&mut &*c, &mut b);
+                }
+                return iperf3;
+            }
             Ok(_) => return false,
             Err(e) if is_timeout(&e) => {}
             Err(_) => return false,
@@ -41,7 +52,25 @@ fn answered_like_iperf3(c: &TcpStream) -> bool {
     false
 }
 
+/// Who answered: a bloatlab-probe server, whose test has run, or a stock
+/// iperf3 server, whose test (the same one, in its protocol) is to run.
+pub enum Answer {
+    Bloatlab(Box<ClientResult>),
+    Iperf3(crate::iperf3::Opened),
+}
+
+/// A bloatlab test; a stock iperf3 server is an error ([`IPERF3_SERVER`]):
+/// for callers that cannot run iperf3's protocol.
 pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
+    match run_client_or_iperf3(cfg)? {
+        Answer::Bloatlab(r) => Ok(*r),
+        Answer::Iperf3(_) => Err(ClientError { status: IPERF3_SERVER, msg: format!("{} is an iperf3 server", cfg.addr) }),
+    }
+}
+
+/// A bloatlab test, or, if a stock iperf3 server answered, its control
+/// connection, ready for `crate::iperf3::run_opened`.
+pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     let err1 = |msg: String| ClientError { status: 1, msg };
     if !cfg.reverse {
         if let Some(cc) = &cfg.cc {
@@ -70,18 +99,18 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         pacing: cfg.pacing,
         self_probes: cfg.self_probes.is_some() && cfg.bytes.is_none(),
     };
-    let mut line = serde_json::to_value(&p).unwrap().to_string();
-    line.push('\n');
-    // The magic and the parameter line in one write: two writes would let Nagle hold the
-    // line until the magic is acked, a third round trip before the data connection (the
-    // emulator's spawn lead counts two: supervise.rs `setup_lead`; measured on fidelity 25:
-    // every flow started about RTT - 17 ms late).
-    let mut hello_msg = Vec::with_capacity(CTRL_MAGIC.len() + line.len());
-    hello_msg.extend_from_slice(CTRL_MAGIC);
-    hello_msg.extend_from_slice(line.as_bytes());
-    (&ctrl).write_all(&hello_msg).map_err(|e| err1(format!("control: {e}")))?;
+    // iperf3's parameters for the same test, ours inside: the text the secret signs
+    let mut both = crate::iperf3::params(cfg);
+    both[OPENING_KEY] = serde_json::to_value(&p).unwrap();
+    let line = both.to_string();
+    let cookie3 = tagged_cookie();
+    // The cookie and the parameters in one write: two writes would let Nagle hold the
+    // parameters until the cookie is acked, a third round trip before the data connection
+    // (the emulator's spawn lead counts two: supervise.rs `setup_lead`; measured on
+    // fidelity 25: every flow started about RTT - 17 ms late).
+    (&ctrl).write_all(&opening(&cookie3, &line)).map_err(|e| err1(format!("control: {e}")))?;
     if answered_like_iperf3(&ctrl) {
-        return Err(ClientError { status: IPERF3_SERVER, msg: format!("{} is an iperf3 server", cfg.addr) });
+        return Ok(Answer::Iperf3(crate::iperf3::Opened { ctrl, cookie: cookie3 }));
     }
     let mut rd = BufReader::new(&ctrl);
     let answer = |rd: &mut BufReader<&TcpStream>| -> Result<Value, ClientError> {
@@ -311,7 +340,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         problem.get_or_insert("interrupted".into());
     }
     let duration_s = flows.iter().map(|f| f.end_s).fold(0.0, f64::max);
-    Ok(ClientResult {
+    Ok(Answer::Bloatlab(Box::new(ClientResult {
         flows,
         series,
         cc: cc_seen,
@@ -319,7 +348,7 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
         server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
         duration_s,
         local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
-    })
+    })))
 }
 
 /// iperf3-style interval lines while the workers run.

@@ -9,11 +9,21 @@
 //! `iperf_api.c` `send_parameters`/`get_parameters`, `send_results`), in
 //! bloatlab's own wire format:
 //!
-//! Wire: every connection starts with a 4-byte magic. `BLC1` + JSON line =
-//! control; `BLD1` + cookie (u64 LE) + stream index (u32 LE) = data. Anything
+//! Wire: a control connection opens with an iperf3 cookie whose first
+//! characters are [`CTRL_COOKIE_TAG`] (37 B), then, framed as iperf3 frames
+//! its JSON (u32 BE length + text), iperf3's parameters for the same test
+//! with bloatlab's [`Params`] under the key `"bloatlab"` ([`opening`]). A
+//! `bloatlab-probe` server answers with its JSON line; a stock iperf3 server
+//! reads the cookie and the parameters as its own and answers
+//! PARAM_EXCHANGE, and the client runs *this* test in iperf3's protocol
+//! (`crate::iperf3::Opened`): detecting iperf3 costs no test, which matters
+//! to `iperf3 -s -1`, whose one test is any connection (a connect-and-close
+//! ends it: iperf 3.12 `main.c`, only an authentication failure or an idle
+//! restart does not count). The older opening, `BLC1` + JSON line, is still
+//! served. `BLD1` + cookie (u64 LE) + stream index (u32 LE) = data. Anything
 //! else (e.g. a latency probe that only connects) is closed silently, unless
 //! it is iperf3's or a foreign probe's (`super::server`). On the control
-//! connection the server answers the parameter line with one JSON line
+//! connection the server answers the parameters with one JSON line
 //! (`{"ok": true, ...}` or `{"ok": false, "error": ...}`), and after the test
 //! sends its own measurements as one JSON line; an interrupted reverse-test
 //! client sends [`STOP_LINE`] during the test.
@@ -50,6 +60,63 @@ pub const CTRL_LINE_WAIT_NS: u64 = 10_000_000_000;
 pub const STOP_LINE: &[u8] = b"stop\n";
 pub(crate) const CTRL_MAGIC: &[u8; 4] = b"BLC1";
 pub(crate) const DATA_MAGIC: &[u8; 4] = b"BLD1";
+/// The first characters of the cookie that opens bloatlab's control
+/// connection: iperf3 cookie characters (`[a-z2-7]`), 12 of them, so that a
+/// stock iperf3 client's random cookie is one of ours once in 32^12 ≈ 10^18.
+pub(crate) const CTRL_COOKIE_TAG: &[u8; 12] = b"bloatlabctl2";
+
+/// The key of bloatlab's [`Params`] inside the opening's iperf3 parameters.
+pub(crate) const OPENING_KEY: &str = "bloatlab";
+
+/// A cookie that says "bloatlab's control connection" to a bloatlab-probe
+/// server and is a valid cookie to a stock iperf3 server.
+pub(crate) fn tagged_cookie() -> [u8; crate::iperf3::COOKIE_SIZE] {
+    let mut c = crate::iperf3::make_cookie();
+    c[..CTRL_COOKIE_TAG.len()].copy_from_slice(CTRL_COOKIE_TAG);
+    c
+}
+
+/// The opening's bytes, written at once: the cookie, then `text` (iperf3's
+/// parameters with ours under [`OPENING_KEY`]) framed as iperf3's
+/// `JSON_write` frames it.
+pub(crate) fn opening(cookie: &[u8; crate::iperf3::COOKIE_SIZE], text: &str) -> Vec<u8> {
+    let mut m = Vec::with_capacity(cookie.len() + 4 + text.len());
+    m.extend_from_slice(cookie);
+    m.extend_from_slice(&(text.len() as u32).to_be_bytes());
+    m.extend_from_slice(text.as_bytes());
+    m
+}
+
+/// The server's read of the opening's framed parameters (after the
+/// cookie): at most `max` bytes, all of them before `end` (CLOCK_MONOTONIC
+/// ns; the clock is read after every read, so a trickle cannot renew it).
+/// The length is checked before anything is allocated.
+pub(crate) fn read_framed(c: &TcpStream, max: u64, end: u64) -> io::Result<String> {
+    fn fill(mut c: &TcpStream, buf: &mut [u8], end: u64) -> io::Result<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            match io::Read::read(&mut c, &mut buf[got..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(k) => got += k,
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if sys::mono_ns() > end || sys::stopped() {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+            }
+        }
+        Ok(())
+    }
+    let mut n = [0u8; 4];
+    fill(c, &mut n, end)?;
+    let n = u32::from_be_bytes(n) as u64;
+    if n > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("parameters of {n} bytes, longer than the {max} this server reads")));
+    }
+    let mut buf = vec![0u8; n as usize];
+    fill(c, &mut buf, end)?;
+    String::from_utf8(buf).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "parameters that are not UTF-8"))
+}
 
 /// Test parameters sent by the client.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -336,9 +403,11 @@ pub struct ClientResult {
     pub local_ports: Vec<u16>,
 }
 
-/// [`ClientError::status`] of a client that found a stock iperf3 server
-/// (it answered PARAM_EXCHANGE to our parameter line): the CLI runs the test
-/// again in iperf3's protocol. Never an exit status.
+/// [`ClientError::status`] of `tcp::run_client` when it found a stock
+/// iperf3 server (it answered PARAM_EXCHANGE to our opening) and its caller
+/// cannot run iperf3's protocol (the load test); the CLI uses
+/// `tcp::client::run_client_or_iperf3` and runs the test on the same
+/// connection. Never an exit status.
 pub const IPERF3_SERVER: i32 = -9;
 
 /// A client error with the exit status it deserves (2: bad argument).

@@ -11,7 +11,7 @@
 //! ends when its control connection ends, or at the server's deadline.
 
 use super::control::{
-    auth_data, control_closed, read_line_max, send_json, Params, ServerLimits, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE,
+    auth_data, control_closed, read_framed, read_line_max, send_json, Params, ServerLimits, CTRL_COOKIE_TAG, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE, OPENING_KEY,
 };
 use super::stream::{
     data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
@@ -235,42 +235,52 @@ fn classify(conn: TcpStream, peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
             let _ = tx.send((idx, conn, accept_mono));
         }
     } else if &magic == CTRL_MAGIC {
-        if ctx.one_off && ctx.one_off_taken.load(Ordering::SeqCst) {
-            return; // one test only; refuse others
-        }
-        // the test's slot is taken in serve_test once the client has sent its parameters and
-        // (with a secret) answered the challenge: a connection that idles or trickles its
-        // handshake holds a classification worker for at most CTRL_LINE_WAIT_NS, never a test
-        match serve_test(conn, peer, ctx) {
-            Ok(()) => ctx.finished.store(true, Ordering::SeqCst),
-            Err(Handshake(e)) => {
-                if ctx.verbose {
-                    ctx.log.line(format_args!("tcp server: control connection from {peer}: {e}"));
-                }
-            }
-            Err(Test(e)) => {
-                if ctx.verbose {
-                    ctx.log.line(format_args!("tcp server: test from {peer}: {e}"));
-                }
-                ctx.finished.store(true, Ordering::SeqCst);
-            }
-        }
+        control(conn, peer, ctx, false);
     } else if &magic == crate::probewire::FOREIGN_MAGIC {
         crate::probewire::answer_foreign(&conn);
     } else if crate::iperf3::looks_like_cookie(&magic) {
-        classify_iperf3(conn, magic, peer, accept_mono, ctx);
+        let mut cookie = [0u8; crate::iperf3::COOKIE_SIZE];
+        cookie[..4].copy_from_slice(&magic);
+        if read_exact_timeout(&conn, &mut cookie[4..], 5_000_000_000).is_err() || !crate::iperf3::valid_cookie(&cookie) {
+            return;
+        }
+        if cookie.starts_with(CTRL_COOKIE_TAG) {
+            control(conn, peer, ctx, true); // bloatlab's opening, in iperf3's clothes
+        } else {
+            classify_iperf3(conn, cookie, peer, accept_mono, ctx);
+        }
     }
 }
 
-/// A connection that starts like an iperf3 cookie: a data connection of an
-/// iperf3 test waiting for its streams, or a new iperf3 test.
-fn classify_iperf3(conn: TcpStream, magic: [u8; 4], peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
-    use crate::iperf3::{self, COOKIE_SIZE};
-    let mut cookie = [0u8; COOKIE_SIZE];
-    cookie[..4].copy_from_slice(&magic);
-    if read_exact_timeout(&conn, &mut cookie[4..], 5_000_000_000).is_err() || !iperf3::valid_cookie(&cookie) {
-        return;
+/// A bloatlab control connection: `framed`, its parameters follow a tagged
+/// cookie framed as iperf3's JSON (`control::opening`); else `BLC1` and a line.
+fn control(conn: TcpStream, peer: SocketAddr, ctx: &Ctx, framed: bool) {
+    if ctx.one_off && ctx.one_off_taken.load(Ordering::SeqCst) {
+        return; // one test only; refuse others
     }
+    // the test's slot is taken in serve_test once the client has sent its parameters and
+    // (with a secret) answered the challenge: a connection that idles or trickles its
+    // handshake holds a classification worker for at most CTRL_LINE_WAIT_NS, never a test
+    match serve_test(conn, peer, ctx, framed) {
+        Ok(()) => ctx.finished.store(true, Ordering::SeqCst),
+        Err(Handshake(e)) => {
+            if ctx.verbose {
+                ctx.log.line(format_args!("tcp server: control connection from {peer}: {e}"));
+            }
+        }
+        Err(Test(e)) => {
+            if ctx.verbose {
+                ctx.log.line(format_args!("tcp server: test from {peer}: {e}"));
+            }
+            ctx.finished.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A connection that starts with an iperf3 cookie (read whole): a data
+/// connection of an iperf3 test waiting for its streams, or a new iperf3 test.
+fn classify_iperf3(conn: TcpStream, cookie: [u8; crate::iperf3::COOKIE_SIZE], peer: SocketAddr, accept_mono: u64, ctx: &Ctx) {
+    use crate::iperf3;
     if let Some(tx) = ctx.reg3.lock().unwrap().get(&cookie) {
         let _ = tx.send((conn, accept_mono));
         return;
@@ -313,13 +323,23 @@ enum Failed {
 }
 use Failed::{Handshake, Test};
 
-fn serve_test(ctrl: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), Failed> {
+fn serve_test(ctrl: TcpStream, peer: SocketAddr, ctx: &Ctx, framed: bool) -> Result<(), Failed> {
     let limits = &ctx.limits;
     let mut rd = BufReader::new(&ctrl);
     // the whole handshake within CTRL_LINE_WAIT_NS of its start: a trickle cannot renew it
     let hs_end = sys::mono_ns().saturating_add(CTRL_LINE_WAIT_NS);
     let left = || hs_end.saturating_sub(sys::mono_ns()).max(1);
-    let line = read_line_max(&mut rd, left(), MAX_CTRL_LINE).map_err(|e| Handshake(format!("reading parameters: {e}")))?;
+    // `line`: what the client's secret signs; `params`: our parameters in it
+    let (line, params) = if framed {
+        // nothing is buffered yet: the frame is read from the socket itself
+        let text = read_framed(rd.get_ref(), MAX_CTRL_LINE, hs_end).map_err(|e| Handshake(format!("reading parameters: {e}")))?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let params = v.get(OPENING_KEY).map(|p| p.to_string()).unwrap_or_default();
+        (text, params)
+    } else {
+        let line = read_line_max(&mut rd, left(), MAX_CTRL_LINE).map_err(|e| Handshake(format!("reading parameters: {e}")))?;
+        (line.clone(), line)
+    };
     if let Some(secret) = &limits.secret {
         // challenge-response: HMAC-SHA256(secret, challenge || parameter line)
         let challenge = format!("{:016x}{:016x}", sys::random_u64(), sys::random_u64());
@@ -332,7 +352,7 @@ fn serve_test(ctrl: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<(), Failed
             return Err(Handshake("authentication failed".into()));
         }
     }
-    let (p, deadline_ns) = match limits.admit(&line) {
+    let (p, deadline_ns) = match limits.admit(&params) {
         Ok(x) => x,
         Err((why, limit)) => {
             let mut answer = json!({"ok": false, "error": why});
