@@ -34,7 +34,7 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
     assert {p["limiter"] for p in a} == set(campaign.TRUE_LIMITERS)
     for p in a:
         assert 1 <= p["port_mbps"] <= 1000 and 2 <= p["base_rtt_ms"] <= 600
-        assert p["up_port_mbps"] >= campaign.MIN_UP_MBPS and p["up_port_mbps"] <= p["port_mbps"] * 1.0 + campaign.MIN_UP_MBPS
+        assert p["up_mbps"] >= campaign.MIN_UP_MBPS * 0.999999 and p["up_port_mbps"] <= max(p["port_mbps"], campaign.MIN_UP_MBPS / 0.1)
         assert p["down_mbps"] * 1e6 * p["base_rtt_ms"] / 8e3 <= campaign.MAX_BDP_BYTES
         assert p["loss"] == 0 or 0.0005 <= p["loss"] <= 0.03
         if p["limiter"] in ("policer", "shaper"):

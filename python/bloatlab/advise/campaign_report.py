@@ -94,8 +94,11 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         sec.figure("|measured − true| base RTT, ms",
                    _figure_errors(ok, [("base_rtt_ms", "base RTT")], "|error| ms", pct=False, tol=[(1, "1 ms")],
                                   title="Base RTT error"))
-        sec.figure("|predicted − kernel| / kernel for the recommended configuration on the true path",
-                   _figure_errors(ok, [("pred_goodput", "goodput"), ("pred_p95_rtt", "p95 RTT")], "|error| %",
+        sec.figure("|predicted − kernel| / kernel for the recommended configuration on the true path (the twin); "
+                   "the model on the true path against the kernel (the engine's share of that error); today's "
+                   "setup predicted on the twin",
+                   _figure_errors(ok, [("pred_goodput", "goodput (twin)"), ("pred_p95_rtt", "p95 RTT (twin)"),
+                                       ("model_goodput", "goodput (model, true path)"), ("today_goodput", "today's goodput (twin)")], "|error| %",
                                   tol=[(15, "goodput goal"), (25, "RTT goal")], title="The twin's predictions"),
                    heading="The twin")
         if any(r["errors"].get("rank_regret") is not None for r in ok):
