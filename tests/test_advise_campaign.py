@@ -90,3 +90,42 @@ def test_a_five_path_campaign_through_the_emulator(tmp_path):
     assert r2.returncode == 0 and json.loads(r2.stdout)["paths"] == recs
     r3 = run_cli("fidelity", "--advise", "--paths", "5", "--seed", "7", "--out", out, timeout=60)
     assert r3.returncode == 2 and "seed" in r3.stderr
+
+
+def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
+    """--rank's arithmetic on made-up kernel runs: every candidate this kernel
+    has runs alone and beside CUBIC; the recommendation's regret is the best
+    kernel score minus its own, by advise's own scoring."""
+    import bloatlab
+
+    figures = {  # (cc, queue) -> goodput alone, probe p95, neighbour's goodput beside it
+        ("cubic", "as-is"): (18.0, 200.0, 9.0), ("bbr", "as-is"): (19.0, 60.0, 3.0),
+        ("cubic", "cake"): (17.0, 41.0, 8.5), ("bbr", "cake"): (17.5, 41.0, 8.0)}
+
+    class R:
+        def __init__(self, s):
+            self.summary = s
+
+    def fake_run(doc, engine):
+        assert engine == "emu"
+        cc = doc["flow"][0]["cc"]
+        queue = "as-is" if "shaper" not in doc["link"]["down"] else doc["link"]["down"]["qdisc"]
+        g, p95, nb = figures[(cc, queue)]
+        flows = [{"goodput_mbps": g, "retrans_rate": 0.0}]
+        if len(doc["flow"]) == 2:
+            flows = [{"goodput_mbps": g - nb, "retrans_rate": 0.0}, {"goodput_mbps": nb, "retrans_rate": 0.0}]
+        return R({"flows": flows, "probes": [{"rtt_ms": {"p95": p95}}], "links": {"down": {"qdelay_ms": None}}})
+
+    monkeypatch.setattr(bloatlab, "run", fake_run)
+    t = next(p for p in campaign.draw(50, 9) if p["limiter"] == "fifo")
+    t["base_rtt_ms"] = 40.0
+    alts = [{"cc": cc, "queue": q, "shaper_mbps": None if q == "as-is" else 19.0, "paced": False} for cc, q in figures]
+    alts.append({"cc": "bbr3", "queue": "as-is", "shaper_mbps": None, "paced": False})  # not this kernel's: left out
+    adv = {"alternatives": alts, "recommendation": {"cc": "cubic", "qdisc": "cake", "shaper_mbps": 19.0}}
+    out = campaign.rank(t, 5.0, adv)
+    assert len(out["candidates"]) == 4
+    by = {(c["cc"], c["queue"]): c["score"] for c in out["candidates"]}
+    assert out["recommended_score"] == by[("cubic", "cake")]
+    assert out["best_score"] == max(by.values()) and out["regret"] == pytest.approx(out["best_score"] - by[("cubic", "cake")])
+    # balanced goal: CUBIC behind CAKE (41 ms, a fair share) beats BBR as-is (60 ms, the neighbour starved)
+    assert out["best"] == "cubic + cake" and out["regret"] == 0
