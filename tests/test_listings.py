@@ -112,3 +112,14 @@ def test_a_ready_scenario_runs_by_name_from_any_directory(tmp_path):
     r = subprocess.run([sys.executable, "-m", "bloatlab", "run", "no-such-scenario"], capture_output=True, text=True,
                        cwd=tmp_path, timeout=60)
     assert r.returncode == 2 and "bloatlab scenarios lists them" in r.stderr, r.stderr
+
+
+
+def test_a_scenarios_line_does_not_end_at_an_abbreviation_and_a_fifo_is_not_read(tmp_path):
+    from bloatlab.commands.scenarios import summary
+
+    f = tmp_path / "a.toml"
+    f.write_text('# Four flows (Hock et al. 2017): e.g. 10 ms more. The rest.\nname = "a"\n')
+    assert summary(str(f)) == "Four flows (Hock et al. 2017): e.g. 10 ms more."
+    os.mkfifo(tmp_path / "b.toml")  # reading it would wait for a writer forever
+    assert summary(str(tmp_path / "b.toml")).startswith("(not read:")

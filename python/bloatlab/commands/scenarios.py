@@ -15,6 +15,8 @@ A scenario's line is its ``description`` key, else its first comment line.
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import sys
@@ -37,8 +39,13 @@ def register(sub) -> None:
 
 
 def summary(path: str) -> str:
-    with open(path, "rb") as f:
-        raw = f.read()
+    from .. import files
+    from ..errors import UserError
+
+    try:
+        raw = files.read_bytes(path, files.TEXT_LIMIT, "scenario")
+    except UserError as e:
+        return f"(not read: {e})"
     try:
         doc = tomllib.loads(raw.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -54,7 +61,8 @@ def summary(path: str) -> str:
             continue
         block.append(line.lstrip("#").strip())
     text = " ".join(block)
-    first = text.split(". ")[0]
+    # a sentence ends at ". " — not after an abbreviation ("Hock et al. 2017", "e.g. 10 ms")
+    first = re.split(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)\. ", text)[0]
     return (first if first.endswith(".") or first == text else first + ".") if text else "(no description)"
 
 
