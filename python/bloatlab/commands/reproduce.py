@@ -48,7 +48,7 @@ def main(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
     exp = get(args.name)
-    sw = exp.sweep(args.quick)
+    sw = exp.sweep_for(args.quick, args.engine)
     out = args.out or os.path.join("results", "reproduce", sw.name)
     timeout = exp.timeout(args.quick)
     if args.engine == "emu":
