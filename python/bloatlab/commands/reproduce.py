@@ -59,6 +59,10 @@ def main(args) -> int:
     sweep.print_report(rep)
     st = Store(out)
     claims = exp.claims(st)
+    if sw.expect:  # transperf's scores the experiment's sweep carries (study/expect.py)
+        from ..study import expect
+
+        claims += expect.evaluate(st, sw.expect)
     meta = {"engine": args.engine, "quick": args.quick, "runs": len(st.runs),
             "failed_points": [{"part": p.part, "params": p.params, "seed": p.seed, "error": e} for p, e in rep.failed]}
     check.write(os.path.join(out, "check.json"), exp.name, claims, meta)
