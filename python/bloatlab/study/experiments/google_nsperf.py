@@ -322,11 +322,10 @@ run_tests.sh states what each case is to show (it publishes graphs, not numbers)
         out = out.rename(columns={"retrans_rate": "retrans_%", "second_mbps": "bbr_flow_mbps"})
         tables = [("medians over repeats per case, control, engine and swept value", out)]
         notes = []
-        engines = set(tab["engine"])
         ccs = sorted({cc for cc in tab["cc"] if model_only(cc)})
-        if "emu" in engines:
-            notes.append({"what": "model-only", "detail": f"{', '.join(ccs) or 'bbr3, dctcp'}: this kernel has no such "
-                          "control; their lines are the simulator's alone"})
+        if ccs:
+            notes.append({"what": "model-only", "detail": f"{', '.join(ccs)}: the kernel here has no such control "
+                          "(--engine emu runs reno, cubic, bbr); their lines are the simulator's alone"})
         flagged = tab[tab["timing_flagged"]]
         for _, r in flagged.iterrows():
             notes.append({"what": "not plotted (emulator timing flagged)",
