@@ -131,3 +131,21 @@ def test_a_missed_score_fails_the_sweep_and_a_bad_one_is_exit_2(tmp_path, capsys
     exp.write_text(exp.read_text().replace('check = "tput"', 'check = "goodput"'))
     assert cli(["sweep", str(exp), "--out", str(tmp_path / "o2"), "-q"]) == 2
     assert "expect.0.check" in capsys.readouterr().err
+
+
+def test_reproduce_check_adds_the_expectations_an_experiments_sweep_carries(tmp_path, monkeypatch, capsys):
+    from bloatlab.study import experiments, spec
+
+    class Tiny(experiments.Experiment):
+        name = "tiny"
+
+        def sweep(self, quick):
+            doc = {"name": "tiny", "duration": "3s", "link": {"down": {"rate": "10Mbit"}, "up": {"rate": "10Mbit"}},
+                   "flow": [{"cc": "bbr", "rtt": "20ms", "count": 2}]}
+            return spec.Sweep("tiny", [spec.Part("main", doc)], expect=ex.parse([{"check": "loss_avoid", "min": 0}]))
+
+    monkeypatch.setattr(experiments, "get", lambda name: Tiny())
+    assert cli(["reproduce", "tiny", "--quick", "--check", "--out", str(tmp_path / "r"), "-q"]) == 0
+    doc = json.load(open(tmp_path / "r" / "check.json"))
+    assert [(c["id"], c["verdict"]) for c in doc["claims"]] == [("expect.0.loss_avoid", "holds")]
+    assert "[HOLDS] expect.0.loss_avoid" in capsys.readouterr().out
