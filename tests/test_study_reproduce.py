@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_every_experiment_cites_its_source_and_published_numbers():
     assert set(names()) == {"bbr-vs-cubic-loss", "imc2019", "bufferbloat", "janog-policer-shaper",
-                            "janog-lossy-download", "multi-bbr", "make-wifi-fast"}
+                            "janog-lossy-download", "multi-bbr", "make-wifi-fast", "google-nsperf"}
     for n in names():
         e = get(n)
         assert e.name == n and e.title and "seed" in (e.source + e.published).lower()
@@ -74,7 +74,7 @@ def test_unknown_experiment_is_an_error_listing_the_known_ones(capsys):
 
 
 @pytest.mark.parametrize("name", sorted(["bbr-vs-cubic-loss", "imc2019", "bufferbloat", "janog-policer-shaper",
-                                         "janog-lossy-download", "multi-bbr", "make-wifi-fast"]))
+                                         "janog-lossy-download", "multi-bbr", "make-wifi-fast", "google-nsperf"]))
 def test_a_store_whose_every_point_failed_leaves_every_claim_not_evaluated(tmp_path, name):
     # an emulator run killed at every point (it used to end in "internal error: KeyError: 'part'")
     from bloatlab.study import store

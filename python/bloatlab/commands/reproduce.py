@@ -48,7 +48,7 @@ def main(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs: expected a whole number >= 1, got {args.jobs}")
     exp = get(args.name)
-    sw = exp.sweep(args.quick)
+    sw = exp.sweep_for(args.quick, args.engine)
     out = args.out or os.path.join("results", "reproduce", sw.name)
     timeout = exp.timeout(args.quick)
     if args.engine == "emu":
@@ -59,6 +59,10 @@ def main(args) -> int:
     sweep.print_report(rep)
     st = Store(out)
     claims = exp.claims(st)
+    if sw.expect:  # transperf's scores the experiment's sweep carries (study/expect.py)
+        from ..study import expect
+
+        claims += expect.evaluate(st, sw.expect)
     meta = {"engine": args.engine, "quick": args.quick, "runs": len(st.runs),
             "failed_points": [{"part": p.part, "params": p.params, "seed": p.seed, "error": e} for p, e in rep.failed]}
     check.write(os.path.join(out, "check.json"), exp.name, claims, meta)

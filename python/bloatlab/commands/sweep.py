@@ -58,4 +58,18 @@ def main(args) -> int:
                     timeout=args.timeout, other="append" if args.append else "refuse",
                     retry_flagged=args.retry_flagged)
     sweep.print_report(rep)
+    if sw.expect:
+        return max(1 if rep.failed else 0, _check_expect(sw, out))
     return 1 if rep.failed else 0
+
+
+def _check_expect(sw, out: str) -> int:
+    """Evaluate the file's [[expect]] tables (transperf's scores) on the store: print them, write DIR/check.json;
+    1 when one fails (as a transperf test fails)."""
+    from ..study import check, expect
+    from ..study.store import Store
+
+    claims = expect.evaluate(Store(out), sw.expect)
+    check.write(os.path.join(out, "check.json"), sw.name, claims, {"expect": sw.expect})
+    check.print_claims(sw.name, claims)
+    return 1 if any(c.verdict == check.FAILS for c in claims) else 0

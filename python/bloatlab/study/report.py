@@ -320,7 +320,7 @@ def store_report(store, path: str, experiment=None, claims=None, extra: dict | N
             sec.figure(cap, fig, "Figures of the experiment" if first else None, reserve=True)
             first = False
     # Generic plots of every part (a view the experiment's own figures already give is not drawn again).
-    for part in runs["part"].unique():
+    for part in runs["part"].unique() if experiment is None or experiment.generic_plots else []:
         pr = runs[runs["part"] == part]
         sub = _SubStore(store, pr)
         pkeys = plots.varying_keys(sub)

@@ -15,6 +15,9 @@ engine = "sim"                   # default engine (the CLI's --engine wins)
 [[points]]                       # a list of override sets, crossed with the grid
 "link.down.rate" = "10Mbit"
 "link.up.rate" = "10Mbit"
+[[expect]]                       # transperf's scores every run must reach (study/expect.py)
+check = "tput"
+min = 80
 ```
 
 ``[scenario]`` (an inline scenario table) may replace ``base``. A sweep has
@@ -38,7 +41,8 @@ from typing import Any
 
 from ..errors import ScenarioError, UserError
 
-SPEC_KEYS = {"name", "description", "base", "scenario", "repeat", "seed", "engine", "set", "grid", "points", "start_jitter"}
+SPEC_KEYS = {"name", "description", "base", "scenario", "repeat", "seed", "engine", "set", "grid", "points", "start_jitter",
+             "expect"}
 
 #: a sweep file's default ``start_jitter`` when it repeats points (``repeat > 1``)
 #: and its base scenario sets none: so that the seeds change something real in a
@@ -92,6 +96,8 @@ class Sweep:
     engine: str | None = None
     description: str = ""
     source: str | None = None
+    #: ``[[expect]]`` tables: transperf's scores every run must reach (study/expect.py)
+    expect: list = field(default_factory=list)
 
     def swept_keys(self) -> list[str]:
         keys: list[str] = []
@@ -220,7 +226,10 @@ def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep
     if jitter is None and repeat > 1 and "start_jitter" not in base and "start_jitter" not in fixed:
         jitter = REPEAT_START_JITTER
     part = Part(name="main", base=base, grid=grid, points=points, fixed=fixed, repeat=repeat, seed=seed, start_jitter=jitter)
-    sw = Sweep(name=name, parts=[part], engine=engine, description=str(doc.get("description", "")), source=source)
+    from .expect import parse as parse_expect
+
+    sw = Sweep(name=name, parts=[part], engine=engine, description=str(doc.get("description", "")), source=source,
+               expect=parse_expect(doc.get("expect", [])))
     validate(sw)
     return sw
 

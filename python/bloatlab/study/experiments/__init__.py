@@ -24,6 +24,7 @@ MODULES = {
     "janog-lossy-download": "janog_lossy_download",
     "multi-bbr": "multi_bbr",
     "make-wifi-fast": "make_wifi_fast",
+    "google-nsperf": "google_nsperf",
 }
 
 
@@ -35,6 +36,13 @@ class Experiment:
 
     def sweep(self, quick: bool):  # -> Sweep
         raise NotImplementedError
+
+    #: the report's generic plots of every part (an experiment of many one-point parts draws its own instead)
+    generic_plots = True
+
+    def sweep_for(self, quick: bool, engine: str):  # -> Sweep
+        """The sweep for ``engine`` (an experiment may leave out what that engine cannot run)."""
+        return self.sweep(quick)
 
     def timeout(self, quick: bool) -> float:
         """Seconds after which one point is killed (a hung engine must not hang CI)."""
