@@ -74,7 +74,7 @@
 //! only to a client that echoed its cookie.
 
 use crate::sys;
-use crate::wire::{self, Key, Kind, FLAG_AUTH, TAG_LEN};
+use crate::wire::{self, Key, Kind, FLAG_AUTH, HEADER_LEN, TAG_LEN};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -204,7 +204,7 @@ pub struct Request {
 /// The fields of a train request `pkt` (already passed by [`wire::parse`]);
 /// None when its length is not a request's.
 pub fn parse_request(pkt: &[u8]) -> Option<Request> {
-    if pkt.len() != msg_len(pkt[3]) {
+    if pkt.len() < HEADER_LEN || pkt.len() != msg_len(pkt[3]) {
         return None;
     }
     let mut cookie = [0u8; COOKIE_LEN];
@@ -241,7 +241,7 @@ fn build_answer(session: u32, a: &Answer, key: Option<&Key>) -> Vec<u8> {
 
 /// The fields of a train answer `pkt` (already passed by [`wire::parse`]).
 pub fn parse_answer(pkt: &[u8]) -> Option<Answer> {
-    if pkt.len() != msg_len(pkt[3]) {
+    if pkt.len() < HEADER_LEN || pkt.len() != msg_len(pkt[3]) {
         return None;
     }
     let mut cookie = [0u8; COOKIE_LEN];
@@ -849,6 +849,33 @@ mod tests {
         assert_eq!((a.first_loss, a.head_packets, a.leading_mbps), (Some(0), 0, None));
         assert_eq!(a.tail_mbps, Some(100.0));
         assert!(a.notes[0].contains("no port rate"), "{:?}", a.notes);
+    }
+
+    #[test]
+    fn at_most_max_in_flight_trains_go_at_once_and_a_session_has_one() {
+        let srv = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap(); // never read: the trains are dropped there
+        let to = sink.local_addr().unwrap();
+        let mut t = TrainServer::new();
+        let now = sys::mono_ns();
+        let mut ask = |t: &mut TrainServer, session: u32| {
+            let cookie = t.cookie(to, session, now / COOKIE_EPOCH_NS);
+            t.handle(&srv, to, session, &build_request(session, 100, 64, &cookie, None), None, now)
+        };
+        // each train stays in flight until its second DONE, DONE_AGAIN_NS after it
+        let got: Vec<Handled> = (0..MAX_IN_FLIGHT as u32 + 1).map(|s| ask(&mut t, s)).collect();
+        assert_eq!(&got[..MAX_IN_FLIGHT], &[Handled::Started; MAX_IN_FLIGHT]);
+        assert_eq!(got[MAX_IN_FLIGHT], Handled::Refused(Status::Busy));
+        assert_eq!(ask(&mut t, 0), Handled::Refused(Status::Busy), "its own train is in flight");
+        // a wrong cookie gets a cookie, never a train; garbage is not a request
+        assert_eq!(t.handle(&srv, to, 99, &build_request(99, 100, 64, &[3; COOKIE_LEN], None), None, now), Handled::Cookie);
+        assert_eq!(parse_request(&[0u8; 3]), None);
+        assert_eq!(parse_answer(&[0u8; 3]), None);
+        let deadline = sys::mono_ns() + 5_000_000_000;
+        while t.in_flight() > 0 && sys::mono_ns() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(t.in_flight(), 0, "every train leaves the table");
     }
 
     #[test]
