@@ -32,7 +32,7 @@ def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumpti
     assert port is None and "no faster than the policed rate" in why[0]
     port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
                                            "head_send_mbps": None, "notes": ["1 packet(s) before the first loss: no spacing, no port rate"]}, 19.5)
-    assert (port, bucket) == (None, None) and "no port rate" in why[0] and "1 packets" in why[1]
+    assert (port, bucket) == (None, 1500) and "no port rate" in why[0] and "at most 2 packets" in why[1]
 
 
 def test_the_policed_twin_takes_the_measured_port_and_bucket_else_the_assumption():

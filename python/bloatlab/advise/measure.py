@@ -374,9 +374,13 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
     sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
     if train.get("first_loss") is None:
         why.append(f"bucket: the train's {train['head_bytes']} B passed whole (a bucket at least that large)")
-    elif train.get("head_packets", 0) < 2 or sent_at <= rate_mbps:
-        why.append(f"bucket: {train.get('head_packets', 0)} packets before the first loss, sent at "
-                   f"{sent_at:.4g} Mbit/s: not read")
+    elif train.get("head_packets", 0) < 2:
+        # a bucket of less than two packets: its bytes are all a train can say
+        bucket = max(train["head_bytes"], 1500)
+        why.append(f"bucket: {train.get('head_packets', 0)} packet(s) before the first loss: at most "
+                   f"{train.get('head_packets', 0) + 1} packets' bytes, taken as {bucket} B")
+    elif sent_at <= rate_mbps:
+        why.append(f"bucket: the head was sent at {sent_at:.4g} Mbit/s, no faster than the policed rate: not read")
     else:
         bucket = max(int(train["head_bytes"] * (1 - rate_mbps / sent_at)), 1500)
     return port, bucket, why
@@ -396,7 +400,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
     d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None)
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
-    say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']}: assumed instead)" if why else ""))
+    say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
 
 
 def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None, show: bool = True) -> Measurement:
