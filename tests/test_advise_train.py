@@ -17,9 +17,9 @@ EMULATED = {"bucket_bytes": 23794.5, "bucket_min_bytes": 18942.2, "first_loss": 
 def test_a_trains_head_gives_the_port_and_its_bytes_the_bucket():
     port, bucket, why = m.policer_figures(EMULATED, 19.5)
     assert port == 100.06 and why == []
-    # the head's bytes less what 19.5 Mbit/s refilled while they reached the policer at 2.46 Gbit/s
-    assert bucket == int(24000 * (1 - 19.5 / 2462.3))
-    assert 23_000 < bucket < 25_000
+    # the head's bytes and half a packet less what 19.5 Mbit/s refilled while they reached the policer at 2.46 Gbit/s
+    assert bucket == int(24000 + 750 - 24000 * 19.5 / 2462.3)
+    assert 24_000 < bucket < 25_000
 
 
 def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumptions():
@@ -32,7 +32,7 @@ def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumpti
     assert port is None and "no faster than the policed rate" in why[0]
     port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
                                            "head_send_mbps": None, "notes": ["1 packet(s) before the first loss: no spacing, no port rate"]}, 19.5)
-    assert (port, bucket) == (None, 1500) and "no port rate" in why[0] and "at most 2 packets" in why[1]
+    assert (port, bucket) == (None, 2250) and "no port rate" in why[0] and "at most 2 packets" in why[1]
 
 
 def test_the_policed_twin_takes_the_measured_port_and_bucket_else_the_assumption():
@@ -62,7 +62,7 @@ def test_measure_records_the_train_behind_a_policer_and_survives_its_failure(mon
     d = {"rate_mbps": 19.5, "limiter": "policer"}
     monkeypatch.setattr(m, "_train", lambda host, port, secret: EMULATED)
     m._policer_train("h", 5301, None, d, lambda s: None)
-    assert d["train"] is EMULATED and d["port_mbps"] == 100.06 and 23_000 < d["bucket_bytes"] < 25_000 and d["train_note"] is None
+    assert d["train"] is EMULATED and d["port_mbps"] == 100.06 and 24_000 < d["bucket_bytes"] < 25_000 and d["train_note"] is None
 
     def refused(host, port, secret):
         raise UserError("measure (packet train): the server refused the train: ...")

@@ -635,7 +635,7 @@ fn udp_train(a: UdpTrainArgs) -> R {
     );
     if let Some(b) = an.bucket_bytes {
         println!(
-            "bucket ~{:.0} B (the head's bytes less what the policed rate refilled while it passed; {} B if the policer sat behind the port)",
+            "bucket ~{:.0} B (the head's bytes and half a packet, less what the policed rate refilled while it passed; {} B if the policer sat behind the port)",
             b,
             an.bucket_min_bytes.map(|x| format!("{x:.0}")).unwrap_or_else(|| "?".into())
         );

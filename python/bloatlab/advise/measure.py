@@ -356,9 +356,10 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
 
     The port is the head's dispersion rate (the packets before the first
     loss) unless the server set that pace or it is no faster than the
-    policed rate. The bucket is the head's bytes less what the policed rate
+    policed rate. The bucket is the head's bytes and half a packet (the middle
+    of the packet-wide interval it lies in) less what the policed rate
     refilled while the head reached the policer (at the rate it was sent):
-    ``head_bytes * (1 - rate / send rate)`` (crates/probe/src/train.rs)."""
+    ``head_bytes + W/2 - head_bytes * rate / send rate`` (crates/probe/src/train.rs)."""
     why = []
     lead = port = train.get("leading_mbps")
     if port is None:
@@ -370,19 +371,20 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
         why.append(f"port: the head arrived at {port:.4g} Mbit/s, no faster than the policed rate")
         port = None
     bucket = None
+    half = train.get("wire_bytes", 1500) / 2
     # the rate the head reached the policer at: as the server sent it (None: all at one instant)
     sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
     if train.get("first_loss") is None:
         why.append(f"bucket: the train's {train['head_bytes']} B passed whole (a bucket at least that large)")
     elif train.get("head_packets", 0) < 2:
         # a bucket of less than two packets: its bytes are all a train can say
-        bucket = max(train["head_bytes"], 1500)
+        bucket = max(int(train["head_bytes"] + half), 1500)
         why.append(f"bucket: {train.get('head_packets', 0)} packet(s) before the first loss: at most "
                    f"{train.get('head_packets', 0) + 1} packets' bytes, taken as {bucket} B")
     elif sent_at <= rate_mbps:
         why.append(f"bucket: the head was sent at {sent_at:.4g} Mbit/s, no faster than the policed rate: not read")
     else:
-        bucket = max(int(train["head_bytes"] * (1 - rate_mbps / sent_at)), 1500)
+        bucket = max(int(train["head_bytes"] + half - train["head_bytes"] * rate_mbps / sent_at), 1500)
     return port, bucket, why
 
 
