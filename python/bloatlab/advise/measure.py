@@ -444,12 +444,12 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     for d in dirs:
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say)
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
+        if d == "down" and x["limiter"] == "policer":
+            _policer_train(h, port, secret, x, say)
         if not x["saturated"]:
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
-    if report["down"]["limiter"] == "policer":
-        _policer_train(h, port, secret, report["down"], say)
     report["elapsed_s"] = time.monotonic() - t0
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
