@@ -58,7 +58,7 @@ def test_a_twin_with_a_measured_port_and_bucket_round_trips(tmp_path):
     assert q.link_doc() == p.link_doc()
 
 
-def test_measure_records_the_train_behind_a_policer_and_survives_its_failure(monkeypatch):
+def test_a_policed_direction_records_its_train_and_survives_its_failure(monkeypatch):
     d = {"rate_mbps": 19.5, "limiter": "policer"}
     monkeypatch.setattr(m, "_train", lambda host, port, secret: EMULATED)
     m._policer_train("h", 5301, None, d, lambda s: None)
