@@ -35,7 +35,7 @@ def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumpti
     assert (port, bucket) == (None, 2250) and "no port rate" in why[0] and "at most 2 packets" in why[1]
 
 
-def test_the_policed_twin_takes_the_measured_port_and_bucket_else_the_assumption():
+def test_the_policed_twin_takes_the_trains_port_and_bucket_else_the_assumption():
     p = Path(base_rtt_ms=30, down_mbps=20, limiter="policer", port_mbps=100.06, bucket_bytes=23_800)
     d = p.link_doc()
     assert d["rate"] == "100.06Mbit" and d["policer"] == {"rate": "20Mbit", "burst": "23800B"}
@@ -49,7 +49,7 @@ def test_the_policed_twin_takes_the_measured_port_and_bucket_else_the_assumption
     assert "policer" not in p.link_doc(19.0, "cake")
 
 
-def test_a_twin_with_a_measured_port_and_bucket_round_trips(tmp_path):
+def test_a_twin_with_the_trains_port_and_bucket_round_trips(tmp_path):
     p = Path(base_rtt_ms=30, down_mbps=20, limiter="policer", port_mbps=100, bucket_bytes=24_000)
     f = tmp_path / "twin.toml"
     f.write_text(to_toml(p.twin()))
