@@ -2,7 +2,7 @@
 //! message naming the argument (clap's own errors do the same).
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{echo, iperf3, load, sys, tcp, udp};
+use crate::{echo, iperf3, load, sys, tcp, train, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -53,6 +53,32 @@ enum UdpCmd {
     },
     /// Latency client
     Client(UdpClientArgs),
+    /// A packet train from the server (download): the port's rate behind a policer and its bucket
+    Train(UdpTrainArgs),
+}
+
+/// `udp train`: the server sends N packets back to back; the client reads
+/// the head's spacing (the port's rate), the tail's rate after the first
+/// loss (a policer's rate) and the bytes before it (its bucket).
+#[derive(Args, Debug)]
+struct UdpTrainArgs {
+    host: String,
+    #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// packets in the train (the server sends at most 4096); 1000 full packets outlast a
+    /// 10-ms bucket up to ~1.2 Gbit/s
+    #[arg(long, default_value_t = train::DEFAULT_COUNT, value_parser = clap::value_parser!(u32).range(1..=train::MAX_COUNT as i64))]
+    count: u32,
+    /// UDP payload bytes of each packet: 1472 = full 1500-B IPv4 packets (64..1472)
+    #[arg(long, default_value_t = train::DEFAULT_SIZE as u64, value_parser = clap::value_parser!(u64).range(train::MIN_SIZE as u64..=train::MAX_SIZE as u64))]
+    size: u64,
+    #[arg(long)]
+    secret: Option<String>,
+    /// how long an answer may take before the request is sent again (twice)
+    #[arg(long, default_value = "1s", value_parser = positive_dur)]
+    timeout: u64,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -489,6 +515,7 @@ fn run(cli: Cli) -> R {
     match cli.cmd {
         Cmd::Udp { cmd: UdpCmd::Server { bind, opts } } => udp_server(bind, &opts, None),
         Cmd::Udp { cmd: UdpCmd::Client(a) } => udp_client(a),
+        Cmd::Udp { cmd: UdpCmd::Train(a) } => udp_train(a),
         Cmd::Tcp { cmd: TcpCmd::Server { bind, one_off, secret, max_duration, limits, verbose } } => {
             let l = TcpListener::bind(bind).map_err(|e| (1, format!("--bind {bind}: {e}")))?;
             eprintln!("bloatlab-probe tcp server listening on {}", l.local_addr().map(|a| a.to_string()).unwrap_or_default());
@@ -529,9 +556,99 @@ fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>) -> R {
     };
     let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
     eprintln!(
-        "udp server: replied {}, ignored {} {:?}, rate-limited {}, duration-limited {}",
-        st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited
+        "udp server: replied {}, ignored {} {:?}, rate-limited {}, duration-limited {}, trains {} (refused {})",
+        st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited, st.trains, st.trains_refused
     );
+    Ok(0)
+}
+
+/// `udp train`: ask for a train, receive it, print what it tells.
+fn udp_train(a: UdpTrainArgs) -> R {
+    let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    let cfg = train::TrainCfg {
+        addr,
+        count: a.count,
+        size: a.size as usize,
+        secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+        timeout_ns: a.timeout,
+    };
+    let r = train::run_train(&cfg).map_err(|e| (1, e))?;
+    let mut an = train::analyse(a.count, r.wire_bytes, &r.arrivals);
+    if let Some(d) = r.local_drops.filter(|&d| d > 0) {
+        an.notes.push(format!("this client's socket dropped {d} packets (its receive buffer was full): those losses are not the path's"));
+    }
+    let (server_sent, span_ns, errors) = match r.done {
+        Some((n, s, e)) => (Some(n), Some(s), Some(e)),
+        None => {
+            // the DONE answer was lost: the span from the received packets' send times
+            let lo = r.arrivals.iter().map(|x| x.tx_ns).min();
+            let hi = r.arrivals.iter().map(|x| x.tx_ns).max();
+            (None, lo.zip(hi).map(|(l, h)| h - l), None)
+        }
+    };
+    let send_mbps = match (span_ns, server_sent.unwrap_or(a.count)) {
+        (Some(s), n) if s > 0 && n > 1 => Some((n as u64 - 1) as f64 * r.wire_bytes as f64 * 8e3 / s as f64),
+        _ => None,
+    };
+    if a.json {
+        let mut t = an.to_json();
+        let o = t.as_object_mut().unwrap();
+        o.insert("size".into(), json!(a.size));
+        o.insert("wire_bytes".into(), json!(r.wire_bytes));
+        o.insert("server_sent".into(), json!(server_sent));
+        o.insert("server_send_errors".into(), json!(errors));
+        o.insert("send_ms".into(), json!(span_ns.map(|s| s as f64 / 1e6)));
+        o.insert("send_from".into(), json!(if r.done.is_some() { "server" } else { "received packets' send times" }));
+        o.insert("send_mbps".into(), json!(send_mbps));
+        o.insert("local_drops".into(), json!(r.local_drops));
+        o.insert("duplicates".into(), json!(r.duplicates));
+        o.insert("foreign".into(), json!(r.foreign));
+        o.insert("handshake_rtt_ms".into(), json!(r.handshake_rtt_ns as f64 / 1e6));
+        o.insert("timestamps".into(), json!(if r.kernel_ts { "kernel rx (SO_TIMESTAMPNS)" } else { "user" }));
+        o.insert("rates".into(), json!("Mbit/s of IP packets (UDP payload + 28 B over IPv4, + 48 B over IPv6)"));
+        let out = json!({"test": "udp-train", "host": a.host, "server": addr.to_string(), "version": env!("CARGO_PKG_VERSION"), "train": t});
+        println!("{out}");
+        return Ok(0);
+    }
+    let f = |v: Option<f64>| v.map(|x| format!("{} Mbit/s", train::sig(x))).unwrap_or_else(|| "-".into());
+    println!("UDP train from {addr}: {} packets of {} B ({} B on the wire)", a.count, a.size, r.wire_bytes);
+    println!(
+        "received {} of {}, lost {}{}",
+        an.received,
+        an.sent,
+        an.lost.len(),
+        an.first_loss.map(|i| format!(" (first at #{i})")).unwrap_or_default()
+    );
+    println!(
+        "head: {} packets, {} B in {:.3} ms: leading rate {} (the port's, if the bucket let the head through)",
+        an.head_packets,
+        an.head_bytes,
+        an.head_span_ns as f64 / 1e6,
+        f(an.leading_mbps)
+    );
+    println!(
+        "tail: {} packets after the first loss: {} (the policed rate; over their arrivals {}, over their send times {})",
+        an.tail_packets,
+        f(an.tail_mbps),
+        f(an.tail_arrival_mbps),
+        f(an.tail_send_mbps)
+    );
+    if let Some(b) = an.bucket_bytes {
+        println!(
+            "bucket ~{:.0} B (the head's bytes and half a packet, less what the policed rate refilled while it passed; {} B if the policer sat behind the port)",
+            b,
+            an.bucket_min_bytes.map(|x| format!("{x:.0}")).unwrap_or_else(|| "?".into())
+        );
+    }
+    println!(
+        "the server sent it in {} ({}){}",
+        span_ns.map(|s| format!("{:.3} ms", s as f64 / 1e6)).unwrap_or_else(|| "?".into()),
+        f(send_mbps),
+        if r.done.is_none() { ", from the received packets' send times (its DONE was lost)" } else { "" }
+    );
+    for n in &an.notes {
+        println!("note: {n}");
+    }
     Ok(0)
 }
 

@@ -4,6 +4,7 @@
 //! Rooms:
 //! - [`wire`]: the UDP echo packet format and its parser (fuzzed).
 //! - [`udp`]: UDP request/response latency (server, client).
+//! - [`train`]: packet trains server → client: a policer's port rate and bucket.
 //! - [`echo`]: UDP request/response against any echo server (`--echo`).
 //! - [`tcp`]: TCP throughput with TCP_INFO series (`stream`, `control`, `server`, `client`).
 //! - [`iperf3`]: iperf3's control protocol, client and server side.
@@ -23,5 +24,6 @@ pub mod report;
 pub mod rpm;
 pub mod sys;
 pub mod tcp;
+pub mod train;
 pub mod udp;
 pub mod wire;

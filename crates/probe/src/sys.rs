@@ -189,6 +189,20 @@ pub struct Recv {
     pub len: usize,
     pub kernel_ns: Option<u64>,
     pub from: Option<std::net::SocketAddr>,
+    /// datagrams the socket dropped so far for want of receive buffer
+    /// (SO_RXQ_OVFL's counter, when [`enable_rxq_ovfl`] took)
+    pub drops: Option<u32>,
+}
+
+/// SO_RXQ_OVFL: every datagram then carries the socket's count of datagrams
+/// dropped because its receive buffer was full.
+pub fn enable_rxq_ovfl(fd: RawFd) -> bool {
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, &1i32).is_ok()
+}
+
+/// SO_RCVBUFFORCE (CAP_NET_ADMIN: beyond net.core.rmem_max); false when refused.
+pub fn force_rcvbuf(fd: RawFd, bytes: i32) -> bool {
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_ok()
 }
 
 /// recvmsg with the SCM_TIMESTAMPNS control message. `flags` e.g. MSG_DONTWAIT.
@@ -209,16 +223,20 @@ pub fn recv_ts(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Recv> {
             return Err(io::Error::last_os_error());
         }
         let mut kernel_ns = None;
+        let mut drops = None;
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                 kernel_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
             }
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_RXQ_OVFL {
+                drops = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const u32));
+            }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
         let from = sockaddr_to_std(&addr, msg.msg_namelen);
-        Ok(Recv { len: n as usize, kernel_ns, from })
+        Ok(Recv { len: n as usize, kernel_ns, from, drops })
     }
 }
 

@@ -28,6 +28,7 @@
 
 use crate::report::{fmt_us, Latency, ProbeRaw};
 use crate::sys;
+use crate::train;
 use crate::wire::{self, Key, FLAG_AUTH, FLAG_TS};
 use std::collections::HashMap;
 use std::io;
@@ -104,6 +105,10 @@ pub struct ServerStats {
     pub ignored_by: HashMap<String, u64>,
     pub rate_limited: u64,
     pub duration_limited: u64,
+    /// packet trains sent, cookies handed out, train requests refused ([`crate::train`])
+    pub trains: u64,
+    pub train_cookies: u64,
+    pub trains_refused: u64,
 }
 
 struct ClientState {
@@ -113,7 +118,8 @@ struct ClientState {
 }
 
 /// Serve echo requests on `sock` until Ctrl-C/SIGTERM ([`sys::STOP`]) or
-/// `stop` returns true. Never sends more bytes than it received.
+/// `stop` returns true. Never sends more bytes than it received, but for
+/// packet trains to a client that echoed its cookie ([`crate::train`]).
 pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::Result<ServerStats> {
     let fd = sock.as_raw_fd();
     let kernel_ts = sys::enable_rx_timestamps(fd);
@@ -121,6 +127,7 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
     sock.set_read_timeout(Some(Duration::from_nanos(WAKE_NS)))?;
     let key = cfg.secret.as_deref().map(Key::new);
     let mut clients = Clients::default();
+    let mut trains = train::TrainServer::new();
     let mut st = ServerStats::default();
     let mut buf = vec![0u8; 65536];
     let rflags = if cfg.busy_poll {
@@ -142,8 +149,8 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
         let rx_ns = if kernel_ts { r.kernel_ns.unwrap_or_else(sys::real_ns) } else { sys::real_ns() };
         let Some(from) = r.from else { continue };
         let len = r.len;
-        let session = match wire::parse(&buf[..len], key.as_ref()) {
-            Ok(p) if p.kind == wire::Kind::Request => p.session,
+        let (session, kind) = match wire::parse(&buf[..len], key.as_ref()) {
+            Ok(p) if matches!(p.kind, wire::Kind::Request | wire::Kind::TrainRequest) => (p.session, p.kind),
             Ok(_) => {
                 st.ignored += 1;
                 *st.ignored_by.entry("NotARequest".into()).or_default() += 1;
@@ -178,6 +185,18 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
                 }
                 c.tokens -= 1.0;
             }
+        }
+        if kind == wire::Kind::TrainRequest {
+            match trains.handle(sock, from, session, &buf[..len], key.as_ref(), now) {
+                train::Handled::Started => st.trains += 1,
+                train::Handled::Cookie => st.train_cookies += 1,
+                train::Handled::Refused(_) => st.trains_refused += 1,
+                train::Handled::Malformed => {
+                    st.ignored += 1;
+                    *st.ignored_by.entry("BadTrainRequest".into()).or_default() += 1;
+                }
+            }
+            continue;
         }
         let reply = &mut buf[..len];
         wire::make_reply(reply, rx_ns, sys::real_ns, key.as_ref());

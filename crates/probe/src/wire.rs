@@ -8,7 +8,8 @@
 //!
 //! ```text
 //!  0..2   magic 0xB1 0x0A
-//!  2      version (high nibble, = 1) | kind (low nibble: 1 request, 2 reply)
+//!  2      version (high nibble, = 1) | kind (low nibble: 1 request, 2 reply;
+//!         3 train request, 4 train answer, 5 train data: see `train.rs`)
 //!  3      flags: bit 0 TS   = bytes 16..32 are room for the server's
 //!                             receive and send timestamps (u64 ns each)
 //!                bit 1 AUTH = the last 16 bytes are HMAC-SHA256(secret,
@@ -21,8 +22,10 @@
 //!
 //! The server answers a request with a reply of exactly the request's length:
 //! it rewrites the kind, fills the timestamp room and re-signs; the payload is
-//! echoed untouched, so the client can check every byte. Nothing else is ever
-//! sent, so the server cannot amplify traffic.
+//! echoed untouched, so the client can check every byte. The one exception
+//! is a packet train (`train.rs`), sent only to a client that has echoed the
+//! server's cookie (so it receives at its address) and within a budget per
+//! source: a spoofed request gets no more bytes back than it sent.
 //!
 //! Constants: [`HEADER_LEN`] = 16 B is the smallest packet the CLI allows
 //! (`--size 16`); [`MAX_PACKET`] = 1472 B is the largest UDP payload that fits
@@ -51,6 +54,12 @@ const KNOWN_FLAGS: u8 = FLAG_TS | FLAG_AUTH;
 pub enum Kind {
     Request = 1,
     Reply = 2,
+    /// A client asks for a packet train ([`crate::train`]).
+    TrainRequest = 3,
+    /// The server's answer to a train request: a cookie, a refusal, or the train's end.
+    TrainAnswer = 4,
+    /// One packet of a train.
+    TrainData = 5,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +165,9 @@ pub fn parse<'a>(buf: &'a [u8], key: Option<&Key>) -> Result<Packet<'a>, WireErr
     let kind = match buf[2] & 0x0f {
         1 => Kind::Request,
         2 => Kind::Reply,
+        3 => Kind::TrainRequest,
+        4 => Kind::TrainAnswer,
+        5 => Kind::TrainData,
         _ => return Err(WireError::BadKind),
     };
     let flags = buf[3];
@@ -225,6 +237,18 @@ pub fn build_request(buf: &mut [u8], size: usize, flags: u8, session: u32, seq: 
     if flags & FLAG_AUTH != 0 {
         let t = key.expect("AUTH flag needs a key").tag(&b[..end]);
         b[end..].copy_from_slice(&t);
+    }
+}
+
+/// Sign `buf` in place when its flags carry AUTH: the last [`TAG_LEN`] bytes
+/// become the tag of everything before them (the train's packets).
+pub fn sign(buf: &mut [u8], key: Option<&Key>) {
+    if buf[3] & FLAG_AUTH != 0 {
+        let end = buf.len() - TAG_LEN;
+        if let Some(k) = key {
+            let t = k.tag(&buf[..end]);
+            buf[end..].copy_from_slice(&t);
+        }
     }
 }
 
@@ -308,9 +332,11 @@ mod tests {
         let mut c = b;
         c[2] = 0x21;
         assert_eq!(parse(&c, None), Err(WireError::BadVersion));
-        let mut c = b;
-        c[2] = 0x13;
-        assert_eq!(parse(&c, None), Err(WireError::BadKind));
+        for k in [0x10, 0x16, 0x1f] {
+            let mut c = b;
+            c[2] = k;
+            assert_eq!(parse(&c, None), Err(WireError::BadKind));
+        }
         let mut c = b;
         c[3] = 0x80;
         assert_eq!(parse(&c, None), Err(WireError::UnknownFlags));

@@ -383,6 +383,76 @@ def _twin_buffer(x: dict) -> int | None:
     return None if x["buffer_bytes"] is None else max(x["buffer_bytes"], 1500)
 
 
+#: a port the train reads no faster than this multiple of the policed rate is not told apart from it
+#: (the head's spacing then is the policer's own, or the sender's): the twin keeps POLICER_PORT
+TRAIN_PORT_MARGIN = 1.1
+
+
+def _train(host: str, port: int, secret: str | None) -> dict:
+    """A packet train from the server (``bloatlab-probe udp train``, its
+    defaults: 1000 full packets): the ``train`` object of its JSON."""
+    args = ["udp", "train", host, "-p", str(port)]
+    if secret:
+        args += ["--secret", secret]
+    return _probe(args, timeout=30, who="measure (packet train)")["train"]
+
+
+def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | None, list[str]]:
+    """The port's rate and the bucket behind a policer of ``rate_mbps``
+    (measured) from a packet train: (port Mbit/s, bucket B, why not) — each
+    None where the train cannot tell, with the reason.
+
+    The port is the head's dispersion rate (the packets before the first
+    loss) unless the server set that pace or it is no faster than the
+    policed rate. The bucket is the head's bytes and half a packet (the middle
+    of the packet-wide interval it lies in) less what the policed rate
+    refilled while the head reached the policer (at the rate it was sent):
+    ``head_bytes + W/2 - head_bytes * rate / send rate`` (crates/probe/src/train.rs)."""
+    why = []
+    lead = port = train.get("leading_mbps")
+    if port is None:
+        why.append("port: " + next((n for n in train.get("notes", []) if "no port rate" in n or "one instant" in n), "no head to read it from"))
+    elif train.get("sender_limited"):
+        why.append(f"port: the server, not the path, set the head's pace (the port is at least {port:.4g} Mbit/s)")
+        port = None
+    elif port < TRAIN_PORT_MARGIN * rate_mbps:
+        why.append(f"port: the head arrived at {port:.4g} Mbit/s, no faster than the policed rate")
+        port = None
+    bucket = None
+    half = train.get("wire_bytes", 1500) / 2
+    # the rate the head reached the policer at: as the server sent it (None: all at one instant)
+    sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
+    if train.get("first_loss") is None:
+        why.append(f"bucket: the train's {train['head_bytes']} B passed whole (a bucket at least that large)")
+    elif train.get("head_packets", 0) < 2:
+        # a bucket of less than two packets: its bytes are all a train can say
+        bucket = max(int(train["head_bytes"] + half), 1500)
+        why.append(f"bucket: {train.get('head_packets', 0)} packet(s) before the first loss: at most "
+                   f"{train.get('head_packets', 0) + 1} packets' bytes, taken as {bucket} B")
+    elif sent_at <= rate_mbps:
+        why.append(f"bucket: the head was sent at {sent_at:.4g} Mbit/s, no faster than the policed rate: not read")
+    else:
+        bucket = max(int(train["head_bytes"] + half - train["head_bytes"] * rate_mbps / sent_at), 1500)
+    return port, bucket, why
+
+
+def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> None:
+    """Behind a policer: one packet train, its figures into the direction's
+    report ``d`` (``train``, ``port_mbps``, ``bucket_bytes``, ``train_note``)."""
+    say("  down: a packet train for the policer's port rate and bucket ...")
+    try:
+        t = _train(host, port, secret)
+    except UserError as e:
+        d.update(train=None, port_mbps=None, bucket_bytes=None, train_note=f"no packet train ({e}): the port and bucket are assumed")
+        say(f"  ({d['train_note']})")
+        return
+    p, b, why = policer_figures(t, d["rate_mbps"])
+    d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None)
+    port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
+    bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
+    say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
+
+
 def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None, show: bool = True) -> Measurement:
     h, port = _split_host(host)
     if not 1 <= flows <= 64:
@@ -422,6 +492,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     for d in dirs:
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say)
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
+        if d == "down" and x["limiter"] == "policer":
+            _policer_train(h, port, secret, x, say)
         if not x["saturated"]:
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
@@ -437,6 +509,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(one_way, 0.49), limiter=d["limiter"],
-                up_buffer_bytes=_twin_buffer(report["up"]) if up else None)
+                up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
+                port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

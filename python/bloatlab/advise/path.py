@@ -44,6 +44,10 @@ class Path:
     loss: float = 0.0
     limiter: str = "fifo"
     up_buffer_bytes: int | None = None  # the up bottleneck's buffer; None: 1 BDP
+    # behind a policer, as a packet train measured them (measure's _policer_train); None: assumed
+    # (POLICER_PORT x the policed rate; the emulator's 10 ms of the rate)
+    port_mbps: float | None = None
+    bucket_bytes: int | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -56,6 +60,10 @@ class Path:
             raise UserError(f"--loss: expected a loss below 50 %, got {self.loss:.3g}")
         if self.limiter not in LIMITERS:
             raise UserError(f"--limiter: expected one of {', '.join(LIMITERS)}, got {self.limiter!r}")
+        if self.port_mbps is not None and not self.port_mbps > 0:
+            raise UserError(f"port rate: expected a positive rate, got {self.port_mbps} Mbit/s")
+        if self.bucket_bytes is not None and self.bucket_bytes < 1500:
+            raise UserError(f"bucket: expected at least one packet (1500 B), got {self.bucket_bytes} B")
         if self.buffer_bytes is not None and self.buffer_bytes < 1500:
             raise UserError(f"--buffer: expected at least one packet (1500 B), got {self.buffer_bytes} B")
 
@@ -75,11 +83,22 @@ class Path:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
         lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck"}[self.limiter]
+        if self.limiter == "policer":
+            lim += (f" on a {self.port_mbps:.3g} Mbit/s port" if self.policer_port_measured
+                    else f" on a port assumed {POLICER_PORT}x faster")
+            lim += (f", bucket {self.bucket_bytes / 1e3:.3g} KB" if self.bucket_bytes
+                    else ", bucket assumed 10 ms of the rate")
         buf = ("the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
                if self.limiter == "policer" and self.buffer_bytes is None
                else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
         return f"{self.down_mbps:.3g} Mbit/s down{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
+
+    @property
+    def policer_port_measured(self) -> bool:
+        """A measured port rate the twin can use: faster than the policed rate
+        (else the policer would never see a burst)."""
+        return self.port_mbps is not None and self.port_mbps > self.down_mbps
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -102,15 +121,21 @@ class Path:
             return d
         if self.limiter == "policer":
             # a policer sits on a faster port (a measured policed path shows no
-            # queue at all: bursts pass at the wire rate); the port's rate is not
-            # measured, POLICER_PORT x the policed rate stands for it. Its buffer never filled during the
+            # queue at all: bursts pass at the wire rate). A packet train (measure's _policer_train)
+            # measures the port's rate (its head's spacing) and the bucket (its bytes before the first
+            # loss: with a wrong bucket the twin's CUBIC read 22 Mbit/s where the kernel got 7); where it
+            # could not tell, POLICER_PORT x the policed rate stands for the port and the scenario's
+            # default (10 ms of the rate) for the bucket. The port's buffer never filled during the
             # measurement (no queue), so it is not seen either: the twin gives it one BDP of the policed rate
             # (Path.buffer), which the policed flows do not fill (a 3-KB port buffer, as before, dropped the
             # bursts the policer let through: CUBIC read 1.9 Mbit/s on the twin, 8.7 on the true path)
-            d["rate"] = f"{self.down_mbps * POLICER_PORT:.6g}Mbit"
+            port = self.port_mbps if self.policer_port_measured else self.down_mbps * POLICER_PORT
+            d["rate"] = f"{port:.6g}Mbit"
             d["qdisc"] = "fifo"
             d["buffer"] = f"{max(self.buffer, 3000)}B"
             d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
+            if self.bucket_bytes:
+                d["policer"]["burst"] = f"{int(self.bucket_bytes)}B"
         elif self.limiter == "aqm":
             # fq_codel with Linux's own limit unless a buffer was given: a
             # measurement cannot see an AQM's limit, only the queue it holds
@@ -154,8 +179,11 @@ class Path:
         rate = (down["policer"]["rate_bps"] if down.get("policer") else down["rate_bps"]) / 1e6
         buf = down["buffer_bytes"] or (down["buffer_pkts"] or 0) * 1500 or None
         up_buf = (up["buffer_bytes"] or (up["buffer_pkts"] or 0) * 1500 or None) if up else None
+        pol = down.get("policer")
         return cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
-                   buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf)
+                   buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf,
+                   port_mbps=down["rate_bps"] / 1e6 if pol else None,
+                   bucket_bytes=pol.get("burst_bytes") if pol else None)
 
     @classmethod
     def from_args(cls, rtt: str, rate: str, buffer: str | None, loss: str | None, up_rate: str | None, limiter: str) -> "Path":

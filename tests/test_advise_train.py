@@ -1,0 +1,73 @@
+"""The policed twin from a packet train (issue 30 §2): `measure` runs
+`bloatlab-probe udp train` behind a policer and gives the twin the port's
+rate (the head's spacing) and the bucket (its bytes before the first loss),
+falling back to the assumptions, with the reason, where the train cannot
+tell. The train's own analysis is tested in crates/probe (train.rs)."""
+
+from bloatlab.advise import measure as m
+from bloatlab.advise.path import POLICER_PORT, Path, to_toml
+from bloatlab.errors import UserError
+
+# `udp train --json` through the emulator (--down 100Mbit --policer 20Mbit --rtt 30ms: a 25-KB bucket)
+EMULATED = {"bucket_bytes": 23794.5, "bucket_min_bytes": 18942.2, "first_loss": 16, "head_bytes": 24000, "head_packets": 16,
+            "head_send_mbps": 2462.3, "head_span_ms": 1.80, "leading_mbps": 100.06, "lost": 970, "notes": [], "received": 30,
+            "sender_limited": False, "sent": 1000, "tail_mbps": 21.09, "tail_packets": 14, "wire_bytes": 1500}
+
+
+def test_a_trains_head_gives_the_port_and_its_bytes_the_bucket():
+    port, bucket, why = m.policer_figures(EMULATED, 19.5)
+    assert port == 100.06 and why == []
+    # the head's bytes and half a packet less what 19.5 Mbit/s refilled while they reached the policer at 2.46 Gbit/s
+    assert bucket == int(24000 + 750 - 24000 * 19.5 / 2462.3)
+    assert 24_000 < bucket < 25_000
+
+
+def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumptions():
+    port, bucket, why = m.policer_figures({**EMULATED, "sender_limited": True, "head_send_mbps": 100.0}, 19.5)
+    assert port is None and "the server, not the path" in why[0]
+    assert bucket is not None, "the bucket needs only the rate the head was sent at"
+    port, bucket, why = m.policer_figures({**EMULATED, "first_loss": None, "head_bytes": 1_500_000}, 19.5)
+    assert port == 100.06 and bucket is None and "passed whole" in why[0]
+    port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": 20.5}, 19.5)
+    assert port is None and "no faster than the policed rate" in why[0]
+    port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
+                                           "head_send_mbps": None, "notes": ["1 packet(s) before the first loss: no spacing, no port rate"]}, 19.5)
+    assert (port, bucket) == (None, 2250) and "no port rate" in why[0] and "at most 2 packets" in why[1]
+
+
+def test_the_policed_twin_takes_the_trains_port_and_bucket_else_the_assumption():
+    p = Path(base_rtt_ms=30, down_mbps=20, limiter="policer", port_mbps=100.06, bucket_bytes=23_800)
+    d = p.link_doc()
+    assert d["rate"] == "100.06Mbit" and d["policer"] == {"rate": "20Mbit", "burst": "23800B"}
+    assert "100 Mbit/s port" in p.describe() and "bucket 23.8 KB" in p.describe()
+    # not measured, or no faster than the policed rate: POLICER_PORT x the rate, the scenario's own bucket
+    for q in (Path(base_rtt_ms=30, down_mbps=20, limiter="policer"), Path(base_rtt_ms=30, down_mbps=20, limiter="policer", port_mbps=18)):
+        d = q.link_doc()
+        assert d["rate"] == f"{20 * POLICER_PORT}Mbit" and d["policer"] == {"rate": "20Mbit"}
+        assert "assumed" in q.describe()
+    # a shaped candidate leaves the policer (and its port) out, as before
+    assert "policer" not in p.link_doc(19.0, "cake")
+
+
+def test_a_twin_with_the_trains_port_and_bucket_round_trips(tmp_path):
+    p = Path(base_rtt_ms=30, down_mbps=20, limiter="policer", port_mbps=100, bucket_bytes=24_000)
+    f = tmp_path / "twin.toml"
+    f.write_text(to_toml(p.twin()))
+    q = Path.from_twin(str(f))
+    assert (q.down_mbps, q.port_mbps, q.bucket_bytes, q.limiter) == (20, 100, 24_000, "policer")
+    assert q.link_doc() == p.link_doc()
+
+
+def test_a_policed_direction_records_its_train_and_survives_its_failure(monkeypatch):
+    d = {"rate_mbps": 19.5, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret: EMULATED)
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert d["train"] is EMULATED and d["port_mbps"] == 100.06 and 24_000 < d["bucket_bytes"] < 25_000 and d["train_note"] is None
+
+    def refused(host, port, secret):
+        raise UserError("measure (packet train): the server refused the train: ...")
+
+    monkeypatch.setattr(m, "_train", refused)
+    d = {"rate_mbps": 19.5, "limiter": "policer"}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert (d["train"], d["port_mbps"], d["bucket_bytes"]) == (None, None, None) and "refused" in d["train_note"]
