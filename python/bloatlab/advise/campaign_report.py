@@ -38,6 +38,7 @@ def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title=""):
     ax.set_ylabel("share of paths")
     ax.set_ylim(0, 1.02)
     ax.set_xscale("symlog", linthresh=1 if pct else 0.1)
+    ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title, fontsize=10)
@@ -127,7 +128,10 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     if failed:
         sec.table("Paths that failed", pd.DataFrame([{"path": r["index"], "limiter": r["truth"]["limiter"], "why": r["failed"]}
                                                      for r in failed]))
-    sec.pre("The distribution (seed %d)" % meta["seed"], meta["distribution"])
+    import re
+
+    text = re.sub(r":(?:func|data):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
+    sec.pre("The distribution (seed %d)" % meta["seed"], text)
     html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("quick", meta["quick"]), ("goal", meta["goal"]),
                                                                                   ("today", meta["today"])], sec)
     atomic_write_text(path, html)

@@ -499,8 +499,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
     # the idle probes' own serialization is in their RTT; the twin's links add it again: take it out where the
-    # rate it passed at is known (behind a policer the port's rate is not: nothing is taken out for that direction)
-    ser = serialization_ms({dd: report[dd]["rate_mbps"] for dd in dirs if report[dd]["limiter"] != "policer"})
+    # rate it passed at is known — behind a policer the port's, where a packet train read it, else nothing
+    wire = {dd: report[dd]["rate_mbps"] if report[dd]["limiter"] != "policer" else report[dd].get("port_mbps") for dd in dirs}
+    ser = serialization_ms({dd: r for dd, r in wire.items() if r})
     if ser:
         base["serialization_ms"] = ser
         base["p50"] = max(base["p50"] - ser, 0.01)
