@@ -71,3 +71,20 @@ def test_a_policed_direction_records_its_train_and_survives_its_failure(monkeypa
     d = {"rate_mbps": 19.5, "limiter": "policer"}
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert (d["train"], d["port_mbps"], d["bucket_bytes"]) == (None, None, None) and "refused" in d["train_note"]
+
+
+def test_a_train_no_faster_than_the_rate_turns_a_policer_reading_into_a_shallow_queue():
+    """Drops without a queue and a train whose head came at the measured
+    rate: no faster port, so no policer (fq_codel at 1.5 Mbit/s, 486 ms,
+    the campaign's development seed read it as one): a shallow FIFO."""
+    from bloatlab.advise.measure import _not_a_policer
+
+    x = {"rate_mbps": 1.45, "limiter": "policer", "buffer_bytes": None, "buffer_bdp": None,
+         "evidence": {"flow_q95_ms": 51.7}, "train": {"leading_mbps": 1.47, "sender_limited": False}}
+    _not_a_policer(x, 486.0)
+    assert x["limiter"] == "fifo" and x["buffer_bytes"] == int(51.7e-3 * 1.45e6 / 8)
+    assert "not a policer" in x["limiter_note"]
+    y = {"rate_mbps": 20.0, "limiter": "policer", "buffer_bytes": None, "evidence": {"flow_q95_ms": 3.0},
+         "train": {"leading_mbps": 100.0, "sender_limited": False}}
+    _not_a_policer(y, 30.0)
+    assert y["limiter"] == "policer"  # a port five times faster: a policer

@@ -453,6 +453,26 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
     say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
 
 
+def _not_a_policer(x: dict, base_ms: float) -> None:
+    """Drops without a queue, yet the packet train's head arrived no faster
+    than the measured rate: no faster port, so no policer — a queue at that
+    rate too shallow for the flows' bursts (or an AQM holding it below
+    them). The direction becomes ``fifo`` with the depth the flows saw (their
+    queueing p95 at the rate, at least two packets): a twin that queues at
+    the rate instead of one that polices behind a port ten times faster."""
+    t = x.get("train") or {}
+    lead = t.get("leading_mbps")
+    if not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        return
+    q95 = x["evidence"]["flow_q95_ms"]
+    buf = max(q95 / 1e3 * x["rate_mbps"] * 1e6 / 8, 2 * WIRE_SEGMENT)
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
+             limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
+                          f"rate: not a policer but a queue too shallow for the flows' bursts (~{buf / 1e3:.3g} KB), or an "
+                          f"AQM holding its queue below them")
+
+
 def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None, show: bool = True) -> Measurement:
     h, port = _split_host(host)
     if not 1 <= flows <= 64:
@@ -494,6 +514,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
+            _not_a_policer(x, base["p50"])
         if not x["saturated"]:
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
