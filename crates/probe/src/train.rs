@@ -869,7 +869,7 @@ mod tests {
         let to = sink.local_addr().unwrap();
         let mut t = TrainServer::new();
         let now = sys::mono_ns();
-        let mut ask = |t: &mut TrainServer, session: u32| {
+        let ask = |t: &mut TrainServer, session: u32| {
             let cookie = t.cookie(to, session, now / COOKIE_EPOCH_NS);
             t.handle(&srv, to, session, &build_request(session, 100, 64, &cookie, None), None, now)
         };

@@ -14,7 +14,7 @@
 //! closing sender/receiver block.
 
 use super::control::{
-    auth_data, opening, read_line, read_line_max, send_json, tagged_cookie, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS,
+    auth_data, opening, read_line_max, read_line_progress, send_json, tagged_cookie, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS,
     DATA_MAGIC, IPERF3_SERVER, MAX_CTRL_LINE, OPENING_KEY, STOP_LINE,
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
@@ -27,6 +27,10 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The most a client reads of its server's results (B): a server keeps at most 200 000 samples a test by
+/// default, ~48 MB as JSON (docs/probe.md); raised limits need room, a trickling server none beyond this.
+const RESULTS_MAX: u64 = 512 << 20;
 
 /// The server's first byte is iperf3's PARAM_EXCHANGE (9): it took our
 /// opening for an iperf3 test (a bloatlab-probe server's answer is a JSON
@@ -244,8 +248,10 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         let _ = h.join();
     }
     // the server's half
-    let give_up = if sys::stopped() { 2_000_000_000 } else { 15_000_000_000 };
-    let server: Option<Value> = read_line(&mut rd, give_up).ok().and_then(|l| serde_json::from_str(&l).ok());
+    // 15 s of silence, 5 min in all, at most RESULTS_MAX bytes: the results cross the path just measured,
+    // which may be slow (control.rs, read_line_progress)
+    let (silence, cap) = if sys::stopped() { (2_000_000_000, 2_000_000_000) } else { (15_000_000_000, 300_000_000_000) };
+    let server: Option<Value> = read_line_progress(&mut rd, silence, cap, RESULTS_MAX).ok().and_then(|l| serde_json::from_str(&l).ok());
     let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
     let mut flows = Vec::new();
     let mut series = FlowSeries::default();

@@ -145,14 +145,6 @@ pub struct Params {
     pub self_probes: bool,
 }
 
-/// The client's read of its server's result line: no bound on its length (the
-/// client chose its server, and the line grows with the samples it asked for:
-/// tens of MB over a slow path), given up when the server is silent past
-/// `give_up_ns` from now.
-pub(crate) fn read_line(r: &mut BufReader<&TcpStream>, give_up_ns: u64) -> io::Result<String> {
-    read_line_within(r, sys::mono_ns().saturating_add(give_up_ns), u64::MAX, false)
-}
-
 /// Read one `\n`-terminated line of at most `max` bytes, all of it within
 /// `give_up_ns`: what a server facing the network reads from a client that
 /// may be hostile. A peer that never sends a newline cannot grow our memory
@@ -163,12 +155,31 @@ pub(crate) fn read_line_max(r: &mut BufReader<&TcpStream>, give_up_ns: u64, max:
     read_line_within(r, sys::mono_ns().saturating_add(give_up_ns), max, true)
 }
 
+/// Read one line, `\n`-terminated, that may take long to arrive but keeps
+/// arriving: the server's results after a test, a JSON document of up to
+/// hundreds of KB that crosses the path just measured — behind a policer
+/// with a 3-KB bucket at 500 ms, or at 0.2 Mbit/s, that took longer than a
+/// fixed 15 s and the client lost the results it had waited for. The wait
+/// ends after `silence_ns` without a byte, or at `cap_ns` in all, or past
+/// `max` bytes: what the client owes a server that trickles.
+pub(crate) fn read_line_progress(r: &mut BufReader<&TcpStream>, silence_ns: u64, cap_ns: u64, max: u64) -> io::Result<String> {
+    let now = sys::mono_ns();
+    read_line_until(r, now.saturating_add(silence_ns.min(cap_ns)), max, false, Some((silence_ns, now.saturating_add(cap_ns))))
+}
+
 /// The line (newline included) is gathered as bytes and checked as UTF-8 once
 /// whole: `BufRead::read_line` drops what it read when a read timeout falls
 /// inside a multi-byte character. `end`: CLOCK_MONOTONIC ns; `whole`: the
 /// deadline holds for the whole line, else only while the peer is silent.
 /// Each read waits at most the socket's read timeout (WAKE on our sockets).
 fn read_line_within(r: &mut BufReader<&TcpStream>, end: u64, max: u64, whole: bool) -> io::Result<String> {
+    read_line_until(r, end, max, whole, None)
+}
+
+/// [`read_line_within`], and with `progress` = (silence, hard end) the
+/// deadline moves to `silence` after each byte that arrives, never past the
+/// hard end ([`read_line_progress`]).
+fn read_line_until(r: &mut BufReader<&TcpStream>, mut end: u64, max: u64, whole: bool, progress: Option<(u64, u64)>) -> io::Result<String> {
     let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "timed out");
     let mut line = Vec::new();
     loop {
@@ -195,6 +206,13 @@ fn read_line_within(r: &mut BufReader<&TcpStream>, end: u64, max: u64, whole: bo
         }
         line.extend_from_slice(&avail[..n]);
         r.consume(n);
+        if let Some((silence, hard)) = progress {
+            let now = sys::mono_ns();
+            if now > hard && !done {
+                return Err(timed_out());
+            }
+            end = now.saturating_add(silence).min(hard);
+        }
         if done {
             return String::from_utf8(line).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "line is not UTF-8"));
         }
@@ -428,6 +446,46 @@ mod tests {
         let (s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(super::super::stream::WAKE)).unwrap();
         (s, c)
+    }
+
+    /// A peer that sends `chunks` pieces of its line `gap_ms` apart, then the newline.
+    fn slow_line(c: TcpStream, chunks: usize, gap_ms: u64) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut c = c;
+            for _ in 0..chunks {
+                if c.write_all(b"{\"x\": 1").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(gap_ms));
+            }
+            let _ = c.write_all(b"}\n");
+        })
+    }
+
+    #[test]
+    fn results_that_keep_coming_are_read_past_the_silence_and_a_pause_ends_them() {
+        // 12 pieces 150 ms apart (1.8 s) with 400 ms of allowed silence: read whole
+        let (s, c) = pair();
+        let peer = slow_line(c, 12, 150);
+        let got = read_line_progress(&mut BufReader::new(&s), 400_000_000, 10_000_000_000, 1 << 20).unwrap();
+        assert!(got.starts_with("{\"x\": 1{") && got.ends_with("}\n"), "{got}");
+        peer.join().unwrap();
+        // a pause of 1 s with 400 ms allowed: given up
+        let (s, c) = pair();
+        let peer = slow_line(c, 3, 1000);
+        let r = read_line_progress(&mut BufReader::new(&s), 400_000_000, 10_000_000_000, 1 << 20);
+        assert_eq!(r.map_err(|e| e.kind()), Err(io::ErrorKind::TimedOut));
+        drop(s);
+        peer.join().unwrap();
+        // progress never ends it past the cap: 1.5 s of pieces 100 ms apart against a 0.6-s cap
+        let (s, c) = pair();
+        let peer = slow_line(c, 15, 100);
+        let t = std::time::Instant::now();
+        let r = read_line_progress(&mut BufReader::new(&s), 400_000_000, 600_000_000, 1 << 20);
+        assert_eq!(r.map_err(|e| e.kind()), Err(io::ErrorKind::TimedOut));
+        assert!(t.elapsed() < Duration::from_millis(600 + 100 + 500));
+        drop(s);
+        peer.join().unwrap();
     }
 
     #[test]
