@@ -319,3 +319,36 @@ def test_a_host_without_fq_today_is_compared_with_the_same_control_paced_by_fq()
     # Without sch_fq nothing is paced but what paces itself.
     out = recommend.advise(p, "balanced", "cubic", None, 1, queues=("as-is",), host_qdisc_state=("pfifo_fast", False))
     assert not any(a["paced"] for a in out["alternatives"])
+
+
+def _load_json(rate_bps, flow_rtt_ms, probe_rtt_ms, retx, segs, flows=4, secs=10.0):
+    t = [i * 0.01 for i in range(int(secs / 0.01))]
+    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": []}
+    for f in range(1, flows + 1):
+        fl["flow"] += [f] * len(t)
+        fl["t"] += t
+        fl["delivery_rate_bps"] += [rate_bps / flows] * len(t)
+        fl["srtt_ms"] += [flow_rtt_ms] * len(t)
+        fl["delivered_bytes"] += [x * rate_bps / flows / 8 for x in t]
+    return {"flows": [{"id": f, "direction": "down", "retransmits": retx / flows, "retrans_rate": retx / segs}
+                      for f in range(1, flows + 1)],
+            "raw": {"series": {"flows": fl, "probes": {"t": t, "rtt_ms": [probe_rtt_ms] * len(t)}}}}
+
+
+def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phase_that_did(monkeypatch):
+    """Behind an 8.9 Mbit/s policer on a 14.6 Mbit/s port (63 ms, the campaign's
+    development seed) CUBIC collapsed to 1.4 Mbit/s, its flows' smoothed RTT
+    lifted by slow start's bursts at the port while the probe saw none — read
+    as flow isolation. BBR reached 8.2: its phase, without a queue and with
+    drops, says policer."""
+    from bloatlab.advise import measure as M
+
+    phases = {"cubic": _load_json(1.4e6, 63 + 22.6, 63 + 0.8, 137, 880),
+              "bbr": _load_json(8.2e6, 63 + 1.5, 63 + 0.5, 300, 7000)}
+    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc: phases[cc])
+    x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
+    assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
+    # a fill phase that reached the rate keeps its own evidence (a FIFO: the probe waits as the flows do)
+    phases = {"cubic": _load_json(19.5e6, 63 + 40, 63 + 42, 30, 20000), "bbr": _load_json(19.8e6, 63 + 30, 63 + 31, 5, 20000)}
+    x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
+    assert x["evidence"]["phase"] == "fill" and x["limiter"] == "fifo"

@@ -60,6 +60,10 @@ ISOLATION = 0.5
 #: Mathis's rate; a 430 Mbit/s policer with a 2.7-ms bucket at 312 ms 10^4 x (its CUBIC flows' p95 queueing,
 #: slow start's bursts at the port, passed the burst floor)
 FAR_ABOVE_MATHIS = 10.0
+#: a BBR phase that delivers this multiple of the fill phase's rate or more shows the fill phase never reached
+#: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
+#: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
+UNSATURATED = 1.25
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
 DEFAULT_PORT = 5301
@@ -320,50 +324,75 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
-    p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
-    retx, segs = _retrans(j, d)
-    retrans = retx / segs if segs else 0.0
-    dropped = _significant(retx, segs, idle_loss)
-    # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
-    flow_q50 = max((w["flow_rtt_p50"] if np.isfinite(w["flow_rtt_p50"]) else p50) - base_p50, 0.0)
-    flow_q95 = max((w["flow_rtt_p95"] if np.isfinite(w["flow_rtt_p95"]) else p95) - base_p50, 0.0)
-    added = max(p95 - base_p50, 0.0)
+    ev = _evidence(j, w, d, base_p50, idle_loss)
+    fill = ev
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
     # a standing queue at a shared queue through the window (the flows' median queueing above the burst
     # floor) means the link never idled: the fill phase's rate is the link's, and a BBR phase would only
     # cost time (at 200 ms, two more load runs of ~7 s each)
     floor = burst_floor_ms(w["rate_mbps"], flows)
-    excess = max(retrans - idle_loss, 0.0)
-    loaded_rtt = base_p50 + flow_q50
-    standing = classify(added, flow_q50, flow_q95, dropped, w["rate_mbps"], flows, excess, loaded_rtt) == "fifo" and flow_q50 >= floor
+    standing = _classify_ev(ev, w["rate_mbps"], flows) == "fifo" and ev["flow_q50_ms"] >= floor
     if not lossy and not standing:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
         try:
-            wb = _window(_load(host, port, d, flows, rsecs, secret, "bbr"), d)
+            jb = _load(host, port, d, flows, rsecs, secret, "bbr")
+            wb = _window(jb, d)
             rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
+            # the fill phase never reached the rate (CUBIC collapsed behind a policer or under random loss, or
+            # could not grow on a long path in its time): its queueing describes that collapse, not the
+            # bottleneck under load — the phase that reached the rate tells what limits it
+            if wb["rate_mbps"] >= UNSATURATED * w["rate_mbps"] and wb["probes"].size >= 5:
+                ev = _evidence(jb, wb, d, base_p50, idle_loss)
+                ev["phase"] = "bbr"
         except UserError as e:
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
-    # the bursts drain at the bottleneck's rate: the larger of the phases' (behind a policer CUBIC reads low)
-    # ... and the losses belong to the fill phase: Mathis's rate at its own rate
-    limiter = classify(added, flow_q50, flow_q95, dropped, rate, flows, excess, loaded_rtt, w["rate_mbps"])
-    # the buffer: what a FIFO holds under loss-based load, the flows' p95 (smoothed
-    # RTT: the VM's pauses do not enter it as they enter the probes' p95); none
-    # behind a policer the port's buffer is never filled, so it is not seen either; unknown behind an AQM,
+    # the bursts drain at the bottleneck's rate: the larger of the phases'
+    limiter = _classify_ev(ev, rate, flows)
+    # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
+    # as they enter the probes' p95) — the larger of the two phases' where both ran (a loss-based control fills
+    # whatever buffer there is, BBR about one BDP beyond the pipe, and either may not have had the time); none
+    # behind a policer (its port's buffer is never filled, so not seen either); unknown behind an AQM,
     # which holds its queue below its limit
     bdp = rate * 1e6 * base_p50 / 1e3 / 8
-    buf = None if limiter in ("aqm", "policer") else flow_q95 / 1e3 * rate * 1e6 / 8
-    saturated = flow_q95 >= 1.0 or dropped
-    return {"rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc, "loaded_rtt_ms": {"p50": p50, "p95": p95},
+    q95 = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
+    buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
+    saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
+    added = fill["probe_q95_ms"]
+    return {"rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
+            "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
-            "evidence": {"mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded_rtt), "excess_loss": excess, "probe_q95_ms": added, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "burst_floor_ms": burst_floor_ms(rate, flows),
-                         "dropped": dropped, "retransmits": retx, "segments": segs},
-            "retrans_rate": retrans, "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
+            "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
+            "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": secs, "saturated": saturated}
+
+
+def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> dict:
+    """The figures the limiter is read from, of one loaded phase (its JSON
+    ``j`` and its window ``w``): the probes' and the flows' queueing above
+    the base RTT, the drops beyond the idle loss, the loss against Mathis's."""
+    p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
+    retx, segs = _retrans(j, d)
+    retrans = retx / segs if segs else 0.0
+    # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
+    flow_q50 = max((w["flow_rtt_p50"] if np.isfinite(w["flow_rtt_p50"]) else p50) - base_p50, 0.0)
+    flow_q95 = max((w["flow_rtt_p95"] if np.isfinite(w["flow_rtt_p95"]) else p95) - base_p50, 0.0)
+    flows = len({f["id"] for f in j["flows"] if f["direction"] == d}) or 1
+    excess = max(retrans - idle_loss, 0.0)
+    loaded = base_p50 + flow_q50
+    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
+            "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
+            "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
+            "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
+
+
+def _classify_ev(ev: dict, rate_mbps: float, flows: int) -> str:
+    return classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], ev["dropped"], rate_mbps, flows,
+                    ev["excess_loss"], ev["loaded_rtt_ms"], ev["rate_mbps"])
 
 
 #: the idle probes' wire size (B): bloatlab-probe udp client's 64-byte payload + UDP 8 + IPv4 20 (the emulator
