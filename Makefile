@@ -3,6 +3,7 @@
 #   make test   - every test (Rust + Python; emulator tests need root)
 #   make bench  - benchmarks (figures go to BENCHMARKS.md)
 #   make setup  - .venv with bloatlab compiled in release mode (idempotent)
+#   make dist   - dist/bloatlab-*.whl: pip install it anywhere (glibc >= 2.34) for every verb
 
 SHELL := /bin/bash
 PY ?= python3
@@ -11,7 +12,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.bloatlab-stamp
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name 'Cargo.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: setup demo test test-rust test-python bench clean
+.PHONY: setup demo test test-rust test-python bench clean dist
 
 setup: $(STAMP)
 
@@ -27,6 +28,9 @@ test: setup
 
 bench: setup
 	bash scripts/bench.sh
+
+dist: setup
+	bash scripts/dist.sh
 
 clean:
 	rm -rf target $(VENV)

@@ -97,11 +97,50 @@ def main(argv: list[str] | None = None) -> int:
         where = e.filename if e.filename2 is None else f"{e.filename} -> {e.filename2}"
         print(f"error: {where}: {e.strerror or e}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as e:
+        extra = _extra_of(e.name)
+        if extra is None or os.environ.get("BLOATLAB_DEBUG"):
+            if os.environ.get("BLOATLAB_DEBUG"):
+                raise
+            print(f"internal error: {type(e).__name__}: {e} (set BLOATLAB_DEBUG=1 for the traceback)", file=sys.stderr)
+            return 1
+        what = " ".join(["bloatlab"] + argv[:1])
+        print(f"error: {what} needs the optional '{extra}' dependencies ({e.name} is not installed): "
+              f"pip install 'bloatlab[{extra}]'", file=sys.stderr)
+        return 2
     except Exception as e:  # a bug of ours: say so in one line unless asked for the traceback
         if os.environ.get("BLOATLAB_DEBUG"):
             raise
         print(f"internal error: {type(e).__name__}: {e} (set BLOATLAB_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
+
+
+#: a distribution whose import name differs from it
+_IMPORT_NAMES = {"scikit-learn": "sklearn"}
+
+
+def _extra_of(module: str | None) -> str | None:
+    """The optional extra of bloatlab's package metadata (pyproject.toml's
+    ``[project.optional-dependencies]``) that brings ``module``, if any."""
+    import re
+    from importlib import metadata
+
+    if not module:
+        return None
+    top = module.split(".")[0]
+    try:
+        reqs = metadata.requires("bloatlab") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for r in reqs:
+        m = re.match(r"\s*([A-Za-z0-9_.-]+)(?:\[([^\]]*)\])?[^;]*;.*extra\s*==\s*[\"']([^\"']+)[\"']", r)
+        if not m:
+            continue
+        name, sub, extra = m.group(1).lower(), m.group(2), m.group(3)
+        names = {_IMPORT_NAMES.get(name, name.replace("-", "_"))} | {x.strip() for x in (sub or "").split(",") if x.strip()}
+        if top in names:
+            return extra
+    return None
 
 
 if __name__ == "__main__":
