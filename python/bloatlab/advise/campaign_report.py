@@ -74,8 +74,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     ok = [r for r in records if "failed" not in r]
     sec = _Sections()
     rows = []
-    for key, tol, want in __import__("bloatlab.advise.campaign", fromlist=["GOALS"]).GOALS:
-        s = summ.get(key) or {}
+    # the goals as the summary carries them (campaign.GOALS, in its order)
+    for key, s in ((k, v) for k, v in summ.items() if isinstance(v, dict) and "goal" in v):
+        tol, want = s["tolerance"], s["goal"]
         rows.append({"goal": key, "tolerance": "" if tol is None else f"{tol * 100:.0f} %" if key != "base_rtt_ok" else "",
                      "wanted": f"{want * 100:.0f} % of paths", "met": s.get("met"), "of": s.get("of"),
                      "share": None if s.get("share") is None else f"{s['share'] * 100:.0f} %"})

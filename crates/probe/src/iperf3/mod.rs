@@ -49,9 +49,11 @@
 //! report; [`server`]: serving a stock `iperf3 -c`.
 
 mod client;
+pub mod cookie;
 mod server;
 
 pub use client::*;
+pub use cookie::*;
 pub use server::*;
 
 use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, series_json, FlowRaw, FlowSeries, Output};
@@ -69,10 +71,6 @@ use std::time::Duration;
 
 /// iperf3's default port (`PORT` in iperf_api.h).
 pub const DEFAULT_PORT: u16 = 5201;
-/// `COOKIE_SIZE` (iperf.h): 36 characters and a NUL.
-pub const COOKIE_SIZE: usize = 37;
-/// The characters of a cookie (`make_cookie` in iperf_util.c).
-pub const COOKIE_CHARS: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 /// The longest parameter JSON the server reads: iperf3 3.12 sends ~300 B
 /// (an RSA auth token adds ~700 B); 64 KiB is generous and bounded.
 pub const MAX_PARAMS_JSON: u32 = 64 * 1024;
@@ -126,23 +124,6 @@ pub fn stream_id(idx: usize) -> u64 {
     }
 }
 
-pub fn make_cookie() -> [u8; COOKIE_SIZE] {
-    let mut c = [0u8; COOKIE_SIZE];
-    for ch in c.iter_mut().take(COOKIE_SIZE - 1) {
-        *ch = COOKIE_CHARS[(sys::random_u64() % 32) as usize];
-    }
-    c
-}
-
-/// The first bytes of a connection could be an iperf3 cookie.
-pub fn looks_like_cookie(b: &[u8]) -> bool {
-    b.iter().all(|c| COOKIE_CHARS.contains(c))
-}
-
-/// A whole cookie: 36 cookie characters and a NUL.
-pub fn valid_cookie(c: &[u8; COOKIE_SIZE]) -> bool {
-    looks_like_cookie(&c[..COOKIE_SIZE - 1]) && c[COOKIE_SIZE - 1] == 0
-}
 
 fn write_state(mut c: &TcpStream, s: i8) -> io::Result<()> {
     c.write_all(&[s as u8])

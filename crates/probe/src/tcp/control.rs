@@ -70,8 +70,8 @@ pub(crate) const OPENING_KEY: &str = "bloatlab";
 
 /// A cookie that says "bloatlab's control connection" to a bloatlab-probe
 /// server and is a valid cookie to a stock iperf3 server.
-pub(crate) fn tagged_cookie() -> [u8; crate::iperf3::COOKIE_SIZE] {
-    let mut c = crate::iperf3::make_cookie();
+pub(crate) fn tagged_cookie() -> [u8; crate::iperf3::cookie::COOKIE_SIZE] {
+    let mut c = crate::iperf3::cookie::make_cookie();
     c[..CTRL_COOKIE_TAG.len()].copy_from_slice(CTRL_COOKIE_TAG);
     c
 }
@@ -79,7 +79,7 @@ pub(crate) fn tagged_cookie() -> [u8; crate::iperf3::COOKIE_SIZE] {
 /// The opening's bytes, written at once: the cookie, then `text` (iperf3's
 /// parameters with ours under [`OPENING_KEY`]) framed as iperf3's
 /// `JSON_write` frames it.
-pub(crate) fn opening(cookie: &[u8; crate::iperf3::COOKIE_SIZE], text: &str) -> Vec<u8> {
+pub(crate) fn opening(cookie: &[u8; crate::iperf3::cookie::COOKIE_SIZE], text: &str) -> Vec<u8> {
     let mut m = Vec::with_capacity(cookie.len() + 4 + text.len());
     m.extend_from_slice(cookie);
     m.extend_from_slice(&(text.len() as u32).to_be_bytes());
