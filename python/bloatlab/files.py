@@ -62,10 +62,10 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_bytes(path: "str | os.PathLike", limit: int, what: str) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-    ``what`` names the file in a refusal (e.g. ``"trace"``, ``"--import"``)."""
-    p = os.fspath(path)
+def _open_regular(p: str, what: str) -> tuple[int, os.stat_result]:
+    """An open descriptor of the regular file ``p`` (blocking reads) and its
+    stat. Opened non-blocking so that a FIFO with no writer does not hang
+    the open; anything but a regular file is refused before any read."""
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
@@ -74,9 +74,21 @@ def read_bytes(path: "str | os.PathLike", limit: int, what: str) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UserError(f"{what} {p}: {_kind(st.st_mode)}, not a regular file; only files are read")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_bytes(path: "str | os.PathLike", limit: int, what: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+    ``what`` names the file in a refusal (e.g. ``"trace"``, ``"--import"``)."""
+    p = os.fspath(path)
+    fd, st = _open_regular(p, what)
+    try:
         if st.st_size > limit:
             raise UserError(f"{what} {p}: {st.st_size:,} bytes, more than the {_size(limit)} bound for this file")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)  # a file that grew since fstat is still bounded
     except OSError as e:
@@ -139,15 +151,8 @@ def sha256_file(path: str) -> str:
     import hashlib
 
     h = hashlib.sha256()
+    fd, _ = _open_regular(path, "stored file")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise UserError(f"cannot read stored file {path}: {e.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UserError(f"stored file {path}: {_kind(st.st_mode)}, not a regular file; only files are read")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         with os.fdopen(fd, "rb", closefd=False) as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
