@@ -61,6 +61,8 @@ pub struct LoadCfg {
     pub duration_ns: u64,
     pub idle_ns: u64,
     pub probe_interval_ns: u64,
+    /// the flows' TCP_INFO sample period
+    pub sample_interval_ns: u64,
     pub secret: Option<Vec<u8>>,
     pub t0_mono: u64,
     pub verbose: bool,
@@ -257,7 +259,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         rate_bps: None,
         onoff_ticks: None,
         cport: None,
-        info_interval_ns: 10_000_000,
+        info_interval_ns: cfg.sample_interval_ns,
         report_ns: 0,
         t0_mono: t0,
         first_id,

@@ -85,3 +85,20 @@ fn without_self_probes_the_loaded_part_comes_from_the_stacks_smoothed_rtt() {
     assert!(p["self_probe_source"].as_str().unwrap().starts_with("tcp_info srtt"), "{p}");
     assert!(p["tm_ms"]["http_l"].as_f64().unwrap() > 0.0, "{p}");
 }
+
+#[test]
+fn the_sample_interval_sets_how_many_tcp_info_samples_come_back() {
+    // 2 s of 1 flow: 10-ms samples ~200, 100-ms samples ~20. A slow path must carry the
+    // result back (measure asks for ~150 samples a flow per phase, docs/advise.md)
+    let srv = Server::start(&["server"]);
+    let count = |extra: &[&str]| {
+        let mut a = vec!["--down", "1", "--up", "0", "-t", "2", "--no-self-probes"];
+        a.extend_from_slice(extra);
+        let j = load(&srv.port, &a);
+        j["raw"]["series"]["flows"]["t"].as_array().map(|v| v.len()).unwrap_or(0)
+    };
+    let fine = count(&[]);
+    let coarse = count(&["--sample-interval", "100ms"]);
+    assert!((150..=210).contains(&fine), "{fine} samples at 10 ms");
+    assert!((15..=22).contains(&coarse), "{coarse} samples at 100 ms");
+}

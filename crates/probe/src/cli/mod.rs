@@ -336,6 +336,11 @@ struct LoadArgs {
     /// UDP probe period
     #[arg(long, default_value = "10ms", value_parser = positive_dur)]
     probe_interval: u64,
+    /// TCP_INFO sample period of the loaded flows (10ms..1s; the server's
+    /// --min-info-interval may ask for more): the result carries one sample
+    /// per flow per period, which a slow path must carry back
+    #[arg(long, default_value = "10ms", value_parser = sample_interval)]
+    sample_interval: u64,
     /// no self probes: the load connections carry raw bytes (the RPM's loaded
     /// part then comes from their TCP_INFO smoothed RTT)
     #[arg(long)]
@@ -352,6 +357,15 @@ struct LoadArgs {
     /// per phase, the probes sent and answered (stderr)
     #[arg(short, long)]
     verbose: bool,
+}
+
+/// `load --sample-interval`: 10 ms (the server's default floor) to 1 s.
+fn sample_interval(s: &str) -> Result<u64, String> {
+    let ns = positive_dur(s)?;
+    if !(10_000_000..=1_000_000_000).contains(&ns) {
+        return Err(format!("expected 10ms..1s, got {s}"));
+    }
+    Ok(ns)
 }
 
 /// A duration with a unit; a bare `0` is accepted (it needs none).

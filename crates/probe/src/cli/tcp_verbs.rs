@@ -99,6 +99,7 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         duration_ns: a.time,
         idle_ns: a.idle,
         probe_interval_ns: a.probe_interval,
+        sample_interval_ns: a.sample_interval,
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
         t0_mono: t0,
         verbose: a.verbose,
