@@ -58,9 +58,11 @@ def test_the_loss_a_signalling_queue_gives_is_mathis_rate():
 
 
 def test_the_idle_probes_serialization_leaves_the_base_rtt():
-    # 92-byte probes: at 1.05 Mbit/s down and 0.336 up 0.70 + 2.19 ms (the campaign's path read +2.77 ms)
-    assert serialization_ms({"down": 1.05, "up": 0.336}) == pytest.approx(92 * 8 / 1.05e3 + 92 * 8 / 0.336e3)
-    assert serialization_ms({"down": 1000.0}) < 0.001
+    # 92-byte probes and 1428-byte ones at 1.05 Mbit/s down and 0.336 up: the slope is 8/1.05e3 + 8/0.336e3 ms a
+    # byte, the small probes carry 0.70 + 2.19 ms of it (the campaign's path read +2.77 ms)
+    k = 8 / 1.05e3 + 8 / 0.336e3
+    assert serialization_ms(20.0 + 92 * k, 20.0 + 1428 * k) == pytest.approx(92 * k)
+    assert serialization_ms(20.0, 19.9) == 0.0  # a large probe faster than a small one: noise, nothing taken
 
 
 def test_the_burst_floor_scales_with_the_rate_and_the_flows():
@@ -352,3 +354,24 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
     phases = {"cubic": _load_json(19.5e6, 63 + 40, 63 + 42, 30, 20000), "bbr": _load_json(19.8e6, 63 + 30, 63 + 31, 5, 20000)}
     x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
     assert x["evidence"]["phase"] == "fill" and x["limiter"] == "fifo"
+
+
+def test_a_load_that_printed_its_result_then_failed_keeps_its_figures(monkeypatch):
+    """bloatlab-probe load prints its JSON, then exits 1 when a flow's peer
+    went away before the last ACKs (a policer dropping most of an uplink's
+    0.15 Mbit/s): measure keeps the figures and says so; a run that printed
+    nothing is still an error."""
+    import types
+
+    from bloatlab.advise import measure as M
+
+    done = types.SimpleNamespace(returncode=1, stdout=json.dumps({"flows": [{"id": 1}]}),
+                                 stderr="bloatlab-probe: stream 3: the peer closed the connection before acking everything\n")
+    monkeypatch.setattr(M.subprocess, "run", lambda *a, **k: done)
+    j = M._probe(["load", "h"], 10, partial=True)
+    assert j["flows"] and j["problem"] == "stream 3: the peer closed the connection before acking everything"
+    with pytest.raises(M.UserError, match="peer closed"):
+        M._probe(["load", "h"], 10)  # not a load: the exit status decides
+    done.stdout = ""
+    with pytest.raises(M.UserError, match="peer closed"):
+        M._probe(["load", "h"], 10, partial=True)

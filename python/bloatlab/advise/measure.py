@@ -68,6 +68,13 @@ UNSATURATED = 1.25
 MSS = 1448
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
+#: TCP_INFO samples a flow per loaded phase (``load --sample-interval`` = the phase / this, 10 ms at least): 150
+#: a flow of 10-ms samples was 1.4 MB of JSON for 4 flows and 15 s, which over a 2 Mbit/s policer at 483 ms
+#: did not come back (the campaign lost 3 of 40 paths so); the window keeps ~75, enough for a p95
+SAMPLES_PER_PHASE = 150
+#: how long after its phase a load may take to bring its result back (s): ~150 KB at 0.2 Mbit/s is 6 s, loss
+#: recovery behind a policer with a small bucket several times that
+RESULTS_WAIT_S = 120
 #: one-way idle loss from which the rate is measured with BBR flows instead
 LOSSY = 0.005
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
@@ -88,7 +95,12 @@ def _split_host(host: str) -> tuple[str, int]:
     return host, DEFAULT_PORT
 
 
-def _probe(args: list[str], timeout: float, who: str = "measure") -> dict:
+def _probe(args: list[str], timeout: float, who: str = "measure", partial: bool = False) -> dict:
+    """Run ``bloatlab-probe ARGS --json``; its JSON. With ``partial``, a run
+    that printed its result and then exited 1 over a problem (a flow's peer
+    gone before the last ACKs, on a path that drops most of what it gets)
+    returns that result with ``problem`` set: what the flows measured until
+    then stands."""
     exe = find_bin("bloatlab-probe")
     try:
         p = subprocess.run([exe, *args, "--json"], capture_output=True, text=True, timeout=timeout)
@@ -96,6 +108,14 @@ def _probe(args: list[str], timeout: float, who: str = "measure") -> dict:
         raise UserError(f"{who}: bloatlab-probe {args[0]} did not finish within {timeout:.0f} s") from None
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or ["no message"])[-1]
+        if partial and p.returncode == 1:
+            try:
+                j = json.loads(p.stdout)
+            except ValueError:
+                j = None
+            if isinstance(j, dict) and j.get("flows"):
+                j["problem"] = msg.removeprefix("bloatlab-probe: ")
+                return j
         raise UserError(f"{who}: {msg}")
     try:
         return json.loads(p.stdout)
@@ -207,11 +227,15 @@ def _retrans(j: dict, d: str) -> tuple[float, float]:
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
+    # TCP_INFO samples: about SAMPLES_PER_PHASE a flow (the window, the phase's second half, keeps half of them:
+    # enough for a p95); their JSON comes back over the path just measured
+    sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
-            "-t", f"{secs:g}", "--idle", "1", "--probe-interval", "10ms", "-C", cc, "--no-self-probes"]
+            "-t", f"{secs:g}", "--idle", "1", "--probe-interval", "10ms", "-C", cc, "--no-self-probes",
+            "--sample-interval", f"{sample_ms:.0f}ms"]
     if secret:
         args += ["--secret", secret]
-    return _probe(args, timeout=secs + 40)
+    return _probe(args, timeout=secs + RESULTS_WAIT_S, partial=True)
 
 
 def burst_floor_ms(rate_mbps: float, flows: int) -> float:
@@ -333,6 +357,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # cost time (at 200 ms, two more load runs of ~7 s each)
     floor = burst_floor_ms(w["rate_mbps"], flows)
     standing = _classify_ev(ev, w["rate_mbps"], flows) == "fifo" and ev["flow_q50_ms"] >= floor
+    jb = None
     if not lossy and not standing:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
@@ -368,7 +393,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": secs, "saturated": saturated}
+            "flows": flows, "phase_s": secs, "saturated": saturated,
+            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
 
 
 def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> dict:
@@ -400,10 +426,41 @@ def _classify_ev(ev: dict, rate_mbps: float, flows: int) -> str:
 PROBE_WIRE = 92
 
 
-def serialization_ms(rates_mbps: dict) -> float:
-    """The time (ms) an idle probe and its reply spend on the wire at the
-    given directions' rates: at 1 Mbit/s 0.74 ms a way, at 100 Mbit/s 7 µs."""
-    return sum(PROBE_WIRE * 8 / (r * 1e6) * 1e3 for r in rates_mbps.values() if r and r > 0)
+#: the large probes' payload (B): 1400 + UDP 8 + IPv4 20 on the wire, below any path's 1500-B MTU
+LARGE_PROBE = 1400
+LARGE_WIRE = LARGE_PROBE + 28
+
+
+def serialization_ms(rmin_small_ms: float, rmin_large_ms: float) -> float:
+    """The idle probes' own serialization (ms) in their RTT, from the minimum
+    RTT of small (:data:`PROBE_WIRE`) and large (:data:`LARGE_WIRE`) probes:
+    a probe of S bytes and its echo take ``base + S x k`` at their fastest,
+    k the time a byte takes at both ways' ports, so k is the slope and the
+    small probes carry ``PROBE_WIRE x k`` (pathchar, Jacobson 1997). At 1
+    Mbit/s each way 1.5 ms; at 100 Mbit/s 15 µs. Read from the ports the
+    probes actually cross, so a policer's port (faster than its rate) and a
+    verdict gone wrong cannot mislead it as a rate-based estimate did (a
+    policed 1.2 Mbit/s read as an AQM took 5 ms off an 11.7-ms path)."""
+    k = max(rmin_large_ms - rmin_small_ms, 0.0) / (LARGE_WIRE - PROBE_WIRE)
+    return PROBE_WIRE * k
+
+
+def _probe_serialization(host: str, port: int, secret: str | None, rmin_small_ms: float) -> float | None:
+    """20 large probes, 50 ms apart (1 s), for :func:`serialization_ms`;
+    None where they found no answer (a path that drops large datagrams)."""
+    args = ["udp", "client", host, "-p", str(port), "--count", "20", "--interval", "50ms", "--size", str(LARGE_PROBE),
+            "--timeout", "1s", "--give-up", "3s"]
+    if secret:
+        args += ["--secret", secret]
+    try:
+        j = _probe(args, timeout=20)
+    except UserError:
+        return None
+    series = np.asarray((j.get("raw") or {}).get("series", {}).get("probes", {}).get("rtt_ms", []), float)
+    series = series[np.isfinite(series)]
+    if not series.size:
+        return None
+    return serialization_ms(rmin_small_ms, float(series.min()))
 
 
 def _twin_buffer(x: dict) -> int | None:
@@ -528,6 +585,13 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     series = idle["raw"]["series"]["probes"]["rtt_ms"] if "raw" in idle else []
     rmin = float(np.nanmin(series)) if len(series) else pr["rtt_ms"]["p50"]
     base = {"min": rmin, "p50": pr["rtt_ms"]["p50"]}
+    # the idle probes' own serialization is in their RTT, and the twin's links add it again: read it from a few
+    # large probes (the slope of the minimum RTT against the size: pathchar's way) and take it out
+    ser = _probe_serialization(h, port, secret, rmin)
+    if ser is not None:
+        base["serialization_ms"] = ser
+        base["p50"] = max(base["p50"] - ser, 0.01)
+        base["min"] = max(base["min"] - ser, 0.01)
     # the probes' loss is a round trip's: each direction's, if alike, is 1 - sqrt(1 - rt)
     rt_loss = pr["loss"]
     one_way = 1 - (1 - rt_loss) ** 0.5
@@ -544,18 +608,13 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
+        for prob in x["problems"]:
+            report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
+                                                     f"figures until then are kept")
         if not x["saturated"]:
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
-    # the idle probes' own serialization is in their RTT; the twin's links add it again: take it out where the
-    # rate it passed at is known — behind a policer the port's, where a packet train read it, else nothing
-    wire = {dd: report[dd]["rate_mbps"] if report[dd]["limiter"] != "policer" else report[dd].get("port_mbps") for dd in dirs}
-    ser = serialization_ms({dd: r for dd, r in wire.items() if r})
-    if ser:
-        base["serialization_ms"] = ser
-        base["p50"] = max(base["p50"] - ser, 0.01)
-        base["min"] = max(base["min"] - ser, 0.01)
     report["elapsed_s"] = time.monotonic() - t0
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
