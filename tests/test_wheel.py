@@ -93,4 +93,4 @@ def test_an_installed_wheel_runs_the_kernel_through_the_emulator(wheel_env):
     r = _run(wheel_env, "bloatlab", "run", "home-line-bloat", "--set", "duration=2s", "--engine", "emu", "--json", timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(r.stdout)
-    assert s["flows"][0]["goodput_mbps"] > 0 and "kernel" in json.dumps(s.get("meta", {})).lower() or s["engine"] == "emu"
+    assert s["engine"] == "emu" and s["flows"][0]["goodput_mbps"] > 0, s["flows"]
