@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from ...errors import UserError
 from .cdf import cdf, cdf_store  # noqa: F401
-from .common import METRIC_LABELS, _ecdf, _filter, _label, _plt, _title, human, legend_outside, numeric_column, point_label, to_number, varying_keys  # noqa: F401
+from .common import _figure, METRIC_LABELS, _ecdf, _filter, _label, _plt, _title, human, legend_outside, numeric_column, point_label, to_number, varying_keys  # noqa: F401
 from .fairness import fairness_run, fairness_store  # noqa: F401
 from .heatmap import gpgain_frame, heatmap  # noqa: F401
 from .param import param  # noqa: F401
