@@ -1,6 +1,7 @@
 """Find bloatlab's helper binaries (bloatlab-probe, bloatlab-emu).
 
-They are found, in order: next to this Python (the venv's bin, where ``make
+They are found, in order: in ``$BLOATLAB_BIN_DIR`` when it is set (a
+developer's second checkout: its own ``target/release``), next to this Python (the venv's bin, where ``make
 setup`` installs them), in the package's own ``bin/`` (where ``make dist``
 puts them into the wheel), in the repository's release build, on PATH. Only
 an executable ELF file counts: a wheel's ``bloatlab-probe`` console script
@@ -31,7 +32,9 @@ def _is_binary(path: str) -> bool:
 
 def find(name: str) -> str:
     """The path of binary ``name`` (see the module's docstring for the order)."""
-    candidates = [os.path.join(os.path.dirname(sys.executable), name), os.path.join(PACKAGE_BIN, name),
+    override = os.environ.get("BLOATLAB_BIN_DIR")
+    candidates = [os.path.join(override, name)] if override else []
+    candidates += [os.path.join(os.path.dirname(sys.executable), name), os.path.join(PACKAGE_BIN, name),
                   os.path.join(_REPO, "target", "release", name)]
     for c in candidates:
         if os.path.isfile(c) and _is_binary(c):
