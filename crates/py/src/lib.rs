@@ -171,6 +171,49 @@ fn parse_unit(py: Python<'_>, kind: &str, text: &str) -> PyResult<PyObject> {
     })
 }
 
+/// Read, check and resolve a scenario document (the TOML document as Python
+/// objects, `--set` overrides applied) with the scenario language
+/// (`bloatlab_schema::language`). `read_trace(file)` gives a trace file's
+/// bytes, or a str saying why it cannot. Returns `(resolved, start_jitter_ns)`;
+/// an error in the scenario is a ValueError whose args are `(key, message)`.
+#[pyfunction]
+#[pyo3(signature = (doc, name, read_trace, mem_available=None))]
+fn resolve_scenario<'py>(
+    py: Python<'py>,
+    doc: Bound<'py, PyAny>,
+    name: &str,
+    read_trace: Bound<'py, PyAny>,
+    mem_available: Option<u64>,
+) -> PyResult<(Bound<'py, PyAny>, Option<u64>)> {
+    use bloatlab_schema::language::{resolve_document, Context};
+    let doc: serde_json::Value = pythonize::depythonize(&doc)
+        .map_err(|e| PyValueError::new_err(("", format!("not a scenario document: {e} (the language has tables, strings, numbers, booleans and lists)"))))?;
+    let read = |file: &str| -> Result<Vec<u8>, String> {
+        match read_trace.call1((file,)) {
+            Ok(r) => match r.extract::<Vec<u8>>() {
+                Ok(b) if r.is_instance_of::<pyo3::types::PyBytes>() => Ok(b),
+                _ => Err(r.str().map(|s| s.to_string()).unwrap_or_else(|_| "cannot read the trace".into())),
+            },
+            Err(e) => Err(e.value(py).str().map(|s| s.to_string()).unwrap_or_else(|_| "cannot read the trace".into())),
+        }
+    };
+    let ctx = Context { name, read_trace: &read, mem_available };
+    let (sc, jitter) = resolve_document(&doc, &ctx).map_err(|e| PyValueError::new_err((e.key, e.message)))?;
+    Ok((pythonize::pythonize(py, &sc)?, jitter))
+}
+
+/// The JSON Schema of the scenario language (a dict).
+#[pyfunction]
+fn scenario_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    Ok(pythonize::pythonize(py, &bloatlab_schema::language::json_schema())?)
+}
+
+/// Each table's keys: {"TOP_KEYS": [...], "FLOW_KEYS": [...], ...}.
+#[pyfunction]
+fn scenario_keys() -> Vec<(&'static str, Vec<String>)> {
+    bloatlab_schema::language::tables::key_names()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
@@ -180,5 +223,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(ccs, m)?)?;
     m.add_function(wrap_pyfunction!(parse_unit, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
     Ok(())
 }

@@ -5,9 +5,11 @@
 //! through [`scenario::Scenario::from_json`] and keep only what is their own.
 //! [`result`] holds the raw result's shared pieces (the distribution summary),
 //! [`series`] its time-series tables (as Arrow record batches with the `arrow` feature).
-//! [`pcap`] is the capture file both engines write (`--pcap DIR`), [`wire`] the
+//! [`language`] is the TOML scenario language users write, read and resolved into
+//! that scenario. [`pcap`] is the capture file both engines write (`--pcap DIR`), [`wire`] the
 //! address and port plan they share and the headers the simulator writes there.
 
+pub mod language;
 pub mod pcap;
 pub mod result;
 pub mod scenario;

@@ -7,7 +7,7 @@ use bloatlab_core::qdisc::chain::Stages;
 use bloatlab_core::qdisc::{Limit, QdiscConfig};
 use bloatlab_core::time::Nanos;
 use bloatlab_core::wifi::{StationInput, WifiConfig};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The application's write clock (ns): a `rate` source writes every 10 ms
@@ -27,7 +27,7 @@ pub fn app_ticks(ticks: u64, onoff: Option<(u64, u64)>) -> u64 {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
@@ -53,7 +53,7 @@ pub struct Scenario {
     pub shell_station: Option<usize>,
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WifiSpec {
     /// `legacy`, `fq` or `airtime`.
@@ -65,7 +65,7 @@ pub struct WifiSpec {
     pub stations: Vec<StationSpec>,
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StationSpec {
     pub name: String,
@@ -107,14 +107,14 @@ impl WifiSpec {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Links {
     pub down: Option<LinkSpec>,
     pub up: Option<LinkSpec>,
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QdiscSpec {
     pub kind: String,
@@ -122,7 +122,7 @@ pub struct QdiscSpec {
     pub params: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     pub rate_bps: u64,
@@ -148,7 +148,7 @@ pub struct LinkSpec {
     pub device_queue_pkts: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bucket {
     pub rate_bps: u64,
@@ -175,7 +175,7 @@ impl LinkSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Down,
@@ -203,7 +203,7 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Flow {
     pub id: usize,
@@ -257,7 +257,7 @@ pub struct Flow {
 /// A web page: its objects are the flows that name it, fetched in id order,
 /// at most `connections` at a time, each on a new connection (handshake,
 /// request, response) as a browser or wget opens them.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
     pub id: usize,
@@ -267,7 +267,7 @@ pub struct Page {
     pub connections: u32,
 }
 
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Probe {
     pub id: usize,

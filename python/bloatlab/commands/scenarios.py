@@ -80,7 +80,7 @@ def main(args) -> int:
     from ..errors import UserError
 
     if args.schema:
-        from ..scenario_model import json_schema_text
+        from ..scenario import json_schema_text
 
         sys.stdout.write(json_schema_text())
         return 0

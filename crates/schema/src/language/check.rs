@@ -1,0 +1,356 @@
+//! The language's values: each checker takes a value as written in the TOML
+//! file and gives it in base units (ns, bytes, bit/s), or the message saying
+//! what form was expected (the caller adds the key path). Unit strings are
+//! read by the one grammar of `bloatlab_core::units`.
+
+use super::value::{echo, py_repr};
+use bloatlab_core::time::Nanos;
+use bloatlab_core::units::{self, Buffer, MAX_INT, PACKET_BYTES};
+use serde_json::Value;
+
+pub type Check<T> = Result<T, String>;
+
+/// The application's write clock: on/off periods are whole multiples of it.
+pub const APP_TICK_NS: Nanos = crate::scenario::APP_TICK_NS;
+
+/// DiffServ code point names (RFC 2474 class selectors, RFC 2597 assured
+/// forwarding AFxy = 8x + 2y, RFC 3246 EF, RFC 5865 VOICE-ADMIT, RFC 8622 LE).
+pub fn dscp_names() -> Vec<(String, u8)> {
+    let mut v: Vec<(String, u8)> = vec![("BE".into(), 0), ("DF".into(), 0), ("LE".into(), 1), ("EF".into(), 46), ("VA".into(), 44)];
+    v.extend((0..8).map(|n| (format!("CS{n}"), 8 * n)));
+    for x in 1..5u8 {
+        for y in 1..4u8 {
+            v.push((format!("AF{x}{y}"), 8 * x + 2 * y));
+        }
+    }
+    v
+}
+
+fn is_int(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) if !n.is_f64() => n.as_i64().map(i128::from).or(n.as_u64().map(i128::from)),
+        _ => None,
+    }
+}
+
+fn text<'a>(v: &'a Value, example: &str, what: &str) -> Check<&'a str> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => Err(format!("expected {what} like \"{example}\", got {}", echo(other))),
+    }
+}
+
+pub fn string(v: &Value) -> Check<String> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        other => Err(format!("expected a string, got {}", py_repr(other))),
+    }
+}
+
+pub fn choice(v: &Value, choices: &[&str]) -> Check<String> {
+    let s = string(v)?;
+    if choices.contains(&s.as_str()) {
+        Ok(s)
+    } else {
+        Err(format!("unknown value \"{s}\" (expected one of: {})", choices.join(", ")))
+    }
+}
+
+pub fn whole(v: &Value, lo: i128, hi: Option<i128>) -> Check<i128> {
+    let Some(n) = is_int(v) else {
+        return Err(format!("expected a whole number, got {}", py_repr(v)));
+    };
+    if n < lo || hi.is_some_and(|h| n > h) {
+        let range = match hi {
+            None => format!(">= {lo}"),
+            Some(h) => format!("in [{lo}, {h}]"),
+        };
+        return Err(format!("expected a whole number {range}, got {n}"));
+    }
+    Ok(n)
+}
+
+pub fn boolean(v: &Value) -> Check<bool> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        other => Err(format!("expected true or false, got {}", py_repr(other))),
+    }
+}
+
+pub fn rate(v: &Value) -> Check<u64> {
+    units::parse_rate(text(v, "100Mbit", "a rate")?)
+}
+
+pub fn duration(v: &Value) -> Check<Nanos> {
+    units::parse_duration(text(v, "10ms", "a duration")?)
+}
+
+pub fn positive_duration(v: &Value) -> Check<Nanos> {
+    let ns = duration(v)?;
+    if ns == 0 {
+        return Err(format!("expected a positive duration, got \"{}\"", echo(v)));
+    }
+    Ok(ns)
+}
+
+pub fn size(v: &Value) -> Check<u64> {
+    if let Some(n) = is_int(v) {
+        if n < 0 {
+            return Err(format!("expected a non-negative size, got {n}"));
+        }
+        if n > MAX_INT as i128 {
+            return Err(format!("the size {n} is too large (the engines hold at most {:.3e} base units)", MAX_INT as f64));
+        }
+        return Ok(n as u64);
+    }
+    units::parse_size(text(v, "375KB", "a size")?)
+}
+
+pub fn positive_size(v: &Value) -> Check<u64> {
+    let s = size(v)?;
+    if s == 0 {
+        return Err(format!("expected a positive size, got \"{}\"", echo(v)));
+    }
+    Ok(s)
+}
+
+pub fn ratio(v: &Value) -> Check<f64> {
+    match v {
+        Value::Bool(_) => Err(format!("expected a fraction like \"1%\" or 0.01, got {}", py_repr(v))),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if !(0.0..=1.0).contains(&x) {
+                return Err(format!("expected a value in [0, 1] (0%..100%), got {}", py_repr(v)));
+            }
+            Ok(x)
+        }
+        other => units::parse_ratio(text(other, "1%", "a fraction")?),
+    }
+}
+
+/// A buffer: `("bytes", n)`, `("pkts", n)` or `("bdp", x)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BufferAmount {
+    Bytes(u64),
+    Pkts(u64),
+    Bdp(f64),
+}
+
+pub fn buffer(v: &Value) -> Check<BufferAmount> {
+    if let Some(n) = is_int(v) {
+        if n <= 0 {
+            return Err(format!("expected a positive buffer, got \"{n}\""));
+        }
+        return Ok(BufferAmount::Bytes(size(v)?));
+    }
+    let Value::String(s) = v else {
+        return Err(format!("expected a buffer like \"375KB\", \"1000pkt\" or \"1bdp\", got {}", echo(v)));
+    };
+    Ok(match units::parse_buffer(s)? {
+        Buffer::Bytes(b) => BufferAmount::Bytes(b),
+        Buffer::Packets(p) => BufferAmount::Pkts(p),
+        Buffer::Bdp(x) => BufferAmount::Bdp(x),
+    })
+}
+
+/// Packets or bytes, never BDPs (a device queue, the WiFi interface's buffer).
+pub fn buffer_no_bdp(v: &Value, example: &str) -> Check<BufferAmount> {
+    match buffer(v)? {
+        BufferAmount::Bdp(_) => Err(format!("expected packets or bytes like {example}")),
+        b => Ok(b),
+    }
+}
+
+/// A drop/error probability: `"1%"` or a bare fraction `0.01`. A bare number
+/// of 1 or more is refused: `loss = 1` almost always means "1 %", and
+/// silently dropping every packet helps nobody.
+pub fn loss(v: &Value) -> Check<f64> {
+    let bare = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) if s.trim().chars().last().is_some_and(|c| c.is_ascii_digit()) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    if let Some(x) = bare {
+        if x >= 1.0 {
+            let g = general(x);
+            let pct = general(x * 100.0);
+            return Err(format!("a bare {g} would mean {pct} % loss; write \"{g}%\" for {g} percent (or \"100%\" if you mean it)"));
+        }
+        if let Value::String(_) = v {
+            return ratio(&serde_json::json!(x));
+        }
+    }
+    ratio(v)
+}
+
+/// A number as Python's `{:g}` writes it (6 significant digits, no trailing zeros).
+pub fn general(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let exp = x.abs().log10().floor() as i32;
+    if !(-5..6).contains(&exp) {
+        let s = format!("{:.5e}", x);
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        let (sign, d) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
+        return format!("{m}e{sign}{d:0>2}");
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{:.*}", decimals, x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+pub fn dscp(v: &Value) -> Check<u8> {
+    if let Value::String(s) = v {
+        let up = s.trim().to_uppercase();
+        if let Some((_, n)) = dscp_names().into_iter().find(|(name, _)| *name == up) {
+            return Ok(n);
+        }
+    }
+    if let Some(n) = is_int(v) {
+        if (0..=63).contains(&n) {
+            return Ok(n as u8);
+        }
+    }
+    Err(format!("expected a DiffServ code point 0-63 or a name (EF, CS0-CS7, AF11-AF43, VA, LE), got {}", echo(v)))
+}
+
+/// An on/off period: the application writes every 10 ms, so a multiple of it.
+pub fn app_period(v: &Value, positive: bool) -> Check<Nanos> {
+    let ns = if positive { positive_duration(v)? } else { duration(v)? };
+    if ns % APP_TICK_NS != 0 {
+        return Err(format!("the application writes every 10 ms: give a multiple of 10ms, got \"{}\"", echo(v)));
+    }
+    Ok(ns)
+}
+
+/// A link's rate, or `"trace:FILE"` (a Mahimahi trace, read when the scenario is resolved).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LinkRate {
+    Rate(u64),
+    Trace(String),
+}
+
+pub fn link_rate(v: &Value) -> Check<LinkRate> {
+    if let Value::String(s) = v {
+        if let Some(file) = s.strip_prefix("trace:") {
+            return Ok(LinkRate::Trace(file.to_string()));
+        }
+    }
+    rate(v).map(LinkRate::Rate)
+}
+
+pub fn probe_size(v: &Value) -> Check<u64> {
+    let s = size(v)?;
+    if !(16..=1472).contains(&s) {
+        return Err(format!("expected a UDP payload of 16..1472 bytes, got {s}"));
+    }
+    Ok(s)
+}
+
+pub fn burst_size(v: &Value) -> Check<u64> {
+    let b = size(v)?;
+    if b < PACKET_BYTES {
+        return Err(format!("expected at least one full packet ({PACKET_BYTES} B), got {b} B"));
+    }
+    Ok(b)
+}
+
+pub fn object_size(v: &Value) -> Check<u64> {
+    let s = size(v)?;
+    if s == 0 {
+        return Err(format!("expected a positive size, got {}", py_repr(v)));
+    }
+    Ok(s)
+}
+
+/// A station's PHY: `"mcs15"` (HT20, long GI) or a rate like `"144.4Mbit"` (>= 1 Mbit/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Phy {
+    Mcs(u32),
+    Rate(u64),
+}
+
+pub fn station_phy(v: &Value) -> Check<Phy> {
+    if let Value::String(s) = v {
+        let t = s.trim().to_lowercase();
+        if let Some(idx) = t.strip_prefix("mcs") {
+            return match idx.parse::<u32>() {
+                Ok(i) if i <= 15 && idx.chars().all(|c| c.is_ascii_digit()) => Ok(Phy::Mcs(i)),
+                _ => Err(format!("expected an HT MCS \"mcs0\"..\"mcs15\" or a rate like \"144.4Mbit\", got \"{s}\"")),
+            };
+        }
+    }
+    let r = rate(v).map_err(|_| format!("expected a PHY rate like \"144.4Mbit\" or an MCS like \"mcs15\", got {}", py_repr(v)))?;
+    if r < 1_000_000 {
+        return Err(format!("expected a PHY rate of at least 1Mbit, got \"{}\"", echo(v)));
+    }
+    Ok(Phy::Rate(r))
+}
+
+pub fn mpdu_error(v: &Value) -> Check<f64> {
+    let e = loss(v)?;
+    if e >= 1.0 {
+        return Err(format!("expected an error rate below 100%, got {}", py_repr(v)));
+    }
+    Ok(e)
+}
+
+pub fn station_weight(v: &Value) -> Check<f64> {
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x > 0.0 && x <= 1000.0 {
+                return Ok(x);
+            }
+            Err(format!("expected a number in (0, 1000], got {}", py_repr(v)))
+        }
+        other => Err(format!("expected a number in (0, 1000], got {}", py_repr(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_value_in_base_units_or_the_expected_form() {
+        assert_eq!(duration(&json!("10ms")), Ok(10_000_000));
+        assert_eq!(positive_duration(&json!("0s")), Err("expected a positive duration, got \"0s\"".into()));
+        assert_eq!(duration(&json!(5)), Err("expected a duration like \"10ms\", got 5".into()));
+        assert_eq!(size(&json!(1500)), Ok(1500));
+        assert_eq!(size(&json!("1.5KB")), Ok(1500));
+        assert_eq!(whole(&json!(3.0), 1, None), Err("expected a whole number, got 3.0".into()));
+        assert_eq!(whole(&json!(0), 1, Some(10)), Err("expected a whole number in [1, 10], got 0".into()));
+        assert_eq!(buffer(&json!("2bdp")), Ok(BufferAmount::Bdp(2.0)));
+        assert_eq!(buffer(&json!(3000)), Ok(BufferAmount::Bytes(3000)));
+        assert_eq!(dscp(&json!("ef")), Ok(46));
+        assert_eq!(dscp(&json!("AF41")), Ok(34));
+        assert_eq!(station_phy(&json!("mcs15")), Ok(Phy::Mcs(15)));
+        assert_eq!(link_rate(&json!("trace:x.up")), Ok(LinkRate::Trace("x.up".into())));
+    }
+
+    #[test]
+    fn a_bare_loss_of_one_or_more_is_refused_as_a_percent_typo() {
+        assert_eq!(loss(&json!(0.01)), Ok(0.01));
+        assert_eq!(loss(&json!("1%")), Ok(0.01));
+        assert_eq!(loss(&json!("0.02")), Ok(0.02));
+        assert_eq!(loss(&json!(1)), Err("a bare 1 would mean 100 % loss; write \"1%\" for 1 percent (or \"100%\" if you mean it)".into()));
+        assert_eq!(loss(&json!("2.5")).unwrap_err(), "a bare 2.5 would mean 250 % loss; write \"2.5%\" for 2.5 percent (or \"100%\" if you mean it)");
+    }
+
+    #[test]
+    fn general_writes_numbers_as_python_g_does() {
+        assert_eq!(general(1.0), "1");
+        assert_eq!(general(2.5), "2.5");
+        assert_eq!(general(250.0), "250");
+        assert_eq!(general(1e7), "1e+07");
+        assert_eq!(general(0.0001), "0.0001");
+    }
+}

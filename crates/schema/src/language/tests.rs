@@ -1,0 +1,128 @@
+//! One document in, one resolved scenario or one error (key path and words) out.
+
+use super::*;
+use serde_json::json;
+
+fn no_traces(_: &str) -> Result<Vec<u8>, String> {
+    Err("no file here".into())
+}
+
+fn ctx() -> Context<'static> {
+    Context { name: "t", read_trace: &no_traces, mem_available: None }
+}
+
+fn doc() -> Value {
+    json!({"duration": "10s", "link": {"down": {"rate": "20Mbit"}}, "flow": [{"cc": "cubic", "rtt": "40ms", "count": 2}],
+           "probe": [{"interval": "100ms"}]})
+}
+
+fn error(d: Value) -> LanguageError {
+    resolve_document(&d, &ctx()).expect_err("the document is refused")
+}
+
+#[test]
+fn a_document_resolves_to_base_units_with_counts_expanded_and_bdp_buffers_in_bytes() {
+    let (sc, jitter) = resolve_document(&doc(), &ctx()).unwrap();
+    assert_eq!(jitter, None);
+    assert_eq!((sc.name.as_str(), sc.duration_ns, sc.seed, sc.sample_interval_ns), ("t", 10_000_000_000, 1, 10_000_000));
+    assert_eq!(sc.flows.len(), 2);
+    assert_eq!(sc.flows[1].name, "cubic-down-0.1");
+    let down = sc.links.down.as_ref().unwrap();
+    // 20 Mbit/s x 40 ms / 8 = 100 000 bytes
+    assert_eq!((down.rate_bps, down.buffer_bytes, down.buffer_pkts), (20_000_000, Some(100_000), None));
+    assert_eq!(sc.probes[0].rtt_ns, 40_000_000);
+    assert_eq!(sc.probes[0].name, "udp-0");
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_path_and_the_keys_known_there() {
+    let mut d = doc();
+    d["flow"][0]["colour"] = json!("red");
+    let e = error(d);
+    assert_eq!(e.key, "flow.0.colour");
+    assert!(e.message.starts_with("unknown key (known here: cc, count, direction, dscp, ecn,"), "{}", e.message);
+    let mut d = doc();
+    d["limits"] = json!({"max_flow": 3});
+    assert_eq!(error(d).message, "unknown limit (known: max_flows, max_packets, max_probe_packets, max_series_rows)");
+}
+
+#[test]
+fn a_missing_key_says_what_to_write() {
+    let mut d = doc();
+    d["flow"][0].as_object_mut().unwrap().remove("rtt");
+    assert_eq!(error(d), LanguageError { key: "flow.0.rtt".into(), message: "missing (the flow's base RTT, e.g. rtt = \"50ms\")".into() });
+    let mut d = doc();
+    d.as_object_mut().unwrap().remove("duration");
+    assert_eq!(error(d).key, "duration");
+}
+
+#[test]
+fn a_bad_value_is_named_in_the_values_words() {
+    let mut d = doc();
+    d["flow"][0]["cc"] = json!("cubc");
+    let e = error(d);
+    assert_eq!(e.key, "flow.0.cc");
+    assert!(e.message.starts_with("unknown value \"cubc\" (expected one of:"), "{}", e.message);
+    let mut d = doc();
+    d["flow"][0]["count"] = json!(2.5);
+    assert_eq!(error(d), LanguageError { key: "flow.0.count".into(), message: "expected a whole number, got 2.5".into() });
+    let mut d = doc();
+    d["link"]["down"]["policer"] = json!("2Mbit");
+    assert_eq!(error(d).message, "expected a table like { rate = \"2Mbit\", burst = \"10KB\" }, got '2Mbit'");
+    let mut d = doc();
+    d["flow"] = json!(3);
+    assert_eq!(error(d), LanguageError { key: "flow".into(), message: "expected [[flow]] tables".into() });
+}
+
+#[test]
+fn qdisc_parameters_are_the_named_qdiscs() {
+    let mut d = doc();
+    d["link"]["down"]["qdisc"] = json!("codel");
+    d["link"]["down"]["qdisc_params"] = json!({"target": "5ms", "quantum": 300});
+    let e = error(d.clone());
+    assert_eq!(e.key, "link.down.qdisc_params.quantum");
+    assert!(e.message.starts_with("unknown parameter of codel (known:"), "{}", e.message);
+    d["link"]["down"]["qdisc_params"] = json!({"target": "5ms"});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    assert_eq!(sc.links.down.unwrap().qdisc.params.get("target"), Some(&5e6));
+}
+
+#[test]
+fn rules_across_values_name_the_key_that_breaks_them() {
+    let mut d = doc();
+    d["flow"][0]["start"] = json!("2s");
+    d["flow"][0]["stop"] = json!("1s");
+    assert_eq!(error(d), LanguageError { key: "flow.0.stop".into(), message: "must be after start (2s), got \"1s\"".into() });
+    let mut d = doc();
+    d["flow"][0]["count"] = json!(20_000);
+    let e = error(d);
+    assert_eq!(e.key, "flow.0.count");
+    assert!(e.message.starts_with("20,000 flows in all, more than limits.max_flows (10,000)"), "{}", e.message);
+    let mut d = doc();
+    d.as_object_mut().unwrap().remove("link");
+    assert_eq!(error(d).key, "link");
+}
+
+#[test]
+fn a_trace_is_read_through_the_callers_reader() {
+    let read = |f: &str| if f == "t.down" { Ok(b"1\n2\n4\n".to_vec()) } else { Err(format!("{f}: no such file")) };
+    let c = Context { name: "t", read_trace: &read, mem_available: None };
+    let mut d = doc();
+    d["link"]["down"]["rate"] = json!("trace:t.down");
+    let (sc, _) = resolve_document(&d, &c).unwrap();
+    let down = sc.links.down.unwrap();
+    // 3 packets of 1500 B every 4 ms = 9 Mbit/s
+    assert_eq!((down.rate_bps, down.trace_ms), (9_000_000, Some(vec![1, 2, 4])));
+    d["link"]["down"]["rate"] = json!("trace:nope");
+    let e = resolve_document(&d, &c).unwrap_err();
+    assert_eq!((e.key.as_str(), e.message.as_str()), ("link.down.rate", "nope: no such file"));
+}
+
+#[test]
+fn the_json_schema_names_every_table_and_each_qdiscs_parameters() {
+    let s = json_schema();
+    assert_eq!(s["title"], "bloatlab scenario");
+    assert!(s["$defs"]["Flow"]["properties"]["rtt"].is_object());
+    assert!(s["$defs"]["QdiscParams_fq_codel"]["properties"]["quantum"].is_object());
+    assert_eq!(s["$defs"]["Link"]["additionalProperties"], false);
+}
