@@ -59,6 +59,12 @@ def test_grid_points_repeat_and_seeds_expand_as_a_cartesian_product(tmp_path):
     assert len({p.run_id for p in pts}) == len(pts)
     # The id depends only on the point, not on its position: the same file gives the same ids.
     assert [p.run_id for p in spec.load(str(tmp_path / "exp.toml")).points()] == [p.run_id for p in pts]
+    # ... and on the engine: the emulator's runs of a point are not the simulator's (a store that holds the
+    # simulator's must not skip them); the simulator's ids are those stores made before kept.
+    assert [p.run_id for p in sw.points("sim")] == [p.run_id for p in pts]
+    assert pts[0].run_id == spec.run_id(pts[0].part, sw.parts[0].base, pts[0].params, pts[0].seed)
+    emu = [p.run_id for p in sw.points("emu")]
+    assert len(set(emu)) == len(pts) and not set(emu) & {p.run_id for p in pts}
 
 
 def test_points_list_is_crossed_with_the_grid(tmp_path):

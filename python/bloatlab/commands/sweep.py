@@ -47,7 +47,7 @@ def main(args) -> int:
         raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
     sw = spec.load(args.experiment)
     if args.dry_run:
-        pts = sw.points()
+        pts = sw.points(args.engine)
         for p in pts:
             print(f"{p.run_id}  seed={p.seed}  " + "  ".join(f"{k}={v}" for k, v in p.params.items()))
         print(f"{len(pts)} points")

@@ -105,7 +105,9 @@ class Sweep:
             keys += [k for k in p.swept_keys() if k not in keys]
         return keys
 
-    def points(self) -> list[Point]:
+    def points(self, engine: str | None = None) -> list[Point]:
+        """Every point of the sweep, run on ``engine`` (default: the sweep file's, else sim)."""
+        engine = engine or self.engine or "sim"
         out = []
         for part in self.parts:
             gkeys = list(part.grid)
@@ -118,7 +120,7 @@ class Sweep:
                     for rep in range(part.repeat):
                         seed = part.seed + rep
                         out.append(Point(len(out), part.name, params, seed, rep,
-                                         run_id(part.name, part.base, params, seed)))
+                                         run_id(part.name, part.base, params, seed, engine)))
         ids = [p.run_id for p in out]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -148,9 +150,14 @@ class Sweep:
                           for p in self.parts]}
 
 
-def run_id(part: str, base: dict, params: dict, seed: int) -> str:
-    """A stable id: the same base, overrides and seed give the same id."""
-    blob = json.dumps({"part": part, "base": base, "params": params, "seed": seed}, sort_keys=True, default=str)
+def run_id(part: str, base: dict, params: dict, seed: int, engine: str = "sim") -> str:
+    """A stable id: the same base, overrides, seed and engine give the same id.
+    (The simulator's ids leave the engine out, as they always did, so stores
+    made before the emulator could share one keep their runs.) A point run on
+    the emulator into a store that holds it from the simulator is a new run,
+    not one to skip."""
+    key = {"part": part, "base": base, "params": params, "seed": seed} | ({} if engine == "sim" else {"engine": engine})
+    blob = json.dumps(key, sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:12]
 
 
@@ -234,12 +241,12 @@ def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep
     return sw
 
 
-def validate(sw: Sweep, points: list[Point] | None = None) -> list[Point]:
-    """Expand and validate every point (key paths and values); the error
-    names the key and the point."""
+def validate(sw: Sweep, points: list[Point] | None = None, engine: str | None = None) -> list[Point]:
+    """Expand and validate every point (key paths and values) to run on
+    ``engine``; the error names the key and the point."""
     from .. import scenario as sc
 
-    pts = sw.points() if points is None else points
+    pts = sw.points(engine) if points is None else points
     bases = {p.name: p.base for p in sw.parts}
     grids = {p.name: p for p in sw.parts}
     seen: set[str] = set()

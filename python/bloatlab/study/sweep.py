@@ -112,7 +112,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         raise UserError(f'--executor: unknown executor "{executor}" (expected local or dask)')
     if executor == "dask" and not scheduler:
         raise UserError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
-    points = _spec.validate(sweep)
+    points = _spec.validate(sweep, engine=engine)
     bases = {p.name: p.base for p in sweep.parts}
     t0 = time.perf_counter()
     check_out(out)
