@@ -12,6 +12,7 @@ import pytest
 from bloatlab.cli import main as cli
 from bloatlab.errors import ScenarioError
 from bloatlab.study import expect as ex
+from bloatlab.study import spec
 
 from conftest import ROOT
 
@@ -149,3 +150,31 @@ def test_reproduce_check_adds_the_expectations_an_experiments_sweep_carries(tmp_
     doc = json.load(open(tmp_path / "r" / "check.json"))
     assert [(c["id"], c["verdict"]) for c in doc["claims"]] == [("expect.0.loss_avoid", "holds")]
     assert "[HOLDS] expect.0.loss_avoid" in capsys.readouterr().out
+
+
+def test_a_scenario_carries_expectations_that_run_judges_with_exit_status_1_on_a_miss(tmp_path, capsys):
+    from bloatlab.cli import main
+
+    f = tmp_path / "s.toml"
+    f.write_text('duration = "6s"\n[link.down]\nrate = "20Mbit"\n[[flow]]\ncc = "bbr"\nrtt = "20ms"\ncount = 2\n'
+                 '[[expect]]\ncheck = "tput"\nmin = 80\n[[expect]]\ncheck = "fairness"\nmin = 50\nconvergence_sec = 3\n')
+    assert main(["run", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "expect tput >= 80:" in out and "holds" in out and "MISSES" not in out
+    # a threshold no run reaches: the same run misses it, exit 1
+    assert main(["run", str(f), "--set", "expect.0.min=100", "--json"]) == 1
+    judged = json.loads(capsys.readouterr().out)["expect"]
+    assert [(j["check"], j["holds"]) for j in judged] == [("tput", False), ("fairness", True)]
+    assert 80 < judged[0]["score"] < 100
+    # a bad table is the language's error, exit 2 naming the key
+    assert main(["run", str(f), "--set", "expect.1.convergence_sec=-1"]) == 2
+    assert "expect.1.convergence_sec" in capsys.readouterr().err
+
+
+def test_a_sweep_judges_its_base_scenarios_expectations(tmp_path):
+    (tmp_path / "s.toml").write_text('duration = "3s"\n[link.down]\nrate = "20Mbit"\n[[flow]]\nrtt = "20ms"\n'
+                                     '[[expect]]\ncheck = "tput"\nmin = 50\n')
+    (tmp_path / "exp.toml").write_text('name = "e"\nbase = "s.toml"\n[[expect]]\ncheck = "tput"\nmin = 50\n'
+                                       '[[expect]]\ncheck = "loss_avoid"\nmin = 90\n')
+    sw = spec.load(str(tmp_path / "exp.toml"))
+    assert [(e["check"], e["min"]) for e in sw.expect] == [("tput", 50.0), ("loss_avoid", 90.0)]  # the repeat once

@@ -112,7 +112,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
     head = parts[0]
-    if head in ("flow", "probe", "page"):
+    if head in ("flow", "probe", "page", "expect"):
         items = doc.get(head)
         if len(parts) < 3 or not parts[1].isdigit():
             raise ScenarioError(where, f"expected {head}.N.KEY (N counts from 0)")
@@ -140,7 +140,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         link = doc.setdefault("link", {})
         target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], _keys("LINK_KEYS")
     else:
-        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", "flow", "probe", "page"}
+        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", "flow", "probe", "page", "expect"}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:

@@ -208,6 +208,25 @@ fn scenario_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     Ok(pythonize::pythonize(py, &bloatlab_schema::language::json_schema())?)
 }
 
+/// `[[expect]]` tables (an experiment file's) checked as a scenario's are:
+/// [{check, min, convergence_sec}] (convergence_sec defaulted); a ValueError
+/// with args `(key, message)` otherwise.
+#[pyfunction]
+fn scenario_expect<'py>(py: Python<'py>, tables: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    use bloatlab_schema::language::{expectations, tables::DEFAULT_CONVERGENCE_S};
+    let v: serde_json::Value = pythonize::depythonize(&tables).map_err(|e| PyValueError::new_err(("expect", format!("not tables: {e}"))))?;
+    let list = expectations(&v).map_err(|e| PyValueError::new_err((e.key, e.message)))?;
+    let out = PyList::empty(py);
+    for e in list {
+        let d = PyDict::new(py);
+        d.set_item("check", e.check.value)?;
+        d.set_item("min", e.min.value)?;
+        d.set_item("convergence_sec", e.convergence_sec.map_or(DEFAULT_CONVERGENCE_S, |c| c.value))?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
 /// Each table's keys: {"TOP_KEYS": [...], "FLOW_KEYS": [...], ...}.
 #[pyfunction]
 fn scenario_keys() -> Vec<(&'static str, Vec<String>)> {
@@ -226,5 +245,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_expect, m)?)?;
     Ok(())
 }

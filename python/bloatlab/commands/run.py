@@ -93,14 +93,36 @@ def main(args) -> int:
         res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args), pcap=args.pcap)
     if args.out:
         res.save(args.out)
+    judged = _expectations(res)
     if args.json:
         # one write (json.dump would write each token: 90,000 writes for 1000 flows)
-        sys.stdout.write(json.dumps(res.summary, indent=2, default=str) + "\n")
+        out = res.summary if judged is None else dict(res.summary, expect=judged)
+        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
     else:
         print_summary(res.summary)
+        if judged is not None:
+            print_expectations(judged)
         if args.out:
             print(f"results written to {args.out}/")
-    return 0
+    return 1 if judged and any(j["holds"] is False for j in judged) else 0
+
+
+def _expectations(res) -> list[dict] | None:
+    """The scenario's ``[[expect]]`` tables judged on this run (transperf's scores), or None without any."""
+    tables = res.summary["scenario"].get("expect")
+    if not tables:
+        return None
+    from ..study.expect import judge_run, parse
+
+    return judge_run(res, parse(tables))
+
+
+def print_expectations(judged: list[dict]) -> None:
+    """One line per expectation: the score, its threshold and the verdict (exit status 1 when one misses)."""
+    for j in judged:
+        verdict = "not scored" if j["holds"] is None else ("holds" if j["holds"] else "MISSES")
+        score = "" if j["score"] is None else f" {j['score']:.1f}"
+        print(f"expect {j['check']} >= {j['min']:g}:{score} {verdict} ({j['detail']})")
 
 
 def _f(v, fmt="{:.1f}"):

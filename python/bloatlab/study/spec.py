@@ -236,9 +236,17 @@ def from_doc(doc: dict, base_dir: str = ".", source: str | None = None) -> Sweep
     from .expect import parse as parse_expect
 
     sw = Sweep(name=name, parts=[part], engine=engine, description=str(doc.get("description", "")), source=source,
-               expect=parse_expect(doc.get("expect", [])))
+               expect=_merged(parse_expect(doc.get("expect", [])), parse_expect(base.get("expect", []))))
     validate(sw)
     return sw
+
+
+def _merged(*lists: list) -> list:
+    """The experiment file's ``[[expect]]`` tables, then its base scenario's that it does not repeat."""
+    out: list = []
+    for items in lists:
+        out += [e for e in items if e not in out]
+    return out
 
 
 def validate(sw: Sweep, points: list[Point] | None = None, engine: str | None = None) -> list[Point]:

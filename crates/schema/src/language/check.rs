@@ -205,6 +205,14 @@ pub fn general(x: f64) -> String {
     }
 }
 
+/// A plain number (not a boolean) in `[lo, hi]`.
+pub fn number_in(v: &Value, lo: f64, hi: f64, what: &str) -> Check<f64> {
+    match v {
+        Value::Number(n) if n.as_f64().is_some_and(|x| (lo..=hi).contains(&x)) => Ok(n.as_f64().unwrap_or(lo)),
+        other => Err(format!("expected {what}, got {}", py_repr(other))),
+    }
+}
+
 pub fn dscp(v: &Value) -> Check<u8> {
     if let Value::String(s) = v {
         let up = s.trim().to_uppercase();

@@ -56,7 +56,14 @@ pub fn resolve_document(doc: &Value, ctx: &Context) -> Result<(crate::scenario::
 /// The document read into the language's tables, with every key and value
 /// checked that can be checked alone.
 pub fn validate(doc: &Value) -> Result<Document, LanguageError> {
-    let m: Document = serde_path_to_error::deserialize(ValueDe(doc)).map_err(|e| {
+    let m: Document = read(doc)?;
+    check_tables(&m, doc)?;
+    Ok(m)
+}
+
+/// `doc` read into `T` through serde, an error worded at its key path.
+fn read<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, LanguageError> {
+    serde_path_to_error::deserialize(ValueDe(doc)).map_err(|e| {
         let path: Vec<String> = e
             .path()
             .iter()
@@ -68,9 +75,7 @@ pub fn validate(doc: &Value) -> Result<Document, LanguageError> {
             })
             .collect();
         worded(path, e.into_inner())
-    })?;
-    check_tables(&m, doc)?;
-    Ok(m)
+    })
 }
 
 fn dotted(path: &[String]) -> String {
@@ -133,6 +138,7 @@ fn check_tables(m: &Document, doc: &Value) -> Result<(), LanguageError> {
             }
         }
     }
+    check_expect(&m.expect)?;
     if let Some(w) = &m.wifi {
         if w.station.is_empty() {
             return Err(LanguageError { key: "wifi.station".into(), message: tables::missing_message(&["wifi".into()], "station") });
@@ -141,6 +147,29 @@ fn check_tables(m: &Document, doc: &Value) -> Result<(), LanguageError> {
     }
     let _ = doc;
     Ok(())
+}
+
+fn check_expect(expect: &[tables::Expect]) -> Result<(), LanguageError> {
+    for (i, e) in expect.iter().enumerate() {
+        if e.convergence_sec.is_some() && !matches!(e.check.value.as_str(), "fairness" | "convergence_fairness") {
+            return Err(LanguageError { key: format!("expect.{i}.convergence_sec"), message: "only fairness and convergence_fairness take it".into() });
+        }
+    }
+    Ok(())
+}
+
+/// `[[expect]]` tables alone (an experiment file's, docs/study.md), checked
+/// as a scenario's are; their errors are named `expect.N.KEY`.
+pub fn expectations(v: &Value) -> Result<Vec<tables::Expect>, LanguageError> {
+    let doc = json!({ "expect": v });
+    #[derive(serde::Deserialize)]
+    struct Only {
+        #[serde(default)]
+        expect: Vec<tables::Expect>,
+    }
+    let only: Only = read(&doc)?;
+    check_expect(&only.expect)?;
+    Ok(only.expect)
 }
 
 /// A qdisc's `qdisc_params` in base units (the core's table: ns, bytes,

@@ -34,6 +34,10 @@ pub const PAGE_CONNECTIONS: u64 = 6;
 pub const DIRECTIONS: [&str; 2] = ["down", "up"];
 pub const PROBE_KINDS: [&str; 1] = ["udp"];
 pub const WIFI_MACS: [&str; 3] = ["legacy", "fq", "airtime"];
+/// transperf's scores (google/transperf README "Testing Metrics"; python/bloatlab/study/expect.py computes them).
+pub const EXPECT_CHECKS: [&str; 6] = ["tput", "rtt_med", "lock_on_bw", "loss_avoid", "fairness", "convergence_fairness"];
+/// transperf's default_target_score()['convergence_sec'] (s)
+pub const DEFAULT_CONVERGENCE_S: f64 = 4.0;
 
 // ---------------------------------------------------------------- value types
 // A value type keeps the value in base units and the TOML value as written
@@ -133,6 +137,11 @@ value_type!(StationPhy: Phy = check::station_phy,
     json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\" or an HT MCS \"mcs0\"..\"mcs15\""}));
 value_type!(MpduError: f64 = check::mpdu_error, json!({"type": ["string", "number"], "description": "a fraction: \"1%\" or 0.01", "examples": ["1%"]}));
 value_type!(Weight: f64 = check::station_weight, json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1000}));
+
+value_type!(ExpectCheck: String = |v| check::choice(v, &EXPECT_CHECKS), s_choice(&EXPECT_CHECKS));
+value_type!(Score: f64 = |v| check::number_in(v, 0.0, 100.0, "a score threshold 0-100"),
+    json!({"type": "number", "minimum": 0, "maximum": 100}));
+value_type!(Seconds: f64 = |v| check::number_in(v, 0.0, f64::MAX, "seconds >= 0"), json!({"type": "number", "minimum": 0}));
 
 fn dscp_enum() -> Vec<String> {
     let mut names = check::dscp_names();
@@ -353,6 +362,19 @@ pub struct Wifi {
     pub qdisc_params: Option<Value>,
 }
 
+/// `[[expect]]`: a score of transperf's every run must reach (`bloatlab run`
+/// and `sweep`/`reproduce --check` judge it; python/bloatlab/study/expect.py).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// the score: tput, rtt_med, lock_on_bw, loss_avoid, fairness or convergence_fairness
+    pub check: ExpectCheck,
+    /// transperf's threshold for that score (0-100, higher is better)
+    pub min: Score,
+    /// fairness and convergence_fairness: seconds before fairness is asked for (default 4)
+    pub convergence_sec: Option<Seconds>,
+}
+
 /// A bloatlab scenario (docs/scenario.md).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -381,6 +403,9 @@ pub struct Document {
     /// what one run may produce; raise knowingly
     #[serde(default)]
     pub limits: Limits,
+    /// transperf's scores the run must reach
+    #[serde(default)]
+    pub expect: Vec<Expect>,
 }
 
 fn d_cubic() -> Cc {
@@ -468,6 +493,8 @@ pub fn missing_message(table: &[String], key: &str) -> String {
         (["link", _, _], "rate") => "missing (e.g. rate = \"2Mbit\")",
         (["wifi", "station", _], "phy_rate") => "missing (e.g. phy_rate = \"144.4Mbit\" or \"mcs15\")",
         (["wifi"], "station") => "no station: add at least one [[wifi.station]] with a phy_rate",
+        (["expect", _], "check") => "missing (e.g. check = \"tput\"; one of tput, rtt_med, lock_on_bw, loss_avoid, fairness, convergence_fairness)",
+        (["expect", _], "min") => "missing (transperf's threshold, e.g. min = 80)",
         _ => "missing",
     };
     m.to_string()
@@ -478,6 +505,7 @@ pub fn not_table_message(at: &[String], got: &str) -> String {
     let t: Vec<&str> = at.iter().map(String::as_str).collect();
     match t.as_slice() {
         ["flow"] | ["probe"] | ["page"] => format!("expected [[{}]] tables", t[0]),
+        ["expect"] => "expected [[expect]] tables (check = \"tput\", min = 80)".into(),
         ["wifi", "station"] => "expected [[wifi.station]] tables".into(),
         ["page", _, "sizes"] => format!("expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]"),
         ["link", _, "policer"] | ["link", _, "shaper"] => format!("expected a table like {{ rate = \"2Mbit\", burst = \"10KB\" }}, got {got}"),
@@ -514,5 +542,6 @@ pub fn key_names() -> Vec<(&'static str, Vec<String>)> {
         ("WIFI_KEYS", props::<Wifi>()),
         ("WIFI_STATION_KEYS", props::<Station>()),
         ("LIMITS_KEYS", props::<Limits>()),
+        ("EXPECT_KEYS", props::<Expect>()),
     ]
 }
