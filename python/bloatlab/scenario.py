@@ -20,7 +20,6 @@ import os
 import tomllib
 from typing import Any, Iterable
 
-from . import units
 from .errors import ScenarioError, UserError
 
 DIRECTIONS = ("down", "up")

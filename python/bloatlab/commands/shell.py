@@ -115,7 +115,9 @@ def build_resolved(args) -> dict:
     rtt = None
     if args.rtt:
         try:
-            rtt = sc_mod.units.parse_duration(args.rtt)
+            from .. import units
+
+            rtt = units.parse_duration(args.rtt)
         except ValueError as e:
             raise UserError(f"--rtt: {e}") from None
     if rtt is None:
