@@ -107,10 +107,14 @@ def errors(sim_store, emu_store):
         raise UserError("fidelity: a point has to have run on both engines first")
     keys = [k for k in sim_store.swept_keys() if k in sr]
     metrics = [m for m in metrics_of(sr) if m in er]
-    emu_by_id = {r["run_id"]: r for r in er.to_dict("records")}
+    # a point is the same point on both engines by its part, seed and swept values (its run id names the engine)
+    def point(r: dict) -> tuple:
+        return (r.get("part"), r.get("seed")) + tuple(str(r.get(k)) for k in keys)
+
+    emu_by_point = {point(r): r for r in er.to_dict("records")}
     rows = []
     for s in sr.to_dict("records"):
-        e = emu_by_id.get(s["run_id"])
+        e = emu_by_point.get(point(s))
         if e is None:
             continue
         row = {"run_id": s["run_id"], "part": s.get("part"), "seed": s.get("seed")}
