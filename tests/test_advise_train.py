@@ -88,3 +88,45 @@ def test_a_train_no_faster_than_the_rate_turns_a_policer_reading_into_a_shallow_
          "train": {"leading_mbps": 100.0, "sender_limited": False}}
     _not_a_policer(y, 30.0)
     assert y["limiter"] == "policer"  # a port five times faster: a policer
+
+
+# Trains measured through the emulator (2026-11-25; bloatlab-probe udp train, 1000 packets) behind a FIFO of 1 BDP
+# at 100 Mbit/s / 20 ms, CoDel at 20 Mbit/s / 20 ms and PIE at 100 Mbit/s / 20 ms (Linux's defaults), with the
+# queue the flows of measure's CUBIC fill held there (their queueing p95).
+FIFO_TRAIN = {"first_loss": 169, "head_bytes": 253_500, "head_packets": 169, "lost": 825, "tail_packets": 6, "received": 175,
+              "wire_bytes": 1500, "head_send_mbps": 9422.8}
+CODEL_TRAIN = {"first_loss": 176, "head_bytes": 264_000, "head_packets": 176, "lost": 11, "tail_packets": 813, "received": 989,
+               "wire_bytes": 1500, "head_send_mbps": 4609.1}
+PIE_TRAIN = {"first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, "lost": 0, "tail_packets": 0, "received": 1000,
+             "wire_bytes": 1500, "head_send_mbps": 1259.8}
+
+
+def test_a_train_tells_a_single_queue_aqm_from_a_fifo_by_the_burst_it_lets_build():
+    # a FIFO passes its buffer (20.3 ms x (1 - 100/9423) = 20.1 ms here, the flows held 19.9), then drops what
+    # the rate cannot drain
+    kind, why = m.single_queue_aqm(FIFO_TRAIN, 100.0, 19.9)
+    assert kind is None and "20.1 ms of queue" in why and "a FIFO's buffer" in why
+    # CoDel: 105.6 x (1 - 20/4609) = 105.1 ms of queue built (the flows held 12.1: 8.7x), then drops here and there
+    kind, why = m.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)
+    assert kind == "codel" and "105 ms of queue (8.7x)" in why
+    # PIE: the whole train passed, 120 x (1 - 100/1260) = 110 ms built (21.7 ms held: 5.1x), beyond CoDel's interval
+    kind, why = m.single_queue_aqm(PIE_TRAIN, 100.0, 21.7)
+    assert kind == "pie" and "110 ms" in why
+    # a whole train that built less than CoDel's interval (at 150 Mbit/s: 80 x (1 - 150/1260) = 70 ms) cannot tell
+    # CoDel from PIE
+    kind, why = m.single_queue_aqm(PIE_TRAIN, 150.0, 10.0)
+    assert kind == "codel" and "CoDel or PIE" in why
+    # a train sent no faster than the rate builds no queue: nothing to read
+    assert m.single_queue_aqm(dict(PIE_TRAIN, head_send_mbps=90.0), 100.0, 10.0)[0] is None
+    # a deep FIFO the flows filled passes the whole train too, but no more than the queue they held
+    assert m.single_queue_aqm(PIE_TRAIN, 100.0, 150.0)[0] is None
+
+
+def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():
+    from bloatlab.advise.path import Path
+
+    p = Path(base_rtt_ms=20.0, down_mbps=20.0, limiter="aqm", aqm_qdisc="pie")
+    d = p.link_doc()
+    assert d["qdisc"] == "pie" and "buffer" not in d
+    assert "single-queue AQM" in p.describe()
+    assert Path(base_rtt_ms=20.0, down_mbps=20.0, limiter="aqm").link_doc()["qdisc"] == "fq_codel"

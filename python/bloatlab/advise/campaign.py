@@ -56,9 +56,9 @@ from ..errors import UserError
 
 #: every kind of limiter a path may have, uniform
 TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake")
-#: what measure's classifier can see of each (docs/advise.md): one shared queue (FIFO, tbf's FIFO, a
-#: single-queue AQM at the depth it holds), drops without a queue, or flow isolation
-OBSERVABLE = {"fifo": "fifo", "shaper": "fifo", "codel": "fifo", "pie": "fifo", "policer": "policer",
+#: what measure's classifier can see of each (docs/advise.md): one shared queue (FIFO, tbf's FIFO), drops
+#: without a queue, flow isolation or a single-queue AQM's burst (a packet train: measure.single_queue_aqm)
+OBSERVABLE = {"fifo": "fifo", "shaper": "fifo", "codel": "aqm", "pie": "aqm", "policer": "policer",
               "fq_codel": "aqm", "cake": "aqm"}
 #: the uplink's floor: measure's 10-ms UDP probes alone take ~70 kbit/s, and ACKs of 1 Mbit/s down ~25
 MIN_UP_MBPS = 0.2

@@ -64,6 +64,23 @@ FAR_ABOVE_MATHIS = 10.0
 #: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
 #: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
 UNSATURATED = 1.25
+#: a single-queue AQM (CoDel, PIE) looks like a shallow FIFO under load: one shared queue, drops, the flows'
+#: queueing low. A packet train tells them apart by what a queue lets a burst build: a FIFO passes its buffer,
+#: which a loss-based fill reaches (the flows' queueing p95 is the buffer's depth: ratio ~1), then drops all but
+#: what the rate drains of the rest (tail drop at a sender U >> C: 1 - C/U); CoDel lets the queue stand above its
+#: target for a whole interval before it drops (RFC 8289: 100 ms, then sparse drops at interval/sqrt(n)), PIE
+#: lets a 150-ms burst in and raises its drop probability 15 ms at a time (RFC 8033). A train is an AQM's burst
+#: where it passed at least this multiple of the flows' queue and its tail was not tail-dropped. Measured in the
+#: emulator (2026-11-25, 20 and 100 Mbit/s, 20 and 60 ms): FIFOs of 0.5 and 1 BDP 0.9-1.4x, CoDel 8.8-18x, PIE
+#: 5.5-41x (docs/advise.md, "A single-queue AQM")
+AQM_BURST_RATIO = 2.0
+#: ... and whose tail (the packets after the first loss) mostly arrived: a FIFO's arrives at C/U (~1-5 %)
+AQM_TAIL_ARRIVED = 0.5
+#: CoDel's interval (RFC 8289; sch_codel's default): a train shorter than it at the rate cannot tell CoDel from PIE
+CODEL_INTERVAL_MS = 100.0
+#: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
+#: overflows it and is tail-dropped like a FIFO's (CoDel at 100 Mbit/s lost 82 % of a 1666-packet train's tail)
+AQM_TRAIN_PACKETS = 1000
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
 DEFAULT_PORT = 5301
@@ -474,10 +491,10 @@ def _twin_buffer(x: dict) -> int | None:
 TRAIN_PORT_MARGIN = 1.1
 
 
-def _train(host: str, port: int, secret: str | None) -> dict:
-    """A packet train from the server (``bloatlab-probe udp train``, its
-    defaults: 1000 full packets): the ``train`` object of its JSON."""
-    args = ["udp", "train", host, "-p", str(port)]
+def _train(host: str, port: int, secret: str | None, count: int | None = None) -> dict:
+    """A packet train from the server (``bloatlab-probe udp train``; ``count``
+    full packets, its default 1000): the ``train`` object of its JSON."""
+    args = ["udp", "train", host, "-p", str(port)] + (["--count", str(count)] if count else [])
     if secret:
         args += ["--secret", secret]
     return _probe(args, timeout=30, who="measure (packet train)")["train"]
@@ -537,6 +554,62 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
     say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
+
+
+def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[str | None, str]:
+    """Whether a packet train shows a single-queue AQM behind a queue that looked
+    like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
+    (``"codel"``, ``"pie"`` or None, why). A loss within the train after the
+    queue stood ~an interval is CoDel's; a train that passed whole, longer than
+    CoDel's interval, PIE's; a whole train shorter than that cannot tell the
+    two (CoDel is taken, and the reason says so)."""
+    wire = train.get("wire_bytes", WIRE_SEGMENT)
+    # the queue the head built: what arrived beyond what the rate drained meanwhile, the head sent at U
+    # (a FIFO of B passes B x U / (U - C): at 300 Mbit/s from a 550-Mbit/s server, 2.2 B)
+    sent = train.get("head_send_mbps") or float("inf")
+    if sent <= rate_mbps:
+        return None, f"the train was sent at {sent:.4g} Mbit/s, no faster than the rate: it built no queue to read"
+    head_ms = train["head_bytes"] * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    whole = train.get("first_loss") is None
+    tail = train.get("tail_packets", 0)
+    arrived = 1.0 if whole else tail / max(tail + train.get("lost", 0), 1)
+    if whole and head_ms < AQM_BURST_RATIO * max(queue_ms, 0.1):
+        return None, (f"a packet train passed whole, {head_ms:.3g} ms of queue at the rate ({head_ms / max(queue_ms, 0.1):.2g}x "
+                      f"the flows' {queue_ms:.3g} ms): too short to tell a FIFO from a single-queue AQM (taken as a FIFO)")
+    if head_ms < AQM_BURST_RATIO * max(queue_ms, 0.1) or arrived < AQM_TAIL_ARRIVED:
+        return None, (f"a packet train passed {head_ms:.3g} ms of queue at the rate, {head_ms / max(queue_ms, 0.1):.2g}x the flows' "
+                      f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + ": a FIFO's buffer")
+    why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train passed {head_ms:.3g} ms of queue "
+           f"({head_ms / max(queue_ms, 0.1):.2g}x)")
+    if not whole:
+        return "codel", why + f", then lost {train.get('lost', 0)} of its last {tail + train.get('lost', 0)} packets here and there: CoDel's drops after its interval"
+    train_ms = train.get("received", 0) * wire * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    if train_ms > CODEL_INTERVAL_MS:
+        return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
+    return "codel", why + (f" whole, but the train ({train_ms:.3g} ms at the rate) is shorter than CoDel's interval: "
+                           "CoDel or PIE (taken as CoDel)")
+
+
+def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
+    """A direction that read as a FIFO with drops under a loss-based fill: one
+    packet train down, and the direction becomes ``aqm`` (``aqm_qdisc`` codel or
+    pie, no buffer: the AQM's own limit) where the train shows an AQM's burst."""
+    if x["limiter"] != "fifo" or not x["evidence"].get("dropped") or x.get("load_cc") != LOAD_CC or x["buffer_bytes"] is None:
+        return
+    queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
+    say(f"  down: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
+    try:
+        t = _train(host, port, secret, AQM_TRAIN_PACKETS)
+    except UserError as e:
+        x["aqm_note"] = f"no packet train ({e}): a FIFO is assumed"
+        say(f"  ({x['aqm_note']})")
+        return
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms)
+    x["aqm_train"] = t
+    x["aqm_note"] = why
+    if kind:
+        x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+        say(f"  down: {kind} ({why})")
 
 
 def _not_a_policer(x: dict, base_ms: float) -> None:
@@ -608,6 +681,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
+        if d == "down":
+            _aqm_train(h, port, secret, x, say)
         for prob in x["problems"]:
             report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
                                                      f"figures until then are kept")
@@ -620,6 +695,6 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(one_way, 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
-                port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"))
+                port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

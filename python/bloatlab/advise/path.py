@@ -48,6 +48,9 @@ class Path:
     # (POLICER_PORT x the policed rate; the emulator's 10 ms of the rate)
     port_mbps: float | None = None
     bucket_bytes: int | None = None
+    # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
+    # packet train showed a single-queue AQM's burst); None: fq_codel
+    aqm_qdisc: str | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -83,6 +86,8 @@ class Path:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
         lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck"}[self.limiter]
+        if self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
+            lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
         if self.limiter == "policer":
             lim += (f" on a {self.port_mbps:.3g} Mbit/s port" if self.policer_port_measured
                     else f" on a port assumed {POLICER_PORT}x faster")
@@ -136,6 +141,9 @@ class Path:
             d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
             if self.bucket_bytes:
                 d["policer"]["burst"] = f"{int(self.bucket_bytes)}B"
+        elif self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
+            # a single-queue AQM with Linux's defaults (its own packet limit: the direction's buffer is not used)
+            d["qdisc"] = self.aqm_qdisc
         elif self.limiter == "aqm":
             # fq_codel with Linux's own limit unless a buffer was given: a
             # measurement cannot see an AQM's limit, only the queue it holds
@@ -183,7 +191,8 @@ class Path:
         return cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
-                   bucket_bytes=pol.get("burst_bytes") if pol else None)
+                   bucket_bytes=pol.get("burst_bytes") if pol else None,
+                   aqm_qdisc=down["qdisc"]["kind"] if limiter == "aqm" else None)
 
     @classmethod
     def from_args(cls, rtt: str, rate: str, buffer: str | None, loss: str | None, up_rate: str | None, limiter: str) -> "Path":
