@@ -35,7 +35,7 @@
 //! parameters of `sta_update_codel_params` (50 ms/300 ms for stations below
 //! 6 Mbit/s × stations, removed again in 2023) are not modelled.
 
-use super::airtime::{psdu_bytes, subframe_bytes, Phy, MAX_AMPDU_BYTES, MAX_AMPDU_FRAMES, MAX_PPDU_NS};
+use super::airtime::{mpdu_bytes, psdu_bytes, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
 use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::FqCodel;
@@ -291,14 +291,19 @@ impl<T: 'static> Node<T> {
     }
 
     /// Build one aggregate for station `s` (`ath_tx_form_aggr`): frames from
-    /// the retry queue first, then the TXQ, while the A-MPDU stays within 64
-    /// frames, 65535 bytes and 4 ms at the station's rate.
+    /// the retry queue first, then the TXQ. As ath9k counts: each subframe
+    /// adds its delimiter and MPDU (`al_delta` = 4 + framelen) plus the
+    /// padding of the one before it (`bpad`); the aggregate stops before the
+    /// frame that would take it past the byte limit of [`Phy::aggr_limit`]
+    /// (4096 µs at the rate, at most 65532 B) or when it holds
+    /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
+        let limit = phy.aggr_limit() as u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
-        let mut sub = 0u64;
-        while frames.len() < MAX_AMPDU_FRAMES {
+        let (mut al, mut bpad) = (0u64, 0u64);
+        loop {
             let p = match txq.retry.pop_front() {
                 Some(p) => p,
                 None => match txq.q.dequeue(now, rng, ev) {
@@ -309,13 +314,13 @@ impl<T: 'static> Node<T> {
                     None => break,
                 },
             };
-            let add = subframe_bytes(p.meta.len) as u64;
-            let fits = sub + add <= MAX_AMPDU_BYTES as u64 && phy.ppdu_ns(sub + add) <= MAX_PPDU_NS;
-            if !frames.is_empty() && !fits {
+            let al_delta = (AMPDU_DELIMITER + mpdu_bytes(p.meta.len)) as u64;
+            if !frames.is_empty() && (limit < al + bpad + al_delta || frames.len() >= MAX_AMPDU_FRAMES) {
                 txq.retry.push_front(p);
                 break;
             }
-            sub += add;
+            al += bpad + al_delta;
+            bpad = (4 - al_delta % 4) % 4;
             let mut p = p;
             if p.data.seq == NO_SEQ {
                 p.data.seq = *next_seq;
