@@ -56,6 +56,8 @@ BAD = [
     ("probe on an unknown station", ["probe.0.station=nobody"], "probe.0.station"),
     ("bad legacy buffer", ["wifi.buffer=1bdp"], "wifi.buffer"),
     ("unknown legacy qdisc", ["wifi.qdisc=magic"], "wifi.qdisc"),
+    # 1000 + 1000 + 1 stations fit the 2007 association IDs of one BSS; 1000 more do not.
+    ("more stations than a BSS holds", ["wifi.station.0.count=1000", "wifi.station.1.count=1008"], "wifi.station.1.count"),
 ]
 
 

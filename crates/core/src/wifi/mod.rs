@@ -52,6 +52,11 @@ use medium::Medium;
 /// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30.
 pub const RETRY_LIMIT: u32 = 30;
 
+/// Stations one access point can hold: association IDs run 1..=2007 (IEEE
+/// Std 802.11-2016 §9.4.1.8). Also what bounds a run's memory: the AP keeps
+/// one TXQ per station.
+pub const MAX_STATIONS: usize = 2007;
+
 /// One station as the scenario describes it.
 #[derive(Debug, Clone)]
 pub struct StationConfig {
@@ -88,6 +93,9 @@ impl WifiConfig {
         let design = Design::from_name(mac).ok_or_else(|| format!("wifi.mac: unknown MAC design \"{mac}\" (known: {})", Design::NAMES.join(", ")))?;
         if stations.is_empty() {
             return Err("wifi.stations: at least one station is needed".into());
+        }
+        if stations.len() > MAX_STATIONS {
+            return Err(format!("wifi.stations: at most {MAX_STATIONS} stations (802.11 association IDs 1-2007), got {}", stations.len()));
         }
         let mut out = Vec::new();
         for (i, s) in stations.iter().enumerate() {

@@ -331,3 +331,12 @@ fn a_node_leaving_the_contention_hands_the_next_slot_to_the_one_after_it() {
     m.deactivate(2);
     assert_eq!(m.next_start(), None);
 }
+
+#[test]
+fn a_bss_holds_at_most_2007_stations() {
+    let st = |n: usize| vec![StationInput { name: "s".into(), mcs: Some(15), weight: 1.0, ..Default::default() }; n];
+    let q = QdiscConfig::default();
+    assert!(WifiConfig::resolve("airtime", &st(MAX_STATIONS), q.clone()).is_ok());
+    let e = WifiConfig::resolve("airtime", &st(10_000), q).unwrap_err();
+    assert_eq!(e, "wifi.stations: at most 2007 stations (802.11 association IDs 1-2007), got 10000");
+}
