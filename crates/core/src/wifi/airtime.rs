@@ -149,9 +149,17 @@ impl Phy {
         self.max_framelen(MAX_AGGR_US).min(MAX_AMPDU_BYTES)
     }
 
-    /// The basic rate a response (ACK/BlockAck) to this PHY's frames uses.
+    /// The basic rate a response (ACK/BlockAck) to this PHY's frames uses:
+    /// the highest basic rate not above the eliciting frame's *non-HT
+    /// reference rate*, which for an HT MCS is the OFDM rate of the same
+    /// modulation and coding (802.11-2016 §10.7, "Non-HT basic rate
+    /// calculation", and its table of non-HT reference rates): one
+    /// stream's share of the MCS rate rounded down to an OFDM rate. MCS 8
+    /// (BPSK 1/2 on two streams, 13 Mbit/s) is answered at 6 Mbit/s, not 12;
+    /// MCS 9 at 12, not 24.
     pub fn response_rate(&self) -> u64 {
-        BASIC_RATES.iter().copied().filter(|&r| r <= self.rate_bps).max().unwrap_or(BASIC_RATES[0])
+        let per_stream = self.rate_bps / self.streams.max(1) as u64;
+        BASIC_RATES.iter().copied().filter(|&r| r <= per_stream).max().unwrap_or(BASIC_RATES[0])
     }
 }
 

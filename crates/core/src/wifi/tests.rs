@@ -340,3 +340,13 @@ fn a_bss_holds_at_most_2007_stations() {
     let e = WifiConfig::resolve("airtime", &st(10_000), q).unwrap_err();
     assert_eq!(e, "wifi.stations: at most 2007 stations (802.11 association IDs 1-2007), got 10000");
 }
+
+#[test]
+fn a_response_goes_at_the_basic_rate_below_the_mcs_modulations_ofdm_rate() {
+    // Non-HT reference rates (802.11-2016 §10.7, "Non-HT basic rate calculation"): BPSK 1/2 -> 6, QPSK 1/2 -> 12, QPSK 3/4 -> 18,
+    // 16-QAM 1/2 -> 24 Mbit/s and up; the response takes the highest of 6/12/24 not above it.
+    let got: Vec<u64> = (0..16).map(|i| mcs(i).response_rate() / 1_000_000).collect();
+    assert_eq!(got, vec![6, 12, 12, 24, 24, 24, 24, 24, 6, 12, 12, 24, 24, 24, 24, 24]);
+    // A BlockAck after an MCS 8 aggregate: 20 µs + ⌈(22 + 256) / 24⌉ = 12 symbols = 68 µs (at 12 Mbit/s it was 44 µs).
+    assert_eq!(response_ns(&mcs(8), 2), 68_000);
+}
