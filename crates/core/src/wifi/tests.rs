@@ -350,3 +350,26 @@ fn a_response_goes_at_the_basic_rate_below_the_mcs_modulations_ofdm_rate() {
     // A BlockAck after an MCS 8 aggregate: 20 µs + ⌈(22 + 256) / 24⌉ = 12 symbols = 68 µs (at 12 Mbit/s it was 44 µs).
     assert_eq!(response_ns(&mcs(8), 2), 68_000);
 }
+
+#[test]
+fn the_anchor_setups_fq_round_adds_up_as_docs_wifi_md_accounts_it() {
+    // docs/wifi.md "Accounting for the gap": one round of fq with two MCS 15 and one MCS 0
+    // station downloading 1500-B packets, their TCP ACKs (52 B) going up.
+    let (fast, slow) = (mcs(15), mcs(0));
+    let ack_ip = 52;
+    let slow_data = txop_ns(&slow, 2 * 1544, 2);
+    let (p, n) = psdu_bytes([ack_ip]);
+    let slow_ack = txop_ns(&slow, p, n);
+    let fast_data = txop_ns(&fast, 32 * 1544, 32);
+    let (p8, n8) = psdu_bytes([ack_ip; 8]);
+    let fast_acks = txop_ns(&fast, p8, n8);
+    assert_eq!((slow_data, slow_ack, fast_data, fast_acks), (3_924_000, 212_000, 3_132_000, 136_000));
+    // 8 TXOPs, each after AIFS and a mean backoff of 7.5 slots: 110.5 µs.
+    let contention = 8 * (AIFS_NS * 2 + 15 * SLOT_NS) / 2;
+    assert_eq!(contention, 884_000);
+    let round = slow_data + slow_ack + 2 * (fast_data + 2 * fast_acks) + contention;
+    assert_eq!(round, 11_828_000);
+    // A fast station moves 32 × 1448 B per round: 31.3 Mbit/s; the slow one 2 × 1448 B: 1.96 Mbit/s.
+    let rate = |pkts: u64| pkts * 1448 * 8 * 1_000_000_000 / round;
+    assert_eq!((rate(32) / 100_000, rate(2) / 10_000), (313, 195));
+}
