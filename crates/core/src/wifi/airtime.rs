@@ -183,27 +183,49 @@ pub fn mpdu_bytes(ip_len: u32) -> u32 {
     ip_len + MPDU_OVERHEAD
 }
 
-/// Bytes one IP packet of `ip_len` adds to an A-MPDU: delimiter + MPDU, padded to 4 B.
-pub fn subframe_bytes(ip_len: u32) -> u32 {
-    let mpdu = ip_len + MPDU_OVERHEAD;
-    AMPDU_DELIMITER + mpdu.div_ceil(4) * 4
+/// ath9k pads a subframe shorter than this with extra delimiters
+/// (`ATH_AGGR_MINPLEN`, `ath9k.h`): 256 B.
+pub const AGGR_MIN_PLEN: u32 = 256;
+
+/// Extra delimiters after an MPDU of `framelen` bytes (`ATH_AGGR_GET_NDELIM`:
+/// none from 256 B up, else ⌈(256 − framelen) / 4⌉). A 52-byte TCP ACK
+/// (90-byte MPDU) is followed by 42 of them, 168 B. MPDU density and the
+/// encryption delimiters do not apply here (an open network; densities of
+/// 8 µs or less need fewer bytes than a 1538-B MPDU has).
+pub fn extra_delimiters(framelen: u32) -> u32 {
+    if framelen >= AGGR_MIN_PLEN {
+        0
+    } else {
+        (AGGR_MIN_PLEN - framelen).div_ceil(AMPDU_DELIMITER)
+    }
 }
 
-/// PSDU length of a transmission carrying these IP packets: a single MPDU
-/// (no delimiter) or an A-MPDU.
+/// What ath9k counts after a subframe before the next one (`bpad` in
+/// `ath_tx_form_aggr`): padding of delimiter + MPDU to 4 B, and the extra
+/// delimiters of a short MPDU.
+pub fn subframe_padding(framelen: u32) -> u32 {
+    let al_delta = AMPDU_DELIMITER + framelen;
+    (4 - al_delta % 4) % 4 + AMPDU_DELIMITER * extra_delimiters(framelen)
+}
+
+/// PSDU length of a transmission carrying these IP packets, as ath9k counts
+/// it (`ath_tx_form_aggr`'s `al`): a single MPDU alone (no delimiter), or for
+/// an A-MPDU each subframe's delimiter and MPDU plus the padding and extra
+/// delimiters between subframes (none after the last).
 pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
     let mut n = 0usize;
-    let mut sum = 0u64;
-    let mut single = 0u64;
+    let (mut al, mut bpad, mut single) = (0u64, 0u64, 0u64);
     for l in ip_lens {
         n += 1;
-        sum += subframe_bytes(l) as u64;
-        single = (l + MPDU_OVERHEAD) as u64;
+        let framelen = mpdu_bytes(l);
+        al += bpad + (AMPDU_DELIMITER + framelen) as u64;
+        bpad = subframe_padding(framelen) as u64;
+        single = framelen as u64;
     }
     if n == 1 {
         (single, 1)
     } else {
-        (sum, n)
+        (al, n)
     }
 }
 

@@ -35,7 +35,7 @@
 //! parameters of `sta_update_codel_params` (50 ms/300 ms for stations below
 //! 6 Mbit/s × stations, removed again in 2023) are not modelled.
 
-use super::airtime::{mpdu_bytes, psdu_bytes, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
+use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
 use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::FqCodel;
@@ -293,7 +293,8 @@ impl<T: 'static> Node<T> {
     /// Build one aggregate for station `s` (`ath_tx_form_aggr`): frames from
     /// the retry queue first, then the TXQ. As ath9k counts: each subframe
     /// adds its delimiter and MPDU (`al_delta` = 4 + framelen) plus the
-    /// padding of the one before it (`bpad`); the aggregate stops before the
+    /// padding and extra delimiters of the one before it (`bpad`,
+    /// [`subframe_padding`]); the aggregate stops before the
     /// frame that would take it past the byte limit of [`Phy::aggr_limit`]
     /// (4096 µs at the rate, at most 65532 B) or when it holds
     /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
@@ -320,7 +321,7 @@ impl<T: 'static> Node<T> {
                 break;
             }
             al += bpad + al_delta;
-            bpad = (4 - al_delta % 4) % 4;
+            bpad = subframe_padding(mpdu_bytes(p.meta.len)) as u64;
             let mut p = p;
             if p.data.seq == NO_SEQ {
                 p.data.seq = *next_seq;

@@ -32,9 +32,10 @@ fn ten_frames_at_mcs15_take_992_us_and_a_32_us_block_ack() {
     let phy = mcs(15);
     assert_eq!((phy.rate_bps, phy.streams), (130_000_000, 2));
     let (psdu, n) = psdu_bytes([1500; 10]);
-    // Each subframe: 4 B delimiter + 1538 B MPDU padded to 1540.
-    assert_eq!((psdu, n), (15_440, 10));
-    // 123542 bits / 520 = 238 symbols = 952 µs, + 40 µs HT-mixed preamble with two LTFs.
+    // Each subframe: 4 B delimiter + 1538 B MPDU, padded to 4 B before the next one (ath9k's `al`: no
+    // padding after the last): 10 × 1542 + 9 × 2 = 15438 B.
+    assert_eq!((psdu, n), (15_438, 10));
+    // 123526 bits / 520 = 238 symbols = 952 µs, + 40 µs HT-mixed preamble with two LTFs.
     assert_eq!(phy.ppdu_ns(psdu), 992_000);
     // BlockAck (32 B) at 24 Mbit/s: 20 µs + 3 symbols.
     assert_eq!(response_ns(&phy, 10), 32_000);
@@ -363,13 +364,39 @@ fn the_anchor_setups_fq_round_adds_up_as_docs_wifi_md_accounts_it() {
     let fast_data = txop_ns(&fast, 32 * 1544, 32);
     let (p8, n8) = psdu_bytes([ack_ip; 8]);
     let fast_acks = txop_ns(&fast, p8, n8);
-    assert_eq!((slow_data, slow_ack, fast_data, fast_acks), (3_924_000, 212_000, 3_132_000, 136_000));
+    // The ACK A-MPDU: each 90-B MPDU takes 4 + 90 B, then 2 B of padding and 42 extra delimiters
+    // (168 B, ath9k's 256-B minimum subframe): 8 × 94 + 7 × 170 = 1942 B = 30 symbols + 40 µs, + SIFS + BA.
+    assert_eq!((extra_delimiters(90), subframe_padding(90)), (42, 170));
+    assert_eq!((p8, n8), (1942, 8));
+    assert_eq!((slow_data, slow_ack, fast_data, fast_acks), (3_924_000, 212_000, 3_132_000, 208_000));
     // 8 TXOPs, each after AIFS and a mean backoff of 7.5 slots: 110.5 µs.
     let contention = 8 * (AIFS_NS * 2 + 15 * SLOT_NS) / 2;
     assert_eq!(contention, 884_000);
     let round = slow_data + slow_ack + 2 * (fast_data + 2 * fast_acks) + contention;
-    assert_eq!(round, 11_828_000);
-    // A fast station moves 32 × 1448 B per round: 31.3 Mbit/s; the slow one 2 × 1448 B: 1.96 Mbit/s.
+    assert_eq!(round, 12_116_000);
+    // A fast station moves 32 × 1448 B per round: 30.6 Mbit/s; the slow one 2 × 1448 B: 1.91 Mbit/s.
     let rate = |pkts: u64| pkts * 1448 * 8 * 1_000_000_000 / round;
-    assert_eq!((rate(32) / 100_000, rate(2) / 10_000), (313, 195));
+    assert_eq!((rate(32) / 100_000, rate(2) / 10_000), (305, 191));
+}
+
+#[test]
+fn short_mpdus_are_padded_to_256_bytes_with_delimiters_as_ath9k_does() {
+    // ATH_AGGR_GET_NDELIM: ⌈(256 − framelen) / 4⌉ extra delimiters below 256 B, none from 256 B up.
+    assert_eq!(extra_delimiters(90), 42);
+    assert_eq!(extra_delimiters(255), 1);
+    assert_eq!(extra_delimiters(256), 0);
+    assert_eq!(extra_delimiters(1538), 0);
+    // A TCP ACK alone is one MPDU (no delimiters); two make a 94 + 170 + 94 = 358-B A-MPDU.
+    assert_eq!(psdu_bytes([52]), (90, 1));
+    assert_eq!(psdu_bytes([52, 52]), (358, 2));
+    // Short frames also count against the 4096-µs limit with their padding: at MCS 0 (3296 B)
+    // an aggregate of 52-B packets holds 13: 13 × 94 + 12 × 170 = 3262 B; a 14th would make it 3526 B.
+    let phys = [mcs(0)];
+    let mut nd = node(Design::Fq, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..40 {
+        nd.enqueue(frame(0, 52, i, 0), 0, &mut rng, &mut ev);
+    }
+    assert_eq!(schedule(&mut nd, &phys, 1, false), vec![(0, 13)]);
 }
