@@ -32,7 +32,8 @@
 //! Rate control (each station keeps one PHY rate), hidden stations and
 //! capture, RTS/CTS, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
-//! TXOP bursts, the per-station CoDel parameters for slow stations.
+//! TXOP bursts, the per-station CoDel parameters for slow stations, the block-ack
+//! window as a constraint on retried frames (aggregates stop at 32 subframes).
 
 pub mod airtime;
 pub mod mac;
