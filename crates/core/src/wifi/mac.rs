@@ -70,7 +70,10 @@ impl Design {
 /// Frames the legacy driver holds before it stops taking from the qdisc
 /// (`ATH_MAX_QDEPTH` = `ATH_TXBUF` 512 / 4 − `ATH_TXBUF_RESERVE` 5).
 pub const LEGACY_DRIVER_FRAMES: usize = 123;
-/// Aggregates queued in the hardware at most (`ATH_AGGR_MIN_QDEPTH`).
+/// Aggregates queued in the hardware at most, the one on the air included
+/// (`ATH_AGGR_MIN_QDEPTH`, against `axq_ampdu_depth`, which
+/// `ath_tx_txqaddbuf` increments and `ath_tx_process_buffer` decrements at
+/// completion).
 pub const HW_AGGREGATES: usize = 2;
 /// Airtime deficit added per round (`ATH_AIRTIME_QUANTUM`): 300 µs.
 pub const AIRTIME_QUANTUM_NS: i64 = 300_000;
@@ -139,6 +142,10 @@ pub struct Node<T> {
     old_list: VecDeque<usize>,
     /// Aggregates built and waiting for the medium (the first is next).
     pub hw: VecDeque<Aggregate<T>>,
+    /// Aggregates on the air (taken from `hw`, not yet completed): they still
+    /// count against [`HW_AGGREGATES`], as ath9k's `axq_ampdu_depth` is only
+    /// decremented at TX completion (`ath_tx_process_buffer`).
+    pub in_flight: usize,
     quantum: Vec<i64>,
     /// Next sequence number per destination.
     next_seq: Vec<u64>,
@@ -168,6 +175,7 @@ impl<T: 'static> Node<T> {
             new_list: VecDeque::new(),
             old_list: VecDeque::new(),
             hw: VecDeque::new(),
+            in_flight: 0,
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
             next_seq: vec![0; weights.len()],
         }
@@ -270,7 +278,7 @@ impl<T: 'static> Node<T> {
     /// Fill the hardware queue up to [`HW_AGGREGATES`]; `phys[s]` is the PHY
     /// used towards destination `s`. Dequeued packets' queueing delays go to `qdelay`.
     pub fn refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
-        while self.hw.len() < HW_AGGREGATES {
+        while self.hw.len() + self.in_flight < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
             if agg.frames.is_empty() {

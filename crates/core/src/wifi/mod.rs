@@ -317,6 +317,7 @@ impl<T: 'static> Wifi<T> {
         let mut end = t;
         for &node in &winners {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
+            self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
             let phy = &self.phys[sta];
             let dur = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(phy, agg.psdu, agg.frames.len()) };
@@ -338,6 +339,7 @@ impl<T: 'static> Wifi<T> {
         let collision = self.flight.len() > 1;
         let mut outcomes = Vec::with_capacity(self.flight.len());
         for InFlight { node, agg } in std::mem::take(&mut self.flight) {
+            self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
             let up = node != 0;
             let phy = self.phys[sta];

@@ -4,7 +4,7 @@
 //! closed-form airtime (seeded, tolerances stated).
 
 use super::airtime::*;
-use super::mac::{Aggregate, Design, Frame, Node, LEGACY_DRIVER_FRAMES};
+use super::mac::{Aggregate, Design, Frame, Node, HW_AGGREGATES, LEGACY_DRIVER_FRAMES};
 use super::medium::{bianchi, Medium};
 use super::*;
 use crate::qdisc::{Events, Limit, Packet, PacketMeta, QdiscConfig};
@@ -399,4 +399,32 @@ fn short_mpdus_are_padded_to_256_bytes_with_delimiters_as_ath9k_does() {
         nd.enqueue(frame(0, 52, i, 0), 0, &mut rng, &mut ev);
     }
     assert_eq!(schedule(&mut nd, &phys, 1, false), vec![(0, 13)]);
+}
+
+#[test]
+fn the_aggregate_on_the_air_counts_against_the_hardware_queue_depth() {
+    // ath9k's axq_ampdu_depth is decremented at TX completion: with one aggregate on the air,
+    // one more waits in the hardware queue, not two (ATH_AGGR_MIN_QDEPTH = 2 in all).
+    let mut w = saturated(1, Design::Fq, 3, 0);
+    let mut rng = stream(3, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let mut now = 0;
+    let mut seen_on_air = 0;
+    for id in 0..20_000u64 {
+        while w.nodes[1].backlog_pkts() < 200 {
+            w.enqueue(now, 0, true, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+        }
+        let nd = &w.nodes[1];
+        assert!(nd.hw.len() + nd.in_flight <= HW_AGGREGATES, "hw {} + on air {}", nd.hw.len(), nd.in_flight);
+        if nd.in_flight == 1 {
+            assert_eq!(nd.hw.len(), 1);
+            seen_on_air += 1;
+        }
+        now = w.next_event().unwrap();
+        w.poll(now, &mut rng, &mut out, &mut drops);
+        if now > 200_000_000 {
+            break;
+        }
+    }
+    assert!(seen_on_air > 10);
 }
