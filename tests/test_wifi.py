@@ -153,7 +153,10 @@ def test_mpdu_errors_are_retried_and_cost_airtime():
     clean = bloatlab.run(base).summary
     lossy = bloatlab.run(base, set={"wifi.station.0.mpdu_error": "10%"}).summary
     st_clean, st_lossy = clean["stations"][0], lossy["stations"][0]
-    assert st_lossy["retries"] > st_clean["retries"] + 1000
+    # ~10 % of the ~9,500 packets delivered are retried (~1,050 retries), while the retries after collisions
+    # (whole aggregates) fall: retried frames make the aggregates smaller (22 instead of 30 frames; measured
+    # 2026-11-25: 3778 -> 4613 retries). Before ath9k's hardware-queue depth the margin was over 1000.
+    assert st_lossy["retries"] > st_clean["retries"] + 500
     # Retries are invisible to TCP (no retry drops at 10 %: 30 attempts), so
     # the flow sees no extra loss, only less capacity: at most ~10 % less goodput (+ noise).
     assert st_lossy["retry_drops"] == 0
