@@ -10,8 +10,9 @@
 //! # Model in a nutshell
 //! Node 0 is the AP, nodes 1..=N the stations. Downlink packets (server →
 //! station) queue at the AP per destination, uplink packets (station →
-//! server, TCP ACKs included) at their station. Each node keeps at most two
-//! aggregates ready for the hardware ([`mac::Node`]); a node with one contends
+//! server, TCP ACKs included) at their station. Each node has at most two
+//! aggregates in the hardware, the one on the air included ([`mac::Node`],
+//! ath9k's `ATH_AGGR_MIN_QDEPTH`); a node with one waiting contends
 //! for the medium ([`medium::Medium`]). A transmission carries one A-MPDU to
 //! (or from) one station at that station's PHY rate and takes the airtime
 //! of [`airtime::txop_ns`]; several nodes in the same slot collide. Each
