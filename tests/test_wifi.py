@@ -56,6 +56,8 @@ BAD = [
     ("probe on an unknown station", ["probe.0.station=nobody"], "probe.0.station"),
     ("bad legacy buffer", ["wifi.buffer=1bdp"], "wifi.buffer"),
     ("unknown legacy qdisc", ["wifi.qdisc=magic"], "wifi.qdisc"),
+    # 1000 + 1000 + 1 stations fit the 2007 association IDs of one BSS; 1000 more do not.
+    ("more stations than a BSS holds", ["wifi.station.0.count=1000", "wifi.station.1.count=1008"], "wifi.station.1.count"),
 ]
 
 
@@ -100,8 +102,8 @@ def test_count_spreads_flows_over_a_station_group():
 
 
 def test_one_station_alone_is_limited_by_its_phy_and_the_mac_overhead():
-    # One CUBIC download on a 130 Mbit/s station: the MAC delivers 41-frame
-    # aggregates at best (4 ms), ~120 Mbit/s of IP (the core test computes the
+    # One CUBIC download on a 130 Mbit/s station: the MAC delivers 32-frame
+    # aggregates at best (ath9k's limit, 3.1 ms), ~114 Mbit/s of IP (the core test computes the
     # closed form); TCP ACKs take some airtime back and CUBIC is not always
     # backlogged, so goodput lands between 85 and 120 Mbit/s.
     s = bloatlab.run("""
@@ -151,7 +153,10 @@ def test_mpdu_errors_are_retried_and_cost_airtime():
     clean = bloatlab.run(base).summary
     lossy = bloatlab.run(base, set={"wifi.station.0.mpdu_error": "10%"}).summary
     st_clean, st_lossy = clean["stations"][0], lossy["stations"][0]
-    assert st_lossy["retries"] > st_clean["retries"] + 1000
+    # ~10 % of the ~9,500 packets delivered are retried (~1,050 retries), while the retries after collisions
+    # (whole aggregates) fall: retried frames make the aggregates smaller (22 instead of 30 frames; measured
+    # 2026-11-25: 3778 -> 4613 retries). Before ath9k's hardware-queue depth the margin was over 1000.
+    assert st_lossy["retries"] > st_clean["retries"] + 500
     # Retries are invisible to TCP (no retry drops at 10 %: 30 attempts), so
     # the flow sees no extra loss, only less capacity: at most ~10 % less goodput (+ noise).
     assert st_lossy["retry_drops"] == 0

@@ -9,8 +9,12 @@
 //! compressed), §10.7.6.5 (a response frame goes at the highest basic rate not
 //! above the rate of the frame it answers), §10.22.2 (EDCA: AIFS = SIFS +
 //! AIFSN × slot; best effort AIFSN 3, CWmin 15, CWmax 1023, Table 9-137);
-//! Linux `drivers/net/wireless/ath/ath9k` (A-MPDU delimiter 4 B, 4 ms
-//! aggregate limit, 64-frame block-ack window, `ATH_AMPDU_LIMIT_MAX` 65535 B).
+//! Linux `drivers/net/wireless/ath/ath9k` (A-MPDU delimiter 4 B; `xmit.c`
+//! as of 4.9-4.14: `ath_tx_form_aggr` stops an aggregate at half the 64-frame
+//! block-ack window, `h_baw = tid->baw_size / 2` = 32 subframes, and at the
+//! byte limit of `ath_lookup_rate`, the frame length that takes 4096 µs at the
+//! rate (`ath_update_max_aggr_framelen`, `ath_max_framelen`, capped at
+//! 65532 B) and at most `ATH_AMPDU_LIMIT_MAX` 65535 B).
 //!
 //! # Model in a nutshell
 //! One data PPDU = preamble + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of
@@ -66,13 +70,25 @@ pub const ACK_BYTES: u64 = 14;
 pub const BLOCK_ACK_BYTES: u64 = 32;
 /// Mandatory basic rates of the 5 GHz OFDM PHY (bit/s) a response may use.
 pub const BASIC_RATES: [u64; 3] = [6_000_000, 12_000_000, 24_000_000];
-/// Largest A-MPDU in frames: the block-ack window (64 MPDUs, §10.24.7).
-pub const MAX_AMPDU_FRAMES: usize = 64;
-/// Largest HT A-MPDU in bytes (ath9k `ATH_AMPDU_LIMIT_MAX` = 64 KiB − 1).
+/// The block-ack window of an HT aggregation session (64 MPDUs, §10.24.7;
+/// ath9k `tid->baw_size` = `WME_MAX_BA`).
+pub const BLOCK_ACK_WINDOW: usize = 64;
+/// Largest A-MPDU ath9k builds, in subframes: half the block-ack window
+/// (`ath_tx_form_aggr`: `h_baw = tid->baw_size / 2`, stop when
+/// `nframes >= h_baw`), so that a retried aggregate still fits the window.
+pub const MAX_AMPDU_FRAMES: usize = BLOCK_ACK_WINDOW / 2;
+/// Largest HT A-MPDU in bytes (ath9k `ATH_AMPDU_LIMIT_MAX` = 64 KiB − 1; a
+/// station announcing the HT maximum A-MPDU length exponent 3 allows the same).
 pub const MAX_AMPDU_BYTES: u32 = 65_535;
-/// Longest aggregate PPDU ath9k builds: 4 ms (`ath_max_4ms_framelen`, also
-/// the HT PPDU maximum aPPDUMaxTime of 5.484 ms rounded down by the driver).
-pub const MAX_PPDU_NS: Nanos = 4_000_000;
+/// The duration ath9k sizes aggregates for: "4ms is the default (and
+/// maximum) duration", 4096 µs (`ath_update_max_aggr_framelen`, `txop` 0 or
+/// above 4096 taken as 4096).
+pub const MAX_AGGR_US: u64 = 4096;
+/// `ath_max_framelen` caps the byte length of a 4 ms aggregate at 65532 B.
+pub const MAX_AGGR_FRAMELEN: u32 = 65_532;
+/// Longest aggregate PPDU: at most [`MAX_AGGR_US`] (ath9k's byte limit is
+/// computed so that the PPDU fits; kept for checks).
+pub const MAX_PPDU_NS: Nanos = MAX_AGGR_US * 1_000;
 /// HT20 long-GI MCS 0–15 rates (bit/s, Table 19-27/19-30); MCS 8–15 are
 /// MCS 0–7 on two spatial streams.
 pub const HT20_MCS: [u64; 16] = [
@@ -113,9 +129,37 @@ impl Phy {
         self.preamble_ns() + symbols_ns(psdu_bytes, self.rate_bps)
     }
 
-    /// The basic rate a response (ACK/BlockAck) to this PHY's frames uses.
+    /// ath9k's `ath_max_framelen(usec, mcs)`: the bytes of PSDU that fit in
+    /// `usec` µs at this PHY — the preamble off, whole 4 µs symbols of
+    /// N_DBPS bits, less the 22 SERVICE and tail bits, capped at
+    /// [`MAX_AGGR_FRAMELEN`]. For a rate given directly N_DBPS may be
+    /// fractional: the bits are rounded down.
+    pub fn max_framelen(&self, usec: u64) -> u32 {
+        let usec = usec.saturating_sub(self.preamble_ns() / 1_000);
+        let symbols = usec / (SYMBOL_NS / 1_000);
+        // N_DBPS = rate × 4 µs, exactly in integers: rate_bps × 4 / 10^6.
+        let bits = (symbols as u128 * self.rate_bps as u128 * 4 / 1_000_000) as u64;
+        let bytes = bits.saturating_sub(SERVICE_TAIL_BITS) / 8;
+        bytes.min(MAX_AGGR_FRAMELEN as u64) as u32
+    }
+
+    /// The byte limit of an aggregate at this PHY (`ath_lookup_rate` with a
+    /// one-rate series): the 4 ms frame length, at most 65535 B.
+    pub fn aggr_limit(&self) -> u32 {
+        self.max_framelen(MAX_AGGR_US).min(MAX_AMPDU_BYTES)
+    }
+
+    /// The basic rate a response (ACK/BlockAck) to this PHY's frames uses:
+    /// the highest basic rate not above the eliciting frame's *non-HT
+    /// reference rate*, which for an HT MCS is the OFDM rate of the same
+    /// modulation and coding (802.11-2016 §10.7, "Non-HT basic rate
+    /// calculation", and its table of non-HT reference rates): one
+    /// stream's share of the MCS rate rounded down to an OFDM rate. MCS 8
+    /// (BPSK 1/2 on two streams, 13 Mbit/s) is answered at 6 Mbit/s, not 12;
+    /// MCS 9 at 12, not 24.
     pub fn response_rate(&self) -> u64 {
-        BASIC_RATES.iter().copied().filter(|&r| r <= self.rate_bps).max().unwrap_or(BASIC_RATES[0])
+        let per_stream = self.rate_bps / self.streams.max(1) as u64;
+        BASIC_RATES.iter().copied().filter(|&r| r <= per_stream).max().unwrap_or(BASIC_RATES[0])
     }
 }
 
@@ -133,27 +177,55 @@ pub fn legacy_frame_ns(bytes: u64, rate_bps: u64) -> Nanos {
     LEGACY_PREAMBLE_NS + symbols_ns(bytes, rate_bps)
 }
 
-/// Bytes one IP packet of `ip_len` adds to an A-MPDU: delimiter + MPDU, padded to 4 B.
-pub fn subframe_bytes(ip_len: u32) -> u32 {
-    let mpdu = ip_len + MPDU_OVERHEAD;
-    AMPDU_DELIMITER + mpdu.div_ceil(4) * 4
+/// The MPDU of one IP packet of `ip_len` (ath9k `fi->framelen`: 802.11
+/// header, LLC/SNAP, payload, FCS).
+pub fn mpdu_bytes(ip_len: u32) -> u32 {
+    ip_len + MPDU_OVERHEAD
 }
 
-/// PSDU length of a transmission carrying these IP packets: a single MPDU
-/// (no delimiter) or an A-MPDU.
+/// ath9k pads a subframe shorter than this with extra delimiters
+/// (`ATH_AGGR_MINPLEN`, `ath9k.h`): 256 B.
+pub const AGGR_MIN_PLEN: u32 = 256;
+
+/// Extra delimiters after an MPDU of `framelen` bytes (`ATH_AGGR_GET_NDELIM`:
+/// none from 256 B up, else ⌈(256 − framelen) / 4⌉). A 52-byte TCP ACK
+/// (90-byte MPDU) is followed by 42 of them, 168 B. MPDU density and the
+/// encryption delimiters do not apply here (an open network; densities of
+/// 8 µs or less need fewer bytes than a 1538-B MPDU has).
+pub fn extra_delimiters(framelen: u32) -> u32 {
+    if framelen >= AGGR_MIN_PLEN {
+        0
+    } else {
+        (AGGR_MIN_PLEN - framelen).div_ceil(AMPDU_DELIMITER)
+    }
+}
+
+/// What ath9k counts after a subframe before the next one (`bpad` in
+/// `ath_tx_form_aggr`): padding of delimiter + MPDU to 4 B, and the extra
+/// delimiters of a short MPDU.
+pub fn subframe_padding(framelen: u32) -> u32 {
+    let al_delta = AMPDU_DELIMITER + framelen;
+    (4 - al_delta % 4) % 4 + AMPDU_DELIMITER * extra_delimiters(framelen)
+}
+
+/// PSDU length of a transmission carrying these IP packets, as ath9k counts
+/// it (`ath_tx_form_aggr`'s `al`): a single MPDU alone (no delimiter), or for
+/// an A-MPDU each subframe's delimiter and MPDU plus the padding and extra
+/// delimiters between subframes (none after the last).
 pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
     let mut n = 0usize;
-    let mut sum = 0u64;
-    let mut single = 0u64;
+    let (mut al, mut bpad, mut single) = (0u64, 0u64, 0u64);
     for l in ip_lens {
         n += 1;
-        sum += subframe_bytes(l) as u64;
-        single = (l + MPDU_OVERHEAD) as u64;
+        let framelen = mpdu_bytes(l);
+        al += bpad + (AMPDU_DELIMITER + framelen) as u64;
+        bpad = subframe_padding(framelen) as u64;
+        single = framelen as u64;
     }
     if n == 1 {
         (single, 1)
     } else {
-        (sum, n)
+        (al, n)
     }
 }
 

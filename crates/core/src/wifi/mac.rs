@@ -35,7 +35,7 @@
 //! parameters of `sta_update_codel_params` (50 ms/300 ms for stations below
 //! 6 Mbit/s × stations, removed again in 2023) are not modelled.
 
-use super::airtime::{psdu_bytes, subframe_bytes, Phy, MAX_AMPDU_BYTES, MAX_AMPDU_FRAMES, MAX_PPDU_NS};
+use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
 use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::FqCodel;
@@ -70,7 +70,10 @@ impl Design {
 /// Frames the legacy driver holds before it stops taking from the qdisc
 /// (`ATH_MAX_QDEPTH` = `ATH_TXBUF` 512 / 4 − `ATH_TXBUF_RESERVE` 5).
 pub const LEGACY_DRIVER_FRAMES: usize = 123;
-/// Aggregates queued in the hardware at most (`ATH_AGGR_MIN_QDEPTH`).
+/// Aggregates queued in the hardware at most, the one on the air included
+/// (`ATH_AGGR_MIN_QDEPTH`, against `axq_ampdu_depth`, which
+/// `ath_tx_txqaddbuf` increments and `ath_tx_process_buffer` decrements at
+/// completion).
 pub const HW_AGGREGATES: usize = 2;
 /// Airtime deficit added per round (`ATH_AIRTIME_QUANTUM`): 300 µs.
 pub const AIRTIME_QUANTUM_NS: i64 = 300_000;
@@ -139,6 +142,10 @@ pub struct Node<T> {
     old_list: VecDeque<usize>,
     /// Aggregates built and waiting for the medium (the first is next).
     pub hw: VecDeque<Aggregate<T>>,
+    /// Aggregates on the air (taken from `hw`, not yet completed): they still
+    /// count against [`HW_AGGREGATES`], as ath9k's `axq_ampdu_depth` is only
+    /// decremented at TX completion (`ath_tx_process_buffer`).
+    pub in_flight: usize,
     quantum: Vec<i64>,
     /// Next sequence number per destination.
     next_seq: Vec<u64>,
@@ -168,6 +175,7 @@ impl<T: 'static> Node<T> {
             new_list: VecDeque::new(),
             old_list: VecDeque::new(),
             hw: VecDeque::new(),
+            in_flight: 0,
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
             next_seq: vec![0; weights.len()],
         }
@@ -270,7 +278,7 @@ impl<T: 'static> Node<T> {
     /// Fill the hardware queue up to [`HW_AGGREGATES`]; `phys[s]` is the PHY
     /// used towards destination `s`. Dequeued packets' queueing delays go to `qdelay`.
     pub fn refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
-        while self.hw.len() < HW_AGGREGATES {
+        while self.hw.len() + self.in_flight < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
             if agg.frames.is_empty() {
@@ -291,14 +299,20 @@ impl<T: 'static> Node<T> {
     }
 
     /// Build one aggregate for station `s` (`ath_tx_form_aggr`): frames from
-    /// the retry queue first, then the TXQ, while the A-MPDU stays within 64
-    /// frames, 65535 bytes and 4 ms at the station's rate.
+    /// the retry queue first, then the TXQ. As ath9k counts: each subframe
+    /// adds its delimiter and MPDU (`al_delta` = 4 + framelen) plus the
+    /// padding and extra delimiters of the one before it (`bpad`,
+    /// [`subframe_padding`]); the aggregate stops before the
+    /// frame that would take it past the byte limit of [`Phy::aggr_limit`]
+    /// (4096 µs at the rate, at most 65532 B) or when it holds
+    /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
+        let limit = phy.aggr_limit() as u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
-        let mut sub = 0u64;
-        while frames.len() < MAX_AMPDU_FRAMES {
+        let (mut al, mut bpad) = (0u64, 0u64);
+        loop {
             let p = match txq.retry.pop_front() {
                 Some(p) => p,
                 None => match txq.q.dequeue(now, rng, ev) {
@@ -309,13 +323,13 @@ impl<T: 'static> Node<T> {
                     None => break,
                 },
             };
-            let add = subframe_bytes(p.meta.len) as u64;
-            let fits = sub + add <= MAX_AMPDU_BYTES as u64 && phy.ppdu_ns(sub + add) <= MAX_PPDU_NS;
-            if !frames.is_empty() && !fits {
+            let al_delta = (AMPDU_DELIMITER + mpdu_bytes(p.meta.len)) as u64;
+            if !frames.is_empty() && (limit < al + bpad + al_delta || frames.len() >= MAX_AMPDU_FRAMES) {
                 txq.retry.push_front(p);
                 break;
             }
-            sub += add;
+            al += bpad + al_delta;
+            bpad = subframe_padding(mpdu_bytes(p.meta.len)) as u64;
             let mut p = p;
             if p.data.seq == NO_SEQ {
                 p.data.seq = *next_seq;

@@ -10,8 +10,9 @@
 //! # Model in a nutshell
 //! Node 0 is the AP, nodes 1..=N the stations. Downlink packets (server →
 //! station) queue at the AP per destination, uplink packets (station →
-//! server, TCP ACKs included) at their station. Each node keeps at most two
-//! aggregates ready for the hardware ([`mac::Node`]); a node with one contends
+//! server, TCP ACKs included) at their station. Each node has at most two
+//! aggregates in the hardware, the one on the air included ([`mac::Node`],
+//! ath9k's `ATH_AGGR_MIN_QDEPTH`); a node with one waiting contends
 //! for the medium ([`medium::Medium`]). A transmission carries one A-MPDU to
 //! (or from) one station at that station's PHY rate and takes the airtime
 //! of [`airtime::txop_ns`]; several nodes in the same slot collide. Each
@@ -32,7 +33,8 @@
 //! Rate control (each station keeps one PHY rate), hidden stations and
 //! capture, RTS/CTS, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
-//! TXOP bursts, the per-station CoDel parameters for slow stations.
+//! TXOP bursts, the per-station CoDel parameters for slow stations, the block-ack
+//! window as a constraint on retried frames (aggregates stop at 32 subframes).
 
 pub mod airtime;
 pub mod mac;
@@ -51,6 +53,11 @@ use medium::Medium;
 /// Software retries of an MPDU before the driver gives it up
 /// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30.
 pub const RETRY_LIMIT: u32 = 30;
+
+/// Stations one access point can hold: association IDs run 1..=2007 (IEEE
+/// Std 802.11-2016 §9.4.1.8). Also what bounds a run's memory: the AP keeps
+/// one TXQ per station.
+pub const MAX_STATIONS: usize = 2007;
 
 /// One station as the scenario describes it.
 #[derive(Debug, Clone)]
@@ -88,6 +95,9 @@ impl WifiConfig {
         let design = Design::from_name(mac).ok_or_else(|| format!("wifi.mac: unknown MAC design \"{mac}\" (known: {})", Design::NAMES.join(", ")))?;
         if stations.is_empty() {
             return Err("wifi.stations: at least one station is needed".into());
+        }
+        if stations.len() > MAX_STATIONS {
+            return Err(format!("wifi.stations: at most {MAX_STATIONS} stations (802.11 association IDs 1-2007), got {}", stations.len()));
         }
         let mut out = Vec::new();
         for (i, s) in stations.iter().enumerate() {
@@ -308,6 +318,7 @@ impl<T: 'static> Wifi<T> {
         let mut end = t;
         for &node in &winners {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
+            self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
             let phy = &self.phys[sta];
             let dur = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(phy, agg.psdu, agg.frames.len()) };
@@ -329,6 +340,7 @@ impl<T: 'static> Wifi<T> {
         let collision = self.flight.len() > 1;
         let mut outcomes = Vec::with_capacity(self.flight.len());
         for InFlight { node, agg } in std::mem::take(&mut self.flight) {
+            self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
             let up = node != 0;
             let phy = self.phys[sta];

@@ -4,7 +4,7 @@
 //! closed-form airtime (seeded, tolerances stated).
 
 use super::airtime::*;
-use super::mac::{Aggregate, Design, Frame, Node, LEGACY_DRIVER_FRAMES};
+use super::mac::{Aggregate, Design, Frame, Node, HW_AGGREGATES, LEGACY_DRIVER_FRAMES};
 use super::medium::{bianchi, Medium};
 use super::*;
 use crate::qdisc::{Events, Limit, Packet, PacketMeta, QdiscConfig};
@@ -32,9 +32,10 @@ fn ten_frames_at_mcs15_take_992_us_and_a_32_us_block_ack() {
     let phy = mcs(15);
     assert_eq!((phy.rate_bps, phy.streams), (130_000_000, 2));
     let (psdu, n) = psdu_bytes([1500; 10]);
-    // Each subframe: 4 B delimiter + 1538 B MPDU padded to 1540.
-    assert_eq!((psdu, n), (15_440, 10));
-    // 123542 bits / 520 = 238 symbols = 952 µs, + 40 µs HT-mixed preamble with two LTFs.
+    // Each subframe: 4 B delimiter + 1538 B MPDU, padded to 4 B before the next one (ath9k's `al`: no
+    // padding after the last): 10 × 1542 + 9 × 2 = 15438 B.
+    assert_eq!((psdu, n), (15_438, 10));
+    // 123526 bits / 520 = 238 symbols = 952 µs, + 40 µs HT-mixed preamble with two LTFs.
     assert_eq!(phy.ppdu_ns(psdu), 992_000);
     // BlockAck (32 B) at 24 Mbit/s: 20 µs + 3 symbols.
     assert_eq!(response_ns(&phy, 10), 32_000);
@@ -85,18 +86,43 @@ fn schedule(nd: &mut Node<u64>, phys: &[Phy], rounds: usize, charge: bool) -> Ve
 }
 
 #[test]
-fn aggregates_stop_at_4_ms_of_airtime_or_64_kb() {
-    // MCS0: 991 symbols after the preamble hold 3218 B: two 1544-B subframes.
-    // MCS15: 990 symbols hold 64347 B: 41 subframes (the 65535-B cap would allow 42).
-    let phys = [mcs(0), mcs(15)];
-    let mut nd = node(Design::Fq, 2);
+fn ath9k_sizes_a_4_ms_aggregate_by_whole_symbols_at_the_rate() {
+    // ath_max_framelen(4096, mcs): (4096 µs − preamble) / 4 µs symbols × N_DBPS − 22 bits, in bytes.
+    // MCS0: (4096 − 36) / 4 = 1015 symbols × 26 bits − 22 = 26368 bits = 3296 B.
+    assert_eq!(mcs(0).max_framelen(MAX_AGGR_US), 3296);
+    // MCS7: 1015 × 260 − 22 = 263878 bits = 32984 B.
+    assert_eq!(mcs(7).max_framelen(MAX_AGGR_US), 32984);
+    // MCS8 (two streams, 40 µs preamble): 1014 × 52 − 22 = 52706 bits = 6588 B.
+    assert_eq!(mcs(8).max_framelen(MAX_AGGR_US), 6588);
+    // MCS15: 1014 × 520 − 22 = 527258 bits = 65907 B, capped at 65532 B.
+    assert_eq!(mcs(15).max_framelen(MAX_AGGR_US), 65532);
+    assert_eq!(mcs(15).aggr_limit(), 65532);
+    // A rate given directly: 144.4 Mbit/s has N_DBPS = 577.6, so 1014 symbols hold 585686 bits: capped.
+    assert_eq!(Phy::from_rate(144_400_000).max_framelen(MAX_AGGR_US), 65532);
+    // 10 Mbit/s (one stream): 1015 × 40 − 22 = 40578 bits = 5072 B.
+    assert_eq!(Phy::from_rate(10_000_000).max_framelen(MAX_AGGR_US), 5072);
+    // The 32-subframe limit is half the block-ack window.
+    assert_eq!(MAX_AMPDU_FRAMES, 32);
+}
+
+#[test]
+fn aggregates_stop_at_32_subframes_or_the_4_ms_frame_length() {
+    // 1500-B packets: framelen 1538, al_delta = 1542, padding 2 B before the next subframe,
+    // so n subframes count 1544 n − 2 bytes.
+    // MCS0: 3296 B hold 2 (3086 B; a third would need 4630). MCS15: 32 subframes (49406 B).
+    // MCS7: 32984 B hold 21 (32422 B; the old 4.000-ms-PPDU rule gave 20).
+    let phys = [mcs(0), mcs(15), mcs(7)];
+    let mut nd = node(Design::Fq, 3);
     let mut rng = stream(1, 1);
     let mut ev = Events::default();
     for i in 0..100 {
-        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
-        nd.enqueue(frame(1, 1500, 1000 + i, 0), 0, &mut rng, &mut ev);
+        for s in 0..3 {
+            nd.enqueue(frame(s, 1500, 1000 * s as u64 + i, 0), 0, &mut rng, &mut ev);
+        }
     }
-    assert_eq!(schedule(&mut nd, &phys, 4, false), vec![(0, 2), (1, 41), (0, 2), (1, 41)]);
+    assert_eq!(schedule(&mut nd, &phys, 6, false), vec![(0, 2), (1, 32), (2, 21), (0, 2), (1, 32), (2, 21)]);
+    // Every aggregate's PPDU stays within 4096 µs.
+    assert!(mcs(7).ppdu_ns(21 * 1544) <= MAX_PPDU_NS && mcs(0).ppdu_ns(2 * 1544) <= MAX_PPDU_NS);
 }
 
 #[test]
@@ -114,31 +140,33 @@ fn fq_takes_turns_per_aggregate_and_airtime_by_deficit() {
         }
         nd
     };
-    // fq: one aggregate each in turn, whatever its airtime (41 frames ≈ 3.98 ms vs 2 frames ≈ 3.94 ms).
-    assert_eq!(schedule(&mut fill(Design::Fq), &phys, 6, false), vec![(0, 41), (1, 2), (0, 41), (1, 2), (0, 41), (1, 2)]);
+    // fq: one aggregate each in turn, whatever its airtime (32 frames ≈ 3.13 ms vs 2 frames ≈ 3.92 ms).
+    assert_eq!(schedule(&mut fill(Design::Fq), &phys, 6, false), vec![(0, 32), (1, 2), (0, 32), (1, 2), (0, 32), (1, 2)]);
     // airtime: both start at deficit 0 and get 300 µs; station 0 keeps the head while its
-    // deficit is positive. Aggregates are charged when taken: fast 41 frames = 3984 µs,
-    // slow 2 frames = 3948+16+68 = 4032 µs. The hardware queue holds two aggregates
+    // deficit is positive. Aggregates are charged when taken: fast 32 frames = 3132 µs,
+    // slow 2 frames = 3840+16+68 = 3924 µs. The hardware queue holds two aggregates
     // built before the first is charged, so station 0 gets two in a row at the start
-    // (deficit 300 - 2 x 3984 = -7668 µs after crediting, station 1 at 300 - 3924 = -3624):
+    // (deficit 300 - 2 x 3132 = -5964 µs after crediting, station 1 at 300 - 3924 = -3624):
     // station 1 climbs back above zero first (13 quanta), is served, then both alternate
     // by who reaches a positive deficit first.
     let mut nd = fill(Design::Airtime);
     let got = schedule(&mut nd, &phys, 6, true);
-    assert_eq!(got, vec![(0, 41), (0, 41), (1, 2), (1, 2), (1, 2), (0, 41)]);
+    assert_eq!(got, vec![(0, 32), (0, 32), (1, 2), (1, 2), (1, 2), (0, 32)]);
     // While both are backlogged (1600 and 200 packets: the TXQ's 4 MiB of truesize
-    // holds 1820 full-size packets) the airtimes stay within one TXOP plus a quantum
-    // of each other, although station 0 moves 20 times the bytes per aggregate.
+    // holds 1820 full-size packets) the airtimes stay within two TXOPs plus a quantum
+    // of each other (the hardware queue holds two aggregates built before either is
+    // charged), although station 0 moves 16 times the bytes per aggregate.
     let mut nd = fill(Design::Airtime);
     let got = schedule(&mut nd, &phys, 70, true);
-    assert_eq!(got.iter().filter(|g| g.0 == 0).map(|g| g.1).sum::<usize>(), 1435);
+    assert_eq!(got.iter().filter(|g| g.0 == 0).map(|g| g.1).sum::<usize>(), 1216);
     let air = |s: usize| got.iter().filter(|g| g.0 == s).map(|g| txop_ns(&phys[s], g.1 as u64 * 1544, g.1) as i64).sum::<i64>();
-    assert!((air(0) - air(1)).abs() <= 3_984_000 + 300_000, "airtime {} vs {}", air(0), air(1));
+    assert!((air(0) - air(1)).abs() <= 2 * 3_924_000 + 300_000, "airtime {} vs {}", air(0), air(1));
     // Deficits after: each station is charged its TXOPs and credited 300 µs per pass.
-    let fast = txop_ns(&phys[0], 41 * 1544, 41) as i64;
+    let fast = txop_ns(&phys[0], 32 * 1544, 32) as i64;
     let slow = txop_ns(&phys[1], 2 * 1544, 2) as i64;
+    // Fast: 49408 B = 761 symbols + 40 µs preamble + SIFS + BlockAck at 24 Mbit/s (32 µs).
     // Slow: 3088 B = 951 symbols + 36 µs preamble + SIFS + BlockAck at 6 Mbit/s (68 µs).
-    assert_eq!((fast, slow), (3_984_000, 3_924_000));
+    assert_eq!((fast, slow), (3_132_000, 3_924_000));
 }
 
 #[test]
@@ -260,11 +288,11 @@ fn collision_probability_of_saturated_stations_matches_bianchi() {
 
 #[test]
 fn one_saturated_station_gets_the_closed_form_throughput() {
-    // 4 ms at MCS7 (65 Mbit/s) holds 20 subframes of 1544 B.
+    // 4096 µs at MCS7 (65 Mbit/s) hold 21 subframes of 1544 B (ath9k's byte count: 1544 k − 2 ≤ 32984).
     let w = saturated(1, Design::Fq, 5, 2_000_000_000);
     let phy = mcs(7);
-    let k = (1..=64).take_while(|k| phy.ppdu_ns(*k as u64 * 1544) <= MAX_PPDU_NS).last().unwrap();
-    assert_eq!(k, 20);
+    let k = (1..=64).take_while(|k| *k as u64 * 1544 - 2 <= phy.aggr_limit() as u64).last().unwrap();
+    assert_eq!(k, 21);
     // Per TXOP: AIFS + mean backoff 7.5 slots + the TXOP itself.
     let per = AIFS_NS as f64 + 7.5 * SLOT_NS as f64 + txop_ns(&phy, k as u64 * 1544, k) as f64;
     let expect = k as f64 * 1500.0 * 8.0 / per * 1e9;
@@ -303,4 +331,100 @@ fn a_node_leaving_the_contention_hands_the_next_slot_to_the_one_after_it() {
     assert_eq!(m.next_start(), Some(AIFS_NS + 4 * SLOT_NS));
     m.deactivate(2);
     assert_eq!(m.next_start(), None);
+}
+
+#[test]
+fn a_bss_holds_at_most_2007_stations() {
+    let st = |n: usize| vec![StationInput { name: "s".into(), mcs: Some(15), weight: 1.0, ..Default::default() }; n];
+    let q = QdiscConfig::default();
+    assert!(WifiConfig::resolve("airtime", &st(MAX_STATIONS), q.clone()).is_ok());
+    let e = WifiConfig::resolve("airtime", &st(10_000), q).unwrap_err();
+    assert_eq!(e, "wifi.stations: at most 2007 stations (802.11 association IDs 1-2007), got 10000");
+}
+
+#[test]
+fn a_response_goes_at_the_basic_rate_below_the_mcs_modulations_ofdm_rate() {
+    // Non-HT reference rates (802.11-2016 §10.7, "Non-HT basic rate calculation"): BPSK 1/2 -> 6, QPSK 1/2 -> 12, QPSK 3/4 -> 18,
+    // 16-QAM 1/2 -> 24 Mbit/s and up; the response takes the highest of 6/12/24 not above it.
+    let got: Vec<u64> = (0..16).map(|i| mcs(i).response_rate() / 1_000_000).collect();
+    assert_eq!(got, vec![6, 12, 12, 24, 24, 24, 24, 24, 6, 12, 12, 24, 24, 24, 24, 24]);
+    // A BlockAck after an MCS 8 aggregate: 20 µs + ⌈(22 + 256) / 24⌉ = 12 symbols = 68 µs (at 12 Mbit/s it was 44 µs).
+    assert_eq!(response_ns(&mcs(8), 2), 68_000);
+}
+
+#[test]
+fn the_anchor_setups_fq_round_adds_up_as_docs_wifi_md_accounts_it() {
+    // docs/wifi.md "Accounting for the gap": one round of fq with two MCS 15 and one MCS 0
+    // station downloading 1500-B packets, their TCP ACKs (52 B) going up.
+    let (fast, slow) = (mcs(15), mcs(0));
+    let ack_ip = 52;
+    let slow_data = txop_ns(&slow, 2 * 1544, 2);
+    let (p, n) = psdu_bytes([ack_ip]);
+    let slow_ack = txop_ns(&slow, p, n);
+    let fast_data = txop_ns(&fast, 32 * 1544, 32);
+    let (p8, n8) = psdu_bytes([ack_ip; 8]);
+    let fast_acks = txop_ns(&fast, p8, n8);
+    // The ACK A-MPDU: each 90-B MPDU takes 4 + 90 B, then 2 B of padding and 42 extra delimiters
+    // (168 B, ath9k's 256-B minimum subframe): 8 × 94 + 7 × 170 = 1942 B = 30 symbols + 40 µs, + SIFS + BA.
+    assert_eq!((extra_delimiters(90), subframe_padding(90)), (42, 170));
+    assert_eq!((p8, n8), (1942, 8));
+    assert_eq!((slow_data, slow_ack, fast_data, fast_acks), (3_924_000, 212_000, 3_132_000, 208_000));
+    // 8 TXOPs, each after AIFS and a mean backoff of 7.5 slots: 110.5 µs.
+    let contention = 8 * (AIFS_NS * 2 + 15 * SLOT_NS) / 2;
+    assert_eq!(contention, 884_000);
+    let round = slow_data + slow_ack + 2 * (fast_data + 2 * fast_acks) + contention;
+    assert_eq!(round, 12_116_000);
+    // A fast station moves 32 × 1448 B per round: 30.6 Mbit/s; the slow one 2 × 1448 B: 1.91 Mbit/s.
+    let rate = |pkts: u64| pkts * 1448 * 8 * 1_000_000_000 / round;
+    assert_eq!((rate(32) / 100_000, rate(2) / 10_000), (305, 191));
+}
+
+#[test]
+fn short_mpdus_are_padded_to_256_bytes_with_delimiters_as_ath9k_does() {
+    // ATH_AGGR_GET_NDELIM: ⌈(256 − framelen) / 4⌉ extra delimiters below 256 B, none from 256 B up.
+    assert_eq!(extra_delimiters(90), 42);
+    assert_eq!(extra_delimiters(255), 1);
+    assert_eq!(extra_delimiters(256), 0);
+    assert_eq!(extra_delimiters(1538), 0);
+    // A TCP ACK alone is one MPDU (no delimiters); two make a 94 + 170 + 94 = 358-B A-MPDU.
+    assert_eq!(psdu_bytes([52]), (90, 1));
+    assert_eq!(psdu_bytes([52, 52]), (358, 2));
+    // Short frames also count against the 4096-µs limit with their padding: at MCS 0 (3296 B)
+    // an aggregate of 52-B packets holds 13: 13 × 94 + 12 × 170 = 3262 B; a 14th would make it 3526 B.
+    let phys = [mcs(0)];
+    let mut nd = node(Design::Fq, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..40 {
+        nd.enqueue(frame(0, 52, i, 0), 0, &mut rng, &mut ev);
+    }
+    assert_eq!(schedule(&mut nd, &phys, 1, false), vec![(0, 13)]);
+}
+
+#[test]
+fn the_aggregate_on_the_air_counts_against_the_hardware_queue_depth() {
+    // ath9k's axq_ampdu_depth is decremented at TX completion: with one aggregate on the air,
+    // one more waits in the hardware queue, not two (ATH_AGGR_MIN_QDEPTH = 2 in all).
+    let mut w = saturated(1, Design::Fq, 3, 0);
+    let mut rng = stream(3, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let mut now = 0;
+    let mut seen_on_air = 0;
+    for id in 0..20_000u64 {
+        while w.nodes[1].backlog_pkts() < 200 {
+            w.enqueue(now, 0, true, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+        }
+        let nd = &w.nodes[1];
+        assert!(nd.hw.len() + nd.in_flight <= HW_AGGREGATES, "hw {} + on air {}", nd.hw.len(), nd.in_flight);
+        if nd.in_flight == 1 {
+            assert_eq!(nd.hw.len(), 1);
+            seen_on_air += 1;
+        }
+        now = w.next_event().unwrap();
+        w.poll(now, &mut rng, &mut out, &mut drops);
+        if now > 200_000_000 {
+            break;
+        }
+    }
+    assert!(seen_on_air > 10);
 }

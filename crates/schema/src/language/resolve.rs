@@ -375,6 +375,14 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
         if groups.iter().any(|(n, _)| *n == name) {
             return Err(err(format!("wifi.station.{gi}.name"), format!("station name \"{name}\" is used twice")));
         }
+        let total = stations.len() + sd.count.0 as usize;
+        if total > bloatlab_core::wifi::MAX_STATIONS {
+            let max = bloatlab_core::wifi::MAX_STATIONS;
+            return Err(err(
+                format!("wifi.station.{gi}.count"),
+                format!("the [[wifi.station]] tables add up to {total} stations; a BSS has at most {max} (802.11 association IDs 1-2007)"),
+            ));
+        }
         let mut members = Vec::new();
         for k in 0..sd.count.0 {
             members.push(stations.len());
