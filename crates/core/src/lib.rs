@@ -6,6 +6,7 @@
 //! emulator (real time) run the very same congestion-control and queue code.
 //!
 //! Rooms:
+//! - [`autorate`]: cake-autorate's controller and the CAKE-before-a-variable-rate-bottleneck path it steers.
 //! - [`cc`]: congestion controls (one file each) behind the [`cc::CongestionControl`] trait.
 //! - [`qdisc`]: queues and AQMs (one file each) behind the [`qdisc::Qdisc`] trait.
 //! - [`filter`]: estimators shared by algorithms (windowed min/max).
@@ -14,6 +15,7 @@
 //! - [`trace`]: Mahimahi delivery traces (trace-driven link rates), for both engines.
 //! - [`wifi`]: the WiFi link kind (airtime, contention, the MAC designs).
 
+pub mod autorate;
 pub mod cc;
 pub mod filter;
 pub mod kernel;

@@ -33,6 +33,9 @@ pub struct Stages {
     pub shaper: Option<(u64, u64)>,
     /// Device queue limit (packets and/or bytes).
     pub device_queue: Option<Limit>,
+    /// CAKE steered by cake-autorate's controller in front of the qdisc, which
+    /// then stands for the bottleneck's own buffer (`crate::autorate::path`).
+    pub autorate: Option<crate::autorate::AutorateSpec>,
 }
 
 impl Stages {
@@ -40,9 +43,15 @@ impl Stages {
     /// burst bytes); a device queue if either of its limits is set.
     pub fn new(policer: Option<(u64, u64)>, shaper: Option<(u64, u64)>, dq_bytes: Option<u64>, dq_pkts: Option<u64>) -> Stages {
         let device_queue = (dq_bytes.is_some() || dq_pkts.is_some()).then_some(Limit { bytes: dq_bytes, pkts: dq_pkts });
-        Stages { policer, shaper, device_queue }
+        Stages { policer, shaper, device_queue, autorate: None }
     }
 
+    /// With an autorate element (see [`Stages::autorate`]).
+    pub fn with_autorate(self, autorate: Option<crate::autorate::AutorateSpec>) -> Stages {
+        Stages { autorate, ..self }
+    }
+
+    /// No stage around the qdisc (autorate builds its own path, not a chain stage).
     pub fn is_empty(&self) -> bool {
         self.policer.is_none() && self.shaper.is_none() && self.device_queue.is_none()
     }
@@ -157,11 +166,18 @@ impl<T> Qdisc<T> for Chain<T> {
     fn backlog_pkts(&self) -> usize {
         self.inner.backlog_pkts() + self.devq.len() + self.staged.is_some() as usize
     }
+
+    fn shaper_rate_log(&self) -> Option<&[(Nanos, u64)]> {
+        self.inner.shaper_rate_log()
+    }
 }
 
 /// Build a qdisc with its optional stages (no wrapper when there are none).
 pub fn build_bottleneck<T: 'static>(cfg: &super::QdiscConfig, st: &Stages) -> Result<Box<dyn Qdisc<T>>, String> {
-    let inner = super::build(cfg)?;
+    let inner: Box<dyn Qdisc<T>> = match &st.autorate {
+        Some(a) => Box::new(crate::autorate::ShapedPath::new(a, cfg).map_err(|e| format!("autorate.{e}"))?),
+        None => super::build(cfg)?,
+    };
     if st.is_empty() {
         return Ok(inner);
     }

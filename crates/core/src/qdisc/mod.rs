@@ -176,6 +176,12 @@ pub trait Qdisc<T> {
 
     /// Packets queued (`sch->q.qlen`).
     fn backlog_pkts(&self) -> usize;
+
+    /// A shaper whose rate a controller steers (autorate): (time, rate bit/s)
+    /// at the start and at every change. None for everything else.
+    fn shaper_rate_log(&self) -> Option<&[(Nanos, u64)]> {
+        None
+    }
 }
 
 /// The size limit of a queue: bytes (bfifo), packets (pfifo) or both.

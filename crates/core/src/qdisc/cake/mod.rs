@@ -504,6 +504,28 @@ impl<T> Cake<T> {
         }
     }
 
+    /// `tc qdisc change ... cake bandwidth RATE` (`cake_change` then
+    /// `cake_reconfigure`): the tins' shaper arithmetic and COBALT parameters
+    /// follow the new rate, and so does the memory limit unless `memlimit` was
+    /// given; queued packets, flows and the shaper clocks are kept. This is
+    /// what cake-autorate calls on every rate change (`set_shaper_rates`).
+    pub fn set_bandwidth(&mut self, rate_bps: u64) {
+        self.c.rate_bytes_ps = rate_bps / 8;
+        let tcfg = tins::configure(self.c.tin_mode, self.c.rate_bytes_ps, PSCHED_MTU, self.c.target, self.c.rtt);
+        for (t, cfg) in self.tins.iter_mut().zip(tcfg) {
+            t.cfg = cfg;
+        }
+        (self.rate_ns, self.rate_shft) = (self.tins[0].cfg.rate_ns, self.tins[0].cfg.rate_shft);
+        if self.c.memlimit == 0 {
+            let limit = if self.c.rate_bytes_ps > 0 {
+                (self.c.rate_bytes_ps * (self.c.rtt / 1000) / 250_000).max(4 << 20)
+            } else {
+                u32::MAX as u64
+            };
+            self.buffer_limit = limit.min(SCH_LIMIT * PSCHED_MTU as u64);
+        }
+    }
+
     /// Bytes the memory limit allows (`buffer_limit`).
     pub fn memory_limit(&self) -> u64 {
         self.buffer_limit

@@ -1,0 +1,488 @@
+//! cake-autorate's control loop for one direction: from one-way-delay samples
+//! and the achieved rate to CAKE's shaper rate.
+//!
+//! Source: lynxthecat/cake-autorate, `cake-autorate.sh` and `defaults.sh` at
+//! commit 94238bef6184ffde3c5e44d4f72784a140849571 (2026-08-19, "Reset
+//! reflector response deadline on activation (#408)"). The arithmetic is the
+//! script's own integer arithmetic (bash `(( ))`: i64, division truncating
+//! toward zero; rates in kbit/s, times in µs, alphas scaled by 10^6, rate
+//! factors by 10^3), so that one event in gives the script's rate out.
+//!
+//! Model in a nutshell: the shaper rate `r` is raised while the link is loaded
+//! and no bufferbloat is seen, cut when the delay grows, and drifts back to a
+//! base rate when the link is idle:
+//!
+//! ```text
+//!   every ping response (sample)            every monitor interval (200 ms)
+//!   owd -> baseline EWMA -> delta           achieved = bytes out of CAKE / interval
+//!   delta > thr ? into k-of-n window        load = achieved / r  (HIGH if > 75 %)
+//!            |
+//!            v
+//!   bufferbloat (>= 3 of last 6)? --yes--> r *= 0.99 .. 0.75 (scaled by avg delta), refractory 300 ms
+//!            | no
+//!   load HIGH (and a fresh achieved rate)? --yes--> r *= 1.00 .. 1.04 (scaled by avg delta)
+//!            | no (LOW or IDLE)
+//!   every 1 s: r -> base by x0.99 (from above) or x1.01 (from below)
+//!   finally r = clamp(r, min, max)
+//! ```
+//!
+//! The baseline follows the OWD down fast (alpha 0.9) and up slowly (alpha
+//! 0.001), so a standing queue is seen as delay for a long time while a path
+//! change to a shorter route is taken at once.
+//!
+//! Load states (per direction, `load_state` in the script): IDLE (achieved ≤
+//! `connection_active_thr`), LOW (active, ≤ 75 % of the shaper rate), HIGH
+//! (> 75 %). Bufferbloat is a flag recomputed on every sample.
+//!
+//! Constants, all `defaults.sh` (the script's units):
+//! - `owd_delta_delay_thr` 30 ms: an OWD this far above its baseline is a
+//!   "delayed" sample; compensated (raised) by one maximal wire packet's
+//!   serialization at the current shaper rate (`set_shaper_rates`), which
+//!   matters below ~12 Mbit/s.
+//! - `avg_owd_delta_max_adjust_up_thr` 10 ms, `avg_owd_delta_max_adjust_down_thr`
+//!   60 ms: where the increase factor reaches its maximum (1.04) and the
+//!   decrease factor its maximum (0.75); linear between these and the delay
+//!   threshold (both compensated the same way).
+//! - `bufferbloat_detection_window` 6 samples, `bufferbloat_detection_thr` 3:
+//!   bufferbloat is 3 delayed samples among the last 6.
+//! - `alpha_baseline_increase` 0.001, `alpha_baseline_decrease` 0.9; the
+//!   baseline starts at 100 ms (`dl_owd_baselines_us=100000`).
+//! - `shaper_rate_min/max_adjust_down_bufferbloat` 0.99/0.75,
+//!   `shaper_rate_min/max_adjust_up_load_high` 1.0/1.04,
+//!   `shaper_rate_adjust_down/up_load_low` 0.99/1.01.
+//! - `high_load_thr` 0.75; `connection_active_thr_kbps` 2000 (must not exceed
+//!   the minimum rate, the script refuses it).
+//! - `bufferbloat_refractory_period_ms` 300 (longer than the 6 × 50 ms the
+//!   window needs to refill), `decay_refractory_period_ms` 1000.
+//! - Rates: min 5000, base 20000, max 80000 kbit/s (download defaults; a
+//!   scenario always gives its own).
+//! - Samples: 6 pingers × one ping per 0.3 s = one sample every 50 ms.
+//! - `monitor_achieved_rates_interval_ms` 200.
+//! - Max wire packet 1500 B = 12 000 bit (MTU 1500, no CAKE overhead).
+//!
+//! Left out (the script has them, a lab link does not need them): reflector
+//! rotation and health, the per-reflector `owd_delta_ewma` (used only for
+//! reflector health), the sleep function, stall detection, the global ping
+//! timeout, the monitor interval's stretch to 10 wire-packet RTTs below
+//! ~1 Mbit/s, and responses older than 500 ms (none in a lab). One controller
+//! runs per direction with that direction's OWD, as with `pinger_method=tsping`
+//! or `irtt`; the default `fping` takes half the RTT as both OWDs, so there a
+//! delay in either direction cuts both rates.
+
+use crate::time::Nanos;
+
+/// The script's load states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    Idle,
+    Low,
+    High,
+}
+
+/// Parameters, in the script's units (see the constants above).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub min_kbps: i64,
+    pub base_kbps: i64,
+    pub max_kbps: i64,
+    /// Time between two OWD samples (all pingers together), ns.
+    pub ping_interval_ns: Nanos,
+    /// Time between two achieved-rate readings, ns.
+    pub monitor_interval_ns: Nanos,
+    pub owd_delta_delay_thr_us: i64,
+    pub avg_owd_delta_max_adjust_up_thr_us: i64,
+    pub avg_owd_delta_max_adjust_down_thr_us: i64,
+    pub detection_window: usize,
+    pub detection_thr: usize,
+    /// Scaled by 10^6.
+    pub alpha_baseline_increase: i64,
+    pub alpha_baseline_decrease: i64,
+    /// Scaled by 10^3.
+    pub min_adjust_down_bufferbloat: i64,
+    pub max_adjust_down_bufferbloat: i64,
+    pub min_adjust_up_load_high: i64,
+    pub max_adjust_up_load_high: i64,
+    pub adjust_down_load_low: i64,
+    pub adjust_up_load_low: i64,
+    pub high_load_thr_percent: i64,
+    pub connection_active_thr_kbps: i64,
+    pub bufferbloat_refractory_us: i64,
+    pub decay_refractory_us: i64,
+    pub max_wire_packet_size_bits: i64,
+}
+
+impl Params {
+    /// `defaults.sh` around the given rates.
+    pub fn defaults(min_kbps: i64, base_kbps: i64, max_kbps: i64) -> Params {
+        Params {
+            min_kbps,
+            base_kbps,
+            max_kbps,
+            ping_interval_ns: 50_000_000,
+            monitor_interval_ns: 200_000_000,
+            owd_delta_delay_thr_us: 30_000,
+            avg_owd_delta_max_adjust_up_thr_us: 10_000,
+            avg_owd_delta_max_adjust_down_thr_us: 60_000,
+            detection_window: 6,
+            detection_thr: 3,
+            alpha_baseline_increase: 1_000,
+            alpha_baseline_decrease: 900_000,
+            min_adjust_down_bufferbloat: 990,
+            max_adjust_down_bufferbloat: 750,
+            min_adjust_up_load_high: 1000,
+            max_adjust_up_load_high: 1040,
+            adjust_down_load_low: 990,
+            adjust_up_load_low: 1010,
+            high_load_thr_percent: 75,
+            connection_active_thr_kbps: 2000,
+            bufferbloat_refractory_us: 300_000,
+            decay_refractory_us: 1_000_000,
+            max_wire_packet_size_bits: 12_000,
+        }
+    }
+
+    /// The script's start-up checks, each naming the key it is about.
+    pub fn check(&self) -> Result<(), String> {
+        if self.min_kbps < 1 {
+            return Err("min: must be at least 1 kbit/s".into());
+        }
+        if self.min_kbps > self.max_kbps {
+            return Err(format!("min ({} kbit/s) must not exceed max ({} kbit/s)", self.min_kbps, self.max_kbps));
+        }
+        if self.base_kbps < self.min_kbps || self.base_kbps > self.max_kbps {
+            return Err(format!("base: must satisfy min <= base <= max, got {} <= {} <= {} kbit/s", self.min_kbps, self.base_kbps, self.max_kbps));
+        }
+        if self.ping_interval_ns == 0 {
+            return Err("ping_interval: must be > 0".into());
+        }
+        if self.monitor_interval_ns == 0 {
+            return Err("monitor_interval: must be > 0".into());
+        }
+        if self.detection_window == 0 || self.detection_thr > self.detection_window {
+            return Err("detection_thr: cannot be greater than detection_window (and the window needs one sample)".into());
+        }
+        if self.connection_active_thr_kbps > self.min_kbps {
+            return Err(format!(
+                "min: cake-autorate needs the minimum rate at or above its connection-active threshold ({} kbit/s)",
+                self.connection_active_thr_kbps
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One direction's controller state.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    pub p: Params,
+    /// The shaper rate CAKE is set to, kbit/s.
+    rate_kbps: i64,
+    baseline_us: i64,
+    delays: Vec<bool>,
+    deltas_us: Vec<i64>,
+    idx: usize,
+    sum_delays: usize,
+    sum_deltas_us: i64,
+    achieved_kbps: i64,
+    achieved_updated: bool,
+    load: Load,
+    t_last_bufferbloat_us: i64,
+    t_last_decay_us: i64,
+    /// The last sample's verdict (for logs and tests).
+    pub bufferbloat: bool,
+}
+
+impl Controller {
+    /// Start at the base rate, at time `now` (the script's `t_start_us` of its start-up).
+    pub fn new(p: Params, now: Nanos) -> Result<Controller, String> {
+        p.check()?;
+        let n = p.detection_window;
+        let t0 = (now / 1000) as i64;
+        Ok(Controller {
+            rate_kbps: p.base_kbps,
+            baseline_us: 100_000,
+            delays: vec![false; n],
+            deltas_us: vec![0; n],
+            idx: 0,
+            sum_delays: 0,
+            sum_deltas_us: 0,
+            achieved_kbps: 0,
+            achieved_updated: false,
+            load: Load::Idle,
+            t_last_bufferbloat_us: t0,
+            t_last_decay_us: t0,
+            bufferbloat: false,
+            p,
+        })
+    }
+
+    pub fn rate_kbps(&self) -> i64 {
+        self.rate_kbps
+    }
+
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_kbps as u64 * 1000
+    }
+
+    pub fn load(&self) -> Load {
+        self.load
+    }
+
+    pub fn baseline_us(&self) -> i64 {
+        self.baseline_us
+    }
+
+    /// `set_shaper_rates`' compensation: one maximal wire packet at the current rate, µs.
+    fn compensation_us(&self) -> i64 {
+        (1000 * self.p.max_wire_packet_size_bits) / self.rate_kbps
+    }
+
+    /// The script's `SARS` message: the achieved rate over the last monitor interval.
+    pub fn on_achieved_rate(&mut self, achieved_kbps: i64) {
+        self.achieved_kbps = achieved_kbps;
+        self.achieved_updated = true;
+        let load_percent = 100 * achieved_kbps / self.rate_kbps;
+        self.load = if load_percent > self.p.high_load_thr_percent {
+            Load::High
+        } else if achieved_kbps > self.p.connection_active_thr_kbps {
+            Load::Low
+        } else {
+            Load::Idle
+        };
+    }
+
+    /// One ping response: its one-way delay (µs) at time `now`. Returns the new shaper rate, kbit/s.
+    pub fn on_owd_sample(&mut self, now: Nanos, owd_us: i64) -> i64 {
+        let t = (now / 1000) as i64;
+        self.update_baseline(owd_us);
+        let delta = owd_us - self.baseline_us;
+        self.update_window(delta);
+        let avg = self.sum_deltas_us / self.p.detection_window as i64;
+        self.bufferbloat = self.sum_delays >= self.p.detection_thr;
+        if self.bufferbloat {
+            self.cut_for_bufferbloat(t, avg);
+        } else if self.load == Load::High {
+            self.raise_for_load(t, avg);
+        } else {
+            self.decay_to_base(t);
+        }
+        self.rate_kbps = self.rate_kbps.clamp(self.p.min_kbps, self.p.max_kbps);
+        self.rate_kbps
+    }
+
+    /// Baseline EWMA: `alpha` 0.001 upwards, 0.9 downwards.
+    fn update_baseline(&mut self, owd_us: i64) {
+        let a = if owd_us >= self.baseline_us { self.p.alpha_baseline_increase } else { self.p.alpha_baseline_decrease };
+        self.baseline_us = (a * owd_us + (1_000_000 - a) * self.baseline_us) / 1_000_000;
+    }
+
+    /// The k-of-n window of delayed samples and the sum of the deltas.
+    fn update_window(&mut self, delta_us: i64) {
+        let thr = self.p.owd_delta_delay_thr_us + self.compensation_us();
+        let i = self.idx;
+        if self.delays[i] {
+            self.sum_delays -= 1;
+        }
+        self.delays[i] = delta_us > thr;
+        if self.delays[i] {
+            self.sum_delays += 1;
+        }
+        self.sum_deltas_us += delta_us - self.deltas_us[i];
+        self.deltas_us[i] = delta_us;
+        self.idx = (i + 1) % self.p.detection_window;
+    }
+
+    /// Bufferbloat: cut by 0.99 .. 0.75, linear in the average delta between
+    /// the delay threshold and `avg_owd_delta_max_adjust_down_thr`.
+    fn cut_for_bufferbloat(&mut self, t: i64, avg: i64) {
+        if t <= self.t_last_bufferbloat_us + self.p.bufferbloat_refractory_us {
+            return;
+        }
+        let c = self.compensation_us();
+        let (thr, down_thr) = (self.p.owd_delta_delay_thr_us + c, self.p.avg_owd_delta_max_adjust_down_thr_us + c);
+        let factor = if down_thr <= thr {
+            1000
+        } else if avg - thr > 0 {
+            (1000 * (avg - thr) / (down_thr - thr)).min(1000)
+        } else {
+            0
+        };
+        let (lo, hi) = (self.p.min_adjust_down_bufferbloat, self.p.max_adjust_down_bufferbloat);
+        let adjust = 1000 * lo - factor * (lo - hi);
+        self.rate_kbps = self.rate_kbps * adjust / 1_000_000;
+        self.t_last_bufferbloat_us = t;
+        self.t_last_decay_us = t;
+    }
+
+    /// High load: raise by 1.00 .. 1.04, most when the average delta is at or
+    /// below `avg_owd_delta_max_adjust_up_thr`, once per achieved-rate reading.
+    fn raise_for_load(&mut self, t: i64, avg: i64) {
+        if !(self.achieved_updated && t > self.t_last_bufferbloat_us + self.p.bufferbloat_refractory_us) {
+            return;
+        }
+        let c = self.compensation_us();
+        let (thr, up_thr) = (self.p.owd_delta_delay_thr_us + c, self.p.avg_owd_delta_max_adjust_up_thr_us + c);
+        let factor = if thr <= up_thr {
+            1000
+        } else if thr - avg > 0 {
+            (1000 * (thr - avg) / (thr - up_thr)).min(1000)
+        } else {
+            0
+        };
+        let (lo, hi) = (self.p.min_adjust_up_load_high, self.p.max_adjust_up_load_high);
+        let adjust = 1000 * lo - factor * (lo - hi);
+        self.rate_kbps = self.rate_kbps * adjust / 1_000_000;
+        self.achieved_updated = false;
+        self.t_last_decay_us = t;
+    }
+
+    /// Low or idle load: every decay period, one step back toward the base rate.
+    fn decay_to_base(&mut self, t: i64) {
+        if t <= self.t_last_decay_us + self.p.decay_refractory_us {
+            return;
+        }
+        let base = self.p.base_kbps;
+        if self.rate_kbps > base {
+            self.rate_kbps = (self.rate_kbps * self.p.adjust_down_load_low / 1000).max(base);
+        } else if self.rate_kbps < base {
+            self.rate_kbps = (self.rate_kbps * self.p.adjust_up_load_low / 1000).min(base);
+        }
+        self.t_last_decay_us = t;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    const MS: Nanos = 1_000_000;
+
+    fn ctl() -> Controller {
+        Controller::new(Params::defaults(5000, 20000, 80000), 0).unwrap()
+    }
+
+    /// Feed `n` samples of `owd_us`, one every 50 ms from `t0`; returns the time after the last.
+    fn feed(c: &mut Controller, t0: Nanos, n: usize, owd_us: i64) -> Nanos {
+        let mut t = t0;
+        for _ in 0..n {
+            t += 50 * MS;
+            c.on_owd_sample(t, owd_us);
+        }
+        t
+    }
+
+    #[test]
+    fn the_baseline_falls_by_ninety_percent_of_the_gap_and_rises_by_a_thousandth() {
+        let mut c = ctl();
+        c.on_owd_sample(50 * MS, 20_000);
+        // 0.9 * 20000 + 0.1 * 100000
+        assert_eq!(c.baseline_us(), 28_000);
+        c.on_owd_sample(100 * MS, 1_028_000);
+        // (1000 * 1028000 + 999000 * 28000) / 10^6 = 1028 + 27972
+        assert_eq!(c.baseline_us(), 29_000);
+    }
+
+    #[test]
+    fn three_delayed_samples_of_six_cut_the_rate_by_the_delta_scaled_factor() {
+        let mut c = ctl();
+        // Three samples at 10 ms: the baseline falls 100000 -> 19000 -> 10900 -> 10090 µs
+        // (deltas -9000, -900, -90).
+        let t = feed(&mut c, 100 * MS, 3, 10_000);
+        assert_eq!(c.baseline_us(), 10_090);
+        // Samples 70 ms above: the baseline creeps up by a thousandth of the gap,
+        // 10160, 10229, 10298 (deltas 69930, 69861, 69792); the third makes 3 of 6 delayed.
+        let t = feed(&mut c, t, 2, 80_090);
+        assert!(!c.bufferbloat);
+        assert_eq!(c.rate_kbps(), 20_000);
+        c.on_owd_sample(t + 50 * MS, 80_090);
+        assert!(c.bufferbloat);
+        assert_eq!(c.baseline_us(), 10_298);
+        // avg = (-9990 + 209583) / 6 = 33265; compensation at 20 Mbit/s 12000 * 1000 / 20000 = 600 µs,
+        // so thr 30600 and down_thr 60600; factor = 1000 * 2665 / 30000 = 88;
+        // adjust = 990000 - 88 * (990 - 750) = 968880; rate = 20000 * 968880 / 10^6 = 19377.
+        assert_eq!(c.rate_kbps(), 19_377);
+    }
+
+    #[test]
+    fn a_cut_at_the_maximum_average_delta_is_exactly_three_quarters() {
+        let mut c = ctl();
+        c.baseline_us = 10_000;
+        c.deltas_us = vec![100_000; 6];
+        c.sum_deltas_us = 600_000;
+        c.delays = vec![true; 6];
+        c.sum_delays = 6;
+        // A sample far above (avg stays >= 60.6 ms): factor 1000, rate 20000 * 0.75.
+        c.on_owd_sample(400 * MS, 110_000);
+        assert_eq!(c.rate_kbps(), 15_000);
+        // Inside the 300-ms refractory period nothing more happens.
+        c.on_owd_sample(700 * MS, 110_000);
+        assert_eq!(c.rate_kbps(), 15_000);
+        // Just after it, another cut.
+        c.on_owd_sample(700 * MS + 1000, 110_000);
+        assert_eq!(c.rate_kbps(), 11_250);
+    }
+
+    #[test]
+    fn high_load_with_no_delay_raises_by_four_percent_once_per_reading() {
+        let mut c = ctl();
+        let t = feed(&mut c, 0, 7, 10_000); // t = 350 ms > 300 ms refractory from t0 = 0
+        c.on_achieved_rate(16_000); // 80 % of 20000 > 75 %
+        assert_eq!(c.load(), Load::High);
+        c.on_owd_sample(t + 50 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 20_800);
+        // No new reading: no new raise.
+        c.on_owd_sample(t + 100 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 20_800);
+        c.on_achieved_rate(20_000);
+        c.on_owd_sample(t + 150 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 21_632);
+    }
+
+    #[test]
+    fn load_is_high_above_75_percent_low_when_active_and_idle_below_2_mbit() {
+        let mut c = ctl();
+        c.on_achieved_rate(15_001); // 100 * 15001 / 20000 = 75: not above 75
+        assert_eq!(c.load(), Load::Low);
+        c.on_achieved_rate(15_200); // 76 %
+        assert_eq!(c.load(), Load::High);
+        c.on_achieved_rate(2_000);
+        assert_eq!(c.load(), Load::Idle);
+    }
+
+    #[test]
+    fn idle_the_rate_decays_one_percent_a_second_toward_base_and_stops_there() {
+        let mut c = ctl();
+        c.rate_kbps = 20_100;
+        c.on_owd_sample(1000 * MS, 10_000); // not after 1 s yet (strictly greater)
+        assert_eq!(c.rate_kbps(), 20_100);
+        c.on_owd_sample(1001 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 20_000); // 20100 * 0.99 = 19899 -> held at base
+        c.rate_kbps = 10_000;
+        c.on_owd_sample(2002 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 10_100);
+    }
+
+    #[test]
+    fn the_rate_never_falls_below_the_minimum_however_long_the_bufferbloat() {
+        let mut c = Controller::new(Params::defaults(5000, 20000, 80000), 0).unwrap();
+        let mut t = 0;
+        c.on_owd_sample(t, 10_000);
+        for _ in 0..2000 {
+            t += 50 * MS;
+            c.on_owd_sample(t, 500_000);
+            assert!(c.rate_kbps() >= 5000);
+        }
+        assert_eq!(c.rate_kbps(), 5000);
+    }
+
+    #[test]
+    fn crossed_bounds_and_a_zero_ping_interval_are_refused_naming_the_key() {
+        let e = Controller::new(Params::defaults(30000, 20000, 10000), 0).unwrap_err();
+        assert!(e.starts_with("min (30000 kbit/s) must not exceed max"), "{e}");
+        let e = Controller::new(Params::defaults(5000, 90000, 80000), 0).unwrap_err();
+        assert!(e.starts_with("base:"), "{e}");
+        let p = Params { ping_interval_ns: 0, ..Params::defaults(5000, 20000, 80000) };
+        assert_eq!(Controller::new(p, 0).unwrap_err(), "ping_interval: must be > 0");
+        let e = Controller::new(Params::defaults(1000, 20000, 80000), 0).unwrap_err();
+        assert!(e.starts_with("min:"), "{e}");
+    }
+}
