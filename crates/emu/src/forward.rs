@@ -274,6 +274,8 @@ pub struct DirResult {
     /// how many were not kept (crate::stall::MAX_EPISODES).
     pub stalls: Vec<Episode>,
     pub stalls_lost: u64,
+    /// An autorate element's shaper rate changes (times from the scenario's t = 0).
+    pub shaper_log: Option<Vec<(Nanos, u64)>>,
 }
 
 pub struct Forwarder {
@@ -475,6 +477,7 @@ impl Dir {
             .filter(|e| e.end_ns() > from && e.start_ns < until)
             .map(|e| Episode { start_ns: e.start_ns.saturating_sub(from), ..e })
             .collect();
+        let shaper_log = l.shaper_rate_log().map(|log| log.iter().map(|&(t, r)| (t.saturating_sub(from), r)).collect());
         DirResult {
             stats: l.stats.clone(),
             tx_bytes: l.tx_bytes,
@@ -490,6 +493,7 @@ impl Dir {
             coalesced_pkts: self.coalesced,
             stalls,
             stalls_lost: self.watch.lost,
+            shaper_log,
         }
     }
 }

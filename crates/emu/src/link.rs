@@ -208,6 +208,11 @@ impl Link {
         }
     }
 
+    /// An autorate element's shaper rate over time, link clock (None without one).
+    pub fn shaper_rate_log(&self) -> Option<&[(Nanos, u64)]> {
+        self.q.as_ref()?.shaper_rate_log()
+    }
+
     fn backlog(&self) -> usize {
         self.q.as_ref().map_or(0, |q| q.backlog_pkts())
     }

@@ -23,7 +23,7 @@ use crate::scenario::Resolved;
 use crate::supervise::Gen;
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
-use bloatlab_schema::result::{DistOut, LinkOut};
+use bloatlab_schema::result::{AutorateOut, DistOut, LinkOut};
 use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -357,6 +357,7 @@ pub fn link_results(sc: &Resolved, dirs: &[(String, DirResult)]) -> (BTreeMap<St
                     drops,
                     marks: r.stats.marks,
                     qdelay_ms: DistOut::of(&mut q),
+                    autorate: r.shaper_log.as_ref().and_then(|log| AutorateOut::of(log, sc.duration_ns)),
                 },
                 read_pkts: r.read_pkts,
                 read_frames: r.read_frames,
@@ -499,7 +500,7 @@ mod tests {
 
     #[test]
     fn a_links_statistics_are_one_flat_object_the_engines_keys_beside_the_emulators() {
-        let link = LinkOut { rate_bps: 1, busy_s: 0.5, tx_bytes: 2, tx_pkts: 3, drops: BTreeMap::from([("aqm", 4)]), marks: 5, qdelay_ms: DistOut::of(&mut [1.0]) };
+        let link = LinkOut { rate_bps: 1, busy_s: 0.5, tx_bytes: 2, tx_pkts: 3, drops: BTreeMap::from([("aqm", 4)]), marks: 5, qdelay_ms: DistOut::of(&mut [1.0]), autorate: None };
         let v = serde_json::to_value(EmuLinkOut { link, read_pkts: 6, read_frames: 7, gso_super_pkts: 8, coalesced_pkts: 9, write_errors: 10 }).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         keys.sort();

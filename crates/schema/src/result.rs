@@ -52,6 +52,60 @@ pub struct LinkOut {
     pub marks: u64,
     /// the queueing delay of the packets sent
     pub qdelay_ms: DistOut,
+    /// an autorate element's shaper rate (absent without one)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub autorate: Option<AutorateOut>,
+}
+
+/// The shaper rate an autorate controller set over a run: its time-weighted
+/// distribution over `[0, end)` and every change (`t_s`, `rate_bps`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AutorateOut {
+    pub rate_p10_bps: u64,
+    pub rate_p50_bps: u64,
+    pub rate_p90_bps: u64,
+    pub rate_min_bps: u64,
+    pub changes: usize,
+    pub log: Vec<(f64, u64)>,
+}
+
+impl AutorateOut {
+    /// From the controller's log (time ns, rate bit/s; the first entry its start), up to `end` ns.
+    pub fn of(log: &[(u64, u64)], end: u64) -> Option<AutorateOut> {
+        let first = log.first()?;
+        // Time-weighted: each rate holds from its time to the next change (or `end`).
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        for (i, &(t, r)) in log.iter().enumerate() {
+            let until = log.get(i + 1).map_or(end, |n| n.0).min(end);
+            if until > t {
+                spans.push((r, until - t));
+            }
+        }
+        if spans.is_empty() {
+            spans.push((first.1, 1));
+        }
+        spans.sort();
+        let total: u64 = spans.iter().map(|s| s.1).sum();
+        let at = |q: f64| {
+            let want = (q * total as f64).ceil().max(1.0) as u64;
+            let mut acc = 0;
+            for &(r, w) in &spans {
+                acc += w;
+                if acc >= want {
+                    return r;
+                }
+            }
+            spans.last().unwrap().0
+        };
+        Some(AutorateOut {
+            rate_p10_bps: at(0.10),
+            rate_p50_bps: at(0.50),
+            rate_p90_bps: at(0.90),
+            rate_min_bps: log.iter().filter(|x| x.0 < end).map(|x| x.1).min().unwrap_or(first.1),
+            changes: log.len() - 1,
+            log: log.iter().filter(|x| x.0 <= end).map(|&(t, r)| (t as f64 / 1e9, r)).collect(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -64,6 +118,14 @@ mod tests {
         assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"n":0,"mean":null,"p50":null,"p95":null,"p99":null,"max":null}"#);
         assert_eq!(DistOut::json_of(&mut []), serde_json::to_value(&d).unwrap());
         assert_eq!(DistOut::json_of(&mut [f64::NAN])["mean"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn the_shaper_rate_median_is_weighted_by_time_held() {
+        // 10 Mbit/s for 1 s, 20 Mbit/s for 3 s: the median is 20, p10 10.
+        let a = AutorateOut::of(&[(0, 10_000_000), (1_000_000_000, 20_000_000)], 4_000_000_000).unwrap();
+        assert_eq!((a.rate_p10_bps, a.rate_p50_bps, a.rate_p90_bps, a.rate_min_bps, a.changes), (10_000_000, 20_000_000, 20_000_000, 10_000_000, 1));
+        assert_eq!(a.log, vec![(0.0, 10_000_000), (1.0, 20_000_000)]);
     }
 
     #[test]

@@ -146,6 +146,37 @@ pub struct LinkSpec {
     pub device_queue_bytes: Option<u64>,
     #[serde(default)]
     pub device_queue_pkts: Option<u64>,
+    /// cake-autorate: CAKE at a controller's rate in front of this direction's
+    /// qdisc and buffer, which then stand for the bottleneck's own buffer
+    /// (`bloatlab_core::autorate`).
+    #[serde(default)]
+    pub autorate: Option<Autorate>,
+}
+
+/// The autorate element in base units; what is not here takes cake-autorate's
+/// `defaults.sh` value (`bloatlab_core::autorate::controller`).
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Autorate {
+    pub min_bps: u64,
+    pub base_bps: u64,
+    pub max_bps: u64,
+    /// One OWD sample every this often (all reflectors together).
+    pub ping_interval_ns: u64,
+    /// `owd_delta_delay_thr_ms`: an OWD this far above its baseline is a delayed sample.
+    pub delay_threshold_ns: u64,
+}
+
+impl Autorate {
+    /// The controller's parameters (kbit/s and µs, as the script keeps them).
+    pub fn params(&self) -> bloatlab_core::autorate::Params {
+        let k = |bps: u64| (bps / 1000) as i64;
+        bloatlab_core::autorate::Params {
+            ping_interval_ns: self.ping_interval_ns,
+            owd_delta_delay_thr_us: (self.delay_threshold_ns / 1000) as i64,
+            ..bloatlab_core::autorate::Params::defaults(k(self.min_bps), k(self.base_bps), k(self.max_bps))
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
@@ -172,6 +203,7 @@ impl LinkSpec {
             self.device_queue_bytes,
             self.device_queue_pkts,
         )
+        .with_autorate(self.autorate.map(|a| bloatlab_core::autorate::AutorateSpec { params: a.params() }))
     }
 }
 
@@ -316,6 +348,9 @@ impl Scenario {
                 }
                 if let Some(t) = &l.trace_ms {
                     bloatlab_core::trace::Trace::check(t).map_err(|e| format!("links.{d}.trace_ms: {e}"))?;
+                }
+                if let Some(a) = &l.autorate {
+                    a.params().check().map_err(|e| format!("links.{d}.autorate.{e}"))?;
                 }
             }
         }

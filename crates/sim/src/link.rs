@@ -141,6 +141,11 @@ impl Link {
     pub fn backlog_bytes(&self) -> u64 {
         self.qdisc.backlog_bytes()
     }
+
+    /// An autorate element's shaper rate over time (None without one).
+    pub fn shaper_rate_log(&self) -> Option<&[(Nanos, u64)]> {
+        self.qdisc.shaper_rate_log()
+    }
 }
 
 pub enum Start {
@@ -167,6 +172,7 @@ mod tests {
             shaper: None,
             device_queue_bytes: None,
             device_queue_pkts: None,
+            autorate: None,
         }
     }
 

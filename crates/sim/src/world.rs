@@ -13,6 +13,7 @@ use crate::tcp::sender::{Sender, Tx};
 use crate::wifi::WifiLink;
 use bloatlab_core::qdisc::{DropReason, Ecn, PacketMeta};
 use bloatlab_core::rng;
+use bloatlab_schema::result::AutorateOut;
 use bloatlab_core::time::Nanos;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -700,6 +701,7 @@ impl World {
                         drops,
                         marks: l.stats.marks,
                         qdelay_ms: DistOut::of(&mut l.qdelay_ms),
+                        autorate: l.shaper_rate_log().and_then(|log| AutorateOut::of(log, self.sc.duration_ns)),
                     },
                 );
             }
