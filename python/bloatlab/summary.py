@@ -86,6 +86,8 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "qdelay_ms": _dist(r.get("qdelay_ms")),
             "stages": stages(spec),
         }
+        if r.get("autorate"):
+            links[d]["autorate"] = _autorate(r["autorate"], spec)
     probes = []
     rp = {p["id"]: p for p in raw.get("probes", [])}
     for p in resolved["probes"]:
@@ -160,6 +162,20 @@ def _size(b: int) -> str:
     return f"{b / 1e6:.3g} MB" if b >= 1e6 else f"{b / 1e3:.3g} KB" if b >= 1e3 else f"{b} B"
 
 
+def _autorate(a: dict, spec: dict) -> dict:
+    """An autorate controller's shaper rate over the run (Mbit/s; docs/autorate.md):
+    its time-weighted p10/median/p90, the lowest it set, how often it changed
+    and every change as [t_s, rate_mbps]."""
+    return {
+        "rate_p10_mbps": a["rate_p10_bps"] / 1e6,
+        "rate_median_mbps": a["rate_p50_bps"] / 1e6,
+        "rate_p90_mbps": a["rate_p90_bps"] / 1e6,
+        "rate_min_mbps": a["rate_min_bps"] / 1e6,
+        "changes": int(a["changes"]),
+        "log": [[t, r / 1e6] for t, r in a["log"]],
+    }
+
+
 def stages(spec: dict) -> list[str]:
     """The stages a packet crosses on a direction, in order (docs/scenario.md):
     random loss, policer, qdisc with its buffer, shaper, device queue, the wire."""
@@ -169,6 +185,9 @@ def stages(spec: dict) -> list[str]:
     if spec.get("policer"):
         b = spec["policer"]
         out.append(f"policer {b['rate_bps'] / 1e6:g} Mbit/s (burst {_size(b['burst_bytes'])})")
+    if spec.get("autorate"):
+        a = spec["autorate"]
+        out.append(f"cake autorate {a['min_bps'] / 1e6:g}-{a['max_bps'] / 1e6:g} Mbit/s (base {a['base_bps'] / 1e6:g})")
     q = spec["qdisc"]["kind"]
     if spec.get("buffer_bytes") is not None:
         q += f" {_size(spec['buffer_bytes'])}"
