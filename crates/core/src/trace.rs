@@ -107,8 +107,14 @@ impl Cursor {
 
     /// A packet of `len` bytes starts at `t` (as [`Cursor::start_time`] allows):
     /// it uses what is left of the current opportunity, then whole ones.
-    /// Returns the time it has left the link: the time of its last opportunity.
+    /// Returns the time it has left the link: the time of its last opportunity
+    /// (never before `t`: a partly used opportunity whose time has passed while
+    /// nothing was ready to go is lost first, as [`Cursor::idle`] does).
     pub fn send(&mut self, tr: &Trace, t: Nanos, len: u32) -> Nanos {
+        if self.left > 0 && tr.time(self.k) < t {
+            self.left = 0;
+            self.k += 1;
+        }
         if self.left == 0 {
             self.k = tr.first_at_or_after(self.k, t);
             self.left = OPPORTUNITY_BYTES;

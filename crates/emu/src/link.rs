@@ -315,6 +315,11 @@ impl Link {
                 // Not work-conserving (a shaper): try again at its wake-up time.
                 let w = q.next_wakeup(t);
                 self.absorb_at(t);
+                // Nothing may leave now (a shaper holds the backlog): what is left of an
+                // opportunity that has come is lost, as when the queue is empty.
+                if let Service::Trace(tr) = &self.cfg.service {
+                    self.op.idle(tr, t);
+                }
                 match w {
                     Some(w) if w > t && w <= now => {
                         self.nonempty_since = w;

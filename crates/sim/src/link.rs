@@ -117,7 +117,15 @@ impl Link {
                 self.busy_since = now;
                 Some(Start::TxDone(now + dt))
             }
-            None => self.qdisc.next_wakeup(now).map(Start::Wakeup),
+            None => {
+                // Nothing may leave now (a shaper, or autorate's CAKE, holds the backlog): what
+                // is left of an opportunity that has come is lost, as when the queue is empty;
+                // else the next packet would "start" in an opportunity already past.
+                if let Some((tr, op)) = &mut self.trace {
+                    op.idle(tr, now);
+                }
+                self.qdisc.next_wakeup(now).map(Start::Wakeup)
+            }
         }
     }
 
