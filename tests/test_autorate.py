@@ -1,0 +1,100 @@
+"""The autorate element (docs/autorate.md): cake-autorate's controller steering
+CAKE in front of a variable-rate bottleneck. Bad input is an error naming the
+key (exit 2, no traceback); a seeded simulation checks that the controller
+follows a capacity drop and never sets the shaper below its minimum."""
+
+import json
+import os
+import statistics
+
+import pytest
+
+from bloatlab import traces
+
+SCENARIO = """
+name = "autorate"
+duration = "{duration}"
+seed = 1
+[link.down]
+rate = "{rate}"
+buffer = "1MB"
+autorate = {autorate}
+[[flow]]
+cc = "cubic"
+rtt = "40ms"
+"""
+
+GOOD = '{ min = "5Mbit", base = "20Mbit", max = "60Mbit" }'
+
+
+def _write_trace(path, rates_bps):
+    with open(path, "w") as f:
+        f.write("".join(f"{t}\n" for t in traces.to_mahimahi(rates_bps)))
+
+
+def _scenario(tmp_path, autorate=GOOD, rate="20Mbit", duration="2s"):
+    p = tmp_path / "s.toml"
+    p.write_text(SCENARIO.format(autorate=autorate, rate=rate, duration=duration))
+    return str(p)
+
+
+@pytest.mark.parametrize("autorate, key, words", [
+    ('{ min = "30Mbit", max = "10Mbit" }', "link.down.autorate.min", "the bounds cross"),
+    ('{ min = "5Mbit", base = "90Mbit", max = "60Mbit" }', "link.down.autorate.base", "between min"),
+    ('{ min = "5Mbit", max = "60Mbit", ping_interval = "0ms" }', "link.down.autorate.ping_interval", "positive duration"),
+    ('{ min = "5Mbit", max = "60Mbit", delay_threshold = "0s" }', "link.down.autorate.delay_threshold", "positive duration"),
+    ('{ min = "1Mbit", max = "60Mbit" }', "link.down.autorate.min", "connection-active threshold"),
+    ('{ min = "0Mbit", max = "60Mbit" }', "link.down.autorate.min", "positive rate"),
+    ('{ max = "60Mbit" }', "link.down.autorate.min", "missing"),
+    ('{ min = "5Mbit", max = "60Mbit", step = 2 }', "link.down.autorate.step", "unknown key"),
+])
+def test_bad_autorate_settings_are_refused_naming_the_key(tmp_path, cli, autorate, key, words):
+    r = cli("run", _scenario(tmp_path, autorate=autorate))
+    assert r.returncode == 2, r.stderr
+    assert key in r.stderr and words in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_trace_of_zeros_is_refused_naming_the_rate(tmp_path, cli):
+    (tmp_path / "z.trace").write_text("0\n0\n0\n")
+    r = cli("run", _scenario(tmp_path, rate="trace:z.trace"))
+    assert r.returncode == 2, r.stderr
+    assert "link.down.rate" in r.stderr and "every time is 0 ms" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_trace_shorter_than_an_autorate_run_is_refused(tmp_path, cli):
+    _write_trace(tmp_path / "short.trace", [20e6] * 1000)  # 1 s
+    r = cli("run", _scenario(tmp_path, rate="trace:short.trace", duration="2s"))
+    assert r.returncode == 2, r.stderr
+    assert "link.down.rate" in r.stderr and "shorter than the run" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def _rate_at(log, t):
+    r = log[0][1]
+    for tt, rr in log:
+        if tt <= t:
+            r = rr
+    return r
+
+
+def test_the_controller_follows_a_capacity_drop_and_never_goes_below_its_minimum(tmp_path, cli):
+    # 40 Mbit/s for 10 s, then 10 Mbit/s for 10 s, behind a 1-MB modem FIFO (800 ms at 10 Mbit/s).
+    _write_trace(tmp_path / "step.trace", [40e6] * 10_000 + [10e6] * 10_000)
+    r = cli("run", _scenario(tmp_path, rate="trace:step.trace", duration="20s"), "--json")
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)["links"]["down"]["autorate"]
+    log = a["log"]
+    # The controller clamps every rate it sets to [min, max] (cake-autorate's last step).
+    assert all(5.0 <= rate <= 60.0 for _, rate in log), log
+    assert a["rate_min_mbps"] >= 5.0
+    # Sampled every 10 ms over the last 5 s of each phase (the first 5 s of a phase are its transient).
+    high = statistics.median(_rate_at(log, 5 + i * 0.01) for i in range(500))
+    low = statistics.median(_rate_at(log, 15 + i * 0.01) for i in range(500))
+    # Physics: at a shaper rate R above the capacity C the modem queue grows by (R - C) per second; at
+    # R = 1.3 C that is 0.3 s of queue a second, past the 30-ms threshold within ~0.1 s, and every
+    # detection cuts R (at least 1 %, refractory 300 ms). So R can stay above 1.3 C only briefly and
+    # its median sits below it; and a 4-fold capacity drop must take the rate down by more than half.
+    assert low < 1.3 * 10.0, (high, low)
+    assert low < high / 2, (high, low)
