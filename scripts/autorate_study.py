@@ -1,0 +1,136 @@
+"""The autorate trade-off on the gallery's variable-rate traces (docs/autorate.md).
+
+For each trace (gallery/traces/lte-like.trace, starlink-like.trace), each
+congestion control and each option — no shaping, CAKE fixed at the trace's p10
+and at its median (1-s windows), cake-autorate — one run of the gallery scenario
+(lte-autorate.toml, starlink-autorate.toml): the goodput as a share of the
+capacity the trace offers over the run, the probe's p95 RTT above the base RTT
+(the latency a user adds under load), and the controller's median shaper rate.
+
+    python scripts/autorate_study.py --engine sim --out /tmp/autorate        # table + autorate.png
+    python scripts/autorate_study.py --engine emu --duration 30s --cc cubic bbr
+
+CAKE fixed at a rate is the same path with the controller pinned (min = base =
+max): CAKE in front of the modem's FIFO, exactly what a user gets with a fixed
+`tc qdisc ... cake bandwidth` on the router.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tomllib
+
+import bloatlab
+from bloatlab import traces, units
+
+HERE = os.path.dirname(os.path.abspath(bloatlab.__file__))
+GALLERY = os.path.join(HERE, "gallery")
+CASES = {"lte": "lte-autorate.toml", "starlink": "starlink-autorate.toml"}
+
+
+def trace_ms(doc: dict) -> list[int]:
+    path = os.path.join(GALLERY, doc["link"]["down"]["rate"][len("trace:"):])
+    with open(path) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def capacity_mbps(ms: list[int], duration_s: float) -> float:
+    """Mean capacity the trace offers over the first `duration_s`."""
+    n = sum(1 for t in ms if t <= duration_s * 1000)
+    return n * traces.OPPORTUNITY_BYTES * 8 / duration_s / 1e6
+
+
+def one(doc: dict, option: str, rates: dict, cc: str, engine: str, duration: str) -> dict:
+    d = json.loads(json.dumps(doc))
+    d["duration"] = duration
+    d["flow"][0]["cc"] = cc
+    down = d["link"]["down"]
+    down["rate"] = "trace:" + os.path.join(GALLERY, down["rate"][len("trace:"):])
+    if option == "none":
+        del down["autorate"]
+    elif option.startswith("cake@"):
+        r = units.fmt_rate(rates[option[len("cake@"):]] * 1e6)
+        down["autorate"] = {"min": r, "base": r, "max": r}
+    res = bloatlab.run(d, engine=engine)
+    s = res.summary
+    base_ms = units.parse_duration(doc["flow"][0]["rtt"]) / 1e6
+    a = s["links"]["down"].get("autorate") or {}
+    return {
+        "goodput_mbps": s["total_goodput_mbps"],
+        "p95_added_ms": (s["probes"][0]["rtt_ms"]["p95"] or 0) - base_ms,
+        "p50_added_ms": (s["probes"][0]["rtt_ms"]["p50"] or 0) - base_ms,
+        "shaper_median_mbps": a.get("rate_median_mbps"),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engine", default="sim", choices=["sim", "emu"])
+    ap.add_argument("--duration", default="60s")
+    ap.add_argument("--cc", nargs="+", default=["cubic", "bbr"])
+    ap.add_argument("--trace", nargs="+", default=sorted(CASES), choices=sorted(CASES))
+    ap.add_argument("--options", nargs="+", default=["none", "cake@p10", "cake@median", "autorate"])
+    ap.add_argument("--out", help="directory for results.json and autorate.png")
+    a = ap.parse_args(argv)
+    dur_s = units.parse_duration(a.duration) / 1e9
+    rows = []
+    for name in a.trace:
+        with open(os.path.join(GALLERY, CASES[name]), "rb") as f:
+            doc = tomllib.load(f)
+        ms = trace_ms(doc)
+        pct = traces.capacity_percentiles(ms)
+        rates = {"p10": pct["p10_mbps"], "median": pct["median_mbps"]}
+        cap = capacity_mbps(ms, dur_s)
+        for cc in a.cc:
+            for opt in a.options:
+                r = one(doc, opt, rates, cc, a.engine, a.duration)
+                r.update(trace=name, cc=cc, option=opt, engine=a.engine, capacity_mbps=cap,
+                         share=r["goodput_mbps"] / cap)
+                rows.append(r)
+                print(f"{name:8} {cc:5} {opt:12} goodput {r['goodput_mbps']:6.2f} Mbit/s = {100 * r['share']:5.1f} % of "
+                      f"{cap:.2f}; added RTT p50 {r['p50_added_ms']:6.1f} p95 {r['p95_added_ms']:6.1f} ms"
+                      + (f"; shaper median {r['shaper_median_mbps']:.2f}" if r["shaper_median_mbps"] else ""), flush=True)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, f"results-{a.engine}.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+        plot(rows, os.path.join(a.out, f"autorate-{a.engine}.png"))
+    return 0
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """The trade-off as a user reads it: latency added (x, lower is better) against the share of the
+    capacity delivered (y, higher is better), one panel per trace, one marker per option, one colour per CC."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({r["trace"] for r in rows})
+    fig, axes = plt.subplots(1, len(names), figsize=(6 * len(names), 4.5), squeeze=False)
+    markers = {"none": "x", "cake@p10": "v", "cake@median": "s", "autorate": "o"}
+    colours = {"cubic": "tab:blue", "bbr": "tab:orange", "reno": "tab:green"}
+    for ax, name in zip(axes[0], names):
+        for r in (r for r in rows if r["trace"] == name):
+            ax.scatter(r["p95_added_ms"], 100 * r["share"], marker=markers.get(r["option"], "."),
+                       color=colours.get(r["cc"], "grey"), s=60)
+            ax.annotate(f"{r['option']} ({r['cc']})", (r["p95_added_ms"], 100 * r["share"]), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points")
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(left=0)
+        ax.set_ylim(0, 105)
+        ax.axvline(30, color="grey", lw=0.8, ls=":")
+        ax.text(30, 2, " cake-autorate's 30-ms threshold", fontsize=7, color="grey")
+        ax.set_xlabel("p95 RTT added under load (ms, log above 10)")
+        ax.set_ylabel("goodput, % of the trace's capacity")
+        ax.set_title(f"{name}-like trace ({rows[0]['engine']})")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
