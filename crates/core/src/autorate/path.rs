@@ -250,3 +250,50 @@ impl<T> Qdisc<T> for ShapedPath<T> {
         Some(&self.log)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qdisc::{Limit, PacketMeta};
+
+    const MS: Nanos = 1_000_000;
+
+    fn path(rate_kbps: i64) -> ShapedPath<u32> {
+        let spec = AutorateSpec { params: Params::defaults(rate_kbps, rate_kbps, rate_kbps) };
+        let modem = QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(100) }, ..QdiscConfig::default() };
+        ShapedPath::new(&spec, &modem).unwrap()
+    }
+
+    fn pkt(id: u32, now: Nanos) -> Packet<u32> {
+        Packet { meta: PacketMeta { len: 1500, flow: 1, enqueued_at: now, ..Default::default() }, data: id }
+    }
+
+    #[test]
+    fn cake_releases_at_its_rate_into_the_modem_queue_while_the_wire_waits() {
+        // CAKE at 12 Mbit/s: one 1500-B packet a millisecond. Ten packets at t = 0, the wire first asks at
+        // 5.5 ms: CAKE has released those of 0, 1, ..., 5 ms into the modem queue; the wire gets the first.
+        let mut p = path(12_000);
+        let (mut rng, mut ev) = (crate::rng::stream(1, 1), Events::default());
+        for i in 0..10 {
+            p.enqueue(pkt(i, 0), 0, &mut rng, &mut ev);
+        }
+        let first = p.dequeue(5 * MS + MS / 2, &mut rng, &mut ev).unwrap();
+        assert_eq!(first.data, 0);
+        // The link's queueing delay counts from the arrival at CAKE, not at the modem queue.
+        assert_eq!(first.meta.enqueued_at, 0);
+        assert_eq!((p.modem.backlog_pkts(), p.cake.backlog_pkts()), (5, 4));
+        assert!(ev.drops.is_empty());
+    }
+
+    #[test]
+    fn a_pinned_controller_keeps_cake_at_its_one_rate() {
+        let mut p = path(12_000);
+        let (mut rng, mut ev) = (crate::rng::stream(1, 1), Events::default());
+        p.enqueue(pkt(0, 0), 0, &mut rng, &mut ev);
+        // Ten seconds of samples and readings with a standing modem queue: min = base = max, no change.
+        for i in 1..=100 {
+            p.enqueue(pkt(i, i as Nanos * 100 * MS), i as Nanos * 100 * MS, &mut rng, &mut ev);
+        }
+        assert_eq!(p.shaper_rate_log().unwrap(), &[(0, 12_000_000)]);
+    }
+}
