@@ -147,6 +147,10 @@ def print_summary(s: dict) -> None:
         print(f"link {d:<4} {path}")
         print(f"          utilization {100 * l['utilization']:.1f}%  "
               f"drops {l['drops']}  qdelay ms mean {_f(q['mean'])} p95 {_f(q['p95'])} p99 {_f(q['p99'])}")
+        if l.get("autorate"):
+            a = l["autorate"]
+            print(f"          autorate shaper Mbit/s p10 {a['rate_p10_mbps']:.2f} median {a['rate_median_mbps']:.2f} "
+                  f"p90 {a['rate_p90_mbps']:.2f} min {a['rate_min_mbps']:.2f}  changes {a['changes']}")
     for st in s.get("stations", []):
         q = st["qdelay_ms"]
         print(f"station {st['name'][:12]:<12} {st['phy_rate_mbps']:>6.1f} Mbit/s PHY: goodput {st['goodput_mbps']:>7.2f} Mb/s  "
