@@ -479,6 +479,19 @@ mod tests {
     }
 
     #[test]
+    fn an_autorate_element_is_checked_as_cake_autorate_checks_its_config_naming_the_key() {
+        let with = |a: &str| DOC.replace("\"trace_ms\":null", &format!("\"trace_ms\":null,\"autorate\":{a}"));
+        let ok = r#"{"min_bps":5000000,"base_bps":20000000,"max_bps":80000000,"ping_interval_ns":50000000,"delay_threshold_ns":30000000}"#;
+        let sc = Scenario::from_json(&with(ok)).unwrap();
+        let p = sc.links.down.as_ref().unwrap().autorate.unwrap().params();
+        assert_eq!((p.min_kbps, p.base_kbps, p.max_kbps, p.owd_delta_delay_thr_us), (5000, 20000, 80000, 30_000));
+        let e = Scenario::from_json(&with(&ok.replace("\"min_bps\":5000000", "\"min_bps\":90000000"))).unwrap_err();
+        assert_eq!(e, "links.down.autorate.min (90000 kbit/s) must not exceed max (80000 kbit/s)");
+        let e = Scenario::from_json(&with(&ok.replace("\"ping_interval_ns\":50000000", "\"ping_interval_ns\":0"))).unwrap_err();
+        assert_eq!(e, "links.down.autorate.ping_interval: must be > 0");
+    }
+
+    #[test]
     fn a_page_needs_sized_downloads_that_start_together() {
         let page = DOC.replace("\"ecn\":null}]", "\"ecn\":null,\"page\":0}],\"pages\":[{\"id\":0,\"name\":\"w\",\"connections\":2}]");
         let e = Scenario::from_json(&page).unwrap_err();
