@@ -155,7 +155,7 @@ pub struct LinkSpec {
 
 /// The autorate element in base units; what is not here takes cake-autorate's
 /// `defaults.sh` value (`bloatlab_core::autorate::controller`).
-#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Autorate {
     pub min_bps: u64,

@@ -5,7 +5,7 @@
 //! one value checked (a flow's stop after its start, the run's limits).
 
 use super::check::{general, BufferAmount, LinkRate, Phy};
-use super::tables::{self, Bucket, Document, Link, LIMITS};
+use super::tables::{self, Autorate, Bucket, Document, Link, LIMITS};
 use super::value::py_repr;
 use super::LanguageError;
 use crate::scenario::{self as rs, Direction, Scenario};
@@ -126,6 +126,19 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
         let ld = m.link.as_ref().and_then(|l| if d == "down" { l.down.as_ref() } else { l.up.as_ref() });
         if let Some(ld) = ld {
             let l = resolve_link(d, ld, &flows, doc, ctx)?;
+            if let (Some(_), Some(ms)) = (&l.autorate, &l.trace_ms) {
+                let last = *ms.last().expect("a trace has a line");
+                if last * 1_000_000 < duration {
+                    return Err(err(
+                        format!("link.{d}.rate"),
+                        format!(
+                            "the trace lasts {last} ms, shorter than the run ({} ms): autorate is measured against the trace's \
+                             capacity, give a trace at least as long",
+                            duration / 1_000_000
+                        ),
+                    ));
+                }
+            }
             if d == "down" {
                 links.down = Some(l);
             } else {
@@ -325,7 +338,41 @@ fn resolve_link(d: &str, ld: &Link, flows: &[rs::Flow], doc: &Value, ctx: &Conte
         shaper: ld.shaper.as_ref().map(bucket),
         device_queue_bytes,
         device_queue_pkts,
+        autorate: ld.autorate.as_ref().map(|a| autorate(&format!("{p}.autorate"), a)).transpose()?,
     })
+}
+
+/// cake-autorate's ``connection_active_thr_kbps`` (defaults.sh): it refuses a minimum rate below it.
+const AUTORATE_ACTIVE_BPS: u64 = 2_000_000;
+
+fn mbit(bps: u64) -> String {
+    format!("{}Mbit", bps as f64 / 1e6)
+}
+
+/// `autorate = { min, base, max, ping_interval, delay_threshold }` with
+/// cake-autorate's own start-up checks: positive rates, min <= base <= max,
+/// min at least its 2-Mbit/s connection-active threshold.
+fn autorate(p: &str, a: &Autorate) -> Result<rs::Autorate, LanguageError> {
+    let (min, max) = (a.min.value, a.max.value);
+    let base = a.base.as_ref().map_or(min, |b| b.value);
+    for (k, v, raw) in [("min", min, Some(&a.min.raw)), ("max", max, Some(&a.max.raw)), ("base", base, a.base.as_ref().map(|b| &b.raw))] {
+        if v == 0 {
+            return Err(err(format!("{p}.{k}"), format!("expected a positive rate, got \"{}\"", shown(raw))));
+        }
+    }
+    if min > max {
+        return Err(err(format!("{p}.min"), format!("{} is above max ({}): the bounds cross", mbit(min), mbit(max))));
+    }
+    if base < min || base > max {
+        return Err(err(format!("{p}.base"), format!("{} must lie between min ({}) and max ({})", mbit(base), mbit(min), mbit(max))));
+    }
+    if min < AUTORATE_ACTIVE_BPS {
+        return Err(err(
+            format!("{p}.min"),
+            format!("{} is below cake-autorate's connection-active threshold ({}), which the script refuses", mbit(min), mbit(AUTORATE_ACTIVE_BPS)),
+        ));
+    }
+    Ok(rs::Autorate { min_bps: min, base_bps: base, max_bps: max, ping_interval_ns: a.ping_interval.value, delay_threshold_ns: a.delay_threshold.value })
 }
 
 /// `{ rate = "2Mbit", burst = "10KB" }`; `burst` defaults to 10 ms at
@@ -346,6 +393,12 @@ fn load_trace(path: &str, file: &str, ctx: &Context) -> Result<Vec<u64>, Languag
         return Err(err(path, format!("trace {file}: expected one whole number of milliseconds per line")));
     }
     let ms: Vec<u64> = words.iter().map(|w| w.parse::<u64>().unwrap_or(u64::MAX)).collect();
+    if ms.iter().all(|&t| t == 0) {
+        return Err(err(
+            path,
+            format!("trace {file}: every time is 0 ms: a trace needs delivery opportunities after 0 ms (it repeats with the period of its last time)"),
+        ));
+    }
     if *ms.last().expect("not empty") == 0 || ms.windows(2).any(|w| w[1] < w[0]) {
         return Err(err(path, format!("trace {file}: times must not decrease and must end after 0 ms")));
     }

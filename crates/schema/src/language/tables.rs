@@ -313,6 +313,32 @@ pub struct Bucket {
     pub burst: Option<BurstSize>,
 }
 
+/// `autorate` of a link direction: CAKE at the rate cake-autorate's
+/// controller sets, in front of the direction's own queue (docs/autorate.md).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Autorate {
+    /// lowest shaper rate (min_*_shaper_rate_kbps); at least 2 Mbit/s, cake-autorate's connection-active threshold
+    pub min: Rate,
+    /// steady-state rate, where an idle link decays to (default: min)
+    pub base: Option<Rate>,
+    /// highest shaper rate (max_*_shaper_rate_kbps)
+    pub max: Rate,
+    /// one OWD sample this often, all reflectors together (6 pingers x 0.3 s)
+    #[serde(default = "d_50ms")]
+    pub ping_interval: PositiveDuration,
+    /// an OWD this far above its baseline is a delayed sample (owd_delta_delay_thr_ms)
+    #[serde(default = "d_30ms")]
+    pub delay_threshold: PositiveDuration,
+}
+
+fn d_50ms() -> PositiveDuration {
+    PositiveDuration::of(json!("50ms"))
+}
+fn d_30ms() -> PositiveDuration {
+    PositiveDuration::of(json!("30ms"))
+}
+
 /// `[link.down]`/`[link.up]`: a bottleneck.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -328,6 +354,8 @@ pub struct Link {
     pub shaper: Option<Bucket>,
     /// a driver/device queue below the qdisc
     pub device_queue: Option<DeviceQueue>,
+    /// cake-autorate: CAKE steered by one-way delay in front of this queue (docs/autorate.md)
+    pub autorate: Option<Autorate>,
     /// the queue discipline
     #[serde(default = "d_fifo")]
     pub qdisc: Qdisc,
@@ -491,6 +519,8 @@ pub fn missing_message(table: &[String], key: &str) -> String {
         (["page", _], "rtt") => "missing (the base RTT to the page's server, e.g. rtt = \"50ms\")",
         (["link", _], "rate") => "missing (e.g. rate = \"100Mbit\")",
         (["link", _, _], "rate") => "missing (e.g. rate = \"2Mbit\")",
+        (["link", _, "autorate"], "min") => "missing (the lowest shaper rate, e.g. min = \"5Mbit\")",
+        (["link", _, "autorate"], "max") => "missing (the highest shaper rate, e.g. max = \"80Mbit\")",
         (["wifi", "station", _], "phy_rate") => "missing (e.g. phy_rate = \"144.4Mbit\" or \"mcs15\")",
         (["wifi"], "station") => "no station: add at least one [[wifi.station]] with a phy_rate",
         (["expect", _], "check") => "missing (e.g. check = \"tput\"; one of tput, rtt_med, lock_on_bw, loss_avoid, fairness, convergence_fairness)",
@@ -509,6 +539,7 @@ pub fn not_table_message(at: &[String], got: &str) -> String {
         ["wifi", "station"] => "expected [[wifi.station]] tables".into(),
         ["page", _, "sizes"] => format!("expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]"),
         ["link", _, "policer"] | ["link", _, "shaper"] => format!("expected a table like {{ rate = \"2Mbit\", burst = \"10KB\" }}, got {got}"),
+        ["link", _, "autorate"] => format!("expected a table like {{ min = \"5Mbit\", max = \"80Mbit\" }}, got {got}"),
         _ => format!("expected a table, got {got}"),
     }
 }

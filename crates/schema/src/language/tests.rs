@@ -126,3 +126,49 @@ fn the_json_schema_names_every_table_and_each_qdiscs_parameters() {
     assert!(s["$defs"]["QdiscParams_fq_codel"]["properties"]["quantum"].is_object());
     assert_eq!(s["$defs"]["Link"]["additionalProperties"], false);
 }
+
+#[test]
+fn autorate_resolves_to_base_units_with_base_defaulting_to_min() {
+    let mut d = doc();
+    d["link"]["down"]["autorate"] = json!({"min": "5Mbit", "max": "80Mbit"});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    let a = sc.links.down.unwrap().autorate.unwrap();
+    assert_eq!((a.min_bps, a.base_bps, a.max_bps), (5_000_000, 5_000_000, 80_000_000));
+    assert_eq!((a.ping_interval_ns, a.delay_threshold_ns), (50_000_000, 30_000_000));
+}
+
+#[test]
+fn bad_autorate_settings_are_refused_as_cake_autorate_refuses_them_naming_the_key() {
+    for (a, key, message) in [
+        (json!({"min": "30Mbit", "max": "10Mbit"}), "link.down.autorate.min", "30Mbit is above max (10Mbit): the bounds cross"),
+        (json!({"min": "5Mbit", "base": "90Mbit", "max": "60Mbit"}), "link.down.autorate.base", "90Mbit must lie between min (5Mbit) and max (60Mbit)"),
+        (json!({"min": "1Mbit", "max": "60Mbit"}), "link.down.autorate.min",
+         "1Mbit is below cake-autorate's connection-active threshold (2Mbit), which the script refuses"),
+        (json!({"min": "0Mbit", "max": "60Mbit"}), "link.down.autorate.min", "expected a positive rate, got \"0Mbit\""),
+        (json!({"min": "5Mbit", "max": "60Mbit", "ping_interval": "0ms"}), "link.down.autorate.ping_interval", "expected a positive duration, got \"0ms\""),
+        (json!({"max": "60Mbit"}), "link.down.autorate.min", "missing (the lowest shaper rate, e.g. min = \"5Mbit\")"),
+    ] {
+        let mut d = doc();
+        d["link"]["down"]["autorate"] = a;
+        let e = error(d);
+        assert_eq!((e.key.as_str(), e.message.as_str()), (key, message));
+    }
+}
+
+#[test]
+fn a_trace_of_zeros_and_a_trace_shorter_than_an_autorate_run_are_refused_naming_the_rate() {
+    let read = |f: &str| if f == "zeros" { Ok(b"0\n0\n".to_vec()) } else { Ok(b"1\n2\n4\n".to_vec()) };
+    let c = Context { name: "t", read_trace: &read, mem_available: None };
+    let mut d = doc();
+    d["link"]["down"]["rate"] = json!("trace:zeros");
+    let e = resolve_document(&d, &c).unwrap_err();
+    assert_eq!(e.key, "link.down.rate");
+    assert!(e.message.starts_with("trace zeros: every time is 0 ms"), "{}", e.message);
+    // A 4-ms trace repeats under a 10-s run (Mahimahi's way) unless autorate is measured against it.
+    d["link"]["down"]["rate"] = json!("trace:short");
+    assert!(resolve_document(&d, &c).is_ok());
+    d["link"]["down"]["autorate"] = json!({"min": "2Mbit", "max": "20Mbit"});
+    let e = resolve_document(&d, &c).unwrap_err();
+    assert_eq!(e.key, "link.down.rate");
+    assert!(e.message.starts_with("the trace lasts 4 ms, shorter than the run (10000 ms)"), "{}", e.message);
+}
