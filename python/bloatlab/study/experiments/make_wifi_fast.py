@@ -221,18 +221,23 @@ Seed 000, 100 stations: before, only 5 stations got going, with > 15 s delays; a
                 if ss:
                     s = ss[0]
                     done = sum(1 for f in s["flows"] if f["completed"])
+                    going = sum(1 for f in s["flows"] if (f.get("bytes_delivered") or 0) > 0)
                     pr = [p["rtt_ms"]["p95"] for p in s["probes"] if p["rtt_ms"]["p95"] is not None]
-                    res[m] = (done, len(s["flows"]), max(pr) if pr else None)
+                    res[m] = (done, len(s["flows"]), max(pr) if pr else None, going)
+            # The seed says every station "got going" (its download under way), not that each finished: the
+            # stations' 2 MB each need more airtime than the run has (100 x 2 MB, most at MCS 0-7: ~63 s of
+            # airtime in a 60-s run, docs/wifi.md), so completion is no test of it.
             c = Claim(f"{part}-all-complete", f"{n} stations: after the fixes all stations got going (seed 000: 100 "
                                               "stations, all started, at 150-300 ms)",
-                      "airtime: every station's 2 MB download completes within the run, and the worst group's ping "
+                      "airtime: every station's download delivers data within the run, and the worst group's ping "
                       "p95 is <= 300 ms")
             if "airtime" not in res or res["airtime"][2] is None:
                 cl.append(c.skip(missing(f"{part}/airtime")))
             else:
-                d, k, p = res["airtime"]
-                cl.append(c.judge(d == k and p <= 300, f"{d}/{k} downloads completed; worst group ping p95 "
-                                                       f"{p:.0f} ms", completed=d, stations=k, ping_p95=p))
+                d, k, p, g = res["airtime"]
+                cl.append(c.judge(g == k and p <= 300, f"{g}/{k} downloads got going ({d} completed); worst group "
+                                                       f"ping p95 {p:.0f} ms", going=g, completed=d, stations=k,
+                                  ping_p95=p))
             c = Claim(f"{part}-legacy-worse", f"{n} stations: before, only 5 of 100 stations got going, with > 15 s "
                                               "delays (seed 000)",
                       "legacy: fewer downloads complete than under airtime, or the worst group's ping p95 is >= 5x "
@@ -241,7 +246,7 @@ Seed 000, 100 stations: before, only 5 stations got going, with > 15 s delays; a
             if "legacy" not in res or "airtime" not in res or None in (res["legacy"][2], res["airtime"][2]):
                 cl.append(c.skip(missing(f"{part}/legacy and airtime")))
             else:
-                (dl, k, pl), (da, _, pa) = res["legacy"], res["airtime"]
+                (dl, k, pl, _), (da, _, pa, _) = res["legacy"], res["airtime"]
                 cl.append(c.judge(dl < da or pl >= 5 * pa, f"completed legacy {dl}/{k}, airtime {da}/{k}; worst "
                                                            f"ping p95 legacy {pl:.0f} ms, airtime {pa:.0f} ms",
                                   legacy_done=dl, airtime_done=da, legacy_ping=pl, airtime_ping=pa))
