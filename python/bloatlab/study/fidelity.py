@@ -111,10 +111,12 @@ def errors(sim_store, emu_store):
     def point(r: dict) -> tuple:
         return (r.get("part"), r.get("seed")) + tuple(str(r.get(k)) for k in keys)
 
-    emu_by_point = {point(r): r for r in er.to_dict("records")}
+    emu_runs = er.to_dict("records")
+    emu_by_id = {r["run_id"]: r for r in emu_runs}  # stores from before the run ids named the engine
+    emu_by_point = {point(r): r for r in emu_runs}
     rows = []
     for s in sr.to_dict("records"):
-        e = emu_by_point.get(point(s))
+        e = emu_by_id.get(s["run_id"]) or emu_by_point.get(point(s))
         if e is None:
             continue
         row = {"run_id": s["run_id"], "part": s.get("part"), "seed": s.get("seed")}
