@@ -3,6 +3,12 @@ result that loads back; the Python API returns DataFrames."""
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
 
 import bloatlab
 from bloatlab.result import Result
@@ -123,3 +129,21 @@ def test_long_work_says_what_it_does_on_a_terminal_and_in_a_log():
         time.sleep(1.2)
     out = tty.getvalue()
     assert "\rrunning y: 1 s of ~5 s" in out and out.endswith("\r\033[K"), repr(out)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_long_simulation_stops_at_once_on_sigterm_or_ctrl_c(tmp_path, sig):
+    """The simulator runs on a thread of its own while the CLI's thread looks for signals: a long run
+    stops within a fraction of a second, not at its end (it held a Ctrl-C for the whole run)."""
+    f = tmp_path / "long.toml"
+    # ~10 minutes of simulation work at 1 Gbit/s: far longer than the test waits
+    f.write_text('duration = "3600s"\n[link.down]\nrate = "1Gbit"\n[[flow]]\nrtt = "20ms"\n')
+    p = subprocess.Popen([sys.executable, "-m", "bloatlab", "run", str(f), "--json"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # start-up and into the run
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 5.0, err
+    assert p.returncode == 128 + sig, err
+    assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err, err

@@ -63,13 +63,49 @@ impl ArrowTable {
 #[pyo3(signature = (resolved_json, pcap=None))]
 fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::PathBuf>) -> PyResult<Bound<'py, PyDict>> {
     let json = resolved_json.to_owned();
-    let (raw, tables) = py
-        .allow_threads(move || {
-            let mut raw = bloatlab_sim::run_capturing(&json, pcap.as_deref())?;
-            let tables = std::mem::take(&mut raw.series).into_arrow().map_err(|e| format!("time series: {e}"))?;
-            Ok::<_, String>((raw, tables))
+    // The run goes on a thread of its own while this one looks for signals every 50 ms: Python runs its
+    // handlers (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM) only between bytecodes, so a run in this
+    // thread would hold a Ctrl-C until its end (minutes for a long one). A signal cancels the run.
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let flag = cancel.clone();
+    let worker = std::thread::Builder::new()
+        .name("bloatlab-sim".into())
+        .stack_size(64 << 20) // the main thread's 8 MB and more: the run used to go there
+        .spawn(move || {
+            let out = (|| {
+                let mut raw = bloatlab_sim::run_cancellable(&json, pcap.as_deref(), Some(&flag))?;
+                let tables = std::mem::take(&mut raw.series).into_arrow().map_err(|e| format!("time series: {e}"))?;
+                Ok::<_, String>((raw, tables))
+            })();
+            let _ = tx.send(out);
         })
-        .map_err(PyValueError::new_err)?;
+        .map_err(|e| PyValueError::new_err(format!("cannot start the simulator's thread: {e}")))?;
+    let mut rx = Some(rx);
+    let result = loop {
+        // the receiver goes into the GIL-free closure and back (it is Send, not Sync)
+        let (back, got) = py.allow_threads(|| {
+            let r = rx.take().expect("the receiver is back after each wait");
+            let got = r.recv_timeout(std::time::Duration::from_millis(50));
+            (r, got)
+        });
+        rx = Some(back);
+        match got {
+            Ok(r) => break r,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                    let _ = py.allow_threads(|| worker.join());
+                    return Err(e);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                break Err("the simulator's thread ended without a result (a panic: see the message above)".into())
+            }
+        }
+    };
+    let _ = worker.join();
+    let (raw, tables) = result.map_err(PyValueError::new_err)?;
     let out = pythonize::pythonize(py, &raw)?.downcast_into::<PyDict>()?;
     let series = PyDict::new(py);
     for (name, batch) in TABLES.into_iter().zip(tables) {

@@ -40,12 +40,22 @@ pub fn run(resolved: &str) -> Result<output::Raw, String> {
 /// [`run`], and with `pcap` = Some(DIR) a capture of every packet into
 /// DIR/down.pcap and DIR/up.pcap (the directory must exist; [`capture`]).
 pub fn run_capturing(resolved: &str, pcap: Option<&std::path::Path>) -> Result<output::Raw, String> {
+    run_cancellable(resolved, pcap, None)
+}
+
+/// [`run_capturing`] that stops with Err([`world::CANCELLED`]) soon after
+/// `cancel` is set (the native module sets it on Ctrl-C or SIGTERM).
+pub fn run_cancellable(
+    resolved: &str,
+    pcap: Option<&std::path::Path>,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+) -> Result<output::Raw, String> {
     let sc = scenario::from_json(resolved)?;
     let mut w = world::World::new(&sc)?;
     if let Some(dir) = pcap {
         w.capture_into(dir)?;
     }
-    w.run_checked()
+    w.run_cancellable(cancel)
 }
 
 /// Run a resolved scenario given as JSON and return the raw result as JSON.

@@ -2,6 +2,7 @@
 //! packets between them.
 
 use crate::capture::Capture;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use crate::event::{Event, Queue};
 use crate::link::{Link, Start};
 use crate::output::*;
@@ -63,6 +64,11 @@ struct ProbeState {
 struct PageState {
     waiting: std::collections::VecDeque<usize>,
 }
+
+/// How often (events) a cancellable run looks at its flag: ~1-10 ms of simulation work.
+pub const CANCEL_EVERY: u32 = 1 << 14;
+/// The error of a cancelled run.
+pub const CANCELLED: &str = "cancelled";
 
 pub struct World {
     sc: Scenario,
@@ -187,15 +193,27 @@ impl World {
     }
 
     /// Run; with a capture, its files are complete when this returns Ok.
-    pub fn run_checked(mut self) -> Result<Raw, String> {
+    pub fn run_checked(self) -> Result<Raw, String> {
+        self.run_cancellable(None)
+    }
+
+    /// [`World::run_checked`], stopping with Err([`CANCELLED`]) soon after
+    /// `cancel` is set (checked every [`CANCEL_EVERY`] events: a caller's
+    /// Ctrl-C or SIGTERM stops a long run within milliseconds, not at its end).
+    pub fn run_cancellable(mut self, cancel: Option<&AtomicBool>) -> Result<Raw, String> {
         let wall = Instant::now();
         let end = self.sc.duration_ns;
+        let mut n: u32 = 0;
         while let Some((t, ev)) = self.q.pop() {
             if t > end {
                 break;
             }
             self.now = t;
             self.handle(ev);
+            n = n.wrapping_add(1);
+            if n % CANCEL_EVERY == 0 && cancel.is_some_and(|c| c.load(AtomicOrdering::Relaxed)) {
+                return Err(CANCELLED.into());
+            }
         }
         self.now = end;
         let capture = self.capture.take();
