@@ -185,24 +185,26 @@ pub fn loss(v: &Value) -> Check<f64> {
 
 /// A number as Python's `{:g}` writes it (6 significant digits, no trailing zeros).
 pub fn general(x: f64) -> String {
+    significant(x, 6)
+}
+
+/// A number as Python's `{:.Pg}` writes it: `p` significant digits, the
+/// exponent form where the rounded value's exponent is below -4 or at least
+/// `p`, trailing zeros dropped.
+pub fn significant(x: f64, p: usize) -> String {
     if x == 0.0 {
         return "0".into();
     }
-    let exp = x.abs().log10().floor() as i32;
-    if !(-5..6).contains(&exp) {
-        let s = format!("{:.5e}", x);
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let m = m.trim_end_matches('0').trim_end_matches('.');
-        let (sign, d) = if let Some(d) = e.strip_prefix('-') { ('-', d) } else { ('+', e) };
-        return format!("{m}e{sign}{d:0>2}");
+    let p = p.max(1);
+    let rounded = format!("{:.*e}", p - 1, x);
+    let (m, e) = rounded.split_once('e').unwrap_or((&rounded, "0"));
+    let exp = e.parse::<i32>().unwrap_or(0);
+    let trim = |t: &str| if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_string() } else { t.to_string() };
+    if exp < -4 || exp >= p as i32 {
+        let (sign, d) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
+        return format!("{}e{sign}{d:02}", trim(m));
     }
-    let decimals = (5 - exp).max(0) as usize;
-    let s = format!("{:.*}", decimals, x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    trim(&format!("{:.*}", (p as i32 - 1 - exp).max(0) as usize, x))
 }
 
 /// A plain number (not a boolean) in `[lo, hi]`.
@@ -360,5 +362,27 @@ mod tests {
         assert_eq!(general(250.0), "250");
         assert_eq!(general(1e7), "1e+07");
         assert_eq!(general(0.0001), "0.0001");
+    }
+}
+
+#[cfg(test)]
+mod significant_tests {
+    use super::significant;
+
+    #[test]
+    fn significant_digits_as_python_formats_them() {
+        // each pair checked against Python: f"{x:.{p}g}"
+        for (x, p, py) in [
+            (0.00012345, 3, "0.000123"),
+            (0.000012345, 3, "1.23e-05"),
+            (999.5, 3, "1e+03"),
+            (123456.0, 6, "123456"),
+            (1234567.0, 6, "1.23457e+06"),
+            (4294967.296, 6, "4.29497e+06"),
+            (-2.5, 6, "-2.5"),
+            (100.0, 6, "100"),
+        ] {
+            assert_eq!(significant(x, p), py, "{x} .{p}g");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! BDPs turned into bytes, Mahimahi traces read, and what needs more than
 //! one value checked (a flow's stop after its start, the run's limits).
 
-use super::check::{general, BufferAmount, LinkRate, Phy};
+use super::check::{BufferAmount, LinkRate, Phy};
 use super::tables::{self, Autorate, Bucket, Document, Link, LIMITS};
 use super::value::py_repr;
 use super::LanguageError;
@@ -73,26 +73,7 @@ fn commas(n: u64) -> String {
 
 /// Python's `{:.3g}`.
 fn g3(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    let exp = x.abs().log10().floor() as i32;
-    let rounded = format!("{:.2e}", x);
-    let (_, e) = rounded.split_once('e').unwrap_or(("", "0"));
-    let exp = e.parse::<i32>().unwrap_or(exp);
-    if !(-4..3).contains(&exp) {
-        let (m, _) = rounded.split_once('e').unwrap_or((&rounded, ""));
-        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
-        let (sign, d) = if exp < 0 { ('-', -exp) } else { ('+', exp) };
-        return format!("{m}e{sign}{d:02}");
-    }
-    let decimals = (2 - exp).max(0) as usize;
-    let s = format!("{:.*}", decimals, x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    super::check::significant(x, 3)
 }
 
 /// The resolved scenario, and the `start_jitter` to apply to its flows
@@ -569,7 +550,6 @@ fn check_limits(m: &Document, doc: &Value, sc: &Scenario, ctx: &Context) -> Resu
             ),
         ));
     }
-    let _ = general;
     Ok(())
 }
 
