@@ -21,6 +21,7 @@ import re
 import pytest
 
 from bloatlab.advise import campaign
+from bloatlab.advise.path import HT20_MCS_MBPS
 from conftest import run_cli
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"),
@@ -40,6 +41,12 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
         if p["limiter"] in ("policer", "shaper"):
             assert 0.10 <= p["cir_fraction"] <= 0.95 and 1 <= p["bucket_ms"] <= 100
             assert p["down_mbps"] == pytest.approx(p["port_mbps"] * p["cir_fraction"])
+        if p["limiter"] == "wifi":
+            # the station's PHY rate at its MCS; its rate what the model's MAC delivers (~3/4 of it); no random loss
+            assert p["wifi_mac"] in ("legacy", "fq", "airtime") and 0 <= p["mcs"] <= 15 and p["loss"] == 0
+            assert p["port_mbps"] == HT20_MCS_MBPS[p["mcs"]] and 0.6 < p["down_mbps"] / p["port_mbps"] < 0.9
+            doc = campaign.truth_doc(p, 5, "bbr", "airtime")
+            assert "link" not in doc and doc["wifi"]["mac"] == "airtime" and doc["flow"][0]["station"] == "you"
     assert 0.15 <= sum(p["loss"] > 0 for p in a) / len(a) <= 0.35  # a quarter of the paths
 
 
@@ -116,8 +123,8 @@ def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
             flows = [{"goodput_mbps": g - nb, "retrans_rate": 0.0}, {"goodput_mbps": nb, "retrans_rate": 0.0}]
         return R({"flows": flows, "probes": [{"rtt_ms": {"p95": p95}}], "links": {"down": {"qdelay_ms": None}}})
 
+    t = next(p for p in campaign.draw(50, 9) if p["limiter"] == "fifo")  # (a WiFi path's draw runs the model)
     monkeypatch.setattr(bloatlab, "run", fake_run)
-    t = next(p for p in campaign.draw(50, 9) if p["limiter"] == "fifo")
     t["base_rtt_ms"] = 40.0
     alts = [{"cc": cc, "queue": q, "shaper_mbps": None if q == "as-is" else 19.0, "paced": False} for cc, q in figures]
     alts.append({"cc": "bbr3", "queue": "as-is", "shaper_mbps": None, "paced": False})  # not this kernel's: left out

@@ -43,6 +43,16 @@
 //! measured rate (`measure`'s TCP load) is the one to use; the head (P) and
 //! its bytes (B) are what the train is for.
 //!
+//! Batches: a link that sends frames in aggregates (802.11n/ac A-MPDUs: up
+//! to 32 packets in one transmission of up to 4 ms, handed to the receiver
+//! together at its end) delivers the train in batches — packets a few µs
+//! apart, then a gap of a whole transmission — where a wired port spaces
+//! every packet W/P apart. [`batches`] cuts the arrivals where a gap exceeds
+//! half the train's mean gap (the middle between the two mechanisms' inner
+//! gaps, 0 and the mean) and reports the batches' sizes and the periods from
+//! one batch's first arrival to the next one's: `measure` reads a WiFi hop
+//! from them (python/bloatlab/advise/measure.py, `wifi_hop`).
+//!
 //! What it cannot tell, and says: a head of fewer than two packets has no
 //! spacing (no P); a train without loss has no tail (the bucket is larger
 //! than the train); a head the server handed to its kernel no faster than it
@@ -491,6 +501,60 @@ pub struct Analysis {
     pub bucket_min_bytes: Option<f64>,
     /// what the figures cannot tell, in words
     pub notes: Vec<String>,
+    /// the arrivals in batches ([`batches`])
+    pub batches: Batches,
+}
+
+/// The train's arrivals cut into batches (see the module's model).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Batches {
+    pub count: u32,
+    /// packets per batch, the median and the largest
+    pub packets_p50: f64,
+    pub packets_max: u32,
+    /// every batch's packets, in arrival order
+    pub sizes: Vec<u32>,
+    /// from each batch's first arrival to the next batch's first (ns): one fewer than `sizes`
+    pub periods_ns: Vec<u64>,
+    /// the median of `periods_ns` (None with fewer than two batches)
+    pub period_ns_p50: Option<f64>,
+}
+
+/// Cut ``arrivals`` (any order) into batches: a new batch starts where the
+/// gap from the previous arrival exceeds half the mean gap over the whole
+/// train (its span over its arrivals less one). Fewer than three arrivals:
+/// one batch.
+pub fn batches(arrivals: &[Arrival]) -> Batches {
+    let mut rx: Vec<u64> = arrivals.iter().map(|x| x.rx_ns).collect();
+    rx.sort_unstable();
+    let mut b = Batches::default();
+    if rx.is_empty() {
+        return b;
+    }
+    let span = rx[rx.len() - 1] - rx[0];
+    let cut = if rx.len() >= 3 { span as f64 / (rx.len() - 1) as f64 / 2.0 } else { f64::INFINITY };
+    let mut starts = vec![rx[0]];
+    let mut n = 1u32;
+    for w in rx.windows(2) {
+        if (w[1] - w[0]) as f64 > cut {
+            b.sizes.push(n);
+            starts.push(w[1]);
+            n = 1;
+        } else {
+            n += 1;
+        }
+    }
+    b.sizes.push(n);
+    b.periods_ns = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    b.count = b.sizes.len() as u32;
+    b.packets_max = *b.sizes.iter().max().unwrap();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        bloatlab_core::stats::percentile_sorted(&v, 50.0)
+    };
+    b.packets_p50 = median(b.sizes.iter().map(|&x| x as f64).collect());
+    b.period_ns_p50 = (!b.periods_ns.is_empty()).then(|| median(b.periods_ns.iter().map(|&x| x as f64).collect()));
+    b
 }
 
 /// A rate with about four significant digits.
@@ -510,7 +574,7 @@ fn mbps(bytes: u64, ns: u64) -> Option<f64> {
 /// Analyse a train of `count` packets of `wire_bytes` IP bytes each from
 /// its `arrivals` (any order, one per sequence number).
 pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
-    let mut a = Analysis { sent: count, received: arrivals.len() as u32, ..Default::default() };
+    let mut a = Analysis { sent: count, received: arrivals.len() as u32, batches: batches(arrivals), ..Default::default() };
     let mut got = vec![false; count as usize];
     for x in arrivals {
         if let Some(g) = got.get_mut(x.seq as usize) {
@@ -616,7 +680,11 @@ impl Analysis {
                "head_send_mbps": self.head_send_mbps, "sender_limited": self.sender_limited,
                "tail_packets": self.tail_packets, "tail_span_ms": self.tail_span_ns as f64 / 1e6, "tail_mbps": self.tail_mbps,
                "tail_arrival_mbps": self.tail_arrival_mbps, "tail_send_mbps": self.tail_send_mbps,
-               "bucket_bytes": self.bucket_bytes, "bucket_min_bytes": self.bucket_min_bytes, "notes": self.notes})
+               "bucket_bytes": self.bucket_bytes, "bucket_min_bytes": self.bucket_min_bytes, "notes": self.notes,
+               "batches": {"count": self.batches.count, "packets_p50": self.batches.packets_p50,
+                           "packets_max": self.batches.packets_max, "sizes": self.batches.sizes,
+                           "periods_ms": self.batches.periods_ns.iter().map(|&p| p as f64 / 1e6).collect::<Vec<_>>(),
+                           "period_ms_p50": self.batches.period_ns_p50.map(|p| p / 1e6)}})
     }
 }
 
@@ -833,6 +901,33 @@ mod tests {
         assert_eq!(a.head_send_mbps, Some(12_000.0));
         assert!((a.bucket_bytes.unwrap() - (24_750.0 - 24_000.0 * 20.0 / 12_000.0)).abs() < 1e-6, "{:?}", a.bucket_bytes);
         assert!(a.notes.iter().any(|n| n.contains("coarse")), "{:?}", a.notes);
+    }
+
+    #[test]
+    fn a_wired_port_spaces_every_packet_and_an_aggregating_link_delivers_batches() {
+        // a 100-Mbit/s port: 120 us between packets, every gap the mean: 100 batches of one
+        let v: Vec<Arrival> = (0..100).map(|s| Arrival { seq: s, rx_ns: s as u64 * 120_000, tx_ns: 0 }).collect();
+        let b = batches(&v);
+        assert_eq!((b.count, b.packets_p50, b.packets_max), (100, 1.0, 1));
+        assert_eq!(b.period_ns_p50, Some(120_000.0));
+        // A-MPDUs of 32, 32, 32 and 4 packets, each handed over 2 us apart at the end of a 3-ms
+        // transmission: the mean gap is 9 ms / 99 = 91 us, the cut 45 us
+        let mut v = Vec::new();
+        for (k, n) in [32u32, 32, 32, 4].iter().enumerate() {
+            for i in 0..*n {
+                let seq = 32 * k as u32 + i;
+                v.push(Arrival { seq, rx_ns: k as u64 * 3_000_000 + i as u64 * 2_000, tx_ns: 0 });
+            }
+        }
+        v.reverse(); // any order
+        let b = batches(&v);
+        assert_eq!(b.sizes, vec![32, 32, 32, 4]);
+        assert_eq!(b.periods_ns, vec![3_000_000; 3]);
+        assert_eq!((b.packets_p50, b.packets_max, b.period_ns_p50), (32.0, 32, Some(3_000_000.0)));
+        // two arrivals or none: one batch (or none), no period
+        assert_eq!(batches(&v[..2]).sizes, vec![2]);
+        assert_eq!(batches(&v[..2]).period_ns_p50, None);
+        assert_eq!(batches(&[]).count, 0);
     }
 
     #[test]

@@ -10,7 +10,7 @@ from ..study.report import _Sections, render
 from ..result import atomic_write_text
 
 #: the classes measure tells (rows: what the physics shows; columns: measured)
-CLASSES = ("fifo", "policer", "aqm")
+CLASSES = ("fifo", "policer", "aqm", "wifi")
 
 
 def _cdf(ax, vals, label, pct=True, style="-"):
@@ -83,8 +83,10 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     sec.table("Goals (issue 30 §1)", pd.DataFrame(rows))
     sec.text(None, f"{len(ok)} paths measured, {summ.get('failed', 0)} failed (listed below). base_rtt_ok: within 5 % or "
                    "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
-                   "of the recommended configuration against the kernel's run of it on the true path. Not yet in the "
-                   "distribution: variable-rate links, a WiFi hop; the ranking goal only with --rank "
+                   "of the recommended configuration against the kernel's run of it on the true path. wifi_*: the WiFi "
+                   "hops' PHY rate (within 10 %), the access point's design (fq and airtime are one for one station) "
+                   "and a legacy AP's queue (within 30 %). Not yet in the distribution: variable-rate links, WiFi "
+                   "hops shared with other stations; the ranking goal only with --rank "
                    "(every candidate this kernel runs, on the true path).")
     if ok:
         sec.table("The limiter: what the physics shows against what measure read", confusion(ok).reset_index(names=""))

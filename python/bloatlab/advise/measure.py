@@ -81,6 +81,29 @@ CODEL_INTERVAL_MS = 100.0
 #: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
 #: overflows it and is tail-dropped like a FIFO's (CoDel at 100 Mbit/s lost 82 % of a 1666-packet train's tail)
 AQM_TRAIN_PACKETS = 1000
+#: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
+#: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
+#: batch period shorter than the shortest 802.11n transmission cannot be a transmission's: AIFS[BE] 43 us +
+#: the HT-mixed preamble of one stream 36 us + SIFS 16 us + a compressed BlockAck at 24 Mbit/s 32 us
+#: (IEEE 802.11-2016; crates/core/src/wifi/airtime.rs) = 127 us, before any backoff and any data. (A host that
+#: batches its receive interrupts, or the emulator's own wake-ups, batches a fast wired path's arrivals tens of
+#: us apart: below this floor.)
+TXOP_FLOOR_MS = 0.127
+#: ... and the mean of that overhead on an idle medium: the floor + the mean backoff, CWmin / 2 = 7.5 slots of
+#: 9 us (67.5 us): what a period holds beyond its aggregate's data airtime
+TXOP_OVERHEAD_MS = TXOP_FLOOR_MS + 0.0675
+#: an aggregating link hands over batches of at least this many packets (the median batch): one packet a
+#: batch is a wired port's spacing
+WIFI_BATCH_PACKETS = 2
+#: the MAC bytes around each IP packet of an A-MPDU subframe: QoS header 26 + LLC/SNAP 8 + FCS 4 + the
+#: delimiter 4 (airtime.rs MPDU_OVERHEAD, AMPDU_DELIMITER), padding to 4 B aside
+WIFI_SUBFRAME_OVERHEAD = 42
+#: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
+#: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
+WIFI_TRAIN_PACKETS = 200
+#: a period longer than this multiple of the median held something else than our aggregate (another
+#: station's transmission, a collision's backoff, a pause of the VM): left out of the PHY rate
+WIFI_PERIOD_OUTLIER = 2.0
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
 DEFAULT_PORT = 5301
@@ -143,6 +166,8 @@ def _probe(args: list[str], timeout: float, who: str = "measure", partial: bool 
 def _buffer_text(x: dict) -> str:
     if x["buffer_bytes"] is None and x["limiter"] == "policer":
         return "no queue (the port's buffer never filled: not seen)"
+    if x["buffer_bytes"] is None and x["limiter"] == "wifi":
+        return "buffer unknown (the access point's fq_codel holds the queue below it)"
     if x["buffer_bytes"] is None:
         return "buffer unknown (an AQM holds the queue below it)"
     return f"buffer ~{x['buffer_bytes'] / 1e3:.0f} KB ({x['buffer_bdp']:.2g} BDP)"
@@ -612,6 +637,95 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
         say(f"  down: {kind} ({why})")
 
 
+def wifi_hop(train: dict) -> tuple[float | None, str]:
+    """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
+    PHY rate in Mbit/s, or None where the train shows a wired port; why).
+
+    The train's batches (``train["batches"]``): a median batch of at least
+    :data:`WIFI_BATCH_PACKETS` packets whose median period is no shorter than
+    an 802.11n transmission (:data:`TXOP_FLOOR_MS`). The PHY rate: each
+    period holds one transmission of the batch that ends it, so the bits of
+    those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
+    their periods less the transmission's mean overhead
+    (:data:`TXOP_OVERHEAD_MS`), periods beyond :data:`WIFI_PERIOD_OUTLIER` x
+    the median left out (another station's airtime, a pause)."""
+    b = train.get("batches") or {}
+    sizes, periods = b.get("sizes") or [], b.get("periods_ms") or []
+    if len(periods) < 2 or b.get("period_ms_p50") is None:
+        return None, f"the train arrived in {len(sizes)} batch(es): too few to tell a WiFi hop"
+    p50, k50 = b["period_ms_p50"], b["packets_p50"]
+    if k50 < WIFI_BATCH_PACKETS:
+        return None, f"the train's packets arrived one at a time (median batch {k50:g}): a wired port's spacing"
+    if p50 < TXOP_FLOOR_MS:
+        return None, (f"the train arrived in batches of {k50:g} packets {p50 * 1e3:.0f} us apart, shorter than any 802.11 "
+                      f"transmission ({TXOP_FLOOR_MS * 1e3:.0f} us): the receiver's batching, not a WiFi hop")
+    wire = train.get("wire_bytes", WIRE_SEGMENT)
+    bits = air = 0.0
+    for k, period in zip(sizes[1:], periods):
+        if period <= WIFI_PERIOD_OUTLIER * p50 and period > TXOP_OVERHEAD_MS:
+            bits += k * (wire + WIFI_SUBFRAME_OVERHEAD) * 8
+            air += (period - TXOP_OVERHEAD_MS) / 1e3
+    if air <= 0:
+        return None, "the train's batches left no airtime to read a PHY rate from"
+    phy = bits / air / 1e6
+    return phy, (f"the train arrived in batches of {k50:g} packets (largest {b.get('packets_max')}) every "
+                 f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} Mbit/s")
+
+
+def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[str, str]:
+    """The access point's design behind a WiFi hop, from the queue the
+    loss-based flows sat in (their queueing p95, ms), whether they lost
+    segments, and the base RTT: (``legacy`` or ``airtime``, why).
+
+    mac80211's per-station fq_codel (``fq``, Linux 4.9; ``airtime`` adds
+    airtime fairness, 4.11) drops once the queue has stood above its 20-ms
+    target for an interval (:data:`CODEL_INTERVAL_MS`), and the senders hear
+    of it a round trip later: a queue that grows as fast as it drains (slow
+    start sends twice what the link carries) stands at most about an
+    interval and a base RTT. A legacy AP's qdisc and driver FIFO (1000 + 123
+    packets: 135 ms at 100 Mbit/s, the most a 130-Mbit/s HT20 station
+    delivers, 2.6 s at 5 Mbit/s) fill beyond that before they drop, except
+    on a fast and long path (a FIFO shorter than the interval and the RTT
+    cannot be told from fq_codel: the note says so). A sparse probe does not
+    tell them apart: behind the hardware's two aggregates and the shared
+    medium it waits about as long as the flows under either (the model and
+    ath9k's figures alike, docs/wifi.md). One station cannot tell ``fq`` from
+    ``airtime``: ``airtime`` is taken, the default since 4.11."""
+    bound = CODEL_INTERVAL_MS + base_rtt_ms
+    if flow_q95_ms > bound:
+        return "legacy", (f"the flows' queue stood at {flow_q95_ms:.3g} ms (p95), beyond what CoDel lets stand "
+                          f"(its {CODEL_INTERVAL_MS:g}-ms interval and a {base_rtt_ms:.3g}-ms round trip): a FIFO, the "
+                          f"qdisc above the driver's (legacy, before Linux 4.9)")
+    how = "lost segments" if dropped else "lost nothing"
+    return "airtime", (f"the flows {how} with their queue at {flow_q95_ms:.3g} ms (p95), within CoDel's "
+                       f"{CODEL_INTERVAL_MS:g}-ms interval and a round trip: mac80211's per-station fq_codel (fq, or "
+                       f"airtime since Linux 4.11: one station cannot tell them apart; airtime taken; a legacy FIFO "
+                       f"shorter than {bound:.3g} ms cannot be excluded)")
+
+
+def _wifi_train(host: str, port: int, secret: str | None, x: dict, base_ms: float, say) -> None:
+    """One short packet train down; where it shows a WiFi hop the direction
+    becomes ``wifi``: the AP's design (:func:`wifi_design`) and the PHY rate
+    from the train's batches (:func:`wifi_hop`)."""
+    say("  down: a packet train for a WiFi hop ...")
+    try:
+        t = _train(host, port, secret, WIFI_TRAIN_PACKETS)
+    except UserError as e:
+        x["wifi_note"] = f"no packet train ({e}): a wired path is assumed"
+        say(f"  ({x['wifi_note']})")
+        return
+    phy, why = wifi_hop(t)
+    x["wifi_train"] = t
+    x["wifi_note"] = why
+    if phy is None:
+        return
+    mac, why_mac = wifi_design(x["evidence"]["flow_q95_ms"], x["evidence"]["dropped"], base_ms)
+    x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}")
+    if mac == "airtime":
+        x.update(buffer_bytes=None, buffer_bdp=None)
+    say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
+
+
 def _not_a_policer(x: dict, base_ms: float) -> None:
     """Drops without a queue, yet the packet train's head arrived no faster
     than the measured rate: no faster port, so no policer — a queue at that
@@ -678,6 +792,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     for d in dirs:
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say)
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
+        if d == "down":
+            _wifi_train(h, port, secret, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
@@ -695,6 +811,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(one_way, 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
-                port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"))
+                port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
+                wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

@@ -4,7 +4,9 @@ The model holds what a measurement can learn of a path (docs/advise.md): the
 base RTT, the bottleneck rate per direction, the bottleneck buffer, random
 loss, and what enforces the rate (``fifo``: a queue that fills; ``policer``:
 drops beyond a rate with little queueing; ``aqm``: a queue held near a
-target). :meth:`Path.twin` writes it as a scenario that both engines run.
+target; ``wifi``: a WiFi hop, the access point's MAC design and the
+station's PHY rate). :meth:`Path.twin` writes it as a scenario that both
+engines run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,19 @@ from dataclasses import asdict, dataclass
 from .. import units
 from ..errors import UserError
 
-LIMITERS = ("fifo", "policer", "aqm")
+LIMITERS = ("fifo", "policer", "aqm", "wifi")
+#: the access point's MAC designs (docs/wifi.md)
+WIFI_MACS = ("legacy", "fq", "airtime")
+#: the frames a legacy access point's driver holds below its qdisc (ath9k ATH_MAX_QDEPTH, crates/core/src/wifi/mac.rs
+#: LEGACY_DRIVER_FRAMES): a queue measured behind a legacy AP is the qdisc's and these; the twin's qdisc gets the rest
+LEGACY_DRIVER_FRAMES = 123
+#: the twin's station (the measuring host)
+WIFI_STATION = "you"
+#: the RTT of the flows that read a WiFi twin's rate (Path.wifi_rate_mbps): 5 ms, so that four CUBIC flows fill
+#: the access point's queue within a second at 130 Mbit/s
+WIFI_RATE_RTT_MS = 5.0
+#: HT20 long-GI MCS 0-15 (Mbit/s): crates/core/src/wifi/airtime.rs HT20_MCS
+HT20_MCS_MBPS = (6.5, 13, 19.5, 26, 39, 52, 58.5, 65, 13, 26, 39, 52, 78, 104, 117, 130)
 #: the twin's port rate behind a policer, as a multiple of the policed rate (an
 #: assumption, not a measurement: ISPs police 20-100 Mbit/s plans on 1 Gbit/s
 #: ports; any multiple that drains a 10-ms bucket in about a millisecond models
@@ -51,6 +65,10 @@ class Path:
     # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
     # packet train showed a single-queue AQM's burst); None: fq_codel
     aqm_qdisc: str | None = None
+    # behind a WiFi hop (limiter "wifi"): the access point's design and the station's PHY rate (measure's
+    # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
+    wifi_mac: str | None = None
+    wifi_phy_mbps: float | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -69,6 +87,11 @@ class Path:
             raise UserError(f"bucket: expected at least one packet (1500 B), got {self.bucket_bytes} B")
         if self.buffer_bytes is not None and self.buffer_bytes < 1500:
             raise UserError(f"--buffer: expected at least one packet (1500 B), got {self.buffer_bytes} B")
+        if self.limiter == "wifi":
+            if self.wifi_mac not in WIFI_MACS:
+                raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
+            if not (self.wifi_phy_mbps is not None and self.wifi_phy_mbps >= 1):
+                raise UserError(f"wifi PHY rate: expected at least 1 Mbit/s, got {self.wifi_phy_mbps}")
 
     @property
     def bdp_bytes(self) -> float:
@@ -85,7 +108,8 @@ class Path:
     def describe(self) -> str:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
-        lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck"}[self.limiter]
+        lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck",
+               "wifi": f"a WiFi hop ({self.wifi_mac} access point, PHY ~{self.wifi_phy_mbps or 0:.3g} Mbit/s)"}[self.limiter]
         if self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
         if self.limiter == "policer":
@@ -93,7 +117,8 @@ class Path:
                     else f" on a port assumed {POLICER_PORT}x faster")
             lim += (f", bucket {self.bucket_bytes / 1e3:.3g} KB" if self.bucket_bytes
                     else ", bucket assumed 10 ms of the rate")
-        buf = ("the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
+        buf = ("the access point's per-station fq_codel" if self.limiter == "wifi" and self.wifi_mac != "legacy"
+               else "the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
                if self.limiter == "policer" and self.buffer_bytes is None
                else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
@@ -165,11 +190,42 @@ class Path:
             "flow": [{"name": "bulk", "cc": cc, "rtt": f"{self.base_rtt_ms:.6g}ms"}],
             "probe": [{"name": "ping", "interval": "20ms"}],
         }
+        if self.limiter == "wifi":
+            # the WiFi hop is the bottleneck both ways (one medium); the scenario language has no wired link in
+            # series with it, so the up direction's own figures are not the twin's
+            del doc["link"]
+            doc["wifi"] = self.wifi_doc()
+            doc["flow"][0]["station"] = doc["probe"][0]["station"] = WIFI_STATION
+            return doc
         if self.up_mbps:
             doc["link"]["up"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
             if self.up_buffer_bytes:
                 doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
         return doc
+
+    def wifi_rate_mbps(self, seconds: float = 4.0) -> float:
+        """What the twin's WiFi hop delivers to one station when its queue
+        stays backlogged (Mbit/s of IP packets): four CUBIC downloads over
+        :data:`WIFI_RATE_RTT_MS` in the simulator (a saturated MAC's rate
+        does not depend on the RTT; a short one saturates it within the run).
+        A twin read back from a file carries the PHY rate, not the rate
+        measured over it."""
+        import bloatlab
+
+        doc = {"name": "wifi-rate", "duration": f"{seconds:g}s", "seed": 1, "wifi": self.wifi_doc(),
+               "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": WIFI_STATION}]}
+        s = bloatlab.run(doc).summary
+        return sum(f["goodput_mbps"] for f in s["flows"]) * 1500 / 1448
+
+    def wifi_doc(self, mac: str | None = None) -> dict:
+        """``[wifi]`` of the twin: the access point (``mac``: another design in its place) and one station, the
+        measuring host, at the measured PHY rate. Behind a legacy AP the measured queue is its qdisc's and
+        the driver's :data:`LEGACY_DRIVER_FRAMES`: the qdisc gets what the driver does not hold."""
+        mac = mac or self.wifi_mac
+        w: dict = {"mac": mac, "station": [{"name": WIFI_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit"}]}
+        if mac == "legacy" and self.buffer_bytes is not None:
+            w["buffer"] = f"{max(self.buffer_bytes - LEGACY_DRIVER_FRAMES * 1500, 1500)}B"
+        return w
 
     @classmethod
     def from_twin(cls, path: str) -> "Path":
@@ -179,6 +235,17 @@ class Path:
 
         sc = load(path)
         r = sc.resolved()
+        if r.get("wifi"):
+            w = r["wifi"]
+            st = w["stations"][r["flows"][0].get("station") or 0]
+            phy = (st["phy_rate_bps"] or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6
+            buf = None
+            if w["mac"] == "legacy":
+                buf = (w["buffer_bytes"] or (w["buffer_pkts"] or 0) * 1500) + LEGACY_DRIVER_FRAMES * 1500
+            p = cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=phy, buffer_bytes=buf, limiter="wifi",
+                    wifi_mac=w["mac"], wifi_phy_mbps=phy)
+            p.down_mbps = p.wifi_rate_mbps()
+            return p
         down = r["links"]["down"]
         if down is None:
             raise UserError(f"--path {path}: the advisor needs a [link.down] bottleneck")
@@ -236,6 +303,11 @@ def to_toml(doc: dict) -> str:
     lines = [f"{k} = {val(v)}" for k, v in doc.items() if not isinstance(v, (dict, list))]
     for d, t in doc.get("link", {}).items():
         lines += ["", f"[link.{d}]"] + [f"{k} = {val(v)}" for k, v in t.items()]
+    if "wifi" in doc:
+        w = doc["wifi"]
+        lines += ["", "[wifi]"] + [f"{k} = {val(v)}" for k, v in w.items() if k != "station"]
+        for t in w.get("station", []):
+            lines += ["", "[[wifi.station]]"] + [f"{k} = {val(v)}" for k, v in t.items()]
     for arr in ("flow", "probe"):
         for t in doc.get(arr, []):
             lines += ["", f"[[{arr}]]"] + [f"{k} = {val(v)}" for k, v in t.items()]

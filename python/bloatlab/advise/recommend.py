@@ -14,7 +14,12 @@ controls:
   runs as it is (paced only if its default qdisc is fq);
 - ``fq_codel`` / ``cake`` shaped at ``SHAPE_FRACTION`` of the measured rate on
   a router the user owns in front of the bottleneck: the user's AQM then owns
-  the queue (CAKE only helps if it owns the bottleneck — seed 000).
+  the queue (CAKE only helps if it owns the bottleneck — seed 000);
+- behind a WiFi hop (``path.limiter == "wifi"``) the queue that matters is the
+  access point's own: its MAC designs (:data:`WIFI_QUEUES`: mac80211's
+  per-station fq_codel, ``fq``, Linux 4.9; with airtime fairness,
+  ``airtime``, 4.11) take the shapers' place — a shaper in front of an AP
+  does not own a queue whose rate moves with the station's signal.
 
 Scores (docs/advise.md): each figure is normalised to [0, 1] — goodput by the
 best candidate's, latency as base RTT / loaded RTT (the larger of the probe's
@@ -33,6 +38,10 @@ from .path import Path
 
 CCS = ("reno", "cubic", "bbr", "bbr3")
 QUEUES = ("as-is", "fq_codel", "cake")
+#: the access point's designs a WiFi path's candidates run: mac80211's fq_codel with airtime fairness (Linux 4.11+,
+#: the default of every mac80211 driver with TXQs since). Not the legacy design (no one moves to it), nor ``fq``
+#: apart: without airtime fairness it is the same design for the twin's one station (the runs are identical)
+WIFI_QUEUES = ("airtime",)
 #: A shaper just below the line rate moves the queue into the user's AQM; 95 %
 #: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %).
 SHAPE_FRACTION = 0.95
@@ -127,7 +136,8 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        q = "as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s"
+        q = ("as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s" if self.shaper_mbps
+             else f"{self.queue} on the access point")
         host = " (host fq)" if self.paced and not self.cc.startswith("bbr") else ""
         return f"{self.cc}{host} + {q}"
 
@@ -141,16 +151,22 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: 
     doc = path.twin(duration_s, cc=c.cc)
     doc["seed"] = seed
     doc["flow"][0]["pacing"] = c.paced
-    doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
+    if path.limiter == "wifi":
+        if c.queue != "as-is":
+            doc["wifi"] = path.wifi_doc(c.queue)
+    else:
+        doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
     if neighbour:
-        doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": doc["flow"][0]["rtt"]})
+        doc["flow"].append({k: v for k, v in doc["flow"][0].items() if k in ("rtt", "station")} | {"name": "neighbour", "cc": "cubic"})
     return doc
 
 
 def _latency(s: dict) -> tuple[float, float]:
     """(the probe's p95 RTT, the bottleneck's p95 queueing delay) of a run's summary."""
     p95 = s["probes"][0]["rtt_ms"]["p95"] if s["probes"] and s["probes"][0]["rtt_ms"] else float("nan")
-    q = s["links"]["down"]["qdelay_ms"]["p95"] if s["links"]["down"]["qdelay_ms"] else 0.0
+    # a WiFi hop's queue is the access point's, per station (the first: the measuring host)
+    link = s["stations"][0] if s.get("stations") else s["links"]["down"]
+    q = link["qdelay_ms"]["p95"] if link["qdelay_ms"] else 0.0
     return p95, q
 
 
@@ -189,7 +205,12 @@ def score(cands: list[Candidate], path: Path, goal: str) -> None:
 
 
 def candidates(path: Path, ccs=CCS, queues=QUEUES, paced: bool = True) -> list[Candidate]:
-    """Every control under every queue; ``paced``: the host will run sch_fq."""
+    """Every control under every queue; ``paced``: the host will run sch_fq.
+    Behind a WiFi hop the queues are the access point's designs
+    (:data:`WIFI_QUEUES`, the measured one being ``as-is``)."""
+    if path.limiter == "wifi":
+        queues = ("as-is",) + tuple(q for q in WIFI_QUEUES if q != path.wifi_mac)
+        return [Candidate(cc, q, None, paced) for q in queues for cc in ccs]
     shaper = round(path.down_mbps * SHAPE_FRACTION, 6)
     return [Candidate(cc, q, None if q == "as-is" else shaper, paced) for q in queues for cc in ccs]
 
@@ -253,10 +274,12 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
         "engine": engine,
         "recommendation": {
             "cc": best.cc,
-            "qdisc": host_q if best.queue == "as-is" else best.queue,
+            "qdisc": host_q if best.queue == "as-is" or path.limiter == "wifi" else best.queue,
             "host_qdisc": host_q,
             "shaper_mbps": best.shaper_mbps,
             "sysctl": sysctl_for(best, fq_here is not False),
+            # behind a WiFi hop: the access point's MAC design (None on a wired path)
+            "ap_mac": (path.wifi_mac if best.queue == "as-is" else best.queue) if path.limiter == "wifi" else None,
         },
         "expected": best.figures(),
         "current": cur.figures(),
@@ -301,7 +324,14 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
                        f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.neighbour_share * 100:.0f} %).")
     # the queue
     same_cc_asis = _find(cands, best.cc, "as-is")
-    if best.queue != "as-is" and same_cc_asis:
+    if path.limiter == "wifi" and best.queue != "as-is" and same_cc_asis:
+        out.append(f"The WiFi hop is the bottleneck, and its queue is the access point's: {WIFI_HOW[best.queue]} "
+                   f"{_change(same_cc_asis, best)} (base {path.base_rtt_ms:.0f} ms).")
+    elif path.limiter == "wifi" and best.queue == "as-is":
+        added = max(best.p95_rtt_ms, best.p95_rtt_shared_ms) - path.base_rtt_ms
+        out.append(f"The WiFi hop is the bottleneck and its access point ({path.wifi_mac}) can stay as it is: the p95 RTT "
+                   f"under load is {_rtts(best)}, at worst {added:.0f} ms above the base (bufferbloat grade {_grade(added)}).")
+    elif best.queue != "as-is" and same_cc_asis:
         out.append(f"{best.queue} shaped at {best.shaper_mbps:.3g} Mbit/s on a router you own "
                    f"{_change(same_cc_asis, best)} (base {path.base_rtt_ms:.0f} ms).")
     elif best.queue == "as-is":
@@ -330,6 +360,13 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         out.append(f"{u.label} would score higher ({u.score:.2f} vs {best.score:.2f}) but this host's kernel does not offer {u.cc}.")
     return out
 
+
+#: how an access point gets each design (docs/wifi.md, docs/advise.md "A WiFi hop")
+WIFI_HOW = {
+    "fq": "mac80211's per-station fq_codel (Linux 4.9+ with a driver on mac80211's TXQs: ath9k, ath10k, mt76; OpenWrt 18.06+)",
+    "airtime": "mac80211's per-station fq_codel with airtime fairness (Linux 4.11+ on ath9k, 5.x on ath10k and mt76; "
+               "OpenWrt 19.07+, on by default)",
+}
 
 #: a change of latency or goodput smaller than this share reads as "about the same": a sentence says only what
 #: its numbers show (a p95 RTT quoted to the ms, a goodput to 3 digits)
@@ -398,7 +435,10 @@ def caveats(path: Path, best: Candidate, cands: list[Candidate]) -> list[str]:
         out.append(f"{best.cc.upper()} retransmits {best.retrans_rate * 100:.2g} % of its segments on this path (it does not back off on loss).")
     if path.limiter == "policer":
         out.append("A policer punishes bursts: drops come in bursts when a sender exceeds the token bucket; pacing (sch_fq) helps every control.")
-    if best.queue != "as-is":
+    if path.limiter == "wifi":
+        out.append("A shaper (CAKE, fq_codel) in front of the access point would not own its queue: the WiFi rate moves "
+                   "with the station's signal and the other stations' airtime; the access point's own queue does.")
+    elif best.queue != "as-is":
         out.append("fq_codel/CAKE only help if they own the bottleneck: shape just below the line rate on the router in front of it "
                    "(and re-measure if the line rate changes).")
     if best.cc == "bbr3":

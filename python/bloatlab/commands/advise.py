@@ -111,7 +111,8 @@ def show(out: dict) -> None:
     con = console(pipe_width=110, markup=True)
     rec = out["recommendation"]
     shaped = f" shaped at {rec['shaper_mbps']:.3g} Mbit/s on the router you own" if rec["shaper_mbps"] else ""
-    con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}")
+    ap = f", and [bold green]{rec['ap_mac']}[/] on the WiFi access point" if rec.get("ap_mac") else ""
+    con.print(f"[bold]Recommendation[/bold] (goal: {out['goal']}): [bold green]{rec['cc']}[/] with [bold green]{rec['qdisc']}[/]{shaped}{ap}")
     fq = " --qdisc fq" if rec["sysctl"].get("net.core.default_qdisc") == "fq" else ""
     con.print("  on the sending host: " + "; ".join(f"{k} = {v}" for k, v in rec["sysctl"].items())
               + f"   (bloatlab host apply --cc {rec['cc']}{fq})")
@@ -134,7 +135,8 @@ def show(out: dict) -> None:
     for c in ("control", "queue", "score", "goodput", "p95 RTT alone / shared", "retrans", "neighbour", "this kernel"):
         alt.add_column(c, justify="right")
     for a in out["alternatives"]:
-        q = a["queue"] if a["queue"] == "as-is" else f"{a['queue']} @ {a['shaper_mbps']:.3g}"
+        q = (a["queue"] if a["queue"] == "as-is" else f"{a['queue']} @ {a['shaper_mbps']:.3g}" if a["shaper_mbps"]
+             else f"{a['queue']} (AP)")
         alt.add_row(a["cc"], q, f"{a['score']:.3f}", f"{a['goodput_mbps']:.3g}", f"{a['p95_rtt_ms']:.0f} / {a['p95_rtt_shared_ms']:.0f}",
                     f"{a['retrans_rate'] * 100:.2g} %", f"{a['neighbour_share'] * 100:.0f} %", "yes" if a["available_here"] else "no")
     con.print(alt)
