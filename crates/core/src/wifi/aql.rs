@@ -27,8 +27,8 @@
 //! (ath9k's own round robin of the `fq` design, the `legacy` qdisc) never
 //! meets AQL. So AQL is a setting of [`super::Design::Airtime`]
 //! (`[wifi.aql]`), not a fourth design. AQL is also opt-in per driver: it
-//! only applies when the driver sets `NL80211_EXT_FEATURE_AQL` (911bde0fe4a,
-//! Linux 5.5-rc), which ath10k, mt76 and ath11k do and **ath9k does not**
+//! only applies when the driver sets `NL80211_EXT_FEATURE_AQL` (911bde0f,
+//! Linux 5.5-rc), which ath10k and mt76 do and **ath9k does not**
 //! (Kan Yan, the author of AQL, on linux-wireless, 2020-01-03: "AQL is
 //! designed for wireless chipset that uses firmware/hardware offloading ...
 //! For ath9k ... AQL is probably not needed"). So the setting models an AQL
