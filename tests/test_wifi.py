@@ -58,6 +58,12 @@ BAD = [
     ("unknown legacy qdisc", ["wifi.qdisc=magic"], "wifi.qdisc"),
     # 1000 + 1000 + 1 stations fit the 2007 association IDs of one BSS; 1000 more do not.
     ("more stations than a BSS holds", ["wifi.station.0.count=1000", "wifi.station.1.count=1008"], "wifi.station.1.count"),
+    ("aql without the airtime scheduler", ["wifi.mac=fq", "wifi.aql={}"], "wifi.aql"),
+    ("zero aql limit", ["wifi.aql.limit_low=0ms"], "wifi.aql.limit_low"),
+    ("negative aql limit", ["wifi.aql.limit_high=-12ms"], "wifi.aql.limit_high"),
+    ("aql high limit below the low one", ["wifi.aql.limit_high=4ms"], "wifi.aql.limit_high"),
+    ("aql threshold below a microsecond", ["wifi.aql.threshold=500ns"], "wifi.aql.threshold"),
+    ("unknown aql key", ["wifi.aql.limit=5ms"], "wifi.aql.limit"),
 ]
 
 
@@ -167,3 +173,15 @@ def test_a_seed_fixes_the_run():
     a = anomaly("airtime", "3s")
     b = anomaly("airtime", "3s")
     assert a["stations"] == b["stations"]
+
+
+def test_aql_keeps_expected_airtime_below_mac80211_and_adds_its_queue_to_the_latency():
+    # [wifi.aql] (docs/wifi.md "AQL"): an AQL driver's firmware queue holds up to ~12-20 ms of expected airtime
+    # below fq_codel, where ath9k's two aggregates hold at most ~8 ms; the slow station's ping (p50, 15 s)
+    # waits longer. Measured 2026-11-25: 46 -> 59 ms (seeds 1-4: +12 to +13 ms); asked: at least 5 ms later,
+    # and still tens of ms (not legacy's hundreds).
+    base, aql = anomaly("airtime"), bloatlab.run(ANOMALY.format(mac="airtime", duration="15s"), set={"wifi.aql": {}}).summary
+    assert "aql" not in base["wifi"]
+    assert aql["wifi"]["aql"] == {"limit_low_us": 5000, "limit_high_us": 12000, "threshold_us": 24000}
+    p0, p1 = base["probes"][0]["rtt_ms"]["p50"], aql["probes"][0]["rtt_ms"]["p50"]
+    assert p0 + 5 < p1 < 150, (p0, p1)

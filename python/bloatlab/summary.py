@@ -236,10 +236,13 @@ def _stations(w: dict | None, resolved: dict, flows: list[dict], duration_s: flo
             "queue_drops": int(r.get("queue_drops", 0) or 0),
             "qdelay_ms": _dist(r.get("qdelay_ms")),
         })
+    wifi = {"mac": spec["mac"], "txops": int(w.get("txops", 0) or 0), "collisions": int(w.get("collisions", 0) or 0),
+            "busy_fraction": (w.get("busy_s", 0.0) or 0.0) / duration_s if duration_s else 0.0,
+            "marks": int(w.get("marks", 0) or 0)}
+    if spec.get("aql"):  # only with AQL, so that the other runs' summaries stay as they were
+        wifi["aql"] = dict(spec["aql"])
     return {
-        "wifi": {"mac": spec["mac"], "txops": int(w.get("txops", 0) or 0), "collisions": int(w.get("collisions", 0) or 0),
-                 "busy_fraction": (w.get("busy_s", 0.0) or 0.0) / duration_s if duration_s else 0.0,
-                 "marks": int(w.get("marks", 0) or 0)},
+        "wifi": wifi,
         "stations": out,
         "jain_station_goodput": jain([s["goodput_mbps"] for s in out]),
         "jain_station_airtime": jain([s["airtime_share"] for s in out]),

@@ -12,7 +12,8 @@
 //! flow's one-way delay, as after a wired bottleneck, then goes out the other
 //! TUN. Packets of no flow or probe belong to the shell's station
 //! (`shell_station`, `bloatlab shell --station`); without one they only get
-//! the default delay.
+//! the default delay. The MAC design and its settings (`[wifi.aql]`) reach the
+//! core through the resolved scenario's `WifiSpec::config`, as in the simulator.
 
 use crate::forward::{LateHist, SpinBudget, Timing, MAX_FRAME};
 use crate::stall::{Episode, StallWatch};

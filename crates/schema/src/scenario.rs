@@ -6,7 +6,7 @@
 use bloatlab_core::qdisc::chain::Stages;
 use bloatlab_core::qdisc::{Limit, QdiscConfig};
 use bloatlab_core::time::Nanos;
-use bloatlab_core::wifi::{StationInput, WifiConfig};
+use bloatlab_core::wifi::{AqlConfig, StationInput, WifiConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -63,6 +63,18 @@ pub struct WifiSpec {
     pub buffer_bytes: Option<u64>,
     pub buffer_pkts: Option<u64>,
     pub stations: Vec<StationSpec>,
+    /// `airtime` only: mac80211's Airtime Queue Limits (an AQL driver; docs/wifi.md), absent for ath9k.
+    #[serde(default)]
+    pub aql: Option<AqlSpec>,
+}
+
+/// AQL's limits, µs (mac80211's `aql_txq_limit` low/high and `aql_threshold`).
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AqlSpec {
+    pub limit_low_us: u64,
+    pub limit_high_us: u64,
+    pub threshold_us: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
@@ -103,7 +115,8 @@ impl WifiSpec {
             rate_bps: 0,
             params: self.qdisc.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         };
-        WifiConfig::resolve(&self.mac, &stations, qdisc)
+        let aql = self.aql.as_ref().map(|a| AqlConfig { limit_low_us: a.limit_low_us, limit_high_us: a.limit_high_us, threshold_us: a.threshold_us });
+        WifiConfig::resolve(&self.mac, &stations, qdisc, aql)
     }
 }
 

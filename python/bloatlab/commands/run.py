@@ -157,7 +157,7 @@ def print_summary(s: dict) -> None:
               f"airtime {100 * st['airtime_share']:5.1f}%  aggregate {_f(st['aggregate_frames_down'])} frames  "
               f"retries {st['retries']}  AP qdelay ms p50 {_f(q['p50'])} p95 {_f(q['p95'])}")
     if "stations" in s:
-        print(f"wifi mac={s['wifi']['mac']}: jain over station goodput {_f(s['jain_station_goodput'], '{:.3f}')}, "
+        print(f"wifi mac={s['wifi']['mac']}{'+aql' if s['wifi'].get('aql') else ''}: jain over station goodput {_f(s['jain_station_goodput'], '{:.3f}')}, "
               f"over airtime {_f(s['jain_station_airtime'], '{:.3f}')}; medium busy {100 * s['wifi']['busy_fraction']:.1f}%, "
               f"{s['wifi']['collisions']} collisions in {s['wifi']['txops']} TXOPs")
     for pg in s.get("pages", []):

@@ -34,8 +34,17 @@
 //! buckets and both limits are shared by all TXQs; the per-station CoDel
 //! parameters of `sta_update_codel_params` (50 ms/300 ms for stations below
 //! 6 Mbit/s × stations, removed again in 2023) are not modelled.
+//!
+//! `airtime` with AQL ([`super::aql`], `[wifi.aql]`): a driver that opts in
+//! to mac80211's Airtime Queue Limits. The station scheduler above decides
+//! whose frames leave the TXQs; they leave while AQL lets them (the driver
+//! pulls until `ieee80211_tx_dequeue` refuses, as mt76 does), into a
+//! per-station firmware queue, and the firmware builds aggregates from those
+//! queues, stations in turn per aggregate (an assumption: the firmware's own
+//! order is not public), at most [`HW_AGGREGATES`] in the radio.
 
 use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
+use super::aql::{expected_airtime_us, stored_estimate_us, AqlConfig, Pending};
 use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::FqCodel;
@@ -98,6 +107,9 @@ pub struct Frame<T> {
     /// 802.11 sequence number, assigned when the frame first goes into an
     /// aggregate (ath9k `ath_tx_setup_buffer`); [`NO_SEQ`] before.
     pub seq: u64,
+    /// AQL: the expected airtime this frame added to its station's pending
+    /// airtime when it left the TXQ (the skb's `tx_time_est`), µs; 0 without AQL.
+    pub air_us: u32,
 }
 
 /// The sequence number of a frame not yet put into an aggregate.
@@ -118,9 +130,15 @@ pub struct Aggregate<T> {
 struct Txq<T> {
     q: Box<dyn Qdisc<Frame<T>>>,
     retry: VecDeque<Packet<Frame<T>>>,
+    /// AQL: frames that left the TXQ for the firmware, not yet in an aggregate.
+    fw: VecDeque<Packet<Frame<T>>>,
     /// Airtime deficit, ns (design `airtime`).
     deficit: i64,
     linked: bool,
+    /// AQL: in the firmware's round robin.
+    fw_linked: bool,
+    /// AQL: the scheduling round that last served this station (mac80211 `schedule_round`).
+    round: u64,
 }
 
 impl<T> Txq<T> {
@@ -149,12 +167,19 @@ pub struct Node<T> {
     quantum: Vec<i64>,
     /// Next sequence number per destination.
     next_seq: Vec<u64>,
+    /// AQL (design `airtime` with `[wifi.aql]`): the pending airtime of this device.
+    pub aql: Option<Pending>,
+    /// AQL: stations with frames in the firmware, in the order it serves them.
+    fw_rr: VecDeque<usize>,
+    /// AQL: scheduling rounds started.
+    round: u64,
 }
 
 impl<T: 'static> Node<T> {
     /// A node with `dests` destination queues; `iface` is the legacy qdisc,
-    /// `weights` the airtime weights of the destinations.
-    pub fn new(design: Design, iface: Option<Box<dyn Qdisc<Frame<T>>>>, weights: &[f64]) -> Node<T> {
+    /// `weights` the airtime weights of the destinations, `aql` AQL's limits
+    /// (design `airtime` only).
+    pub fn new(design: Design, iface: Option<Box<dyn Qdisc<Frame<T>>>>, weights: &[f64], aql: Option<AqlConfig>) -> Node<T> {
         let txqs = weights
             .iter()
             .map(|_| Txq {
@@ -163,8 +188,11 @@ impl<T: 'static> Node<T> {
                     _ => Box::new(mac80211_txq()),
                 },
                 retry: VecDeque::new(),
+                fw: VecDeque::new(),
                 deficit: 0,
                 linked: false,
+                fw_linked: false,
+                round: 0,
             })
             .collect();
         Node {
@@ -178,6 +206,9 @@ impl<T: 'static> Node<T> {
             in_flight: 0,
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
             next_seq: vec![0; weights.len()],
+            aql: aql.filter(|_| design == Design::Airtime).map(|c| Pending::new(c, weights.len())),
+            fw_rr: VecDeque::new(),
+            round: 0,
         }
     }
 
@@ -229,7 +260,30 @@ impl<T: 'static> Node<T> {
     pub fn requeue(&mut self, pkt: Packet<Frame<T>>) {
         let s = pkt.data.sta as usize;
         self.txqs[s].retry.push_front(pkt);
-        self.link(s);
+        if self.aql.is_some() {
+            // Retries are the firmware's: the frame stays counted in the pending airtime.
+            self.fw_link(s);
+        } else {
+            self.link(s);
+        }
+    }
+
+    /// A frame for destination `s` left the node (delivered or given up):
+    /// AQL takes its expected airtime off the pending airtime
+    /// (`ieee80211_report_used_skb`).
+    pub fn done(&mut self, s: usize, air_us: u32) {
+        if let Some(p) = self.aql.as_mut() {
+            if air_us > 0 {
+                p.complete(s, air_us as u64);
+            }
+        }
+    }
+
+    fn fw_link(&mut self, s: usize) {
+        if !self.txqs[s].fw_linked {
+            self.txqs[s].fw_linked = true;
+            self.fw_rr.push_back(s);
+        }
     }
 
     /// Subtract `airtime` (transmitted to or received from station `s`) from its deficit.
@@ -278,6 +332,11 @@ impl<T: 'static> Node<T> {
     /// Fill the hardware queue up to [`HW_AGGREGATES`]; `phys[s]` is the PHY
     /// used towards destination `s`. Dequeued packets' queueing delays go to `qdelay`.
     pub fn refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        if self.aql.is_some() {
+            self.aql_round(phys, now, rng, ev);
+            self.fw_refill(phys, now, rng, ev, qdelay);
+            return;
+        }
         while self.hw.len() + self.in_flight < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
@@ -298,8 +357,101 @@ impl<T: 'static> Node<T> {
         }
     }
 
+    /// AQL: one scheduling round of mac80211 (`ieee80211_txq_schedule_start`,
+    /// `ieee80211_next_txq` until it returns nothing): each station it
+    /// returns gives the driver frames until `ieee80211_tx_dequeue` refuses
+    /// (AQL) or its TXQ is empty; each frame adds its expected airtime to the
+    /// pending airtime.
+    fn aql_round(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
+        let active = self.new_list.len() + self.old_list.len();
+        let Some(p) = self.aql.as_ref() else { return };
+        if active == 0 || !p.cfg.may_start_round(p.total, active) {
+            return;
+        }
+        self.round += 1;
+        while let Some(s) = self.next_station_aql() {
+            if self.txqs[s].round == self.round {
+                // Served this round already (`txqi->schedule_round == local->schedule_round[ac]`).
+                break;
+            }
+            self.txqs[s].round = self.round;
+            let pending = self.aql.as_mut().expect("AQL is on");
+            let txq = &mut self.txqs[s];
+            let mut n = 0;
+            while pending.may_dequeue(s) {
+                let Some(mut p) = txq.q.dequeue(now, rng, ev) else { break };
+                let t = stored_estimate_us(expected_airtime_us(&phys[s], p.meta.len));
+                p.data.air_us = t as u32;
+                pending.add(s, t);
+                txq.fw.push_back(p);
+                n += 1;
+            }
+            if n > 0 {
+                self.fw_link(s);
+            }
+        }
+    }
+
+    /// AQL: `ieee80211_next_txq` with AQL — the airtime DRR reading each
+    /// station's deficit as deficit − pending airtime (`ieee80211_sta_deficit`),
+    /// a station that fails [`Pending::may_dequeue`] moved to the tail; None
+    /// when the TXQs are empty or a whole pass finds no station AQL lets through.
+    fn next_station_aql(&mut self) -> Option<usize> {
+        let mut blocked = 0usize;
+        loop {
+            let from_new = !self.new_list.is_empty();
+            let s = *self.new_list.front().or(self.old_list.front())?;
+            if self.txqs[s].q.backlog_pkts() == 0 {
+                self.pop(from_new);
+                if from_new && !self.old_list.is_empty() {
+                    self.old_list.push_back(s);
+                } else {
+                    self.txqs[s].linked = false;
+                }
+                continue;
+            }
+            let p = self.aql.as_ref().expect("AQL is on");
+            let may = p.may_dequeue(s);
+            let deficit = self.txqs[s].deficit - 1_000 * p.sta[s] as i64;
+            if deficit <= 0 || !may {
+                if deficit <= 0 {
+                    self.txqs[s].deficit += self.quantum[s];
+                }
+                self.pop(from_new);
+                self.old_list.push_back(s);
+                if may {
+                    blocked = 0;
+                } else {
+                    blocked += 1;
+                    if blocked >= self.new_list.len() + self.old_list.len() {
+                        return None;
+                    }
+                }
+                continue;
+            }
+            return Some(s);
+        }
+    }
+
+    /// AQL: the firmware fills the radio's queue from its per-station queues,
+    /// stations in turn per aggregate.
+    fn fw_refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        while self.hw.len() + self.in_flight < HW_AGGREGATES {
+            let Some(&s) = self.fw_rr.front() else { break };
+            if self.txqs[s].retry.is_empty() && self.txqs[s].fw.is_empty() {
+                self.fw_rr.pop_front();
+                self.txqs[s].fw_linked = false;
+                continue;
+            }
+            let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
+            self.fw_rr.pop_front();
+            self.fw_rr.push_back(s);
+            self.hw.push_back(agg);
+        }
+    }
+
     /// Build one aggregate for station `s` (`ath_tx_form_aggr`): frames from
-    /// the retry queue first, then the TXQ. As ath9k counts: each subframe
+    /// the retry queue first, then the TXQ (with AQL: the firmware queue). As ath9k counts: each subframe
     /// adds its delimiter and MPDU (`al_delta` = 4 + framelen) plus the
     /// padding and extra delimiters of the one before it (`bpad`,
     /// [`subframe_padding`]); the aggregate stops before the
@@ -307,6 +459,7 @@ impl<T: 'static> Node<T> {
     /// (4096 µs at the rate, at most 65532 B) or when it holds
     /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
+        let aql = self.aql.is_some();
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
         let limit = phy.aggr_limit() as u64;
@@ -315,7 +468,7 @@ impl<T: 'static> Node<T> {
         loop {
             let p = match txq.retry.pop_front() {
                 Some(p) => p,
-                None => match txq.q.dequeue(now, rng, ev) {
+                None => match if aql { txq.fw.pop_front() } else { txq.q.dequeue(now, rng, ev) } {
                     Some(p) => {
                         qdelay(s, now - p.meta.enqueued_at);
                         p
@@ -344,7 +497,7 @@ impl<T: 'static> Node<T> {
     /// Packets queued in this node (qdisc, driver/TXQs, retries, hardware).
     pub fn backlog_pkts(&self) -> usize {
         self.iface.as_ref().map_or(0, |q| q.backlog_pkts())
-            + self.txqs.iter().map(|t| t.q.backlog_pkts() + t.retry.len()).sum::<usize>()
+            + self.txqs.iter().map(|t| t.q.backlog_pkts() + t.retry.len() + t.fw.len()).sum::<usize>()
             + self.hw.iter().map(|a| a.frames.len()).sum::<usize>()
     }
 
@@ -353,7 +506,7 @@ impl<T: 'static> Node<T> {
             + self
                 .txqs
                 .iter()
-                .map(|t| t.q.backlog_bytes() + t.retry.iter().map(|p| p.meta.len as u64).sum::<u64>())
+                .map(|t| t.q.backlog_bytes() + t.retry.iter().chain(t.fw.iter()).map(|p| p.meta.len as u64).sum::<u64>())
                 .sum::<u64>()
             + self.hw.iter().flat_map(|a| a.frames.iter()).map(|p| p.meta.len as u64).sum::<u64>()
     }

@@ -2,7 +2,9 @@
 //! that both engines drive, like a qdisc.
 //!
 //! Sources: IEEE Std 802.11-2016 (timing, EDCA, aggregation: [`airtime`],
-//! [`medium`]); Linux mac80211 and ath9k for the queueing designs ([`mac`]);
+//! [`medium`]); Linux mac80211 and ath9k for the queueing designs ([`mac`]),
+//! mac80211's Airtime Queue Limits as a setting of the `airtime` design
+//! ([`aql`]);
 //! G. Bianchi, IEEE JSAC 2000 for the contention model; T. Høiland-Jørgensen
 //! et al., "Ending the Anomaly: Achieving Low Latency and Airtime Fairness in
 //! WiFi", USENIX ATC 2017 for the problem the designs solve.
@@ -37,6 +39,7 @@
 //! window as a constraint on retried frames (aggregates stop at 32 subframes).
 
 pub mod airtime;
+pub mod aql;
 pub mod mac;
 pub mod medium;
 #[cfg(test)]
@@ -46,6 +49,7 @@ use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
 use airtime::{txop_ns, Phy};
+pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
 use medium::Medium;
@@ -76,6 +80,8 @@ pub struct WifiConfig {
     pub stations: Vec<StationConfig>,
     /// Legacy: the interface qdisc (of the AP and of every station).
     pub qdisc: QdiscConfig,
+    /// Airtime: mac80211's Airtime Queue Limits (an AQL driver), or None (ath9k).
+    pub aql: Option<AqlConfig>,
 }
 
 /// One station of the resolved scenario (docs/engine-interface.md), before checks.
@@ -91,8 +97,21 @@ pub struct StationInput {
 impl WifiConfig {
     /// The medium of a resolved `wifi` section; errors name the key. Both
     /// engines build their medium through this.
-    pub fn resolve(mac: &str, stations: &[StationInput], qdisc: QdiscConfig) -> Result<WifiConfig, String> {
+    pub fn resolve(mac: &str, stations: &[StationInput], qdisc: QdiscConfig, aql: Option<AqlConfig>) -> Result<WifiConfig, String> {
         let design = Design::from_name(mac).ok_or_else(|| format!("wifi.mac: unknown MAC design \"{mac}\" (known: {})", Design::NAMES.join(", ")))?;
+        if let Some(a) = aql {
+            if design != Design::Airtime {
+                return Err(format!("wifi.aql: AQL works inside mac80211's airtime scheduler: it needs mac = \"airtime\", not \"{mac}\""));
+            }
+            for (key, v) in [("limit_low", a.limit_low_us), ("limit_high", a.limit_high_us), ("threshold", a.threshold_us)] {
+                if v == 0 {
+                    return Err(format!("wifi.aql.{key}: expected at least 1 µs, got 0"));
+                }
+            }
+            if a.limit_high_us < a.limit_low_us {
+                return Err(format!("wifi.aql.limit_high: {} µs is below limit_low ({} µs)", a.limit_high_us, a.limit_low_us));
+            }
+        }
         if stations.is_empty() {
             return Err("wifi.stations: at least one station is needed".into());
         }
@@ -111,7 +130,7 @@ impl WifiConfig {
             }
             out.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight });
         }
-        Ok(WifiConfig { design, stations: out, qdisc })
+        Ok(WifiConfig { design, stations: out, qdisc, aql })
     }
 }
 
@@ -247,9 +266,9 @@ impl<T: 'static> Wifi<T> {
         let iface = |_: ()| -> Result<_, String> {
             if cfg.design == Design::Legacy { build::<Frame<T>>(&cfg.qdisc).map(Some).map_err(|e| format!("wifi.{e}")) } else { Ok(None) }
         };
-        let mut nodes = vec![Node::new(cfg.design, iface(())?, &weights)];
+        let mut nodes = vec![Node::new(cfg.design, iface(())?, &weights, cfg.aql)];
         for s in &cfg.stations {
-            nodes.push(Node::new(cfg.design, iface(())?, &[s.weight]));
+            nodes.push(Node::new(cfg.design, iface(())?, &[s.weight], cfg.aql));
         }
         let n = cfg.stations.len();
         Ok(Wifi {
@@ -283,7 +302,7 @@ impl<T: 'static> Wifi<T> {
     pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
         let node = if up { 1 + sta } else { 0 };
         let dest = if up { 0 } else { sta as u32 };
-        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0, seq: mac::NO_SEQ } };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0 } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
         self.refill(node, now, rng);
         self.absorb(node, drops);
@@ -366,10 +385,14 @@ impl<T: 'static> Wifi<T> {
             let mut failed = Vec::new();
             let mut released = 0usize;
             let mut delivered = 0usize;
+            // AQL: the expected airtime of the frames that leave the node (tx status reported).
+            let mut done_us = 0u32;
+            let dest = agg.sta;
             for mut p in agg.frames {
                 let lost = collision || (per > 0.0 && rng.gen::<f64>() < per);
                 if !lost {
                     released += 1;
+                    done_us += p.data.air_us;
                     delivered += 1;
                     if up {
                         st.up_bytes += p.meta.len as u64;
@@ -382,6 +405,7 @@ impl<T: 'static> Wifi<T> {
                     ro.put(seq, Some(Delivered { data: p.data.data, meta: p.meta, sta, up }), out);
                 } else if p.data.retries >= RETRY_LIMIT {
                     released += 1;
+                    done_us += p.data.air_us;
                     st.retry_drops += 1;
                     ro.put(p.data.seq, None, out);
                 } else {
@@ -393,6 +417,7 @@ impl<T: 'static> Wifi<T> {
             // The ACK/BlockAck comes back if any MPDU got through: CW resets.
             outcomes.push((node, delivered > 0));
             let nd = &mut self.nodes[node];
+            nd.done(dest, done_us);
             for p in failed.into_iter().rev() {
                 nd.requeue(p);
             }
@@ -447,6 +472,12 @@ impl<T: 'static> Wifi<T> {
     /// The AP's airtime deficit for station `s` (design `airtime`), ns.
     pub fn deficit(&self, s: usize) -> i64 {
         self.nodes[0].deficit(s)
+    }
+
+    /// AQL: the AP's pending airtime towards station `s` and in all, µs
+    /// (None without AQL).
+    pub fn aql_pending(&self, s: usize) -> Option<(u64, u64)> {
+        self.nodes[0].aql.as_ref().map(|p| (p.sta[s], p.total))
     }
 
     /// Contention windows of every node (AP first), for tests.

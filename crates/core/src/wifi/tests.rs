@@ -52,7 +52,7 @@ fn timing_constants_are_the_5ghz_ofdm_ones() {
 }
 
 fn frame(sta: u32, len: u32, id: u64, now: Nanos) -> Packet<Frame<u64>> {
-    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: id, sta, retries: 0, seq: super::mac::NO_SEQ } }
+    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: id, sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0 } }
 }
 
 fn node(design: Design, n: usize) -> Node<u64> {
@@ -61,7 +61,7 @@ fn node(design: Design, n: usize) -> Node<u64> {
     } else {
         None
     };
-    Node::new(design, iface, &vec![1.0; n])
+    Node::new(design, iface, &vec![1.0; n], None)
 }
 
 fn stations(aggs: &[Aggregate<u64>]) -> Vec<(usize, usize)> {
@@ -251,6 +251,7 @@ fn saturated(n: usize, design: Design, seed: u64, until: Nanos) -> Wifi<u64> {
         design,
         stations: (0..n).map(|i| StationConfig { name: format!("s{i}"), phy: mcs(7), mpdu_error: 0.0, weight: 1.0 }).collect(),
         qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(1000) }, ..Default::default() },
+        aql: None,
     };
     let mut w = Wifi::new(&cfg).unwrap();
     let mut rng = stream(seed, 9);
@@ -337,8 +338,8 @@ fn a_node_leaving_the_contention_hands_the_next_slot_to_the_one_after_it() {
 fn a_bss_holds_at_most_2007_stations() {
     let st = |n: usize| vec![StationInput { name: "s".into(), mcs: Some(15), weight: 1.0, ..Default::default() }; n];
     let q = QdiscConfig::default();
-    assert!(WifiConfig::resolve("airtime", &st(MAX_STATIONS), q.clone()).is_ok());
-    let e = WifiConfig::resolve("airtime", &st(10_000), q).unwrap_err();
+    assert!(WifiConfig::resolve("airtime", &st(MAX_STATIONS), q.clone(), None).is_ok());
+    let e = WifiConfig::resolve("airtime", &st(10_000), q, None).unwrap_err();
     assert_eq!(e, "wifi.stations: at most 2007 stations (802.11 association IDs 1-2007), got 10000");
 }
 
@@ -427,4 +428,124 @@ fn the_aggregate_on_the_air_counts_against_the_hardware_queue_depth() {
         }
     }
     assert!(seen_on_air > 10);
+}
+
+fn aql_node(n: usize) -> Node<u64> {
+    Node::new(Design::Airtime, None, &vec![1.0; n], Some(AqlConfig::default()))
+}
+
+#[test]
+fn with_aql_a_lone_station_gets_frames_below_mac80211_up_to_its_high_limit() {
+    // MCS 15: 96 µs expected per 1500-B packet (aql.rs). The device (0 pending) is below the 24-ms
+    // threshold, so the station may dequeue until it has 12000 µs on its way: 125 frames. The firmware
+    // puts two 32-frame aggregates in the radio; 61 frames wait in its queue, 375 in the TXQ.
+    let mut nd = aql_node(1);
+    let (mut rng, mut ev) = (stream(1, 1), Events::default());
+    for id in 0..500 {
+        nd.enqueue(frame(0, 1500, id, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&[mcs(15)], 0, &mut rng, &mut ev, &mut |_, _| {});
+    let p = nd.aql.as_ref().unwrap();
+    assert_eq!((p.sta[0], p.total), (12_000, 12_000));
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (0, 32)]);
+    assert!(nd.hw.iter().flat_map(|a| a.frames.iter()).all(|f| f.data.air_us == 96));
+    assert_eq!(nd.backlog_pkts(), 500);
+    // The first aggregate goes on the air and is acknowledged: its 32 × 96 µs come off, and the next
+    // round tops the station up to 12000 µs again (32 more frames from the TXQ).
+    let a = nd.hw.pop_front().unwrap();
+    nd.done(0, a.frames.iter().map(|f| f.data.air_us).sum());
+    assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_000 - 32 * 96);
+    nd.refill(&[mcs(15)], 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_000);
+    assert_eq!(nd.hw.len(), 2);
+}
+
+#[test]
+fn with_aql_stations_past_the_device_threshold_stop_at_their_low_limit() {
+    // Six saturated MCS 15 stations. The round may start (0 < (6 - 1) × 5000 / 2 + 12000 = 24500 µs).
+    // The first two take 12000 µs each (the device is below 24000 µs until then); the device is then
+    // at the threshold, so the others stop at their low limit: 53 frames = 5088 µs (52 × 96 = 4992 is
+    // still below 5000). Then no station passes and the round ends.
+    let mut nd = aql_node(6);
+    let (mut rng, mut ev) = (stream(1, 1), Events::default());
+    for id in 0..1200 {
+        nd.enqueue(frame((id % 6) as u32, 1500, id, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&[mcs(15); 6], 0, &mut rng, &mut ev, &mut |_, _| {});
+    let p = nd.aql.as_ref().unwrap();
+    assert_eq!(p.sta, vec![12_000, 12_000, 5_088, 5_088, 5_088, 5_088]);
+    assert_eq!(p.total, 24_000 + 4 * 5_088);
+    // A new round does not start: 44352 µs pending is past 24500.
+    nd.refill(&[mcs(15); 6], 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.aql.as_ref().unwrap().total, 44_352);
+}
+
+#[test]
+fn with_aql_the_scheduler_counts_pending_airtime_as_spent() {
+    // Two saturated MCS 15 stations; a round may start ((2 - 1) × 2500 + 12000 = 14500 µs > 0).
+    // ieee80211_next_txq reads deficit - pending: both start at 0, get a quantum (300 µs) and station 0
+    // takes 12000 µs; station 1 (deficit 300 µs, nothing pending) takes 12000 µs too (the device is at
+    // 12000 < 24000). Then station 0's 300 µs - 12000 µs < 0 earns a quantum (600) although AQL holds
+    // it, station 1's earns one (600), and station 0, first again, one more (900) before the pass that
+    // finds nobody AQL lets through ends the round.
+    let mut nd = aql_node(2);
+    let (mut rng, mut ev) = (stream(1, 1), Events::default());
+    for id in 0..600 {
+        nd.enqueue(frame((id % 2) as u32, 1500, id, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&[mcs(15); 2], 0, &mut rng, &mut ev, &mut |_, _| {});
+    let p = nd.aql.as_ref().unwrap();
+    assert_eq!((p.sta[0], p.sta[1]), (12_000, 12_000));
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (900_000, 600_000));
+    // Station 0's frames are all acknowledged but 1000 µs: 900 µs of deficit - 1000 µs pending < 0, so it
+    // needs one more quantum (1200 - 1000 > 0) before it is served again: without AQL's reading it would
+    // have been served at 900. (Station 1, first in the list and held by AQL, earns 900 and 1200 meanwhile.)
+    nd.done(0, 11_000);
+    nd.refill(&[mcs(15); 2], 0, &mut rng, &mut ev, &mut |_, _| {});
+    // It then goes from 1000 µs until the device reaches the threshold: 115 frames (13000 + 115 × 96 =
+    // 24040 µs in all), 12040 µs for station 0.
+    assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_040);
+    // 1200 when served, then one more quantum each in the pass that ends the round.
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (1_500_000, 1_500_000));
+}
+
+#[test]
+fn with_aql_pending_airtime_returns_to_zero_when_everything_is_delivered_or_given_up() {
+    let cfg = WifiConfig {
+        design: Design::Airtime,
+        stations: [0usize, 7, 15].iter().map(|&m| StationConfig { name: format!("m{m}"), phy: mcs(m), mpdu_error: 0.1, weight: 1.0 }).collect(),
+        qdisc: QdiscConfig::default(),
+        aql: Some(AqlConfig::default()),
+    };
+    let mut w: Wifi<u64> = Wifi::new(&cfg).unwrap();
+    let mut rng = stream(5, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let mut max_total = 0;
+    for id in 0..3000u64 {
+        let len = if id % 3 == 0 { 52 } else { 1500 };
+        w.enqueue(0, (id % 3) as usize, id % 5 == 0, Packet { meta: PacketMeta { flow: id % 4 + 1, len, ..Default::default() }, data: id }, &mut rng, &mut drops);
+    }
+    while let Some(t) = w.next_event() {
+        w.poll(t, &mut rng, &mut out, &mut drops);
+        max_total = max_total.max(w.aql_pending(0).unwrap().1);
+    }
+    assert_eq!(out.len() + drops.len() + w.stations.iter().map(|s| s.retry_drops as usize).sum::<usize>(), 3000);
+    for s in 0..3 {
+        assert_eq!(w.aql_pending(s), Some((0, 0)));
+    }
+    // Three active stations: a round starts below (3 - 1) × 2500 + 12000 = 17000 µs; one burst can pass it.
+    assert!(max_total >= 12_000 && max_total < 17_000 + 12_000, "{max_total}");
+}
+
+#[test]
+fn aql_is_a_setting_of_the_airtime_design_with_positive_limits() {
+    let st = vec![StationInput { name: "a".into(), mcs: Some(7), weight: 1.0, ..Default::default() }];
+    let q = QdiscConfig::default();
+    let e = WifiConfig::resolve("fq", &st, q.clone(), Some(AqlConfig::default())).unwrap_err();
+    assert_eq!(e, "wifi.aql: AQL works inside mac80211's airtime scheduler: it needs mac = \"airtime\", not \"fq\"");
+    let e = WifiConfig::resolve("airtime", &st, q.clone(), Some(AqlConfig { limit_low_us: 0, ..Default::default() })).unwrap_err();
+    assert_eq!(e, "wifi.aql.limit_low: expected at least 1 µs, got 0");
+    let e = WifiConfig::resolve("airtime", &st, q.clone(), Some(AqlConfig { limit_high_us: 4_000, ..Default::default() })).unwrap_err();
+    assert_eq!(e, "wifi.aql.limit_high: 4000 µs is below limit_low (5000 µs)");
+    assert_eq!(WifiConfig::resolve("airtime", &st, q, Some(AqlConfig::default())).unwrap().aql, Some(AqlConfig::default()));
 }

@@ -311,6 +311,21 @@ pub fn mpdu_error(v: &Value) -> Check<f64> {
     Ok(e)
 }
 
+/// An AQL limit (`[wifi.aql]`): a positive duration in whole microseconds,
+/// at most 2^32 - 1 µs (mac80211 counts airtime in µs and keeps its limits
+/// in 32 bits).
+pub fn aql_limit(v: &Value) -> Check<u64> {
+    let ns = positive_duration(v)?;
+    if ns % 1_000 != 0 {
+        return Err(format!("expected whole microseconds (mac80211 counts airtime in µs), got \"{}\"", echo(v)));
+    }
+    let us = ns / 1_000;
+    if us > u32::MAX as u64 {
+        return Err(format!("expected at most 4294.967295s (mac80211 keeps its limits in 32 bits of µs), got \"{}\"", echo(v)));
+    }
+    Ok(us)
+}
+
 pub fn station_weight(v: &Value) -> Check<f64> {
     match v {
         Value::Number(n) => {

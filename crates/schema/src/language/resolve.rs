@@ -469,6 +469,24 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
         let st = m.probe[i].station.as_ref().map(|t| t.value.as_str());
         pr.station = Some(pick(format!("probe.{i}.station"), st, 0)?);
     }
+    let aql = match &w.aql {
+        None => None,
+        Some(a) => {
+            if w.mac.value != "airtime" {
+                return Err(err(
+                    "wifi.aql",
+                    format!("AQL works inside mac80211's airtime scheduler: it needs mac = \"airtime\", not \"{}\"", w.mac.value),
+                ));
+            }
+            if a.limit_high.value < a.limit_low.value {
+                return Err(err(
+                    "wifi.aql.limit_high",
+                    format!("{} is below limit_low ({})", shown(Some(&a.limit_high.raw)), shown(Some(&a.limit_low.raw))),
+                ));
+            }
+            Some(rs::AqlSpec { limit_low_us: a.limit_low.value, limit_high_us: a.limit_high.value, threshold_us: a.threshold.value })
+        }
+    };
     let (buffer_bytes, buffer_pkts) = match w.buffer.value {
         BufferAmount::Bytes(b) => (Some(b), None),
         BufferAmount::Pkts(n) => (None, Some(n)),
@@ -480,6 +498,7 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
         buffer_bytes,
         buffer_pkts,
         stations,
+        aql,
     }))
 }
 

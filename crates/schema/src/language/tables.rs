@@ -137,6 +137,7 @@ value_type!(StationPhy: Phy = check::station_phy,
     json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\" or an HT MCS \"mcs0\"..\"mcs15\""}));
 value_type!(MpduError: f64 = check::mpdu_error, json!({"type": ["string", "number"], "description": "a fraction: \"1%\" or 0.01", "examples": ["1%"]}));
 value_type!(Weight: f64 = check::station_weight, json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1000}));
+value_type!(AqlLimit: u64 = check::aql_limit, s_duration());
 
 value_type!(ExpectCheck: String = |v| check::choice(v, &EXPECT_CHECKS), s_choice(&EXPECT_CHECKS));
 value_type!(Score: f64 = |v| check::number_in(v, 0.0, 100.0, "a score threshold 0-100"),
@@ -373,6 +374,23 @@ pub struct Links {
     pub up: Option<Link>,
 }
 
+/// `[wifi.aql]`: mac80211's Airtime Queue Limits (Linux >= 5.5) of a driver
+/// that opts in to them (ath10k, mt76; not ath9k); `mac = "airtime"` only
+/// (docs/wifi.md). The defaults are mac80211's.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Aql {
+    /// expected airtime a station may always have below mac80211 (IEEE80211_DEFAULT_AQL_TXQ_LIMIT_L)
+    #[serde(default = "d_aql_low")]
+    pub limit_low: AqlLimit,
+    /// what it may have while the device's total is below threshold (IEEE80211_DEFAULT_AQL_TXQ_LIMIT_H)
+    #[serde(default = "d_aql_high")]
+    pub limit_high: AqlLimit,
+    /// the device's pending airtime from which every station is held to limit_low (IEEE80211_AQL_THRESHOLD)
+    #[serde(default = "d_aql_threshold")]
+    pub threshold: AqlLimit,
+}
+
 /// `[wifi]`: a shared WiFi medium instead of `[link]` bottlenecks (docs/wifi.md).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -388,6 +406,8 @@ pub struct Wifi {
     pub qdisc: Qdisc,
     /// the qdisc's parameters (by `qdisc`)
     pub qdisc_params: Option<Value>,
+    /// mac80211's Airtime Queue Limits, as an AQL driver (ath10k, mt76) has them; airtime only
+    pub aql: Option<Aql>,
 }
 
 /// `[[expect]]`: a score of transperf's every run must reach (`bloatlab run`
@@ -502,6 +522,15 @@ fn d_fifo() -> Qdisc {
 fn d_airtime() -> WifiMac {
     WifiMac::of(json!("airtime"))
 }
+fn d_aql_low() -> AqlLimit {
+    AqlLimit::of(json!(format!("{}ms", bloatlab_core::wifi::aql::DEFAULT_LIMIT_LOW_US / 1000)))
+}
+fn d_aql_high() -> AqlLimit {
+    AqlLimit::of(json!(format!("{}ms", bloatlab_core::wifi::aql::DEFAULT_LIMIT_HIGH_US / 1000)))
+}
+fn d_aql_threshold() -> AqlLimit {
+    AqlLimit::of(json!(format!("{}ms", bloatlab_core::wifi::aql::DEFAULT_THRESHOLD_US / 1000)))
+}
 fn d_1000pkt() -> WifiBuffer {
     WifiBuffer::of(json!("1000pkt"))
 }
@@ -540,6 +569,7 @@ pub fn not_table_message(at: &[String], got: &str) -> String {
         ["page", _, "sizes"] => format!("expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]"),
         ["link", _, "policer"] | ["link", _, "shaper"] => format!("expected a table like {{ rate = \"2Mbit\", burst = \"10KB\" }}, got {got}"),
         ["link", _, "autorate"] => format!("expected a table like {{ min = \"5Mbit\", max = \"80Mbit\" }}, got {got}"),
+        ["wifi", "aql"] => format!("expected a table like {{ limit_low = \"5ms\" }} (aql = {{}}: mac80211's defaults), got {got}"),
         _ => format!("expected a table, got {got}"),
     }
 }
@@ -572,6 +602,7 @@ pub fn key_names() -> Vec<(&'static str, Vec<String>)> {
         ("PAGE_KEYS", props::<Page>()),
         ("WIFI_KEYS", props::<Wifi>()),
         ("WIFI_STATION_KEYS", props::<Station>()),
+        ("WIFI_AQL_KEYS", props::<Aql>()),
         ("LIMITS_KEYS", props::<Limits>()),
         ("EXPECT_KEYS", props::<Expect>()),
     ]

@@ -172,3 +172,45 @@ fn a_trace_of_zeros_and_a_trace_shorter_than_an_autorate_run_are_refused_naming_
     assert_eq!(e.key, "link.down.rate");
     assert!(e.message.starts_with("the trace lasts 4 ms, shorter than the run (10000 ms)"), "{}", e.message);
 }
+
+fn wifi_doc() -> Value {
+    json!({"duration": "10s", "wifi": {"mac": "airtime", "station": [{"name": "a", "phy_rate": "mcs15"}]},
+           "flow": [{"rtt": "10ms", "station": "a"}]})
+}
+
+#[test]
+fn an_empty_aql_table_takes_mac80211s_limits_in_microseconds() {
+    let mut d = wifi_doc();
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    assert!(sc.wifi.as_ref().unwrap().aql.is_none());
+    d["wifi"]["aql"] = json!({});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    let a = sc.wifi.unwrap().aql.unwrap();
+    assert_eq!((a.limit_low_us, a.limit_high_us, a.threshold_us), (5_000, 12_000, 24_000));
+    d["wifi"]["aql"] = json!({"limit_low": "2.5ms", "limit_high": "8ms", "threshold": "1s"});
+    let a = resolve_document(&d, &ctx()).unwrap().0.wifi.unwrap().aql.unwrap();
+    assert_eq!((a.limit_low_us, a.limit_high_us, a.threshold_us), (2_500, 8_000, 1_000_000));
+}
+
+#[test]
+fn bad_aql_settings_are_refused_naming_the_key() {
+    for (aql, mac, key, message) in [
+        (json!({}), "fq", "wifi.aql", "AQL works inside mac80211's airtime scheduler: it needs mac = \"airtime\", not \"fq\""),
+        (json!({"limit_low": "0ms"}), "airtime", "wifi.aql.limit_low", "expected a positive duration, got \"0ms\""),
+        (json!({"threshold": "1500ns"}), "airtime", "wifi.aql.threshold", "expected whole microseconds (mac80211 counts airtime in µs), got \"1500ns\""),
+        (json!({"limit_high": "90min"}), "airtime", "wifi.aql.limit_high", "expected at most 4294.967295s (mac80211 keeps its limits in 32 bits of µs), got \"90min\""),
+        (json!({"limit_high": "4ms"}), "airtime", "wifi.aql.limit_high", "4ms is below limit_low (5ms)"),
+        (json!(true), "airtime", "wifi.aql", "expected a table like { limit_low = \"5ms\" } (aql = {}: mac80211's defaults), got True"),
+        (json!({"low": "1ms"}), "airtime", "wifi.aql.low", "unknown key (known here: limit_high, limit_low, threshold)"),
+    ] {
+        let mut d = wifi_doc();
+        d["wifi"]["mac"] = json!(mac);
+        d["wifi"]["aql"] = aql;
+        let e = error(d);
+        assert_eq!((e.key.as_str(), e.message.as_str()), (key, message));
+    }
+    let mut d = wifi_doc();
+    d["wifi"]["aql"] = json!({"limit_low": "-5ms"});
+    let e = error(d);
+    assert_eq!(e.key, "wifi.aql.limit_low");
+}
