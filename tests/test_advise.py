@@ -375,3 +375,90 @@ def test_a_load_that_printed_its_result_then_failed_keeps_its_figures(monkeypatc
     done.stdout = ""
     with pytest.raises(M.UserError, match="peer closed"):
         M._probe(["load", "h"], 10, partial=True)
+
+
+def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_busy():
+    """Issue 31: measure reports how the capacity moved — the flows' summed
+    delivery rate over 100-ms windows (or two samples) where every flow's
+    queue stayed above the noise: p10, p50, p90 and the time scale (the lag
+    where the windows' autocorrelation falls below 1/e)."""
+    from bloatlab.advise.measure import rate_variation
+
+    wire = 1500 / 1448
+    # a fixed 15 Mbit/s: every window the same, nothing moved
+    v = rate_variation(_phase(15e6, 15e6, 40.0, secs=20.0), "down", 20.0)
+    assert v["window_s"] == pytest.approx(0.1) and v["windows"] == 99 == v["busy_windows"]  # the second half: 9.995 s
+    assert v["p10_mbps"] == pytest.approx(15 * wire) and v["p90_mbps"] == pytest.approx(15 * wire)
+    assert v["timescale_s"] is None
+    # capacity alternating 40 / 10 Mbit/s every second: p10 and p90 are the two rates, the time scale within the dwell
+    j = _phase(0, 0, 100.0, secs=20.0)
+    t = j["raw"]["series"]["flows"]["t"]
+    j["raw"]["series"]["flows"]["delivery_rate_bps"] = [40e6 if int(x) % 2 == 0 else 10e6 for x in t]
+    v = rate_variation(j, "down", 50.0)
+    assert v["p10_mbps"] == pytest.approx(10 * wire, rel=0.01) and v["p90_mbps"] == pytest.approx(40 * wire, rel=0.01)
+    assert 0.2 <= v["timescale_s"] <= 1.0
+    # the flows' queue empty (their smoothed RTT at the base): the windows read the senders, not the link
+    assert rate_variation(_phase(15e6, 15e6, 40.0, secs=20.0), "down", 39.0) is None
+    # busy in the slow seconds only: only those windows count
+    j["raw"]["series"]["flows"]["srtt_ms"] = [100.0 if int(x) % 2 else 50.0 for x in t]
+    v = rate_variation(j, "down", 50.0)
+    # (the windows start 5 ms before each second: one that reaches 5 ms into a fast second reads ~11.5)
+    assert v["busy_windows"] < v["windows"] and v["p90_mbps"] == pytest.approx(10 * wire, rel=0.15)
+    # too short a phase for ten windows: not read
+    short = _phase(15e6, 15e6, 40.0, secs=1.5)
+    assert rate_variation(short, "down", 20.0) is None
+
+
+def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_of_the_median_allows():
+    from bloatlab.advise.measure import variable_rate
+
+    # through the emulator, 2026-11-25: a fixed 20 Mbit/s FIFO dips (loss recovery) but never rises; the LTE-like trace both
+    assert not variable_rate({"p10_mbps": 18.51, "p50_mbps": 19.95, "p90_mbps": 20.04, "window_s": 0.1})
+    assert variable_rate({"p10_mbps": 4.43, "p50_mbps": 4.94, "p90_mbps": 5.75, "window_s": 0.1})
+    # each way by more than one packet a window (0.12 Mbit/s over 100 ms)
+    assert not variable_rate({"p10_mbps": 1.72, "p50_mbps": 1.86, "p90_mbps": 2.0, "window_s": 0.1})
+    assert not variable_rate(None)
+
+
+def _variable_path(**kw):
+    return Path(base_rtt_ms=40, down_mbps=10, buffer_bytes=500_000, down_variable=True, down_rate_p10_mbps=4,
+                down_rate_p50_mbps=10, down_rate_p90_mbps=25, down_rate_timescale_s=2.0, **kw)
+
+
+def test_a_variable_path_twin_follows_a_fitted_trace_and_advise_weighs_cake_autorate(tmp_path):
+    """Issue 31: on a variable-rate path the twin's link follows the fitted
+    model's trace (traces.fitted_rates), the candidates are no shaping, CAKE
+    fixed at the p10 and the median, and cake-autorate between p10 and p90;
+    recommendation.autorate carries its settings (null on a fixed path)."""
+    from bloatlab import traces
+    from bloatlab.advise.path import to_toml
+
+    p = _variable_path(down_trace=str(tmp_path / "twin-down.trace"))
+    doc = p.twin(10)
+    assert doc["link"]["down"]["rate"] == f"trace:{tmp_path / 'twin-down.trace'}"
+    ms = [int(x) for x in (tmp_path / "twin-down.trace").read_text().split()]
+    pc = traces.capacity_percentiles(ms, 1000)
+    # 120 s of the fitted log-normal process: its p10/median/p90 near 4/10/25 (1-s windows of a 2-s process)
+    assert 3 < pc["p10_mbps"] < 6 and 7 < pc["median_mbps"] < 13 and 18 < pc["p90_mbps"] < 32
+    (tmp_path / "twin.toml").write_text(to_toml(dict(doc, link={"down": dict(doc["link"]["down"], rate="trace:twin-down.trace")})))
+    q = Path.from_twin(str(tmp_path / "twin.toml"))
+    assert q.down_variable and q.down_trace == str(tmp_path / "twin-down.trace")
+    a = recommend.advise(p, "latency", "cubic", ["reno", "cubic", "bbr"], 1, duration_s=10)
+    shapes = {(c["queue"], c["shaper_mbps"]) for c in a["alternatives"]}
+    assert shapes == {("as-is", None), ("cake", 4), ("cake", 10), ("autorate", None)}
+    ar = a["recommendation"]["autorate"]
+    assert (ar["min_mbps"], ar["base_mbps"], ar["max_mbps"]) == (4, 10, 25)
+    assert "min_dl_shaper_rate_kbps=4000" in ar["how"] and "max_dl_shaper_rate_kbps=25000" in ar["how"]
+    assert ar["recommended"] == (a["recommendation"]["qdisc"] == "autorate")
+    assert any(r.startswith("Your capacity varies (p10 4, median 10, p90 25") for r in a["reasons"])
+    # the latency goal on a 500-KB modem buffer: some shaping, not the bloated FIFO as it is
+    assert a["expected"]["queue"] != "as-is"
+    # a fixed-rate path: no autorate
+    fixed = recommend.advise(Path(base_rtt_ms=40, down_mbps=10), "balanced", "cubic", ["cubic"], 1, duration_s=5)
+    assert fixed["recommendation"]["autorate"] is None
+    # cake-autorate's minimum is 2 Mbit/s: a p10 below it is raised; a p90 below it leaves autorate out
+    low = _variable_path()
+    low.down_rate_p10_mbps = 0.5
+    assert recommend.autorate_settings(low)["min_mbps"] == 2
+    low.down_rate_p50_mbps, low.down_rate_p90_mbps = 1.0, 1.5
+    assert recommend.autorate_settings(low) is None

@@ -49,6 +49,11 @@ def test_a_wired_port_and_the_receivers_own_batching_are_not_wifi():
                                             "periods_ms": [0.05] * 49, "period_ms_p50": 0.05}}
     phy, why = m.wifi_hop(fast)
     assert phy is None and "receiver's batching" in why
+    # a slotted link (a Mahimahi trace at ~56 Mbit/s: ~4.7 packets each millisecond): batches, but not full aggregates
+    slots = {"wire_bytes": 1500, "batches": {"count": 40, "packets_p50": 5.0, "packets_max": 5, "sizes": [5, 4] * 20,
+                                             "periods_ms": [1.0] * 39, "period_ms_p50": 1.0}}
+    phy, why = m.wifi_hop(slots)
+    assert phy is None and "slotted link" in why
     phy, why = m.wifi_hop({"batches": {"sizes": [200], "periods_ms": [], "period_ms_p50": None}})
     assert phy is None and "too few" in why
 

@@ -29,6 +29,16 @@ machine), with the same 100-ms fading at σ = 0.15, and the first 100 ms of each
 epoch at 20 % of it (the handover, where measurements see latency spikes and
 loss). The first epoch boundary is at 12 s, as past a whole minute.
 
+``fitted`` — the twin of a measured variable-rate path (``measure``'s
+``rate_variation``, issue 31): the log of the capacity follows an
+Ornstein-Uhlenbeck process (a Markov-modulated rate with continuous levels,
+stepped every 100 ms) whose stationary law is the log-normal through the
+measured median and p10-p90 span (sigma = ln(p90/p10) / (2 x 1.2816), the
+normal's 90th percentile) and whose correlation time is the measured time
+scale (:data:`FITTED_DEFAULT_TIMESCALE_S` where none was read). A fit of three
+figures and a time scale, not a replay: the measured windows are a few
+seconds, a run of the twin lasts longer.
+
 Run as ``python -m bloatlab.traces lte --seed 1 --duration 120s -o lte.trace``.
 """
 
@@ -95,6 +105,29 @@ def starlink_rates(duration_ms: int, seed: int) -> list[float]:
         out.extend(epoch)
         first = False
     return _fade(out[:duration_ms], rng, STARLINK_FADE_SIGMA)
+
+
+#: the normal distribution's 90th percentile: p90 / median = exp(1.2816 sigma) for a log-normal
+Z90 = 1.2815515655446004
+#: the fitted model's correlation time where the measurement read none (s): the LTE model's mean dwell
+FITTED_DEFAULT_TIMESCALE_S = LTE_MEAN_DWELL_S
+
+
+def fitted_rates(p10_bps: float, p50_bps: float, p90_bps: float, timescale_s: float | None, duration_ms: int,
+                 seed: int = 1) -> list[float]:
+    """Capacity (bit/s) for each millisecond of the ``fitted`` model (module docstring)."""
+    if not 0 < p10_bps <= p50_bps <= p90_bps:
+        raise ValueError(f"fitted trace: expected 0 < p10 <= median <= p90, got {p10_bps:g}, {p50_bps:g}, {p90_bps:g}")
+    rng = random.Random(f"fitted-{seed}")
+    sigma = math.log(p90_bps / p10_bps) / (2 * Z90)
+    tau = timescale_s if timescale_s and timescale_s > 0 else FITTED_DEFAULT_TIMESCALE_S
+    a = math.exp(-FADE_PERIOD_MS / 1000 / tau)
+    x = rng.gauss(0.0, sigma)
+    out: list[float] = []
+    while len(out) < duration_ms:
+        out.extend([p50_bps * math.exp(x)] * FADE_PERIOD_MS)
+        x = a * x + math.sqrt(1 - a * a) * sigma * rng.gauss(0.0, 1.0)
+    return out[:duration_ms]
 
 
 def _fade(rates: list[float], rng: random.Random, sigma: float) -> list[float]:

@@ -98,6 +98,13 @@ WIFI_BATCH_PACKETS = 2
 #: the MAC bytes around each IP packet of an A-MPDU subframe: QoS header 26 + LLC/SNAP 8 + FCS 4 + the
 #: delimiter 4 (airtime.rs MPDU_OVERHEAD, AMPDU_DELIMITER), padding to 4 B aside
 WIFI_SUBFRAME_OVERHEAD = 42
+#: a backlogged access point sends full aggregates: ath9k stops one at 32 subframes (half the 64-frame block-ack
+#: window) or at the frame length that takes 4096 us at the rate (airtime.rs MAX_AMPDU_FRAMES, MAX_AGGR_US). A
+#: train fills the AP's queue at once, so its median batch is a full aggregate: at least 32 packets, or an
+#: airtime within one subframe of 4096 us. A link that delivers in fixed slots (an LTE TTI of 1 ms, a Mahimahi
+#: trace's milliseconds) batches too, but only what a slot carries: a few packets each millisecond
+WIFI_FULL_FRAMES = 32
+WIFI_AGGR_MS = 4.096
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
 WIFI_TRAIN_PACKETS = 200
@@ -188,6 +195,10 @@ class Measurement:
                 continue
             print(f"{d:>4}: {x['rate_mbps']:.4g} Mbit/s, loaded RTT p50 {x['loaded_rtt_ms']['p50']:.1f} / p95 {x['loaded_rtt_ms']['p95']:.1f} ms, "
                   f"+{x['added_delay_ms']:.1f} ms (grade {x['grade']}), {_buffer_text(x)}, limiter: {x['limiter']}, retransmitted {x['retrans_rate'] * 100:.2g} %")
+            v = x.get("rate_variation")
+            if v:
+                moved = f", moving over ~{v['timescale_s']:.2g} s" if v["timescale_s"] else ""
+                print(f"      rate p10-p90 {v['p10_mbps']:.3g}-{v['p90_mbps']:.3g} Mbit/s over {v['window_s'] * 1e3:.0f}-ms windows{moved}")
             if x.get("limiter_note"):
                 print(f"      ({x['limiter_note']})")
         for w in r.get("warnings", []):
@@ -258,6 +269,75 @@ def _window(j: dict, d: str) -> dict:
     return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
+
+
+#: the capacity's variation (issue 31) is read over windows this long (s) at least: the scale on which a
+#: cellular link's capacity fades (python/bloatlab/traces.py, FADE_PERIOD_MS: 100 ms) ...
+VARIATION_MIN_WINDOW_S = 0.1
+#: ... and at least this many of the flows' TCP_INFO samples (the load samples every phase / 150, 10 ms at least)
+VARIATION_SAMPLES = 2
+#: windows a variation needs to be read at all (a p10 and a p90 of fewer are the extremes)
+VARIATION_MIN_WINDOWS = 10
+
+
+def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
+    """How the capacity of direction ``d`` moved over one loaded phase (its
+    JSON ``j``), through the phase's second half (after every ramp), in
+    consecutive windows of :data:`VARIATION_MIN_WINDOW_S` or
+    :data:`VARIATION_SAMPLES` samples, whichever is longer: the flows' summed
+    delivery rate (``tcpi_delivery_rate``, the kernel's per-ACK sample, which
+    counts SACKed data: the cumulative ACK advances in jumps after a loss and
+    read ±14 % over 200-ms windows on a fixed 20 Mbit/s FIFO) averaged over
+    each window, Mbit/s on the wire, counting only the windows in which the
+    bottleneck stayed busy — every flow's smoothed RTT above ``base_ms`` by
+    more than the noise (:data:`NOISE_MS`) throughout: a queue that never
+    emptied, so what was delivered is what the link carried (where the
+    senders left the link idle — CUBIC after a loss on a shallow buffer, BBR
+    draining — a window reads the senders, not the link). Of those windows:
+    p10, p50, p90, and the time scale — the lag at which their
+    autocorrelation first falls below 1/e (None where it never does within
+    half the series: a capacity that moves slower than the phase lasts, or
+    not at all; nor where the windows spread less than one packet a window).
+    None where fewer than :data:`VARIATION_MIN_WINDOWS` windows were busy."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    rate_s = np.asarray(fs.get("delivery_rate_bps", []), float)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    if not ids or rate_s.size != t.size or srtt.size != t.size:
+        return None
+    t0 = min(t[fid == i].min() for i in ids)
+    t1 = min(t[fid == i].max() for i in ids)
+    w0 = t0 + 0.5 * (t1 - t0)
+    step = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
+    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step)
+    edges = np.arange(w0, t1 + 1e-9, win)
+    if edges.size - 1 < VARIATION_MIN_WINDOWS:
+        return None
+    rates = np.zeros(edges.size - 1)
+    busy = np.ones(rates.size, bool)
+    for i in ids:
+        ti, ri, qi = t[fid == i], rate_s[fid == i], srtt[fid == i] - base_ms
+        for k in range(rates.size):
+            grid = np.linspace(edges[k], edges[k + 1], 11)
+            rates[k] += float(np.interp(grid, ti, ri).mean())
+            inside = qi[(ti >= edges[k]) & (ti <= edges[k + 1])]
+            low = inside.min() if inside.size else float(np.interp(grid, ti, qi).min())
+            busy[k] &= bool(low > NOISE_MS)
+    rates *= WIRE_PER_PAYLOAD / 1e6
+    if busy.sum() < VARIATION_MIN_WINDOWS:
+        return None
+    kept = rates[busy]
+    x = np.where(busy, rates - kept.mean(), 0.0)  # an idle window counts as the mean: no motion read there
+    scale = None
+    # a spread below one packet a window is below what whole packets resolve: nothing moved
+    if kept.std() > WIRE_SEGMENT * 8 / win / 1e6:
+        ac = np.correlate(x, x, "full")[x.size - 1:] / (x.var() * x.size)
+        below = np.nonzero(ac[: x.size // 2 + 1] < np.exp(-1))[0]
+        scale = float(below[0] * win) if below.size else None
+    return {"p10_mbps": float(np.percentile(kept, 10)), "p50_mbps": float(np.percentile(kept, 50)),
+            "p90_mbps": float(np.percentile(kept, 90)), "timescale_s": scale, "window_s": win,
+            "windows": int(rates.size), "busy_windows": int(busy.sum())}
 
 
 def _retrans(j: dict, d: str) -> tuple[float, float]:
@@ -416,6 +496,15 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         except UserError as e:
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
+    # the capacity's variation (issue 31): of the phases, the one that kept the bottleneck busy longest
+    variation = None
+    for vj, vcc in ((j, fill_cc), (jb, "bbr")):
+        try:
+            v = rate_variation(vj, d, base_p50) if vj is not None else None
+        except (KeyError, ValueError):
+            v = None
+        if v and (variation is None or v["busy_windows"] > variation["busy_windows"]):
+            variation = dict(v, phase=vcc)
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
@@ -435,7 +524,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": secs, "saturated": saturated,
+            "flows": flows, "phase_s": secs, "saturated": saturated, "rate_variation": variation,
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
 
 
@@ -643,7 +732,9 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
 
     The train's batches (``train["batches"]``): a median batch of at least
     :data:`WIFI_BATCH_PACKETS` packets whose median period is no shorter than
-    an 802.11n transmission (:data:`TXOP_FLOOR_MS`). The PHY rate: each
+    an 802.11n transmission (:data:`TXOP_FLOOR_MS`) and that is a full
+    aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe of
+    :data:`WIFI_AGGR_MS` of airtime). The PHY rate: each
     period holds one transmission of the batch that ends it, so the bits of
     those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
     their periods less the transmission's mean overhead
@@ -668,6 +759,11 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     if air <= 0:
         return None, "the train's batches left no airtime to read a PHY rate from"
     phy = bits / air / 1e6
+    subframe_ms = (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy * 1e3)
+    if k50 < WIFI_FULL_FRAMES and p50 - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms:
+        return None, (f"the train arrived in batches of {k50:g} packets every {p50:.3g} ms: not the full aggregates "
+                      f"a backlogged access point sends ({WIFI_FULL_FRAMES} subframes or {WIFI_AGGR_MS:g} ms), but "
+                      f"what a slotted link carries a slot (a cellular TTI, a capacity trace's milliseconds)")
     return phy, (f"the train arrived in batches of {k50:g} packets (largest {b.get('packets_max')}) every "
                  f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} Mbit/s")
 
@@ -746,6 +842,44 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
                           f"AQM holding its queue below them")
 
 
+def variable_rate(v: dict | None) -> bool:
+    """Whether a direction's capacity moves enough to matter to a shaper,
+    both ways: in more than a tenth of the busy windows (its p10) the link
+    carried less than a shaper at the median leaves it
+    (:data:`recommend.SHAPE_FRACTION`, 95 %: that CAKE then no longer owns the
+    queue), and in more than a tenth (its p90) more than the median over that
+    fraction (the capacity such a shaper leaves unused) — each by more than
+    one packet a window (what whole packets resolve). One-sided dips are what
+    a fixed link shows too: a busy link never carries more than its rate, but
+    the delivery-rate samples of flows recovering from a loss read below it
+    (a fixed 20 Mbit/s FIFO through the emulator: p10 0.93, p90 1.004 x the
+    median; the gallery's LTE-like trace 0.90 and 1.16)."""
+    from .recommend import SHAPE_FRACTION
+
+    if not v:
+        return False
+    packet_mbps = WIRE_SEGMENT * 8 / v["window_s"] / 1e6
+    return (v["p10_mbps"] < SHAPE_FRACTION * v["p50_mbps"] - packet_mbps
+            and v["p90_mbps"] > v["p50_mbps"] / SHAPE_FRACTION + packet_mbps)
+
+
+def _variation_fields(report: dict) -> dict:
+    """The path's capacity variation (``down_rate_p10_mbps``, ...) from each measured direction's, and
+    whether the down capacity is variable (the twin then follows a fitted trace: a FIFO path only)."""
+    out = {}
+    for d in ("down", "up"):
+        v = (report.get(d) or {}).get("rate_variation")
+        if v:
+            out.update({f"{d}_rate_p10_mbps": v["p10_mbps"], f"{d}_rate_p90_mbps": v["p90_mbps"],
+                        f"{d}_rate_timescale_s": v["timescale_s"]})
+    v = report["down"].get("rate_variation")
+    if v:
+        out["down_rate_p50_mbps"] = v["p50_mbps"]
+        report["down"]["variable"] = variable_rate(v)
+        out["down_variable"] = report["down"]["variable"] and report["down"]["limiter"] == "fifo"
+    return out
+
+
 def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None, show: bool = True) -> Measurement:
     h, port = _split_host(host)
     if not 1 <= flows <= 64:
@@ -812,6 +946,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 buffer_bytes=_twin_buffer(d), loss=min(one_way, 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
-                wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"))
+                wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
+                **_variation_fields(report))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

@@ -11,6 +11,8 @@ engines run.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import tomllib
 from dataclasses import asdict, dataclass
 
@@ -23,6 +25,10 @@ WIFI_MACS = ("legacy", "fq", "airtime")
 #: the frames a legacy access point's driver holds below its qdisc (ath9k ATH_MAX_QDEPTH, crates/core/src/wifi/mac.rs
 #: LEGACY_DRIVER_FRAMES): a queue measured behind a legacy AP is the qdisc's and these; the twin's qdisc gets the rest
 LEGACY_DRIVER_FRAMES = 123
+#: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")
+AUTORATE_MIN_MBPS = 2.0
+#: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)
+TRACE_SECONDS = 120
 #: the twin's station (the measuring host)
 WIFI_STATION = "you"
 #: the RTT of the flows that read a WiFi twin's rate (Path.wifi_rate_mbps): 5 ms, so that four CUBIC flows fill
@@ -69,6 +75,20 @@ class Path:
     # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
     wifi_mac: str | None = None
     wifi_phy_mbps: float | None = None
+    # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
+    # windows of two loaded round trips, and the time scale (s) over which it moved; None: not measured
+    down_rate_p10_mbps: float | None = None
+    down_rate_p50_mbps: float | None = None
+    down_rate_p90_mbps: float | None = None
+    down_rate_timescale_s: float | None = None
+    up_rate_p10_mbps: float | None = None
+    up_rate_p90_mbps: float | None = None
+    up_rate_timescale_s: float | None = None
+    # the down capacity varies (measure's variable_rate): the twin's down link follows a trace of the fitted
+    # model (traces.fitted_rates), written to ``down_trace`` (a file; None: written on first use to a
+    # temporary directory)
+    down_variable: bool = False
+    down_trace: str | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -87,6 +107,9 @@ class Path:
             raise UserError(f"bucket: expected at least one packet (1500 B), got {self.bucket_bytes} B")
         if self.buffer_bytes is not None and self.buffer_bytes < 1500:
             raise UserError(f"--buffer: expected at least one packet (1500 B), got {self.buffer_bytes} B")
+        if self.down_variable and not (self.down_rate_p10_mbps and self.down_rate_p90_mbps
+                                       and 0 < self.down_rate_p10_mbps <= self.down_rate_p90_mbps):
+            raise UserError("a variable rate needs its p10 and p90 (0 < p10 <= p90)")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -122,7 +145,10 @@ class Path:
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
                if self.limiter == "policer" and self.buffer_bytes is None
                else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
-        return f"{self.down_mbps:.3g} Mbit/s down{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
+        var = (f" (varying: p10 {self.down_rate_p10_mbps:.3g}, p90 {self.down_rate_p90_mbps:.3g} Mbit/s"
+               + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
+               if self.down_variable else "")
+        return f"{self.down_mbps:.3g} Mbit/s down{var}{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
 
     @property
     def policer_port_measured(self) -> bool:
@@ -137,10 +163,25 @@ class Path:
 
     # ------------------------------------------------------------ the twin
 
-    def link_doc(self, shaper_mbps: float | None = None, qdisc: str | None = None) -> dict:
+    def link_doc(self, shaper_mbps: float | None = None, qdisc: str | None = None, autorate: dict | None = None) -> dict:
         """``[link.down]`` of the twin; with ``shaper_mbps`` the user's own
-        qdisc (``qdisc``) shaped just below the line rate owns the queue."""
+        qdisc (``qdisc``) shaped just below the line rate owns the queue. On
+        a variable-rate FIFO path the link follows the fitted trace and the
+        user's shaper is CAKE in front of it, fixed at ``shaper_mbps`` or
+        steered by cake-autorate (``autorate``: the scenario's element)."""
         d: dict = {"rate": f"{self.down_mbps:.6g}Mbit", "loss": self.loss}
+        if self.down_variable and self.limiter == "fifo":
+            # the capacity follows the fitted trace; the user's shaper there is CAKE at a fixed rate or
+            # steered by cake-autorate, the autorate element (min = base = max: fixed), as docs/autorate.md
+            d["rate"] = f"trace:{self.down_trace_file()}"
+            d["qdisc"] = "fifo"
+            d["buffer"] = f"{self.buffer}B"
+            if autorate:
+                d["autorate"] = autorate
+            elif shaper_mbps:
+                r = f"{max(shaper_mbps, AUTORATE_MIN_MBPS):.6g}Mbit"
+                d["autorate"] = {"min": r, "base": r, "max": r}
+            return d
         if shaper_mbps:
             # the user's shaper below the line rate: behind a policer, a shaper
             # slower than the policer (with a smaller bucket) sends only what
@@ -203,6 +244,24 @@ class Path:
                 doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
         return doc
 
+    def down_trace_file(self) -> str:
+        """The twin's down capacity trace (Mahimahi, :data:`TRACE_SECONDS` long, seed 1) of the fitted model
+        through the measured p10, median and p90 and time scale; written once (to ``down_trace`` if set,
+        else to a temporary file)."""
+        if self.down_trace and os.path.exists(self.down_trace):
+            return self.down_trace
+        from .. import traces
+
+        rates = traces.fitted_rates(self.down_rate_p10_mbps * 1e6, (self.down_rate_p50_mbps or self.down_mbps) * 1e6,
+                                    self.down_rate_p90_mbps * 1e6, self.down_rate_timescale_s, TRACE_SECONDS * 1000)
+        if not self.down_trace:
+            fd, self.down_trace = tempfile.mkstemp(prefix="bloatlab-twin-", suffix=".trace")
+            os.close(fd)
+        from ..result import atomic_write_text
+
+        atomic_write_text(self.down_trace, "\n".join(str(x) for x in traces.to_mahimahi(rates)) + "\n")
+        return self.down_trace
+
     def wifi_rate_mbps(self, seconds: float = 4.0) -> float:
         """What the twin's WiFi hop delivers to one station when its queue
         stays backlogged (Mbit/s of IP packets): four CUBIC downloads over
@@ -255,7 +314,18 @@ class Path:
         buf = down["buffer_bytes"] or (down["buffer_pkts"] or 0) * 1500 or None
         up_buf = (up["buffer_bytes"] or (up["buffer_pkts"] or 0) * 1500 or None) if up else None
         pol = down.get("policer")
-        return cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
+        variable = {}
+        if down.get("trace_ms"):
+            # a variable-rate twin (measure's): its trace file, and its capacity's p10/median/p90 over 1-s windows
+            from .. import traces
+
+            with open(path, "rb") as f:
+                raw = tomllib.load(f)["link"]["down"]["rate"]
+            pc = traces.capacity_percentiles(down["trace_ms"], 1000)
+            variable = {"down_variable": True, "down_rate_p10_mbps": pc["p10_mbps"], "down_rate_p50_mbps": pc["median_mbps"],
+                        "down_rate_p90_mbps": pc["p90_mbps"],
+                        "down_trace": os.path.join(os.path.dirname(os.path.abspath(path)), raw[len("trace:"):])}
+        return cls(**variable, base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else None,

@@ -15,6 +15,12 @@ controls:
 - ``fq_codel`` / ``cake`` shaped at ``SHAPE_FRACTION`` of the measured rate on
   a router the user owns in front of the bottleneck: the user's AQM then owns
   the queue (CAKE only helps if it owns the bottleneck — seed 000);
+- on a variable-rate FIFO path (``path.down_variable``: measure saw the
+  capacity move both ways, issue 31) the twin's link follows a fitted trace
+  and the options are cake-autorate's: no shaping, CAKE at a fixed rate (the
+  capacity's p10, ``cake@low``, and its median) and cake-autorate steering
+  CAKE between the p10 and the p90 from the median (``autorate``, settings in
+  ``recommendation.autorate``);
 - behind a WiFi hop (``path.limiter == "wifi"``) the queue that matters is the
   access point's own: its MAC designs (:data:`WIFI_QUEUES`: mac80211's
   per-station fq_codel, ``fq``, Linux 4.9; with airtime fairness,
@@ -99,6 +105,25 @@ def host_qdisc() -> tuple[str | None, bool | None]:
 KERNEL_CCS = ("reno", "cubic", "bbr")
 
 
+def autorate_settings(path: Path) -> dict | None:
+    """cake-autorate's rates for a variable path (docs/autorate.md "Running it for real"): the minimum at the
+    capacity's p10 (at least cake-autorate's 2 Mbit/s), the base at its median, the maximum at its p90; None
+    where even the p90 is below the minimum."""
+    from .path import AUTORATE_MIN_MBPS
+
+    lo, mid, hi = path.down_rate_p10_mbps, path.down_rate_p50_mbps or path.down_mbps, path.down_rate_p90_mbps
+    if hi < AUTORATE_MIN_MBPS:
+        return None
+    lo = max(lo, AUTORATE_MIN_MBPS)
+    mid = min(max(mid, lo), hi)
+    return {"min_mbps": lo, "base_mbps": mid, "max_mbps": hi}
+
+
+def autorate_element(a: dict) -> dict:
+    """The scenario's ``autorate`` element of :func:`autorate_settings`."""
+    return {"min": f"{a['min_mbps']:.6g}Mbit", "base": f"{a['base_mbps']:.6g}Mbit", "max": f"{a['max_mbps']:.6g}Mbit"}
+
+
 @dataclass
 class Candidate:
     cc: str
@@ -137,7 +162,7 @@ class Candidate:
     @property
     def label(self) -> str:
         q = ("as is" if self.queue == "as-is" else f"{self.queue} @ {self.shaper_mbps:.3g} Mbit/s" if self.shaper_mbps
-             else f"{self.queue} on the access point")
+             else "cake-autorate" if self.queue == "autorate" else f"{self.queue} on the access point")
         host = " (host fq)" if self.paced and not self.cc.startswith("bbr") else ""
         return f"{self.cc}{host} + {q}"
 
@@ -154,6 +179,8 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: 
     if path.limiter == "wifi":
         if c.queue != "as-is":
             doc["wifi"] = path.wifi_doc(c.queue)
+    elif c.queue == "autorate":
+        doc["link"]["down"] = path.link_doc(autorate=autorate_element(autorate_settings(path)))
     else:
         doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
     if neighbour:
@@ -211,6 +238,13 @@ def candidates(path: Path, ccs=CCS, queues=QUEUES, paced: bool = True) -> list[C
     if path.limiter == "wifi":
         queues = ("as-is",) + tuple(q for q in WIFI_QUEUES if q != path.wifi_mac)
         return [Candidate(cc, q, None, paced) for q in queues for cc in ccs]
+    if path.down_variable:
+        # cake-autorate's options (docs/autorate.md): CAKE fixed at the capacity's p10 and at its median, and steered
+        a = autorate_settings(path)
+        fixed = [Candidate(cc, "cake", round(r, 6), paced) for r in (path.down_rate_p10_mbps, path.down_rate_p50_mbps or path.down_mbps)
+                 for cc in ccs]
+        steered = [Candidate(cc, "autorate", None, paced) for cc in ccs] if a else []
+        return [Candidate(cc, "as-is", None, paced) for cc in ccs] + fixed + steered
     shaper = round(path.down_mbps * SHAPE_FRACTION, 6)
     return [Candidate(cc, q, None if q == "as-is" else shaper, paced) for q in queues for cc in ccs]
 
@@ -280,6 +314,8 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
             "sysctl": sysctl_for(best, fq_here is not False),
             # behind a WiFi hop: the access point's MAC design (None on a wired path)
             "ap_mac": (path.wifi_mac if best.queue == "as-is" else best.queue) if path.limiter == "wifi" else None,
+            # on a variable-rate path: cake-autorate's settings, and whether it is the recommended option (None: fixed rate)
+            "autorate": _autorate_advice(path, best),
         },
         "expected": best.figures(),
         "current": cur.figures(),
@@ -288,6 +324,17 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
         "caveats": caveats(path, best, cands),
         "model": model + "; scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
     }
+
+
+def _autorate_advice(path: Path, best: Candidate) -> dict | None:
+    a = autorate_settings(path) if path.down_variable else None
+    if a is None:
+        return None
+    kbps = {k: int(round(v * 1000)) for k, v in a.items()}
+    return a | {"recommended": best.queue == "autorate", "delay_threshold_ms": 30.0, "ping_interval_ms": 50.0,
+                "how": ("cake-autorate (github.com/lynxthecat/cake-autorate) on the router in front of the link, its "
+                        f"config: min_dl_shaper_rate_kbps={kbps['min_mbps']} base_dl_shaper_rate_kbps={kbps['base_mbps']} "
+                        f"max_dl_shaper_rate_kbps={kbps['max_mbps']}, the rest at defaults.sh (docs/autorate.md)")}
 
 
 def sysctl_for(c: Candidate, fq: bool = True) -> dict:
@@ -338,6 +385,12 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         added = max(best.p95_rtt_ms, best.p95_rtt_shared_ms) - path.base_rtt_ms
         out.append(f"The bottleneck can stay as it is: the p95 RTT under load is {_rtts(best)}, at worst {added:.0f} ms above "
                    f"the base (bufferbloat grade {_grade(added)}).")
+    if path.down_variable:
+        opts = [c for c in cands if c.cc == best.cc and (c.queue in ("as-is", "autorate") or c.queue == "cake")]
+        if len(opts) > 1:
+            out.append(f"Your capacity varies (p10 {path.down_rate_p10_mbps:.3g}, median {(path.down_rate_p50_mbps or path.down_mbps):.3g}, "
+                       f"p90 {path.down_rate_p90_mbps:.3g} Mbit/s); with {best.cc.upper()}: "
+                       + "; ".join(f"{c.label.split(' + ', 1)[1]}: {c.goodput_mbps:.3g} Mbit/s at a p95 RTT of {_rtts(c)}" for c in opts) + ".")
     # pacing on the host: today's unpaced control against the same control paced by sch_fq
     if cur is not best and cur.cc == best.cc and best.paced and not cur.paced and not best.cc.startswith("bbr"):
         why = (f" (unpaced, slow start sends at twice the rate its ACKs return, and the bursts overflow a "

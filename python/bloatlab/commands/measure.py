@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -29,7 +30,13 @@ def main(args) -> int:
     if args.out:
         from ..result import atomic_write_text
 
-        atomic_write_text(args.out, to_toml(m.path.twin()))
+        if m.path.down_variable:
+            # a variable capacity: the twin's trace of the fitted model beside it, named relative to it
+            m.path.down_trace = os.path.splitext(os.path.abspath(args.out))[0] + "-down.trace"
+        doc = m.path.twin()
+        if m.path.down_variable:
+            doc["link"]["down"]["rate"] = "trace:" + os.path.basename(m.path.down_trace)
+        atomic_write_text(args.out, to_toml(doc))
     if args.json:
         json.dump(m.report, sys.stdout, indent=2)
         sys.stdout.write("\n")
