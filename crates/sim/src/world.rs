@@ -40,10 +40,6 @@ struct FlowState {
     sched_snd: Option<Nanos>,
     sched_rcv: Option<Nanos>,
     sched_hs: Option<Nanos>,
-    /// Client host id (CAKE host isolation): one host per [[flow]] table.
-    host: u32,
-    /// The delay lines of its data's way (rtt/2) and of its ACKs' way (the rest).
-    lines: [u32; 2],
 }
 
 impl FlowState {
@@ -53,15 +49,30 @@ impl FlowState {
     }
 }
 
+/// Where the packets of a flow or probe go: what every packet's [`World::emit`]
+/// and end of transmission read, a few bytes kept apart from the flow's large
+/// state (a cold cache line by then when a thousand flows take turns).
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    /// The way of a flow's data, a probe's replies; the other packets go the other way.
+    dir: Direction,
+    /// The delay lines of the way out (rtt/2: data, probe requests) and of the way back (the rest).
+    lines: [u32; 2],
+    /// Client host id (CAKE host isolation): one host per [[flow]] table, 1000 + index for a probe.
+    host: u32,
+    dscp: u8,
+    /// The WiFi station its client sits on.
+    station: Option<usize>,
+}
+
 struct ProbeState {
     spec: crate::scenario::Probe,
+    route: Route,
     sent: u64,
     received: u64,
     /// RTT per sequence number (None until the reply comes back).
     rtts: Vec<Option<f64>>,
     sent_at: Vec<Nanos>,
-    /// The delay lines of its requests (rtt/2) and of its replies (the rest).
-    lines: [u32; 2],
 }
 
 /// A web page's objects not yet opened, in the order they are fetched.
@@ -80,6 +91,8 @@ pub struct World {
     q: Queue,
     links: [Option<Link>; 2],
     flows: Vec<FlowState>,
+    /// Each flow's [`Route`], by flow index.
+    routes: Vec<Route>,
     probes: Vec<ProbeState>,
     pages: Vec<PageState>,
     /// Packets in propagation.
@@ -106,6 +119,7 @@ impl World {
         let mut air = Air::default();
         let mut lines = |rtt: Nanos| [air.line(rtt / 2), air.line(rtt - rtt / 2)];
         let mut flows = Vec::with_capacity(sc.flows.len());
+        let mut routes = Vec::with_capacity(sc.flows.len());
         for f in &sc.flows {
             let cc = bloatlab_core::cc::by_name_seeded(&f.cc, sc.seed ^ (f.id as u64).wrapping_mul(0x9E37_79B9))
                 .ok_or_else(|| format!("flows[{}].cc: unknown congestion control \"{}\"", f.id, f.cc))?;
@@ -140,14 +154,17 @@ impl World {
                 sched_snd: None,
                 sched_rcv: None,
                 sched_hs: None,
-                host: f.group as u32 + 1,
-                lines: lines(f.rtt_ns),
             });
+            routes.push(Route { dir: f.direction, lines: lines(f.rtt_ns), host: f.group as u32 + 1, dscp: f.dscp, station: f.station });
         }
         let probes = sc
             .probes
             .iter()
-            .map(|p| ProbeState { spec: p.clone(), sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new(), lines: lines(p.rtt_ns) })
+            .enumerate()
+            .map(|(i, p)| {
+                let route = Route { dir: p.direction, lines: lines(p.rtt_ns), host: 1000 + i as u32, dscp: p.dscp, station: p.station };
+                ProbeState { spec: p.clone(), route, sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new() }
+            })
             .collect();
         let mut w = World {
             sc: sc.clone(),
@@ -155,6 +172,7 @@ impl World {
             q: Queue::default(),
             links,
             flows,
+            routes,
             probes,
             pages: sc.pages.iter().map(|_| PageState { waiting: Default::default() }).collect(),
             air,
@@ -321,50 +339,40 @@ impl World {
     /// Which direction a packet crosses, and the delay line of its
     /// propagation (its one-way delay).
     fn route(&self, p: &Payload) -> (Direction, u32, u64, u32, u32) {
+        let r = self.route_of(p);
         match *p {
-            Payload::Data { flow, .. } => {
-                let f = &self.flows[flow as usize];
-                (f.spec.direction, f.lines[0], flow as u64, 0, f.host)
-            }
-            Payload::Ack { flow, .. } => {
-                let f = &self.flows[flow as usize];
-                (f.spec.direction.reverse(), f.lines[1], flow as u64, f.host, 0)
-            }
+            Payload::Data { flow, .. } => (r.dir, r.lines[0], flow as u64, 0, r.host),
+            Payload::Ack { flow, .. } => (r.dir.reverse(), r.lines[1], flow as u64, r.host, 0),
             Payload::Ctl { flow, seg } => {
                 // as the flow's data when it goes their way, else as its ACKs
-                let f = &self.flows[flow as usize];
-                if seg.kind.from_client() == (f.spec.direction == Direction::Up) {
-                    (f.spec.direction, f.lines[0], flow as u64, 0, f.host)
+                if seg.kind.from_client() == (r.dir == Direction::Up) {
+                    (r.dir, r.lines[0], flow as u64, 0, r.host)
                 } else {
-                    (f.spec.direction.reverse(), f.lines[1], flow as u64, f.host, 0)
+                    (r.dir.reverse(), r.lines[1], flow as u64, r.host, 0)
                 }
             }
-            Payload::ProbeReq { probe, .. } => {
-                let ps = &self.probes[probe as usize];
-                (ps.spec.direction.reverse(), ps.lines[0], PROBE_FLOW_BASE + probe as u64, 1000 + probe as u32, 0)
-            }
-            Payload::ProbeReply { probe, .. } => {
-                let ps = &self.probes[probe as usize];
-                (ps.spec.direction, ps.lines[1], PROBE_FLOW_BASE + probe as u64, 0, 1000 + probe as u32)
-            }
+            Payload::ProbeReq { probe, .. } => (r.dir.reverse(), r.lines[0], PROBE_FLOW_BASE + probe as u64, r.host, 0),
+            Payload::ProbeReply { probe, .. } => (r.dir, r.lines[1], PROBE_FLOW_BASE + probe as u64, 0, r.host),
+        }
+    }
+
+    /// The [`Route`] of a packet's connection or probe.
+    fn route_of(&self, p: &Payload) -> &Route {
+        match *p {
+            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => &self.routes[flow as usize],
+            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => &self.probes[probe as usize].route,
         }
     }
 
     /// The WiFi station a packet's client sits on, if it crosses the medium.
     fn station(&self, p: &Payload) -> Option<usize> {
         self.wifi.as_ref()?;
-        match *p {
-            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.station,
-            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.station,
-        }
+        self.route_of(p).station
     }
 
     /// The DiffServ code point of a packet: its connection's or probe's, both ways.
     fn dscp(&self, p: &Payload) -> u8 {
-        match *p {
-            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.dscp,
-            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.dscp,
-        }
+        self.route_of(p).dscp
     }
 
     /// An endpoint emits a packet of `len` wire bytes.
