@@ -271,7 +271,7 @@ pub fn series_from_json(v: &Value) -> FlowSeries {
         delivery_rate_bps: col(v, "delivery_rate_bps"),
         delivered_bytes: col(v, "delivered_bytes"),
         retransmits: col(v, "retransmits"),
-        state: Vec::new(),
+        state: Default::default(),
     }
 }
 

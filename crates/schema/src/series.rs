@@ -9,7 +9,79 @@
 //! (`uint64` only if a value exceeds `i64::MAX`, as pandas would infer), times
 //! and delays as `float64`, labels as UTF-8 strings, a lost probe as null.
 
+use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
+
+/// A column of labels from a small set (a sender's state: "open",
+/// "recovery", ...), kept as one byte a row: the label's index among those
+/// seen so far. A million flow samples take 1 MB instead of the 16 MB of as
+/// many `&str`, which the engine would write (and the kernel fault in) while
+/// it runs; Arrow and serde see the labels as text all the same.
+///
+/// The labels are `&'static str`s of the code (a control's state names, the
+/// directions), so there are few of them: at most 256 in one column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Labels {
+    names: Vec<&'static str>,
+    codes: Vec<u8>,
+}
+
+impl Labels {
+    pub fn push(&mut self, label: &'static str) {
+        // the same literal is the same pointer: compare the text only for a new one
+        let code = match self.names.iter().position(|&n| std::ptr::eq(n, label)) {
+            Some(i) => i,
+            None => match self.names.iter().position(|&n| n == label) {
+                Some(i) => i,
+                None => {
+                    self.names.push(label);
+                    self.names.len() - 1
+                }
+            },
+        };
+        self.codes.push(u8::try_from(code).expect("at most 256 distinct labels in a column"));
+    }
+
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.codes.clear();
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.codes.iter().map(|&c| self.names[c as usize])
+    }
+}
+
+impl Extend<&'static str> for Labels {
+    fn extend<I: IntoIterator<Item = &'static str>>(&mut self, labels: I) {
+        labels.into_iter().for_each(|l| self.push(l));
+    }
+}
+
+impl From<Vec<&'static str>> for Labels {
+    fn from(v: Vec<&'static str>) -> Self {
+        let mut l = Labels::default();
+        l.extend(v);
+        l
+    }
+}
+
+impl Serialize for Labels {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let mut seq = ser.serialize_seq(Some(self.len()))?;
+        for l in self.iter() {
+            seq.serialize_element(l)?;
+        }
+        seq.end()
+    }
+}
 
 /// Per-flow samples, one row per flow and sampling instant (`t` in s from the run's start).
 /// The simulator, the emulator and the probe (its TCP_INFO samples) fill it.
@@ -24,7 +96,7 @@ pub struct FlowSeries {
     pub delivery_rate_bps: Vec<u64>,
     pub delivered_bytes: Vec<u64>,
     pub retransmits: Vec<u64>,
-    pub state: Vec<&'static str>,
+    pub state: Labels,
 }
 
 impl FlowSeries {
@@ -39,14 +111,14 @@ impl FlowSeries {
         self.delivery_rate_bps.extend(&o.delivery_rate_bps);
         self.delivered_bytes.extend(&o.delivered_bytes);
         self.retransmits.extend(&o.retransmits);
-        self.state.extend(&o.state);
+        self.state.extend(o.state.iter());
     }
 }
 
 /// Per-direction bottleneck samples (`direction` is "down" or "up"; `drops` since the previous sample).
 #[derive(Debug, Default, Serialize)]
 pub struct LinkSeries {
-    pub direction: Vec<&'static str>,
+    pub direction: Labels,
     pub t: Vec<f64>,
     pub queue_bytes: Vec<u64>,
     pub qdelay_ms: Vec<f64>,
@@ -76,7 +148,7 @@ pub use self::arrow::*;
 mod arrow {
     use super::*;
     use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
-    use arrow_buffer::{Buffer, ScalarBuffer};
+    use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
     use arrow_schema::{ArrowError, DataType, Field, Schema};
     use std::sync::Arc;
 
@@ -86,7 +158,8 @@ mod arrow {
     /// Counts and byte figures: `int64` sharing the vector's memory (a `u64`
     /// below 2^63 has the same bits as an `i64`); `uint64` if one is larger.
     fn ints(v: Vec<u64>) -> ArrayRef {
-        if v.iter().all(|&x| x <= i64::MAX as u64) {
+        // no value with the top bit set (an OR over the column, which vectorizes)
+        if v.iter().fold(0, |acc, &x| acc | x) <= i64::MAX as u64 {
             let n = v.len();
             Arc::new(Int64Array::new(ScalarBuffer::new(Buffer::from_vec(v), 0, n), None))
         } else {
@@ -102,8 +175,20 @@ mod arrow {
         Arc::new(Float64Array::new(ScalarBuffer::from(v), None))
     }
 
-    fn labels(v: Vec<&'static str>) -> ArrayRef {
-        Arc::new(StringArray::from(v))
+    /// UTF-8 text, its offsets and bytes written once at their final size.
+    fn labels(v: Labels) -> Result<ArrayRef, ArrowError> {
+        let lens: Vec<usize> = v.names.iter().map(|n| n.len()).collect();
+        let total: usize = v.codes.iter().map(|&c| lens[c as usize]).sum();
+        let too_long = || ArrowError::InvalidArgumentError(format!("{total} bytes of labels: more than a UTF-8 column holds"));
+        i32::try_from(total).map_err(|_| too_long())?;
+        let mut offsets = Vec::with_capacity(v.len() + 1);
+        let mut bytes = Vec::with_capacity(total);
+        offsets.push(0i32);
+        for &c in &v.codes {
+            bytes.extend_from_slice(v.names[c as usize].as_bytes());
+            offsets.push(bytes.len() as i32);
+        }
+        Ok(Arc::new(StringArray::try_new(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from_vec(bytes), None)?))
     }
 
     /// A record batch of `cols` in order, but those named in `omit`;
@@ -134,7 +219,7 @@ mod arrow {
                     ("delivery_rate_bps", ints(self.delivery_rate_bps)),
                     ("delivered_bytes", ints(self.delivered_bytes)),
                     ("retransmits", ints(self.retransmits)),
-                    ("state", labels(self.state)),
+                    ("state", labels(self.state)?),
                 ],
                 &[],
                 omit,
@@ -152,7 +237,7 @@ mod arrow {
         pub fn into_arrow_without(self, omit: &[&str]) -> Result<RecordBatch, ArrowError> {
             batch(
                 vec![
-                    ("direction", labels(self.direction)),
+                    ("direction", labels(self.direction)?),
                     ("t", floats(self.t)),
                     ("queue_bytes", ints(self.queue_bytes)),
                     ("qdelay_ms", floats(self.qdelay_ms)),
@@ -206,6 +291,27 @@ mod arrow {
     }
 }
 
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn a_label_column_keeps_its_rows_in_order_and_serialises_as_the_strings() {
+        let mut l = Labels::default();
+        for s in ["open", "recovery", "open", "loss", "recovery"] {
+            l.push(s);
+        }
+        // the same text from another place in memory is the same label
+        let owned = String::from("loss");
+        l.push(Box::leak(owned.into_boxed_str()));
+        assert_eq!(l.iter().collect::<Vec<_>>(), ["open", "recovery", "open", "loss", "recovery", "loss"]);
+        assert_eq!(l.names.len(), 3);
+        assert_eq!(serde_json::to_string(&l).unwrap(), r#"["open","recovery","open","loss","recovery","loss"]"#);
+        l.clear();
+        assert!(l.is_empty());
+    }
+}
+
 #[cfg(all(test, feature = "arrow"))]
 mod tests {
     use super::*;
@@ -223,7 +329,7 @@ mod tests {
             delivery_rate_bps: vec![0, 5],
             delivered_bytes: vec![7, 8],
             retransmits: vec![0, 3],
-            state: vec!["open", "recovery"],
+            state: vec!["open", "recovery"].into(),
         }
     }
 

@@ -31,7 +31,7 @@ pub enum Event {
     LinkTxDone(u8),
     /// A non-work-conserving qdisc asked to be polled again.
     LinkWakeup(u8),
-    /// A packet in propagation reaches its endpoint (index into the in-flight slab).
+    /// The oldest packet of a delay line reaches its endpoint (`air.rs`).
     Arrive(u32),
     /// A flow's sender timer (retransmission/TLP/RACK/pacing).
     SenderTimer(u32),

@@ -14,6 +14,7 @@
 //! With a `[wifi]` medium ([`wifi`]), flows and probes that name a station
 //! cross it (AP ↔ station) instead of the wired links.
 
+pub mod air;
 pub mod capture;
 pub mod event;
 pub mod link;

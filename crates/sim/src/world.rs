@@ -1,6 +1,7 @@
 //! The simulated world: links, flows, probes and the event loop that moves
 //! packets between them.
 
+use crate::air::Air;
 use crate::capture::Capture;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use crate::event::{Event, Queue};
@@ -39,9 +40,6 @@ struct FlowState {
     sched_snd: Option<Nanos>,
     sched_rcv: Option<Nanos>,
     sched_hs: Option<Nanos>,
-    /// Client host id (CAKE host isolation): one host per [[flow]] table.
-    host: u32,
-    txbuf: Vec<Tx>,
 }
 
 impl FlowState {
@@ -51,8 +49,25 @@ impl FlowState {
     }
 }
 
+/// Where the packets of a flow or probe go: what every packet's [`World::emit`]
+/// and end of transmission read, a few bytes kept apart from the flow's large
+/// state (a cold cache line by then when a thousand flows take turns).
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    /// The way of a flow's data, a probe's replies; the other packets go the other way.
+    dir: Direction,
+    /// The delay lines of the way out (rtt/2: data, probe requests) and of the way back (the rest).
+    lines: [u32; 2],
+    /// Client host id (CAKE host isolation): one host per [[flow]] table, 1000 + index for a probe.
+    host: u32,
+    dscp: u8,
+    /// The WiFi station its client sits on.
+    station: Option<usize>,
+}
+
 struct ProbeState {
     spec: crate::scenario::Probe,
+    route: Route,
     sent: u64,
     received: u64,
     /// RTT per sequence number (None until the reply comes back).
@@ -76,11 +91,16 @@ pub struct World {
     q: Queue,
     links: [Option<Link>; 2],
     flows: Vec<FlowState>,
+    /// Each flow's [`Route`], by flow index.
+    routes: Vec<Route>,
     probes: Vec<ProbeState>,
     pages: Vec<PageState>,
-    /// Packets in propagation, by slab index.
-    air: Vec<Option<Payload>>,
-    free: Vec<u32>,
+    /// Packets in propagation.
+    air: Air<Payload>,
+    /// The segments a sender just produced, which [`World::after_sender`] puts
+    /// on the wire: one buffer for every flow (a buffer per flow is one more
+    /// cold cache line at each ACK when a thousand flows take turns).
+    txbuf: Vec<Tx>,
     series: Series,
     packets: u64,
     last_drops: [u64; 2],
@@ -96,7 +116,10 @@ impl World {
             spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose().map_err(|e| format!("link.{dir}.{e}"))
         };
         let links = [mk(&sc.links.down, 1, "down")?, mk(&sc.links.up, 2, "up")?];
+        let mut air = Air::default();
+        let mut lines = |rtt: Nanos| [air.line(rtt / 2), air.line(rtt - rtt / 2)];
         let mut flows = Vec::with_capacity(sc.flows.len());
+        let mut routes = Vec::with_capacity(sc.flows.len());
         for f in &sc.flows {
             let cc = bloatlab_core::cc::by_name_seeded(&f.cc, sc.seed ^ (f.id as u64).wrapping_mul(0x9E37_79B9))
                 .ok_or_else(|| format!("flows[{}].cc: unknown congestion control \"{}\"", f.id, f.cc))?;
@@ -131,14 +154,17 @@ impl World {
                 sched_snd: None,
                 sched_rcv: None,
                 sched_hs: None,
-                host: f.group as u32 + 1,
-                txbuf: Vec::new(),
             });
+            routes.push(Route { dir: f.direction, lines: lines(f.rtt_ns), host: f.group as u32 + 1, dscp: f.dscp, station: f.station });
         }
         let probes = sc
             .probes
             .iter()
-            .map(|p| ProbeState { spec: p.clone(), sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new() })
+            .enumerate()
+            .map(|(i, p)| {
+                let route = Route { dir: p.direction, lines: lines(p.rtt_ns), host: 1000 + i as u32, dscp: p.dscp, station: p.station };
+                ProbeState { spec: p.clone(), route, sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new() }
+            })
             .collect();
         let mut w = World {
             sc: sc.clone(),
@@ -146,10 +172,11 @@ impl World {
             q: Queue::default(),
             links,
             flows,
+            routes,
             probes,
             pages: sc.pages.iter().map(|_| PageState { waiting: Default::default() }).collect(),
-            air: Vec::new(),
-            free: Vec::new(),
+            air,
+            txbuf: Vec::new(),
             series: Series::default(),
             packets: 0,
             last_drops: [0; 2],
@@ -235,9 +262,8 @@ impl World {
                 }
                 self.kick_link(d as usize);
             }
-            Event::Arrive(slot) => {
-                let p = self.air[slot as usize].take().expect("a packet in the air");
-                self.free.push(slot);
+            Event::Arrive(line) => {
+                let p = self.air.arrive(line);
                 self.arrive(p);
             }
             Event::SenderTimer(f) => {
@@ -247,11 +273,9 @@ impl World {
                 }
                 self.flows[fi].sched_snd = None;
                 let now = self.now;
-                let fl = &mut self.flows[fi];
-                let mut out = std::mem::take(&mut fl.txbuf);
-                fl.snd.on_timer(now, &mut out);
-                fl.snd.transmit(now, &mut out);
-                self.flows[fi].txbuf = out;
+                let snd = &mut self.flows[fi].snd;
+                snd.on_timer(now, &mut self.txbuf);
+                snd.transmit(now, &mut self.txbuf);
                 self.after_sender(fi);
             }
             Event::ReceiverTimer(f) => {
@@ -283,9 +307,7 @@ impl World {
                         self.q.push(t, Event::AppWrite(f));
                     }
                 }
-                let mut out = std::mem::take(&mut fl.txbuf);
-                fl.snd.transmit(now, &mut out);
-                fl.txbuf = out;
+                fl.snd.transmit(now, &mut self.txbuf);
                 self.after_sender(fi);
             }
             Event::HandshakeTimer(f) => {
@@ -314,58 +336,49 @@ impl World {
 
     // ------------------------------------------------------------ routing
 
-    /// Which direction a packet crosses, and its one-way propagation delay.
-    fn route(&self, p: &Payload) -> (Direction, Nanos, u64, u32, u32) {
+    /// Which direction a packet crosses, and the delay line of its
+    /// propagation (its one-way delay).
+    fn route(&self, p: &Payload) -> (Direction, u32, u64, u32, u32) {
+        let r = self.route_of(p);
         match *p {
-            Payload::Data { flow, .. } => {
-                let f = &self.flows[flow as usize];
-                (f.spec.direction, f.spec.rtt_ns / 2, flow as u64, 0, f.host)
-            }
-            Payload::Ack { flow, .. } => {
-                let f = &self.flows[flow as usize];
-                (f.spec.direction.reverse(), f.spec.rtt_ns - f.spec.rtt_ns / 2, flow as u64, f.host, 0)
-            }
+            Payload::Data { flow, .. } => (r.dir, r.lines[0], flow as u64, 0, r.host),
+            Payload::Ack { flow, .. } => (r.dir.reverse(), r.lines[1], flow as u64, r.host, 0),
             Payload::Ctl { flow, seg } => {
                 // as the flow's data when it goes their way, else as its ACKs
-                let f = &self.flows[flow as usize];
-                if seg.kind.from_client() == (f.spec.direction == Direction::Up) {
-                    (f.spec.direction, f.spec.rtt_ns / 2, flow as u64, 0, f.host)
+                if seg.kind.from_client() == (r.dir == Direction::Up) {
+                    (r.dir, r.lines[0], flow as u64, 0, r.host)
                 } else {
-                    (f.spec.direction.reverse(), f.spec.rtt_ns - f.spec.rtt_ns / 2, flow as u64, f.host, 0)
+                    (r.dir.reverse(), r.lines[1], flow as u64, r.host, 0)
                 }
             }
-            Payload::ProbeReq { probe, .. } => {
-                let s = &self.probes[probe as usize].spec;
-                (s.direction.reverse(), s.rtt_ns / 2, PROBE_FLOW_BASE + probe as u64, 1000 + probe as u32, 0)
-            }
-            Payload::ProbeReply { probe, .. } => {
-                let s = &self.probes[probe as usize].spec;
-                (s.direction, s.rtt_ns - s.rtt_ns / 2, PROBE_FLOW_BASE + probe as u64, 0, 1000 + probe as u32)
-            }
+            Payload::ProbeReq { probe, .. } => (r.dir.reverse(), r.lines[0], PROBE_FLOW_BASE + probe as u64, r.host, 0),
+            Payload::ProbeReply { probe, .. } => (r.dir, r.lines[1], PROBE_FLOW_BASE + probe as u64, 0, r.host),
+        }
+    }
+
+    /// The [`Route`] of a packet's connection or probe.
+    fn route_of(&self, p: &Payload) -> &Route {
+        match *p {
+            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => &self.routes[flow as usize],
+            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => &self.probes[probe as usize].route,
         }
     }
 
     /// The WiFi station a packet's client sits on, if it crosses the medium.
     fn station(&self, p: &Payload) -> Option<usize> {
         self.wifi.as_ref()?;
-        match *p {
-            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.station,
-            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.station,
-        }
+        self.route_of(p).station
     }
 
     /// The DiffServ code point of a packet: its connection's or probe's, both ways.
     fn dscp(&self, p: &Payload) -> u8 {
-        match *p {
-            Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => self.flows[flow as usize].spec.dscp,
-            Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => self.probes[probe as usize].spec.dscp,
-        }
+        self.route_of(p).dscp
     }
 
     /// An endpoint emits a packet of `len` wire bytes.
     fn emit(&mut self, p: Payload, len: u32) {
         self.packets += 1;
-        let (dir, delay, flow, src, dst) = self.route(&p);
+        let (dir, line, flow, src, dst) = self.route(&p);
         let d = dir.index();
         if self.capture.is_some() {
             let (now, dscp) = (self.now, self.dscp(&p));
@@ -391,22 +404,14 @@ impl World {
             self.links[d].as_mut().unwrap().enqueue(now, meta, p);
             self.kick_link(d);
         } else {
-            self.fly(p, delay);
+            self.fly(p, line);
         }
     }
 
-    fn fly(&mut self, p: Payload, delay: Nanos) {
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.air[s as usize] = Some(p);
-                s
-            }
-            None => {
-                self.air.push(Some(p));
-                (self.air.len() - 1) as u32
-            }
-        };
-        self.q.push_after(self.now, delay, Event::Arrive(slot));
+    /// A packet starts its propagation on delay line `line`.
+    fn fly(&mut self, p: Payload, line: u32) {
+        self.air.send(line, p);
+        self.q.push_after(self.now, self.air.delay(line), Event::Arrive(line));
     }
 
     fn kick_link(&mut self, d: usize) {
@@ -446,8 +451,8 @@ impl World {
                     *ce = true;
                 }
             }
-            let (_, delay, ..) = self.route(&data);
-            self.fly(data, delay);
+            let (_, line, ..) = self.route(&data);
+            self.fly(data, line);
         }
         self.wifi.as_mut().unwrap().out = out;
         self.kick_wifi();
@@ -461,8 +466,8 @@ impl World {
                 *ce = true;
             }
         }
-        let (_, delay, ..) = self.route(&data);
-        self.fly(data, delay);
+        let (_, line, ..) = self.route(&data);
+        self.fly(data, line);
         self.kick_link(d);
     }
 
@@ -503,9 +508,7 @@ impl World {
                 let now = self.now;
                 let fl = &mut self.flows[fi];
                 fl.snd.on_window(ack, wnd, tsval, tsecr);
-                let mut out = std::mem::take(&mut fl.txbuf);
-                fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut out);
-                fl.txbuf = out;
+                fl.snd.on_ack(now, ack, &sack[..nsack as usize], dsack, ece, &mut self.txbuf);
                 self.after_sender(fi);
             }
             Payload::Ctl { flow, seg } => {
@@ -571,9 +574,7 @@ impl World {
             fl.started = true;
             // the window of the SYN or SYN-ACK
             fl.snd.snd_wnd = fl.rcv.win.initial() as u64;
-            let mut out = std::mem::take(&mut fl.txbuf);
-            fl.snd.start(now, Some(s), &mut out);
-            fl.txbuf = out;
+            fl.snd.start(now, Some(s), &mut self.txbuf);
             if let Some(t) = fl.snd.app_write(now) {
                 self.q.push(t, Event::AppWrite(fi as u32));
             }
@@ -599,18 +600,17 @@ impl World {
 
     /// Put the sender's segments on the wire and (re)schedule its timer.
     fn after_sender(&mut self, fi: usize) {
-        let out = std::mem::take(&mut self.flows[fi].txbuf);
+        let mut out = std::mem::take(&mut self.txbuf);
         let tsecr = self.flows[fi].snd.ts_recent;
         let tsval = bloatlab_core::kernel::tcp_clock_ms(self.now);
         for tx in &out {
             let p = Payload::Data { flow: fi as u32, seq: tx.seq, len: tx.len, ect: tx.ect, ce: false, cwr: tx.cwr, tsval, tsecr };
             self.emit(p, tx.len + crate::packet::TCP_HDR);
         }
-        let mut out = out;
         out.clear();
+        self.txbuf = out;
         let now = self.now;
         let fl = &mut self.flows[fi];
-        fl.txbuf = out;
         if fl.snd.finished() && fl.end.is_none() {
             fl.end = Some(now);
             fl.delivered_at_end = Some(fl.delivered_bytes());
