@@ -41,6 +41,12 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
         if p["limiter"] in ("policer", "shaper"):
             assert 0.10 <= p["cir_fraction"] <= 0.95 and 1 <= p["bucket_ms"] <= 100
             assert p["down_mbps"] == pytest.approx(p["port_mbps"] * p["cir_fraction"])
+        if p.get("variable"):
+            # a FIFO path whose capacity follows a model's trace (its median the port rate); its rate the trace's mean
+            assert p["limiter"] == "fifo" and p["variable"] in campaign.VARIABLE_MODELS and p["port_mbps"] <= 200
+            down = campaign.truth_doc(p, 5, "cubic", "autorate", autorate={"min_mbps": 2, "base_mbps": 3, "max_mbps": 5})["link"]["down"]
+            assert down["rate"].startswith("trace:") and down["autorate"] == {"min": "2Mbit", "base": "3Mbit", "max": "5Mbit"}
+            assert campaign.truth_doc(p, 5)["link"]["down"]["rate"] == down["rate"]
         if p["limiter"] == "wifi":
             # the station's PHY rate at its MCS; its rate what the model's MAC delivers (~3/4 of it); no random loss
             assert p["wifi_mac"] in ("legacy", "fq", "airtime") and 0 <= p["mcs"] <= 15 and p["loss"] == 0
@@ -48,6 +54,8 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
             doc = campaign.truth_doc(p, 5, "bbr", "airtime")
             assert "link" not in doc and doc["wifi"]["mac"] == "airtime" and doc["flow"][0]["station"] == "you"
     assert 0.15 <= sum(p["loss"] > 0 for p in a) / len(a) <= 0.35  # a quarter of the paths
+    fifo = [p for p in a if p["limiter"] == "fifo" and p["port_mbps"] <= 200]
+    assert 0.25 <= sum(bool(p["variable"]) for p in fifo) / len(fifo) <= 0.75  # half the FIFO paths up to 200 Mbit/s
 
 
 def test_the_true_path_with_the_users_shaper_keeps_a_policer_only_when_the_shaper_exceeds_it():
