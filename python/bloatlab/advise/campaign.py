@@ -482,6 +482,8 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     """Run (or resume) a campaign of ``n`` paths into ``out``."""
     from ..engines import emu
 
+    from .campaign_report import describe_truth
+
     emu.check()
     os.makedirs(os.path.join(out, "paths"), exist_ok=True)
     meta_path = os.path.join(out, "campaign-meta.json")
@@ -502,8 +504,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
             continue
         if limit is not None and done >= limit:
             break
-        say(f"path {t['index'] + 1}/{n}: {t['limiter']}, {t['down_mbps']:.4g} Mbit/s (port {t['port_mbps']:.4g}), "
-            f"{t['base_rtt_ms']:.3g} ms, {t['buffer_bdp']:.2g} BDP, loss {t['loss'] * 100:.2g} %")
+        say(f"path {t['index'] + 1}/{n}: {describe_truth(t)}")
         pdir = os.path.join(out, "paths", f"{t['index']:04d}")
         try:
             rec = run_path(t, pdir, quick, say, ranked)

@@ -13,6 +13,17 @@ from ..result import atomic_write_text
 CLASSES = ("fifo", "policer", "aqm", "wifi")
 
 
+
+def describe_truth(t: dict) -> str:
+    """A true path in one line (the progress lines, the report's wrong paths)."""
+    if t["limiter"] == "wifi":
+        lim = f"wifi ({t['wifi_mac']} AP, MCS {t['mcs']}, PHY {t['port_mbps']:.3g} Mbit/s)"
+    else:
+        lim = f"{t['limiter']}" + (f" ({t['variable']}-like capacity, median {t['port_mbps']:.3g})" if t.get("variable") else
+                                   f" (port {t['port_mbps']:.4g})")
+    buf = f", {t['buffer_bdp']:.2g} BDP" if t.get("buffer_bdp") is not None else ""
+    return f"{lim}, {t['down_mbps']:.4g} Mbit/s, {t['base_rtt_ms']:.3g} ms{buf}, loss {t['loss'] * 100:.2g} %"
+
 def _cdf(ax, vals, label, pct=True, style="-"):
     v = np.sort(np.abs(np.asarray([x for x in vals if x is not None], float)))
     if v.size == 0:
@@ -115,8 +126,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         rows = []
         for r in wrong:
             t, m, ev = r["truth"], r["measured"], r["measured"].get("evidence") or {}
-            rows.append({"path": r["index"], "truth": f"{t['limiter']} {t['down_mbps']:.3g} Mbit/s (port {t['port_mbps']:.3g}), "
-                                                     f"{t['base_rtt_ms']:.3g} ms, {t['buffer_bdp']:.2g} BDP, loss {t['loss'] * 100:.2g} %",
+            rows.append({"path": r["index"], "truth": describe_truth(t),
                          "measured": f"{m['limiter']} {m['down_mbps']:.3g} Mbit/s, {m['base_rtt_ms']:.3g} ms",
                          "evidence (queueing ms: probe p95 / flows p50 / p95 / floor; drops)":
                              f"{ev.get('probe_q95_ms', float('nan')):.2f} / {ev.get('flow_q50_ms', float('nan')):.2f} / "
