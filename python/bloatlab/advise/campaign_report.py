@@ -96,7 +96,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                    "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
                    "of the recommended configuration against the kernel's run of it on the true path. wifi_*: the WiFi "
                    "hops' PHY rate (within 10 %), the access point's design (fq and airtime are one for one station) "
-                   "and a legacy AP's queue (within 30 %). Not yet in the distribution: variable-rate links, WiFi "
+                   "and a legacy AP's queue (within 30 %). variable_right: a variable capacity (half the FIFO paths up to "
+                   "200 Mbit/s) told from a fixed one; rate: not on those (the measurement reads seconds of a trace whose "
+                   "mean is the truth's). Not yet in the distribution: variable capacity behind other limiters, WiFi "
                    "hops shared with other stations; the ranking goal only with --rank "
                    "(every candidate this kernel runs, on the true path).")
     if ok:
