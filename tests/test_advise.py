@@ -462,3 +462,26 @@ def test_a_variable_path_twin_follows_a_fitted_trace_and_advise_weighs_cake_auto
     assert recommend.autorate_settings(low)["min_mbps"] == 2
     low.down_rate_p50_mbps, low.down_rate_p90_mbps = 1.0, 1.5
     assert recommend.autorate_settings(low) is None
+
+
+@needs_root
+def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp_path):
+    """Issue 31 through the emulator: the gallery's Starlink-like trace behind a 1.5-MB modem FIFO reads as
+    a variable capacity (its p10 and p90 beyond what CAKE at 95 % of the median allows), the twin follows a
+    fitted trace written beside it, and advise on that twin weighs CAKE fixed and cake-autorate."""
+    trace = os.path.join(ROOT, "python", "bloatlab", "gallery", "traces", "starlink-like.trace")
+    m = measure_through(["--down", f"trace:{trace}", "--up", "10Mbit", "--rtt", "40ms", "--buffer", "1500KB"],
+                        ["--no-up", f"--out {tmp_path}/twin.toml"])
+    d = m["down"]
+    assert d["limiter"] == "fifo", d.get("wifi_note")  # a trace's milliseconds are not WiFi aggregates
+    v = d["rate_variation"]
+    assert d["variable"], v
+    assert v["p10_mbps"] < v["p50_mbps"] < v["p90_mbps"] and v["busy_windows"] >= 10
+    twin = (tmp_path / "twin.toml").read_text()
+    assert 'rate = "trace:twin-down.trace"' in twin and (tmp_path / "twin-down.trace").exists()
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--current-cc", "cubic", "--json", "--duration", "10s")
+    assert r.returncode == 0, r.stderr
+    a = json.loads(r.stdout)
+    assert {c["queue"] for c in a["alternatives"]} == {"as-is", "cake", "autorate"}
+    ar = a["recommendation"]["autorate"]
+    assert ar["min_mbps"] <= ar["base_mbps"] <= ar["max_mbps"] and "base_dl_shaper_rate_kbps" in ar["how"]

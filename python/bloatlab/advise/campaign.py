@@ -436,7 +436,9 @@ def errors(rec: dict) -> dict:
            "pred_goodput": _rel(rec["predicted"]["goodput_mbps"], rec["kernel"]["goodput_mbps"]),
            "pred_p95_rtt": _rel(rec["predicted"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"]),
            "today_goodput": _rel(rec["predicted_today"]["goodput_mbps"], rec["kernel_today"]["goodput_mbps"])}
-    if t.get("variable") is not None or m.get("variable") is not None:
+    if t["limiter"] == "fifo":
+        # where the truth's capacity is either fixed or a trace (a tbf's bucket or a WiFi MAC moves the rate too:
+        # there the twin keeps its own model whatever measure reads)
         out["variable_right"] = bool(m.get("variable")) == bool(t.get("variable"))
     if t["limiter"] == "wifi" and m.get("wifi"):
         # the PHY rate the train's batches read, and the access point's design (fq and airtime are one for one station)
