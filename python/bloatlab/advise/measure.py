@@ -276,6 +276,10 @@ def _window(j: dict, d: str) -> dict:
 VARIATION_MIN_WINDOW_S = 0.1
 #: ... and at least this many of the flows' TCP_INFO samples (the load samples every phase / 150, 10 ms at least)
 VARIATION_SAMPLES = 2
+#: ... and long enough to carry this many packets at the phase's median rate: one packet, what whole packets
+#: resolve, is then at most 5 % of a window — the margin of a shaper at 95 % that the verdict (variable_rate)
+#: reads against (at 1.2 Mbit/s 100 ms carry 10 packets: a tbf's bucket and the estimator's noise read +-15 %)
+VARIATION_PACKETS = 20
 #: windows a variation needs to be read at all (a p10 and a p90 of fewer are the extremes)
 VARIATION_MIN_WINDOWS = 10
 
@@ -283,8 +287,9 @@ VARIATION_MIN_WINDOWS = 10
 def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
     """How the capacity of direction ``d`` moved over one loaded phase (its
     JSON ``j``), through the phase's second half (after every ramp), in
-    consecutive windows of :data:`VARIATION_MIN_WINDOW_S` or
-    :data:`VARIATION_SAMPLES` samples, whichever is longer: the flows' summed
+    consecutive windows of :data:`VARIATION_MIN_WINDOW_S`,
+    :data:`VARIATION_SAMPLES` samples or :data:`VARIATION_PACKETS` packets at
+    the median rate, whichever is longest: the flows' summed
     delivery rate (``tcpi_delivery_rate``, the kernel's per-ACK sample, which
     counts SACKed data: the cumulative ACK advances in jumps after a loss and
     read ±14 % over 200-ms windows on a fixed 20 Mbit/s FIFO) averaged over
@@ -310,7 +315,10 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
     t1 = min(t[fid == i].max() for i in ids)
     w0 = t0 + 0.5 * (t1 - t0)
     step = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
-    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step)
+    grid = np.arange(w0, t1, 0.01)
+    median_bps = float(np.median(sum(np.interp(grid, t[fid == i], rate_s[fid == i]) for i in ids))) if grid.size else 0.0
+    packets_s = VARIATION_PACKETS * WIRE_SEGMENT * 8 / median_bps if median_bps > 0 else 0.0
+    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step, packets_s)
     edges = np.arange(w0, t1 + 1e-9, win)
     if edges.size - 1 < VARIATION_MIN_WINDOWS:
         return None
@@ -525,6 +533,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": secs, "saturated": saturated, "rate_variation": variation,
+            # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
+            "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
 
 
@@ -815,7 +825,10 @@ def _wifi_train(host: str, port: int, secret: str | None, x: dict, base_ms: floa
     x["wifi_note"] = why
     if phy is None:
         return
-    mac, why_mac = wifi_design(x["evidence"]["flow_q95_ms"], x["evidence"]["dropped"], base_ms)
+    # the loss-based fill's queue: BBR keeps ~a BDP queued whatever the AP does (4 BBR flows at 256 ms sat 524 ms
+    # (p95) behind mac80211's fq_codel, read as a legacy FIFO on the campaign's evaluation seed 3)
+    mac, why_mac = wifi_design(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]),
+                               x.get("fill_dropped", x["evidence"]["dropped"]), base_ms)
     x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}")
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
