@@ -31,7 +31,7 @@ import numpy as np
 
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import Path, grade
+from .path import SHAPE_FRACTION, Path, grade
 
 #: The limiter's rule (:func:`classify`) compares queueing delays with the wait a
 #: path without a standing queue still shows, :func:`burst_floor_ms`. Its parts:
@@ -859,7 +859,7 @@ def variable_rate(v: dict | None) -> bool:
     """Whether a direction's capacity moves enough to matter to a shaper,
     both ways: in more than a tenth of the busy windows (its p10) the link
     carried less than a shaper at the median leaves it
-    (:data:`recommend.SHAPE_FRACTION`, 95 %: that CAKE then no longer owns the
+    (:data:`path.SHAPE_FRACTION`, 95 %: that CAKE then no longer owns the
     queue), and in more than a tenth (its p90) more than the median over that
     fraction (the capacity such a shaper leaves unused) — each by more than
     one packet a window (what whole packets resolve). One-sided dips are what
@@ -867,8 +867,6 @@ def variable_rate(v: dict | None) -> bool:
     the delivery-rate samples of flows recovering from a loss read below it
     (a fixed 20 Mbit/s FIFO through the emulator: p10 0.93, p90 1.004 x the
     median; the gallery's LTE-like trace 0.90 and 1.16)."""
-    from .recommend import SHAPE_FRACTION
-
     if not v:
         return False
     packet_mbps = WIRE_SEGMENT * 8 / v["window_s"] / 1e6

@@ -25,6 +25,10 @@ WIFI_MACS = ("legacy", "fq", "airtime")
 #: the frames a legacy access point's driver holds below its qdisc (ath9k ATH_MAX_QDEPTH, crates/core/src/wifi/mac.rs
 #: LEGACY_DRIVER_FRAMES): a queue measured behind a legacy AP is the qdisc's and these; the twin's qdisc gets the rest
 LEGACY_DRIVER_FRAMES = 123
+#: A shaper just below the line rate moves the queue into the user's AQM; 95 %
+#: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %). advise shapes
+#: there; measure reads a capacity as variable against it.
+SHAPE_FRACTION = 0.95
 #: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")
 AUTORATE_MIN_MBPS = 2.0
 #: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .path import Path
+from .path import SHAPE_FRACTION, Path
 
 CCS = ("reno", "cubic", "bbr", "bbr3")
 QUEUES = ("as-is", "fq_codel", "cake")
@@ -48,9 +48,6 @@ QUEUES = ("as-is", "fq_codel", "cake")
 #: the default of every mac80211 driver with TXQs since). Not the legacy design (no one moves to it), nor ``fq``
 #: apart: without airtime fairness it is the same design for the twin's one station (the runs are identical)
 WIFI_QUEUES = ("airtime",)
-#: A shaper just below the line rate moves the queue into the user's AQM; 95 %
-#: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %).
-SHAPE_FRACTION = 0.95
 #: goal -> weights of (goodput, latency, fairness, retransmissions)
 GOALS = {
     "throughput": (0.75, 0.10, 0.05, 0.10),
