@@ -466,11 +466,13 @@ def test_a_variable_path_twin_follows_a_fitted_trace_and_advise_weighs_cake_auto
 
 @needs_root
 def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp_path):
-    """Issue 31 through the emulator: the gallery's Starlink-like trace behind a 1.5-MB modem FIFO reads as
-    a variable capacity (its p10 and p90 beyond what CAKE at 95 % of the median allows), the twin follows a
-    fitted trace written beside it, and advise on that twin weighs CAKE fixed and cake-autorate."""
-    trace = os.path.join(ROOT, "python", "bloatlab", "gallery", "traces", "starlink-like.trace")
-    m = measure_through(["--down", f"trace:{trace}", "--up", "10Mbit", "--rtt", "40ms", "--buffer", "1500KB"],
+    """Issue 31 through the emulator: the gallery's LTE-like trace behind a 500-KB modem FIFO reads as a
+    variable capacity (its p10 and p90 beyond what CAKE at 95 % of the median allows: measured 0.90 and 1.16 x
+    the median, against 0.95 and 1.05 plus a packet), the twin follows a fitted trace written beside it, and
+    advise on that twin weighs CAKE fixed and cake-autorate. (The Starlink-like trace moves by epochs of 15 s:
+    a quick measurement within one sees only its fading, 0.91-1.07 x, too close to the verdict's margin.)"""
+    trace = os.path.join(ROOT, "python", "bloatlab", "gallery", "traces", "lte-like.trace")
+    m = measure_through(["--down", f"trace:{trace}", "--up", "10Mbit", "--rtt", "40ms", "--buffer", "500KB"],
                         ["--no-up", f"--out {tmp_path}/twin.toml"])
     d = m["down"]
     assert d["limiter"] == "fifo", d.get("wifi_note")  # a trace's milliseconds are not WiFi aggregates
