@@ -60,11 +60,11 @@ def test_a_twin_with_the_trains_port_and_bucket_round_trips(tmp_path):
 
 def test_a_policed_direction_records_its_train_and_survives_its_failure(monkeypatch):
     d = {"rate_mbps": 19.5, "limiter": "policer"}
-    monkeypatch.setattr(m, "_train", lambda host, port, secret: EMULATED)
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: EMULATED)
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert d["train"] is EMULATED and d["port_mbps"] == 100.06 and 24_000 < d["bucket_bytes"] < 25_000 and d["train_note"] is None
 
-    def refused(host, port, secret):
+    def refused(host, port, secret, count=None):
         raise UserError("measure (packet train): the server refused the train: ...")
 
     monkeypatch.setattr(m, "_train", refused)

@@ -174,6 +174,20 @@ def capacity_percentiles(ms: list[int], window_ms: int = 1000) -> dict[str, floa
 MODELS = {"lte": lte_rates, "starlink": starlink_rates}
 
 
+def mahimahi_text(ms: list[int]) -> str:
+    """A trace's file text: one opportunity's millisecond a line."""
+    return "".join(f"{t}\n" for t in ms)
+
+
+def write_mahimahi(path: str, rates_bps: list[float]) -> list[int]:
+    """Write the trace of a capacity per millisecond to ``path`` (atomically); its opportunities."""
+    from .result import atomic_write_text
+
+    ms = to_mahimahi(rates_bps)
+    atomic_write_text(path, mahimahi_text(ms))
+    return ms
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bloatlab.traces", description=__doc__.split("\n\n")[0])
     ap.add_argument("model", choices=sorted(MODELS))
@@ -185,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     if duration_ms <= 0:
         ap.error(f'--duration: expected a positive duration, got "{a.duration}"')
     ms = to_mahimahi(MODELS[a.model](duration_ms, a.seed))
-    text = "".join(f"{t}\n" for t in ms)
+    text = mahimahi_text(ms)
     if a.output:
         with open(a.output, "w") as f:
             f.write(text)

@@ -164,7 +164,6 @@ def _variable_trace(t: dict) -> tuple[str, dict]:
     import tempfile
 
     from .. import traces
-    from ..result import atomic_write_text
 
     d = os.path.join(tempfile.gettempdir(), "bloatlab-campaign-traces")
     path = os.path.join(d, f"{t['variable']}-{t['trace_seed']}-{t['port_mbps']:.6g}.trace")
@@ -172,8 +171,7 @@ def _variable_trace(t: dict) -> tuple[str, dict]:
         rates = traces.MODELS[t["variable"]](VARIABLE_TRACE_MS, t["trace_seed"])
         median = traces.capacity_percentiles(traces.to_mahimahi(rates), 1000)["median_mbps"]
         os.makedirs(d, exist_ok=True)
-        ms = traces.to_mahimahi([r * t["port_mbps"] / median for r in rates])
-        atomic_write_text(path, "\n".join(str(x) for x in ms) + "\n")
+        traces.write_mahimahi(path, [r * t["port_mbps"] / median for r in rates])
     with open(path) as f:
         ms = [int(x) for x in f.read().split()]
     return path, traces.capacity_percentiles(ms, 1000)

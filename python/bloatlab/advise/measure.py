@@ -615,6 +615,17 @@ def _twin_buffer(x: dict) -> int | None:
 TRAIN_PORT_MARGIN = 1.1
 
 
+def _train_or_note(host: str, port: int, secret: str | None, count: int | None, d: dict, note: str, assumed: str,
+                   say) -> dict | None:
+    """:func:`_train`, or None where it failed: then ``d[note]`` says why and what is ``assumed`` instead."""
+    try:
+        return _train(host, port, secret, count)
+    except UserError as e:
+        d[note] = f"no packet train ({e}): {assumed}"
+        say(f"  ({d[note]})")
+        return None
+
+
 def _train(host: str, port: int, secret: str | None, count: int | None = None) -> dict:
     """A packet train from the server (``bloatlab-probe udp train``; ``count``
     full packets, its default 1000): the ``train`` object of its JSON."""
@@ -667,11 +678,9 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
     """Behind a policer: one packet train, its figures into the direction's
     report ``d`` (``train``, ``port_mbps``, ``bucket_bytes``, ``train_note``)."""
     say("  down: a packet train for the policer's port rate and bucket ...")
-    try:
-        t = _train(host, port, secret)
-    except UserError as e:
-        d.update(train=None, port_mbps=None, bucket_bytes=None, train_note=f"no packet train ({e}): the port and bucket are assumed")
-        say(f"  ({d['train_note']})")
+    t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
+    if t is None:
+        d.update(train=None, port_mbps=None, bucket_bytes=None)
         return
     p, b, why = policer_figures(t, d["rate_mbps"])
     d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None)
@@ -722,11 +731,8 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
         return
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     say(f"  down: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
-    try:
-        t = _train(host, port, secret, AQM_TRAIN_PACKETS)
-    except UserError as e:
-        x["aqm_note"] = f"no packet train ({e}): a FIFO is assumed"
-        say(f"  ({x['aqm_note']})")
+    t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
+    if t is None:
         return
     kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms)
     x["aqm_train"] = t
@@ -814,11 +820,8 @@ def _wifi_train(host: str, port: int, secret: str | None, x: dict, base_ms: floa
     becomes ``wifi``: the AP's design (:func:`wifi_design`) and the PHY rate
     from the train's batches (:func:`wifi_hop`)."""
     say("  down: a packet train for a WiFi hop ...")
-    try:
-        t = _train(host, port, secret, WIFI_TRAIN_PACKETS)
-    except UserError as e:
-        x["wifi_note"] = f"no packet train ({e}): a wired path is assumed"
-        say(f"  ({x['wifi_note']})")
+    t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, x, "wifi_note", "a wired path is assumed", say)
+    if t is None:
         return
     phy, why = wifi_hop(t)
     x["wifi_train"] = t

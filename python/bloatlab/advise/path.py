@@ -261,9 +261,7 @@ class Path:
         if not self.down_trace:
             fd, self.down_trace = tempfile.mkstemp(prefix="bloatlab-twin-", suffix=".trace")
             os.close(fd)
-        from ..result import atomic_write_text
-
-        atomic_write_text(self.down_trace, "\n".join(str(x) for x in traces.to_mahimahi(rates)) + "\n")
+        traces.write_mahimahi(self.down_trace, rates)
         return self.down_trace
 
     def wifi_rate_mbps(self, seconds: float = 4.0) -> float:

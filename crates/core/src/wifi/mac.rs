@@ -297,6 +297,18 @@ impl<T: 'static> Node<T> {
         self.txqs[s].deficit
     }
 
+    /// An empty station at the head of its list leaves it: a new one moves
+    /// to the old list once (so it cannot stay new forever, as in fq_codel)
+    /// unless the old list is empty, an old one is unlinked.
+    fn leave_empty(&mut self, s: usize, from_new: bool) {
+        self.pop(from_new);
+        if from_new && !self.old_list.is_empty() {
+            self.old_list.push_back(s);
+        } else {
+            self.txqs[s].linked = false;
+        }
+    }
+
     /// The station whose turn it is (`ath_txq_schedule`), or None if idle.
     fn next_station(&mut self) -> Option<usize> {
         loop {
@@ -309,12 +321,7 @@ impl<T: 'static> Node<T> {
                 continue;
             }
             if !self.txqs[s].has_data() {
-                self.pop(from_new);
-                if from_new && !self.old_list.is_empty() {
-                    self.old_list.push_back(s);
-                } else {
-                    self.txqs[s].linked = false;
-                }
+                self.leave_empty(s, from_new);
                 continue;
             }
             return Some(s);
@@ -402,12 +409,7 @@ impl<T: 'static> Node<T> {
             let from_new = !self.new_list.is_empty();
             let s = *self.new_list.front().or(self.old_list.front())?;
             if self.txqs[s].q.backlog_pkts() == 0 {
-                self.pop(from_new);
-                if from_new && !self.old_list.is_empty() {
-                    self.old_list.push_back(s);
-                } else {
-                    self.txqs[s].linked = false;
-                }
+                self.leave_empty(s, from_new);
                 continue;
             }
             let p = self.aql.as_ref().expect("AQL is on");
