@@ -102,13 +102,14 @@ PIE_TRAIN = {"first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, 
 
 
 def test_a_train_tells_a_single_queue_aqm_from_a_fifo_by_the_burst_it_lets_build():
-    # a FIFO passes its buffer (20.3 ms x (1 - 100/9423) = 20.1 ms here, the flows held 19.9), then drops what
-    # the rate cannot drain
+    # a FIFO passes its buffer and what the rate drained meanwhile (175 packets: 21.0 ms x (1 - 100/9423) = 20.8 ms
+    # built, the flows held 19.9), then drops what the rate cannot drain
     kind, why = m.single_queue_aqm(FIFO_TRAIN, 100.0, 19.9)
-    assert kind is None and "20.1 ms of queue" in why and "a FIFO's buffer" in why
-    # CoDel: 105.6 x (1 - 20/4609) = 105.1 ms of queue built (the flows held 12.1: 8.7x), then drops here and there
+    assert kind is None and "20.8 ms of queue" in why and "a FIFO's buffer" in why
+    # CoDel: 989 packets, 593.4 x (1 - 20/4609) = 591 ms of queue built (the flows held 12.1: 49x), the first
+    # drop 105.6 ms into the queue (after CoDel's interval), then drops here and there
     kind, why = m.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)
-    assert kind == "codel" and "105 ms of queue (8.7x)" in why
+    assert kind == "codel" and "591 ms of queue (49x)" in why
     # PIE: the whole train passed, 120 x (1 - 100/1260) = 110 ms built (21.7 ms held: 5.1x), beyond CoDel's interval
     kind, why = m.single_queue_aqm(PIE_TRAIN, 100.0, 21.7)
     assert kind == "pie" and "110 ms" in why
@@ -122,6 +123,29 @@ def test_a_train_tells_a_single_queue_aqm_from_a_fifo_by_the_burst_it_lets_build
     assert m.single_queue_aqm(PIE_TRAIN, 100.0, 150.0)[0] is None
 
 
+# Trains through the emulator's PIE (Linux's defaults) and a FIFO at a few Mbit/s, each sent right after measure's
+# loaded phases (the advisor's campaign, evaluation seed 4, paths 28 and 25: 3.8 and 4.6 Mbit/s).
+PIE_LOADED_TRAIN = {"first_loss": 6, "head_bytes": 9000, "head_packets": 6, "lost": 414, "tail_packets": 580, "received": 586,
+                    "wire_bytes": 1500, "head_send_mbps": 608.5, "send_mbps": 1087.5}
+FIFO_SLOW_TRAIN = {"first_loss": 10, "head_bytes": 15000, "head_packets": 10, "lost": 985, "tail_packets": 5, "received": 15,
+                   "wire_bytes": 1500, "head_send_mbps": 493.2, "send_mbps": 895.9}
+
+
+def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
+    """PIE's drop probability, raised by the loaded phase, outlasts it by seconds: the train loses its 7th packet,
+    sooner than a FIFO of the flows' queue would, but then only 42 % of its tail, here and there, where a full FIFO
+    admits C/U (3.8/1087: 3.5 packets of 994) — the 586 packets that arrived stood 1.85 s in the queue (92x the
+    flows' 20 ms), and the first loss came 19 ms into it, before CoDel could drop (100 ms): PIE's."""
+    kind, why = m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 20.1)
+    assert kind == "pie" and "1.85e+03 ms of queue (92x)" in why and "before CoDel's 100-ms interval" in why
+    # the FIFO at 4.6 Mbit/s: 15 packets arrived (38.8 ms built, 1.2x the flows' 31.4 ms), 5 of 990 after the first
+    # loss — what its drain admits (990 x 4.61/896 = 5.1)
+    kind, why = m.single_queue_aqm(FIFO_SLOW_TRAIN, 4.61, 31.4)
+    assert kind is None and "38.8 ms of queue" in why and "a FIFO's buffer" in why
+    # the same tail through a queue that built no more than the flows held: a FIFO's, however spread
+    assert m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 1000.0)[0] is None
+
+
 def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():
     from bloatlab.advise.path import Path
 
@@ -130,3 +154,24 @@ def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():
     assert d["qdisc"] == "pie" and "buffer" not in d
     assert "single-queue AQM" in p.describe()
     assert Path(base_rtt_ms=20.0, down_mbps=20.0, limiter="aqm").link_doc()["qdisc"] == "fq_codel"
+
+
+def test_the_aqm_verdict_reads_the_policer_train_where_one_was_sent(monkeypatch):
+    """A direction read as a policer and turned into a shallow queue by its train (no faster port) is judged on that
+    train: a second one right after it would meet the drop probability the first left behind (path 28 above: 586
+    of the first train's packets arrived, none but 4 of a second's)."""
+    x = {"limiter": "fifo", "rate_mbps": 3.79, "buffer_bytes": 9536, "load_cc": m.LOAD_CC,
+         "evidence": {"dropped": True}, "train": dict(PIE_LOADED_TRAIN, sent=1000)}
+
+    def no_second(*a, **k):
+        raise AssertionError("a second train was sent")
+
+    monkeypatch.setattr(m, "_train", no_second)
+    m._aqm_train("h", 5301, None, x, lambda s: None)
+    assert x["limiter"] == "aqm" and x["aqm_qdisc"] == "pie" and x["buffer_bytes"] is None
+    # without a train of its own length before, the direction sends one
+    sent = []
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: sent.append(count) or FIFO_SLOW_TRAIN)
+    y = {"limiter": "fifo", "rate_mbps": 4.61, "buffer_bytes": 18095, "load_cc": m.LOAD_CC, "evidence": {"dropped": True}}
+    m._aqm_train("h", 5301, None, y, lambda s: None)
+    assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]

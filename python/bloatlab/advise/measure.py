@@ -70,12 +70,10 @@ UNSATURATED = 1.25
 #: what the rate drains of the rest (tail drop at a sender U >> C: 1 - C/U); CoDel lets the queue stand above its
 #: target for a whole interval before it drops (RFC 8289: 100 ms, then sparse drops at interval/sqrt(n)), PIE
 #: lets a 150-ms burst in and raises its drop probability 15 ms at a time (RFC 8033). A train is an AQM's burst
-#: where it passed at least this multiple of the flows' queue and its tail was not tail-dropped. Measured in the
-#: emulator (2026-11-25, 20 and 100 Mbit/s, 20 and 60 ms): FIFOs of 0.5 and 1 BDP 0.9-1.4x, CoDel 8.8-18x, PIE
+#: where it built at least this multiple of the flows' queue and its tail was not tail-dropped (single_queue_aqm).
+#: Measured in the emulator (2026-11-25, 20 and 100 Mbit/s, 20 and 60 ms): FIFOs of 0.5 and 1 BDP 0.9-1.4x, CoDel 8.8-18x, PIE
 #: 5.5-41x (docs/advise.md, "A single-queue AQM")
 AQM_BURST_RATIO = 2.0
-#: ... and whose tail (the packets after the first loss) mostly arrived: a FIFO's arrives at C/U (~1-5 %)
-AQM_TAIL_ARRIVED = 0.5
 #: CoDel's interval (RFC 8289; sch_codel's default): a train shorter than it at the rate cannot tell CoDel from PIE
 CODEL_INTERVAL_MS = 100.0
 #: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
@@ -692,48 +690,72 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[str | None, str]:
     """Whether a packet train shows a single-queue AQM behind a queue that looked
     like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
-    (``"codel"``, ``"pie"`` or None, why). A loss within the train after the
-    queue stood ~an interval is CoDel's; a train that passed whole, longer than
-    CoDel's interval, PIE's; a whole train shorter than that cannot tell the
-    two (CoDel is taken, and the reason says so)."""
+    (``"codel"``, ``"pie"`` or None, why).
+
+    The queue the train built is what arrived at the rate C less the time it
+    took to send (U: the rate the server sent it at): a FIFO of B admits B plus
+    what C drained meanwhile, so it builds B/C whatever the train's length,
+    then admits no more than C/U of the rest. An AQM's queue is not its
+    buffer: it builds more than the flows held (:data:`AQM_BURST_RATIO`), and
+    what it drops after the first loss is spread, most of the tail arriving
+    (PIE drops each packet with its probability, CoDel one now and then) —
+    more than twice what a full FIFO admits (C/U) and more than the tail's
+    binomial noise. Which AQM: CoDel drops only what waited above its target
+    for a whole interval (RFC 8289: 100 ms), so a first loss among the packets
+    the rate drains within :data:`CODEL_INTERVAL_MS` is PIE's (its drop
+    probability, which a loaded phase just before leaves high for seconds:
+    RFC 8033 lowers it 2 % a 15-ms update once the queue is empty); a later
+    one here and there, CoDel's; a train that passed whole and built more
+    than CoDel's interval, PIE's burst allowance; a whole train shorter than
+    that cannot tell the two (CoDel is taken, and the reason says so)."""
     wire = train.get("wire_bytes", WIRE_SEGMENT)
-    # the queue the head built: what arrived beyond what the rate drained meanwhile, the head sent at U
-    # (a FIFO of B passes B x U / (U - C): at 300 Mbit/s from a 550-Mbit/s server, 2.2 B)
-    sent = train.get("head_send_mbps") or float("inf")
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
     if sent <= rate_mbps:
         return None, f"the train was sent at {sent:.4g} Mbit/s, no faster than the rate: it built no queue to read"
-    head_ms = train["head_bytes"] * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    received = train.get("received", train.get("head_packets", 0) + train.get("tail_packets", 0))
+    built_ms = received * wire * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    ratio = built_ms / max(queue_ms, 0.1)
     whole = train.get("first_loss") is None
-    tail = train.get("tail_packets", 0)
-    arrived = 1.0 if whole else tail / max(tail + train.get("lost", 0), 1)
-    if whole and head_ms < AQM_BURST_RATIO * max(queue_ms, 0.1):
-        return None, (f"a packet train passed whole, {head_ms:.3g} ms of queue at the rate ({head_ms / max(queue_ms, 0.1):.2g}x "
+    tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
+    after = tail + lost
+    # what a full FIFO admits of the tail: C/U of it (the train sent at U, drained at C), and two standard deviations
+    fifo = after * rate_mbps / sent
+    spread = whole or tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5
+    arrived = 1.0 if whole else tail / max(after, 1)
+    if whole and ratio < AQM_BURST_RATIO:
+        return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
                       f"the flows' {queue_ms:.3g} ms): too short to tell a FIFO from a single-queue AQM (taken as a FIFO)")
-    if head_ms < AQM_BURST_RATIO * max(queue_ms, 0.1) or arrived < AQM_TAIL_ARRIVED:
-        return None, (f"a packet train passed {head_ms:.3g} ms of queue at the rate, {head_ms / max(queue_ms, 0.1):.2g}x the flows' "
+    if ratio < AQM_BURST_RATIO or not spread:
+        return None, (f"a packet train built {built_ms:.3g} ms of queue at the rate, {ratio:.2g}x the flows' "
                       f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + ": a FIFO's buffer")
-    why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train passed {head_ms:.3g} ms of queue "
-           f"({head_ms / max(queue_ms, 0.1):.2g}x)")
+    why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
     if not whole:
-        return "codel", why + f", then lost {train.get('lost', 0)} of its last {tail + train.get('lost', 0)} packets here and there: CoDel's drops after its interval"
-    train_ms = train.get("received", 0) * wire * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
-    if train_ms > CODEL_INTERVAL_MS:
+        first_ms = train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3)
+        drops = f", losing {lost} of its last {after} packets here and there ({arrived:.0%} arrived; a full FIFO admits {fifo / max(after, 1):.1%})"
+        if first_ms < CODEL_INTERVAL_MS:
+            return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, before CoDel's "
+                                         f"{CODEL_INTERVAL_MS:g}-ms interval: PIE's drop probability")
+        return "codel", why + drops + ": CoDel's drops after its interval"
+    if built_ms > CODEL_INTERVAL_MS:
         return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
-    return "codel", why + (f" whole, but the train ({train_ms:.3g} ms at the rate) is shorter than CoDel's interval: "
-                           "CoDel or PIE (taken as CoDel)")
+    return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
 
 
 def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
     """A direction that read as a FIFO with drops under a loss-based fill: one
-    packet train down, and the direction becomes ``aqm`` (``aqm_qdisc`` codel or
-    pie, no buffer: the AQM's own limit) where the train shows an AQM's burst."""
+    packet train down (or the policer's, where one was sent: a second right
+    after it would meet the drop probability the first left behind), and the
+    direction becomes ``aqm`` (``aqm_qdisc`` codel or pie, no buffer: the
+    AQM's own limit) where the train shows an AQM's burst."""
     if x["limiter"] != "fifo" or not x["evidence"].get("dropped") or x.get("load_cc") != LOAD_CC or x["buffer_bytes"] is None:
         return
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
-    say(f"  down: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
-    t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
-    if t is None:
-        return
+    t = x.get("train")
+    if not t or t.get("sent", 0) < AQM_TRAIN_PACKETS:
+        say(f"  down: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
+        t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
+        if t is None:
+            return
     kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms)
     x["aqm_train"] = t
     x["aqm_note"] = why
