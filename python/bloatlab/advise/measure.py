@@ -353,13 +353,29 @@ def _retrans(j: dict, d: str) -> tuple[float, float]:
     return float(sum(f.get("retransmits", 0) for f in fl)), float(segs)
 
 
-def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str) -> dict:
+#: the quiet gap before each loaded phase (the probe's ``--idle``, s): what the previous phase left in the queue
+#: drains within its queueing p95, and its last packets and ACKs cross within two round trips; at least this, so
+#: the phase's own idle UDP probes (25 at 10 ms) reach the server; at most :data:`IDLE_MAX_S`
+IDLE_MIN_S = 0.25
+#: ... and at most the probe's fixed idle before (1 s): a deeper queue than that drains while the next phase
+#: ramps up, before the window its figures are read from (the second half)
+IDLE_MAX_S = 1.0
+
+
+def gap_s(queue_ms: float, base_ms: float) -> float:
+    """The quiet gap before a loaded phase after one that queued ``queue_ms`` (its flows' p95) on a path of
+    ``base_ms`` (:data:`IDLE_MIN_S`)."""
+    return min(max(IDLE_MIN_S, (queue_ms + 2 * base_ms) / 1e3), IDLE_MAX_S)
+
+
+def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
+          idle_s: float = IDLE_MAX_S) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
     # TCP_INFO samples: about SAMPLES_PER_PHASE a flow (the window, the phase's second half, keeps half of them:
     # enough for a p95); their JSON comes back over the path just measured
     sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
-            "-t", f"{secs:g}", "--idle", "1", "--probe-interval", "10ms", "-C", cc, "--no-self-probes",
+            "-t", f"{secs:g}", "--idle", f"{idle_s * 1e3:.0f}ms", "--probe-interval", "10ms", "-C", cc, "--no-self-probes",
             "--sample-interval", f"{sample_ms:.0f}ms"]
     if secret:
         args += ["--secret", secret]
@@ -461,18 +477,19 @@ def _significant(retransmits: float, segments: float, idle_loss: float) -> bool:
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
-               idle_loss: float, say) -> dict:
+               idle_loss: float, say, after_ms: float = 0.0) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
     that finds the rate (BBR, which neither reads random loss as congestion
     nor collapses behind a policer: its long-term sampling finds the policed
     rate — through a 20 Mbit/s policer 4 CUBIC flows delivered 13.9 Mbit/s,
-    4 BBR flows 19.1). The rate is the larger of the two."""
+    4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
+    queue (ms) a phase before left on the path (:func:`gap_s`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {secs:g} s) ...")
-    j = _load(host, port, d, flows, secs, secret, fill_cc)
+    j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50))
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
@@ -490,7 +507,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
         try:
-            jb = _load(host, port, d, flows, rsecs, secret, "bbr")
+            jb = _load(host, port, d, flows, rsecs, secret, "bbr", gap_s(ev["flow_q95_ms"], base_p50))
             wb = _window(jb, d)
             rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
             # the fill phase never reached the rate (CUBIC collapsed behind a policer or under random loss, or
@@ -960,7 +977,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {one_way * 100:.2g} % each way")
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
-        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say)
+        after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
+        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say, after)
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
             _wifi_train(h, port, secret, x, base["p50"], say)
