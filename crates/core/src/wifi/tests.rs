@@ -249,7 +249,7 @@ fn a_node_arriving_mid_countdown_starts_on_the_next_slot_boundary() {
 fn saturated(n: usize, design: Design, seed: u64, until: Nanos) -> Wifi<u64> {
     let cfg = WifiConfig {
         design,
-        stations: (0..n).map(|i| StationConfig { name: format!("s{i}"), phy: mcs(7), mpdu_error: 0.0, weight: 1.0 }).collect(),
+        stations: (0..n).map(|i| StationConfig { name: format!("s{i}"), phy: mcs(7), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }).collect(),
         qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(1000) }, ..Default::default() },
         aql: None,
     };
@@ -513,7 +513,7 @@ fn with_aql_the_scheduler_counts_pending_airtime_as_spent() {
 fn with_aql_pending_airtime_returns_to_zero_when_everything_is_delivered_or_given_up() {
     let cfg = WifiConfig {
         design: Design::Airtime,
-        stations: [0usize, 7, 15].iter().map(|&m| StationConfig { name: format!("m{m}"), phy: mcs(m), mpdu_error: 0.1, weight: 1.0 }).collect(),
+        stations: [0usize, 7, 15].iter().map(|&m| StationConfig { name: format!("m{m}"), phy: mcs(m), mpdu_error: 0.1, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }).collect(),
         qdisc: QdiscConfig::default(),
         aql: Some(AqlConfig::default()),
     };
