@@ -594,5 +594,7 @@ mod chain_tests {
         assert_eq!(c.tries, [2, 1, 1, 1]);
         // ath9k sizes the aggregate for the slowest rate: MCS 7's 4 ms, 32984 B.
         assert_eq!(chain.aggr_limit(), 32_984);
+        // A probe is not aggregated: the aggregate stops after its first frame.
+        assert_eq!(RateChain { probe: true, ..chain }.aggr_limit(), 0);
     }
 }

@@ -28,7 +28,7 @@
 //! rate table: `[tp[0], tp[1], tp[2], prob]`, each with a try count that keeps
 //! the segment within 6 ms ([`Minstrel::calc_retransmit`]). At most one frame
 //! per [`SAMPLE_INTERVAL_NS`] is a *probe*: its first rate is a sample rate
-//! tried once, chosen in turn from three small lists (`INC`: the next faster
+//! tried once (ath9k sends a probe unaggregated, `ath_lookup_rate`), chosen in turn from three small lists (`INC`: the next faster
 //! rate of each group; `JUMP`: random faster rates; `SLOW`: rates between the
 //! fastest and the slowest of the table that are not yet > 95 %).
 //!
@@ -282,8 +282,13 @@ impl RateChain {
     }
 
     /// ath9k `ath_lookup_rate`: "the lowest frame length among the rate
-    /// series that will have a 4ms transmit duration".
+    /// series that will have a 4ms transmit duration"; 0 for a probe ("if
+    /// rate selected is a probe rate then avoid aggregation of this packet"):
+    /// a probe goes out as a single MPDU.
     pub fn aggr_limit(&self) -> u32 {
+        if self.probe {
+            return 0;
+        }
         (0..MAX_RATES).filter(|&i| self.series[i].count > 0).map(|i| self.phy(i).aggr_limit()).min().unwrap_or(0)
     }
 }
