@@ -4,7 +4,9 @@
 //! Sources: IEEE Std 802.11-2016 (timing, EDCA, aggregation: [`airtime`],
 //! [`medium`]); Linux mac80211 and ath9k for the queueing designs ([`mac`]),
 //! mac80211's Airtime Queue Limits as a setting of the `airtime` design
-//! ([`aql`]);
+//! ([`aql`]); mac80211's Minstrel-HT of Linux 6.18 for rate control
+//! ([`minstrel`]) and ns-3's NIST error rate model for MPDU errors from the
+//! SNR ([`errmodel`]);
 //! G. Bianchi, IEEE JSAC 2000 for the contention model; T. Høiland-Jørgensen
 //! et al., "Ending the Anomaly: Achieving Low Latency and Airtime Fairness in
 //! WiFi", USENIX ATC 2017 for the problem the designs solve.
@@ -21,6 +23,9 @@
 //! MPDU of a successful transmission is lost independently with the
 //! station's `mpdu_error` probability and retried (at the head of its queue)
 //! up to [`RETRY_LIMIT`] times; a collision retries the whole aggregate.
+//! With an SNR each MPDU is also lost with [`errmodel::mpdu_error`] at the
+//! MCS used; a Minstrel-HT station's aggregate that gets no BlockAck is first
+//! retried by the hardware along its rate chain ([`mac::ChainTx`]).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
@@ -32,7 +37,9 @@
 //! `now` and the RNG are arguments, so virtual and real time run the same code.
 //!
 //! # Left out (see docs/wifi.md)
-//! Rate control (each station keeps one PHY rate), hidden stations and
+//! Rate control is optional ([`minstrel`], `rate_control = "minstrel_ht"`,
+//! with the SNR error model of [`errmodel`]; off: each station keeps one PHY
+//! rate); RTS/CTS airtime on Minstrel's fallback rates, hidden stations and
 //! capture, RTS/CTS, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
 //! TXOP bursts, the per-station CoDel parameters for slow stations, the block-ack
