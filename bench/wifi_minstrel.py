@@ -8,6 +8,10 @@ stations (and the pinging one) on ``rate_control = "minstrel_ht"`` over MCS
 commit does not publish, run as is.
 
     PYTHONPATH=python .venv/bin/python bench/wifi_minstrel.py [--duration 60s] [--seeds 1,2,3]
+    PYTHONPATH=python .venv/bin/python bench/wifi_minstrel.py --many 30,100 [--duration 60s]
+
+``--many``: the ``many`` part (30/100 stations, 2 MB each; groups capped at MCS 15/7/3/0), every station on
+Minstrel over MCS 0 up to its group's MCS, no SNR errors, seed 1, fixed vs Minstrel, legacy and airtime.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import statistics
 
 import bloatlab
-from bloatlab.study.experiments.make_wifi_fast import anomaly_doc
+from bloatlab.study.experiments.make_wifi_fast import anomaly_doc, many_doc
 
 VARIANTS = [("fixed MCS 15, clean", None, None),
             ("minstrel, no SNR errors", "minstrel_ht", None),
@@ -37,11 +41,31 @@ def variant(doc: dict, rc: str | None, snr: float | None) -> dict:
     return d
 
 
+def many(ns: list[int], duration: str) -> None:
+    for n in ns:
+        for rc in (None, "minstrel_ht"):
+            for mac in ("legacy", "airtime"):
+                d = copy.deepcopy(many_doc(n, duration))
+                if rc:
+                    for st in d["wifi"]["station"]:
+                        st["rate_control"] = rc
+                s = bloatlab.run(d, set={"wifi.mac": mac}).summary
+                done = sum(1 for f in s["flows"] if f["completed"])
+                going = sum(1 for f in s["flows"] if (f.get("bytes_delivered") or 0) > 0)
+                pr = [p["rtt_ms"]["p95"] for p in s["probes"] if p["rtt_ms"]["p95"] is not None]
+                print(json.dumps({"stations": n, "rate_control": rc or "fixed", "mac": mac, "completed": done,
+                                  "going": going, "worst_ping_p95": round(max(pr), 1) if pr else None}), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", default="60s")
     ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--many", default="")
     a = ap.parse_args()
+    if a.many:
+        many([int(n) for n in a.many.split(",")], a.duration)
+        return
     seeds = [int(s) for s in a.seeds.split(",")]
     rows = []
     for label, rc, snr in VARIANTS:
