@@ -64,6 +64,13 @@ BAD = [
     ("aql high limit below the low one", ["wifi.aql.limit_high=4ms"], "wifi.aql.limit_high"),
     ("aql threshold below a microsecond", ["wifi.aql.threshold=500ns"], "wifi.aql.threshold"),
     ("unknown aql key", ["wifi.aql.limit=5ms"], "wifi.aql.limit"),
+    ("absurd snr", ["wifi.station.0.snr_db=150"], "wifi.station.0.snr_db"),
+    ("snr below -10 dB", ["wifi.station.0.snr_db=-20"], "wifi.station.0.snr_db"),
+    ("snr as text", ["wifi.station.0.snr_db=loud"], "wifi.station.0.snr_db"),
+    ("unknown rate control", ["wifi.station.0.rate_control=arf"], "wifi.station.0.rate_control"),
+    ("minstrel on a bit rate", ["wifi.station.0.phy_rate=144.4Mbit", "wifi.station.0.rate_control=minstrel_ht"],
+     "wifi.station.0.phy_rate"),
+    ("snr on a bit rate", ["wifi.station.0.phy_rate=144.4Mbit", "wifi.station.0.snr_db=20"], "wifi.station.0.phy_rate"),
 ]
 
 
@@ -167,6 +174,19 @@ def test_mpdu_errors_are_retried_and_cost_airtime():
     # the flow sees no extra loss, only less capacity: at most ~10 % less goodput (+ noise).
     assert st_lossy["retry_drops"] == 0
     assert st_lossy["goodput_mbps"] < st_clean["goodput_mbps"]
+
+
+def test_minstrel_at_a_low_snr_picks_a_slower_rate_than_at_a_high_one():
+    # docs/wifi.md, "Rate control": the fast stations on Minstrel-HT over MCS 0-15. At 35 dB every MCS gets
+    # through and the AP's best rate ends at MCS 15 (130 Mbit/s); at 12 dB MCS 11 and up fail (16-QAM needs
+    # 13.6 dB) and Minstrel settles lower, with less goodput but still a working link.
+    base = ANOMALY.format(mac="airtime", duration="5s")
+    sets = {"wifi.station.0.rate_control": "minstrel_ht"}
+    high = bloatlab.run(base, set={**sets, "wifi.station.0.snr_db": 35}).summary["stations"][0]
+    low = bloatlab.run(base, set={**sets, "wifi.station.0.snr_db": 12}).summary["stations"][0]
+    assert high["phy_rate_mbps"] == 130.0
+    assert low["phy_rate_mbps"] <= 52.0, low["phy_rate_mbps"]
+    assert 0 < low["goodput_mbps"] < high["goodput_mbps"]
 
 
 def test_a_seed_fixes_the_run():

@@ -91,6 +91,12 @@ pub struct StationSpec {
     pub mpdu_error: f64,
     #[serde(default = "one")]
     pub weight: f64,
+    /// The link's SNR, dB (absent: no SNR-driven errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snr_db: Option<f64>,
+    /// "fixed" or "minstrel_ht" (absent: fixed).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rate_control: String,
 }
 
 fn one() -> f64 {
@@ -107,7 +113,15 @@ impl WifiSpec {
         let stations: Vec<StationInput> = self
             .stations
             .iter()
-            .map(|s| StationInput { name: s.name.clone(), mcs: s.mcs, phy_rate_bps: s.phy_rate_bps, mpdu_error: s.mpdu_error, weight: s.weight })
+            .map(|s| StationInput {
+                name: s.name.clone(),
+                mcs: s.mcs,
+                phy_rate_bps: s.phy_rate_bps,
+                mpdu_error: s.mpdu_error,
+                weight: s.weight,
+                snr_db: s.snr_db,
+                rate_control: s.rate_control.clone(),
+            })
             .collect();
         let qdisc = QdiscConfig {
             kind: self.qdisc.kind.clone(),

@@ -45,6 +45,7 @@
 
 use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
 use super::aql::{expected_airtime_us, stored_estimate_us, AqlConfig, Pending};
+use super::minstrel::{Minstrel, RateChain, MAX_RATES};
 use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::FqCodel;
@@ -122,6 +123,41 @@ pub struct Aggregate<T> {
     pub sta: usize,
     pub frames: Vec<Packet<Frame<T>>>,
     pub psdu: u64,
+    /// Minstrel-HT: the retry chain it is sent with and the tries so far
+    /// (None: the station's fixed PHY rate).
+    pub chain: Option<ChainTx>,
+}
+
+/// An A-MPDU's progress along its retry chain (the hardware's multi-rate retry).
+#[derive(Debug, Clone, Copy)]
+pub struct ChainTx {
+    pub chain: RateChain,
+    /// The series being tried.
+    pub series: usize,
+    /// Tries made at each series.
+    pub tries: [u32; MAX_RATES],
+}
+
+impl ChainTx {
+    /// The PHY of the current try.
+    pub fn phy(&self) -> Phy {
+        self.chain.phy(self.series)
+    }
+
+    /// One try failed (no BlockAck): count it and move along the chain;
+    /// false when the chain is used up (the hardware gives up).
+    pub fn fail(&mut self) -> bool {
+        self.tries[self.series] += 1;
+        while self.series < MAX_RATES && self.tries[self.series] >= self.chain.series[self.series].count {
+            self.series += 1;
+        }
+        self.series < MAX_RATES
+    }
+
+    /// The try succeeded (a BlockAck came back).
+    pub fn succeed(&mut self) {
+        self.tries[self.series] += 1;
+    }
 }
 
 /// One destination queue of a node: a mac80211 TXQ (fq_codel) or the
@@ -173,6 +209,8 @@ pub struct Node<T> {
     fw_rr: VecDeque<usize>,
     /// AQL: scheduling rounds started.
     round: u64,
+    /// Minstrel-HT per destination (None: a fixed rate).
+    pub rc: Vec<Option<Minstrel>>,
 }
 
 impl<T: 'static> Node<T> {
@@ -209,6 +247,7 @@ impl<T: 'static> Node<T> {
             aql: aql.filter(|_| design == Design::Airtime).map(|c| Pending::new(c, weights.len())),
             fw_rr: VecDeque::new(),
             round: 0,
+            rc: vec![None; weights.len()],
         }
     }
 
@@ -462,9 +501,12 @@ impl<T: 'static> Node<T> {
     /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let aql = self.aql.is_some();
+        // Minstrel-HT: the rates of the A-MPDU's first frame; ath9k sizes it
+        // for the slowest rate of the chain (`ath_lookup_rate`).
+        let chain = self.rc.get_mut(s).and_then(|m| m.as_mut()).map(|m| m.get_rates(now));
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
-        let limit = phy.aggr_limit() as u64;
+        let limit = chain.map_or(phy.aggr_limit(), |c| c.aggr_limit()) as u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
         let (mut al, mut bpad) = (0u64, 0u64);
         loop {
@@ -493,7 +535,7 @@ impl<T: 'static> Node<T> {
             frames.push(p);
         }
         let (psdu, _) = psdu_bytes(frames.iter().map(|p| p.meta.len));
-        Aggregate { sta: s, frames, psdu }
+        Aggregate { sta: s, frames, psdu, chain: chain.map(|chain| ChainTx { chain, series: 0, tries: [0; MAX_RATES] }) }
     }
 
     /// Packets queued in this node (qdisc, driver/TXQs, retries, hardware).
@@ -518,4 +560,41 @@ impl<T: 'static> Node<T> {
 pub fn mac80211_txq<T>() -> FqCodel<T> {
     let cparams = CodelParams::from_ns(TXQ_TARGET_NS, TXQ_INTERVAL_NS, None, DEFAULT_MTU, true);
     FqCodel::with(TXQ_FLOWS, TXQ_LIMIT, TXQ_QUANTUM, TXQ_MEMORY, 64, cparams)
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::super::minstrel::{mcs_rate, Series};
+    use super::*;
+
+    #[test]
+    fn the_retry_chain_tries_each_rate_its_count_then_falls_back_then_gives_up() {
+        let chain = RateChain {
+            series: [
+                Series { rate: mcs_rate(15), count: 2 },
+                Series { rate: mcs_rate(13), count: 1 },
+                Series { rate: mcs_rate(12), count: 1 },
+                Series { rate: mcs_rate(7), count: 1 },
+            ],
+            probe: false,
+        };
+        let mut c = ChainTx { chain, series: 0, tries: [0; MAX_RATES] };
+        assert_eq!(c.phy().rate_bps, 130_000_000);
+        assert!(c.fail());
+        assert_eq!((c.series, c.tries), (0, [1, 0, 0, 0]));
+        assert!(c.fail());
+        assert_eq!((c.series, c.phy().rate_bps), (1, 104_000_000));
+        assert!(c.fail());
+        assert!(c.fail());
+        assert_eq!((c.series, c.phy().rate_bps, c.phy().streams), (3, 65_000_000, 1));
+        let mut ok = c;
+        ok.succeed();
+        assert_eq!(ok.tries, [2, 1, 1, 1]);
+        assert!(!c.fail(), "the chain is used up after 5 tries");
+        assert_eq!(c.tries, [2, 1, 1, 1]);
+        // ath9k sizes the aggregate for the slowest rate: MCS 7's 4 ms, 32984 B.
+        assert_eq!(chain.aggr_limit(), 32_984);
+        // A probe is not aggregated: the aggregate stops after its first frame.
+        assert_eq!(RateChain { probe: true, ..chain }.aggr_limit(), 0);
+    }
 }

@@ -4,7 +4,9 @@
 //! Sources: IEEE Std 802.11-2016 (timing, EDCA, aggregation: [`airtime`],
 //! [`medium`]); Linux mac80211 and ath9k for the queueing designs ([`mac`]),
 //! mac80211's Airtime Queue Limits as a setting of the `airtime` design
-//! ([`aql`]);
+//! ([`aql`]); mac80211's Minstrel-HT of Linux 6.18 for rate control
+//! ([`minstrel`]) and ns-3's NIST error rate model for MPDU errors from the
+//! SNR ([`errmodel`]);
 //! G. Bianchi, IEEE JSAC 2000 for the contention model; T. Høiland-Jørgensen
 //! et al., "Ending the Anomaly: Achieving Low Latency and Airtime Fairness in
 //! WiFi", USENIX ATC 2017 for the problem the designs solve.
@@ -21,6 +23,9 @@
 //! MPDU of a successful transmission is lost independently with the
 //! station's `mpdu_error` probability and retried (at the head of its queue)
 //! up to [`RETRY_LIMIT`] times; a collision retries the whole aggregate.
+//! With an SNR each MPDU is also lost with [`errmodel::mpdu_error`] at the
+//! MCS used; a Minstrel-HT station's aggregate that gets no BlockAck is first
+//! retried by the hardware along its rate chain ([`mac::ChainTx`]).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
@@ -32,7 +37,9 @@
 //! `now` and the RNG are arguments, so virtual and real time run the same code.
 //!
 //! # Left out (see docs/wifi.md)
-//! Rate control (each station keeps one PHY rate), hidden stations and
+//! Rate control is optional ([`minstrel`], `rate_control = "minstrel_ht"`,
+//! with the SNR error model of [`errmodel`]; off: each station keeps one PHY
+//! rate); RTS/CTS airtime on Minstrel's fallback rates, hidden stations and
 //! capture, RTS/CTS, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
 //! TXOP bursts, the per-station CoDel parameters for slow stations, the block-ack
@@ -40,19 +47,22 @@
 
 pub mod airtime;
 pub mod aql;
+pub mod errmodel;
 pub mod mac;
 pub mod medium;
+pub mod minstrel;
 #[cfg(test)]
 mod tests;
 
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{txop_ns, Phy};
+use airtime::{mpdu_bytes, txop_ns, Phy};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
 use medium::Medium;
+use minstrel::{Minstrel, SampleTable};
 
 /// Software retries of an MPDU before the driver gives it up
 /// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30.
@@ -72,7 +82,39 @@ pub struct StationConfig {
     pub mpdu_error: f64,
     /// Airtime weight (1 = the default share).
     pub weight: f64,
+    /// The link's SNR (dB, one receive chain, 20 MHz): MPDUs are lost by
+    /// [`errmodel::mpdu_error`] at the rate they are sent with, besides
+    /// `mpdu_error`. None: no SNR-driven errors.
+    pub snr_db: Option<f64>,
+    /// The HT MCS of `phy` when given as one (with Minstrel-HT: the highest it may use).
+    pub mcs: Option<u32>,
+    /// How the rate is chosen, in both directions.
+    pub rate_control: RateControl,
 }
+
+/// A station's rate control.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateControl {
+    /// The configured PHY rate, always.
+    Fixed,
+    /// mac80211's Minstrel-HT ([`minstrel`]) over HT MCS 0 up to the configured one.
+    MinstrelHt,
+}
+
+impl RateControl {
+    pub const NAMES: [&'static str; 2] = ["fixed", "minstrel_ht"];
+    pub fn from_name(s: &str) -> Option<RateControl> {
+        match s {
+            "fixed" => Some(RateControl::Fixed),
+            "minstrel_ht" => Some(RateControl::MinstrelHt),
+            _ => None,
+        }
+    }
+}
+
+/// The SNR a station may be given, dB: below −10 dB not even MCS 0 works
+/// (it needs about 4 dB), above 100 dB is no radio link.
+pub const SNR_DB_RANGE: (f64, f64) = (-10.0, 100.0);
 
 #[derive(Debug, Clone)]
 pub struct WifiConfig {
@@ -92,6 +134,9 @@ pub struct StationInput {
     pub phy_rate_bps: Option<u64>,
     pub mpdu_error: f64,
     pub weight: f64,
+    pub snr_db: Option<f64>,
+    /// "fixed" (also when empty) or "minstrel_ht".
+    pub rate_control: String,
 }
 
 impl WifiConfig {
@@ -128,7 +173,20 @@ impl WifiConfig {
             if !(0.0..1.0).contains(&s.mpdu_error) || !(s.weight > 0.0 && s.weight.is_finite()) {
                 return Err(format!("wifi.stations[{i}]: mpdu_error must be in [0, 1) and weight > 0"));
             }
-            out.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight });
+            let rc_name = if s.rate_control.is_empty() { "fixed" } else { s.rate_control.as_str() };
+            let rate_control = RateControl::from_name(rc_name)
+                .ok_or_else(|| format!("wifi.stations[{i}].rate_control: unknown rate control \"{rc_name}\" (known: {})", RateControl::NAMES.join(", ")))?;
+            if let Some(snr) = s.snr_db {
+                if !(snr >= SNR_DB_RANGE.0 && snr <= SNR_DB_RANGE.1) {
+                    return Err(format!("wifi.stations[{i}].snr_db: expected {} to {} dB, got {snr}", SNR_DB_RANGE.0, SNR_DB_RANGE.1));
+                }
+            }
+            if (s.snr_db.is_some() || rate_control == RateControl::MinstrelHt) && s.mcs.is_none() {
+                return Err(format!(
+                    "wifi.stations[{i}].phy_rate: an SNR or Minstrel-HT needs the rate as an HT MCS (\"mcs0\"..\"mcs15\"), not a bit rate"
+                ));
+            }
+            out.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight, snr_db: s.snr_db, mcs: s.mcs, rate_control });
         }
         Ok(WifiConfig { design, stations: out, qdisc, aql })
     }
@@ -242,6 +300,11 @@ pub struct Wifi<T> {
     pub design: Design,
     phys: Vec<Phy>,
     mpdu_error: Vec<f64>,
+    /// Per station: SNR (dB), receive antennas (its spatial streams), the
+    /// fixed MCS (None for a rate given directly).
+    snr_db: Vec<Option<f64>>,
+    antennas: Vec<u32>,
+    mcs: Vec<Option<u32>>,
     /// nodes[0] = AP, nodes[1 + s] = station s.
     nodes: Vec<Node<T>>,
     medium: Medium,
@@ -271,10 +334,21 @@ impl<T: 'static> Wifi<T> {
             nodes.push(Node::new(cfg.design, iface(())?, &[s.weight], cfg.aql));
         }
         let n = cfg.stations.len();
+        let table = SampleTable::boot();
+        for (s, st) in cfg.stations.iter().enumerate() {
+            if st.rate_control == RateControl::MinstrelHt {
+                let max = st.mcs.expect("resolve checked: Minstrel-HT needs an MCS");
+                nodes[0].rc[s] = Some(Minstrel::new(max, 0, table));
+                nodes[1 + s].rc[0] = Some(Minstrel::new(max, 0, table));
+            }
+        }
         Ok(Wifi {
             design: cfg.design,
             phys: cfg.stations.iter().map(|s| s.phy).collect(),
             mpdu_error: cfg.stations.iter().map(|s| s.mpdu_error).collect(),
+            snr_db: cfg.stations.iter().map(|s| s.snr_db).collect(),
+            antennas: cfg.stations.iter().map(|s| s.phy.streams).collect(),
+            mcs: cfg.stations.iter().map(|s| s.mcs).collect(),
             nodes,
             medium: Medium::new(n + 1),
             busy_until: None,
@@ -339,7 +413,7 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            let phy = &self.phys[sta];
+            let phy = &agg.chain.map_or(self.phys[sta], |c| c.phy());
             let dur = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(phy, agg.psdu, agg.frames.len()) };
             end = end.max(t + dur);
             self.flight.push(InFlight { node, agg });
@@ -358,11 +432,11 @@ impl<T: 'static> Wifi<T> {
         self.busy_until = None;
         let collision = self.flight.len() > 1;
         let mut outcomes = Vec::with_capacity(self.flight.len());
-        for InFlight { node, agg } in std::mem::take(&mut self.flight) {
+        for InFlight { node, mut agg } in std::mem::take(&mut self.flight) {
             self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
             let up = node != 0;
-            let phy = self.phys[sta];
+            let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
             let n = agg.frames.len();
             let air = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(&phy, agg.psdu, n) };
             let st = &mut self.stations[sta];
@@ -379,21 +453,57 @@ impl<T: 'static> Wifi<T> {
             }
             // ath9k charges TX airtime to, and RX airtime from, a station at the AP.
             self.nodes[0].charge(sta, air);
+            // Each MPDU is lost with the station's `mpdu_error` and, with an
+            // SNR, independently with the error model's PER at the rate used.
             let per = self.mpdu_error[sta];
+            let mcs = agg.chain.map(|c| c.chain.mcs(c.series)).or(self.mcs[sta]);
+            let snr = self.snr_db[sta].zip(mcs);
+            let antennas = self.antennas[sta];
+            let lost: Vec<bool> = agg
+                .frames
+                .iter()
+                .map(|p| {
+                    let per = match snr {
+                        Some((db, m)) => 1.0 - (1.0 - per) * (1.0 - errmodel::mpdu_error(m, db, antennas, mpdu_bytes(p.meta.len))),
+                        None => per,
+                    };
+                    collision || (per > 0.0 && rng.gen::<f64>() < per)
+                })
+                .collect();
+            let delivered = lost.iter().filter(|&&l| !l).count();
+            let dest = agg.sta;
+            if let Some(mut c) = agg.chain {
+                if delivered == 0 && c.fail() {
+                    // No BlockAck: the hardware tries again (new backoff, CW doubled),
+                    // at the same rate until its count is used, then the next.
+                    agg.chain = Some(c);
+                    st.retries += n as u64;
+                    outcomes.push((node, false));
+                    self.nodes[node].hw.push_front(agg);
+                    continue;
+                }
+                if delivered > 0 {
+                    c.succeed();
+                }
+                if let Some(m) = self.nodes[node].rc[dest].as_mut() {
+                    m.tx_status(now, &c.chain, &c.tries, n as u32, delivered as u32);
+                    if !up {
+                        let mcs = m.max_tp_mcs();
+                        self.phys[sta] = Phy { rate_bps: airtime::HT20_MCS[mcs as usize], streams: mcs / 8 + 1 };
+                    }
+                }
+            }
+            let st = &mut self.stations[sta];
             let n_sta = self.phys.len();
             let ro = &mut self.reorder[if up { n_sta + sta } else { sta }];
             let mut failed = Vec::new();
             let mut released = 0usize;
-            let mut delivered = 0usize;
             // AQL: the expected airtime of the frames that leave the node (tx status reported).
             let mut done_us = 0u32;
-            let dest = agg.sta;
-            for mut p in agg.frames {
-                let lost = collision || (per > 0.0 && rng.gen::<f64>() < per);
+            for (mut p, lost) in agg.frames.into_iter().zip(lost) {
                 if !lost {
                     released += 1;
                     done_us += p.data.air_us;
-                    delivered += 1;
                     if up {
                         st.up_bytes += p.meta.len as u64;
                         st.up_pkts += 1;

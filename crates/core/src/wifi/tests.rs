@@ -249,7 +249,7 @@ fn a_node_arriving_mid_countdown_starts_on_the_next_slot_boundary() {
 fn saturated(n: usize, design: Design, seed: u64, until: Nanos) -> Wifi<u64> {
     let cfg = WifiConfig {
         design,
-        stations: (0..n).map(|i| StationConfig { name: format!("s{i}"), phy: mcs(7), mpdu_error: 0.0, weight: 1.0 }).collect(),
+        stations: (0..n).map(|i| StationConfig { name: format!("s{i}"), phy: mcs(7), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }).collect(),
         qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(1000) }, ..Default::default() },
         aql: None,
     };
@@ -513,7 +513,7 @@ fn with_aql_the_scheduler_counts_pending_airtime_as_spent() {
 fn with_aql_pending_airtime_returns_to_zero_when_everything_is_delivered_or_given_up() {
     let cfg = WifiConfig {
         design: Design::Airtime,
-        stations: [0usize, 7, 15].iter().map(|&m| StationConfig { name: format!("m{m}"), phy: mcs(m), mpdu_error: 0.1, weight: 1.0 }).collect(),
+        stations: [0usize, 7, 15].iter().map(|&m| StationConfig { name: format!("m{m}"), phy: mcs(m), mpdu_error: 0.1, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }).collect(),
         qdisc: QdiscConfig::default(),
         aql: Some(AqlConfig::default()),
     };
@@ -548,4 +548,96 @@ fn aql_is_a_setting_of_the_airtime_design_with_positive_limits() {
     let e = WifiConfig::resolve("airtime", &st, q.clone(), Some(AqlConfig { limit_high_us: 4_000, ..Default::default() })).unwrap_err();
     assert_eq!(e, "wifi.aql.limit_high: 4000 µs is below limit_low (5000 µs)");
     assert_eq!(WifiConfig::resolve("airtime", &st, q, Some(AqlConfig::default())).unwrap().aql, Some(AqlConfig::default()));
+}
+
+/// One station, its downlink saturated with 1500-B packets for `until` ns:
+/// `rate_control` and `snr_db` as given, `mcs` its (highest) MCS.
+fn downlink(mcs_max: u32, rc: RateControl, snr_db: Option<f64>, seed: u64, until: Nanos) -> Wifi<u64> {
+    let cfg = WifiConfig {
+        design: Design::Fq,
+        stations: vec![StationConfig {
+            name: "s".into(),
+            phy: mcs(mcs_max as usize),
+            mpdu_error: 0.0,
+            weight: 1.0,
+            snr_db,
+            mcs: Some(mcs_max),
+            rate_control: rc,
+        }],
+        qdisc: QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(1000) }, ..Default::default() },
+        aql: None,
+    };
+    let mut w = Wifi::new(&cfg).unwrap();
+    let mut rng = stream(seed, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let (mut id, mut now) = (0u64, 0);
+    while now < until {
+        while w.nodes[0].backlog_pkts() < 200 {
+            w.enqueue(now, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+            id += 1;
+        }
+        now = w.next_event().unwrap();
+        w.poll(now, &mut rng, &mut out, &mut drops);
+    }
+    w
+}
+
+#[test]
+fn minstrel_at_high_snr_settles_on_mcs15_below_the_fixed_mcs15_throughput() {
+    // 35 dB: every MCS below 1 % PER (MCS 15 needs ~24 dB for 10 %).
+    let t = 3_000_000_000;
+    let m = downlink(15, RateControl::MinstrelHt, Some(35.0), 1, t);
+    let rc = m.nodes[0].rc[0].as_ref().unwrap();
+    assert_eq!(rc.max_tp_mcs(), 15);
+    assert_eq!(m.phy_rates().next(), Some(130_000_000));
+    let fixed = downlink(15, RateControl::Fixed, None, 1, t);
+    let (got, best) = (m.stations[0].down_bytes as f64, fixed.stations[0].down_bytes as f64);
+    // Physics: never above the clean fixed MCS 15; the ramp from MCS 0 (a few
+    // hundred ms), the probes (one A-MPDU per 20 ms at another rate) and the
+    // aggregates sized for the chain's slowest rate (MCS 7 as max_prob: 4 ms at
+    // 65 Mbit/s = 21 subframes instead of 32) cost the rest.
+    assert!(got < best, "minstrel {got} B vs fixed {best} B");
+    assert!(got > 0.5 * best, "minstrel {got} B vs fixed {best} B");
+}
+
+#[test]
+fn minstrel_at_low_snr_picks_a_lower_mcs_that_still_gets_through() {
+    // 12 dB on two antennas: one stream sees 15 dB (MCS 3 at ~0 % PER, MCS 4 needs 16.7 dB),
+    // two streams 12 dB (MCS 10, QPSK ¾, needs 9.9 dB; MCS 11 needs 13.6 dB).
+    let t = 3_000_000_000;
+    let m = downlink(15, RateControl::MinstrelHt, Some(12.0), 2, t);
+    let best = m.nodes[0].rc[0].as_ref().unwrap().max_tp_mcs();
+    assert_eq!(best, 10, "max_tp MCS {best}");
+    // Within physics: below the clean fixed MCS 10, and well above nothing.
+    let fixed = downlink(10, RateControl::Fixed, None, 2, t);
+    let (got, cap) = (m.stations[0].down_bytes as f64, fixed.stations[0].down_bytes as f64);
+    assert!(got < cap && got > 0.5 * cap, "minstrel {got} B vs fixed clean MCS 10 {cap} B");
+    // A fixed MCS 15 at 12 dB loses nearly every MPDU and delivers far less.
+    let stuck = downlink(15, RateControl::Fixed, Some(12.0), 2, 1_000_000_000);
+    assert!((stuck.stations[0].down_bytes as f64) < 0.05 * got / 3.0, "fixed MCS 15 at 12 dB: {} B", stuck.stations[0].down_bytes);
+}
+
+#[test]
+fn an_absurd_snr_or_minstrel_on_a_bit_rate_is_an_error_naming_the_key() {
+    let st = |snr: Option<f64>, mcs: Option<u32>, rc: &str| {
+        vec![StationInput {
+            name: "a".into(),
+            mcs,
+            phy_rate_bps: if mcs.is_none() { Some(144_400_000) } else { None },
+            weight: 1.0,
+            snr_db: snr,
+            rate_control: rc.into(),
+            ..Default::default()
+        }]
+    };
+    let q = QdiscConfig::default();
+    let e = WifiConfig::resolve("fq", &st(Some(150.0), Some(7), ""), q.clone(), None).err().unwrap();
+    assert!(e.starts_with("wifi.stations[0].snr_db"), "{e}");
+    let e = WifiConfig::resolve("fq", &st(Some(f64::NAN), Some(7), ""), q.clone(), None).err().unwrap();
+    assert!(e.starts_with("wifi.stations[0].snr_db"), "{e}");
+    let e = WifiConfig::resolve("fq", &st(None, None, "minstrel_ht"), q.clone(), None).err().unwrap();
+    assert!(e.starts_with("wifi.stations[0].phy_rate"), "{e}");
+    let e = WifiConfig::resolve("fq", &st(None, Some(7), "arf"), q.clone(), None).err().unwrap();
+    assert!(e.starts_with("wifi.stations[0].rate_control"), "{e}");
+    assert!(WifiConfig::resolve("fq", &st(Some(-10.0), Some(7), "minstrel_ht"), q, None).is_ok());
 }

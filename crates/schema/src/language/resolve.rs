@@ -424,12 +424,19 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
                 Phy::Mcs(i) => (Some(i), None),
                 Phy::Rate(r) => (None, Some(r)),
             };
+            let minstrel = sd.rate_control.value == "minstrel_ht";
+            if mcs.is_none() && (minstrel || sd.snr_db.is_some()) {
+                let why = if minstrel { "rate_control = \"minstrel_ht\"" } else { "snr_db" };
+                return Err(err(format!("wifi.station.{gi}.phy_rate"), format!("{why} needs phy_rate as an HT MCS (\"mcs0\"..\"mcs15\"; with Minstrel-HT the highest it may use), not a bit rate")));
+            }
             stations.push(rs::StationSpec {
                 name: if sd.count.0 == 1 { name.clone() } else { format!("{name}.{k}") },
                 mcs,
                 phy_rate_bps,
                 mpdu_error: sd.mpdu_error.value,
                 weight: sd.weight.value,
+                snr_db: sd.snr_db.as_ref().map(|v| v.value),
+                rate_control: if minstrel { sd.rate_control.value.clone() } else { String::new() },
             });
         }
         groups.push((name, members));

@@ -34,6 +34,8 @@ pub const PAGE_CONNECTIONS: u64 = 6;
 pub const DIRECTIONS: [&str; 2] = ["down", "up"];
 pub const PROBE_KINDS: [&str; 1] = ["udp"];
 pub const WIFI_MACS: [&str; 3] = ["legacy", "fq", "airtime"];
+/// A station's rate control (the core's `RateControl::NAMES`).
+pub const RATE_CONTROLS: [&str; 2] = bloatlab_core::wifi::RateControl::NAMES;
 /// transperf's scores (google/transperf README "Testing Metrics"; python/bloatlab/study/expect.py computes them).
 pub const EXPECT_CHECKS: [&str; 6] = ["tput", "rtt_med", "lock_on_bw", "loss_avoid", "fairness", "convergence_fairness"];
 /// transperf's default_target_score()['convergence_sec'] (s)
@@ -136,6 +138,10 @@ value_type!(ObjectSize: u64 = check::object_size, s_size());
 value_type!(StationPhy: Phy = check::station_phy,
     json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\" or an HT MCS \"mcs0\"..\"mcs15\""}));
 value_type!(MpduError: f64 = check::mpdu_error, json!({"type": ["string", "number"], "description": "a fraction: \"1%\" or 0.01", "examples": ["1%"]}));
+value_type!(SnrDb: f64 = |v| check::number_in(v, bloatlab_core::wifi::SNR_DB_RANGE.0, bloatlab_core::wifi::SNR_DB_RANGE.1, "an SNR in dB from -10 to 100"),
+    json!({"type": "number", "minimum": bloatlab_core::wifi::SNR_DB_RANGE.0, "maximum": bloatlab_core::wifi::SNR_DB_RANGE.1,
+        "description": "the link's SNR in dB (one receive chain, 20 MHz): MPDUs are lost by the NIST error model at the rate used (docs/wifi.md)"}));
+value_type!(RateControlT: String = |v| check::choice(v, &RATE_CONTROLS), s_choice(&RATE_CONTROLS));
 value_type!(Weight: f64 = check::station_weight, json!({"type": "number", "exclusiveMinimum": 0, "maximum": 1000}));
 value_type!(AqlLimit: u64 = check::aql_limit, s_duration());
 
@@ -282,6 +288,11 @@ pub struct Station {
     pub mpdu_error: MpduError,
     #[serde(default = "d_weight")]
     pub weight: Weight,
+    /// the link's SNR, dB (optional; needs phy_rate as an MCS)
+    pub snr_db: Option<SnrDb>,
+    /// "fixed" (phy_rate always) or "minstrel_ht" (mac80211's rate control over MCS 0 up to phy_rate)
+    #[serde(default = "d_fixed")]
+    pub rate_control: RateControlT,
 }
 
 /// `[limits]`: what one run may produce; raise knowingly.
@@ -497,6 +508,9 @@ fn d_zero() -> MpduError {
 }
 fn d_weight() -> Weight {
     Weight::of(json!(1))
+}
+fn d_fixed() -> RateControlT {
+    RateControlT::of(json!("fixed"))
 }
 fn d_max_flows() -> Whole<1, I64MAX> {
     Whole(LIMITS[0].1)
