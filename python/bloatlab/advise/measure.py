@@ -676,7 +676,10 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
     # the rate the head reached the policer at: as the server sent it (None: all at one instant)
     sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
     if train.get("first_loss") is None:
-        why.append(f"bucket: the train's {train['head_bytes']} B passed whole (a bucket at least that large)")
+        # a bucket at least that large: its least, the train's bytes less what the rate refilled meanwhile, is
+        # the figure the twin takes (the scenario's default, 10 ms of the rate, may be far below what passed)
+        bucket = max(int(train["head_bytes"] - train["head_bytes"] * rate_mbps / sent_at), 1500)
+        why.append(f"bucket: the train's {train['head_bytes']} B passed whole: at least {bucket} B (taken as that)")
     elif train.get("head_packets", 0) < 2:
         # a bucket of less than two packets: its bytes are all a train can say
         bucket = max(int(train["head_bytes"] + half), 1500)
