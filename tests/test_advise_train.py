@@ -145,6 +145,11 @@ def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
     assert kind is None and "38.8 ms of queue" in why and "a FIFO's buffer" in why
     # the same tail through a queue that built no more than the flows held: a FIFO's, however spread
     assert m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 1000.0)[0] is None
+    # a deep FIFO on a path that loses 0.4 % at random: a train's losses here and there are the path's, not an AQM's
+    lossy_fifo = {"first_loss": 200, "head_bytes": 300_000, "head_packets": 200, "lost": 4, "tail_packets": 796, "received": 996,
+                  "wire_bytes": 1500, "head_send_mbps": 1000.0, "send_mbps": 1000.0}
+    kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 100.0, idle_loss=0.004)
+    assert kind is None and "a FIFO's buffer" in why
 
 
 def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():

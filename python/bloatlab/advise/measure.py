@@ -707,7 +707,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
     say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
 
 
-def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[str | None, str]:
+def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
     """Whether a packet train shows a single-queue AQM behind a queue that looked
     like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
     (``"codel"``, ``"pie"`` or None, why).
@@ -720,7 +720,9 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[st
     what it drops after the first loss is spread, most of the tail arriving
     (PIE drops each packet with its probability, CoDel one now and then) —
     more than twice what a full FIFO admits (C/U) and more than the tail's
-    binomial noise. Which AQM: CoDel drops only what waited above its target
+    binomial noise, its losses beyond the path's random loss (``idle_loss``,
+    :func:`_significant`: a deep FIFO on a lossy path loses a train's
+    packets here and there too). Which AQM: CoDel drops only what waited above its target
     for a whole interval (RFC 8289: 100 ms), so a first loss among the packets
     the rate drains within :data:`CODEL_INTERVAL_MS` is PIE's (its drop
     probability, which a loaded phase just before leaves high for seconds:
@@ -740,7 +742,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[st
     after = tail + lost
     # what a full FIFO admits of the tail: C/U of it (the train sent at U, drained at C), and two standard deviations
     fifo = after * rate_mbps / sent
-    spread = whole or tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5
+    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and _significant(lost, after, idle_loss))
     arrived = 1.0 if whole else tail / max(after, 1)
     if whole and ratio < AQM_BURST_RATIO:
         return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
@@ -761,7 +763,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float) -> tuple[st
     return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
 
 
-def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
+def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0) -> None:
     """A direction that read as a FIFO with drops under a loss-based fill: one
     packet train down (or the policer's, where one was sent: a second right
     after it would meet the drop probability the first left behind), and the
@@ -776,7 +778,7 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say) -> None:
         t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
         if t is None:
             return
-    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms)
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_train"] = t
     x["aqm_note"] = why
     if kind:
@@ -989,7 +991,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
         if d == "down":
-            _aqm_train(h, port, secret, x, say)
+            _aqm_train(h, port, secret, x, say, one_way)
         for prob in x["problems"]:
             report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
                                                      f"figures until then are kept")
