@@ -218,6 +218,10 @@ impl World {
             w.q.push(0, Event::ProbeSend(i as u32));
         }
         w.q.push(0, Event::Sample);
+        // every flow sampled at every instant (0, interval, ..., duration) is the most the run writes
+        // (the language bounds it: limits.max_series_rows)
+        let instants = sc.duration_ns / sc.sample_interval_ns.max(1) + 1;
+        w.series.flows.reserve(usize::try_from(instants.saturating_mul(sc.flows.len() as u64)).unwrap_or(usize::MAX));
         Ok(w)
     }
 
