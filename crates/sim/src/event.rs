@@ -230,7 +230,7 @@ mod tests {
         // streams, some at any later time; the order must be (time, insertion order)
         // as a plain heap gives.
         for seed in 1..=20u64 {
-            let mut rng = seed * 0x9E37_79B9_7F4A_7C15;
+            let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
             let (mut q, mut r) = (Queue::default(), Reference::default());
             q.push(0, Event::Sample);
             r.push(0, Event::Sample);
