@@ -87,13 +87,13 @@ def test_loads_names_a_toml_syntax_error():
 
 def test_a_run_resolves_its_scenario_once(monkeypatch):
     calls = []
-    real = scenario.resolve
+    real = scenario._resolve  # resolve() and Scenario.resolved() both go through it
 
     def counting(*a, **k):
         calls.append(1)
         return real(*a, **k)
 
-    monkeypatch.setattr(scenario, "resolve", counting)
+    monkeypatch.setattr(scenario, "_resolve", counting)
     bloatlab.run(os.path.join(ROOT, "scenarios", "bbr-1pct.toml"), set={"duration": "1s"})
     assert len(calls) == 1
 
@@ -101,8 +101,8 @@ def test_a_run_resolves_its_scenario_once(monkeypatch):
 def test_a_loaded_scenario_is_not_resolved_again_by_the_runs_it_is_passed_to(monkeypatch):
     sc = scenario.load(os.path.join(ROOT, "scenarios", "bbr-1pct.toml"), set={"duration": "1s"})
     calls = []
-    real = scenario.resolve
-    monkeypatch.setattr(scenario, "resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = scenario._resolve
+    monkeypatch.setattr(scenario, "_resolve", lambda *a, **k: calls.append(1) or real(*a, **k))
     first = bloatlab.run(sc).summary
     second = bloatlab.run(sc).summary
     assert calls == [] and first["flows"] == second["flows"]

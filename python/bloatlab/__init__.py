@@ -41,7 +41,10 @@ def run(
 
     sc = load_scenario(scenario, overrides, **sets)
     resolved = sc.resolved()
-    raw = run_raw(resolved, engine, **({"pcap": pcap} if pcap is not None else {}))
+    opts: dict = {"pcap": pcap} if pcap is not None else {}
+    if engine == "sim" and sc is not scenario and sc._json is not None:
+        opts["resolved_json"] = sc._json  # loaded just now: the text it was checked with is the run's
+    raw = run_raw(resolved, engine, **opts)
     doc = dict(sc.doc)
     doc.setdefault("name", sc.name)
     return Result(_summary.build(raw, resolved, doc, engine), raw.get("series", {}))

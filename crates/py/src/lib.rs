@@ -11,6 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 use std::ffi::CString;
 
+mod json;
+
 /// One time-series table of a raw result, handed to Python without copying
 /// through the Arrow PyCapsule interface: `pyarrow.table(t)` (or polars,
 /// DuckDB, ...) reads the engine's own buffers. Immutable; each call of
@@ -115,6 +117,15 @@ fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::Pa
     Ok(out)
 }
 
+/// The text of `json.dumps(obj, indent=indent, default=default)`, byte for
+/// byte (crate::json). An error (ValueError, or `default`'s own) means
+/// "let `json` do it": `bloatlab.jsontext.dumps` then does.
+#[pyfunction]
+#[pyo3(signature = (obj, indent=2, default=None))]
+fn json_dumps<'py>(obj: Bound<'py, PyAny>, indent: usize, default: Option<Bound<'py, PyAny>>) -> PyResult<String> {
+    json::Encoder::new(indent, default).encode(&obj)
+}
+
 /// Check a resolved scenario (JSON) as the simulator would build it; a
 /// ValueError names the key ("link.down.qdisc_params.alpha: ...").
 #[pyfunction]
@@ -210,8 +221,10 @@ fn parse_unit(py: Python<'_>, kind: &str, text: &str) -> PyResult<PyObject> {
 /// Read, check and resolve a scenario document (the TOML document as Python
 /// objects, `--set` overrides applied) with the scenario language
 /// (`bloatlab_schema::language`). `read_trace(file)` gives a trace file's
-/// bytes, or a str saying why it cannot. Returns `(resolved, start_jitter_ns)`;
-/// an error in the scenario is a ValueError whose args are `(key, message)`.
+/// bytes, or a str saying why it cannot. Returns `(resolved, start_jitter_ns,
+/// resolved_json)`: the resolved scenario as Python objects and as the JSON
+/// text an engine reads (made here at a tenth of `json.dumps`'s cost); an
+/// error in the scenario is a ValueError whose args are `(key, message)`.
 #[pyfunction]
 #[pyo3(signature = (doc, name, read_trace, mem_available=None))]
 fn resolve_scenario<'py>(
@@ -220,7 +233,7 @@ fn resolve_scenario<'py>(
     name: &str,
     read_trace: Bound<'py, PyAny>,
     mem_available: Option<u64>,
-) -> PyResult<(Bound<'py, PyAny>, Option<u64>)> {
+) -> PyResult<(Bound<'py, PyAny>, Option<u64>, String)> {
     use bloatlab_schema::language::{resolve_document, Context};
     let doc: serde_json::Value = pythonize::depythonize(&doc)
         .map_err(|e| PyValueError::new_err(("", format!("not a scenario document: {e} (the language has tables, strings, numbers, booleans and lists)"))))?;
@@ -235,7 +248,8 @@ fn resolve_scenario<'py>(
     };
     let ctx = Context { name, read_trace: &read, mem_available };
     let (sc, jitter) = resolve_document(&doc, &ctx).map_err(|e| PyValueError::new_err((e.key, e.message)))?;
-    Ok((pythonize::pythonize(py, &sc)?, jitter))
+    let text = serde_json::to_string(&sc).map_err(|e| PyValueError::new_err(("", e.to_string())))?;
+    Ok((pythonize::pythonize(py, &sc)?, jitter, text))
 }
 
 /// The JSON Schema of the scenario language (a dict).
@@ -274,6 +288,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;
+    m.add_function(wrap_pyfunction!(json_dumps, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(ccs, m)?)?;

@@ -100,6 +100,24 @@ pub struct FlowSeries {
 }
 
 impl FlowSeries {
+    /// Room for `rows` more samples in every column, taken once by an engine
+    /// that knows how many rows it writes at most (flows x sampling
+    /// instants); only the pages written become resident. The columns are
+    /// also offered huge pages ([`reserve`]): a thousand flows' 65 MB of
+    /// samples were 16 000 page faults of 4 KB, ~30 ms of a 0.3-s run.
+    pub fn reserve(&mut self, rows: usize) {
+        reserve(&mut self.flow, rows);
+        reserve(&mut self.t, rows);
+        reserve(&mut self.cwnd_bytes, rows);
+        reserve(&mut self.inflight_bytes, rows);
+        reserve(&mut self.srtt_ms, rows);
+        reserve(&mut self.pacing_rate_bps, rows);
+        reserve(&mut self.delivery_rate_bps, rows);
+        reserve(&mut self.delivered_bytes, rows);
+        reserve(&mut self.retransmits, rows);
+        reserve(&mut self.state.codes, rows);
+    }
+
     /// The rows of `o` after ours.
     pub fn append(&mut self, o: &FlowSeries) {
         self.flow.extend(&o.flow);
@@ -112,6 +130,29 @@ impl FlowSeries {
         self.delivered_bytes.extend(&o.delivered_bytes);
         self.retransmits.extend(&o.retransmits);
         self.state.extend(o.state.iter());
+    }
+}
+
+/// Room for `rows` more elements in `v` (none if the allocator refuses: `v`
+/// then grows as it fills), and on Linux the 2 MB-aligned part of it
+/// advised for transparent huge pages (`madvise(MADV_HUGEPAGE)`, for
+/// systems whose THP mode is `madvise`): one page fault per 2 MB written
+/// instead of 512. Only the pages written become resident; the advice
+/// changes no content.
+fn reserve<T>(v: &mut Vec<T>, rows: usize) {
+    if v.try_reserve_exact(rows).is_err() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_mut_ptr() as usize;
+        let end = start + v.capacity() * std::mem::size_of::<T>();
+        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if b > a {
+            // SAFETY: [a, b) lies within v's allocation; the advice changes how its pages are backed, not what they hold.
+            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
+        }
     }
 }
 
@@ -168,7 +209,10 @@ mod arrow {
     }
 
     fn ids(v: Vec<u32>) -> ArrayRef {
-        Arc::new(Int64Array::from_iter_values(v.into_iter().map(i64::from)))
+        let mut out = Vec::new();
+        reserve(&mut out, v.len());
+        out.extend(v.into_iter().map(i64::from));
+        Arc::new(Int64Array::new(ScalarBuffer::from(out), None))
     }
 
     fn floats(v: Vec<f64>) -> ArrayRef {
@@ -181,8 +225,9 @@ mod arrow {
         let total: usize = v.codes.iter().map(|&c| lens[c as usize]).sum();
         let too_long = || ArrowError::InvalidArgumentError(format!("{total} bytes of labels: more than a UTF-8 column holds"));
         i32::try_from(total).map_err(|_| too_long())?;
-        let mut offsets = Vec::with_capacity(v.len() + 1);
-        let mut bytes = Vec::with_capacity(total);
+        let (mut offsets, mut bytes) = (Vec::new(), Vec::new());
+        reserve(&mut offsets, v.len() + 1);
+        reserve(&mut bytes, total);
         offsets.push(0i32);
         for &c in &v.codes {
             bytes.extend_from_slice(v.names[c as usize].as_bytes());
@@ -393,6 +438,30 @@ mod tests {
         let b = f.into_arrow_without(&["state", "drops"]).unwrap();
         assert_eq!((b.num_rows(), b.num_columns()), (2, 9));
         assert_eq!(b.schema().field(8).name(), "retransmits");
+    }
+
+    #[test]
+    fn a_table_reserved_for_its_rows_up_front_is_the_table_grown_row_by_row() {
+        let rows = 300_000; // past 2 MB a column: the huge-page advice is taken
+        let mut grown = FlowSeries::default();
+        let mut reserved = FlowSeries::default();
+        reserved.reserve(rows);
+        for s in [&mut grown, &mut reserved] {
+            for i in 0..rows as u64 {
+                s.flow.push(i as u32 % 7);
+                s.t.push(i as f64 / 100.0);
+                s.cwnd_bytes.push(i * 1448);
+                s.inflight_bytes.push(i);
+                s.srtt_ms.push(0.5 * i as f64);
+                s.pacing_rate_bps.push(i << 20);
+                s.delivery_rate_bps.push(i << 10);
+                s.delivered_bytes.push(i * 3);
+                s.retransmits.push(i / 100);
+                s.state.push(if i % 3 == 0 { "open" } else { "recovery" });
+            }
+        }
+        assert!(reserved.cwnd_bytes.capacity() >= rows);
+        assert_eq!(reserved.into_arrow().unwrap(), grown.into_arrow().unwrap());
     }
 
     #[test]

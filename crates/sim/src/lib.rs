@@ -26,11 +26,11 @@ pub mod wifi;
 pub mod world;
 
 /// Check a resolved scenario given as JSON: everything the simulator builds
-/// before it runs (qdiscs, stages, controls), without running it. Errors name
-/// the scenario key.
+/// before it runs that a scenario can get wrong (qdiscs, stages, the WiFi
+/// medium, controls), without running it. Errors name the scenario key.
 pub fn check_json(resolved: &str) -> Result<(), String> {
     let sc = scenario::from_json(resolved)?;
-    world::World::new(&sc).map(|_| ())
+    world::World::check(&sc)
 }
 
 /// Run a resolved scenario given as JSON; the raw result, time series included.

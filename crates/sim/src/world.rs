@@ -110,12 +110,28 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(sc: &Scenario) -> Result<World, String> {
-        // errors name the scenario key: "link.down.qdisc_params.alpha: ..."
+    /// The media of a scenario's world: its links and its WiFi medium, the
+    /// parts a scenario can get wrong (qdisc parameters, stages, stations);
+    /// errors name the scenario key: "link.down.qdisc_params.alpha: ...".
+    fn media(sc: &Scenario) -> Result<([Option<Link>; 2], Option<WifiLink>), String> {
         let mk = |spec: &Option<crate::scenario::LinkSpec>, stream: u64, dir: &str| -> Result<Option<Link>, String> {
             spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose().map_err(|e| format!("link.{dir}.{e}"))
         };
         let links = [mk(&sc.links.down, 1, "down")?, mk(&sc.links.up, 2, "up")?];
+        let wifi = sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?;
+        Ok((links, wifi))
+    }
+
+    /// Whether [`World::new`] would build `sc` (read by
+    /// `scenario::from_json`, which checked its congestion controls): its
+    /// media built and dropped, without the flows' senders (a thousand of
+    /// them are built once, for the run).
+    pub fn check(sc: &Scenario) -> Result<(), String> {
+        World::media(sc).map(|_| ())
+    }
+
+    pub fn new(sc: &Scenario) -> Result<World, String> {
+        let (links, wifi) = World::media(sc)?;
         let mut air = Air::default();
         let mut lines = |rtt: Nanos| [air.line(rtt / 2), air.line(rtt - rtt / 2)];
         let mut flows = Vec::with_capacity(sc.flows.len());
@@ -180,7 +196,7 @@ impl World {
             series: Series::default(),
             packets: 0,
             last_drops: [0; 2],
-            wifi: sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?,
+            wifi,
             capture: None,
         };
         let mut open_per_page = vec![0u32; sc.pages.len()];
@@ -202,6 +218,10 @@ impl World {
             w.q.push(0, Event::ProbeSend(i as u32));
         }
         w.q.push(0, Event::Sample);
+        // every flow sampled at every instant (0, interval, ..., duration) is the most the run writes
+        // (the language bounds it: limits.max_series_rows)
+        let instants = sc.duration_ns / sc.sample_interval_ns.max(1) + 1;
+        w.series.flows.reserve(usize::try_from(instants.saturating_mul(sc.flows.len() as u64)).unwrap_or(usize::MAX));
         Ok(w)
     }
 

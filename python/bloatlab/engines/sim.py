@@ -5,22 +5,24 @@ from __future__ import annotations
 import json
 
 
-def run(resolved: dict, pcap: str | None = None, **_opts) -> dict:
+def run(resolved: dict, pcap: str | None = None, resolved_json: str | None = None, **_opts) -> dict:
     """The raw result as Python objects; ``raw["series"]`` holds the time
     series as Arrow tables shared with the engine (``_native.ArrowTable``,
     read through the Arrow PyCapsule interface, see ``result.arrow_table``).
     ``pcap=DIR``: also DIR/down.pcap and DIR/up.pcap, every packet as it
-    enters its direction's link (docs/simulator.md, "Packet captures")."""
+    enters its direction's link (docs/simulator.md, "Packet captures").
+    ``resolved_json``: ``resolved`` as JSON text, when the caller has it."""
     from .. import _native
 
+    text = json.dumps(resolved) if resolved_json is None else resolved_json
     if pcap is None:
-        return _native.run_sim(json.dumps(resolved), pcap)
+        return _native.run_sim(text, pcap)
     import os
 
     names = [os.path.join(os.fspath(pcap), f"{d}.pcap") for d in ("down", "up")]
     existed = {n for n in names if os.path.exists(n)}
     try:
-        return _native.run_sim(json.dumps(resolved), pcap)
+        return _native.run_sim(text, pcap)
     except ValueError as e:
         if not str(e).startswith("--pcap"):
             raise
