@@ -92,12 +92,7 @@ def write_json(path: str, obj, indent: int = 2, default: Callable | None = None,
     """Atomically write ``obj`` as JSON (with a final newline) to ``path``.
     The text is made first, so an object that cannot be serialized leaves
     no file behind."""
-    if allow_nan:
-        from .jsontext import dumps
-
-        text = dumps(obj, indent=indent, default=default) + "\n"
-    else:
-        text = json.dumps(obj, indent=indent, default=default, allow_nan=False) + "\n"
+    text = json.dumps(obj, indent=indent, default=default, allow_nan=allow_nan) + "\n"
     return write_text(path, text, makedirs=False)
 
 

@@ -11,8 +11,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList};
 use std::ffi::CString;
 
-mod json;
-
 /// One time-series table of a raw result, handed to Python without copying
 /// through the Arrow PyCapsule interface: `pyarrow.table(t)` (or polars,
 /// DuckDB, ...) reads the engine's own buffers. Immutable; each call of
@@ -115,15 +113,6 @@ fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::Pa
     }
     out.set_item("series", series)?;
     Ok(out)
-}
-
-/// The text of `json.dumps(obj, indent=indent, default=default)`, byte for
-/// byte (crate::json). An error (ValueError, or `default`'s own) means
-/// "let `json` do it": `bloatlab.jsontext.dumps` then does.
-#[pyfunction]
-#[pyo3(signature = (obj, indent=2, default=None))]
-fn json_dumps<'py>(obj: Bound<'py, PyAny>, indent: usize, default: Option<Bound<'py, PyAny>>) -> PyResult<String> {
-    json::Encoder::new(indent, default).encode(&obj)
 }
 
 /// Check a resolved scenario (JSON) as the simulator would build it; a
@@ -288,7 +277,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;
-    m.add_function(wrap_pyfunction!(json_dumps, m)?)?;
     m.add_function(wrap_pyfunction!(cc_names, m)?)?;
     m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(ccs, m)?)?;
