@@ -30,15 +30,11 @@
 //!   segment is acked at once (the receiver's caller does that);
 //! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), when the application
 //!   reads: once the receiver's RTT estimate has passed since the last
-//!   measure, if more bytes were read than last time (`copied`, less what
-//!   is still queued: `tcp_recvmsg` measures after each skb it copies, so
-//!   the block a filled hole releases counts one round later), `sk_rcvbuf`
+//!   measure, if more bytes were read than last time (`copied`), `sk_rcvbuf`
 //!   becomes the space for a window of 2 × copied plus 2 × that times the
 //!   growth rate (slow start doubles per RTT, and DRS is one RTT late), plus
 //!   the out-of-order span, at most `tcp_rmem[2]`; `window_clamp` follows;
-//! - `tcp_select_window`: the window is min(free space, `rcv_ssthresh`), the
-//!   free space being the buffer less every skb charged to it
-//!   (`sk_rmem_alloc`: the out-of-order queue, and what is not read yet),
+//! - `tcp_select_window`: the window is min(free space, `rcv_ssthresh`),
 //!   aligned up to the window-scale unit, never below what is still offered
 //!   (the right edge never moves left: `tcp_shrink_window` = 0).
 //!
@@ -55,11 +51,8 @@
 //!
 //! Simplifications: the receiving application reads everything at once after
 //! each segment has been acked (a bulk sink, as the emulator's probe
-//! receiver), so the receive queue holds what the last segment released (one
-//! skb, or a filled hole's block) when the window is computed, at least one
-//! skb; each segment is one skb of `truesize` (no coalescing), and a
-//! buffer overrun (`tcp_prune_queue`) is not modelled: the window keeps the
-//! sender within the buffer; every segment is taken as full-sized; the
+//! receiver), so the receive queue holds one skb when the window is computed
+//! and is empty when DRS measures; every segment is taken as full-sized; the
 //! window-independent RTT sample (`tcp_rcv_rtt_measure`, which can only lower
 //! the estimate and is never below the timestamp one on a path without
 //! reordering) and the window-update ACK a read may send
@@ -309,38 +302,28 @@ impl RcvWindow {
     }
 
     /// An in-order segment of `len` bytes arrived at `now` (`tcp_event_data_recv`'s
-    /// part), `queued` segments charged to the buffer (`sk_rmem_alloc`: this
-    /// one, those not yet read and the out-of-order queue, which
-    /// `tcp_data_queue` moves to the receive queue only after
-    /// `tcp_event_data_recv`): returns whether the window grew (ack at once).
-    pub fn on_in_order(&mut self, now: Nanos, len: u32, queued: u32) -> bool {
+    /// part): returns whether the window grew (ack at once).
+    pub fn on_in_order(&mut self, now: Nanos, len: u32) -> bool {
         if self.space_time.is_none() {
             self.space_time = Some(now);
         }
         self.measure_rcv_mss(len);
-        self.grow(len, queued)
+        self.grow(len, 1)
     }
 
     /// An out-of-order segment of `len` bytes was queued (`tcp_data_queue_ofo`,
     /// SACK on): the window may grow (returns whether it did), and the buffer
     /// is resized for the out-of-order span (`ooo_bytes` from rcv_nxt to the
-    /// end of the highest out-of-order segment). `queued`: the segments
-    /// charged before this one (`tcp_grow_window` runs before
-    /// `skb_set_owner_r`): the out-of-order queue and what is not yet read.
-    pub fn on_out_of_order(&mut self, len: u32, queued: u32, ooo_bytes: u64) -> bool {
-        let grew = self.grow(len, queued);
+    /// end of the highest out-of-order segment).
+    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64) -> bool {
+        let grew = self.grow(len, 1);
         self.rcvbuf_grow(self.space, ooo_bytes);
         grew
     }
 
-    /// `tcp_rcv_space_adjust` when the application has read up to
-    /// `copied_seq` (bytes) at `now`, in-order data up to `rcv_nxt` (bytes)
-    /// still in the receive queue; `ooo_bytes` as in [`Self::on_out_of_order`].
-    /// `tcp_recvmsg` calls it after each skb it copies, so a hole's filling
-    /// is measured after its first segment, the rest of the block still
-    /// queued (`inq`, subtracted since "tcp: add receive queue awareness in
-    /// tcp_rcv_space_adjust()", v6.16): the block counts in the next round.
-    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, rcv_nxt: u64, ooo_bytes: u64) {
+    /// `tcp_rcv_space_adjust` when the application has read everything up to
+    /// `copied_seq` (bytes) at `now`; `ooo_bytes` as in [`Self::on_out_of_order`].
+    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, ooo_bytes: u64) {
         let Some(t0) = self.space_time else { return };
         if self.rtt_us8 == 0 {
             return;
@@ -349,11 +332,9 @@ impl RcvWindow {
         if time_us < (self.rtt_us8 >> 3) as u64 {
             return;
         }
-        // copied = copied_seq - rcvq_space.seq - inq
-        let inq = rcv_nxt - copied_seq;
-        let copied = (copied_seq - self.space_seq) as i64 - inq as i64;
-        if copied > self.space as i64 {
-            self.rcvbuf_grow(copied.min(u32::MAX as i64) as u32, ooo_bytes);
+        let copied = copied_seq - self.space_seq;
+        if copied > self.space as u64 {
+            self.rcvbuf_grow(copied.min(u32::MAX as u64) as u32, ooo_bytes);
         }
         self.space_seq = copied_seq;
         self.space_time = Some(now);
@@ -376,14 +357,13 @@ impl RcvWindow {
         }
     }
 
-    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes) and
-    /// `queued` segments charged to the buffer (`sk_rmem_alloc`: those not
-    /// yet read and the out-of-order queue): the window it carries (bytes, a
-    /// multiple of the scale unit). The second value is false when Linux
-    /// clears `icsk_ack.quick` (free space below half the buffer).
-    pub fn select(&mut self, rcv_nxt: u64, queued: u32) -> (u32, bool) {
+    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes), one
+    /// segment still unread: the window it carries (bytes, a multiple of the
+    /// scale unit). The second value is false when Linux clears
+    /// `icsk_ack.quick` (free space below half the buffer).
+    pub fn select(&mut self, rcv_nxt: u64) -> (u32, bool) {
         let cur = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(rcv_nxt) as u32;
-        let (mut new, keep_quick) = self.select_new(queued);
+        let (mut new, keep_quick) = self.select_new(1);
         let unit = 1u32 << self.wscale;
         if new < cur {
             new = cur.div_ceil(unit) * unit; // never shrink the offered window
@@ -451,33 +431,33 @@ mod tests {
     #[test]
     fn the_first_full_segment_sets_the_ratio_and_each_segment_grows_the_window_by_two_mss_until_the_buffer_is_reached() {
         let mut w = fresh();
-        assert!(w.on_in_order(0, 1448, 1));
+        assert!(w.on_in_order(0, 1448));
         // 1448 << 8 / 2304 = 160; the clamp follows 131 072 x 160/256 = 81 920,
         // rcv_ssthresh is lifted to the window offered (65 160), then + 2 x 1448
         assert_eq!((w.ratio, w.window_clamp, w.rcv_mss), (160, 81_920, 1448));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2896);
         for n in 2..=5 {
-            assert!(w.on_in_order(0, 1448, 1));
+            assert!(w.on_in_order(0, 1448));
             assert_eq!(w.rcv_ssthresh, 65_160 + n * 2896, "segment {n}");
         }
         // the free buffer (131 072 - one 2304-byte skb) x 160/256 = 80 480 bounds it
-        assert!(w.on_in_order(0, 1448, 1));
+        assert!(w.on_in_order(0, 1448));
         assert_eq!(w.rcv_ssthresh, 80_480);
-        assert!(!w.on_in_order(0, 1448, 1), "no room: no growth, no quick ACK");
-        assert!(!fresh().on_in_order(0, 100, 1), "segments under 128 B never grow it");
+        assert!(!w.on_in_order(0, 1448), "no room: no growth, no quick ACK");
+        assert!(!fresh().on_in_order(0, 100), "segments under 128 B never grow it");
     }
 
     #[test]
     fn the_advertised_window_is_rcv_ssthresh_aligned_up_to_the_scale_and_never_shrinks() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1);
+        w.on_in_order(0, 1448);
         // min(80 480 free, 68 056) aligned up to 4096: 69 632
-        assert_eq!(w.select(1448, 1), (69_632, true));
+        assert_eq!(w.select(1448), (69_632, true));
         assert_eq!((w.rcv_wnd, w.rcv_wup), (69_632, 1448));
         // an offer beyond what the buffer gives now is kept: right edge 1448 + 200 000
         w.rcv_wnd = 200_000;
         let cur: u32 = 200_000 - 1448 * 9; // at rcv_nxt = 10 segments
-        assert_eq!(w.select(10 * 1448, 1).0, cur.div_ceil(4096) * 4096);
+        assert_eq!(w.select(10 * 1448).0, cur.div_ceil(4096) * 4096);
     }
 
     #[test]
@@ -499,19 +479,19 @@ mod tests {
     #[test]
     fn drs_waits_one_receiver_rtt_then_sizes_the_buffer_for_twice_the_bytes_read_and_their_growth() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1); // rcvq_space.time = 0, ratio 160
+        w.on_in_order(0, 1448); // rcvq_space.time = 0, ratio 160
         w.on_tsecr(60 * NS_PER_MS, 10); // receiver RTT 50 ms
-        w.on_read(49 * NS_PER_MS, 30 * 1448, 30 * 1448, 0);
+        w.on_read(49 * NS_PER_MS, 30 * 1448, 0);
         assert_eq!((w.rcvbuf, w.space), (131_072, 14_480), "less than one RTT: nothing");
-        w.on_read(50 * NS_PER_MS, 30 * 1448, 30 * 1448, 0);
+        w.on_read(50 * NS_PER_MS, 30 * 1448, 0);
         // copied 43 440 > 14 480: rcvwin = 2 x 43 440 + 2 x 86 880 x 28 960 / 14 480 = 434 400,
         // rcvbuf = 434 400 x 256 / 160 = 695 040, clamp back at 160/256 = 434 400
         assert_eq!((w.space, w.rcvbuf, w.window_clamp), (43_440, 695_040, 434_400));
         // the window grows again, each segment acked at once
-        assert!(w.on_in_order(51 * NS_PER_MS, 1448, 1));
+        assert!(w.on_in_order(51 * NS_PER_MS, 1448));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2 * 2896);
         // the next measure starts at 50 ms: fewer bytes read than last time: no change
-        w.on_read(101 * NS_PER_MS, 40 * 1448, 40 * 1448, 0);
+        w.on_read(101 * NS_PER_MS, 40 * 1448, 0);
         assert_eq!((w.space, w.rcvbuf), (43_440, 695_040));
     }
 
@@ -532,9 +512,9 @@ mod tests {
     #[test]
     fn out_of_order_data_grow_the_buffer_by_their_span_and_tcp_rmem_max_caps_it() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1);
+        w.on_in_order(0, 1448);
         // 2 x 14 480 + 100 segments of span = 173 760 B of window: 278 016 B of buffer
-        w.on_out_of_order(1448, 1, 100 * 1448);
+        w.on_out_of_order(1448, 100 * 1448);
         assert_eq!((w.space, w.rcvbuf), (14_480, 278_016));
         w.space = 1 << 30;
         w.rcvbuf_grow(1 << 30, 0);

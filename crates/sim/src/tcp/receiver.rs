@@ -138,8 +138,6 @@ pub struct Receiver {
     pub ts_recent: Option<u32>,
     /// `tp->rcv_wup` in segments: rcv_nxt when the last ACK left.
     rcv_wup: u64,
-    /// `tp->copied_seq` in segments: what the application has read.
-    copied: u64,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -176,7 +174,6 @@ impl Receiver {
             win: RcvWindow::new(MSS, truesize(MSS + TCP_HDR)),
             ts_recent: None,
             rcv_wup: 0,
-            copied: 0,
         }
     }
 
@@ -192,17 +189,6 @@ impl Receiver {
         }
     }
 
-    /// Segments in the out-of-order queue.
-    fn ofo_segs(&self) -> u64 {
-        self.ofo.iter().map(|b| b.end - b.start).sum()
-    }
-
-    /// Segments charged to the receive buffer (`sk_rmem_alloc`): those
-    /// received in order and not yet read, and the out-of-order queue.
-    fn charged_segs(&self) -> u32 {
-        (self.rcv_nxt - self.copied + self.ofo_segs()).min(u32::MAX as u64) as u32
-    }
-
     /// Bytes from rcv_nxt to the end of the highest out-of-order segment.
     fn ooo_bytes(&self) -> u64 {
         self.ofo.last().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
@@ -216,18 +202,11 @@ impl Receiver {
         }
     }
 
-    /// The application reads everything in order, at `now`, one segment
-    /// (skb) at a time: `tcp_recvmsg` calls `tcp_rcv_space_adjust` after
-    /// each, and only the first can start a new measure (the others come
-    /// the same instant, less than a receiver RTT after it).
+    /// The application has read everything in order, at `now`
+    /// (`tcp_recvmsg` → `tcp_rcv_space_adjust`).
     pub fn on_read(&mut self, now: Nanos) {
-        if self.rcv_nxt == self.copied {
-            return;
-        }
         let ooo = self.ooo_bytes();
-        let mss = MSS as u64;
-        self.win.on_read(now, (self.copied + 1) * mss, self.rcv_nxt * mss, ooo);
-        self.copied = self.rcv_nxt;
+        self.win.on_read(now, self.rcv_nxt * MSS as u64, ooo);
     }
 
     fn in_ofo(&self, seq: u64) -> bool {
@@ -274,9 +253,6 @@ impl Receiver {
         }
         if seq == self.rcv_nxt {
             self.update_ato(now);
-            // tcp_queue_rcv charges it; the out-of-order queue is still charged
-            // when tcp_event_data_recv grows the window (tcp_ofo_queue comes after)
-            let charged = self.charged_segs() + 1;
             self.rcv_nxt += 1;
             let had_ofo = !self.ofo.is_empty();
             // tcp_ofo_queue: pull in what became contiguous.
@@ -291,7 +267,7 @@ impl Receiver {
             self.recent.retain(|b| b.end > nxt);
             self.unacked += 1;
             // tcp_event_data_recv → tcp_grow_window
-            if self.win.on_in_order(now, MSS, charged) {
+            if self.win.on_in_order(now, MSS) {
                 self.quick |= 1;
             }
             if had_ofo {
@@ -311,11 +287,9 @@ impl Receiver {
         if !extends && self.recent.len() >= TCP_NUM_SACKS && self.compressed > 0 {
             self.early_ack = Some(self.make_ack());
         }
-        // tcp_grow_window runs before skb_set_owner_r charges this segment
-        let charged = self.charged_segs();
         self.insert_ofo(seq);
         let ooo = self.ooo_bytes();
-        if self.win.on_out_of_order(MSS, charged, ooo) {
+        if self.win.on_out_of_order(MSS, ooo) {
             self.quick |= 1;
         }
         if self.quick > 0 {
@@ -419,12 +393,8 @@ impl Receiver {
             sack[n] = *b;
             n += 1;
         }
-        // tcp_select_window (it clears quick-ACK mode when the buffer is half full):
-        // tcp_space charges what is not yet read (the ACK leaves before the
-        // application wakes; at least the segment that triggered it) and the
-        // out-of-order queue
-        let charged = self.charged_segs().max(1);
-        let (wnd, keep_quick) = self.win.select(self.rcv_nxt * MSS as u64, charged);
+        // tcp_select_window (it clears quick-ACK mode when the buffer is half full)
+        let (wnd, keep_quick) = self.win.select(self.rcv_nxt * MSS as u64);
         if !keep_quick {
             self.quick = 0;
         }
@@ -462,59 +432,6 @@ mod tests {
     /// Acked one by one: `quick |= 1` keeps the count at 16 while the window
     /// grows (17 -> 16 per ACK), then 16 more.
     const QUICK_PHASE: u64 = GROWING + MAX_QUICKACKS as u64;
-
-    /// A receiver past slow start as the kernel's was when CUBIC's first loss
-    /// at 474 ms left a hole (longrtt-fqcodel.toml, the emulator's pcap at 4.25 s):
-    /// a 2 155 651-byte buffer, the window grown to its clamp, segment 0 read,
-    /// segment 1 lost and segments 2..=279 held out of order.
-    fn holed_receiver() -> Receiver {
-        let mut r = Receiver::new(474 * NS_PER_MS);
-        r.on_data(0, 0);
-        r.win.rcvbuf = 2_155_651;
-        r.win.window_clamp = 1_347_281;
-        r.win.rcv_ssthresh = 1_347_281;
-        r.win.space = 230_232;
-        // (2 155 651 - one 2304-byte skb) x 160/256 = 1 345 841, aligned up to 4096
-        assert_eq!(r.make_ack().wnd, 1_347_584);
-        r.on_read(0);
-        for seq in 2..=279 {
-            r.on_data(NS_PER_MS, seq);
-        }
-        r
-    }
-
-    #[test]
-    fn the_window_charges_the_out_of_order_queue_and_the_unread_block_a_filled_hole_releases() {
-        let mut r = holed_receiver();
-        // 278 segments out of order (640 512 B of skbs): the free space is far below the
-        // window offered, whose right edge stays (1448 + 1 347 584 B)
-        let a = r.make_ack();
-        assert_eq!((a.ack, a.wnd), (1, 1_347_584));
-        // the hole is filled: the ACK leaves before the application reads the 279
-        // segments it released: (2 155 651 - 279 x 2304) x 160/256 = 945 521 B, aligned
-        // up to 946 176 (the kernel offered 950 272 and 987 136 in two runs; the
-        // buffer counted as empty offered 1 347 584)
-        r.on_data(2 * NS_PER_MS, 1);
-        let a = r.make_ack();
-        assert_eq!((a.ack, a.wnd), (280, 946_176));
-    }
-
-    #[test]
-    fn drs_measures_a_filled_hole_after_its_first_segment_and_counts_the_block_one_round_later() {
-        let mut r = holed_receiver();
-        r.win.rtt_us8 = 474_000 << 3;
-        r.on_data(500 * NS_PER_MS, 1);
-        r.make_ack();
-        // tcp_recvmsg measures after the first skb: copied 2896 B less the 402 544 B still
-        // queued (inq) is no growth; reading the block at once grew the buffer to 3 272 076 B
-        r.on_read(500 * NS_PER_MS);
-        assert_eq!((r.win.rcvbuf, r.win.space), (2_155_651, 230_232));
-        // one receiver RTT later the block counts: copied 403 992 B, rcvwin 2 x 403 992 +
-        // 2 x 807 984 x 173 760 / 230 232 = 2 027 582 B, buffer x 256/160
-        r.on_data(1000 * NS_PER_MS, 280);
-        r.on_read(1000 * NS_PER_MS);
-        assert_eq!((r.win.space, r.win.rcvbuf, r.win.window_clamp), (403_992, 3_244_131, 2_027_581));
-    }
 
     #[test]
     fn an_ack_echoes_the_tsval_of_the_earliest_segment_it_acknowledges_and_of_a_hole_filler() {
@@ -560,7 +477,6 @@ mod tests {
         for s in 0..QUICK_PHASE {
             assert_eq!(r.on_data(s * 1000, s), AckNeed::Now, "segment {s}");
             r.make_ack();
-            r.on_read(s * 1000);
         }
         assert_eq!(r.win.rcv_ssthresh, 80_480);
         let t = QUICK_PHASE * 1000;
@@ -590,7 +506,7 @@ mod tests {
     fn after_three_dupacks_further_sacks_are_compressed() {
         // past quick-ACK mode (in it, every SACK goes at once) and with the
         // window grown as far as the buffer allows; segment n is lost
-        let (mut r, t) = past_window_growth(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
         let n = QUICK_PHASE;
         for s in n + 1..n + 4 {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -606,7 +522,7 @@ mod tests {
         // n, n+2, n+4, n+6 and n+9 lost; n+1, n+3, n+5 are the three dup-ACKs sent at
         // once, n+7 and n+8 are held; n+10 needs a fifth block, so the held ACK goes
         // first, with the block n+7..n+9 that the fifth would push out of the ACKs
-        let (mut r, t) = past_window_growth(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
         let n = QUICK_PHASE;
         for s in [n + 1, n + 3, n + 5] {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -630,7 +546,7 @@ mod tests {
     #[test]
     fn forty_four_acks_are_held_and_the_forty_fifth_goes_at_once() {
         // sysctl_tcp_comp_sack_nr = 44: __tcp_ack_snd_check sends when compressed_ack >= 44
-        let (mut r, t) = past_window_growth(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
         let n = QUICK_PHASE;
         for s in n + 1..n + 4 {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -662,21 +578,8 @@ mod tests {
         for s in 0..QUICK_PHASE {
             assert_eq!(r.on_data(s * NS_PER_JIFFY, s), AckNeed::Now);
             r.make_ack();
-            r.on_read(s * NS_PER_JIFFY); // the application reads each at once, as in the world
         }
         (r, (QUICK_PHASE - 1) * NS_PER_JIFFY)
-    }
-
-    /// [`past_quickack`] with `rcv_ssthresh` at the clamp (81 920 B, the whole
-    /// 128 KiB buffer at 160/256): the in-order segments grew it to 80 480 (their
-    /// own skb charged); the first out-of-order one, not yet charged when
-    /// `tcp_data_queue_ofo` calls `tcp_grow_window`, would grow it the last 1440 B
-    /// and be quick-acked. Here no segment grows the window any more.
-    fn past_window_growth(base_rtt: Nanos) -> (Receiver, Nanos) {
-        let (mut r, t) = past_quickack(base_rtt);
-        assert_eq!((r.win.rcv_ssthresh, r.win.window_clamp), (80_480, 81_920));
-        r.win.rcv_ssthresh = r.win.window_clamp;
-        (r, t)
     }
 
     #[test]
