@@ -255,3 +255,49 @@ def test_a_mahimahi_trace_of_one_opportunity_per_ms_carries_12_mbit(tmp_path):
     mbps = f["bytes_delivered"] * 8 / (f["end_s"] - f["start_s"]) / 1e6
     # 1500 bytes per ms = 12 Mbit/s on the wire, 11.6 Mbit/s of payload; slow start costs a little.
     assert 10.0 < mbps < 11.7, mbps
+
+
+def _set_default_qdisc(kind: str) -> bool:
+    try:
+        with open("/proc/sys/net/core/default_qdisc", "w") as f:
+            f.write(kind)
+        return True
+    except OSError:  # ENOENT: this kernel has no such qdisc (and no module to load it)
+        return False
+
+
+def test_the_tun_devices_keep_pfifo_fast_whatever_the_hosts_default_qdisc(tmp_path):
+    # net.core.default_qdisc is global (the root namespace's): a host with fq as its default would give the
+    # emulator's TUN devices sch_fq, which paces every kernel flow. The emulator pins pfifo_fast (crates/emu/src/ns.rs
+    # TUN_QDISC). fq where the kernel has it; this machine's kernel has no sch_fq (no modules), so another
+    # qdisc that can be a default and is not pfifo_fast: pfifo. The root setting is changed for about two seconds
+    # (a device created meanwhile on this host takes it) and restored whatever happens.
+    from bloatlab import _bin
+
+    path = "/proc/sys/net/core/default_qdisc"
+    before = open(path).read().strip()
+    probe_ns = f"bloatlab-qdisc-test-{os.getpid()}"
+    try:
+        other = next((k for k in ("fq", "pfifo", "bfifo") if k != before and _set_default_qdisc(k)), None)
+        assert other, f"the kernel accepts none of fq, pfifo, bfifo as net.core.default_qdisc (it has {before})"
+        assert open(path).read().strip() == other
+        # The premise: an unpinned device created now takes the new default.
+        subprocess.run(["ip", "netns", "add", probe_ns], check=True)
+        subprocess.run(["ip", "-n", probe_ns, "tuntap", "add", "dev", "t0", "mode", "tun"], check=True)
+        subprocess.run(["ip", "-n", probe_ns, "link", "set", "t0", "up"], check=True)
+        show = subprocess.run(["tc", "-n", probe_ns, "qdisc", "show", "dev", "t0", "root"], capture_output=True,
+                              text=True, check=True).stdout
+        assert show.split()[:2] == ["qdisc", other], show
+        sc = tmp_path / "sc.json"
+        sc.write_text(json.dumps(_resolved(duration_ns=1_000_000_000)))
+        r = subprocess.run([_bin.find("bloatlab-emu"), "run", "--scenario", str(sc), "--out", str(tmp_path / "o.json"),
+                            "--probe", _bin.find("bloatlab-probe")], capture_output=True, text=True, timeout=30)
+    finally:
+        _set_default_qdisc(before)
+        subprocess.run(["ip", "netns", "del", probe_ns], capture_output=True)
+    assert open(path).read().strip() == before
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((tmp_path / "o.json").read_text())["meta"]
+    assert meta["tun_qdisc"] == ["pfifo_fast", "pfifo_fast"]
+    # the run saw the changed default (meta.sysctls records it) and its devices kept pfifo_fast all the same
+    assert meta["sysctls"]["net.core.default_qdisc"] == other

@@ -60,6 +60,17 @@ const DEFAULT_CC: &str = "reno";
 const LOCAL_PORT_RANGE: &str = "40000 60999";
 /// TUN transmit ring: deep enough that the kernel never drops in front of the emulator.
 const TUN_TXQUEUELEN: &str = "10000";
+/// The TUN devices' root qdisc, set explicitly on each. A new device takes
+/// `net.core.default_qdisc`, which is global (the root namespace's, not per
+/// namespace): on a host whose default is `fq` every kernel flow would be
+/// paced by `sch_fq` (and CUBIC's HyStart would see a paced socket,
+/// tcp_cubic.c `hystart_update`) whatever the scenario says. pfifo_fast is
+/// what every stored run had (`meta.sysctls`) and is always built in
+/// (net/sched/sch_generic.c); a kernel flow is paced only when its
+/// scenario says `pacing = true` (`SO_MAX_PACING_RATE`, the generator's
+/// `--pacing`) or its control paces by itself (BBR). `lo` is not pinned:
+/// a device without a queue (`IFF_NO_QUEUE`) always gets `noqueue`.
+pub const TUN_QDISC: &str = "pfifo_fast";
 
 pub fn client_ns(slot: u32) -> String {
     format!("bloatlab-emu{slot}-c")
@@ -93,6 +104,37 @@ fn ip(args: &[&str]) -> Result<(), String> {
         return Err(format!("`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
     }
     Ok(())
+}
+
+fn tc(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("tc").args(args).output().map_err(|e| format!("cannot run `tc`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`tc {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The kind of a device's root qdisc in namespace `ns` (`pfifo_fast`), from
+/// `tc qdisc show`: its first line is the root's (`qdisc KIND HANDLE: dev ...`).
+pub fn root_qdisc(ns: &str, dev: &str) -> Result<String, String> {
+    let out = tc(&["-n", ns, "qdisc", "show", "dev", dev, "root"])?;
+    qdisc_kind(&out).ok_or_else(|| format!("`tc -n {ns} qdisc show dev {dev} root` named no qdisc: {out:?}"))
+}
+
+fn qdisc_kind(tc_show: &str) -> Option<String> {
+    let mut w = tc_show.lines().next()?.split_whitespace();
+    (w.next()? == "qdisc").then_some(())?;
+    w.next().map(str::to_owned)
+}
+
+/// Replace the root qdisc the device took from the host's default with
+/// [`TUN_QDISC`], and check that it holds.
+fn pin_root_qdisc(ns: &str, dev: &str) -> Result<(), String> {
+    tc(&["-n", ns, "qdisc", "replace", "dev", dev, "root", TUN_QDISC])?;
+    match root_qdisc(ns, dev)? {
+        k if k == TUN_QDISC => Ok(()),
+        k => Err(format!("{ns}: {dev}'s root qdisc is {k} after setting {TUN_QDISC}")),
+    }
 }
 
 fn our_namespaces() -> Vec<String> {
@@ -253,6 +295,7 @@ impl Netns {
                 ip(&["-n", name, "link", "set", "lo", "up"])?;
                 ip(&["-n", name, "addr", "add", &format!("{addr}/24"), "dev", TUN_NAME])?;
                 ip(&["-n", name, "link", "set", TUN_NAME, "txqueuelen", TUN_TXQUEUELEN, "up"])?;
+                pin_root_qdisc(name, TUN_NAME)?;
                 tuns.push(tun);
             }
             let tun_server = tuns.pop().unwrap();
@@ -361,6 +404,15 @@ mod tests {
         assert_eq!(temp_dir_owner("bloatlab-shell-12-x"), None);
         assert_eq!(temp_dir_owner("bloatlab-emu-12-kept"), None); // BLOATLAB_EMU_KEEP's: kept
         assert_eq!(workdir(7).file_name().and_then(|n| temp_dir_owner(n.to_str()?)), Some(7));
+    }
+
+    #[test]
+    fn the_root_qdisc_is_the_first_line_of_tc_qdisc_show() {
+        let show = "qdisc pfifo_fast 0: root refcnt 2 bands 3 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1\n";
+        assert_eq!(qdisc_kind(show).as_deref(), Some("pfifo_fast"));
+        assert_eq!(qdisc_kind("qdisc fq 8001: root refcnt 2 limit 10000p\nqdisc x 0: parent 1:\n").as_deref(), Some("fq"));
+        assert_eq!(qdisc_kind(""), None);
+        assert_eq!(qdisc_kind("Cannot find device \"blt0\"\n"), None);
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub struct Meta {
     pub link_threads: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sysctls: Option<BTreeMap<String, String>>,
+    /// the TUN devices' root qdisc at the run's end, client and server namespace (crate::ns::TUN_QDISC)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tun_qdisc: Option<[String; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tun_drops: Option<TunDrops>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -324,6 +327,7 @@ pub(crate) fn assemble(
         wall_s: None,
         link_threads: None,
         sysctls: None,
+        tun_qdisc: None,
         tun_drops: None,
         namespaces: None,
         warning_deadline: None,

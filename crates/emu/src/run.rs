@@ -199,6 +199,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
         server_rx_dropped: net.tun_stat(true, "rx_dropped"),
     };
     let sysctls = namespace_sysctls(&net.client);
+    let tun_qdisc = [&net.client, &net.server].map(|n| crate::ns::root_qdisc(n, crate::ns::TUN_NAME).unwrap_or_else(|e| e));
     let namespaces = [net.client.clone(), net.server.clone()];
     drop(net);
     let unstarted: Vec<usize> = sc.flows.iter().filter(|f| !starts.went[f.id]).map(|f| f.id).collect();
@@ -212,6 +213,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     meta.wall_s = Some(wall.elapsed().as_secs_f64());
     meta.link_threads = Some(link_threads);
     meta.sysctls = Some(sysctls);
+    meta.tun_qdisc = Some(tun_qdisc);
     meta.tun_drops = Some(tun_drops);
     meta.namespaces = Some(namespaces);
     if matches!(ending, Ending::Deadline) {

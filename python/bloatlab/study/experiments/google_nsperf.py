@@ -20,6 +20,27 @@ ecn_bulk       1 Gbit/s, 1 ms, CoDel    1 4 10 40 100 flows 5 ms apart, ECN on  
                limit 1000, target 100 ms
 =============  =======================  ==========================================  ======  =====
 
+The hosts, as nsperf.py sets them up (google/bbr ``gtests/net/tcp/bbr/nsperf/nsperf.py``, read at commit
+c8c38cf; run_tests.sh calls it once per point, so all of this holds for every case and point):
+
+- the sender paces every flow: ``setup_routes`` gives the server's only device ``fq`` as its root qdisc,
+  unconditionally (``h=srv`` ... ``ip netns exec $h $tc qdisc add dev $h.r root fq``). sch_fq paces each socket at
+  its ``sk_pacing_rate``, CUBIC's and DCTCP's included (and marks it ``SK_PACING_FQ``, so CUBIC's HyStart takes
+  the paced threshold, tcp_cubic.c ``hystart_update``). Here: ``pacing = true`` on every flow (the model's pacing
+  at the kernel's rate; the emulator sets ``SO_MAX_PACING_RATE``, the kernel's internal pacing, which paces at
+  the same ``sk_pacing_rate``: this kernel has no sch_fq). BBR paces anyway.
+- the bottleneck is netem on the client router, data direction (``setup_netem``: ``qdisc add dev crt.r root netem
+  limit ILIMIT delay IDELAY loss random ILOSS% rate IRATEMbit``, IDELAY = rtt/2, ILIMIT = the one-way BDP in
+  1500-B packets + buf); the ACK direction ``crt.l root netem ... delay rtt/2 ... rate 1000Mbit``. With a
+  ``qdisc`` (ecn_bulk only) netem keeps the delay and loss (limit 2e9, no rate) and the rate and queue move to the
+  receiver's ingress (``setup_htb_and_qdisc``: ``cli.l`` ingress redirected to ``cli.ifb0``, ``htb rate
+  IRATEMbit`` with the case's qdisc as its leaf).
+- TSO/GSO/GRO off on the forwarding devices (``ethtool -K srt.r``, ``mid.l``, ``mid.r``, ``crt.l``), not on the
+  sender's ``srv.r``: the sender's TSO bursts reach netem as separate packets.
+- per case only the ``cmd`` differs: ``sysctl net.ipv4.tcp_ecn=1`` in the sender and receiver namespaces for
+  ecn_bulk (``run_test``), empty otherwise. run_tests.sh raises ``rmem_max``/``wmem_max`` and the
+  ``tcp_rmem``/``tcp_wmem`` maxima to 250 MB for all (bloatlab's namespaces: 128 MiB, beyond every case's need).
+
 Controls: the script's ``bbr2`` (the BBRv2 alpha, later v3) is ``bbr3`` here;
 its ``bbr2_min_2`` / ``bbr2_min_4`` variants of ecn_bulk (the module
 parameter ``cwnd_min_cap``) are one ``bbr3`` line (bloatlab's BBRv3 has no
@@ -66,8 +87,9 @@ def buf_pkts(bw_mbit: float, rtt_ms: float, bdp_of_buf: float) -> int:
 
 
 def _flows(ccs: list[str], interval_s: float, **extra) -> list[dict]:
-    return [dict({"name": f"{cc}.{i}", "cc": cc, "start": f"{round(i * interval_s * 1e6)}us"}, **extra)
-            for i, cc in enumerate(ccs)]
+    """The flows started ``interval_s`` apart, each paced: nsperf's sender has sch_fq as its root qdisc."""
+    return [dict({"name": f"{cc}.{i}", "cc": cc, "start": f"{round(i * interval_s * 1e6)}us", "pacing": True},
+                 **extra) for i, cc in enumerate(ccs)]
 
 
 def case_points(quick: bool) -> list[tuple[str, str, str, dict, int]]:
