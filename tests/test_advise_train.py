@@ -150,6 +150,14 @@ def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
                   "wire_bytes": 1500, "head_send_mbps": 1000.0, "send_mbps": 1000.0}
     kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 100.0, idle_loss=0.004)
     assert kind is None and "a FIFO's buffer" in why
+    # CoDel at 105 Mbit/s / 28 ms drops one packet of a train after its interval (the campaign's evaluation seed 5,
+    # path 7: 944 passed, 1 lost, 55 arrived after it): on a path without random loss that one loss is CoDel's
+    codel_one = {"first_loss": 944, "head_bytes": 1_416_000, "head_packets": 944, "lost": 1, "tail_packets": 55, "received": 999,
+                 "wire_bytes": 1500, "head_send_mbps": 486.7, "send_mbps": 486.5}
+    kind, why = m.single_queue_aqm(codel_one, 105.4, 6.43)
+    assert kind == "codel" and "losing 1 of its last 56 packets" in why
+    # ... and on a path losing 0.4 % at random, one loss in 56 is the path's
+    assert m.single_queue_aqm(codel_one, 105.4, 6.43, idle_loss=0.004)[0] is None
 
 
 def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():

@@ -721,8 +721,8 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     (PIE drops each packet with its probability, CoDel one now and then) —
     more than twice what a full FIFO admits (C/U) and more than the tail's
     binomial noise, its losses beyond the path's random loss (``idle_loss``,
-    :func:`_significant`: a deep FIFO on a lossy path loses a train's
-    packets here and there too). Which AQM: CoDel drops only what waited above its target
+    at three standard deviations: a deep FIFO on a lossy path loses a
+    train's packets here and there too). Which AQM: CoDel drops only what waited above its target
     for a whole interval (RFC 8289: 100 ms), so a first loss among the packets
     the rate drains within :data:`CODEL_INTERVAL_MS` is PIE's (its drop
     probability, which a loaded phase just before leaves high for seconds:
@@ -742,7 +742,11 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     after = tail + lost
     # what a full FIFO admits of the tail: C/U of it (the train sent at U, drained at C), and two standard deviations
     fifo = after * rate_mbps / sent
-    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and _significant(lost, after, idle_loss))
+    # ... and lost beyond the path's random loss at three standard deviations (binomial, ``after`` draws at
+    # ``idle_loss``): CoDel drops one packet of a train here and there, which is beyond a loss-free path's
+    expected = idle_loss * after
+    beyond = lost > expected + 3 * (expected * (1 - idle_loss)) ** 0.5
+    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and beyond)
     arrived = 1.0 if whole else tail / max(after, 1)
     if whole and ratio < AQM_BURST_RATIO:
         return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
