@@ -501,11 +501,7 @@ impl World {
                     self.flows[fi].rcv.on_tsecr(now, seq, t);
                 }
                 if self.flows[fi].spec.direction == Direction::Up {
-                    let was = self.flows[fi].hs.receiver_established();
                     self.flows[fi].hs.client_data_arrived(now);
-                    if !was && self.flows[fi].hs.receiver_established() {
-                        self.flows[fi].rcv.win.on_established(now);
-                    }
                 } else {
                     self.flows[fi].hs.server_data_arrived();
                 }
@@ -538,12 +534,7 @@ impl World {
             Payload::Ctl { flow, seg } => {
                 let fi = flow as usize;
                 let mut segs = Vec::new();
-                let was = self.flows[fi].hs.receiver_established();
                 let start = self.flows[fi].hs.on_ctl(self.now, seg, &mut segs);
-                if !was && self.flows[fi].hs.receiver_established() {
-                    // tcp_init_buffer_space: DRS measures from here
-                    self.flows[fi].rcv.win.on_established(self.now);
-                }
                 self.after_handshake(fi, segs, start);
             }
             Payload::ProbeReq { probe, seq, sent, size } => {

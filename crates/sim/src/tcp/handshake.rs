@@ -276,18 +276,6 @@ impl Handshake {
     }
 
     /// The client's SYN transmissions so far.
-    /// The data receiver's side of the connection is established (Linux
-    /// `tcp_init_transfer` → `tcp_init_buffer_space` has run): the client on
-    /// the SYN-ACK for a download, the server on the handshake's ACK (or the
-    /// first segment that carries it) for an upload.
-    pub fn receiver_established(&self) -> bool {
-        if self.upload {
-            self.server_est
-        } else {
-            self.client_est
-        }
-    }
-
     pub fn syns(&self) -> u32 {
         self.syns
     }
@@ -308,32 +296,6 @@ mod tests {
     /// Deliver `seg` after half an RTT.
     fn deliver(h: &mut Handshake, t: Nanos, seg: CtlSeg, out: &mut Vec<CtlSeg>) -> Option<Start> {
         h.on_ctl(t + RTT / 2, seg, out)
-    }
-
-    #[test]
-    fn the_receiver_is_established_at_the_syn_ack_of_a_download_and_at_the_ack_of_an_upload() {
-        // download: the client receives, tcp_finish_connect on the SYN-ACK (1 RTT)
-        let mut h = Handshake::new(false);
-        let mut out = Vec::new();
-        h.connect(0, &mut out);
-        let syn = out.pop().unwrap();
-        deliver(&mut h, 0, syn, &mut out);
-        assert!(!h.receiver_established());
-        let synack = out.pop().unwrap();
-        deliver(&mut h, RTT / 2, synack, &mut out);
-        assert!(h.receiver_established());
-        // upload: the server receives, established by the handshake's ACK (1.5 RTT)
-        let mut h = Handshake::new(true);
-        let mut out = Vec::new();
-        h.connect(0, &mut out);
-        let syn = out.pop().unwrap();
-        deliver(&mut h, 0, syn, &mut out);
-        let synack = out.pop().unwrap();
-        deliver(&mut h, RTT / 2, synack, &mut out);
-        assert!(!h.receiver_established(), "the client is, the receiving server not yet");
-        let ack = out.pop().unwrap();
-        deliver(&mut h, RTT, ack, &mut out);
-        assert!(h.receiver_established());
     }
 
     #[test]

@@ -30,9 +30,7 @@
 //!   segment is acked at once (the receiver's caller does that);
 //! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), when the application
 //!   reads: once the receiver's RTT estimate has passed since the last
-//!   measure (the first one: since the connection was established,
-//!   `tcp_init_buffer_space`; for a download one round before its first
-//!   data), if more bytes were read than last time (`copied`), `sk_rcvbuf`
+//!   measure, if more bytes were read than last time (`copied`), `sk_rcvbuf`
 //!   becomes the space for a window of 2 × copied plus 2 × that times the
 //!   growth rate (slow start doubles per RTT, and DRS is one RTT late), plus
 //!   the out-of-order span, at most `tcp_rmem[2]`; `window_clamp` follows;
@@ -59,14 +57,10 @@
 //! the estimate and is never below the timestamp one on a path without
 //! reordering) and the window-update ACK a read may send
 //! (`tcp_cleanup_rbuf`) are not modelled; until the first ACK has reached the
-//! sender, data carry no echo (Linux: the handshake's), so the first RTT
-//! sample comes one round later. With the measure counted from the
-//! establishment that changes nothing on a clean path: the kernel's first
-//! `tcp_rcv_space_adjust`, when the initial window is read, finds less than
-//! its RTT estimate since establishment and keeps measuring, as the model,
-//! which has no estimate yet, does; both first measure the initial window
-//! and the first segment of the next round (the `tcp_rcvbuf_grow`
-//! tracepoint, `copied=15928`, docs/fidelity.md).
+//! sender, data carry no echo (Linux: the SYN-ACK's), so the first RTT sample
+//! comes one round later; `rcvq_space.time` starts at the first data segment
+//! (Linux: at connection establishment, the same instant for an upload and
+//! one round earlier for a download).
 
 use bloatlab_core::kernel::tcp_rtt_tsopt_us;
 use bloatlab_core::time::{Nanos, NS_PER_US};
@@ -307,18 +301,6 @@ impl RcvWindow {
         0
     }
 
-    /// The connection is established at `now` (`tcp_init_buffer_space`:
-    /// `rcvq_space.time`, `rcvq_space.seq = copied_seq`): DRS measures from
-    /// here, not from the first data segment, which for a download comes one
-    /// round later. The first measure then waits for the first receiver RTT
-    /// sample and a whole estimated RTT since establishment.
-    pub fn on_established(&mut self, now: Nanos) {
-        if self.space_time.is_none() {
-            self.space_time = Some(now);
-            self.space_seq = 0;
-        }
-    }
-
     /// An in-order segment of `len` bytes arrived at `now` (`tcp_event_data_recv`'s
     /// part): returns whether the window grew (ack at once).
     pub fn on_in_order(&mut self, now: Nanos, len: u32) -> bool {
@@ -492,31 +474,6 @@ mod tests {
         assert_eq!(w.rtt_us8, 430_000, "a zero sample is none");
         w.on_tsecr(331 * NS_PER_MS, 301);
         assert_eq!(w.rtt_us8, 30_000 << 3);
-    }
-
-    #[test]
-    fn drs_measures_from_the_connections_establishment_not_from_its_first_data() {
-        // The kernel's tcp_rcvbuf_grow tracepoint, the 100-ms CUBIC of
-        // scenarios/fidelity/12 on the emulator: established at 0.1 s, the
-        // initial window read at 0.2 s, the first receiver RTT sample 110 ms;
-        // its first measure comes 215.5 ms after establishment with 15 928 B
-        // copied (the initial window and one segment of the next round).
-        let mut w = fresh();
-        w.on_established(100 * NS_PER_MS);
-        for i in 0..10u64 {
-            w.on_in_order(200 * NS_PER_MS + i * NS_PER_MS / 2, 1448);
-            w.on_read(200 * NS_PER_MS, (i + 1) * 1448, 0);
-        }
-        assert_eq!((w.space, w.rcvbuf), (14_480, 131_072), "no receiver RTT yet: no measure");
-        w.on_tsecr(305 * NS_PER_MS, 195); // 110 ms
-        w.on_in_order(305 * NS_PER_MS, 1448);
-        w.on_read(305 * NS_PER_MS, 11 * 1448, 0);
-        // 205 ms since establishment >= 110: copied 15 928 > 14 480 (counted from the
-        // first data, 105 ms < 110 would measure nothing and keep 14 480)
-        assert_eq!(w.space, 15_928);
-        assert_eq!(w.space_time, Some(305 * NS_PER_MS));
-        // rcvwin 2 x 15 928 + 2 x 31 856 x 1448 / 14 480 = 38 226: the buffer stays
-        assert_eq!(w.rcvbuf, 131_072);
     }
 
     #[test]
