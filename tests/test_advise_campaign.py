@@ -53,6 +53,9 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
             assert p["port_mbps"] == HT20_MCS_MBPS[p["mcs"]] and 0.6 < p["down_mbps"] / p["port_mbps"] < 0.9
             doc = campaign.truth_doc(p, 5, "bbr", "airtime")
             assert "link" not in doc and doc["wifi"]["mac"] == "airtime" and doc["flow"][0]["station"] == "you"
+            # a wired shaper advised for a hop read as wired cannot go before the access point: the AP as it is, marked
+            doc = campaign.truth_doc(p, 5, "bbr", "cake", p["down_mbps"] * 0.95)
+            assert doc["wifi"]["mac"] == p["wifi_mac"] and doc["description"].startswith("approximated")
     assert 0.15 <= sum(p["loss"] > 0 for p in a) / len(a) <= 0.35  # a quarter of the paths
     fifo = [p for p in a if p["limiter"] == "fifo" and p["port_mbps"] <= 200]
     assert 0.25 <= sum(bool(p["variable"]) for p in fifo) / len(fifo) <= 0.75  # half the FIFO paths up to 200 Mbit/s

@@ -221,13 +221,20 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
     the policer, in front of the AQM: that order is the model's, not the
     network's, and the record says ``approximated``)."""
     if t["limiter"] == "wifi":
-        # the user's design on the access point where one is recommended (advise's WiFi queues)
+        # the user's design on the access point where one is recommended (advise's WiFi queues); a wired shaper
+        # (a hop the measurement did not read as WiFi) cannot sit in front of the access point in the scenario
+        # language: the access point runs as it is, and the record says ``approximated``
+        from .path import WIFI_MACS
+
+        mac = queue if queue in WIFI_MACS else None
         doc = {"name": f"truth-{t['index']:04d}", "duration": f"{duration_s:g}s",
-               "wifi": _wifi_doc(t, queue if queue not in (None, "as-is") else None),
+               "wifi": _wifi_doc(t, mac),
                "flow": [{"name": "bulk", "cc": cc or TODAY_CC, "rtt": f"{t['base_rtt_ms']:.6g}ms", "pacing": paced, "station": "you"}],
                "probe": [{"name": "ping", "interval": "20ms", "station": "you"}]}
         if neighbour:
             doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": f"{t['base_rtt_ms']:.6g}ms", "station": "you"})
+        if queue not in (None, "as-is") and mac is None:
+            doc["description"] = f"approximated: the user's {queue} cannot sit in front of the access point; the AP runs as it is"
         return doc
     down = _dir_doc(t, "down")
     approx = False
