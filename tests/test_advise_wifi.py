@@ -41,6 +41,18 @@ def test_a_train_in_aggregates_reads_as_a_wifi_hop_at_its_phy_rate():
     assert "batches of 21 packets" in why and "WiFi hop" in why
 
 
+def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
+    """25 subframes at MCS 12 (78 Mbit/s: 25 x 1542 B is 3.95 ms, 26 would pass 4 ms) every ~4.15 ms (an airtime
+    AP in the advisor's campaign, evaluation seed 6, path 1): the airtime read from the median period less the mean
+    overhead, 3.91 ms, is 25 us short of one subframe below 4.096 ms — within half the backoff's spread (67.5 us),
+    by which any one period's overhead may exceed the mean."""
+    train = {"wire_bytes": 1500, "batches": {
+        "count": 12, "packets_p50": 25.0, "packets_max": 25, "sizes": [1, 1, 9, 10, 25, 25, 25, 25, 25, 25, 25, 4],
+        "periods_ms": [0.324, 1.606, 1.757, 4.201, 4.191, 4.119, 4.108, 4.163, 4.087, 4.152, 0.902], "period_ms_p50": 4.108}}
+    phy, why = m.wifi_hop(train)
+    assert phy == pytest.approx(78, rel=0.10) and "WiFi hop" in why
+
+
 def test_a_wired_port_and_the_receivers_own_batching_are_not_wifi():
     phy, why = m.wifi_hop(WIRED)
     assert phy is None and "one at a time" in why

@@ -99,10 +99,14 @@ WIFI_SUBFRAME_OVERHEAD = 42
 #: a backlogged access point sends full aggregates: ath9k stops one at 32 subframes (half the 64-frame block-ack
 #: window) or at the frame length that takes 4096 us at the rate (airtime.rs MAX_AMPDU_FRAMES, MAX_AGGR_US). A
 #: train fills the AP's queue at once, so its median batch is a full aggregate: at least 32 packets, or an
-#: airtime within one subframe of 4096 us. A link that delivers in fixed slots (an LTE TTI of 1 ms, a Mahimahi
-#: trace's milliseconds) batches too, but only what a slot carries: a few packets each millisecond
+#: airtime within one subframe of 4096 us — read from the median period less the mean overhead, so within that
+#: and half the backoff's spread (:data:`BACKOFF_HALF_SPREAD_MS`). A link that delivers in fixed slots (an LTE TTI
+#: of 1 ms, a Mahimahi trace's milliseconds) batches too, but only what a slot carries: a few packets each millisecond
 WIFI_FULL_FRAMES = 32
 WIFI_AGGR_MS = 4.096
+#: the backoff before a transmission is uniform over 0..CWmin slots (15 x 9 us): a period's overhead lies within
+#: half that spread of the mean (:data:`TXOP_OVERHEAD_MS`), and so does the airtime read from it
+BACKOFF_HALF_SPREAD_MS = 0.0675
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
 WIFI_TRAIN_PACKETS = 200
@@ -797,8 +801,8 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     The train's batches (``train["batches"]``): a median batch of at least
     :data:`WIFI_BATCH_PACKETS` packets whose median period is no shorter than
     an 802.11n transmission (:data:`TXOP_FLOOR_MS`) and that is a full
-    aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe of
-    :data:`WIFI_AGGR_MS` of airtime). The PHY rate: each
+    aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe and
+    half the backoff's spread of :data:`WIFI_AGGR_MS` of airtime). The PHY rate: each
     period holds one transmission of the batch that ends it, so the bits of
     those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
     their periods less the transmission's mean overhead
@@ -824,7 +828,7 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
         return None, "the train's batches left no airtime to read a PHY rate from"
     phy = bits / air / 1e6
     subframe_ms = (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy * 1e3)
-    if k50 < WIFI_FULL_FRAMES and p50 - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms:
+    if k50 < WIFI_FULL_FRAMES and p50 - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
         return None, (f"the train arrived in batches of {k50:g} packets every {p50:.3g} ms: not the full aggregates "
                       f"a backlogged access point sends ({WIFI_FULL_FRAMES} subframes or {WIFI_AGGR_MS:g} ms), but "
                       f"what a slotted link carries a slot (a cellular TTI, a capacity trace's milliseconds)")
