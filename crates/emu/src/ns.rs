@@ -98,20 +98,21 @@ fn slot_of(name: &str) -> Option<u32> {
     num.parse().ok()
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("cannot run `ip`: {e}"))?;
+/// Run iproute2's `tool` (`ip`, `tc`) with `args`: its output, or why it failed.
+fn iproute2(tool: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(tool).args(args).output().map_err(|e| format!("cannot run `{tool}`: {e}"))?;
     if !out.status.success() {
-        return Err(format!("`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!("`{tool} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    iproute2("ip", args).map(drop)
 }
 
 fn tc(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("tc").args(args).output().map_err(|e| format!("cannot run `tc`: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("`tc {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    iproute2("tc", args)
 }
 
 /// The kind of a device's root qdisc in namespace `ns` (`pfifo_fast`), from

@@ -471,13 +471,13 @@ def ambiguity(limiter: str, rate_mbps: float, flows: int) -> str | None:
             f"its queue below that; they act alike on these flows")
 
 
-def _significant(retransmits: float, segments: float, idle_loss: float) -> bool:
+def _significant(retransmits: float, segments: float, idle_loss: float, handful: float = 3) -> bool:
     """Retransmissions beyond the idle path's random loss at three standard
     deviations (binomial, ``segments`` draws at ``idle_loss``), and more than
-    three: a handful of retransmissions (a SYN, a tail probe) is no drop
-    pattern."""
+    ``handful``: a few retransmissions of a TCP flow (a SYN, a tail probe)
+    are no drop pattern."""
     expected = idle_loss * segments
-    return retransmits - expected > 3 * (expected * (1 - idle_loss)) ** 0.5 + 3
+    return retransmits - expected > 3 * (expected * (1 - idle_loss)) ** 0.5 + handful
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
@@ -746,11 +746,9 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     after = tail + lost
     # what a full FIFO admits of the tail: C/U of it (the train sent at U, drained at C), and two standard deviations
     fifo = after * rate_mbps / sent
-    # ... and lost beyond the path's random loss at three standard deviations (binomial, ``after`` draws at
-    # ``idle_loss``): CoDel drops one packet of a train here and there, which is beyond a loss-free path's
-    expected = idle_loss * after
-    beyond = lost > expected + 3 * (expected * (1 - idle_loss)) ** 0.5
-    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and beyond)
+    # ... and lost beyond the path's random loss (no handful: a train is no TCP flow, and CoDel drops one
+    # packet of it here and there, which is beyond a loss-free path's)
+    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and _significant(lost, after, idle_loss, handful=0))
     arrived = 1.0 if whole else tail / max(after, 1)
     if whole and ratio < AQM_BURST_RATIO:
         return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "

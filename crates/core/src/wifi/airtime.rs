@@ -114,9 +114,13 @@ impl Phy {
 
     /// `"mcs0"` .. `"mcs15"` (HT20, long GI).
     pub fn from_mcs(name: &str) -> Option<Phy> {
-        let i: usize = name.strip_prefix("mcs")?.parse().ok()?;
-        let rate_bps = *HT20_MCS.get(i)?;
-        Some(Phy { rate_bps, streams: if i >= 8 { 2 } else { 1 } })
+        Phy::ht(name.strip_prefix("mcs")?.parse().ok()?)
+    }
+
+    /// HT MCS `mcs` (0..15; HT20, long GI): 8 MCS a spatial stream.
+    pub fn ht(mcs: u32) -> Option<Phy> {
+        let rate_bps = *HT20_MCS.get(mcs as usize)?;
+        Some(Phy { rate_bps, streams: mcs / 8 + 1 })
     }
 
     /// Preamble of an HT-mixed PPDU at this PHY.

@@ -249,7 +249,7 @@ mod tests {
     use super::*;
 
     fn mcs(i: usize) -> Phy {
-        Phy::from_mcs(&format!("mcs{i}")).unwrap()
+        Phy::ht(i as u32).unwrap()
     }
 
     #[test]

@@ -51,7 +51,7 @@
 //! counts are the RTS/CTS ones, the RTS/CTS airtime itself is not modelled);
 //! A-MSDU sizing; the debugfs fixed rate.
 
-use super::airtime::{Phy, HT20_MCS};
+use super::airtime::Phy;
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
 
@@ -277,8 +277,7 @@ impl RateChain {
     }
 
     pub fn phy(&self, i: usize) -> Phy {
-        let m = self.mcs(i);
-        Phy { rate_bps: HT20_MCS[m as usize], streams: m / 8 + 1 }
+        Phy::ht(self.mcs(i)).expect("a chain holds HT MCS 0..15")
     }
 
     /// ath9k `ath_lookup_rate`: "the lowest frame length among the rate

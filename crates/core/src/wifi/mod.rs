@@ -166,7 +166,7 @@ impl WifiConfig {
         let mut out = Vec::new();
         for (i, s) in stations.iter().enumerate() {
             let phy = match (s.mcs, s.phy_rate_bps) {
-                (Some(m), None) => Phy::from_mcs(&format!("mcs{m}")).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
+                (Some(m), None) => Phy::ht(m).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
                 (None, Some(r)) if r >= 1_000_000 => Phy::from_rate(r),
                 _ => return Err(format!("wifi.stations[{i}]: exactly one of mcs and phy_rate_bps (>= 1 Mbit/s) is needed")),
             };
@@ -489,7 +489,7 @@ impl<T: 'static> Wifi<T> {
                     m.tx_status(now, &c.chain, &c.tries, n as u32, delivered as u32);
                     if !up {
                         let mcs = m.max_tp_mcs();
-                        self.phys[sta] = Phy { rate_bps: airtime::HT20_MCS[mcs as usize], streams: mcs / 8 + 1 };
+                        self.phys[sta] = Phy::ht(mcs).expect("Minstrel's rates are HT MCS 0..15");
                     }
                 }
             }

@@ -11,7 +11,7 @@ use crate::qdisc::{Events, Limit, Packet, PacketMeta, QdiscConfig};
 use crate::rng::stream;
 
 fn mcs(i: usize) -> Phy {
-    Phy::from_mcs(&format!("mcs{i}")).unwrap()
+    Phy::ht(i as u32).unwrap()
 }
 
 #[test]

@@ -138,7 +138,10 @@ value_type!(ObjectSize: u64 = check::object_size, s_size());
 value_type!(StationPhy: Phy = check::station_phy,
     json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\" or an HT MCS \"mcs0\"..\"mcs15\""}));
 value_type!(MpduError: f64 = check::mpdu_error, json!({"type": ["string", "number"], "description": "a fraction: \"1%\" or 0.01", "examples": ["1%"]}));
-value_type!(SnrDb: f64 = |v| check::number_in(v, bloatlab_core::wifi::SNR_DB_RANGE.0, bloatlab_core::wifi::SNR_DB_RANGE.1, "an SNR in dB from -10 to 100"),
+value_type!(SnrDb: f64 = |v| {
+        let (lo, hi) = bloatlab_core::wifi::SNR_DB_RANGE;
+        check::number_in(v, lo, hi, &format!("an SNR in dB from {lo} to {hi}"))
+    },
     json!({"type": "number", "minimum": bloatlab_core::wifi::SNR_DB_RANGE.0, "maximum": bloatlab_core::wifi::SNR_DB_RANGE.1,
         "description": "the link's SNR in dB (one receive chain, 20 MHz): MPDUs are lost by the NIST error model at the rate used (docs/wifi.md)"}));
 value_type!(RateControlT: String = |v| check::choice(v, &RATE_CONTROLS), s_choice(&RATE_CONTROLS));
