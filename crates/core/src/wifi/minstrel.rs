@@ -51,7 +51,9 @@
 //! counts are the RTS/CTS ones, the RTS/CTS airtime itself is not modelled);
 //! A-MSDU sizing; the debugfs fixed rate.
 
-use super::airtime::Phy;
+// `minstrel_calc_retransmit`'s contention window bounds (`cw_min` 15, `cw_max` 1023) are best effort's
+// aCWmin/aCWmax, the medium's own
+use super::airtime::{Phy, CW_MAX, CW_MIN};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
 
@@ -84,9 +86,6 @@ pub const UPDATE_INTERVAL_NS: Nanos = 50_000_000;
 /// 1200 B, `AVG_AMPDU_SIZE` 16).
 pub const AVG_PKT_SIZE: u32 = 1200;
 pub const AVG_AMPDU_SIZE: u32 = 16;
-/// Contention window bounds in `minstrel_calc_retransmit` (`cw_min`, `cw_max`).
-pub const CW_MIN: u32 = 15;
-pub const CW_MAX: u32 = 1023;
 /// "maximum time that the hw is allowed to stay in one MRR segment": 6000 µs.
 pub const SEGMENT_SIZE_US: u32 = 6000;
 /// ath9k `hw->max_rate_tries` = 10 (`max_retry`) and `hw->max_rates` = 4.
