@@ -487,3 +487,34 @@ def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp
     assert {c["queue"] for c in a["alternatives"]} == {"as-is", "cake", "autorate"}
     ar = a["recommendation"]["autorate"]
     assert ar["min_mbps"] <= ar["base_mbps"] <= ar["max_mbps"] and "base_dl_shaper_rate_kbps" in ar["how"]
+
+
+def test_the_ensemble_spans_the_measured_rtt_within_its_accuracy_and_its_starts_one_jiffy():
+    from bloatlab._native import NS_PER_JIFFY
+
+    assert NS_PER_JIFFY == 4_000_000  # crates/core/src/kernel.rs: HZ = 250
+    # RTTs: 5 % of the RTT, at most 1 ms either side, the measured RTT in the middle member (recommend.members_of),
+    # which starts at 0; the starts cover one jiffy in steps of a fifth
+    m = recommend.members_of(10.0, 5)
+    assert [r for r, _ in m] == pytest.approx([9.5, 9.75, 10.0, 10.25, 10.5])
+    assert [s for _, s in m] == [2_400_000, 3_200_000, 0, 800_000, 1_600_000]
+    assert [r for r, _ in recommend.members_of(190.0, 3)] == pytest.approx([189.0, 190.0, 191.0])
+    assert recommend.members_of(40.0, 1) == [(40.0, 0)]
+    # fewer members where the candidates' runs would move more than the budget's packets (odd, at least one)
+    assert recommend.ensemble_size(Path(base_rtt_ms=40, down_mbps=20), 13) == recommend.ENSEMBLE
+    assert recommend.ensemble_size(Path(base_rtt_ms=600, down_mbps=1000), 13) == 1
+    k = recommend.ensemble_size(Path(base_rtt_ms=100, down_mbps=300), 13, 15)
+    assert k % 2 == 1 and 1 < k < recommend.ENSEMBLE
+
+
+def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
+    # a 62.7-Mbit/s policer on an 80.6-Mbit/s port at 190 ms (campaign seed 5, path 8): unpaced Reno behind fq_codel
+    # at 59.5 Mbit/s ends its slow start in one of three modes as its start moves within a millisecond; the kernel
+    # on the true path (190.14 ms) got 20.2 Mbit/s and the model there 20.3, one run of the twin at the measured
+    # 190.23 ms 27.5
+    p = Path(base_rtt_ms=190.23, down_mbps=62.7, port_mbps=80.6, bucket_bytes=228185, limiter="policer")
+    one = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19, members=1)
+    assert one.goodput_mbps > 25
+    c = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19)
+    assert c.ranges["members"] == recommend.ENSEMBLE and c.ranges["goodput_mbps"][1] > 25
+    assert c.goodput_mbps == pytest.approx(20.5, abs=0.5)

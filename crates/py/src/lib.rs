@@ -274,6 +274,8 @@ fn scenario_keys() -> Vec<(&'static str, Vec<String>)> {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // the model's jiffy (Linux CONFIG_HZ of the reference kernel): advise's ensemble starts its members across one
+    m.add("NS_PER_JIFFY", bloatlab_core::kernel::NS_PER_JIFFY)?;
     m.add_function(wrap_pyfunction!(run_sim, m)?)?;
     m.add_class::<ArrowTable>()?;
     m.add_function(wrap_pyfunction!(check_sim, m)?)?;

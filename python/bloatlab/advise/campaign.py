@@ -403,7 +403,7 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     rec["measured"]["rate_variation"] = d.get("rate_variation")
     if d.get("wifi"):
         rec["measured"]["wifi"] = d["wifi"]
-    rec["predicted"] = {k: adv["expected"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate")}
+    rec["predicted"] = {k: adv["expected"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate", "ensemble")}
     rec["predicted_today"] = {k: adv["current"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate")}
     say(f"  advice: {r['cc']} + {rec['advice']['queue']}; kernel runs of {dur:g} s on the true path ...")
     ar = rec["advice"].get("autorate")
@@ -449,6 +449,11 @@ def errors(rec: dict) -> dict:
         # the PHY rate the train's batches read, and the access point's design (fq and airtime are one for one station)
         out["wifi_phy"] = _rel(m["wifi"]["phy_mbps"], t["port_mbps"])
         out["wifi_mac_right"] = m["wifi"]["mac"] == t["wifi_mac"] or {m["wifi"]["mac"], t["wifi_mac"]} == {"fq", "airtime"}
+    ens = rec["predicted"].get("ensemble")
+    if ens and rec["kernel"]["goodput_mbps"] is not None:
+        # the kernel's one run within the twin's ensemble range (its members' least and most), 15 % either side
+        lo, hi = ens["goodput_mbps"]
+        out["pred_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
     if rec.get("model_truth"):
         # the model on the true path against the kernel on it: the engine's share of the prediction's error
         out["model_goodput"] = _rel(rec["model_truth"]["goodput_mbps"], rec["kernel"]["goodput_mbps"])
@@ -466,6 +471,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          ("loss", 0.50, 1.0), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90), ("rank_regret", 0.02, 0.90),
          # not a goal of the issue: the model on the true path against the kernel, the engine's share of pred_goodput
          ("model_goodput", 0.15, 0.90), ("today_goodput", 0.15, 0.90),
+         # the kernel's goodput within the twin's ensemble range (+-15 %): how often the range holds the outcome
+         ("pred_goodput_in_range", None, 0.90),
          # the WiFi hop's figures (not the issue's goals): the PHY rate within 10 %, the AP's design, its queue within 30 %
          ("wifi_phy", 0.10, 0.90), ("wifi_mac_right", None, 0.90), ("wifi_buffer", 0.30, 0.90),
          # variable capacity (issue 31) told from a fixed one, on every path whose measurement read it

@@ -31,6 +31,9 @@ def register(sub) -> None:
                         "(root, real time: about 20 s per candidate)")
     p.add_argument("--duration", metavar="TIME", help="length of each candidate's run (default: 100 base RTTs, 10-30 s)")
     p.add_argument("--seed", type=int, default=1, help="seed of the simulated runs (default 1)")
+    p.add_argument("--members", type=int, metavar="N",
+                   help="runs per candidate on the simulated twin, at base RTTs over the measurement's uncertainty "
+                        "(the figures are their median; default 7, fewer on a fast path; 1: the measured RTT only)")
     p.add_argument("--json", action="store_true", help="print the recommendation and every candidate as JSON")
     p.set_defaults(func=main)
 
@@ -70,12 +73,16 @@ def _duration(text: str | None) -> float | None:
 
 def main(args) -> int:
     from ..advise import recommend
+    from ..errors import UserError
 
     path = path_of(args)
     queues = ("as-is",) if args.host_only else recommend.QUEUES
     avail = None if args.any_kernel else recommend.kernel_ccs()
     qstate = (None, None) if args.any_kernel else recommend.host_qdisc()
-    kw = dict(queues=queues, engine=args.engine, host_qdisc_state=qstate, duration_s=_duration(args.duration))
+    if args.members is not None and not 1 <= args.members <= 99:
+        raise UserError(f"--members: expected 1..99, got {args.members}")
+    kw = dict(queues=queues, engine=args.engine, host_qdisc_state=qstate, duration_s=_duration(args.duration),
+              members=args.members)
     from rich.progress import Progress
 
     if not sys.stderr.isatty():
@@ -102,6 +109,14 @@ def main(args) -> int:
     return 0
 
 
+def _with_range(f: dict) -> str:
+    """The goodput (the ensemble's median) and, where its members differ by 1 % or more, their range."""
+    e = f.get("ensemble") or {}
+    lo, hi = e.get("goodput_mbps") or (f["goodput_mbps"],) * 2
+    g = f"{f['goodput_mbps']:.3g}"
+    return g if hi - lo < 0.01 * max(hi, 1e-9) else f"{g} ({lo:.3g}-{hi:.3g})"
+
+
 def show(out: dict) -> None:
     from rich.table import Table
 
@@ -118,10 +133,10 @@ def show(out: dict) -> None:
               + f"   (bloatlab host apply --cc {rec['cc']}{fq})")
     twin = "emulated twin, the kernel's TCP" if out.get("engine") == "emu" else "simulated twin"
     t = Table(title=f"expected on your path ({twin})")
-    for c in ("", "goodput Mbit/s", "p95 RTT under load ms (alone / beside CUBIC)", "retransmitted", "CUBIC neighbour keeps"):
+    for c in ("", "goodput Mbit/s (range)", "p95 RTT under load ms (alone / beside CUBIC)", "retransmitted", "CUBIC neighbour keeps"):
         t.add_column(c, justify="right", no_wrap=not c)
     for name, f in (("today", out["current"]), ("recommended", out["expected"])):
-        t.add_row(f"{name}: {f['cc']} / {f['queue']}", f"{f['goodput_mbps']:.3g}", f"{f['p95_rtt_ms']:.0f} / {f['p95_rtt_shared_ms']:.0f}",
+        t.add_row(f"{name}: {f['cc']} / {f['queue']}", _with_range(f), f"{f['p95_rtt_ms']:.0f} / {f['p95_rtt_shared_ms']:.0f}",
                   f"{f['retrans_rate'] * 100:.2g} %", f"{f['neighbour_share'] * 100:.0f} %")
     con.print(t)
     con.print("[bold]Why[/bold]")
