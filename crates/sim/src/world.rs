@@ -785,7 +785,7 @@ mod tests {
     /// overflows the buffer at 0.8 s with every other segment lost, so the receiver's
     /// SACK blocks turn over during SACK compression. Every segment that arrived is
     /// reported before its block is forgotten (`tcp_sack_compress_send_ack`): the
-    /// flow retransmits exactly the 80 segments the link dropped (it retransmitted
+    /// flow retransmits exactly the 82 segments the link dropped (it retransmitted
     /// 148 for 83 drops when the block was dropped unreported; the kernel retransmits
     /// what its link drops).
     #[test]
@@ -801,7 +801,37 @@ mod tests {
         let sc = Scenario::from_json(json).unwrap();
         let raw = World::new(&sc).unwrap().run();
         let drops: u64 = raw.links["down"].drops.values().sum();
-        assert_eq!((raw.flows[0].retrans_segs, drops), (80, 80));
+        assert_eq!((raw.flows[0].retrans_segs, drops), (82, 82));
+    }
+
+    /// Reno, unpaced, through a 5-packet FIFO (7620 B) at 95.7 Mbit/s and 7.7 ms
+    /// (the advisor's campaign, seed 6, path 29; up link 23.7 Mbit/s, 3000 B), 5 s.
+    /// The kernel through the emulator: 33.3-34.0 Mbit/s, 53 drops (2026-11-25,
+    /// four runs, one unflagged by the timing verdict at 33.5); its bursts at the
+    /// queue were 2 segments on 43 % and 3-5 on 49 % (pcap): tcp_tso_should_defer
+    /// holds the segments each ACK frees until a chunk of `tso_segs` (here 3-4)
+    /// can go. The model sent 2 per ACK before TSO deferral: 70.2 Mbit/s, 36 drops;
+    /// with it 36.6 Mbit/s, 58 drops.
+    #[test]
+    fn tso_deferral_makes_reno_burst_into_a_five_packet_fifo_as_the_kernel_does() {
+        let json = r#"{"name":"p29","duration_ns":5000000000,"seed":1,"sample_interval_ns":10000000,"pages":[],
+            "flows":[{"id":0,"group":0,"name":"reno-down-0","cc":"reno","direction":"down","rtt_ns":7689790,
+              "start_ns":0,"stop_ns":null,"size_bytes":null,"app_rate_bps":null,"on_ns":null,"off_ns":null,
+              "ecn":null,"tso":true,"pacing":false,"dscp":0}],
+            "probes":[],"wifi":null,
+            "links":{"down":{"rate_bps":95684100,"buffer_bytes":7620,"buffer_pkts":null,"loss":0.0,
+              "qdisc":{"kind":"fifo","params":{}},"trace_ms":null,"policer":null,"shaper":null,
+              "device_queue_bytes":null,"device_queue_pkts":null},
+              "up":{"rate_bps":23714700,"buffer_bytes":3000,"buffer_pkts":null,"loss":0.0,
+              "qdisc":{"kind":"fifo","params":{}},"trace_ms":null,"policer":null,"shaper":null,
+              "device_queue_bytes":null,"device_queue_pkts":null}}}"#;
+        let sc = Scenario::from_json(json).unwrap();
+        let raw = World::new(&sc).unwrap().run();
+        let drops: u64 = raw.links["down"].drops.values().sum();
+        let mbps = raw.flows[0].bytes_delivered as f64 * 8.0 / 5e6;
+        assert_eq!((raw.flows[0].retrans_segs, drops), (58, 58), "the kernel: 53 drops");
+        // within 15 % of the kernel's 33.3-34.0 (the advisor's prediction goal)
+        assert!((33.3 * 0.85..=34.0 * 1.15).contains(&mbps), "{mbps} Mbit/s");
     }
 
     /// One CUBIC flow, 50 Mbit/s, 40 ms, 1-BDP (250 KB) FIFO, the first 2 s:
@@ -832,11 +862,12 @@ mod tests {
     /// episode (0.80 s; six runs, 26-27 over 30 s); paced (`SO_MAX_PACING_RATE`, or
     /// sch_fq on the sender), its train must last a whole delay_min instead of half
     /// (tcp_cubic.c `hystart_update`), slow start runs one round further and the
-    /// overshoot loses 178 (two runs; 184-186 over 30 s). The model: 17 and 180.
+    /// overshoot loses 178 (two runs; 184-186 over 30 s). The model: 17 and 178 (180
+    /// before TSO deferral, `tcp_tso_should_defer`, entered it).
     #[test]
-    fn a_cubic_slow_start_at_one_bdp_loses_17_segments_unpaced_and_180_paced_as_the_kernel_does() {
+    fn a_cubic_slow_start_at_one_bdp_loses_17_segments_unpaced_and_178_paced_as_the_kernel_does() {
         assert_eq!(cubic_1bdp_slow_start(false), (17, 17, 356_208));
-        assert_eq!(cubic_1bdp_slow_start(true), (180, 180, 710_968));
+        assert_eq!(cubic_1bdp_slow_start(true), (178, 178, 708_072));
     }
 
     /// A probe-only world (the contract allows no flows; the simulator's

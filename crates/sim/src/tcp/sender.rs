@@ -73,7 +73,7 @@ pub struct Sender {
     /// Stop sending new data (the flow's `stop` time passed).
     pub stopped: bool,
     /// An application-limited source: its rate (bit/s) and first write.
-    app: Option<(u64, Nanos)>,
+    pub(super) app: Option<(u64, Nanos)>,
     /// An on/off application: writes during `on` ticks of every `on + off`
     /// ([`APP_TICK`]s each), silent in between.
     app_onoff: Option<(u64, u64)>,
@@ -82,7 +82,7 @@ pub struct Sender {
     /// Segments the application has written so far (full segments only: a
     /// partial one waits for the next write, as Nagle holds it while data
     /// are in flight).
-    app_segs: u64,
+    pub(super) app_segs: u64,
 
     /// The send queue snd_una..snd_nxt (`scoreboard.rs`).
     pub(super) sb: Scoreboard,
@@ -128,6 +128,9 @@ pub struct Sender {
     pub(super) lsndtime: Nanos,
     pub(super) max_packets_out: u32,
     pub(super) cwnd_usage_seq: u64,
+    /// The end (segment, exclusive) of the write queue's skb at snd_nxt
+    /// (`output.rs`, `send_head_skb`).
+    pub(super) skb_end: u64,
 
     /// `tp->snd_wnd`, bytes: the receiver's window (u64::MAX: no limit, as
     /// for a sender without a receiver in unit tests).
@@ -192,6 +195,7 @@ impl Sender {
             lsndtime: 0,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
+            skb_end: 0,
             snd_wnd: u64::MAX,
             ts_recent: None,
             rcv_tsecr: None,

@@ -359,15 +359,17 @@ fn each_segment_records_the_flight_it_joined_and_the_losses_so_far() {
     s.start(0, None, &mut out);
     let flights: Vec<(u32, u64)> = s.sb.segs.iter().map(|g| (g.tx_in_flight, g.tx_lost)).collect();
     assert_eq!(flights, (1..=10).map(|i| (i, 0)).collect::<Vec<_>>());
-    // 30 in flight (20..49); 21-23 SACKed and 20 marked lost leave 26 in
-    // flight; the retransmission of 20 joins them as the 27th, with tp->lost = 1.
+    // 29 in flight (20..48): segment 49 waits (tcp_tso_should_defer: one segment of room, less than a chunk of
+    // two, the oldest segment's ACK due now) — the write queue's first skb (45 segments) ended in a chunk of one;
+    // 21-23 SACKed and 20 marked lost leave 25 in flight; the retransmission of 20 joins them as the 26th,
+    // with tp->lost = 1.
     let (mut s, _) = warmed(20);
-    assert_eq!(s.in_flight(), 30);
+    assert_eq!((s.in_flight(), s.sb.nxt, s.skb_end), (29, 49, 90));
     let t23 = s.sb.segs[3].tx_time;
     s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
     assert_eq!(s.lost_total(), 1);
     assert!(s.sb.segs[0].retrans);
-    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (27, 1));
+    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (26, 1));
 }
 
 /// `warmed(1)` (11 in flight, 1..=11, cwnd 11), then its RTO fires; returns the RTO's time.
@@ -495,7 +497,8 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     let mut s = reno_sender();
     s.snd_wnd = 5 * MSS as u64;
     let mut out = Vec::new();
-    s.start(0, None, &mut out);
+    // the handshake's RTT (100 ms, as the ACKs below): TSO deferral expects no ACK before then
+    s.start(0, Some(crate::tcp::handshake::Start { rtt: 100 * NS_PER_MS, cwnd_one: false }), &mut out);
     assert_eq!(out.len(), 5, "cwnd 10, but only 5 segments fit in the window");
     // segments 0 and 1 acked, same window: snd_una + 5 segments = up to segment 6
     out.clear();
@@ -504,7 +507,9 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     // limited by the window, not by cwnd: slow start grows cwnd only while
     // cwnd < 2 x the most in flight (tcp_is_cwnd_limited), 10 < 2 x 5 is false
     assert_eq!(s.w.cwnd, 10);
-    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5, 6]);
+    // segment 5 ends the skb it began in; 6 opens a 2-segment skb (half the window) of which one segment fits:
+    // tcp_tso_should_defer waits (rwnd-limited: the oldest segment's ACK is due now)
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5]);
     assert_eq!(s.ts_recent, Some(7));
     // a duplicate ACK offering less is ignored, one offering more is taken
     s.on_window(2, 3 * MSS, 8, None);
@@ -513,7 +518,7 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     s.on_window(2, 12 * MSS, 9, None);
     s.on_ack(101 * NS_PER_MS, 2, &[], false, false, &mut out);
     assert_eq!(s.snd_wnd, 12 * MSS as u64);
-    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![7, 8, 9, 10, 11], "now cwnd (10 in flight) limits");
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![6, 7, 8, 9, 10, 11], "now cwnd (10 in flight) limits");
 }
 
 #[test]
@@ -719,4 +724,46 @@ fn the_sender_keeps_the_newest_tsval_and_the_ack_echo() {
     s.on_window(0, 10 * MSS, u32::MAX, None);
     s.on_window(0, 10 * MSS, 3, None);
     assert_eq!(s.ts_recent, Some(3));
+}
+
+/// `tcp_tso_should_defer` (Linux 6.18), one decision at a time: a Reno sender in
+/// congestion avoidance, cwnd 30, srtt 8 ms, segments 0-27 in flight (two of
+/// room), the oldest sent at 0, chunks of 4 segments, bulk data (45-segment skbs).
+#[test]
+fn tso_deferral_waits_for_a_fuller_chunk_only_while_an_ack_is_due_within_a_millisecond() {
+    use crate::tcp::output::Defer;
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, Some(crate::tcp::handshake::Start { rtt: 8 * NS_PER_MS, cwnd_one: false }), &mut out);
+    s.w.cwnd = 30;
+    s.w.ssthresh = 20;
+    while s.sb.nxt < 28 {
+        s.sb.push_new(MSS);
+    }
+    for g in s.sb.segs.iter_mut() {
+        g.tx_time = 0;
+    }
+    let (segs, tail) = s.send_head_skb();
+    assert_eq!((segs, tail), (17, false), "the rest of the write queue's first skb (0-44)");
+    let t = 7_500_000; // 7.5 ms: the oldest segment's ACK is due in 0.5 ms (< min(srtt/2, 1 ms))
+    s.pacer.wstamp = t - 500_000; // the last write 0.5 ms ago
+    // two of room: less than a chunk (4), than the skb's rest, than a third of cwnd (10)
+    assert_eq!(s.tso_should_defer(t, segs, tail, 4), Defer::Cwnd);
+    // a chunk's room: send
+    assert_eq!(s.tso_should_defer(t, segs, tail, 2), Defer::No);
+    // the ACK due in 1.5 ms, later than 1 ms: send now
+    assert_eq!(s.tso_should_defer(t - 1_000_000, segs, tail, 4), Defer::No);
+    // the last write over 1 ms ago: send now
+    s.pacer.wstamp = t - 1_000_001;
+    assert_eq!(s.tso_should_defer(t, segs, tail, 4), Defer::No);
+    s.pacer.wstamp = t;
+    // the rest of a split skb that fits: send
+    assert_eq!(s.tso_should_defer(t, 2, false, 4), Defer::No);
+    // in recovery: send
+    s.ca_state = bloatlab_core::cc::CaState::Recovery;
+    assert_eq!(s.tso_should_defer(t, segs, tail, 4), Defer::No);
+    s.ca_state = bloatlab_core::cc::CaState::Open;
+    // the receiver's window limits (one segment of it left): wait for it
+    s.snd_wnd = 29 * MSS as u64;
+    assert_eq!(s.tso_should_defer(t, segs, tail, 4), Defer::Other);
 }
