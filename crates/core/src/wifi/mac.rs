@@ -22,8 +22,9 @@
 //!   head of the list whose deficit is ≤ 0 gets `ATH_AIRTIME_QUANTUM` = 300 µs
 //!   (× its weight here, as mac80211's later `airtime_weight`) and goes to the
 //!   tail of the old list; the airtime of every transmission *to* and
-//!   reception *from* a station is subtracted from its deficit. New stations
-//!   (that just became backlogged) are served before old ones, as in
+//!   reception *from* a station is subtracted from its deficit: the PPDU's
+//!   duration (`ath_pkt_duration`), not the SIFS and ACK/BlockAck after it.
+//!   New stations (that just became backlogged) are served before old ones, as in
 //!   fq_codel; a new station that empties moves to the old list once (so it
 //!   cannot stay new forever), an old one that empties leaves.
 //!
