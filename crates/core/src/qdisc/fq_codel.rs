@@ -49,6 +49,14 @@
 //!   the `backlog` CoDel compares with `mtu` is the *whole qdisc's* (the
 //!   kernel passes `&sch->qstats.backlog`), not the flow's.
 //!
+//! mac80211's TXQs run the same fq/CoDel code (`include/net/fq_impl.h`) with
+//! one difference CoDel sees: `fq_tin_dequeue_func` (`net/mac80211/tx.c`)
+//! passes `&flow->backlog`, the *flow's* bytes left after the head was
+//! taken, and mac80211 never sets `cparams.mtu` (0). So a flow whose only
+//! packet is being dequeued (a ping, a lone ACK) is never dropped there,
+//! whatever else its TXQ holds. [`CodelBacklog::Flow`] selects that rule
+//! ([`crate::wifi::mac::mac80211_txq`]); sch_fq_codel's is the default.
+//!
 //! Not modelled: external classifiers (`tc filter`) and `skb->priority`
 //! classification; the tree-backlog bookkeeping for parent qdiscs.
 
@@ -96,11 +104,22 @@ struct Totals {
     memory_usage: u32,
 }
 
+/// Which byte backlog CoDel compares with its `mtu` ("no drop while the
+/// backlog is at most one MTU", `codel_should_drop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodelBacklog {
+    /// The whole qdisc's (sch_fq_codel: `&sch->qstats.backlog`).
+    Qdisc,
+    /// The dequeued packet's flow's (mac80211 `fq_tin_dequeue_func`: `&flow->backlog`).
+    Flow,
+}
+
 /// One flow's queue as CoDel sees it.
 struct FlowView<'a, T> {
     q: &'a mut VecDeque<Packet<T>>,
     flow_backlog: &'a mut u32,
     totals: &'a mut Totals,
+    which: CodelBacklog,
 }
 
 impl<T> CodelQueue<T> for FlowView<'_, T> {
@@ -113,7 +132,10 @@ impl<T> CodelQueue<T> for FlowView<'_, T> {
         Some(p)
     }
     fn backlog(&self) -> u32 {
-        self.totals.backlog
+        match self.which {
+            CodelBacklog::Qdisc => self.totals.backlog,
+            CodelBacklog::Flow => *self.flow_backlog,
+        }
     }
 }
 
@@ -124,6 +146,8 @@ pub struct FqCodel<T> {
     pub cparams: CodelParams,
     /// CoDel statistics shared by all queues.
     pub cstats: CodelStats,
+    /// The backlog CoDel compares with `cparams.mtu` (sch_fq_codel: the qdisc's).
+    pub codel_backlog: CodelBacklog,
     /// Packets the qdisc holds at most (`sch->limit`).
     pub limit: u32,
     /// Bytes of truesize the qdisc may hold.
@@ -157,6 +181,7 @@ impl<T> FqCodel<T> {
         FqCodel {
             cparams,
             cstats: CodelStats::default(),
+            codel_backlog: CodelBacklog::Qdisc,
             limit,
             memory_limit: memory_limit.min(1 << 31),
             drop_batch_size: drop_batch_size.max(1),
@@ -180,6 +205,12 @@ impl<T> FqCodel<T> {
     pub fn from_params(p: &Params) -> Self {
         let cparams = CodelParams::from_params(p);
         Self::with(p.u32("flows"), p.u32("limit"), p.u32("quantum"), p.u32("memory_limit"), p.u32("drop_batch"), cparams)
+    }
+
+    /// CoDel compares the backlog `which` with its `mtu` (mac80211: [`CodelBacklog::Flow`]).
+    pub fn with_codel_backlog(mut self, which: CodelBacklog) -> Self {
+        self.codel_backlog = which;
+        self
     }
 
     /// Fix the hash seed (instead of drawing it from the RNG at the first packet).
@@ -292,10 +323,10 @@ impl<T> Qdisc<T> for FqCodel<T> {
 
     fn dequeue(&mut self, now: Nanos, _rng: &mut Rng, ev: &mut Events<T>) -> Option<Packet<T>> {
         let (flows, backlogs, totals) = (&mut self.flows, &mut self.backlogs, &mut self.totals);
-        let (cparams, cstats) = (&self.cparams, &mut self.cstats);
+        let (cparams, cstats, which) = (&self.cparams, &mut self.cstats, self.codel_backlog);
         self.lists.dequeue(|idx| {
             let flow = &mut flows[idx];
-            let mut view = FlowView { q: &mut flow.q, flow_backlog: &mut backlogs[idx], totals: &mut *totals };
+            let mut view = FlowView { q: &mut flow.q, flow_backlog: &mut backlogs[idx], totals: &mut *totals, which };
             let p = codel_dequeue(&mut view, cparams, &mut flow.cvars, cstats, now, ev)?;
             let len = p.meta.len;
             Some((p, len))
@@ -419,6 +450,38 @@ mod tests {
         // while flow 2 sent three times as many packets.
         assert!(a.abs_diff(b) <= 1514 + 1500, "a {a} b {b}");
         assert!(a > 100_000 && b > 100_000);
+    }
+
+    /// A ping (flow 2) queued beside a bulk flow (flow 1) and dequeued 50 ms, then 70 ms, after it
+    /// arrived (CoDel target 20 ms, interval 100 ms, as mac80211's TXQs). The first dequeue starts
+    /// CoDel's interval on flow 2 if the backlog it compares is above `mtu`; the second, after that
+    /// interval, then drops the ping. sch_fq_codel compares the qdisc's 4500 bytes with 1514: the
+    /// second ping is dropped and the bulk flow sends instead. mac80211 compares the ping flow's own
+    /// backlog (0 once its one packet is taken) with its `mtu` of 0: no ping is ever dropped.
+    #[test]
+    fn mac80211s_codel_never_drops_a_flows_last_packet_where_sch_fq_codel_does() {
+        const MS: Nanos = 1_000_000;
+        for (which, mtu, second, dropped) in
+            [(CodelBacklog::Qdisc, super::super::codel::DEFAULT_MTU, 100, vec![201]), (CodelBacklog::Flow, 0, 201, vec![])]
+        {
+            let mut rng = crate::rng::stream(1, 0);
+            let mut ev = Events::default();
+            let cp = CodelParams::from_ns(20 * MS, 100 * MS, None, mtu, false);
+            let mut q = FqCodel::with(1024, 10240, 1514, 32 << 20, 64, cp).with_hash_seed(12345).with_codel_backlog(which);
+            q.enqueue(pkt(2, 100, 0, 200), 0, &mut rng, &mut ev);
+            for i in 0..3 {
+                q.enqueue(pkt(1, 1500, 0, 100 + i), 0, &mut rng, &mut ev);
+            }
+            assert_ne!(q.bucket_of(1), q.bucket_of(2));
+            // 50 ms: the ping (new_flows = [2, 1]) leaves, 50 ms > target.
+            assert_eq!(q.dequeue(50 * MS, &mut rng, &mut ev).unwrap().data, 200);
+            // The next ping arrives while flow 2 is still at the head of new_flows with quantum left.
+            q.enqueue(pkt(2, 100, 100 * MS, 201), 100 * MS, &mut rng, &mut ev);
+            // 170 ms: 70 ms of sojourn, 20 ms past the interval sch_fq_codel's rule started at 50 ms.
+            assert_eq!(q.dequeue(170 * MS, &mut rng, &mut ev).unwrap().data, second, "{which:?}");
+            assert_eq!(ev.drops.iter().map(|d| d.pkt.data).collect::<Vec<_>>(), dropped, "{which:?}");
+            assert_eq!(q.cstats.drop_count, dropped.len() as u64);
+        }
     }
 
     #[test]

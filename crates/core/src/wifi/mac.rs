@@ -22,13 +22,18 @@
 //!   head of the list whose deficit is ≤ 0 gets `ATH_AIRTIME_QUANTUM` = 300 µs
 //!   (× its weight here, as mac80211's later `airtime_weight`) and goes to the
 //!   tail of the old list; the airtime of every transmission *to* and
-//!   reception *from* a station is subtracted from its deficit. New stations
-//!   (that just became backlogged) are served before old ones, as in
+//!   reception *from* a station is subtracted from its deficit: the PPDU's
+//!   duration (`ath_pkt_duration`), not the SIFS and ACK/BlockAck after it.
+//!   New stations (that just became backlogged) are served before old ones, as in
 //!   fq_codel; a new station that empties moves to the old list once (so it
 //!   cannot stay new forever), an old one that empties leaves.
 //!
 //! The fq_codel of `fq`/`airtime` is the core's [`FqCodel`] (one CoDel per
-//! flow, [`crate::qdisc::codel`]), not a copy. Differences from mac80211,
+//! flow, [`crate::qdisc::codel`]), not a copy, with mac80211's rule for the
+//! backlog CoDel compares with its `mtu`: the flow's own (`fq_tin_dequeue_func`
+//! passes `&flow->backlog`) against an `mtu` mac80211 never sets (0), so a
+//! flow's last queued packet (a ping, a lone ACK) is never dropped, where
+//! sch_fq_codel compares the whole qdisc's with 1514 B. Differences from mac80211,
 //! on purpose: each station's TXQ has its own 1024 hash buckets, its own
 //! packet limit (8192) and memory limit (4 MiB) — in mac80211 the 4096
 //! buckets and both limits are shared by all TXQs; the per-station CoDel
@@ -46,9 +51,9 @@
 use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
 use super::aql::{expected_airtime_us, stored_estimate_us, AqlConfig, Pending};
 use super::minstrel::{Minstrel, RateChain, MAX_RATES};
-use crate::qdisc::codel::{CodelParams, DEFAULT_MTU};
+use crate::qdisc::codel::CodelParams;
 use crate::qdisc::fifo::Fifo;
-use crate::qdisc::fq_codel::FqCodel;
+use crate::qdisc::fq_codel::{CodelBacklog, FqCodel};
 use crate::qdisc::{Events, Limit, Packet, Qdisc};
 use crate::rng::Rng;
 use crate::time::Nanos;
@@ -97,6 +102,11 @@ pub const TXQ_FLOWS: u32 = 1024;
 /// mac80211 CoDel: target 20 ms, interval 100 ms, ECN (`ieee80211_txq_setup_flows`).
 pub const TXQ_TARGET_NS: u64 = 20_000_000;
 pub const TXQ_INTERVAL_NS: u64 = 100_000_000;
+/// mac80211 CoDel `mtu`: 0 bytes. `codel_params_init` does not set it and
+/// neither `ieee80211_txq_setup_flows` nor `sta_info_alloc` does (zeroed
+/// allocations), so "no drop while the backlog is at most one MTU" becomes
+/// "no drop while the flow holds nothing but the packet being dequeued".
+pub const TXQ_CODEL_MTU: u32 = 0;
 
 /// A frame inside the MAC: the caller's payload, its destination (station
 /// index; ignored on a station's uplink) and how often it was retried.
@@ -558,8 +568,8 @@ impl<T: 'static> Node<T> {
 
 /// A mac80211 TXQ: the core's fq_codel with mac80211's parameters.
 pub fn mac80211_txq<T>() -> FqCodel<T> {
-    let cparams = CodelParams::from_ns(TXQ_TARGET_NS, TXQ_INTERVAL_NS, None, DEFAULT_MTU, true);
-    FqCodel::with(TXQ_FLOWS, TXQ_LIMIT, TXQ_QUANTUM, TXQ_MEMORY, 64, cparams)
+    let cparams = CodelParams::from_ns(TXQ_TARGET_NS, TXQ_INTERVAL_NS, None, TXQ_CODEL_MTU, true);
+    FqCodel::with(TXQ_FLOWS, TXQ_LIMIT, TXQ_QUANTUM, TXQ_MEMORY, 64, cparams).with_codel_backlog(CodelBacklog::Flow)
 }
 
 #[cfg(test)]

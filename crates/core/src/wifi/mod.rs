@@ -451,8 +451,12 @@ impl<T: 'static> Wifi<T> {
             if collision {
                 st.collisions += 1;
             }
-            // ath9k charges TX airtime to, and RX airtime from, a station at the AP.
-            self.nodes[0].charge(sta, air);
+            // ath9k charges TX airtime to, and RX airtime from, a station at the AP:
+            // the PPDU only, preamble included, not the SIFS and (Block)Ack after it
+            // (63fefa050477: `ath_tx_count_airtime` adds `ts->duration`, the rate
+            // series' `PktDuration` = `ath_pkt_duration`, per try; `ath_rx_count_airtime`
+            // adds `ath_pkt_duration` of the received frame).
+            self.nodes[0].charge(sta, phy.ppdu_ns(agg.psdu));
             // Each MPDU is lost with the station's `mpdu_error` and, with an
             // SNR, independently with the error model's PER at the rate used.
             let per = self.mpdu_error[sta];

@@ -77,8 +77,7 @@ fn schedule(nd: &mut Node<u64>, phys: &[Phy], rounds: usize, charge: bool) -> Ve
         nd.refill(phys, 0, &mut rng, &mut ev, &mut |_, _| {});
         let Some(a) = nd.hw.pop_front() else { break };
         if charge {
-            let air = txop_ns(&phys[a.sta], a.psdu, a.frames.len());
-            nd.charge(a.sta, air);
+            nd.charge(a.sta, phys[a.sta].ppdu_ns(a.psdu));
         }
         out.push(a);
     }
@@ -143,24 +142,27 @@ fn fq_takes_turns_per_aggregate_and_airtime_by_deficit() {
     // fq: one aggregate each in turn, whatever its airtime (32 frames ≈ 3.13 ms vs 2 frames ≈ 3.92 ms).
     assert_eq!(schedule(&mut fill(Design::Fq), &phys, 6, false), vec![(0, 32), (1, 2), (0, 32), (1, 2), (0, 32), (1, 2)]);
     // airtime: both start at deficit 0 and get 300 µs; station 0 keeps the head while its
-    // deficit is positive. Aggregates are charged when taken: fast 32 frames = 3132 µs,
-    // slow 2 frames = 3840+16+68 = 3924 µs. The hardware queue holds two aggregates
-    // built before the first is charged, so station 0 gets two in a row at the start
-    // (deficit 300 - 2 x 3132 = -5964 µs after crediting, station 1 at 300 - 3924 = -3624):
+    // deficit is positive. Aggregates are charged their PPDU when taken (ath9k's
+    // `ath_pkt_duration`, no SIFS or BlockAck): fast 32 frames = 3084 µs, slow 2 frames =
+    // 3840 µs. The hardware queue holds two aggregates built before the first is charged,
+    // so station 0 gets two in a row at the start
+    // (deficit 300 - 2 x 3084 = -5868 µs after crediting, station 1 at 300 - 3840 = -3540):
     // station 1 climbs back above zero first (13 quanta), is served, then both alternate
     // by who reaches a positive deficit first.
     let mut nd = fill(Design::Airtime);
     let got = schedule(&mut nd, &phys, 6, true);
     assert_eq!(got, vec![(0, 32), (0, 32), (1, 2), (1, 2), (1, 2), (0, 32)]);
     // While both are backlogged (1600 and 200 packets: the TXQ's 4 MiB of truesize
-    // holds 1820 full-size packets) the airtimes stay within two TXOPs plus a quantum
-    // of each other (the hardware queue holds two aggregates built before either is
-    // charged), although station 0 moves 16 times the bytes per aggregate.
+    // holds 1820 full-size packets) the charged airtimes stay within two PPDUs plus a
+    // quantum of each other (the hardware queue holds two aggregates built before either
+    // is charged), although station 0 moves 16 times the bytes per aggregate: of 70
+    // aggregates, 70 × 3840 / (3084 + 3840) = 38.8 → 39 are station 0's, 39 × 32 = 1248 frames.
     let mut nd = fill(Design::Airtime);
     let got = schedule(&mut nd, &phys, 70, true);
-    assert_eq!(got.iter().filter(|g| g.0 == 0).map(|g| g.1).sum::<usize>(), 1216);
-    let air = |s: usize| got.iter().filter(|g| g.0 == s).map(|g| txop_ns(&phys[s], g.1 as u64 * 1544, g.1) as i64).sum::<i64>();
-    assert!((air(0) - air(1)).abs() <= 2 * 3_924_000 + 300_000, "airtime {} vs {}", air(0), air(1));
+    assert_eq!(got.iter().filter(|g| g.0 == 0).map(|g| g.1).sum::<usize>(), 1248);
+    let air = |s: usize| got.iter().filter(|g| g.0 == s).map(|g| phys[s].ppdu_ns(g.1 as u64 * 1544 - 2) as i64).sum::<i64>();
+    assert!((air(0) - air(1)).abs() <= 2 * 3_840_000 + 300_000, "airtime {} vs {}", air(0), air(1));
+    assert_eq!((phys[0].ppdu_ns(32 * 1544 - 2), phys[1].ppdu_ns(2 * 1544 - 2)), (3_084_000, 3_840_000));
     // Deficits after: each station is charged its TXOPs and credited 300 µs per pass.
     let fast = txop_ns(&phys[0], 32 * 1544, 32) as i64;
     let slow = txop_ns(&phys[1], 2 * 1544, 2) as i64;
@@ -507,6 +509,35 @@ fn with_aql_the_scheduler_counts_pending_airtime_as_spent() {
     assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_040);
     // 1200 when served, then one more quantum each in the pass that ends the round.
     assert_eq!((nd.deficit(0), nd.deficit(1)), (1_500_000, 1_500_000));
+}
+
+#[test]
+fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_them() {
+    // ath9k (63fefa050477) charges `ath_pkt_duration` of what it sends to or receives from a station:
+    // preamble + symbols, no SIFS, no ACK/BlockAck. One MCS 0 station, fixed rate, airtime design.
+    let cfg = WifiConfig {
+        design: Design::Airtime,
+        stations: vec![StationConfig { name: "m0".into(), phy: mcs(0), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }],
+        qdisc: QdiscConfig::default(),
+        aql: None,
+    };
+    let run = |up: bool, len: u32| {
+        let mut w: Wifi<u64> = Wifi::new(&cfg).unwrap();
+        let (mut rng, mut out, mut drops) = (stream(1, 9), Vec::new(), Vec::new());
+        w.enqueue(0, 0, up, Packet { meta: PacketMeta { flow: 1, len, ..Default::default() }, data: 1 }, &mut rng, &mut drops);
+        while let Some(t) = w.next_event() {
+            w.poll(t, &mut rng, &mut out, &mut drops);
+        }
+        assert_eq!(out.len(), 1);
+        w.deficit(0)
+    };
+    // A 52-byte packet up (a TCP ACK): MPDU 90 B, 22 + 720 bits = 29 symbols of 26 bits: 116 + 36 µs.
+    assert_eq!(mcs(0).ppdu_ns(90), 152_000);
+    assert_eq!(run(true, 52), -152_000);
+    // (-212 µs with the SIFS and the ACK.)
+    // A 1500-byte packet down: the station earns 300 µs to be served (deficit ≤ 0) and is charged its
+    // 1936-µs PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
+    assert_eq!(run(false, 1500), -1_636_000);
 }
 
 #[test]
