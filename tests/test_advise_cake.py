@@ -75,6 +75,19 @@ def test_flows_that_lost_below_codels_least_window_read_cake():
     assert cake is True and "317 KB" in why
 
 
+def test_under_one_queue_all_flows_windows_together_are_read_at_the_first_loss():
+    # two flows sampled every 40 ms on an 80-ms path at 100 Mbit/s: flow 1 loses first (0.16 s) holding 80 packets,
+    # flow 2 then holds 40: 120 x 1448 = 173.8 KB in flight; one queue's CoDel needs the whole rate x 85 ms =
+    # 1025.7 KB, seen through 40-ms samples as 725.3 KB
+    j = phase({1: SLOW_START, 2: [(0.0, 10, 0, 0), (0.08, 40, 0, 50_000), (0.2, 90, 1, 400_000)]})
+    fl = m.first_losses(j, "down")
+    assert fl["first"] == {"t_s": 0.16, "cwnd_bytes": 120 * MSS, "sent_bytes": 217_200 + 50_000}
+    cake, why = m.cobalt_first_signal(fl, 100.0, 2, 80.0, shared=True)
+    assert cake is True and "0.16 s in, with 174 KB" in why and "1.03e+03 KB in flight" in why and "725 KB as 40-ms" in why
+    assert m.cobalt_first_signal(dict(fl, first=dict(fl["first"], cwnd_bytes=726_000)), 100.0, 2, 80.0, shared=True)[0] is False
+    assert m.cobalt_first_signal(dict(fl, first=None), 100.0, 2, 80.0, shared=True)[0] is False
+
+
 def test_random_loss_that_explains_the_early_losses_leaves_fq_codel():
     losses = {"sample_s": 0.04, "lossless": 0, "flows": [{"id": i, "t_s": 0.3, "cwnd_bytes": 60_000, "sent_bytes": 2_000_000}
                                                           for i in range(4)]}
@@ -102,20 +115,28 @@ def test_samples_farther_apart_lower_the_bound_by_the_growth_they_may_miss():
     assert cake is None and "no TCP_INFO" in why
 
 
-def direction(limiter, aqm_qdisc=None, cake=True):
+def direction(limiter, aqm_qdisc=None, cake=True, shared=None):
+    shared = cake if shared is None else shared
     return {"limiter": limiter, "aqm_qdisc": aqm_qdisc, "buffer_bytes": 150_000 if limiter == "fifo" else None,
             "buffer_bdp": 0.15 if limiter == "fifo" else None, "limiter_note": None,
-            "first_loss": {"flows": [], "cake": cake, "note": "4 below half that ... CAKE" if cake else "0 below half that"}}
+            "first_loss": {"flows": [], "cake": cake, "note": "4 below ... CAKE" if cake else "0 below",
+                           "cake_shared": shared, "note_shared": "all flows' first loss ... CAKE" if shared else "all flows'"}}
 
 
 def test_an_aqm_reading_becomes_cake_where_the_first_losses_show_cobalt():
-    x = direction("aqm")  # flow isolation
+    x = direction("aqm", shared=False)  # flow isolation: each flow's own window
     m._cobalt(x)
-    assert x["aqm_qdisc"] == "cake" and x["limiter_note"].startswith("flow isolation; 4 below half that")
-    # a packet train read PIE (its first loss early: COBALT's first signal on the train's own fresh queue)
-    x = direction("aqm", "pie")
+    assert x["aqm_qdisc"] == "cake" and x["limiter_note"] == "flow isolation; 4 below ... CAKE"
+    # a packet train read PIE (its first loss early: COBALT's first signal on the train's own fresh queue): one
+    # queue's CoDel or PIE may drop any flow's packet, so all flows' windows together are read
+    x = direction("aqm", "pie", cake=False, shared=True)
     m._cobalt(x)
-    assert x["aqm_qdisc"] == "cake" and "packet train (pie by the train alone)" in x["limiter_note"]
+    assert x["aqm_qdisc"] == "cake" and x["limiter_note"] == "an AQM's burst in a packet train (pie by the train alone); all flows' first loss ... CAKE"
+    # PIE through the emulator (100 Mbit/s, 80 ms): one flow of four lost first at 148 KB, below its own bound
+    # (193 KB), when all four held 1923 KB (the bound for them together 770 KB): PIE stays
+    x = direction("aqm", "pie", cake=True, shared=False)
+    m._cobalt(x)
+    assert x["aqm_qdisc"] == "pie"
     # a FIFO or a policer drops a slow start's first burst too: without an AQM's burst it stays what it was
     for lim in ("fifo", "policer", "wifi"):
         x = direction(lim)

@@ -569,9 +569,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     added = fill["probe_q95_ms"]
     # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
     first = first_losses(j, d) if fill_cc == LOAD_CC else {"flows": [], "sample_s": None, "lossless": 0}
-    cake, why_cake = (cobalt_first_signal(first, rate, flows, base_p50, idle_loss) if fill_cc == LOAD_CC
-                      else (None, "the fill ran BBR (a lossy path): no loss-based slow start to read"))
-    first.update(cake=cake, note=why_cake)
+    bbr = (None, "the fill ran BBR (a lossy path): no loss-based slow start to read")
+    cake, why_cake = cobalt_first_signal(first, rate, flows, base_p50, idle_loss) if fill_cc == LOAD_CC else bbr
+    shared, why_shared = cobalt_first_signal(first, rate, flows, base_p50, idle_loss, shared=True) if fill_cc == LOAD_CC else bbr
+    first.update(cake=cake, note=why_cake, cake_shared=shared, note_shared=why_shared)
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
@@ -610,7 +611,10 @@ def first_losses(j: dict, d: str) -> dict:
     sample), "cwnd_bytes" (the largest window sampled up to and with the
     first sample that counts a retransmission: the window the slow start had
     reached), "sent_bytes" (delivered by then)}], "sample_s" (the median
-    spacing of the TCP_INFO samples), "lossless" (flows that lost nothing)}``.
+    spacing of the TCP_INFO samples), "lossless" (flows that lost nothing),
+    "first" (all flows together at the first of those losses: {"t_s" since
+    the phase's first sample, "cwnd_bytes" (the sum of each flow's largest
+    window sampled until then), "sent_bytes"}, or None)}``.
     A flow whose very first sample already counts a retransmission (its
     handshake or its first window) tells nothing of its slow start and is left out."""
     fs = j["raw"]["series"]["flows"]
@@ -618,9 +622,11 @@ def first_losses(j: dict, d: str) -> dict:
     cwnd, retx = np.asarray(fs.get("cwnd_bytes", []), float), np.asarray(fs.get("retransmits", []), float)
     sent = np.asarray(fs.get("delivered_bytes", []), float)
     ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
-    out: dict = {"flows": [], "sample_s": None, "lossless": 0}
+    out: dict = {"flows": [], "sample_s": None, "lossless": 0, "first": None}
     if not ids or cwnd.size != t.size or retx.size != t.size:
         return out
+    if sent.size != t.size:
+        sent = np.zeros(t.size)
     out["sample_s"] = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
     for i in ids:
         s = fid == i
@@ -632,11 +638,20 @@ def first_losses(j: dict, d: str) -> dict:
             continue
         k = int(k[0])
         out["flows"].append({"id": i, "t_s": float(t[s][k] - t[s][0]), "cwnd_bytes": float(cwnd[s][: k + 1].max()),
-                             "sent_bytes": float(sent[s][k]) if sent.size == t.size else 0.0})
+                             "sent_bytes": float(sent[s][k]), "at": float(t[s][k])})
+    if out["flows"]:
+        at = min(f["at"] for f in out["flows"])
+        upto = [(fid == i) & (t <= at) for i in ids]
+        out["first"] = {"t_s": float(at - t[np.isin(fid, ids)].min()),
+                        "cwnd_bytes": float(sum(cwnd[u].max() for u in upto if u.any())),
+                        "sent_bytes": float(sum(sent[u].max() for u in upto if u.any()))}
+    for f in out["flows"]:
+        del f["at"]
     return out
 
 
-def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: float, idle_loss: float = 0.0) -> tuple[bool | None, str]:
+def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: float, idle_loss: float = 0.0,
+                        shared: bool = False) -> tuple[bool | None, str]:
     """Whether a loss-based fill's first losses (:func:`first_losses`) show
     COBALT's first signal (CAKE) rather than CoDel's (fq_codel), behind a
     flow-isolating queue that delivered ``rate_mbps`` (wire) to ``flows``
@@ -647,27 +662,43 @@ def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: flo
     it, as samples ``dt`` apart see it (/ 2^(dt / RTT): a slow start at most
     doubles its window a round trip), are more than the idle loss
     explains (None where that is within the initial window,
-    :data:`INITIAL_WINDOW`: no first loss can fall below it). False does not exclude
+    :data:`INITIAL_WINDOW`: no first loss can fall below it). With
+    ``shared`` (a single-queue AQM's reading: one queue, CoDel's or PIE's, which
+    may drop any flow's packet once the queue has stood, so no flow's own
+    window bounds its first loss) the same bound on all flows together, the
+    whole rate, at the first loss of any (``losses["first"]``): the queue
+    could stand above target for an interval only with at least that in
+    flight (PIE's 150-ms burst allowance asks more). False does not exclude
     CAKE: a fresh queue whose first over-target packet is followed by one
     under target (or by the queue emptying) has its count decay to 0 and
     rec_inv_sqrt set to 1, and then signals one interval later, as CoDel."""
     dt = losses.get("sample_s")
     if dt is None:
         return None, "the fill reported no TCP_INFO windows to read the first losses from"
-    share = max(rate_mbps, 1e-6) * 1e6 / WIRE_PER_PAYLOAD / 8 / max(flows, 1)
+    share = max(rate_mbps, 1e-6) * 1e6 / WIRE_PER_PAYLOAD / 8 / (1 if shared else max(flows, 1))
     codel = share * (min(base_ms, CODEL_INTERVAL_MS) + CODEL_TARGET_MS) / 1e3
     bound = codel / 2 ** (dt * 1e3 / base_ms)
     if bound <= INITIAL_WINDOW:
         return None, (f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB, and what "
                       f"{dt * 1e3:.0f}-ms samples can tell of that ({bound / 1e3:.3g} KB) is within a slow start's initial "
                       f"window ({INITIAL_WINDOW / 1e3:.3g} KB): its first losses cannot tell COBALT's first signal from CoDel's")
-    early = [f for f in losses["flows"] if f["cwnd_bytes"] < bound]
-    segs = sum(f["sent_bytes"] for f in losses["flows"]) / MSS
-    windows = ", ".join(f"{f['cwnd_bytes'] / 1e3:.3g}" for f in sorted(losses["flows"], key=lambda f: f["cwnd_bytes"]))
-    seen = (f"the flows' first losses came at windows of {windows or 'none'} KB ({losses.get('lossless', 0)} lost nothing); "
-            f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB "
-            f"(its share x (min(RTT, {CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms)), {bound / 1e3:.3g} KB as "
-            f"{dt * 1e3:.0f}-ms samples see it")
+    if shared:
+        first = losses.get("first")
+        early = [first] if first and first["cwnd_bytes"] < bound else []
+        segs = (first or {}).get("sent_bytes", 0.0) / MSS
+        seen = ((f"the flows' first loss came {first['t_s']:.2f} s in, with {first['cwnd_bytes'] / 1e3:.3g} KB in their windows"
+                 if first else "the flows lost nothing")
+                + f"; one queue's CoDel signals no earlier than at {codel / 1e3:.3g} KB in flight (the rate x (min(RTT, "
+                  f"{CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms); PIE later), {bound / 1e3:.3g} KB as "
+                  f"{dt * 1e3:.0f}-ms samples see it")
+    else:
+        early = [f for f in losses["flows"] if f["cwnd_bytes"] < bound]
+        segs = sum(f["sent_bytes"] for f in losses["flows"]) / MSS
+        windows = ", ".join(f"{f['cwnd_bytes'] / 1e3:.3g}" for f in sorted(losses["flows"], key=lambda f: f["cwnd_bytes"]))
+        seen = (f"the flows' first losses came at windows of {windows or 'none'} KB ({losses.get('lossless', 0)} lost nothing); "
+                f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB "
+                f"(its share x (min(RTT, {CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms)), {bound / 1e3:.3g} KB as "
+                f"{dt * 1e3:.0f}-ms samples see it")
     if _significant(len(early), segs, idle_loss, handful=EARLY_LOSS_HANDFUL):
         return True, (f"{seen}: {len(early)} below, as COBALT signals a fresh queue's first burst over "
                       f"{CODEL_TARGET_MS:g} ms at once: CAKE")
@@ -893,20 +924,24 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
 def _cobalt(x: dict) -> None:
     """A direction read as an AQM — flow isolation, or a single-queue AQM's
     burst in a packet train — becomes CAKE (``aqm_qdisc`` ``cake``) where its
-    fill's first losses show COBALT's first signal (:func:`cobalt_first_signal`):
-    neither CoDel (an interval above target first) nor PIE (its 150-ms burst
-    allowance, RFC 8033) drops a slow start's first burst, and a train behind
-    CAKE meets the same first signal (its own fresh queue), which reads as
-    PIE's early drop. Where flow isolation was read and the first losses do not
-    show it, the note says CAKE is not excluded."""
+    fill's first losses show COBALT's first signal (:func:`cobalt_first_signal`:
+    each flow's own window under isolation, all flows' together under a
+    single-queue reading, since CoDel or PIE on one queue may drop any flow's
+    packet): neither CoDel (an interval above target first) nor PIE (its
+    150-ms burst allowance, RFC 8033) drops a slow start's first burst, and a
+    train behind CAKE meets the same first signal (its own fresh queue), which
+    reads as PIE's early drop. Where flow isolation was read and the first
+    losses do not show it, the note says CAKE is not excluded."""
     if x["limiter"] != "aqm":
         return
     first = x.get("first_loss") or {}
-    why = first.get("note") or "no first losses read"
-    if first.get("cake"):
-        seen = "flow isolation" if x.get("aqm_qdisc") is None else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)"
+    isolated = x.get("aqm_qdisc") is None
+    cake, why = (first.get("cake"), first.get("note")) if isolated else (first.get("cake_shared"), first.get("note_shared"))
+    why = why or "no first losses read"
+    if cake:
+        seen = "flow isolation" if isolated else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)"
         x.update(aqm_qdisc="cake", buffer_bytes=None, buffer_bdp=None, limiter_note=f"{seen}; {why}")
-    elif x.get("aqm_qdisc") is None:
+    elif isolated:
         x["limiter_note"] = (f"flow isolation, taken as fq_codel; CAKE is not excluded ({why}). Behind CAKE a new flow's "
                              f"slow start ends at COBALT's first signal or goes on as under fq_codel (docs/advise.md)")
 
