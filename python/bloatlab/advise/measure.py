@@ -99,9 +99,6 @@ CODEL_TARGET_MS = 5.0
 #: then one under it: its count decays to 0 and rec_inv_sqrt becomes 1), so that as few as one of the four
 #: flows shows it (the model at 312 Mbit/s: 1 of 4)
 EARLY_LOSS_HANDFUL = 0
-#: a slow start begins at the initial window (RFC 6928: 10 segments): where the bound is no larger, no first
-#: loss can fall below it, and the rule cannot tell
-INITIAL_WINDOW = 10 * 1448  # bytes: 10 segments of MSS (below)
 #: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
 #: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
 #: batch period shorter than the shortest 802.11n transmission cannot be a transmission's: AIFS[BE] 43 us +
@@ -138,6 +135,9 @@ WIFI_TRAIN_PACKETS = 200
 WIFI_PERIOD_OUTLIER = 2.0
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
+#: a slow start begins at the initial window (RFC 6928: 10 segments, bytes): where COBALT's bound
+#: (cobalt_first_signal) is no larger, no first loss can fall below it, and the rule cannot tell
+INITIAL_WINDOW = 10 * MSS
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
 #: TCP_INFO samples a flow per loaded phase (``load --sample-interval`` = the phase / this, 10 ms at least): 150
