@@ -72,9 +72,9 @@ class Path:
     # (POLICER_PORT x the policed rate; the emulator's 10 ms of the rate)
     port_mbps: float | None = None
     bucket_bytes: int | None = None
-    # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "cake" where they are and
-    # their slow starts ended at COBALT's first signal, "codel" or "pie" where a packet train showed a single-queue
-    # AQM's burst); None: fq_codel
+    # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
+    # packet train showed a single-queue AQM's burst, "cake" where either was read and the fill's slow starts ended
+    # at COBALT's first signal); None: fq_codel
     aqm_qdisc: str | None = None
     # behind a WiFi hop (limiter "wifi"): the access point's design and the station's PHY rate (measure's
     # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
@@ -219,7 +219,8 @@ class Path:
             d["qdisc"] = self.aqm_qdisc
         elif self.limiter == "aqm" and self.aqm_qdisc == "cake":
             # CAKE (measure: COBALT's first signal in the fill's slow start) at the link's rate, its own memory
-            # limit (sch_cake.c: 4 x rate x its 100-ms rtt, at least 4 MiB; the direction's buffer is not used)
+            # limit (sch_cake.c cake_reconfigure: 4 x rate x its 100-ms rtt, at least 4 MiB, at most 10240 x 1514 B;
+            # the direction's buffer is not used)
             d["qdisc"] = "cake"
         elif self.limiter == "aqm":
             # fq_codel with Linux's own limit unless a buffer was given: a
