@@ -79,6 +79,26 @@ CODEL_INTERVAL_MS = 100.0
 #: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
 #: overflows it and is tail-dropped like a FIFO's (CoDel at 100 Mbit/s lost 82 % of a 1666-packet train's tail)
 AQM_TRAIN_PACKETS = 1000
+#: Flow isolation is fq_codel or CAKE; their AQMs end a slow start differently (docs/advise.md, "CAKE or
+#: fq_codel"). CoDel (RFC 8289; fq_codel per flow queue) signals only once a queue's sojourn has stood above its
+#: target (5 ms) for a whole interval (:data:`CODEL_INTERVAL_MS`), so a flow's first loss needs a window of at
+#: least its share of the rate x (min(RTT, interval) + target): a standing queue above target for an interval
+#: (RTT <= interval), or a slow-start burst that keeps it above target that long (RTT > interval). COBALT, CAKE's
+#: CoDel (sch_cake.c, cobalt_should_drop), starts a fresh flow queue with rec_inv_sqrt = 0: its first dropping
+#: episode schedules the signal at once and drops the second packet over target in a row — a slow start's burst
+#: queue crossing 5 ms, at a window of a few times target x the rate (kernel and model, 312 Mbit/s at 112 ms:
+#: 0.15-0.25 of the flow's BDP). Where the loss-based fill's flows lost their first segment at a window below
+#: CoDel's least, the queue is COBALT's. The window is read from TCP_INFO samples dt apart: the largest sampled
+#: before the first retransmission is at least the window at the drop less what a slow start adds within dt
+#: (it at most doubles a round trip), so the bound is CoDel's least / 2^(dt / RTT).
+CODEL_TARGET_MS = 5.0
+#: ... counted beyond what the idle path's random loss explains (at three standard deviations, _significant). No
+#: handful beyond that: under CoDel no flow loses below the bound but to random loss (the model's fq_codel at 8-312
+#: Mbit/s and 20-200 ms: none of 120 flows below 1.09 of its fair BDP; the kernel's at 312 Mbit/s and 112 ms: none
+#: below 1.34), while behind CAKE a fresh queue's first episode can also end CoDel's way (one packet over target,
+#: then one under it: its count decays to 0 and rec_inv_sqrt becomes 1), so that as few as one of the four
+#: flows shows it (the model at 312 Mbit/s: 1 of 4)
+EARLY_LOSS_HANDFUL = 0
 #: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
 #: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
 #: batch period shorter than the shortest 802.11n transmission cannot be a transmission's: AIFS[BE] 43 us +
@@ -115,6 +135,9 @@ WIFI_TRAIN_PACKETS = 200
 WIFI_PERIOD_OUTLIER = 2.0
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
+#: a slow start begins at the initial window (RFC 6928: 10 segments, bytes): where COBALT's bound
+#: (cobalt_first_signal) is no larger, no first loss can fall below it, and the rule cannot tell
+INITIAL_WINDOW = 10 * MSS
 DEFAULT_PORT = 5301
 LOAD_CC = "cubic"
 #: TCP_INFO samples a flow per loaded phase (``load --sample-interval`` = the phase / this, 10 ms at least): 150
@@ -544,7 +567,13 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
-    return {"rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
+    # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
+    first = first_losses(j, d) if fill_cc == LOAD_CC else {"flows": [], "sample_s": None, "lossless": 0}
+    bbr = (None, "the fill ran BBR (a lossy path): no loss-based slow start to read")
+    cake, why_cake = cobalt_first_signal(first, rate, flows, base_p50, idle_loss) if fill_cc == LOAD_CC else bbr
+    shared, why_shared = cobalt_first_signal(first, rate, flows, base_p50, idle_loss, shared=True) if fill_cc == LOAD_CC else bbr
+    first.update(cake=cake, note=why_cake, cake_shared=shared, note_shared=why_shared)
+    return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
@@ -574,6 +603,106 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
             "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
             "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
+
+
+def first_losses(j: dict, d: str) -> dict:
+    """Each of direction ``d``'s flows in one loaded phase (its JSON ``j``) at
+    its first loss: ``{"flows": [{"id", "t_s" (since the flow's first
+    sample), "cwnd_bytes" (the largest window sampled up to and with the
+    first sample that counts a retransmission: the window the slow start had
+    reached), "sent_bytes" (delivered by then)}], "sample_s" (the median
+    spacing of the TCP_INFO samples), "lossless" (flows that lost nothing),
+    "first" (all flows together at the first of those losses: {"t_s" since
+    the phase's first sample, "cwnd_bytes" (the sum of each flow's largest
+    window sampled until then), "sent_bytes"}, or None)}``.
+    A flow whose very first sample already counts a retransmission (its
+    handshake or its first window) tells nothing of its slow start and is left out."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    cwnd, retx = np.asarray(fs.get("cwnd_bytes", []), float), np.asarray(fs.get("retransmits", []), float)
+    sent = np.asarray(fs.get("delivered_bytes", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    out: dict = {"flows": [], "sample_s": None, "lossless": 0, "first": None}
+    if not ids or cwnd.size != t.size or retx.size != t.size:
+        return out
+    if sent.size != t.size:
+        sent = np.zeros(t.size)
+    out["sample_s"] = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
+    for i in ids:
+        s = fid == i
+        k = np.nonzero(retx[s] > 0)[0]
+        if not k.size:
+            out["lossless"] += 1
+            continue
+        if k[0] == 0:
+            continue
+        k = int(k[0])
+        out["flows"].append({"id": i, "t_s": float(t[s][k] - t[s][0]), "cwnd_bytes": float(cwnd[s][: k + 1].max()),
+                             "sent_bytes": float(sent[s][k]), "at": float(t[s][k])})
+    if out["flows"]:
+        at = min(f["at"] for f in out["flows"])
+        upto = [(fid == i) & (t <= at) for i in ids]
+        out["first"] = {"t_s": float(at - t[np.isin(fid, ids)].min()),
+                        "cwnd_bytes": float(sum(cwnd[u].max() for u in upto if u.any())),
+                        "sent_bytes": float(sum(sent[u].max() for u in upto if u.any()))}
+    for f in out["flows"]:
+        del f["at"]
+    return out
+
+
+def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: float, idle_loss: float = 0.0,
+                        shared: bool = False) -> tuple[bool | None, str]:
+    """Whether a loss-based fill's first losses (:func:`first_losses`) show
+    COBALT's first signal (CAKE) rather than CoDel's (fq_codel), behind a
+    flow-isolating queue that delivered ``rate_mbps`` (wire) to ``flows``
+    flows over ``base_ms``: (True, False, or None where the samples cannot
+    tell; why). See :data:`CODEL_TARGET_MS`: CoDel's least window at its
+    first signal is the flow's share of the rate x (min(base RTT, interval)
+    + target); True where the flows that lost their first segment below
+    it, as samples ``dt`` apart see it (/ 2^(dt / RTT): a slow start at most
+    doubles its window a round trip), are more than the idle loss
+    explains (None where that is within the initial window,
+    :data:`INITIAL_WINDOW`: no first loss can fall below it). With
+    ``shared`` (a single-queue AQM's reading: one queue, CoDel's or PIE's, which
+    may drop any flow's packet once the queue has stood, so no flow's own
+    window bounds its first loss) the same bound on all flows together, the
+    whole rate, at the first loss of any (``losses["first"]``): the queue
+    could stand above target for an interval only with at least that in
+    flight (PIE's 150-ms burst allowance asks more). False does not exclude
+    CAKE: a fresh queue whose first over-target packet is followed by one
+    under target (or by the queue emptying) has its count decay to 0 and
+    rec_inv_sqrt set to 1, and then signals one interval later, as CoDel."""
+    dt = losses.get("sample_s")
+    if dt is None:
+        return None, "the fill reported no TCP_INFO windows to read the first losses from"
+    share = max(rate_mbps, 1e-6) * 1e6 / WIRE_PER_PAYLOAD / 8 / (1 if shared else max(flows, 1))
+    codel = share * (min(base_ms, CODEL_INTERVAL_MS) + CODEL_TARGET_MS) / 1e3
+    bound = codel / 2 ** (dt * 1e3 / base_ms)
+    if bound <= INITIAL_WINDOW:
+        return None, (f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB, and what "
+                      f"{dt * 1e3:.0f}-ms samples can tell of that ({bound / 1e3:.3g} KB) is within a slow start's initial "
+                      f"window ({INITIAL_WINDOW / 1e3:.3g} KB): its first losses cannot tell COBALT's first signal from CoDel's")
+    if shared:
+        first = losses.get("first")
+        early = [first] if first and first["cwnd_bytes"] < bound else []
+        segs = (first or {}).get("sent_bytes", 0.0) / MSS
+        seen = ((f"the flows' first loss came {first['t_s']:.2f} s in, with {first['cwnd_bytes'] / 1e3:.3g} KB in their windows"
+                 if first else "the flows lost nothing")
+                + f"; one queue's CoDel signals no earlier than at {codel / 1e3:.3g} KB in flight (the rate x (min(RTT, "
+                  f"{CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms); PIE later), {bound / 1e3:.3g} KB as "
+                  f"{dt * 1e3:.0f}-ms samples see it")
+    else:
+        early = [f for f in losses["flows"] if f["cwnd_bytes"] < bound]
+        segs = sum(f["sent_bytes"] for f in losses["flows"]) / MSS
+        windows = ", ".join(f"{f['cwnd_bytes'] / 1e3:.3g}" for f in sorted(losses["flows"], key=lambda f: f["cwnd_bytes"]))
+        seen = (f"the flows' first losses came at windows of {windows or 'none'} KB ({losses.get('lossless', 0)} lost nothing); "
+                f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB "
+                f"(its share x (min(RTT, {CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms)), {bound / 1e3:.3g} KB as "
+                f"{dt * 1e3:.0f}-ms samples see it")
+    if _significant(len(early), segs, idle_loss, handful=EARLY_LOSS_HANDFUL):
+        return True, (f"{seen}: {len(early)} below, as COBALT signals a fresh queue's first burst over "
+                      f"{CODEL_TARGET_MS:g} ms at once: CAKE")
+    return False, f"{seen}: {len(early)} below, too few to tell CAKE (fq_codel taken)"
 
 
 def _classify_ev(ev: dict, rate_mbps: float, flows: int) -> str:
@@ -792,6 +921,31 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         say(f"  down: {kind} ({why})")
 
 
+def _cobalt(x: dict) -> None:
+    """A direction read as an AQM — flow isolation, or a single-queue AQM's
+    burst in a packet train — becomes CAKE (``aqm_qdisc`` ``cake``) where its
+    fill's first losses show COBALT's first signal (:func:`cobalt_first_signal`:
+    each flow's own window under isolation, all flows' together under a
+    single-queue reading, since CoDel or PIE on one queue may drop any flow's
+    packet): neither CoDel (an interval above target first) nor PIE (its
+    150-ms burst allowance, RFC 8033) drops a slow start's first burst, and a
+    train behind CAKE meets the same first signal (its own fresh queue), which
+    reads as PIE's early drop. Where flow isolation was read and the first
+    losses do not show it, the note says CAKE is not excluded."""
+    if x["limiter"] != "aqm":
+        return
+    first = x.get("first_loss") or {}
+    isolated = x.get("aqm_qdisc") is None
+    cake, why = (first.get("cake"), first.get("note")) if isolated else (first.get("cake_shared"), first.get("note_shared"))
+    why = why or "no first losses read"
+    if cake:
+        seen = "flow isolation" if isolated else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)"
+        x.update(aqm_qdisc="cake", buffer_bytes=None, buffer_bdp=None, limiter_note=f"{seen}; {why}")
+    elif isolated:
+        x["limiter_note"] = (f"flow isolation, taken as fq_codel; CAKE is not excluded ({why}). Behind CAKE a new flow's "
+                             f"slow start ends at COBALT's first signal or goes on as under fq_codel (docs/advise.md)")
+
+
 def wifi_hop(train: dict) -> tuple[float | None, str]:
     """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
     PHY rate in Mbit/s, or None where the train shows a wired port; why).
@@ -998,6 +1152,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             _not_a_policer(x, base["p50"])
         if d == "down":
             _aqm_train(h, port, secret, x, say, one_way)
+        _cobalt(x)
+        if x.get("aqm_qdisc") == "cake":
+            say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
         for prob in x["problems"]:
             report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
                                                      f"figures until then are kept")

@@ -73,7 +73,8 @@ class Path:
     port_mbps: float | None = None
     bucket_bytes: int | None = None
     # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
-    # packet train showed a single-queue AQM's burst); None: fq_codel
+    # packet train showed a single-queue AQM's burst, "cake" where either was read and the fill's slow starts ended
+    # at COBALT's first signal); None: fq_codel
     aqm_qdisc: str | None = None
     # behind a WiFi hop (limiter "wifi"): the access point's design and the station's PHY rate (measure's
     # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
@@ -139,6 +140,8 @@ class Path:
                "wifi": f"a WiFi hop ({self.wifi_mac} access point, PHY ~{self.wifi_phy_mbps or 0:.3g} Mbit/s)"}[self.limiter]
         if self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
+        if self.limiter == "aqm" and self.aqm_qdisc == "cake":
+            lim = "CAKE at the bottleneck (flow isolation; COBALT's first signal ended the slow starts early)"
         if self.limiter == "policer":
             lim += (f" on a {self.port_mbps:.3g} Mbit/s port" if self.policer_port_measured
                     else f" on a port assumed {POLICER_PORT}x faster")
@@ -214,6 +217,11 @@ class Path:
         elif self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             # a single-queue AQM with Linux's defaults (its own packet limit: the direction's buffer is not used)
             d["qdisc"] = self.aqm_qdisc
+        elif self.limiter == "aqm" and self.aqm_qdisc == "cake":
+            # CAKE (measure: COBALT's first signal in the fill's slow start) at the link's rate, its own memory
+            # limit (sch_cake.c cake_reconfigure: 4 x rate x its 100-ms rtt, at least 4 MiB, at most 10240 x 1514 B;
+            # the direction's buffer is not used)
+            d["qdisc"] = "cake"
         elif self.limiter == "aqm":
             # fq_codel with Linux's own limit unless a buffer was given: a
             # measurement cannot see an AQM's limit, only the queue it holds
