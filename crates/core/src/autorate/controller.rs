@@ -198,7 +198,7 @@ impl Sss {
         }
         for (i, &t) in self.times_us.iter().enumerate() {
             if !(0..=MINUTE_US).contains(&t) {
-                return Err(format!("sss.times[{i}]: must lie within 0-60 s past the minute, got {} µs", t));
+                return Err(format!("sss.times.{i}: must lie within 0-60 s past the minute, got {} µs", t));
             }
         }
         Ok(())
@@ -685,9 +685,9 @@ mod tests {
         assert_eq!(bad(Sss { post_us: -5, ..Sss::defaults(false) }), "sss.post: must not be negative, got -5 µs");
         assert_eq!(
             bad(Sss { times_us: vec![12_000_000, 61_000_000], ..Sss::defaults(false) }),
-            "sss.times[1]: must lie within 0-60 s past the minute, got 61000000 µs"
+            "sss.times.1: must lie within 0-60 s past the minute, got 61000000 µs"
         );
-        assert!(bad(Sss { times_us: vec![-1], ..Sss::defaults(false) }).starts_with("sss.times[0]:"));
+        assert!(bad(Sss { times_us: vec![-1], ..Sss::defaults(false) }).starts_with("sss.times.0:"));
     }
 
     #[test]
