@@ -100,6 +100,44 @@ def by_switch(series: dict, duration_s: float, thr_ms: float = 30.0) -> dict:
             "p95_added_away_ms": away[min(len(away) - 1, int(0.95 * len(away)))] if away else None}
 
 
+def late_causes(series: dict, ms: list[int], thr_ms: float = 30.0) -> dict:
+    """Where the probe samples more than `thr_ms` late come from (docs/autorate.md, "What limits it"):
+    - `late_share`: their share of all samples;
+    - `late_shaper_above`: the share of them taken while the shaper rate was above the capacity the trace offered
+      over the 200 ms before (the controller has not caught up: it overshot or has not cut far enough yet);
+    - `late_after_drop`: the share of them in episodes (late samples less than 100 ms apart) whose capacity is more
+      than 20 % below that of the second before the episode (0.2 s margin): a capacity drop; the rest come without
+      one (the controller's own raise past a steady capacity).
+    The capacity is read on the series' clock: in the emulator the trace runs 0.14 s ahead of it (its link clock
+    starts the flows' set-up lead before t = 0), small beside the 200-ms and 1-s windows."""
+    import bisect
+
+    def cap(t0: float, t1: float) -> float:
+        a, b = bisect.bisect_left(ms, t0 * 1000), bisect.bisect_left(ms, t1 * 1000)
+        return (b - a) * traces.OPPORTUNITY_BYTES * 8 / (t1 - t0) / 1e6
+
+    t, x, log = series["t"], series["added_ms"], series["shaper"]
+    lt = [e[0] for e in log]
+
+    def shaper(tt: float) -> float:
+        return log[max(bisect.bisect_right(lt, tt) - 1, 0)][1] if log else float("inf")
+
+    late = [i for i, v in enumerate(x) if v > thr_ms]
+    if not late:
+        return {"late_share": 0.0, "late_shaper_above": None, "late_after_drop": None}
+    episodes: list[list] = []
+    for i in late:
+        if episodes and t[i] - episodes[-1][1] <= 0.1:
+            episodes[-1][1] = t[i]
+            episodes[-1][2] += 1
+        else:
+            episodes.append([t[i], t[i], 1])
+    drop = sum(n for a, b, n in episodes if cap(a, b + 0.01) < 0.8 * cap(a - 1.0, a - 0.2))
+    return {"late_share": len(late) / len(x),
+            "late_shaper_above": sum(1 for i in late if shaper(t[i]) > cap(t[i] - 0.2, t[i])) / len(late),
+            "late_after_drop": drop / len(late)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", default="sim", choices=["sim", "emu"])
@@ -127,6 +165,8 @@ def main(argv=None) -> int:
                          share=r["goodput_mbps"] / cap)
                 if name == "starlink":
                     r.update(by_switch(r["series"], dur_s))
+                if opt.startswith("autorate"):
+                    r.update(late_causes(r["series"], ms))
                 if not a.series:
                     del r["series"]
                 rows.append(r)
@@ -134,7 +174,10 @@ def main(argv=None) -> int:
                       f"{cap:.2f}; added RTT p50 {r['p50_added_ms']:6.1f} p95 {r['p95_added_ms']:6.1f} ms"
                       + (f"; shaper median {r['shaper_median_mbps']:.2f}" if r["shaper_median_mbps"] else "")
                       + (f"; late (>30 ms) near a switch {100 * r['late_near_switch']:.0f} %, p95 away "
-                         f"{r['p95_added_away_ms']:.1f} ms" if r.get("late_near_switch") is not None else ""), flush=True)
+                         f"{r['p95_added_away_ms']:.1f} ms" if r.get("late_near_switch") is not None else "")
+                      + (f"; late {100 * r['late_share']:.1f} % of samples, of them with the shaper above capacity "
+                         f"{100 * r['late_shaper_above']:.0f} %, after a capacity drop {100 * r['late_after_drop']:.0f} %"
+                         if r.get("late_shaper_above") is not None else ""), flush=True)
     if a.out:
         os.makedirs(a.out, exist_ok=True)
         with open(os.path.join(a.out, f"results-{a.engine}.json"), "w") as f:

@@ -514,14 +514,19 @@ mod tests {
         assert_eq!(c.rate_kbps(), 19_377);
     }
 
-    #[test]
-    fn a_cut_at_the_maximum_average_delta_is_exactly_three_quarters() {
-        let mut c = ctl();
+    /// A baseline of 10 ms and a full window of samples 100 ms above it (every one delayed).
+    fn all_delayed_by_100_ms(c: &mut Controller) {
         c.baseline_us = 10_000;
         c.deltas_us = vec![100_000; 6];
         c.sum_deltas_us = 600_000;
         c.delays = vec![true; 6];
         c.sum_delays = 6;
+    }
+
+    #[test]
+    fn a_cut_at_the_maximum_average_delta_is_exactly_three_quarters() {
+        let mut c = ctl();
+        all_delayed_by_100_ms(&mut c);
         // A sample far above (avg stays >= 60.6 ms): factor 1000, rate 20000 * 0.75.
         c.on_owd_sample(400 * MS, 110_000);
         assert_eq!(c.rate_kbps(), 15_000);
@@ -647,11 +652,7 @@ mod tests {
     fn a_switch_window_skips_the_bufferbloat_cut_and_restarts_the_decay_timer_but_not_the_refractory_period() {
         let mut c = with_sss(false);
         c.rate_kbps = 30_000;
-        c.delays = vec![true; 6];
-        c.sum_delays = 6;
-        c.deltas_us = vec![100_000; 6];
-        c.sum_deltas_us = 600_000;
-        c.baseline_us = 10_000;
+        all_delayed_by_100_ms(&mut c);
         // Bufferbloat inside the window: no cut by 0.75, the rate goes to base (20000), decay timer at 11.8 s.
         c.on_owd_sample(11_800 * MS, 110_000);
         assert!(c.bufferbloat && c.sss_active);
