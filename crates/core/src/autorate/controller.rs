@@ -67,8 +67,12 @@
 //! insufficient evidence that it helps especially given recent improvements
 //! to Starlink connections", CHANGELOG v3.2). We port it from that commit's
 //! parent, 66dba8e7e52ffb8fc027d4f4ae5f2de812beb6df (2024-03-26), whose
-//! `update_shaper_rate` is otherwise the one above but for the fixed 1.04
-//! raise on high load (94238be scales it by the average delta):
+//! `update_shaper_rate` is the one above but for the high-load raise (a fixed
+//! `shaper_rate_adjust_up_load_high` there; 94238be scales it by the average
+//! delta, and we keep 94238be's). Its purpose (CHANGELOG 2022-07-01): "to
+//! preemptively reduce shaper rates prior to switch thereby to help prevent or
+//! at least reduce the otherwise large RTT spikes associate[d] with the
+//! switching".
 //!
 //! ```text
 //!   every sample, after the bufferbloat flag:
@@ -92,20 +96,22 @@
 //! (`${EPOCHREALTIME/.}`, Unix time in µs), so its windows sit at fixed
 //! seconds past each UTC minute, where Starlink reconfigures (every 15 s, at
 //! 12/27/42/57 s past the minute). The lab has no wall clock: the controller
-//! takes `now` as run time (both engines start it at the run's t = 0) and the
-//! seconds past the minute are run time mod 60 s. The Starlink-like trace
-//! (`python/bloatlab/traces.py`) puts its first epoch change at 12 s of run
-//! time and the next every 15 s, so run time mod 60 is exactly the phase a
-//! real dish has against UTC.
+//! takes `now` as the link's run time, the clock its trace follows too (the
+//! simulator's t = 0; the emulator's link clock, which starts the flows'
+//! set-up lead, 0.14 s at 40 ms RTT, before the scenario's t = 0), and the
+//! seconds past the minute are that time mod 60 s. The Starlink-like trace
+//! (`python/bloatlab/traces.py`) puts its first epoch change at 12 s of that
+//! time and the next every 15 s, so the windows meet its switches as a
+//! dish's windows meet its epochs against UTC.
 //!
 //! SSS constants (`defaults.sh` at 66dba8e):
 //! - `sss_times_s` 12.0, 27.0, 42.0, 57.0 s past the minute: Starlink's
 //!   15-s reconfiguration schedule (converted with `printf %.0f "${s}e6"`,
 //!   i.e. rounded to whole µs).
 //! - `sss_compensation_pre_duration_ms` 300: the window opens this long
-//!   before the switch (the rate is already down when the handover comes).
+//!   before the switch, so the rate is down before it ("preemptively").
 //! - `sss_compensation_post_duration_ms` 200: and closes this long after it
-//!   (the handover's capacity dip lasts ~100 ms).
+//!   (defaults.sh gives no reason; it covers our trace's 100-ms handover dip).
 //!
 //! Left out (the script has them, a lab link does not need them): reflector
 //! rotation and health, the per-reflector `owd_delta_ewma` (used only for
