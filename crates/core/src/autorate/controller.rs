@@ -104,7 +104,11 @@
 //! time and the next every 15 s, so the windows meet its switches as a
 //! dish's windows meet its epochs against UTC.
 //!
-//! SSS constants (`defaults.sh` at 66dba8e):
+//! The last release with SSS, v3.1.1, does not restart the decay timer in
+//! the window (66dba8e does, and we follow 66dba8e); the windows and the
+//! rates are the same.
+//!
+//! SSS constants (`defaults.sh` at 66dba8e, the same in v3.1.1):
 //! - `sss_times_s` 12.0, 27.0, 42.0, 57.0 s past the minute: Starlink's
 //!   15-s reconfiguration schedule (converted with `printf %.0f "${s}e6"`,
 //!   i.e. rounded to whole µs).
