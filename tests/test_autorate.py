@@ -47,6 +47,11 @@ def _scenario(tmp_path, autorate=GOOD, rate="20Mbit", duration="2s"):
     ('{ min = "0Mbit", max = "60Mbit" }', "link.down.autorate.min", "positive rate"),
     ('{ max = "60Mbit" }', "link.down.autorate.min", "missing"),
     ('{ min = "5Mbit", max = "60Mbit", step = 2 }', "link.down.autorate.step", "unknown key"),
+    ('{ min = "5Mbit", max = "60Mbit", sss = { pre = "-300ms" } }', "link.down.autorate.sss.pre", "non-negative duration"),
+    ('{ min = "5Mbit", max = "60Mbit", sss = { post = "-1ms" } }', "link.down.autorate.sss.post", "non-negative duration"),
+    ('{ min = "5Mbit", max = "60Mbit", sss = { times = ["12s", "75s"] } }', "link.down.autorate.sss.times.1",
+     "outside the minute"),
+    ('{ min = "5Mbit", max = "60Mbit", sss = true }', "link.down.autorate.sss", "expected a table"),
 ])
 def test_bad_autorate_settings_are_refused_naming_the_key(tmp_path, cli, autorate, key, words):
     r = cli("run", _scenario(tmp_path, autorate=autorate))
@@ -98,3 +103,59 @@ def test_the_controller_follows_a_capacity_drop_and_never_goes_below_its_minimum
     # its median sits below it; and a 4-fold capacity drop must take the rate down by more than half.
     assert low < 1.3 * 10.0, (high, low)
     assert low < high / 2, (high, low)
+
+
+# Starlink satellite switch compensation (cake-autorate 66dba8e, docs/autorate.md): switches at 5 s and 15 s of run time
+# (seconds past the minute = run time mod 60 s), a 50-Mbit/s link that lets the controller climb above its 20-Mbit/s base.
+SSS = '{ min = "5Mbit", base = "20Mbit", max = "60Mbit", sss = { times = ["5s", "15s"] } }'
+SWITCHES_S = (5.0, 15.0)
+PRE_S, POST_S = 0.3, 0.2
+#: the largest raise on high load (shaper_rate_max_adjust_up_load_high), once per 200-ms achieved-rate reading
+MAX_RAISE, READING_S = 1.04, 0.2
+
+
+def _shaper_log(cli, path):
+    r = cli("run", path, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["links"]["down"]["autorate"]["log"]
+
+
+#: The emulator's link clock, which its trace and its controller follow, starts this long before the scenario's t = 0
+#: (crates/emu/src/run.rs `lead`: supervise.rs setup_lead = 2 RTTs + 20 ms spawn + 30 ms go room, plus 10 ms), and its
+#: results' times are scenario times: there the windows show `lead` earlier. For rtt = 40 ms: 0.14 s.
+EMU_LEAD_S = 2 * 0.040 + 0.020 + 0.030 + 0.010
+
+
+def check_switch_windows(log, base=20.0, lead_s=0.0):
+    """What the script's dl*sss case implies for the shaper rate log (t s, Mbit/s)."""
+    # Loaded below the link's rate and above base before the first switch (else the test could not fail).
+    assert _rate_at(log, SWITCHES_S[0] - PRE_S - lead_s - 0.1) > base, log
+    for s in SWITCHES_S:
+        opens = s - PRE_S - lead_s
+        # From the window's first sample (within one 50-ms ping interval of its opening) to its end, at most base.
+        for i in range(1, 50):
+            t = opens + i * (PRE_S + POST_S) / 50
+            assert _rate_at(log, t) <= base + 1e-9 or t - opens < 0.05 + 1e-9, (s, t, log)
+        # After it, the rate climbs by at most 4 % a reading: within 1 s at most base x 1.04^6 (5 readings and one
+        # that may have come during the window).
+        assert _rate_at(log, s + POST_S - lead_s + 1.0) <= base * MAX_RAISE ** 6 + 1e-6, (s, log)
+
+
+def test_in_a_satellite_switch_window_the_download_shaper_falls_to_base_and_climbs_back_no_faster_than_4_percent_a_reading(tmp_path, cli):
+    log = _shaper_log(cli, _scenario(tmp_path, autorate=SSS, rate="50Mbit", duration="17s"))
+    check_switch_windows(log)
+    # Without sss the same run keeps its rate above base through the first window.
+    plain = _shaper_log(cli, _scenario(tmp_path, autorate=SSS.replace(', sss = { times = ["5s", "15s"] }', ""),
+                                       rate="50Mbit", duration="6s"))
+    assert min(_rate_at(plain, 4.75 + i * 0.01) for i in range(40)) > 20.0, plain
+
+
+def test_on_the_kernel_the_switch_windows_hold_the_download_shaper_at_base(tmp_path, cli):
+    from bloatlab.engines import emu as emu_engine
+
+    reason = emu_engine.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"emulator unavailable: {reason}")
+    r = cli("run", _scenario(tmp_path, autorate=SSS, rate="50Mbit", duration="17s"), "--engine", "emu", "--json")
+    assert r.returncode == 0, r.stderr
+    check_switch_windows(json.loads(r.stdout)["links"]["down"]["autorate"]["log"], lead_s=EMU_LEAD_S)

@@ -182,7 +182,7 @@ pub struct LinkSpec {
 
 /// The autorate element in base units; what is not here takes cake-autorate's
 /// `defaults.sh` value (`bloatlab_core::autorate::controller`).
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Autorate {
     pub min_bps: u64,
@@ -192,15 +192,43 @@ pub struct Autorate {
     pub ping_interval_ns: u64,
     /// `owd_delta_delay_thr_ms`: an OWD this far above its baseline is a delayed sample.
     pub delay_threshold_ns: u64,
+    /// Starlink satellite switch compensation (absent: off, as in `defaults.sh`).
+    #[serde(default)]
+    pub sss: Option<Sss>,
+}
+
+/// Starlink satellite switch compensation (cake-autorate 66dba8e,
+/// `bloatlab_core::autorate::controller`): windows around the switch times,
+/// seconds past the minute of run time.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sss {
+    /// `sss_times_s`: switch times past the minute, each at most 60 s.
+    pub times_ns: Vec<u64>,
+    /// `sss_compensation_pre_duration_ms`: the window opens this long before a switch.
+    pub pre_ns: u64,
+    /// `sss_compensation_post_duration_ms`: and closes this long after it.
+    pub post_ns: u64,
+    /// The direction's rule: upload (`ul*sss`, the rate to min) or download (`dl*sss`, to at most base).
+    /// The resolver sets it from the link direction; the check refuses a mismatch.
+    pub upload: bool,
 }
 
 impl Autorate {
     /// The controller's parameters (kbit/s and µs, as the script keeps them).
     pub fn params(&self) -> bloatlab_core::autorate::Params {
         let k = |bps: u64| (bps / 1000) as i64;
+        // ns to µs rounded, as the script's `printf %.0f "${s}e6"` rounds its decimal seconds to whole µs.
+        let us = |ns: u64| (ns.saturating_add(500) / 1000) as i64;
         bloatlab_core::autorate::Params {
             ping_interval_ns: self.ping_interval_ns,
             owd_delta_delay_thr_us: (self.delay_threshold_ns / 1000) as i64,
+            sss: self.sss.as_ref().map(|s| bloatlab_core::autorate::Sss {
+                times_us: s.times_ns.iter().map(|&t| us(t)).collect(),
+                pre_us: us(s.pre_ns),
+                post_us: us(s.post_ns),
+                upload: s.upload,
+            }),
             ..bloatlab_core::autorate::Params::defaults(k(self.min_bps), k(self.base_bps), k(self.max_bps))
         }
     }
@@ -230,7 +258,7 @@ impl LinkSpec {
             self.device_queue_bytes,
             self.device_queue_pkts,
         )
-        .with_autorate(self.autorate.map(|a| bloatlab_core::autorate::AutorateSpec { params: a.params() }))
+        .with_autorate(self.autorate.as_ref().map(|a| bloatlab_core::autorate::AutorateSpec { params: a.params() }))
     }
 }
 
@@ -378,6 +406,11 @@ impl Scenario {
                 }
                 if let Some(a) = &l.autorate {
                     a.params().check().map_err(|e| format!("links.{d}.autorate.{e}"))?;
+                    if let Some(s) = &a.sss {
+                        if s.upload != (d == "up") {
+                            return Err(format!("links.{d}.autorate.sss.upload: must be {} on the {d} link", d == "up"));
+                        }
+                    }
                 }
             }
         }
@@ -510,12 +543,21 @@ mod tests {
         let with = |a: &str| DOC.replace("\"trace_ms\":null", &format!("\"trace_ms\":null,\"autorate\":{a}"));
         let ok = r#"{"min_bps":5000000,"base_bps":20000000,"max_bps":80000000,"ping_interval_ns":50000000,"delay_threshold_ns":30000000}"#;
         let sc = Scenario::from_json(&with(ok)).unwrap();
-        let p = sc.links.down.as_ref().unwrap().autorate.unwrap().params();
+        let p = sc.links.down.as_ref().unwrap().autorate.as_ref().unwrap().params();
         assert_eq!((p.min_kbps, p.base_kbps, p.max_kbps, p.owd_delta_delay_thr_us), (5000, 20000, 80000, 30_000));
         let e = Scenario::from_json(&with(&ok.replace("\"min_bps\":5000000", "\"min_bps\":90000000"))).unwrap_err();
         assert_eq!(e, "links.down.autorate.min (90000 kbit/s) must not exceed max (80000 kbit/s)");
         let e = Scenario::from_json(&with(&ok.replace("\"ping_interval_ns\":50000000", "\"ping_interval_ns\":0"))).unwrap_err();
         assert_eq!(e, "links.down.autorate.ping_interval: must be > 0");
+        // Satellite switch compensation: the download rule on the down link, bounds named.
+        let sss = |s: &str| ok.replace("\"delay_threshold_ns\":30000000", &format!("\"delay_threshold_ns\":30000000,\"sss\":{s}"));
+        let fine = r#"{"times_ns":[12000000000],"pre_ns":300000000,"post_ns":200000000,"upload":false}"#;
+        let sc = Scenario::from_json(&with(&sss(fine))).unwrap();
+        assert_eq!(sc.links.down.as_ref().unwrap().autorate.as_ref().unwrap().params().sss.unwrap().times_us, vec![12_000_000]);
+        let e = Scenario::from_json(&with(&sss(&fine.replace("false", "true")))).unwrap_err();
+        assert_eq!(e, "links.down.autorate.sss.upload: must be false on the down link");
+        let e = Scenario::from_json(&with(&sss(&fine.replace("12000000000", "61000000000")))).unwrap_err();
+        assert_eq!(e, "links.down.autorate.sss.times.0: must lie within 0-60 s past the minute, got 61000000 µs");
     }
 
     #[test]

@@ -60,6 +60,63 @@
 //! - `monitor_achieved_rates_interval_ms` 200.
 //! - Max wire packet 1500 B = 12 000 bit (MTU 1500, no CAKE overhead).
 //!
+//! Starlink satellite switch compensation (SSS), off by default as in
+//! `defaults.sh` (`sss_compensation=0`). Source: it is *not* in commit
+//! 94238be: cake-autorate removed it in 16bd1aed81b5db63ed73173c5407d6b10e7ec3fe
+//! (2024-03-26, "Remove Starlink satellite switching compensation": "given
+//! insufficient evidence that it helps especially given recent improvements
+//! to Starlink connections", CHANGELOG v3.2). We port it from that commit's
+//! parent, 66dba8e7e52ffb8fc027d4f4ae5f2de812beb6df (2024-03-26), whose
+//! `update_shaper_rate` is the one above but for the high-load raise (a fixed
+//! `shaper_rate_adjust_up_load_high` there; 94238be scales it by the average
+//! delta, and we keep 94238be's). Its purpose (CHANGELOG 2022-07-01): "to
+//! preemptively reduce shaper rates prior to switch thereby to help prevent or
+//! at least reduce the otherwise large RTT spikes associate[d] with the
+//! switching".
+//!
+//! ```text
+//!   every sample, after the bufferbloat flag:
+//!     timestamp_usecs_past_minute = t_start_us % 60000000
+//!     if  sss_time - pre < that < sss_time + post  for any sss_time (strict, no wrap at the minute):
+//!         load_condition += "_sss"
+//!   update_shaper_rate: the first case that matches wins, and the SSS cases come first:
+//!     ul*sss: r = min                       t_last_decay = t_start
+//!     dl*sss: r = min(r, base)              t_last_decay = t_start
+//!     *bb* ... *high* ... *low*|*idle* ...  (as above)
+//!   finally r = clamp(r, min, max)
+//! ```
+//!
+//! So inside a window the bufferbloat cut and the high-load raise are
+//! skipped (the delay window and the deltas still advance; neither
+//! `t_last_bufferbloat` nor the achieved-rate flag is touched, so a raise on
+//! the last reading may come on the first sample after the window), and the
+//! decay timer restarts: after the window the rate only climbs back by the
+//! high-load raise (4 % per 200-ms reading at most), or decays toward base no
+//! sooner than 1 s later. The script's `t_start_us` is the wall clock
+//! (`${EPOCHREALTIME/.}`, Unix time in µs), so its windows sit at fixed
+//! seconds past each UTC minute, where Starlink reconfigures (every 15 s, at
+//! 12/27/42/57 s past the minute). The lab has no wall clock: the controller
+//! takes `now` as the link's run time, the clock its trace follows too (the
+//! simulator's t = 0; the emulator's link clock, which starts the flows'
+//! set-up lead, 0.14 s at 40 ms RTT, before the scenario's t = 0), and the
+//! seconds past the minute are that time mod 60 s. The Starlink-like trace
+//! (`python/bloatlab/traces.py`) puts its first epoch change at 12 s of that
+//! time and the next every 15 s, so the windows meet its switches as a
+//! dish's windows meet its epochs against UTC.
+//!
+//! The last release with SSS, v3.1.1, does not restart the decay timer in
+//! the window (66dba8e does, and we follow 66dba8e); the windows and the
+//! rates are the same.
+//!
+//! SSS constants (`defaults.sh` at 66dba8e, the same in v3.1.1):
+//! - `sss_times_s` 12.0, 27.0, 42.0, 57.0 s past the minute: Starlink's
+//!   15-s reconfiguration schedule (converted with `printf %.0f "${s}e6"`,
+//!   i.e. rounded to whole µs).
+//! - `sss_compensation_pre_duration_ms` 300: the window opens this long
+//!   before the switch, so the rate is down before it ("preemptively").
+//! - `sss_compensation_post_duration_ms` 200: and closes this long after it
+//!   (defaults.sh gives no reason; it covers our trace's 100-ms handover dip).
+//!
 //! Left out (the script has them, a lab link does not need them): reflector
 //! rotation and health, the per-reflector `owd_delta_ewma` (used only for
 //! reflector health), the sleep function, stall detection, the global ping
@@ -109,6 +166,53 @@ pub struct Params {
     pub bufferbloat_refractory_us: i64,
     pub decay_refractory_us: i64,
     pub max_wire_packet_size_bits: i64,
+    /// Starlink satellite switch compensation (`sss_compensation=1`); None: off, as in `defaults.sh`.
+    pub sss: Option<Sss>,
+}
+
+/// Starlink satellite switch compensation's settings (cake-autorate 66dba8e `defaults.sh`, the script's units).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sss {
+    /// `sss_times_s`, in µs past the minute.
+    pub times_us: Vec<i64>,
+    /// `sss_compensation_pre_duration_ms`, µs.
+    pub pre_us: i64,
+    /// `sss_compensation_post_duration_ms`, µs.
+    pub post_us: i64,
+    /// The direction: upload (`ul*sss`: the rate goes to min) or download (`dl*sss`: to at most base).
+    pub upload: bool,
+}
+
+/// One minute, µs: the script's `t_start_us%60000000`.
+pub const MINUTE_US: i64 = 60_000_000;
+
+impl Sss {
+    /// `defaults.sh` (66dba8e): switches at 12, 27, 42 and 57 s past the minute, 300 ms before to 200 ms after.
+    pub fn defaults(upload: bool) -> Sss {
+        Sss { times_us: vec![12_000_000, 27_000_000, 42_000_000, 57_000_000], pre_us: 300_000, post_us: 200_000, upload }
+    }
+
+    /// The script's test: is `t_us` (its `t_start_us`) strictly inside a window? No wrap at the minute.
+    pub fn active(&self, t_us: i64) -> bool {
+        let past_minute = t_us % MINUTE_US;
+        self.times_us.iter().any(|&s| past_minute > s - self.pre_us && past_minute < s + self.post_us)
+    }
+
+    /// Bounds the script does not check but a lab scenario must respect, naming the key.
+    pub fn check(&self) -> Result<(), String> {
+        if self.pre_us < 0 {
+            return Err(format!("sss.pre: must not be negative, got {} µs", self.pre_us));
+        }
+        if self.post_us < 0 {
+            return Err(format!("sss.post: must not be negative, got {} µs", self.post_us));
+        }
+        for (i, &t) in self.times_us.iter().enumerate() {
+            if !(0..=MINUTE_US).contains(&t) {
+                return Err(format!("sss.times.{i}: must lie within 0-60 s past the minute, got {} µs", t));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Params {
@@ -138,6 +242,7 @@ impl Params {
             bufferbloat_refractory_us: 300_000,
             decay_refractory_us: 1_000_000,
             max_wire_packet_size_bits: 12_000,
+            sss: None,
         }
     }
 
@@ -167,6 +272,9 @@ impl Params {
                 self.connection_active_thr_kbps
             ));
         }
+        if let Some(sss) = &self.sss {
+            sss.check()?;
+        }
         Ok(())
     }
 }
@@ -190,6 +298,8 @@ pub struct Controller {
     t_last_decay_us: i64,
     /// The last sample's verdict (for logs and tests).
     pub bufferbloat: bool,
+    /// The last sample fell in a satellite switch window (the script's `_sss` load condition).
+    pub sss_active: bool,
 }
 
 impl Controller {
@@ -212,6 +322,7 @@ impl Controller {
             t_last_bufferbloat_us: t0,
             t_last_decay_us: t0,
             bufferbloat: false,
+            sss_active: false,
             p,
         })
     }
@@ -259,7 +370,10 @@ impl Controller {
         self.update_window(delta);
         let avg = self.sum_deltas_us / self.p.detection_window as i64;
         self.bufferbloat = self.sum_delays >= self.p.detection_thr;
-        if self.bufferbloat {
+        self.sss_active = self.p.sss.as_ref().is_some_and(|s| s.active(t));
+        if self.sss_active {
+            self.compensate_for_switch(t);
+        } else if self.bufferbloat {
             self.cut_for_bufferbloat(t, avg);
         } else if self.load == Load::High {
             self.raise_for_load(t, avg);
@@ -290,6 +404,14 @@ impl Controller {
         self.sum_deltas_us += delta_us - self.deltas_us[i];
         self.deltas_us[i] = delta_us;
         self.idx = (i + 1) % self.p.detection_window;
+    }
+
+    /// A satellite switch window (`ul*sss`/`dl*sss`): upload to the minimum,
+    /// download to at most the base rate; the decay timer restarts.
+    fn compensate_for_switch(&mut self, t: i64) {
+        let upload = self.p.sss.as_ref().is_some_and(|s| s.upload);
+        self.rate_kbps = if upload { self.p.min_kbps } else { self.rate_kbps.min(self.p.base_kbps) };
+        self.t_last_decay_us = t;
     }
 
     /// Bufferbloat: cut by 0.99 .. 0.75, linear in the average delta between
@@ -402,14 +524,19 @@ mod tests {
         assert_eq!(c.rate_kbps(), 19_377);
     }
 
-    #[test]
-    fn a_cut_at_the_maximum_average_delta_is_exactly_three_quarters() {
-        let mut c = ctl();
+    /// A baseline of 10 ms and a full window of samples 100 ms above it (every one delayed).
+    fn all_delayed_by_100_ms(c: &mut Controller) {
         c.baseline_us = 10_000;
         c.deltas_us = vec![100_000; 6];
         c.sum_deltas_us = 600_000;
         c.delays = vec![true; 6];
         c.sum_delays = 6;
+    }
+
+    #[test]
+    fn a_cut_at_the_maximum_average_delta_is_exactly_three_quarters() {
+        let mut c = ctl();
+        all_delayed_by_100_ms(&mut c);
         // A sample far above (avg stays >= 60.6 ms): factor 1000, rate 20000 * 0.75.
         c.on_owd_sample(400 * MS, 110_000);
         assert_eq!(c.rate_kbps(), 15_000);
@@ -472,6 +599,106 @@ mod tests {
             assert!(c.rate_kbps() >= 5000);
         }
         assert_eq!(c.rate_kbps(), 5000);
+    }
+
+    fn with_sss(upload: bool) -> Controller {
+        let p = Params { sss: Some(Sss::defaults(upload)), ..Params::defaults(5000, 20000, 80000) };
+        Controller::new(p, 0).unwrap()
+    }
+
+    #[test]
+    fn sss_is_off_by_default_as_in_defaults_sh() {
+        let mut c = ctl();
+        assert_eq!(c.p.sss, None);
+        c.rate_kbps = 60_000;
+        // 12 s past the minute, a switch time: nothing happens without sss (no decay: loaded at 80 %).
+        c.on_achieved_rate(48_000);
+        c.on_owd_sample(12_000 * MS, 10_000);
+        assert!(!c.sss_active);
+        assert_eq!(c.rate_kbps(), 62_400); // the high-load raise, 60000 * 1040 / 1000
+    }
+
+    #[test]
+    fn the_switch_window_is_strictly_inside_300_ms_before_to_200_ms_after_each_switch_in_run_time_mod_60_s() {
+        let s = Sss::defaults(false);
+        // 12 s - 300 ms = 11.7 s is not inside (strict), one µs later is.
+        assert!(!s.active(11_700_000));
+        assert!(s.active(11_700_001));
+        assert!(s.active(12_199_999));
+        assert!(!s.active(12_200_000));
+        // Every minute again: 71.9 s of run time is 11.9 s past the minute; 57.1 s and 117.1 s too.
+        assert!(s.active(71_900_000));
+        assert!(s.active(57_100_000) && s.active(117_100_000));
+        assert!(!s.active(20_000_000));
+        // No wrap at the minute: a switch at 0.1 s opens at 0 s, not at 59.8 s.
+        let early = Sss { times_us: vec![100_000], ..Sss::defaults(false) };
+        assert!(early.active(0) && early.active(299_999));
+        assert!(!early.active(59_900_000));
+    }
+
+    #[test]
+    fn in_a_switch_window_download_falls_to_base_and_upload_to_min_over_a_raise() {
+        // Download above base (60 Mbit/s, base 20): to base; loaded, so the raise is skipped.
+        let mut c = with_sss(false);
+        c.rate_kbps = 60_000;
+        c.on_achieved_rate(48_000);
+        c.on_owd_sample(11_750 * MS, 10_000);
+        assert!(c.sss_active);
+        assert_eq!(c.rate_kbps(), 20_000);
+        // Download below base stays where it is.
+        let mut c = with_sss(false);
+        c.rate_kbps = 15_000;
+        c.on_achieved_rate(12_000);
+        c.on_owd_sample(12_000 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 15_000);
+        // Upload goes to min whatever the rate.
+        let mut c = with_sss(true);
+        c.rate_kbps = 15_000;
+        c.on_owd_sample(12_000 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 5_000);
+    }
+
+    #[test]
+    fn a_switch_window_skips_the_bufferbloat_cut_and_restarts_the_decay_timer_but_not_the_refractory_period() {
+        let mut c = with_sss(false);
+        c.rate_kbps = 30_000;
+        all_delayed_by_100_ms(&mut c);
+        // Bufferbloat inside the window: no cut by 0.75, the rate goes to base (20000), decay timer at 11.8 s.
+        c.on_owd_sample(11_800 * MS, 110_000);
+        assert!(c.bufferbloat && c.sss_active);
+        assert_eq!(c.rate_kbps(), 20_000);
+        assert_eq!(c.t_last_decay_us, 11_800_000);
+        assert_eq!(c.t_last_bufferbloat_us, 0);
+        // First sample after the window (12.25 s): the refractory period ran from t0, so the cut comes at once:
+        // factor 1000 (avg far above 60 ms + 600 µs), 20000 * 0.75.
+        c.on_owd_sample(12_250 * MS, 110_000);
+        assert!(!c.sss_active);
+        assert_eq!(c.rate_kbps(), 15_000);
+    }
+
+    #[test]
+    fn after_a_window_an_idle_link_waits_a_full_decay_period_from_its_last_sample() {
+        let mut c = with_sss(true);
+        c.rate_kbps = 20_000;
+        c.on_owd_sample(12_150 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 5_000);
+        // Idle: decay toward base (20000) only after 1 s from the window's last sample (12.15 s).
+        c.on_owd_sample(13_150 * MS, 10_000);
+        assert_eq!(c.rate_kbps(), 5_000);
+        c.on_owd_sample(13_150 * MS + 1000, 10_000);
+        assert_eq!(c.rate_kbps(), 5_050); // 5000 * 1010 / 1000
+    }
+
+    #[test]
+    fn sss_settings_out_of_range_are_refused_naming_the_key() {
+        let bad = |s: Sss| Controller::new(Params { sss: Some(s), ..Params::defaults(5000, 20000, 80000) }, 0).unwrap_err();
+        assert_eq!(bad(Sss { pre_us: -1, ..Sss::defaults(false) }), "sss.pre: must not be negative, got -1 µs");
+        assert_eq!(bad(Sss { post_us: -5, ..Sss::defaults(false) }), "sss.post: must not be negative, got -5 µs");
+        assert_eq!(
+            bad(Sss { times_us: vec![12_000_000, 61_000_000], ..Sss::defaults(false) }),
+            "sss.times.1: must lie within 0-60 s past the minute, got 61000000 µs"
+        );
+        assert!(bad(Sss { times_us: vec![-1], ..Sss::defaults(false) }).starts_with("sss.times.0:"));
     }
 
     #[test]

@@ -12,5 +12,5 @@
 pub mod controller;
 pub mod path;
 
-pub use controller::{Controller, Load, Params};
+pub use controller::{Controller, Load, Params, Sss};
 pub use path::{AutorateSpec, ShapedPath};

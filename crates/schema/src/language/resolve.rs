@@ -5,7 +5,7 @@
 //! one value checked (a flow's stop after its start, the run's limits).
 
 use super::check::{BufferAmount, LinkRate, Phy};
-use super::tables::{self, Autorate, Bucket, Document, Link, LIMITS};
+use super::tables::{self, Autorate, Bucket, Document, Link, Sss, LIMITS};
 use super::value::py_repr;
 use super::LanguageError;
 use crate::scenario::{self as rs, Direction, Scenario};
@@ -353,7 +353,22 @@ fn autorate(p: &str, a: &Autorate) -> Result<rs::Autorate, LanguageError> {
             format!("{} is below cake-autorate's connection-active threshold ({}), which the script refuses", mbit(min), mbit(AUTORATE_ACTIVE_BPS)),
         ));
     }
-    Ok(rs::Autorate { min_bps: min, base_bps: base, max_bps: max, ping_interval_ns: a.ping_interval.value, delay_threshold_ns: a.delay_threshold.value })
+    let sss = a.sss.as_ref().map(|s| sss(&format!("{p}.sss"), s, p.starts_with("link.up"))).transpose()?;
+    Ok(rs::Autorate { min_bps: min, base_bps: base, max_bps: max, ping_interval_ns: a.ping_interval.value, delay_threshold_ns: a.delay_threshold.value, sss })
+}
+
+/// `sss = { times, pre, post }`: each time within the minute (0-60 s past it,
+/// where the script's `t_start_us % 60000000` lies); `pre`/`post` are
+/// non-negative durations (the table's type refuses a negative one). The
+/// direction decides the rule (`dl*sss` to at most base, `ul*sss` to min).
+fn sss(p: &str, s: &Sss, upload: bool) -> Result<rs::Sss, LanguageError> {
+    const MINUTE_NS: u64 = 60_000_000_000;
+    for (i, t) in s.times.iter().enumerate() {
+        if t.value > MINUTE_NS {
+            return Err(err(format!("{p}.times.{i}"), format!("{} is outside the minute: a switch time is 0-60 s past it", shown(Some(&t.raw)))));
+        }
+    }
+    Ok(rs::Sss { times_ns: s.times.iter().map(|t| t.value).collect(), pre_ns: s.pre.value, post_ns: s.post.value, upload })
 }
 
 /// `{ rate = "2Mbit", burst = "10KB" }`; `burst` defaults to 10 ms at

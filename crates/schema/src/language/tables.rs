@@ -345,6 +345,35 @@ pub struct Autorate {
     /// an OWD this far above its baseline is a delayed sample (owd_delta_delay_thr_ms)
     #[serde(default = "d_30ms")]
     pub delay_threshold: PositiveDuration,
+    /// Starlink satellite switch compensation (sss_compensation; off without this table, as in defaults.sh)
+    pub sss: Option<Sss>,
+}
+
+/// `sss` of `autorate`: cake-autorate's Starlink satellite switch compensation
+/// (its 66dba8e `defaults.sh`; docs/autorate.md): from `pre` before to `post`
+/// after each switch, download falls to at most `base`, upload to `min`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sss {
+    /// switch times past the minute of run time (sss_times_s), each within 0-60 s
+    #[serde(default = "d_sss_times")]
+    pub times: Vec<Duration>,
+    /// the window opens this long before each switch (sss_compensation_pre_duration_ms)
+    #[serde(default = "d_300ms")]
+    pub pre: Duration,
+    /// and closes this long after it (sss_compensation_post_duration_ms)
+    #[serde(default = "d_200ms")]
+    pub post: Duration,
+}
+
+fn d_sss_times() -> Vec<Duration> {
+    ["12s", "27s", "42s", "57s"].iter().map(|t| Duration::of(json!(t))).collect()
+}
+fn d_300ms() -> Duration {
+    Duration::of(json!("300ms"))
+}
+fn d_200ms() -> Duration {
+    Duration::of(json!("200ms"))
 }
 
 fn d_50ms() -> PositiveDuration {
@@ -586,6 +615,9 @@ pub fn not_table_message(at: &[String], got: &str) -> String {
         ["page", _, "sizes"] => format!("expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]"),
         ["link", _, "policer"] | ["link", _, "shaper"] => format!("expected a table like {{ rate = \"2Mbit\", burst = \"10KB\" }}, got {got}"),
         ["link", _, "autorate"] => format!("expected a table like {{ min = \"5Mbit\", max = \"80Mbit\" }}, got {got}"),
+        ["link", _, "autorate", "sss"] => {
+            format!("expected a table like {{ times = [\"12s\", \"27s\", \"42s\", \"57s\"], pre = \"300ms\", post = \"200ms\" }} (sss = {{}}: defaults.sh's), got {got}")
+        }
         ["wifi", "aql"] => format!("expected a table like {{ limit_low = \"5ms\" }} (aql = {{}}: mac80211's defaults), got {got}"),
         _ => format!("expected a table, got {got}"),
     }

@@ -156,6 +156,41 @@ fn bad_autorate_settings_are_refused_as_cake_autorate_refuses_them_naming_the_ke
 }
 
 #[test]
+fn sss_is_off_without_its_table_and_an_empty_table_takes_defaults_sh_with_the_direction_s_rule() {
+    let mut d = doc();
+    d["link"]["down"]["autorate"] = json!({"min": "5Mbit", "max": "80Mbit"});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    assert!(sc.links.down.unwrap().autorate.unwrap().sss.is_none());
+    d["link"]["down"]["autorate"]["sss"] = json!({});
+    d["link"]["up"] = json!({"rate": "10Mbit", "autorate": {"min": "2Mbit", "max": "10Mbit", "sss": {"times": ["0.5s", "30s"], "pre": "0ms", "post": "1.2345678ms"}}});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    let down = sc.links.down.as_ref().unwrap().autorate.as_ref().unwrap().sss.clone().unwrap();
+    assert_eq!(down.times_ns, vec![12_000_000_000, 27_000_000_000, 42_000_000_000, 57_000_000_000]);
+    assert_eq!((down.pre_ns, down.post_ns, down.upload), (300_000_000, 200_000_000, false));
+    let up = sc.links.up.as_ref().unwrap().autorate.as_ref().unwrap();
+    let p = up.params().sss.unwrap();
+    // The controller's units: µs, rounded as the script's printf %.0f rounds (1234567.8 ns -> 1235 µs).
+    assert_eq!((p.times_us, p.pre_us, p.post_us, p.upload), (vec![500_000, 30_000_000], 0, 1235, true));
+}
+
+#[test]
+fn bad_sss_settings_are_refused_naming_the_key() {
+    for (s, key, message) in [
+        (json!({"pre": "-300ms"}), "link.down.autorate.sss.pre", "expected a non-negative duration, got \"-300ms\""),
+        (json!({"post": "-1s"}), "link.down.autorate.sss.post", "expected a non-negative duration, got \"-1s\""),
+        (json!({"times": ["12s", "61s"]}), "link.down.autorate.sss.times.1", "61s is outside the minute: a switch time is 0-60 s past it"),
+        (json!({"times": ["-3s"]}), "link.down.autorate.sss.times.0", "expected a non-negative duration, got \"-3s\""),
+        (json!({"window": "1s"}), "link.down.autorate.sss.window", "unknown key (known here: post, pre, times)"),
+        (json!(true), "link.down.autorate.sss", "expected a table like { times = [\"12s\", \"27s\", \"42s\", \"57s\"], pre = \"300ms\", post = \"200ms\" } (sss = {}: defaults.sh's), got True"),
+    ] {
+        let mut d = doc();
+        d["link"]["down"]["autorate"] = json!({"min": "5Mbit", "max": "80Mbit", "sss": s});
+        let e = error(d);
+        assert_eq!((e.key.as_str(), e.message.as_str()), (key, message));
+    }
+}
+
+#[test]
 fn a_trace_of_zeros_and_a_trace_shorter_than_an_autorate_run_are_refused_naming_the_rate() {
     let read = |f: &str| if f == "zeros" { Ok(b"0\n0\n".to_vec()) } else { Ok(b"1\n2\n4\n".to_vec()) };
     let c = Context { name: "t", read_trace: &read, mem_available: None };
