@@ -85,13 +85,13 @@ def test_bbr_keeps_most_of_the_link_up_to_a_few_percent_of_random_loss(loss, flo
 #: BBR at 10 % random loss on 100 Mbit/s, 100 ms, a 1-BDP FIFO, 30 s (the scenario of `one_flow` below): the
 #: kernel's goodput, Mbit/s, one run per seed (Linux 6.18.44 through bloatlab's emulator, `bloatlab run FILE --engine
 #: emu --seed N`; docs/fidelity.md, "BBR at 10 % random loss and the receive buffer"): seeds 1-12 on 2026-11-25
-#: 15:53-16:11, seeds 13-24 at 18:17-18:24 (load 2.4-3.9, none flagged). The kernel itself is bimodal: a STARTUP
-#: that ends at a few Mbit/s climbs back only by PROBE_BW's gain cycle (its seed 3: 8 Mbit/s at 1.5 s, 96 at 20 s).
-#: A seed is not the same run on both engines (each draws its losses in its own packet order), so the model is
-#: compared with this sample as a distribution, never seed by seed.
+#: 15:53-16:11, seeds 13-24 at 18:17-18:24 (load 2.4-3.9, none flagged; bench/emu/seeds/physics-bbr-loss10.jsonl).
+#: The kernel itself is bimodal: a STARTUP that ends at a few Mbit/s climbs back only by PROBE_BW's gain cycle (its
+#: seed 3: 8 Mbit/s at 1.5 s, 96 at 20 s). A seed is not the same run on both engines (each draws its losses in its
+#: own packet order), so the model is compared with this sample as a distribution, never seed by seed.
 KERNEL_BBR_AT_10PCT = (79.4, 80.0, 47.6, 67.9, 63.4, 65.7, 60.5, 76.5, 67.5, 43.0, 15.8, 79.8,
                        30.6, 79.3, 70.4, 80.0, 49.0, 69.4, 76.4, 79.0, 64.9, 48.5, 80.9, 79.4)
-#: the model's seeds drawn against them: ~0.2 s each (20 runs: 4-5 s on the 2-core VM at load 6)
+#: the model's seeds drawn against them: ~0.1-0.2 s each (the three tests below: 2.7 s on the 2-core VM at load 3)
 BBR_AT_10PCT_SEEDS = range(1, 21)
 #: the floor the single-seed test asserted (> 60 Mbit/s), asked now of the distribution: how often BBR keeps more
 KEEPS_MBPS = 60
