@@ -5,6 +5,7 @@ failure is reproducible, never flaky.
 """
 
 import math
+import statistics
 
 import pytest
 
@@ -81,13 +82,98 @@ def test_bbr_keeps_most_of_the_link_up_to_a_few_percent_of_random_loss(loss, flo
     assert s["flows"][0]["goodput_mbps"] > floor * 100 * MSS / WIRE
 
 
-def test_bbr_falls_off_beyond_its_twenty_percent_cliff():
+#: BBR at 10 % random loss on 100 Mbit/s, 100 ms, a 1-BDP FIFO, 30 s (the scenario of `one_flow` below): the
+#: kernel's goodput, Mbit/s, one run per seed (Linux 6.18.44 through bloatlab's emulator, `bloatlab run FILE --engine
+#: emu --seed N`; docs/fidelity.md, "BBR at 10 % random loss and the receive buffer"): seeds 1-12 on 2026-11-25
+#: 15:53-16:11, seeds 13-24 at 18:17-18:24 (load 2.4-3.9, none flagged; bench/emu/seeds/physics-bbr-loss10.jsonl).
+#: The kernel itself is bimodal: a STARTUP that ends at a few Mbit/s climbs back only by PROBE_BW's gain cycle (its
+#: seed 3: 8 Mbit/s at 1.5 s, 96 at 20 s). A seed is not the same run on both engines (each draws its losses in its
+#: own packet order), so the model is compared with this sample as a distribution, never seed by seed.
+KERNEL_BBR_AT_10PCT = (79.4, 80.0, 47.6, 67.9, 63.4, 65.7, 60.5, 76.5, 67.5, 43.0, 15.8, 79.8,
+                       30.6, 79.3, 70.4, 80.0, 49.0, 69.4, 76.4, 79.0, 64.9, 48.5, 80.9, 79.4)
+#: the model's seeds drawn against them: ~0.1-0.2 s each (the three tests below: 2.7 s on the 2-core VM at load 3)
+BBR_AT_10PCT_SEEDS = range(1, 21)
+#: the floor the single-seed test asserted (> 60 Mbit/s), asked now of the distribution: how often BBR keeps more
+KEEPS_MBPS = 60
+#: the comparisons' significance level: a model drawn from the kernel's distribution fails Fisher's test at most
+#: this often, and the kernel's own median lies below the median's bound at most half as often
+ALPHA = 0.05
+
+
+def fisher_exact_p(a: int, n1: int, b: int, n2: int) -> float:
+    """Fisher's exact test, two-sided: the probability, the margins fixed, of a 2x2 table [[a, n1 - a], [b, n2 - b]]
+    no more likely than the one observed (hypergeometric; scipy.stats.fisher_exact's p without scipy)."""
+    k, n = a + b, n1 + n2
+
+    def prob(x: int) -> float:
+        return math.comb(k, x) * math.comb(n - k, n1 - x) / math.comb(n, n1)
+
+    seen = prob(a)
+    return min(1.0, sum(prob(x) for x in range(max(0, k - n2), min(k, n1) + 1) if prob(x) <= seen * (1 + 1e-9)))
+
+
+def median_lower_bound(xs, alpha: float) -> float:
+    """The distribution-free lower confidence bound of a median: the k-th smallest of the n values, k the largest
+    with P(Binomial(n, 1/2) < k) <= alpha / 2 (the bound pair x(k), x(n+1-k) covers the median with >= 1 - alpha)."""
+    xs, n = sorted(xs), len(xs)
+    k, below = 0, 0.0
+    while below + math.comb(n, k) / 2 ** n <= alpha / 2:
+        below += math.comb(n, k) / 2 ** n
+        k += 1
+    if k == 0:
+        raise ValueError(f"{n} values cannot bound a median at alpha {alpha}")
+    return xs[k - 1]
+
+
+def test_the_statistics_helpers_give_the_textbook_values():
+    # Fisher's tea-tasting table (3 of 4 right each way): p = 34/70; a table as unlikely as can be: p = 2/70.
+    assert fisher_exact_p(3, 4, 1, 4) == pytest.approx(34 / 70)
+    assert fisher_exact_p(4, 4, 0, 4) == pytest.approx(2 / 70)
+    assert fisher_exact_p(5, 20, 6, 24) == pytest.approx(1.0)
+    # n = 12: P(Bin(12, 1/2) <= 2) = 79/4096 = 0.019 <= 0.025 < P(<= 3) = 299/4096: the 3rd smallest
+    assert median_lower_bound(range(12, 0, -1), 0.05) == 3
+    # n = 24: P(Bin(24, 1/2) <= 6) = 0.011 <= 0.025 < P(<= 7) = 0.032: the 7th smallest
+    assert median_lower_bound(range(24, 0, -1), 0.05) == 7
+    # n = 5: P(Bin(5, 1/2) = 0) = 1/32 > 0.025: no bound at 95 %
+    with pytest.raises(ValueError):
+        median_lower_bound(range(5), 0.05)
+
+
+@pytest.fixture(scope="module")
+def bbr_at_10pct():
+    return [one_flow("bbr", rate="100Mbit", rtt="100ms", loss=0.10, duration="30s", up="100Mbit", seed=s)
+            ["flows"][0]["goodput_mbps"] for s in BBR_AT_10PCT_SEEDS]
+
+
+def test_bbr_at_ten_percent_loss_keeps_the_link_as_often_as_the_kernel_does(bbr_at_10pct):
+    # Google's BBR paper (ACM Queue 2016, Fig. 8) and the kernel keep most of a 100 Mbit/s, 100 ms link at 10 %
+    # random loss most of the time, not every time: 6 of the kernel's 24 seeds keep less than 60 Mbit/s.
+    # (1) How often BBR keeps more than 60 Mbit/s: Fisher's exact test on the two samples' counts (two-sided: a model
+    #     that never falls below disagrees too); with 20 model runs against the kernel's 6 of 24 it fails from 12 of
+    #     20 below, and at 0 of 20.
+    # (2) Where most runs end: the model's median at or above the kernel median's distribution-free lower bound
+    #     (the 7th smallest of 24, 60.5 Mbit/s, at 95 %).
+    # Not asserted, and written down in docs/fidelity.md: the model's upper mode (15 of 20 runs at 82.4-83.6 Mbit/s)
+    # sits above every one of the kernel's 24 runs (the highest 80.9), a disagreement of its own.
+    model, kernel = bbr_at_10pct, KERNEL_BBR_AT_10PCT
+    m_low = sum(g < KEEPS_MBPS for g in model)
+    k_low = sum(g < KEEPS_MBPS for g in kernel)
+    p = fisher_exact_p(m_low, len(model), k_low, len(kernel))
+    summary = (f"model seeds {BBR_AT_10PCT_SEEDS.start}-{BBR_AT_10PCT_SEEDS.stop - 1}: "
+               f"{sorted(round(g, 1) for g in model)}; kernel: {sorted(kernel)}")
+    assert p >= ALPHA, f"below {KEEPS_MBPS} Mbit/s: model {m_low} of {len(model)}, kernel {k_low} of {len(kernel)}, " \
+        f"Fisher p {p:.4f} < {ALPHA} ({summary})"
+    floor = median_lower_bound(kernel, ALPHA)
+    assert statistics.median(model) >= floor, f"model median {statistics.median(model):.1f} below the kernel " \
+        f"median's lower bound {floor} ({summary})"
+
+
+def test_bbr_falls_off_beyond_its_twenty_percent_cliff(bbr_at_10pct):
     # The same paper and seed 001 (IMC 2019): BBR's goodput collapses beyond
-    # ~20 % loss (pacing_gain 1.25 cannot outgrow the loss any more).
-    at10 = one_flow("bbr", rate="100Mbit", rtt="100ms", loss=0.10, duration="30s", up="100Mbit")
+    # ~20 % loss (pacing_gain 1.25 cannot outgrow the loss any more): at 30 %
+    # it keeps less than a tenth of what it keeps at 10 % (the median above).
     at30 = one_flow("bbr", rate="100Mbit", rtt="100ms", loss=0.30, duration="30s", up="100Mbit")
-    assert at10["flows"][0]["goodput_mbps"] > 60
-    assert at30["flows"][0]["goodput_mbps"] < 0.1 * at10["flows"][0]["goodput_mbps"]
+    assert at30["flows"][0]["goodput_mbps"] < 0.1 * statistics.median(bbr_at_10pct)
 
 
 def test_cubic_collapses_above_a_tenth_of_a_percent_on_long_paths():
