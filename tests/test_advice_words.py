@@ -18,7 +18,8 @@ RAISE = re.compile(r"raises the p95 RTT under load from (\d+) ms to (\d+) ms(?: 
 def _cand(rng, cc, queue, paced=False):
     g = rng.uniform(0.01, 100)
     r = rng.uniform(5, 600)
-    return Candidate(cc=cc, queue=queue, shaper_mbps=None if queue == "as-is" else rng.uniform(1, 100), paced=paced,
+    # as-is and cake-autorate (which steers its own rate) have no one shaper rate
+    return Candidate(cc=cc, queue=queue, shaper_mbps=None if queue in ("as-is", "autorate") else rng.uniform(1, 100), paced=paced,
                      goodput_mbps=g, p95_rtt_ms=r, p95_rtt_shared_ms=r * rng.uniform(0.9, 1.6),
                      retrans_rate=rng.uniform(0, 0.05), neighbour_share=rng.uniform(0, 1), score=rng.uniform(0, 1))
 
@@ -26,9 +27,14 @@ def _cand(rng, cc, queue, paced=False):
 def test_no_sentence_claims_a_cut_that_is_a_rise_and_no_percentage_is_negative():
     rng = random.Random(0x5EED30)
     for _ in range(2000):
-        path = Path(base_rtt_ms=rng.uniform(2, 300), down_mbps=rng.uniform(1, 1000), loss=rng.choice([0, 0.005, 0.02]),
-                    buffer_bytes=rng.choice([None, 30_000, 3_000_000]))
-        cands = [_cand(rng, cc, q) for cc in ("cubic", "bbr", "reno") for q in ("as-is", "fq_codel", "cake")]
+        variable = rng.random() < 0.3
+        rate = rng.uniform(1, 1000)
+        path = Path(base_rtt_ms=rng.uniform(2, 300), down_mbps=rate, loss=rng.choice([0, 0.005, 0.02]),
+                    buffer_bytes=rng.choice([None, 30_000, 3_000_000]), down_variable=variable,
+                    down_rate_p10_mbps=rate * 0.5 if variable else None, down_rate_p90_mbps=rate * 1.5 if variable else None)
+        # a variable capacity's candidates: as is, CAKE at fixed rates and cake-autorate (seed 7, path 25's crash)
+        queues = ("as-is", "cake", "autorate") if variable else ("as-is", "fq_codel", "cake")
+        cands = [_cand(rng, cc, q) for cc in ("cubic", "bbr", "reno") for q in queues]
         best = rng.choice([c for c in cands if c.queue != "as-is"])
         cur = rng.choice(cands)
         ranked = sorted(cands, key=lambda c: -c.score)

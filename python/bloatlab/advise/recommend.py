@@ -489,8 +489,9 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         out.append(f"The WiFi hop is the bottleneck and its access point ({path.wifi_mac}) can stay as it is: the p95 RTT "
                    f"under load is {_rtts(best)}, at worst {added:.0f} ms above the base (bufferbloat grade {_grade(added)}).")
     elif best.queue != "as-is" and same_cc_asis:
-        out.append(f"{best.queue} shaped at {best.shaper_mbps:.3g} Mbit/s on a router you own "
-                   f"{_change(same_cc_asis, best)} (base {path.base_rtt_ms:.0f} ms).")
+        # cake-autorate steers its shaper: no one rate to name
+        what = f"{best.queue} shaped at {best.shaper_mbps:.3g} Mbit/s" if best.shaper_mbps else best.label.split(" + ", 1)[1]
+        out.append(f"{what} on a router you own {_change(same_cc_asis, best)} (base {path.base_rtt_ms:.0f} ms).")
     elif best.queue == "as-is":
         added = max(best.p95_rtt_ms, best.p95_rtt_shared_ms) - path.base_rtt_ms
         out.append(f"The bottleneck can stay as it is: the p95 RTT under load is {_rtts(best)}, at worst {added:.0f} ms above "
