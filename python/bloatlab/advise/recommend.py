@@ -547,13 +547,18 @@ def _change(before: Candidate, after: Candidate) -> str:
     def close(c):
         return abs(c.p95_rtt_ms - c.p95_rtt_shared_ms) <= max(1.0, 0.1 * min(c.p95_rtt_ms, c.p95_rtt_shared_ms))
 
+    def ms(v):
+        # enough digits that a move beyond SAME (5 %) shows: whole ms from 20 ms, a tenth from 2 ms, a hundredth
+        # below (3.4 -> 2.6 ms read "3 ms to 3 ms" in whole ms)
+        return f"{v:.0f}" if v >= 19.95 else f"{v:.1f}" if v >= 1.995 else f"{v:.2f}"
+
     if close(before) and close(after):
         pairs = [(max(before.p95_rtt_ms, before.p95_rtt_shared_ms), max(after.p95_rtt_ms, after.p95_rtt_shared_ms))]
-        text = f"{pairs[0][0]:.0f} ms to {pairs[0][1]:.0f} ms"
+        text = f"{ms(pairs[0][0])} ms to {ms(pairs[0][1])} ms"
     else:
         pairs = [(before.p95_rtt_ms, after.p95_rtt_ms), (before.p95_rtt_shared_ms, after.p95_rtt_shared_ms)]
-        text = (f"{pairs[0][0]:.0f} ms to {pairs[0][1]:.0f} ms alone and from {pairs[1][0]:.0f} ms to "
-                f"{pairs[1][1]:.0f} ms beside a CUBIC download")
+        text = (f"{ms(pairs[0][0])} ms to {ms(pairs[0][1])} ms alone and from {ms(pairs[1][0])} ms to "
+                f"{ms(pairs[1][1])} ms beside a CUBIC download")
     moves = [(b - a) / a if a > 0 else 0.0 for a, b in pairs]
     if all(m < -SAME for m in moves):
         rtt = f"cuts the p95 RTT under load from {text}"
