@@ -207,11 +207,12 @@ def test_a_twin_file_round_trips_through_advise(tmp_path):
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"), reason="measure tests need root and /dev/net/tun (emulated paths)")
 
 
-def measure_through(shell_args, extra=()):
+def measure_through(shell_args, extra=(), quick=True):
     env = dict(os.environ, PATH=os.path.join(ROOT, ".venv", "bin") + ":" + os.environ["PATH"])
     r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", *shell_args,
                         "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
-                        "sh", "-c", "sleep 0.5; bloatlab measure $BLOATLAB_SERVER --quick --json " + " ".join(extra)],
+                        "sh", "-c", "sleep 0.5; bloatlab measure $BLOATLAB_SERVER " + ("--quick " if quick else "")
+                        + "--json " + " ".join(extra)],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout[r.stdout.index("{"):])
@@ -470,10 +471,12 @@ def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp
     variable capacity (its p10 and p90 beyond what CAKE at 95 % of the median allows: measured 0.90 and 1.16 x
     the median, against 0.95 and 1.05 plus a packet), the twin follows a fitted trace written beside it, and
     advise on that twin weighs CAKE fixed and cake-autorate. (The Starlink-like trace moves by epochs of 15 s:
-    a quick measurement within one sees only its fading, 0.91-1.07 x, too close to the verdict's margin.)"""
+    a quick measurement within one sees only its fading, 0.91-1.07 x, too close to the verdict's margin.) The
+    full measurement (20 s): `--quick`'s shorter phases saw 0.91-0.93 and 1.12-1.13 x of the LTE-like trace in two
+    runs of 2026-11-25 evening, at the verdict's margin (one CI run failed so); the full one 0.88 and 3.85 x."""
     trace = os.path.join(ROOT, "python", "bloatlab", "gallery", "traces", "lte-like.trace")
     m = measure_through(["--down", f"trace:{trace}", "--up", "10Mbit", "--rtt", "40ms", "--buffer", "500KB"],
-                        ["--no-up", f"--out {tmp_path}/twin.toml"])
+                        ["--no-up", f"--out {tmp_path}/twin.toml"], quick=False)
     d = m["down"]
     assert d["limiter"] == "fifo", d.get("wifi_note")  # a trace's milliseconds are not WiFi aggregates
     v = d["rate_variation"]
