@@ -270,16 +270,8 @@ def _spread(xs: list[float]) -> tuple[float, float, float]:
 
 def simulate(path: Path, c: Candidate, seed: int = 1, engine: str = "sim", duration_s: float | None = None,
              members: int | None = None) -> Candidate:
-    """Run candidate ``c`` on ``path``'s twin: alone with a probe, then beside
-    a CUBIC neighbour, for each member of its ensemble (:func:`members_of`;
-    ``members`` default :data:`ENSEMBLE`, 1 on the emulator); each figure is
-    the members' median, the goodput's and p95's ranges in ``c.ranges``.
-    ``engine="emu"``: the real kernel's TCP through the emulated twin (root;
-    real time)."""
-    members = members or (ENSEMBLE if engine == "sim" else 1)
-    c._base_ms = path.base_rtt_ms
-    ms = members_of(path.base_rtt_ms, members)
-    _set_figures(c, [_run_figures(path, c, seed, engine, duration_s, m) for m in ms], ms)
+    """Run candidate ``c`` on ``path``'s twin (:func:`simulate_all` of one)."""
+    simulate_all(path, [c], seed, engine, duration_s, members)
     return c
 
 
@@ -304,21 +296,18 @@ def ensemble_size(path: Path, candidates: int, duration_s: float | None = None) 
 
 def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str = "sim",
                  duration_s: float | None = None, members: int | None = None, progress=None) -> None:
-    """:func:`simulate` every candidate; on the simulator the members run on a thread each core (the engine
-    releases the GIL while it runs), in the candidates' order."""
-    if engine != "sim":
-        for i, c in enumerate(cands):
-            simulate(path, c, seed, engine, duration_s, members)
-            if progress:
-                progress(i + 1, len(cands), c)
-        return
+    """Run every candidate on ``path``'s twin: alone with a probe, then beside a CUBIC neighbour, for each member
+    of its ensemble (:func:`members_of`; ``members`` default :func:`ensemble_size` on the simulator, 1 on the
+    emulator: real time); each figure the members' median, the goodput's and p95's ranges in ``c.ranges``. On the
+    simulator the runs go on a thread each core (the engine releases the GIL while it runs); ``engine="emu"``: the
+    real kernel's TCP through the emulated twin (root), one run at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    members = members or ensemble_size(path, len(cands), duration_s)
+    members = members or (ensemble_size(path, len(cands), duration_s) if engine == "sim" else 1)
     ms = members_of(path.base_rtt_ms, members)
     if path.down_variable and path.limiter == "fifo":
         path.down_trace_file()  # written once, before the threads read it
-    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1)) as pool:
+    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1) if engine == "sim" else 1) as pool:
         futures = [[pool.submit(_run_figures, path, c, seed, engine, duration_s, m) for m in ms] for c in cands]
         for i, (c, fs) in enumerate(zip(cands, futures)):
             c._base_ms = path.base_rtt_ms
