@@ -23,6 +23,7 @@ the grade on DSLReports' scale; the buffer = the flows' queueing p95 × rate
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -149,6 +150,30 @@ SAMPLES_PER_PHASE = 150
 RESULTS_WAIT_S = 120
 #: one-way idle loss from which the rate is measured with BBR flows instead
 LOSSY = 0.005
+#: The loss stream (:func:`loss_stream_plan`): random loss below what the idle probes resolve still limits a
+#: loss-based flow at a high BDP (Mathis: one flow at 239 Mbit/s over 126 ms needs a loss below 2e-7; a 0.2 % loss
+#: that 300 idle probes did not see held the kernel's Reno to 3.6 Mbit/s, campaign seed 7 path 15, and an unseen
+#: 0.2 % on a 100 Mbit/s FIFO at 100 ms had CUBIC's fill collapse and read a policer). Where the idle probes' 95 %
+#: upper bound exceeds the loss that would hold one flow below the path's rate and they counted fewer than
+#: :data:`LOSS_RESOLVED` losses, ``measure`` sends more echo probes, evenly spaced, before the loads (whose verdicts
+#: weigh drops against it): periodic packets below a constant rate never queue (each leaves before the next
+#: arrives), so the stream sees the path's random loss and no queue's. Its pace: this share of the rate the idle
+#: probes' serialization shows (:func:`serialization_ms`: 1 / (1/down + 1/up) of the ports they cross, at most the
+#: slower direction's port), which leaves room for a policer at a tenth of its port (the stream sends at most half
+#: its rate) and for a rate that moves
+LOSS_STREAM_SHARE = 0.05
+#: ... at most this many probes a second: the probe client's fixed schedule keeps a 200-us spacing (its send lateness
+#: p50 15 us, p99 0.45 ms at 1 ms spacing on this VM) and a few thousand echoes a second cost either end little;
+#: 3.7 Mbit/s of 92-B packets, half of a 1-%-of-port policer's rate behind a 1-Gbit/s port
+LOSS_STREAM_PPS = 5000
+#: ... and behind a WiFi hop (the first packet train's batches) this many: each probe costs two transmissions of
+#: ~150 us of airtime (AIFS, a mean backoff, the preamble, SIFS and the ACK), so 300 a second hold ~10 % of the medium
+LOSS_STREAM_WIFI_PPS = 300
+#: ... for this long (s; ``--quick``, full): 2 s at 5000 a second resolve a round-trip loss of 0.1 % to +-35 %
+LOSS_STREAM_S = (2.0, 4.0)
+#: losses a count needs for its rate to be known within 50 % at 95 % (Poisson: 1.96 / sqrt(k) <= 0.5, k >= 15.4)
+LOSS_RESOLVED = 16
+
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
 #: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
 #: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
@@ -212,8 +237,11 @@ class Measurement:
 
     def show(self) -> None:
         r = self.report
-        print(f"base RTT {r['base_rtt_ms']['p50']:.2f} ms (min {r['base_rtt_ms']['min']:.2f}), idle loss {r['loss'] * 100:.2g} % "
-              f"each way ({r['loss_round_trip'] * 100:.2g} % of round trips)")
+        st = r.get("loss_stream") or {}
+        of = (r.get("loss_idle") or {}).get("sent", 0) + st.get("sent", 0)
+        upper = f", at most {r['loss_upper'] * 100:.2g} %" if r.get("loss_upper") is not None else ""
+        print(f"base RTT {r['base_rtt_ms']['p50']:.2f} ms (min {r['base_rtt_ms']['min']:.2f}), random loss {r['loss'] * 100:.2g} % "
+              f"each way ({r['loss_round_trip'] * 100:.2g} % of {of or 'the'} round trips{upper})")
         for d in ("down", "up"):
             x = r.get(d)
             if not x:
@@ -436,6 +464,105 @@ def mathis_loss(rate_mbps: float, flows: int, rtt_ms: float) -> float:
     exceeds its bucket whatever the window."""
     w = max(rate_mbps, 1e-6) * 1e6 / max(flows, 1) * rtt_ms / 1e3 / (MSS * 8)
     return min(1.5 / max(w, 1.0) ** 2, 1.0)
+
+
+def loss_upper(lost: int, sent: int, confidence: float = 0.95) -> float:
+    """The one-sided upper bound on a loss rate that lost ``lost`` of
+    ``sent`` packets (Clopper-Pearson: the rate at which seeing ``lost`` or
+    fewer has probability 1 - ``confidence``); 3/sent-ish with no loss."""
+    if sent <= 0:
+        return 1.0
+    if lost >= sent:
+        return 1.0
+
+    def cdf(p: float) -> float:
+        # P(X <= lost), X ~ Binomial(sent, p), summed in logs
+        lq, lp = math.log1p(-p), math.log(p)
+        return sum(math.exp(math.lgamma(sent + 1) - math.lgamma(i + 1) - math.lgamma(sent - i + 1) + i * lp + (sent - i) * lq)
+                   for i in range(lost + 1))
+
+    lo, hi = lost / sent, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if mid <= 0.0 or cdf(mid) > 1 - confidence:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def one_way(round_trip: float) -> float:
+    """A round trip's loss as each direction's, if alike: 1 - sqrt(1 - rt)."""
+    return 1 - (1 - min(max(round_trip, 0.0), 1.0)) ** 0.5
+
+
+def loss_stream_plan(lost: int, sent: int, ser_ms: float | None, base_ms: float, wifi: bool,
+                     quick: bool) -> tuple[int | None, int, str]:
+    """Whether the idle probes (``lost`` of ``sent`` round trips) leave a
+    random loss unresolved that would still limit one loss-based flow on the
+    path, and if so the loss stream's probes a second and count (see
+    :data:`LOSS_STREAM_SHARE`): (pps or None, count, why). ``ser_ms``: the
+    idle probes' serialization (:func:`serialization_ms`), which gives the
+    ports' rate R = 1 / (1/down + 1/up), at most the slower port's: the
+    loss that holds one flow under R over ``base_ms`` (Mathis) is no smaller
+    than the one that holds it under the download's rate, so a path skipped
+    here needs no stream at its true rate either."""
+    if lost >= LOSS_RESOLVED:
+        return None, 0, f"the idle probes lost {lost} of {sent}: resolved within 50 %"
+    if not ser_ms:
+        return None, 0, "the large idle probes found no serialization (no rate to pace a stream by)"
+    rate = 8e-3 * PROBE_WIRE / ser_ms  # Mbit/s: PROBE_WIRE bytes take ser_ms at both ports
+    bound = one_way(loss_upper(lost, sent))
+    limits = mathis_loss(rate, 1, base_ms)
+    if bound <= limits:
+        return None, 0, (f"the idle probes bound the loss below {bound * 100:.2g} % each way, below the "
+                         f"{limits * 100:.2g} % that would hold one flow under {rate:.3g} Mbit/s")
+    pps = int(min(LOSS_STREAM_SHARE * rate * 1e6 / (PROBE_WIRE * 8), LOSS_STREAM_WIFI_PPS if wifi else LOSS_STREAM_PPS))
+    count = int(pps * LOSS_STREAM_S[0 if quick else 1])
+    if count < sent:
+        return None, 0, (f"a stream at {LOSS_STREAM_SHARE:.0%} of {rate:.3g} Mbit/s would add fewer probes than the idle "
+                         f"phase had ({count} < {sent})")
+    return pps, count, (f"the idle probes bound the loss only below {bound * 100:.2g} % each way, above the "
+                             f"{limits * 100:.2g} % that would hold one flow under {rate:.3g} Mbit/s")
+
+
+def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms: float | None, wifi: bool, quick: bool,
+                 say) -> None:
+    """More echo probes where the idle ones leave the path's random loss
+    unresolved (:func:`loss_stream_plan`); their count pooled with the idle
+    phase's into ``report["loss"]`` (each way) and ``report["loss_round_trip"]``,
+    the stream's own figures in ``report["loss_stream"]``. A stream that
+    lost more than the idle probes' upper bound met something they did not
+    (a policer below its pace, a burst of the path's own): random loss is
+    the same for both, so the idle figure stays and the reason is kept."""
+    idle = report["loss_idle"]
+    pps, count, why = loss_stream_plan(idle["lost"], idle["sent"], ser_ms, report["base_rtt_ms"]["p50"], wifi, quick)
+    if pps is None:
+        report["loss_stream"] = {"skipped": why}
+        return
+    say(f"  loss: {count} more echo probes at {pps} a second ({why}) ...")
+    args = ["udp", "client", host, "-p", str(port), "--count", str(count), "--send-interval", f"{1e6 / pps:.0f}us",
+            "--timeout", "1s", "--give-up", "3s"]
+    if secret:
+        args += ["--secret", secret]
+    try:
+        u = _probe(args, timeout=count / pps + 20)["udp"]
+    except UserError as e:
+        report["loss_stream"] = {"skipped": f"the stream failed ({e}); the idle probes' loss is kept"}
+        return
+    lost, sent = int(u["lost"]), int(u["sent"])
+    st = report["loss_stream"] = {"sent": sent, "lost": lost, "pps": pps, "why": why, "loss_round_trip": lost / max(sent, 1)}
+    if st["loss_round_trip"] > loss_upper(idle["lost"], idle["sent"]):
+        st["discarded"] = (f"it lost {lost} of {sent}, more than the idle probes allow "
+                           f"({loss_upper(idle['lost'], idle['sent']) * 100:.2g} % of round trips): not the path's random loss")
+        say(f"  loss: {st['discarded']}; the idle probes' figure is kept")
+        return
+    rt = (idle["lost"] + lost) / max(idle["sent"] + sent, 1)
+    report["loss_round_trip"] = rt
+    report["loss"] = one_way(rt)
+    report["loss_upper"] = one_way(loss_upper(idle["lost"] + lost, idle["sent"] + sent))
+    say(f"  loss: {lost} of {sent} lost: {report['loss'] * 100:.2g} % each way with the idle probes' "
+        f"(at most {report['loss_upper'] * 100:.2g} %)")
 
 
 def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
@@ -1019,15 +1146,28 @@ def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[
                        f"shorter than {bound:.3g} ms cannot be excluded)")
 
 
-def _wifi_train(host: str, port: int, secret: str | None, x: dict, base_ms: float, say) -> None:
-    """One short packet train down; where it shows a WiFi hop the direction
-    becomes ``wifi``: the AP's design (:func:`wifi_design`) and the PHY rate
-    from the train's batches (:func:`wifi_hop`)."""
+def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
+    """One short packet train down, on the idle path (before the loads: the
+    loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
+    PHY rate from the train's batches (:func:`wifi_hop`) or None where they
+    show no WiFi hop (``note`` says why)."""
     say("  down: a packet train for a WiFi hop ...")
-    t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, x, "wifi_note", "a wired path is assumed", say)
+    out: dict = {"train": None, "phy_mbps": None, "note": None}
+    t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, out, "note", "a wired path is assumed", say)
+    if t is not None:
+        out["train"] = t
+        out["phy_mbps"], out["note"] = wifi_hop(t)
+    return out
+
+
+def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
+    """Where the train of :func:`_wifi_probe` (``wp``) showed a WiFi hop the
+    direction becomes ``wifi``: the AP's design (:func:`wifi_design`, from
+    the loads' queue) and the PHY rate."""
+    t, phy, why = wp["train"], wp["phy_mbps"], wp["note"]
     if t is None:
+        x["wifi_note"] = why
         return
-    phy, why = wifi_hop(t)
     x["wifi_train"] = t
     x["wifi_note"] = why
     if phy is None:
@@ -1133,25 +1273,30 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         base["min"] = max(base["min"] - ser, 0.01)
     # the probes' loss is a round trip's: each direction's, if alike, is 1 - sqrt(1 - rt)
     rt_loss = pr["loss"]
-    one_way = 1 - (1 - rt_loss) ** 0.5
-    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": one_way, "loss_round_trip": rt_loss}
+    idle_loss = one_way(rt_loss)
+    u = idle.get("udp") or {}
+    sent = int(u.get("sent", 0))
+    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": idle_loss, "loss_round_trip": rt_loss,
+              "loss_idle": {"sent": sent, "lost": int(u.get("lost", round(rt_loss * sent)))}}
     # on a lossy path CUBIC cannot fill the link (Mathis): both phases use BBR,
     # which does not read random loss as congestion; the buffer then reads low
     # (BBR holds about one BDP in flight beyond the pipe) and is reported as such
-    lossy = one_way >= LOSSY
-    say(f"  base RTT {base['p50']:.2f} ms, idle loss {one_way * 100:.2g} % each way")
+    say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
+    wp = _wifi_probe(h, port, secret, say)
+    _loss_stream(h, port, secret, report, ser, wp["phy_mbps"] is not None, quick, say)
+    lossy = report["loss"] >= LOSSY
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
-        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, one_way, say, after)
+        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after)
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
-            _wifi_train(h, port, secret, x, base["p50"], say)
+            _wifi_train(wp, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
         if d == "down":
-            _aqm_train(h, port, secret, x, say, one_way)
+            _aqm_train(h, port, secret, x, say, report["loss"])
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
@@ -1165,7 +1310,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     report["elapsed_s"] = time.monotonic() - t0
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
-                buffer_bytes=_twin_buffer(d), loss=min(one_way, 0.49), limiter=d["limiter"],
+                buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
