@@ -190,6 +190,19 @@ def test_advise_tables_fit_the_width_of_a_pipe():
         assert "Recommendation" in r.stdout and max(len(x) for x in r.stdout.splitlines()) == width
 
 
+def test_an_aqm_twin_keeps_the_aqms_own_buffer_through_its_file(tmp_path):
+    # measure writes an AQM's unseen limit as fq_codel's own 10240 packets; read back it was "a buffer of
+    # 15360 KB (7.5e+03 BDP)" in advise's words (campaign seed 8 path 1)
+    from bloatlab.advise.path import to_toml
+
+    p = Path(base_rtt_ms=8, down_mbps=2.04, up_mbps=1.09, buffer_bytes=None, limiter="aqm")
+    f = tmp_path / "twin.toml"
+    f.write_text(to_toml(p.twin()))
+    q = Path.from_twin(str(f))
+    assert q.buffer_bytes is None and "the AQM's own buffer" in q.describe() and "15360 KB" not in q.describe()
+    assert q.twin()["link"]["down"]["buffer"] == p.twin()["link"]["down"]["buffer"]
+
+
 def test_a_twin_file_round_trips_through_advise(tmp_path):
     from bloatlab.advise.path import to_toml
 

@@ -322,6 +322,9 @@ class Path:
         limiter = "policer" if down.get("policer") else ("aqm" if down["qdisc"]["kind"] in ("codel", "fq_codel", "pie", "fq_pie", "cake") else "fifo")
         rate = (down["policer"]["rate_bps"] if down.get("policer") else down["rate_bps"]) / 1e6
         buf = down["buffer_bytes"] or (down["buffer_pkts"] or 0) * 1500 or None
+        if limiter == "aqm" and not down["buffer_bytes"] and down["buffer_pkts"] == FQ_CODEL_LIMIT_PKTS:
+            # what link_doc writes for "the AQM's own buffer" (measure saw none): not a buffer of 15 MB
+            buf = None
         up_buf = (up["buffer_bytes"] or (up["buffer_pkts"] or 0) * 1500 or None) if up else None
         pol = down.get("policer")
         variable = {}
