@@ -370,6 +370,49 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
     assert x["evidence"]["phase"] == "fill" and x["limiter"] == "fifo"
 
 
+def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
+    """The BBR phase finds the rate where the fill did not (measure.BUSY_SHARE):
+    a fill whose flows queued through every window at the rate of the port the
+    idle path's packet train showed delivered the link's rate, and BBR's 3-8 s
+    are left out; behind a policer the train reads the faster port and BBR runs
+    although the flows' smoothed RTT (lifted by bursts at the port) looks busy."""
+    from bloatlab.advise import measure as M
+
+    calls = []
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0):
+        calls.append(cc)
+        return phases[cc]
+
+    monkeypatch.setattr(M, "_load", load)
+    # the policer of the test above: busy-looking srtt, the port 14.6 Mbit/s
+    phases = {"cubic": _load_json(1.4e6, 63 + 22.6, 63 + 0.8, 137, 880), "bbr": _load_json(8.2e6, 63 + 1.5, 63 + 0.5, 300, 7000)}
+    x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None, port_mbps=14.6)
+    assert calls == ["cubic", "bbr"] and x["limiter"] == "policer"
+    # fq_codel-like at 7 Mbit/s: the flows 8 ms above base throughout, the probe 1 ms, the port 7.05
+    calls.clear()
+    phases = {"cubic": _load_json(6.93e6 / M.WIRE_PER_PAYLOAD, 6 + 8, 6 + 1, 40, 15000)}
+    x = M._direction("h", 1, "down", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.05)
+    assert calls == ["cubic"] and x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3)} and x["limiter"] == "aqm"
+    # the same fill where the port reads 1.2x faster (a shaper's bucket, a policer): BBR runs
+    calls.clear()
+    phases["bbr"] = _load_json(6.93e6 / M.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000)
+    M._direction("h", 1, "down", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)
+    assert calls == ["cubic", "bbr"]
+
+
+def test_the_ports_from_the_idle_path():
+    from bloatlab.advise import measure as M
+
+    ser = M.PROBE_WIRE * 8 * (1 / 7e6 + 1 / 3e6) * 1e3
+    p = M._ports({"leading_mbps": 7.0}, ser)
+    assert p["down"] == 7.0 and p["up"] == pytest.approx(3.0)
+    assert M._ports({"leading_mbps": 7.0, "sender_limited": True}, ser) == {"down": None, "up": None}
+    assert M._ports(None, ser) == {"down": None, "up": None}
+    # a serialization no slower than the down port's alone: nothing left for the up port
+    assert M._ports({"leading_mbps": 7.0}, M.PROBE_WIRE * 8 / 8e6 * 1e3)["up"] is None
+
+
 def test_a_load_that_printed_its_result_then_failed_keeps_its_figures(monkeypatch):
     """bloatlab-probe load prints its JSON, then exits 1 when a flow's peer
     went away before the last ACKs (a policer dropping most of an uplink's

@@ -335,6 +335,15 @@ VARIATION_SAMPLES = 2
 VARIATION_PACKETS = 20
 #: windows a variation needs to be read at all (a p10 and a p90 of fewer are the extremes)
 VARIATION_MIN_WINDOWS = 10
+#: a fill phase that kept the bottleneck busy (:func:`rate_variation`'s busy windows) in this share of its
+#: windows or more, at the rate of the port the idle path showed (the packet train's head down, the large probes'
+#: serialization up: within :data:`TRAIN_PORT_MARGIN`), delivered the link's rate: a busy link carries exactly its
+#: capacity, and idle windows take at most their share off the rate read over the window, here 5 %, half the rate
+#: goal of issue 30 — the BBR rate phase (3-8 s, ~4-9 s with its connections and results) would only cost time.
+#: Both are needed: behind a policer on a faster port slow start's bursts at the port lift the flows' smoothed
+#: RTT through a collapse (8.9 Mbit/s policed on a 14.6 Mbit/s port: CUBIC 1.4 Mbit/s, +22.6 ms), which the busy
+#: windows alone read as a busy link
+BUSY_SHARE = 0.95
 
 
 def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
@@ -631,7 +640,7 @@ def _significant(retransmits: float, segments: float, idle_loss: float, handful:
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
-               idle_loss: float, say, after_ms: float = 0.0) -> dict:
+               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -639,7 +648,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     nor collapses behind a policer: its long-term sampling finds the policed
     rate — through a 20 Mbit/s policer 4 CUBIC flows delivered 13.9 Mbit/s,
     4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
-    queue (ms) a phase before left on the path (:func:`gap_s`)."""
+    queue (ms) a phase before left on the path (:func:`gap_s`); ``port_mbps``:
+    the port's rate the idle path showed (:func:`_ports`), with which a fill
+    that kept it busy needs no BBR phase (:data:`BUSY_SHARE`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {secs:g} s) ...")
@@ -656,8 +667,17 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # cost time (at 200 ms, two more load runs of ~7 s each)
     floor = burst_floor_ms(w["rate_mbps"], flows)
     standing = _classify_ev(ev, w["rate_mbps"], flows) == "fifo" and ev["flow_q50_ms"] >= floor
+    try:
+        vfill = rate_variation(j, d, base_p50)
+    except (KeyError, ValueError):
+        vfill = None
+    busy = (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
+            and w["rate_mbps"] * TRAIN_PORT_MARGIN >= port_mbps)
     jb = None
-    if not lossy and not standing:
+    if busy and not standing:
+        say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, the bottleneck busy in {vfill['busy_windows']} of "
+            f"{vfill['windows']} windows at the port's {port_mbps:.4g}: the link's rate (no BBR phase)")
+    if not lossy and not standing and not busy:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
         try:
@@ -1146,6 +1166,21 @@ def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[
                        f"shorter than {bound:.3g} ms cannot be excluded)")
 
 
+def _ports(train: dict | None, ser_ms: float | None) -> dict:
+    """The ports' rates (Mbit/s, IP bytes) the idle path showed: down, the
+    packet train's head (the spacing the slowest port gave it; None where
+    the server could not send faster than it arrived); up, from the large
+    probes' serialization (:func:`serialization_ms`: 1/R = 1/down + 1/up)
+    less the down port's share (None where that leaves nothing to read)."""
+    t = train or {}
+    down = t.get("leading_mbps") if not t.get("sender_limited") else None
+    up = None
+    if ser_ms and down:
+        inv = ser_ms / (8e-3 * PROBE_WIRE) - 1 / down
+        up = 1 / inv if inv > 0 else None
+    return {"down": down, "up": up}
+
+
 def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
     """One short packet train down, on the idle path (before the loads: the
     loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
@@ -1285,10 +1320,12 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     wp = _wifi_probe(h, port, secret, say)
     _loss_stream(h, port, secret, report, ser, wp["phy_mbps"] is not None, quick, say)
     lossy = report["loss"] >= LOSSY
+    ports = report["ports_mbps"] = _ports(wp["train"], ser)
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
-        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after)
+        x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
+                                   ports[d])
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
             _wifi_train(wp, x, base["p50"], say)
