@@ -319,13 +319,10 @@ def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float |
 
     import bloatlab
 
-    from .recommend import ENSEMBLE_BUDGET_PKTS, members_of
+    from .recommend import members_of, members_within_budget
 
     if members is None:
-        per_member = t["down_mbps"] * 1e6 / 8 / 1500 * duration_s
-        members = MODEL_MEMBERS
-        while members > 1 and members * per_member > ENSEMBLE_BUDGET_PKTS:
-            members -= 2
+        members = members_within_budget(t["down_mbps"] * 1e6 / 8 / 1500 * duration_s, MODEL_MEMBERS)
     docs = []
     for i, (_, start_ns) in enumerate(members_of(t["base_rtt_ms"], members)):
         # built here, one after another: a variable truth's trace file is written by the first
