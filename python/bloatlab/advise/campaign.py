@@ -91,6 +91,13 @@ PROBE_PORT = 5301
 GOAL = "balanced"
 #: today's configuration on every path: Linux's default control, the bottleneck as it is
 TODAY_CC = "cubic"
+#: members of the model's run on the true path (:func:`_model`; odd: the median is a member's). A kernel run draws
+#: its random losses and its start's phase anew each time; on a lossy long path one draw decides the run. Seed 7,
+#: path 10 (PIE at 45.4 Mbit/s, 310 ms, 0.058 % loss, CUBIC behind fq_codel shaped at 41.9 Mbit/s, 15 s): the model's
+#: seed 1 gave 1.31 Mbit/s (its least of 100 seeds: median 9.87, 10th percentile 3.96), the kernel 8.37; 32 kernel
+#: runs gave median 10.27, 10th percentile 5.19 (Mann-Whitney p = 0.32: one distribution; docs/fidelity.md).
+#: 7 as advise's ensemble (recommend.ENSEMBLE), under the same packet budget
+MODEL_MEMBERS = 7
 
 
 def _logu(rng, lo, hi):
@@ -300,21 +307,59 @@ def _figures(summary: dict) -> dict:
             "retrans_rate": f["retrans_rate"]}
 
 
+def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None,
+           autorate: dict | None = None, members: int | None = None) -> dict:
+    """The model on the true path — which tells the twin's error (measure) from the model's (the engine) — as an
+    ensemble: member i runs seed 1 + i (its random losses, the queues' draws) with its flow started at
+    :func:`recommend.members_of`'s phase within one jiffy, at the true RTT. Each figure is the members' median;
+    ``ensemble`` holds the member count and the goodput's and p95 RTT's least and most. ``members``: default
+    :data:`MODEL_MEMBERS`, fewer (odd, at least 1) where they would move more than advise's packet budget
+    (``recommend.ENSEMBLE_BUDGET_PKTS``) at the bottleneck."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import bloatlab
+
+    from .recommend import members_of, members_within_budget
+
+    if members is None:
+        members = members_within_budget(t["down_mbps"] * 1e6 / 8 / 1500 * duration_s, MODEL_MEMBERS)
+    docs = []
+    for i, (_, start_ns) in enumerate(members_of(t["base_rtt_ms"], members)):
+        # built here, one after another: a variable truth's trace file is written by the first
+        doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
+        doc["seed"] = 1 + i
+        if start_ns:
+            doc["flow"][0]["start"] = f"{start_ns}ns"
+        docs.append(doc)
+    with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1)) as pool:
+        figs = list(pool.map(lambda d: _figures(bloatlab.run(d, engine="sim").summary), docs))
+    out: dict = {}
+    for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate"):
+        vals = sorted(f[k] for f in figs if f[k] is not None)
+        out[k] = vals[(len(vals) - 1) // 2] if vals else None
+    ens = {"members": members}
+    for k in ("goodput_mbps", "p95_rtt_ms"):
+        vals = [f[k] for f in figs if f[k] is not None]
+        ens[k] = [min(vals), max(vals)] if vals else None
+    out["ensemble"] = ens
+    return out
+
+
 def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None, engine: str = "emu",
             autorate: dict | None = None) -> dict:
     """One bulk flow of ``cc`` (and a probe) on the true path: the kernel
-    through the emulator, or (``engine="sim"``) the model on the true path —
-    which tells the twin's error (measure) from the model's (the engine)."""
+    through the emulator (one run: real time), or (``engine="sim"``) the
+    model's ensemble there (:func:`_model`)."""
     import bloatlab
 
     from ..engines import emu
 
+    if engine == "sim":
+        return _model(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
     doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
     doc["seed"] = 1
     s = bloatlab.run(doc, engine=engine).summary
     out = _figures(s)
-    if engine == "sim":
-        return out
     out.update(cc=cc, queue=queue, shaper_mbps=shaper_mbps, approximated="description" in doc,
                timing_flagged=emu.timing_flagged(s))
     return out
@@ -458,6 +503,11 @@ def errors(rec: dict) -> dict:
         # the model on the true path against the kernel on it: the engine's share of the prediction's error
         out["model_goodput"] = _rel(rec["model_truth"]["goodput_mbps"], rec["kernel"]["goodput_mbps"])
         out["model_p95_rtt"] = _rel(rec["model_truth"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"])
+        mens = rec["model_truth"].get("ensemble")
+        if mens and mens.get("goodput_mbps") and rec["kernel"]["goodput_mbps"] is not None:
+            # the kernel's one run within the model's ensemble on the true path, 15 % either side (as the twin's)
+            lo, hi = mens["goodput_mbps"]
+            out["model_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
     # a verdict that names the truth's class among what it cannot exclude (measure's limiter_note): said, not guessed
     out["limiter_right_or_named"] = out["limiter_right"] or bool(m.get("limiter_note")) and t["observable"] == "fifo"
     if rec.get("rank"):
@@ -471,6 +521,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          ("loss", 0.50, 1.0), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90), ("rank_regret", 0.02, 0.90),
          # not a goal of the issue: the model on the true path against the kernel, the engine's share of pred_goodput
          ("model_goodput", 0.15, 0.90), ("today_goodput", 0.15, 0.90),
+         # the kernel's one run within the model's ensemble on the true path (+-15 %): the engine's miss beyond chance
+         ("model_goodput_in_range", None, 0.90),
          # the kernel's goodput within the twin's ensemble range (+-15 %): how often the range holds the outcome
          ("pred_goodput_in_range", None, 0.90),
          # the WiFi hop's figures (not the issue's goals): the PHY rate within 10 %, the AP's design, its queue within 30 %

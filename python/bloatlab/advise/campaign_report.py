@@ -94,7 +94,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     sec.table("Goals (issue 30 §1)", pd.DataFrame(rows))
     sec.text(None, f"{len(ok)} paths measured, {summ.get('failed', 0)} failed (listed below). base_rtt_ok: within 5 % or "
                    "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
-                   "of the recommended configuration against the kernel's run of it on the true path. wifi_*: the WiFi "
+                   "of the recommended configuration against the kernel's run of it on the true path. model_*: the model's "
+                   "ensemble on the true path (seeds 1-7, starts over one jiffy; its median, and in_range: the kernel's "
+                   "run within its least and most, 15 % either side) against that kernel run. wifi_*: the WiFi "
                    "hops' PHY rate (within 10 %), the access point's design (fq and airtime are one for one station) "
                    "and a legacy AP's queue (within 30 %). variable_right: a variable capacity (half the FIFO paths up to "
                    "200 Mbit/s) told from a fixed one; rate: not on those (the measurement reads seconds of a trace whose "

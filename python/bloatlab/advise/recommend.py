@@ -287,9 +287,14 @@ def ensemble_size(path: Path, candidates: int, duration_s: float | None = None) 
     """Members per candidate: :data:`ENSEMBLE`, fewer (odd, at least 1) where all candidates' runs (alone and
     beside a neighbour) would move more than :data:`ENSEMBLE_BUDGET_PKTS` packets at the bottleneck."""
     dur = duration_s or float(path.twin()["duration"].removesuffix("s"))
-    per_member = candidates * 2 * path.down_mbps * 1e6 / 8 / 1500 * dur
-    k = ENSEMBLE
-    while k > 1 and k * per_member > ENSEMBLE_BUDGET_PKTS:
+    return members_within_budget(candidates * 2 * path.down_mbps * 1e6 / 8 / 1500 * dur)
+
+
+def members_within_budget(per_member_pkts: float, members: int = ENSEMBLE) -> int:
+    """``members`` (odd), fewer by twos down to 1 while they would move more than :data:`ENSEMBLE_BUDGET_PKTS`
+    packets at the bottleneck, ``per_member_pkts`` each."""
+    k = members
+    while k > 1 and k * per_member_pkts > ENSEMBLE_BUDGET_PKTS:
         k -= 2
     return k
 
