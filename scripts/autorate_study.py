@@ -2,9 +2,11 @@
 
 For each trace (gallery/traces/lte-like.trace, starlink-like.trace), each
 congestion control and each option — no shaping, CAKE fixed at the trace's p10
-and at its median (1-s windows), cake-autorate, and (option `autorate+sss`, not
-in the default list) cake-autorate with its Starlink satellite switch
-compensation at defaults.sh's values — one run of the gallery scenario
+and at its median (1-s windows), cake-autorate as it is today (option
+`autorate`: without satellite switch compensation, which starlink-autorate.toml
+itself turns on), and (option `autorate+sss`, not in the default list)
+cake-autorate with its Starlink satellite switch compensation at defaults.sh's
+values — one run of the gallery scenario
 (lte-autorate.toml, starlink-autorate.toml): the goodput as a share of the
 capacity the trace offers over the run, the probe's p95 RTT above the base RTT
 (the latency a user adds under load), and the controller's median shaper rate.
@@ -57,6 +59,9 @@ def one(doc: dict, option: str, rates: dict, cc: str, engine: str, duration: str
     elif option.startswith("cake@"):
         r = units.fmt_rate(rates[option[len("cake@"):]] * 1e6)
         down["autorate"] = {"min": r, "base": r, "max": r}
+    elif option == "autorate":
+        # cake-autorate as it is today (v3.2 on): no satellite switch compensation, whatever the gallery file sets
+        down["autorate"] = {k: v for k, v in down["autorate"].items() if k != "sss"}
     elif option == "autorate+sss":
         # cake-autorate's Starlink satellite switch compensation at its defaults.sh values (docs/autorate.md)
         down["autorate"] = dict(down["autorate"], sss={})
