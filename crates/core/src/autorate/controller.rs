@@ -133,7 +133,21 @@
 //! ~1 Mbit/s, and responses older than 500 ms (none in a lab). One controller
 //! runs per direction with that direction's OWD, as with `pinger_method=tsping`
 //! or `irtt`; the default `fping` takes half the RTT as both OWDs, so there a
-//! delay in either direction cuts both rates.
+//! delay in either direction cuts both rates (and the 30-ms threshold is 60 ms
+//! of RTT added in one direction).
+//!
+//! Checked line by line against 94238be's main loop (2026-11-25, issue 31):
+//! the load states (`SARS`: `load_percent = 100*achieved/shaper`, HIGH above
+//! `high_load_thr_percent`, else LOW above `connection_active_thr_kbps`;
+//! `medium_load_thr` went in d092a0b, 2022-12-10, "Remove medium rate
+//! logic"), the raise (`achieved_rate_updated` and
+//! the bufferbloat refractory period; factor from the window's average delta;
+//! `t_last_decay_us` restarted), the cut, the decay toward base, the
+//! thresholds' compensation at the rate last set, the achieved rate (bytes
+//! over the nominal 200-ms interval, every 200 ms) and the shared 6-sample
+//! window match. One mismatch was found and fixed: the baselines are per
+//! pinger (above); the model had kept one baseline for all samples, which
+//! rose six times as fast under a standing queue.
 
 use crate::time::Nanos;
 
