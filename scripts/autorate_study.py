@@ -2,9 +2,11 @@
 
 For each trace (gallery/traces/lte-like.trace, starlink-like.trace), each
 congestion control and each option — no shaping, CAKE fixed at the trace's p10
-and at its median (1-s windows), cake-autorate, and (option `autorate+sss`, not
-in the default list) cake-autorate with its Starlink satellite switch
-compensation at defaults.sh's values — one run of the gallery scenario
+and at its median (1-s windows), cake-autorate as it is today (option
+`autorate`: without satellite switch compensation, which starlink-autorate.toml
+itself turns on), and (option `autorate+sss`, not in the default list)
+cake-autorate with its Starlink satellite switch compensation at defaults.sh's
+values — one run of the gallery scenario
 (lte-autorate.toml, starlink-autorate.toml): the goodput as a share of the
 capacity the trace offers over the run, the probe's p95 RTT above the base RTT
 (the latency a user adds under load), and the controller's median shaper rate.
@@ -12,6 +14,7 @@ capacity the trace offers over the run, the probe's p95 RTT above the base RTT
     python scripts/autorate_study.py --engine sim --out /tmp/autorate        # table + autorate.png
     python scripts/autorate_study.py --engine emu --duration 30s --cc cubic bbr
     python scripts/autorate_study.py --trace starlink --options autorate autorate+sss
+    python scripts/autorate_study.py --steady --options autorate     # the link held at each trace's median
 
 CAKE fixed at a rate is the same path with the controller pinned (min = base =
 max): CAKE in front of the modem's FIFO, exactly what a user gets with a fixed
@@ -40,6 +43,12 @@ def trace_ms(doc: dict) -> list[int]:
         return [int(x) for x in f.read().split()]
 
 
+def steady_ms(rate_mbps: float, duration_s: float) -> list[int]:
+    """The delivery opportunities (ms) of a constant `rate_mbps`: what `late_causes` and the plots read for `--steady`."""
+    n = int(rate_mbps * 1e6 * duration_s / (traces.OPPORTUNITY_BYTES * 8))
+    return [int(i * traces.OPPORTUNITY_BYTES * 8 / (rate_mbps * 1e6) * 1000) for i in range(n)]
+
+
 def capacity_mbps(ms: list[int], duration_s: float) -> float:
     """Mean capacity the trace offers over the first `duration_s`."""
     n = sum(1 for t in ms if t <= duration_s * 1000)
@@ -51,12 +60,16 @@ def one(doc: dict, option: str, rates: dict, cc: str, engine: str, duration: str
     d["duration"] = duration
     d["flow"][0]["cc"] = cc
     down = d["link"]["down"]
-    down["rate"] = "trace:" + os.path.join(GALLERY, down["rate"][len("trace:"):])
+    if down["rate"].startswith("trace:"):
+        down["rate"] = "trace:" + os.path.join(GALLERY, down["rate"][len("trace:"):])
     if option == "none":
         del down["autorate"]
     elif option.startswith("cake@"):
         r = units.fmt_rate(rates[option[len("cake@"):]] * 1e6)
         down["autorate"] = {"min": r, "base": r, "max": r}
+    elif option == "autorate":
+        # cake-autorate as it is today (v3.2 on): no satellite switch compensation, whatever the gallery file sets
+        down["autorate"] = {k: v for k, v in down["autorate"].items() if k != "sss"}
     elif option == "autorate+sss":
         # cake-autorate's Starlink satellite switch compensation at its defaults.sh values (docs/autorate.md)
         down["autorate"] = dict(down["autorate"], sss={})
@@ -146,6 +159,9 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", nargs="+", default=sorted(CASES), choices=sorted(CASES))
     ap.add_argument("--options", nargs="+", default=["none", "cake@p10", "cake@median", "autorate"])
     ap.add_argument("--out", help="directory for results.json and autorate.png")
+    ap.add_argument("--steady", action="store_true",
+                    help="hold the link at the trace's median (1-s windows) instead of the trace: the controller on a "
+                         "capacity that does not move (what its own cycle adds)")
     ap.add_argument("--series", action="store_true",
                     help="keep each run's probe samples and shaper rate in results.json and draw timeseries-ENGINE.png")
     a = ap.parse_args(argv)
@@ -157,13 +173,16 @@ def main(argv=None) -> int:
         ms = trace_ms(doc)
         pct = traces.capacity_percentiles(ms)
         rates = {"p10": pct["p10_mbps"], "median": pct["median_mbps"]}
+        if a.steady:
+            doc["link"]["down"]["rate"] = units.fmt_rate(pct["median_mbps"] * 1e6)
+            ms = steady_ms(pct["median_mbps"], dur_s)
         cap = capacity_mbps(ms, dur_s)
         for cc in a.cc:
             for opt in a.options:
                 r = one(doc, opt, rates, cc, a.engine, a.duration)
                 r.update(trace=name, cc=cc, option=opt, engine=a.engine, capacity_mbps=cap,
-                         share=r["goodput_mbps"] / cap)
-                if name == "starlink":
+                         share=r["goodput_mbps"] / cap, steady=a.steady)
+                if name == "starlink" and not a.steady:
                     r.update(by_switch(r["series"], dur_s))
                 if opt.startswith("autorate"):
                     r.update(late_causes(r["series"], ms))
@@ -184,7 +203,9 @@ def main(argv=None) -> int:
             json.dump(rows, f, indent=1)
         plot(rows, os.path.join(a.out, f"autorate-{a.engine}.png"))
         if a.series:
-            plot_series(rows, {n: trace_ms(tomllib.load(open(os.path.join(GALLERY, CASES[n]), "rb"))) for n in a.trace},
+            plot_series(rows, {n: steady_ms(traces.capacity_percentiles(m)["median_mbps"], dur_s) if a.steady else m
+                               for n in a.trace
+                               for m in [trace_ms(tomllib.load(open(os.path.join(GALLERY, CASES[n]), "rb")))]},
                         dur_s, os.path.join(a.out, f"timeseries-{a.engine}.png"))
     return 0
 

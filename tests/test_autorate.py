@@ -105,6 +105,31 @@ def test_the_controller_follows_a_capacity_drop_and_never_goes_below_its_minimum
     assert low < high / 2, (high, low)
 
 
+
+def test_on_a_steady_link_cubic_rides_a_cycle_whose_delay_crosses_the_threshold_and_whose_rate_stays_within_the_load_rule(tmp_path, cli):
+    # A capacity that never moves (10 Mbit/s, the 1-MB FIFO: 800 ms), 30 s, a probe every 10 ms (docs/autorate.md,
+    # "What bounds the p95"). Physics of cake-autorate's rules:
+    # - the raise needs the achieved rate above 75 % of the shaper, and the achieved rate is at most the capacity plus
+    #   the modem queue's growth (30 ms in >= 1.5 s: 2 %), so the shaper never passes C / 0.75 by more than one raise:
+    #   at most 10 / 0.75 * 1.04 * 1.02 = 14.1 Mbit/s (the bound 40 would allow is never reached);
+    # - only bufferbloat (3 of 6 samples 30 ms late) cuts, so the cycle needs the delay past 30 ms: more than 5 % of
+    #   the probe's samples are, and the p95 added delay exceeds 30 ms (the threshold is where the cut starts);
+    # - at an average delta of 60 ms the cut is the full 25 %, taking <= 14.1 to <= 10.6 and the next to <= 10.5 x 0.75:
+    #   below the capacity, the queue drains; the p95 stays below 60 ms plus the 2 x 300 ms of growth at <= 2 %: 75 ms;
+    # - and the cuts do take the shaper below the capacity (CAKE takes the queue back): its minimum after the start < C.
+    p = _scenario(tmp_path, autorate='{ min = "2Mbit", base = "10Mbit", max = "40Mbit" }', rate="10Mbit", duration="30s")
+    with open(p, "a") as f:
+        f.write('[[probe]]\ninterval = "10ms"\n')
+    r = cli("run", p, "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    log = s["links"]["down"]["autorate"]["log"]
+    after_start = [rate for t, rate in log if t > 3.0]
+    assert max(after_start) <= 10 / 0.75 * 1.04 * 1.02, log
+    assert min(after_start) < 10.0, log
+    added = s["probes"][0]["rtt_ms"]["p95"] - 40
+    assert 30 < added < 75, s["probes"][0]["rtt_ms"]
+
 # Starlink satellite switch compensation (cake-autorate 66dba8e, docs/autorate.md): switches at 5 s and 15 s of run time
 # (seconds past the minute = run time mod 60 s), a 50-Mbit/s link that lets the controller climb above its 20-Mbit/s base.
 SSS = '{ min = "5Mbit", base = "20Mbit", max = "60Mbit", sss = { times = ["5s", "15s"] } }'

@@ -28,7 +28,11 @@
 //!
 //! The baseline follows the OWD down fast (alpha 0.9) and up slowly (alpha
 //! 0.001), so a standing queue is seen as delay for a long time while a path
-//! change to a shorter route is taken at once.
+//! change to a shorter route is taken at once. Each reflector keeps its own
+//! baseline (`dl_owd_baselines_us[pinger]`), updated only by its own
+//! responses: with 6 pingers round-robin, one every 300 ms, not every 50-ms
+//! sample. The delay window and the average delta are shared by all pingers
+//! (one `delays_idx`).
 //!
 //! Load states (per direction, `load_state` in the script): IDLE (achieved ≤
 //! `connection_active_thr`), LOW (active, ≤ 75 % of the shaper rate), HIGH
@@ -56,7 +60,12 @@
 //!   window needs to refill), `decay_refractory_period_ms` 1000.
 //! - Rates: min 5000, base 20000, max 80000 kbit/s (download defaults; a
 //!   scenario always gives its own).
-//! - Samples: 6 pingers × one ping per 0.3 s = one sample every 50 ms.
+//! - Samples: `no_pingers` 6 × one ping per `reflector_ping_interval_s` 0.3 s
+//!   = one sample every 50 ms (`ping_response_interval_us`, fping's
+//!   `--interval`), from the pingers in turn (fping's round robin, each
+//!   pinger in its own time slot, `sleep_until_next_pinger_time_slot`); each
+//!   pinger's baseline starts at 100 ms. In a lab every reflector sits behind
+//!   the same queue, so the six baselines see the same OWDs, 50 ms apart.
 //! - `monitor_achieved_rates_interval_ms` 200.
 //! - Max wire packet 1500 B = 12 000 bit (MTU 1500, no CAKE overhead).
 //!
@@ -124,7 +133,21 @@
 //! ~1 Mbit/s, and responses older than 500 ms (none in a lab). One controller
 //! runs per direction with that direction's OWD, as with `pinger_method=tsping`
 //! or `irtt`; the default `fping` takes half the RTT as both OWDs, so there a
-//! delay in either direction cuts both rates.
+//! delay in either direction cuts both rates (and the 30-ms threshold is 60 ms
+//! of RTT added in one direction).
+//!
+//! Checked line by line against 94238be's main loop (2026-11-25, issue 31):
+//! the load states (`SARS`: `load_percent = 100*achieved/shaper`, HIGH above
+//! `high_load_thr_percent`, else LOW above `connection_active_thr_kbps`;
+//! `medium_load_thr` went in d092a0b, 2022-12-10, "Remove medium rate
+//! logic"), the raise (`achieved_rate_updated` and
+//! the bufferbloat refractory period; factor from the window's average delta;
+//! `t_last_decay_us` restarted), the cut, the decay toward base, the
+//! thresholds' compensation at the rate last set, the achieved rate (bytes
+//! over the nominal 200-ms interval, every 200 ms) and the shared 6-sample
+//! window match. One mismatch was found and fixed: the baselines are per
+//! pinger (above); the model had kept one baseline for all samples, which
+//! rose six times as fast under a standing queue.
 
 use crate::time::Nanos;
 
@@ -144,6 +167,8 @@ pub struct Params {
     pub max_kbps: i64,
     /// Time between two OWD samples (all pingers together), ns.
     pub ping_interval_ns: Nanos,
+    /// `no_pingers`: the samples come from this many reflectors in turn, each with its own OWD baseline.
+    pub pingers: usize,
     /// Time between two achieved-rate readings, ns.
     pub monitor_interval_ns: Nanos,
     pub owd_delta_delay_thr_us: i64,
@@ -223,6 +248,7 @@ impl Params {
             base_kbps,
             max_kbps,
             ping_interval_ns: 50_000_000,
+            pingers: 6,
             monitor_interval_ns: 200_000_000,
             owd_delta_delay_thr_us: 30_000,
             avg_owd_delta_max_adjust_up_thr_us: 10_000,
@@ -260,6 +286,9 @@ impl Params {
         if self.ping_interval_ns == 0 {
             return Err("ping_interval: must be > 0".into());
         }
+        if self.pingers == 0 {
+            return Err("pingers: must be at least 1".into());
+        }
         if self.monitor_interval_ns == 0 {
             return Err("monitor_interval: must be > 0".into());
         }
@@ -285,7 +314,10 @@ pub struct Controller {
     pub p: Params,
     /// The shaper rate CAKE is set to, kbit/s.
     rate_kbps: i64,
-    baseline_us: i64,
+    /// One OWD baseline per pinger (`dl_owd_baselines_us[pinger]`), µs.
+    baselines_us: Vec<i64>,
+    /// The pinger whose response comes next (round robin).
+    pinger: usize,
     delays: Vec<bool>,
     deltas_us: Vec<i64>,
     idx: usize,
@@ -310,7 +342,8 @@ impl Controller {
         let t0 = (now / 1000) as i64;
         Ok(Controller {
             rate_kbps: p.base_kbps,
-            baseline_us: 100_000,
+            baselines_us: vec![100_000; p.pingers],
+            pinger: 0,
             delays: vec![false; n],
             deltas_us: vec![0; n],
             idx: 0,
@@ -339,8 +372,10 @@ impl Controller {
         self.load
     }
 
+    /// The baseline of the pinger that answered last, µs.
     pub fn baseline_us(&self) -> i64 {
-        self.baseline_us
+        let n = self.p.pingers;
+        self.baselines_us[(self.pinger + n - 1) % n]
     }
 
     /// `set_shaper_rates`' compensation: one maximal wire packet at the current rate, µs.
@@ -365,8 +400,7 @@ impl Controller {
     /// One ping response: its one-way delay (µs) at time `now`. Returns the new shaper rate, kbit/s.
     pub fn on_owd_sample(&mut self, now: Nanos, owd_us: i64) -> i64 {
         let t = (now / 1000) as i64;
-        self.update_baseline(owd_us);
-        let delta = owd_us - self.baseline_us;
+        let delta = self.update_baseline(owd_us);
         self.update_window(delta);
         let avg = self.sum_deltas_us / self.p.detection_window as i64;
         self.bufferbloat = self.sum_delays >= self.p.detection_thr;
@@ -384,10 +418,15 @@ impl Controller {
         self.rate_kbps
     }
 
-    /// Baseline EWMA: `alpha` 0.001 upwards, 0.9 downwards.
-    fn update_baseline(&mut self, owd_us: i64) {
-        let a = if owd_us >= self.baseline_us { self.p.alpha_baseline_increase } else { self.p.alpha_baseline_decrease };
-        self.baseline_us = (a * owd_us + (1_000_000 - a) * self.baseline_us) / 1_000_000;
+    /// The answering pinger's baseline EWMA (`alpha` 0.001 upwards, 0.9
+    /// downwards); returns the sample's delta to it. The next pinger answers next.
+    fn update_baseline(&mut self, owd_us: i64) -> i64 {
+        let b = &mut self.baselines_us[self.pinger];
+        let a = if owd_us >= *b { self.p.alpha_baseline_increase } else { self.p.alpha_baseline_decrease };
+        *b = (a * owd_us + (1_000_000 - a) * *b) / 1_000_000;
+        let delta = owd_us - *b;
+        self.pinger = (self.pinger + 1) % self.p.pingers;
+        delta
     }
 
     /// The k-of-n window of delayed samples and the sum of the deltas.
@@ -482,6 +521,11 @@ mod tests {
         Controller::new(Params::defaults(5000, 20000, 80000), 0).unwrap()
     }
 
+    /// One pinger: every sample updates the same baseline (the arithmetic of one reflector's EWMA).
+    fn one_pinger() -> Controller {
+        Controller::new(Params { pingers: 1, ..Params::defaults(5000, 20000, 80000) }, 0).unwrap()
+    }
+
     /// Feed `n` samples of `owd_us`, one every 50 ms from `t0`; returns the time after the last.
     fn feed(c: &mut Controller, t0: Nanos, n: usize, owd_us: i64) -> Nanos {
         let mut t = t0;
@@ -494,7 +538,7 @@ mod tests {
 
     #[test]
     fn the_baseline_falls_by_ninety_percent_of_the_gap_and_rises_by_a_thousandth() {
-        let mut c = ctl();
+        let mut c = one_pinger();
         c.on_owd_sample(50 * MS, 20_000);
         // 0.9 * 20000 + 0.1 * 100000
         assert_eq!(c.baseline_us(), 28_000);
@@ -505,7 +549,7 @@ mod tests {
 
     #[test]
     fn three_delayed_samples_of_six_cut_the_rate_by_the_delta_scaled_factor() {
-        let mut c = ctl();
+        let mut c = one_pinger();
         // Three samples at 10 ms: the baseline falls 100000 -> 19000 -> 10900 -> 10090 µs
         // (deltas -9000, -900, -90).
         let t = feed(&mut c, 100 * MS, 3, 10_000);
@@ -524,9 +568,43 @@ mod tests {
         assert_eq!(c.rate_kbps(), 19_377);
     }
 
+    #[test]
+    fn each_of_the_six_pingers_keeps_its_own_baseline_updated_only_by_its_own_responses() {
+        let mut c = ctl();
+        // The first response (pinger 0) at 20 ms: its baseline 0.9 * 20000 + 0.1 * 100000 = 28000, delta -8000.
+        c.on_owd_sample(50 * MS, 20_000);
+        assert_eq!(c.baseline_us(), 28_000);
+        // The second comes from pinger 1, whose baseline is still the initial 100 ms: 28000 again
+        // (one shared baseline would be at 0.9 * 20000 + 0.1 * 28000 = 20800).
+        c.on_owd_sample(100 * MS, 20_000);
+        assert_eq!(c.baseline_us(), 28_000);
+        assert_eq!(c.baselines_us, vec![28_000, 28_000, 100_000, 100_000, 100_000, 100_000]);
+        // Pinger 0 again after all six: 20800.
+        feed(&mut c, 100 * MS, 5, 20_000);
+        assert_eq!(c.baseline_us(), 20_800);
+    }
+
+    #[test]
+    fn a_standing_delay_raises_each_baseline_once_per_300_ms_not_once_per_sample() {
+        // Baselines at 10 ms, then 3 s of samples 30 ms (60 samples, 10 per pinger): each baseline rises by a
+        // thousandth of the gap 10 times, 10000 -> 10020 -> 10039 -> ... -> 10191 (one shared baseline, updated
+        // by all 60: 11134).
+        let mut c = ctl();
+        c.baselines_us = vec![10_000; 6];
+        let t = feed(&mut c, 0, 60, 30_000);
+        assert_eq!(c.baselines_us, vec![10_191; 6]);
+        // One sample of an empty queue pulls only its own pinger's baseline down (0.1 * 10191 = 1019); the next
+        // pinger still measures 30 ms against 10191: delta 19790 (a shared baseline: 30000 - 1141 = 28859).
+        c.on_owd_sample(t + 50 * MS, 0);
+        assert_eq!(c.baseline_us(), 1_019);
+        c.on_owd_sample(t + 100 * MS, 30_000);
+        assert_eq!(c.baseline_us(), 10_210);
+        assert_eq!(c.deltas_us[(c.idx + 5) % 6], 19_790);
+    }
+
     /// A baseline of 10 ms and a full window of samples 100 ms above it (every one delayed).
     fn all_delayed_by_100_ms(c: &mut Controller) {
-        c.baseline_us = 10_000;
+        c.baselines_us = vec![10_000; 6];
         c.deltas_us = vec![100_000; 6];
         c.sum_deltas_us = 600_000;
         c.delays = vec![true; 6];
