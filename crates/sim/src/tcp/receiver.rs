@@ -210,7 +210,10 @@ impl Receiver {
     }
 
     fn in_ofo(&self, seq: u64) -> bool {
-        self.ofo.iter().any(|b| b.start <= seq && seq < b.end)
+        // sorted and disjoint: only the first block ending above `seq` can hold it (a binary
+        // search: after heavy loss at a large BDP there are thousands of holes)
+        let i = self.ofo.partition_point(|b| b.end <= seq);
+        self.ofo.get(i).is_some_and(|b| b.start <= seq)
     }
 
     /// A data segment arrived carrying ECN bits: update the echo state.
@@ -256,13 +259,15 @@ impl Receiver {
             self.rcv_nxt += 1;
             let had_ofo = !self.ofo.is_empty();
             // tcp_ofo_queue: pull in what became contiguous.
-            while let Some(first) = self.ofo.first().copied() {
-                if first.start > self.rcv_nxt {
+            let mut pulled = 0;
+            while let Some(b) = self.ofo.get(pulled) {
+                if b.start > self.rcv_nxt {
                     break;
                 }
-                self.rcv_nxt = self.rcv_nxt.max(first.end);
-                self.ofo.remove(0);
+                self.rcv_nxt = self.rcv_nxt.max(b.end);
+                pulled += 1;
             }
+            self.ofo.drain(..pulled);
             let nxt = self.rcv_nxt;
             self.recent.retain(|b| b.end > nxt);
             self.unacked += 1;
@@ -483,6 +488,27 @@ mod tests {
         assert_eq!(r.on_data(t, QUICK_PHASE), AckNeed::Later);
         assert_eq!(r.ack_deadline, Some(t + DELACK_MIN));
         assert_eq!(r.on_data(t + 1000, QUICK_PHASE + 1), AckNeed::Now);
+    }
+
+    #[test]
+    fn among_many_holes_a_segment_held_out_of_order_is_a_duplicate_and_one_in_a_hole_is_not() {
+        // every odd segment 1..=199 arrives: 100 holes, 100 one-segment blocks
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        for s in (1..200).step_by(2) {
+            r.on_data(s, s);
+            r.make_ack();
+        }
+        assert_eq!((r.ofo.len(), r.dup_segs), (100, 0));
+        for held in [1, 99, 199] {
+            assert_eq!(r.on_data(300, held), AckNeed::Now);
+            assert_eq!(r.make_ack().dsack, true, "{held} is D-SACKed");
+        }
+        assert_eq!(r.dup_segs, 3);
+        r.on_data(301, 98);
+        assert_eq!((r.dup_segs, r.ofo.len()), (3, 99), "98 filled a hole and joined 97 and 99");
+        // the head hole: 0 arrives, 0-1 become in order, 2 stays a hole
+        r.on_data(302, 0);
+        assert_eq!((r.rcv_nxt, r.ofo.len(), r.dup_segs), (2, 98, 3));
     }
 
     #[test]

@@ -18,13 +18,23 @@
 //! transmission order; `lost_q` holds what is marked lost and not yet
 //! retransmitted (what `tcp_xmit_retransmit_queue` walks).
 //!
+//! SACK tagging skips what the previous ACK's blocks covered, as Linux's
+//! `tp->recv_sack_cache` does ("skip ranges already processed" in
+//! `tcp_sacktag_write_queue`): the receiver repeats its blocks on every ACK,
+//! one segment longer each, so walking every block whole costs O(window) per
+//! ACK in a loss episode (at 1 Gbit/s and 200 ms, thousands of segments per
+//! ACK). The skip changes nothing: a segment stays SACKed until the
+//! cumulative ACK frees it (no reneging here, `snd_una`/`snd_nxt` only grow),
+//! so every segment of a cached range is already SACKed and would be passed
+//! over by `sack_one` anyway.
+//!
 //! Invariants: `packets_out = nxt - una = segs.len()`; `sacked_out`,
 //! `lost_out` and `retrans_out` count the flags set in `segs`, a segment is
 //! never both SACKed and LOST, and `lost_q` is exactly the LOST segments
 //! without SACKED_RETRANS.
 
 use super::sender::Sender;
-use crate::packet::{SackBlock, MSS};
+use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS};
 use bloatlab_core::cc::{AckSample, LostSkb, RateSample};
 use bloatlab_core::kernel::tcp_rtt_tsopt_us;
 use bloatlab_core::time::{Nanos, NS_PER_US};
@@ -72,6 +82,10 @@ pub(super) struct Scoreboard {
     pub tsorted: VecDeque<(Nanos, u64, u32)>,
     /// Segments marked lost and not retransmitted yet.
     pub lost_q: BTreeSet<u64>,
+    /// `tp->recv_sack_cache`: the previous ACK's SACK blocks as tagged
+    /// (clamped to snd_una..snd_nxt of then; empty ranges are (0, 0)).
+    /// Every segment in them is SACKed or already freed.
+    pub sack_cache: [(u64, u64); MAX_SACK_BLOCKS],
     pub packets_out: u32,
     pub sacked_out: u32,
     pub lost_out: u32,
@@ -251,6 +265,23 @@ impl Scoreboard {
     }
 }
 
+/// The SACK walk at `seq` against the cache of tagged ranges: `Err(end)`
+/// when a cached range covers `seq` (go on at its end), else `Ok(stop)`, the
+/// start of the next cached range above `seq` (`u64::MAX` if none): the
+/// segments `seq..stop` need tagging.
+fn next_uncached(cache: &[(u64, u64)], seq: u64) -> Result<u64, u64> {
+    let mut stop = u64::MAX;
+    for &(s, e) in cache {
+        if s <= seq && seq < e {
+            return Err(e);
+        }
+        if s > seq && s < stop {
+            stop = s;
+        }
+    }
+    Ok(stop)
+}
+
 /// What one ACK did, gathered as `tcp_ack()` goes (Linux: the `flag` bits
 /// and `struct tcp_sacktag_state`).
 #[derive(Debug)]
@@ -329,24 +360,46 @@ impl Sender {
     /// D-SACK block (the first, RFC 2883) is reported, not tagged.
     pub(super) fn sacktag_write_queue(&mut self, now: Nanos, ack: u64, sack: &[SackBlock], dsack: bool, a: &mut AckState) {
         let blocks = if dsack && !sack.is_empty() { &sack[1..] } else { sack };
-        for b in blocks {
+        let cache = self.sb.sack_cache;
+        let mut tagged = [(0, 0); MAX_SACK_BLOCKS];
+        for (i, b) in blocks.iter().enumerate() {
             let start = b.start.max(ack).max(self.sb.una);
             let end = b.end.min(self.sb.nxt);
-            for seq in start..end {
-                let Some(s) = self.sb.sack_one(seq) else { continue };
-                self.rate.delivered += 1;
-                a.sacked_new = true;
-                if !s.ever_retrans {
-                    a.orig_sack_acked |= seq < self.high_seq;
-                    a.first_sackt = Some(a.first_sackt.map_or(s.tx_time, |t| t.min(s.tx_time)));
-                    a.last_sackt = Some(a.last_sackt.map_or(s.tx_time, |t| t.max(s.tx_time)));
+            if start < end && i < tagged.len() {
+                tagged[i] = (start, end);
+            }
+            let mut seq = start;
+            while seq < end {
+                match next_uncached(&cache, seq) {
+                    Err(past) => seq = past,
+                    Ok(stop) => {
+                        let stop = stop.min(end);
+                        for s in seq..stop {
+                            self.sacktag_one(now, s, a);
+                        }
+                        seq = stop;
+                    }
                 }
-                self.rate.skb_delivered(&mut a.rs, &mut a.last_end_seq, &s, seq);
-                // tcp_rate_skb_delivered: a SACKed skb gives no second sample when cumulatively acked
-                self.sb.seg(seq).delivered_mstamp = 0;
-                self.rack.advance(now, self.min_rtt.get(), s.ever_retrans, seq, s.tx_time);
             }
         }
+        self.sb.sack_cache = tagged;
+    }
+
+    /// `tcp_sacktag_one`'s caller for one segment of a block: nothing if it
+    /// was SACKed already; else it is delivered, with its rate and RACK state.
+    fn sacktag_one(&mut self, now: Nanos, seq: u64, a: &mut AckState) {
+        let Some(s) = self.sb.sack_one(seq) else { return };
+        self.rate.delivered += 1;
+        a.sacked_new = true;
+        if !s.ever_retrans {
+            a.orig_sack_acked |= seq < self.high_seq;
+            a.first_sackt = Some(a.first_sackt.map_or(s.tx_time, |t| t.min(s.tx_time)));
+            a.last_sackt = Some(a.last_sackt.map_or(s.tx_time, |t| t.max(s.tx_time)));
+        }
+        self.rate.skb_delivered(&mut a.rs, &mut a.last_end_seq, &s, seq);
+        // tcp_rate_skb_delivered: a SACKed skb gives no second sample when cumulatively acked
+        self.sb.seg(seq).delivered_mstamp = 0;
+        self.rack.advance(now, self.min_rtt.get(), s.ever_retrans, seq, s.tx_time);
     }
 
     /// `tcp_clean_rtt_queue`: free what the cumulative ACK up to `ack` covers.
@@ -479,6 +532,17 @@ mod tests {
         sb.seg(0).tx_time = 59;
         sb.seg(1).tx_time = 59;
         assert_eq!(sb.timeout_mark_lost(|t| t + 25 > now, &mut Vec::new()), 1);
+    }
+
+    #[test]
+    fn the_sack_walk_jumps_over_cached_ranges_and_stops_at_the_next_one() {
+        let cache = [(10, 20), (30, 35), (0, 0)];
+        assert_eq!(next_uncached(&cache, 10), Err(20));
+        assert_eq!(next_uncached(&cache, 19), Err(20));
+        assert_eq!(next_uncached(&cache, 20), Ok(30), "20..30 needs tagging");
+        assert_eq!(next_uncached(&cache, 5), Ok(10));
+        assert_eq!(next_uncached(&cache, 0), Ok(10), "an empty (0, 0) entry covers nothing");
+        assert_eq!(next_uncached(&cache, 35), Ok(u64::MAX));
     }
 
     #[test]

@@ -767,3 +767,22 @@ fn tso_deferral_waits_for_a_fuller_chunk_only_while_an_ack_is_due_within_a_milli
     s.snd_wnd = 29 * MSS as u64;
     assert_eq!(s.tso_should_defer(t, segs, tail, 4), Defer::Other);
 }
+
+#[test]
+fn sack_blocks_repeated_by_later_acks_tag_only_what_they_newly_cover() {
+    // Segment 20 is the hole; the receiver's block grows on both sides from
+    // ACK to ACK (22-23, then 21-24 and a second block 26), as Linux's
+    // recv_sack_cache sees it: only 21, 24 and 26 are new the second time.
+    let (mut s, now) = warmed(20);
+    assert!(s.sb.nxt >= 27);
+    let mut out = Vec::new();
+    let d0 = s.rate.delivered;
+    s.on_ack(now + NS_PER_MS, 20, &[SackBlock { start: 22, end: 24 }], false, false, &mut out);
+    assert_eq!((s.rate.delivered - d0, s.sb.sacked_out), (2, 2));
+    assert_eq!(s.sb.sack_cache, [(22, 24), (0, 0), (0, 0)]);
+    let sacks = [SackBlock { start: 26, end: 27 }, SackBlock { start: 21, end: 25 }];
+    s.on_ack(now + 2 * NS_PER_MS, 20, &sacks, false, false, &mut out);
+    assert_eq!((s.rate.delivered - d0, s.sb.sacked_out), (5, 5));
+    assert!((21..25).chain(26..27).all(|q| s.sb.seg(q).sacked) && !s.sb.seg(25).sacked);
+    assert_eq!(s.sb.sack_cache, [(26, 27), (21, 25), (0, 0)]);
+}
