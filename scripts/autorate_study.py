@@ -121,8 +121,8 @@ def late_causes(series: dict, ms: list[int], thr_ms: float = 30.0) -> dict:
     - `late_after_drop`: the share of them in episodes (late samples less than 100 ms apart) whose capacity is more
       than 20 % below that of the second before the episode (0.2 s margin): a capacity drop; the rest come without
       one (the controller's own raise past a steady capacity).
-    The capacity is read on the series' clock: in the emulator the trace runs 0.14 s ahead of it (its link clock
-    starts the flows' set-up lead before t = 0), small beside the 200-ms and 1-s windows."""
+    The capacity is read on the series' clock, which is the trace's in both engines (the emulator's trace starts at
+    the scenario's t = 0, not at its link clock's 0, since issue 31 goal 3)."""
     import bisect
 
     def cap(t0: float, t1: float) -> float:

@@ -145,25 +145,19 @@ def _shaper_log(cli, path):
     return json.loads(r.stdout)["links"]["down"]["autorate"]["log"]
 
 
-#: The emulator's link clock, which its trace and its controller follow, starts this long before the scenario's t = 0
-#: (crates/emu/src/run.rs `lead`: supervise.rs setup_lead = 2 RTTs + 20 ms spawn + 30 ms go room, plus 10 ms), and its
-#: results' times are scenario times: there the windows show `lead` earlier. For rtt = 40 ms: 0.14 s.
-EMU_LEAD_S = 2 * 0.040 + 0.020 + 0.030 + 0.010
-
-
-def check_switch_windows(log, base=20.0, lead_s=0.0):
+def check_switch_windows(log, base=20.0):
     """What the script's dl*sss case implies for the shaper rate log (t s, Mbit/s)."""
     # Loaded below the link's rate and above base before the first switch (else the test could not fail).
-    assert _rate_at(log, SWITCHES_S[0] - PRE_S - lead_s - 0.1) > base, log
+    assert _rate_at(log, SWITCHES_S[0] - PRE_S - 0.1) > base, log
     for s in SWITCHES_S:
-        opens = s - PRE_S - lead_s
+        opens = s - PRE_S
         # From the window's first sample (within one 50-ms ping interval of its opening) to its end, at most base.
         for i in range(1, 50):
             t = opens + i * (PRE_S + POST_S) / 50
             assert _rate_at(log, t) <= base + 1e-9 or t - opens < 0.05 + 1e-9, (s, t, log)
         # After it, the rate climbs by at most 4 % a reading: within 1 s at most base x 1.04^6 (5 readings and one
         # that may have come during the window).
-        assert _rate_at(log, s + POST_S - lead_s + 1.0) <= base * MAX_RAISE ** 6 + 1e-6, (s, log)
+        assert _rate_at(log, s + POST_S + 1.0) <= base * MAX_RAISE ** 6 + 1e-6, (s, log)
 
 
 def test_in_a_satellite_switch_window_the_download_shaper_falls_to_base_and_climbs_back_no_faster_than_4_percent_a_reading(tmp_path, cli):
@@ -183,4 +177,7 @@ def test_on_the_kernel_the_switch_windows_hold_the_download_shaper_at_base(tmp_p
         pytest.skip(f"emulator unavailable: {reason}")
     r = cli("run", _scenario(tmp_path, autorate=SSS, rate="50Mbit", duration="17s"), "--engine", "emu", "--json")
     assert r.returncode == 0, r.stderr
-    check_switch_windows(json.loads(r.stdout)["links"]["down"]["autorate"]["log"], lead_s=EMU_LEAD_S)
+    # The emulator's link clock starts the flows' set-up lead (0.14 s here) before the scenario's t = 0; the
+    # controller's wall clock is the scenario's, as in the simulator, so the windows sit where they do there (until
+    # issue 31 goal 3 they followed the link's clock and came 0.14 s early).
+    check_switch_windows(json.loads(r.stdout)["links"]["down"]["autorate"]["log"])

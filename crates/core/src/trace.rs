@@ -80,6 +80,11 @@ impl Trace {
         k
     }
 
+    /// The repeat period (the last line), ns.
+    pub fn period_ns(&self) -> Nanos {
+        self.period_ms * NS_PER_MS
+    }
+
     /// Average capacity in bit/s.
     pub fn mean_rate_bps(&self) -> u64 {
         (self.ms.len() as u64 * OPPORTUNITY_BYTES as u64 * 8 * 1000) / self.period_ms

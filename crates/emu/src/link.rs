@@ -123,6 +123,18 @@ impl Ord for InFlight {
     }
 }
 
+/// What to add to the link's clock to read the trace's: the trace's time 0 is
+/// the scenario's t = 0, as in the simulator, while the link's clock starts
+/// `measure_from` (the generators' set-up lead, 0.14 s at 40 ms RTT) earlier.
+/// The trace repeats, so the lead is served by the end of its period: a
+/// shift of `period - measure_from mod period` keeps the clock non-negative.
+/// Before this, the emulator's trace ran the lead ahead of the simulator's:
+/// on the Starlink-like trace its 15-s rate changes came 0.14 s early (issue 31).
+pub fn trace_shift(tr: &Trace, measure_from: Nanos) -> Nanos {
+    let p = tr.period_ns();
+    (p - measure_from % p) % p
+}
+
 /// One time-series sample of the direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -145,6 +157,8 @@ pub struct Link {
     nonempty_since: Nanos,
     /// Trace state: next opportunity and bytes left in the current one.
     op: Cursor,
+    /// The trace's clock is the link's plus this (see [`trace_shift`]).
+    trace_shift: Nanos,
     delay_line: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     pool: Vec<Vec<u8>>,
@@ -160,10 +174,19 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(cfg: LinkConfig) -> Result<Link, String> {
+    pub fn new(mut cfg: LinkConfig) -> Result<Link, String> {
+        // cake-autorate's wall clock (its Starlink switch windows' seconds past the minute) is the
+        // scenario's, as the trace's is: the link's clock reads `measure_from` ahead of both.
+        if let Some(a) = cfg.stages.autorate.as_mut() {
+            a.params.clock_origin_ns = cfg.measure_from;
+        }
         let q = match cfg.service {
             Service::Unlimited => None,
             _ => Some(qdisc::chain::build_bottleneck::<Vec<u8>>(&cfg.qdisc, &cfg.stages)?),
+        };
+        let trace_shift = match &cfg.service {
+            Service::Trace(tr) => trace_shift(tr, cfg.measure_from),
+            _ => 0,
         };
         Ok(Link {
             loss_rng: rng::stream(cfg.seed, LOSS_STREAM + cfg.dir_index),
@@ -176,6 +199,7 @@ impl Link {
             wire_free: 0,
             nonempty_since: 0,
             op: Cursor::default(),
+            trace_shift,
             delay_line: BinaryHeap::new(),
             seq: 0,
             pool: Vec::new(),
@@ -294,7 +318,7 @@ impl Link {
         }
         let t = self.wire_free.max(self.nonempty_since);
         match &self.cfg.service {
-            Service::Trace(tr) => Some(self.op.start_time(tr, t)),
+            Service::Trace(tr) => Some(self.op.start_time(tr, t + self.trace_shift) - self.trace_shift),
             _ => Some(t),
         }
     }
@@ -318,7 +342,7 @@ impl Link {
                 // Nothing may leave now (a shaper holds the backlog): what is left of an
                 // opportunity that has come is lost, as when the queue is empty.
                 if let Service::Trace(tr) = &self.cfg.service {
-                    self.op.idle(tr, t);
+                    self.op.idle(tr, t + self.trace_shift);
                 }
                 match w {
                     Some(w) if w > t && w <= now => {
@@ -345,7 +369,7 @@ impl Link {
             }
             let end = match &self.cfg.service {
                 Service::Rate(r) => t + tx_time(len as u64, *r),
-                Service::Trace(tr) => self.op.send(tr, t, len),
+                Service::Trace(tr) => self.op.send(tr, t + self.trace_shift, len) - self.trace_shift,
                 Service::Unlimited => t,
             };
             self.wire_free = end;
@@ -367,7 +391,7 @@ impl Link {
         // A trace's unused bytes are lost once the queue is empty.
         if self.backlog() == 0 {
             if let Service::Trace(tr) = &self.cfg.service {
-                self.op.idle(tr, now);
+                self.op.idle(tr, now + self.trace_shift);
             }
         }
     }
@@ -629,6 +653,27 @@ pub(crate) mod tests {
         let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
         // Opportunities at 1, 2, 3 ms; plus 10 ms of delay.
         assert_eq!(due, vec![11, 12, 13]);
+    }
+
+    #[test]
+    fn the_trace_starts_at_the_scenarios_t0_not_at_the_links_clock_0() {
+        // Opportunities at 100 and 200 ms, repeating every 200 ms; the link's clock starts 30 ms
+        // before the scenario (measure_from). A packet at link time 40 ms (scenario 10 ms) takes the
+        // scenario's 100-ms opportunity: link time 130 ms, due 10 ms later (it left at 100 ms before).
+        let tr = Trace::parse("100\n200\n").unwrap();
+        assert_eq!(trace_shift(&tr, 30 * NS_PER_MS), 170 * NS_PER_MS);
+        let mut l = Link::new(LinkConfig { measure_from: 30 * NS_PER_MS, ..cfg(Service::Trace(tr), 100, 0.0) }).unwrap();
+        l.arrive(40 * NS_PER_MS, seg(20000));
+        l.service(400 * NS_PER_MS);
+        let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        assert_eq!(due, vec![140]);
+        // In the lead: a packet at link time 5 ms (scenario -25 ms) takes the previous period's last
+        // opportunity, at scenario 0 = link 30 ms (it waited for 100 ms before).
+        let mut l = Link::new(LinkConfig { measure_from: 30 * NS_PER_MS, ..cfg(Service::Trace(Trace::parse("100\n200\n").unwrap()), 100, 0.0) }).unwrap();
+        l.arrive(5 * NS_PER_MS, seg(20000));
+        l.service(400 * NS_PER_MS);
+        let due: Vec<_> = std::iter::from_fn(|| l.pop_due(u64::MAX)).map(|(t, _)| t / NS_PER_MS).collect();
+        assert_eq!(due, vec![40]);
     }
 
     #[test]

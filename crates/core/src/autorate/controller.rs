@@ -105,10 +105,11 @@
 //! (`${EPOCHREALTIME/.}`, Unix time in µs), so its windows sit at fixed
 //! seconds past each UTC minute, where Starlink reconfigures (every 15 s, at
 //! 12/27/42/57 s past the minute). The lab has no wall clock: the controller
-//! takes `now` as the link's run time, the clock its trace follows too (the
-//! simulator's t = 0; the emulator's link clock, which starts the flows'
-//! set-up lead, 0.14 s at 40 ms RTT, before the scenario's t = 0), and the
-//! seconds past the minute are that time mod 60 s. The Starlink-like trace
+//! takes the scenario's time, the clock its trace follows too (the
+//! simulator's t = 0; the emulator's link clock starts the flows' set-up
+//! lead, 0.14 s at 40 ms RTT, before the scenario's t = 0, and gives that as
+//! `Params::clock_origin_ns`), and the seconds past the minute are that time
+//! mod 60 s. The Starlink-like trace
 //! (`python/bloatlab/traces.py`) puts its first epoch change at 12 s of that
 //! time and the next every 15 s, so the windows meet its switches as a
 //! dish's windows meet its epochs against UTC.
@@ -193,6 +194,10 @@ pub struct Params {
     pub max_wire_packet_size_bits: i64,
     /// Starlink satellite switch compensation (`sss_compensation=1`); None: off, as in `defaults.sh`.
     pub sss: Option<Sss>,
+    /// The lab's wall clock: the time (on the clock `now` is given in) of the scenario's t = 0. The
+    /// switch windows' seconds past the minute are those of `now - clock_origin_ns`. 0 in the
+    /// simulator; the emulator's link clock starts its set-up lead earlier (`measure_from`).
+    pub clock_origin_ns: Nanos,
 }
 
 /// Starlink satellite switch compensation's settings (cake-autorate 66dba8e `defaults.sh`, the script's units).
@@ -219,7 +224,9 @@ impl Sss {
 
     /// The script's test: is `t_us` (its `t_start_us`) strictly inside a window? No wrap at the minute.
     pub fn active(&self, t_us: i64) -> bool {
-        let past_minute = t_us % MINUTE_US;
+        // `%` of a non-negative time, as the script's; a time before the scenario's t = 0 (the
+        // emulator's lead) is in the minute before it (59.86 s past it for -0.14 s).
+        let past_minute = t_us.rem_euclid(MINUTE_US);
         self.times_us.iter().any(|&s| past_minute > s - self.pre_us && past_minute < s + self.post_us)
     }
 
@@ -269,6 +276,7 @@ impl Params {
             decay_refractory_us: 1_000_000,
             max_wire_packet_size_bits: 12_000,
             sss: None,
+            clock_origin_ns: 0,
         }
     }
 
@@ -404,7 +412,9 @@ impl Controller {
         self.update_window(delta);
         let avg = self.sum_deltas_us / self.p.detection_window as i64;
         self.bufferbloat = self.sum_delays >= self.p.detection_thr;
-        self.sss_active = self.p.sss.as_ref().is_some_and(|s| s.active(t));
+        // The script's `t_start_us` is the wall clock: the scenario's time (negative in the emulator's lead).
+        let wall_us = t - (self.p.clock_origin_ns / 1000) as i64;
+        self.sss_active = self.p.sss.as_ref().is_some_and(|s| s.active(wall_us));
         if self.sss_active {
             self.compensate_for_switch(t);
         } else if self.bufferbloat {
@@ -682,6 +692,22 @@ mod tests {
     fn with_sss(upload: bool) -> Controller {
         let p = Params { sss: Some(Sss::defaults(upload)), ..Params::defaults(5000, 20000, 80000) };
         Controller::new(p, 0).unwrap()
+    }
+
+    #[test]
+    fn the_switch_windows_follow_the_scenarios_clock_when_the_links_clock_starts_earlier() {
+        // The emulator's link clock starts 140 ms before the scenario's t = 0 (its set-up lead): the
+        // window around 12 s past the minute is (11.7, 12.2) s of scenario time = (11.84, 12.34) s of link time.
+        let origin = 140 * MS;
+        let p = Params { sss: Some(Sss::defaults(false)), clock_origin_ns: origin, ..Params::defaults(5000, 20000, 80000) };
+        let mut c = Controller::new(p, 0).unwrap();
+        c.on_owd_sample(11_800 * MS, 10_000); // scenario 11.66 s: before the window (link time alone put it inside)
+        assert!(!c.sss_active);
+        c.on_owd_sample(12_300 * MS, 10_000); // scenario 12.16 s: inside (link time alone put it after)
+        assert!(c.sss_active);
+        // Before the scenario's start (the lead): the end of the previous minute, no window.
+        c.on_owd_sample(50 * MS, 10_000);
+        assert!(!c.sss_active);
     }
 
     #[test]

@@ -145,8 +145,9 @@ impl<T> ShapedPath<T> {
             self.started = true;
             self.clock = now;
             self.ctl = Controller::new(self.ctl.p.clone(), now).expect("checked at construction");
-            self.next_ping = now + self.ctl.p.ping_interval_ns;
-            self.next_monitor = now + self.ctl.p.monitor_interval_ns;
+            let origin = self.ctl.p.clock_origin_ns;
+            self.next_ping = first_tick_after(now, origin, self.ctl.p.ping_interval_ns);
+            self.next_monitor = first_tick_after(now, origin, self.ctl.p.monitor_interval_ns);
             self.log.push((now, self.ctl.rate_bps()));
         }
         self.cake_stuck = false;
@@ -202,6 +203,20 @@ impl<T> ShapedPath<T> {
                 }
             }
         }
+    }
+}
+
+/// The first time after `now` on the grid `origin + k * interval` (k of either sign): the ping and
+/// monitor ticks count from the scenario's t = 0 (`Params::clock_origin_ns` on the link's clock), so
+/// both engines sample the same instants of the trace, whenever their first packet comes (the
+/// simulator's at 20 ms, the emulator's in its set-up lead). Until issue 31 goal 3 they counted from
+/// the first packet: the emulator's grid sat 0.07 s (readings) and 0.02 s (pings) off the simulator's.
+fn first_tick_after(now: Nanos, origin: Nanos, interval: Nanos) -> Nanos {
+    let interval = interval.max(1);
+    if now < origin {
+        origin - ((origin - now - 1) / interval) * interval
+    } else {
+        origin + ((now - origin) / interval + 1) * interval
     }
 }
 
@@ -283,6 +298,26 @@ mod tests {
         assert_eq!(first.meta.enqueued_at, 0);
         assert_eq!((p.modem.backlog_pkts(), p.cake.backlog_pkts()), (5, 4));
         assert!(ev.drops.is_empty());
+    }
+
+    #[test]
+    fn the_ping_and_rate_ticks_count_from_the_scenarios_t0_not_from_the_first_packet() {
+        // Simulator: first packet at 20 ms; pings every 50 ms and readings every 200 ms of scenario time.
+        let mut p = path(12_000);
+        let (mut rng, mut ev) = (crate::rng::stream(1, 1), Events::default());
+        p.enqueue(pkt(0, 20 * MS), 20 * MS, &mut rng, &mut ev);
+        assert_eq!((p.next_ping, p.next_monitor), (50 * MS, 200 * MS));
+        // Emulator: the link's clock starts 140 ms before the scenario's t = 0, its first packet at 10 ms of
+        // it (scenario -130 ms): the same grid, 140 ms later on the link's clock (scenario -100 ms and 0 ms).
+        let spec = AutorateSpec { params: Params { clock_origin_ns: 140 * MS, ..Params::defaults(12_000, 12_000, 12_000) } };
+        let modem = QdiscConfig { kind: "fifo".into(), limit: Limit { bytes: None, pkts: Some(100) }, ..QdiscConfig::default() };
+        let mut p: ShapedPath<u32> = ShapedPath::new(&spec, &modem).unwrap();
+        p.enqueue(pkt(0, 10 * MS), 10 * MS, &mut rng, &mut ev);
+        assert_eq!((p.next_ping, p.next_monitor), (40 * MS, 140 * MS));
+        // On a tick itself the next one is a whole interval later.
+        assert_eq!(first_tick_after(200 * MS, 0, 200 * MS), 400 * MS);
+        assert_eq!(first_tick_after(340 * MS, 140 * MS, 200 * MS), 540 * MS);
+        assert_eq!(first_tick_after(0, 140 * MS, 50 * MS), 40 * MS);
     }
 
     #[test]
