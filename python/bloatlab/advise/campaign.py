@@ -483,6 +483,8 @@ def errors(rec: dict) -> dict:
            # behind a legacy access point the queue is the qdisc's and the driver's
            "wifi_buffer": _rel(m["buffer_bytes"], t["buffer_bytes"]) if t["limiter"] == "wifi" and t["buffer_bytes"] and m["buffer_bytes"] else None,
            "loss": _rel(m["loss"], t["loss"]) if t["loss"] >= 0.005 else None,
+           # below the issue's 0.5 %: what the loss stream resolves where the idle probes cannot (measure.loss_stream_plan)
+           "loss_small": _rel(m["loss"], t["loss"]) if 0 < t["loss"] < 0.005 else None,
            "pred_goodput": _rel(rec["predicted"]["goodput_mbps"], rec["kernel"]["goodput_mbps"]),
            "pred_p95_rtt": _rel(rec["predicted"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"]),
            "today_goodput": _rel(rec["predicted_today"]["goodput_mbps"], rec["kernel_today"]["goodput_mbps"])}
@@ -521,6 +523,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          ("loss", 0.50, 1.0), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90), ("rank_regret", 0.02, 0.90),
          # not a goal of the issue: the model on the true path against the kernel, the engine's share of pred_goodput
          ("model_goodput", 0.15, 0.90), ("today_goodput", 0.15, 0.90),
+         # random loss below the issue's 0.5 % within 50 % (not a goal: the twin's goodput on lossy long paths needs it)
+         ("loss_small", 0.50, 0.90),
          # the kernel's one run within the model's ensemble on the true path (+-15 %): the engine's miss beyond chance
          ("model_goodput_in_range", None, 0.90),
          # the kernel's goodput within the twin's ensemble range (+-15 %): how often the range holds the outcome
