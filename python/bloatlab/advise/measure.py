@@ -3,6 +3,9 @@
 Phases (each a run of the probe binary, its JSON read back):
 
 1. idle: UDP echo probes every 10 ms — base RTT (min, p50) and random loss;
+   large probes (the ports' serialization); a short packet train down (a
+   WiFi hop's batches, the down port's rate); where the idle probes cannot
+   rule out a loss that would matter, more echo probes (:func:`loss_stream_plan`);
 2. per direction (down: server -> client, then up), ``--flows`` parallel TCP
    flows with UDP probes running (``bloatlab-probe load``), twice:
    a. *fill*: CUBIC, a loss-based control that fills whatever buffer there is
@@ -11,7 +14,8 @@ Phases (each a run of the probe binary, its JSON read back):
       retransmissions;
    b. *rate*: BBR, which neither reads random loss as congestion nor
       collapses behind a policer (its long-term sampling finds the policed
-      rate) — the rate like a speed test's, the larger of the two phases'.
+      rate) — the rate like a speed test's, the larger of the two phases';
+      left out where the fill kept the port's rate busy (:data:`BUSY_SHARE`).
    Each phase lasts a number of RTTs (:func:`_phase_secs`: a long path needs
    longer to fill) and is read over its second half, after every ramp.
 
