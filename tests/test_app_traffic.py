@@ -61,7 +61,15 @@ def test_a_rate_must_be_a_positive_rate():
 @pytest.mark.skipif(emu_engine.unavailable_reason() is not None, reason=f"emulator unavailable: {emu_engine.unavailable_reason()}")
 def test_the_kernel_offers_the_same_rate_through_the_emulator():
     sim = _goodputs(bloatlab.run(VIDEO).summary)
-    emu = _goodputs(bloatlab.run(VIDEO, engine="emu").summary)
+    # a run whose timing the emulator flagged (a stall or p99 lateness over its bound: docs/emulator.md) is not
+    # truth and is run again, as sweeps do (--retry-flagged); a CI run under load read the video at 4.68
+    for _ in range(3):
+        s = bloatlab.run(VIDEO, engine="emu").summary
+        if not emu_engine.timing_flagged(s):
+            break
+    else:
+        pytest.skip(f"the emulator flagged 3 runs' timing on this machine: {emu_engine.timing_reason(s)}")
+    emu = _goodputs(s)
     # measured on this machine: video 4.912 vs 4.907, bulk 14.009 vs 13.988 Mbit/s. The video flow is the
     # application's clock on both engines (2 %); the bulk flow gets the rest of a shared FIFO, where the
     # model matches the kernel to a few % (docs/fidelity.md), so 8 %.
