@@ -524,7 +524,7 @@ def loss_stream_plan(lost: int, sent: int, ser_ms: float | None, base_ms: float,
         return None, 0, f"the idle probes lost {lost} of {sent}: resolved within 50 %"
     if not ser_ms:
         return None, 0, "the large idle probes found no serialization (no rate to pace a stream by)"
-    rate = 8e-3 * PROBE_WIRE / ser_ms  # Mbit/s: PROBE_WIRE bytes take ser_ms at both ports
+    rate = serialization_rate_mbps(ser_ms)
     bound = one_way(loss_upper(lost, sent))
     limits = mathis_loss(rate, 1, base_ms)
     if bound <= limits:
@@ -565,9 +565,10 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
         return
     lost, sent = int(u["lost"]), int(u["sent"])
     st = report["loss_stream"] = {"sent": sent, "lost": lost, "pps": pps, "why": why, "loss_round_trip": lost / max(sent, 1)}
-    if st["loss_round_trip"] > loss_upper(idle["lost"], idle["sent"]):
+    idle_bound = loss_upper(idle["lost"], idle["sent"])
+    if st["loss_round_trip"] > idle_bound:
         st["discarded"] = (f"it lost {lost} of {sent}, more than the idle probes allow "
-                           f"({loss_upper(idle['lost'], idle['sent']) * 100:.2g} % of round trips): not the path's random loss")
+                           f"({idle_bound * 100:.2g} % of round trips): not the path's random loss")
         say(f"  loss: {st['discarded']}; the idle probes' figure is kept")
         return
     rt = (idle["lost"] + lost) / max(idle["sent"] + sent, 1)
@@ -885,6 +886,12 @@ def serialization_ms(rmin_small_ms: float, rmin_large_ms: float) -> float:
     return PROBE_WIRE * k
 
 
+def serialization_rate_mbps(ser_ms: float) -> float:
+    """The ports' rate (Mbit/s of IP bytes) a serialization of the small
+    probes (:func:`serialization_ms`) means: R = 1 / (1/down + 1/up)."""
+    return 8e-3 * PROBE_WIRE / ser_ms
+
+
 def _probe_serialization(host: str, port: int, secret: str | None, rmin_small_ms: float) -> float | None:
     """20 large probes, 50 ms apart (1 s), for :func:`serialization_ms`;
     None where they found no answer (a path that drops large datagrams)."""
@@ -1180,7 +1187,7 @@ def _ports(train: dict | None, ser_ms: float | None) -> dict:
     down = t.get("leading_mbps") if not t.get("sender_limited") else None
     up = None
     if ser_ms and down:
-        inv = ser_ms / (8e-3 * PROBE_WIRE) - 1 / down
+        inv = 1 / serialization_rate_mbps(ser_ms) - 1 / down
         up = 1 / inv if inv > 0 else None
     return {"down": down, "up": up}
 
