@@ -124,7 +124,7 @@ def test_a_policed_twin_sits_on_a_faster_port_and_the_shaped_candidates_leave_th
     d = p.link_doc()
     assert d["rate"] == "200Mbit" and d["policer"] == {"rate": "20Mbit"}
     s = p.link_doc(19.0, "cake")
-    assert "policer" not in s and s["shaper"] == {"rate": "19Mbit"} and s["qdisc"] == "cake"
+    assert "policer" not in s and s["shaper"] == {"rate": "19Mbit"} and s["qdisc"] == "cake" and s["rate"] == "200Mbit"
     # an AQM's limit is not measurable: the twin takes fq_codel's own (10240 packets)
     assert Path(base_rtt_ms=40, down_mbps=20, limiter="aqm").link_doc()["buffer"] == "10240pkt"
 
@@ -568,12 +568,12 @@ def test_the_ensemble_spans_the_measured_rtt_within_its_accuracy_and_its_starts_
 
 def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     # a 62.7-Mbit/s policer on an 80.6-Mbit/s port at 190 ms (campaign seed 5, path 8): unpaced Reno behind fq_codel
-    # at 59.5 Mbit/s ends its slow start in one of three modes as its start moves within a millisecond; the kernel
-    # on the true path (190.14 ms) got 20.2 Mbit/s and the model there 20.3, one run of the twin at the measured
-    # 190.23 ms 27.5
+    # at 59.5 Mbit/s ends its slow start in one of several modes as its start and RTT move within a millisecond; the
+    # kernel on the true path (190.14 ms) got 20.2 Mbit/s and the model there 20.3. (One run of the twin at the
+    # measured 190.23 ms gave 27.5 while the twin's shaped candidate put the wire at the policed rate; with the
+    # policer's port behind the shaper, as on the true path, it gives 20.95, and the upper mode is a member's.)
     p = Path(base_rtt_ms=190.23, down_mbps=62.7, port_mbps=80.6, bucket_bytes=228185, limiter="policer")
-    one = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19, members=1)
-    assert one.goodput_mbps > 25
     c = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19)
     assert c.ranges["members"] == recommend.ENSEMBLE and c.ranges["goodput_mbps"][1] > 25
-    assert c.goodput_mbps == pytest.approx(20.5, abs=0.5)
+    # the median within 1 Mbit/s (5 %) of the kernel's 20.2: a member in the upper mode does not move it
+    assert c.goodput_mbps == pytest.approx(20.2, abs=1.0)
