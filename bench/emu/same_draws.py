@@ -113,9 +113,19 @@ def main() -> int:
     ap.add_argument("--kernel", action="store_true", help="run the kernel where DIR has no run (root)")
     ap.add_argument("--out", required=True, help="directory of the kernel runs (kernel-sN.json)")
     a = ap.parse_args()
+    from bloatlab.errors import UserError
     from bloatlab.scenario import load
 
-    resolved = load(a.file).resolved()
+    try:
+        seeds = seeds_of(a.seeds)
+    except ValueError:
+        print(f"error: --seeds: expected seeds like 1-16 or 1,3,5, got {a.seeds!r}", file=sys.stderr)
+        return 2
+    try:
+        resolved = load(a.file).resolved()
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     links = resolved["links"]
     if (links.get("up") or {}).get("loss"):
         print("error: link.up.loss: the up link's loss cannot be drawn as the emulator draws it", file=sys.stderr)
@@ -129,7 +139,7 @@ def main() -> int:
     os.makedirs(a.out, exist_ok=True)
     rows = []
     print("seed | kernel: goodput Mbit/s, retx, retx %, srtt p50 ms | model, same draws | goodput model/kernel")
-    for s in seeds_of(a.seeds):
+    for s in seeds:
         k = kernel(a.file, s, a.out, a.kernel)
         m = model(resolved, s)
         if k is None:
