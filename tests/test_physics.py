@@ -87,12 +87,15 @@ def test_bbr_keeps_most_of_the_link_up_to_a_few_percent_of_random_loss(loss, flo
 #: emu --seed N`; docs/fidelity.md, "BBR at 10 % random loss and the receive buffer"): seeds 1-12 on 2026-11-25
 #: 15:53-16:11, seeds 13-24 at 18:17-18:24 (load 2.4-3.9, none flagged; bench/emu/seeds/physics-bbr-loss10.jsonl).
 #: The kernel itself is bimodal: a STARTUP that ends at a few Mbit/s climbs back only by PROBE_BW's gain cycle (its
-#: seed 3: 8 Mbit/s at 1.5 s, 96 at 20 s). A seed is not the same run on both engines (each draws its losses in its
-#: own packet order), so the model is compared with this sample as a distribution, never seed by seed.
+#: seed 3: 8 Mbit/s at 1.5 s, 96 at 20 s). Since 2026-11-26 both engines draw a seed's random loss from one stream
+#: (bloatlab_core::rng::LOSS_STREAM), but at 10 % loss their packet sequences part within the first rounds, after
+#: which the draws fall on other packets: the model is compared with this sample as a distribution.
 KERNEL_BBR_AT_10PCT = (79.4, 80.0, 47.6, 67.9, 63.4, 65.7, 60.5, 76.5, 67.5, 43.0, 15.8, 79.8,
                        30.6, 79.3, 70.4, 80.0, 49.0, 69.4, 76.4, 79.0, 64.9, 48.5, 80.9, 79.4)
-#: the model's seeds drawn against them: ~0.1-0.2 s each (the three tests below: 2.7 s on the 2-core VM at load 3)
-BBR_AT_10PCT_SEEDS = range(1, 21)
+#: the model's seeds drawn against them: ~0.1-0.2 s each (the tests below: ~9 s on the 2-core VM at load 6). 60, not
+#: 20: the model's low mode is rare (2 of 100 seeds), and 20 seeds put 0 or 5 of 20 in it by the luck of the draws
+#: (seeds 1-20 held 5 of the 7 low runs of 100 under the earlier loss stream; that test passed on them)
+BBR_AT_10PCT_SEEDS = range(1, 61)
 #: the floor the single-seed test asserted (> 60 Mbit/s), asked now of the distribution: how often BBR keeps more
 KEEPS_MBPS = 60
 #: the comparisons' significance level: a model drawn from the kernel's distribution fails Fisher's test at most
@@ -145,27 +148,30 @@ def bbr_at_10pct():
             ["flows"][0]["goodput_mbps"] for s in BBR_AT_10PCT_SEEDS]
 
 
-def test_bbr_at_ten_percent_loss_keeps_the_link_as_often_as_the_kernel_does(bbr_at_10pct):
+@pytest.mark.xfail(strict=True, reason="a measured disagreement (issue 32 §3; docs/fidelity.md, 'BBR at 10 % random "
+                   "loss'): the kernel's STARTUP ends at a few Mbit/s on 6 of 24 seeds, the model's on 2 of 100")
+def test_bbr_at_ten_percent_loss_loses_the_link_as_often_as_the_kernel_does(bbr_at_10pct):
     # Google's BBR paper (ACM Queue 2016, Fig. 8) and the kernel keep most of a 100 Mbit/s, 100 ms link at 10 %
     # random loss most of the time, not every time: 6 of the kernel's 24 seeds keep less than 60 Mbit/s.
-    # (1) How often BBR keeps more than 60 Mbit/s: Fisher's exact test on the two samples' counts (two-sided: a model
-    #     that never falls below disagrees too); with 20 model runs against the kernel's 6 of 24 it fails from 12 of
-    #     20 below, and at 0 of 20.
-    # (2) Where most runs end: the model's median at or above the kernel median's distribution-free lower bound
-    #     (the 7th smallest of 24, 60.5 Mbit/s, at 95 %).
-    # Not asserted, and written down in docs/fidelity.md: the model's upper mode (15 of 20 runs at 82.4-83.6 Mbit/s)
-    # sits above every one of the kernel's 24 runs (the highest 80.9), a disagreement of its own.
+    # How often BBR keeps more than 60 Mbit/s: Fisher's exact test on the two samples' counts (two-sided: a model
+    # that never falls below disagrees too). The model falls below on 1 of these 60 seeds (2 of 100): p < 0.01, a
+    # disagreement the test records (strict: it reports when the model starts to agree).
     model, kernel = bbr_at_10pct, KERNEL_BBR_AT_10PCT
     m_low = sum(g < KEEPS_MBPS for g in model)
     k_low = sum(g < KEEPS_MBPS for g in kernel)
     p = fisher_exact_p(m_low, len(model), k_low, len(kernel))
-    summary = (f"model seeds {BBR_AT_10PCT_SEEDS.start}-{BBR_AT_10PCT_SEEDS.stop - 1}: "
-               f"{sorted(round(g, 1) for g in model)}; kernel: {sorted(kernel)}")
     assert p >= ALPHA, f"below {KEEPS_MBPS} Mbit/s: model {m_low} of {len(model)}, kernel {k_low} of {len(kernel)}, " \
-        f"Fisher p {p:.4f} < {ALPHA} ({summary})"
+        f"Fisher p {p:.4f} < {ALPHA} (model: {sorted(round(g, 1) for g in model)}; kernel: {sorted(kernel)})"
+
+
+def test_bbr_at_ten_percent_loss_keeps_the_link_in_most_runs_as_the_kernel_does(bbr_at_10pct):
+    # Where most runs end: the model's median at or above the kernel median's distribution-free lower bound (the 7th
+    # smallest of 24, 60.5 Mbit/s, at 95 %). Not asserted, and written down in docs/fidelity.md: the model's upper
+    # mode (78-84 Mbit/s) sits at or above the kernel's highest runs (80.9), a disagreement of its own.
+    model, kernel = bbr_at_10pct, KERNEL_BBR_AT_10PCT
     floor = median_lower_bound(kernel, ALPHA)
     assert statistics.median(model) >= floor, f"model median {statistics.median(model):.1f} below the kernel " \
-        f"median's lower bound {floor} ({summary})"
+        f"median's lower bound {floor} (model: {sorted(round(g, 1) for g in model)}; kernel: {sorted(kernel)})"
 
 
 def test_bbr_falls_off_beyond_its_twenty_percent_cliff(bbr_at_10pct):

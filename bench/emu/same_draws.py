@@ -3,19 +3,16 @@
     sudo .venv/bin/python bench/emu/same_draws.py FILE --seeds 1-16 --kernel --out DIR   # run the kernel too
     .venv/bin/python bench/emu/same_draws.py FILE --seeds 1-16 --out DIR                 # the kernel runs DIR holds
 
-Why: the two engines draw a link's random loss from different RNG streams of the scenario's seed
-(the emulator: ``stream(seed, LOSS_STREAM + d)``, crates/emu/src/link.rs; the simulator: the down
-link's RNG ``stream(seed, 1)``, crates/sim/src/world.rs ``World::media``), so one kernel run and one
-model run at the same seed lose different packets. Where a run is short beside the time between
-losses (nsperf's random_loss at 1 Gbit/s, 100 ms, 10 s) the index of the first lost packet decides
-the goodput (4-56 Mbit/s at 0.1 %), and one run against one run compares two draws, not two TCPs.
-Here the model runs with the simulator seed ``s'`` whose down-link stream *is* the emulator's loss
-stream of seed ``s`` (``stream(s', 1) == stream(s, LOSS_STREAM)``: core's ``stream`` mixes
-``seed ^ stream * 0x9E3779B97F4A7C15`` before splitmix64), so packet i of the down direction is lost
-in both engines or in neither. Both draw once per packet entering the down link (the emulator skips
-its generators' control connections, which the model does not have); the simulator's FIFO draws
-nothing from the link's RNG, so the draws stay aligned (other qdiscs may draw: the script refuses
-them). Loss on the up link cannot be aligned with the same seed: refused too.
+Why: until 2026-11-26 the two engines drew a link's random loss from different RNG streams of the
+scenario's seed (the emulator: ``stream(seed, LOSS_STREAM + d)``; the simulator: its down link's RNG
+``stream(seed, 1)``), so one kernel run and one model run at the same seed lost different packets.
+Where a run is short beside the time between losses (nsperf's random_loss at 1 Gbit/s, 100 ms, 10 s)
+the index of the first lost packet decides the goodput (4-56 Mbit/s at 0.1 %), and one run against
+one run compared two draws, not two TCPs. Since then both engines take ``bloatlab_core::rng::
+LOSS_STREAM + d`` for the loss and ``QDISC_STREAM + d`` for the qdisc (docs/fidelity.md, "One seed,
+one draw"), so the model runs with the kernel run's own seed and packet i of a direction is lost in
+both engines or in neither, for as long as they send the same packets in the same order (the
+emulator skips its generators' control connections, which the model does not have).
 
 Printed per seed: goodput (Mbit/s), retransmitted segments, retransmit rate, the median of the
 10-ms smoothed-RTT series (the kernel's ``rtt_ms`` is tcpi_rtt sampled every 10 ms; the model's
@@ -29,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -38,27 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
-#: core's stream(): seed ^ stream * GOLDEN, then splitmix64 (crates/core/src/rng.rs)
-GOLDEN = 0x9E37_79B9_7F4A_7C15
-MASK = (1 << 64) - 1
-
-
-def _source_constant(path: str, pattern: str) -> int:
-    """A constant read from the code it must agree with; exit 2 if it moved."""
-    text = open(os.path.join(REPO, path)).read()
-    m = re.search(pattern, text)
-    if not m:
-        sys.exit(f"error: {path}: no match for {pattern!r}: the stream ids moved, update this script")
-    return int(m.group(1).replace("_", ""), 0)
-
-
-LOSS_STREAM = _source_constant("crates/emu/src/link.rs", r"pub const LOSS_STREAM: u64 = (0x[0-9a-f_]+);")
-SIM_DOWN_STREAM = _source_constant("crates/sim/src/world.rs", r"mk\(&sc\.links\.down, (\d+), \"down\"\)")
-
-
 def sim_seed_for(emu_seed: int) -> int:
-    """The simulator seed whose down-link RNG is the emulator's down-link loss stream of ``emu_seed``."""
-    return emu_seed ^ ((LOSS_STREAM * GOLDEN) & MASK) ^ ((SIM_DOWN_STREAM * GOLDEN) & MASK)
+    """The simulator seed that draws the emulator's losses of ``emu_seed``: the same seed (one stream for both)."""
+    return emu_seed
 
 
 def seeds_of(text: str) -> list[int]:
@@ -125,13 +103,6 @@ def main() -> int:
         resolved = load(a.file).resolved()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    links = resolved["links"]
-    if (links.get("up") or {}).get("loss"):
-        print("error: link.up.loss: the up link's loss cannot be drawn as the emulator draws it", file=sys.stderr)
-        return 2
-    if links["down"]["qdisc"]["kind"] != "fifo":
-        print("error: link.down.qdisc: only a FIFO leaves the link's RNG to the loss draws", file=sys.stderr)
         return 2
     if len(resolved["flows"]) != 1:
         print("error: flow: one flow only", file=sys.stderr)

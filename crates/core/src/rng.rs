@@ -8,6 +8,18 @@ pub use rand::Rng as RngExt;
 /// xoshiro256++: fast, small state, good statistical quality; not cryptographic.
 pub type Rng = rand_xoshiro::Xoshiro256PlusPlus;
 
+/// Stream ids (mixed with the scenario seed) of a bottleneck direction d
+/// (0 down, 1 up): its random loss draws from `LOSS_STREAM + d`, its qdisc
+/// (PIE's and RED's drops, CAKE's and fq_codel's hash perturbation) from
+/// `QDISC_STREAM + d`. Both engines use them, so one seed loses the same
+/// packets on both while the packets arrive alike: packet i of a direction
+/// is lost in the simulator iff it is in the emulator (a run's draws are
+/// one realisation of the loss process; comparing the engines on different
+/// draws compares two realisations, which at a cliff can differ by 4x:
+/// docs/fidelity.md, "nsperf's random_loss").
+pub const LOSS_STREAM: u64 = 0x4c4f_5353_0000; // "LOSS"
+pub const QDISC_STREAM: u64 = 0x5144_4953_0000; // "QDIS"
+
 /// An RNG for stream `stream` of a run seeded with `seed`: independent streams
 /// (one per link direction, per flow, ...) so adding a flow does not change the
 /// loss pattern another link sees.

@@ -35,9 +35,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// RNG stream ids (mixed with the scenario seed): random loss and qdisc of
-/// direction d use `LOSS_STREAM + d` and `QDISC_STREAM + d` (d = 0 down, 1 up).
-pub const LOSS_STREAM: u64 = 0x4c4f_5353_0000; // "LOSS"
-pub const QDISC_STREAM: u64 = 0x5144_4953_0000; // "QDIS"
+/// direction d use `LOSS_STREAM + d` and `QDISC_STREAM + d` (d = 0 down, 1 up),
+/// as the simulator's links do.
+pub use bloatlab_core::rng::{LOSS_STREAM, QDISC_STREAM};
 
 /// How fast the bottleneck empties.
 #[derive(Debug, Clone)]
@@ -626,6 +626,24 @@ pub(crate) mod tests {
         }
         let lost = l.stats.drops[DropReason::RandomLoss as usize];
         assert!((900..1100).contains(&lost), "lost {lost}");
+    }
+
+    #[test]
+    fn random_loss_draws_what_the_simulators_link_draws() {
+        // Seed 1, the down direction, 1 %: packets 71, 97, 172, 209, 216 ... are lost, 119 of 10 000, as in the
+        // simulator's link (crates/sim/src/link.rs `random_loss_is_drawn_from_the_links_seeded_stream_before_the_queue`):
+        // one seed, one draw on both engines (bloatlab_core::rng::LOSS_STREAM).
+        let mut l = Link::new(cfg(Service::Unlimited, 100, 0.01)).unwrap();
+        let mut lost = Vec::new();
+        for i in 0..10_000u64 {
+            let before = l.stats.drops[DropReason::RandomLoss as usize];
+            l.arrive(i * NS_PER_MS, seg(20000));
+            while l.pop_due(u64::MAX).is_some() {}
+            if l.stats.drops[DropReason::RandomLoss as usize] > before {
+                lost.push(i);
+            }
+        }
+        assert_eq!((lost.len(), &lost[..5]), (119, &[71u64, 97, 172, 209, 216][..]));
     }
 
     #[test]

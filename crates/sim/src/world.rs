@@ -114,10 +114,10 @@ impl World {
     /// parts a scenario can get wrong (qdisc parameters, stages, stations);
     /// errors name the scenario key: "link.down.qdisc_params.alpha: ...".
     fn media(sc: &Scenario) -> Result<([Option<Link>; 2], Option<WifiLink>), String> {
-        let mk = |spec: &Option<crate::scenario::LinkSpec>, stream: u64, dir: &str| -> Result<Option<Link>, String> {
-            spec.as_ref().map(|s| Link::new(s, rng::stream(sc.seed, stream))).transpose().map_err(|e| format!("link.{dir}.{e}"))
+        let mk = |spec: &Option<crate::scenario::LinkSpec>, d: u64, dir: &str| -> Result<Option<Link>, String> {
+            spec.as_ref().map(|s| Link::new(s, sc.seed, d)).transpose().map_err(|e| format!("link.{dir}.{e}"))
         };
-        let links = [mk(&sc.links.down, 1, "down")?, mk(&sc.links.up, 2, "up")?];
+        let links = [mk(&sc.links.down, 0, "down")?, mk(&sc.links.up, 1, "up")?];
         let wifi = sc.wifi.as_ref().map(|w| WifiLink::new(w, rng::stream(sc.seed, 3))).transpose()?;
         Ok((links, wifi))
     }
