@@ -235,11 +235,30 @@ pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
 
 /// The acknowledgement of `frames` MPDUs: ACK for one, compressed BlockAck for more.
 pub fn response_ns(phy: &Phy, frames: usize) -> Nanos {
-    let bytes = if frames > 1 { BLOCK_ACK_BYTES } else { ACK_BYTES };
-    legacy_frame_ns(bytes, phy.response_rate())
+    legacy_frame_ns(response_bytes(frames), phy.response_rate())
 }
 
 /// Airtime of one successful transmission: PPDU + SIFS + ACK/BlockAck.
 pub fn txop_ns(phy: &Phy, psdu: u64, frames: usize) -> Nanos {
     phy.ppdu_ns(psdu) + SIFS_NS + response_ns(phy, frames)
+}
+
+/// The HT MCS whose modulation and coding a basic (non-HT OFDM) rate uses, for the error
+/// model of a response frame: 6 Mbit/s is BPSK ½ (MCS 0), 12 is QPSK ½ (MCS 1), 24 is
+/// 16-QAM ½ (MCS 3) (802.11-2016 Table 17-4 against Table 19-27).
+pub fn basic_rate_mcs(rate_bps: u64) -> u32 {
+    match rate_bps {
+        r if r >= 24_000_000 => 3,
+        r if r >= 12_000_000 => 1,
+        _ => 0,
+    }
+}
+
+/// The bytes of the response to `frames` MPDUs: ACK (one) or compressed BlockAck.
+pub fn response_bytes(frames: usize) -> u64 {
+    if frames > 1 {
+        BLOCK_ACK_BYTES
+    } else {
+        ACK_BYTES
+    }
 }
