@@ -26,10 +26,12 @@
 //! With an SNR each MPDU is also lost with [`errmodel::mpdu_error`] at the
 //! MCS used, and the ACK/BlockAck at its basic rate: the receiver keeps what it
 //! got, the sender resends the whole A-MPDU; a Minstrel-HT station's aggregate that gets no BlockAck is first
-//! retried by the hardware along its rate chain ([`mac::ChainTx`]). Frames wait
-//! while they lie past the 64-frame block-ack window ([`mac::Baw`]).
-//! Sources for the last three: ath9k `xmit.c` of Linux 6.18 (`ath_tx_complete_aggr`,
-//! `ath_tx_get_tid_subframe`, `ath_tx_addto_baw`/`ath_tx_update_baw`).
+//! retried by the hardware along its rate chain ([`mac::ChainTx`]), its fallback
+//! rates behind RTS/CTS ([`minstrel::RateChain::rts`]). Frames wait while they lie
+//! past the 64-frame block-ack window ([`mac::Baw`]).
+//! Sources for the last four: ath9k `xmit.c` of Linux 6.18 (`ath_tx_complete_aggr`,
+//! `ath_tx_get_tid_subframe`, `ath_tx_addto_baw`/`ath_tx_update_baw`, `ath_buf_set_rate`),
+//! mac80211's `minstrel_ht_set_rate` and 802.11-2016 §10.3.2.7 (RTS/CTS).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
@@ -43,7 +45,8 @@
 //! # Left out (see docs/wifi.md)
 //! Rate control is optional ([`minstrel`], `rate_control = "minstrel_ht"`,
 //! with the SNR error model of [`errmodel`]; off: each station keeps one PHY
-//! rate); RTS/CTS (on Minstrel's fallback rates), the BlockAckReq after a frame given up, hidden stations and
+//! rate); the RTS threshold (off in mac80211 by default) and errors of RTS/CTS
+//! frames themselves, the BlockAckReq after a frame given up, hidden stations and
 //! capture, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
 //! TXOP bursts, the per-station CoDel parameters for slow stations.
@@ -60,7 +63,7 @@ mod tests;
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{basic_rate_mcs, mpdu_bytes, response_bytes, txop_ns, Phy};
+use airtime::{basic_rate_mcs, mpdu_bytes, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
@@ -441,14 +444,18 @@ impl<T: 'static> Wifi<T> {
     }
 
     /// How long one try of `agg` (to or from station `sta`) keeps the medium
-    /// busy: the PPDU, SIFS and the ACK/BlockAck (802.11-2016 §10.3.2.10); in a
-    /// collision, the PPDU.
+    /// busy: the PPDU, SIFS and the ACK/BlockAck (802.11-2016 §10.3.2.10), behind
+    /// RTS + SIFS + CTS + SIFS when the series being tried uses RTS/CTS
+    /// ([`minstrel::RateChain::rts`]: Minstrel-HT's fallback rates). In a
+    /// collision, what the others hear of it: the PPDU, or the RTS alone (the
+    /// CTS never comes and the sender gives up the exchange, §10.3.2.7).
     fn try_ns(&self, agg: &Aggregate<T>, sta: usize, collision: bool) -> Nanos {
         let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
-        if collision {
-            phy.ppdu_ns(agg.psdu)
-        } else {
-            txop_ns(&phy, agg.psdu, agg.frames.len())
+        let rts = agg.chain.is_some_and(|c| c.chain.rts(c.series));
+        match (collision, rts) {
+            (true, true) => rts_ns(),
+            (true, false) => phy.ppdu_ns(agg.psdu),
+            (false, rts) => (if rts { rts_cts_ns() } else { 0 }) + txop_ns(&phy, agg.psdu, agg.frames.len()),
         }
     }
 

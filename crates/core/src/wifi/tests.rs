@@ -680,6 +680,45 @@ fn an_absurd_snr_or_minstrel_on_a_bit_rate_is_an_error_naming_the_key() {
 }
 
 #[test]
+fn rts_and_cts_cost_128_us_at_6_mbits_in_front_of_a_fallback_try() {
+    // RTS 20 B at 6 Mbit/s: 20 µs + ⌈(22 + 160) / 24⌉ = 8 symbols = 52 µs; CTS 14 B: 20 + 6 × 4 = 44 µs.
+    assert_eq!(rts_ns(), 52_000);
+    assert_eq!(rts_cts_ns(), 52_000 + 16_000 + 44_000 + 16_000);
+    // Responses: BPSK ½ at 6, QPSK ½ at 12, 16-QAM ½ at 24 Mbit/s; an ACK is 14 B, a BlockAck 32 B.
+    assert_eq!(BASIC_RATES.map(basic_rate_mcs), [0, 1, 3]);
+    assert_eq!((response_bytes(1), response_bytes(2)), (14, 32));
+    use super::mac::ChainTx;
+    use super::minstrel::{mcs_rate, RateChain, Series, MAX_RATES};
+    let w = downlink(15, RateControl::MinstrelHt, None, 1, 0);
+    let chain = RateChain {
+        series: [
+            Series { rate: mcs_rate(15), count: 2 },
+            Series { rate: mcs_rate(13), count: 2 },
+            Series { rate: mcs_rate(12), count: 2 },
+            Series { rate: mcs_rate(7), count: 2 },
+        ],
+        probe: false,
+    };
+    let frames: Vec<_> = (0..10).map(|i| frame(0, 1500, i, 0)).collect();
+    let psdu = psdu_bytes([1500; 10]).0;
+    let agg = |series| Aggregate { sta: 0, frames: Vec::new(), psdu, chain: Some(ChainTx { chain, series, tries: [0; MAX_RATES] }) };
+    let mut first = agg(0);
+    first.frames = frames;
+    // The first rate goes without RTS (minstrel_ht_set_rate: RTS/CTS only for offset > 0):
+    // 10 frames at MCS 15, 992 µs + SIFS + BlockAck 32 µs.
+    assert_eq!(w.try_ns(&first, 0, false), 1_040_000);
+    // The second series, MCS 13 (104 Mbit/s, N_DBPS 416): ⌈123526 / 416⌉ = 297 symbols = 1188 + 40 µs,
+    // + SIFS + BlockAck at 24 Mbit/s, behind RTS/CTS.
+    let mut second = agg(1);
+    second.frames = first.frames.drain(..).collect();
+    assert_eq!(w.try_ns(&second, 0, false), 128_000 + 1_228_000 + 16_000 + 32_000);
+    // Collided, an RTS costs the medium its own 52 µs, a PPDU without RTS its length.
+    assert_eq!(w.try_ns(&second, 0, true), 52_000);
+    second.chain.as_mut().unwrap().series = 0;
+    assert_eq!(w.try_ns(&second, 0, true), 992_000);
+}
+
+#[test]
 fn the_block_ack_window_holds_back_a_frame_64_past_the_oldest_unacknowledged() {
     let mut b = super::mac::Baw::default();
     assert!(b.within(0) && b.within(63) && !b.within(64));
