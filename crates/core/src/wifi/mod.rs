@@ -210,8 +210,9 @@ pub struct StationStats {
     pub up_bytes: u64,
     pub down_pkts: u64,
     pub up_pkts: u64,
-    /// Airtime of transmissions to and from this station (PPDU + SIFS +
-    /// ACK/BA; the PPDU alone for a collision), ns.
+    /// Airtime of transmissions to and from this station (RTS/CTS when used +
+    /// PPDU + SIFS + ACK/BA; for a collision what it put on the air, the PPDU
+    /// or the RTS), ns.
     pub airtime_ns: u64,
     /// Downlink aggregates and the frames in them.
     pub down_aggregates: u64,
