@@ -8,7 +8,8 @@
 //! HT-LTF), §19.5 (MCS tables, HT20 long GI), §9.3.1.9 (BlockAck, 32 bytes
 //! compressed), §10.7.6.5 (a response frame goes at the highest basic rate not
 //! above the rate of the frame it answers), §10.22.2 (EDCA: AIFS = SIFS +
-//! AIFSN × slot; best effort AIFSN 3, CWmin 15, CWmax 1023, Table 9-137);
+//! AIFSN × slot; best effort AIFSN 3, CWmin 15, CWmax 1023, Table 9-137),
+//! §9.3.1.2-3 and §10.3.2.7 (RTS 20 B, CTS 14 B, the RTS/CTS exchange);
 //! Linux `drivers/net/wireless/ath/ath9k` (A-MPDU delimiter 4 B; `xmit.c`
 //! as of 4.9-4.14: `ath_tx_form_aggr` stops an aggregate at half the 64-frame
 //! block-ack window, `h_baw = tid->baw_size / 2` = 32 subframes, and at the
@@ -235,11 +236,52 @@ pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
 
 /// The acknowledgement of `frames` MPDUs: ACK for one, compressed BlockAck for more.
 pub fn response_ns(phy: &Phy, frames: usize) -> Nanos {
-    let bytes = if frames > 1 { BLOCK_ACK_BYTES } else { ACK_BYTES };
-    legacy_frame_ns(bytes, phy.response_rate())
+    legacy_frame_ns(response_bytes(frames), phy.response_rate())
 }
 
 /// Airtime of one successful transmission: PPDU + SIFS + ACK/BlockAck.
 pub fn txop_ns(phy: &Phy, psdu: u64, frames: usize) -> Nanos {
     phy.ppdu_ns(psdu) + SIFS_NS + response_ns(phy, frames)
+}
+
+/// RTS frame: 20 B (802.11-2016 §9.3.1.2); CTS: 14 B (§9.3.1.3).
+pub const RTS_BYTES: u64 = 20;
+pub const CTS_BYTES: u64 = 14;
+/// The rate RTS and CTS go at before an HT frame: 6 Mbit/s. ath9k sends the RTS at
+/// `fi->rtscts_rate` = `ieee80211_get_rts_cts_rate()` = the band's
+/// `bitrates[info->control.rts_cts_rate_idx]`; mac80211 sets that index only when the
+/// first rate is not an MCS (`rate_fixup_ratelist` in `net/mac80211/rate.c`), so before an
+/// MCS it stays 0: the 5 GHz band's first rate, 6 Mbit/s. The CTS answers at the highest
+/// basic rate not above the RTS's (§10.7.6.5): 6 Mbit/s too.
+pub const RTS_CTS_RATE: u64 = 6_000_000;
+
+/// The RTS alone on the air (52 µs at 6 Mbit/s): what a collided RTS costs the medium.
+pub fn rts_ns() -> Nanos {
+    legacy_frame_ns(RTS_BYTES, RTS_CTS_RATE)
+}
+
+/// The protection in front of a data PPDU sent with RTS/CTS (802.11-2016 §10.3.2.7):
+/// RTS + SIFS + CTS + SIFS = 52 + 16 + 44 + 16 = 128 µs.
+pub fn rts_cts_ns() -> Nanos {
+    rts_ns() + SIFS_NS + legacy_frame_ns(CTS_BYTES, RTS_CTS_RATE) + SIFS_NS
+}
+
+/// The HT MCS whose modulation and coding a basic (non-HT OFDM) rate uses, for the error
+/// model of a response frame: 6 Mbit/s is BPSK ½ (MCS 0), 12 is QPSK ½ (MCS 1), 24 is
+/// 16-QAM ½ (MCS 3) (802.11-2016 Table 17-4 against Table 19-27).
+pub fn basic_rate_mcs(rate_bps: u64) -> u32 {
+    match rate_bps {
+        r if r >= 24_000_000 => 3,
+        r if r >= 12_000_000 => 1,
+        _ => 0,
+    }
+}
+
+/// The bytes of the response to `frames` MPDUs: ACK (one) or compressed BlockAck.
+pub fn response_bytes(frames: usize) -> u64 {
+    if frames > 1 {
+        BLOCK_ACK_BYTES
+    } else {
+        ACK_BYTES
+    }
 }

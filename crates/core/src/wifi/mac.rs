@@ -48,7 +48,7 @@
 //! queues, stations in turn per aggregate (an assumption: the firmware's own
 //! order is not public), at most [`HW_AGGREGATES`] in the radio.
 
-use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, MAX_AMPDU_FRAMES};
+use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, BLOCK_ACK_WINDOW, MAX_AMPDU_FRAMES};
 use super::aql::{expected_airtime_us, stored_estimate_us, AqlConfig, Pending};
 use super::minstrel::{Minstrel, RateChain, MAX_RATES};
 use crate::qdisc::codel::CodelParams;
@@ -57,7 +57,7 @@ use crate::qdisc::fq_codel::{CodelBacklog, FqCodel};
 use crate::qdisc::{Events, Limit, Packet, Qdisc};
 use crate::rng::Rng;
 use crate::time::Nanos;
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// The queueing design of the access point (and of the stations' own uplink).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +112,14 @@ pub const TXQ_CODEL_MTU: u32 = 0;
 /// index; ignored on a station's uplink) and how often it was retried.
 #[derive(Debug, Clone)]
 pub struct Frame<T> {
-    pub data: T,
+    /// The payload; None once the receiver has it but the sender does not know
+    /// (the BlockAck that acknowledged it was lost): the sender still retries
+    /// the MPDU, the receiver discards the duplicate.
+    pub data: Option<T>,
     pub sta: u32,
+    /// Tries charged against [`super::RETRY_LIMIT`]: as ath9k's `fi->retries`,
+    /// every hardware try of a failed transmission (`ath_tx_complete_aggr`
+    /// adds `ts_longretry + 1` and the counts of the series before the last).
     pub retries: u32,
     /// 802.11 sequence number, assigned when the frame first goes into an
     /// aggregate (ath9k `ath_tx_setup_buffer`); [`NO_SEQ`] before.
@@ -170,6 +176,40 @@ impl ChainTx {
     }
 }
 
+/// The transmitter's block-ack window of one destination (ath9k's per-TID
+/// `seq_start`, `tx_buf` bitmap, `baw_head`/`baw_tail`): sequence numbers from
+/// `start` on may be in flight, up to `start + `[`BLOCK_ACK_WINDOW`]` − 1`
+/// (`BAW_WITHIN`). A frame whose sequence number is past the window waits
+/// (`ath_tx_get_tid_subframe`: "do not step over block-ack window"); the window
+/// moves when its oldest frame completes, acknowledged or given up
+/// (`ath_tx_update_baw`).
+#[derive(Debug, Clone, Default)]
+pub struct Baw {
+    /// The oldest sequence number not yet completed (`seq_start`).
+    pub start: u64,
+    /// Completed sequence numbers above `start` (the cleared `tx_buf` bits past `baw_head`).
+    done: BTreeSet<u64>,
+}
+
+impl Baw {
+    /// `BAW_WITHIN(seq_start, baw_size, seqno)`.
+    pub fn within(&self, seq: u64) -> bool {
+        seq >= self.start && seq < self.start + BLOCK_ACK_WINDOW as u64
+    }
+
+    /// `ath_tx_update_baw`: frame `seq` completed (acknowledged or given up);
+    /// the window's start moves past every completed frame at its head.
+    pub fn complete(&mut self, seq: u64) {
+        if seq < self.start {
+            return;
+        }
+        self.done.insert(seq);
+        while self.done.remove(&self.start) {
+            self.start += 1;
+        }
+    }
+}
+
 /// One destination queue of a node: a mac80211 TXQ (fq_codel) or the
 /// legacy driver's per-station FIFO, plus the frames waiting for a retry or
 /// that did not fit into the last aggregate (ath9k's `tid->retry_q`).
@@ -190,6 +230,17 @@ struct Txq<T> {
 impl<T> Txq<T> {
     fn has_data(&self) -> bool {
         !self.retry.is_empty() || self.q.backlog_pkts() > 0
+    }
+
+    /// The next frame may go into an aggregate: it lies inside the block-ack
+    /// window (a frame not yet numbered gets `next_seq`). `fw`: AQL's firmware
+    /// queue is the source of new frames instead of the TXQ.
+    fn sendable(&self, baw: &Baw, next_seq: u64, fw: bool) -> bool {
+        match self.retry.front() {
+            Some(p) if p.data.seq != NO_SEQ => baw.within(p.data.seq),
+            Some(_) => baw.within(next_seq),
+            None => (if fw { !self.fw.is_empty() } else { self.q.backlog_pkts() > 0 }) && baw.within(next_seq),
+        }
     }
 }
 
@@ -213,6 +264,8 @@ pub struct Node<T> {
     quantum: Vec<i64>,
     /// Next sequence number per destination.
     next_seq: Vec<u64>,
+    /// Block-ack window per destination.
+    pub baw: Vec<Baw>,
     /// AQL (design `airtime` with `[wifi.aql]`): the pending airtime of this device.
     pub aql: Option<Pending>,
     /// AQL: stations with frames in the firmware, in the order it serves them.
@@ -254,6 +307,7 @@ impl<T: 'static> Node<T> {
             in_flight: 0,
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
             next_seq: vec![0; weights.len()],
+            baw: vec![Baw::default(); weights.len()],
             aql: aql.filter(|_| design == Design::Airtime).map(|c| Pending::new(c, weights.len())),
             fw_rr: VecDeque::new(),
             round: 0,
@@ -359,7 +413,12 @@ impl<T: 'static> Node<T> {
     }
 
     /// The station whose turn it is (`ath_txq_schedule`), or None if idle.
+    /// A station whose next frame lies past its block-ack window cannot send
+    /// (`ath_tx_sched_aggr` gets `-EINPROGRESS`) and goes to the tail of the
+    /// old list without being charged; None when every station with data is
+    /// so blocked (the windows move when their transmissions complete).
     fn next_station(&mut self) -> Option<usize> {
+        let mut blocked = 0usize;
         loop {
             let from_new = !self.new_list.is_empty();
             let s = *self.new_list.front().or(self.old_list.front())?;
@@ -371,6 +430,15 @@ impl<T: 'static> Node<T> {
             }
             if !self.txqs[s].has_data() {
                 self.leave_empty(s, from_new);
+                continue;
+            }
+            if !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], false) {
+                self.pop(from_new);
+                self.old_list.push_back(s);
+                blocked += 1;
+                if blocked >= self.new_list.len() + self.old_list.len() {
+                    return None;
+                }
                 continue;
             }
             return Some(s);
@@ -487,11 +555,22 @@ impl<T: 'static> Node<T> {
     /// AQL: the firmware fills the radio's queue from its per-station queues,
     /// stations in turn per aggregate.
     fn fw_refill(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        let mut blocked = 0usize;
         while self.hw.len() + self.in_flight < HW_AGGREGATES {
             let Some(&s) = self.fw_rr.front() else { break };
             if self.txqs[s].retry.is_empty() && self.txqs[s].fw.is_empty() {
                 self.fw_rr.pop_front();
                 self.txqs[s].fw_linked = false;
+                continue;
+            }
+            if !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], true) {
+                // Past its block-ack window: the next station's turn.
+                self.fw_rr.pop_front();
+                self.fw_rr.push_back(s);
+                blocked += 1;
+                if blocked >= self.fw_rr.len() {
+                    break;
+                }
                 continue;
             }
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
@@ -508,7 +587,10 @@ impl<T: 'static> Node<T> {
     /// [`subframe_padding`]); the aggregate stops before the
     /// frame that would take it past the byte limit of [`Phy::aggr_limit`]
     /// (4096 µs at the rate, at most 65532 B) or when it holds
-    /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window).
+    /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window), and
+    /// before a frame whose sequence number lies past the block-ack window
+    /// ([`Baw`]; ath9k numbers it, `ath_tx_setup_buffer`, then keeps it in the
+    /// retry queue, `ath_tx_get_tid_subframe`).
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let aql = self.aql.is_some();
         // Minstrel-HT: the rates of the A-MPDU's first frame; ath9k sizes it
@@ -516,6 +598,7 @@ impl<T: 'static> Node<T> {
         let chain = self.rc.get_mut(s).and_then(|m| m.as_mut()).map(|m| m.get_rates(now));
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
+        let baw = &self.baw[s];
         let limit = chain.map_or(phy.aggr_limit(), |c| c.aggr_limit()) as u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
         let (mut al, mut bpad) = (0u64, 0u64);
@@ -530,6 +613,15 @@ impl<T: 'static> Node<T> {
                     None => break,
                 },
             };
+            let mut p = p;
+            if p.data.seq == NO_SEQ {
+                p.data.seq = *next_seq;
+                *next_seq += 1;
+            }
+            if !baw.within(p.data.seq) {
+                txq.retry.push_front(p);
+                break;
+            }
             let al_delta = (AMPDU_DELIMITER + mpdu_bytes(p.meta.len)) as u64;
             if !frames.is_empty() && (limit < al + bpad + al_delta || frames.len() >= MAX_AMPDU_FRAMES) {
                 txq.retry.push_front(p);
@@ -537,11 +629,6 @@ impl<T: 'static> Node<T> {
             }
             al += bpad + al_delta;
             bpad = subframe_padding(mpdu_bytes(p.meta.len)) as u64;
-            let mut p = p;
-            if p.data.seq == NO_SEQ {
-                p.data.seq = *next_seq;
-                *next_seq += 1;
-            }
             frames.push(p);
         }
         let (psdu, _) = psdu_bytes(frames.iter().map(|p| p.meta.len));

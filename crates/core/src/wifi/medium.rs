@@ -29,8 +29,10 @@
 //! (slots left), `start_slot` (grid slot at which it began counting), `cw`.
 //!
 //! Not modelled: hidden stations and capture (every node hears every other),
-//! EIFS after a corrupted frame, RTS/CTS, TXOP bursting of several PPDUs,
-//! other access categories.
+//! EIFS after a corrupted frame, TXOP bursting of several PPDUs, other access
+//! categories. RTS/CTS (on Minstrel-HT's fallback rates) only lengthens a
+//! transmission or shortens a collision ([`super::Wifi`]): the NAV it sets is
+//! implied, as every node hears every other.
 
 use super::airtime::{AIFS_NS, CW_MAX, CW_MIN, SLOT_NS};
 use crate::rng::{Rng, RngExt};

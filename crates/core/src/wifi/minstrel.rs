@@ -279,6 +279,17 @@ impl RateChain {
         Phy::ht(self.mcs(i)).expect("a chain holds HT MCS 0..15")
     }
 
+    /// Series `i` goes out behind RTS/CTS: `minstrel_ht_set_rate` sets
+    /// `IEEE80211_TX_RC_USE_RTS_CTS` on every entry but the first ("for fallback
+    /// rates, to increase chances of getting through"; also on multi-stream rates of
+    /// a station in dynamic SMPS, which no station here is), and ath9k's
+    /// `ath_buf_set_rate` turns the flag into `ATH9K_RATESERIES_RTS_CTS` for that
+    /// series. A probe's first entry is the sample rate, without the flag
+    /// (`minstrel_ht_get_rate`); its entries 1-3 come from the rate table, with it.
+    pub fn rts(&self, i: usize) -> bool {
+        i > 0
+    }
+
     /// ath9k `ath_lookup_rate`: "the lowest frame length among the rate
     /// series that will have a 4ms transmit duration"; 0 for a probe ("if
     /// rate selected is a probe rate then avoid aggregation of this packet"):

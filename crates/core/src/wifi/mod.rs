@@ -22,10 +22,16 @@
 //! of [`airtime::txop_ns`]; several nodes in the same slot collide. Each
 //! MPDU of a successful transmission is lost independently with the
 //! station's `mpdu_error` probability and retried (at the head of its queue)
-//! up to [`RETRY_LIMIT`] times; a collision retries the whole aggregate.
+//! until its hardware tries reach [`RETRY_LIMIT`]; a collision retries the whole aggregate.
 //! With an SNR each MPDU is also lost with [`errmodel::mpdu_error`] at the
-//! MCS used; a Minstrel-HT station's aggregate that gets no BlockAck is first
-//! retried by the hardware along its rate chain ([`mac::ChainTx`]).
+//! MCS used, and the ACK/BlockAck at its basic rate: the receiver keeps what it
+//! got, the sender resends the whole A-MPDU; a Minstrel-HT station's aggregate that gets no BlockAck is first
+//! retried by the hardware along its rate chain ([`mac::ChainTx`]), its fallback
+//! rates behind RTS/CTS ([`minstrel::RateChain::rts`]). Frames wait while they lie
+//! past the 64-frame block-ack window ([`mac::Baw`]).
+//! Sources for the last four: ath9k `xmit.c` of Linux 6.18 (`ath_tx_complete_aggr`,
+//! `ath_tx_get_tid_subframe`, `ath_tx_addto_baw`/`ath_tx_update_baw`, `ath_buf_set_rate`),
+//! mac80211's `minstrel_ht_set_rate` and 802.11-2016 §10.3.2.7 (RTS/CTS).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
@@ -39,11 +45,11 @@
 //! # Left out (see docs/wifi.md)
 //! Rate control is optional ([`minstrel`], `rate_control = "minstrel_ht"`,
 //! with the SNR error model of [`errmodel`]; off: each station keeps one PHY
-//! rate); RTS/CTS airtime on Minstrel's fallback rates, hidden stations and
-//! capture, RTS/CTS, beacons and management traffic, power save, other
+//! rate); the RTS threshold (off in mac80211 by default) and errors of RTS/CTS
+//! frames themselves, the BlockAckReq after a frame given up, hidden stations and
+//! capture, beacons and management traffic, power save, other
 //! access categories than best effort, multi-user MIMO/OFDMA, A-MSDU,
-//! TXOP bursts, the per-station CoDel parameters for slow stations, the block-ack
-//! window as a constraint on retried frames (aggregates stop at 32 subframes).
+//! TXOP bursts, the per-station CoDel parameters for slow stations.
 
 pub mod airtime;
 pub mod aql;
@@ -57,15 +63,20 @@ mod tests;
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{mpdu_bytes, txop_ns, Phy};
+use airtime::{basic_rate_mcs, mpdu_bytes, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
 use medium::Medium;
 use minstrel::{Minstrel, SampleTable};
 
-/// Software retries of an MPDU before the driver gives it up
-/// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30.
+/// Tries of an MPDU after which the driver gives it up at its next failure
+/// (`ATH_MAX_SW_RETRIES`, ath9k since 3.x): 30. ath9k compares it with
+/// `fi->retries`, to which every failed transmission adds its hardware tries
+/// (`ath_tx_complete_aggr`: `ts_longretry + 1` plus the counts of the earlier
+/// rate series), so a frame whose whole 4 × 2-try chain fails is given up after 5
+/// chains (40 tries), not 31. (`fi->retries` is a 6-bit field that could wrap
+/// past 63 with long chains; the model does not wrap.)
 pub const RETRY_LIMIT: u32 = 30;
 
 /// Stations one access point can hold: association IDs run 1..=2007 (IEEE
@@ -199,8 +210,9 @@ pub struct StationStats {
     pub up_bytes: u64,
     pub down_pkts: u64,
     pub up_pkts: u64,
-    /// Airtime of transmissions to and from this station (PPDU + SIFS +
-    /// ACK/BA; the PPDU alone for a collision), ns.
+    /// Airtime of transmissions to and from this station (RTS/CTS when used +
+    /// PPDU + SIFS + ACK/BA; for a collision what it put on the air, the PPDU
+    /// or the RTS), ns.
     pub airtime_ns: u64,
     /// Downlink aggregates and the frames in them.
     pub down_aggregates: u64,
@@ -317,6 +329,9 @@ pub struct Wifi<T> {
     pub stations: Vec<StationStats>,
     pub stats: MediumStats,
     pub names: Vec<String>,
+    /// Tests: the probability that an ACK/BlockAck is lost, instead of the error model's.
+    #[cfg(test)]
+    pub(crate) response_loss: Option<f64>,
 }
 
 impl<T: 'static> Wifi<T> {
@@ -359,6 +374,8 @@ impl<T: 'static> Wifi<T> {
             stations: vec![StationStats::default(); n],
             stats: MediumStats::default(),
             names: cfg.stations.iter().map(|s| s.name.clone()).collect(),
+            #[cfg(test)]
+            response_loss: None,
         })
     }
 
@@ -376,7 +393,7 @@ impl<T: 'static> Wifi<T> {
     pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
         let node = if up { 1 + sta } else { 0 };
         let dest = if up { 0 } else { sta as u32 };
-        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: pkt.data, sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0 } };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0 } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
         self.refill(node, now, rng);
         self.absorb(node, drops);
@@ -413,8 +430,7 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            let phy = &agg.chain.map_or(self.phys[sta], |c| c.phy());
-            let dur = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(phy, agg.psdu, agg.frames.len()) };
+            let dur = self.try_ns(&agg, sta, collision);
             end = end.max(t + dur);
             self.flight.push(InFlight { node, agg });
         }
@@ -428,6 +444,34 @@ impl<T: 'static> Wifi<T> {
         self.medium.busy(end);
     }
 
+    /// How long one try of `agg` (to or from station `sta`) keeps the medium
+    /// busy: the PPDU, SIFS and the ACK/BlockAck (802.11-2016 §10.3.2.10), behind
+    /// RTS + SIFS + CTS + SIFS when the series being tried uses RTS/CTS
+    /// ([`minstrel::RateChain::rts`]: Minstrel-HT's fallback rates). In a
+    /// collision, what the others hear of it: the PPDU, or the RTS alone (the
+    /// CTS never comes and the sender gives up the exchange, §10.3.2.7).
+    fn try_ns(&self, agg: &Aggregate<T>, sta: usize, collision: bool) -> Nanos {
+        let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
+        let rts = agg.chain.is_some_and(|c| c.chain.rts(c.series));
+        match (collision, rts) {
+            (true, true) => rts_ns(),
+            (true, false) => phy.ppdu_ns(agg.psdu),
+            (false, rts) => (if rts { rts_cts_ns() } else { 0 }) + txop_ns(&phy, agg.psdu, agg.frames.len()),
+        }
+    }
+
+    /// The probability that the ACK (one MPDU) or compressed BlockAck answering `n`
+    /// MPDUs sent at `phy` to or from station `sta` is lost: the error model's PER
+    /// at the response's basic rate ([`Phy::response_rate`]) for its 14 or 32 bytes,
+    /// on the station's SNR; 0 without an SNR (`mpdu_error` is about data MPDUs).
+    fn response_per(&self, sta: usize, phy: &Phy, n: usize) -> f64 {
+        #[cfg(test)]
+        if let Some(p) = self.response_loss {
+            return p;
+        }
+        self.snr_db[sta].map_or(0.0, |db| errmodel::mpdu_error(basic_rate_mcs(phy.response_rate()), db, self.antennas[sta], response_bytes(n) as u32))
+    }
+
     fn complete(&mut self, now: Nanos, rng: &mut Rng, out: &mut Vec<Delivered<T>>, drops: &mut Vec<Dropped<T>>) {
         self.busy_until = None;
         let collision = self.flight.len() > 1;
@@ -438,7 +482,8 @@ impl<T: 'static> Wifi<T> {
             let up = node != 0;
             let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
             let n = agg.frames.len();
-            let air = if collision { phy.ppdu_ns(agg.psdu) } else { txop_ns(&phy, agg.psdu, n) };
+            let air = self.try_ns(&agg, sta, collision);
+            let response_per = self.response_per(sta, &phy, n);
             let st = &mut self.stations[sta];
             st.airtime_ns += air;
             if up {
@@ -452,10 +497,10 @@ impl<T: 'static> Wifi<T> {
                 st.collisions += 1;
             }
             // ath9k charges TX airtime to, and RX airtime from, a station at the AP:
-            // the PPDU only, preamble included, not the SIFS and (Block)Ack after it
-            // (63fefa050477: `ath_tx_count_airtime` adds `ts->duration`, the rate
-            // series' `PktDuration` = `ath_pkt_duration`, per try; `ath_rx_count_airtime`
-            // adds `ath_pkt_duration` of the received frame).
+            // the PPDU only, preamble included, not the RTS/CTS before it nor the SIFS
+            // and (Block)Ack after it (63fefa050477: `ath_tx_count_airtime` adds
+            // `ts->duration`, the rate series' `PktDuration` = `ath_pkt_duration`, per
+            // try; `ath_rx_count_airtime` adds `ath_pkt_duration` of the received frame).
             self.nodes[0].charge(sta, phy.ppdu_ns(agg.psdu));
             // Each MPDU is lost with the station's `mpdu_error` and, with an
             // SNR, independently with the error model's PER at the rate used.
@@ -463,7 +508,7 @@ impl<T: 'static> Wifi<T> {
             let mcs = agg.chain.map(|c| c.chain.mcs(c.series)).or(self.mcs[sta]);
             let snr = self.snr_db[sta].zip(mcs);
             let antennas = self.antennas[sta];
-            let lost: Vec<bool> = agg
+            let received: Vec<bool> = agg
                 .frames
                 .iter()
                 .map(|p| {
@@ -471,11 +516,41 @@ impl<T: 'static> Wifi<T> {
                         Some((db, m)) => 1.0 - (1.0 - per) * (1.0 - errmodel::mpdu_error(m, db, antennas, mpdu_bytes(p.meta.len))),
                         None => per,
                     };
-                    collision || (per > 0.0 && rng.gen::<f64>() < per)
+                    !(collision || (per > 0.0 && rng.gen::<f64>() < per))
                 })
                 .collect();
-            let delivered = lost.iter().filter(|&&l| !l).count();
+            let any_received = received.iter().any(|&r| r);
+            // The receiver answers if it got any MPDU; with an SNR the ACK/BlockAck
+            // itself is lost with the error model's PER at its basic rate and length.
+            // Then the sender learns nothing: ath9k's hardware counts the try failed
+            // (no `ATH9K_TX_BA`, every subframe unacknowledged) and resends the whole
+            // A-MPDU; the receiver keeps what it got and drops the duplicates.
+            let response_lost = any_received && response_per > 0.0 && rng.gen::<f64>() < response_per;
+            // The receiver's side: each MPDU it got for the first time goes to its
+            // reorder buffer now, whatever becomes of the BlockAck.
+            let n_sta = self.phys.len();
+            let ro = &mut self.reorder[if up { n_sta + sta } else { sta }];
+            for (p, &rx) in agg.frames.iter_mut().zip(&received) {
+                if rx {
+                    if let Some(data) = p.data.data.take() {
+                        if up {
+                            st.up_bytes += p.meta.len as u64;
+                            st.up_pkts += 1;
+                        } else {
+                            st.down_bytes += p.meta.len as u64;
+                            st.down_pkts += 1;
+                        }
+                        ro.put(p.data.seq, Some(Delivered { data, meta: p.meta, sta, up }), out);
+                    }
+                }
+            }
+            // The sender's side: what the BlockAck acknowledged.
+            let acked: Vec<bool> = received.iter().map(|&r| r && !response_lost).collect();
+            let delivered = acked.iter().filter(|&&a| a).count();
             let dest = agg.sta;
+            // Hardware tries of this transmission (ath9k: `ts_longretry + 1` plus the
+            // counts of the series before the last); one without a retry chain.
+            let mut tries = 1u32;
             if let Some(mut c) = agg.chain {
                 if delivered == 0 && c.fail() {
                     // No BlockAck: the hardware tries again (new backoff, CW doubled),
@@ -489,6 +564,7 @@ impl<T: 'static> Wifi<T> {
                 if delivered > 0 {
                     c.succeed();
                 }
+                tries = c.tries.iter().sum::<u32>().max(1);
                 if let Some(m) = self.nodes[node].rc[dest].as_mut() {
                     m.tx_status(now, &c.chain, &c.tries, n as u32, delivered as u32);
                     if !up {
@@ -498,39 +574,35 @@ impl<T: 'static> Wifi<T> {
                 }
             }
             let st = &mut self.stations[sta];
-            let n_sta = self.phys.len();
             let ro = &mut self.reorder[if up { n_sta + sta } else { sta }];
+            let nd = &mut self.nodes[node];
             let mut failed = Vec::new();
             let mut released = 0usize;
             // AQL: the expected airtime of the frames that leave the node (tx status reported).
             let mut done_us = 0u32;
-            for (mut p, lost) in agg.frames.into_iter().zip(lost) {
-                if !lost {
+            for (mut p, acked) in agg.frames.into_iter().zip(acked) {
+                if acked {
                     released += 1;
                     done_us += p.data.air_us;
-                    if up {
-                        st.up_bytes += p.meta.len as u64;
-                        st.up_pkts += 1;
-                    } else {
-                        st.down_bytes += p.meta.len as u64;
-                        st.down_pkts += 1;
-                    }
-                    let seq = p.data.seq;
-                    ro.put(seq, Some(Delivered { data: p.data.data, meta: p.meta, sta, up }), out);
+                    nd.baw[dest].complete(p.data.seq);
                 } else if p.data.retries >= RETRY_LIMIT {
+                    // Given up (`ATH_MAX_SW_RETRIES`); the receiver skips the hole
+                    // (a BAR moves its window) unless it has the frame already.
                     released += 1;
                     done_us += p.data.air_us;
                     st.retry_drops += 1;
-                    ro.put(p.data.seq, None, out);
+                    nd.baw[dest].complete(p.data.seq);
+                    if p.data.data.is_some() {
+                        ro.put(p.data.seq, None, out);
+                    }
                 } else {
-                    p.data.retries += 1;
+                    p.data.retries += tries;
                     st.retries += 1;
                     failed.push(p);
                 }
             }
-            // The ACK/BlockAck comes back if any MPDU got through: CW resets.
+            // The ACK/BlockAck came back if it acknowledged anything: CW resets.
             outcomes.push((node, delivered > 0));
-            let nd = &mut self.nodes[node];
             nd.done(dest, done_us);
             for p in failed.into_iter().rev() {
                 nd.requeue(p);
@@ -568,7 +640,10 @@ impl<T: 'static> Wifi<T> {
         for d in self.ev.drops.drain(..) {
             let sta = if node == 0 { d.pkt.data.sta as usize } else { node - 1 };
             self.stations[sta].queue_drops += 1;
-            drops.push(Dropped { pkt: Packet { meta: d.pkt.meta, data: d.pkt.data.data }, reason: d.reason });
+            // Queues drop only frames no receiver has (retried ones wait outside them).
+            if let Some(data) = d.pkt.data.data {
+                drops.push(Dropped { pkt: Packet { meta: d.pkt.meta, data }, reason: d.reason });
+            }
         }
         self.stats.marks += self.ev.marks;
         self.ev.marks = 0;

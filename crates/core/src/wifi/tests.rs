@@ -52,7 +52,7 @@ fn timing_constants_are_the_5ghz_ofdm_ones() {
 }
 
 fn frame(sta: u32, len: u32, id: u64, now: Nanos) -> Packet<Frame<u64>> {
-    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: id, sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0 } }
+    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: Some(id), sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0 } }
 }
 
 fn node(design: Design, n: usize) -> Node<u64> {
@@ -68,7 +68,7 @@ fn stations(aggs: &[Aggregate<u64>]) -> Vec<(usize, usize)> {
     aggs.iter().map(|a| (a.sta, a.frames.len())).collect()
 }
 
-/// Fill, take the first aggregate out (as the medium would), repeat.
+/// Fill, take the first aggregate out (as the medium would: delivered, its block-ack window moves on), repeat.
 fn schedule(nd: &mut Node<u64>, phys: &[Phy], rounds: usize, charge: bool) -> Vec<(usize, usize)> {
     let mut rng = stream(1, 1);
     let mut ev = Events::default();
@@ -76,6 +76,9 @@ fn schedule(nd: &mut Node<u64>, phys: &[Phy], rounds: usize, charge: bool) -> Ve
     for _ in 0..rounds {
         nd.refill(phys, 0, &mut rng, &mut ev, &mut |_, _| {});
         let Some(a) = nd.hw.pop_front() else { break };
+        for p in &a.frames {
+            nd.baw[a.sta].complete(p.data.seq);
+        }
         if charge {
             nd.charge(a.sta, phys[a.sta].ppdu_ns(a.psdu));
         }
@@ -203,15 +206,15 @@ fn retried_frames_go_first_and_in_order() {
     }
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     let a = nd.hw.pop_front().unwrap();
-    assert_eq!(a.frames.iter().map(|p| p.data.data).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
-    for mut p in a.frames.into_iter().filter(|p| p.data.data % 2 == 1).rev() {
+    assert_eq!(a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    for mut p in a.frames.into_iter().filter(|p| p.data.data.unwrap() % 2 == 1).rev() {
         p.data.retries += 1;
         nd.requeue(p);
     }
     nd.enqueue(frame(0, 1500, 9, 0), 0, &mut rng, &mut ev);
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     let b = nd.hw.pop_front().unwrap();
-    assert_eq!(b.frames.iter().map(|p| p.data.data).collect::<Vec<_>>(), vec![1, 3, 9]);
+    assert_eq!(b.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>(), vec![1, 3, 9]);
     assert_eq!(b.frames[0].data.retries, 1);
 }
 
@@ -456,6 +459,9 @@ fn with_aql_a_lone_station_gets_frames_below_mac80211_up_to_its_high_limit() {
     // round tops the station up to 12000 µs again (32 more frames from the TXQ).
     let a = nd.hw.pop_front().unwrap();
     nd.done(0, a.frames.iter().map(|f| f.data.air_us).sum());
+    for f in &a.frames {
+        nd.baw[0].complete(f.data.seq);
+    }
     assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_000 - 32 * 96);
     nd.refill(&[mcs(15)], 0, &mut rng, &mut ev, &mut |_, _| {});
     assert_eq!(nd.aql.as_ref().unwrap().sta[0], 12_000);
@@ -671,4 +677,134 @@ fn an_absurd_snr_or_minstrel_on_a_bit_rate_is_an_error_naming_the_key() {
     let e = WifiConfig::resolve("fq", &st(None, Some(7), "arf"), q.clone(), None).err().unwrap();
     assert!(e.starts_with("wifi.stations[0].rate_control"), "{e}");
     assert!(WifiConfig::resolve("fq", &st(Some(-10.0), Some(7), "minstrel_ht"), q, None).is_ok());
+}
+
+#[test]
+fn rts_and_cts_cost_128_us_at_6_mbits_in_front_of_a_fallback_try() {
+    // RTS 20 B at 6 Mbit/s: 20 µs + ⌈(22 + 160) / 24⌉ = 8 symbols = 52 µs; CTS 14 B: 20 + 6 × 4 = 44 µs.
+    assert_eq!(rts_ns(), 52_000);
+    assert_eq!(rts_cts_ns(), 52_000 + 16_000 + 44_000 + 16_000);
+    // Responses: BPSK ½ at 6, QPSK ½ at 12, 16-QAM ½ at 24 Mbit/s; an ACK is 14 B, a BlockAck 32 B.
+    assert_eq!(BASIC_RATES.map(basic_rate_mcs), [0, 1, 3]);
+    assert_eq!((response_bytes(1), response_bytes(2)), (14, 32));
+    use super::mac::ChainTx;
+    use super::minstrel::{mcs_rate, RateChain, Series, MAX_RATES};
+    let w = downlink(15, RateControl::MinstrelHt, None, 1, 0);
+    let chain = RateChain {
+        series: [
+            Series { rate: mcs_rate(15), count: 2 },
+            Series { rate: mcs_rate(13), count: 2 },
+            Series { rate: mcs_rate(12), count: 2 },
+            Series { rate: mcs_rate(7), count: 2 },
+        ],
+        probe: false,
+    };
+    let frames: Vec<_> = (0..10).map(|i| frame(0, 1500, i, 0)).collect();
+    let psdu = psdu_bytes([1500; 10]).0;
+    let agg = |series| Aggregate { sta: 0, frames: Vec::new(), psdu, chain: Some(ChainTx { chain, series, tries: [0; MAX_RATES] }) };
+    let mut first = agg(0);
+    first.frames = frames;
+    // The first rate goes without RTS (minstrel_ht_set_rate: RTS/CTS only for offset > 0):
+    // 10 frames at MCS 15, 992 µs + SIFS + BlockAck 32 µs.
+    assert_eq!(w.try_ns(&first, 0, false), 1_040_000);
+    // The second series, MCS 13 (104 Mbit/s, N_DBPS 416): ⌈123526 / 416⌉ = 297 symbols = 1188 + 40 µs,
+    // + SIFS + BlockAck at 24 Mbit/s, behind RTS/CTS.
+    let mut second = agg(1);
+    second.frames = first.frames.drain(..).collect();
+    assert_eq!(w.try_ns(&second, 0, false), 128_000 + 1_228_000 + 16_000 + 32_000);
+    // Collided, an RTS costs the medium its own 52 µs, a PPDU without RTS its length.
+    assert_eq!(w.try_ns(&second, 0, true), 52_000);
+    second.chain.as_mut().unwrap().series = 0;
+    assert_eq!(w.try_ns(&second, 0, true), 992_000);
+}
+
+#[test]
+fn the_block_ack_window_holds_back_a_frame_64_past_the_oldest_unacknowledged() {
+    let mut b = super::mac::Baw::default();
+    assert!(b.within(0) && b.within(63) && !b.within(64));
+    b.complete(2);
+    b.complete(1);
+    assert_eq!(b.start, 0, "0 is still out");
+    b.complete(0);
+    assert_eq!(b.start, 3);
+    assert!(b.within(66) && !b.within(67));
+
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Fq, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..100 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let seqs = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.seq).collect::<Vec<_>>();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let (a, b) = (nd.hw.pop_front().unwrap(), nd.hw.pop_front().unwrap());
+    assert_eq!((seqs(&a), seqs(&b)), ((0..32).collect(), (32..64).collect()));
+    // Everything is acknowledged but seq 0, which goes back for a retry.
+    let mut a = a.frames.into_iter();
+    let first = a.next().unwrap();
+    for p in a.chain(b.frames) {
+        nd.baw[0].complete(p.data.seq);
+    }
+    nd.requeue(first);
+    // The retry goes alone: the next new frame is numbered 64, past the window [0, 64).
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let c = nd.hw.pop_front().unwrap();
+    assert_eq!(seqs(&c), vec![0]);
+    // Until 0 completes the station cannot send at all.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert!(nd.hw.is_empty());
+    nd.baw[0].complete(0);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(seqs(&nd.hw.pop_front().unwrap()), (64..96).collect::<Vec<_>>());
+}
+
+/// One station (fixed MCS 15 or Minstrel up to `mcs_max`), `n` 1500-B packets sent down, at most 100 queued
+/// at a time, run until the medium is idle; what the receiver got, in order, and what the TXQ's CoDel dropped.
+fn send_down(mcs_max: u32, rc: RateControl, snr_db: Option<f64>, response_loss: Option<f64>, n: u64) -> (Wifi<u64>, Vec<u64>, Vec<u64>) {
+    let mut w = downlink(mcs_max, rc, snr_db, 1, 0);
+    w.response_loss = response_loss;
+    let mut rng = stream(1, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let (mut id, mut now) = (0u64, 0);
+    loop {
+        while id < n && w.nodes[0].backlog_pkts() < 100 {
+            w.enqueue(now, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+            id += 1;
+        }
+        let Some(t) = w.next_event() else { break };
+        now = t;
+        w.poll(now, &mut rng, &mut out, &mut drops);
+    }
+    let dropped = drops.into_iter().map(|d| d.pkt.data).collect();
+    (w, out.into_iter().map(|d| d.data).collect(), dropped)
+}
+
+#[test]
+fn a_frame_is_given_up_after_30_hardware_tries_not_30_retry_chains() {
+    // MCS 0 only, at −10 dB: every MPDU is lost. Minstrel's chain has four series of 2 tries (prob < 20 %),
+    // 8 hardware tries per software attempt. ath9k adds them to `fi->retries` and gives the frame up at
+    // the first failure with 30 or more: 0 → 8 → 16 → 24 → 32, after 5 chains, 40 tries (not 31 × 8).
+    let (w, got, _) = send_down(0, RateControl::MinstrelHt, Some(-10.0), None, 1);
+    assert!(got.is_empty());
+    assert_eq!(w.stations[0].retry_drops, 1);
+    assert_eq!(w.attempts().0[0], 40);
+}
+
+#[test]
+fn every_mpdu_reaches_the_receiver_once_when_block_acks_are_lost() {
+    // Every ACK lost: the receiver has the frame after the first try; the sender, never told, tries 30
+    // more times (a fixed rate: one hardware try per attempt) and gives it up; the duplicates are dropped.
+    let (w, got, _) = send_down(15, RateControl::Fixed, None, Some(1.0), 1);
+    assert_eq!(got, vec![0]);
+    assert_eq!((w.stations[0].down_pkts, w.stations[0].retry_drops), (1, 1));
+    assert_eq!(w.attempts().0[0], 31);
+    // A third of the BlockAcks lost: whole A-MPDUs are resent, yet the receiver delivers each packet once,
+    // in order, and the sender's window keeps moving.
+    // (CoDel in the TXQ drops a few while Minstrel ramps up from MCS 0; those never reach the air.)
+    let (w, got, dropped) = send_down(15, RateControl::MinstrelHt, None, Some(1.0 / 3.0), 3000);
+    assert!(dropped.len() < 100, "{} dropped", dropped.len());
+    assert_eq!(got, (0..3000).filter(|i| !dropped.contains(i)).collect::<Vec<_>>());
+    assert_eq!(w.stations[0].down_pkts, got.len() as u64);
+    assert!(w.attempts().0[0] > 3000 / 32 * 3 / 2, "{} transmissions", w.attempts().0[0]);
 }
