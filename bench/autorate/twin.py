@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import statistics
@@ -187,7 +188,8 @@ def main(argv=None) -> int:
         doc = truth(name, a.duration, d)
         if a.reuse:
             m = measured[name]["measure"]
-            p = Path(**{k: v for k, v in measured[name]["settings_path"].items() if k != "buffer_bdp"})
+            known = {f.name for f in dataclasses.fields(Path)}
+            p = Path(**{k: v for k, v in measured[name]["settings_path"].items() if k in known})
         else:
             t0 = time.monotonic()
             m, twin_file = measure(doc, d)
