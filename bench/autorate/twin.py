@@ -26,7 +26,11 @@ model of the same measurement against the same kernel runs).
 Cases: ``lte`` and ``starlink`` (the gallery's traces) and ``lte-s2``, ``starlink-s2`` (the same models'
 seed 2, written to OUT: traces nobody looked at while the fit was written).
 
-    sudo .venv/bin/python bench/autorate/twin.py --cc cubic --duration 20s --out bench/autorate/twin   # ~30 min
+    sudo .venv/bin/python bench/autorate/twin.py --cc cubic bbr --duration 20s --out DIR     # ~35 min
+    .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model ou --process 9 --out DIR-ou
+    .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model capacity --out DIR-capacity
+
+(bench/autorate/twin/: the measurements, and twin-ou.json and twin-capacity.json of 2026-11-26.)
 
 Writes ``OUT/twin.json`` (every run) and prints a table.
 """

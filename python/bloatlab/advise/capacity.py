@@ -29,11 +29,12 @@ are the process's block and the lags read; the weights and the centring are the 
 What this model cannot know: a structure slower than the stretch (Starlink's 15-s reconfiguration epochs
 seen from within one epoch; docs/autorate.md).
 
-Where it stands (2026-11-26, bench/autorate/twin.py, docs/autorate.md "In `measure` and `advise`"): against the
-kernel on the gallery's and two unseen traces its ensemble holds the kernel's goodput far more often than the
-log-normal twin ``measure`` writes (traces.fitted_rates), its p95 less often — the kernel's 20 s were calmer
-than the process the fit reads; the twin ``measure`` writes keeps the log-normal, this model is the bench's
-``--model capacity``.
+Where it stands (2026-11-26, bench/autorate/twin.py, BENCHMARKS.md, docs/autorate.md "In `measure` and
+`advise`"): against the kernel (CUBIC and BBR, the gallery's traces and one unseen, 24 rows) its 9-member
+ensemble holds the kernel's median far more often than the log-normal twin ``measure`` writes
+(traces.fitted_rates): goodput 19 against 7 of 24, p95 15 against 9; its medians are no nearer on the p95 (12
+against 13 of 24 within 25 %; goodput 23 against 22 within 15 %). The twin ``measure`` writes keeps the
+log-normal; this model is the bench's ``--model capacity``.
 """
 
 from __future__ import annotations
