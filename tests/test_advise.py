@@ -447,6 +447,8 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     assert v["window_s"] == pytest.approx(0.1) and v["windows"] == 99 == v["busy_windows"]  # the second half: 9.995 s
     assert v["p10_mbps"] == pytest.approx(15 * wire) and v["p90_mbps"] == pytest.approx(15 * wire)
     assert v["timescale_s"] is None
+    # the windows themselves (what advise.capacity fits) and the round trip each delivery-rate sample spans
+    assert v["series_mbps"] == [pytest.approx(15 * wire, abs=1e-4)] * 99 and v["srtt_ms"] == 40.0
     # capacity alternating 40 / 10 Mbit/s every second: p10 and p90 are the two rates, the time scale within the dwell
     j = _phase(0, 0, 100.0, secs=20.0)
     t = j["raw"]["series"]["flows"]["t"]
@@ -461,6 +463,7 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     v = rate_variation(j, "down", 50.0)
     # (the windows start 5 ms before each second: one that reaches 5 ms into a fast second reads ~11.5)
     assert v["busy_windows"] < v["windows"] and v["p90_mbps"] == pytest.approx(10 * wire, rel=0.15)
+    assert sum(x is None for x in v["series_mbps"]) == v["windows"] - v["busy_windows"]
     # too short a phase for ten windows: not read
     short = _phase(15e6, 15e6, 40.0, secs=1.5)
     assert rate_variation(short, "down", 20.0) is None

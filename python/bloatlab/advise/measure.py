@@ -369,6 +369,8 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
     autocorrelation first falls below 1/e (None where it never does within
     half the series: a capacity that moves slower than the phase lasts, or
     not at all; nor where the windows spread less than one packet a window).
+    And the windows themselves in order (``series_mbps``, None where not busy)
+    and the flows' median smoothed RTT over them (``srtt_ms``).
     None where fewer than :data:`VARIATION_MIN_WINDOWS` windows were busy."""
     fs = j["raw"]["series"]["flows"]
     fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
@@ -411,7 +413,11 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
         scale = float(below[0] * win) if below.size else None
     return {"p10_mbps": float(np.percentile(kept, 10)), "p50_mbps": float(np.percentile(kept, 50)),
             "p90_mbps": float(np.percentile(kept, 90)), "timescale_s": scale, "window_s": win,
-            "windows": int(rates.size), "busy_windows": int(busy.sum())}
+            "windows": int(rates.size), "busy_windows": int(busy.sum()),
+            # the windows in order (None: not busy) and the flows' median smoothed RTT over them (the span each
+            # delivery-rate sample averages): what a fit of the capacity's process reads (advise.capacity)
+            "series_mbps": [round(float(r), 4) if b else None for r, b in zip(rates, busy)],
+            "srtt_ms": float(np.median(srtt[np.isin(fid, ids) & (t >= w0) & (t <= t1)]))}
 
 
 def _retrans(j: dict, d: str) -> tuple[float, float]:

@@ -1,0 +1,186 @@
+"""A model of a variable capacity fitted to the windows ``measure`` read (issue 31): the twin ensemble's process.
+
+Sources: what a window of ``measure.rate_variation`` reads is the flows' summed ``tcpi_delivery_rate``, the
+kernel's rate sample (Linux net/ipv4/tcp_rate.c, v6.x, ``tcp_rate_gen``: the packets delivered between a
+packet's send and its ACK over ``max(snd_us, ack_us)``, ``ack_us`` from the delivery time recorded when the
+packet left to now — one round trip of the flow, its queueing included) averaged over the window. The process
+is the one ``traces`` generates for the gallery (Winstein et al., NSDI 2013: a Markov-modulated cellular
+capacity with fast fading), with continuous levels.
+
+The model in a nutshell. The log of the capacity is ``log m + S(t) + F(t)``: ``S`` an Ornstein-Uhlenbeck
+process (a Markov-modulated rate with continuous levels) of variance ``slow_var`` and correlation time
+``tau_s``; ``F`` a fade drawn afresh every :data:`BLOCK_S` (``traces.FADE_PERIOD_MS``) of variance
+``fast_var``. The Gaussian ``S + F`` is mapped through the measured skew: below the median its standard
+deviation is stretched by ``ln(p50/p10)``, above it by ``ln(p90/p50)``, in proportion (a two-piece log-normal
+whose p10 : p50 : p90 keep the measured ratios' logs). The median ``m`` is the measured one; a realization
+(``seed``) offsets it by a draw of what the watched stretch's mean leaves unknown of the long-run mean
+(``level_var``): the kernel meets one realization of a process the measurement saw part of.
+
+What the measured windows show of that process (the fit, :func:`fit`): window ``j`` of ``w`` seconds reads
+the capacity averaged with a trapezoid weight, a ``w`` box convolved with one round trip ``R`` before it
+(the delivery-rate samples' span: the flows' median smoothed RTT over the windows, ``srtt_ms``); the
+stretch is ``n`` windows, and what anyone computes from it is centred on its own mean. So the windows'
+expected autocovariances at lags ``0 .. n/2`` (the lags measure's time scale reads) are, for a given
+``tau_s``, linear in ``slow_var`` and ``fast_var``: a non-negative least-squares fit of the measured ones
+for each ``tau_s`` on a grid from one block to half the watched stretch (:data:`TAU_SPAN_SHARE`: the
+lags read), keeping the ``tau_s`` of the least residual. Nothing is set by hand: the grid's ends
+are the process's block and the lags read; the weights and the centring are the measurement's own.
+
+What this model cannot know: a structure slower than the stretch (Starlink's 15-s reconfiguration epochs
+seen from within one epoch; docs/autorate.md).
+
+Where it stands (2026-11-26, bench/autorate/twin.py, BENCHMARKS.md, docs/autorate.md "In `measure` and
+`advise`"): against the kernel (CUBIC and BBR, the gallery's traces and one unseen, 24 rows) its 9-member
+ensemble holds the kernel's median far more often than the log-normal twin ``measure`` writes
+(traces.fitted_rates): goodput 19 against 7 of 24, p95 15 against 9; its medians are no nearer on the p95 (12
+against 13 of 24 within 25 %; goodput 23 against 22 within 15 %). The twin ``measure`` writes keeps the
+log-normal; this model is the bench's ``--model capacity``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .. import traces
+
+#: the process's block (s): a fade lasts this long (traces.FADE_PERIOD_MS, the gallery models' 100 ms)
+BLOCK_S = traces.FADE_PERIOD_MS / 1000
+#: the correlation times tried (:func:`fit`): this many, geometrically from one block ...
+TAU_GRID = 48
+#: ... up to this share of the watched stretch: the lags read are 0 .. n/2 (measure's time scale reads as far), a
+#: longer correlation looks like the stretch's own trend, whose variance the centring hides (an unbounded grid
+#: read sd 1.16 and tau at the stretch on an LTE-like trace whose levels span sd ~1)
+TAU_SPAN_SHARE = 0.5
+#: the normal distribution's 90th percentile (traces.Z90)
+Z90 = traces.Z90
+
+
+@dataclass
+class Capacity:
+    """The fitted process (module docstring): the median (Mbit/s), the log-rate's variances (slow, per-block
+    fade, the long-run median's offset) and the correlation time (s), and the two-piece skew's factors
+    (below and above the median; 1 and 1: a log-normal)."""
+
+    median_mbps: float
+    slow_var: float
+    fast_var: float
+    tau_s: float
+    level_var: float = 0.0
+    skew_lo: float = 1.0
+    skew_hi: float = 1.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def rates(self, duration_ms: int, seed: int = 1) -> list[float]:
+        """Capacity (bit/s) for each millisecond of realization ``seed``, in :data:`BLOCK_S` blocks."""
+        if duration_ms <= 0:
+            raise ValueError(f"capacity: expected a positive duration, got {duration_ms} ms")
+        rng = random.Random(f"capacity-{seed}")
+        block_ms = int(round(BLOCK_S * 1000))
+        sd = math.sqrt(self.slow_var + self.fast_var)
+        level = math.log(self.median_mbps * 1e6) + rng.gauss(0.0, math.sqrt(self.level_var))
+        a = math.exp(-BLOCK_S / self.tau_s) if self.tau_s > 0 else 0.0
+        s = rng.gauss(0.0, math.sqrt(self.slow_var))
+        out: list[float] = []
+        while len(out) < duration_ms:
+            x = s + rng.gauss(0.0, math.sqrt(self.fast_var))
+            if sd > 0:
+                x *= self.skew_lo if x < 0 else self.skew_hi
+            out.extend([math.exp(level + x)] * block_ms)
+            s = a * s + math.sqrt(1 - a * a) * math.sqrt(self.slow_var) * rng.gauss(0.0, 1.0)
+        return out[:duration_ms]
+
+
+def window_weights(n: int, window_s: float, rtt_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(A, g): window ``j`` (``j < n``, ``[j w, (j+1) w]``) reads ``A[j] @ capacity(g)``: the mean over the
+    window of delivery-rate samples each spanning the round trip ``rtt_s`` before it, on the blocks' midpoints
+    ``g`` (from one round trip before the first window to the last window's end)."""
+    r = max(rtt_s, BLOCK_S)
+    g = np.arange(-r + BLOCK_S / 2, n * window_s, BLOCK_S)
+    a = np.zeros((n, g.size))
+    # a sample at u spans [u - r, u]: block midpoint v counts for the u in [v, v + r] within the window
+    for j in range(n):
+        lo, hi = j * window_s, (j + 1) * window_s
+        overlap = np.clip(np.minimum(hi, g + r) - np.maximum(lo, g), 0.0, None)
+        a[j] = overlap / (window_s * r) * BLOCK_S
+    a /= a.sum(axis=1, keepdims=True)
+    return a, g
+
+
+def _autocov(x: np.ndarray, present: np.ndarray, lags: int) -> np.ndarray:
+    """The centred autocovariances of the present windows at lags 0..``lags`` (pairs both present)."""
+    out = np.zeros(lags + 1)
+    for k in range(lags + 1):
+        both = present[: present.size - k] & present[k:]
+        out[k] = float(np.mean(x[: x.size - k][both] * x[k:][both])) if both.any() else 0.0
+    return out
+
+
+def _expected(cov: np.ndarray, present: np.ndarray, lags: int) -> np.ndarray:
+    """:func:`_autocov`'s expectation for windows of covariance ``cov``, centred on the present ones' mean."""
+    idx = np.nonzero(present)[0]
+    p = idx.size
+    c = np.eye(p) - 1.0 / p
+    m = c @ cov[np.ix_(idx, idx)] @ c
+    full = np.zeros((present.size, present.size))
+    full[np.ix_(idx, idx)] = m
+    return np.array([np.mean(np.diagonal(full, k)[present[: present.size - k] & present[k:]])
+                     if (present[: present.size - k] & present[k:]).any() else 0.0 for k in range(lags + 1)])
+
+
+def fit(v: dict | None, rtt_ms: float | None = None) -> Capacity | None:
+    """The process (module docstring) through ``measure``'s ``rate_variation`` ``v`` (its ``series_mbps``,
+    ``window_s``, p10/p50/p90 and ``srtt_ms``, else ``rtt_ms``). None without a series of at least four
+    present windows or without a positive median."""
+    if not v or not v.get("series_mbps") or not v.get("p50_mbps") or v["p50_mbps"] <= 0:
+        return None
+    series = v["series_mbps"]
+    present = np.array([x is not None and x > 0 for x in series])
+    if present.sum() < 4:
+        return None
+    n, w = len(series), float(v["window_s"])
+    rtt_s = (v.get("srtt_ms") or rtt_ms or 0.0) / 1e3
+    logs = np.array([math.log(x) if p else 0.0 for x, p in zip(series, present)])
+    x = np.where(present, logs - logs[present].mean(), 0.0)
+    lags = n // 2
+    got = _autocov(x, present, lags)
+    a, g = window_weights(n, w, rtt_s)
+    fast = _expected(a @ a.T, present, lags)
+    dist = np.abs(g[:, None] - g[None, :])
+    span = n * w
+    best = None
+    for tau in np.geomspace(BLOCK_S, max(TAU_SPAN_SHARE * span, BLOCK_S), TAU_GRID):
+        slow = _expected(a @ np.exp(-dist / tau) @ a.T, present, lags)
+        sv, fv = _nnls2(slow, fast, got)
+        res = float(np.sum((got - sv * slow - fv * fast) ** 2))
+        if best is None or res < best[0] - 1e-15:
+            best = (res, float(tau), sv, fv)
+    _, tau, sv, fv = best
+    # what the watched stretch's mean leaves unknown of the long-run mean: the variance of the present
+    # windows' mean under the fitted process (uncentred)
+    idx = np.nonzero(present)[0]
+    cov = (sv * (a @ np.exp(-dist / tau) @ a.T) + fv * (a @ a.T))[np.ix_(idx, idx)]
+    level_var = float(cov.sum()) / idx.size ** 2
+    lo = math.log(v["p50_mbps"] / v["p10_mbps"]) if (v.get("p10_mbps") or 0) > 0 else 0.0
+    hi = math.log(v["p90_mbps"] / v["p50_mbps"]) if (v.get("p90_mbps") or 0) > 0 else 0.0
+    skew_lo, skew_hi = (2 * lo / (lo + hi), 2 * hi / (lo + hi)) if lo + hi > 0 and lo >= 0 and hi >= 0 else (1.0, 1.0)
+    return Capacity(median_mbps=float(v["p50_mbps"]), slow_var=sv, fast_var=fv, tau_s=tau, level_var=level_var,
+                    skew_lo=skew_lo, skew_hi=skew_hi)
+
+
+def _nnls2(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Non-negative (p, q) minimising |y - p a - q b|²."""
+    aa, bb, ab, ay, by = a @ a, b @ b, a @ b, a @ y, b @ y
+    det = aa * bb - ab * ab
+    if det > 1e-30:
+        p, q = (ay * bb - by * ab) / det, (by * aa - ay * ab) / det
+        if p >= 0 and q >= 0:
+            return float(p), float(q)
+    cands = [(max(ay / aa, 0.0) if aa > 0 else 0.0, 0.0), (0.0, max(by / bb, 0.0) if bb > 0 else 0.0)]
+    p, q = min(cands, key=lambda c: float(np.sum((y - c[0] * a - c[1] * b) ** 2)))
+    return float(p), float(q)
