@@ -1057,7 +1057,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     if sent <= rate_mbps:
         return None, f"the train was sent at {sent:.4g} Mbit/s, no faster than the rate: it built no queue to read"
     received = train.get("received", train.get("head_packets", 0) + train.get("tail_packets", 0))
-    built_ms = received * wire * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    built_ms = queue_built_ms(received * wire, rate_mbps, sent)
     ratio = built_ms / max(queue_ms, 0.1)
     whole = train.get("first_loss") is None
     tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
