@@ -601,7 +601,8 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
        without a standing queue (median below ``floor``): losses not preceded
        by a growing RTT (Flach et al., SIGCOMM 2016). A FIFO shallower than
        ``floor`` or an AQM holding its queue below it cannot be told from it
-       by delays and drops (and acts as one): :func:`ambiguity` says so;
+       by delays and drops (and acts as one): :func:`ambiguity` says so, and
+       :func:`alternatives` states it as data the campaign can check;
     3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
        noise and twice over (the same isolation, seen in the tail);
     4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
