@@ -176,3 +176,27 @@ def test_a_note_in_words_names_nothing_and_unknown_conditions_hold_for_nothing()
            "predicted_today": {"goodput_mbps": 1.0}, "kernel_today": {"goodput_mbps": 1.0}}
     e = c.errors(rec)
     assert e["limiter_right"] is False and e["limiter_right_or_named"] is True
+
+
+# seed 23 path 4: a policer at 156.6 Mbit/s (24 % of a 663-Mbit/s port, a 9.9-ms bucket), 269 ms; the fill collapsed
+# (CUBIC 11.1 Mbit/s), the BBR phase's probes read a p95 of 5.20 ms against the 5-ms floor on a VM at load 9-11
+POLICER_SLOW_PROBES_EV = {"probe_q95_ms": 5.1982, "flow_q50_ms": 0.7125, "flow_q95_ms": 1.1456}
+POLICER_AQM_TRAIN = {"first_loss": 132, "head_bytes": 198000, "head_packets": 132, "head_send_mbps": 4749.93, "leading_mbps": 633.06,
+                     "lost": 847, "received": 153, "sender_limited": False, "send_mbps": 6204.53, "sent": 1000, "tail_packets": 21,
+                     "tail_mbps": 160.84, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_fifo_reading_whose_train_arrives_faster_than_the_rate_is_a_token_bucket(monkeypatch):
+    """The probes' p95 passed the floor by 0.2 ms, so classify read a FIFO; but the flows' p95 stayed at 1.15 ms
+    and the AQM train's head came at 633 Mbit/s, 4x the rate: a queue at 156 Mbit/s passes nothing faster than
+    that. The reading becomes the policer (the train's port), naming a tbf shallower than the floor."""
+    assert m.classify(5.1982, 0.7125, 1.1456, True, 156.4, 4) == "fifo"
+    x = read_down(monkeypatch, POLICER_SLOW_PROBES_EV, 156.4, POLICER_AQM_TRAIN, base_ms=269.0)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 633.06 and x["buffer_bytes"] is None
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
+    assert "faster than a queue at 156.4 Mbit/s" in x["limiter_note"]
+    assert c.limiter_said(truth("policer", 156.6), x)
+    # a head at the rate (a FIFO at the port), the server's own pace, or flows that queued past the floor: no change
+    assert m.faster_port(dict(POLICER_AQM_TRAIN, leading_mbps=160.0), 156.4, 1.15, 5.0) is None
+    assert m.faster_port(dict(POLICER_AQM_TRAIN, sender_limited=True), 156.4, 1.15, 5.0) is None
+    assert m.faster_port(POLICER_AQM_TRAIN, 156.4, 5.3, 5.0) is None

@@ -1190,12 +1190,55 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
                  limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
         return
+    if _not_a_fifo(t, x):
+        say(f"  down: {x['limiter_note']}")
+        return
     alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
     if alt:
         x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [alt]
         x["aqm_note"] = alt["why"]
         x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), alt["why"]) if n)
         say(f"  down: {alt['why']}")
+
+
+def faster_port(train: dict, rate_mbps: float, flow_q95_ms: float, floor_ms: float) -> float | None:
+    """The port's rate (Mbit/s) where a packet train shows that what held a
+    direction's flows to ``rate_mbps`` is no queue at that rate: the train's
+    head arrived faster than :data:`TRAIN_PORT_MARGIN` x the rate (its
+    dispersion, not the server's pace) — a queue at the rate C spaces every
+    packet it passes C apart — while the flows' queueing p95 stayed below the
+    burst floor (drops without a queue, as :func:`classify` reads a policer by
+    the flows). The converse of :func:`_not_a_policer`: a verdict of ``fifo``
+    that the probes' p95 alone made (it passes the floor where the VM pauses
+    reach it) meets a port faster than the rate. None otherwise."""
+    lead = train.get("leading_mbps")
+    if not lead or train.get("sender_limited") or lead < TRAIN_PORT_MARGIN * rate_mbps or flow_q95_ms >= floor_ms:
+        return None
+    return lead
+
+
+def _not_a_fifo(t: dict, x: dict) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` shows a port
+    faster than its rate (:func:`faster_port`) becomes ``policer``, with the
+    train's port and bucket (:func:`policer_figures`) and what it cannot
+    exclude: a tbf whose queue is shallower than the floor (the head rules out
+    an AQM at the rate, as behind a policer reading). True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev:
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead = faster_port(t, x["rate_mbps"], ev["flow_q95_ms"], floor)
+    if lead is None:
+        return False
+    p, b, why = policer_figures(t, x["rate_mbps"])
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, and a "
+            f"packet train's head arrived at {lead:.4g} Mbit/s, faster than a queue at {x['rate_mbps']:.4g} Mbit/s lets "
+            f"packets through: a token bucket, not a FIFO at the rate (the probes' p95, "
+            f"{ev.get('probe_q95_ms', float('nan')):.3g} ms, had passed the floor); ") + ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
+             train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
+    return True
 
 
 def _cobalt(x: dict) -> None:
