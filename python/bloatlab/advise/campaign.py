@@ -74,6 +74,9 @@ TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake"
 #: without a queue, flow isolation or a single-queue AQM's burst (a packet train: measure.single_queue_aqm)
 OBSERVABLE = {"fifo": "fifo", "shaper": "fifo", "codel": "aqm", "pie": "aqm", "policer": "policer",
               "fq_codel": "aqm", "cake": "aqm", "wifi": "wifi"}
+#: each AQM's target queueing delay (ms) with Linux's defaults, as the emulator runs them: sch_codel and
+#: sch_fq_codel 5 ms (RFC 8289), sch_cake 5 ms (its default rtt of 100 ms / 20), sch_pie 15 ms (RFC 8033; pie.rs)
+AQM_TARGET_MS = {"codel": 5.0, "fq_codel": 5.0, "cake": 5.0, "pie": 15.0}
 #: the share of FIFO paths whose down capacity varies, and the models (bloatlab.traces) it follows
 VARIABLE_SHARE = 0.5
 VARIABLE_MODELS = ("lte", "starlink")
@@ -422,7 +425,8 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     t0 = time.monotonic()
     m = _measure(t, pdir)
     d = m["down"]
-    rec["measured"] = {"limiter": d["limiter"], "limiter_note": d.get("limiter_note"), "down_mbps": d["rate_mbps"],
+    rec["measured"] = {"limiter": d["limiter"], "limiter_note": d.get("limiter_note"),
+                       "limiter_alternatives": d.get("limiter_alternatives"), "down_mbps": d["rate_mbps"],
                        "up_mbps": (m.get("up") or {}).get("rate_mbps"), "base_rtt_ms": m["base_rtt_ms"]["p50"],
                        "buffer_bytes": d["buffer_bytes"], "buffer_bdp": d["buffer_bdp"], "loss": m["loss"],
                        "saturated": d["saturated"], "evidence": d.get("evidence"), "elapsed_s": m["elapsed_s"],
@@ -471,6 +475,47 @@ def _rel(a, b):
     return (a - b) / b
 
 
+def truth_depth_ms(t: dict) -> float | None:
+    """The true queue's depth (ms) at the rate that drains it: a FIFO's or a tbf's buffer at the delivered rate
+    (a variable capacity's mean); None for the other limiters."""
+    if t["limiter"] not in ("fifo", "shaper") or not t.get("buffer_bytes"):
+        return None
+    return t["buffer_bytes"] * 8 / (t["down_mbps"] * 1e3)
+
+
+def _holds(t: dict, key: str, value) -> bool:
+    """Whether the true path ``t`` meets one condition of a named alternative (measure.alternatives,
+    measure.train_cannot_tell); a condition this check does not know is not met."""
+    if key == "depth_below_ms":
+        depth = truth_depth_ms(t)
+        return depth is not None and depth < value
+    if key == "target_below_ms":
+        return t["limiter"] in AQM_TARGET_MS and AQM_TARGET_MS[t["limiter"]] < value
+    if key == "kinds":
+        return t["limiter"] in value
+    if key == "rate_above_mbps":
+        return t["down_mbps"] >= value
+    return False
+
+
+def limiter_said(t: dict, m: dict) -> bool:
+    """Whether the measurement read the truth's limiter or said it could not
+    tell it apart: the verdict is the truth's observable class, or one of the
+    alternatives it names (``limiter_alternatives``) is, with every condition
+    under which that alternative gives the same evidence met by the truth
+    (a FIFO whose depth drains within the stated floor, an AQM whose target
+    is below it, a CoDel or PIE at a rate the packet train cannot show).
+    A note in words counts for nothing: a verdict that names alternatives
+    the truth does not meet, or none, was a guess."""
+    if m["limiter"] == t["observable"]:
+        return True
+    for alt in m.get("limiter_alternatives") or []:
+        conds = {k: v for k, v in alt.items() if k not in ("limiter", "why")}
+        if alt.get("limiter") == t["observable"] and conds and all(_holds(t, k, v) for k, v in conds.items()):
+            return True
+    return False
+
+
 def errors(rec: dict) -> dict:
     """The record's errors against the truth and the kernel (relative unless named otherwise)."""
     t, m = rec["truth"], rec["measured"]
@@ -510,8 +555,9 @@ def errors(rec: dict) -> dict:
             # the kernel's one run within the model's ensemble on the true path, 15 % either side (as the twin's)
             lo, hi = mens["goodput_mbps"]
             out["model_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
-    # a verdict that names the truth's class among what it cannot exclude (measure's limiter_note): said, not guessed
-    out["limiter_right_or_named"] = out["limiter_right"] or bool(m.get("limiter_note")) and t["observable"] == "fifo"
+    # a verdict that names the truth's class among what it cannot tell apart, where the truth is one that gives
+    # the same evidence (limiter_said): said, not guessed
+    out["limiter_right_or_named"] = limiter_said(t, m)
     if rec.get("rank"):
         out["rank_regret"] = rec["rank"]["regret"]
     out["base_rtt_ok"] = abs(out["base_rtt_ms"]) <= max(1.0, 0.05 * t["base_rtt_ms"])

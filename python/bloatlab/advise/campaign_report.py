@@ -136,6 +136,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                              f"{ev.get('probe_q95_ms', float('nan')):.2f} / {ev.get('flow_q50_ms', float('nan')):.2f} / "
                              f"{ev.get('flow_q95_ms', float('nan')):.2f} / {ev.get('burst_floor_ms', float('nan')):.2f}; "
                              f"{int(ev.get('retransmits', 0))} of {int(ev.get('segments', 0))}",
+                         # what the reading named beside itself, and whether the truth is one that gives that evidence
+                         "named (said so)": ", ".join(a["limiter"] for a in (m.get("limiter_alternatives") or [])[1:])
+                                            + (" (yes)" if r["errors"].get("limiter_right_or_named") and not r["errors"]["limiter_right"] else ""),
                          "advice": f"{r['advice']['cc']} + {r['advice']['queue']}",
                          "goodput predicted / kernel": f"{r['predicted']['goodput_mbps']:.3g} / {r['kernel']['goodput_mbps']:.3g}",
                          "note": m.get("limiter_note") or "; ".join(m.get("warnings") or [])})

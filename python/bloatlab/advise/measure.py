@@ -607,7 +607,8 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
        without a standing queue (median below ``floor``): losses not preceded
        by a growing RTT (Flach et al., SIGCOMM 2016). A FIFO shallower than
        ``floor`` or an AQM holding its queue below it cannot be told from it
-       by delays and drops (and acts as one): :func:`ambiguity` says so;
+       by delays and drops (and acts as one): :func:`ambiguity` says so, and
+       :func:`alternatives` states it as data the campaign can check;
     3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
        noise and twice over (the same isolation, seen in the tail);
     4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
@@ -631,14 +632,39 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
 
 def ambiguity(limiter: str, rate_mbps: float, flows: int) -> str | None:
     """What a verdict cannot exclude, in words (None where nothing): a policer
-    reading is also what a FIFO shallower than the burst floor gives."""
+    reading is also what a FIFO, or an AQM's queue, shallower than the burst
+    floor gives (:func:`alternatives` states the same as data)."""
     if limiter != "policer":
         return None
     floor = burst_floor_ms(rate_mbps, flows)
-    depth = (floor - NOISE_MS) / 1e3 * rate_mbps * 1e6 / 8
+    depth = floor / 1e3 * rate_mbps * 1e6 / 8
     return (f"drops without a queue: a policer, or a FIFO shallower than ~{depth / 1e3:.3g} KB "
-            f"({floor - NOISE_MS:.2g} ms at {rate_mbps:.3g} Mbit/s, the {flows} flows' bursts), or an AQM that holds "
-            f"its queue below that; they act alike on these flows")
+            f"({floor:.2g} ms at {rate_mbps:.3g} Mbit/s: the {flows} flows' bursts and the measurement's noise), or an "
+            f"AQM whose target is below that; they act alike on these flows")
+
+
+def alternatives(limiter: str, rate_mbps: float, flows: int) -> list[dict] | None:
+    """What the evidence of :func:`classify` cannot tell apart from its
+    verdict, as data (the words: :func:`ambiguity`): the verdict first, then
+    each alternative with the condition under which it gives the same
+    evidence, so that a check against a known truth (the campaign's
+    ``limiter_said``) can hold the reading to it:
+
+    - ``{"limiter": "fifo", "depth_below_ms": floor}``: a FIFO (or a tbf's
+      queue) whose whole depth drains within the burst floor: its queue can
+      never reach the floor, so the flows' p95 stays below it as behind a
+      policer, and it drops the bursts a deeper queue would hold;
+    - ``{"limiter": "aqm", "target_below_ms": floor}``: an AQM that holds
+      its queue at a target below the floor (CoDel's 5 ms at a few Mbit/s,
+      where four flows' bursts take tens of ms) drops those bursts too.
+
+    None where the verdict excludes the others (``fifo``, ``aqm`` by the
+    rules of :func:`classify`; the packet trains add their own)."""
+    if limiter != "policer":
+        return None
+    floor = burst_floor_ms(rate_mbps, flows)
+    return [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
+            {"limiter": "aqm", "target_below_ms": floor}]
 
 
 def _significant(retransmits: float, segments: float, idle_loss: float, handful: float = 3) -> bool:
@@ -736,6 +762,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
+            "limiter_alternatives": alternatives(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": secs, "saturated": saturated, "rate_variation": variation,
@@ -999,6 +1026,11 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
         return
     p, b, why = policer_figures(t, d["rate_mbps"])
     d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None)
+    if p is not None and d.get("limiter_alternatives"):
+        # the head came faster than the rate: the port is faster than what holds the flows to it, so that is no
+        # queue at the port's rate (an AQM dequeues at its own: sch_cake's shaper paces without a bucket) but a
+        # token bucket — a policer, or a tbf whose queue is shallower than the floor — or a capacity that moved
+        d["limiter_alternatives"] = [a for a in d["limiter_alternatives"] if a["limiter"] != "aqm"]
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
     say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
@@ -1032,24 +1064,34 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     if sent <= rate_mbps:
         return None, f"the train was sent at {sent:.4g} Mbit/s, no faster than the rate: it built no queue to read"
     received = train.get("received", train.get("head_packets", 0) + train.get("tail_packets", 0))
-    built_ms = received * wire * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent)
+    built_ms = queue_built_ms(received * wire, rate_mbps, sent)
     ratio = built_ms / max(queue_ms, 0.1)
     whole = train.get("first_loss") is None
     tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
     after = tail + lost
-    # what a full FIFO admits of the tail: C/U of it (the train sent at U, drained at C), and two standard deviations
     fifo = after * rate_mbps / sent
-    # ... and lost beyond the path's random loss (no handful: a train is no TCP flow, and CoDel drops one
-    # packet of it here and there, which is beyond a loss-free path's)
-    spread = whole or (tail > 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and _significant(lost, after, idle_loss, handful=0))
+    # drops not a full FIFO's (_tail_dropped), and lost beyond the path's random loss (no handful: a train is no
+    # TCP flow, and CoDel drops one packet of it here and there, which is beyond a loss-free path's)
+    spread = whole or (not _tail_dropped(train, rate_mbps) and _significant(lost, after, idle_loss, handful=0))
     arrived = 1.0 if whole else tail / max(after, 1)
     if whole and ratio < AQM_BURST_RATIO:
         return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
                       f"the flows' {queue_ms:.3g} ms): too short to tell a FIFO from a single-queue AQM (taken as a FIFO)")
-    if ratio < AQM_BURST_RATIO or not spread:
+    # a train too short to build AQM_BURST_RATIO x the flows' queue at this rate (train_reach_ms: the sender's pace
+    # near the rate, or a queue that stood high) shows an AQM where it could: by its first loss, at a queue a FIFO
+    # as deep as the flows' would not have dropped at (a FIFO drops nothing before its depth, which a loss-based
+    # fill reaches: the same factor between the mechanisms as the burst's), and spread drops after it
+    first_q_ms = queue_built_ms(train.get("head_bytes", 0), rate_mbps, train.get("head_send_mbps") or sent)
+    early = (not whole and train_reach_ms(train, rate_mbps) < AQM_BURST_RATIO * queue_ms
+             and AQM_BURST_RATIO * first_q_ms <= queue_ms)
+    if (ratio < AQM_BURST_RATIO and not early) or not spread:
         return None, (f"a packet train built {built_ms:.3g} ms of queue at the rate, {ratio:.2g}x the flows' "
                       f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + ": a FIFO's buffer")
-    why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
+    if ratio < AQM_BURST_RATIO:
+        why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost its first packet at {first_q_ms:.3g} ms "
+               f"of queue, where a FIFO as deep as the flows' drops none")
+    else:
+        why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
     if not whole:
         first_ms = train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3)
         drops = f", losing {lost} of its last {after} packets here and there ({arrived:.0%} arrived; a full FIFO admits {fifo / max(after, 1):.1%})"
@@ -1060,6 +1102,75 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     if built_ms > CODEL_INTERVAL_MS:
         return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
     return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
+
+
+def _tail_dropped(train: dict, rate_mbps: float) -> bool:
+    """Whether a packet train that lost packets shows a full FIFO's tail drop:
+    no more of the packets after its first loss arrived than a full FIFO
+    admits, C/U of them (the train sent at U, drained at C), twice over and
+    two standard deviations."""
+    if train.get("first_loss") is None:
+        return False
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    tail = train.get("tail_packets", 0)
+    fifo = (tail + train.get("lost", 0)) * rate_mbps / sent
+    return tail <= 2 * fifo + 2 * max(fifo, 1.0) ** 0.5
+
+
+def queue_built_ms(nbytes: float, rate_mbps: float, sent_mbps: float) -> float:
+    """The queue (ms at the rate C) that ``nbytes`` sent at U = ``sent_mbps``
+    build at a port of C = ``rate_mbps`` when they all arrive: what arrived
+    less what C drained while they came, bytes / C x (1 - C/U) (none where U
+    is no faster than C)."""
+    return max(nbytes * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent_mbps), 0.0)
+
+
+def train_reach_ms(train: dict, rate_mbps: float) -> float:
+    """The most queue (ms) a packet train can build at the rate: all its
+    packets (``sent``, else :data:`AQM_TRAIN_PACKETS`) arriving at the pace
+    the server sent them (:func:`queue_built_ms`). At 226 Mbit/s and the
+    ~530 Mbit/s this VM's server sends at: 53 ms x 0.57 = 31 ms."""
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    n = train.get("sent") or AQM_TRAIN_PACKETS
+    return queue_built_ms(n * train.get("wire_bytes", WIRE_SEGMENT), rate_mbps, sent)
+
+
+def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | None:
+    """Where a packet train read no AQM (:func:`single_queue_aqm`) but could
+    not have shown one: the alternative it leaves open, as data for the
+    direction's ``limiter_alternatives`` (see :func:`alternatives`), with a
+    ``why``; None where the train could tell (it had the reach, or it showed a
+    FIFO's tail drop).
+
+    A train shows a single-queue AQM by building at least
+    :data:`AQM_BURST_RATIO` x the flows' queue; N packets sent at U build at
+    most N x W / C x (1 - C/U) at a rate C (:func:`train_reach_ms`), so from
+    the rate C* = 1 / (R / (N x W) + 1/U) up, R = the ratio x the flows'
+    queue, no CoDel or PIE can show its burst (the server sends ~450-540
+    Mbit/s here: a PIE at 425 Mbit/s builds 4 ms). A FIFO's tail drop (no
+    more of the tail arriving than the drain admits, C/U, and its binomial
+    noise) is a FIFO's signature whatever the reach; a train that passed
+    whole, or lost a few packets here and there that do not show an AQM,
+    tells nothing. The alternative: ``{"limiter": "aqm", "kinds": ["codel",
+    "pie"], "rate_above_mbps": C*}``."""
+    need = AQM_BURST_RATIO * queue_ms
+    reach = train_reach_ms(train, rate_mbps)
+    if reach >= need:
+        return None
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    after = train.get("tail_packets", 0) + train.get("lost", 0)
+    fifo = after * rate_mbps / sent
+    # a tail drop tells a FIFO only where a full FIFO's share of the tail (C/U, twice over and its noise) is
+    # below the whole of it: with U near C a FIFO admits about all of it, as an AQM's spread drops do
+    if _tail_dropped(train, rate_mbps) and 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 < after:
+        return None
+    bits = (train.get("sent") or AQM_TRAIN_PACKETS) * train.get("wire_bytes", WIRE_SEGMENT) * 8
+    c_star = 1 / (need / 1e3 / bits + 1 / (sent * 1e6)) / 1e6
+    return {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": c_star,
+            "why": (f"a train of {bits / 8e3:.0f} KB sent at {sent:.4g} Mbit/s builds at most {reach:.3g} ms of queue at "
+                    f"{rate_mbps:.4g} Mbit/s, less than the {need:.3g} ms ({AQM_BURST_RATIO:g}x the flows' {queue_ms:.3g} ms) "
+                    f"that would show a CoDel's or PIE's burst (from {c_star:.4g} Mbit/s up): a FIFO or a single-queue AQM, "
+                    f"not told apart")}
 
 
 def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0) -> None:
@@ -1081,8 +1192,59 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     x["aqm_train"] = t
     x["aqm_note"] = why
     if kind:
-        x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+        x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
+                 limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
+        return
+    if _not_a_fifo(t, x):
+        say(f"  down: {x['limiter_note']}")
+        return
+    alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
+    if alt:
+        x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [alt]
+        x["aqm_note"] = alt["why"]
+        x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), alt["why"]) if n)
+        say(f"  down: {alt['why']}")
+
+
+def faster_port(train: dict, rate_mbps: float, flow_q95_ms: float, floor_ms: float) -> float | None:
+    """The port's rate (Mbit/s) where a packet train shows that what held a
+    direction's flows to ``rate_mbps`` is no queue at that rate: the train's
+    head arrived faster than :data:`TRAIN_PORT_MARGIN` x the rate (its
+    dispersion, not the server's pace) — a queue at the rate C spaces every
+    packet it passes C apart — while the flows' queueing p95 stayed below the
+    burst floor (drops without a queue, as :func:`classify` reads a policer by
+    the flows). The converse of :func:`_not_a_policer`: a verdict of ``fifo``
+    that the probes' p95 alone made (it passes the floor where the VM pauses
+    reach it) meets a port faster than the rate. None otherwise."""
+    lead = train.get("leading_mbps")
+    if not lead or train.get("sender_limited") or lead < TRAIN_PORT_MARGIN * rate_mbps or flow_q95_ms >= floor_ms:
+        return None
+    return lead
+
+
+def _not_a_fifo(t: dict, x: dict) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` shows a port
+    faster than its rate (:func:`faster_port`) becomes ``policer``, with the
+    train's port and bucket (:func:`policer_figures`) and what it cannot
+    exclude: a tbf whose queue is shallower than the floor (the head rules out
+    an AQM at the rate, as behind a policer reading). True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev:
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead = faster_port(t, x["rate_mbps"], ev["flow_q95_ms"], floor)
+    if lead is None:
+        return False
+    p, b, why = policer_figures(t, x["rate_mbps"])
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, and a "
+            f"packet train's head arrived at {lead:.4g} Mbit/s, faster than a queue at {x['rate_mbps']:.4g} Mbit/s lets "
+            f"packets through: a token bucket, not a FIFO at the rate (the probes' p95, "
+            f"{ev.get('probe_q95_ms', float('nan')):.3g} ms, had passed the floor); ") + ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
+             train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
+    return True
 
 
 def _cobalt(x: dict) -> None:
@@ -1228,7 +1390,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # (p95) behind mac80211's fq_codel, read as a legacy FIFO on the campaign's evaluation seed 3)
     mac, why_mac = wifi_design(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]),
                                x.get("fill_dropped", x["evidence"]["dropped"]), base_ms)
-    x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}")
+    x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None)
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
@@ -1248,7 +1410,11 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
     q95 = x["evidence"]["flow_q95_ms"]
     buf = max(q95 / 1e3 * x["rate_mbps"] * 1e6 / 8, 2 * WIRE_SEGMENT)
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
+    # packet train is then read: _aqm_train)
+    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": burst_floor_ms(x["rate_mbps"], x.get("flows", 4))}]
     x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
+             limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
                           f"rate: not a policer but a queue too shallow for the flows' bursts (~{buf / 1e3:.3g} KB), or an "
                           f"AQM holding its queue below them")

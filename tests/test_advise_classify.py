@@ -1,0 +1,202 @@
+"""The limiter's reading where the evidence cannot tell two limiters apart
+(issue 30 §1: "a path it cannot tell apart says so, with the evidence,
+rather than guessing"), and the campaign's check that such a reading names
+the truth only where the truth really gives that evidence.
+
+Every figure below is a stored measurement of the advisor's campaign (seed 8:
+/work/camp8, seed 9: /work/camp9; `paths/NNNN/measure.json`): the evidence of
+the loaded phase the verdict came from and the packet train `measure` sent,
+with the truth the campaign emulated. Each of these paths was misread before
+(docs/advise.md, "When the evidence cannot tell")."""
+
+from bloatlab.advise import campaign as c
+from bloatlab.advise import measure as m
+
+
+def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0) -> dict:
+    """The down direction as `measure` reads it from one loaded phase's
+    evidence and the packet train(s) it sends: the verdict (classify), then
+    behind a policer reading the policer's train (_policer_train,
+    _not_a_policer), then behind a FIFO with drops the AQM train (_aqm_train:
+    the policer's train where one was sent)."""
+    lim = m.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4)
+    q95 = ev["flow_q95_ms"]
+    x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m.ambiguity(lim, rate, 4),
+         "limiter_alternatives": m.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
+         "evidence": dict(ev, dropped=True, burst_floor_ms=m.burst_floor_ms(rate, 4)),
+         "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))
+    if lim == "policer":
+        m._policer_train("h", 5301, None, x, lambda s: None)
+        m._not_a_policer(x, base_ms)
+    m._aqm_train("h", 5301, None, x, lambda s: None, idle_loss)
+    return x
+
+
+def truth(limiter: str, down_mbps: float, buffer_bytes: int | None = None) -> dict:
+    return {"limiter": limiter, "observable": c.OBSERVABLE[limiter], "down_mbps": down_mbps, "buffer_bytes": buffer_bytes}
+
+
+# seed 8 path 18: a tbf at 177.7 Mbit/s on a 273-Mbit/s port, its FIFO 72.7 KB (3.27 ms at the rate), 13.3 ms
+TBF_FAST_EV = {"probe_q95_ms": 3.0745, "flow_q50_ms": 1.7436, "flow_q95_ms": 3.1906}
+TBF_FAST_TRAIN = {"first_loss": 136, "head_bytes": 204000, "head_packets": 136, "head_send_mbps": 421.98, "leading_mbps": 273.09,
+                  "lost": 383, "received": 617, "sender_limited": False, "send_mbps": 480.76, "sent": 1000, "tail_packets": 481,
+                  "tail_mbps": 273.6, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_tbf_whose_queue_drains_within_the_floor_reads_as_a_policer_that_names_it(monkeypatch):
+    """The flows' p95 (3.19 ms) stayed below the 5-ms floor (2-ms bursts + 3 ms of noise): a queue that shallow
+    never shows itself, so the policer reading names a FIFO (or a tbf's queue) shallower than the floor — 5 ms x
+    178.7 Mbit/s = 112 KB, not the 2 ms less the noise it named before — and the train's head at the 273-Mbit/s
+    port excludes an AQM at the rate (it would have delivered the head at its own)."""
+    x = read_down(monkeypatch, TBF_FAST_EV, 178.698, TBF_FAST_TRAIN)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 273.09
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
+    assert "shallower than ~112 KB (5 ms at 179 Mbit/s" in x["limiter_note"]
+    # the truth's 72.7-KB tbf queue drains in 3.27 ms at 177.7: said; one of 200 KB (9 ms) would have shown: a miss
+    assert c.limiter_said(truth("shaper", 177.70, 72728), x)
+    assert not c.limiter_said(truth("shaper", 177.70, 200_000), x)
+    assert not c.limiter_said(truth("fq_codel", 177.70), x), "no AQM alternative behind a faster port"
+
+
+# seed 9 path 5: a tbf at 2.78 Mbit/s on a 3.7-Mbit/s port, its FIFO 4.8 KB (13.9 ms), 59 ms
+TBF_SLOW_EV = {"probe_q95_ms": 15.348, "flow_q50_ms": 18.743, "flow_q95_ms": 24.867}
+TBF_SLOW_TRAIN = {"first_loss": 4, "head_bytes": 6000, "head_packets": 4, "head_send_mbps": 410.36, "leading_mbps": 3.70,
+                  "lost": 994, "received": 6, "sender_limited": False, "send_mbps": 1319.48, "sent": 1000, "tail_packets": 2,
+                  "tail_mbps": 3.70, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_slow_tbf_shallower_than_four_flows_bursts_is_named_beside_the_policer(monkeypatch):
+    """At 2.79 Mbit/s four flows' two-segment bursts take 34.4 ms (+ 3: a 37.4-ms floor); the tbf's 4.8-KB queue
+    (13.9 ms) drops them as a policer does."""
+    x = read_down(monkeypatch, TBF_SLOW_EV, 2.791, TBF_SLOW_TRAIN, base_ms=59.5)
+    floor = m.burst_floor_ms(2.791, 4)
+    assert round(floor, 2) == 37.40
+    assert x["limiter"] == "policer" and x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}]
+    assert c.limiter_said(truth("shaper", 2.779, 4830), x)
+    # a FIFO holding 40 ms at that rate would have stood above the floor: not said
+    assert not c.limiter_said(truth("shaper", 2.779, 14_000), x)
+
+
+# seed 8 path 29: a 3000-B FIFO on an LTE-like capacity (mean 22.7 Mbit/s), 6.5 ms; read from the BBR phase
+LTE_EV = {"probe_q95_ms": 1.9074, "flow_q50_ms": 0.4678, "flow_q95_ms": 1.1556}
+LTE_TRAIN = {"first_loss": 2, "head_bytes": 3000, "head_packets": 2, "head_send_mbps": 778.01, "leading_mbps": 2294.46,
+             "lost": 961, "received": 39, "sender_limited": True, "send_mbps": 647.68, "sent": 1000, "tail_packets": 37,
+             "tail_mbps": 23.38, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_two_packet_fifo_on_a_variable_link_acts_as_a_policer_and_is_named(monkeypatch):
+    """A 2-packet FIFO drops every burst: it acts as a policer does on these flows. The train's head was the
+    server's pace (no port read), so neither the FIFO nor an AQM below the floor (8.07 ms) is excluded."""
+    x = read_down(monkeypatch, LTE_EV, 18.935, LTE_TRAIN, base_ms=7.7)
+    floor = m.burst_floor_ms(18.935, 4)
+    assert x["limiter"] == "policer"
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
+                                         {"limiter": "aqm", "target_below_ms": floor}]
+    assert c.limiter_said(dict(truth("fifo", 22.68, 3000), variable="lte"), x)
+    assert c.limiter_said(truth("codel", 18.9), x)  # CoDel's 5 ms < 8.07
+    assert not c.limiter_said(truth("pie", 18.9), x)  # PIE's 15 ms would have stood above the floor
+
+
+# seed 8 path 22: PIE at 1.82 Mbit/s (Linux's defaults), 8.6 ms
+PIE_SLOW_EV = {"probe_q95_ms": 19.575, "flow_q50_ms": 23.499, "flow_q95_ms": 32.259}
+PIE_SLOW_TRAIN = {"first_loss": 4, "head_bytes": 6000, "head_packets": 4, "head_send_mbps": 1412.04, "leading_mbps": 1.816,
+                  "lost": 996, "received": 4, "sender_limited": False, "send_mbps": 2807.95, "sent": 1000, "tail_packets": 0,
+                  "tail_mbps": None, "wire_bytes": 1500, "notes": []}
+
+
+def test_pie_holding_its_queue_below_the_bursts_is_named_beside_the_shallow_fifo(monkeypatch):
+    """The head came at the rate (no faster port: no policer) and the train lost all but 4 packets: PIE's drop
+    probability the load left behind, or a 7.4-KB FIFO's tail drop (it admits C/U = 0.07 % of the tail) — the
+    same packets. PIE's 15-ms target is below the 55-ms floor (four flows' bursts at 1.84 Mbit/s)."""
+    x = read_down(monkeypatch, PIE_SLOW_EV, 1.841, PIE_SLOW_TRAIN, base_ms=8.6)
+    floor = m.burst_floor_ms(1.841, 4)
+    assert x["limiter"] == "fifo" and x["buffer_bytes"] == 7423 and "not a policer" in x["limiter_note"]
+    assert x["limiter_alternatives"] == [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": floor}]
+    assert c.limiter_said(truth("pie", 1.816), x)
+    assert not c.limiter_said(truth("policer", 1.816), x)
+
+
+# seed 9 path 2: PIE at 225.9 Mbit/s, 112 ms; the AQM train right after the loads
+PIE_FAST_TRAIN = {"first_loss": 618, "head_bytes": 927000, "head_packets": 618, "head_send_mbps": 518.44, "leading_mbps": 225.92,
+                  "lost": 13, "received": 987, "sender_limited": False, "send_mbps": 531.09, "sent": 1000, "tail_packets": 369,
+                  "tail_mbps": 225.68, "wire_bytes": 1500}
+
+
+def test_a_train_too_short_for_the_burst_shows_pie_by_a_first_loss_no_fifo_of_that_depth_gives():
+    """1000 packets at 531 Mbit/s build at most 54.3 x (1 - 221/531) = 31.7 ms at 221 Mbit/s, less than twice the
+    flows' 52.8 ms: no burst to read. But the first loss came at 927 KB sent at 518 Mbit/s, 19.2 ms of queue, where
+    a FIFO as deep as the flows' (52.8 ms) drops none, and then 97 % of the tail arrived where a full FIFO admits
+    42 %: PIE (its first drop 33.5 ms into the queue, before CoDel's interval)."""
+    assert round(m.train_reach_ms(PIE_FAST_TRAIN, 221.14), 1) == 31.7
+    kind, why = m.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 52.78)
+    assert kind == "pie" and "first packet at 19.2 ms of queue" in why and "97% arrived" in why
+    # the same train behind a FIFO whose depth (what the flows filled) is the train's first-loss queue: a FIFO's
+    assert m.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)[0] is None
+
+
+def test_an_aqm_train_that_cannot_build_the_burst_says_it_cannot_tell():
+    """PIE at 425 Mbit/s behind a server that sends at ~500: a 1000-packet train builds 28.2 x (1 - 425/500) =
+    4.2 ms, whole — no AQM can show twice the flows' 15 ms there. The reading stays a FIFO and names a CoDel or PIE
+    from the rate a train of 1.5 MB at 500 Mbit/s can no longer show (C* = 1 / (30 ms / 12 Mbit + 1 / 500 Mbit/s)
+    = 222 Mbit/s)."""
+    whole = {"first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, "lost": 0, "tail_packets": 0, "received": 1000,
+             "wire_bytes": 1500, "head_send_mbps": 500.0, "send_mbps": 500.0, "sent": 1000}
+    assert m.single_queue_aqm(whole, 425.0, 15.0)[0] is None
+    alt = m.train_cannot_tell(whole, 425.0, 15.0)
+    assert alt["limiter"] == "aqm" and alt["kinds"] == ["codel", "pie"] and round(alt["rate_above_mbps"]) == 222
+    x = {"limiter": "fifo", "limiter_alternatives": [{"limiter": "fifo"}, alt]}
+    assert c.limiter_said(truth("pie", 425.0), x) and c.limiter_said(truth("codel", 239.0), x)
+    assert not c.limiter_said(truth("codel", 100.0), x), "below C* the train could have shown it"
+    assert not c.limiter_said(truth("fq_codel", 425.0), x), "flow isolation is read from the loads, not the train"
+    # at 20 Mbit/s the same train builds 570 ms: it can tell, and nothing is named
+    assert m.train_cannot_tell(whole, 20.0, 15.0) is None
+    # a FIFO's tail drop (C/U of the tail arrived) tells a FIFO whatever the reach
+    dropped = dict(whole, first_loss=100, head_packets=100, head_bytes=150_000, lost=765, tail_packets=135, received=235)
+    assert m.train_cannot_tell(dropped, 425.0 * 0.3, 400.0) is None
+    # ... but not where U is so near C that a full FIFO admits about all of the tail as well
+    near = dict(whole, first_loss=900, head_packets=900, head_bytes=1_350_000, lost=2, tail_packets=98, received=998)
+    assert m.train_cannot_tell(near, 471.0, 92.5) is not None
+
+
+def test_a_note_in_words_names_nothing_and_unknown_conditions_hold_for_nothing():
+    """The campaign's check cannot become a catch-all: the verdict itself, or an alternative with conditions the
+    truth meets — not a note, not an alternative without conditions, not a condition it does not know."""
+    t = truth("fifo", 20.0, 3000)
+    assert not c.limiter_said(t, {"limiter": "policer", "limiter_note": "a policer, or a FIFO ..."})
+    assert not c.limiter_said(t, {"limiter": "policer", "limiter_alternatives": [{"limiter": "fifo"}]})
+    assert not c.limiter_said(t, {"limiter": "policer", "limiter_alternatives": [{"limiter": "fifo", "anything": 1}]})
+    assert c.limiter_said(t, {"limiter": "fifo"})
+    assert c.limiter_said(t, {"limiter": "policer", "limiter_alternatives": [{"limiter": "fifo", "depth_below_ms": 1.3}]})
+    assert not c.limiter_said(t, {"limiter": "policer", "limiter_alternatives": [{"limiter": "fifo", "depth_below_ms": 1.1}]})
+    # and the campaign's error keys use it
+    rec = {"truth": dict(t, loss=0.0, base_rtt_ms=10.0), "measured": {"limiter": "policer", "down_mbps": 20.0, "base_rtt_ms": 10.0,
+           "buffer_bytes": None, "loss": 0.0, "limiter_alternatives": [{"limiter": "fifo", "depth_below_ms": 5.0}]},
+           "predicted": {"goodput_mbps": 1.0, "p95_rtt_ms": 1.0}, "kernel": {"goodput_mbps": 1.0, "p95_rtt_ms": 1.0},
+           "predicted_today": {"goodput_mbps": 1.0}, "kernel_today": {"goodput_mbps": 1.0}}
+    e = c.errors(rec)
+    assert e["limiter_right"] is False and e["limiter_right_or_named"] is True
+
+
+# seed 23 path 4: a policer at 156.6 Mbit/s (24 % of a 663-Mbit/s port, a 9.9-ms bucket), 269 ms; the fill collapsed
+# (CUBIC 11.1 Mbit/s), the BBR phase's probes read a p95 of 5.20 ms against the 5-ms floor on a VM at load 9-11
+POLICER_SLOW_PROBES_EV = {"probe_q95_ms": 5.1982, "flow_q50_ms": 0.7125, "flow_q95_ms": 1.1456}
+POLICER_AQM_TRAIN = {"first_loss": 132, "head_bytes": 198000, "head_packets": 132, "head_send_mbps": 4749.93, "leading_mbps": 633.06,
+                     "lost": 847, "received": 153, "sender_limited": False, "send_mbps": 6204.53, "sent": 1000, "tail_packets": 21,
+                     "tail_mbps": 160.84, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_fifo_reading_whose_train_arrives_faster_than_the_rate_is_a_token_bucket(monkeypatch):
+    """The probes' p95 passed the floor by 0.2 ms, so classify read a FIFO; but the flows' p95 stayed at 1.15 ms
+    and the AQM train's head came at 633 Mbit/s, 4x the rate: a queue at 156 Mbit/s passes nothing faster than
+    that. The reading becomes the policer (the train's port), naming a tbf shallower than the floor."""
+    assert m.classify(5.1982, 0.7125, 1.1456, True, 156.4, 4) == "fifo"
+    x = read_down(monkeypatch, POLICER_SLOW_PROBES_EV, 156.4, POLICER_AQM_TRAIN, base_ms=269.0)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 633.06 and x["buffer_bytes"] is None
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
+    assert "faster than a queue at 156.4 Mbit/s" in x["limiter_note"]
+    assert c.limiter_said(truth("policer", 156.6), x)
+    # a head at the rate (a FIFO at the port), the server's own pace, or flows that queued past the floor: no change
+    assert m.faster_port(dict(POLICER_AQM_TRAIN, leading_mbps=160.0), 156.4, 1.15, 5.0) is None
+    assert m.faster_port(dict(POLICER_AQM_TRAIN, sender_limited=True), 156.4, 1.15, 5.0) is None
+    assert m.faster_port(POLICER_AQM_TRAIN, 156.4, 5.3, 5.0) is None
