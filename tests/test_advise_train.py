@@ -63,9 +63,13 @@ def test_a_paced_train_reads_the_bucket_the_ports_fifo_hid_from_the_first():
     assert res == 1500 + 456 * 1500 * (39.0 / 64.37) * 0.1
     # the rate as measure read it on seed 8 path 14 (39.3, 0.8 % high): 1.4 % low
     assert abs(m.paced_bucket(t, 39.3, 64.37)[0] - 271_000) / 271_000 < 0.015
-    # with random loss in the head: the same bucket within a packet (the lost packets took no tokens)
-    b2, _, k2, how2 = m.paced_bucket(paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40, 200, 333)), 39.0, 64.37)
+    # with random loss in the head, on a path whose idle probes saw random loss: the same bucket within a packet
+    # (the lost packets took no tokens)
+    lossy = paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40, 200, 333))
+    b2, _, k2, how2 = m.paced_bucket(lossy, 39.0, 64.37, random_loss=0.002)
     assert k2 == 464 and "3 random losses" in how2 and abs(b2 - 271_000) < 1500
+    # on a path without random loss the first loss is the policer's (an unevenly paced head let the bucket refill)
+    assert m.paced_bucket(lossy, 39.0, 64.37)[2] == 40
     # the server fell behind in the tail: the head's send rate and the measured rate still read it
     b3, _, k3, _ = m.paced_bucket(paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0), 39.0, 64.37)
     assert (k3, b3) == (k, b)

@@ -1050,11 +1050,17 @@ def policer_cut(lost_seq: list[int], count: int) -> int:
     return int(np.argmax(score))
 
 
-def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float) -> tuple[float | None, float, int, str]:
+def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: float = 0.0) -> tuple[float | None, float, int, str]:
     """The bucket from a paced train (``train``, sent at ``pace_mbps``;
     ``rate_mbps`` measured): (bucket B or None where it passed whole, its
     resolution in B (where None: the least bucket), the cut, how). The cut
-    k (:func:`policer_cut`), h packets arrived before it; the policer passed
+    k: the first loss, or where the idle path showed random loss
+    (``random_loss``, each way) :func:`policer_cut` — not on a loss-free path:
+    a server short of CPU paces unevenly, and where it fell below the policed
+    rate for a while the bucket refilled between the policer's first losses,
+    which the likelihood then reads as random (seed 8 path 14 through the
+    emulator on a loaded VM: losses at 775 and 794, then from 892 on; 273 KB
+    from the first, 311 from 892, for 271). h packets arrived before k; the policer passed
     those h from a full bucket plus what it refilled while the k packets
     came at the rate U the server sent the head at (its send times; the pace
     where it has none): ``B = (h + 1/2) W - k W C/U`` — the formula of
@@ -1067,7 +1073,7 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float) -> tuple[float
         sent = train.get("head_send_mbps") or pace_mbps
         b = count * w * (1 - rate_mbps / sent)
         return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
-    k = policer_cut(lost, count)
+    k = policer_cut(lost, count) if random_loss > 0 else min(lost)
     before = sum(1 for s in lost if s < k)
     h = k - before
     u = train.get("head_send_mbps") or pace_mbps
@@ -1093,13 +1099,14 @@ def port_fifo(train: dict) -> float | None:
     return (h + 0.5) * w - h * w * p / max(u, p)
 
 
-def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> None:
+def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0) -> None:
     """Behind a policer: a packet train back to back, then where it read a
     port (its head sent faster than the port drained it, so the port's FIFO
     may have cut it) one paced at :data:`PACE_SHARE` of the port
     (:func:`_paced_policer_train`); their figures into the direction's report
     ``d`` (``train``, ``paced_train``, ``port_mbps``, ``bucket_bytes``,
-    ``port_buffer_bytes``, ``train_note``, ``train_evidence``)."""
+    ``port_buffer_bytes``, ``train_note``, ``train_evidence``); ``random_loss``:
+    the idle path's, each way (:func:`paced_bucket`)."""
     say("  down: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
     done_at = time.monotonic()
@@ -1112,7 +1119,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
                              + (f"{p:.4g} Mbit/s" if p else "not told") + f", {t.get('head_packets', 0)} packets before "
                              f"its first loss"])
     if p is not None and t.get("first_loss") is not None and b is not None:
-        _paced_policer_train(host, port, secret, d, t, p, b, done_at, say)
+        _paced_policer_train(host, port, secret, d, t, p, b, done_at, say, random_loss)
     b = d["bucket_bytes"]
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
@@ -1121,7 +1128,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> No
 
 
 def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: dict, port_mbps: float, b1: int,
-                         done_at: float, say) -> None:
+                         done_at: float, say, random_loss: float = 0.0) -> None:
     """The second train, paced at :data:`PACE_SHARE` of ``port_mbps`` (the
     first train ``t1``'s; ``b1`` its bucket reading, ``done_at`` when it
     ended): its bucket (:func:`paced_bucket`) where it is a full one
@@ -1151,7 +1158,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # the policer idled at least from the last train's end to this one's handshake (a round trip) after
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
-        b2, res, k, how = paced_bucket(t2, rate, pace)
+        b2, res, k, how = paced_bucket(t2, rate, pace, random_loss)
         if b2 is None and not res:
             d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}; the first train's bucket is kept")
             return
@@ -1536,7 +1543,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down":
             _wifi_train(wp, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
-            _policer_train(h, port, secret, x, say)
+            _policer_train(h, port, secret, x, say, report["loss"])
             _not_a_policer(x, base["p50"])
         if d == "down":
             _aqm_train(h, port, secret, x, say, report["loss"])
