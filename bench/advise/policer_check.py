@@ -23,11 +23,13 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", "")
 os.environ.setdefault("BLOATLAB_BIN_DIR", os.path.join(ROOT, "target", "release"))
 
-#: (port Mbit/s, CIR share of it, bucket ms at the CIR, port FIFO B, RTT ms): port/CIR 1.3-10, buckets 30-80 ms,
-#: FIFOs shallower and deeper than the bucket; "p14" is campaign seed 8 path 14 (/work/camp8 or rebuilt by draw)
+#: (port Mbit/s, CIR share of it, bucket ms at the CIR, port FIFO B, RTT ms[, random loss each way]): port/CIR
+#: 1.3-10, buckets 30-80 ms, FIFOs shallower and deeper than the bucket, one with random loss (the paced train's cut
+#: where the loss rate rises); "p14" is campaign seed 8 path 14 (rebuilt by campaign.draw)
 TRUTHS = {"r10shallow": (200.0, 0.1, 80.0, 60_000, 30.0),   # 20 Mbit/s, bucket 200 KB, FIFO 60 KB
           "r2deep": (20.0, 0.5, 30.0, 100_000, 40.0),       # 10 Mbit/s, bucket 37.5 KB, FIFO 100 KB
-          "r1p3shallow": (50.0, 0.77, 40.0, 45_000, 25.0)}  # 38.5 Mbit/s, bucket 192.5 KB, FIFO 45 KB
+          "r1p3shallow": (50.0, 0.77, 40.0, 45_000, 25.0),  # 38.5 Mbit/s, bucket 192.5 KB, FIFO 45 KB
+          "r2lossy": (50.0, 0.5, 50.0, 40_000, 30.0, 0.005)}  # 25 Mbit/s, bucket 156 KB, FIFO 40 KB, 0.5 % loss
 
 
 def truth(name: str) -> dict:
@@ -35,12 +37,12 @@ def truth(name: str) -> dict:
         from bloatlab.advise import campaign as cp
 
         return cp.draw(15, 8)[14]
-    port, cir, bucket_ms, fifo, rtt = TRUTHS[name]
+    port, cir, bucket_ms, fifo, rtt, *loss = TRUTHS[name]
     rate = port * cir
     bdp = rate * 1e6 * rtt / 1e3 / 8
     return {"index": 900, "limiter": "policer", "port_mbps": port, "up_port_mbps": port / 2, "down_mbps": rate,
             "up_mbps": port / 2 * cir, "base_rtt_ms": rtt, "buffer_bdp": fifo / bdp, "buffer_bytes": fifo,
-            "cir_fraction": cir, "bucket_ms": bucket_ms, "loss": 0.0, "observable": "policer", "variable": None}
+            "cir_fraction": cir, "bucket_ms": bucket_ms, "loss": loss[0] if loss else 0.0, "observable": "policer", "variable": None}
 
 
 def check(name: str, out: str, before: bool) -> dict:

@@ -225,6 +225,10 @@ fn a_paced_train_leaves_at_its_pace_and_says_so() {
     let send_ms = t["send_ms"].as_f64().unwrap();
     assert!(send_ms >= 9.8, "sent in {send_ms} ms: not paced");
     assert_eq!(t["sender_limited"], false, "a paced head is the pace: {t}");
+    // each packet's send time after the first's: 100 us apart, at most one packet early
+    let tx: Vec<f64> = t["tx_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!((tx.len(), tx[0]), (100, 0.0));
+    assert!(tx[99] >= 9.8 && tx.windows(3).all(|w| w[2] - w[0] >= 0.095), "{tx:?}");
     // the human text names the pace
     let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "20", "--rate", "50Mbit"]);
     assert!(o.status.success(), "{}", stderr(&o));

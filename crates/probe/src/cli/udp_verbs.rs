@@ -88,6 +88,18 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         o.insert("send_from".into(), json!(if r.done.is_some() { "server" } else { "received packets' send times" }));
         o.insert("send_mbps".into(), json!(send_mbps));
         o.insert("pace_mbps".into(), json!(a.rate.map(|p| p as f64 / 1e6)));
+        // a paced train's send times, ms after its first packet's (null: lost): the refill while any run of it
+        // reached the policer (a server short of CPU paces unevenly)
+        if a.rate.is_some() {
+            let t0 = r.arrivals.iter().map(|x| x.tx_ns).min().unwrap_or(0);
+            let mut tx: Vec<Option<f64>> = vec![None; a.count as usize];
+            for x in &r.arrivals {
+                if let Some(v) = tx.get_mut(x.seq as usize) {
+                    *v = Some((x.tx_ns - t0) as f64 / 1e6);
+                }
+            }
+            o.insert("tx_ms".into(), json!(tx));
+        }
         o.insert("local_drops".into(), json!(r.local_drops));
         o.insert("duplicates".into(), json!(r.duplicates));
         o.insert("foreign".into(), json!(r.foreign));
