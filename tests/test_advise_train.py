@@ -8,6 +8,126 @@ from bloatlab.advise import measure as m
 from bloatlab.advise.path import POLICER_PORT, Path, to_toml
 from bloatlab.errors import UserError
 
+
+def paced(count: int, w: int, pace: float, c: float, bucket: float, random_lost=(), rtt_ms: float = 100.0,
+          slow_from: int | None = None, slow_pace: float = 0.0) -> dict:
+    """The JSON of a train paced at ``pace`` Mbit/s through a full token bucket (``c`` Mbit/s, ``bucket`` B) in
+    front of a port that never queues it, ``random_lost`` lost before the policer (no tokens taken); from packet
+    ``slow_from`` on the server falls behind, to ``slow_pace``."""
+    tokens, lost, tx, t = bucket, [], [], 0.0
+    for s in range(count):
+        gap = w * 8 / ((slow_pace if slow_from is not None and s >= slow_from else pace) * 1e6)
+        if s:
+            tokens = min(tokens + c * 1e6 / 8 * gap, bucket)
+            t += gap
+        tx.append(t * 1e3)
+        if s in random_lost:
+            lost.append(s)
+        elif tokens >= w:
+            tokens -= w
+        else:
+            lost.append(s)
+    first = lost[0] if lost else None
+    tx = [None if s in lost else x for s, x in enumerate(tx)]
+    return {"tx_ms": tx, "sent": count, "lost_seq": lost, "lost": len(lost), "first_loss": first, "wire_bytes": w,
+            "head_send_mbps": pace, "leading_mbps": pace, "head_packets": first if first is not None else count,
+            "handshake_rtt_ms": rtt_ms, "received": count - len(lost)}
+
+
+# seed 8 path 14's first train (back to back): a 39-Mbit/s policer with a 271-KB bucket on a 67.7-Mbit/s port
+# whose FIFO holds 105.8 KB; the FIFO cut the head after 71 packets (/work/camp8/paths/0014/measure.json)
+PATH14 = {"bucket_bytes": 106393.9, "first_loss": 71, "head_bytes": 106500, "head_packets": 71, "head_send_mbps": 6223.605,
+          "leading_mbps": 67.76008, "lost": 925, "notes": [], "received": 75, "sender_limited": False, "sent": 1000,
+          "tail_mbps": 50.03, "tail_packets": 4, "wire_bytes": 1500, "handshake_rtt_ms": 100.7}
+
+
+def test_the_cut_is_the_first_loss_and_a_random_loss_in_the_head_does_not_move_it():
+    t = paced(1000, 1500, 64.0, 39.0, 271_000)
+    assert m.policer_cut(t["lost_seq"], 1000) == t["first_loss"] == 460
+    # three random losses among the first 460 (before the policer: they take no tokens, so the bucket lasts
+    # 3 / (1 - 39/64) = 7.7 packets longer): the two-run likelihood cuts where the policer's first drop is
+    t = paced(1000, 1500, 64.0, 39.0, 271_000, random_lost=(40, 200, 333))
+    assert t["first_loss"] == 40
+    assert m.policer_cut(t["lost_seq"], 1000) == 468 == [s for s in t["lost_seq"] if s > 333][0]
+    assert m.policer_cut([], 10) == 10
+    # a server that fell below the policed rate after packet 1259 loses nothing from there: no second run
+    # (seed 8 path 14's paced train through the emulator on a loaded machine: losses 570-1258, none after)
+    t = paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0)
+    assert t["lost_seq"][-1] < 1259 and m.policer_cut(t["lost_seq"], 2000) == t["first_loss"] == 456
+
+
+def test_a_paced_train_reads_the_bucket_the_ports_fifo_hid_from_the_first():
+    t = paced(2000, 1500, 64.37, 39.0, 271_000)
+    b, res, k, how = m.paced_bucket(t, 39.0, 64.37)
+    # 456 packets through, less what 39 Mbit/s refilled while they came at 64.37: 271 KB within a packet
+    assert k == 456 and "456 packets through" in how
+    assert abs(b - (456.5 * 1500 - 456 * 1500 * (39.0 / 64.37))) < 1e-3 and abs(b - 271_000) < 1500
+    # the resolution: a packet and the rate goal's 10 % of the refill
+    assert abs(res - (1500 + 456 * 1500 * (39.0 / 64.37) * 0.1)) < 1e-3
+    # the rate as measure read it on seed 8 path 14 (39.3, 0.8 % high): 1.4 % low
+    assert abs(m.paced_bucket(t, 39.3, 64.37)[0] - 271_000) / 271_000 < 0.015
+    # with random loss in the head, on a path whose idle probes saw random loss: the same bucket within a packet
+    # (the lost packets took no tokens)
+    lossy = paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40, 200, 333))
+    b2, _, k2, how2 = m.paced_bucket(lossy, 39.0, 64.37, random_loss=0.002)
+    assert k2 == 464 and "3 random losses" in how2 and abs(b2 - 271_000) < 1500
+    # on a path without random loss the first loss is the policer's (an unevenly paced head let the bucket refill)
+    assert m.paced_bucket(lossy, 39.0, 64.37)[2] == 40
+    # the send rate over the cut's head, from the packets' send times: a server that fell to 50 Mbit/s after packet
+    # 100 sent the 464 at 52.6 on average (the head's first 100 said 64.37); without them it reads the pace
+    uneven = paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40,), slow_from=100, slow_pace=50.0)
+    b5, _, k5, how5 = m.paced_bucket(uneven, 39.0, 64.37, random_loss=0.002)
+    first = next(s for s in uneven["lost_seq"] if s > 40)
+    u = (first - 1) * 1500 * 8 / (uneven["tx_ms"][first - 1] * 1e3)
+    assert k5 == first and f"{u:.4g}" in how5 and abs(b5 - 271_000) < 1500
+    b6, _, _, _ = m.paced_bucket({**uneven, "tx_ms": None}, 39.0, 64.37, random_loss=0.002)
+    assert b6 > 271_000 + 100_000, "the pace over-states the head's send rate, so under-states its refill: the bucket reads high"
+    # the server fell behind in the tail: the head's send rate and the measured rate still read it
+    b3, _, k3, _ = m.paced_bucket(paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0), 39.0, 64.37)
+    assert (k3, b3) == (k, b)
+    # no loss: at least the train's bytes less the refill
+    b4, least, _, how4 = m.paced_bucket(paced(100, 1500, 64.37, 39.0, 271_000), 39.3, 64.37)
+    assert b4 is None and least == 100 * 1500 * (1 - 39.3 / 64.37) and "passed whole" in how4
+
+
+def test_the_first_trains_head_bounds_the_ports_fifo():
+    # (71 + 1/2) x 1500 less what 67.76 Mbit/s drained while 71 packets came at 6224: the true FIFO is 105.8 KB
+    q = m.port_fifo(PATH14)
+    assert q == 71.5 * 1500 - 71 * 1500 * 67.76008 / 6223.605
+    assert abs(q - 105_841) / 105_841 < 0.01
+    assert m.port_fifo({**PATH14, "leading_mbps": None}) is None
+
+
+def test_seed8_path14_the_paced_train_finds_the_bucket_and_the_first_the_ports_fifo(monkeypatch):
+    d = {"rate_mbps": 39.30, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: paced(count, 1500, pace, 38.99, 271_048))
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert abs(d["bucket_bytes"] - 271_048) / 271_048 < 0.02
+    assert abs(d["port_buffer_bytes"] - 105_841) / 105_841 < 0.01
+    ev = " | ".join(d["train_evidence"])
+    assert "train 1 (back to back" in ev and "train 2 (paced at 64.37" in ev and "cut by the port's FIFO" in ev
+    # the twin's port holds that FIFO and its policer the paced train's bucket
+    p = Path(base_rtt_ms=100.4, down_mbps=39.3, limiter="policer", port_mbps=d["port_mbps"], bucket_bytes=d["bucket_bytes"],
+             port_buffer_bytes=d["port_buffer_bytes"])
+    ld = p.link_doc()
+    assert ld["buffer"] == f"{d['port_buffer_bytes']}B" and ld["policer"]["burst"] == f"{d['bucket_bytes']}B"
+    assert "port's buffer 106 KB" in p.describe()
+
+
+def test_a_paced_train_the_gap_did_not_refill_is_sent_again(monkeypatch):
+    """A bucket larger than the gap since the last train refilled: the paced train may have found it part full;
+    it is sent again after the largest readable bucket's refill time (here capped, and slept for)."""
+    d = {"rate_mbps": 39.30, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
+    calls, slept = [], []
+    # a 1-ms handshake: the gap refills ~5 KB of a 271-KB bucket
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: calls.append(1) or paced(count, 1500, pace, 38.99, 271_048, rtt_ms=1.0))
+    monkeypatch.setattr(m.time, "sleep", lambda s: slept.append(s))
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert len(calls) == 2 and len(slept) == 1 and 0 < slept[0] <= m.PACED_REFILL_MAX_S
+    assert "sent again" in d["train_evidence"][1] and "may not have refilled" in d["train_evidence"][2]
+
 # `udp train --json` through the emulator (--down 100Mbit --policer 20Mbit --rtt 30ms: a 25-KB bucket)
 EMULATED = {"bucket_bytes": 23794.5, "bucket_min_bytes": 18942.2, "first_loss": 16, "head_bytes": 24000, "head_packets": 16,
             "head_send_mbps": 2462.3, "head_span_ms": 1.80, "leading_mbps": 100.06, "lost": 970, "notes": [], "received": 30,
@@ -67,8 +187,20 @@ def test_a_twin_with_the_trains_port_and_bucket_round_trips(tmp_path):
 def test_a_policed_direction_records_its_train_and_survives_its_failure(monkeypatch):
     d = {"rate_mbps": 19.5, "limiter": "policer"}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: EMULATED)
+    # the paced train (at 95 % of the 100.06-Mbit/s port) meets the same 24.75-KB bucket: the policer cut both
+    paced_counts = []
+
+    def paced_train(host, port, secret, count, pace):
+        paced_counts.append((count, round(pace, 2)))
+        return paced(count, 1500, pace, 19.5, 24_750)
+
+    monkeypatch.setattr(m, "_paced_train", paced_train)
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert d["train"] is EMULATED and d["port_mbps"] == 100.06 and 24_000 < d["bucket_bytes"] < 25_000 and d["train_note"] is None
+    # 2000 packets (the cap; 1 s at 95.06 Mbit/s is 7922) at 95 % of the port
+    assert paced_counts == [(2000, 95.06)]
+    assert d.get("port_buffer_bytes") is None and d["port_buffer_min_bytes"] > 23_000
+    assert "the policer cut both" in d["train_evidence"][-1]
 
     def refused(host, port, secret, count=None):
         raise UserError("measure (packet train): the server refused the train: ...")

@@ -68,10 +68,12 @@
 //! when the server holds a `--secret`.
 //!
 //! ```text
-//! request (3), REQ_LEN B + tag:  16 count u32 | 20 size u16 | 22 0 0 | 24 cookie [16] | 40.. zero
+//! request (3), REQ_LEN B + tag:  16 count u32 | 20 size u16 | 22 0 0 | 24 cookie [16]
+//!                                | 40 pace bit/s u64 (0: back to back) | 48.. zero
 //! answer  (4), the request's length:
 //!                                16 status u8 | 17 0 0 0 | 20 value u32 | 24 cookie [16]
-//!                                | 40 send span ns u64 | 48 send errors u32 | 52.. zero
+//!                                | 40 send span ns u64 | 48 send errors u32
+//!                                | 52 pace bit/s u64 (DONE: the pace it sent at, 0: back to back) | 60.. zero
 //! data    (5), size B:           seq = index | 16 server send ns u64 | 24 count u32 | 28.. zero | tag
 //! ```
 //!
@@ -80,12 +82,29 @@
 //!    no longer than the request, so a spoofed request reflects nothing.
 //! 2. The client asks again with the cookie; the server checks it (this or
 //!    the previous epoch), its bounds and the source's budget, then sends
-//!    the train from a thread of its own (a tight loop of `send_to`, no
-//!    pacing) and a `DONE` answer (twice, [`DONE_AGAIN_NS`] apart): packets
-//!    sent, the span from the first to the last send, send errors.
+//!    the train from a thread of its own (a tight loop of `send_to`, or
+//!    paced: see below) and a `DONE` answer (twice, [`DONE_AGAIN_NS`] apart):
+//!    packets sent, the span from the first to the last send, send errors,
+//!    the pace it applied.
+//!
+//! Paced trains (`--rate R`, the request's pace): the server sends a packet
+//! every W·8/R (W its IP bytes), so a port of rate P ≥ R never queues the
+//! train and its first loss is the policer's, not the port's FIFO's (a
+//! back-to-back train at 6-10 Gbit/s overflows a 106-KB FIFO on a 68-Mbit/s
+//! port after 71 packets, long before a 271-KB bucket runs dry: campaign
+//! seed 8 path 14). The server waits for each packet's due time (sleep,
+//! then a spin for the last [`PACE_SPIN_NS`]); a packet it sent more than a
+//! gap late restarts the schedule from it rather than catching up, so at
+//! most one packet leaves early (two back to back at worst, which any FIFO
+//! of two packets holds). A paced train occupies a thread of the server for
+//! its duration: at most [`MAX_PACED_NS`] (refused beyond, [`Status::TooLong`]).
+//! A server older than paced trains ignores the pace (the bytes were
+//! zero) and sends back to back: its DONE then echoes no pace, and the
+//! client says so instead of reading the train as paced.
 //!
 //! Server bounds (it faces the network; a refusal is an answer naming it):
-//! count ≤ [`MAX_COUNT`], size in [`MIN_SIZE`]..=[`MAX_SIZE`], one train in
+//! count ≤ [`MAX_COUNT`], size in [`MIN_SIZE`]..=[`MAX_SIZE`], a paced train
+//! no longer than [`MAX_PACED_NS`], one train in
 //! flight per session (address, port, session id) and [`MAX_IN_FLIGHT`] in
 //! all, [`BUDGET_BYTES`] of trains per [`BUDGET_WINDOW_NS`] per source
 //! address (a token bucket: a client that waits gets its budget back), and
@@ -128,6 +147,15 @@ pub const COOKIE_EPOCH_NS: u64 = 10_000_000_000;
 pub const DONE_AGAIN_NS: u64 = 50_000_000;
 /// A request's length before its tag.
 pub const REQ_LEN: usize = 64;
+/// The longest a paced train may take at the server (ns): one second holds a
+/// train thread (of [`MAX_IN_FLIGHT`]) no longer than a handshake's timeout,
+/// and at a port's rate it outlasts a bucket of 100 ms of a policer at up
+/// to 90 % of the port (the bucket drains at P − C: 0.1·C / (P − C) ≤ 1 s).
+pub const MAX_PACED_NS: u64 = 1_000_000_000;
+/// A paced sender sleeps until this long before a packet's due time and
+/// spins the rest: a sleep wakes up to ~50-60 µs late on a VM even with a
+/// 1-ns timer slack.
+pub const PACE_SPIN_NS: u64 = 100_000;
 const COOKIE_LEN: usize = 16;
 /// The head was sender-limited when the server handed it to its kernel at
 /// less than this multiple of the rate it arrived at (send timestamps jitter
@@ -152,12 +180,14 @@ pub enum Status {
     Budget = 5,
     /// refused: count 0 or size below value
     TooSmall = 6,
+    /// refused: a paced train longer than [`MAX_PACED_NS`]; value = the most packets at that pace
+    TooLong = 7,
 }
 
 impl Status {
     fn from_u8(v: u8) -> Option<Status> {
         use Status::*;
-        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall].into_iter().find(|s| *s as u8 == v)
+        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall, TooLong].into_iter().find(|s| *s as u8 == v)
     }
 }
 
@@ -167,6 +197,10 @@ pub fn refusal_text(s: Status, value: u32, count: u32, size: usize) -> String {
         Status::TooMany => format!("--count {count}: the server sends at most {value} packets in a train"),
         Status::TooBig => format!("--size {size}: the server sends packets of at most {value} B"),
         Status::TooSmall => format!("--count {count} --size {size}: a train needs at least 1 packet of at least {value} B"),
+        Status::TooLong => format!(
+            "--count {count} --rate: a paced train may last at most {} s at the server; at that rate it sends at most {value} packets of {size} B",
+            MAX_PACED_NS as f64 / 1e9
+        ),
         Status::Busy if value == 0 => "the server is still sending this session's train".into(),
         Status::Busy => format!("the server is busy: {value} trains in flight (try again shortly)"),
         Status::Budget => format!(
@@ -199,14 +233,20 @@ fn put_header(b: &mut [u8], kind: Kind, flags: u8, session: u32, seq: u64) {
     b[8..16].copy_from_slice(&seq.to_le_bytes());
 }
 
-/// A train request (the client's), signed with `key`.
+/// A train request (the client's), signed with `key`: back to back.
 pub fn build_request(session: u32, count: u32, size: u16, cookie: &[u8; COOKIE_LEN], key: Option<&Key>) -> Vec<u8> {
+    build_paced_request(session, count, size, 0, cookie, key)
+}
+
+/// A train request paced at `pace_bps` (bit/s of IP packets; 0: back to back).
+pub fn build_paced_request(session: u32, count: u32, size: u16, pace_bps: u64, cookie: &[u8; COOKIE_LEN], key: Option<&Key>) -> Vec<u8> {
     let flags = flags_of(key);
     let mut b = vec![0u8; msg_len(flags)];
     put_header(&mut b, Kind::TrainRequest, flags, session, 0);
     b[16..20].copy_from_slice(&count.to_le_bytes());
     b[20..22].copy_from_slice(&size.to_le_bytes());
     b[24..40].copy_from_slice(cookie);
+    b[40..48].copy_from_slice(&pace_bps.to_le_bytes());
     wire::sign(&mut b, key);
     b
 }
@@ -217,6 +257,8 @@ pub struct Request {
     pub count: u32,
     pub size: u16,
     pub cookie: [u8; COOKIE_LEN],
+    /// bit/s of IP packets; 0: back to back
+    pub pace_bps: u64,
 }
 
 /// The fields of a train request `pkt` (already passed by [`wire::parse`]);
@@ -231,6 +273,7 @@ pub fn parse_request(pkt: &[u8]) -> Option<Request> {
         count: u32::from_le_bytes(pkt[16..20].try_into().unwrap()),
         size: u16::from_le_bytes(pkt[20..22].try_into().unwrap()),
         cookie,
+        pace_bps: u64::from_le_bytes(pkt[40..48].try_into().unwrap()),
     })
 }
 
@@ -242,9 +285,12 @@ pub struct Answer {
     pub cookie: [u8; COOKIE_LEN],
     pub span_ns: u64,
     pub errors: u32,
+    /// DONE: the pace the server sent at (bit/s of IP packets; 0: back to back, or a server older than paced trains)
+    pub pace_bps: u64,
 }
 
-fn build_answer(session: u32, a: &Answer, key: Option<&Key>) -> Vec<u8> {
+/// A train answer (the server's), signed with `key`.
+pub fn build_answer(session: u32, a: &Answer, key: Option<&Key>) -> Vec<u8> {
     let flags = flags_of(key);
     let mut b = vec![0u8; msg_len(flags)];
     put_header(&mut b, Kind::TrainAnswer, flags, session, 0);
@@ -253,6 +299,7 @@ fn build_answer(session: u32, a: &Answer, key: Option<&Key>) -> Vec<u8> {
     b[24..40].copy_from_slice(&a.cookie);
     b[40..48].copy_from_slice(&a.span_ns.to_le_bytes());
     b[48..52].copy_from_slice(&a.errors.to_le_bytes());
+    b[52..60].copy_from_slice(&a.pace_bps.to_le_bytes());
     wire::sign(&mut b, key);
     b
 }
@@ -270,6 +317,7 @@ pub fn parse_answer(pkt: &[u8]) -> Option<Answer> {
         cookie,
         span_ns: u64::from_le_bytes(pkt[40..48].try_into().unwrap()),
         errors: u32::from_le_bytes(pkt[48..52].try_into().unwrap()),
+        pace_bps: u64::from_le_bytes(pkt[52..60].try_into().unwrap()),
     })
 }
 
@@ -359,7 +407,7 @@ impl TrainServer {
             let _ = sock.send_to(&build_answer(session, &a, key), from);
         };
         let refuse = |status: Status, value: u32| {
-            answer(Answer { status, value, cookie: [0; COOKIE_LEN], span_ns: 0, errors: 0 });
+            answer(Answer { status, value, cookie: [0; COOKIE_LEN], span_ns: 0, errors: 0, pace_bps: 0 });
             Handled::Refused(status)
         };
         if req.count == 0 || (req.size as usize) < MIN_SIZE {
@@ -371,12 +419,17 @@ impl TrainServer {
         if req.size as usize > MAX_SIZE {
             return refuse(Status::TooBig, MAX_SIZE as u32);
         }
+        let wire_bytes = (req.size as usize + ip_overhead(&from)) as u64;
+        let gap_ns = pace_gap_ns(wire_bytes, req.pace_bps);
+        if gap_ns > 0 && paced_span_ns(req.count, gap_ns) > MAX_PACED_NS {
+            return refuse(Status::TooLong, (MAX_PACED_NS / gap_ns + 1).min(MAX_COUNT as u64) as u32);
+        }
         let epoch = now / COOKIE_EPOCH_NS;
         let fresh = self.cookie(from, session, epoch);
         let ok = wire_eq(&req.cookie, &fresh) || epoch > 0 && wire_eq(&req.cookie, &self.cookie(from, session, epoch - 1));
         if !ok {
             // no bigger than the request: a spoofed source gets back what it sent
-            answer(Answer { status: Status::Cookie, value: 0, cookie: fresh, span_ns: 0, errors: 0 });
+            answer(Answer { status: Status::Cookie, value: 0, cookie: fresh, span_ns: 0, errors: 0, pace_bps: 0 });
             return Handled::Cookie;
         }
         {
@@ -409,8 +462,9 @@ impl TrainServer {
         self.in_flight.lock().unwrap().insert((from, session));
         let (flight, key2) = (self.in_flight.clone(), key.cloned());
         let started = std::thread::Builder::new().name("train".into()).spawn(move || {
-            let (sent, span_ns, errors) = send_train(&s, from, session, req.count, req.size as usize, key2.as_ref());
-            let done = Answer { status: Status::Done, value: sent, cookie: [0; COOKIE_LEN], span_ns, errors };
+            let (sent, span_ns, errors) = send_train(&s, from, session, req.count, req.size as usize, gap_ns, key2.as_ref());
+            let pace_bps = if gap_ns > 0 { req.pace_bps } else { 0 };
+            let done = Answer { status: Status::Done, value: sent, cookie: [0; COOKIE_LEN], span_ns, errors, pace_bps };
             // DONE twice: the first follows the train into an empty bucket and may be dropped
             let msg = build_answer(session, &done, key2.as_ref());
             let _ = s.send_to(&msg, from);
@@ -431,16 +485,65 @@ fn wire_eq(a: &[u8; COOKIE_LEN], b: &[u8; COOKIE_LEN]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Send the train: `count` packets of `size` B back to back, each stamped
-/// with CLOCK_REALTIME just before its `send_to`. Returns (packets the
-/// kernel took, ns from the first send to the last, send errors).
-pub fn send_train(sock: &UdpSocket, to: SocketAddr, session: u32, count: u32, size: usize, key: Option<&Key>) -> (u32, u64, u32) {
+/// The spacing (ns) of a train of `wire_bytes`-B packets paced at
+/// `pace_bps` (0: back to back, and so is a pace under 1 ns a packet).
+pub fn pace_gap_ns(wire_bytes: u64, pace_bps: u64) -> u64 {
+    if pace_bps == 0 {
+        return 0;
+    }
+    (wire_bytes as u128 * 8 * 1_000_000_000 / pace_bps as u128).min(u64::MAX as u128) as u64
+}
+
+/// How long a train of `count` packets `gap_ns` apart takes to send (first to last).
+pub fn paced_span_ns(count: u32, gap_ns: u64) -> u64 {
+    (count.saturating_sub(1) as u64).saturating_mul(gap_ns)
+}
+
+/// Wait until CLOCK_MONOTONIC reaches `due`: a sleep to [`PACE_SPIN_NS`]
+/// before it, then a spin.
+fn wait_until(due: u64) {
+    let now = sys::mono_ns();
+    if due > now + PACE_SPIN_NS {
+        sys::sleep_until_mono(due - PACE_SPIN_NS);
+    }
+    while sys::mono_ns() < due {
+        std::hint::spin_loop();
+    }
+}
+
+/// The next packet's due time (CLOCK_MONOTONIC ns) after one due at `due`
+/// was sent at `sent`: a gap after `due`, or a gap after `sent` where it
+/// left more than a gap late (no catching up: at most one packet early).
+pub fn next_due(due: u64, sent: u64, gap_ns: u64) -> u64 {
+    if sent > due + gap_ns {
+        sent + gap_ns
+    } else {
+        due + gap_ns
+    }
+}
+
+/// Send the train: `count` packets of `size` B, back to back (`gap_ns` 0)
+/// or paced `gap_ns` apart ([`next_due`]), each stamped with CLOCK_REALTIME
+/// just before its `send_to`. Returns (packets the kernel took, ns from the
+/// first send to the last, send errors).
+pub fn send_train(sock: &UdpSocket, to: SocketAddr, session: u32, count: u32, size: usize, gap_ns: u64, key: Option<&Key>) -> (u32, u64, u32) {
     let flags = flags_of(key);
     let mut b = vec![0u8; size];
     let (mut sent, mut errors, mut first, mut last) = (0u32, 0u32, None, 0u64);
+    if gap_ns > 0 {
+        sys::tight_timer_slack();
+    }
+    let mut due = 0u64;
     for seq in 0..count {
         put_header(&mut b, Kind::TrainData, flags, session, seq as u64);
         b[24..28].copy_from_slice(&count.to_le_bytes());
+        if gap_ns > 0 {
+            if seq > 0 {
+                wait_until(due);
+            }
+            let now = sys::mono_ns();
+            due = if seq == 0 { now + gap_ns } else { next_due(due, now, gap_ns) };
+        }
         let t = sys::real_ns();
         b[16..24].copy_from_slice(&t.to_le_bytes());
         wire::sign(&mut b, key);
@@ -572,8 +675,21 @@ fn mbps(bytes: u64, ns: u64) -> Option<f64> {
 }
 
 /// Analyse a train of `count` packets of `wire_bytes` IP bytes each from
-/// its `arrivals` (any order, one per sequence number).
+/// its `arrivals` (any order, one per sequence number), sent back to back.
 pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
+    analyse_with(count, wire_bytes, arrivals, None)
+}
+
+/// [`analyse`] a train the server paced at `pace_mbps`: its head reached the
+/// policer as it was sent, whichever side of the port the policer sits (a
+/// port no slower than the pace never queues it), so the bucket is read
+/// with U = the head's send rate (the pace where the head had no span), and
+/// a head sent no faster than it arrived is the pace, not a note.
+pub fn analyse_paced(count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: f64) -> Analysis {
+    analyse_with(count, wire_bytes, arrivals, Some(pace_mbps))
+}
+
+fn analyse_with(count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: Option<f64>) -> Analysis {
     let mut a = Analysis { sent: count, received: arrivals.len() as u32, batches: batches(arrivals), ..Default::default() };
     let mut got = vec![false; count as usize];
     for x in arrivals {
@@ -599,7 +715,7 @@ pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
         a.leading_mbps = mbps(bytes, a.head_span_ns);
         a.head_send_mbps = mbps(bytes, span(&head, |x| x.tx_ns));
         if let Some(l) = a.leading_mbps {
-            if a.head_send_mbps.is_some_and(|s| s < SENDER_MARGIN * l) {
+            if pace_mbps.is_none() && a.head_send_mbps.is_some_and(|s| s < SENDER_MARGIN * l) {
                 a.sender_limited = true;
                 a.notes.push(format!(
                     "the server sent the head at {} Mbit/s, no faster than it arrived: the sender, not the path, set the leading rate (the port is at least {} Mbit/s)",
@@ -649,17 +765,21 @@ pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
             let h = a.head_bytes as f64;
             // the middle of the packet-wide interval the bucket (plus the refill) lies in
             let mid = h + wire_bytes as f64 / 2.0;
-            // the rate the head reached the policer at: as sent (None: all at one instant)
-            let u = a.head_send_mbps.unwrap_or(f64::INFINITY).max(l);
+            // the rate the head reached the policer at: as sent (None: all at one instant); back to back, at
+            // least the port's (a policer behind the port sees it at P); paced, as sent (the port did not queue it)
+            let u = match pace_mbps {
+                Some(p) => a.head_send_mbps.unwrap_or(p),
+                None => a.head_send_mbps.unwrap_or(f64::INFINITY).max(l),
+            };
             match a.tail_mbps {
-                Some(c) if c < l => {
+                Some(c) if c < l.min(u) => {
                     a.bucket_bytes = Some(mid - h * c / u);
                     a.bucket_min_bytes = Some(mid - h * c / l);
                 }
                 Some(c) => a.notes.push(format!(
                     "the tail ({} Mbit/s) was no slower than the head ({}): not a policer's rate change; the bucket is not read",
                     sig(c),
-                    sig(l)
+                    sig(l.min(u))
                 )),
                 None => {
                     a.bucket_bytes = Some(mid);
@@ -698,6 +818,8 @@ pub struct TrainCfg {
     pub secret: Option<Vec<u8>>,
     /// how long an answer or the train's first packet may take (then ask again, twice)
     pub timeout_ns: u64,
+    /// the pace asked for, bit/s of IP packets (0: back to back)
+    pub pace_bps: u64,
 }
 
 /// What the client received.
@@ -708,6 +830,8 @@ pub struct TrainRun {
     pub kernel_ts: bool,
     /// the server's DONE: packets it sent, its send span, its send errors
     pub done: Option<(u32, u64, u32)>,
+    /// the pace the server's DONE said it sent at (bit/s; 0: back to back)
+    pub done_pace_bps: Option<u64>,
     /// datagrams this client's socket dropped (receive buffer full): not the path's losses
     pub local_drops: Option<u32>,
     /// request → cookie, ns
@@ -760,7 +884,7 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
                     format!("no answer from {} (is `bloatlab-probe server` running there, of a version with trains, and the --secret the same?)", cfg.addr)
                 });
             }
-            let _ = sock.send(&build_request(session, cfg.count, cfg.size as u16, &cookie, key.as_ref()));
+            let _ = sock.send(&build_paced_request(session, cfg.count, cfg.size as u16, cfg.pace_bps, &cookie, key.as_ref()));
             asked_at = now;
             tries += 1;
         }
@@ -815,6 +939,7 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
                     }
                     Some(a) if a.status == Status::Done => {
                         run.done = Some((a.value, a.span_ns, a.errors));
+                        run.done_pace_bps = Some(a.pace_bps);
                         done_at = Some(sys::mono_ns());
                     }
                     // a refusal of a repeated request while our train is coming: ignore it
@@ -826,7 +951,33 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
             }
         }
     }
+    if cfg.pace_bps > 0 && !sent_paced(&run, cfg.pace_bps) {
+        return Err(format!(
+            "the server sent the train back to back, not at --rate {} Mbit/s: it predates paced trains (compare `bloatlab-probe --version` on both ends)",
+            sig(cfg.pace_bps as f64 / 1e6)
+        ));
+    }
     Ok(run)
+}
+
+/// Whether a train asked at `pace_bps` was paced: the server's DONE echoes
+/// the pace (a server older than paced trains leaves it 0); where both DONEs
+/// were lost, the received packets' send times went no faster than twice
+/// the pace (a paced server sends at most one packet early, [`next_due`]; an
+/// old one sends back to back, at its CPU's and NIC's speed).
+pub fn sent_paced(run: &TrainRun, pace_bps: u64) -> bool {
+    if let Some(p) = run.done_pace_bps {
+        return p == pace_bps;
+    }
+    let tx: Vec<u64> = run.arrivals.iter().map(|x| x.tx_ns).collect();
+    let (Some(lo), Some(hi)) = (tx.iter().min(), tx.iter().max()) else { return true };
+    let seqs = run.arrivals.iter().map(|x| x.seq).max().unwrap_or(0) - run.arrivals.iter().map(|x| x.seq).min().unwrap_or(0);
+    if seqs < 2 {
+        return true; // too few to tell
+    }
+    // the send span of the packets between the first and the last received, sent at the pace: (seqs) gaps
+    let paced_ns = pace_gap_ns(run.wire_bytes, pace_bps) as f64 * seqs as f64;
+    (hi - lo) as f64 >= paced_ns / 2.0
 }
 
 #[cfg(test)]
@@ -990,12 +1141,106 @@ mod tests {
         let r = build_request(9, 1000, 1472, &[7; COOKIE_LEN], Some(&k));
         let p = wire::parse(&r, Some(&k)).unwrap();
         assert_eq!((p.kind, p.session), (Kind::TrainRequest, 9));
-        assert_eq!(parse_request(&r), Some(Request { count: 1000, size: 1472, cookie: [7; COOKIE_LEN] }));
-        let a = Answer { status: Status::Budget, value: 1234, cookie: [1; COOKIE_LEN], span_ns: 5, errors: 2 };
+        assert_eq!(parse_request(&r), Some(Request { count: 1000, size: 1472, cookie: [7; COOKIE_LEN], pace_bps: 0 }));
+        let r = build_paced_request(9, 1000, 1472, 64_250_000, &[7; COOKIE_LEN], Some(&k));
+        assert_eq!(r.len(), REQ_LEN + TAG_LEN, "the pace rides in the request's reserved bytes");
+        assert_eq!(parse_request(&r), Some(Request { count: 1000, size: 1472, cookie: [7; COOKIE_LEN], pace_bps: 64_250_000 }));
+        let a = Answer { status: Status::Budget, value: 1234, cookie: [1; COOKIE_LEN], span_ns: 5, errors: 2, pace_bps: 64_000_000 };
         let b = build_answer(9, &a, Some(&k));
         assert_eq!(b.len(), r.len(), "an answer is never longer than the request");
         assert_eq!(wire::parse(&b, Some(&k)).unwrap().kind, Kind::TrainAnswer);
         assert_eq!(parse_answer(&b), Some(a));
         assert!(wire::parse(&b, Some(&Key::new(b"other"))).is_err());
+    }
+
+    #[test]
+    fn a_pace_spaces_packets_by_their_bytes_and_never_catches_up_in_a_burst() {
+        // 1500 B at 60 Mbit/s: 200 us; at 12 Gbit/s 1 us; no pace: back to back
+        assert_eq!(pace_gap_ns(1500, 60_000_000), 200_000);
+        assert_eq!(pace_gap_ns(1500, 12_000_000_000), 1_000);
+        assert_eq!(pace_gap_ns(1500, 0), 0);
+        assert_eq!(paced_span_ns(1000, 200_000), 199_800_000, "999 gaps");
+        assert_eq!(paced_span_ns(0, 200_000), 0);
+        // on time or up to a gap late: the schedule holds (the next one leaves up to a gap early)
+        assert_eq!(next_due(1_000, 1_000, 200), 1_200);
+        assert_eq!(next_due(1_000, 1_150, 200), 1_200);
+        assert_eq!(next_due(1_000, 1_200, 200), 1_200);
+        // more than a gap late: restart from the late packet, no burst to catch up
+        assert_eq!(next_due(1_000, 1_201, 200), 1_401);
+        assert_eq!(next_due(1_000, 5_000, 200), 5_200);
+    }
+
+    #[test]
+    fn a_paced_train_is_sent_at_its_pace_on_loopback() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        crate::sys::set_buffers(rx.as_raw_fd(), 8 << 20);
+        crate::sys::force_rcvbuf(rx.as_raw_fd(), 8 << 20);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        // 100 packets of 1000 B (1028 on the wire) at 82.24 Mbit/s: 100 us apart, 9.9 ms in all
+        let gap = pace_gap_ns(1028, 82_240_000);
+        assert_eq!(gap, 100_000);
+        let (sent, span, errors) = send_train(&tx, rx.local_addr().unwrap(), 1, 100, 1000, gap, None);
+        assert_eq!((sent, errors), (100, 0));
+        // at least 99 gaps less the one packet that may leave early (a loaded machine adds lateness only:
+        // 37.7 ms with the test suite beside it at a load of 11 on 2 cores)
+        assert!(span >= 98 * gap, "{span} ns");
+        assert!(span < 1_000_000_000, "{span} ns");
+    }
+
+    /// A policer (rate `c` Mbit/s, bucket `b` B, full) in front of a port that
+    /// never queues: a train of `count` packets of `w` B sent `gap` ns apart; the
+    /// arrivals (the port's delay left out: it is the same for all).
+    fn paced_through_policer(count: u32, w: u64, gap: u64, c: f64, b: f64) -> Vec<Arrival> {
+        let mut tokens = b;
+        let mut v = Vec::new();
+        for s in 0..count {
+            if s > 0 {
+                tokens = (tokens + c * 1e6 / 8.0 * gap as f64 / 1e9).min(b);
+            }
+            if tokens >= w as f64 {
+                tokens -= w as f64;
+                v.push(Arrival { seq: s, rx_ns: 1_000_000 + s as u64 * gap, tx_ns: s as u64 * gap });
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn a_paced_train_reads_the_bucket_with_its_pace_as_the_send_rate() {
+        // seed 8 path 14's policer (39 Mbit/s, 271 KB) paced at 64 Mbit/s (187.5 us per 1500 B): each packet
+        // takes 1500 B and the gap refills 914.06, so packet s finds 271000 - 585.94 s B: below a packet's
+        // from s = 460 (269500 / 585.94 = 459.9) — 460 pass before the first loss, then 39/64 of the rest
+        let (w, gap, c, b) = (1500u64, 187_500u64, 39.0, 271_000.0);
+        let v = paced_through_policer(1000, w, gap, c, b);
+        let a = analyse_paced(1000, w, &v, 64.0);
+        assert_eq!(a.first_loss, Some(460));
+        assert!(!a.sender_limited, "a paced head is the pace, not a sender's limit");
+        assert_eq!(a.head_send_mbps, Some(64.0));
+        assert_eq!(a.leading_mbps, Some(64.0));
+        // the tail passes at the policer's rate, within a packet over its 537 x 187.5 us
+        let tail = a.tail_mbps.unwrap();
+        assert!((tail - 39.0).abs() < 0.5, "{tail}");
+        // (460 + 1/2) x 1500 - 460 x 1500 x tail / 64: within a packet of 271 KB
+        let want = 460.5 * 1500.0 - 460.0 * 1500.0 * tail / 64.0;
+        assert!((a.bucket_bytes.unwrap() - want).abs() < 1e-6, "{:?}", a.bucket_bytes);
+        assert!((a.bucket_bytes.unwrap() - b).abs() < 1500.0, "{:?}", a.bucket_bytes);
+        // the same arrivals read as an unpaced train: the head "sent no faster than it arrived" - no bucket
+        let u = analyse(1000, w, &v);
+        assert!(u.sender_limited);
+        assert_eq!(u.bucket_bytes, None);
+    }
+
+    #[test]
+    fn a_server_that_ignored_the_pace_is_told_by_its_done_or_its_send_times() {
+        let w = 1500;
+        let paced: Vec<Arrival> = (0..50).map(|s| Arrival { seq: s, rx_ns: s as u64 * 200_000, tx_ns: s as u64 * 200_000 }).collect();
+        let burst: Vec<Arrival> = (0..50).map(|s| Arrival { seq: s, rx_ns: s as u64 * 200_000, tx_ns: s as u64 * 1_000 }).collect();
+        let run = |arrivals: &[Arrival], done_pace_bps| TrainRun { arrivals: arrivals.to_vec(), wire_bytes: w, done_pace_bps, ..Default::default() };
+        // the DONE echoes the pace, or 0 from an old server
+        assert!(sent_paced(&run(&burst, Some(60_000_000)), 60_000_000));
+        assert!(!sent_paced(&run(&paced, Some(0)), 60_000_000));
+        // both DONEs lost: 49 gaps of 200 us at 60 Mbit/s are 9.8 ms; sent in 49 us, an old server's
+        assert!(sent_paced(&run(&paced, None), 60_000_000));
+        assert!(!sent_paced(&run(&burst, None), 60_000_000));
     }
 }

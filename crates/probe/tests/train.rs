@@ -211,3 +211,85 @@ fn a_server_holding_a_secret_ignores_unsigned_train_requests() {
     let p = wire::parse(&b[..n], Some(&k)).unwrap();
     assert_eq!(p.kind, Kind::TrainAnswer);
 }
+
+#[test]
+fn a_paced_train_leaves_at_its_pace_and_says_so() {
+    let s = Server::start(&["server"]);
+    // 100 packets of 972 B (1000 B IPv4 packets) at 80 Mbit/s: 100 us apart, 9.9 ms from first to last
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "100", "--size", "972", "--rate", "80Mbit", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &json_of(&o)["train"];
+    assert_eq!(t["pace_mbps"], 80.0);
+    assert_eq!(t["server_sent"], 100, "{t}");
+    assert_eq!(t["send_from"], "server");
+    let send_ms = t["send_ms"].as_f64().unwrap();
+    assert!(send_ms >= 9.8, "sent in {send_ms} ms: not paced");
+    assert_eq!(t["sender_limited"], false, "a paced head is the pace: {t}");
+    // each packet's send time after the first's: 100 us apart, at most one packet early
+    let tx: Vec<f64> = t["tx_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!((tx.len(), tx[0]), (100, 0.0));
+    assert!(tx[99] >= 9.8 && tx.windows(3).all(|w| w[2] - w[0] >= 0.095), "{tx:?}");
+    // the human text names the pace
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "20", "--rate", "50Mbit"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("paced at 50.00 Mbit/s"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn a_paced_train_longer_than_a_second_is_refused_by_the_client_and_by_the_server() {
+    // 4096 full packets at 10 Mbit/s: 1.2 ms apart, 4.9 s; a second holds 834
+    let o = run(&["udp", "train", "127.0.0.1", "--count", "4096", "--rate", "10Mbit"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("--rate") && e.contains("--count") && e.contains("at most 834 packets"), "{e}");
+    // a request past the client's check: the server answers TooLong with the most packets at that pace
+    let s = Server::start(&["server"]);
+    let c = Raw::new(&s.port, 41);
+    let cookie = c.cookie();
+    for (count, pace, value) in [(4096u32, 10_000_000u64, 834u32), (85, 1_000_000, 84), (2, 1, 1)] {
+        let r = train::build_paced_request(41, count, 1472, pace, &cookie, None);
+        c.u.send(&r).unwrap();
+        let (a, data) = c.collect(200);
+        assert_eq!(data, 0, "{count} at {pace}");
+        assert_eq!(a.len(), 1, "{a:?}");
+        assert_eq!((a[0].0.status, a[0].0.value), (Status::TooLong, value), "{count} at {pace}");
+        assert!(a[0].1 <= r.len());
+        assert!(train::refusal_text(Status::TooLong, value, count, 1472).contains(&format!("at most {value} packets")));
+    }
+    // 84 full packets at 1 Mbit/s take 83 x 12 ms = 996 ms: sent, and the DONE echoes the pace
+    let r = train::build_paced_request(41, 84, 1472, 1_000_000, &cookie, None);
+    c.u.send(&r).unwrap();
+    let (a, data) = c.collect(400);
+    assert_eq!(data, 84);
+    let done: Vec<&Answer> = a.iter().map(|x| &x.0).filter(|x| x.status == Status::Done).collect();
+    assert!(!done.is_empty(), "{a:?}");
+    assert!(done.iter().all(|d| d.pace_bps == 1_000_000 && d.span_ns >= 83 * 12_000_000 - 12_000_000), "{done:?}");
+}
+
+#[test]
+fn a_server_that_predates_paced_trains_is_told_not_read_as_paced() {
+    // an old server: answers the handshake, then sends back to back and a DONE without a pace (its bytes 0)
+    let srv = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = srv.local_addr().unwrap().port().to_string();
+    let h = std::thread::spawn(move || {
+        let mut b = [0u8; 256];
+        srv.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for _ in 0..2 {
+            let Ok((n, from)) = srv.recv_from(&mut b) else { return };
+            let p = wire::parse(&b[..n], None).unwrap();
+            let req = train::parse_request(&b[..n]).unwrap();
+            if req.cookie == [0; 16] {
+                let a = Answer { status: Status::Cookie, value: 0, cookie: [9; 16], span_ns: 0, errors: 0, pace_bps: 0 };
+                srv.send_to(&train::build_answer(p.session, &a, None), from).unwrap();
+                continue;
+            }
+            let (sent, span_ns, errors) = train::send_train(&srv, from, p.session, req.count, req.size as usize, 0, None);
+            let a = Answer { status: Status::Done, value: sent, cookie: [0; 16], span_ns, errors, pace_bps: 0 };
+            srv.send_to(&train::build_answer(p.session, &a, None), from).unwrap();
+        }
+    });
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &port, "--count", "30", "--rate", "20Mbit"]);
+    h.join().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("predates paced trains"), "{}", stderr(&o));
+}

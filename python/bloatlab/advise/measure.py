@@ -974,6 +974,15 @@ def _train(host: str, port: int, secret: str | None, count: int | None = None) -
     return _probe(args, timeout=30, who="measure (packet train)")["train"]
 
 
+def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float) -> dict:
+    """A packet train of ``count`` full packets the server paces at ``pace_mbps``
+    (``udp train --rate``): the ``train`` object of its JSON."""
+    args = ["udp", "train", host, "-p", str(port), "--count", str(count), "--rate", f"{pace_mbps * 1e6:.0f}bit"]
+    if secret:
+        args += ["--secret", secret]
+    return _probe(args, timeout=30, who="measure (paced packet train)")["train"]
+
+
 def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | None, list[str]]:
     """The port's rate and the bucket behind a policer of ``rate_mbps``
     (measured) from a packet train: (port Mbit/s, bucket B, why not) — each
@@ -1016,24 +1025,224 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
     return port, bucket, why
 
 
-def _policer_train(host: str, port: int, secret: str | None, d: dict, say) -> None:
-    """Behind a policer: one packet train, its figures into the direction's
-    report ``d`` (``train``, ``port_mbps``, ``bucket_bytes``, ``train_note``)."""
+#: The paced train (_paced_policer_train): a back-to-back train reaches the port at the server's 6-10 Gbit/s, so
+#: its head is cut by whichever runs out first, the policer's bucket or the port's FIFO (seed 8 path 14: a 106-KB
+#: FIFO on a 67.7-Mbit/s port cut it after 71 packets, long before the 271-KB bucket). A train paced at most at the
+#: port's rate never queues there, so its first loss is the policer's. Its pace: this share of the port the first
+#: train's head read: the head's dispersion reads the port within ~1 % (67.76 for 67.71 Mbit/s), and a pace that
+#: exceeded it by e would queue e x the pace x its length; 5 % below keeps that at none, and costs the bucket's
+#: reading little (the bucket drains at pace - C, 5 % of the port less)
+PACE_SHARE = 0.95
+#: ... of at most this many full packets (3 MB): with the first train (1.5 MB) and the WiFi train (0.3 MB) within
+#: the server's budget (crates/probe/src/train.rs BUDGET_BYTES, 8 MB per 10 s) with room for a second paced train;
+#: and no longer than the server allows a paced train (MAX_PACED_NS, 1 s)
+PACED_TRAIN_PACKETS = 2000
+PACED_TRAIN_S = 1.0
+#: the measured rate's error, the rate goal of issue 30: the bucket's refill is read from it (the tail's own rate and
+#: its share of packets that passed read the server's pace as much as the policer's: a server short of CPU fell
+#: from 64.5 to 35 Mbit/s through the tail of seed 8 path 14's paced train, where no packet was lost, and the tail
+#: read 34.8 Mbit/s for a 39-Mbit/s policer), so the bucket is known within this share of the refill
+RATE_ERROR = 0.10
+#: a paced train's bucket is a full one only where the policer had time to refill it since the train before:
+#: where the gap's refill (the measured rate x the time since) was less than the bucket read, the train may have
+#: found it part full; it is sent again once, after the time the largest bucket it can read takes to refill (at
+#: most this long, s)
+PACED_REFILL_MAX_S = 5.0
+
+
+def policer_cut(lost_seq: list[int], count: int) -> int:
+    """Where a train's bucket ran dry: the packet index k that splits its
+    ``count`` packets (``lost_seq``: those lost) into two runs of loss rates
+    p1 (before k, the path's random loss) and p2 (from k on, the policer's:
+    1 - C/U) at the largest likelihood (two Bernoulli runs). Without random
+    loss it is the first loss (a run without loss before it has likelihood
+    1); with it, a random loss in the head no longer cuts the head short."""
+    if not lost_seq:
+        return count
+    lost = np.zeros(count, bool)
+    lost[[s for s in lost_seq if 0 <= s < count]] = True
+    before = np.concatenate([[0], np.cumsum(lost)])  # losses in [0, k)
+    k = np.arange(count + 1)
+    total = before[-1]
+
+    def ll(n, x):
+        # log-likelihood of x losses in n draws at their own rate
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(n > 0, x / np.maximum(n, 1), 0.0)
+            a = np.where(x > 0, x * np.log(np.where(p > 0, p, 1.0)), 0.0)
+            b = np.where(n - x > 0, (n - x) * np.log(np.where(p < 1, 1 - p, 1.0)), 0.0)
+        return a + b
+
+    score = ll(k, before) + ll(count - k, total - before)
+    # the policer's run loses more than the head's: a tail that loses nothing (a sender that fell below the
+    # policed rate, or a train that ended as the bucket did) is no second run
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p2 = before / np.maximum(k, 1), (total - before) / np.maximum(count - k, 1)
+    score = np.where(p2 > p1, score, -np.inf)
+    # among equals, the earliest cut (the first loss where nothing before it was lost)
+    return int(np.argmax(score))
+
+
+def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: float = 0.0) -> tuple[float | None, float, int, str]:
+    """The bucket from a paced train (``train``, sent at ``pace_mbps``;
+    ``rate_mbps`` measured): (bucket B or None where it passed whole, its
+    resolution in B (where None: the least bucket), the cut, how). The cut
+    k: the first loss, or where the idle path showed random loss
+    (``random_loss``, each way) :func:`policer_cut` — not on a loss-free path:
+    a server short of CPU paces unevenly, and where it fell below the policed
+    rate for a while the bucket refilled between the policer's first losses,
+    which the likelihood then reads as random (seed 8 path 14 through the
+    emulator on a loaded VM: losses at 775 and 794, then from 892 on; 273 KB
+    from the first, 311 from 892, for 271). h packets arrived before k; the policer passed
+    those h from a full bucket plus what it refilled while the k packets
+    came at the rate U the server sent the head at (its send times; the pace
+    where it has none): ``B = (h + 1/2) W - k W C/U`` — the formula of
+    :func:`policer_figures` with the paced head's send rate, C the measured
+    rate (within :data:`RATE_ERROR`)."""
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    count = int(train.get("sent", 0))
+    lost = train.get("lost_seq") or []
+    if not lost:
+        sent = train.get("head_send_mbps") or pace_mbps
+        b = count * w * (1 - rate_mbps / sent)
+        return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
+    k = policer_cut(lost, count) if random_loss > 0 else min(lost)
+    before = sum(1 for s in lost if s < k)
+    h = k - before
+    u = train.get("head_send_mbps") or pace_mbps
+    # the rate the k packets were sent at, from their own send times where the probe gives them (a server short of
+    # CPU paces unevenly, and the head before a random first loss is not the head before the cut: r2lossy through the
+    # emulator, cut at 569 after losses at 72 and 363, read 344 KB for 156 with the send rate of the first 72)
+    tx = train.get("tx_ms") or []
+    sent = [i for i in range(min(k, len(tx))) if tx[i] is not None]
+    if len(sent) >= 2 and tx[sent[-1]] > tx[sent[0]]:
+        u = (sent[-1] - sent[0]) * w * 8 / ((tx[sent[-1]] - tx[sent[0]]) * 1e3)
+    if u <= rate_mbps:
+        return None, 0.0, k, f"the paced head was sent at {u:.4g} Mbit/s, no faster than the policed rate: not read"
+    f = rate_mbps / u
+    res = w + k * w * f * RATE_ERROR
+    how = f"C/U {f:.3g}: the measured {rate_mbps:.4g} Mbit/s over the head's send rate {u:.4g}"
+    cut = f"the first loss at packet {k}" if before == 0 else f"the bucket ran dry at packet {k} ({before} random losses before)"
+    return (h + 0.5) * w - k * w * f, res, k, f"{cut}, {h} packets through; {how}"
+
+
+def port_fifo(train: dict) -> float | None:
+    """The port's FIFO from a back-to-back train whose head the FIFO cut:
+    it filled where what arrived at the sender's rate U exceeded what the
+    port drained at P by its size: ``Q = (h + 1/2) W - h W P/U`` (the half
+    packet as for the bucket: Q plus the drain lies in [h W, (h+1) W))."""
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    h, p = train.get("head_packets", 0), train.get("leading_mbps")
+    u = train.get("head_send_mbps")
+    if not p or not u or h < 2:
+        return None
+    return (h + 0.5) * w - h * w * p / max(u, p)
+
+
+def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0) -> None:
+    """Behind a policer: a packet train back to back, then where it read a
+    port (its head sent faster than the port drained it, so the port's FIFO
+    may have cut it) one paced at :data:`PACE_SHARE` of the port
+    (:func:`_paced_policer_train`); their figures into the direction's report
+    ``d`` (``train``, ``paced_train``, ``port_mbps``, ``bucket_bytes``,
+    ``port_buffer_bytes``, ``train_note``, ``train_evidence``); ``random_loss``:
+    the idle path's, each way (:func:`paced_bucket`)."""
     say("  down: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
+    done_at = time.monotonic()
     if t is None:
         d.update(train=None, port_mbps=None, bucket_bytes=None)
         return
     p, b, why = policer_figures(t, d["rate_mbps"])
-    d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None)
+    d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None,
+             train_evidence=[f"train 1 (back to back, {t.get('head_send_mbps') or 0:.4g} Mbit/s): port "
+                             + (f"{p:.4g} Mbit/s" if p else "not told") + f", {t.get('head_packets', 0)} packets before "
+                             f"its first loss"])
     if p is not None and d.get("limiter_alternatives"):
         # the head came faster than the rate: the port is faster than what holds the flows to it, so that is no
         # queue at the port's rate (an AQM dequeues at its own: sch_cake's shaper paces without a bucket) but a
         # token bucket — a policer, or a tbf whose queue is shallower than the floor — or a capacity that moved
         d["limiter_alternatives"] = [a for a in d["limiter_alternatives"] if a["limiter"] != "aqm"]
+    if p is not None and t.get("first_loss") is not None and b is not None:
+        _paced_policer_train(host, port, secret, d, t, p, b, done_at, say, random_loss)
+    b = d["bucket_bytes"]
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
-    say(f"  down: {port_txt}, {bucket_txt}" + (f" ({d['train_note']})" if why else ""))
+    fifo_txt = f", port buffer {d['port_buffer_bytes'] / 1e3:.3g} KB" if d.get("port_buffer_bytes") else ""
+    say(f"  down: {port_txt}, {bucket_txt}{fifo_txt}" + (f" ({d['train_note']})" if d.get("train_note") else ""))
+
+
+def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: dict, port_mbps: float, b1: int,
+                         done_at: float, say, random_loss: float = 0.0) -> None:
+    """The second train, paced at :data:`PACE_SHARE` of ``port_mbps`` (the
+    first train ``t1``'s; ``b1`` its bucket reading, ``done_at`` when it
+    ended): its bucket (:func:`paced_bucket`) where it is a full one
+    (:data:`PACED_REFILL_MAX_S`). Where it exceeds the first train's reading
+    by more than the two readings' resolution, the first train's head was
+    cut by the port's FIFO, which :func:`port_fifo` then reads; otherwise the
+    policer cut both, and the FIFO is at least what that formula gives."""
+    rate = d["rate_mbps"]
+    w = t1.get("wire_bytes", WIRE_SEGMENT)
+    pace = PACE_SHARE * port_mbps
+    if pace <= rate:
+        d["train_evidence"].append(f"no paced train: {PACE_SHARE:.0%} of the port ({pace:.4g} Mbit/s) is no faster than "
+                                   f"the policed rate")
+        return
+    count = int(min(PACED_TRAIN_PACKETS, PACED_TRAIN_S * pace * 1e6 / 8 / w + 1))
+    bps = rate * 1e6 / 8
+    ended = done_at
+    for attempt in range(2):
+        say(f"  down: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
+        start = time.monotonic()
+        try:
+            t2 = _paced_train(host, port, secret, count, pace)
+        except UserError as e:
+            d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
+            return
+        done_at = time.monotonic()
+        # the policer idled at least from the last train's end to this one's handshake (a round trip) after
+        gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
+        ended = done_at
+        b2, res, k, how = paced_bucket(t2, rate, pace, random_loss)
+        if b2 is None and not res:
+            d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}; the first train's bucket is kept")
+            return
+        read = b2 if b2 is not None else res
+        # a bucket the gap since the last train did not refill may have been part full: once more, after the
+        # time the largest bucket this train can read (what it sent beyond the rate's refill) takes to refill
+        if read < bps * gap or attempt == 1:
+            break
+        largest = count * w * (1 - rate / pace)
+        wait = min(largest / bps - gap, PACED_REFILL_MAX_S)
+        d["train_evidence"].append(f"paced train {attempt + 1}: {read / 1e3:.3g} KB, more than the {gap:.2g} s since the "
+                                   f"train before refilled ({bps * gap / 1e3:.3g} KB): sent again after {wait:.2g} s")
+        time.sleep(max(wait, 0.0))
+    d["paced_train"] = t2
+    full = read < bps * gap
+    if b2 is None:
+        # passed whole: a bucket at least that large (its least is taken, as policer_figures does)
+        d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}")
+        b2, res = read, 0.0
+    else:
+        d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): bucket {b2 / 1e3:.3g} KB (+-{res / 1e3:.2g}): {how}"
+                                   + ("" if full else f"; the {gap:.2g} s since the train before may not have refilled it"))
+    # the first train's reading resolves to half a packet either way
+    if b2 - b1 > res + w:
+        d["bucket_bytes"] = int(max(b2, 1500))
+        q = port_fifo(t1)
+        if q is not None:
+            d["port_buffer_bytes"] = int(max(q, 1500))
+            d["train_evidence"].append(f"train 1's head was cut by the port's FIFO, not the policer (its {b1 / 1e3:.3g} KB "
+                                       f"< the paced {b2 / 1e3:.3g} KB): the FIFO holds {q / 1e3:.3g} KB (its head's bytes "
+                                       f"less what the port drained while they came)")
+    elif b1 - b2 > res + w:
+        d["train_evidence"].append(f"the paced train read less than the first ({b2 / 1e3:.3g} < {b1 / 1e3:.3g} KB): "
+                                   f"its bucket was not full; the first train's is kept")
+    else:
+        q = port_fifo(t1)
+        d["port_buffer_min_bytes"] = int(q) if q else None
+        d["train_evidence"].append(f"both trains read the bucket alike ({b1 / 1e3:.3g}, {b2 / 1e3:.3g} KB): the policer cut "
+                                   f"both; the port's FIFO is at least {q / 1e3 if q else 0:.3g} KB (not seen)")
 
 
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
@@ -1513,7 +1722,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down":
             _wifi_train(wp, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
-            _policer_train(h, port, secret, x, say)
+            _policer_train(h, port, secret, x, say, report["loss"])
             _not_a_policer(x, base["p50"])
         if d == "down":
             _aqm_train(h, port, secret, x, say, report["loss"])
@@ -1533,6 +1742,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
+                port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
                 **_variation_fields(report))
     report["twin"] = path.as_dict()

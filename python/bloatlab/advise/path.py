@@ -72,6 +72,9 @@ class Path:
     # (POLICER_PORT x the policed rate; the emulator's 10 ms of the rate)
     port_mbps: float | None = None
     bucket_bytes: int | None = None
+    # ... and the port's FIFO, where a back-to-back train's head was cut by it before the bucket ran dry (a
+    # paced train read the larger bucket: measure's _paced_policer_train); None: not seen (1 BDP in the twin)
+    port_buffer_bytes: int | None = None
     # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
     # packet train showed a single-queue AQM's burst, "cake" where either was read and the fill's slow starts ended
     # at COBALT's first signal); None: fq_codel
@@ -110,6 +113,8 @@ class Path:
             raise UserError(f"port rate: expected a positive rate, got {self.port_mbps} Mbit/s")
         if self.bucket_bytes is not None and self.bucket_bytes < 1500:
             raise UserError(f"bucket: expected at least one packet (1500 B), got {self.bucket_bytes} B")
+        if self.port_buffer_bytes is not None and self.port_buffer_bytes < 1500:
+            raise UserError(f"port buffer: expected at least one packet (1500 B), got {self.port_buffer_bytes} B")
         if self.buffer_bytes is not None and self.buffer_bytes < 1500:
             raise UserError(f"--buffer: expected at least one packet (1500 B), got {self.buffer_bytes} B")
         if self.down_variable and not (self.down_rate_p10_mbps and self.down_rate_p90_mbps
@@ -149,6 +154,8 @@ class Path:
                     else ", bucket assumed 10 ms of the rate")
         buf = ("the access point's per-station fq_codel" if self.limiter == "wifi" and self.wifi_mac != "legacy"
                else "the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
+               else f"no queue before the policer (its port's buffer {self.port_buffer_bytes / 1e3:.3g} KB)"
+               if self.limiter == "policer" and self.port_buffer_bytes is not None
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
                if self.limiter == "policer" and self.buffer_bytes is None
                else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
@@ -222,9 +229,12 @@ class Path:
             # measurement (no queue), so it is not seen either: the twin gives it one BDP of the policed rate
             # (Path.buffer), which the policed flows do not fill (a 3-KB port buffer, as before, dropped the
             # bursts the policer let through: CUBIC read 1.9 Mbit/s on the twin, 8.7 on the true path)
+            # Where a back-to-back train's head was cut by the port's FIFO before the bucket ran dry (a paced
+            # train read the bucket), that FIFO is the port's buffer (port_buffer_bytes): a bucket larger than
+            # it passes bursts the port drops (seed 8 path 14: a 271-KB bucket on a 106-KB FIFO)
             d["rate"] = f"{self.policer_port_mbps:.6g}Mbit"
             d["qdisc"] = "fifo"
-            d["buffer"] = f"{max(self.buffer, 3000)}B"
+            d["buffer"] = f"{self.port_buffer_bytes}B" if self.port_buffer_bytes else f"{max(self.buffer, 3000)}B"
             d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
             if self.bucket_bytes:
                 d["policer"]["burst"] = f"{int(self.bucket_bytes)}B"
@@ -352,8 +362,11 @@ class Path:
             variable = {"down_variable": True, "down_rate_p10_mbps": pc["p10_mbps"], "down_rate_p50_mbps": pc["median_mbps"],
                         "down_rate_p90_mbps": pc["p90_mbps"],
                         "down_trace": os.path.join(os.path.dirname(os.path.abspath(path)), raw[len("trace:"):])}
+        # behind a policer the down buffer is its port's (the policed rate's own queue is none)
+        port_buf = buf if limiter == "policer" else None
+        buf = None if limiter == "policer" else buf
         return cls(**variable, base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
-                   buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf,
+                   buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else None,
                    aqm_qdisc=down["qdisc"]["kind"] if limiter == "aqm" else None)

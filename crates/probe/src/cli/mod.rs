@@ -85,6 +85,11 @@ struct UdpTrainArgs {
     /// UDP payload bytes of each packet: 1472 = full 1500-B IPv4 packets (64..1472)
     #[arg(long, default_value_t = train::DEFAULT_SIZE as u64, value_parser = clap::value_parser!(u64).range(train::MIN_SIZE as u64..=train::MAX_SIZE as u64))]
     size: u64,
+    /// pace the train at this rate (IP packets, e.g. "60Mbit") instead of back to back: at or below
+    /// a port's rate its queue stays short, so the first loss is a policer's; the train may last at
+    /// most 1 s at the server
+    #[arg(long, value_parser = rate)]
+    rate: Option<u64>,
     #[arg(long)]
     secret: Option<String>,
     /// how long an answer may take before the request is sent again (twice)

@@ -30,15 +30,37 @@ pub(super) fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>
 /// `udp train`: ask for a train, receive it, print what it tells.
 pub(super) fn udp_train(a: UdpTrainArgs) -> R {
     let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
+    let pace_bps = a.rate.unwrap_or(0);
+    let wire_bytes = (a.size as usize + train::ip_overhead(&addr)) as u64;
+    let gap_ns = train::pace_gap_ns(wire_bytes, pace_bps);
+    if gap_ns > 0 && train::paced_span_ns(a.count, gap_ns) > train::MAX_PACED_NS {
+        let most = (train::MAX_PACED_NS / gap_ns + 1).min(train::MAX_COUNT as u64);
+        return Err((
+            2,
+            format!(
+                "--count {} --rate {} Mbit/s: {} packets of {} B at that rate take {:.3} s; a paced train may last at most {} s at the server (at most {most} packets at that rate)",
+                a.count,
+                train::sig(pace_bps as f64 / 1e6),
+                a.count,
+                wire_bytes,
+                train::paced_span_ns(a.count, gap_ns) as f64 / 1e9,
+                train::MAX_PACED_NS as f64 / 1e9
+            ),
+        ));
+    }
     let cfg = train::TrainCfg {
         addr,
         count: a.count,
         size: a.size as usize,
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
         timeout_ns: a.timeout,
+        pace_bps,
     };
     let r = train::run_train(&cfg).map_err(|e| (1, e))?;
-    let mut an = train::analyse(a.count, r.wire_bytes, &r.arrivals);
+    let mut an = match a.rate {
+        Some(p) => train::analyse_paced(a.count, r.wire_bytes, &r.arrivals, p as f64 / 1e6),
+        None => train::analyse(a.count, r.wire_bytes, &r.arrivals),
+    };
     if let Some(d) = r.local_drops.filter(|&d| d > 0) {
         an.notes.push(format!("this client's socket dropped {d} packets (its receive buffer was full): those losses are not the path's"));
     }
@@ -65,6 +87,19 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         o.insert("send_ms".into(), json!(span_ns.map(|s| s as f64 / 1e6)));
         o.insert("send_from".into(), json!(if r.done.is_some() { "server" } else { "received packets' send times" }));
         o.insert("send_mbps".into(), json!(send_mbps));
+        o.insert("pace_mbps".into(), json!(a.rate.map(|p| p as f64 / 1e6)));
+        // a paced train's send times, ms after its first packet's (null: lost): the refill while any run of it
+        // reached the policer (a server short of CPU paces unevenly)
+        if a.rate.is_some() {
+            let t0 = r.arrivals.iter().map(|x| x.tx_ns).min().unwrap_or(0);
+            let mut tx: Vec<Option<f64>> = vec![None; a.count as usize];
+            for x in &r.arrivals {
+                if let Some(v) = tx.get_mut(x.seq as usize) {
+                    *v = Some((x.tx_ns - t0) as f64 / 1e6);
+                }
+            }
+            o.insert("tx_ms".into(), json!(tx));
+        }
         o.insert("local_drops".into(), json!(r.local_drops));
         o.insert("duplicates".into(), json!(r.duplicates));
         o.insert("foreign".into(), json!(r.foreign));
@@ -76,7 +111,13 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         return Ok(0);
     }
     let f = |v: Option<f64>| v.map(|x| format!("{} Mbit/s", train::sig(x))).unwrap_or_else(|| "-".into());
-    println!("UDP train from {addr}: {} packets of {} B ({} B on the wire)", a.count, a.size, r.wire_bytes);
+    println!(
+        "UDP train from {addr}: {} packets of {} B ({} B on the wire), {}",
+        a.count,
+        a.size,
+        r.wire_bytes,
+        a.rate.map(|p| format!("paced at {}", f(Some(p as f64 / 1e6)))).unwrap_or_else(|| "back to back".into())
+    );
     println!(
         "received {} of {}, lost {}{}",
         an.received,
