@@ -566,6 +566,31 @@ def test_the_ensemble_spans_the_measured_rtt_within_its_accuracy_and_its_starts_
     assert k % 2 == 1 and 1 < k < recommend.ENSEMBLE
 
 
+def test_the_ensemble_shrinks_to_what_its_first_members_wall_time_says_fits_advises_time():
+    # recommend.members_within_time: k members cost k x the first's wall time, within ENSEMBLE_BUDGET_S (50 s)
+    assert recommend.ENSEMBLE_BUDGET_S == 50.0
+    assert recommend.members_within_time(7.0) == 7  # 49 s
+    assert recommend.members_within_time(7.2) == 5  # 50.4 s > 50: 36 s
+    assert recommend.members_within_time(10.0) == 5
+    assert recommend.members_within_time(16.7) == 1  # 3 x 16.7 = 50.1 s
+    assert recommend.members_within_time(16.6) == 3
+    assert recommend.members_within_time(36.9) == 1  # campaign seed 8 path 16's twin at a load of 12
+    assert recommend.members_within_time(0.1, 5) == 5
+    assert recommend.members_within_time(1.0, 7, budget_s=2.0) == 1
+
+
+def test_a_first_member_that_took_the_budget_leaves_the_ensemble_at_the_measurement_itself(monkeypatch):
+    p = Path(base_rtt_ms=20, down_mbps=5, buffer_bytes=25000)
+    full = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2)
+    assert full.ranges["members"] == recommend.ENSEMBLE
+    monkeypatch.setattr(recommend, "ENSEMBLE_BUDGET_S", 0.0)
+    one = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2)
+    assert one.ranges["members"] == 1 and one.ranges["rtt_ms"] == [20, 20]
+    # the one member is the seven's middle one: the measured RTT, started at 0, the seed itself
+    alone = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2, members=1)
+    assert one.goodput_mbps == alone.goodput_mbps and one.p95_rtt_ms == alone.p95_rtt_ms
+
+
 def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     # a 62.7-Mbit/s policer on an 80.6-Mbit/s port at 190 ms (campaign seed 5, path 8): unpaced Reno behind fq_codel
     # at 59.5 Mbit/s ends its slow start in one of three modes as its start moves within a millisecond; the kernel

@@ -659,7 +659,11 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {secs:g} s) ...")
+    tf = time.monotonic()
     j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50))
+    phases = {"fill": time.monotonic() - tf}
+    # what the phases were planned to take (the quiet gap and the load), beside what they took
+    planned = {"fill": gap_s(after_ms, base_p50) + secs}
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
@@ -685,8 +689,11 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     if not lossy and not standing and not busy:
         rsecs = _phase_secs(base_p50, quick, fill=False)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
+        tb = time.monotonic()
         try:
             jb = _load(host, port, d, flows, rsecs, secret, "bbr", gap_s(ev["flow_q95_ms"], base_p50))
+            phases["bbr"] = time.monotonic() - tb
+            planned["bbr"] = gap_s(ev["flow_q95_ms"], base_p50) + rsecs
             wb = _window(jb, d)
             rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
             # the fill phase never reached the rate (CUBIC collapsed behind a policer or under random loss, or
@@ -696,6 +703,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 ev = _evidence(jb, wb, d, base_p50, idle_loss)
                 ev["phase"] = "bbr"
         except UserError as e:
+            phases["bbr"] = time.monotonic() - tb
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
     # the capacity's variation (issue 31): of the phases, the one that kept the bottleneck busy longest
@@ -732,7 +740,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": secs, "saturated": saturated, "rate_variation": variation,
+            "flows": flows, "phase_s": secs, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
@@ -1289,12 +1297,22 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     if not 1 <= flows <= 64:
         raise UserError(f"--flows: expected 1..64, got {flows}")
     t0 = time.monotonic()
+    # wall time per phase (s), in the report as ``phases_s``: where measure's time goes (docs/advise.md)
+    phases: dict[str, float] = {}
+    lap_at = [t0]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = phases.get(name, 0.0) + now - lap_at[0]
+        lap_at[0] = now
+
     say = (lambda m: print(m, flush=True)) if show else (lambda m: None)
     say(f"measuring {h}:{port}: idle RTT and loss ...")
     idle_args = ["udp", "client", h, "-p", str(port), "--count", "300" if quick else "500", "--interval", "10ms", "--timeout", "1s", "--give-up", "3s"]
     if secret:
         idle_args += ["--secret", secret]
     idle = _probe(idle_args, timeout=20)
+    lap("idle")
     if "echo" in idle or not idle.get("probes"):
         # the probe found a plain echo server there and measured it as one (udp client's detection)
         raise UserError(f"measure: {h}:{port} answers as a plain UDP echo server, not as `bloatlab-probe server` does: "
@@ -1313,6 +1331,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     # the idle probes' own serialization is in their RTT, and the twin's links add it again: read it from a few
     # large probes (the slope of the minimum RTT against the size: pathchar's way) and take it out
     ser = _probe_serialization(h, port, secret, rmin)
+    lap("serialization")
     if ser is not None:
         base["serialization_ms"] = ser
         base["p50"] = max(base["p50"] - ser, 0.01)
@@ -1329,7 +1348,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     # (BBR holds about one BDP in flight beyond the pipe) and is reported as such
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
     wp = _wifi_probe(h, port, secret, say)
+    lap("wifi_train")
     _loss_stream(h, port, secret, report, ser, wp["phy_mbps"] is not None, quick, say)
+    lap("loss_stream")
     lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
     dirs = ("down", "up") if up else ("down",)
@@ -1337,14 +1358,20 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
                                    ports[d])
+        for k, v in x["phases_s"].items():
+            phases[f"{d}_{k}"] = v
+        lap_at[0] += sum(x["phases_s"].values())
+        lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
             _wifi_train(wp, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say)
             _not_a_policer(x, base["p50"])
+            lap("policer_train")
         if d == "down":
             _aqm_train(h, port, secret, x, say, report["loss"])
+            lap("aqm_train")
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
@@ -1355,7 +1382,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
+    lap("other")
     report["elapsed_s"] = time.monotonic() - t0
+    report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
