@@ -602,3 +602,21 @@ def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     c = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19)
     assert c.ranges["members"] == recommend.ENSEMBLE and c.ranges["goodput_mbps"][1] > 25
     assert c.goodput_mbps == pytest.approx(20.5, abs=0.5)
+
+
+def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle():
+    from bloatlab.advise import measure as M
+
+    # 20 Mbit/s at 30 ms, 4 flows: 18.75 KB each, 1.29 initial windows: 1 doubling + 3 full-pipe rounds + 1 drain
+    # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 2-s floor (the variation's 10 windows of 0.1 s in its half)
+    assert M.bbr_rounds(20, 4, 30) == 13
+    assert M.bbr_phase_secs(30, 20, 4, quick=True) == 2.0
+    # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds = 4 s
+    assert M.bbr_rounds(100, 4, 200) == 20
+    assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.0)
+    # 1000 Mbit/s at 100 ms: 3.125 MB a flow (216 windows): 8 doublings, ramp 12, 24 rounds = 2.4 s
+    assert M.bbr_rounds(1000, 4, 100) == 24
+    assert M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(2.4)
+    # at most 8 s (5 Mbit/s at 600 ms: 15 rounds, 9 s); without --quick the RTT rule as before (30 RTTs, 5-10 s)
+    assert M.bbr_phase_secs(600, 5, 4, quick=True) == 8.0
+    assert M.bbr_phase_secs(200, 100, 4, quick=False) == M._phase_secs(200, False, fill=False) == 6.0
