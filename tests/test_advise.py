@@ -608,15 +608,16 @@ def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle
     from bloatlab.advise import measure as M
 
     # 20 Mbit/s at 30 ms, 4 flows: 18.75 KB each, 1.29 initial windows: 1 doubling + 3 full-pipe rounds + 1 drain
-    # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 2-s floor (the variation's 10 windows of 0.1 s in its half)
+    # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 3-s floor
     assert M.bbr_rounds(20, 4, 30) == 13
-    assert M.bbr_phase_secs(30, 20, 4, quick=True) == 2.0
+    assert M.bbr_phase_secs(30, 20, 4, quick=True) == 3.0
     # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds = 4 s
     assert M.bbr_rounds(100, 4, 200) == 20
     assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.0)
-    # 1000 Mbit/s at 100 ms: 3.125 MB a flow (216 windows): 8 doublings, ramp 12, 24 rounds = 2.4 s
-    assert M.bbr_rounds(1000, 4, 100) == 24
-    assert M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(2.4)
-    # at most 8 s (5 Mbit/s at 600 ms: 15 rounds, 9 s); without --quick the RTT rule as before (30 RTTs, 5-10 s)
-    assert M.bbr_phase_secs(600, 5, 4, quick=True) == 8.0
+    # 1000 Mbit/s at 300 ms: 9.4 MB a flow (647 windows): 10 doublings, ramp 14, 28 rounds = 8.4 s, at most 8
+    # (the old rule's 20 RTTs, 6 s, started the window at round 10, inside the 14-round ramp)
+    assert M.bbr_rounds(1000, 4, 300) == 28
+    assert M.bbr_phase_secs(300, 1000, 4, quick=True) == 8.0
+    assert M.bbr_rounds(1000, 4, 100) == 24 and M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(3.0)
+    # without --quick the RTT rule as before (30 RTTs, 5-10 s)
     assert M.bbr_phase_secs(200, 100, 4, quick=False) == M._phase_secs(200, False, fill=False) == 6.0
