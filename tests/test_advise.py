@@ -570,6 +570,31 @@ def test_the_ensemble_spans_the_measured_rtt_within_its_accuracy_and_its_starts_
     assert k % 2 == 1 and 1 < k < recommend.ENSEMBLE
 
 
+def test_the_ensemble_shrinks_to_what_its_first_members_wall_time_says_fits_advises_time():
+    # recommend.members_within_time: k members cost k x the first's wall time, within ENSEMBLE_BUDGET_S (50 s)
+    assert recommend.ENSEMBLE_BUDGET_S == 50.0
+    assert recommend.members_within_time(7.0) == 7  # 49 s
+    assert recommend.members_within_time(7.2) == 5  # 50.4 s > 50: 36 s
+    assert recommend.members_within_time(10.0) == 5
+    assert recommend.members_within_time(16.7) == 1  # 3 x 16.7 = 50.1 s
+    assert recommend.members_within_time(16.6) == 3
+    assert recommend.members_within_time(36.9) == 1  # campaign seed 8 path 16's twin at a load of 12
+    assert recommend.members_within_time(0.1, 5) == 5
+    assert recommend.members_within_time(1.0, 7, budget_s=2.0) == 1
+
+
+def test_a_first_member_that_took_the_budget_leaves_the_ensemble_at_the_measurement_itself(monkeypatch):
+    p = Path(base_rtt_ms=20, down_mbps=5, buffer_bytes=25000)
+    full = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2)
+    assert full.ranges["members"] == recommend.ENSEMBLE
+    monkeypatch.setattr(recommend, "ENSEMBLE_BUDGET_S", 0.0)
+    one = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2)
+    assert one.ranges["members"] == 1 and one.ranges["rtt_ms"] == [20, 20]
+    # the one member is the seven's middle one: the measured RTT, started at 0, the seed itself
+    alone = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None), duration_s=2, members=1)
+    assert one.goodput_mbps == alone.goodput_mbps and one.p95_rtt_ms == alone.p95_rtt_ms
+
+
 def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     # a 62.7-Mbit/s policer on an 80.6-Mbit/s port at 190 ms (campaign seed 5, path 8): unpaced Reno behind fq_codel
     # at 59.5 Mbit/s ends its slow start in one of several modes as its start and RTT move within a millisecond; the
@@ -581,3 +606,22 @@ def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     assert c.ranges["members"] == recommend.ENSEMBLE and c.ranges["goodput_mbps"][1] > 25
     # the median within 1 Mbit/s (5 %) of the kernel's 20.2: a member in the upper mode does not move it
     assert c.goodput_mbps == pytest.approx(20.2, abs=1.0)
+
+
+def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle():
+    from bloatlab.advise import measure as M
+
+    # 20 Mbit/s at 30 ms, 4 flows: 18.75 KB each, 1.29 initial windows: 1 doubling + 3 full-pipe rounds + 1 drain
+    # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 3-s floor
+    assert M.bbr_rounds(20, 4, 30) == 13
+    assert M.bbr_phase_secs(30, 20, 4, quick=True) == 3.0
+    # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds = 4 s
+    assert M.bbr_rounds(100, 4, 200) == 20
+    assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.0)
+    # 1000 Mbit/s at 300 ms: 9.4 MB a flow (647 windows): 10 doublings, ramp 14, 28 rounds = 8.4 s, at most 8
+    # (the old rule's 20 RTTs, 6 s, started the window at round 10, inside the 14-round ramp)
+    assert M.bbr_rounds(1000, 4, 300) == 28
+    assert M.bbr_phase_secs(300, 1000, 4, quick=True) == 8.0
+    assert M.bbr_rounds(1000, 4, 100) == 24 and M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(3.0)
+    # without --quick the RTT rule as before (30 RTTs, 5-10 s)
+    assert M.bbr_phase_secs(200, 100, 4, quick=False) == M._phase_secs(200, False, fill=False) == 6.0

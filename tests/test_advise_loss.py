@@ -85,3 +85,36 @@ def test_measure_finds_a_random_loss_the_idle_probes_do_not_see():
     assert "sent" in m_["loss_stream"], m_["loss_stream"]
     assert m_["loss"] == pytest.approx(0.003, rel=0.5), (m_["loss"], m_["loss_idle"], m_["loss_stream"])
     assert m_["down"]["limiter"] == "fifo", m_["down"]
+
+
+def test_the_idle_medians_interval_is_the_order_statistics_around_the_middle():
+    # n = 100: ranks 50 -+ 1.96 x 10 / 2 = 40.2 .. 59.8, widened to whole ranks: the 41st and 61st smallest
+    x = list(range(100, 0, -1))
+    assert m.median_ci_ms(x) == (41.0, 61.0)
+    # n = 300: 150 -+ 16.97: the 134th and 168th smallest; lost probes (NaN, None) left out
+    assert m.median_ci_ms([float(i) for i in range(1, 301)] + [float("nan")]) == (134.0, 168.0)
+    assert m.median_ci_ms([None, 5.0, None]) == (5.0, 5.0)
+
+
+def test_the_idle_probes_stop_after_the_first_hundred_where_the_median_and_the_loss_are_told():
+    def spread(base, ms):
+        # 100 RTTs evenly over base .. base + ms: the 41st and 61st smallest lie ms x 20/99 apart
+        return [base + ms * i / 99 for i in range(100)]
+
+    # at 10 ms the goal is 1 ms (5 % is less), half of it either side: 4 ms of spread gives +-0.40 ms, 6 ms +-0.61
+    more, why = m.idle_plan(spread(10, 4), 0, stream=False)
+    assert not more and "+-0.4 ms" in why and "within half the goal's 1 ms" in why
+    more, why = m.idle_plan(spread(10, 6), 0, stream=False)
+    assert more and "wider than +-0.5 ms" in why
+    # at 400 ms the goal is 5 % (22.25 ms at the median 445): 90 ms of spread, +-9.1 ms, stops; 130 ms (+-13.1
+    # against 11.6) does not
+    assert m.idle_plan(spread(400, 90), 0, stream=False)[0] is False
+    assert m.idle_plan(spread(400, 130), 0, stream=False)[0] is True
+    # a loss seen and unresolved (fewer than LOSS_RESOLVED): more probes; resolved: none
+    assert m.idle_plan(spread(20, 1), 3, stream=False)[0] is True
+    assert m.idle_plan(spread(20, 1), m.LOSS_RESOLVED, stream=False)[0] is False
+    # a loss stream follows: the rest go beside it (its losses weighed against all 300), however tight the median
+    more, why = m.idle_plan(spread(20, 1), 0, stream=True)
+    assert more and "beside it" in why
+    # nothing to take a median of
+    assert m.idle_plan([None, 20.0], 1, stream=True)[0] is True

@@ -96,3 +96,29 @@ def test_foreign_and_self_probes_wait_in_the_shaped_uplinks_queue_as_the_udp_pro
     assert bb["up"] in ("B", "C") and bb["down"] == "?", bb
     # the goodput is the link's: the frames and the 5-ms mark cost no throughput
     assert ph["goodput_mbps"]["up"] > 0.85 * 10 * 1448 / 1500, ph["goodput_mbps"]
+
+
+@needs_root
+def test_halt_at_end_stops_the_flows_with_their_phase_instead_of_waiting_for_a_deep_queues_acks():
+    # 1 Mbit/s down behind a 500-KB FIFO (4 s) at 20 ms: two CUBIC downloads' send buffers hold seconds of data. Without
+    # --halt-at-end the server's senders wait TIMED_ACK_GRACE (2 s) for their acks after the 2-s phase; with it the
+    # client asks them to stop at the phase's end, and the last TCP_INFO sample falls there
+    # (the probe built beside the tree first, where BLOATLAB_BIN_DIR names it: the venv's may be older)
+    bins = [d for d in (os.environ.get("BLOATLAB_BIN_DIR"), os.path.join(ROOT, ".venv", "bin")) if d]
+    env = dict(os.environ, PATH=":".join(bins + [os.environ["PATH"]]))
+    spans = {}
+    for flag in ("", "--halt-at-end"):
+        r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--down", "1Mbit", "--up", "1Mbit",
+                            "--rtt", "20ms", "--buffer", "500KB", "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
+                            "sh", "-c", f"sleep 0.5; bloatlab-probe load $BLOATLAB_SERVER --down 2 --up 0 -t 2 --idle 250ms "
+                                        f"--no-self-probes --sample-interval 20ms --json {flag}"],
+                           capture_output=True, text=True, timeout=120, env=env)
+        assert r.returncode == 0, r.stderr
+        j = json.loads(r.stdout[r.stdout.index("{"):])
+        fs = j["raw"]["series"]["flows"]
+        t, fid = fs["t"], fs["flow"]
+        spans[flag] = min(max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f)
+                          for f in set(fid))
+    # halted: within the phase and a few samples; waiting: the 2-s grace on top (the send buffer is not acked by then)
+    assert spans["--halt-at-end"] < 2.0 + 0.3, spans
+    assert spans[""] > spans["--halt-at-end"] + 1.5, spans

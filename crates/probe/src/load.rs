@@ -70,6 +70,8 @@ pub struct LoadCfg {
     pub self_probes: bool,
     /// download only, upload only, then both (one loaded phase each)
     pub sequential: bool,
+    /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
+    pub halt_at_end: bool,
 }
 
 /// Most foreign probes in flight at once: at 10 per second that covers
@@ -267,6 +269,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         wait_go: false,
         done_file: None,
         self_probes: board.clone(),
+        halt_at_end: cfg.halt_at_end,
     };
     let dn = (down > 0).then(|| {
         let c = mk(true, down, first_id);

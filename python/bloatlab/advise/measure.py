@@ -2,10 +2,12 @@
 
 Phases (each a run of the probe binary, its JSON read back):
 
-1. idle: UDP echo probes every 10 ms — base RTT (min, p50) and random loss;
-   large probes (the ports' serialization); a short packet train down (a
-   WiFi hop's batches, the down port's rate); where the idle probes cannot
-   rule out a loss that would matter, more echo probes (:func:`loss_stream_plan`);
+1. idle: UDP echo probes every 10 ms — base RTT (min, p50) and random loss,
+   100 first and the rest of 300 only where those leave something unresolved
+   (:func:`idle_plan`); large probes (the ports' serialization); a short packet
+   train down (a WiFi hop's batches, the down port's rate); where the idle
+   probes cannot rule out a loss that would matter, more echo probes
+   (:func:`loss_stream_plan`), the rest of the idle probes beside them;
 2. per direction (down: server -> client, then up), ``--flows`` parallel TCP
    flows with UDP probes running (``bloatlab-probe load``), twice:
    a. *fill*: CUBIC, a loss-based control that fills whatever buffer there is
@@ -17,7 +19,9 @@ Phases (each a run of the probe binary, its JSON read back):
       rate) — the rate like a speed test's, the larger of the two phases';
       left out where the fill kept the port's rate busy (:data:`BUSY_SHARE`).
    Each phase lasts a number of RTTs (:func:`_phase_secs`: a long path needs
-   longer to fill) and is read over its second half, after every ramp.
+   longer to fill; :func:`bbr_phase_secs`: BBR's ramp) and is read over its
+   second half, after every ramp. Each phase's wall time is in the report's
+   ``phases_s``.
 
 From those (docs/advise.md): added delay = the probes' loaded p95 − idle p50;
 the grade on DSLReports' scale; the buffer = the flows' queueing p95 × rate
@@ -178,6 +182,63 @@ LOSS_STREAM_S = (2.0, 4.0)
 #: losses a count needs for its rate to be known within 50 % at 95 % (Poisson: 1.96 / sqrt(k) <= 0.5, k >= 15.4)
 LOSS_RESOLVED = 16
 
+#: The idle probes (echo probes every :data:`IDLE_INTERVAL_MS`) end by a stopping rule (:func:`idle_plan`): first
+#: this many (1 s), enough for a median's 95 % interval to span no more than the 40th-60th percentiles of the idle
+#: RTTs (order statistics, :func:`median_ci_ms`) ...
+IDLE_FIRST = 100
+#: ... then the rest of :data:`IDLE_PROBES` (``--quick``, full: the counts measure always sent before) only where
+#: the first ones leave the base RTT or the loss unresolved (a median whose interval is wider than the goal allows,
+#: a loss seen and not resolved) or a loss stream follows, beside which they go: both are
+#: echo probes spaced wider than they take at the ports (the stream at 5 % of the rate, these 92 B every 10 ms:
+#: 7 % of 1 Mbit/s), so neither queues behind the other but for a small probe's serialization where they meet
+#: (0.74 ms at 1 Mbit/s, in a few % of the probes: the median and the minimum stay)
+IDLE_PROBES = (300, 500)
+IDLE_INTERVAL_MS = 10
+#: issue 30's goal for the base RTT: within 5 % or 1 ms, whichever is larger ...
+BASE_RTT_GOAL_SHARE = 0.05
+BASE_RTT_GOAL_MS = 1.0
+#: ... of which the idle median's 95 % interval may take half either side; the other half is left for what the
+#: median does not see (the serialization taken out of it, :func:`serialization_ms`, and the path's own jitter)
+IDLE_CI_SHARE = 0.5
+
+
+def median_ci_ms(rtts) -> tuple[float, float]:
+    """The 95 % confidence interval of the median of ``rtts`` (ms), free of any distribution: the order
+    statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (the count below the median is binomial(n, 1/2); normal
+    approximation), widened to whole ranks. At n = 100 the 41st and 61st smallest."""
+    x = np.sort(np.asarray(rtts, float)[np.isfinite(np.asarray(rtts, float))])
+    n = x.size
+    if n == 0:
+        return float("nan"), float("nan")
+    h = 1.96 * math.sqrt(n) / 2
+    return float(x[max(math.floor(n / 2 - h), 0)]), float(x[min(math.ceil(n / 2 + h), n - 1)])
+
+
+def idle_plan(rtts, lost: int, stream: bool) -> tuple[bool, str]:
+    """Whether the first idle probes (their RTTs ``rtts``, ms, and ``lost`` of them lost) need the rest of
+    :data:`IDLE_PROBES`: (more, why). More where a loss ``stream`` follows (the rest go beside it, at no cost
+    in time, so that its losses are weighed against all of them: 100 probes without a loss bound the round trip's
+    loss below 3 %, 300 below 1 %, and a stream that loses more than that met something else than the path's
+    random loss, :func:`_loss_stream`), where the median's 95 % interval (:func:`median_ci_ms`) is wider than
+    :data:`IDLE_CI_SHARE` of the base RTT's goal either side, or where they lost some (fewer than
+    :data:`LOSS_RESOLVED`)."""
+    x = np.asarray(rtts, float)
+    x = x[np.isfinite(x)]
+    if stream:
+        return True, "a loss stream follows: the rest beside it, to weigh its losses against"
+    if x.size < 2:
+        return True, f"{x.size} idle probe(s) answered: too few for a median"
+    lo, hi = median_ci_ms(x)
+    p50 = float(np.median(x))
+    tol = max(BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE * p50)
+    half = (hi - lo) / 2
+    ci = f"the idle median {p50:.3g} ms within +-{half:.2g} ms (95 %) of {x.size} probes"
+    if half > IDLE_CI_SHARE * tol:
+        return True, f"{ci}, wider than +-{IDLE_CI_SHARE * tol:.2g} ms (half the goal's {tol:.2g} ms)"
+    if 0 < lost < LOSS_RESOLVED:
+        return True, f"{ci}; {lost} lost, unresolved, and no loss stream follows"
+    return False, f"{ci}, within half the goal's {tol:.2g} ms" + (f"; {lost} lost" if lost else "")
+
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
 #: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
 #: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
@@ -260,6 +321,41 @@ class Measurement:
                 print(f"      ({x['limiter_note']})")
         for w in r.get("warnings", []):
             print(f"warning: {w}")
+
+
+#: The ``--quick`` rate phase's length follows BBR's own rounds (Linux net/ipv4/tcp_bbr.c, BBRv1): STARTUP grows
+#: the window by what is acked, doubling it each round from the initial window (:data:`INITIAL_WINDOW`) up to the
+#: flow's share of the BDP, then needs this many rounds without 25 % growth to call the pipe full
+#: (``bbr_full_bw_cnt``) ...
+BBR_FULL_BW_ROUNDS = 3
+#: ... and about one round of DRAIN; from there PROBE_BW cycles its pacing gain over 8 rounds (1.25, 0.75, then
+#: 1 x 6: ``bbr_pacing_gain``), so a window holding one whole cycle after the ramp reads its mean, the rate
+BBR_DRAIN_ROUNDS = 1
+BBR_CYCLE_ROUNDS = 8
+#: ... and at least this long (s). The rounds alone ask less below ~150 ms (13 at 20 Mbit/s and 30 ms: 0.4 s), and
+#: the capacity's variation windows (:data:`VARIATION_MIN_WINDOWS` x :data:`VARIATION_MIN_WINDOW_S` = 1 s in the
+#: second half) ask 2 s; but a 2-s floor read a 30-Mbit/s CoDel at 100 ms 6.9 % low (campaign seed 22, path 6:
+#: 27.95 Mbit/s, the 3-s phase 29.99 on the same path), four BBRv1 flows converging on their shares over more than
+#: one gain cycle. The old floor stays until that convergence is derived
+BBR_MIN_S = 3.0
+
+
+def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
+    """Round trips a ``--quick`` BBR rate phase needs (:data:`BBR_FULL_BW_ROUNDS`): its ramp S (STARTUP's
+    doublings from the initial window to each flow's share of the BDP at ``rate_mbps`` over ``base_ms``, the
+    full-pipe rounds and DRAIN) must lie in the phase's first half and a whole gain cycle after it, so
+    max(2 S, S + 8)."""
+    share = max(rate_mbps, 1e-6) * 1e6 * base_ms / 1e3 / 8 / max(flows, 1)
+    ramp = math.ceil(math.log2(max(share / INITIAL_WINDOW, 1.0))) + BBR_FULL_BW_ROUNDS + BBR_DRAIN_ROUNDS
+    return max(2 * ramp, ramp + BBR_CYCLE_ROUNDS)
+
+
+def bbr_phase_secs(base_ms: float, rate_mbps: float, flows: int, quick: bool) -> float:
+    """The rate phase's length (s): ``--quick``, :func:`bbr_rounds` round trips of ``base_ms`` (the fill's rate
+    ``rate_mbps`` sizes the ramp), :data:`BBR_MIN_S` to 8 s; without ``--quick`` as :func:`_phase_secs`."""
+    if not quick:
+        return _phase_secs(base_ms, quick, fill=False)
+    return float(min(max(BBR_MIN_S, bbr_rounds(rate_mbps, flows, base_ms) * base_ms / 1e3), 8.0))
 
 
 def _phase_secs(base_ms: float, quick: bool, fill: bool) -> float:
@@ -445,6 +541,11 @@ def gap_s(queue_ms: float, base_ms: float) -> float:
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
           idle_s: float = IDLE_MAX_S) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
+    # not --halt-at-end: each sender then waits up to 2 s (the probe's TIMED_ACK_GRACE) for the acks of its send
+    # buffer, 2-2.5 s of each loaded phase at 1 Mbit/s (phases_s) — but the link stays loaded meanwhile and the
+    # flows' samples run on, so the window (the second half of all the samples) is that much longer: halted at the
+    # phase's end, a lossy 1.43-Mbit/s CoDel at 64 ms (campaign seed 22, path 1) no longer spanned 20 round trips
+    # (ACKED_EDGE) and its rate fell back to the delivery-rate samples, 10.1 % low (0.3 % with the grace)
     # TCP_INFO samples: about SAMPLES_PER_PHASE a flow (the window, the phase's second half, keeps half of them:
     # enough for a p95); their JSON comes back over the path just measured
     sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
@@ -546,29 +647,49 @@ def loss_stream_plan(lost: int, sent: int, ser_ms: float | None, base_ms: float,
 
 
 def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms: float | None, wifi: bool, quick: bool,
-                 say) -> None:
+                 say, beside=None):
     """More echo probes where the idle ones leave the path's random loss
     unresolved (:func:`loss_stream_plan`); their count pooled with the idle
     phase's into ``report["loss"]`` (each way) and ``report["loss_round_trip"]``,
     the stream's own figures in ``report["loss_stream"]``. A stream that
     lost more than the idle probes' upper bound met something they did not
     (a policer below its pace, a burst of the path's own): random loss is
-    the same for both, so the idle figure stays and the reason is kept."""
+    the same for both, so the idle figure stays and the reason is kept.
+
+    ``beside``: a function run at the same time as the stream (the rest of
+    the idle probes, :func:`idle_plan`) returning ``{"sent", "lost"}`` (or
+    None), pooled into ``report["loss_idle"]`` before the stream is weighed;
+    its result is returned."""
     idle = report["loss_idle"]
     pps, count, why = loss_stream_plan(idle["lost"], idle["sent"], ser_ms, report["base_rtt_ms"]["p50"], wifi, quick)
+    u, err = None, None
+    if pps is not None:
+        say(f"  loss: {count} more echo probes at {pps} a second ({why}) ...")
+        args = ["udp", "client", host, "-p", str(port), "--count", str(count), "--send-interval", f"{1e6 / pps:.0f}us",
+                "--timeout", "1s", "--give-up", "3s"]
+        if secret:
+            args += ["--secret", secret]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        more = pool.submit(beside) if beside is not None else None
+        if pps is not None:
+            try:
+                u = _probe(args, timeout=count / pps + 20)["udp"]
+            except UserError as e:
+                err = e
+        extra = more.result() if more is not None else None
+    if extra:
+        idle["sent"] += int(extra["sent"])
+        idle["lost"] += int(extra["lost"])
+        report["loss_round_trip"] = idle["lost"] / max(idle["sent"], 1)
+        report["loss"] = one_way(report["loss_round_trip"])
     if pps is None:
         report["loss_stream"] = {"skipped": why}
-        return
-    say(f"  loss: {count} more echo probes at {pps} a second ({why}) ...")
-    args = ["udp", "client", host, "-p", str(port), "--count", str(count), "--send-interval", f"{1e6 / pps:.0f}us",
-            "--timeout", "1s", "--give-up", "3s"]
-    if secret:
-        args += ["--secret", secret]
-    try:
-        u = _probe(args, timeout=count / pps + 20)["udp"]
-    except UserError as e:
-        report["loss_stream"] = {"skipped": f"the stream failed ({e}); the idle probes' loss is kept"}
-        return
+        return extra
+    if err is not None:
+        report["loss_stream"] = {"skipped": f"the stream failed ({err}); the idle probes' loss is kept"}
+        return extra
     lost, sent = int(u["lost"]), int(u["sent"])
     st = report["loss_stream"] = {"sent": sent, "lost": lost, "pps": pps, "why": why, "loss_round_trip": lost / max(sent, 1)}
     idle_bound = loss_upper(idle["lost"], idle["sent"])
@@ -576,13 +697,14 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
         st["discarded"] = (f"it lost {lost} of {sent}, more than the idle probes allow "
                            f"({idle_bound * 100:.2g} % of round trips): not the path's random loss")
         say(f"  loss: {st['discarded']}; the idle probes' figure is kept")
-        return
+        return extra
     rt = (idle["lost"] + lost) / max(idle["sent"] + sent, 1)
     report["loss_round_trip"] = rt
     report["loss"] = one_way(rt)
     report["loss_upper"] = one_way(loss_upper(idle["lost"] + lost, idle["sent"] + sent))
     say(f"  loss: {lost} of {sent} lost: {report['loss'] * 100:.2g} % each way with the idle probes' "
         f"(at most {report['loss_upper'] * 100:.2g} %)")
+    return extra
 
 
 def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
@@ -691,7 +813,11 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {secs:g} s) ...")
+    tf = time.monotonic()
     j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50))
+    phases = {"fill": time.monotonic() - tf}
+    # what the phases were planned to take (the quiet gap and the load), beside what they took
+    planned = {"fill": gap_s(after_ms, base_p50) + secs}
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
@@ -715,10 +841,13 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, the bottleneck busy in {vfill['busy_windows']} of "
             f"{vfill['windows']} windows at the port's {port_mbps:.4g}: the link's rate (no BBR phase)")
     if not lossy and not standing and not busy:
-        rsecs = _phase_secs(base_p50, quick, fill=False)
+        rsecs = bbr_phase_secs(base_p50, w["rate_mbps"], flows, quick)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
+        tb = time.monotonic()
         try:
             jb = _load(host, port, d, flows, rsecs, secret, "bbr", gap_s(ev["flow_q95_ms"], base_p50))
+            phases["bbr"] = time.monotonic() - tb
+            planned["bbr"] = gap_s(ev["flow_q95_ms"], base_p50) + rsecs
             wb = _window(jb, d)
             rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
             # the fill phase never reached the rate (CUBIC collapsed behind a policer or under random loss, or
@@ -728,6 +857,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 ev = _evidence(jb, wb, d, base_p50, idle_loss)
                 ev["phase"] = "bbr"
         except UserError as e:
+            phases["bbr"] = time.monotonic() - tb
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
     # the capacity's variation (issue 31): of the phases, the one that kept the bottleneck busy longest
@@ -765,7 +895,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "limiter_alternatives": alternatives(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": secs, "saturated": saturated, "rate_variation": variation,
+            "flows": flows, "phase_s": secs, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
@@ -1670,12 +1800,25 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     if not 1 <= flows <= 64:
         raise UserError(f"--flows: expected 1..64, got {flows}")
     t0 = time.monotonic()
+    # wall time per phase (s), in the report as ``phases_s``: where measure's time goes (docs/advise.md)
+    phases: dict[str, float] = {}
+    lap_at = [t0]
+
+    def lap(name: str) -> None:
+        now = time.monotonic()
+        phases[name] = phases.get(name, 0.0) + now - lap_at[0]
+        lap_at[0] = now
+
     say = (lambda m: print(m, flush=True)) if show else (lambda m: None)
     say(f"measuring {h}:{port}: idle RTT and loss ...")
-    idle_args = ["udp", "client", h, "-p", str(port), "--count", "300" if quick else "500", "--interval", "10ms", "--timeout", "1s", "--give-up", "3s"]
-    if secret:
-        idle_args += ["--secret", secret]
-    idle = _probe(idle_args, timeout=20)
+    def idle_args(count: int) -> list[str]:
+        a = ["udp", "client", h, "-p", str(port), "--count", str(count), "--interval", f"{IDLE_INTERVAL_MS}ms",
+             "--timeout", "1s", "--give-up", "3s"]
+        return a + (["--secret", secret] if secret else [])
+
+    # the first idle probes (IDLE_FIRST); the rest of IDLE_PROBES only where they leave something unresolved
+    idle = _probe(idle_args(IDLE_FIRST), timeout=20)
+    lap("idle")
     if "echo" in idle or not idle.get("probes"):
         # the probe found a plain echo server there and measured it as one (udp client's detection)
         raise UserError(f"measure: {h}:{port} answers as a plain UDP echo server, not as `bloatlab-probe server` does: "
@@ -1688,29 +1831,57 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                             f"({idle['udp']['foreign']} foreign replies): a plain echo server, another program, or a "
                             f"server of another version (compare `bloatlab-probe --version` on both ends)")
         raise UserError(f"measure: no UDP echo from {h}:{port} (is `bloatlab-probe server` running there?)")
-    series = idle["raw"]["series"]["probes"]["rtt_ms"] if "raw" in idle else []
+    series = list(idle["raw"]["series"]["probes"]["rtt_ms"]) if "raw" in idle else []
     rmin = float(np.nanmin(series)) if len(series) else pr["rtt_ms"]["p50"]
     base = {"min": rmin, "p50": pr["rtt_ms"]["p50"]}
     # the idle probes' own serialization is in their RTT, and the twin's links add it again: read it from a few
     # large probes (the slope of the minimum RTT against the size: pathchar's way) and take it out
     ser = _probe_serialization(h, port, secret, rmin)
-    if ser is not None:
-        base["serialization_ms"] = ser
-        base["p50"] = max(base["p50"] - ser, 0.01)
-        base["min"] = max(base["min"] - ser, 0.01)
+    lap("serialization")
     # the probes' loss is a round trip's: each direction's, if alike, is 1 - sqrt(1 - rt)
     rt_loss = pr["loss"]
-    idle_loss = one_way(rt_loss)
     u = idle.get("udp") or {}
     sent = int(u.get("sent", 0))
-    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": idle_loss, "loss_round_trip": rt_loss,
+    report = {"host": h, "port": port, "base_rtt_ms": base, "loss": one_way(rt_loss), "loss_round_trip": rt_loss,
               "loss_idle": {"sent": sent, "lost": int(u.get("lost", round(rt_loss * sent)))}}
+    wp = _wifi_probe(h, port, secret, say)
+    lap("wifi_train")
+    wifi = wp["phy_mbps"] is not None
+    li = report["loss_idle"]
+    base["p50"] -= ser or 0.0  # the base RTT the stream's plan reads (the serialization out; the floor below)
+    # the rest of the idle probes, beside the loss stream where there is one (IDLE_PROBES)
+    stream = loss_stream_plan(li["lost"], li["sent"], ser, base["p50"], wifi, quick)[0] is not None
+    more, why_more = idle_plan(series, li["lost"], stream)
+    report["idle_plan"] = {"more": more, "why": why_more}
+
+    def rest() -> dict | None:
+        try:
+            j = _probe(idle_args(IDLE_PROBES[0 if quick else 1] - IDLE_FIRST), timeout=20)
+        except UserError as e:
+            report["idle_plan"]["failed"] = f"the rest of the idle probes failed ({e}): the first {sent} are kept"
+            return None
+        uu = j.get("udp") or {}
+        series.extend((j.get("raw") or {}).get("series", {}).get("probes", {}).get("rtt_ms", []))
+        return {"sent": int(uu.get("sent", 0)), "lost": int(uu.get("lost", 0))}
+
+    if more:
+        say(f"  idle: more probes ({why_more}) ...")
+    _loss_stream(h, port, secret, report, ser, wifi, quick, say, beside=rest if more else None)
+    lap("loss_stream")
+    if more:
+        x = np.asarray(series, float)
+        x = x[np.isfinite(x)]
+        if x.size:
+            base["min"], base["p50"] = float(x.min()), float(np.median(x)) - (ser or 0.0)
+    if ser is not None:
+        base["serialization_ms"] = ser
+        base["p50"] = max(base["p50"], 0.01)
+        base["min"] = max(base["min"] - ser, 0.01)
+    idle_loss = report["loss"]
     # on a lossy path CUBIC cannot fill the link (Mathis): both phases use BBR,
     # which does not read random loss as congestion; the buffer then reads low
     # (BBR holds about one BDP in flight beyond the pipe) and is reported as such
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
-    wp = _wifi_probe(h, port, secret, say)
-    _loss_stream(h, port, secret, report, ser, wp["phy_mbps"] is not None, quick, say)
     lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
     dirs = ("down", "up") if up else ("down",)
@@ -1718,14 +1889,20 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
                                    ports[d])
+        for k, v in x["phases_s"].items():
+            phases[f"{d}_{k}"] = v
+        lap_at[0] += sum(x["phases_s"].values())
+        lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
             _wifi_train(wp, x, base["p50"], say)
         if d == "down" and x["limiter"] == "policer":
             _policer_train(h, port, secret, x, say, report["loss"])
             _not_a_policer(x, base["p50"])
+            lap("policer_train")
         if d == "down":
             _aqm_train(h, port, secret, x, say, report["loss"])
+            lap("aqm_train")
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
@@ -1736,7 +1913,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
+    lap("other")
     report["elapsed_s"] = time.monotonic() - t0
+    report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     d = report["down"]
     path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],

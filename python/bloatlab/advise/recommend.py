@@ -80,6 +80,13 @@ ENSEMBLE_RTT_MAX_MS = 1.0
 #: 25.6 s, one member), so 60 M is ~25 s of members; a fast path's slow start is no more bimodal for it (that twin's
 #: goodput over 7 members: 706.8-707.8 Mbit/s)
 ENSEMBLE_BUDGET_PKTS = 60e6
+#: ... and the most wall time (s) the ensemble's simulations may take together: issue 30's 60 s for a whole
+#: advise less a sixth for what a member's cost may vary by as the machine's load moves (the members run after the
+#: first and are priced by it, :func:`members_within_time`). The packet budget prices a packet at an idle machine's
+#: cost; a loaded one (other jobs, the emulator) or a costly path (a large window's SACK scoreboard under random
+#: loss) costs more: a 204-Mbit/s, 169-ms twin with 3 % loss (campaign seed 8, path 16: 16 candidates) took 36.9 s
+#: for its first member alone at a load average of 12 on 2 cores, and 74.5 s for its 5 members in the campaign
+ENSEMBLE_BUDGET_S = 50.0
 
 
 def kernel_ccs() -> list[str] | None:
@@ -299,29 +306,55 @@ def members_within_budget(per_member_pkts: float, members: int = ENSEMBLE) -> in
     return k
 
 
+def members_within_time(first_s: float, members: int = ENSEMBLE, budget_s: float | None = None) -> int:
+    """``members`` (odd), fewer by twos down to 1 while the whole ensemble would take more than ``budget_s``
+    (:data:`ENSEMBLE_BUDGET_S`), each member costing what the first took (``first_s``: every candidate's middle
+    member, the runs spread over the same threads)."""
+    budget_s = ENSEMBLE_BUDGET_S if budget_s is None else budget_s
+    k = members
+    while k > 1 and k * first_s > budget_s:
+        k -= 2
+    return k
+
+
 def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str = "sim",
                  duration_s: float | None = None, members: int | None = None, progress=None) -> None:
     """Run every candidate on ``path``'s twin: alone with a probe, then beside a CUBIC neighbour, for each member
     of its ensemble (:func:`members_of`; ``members`` default :func:`ensemble_size` on the simulator, 1 on the
     emulator: real time); each figure the members' median, the goodput's and p95's ranges in ``c.ranges``. On the
     simulator the runs go on a thread each core (the engine releases the GIL while it runs); ``engine="emu"``: the
-    real kernel's TCP through the emulated twin (root), one run at a time."""
+    real kernel's TCP through the emulated twin (root), one run at a time.
+
+    Without ``members`` on the simulator the middle member (the measurement itself, the same in every ensemble)
+    runs first for every candidate, and the others only as far as its wall time says they fit
+    :data:`ENSEMBLE_BUDGET_S` (:func:`members_within_time`): an ensemble on a loaded machine shrinks instead of
+    overrunning advise's 60 s; the members run are in ``c.ranges["members"]``."""
     from concurrent.futures import ThreadPoolExecutor
 
+    timed = not members and engine == "sim"
     members = members or (ensemble_size(path, len(cands), duration_s) if engine == "sim" else 1)
-    ms = members_of(path.base_rtt_ms, members)
     if path.down_variable and path.limiter == "fifo":
         path.down_trace_file()  # written once, before the threads read it
     with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1) if engine == "sim" else 1) as pool:
         # each member its own seed (the middle one, the measurement itself, ``seed``): a kernel connection draws
         # its random loss, BBR's phase and a PIE's drops anew each run, and seven members on one seed drew the same
         # losses (seed 7 path 10's truth, 0.058 % at 310 ms: 2.60, 1.31 x 5, 1.30 Mbit/s; the kernel 3.2-14.8)
+        first: list = []
+        if timed and members > 1:
+            import time
+
+            t0 = time.monotonic()
+            first = [pool.submit(_run_figures, path, c, seed, engine, duration_s, members_of(path.base_rtt_ms, 1)[0])
+                     for c in cands]
+            first = [f.result() for f in first]
+            members = members_within_time(time.monotonic() - t0, members)
+        ms = members_of(path.base_rtt_ms, members)
         mid = (len(ms) - 1) // 2
         futures = [[pool.submit(_run_figures, path, c, seed + (k - mid) % len(ms), engine, duration_s, m)
-                    for k, m in enumerate(ms)] for c in cands]
+                    if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
         for i, (c, fs) in enumerate(zip(cands, futures)):
             c._base_ms = path.base_rtt_ms
-            _set_figures(c, [f.result() for f in fs], ms)
+            _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms)
             if progress:
                 progress(i + 1, len(cands), c)
 

@@ -353,6 +353,11 @@ struct LoadArgs {
     /// three loaded phases of -t each: download only, upload only, both at once
     #[arg(long)]
     sequential: bool,
+    /// the flows stop when their phase ends instead of waiting up to 2 s for
+    /// the acks of what they wrote (a deep queue's worth): the phase is all
+    /// the result holds, and the results come back over an emptied queue
+    #[arg(long)]
+    halt_at_end: bool,
     /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,

@@ -205,12 +205,16 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     } else {
         None
     };
-    // reverse: on Ctrl-C/SIGTERM ask the server to stop sending, then read what it had sent and its results
+    // the end of a timed test where its senders halt there (`halt_at_end`): the streams' start + the duration
+    let halt_at = cfg.halt_at_end.then(|| cfg.duration_ns.map(|d| states.iter().map(|s| s.start_mono).max().unwrap_or(0) + d)).flatten();
+    let past_end = move || halt_at.is_some_and(|e| sys::mono_ns() >= e);
+    // reverse: on Ctrl-C/SIGTERM (or at the end, `halt_at_end`) ask the server to stop sending, then read what it
+    // had sent and its results
     let stopper = if cfg.reverse {
         let (v, c) = (states.clone(), ctrl.try_clone().map_err(|e| err1(format!("control: {e}")))?);
         Some(std::thread::spawn(move || {
             while !v.iter().all(|s| s.done.load(Ordering::Relaxed)) {
-                if sys::stopped() {
+                if sys::stopped() || past_end() {
                     let _ = (&c).write_all(STOP_LINE);
                     return;
                 }
@@ -229,7 +233,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
                 if cfg.reverse {
                     run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns)
                 } else {
-                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &|| false)
+                    run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &past_end)
                 }
             })
         })

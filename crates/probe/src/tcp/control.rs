@@ -406,6 +406,11 @@ pub struct ClientCfg {
     /// frame the data connections for self probes, issued through this board
     /// (used when the server agrees)
     pub self_probes: Option<Arc<crate::probewire::Board>>,
+    /// a timed test's senders stop at its end instead of waiting up to
+    /// `TIMED_ACK_GRACE_NS` for the acks of what they wrote (this client's
+    /// sender aborts; a download asks the server to stop, as on Ctrl-C):
+    /// `load --halt-at-end`, whose measurement ends with its phase
+    pub halt_at_end: bool,
 }
 
 /// Everything the client learned, ready for [`Output`].
