@@ -91,7 +91,18 @@ def write_text(path: str, text: str, makedirs: bool = True) -> str:
 def write_json(path: str, obj, indent: int = 2, default: Callable | None = None, allow_nan: bool = True) -> str:
     """Atomically write ``obj`` as JSON (with a final newline) to ``path``.
     The text is made first, so an object that cannot be serialized leaves
-    no file behind."""
+    no file behind. Indented by 2 with NaN allowed (a run's summary.json),
+    the text is orjson's (:mod:`bloatlab.jsontext`: a NaN is written null)."""
+    if indent == 2 and allow_nan:
+        from .jsontext import indented
+
+        data = indented(obj, default=default)
+
+        def write(tmp):
+            with open(tmp, "wb") as f:
+                f.write(data)
+
+        return write_with(path, write)
     text = json.dumps(obj, indent=indent, default=default, allow_nan=allow_nan) + "\n"
     return write_text(path, text, makedirs=False)
 

@@ -70,22 +70,44 @@ impl PartialOrd for Entry {
 }
 
 impl Entry {
-    fn key(&self) -> (Nanos, u64) {
-        (self.t, self.seq)
-    }
-
     fn key128(&self) -> u128 {
         (self.t as u128) << 64 | self.seq as u128
     }
 }
 
-#[derive(Default)]
+/// A lane's head when it is empty: above every entry's key (an entry's
+/// `seq` is never `u64::MAX`).
+const EMPTY: u128 = u128::MAX;
+
 pub struct Queue {
     heap: BinaryHeap<Entry>,
-    /// (delay or STREAM | stream, its events in (time, insertion) order).
-    lanes: Vec<(u64, VecDeque<Entry>)>,
+    /// The lanes in use: lane `i` has key `keys[i]` (a delay, or STREAM |
+    /// stream), its events in (time, insertion) order in `lanes[i]`, the key
+    /// of its first in `heads[i]` ([`EMPTY`] if none: [`Queue::pop`] compares
+    /// one small array, not each lane's front) and the time of its last in
+    /// `tails[i]`.
+    n: usize,
+    keys: [u64; MAX_LANES],
+    heads: [u128; MAX_LANES],
+    tails: [Nanos; MAX_LANES],
+    lanes: [VecDeque<Entry>; MAX_LANES],
     seq: u64,
     pub processed: u64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            heap: BinaryHeap::new(),
+            n: 0,
+            keys: [0; MAX_LANES],
+            heads: [EMPTY; MAX_LANES],
+            tails: [0; MAX_LANES],
+            lanes: Default::default(),
+            seq: 0,
+            processed: 0,
+        }
+    }
 }
 
 impl Queue {
@@ -109,37 +131,44 @@ impl Queue {
     }
 
     fn push_in_lane(&mut self, key: u64, t: Nanos, ev: Event) {
-        let lane = match self.lanes.iter().position(|(k, _)| *k == key) {
+        let i = match self.keys[..self.n].iter().position(|&k| k == key) {
             Some(i) => i,
-            None if self.lanes.len() < MAX_LANES => {
-                self.lanes.push((key, VecDeque::new()));
-                self.lanes.len() - 1
+            None if self.n < MAX_LANES => {
+                self.keys[self.n] = key;
+                self.n += 1;
+                self.n - 1
             }
             None => return self.push(t, ev),
         };
-        let q = &mut self.lanes[lane].1;
-        if q.back().is_some_and(|b| b.t > t) {
+        if self.heads[i] != EMPTY && self.tails[i] > t {
             return self.push(t, ev); // out of order (`now` went back outside a run): the heap keeps the order
         }
         self.seq += 1;
-        q.push_back(Entry { t, seq: self.seq, ev });
+        let e = Entry { t, seq: self.seq, ev };
+        if self.heads[i] == EMPTY {
+            self.heads[i] = e.key128();
+        }
+        self.tails[i] = t;
+        self.lanes[i].push_back(e);
     }
 
     pub fn pop(&mut self) -> Option<(Nanos, Event)> {
         // the earliest of the heap's top and the lanes' heads
-        let mut best = self.heap.peek().map(Entry::key);
-        let mut from = None;
-        for (i, (_, q)) in self.lanes.iter().enumerate() {
-            if let Some(e) = q.front() {
-                if best.map_or(true, |b| e.key() < b) {
-                    best = Some(e.key());
-                    from = Some(i);
-                }
+        let mut best = self.heap.peek().map_or(EMPTY, Entry::key128);
+        let mut from = MAX_LANES;
+        for (i, &h) in self.heads[..self.n].iter().enumerate() {
+            if h < best {
+                best = h;
+                from = i;
             }
         }
-        let e = match from {
-            Some(i) => self.lanes[i].1.pop_front()?,
-            None => self.heap.pop()?,
+        let e = if from < MAX_LANES {
+            let q = &mut self.lanes[from];
+            let e = q.pop_front()?;
+            self.heads[from] = q.front().map_or(EMPTY, Entry::key128);
+            e
+        } else {
+            self.heap.pop()?
         };
         self.processed += 1;
         Some((e.t, e.ev))

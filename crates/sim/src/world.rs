@@ -359,7 +359,11 @@ impl World {
     /// Which direction a packet crosses, and the delay line of its
     /// propagation (its one-way delay).
     fn route(&self, p: &Payload) -> (Direction, u32, u64, u32, u32) {
-        let r = self.route_of(p);
+        Self::way(self.route_of(p), p)
+    }
+
+    /// [`World::route`] of a packet whose connection's or probe's [`Route`] is `r`.
+    fn way(r: &Route, p: &Payload) -> (Direction, u32, u64, u32, u32) {
         match *p {
             Payload::Data { flow, .. } => (r.dir, r.lines[0], flow as u64, 0, r.host),
             Payload::Ack { flow, .. } => (r.dir.reverse(), r.lines[1], flow as u64, r.host, 0),
@@ -384,25 +388,14 @@ impl World {
         }
     }
 
-    /// The WiFi station a packet's client sits on, if it crosses the medium.
-    fn station(&self, p: &Payload) -> Option<usize> {
-        self.wifi.as_ref()?;
-        self.route_of(p).station
-    }
-
-    /// The DiffServ code point of a packet: its connection's or probe's, both ways.
-    fn dscp(&self, p: &Payload) -> u8 {
-        self.route_of(p).dscp
-    }
-
     /// An endpoint emits a packet of `len` wire bytes.
     fn emit(&mut self, p: Payload, len: u32) {
         self.packets += 1;
-        let (dir, line, flow, src, dst) = self.route(&p);
+        let r = *self.route_of(&p);
+        let (dir, line, flow, src, dst) = Self::way(&r, &p);
         let d = dir.index();
-        if self.capture.is_some() {
-            let (now, dscp) = (self.now, self.dscp(&p));
-            self.capture.as_mut().unwrap().record(now, dir, &p, len, dscp);
+        if let Some(c) = self.capture.as_mut() {
+            c.record(self.now, dir, &p, len, r.dscp);
         }
         let meta = PacketMeta {
             flow: flow + ((d as u64) << 40),
@@ -412,10 +405,10 @@ impl World {
             is_pure_ack: matches!(p, Payload::Ack { .. }),
             tcp_ack: if let Payload::Ack { ack, .. } = p { ack as u32 } else { 0 },
             ecn: if matches!(p, Payload::Data { ect: true, .. }) { Ecn::Ect0 } else { Ecn::NotEct },
-            dscp: self.dscp(&p),
+            dscp: r.dscp,
             ..Default::default()
         };
-        if let Some(sta) = self.station(&p) {
+        if let Some(sta) = r.station.filter(|_| self.wifi.is_some()) {
             let now = self.now;
             self.wifi.as_mut().unwrap().enqueue(now, sta, dir == Direction::Up, meta, p);
             self.kick_wifi();

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 
@@ -95,9 +94,17 @@ def main(args) -> int:
         res.save(args.out)
     judged = _expectations(res)
     if args.json:
-        # one write (json.dump would write each token: 90,000 writes for 1000 flows)
+        from ..jsontext import indented
+
         out = res.summary if judged is None else dict(res.summary, expect=judged)
-        sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
+        text = indented(out, default=str)
+        buf = getattr(sys.stdout, "buffer", None)  # one write of the bytes, after anything printed before
+        if buf is None:
+            sys.stdout.write(text.decode())
+        else:
+            sys.stdout.flush()
+            buf.write(text)
+            buf.flush()
     else:
         print_summary(res.summary)
         if judged is not None:

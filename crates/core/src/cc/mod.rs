@@ -348,7 +348,8 @@ pub trait CongestionControl: Send {
 
     /// Whether the sender must pace at [`Window::pacing_rate`] (Linux
     /// `SK_PACING_NEEDED`, set by BBR's init). Loss-based controls leave
-    /// pacing to an `fq` qdisc, as Linux does.
+    /// pacing to an `fq` qdisc, as Linux does. A constant of the control: the
+    /// simulator's sender asks once, when it is made.
     fn wants_pacing(&self) -> bool {
         false
     }

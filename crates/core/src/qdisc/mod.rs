@@ -330,8 +330,10 @@ pub struct Stats {
 impl Stats {
     /// Count and drain a sink's events, handing each dropped packet to `f`.
     pub fn absorb<T>(&mut self, ev: &mut Events<T>, mut f: impl FnMut(Dropped<T>)) {
-        self.marks += ev.marks;
-        ev.marks = 0;
+        self.marks += std::mem::take(&mut ev.marks);
+        if ev.drops.is_empty() {
+            return; // most packets: nothing to drain
+        }
         for d in ev.drops.drain(..) {
             self.drops[d.reason as usize] += 1;
             f(d);

@@ -170,7 +170,7 @@ impl Sender {
     /// Whether segments leave at the pacing rate (EDT, `tcp_needs_internal_pacing`
     /// or sch_fq): the control asks for it (BBR), or the flow says so.
     pub(super) fn paced(&self) -> bool {
-        self.cc.wants_pacing() || self.pacing
+        self.cc_paces || self.pacing
     }
 
     /// [`pacing_rate`] into the window; nothing before the first RTT sample.

@@ -66,6 +66,9 @@ pub use bloatlab_schema::scenario::app_ticks;
 
 pub struct Sender {
     pub(super) cc: Box<dyn CongestionControl>,
+    /// The control asks to be paced (`SK_PACING_NEEDED`), asked once: a
+    /// control's constant, read at every segment sent ([`Self::paced`]).
+    pub(super) cc_paces: bool,
     pub w: Window,
     /// Total segments of a finite flow (None: unlimited).
     pub(super) total_segs: Option<u64>,
@@ -164,6 +167,7 @@ impl Sender {
             None => (None, MSS),
         };
         Sender {
+            cc_paces: cc.wants_pacing(),
             cc,
             w: Window::default(),
             total_segs,
