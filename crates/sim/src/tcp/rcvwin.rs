@@ -51,12 +51,8 @@
 //!
 //! Simplifications: the receiving application reads everything at once after
 //! each segment has been acked (a bulk sink, as the emulator's probe
-//! receiver), so the receive queue holds the segments the last arrival
-//! released (one, or a hole's filler and what it pulled from the
-//! out-of-order queue) when an immediate ACK's window is computed, none when
-//! a delayed ACK leaves, and is empty when DRS measures; the out-of-order queue's skbs are charged too (`sk_rmem_alloc`,
-//! one linear skb per segment: a TUN's skbs do not coalesce), since
-//! 2026-11-26; every segment is taken as full-sized; the
+//! receiver), so the receive queue holds one skb when the window is computed
+//! and is empty when DRS measures; every segment is taken as full-sized; the
 //! window-independent RTT sample (`tcp_rcv_rtt_measure`, which can only lower
 //! the estimate and is never below the timestamp one on a path without
 //! reordering) and the window-update ACK a read may send
@@ -306,25 +302,21 @@ impl RcvWindow {
     }
 
     /// An in-order segment of `len` bytes arrived at `now` (`tcp_event_data_recv`'s
-    /// part), `queued` segments unread or out of order in the buffer (this one
-    /// included): returns whether the window grew (ack at once).
-    pub fn on_in_order(&mut self, now: Nanos, len: u32, queued: u32) -> bool {
+    /// part): returns whether the window grew (ack at once).
+    pub fn on_in_order(&mut self, now: Nanos, len: u32) -> bool {
         if self.space_time.is_none() {
             self.space_time = Some(now);
         }
         self.measure_rcv_mss(len);
-        self.grow(len, queued)
+        self.grow(len, 1)
     }
 
     /// An out-of-order segment of `len` bytes was queued (`tcp_data_queue_ofo`,
     /// SACK on): the window may grow (returns whether it did), and the buffer
     /// is resized for the out-of-order span (`ooo_bytes` from rcv_nxt to the
-    /// end of the highest out-of-order segment). `queued` segments are
-    /// charged to the buffer: the out-of-order queue with this one (Linux's
-    /// `tcp_data_queue_ofo` calls `tcp_grow_window` just before
-    /// `skb_set_owner_r` charges it, one skb apart: left as the model had it).
-    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64, queued: u32) -> bool {
-        let grew = self.grow(len, queued);
+    /// end of the highest out-of-order segment).
+    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64) -> bool {
+        let grew = self.grow(len, 1);
         self.rcvbuf_grow(self.space, ooo_bytes);
         grew
     }
@@ -365,14 +357,13 @@ impl RcvWindow {
         }
     }
 
-    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes), `queued`
-    /// segments in the buffer (unread in order, and the out-of-order queue):
-    /// the window it carries (bytes, a multiple of the scale unit). The second
-    /// value is false when Linux clears `icsk_ack.quick` (free space below
-    /// half the buffer).
-    pub fn select(&mut self, rcv_nxt: u64, queued: u32) -> (u32, bool) {
+    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes), one
+    /// segment still unread: the window it carries (bytes, a multiple of the
+    /// scale unit). The second value is false when Linux clears
+    /// `icsk_ack.quick` (free space below half the buffer).
+    pub fn select(&mut self, rcv_nxt: u64) -> (u32, bool) {
         let cur = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(rcv_nxt) as u32;
-        let (mut new, keep_quick) = self.select_new(queued);
+        let (mut new, keep_quick) = self.select_new(1);
         let unit = 1u32 << self.wscale;
         if new < cur {
             new = cur.div_ceil(unit) * unit; // never shrink the offered window
@@ -440,33 +431,33 @@ mod tests {
     #[test]
     fn the_first_full_segment_sets_the_ratio_and_each_segment_grows_the_window_by_two_mss_until_the_buffer_is_reached() {
         let mut w = fresh();
-        assert!(w.on_in_order(0, 1448, 1));
+        assert!(w.on_in_order(0, 1448));
         // 1448 << 8 / 2304 = 160; the clamp follows 131 072 x 160/256 = 81 920,
         // rcv_ssthresh is lifted to the window offered (65 160), then + 2 x 1448
         assert_eq!((w.ratio, w.window_clamp, w.rcv_mss), (160, 81_920, 1448));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2896);
         for n in 2..=5 {
-            assert!(w.on_in_order(0, 1448, 1));
+            assert!(w.on_in_order(0, 1448));
             assert_eq!(w.rcv_ssthresh, 65_160 + n * 2896, "segment {n}");
         }
         // the free buffer (131 072 - one 2304-byte skb) x 160/256 = 80 480 bounds it
-        assert!(w.on_in_order(0, 1448, 1));
+        assert!(w.on_in_order(0, 1448));
         assert_eq!(w.rcv_ssthresh, 80_480);
-        assert!(!w.on_in_order(0, 1448, 1), "no room: no growth, no quick ACK");
-        assert!(!fresh().on_in_order(0, 100, 1), "segments under 128 B never grow it");
+        assert!(!w.on_in_order(0, 1448), "no room: no growth, no quick ACK");
+        assert!(!fresh().on_in_order(0, 100), "segments under 128 B never grow it");
     }
 
     #[test]
     fn the_advertised_window_is_rcv_ssthresh_aligned_up_to_the_scale_and_never_shrinks() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1);
+        w.on_in_order(0, 1448);
         // min(80 480 free, 68 056) aligned up to 4096: 69 632
-        assert_eq!(w.select(1448, 1), (69_632, true));
+        assert_eq!(w.select(1448), (69_632, true));
         assert_eq!((w.rcv_wnd, w.rcv_wup), (69_632, 1448));
         // an offer beyond what the buffer gives now is kept: right edge 1448 + 200 000
         w.rcv_wnd = 200_000;
         let cur: u32 = 200_000 - 1448 * 9; // at rcv_nxt = 10 segments
-        assert_eq!(w.select(10 * 1448, 1).0, cur.div_ceil(4096) * 4096);
+        assert_eq!(w.select(10 * 1448).0, cur.div_ceil(4096) * 4096);
     }
 
     #[test]
@@ -488,7 +479,7 @@ mod tests {
     #[test]
     fn drs_waits_one_receiver_rtt_then_sizes_the_buffer_for_twice_the_bytes_read_and_their_growth() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1); // rcvq_space.time = 0, ratio 160
+        w.on_in_order(0, 1448); // rcvq_space.time = 0, ratio 160
         w.on_tsecr(60 * NS_PER_MS, 10); // receiver RTT 50 ms
         w.on_read(49 * NS_PER_MS, 30 * 1448, 0);
         assert_eq!((w.rcvbuf, w.space), (131_072, 14_480), "less than one RTT: nothing");
@@ -497,7 +488,7 @@ mod tests {
         // rcvbuf = 434 400 x 256 / 160 = 695 040, clamp back at 160/256 = 434 400
         assert_eq!((w.space, w.rcvbuf, w.window_clamp), (43_440, 695_040, 434_400));
         // the window grows again, each segment acked at once
-        assert!(w.on_in_order(51 * NS_PER_MS, 1448, 1));
+        assert!(w.on_in_order(51 * NS_PER_MS, 1448));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2 * 2896);
         // the next measure starts at 50 ms: fewer bytes read than last time: no change
         w.on_read(101 * NS_PER_MS, 40 * 1448, 0);
@@ -521,9 +512,9 @@ mod tests {
     #[test]
     fn out_of_order_data_grow_the_buffer_by_their_span_and_tcp_rmem_max_caps_it() {
         let mut w = fresh();
-        w.on_in_order(0, 1448, 1);
+        w.on_in_order(0, 1448);
         // 2 x 14 480 + 100 segments of span = 173 760 B of window: 278 016 B of buffer
-        w.on_out_of_order(1448, 100 * 1448, 1);
+        w.on_out_of_order(1448, 100 * 1448);
         assert_eq!((w.space, w.rcvbuf), (14_480, 278_016));
         w.space = 1 << 30;
         w.rcvbuf_grow(1 << 30, 0);

@@ -105,12 +105,6 @@ pub struct Receiver {
     pub rcv_nxt: u64,
     /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt.
     ofo: Vec<SackBlock>,
-    /// Segments in `ofo`: each holds its skb's memory (`sk_rmem_alloc`) until
-    /// a hole's filler moves it to the receive queue and the reader copies it.
-    ofo_segs: u32,
-    /// In-order segments not yet read (the filler and what it pulled from
-    /// `ofo`): charged to the buffer until [`Receiver::on_read`].
-    unread: u32,
     /// SACK blocks in reporting order (most recently changed first).
     recent: Vec<SackBlock>,
     dsack: Option<SackBlock>,
@@ -159,8 +153,6 @@ impl Receiver {
         Receiver {
             rcv_nxt: 0,
             ofo: Vec::new(),
-            ofo_segs: 0,
-            unread: 0,
             recent: Vec::new(),
             dsack: None,
             quick: 0,
@@ -213,15 +205,8 @@ impl Receiver {
     /// The application has read everything in order, at `now`
     /// (`tcp_recvmsg` → `tcp_rcv_space_adjust`).
     pub fn on_read(&mut self, now: Nanos) {
-        self.unread = 0;
         let ooo = self.ooo_bytes();
         self.win.on_read(now, self.rcv_nxt * MSS as u64, ooo);
-    }
-
-    /// Segments whose memory the buffer holds (`sk_rmem_alloc` / truesize):
-    /// the unread in-order ones and the out-of-order queue.
-    fn queued(&self) -> u32 {
-        self.unread + self.ofo_segs
     }
 
     fn in_ofo(&self, seq: u64) -> bool {
@@ -255,9 +240,6 @@ impl Receiver {
 
     /// A data segment `seq` arrived at `now`.
     pub fn on_data(&mut self, now: Nanos, seq: u64) -> AckNeed {
-        // the reader copied what the previous segment released right after its ACK decision
-        // ([`Receiver::on_read`]): only this segment's release is unread when its ACK leaves
-        self.unread = 0;
         // tcp_event_data_recv: quick-ACK at the start and after idle.
         match self.last_data {
             None => self.quick = MAX_QUICKACKS,
@@ -286,14 +268,11 @@ impl Receiver {
                 pulled += 1;
             }
             self.ofo.drain(..pulled);
-            let from_ofo = (self.rcv_nxt - seq - 1) as u32;
-            self.ofo_segs -= from_ofo;
-            self.unread += 1 + from_ofo;
             let nxt = self.rcv_nxt;
             self.recent.retain(|b| b.end > nxt);
             self.unacked += 1;
             // tcp_event_data_recv → tcp_grow_window
-            if self.win.on_in_order(now, MSS, self.queued()) {
+            if self.win.on_in_order(now, MSS) {
                 self.quick |= 1;
             }
             if had_ofo {
@@ -314,9 +293,8 @@ impl Receiver {
             self.early_ack = Some(self.make_ack());
         }
         self.insert_ofo(seq);
-        self.ofo_segs += 1;
         let ooo = self.ooo_bytes();
-        if self.win.on_out_of_order(MSS, ooo, self.queued()) {
+        if self.win.on_out_of_order(MSS, ooo) {
             self.quick |= 1;
         }
         if self.quick > 0 {
@@ -421,7 +399,7 @@ impl Receiver {
             n += 1;
         }
         // tcp_select_window (it clears quick-ACK mode when the buffer is half full)
-        let (wnd, keep_quick) = self.win.select(self.rcv_nxt * MSS as u64, self.queued());
+        let (wnd, keep_quick) = self.win.select(self.rcv_nxt * MSS as u64);
         if !keep_quick {
             self.quick = 0;
         }
@@ -459,35 +437,6 @@ mod tests {
     /// Acked one by one: `quick |= 1` keeps the count at 16 while the window
     /// grows (17 -> 16 per ACK), then 16 more.
     const QUICK_PHASE: u64 = GROWING + MAX_QUICKACKS as u64;
-
-    #[test]
-    fn the_out_of_order_queue_and_the_unread_segments_it_releases_are_charged_to_the_receive_buffer() {
-        // Linux charges every queued skb to sk_rmem_alloc (tcp_data_queue_ofo's skb_set_owner_r; a
-        // TUN's linear 1500-B skbs do not coalesce), and tcp_space() = (sk_rcvbuf - sk_rmem_alloc)
-        // at scaling_ratio bounds both tcp_grow_window and __tcp_select_window.
-        let mut r = Receiver::new(100 * NS_PER_MS);
-        assert_eq!(r.on_data(0, 0), AckNeed::Now);
-        assert_eq!(r.make_ack().wnd, 69_632); // rcv_ssthresh 65 160 + 2 896, aligned up to 4 096
-        r.on_read(0);
-        // segment 1 is lost; 2..=21 arrive out of order, the k-th charged with the k - 1 before it:
-        // room = min(81 920, (131 072 - k x 2 304) x 160/256) - rcv_ssthresh, +2 896 at k = 1, 2, 3
-        // (70 952, 73 848, 76 744), none from k = 4 (free 76 160). (Charging one skb only, as
-        // before, it grew to (131 072 - 2 304) x 160/256 = 80 480.)
-        for seq in 2..=21 {
-            if r.on_data(0, seq) == AckNeed::Now {
-                r.make_ack();
-            }
-        }
-        assert_eq!((r.ofo_segs, r.win.rcv_ssthresh), (20, 76_744));
-        // the filler releases 21 unread segments: free (131 072 - 21 x 2 304) x 160/256 = 51 680 B,
-        // above half the 81 920-B clamp (quick-ACK mode kept), aligned up to 53 248
-        assert_eq!(r.on_data(0, 1), AckNeed::Now);
-        assert_eq!(r.queued(), 21);
-        let a = r.make_ack();
-        assert_eq!((a.ack, a.wnd), (22, 53_248));
-        r.on_read(0);
-        assert_eq!(r.queued(), 0);
-    }
 
     #[test]
     fn an_ack_echoes_the_tsval_of_the_earliest_segment_it_acknowledges_and_of_a_hole_filler() {
