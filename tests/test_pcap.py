@@ -25,11 +25,13 @@ SYN, ACK, PSH = 0x02, 0x10, 0x08
 # A download and an upload of a size, through small lossy buffers both ways, and a probe:
 # SYNs, requests, SACKs, random-loss and tail drops, retransmissions; both flows are done
 # well before the end, so the links are idle then and every packet that entered them was
-# either sent or dropped.
+# either sent or dropped. The seed is one whose draws leave the download's slow start to overflow the 20-packet
+# buffer (seeds 1-12 on the shared loss stream, 2026-11-26: tail drops 46, 2, 0, 3, 41, 29, 28, 0, 1, 6, 12, 37; on
+# seeds 3 and 8 an early random loss ends the slow start below the buffer, and the file has no tail drop to show).
 SCENARIO = """
 name = "pcap"
 duration = "4s"
-seed = 3
+seed = 1
 [link.down]
 rate = "20Mbit"
 buffer = "20pkt"
