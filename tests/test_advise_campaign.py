@@ -199,13 +199,15 @@ def test_the_model_on_the_true_path_is_the_median_of_members_over_seeds_and_star
 
 
 def test_the_models_members_on_a_lossy_long_path_draw_different_losses_and_hold_the_kernels_run():
-    """Seed 7's path 10, the recommended CUBIC behind fq_codel shaped at 41.9 Mbit/s, 15 s: one loss in the first
-    ~100 segments of a 310-ms slow start costs CUBIC the run (the model's seed 1: 1.31 Mbit/s, its least of 100
-    seeds), a loss-free start reaches ~10-14. The kernel's run there gave 8.37 (32 kernel runs: 3.2-14.8, median
-    10.3; docs/fidelity.md): one seed's run called it an engine miss of -84 %, the members' range holds it."""
+    """Seed 7's path 10, the recommended CUBIC behind fq_codel shaped at 41.9 Mbit/s, 15 s: where the random loss
+    (0.058 %) first strikes a 310-ms slow start decides the run. The model over 40 seeds: 3.11-14.8 Mbit/s, median
+    10.0; the kernel's 32 runs 3.2-14.8, median 10.3 (docs/fidelity.md); its campaign run gave 8.37, which one seed's
+    run (1.31 on the loss stream of 2026-11-25) called an engine miss of -84 %. The members' own seeds spread them
+    (seeds 1-7: 8.45-13.27 on the shared loss stream) where one seed's members, moved only in RTT and start phase,
+    stay within 16 % (8.45-9.77)."""
     m = campaign._model(SEED7_PATH10, 15, "cubic", "fq_codel", 41.917325)
     lo, hi = m["ensemble"]["goodput_mbps"]
-    assert m["ensemble"]["members"] == 7 and lo < 0.5 * hi  # the loss draws differ between members
+    assert m["ensemble"]["members"] == 7 and lo < 0.75 * hi  # the loss draws differ between members
     assert 0.85 * lo <= 8.37 <= 1.15 * hi
     # no member beyond the shaper's payload rate
     assert hi <= 41.917325 * 1448 / 1500
