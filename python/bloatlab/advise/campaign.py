@@ -518,6 +518,8 @@ def limiter_said(t: dict, m: dict) -> bool:
 
 def errors(rec: dict) -> dict:
     """The record's errors against the truth and the kernel (relative unless named otherwise)."""
+    from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE
+
     t, m = rec["truth"], rec["measured"]
     out = {"limiter_right": m["limiter"] == t["observable"],
            # a variable capacity: the measurement reads a window of it, the truth's figure is the trace's mean
@@ -560,7 +562,7 @@ def errors(rec: dict) -> dict:
     out["limiter_right_or_named"] = limiter_said(t, m)
     if rec.get("rank"):
         out["rank_regret"] = rec["rank"]["regret"]
-    out["base_rtt_ok"] = abs(out["base_rtt_ms"]) <= max(1.0, 0.05 * t["base_rtt_ms"])
+    out["base_rtt_ok"] = abs(out["base_rtt_ms"]) <= max(BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE * t["base_rtt_ms"])
     return out
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import SHAPE_FRACTION, Path, grade
+from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE, SHAPE_FRACTION, Path, grade
 
 #: The limiter's rule (:func:`classify`) compares queueing delays with the wait a
 #: path without a standing queue still shows, :func:`burst_floor_ms`. Its parts:
@@ -194,11 +194,9 @@ IDLE_FIRST = 100
 #: (0.74 ms at 1 Mbit/s, in a few % of the probes: the median and the minimum stay)
 IDLE_PROBES = (300, 500)
 IDLE_INTERVAL_MS = 10
-#: issue 30's goal for the base RTT: within 5 % or 1 ms, whichever is larger ...
-BASE_RTT_GOAL_SHARE = 0.05
-BASE_RTT_GOAL_MS = 1.0
-#: ... of which the idle median's 95 % interval may take half either side; the other half is left for what the
-#: median does not see (the serialization taken out of it, :func:`serialization_ms`, and the path's own jitter)
+#: of issue 30's goal for the base RTT (path.BASE_RTT_GOAL_SHARE and _MS: within 5 % or 1 ms, whichever is
+#: larger) the idle median's 95 % interval may take half either side; the other half is left for what the median
+#: does not see (the serialization taken out of it, :func:`serialization_ms`, and the path's own jitter)
 IDLE_CI_SHARE = 0.5
 
 
@@ -1095,22 +1093,21 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
         return None
 
 
-def _train(host: str, port: int, secret: str | None, count: int | None = None) -> dict:
+def _train(host: str, port: int, secret: str | None, count: int | None = None, pace_mbps: float | None = None) -> dict:
     """A packet train from the server (``bloatlab-probe udp train``; ``count``
-    full packets, its default 1000): the ``train`` object of its JSON."""
+    full packets, its default 1000; back to back, or paced at ``pace_mbps``:
+    ``--rate``): the ``train`` object of its JSON."""
     args = ["udp", "train", host, "-p", str(port)] + (["--count", str(count)] if count else [])
+    if pace_mbps:
+        args += ["--rate", f"{pace_mbps * 1e6:.0f}bit"]
     if secret:
         args += ["--secret", secret]
-    return _probe(args, timeout=30, who="measure (packet train)")["train"]
+    return _probe(args, timeout=30, who="measure (" + ("paced " if pace_mbps else "") + "packet train)")["train"]
 
 
 def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float) -> dict:
-    """A packet train of ``count`` full packets the server paces at ``pace_mbps``
-    (``udp train --rate``): the ``train`` object of its JSON."""
-    args = ["udp", "train", host, "-p", str(port), "--count", str(count), "--rate", f"{pace_mbps * 1e6:.0f}bit"]
-    if secret:
-        args += ["--secret", secret]
-    return _probe(args, timeout=30, who="measure (paced packet train)")["train"]
+    """:func:`_train` of ``count`` packets paced at ``pace_mbps``."""
+    return _train(host, port, secret, count, pace_mbps)
 
 
 def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | None, list[str]]:

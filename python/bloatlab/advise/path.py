@@ -25,6 +25,10 @@ WIFI_MACS = ("legacy", "fq", "airtime")
 #: the frames a legacy access point's driver holds below its qdisc (ath9k ATH_MAX_QDEPTH, crates/core/src/wifi/mac.rs
 #: LEGACY_DRIVER_FRAMES): a queue measured behind a legacy AP is the qdisc's and these; the twin's qdisc gets the rest
 LEGACY_DRIVER_FRAMES = 123
+#: issue 30's accuracy goal for a measured base RTT: within this share of it or :data:`BASE_RTT_GOAL_MS`, whichever
+#: is larger (measure's idle stopping rule, the advisor's ensemble span, the campaign's verdict)
+BASE_RTT_GOAL_SHARE = 0.05
+BASE_RTT_GOAL_MS = 1.0
 #: A shaper just below the line rate moves the queue into the user's AQM; 95 %
 #: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %). advise shapes
 #: there; measure reads a capacity as variable against it.

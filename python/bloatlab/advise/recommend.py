@@ -49,7 +49,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .path import SHAPE_FRACTION, Path
+from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE, SHAPE_FRACTION, Path
 
 CCS = ("reno", "cubic", "bbr", "bbr3")
 QUEUES = ("as-is", "fq_codel", "cake")
@@ -69,11 +69,6 @@ RETRANS_ZERO = 0.10
 #: members of each candidate's ensemble on the simulated twin (odd: the median is a member's); the emulated
 #: twin (real time) runs one
 ENSEMBLE = 7
-#: the members' base RTTs span the measured RTT +- this share of it, at most :data:`ENSEMBLE_RTT_MAX_MS`: the
-#: accuracy issue 30 asks of measure's base RTT (within 5 % or 1 ms; met on 97-100 % of the campaigns' paths), i.e.
-#: RTTs the measurement cannot exclude
-ENSEMBLE_RTT_SHARE = 0.05
-ENSEMBLE_RTT_MAX_MS = 1.0
 #: the most packets (at the bottleneck, every candidate's runs together) the ensemble may simulate: fewer members
 #: (odd) where the whole would take more, so that advise stays within issue 30's 60 s. The simulator moves ~2.5 M
 #: packets a second on this 2-core VM with both cores busy (advise on a 1000-Mbit/s, 600-ms twin: 65 M packets in
@@ -204,7 +199,8 @@ class Candidate:
 
 def members_of(base_rtt_ms: float, members: int = ENSEMBLE) -> list[tuple[float, int]]:
     """The ensemble's members, (base RTT ms, the flows' start ns): the RTTs evenly over the measured RTT +- its
-    uncertainty (:data:`ENSEMBLE_RTT_SHARE`, at most :data:`ENSEMBLE_RTT_MAX_MS`), and the starts evenly over one
+    uncertainty (the accuracy issue 30 asks of measure's base RTT, path.BASE_RTT_GOAL_SHARE, at most
+    path.BASE_RTT_GOAL_MS: met on 97-100 % of the campaigns' paths, i.e. RTTs the measurement cannot exclude), and the starts evenly over one
     jiffy of the model's clock (a kernel connection starts at no particular phase of its jiffies and of its 1-ms
     TCP timestamps; a slow start's end can turn on it: the policed path above, at one RTT, delivered 20.7, 27.5 or
     35.2 Mbit/s as its start moved by 0.1-ms steps). The middle member is the measurement itself (start 0)."""
@@ -212,7 +208,7 @@ def members_of(base_rtt_ms: float, members: int = ENSEMBLE) -> list[tuple[float,
 
     if members <= 1:
         return [(base_rtt_ms, 0)]
-    u = min(ENSEMBLE_RTT_SHARE * base_rtt_ms, ENSEMBLE_RTT_MAX_MS)
+    u = min(BASE_RTT_GOAL_SHARE * base_rtt_ms, BASE_RTT_GOAL_MS)
     mid = (members - 1) // 2
     return [(base_rtt_ms + u * (2 * i / (members - 1) - 1), (i - mid) % members * NS_PER_JIFFY // members)
             for i in range(members)]
