@@ -53,6 +53,27 @@ def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
     assert phy == pytest.approx(78, rel=0.10) and "WiFi hop" in why
 
 
+def test_an_aggregate_the_receiver_split_is_one_transmission():
+    """A legacy AP at MCS 5 (52 Mbit/s) through the emulator, 2026-11-26: the eleventh aggregate of 17 packets
+    arrived as 1 + 16, 130 us apart (a wake-up between two packets of one delivery). Read as two batches, the
+    lone packet held a whole period and the rate came out at 48.0 Mbit/s; 16 packets 130 us after the previous
+    batch would take 2.3 Gbit/s of PHY, beyond 802.11n's 600, so they are joined: 52.0 as on the runs without
+    a split."""
+    train = {"wire_bytes": 1500, "batches": {
+        "count": 15, "packets_p50": 17.0, "packets_max": 17,
+        "sizes": [1, 1, 17, 17, 17, 17, 17, 17, 17, 17, 17, 1, 16, 17, 11],
+        "periods_ms": [0.418571, 4.170188, 4.206037, 4.258941, 4.22958, 4.257499, 4.165261, 4.168796, 4.210128,
+                       4.283888, 4.203063, 0.130492, 4.143932, 2.87097], "period_ms_p50": 4.170188}}
+    phy, why = m.wifi_hop(train)
+    assert phy == pytest.approx(52, rel=0.02) and "batches of 17 packets" in why
+    unsplit = dict(train, batches=dict(train["batches"], sizes=[1, 1] + [17] * 10 + [17, 11],
+                                        periods_ms=train["batches"]["periods_ms"][:11] + [0.130492 + 4.143932, 2.87097]))
+    assert m.wifi_hop(unsplit)[0] == pytest.approx(phy)
+    # a batch's own packets at the fastest PHY set the bound: one packet 200 us on is a transmission of its own
+    assert m._rejoin_split_batches([17, 1], [0.2], 1500) == ([17, 1], [0.2])
+    assert m._rejoin_split_batches([17, 16, 17], [0.2, 4.0], 1500) == ([33, 17], [4.2])
+
+
 def test_a_wired_port_and_the_receivers_own_batching_are_not_wifi():
     phy, why = m.wifi_hop(WIRED)
     assert phy is None and "one at a time" in why

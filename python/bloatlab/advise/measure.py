@@ -142,6 +142,11 @@ WIFI_TRAIN_PACKETS = 200
 #: a period longer than this multiple of the median held something else than our aggregate (another
 #: station's transmission, a collision's backoff, a pause of the VM): left out of the PHY rate
 WIFI_PERIOD_OUTLIER = 2.0
+#: the fastest 802.11n PHY (MCS 31: four streams, 40 MHz, short guard interval; IEEE 802.11-2016 Table 19-41):
+#: a batch that came sooner after the previous one than the floor and its packets at this rate cannot have been a
+#: transmission of its own; the receiver split one delivery (a wake-up of the emulator or the host between two
+#: packets of an aggregate: 130 us inside a 17-packet aggregate at MCS 5, 2026-11-26)
+WIFI_PHY_MAX_MBPS = 600.0
 #: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
 MSS = 1448
 #: a slow start begins at the initial window (RFC 6928: 10 segments, bytes): where COBALT's bound
@@ -1608,6 +1613,24 @@ def _cobalt(x: dict) -> None:
                              f"slow start ends at COBALT's first signal or goes on as under fq_codel (docs/advise.md)")
 
 
+def _rejoin_split_batches(sizes: list, periods: list, wire: int) -> tuple[list, list]:
+    """The train's batches with those a receiver split joined again: a batch
+    whose period (from the previous batch's first arrival) is shorter than
+    the shortest transmission of its packets (:data:`TXOP_FLOOR_MS` and its
+    subframes at :data:`WIFI_PHY_MAX_MBPS`) belongs to the previous one; the
+    joined batch's period to the next runs from its first part's start."""
+    s, p, carry = [sizes[0]], [], 0.0
+    for k, period in zip(sizes[1:], periods):
+        if period < TXOP_FLOOR_MS + k * (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (WIFI_PHY_MAX_MBPS * 1e3):
+            s[-1] += k
+            carry += period
+        else:
+            s.append(k)
+            p.append(period + carry)
+            carry = 0.0
+    return s, p
+
+
 def wifi_hop(train: dict) -> tuple[float | None, str]:
     """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
     PHY rate in Mbit/s, or None where the train shows a wired port; why).
@@ -1616,7 +1639,8 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     :data:`WIFI_BATCH_PACKETS` packets whose median period is no shorter than
     an 802.11n transmission (:data:`TXOP_FLOOR_MS`) and that is a full
     aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe and
-    half the backoff's spread of :data:`WIFI_AGGR_MS` of airtime). The PHY rate: each
+    half the backoff's spread of :data:`WIFI_AGGR_MS` of airtime), once the
+    batches a receiver split are joined (:func:`_rejoin_split_batches`). The PHY rate: each
     period holds one transmission of the batch that ends it, so the bits of
     those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
     their periods less the transmission's mean overhead
@@ -1633,6 +1657,10 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
         return None, (f"the train arrived in batches of {k50:g} packets {p50 * 1e3:.0f} us apart, shorter than any 802.11 "
                       f"transmission ({TXOP_FLOOR_MS * 1e3:.0f} us): the receiver's batching, not a WiFi hop")
     wire = train.get("wire_bytes", WIRE_SEGMENT)
+    sizes, periods = _rejoin_split_batches(sizes, periods, wire)
+    if not periods:
+        return None, "the train's batches came too close together to be transmissions of their own"
+    p50, k50 = float(np.median(periods)), float(np.median(sizes))
     bits = air = 0.0
     for k, period in zip(sizes[1:], periods):
         if period <= WIFI_PERIOD_OUTLIER * p50 and period > TXOP_OVERHEAD_MS:
