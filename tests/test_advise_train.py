@@ -283,18 +283,44 @@ def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
     # the same tail through a queue that built no more than the flows held: a FIFO's, however spread
     assert m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 1000.0)[0] is None
     # a deep FIFO on a path that loses 0.4 % at random: a train's losses here and there are the path's, not an AQM's
+    # (the flows dropped beyond the random loss, or no train is sent: so they filled the FIFO to its depth, and the
+    # train, 996 x 1500 B at 1 Gbit/s into 20 Mbit/s, 586 ms, builds about what they held)
     lossy_fifo = {"first_loss": 200, "head_bytes": 300_000, "head_packets": 200, "lost": 4, "tail_packets": 796, "received": 996,
                   "wire_bytes": 1500, "head_send_mbps": 1000.0, "send_mbps": 1000.0}
+    kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 500.0, idle_loss=0.004)
+    assert kind is None and "passed whole but for the path's random loss (4 of 1000 lost, ~4 expected)" in why
+    # ... the same train where the flows, dropping, held 100 ms: 5.9x that passed, a queue that is not its buffer; its
+    # 586 ms are beyond PIE's 150-ms allowance, after which PIE raises its drop probability: CoDel's few drops
     kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 100.0, idle_loss=0.004)
-    assert kind is None and "a FIFO's buffer" in why
+    assert kind == "codel" and "hide in the random loss" in why
     # CoDel at 105 Mbit/s / 28 ms drops one packet of a train after its interval (the campaign's evaluation seed 5,
     # path 7: 944 passed, 1 lost, 55 arrived after it): on a path without random loss that one loss is CoDel's
     codel_one = {"first_loss": 944, "head_bytes": 1_416_000, "head_packets": 944, "lost": 1, "tail_packets": 55, "received": 999,
                  "wire_bytes": 1500, "head_send_mbps": 486.7, "send_mbps": 486.5}
     kind, why = m.single_queue_aqm(codel_one, 105.4, 6.43)
     assert kind == "codel" and "losing 1 of its last 56 packets" in why
-    # ... and on a path losing 0.4 % at random, one loss in 56 is the path's
-    assert m.single_queue_aqm(codel_one, 105.4, 6.43, idle_loss=0.004)[0] is None
+    # ... and on a path losing 0.4 % at random, one loss in 1000 is the path's: the train passed whole for the queue's
+    # part, 89 ms built (13.8x the flows' 6.43), within PIE's allowance: CoDel or PIE
+    kind, why = m.single_queue_aqm(codel_one, 105.4, 6.43, idle_loss=0.004)
+    assert kind == "codel" and "CoDel or PIE" in why and "(1 of 1000 lost, ~4 expected)" in why
+
+
+def test_on_a_lossy_path_the_aqm_is_told_by_losses_beyond_the_random_ones():
+    """Behind CoDel or PIE at 10 Mbit/s on a path that loses 1 % at random, a train of 1000 packets (sent at ~700
+    Mbit/s after BBR's loaded phases, 2026-11-26) builds ~1 s of queue and loses ~14 %: spread drops, an AQM. Which:
+    the rate drains 83 packets within CoDel's 100-ms interval; random loss takes ~0.8 of them. CoDel drops none of
+    them, PIE's probability (left high by the load) drops several."""
+    random_early = [7, 60]                                        # the path's own, 2 of the first 83 (3 sigma: 2.7)
+    late = list(range(100, 1000, 8))                              # 113 more, here and there after the interval
+    codel = {"first_loss": 7, "head_bytes": 10_500, "head_packets": 7, "lost": 115, "tail_packets": 878, "received": 885,
+             "wire_bytes": 1500, "head_send_mbps": 700.0, "send_mbps": 700.0, "sent": 1000, "lost_seq": random_early + late}
+    kind, why = m.single_queue_aqm(codel, 10.0, 60.0, idle_loss=0.01)
+    assert kind == "codel" and "the first 83 (CoDel's 100-ms interval at the rate) no more than the path's random loss" in why
+    # the first loss is the path's: on the rule without random loss (the first loss 8.4 ms into the queue) it read PIE
+    assert m.single_queue_aqm({k: v for k, v in codel.items() if k != "lost_seq"}, 10.0, 60.0, idle_loss=0.01)[0] == "pie"
+    pie = dict(codel, lost_seq=[3, 7, 15, 22, 30, 41, 60, 77] + late, lost=121, tail_packets=872, received=879)
+    kind, why = m.single_queue_aqm(pie, 10.0, 60.0, idle_loss=0.01)
+    assert kind == "pie" and "8 of the first 83" in why and "PIE's drop probability" in why
 
 
 def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():
@@ -326,3 +352,25 @@ def test_the_aqm_verdict_reads_the_policer_train_where_one_was_sent(monkeypatch)
     y = {"limiter": "fifo", "rate_mbps": 4.61, "buffer_bytes": 18095, "load_cc": m.LOAD_CC, "evidence": {"dropped": True}}
     m._aqm_train("h", 5301, None, y, lambda s: None)
     assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]
+
+
+def test_a_lossy_paths_bbr_fill_that_dropped_beyond_the_random_loss_sends_the_aqm_train(monkeypatch):
+    """On a lossy path the fill runs BBR, which does not back off on loss: where its flows lost beyond the path's
+    random loss the queue reached what limits it — a FIFO's depth (the emulator, 2026-11-26, 1 % loss: FIFOs of
+    0.5-2 BDP at 10-60 Mbit/s, the flows' p95 within 1.0-1.1x of what the train then built, its tail dropped), or
+    an AQM's drops — so the train is read as after CUBIC's fill. CoDel at 33 Mbit/s / 63 ms (the campaign's seed 25,
+    path 3, read as a FIFO when no train was sent there): 346 ms built, 2.8x the flows' 124 ms."""
+    sent = []
+    codel33 = {"first_loss": 90, "head_bytes": 135_000, "head_packets": 90, "lost": 73, "tail_packets": 837, "received": 927,
+               "wire_bytes": 1500, "head_send_mbps": 10054.0, "send_mbps": 10054.0, "sent": 1000,
+               "lost_seq": [90] + list(range(300, 1000, 10))}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: sent.append(count) or codel33)
+    x = {"limiter": "fifo", "rate_mbps": 32.1, "buffer_bytes": int(124e-3 * 32.1e6 / 8), "load_cc": "bbr",
+         "evidence": {"dropped": True, "flow_q95_ms": 124.0}}
+    m._aqm_train("h", 5301, None, x, lambda s: None, idle_loss=0.011)
+    assert sent == [m.AQM_TRAIN_PACKETS] and x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel"
+    # BBR's flows that lost no more than the random loss held less than the buffer: no train (a deep FIFO's 161 ms
+    # at 3 BDP, the same path)
+    y = {"limiter": "fifo", "rate_mbps": 32.1, "buffer_bytes": 646_000, "load_cc": "bbr", "evidence": {"dropped": False}}
+    m._aqm_train("h", 5301, None, y, lambda s: None, idle_loss=0.011)
+    assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "aqm_train" not in y

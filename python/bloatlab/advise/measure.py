@@ -85,6 +85,8 @@ UNSATURATED = 1.25
 AQM_BURST_RATIO = 2.0
 #: CoDel's interval (RFC 8289; sch_codel's default): a train shorter than it at the rate cannot tell CoDel from PIE
 CODEL_INTERVAL_MS = 100.0
+#: PIE's burst allowance (RFC 8033 MAX_BURST; sch_pie's default): a queue younger than this is not dropped from
+PIE_BURST_MS = 150.0
 #: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
 #: overflows it and is tail-dropped like a FIFO's (CoDel at 100 Mbit/s lost 82 % of a 1666-packet train's tail)
 AQM_TRAIN_PACKETS = 1000
@@ -1399,7 +1401,17 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     RFC 8033 lowers it 2 % a 15-ms update once the queue is empty); a later
     one here and there, CoDel's; a train that passed whole and built more
     than CoDel's interval, PIE's burst allowance; a whole train shorter than
-    that cannot tell the two (CoDel is taken, and the reason says so)."""
+    that cannot tell the two (CoDel is taken, and the reason says so).
+
+    On a lossy path (``idle_loss``) the first loss may be the path's, so the
+    rules read losses beyond it: a train that lost no more than the random
+    loss passed whole for the queue's part; PIE is told by losses beyond the
+    random ones among the packets the rate drains within CoDel's interval;
+    and a whole train that built more than CoDel's interval is CoDel's (its
+    few drops — the first after the interval, the next interval/sqrt(n)
+    apart — hide in the random loss, where PIE's allowance, if exceeded, is
+    followed by a drop probability raised every 15 ms), or either where it
+    built no more than PIE's allowance (:data:`PIE_BURST_MS`)."""
     wire = train.get("wire_bytes", WIRE_SEGMENT)
     sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
     if sent <= rate_mbps:
@@ -1407,8 +1419,14 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     received = train.get("received", train.get("head_packets", 0) + train.get("tail_packets", 0))
     built_ms = queue_built_ms(received * wire, rate_mbps, sent)
     ratio = built_ms / max(queue_ms, 0.1)
-    whole = train.get("first_loss") is None
     tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
+    n = train.get("sent") or AQM_TRAIN_PACKETS
+    # no more lost than the path's random loss: whole, as far as the queue is concerned
+    random_only = (train.get("first_loss") is not None and idle_loss > 0
+                   and not _significant(lost, n, idle_loss, handful=0))
+    whole = train.get("first_loss") is None or random_only
+    passed = (f"passed whole but for the path's random loss ({lost} of {n} lost, ~{idle_loss * n:.2g} expected)"
+              if random_only else "passed whole")
     after = tail + lost
     fifo = after * rate_mbps / sent
     # drops not a full FIFO's (_tail_dropped), and lost beyond the path's random loss (no handful: a train is no
@@ -1416,7 +1434,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     spread = whole or (not _tail_dropped(train, rate_mbps) and _significant(lost, after, idle_loss, handful=0))
     arrived = 1.0 if whole else tail / max(after, 1)
     if whole and ratio < AQM_BURST_RATIO:
-        return None, (f"a packet train passed whole, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
+        return None, (f"a packet train {passed}, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
                       f"the flows' {queue_ms:.3g} ms): too short to tell a FIFO from a single-queue AQM (taken as a FIFO)")
     # a train too short to build AQM_BURST_RATIO x the flows' queue at this rate (train_reach_ms: the sender's pace
     # near the rate, or a queue that stood high) shows an AQM where it could: by its first loss, at a queue a FIFO
@@ -1436,10 +1454,28 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     if not whole:
         first_ms = train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3)
         drops = f", losing {lost} of its last {after} packets here and there ({arrived:.0%} arrived; a full FIFO admits {fifo / max(after, 1):.1%})"
+        lost_seq = train.get("lost_seq")
+        if idle_loss > 0 and lost_seq is not None:
+            # the packets the rate drains within CoDel's interval, and how many of them were lost
+            n_int = min(int(CODEL_INTERVAL_MS * rate_mbps * 1e3 / (wire * 8)), n)
+            k = sum(1 for q in lost_seq if q < n_int)
+            if _significant(k, n_int, idle_loss, handful=0):
+                return "pie", why + drops + (f", {k} of the first {n_int} (what the rate drains within CoDel's "
+                                             f"{CODEL_INTERVAL_MS:g}-ms interval), beyond the path's random loss "
+                                             f"(~{idle_loss * n_int:.2g} expected): PIE's drop probability")
+            return "codel", why + drops + (f", the first {n_int} (CoDel's {CODEL_INTERVAL_MS:g}-ms interval at the rate) "
+                                           f"no more than the path's random loss: CoDel's drops after its interval")
         if first_ms < CODEL_INTERVAL_MS:
             return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, before CoDel's "
                                          f"{CODEL_INTERVAL_MS:g}-ms interval: PIE's drop probability")
         return "codel", why + drops + ": CoDel's drops after its interval"
+    if random_only:
+        lossy = f", and {passed}"
+        if built_ms > PIE_BURST_MS:
+            return "codel", why + lossy + (f": CoDel, whose few drops in it (the first after its {CODEL_INTERVAL_MS:g}-ms "
+                                           f"interval, the next interval/sqrt(n) apart) hide in the random loss, where PIE "
+                                           f"past its {PIE_BURST_MS:g}-ms burst allowance raises its drop probability every 15 ms")
+        return "codel", why + lossy + (f", within PIE's {PIE_BURST_MS:g}-ms burst allowance: CoDel or PIE (taken as CoDel)")
     if built_ms > CODEL_INTERVAL_MS:
         return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
     return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
@@ -1515,12 +1551,17 @@ def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | 
 
 
 def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0) -> None:
-    """A direction that read as a FIFO with drops under a loss-based fill: one
-    packet train down (or the policer's, where one was sent: a second right
-    after it would meet the drop probability the first left behind), and the
-    direction becomes ``aqm`` (``aqm_qdisc`` codel or pie, no buffer: the
-    AQM's own limit) where the train shows an AQM's burst."""
-    if x["limiter"] != "fifo" or not x["evidence"].get("dropped") or x.get("load_cc") != LOAD_CC or x["buffer_bytes"] is None:
+    """A direction that read as a FIFO with drops: one packet train down (or
+    the policer's, where one was sent: a second right after it would meet the
+    drop probability the first left behind), and the direction becomes
+    ``aqm`` (``aqm_qdisc`` codel or pie, no buffer: the AQM's own limit)
+    where the train shows an AQM's burst. The drops are beyond the path's
+    random loss (``evidence["dropped"]``), so the flows' queue reached what
+    limits it: a loss-based fill fills a FIFO to its depth, and so does BBR's
+    (a lossy path's fill) where its flows lost more than the random loss —
+    BBR does not back off on loss, so those losses are a full buffer's or an
+    AQM's — and the train is read against that depth as against CUBIC's."""
+    if x["limiter"] != "fifo" or not x["evidence"].get("dropped") or x["buffer_bytes"] is None:
         return
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     t = x.get("train")
