@@ -6,6 +6,8 @@ echo "== the probe's static build (x86_64-unknown-linux-musl, for tests/static_c
 cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-musl || echo "no static build (the chroot test will skip)"
 echo "== cargo test (release) =="
 cargo test --release --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
+echo "== cargo benches build (they run in make bench; built here so they do not rot) =="
+cargo build --release --workspace --exclude bloatlab-py --benches --quiet
 echo "== fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target) =="
 if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   for t in packet control iperf3; do

@@ -39,7 +39,7 @@ def test_grades_follow_the_dslreports_scale():
     (47.39, 20.13, 34.92, True, 198.0, 0.004, 60, "fifo"),  # a 1-BDP FIFO at 200 Mbit/s; the probes' p95 carries the VM's pauses
     (0.2, 0.3, 0.5, False, 500.0, 0.0, 20, "fifo"),         # no queue, no drops: nothing limits here (measure warns: not saturated)
     # the campaign's development seed (seed 1, 2026-11-25), where the first derived rule failed; the rule was then
-    # judged on seed 2 (BENCHMARKS.md)
+    # judged on later seeds (BENCHMARKS.md, "The advisor's campaign")
     (14.23, 65.1, 81.46, True, 1.0, 0.148, 186, "aqm"),     # CAKE at 1.05 Mbit/s: one packet is 11 ms, the flows' median
                                                              #     wait (65 ms) is a backlog the probe (14 ms) skips
     (0.06, 0.34, 7.68, True, 430.0, 0.019, 312, "policer"), # a 431 Mbit/s policer (2.7-ms bucket) at 312 ms: slow start's

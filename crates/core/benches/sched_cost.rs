@@ -77,7 +77,7 @@ fn run(name: &str, mut q: Box<dyn Qdisc<u64>>, flows: u64, n: u64) -> f64 {
 /// that is the simulator benchmark's per-TXOP cost (bench/wifi_bench.py).
 fn run_wifi(design: Design, stations: usize, n: u64) -> f64 {
     let iface = (design == Design::Legacy).then(|| build::<Frame<u64>>(&cfg("fifo", &[])).unwrap());
-    let mut node: Node<u64> = Node::new(design, iface, &vec![1.0; stations]);
+    let mut node: Node<u64> = Node::new(design, iface, &vec![1.0; stations], None);
     let phys = vec![Phy::from_mcs("mcs15").unwrap(); stations];
     let mut rng = stream(1, 0);
     let mut ev = Events::default();
@@ -85,7 +85,7 @@ fn run_wifi(design: Design, stations: usize, n: u64) -> f64 {
     let mut i = 0u64;
     let pkt = |i: u64, now| Packet {
         meta: PacketMeta { flow: i % (4 * stations as u64) + 1, len: 1500, enqueued_at: now, ..Default::default() },
-        data: Frame { data: i, sta: (i % stations as u64) as u32, retries: 0, seq: NO_SEQ },
+        data: Frame { data: Some(i), sta: (i % stations as u64) as u32, retries: 0, seq: NO_SEQ, air_us: 0 },
     };
     for _ in 0..(82 * stations) {
         node.enqueue(pkt(i, now), now, &mut rng, &mut ev);

@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 
 /// What one run may produce, checked before it starts (docs/scenario.md,
 /// "Limits"): a run beyond one is refused naming the key that makes it so.
-/// Sizes: a series row costs ~400 B on its way into pandas (1000 flows x 1000
-/// samples = 420 MB, BENCHMARKS.md), so 5 M rows is ~2 GB; the simulator moves
+/// Sizes: a series row cost ~400 B on its way into pandas when this limit was
+/// set (1000 flows x 1000 samples: 420 MB; Arrow series cost less today), so
+/// 5 M rows is at most ~2 GB; the simulator moves
 /// ~5-10 M packets per wall second, so 2e9 packets is several minutes.
 pub const LIMITS: [(&str, u64); 4] = [
     ("max_flows", 10_000),            // connections after `count` is expanded
