@@ -20,7 +20,6 @@ pub mod event;
 pub mod link;
 pub mod output;
 pub mod packet;
-pub mod prefetch;
 pub mod scenario;
 pub mod tcp;
 pub mod wifi;

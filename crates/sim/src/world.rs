@@ -42,22 +42,7 @@ struct FlowState {
     sched_hs: Option<Nanos>,
 }
 
-/// How many flows ahead [`World::sample`] prefetches a flow's state: enough
-/// flows' misses in flight to cover a miss's latency (~100-300 ns here, a
-/// flow's sample ~30-60 ns of work when its lines are in cache), few enough
-/// that the lines are still there when the flow comes (8 flows x ~10 lines).
-const SAMPLE_AHEAD: usize = 8;
-
 impl FlowState {
-    /// Prefetch the lines [`World::sample`] reads of this flow.
-    fn prefetch_sample(&self) {
-        crate::prefetch::line(&self.started);
-        crate::prefetch::line(&self.end);
-        crate::prefetch::line(&self.spec.size_bytes);
-        crate::prefetch::line(&self.rcv.rcv_nxt);
-        self.snd.prefetch_sample();
-    }
-
     fn delivered_bytes(&self) -> u64 {
         let b = self.rcv.rcv_nxt * MSS as u64;
         self.spec.size_bytes.map_or(b, |s| b.min(s))
@@ -673,15 +658,7 @@ impl World {
         let now = self.now;
         let t = now as f64 / 1e9;
         let s = &mut self.series.flows;
-        // the flows' lines asked for SAMPLE_AHEAD flows ahead, their controls' half as far
-        // ([`crate::prefetch`]): the values read are the same, only the waits overlap
         for (i, f) in self.flows.iter().enumerate() {
-            if let Some(g) = self.flows.get(i + SAMPLE_AHEAD) {
-                g.prefetch_sample();
-            }
-            if let Some(g) = self.flows.get(i + SAMPLE_AHEAD / 2) {
-                g.snd.prefetch_cc();
-            }
             if !f.started || f.end.is_some_and(|e| e < now) {
                 continue;
             }

@@ -276,25 +276,6 @@ impl Sender {
         self.cc.state_label()
     }
 
-    /// Prefetch the lines a sample reads in this sender ([`crate::prefetch`]):
-    /// the window, the scoreboard's counters, the RTT estimator, the rate
-    /// sample, the retransmission count and the control's pointer.
-    pub fn prefetch_sample(&self) {
-        use crate::prefetch::line;
-        line(&self.w);
-        line(&self.sb.packets_out);
-        line(&self.rtt);
-        line(&self.rate.rate_interval);
-        line(&self.retrans_segs);
-        line(&self.cc);
-    }
-
-    /// Prefetch the control's own state, which [`Self::state_label`] reads
-    /// (behind the control's pointer: call it a little after [`Self::prefetch_sample`]).
-    pub fn prefetch_cc(&self) {
-        crate::prefetch::line(&*self.cc);
-    }
-
     pub(super) fn has_new_data(&self) -> bool {
         let nxt = self.sb.nxt;
         !self.stopped && self.total_segs.map_or(true, |n| nxt < n) && (self.app.is_none() || nxt < self.app_segs)
