@@ -398,7 +398,14 @@ impl Sender {
             if self.in_flight() >= self.w.cwnd {
                 return (sent_new, true);
             }
-            let lost = if self.undo.rexmit_new || self.undo.rexmit_none { None } else { self.sb.lost_q.first().copied() };
+            // `is_empty` first: the set's length lives in the sender, its first node on the heap, and a
+            // set emptied after a loss episode keeps that node (an empty root leaf), a cold cache line to
+            // read at every skb when a thousand flows take turns (the same answer, None, either way)
+            let lost = if self.undo.rexmit_new || self.undo.rexmit_none || self.sb.lost_q.is_empty() {
+                None
+            } else {
+                self.sb.lost_q.first().copied()
+            };
             if let Some(seq) = lost {
                 let sent_at = self.sb.seg(seq).tx_time;
                 if paced && skb.is_some() && skb != Some(Skb::Retrans { next: seq, sent_at }) {
