@@ -808,3 +808,49 @@ fn every_mpdu_reaches_the_receiver_once_when_block_acks_are_lost() {
     assert_eq!(w.stations[0].down_pkts, got.len() as u64);
     assert!(w.attempts().0[0] > 3000 / 32 * 3 / 2, "{} transmissions", w.attempts().0[0]);
 }
+
+/// ath9k's `ath_lookup_rate` gives a Minstrel-HT probe an aggregate limit of 0, and `ath_tx_form_aggr`, having
+/// pulled the next frame from the TXQ, puts it on the TID's retry queue (`stop: __skb_queue_tail(&tid->retry_q,
+/// ...)`), so it waits for the station's next turn: behind a probe a frame waits a whole round of the round robin
+/// (docs/wifi.md, "Measured disagreements": 100 stations under `fq`).
+#[test]
+fn a_frame_pulled_behind_a_minstrel_probe_waits_for_the_stations_next_turn() {
+    use super::minstrel::{Minstrel, SampleTable};
+    let phys = [mcs(15), mcs(15)];
+    let mut nd = node(Design::Fq, 2);
+    // Station 0 on Minstrel-HT up to MCS 15, associated at t = 0: its first aggregate is a probe.
+    nd.rc[0] = Some(Minstrel::new(15, 0, SampleTable::boot()));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..5 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    for i in 10..13 {
+        nd.enqueue(frame(1, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let mut dequeued = Vec::new();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| dequeued.push(s));
+    let first = nd.hw.pop_front().unwrap();
+    let second = nd.hw.pop_front().unwrap();
+    let ids = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>();
+    // Station 0's turn: the probe alone; frame 1 left the TXQ (two dequeues for station 0) but went back to
+    // the retry queue. Station 1's turn: its three frames.
+    assert!(first.chain.unwrap().chain.probe);
+    assert_eq!((first.sta, ids(&first)), (0, vec![0]));
+    assert_eq!((second.sta, ids(&second)), (1, vec![10, 11, 12]));
+    assert_eq!(dequeued, vec![0, 0, 1, 1, 1]);
+    for a in [&first, &second] {
+        for p in &a.frames {
+            nd.baw[a.sta].complete(p.data.seq);
+        }
+    }
+    // Station 0's next turn, 1 ms later (no new probe within 20 ms): frame 1 first, aggregated with the next. Just
+    // after association Minstrel's chain still ends at MCS 0, so ath9k sizes the aggregate for 4 ms at MCS 0:
+    // 3296 B, two 1500-B frames.
+    nd.refill(&phys, 1_000_000, &mut rng, &mut ev, &mut |_, _| {});
+    let third = nd.hw.pop_front().unwrap();
+    let chain = third.chain.unwrap().chain;
+    assert!(!chain.probe);
+    assert_eq!((chain.aggr_limit(), mcs(0).aggr_limit()), (3296, 3296));
+    assert_eq!((third.sta, ids(&third)), (0, vec![1, 2]));
+}
