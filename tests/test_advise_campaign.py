@@ -211,3 +211,23 @@ def test_the_models_members_on_a_lossy_long_path_draw_different_losses_and_hold_
     assert 0.85 * lo <= 8.37 <= 1.15 * hi
     # no member beyond the shaper's payload rate
     assert hi <= 41.917325 * 1448 / 1500
+
+
+def test_a_policers_bucket_port_and_port_fifo_are_judged_against_the_truth_the_campaign_built():
+    """Seed 25, path 0 (2026-11-26): a 0.80-Mbit/s policer, bucket 95.9 ms (9607 B as the true path's scenario
+    has it), on a 3.04-Mbit/s port with a 3000-B FIFO; measure read 10 046 B, 3.033 Mbit/s and 5211 B."""
+    t = {"limiter": "policer", "observable": "policer", "down_mbps": 0.8016147974152437, "port_mbps": 3.0350349718735665,
+         "bucket_ms": 95.87919031308917, "buffer_bytes": 3000, "base_rtt_ms": 6.88, "loss": 0.0}
+    assert int(campaign.truth_bucket_bytes(t)) == 9607
+    m = {"limiter": "policer", "down_mbps": 0.649, "base_rtt_ms": 7.02, "buffer_bytes": None, "loss": 0.0,
+         "bucket_bytes": 10046, "port_mbps": 3.0334793742993766, "port_buffer_bytes": 5211}
+    k = {"goodput_mbps": 0.52, "p95_rtt_ms": 10.1}
+    rec = {"truth": t, "measured": m, "predicted": dict(k), "kernel": k, "predicted_today": k, "kernel_today": k}
+    e = campaign.errors(rec)
+    assert e["policer_bucket"] == pytest.approx(10046 / (0.8016147974152437e6 / 8 * 0.09587919031308917) - 1)
+    assert e["policer_port"] == pytest.approx(-0.0005, abs=1e-4) and e["policer_port_buffer"] == pytest.approx(5211 / 3000 - 1)
+    s = campaign.summary([dict(rec, errors=e)])
+    assert (s["policer_bucket"]["met"], s["policer_port"]["met"], s["policer_port_buffer"]["met"]) == (1, 1, 0)
+    # a tiny bucket is at least 3000 B in the true path (two packets); a FIFO reading judges none of these
+    assert campaign.truth_bucket_bytes(dict(t, bucket_ms=1.0)) == 3000
+    assert "policer_bucket" not in campaign.errors(dict(rec, measured=dict(m, limiter="fifo")))
