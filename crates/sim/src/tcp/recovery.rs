@@ -246,22 +246,7 @@ impl Sender {
                         self.enter_recovery(now, ece);
                     }
                 } else {
-                    // tcp_identify_packet_loss: a retransmission RACK finds
-                    // lost again (`FLAG_LOST_RETRANS`: retrans_out fell)
-                    // falls through to the default branch, which enters
-                    // Recovery (a new ssthresh, PRR from here).
-                    let prior_retrans = self.sb.retrans_out;
                     self.rack_mark_lost(now);
-                    if self.sb.retrans_out < prior_retrans {
-                        if matches!(self.timer, Some((_, TimerKind::Reo))) {
-                            a.set_xmit_timer = false;
-                        }
-                        if self.sb.lost_out > 0 {
-                            self.enter_recovery(now, ece);
-                        } else {
-                            self.try_to_open(now, ece);
-                        }
-                    }
                 }
             }
             _ => {

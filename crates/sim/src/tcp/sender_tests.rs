@@ -806,38 +806,3 @@ fn the_fast_retransmit_of_the_head_rearms_the_rto_in_place_of_a_pending_loss_pro
     assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + rttvar 200 ms");
     assert_eq!(s.timer, Some((at + 300 * NS_PER_MS, TimerKind::Rto)));
 }
-
-#[test]
-fn a_retransmission_lost_again_after_an_rto_starts_a_recovery() {
-    // tcp_fastretrans_alert, CA_Loss (Linux 6.x): when RACK marks a
-    // retransmission lost again (tcp_identify_packet_loss sets
-    // FLAG_LOST_RETRANS), the Loss case falls through to the default one and
-    // tcp_enter_recovery: a new ssthresh and PRR from there, so the sender
-    // sends what PRR allows (one segment) instead of Loss's slow-start cwnd.
-    let (mut s, t) = after_rto();
-    let mut out = Vec::new();
-    s.on_ack(t + 100 * NS_PER_MS, 2, &[], false, false, &mut out); // F-RTO: new 12, 13
-    out.clear();
-    s.on_ack(t + 200 * NS_PER_MS, 2, &[SackBlock { start: 12, end: 13 }], false, false, &mut out);
-    assert_eq!(out.iter().map(|x| (x.seq, x.retrans)).collect::<Vec<_>>(), [(2, true)]);
-    out.clear();
-    s.on_ack(t + 300 * NS_PER_MS, 2, &[SackBlock { start: 12, end: 14 }], false, false, &mut out);
-    assert_eq!(out.iter().map(|x| (x.seq, x.retrans)).collect::<Vec<_>>(), [(3, true)]);
-    assert_eq!((s.ca_state, s.w.cwnd), (CaState::Loss, 2));
-    // 3's retransmission (sent at t + 300 ms) is SACKed at t + 400 ms: RACK's
-    // RTT 100 ms, and 2's (sent at t + 200 ms) has waited 200 ms: lost again.
-    out.clear();
-    s.on_ack(
-        t + 400 * NS_PER_MS,
-        2,
-        &[SackBlock { start: 3, end: 4 }, SackBlock { start: 12, end: 14 }],
-        false,
-        false,
-        &mut out,
-    );
-    assert_eq!(s.ca_state, CaState::Recovery);
-    // Reno: ssthresh = max(cwnd 2 / 2, 2) = 2; PRR with nothing in flight
-    // (12 out, 3 SACKed, 9 lost): sndcnt = min(ssthresh - 0, max(1 - 0, 1)) = 1.
-    assert_eq!((s.prr.prior_cwnd, s.w.ssthresh, s.w.cwnd), (2, 2, 1));
-    assert_eq!(out.iter().map(|x| (x.seq, x.retrans)).collect::<Vec<_>>(), [(2, true)]);
-}
