@@ -75,9 +75,10 @@ def compare(rows: list[dict], name: str) -> str:
         return f"{name}: need runs on both engines (sim {len(sim)}, emu unflagged {len(emu)})"
     counts = Counter(c for c, _ in sim[0]["flows"])
     cc = counts.most_common(1)[0][0]
-    loads = [r["load"] for r in emu_all]
+    loads = [r["load"] for r in emu_all if r["load"] is not None]  # None: not recorded (tinybdp-*.jsonl)
+    load = f"load {min(loads)}-{max(loads)}" if loads else "load not recorded"
     out = [f"{name}: sim seeds {len(sim)}, emu seeds {len(emu_all)} ({len(emu_all) - len(emu)} flagged, left out; "
-           f"load {min(loads)}-{max(loads)})"]
+           f"{load})"]
 
     def row(label: str, a: list[float], b: list[float], fmt: str = "{:.3f}") -> str:
         p = mannwhitneyu(a, b).pvalue if len(set(a) | set(b)) > 1 else 1.0

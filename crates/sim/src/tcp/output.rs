@@ -45,6 +45,7 @@
 //! Constants below, with units and reasons.
 
 use super::sender::Sender;
+use super::timer::TimerKind;
 use crate::packet::MSS;
 use bloatlab_core::cc::{CaState, CwndEvent, INIT_CWND};
 use bloatlab_core::time::{Nanos, NS_PER_SEC};
@@ -351,7 +352,12 @@ impl Sender {
     /// paces between bursts.
     pub fn transmit(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         let paced = self.paced();
-        let (sent_new, cwnd_full) = self.write_xmit(now, paced, out);
+        let (sent_new, cwnd_full, head_retransmitted) = self.write_xmit(now, paced, out);
+        if head_retransmitted && !matches!(self.timer, Some((_, TimerKind::Reo))) {
+            // tcp_xmit_retransmit_queue: the head's retransmission rearms
+            // the RTO (`rearm_timer`), replacing a pending loss probe.
+            self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+        }
         // the skb is cut where cwnd or the data end: a shorter burst
         if paced {
             self.end_burst(now);
@@ -370,7 +376,8 @@ impl Sender {
         }
     }
 
-    /// The sending loop; returns (new data sent, stopped by cwnd).
+    /// The sending loop; returns (new data sent, stopped by cwnd, the head
+    /// segment (snd_una's) was retransmitted).
     ///
     /// A burst is one skb: new data up to [`Self::tso_segs`] segments, or one
     /// lost skb retransmitted (`tcp_retransmit_skb`), i.e. the lost segments
@@ -380,8 +387,9 @@ impl Sender {
     /// its own (`tcp_pacing_check` before every skb in `tcp_xmit_retransmit_queue`
     /// and `tcp_write_xmit`), so a retransmission never shares a burst with
     /// another skb or with new data.
-    fn write_xmit(&mut self, now: Nanos, paced: bool, out: &mut Vec<Tx>) -> (bool, bool) {
+    fn write_xmit(&mut self, now: Nanos, paced: bool, out: &mut Vec<Tx>) -> (bool, bool, bool) {
         let mut sent_new = false;
+        let mut head = false;
         // the skb being sent: None (none yet), new data, or a retransmission
         // that only the segment `next` sent at `sent_at` may continue
         let mut skb: Option<Skb> = None;
@@ -390,13 +398,13 @@ impl Sender {
         loop {
             if paced && self.pacer.burst_left == 0 {
                 if self.pacer.wstamp > now {
-                    return (sent_new, false);
+                    return (sent_new, false, head);
                 }
                 self.pacer.burst_left = if self.tso { self.tso_segs() } else { 1 };
                 skb = None;
             }
             if self.in_flight() >= self.w.cwnd {
-                return (sent_new, true);
+                return (sent_new, true, head);
             }
             // `is_empty` first: the set's length lives in the sender, its first node on the heap, and a
             // set emptied after a loss episode keeps that node (an empty root leaf), a cold cache line to
@@ -413,6 +421,7 @@ impl Sender {
                     continue;
                 }
                 self.sb.retransmit_next_lost();
+                head |= seq == self.sb.una;
                 self.retrans_segs += 1;
                 self.undo.on_retransmit(bloatlab_core::kernel::tcp_clock_ms(now));
                 if self.ca_state >= CaState::Cwr {
@@ -426,14 +435,14 @@ impl Sender {
                 continue;
             }
             if !self.has_new_data() {
-                return (sent_new, false);
+                return (sent_new, false, head);
             }
             if paced && matches!(skb, Some(Skb::Retrans { .. })) {
                 self.end_burst(now);
                 continue;
             }
             if !self.wnd_allows_new() {
-                return (sent_new, false); // receive-window limited, not cwnd-limited
+                return (sent_new, false, head); // receive-window limited, not cwnd-limited
             }
             // a chunk of new data starts: one skb of the write queue, at most max_segs
             let starts = if paced { skb.is_none() } else { chunk_left == 0 };
@@ -443,8 +452,8 @@ impl Sender {
                 if self.tso && skb_segs > 1 {
                     match self.tso_should_defer(now, skb_segs, tail, max_segs) {
                         Defer::No => {}
-                        Defer::Cwnd => return (sent_new, true),
-                        Defer::Other => return (sent_new, false),
+                        Defer::Cwnd => return (sent_new, true, head),
+                        Defer::Other => return (sent_new, false, head),
                     }
                 }
                 let n = (max_segs as u64).min(skb_segs).max(1) as u32;

@@ -786,3 +786,23 @@ fn sack_blocks_repeated_by_later_acks_tag_only_what_they_newly_cover() {
     assert!((21..25).chain(26..27).all(|q| s.sb.seg(q).sacked) && !s.sb.seg(25).sacked);
     assert_eq!(s.sb.sack_cache, [(26, 27), (21, 25), (0, 0)]);
 }
+
+#[test]
+fn the_fast_retransmit_of_the_head_rearms_the_rto_in_place_of_a_pending_loss_probe() {
+    // tcp_xmit_retransmit_queue (Linux 6.x): retransmitting the head of the
+    // retransmission queue resets the timer to the RTO (`rearm_timer`)
+    // unless RACK's REO timer is pending. The loss probe scheduled by the
+    // last send (2 srtt + TCP_TIMEOUT_MIN) must not survive into Recovery,
+    // where Linux never sends one: the head's retransmission lost again is
+    // found by the RTO, not by a probe 2 srtt later.
+    let (mut s, _) = warmed(20);
+    assert_eq!(s.timer.map(|t| t.1), Some(TimerKind::Tlp));
+    let t23 = s.sb.segs[3].tx_time;
+    let at = t23 + 100 * NS_PER_MS;
+    let mut out = Vec::new();
+    s.on_ack(at, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
+    assert_eq!(s.ca_state, CaState::Recovery);
+    assert_eq!((out[0].seq, out[0].retrans), (20, true));
+    assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + rttvar 200 ms");
+    assert_eq!(s.timer, Some((at + 300 * NS_PER_MS, TimerKind::Rto)));
+}
