@@ -147,6 +147,34 @@ def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
     assert out["best_score"] == max(by.values()) and out["regret"] == pytest.approx(out["best_score"] - by[("cubic", "cake")])
     # balanced goal: CUBIC behind CAKE (41 ms, a fair share) beats BBR as-is (60 ms, the neighbour starved)
     assert out["best"] == "cubic + cake" and out["regret"] == 0
+    assert out["repeats"] == 1
+
+    # with repeats each figure is the median of the kernel's runs (seeds 1..N): a third run whose CUBIC neighbour
+    # got a quarter of the link beside CUBIC (seed 26 path 6's kind of draw) no longer decides the ranking
+    seeds = []
+
+    def noisy_run(doc, engine):
+        seeds.append(doc["seed"])
+        r = fake_run(doc, engine)
+        if doc["seed"] == 3 and len(doc["flow"]) == 2:
+            g = sum(f["goodput_mbps"] for f in r.summary["flows"])
+            r.summary["flows"] = [{"goodput_mbps": 0.75 * g, "retrans_rate": 0.0}, {"goodput_mbps": 0.25 * g, "retrans_rate": 0.0}]
+        return r
+
+    monkeypatch.setattr(bloatlab, "run", noisy_run)
+    out3 = campaign.rank(t, 5.0, adv, repeats=3)
+    assert sorted(set(seeds)) == [1, 2, 3] and len(seeds) == 4 * 3 * 2 and out3["repeats"] == 3
+    assert [c["score"] for c in out3["candidates"]] == [c["score"] for c in out["candidates"]]
+    cake = next(c for c in out3["candidates"] if (c["cc"], c["queue"]) == ("cubic", "cake"))
+    assert cake["ensemble"]["runs"] == 3 and cake["ensemble"]["neighbour_share"] == [0.25, pytest.approx(8.5 / 17.0)]
+    assert cake["neighbour_share"] == pytest.approx(8.5 / 17.0)
+
+
+def test_rank_repeats_is_bounded_and_needs_rank(tmp_path):
+    r = run_cli("fidelity", "--advise", "--paths", "2", "--rank-repeats", "10", "--rank", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--rank-repeats: expected 1..9, got 10" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("fidelity", "--advise", "--paths", "2", "--rank-repeats", "3", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "without --rank" in r.stderr
 
 
 #: seed 7's path 10 (the campaign record's ``truth``, 2026-11-25): PIE at 45.4 Mbit/s, 310 ms, 0.058 % random loss

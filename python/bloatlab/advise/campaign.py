@@ -368,32 +368,63 @@ def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float 
     return out
 
 
-def rank(t: dict, duration_s: float, adv: dict) -> dict:
-    """Every candidate advise scored that this kernel runs, on the true path
-    through the emulator, alone and beside a CUBIC neighbour as advise runs
-    them, scored by advise's own rule (:func:`recommend.score`): the
-    recommended candidate's kernel score against the best kernel score."""
+#: the most kernel runs a ranked candidate may take (`--rank-repeats`): 9 x 18 runs of up to 15 s is ~40 min a path
+MAX_RANK_REPEATS = 9
+
+
+def _kernel_candidate(t: dict, duration_s: float, c, autorate: dict | None, seed: int) -> dict:
+    """One kernel run of candidate ``c`` on the true path, alone with a probe and beside a CUBIC neighbour (seed
+    ``seed``: its random losses), as advise runs its members (recommend._run_figures): its figures."""
     from . import recommend
-    from .path import Path
 
     import bloatlab
 
+    from ..engines import emu
+
+    docs = [truth_doc(t, duration_s, c.cc, c.queue, c.shaper_mbps, neighbour=nb, paced=c.paced, autorate=autorate)
+            for nb in (False, True)]
+    for d in docs:
+        d["seed"] = seed
+    s, sn = (bloatlab.run(d, engine="emu").summary for d in docs)
+    p95, q95 = recommend._latency(s)
+    p95s, q95s = recommend._latency(sn)
+    tot = sn["flows"][0]["goodput_mbps"] + sn["flows"][1]["goodput_mbps"]
+    return {"goodput_mbps": s["flows"][0]["goodput_mbps"], "retrans_rate": s["flows"][0]["retrans_rate"],
+            "p95_rtt_ms": p95, "qdelay_p95_ms": q95, "p95_rtt_shared_ms": p95s, "qdelay_p95_shared_ms": q95s,
+            "neighbour_share": sn["flows"][1]["goodput_mbps"] / tot if tot > 0 else 0.0,
+            "flagged": emu.timing_flagged(s) or emu.timing_flagged(sn)}
+
+
+def rank(t: dict, duration_s: float, adv: dict, repeats: int = 1) -> dict:
+    """Every candidate advise scored that this kernel runs, on the true path
+    through the emulator, alone and beside a CUBIC neighbour as advise runs
+    them, scored by advise's own rule (:func:`recommend.score`): the
+    recommended candidate's kernel score against the best kernel score.
+
+    ``repeats``: kernel runs per candidate (seeds 1..N), each figure their
+    median (as advise's members): one run is one draw of the kernel's
+    timing, and on short or lossy paths two controls' scores can differ by
+    more than the 0.02 the goal resolves from one run to the next (seed 26
+    path 6: two CUBIC flows shared a 72-Mbit/s policer 72/28 in one run).
+    Each candidate's ``ensemble`` holds its runs' least and most goodput and
+    neighbour share, and how many runs the emulator flagged."""
+    from . import recommend
+    from .path import Path
+
     truth = Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"])
     cands = []
+    ar = adv["recommendation"].get("autorate")
     for a in adv["alternatives"]:
         if a["cc"] not in recommend.KERNEL_CCS:
             continue
         c = recommend.Candidate(a["cc"], a["queue"], a["shaper_mbps"], a["paced"])
         c._base_ms = t["base_rtt_ms"]
-        ar = adv["recommendation"].get("autorate")
-        s = bloatlab.run(truth_doc(t, duration_s, c.cc, c.queue, c.shaper_mbps, paced=c.paced, autorate=ar), engine="emu").summary
-        c.goodput_mbps, c.retrans_rate = s["flows"][0]["goodput_mbps"], s["flows"][0]["retrans_rate"]
-        c.p95_rtt_ms, c.qdelay_p95_ms = recommend._latency(s)
-        sn = bloatlab.run(truth_doc(t, duration_s, c.cc, c.queue, c.shaper_mbps, neighbour=True, paced=c.paced, autorate=ar),
-                          engine="emu").summary
-        c.p95_rtt_shared_ms, c.qdelay_p95_shared_ms = recommend._latency(sn)
-        tot = sn["flows"][0]["goodput_mbps"] + sn["flows"][1]["goodput_mbps"]
-        c.neighbour_share = sn["flows"][1]["goodput_mbps"] / tot if tot > 0 else 0.0
+        runs = [_kernel_candidate(t, duration_s, c, ar, 1 + i) for i in range(repeats)]
+        for k in runs[0]:
+            if k != "flagged":
+                setattr(c, k, recommend._spread([r[k] for r in runs])[1])
+        c.ranges = {"runs": repeats, "flagged": sum(r["flagged"] for r in runs),
+                    **{k: [min(r[k] for r in runs), max(r[k] for r in runs)] for k in ("goodput_mbps", "neighbour_share")}}
         cands.append(c)
     recommend.score(cands, truth, GOAL)
     rec = adv["recommendation"]
@@ -405,7 +436,7 @@ def rank(t: dict, duration_s: float, adv: dict) -> dict:
     mine = next(c for c in cands if c.cc == rec["cc"] and c.queue == queue)
     best = max(cands, key=lambda c: c.score)
     return {"recommended_score": mine.score, "best_score": best.score, "best": f"{best.cc} + {best.queue}",
-            "regret": best.score - mine.score, "candidates": [c.figures() for c in cands]}
+            "regret": best.score - mine.score, "repeats": repeats, "candidates": [c.figures() for c in cands]}
 
 
 def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
@@ -415,7 +446,7 @@ def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
     return float(min(max(100 * base_rtt_ms / 1e3, lo), hi))
 
 
-def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = False) -> dict:
+def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = False, rank_repeats: int = 1) -> dict:
     """Measure, advise and check one true path; its record."""
     from . import recommend
     from .path import Path
@@ -464,8 +495,9 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     rec["model_truth"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], engine="sim", autorate=ar)
     rec["model_truth_today"] = _kernel(t, dur, TODAY_CC, "as-is", None, engine="sim")
     if ranked:
-        say(f"  ranking: every kernel candidate on the true path, alone and beside CUBIC ({dur:g} s each) ...")
-        rec["rank"] = rank(t, dur, adv)
+        say(f"  ranking: every kernel candidate on the true path, alone and beside CUBIC ({dur:g} s each, "
+            f"{rank_repeats} run(s)) ...")
+        rec["rank"] = rank(t, dur, adv, rank_repeats)
     rec["duration_s"] = dur
     rec["wall_s"] = time.monotonic() - t0
     rec["errors"] = errors(rec)
@@ -616,8 +648,9 @@ def summary(records: list[dict]) -> dict:
 
 
 def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = None, progress: bool = True,
-        ranked: bool = False) -> tuple[list[dict], dict]:
-    """Run (or resume) a campaign of ``n`` paths into ``out``."""
+        ranked: bool = False, rank_repeats: int = 1) -> tuple[list[dict], dict]:
+    """Run (or resume) a campaign of ``n`` paths into ``out`` (``rank_repeats``: kernel runs per ranked candidate,
+    :func:`rank`)."""
     from ..engines import emu
 
     from .campaign_report import describe_truth
@@ -645,7 +678,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
         say(f"path {t['index'] + 1}/{n}: {describe_truth(t)}")
         pdir = os.path.join(out, "paths", f"{t['index']:04d}")
         try:
-            rec = run_path(t, pdir, quick, say, ranked)
+            rec = run_path(t, pdir, quick, say, ranked, rank_repeats)
         except UserError as e:
             rec = {"index": t["index"], "truth": t, "failed": str(e)}
             say(f"  failed: {e}")
