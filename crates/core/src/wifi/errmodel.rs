@@ -177,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn two_antennas_give_one_stream_3_dB_and_two_streams_nothing() {
+    fn two_antennas_give_one_stream_3_db_and_two_streams_nothing() {
         assert!(close(effective_snr(7, 20.0, 2), 200.0, 1e-12));
         assert!(close(effective_snr(15, 20.0, 2), 100.0, 1e-12));
         // MCS 15 on two antennas sees the SNR of MCS 7 on one.
