@@ -374,3 +374,19 @@ def test_a_lossy_paths_bbr_fill_that_dropped_beyond_the_random_loss_sends_the_aq
     y = {"limiter": "fifo", "rate_mbps": 32.1, "buffer_bytes": 646_000, "load_cc": "bbr", "evidence": {"dropped": False}}
     m._aqm_train("h", 5301, None, y, lambda s: None, idle_loss=0.011)
     assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "aqm_train" not in y
+
+
+def test_a_first_loss_well_after_codels_first_drop_is_pies():
+    """PIE at 15.1 Mbit/s / 71 ms (the campaign's seed 26, path 4, 2026-11-26; read as CoDel by the rule "a first loss
+    after CoDel's interval"): the train (sent at 592 Mbit/s, all of it arrived within 20 ms) lost its first packet
+    373 ms into the queue and 7 more here and there. CoDel drops once the sojourn has stood above 5 ms for 100 ms: at
+    the dequeue clock 100 + 5 / (1 - 15.6/592) = 105.1 ms; PIE drops at enqueue with its probability, so its first
+    loss can lie anywhere, past its 150-ms allowance on a fresh burst. Past the middle (127.6 ms): PIE."""
+    pie = {"sent": 1000, "received": 992, "lost": 8, "first_loss": 486, "head_packets": 486, "head_bytes": 729_000,
+           "head_send_mbps": 725.7, "send_mbps": 592.2, "tail_packets": 506, "wire_bytes": 1500,
+           "lost_seq": [486, 614, 647, 735, 812, 855, 925, 981]}
+    kind, why = m.single_queue_aqm(pie, 15.627654715169848, 11.68)
+    assert kind == "pie" and "373 ms into the queue, well after CoDel's first drop would have come (105 ms" in why
+    # CoDel's own first drops (CODEL_TRAIN above: 105.6 ms; seed 5's path 7: 944 x 1500 B at 105.4 Mbit/s, 107.5 ms)
+    assert m.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)[0] == "codel"
+    assert m.single_queue_aqm(dict(pie, first_loss=160, head_packets=160, head_bytes=240_000), 15.63, 11.68)[0] == "codel"  # 122.8 ms

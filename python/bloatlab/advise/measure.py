@@ -1468,7 +1468,18 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
         if first_ms < CODEL_INTERVAL_MS:
             return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, before CoDel's "
                                          f"{CODEL_INTERVAL_MS:g}-ms interval: PIE's drop probability")
-        return "codel", why + drops + ": CoDel's drops after its interval"
+        # CoDel drops once the sojourn has stood above its target for an interval: the train's packets wait
+        # what the rate drained of those before them less their own arrival (x (1 - C/U)), so at the dequeue
+        # clock the target is crossed at target / (1 - C/U) and the first drop comes an interval later; PIE's
+        # first drop after a fresh burst comes no sooner than its allowance, and any time where its drop
+        # probability was already up. A first loss past the middle of the two is not CoDel's.
+        codel_first = CODEL_INTERVAL_MS + CODEL_TARGET_MS / max(1 - rate_mbps / sent, 1e-3)
+        if first_ms > (codel_first + max(PIE_BURST_MS, codel_first)) / 2:
+            return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, well after CoDel's first drop "
+                                         f"would have come ({codel_first:.3g} ms: its {CODEL_INTERVAL_MS:g}-ms interval "
+                                         f"after the sojourn passed its {CODEL_TARGET_MS:g}-ms target): PIE's drop probability")
+        return "codel", why + drops + (f", the first {first_ms:.3g} ms into the queue, where CoDel's first drop comes "
+                                       f"({codel_first:.3g} ms): CoDel's drops after its interval")
     if random_only:
         lossy = f", and {passed}"
         if built_ms > PIE_BURST_MS:
