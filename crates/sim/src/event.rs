@@ -42,9 +42,6 @@ pub enum Event {
     FlowStart(u32),
     /// An application-limited flow's application writes.
     AppWrite(u32),
-    /// A flow's receiving application reads what arrived in order (after the
-    /// other arrivals of the same instant: a burst is read at once).
-    AppRead(u32),
     FlowStop(u32),
     ProbeSend(u32),
     Sample,
