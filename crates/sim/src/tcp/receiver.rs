@@ -50,9 +50,12 @@
 //! Every ACK carries the window `tcp_select_window` computes (`rcvwin.rs`),
 //! and the TCP timestamps the sender echoes give the receiver its RTT for
 //! receive-buffer autotuning. The receiving application (a bulk sink, as
-//! the emulator's probe receiver) reads everything in order after its ACK
-//! decision and after the other segments that arrive at the same instant
-//! (the world queues the read behind them): [`Receiver::on_read`]. The
+//! the emulator's probe receiver) reads everything in order right after
+//! each segment's ACK decision ([`Receiver::on_read`], called by the
+//! world), so the window check above holds but for the never-shrink case;
+//! a kernel whose reader runs after a burst (the emulator's WiFi
+//! aggregates) acks that burst about once: measured, and left out of the
+//! world (docs/fidelity.md "How the receiver acks"). The
 //! window is charged for the segments that arrived in order since the last
 //! read; out-of-order segments (and those pulled from the out-of-order
 //! queue when a hole fills) are never charged (Linux: all of them, in
