@@ -125,7 +125,7 @@ impl Capture {
                 let isn = [r.gen::<u32>(), r.gen::<u32>()];
                 let ip_id = [r.gen::<u16>(), r.gen::<u16>()];
                 let mut fresh = win.clone();
-                let (w, _) = fresh.select(0);
+                let (w, _) = fresh.select(0, 1);
                 Conn {
                     cport: wire::FLOW_CPORT.wrapping_add(f.id as u16),
                     sport: wire::FLOW_PORT.wrapping_add(f.id as u16),

@@ -303,12 +303,13 @@ impl RcvWindow {
 
     /// An in-order segment of `len` bytes arrived at `now` (`tcp_event_data_recv`'s
     /// part): returns whether the window grew (ack at once).
-    pub fn on_in_order(&mut self, now: Nanos, len: u32) -> bool {
+    /// `queued`: the in-order segments not yet read, this one included.
+    pub fn on_in_order(&mut self, now: Nanos, len: u32, queued: u32) -> bool {
         if self.space_time.is_none() {
             self.space_time = Some(now);
         }
         self.measure_rcv_mss(len);
-        self.grow(len, 1)
+        self.grow(len, queued.max(1))
     }
 
     /// An out-of-order segment of `len` bytes was queued (`tcp_data_queue_ofo`,
@@ -357,13 +358,14 @@ impl RcvWindow {
         }
     }
 
-    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes), one
-    /// segment still unread: the window it carries (bytes, a multiple of the
-    /// scale unit). The second value is false when Linux clears
-    /// `icsk_ack.quick` (free space below half the buffer).
-    pub fn select(&mut self, rcv_nxt: u64) -> (u32, bool) {
+    /// `tcp_select_window` when an ACK leaves with `rcv_nxt` (bytes) and
+    /// `queued` segments unread (taken as at least one: the segment that
+    /// caused the ACK, see the module docs): the window it carries (bytes, a
+    /// multiple of the scale unit). The second value is false when Linux
+    /// clears `icsk_ack.quick` (free space below half the buffer).
+    pub fn select(&mut self, rcv_nxt: u64, queued: u32) -> (u32, bool) {
         let cur = (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(rcv_nxt) as u32;
-        let (mut new, keep_quick) = self.select_new(1);
+        let (mut new, keep_quick) = self.select_new(queued.max(1));
         let unit = 1u32 << self.wscale;
         if new < cur {
             new = cur.div_ceil(unit) * unit; // never shrink the offered window
@@ -372,6 +374,27 @@ impl RcvWindow {
         self.rcv_wup = rcv_nxt;
         let field = new.min(65_535 << self.wscale) >> self.wscale;
         (field << self.wscale, keep_quick)
+    }
+
+    /// `__tcp_select_window` with `queued` segments unread, without side
+    /// effects: what `__tcp_ack_snd_check` compares with `rcv_wnd` (the
+    /// right edge would advance) and `tcp_cleanup_rbuf` with the window
+    /// still open.
+    pub fn window_now(&self, queued: u32) -> u32 {
+        self.select_new(queued).0
+    }
+
+    /// `tcp_receive_window`: what is left of the last advertised window at
+    /// `rcv_nxt` (bytes).
+    pub fn receive_window(&self, rcv_nxt: u64) -> u32 {
+        (self.rcv_wup + self.rcv_wnd as u64).saturating_sub(rcv_nxt) as u32
+    }
+
+    /// `tcp_incr_quickack`'s quota: `rcv_wnd / (2 × icsk_ack.rcv_mss)`, 2
+    /// when that is 0, at most `max`.
+    pub fn quickacks(&self, max: u32) -> u32 {
+        let q = self.rcv_wnd / (2 * self.rcv_mss.max(1));
+        (if q == 0 { 2 } else { q }).min(max)
     }
 
     /// `__tcp_select_window` with `queued` segments unread.
@@ -431,33 +454,33 @@ mod tests {
     #[test]
     fn the_first_full_segment_sets_the_ratio_and_each_segment_grows_the_window_by_two_mss_until_the_buffer_is_reached() {
         let mut w = fresh();
-        assert!(w.on_in_order(0, 1448));
+        assert!(w.on_in_order(0, 1448, 1));
         // 1448 << 8 / 2304 = 160; the clamp follows 131 072 x 160/256 = 81 920,
         // rcv_ssthresh is lifted to the window offered (65 160), then + 2 x 1448
         assert_eq!((w.ratio, w.window_clamp, w.rcv_mss), (160, 81_920, 1448));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2896);
         for n in 2..=5 {
-            assert!(w.on_in_order(0, 1448));
+            assert!(w.on_in_order(0, 1448, 1));
             assert_eq!(w.rcv_ssthresh, 65_160 + n * 2896, "segment {n}");
         }
         // the free buffer (131 072 - one 2304-byte skb) x 160/256 = 80 480 bounds it
-        assert!(w.on_in_order(0, 1448));
+        assert!(w.on_in_order(0, 1448, 1));
         assert_eq!(w.rcv_ssthresh, 80_480);
-        assert!(!w.on_in_order(0, 1448), "no room: no growth, no quick ACK");
-        assert!(!fresh().on_in_order(0, 100), "segments under 128 B never grow it");
+        assert!(!w.on_in_order(0, 1448, 1), "no room: no growth, no quick ACK");
+        assert!(!fresh().on_in_order(0, 100, 1), "segments under 128 B never grow it");
     }
 
     #[test]
     fn the_advertised_window_is_rcv_ssthresh_aligned_up_to_the_scale_and_never_shrinks() {
         let mut w = fresh();
-        w.on_in_order(0, 1448);
+        w.on_in_order(0, 1448, 1);
         // min(80 480 free, 68 056) aligned up to 4096: 69 632
-        assert_eq!(w.select(1448), (69_632, true));
+        assert_eq!(w.select(1448, 1), (69_632, true));
         assert_eq!((w.rcv_wnd, w.rcv_wup), (69_632, 1448));
         // an offer beyond what the buffer gives now is kept: right edge 1448 + 200 000
         w.rcv_wnd = 200_000;
         let cur: u32 = 200_000 - 1448 * 9; // at rcv_nxt = 10 segments
-        assert_eq!(w.select(10 * 1448).0, cur.div_ceil(4096) * 4096);
+        assert_eq!(w.select(10 * 1448, 1).0, cur.div_ceil(4096) * 4096);
     }
 
     #[test]
@@ -479,7 +502,7 @@ mod tests {
     #[test]
     fn drs_waits_one_receiver_rtt_then_sizes_the_buffer_for_twice_the_bytes_read_and_their_growth() {
         let mut w = fresh();
-        w.on_in_order(0, 1448); // rcvq_space.time = 0, ratio 160
+        w.on_in_order(0, 1448, 1); // rcvq_space.time = 0, ratio 160
         w.on_tsecr(60 * NS_PER_MS, 10); // receiver RTT 50 ms
         w.on_read(49 * NS_PER_MS, 30 * 1448, 0);
         assert_eq!((w.rcvbuf, w.space), (131_072, 14_480), "less than one RTT: nothing");
@@ -488,7 +511,7 @@ mod tests {
         // rcvbuf = 434 400 x 256 / 160 = 695 040, clamp back at 160/256 = 434 400
         assert_eq!((w.space, w.rcvbuf, w.window_clamp), (43_440, 695_040, 434_400));
         // the window grows again, each segment acked at once
-        assert!(w.on_in_order(51 * NS_PER_MS, 1448));
+        assert!(w.on_in_order(51 * NS_PER_MS, 1448, 1));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2 * 2896);
         // the next measure starts at 50 ms: fewer bytes read than last time: no change
         w.on_read(101 * NS_PER_MS, 40 * 1448, 0);
@@ -512,7 +535,7 @@ mod tests {
     #[test]
     fn out_of_order_data_grow_the_buffer_by_their_span_and_tcp_rmem_max_caps_it() {
         let mut w = fresh();
-        w.on_in_order(0, 1448);
+        w.on_in_order(0, 1448, 1);
         // 2 x 14 480 + 100 segments of span = 173 760 B of window: 278 016 B of buffer
         w.on_out_of_order(1448, 100 * 1448);
         assert_eq!((w.space, w.rcvbuf), (14_480, 278_016));
