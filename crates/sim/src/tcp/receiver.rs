@@ -782,7 +782,7 @@ mod tests {
     /// `rcv_ssthresh`: DRS has not grown the buffer, `rcv_ssthresh` has
     /// reached the free space of one unread segment.
     fn free_space_limited() -> (Receiver, Nanos) {
-        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let (r, t) = past_quickack(100 * NS_PER_MS);
         // 128 KiB at 160/256 less one 2304-B skb = 80 480 B: rcv_ssthresh's ceiling
         assert_eq!((r.win.rcv_ssthresh, r.win.window_now(1)), (80_480, 81_920));
         (r, t)
