@@ -213,8 +213,7 @@ def _dir_doc(t: dict, d: str) -> dict:
         bdp = t["port_mbps"] * 1e6 * t["base_rtt_ms"] / 1e3 / 8
     doc["buffer"] = f"{int(max(t['buffer_bdp'] * bdp, 3000))}B"
     if kind in ("policer", "shaper"):
-        burst = max(rate * 1e6 / 8 * t["bucket_ms"] / 1e3, 3000)
-        doc[kind] = {"rate": f"{rate:.6g}Mbit", "burst": f"{int(burst)}B"}
+        doc[kind] = {"rate": f"{rate:.6g}Mbit", "burst": f"{int(_bucket_bytes(rate, t['bucket_ms']))}B"}
     return doc
 
 
@@ -374,7 +373,7 @@ MAX_RANK_REPEATS = 9
 
 def _kernel_candidate(t: dict, duration_s: float, c, autorate: dict | None, seed: int) -> dict:
     """One kernel run of candidate ``c`` on the true path, alone with a probe and beside a CUBIC neighbour (seed
-    ``seed``: its random losses), as advise runs its members (recommend._run_figures): its figures."""
+    ``seed``: its random losses), as advise runs its members: their figures (recommend.pair_figures)."""
     from . import recommend
 
     import bloatlab
@@ -386,13 +385,7 @@ def _kernel_candidate(t: dict, duration_s: float, c, autorate: dict | None, seed
     for d in docs:
         d["seed"] = seed
     s, sn = (bloatlab.run(d, engine="emu").summary for d in docs)
-    p95, q95 = recommend._latency(s)
-    p95s, q95s = recommend._latency(sn)
-    tot = sn["flows"][0]["goodput_mbps"] + sn["flows"][1]["goodput_mbps"]
-    return {"goodput_mbps": s["flows"][0]["goodput_mbps"], "retrans_rate": s["flows"][0]["retrans_rate"],
-            "p95_rtt_ms": p95, "qdelay_p95_ms": q95, "p95_rtt_shared_ms": p95s, "qdelay_p95_shared_ms": q95s,
-            "neighbour_share": sn["flows"][1]["goodput_mbps"] / tot if tot > 0 else 0.0,
-            "flagged": emu.timing_flagged(s) or emu.timing_flagged(sn)}
+    return dict(recommend.pair_figures(s, sn), flagged=emu.timing_flagged(s) or emu.timing_flagged(sn))
 
 
 def rank(t: dict, duration_s: float, adv: dict, repeats: int = 1) -> dict:
@@ -510,12 +503,16 @@ def _rel(a, b):
     return (a - b) / b
 
 
+def _bucket_bytes(rate_mbps: float, bucket_ms: float) -> float:
+    """A drawn token bucket (B): its depth in ms at its rate, at least 3000 B (two packets)."""
+    return max(rate_mbps * 1e6 / 8 * bucket_ms / 1e3, 3000)
+
+
 def truth_bucket_bytes(t: dict) -> float | None:
-    """The true policer's (or tbf's) bucket (B) as :func:`_dir_doc` builds it: its depth in ms at its rate, at least
-    3000 B; None for the other limiters."""
+    """The true policer's (or tbf's) down bucket (B) as :func:`_dir_doc` builds it; None for the other limiters."""
     if t["limiter"] not in ("policer", "shaper") or t.get("bucket_ms") is None:
         return None
-    return max(t["down_mbps"] * 1e6 / 8 * t["bucket_ms"] / 1e3, 3000)
+    return _bucket_bytes(t["down_mbps"], t["bucket_ms"])
 
 
 def truth_depth_ms(t: dict) -> float | None:

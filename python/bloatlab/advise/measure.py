@@ -1665,6 +1665,11 @@ def _cobalt(x: dict) -> None:
                              f"slow start ends at COBALT's first signal or goes on as under fq_codel (docs/advise.md)")
 
 
+def _subframe_ms(wire: int, phy_mbps: float) -> float:
+    """The airtime (ms) of one A-MPDU subframe: the IP packet and :data:`WIFI_SUBFRAME_OVERHEAD` at the PHY rate."""
+    return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy_mbps * 1e3)
+
+
 def _rejoin_split_batches(sizes: list, periods: list, wire: int) -> tuple[list, list]:
     """The train's batches with those a receiver split joined again: a batch
     whose period (from the previous batch's first arrival) is shorter than
@@ -1673,7 +1678,7 @@ def _rejoin_split_batches(sizes: list, periods: list, wire: int) -> tuple[list, 
     joined batch's period to the next runs from its first part's start."""
     s, p, carry = [sizes[0]], [], 0.0
     for k, period in zip(sizes[1:], periods):
-        if period < TXOP_FLOOR_MS + k * (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (WIFI_PHY_MAX_MBPS * 1e3):
+        if period < TXOP_FLOOR_MS + k * _subframe_ms(wire, WIFI_PHY_MAX_MBPS):
             s[-1] += k
             carry += period
         else:
@@ -1721,7 +1726,7 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     if air <= 0:
         return None, "the train's batches left no airtime to read a PHY rate from"
     phy = bits / air / 1e6
-    subframe_ms = (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy * 1e3)
+    subframe_ms = _subframe_ms(wire, phy)
     if k50 < WIFI_FULL_FRAMES and p50 - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
         return None, (f"the train arrived in batches of {k50:g} packets every {p50:.3g} ms: not the full aggregates "
                       f"a backlogged access point sends ({WIFI_FULL_FRAMES} subframes or {WIFI_AGGR_MS:g} ms), but "

@@ -251,9 +251,15 @@ def _run_figures(path: Path, c: Candidate, seed: int, engine: str, duration_s: f
     import bloatlab
 
     s = bloatlab.run(_scenario(path, c, False, seed, duration_s, member), engine=engine).summary
+    sn = bloatlab.run(_scenario(path, c, True, seed, duration_s, member), engine=engine).summary
+    return pair_figures(s, sn)
+
+
+def pair_figures(s: dict, sn: dict) -> dict:
+    """A candidate's figures from its run alone with a probe (summary ``s``) and beside a CUBIC neighbour (``sn``):
+    what :func:`score` reads."""
     f = s["flows"][0]
     p95, q95 = _latency(s)
-    sn = bloatlab.run(_scenario(path, c, True, seed, duration_s, member), engine=engine).summary
     p95s, q95s = _latency(sn)
     n = sn["flows"]
     total = n[0]["goodput_mbps"] + n[1]["goodput_mbps"]

@@ -92,9 +92,6 @@ const TCP_NUM_SACKS: usize = 4;
 pub const FASTRETRANS_THRESH: u32 = 3;
 /// Idle gap that re-enters quick-ACK mode (see [`Receiver::on_data`]).
 const QUICKACK_IDLE: Nanos = 200 * NS_PER_MS;
-/// `TCP_RTO_MIN` (HZ/5): the floor of the RTT variance in the receiver's
-/// RTO (`tcp_rtt_estimator`'s first sample), 200 ms in µs.
-const RTO_MIN_US: u64 = 200_000;
 /// `TCP_ATO_MIN` (HZ/25): the first `ato`, 40 ms, in jiffies.
 const ATO_MIN_J: u32 = HZ / 25;
 /// `TCP_DELACK_MIN` (HZ/25), jiffies.
@@ -105,10 +102,12 @@ const DELACK_MAX_J: u32 = HZ / 5;
 /// The receiver's `icsk_rto` in jiffies, from its one RTT sample `m` (the
 /// handshake's; a pure sink takes no other): `tcp_rtt_estimator`'s first
 /// sample sets srtt = m and rttvar = max(2m, `TCP_RTO_MIN`), and
-/// `__tcp_set_rto` gives srtt + rttvar = m + max(2m, 200 ms).
+/// `__tcp_set_rto` gives srtt + rttvar = m + max(2m, 200 ms): the sender's
+/// estimator ([`super::rtt::RttEstimator`]) fed that one sample.
 pub fn receiver_rto_j(base_rtt: Nanos) -> u32 {
-    let m = base_rtt / NS_PER_US;
-    usecs_to_jiffies(m + (2 * m).max(RTO_MIN_US))
+    let mut e = super::rtt::RttEstimator::default();
+    e.sample((base_rtt / NS_PER_US) as u32, 0, 0);
+    usecs_to_jiffies(e.rto / NS_PER_US)
 }
 
 #[derive(Debug, Clone)]
