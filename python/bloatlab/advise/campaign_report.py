@@ -100,7 +100,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                    "hops' PHY rate (within 10 %), the access point's design (fq and airtime are one for one station) "
                    "and a legacy AP's queue (within 30 %). variable_right: a variable capacity (half the FIFO paths up to "
                    "200 Mbit/s) told from a fixed one; rate: not on those (the measurement reads seconds of a trace whose "
-                   "mean is the truth's). Not yet in the distribution: variable capacity behind other limiters, WiFi "
+                   "mean is the truth's). policer_*: behind a policer read as one, the bucket, the port's rate and "
+                   "the port's FIFO measure read (within 30 %; none where its trains could not read them). "
+                   "Not yet in the distribution: variable capacity behind other limiters, WiFi "
                    "hops shared with other stations; the ranking goal only with --rank "
                    "(every candidate this kernel runs, on the true path).")
     if ok:
