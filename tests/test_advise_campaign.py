@@ -102,7 +102,7 @@ def test_a_five_path_campaign_through_the_emulator(tmp_path):
             assert not re.search(r"-\d[\d.]* ?%", s), s
             for a, b in re.findall(r"cuts the p95 RTT under load from (\d+(?:\.\d+)?) ms to (\d+(?:\.\d+)?) ms", s):
                 assert float(b) < float(a), s
-    assert doc["summary"]["paths"] == 5
+    assert doc["summary"]["paths"] == 5 and doc["summary"]["code"] == {campaign.code_version(): 5}
     # a second run resumes: nothing is measured again, the same records come back
     r2 = run_cli("fidelity", "--advise", "--paths", "5", "--seed", "20261125", "--quick", "--out", out, "--json", timeout=120)
     assert r2.returncode == 0 and json.loads(r2.stdout)["paths"] == recs
@@ -175,6 +175,26 @@ def test_rank_repeats_is_bounded_and_needs_rank(tmp_path):
     assert r.returncode == 2 and "--rank-repeats: expected 1..9, got 10" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("fidelity", "--advise", "--paths", "2", "--rank-repeats", "3", "--out", str(tmp_path / "c"))
     assert r.returncode == 2 and "without --rank" in r.stderr
+    r = run_cli("fidelity", "--advise", "--paths", "2", "--rank-paths", "1", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--rank-paths: ranks nothing without --rank" in r.stderr
+    r = run_cli("fidelity", "--advise", "--paths", "2", "--rank", "--rank-paths", "3", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--rank-paths: expected 1..2 (--paths), got 3" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_record_carries_the_commit_of_the_checkout_that_made_it():
+    """The goals are judged over paths of one code version: each record names the commit this package runs from
+    (12 hex digits, ``+dirty`` where tracked files differ from it), which is this checkout's HEAD."""
+    import subprocess
+
+    here = os.path.dirname(campaign.__file__)
+    head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    v = campaign.code_version()
+    if head.returncode != 0:
+        from bloatlab import __version__
+
+        assert v == __version__
+    else:
+        assert re.fullmatch(r"[0-9a-f]{12}(\+dirty)?", v) and v.startswith(head.stdout.strip()), v
 
 
 #: seed 7's path 10 (the campaign record's ``truth``, 2026-11-25): PIE at 45.4 Mbit/s, 310 ms, 0.058 % random loss

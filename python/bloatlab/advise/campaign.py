@@ -57,6 +57,7 @@ report says so.
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -493,6 +494,7 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
         rec["rank"] = rank(t, dur, adv, rank_repeats)
     rec["duration_s"] = dur
     rec["wall_s"] = time.monotonic() - t0
+    rec["code"] = code_version()
     rec["errors"] = errors(rec)
     return rec
 
@@ -644,10 +646,32 @@ def summary(records: list[dict]) -> dict:
     return out
 
 
+def code_version() -> str:
+    """The code a record was made with: the git commit of the checkout this package runs from (``+dirty`` where its
+    tracked files differ from it), or the package's version outside a checkout. A campaign's goals are judged over
+    paths of one version (issue 30 §1); a resumed campaign whose records differ says so (``summary["code"]``)."""
+    import subprocess
+
+    from .._version import __version__
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return __version__
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return __version__
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = None, progress: bool = True,
-        ranked: bool = False, rank_repeats: int = 1) -> tuple[list[dict], dict]:
+        ranked: bool = False, rank_repeats: int = 1, rank_paths: int | None = None) -> tuple[list[dict], dict]:
     """Run (or resume) a campaign of ``n`` paths into ``out`` (``rank_repeats``: kernel runs per ranked candidate,
-    :func:`rank`)."""
+    :func:`rank`; ``rank_paths``: with ``ranked``, rank only the draw's first that many paths, so that one campaign
+    of one code version carries the measurement goals over all its paths and the ranking goal over its first)."""
     from ..engines import emu
 
     from .campaign_report import describe_truth
@@ -675,7 +699,8 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
         say(f"path {t['index'] + 1}/{n}: {describe_truth(t)}")
         pdir = os.path.join(out, "paths", f"{t['index']:04d}")
         try:
-            rec = run_path(t, pdir, quick, say, ranked, rank_repeats)
+            rec = run_path(t, pdir, quick, say, ranked and (rank_paths is None or t["index"] < rank_paths),
+                           rank_repeats)
         except UserError as e:
             rec = {"index": t["index"], "truth": t, "failed": str(e)}
             say(f"  failed: {e}")
@@ -686,6 +711,8 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     _table(records).to_parquet(os.path.join(out, "campaign.parquet"), index=False)
     summ = summary([r for r in records if "failed" not in r])
     summ["failed"] = sum("failed" in r for r in records)
+    # the code versions its records were made with (one key: the goals are judged over one version)
+    summ["code"] = dict(collections.Counter(r.get("code", "unrecorded") for r in records if "failed" not in r))
     _write_json(os.path.join(out, "summary.json"), summ)
     from .campaign_report import write as write_report
 

@@ -155,6 +155,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     text = re.sub(r":(?:func|data):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
     sec.pre("The distribution (seed %d)" % meta["seed"], text)
     html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("quick", meta["quick"]), ("goal", meta["goal"]),
-                                                                                  ("today", meta["today"])], sec)
+                                                                                  ("today", meta["today"]),
+                                                                                  ("code", ", ".join(f"{k} ({v} paths)" for k, v in (summ.get("code") or {}).items()))], sec)
     atomic_write_text(path, html)
     return path

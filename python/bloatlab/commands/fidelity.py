@@ -31,6 +31,8 @@ def register(sub) -> None:
                    "runs a path) and score them as advise does: was the recommendation the kernel's best?")
     g.add_argument("--rank-repeats", type=int, default=1, metavar="N", help="with --rank: kernel runs per candidate, "
                    "each figure their median (default 1; one run is one draw of the kernel's timing)")
+    g.add_argument("--rank-paths", type=int, metavar="K", help="with --rank: rank only the draw's first K paths (the "
+                   "ranking goal asks >= 30, the measurement goals >= 200: one campaign, one code version)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -90,9 +92,14 @@ def _advise_campaign(args) -> int:
         raise UserError(f"--rank-repeats: expected 1..{campaign.MAX_RANK_REPEATS}, got {args.rank_repeats}")
     if args.rank_repeats > 1 and not args.rank:
         raise UserError("--rank-repeats: ranks nothing without --rank")
+    if args.rank_paths is not None and not args.rank:
+        raise UserError("--rank-paths: ranks nothing without --rank")
+    if args.rank_paths is not None and not 1 <= args.rank_paths <= args.paths:
+        raise UserError(f"--rank-paths: expected 1..{args.paths} (--paths), got {args.rank_paths}")
     out = args.out or os.path.join("results", f"advise-campaign-{args.seed}")
     records, summ = campaign.run(args.paths, args.seed, out, quick=args.quick, limit=args.limit,
-                                 progress=not (args.quiet or args.json), ranked=args.rank, rank_repeats=args.rank_repeats)
+                                 progress=not (args.quiet or args.json), ranked=args.rank, rank_repeats=args.rank_repeats,
+                                 rank_paths=args.rank_paths)
     if args.json:
         json.dump({"summary": summ, "paths": records}, sys.stdout, indent=1, default=float)
         sys.stdout.write("\n")
@@ -105,7 +112,11 @@ def _advise_campaign(args) -> int:
         share = "-" if s["share"] is None else f"{s['share'] * 100:.0f} %"
         cells.append((key, "" if tol is None else f"{tol * 100:.0f} %", f"{want * 100:.0f} %", f"{s['met']}/{s['of']}", share))
     print_table(["goal", ("tolerance", "right"), ("wanted", "right"), ("met", "right"), ("share", "right")], cells)
-    print(f"{summ['paths']} paths measured, {summ['failed']} failed; {out}/campaign.json, report: {out}/report.html")
+    code = summ.get("code") or {}
+    versions = ", ".join(f"{k} ({v})" for k, v in code.items())
+    print(f"{summ['paths']} paths measured, {summ['failed']} failed; code {versions or '-'}"
+          + (" (mixed versions: judge each apart)" if len(code) > 1 else ""))
+    print(f"{out}/campaign.json, report: {out}/report.html")
     return 0
 
 
