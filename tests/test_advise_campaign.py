@@ -279,3 +279,36 @@ def test_a_policers_bucket_port_and_port_fifo_are_judged_against_the_truth_the_c
     # a tiny bucket is at least 3000 B in the true path (two packets); a FIFO reading judges none of these
     assert campaign.truth_bucket_bytes(dict(t, bucket_ms=1.0)) == 3000
     assert "policer_bucket" not in campaign.errors(dict(rec, measured=dict(m, limiter="fifo")))
+
+
+def test_a_flagged_kernel_run_is_run_again_and_a_judgement_flagged_through_its_tries_counts_in_no_goal():
+    """The emulator's timing verdict decides whether a kernel run is the true path's: a flagged run is run again,
+    at most KERNEL_TRIES times; the first unflagged counts, else the last, marked, and the prediction and ranking
+    goals leave it out."""
+    flag = {"meta": {"lateness": {"flagged": True}}}
+    good = {"meta": {"lateness": {"flagged": False}}}
+    seq = iter([[flag], [good], [flag]])
+    ss, tries = campaign._unflagged(lambda: next(seq))
+    assert (ss, tries) == ([good], 2)
+    calls = []
+    ss, tries = campaign._unflagged(lambda: calls.append(1) or [good, flag])
+    assert tries == campaign.KERNEL_TRIES == 3 and len(calls) == 3 and ss == [good, flag]
+    rec = {"truth": {"limiter": "fifo", "observable": "fifo", "down_mbps": 10.0, "base_rtt_ms": 20.0, "loss": 0.0,
+                     "buffer_bytes": 25_000},
+           "measured": {"limiter": "fifo", "down_mbps": 10.0, "base_rtt_ms": 20.0, "buffer_bytes": 25_000, "loss": 0.0},
+           "predicted": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "predicted_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "kernel": {"goodput_mbps": 5.0, "p95_rtt_ms": 40.0, "timing_flagged": True, "tries": 3},
+           "kernel_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "rank": {"regret": 0.1, "candidates": [{"cc": "cubic", "queue": "as-is", "ensemble": {"flagged": 1, "tries": 3}}]}}
+    e = campaign.errors(rec)
+    assert e["pred_goodput"] is None and e["pred_p95_rtt"] is None and "rank_regret" not in e
+    s = campaign.summary([dict(rec, errors=e)])
+    assert s["pred_goodput"]["of"] == 0
+    # a record from before the tries were kept is judged by its one run, as it was
+    old = dict(rec, kernel={k: v for k, v in rec["kernel"].items() if k != "tries"},
+               rank={"regret": 0.1, "candidates": [{"cc": "cubic", "queue": "as-is", "ensemble": {"flagged": 1}}]})
+    e = campaign.errors(old)
+    assert e["pred_goodput"] == pytest.approx(0.8) and e["rank_regret"] == 0.1
+    rec["kernel"]["timing_flagged"] = False
+    assert campaign.errors(rec)["pred_goodput"] == pytest.approx(0.8)

@@ -114,7 +114,9 @@ def _advise_campaign(args) -> int:
     print_table(["goal", ("tolerance", "right"), ("wanted", "right"), ("met", "right"), ("share", "right")], cells)
     code = summ.get("code") or {}
     versions = ", ".join(f"{k} ({v})" for k, v in code.items())
-    print(f"{summ['paths']} paths measured, {summ['failed']} failed; code {versions or '-'}"
+    print(f"{summ['paths']} paths measured, {summ['failed']} failed; kernel judgements still flagged by the "
+          f"emulator after {campaign.KERNEL_TRIES} tries (left out of the prediction and ranking goals): "
+          f"{summ.get('judge_flagged', 0)} predictions, {summ.get('rank_flagged', 0)} rankings; code {versions or '-'}"
           + (" (mixed versions: judge each apart)" if len(code) > 1 else ""))
     print(f"{out}/campaign.json, report: {out}/report.html")
     return 0
