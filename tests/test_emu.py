@@ -243,6 +243,20 @@ def test_a_shell_command_sees_the_configured_rtt_and_the_pcap_files_open(tmp_pat
         assert b[:4] == bytes.fromhex("4d3cb2a1") and len(b) >= 24 + 50 * (16 + 28)
 
 
+def test_a_clients_data_connections_open_together_not_a_round_trip_apart():
+    """`-P 4` opens its four data connections at once (each handshake on its own thread): one after another, each
+    took a round trip, so at 200 ms the last began 600 ms after the first (measure's loaded phases were that much
+    longer and their flows did not share a start). Together they start within a few ms of each other (scheduling,
+    not round trips: the tolerance is a tenth of one)."""
+    cmd = "bloatlab-probe tcp client $BLOATLAB_SERVER -p 5301 -R -P 4 -t 1 -i 0 --json"
+    r = bloatlab("shell", "--down", "20Mbit", "--up", "20Mbit", "--rtt", "200ms",
+                 "--server", "bloatlab-probe tcp server --bind 0.0.0.0:5301", "--", "sh", "-c", cmd,
+                 env={**os.environ, "PATH": os.path.dirname(PY) + ":" + os.environ["PATH"]})
+    assert r.returncode == 0, r.stderr
+    starts = [f["start_s"] for f in json.loads(r.stdout)["raw"]["flows"]]
+    assert len(starts) == 4 and max(starts) - min(starts) < 0.020, starts
+
+
 def test_a_mahimahi_trace_of_one_opportunity_per_ms_carries_12_mbit(tmp_path):
     tr = tmp_path / "12mbit.trace"
     tr.write_text("1\n")
