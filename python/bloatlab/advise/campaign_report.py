@@ -9,6 +9,17 @@ import numpy as np
 from ..study.report import _Sections, render
 from ..result import atomic_write_text
 
+#: the goals whose tolerance is in seconds, not a share (campaign.GOALS)
+SECONDS_GOALS = ("measure_s", "advise_s")
+
+
+def tolerance_text(key: str, tol: float | None) -> str:
+    """A goal's tolerance as the report and the CLI print it."""
+    if tol is None or key == "base_rtt_ok":
+        return ""
+    return f"{tol:g} s" if key in SECONDS_GOALS else f"{tol * 100:.0f} %"
+
+
 #: the classes measure tells (rows: what the physics shows; columns: measured)
 CLASSES = ("fifo", "policer", "aqm", "wifi")
 
@@ -88,7 +99,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     # the goals as the summary carries them (campaign.GOALS, in its order)
     for key, s in ((k, v) for k, v in summ.items() if isinstance(v, dict) and "goal" in v):
         tol, want = s["tolerance"], s["goal"]
-        rows.append({"goal": key, "tolerance": "" if tol is None else f"{tol * 100:.0f} %" if key != "base_rtt_ok" else "",
+        rows.append({"goal": key, "tolerance": tolerance_text(key, tol),
                      "wanted": f"{want * 100:.0f} % of paths", "met": s.get("met"), "of": s.get("of"),
                      "share": None if s.get("share") is None else f"{s['share'] * 100:.0f} %"})
     sec.table("Goals (issue 30 §1)", pd.DataFrame(rows))

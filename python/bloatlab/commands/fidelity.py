@@ -81,7 +81,7 @@ def main(args) -> int:
 
 
 def _advise_campaign(args) -> int:
-    from ..advise import campaign
+    from ..advise import campaign, campaign_report
     from ..errors import UserError
 
     if args.experiment is not None:
@@ -110,7 +110,7 @@ def _advise_campaign(args) -> int:
     for key, tol, want in campaign.GOALS:
         s = summ[key]
         share = "-" if s["share"] is None else f"{s['share'] * 100:.0f} %"
-        cells.append((key, "" if tol is None else f"{tol * 100:.0f} %", f"{want * 100:.0f} %", f"{s['met']}/{s['of']}", share))
+        cells.append((key, campaign_report.tolerance_text(key, tol), f"{want * 100:.0f} %", f"{s['met']}/{s['of']}", share))
     print_table(["goal", ("tolerance", "right"), ("wanted", "right"), ("met", "right"), ("share", "right")], cells)
     code = summ.get("code") or {}
     versions = ", ".join(f"{k} ({v})" for k, v in code.items())
