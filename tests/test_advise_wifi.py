@@ -53,6 +53,25 @@ def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
     assert phy == pytest.approx(78, rel=0.10) and "WiFi hop" in why
 
 
+def test_the_backlogs_batches_tell_a_full_aggregate_not_the_trains_ramp_and_remainder():
+    """An airtime AP at MCS 13 (104 Mbit/s) through the emulator (advisor campaign seed 28, path 5, 2026-11-26):
+    the train's first packets reached an idle AP and left in aggregates of 1, 1, 1, 10 and 8 while the driver's
+    queue filled, then four full aggregates of 32, then the remainder (24 + 8, one aggregate the receiver split,
+    and 19). The median batch, 19, read it as a slotted link (the path as an AQM); the upper quartile, 32, is the
+    backlog's: a WiFi hop at ~104 Mbit/s."""
+    train = {"wire_bytes": 1500, "batches": {
+        "count": 12, "packets_p50": 14.5, "packets_max": 32, "sizes": [1, 1, 1, 10, 8, 32, 32, 32, 32, 24, 8, 19],
+        "periods_ms": [0.374428, 0.31203, 1.457477, 1.094663, 3.98886, 3.934426, 3.974638, 4.07549, 3.942428,
+                       0.243495, 2.260411], "period_ms_p50": 2.260411}}
+    phy, why = m.wifi_hop(train)
+    assert phy == pytest.approx(104, rel=0.02) and "WiFi hop" in why
+    # the same sizes a slot apart (a capacity trace's milliseconds, one slot of 32): not full aggregates
+    slotted = {"wire_bytes": 1500, "batches": dict(train["batches"], sizes=[2, 3, 2, 2, 3, 2, 2, 32, 2, 3, 2, 2],
+                                                   periods_ms=[1.0] * 11, period_ms_p50=1.0, packets_p50=2.0)}
+    phy, why = m.wifi_hop(slotted)
+    assert phy is None and "slotted link" in why
+
+
 def test_an_aggregate_the_receiver_split_is_one_transmission():
     """A legacy AP at MCS 5 (52 Mbit/s) through the emulator, 2026-11-26: the eleventh aggregate of 17 packets
     arrived as 1 + 16, 130 us apart (a wake-up between two packets of one delivery). Read as two batches, the
