@@ -157,3 +157,29 @@ def test_the_report_names_the_model_only_controls_and_the_flagged_points(engine)
     else:
         assert set(notes["what"]) == {"model-only", "not plotted (emulator timing flagged)"}
         assert out["figures"] == []  # its only point was flagged: nothing is drawn from it
+
+
+def test_bench_nsperf_point_writes_the_experiments_point_and_refuses_an_unknown_one():
+    # bench/emu/nsperf_point.py: one --quick point as a scenario file (issue 32's bisection ran these), and its
+    # ensemble's members shift every flow's start and set every flow's RTT
+    import os
+    import subprocess
+    import sys
+    import tomllib
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = os.path.join(repo, "bench", "emu", "nsperf_point.py")
+    r = subprocess.run([sys.executable, script, "shallow:cubic:10"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    by = {f"{c}:{cc}:{x}": doc for c, cc, x, doc, _ in case_points(True)}
+    assert tomllib.loads(r.stdout) == by["shallow:cubic:10"]
+    r = subprocess.run([sys.executable, script, "shallow:cubic:7"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: point: 'shallow:cubic:7'") and "Traceback" not in r.stderr
+    sys.path.insert(0, os.path.dirname(script))
+    try:
+        from nsperf_point import member_doc
+    finally:
+        sys.path.pop(0)
+    m = member_doc(by["shallow:cubic:10"], 99.5, 571428)
+    assert [f["start"] for f in m["flow"][:2]] == ["571428ns", "139571428ns"]
+    assert {f["rtt"] for f in m["flow"]} == {"99.5ms"}
