@@ -43,6 +43,8 @@ struct Node {
     active: bool,
     backoff: u32,
     cw: u32,
+    /// CWmin of this node: 15 (EDCA best effort), 31 for a non-QoS 802.11b station.
+    cw_min: u32,
     /// Grid slot (from the current origin) at which this node began counting.
     start_slot: u64,
 }
@@ -61,17 +63,29 @@ pub struct Medium {
     /// Transmission attempts and collided attempts (per node), for statistics.
     pub attempts: Vec<u64>,
     pub collisions: Vec<u64>,
+    /// The slot (9 µs; 20 µs in a BSS with an 802.11b station) and AIFS after a busy medium.
+    slot: Nanos,
+    aifs: Nanos,
 }
 
 impl Medium {
+    /// `n` EDCA nodes on the 5-GHz OFDM timing: slot 9 µs, AIFS 43 µs, CWmin 15.
     pub fn new(n: usize) -> Medium {
+        Medium::with_timing(SLOT_NS, AIFS_NS, &vec![CW_MIN; n])
+    }
+
+    /// Nodes with their CWmin each, on a slot of `slot` and an AIFS of `aifs` after busy.
+    pub fn with_timing(slot: Nanos, aifs: Nanos, cw_min: &[u32]) -> Medium {
+        let n = cw_min.len();
         Medium {
-            nodes: vec![Node { active: false, backoff: 0, cw: CW_MIN, start_slot: 0 }; n],
-            origin: AIFS_NS,
+            nodes: cw_min.iter().map(|&c| Node { active: false, backoff: 0, cw: c, cw_min: c, start_slot: 0 }).collect(),
+            origin: aifs,
             busy_until: None,
             next_slot: None,
             attempts: vec![0; n],
             collisions: vec![0; n],
+            slot,
+            aifs,
         }
     }
 
@@ -102,7 +116,7 @@ impl Medium {
         let start_slot = if self.busy_until.is_some() || now <= self.origin {
             0
         } else {
-            (now - self.origin).div_ceil(SLOT_NS)
+            (now - self.origin).div_ceil(self.slot)
         };
         let n = &mut self.nodes[i];
         n.active = true;
@@ -133,14 +147,14 @@ impl Medium {
             return None;
         }
         debug_assert_eq!(self.next_slot, self.scan());
-        Some(self.origin + self.next_slot? * SLOT_NS)
+        Some(self.origin + self.next_slot? * self.slot)
     }
 
     /// Start the transmission due at `now` (= [`Medium::next_start`]): the
     /// nodes that transmit in this slot, pushed into `winners`. Others freeze.
     pub fn start(&mut self, now: Nanos, winners: &mut Vec<usize>) {
         winners.clear();
-        let slot = (now - self.origin) / SLOT_NS;
+        let slot = (now - self.origin) / self.slot;
         for (i, n) in self.nodes.iter_mut().enumerate() {
             if !n.active {
                 continue;
@@ -177,10 +191,10 @@ impl Medium {
     /// [`Medium::end`] with the new backoffs drawn by `draw(cw)`.
     pub fn end_with(&mut self, now: Nanos, outcomes: &[(usize, bool)], mut draw: impl FnMut(u32) -> u32) {
         self.busy_until = None;
-        self.origin = now + AIFS_NS;
+        self.origin = now + self.aifs;
         for &(i, success) in outcomes {
             let n = &mut self.nodes[i];
-            n.cw = if success { CW_MIN } else { (2 * n.cw + 1).min(CW_MAX) };
+            n.cw = if success { n.cw_min } else { (2 * n.cw + 1).min(CW_MAX) };
             n.backoff = draw(n.cw);
             n.start_slot = 0;
         }
@@ -189,7 +203,7 @@ impl Medium {
 
     /// A node whose frame was given up (retry limit) starts over at CWmin.
     pub fn reset_cw(&mut self, i: usize) {
-        self.nodes[i].cw = CW_MIN;
+        self.nodes[i].cw = self.nodes[i].cw_min;
     }
 }
 
