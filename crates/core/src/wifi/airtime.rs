@@ -16,6 +16,15 @@
 //! byte limit of `ath_lookup_rate`, the frame length that takes 4096 µs at the
 //! rate (`ath_update_max_aggr_framelen`, `ath_max_framelen`, capped at
 //! 65532 B) and at most `ATH_AMPDU_LIMIT_MAX` 65535 B).
+//! 802.11b stations (`Format::Dsss`): IEEE Std 802.11-2016 clause 15 (DSSS, 1 and 2 Mbit/s:
+//! long PLCP preamble 144 µs + header 48 µs, Table 15-4: slot 20 µs, SIFS 10 µs, aCWmin 31) and
+//! clause 16 (HR/DSSS, CCK 5.5 and 11 Mbit/s; §16.2.2.3 the short preamble 72 + 24 µs, not at
+//! 1 Mbit/s; §16.3.4 TXTIME = preamble + header + ⌈8·LENGTH/rate⌉ µs); §10.26.3 and §18.4
+//! (ERP protection and the short slot of an ERP BSS); hostapd `hostapd_prepare_rates`
+//! (`basic_rates_g` = 1, 2, 5.5, 11 Mbit/s), `ieee802_11_erp_info` (`num_sta_non_erp`) and the
+//! short slot off while `num_sta_no_short_slot_time` > 0; mac80211 `rate_fixup_ratelist`
+//! (`USE_CTS_PROTECT` on HT rates while `use_cts_prot`, the RTS/CTS rate index 0 before an MCS);
+//! ath9k `hw.c` `ath9k_hw_computetxtime` (a CCK frame's `PktDuration`).
 //!
 //! # Model in a nutshell
 //! One data PPDU = preamble + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of
@@ -27,6 +36,13 @@
 //! SIFS. The airtime charged to a station for one transmission is
 //! PPDU + SIFS + ACK/BA; contention before it (AIFS + backoff) is shared
 //! medium time charged to nobody ([`super::medium`]).
+//!
+//! An 802.11b station's PPDU is its PLCP (192 µs long, 96 µs short) + 8·bytes/rate µs,
+//! rounded up; it carries one MPDU, answered after a 10-µs SIFS by an ACK at the highest
+//! basic rate not above its own, with the same preamble (a 1500-B packet at 1 Mbit/s: 12496
+//! + 10 + 304 µs). While such a station is in the BSS every OFDM/HT frame goes behind a
+//! CTS-to-self at 1 Mbit/s (314 µs with the SIFS after it) and the slot is 20 µs. An HT frame
+//! on 2.4 GHz is followed by SIFS 10 µs after a 6-µs signal extension: the model's 16 µs.
 //!
 //! # Constants
 //! Every constant below carries its unit and source. Rates given directly

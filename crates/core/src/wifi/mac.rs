@@ -28,6 +28,12 @@
 //!   fq_codel; a new station that empties moves to the old list once (so it
 //!   cannot stay new forever), an old one that empties leaves.
 //!
+//! In every design an 802.11b station (no aggregation) takes its turn as ath9k gives it one:
+//! a burst of up to 2 single frames (`ath_tx_form_burst`), while fewer than 8 entries are in
+//! the hardware queue (`ATH_NON_AGGR_MIN_QDEPTH` against `axq_depth`), where an HT station's
+//! A-MPDU waits while 2 A-MPDUs are (`ATH_AGGR_MIN_QDEPTH` against `axq_ampdu_depth`);
+//! `xmit.c` `ath_tx_sched_aggr` and `ath_txq_schedule` (4.9-4.11 and later alike).
+//!
 //! The fq_codel of `fq`/`airtime` is the core's [`FqCodel`] (one CoDel per
 //! flow, [`crate::qdisc::codel`]), not a copy, with mac80211's rule for the
 //! backlog CoDel compares with its `mtu`: the flow's own (`fq_tin_dequeue_func`

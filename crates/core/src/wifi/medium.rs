@@ -28,6 +28,12 @@
 //! AIFS) and `Busy { until }`; each node: `active` (has a frame), `backoff`
 //! (slots left), `start_slot` (grid slot at which it began counting), `cw`.
 //!
+//! Timing: 5-GHz OFDM ([`Medium::new`]: slot 9 µs, AIFS 43 µs, CWmin 15), or a 2.4-GHz BSS
+//! that holds an 802.11b station ([`Medium::with_timing`], from [`super::Wifi::new`]: slot 20 µs,
+//! AIFS 70 µs, CWmin 31 for the 802.11b station, 15 for the others). The 802.11b station has
+//! no QoS and would wait DIFS (SIFS + 2 slots = 50 µs) where the QoS nodes wait the AIFS
+//! of best effort (70 µs); the model gives every node the same AIFS (one slot less for it is not modelled).
+//!
 //! Not modelled: hidden stations and capture (every node hears every other),
 //! EIFS after a corrupted frame, TXOP bursting of several PPDUs, other access
 //! categories. RTS/CTS (on Minstrel-HT's fallback rates) only lengthens a

@@ -32,6 +32,9 @@
 //! Sources for the last four: ath9k `xmit.c` of Linux 6.18 (`ath_tx_complete_aggr`,
 //! `ath_tx_get_tid_subframe`, `ath_tx_addto_baw`/`ath_tx_update_baw`, `ath_buf_set_rate`),
 //! mac80211's `minstrel_ht_set_rate` and 802.11-2016 §10.3.2.7 (RTS/CTS).
+//! An 802.11b station ([`airtime::Format::Dsss`], `phy_rate = "dsss1"` ...) sends one MPDU per
+//! PPDU at a fixed DSSS/CCK rate; while one is in the BSS, every node protects its OFDM/HT
+//! frames with a CTS-to-self at 1 Mbit/s and the medium runs on the long slot ([`Wifi::new`]).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
