@@ -488,15 +488,7 @@ impl<T: 'static> Node<T> {
                 // Everything the TXQ held was dropped by CoDel on the way out.
                 continue;
             }
-            if self.design != Design::Airtime {
-                // Round robin per aggregate: to the tail of the old list.
-                if self.new_list.front() == Some(&s) {
-                    self.new_list.pop_front();
-                } else {
-                    self.old_list.pop_front();
-                }
-                self.old_list.push_back(s);
-            }
+            self.turn_done(s);
             self.hw.push_back(agg);
         }
     }
@@ -536,14 +528,21 @@ impl<T: 'static> Node<T> {
                 // Everything the TXQ held was dropped by CoDel on the way out.
                 continue;
             }
-            if self.design != Design::Airtime {
-                if self.new_list.front() == Some(&s) {
-                    self.new_list.pop_front();
-                } else {
-                    self.old_list.pop_front();
-                }
-                self.old_list.push_back(s);
+            self.turn_done(s);
+        }
+    }
+
+    /// Station `s` (at the head of its list) has had its turn: without the airtime scheduler,
+    /// round robin per aggregate (or burst) — to the tail of the old list; with it the deficit
+    /// decides ([`Node::next_station`]).
+    fn turn_done(&mut self, s: usize) {
+        if self.design != Design::Airtime {
+            if self.new_list.front() == Some(&s) {
+                self.new_list.pop_front();
+            } else {
+                self.old_list.pop_front();
             }
+            self.old_list.push_back(s);
         }
     }
 
