@@ -57,9 +57,10 @@ use crate::time::Nanos;
 pub const SLOT_NS: Nanos = 9_000;
 /// Short interframe space, OFDM (Table 17-21): 16 µs.
 pub const SIFS_NS: Nanos = 16_000;
-/// DIFS of the DCF = SIFS + 2 slots (§10.3.2.3.5): 34 µs. For reference; data
-/// uses the best-effort AIFS below.
-pub const DIFS_NS: Nanos = SIFS_NS + 2 * SLOT_NS;
+/// DIFS of the DCF = SIFS + 2 slots (§10.3.2.3.5): 34 µs. For reference; data of QoS
+/// stations uses the best-effort AIFS below, a non-QoS 802.11b station DIFS (on its BSS's timing).
+pub const DIFS_SLOTS: u64 = 2;
+pub const DIFS_NS: Nanos = SIFS_NS + DIFS_SLOTS * SLOT_NS;
 /// Best-effort AIFSN (Table 9-137, also hostapd's `wmm_ac_be_aifs`): 3 slots.
 pub const AIFSN_BE: u64 = 3;
 /// AIFS[BE] = SIFS + AIFSN × slot = 43 µs.

@@ -30,9 +30,10 @@
 //!
 //! Timing: 5-GHz OFDM ([`Medium::new`]: slot 9 µs, AIFS 43 µs, CWmin 15), or a 2.4-GHz BSS
 //! that holds an 802.11b station ([`Medium::with_timing`], from [`super::Wifi::new`]: slot 20 µs,
-//! AIFS 70 µs, CWmin 31 for the 802.11b station, 15 for the others). The 802.11b station has
-//! no QoS and would wait DIFS (SIFS + 2 slots = 50 µs) where the QoS nodes wait the AIFS
-//! of best effort (70 µs); the model gives every node the same AIFS (one slot less for it is not modelled).
+//! CWmin 31 for the 802.11b station, 15 for the others). The 802.11b station has no QoS and
+//! waits DIFS (SIFS + 2 slots = 50 µs) where the QoS nodes wait the AIFS of best effort
+//! (SIFS + 3 slots = 70 µs): the grid starts at the shortest, and a node with a longer AIFS
+//! counts from its own (`aifs_extra` slots later), after every busy period (§10.3.2.3, §10.22.2).
 //!
 //! Not modelled: hidden stations and capture (every node hears every other),
 //! EIFS after a corrupted frame, TXOP bursting of several PPDUs, other access
@@ -53,6 +54,22 @@ struct Node {
     cw_min: u32,
     /// Grid slot (from the current origin) at which this node began counting.
     start_slot: u64,
+    /// Slots this node's AIFS is longer than the shortest (the grid's origin): 0 on 5 GHz, where
+    /// every node waits AIFS[BE]; on a BSS with an 802.11b station the QoS nodes wait one slot
+    /// more (AIFSN 3) than the 802.11b station's DIFS (2 slots).
+    aifs_extra: u64,
+}
+
+impl Node {
+    /// The grid slot from which this node counts: its start, but not before its AIFS has passed.
+    fn begin(&self) -> u64 {
+        self.start_slot.max(self.aifs_extra)
+    }
+
+    /// The grid slot at which this node transmits if nothing interrupts it.
+    fn fire(&self) -> u64 {
+        self.begin() + self.backoff as u64
+    }
 }
 
 /// The contention state of one medium shared by `n` nodes (node 0 is the AP).
@@ -77,14 +94,15 @@ pub struct Medium {
 impl Medium {
     /// `n` EDCA nodes on the 5-GHz OFDM timing: slot 9 µs, AIFS 43 µs, CWmin 15.
     pub fn new(n: usize) -> Medium {
-        Medium::with_timing(SLOT_NS, AIFS_NS, &vec![CW_MIN; n])
+        Medium::with_timing(SLOT_NS, AIFS_NS, &vec![(CW_MIN, 0); n])
     }
 
-    /// Nodes with their CWmin each, on a slot of `slot` and an AIFS of `aifs` after busy.
-    pub fn with_timing(slot: Nanos, aifs: Nanos, cw_min: &[u32]) -> Medium {
-        let n = cw_min.len();
+    /// Nodes given as (CWmin, slots of AIFS beyond `aifs`), on a slot of `slot`; `aifs` is the
+    /// shortest wait after the medium turns idle (the origin of the slot grid).
+    pub fn with_timing(slot: Nanos, aifs: Nanos, nodes: &[(u32, u64)]) -> Medium {
+        let n = nodes.len();
         Medium {
-            nodes: cw_min.iter().map(|&c| Node { active: false, backoff: 0, cw: c, cw_min: c, start_slot: 0 }).collect(),
+            nodes: nodes.iter().map(|&(c, x)| Node { active: false, backoff: 0, cw: c, cw_min: c, start_slot: 0, aifs_extra: x }).collect(),
             origin: aifs,
             busy_until: None,
             next_slot: None,
@@ -128,7 +146,7 @@ impl Medium {
         n.active = true;
         n.start_slot = start_slot;
         n.backoff = backoff;
-        let fire = start_slot + backoff as u64;
+        let fire = n.fire();
         self.next_slot = Some(self.next_slot.map_or(fire, |s| s.min(fire)));
     }
 
@@ -137,14 +155,14 @@ impl Medium {
         let n = &mut self.nodes[i];
         if n.active {
             n.active = false;
-            if self.next_slot == Some(n.start_slot + n.backoff as u64) {
+            if self.next_slot == Some(n.fire()) {
                 self.next_slot = self.scan();
             }
         }
     }
 
     fn scan(&self) -> Option<u64> {
-        self.nodes.iter().filter(|n| n.active).map(|n| n.start_slot + n.backoff as u64).min()
+        self.nodes.iter().filter(|n| n.active).map(|n| n.fire()).min()
     }
 
     /// When the next transmission starts, if the medium is idle and someone contends.
@@ -165,12 +183,12 @@ impl Medium {
             if !n.active {
                 continue;
             }
-            let fire = n.start_slot + n.backoff as u64;
+            let fire = n.fire();
             if fire == slot {
                 winners.push(i);
             } else {
                 debug_assert!(fire > slot);
-                n.backoff -= slot.saturating_sub(n.start_slot) as u32;
+                n.backoff -= slot.saturating_sub(n.begin()) as u32;
             }
             n.start_slot = 0;
         }

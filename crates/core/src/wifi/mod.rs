@@ -66,7 +66,7 @@ mod tests;
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{basic_rate_mcs, cts_to_self_ns, mpdu_bytes, protected_rts_cts_ns, protection_frame_ns, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy, AIFSN_BE, CW_MIN, DSSS_CW_MIN, DSSS_SIFS_NS, LONG_SLOT_NS, RTS_BYTES};
+use airtime::{basic_rate_mcs, cts_to_self_ns, mpdu_bytes, protected_rts_cts_ns, protection_frame_ns, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy, AIFSN_BE, CW_MIN, DIFS_SLOTS, DSSS_CW_MIN, DSSS_SIFS_NS, LONG_SLOT_NS, RTS_BYTES};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
@@ -379,12 +379,14 @@ impl<T: 'static> Wifi<T> {
         // A BSS with an 802.11b station (it has neither the ERP short slot nor OFDM) runs on
         // 2.4 GHz with the long slot for everyone and protects OFDM/HT frames: hostapd's
         // `num_sta_non_erp` and `num_sta_no_short_slot_time`, mac80211's `use_cts_prot` and
-        // `use_short_slot`. AIFS[BE] = SIFS 10 + 3 × 20 = 70 µs; each QoS node keeps CWmin 15
-        // (hostapd's `wmm_ac_be_cwmin`), the 802.11b station (no QoS) the DSSS PHY's 31.
+        // `use_short_slot`. The QoS nodes wait AIFS[BE] = SIFS 10 + 3 × 20 = 70 µs with CWmin 15
+        // (hostapd's `wmm_ac_be_aifs`, `wmm_ac_be_cwmin`), the 802.11b station (no QoS, the DCF)
+        // DIFS = SIFS + 2 × 20 = 50 µs with the DSSS PHY's CWmin 31.
         let erp_protection = cfg.stations.iter().any(|s| s.phy.is_dsss());
         let medium = if erp_protection {
-            let cw_min: Vec<u32> = std::iter::once(CW_MIN).chain(cfg.stations.iter().map(|s| if s.phy.is_dsss() { DSSS_CW_MIN } else { CW_MIN })).collect();
-            Medium::with_timing(LONG_SLOT_NS, DSSS_SIFS_NS + AIFSN_BE * LONG_SLOT_NS, &cw_min)
+            let qos = (CW_MIN, AIFSN_BE - DIFS_SLOTS);
+            let nodes: Vec<(u32, u64)> = std::iter::once(qos).chain(cfg.stations.iter().map(|s| if s.phy.is_dsss() { (DSSS_CW_MIN, 0) } else { qos })).collect();
+            Medium::with_timing(LONG_SLOT_NS, DSSS_SIFS_NS + DIFS_SLOTS * LONG_SLOT_NS, &nodes)
         } else {
             Medium::new(n + 1)
         };

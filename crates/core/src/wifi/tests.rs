@@ -949,9 +949,9 @@ fn a_lone_saturated_1_mbits_station_gets_the_closed_form_throughput_on_the_long_
         now = w.next_event().unwrap();
         w.poll(now, &mut rng, &mut out, &mut drops);
     }
-    // Per frame: AIFS 10 + 3 × 20 µs, the mean backoff of CWmin 31 (15.5 slots of 20 µs), the
-    // exchange 12810 µs.
-    let per = 70_000.0 + 15.5 * 20_000.0 + 12_810_000.0;
+    // Per frame: DIFS 10 + 2 × 20 µs (no QoS), the mean backoff of CWmin 31 (15.5 slots of
+    // 20 µs), the exchange 12810 µs.
+    let per = 50_000.0 + 15.5 * 20_000.0 + 12_810_000.0;
     let expect = 1500.0 * 8.0 / per * 1e9;
     let got = w.stations[0].up_bytes as f64 * 8.0 / 4.0;
     // 4 s ≈ 300 frames: the mean backoff's standard error 9.2 slots/√300 ≈ 0.5 slot ≈ 0.1 % of a frame.
@@ -996,4 +996,37 @@ fn a_dsss_rate_or_preamble_that_802_11b_lacks_is_an_error_naming_the_key() {
     let aql = AqlConfig { limit_low_us: 5000, limit_high_us: 12000, threshold_us: 24000 };
     let e = WifiConfig::resolve("airtime", &st(11_000_000, false), q, Some(aql)).unwrap_err();
     assert!(e.starts_with("wifi.aql:"), "{e}");
+}
+
+#[test]
+fn a_node_with_a_longer_aifs_counts_from_its_own_aifs_after_every_busy_period() {
+    // An 802.11b BSS: the 802.11b station (node 1) waits DIFS, 2 slots of 20 µs after SIFS; the
+    // AP (node 0) waits AIFS[BE], one slot more. The grid starts at DIFS (50 µs after busy).
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.busy(1_000_000);
+    m.activate_with(0, 500_000, 2);
+    m.activate_with(1, 500_000, 3);
+    m.end_with(1_000_000, &[], |_| unreachable!());
+    // AP: 1 extra slot + 2 = grid slot 3; the 802.11b station: 0 + 3 = slot 3 too: they collide.
+    assert_eq!(m.next_start(), Some(1_050_000 + 3 * 20_000));
+    let mut w = Vec::new();
+    m.start(1_110_000, &mut w);
+    assert_eq!(w, vec![0, 1]);
+    // The AP's longer AIFS is worth one slot of backoff: its 0 meets the station's 1 at slot 1.
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.activate_with(0, 0, 0);
+    m.activate_with(1, 0, 1);
+    assert_eq!(m.next_start(), Some(50_000 + 20_000));
+    m.start(70_000, &mut w);
+    assert_eq!(w, vec![0, 1]);
+    // After a busy period the AP's frozen backoff resumes only after its own AIFS again.
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.activate_with(0, 0, 5);
+    m.activate_with(1, 0, 2);
+    m.start(50_000 + 2 * 20_000, &mut w);
+    assert_eq!(w, vec![1]);
+    // The AP counted slot 1 only (slot 0 was its AIFS): 4 left, from grid slot 1 of the next idle period.
+    m.busy(2_000_000);
+    m.end_with(2_000_000, &[(1, true)], |_| 10);
+    assert_eq!(m.next_start(), Some(2_050_000 + 5 * 20_000));
 }
