@@ -78,6 +78,8 @@ BAD = [
     ("minstrel on an 802.11b station", ["wifi.station.1.phy_rate=cck11", "wifi.station.1.rate_control=minstrel_ht"],
      "wifi.station.1.phy_rate"),
     ("aql with an 802.11b station", ["wifi.station.1.phy_rate=dsss1", "wifi.aql={}"], "wifi.aql"),
+    ("ht_client on an HT rate", ["wifi.station.1.ht_client=true"], "wifi.station.1.ht_client"),
+    ("ht_client not a boolean", ["wifi.station.1.phy_rate=dsss1", "wifi.station.1.ht_client=maybe"], "wifi.station.1.ht_client"),
 ]
 
 

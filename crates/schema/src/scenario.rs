@@ -93,6 +93,9 @@ pub struct StationSpec {
     /// with the short PLCP preamble (96 µs instead of 192).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub short_preamble: bool,
+    /// an HT client held at the DSSS/CCK rate, not an 802.11b station.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ht_client: bool,
     #[serde(default)]
     pub mpdu_error: f64,
     #[serde(default = "one")]
@@ -125,6 +128,7 @@ impl WifiSpec {
                 phy_rate_bps: s.phy_rate_bps,
                 dsss_rate_bps: s.dsss_rate_bps,
                 short_preamble: s.short_preamble,
+                ht_client: s.ht_client,
                 mpdu_error: s.mpdu_error,
                 weight: s.weight,
                 snr_db: s.snr_db,

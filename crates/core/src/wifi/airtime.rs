@@ -132,7 +132,10 @@ pub enum Format {
     Ht,
     /// DSSS (clause 15: 1, 2 Mbit/s) or HR/DSSS CCK (clause 16: 5.5, 11 Mbit/s): one MPDU
     /// per PPDU, acknowledged alone; `short` is the short PLCP preamble (§16.2.2.3).
-    Dsss { short: bool },
+    /// `ht_client`: not an 802.11b station but an HT (so ERP, QoS) client held at this rate,
+    /// e.g. by a rate mask: the BSS needs no protection and keeps the short slot, and ath9k
+    /// treats its frames as its block-ack session's, one per turn ([`Phy::non_aggr`]).
+    Dsss { short: bool, ht_client: bool },
 }
 
 impl Phy {
@@ -159,12 +162,34 @@ impl Phy {
         if !DSSS_RATES.contains(&rate_bps) || (short && rate_bps == DSSS_RATES[0]) {
             return None;
         }
-        Some(Phy { rate_bps, streams: 1, format: Format::Dsss { short } })
+        Some(Phy { rate_bps, streams: 1, format: Format::Dsss { short, ht_client: false } })
     }
 
-    /// A DSSS/CCK station: no aggregation, 10-µs SIFS, long slot for its BSS.
+    /// This DSSS/CCK PHY used by an HT client held at the rate ([`Format::Dsss`]'s `ht_client`).
+    pub fn held_ht_client(self) -> Phy {
+        match self.format {
+            Format::Dsss { short, .. } => Phy { format: Format::Dsss { short, ht_client: true }, ..self },
+            Format::Ht => self,
+        }
+    }
+
+    /// DSSS/CCK frames: one MPDU per PPDU, 10-µs SIFS, a DSSS ACK.
     pub fn is_dsss(&self) -> bool {
         matches!(self.format, Format::Dsss { .. })
+    }
+
+    /// A non-ERP (802.11b) station: the BSS protects OFDM/HT frames and uses the long slot, and
+    /// the station contends without QoS (DIFS, CWmin 31).
+    pub fn non_erp(&self) -> bool {
+        matches!(self.format, Format::Dsss { ht_client: false, .. })
+    }
+
+    /// ath9k schedules this station's frames without aggregation (no `IEEE80211_TX_CTL_AMPDU`:
+    /// bursts of two, counted in `axq_depth` only): an 802.11b station. An HT client held at a
+    /// DSSS rate has its block-ack session; `ath_lookup_rate` gives a legacy rate an aggregate
+    /// limit of 0, so it sends one frame per turn, counted as an A-MPDU.
+    pub fn non_aggr(&self) -> bool {
+        self.non_erp()
     }
 
     /// SIFS after this PHY's frames: 16 µs (OFDM/HT; on 2.4 GHz 10 µs + the 6-µs signal
@@ -181,8 +206,8 @@ impl Phy {
     pub fn preamble_ns(&self) -> Nanos {
         match self.format {
             Format::Ht => HT_PREAMBLE_NS + HT_LTF_NS * self.streams as u64,
-            Format::Dsss { short: false } => DSSS_LONG_PLCP_NS,
-            Format::Dsss { short: true } => DSSS_SHORT_PLCP_NS,
+            Format::Dsss { short: false, .. } => DSSS_LONG_PLCP_NS,
+            Format::Dsss { short: true, .. } => DSSS_SHORT_PLCP_NS,
         }
     }
 

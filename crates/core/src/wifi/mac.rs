@@ -478,7 +478,7 @@ impl<T: 'static> Node<T> {
             self.fw_refill(phys, now, rng, ev, qdelay);
             return;
         }
-        if phys.iter().any(|p| p.is_dsss()) {
+        if phys.iter().any(|p| p.non_aggr()) {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
         while self.hw.len() + self.in_flight < HW_AGGREGATES {
@@ -503,12 +503,12 @@ impl<T: 'static> Node<T> {
     fn refill_mixed(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
         loop {
             let depth = self.hw.len() + self.in_flight;
-            let ampdu_depth = self.hw.iter().filter(|a| !phys[a.sta].is_dsss()).count() + self.in_flight_ampdu;
+            let ampdu_depth = self.hw.iter().filter(|a| !phys[a.sta].non_aggr()).count() + self.in_flight_ampdu;
             if depth >= NON_AGGR_DEPTH {
                 break;
             }
             let Some(s) = self.next_station() else { break };
-            let dsss = phys[s].is_dsss();
+            let dsss = phys[s].non_aggr();
             if !dsss && ampdu_depth >= HW_AGGREGATES {
                 break;
             }

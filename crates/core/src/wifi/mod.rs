@@ -155,6 +155,9 @@ pub struct StationInput {
     /// `phy_rate_bps`, with the short PLCP preamble if `short_preamble`.
     pub dsss_rate_bps: Option<u64>,
     pub short_preamble: bool,
+    /// With `dsss_rate_bps`: an HT client held at that rate, not an 802.11b station
+    /// ([`airtime::Format::Dsss`]).
+    pub ht_client: bool,
 }
 
 impl WifiConfig {
@@ -194,6 +197,10 @@ impl WifiConfig {
             if s.short_preamble && !phy.is_dsss() {
                 return Err(format!("wifi.stations[{i}].short_preamble: only an 802.11b (DSSS/CCK) station has a PLCP preamble to shorten"));
             }
+            if s.ht_client && !phy.is_dsss() {
+                return Err(format!("wifi.stations[{i}].ht_client: only a station at a DSSS/CCK rate can be an HT client held at it"));
+            }
+            let phy = if s.ht_client { phy.held_ht_client() } else { phy };
             if !(0.0..1.0).contains(&s.mpdu_error) || !(s.weight > 0.0 && s.weight.is_finite()) {
                 return Err(format!("wifi.stations[{i}]: mpdu_error must be in [0, 1) and weight > 0"));
             }
@@ -382,10 +389,10 @@ impl<T: 'static> Wifi<T> {
         // `use_short_slot`. The QoS nodes wait AIFS[BE] = SIFS 10 + 3 × 20 = 70 µs with CWmin 15
         // (hostapd's `wmm_ac_be_aifs`, `wmm_ac_be_cwmin`), the 802.11b station (no QoS, the DCF)
         // DIFS = SIFS + 2 × 20 = 50 µs with the DSSS PHY's CWmin 31.
-        let erp_protection = cfg.stations.iter().any(|s| s.phy.is_dsss());
+        let erp_protection = cfg.stations.iter().any(|s| s.phy.non_erp());
         let medium = if erp_protection {
             let qos = (CW_MIN, AIFSN_BE - DIFS_SLOTS);
-            let nodes: Vec<(u32, u64)> = std::iter::once(qos).chain(cfg.stations.iter().map(|s| if s.phy.is_dsss() { (DSSS_CW_MIN, 0) } else { qos })).collect();
+            let nodes: Vec<(u32, u64)> = std::iter::once(qos).chain(cfg.stations.iter().map(|s| if s.phy.non_erp() { (DSSS_CW_MIN, 0) } else { qos })).collect();
             Medium::with_timing(LONG_SLOT_NS, DSSS_SIFS_NS + DIFS_SLOTS * LONG_SLOT_NS, &nodes)
         } else {
             Medium::new(n + 1)
@@ -464,7 +471,7 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].is_dsss() {
+            if !self.phys[sta].non_aggr() {
                 self.nodes[node].in_flight_ampdu += 1;
             }
             let dur = self.try_ns(&agg, sta, collision);
@@ -527,7 +534,7 @@ impl<T: 'static> Wifi<T> {
         for InFlight { node, mut agg } in std::mem::take(&mut self.flight) {
             self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].is_dsss() {
+            if !self.phys[sta].non_aggr() {
                 self.nodes[node].in_flight_ampdu -= 1;
             }
             let up = node != 0;

@@ -1030,3 +1030,34 @@ fn a_node_with_a_longer_aifs_counts_from_its_own_aifs_after_every_busy_period() 
     m.end_with(2_000_000, &[(1, true)], |_| 10);
     assert_eq!(m.next_start(), Some(2_050_000 + 5 * 20_000));
 }
+
+#[test]
+fn an_ht_client_held_at_1_mbits_sends_one_dsss_frame_per_turn_without_protection_or_long_slot() {
+    let held = dsss(1_000_000, false).held_ht_client();
+    assert!(held.is_dsss() && !held.non_erp() && !held.non_aggr());
+    // Its frames are DSSS frames all the same.
+    assert_eq!(txop_ns(&held, 1538, 1), 12_810_000);
+    // ath9k: its block-ack session's frames, an aggregate limit of 0 at a legacy rate: one frame a
+    // turn, counted as an A-MPDU (the round ends when two are queued).
+    let mut nd = node(Design::Fq, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..20 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&[mcs(0), held], 0, &mut rng, &mut ev, &mut |_, _| {});
+    let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
+    assert_eq!(got, vec![(0, 2), (1, 1)]);
+    // The BSS stays unprotected: an HT station's exchange alone on the medium, no CTS-to-self.
+    let st = |name: &str, phy: Phy| StationConfig { name: name.into(), phy, mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed };
+    let mut w = Wifi::new(&WifiConfig { design: Design::Fq, stations: vec![st("n", mcs(7)), st("h", held)], qdisc: QdiscConfig::default(), aql: None }).unwrap();
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    w.enqueue(0, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: 1u64 }, &mut rng, &mut drops);
+    while let Some(t) = w.next_event() {
+        w.poll(t, &mut rng, &mut out, &mut drops);
+    }
+    assert_eq!(w.stats.busy_ns, txop_ns(&mcs(7), 1538, 1));
+    // And only a DSSS station can be one.
+    let e = WifiConfig::resolve("fq", &[StationInput { name: "n".into(), mcs: Some(7), ht_client: true, weight: 1.0, ..Default::default() }], QdiscConfig::default(), None).unwrap_err();
+    assert!(e.starts_with("wifi.stations[0].ht_client:"), "{e}");
+}

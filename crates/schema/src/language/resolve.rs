@@ -444,6 +444,10 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
             if sd.preamble.is_some() && dsss_rate_bps.is_none() {
                 return Err(err(format!("wifi.station.{gi}.preamble"), "only an 802.11b station (phy_rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\") has a PLCP preamble to choose"));
             }
+            let ht_client = sd.ht_client.as_ref().is_some_and(|b| b.value);
+            if sd.ht_client.is_some() && dsss_rate_bps.is_none() {
+                return Err(err(format!("wifi.station.{gi}.ht_client"), "only a station at an 802.11b rate (phy_rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\") can be an HT client held at it"));
+            }
             if short_preamble && dsss_rate_bps == Some(1_000_000) {
                 return Err(err(format!("wifi.station.{gi}.preamble"), "1 Mbit/s DSSS has no short preamble (IEEE 802.11-2016 §16.2.2.3); use \"long\" or a faster rate"));
             }
@@ -458,6 +462,7 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
                 phy_rate_bps,
                 dsss_rate_bps,
                 short_preamble,
+                ht_client,
                 mpdu_error: sd.mpdu_error.value,
                 weight: sd.weight.value,
                 snr_db: sd.snr_db.as_ref().map(|v| v.value),

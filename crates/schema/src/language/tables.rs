@@ -302,6 +302,8 @@ pub struct Station {
     pub rate_control: RateControlT,
     /// an 802.11b station's PLCP preamble: "long" (192 µs) or "short" (96 µs; not with "dsss1")
     pub preamble: Option<PreambleT>,
+    /// with a DSSS/CCK phy_rate: an HT client held at that rate (no ERP protection, no long slot), not an 802.11b station
+    pub ht_client: Option<Bool>,
 }
 
 /// `[limits]`: what one run may produce; raise knowingly.
