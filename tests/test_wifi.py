@@ -71,6 +71,15 @@ BAD = [
     ("minstrel on a bit rate", ["wifi.station.0.phy_rate=144.4Mbit", "wifi.station.0.rate_control=minstrel_ht"],
      "wifi.station.0.phy_rate"),
     ("snr on a bit rate", ["wifi.station.0.phy_rate=144.4Mbit", "wifi.station.0.snr_db=20"], "wifi.station.0.phy_rate"),
+    ("an 802.11b rate 802.11b lacks", ["wifi.station.1.phy_rate=dsss11"], "wifi.station.1.phy_rate"),
+    ("the short preamble at 1 Mbit/s", ["wifi.station.1.phy_rate=dsss1", "wifi.station.1.preamble=short"], "wifi.station.1.preamble"),
+    ("a preamble on an HT station", ["wifi.station.1.preamble=long"], "wifi.station.1.preamble"),
+    ("an unknown preamble", ["wifi.station.1.phy_rate=cck11", "wifi.station.1.preamble=medium"], "wifi.station.1.preamble"),
+    ("minstrel on an 802.11b station", ["wifi.station.1.phy_rate=cck11", "wifi.station.1.rate_control=minstrel_ht"],
+     "wifi.station.1.phy_rate"),
+    ("aql with an 802.11b station", ["wifi.station.1.phy_rate=dsss1", "wifi.aql={}"], "wifi.aql"),
+    ("ht_client on an HT rate", ["wifi.station.1.ht_client=true"], "wifi.station.1.ht_client"),
+    ("ht_client not a boolean", ["wifi.station.1.phy_rate=dsss1", "wifi.station.1.ht_client=maybe"], "wifi.station.1.ht_client"),
 ]
 
 
@@ -213,3 +222,22 @@ def test_aql_keeps_expected_airtime_below_mac80211_and_adds_its_queue_to_the_lat
     assert aql["wifi"]["aql"] == {"limit_low_us": 5000, "limit_high_us": 12000, "threshold_us": 24000}
     p0, p1 = base["probes"][0]["rtt_ms"]["p50"], aql["probes"][0]["rtt_ms"]["p50"]
     assert p0 + 5 < p1 < 150, (p0, p1)
+
+
+def test_an_802_11b_station_resolves_to_its_dsss_rate_and_slows_everyone_with_protection():
+    # A 1 Mbit/s DSSS station (docs/wifi.md, "802.11b stations"): one 1500-B frame takes 12.8 ms
+    # with its ACK, and the HT stations' frames go behind a 314-µs CTS-to-self on 20-µs slots.
+    r = load(ANOMALY.format(mac="fq", duration="1s"), ["wifi.station.1.phy_rate=cck5.5",
+                                                        "wifi.station.1.preamble=short"]).resolved()
+    slow = r["wifi"]["stations"][2]
+    assert (slow.get("mcs"), slow.get("phy_rate_bps"), slow["dsss_rate_bps"], slow["short_preamble"]) == (None, None, 5_500_000, True)
+    ht = bloatlab.run(ANOMALY.format(mac="fq", duration="10s"), overrides=["wifi.station.1.phy_rate=1Mbit"]).summary
+    b = bloatlab.run(ANOMALY.format(mac="fq", duration="10s"), overrides=["wifi.station.1.phy_rate=dsss1"]).summary
+    tot = lambda s: sum(x["goodput_mbps"] for x in s["stations"])  # noqa: E731
+    # The same 1 Mbit/s as an HT-style rate aggregates and needs no protection: the DSSS station
+    # costs the BSS more than a quarter of its total (measured 2026-11-26, 10 s: 32.5 vs 18.0 Mbit/s).
+    assert tot(b) < 0.75 * tot(ht), (tot(b), tot(ht))
+    slow = b["stations"][2]
+    assert slow["phy_rate_mbps"] == pytest.approx(1.0)
+    # Single frames: one MPDU per transmission, both ways.
+    assert slow["aggregate_frames_down"] == pytest.approx(1.0)

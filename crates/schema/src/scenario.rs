@@ -84,9 +84,18 @@ pub struct StationSpec {
     /// HT20 long-GI MCS index 0-15, or
     #[serde(default)]
     pub mcs: Option<u32>,
-    /// a PHY rate given directly (streams implied, see the core's `Phy::from_rate`).
+    /// a PHY rate given directly (streams implied, see the core's `Phy::from_rate`), or
     #[serde(default)]
     pub phy_rate_bps: Option<u64>,
+    /// an 802.11b station's DSSS/CCK rate (1, 2, 5.5 or 11 Mbit/s),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsss_rate_bps: Option<u64>,
+    /// with the short PLCP preamble (96 µs instead of 192).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_preamble: bool,
+    /// an HT client held at the DSSS/CCK rate, not an 802.11b station.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ht_client: bool,
     #[serde(default)]
     pub mpdu_error: f64,
     #[serde(default = "one")]
@@ -117,6 +126,9 @@ impl WifiSpec {
                 name: s.name.clone(),
                 mcs: s.mcs,
                 phy_rate_bps: s.phy_rate_bps,
+                dsss_rate_bps: s.dsss_rate_bps,
+                short_preamble: s.short_preamble,
+                ht_client: s.ht_client,
                 mpdu_error: s.mpdu_error,
                 weight: s.weight,
                 snr_db: s.snr_db,

@@ -335,7 +335,8 @@ class Path:
         if r.get("wifi"):
             w = r["wifi"]
             st = w["stations"][r["flows"][0].get("station") or 0]
-            phy = (st["phy_rate_bps"] or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6
+            # An 802.11b station (docs/wifi.md) carries its DSSS/CCK rate instead of an MCS.
+            phy = (st["phy_rate_bps"] or st.get("dsss_rate_bps") or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6
             buf = None
             if w["mac"] == "legacy":
                 buf = (w["buffer_bytes"] or (w["buffer_pkts"] or 0) * 1500) + LEGACY_DRIVER_FRAMES * 1500

@@ -16,6 +16,15 @@
 //! byte limit of `ath_lookup_rate`, the frame length that takes 4096 µs at the
 //! rate (`ath_update_max_aggr_framelen`, `ath_max_framelen`, capped at
 //! 65532 B) and at most `ATH_AMPDU_LIMIT_MAX` 65535 B).
+//! 802.11b stations (`Format::Dsss`): IEEE Std 802.11-2016 clause 15 (DSSS, 1 and 2 Mbit/s:
+//! long PLCP preamble 144 µs + header 48 µs, Table 15-4: slot 20 µs, SIFS 10 µs, aCWmin 31) and
+//! clause 16 (HR/DSSS, CCK 5.5 and 11 Mbit/s; §16.2.2.3 the short preamble 72 + 24 µs, not at
+//! 1 Mbit/s; §16.3.4 TXTIME = preamble + header + ⌈8·LENGTH/rate⌉ µs); §10.26.3 and §18.4
+//! (ERP protection and the short slot of an ERP BSS); hostapd `hostapd_prepare_rates`
+//! (`basic_rates_g` = 1, 2, 5.5, 11 Mbit/s), `ieee802_11_erp_info` (`num_sta_non_erp`) and the
+//! short slot off while `num_sta_no_short_slot_time` > 0; mac80211 `rate_fixup_ratelist`
+//! (`USE_CTS_PROTECT` on HT rates while `use_cts_prot`, the RTS/CTS rate index 0 before an MCS);
+//! ath9k `hw.c` `ath9k_hw_computetxtime` (a CCK frame's `PktDuration`).
 //!
 //! # Model in a nutshell
 //! One data PPDU = preamble + `⌈(16 + 8·bytes + 6) / N_DBPS⌉` symbols of
@@ -27,6 +36,13 @@
 //! SIFS. The airtime charged to a station for one transmission is
 //! PPDU + SIFS + ACK/BA; contention before it (AIFS + backoff) is shared
 //! medium time charged to nobody ([`super::medium`]).
+//!
+//! An 802.11b station's PPDU is its PLCP (192 µs long, 96 µs short) + 8·bytes/rate µs,
+//! rounded up; it carries one MPDU, answered after a 10-µs SIFS by an ACK at the highest
+//! basic rate not above its own, with the same preamble (a 1500-B packet at 1 Mbit/s: 12496
+//! + 10 + 304 µs). While such a station is in the BSS every OFDM/HT frame goes behind a
+//! CTS-to-self at 1 Mbit/s (314 µs with the SIFS after it) and the slot is 20 µs. An HT frame
+//! on 2.4 GHz is followed by SIFS 10 µs after a 6-µs signal extension: the model's 16 µs.
 //!
 //! # Constants
 //! Every constant below carries its unit and source. Rates given directly
@@ -41,9 +57,10 @@ use crate::time::Nanos;
 pub const SLOT_NS: Nanos = 9_000;
 /// Short interframe space, OFDM (Table 17-21): 16 µs.
 pub const SIFS_NS: Nanos = 16_000;
-/// DIFS of the DCF = SIFS + 2 slots (§10.3.2.3.5): 34 µs. For reference; data
-/// uses the best-effort AIFS below.
-pub const DIFS_NS: Nanos = SIFS_NS + 2 * SLOT_NS;
+/// DIFS of the DCF = SIFS + 2 slots (§10.3.2.3.5): 34 µs. For reference; data of QoS
+/// stations uses the best-effort AIFS below, a non-QoS 802.11b station DIFS (on its BSS's timing).
+pub const DIFS_SLOTS: u64 = 2;
+pub const DIFS_NS: Nanos = SIFS_NS + DIFS_SLOTS * SLOT_NS;
 /// Best-effort AIFSN (Table 9-137, also hostapd's `wmm_ac_be_aifs`): 3 slots.
 pub const AIFSN_BE: u64 = 3;
 /// AIFS[BE] = SIFS + AIFSN × slot = 43 µs.
@@ -99,18 +116,33 @@ pub const HT20_MCS: [u64; 16] = [
 /// Bit rate of one HT20 long-GI spatial stream at MCS 7 (bit/s).
 pub const HT20_STREAM_MAX: u64 = 65_000_000;
 
-/// A station's PHY: its data rate and spatial streams.
+/// A station's PHY: its data rate, spatial streams and format.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Phy {
     pub rate_bps: u64,
     pub streams: u32,
+    /// The PPDU format: HT-mixed (OFDM), or 802.11b DSSS/CCK with its PLCP preamble.
+    pub format: Format,
+}
+
+/// The PPDU format of a station's frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// HT-mixed OFDM (clause 19), aggregated (A-MPDU + BlockAck).
+    Ht,
+    /// DSSS (clause 15: 1, 2 Mbit/s) or HR/DSSS CCK (clause 16: 5.5, 11 Mbit/s): one MPDU
+    /// per PPDU, acknowledged alone; `short` is the short PLCP preamble (§16.2.2.3).
+    /// `ht_client`: not an 802.11b station but an HT (so ERP, QoS) client held at this rate,
+    /// e.g. by a rate mask: the BSS needs no protection and keeps the short slot, and ath9k
+    /// treats its frames as its block-ack session's, one per turn ([`Phy::non_aggr`]).
+    Dsss { short: bool, ht_client: bool },
 }
 
 impl Phy {
     /// A rate given directly: streams implied by 65 Mbit/s per stream (1–4).
     pub fn from_rate(rate_bps: u64) -> Phy {
         let streams = rate_bps.div_ceil(HT20_STREAM_MAX).clamp(1, 4) as u32;
-        Phy { rate_bps, streams }
+        Phy { rate_bps, streams, format: Format::Ht }
     }
 
     /// `"mcs0"` .. `"mcs15"` (HT20, long GI).
@@ -121,17 +153,83 @@ impl Phy {
     /// HT MCS `mcs` (0..15; HT20, long GI): 8 MCS a spatial stream.
     pub fn ht(mcs: u32) -> Option<Phy> {
         let rate_bps = *HT20_MCS.get(mcs as usize)?;
-        Some(Phy { rate_bps, streams: mcs / 8 + 1 })
+        Some(Phy { rate_bps, streams: mcs / 8 + 1, format: Format::Ht })
     }
 
-    /// Preamble of an HT-mixed PPDU at this PHY.
+    /// An 802.11b station at one of [`DSSS_RATES`] (bit/s), long or short PLCP preamble. None
+    /// for another rate, or the short preamble at 1 Mbit/s (which has none, §16.2.2.3).
+    pub fn dsss(rate_bps: u64, short: bool) -> Option<Phy> {
+        if !DSSS_RATES.contains(&rate_bps) || (short && rate_bps == DSSS_RATES[0]) {
+            return None;
+        }
+        Some(Phy { rate_bps, streams: 1, format: Format::Dsss { short, ht_client: false } })
+    }
+
+    /// This DSSS/CCK PHY used by an HT client held at the rate ([`Format::Dsss`]'s `ht_client`).
+    pub fn held_ht_client(self) -> Phy {
+        match self.format {
+            Format::Dsss { short, .. } => Phy { format: Format::Dsss { short, ht_client: true }, ..self },
+            Format::Ht => self,
+        }
+    }
+
+    /// DSSS/CCK frames: one MPDU per PPDU, 10-µs SIFS, a DSSS ACK.
+    pub fn is_dsss(&self) -> bool {
+        matches!(self.format, Format::Dsss { .. })
+    }
+
+    /// A non-ERP (802.11b) station: the BSS protects OFDM/HT frames and uses the long slot, and
+    /// the station contends without QoS (DIFS, CWmin 31).
+    pub fn non_erp(&self) -> bool {
+        matches!(self.format, Format::Dsss { ht_client: false, .. })
+    }
+
+    /// ath9k schedules this station's frames without aggregation (no `IEEE80211_TX_CTL_AMPDU`:
+    /// bursts of two, counted in `axq_depth` only): an 802.11b station. An HT client held at a
+    /// DSSS rate has its block-ack session; `ath_lookup_rate` gives a legacy rate an aggregate
+    /// limit of 0, so it sends one frame per turn, counted as an A-MPDU.
+    pub fn non_aggr(&self) -> bool {
+        self.non_erp()
+    }
+
+    /// SIFS after this PHY's frames: 16 µs (OFDM/HT; on 2.4 GHz 10 µs + the 6-µs signal
+    /// extension of ERP-OFDM and HT frames, §18.3.2.4/§19.3.2, the same), 10 µs after DSSS.
+    pub fn sifs_ns(&self) -> Nanos {
+        if self.is_dsss() {
+            DSSS_SIFS_NS
+        } else {
+            SIFS_NS
+        }
+    }
+
+    /// Preamble of a PPDU at this PHY: HT-mixed, or the DSSS PLCP preamble and header.
     pub fn preamble_ns(&self) -> Nanos {
-        HT_PREAMBLE_NS + HT_LTF_NS * self.streams as u64
+        match self.format {
+            Format::Ht => HT_PREAMBLE_NS + HT_LTF_NS * self.streams as u64,
+            Format::Dsss { short: false, .. } => DSSS_LONG_PLCP_NS,
+            Format::Dsss { short: true, .. } => DSSS_SHORT_PLCP_NS,
+        }
     }
 
-    /// Duration of an HT PPDU carrying `psdu_bytes`.
+    /// Duration of a PPDU carrying `psdu_bytes`: HT, or DSSS/CCK's TXTIME (§16.3.4):
+    /// preamble + header + ⌈8 · LENGTH / rate⌉ µs.
     pub fn ppdu_ns(&self, psdu_bytes: u64) -> Nanos {
-        self.preamble_ns() + symbols_ns(psdu_bytes, self.rate_bps)
+        match self.format {
+            Format::Ht => self.preamble_ns() + symbols_ns(psdu_bytes, self.rate_bps),
+            Format::Dsss { .. } => self.preamble_ns() + dsss_payload_us(psdu_bytes, self.rate_bps, true) * 1_000,
+        }
+    }
+
+    /// What ath9k puts in a rate series' `PktDuration` for one frame at this PHY, which the
+    /// airtime scheduler of 63fefa050477 charges per try (`ts->duration`): for HT
+    /// `ath_pkt_duration` (the PPDU); for CCK `ath9k_hw_computetxtime` (`hw.c`):
+    /// `CCK_SIFS_TIME` 10 + `CCK_PREAMBLE_BITS` 144 + `CCK_PLCP_BITS` 48 (halved with the short
+    /// preamble) + `numBits * 1000 / kbps` µs, the division rounded down.
+    pub fn charged_ns(&self, psdu_bytes: u64) -> Nanos {
+        match self.format {
+            Format::Ht => self.ppdu_ns(psdu_bytes),
+            Format::Dsss { .. } => DSSS_SIFS_NS + self.preamble_ns() + dsss_payload_us(psdu_bytes, self.rate_bps, false) * 1_000,
+        }
     }
 
     /// ath9k's `ath_max_framelen(usec, mcs)`: the bytes of PSDU that fit in
@@ -151,6 +249,10 @@ impl Phy {
     /// The byte limit of an aggregate at this PHY (`ath_lookup_rate` with a
     /// one-rate series): the 4 ms frame length, at most 65535 B.
     pub fn aggr_limit(&self) -> u32 {
+        if self.is_dsss() {
+            // No HT, no block-ack session: one MPDU per PPDU.
+            return 0;
+        }
         self.max_framelen(MAX_AGGR_US).min(MAX_AMPDU_BYTES)
     }
 
@@ -162,7 +264,12 @@ impl Phy {
     /// stream's share of the MCS rate rounded down to an OFDM rate. MCS 8
     /// (BPSK 1/2 on two streams, 13 Mbit/s) is answered at 6 Mbit/s, not 12;
     /// MCS 9 at 12, not 24.
+    /// A DSSS/CCK frame is answered at the highest rate of the BSS basic rate set not above
+    /// its own ([`DSSS_BASIC_RATES`]): 1 Mbit/s at 1, 2 at 2, 5.5 at 5.5, 11 at 11.
     pub fn response_rate(&self) -> u64 {
+        if self.is_dsss() {
+            return DSSS_BASIC_RATES.iter().copied().filter(|&r| r <= self.rate_bps).max().unwrap_or(DSSS_BASIC_RATES[0]);
+        }
         let per_stream = self.rate_bps / self.streams.max(1) as u64;
         BASIC_RATES.iter().copied().filter(|&r| r <= per_stream).max().unwrap_or(BASIC_RATES[0])
     }
@@ -234,14 +341,78 @@ pub fn psdu_bytes(ip_lens: impl IntoIterator<Item = u32>) -> (u64, usize) {
     }
 }
 
-/// The acknowledgement of `frames` MPDUs: ACK for one, compressed BlockAck for more.
+/// The acknowledgement of `frames` MPDUs: ACK for one, compressed BlockAck for more; after a
+/// DSSS frame an ACK in DSSS with the same preamble.
 pub fn response_ns(phy: &Phy, frames: usize) -> Nanos {
-    legacy_frame_ns(response_bytes(frames), phy.response_rate())
+    match phy.format {
+        Format::Ht => legacy_frame_ns(response_bytes(frames), phy.response_rate()),
+        Format::Dsss { .. } => phy.preamble_ns() + dsss_payload_us(ACK_BYTES, phy.response_rate(), true) * 1_000,
+    }
 }
 
 /// Airtime of one successful transmission: PPDU + SIFS + ACK/BlockAck.
 pub fn txop_ns(phy: &Phy, psdu: u64, frames: usize) -> Nanos {
-    phy.ppdu_ns(psdu) + SIFS_NS + response_ns(phy, frames)
+    phy.ppdu_ns(psdu) + phy.sifs_ns() + response_ns(phy, frames)
+}
+
+/// The 802.11b rates, bit/s: DSSS 1 and 2 Mbit/s (DBPSK, DQPSK; clause 15), HR/DSSS CCK 5.5
+/// and 11 Mbit/s (clause 16).
+pub const DSSS_RATES: [u64; 4] = [1_000_000, 2_000_000, 5_500_000, 11_000_000];
+/// The basic rate set of a 2.4-GHz b/g/n BSS as hostapd sets it by default (`hw_mode=g`,
+/// `hostapd_prepare_rates`: `basic_rates_g` = 1, 2, 5.5, 11 Mbit/s): the rates a DSSS frame's
+/// ACK may use, and the 1-Mbit/s CTS/RTS of ERP protection (below).
+pub const DSSS_BASIC_RATES: [u64; 4] = DSSS_RATES;
+/// Long PLCP preamble (SYNC 128 + SFD 16 bits) and PLCP header (48 bits), all at 1 Mbit/s:
+/// 144 + 48 = 192 µs (§15.3.3, §16.2.2.2).
+pub const DSSS_LONG_PLCP_NS: Nanos = 192_000;
+/// Short PLCP preamble (56 + 16 bits at 1 Mbit/s) and header (48 bits at 2 Mbit/s):
+/// 72 + 24 = 96 µs (§16.2.2.3); not at 1 Mbit/s.
+pub const DSSS_SHORT_PLCP_NS: Nanos = 96_000;
+/// SIFS of the DSSS and HR/DSSS PHYs: 10 µs (Table 15-4, Table 16-4).
+pub const DSSS_SIFS_NS: Nanos = 10_000;
+/// Slot of a 2.4-GHz BSS that holds a station without the short slot time (every 802.11b
+/// station; §18.4.4: the ERP short slot of 9 µs only while all stations can use it): 20 µs
+/// (Table 15-4). hostapd turns the short slot off (`num_sta_no_short_slot_time`) and
+/// mac80211 passes it to ath9k (`use_short_slot`, `ath9k_bss_info_changed`).
+pub const LONG_SLOT_NS: Nanos = 20_000;
+/// aCWmin of the DSSS PHY: 31 slots (Table 15-4); a non-QoS 802.11b station contends with the
+/// DCF's CW from 31 to 1023.
+pub const DSSS_CW_MIN: u32 = 31;
+/// The rate ERP protection (CTS-to-self, or RTS/CTS) goes at before an OFDM/HT frame while a
+/// non-ERP station is in the BSS: mac80211 sets `use_cts_prot` (from hostapd's ERP element,
+/// `ERP_INFO_USE_PROTECTION` while `num_sta_non_erp` > 0), `rate_fixup_ratelist` flags every
+/// HT rate `IEEE80211_TX_RC_USE_CTS_PROTECT`, and ath9k sends a CTS-to-self
+/// (`ATH9K_TXDESC_CTSENA`) at `ieee80211_get_rts_cts_rate()`, left at index 0 before an MCS:
+/// the 2.4-GHz band's first rate, 1 Mbit/s DSSS, long preamble.
+pub const PROTECTION_RATE: u64 = 1_000_000;
+
+/// The µs of a DSSS/CCK payload of `bytes` at `rate_bps`: 8·bytes/rate, rounded up (TXTIME,
+/// §16.3.4) or down (ath9k's `numBits * 1000 / kbps`).
+pub fn dsss_payload_us(bytes: u64, rate_bps: u64, up: bool) -> u64 {
+    let num = 8 * bytes * 1_000_000;
+    if up {
+        num.div_ceil(rate_bps)
+    } else {
+        num / rate_bps
+    }
+}
+
+/// A control frame of `bytes` in DSSS at 1 Mbit/s with the long preamble (ERP protection).
+pub fn protection_frame_ns(bytes: u64) -> Nanos {
+    DSSS_LONG_PLCP_NS + dsss_payload_us(bytes, PROTECTION_RATE, true) * 1_000
+}
+
+/// ERP protection in front of an OFDM/HT PPDU (802.11-2016 §10.26.3, §10.3.2.11): a CTS-to-self
+/// (14 B) at 1 Mbit/s and SIFS: 304 + 10 = 314 µs.
+pub fn cts_to_self_ns() -> Nanos {
+    protection_frame_ns(CTS_BYTES) + DSSS_SIFS_NS
+}
+
+/// RTS/CTS in an ERP-protected BSS (a fallback rate of Minstrel-HT: mac80211 sets
+/// `USE_RTS_CTS` there instead of `USE_CTS_PROTECT`): RTS 352 µs + SIFS + CTS 304 µs + SIFS =
+/// 676 µs at 1 Mbit/s; a collided RTS alone is 352 µs.
+pub fn protected_rts_cts_ns() -> Nanos {
+    protection_frame_ns(RTS_BYTES) + DSSS_SIFS_NS + protection_frame_ns(CTS_BYTES) + DSSS_SIFS_NS
 }
 
 /// RTS frame: 20 B (802.11-2016 §9.3.1.2); CTS: 14 B (§9.3.1.3).

@@ -28,6 +28,12 @@
 //!   fq_codel; a new station that empties moves to the old list once (so it
 //!   cannot stay new forever), an old one that empties leaves.
 //!
+//! In every design an 802.11b station (no aggregation) takes its turn as ath9k gives it one:
+//! a burst of up to 2 single frames (`ath_tx_form_burst`), while fewer than 8 entries are in
+//! the hardware queue (`ATH_NON_AGGR_MIN_QDEPTH` against `axq_depth`), where an HT station's
+//! A-MPDU waits while 2 A-MPDUs are (`ATH_AGGR_MIN_QDEPTH` against `axq_ampdu_depth`);
+//! `xmit.c` `ath_tx_sched_aggr` and `ath_txq_schedule` (4.9-4.11 and later alike).
+//!
 //! The fq_codel of `fq`/`airtime` is the core's [`FqCodel`] (one CoDel per
 //! flow, [`crate::qdisc::codel`]), not a copy, with mac80211's rule for the
 //! backlog CoDel compares with its `mtu`: the flow's own (`fq_tin_dequeue_func`
@@ -90,6 +96,13 @@ pub const LEGACY_DRIVER_FRAMES: usize = 123;
 /// `ath_tx_txqaddbuf` increments and `ath_tx_process_buffer` decrements at
 /// completion).
 pub const HW_AGGREGATES: usize = 2;
+/// Entries (A-MPDUs and single frames) in the hardware queue below which ath9k still
+/// hands it frames of a station without aggregation, an 802.11b one (`ATH_NON_AGGR_MIN_QDEPTH`
+/// against `axq_depth` in `ath_tx_sched_aggr`): 8.
+pub const NON_AGGR_DEPTH: usize = 8;
+/// Frames of a station without aggregation that ath9k sends per turn, each its own PPDU
+/// (`ath_tx_form_burst`: `if (nframes >= 2) break`): 2.
+pub const NON_AGGR_BURST: usize = 2;
 /// Airtime deficit added per round (`ATH_AIRTIME_QUANTUM`): 300 µs.
 pub const AIRTIME_QUANTUM_NS: i64 = 300_000;
 /// mac80211 TXQ fq_codel: DRR quantum (bytes, `fq_init`).
@@ -261,6 +274,9 @@ pub struct Node<T> {
     /// count against [`HW_AGGREGATES`], as ath9k's `axq_ampdu_depth` is only
     /// decremented at TX completion (`ath_tx_process_buffer`).
     pub in_flight: usize,
+    /// Of those, the A-MPDUs (frames of an HT station): `axq_ampdu_depth` counts only these,
+    /// `axq_depth` all ([`NON_AGGR_DEPTH`]).
+    pub in_flight_ampdu: usize,
     quantum: Vec<i64>,
     /// Next sequence number per destination.
     next_seq: Vec<u64>,
@@ -305,6 +321,7 @@ impl<T: 'static> Node<T> {
             old_list: VecDeque::new(),
             hw: VecDeque::new(),
             in_flight: 0,
+            in_flight_ampdu: 0,
             quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
             next_seq: vec![0; weights.len()],
             baw: vec![Baw::default(); weights.len()],
@@ -461,6 +478,9 @@ impl<T: 'static> Node<T> {
             self.fw_refill(phys, now, rng, ev, qdelay);
             return;
         }
+        if phys.iter().any(|p| p.non_aggr()) {
+            return self.refill_mixed(phys, now, rng, ev, qdelay);
+        }
         while self.hw.len() + self.in_flight < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
@@ -468,16 +488,61 @@ impl<T: 'static> Node<T> {
                 // Everything the TXQ held was dropped by CoDel on the way out.
                 continue;
             }
-            if self.design != Design::Airtime {
-                // Round robin per aggregate: to the tail of the old list.
-                if self.new_list.front() == Some(&s) {
-                    self.new_list.pop_front();
-                } else {
-                    self.old_list.pop_front();
-                }
-                self.old_list.push_back(s);
-            }
+            self.turn_done(s);
             self.hw.push_back(agg);
+        }
+    }
+
+    /// [`Node::refill`] when some destination is an 802.11b station, as `ath_txq_schedule` and
+    /// `ath_tx_sched_aggr` fill one hardware queue with both kinds: the station whose turn it
+    /// is sends an A-MPDU while fewer than [`HW_AGGREGATES`] A-MPDUs are queued or on the air
+    /// (`axq_ampdu_depth`), an 802.11b one a burst of up to [`NON_AGGR_BURST`] single frames
+    /// (`ath_tx_form_burst`) while fewer than [`NON_AGGR_DEPTH`] entries of either kind are
+    /// (`axq_depth`); the first station that may not send ends the round (`goto out`), and it
+    /// keeps its place.
+    fn refill_mixed(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        loop {
+            let depth = self.hw.len() + self.in_flight;
+            let ampdu_depth = self.hw.iter().filter(|a| !phys[a.sta].non_aggr()).count() + self.in_flight_ampdu;
+            if depth >= NON_AGGR_DEPTH {
+                break;
+            }
+            let Some(s) = self.next_station() else { break };
+            let dsss = phys[s].non_aggr();
+            if !dsss && ampdu_depth >= HW_AGGREGATES {
+                break;
+            }
+            let mut sent = 0;
+            for _ in 0..if dsss { NON_AGGR_BURST } else { 1 } {
+                if sent > 0 && !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], false) {
+                    break;
+                }
+                let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
+                if agg.frames.is_empty() {
+                    break;
+                }
+                self.hw.push_back(agg);
+                sent += 1;
+            }
+            if sent == 0 {
+                // Everything the TXQ held was dropped by CoDel on the way out.
+                continue;
+            }
+            self.turn_done(s);
+        }
+    }
+
+    /// Station `s` (at the head of its list) has had its turn: without the airtime scheduler,
+    /// round robin per aggregate (or burst) — to the tail of the old list; with it the deficit
+    /// decides ([`Node::next_station`]).
+    fn turn_done(&mut self, s: usize) {
+        if self.design != Design::Airtime {
+            if self.new_list.front() == Some(&s) {
+                self.new_list.pop_front();
+            } else {
+                self.old_list.pop_front();
+            }
+            self.old_list.push_back(s);
         }
     }
 

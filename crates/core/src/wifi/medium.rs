@@ -28,6 +28,13 @@
 //! AIFS) and `Busy { until }`; each node: `active` (has a frame), `backoff`
 //! (slots left), `start_slot` (grid slot at which it began counting), `cw`.
 //!
+//! Timing: 5-GHz OFDM ([`Medium::new`]: slot 9 µs, AIFS 43 µs, CWmin 15), or a 2.4-GHz BSS
+//! that holds an 802.11b station ([`Medium::with_timing`], from [`super::Wifi::new`]: slot 20 µs,
+//! CWmin 31 for the 802.11b station, 15 for the others). The 802.11b station has no QoS and
+//! waits DIFS (SIFS + 2 slots = 50 µs) where the QoS nodes wait the AIFS of best effort
+//! (SIFS + 3 slots = 70 µs): the grid starts at the shortest, and a node with a longer AIFS
+//! counts from its own (`aifs_extra` slots later), after every busy period (§10.3.2.3, §10.22.2).
+//!
 //! Not modelled: hidden stations and capture (every node hears every other),
 //! EIFS after a corrupted frame, TXOP bursting of several PPDUs, other access
 //! categories. RTS/CTS (on Minstrel-HT's fallback rates) only lengthens a
@@ -43,8 +50,26 @@ struct Node {
     active: bool,
     backoff: u32,
     cw: u32,
+    /// CWmin of this node: 15 (EDCA best effort), 31 for a non-QoS 802.11b station.
+    cw_min: u32,
     /// Grid slot (from the current origin) at which this node began counting.
     start_slot: u64,
+    /// Slots this node's AIFS is longer than the shortest (the grid's origin): 0 on 5 GHz, where
+    /// every node waits AIFS[BE]; on a BSS with an 802.11b station the QoS nodes wait one slot
+    /// more (AIFSN 3) than the 802.11b station's DIFS (2 slots).
+    aifs_extra: u64,
+}
+
+impl Node {
+    /// The grid slot from which this node counts: its start, but not before its AIFS has passed.
+    fn begin(&self) -> u64 {
+        self.start_slot.max(self.aifs_extra)
+    }
+
+    /// The grid slot at which this node transmits if nothing interrupts it.
+    fn fire(&self) -> u64 {
+        self.begin() + self.backoff as u64
+    }
 }
 
 /// The contention state of one medium shared by `n` nodes (node 0 is the AP).
@@ -61,17 +86,30 @@ pub struct Medium {
     /// Transmission attempts and collided attempts (per node), for statistics.
     pub attempts: Vec<u64>,
     pub collisions: Vec<u64>,
+    /// The slot (9 µs; 20 µs in a BSS with an 802.11b station) and AIFS after a busy medium.
+    slot: Nanos,
+    aifs: Nanos,
 }
 
 impl Medium {
+    /// `n` EDCA nodes on the 5-GHz OFDM timing: slot 9 µs, AIFS 43 µs, CWmin 15.
     pub fn new(n: usize) -> Medium {
+        Medium::with_timing(SLOT_NS, AIFS_NS, &vec![(CW_MIN, 0); n])
+    }
+
+    /// Nodes given as (CWmin, slots of AIFS beyond `aifs`), on a slot of `slot`; `aifs` is the
+    /// shortest wait after the medium turns idle (the origin of the slot grid).
+    pub fn with_timing(slot: Nanos, aifs: Nanos, nodes: &[(u32, u64)]) -> Medium {
+        let n = nodes.len();
         Medium {
-            nodes: vec![Node { active: false, backoff: 0, cw: CW_MIN, start_slot: 0 }; n],
-            origin: AIFS_NS,
+            nodes: nodes.iter().map(|&(c, x)| Node { active: false, backoff: 0, cw: c, cw_min: c, start_slot: 0, aifs_extra: x }).collect(),
+            origin: aifs,
             busy_until: None,
             next_slot: None,
             attempts: vec![0; n],
             collisions: vec![0; n],
+            slot,
+            aifs,
         }
     }
 
@@ -102,13 +140,13 @@ impl Medium {
         let start_slot = if self.busy_until.is_some() || now <= self.origin {
             0
         } else {
-            (now - self.origin).div_ceil(SLOT_NS)
+            (now - self.origin).div_ceil(self.slot)
         };
         let n = &mut self.nodes[i];
         n.active = true;
         n.start_slot = start_slot;
         n.backoff = backoff;
-        let fire = start_slot + backoff as u64;
+        let fire = n.fire();
         self.next_slot = Some(self.next_slot.map_or(fire, |s| s.min(fire)));
     }
 
@@ -117,14 +155,14 @@ impl Medium {
         let n = &mut self.nodes[i];
         if n.active {
             n.active = false;
-            if self.next_slot == Some(n.start_slot + n.backoff as u64) {
+            if self.next_slot == Some(n.fire()) {
                 self.next_slot = self.scan();
             }
         }
     }
 
     fn scan(&self) -> Option<u64> {
-        self.nodes.iter().filter(|n| n.active).map(|n| n.start_slot + n.backoff as u64).min()
+        self.nodes.iter().filter(|n| n.active).map(|n| n.fire()).min()
     }
 
     /// When the next transmission starts, if the medium is idle and someone contends.
@@ -133,24 +171,24 @@ impl Medium {
             return None;
         }
         debug_assert_eq!(self.next_slot, self.scan());
-        Some(self.origin + self.next_slot? * SLOT_NS)
+        Some(self.origin + self.next_slot? * self.slot)
     }
 
     /// Start the transmission due at `now` (= [`Medium::next_start`]): the
     /// nodes that transmit in this slot, pushed into `winners`. Others freeze.
     pub fn start(&mut self, now: Nanos, winners: &mut Vec<usize>) {
         winners.clear();
-        let slot = (now - self.origin) / SLOT_NS;
+        let slot = (now - self.origin) / self.slot;
         for (i, n) in self.nodes.iter_mut().enumerate() {
             if !n.active {
                 continue;
             }
-            let fire = n.start_slot + n.backoff as u64;
+            let fire = n.fire();
             if fire == slot {
                 winners.push(i);
             } else {
                 debug_assert!(fire > slot);
-                n.backoff -= slot.saturating_sub(n.start_slot) as u32;
+                n.backoff -= slot.saturating_sub(n.begin()) as u32;
             }
             n.start_slot = 0;
         }
@@ -177,10 +215,10 @@ impl Medium {
     /// [`Medium::end`] with the new backoffs drawn by `draw(cw)`.
     pub fn end_with(&mut self, now: Nanos, outcomes: &[(usize, bool)], mut draw: impl FnMut(u32) -> u32) {
         self.busy_until = None;
-        self.origin = now + AIFS_NS;
+        self.origin = now + self.aifs;
         for &(i, success) in outcomes {
             let n = &mut self.nodes[i];
-            n.cw = if success { CW_MIN } else { (2 * n.cw + 1).min(CW_MAX) };
+            n.cw = if success { n.cw_min } else { (2 * n.cw + 1).min(CW_MAX) };
             n.backoff = draw(n.cw);
             n.start_slot = 0;
         }
@@ -189,7 +227,7 @@ impl Medium {
 
     /// A node whose frame was given up (retry limit) starts over at CWmin.
     pub fn reset_cw(&mut self, i: usize) {
-        self.nodes[i].cw = CW_MIN;
+        self.nodes[i].cw = self.nodes[i].cw_min;
     }
 }
 

@@ -32,6 +32,9 @@
 //! Sources for the last four: ath9k `xmit.c` of Linux 6.18 (`ath_tx_complete_aggr`,
 //! `ath_tx_get_tid_subframe`, `ath_tx_addto_baw`/`ath_tx_update_baw`, `ath_buf_set_rate`),
 //! mac80211's `minstrel_ht_set_rate` and 802.11-2016 §10.3.2.7 (RTS/CTS).
+//! An 802.11b station ([`airtime::Format::Dsss`], `phy_rate = "dsss1"` ...) sends one MPDU per
+//! PPDU at a fixed DSSS/CCK rate; while one is in the BSS, every node protects its OFDM/HT
+//! frames with a CTS-to-self at 1 Mbit/s and the medium runs on the long slot ([`Wifi::new`]).
 //! Delivered packets are handed back at the end of the transmission, in
 //! sequence order per link: like mac80211's block-ack reorder buffer
 //! (`ieee80211_sta_reorder_release`), the receiver holds frames that arrive
@@ -63,7 +66,7 @@ mod tests;
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{basic_rate_mcs, mpdu_bytes, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy};
+use airtime::{basic_rate_mcs, cts_to_self_ns, mpdu_bytes, protected_rts_cts_ns, protection_frame_ns, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy, AIFSN_BE, CW_MIN, DIFS_SLOTS, DSSS_CW_MIN, DSSS_SIFS_NS, LONG_SLOT_NS, RTS_BYTES};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
@@ -148,6 +151,13 @@ pub struct StationInput {
     pub snr_db: Option<f64>,
     /// "fixed" (also when empty) or "minstrel_ht".
     pub rate_control: String,
+    /// An 802.11b station at this DSSS/CCK rate (1, 2, 5.5 or 11 Mbit/s) instead of `mcs` or
+    /// `phy_rate_bps`, with the short PLCP preamble if `short_preamble`.
+    pub dsss_rate_bps: Option<u64>,
+    pub short_preamble: bool,
+    /// With `dsss_rate_bps`: an HT client held at that rate, not an 802.11b station
+    /// ([`airtime::Format::Dsss`]).
+    pub ht_client: bool,
 }
 
 impl WifiConfig {
@@ -176,11 +186,21 @@ impl WifiConfig {
         }
         let mut out = Vec::new();
         for (i, s) in stations.iter().enumerate() {
-            let phy = match (s.mcs, s.phy_rate_bps) {
-                (Some(m), None) => Phy::ht(m).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
-                (None, Some(r)) if r >= 1_000_000 => Phy::from_rate(r),
-                _ => return Err(format!("wifi.stations[{i}]: exactly one of mcs and phy_rate_bps (>= 1 Mbit/s) is needed")),
+            let phy = match (s.mcs, s.phy_rate_bps, s.dsss_rate_bps) {
+                (Some(m), None, None) => Phy::ht(m).ok_or_else(|| format!("wifi.stations[{i}].mcs: expected 0..15, got {m}"))?,
+                (None, Some(r), None) if r >= 1_000_000 => Phy::from_rate(r),
+                (None, None, Some(r)) => Phy::dsss(r, s.short_preamble).ok_or_else(|| {
+                    format!("wifi.stations[{i}].dsss_rate_bps: expected 1, 2, 5.5 or 11 Mbit/s (the short preamble not at 1), got {r} bit/s")
+                })?,
+                _ => return Err(format!("wifi.stations[{i}]: exactly one of mcs, phy_rate_bps (>= 1 Mbit/s) and dsss_rate_bps is needed")),
             };
+            if s.short_preamble && !phy.is_dsss() {
+                return Err(format!("wifi.stations[{i}].short_preamble: only an 802.11b (DSSS/CCK) station has a PLCP preamble to shorten"));
+            }
+            if s.ht_client && !phy.is_dsss() {
+                return Err(format!("wifi.stations[{i}].ht_client: only a station at a DSSS/CCK rate can be an HT client held at it"));
+            }
+            let phy = if s.ht_client { phy.held_ht_client() } else { phy };
             if !(0.0..1.0).contains(&s.mpdu_error) || !(s.weight > 0.0 && s.weight.is_finite()) {
                 return Err(format!("wifi.stations[{i}]: mpdu_error must be in [0, 1) and weight > 0"));
             }
@@ -198,6 +218,9 @@ impl WifiConfig {
                 ));
             }
             out.push(StationConfig { name: s.name.clone(), phy, mpdu_error: s.mpdu_error, weight: s.weight, snr_db: s.snr_db, mcs: s.mcs, rate_control });
+        }
+        if aql.is_some() && out.iter().any(|s| s.phy.is_dsss()) {
+            return Err("wifi.aql: AQL's airtime estimate (mac80211's HT/VHT duration tables) has no 802.11b rates; drop [wifi.aql] or the DSSS station".into());
         }
         Ok(WifiConfig { design, stations: out, qdisc, aql })
     }
@@ -329,6 +352,9 @@ pub struct Wifi<T> {
     pub stations: Vec<StationStats>,
     pub stats: MediumStats,
     pub names: Vec<String>,
+    /// An 802.11b station is in the BSS: every OFDM/HT frame goes behind ERP protection
+    /// ([`airtime::cts_to_self_ns`]) and the medium runs on the long slot ([`Wifi::new`]).
+    erp_protection: bool,
     /// Tests: the probability that an ACK/BlockAck is lost, instead of the error model's.
     #[cfg(test)]
     pub(crate) response_loss: Option<f64>,
@@ -357,7 +383,22 @@ impl<T: 'static> Wifi<T> {
                 nodes[1 + s].rc[0] = Some(Minstrel::new(max, 0, table));
             }
         }
+        // A BSS with an 802.11b station (it has neither the ERP short slot nor OFDM) runs on
+        // 2.4 GHz with the long slot for everyone and protects OFDM/HT frames: hostapd's
+        // `num_sta_non_erp` and `num_sta_no_short_slot_time`, mac80211's `use_cts_prot` and
+        // `use_short_slot`. The QoS nodes wait AIFS[BE] = SIFS 10 + 3 × 20 = 70 µs with CWmin 15
+        // (hostapd's `wmm_ac_be_aifs`, `wmm_ac_be_cwmin`), the 802.11b station (no QoS, the DCF)
+        // DIFS = SIFS + 2 × 20 = 50 µs with the DSSS PHY's CWmin 31.
+        let erp_protection = cfg.stations.iter().any(|s| s.phy.non_erp());
+        let medium = if erp_protection {
+            let qos = (CW_MIN, AIFSN_BE - DIFS_SLOTS);
+            let nodes: Vec<(u32, u64)> = std::iter::once(qos).chain(cfg.stations.iter().map(|s| if s.phy.non_erp() { (DSSS_CW_MIN, 0) } else { qos })).collect();
+            Medium::with_timing(LONG_SLOT_NS, DSSS_SIFS_NS + DIFS_SLOTS * LONG_SLOT_NS, &nodes)
+        } else {
+            Medium::new(n + 1)
+        };
         Ok(Wifi {
+            erp_protection,
             design: cfg.design,
             phys: cfg.stations.iter().map(|s| s.phy).collect(),
             mpdu_error: cfg.stations.iter().map(|s| s.mpdu_error).collect(),
@@ -365,7 +406,7 @@ impl<T: 'static> Wifi<T> {
             antennas: cfg.stations.iter().map(|s| s.phy.streams).collect(),
             mcs: cfg.stations.iter().map(|s| s.mcs).collect(),
             nodes,
-            medium: Medium::new(n + 1),
+            medium,
             busy_until: None,
             flight: Vec::new(),
             winners: Vec::new(),
@@ -430,6 +471,9 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
+            if !self.phys[sta].non_aggr() {
+                self.nodes[node].in_flight_ampdu += 1;
+            }
             let dur = self.try_ns(&agg, sta, collision);
             end = end.max(t + dur);
             self.flight.push(InFlight { node, agg });
@@ -453,6 +497,17 @@ impl<T: 'static> Wifi<T> {
     fn try_ns(&self, agg: &Aggregate<T>, sta: usize, collision: bool) -> Nanos {
         let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
         let rts = agg.chain.is_some_and(|c| c.chain.rts(c.series));
+        if self.erp_protection && !phy.is_dsss() {
+            // ERP protection: RTS/CTS where Minstrel asks for it, else a CTS-to-self, both at
+            // 1 Mbit/s. The CTS-to-self expects no answer, so a collided sender still sends
+            // its PPDU after it.
+            return match (collision, rts) {
+                (true, true) => protection_frame_ns(RTS_BYTES),
+                (true, false) => cts_to_self_ns() + phy.ppdu_ns(agg.psdu),
+                (false, true) => protected_rts_cts_ns() + txop_ns(&phy, agg.psdu, agg.frames.len()),
+                (false, false) => cts_to_self_ns() + txop_ns(&phy, agg.psdu, agg.frames.len()),
+            };
+        }
         match (collision, rts) {
             (true, true) => rts_ns(),
             (true, false) => phy.ppdu_ns(agg.psdu),
@@ -479,6 +534,9 @@ impl<T: 'static> Wifi<T> {
         for InFlight { node, mut agg } in std::mem::take(&mut self.flight) {
             self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
+            if !self.phys[sta].non_aggr() {
+                self.nodes[node].in_flight_ampdu -= 1;
+            }
             let up = node != 0;
             let phy = agg.chain.map_or(self.phys[sta], |c| c.phy());
             let n = agg.frames.len();
@@ -501,7 +559,8 @@ impl<T: 'static> Wifi<T> {
             // and (Block)Ack after it (63fefa050477: `ath_tx_count_airtime` adds
             // `ts->duration`, the rate series' `PktDuration` = `ath_pkt_duration`, per
             // try; `ath_rx_count_airtime` adds `ath_pkt_duration` of the received frame).
-            self.nodes[0].charge(sta, phy.ppdu_ns(agg.psdu));
+            // For a CCK frame that duration is `ath9k_hw_computetxtime`'s ([`Phy::charged_ns`]).
+            self.nodes[0].charge(sta, phy.charged_ns(agg.psdu));
             // Each MPDU is lost with the station's `mpdu_error` and, with an
             // SNR, independently with the error model's PER at the rate used.
             let per = self.mpdu_error[sta];

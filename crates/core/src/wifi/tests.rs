@@ -854,3 +854,210 @@ fn a_frame_pulled_behind_a_minstrel_probe_waits_for_the_stations_next_turn() {
     assert_eq!((chain.aggr_limit(), mcs(0).aggr_limit()), (3296, 3296));
     assert_eq!((third.sta, ids(&third)), (0, vec![1, 2]));
 }
+
+// ------------------------------------------------------------ 802.11b (DSSS/CCK) stations
+
+fn dsss(rate_bps: u64, short: bool) -> Phy {
+    Phy::dsss(rate_bps, short).unwrap()
+}
+
+#[test]
+fn a_1500_byte_frame_at_1_mbits_dsss_takes_12496_us_and_its_ack_304_us() {
+    let phy = dsss(1_000_000, false);
+    let (psdu, n) = psdu_bytes([1500]);
+    assert_eq!((psdu, n), (1538, 1));
+    // Long PLCP preamble + header 192 µs, then 1538 × 8 = 12304 bits at 1 µs each.
+    assert_eq!(phy.ppdu_ns(psdu), 192_000 + 12_304_000);
+    // SIFS 10 µs; the ACK (14 B) at 1 Mbit/s, long preamble: 192 + 112 µs.
+    assert_eq!((phy.sifs_ns(), phy.response_rate(), response_ns(&phy, 1)), (10_000, 1_000_000, 304_000));
+    assert_eq!(txop_ns(&phy, psdu, 1), 12_496_000 + 10_000 + 304_000);
+    // ath9k's `ath9k_hw_computetxtime` for the airtime scheduler: CCK SIFS + preamble + bits.
+    assert_eq!(phy.charged_ns(psdu), 12_506_000);
+    // No aggregation: the byte limit of an aggregate is 0, i.e. one MPDU.
+    assert_eq!(phy.aggr_limit(), 0);
+}
+
+#[test]
+fn cck_at_11_mbits_with_the_short_preamble_rounds_the_payload_up_to_whole_microseconds() {
+    let phy = dsss(11_000_000, true);
+    // 96 µs short PLCP + ⌈12304 / 11⌉ = 1119 µs (TXTIME, §16.3.4).
+    assert_eq!(phy.ppdu_ns(1538), 1_215_000);
+    // ACK at 11 Mbit/s (a basic rate of hostapd's g mode), short preamble: 96 + ⌈112 / 11⌉ µs.
+    assert_eq!((phy.response_rate(), response_ns(&phy, 1)), (11_000_000, 107_000));
+    // ath9k rounds its payload time down: 10 + 96 + ⌊12304 / 11⌋ = 1224 µs.
+    assert_eq!(phy.charged_ns(1538), 1_224_000);
+    assert_eq!(dsss(5_500_000, false).ppdu_ns(1538), 192_000 + 2_238_000);
+    assert_eq!(dsss(2_000_000, false).response_rate(), 2_000_000);
+    // 1 Mbit/s has no short preamble; 6 Mbit/s is no DSSS rate.
+    assert!(Phy::dsss(1_000_000, true).is_none() && Phy::dsss(6_000_000, false).is_none());
+}
+
+#[test]
+fn erp_protection_costs_314_us_before_an_ht_ppdu_and_676_us_with_rts() {
+    // CTS-to-self (14 B) at 1 Mbit/s long preamble: 192 + 112 µs, then SIFS 10 µs.
+    assert_eq!(cts_to_self_ns(), 314_000);
+    // RTS (20 B) 352 µs + SIFS + CTS 304 µs + SIFS.
+    assert_eq!(protected_rts_cts_ns(), 676_000);
+    assert_eq!((LONG_SLOT_NS, DSSS_SIFS_NS, DSSS_CW_MIN), (20_000, 10_000, 31));
+}
+
+#[test]
+fn a_dsss_station_gets_bursts_of_two_single_frames_while_the_hardware_queue_holds_fewer_than_8() {
+    // ath9k's `ath_txq_schedule`/`ath_tx_sched_aggr`: an HT station's A-MPDU while fewer than 2
+    // A-MPDUs are queued, an 802.11b station's burst of 2 frames while fewer than 8 entries are;
+    // the first station that may not send ends the round.
+    let mut nd = node(Design::Fq, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..150 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    // MCS 0: two-frame A-MPDUs, well inside the block-ack window.
+    nd.refill(&[mcs(0), dsss(1_000_000, false)], 0, &mut rng, &mut ev, &mut |_, _| {});
+    // The HT station's third A-MPDU finds two queued: the round ends, the 802.11b station waits.
+    let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
+    assert_eq!(got, vec![(0, 2), (1, 1), (1, 1), (0, 2), (1, 1), (1, 1)]);
+    let phys = [mcs(15), dsss(1_000_000, false)];
+    // Once the HT station has nothing left, the 802.11b station fills the queue up to 8 entries.
+    let mut nd = node(Design::Fq, 2);
+    for i in 0..100 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
+    assert_eq!(got, vec![(0, 32), (1, 1), (1, 1), (0, 18), (1, 1), (1, 1), (1, 1), (1, 1)]);
+}
+
+#[test]
+fn a_lone_saturated_1_mbits_station_gets_the_closed_form_throughput_on_the_long_slot() {
+    let cfg = WifiConfig {
+        design: Design::Fq,
+        stations: vec![StationConfig { name: "b".into(), phy: dsss(1_000_000, false), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed }],
+        qdisc: QdiscConfig::default(),
+        aql: None,
+    };
+    let mut w = Wifi::new(&cfg).unwrap();
+    let mut rng = stream(7, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let (mut id, mut now) = (0u64, 0);
+    let until = 4_000_000_000;
+    while now < until {
+        while w.nodes[1].backlog_pkts() < 50 {
+            w.enqueue(now, 0, true, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+            id += 1;
+        }
+        now = w.next_event().unwrap();
+        w.poll(now, &mut rng, &mut out, &mut drops);
+    }
+    // Per frame: DIFS 10 + 2 × 20 µs (no QoS), the mean backoff of CWmin 31 (15.5 slots of
+    // 20 µs), the exchange 12810 µs.
+    let per = 50_000.0 + 15.5 * 20_000.0 + 12_810_000.0;
+    let expect = 1500.0 * 8.0 / per * 1e9;
+    let got = w.stations[0].up_bytes as f64 * 8.0 / 4.0;
+    // 4 s ≈ 300 frames: the mean backoff's standard error 9.2 slots/√300 ≈ 0.5 slot ≈ 0.1 % of a frame.
+    assert!((got / expect - 1.0).abs() < 0.01, "got {got:.0} bit/s, closed form {expect:.0}");
+    assert_eq!(w.stations[0].up_aggregates, w.stations[0].up_frames);
+}
+
+#[test]
+fn an_ht_stations_frames_go_behind_a_cts_to_self_once_a_dsss_station_is_in_the_bss() {
+    // One exchange each way on an idle medium, seeded: the HT station's TXOP grows by 314 µs.
+    let busy = |with_b: bool| {
+        let mut stations = vec![StationConfig { name: "n".into(), phy: mcs(7), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed }];
+        if with_b {
+            stations.push(StationConfig { name: "b".into(), phy: dsss(11_000_000, false), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed });
+        }
+        let mut w = Wifi::new(&WifiConfig { design: Design::Fq, stations, qdisc: QdiscConfig::default(), aql: None }).unwrap();
+        let mut rng = stream(3, 9);
+        let (mut out, mut drops) = (Vec::new(), Vec::new());
+        w.enqueue(0, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: 1u64 }, &mut rng, &mut drops);
+        while let Some(t) = w.next_event() {
+            w.poll(t, &mut rng, &mut out, &mut drops);
+        }
+        assert_eq!(out.len(), 1);
+        w.stats.busy_ns
+    };
+    assert_eq!(busy(false), txop_ns(&mcs(7), 1538, 1));
+    assert_eq!(busy(true), 314_000 + txop_ns(&mcs(7), 1538, 1));
+}
+
+#[test]
+fn a_dsss_rate_or_preamble_that_802_11b_lacks_is_an_error_naming_the_key() {
+    let st = |r: u64, short: bool| vec![StationInput { name: "b".into(), dsss_rate_bps: Some(r), short_preamble: short, weight: 1.0, ..Default::default() }];
+    let q = QdiscConfig::default();
+    assert!(WifiConfig::resolve("fq", &st(1_000_000, false), q.clone(), None).is_ok());
+    let e = WifiConfig::resolve("fq", &st(6_000_000, false), q.clone(), None).unwrap_err();
+    assert!(e.starts_with("wifi.stations[0].dsss_rate_bps:"), "{e}");
+    let e = WifiConfig::resolve("fq", &st(1_000_000, true), q.clone(), None).unwrap_err();
+    assert!(e.starts_with("wifi.stations[0].dsss_rate_bps:"), "{e}");
+    let ht_short = vec![StationInput { name: "n".into(), mcs: Some(7), short_preamble: true, weight: 1.0, ..Default::default() }];
+    let e = WifiConfig::resolve("fq", &ht_short, q.clone(), None).unwrap_err();
+    assert!(e.starts_with("wifi.stations[0].short_preamble:"), "{e}");
+    let aql = AqlConfig { limit_low_us: 5000, limit_high_us: 12000, threshold_us: 24000 };
+    let e = WifiConfig::resolve("airtime", &st(11_000_000, false), q, Some(aql)).unwrap_err();
+    assert!(e.starts_with("wifi.aql:"), "{e}");
+}
+
+#[test]
+fn a_node_with_a_longer_aifs_counts_from_its_own_aifs_after_every_busy_period() {
+    // An 802.11b BSS: the 802.11b station (node 1) waits DIFS, 2 slots of 20 µs after SIFS; the
+    // AP (node 0) waits AIFS[BE], one slot more. The grid starts at DIFS (50 µs after busy).
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.busy(1_000_000);
+    m.activate_with(0, 500_000, 2);
+    m.activate_with(1, 500_000, 3);
+    m.end_with(1_000_000, &[], |_| unreachable!());
+    // AP: 1 extra slot + 2 = grid slot 3; the 802.11b station: 0 + 3 = slot 3 too: they collide.
+    assert_eq!(m.next_start(), Some(1_050_000 + 3 * 20_000));
+    let mut w = Vec::new();
+    m.start(1_110_000, &mut w);
+    assert_eq!(w, vec![0, 1]);
+    // The AP's longer AIFS is worth one slot of backoff: its 0 meets the station's 1 at slot 1.
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.activate_with(0, 0, 0);
+    m.activate_with(1, 0, 1);
+    assert_eq!(m.next_start(), Some(50_000 + 20_000));
+    m.start(70_000, &mut w);
+    assert_eq!(w, vec![0, 1]);
+    // After a busy period the AP's frozen backoff resumes only after its own AIFS again.
+    let mut m = Medium::with_timing(20_000, 50_000, &[(15, 1), (31, 0)]);
+    m.activate_with(0, 0, 5);
+    m.activate_with(1, 0, 2);
+    m.start(50_000 + 2 * 20_000, &mut w);
+    assert_eq!(w, vec![1]);
+    // The AP counted slot 1 only (slot 0 was its AIFS): 4 left, from grid slot 1 of the next idle period.
+    m.busy(2_000_000);
+    m.end_with(2_000_000, &[(1, true)], |_| 10);
+    assert_eq!(m.next_start(), Some(2_050_000 + 5 * 20_000));
+}
+
+#[test]
+fn an_ht_client_held_at_1_mbits_sends_one_dsss_frame_per_turn_without_protection_or_long_slot() {
+    let held = dsss(1_000_000, false).held_ht_client();
+    assert!(held.is_dsss() && !held.non_erp() && !held.non_aggr());
+    // Its frames are DSSS frames all the same.
+    assert_eq!(txop_ns(&held, 1538, 1), 12_810_000);
+    // ath9k: its block-ack session's frames, an aggregate limit of 0 at a legacy rate: one frame a
+    // turn, counted as an A-MPDU (the round ends when two are queued).
+    let mut nd = node(Design::Fq, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..20 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&[mcs(0), held], 0, &mut rng, &mut ev, &mut |_, _| {});
+    let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
+    assert_eq!(got, vec![(0, 2), (1, 1)]);
+    // The BSS stays unprotected: an HT station's exchange alone on the medium, no CTS-to-self.
+    let st = |name: &str, phy: Phy| StationConfig { name: name.into(), phy, mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed };
+    let mut w = Wifi::new(&WifiConfig { design: Design::Fq, stations: vec![st("n", mcs(7)), st("h", held)], qdisc: QdiscConfig::default(), aql: None }).unwrap();
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    w.enqueue(0, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: 1u64 }, &mut rng, &mut drops);
+    while let Some(t) = w.next_event() {
+        w.poll(t, &mut rng, &mut out, &mut drops);
+    }
+    assert_eq!(w.stats.busy_ns, txop_ns(&mcs(7), 1538, 1));
+    // And only a DSSS station can be one.
+    let e = WifiConfig::resolve("fq", &[StationInput { name: "n".into(), mcs: Some(7), ht_client: true, weight: 1.0, ..Default::default() }], QdiscConfig::default(), None).unwrap_err();
+    assert!(e.starts_with("wifi.stations[0].ht_client:"), "{e}");
+}

@@ -284,11 +284,22 @@ pub fn object_size(v: &Value) -> Check<u64> {
 pub enum Phy {
     Mcs(u32),
     Rate(u64),
+    /// An 802.11b station: "dsss1", "dsss2" (clause 15), "cck5.5", "cck11" (clause 16), bit/s.
+    Dsss(u64),
 }
+
+/// The 802.11b rates as a scenario names them, with their bit/s.
+pub const DSSS_PHYS: [(&str, u64); 4] = [("dsss1", 1_000_000), ("dsss2", 2_000_000), ("cck5.5", 5_500_000), ("cck11", 11_000_000)];
 
 pub fn station_phy(v: &Value) -> Check<Phy> {
     if let Value::String(s) = v {
         let t = s.trim().to_lowercase();
+        if let Some(&(_, r)) = DSSS_PHYS.iter().find(|(n, _)| *n == t) {
+            return Ok(Phy::Dsss(r));
+        }
+        if t.starts_with("dsss") || t.starts_with("cck") {
+            return Err(format!("expected an 802.11b rate \"dsss1\", \"dsss2\", \"cck5.5\" or \"cck11\", got \"{s}\""));
+        }
         if let Some(idx) = t.strip_prefix("mcs") {
             return match idx.parse::<u32>() {
                 Ok(i) if i <= 15 && idx.chars().all(|c| c.is_ascii_digit()) => Ok(Phy::Mcs(i)),
@@ -358,6 +369,9 @@ mod tests {
         assert_eq!(dscp(&json!("ef")), Ok(46));
         assert_eq!(dscp(&json!("AF41")), Ok(34));
         assert_eq!(station_phy(&json!("mcs15")), Ok(Phy::Mcs(15)));
+        assert_eq!(station_phy(&json!("DSSS1")), Ok(Phy::Dsss(1_000_000)));
+        assert_eq!(station_phy(&json!("cck5.5")), Ok(Phy::Dsss(5_500_000)));
+        assert_eq!(station_phy(&json!("dsss11")), Err("expected an 802.11b rate \"dsss1\", \"dsss2\", \"cck5.5\" or \"cck11\", got \"dsss11\"".into()));
         assert_eq!(link_rate(&json!("trace:x.up")), Ok(LinkRate::Trace("x.up".into())));
     }
 

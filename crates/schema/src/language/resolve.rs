@@ -435,10 +435,22 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
         let mut members = Vec::new();
         for k in 0..sd.count.0 {
             members.push(stations.len());
-            let (mcs, phy_rate_bps) = match sd.phy_rate.value {
-                Phy::Mcs(i) => (Some(i), None),
-                Phy::Rate(r) => (None, Some(r)),
+            let (mcs, phy_rate_bps, dsss_rate_bps) = match sd.phy_rate.value {
+                Phy::Mcs(i) => (Some(i), None, None),
+                Phy::Rate(r) => (None, Some(r), None),
+                Phy::Dsss(r) => (None, None, Some(r)),
             };
+            let short_preamble = sd.preamble.as_ref().is_some_and(|p| p.value == "short");
+            if sd.preamble.is_some() && dsss_rate_bps.is_none() {
+                return Err(err(format!("wifi.station.{gi}.preamble"), "only an 802.11b station (phy_rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\") has a PLCP preamble to choose"));
+            }
+            let ht_client = sd.ht_client.as_ref().is_some_and(|b| b.value);
+            if sd.ht_client.is_some() && dsss_rate_bps.is_none() {
+                return Err(err(format!("wifi.station.{gi}.ht_client"), "only a station at an 802.11b rate (phy_rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\") can be an HT client held at it"));
+            }
+            if short_preamble && dsss_rate_bps == Some(1_000_000) {
+                return Err(err(format!("wifi.station.{gi}.preamble"), "1 Mbit/s DSSS has no short preamble (IEEE 802.11-2016 §16.2.2.3); use \"long\" or a faster rate"));
+            }
             let minstrel = sd.rate_control.value == "minstrel_ht";
             if mcs.is_none() && (minstrel || sd.snr_db.is_some()) {
                 let why = if minstrel { "rate_control = \"minstrel_ht\"" } else { "snr_db" };
@@ -448,6 +460,9 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
                 name: if sd.count.0 == 1 { name.clone() } else { format!("{name}.{k}") },
                 mcs,
                 phy_rate_bps,
+                dsss_rate_bps,
+                short_preamble,
+                ht_client,
                 mpdu_error: sd.mpdu_error.value,
                 weight: sd.weight.value,
                 snr_db: sd.snr_db.as_ref().map(|v| v.value),
@@ -579,7 +594,7 @@ fn check_limits(m: &Document, doc: &Value, sc: &Scenario, ctx: &Context) -> Resu
     }
     let mut rate: f64 = [&sc.links.down, &sc.links.up].iter().filter_map(|l| l.as_ref()).map(|l| l.rate_bps as f64).sum();
     if let Some(w) = &sc.wifi {
-        rate += w.stations.iter().map(|s| s.phy_rate_bps.unwrap_or(600_000_000) as f64).sum::<f64>();
+        rate += w.stations.iter().map(|s| s.phy_rate_bps.or(s.dsss_rate_bps).unwrap_or(600_000_000) as f64).sum::<f64>();
     }
     let pkts = rate * (dur as f64 / 1e9) / (8.0 * MTU as f64);
     if pkts > max_packets as f64 {

@@ -37,6 +37,8 @@ pub const PROBE_KINDS: [&str; 1] = ["udp"];
 pub const WIFI_MACS: [&str; 3] = ["legacy", "fq", "airtime"];
 /// A station's rate control (the core's `RateControl::NAMES`).
 pub const RATE_CONTROLS: [&str; 2] = bloatlab_core::wifi::RateControl::NAMES;
+/// The PLCP preamble of an 802.11b station (docs/wifi.md, "802.11b stations").
+pub const PREAMBLES: [&str; 2] = ["long", "short"];
 /// transperf's scores (google/transperf README "Testing Metrics"; python/bloatlab/study/expect.py computes them).
 pub const EXPECT_CHECKS: [&str; 6] = ["tput", "rtt_med", "lock_on_bw", "loss_avoid", "fairness", "convergence_fairness"];
 /// transperf's default_target_score()['convergence_sec'] (s)
@@ -137,7 +139,8 @@ value_type!(ProbeSize: u64 = check::probe_size, s_size());
 value_type!(BurstSize: u64 = check::burst_size, s_size());
 value_type!(ObjectSize: u64 = check::object_size, s_size());
 value_type!(StationPhy: Phy = check::station_phy,
-    json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\" or an HT MCS \"mcs0\"..\"mcs15\""}));
+    json!({"type": "string", "description": "a PHY rate like \"144.4Mbit\", an HT MCS \"mcs0\"..\"mcs15\", or an 802.11b rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\""}));
+value_type!(PreambleT: String = |v| check::choice(v, &PREAMBLES), s_choice(&PREAMBLES));
 value_type!(MpduError: f64 = check::mpdu_error, json!({"type": ["string", "number"], "description": "a fraction: \"1%\" or 0.01", "examples": ["1%"]}));
 value_type!(SnrDb: f64 = |v| {
         let (lo, hi) = bloatlab_core::wifi::SNR_DB_RANGE;
@@ -297,6 +300,10 @@ pub struct Station {
     /// "fixed" (phy_rate always) or "minstrel_ht" (mac80211's rate control over MCS 0 up to phy_rate)
     #[serde(default = "d_fixed")]
     pub rate_control: RateControlT,
+    /// an 802.11b station's PLCP preamble: "long" (192 µs) or "short" (96 µs; not with "dsss1")
+    pub preamble: Option<PreambleT>,
+    /// with a DSSS/CCK phy_rate: an HT client held at that rate (no ERP protection, no long slot), not an 802.11b station
+    pub ht_client: Option<Bool>,
 }
 
 /// `[limits]`: what one run may produce; raise knowingly.
