@@ -247,7 +247,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     );
     if let Some(s) = server_cmd {
         let argv = vec!["/bin/sh".to_string(), "-c".into(), s.to_string()];
-        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::inherit(), Stdio::null())?;
+        let c = spawn_in(&opt.launcher, &net.ns_path(true), &argv, Stdio::null(), Stdio::inherit(), Stdio::null())?;
         kids.list.push(("server command".into(), c));
         std::thread::sleep(Duration::from_millis(300));
     }
