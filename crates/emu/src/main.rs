@@ -6,6 +6,7 @@
 //! bloatlab-emu shell --scenario RESOLVED.json [--server CMD] [--out RAW.json] [--pcap DIR] -- COMMAND [ARGS...]
 //! bloatlab-emu cleanup [--all]
 //! bloatlab-emu check [--scenario RESOLVED.json]
+//! bloatlab-emu enter NS_PATH PID -- COMMAND [ARGS...]   (internal: how a run starts its generators)
 //! ```
 //! Arguments are parsed by clap (as in the probe). Errors are `error: ...` on
 //! stderr, exit status 2; an interrupted run exits 130 after tearing
@@ -101,6 +102,15 @@ enum Verb {
     /// does not reach it).
     #[command(hide = true)]
     Reap { pid: u32, cli: u32 },
+    /// (internal) Join network namespace NS (a path), die with emulator PID, become COMMAND
+    /// (how `run` and `shell` start their generators: crate::supervise::spawn_in).
+    #[command(hide = true)]
+    Enter {
+        ns: String,
+        pid: u32,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 fn load(p: &str) -> Result<Resolved, String> {
@@ -145,6 +155,7 @@ fn options(a: &LinkArgs) -> Result<Options, String> {
         },
         dma_latency: rt,
         quiet: a.quiet,
+        launcher: PathBuf::from("/proc/self/exe"),
         workdir,
     })
 }
@@ -206,6 +217,11 @@ fn real_main(cli: Cli) -> Result<i32, String> {
                 println!("left alone (a running emulator holds them; --all removes them too): {}", running.join(" "));
             }
             Ok(0)
+        }
+        Verb::Enter { ns, pid, command } => {
+            // Only on failure: 127 as a shell's "command not found", and the reason on stderr.
+            eprintln!("bloatlab-emu enter: {}", sys::enter_and_exec(&ns, pid, &command));
+            Ok(127)
         }
         Verb::Reap { pid, cli } => {
             ns::reap(pid, cli);

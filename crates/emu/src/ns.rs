@@ -326,6 +326,11 @@ impl Netns {
         }
     }
 
+    /// `/run/netns/NAME` of one side (what `bloatlab-emu enter` joins).
+    pub fn ns_path(&self, server_side: bool) -> String {
+        sys::netns_path(if server_side { &self.server } else { &self.client })
+    }
+
     pub fn ns_fd(&self, server_side: bool) -> RawFd {
         if server_side { self.ns_server_fd.as_raw_fd() } else { self.ns_client_fd.as_raw_fd() }
     }

@@ -247,7 +247,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     );
     if let Some(s) = server_cmd {
         let argv = vec!["/bin/sh".to_string(), "-c".into(), s.to_string()];
-        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::inherit(), Stdio::null())?;
+        let c = spawn_in(&opt.launcher, &net.ns_path(true), &argv, Stdio::null(), Stdio::inherit(), Stdio::null())?;
         kids.list.push(("server command".into(), c));
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -262,7 +262,9 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
         .env("BLOATLAB_SERVER_NS", &net.server)
         .env("BLOATLAB_CLIENT_NS", &net.client);
     let fd = net.ns_fd(false);
-    // SAFETY: as in spawn_in.
+    // The user's command still forks (once, at the shell's start; crate::supervise::spawn_in says
+    // what a fork costs the link threads), so that a command that cannot start is an error here.
+    // SAFETY: child_enter only calls setns and prctl (async-signal-safe).
     unsafe {
         command.pre_exec(move || sys::child_enter(fd));
     }

@@ -22,7 +22,6 @@ use crate::ns::{self, Netns};
 use crate::scenario::{Direction, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
 use crate::sys;
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -37,6 +36,9 @@ pub struct Options {
     /// Hold /dev/cpu_dma_latency at 0 during the run.
     pub dma_latency: bool,
     pub quiet: bool,
+    /// What starts each generator in its namespace ([`spawn_in`]): this
+    /// executable, `/proc/self/exe` (valid even if the file is replaced meanwhile).
+    pub launcher: PathBuf,
     /// Where the traffic generators' JSON and stderr go (a fresh temp dir).
     pub workdir: PathBuf,
 }
@@ -73,15 +75,39 @@ impl Drop for Kids {
     }
 }
 
-/// Spawn `argv` inside a namespace (by descriptor), dying with us.
-pub fn spawn_in(ns_fd: i32, argv: &[String], stdout: Stdio, stderr: Stdio, stdin: Stdio) -> Result<Child, String> {
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdout(stdout).stderr(stderr).stdin(stdin);
-    // SAFETY: child_enter only calls setns and prctl (async-signal-safe).
-    unsafe {
-        cmd.pre_exec(move || sys::child_enter(ns_fd));
+/// Spawn `argv` inside network namespace `ns_path` (`/run/netns/NAME`), dying
+/// with us: `launcher` (this executable, `/proc/self/exe`) is started with
+/// `posix_spawn` as `bloatlab-emu enter NS_PATH OUR_PID -- ARGV...`, joins the
+/// namespace, sets its death signal and execs `argv` (`sys::enter_and_exec`).
+///
+/// Why not fork: `std`'s `Command` forks when it has a `pre_exec` step (the
+/// `setns` and `prctl` were one), and a fork of the emulator stops its link
+/// threads. The fork copies the page tables with the address space locked
+/// (a link thread's page fault waits), and write-protects every page it has
+/// written until the child execs: each first write is a copy-on-write fault
+/// with a TLB shoot-down across the CPUs. Traced 2026-11-26 with `perf`
+/// (nsperf shallow CUBIC 10 flows, 1 Gbit/s, 100 ms: the last client's spawn
+/// at 1.00 s, nine flows running, 2 CPUs under load 4-5): fork to exec took
+/// 4.7 ms, the link thread sat in `do_wp_page` / `flush_tlb_mm_range`, and the
+/// stall detector saw 1.2-2.3 ms stalls at 1.001-1.002 s in 2 runs of 3.
+/// Interleaved A/B, 8 pairs at load 6-8: 4 runs flagged before, 1 after
+/// (docs/emulator.md "Timing quality", *Starting the generators*).
+/// `posix_spawn` (glibc: `clone(CLONE_VM | CLONE_VFORK)`) shares the address
+/// space until the exec: nothing is copied or write-protected (test:
+/// `tests/spawn.rs`). The extra exec of the launcher (~1 ms: 50 starts of
+/// `bloatlab-emu --version` took 60 ms more than 50 of `/bin/true`) runs at
+/// normal priority, which never preempts a link thread, within [`SPAWN_NS`].
+pub fn spawn_in(launcher: &Path, ns_path: &str, argv: &[String], stdout: Stdio, stderr: Stdio, stdin: Stdio) -> Result<Child, String> {
+    let prog = argv.first().ok_or("no command to start")?;
+    // A program given by path must exist: said here, not later by the launcher on stderr.
+    if prog.contains('/') && !Path::new(prog).is_file() {
+        return Err(format!("cannot start {prog}: no such file"));
     }
-    cmd.spawn().map_err(|e| format!("cannot start {}: {e}", argv[0]))
+    let mut cmd = Command::new(launcher);
+    cmd.arg("enter").arg(ns_path).arg(std::process::id().to_string()).arg("--").args(argv);
+    cmd.stdout(stdout).stderr(stderr).stdin(stdin);
+    // No pre_exec: std spawns with posix_spawn (a vfork), not fork.
+    cmd.spawn().map_err(|e| format!("cannot start {prog} (through {}): {e}", launcher.display()))
 }
 
 fn dur_arg(ns: u64) -> String {
@@ -133,7 +159,7 @@ pub(crate) fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mu
             "--max-duration".into(), "0".into(), "--min-info-interval".into(), "0".into(), "--max-samples".into(), "0".into(),
             "--max-tests".into(), "0".into(), "--max-conns".into(), "0".into(), "--max-streams".into(), "4096".into(),
             "--data-wait".into(), "0".into()];
-        let c = spawn_in(net.ns_fd(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        let c = spawn_in(&opt.launcher, &net.ns_path(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("tcp server (flow {})", f.id), c));
         let idx = kids.list.len() - 1;
         wait_listening(ns_name, port, false, kids, idx, &err)?;
@@ -145,7 +171,7 @@ pub(crate) fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mu
         let port = PROBE_PORT + p.id as u16;
         let err = opt.workdir.join(format!("probe-{}-server.err", p.id));
         let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--max-duration".into(), "0".into()];
-        let c = spawn_in(net.ns_fd(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        let c = spawn_in(&opt.launcher, &net.ns_path(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("udp server (probe {})", p.id), c));
         let idx = kids.list.len() - 1;
         wait_listening(ns_name, port, true, kids, idx, &err)?;
@@ -286,7 +312,7 @@ pub(crate) fn start_clients(
             (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
         };
         let stdin = if is_flow && (go_lines || sc.flows[id].page.is_some()) { Stdio::piped() } else { Stdio::null() };
-        let c = spawn_in(net.ns_fd(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
+        let c = spawn_in(&opt.launcher, &net.ns_path(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
         kids.list.push((format!("{kind} {id}"), c));
         gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
     }

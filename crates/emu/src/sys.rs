@@ -93,14 +93,22 @@ pub fn in_netns<R: Send + 'static>(ns: &str, f: impl FnOnce() -> io::Result<R> +
     .map_err(|_| io::Error::other("namespace helper thread panicked"))?
 }
 
+/// Where `ip netns` keeps namespace `ns`.
+pub fn netns_path(ns: &str) -> String {
+    format!("/run/netns/{ns}")
+}
+
 /// Open `/run/netns/<ns>` for `setns` in a child process.
 pub fn open_netns(ns: &str) -> io::Result<OwnedFd> {
-    let path = format!("/run/netns/{ns}");
+    let path = netns_path(ns);
     let f = File::open(&path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
     Ok(OwnedFd::from(f))
 }
 
 /// In a forked child (pre_exec): join namespace `fd` and die with the parent.
+/// Only `bloatlab shell`'s own command still starts this way (a fork copies
+/// the emulator's page tables: crate::supervise::spawn_in says why the
+/// generators do not).
 ///
 /// # Safety
 /// Only async-signal-safe calls: setns, prctl.
@@ -112,6 +120,35 @@ pub unsafe fn child_enter(fd: RawFd) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `bloatlab-emu enter`'s body, in a child the emulator started with
+/// `posix_spawn` (crate::supervise::spawn_in): join network namespace
+/// `ns_path`, die with the emulator (`PR_SET_PDEATHSIG`, SIGKILL; if `parent`
+/// is already gone, i.e. it died before the prctl, start nothing) and become
+/// `argv` (PATH lookup as execvp). Returns only on failure, with the reason.
+pub fn enter_and_exec(ns_path: &str, parent: u32, argv: &[String]) -> String {
+    use std::os::unix::process::CommandExt;
+    let Some(prog) = argv.first() else { return "no command to run".into() };
+    let ns = match File::open(ns_path) {
+        Ok(f) => f,
+        Err(e) => return format!("{ns_path}: {e}"),
+    };
+    // SAFETY: a valid namespace descriptor; this process is about to exec.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
+        return format!("setns {ns_path}: {}", io::Error::last_os_error());
+    }
+    drop(ns);
+    // SAFETY: plain prctl.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } < 0 {
+        return format!("PR_SET_PDEATHSIG: {}", io::Error::last_os_error());
+    }
+    if std::os::unix::process::parent_id() != parent {
+        return format!("the emulator (pid {parent}) is gone");
+    }
+    // The death signal survives exec (the probe has no set-user-ID bit or file capabilities).
+    let e = std::process::Command::new(prog).args(&argv[1..]).exec();
+    format!("cannot start {prog}: {e}")
 }
 
 /// Timer slack of the calling thread in ns (default 50 µs; 1 = as precise as hrtimers allow).
