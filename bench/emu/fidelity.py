@@ -9,6 +9,8 @@ docs/fidelity.md.
     .venv/bin/python bench/emu/fidelity.py --table-only      # re-render the table from bench/emu/fidelity.json
                                                    # (only the part of docs/fidelity.md between its two markers)
     .venv/bin/python bench/emu/fidelity.py --sim-only        # after a model change: the simulator's side again
+    .venv/bin/python bench/emu/fidelity.py --sim-only --members 7 --store /tmp/f.json --print
+                                                   # ... as an ensemble of 7 members per seed (rules: docs/fidelity.md)
     sudo BLOATLAB_EMU_COALESCE=0 .venv/bin/python bench/emu/fidelity.py --store /tmp/fidelity-nocoalesce.json --print
                                                    # a variant of the emulator into its own store, the table printed
     .venv/bin/python bench/emu/fidelity.py --table-only --store bench/emu/fidelity-coalesce.json --against bench/emu/fidelity.json
@@ -83,10 +85,50 @@ def run_all(prefixes: list[str], seeds: list[int]) -> list[dict]:
     return out
 
 
-def rerun_sim(results: list[dict]) -> list[dict]:
+#: the ensemble judge's spread of each flow's base RTT (--members): +- this share of it, evenly over the members
+MEMBER_RTT_SHARE = 0.01
+
+
+def members(n: int) -> list[tuple[float, int]]:
+    """The ensemble's ``n`` members, (base RTT factor, start shift ns): the starts evenly over one jiffy of the
+    model's clock and the base RTTs evenly over +- MEMBER_RTT_SHARE (as advise's members, recommend.members_of);
+    the first is the scenario as written (factor 1, shift 0): one member is today's single run, and an
+    ensemble's summary takes its flows' names and base RTTs (pair_flows groups by them) from it."""
+    from bloatlab._native import NS_PER_JIFFY
+
+    if n <= 1:
+        return [(1.0, 0)]
+    mid = (n - 1) // 2
+    ms = [(1 + MEMBER_RTT_SHARE * (2 * i / (n - 1) - 1), (i - mid) % n * NS_PER_JIFFY // n) for i in range(n)]
+    return ms[mid:] + ms[:mid]
+
+
+def member_overrides(path: str, factor: float, shift_ns: int) -> list[str]:
+    """``--set`` overrides moving every [[flow]] of the scenario file ``path`` to ``factor`` times its base RTT and
+    ``shift_ns`` later; none for the middle member (the file as written, byte for byte today's run)."""
+    import tomllib
+
+    from bloatlab.units import parse_duration
+
+    if factor == 1.0 and shift_ns == 0:
+        return []
+    with open(path, "rb") as f:
+        flows = tomllib.load(f).get("flow", [])
+    out = []
+    for i, fl in enumerate(flows):
+        if "rtt" in fl:
+            out.append(f"flow.{i}.rtt={parse_duration(fl['rtt']) * factor:.0f}ns")
+        out.append(f"flow.{i}.start={parse_duration(fl.get('start', '0s')) + shift_ns}ns")
+    return out
+
+
+def rerun_sim(results: list[dict], n_members: int = 1) -> list[dict]:
     """The simulator's side of stored results run again (the same files and
     seeds; seconds): after a model change the kernel's column stays as
-    measured, since it changes only with the emulator or the kernel."""
+    measured, since it changes only with the emulator or the kernel. With
+    ``n_members`` > 1 each seed's side is an ensemble (:func:`members`): its
+    summary the members' medians (:func:`median_summary`), each flow keeping
+    the members' goodput range."""
     import bloatlab
 
     out = []
@@ -95,8 +137,11 @@ def rerun_sim(results: list[dict]) -> list[dict]:
             out.append(r)
             continue
         runs = []
+        path = os.path.join(REPO, r["file"])
         for x in runs_of(r):
-            s = bloatlab.run(os.path.join(REPO, r["file"]), engine="sim", overrides=[f"seed={x['seed']}"]).summary
+            ms = [bloatlab.run(path, engine="sim", overrides=[f"seed={x['seed']}"] + member_overrides(path, k, sh)).summary
+                  for k, sh in members(n_members)]
+            s = ms[0] if n_members <= 1 else {**median_summary(ms), "members": n_members}
             runs.append({**x, "sim": s})
         out.append({**{k: v for k, v in r.items() if k not in ("sim", "emu")}, "runs": runs})
     return out
@@ -141,7 +186,9 @@ def median_summary(summaries: list[dict]) -> dict:
         f = dict(f0)
         gp = [x["goodput_mbps"] for x in col]
         f["goodput_mbps"] = med(gp)
-        f["goodput_range"] = (min(gp), max(gp))
+        # an ensemble's summary (--members) brings its members' range: the range is over every member of every run
+        f["goodput_range"] = (min(x.get("goodput_range", (g, g))[0] for x, g in zip(col, gp)),
+                              max(x.get("goodput_range", (g, g))[1] for x, g in zip(col, gp)))
         f["retransmits"] = med([x["retransmits"] for x in col])
         if any(x.get("fct_s") is not None for x in col):
             f["fct_s"] = med([x.get("fct_s") for x in col])
@@ -262,6 +309,7 @@ def render(results: list[dict]) -> str:
     results = [r if "error" in r else combined(r) for r in results]
     judged = [(r, judge(r)) for r in results if "error" not in r]
     n_runs = sorted({r["emu"]["runs"] for r, _ in judged})
+    n_members = max([r["sim"].get("members", 1) for r, _ in judged], default=1)
     # goodput of bulk flows; a sized transfer is judged by its completion time (shown), not its rate
     errs = [abs(f["rel"]) for _, j in judged for f in j["flows"] if f["rel"] is not None and not f["sized"]]
     med = _median(errs)
@@ -281,7 +329,10 @@ def render(results: list[dict]) -> str:
         (f"Each scenario ran {'/'.join(map(str, n_runs))} times per engine (one seed per run): every figure is the median "
          "over the runs, identical flows ranked within each run first; `[lo–hi]` is the range of a flow's goodput "
          "over the kernel's runs (and the simulator's where it differs by seed)."
-         if n_runs and max(n_runs) > 1 else "Each scenario ran once per engine (seed 1)."),
+         if n_runs and max(n_runs) > 1 else "Each scenario ran once per engine (seed 1).")
+        + (f" The simulator's side of each run is an ensemble of {n_members} members (`--members`: the flows' starts "
+           "over one 4-ms jiffy, base RTTs ±1 %), each figure the members' median; its `[lo–hi]` spans every member."
+           if n_members > 1 else ""),
         "",
         f"**This run: median goodput error {100 * med:.1f} % over {len(errs)} flows** (target ≤ "
         f"{100 * MEDIAN_GOODPUT_TOL:.0f} %); **{len(ok)} of {len(judged)} scenarios meet every other target**."
@@ -383,6 +434,9 @@ def main() -> int:
                          "ones of the same scenarios, replacing the same seeds")
     ap.add_argument("--sim-only", action="store_true",
                     help="re-run only the simulator's side of fidelity.json (same seeds), keep the kernel's as measured")
+    ap.add_argument("--members", type=int, default=1, metavar="N",
+                    help="with --sim-only: each seed's simulator side as N (odd) members (starts over one 4-ms jiffy, "
+                         "base RTTs +-1 %%), every figure their median, the range theirs (docs/fidelity.md's rules)")
     ap.add_argument("--table-only", action="store_true", help="re-render docs/fidelity.md's table from fidelity.json")
     ap.add_argument("--print", action="store_true", help="print the table instead of writing docs/fidelity.md")
     ap.add_argument("--store", metavar="FILE", default=JSON_OUT,
@@ -392,11 +446,14 @@ def main() -> int:
                     help="print the store and FILE (another variant's store) side by side instead of the table")
     a = ap.parse_args()
     store = a.store
+    if a.members < 1 or a.members % 2 == 0 or (a.members > 1 and not a.sim_only):
+        ap.error("--members: an odd count (the first member is the scenario as written), and only with --sim-only "
+                 "(the emulator's side is real time)")
     if a.table_only or a.sim_only:
         with open(store) as f:
             results = json.load(f)
         if a.sim_only:
-            results = rerun_sim(results)
+            results = rerun_sim(results, a.members)
             with open(store, "w") as f:
                 json.dump(results, f, indent=1, default=str)
     else:
