@@ -94,12 +94,10 @@ def members(n: int) -> list[tuple[float, int]]:
     model's clock and the base RTTs evenly over +- MEMBER_RTT_SHARE (as advise's members, recommend.members_of);
     the first is the scenario as written (factor 1, shift 0): one member is today's single run, and an
     ensemble's summary takes its flows' names and base RTTs (pair_flows groups by them) from it."""
-    from bloatlab._native import NS_PER_JIFFY
+    from bloatlab.advise.recommend import members_of
 
-    if n <= 1:
-        return [(1.0, 0)]
-    mid = (n - 1) // 2
-    ms = [(1 + MEMBER_RTT_SHARE * (2 * i / (n - 1) - 1), (i - mid) % n * NS_PER_JIFFY // n) for i in range(n)]
+    ms = members_of(1.0, n, span=MEMBER_RTT_SHARE)
+    mid = (len(ms) - 1) // 2
     return ms[mid:] + ms[:mid]
 
 

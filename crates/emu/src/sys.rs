@@ -105,10 +105,10 @@ pub fn open_netns(ns: &str) -> io::Result<OwnedFd> {
     Ok(OwnedFd::from(f))
 }
 
-/// In a forked child (pre_exec): join namespace `fd` and die with the parent.
-/// Only `bloatlab shell`'s own command still starts this way (a fork copies
-/// the emulator's page tables: crate::supervise::spawn_in says why the
-/// generators do not).
+/// Join namespace `fd` and die with the parent: in `bloatlab-emu enter` (how the
+/// generators start, [`enter_and_exec`]) and in the one forked child left,
+/// `bloatlab shell`'s own command (pre_exec; a fork copies the emulator's page
+/// tables: crate::supervise::spawn_in says why the generators do not fork).
 ///
 /// # Safety
 /// Only async-signal-safe calls: setns, prctl.
@@ -134,15 +134,12 @@ pub fn enter_and_exec(ns_path: &str, parent: u32, argv: &[String]) -> String {
         Ok(f) => f,
         Err(e) => return format!("{ns_path}: {e}"),
     };
-    // SAFETY: a valid namespace descriptor; this process is about to exec.
-    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
-        return format!("setns {ns_path}: {}", io::Error::last_os_error());
+    // SAFETY: a valid namespace descriptor; child_enter only calls setns and prctl, and this process is about
+    // to exec.
+    if let Err(e) = unsafe { child_enter(ns.as_raw_fd()) } {
+        return format!("entering {ns_path}: {e}");
     }
     drop(ns);
-    // SAFETY: plain prctl.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } < 0 {
-        return format!("PR_SET_PDEATHSIG: {}", io::Error::last_os_error());
-    }
     if std::os::unix::process::parent_id() != parent {
         return format!("the emulator (pid {parent}) is gone");
     }

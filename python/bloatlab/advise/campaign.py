@@ -673,7 +673,6 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          ("measure_s", 20.0, 1.0), ("advise_s", 60.0, 1.0))
 
 
-
 def summary(records: list[dict]) -> dict:
     """Each goal's share of paths met, over the paths where it applies."""
     out = {"paths": len(records)}
@@ -683,6 +682,12 @@ def summary(records: list[dict]) -> dict:
         ok = [bool(v) if tol is None else abs(v) <= tol for v in vals]
         out[key] = {"met": sum(ok), "of": len(ok), "share": sum(ok) / len(ok) if ok else None, "goal": want,
                     "tolerance": tol}
+    # judgements the emulator's timing did not hold through KERNEL_TRIES tries: left out of the prediction and
+    # ranking goals
+    out["judge_flagged"] = sum(judge_flagged(r) for r in records)
+    out["rank_flagged"] = sum(rank_flagged(r) for r in records)
+    # the code versions its records were made with (one key: the goals are judged over one version)
+    out["code"] = dict(collections.Counter(r.get("code", "unrecorded") for r in records))
     return out
 
 
@@ -751,12 +756,6 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     _table(records).to_parquet(os.path.join(out, "campaign.parquet"), index=False)
     summ = summary([r for r in records if "failed" not in r])
     summ["failed"] = sum("failed" in r for r in records)
-    # judgements the emulator's timing did not hold through KERNEL_TRIES tries: left out of the prediction and
-    # ranking goals
-    summ["judge_flagged"] = sum(judge_flagged(r) for r in records if "failed" not in r)
-    summ["rank_flagged"] = sum(rank_flagged(r) for r in records if "failed" not in r)
-    # the code versions its records were made with (one key: the goals are judged over one version)
-    summ["code"] = dict(collections.Counter(r.get("code", "unrecorded") for r in records if "failed" not in r))
     _write_json(os.path.join(out, "summary.json"), summ)
     from .campaign_report import write as write_report
 

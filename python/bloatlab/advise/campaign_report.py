@@ -15,7 +15,7 @@ SECONDS_GOALS = ("measure_s", "advise_s")
 
 def tolerance_text(key: str, tol: float | None) -> str:
     """A goal's tolerance as the report and the CLI print it."""
-    if tol is None or key == "base_rtt_ok":
+    if tol is None:
         return ""
     return f"{tol:g} s" if key in SECONDS_GOALS else f"{tol * 100:.0f} %"
 

@@ -197,18 +197,19 @@ class Candidate:
                 "ensemble": self.ranges or None}
 
 
-def members_of(base_rtt_ms: float, members: int = ENSEMBLE) -> list[tuple[float, int]]:
+def members_of(base_rtt_ms: float, members: int = ENSEMBLE, span: float | None = None) -> list[tuple[float, int]]:
     """The ensemble's members, (base RTT ms, the flows' start ns): the RTTs evenly over the measured RTT +- its
     uncertainty (the accuracy issue 30 asks of measure's base RTT, path.BASE_RTT_GOAL_SHARE, at most
     path.BASE_RTT_GOAL_MS: met on 97-100 % of the campaigns' paths, i.e. RTTs the measurement cannot exclude), and the starts evenly over one
     jiffy of the model's clock (a kernel connection starts at no particular phase of its jiffies and of its 1-ms
     TCP timestamps; a slow start's end can turn on it: the policed path above, at one RTT, delivered 20.7, 27.5 or
-    35.2 Mbit/s as its start moved by 0.1-ms steps). The middle member is the measurement itself (start 0)."""
+    35.2 Mbit/s as its start moved by 0.1-ms steps). The middle member is the measurement itself (start 0).
+    ``span``: the RTTs' half-width instead (the fidelity suite's ensemble judge spreads a factor of 1 by +- 1 %)."""
     from .._native import NS_PER_JIFFY
 
     if members <= 1:
         return [(base_rtt_ms, 0)]
-    u = min(BASE_RTT_GOAL_SHARE * base_rtt_ms, BASE_RTT_GOAL_MS)
+    u = min(BASE_RTT_GOAL_SHARE * base_rtt_ms, BASE_RTT_GOAL_MS) if span is None else span
     mid = (members - 1) // 2
     return [(base_rtt_ms + u * (2 * i / (members - 1) - 1), (i - mid) % members * NS_PER_JIFFY // members)
             for i in range(members)]

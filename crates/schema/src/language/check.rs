@@ -288,8 +288,11 @@ pub enum Phy {
     Dsss(u64),
 }
 
-/// The 802.11b rates as a scenario names them, with their bit/s.
-pub const DSSS_PHYS: [(&str, u64); 4] = [("dsss1", 1_000_000), ("dsss2", 2_000_000), ("cck5.5", 5_500_000), ("cck11", 11_000_000)];
+/// The 802.11b rates as a scenario names them, with their bit/s (the core's `airtime::DSSS_RATES`, in order).
+pub const DSSS_PHYS: [(&str, u64); 4] = {
+    let r = bloatlab_core::wifi::airtime::DSSS_RATES;
+    [("dsss1", r[0]), ("dsss2", r[1]), ("cck5.5", r[2]), ("cck11", r[3])]
+};
 
 pub fn station_phy(v: &Value) -> Check<Phy> {
     if let Value::String(s) = v {

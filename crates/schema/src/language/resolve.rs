@@ -448,7 +448,7 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
             if sd.ht_client.is_some() && dsss_rate_bps.is_none() {
                 return Err(err(format!("wifi.station.{gi}.ht_client"), "only a station at an 802.11b rate (phy_rate \"dsss1\", \"dsss2\", \"cck5.5\", \"cck11\") can be an HT client held at it"));
             }
-            if short_preamble && dsss_rate_bps == Some(1_000_000) {
+            if dsss_rate_bps.is_some_and(|r| bloatlab_core::wifi::airtime::Phy::dsss(r, short_preamble).is_none()) {
                 return Err(err(format!("wifi.station.{gi}.preamble"), "1 Mbit/s DSSS has no short preamble (IEEE 802.11-2016 §16.2.2.3); use \"long\" or a faster rate"));
             }
             let minstrel = sd.rate_control.value == "minstrel_ht";
