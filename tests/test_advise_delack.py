@@ -20,7 +20,8 @@ def test_the_ack_wait_is_the_flows_spacing_cut_at_the_delayed_ack_timer():
     assert m.ack_wait_ms(20, 4, 40, idle=True) == pytest.approx(2 * s)
     assert m.ack_wait_ms(20, 4, 400, idle=True) == pytest.approx(s)  # RTT >= 2 D (D = 200 ms): the spacing's
     # one flow at 0.1 Mbit/s: a segment every 120 ms, cut at the timer: 40 ms at 20 ms (TCP_DELACK_MIN, above the
-    # srtt bound), the RTT itself at 120 ms, 200 ms (TCP_DELACK_MAX) at 300 ms
+    # srtt bound), the spacing at 130 ms (the timer's srtt bound above it), the RTT itself at 60 ms, and 200 ms
+    # (TCP_DELACK_MAX) at 300 ms for a segment every 1.2 s
     assert m.ack_wait_ms(0.1, 1, 20) == pytest.approx(40.0)
     assert m.ack_wait_ms(0.1, 1, 130) == pytest.approx(1500 * 8 / 0.1e6 * 1e3)
     assert m.ack_wait_ms(0.1, 1, 60) == pytest.approx(60.0)
