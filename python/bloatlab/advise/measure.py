@@ -64,6 +64,18 @@ TSO_BURST_S = 2e-3
 #: Isolation is read where the probe waits less than half of what the flows wait: the middle between the two
 #: mechanisms' ratios (measured isolated: 0.07-0.2, fq_codel at 10-50 Mbit/s, docs/advise.md)
 ISOLATION = 0.5
+#: Linux's delayed ACK (net/ipv4/tcp_input.c __tcp_ack_snd_check, tcp_event_data_recv; tcp_output.c
+#: tcp_send_delayed_ack; include/net/tcp.h, Linux 6.18): a receiver ACKs at once when more than one full segment
+#: is unacknowledged, in quick-ack mode, or on a filled hole; a lone segment waits for the delayed-ACK timer. The
+#: timer's timeout is ``icsk_ack.ato``, which starts at TCP_ATO_MIN (= TCP_DELACK_MIN, HZ/25 = 40 ms) and follows
+#: the segments' inter-arrival time m (m <= 20 ms: ato/2 + 20 ms, a fixed point of 40 ms; 20 ms < m < ato: ato/2 +
+#: m; never below 40 ms), and tcp_send_delayed_ack bounds it above ``TCP_DELACK_MIN`` by the receiver's srtt (at
+#: least TCP_DELACK_MIN), HZ/2, and ``icsk_delack_max`` (TCP_DELACK_MAX = HZ/5 = 200 ms by default). So a lone
+#: segment's ACK waits between these two (ms): :func:`ack_wait_ms`. A probe's echo never waits; a flow's RTT sample
+#: does, so the flows' smoothed RTT exceeds the probe's by that much with no queue of their own (campaign seed 28:
+#: two policers and a tbf at 3.6-7.1 Mbit/s, read as flow isolation with the flows 5-17 ms above the probe)
+DELACK_MIN_MS = 40.0
+DELACK_MAX_MS = 200.0
 #: a policer's loss is not a congestion signal sized to the window: "far above" what a signalling queue drops
 #: (Mathis) is an order of magnitude. Measured: fq_codel at 10 / 50 / 3.75 Mbit/s drops 1.3 / 1.6 / 3.3 x
 #: Mathis's rate; a 430 Mbit/s policer with a 2.7-ms bucket at 312 ms 10^4 x (its CUBIC flows' p95 queueing,
@@ -588,6 +600,45 @@ def burst_floor_ms(rate_mbps: float, flows: int) -> float:
     return NOISE_MS + max(segs_ms, TSO_BURST_S * 1e3)
 
 
+def ack_wait_ms(rate_mbps: float, flows: int, rtt_ms: float, idle: bool = False) -> float:
+    """The most the receiver's ACK policy adds to the mean of the flows'
+    RTT samples (ms) beyond the queue they wait in, for ``flows`` flows that
+    together deliver ``rate_mbps`` (on the wire, as measure reads it) over a
+    round trip of ``rtt_ms``
+    (their smoothed RTT): a wait the probe, echoed at once, never has.
+
+    A sender's RTT sample is taken at the ACK from the oldest segment it
+    newly covers (tcp_clean_rtx_queue). The receiver ACKs at once when a
+    second full segment arrives (__tcp_ack_snd_check) and a lone one when
+    the delayed-ACK timer fires, after at most ``D`` = min(
+    :data:`DELACK_MAX_MS`, max(:data:`DELACK_MIN_MS`, RTT)) (ato bounded by
+    the receiver's srtt, tcp_send_delayed_ack). So each sample carries its
+    first segment's wait for the next one, cut at ``D``. A flow's segments
+    come ``s`` = flows x :data:`WIRE_SEGMENT` / rate apart on average (its share of
+    the rate; its window is w = RTT / s segments). Two ways they arrive:
+
+    - spread over the round trip, one flow's segment after each of the
+      others' (a bottleneck kept busy: DRR's one packet per flow a round, a
+      shared queue): each first segment waits ~s: min(D, s) — the default.
+      (A sender's TSO pairs, back to back, wait less: this is the bound.)
+    - as one burst a round trip (``idle``: the bottleneck idled through the
+      phase — a window-limited flow, CUBIC collapsed behind a policer): the
+      pairs wait nothing and an odd last segment waits for the timer, D,
+      one sample of ceil(w / 2) >= w / 2: D x 2 / w = 2 D s / RTT, which
+      exceeds s where RTT < 2 D; so min(D, s x max(1, 2 D / RTT)).
+
+    At 20 Mbit/s, 4 flows, 40 ms: 2.4 ms (4.8 idle); 9.5 Mbit/s: 5.1 ms;
+    a 6.8-Mbit/s tbf (campaign seed 28 path 16, BBR's phase): 7.0 ms; 4
+    CUBIC flows collapsed to 0.46 Mbit/s behind a 7.1-Mbit/s policer at
+    357 ms (path 18: windows of 3.5 segments): 118 ms; 2 Mbit/s (CAKE, 4
+    flows): 23.6 ms; from 100 Mbit/s up 0.48 ms or less, within the noise
+    (:data:`NOISE_MS`)."""
+    rtt = max(rtt_ms, 1e-3)
+    d = min(DELACK_MAX_MS, max(DELACK_MIN_MS, rtt))
+    s = max(flows, 1) * WIRE_SEGMENT * 8 / (max(rate_mbps, 1e-6) * 1e6) * 1e3
+    return min(d, s * max(1.0, 2 * d / rtt) if idle else s)
+
+
 def mathis_loss(rate_mbps: float, flows: int, rtt_ms: float) -> float:
     """The loss rate ``flows`` ACK-clocked loss-based flows need to sit at
     ``rate_mbps`` together over ``rtt_ms`` (Mathis et al., CCR 1997: one loss
@@ -731,11 +782,19 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     = :func:`burst_floor_ms` (docs/advise.md). In order:
 
     1. ``aqm`` where the flows' *median* wait exceeds the probe's p95 by more
-       than the noise and twice over: a standing backlog the probe skips —
-       flow isolation (fq_codel, CAKE: DRR over per-flow queues serves a
-       sparse flow first), which no shared queue and no policer gives;
+       than the noise and the receiver's ACK wait (:func:`ack_wait_ms`: the
+       delayed ACK and the wait for a pair's second segment, in every flow
+       sample and in no probe), and twice over: a standing backlog the
+       probe skips — flow isolation (fq_codel, CAKE: DRR over per-flow
+       queues serves a sparse flow first), which no shared queue and no
+       policer gives. Not where the phase the evidence comes from delivered
+       ``loss_rate_mbps`` x :data:`UNSATURATED` <= ``rate_mbps`` (``idle``):
+       its bottleneck idled, so no backlog stood in it (DRR, like any
+       work-conserving queue, serves while one does), and its flows' excess
+       is their ACKs' (a CUBIC fill collapsed behind a policer);
     2. ``policer``: drops while the probe does not queue (p95 below
-       ``floor``) and either the flows' p95 stays below ``floor`` too, or they
+       ``floor``) and either the bottleneck idled (``idle``), the flows' p95
+       stays below ``floor`` too, or they
        lose more than :data:`FAR_ABOVE_MATHIS` × what a signalling queue
        would drop (:func:`mathis_loss` at the rate they had while they lost,
        ``loss_rate_mbps``, default ``rate_mbps``, and their RTT ``rtt_ms``)
@@ -745,20 +804,30 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
        by delays and drops (and acts as one): :func:`ambiguity` says so, and
        :func:`alternatives` states it as data the campaign can check;
     3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
-       noise and twice over (the same isolation, seen in the tail);
+       noise and the ACK wait, and twice over (the same isolation, seen in
+       the tail);
     4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
        single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
-       share, at the depth the AQM holds, which is what its twin models."""
+       share, at the depth the AQM holds, which is what its twin models.
+
+    The flows' figures are their queue plus their ACKs' wait: less the
+    bound on that wait they are a lower bound on the queue, which is what
+    the claim of a backlog (isolation) needs; the claim of none (the
+    policer's floor) keeps them as read, an upper bound. No ACK wait is
+    taken off without ``rtt_ms`` (it sets the timer's ceiling)."""
     floor = burst_floor_ms(rate_mbps, flows)
+    phase = loss_rate_mbps or rate_mbps
+    idle = phase * UNSATURATED <= rate_mbps
+    ack = ack_wait_ms(phase, flows, rtt_ms, idle) if rtt_ms is not None else 0.0
 
     def isolated(flow_q):
-        return flow_q - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
+        return not idle and flow_q - ack - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
 
     if isolated(flow_q50):
         return "aqm"
     if dropped and probe_q95 < floor:
-        far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(loss_rate_mbps or rate_mbps, flows, rtt_ms)
-        if flow_q95 < floor or (far and flow_q50 < floor):
+        far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(phase, flows, rtt_ms)
+        if idle or flow_q95 < floor or (far and flow_q50 < floor):
             return "policer"
     if isolated(flow_q95):
         return "aqm"
