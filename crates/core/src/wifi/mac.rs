@@ -157,6 +157,23 @@ pub struct Aggregate<T> {
     pub chain: Option<ChainTx>,
 }
 
+impl<T> Aggregate<T> {
+    /// A Minstrel-HT probe: one MPDU at a sample rate (`IEEE80211_TX_CTL_RATE_CTRL_PROBE`).
+    pub fn probe(&self) -> bool {
+        self.chain.is_some_and(|c| c.chain.probe)
+    }
+
+    /// Whether ath9k counts it in `axq_ampdu_depth` (against [`HW_AGGREGATES`]): an HT
+    /// station's A-MPDU that is not a probe. `ath_tx_txqaddbuf` increments the depth and
+    /// `ath_tx_process_buffer` decrements it only for `bf_is_ampdu_not_probing(bf)`
+    /// (`bf_isampdu(bf) && !(info->flags & IEEE80211_TX_CTL_RATE_CTRL_PROBE)`, unchanged
+    /// from Linux 3.x through 6.18): a probe, sent unaggregated, takes no A-MPDU slot, so
+    /// the scheduler goes on to the next station at once.
+    pub fn counts_as_ampdu(&self, phy: &Phy) -> bool {
+        !phy.non_aggr() && !self.probe()
+    }
+}
+
 /// An A-MPDU's progress along its retry chain (the hardware's multi-rate retry).
 #[derive(Debug, Clone, Copy)]
 pub struct ChainTx {
@@ -274,8 +291,9 @@ pub struct Node<T> {
     /// count against [`HW_AGGREGATES`], as ath9k's `axq_ampdu_depth` is only
     /// decremented at TX completion (`ath_tx_process_buffer`).
     pub in_flight: usize,
-    /// Of those, the A-MPDUs (frames of an HT station): `axq_ampdu_depth` counts only these,
-    /// `axq_depth` all ([`NON_AGGR_DEPTH`]).
+    /// Of those, the A-MPDUs of an HT station that are not Minstrel-HT probes
+    /// ([`Aggregate::counts_as_ampdu`]): `axq_ampdu_depth` counts only these, `axq_depth`
+    /// all ([`NON_AGGR_DEPTH`]).
     pub in_flight_ampdu: usize,
     quantum: Vec<i64>,
     /// Next sequence number per destination.
@@ -481,7 +499,7 @@ impl<T: 'static> Node<T> {
         if phys.iter().any(|p| p.non_aggr()) {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
-        while self.hw.len() + self.in_flight < HW_AGGREGATES {
+        while self.ampdu_depth(phys) < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
             if agg.frames.is_empty() {
@@ -503,7 +521,7 @@ impl<T: 'static> Node<T> {
     fn refill_mixed(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
         loop {
             let depth = self.hw.len() + self.in_flight;
-            let ampdu_depth = self.hw.iter().filter(|a| !phys[a.sta].non_aggr()).count() + self.in_flight_ampdu;
+            let ampdu_depth = self.ampdu_depth(phys);
             if depth >= NON_AGGR_DEPTH {
                 break;
             }
@@ -530,6 +548,12 @@ impl<T: 'static> Node<T> {
             }
             self.turn_done(s);
         }
+    }
+
+    /// ath9k's `axq_ampdu_depth`: the A-MPDUs queued in the hardware or on the air that
+    /// [`Aggregate::counts_as_ampdu`] (probes and 802.11b frames do not).
+    pub fn ampdu_depth(&self, phys: &[Phy]) -> usize {
+        self.hw.iter().filter(|a| a.counts_as_ampdu(&phys[a.sta])).count() + self.in_flight_ampdu
     }
 
     /// Station `s` (at the head of its list) has had its turn: without the airtime scheduler,

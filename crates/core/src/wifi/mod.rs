@@ -471,7 +471,7 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].non_aggr() {
+            if agg.counts_as_ampdu(&self.phys[sta]) {
                 self.nodes[node].in_flight_ampdu += 1;
             }
             let dur = self.try_ns(&agg, sta, collision);
@@ -534,7 +534,7 @@ impl<T: 'static> Wifi<T> {
         for InFlight { node, mut agg } in std::mem::take(&mut self.flight) {
             self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].non_aggr() {
+            if agg.counts_as_ampdu(&self.phys[sta]) {
                 self.nodes[node].in_flight_ampdu -= 1;
             }
             let up = node != 0;

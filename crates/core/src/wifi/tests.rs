@@ -830,29 +830,50 @@ fn a_frame_pulled_behind_a_minstrel_probe_waits_for_the_stations_next_turn() {
     }
     let mut dequeued = Vec::new();
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| dequeued.push(s));
-    let first = nd.hw.pop_front().unwrap();
-    let second = nd.hw.pop_front().unwrap();
     let ids = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>();
-    // Station 0's turn: the probe alone; frame 1 left the TXQ (two dequeues for station 0) but went back to
-    // the retry queue. Station 1's turn: its three frames.
+    // Station 0's turn: the probe alone; frame 1 left the TXQ but went back to the retry queue. The
+    // probe takes no A-MPDU slot (`bf_is_ampdu_not_probing`), so the round goes on: station 1's
+    // three frames, then station 0's next turn with frame 1 first, aggregated with the next. Just
+    // after association Minstrel's chain still ends at MCS 0, so ath9k sizes that aggregate for
+    // 4 ms at MCS 0: 3296 B, two 1500-B frames; frame 3 goes back to the retry queue.
+    assert_eq!(nd.hw.len(), 3);
+    let (first, second, third) = (&nd.hw[0], &nd.hw[1], &nd.hw[2]);
     assert!(first.chain.unwrap().chain.probe);
-    assert_eq!((first.sta, ids(&first)), (0, vec![0]));
-    assert_eq!((second.sta, ids(&second)), (1, vec![10, 11, 12]));
-    assert_eq!(dequeued, vec![0, 0, 1, 1, 1]);
-    for a in [&first, &second] {
-        for p in &a.frames {
-            nd.baw[a.sta].complete(p.data.seq);
-        }
-    }
-    // Station 0's next turn, 1 ms later (no new probe within 20 ms): frame 1 first, aggregated with the next. Just
-    // after association Minstrel's chain still ends at MCS 0, so ath9k sizes the aggregate for 4 ms at MCS 0:
-    // 3296 B, two 1500-B frames.
-    nd.refill(&phys, 1_000_000, &mut rng, &mut ev, &mut |_, _| {});
-    let third = nd.hw.pop_front().unwrap();
+    assert_eq!((first.sta, ids(first)), (0, vec![0]));
+    assert_eq!((second.sta, ids(second)), (1, vec![10, 11, 12]));
     let chain = third.chain.unwrap().chain;
     assert!(!chain.probe);
     assert_eq!((chain.aggr_limit(), mcs(0).aggr_limit()), (3296, 3296));
-    assert_eq!((third.sta, ids(&third)), (0, vec![1, 2]));
+    assert_eq!((third.sta, ids(third)), (0, vec![1, 2]));
+    assert_eq!(dequeued, vec![0, 0, 1, 1, 1, 0, 0]);
+}
+
+#[test]
+fn a_minstrel_probe_takes_no_a_mpdu_slot_in_the_hardware_queue() {
+    // ath9k counts in `axq_ampdu_depth` (against ATH_AGGR_MIN_QDEPTH = 2) only
+    // `bf_is_ampdu_not_probing` aggregates: with a probe queued the hardware still takes two
+    // A-MPDUs, and the probe counts neither queued nor on the air.
+    use super::minstrel::{Minstrel, SampleTable};
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut nd = node(Design::Fq, 3);
+    nd.rc[0] = Some(Minstrel::new(15, 0, SampleTable::boot()));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for s in 0..3u32 {
+        for i in 0..40 {
+            nd.enqueue(frame(s, 1500, 100 * s as u64 + i, 0), 0, &mut rng, &mut ev);
+        }
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let turns: Vec<(usize, usize, bool)> = nd.hw.iter().map(|a| (a.sta, a.frames.len(), a.chain.is_some_and(|c| c.chain.probe))).collect();
+    // Station 0's probe, then two A-MPDUs: station 1's 32 frames (fixed MCS 15: 32 subframes) and
+    // station 2's; station 0's next turn waits for a slot.
+    assert_eq!(turns, vec![(0, 1, true), (1, 32, false), (2, 32, false)]);
+    // The probe goes on the air: it takes no slot there either, and nothing more fits.
+    nd.hw.pop_front().unwrap();
+    nd.in_flight += 1;
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.hw.iter().map(|a| a.sta).collect::<Vec<_>>(), vec![1, 2]);
 }
 
 // ------------------------------------------------------------ 802.11b (DSSS/CCK) stations
