@@ -434,7 +434,7 @@ impl<T: 'static> Wifi<T> {
     pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
         let node = if up { 1 + sta } else { 0 };
         let dest = if up { 0 } else { sta as u32 };
-        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0 } };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0, probe: None } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
         self.refill(node, now, rng);
         self.absorb(node, drops);

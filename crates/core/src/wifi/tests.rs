@@ -52,7 +52,7 @@ fn timing_constants_are_the_5ghz_ofdm_ones() {
 }
 
 fn frame(sta: u32, len: u32, id: u64, now: Nanos) -> Packet<Frame<u64>> {
-    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: Some(id), sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0 } }
+    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: Some(id), sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0, probe: None } }
 }
 
 fn node(design: Design, n: usize) -> Node<u64> {
@@ -874,6 +874,39 @@ fn a_minstrel_probe_takes_no_a_mpdu_slot_in_the_hardware_queue() {
     nd.in_flight += 1;
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     assert_eq!(nd.hw.iter().map(|a| a.sta).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+#[test]
+fn a_frame_becomes_a_minstrel_probe_as_it_leaves_the_txq_and_ends_the_aggregate_it_would_join() {
+    // mac80211 (≥ 5.14) runs `minstrel_ht_get_rate` on each frame as `ieee80211_tx_dequeue` hands it
+    // to ath9k; a frame waiting in ath9k's retry queue was rate-controlled when it left the TXQ. So
+    // when a station's turn comes after `sample_time` has passed, the retried frame leads an ordinary
+    // aggregate and the first frame pulled from the TXQ is the probe: `ath_tx_form_aggr` stops before
+    // it and it leads the next aggregate alone.
+    use super::minstrel::{mcs_rate, Minstrel, SampleTable};
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Fq, 1);
+    nd.rc[0] = Some(Minstrel::new(15, 0, SampleTable::boot()));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..5 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let ids = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>();
+    let mut turn = |nd: &mut Node<u64>, now| nd.build(0, &phys[0], now, &mut rng, &mut ev, &mut |_, _| {});
+    // t = 0: frame 0 is the first probe (INC: MCS 8), alone; frame 1 waits in the retry queue.
+    let a = turn(&mut nd, 0);
+    assert_eq!((ids(&a), a.chain.unwrap().chain.series[0].rate), (vec![0], mcs_rate(8)));
+    // t = 30 ms, past the next sample time: frame 1 leads, not a probe; frame 2, pulled from the
+    // TXQ now, is the next probe (a JUMP rate) and goes back to the retry queue.
+    let b = turn(&mut nd, 30_000_000);
+    assert_eq!((ids(&b), b.probe()), (vec![1], false));
+    // t = 31 ms: frame 2 alone at its sample rate; frame 3 (no probe within 20 ms) waits.
+    let c = turn(&mut nd, 31_000_000);
+    assert_eq!((ids(&c), c.probe()), (vec![2], true));
+    assert_ne!(c.chain.unwrap().chain.series[0].rate, mcs_rate(8));
+    let d = turn(&mut nd, 32_000_000);
+    assert_eq!((ids(&d), d.probe()), (vec![3, 4], false));
 }
 
 // ------------------------------------------------------------ 802.11b (DSSS/CCK) stations
