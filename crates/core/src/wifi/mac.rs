@@ -14,8 +14,8 @@
 //!   `ieee80211_txq_setup_flows`: quantum 300 B, limit 8192 packets, memory
 //!   4 MiB without VHT, CoDel target 20 ms, interval 100 ms, ECN on), the
 //!   aggregate is built at dequeue time and the hardware holds at most
-//!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates; stations still take turns per
-//!   aggregate.
+//!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates (Minstrel-HT probes not counted,
+//!   `bf_is_ampdu_not_probing`); stations still take turns per aggregate.
 //! - `airtime` (4.11, commit 63fefa050477 "ath9k: Introduce airtime fairness
 //!   scheduling between stations"): `fq` plus a deficit round robin across
 //!   stations in airtime: each station has a deficit (µs); a station at the

@@ -28,7 +28,10 @@
 //! rate table: `[tp[0], tp[1], tp[2], prob]`, each with a try count that keeps
 //! the segment within 6 ms ([`Minstrel::calc_retransmit`]). At most one frame
 //! per [`SAMPLE_INTERVAL_NS`] is a *probe*: its first rate is a sample rate
-//! tried once (ath9k sends a probe unaggregated, `ath_lookup_rate`), chosen in turn from three small lists (`INC`: the next faster
+//! tried once (ath9k sends a probe unaggregated, `ath_lookup_rate`; mac80211
+//! ≥ 5.14 asks per frame as the frame leaves the TXQ, [`Minstrel::sample`], and
+//! ath9k takes the A-MPDU's rates from its first frame, [`Minstrel::chain`]),
+//! chosen in turn from three small lists (`INC`: the next faster
 //! rate of each group; `JUMP`: random faster rates; `SLOW`: rates between the
 //! fastest and the slowest of the table that are not yet > 95 %).
 //!
