@@ -85,7 +85,7 @@ fn run_wifi(design: Design, stations: usize, n: u64) -> f64 {
     let mut i = 0u64;
     let pkt = |i: u64, now| Packet {
         meta: PacketMeta { flow: i % (4 * stations as u64) + 1, len: 1500, enqueued_at: now, ..Default::default() },
-        data: Frame { data: Some(i), sta: (i % stations as u64) as u32, retries: 0, seq: NO_SEQ, air_us: 0 },
+        data: Frame { data: Some(i), sta: (i % stations as u64) as u32, retries: 0, seq: NO_SEQ, air_us: 0, probe: None },
     };
     for _ in 0..(82 * stations) {
         node.enqueue(pkt(i, now), now, &mut rng, &mut ev);

@@ -14,8 +14,8 @@
 //!   `ieee80211_txq_setup_flows`: quantum 300 B, limit 8192 packets, memory
 //!   4 MiB without VHT, CoDel target 20 ms, interval 100 ms, ECN on), the
 //!   aggregate is built at dequeue time and the hardware holds at most
-//!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates; stations still take turns per
-//!   aggregate.
+//!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates (Minstrel-HT probes not counted,
+//!   `bf_is_ampdu_not_probing`); stations still take turns per aggregate.
 //! - `airtime` (4.11, commit 63fefa050477 "ath9k: Introduce airtime fairness
 //!   scheduling between stations"): `fq` plus a deficit round robin across
 //!   stations in airtime: each station has a deficit (µs); a station at the
@@ -56,7 +56,7 @@
 
 use super::airtime::{mpdu_bytes, psdu_bytes, subframe_padding, Phy, AMPDU_DELIMITER, BLOCK_ACK_WINDOW, MAX_AMPDU_FRAMES};
 use super::aql::{expected_airtime_us, stored_estimate_us, AqlConfig, Pending};
-use super::minstrel::{Minstrel, RateChain, MAX_RATES};
+use super::minstrel::{Minstrel, RateChain, Series, MAX_RATES};
 use crate::qdisc::codel::CodelParams;
 use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::{CodelBacklog, FqCodel};
@@ -140,6 +140,11 @@ pub struct Frame<T> {
     /// AQL: the expected airtime this frame added to its station's pending
     /// airtime when it left the TXQ (the skb's `tx_time_est`), µs; 0 without AQL.
     pub air_us: u32,
+    /// Minstrel-HT made this frame a probe ([`Minstrel::sample`]: its sample rate, tried
+    /// once) when rate control saw it: as it left the mac80211 TXQ (`fq`, `airtime`), or
+    /// as it entered the driver (`legacy`). The flag stays with the frame (the skb's
+    /// `IEEE80211_TX_CTL_RATE_CTRL_PROBE`) through the retry queue and retries.
+    pub probe: Option<Series>,
 }
 
 /// The sequence number of a frame not yet put into an aggregate.
@@ -155,6 +160,23 @@ pub struct Aggregate<T> {
     /// Minstrel-HT: the retry chain it is sent with and the tries so far
     /// (None: the station's fixed PHY rate).
     pub chain: Option<ChainTx>,
+}
+
+impl<T> Aggregate<T> {
+    /// A Minstrel-HT probe: one MPDU at a sample rate (`IEEE80211_TX_CTL_RATE_CTRL_PROBE`).
+    pub fn probe(&self) -> bool {
+        self.chain.is_some_and(|c| c.chain.probe)
+    }
+
+    /// Whether ath9k counts it in `axq_ampdu_depth` (against [`HW_AGGREGATES`]): an HT
+    /// station's A-MPDU that is not a probe. `ath_tx_txqaddbuf` increments the depth and
+    /// `ath_tx_process_buffer` decrements it only for `bf_is_ampdu_not_probing(bf)`
+    /// (`bf_isampdu(bf) && !(info->flags & IEEE80211_TX_CTL_RATE_CTRL_PROBE)`, unchanged
+    /// from Linux 3.x through 6.18): a probe, sent unaggregated, takes no A-MPDU slot, so
+    /// the scheduler goes on to the next station at once.
+    pub fn counts_as_ampdu(&self, phy: &Phy) -> bool {
+        !phy.non_aggr() && !self.probe()
+    }
 }
 
 /// An A-MPDU's progress along its retry chain (the hardware's multi-rate retry).
@@ -274,8 +296,9 @@ pub struct Node<T> {
     /// count against [`HW_AGGREGATES`], as ath9k's `axq_ampdu_depth` is only
     /// decremented at TX completion (`ath_tx_process_buffer`).
     pub in_flight: usize,
-    /// Of those, the A-MPDUs (frames of an HT station): `axq_ampdu_depth` counts only these,
-    /// `axq_depth` all ([`NON_AGGR_DEPTH`]).
+    /// Of those, the A-MPDUs of an HT station that are not Minstrel-HT probes
+    /// ([`Aggregate::counts_as_ampdu`]): `axq_ampdu_depth` counts only these, `axq_depth`
+    /// all ([`NON_AGGR_DEPTH`]).
     pub in_flight_ampdu: usize,
     quantum: Vec<i64>,
     /// Next sequence number per destination.
@@ -348,8 +371,13 @@ impl<T: 'static> Node<T> {
     fn pull_iface(&mut self, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
         let Some(iface) = self.iface.as_mut() else { return };
         while self.driver_frames < LEGACY_DRIVER_FRAMES {
-            let Some(p) = iface.dequeue(now, rng, ev) else { break };
+            let Some(mut p) = iface.dequeue(now, rng, ev) else { break };
             let s = p.data.sta as usize;
+            // Before mac80211's TXQs, rate control ran in the transmit path, before the driver
+            // (`ath_tx_start`) took the frame.
+            if let Some(m) = self.rc.get_mut(s).and_then(|m| m.as_mut()) {
+                p.data.probe = m.sample(now);
+            }
             self.driver_frames += 1;
             self.txqs[s].q.enqueue(p, now, rng, ev);
             if !self.txqs[s].linked {
@@ -481,7 +509,7 @@ impl<T: 'static> Node<T> {
         if phys.iter().any(|p| p.non_aggr()) {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
-        while self.hw.len() + self.in_flight < HW_AGGREGATES {
+        while self.ampdu_depth(phys) < HW_AGGREGATES {
             let Some(s) = self.next_station() else { break };
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
             if agg.frames.is_empty() {
@@ -503,7 +531,7 @@ impl<T: 'static> Node<T> {
     fn refill_mixed(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
         loop {
             let depth = self.hw.len() + self.in_flight;
-            let ampdu_depth = self.hw.iter().filter(|a| !phys[a.sta].non_aggr()).count() + self.in_flight_ampdu;
+            let ampdu_depth = self.ampdu_depth(phys);
             if depth >= NON_AGGR_DEPTH {
                 break;
             }
@@ -530,6 +558,12 @@ impl<T: 'static> Node<T> {
             }
             self.turn_done(s);
         }
+    }
+
+    /// ath9k's `axq_ampdu_depth`: the A-MPDUs queued in the hardware or on the air that
+    /// [`Aggregate::counts_as_ampdu`] (probes and 802.11b frames do not).
+    pub fn ampdu_depth(&self, phys: &[Phy]) -> usize {
+        self.hw.iter().filter(|a| a.counts_as_ampdu(&phys[a.sta])).count() + self.in_flight_ampdu
     }
 
     /// Station `s` (at the head of its list) has had its turn: without the airtime scheduler,
@@ -566,9 +600,13 @@ impl<T: 'static> Node<T> {
             self.txqs[s].round = self.round;
             let pending = self.aql.as_mut().expect("AQL is on");
             let txq = &mut self.txqs[s];
+            let mut rc = self.rc.get_mut(s).and_then(|m| m.as_mut());
             let mut n = 0;
             while pending.may_dequeue(s) {
                 let Some(mut p) = txq.q.dequeue(now, rng, ev) else { break };
+                if let Some(m) = rc.as_deref_mut() {
+                    p.data.probe = m.sample(now);
+                }
                 let t = stored_estimate_us(expected_airtime_us(&phys[s], p.meta.len));
                 p.data.air_us = t as u32;
                 pending.add(s, t);
@@ -655,24 +693,33 @@ impl<T: 'static> Node<T> {
     /// [`MAX_AMPDU_FRAMES`] = 32 subframes (half the block-ack window), and
     /// before a frame whose sequence number lies past the block-ack window
     /// ([`Baw`]; ath9k numbers it, `ath_tx_setup_buffer`, then keeps it in the
-    /// retry queue, `ath_tx_get_tid_subframe`).
+    /// retry queue, `ath_tx_get_tid_subframe`), or before a frame that is a Minstrel-HT
+    /// probe ([`Frame::probe`]), which waits in the retry queue to lead the station's next
+    /// aggregate alone.
     pub fn build(&mut self, s: usize, phy: &Phy, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Aggregate<T> {
         let aql = self.aql.is_some();
-        // Minstrel-HT: the rates of the A-MPDU's first frame; ath9k sizes it
-        // for the slowest rate of the chain (`ath_lookup_rate`).
-        let chain = self.rc.get_mut(s).and_then(|m| m.as_mut()).map(|m| m.get_rates(now));
+        // Minstrel-HT decides per frame as it leaves the TXQ (with AQL, as it leaves for the
+        // firmware; `legacy`, as it enters the driver): see [`Frame::probe`].
+        let sample_here = !aql && self.design != Design::Legacy;
+        let mut rc = self.rc.get_mut(s).and_then(|m| m.as_mut());
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
         let baw = &self.baw[s];
-        let limit = chain.map_or(phy.aggr_limit(), |c| c.aggr_limit()) as u64;
+        let mut chain: Option<RateChain> = None;
+        let mut limit = 0u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
         let (mut al, mut bpad) = (0u64, 0u64);
         loop {
             let p = match txq.retry.pop_front() {
                 Some(p) => p,
                 None => match if aql { txq.fw.pop_front() } else { txq.q.dequeue(now, rng, ev) } {
-                    Some(p) => {
+                    Some(mut p) => {
                         qdelay(s, now - p.meta.enqueued_at);
+                        if sample_here {
+                            if let Some(m) = rc.as_deref_mut() {
+                                p.data.probe = m.sample(now);
+                            }
+                        }
                         p
                     }
                     None => break,
@@ -688,7 +735,14 @@ impl<T: 'static> Node<T> {
                 break;
             }
             let al_delta = (AMPDU_DELIMITER + mpdu_bytes(p.meta.len)) as u64;
-            if !frames.is_empty() && (limit < al + bpad + al_delta || frames.len() >= MAX_AMPDU_FRAMES) {
+            if frames.is_empty() {
+                // ath9k `ath_set_rates`/`ath_lookup_rate` on the first frame: a probe goes alone,
+                // any other A-MPDU is sized for the slowest rate of the chain.
+                chain = rc.as_deref().map(|m| m.chain(p.data.probe));
+                limit = chain.map_or(phy.aggr_limit(), |c| c.aggr_limit()) as u64;
+            } else if limit < al + bpad + al_delta || frames.len() >= MAX_AMPDU_FRAMES || p.data.probe.is_some() {
+                // `ath_tx_form_aggr`: past the length limit or the half window, or a probe
+                // ("IEEE80211_TX_CTL_RATE_CTRL_PROBE ... goto stop"): back to the retry queue.
                 txq.retry.push_front(p);
                 break;
             }

@@ -28,7 +28,10 @@
 //! rate table: `[tp[0], tp[1], tp[2], prob]`, each with a try count that keeps
 //! the segment within 6 ms ([`Minstrel::calc_retransmit`]). At most one frame
 //! per [`SAMPLE_INTERVAL_NS`] is a *probe*: its first rate is a sample rate
-//! tried once (ath9k sends a probe unaggregated, `ath_lookup_rate`), chosen in turn from three small lists (`INC`: the next faster
+//! tried once (ath9k sends a probe unaggregated, `ath_lookup_rate`; mac80211
+//! ≥ 5.14 asks per frame as the frame leaves the TXQ, [`Minstrel::sample`], and
+//! ath9k takes the A-MPDU's rates from its first frame, [`Minstrel::chain`]),
+//! chosen in turn from three small lists (`INC`: the next faster
 //! rate of each group; `JUMP`: random faster rates; `SLOW`: rates between the
 //! fastest and the slowest of the table that are not yet > 95 %).
 //!
@@ -783,23 +786,43 @@ impl Minstrel {
         self.table = t;
     }
 
-    /// `minstrel_ht_get_rate` + `rate_control_fill_sta_table`: the rates of
-    /// the next A-MPDU (its first frame's). A probe is tried once at the sample
-    /// rate, then falls back to the table's entries 1-3.
-    pub fn get_rates(&mut self, now: Nanos) -> RateChain {
-        let table = RateChain { series: self.table, probe: false };
+    /// `minstrel_ht_get_rate` for one frame: the sample rate, tried once, when the
+    /// frame is to be a probe (`IEEE80211_TX_CTL_RATE_CTRL_PROBE`), else None. At most
+    /// one per [`SAMPLE_INTERVAL_NS`]: once `sample_time` has passed, the next frame
+    /// sets it 20 ms ahead and takes the next sample type's first rate, if its list
+    /// holds one. mac80211 calls it for every frame as the frame leaves the station's
+    /// TXQ (`ieee80211_tx_dequeue` → `ieee80211_xmit_fast_finish` /
+    /// `invoke_tx_handlers_late` → `ieee80211_tx_h_rate_ctrl`, Linux ≥ 5.14: Ryder Lee,
+    /// "mac80211: call ieee80211_tx_h_rate_ctrl() when dequeue", 2021; before, as the
+    /// frame entered the TXQ).
+    pub fn sample(&mut self, now: Nanos) -> Option<Series> {
         if self.sample_time > now {
-            return table;
+            return None;
         }
         self.sample_time = now + SAMPLE_INTERVAL_NS;
         let ty = SAMPLE_SEQ[self.sample_seq];
         self.sample_seq = (self.sample_seq + 1) % SAMPLE_SEQ.len();
-        let rates = &mut self.sample[ty].sample_rates;
-        let Some(slot) = rates.iter_mut().find(|r| **r != 0) else { return table };
-        let idx = std::mem::take(slot);
+        let slot = self.sample[ty].sample_rates.iter_mut().find(|r| **r != 0)?;
+        Some(Series { rate: std::mem::take(slot), count: 1 })
+    }
+
+    /// `rate_control_fill_sta_table` (ath9k `ath_set_rates` when it forms the A-MPDU): the
+    /// rates of an A-MPDU whose first frame is `probe` (its sample rate, from
+    /// [`Minstrel::sample`]) or not: a probe is tried once at the sample rate, then falls
+    /// back to the table's entries 1-3; otherwise the table as it is now.
+    pub fn chain(&self, probe: Option<Series>) -> RateChain {
         let mut series = self.table;
-        series[0] = Series { rate: idx, count: 1 };
-        RateChain { series, probe: true }
+        if let Some(p) = probe {
+            series[0] = p;
+        }
+        RateChain { series, probe: probe.is_some() }
+    }
+
+    /// [`Minstrel::sample`] then [`Minstrel::chain`]: the rates of an A-MPDU led by a
+    /// frame that leaves the TXQ now.
+    pub fn get_rates(&mut self, now: Nanos) -> RateChain {
+        let probe = self.sample(now);
+        self.chain(probe)
     }
 
     /// `minstrel_downgrade_rate`: sudden death of spatial multiplexing.

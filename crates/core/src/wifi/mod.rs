@@ -434,7 +434,7 @@ impl<T: 'static> Wifi<T> {
     pub fn enqueue(&mut self, now: Nanos, sta: usize, up: bool, pkt: Packet<T>, rng: &mut Rng, drops: &mut Vec<Dropped<T>>) {
         let node = if up { 1 + sta } else { 0 };
         let dest = if up { 0 } else { sta as u32 };
-        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0 } };
+        let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0, probe: None } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
         self.refill(node, now, rng);
         self.absorb(node, drops);
@@ -471,7 +471,7 @@ impl<T: 'static> Wifi<T> {
             let agg = self.nodes[node].hw.pop_front().expect("a contending node has an aggregate");
             self.nodes[node].in_flight += 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].non_aggr() {
+            if agg.counts_as_ampdu(&self.phys[sta]) {
                 self.nodes[node].in_flight_ampdu += 1;
             }
             let dur = self.try_ns(&agg, sta, collision);
@@ -534,7 +534,7 @@ impl<T: 'static> Wifi<T> {
         for InFlight { node, mut agg } in std::mem::take(&mut self.flight) {
             self.nodes[node].in_flight -= 1;
             let sta = if node == 0 { agg.sta } else { node - 1 };
-            if !self.phys[sta].non_aggr() {
+            if agg.counts_as_ampdu(&self.phys[sta]) {
                 self.nodes[node].in_flight_ampdu -= 1;
             }
             let up = node != 0;

@@ -52,7 +52,7 @@ fn timing_constants_are_the_5ghz_ofdm_ones() {
 }
 
 fn frame(sta: u32, len: u32, id: u64, now: Nanos) -> Packet<Frame<u64>> {
-    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: Some(id), sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0 } }
+    Packet { meta: PacketMeta { flow: id % 7 + 1, len, enqueued_at: now, ..Default::default() }, data: Frame { data: Some(id), sta, retries: 0, seq: super::mac::NO_SEQ, air_us: 0, probe: None } }
 }
 
 fn node(design: Design, n: usize) -> Node<u64> {
@@ -830,29 +830,83 @@ fn a_frame_pulled_behind_a_minstrel_probe_waits_for_the_stations_next_turn() {
     }
     let mut dequeued = Vec::new();
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| dequeued.push(s));
-    let first = nd.hw.pop_front().unwrap();
-    let second = nd.hw.pop_front().unwrap();
     let ids = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>();
-    // Station 0's turn: the probe alone; frame 1 left the TXQ (two dequeues for station 0) but went back to
-    // the retry queue. Station 1's turn: its three frames.
+    // Station 0's turn: the probe alone; frame 1 left the TXQ but went back to the retry queue. The
+    // probe takes no A-MPDU slot (`bf_is_ampdu_not_probing`), so the round goes on: station 1's
+    // three frames, then station 0's next turn with frame 1 first, aggregated with the next. Just
+    // after association Minstrel's chain still ends at MCS 0, so ath9k sizes that aggregate for
+    // 4 ms at MCS 0: 3296 B, two 1500-B frames; frame 3 goes back to the retry queue.
+    assert_eq!(nd.hw.len(), 3);
+    let (first, second, third) = (&nd.hw[0], &nd.hw[1], &nd.hw[2]);
     assert!(first.chain.unwrap().chain.probe);
-    assert_eq!((first.sta, ids(&first)), (0, vec![0]));
-    assert_eq!((second.sta, ids(&second)), (1, vec![10, 11, 12]));
-    assert_eq!(dequeued, vec![0, 0, 1, 1, 1]);
-    for a in [&first, &second] {
-        for p in &a.frames {
-            nd.baw[a.sta].complete(p.data.seq);
-        }
-    }
-    // Station 0's next turn, 1 ms later (no new probe within 20 ms): frame 1 first, aggregated with the next. Just
-    // after association Minstrel's chain still ends at MCS 0, so ath9k sizes the aggregate for 4 ms at MCS 0:
-    // 3296 B, two 1500-B frames.
-    nd.refill(&phys, 1_000_000, &mut rng, &mut ev, &mut |_, _| {});
-    let third = nd.hw.pop_front().unwrap();
+    assert_eq!((first.sta, ids(first)), (0, vec![0]));
+    assert_eq!((second.sta, ids(second)), (1, vec![10, 11, 12]));
     let chain = third.chain.unwrap().chain;
     assert!(!chain.probe);
     assert_eq!((chain.aggr_limit(), mcs(0).aggr_limit()), (3296, 3296));
-    assert_eq!((third.sta, ids(&third)), (0, vec![1, 2]));
+    assert_eq!((third.sta, ids(third)), (0, vec![1, 2]));
+    assert_eq!(dequeued, vec![0, 0, 1, 1, 1, 0, 0]);
+}
+
+#[test]
+fn a_minstrel_probe_takes_no_a_mpdu_slot_in_the_hardware_queue() {
+    // ath9k counts in `axq_ampdu_depth` (against ATH_AGGR_MIN_QDEPTH = 2) only
+    // `bf_is_ampdu_not_probing` aggregates: with a probe queued the hardware still takes two
+    // A-MPDUs, and the probe counts neither queued nor on the air.
+    use super::minstrel::{Minstrel, SampleTable};
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut nd = node(Design::Fq, 3);
+    nd.rc[0] = Some(Minstrel::new(15, 0, SampleTable::boot()));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for s in 0..3u32 {
+        for i in 0..40 {
+            nd.enqueue(frame(s, 1500, 100 * s as u64 + i, 0), 0, &mut rng, &mut ev);
+        }
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let turns: Vec<(usize, usize, bool)> = nd.hw.iter().map(|a| (a.sta, a.frames.len(), a.chain.is_some_and(|c| c.chain.probe))).collect();
+    // Station 0's probe, then two A-MPDUs: station 1's 32 frames (fixed MCS 15: 32 subframes) and
+    // station 2's; station 0's next turn waits for a slot.
+    assert_eq!(turns, vec![(0, 1, true), (1, 32, false), (2, 32, false)]);
+    // The probe goes on the air: it takes no slot there either, and nothing more fits.
+    nd.hw.pop_front().unwrap();
+    nd.in_flight += 1;
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.hw.iter().map(|a| a.sta).collect::<Vec<_>>(), vec![1, 2]);
+}
+
+#[test]
+fn a_frame_becomes_a_minstrel_probe_as_it_leaves_the_txq_and_ends_the_aggregate_it_would_join() {
+    // mac80211 (≥ 5.14) runs `minstrel_ht_get_rate` on each frame as `ieee80211_tx_dequeue` hands it
+    // to ath9k; a frame waiting in ath9k's retry queue was rate-controlled when it left the TXQ. So
+    // when a station's turn comes after `sample_time` has passed, the retried frame leads an ordinary
+    // aggregate and the first frame pulled from the TXQ is the probe: `ath_tx_form_aggr` stops before
+    // it and it leads the next aggregate alone.
+    use super::minstrel::{mcs_rate, Minstrel, SampleTable};
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Fq, 1);
+    nd.rc[0] = Some(Minstrel::new(15, 0, SampleTable::boot()));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..5 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let ids = |a: &Aggregate<u64>| a.frames.iter().map(|p| p.data.data.unwrap()).collect::<Vec<_>>();
+    let mut turn = |nd: &mut Node<u64>, now| nd.build(0, &phys[0], now, &mut rng, &mut ev, &mut |_, _| {});
+    // t = 0: frame 0 is the first probe (INC: MCS 8), alone; frame 1 waits in the retry queue.
+    let a = turn(&mut nd, 0);
+    assert_eq!((ids(&a), a.chain.unwrap().chain.series[0].rate), (vec![0], mcs_rate(8)));
+    // t = 30 ms, past the next sample time: frame 1 leads, not a probe; frame 2, pulled from the
+    // TXQ now, is the next probe (a JUMP rate) and goes back to the retry queue.
+    let b = turn(&mut nd, 30_000_000);
+    assert_eq!((ids(&b), b.probe()), (vec![1], false));
+    // t = 31 ms: frame 2 alone at its sample rate; frame 3 (no probe within 20 ms) waits.
+    let c = turn(&mut nd, 31_000_000);
+    assert_eq!((ids(&c), c.probe()), (vec![2], true));
+    assert_ne!(c.chain.unwrap().chain.series[0].rate, mcs_rate(8));
+    let d = turn(&mut nd, 32_000_000);
+    assert_eq!((ids(&d), d.probe()), (vec![3, 4], false));
 }
 
 // ------------------------------------------------------------ 802.11b (DSSS/CCK) stations
