@@ -51,14 +51,19 @@
 //!
 //! Simplifications: the receiving application reads everything at once after
 //! each segment has been acked (a bulk sink, as the emulator's probe
-//! receiver), so the receive queue holds one skb when the window is computed
-//! and is empty when DRS measures; every segment is taken as full-sized; the
+//! receiver), so the receive queue holds the segments that arrived since the
+//! last read (one, or those a filled hole released) and the out-of-order
+//! queue when the window is computed, and no in-order data when DRS
+//! measures; every segment is taken as full-sized; the
 //! window-independent RTT sample (`tcp_rcv_rtt_measure`, which can only lower
 //! the estimate and is never below the timestamp one on a path without
 //! reordering) and the window-update ACK a read may send
-//! (`tcp_cleanup_rbuf`) are not modelled; until the first ACK has reached the
-//! sender, data carry no echo (Linux: the SYN-ACK's), so the first RTT sample
-//! comes one round later; `rcvq_space.time` starts at the first data segment
+//! (`tcp_cleanup_rbuf`) are not modelled; the first data echo the segment
+//! that let the sender start (a download's request, an upload's SYN-ACK), so
+//! the first RTT sample comes with the first data, as on the kernel (its
+//! capture: the first segments echo the request's TSval; `ss -tmi`: DRS steps
+//! to 244 316 and 493 014 B at rounds 3 and 4 of a 20-ms download, as the
+//! model's); `rcvq_space.time` starts at the first data segment
 //! (Linux: at connection establishment, the same instant for an upload and
 //! one round earlier for a download).
 
@@ -316,8 +321,10 @@ impl RcvWindow {
     /// SACK on): the window may grow (returns whether it did), and the buffer
     /// is resized for the out-of-order span (`ooo_bytes` from rcv_nxt to the
     /// end of the highest out-of-order segment).
-    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64) -> bool {
-        let grew = self.grow(len, 1);
+    /// `charged`: the segments already in `sk_rmem_alloc` (unread and out of
+    /// order), this one not yet: Linux charges it after `tcp_grow_window`.
+    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64, charged: u32) -> bool {
+        let grew = self.grow(len, charged);
         self.rcvbuf_grow(self.space, ooo_bytes);
         grew
     }
@@ -537,7 +544,7 @@ mod tests {
         let mut w = fresh();
         w.on_in_order(0, 1448, 1);
         // 2 x 14 480 + 100 segments of span = 173 760 B of window: 278 016 B of buffer
-        w.on_out_of_order(1448, 100 * 1448);
+        w.on_out_of_order(1448, 100 * 1448, 1);
         assert_eq!((w.space, w.rcvbuf), (14_480, 278_016));
         w.space = 1 << 30;
         w.rcvbuf_grow(1 << 30, 0);
