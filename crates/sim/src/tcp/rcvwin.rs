@@ -28,9 +28,11 @@
 //!   segment of ≥ 128 B raises `rcv_ssthresh` by 2 × advmss up to what the
 //!   clamp and the free buffer allow, and sets `icsk_ack.quick |= 1`: the
 //!   segment is acked at once (the receiver's caller does that);
-//! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), when the application
-//!   reads: once the receiver's RTT estimate has passed since the last
-//!   measure, if more bytes were read than last time (`copied`), `sk_rcvbuf`
+//! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), after each skb the
+//!   application reads: once the receiver's RTT estimate has passed since
+//!   the last measure, if more bytes were read than last time (`copied`,
+//!   less those still in the receive queue: a read of a block a filled hole
+//!   released measures at its first skb, the rest not yet read), `sk_rcvbuf`
 //!   becomes the space for a window of 2 × copied plus 2 × that times the
 //!   growth rate (slow start doubles per RTT, and DRS is one RTT late), plus
 //!   the out-of-order span, at most `tcp_rmem[2]`; `window_clamp` follows;
@@ -329,9 +331,18 @@ impl RcvWindow {
         grew
     }
 
-    /// `tcp_rcv_space_adjust` when the application has read everything up to
-    /// `copied_seq` (bytes) at `now`; `ooo_bytes` as in [`Self::on_out_of_order`].
-    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, ooo_bytes: u64) {
+    /// `tcp_rcv_space_adjust` as `tcp_recvmsg_locked` calls it, after each
+    /// skb it copies: at `now` the application has read up to `copied_seq`
+    /// (bytes) and `inq` bytes are still in the receive queue
+    /// (`rcv_nxt - copied_seq`), which Linux (≥ 6.16, "tcp: add receive
+    /// queue awareness in tcp_rcv_space_adjust()") takes off what was
+    /// copied; `ooo_bytes` as in [`Self::on_out_of_order`]. Once a receiver
+    /// RTT has passed, the first skb of a read measures and starts the next
+    /// interval at its own end, so the later skbs of the same read (the same
+    /// `now`) measure nothing: a read of a block that a filled hole released
+    /// measures one skb less the rest of the block (usually no growth), and
+    /// the rest counts in the next interval.
+    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, inq: u64, ooo_bytes: u64) {
         let Some(t0) = self.space_time else { return };
         if self.rtt_us8 == 0 {
             return;
@@ -340,9 +351,9 @@ impl RcvWindow {
         if time_us < (self.rtt_us8 >> 3) as u64 {
             return;
         }
-        let copied = copied_seq - self.space_seq;
-        if copied > self.space as u64 {
-            self.rcvbuf_grow(copied.min(u32::MAX as u64) as u32, ooo_bytes);
+        let copied = (copied_seq - self.space_seq) as i64 - inq as i64;
+        if copied > self.space as i64 {
+            self.rcvbuf_grow(copied.min(u32::MAX as i64) as u32, ooo_bytes);
         }
         self.space_seq = copied_seq;
         self.space_time = Some(now);
@@ -511,9 +522,9 @@ mod tests {
         let mut w = fresh();
         w.on_in_order(0, 1448, 1); // rcvq_space.time = 0, ratio 160
         w.on_tsecr(60 * NS_PER_MS, 10); // receiver RTT 50 ms
-        w.on_read(49 * NS_PER_MS, 30 * 1448, 0);
+        w.on_read(49 * NS_PER_MS, 30 * 1448, 0, 0);
         assert_eq!((w.rcvbuf, w.space), (131_072, 14_480), "less than one RTT: nothing");
-        w.on_read(50 * NS_PER_MS, 30 * 1448, 0);
+        w.on_read(50 * NS_PER_MS, 30 * 1448, 0, 0);
         // copied 43 440 > 14 480: rcvwin = 2 x 43 440 + 2 x 86 880 x 28 960 / 14 480 = 434 400,
         // rcvbuf = 434 400 x 256 / 160 = 695 040, clamp back at 160/256 = 434 400
         assert_eq!((w.space, w.rcvbuf, w.window_clamp), (43_440, 695_040, 434_400));
@@ -521,7 +532,7 @@ mod tests {
         assert!(w.on_in_order(51 * NS_PER_MS, 1448, 1));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2 * 2896);
         // the next measure starts at 50 ms: fewer bytes read than last time: no change
-        w.on_read(101 * NS_PER_MS, 40 * 1448, 0);
+        w.on_read(101 * NS_PER_MS, 40 * 1448, 0, 0);
         assert_eq!((w.space, w.rcvbuf), (43_440, 695_040));
     }
 

@@ -266,13 +266,18 @@ impl Receiver {
     /// a window that had shrunk to half the clamp or less.
     pub fn on_read(&mut self, now: Nanos) -> bool {
         let copied = self.rcv_nxt - self.copied;
-        self.copied = self.rcv_nxt;
-        self.arrived_unread = 0;
-        let ooo = self.ooo_bytes();
-        self.win.on_read(now, self.rcv_nxt * MSS as u64, ooo);
         if copied == 0 {
             return false;
         }
+        // tcp_recvmsg_locked copies skb by skb (one segment each on the kernel's TUN path: no
+        // coalescing of kmalloc'd heads) and calls tcp_rcv_space_adjust after each; the first
+        // is the only one that can measure (the others come at the same instant)
+        let first = (self.copied + 1) * MSS as u64;
+        let inq = (self.rcv_nxt - self.copied - 1) * MSS as u64;
+        self.copied = self.rcv_nxt;
+        self.arrived_unread = 0;
+        let ooo = self.ooo_bytes();
+        self.win.on_read(now, first, inq, ooo);
         // inet_csk_ack_scheduled: a delayed (or compressed) ACK is pending
         if self.ack_deadline.is_some() && self.rcv_nxt - self.rcv_wup > 1 {
             return true;
@@ -582,6 +587,37 @@ mod tests {
         r.ts_recent = Some(u32::MAX - 1);
         r.on_tsval(1, 2);
         assert_eq!(r.ts_recent, Some(2));
+    }
+
+    #[test]
+    fn drs_measures_the_block_a_filled_hole_releases_at_its_first_segment() {
+        // tcp_recvmsg_locked calls tcp_rcv_space_adjust after each skb it copies, and the
+        // measure takes off what is still queued (Linux 6.18). The kernel through the emulator
+        // (nsperf random_loss BBR 10 %, seed 1): its window stays at 25 x 4096 B while a hole
+        // holds 50 segments out of order; a model that measured the whole block at once jumped
+        // sk_rcvbuf to 2.2 MB at such a read, and its window grew to 56 x 4096 B.
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        r.on_data(0, 0); // rcvq_space.time = 0
+        r.make_ack();
+        r.on_read(0);
+        r.on_tsecr(110 * NS_PER_MS, 1, 10); // the receiver's RTT: 100 ms
+        for s in 2..55 {
+            r.on_data(110 * NS_PER_MS, s);
+            r.make_ack();
+        }
+        // out of order: 2 x 14 480 + a span of 54 segments, 107 152 B of window
+        assert_eq!((r.win.space, r.win.rcvbuf), (14_480, 171_443));
+        // 120 ms: segment 1 fills the hole and the reader takes 54 segments; the first one
+        // measures: 1 448 copied less 53 x 1 448 queued, no growth, the next interval from there
+        r.on_data(120 * NS_PER_MS, 1);
+        r.make_ack();
+        r.on_read(120 * NS_PER_MS);
+        assert_eq!((r.win.space, r.win.rcvbuf), (14_480, 171_443));
+        // one RTT later the rest of the block counts: 56 x 1 448 - 2 x 1 448 = 78 192 copied
+        r.on_data(220 * NS_PER_MS, 55);
+        r.make_ack();
+        r.on_read(220 * NS_PER_MS);
+        assert_eq!((r.win.space, r.win.rcvbuf), (78_192, 2_452_099));
     }
 
     #[test]
