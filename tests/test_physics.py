@@ -77,9 +77,12 @@ def test_bbr_keeps_most_of_the_link_up_to_a_few_percent_of_random_loss(loss, flo
     # BBR paper (Cardwell et al., ACM Queue 2016, Fig. 8) shows ≥ 90 % of a
     # 100 Mbit/s, 100 ms link up to 5 % loss. Our goodput excludes
     # retransmissions (5 % of the wire at 5 % loss) and headers (3.5 %), hence
-    # the lower floors.
-    s = one_flow("bbr", rate="100Mbit", rtt="100ms", loss=loss, duration="30s", up="100Mbit")
-    assert s["flows"][0]["goodput_mbps"] > floor * 100 * MSS / WIRE
+    # the lower floors. Judged on the median of five seeds: a STARTUP that ends low is one draw of a bimodal
+    # outcome (docs/fidelity.md rule 3; the kernel's at 10 % loss on 6 of 24 seeds). Since the receiver's DRS
+    # measures a read skb by skb (Linux 6.18), seed 1 at 2 % is such a draw: 78.2 Mbit/s, seeds 2-10 89.9-90.6.
+    runs = [one_flow("bbr", rate="100Mbit", rtt="100ms", loss=loss, duration="30s", up="100Mbit", seed=seed)
+            ["flows"][0]["goodput_mbps"] for seed in range(1, 6)]
+    assert statistics.median(runs) > floor * 100 * MSS / WIRE, runs
 
 
 #: BBR at 10 % random loss on 100 Mbit/s, 100 ms, a 1-BDP FIFO, 30 s (the scenario of `one_flow` below): the
@@ -93,7 +96,8 @@ def test_bbr_keeps_most_of_the_link_up_to_a_few_percent_of_random_loss(loss, flo
 KERNEL_BBR_AT_10PCT = (79.4, 80.0, 47.6, 67.9, 63.4, 65.7, 60.5, 76.5, 67.5, 43.0, 15.8, 79.8,
                        30.6, 79.3, 70.4, 80.0, 49.0, 69.4, 76.4, 79.0, 64.9, 48.5, 80.9, 79.4)
 #: the model's seeds drawn against them: ~0.1-0.2 s each (the tests below: ~9 s on the 2-core VM at load 6). 60, not
-#: 20: the model's low mode is rare (2 of 100 seeds), and 20 seeds put 0 or 5 of 20 in it by the luck of the draws
+#: 20: the model's low mode was rare (2 of 100 seeds; 6 of 60 since its DRS measures a read skb by skb), and 20
+#: seeds put 0 or 5 of 20 in it by the luck of the draws
 #: (seeds 1-20 held 5 of the 7 low runs of 100 under the earlier loss stream; that test passed on them)
 BBR_AT_10PCT_SEEDS = range(1, 61)
 #: the floor the single-seed test asserted (> 60 Mbit/s), asked now of the distribution: how often BBR keeps more
@@ -148,14 +152,12 @@ def bbr_at_10pct():
             ["flows"][0]["goodput_mbps"] for s in BBR_AT_10PCT_SEEDS]
 
 
-@pytest.mark.xfail(strict=True, reason="a measured disagreement (issue 32 §3; docs/fidelity.md, 'BBR at 10 % random "
-                   "loss'): the kernel's STARTUP ends at a few Mbit/s on 6 of 24 seeds, the model's on 2 of 100")
 def test_bbr_at_ten_percent_loss_loses_the_link_as_often_as_the_kernel_does(bbr_at_10pct):
     # Google's BBR paper (ACM Queue 2016, Fig. 8) and the kernel keep most of a 100 Mbit/s, 100 ms link at 10 %
     # random loss most of the time, not every time: 6 of the kernel's 24 seeds keep less than 60 Mbit/s.
     # How often BBR keeps more than 60 Mbit/s: Fisher's exact test on the two samples' counts (two-sided: a model
-    # that never falls below disagrees too). The model falls below on 1 of these 60 seeds (2 of 100): p < 0.01, a
-    # disagreement the test records (strict: it reports when the model starts to agree).
+    # that never falls below disagrees too). The model falls below on 6 of these 60 seeds (p 0.09) since its
+    # receiver's DRS measures a read skb by skb, as Linux 6.18's tcp_recvmsg does (1 of 60 before, p < 0.01).
     model, kernel = bbr_at_10pct, KERNEL_BBR_AT_10PCT
     m_low = sum(g < KEEPS_MBPS for g in model)
     k_low = sum(g < KEEPS_MBPS for g in kernel)

@@ -33,7 +33,11 @@
 //! segments (2 on 43 %, 3-5 on 49 % of them, pcap) and it got 33 Mbit/s where a
 //! model sending 2 per ACK got 70. The write queue's skbs are `size_goal`
 //! long (`tcp_xmit_size_goal`: 64 KiB of GSO, at most half the receiver's
-//! window) and a chunk never spans two of them.
+//! window). A chunk is one skb, but a head skb shorter than `cwnd_quota`
+//! (min(cwnd/2, cwnd - in flight, [`Sender::tso_segs`]), `tcp_cwnd_test`)
+//! first takes the payload it lacks from the next skb (`tcp_grow_skb`, Linux
+//! 6.10, 8ee602c63520 "tcp: try to send bigger TSO packets"), so the rest of a
+//! split skb no longer leaves as a short chunk of its own.
 //!
 //! Slow-start restart after idle (RFC 2861, `tcp_slow_start_after_idle` = 1,
 //! Linux's default): when the application writes into an empty pipe more
@@ -259,15 +263,47 @@ impl Sender {
     pub(super) fn send_head_skb(&mut self) -> (u64, bool) {
         let nxt = self.sb.nxt;
         if self.skb_end <= nxt {
-            self.skb_end = nxt + self.size_goal();
+            // the rest a grow left of the next skb, or a fresh skb
+            let rest = std::mem::take(&mut self.next_skb_end);
+            self.skb_end = if rest > nxt { rest } else { nxt + self.size_goal() };
         }
-        let avail = match (self.total_segs, self.app.is_some()) {
+        let avail = self.written_segs();
+        ((self.skb_end.min(avail)).saturating_sub(nxt), avail <= self.skb_end)
+    }
+
+    /// Segments the application has put in the write queue (u64::MAX: bulk).
+    fn written_segs(&self) -> u64 {
+        match (self.total_segs, self.app.is_some()) {
             (Some(n), false) => n,
             (Some(n), true) => n.min(self.app_segs),
             (None, true) => self.app_segs,
             (None, false) => u64::MAX,
+        }
+    }
+
+    /// `tcp_grow_skb` (Linux 6.10+, in `tcp_write_xmit` before the deferral
+    /// test): the head skb, shorter than `quota` segments and not the write
+    /// queue's last, takes up to the missing segments from the next skb
+    /// (only that one; a next skb used up is freed). Returns the head skb as
+    /// [`Self::send_head_skb`] does.
+    pub(super) fn grow_skb(&mut self, quota: u64) -> (u64, bool) {
+        let (segs, tail) = self.send_head_skb();
+        if tail || segs >= quota {
+            return (segs, tail);
+        }
+        let avail = self.written_segs();
+        // the next skb: the rest of one a grow took from, or a fresh one (the tail: what is written of it)
+        let (next_end, full) = if self.next_skb_end > self.skb_end {
+            (self.next_skb_end, true)
+        } else {
+            let end = self.skb_end + self.size_goal();
+            (end.min(avail), end <= avail)
         };
-        ((self.skb_end.min(avail)).saturating_sub(nxt), avail <= self.skb_end)
+        let end = (self.sb.nxt + quota).min(next_end);
+        // a full next skb keeps its end; a used-up one is freed; the tail's end moves with the writes
+        self.next_skb_end = if end < next_end && full { next_end } else { 0 };
+        self.skb_end = end;
+        (end - self.sb.nxt, avail <= end)
     }
 
     /// `tcp_tso_should_defer` for a chunk of new data from the send head skb of
@@ -447,8 +483,10 @@ impl Sender {
             // a chunk of new data starts: one skb of the write queue, at most max_segs
             let starts = if paced { skb.is_none() } else { chunk_left == 0 };
             if starts {
-                let (skb_segs, tail) = self.send_head_skb();
                 let max_segs = if self.tso { self.tso_segs() } else { 1 };
+                // tcp_cwnd_test's quota: at most half of cwnd, at most max_segs (tcp_write_xmit)
+                let quota = (self.w.cwnd / 2).max(1).min(self.w.cwnd - self.in_flight()).min(max_segs);
+                let (skb_segs, tail) = self.grow_skb(quota as u64);
                 if self.tso && skb_segs > 1 {
                     match self.tso_should_defer(now, skb_segs, tail, max_segs) {
                         Defer::No => {}

@@ -28,9 +28,11 @@
 //!   segment of ≥ 128 B raises `rcv_ssthresh` by 2 × advmss up to what the
 //!   clamp and the free buffer allow, and sets `icsk_ack.quick |= 1`: the
 //!   segment is acked at once (the receiver's caller does that);
-//! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), when the application
-//!   reads: once the receiver's RTT estimate has passed since the last
-//!   measure, if more bytes were read than last time (`copied`), `sk_rcvbuf`
+//! - DRS (`tcp_rcv_space_adjust` → `tcp_rcvbuf_grow`), after each skb the
+//!   application reads: once the receiver's RTT estimate has passed since
+//!   the last measure, if more bytes were read than last time (`copied`,
+//!   less those still in the receive queue: a read of a block a filled hole
+//!   released measures at its first skb, the rest not yet read), `sk_rcvbuf`
 //!   becomes the space for a window of 2 × copied plus 2 × that times the
 //!   growth rate (slow start doubles per RTT, and DRS is one RTT late), plus
 //!   the out-of-order span, at most `tcp_rmem[2]`; `window_clamp` follows;
@@ -51,14 +53,19 @@
 //!
 //! Simplifications: the receiving application reads everything at once after
 //! each segment has been acked (a bulk sink, as the emulator's probe
-//! receiver), so the receive queue holds one skb when the window is computed
-//! and is empty when DRS measures; every segment is taken as full-sized; the
+//! receiver), so the receive queue holds the segments that arrived since the
+//! last read (one, or those a filled hole released) and the out-of-order
+//! queue when the window is computed, and no in-order data when DRS
+//! measures; every segment is taken as full-sized; the
 //! window-independent RTT sample (`tcp_rcv_rtt_measure`, which can only lower
 //! the estimate and is never below the timestamp one on a path without
 //! reordering) and the window-update ACK a read may send
-//! (`tcp_cleanup_rbuf`) are not modelled; until the first ACK has reached the
-//! sender, data carry no echo (Linux: the SYN-ACK's), so the first RTT sample
-//! comes one round later; `rcvq_space.time` starts at the first data segment
+//! (`tcp_cleanup_rbuf`) are not modelled; the first data echo the segment
+//! that let the sender start (a download's request, an upload's SYN-ACK), so
+//! the first RTT sample comes with the first data, as on the kernel (its
+//! capture: the first segments echo the request's TSval; `ss -tmi`: DRS steps
+//! to 244 316 and 493 014 B at rounds 3 and 4 of a 20-ms download, as the
+//! model's); `rcvq_space.time` starts at the first data segment
 //! (Linux: at connection establishment, the same instant for an upload and
 //! one round earlier for a download).
 
@@ -316,15 +323,26 @@ impl RcvWindow {
     /// SACK on): the window may grow (returns whether it did), and the buffer
     /// is resized for the out-of-order span (`ooo_bytes` from rcv_nxt to the
     /// end of the highest out-of-order segment).
-    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64) -> bool {
-        let grew = self.grow(len, 1);
+    /// `charged`: the segments already in `sk_rmem_alloc` (unread and out of
+    /// order), this one not yet: Linux charges it after `tcp_grow_window`.
+    pub fn on_out_of_order(&mut self, len: u32, ooo_bytes: u64, charged: u32) -> bool {
+        let grew = self.grow(len, charged);
         self.rcvbuf_grow(self.space, ooo_bytes);
         grew
     }
 
-    /// `tcp_rcv_space_adjust` when the application has read everything up to
-    /// `copied_seq` (bytes) at `now`; `ooo_bytes` as in [`Self::on_out_of_order`].
-    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, ooo_bytes: u64) {
+    /// `tcp_rcv_space_adjust` as `tcp_recvmsg_locked` calls it, after each
+    /// skb it copies: at `now` the application has read up to `copied_seq`
+    /// (bytes) and `inq` bytes are still in the receive queue
+    /// (`rcv_nxt - copied_seq`), which Linux (≥ 6.16, "tcp: add receive
+    /// queue awareness in tcp_rcv_space_adjust()") takes off what was
+    /// copied; `ooo_bytes` as in [`Self::on_out_of_order`]. Once a receiver
+    /// RTT has passed, the first skb of a read measures and starts the next
+    /// interval at its own end, so the later skbs of the same read (the same
+    /// `now`) measure nothing: a read of a block that a filled hole released
+    /// measures one skb less the rest of the block (usually no growth), and
+    /// the rest counts in the next interval.
+    pub fn on_read(&mut self, now: Nanos, copied_seq: u64, inq: u64, ooo_bytes: u64) {
         let Some(t0) = self.space_time else { return };
         if self.rtt_us8 == 0 {
             return;
@@ -333,9 +351,9 @@ impl RcvWindow {
         if time_us < (self.rtt_us8 >> 3) as u64 {
             return;
         }
-        let copied = copied_seq - self.space_seq;
-        if copied > self.space as u64 {
-            self.rcvbuf_grow(copied.min(u32::MAX as u64) as u32, ooo_bytes);
+        let copied = (copied_seq - self.space_seq) as i64 - inq as i64;
+        if copied > self.space as i64 {
+            self.rcvbuf_grow(copied.min(u32::MAX as i64) as u32, ooo_bytes);
         }
         self.space_seq = copied_seq;
         self.space_time = Some(now);
@@ -504,9 +522,9 @@ mod tests {
         let mut w = fresh();
         w.on_in_order(0, 1448, 1); // rcvq_space.time = 0, ratio 160
         w.on_tsecr(60 * NS_PER_MS, 10); // receiver RTT 50 ms
-        w.on_read(49 * NS_PER_MS, 30 * 1448, 0);
+        w.on_read(49 * NS_PER_MS, 30 * 1448, 0, 0);
         assert_eq!((w.rcvbuf, w.space), (131_072, 14_480), "less than one RTT: nothing");
-        w.on_read(50 * NS_PER_MS, 30 * 1448, 0);
+        w.on_read(50 * NS_PER_MS, 30 * 1448, 0, 0);
         // copied 43 440 > 14 480: rcvwin = 2 x 43 440 + 2 x 86 880 x 28 960 / 14 480 = 434 400,
         // rcvbuf = 434 400 x 256 / 160 = 695 040, clamp back at 160/256 = 434 400
         assert_eq!((w.space, w.rcvbuf, w.window_clamp), (43_440, 695_040, 434_400));
@@ -514,7 +532,7 @@ mod tests {
         assert!(w.on_in_order(51 * NS_PER_MS, 1448, 1));
         assert_eq!(w.rcv_ssthresh, 65_160 + 2 * 2896);
         // the next measure starts at 50 ms: fewer bytes read than last time: no change
-        w.on_read(101 * NS_PER_MS, 40 * 1448, 0);
+        w.on_read(101 * NS_PER_MS, 40 * 1448, 0, 0);
         assert_eq!((w.space, w.rcvbuf), (43_440, 695_040));
     }
 
@@ -537,7 +555,7 @@ mod tests {
         let mut w = fresh();
         w.on_in_order(0, 1448, 1);
         // 2 x 14 480 + 100 segments of span = 173 760 B of window: 278 016 B of buffer
-        w.on_out_of_order(1448, 100 * 1448);
+        w.on_out_of_order(1448, 100 * 1448, 1);
         assert_eq!((w.space, w.rcvbuf), (14_480, 278_016));
         w.space = 1 << 30;
         w.rcvbuf_grow(1 << 30, 0);

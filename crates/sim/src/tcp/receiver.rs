@@ -56,10 +56,14 @@
 //! a kernel whose reader runs after a burst (the emulator's WiFi
 //! aggregates) acks that burst about once: measured, and left out of the
 //! world (docs/fidelity.md "How the receiver acks"). The
-//! window is charged for the segments that arrived in order since the last
-//! read; out-of-order segments (and those pulled from the out-of-order
-//! queue when a hole fills) are never charged (Linux: all of them, in
-//! `sk_rmem_alloc`).
+//! window is charged (`tcp_space` = `sk_rcvbuf` − `sk_rmem_alloc`) for every
+//! segment the receiver holds: those that arrived in order since the last
+//! read, those a filled hole pulled from the out-of-order queue, and the
+//! out-of-order queue itself; an out-of-order segment is charged after
+//! `tcp_grow_window` has seen the buffer without it (`tcp_data_queue_ofo`:
+//! `tcp_grow_window`, then `skb_set_owner_r`). Checked on the kernel's
+//! receiver through the emulator: a filled hole that releases 42 segments
+//! is acked with 42 × 2304 B less window (docs/fidelity.md).
 //!
 //! Simplifications: the receiver's RTO (`icsk_rto`, which caps `ato`) is
 //! the handshake's, RTT + max(2 RTT, 200 ms) ([`receiver_rto_j`]), as in
@@ -146,9 +150,9 @@ pub struct Receiver {
     pub quick: u32,
     /// Segments read by the application (`copied_seq`).
     copied: u64,
-    /// Segments that arrived in order since the last read: the unread skbs the
-    /// window is charged for (segments pulled from the out-of-order queue are
-    /// not, as out-of-order segments never are here: see the module docs).
+    /// Segments that arrived in order since the last read, those a filled hole
+    /// released included: the unread skbs the window is charged for (with the
+    /// out-of-order queue's, [`Receiver::queued`]).
     arrived_unread: u32,
     /// Full segments received since the last ACK.
     unacked: u32,
@@ -248,9 +252,9 @@ impl Receiver {
         }
     }
 
-    /// Segments in order and not yet read.
+    /// Segments held in `sk_rmem_alloc`: in order and not yet read, and out of order.
     fn queued(&self) -> u32 {
-        self.arrived_unread
+        self.arrived_unread + self.ofo.iter().map(|b| (b.end - b.start) as u32).sum::<u32>()
     }
 
     /// The application reads everything in order, at `now` (`tcp_recvmsg`
@@ -262,13 +266,18 @@ impl Receiver {
     /// a window that had shrunk to half the clamp or less.
     pub fn on_read(&mut self, now: Nanos) -> bool {
         let copied = self.rcv_nxt - self.copied;
-        self.copied = self.rcv_nxt;
-        self.arrived_unread = 0;
-        let ooo = self.ooo_bytes();
-        self.win.on_read(now, self.rcv_nxt * MSS as u64, ooo);
         if copied == 0 {
             return false;
         }
+        // tcp_recvmsg_locked copies skb by skb (one segment each on the kernel's TUN path: no
+        // coalescing of kmalloc'd heads) and calls tcp_rcv_space_adjust after each; the first
+        // is the only one that can measure (the others come at the same instant)
+        let first = (self.copied + 1) * MSS as u64;
+        let inq = (self.rcv_nxt - self.copied - 1) * MSS as u64;
+        self.copied = self.rcv_nxt;
+        self.arrived_unread = 0;
+        let ooo = self.ooo_bytes();
+        self.win.on_read(now, first, inq, ooo);
         // inet_csk_ack_scheduled: a delayed (or compressed) ACK is pending
         if self.ack_deadline.is_some() && self.rcv_nxt - self.rcv_wup > 1 {
             return true;
@@ -358,7 +367,7 @@ impl Receiver {
             let nxt = self.rcv_nxt;
             self.recent.retain(|b| b.end > nxt);
             self.unacked += 1;
-            self.arrived_unread += 1;
+            self.arrived_unread += (self.rcv_nxt - seq) as u32;
             // tcp_event_data_recv → tcp_grow_window
             let queued = self.queued();
             if self.win.on_in_order(now, MSS, queued) {
@@ -384,9 +393,12 @@ impl Receiver {
         if !extends && self.recent.len() >= TCP_NUM_SACKS && self.compressed > 0 {
             self.early_ack = Some(self.make_ack());
         }
+        // tcp_data_queue_ofo: tcp_grow_window runs before skb_set_owner_r, so the
+        // segment itself is not yet in sk_rmem_alloc (those queued before it are)
+        let charged = self.queued();
         self.insert_ofo(seq);
         let ooo = self.ooo_bytes();
-        if self.win.on_out_of_order(MSS, ooo) {
+        if self.win.on_out_of_order(MSS, ooo, charged) {
             self.quick |= 1;
         }
         if self.quick > 0 {
@@ -578,6 +590,37 @@ mod tests {
     }
 
     #[test]
+    fn drs_measures_the_block_a_filled_hole_releases_at_its_first_segment() {
+        // tcp_recvmsg_locked calls tcp_rcv_space_adjust after each skb it copies, and the
+        // measure takes off what is still queued (Linux 6.18). The kernel through the emulator
+        // (nsperf random_loss BBR 10 %, seed 1): its window stays at 25 x 4096 B while a hole
+        // holds 50 segments out of order; a model that measured the whole block at once jumped
+        // sk_rcvbuf to 2.2 MB at such a read, and its window grew to 56 x 4096 B.
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        r.on_data(0, 0); // rcvq_space.time = 0
+        r.make_ack();
+        r.on_read(0);
+        r.on_tsecr(110 * NS_PER_MS, 1, 10); // the receiver's RTT: 100 ms
+        for s in 2..55 {
+            r.on_data(110 * NS_PER_MS, s);
+            r.make_ack();
+        }
+        // out of order: 2 x 14 480 + a span of 54 segments, 107 152 B of window
+        assert_eq!((r.win.space, r.win.rcvbuf), (14_480, 171_443));
+        // 120 ms: segment 1 fills the hole and the reader takes 54 segments; the first one
+        // measures: 1 448 copied less 53 x 1 448 queued, no growth, the next interval from there
+        r.on_data(120 * NS_PER_MS, 1);
+        r.make_ack();
+        r.on_read(120 * NS_PER_MS);
+        assert_eq!((r.win.space, r.win.rcvbuf), (14_480, 171_443));
+        // one RTT later the rest of the block counts: 56 x 1 448 - 2 x 1 448 = 78 192 copied
+        r.on_data(220 * NS_PER_MS, 55);
+        r.make_ack();
+        r.on_read(220 * NS_PER_MS);
+        assert_eq!((r.win.space, r.win.rcvbuf), (78_192, 2_452_099));
+    }
+
+    #[test]
     fn quick_ack_mode_acks_every_segment_while_the_window_grows_and_sixteen_more() {
         let mut r = Receiver::new(100 * NS_PER_MS);
         for s in 0..QUICK_PHASE {
@@ -634,7 +677,7 @@ mod tests {
     fn after_three_dupacks_further_sacks_are_compressed() {
         // past quick-ACK mode (in it, every SACK goes at once) and with the
         // window grown as far as the buffer allows; segment n is lost
-        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack_full();
         let n = QUICK_PHASE;
         for s in n + 1..n + 4 {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -650,7 +693,7 @@ mod tests {
         // n, n+2, n+4, n+6 and n+9 lost; n+1, n+3, n+5 are the three dup-ACKs sent at
         // once, n+7 and n+8 are held; n+10 needs a fifth block, so the held ACK goes
         // first, with the block n+7..n+9 that the fifth would push out of the ACKs
-        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack_full();
         let n = QUICK_PHASE;
         for s in [n + 1, n + 3, n + 5] {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -674,7 +717,7 @@ mod tests {
     #[test]
     fn forty_four_acks_are_held_and_the_forty_fifth_goes_at_once() {
         // sysctl_tcp_comp_sack_nr = 44: __tcp_ack_snd_check sends when compressed_ack >= 44
-        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let (mut r, t) = past_quickack_full();
         let n = QUICK_PHASE;
         for s in n + 1..n + 4 {
             assert_eq!(r.on_data(t + s - n, s), AckNeed::Now);
@@ -709,6 +752,15 @@ mod tests {
             r.on_read(s * NS_PER_JIFFY);
         }
         (r, (QUICK_PHASE - 1) * NS_PER_JIFFY)
+    }
+
+    /// [`past_quickack`] at 100 ms with `rcv_ssthresh` at the empty buffer's
+    /// window (131 072 x 160/256): an out-of-order segment finds no room to grow
+    /// it (else the first one past a hole would, and be acked at once).
+    fn past_quickack_full() -> (Receiver, Nanos) {
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        r.win.rcv_ssthresh = 81_920;
+        (r, t)
     }
 
     #[test]
@@ -785,6 +837,26 @@ mod tests {
         // 128 KiB at 160/256 less one 2304-B skb = 80 480 B: rcv_ssthresh's ceiling
         assert_eq!((r.win.rcv_ssthresh, r.win.window_now(1)), (80_480, 81_920));
         (r, t)
+    }
+
+    #[test]
+    fn an_out_of_order_segment_grows_the_window_before_it_is_charged_and_charges_the_next() {
+        // tcp_data_queue_ofo: tcp_grow_window, then skb_set_owner_r. The first segment past a
+        // hole finds the buffer empty (the in-order data read): tcp_space = 131 072 x 160/256 =
+        // 81 920, room 81 920 - 80 480 = 1440, rcv_ssthresh 81 920, acked at once (quick |= 1).
+        // The second finds one 2304-B skb charged: 80 480 < rcv_ssthresh, no growth.
+        let (mut r, t) = free_space_limited();
+        let n = QUICK_PHASE;
+        assert_eq!(r.on_data(t + 1000, n + 1), AckNeed::Now);
+        assert_eq!((r.win.rcv_ssthresh, r.quick), (81_920, 1));
+        // the ACK's window charges the queued segment: 80 480 rounded up to the scale, 81 920
+        assert_eq!(r.make_ack().wnd, 81_920);
+        r.quick = 0;
+        r.on_data(t + 2000, n + 2);
+        assert_eq!((r.win.rcv_ssthresh, r.quick), (81_920, 0));
+        // two out-of-order skbs charged: (131 072 - 4608) x 160/256 = 79 040 -> 81 920 still
+        // (the edge is kept); the window left from rcv_nxt is what the ACK offers
+        assert_eq!(r.win.window_now(r.queued()), 81_920);
     }
 
     #[test]

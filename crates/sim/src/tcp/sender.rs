@@ -134,6 +134,10 @@ pub struct Sender {
     /// The end (segment, exclusive) of the write queue's skb at snd_nxt
     /// (`output.rs`, `send_head_skb`).
     pub(super) skb_end: u64,
+    /// The end of the skb after it when [`Self::skb_end`]'s skb took the head
+    /// of it (`tcp_grow_skb`) and left the rest (0: none; that skb then
+    /// starts at `skb_end`, `size_goal` long).
+    pub(super) next_skb_end: u64,
 
     /// `tp->snd_wnd`, bytes: the receiver's window (u64::MAX: no limit, as
     /// for a sender without a receiver in unit tests).
@@ -200,6 +204,7 @@ impl Sender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             skb_end: 0,
+            next_skb_end: 0,
             snd_wnd: u64::MAX,
             ts_recent: None,
             rcv_tsecr: None,

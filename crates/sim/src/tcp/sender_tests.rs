@@ -359,17 +359,16 @@ fn each_segment_records_the_flight_it_joined_and_the_losses_so_far() {
     s.start(0, None, &mut out);
     let flights: Vec<(u32, u64)> = s.sb.segs.iter().map(|g| (g.tx_in_flight, g.tx_lost)).collect();
     assert_eq!(flights, (1..=10).map(|i| (i, 0)).collect::<Vec<_>>());
-    // 29 in flight (20..48): segment 49 waits (tcp_tso_should_defer: one segment of room, less than a chunk of
-    // two, the oldest segment's ACK due now) — the write queue's first skb (45 segments) ended in a chunk of one;
-    // 21-23 SACKed and 20 marked lost leave 25 in flight; the retransmission of 20 joins them as the 26th,
-    // with tp->lost = 1.
+    // 30 in flight (20..49): the write queue's first skb (45 segments) took the segment its last chunk lacked
+    // from the next skb (tcp_grow_skb), whose rest ends at 90; 21-23 SACKed and 20 marked lost leave 26 in
+    // flight; the retransmission of 20 joins them as the 27th, with tp->lost = 1.
     let (mut s, _) = warmed(20);
-    assert_eq!((s.in_flight(), s.sb.nxt, s.skb_end), (29, 49, 90));
+    assert_eq!((s.in_flight(), s.sb.nxt, s.skb_end), (30, 50, 90));
     let t23 = s.sb.segs[3].tx_time;
     s.on_ack(t23 + 100 * NS_PER_MS, 20, &[SackBlock { start: 21, end: 24 }], false, false, &mut out);
     assert_eq!(s.lost_total(), 1);
     assert!(s.sb.segs[0].retrans);
-    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (26, 1));
+    assert_eq!((s.sb.segs[0].tx_in_flight, s.sb.segs[0].tx_lost), (27, 1));
 }
 
 /// `warmed(1)` (11 in flight, 1..=11, cwnd 11), then its RTO fires; returns the RTO's time.
@@ -507,9 +506,9 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     // limited by the window, not by cwnd: slow start grows cwnd only while
     // cwnd < 2 x the most in flight (tcp_is_cwnd_limited), 10 < 2 x 5 is false
     assert_eq!(s.w.cwnd, 10);
-    // segment 5 ends the skb it began in; 6 opens a 2-segment skb (half the window) of which one segment fits:
-    // tcp_tso_should_defer waits (rwnd-limited: the oldest segment's ACK is due now)
-    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5]);
+    // segment 5 ends the skb it began in and takes 6 from the next 2-segment skb (half the window; tcp_grow_skb);
+    // 7 does not fit in the window
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![5, 6]);
     assert_eq!(s.ts_recent, Some(7));
     // a duplicate ACK offering less is ignored, one offering more is taken
     s.on_window(2, 3 * MSS, 8, None);
@@ -518,7 +517,10 @@ fn the_sender_stops_at_the_edge_of_the_receivers_window_and_goes_on_when_it_open
     s.on_window(2, 12 * MSS, 9, None);
     s.on_ack(101 * NS_PER_MS, 2, &[], false, false, &mut out);
     assert_eq!(s.snd_wnd, 12 * MSS as u64);
-    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![6, 7, 8, 9, 10, 11], "now cwnd (10 in flight) limits");
+    // 7 (the rest of 5's skb) takes what its chunk lacks from the next 6-segment skb (half the window,
+    // tcp_grow_skb); 11, in the rest of that skb, waits: one segment of cwnd left, less than a chunk, the
+    // oldest segment's ACK due now (tcp_tso_should_defer)
+    assert_eq!(out.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![7, 8, 9, 10], "now cwnd limits");
 }
 
 #[test]
@@ -805,4 +807,29 @@ fn the_fast_retransmit_of_the_head_rearms_the_rto_in_place_of_a_pending_loss_pro
     assert_eq!((out[0].seq, out[0].retrans), (20, true));
     assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + rttvar 200 ms");
     assert_eq!(s.timer, Some((at + 300 * NS_PER_MS, TimerKind::Rto)));
+}
+
+/// `tcp_grow_skb` (Linux 6.10+, 8ee602c63520, in `tcp_write_xmit` before the
+/// deferral test): the rest of the write queue's first skb (40..45, bulk data,
+/// 45-segment skbs) is shorter than a quota of 8 and takes the 3 it lacks from
+/// the next skb (45..90), which keeps its end; a quota the head skb already
+/// holds changes nothing; once the head is used up, the next skb is the rest
+/// 48..90, not a fresh 45.
+#[test]
+fn a_short_head_skb_takes_the_segments_its_quota_lacks_from_the_next_skb() {
+    let mut s = reno_sender();
+    let mut out = Vec::new();
+    s.start(0, Some(crate::tcp::handshake::Start { rtt: 8 * NS_PER_MS, cwnd_one: false }), &mut out);
+    while s.sb.nxt < 40 {
+        s.sb.push_new(MSS);
+    }
+    assert_eq!(s.send_head_skb(), (5, false));
+    assert_eq!(s.grow_skb(8), (8, false));
+    assert_eq!((s.skb_end, s.next_skb_end), (48, 90));
+    assert_eq!(s.grow_skb(4), (8, false));
+    while s.sb.nxt < 48 {
+        s.sb.push_new(MSS);
+    }
+    assert_eq!(s.send_head_skb(), (42, false));
+    assert_eq!((s.skb_end, s.next_skb_end), (90, 0));
 }
