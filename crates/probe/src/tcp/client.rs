@@ -257,7 +257,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
             let past_end = past_end.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns)
+                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns, &past_end)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &past_end)
                 }
