@@ -362,7 +362,7 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
 
     phases = {"cubic": _load_json(1.4e6, 63 + 22.6, 63 + 0.8, 137, 880),
               "bbr": _load_json(8.2e6, 63 + 1.5, 63 + 0.5, 300, 7000)}
-    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0: phases[cc])
+    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
     x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
     # a fill phase that reached the rate keeps its own evidence (a FIFO: the probe waits as the flows do)
@@ -381,7 +381,7 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
 
     calls = []
 
-    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0):
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
         calls.append(cc)
         return phases[cc]
 
