@@ -360,7 +360,7 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
 
     phases = {"cubic": _load_json(1.4e6, 63 + 22.6, 63 + 0.8, 137, 880),
               "bbr": _load_json(8.2e6, 63 + 1.5, 63 + 0.5, 300, 7000)}
-    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0: phases[cc])
+    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
     x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
     # a fill phase that reached the rate keeps its own evidence (a FIFO: the probe waits as the flows do)
@@ -379,7 +379,7 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
 
     calls = []
 
-    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0):
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
         calls.append(cc)
         return phases[cc]
 
@@ -625,3 +625,22 @@ def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle
     assert M.bbr_rounds(1000, 4, 100) == 24 and M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(3.0)
     # without --quick the RTT rule as before (30 RTTs, 5-10 s)
     assert M.bbr_phase_secs(200, 100, 4, quick=False) == M._phase_secs(200, False, fill=False) == 6.0
+
+
+def test_the_fill_ends_once_saturated_not_before_its_second_half_holds_the_variations_windows():
+    from bloatlab.advise import measure as M
+
+    # --quick at 20 ms: the 5-s ceiling; the load samples every 5/150 s, 2 samples = 67 ms, below the 100-ms window;
+    # 20 packets at 20 Mbit/s = 12 ms: ten 100-ms windows in the second half, 2 s
+    assert M.fill_floor_s(20, 5.0) == pytest.approx(2.0)
+    # at 1 Mbit/s 20 packets take 240 ms: 4.8 s
+    assert M.fill_floor_s(1, 5.0) == pytest.approx(4.8)
+    # a 15-s ceiling (600 ms): 2 samples of 0.1 s = 0.2 s windows, 4 s
+    assert M.fill_floor_s(100, 15.0) == pytest.approx(4.0)
+    # never beyond the ceiling (0.25 Mbit/s: 0.96-s windows, 19.2 s) and the ceiling where the port is unknown
+    assert M.fill_floor_s(0.25, 5.0) == 5.0
+    assert M.fill_floor_s(None, 5.0) == 5.0
+    # the load's JSON: how long its phase ran and when it was saturated
+    j = {"load": {"phases": [{"from_s": 1.0, "to_s": 3.4, "saturated_at_s": 1.2}]}}
+    assert M._loaded_s(j) == (pytest.approx(2.4), 1.2)
+    assert M._loaded_s({}) == (None, None)

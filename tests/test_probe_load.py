@@ -122,3 +122,30 @@ def test_halt_at_end_stops_the_flows_with_their_phase_instead_of_waiting_for_a_d
     # halted: within the phase and a few samples; waiting: the 2-s grace on top (the send buffer is not acked by then)
     assert spans["--halt-at-end"] < 2.0 + 0.3, spans
     assert spans[""] > spans["--halt-at-end"] + 1.5, spans
+
+
+@needs_root
+def test_until_stable_ends_a_saturated_phase_at_twice_its_saturation_and_its_flows_with_it():
+    # 20 Mbit/s down behind a 1-BDP FIFO at 20 ms: four CUBIC downloads fill it (a standing queue, losses) within a
+    # second; the phase then ends at max(floor, 2 t_sat) of crates/probe/src/live.rs, well before its 8-s ceiling, and
+    # the flows stop with it (their last TCP_INFO sample within a few samples of the end). A load that never
+    # saturates runs to its ceiling: the rule's unit tests (a plateau without queue or loss, a queue still growing)
+    bins = [d for d in (os.environ.get("BLOATLAB_BIN_DIR"), os.path.join(ROOT, ".venv", "bin")) if d]
+    env = dict(os.environ, PATH=":".join(bins + [os.environ["PATH"]]))
+    r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--down", "20Mbit", "--up", "5Mbit",
+                        "--rtt", "20ms", "--buffer", "1bdp", "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
+                        "sh", "-c", "sleep 0.5; bloatlab-probe load $BLOATLAB_SERVER --down 4 --up 0 -t 8 --idle 250ms "
+                                    "--no-self-probes --sample-interval 20ms --until-stable 1500ms --json"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout[r.stdout.index("{"):])
+    ph = j["load"]["phases"][-1]
+    ran = ph["to_s"] - ph["from_s"]
+    assert ph["saturated_at_s"] is not None and ph["watched_intervals"] >= 7, ph
+    # at twice the saturation, not before the floor, and well before the ceiling
+    assert ran == pytest.approx(max(1.5, 2 * ph["saturated_at_s"]), abs=0.05) and ran < 6.0, ph
+    # the flows' samples span the phase, not the 2-s ack grace of a phase that ends at its -t
+    fs = j["raw"]["series"]["flows"]
+    t, fid = fs["t"], fs["flow"]
+    span = max(max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f) for f in set(fid))
+    assert span < ran + 0.3, (span, ran)

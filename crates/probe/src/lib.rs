@@ -9,6 +9,7 @@
 //! - [`tcp`]: TCP throughput with TCP_INFO series (`stream`, `control`, `server`, `client`).
 //! - [`iperf3`]: iperf3's control protocol, client and server side.
 //! - [`load`]: latency under load and responsiveness.
+//! - [`live`]: a loaded phase's end decided while it runs (saturation).
 //! - [`probewire`]: the responsiveness probes over bloatlab's own protocol (foreign and self).
 //! - [`rpm`]: responsiveness (RPM), its confidence, the bufferbloat grade: arithmetic only.
 //! - [`report`]: latency statistics, histogram, the common result schema.
@@ -18,6 +19,7 @@
 pub mod cli;
 pub mod echo;
 pub mod iperf3;
+pub mod live;
 pub mod load;
 pub mod probewire;
 pub mod report;

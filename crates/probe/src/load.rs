@@ -37,6 +37,7 @@
 //! DSLReports' of the added latency (loaded mean minus idle mean, after the
 //! ramp): per phase of the round trip, per direction of the one-way delays.
 
+use crate::live::{self, Live};
 use crate::probewire::{self, Board};
 use crate::report::{fmt_rate, FlowRaw, FlowSeries, Latency, Output};
 use crate::rpm::{self, Samples};
@@ -72,6 +73,9 @@ pub struct LoadCfg {
     pub sequential: bool,
     /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
     pub halt_at_end: bool,
+    /// `--until-stable FLOOR`: a loaded phase ends once saturated (crate::live), not before this (ns)
+    /// nor after `duration_ns`; the flows then stop with it, as with `halt_at_end`
+    pub until_stable_ns: Option<u64>,
 }
 
 /// Most foreign probes in flight at once: at 10 per second that covers
@@ -99,7 +103,7 @@ pub struct Connects {
 /// probe starts after the phase (before, one blocking thread ran them back to
 /// back: at 200 ms RTT under load 80 connects due in 8 s ran on for 12 s
 /// more, measured as "loaded" while the load had stopped).
-fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
+fn connect_probes(addr: SocketAddr, t0: u64, until: u64, live: Option<Arc<Live>>) -> Connects {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
     let (tx, rx) = mpsc::channel();
@@ -107,8 +111,10 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
     let mut out = Connects::default();
     let mut issued = 0u64;
     let mut next = sys::mono_ns();
+    // the phase's end, where it is decided while the phase runs (`--until-stable`)
+    let until_now = || live.as_ref().map_or(until, |l| until.min(l.end()));
     let grace_end = until + CONNECT_GRACE_NS;
-    while next < until && !sys::stopped() {
+    while next < until_now() && !sys::stopped() {
         sys::sleep_until_mono(next);
         next += CONNECT_INTERVAL_NS;
         if inflight.load(Ordering::SeqCst) >= CONNECT_MAX_INFLIGHT {
@@ -132,7 +138,7 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
         }
     }
     drop(tx);
-    while inflight.load(Ordering::SeqCst) > 0 && sys::mono_ns() < grace_end && !sys::stopped() {
+    while inflight.load(Ordering::SeqCst) > 0 && sys::mono_ns() < grace_end.min(until_now() + CONNECT_GRACE_NS) && !sys::stopped() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     out.done = rx.try_iter().collect();
@@ -147,10 +153,12 @@ fn connect_probes(addr: SocketAddr, t0: u64, until: u64) -> Connects {
 /// did not run (a busy machine) is counted as late and not sent, and none is
 /// sent after `until` (before, a stalled scheduler sent 8 at once after the
 /// load had ended, left unanswered).
-fn self_probes(board: Arc<Board>, start: u64, until: u64) -> (u64, u64) {
+fn self_probes(board: Arc<Board>, start: u64, until: u64, live: Option<Arc<Live>>) -> (u64, u64) {
     let mut next = start + CONNECT_INTERVAL_NS / 2;
     let (mut issued, mut late) = (0, 0);
-    while next < until && !sys::stopped() {
+    let until_now = || live.as_ref().map_or(until, |l| until.min(l.end()));
+    while next < until_now() && !sys::stopped() {
+        let until = until_now();
         sys::sleep_until_mono(next);
         let now = sys::mono_ns();
         let due = next;
@@ -226,6 +234,10 @@ struct Phase {
     goodput: (f64, f64),
     problem: Option<String>,
     cc: Option<String>,
+    /// `--until-stable`: when the load was saturated (s since the phase began; crate::live)
+    saturated_at_s: Option<f64>,
+    /// `--until-stable`: the intervals watched
+    intervals: usize,
 }
 
 fn udp_cfg(cfg: &LoadCfg, dur: u64) -> udp::ClientCfg {
@@ -242,13 +254,15 @@ fn udp_cfg(cfg: &LoadCfg, dur: u64) -> udp::ClientCfg {
         report_ns: 0,
         t0_mono: cfg.t0_mono,
         stop_at_mono: None,
+        live: None,
     }
 }
 
-fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id: usize) -> Result<Phase, tcp::ClientError> {
+fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id: usize, base_ms: f64) -> Result<Phase, tcp::ClientError> {
     let t0 = cfg.t0_mono;
     let start = sys::mono_ns();
     let end = start + cfg.duration_ns;
+    let live = cfg.until_stable_ns.map(|_| Live::new());
     let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
@@ -270,6 +284,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         done_file: None,
         self_probes: board.clone(),
         halt_at_end: cfg.halt_at_end,
+        live: live.clone(),
     };
     let dn = (down > 0).then(|| {
         let c = mk(true, down, first_id);
@@ -280,14 +295,22 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         std::thread::spawn(move || tcp::run_client(&c))
     });
     let addr = cfg.addr;
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, end));
-    let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end)));
-    let udp = udp::run_client(&udp_cfg(cfg, cfg.duration_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
+    let lv = live.clone();
+    let ch = std::thread::spawn(move || connect_probes(addr, t0, end, lv));
+    let lv = live.clone();
+    let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
+    // the watcher: ends the phase once saturated, not before the floor (crate::live)
+    let wh = live.clone().zip(cfg.until_stable_ns).map(|(l, floor)| std::thread::spawn(move || live::watch(&l, start, end, floor, base_ms)));
+    let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, cfg.duration_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let conn = ch.join().unwrap_or_default();
     let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
+    let (watched, saturated_at_s) = wh.and_then(|h| h.join().ok()).unwrap_or_default();
+    // the phase ended where its watcher decided, else at its planned end
+    let end = live.as_ref().map_or(end, |l| end.min(l.end()));
     let mut ph = Phase {
         name, down, up, start, end, udp, conn, board, self_issued, self_late,
         flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, cc: None,
+        saturated_at_s, intervals: watched.len(),
     };
     for (h, is_down) in [(dn, true), (upl, false)] {
         if let Some(h) = h {
@@ -413,6 +436,7 @@ fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
     let framing_error = ph.board.as_ref().and_then(|b| b.error());
     let json = json!({
         "name": ph.name, "down": ph.down, "up": ph.up, "from_s": start_s, "to_s": (ph.end - t0) as f64 / 1e9, "ramp_until_s": ramp_end_s,
+        "saturated_at_s": ph.saturated_at_s, "watched_intervals": ph.intervals,
         "udp_rtt_ms": lat_json(&ll), "connect_ms": lat_json(&lcl), "foreign_request_ms": lat_json(&lreq), "self_probe_ms": lat_json(&lself),
         "self_probe_source": self_source,
         "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered, "late": ph.self_late,
@@ -452,7 +476,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     // idle
     let idle_end = sys::mono_ns() + cfg.idle_ns;
     let addr = cfg.addr;
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, idle_end));
+    let ch = std::thread::spawn(move || connect_probes(addr, t0, idle_end, None));
     let idle_udp = udp::run_client(&udp_cfg(cfg, cfg.idle_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let idle_conn = ch.join().unwrap_or_default();
     if idle_udp.received == 0 {
@@ -460,6 +484,8 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     }
     let idle_rtt: Vec<f64> = idle_udp.rtt_us.iter().map(|x| x / 1e3).collect();
     let li = Latency::of(&mut idle_rtt.clone());
+    // the idle minimum: the base a standing queue is read against (`--until-stable`, crate::live)
+    let base_ms = idle_rtt.iter().copied().fold(f64::INFINITY, f64::min);
     let idle = Idle { udp: idle_udp, rtt_ms: idle_rtt, li };
     // loaded phases
     let plan: Vec<(&'static str, usize, usize)> = if cfg.sequential {
@@ -478,7 +504,7 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         if sys::stopped() {
             break;
         }
-        phases.push(run_phase(cfg, name, d, u, first_id)?);
+        phases.push(run_phase(cfg, name, d, u, first_id, base_ms)?);
         first_id += d + u;
     }
     let judged: Vec<Judged> = phases.iter().map(|p| judge(cfg, &idle, p)).collect();
@@ -594,11 +620,11 @@ mod tests {
         // due at 50, 150, 250, 350 and 450 ms, are all late and none is issued
         let now = sys::mono_ns();
         let board = Board::new();
-        assert_eq!(self_probes(board.clone(), now - 1_000_000_000, now - 500_000_000), (0, 5));
+        assert_eq!(self_probes(board.clone(), now - 1_000_000_000, now - 500_000_000, None), (0, 5));
         // a phase that began 975 ms ago and runs 0.25 s more: the 9 probes due 925..125 ms
         // ago are more than a period overdue, late; the one due 25 ms ago and the two to
         // come go on time (no connection takes them: not issued)
-        let (issued, late) = self_probes(board, now - 975_000_000, now + 250_000_000);
+        let (issued, late) = self_probes(board, now - 975_000_000, now + 250_000_000, None);
         assert_eq!((issued, late), (0, 9));
     }
 

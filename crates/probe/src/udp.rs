@@ -234,6 +234,9 @@ pub struct ClientCfg {
     pub t0_mono: u64,
     /// external stop (e.g. the load test's phase end)
     pub stop_at_mono: Option<u64>,
+    /// a phase whose end is decided while it runs (`load --until-stable`):
+    /// each round trip goes there as it is answered, and sending stops at its end
+    pub live: Option<std::sync::Arc<crate::live::Live>>,
 }
 
 /// Verbatim echoes of our own requests, with no real reply, after which the
@@ -362,7 +365,7 @@ impl Client<'_> {
                 return true;
             }
         }
-        false
+        self.cfg.live.as_ref().is_some_and(|l| now >= l.end())
     }
 
     fn send(&mut self) {
@@ -418,6 +421,9 @@ impl Client<'_> {
         self.rtt_by_seq[seq] = rtt_us as f32;
         self.res.received += 1;
         self.res.rtt_us.push(rtt_us);
+        if let Some(l) = &self.cfg.live {
+            l.push_rtt(rtt_us / 1e3);
+        }
         self.res.user_rtt_us.push(user_rx.saturating_sub(tx) as f64 / 1e3);
         // t of the request: its send time on the monotonic axis
         let t_s = (tx as i128 - self.t0_real as i128) as f64 / 1e9;

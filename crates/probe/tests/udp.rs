@@ -159,6 +159,7 @@ fn random_garbage_is_ignored_never_amplified_and_the_server_keeps_serving() {
         report_ns: 0,
         t0_mono: sys::mono_ns(),
         stop_at_mono: None,
+        live: None,
     };
     let res = udp::run_client(&c).unwrap();
     assert_eq!((res.sent, res.received, res.mismatched), (500, 500, 0));

@@ -387,10 +387,39 @@ def _phase_secs(base_ms: float, quick: bool, fill: bool) -> float:
     """Length of a loaded phase, scaled to the path: CUBIC needs many round
     trips to fill a long path's BDP and buffer (at 200 ms, 5 s is 25 RTTs —
     too few: the transcontinental path read 25 % low), BBR's startup needs
-    about 10 (log2 of the BDP in initial windows) plus its drain."""
+    about 10 (log2 of the BDP in initial windows) plus its drain. For the
+    fill this is the ceiling: the phase ends earlier once the load is
+    saturated (:func:`fill_floor_s`)."""
     rtts = (40 if quick else 60) if fill else (20 if quick else 30)
     lo, hi = ((5, 15) if quick else (10, 20)) if fill else ((3, 8) if quick else (5, 10))
     return float(min(max(lo, rtts * base_ms / 1e3), hi))
+
+
+def fill_floor_s(port_mbps: float | None, ceiling_s: float) -> float:
+    """The shortest fill phase (s) (``bloatlab-probe load --until-stable``): the phase ends once its load is
+    saturated — the flows' goodput and the probes' round trip stable over a moving window of round trips
+    (draft-ietf-ippm-responsiveness-08 §4.3's stability, after a standing queue or a loss shows the pipe
+    found; crates/probe/src/live.rs) — at twice that time, so that the second half its figures are read from
+    (:func:`_window`) is saturated throughout; and not before its second half holds what
+    :func:`rate_variation` needs, :data:`VARIATION_MIN_WINDOWS` windows of :data:`VARIATION_MIN_WINDOW_S`,
+    :data:`VARIATION_SAMPLES` samples (the load samples every ``ceiling_s`` / :data:`SAMPLES_PER_PHASE`) or
+    :data:`VARIATION_PACKETS` packets at the port's rate the idle path showed (``port_mbps``), whichever is
+    longest: 2 s from 12 Mbit/s up, 4.8 s at 1 Mbit/s. At most ``ceiling_s``: the old fixed length, measured
+    to read the rate and the buffer (the phase never saturates on a link whose rate moves, and runs to it);
+    ``ceiling_s`` too where the port is unknown."""
+    if not port_mbps or port_mbps <= 0:
+        return ceiling_s
+    step = max(ceiling_s / SAMPLES_PER_PHASE, 0.01)
+    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step, VARIATION_PACKETS * WIRE_SEGMENT * 8 / (port_mbps * 1e6))
+    return float(min(2 * VARIATION_MIN_WINDOWS * win, ceiling_s))
+
+
+def _loaded_s(j: dict) -> tuple[float | None, float | None]:
+    """(how long the loaded phase of ``load``'s JSON ``j`` ran, s; when its load was saturated, s since it began —
+    None where it never was or the probe does not say)."""
+    ph = ((j.get("load") or {}).get("phases") or [{}])[-1]
+    ran = ph["to_s"] - ph["from_s"] if isinstance(ph.get("to_s"), (int, float)) and isinstance(ph.get("from_s"), (int, float)) else None
+    return ran, ph.get("saturated_at_s")
 
 
 def _window(j: dict, d: str) -> dict:
@@ -564,7 +593,7 @@ def gap_s(queue_ms: float, base_ms: float) -> float:
 
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
-          idle_s: float = IDLE_MAX_S) -> dict:
+          idle_s: float = IDLE_MAX_S, floor_s: float | None = None) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
     # not --halt-at-end: each sender then waits up to 2 s (the probe's TIMED_ACK_GRACE) for the acks of its send
     # buffer, 2-2.5 s of each loaded phase at 1 Mbit/s (phases_s) — but the link stays loaded meanwhile and the
@@ -577,6 +606,11 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
             "-t", f"{secs:g}", "--idle", f"{idle_s * 1e3:.0f}ms", "--probe-interval", "10ms", "-C", cc, "--no-self-probes",
             "--sample-interval", f"{sample_ms:.0f}ms"]
+    if floor_s is not None and floor_s < secs:
+        # the phase ends once saturated, at twice that time, not before floor_s (fill_floor_s); its flows stop
+        # with it (the grace above is for a phase that ends at a fixed time: here the second half is
+        # saturated by construction)
+        args += ["--until-stable", f"{floor_s * 1e3:.0f}ms"]
     if secret:
         args += ["--secret", secret]
     return _probe(args, timeout=secs + RESULTS_WAIT_S, partial=True)
@@ -894,12 +928,22 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     that kept it busy needs no BBR phase (:data:`BUSY_SHARE`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
-    say(f"  loading the path {d} ({flows} {fill_cc} flows, {secs:g} s) ...")
+    # the saturation end (fill_floor_s) with --quick only, where no random loss was seen or the fill is BBR's: a
+    # random loss is no evidence of the pipe's end for a loss-based load (50 Mbit/s at 80 ms with 0.3 %, a 1-BDP
+    # FIFO: with the saturation end CUBIC's fill read 41 Mbit/s and an AQM instead of the FIFO,
+    # tests/test_advise_loss.py), and the full measurement keeps its length for the capacity's variation (the
+    # LTE-like trace, full measurement with the saturation end: p10 / p90 at 0.89 / 1.06 x its median, within a
+    # fixed link's margin; 0.88 / 3.85 before, tests/test_advise.py)
+    floor = fill_floor_s(port_mbps, secs) if quick and (idle_loss == 0 or fill_cc == "bbr") else secs
+    say(f"  loading the path {d} ({flows} {fill_cc} flows, {floor:.3g}-{secs:g} s: until saturated) ...")
     tf = time.monotonic()
-    j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50))
+    j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50), floor_s=floor)
     phases = {"fill": time.monotonic() - tf}
-    # what the phases were planned to take (the quiet gap and the load), beside what they took
+    ran, sat = _loaded_s(j)
+    # what the phases were planned to take (the quiet gap and the load: its ceiling), beside what they took,
+    # and what the fill's load ran (its end condition: floor, saturation, ceiling)
     planned = {"fill": gap_s(after_ms, base_p50) + secs}
+    fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran}
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
@@ -977,7 +1021,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "limiter_alternatives": alternatives(limiter, rate, flows),
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": secs, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
+            "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}

@@ -358,6 +358,13 @@ struct LoadArgs {
     /// the result holds, and the results come back over an emptied queue
     #[arg(long)]
     halt_at_end: bool,
+    /// each loaded phase ends once the load is saturated (its goodput and the
+    /// probes' round trip stable over a moving window, draft-ietf-ippm-
+    /// responsiveness §4.3, after a queue or a loss), at twice that time so
+    /// that its second half is saturated, not before FLOOR nor after -t; the
+    /// flows then stop with it, as with --halt-at-end
+    #[arg(long, value_name = "FLOOR", value_parser = positive_dur)]
+    until_stable: Option<u64>,
     /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,

@@ -38,6 +38,7 @@ pub(super) fn tcp_client(a: TcpClientArgs) -> R {
         done_file: a.done_file.clone(),
         self_probes: None,
         halt_at_end: false,
+        live: None,
     };
     if !a.json {
         println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });
@@ -107,6 +108,7 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         self_probes: !a.no_self_probes,
         sequential: a.sequential,
         halt_at_end: a.halt_at_end,
+        until_stable_ns: a.until_stable,
     };
     if !a.json {
         println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);

@@ -173,6 +173,7 @@ pub(super) fn udp_cfg(a: &UdpClientArgs, addr: SocketAddr, count: Option<u64>, r
         report_ns,
         t0_mono: t0,
         stop_at_mono: None,
+        live: None,
     }
 }
 

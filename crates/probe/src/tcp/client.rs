@@ -226,11 +226,17 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     };
     // the end of a timed test where its senders halt there (`halt_at_end`): the streams' start + the duration
     let halt_at = cfg.halt_at_end.then(|| cfg.duration_ns.map(|d| states.iter().map(|s| s.start_mono).max().unwrap_or(0) + d)).flatten();
-    let past_end = move || halt_at.is_some_and(|e| sys::mono_ns() >= e);
+    // or the end of a phase decided while it runs (`load --until-stable`)
+    if let Some(l) = &cfg.live {
+        l.register(cfg.reverse, &states);
+    }
+    let live = cfg.live.clone();
+    let past_end = move || halt_at.is_some_and(|e| sys::mono_ns() >= e) || live.as_ref().is_some_and(|l| l.past_end());
     // reverse: on Ctrl-C/SIGTERM (or at the end, `halt_at_end`) ask the server to stop sending, then read what it
     // had sent and its results
     let stopper = if cfg.reverse {
         let (v, c) = (states.clone(), ctrl.try_clone().map_err(|e| err1(format!("control: {e}")))?);
+        let past_end = past_end.clone();
         Some(std::thread::spawn(move || {
             while !v.iter().all(|s| s.done.load(Ordering::Relaxed)) {
                 if sys::stopped() || past_end() {
@@ -248,9 +254,10 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         .map(|s| {
             let s = s.clone();
             let cfg = cfg.clone();
+            let past_end = past_end.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns)
+                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns, &past_end)
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &past_end)
                 }

@@ -411,6 +411,10 @@ pub struct ClientCfg {
     /// sender aborts; a download asks the server to stop, as on Ctrl-C):
     /// `load --halt-at-end`, whose measurement ends with its phase
     pub halt_at_end: bool,
+    /// the phase this client loads, whose end is decided while it runs
+    /// (`load --until-stable`, crate::live): the streams register there, and
+    /// the senders halt at its end as with `halt_at_end`
+    pub live: Option<Arc<crate::live::Live>>,
 }
 
 /// Everything the client learned, ready for [`Output`].

@@ -470,7 +470,7 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
             } else {
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns, &|| false)
             }
         });
         match w {

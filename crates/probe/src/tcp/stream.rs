@@ -321,7 +321,7 @@ fn peer_error(e: &io::Error) -> String {
 /// two ends start their clocks a handshake apart (the client before its
 /// connect, the server at accept), far less than the grace that the reset
 /// comes after the sender's deadline.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>, duration_ns: Option<u64>) -> Outcome {
+pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>, duration_ns: Option<u64>, ended: &dyn Fn() -> bool) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
@@ -350,11 +350,12 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
                 }
             }
             Err(e) if is_timeout(&e) => {}
-            // we asked the sender to stop, or the test's time is up: it ends the connection with
-            // a reset once it has stopped (run_sender), and what reached us before it is all there is
+            // we asked the sender to stop (a signal, or `ended`: the end of a phase decided while it ran,
+            // crate::live), or the test's time is up: it ends the connection with a reset once it has
+            // stopped (run_sender), and what reached us before it is all there is
             Err(e)
                 if e.raw_os_error() == Some(libc::ECONNRESET)
-                    && (stopped_at.is_some() || duration_ns.is_some_and(|d| sys::mono_ns() >= s.start_mono.saturating_add(d))) =>
+                    && (stopped_at.is_some() || ended() || duration_ns.is_some_and(|d| sys::mono_ns() >= s.start_mono.saturating_add(d))) =>
             {
                 break
             }

@@ -1,0 +1,304 @@
+//! A loaded phase that ends when what it is for has been seen (`load
+//! --until-stable FLOOR`), not after a fixed time: the load saturates the
+//! path, and the phase's figures are read over its second half (bloatlab's
+//! `measure`, python/bloatlab/advise/measure.py), so the phase may end once
+//! the path has been saturated over the whole of a second half.
+//!
+//! Sources:
+//! - draft-ietf-ippm-responsiveness-08 §4.3 (saturation, "Final Algorithm"):
+//!   the load is saturated when the moving average of the aggregate goodput
+//!   and the responsiveness over the last [`MAD`] intervals are each stable,
+//!   the standard deviation of their last MAD moving values within [`SDT`]
+//!   (5 %) of the current one ([`rpm::stable`]). Here the responsiveness is
+//!   the UDP echo probes' round trip (a 95 % trimmed mean, [`rpm::tm`]), and
+//!   both must hold at the same interval (the draft judges responsiveness
+//!   once goodput has been stable: here no earlier).
+//! - Linux `net/ipv4/tcp_bbr.c` (`bbr_check_full_bw_reached`) sizes its
+//!   test in round trips (3 without 25 % growth), not seconds: an interval
+//!   here is a round trip at least ([`interval_ns`]), where the draft's is a
+//!   fixed second (sized for Internet paths of tens of ms; at 600 ms a
+//!   second is less than two rounds, at 5 ms it is 200).
+//!
+//! The draft's goodput test alone would call a loss-based control saturated
+//! on a plateau of slow growth (CUBIC after an early HyStart exit on a long
+//! path adds about a segment a round: 2 % a round at 600 ms and 5 Mbit/s,
+//! within 5 % over four intervals), which BBR's test does not meet because
+//! BBR's STARTUP grows 2.89x a round until the pipe is full. So the pipe must
+//! also have been found: a queue stands (the probes' moving round trip above
+//! the idle minimum by more than [`QUEUE_NOISE_MS`]) or the flows met a loss
+//! (a loss-based control's end of the pipe; a receiver sees it as data out of
+//! order, `tcpi_rcv_ooopack`, a sender as `tcpi_total_retrans`). Where
+//! neither happens (an isolating queue that drops nothing, a window-limited
+//! sender) the phase runs to its ceiling, as before.
+//!
+//! The end: the first interval at which the rule holds ends at `t_sat` (since
+//! the phase began); the phase then ends at max(FLOOR, 2 t_sat), at most its
+//! `-t` (the ceiling), so that its second half lies wholly after `t_sat`.
+//! FLOOR is the caller's (what its figures need in the second half).
+//!
+//! Constants:
+//! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
+//! - [`MIN_INTERVAL_NS`] = 100 ms: ten UDP probes at `load`'s 10 ms, the
+//!   fewest a 95 % trimmed mean drops one of.
+//! - [`INTERVAL_PACKETS`] = 20 full segments: the goodput of an interval is
+//!   counted in whole packets, and one of 20 is 5 % = SDT (at 1 Mbit/s 100 ms
+//!   carry 8: one packet more or less would read 12 %).
+//! - [`QUEUE_NOISE_MS`] = 3 ms: the measurement's noise (measure.NOISE_MS:
+//!   the VM's ~5-ms pauses reach a p95 now and then; a trimmed mean less).
+
+use crate::rpm::{self, MAD};
+use crate::sys;
+use crate::tcp::stream::StreamState;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The shortest interval (ns): ten probes at 10 ms.
+pub const MIN_INTERVAL_NS: u64 = 100_000_000;
+/// An interval carries this many full segments at the last goodput.
+pub const INTERVAL_PACKETS: f64 = 20.0;
+/// A full segment on the wire (B): 1448 B of payload + 52 B of headers.
+pub const WIRE_SEGMENT: f64 = 1500.0;
+/// A standing queue is a moving round trip this far above the idle minimum (ms).
+pub const QUEUE_NOISE_MS: f64 = 3.0;
+
+/// What a phase's threads share while it runs: its end (decided while it
+/// runs), the probes' round trips and the loaded streams.
+pub struct Live {
+    end_ns: AtomicU64,
+    rtts: Mutex<Vec<(u64, f64)>>,
+    streams: Mutex<Vec<(bool, Arc<StreamState>)>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live").field("end_ns", &self.end()).finish()
+    }
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live { end_ns: AtomicU64::new(u64::MAX), rtts: Mutex::new(Vec::new()), streams: Mutex::new(Vec::new()) }
+    }
+}
+
+impl Live {
+    pub fn new() -> Arc<Live> {
+        Arc::new(Live::default())
+    }
+    /// CLOCK_MONOTONIC at which the phase ends (u64::MAX: not decided).
+    pub fn end(&self) -> u64 {
+        self.end_ns.load(Ordering::Relaxed)
+    }
+    pub fn past_end(&self) -> bool {
+        sys::mono_ns() >= self.end()
+    }
+    fn set_end(&self, ns: u64) {
+        self.end_ns.fetch_min(ns, Ordering::SeqCst);
+    }
+    /// A probe's round trip (ms), answered now.
+    pub fn push_rtt(&self, rtt_ms: f64) {
+        self.rtts.lock().unwrap().push((sys::mono_ns(), rtt_ms));
+    }
+    /// The loaded streams of a client (`reverse`: it receives).
+    pub fn register(&self, reverse: bool, streams: &[Arc<StreamState>]) {
+        self.streams.lock().unwrap().extend(streams.iter().map(|s| (reverse, s.clone())));
+    }
+    /// (bytes delivered so far, whether any flow met a loss): a receiver's
+    /// bytes read and data out of order; a sender's bytes acked and retransmissions.
+    fn delivered(&self) -> (u64, bool) {
+        let (mut bytes, mut lost) = (0u64, false);
+        for (reverse, s) in self.streams.lock().unwrap().iter() {
+            let ti = sys::tcp_info(s.sock.as_raw_fd()).ok();
+            if *reverse {
+                bytes += s.read.load(Ordering::Relaxed);
+                lost |= ti.is_some_and(|t| t.rcv_ooopack > 0);
+            } else if let Some(t) = ti {
+                bytes += t.bytes_acked.saturating_sub(s.pre);
+                lost |= t.total_retrans > 0;
+            }
+        }
+        (bytes, lost)
+    }
+    fn rtts_between(&self, a: u64, b: u64) -> Vec<f64> {
+        self.rtts.lock().unwrap().iter().filter(|x| x.0 >= a && x.0 < b).map(|x| x.1).collect()
+    }
+}
+
+/// One interval of a running phase.
+#[derive(Debug, Clone, Default)]
+pub struct Interval {
+    /// its end, s since the phase began
+    pub end_s: f64,
+    /// its length, s
+    pub len_s: f64,
+    /// bytes delivered in it
+    pub bytes: u64,
+    /// the probes' round trips answered in it (ms)
+    pub rtt_ms: Vec<f64>,
+    /// a flow met a loss by its end
+    pub lost: bool,
+}
+
+/// The moving goodput (bit/s) and round trip (ms, 95 % trimmed mean) over
+/// the intervals `i-MAD+1..=i` (draft-08 §4.3's moving averages).
+pub fn moving(iv: &[Interval], i: usize) -> (f64, f64) {
+    let w = &iv[i + 1 - MAD..=i];
+    let secs: f64 = w.iter().map(|x| x.len_s).sum();
+    let bytes: u64 = w.iter().map(|x| x.bytes).sum();
+    let rtts: Vec<f64> = w.iter().flat_map(|x| x.rtt_ms.iter().copied()).collect();
+    (bytes as f64 * 8.0 / secs, rpm::tm(&rtts))
+}
+
+/// Saturated at the last of `iv` (module doc): the last [`MAD`] moving
+/// goodputs and round trips each stable ([`rpm::stable`]), and the pipe found
+/// (a loss, or the moving round trip above `base_ms` + [`QUEUE_NOISE_MS`]).
+pub fn saturated(iv: &[Interval], base_ms: f64) -> bool {
+    if iv.len() < 2 * MAD - 1 {
+        return false;
+    }
+    let n = iv.len();
+    let (g, r): (Vec<f64>, Vec<f64>) = (n - MAD..n).map(|i| moving(iv, i)).unzip();
+    let found = iv[n - 1].lost || r[MAD - 1] - base_ms > QUEUE_NOISE_MS;
+    // a load that has delivered nothing yet (its connections still opening) is not stable at zero
+    found && g.iter().all(|&x| x > 0.0) && rpm::stable(&g) && rpm::stable(&r)
+}
+
+/// The phase's length (ns) once saturated `sat_ns` after it began: its second
+/// half wholly after, at least `floor_ns`, at most `ceiling_ns`.
+pub fn phase_len_ns(sat_ns: u64, floor_ns: u64, ceiling_ns: u64) -> u64 {
+    (2 * sat_ns).max(floor_ns).min(ceiling_ns)
+}
+
+/// The next interval's length (ns): a round trip (the last interval's median
+/// probe, else `base_ms`), [`INTERVAL_PACKETS`] at the last goodput, and
+/// [`MIN_INTERVAL_NS`], whichever is longest.
+pub fn interval_ns(last: Option<&Interval>, base_ms: f64) -> u64 {
+    let mut rtt = base_ms;
+    let mut packets_ns = 0.0;
+    if let Some(x) = last {
+        if !x.rtt_ms.is_empty() {
+            let mut v = x.rtt_ms.clone();
+            v.sort_by(|a, b| a.total_cmp(b));
+            rtt = v[v.len() / 2];
+        }
+        if x.bytes > 0 {
+            packets_ns = INTERVAL_PACKETS * WIRE_SEGMENT / (x.bytes as f64 / x.len_s) * 1e9;
+        }
+    }
+    (rtt * 1e6).max(packets_ns).max(MIN_INTERVAL_NS as f64) as u64
+}
+
+/// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
+/// interval after another, and ends the phase ([`Live::end`]) at
+/// [`phase_len_ns`] once [`saturated`]. Returns the intervals and the
+/// saturation time (s since `start`), if any.
+pub fn watch(live: &Live, start: u64, end: u64, floor_ns: u64, base_ms: f64) -> (Vec<Interval>, Option<f64>) {
+    let mut iv: Vec<Interval> = Vec::new();
+    let mut a = start;
+    let mut prev = 0u64;
+    while !sys::stopped() {
+        let b = a + interval_ns(iv.last(), base_ms);
+        if b >= end || b >= live.end() {
+            break;
+        }
+        sys::sleep_until_mono(b);
+        if sys::stopped() {
+            break;
+        }
+        let (bytes, lost) = live.delivered();
+        iv.push(Interval {
+            end_s: (b - start) as f64 / 1e9,
+            len_s: (b - a) as f64 / 1e9,
+            bytes: bytes.saturating_sub(prev),
+            rtt_ms: live.rtts_between(a, b),
+            lost,
+        });
+        prev = bytes;
+        a = b;
+        if saturated(&iv, base_ms) {
+            let sat = b - start;
+            live.set_end(start + phase_len_ns(sat, floor_ns, end - start));
+            return (iv, Some(sat as f64 / 1e9));
+        }
+    }
+    (iv, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` intervals of 100 ms, each delivering `bytes(i)` with probes at `rtt(i)` ms.
+    fn series(n: usize, bytes: impl Fn(usize) -> u64, rtt: impl Fn(usize) -> f64, lost_from: usize) -> Vec<Interval> {
+        (0..n)
+            .map(|i| Interval {
+                end_s: 0.1 * (i + 1) as f64,
+                len_s: 0.1,
+                bytes: bytes(i),
+                rtt_ms: vec![rtt(i); 10],
+                lost: i >= lost_from,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_steady_load_over_a_standing_queue_is_saturated_once_four_moving_averages_agree() {
+        // 20 Mbit/s (250 kB per 100 ms), 40 ms of queue over a 20-ms base: saturated at the
+        // seventh interval (the first with four moving averages of four), not before
+        let iv = series(7, |_| 250_000, |_| 60.0, usize::MAX);
+        assert!(!saturated(&iv[..6], 20.0));
+        assert!(saturated(&iv, 20.0));
+    }
+
+    #[test]
+    fn a_ramp_is_not_saturated_until_the_moving_goodput_stops_growing() {
+        // slow start doubling each interval to 250 kB (the fifth), then flat: the last four
+        // moving goodputs at interval 9 still hold the ramp's last step (sd 5.4 % of the last),
+        // at interval 10 (the eleventh) they do not
+        let ramp = |i: usize| (15_625u64 << i.min(4)).min(250_000);
+        let iv = series(12, ramp, |_| 60.0, usize::MAX);
+        let first = (1..=iv.len()).find(|&n| saturated(&iv[..n], 20.0));
+        assert_eq!(first, Some(11));
+    }
+
+    #[test]
+    fn a_plateau_without_queue_or_loss_is_not_saturated_but_with_a_loss_it_is() {
+        // CUBIC's slow growth after an early HyStart exit: flat within 5 %, no queue
+        let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, usize::MAX);
+        assert!(!saturated(&iv, 20.0));
+        // the same plateau after a loss (a policer's, an AQM's): the pipe's end was met
+        let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, 2);
+        assert!(saturated(&iv, 20.0));
+        // nothing delivered yet (connections opening) with a loss: not stable at zero
+        let iv = series(10, |_| 0, |_| 20.5, 0);
+        assert!(!saturated(&iv, 20.0));
+    }
+
+    #[test]
+    fn a_queue_that_still_grows_is_not_saturated() {
+        // the round trip grows 10 % an interval (a deep buffer filling): never stable
+        let iv = series(12, |_| 250_000, |i| 30.0 * 1.1f64.powi(i as i32), 0);
+        assert!(!saturated(&iv, 20.0));
+    }
+
+    #[test]
+    fn the_phase_ends_at_twice_the_saturation_between_floor_and_ceiling() {
+        let s = 1_000_000_000;
+        assert_eq!(phase_len_ns(s * 7 / 10, 2 * s, 5 * s), 2 * s);
+        assert_eq!(phase_len_ns(s * 3 / 2, 2 * s, 5 * s), 3 * s);
+        assert_eq!(phase_len_ns(4 * s, 2 * s, 5 * s), 5 * s);
+    }
+
+    #[test]
+    fn an_interval_is_a_round_trip_twenty_packets_or_100_ms_whichever_is_longest() {
+        assert_eq!(interval_ns(None, 20.0), 100_000_000);
+        assert_eq!(interval_ns(None, 300.0), 300_000_000);
+        // 1 Mbit/s: 125 kB/s, 20 packets of 1500 B = 240 ms
+        let x = Interval { end_s: 1.0, len_s: 1.0, bytes: 125_000, rtt_ms: vec![50.0, 90.0, 70.0], lost: false };
+        assert_eq!(interval_ns(Some(&x), 20.0), 240_000_000);
+        // 100 Mbit/s behind a 400-ms queue: the median probe's round trip
+        let y = Interval { end_s: 1.0, len_s: 1.0, bytes: 12_500_000, rtt_ms: vec![380.0, 400.0, 420.0], lost: false };
+        assert_eq!(interval_ns(Some(&y), 20.0), 400_000_000);
+    }
+}
