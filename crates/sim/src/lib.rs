@@ -20,7 +20,6 @@ pub mod event;
 pub mod link;
 pub mod output;
 pub mod packet;
-pub mod prefault;
 pub mod scenario;
 pub mod tcp;
 pub mod wifi;

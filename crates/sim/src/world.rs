@@ -3,7 +3,6 @@
 
 use crate::air::Air;
 use crate::capture::Capture;
-use crate::prefault::Prefault;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use crate::event::{Event, Queue};
 use crate::link::{Link, Start};
@@ -108,8 +107,6 @@ pub struct World {
     wifi: Option<WifiLink>,
     /// `--pcap`: every packet as it enters its direction (crate::capture).
     capture: Option<Box<Capture>>,
-    /// The samples' next pages made resident by a second thread while the run goes (crate::prefault).
-    prefault: Option<Prefault>,
     /// Whether the flows' samples are stored (World::without_flow_series).
     keep_flow_series: bool,
 }
@@ -203,7 +200,6 @@ impl World {
             last_drops: [0; 2],
             wifi,
             capture: None,
-            prefault: None,
             keep_flow_series: true,
         };
         let mut open_per_page = vec![0u32; sc.pages.len()];
@@ -268,7 +264,6 @@ impl World {
         let wall = Instant::now();
         let end = self.sc.duration_ns;
         let mut n: u32 = 0;
-        self.prefault = Prefault::start(&self.series.flows);
         while let Some((t, ev)) = self.q.pop() {
             if t > end {
                 break;
@@ -696,9 +691,6 @@ impl World {
             s.retransmits.push(snd.retrans_segs);
             s.state.push(snd.state_label());
         }
-        if let Some(p) = &self.prefault {
-            p.progress(s.t.len());
-        }
         for (d, name) in [(0usize, "down"), (1, "up")] {
             if let Some(l) = self.links[d].as_mut() {
                 let ls = &mut self.series.links;
@@ -718,7 +710,6 @@ impl World {
     }
 
     fn finish(mut self, wall_s: f64) -> Raw {
-        self.prefault = None; // the helper stopped and joined before the columns leave
         let end = self.sc.duration_ns;
         let mut flows = Vec::new();
         for f in self.flows.iter_mut() {
@@ -921,12 +912,10 @@ mod tests {
     }
 
     /// Issue 34 §5: a run that does not store the flows' samples is the same run
-    /// (events, every flow's and link's output, the links' series), and a run
-    /// large enough for the prefault helper (600 flows x 1001 samples, 1 ms
-    /// apart: 4.8 MB an 8-byte column) writes every sample into the columns
-    /// the helper makes resident.
+    /// (events, every flow's and link's output, the links' series); the one
+    /// that stores them writes every row (600 flows, 1 ms apart).
     #[test]
-    fn a_run_without_the_flow_series_and_one_with_the_prefault_helper_give_the_same_results() {
+    fn a_run_without_the_flow_series_is_the_same_run() {
         let flows: Vec<String> = (0..600)
             .map(|i| {
                 format!(
