@@ -140,3 +140,21 @@ def test_a_dask_worker_stages_its_files_only_where_it_sees_the_store(tmp_path):
     status, (summary2, series2) = sweep._execute_safe(payload, stage, str(token))
     assert status == "ok" and series2 == stage and summary2["total_goodput_mbps"] == summary["total_goodput_mbps"]
     assert sorted(os.listdir(stage)) == ["checksums.json", "flows.parquet", "links.parquet", "probes.parquet", "summary.json"]
+
+
+def test_the_run_verb_without_out_skips_the_flow_series_and_prints_the_same_summary(res):
+    # issue 34 §5: nothing reads the flows' samples of `run --json` without --out; the engine still
+    # samples (meta.events) and the summary is the same; the Python API and --out keep them
+    lean = bloatlab._run(SCENARIO, "sim", (), None, {}, flow_series=False)
+    assert lean.table("flows").num_rows == 0
+    assert res.table("flows").num_rows > 0
+    assert lean.table("links").to_pylist() == res.table("links").to_pylist()
+    assert {k: v for k, v in lean.summary["meta"].items() if k != "wall_s"} == \
+        {k: v for k, v in res.summary["meta"].items() if k != "wall_s"}
+    assert dict(lean.summary, meta=None) == dict(res.summary, meta=None)
+
+
+def test_expectations_keep_the_flow_series_the_verb_judges_on():
+    sc = SCENARIO + '\n[[expect]]\ncheck = "tput"\nmin = 0\n'
+    judged = bloatlab._run(sc, "sim", (), None, {}, flow_series=False)
+    assert judged.table("flows").num_rows > 0

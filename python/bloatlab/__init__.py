@@ -36,6 +36,13 @@ def run(
     ``pcap=DIR`` (not a scenario key) writes DIR/down.pcap and DIR/up.pcap on
     either engine: every packet's headers as it enters the link.
     """
+    return _run(scenario, engine, overrides, pcap, sets)
+
+
+def _run(scenario, engine: str, overrides: Iterable[str], pcap, sets: dict, flow_series: bool = True) -> Result:
+    """:func:`run`; ``flow_series=False`` (the run verb without ``--out``):
+    the simulator does not store the flows' samples unless the scenario's
+    expectations read them. The summary is the same either way."""
     from . import summary as _summary
     from .engines import run_raw
 
@@ -44,6 +51,8 @@ def run(
     opts: dict = {"pcap": pcap} if pcap is not None else {}
     if engine == "sim" and sc is not scenario and sc._json is not None:
         opts["resolved_json"] = sc._json  # loaded just now: the text it was checked with is the run's
+    if engine == "sim" and not flow_series and not sc.doc.get("expect"):
+        opts["flow_series"] = False
     raw = run_raw(resolved, engine, **opts)
     doc = dict(sc.doc)
     doc.setdefault("name", sc.name)

@@ -57,11 +57,18 @@ impl ArrowTable {
 /// Run the simulator on a resolved scenario (JSON, docs/engine-interface.md);
 /// returns the raw result as Python objects, except `raw["series"]`: a dict
 /// of `ArrowTable`s (flows, links, probes). `pcap`: an existing directory
-/// to write down.pcap and up.pcap into. Releases the GIL while simulating
-/// and while building the tables.
+/// to write down.pcap and up.pcap into. `flow_series=False`: the flows'
+/// samples are not stored (an empty `flows` table; every other output the
+/// same), for a caller that reads only the summary. Releases the GIL while
+/// simulating and while building the tables.
 #[pyfunction]
-#[pyo3(signature = (resolved_json, pcap=None))]
-fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (resolved_json, pcap=None, flow_series=true))]
+fn run_sim<'py>(
+    py: Python<'py>,
+    resolved_json: &str,
+    pcap: Option<std::path::PathBuf>,
+    flow_series: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let json = resolved_json.to_owned();
     // The run goes on a thread of its own while this one looks for signals every 50 ms: Python runs its
     // handlers (Ctrl-C's KeyboardInterrupt, the CLI's SIGTERM) only between bytecodes, so a run in this
@@ -74,7 +81,7 @@ fn run_sim<'py>(py: Python<'py>, resolved_json: &str, pcap: Option<std::path::Pa
         .stack_size(64 << 20) // the main thread's 8 MB and more: the run used to go there
         .spawn(move || {
             let out = (|| {
-                let mut raw = bloatlab_sim::run_cancellable(&json, pcap.as_deref(), Some(&flag))?;
+                let mut raw = bloatlab_sim::run_cancellable(&json, pcap.as_deref(), Some(&flag), flow_series)?;
                 let tables = std::mem::take(&mut raw.series).into_arrow().map_err(|e| format!("time series: {e}"))?;
                 Ok::<_, String>((raw, tables))
             })();

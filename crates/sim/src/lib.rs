@@ -41,18 +41,24 @@ pub fn run(resolved: &str) -> Result<output::Raw, String> {
 /// [`run`], and with `pcap` = Some(DIR) a capture of every packet into
 /// DIR/down.pcap and DIR/up.pcap (the directory must exist; [`capture`]).
 pub fn run_capturing(resolved: &str, pcap: Option<&std::path::Path>) -> Result<output::Raw, String> {
-    run_cancellable(resolved, pcap, None)
+    run_cancellable(resolved, pcap, None, true)
 }
 
 /// [`run_capturing`] that stops with Err([`world::CANCELLED`]) soon after
-/// `cancel` is set (the native module sets it on Ctrl-C or SIGTERM).
+/// `cancel` is set (the native module sets it on Ctrl-C or SIGTERM);
+/// `flow_series` false: the flows' samples are not stored
+/// ([`world::World::without_flow_series`]).
 pub fn run_cancellable(
     resolved: &str,
     pcap: Option<&std::path::Path>,
     cancel: Option<&std::sync::atomic::AtomicBool>,
+    flow_series: bool,
 ) -> Result<output::Raw, String> {
     let sc = scenario::from_json(resolved)?;
     let mut w = world::World::new(&sc)?;
+    if !flow_series {
+        w.without_flow_series();
+    }
     if let Some(dir) = pcap {
         w.capture_into(dir)?;
     }

@@ -107,6 +107,8 @@ pub struct World {
     wifi: Option<WifiLink>,
     /// `--pcap`: every packet as it enters its direction (crate::capture).
     capture: Option<Box<Capture>>,
+    /// Whether the flows' samples are stored (World::without_flow_series).
+    keep_flow_series: bool,
 }
 
 impl World {
@@ -198,6 +200,7 @@ impl World {
             last_drops: [0; 2],
             wifi,
             capture: None,
+            keep_flow_series: true,
         };
         let mut open_per_page = vec![0u32; sc.pages.len()];
         for (i, f) in sc.flows.iter().enumerate() {
@@ -231,6 +234,16 @@ impl World {
         let flows: Vec<_> = self.flows.iter().map(|f| (&f.spec, &f.rcv.win, f.snd.ecn)).collect();
         self.capture = Some(Box::new(Capture::create(dir, self.sc.seed, &flows, &self.sc.probes)?));
         Ok(())
+    }
+
+    /// Do not store the flows' samples (`series.flows` stays empty): for a
+    /// caller that reads only the summary (`bloatlab run --json` without
+    /// `--out`). The sampling events still happen (`meta.events` and every
+    /// other output are unchanged: reading a flow's state to sample it
+    /// changes nothing), the links' and probes' series are still kept.
+    pub fn without_flow_series(&mut self) {
+        self.keep_flow_series = false;
+        self.series.flows = Default::default();
     }
 
     /// Run a world without a capture (which does no I/O).
@@ -668,7 +681,8 @@ impl World {
         let now = self.now;
         let t = now as f64 / 1e9;
         let s = &mut self.series.flows;
-        for (i, f) in self.flows.iter().enumerate() {
+        let flows = if self.keep_flow_series { &self.flows[..] } else { &[] };
+        for (i, f) in flows.iter().enumerate() {
             if !f.started || f.end.is_some_and(|e| e < now) {
                 continue;
             }
@@ -943,6 +957,49 @@ mod tests {
     fn a_cubic_slow_start_at_one_bdp_loses_17_segments_unpaced_and_178_paced_as_the_kernel_does() {
         assert_eq!(cubic_1bdp_slow_start(false), (17, 17, 356_208));
         assert_eq!(cubic_1bdp_slow_start(true), (178, 178, 708_072));
+    }
+
+    /// Issue 34 §5: a run that does not store the flows' samples is the same run
+    /// (events, every flow's and link's output, the links' series); the one
+    /// that stores them writes every row (600 flows, 1 ms apart).
+    #[test]
+    fn a_run_without_the_flow_series_is_the_same_run() {
+        let flows: Vec<String> = (0..600)
+            .map(|i| {
+                format!(
+                    r#"{{"id":{i},"group":0,"name":"f{i}","cc":"cubic","direction":"down","rtt_ns":{rtt},"start_ns":0,
+                    "stop_ns":null,"size_bytes":null,"app_rate_bps":null,"on_ns":null,"off_ns":null,"ecn":null,
+                    "tso":true,"pacing":false,"dscp":0}}"#,
+                    rtt = 20_000_000 + i * 50_000
+                )
+            })
+            .collect();
+        let json = format!(
+            r#"{{"name":"many","duration_ns":1000000000,"seed":1,"sample_interval_ns":1000000,"pages":[],
+            "flows":[{}],"probes":[],"wifi":null,
+            "links":{{"down":{{"rate_bps":1000000000,"buffer_bytes":2500000,"buffer_pkts":null,"loss":0.0,
+              "qdisc":{{"kind":"fifo","params":{{}}}},"trace_ms":null,"policer":null,"shaper":null,
+              "device_queue_bytes":null,"device_queue_pkts":null}},"up":null}}}}"#,
+            flows.join(",")
+        );
+        let sc = Scenario::from_json(&json).unwrap();
+        let with = World::new(&sc).unwrap().run();
+        let mut w = World::new(&sc).unwrap();
+        w.without_flow_series();
+        let without = w.run();
+        assert_eq!(with.meta.events, without.meta.events);
+        assert_eq!(with.meta.packets, without.meta.packets);
+        assert_eq!(format!("{:?}", with.flows), format!("{:?}", without.flows));
+        assert_eq!(format!("{:?}", with.links), format!("{:?}", without.links));
+        assert_eq!(format!("{:?}", with.series.links), format!("{:?}", without.series.links));
+        assert_eq!(without.series.flows.t.len(), 0);
+        // up to 1001 sampling instants (0, 1 ms, ..., 1 s) of 600 flows (a flow is sampled once
+        // its connection is open), every column as long
+        let s = &with.series.flows;
+        assert!((500_000..=600 * 1001).contains(&s.t.len()), "{} rows", s.t.len());
+        assert_eq!(s.cwnd_bytes.len(), s.t.len());
+        assert!(s.cwnd_bytes.iter().all(|&c| c > 0), "every row written (no page left as zeros)");
+        assert!(s.srtt_ms.iter().skip(s.t.len() / 2).all(|&r| r >= 20.0), "every late row carries an RTT");
     }
 
     /// A probe-only world (the contract allows no flows; the simulator's

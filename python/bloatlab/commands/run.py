@@ -89,7 +89,8 @@ def main(args) -> int:
         with Long(f"running {sc.name} on the kernel's TCP through the emulator", secs + EMU_SETUP_S):
             res = bloatlab.run(sc, engine=args.engine, pcap=args.pcap)
     else:
-        res = bloatlab.run(args.scenario, engine=args.engine, overrides=overrides_of(args), pcap=args.pcap)
+        # without --out nothing reads the flows' time series (the summary is built from per-flow totals)
+        res = bloatlab._run(args.scenario, args.engine, overrides_of(args), args.pcap, {}, flow_series=bool(args.out))
     if args.out:
         res.save(args.out)
     judged = _expectations(res)
