@@ -600,11 +600,14 @@ def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
     # at 59.5 Mbit/s ends its slow start in one of several modes as its start and RTT move within a millisecond; the
     # kernel on the true path (190.14 ms) got 20.2 Mbit/s and the model there 20.3. (One run of the twin at the
     # measured 190.23 ms gave 27.5 while the twin's shaped candidate put the wire at the policed rate; with the
-    # policer's port behind the shaper, as on the true path, it gives 20.95, and the upper mode is a member's.)
+    # policer's port behind the shaper, as on the true path, it gives 20.95, and the upper mode was a member's
+    # (> 25 Mbit/s). Since the server ACKs the request at once and DRS measures a read skb by skb (issue 32, 2026-11-26)
+    # the seven members all end slow start in the lower mode here: 20.80-21.04 Mbit/s, median 20.93.)
     p = Path(base_rtt_ms=190.23, down_mbps=62.7, port_mbps=80.6, bucket_bytes=228185, limiter="policer")
     c = recommend.simulate(p, recommend.Candidate("reno", "fq_codel", 59.5, paced=False), duration_s=19)
-    assert c.ranges["members"] == recommend.ENSEMBLE and c.ranges["goodput_mbps"][1] > 25
-    # the median within 1 Mbit/s (5 %) of the kernel's 20.2: a member in the upper mode does not move it
+    lo, hi = c.ranges["goodput_mbps"]
+    assert c.ranges["members"] == recommend.ENSEMBLE and lo <= c.goodput_mbps <= hi
+    # the median within 1 Mbit/s (5 %) of the kernel's 20.2: a member in an upper mode would not move it
     assert c.goodput_mbps == pytest.approx(20.2, abs=1.0)
 
 
