@@ -437,6 +437,8 @@ def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_ar
     assert seen["bbr"] == pytest.approx(15.5 * base / 1e3)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
     assert x["rate_mbps"] == pytest.approx(3.57, rel=1e-3) and x["evidence"]["probe_q95_ms"] == pytest.approx(0.5)
+    # the probes sent 0-5.26 s, the flows' first sample at 1.1893 s: the second half from 3.2247 s, 204 probes
+    assert x["evidence"]["probes"] == 204 and x["evidence"]["probe_window_s"] == pytest.approx([3.22465, 5.26])
     # the phase's old length (4.08 s): its probes too are read while they ran (1.19-4.07 s: 144 of them)
     monkeypatch.setattr(M, "SETUP_ROUNDS", 0.0)
     x = M._direction("h", 1, "down", 4, base, None, True, False, 0.0, lambda m: None)

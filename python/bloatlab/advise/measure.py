@@ -502,7 +502,8 @@ def _window(j: dict, d: str) -> dict:
             rate, how = got * 8 / (t1 - w0), "acked_bytes"
     return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
-            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
+            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
+            "probe_window_s": [p0, pe]}
 
 
 #: the capacity's variation (issue 31) is read over windows this long (s) at least: the scale on which a
@@ -1067,7 +1068,10 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     flows = len({f["id"] for f in j["flows"] if f["direction"] == d}) or 1
     excess = max(retrans - idle_loss, 0.0)
     loaded = base_p50 + flow_q50
-    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
+    # the probes' count and their window (s since the load began, its quiet gap included): what the choice asks
+    # (_direction) and what to look at where a reading surprises (the raw series are not kept)
+    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes": int(w["probes"].size),
+            "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
             "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
             "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
