@@ -381,17 +381,7 @@ def test_a_host_without_fq_today_is_compared_with_the_same_control_paced_by_fq()
 
 
 def _load_json(rate_bps, flow_rtt_ms, probe_rtt_ms, retx, segs, flows=4, secs=10.0):
-    t = [i * 0.01 for i in range(int(secs / 0.01))]
-    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": []}
-    for f in range(1, flows + 1):
-        fl["flow"] += [f] * len(t)
-        fl["t"] += t
-        fl["delivery_rate_bps"] += [rate_bps / flows] * len(t)
-        fl["srtt_ms"] += [flow_rtt_ms] * len(t)
-        fl["delivered_bytes"] += [x * rate_bps / flows / 8 for x in t]
-    return {"flows": [{"id": f, "direction": "down", "retransmits": retx / flows, "retrans_rate": retx / segs}
-                      for f in range(1, flows + 1)],
-            "raw": {"series": {"flows": fl, "probes": {"t": t, "rtt_ms": [probe_rtt_ms] * len(t)}}}}
+    return _timed_phase(rate_bps, flow_rtt_ms, probe_rtt_ms, secs, 0.0, 0.0, flows, retx, segs)
 
 
 def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phase_that_did(monkeypatch):
