@@ -388,8 +388,8 @@ def bbr_phase_secs(base_ms: float, rate_mbps: float, flows: int, quick: bool) ->
     ``base_ms`` (the fill's rate ``rate_mbps`` sizes the ramp), :data:`BBR_MIN_S` to 8 s; without ``--quick``
     as :func:`_phase_secs`. The rounds count from the flows' first data, the phase (and its probes) from
     the setup's start: so the time flows and probes run together is the rounds, and its second half, which
-    the probes are read over (:func:`_window`), starts after the ramp (4.1 s at 340 ms had started it 1.75
-    round trips before the ramp's end, and the flows' own second half after the probes' end)."""
+    the probes are read over (:func:`_window`), starts after the ramp (without them, where twice the ramp
+    sets the length, 1.75 round trips before its end)."""
     if not quick:
         return _phase_secs(base_ms, quick, fill=False)
     rounds = SETUP_ROUNDS + bbr_rounds(rate_mbps, flows, base_ms)
@@ -453,10 +453,10 @@ def _window(j: dict, d: str) -> dict:
     - the probes' RTT: what a new, sparse flow sees, over the second half of
       the time all flows ran *while the probes ran* (the probes have no
       samples beyond their phase; where they outlast the first flow, the
-      same window as the flows'). The flows' window runs on through their
-      ack grace after the probes' end (:data:`SETUP_ROUNDS` later than the
-      probes' start, 2 s at most beyond their length: ``_load``), which the
-      rate's reading wants and the probes cannot give."""
+      same window as the flows'). The flows start :data:`SETUP_ROUNDS`
+      round trips after the probes and run on through their ack grace (at
+      most 2 s: ``_load``) after the probes' end: the rate's reading wants
+      that, and the probes cannot give it."""
     fs = j["raw"]["series"]["flows"]
     ids = sorted({f["id"] for f in j["flows"] if f["direction"] == d})
     fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
