@@ -98,6 +98,50 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire, rel=1e-3)
 
 
+def _timed_phase(rate_bps, flow_rtt_ms, probe_rtt_ms, secs, setup_s, grace_s, flows=4, retx=0, segs=1):
+    """One loaded phase as ``bloatlab-probe load`` times it: the probes every 10 ms from the phase's start
+    for ``secs`` (their RTT ``probe_rtt_ms``, or a function of their send time), each flow's samples from
+    ``setup_s`` on for ``secs`` and its ack grace ``grace_s``."""
+    ft = [setup_s + k * 0.01 for k in range(round((secs + grace_s) / 0.01) + 1)]
+    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": []}
+    for f in range(1, flows + 1):
+        fl["flow"] += [f] * len(ft)
+        fl["t"] += ft
+        fl["delivery_rate_bps"] += [rate_bps / flows] * len(ft)
+        fl["srtt_ms"] += [flow_rtt_ms] * len(ft)
+        fl["delivered_bytes"] += [(x - setup_s) * rate_bps / flows / 8 for x in ft]
+    pt = [i * 0.01 for i in range(round(secs / 0.01))]
+    rtt = [probe_rtt_ms(x) if callable(probe_rtt_ms) else probe_rtt_ms for x in pt]
+    return {"flows": [{"id": f, "direction": "down", "retransmits": retx / flows, "retrans_rate": retx / segs}
+                      for f in range(1, flows + 1)],
+            "raw": {"series": {"flows": fl, "probes": {"t": pt, "rtt_ms": rtt}}}}
+
+
+def test_the_probes_are_read_over_the_second_half_of_the_time_they_ran_with_the_flows():
+    """The probes run the phase's length from its start; the flows start
+    SETUP_ROUNDS round trips later and run as long, then up to their 2-s ack
+    grace. At 4 s with a 1.205-s setup the flows' second half (4.205-7.205 s)
+    begins after the last probe (3.99 s): the probes are read over the second
+    half of 1.205-3.99 s, the 140 sent at 2.60-3.99 s. The rate keeps the
+    flows' own window."""
+    j = _timed_phase(7e6, 341.0, lambda x: 340.0 + 1000 * x, secs=4.0, setup_s=1.205, grace_s=2.0)
+    w = _window(j, "down")
+    assert w["probes"].size == 140
+    assert w["probes"].min() == pytest.approx(340 + 2600) and w["probes"].max() == pytest.approx(340 + 3990)
+    assert w["rate_mbps"] == pytest.approx(7 * 1500 / 1448, rel=1e-9)
+    # probes that outlast the flows (a phase that ends once saturated stops its flows with it): the flows'
+    # window, 3.005-5.005 s, as before
+    j = _timed_phase(7e6, 341.0, lambda x: 340.0 + 1000 * x, secs=6.0, setup_s=1.005, grace_s=0.0)
+    for k in ("flow", "t", "delivery_rate_bps", "srtt_ms", "delivered_bytes"):
+        j["raw"]["series"]["flows"][k] = [v for v, x in zip(j["raw"]["series"]["flows"][k], j["raw"]["series"]["flows"]["t"]) if x <= 5.0051]
+    w = _window(j, "down")
+    assert w["probes"].size == 200 and w["probes"].min() == pytest.approx(340 + 3010) and w["probes"].max() == pytest.approx(340 + 5000)
+    # no probe answered once the flows ran (UDP blocked under load): none, not the idle ones before
+    j = _timed_phase(7e6, 341.0, 340.0, secs=4.0, setup_s=1.205, grace_s=2.0)
+    j["raw"]["series"]["probes"] = {"t": [i * 0.01 for i in range(100)], "rtt_ms": [340.0] * 100}
+    assert _window(j, "down")["probes"].size == 0
+
+
 def test_drops_beyond_random_loss_are_told_at_three_sigma():
     assert not _significant(3, 10_000, 0.0)
     assert _significant(4, 10_000, 0.0)
@@ -337,17 +381,7 @@ def test_a_host_without_fq_today_is_compared_with_the_same_control_paced_by_fq()
 
 
 def _load_json(rate_bps, flow_rtt_ms, probe_rtt_ms, retx, segs, flows=4, secs=10.0):
-    t = [i * 0.01 for i in range(int(secs / 0.01))]
-    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": []}
-    for f in range(1, flows + 1):
-        fl["flow"] += [f] * len(t)
-        fl["t"] += t
-        fl["delivery_rate_bps"] += [rate_bps / flows] * len(t)
-        fl["srtt_ms"] += [flow_rtt_ms] * len(t)
-        fl["delivered_bytes"] += [x * rate_bps / flows / 8 for x in t]
-    return {"flows": [{"id": f, "direction": "down", "retransmits": retx / flows, "retrans_rate": retx / segs}
-                      for f in range(1, flows + 1)],
-            "raw": {"series": {"flows": fl, "probes": {"t": t, "rtt_ms": [probe_rtt_ms] * len(t)}}}}
+    return _timed_phase(rate_bps, flow_rtt_ms, probe_rtt_ms, secs, 0.0, 0.0, flows, retx, segs)
 
 
 def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phase_that_did(monkeypatch):
@@ -367,6 +401,39 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
     phases = {"cubic": _load_json(19.5e6, 63 + 40, 63 + 42, 30, 20000), "bbr": _load_json(19.8e6, 63 + 30, 63 + 31, 5, 20000)}
     x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
     assert x["evidence"]["phase"] == "fill" and x["limiter"] == "fifo"
+
+
+def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_are_read_while_they_ran(monkeypatch):
+    """Campaign seed 28 path 18: a 7.1-Mbit/s policer at 340 ms, the fill's four CUBIC flows collapsed at
+    0.46 Mbit/s together (their smoothed RTT +16.9 ms over the probes' +0.4: the ACK wait of a window-limited
+    flow), BBR reached 3.57. Its phase, timed as the load times it (the flows 3.5 round trips after the
+    probes, then a 2-s ack grace), had its flows' second half after the probes' end: the evidence stayed the
+    collapsed fill's. Read while the probes ran, BBR's phase says policer: drops, no queue."""
+    from bloatlab.advise import measure as M
+
+    base = 339.8
+    setup = M.SETUP_ROUNDS * base / 1e3
+    seen = {}
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
+        seen[cc] = secs
+        if cc == "cubic":
+            return _timed_phase(0.456e6 / M.WIRE_PER_PAYLOAD, base + 16.9, base + 0.37, secs, setup, 2.0, retx=102, segs=598)
+        return _timed_phase(3.57e6 / M.WIRE_PER_PAYLOAD, base + 1.3, base + 0.5, secs, setup, 2.0, retx=391, segs=1658)
+
+    monkeypatch.setattr(M, "_load", load)
+    x = M._direction("h", 1, "down", 4, base, None, True, False, 0.0, lambda m: None)
+    # 12 rounds (the fill's rate sizes no doubling: 3 full-pipe rounds, DRAIN, a gain cycle) and the 3.5 of setup
+    assert seen["bbr"] == pytest.approx(15.5 * base / 1e3)
+    assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
+    assert x["rate_mbps"] == pytest.approx(3.57, rel=1e-3) and x["evidence"]["probe_q95_ms"] == pytest.approx(0.5)
+    # the probes sent 0-5.26 s, the flows' first sample at 1.1893 s: the second half from 3.2247 s, 204 probes
+    assert x["evidence"]["probes"] == 204 and x["evidence"]["probe_window_s"] == pytest.approx([3.22465, 5.26])
+    # the phase's old length (4.08 s): its probes too are read while they ran (1.19-4.07 s: 144 of them)
+    monkeypatch.setattr(M, "SETUP_ROUNDS", 0.0)
+    x = M._direction("h", 1, "down", 4, base, None, True, False, 0.0, lambda m: None)
+    assert seen["bbr"] == pytest.approx(12 * base / 1e3)
+    assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
 
 
 def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
@@ -618,9 +685,13 @@ def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle
     # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 3-s floor
     assert M.bbr_rounds(20, 4, 30) == 13
     assert M.bbr_phase_secs(30, 20, 4, quick=True) == 3.0
-    # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds = 4 s
+    # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds, and the 3.5
+    # rounds before the flows' first data (measure.SETUP_ROUNDS) = 4.7 s
     assert M.bbr_rounds(100, 4, 200) == 20
-    assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.0)
+    assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.7)
+    # the 3-s floor holds up to 12 + 3.5 rounds of 194 ms (a collapsed fill's rate: no doubling)
+    assert M.bbr_rounds(0.456, 4, 193) == 12 and M.bbr_phase_secs(193, 0.456, 4, quick=True) == 3.0
+    assert M.bbr_phase_secs(339.8, 0.456, 4, quick=True) == pytest.approx(15.5 * 0.3398)
     # 1000 Mbit/s at 300 ms: 9.4 MB a flow (647 windows): 10 doublings, ramp 14, 28 rounds = 8.4 s, at most 8
     # (the old rule's 20 RTTs, 6 s, started the window at round 10, inside the 14-round ramp)
     assert M.bbr_rounds(1000, 4, 300) == 28

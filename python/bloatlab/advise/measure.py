@@ -363,6 +363,14 @@ BBR_CYCLE_ROUNDS = 8
 #: 27.95 Mbit/s, the 3-s phase 29.99 on the same path), four BBRv1 flows converging on their shares over more than
 #: one gain cycle. The old floor stays until that convergence is derived
 BBR_MIN_S = 3.0
+#: round trips between a loaded phase's start and its flows' first data (``bloatlab-probe load``,
+#: crates/probe/src/tcp/client.rs): the control connection's handshake (1), its parameters and the server's hello
+#: (1), the data connections' handshakes (1, together), and a download's request reaching the server (1/2),
+#: whose first TCP_INFO sample is then taken; an upload's sender starts with its connection (3). The probes
+#: run from the phase's start for its length, each flow from its own start for as long (then its ack grace),
+#: so flows and probes run together for the phase less these rounds (:func:`_window`). Measured through the
+#: emulator: the server's first sample 1.197 s after the phase began at 339.8 ms (3.52 round trips)
+SETUP_ROUNDS = 3.5
 
 
 def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
@@ -376,11 +384,16 @@ def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
 
 
 def bbr_phase_secs(base_ms: float, rate_mbps: float, flows: int, quick: bool) -> float:
-    """The rate phase's length (s): ``--quick``, :func:`bbr_rounds` round trips of ``base_ms`` (the fill's rate
-    ``rate_mbps`` sizes the ramp), :data:`BBR_MIN_S` to 8 s; without ``--quick`` as :func:`_phase_secs`."""
+    """The rate phase's length (s): ``--quick``, :data:`SETUP_ROUNDS` and :func:`bbr_rounds` round trips of
+    ``base_ms`` (the fill's rate ``rate_mbps`` sizes the ramp), :data:`BBR_MIN_S` to 8 s; without ``--quick``
+    as :func:`_phase_secs`. The rounds count from the flows' first data, the phase (and its probes) from
+    the setup's start: so the time flows and probes run together is the rounds, and its second half, which
+    the probes are read over (:func:`_window`), starts after the ramp (without them, where twice the ramp
+    sets the length, 1.75 round trips before its end)."""
     if not quick:
         return _phase_secs(base_ms, quick, fill=False)
-    return float(min(max(BBR_MIN_S, bbr_rounds(rate_mbps, flows, base_ms) * base_ms / 1e3), 8.0))
+    rounds = SETUP_ROUNDS + bbr_rounds(rate_mbps, flows, base_ms)
+    return float(min(max(BBR_MIN_S, rounds * base_ms / 1e3), 8.0))
 
 
 def _phase_secs(base_ms: float, quick: bool, fill: bool) -> float:
@@ -437,7 +450,13 @@ def _window(j: dict, d: str) -> dict:
       the median of the sum read within 5 % of the link (1, 5, 100 Mbit/s);
     - the flows' smoothed RTT (p50, p95; median over flows): the queue the
       bulk flows sit in, smoothed against the VM's pauses;
-    - the probes' RTT: what a new, sparse flow sees."""
+    - the probes' RTT: what a new, sparse flow sees, over the second half of
+      the time all flows ran *while the probes ran* (the probes have no
+      samples beyond their phase; where they outlast the first flow, the
+      same window as the flows'). The flows start :data:`SETUP_ROUNDS`
+      round trips after the probes and run on through their ack grace (at
+      most 2 s: ``_load``) after the probes' end: the rate's reading wants
+      that, and the probes cannot give it."""
     fs = j["raw"]["series"]["flows"]
     ids = sorted({f["id"] for f in j["flows"] if f["direction"] == d})
     fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
@@ -457,9 +476,17 @@ def _window(j: dict, d: str) -> dict:
         if r.size:
             p50s.append(np.percentile(r, 50))
             p95s.append(np.percentile(r, 95))
+    # the probes: over the second half of the time all flows ran while the probes ran. The probes run the
+    # phase's length D from its start; each flow from its own start, SETUP_ROUNDS x RTT later, for D too and
+    # then up to its ack grace g (2 s) on what its send buffer holds: the flows' second half [w0, t1] overlaps
+    # the probes for D / 2 - setup - g / 2: nothing at D = 3 s and 150 ms with a full grace (a slow drain, as
+    # behind a policer), nor at 4.1 s and 340 ms (campaign seed 28 path 18's truth through the emulator: the
+    # flows' window 5.63-8.67 s, the probes' last reply sent at 5.45 s, all 478 answered)
     ps = j["raw"]["series"]["probes"]
     pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
-    sel = prtt[(pt >= w0) & (pt <= t1) & np.isfinite(prtt)]
+    pe = min(t1, float(pt.max())) if pt.size else t0
+    p0 = t0 + 0.5 * max(pe - t0, 0.0)  # none where no probe came back after the flows began (UDP blocked)
+    sel = prtt[(pt >= p0) & (pt <= pe) & np.isfinite(prtt)]
     rate = float(np.median(total))
     how = "delivery_rate"
     # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
@@ -475,7 +502,8 @@ def _window(j: dict, d: str) -> dict:
             rate, how = got * 8 / (t1 - w0), "acked_bytes"
     return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
-            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel}
+            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
+            "probe_window_s": [p0, pe]}
 
 
 #: the capacity's variation (issue 31) is read over windows this long (s) at least: the scale on which a
@@ -1040,7 +1068,10 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     flows = len({f["id"] for f in j["flows"] if f["direction"] == d}) or 1
     excess = max(retrans - idle_loss, 0.0)
     loaded = base_p50 + flow_q50
-    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
+    # the probes' count and their window (s since the load began, its quiet gap included): what the choice asks
+    # (_direction) and what to look at where a reading surprises (the raw series are not kept)
+    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes": int(w["probes"].size),
+            "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
             "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
             "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
