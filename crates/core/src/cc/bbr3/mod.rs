@@ -118,7 +118,7 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
-use super::bbr_common::{self, AckAggregation, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, AckAggregation, ProbeRttHold, ProbeRttStep, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
@@ -242,7 +242,8 @@ pub struct Bbr3 {
     // --- v1 fields ---
     min_rtt_us: u32,
     min_rtt_stamp: u32,
-    probe_rtt_done_stamp: u32,
+    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
+    probe_rtt: ProbeRttHold,
     probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
     next_rtt_delivered: u64,
@@ -253,7 +254,6 @@ pub struct Bbr3 {
     ce_state: bool,
     bw_probe_up_rounds: u32,
     idle_restart: bool,
-    probe_rtt_round_done: bool,
     init_cwnd: u32,
     pacing_gain: u32,
     cwnd_gain: u32,
@@ -328,7 +328,7 @@ impl Bbr3 {
             ecn_enabled: true,
             min_rtt_us: UNSET,
             min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            probe_rtt: ProbeRttHold::default(),
             probe_rtt_min_us: UNSET,
             probe_rtt_min_stamp: 0,
             next_rtt_delivered: 0,
@@ -339,7 +339,6 @@ impl Bbr3 {
             ce_state: false,
             bw_probe_up_rounds: 0,
             idle_restart: false,
-            probe_rtt_round_done: false,
             init_cwnd: 10,
             pacing_gain: 0,
             cwnd_gain: 0,
@@ -672,7 +671,7 @@ impl Bbr3 {
     /// `bbr_check_probe_rtt_done`.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
         let now_j = jiffies32(c.now);
-        if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
+        if !self.probe_rtt.is_over(now_j) {
             return;
         }
         self.probe_rtt_min_stamp = now_j; // next PROBE_RTT in 5 s
@@ -712,25 +711,18 @@ impl Bbr3 {
         if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt; // dip, drain queue
             self.save_cwnd(w.cwnd);
-            self.probe_rtt_done_stamp = 0;
+            self.probe_rtt.reset();
             self.ack_phase = AckPhase::ProbeStopping;
             self.next_rtt_delivered = c.delivered;
         }
 
         if self.mode == Mode::ProbeRtt {
-            // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
-            self.sock.mark_probe_rtt_app_limited(c);
-            if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = c.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(c, w);
-                }
+            // ProbeRttHold: the samples ahead are app-limited; hold max(4, BDP/2) for max(200 ms, one round).
+            let hold_inflight = self.probe_rtt_cwnd();
+            match self.probe_rtt.on_ack(&mut self.sock, c, now_j, hold_inflight, self.round_start) {
+                ProbeRttStep::Started => self.next_rtt_delivered = c.delivered,
+                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
+                ProbeRttStep::Holding => {}
             }
         }
         if rs.delivered > 0 {
