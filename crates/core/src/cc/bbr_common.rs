@@ -11,7 +11,8 @@
 //! and `bbr_extra_acked` too, but for the window's length in STARTUP and
 //! whether STARTUP adds the allowance: the caller passes both; and the
 //! PROBE_RTT branch of `bbr_update_min_rtt` with `bbr_check_probe_rtt_done`'s
-//! test, but for the flight the hold waits for). Each version's
+//! test, but for the flight the hold waits for; `enum bbr_mode` ([`Mode`])
+//! and `bbr_save_cwnd` ([`saved_cwnd`]) unchanged). Each version's
 //! own file ([`super::bbr`], [`super::bbr3`]) keeps what differs: the state
 //! machines, the TSO goal, the quantization budget, and how a result is
 //! clamped into its field.
@@ -42,7 +43,7 @@
 //! - [`EXTRA_ACKED_MAX_US`] = 100 000 µs: the allowance is at most 100 ms
 //!   worth of the bandwidth estimate.
 
-use super::ConnView;
+use super::{CaState, ConnView};
 use crate::kernel::{after, msecs_to_jiffies};
 use crate::time::{to_us, Nanos};
 
@@ -73,6 +74,44 @@ pub const EXTRA_ACKED_WIN_RTTS: u32 = 5;
 pub const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// The aggregation allowance is at most this much of the bw estimate, µs.
 pub const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
+
+/// `enum bbr_mode`, the same four modes in v1 and v3 (v3 names PROBE_BW's
+/// phases beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Ramp up quickly to fill the pipe.
+    Startup,
+    /// Drain the queue STARTUP built.
+    Drain,
+    /// Cycle the pacing gain around the estimated bandwidth.
+    ProbeBw,
+    /// Cut inflight to re-measure min_rtt (v1: 4 packets; v3: max(4, BDP/2)).
+    ProbeRtt,
+}
+
+impl Mode {
+    /// The kernel's name for the mode.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+}
+
+/// `bbr_save_cwnd` (v1 and v3 alike): the `prior_cwnd` to keep when `cwnd`
+/// is about to be cut: `cwnd` itself, unless recovery or PROBE_RTT already
+/// cut it (then the larger of the two; the CA state is the one seen on the
+/// previous ACK, `prev_ca_state`).
+pub fn saved_cwnd(prior_cwnd: u32, cwnd: u32, prev_ca_state: CaState, mode: Mode) -> u32 {
+    if prev_ca_state < CaState::Recovery && mode != Mode::ProbeRtt {
+        cwnd
+    } else {
+        prior_cwnd.max(cwnd)
+    }
+}
 
 /// `bbr_rate_bytes_per_sec`: `rate` (packets/µs << 24) · `mss` · `gain`
 /// (1/256), less `margin` percent, in bytes/s; the kernel's order of
@@ -391,6 +430,14 @@ mod tests {
         assert!(h.round_done(), "entering PROBE_RTT clears only the stamp, as the kernel");
         h.clear();
         assert_eq!(h, ProbeRttHold::default());
+    }
+
+    #[test]
+    fn the_saved_cwnd_is_the_last_good_one() {
+        assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeBw), 20, "open: the cwnd now");
+        assert_eq!(saved_cwnd(50, 20, CaState::Recovery, Mode::ProbeBw), 50, "recovery cut it: keep the larger");
+        assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeRtt), 50, "PROBE_RTT cut it");
+        assert_eq!(saved_cwnd(10, 20, CaState::Loss, Mode::Startup), 20);
     }
 
     #[test]

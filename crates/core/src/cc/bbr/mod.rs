@@ -158,30 +158,8 @@ const LT_BW_MAX_RTTS: u32 = 48;
 /// RNG stream id for the gain-cycle start phase.
 const RNG_STREAM: u64 = 0xBB_0001;
 
-/// `enum bbr_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Ramp up quickly to fill the pipe.
-    Startup,
-    /// Drain the queue STARTUP built.
-    Drain,
-    /// Cycle the pacing gain around the estimated bandwidth.
-    ProbeBw,
-    /// Cut inflight to 4 packets to re-measure min_rtt.
-    ProbeRtt,
-}
-
-impl Mode {
-    /// The kernel's name for the mode.
-    pub fn label(self) -> &'static str {
-        match self {
-            Mode::Startup => "STARTUP",
-            Mode::Drain => "DRAIN",
-            Mode::ProbeBw => "PROBE_BW",
-            Mode::ProbeRtt => "PROBE_RTT",
-        }
-    }
-}
+/// `enum bbr_mode` ([`super::bbr_common`]).
+pub use super::bbr_common::Mode;
 
 /// BBR v1 state (Linux `struct bbr`), plus the few socket fields it rebuilds.
 #[derive(Debug, Clone)]
@@ -413,11 +391,7 @@ impl Bbr {
 
     /// `bbr_save_cwnd`: remember the last good cwnd (for recovery and PROBE_RTT).
     fn save_cwnd(&mut self, cwnd: u32) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd);
-        }
+        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
     }
 
     /// `bbr_bdp`: ceil(bw * min_rtt * gain), packets; INIT_CWND before any RTT.

@@ -187,14 +187,8 @@ const MIN_TSO_SEGS: u32 = 2;
 /// RNG stream id for the probe-wait draws.
 const RNG_STREAM: u64 = 0xBB_0003;
 
-/// `enum bbr_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
+/// `enum bbr_mode` ([`super::bbr_common`]).
+pub use super::bbr_common::Mode;
 
 /// `enum bbr_pacing_gain_phase`: the PROBE_BW phases (index into [`PACING_GAIN`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -519,11 +513,7 @@ impl Bbr3 {
 
     /// `bbr_save_cwnd`.
     fn save_cwnd(&mut self, cwnd: u32) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd);
-        }
+        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
     }
 
     /// `bbr_bdp`: ceil(bw · min_rtt · gain); init_cwnd before any RTT.
