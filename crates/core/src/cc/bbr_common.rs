@@ -12,7 +12,8 @@
 //! whether STARTUP adds the allowance: the caller passes both; and the
 //! PROBE_RTT branch of `bbr_update_min_rtt` with `bbr_check_probe_rtt_done`'s
 //! test, but for the flight the hold waits for; `enum bbr_mode` ([`Mode`])
-//! and `bbr_save_cwnd` ([`saved_cwnd`]) unchanged). Each version's
+//! and `bbr_save_cwnd` ([`saved_cwnd`]) unchanged; `bbr_update_gains`
+//! ([`mode_gains`]) but for the gains themselves). Each version's
 //! own file ([`super::bbr`], [`super::bbr3`]) keeps what differs: the state
 //! machines, the TSO goal, the quantization budget, and how a result is
 //! clamped into its field.
@@ -110,6 +111,22 @@ pub fn saved_cwnd(prior_cwnd: u32, cwnd: u32, prev_ca_state: CaState, mode: Mode
         cwnd
     } else {
         prior_cwnd.max(cwnd)
+    }
+}
+
+/// `bbr_update_gains`: the (pacing, cwnd) gains of `mode`, 1/256. The
+/// same rule in v1 and v3: STARTUP's pair; DRAIN paces at `drain_pacing`
+/// and keeps STARTUP's cwnd gain; PROBE_BW the phase's pair; PROBE_RTT 1
+/// and 1. What differs is the gains, which the caller passes: STARTUP (v1
+/// 2.89 and 2.89; v3 2.77 and 2) and PROBE_BW (v1: the 8-phase cycle, or 1
+/// while the long-term bw is in use, cwnd 2; v3: its phase's pacing gain,
+/// cwnd 2, or 2.25 in UP).
+pub fn mode_gains(mode: Mode, startup: (u32, u32), drain_pacing: u32, probe_bw: (u32, u32)) -> (u32, u32) {
+    match mode {
+        Mode::Startup => startup,
+        Mode::Drain => (drain_pacing, startup.1), // keep cwnd while draining
+        Mode::ProbeBw => probe_bw,
+        Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
     }
 }
 
@@ -438,6 +455,15 @@ mod tests {
         assert_eq!(saved_cwnd(50, 20, CaState::Recovery, Mode::ProbeBw), 50, "recovery cut it: keep the larger");
         assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeRtt), 50, "PROBE_RTT cut it");
         assert_eq!(saved_cwnd(10, 20, CaState::Loss, Mode::Startup), 20);
+    }
+
+    #[test]
+    fn drain_keeps_the_startup_cwnd_gain_and_probe_rtt_is_one_and_one() {
+        let (st, pbw) = ((710, 512), (320, 576));
+        assert_eq!(mode_gains(Mode::Startup, st, 88, pbw), (710, 512));
+        assert_eq!(mode_gains(Mode::Drain, st, 88, pbw), (88, 512));
+        assert_eq!(mode_gains(Mode::ProbeBw, st, 88, pbw), (320, 576));
+        assert_eq!(mode_gains(Mode::ProbeRtt, st, 88, pbw), (BBR_UNIT, BBR_UNIT));
     }
 
     #[test]

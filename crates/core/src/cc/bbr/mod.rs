@@ -745,26 +745,12 @@ impl Bbr {
         }
     }
 
-    /// `bbr_update_gains`.
+    /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v1's STARTUP is
+    /// 2.89 for both, PROBE_BW the cycle's phase (1 while policed) and cwnd 2.
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = HIGH_GAIN;
-                self.cwnd_gain = HIGH_GAIN;
-            }
-            Mode::Drain => {
-                self.pacing_gain = DRAIN_GAIN;
-                self.cwnd_gain = HIGH_GAIN; // keep cwnd while draining
-            }
-            Mode::ProbeBw => {
-                self.pacing_gain = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
-                self.cwnd_gain = CWND_GAIN;
-            }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
-        }
+        let probe_bw_pacing = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
+        (self.pacing_gain, self.cwnd_gain) =
+            bbr_common::mode_gains(self.mode, (HIGH_GAIN, HIGH_GAIN), DRAIN_GAIN, (probe_bw_pacing, CWND_GAIN));
     }
 
     /// `bbr_update_model`.

@@ -720,29 +720,16 @@ impl Bbr3 {
         }
     }
 
-    /// `bbr_update_gains`.
+    /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v3's STARTUP paces
+    /// at 2.77 with cwnd 2; PROBE_BW the phase's pacing gain, cwnd 2 (2.25 in UP).
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = STARTUP_PACING_GAIN;
-                self.cwnd_gain = STARTUP_CWND_GAIN;
-            }
-            Mode::Drain => {
-                self.pacing_gain = DRAIN_GAIN;
-                self.cwnd_gain = STARTUP_CWND_GAIN;
-            }
-            Mode::ProbeBw => {
-                self.pacing_gain = PACING_GAIN[self.cycle_idx as usize];
-                self.cwnd_gain = CWND_GAIN;
-                if self.cycle_idx == Phase::Up {
-                    self.cwnd_gain += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
-                }
-            }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
+        let mut probe_bw_cwnd = CWND_GAIN;
+        if self.cycle_idx == Phase::Up {
+            probe_bw_cwnd += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
         }
+        let probe_bw = (PACING_GAIN[self.cycle_idx as usize], probe_bw_cwnd);
+        (self.pacing_gain, self.cwnd_gain) =
+            bbr_common::mode_gains(self.mode, (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN), DRAIN_GAIN, probe_bw);
     }
 
     /// `bbr_update_ecn_alpha`: once per round; returns the CE ratio (1/256) or None.
