@@ -8,7 +8,7 @@
 //! to see a bimodal RTT and coarse enough to print on one screen.
 
 use bloatlab_core::stats::{jain, percentile_sorted, Dist};
-use bloatlab_schema::result::DistOut;
+use bloatlab_schema::result::{DistOut, FlowOut};
 use serde_json::{json, Value};
 
 pub const BUCKETS_PER_DECADE: f64 = 10.0;
@@ -179,12 +179,28 @@ impl FlowRaw {
             0.0
         }
     }
-    pub fn raw_json(&self) -> Value {
+    /// The raw result's flow record (the schema's [`FlowOut`], as the
+    /// simulator writes it), without the simulator's `cc` and `lost_segs`.
+    pub fn raw(&self) -> FlowOut {
         let mut r = self.rtt_ms.clone();
-        json!({"id": self.id, "bytes_acked": self.bytes_acked, "bytes_delivered": self.bytes_delivered,
-               "segs_sent": self.segs_sent, "retrans_segs": self.retrans_segs,
-               "start_s": self.start_s, "end_s": self.end_s, "fct_s": self.fct_s, "completed": self.completed,
-               "client_done_s": self.client_done_s, "rtt_ms": DistOut::json_of(&mut r)})
+        FlowOut {
+            id: self.id,
+            cc: None,
+            bytes_acked: self.bytes_acked,
+            bytes_delivered: self.bytes_delivered,
+            segs_sent: self.segs_sent,
+            retrans_segs: self.retrans_segs,
+            start_s: self.start_s,
+            end_s: self.end_s,
+            fct_s: self.fct_s,
+            completed: self.completed,
+            client_done_s: self.client_done_s,
+            rtt_ms: DistOut::of(&mut r),
+            lost_segs: None,
+        }
+    }
+    pub fn raw_json(&self) -> Value {
+        serde_json::to_value(self.raw()).expect("FlowOut serializes")
     }
     pub fn summary_json(&self) -> Value {
         let mut r = self.rtt_ms.clone();

@@ -36,6 +36,34 @@ impl DistOut {
     }
 }
 
+/// One flow as the raw result carries it (`flows[]`), written by the
+/// simulator (from its sender) and by the probe (from a kernel socket's
+/// `TCP_INFO`). Two figures are the simulator's alone and left out (`None`)
+/// where an engine does not report them: the probe's raw record has never
+/// carried `cc` or `lost_segs`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowOut {
+    pub id: usize,
+    /// the flow's congestion control (the simulator's record)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cc: Option<String>,
+    pub bytes_acked: u64,
+    pub bytes_delivered: u64,
+    pub segs_sent: u64,
+    pub retrans_segs: u64,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub fct_s: Option<f64>,
+    pub completed: bool,
+    /// When the client had the whole response (s from the run's start;
+    /// downloads of a size): what a user waiting for a page object sees.
+    pub client_done_s: Option<f64>,
+    pub rtt_ms: DistOut,
+    /// segments the sender marked lost (the simulator's record)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_segs: Option<u64>,
+}
+
 /// One direction's bottleneck statistics (`links.down`, `links.up`), what
 /// every engine with a link measures; an engine adds its own figures beside
 /// them (`#[serde(flatten)]`).
@@ -111,6 +139,31 @@ impl AutorateOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flow_record_keeps_the_contract_order_and_leaves_out_what_an_engine_does_not_report() {
+        let f = FlowOut {
+            id: 3,
+            cc: Some("bbr".into()),
+            bytes_acked: 10,
+            bytes_delivered: 9,
+            segs_sent: 2,
+            retrans_segs: 1,
+            start_s: 0.5,
+            end_s: 2.0,
+            fct_s: None,
+            completed: false,
+            client_done_s: None,
+            rtt_ms: DistOut::of(&mut [4.0]),
+            lost_segs: Some(1),
+        };
+        let sim = serde_json::to_string(&f).unwrap();
+        assert!(sim.starts_with(r#"{"id":3,"cc":"bbr","bytes_acked":10,"bytes_delivered":9,"segs_sent":2,"retrans_segs":1,"start_s":0.5,"end_s":2.0,"fct_s":null,"completed":false,"client_done_s":null,"rtt_ms":{"n":1,"#), "{sim}");
+        assert!(sim.ends_with(r#""lost_segs":1}"#), "{sim}");
+        let probe = serde_json::to_value(FlowOut { cc: None, lost_segs: None, ..f }).unwrap();
+        assert!(probe.get("cc").is_none() && probe.get("lost_segs").is_none(), "{probe}");
+        assert_eq!(probe.as_object().unwrap().len(), 11);
+    }
 
     #[test]
     fn no_samples_is_null_everywhere_but_the_count() {

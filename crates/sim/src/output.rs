@@ -5,24 +5,8 @@ pub use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Serialize)]
-pub struct FlowOut {
-    pub id: usize,
-    pub cc: String,
-    pub bytes_acked: u64,
-    pub bytes_delivered: u64,
-    pub segs_sent: u64,
-    pub retrans_segs: u64,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub fct_s: Option<f64>,
-    pub completed: bool,
-    /// When the client had the whole response (s from the run's start;
-    /// downloads of a size): what a user waiting for a page object sees.
-    pub client_done_s: Option<f64>,
-    pub rtt_ms: DistOut,
-    pub lost_segs: u64,
-}
+/// A flow's record: the contract's type, shared with the probe.
+pub use bloatlab_schema::result::FlowOut;
 
 /// A link's statistics: the contract's type, shared with the emulator.
 pub use bloatlab_schema::result::LinkOut;

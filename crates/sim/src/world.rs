@@ -726,7 +726,7 @@ impl World {
             let start = f.opened.unwrap_or(f.spec.start_ns);
             flows.push(FlowOut {
                 id: f.spec.id,
-                cc: f.spec.cc.clone(),
+                cc: Some(f.spec.cc.clone()),
                 bytes_acked: f.snd.bytes_acked,
                 bytes_delivered: delivered,
                 segs_sent: f.snd.segs_sent,
@@ -738,7 +738,7 @@ impl World {
                 completed,
                 client_done_s: f.client_has_all.map(|t| t as f64 / 1e9),
                 rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
-                lost_segs: f.snd.lost_total(),
+                lost_segs: Some(f.snd.lost_total()),
             });
         }
         let mut links = BTreeMap::new();

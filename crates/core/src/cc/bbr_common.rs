@@ -1,14 +1,19 @@
 //! What BBR v1 and BBRv3 share: the fixed-point units, the arithmetic that
 //! turns a bandwidth estimate into a pacing rate and a BDP, the ACK-aggregation
-//! estimator ([`AckAggregation`]), and the socket fields a control behind this
-//! crate's boundary must rebuild from [`ConnView`] ([`SocketMirror`]).
+//! estimator ([`AckAggregation`]), PROBE_RTT's hold ([`ProbeRttHold`]), and
+//! the socket fields a control behind this crate's boundary must rebuild from
+//! [`ConnView`] ([`SocketMirror`]).
 //!
 //! Source: Linux v6.x `net/ipv4/tcp_bbr.c` (v1: `BW_SCALE`, `BBR_SCALE`,
 //! `bbr_rate_bytes_per_sec`, `bbr_bdp`, `bbr_init_pacing_rate_from_rtt`)
 //! and the BBRv3 tree's `tcp_bbr.c` (google/bbr, `v3`), which keeps these
 //! lines unchanged (`bbr_update_ack_aggregation`, `bbr_ack_aggregation_cwnd`
 //! and `bbr_extra_acked` too, but for the window's length in STARTUP and
-//! whether STARTUP adds the allowance: the caller passes both). Each version's
+//! whether STARTUP adds the allowance: the caller passes both; and the
+//! PROBE_RTT branch of `bbr_update_min_rtt` with `bbr_check_probe_rtt_done`'s
+//! test, but for the flight the hold waits for; `enum bbr_mode` ([`Mode`])
+//! and `bbr_save_cwnd` ([`saved_cwnd`]) unchanged; `bbr_update_gains`
+//! ([`mode_gains`]) but for the gains themselves). Each version's
 //! own file ([`super::bbr`], [`super::bbr3`]) keeps what differs: the state
 //! machines, the TSO goal, the quantization budget, and how a result is
 //! clamped into its field.
@@ -39,7 +44,8 @@
 //! - [`EXTRA_ACKED_MAX_US`] = 100 000 µs: the allowance is at most 100 ms
 //!   worth of the bandwidth estimate.
 
-use super::ConnView;
+use super::{CaState, ConnView};
+use crate::kernel::{after, msecs_to_jiffies};
 use crate::time::{to_us, Nanos};
 
 /// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
@@ -69,6 +75,60 @@ pub const EXTRA_ACKED_WIN_RTTS: u32 = 5;
 pub const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
 /// The aggregation allowance is at most this much of the bw estimate, µs.
 pub const EXTRA_ACKED_MAX_US: u64 = 100 * 1000;
+
+/// `enum bbr_mode`, the same four modes in v1 and v3 (v3 names PROBE_BW's
+/// phases beside it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Ramp up quickly to fill the pipe.
+    Startup,
+    /// Drain the queue STARTUP built.
+    Drain,
+    /// Cycle the pacing gain around the estimated bandwidth.
+    ProbeBw,
+    /// Cut inflight to re-measure min_rtt (v1: 4 packets; v3: max(4, BDP/2)).
+    ProbeRtt,
+}
+
+impl Mode {
+    /// The kernel's name for the mode.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Startup => "STARTUP",
+            Mode::Drain => "DRAIN",
+            Mode::ProbeBw => "PROBE_BW",
+            Mode::ProbeRtt => "PROBE_RTT",
+        }
+    }
+}
+
+/// `bbr_save_cwnd` (v1 and v3 alike): the `prior_cwnd` to keep when `cwnd`
+/// is about to be cut: `cwnd` itself, unless recovery or PROBE_RTT already
+/// cut it (then the larger of the two; the CA state is the one seen on the
+/// previous ACK, `prev_ca_state`).
+pub fn saved_cwnd(prior_cwnd: u32, cwnd: u32, prev_ca_state: CaState, mode: Mode) -> u32 {
+    if prev_ca_state < CaState::Recovery && mode != Mode::ProbeRtt {
+        cwnd
+    } else {
+        prior_cwnd.max(cwnd)
+    }
+}
+
+/// `bbr_update_gains`: the (pacing, cwnd) gains of `mode`, 1/256. The
+/// same rule in v1 and v3: STARTUP's pair; DRAIN paces at `drain_pacing`
+/// and keeps STARTUP's cwnd gain; PROBE_BW the phase's pair; PROBE_RTT 1
+/// and 1. What differs is the gains, which the caller passes: STARTUP (v1
+/// 2.89 and 2.89; v3 2.77 and 2) and PROBE_BW (v1: the 8-phase cycle, or 1
+/// while the long-term bw is in use, cwnd 2; v3: its phase's pacing gain,
+/// cwnd 2, or 2.25 in UP).
+pub fn mode_gains(mode: Mode, startup: (u32, u32), drain_pacing: u32, probe_bw: (u32, u32)) -> (u32, u32) {
+    match mode {
+        Mode::Startup => startup,
+        Mode::Drain => (drain_pacing, startup.1), // keep cwnd while draining
+        Mode::ProbeBw => probe_bw,
+        Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
+    }
+}
 
 /// `bbr_rate_bytes_per_sec`: `rate` (packets/µs << 24) · `mss` · `gain`
 /// (1/256), less `margin` percent, in bytes/s; the kernel's order of
@@ -167,6 +227,84 @@ impl AckAggregation {
         let max_aggr_cwnd = bw as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128;
         let aggr_cwnd = (EXTRA_ACKED_GAIN * self.extra_acked()) >> BBR_SCALE;
         (aggr_cwnd as u128).min(max_aggr_cwnd) as u32
+    }
+}
+
+/// PROBE_RTT's hold (`struct bbr`'s `probe_rtt_done_stamp` and
+/// `probe_rtt_round_done`): once the flight is down to the PROBE_RTT cwnd,
+/// hold it for max([`PROBE_RTT_MODE_MS`], one round). The lines are the
+/// PROBE_RTT branch of `bbr_update_min_rtt` and the test that opens
+/// `bbr_check_probe_rtt_done`, the same in v1 and v3 but for the flight the
+/// hold waits for (v1: `bbr_cwnd_min_target`, 4 packets; v3:
+/// `bbr_probe_rtt_cwnd()`, max(4, BDP/2)). What the end of the hold does
+/// differs and stays with each version's `check_probe_rtt_done` (v1 restarts
+/// the 10 s min_rtt window and `bbr_reset_mode`; v3 restarts the 5 s
+/// probe_rtt_min window and `bbr_exit_probe_rtt`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeRttHold {
+    /// When the hold may end, jiffies; 0 = the flight is not yet down.
+    done_stamp: u32,
+    /// A round has passed since the flight came down.
+    round_done: bool,
+}
+
+/// What a PROBE_RTT ACK did to the hold ([`ProbeRttHold::on_ack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeRttStep {
+    /// Still waiting for the flight to come down, or for the round to end.
+    Holding,
+    /// The flight came down: the hold starts, and so does a round (the caller
+    /// sets `next_rtt_delivered = tp->delivered`).
+    Started,
+    /// A round has passed at the PROBE_RTT cwnd: the caller checks whether
+    /// the hold is over (`bbr_check_probe_rtt_done`).
+    RoundDone,
+}
+
+impl ProbeRttHold {
+    /// `bbr_init`, and entering PROBE_RTT (`probe_rtt_done_stamp = 0`; the
+    /// round flag is cleared when the hold starts).
+    pub fn reset(&mut self) {
+        self.done_stamp = 0;
+    }
+    /// `bbr_init`'s lines: both fields cleared.
+    pub fn clear(&mut self) {
+        *self = ProbeRttHold::default();
+    }
+    /// When the hold may end, jiffies; 0 before the flight came down.
+    pub fn done_stamp(&self) -> u32 {
+        self.done_stamp
+    }
+    /// A round has passed at the PROBE_RTT cwnd.
+    pub fn round_done(&self) -> bool {
+        self.round_done
+    }
+    /// The PROBE_RTT branch of `bbr_update_min_rtt`, for one ACK at jiffies
+    /// `now_j`: mark the samples ahead app-limited (`tp->app_limited =
+    /// delivered + inflight`, in `sock`); start the hold once in flight ≤
+    /// `hold_inflight` (the version's PROBE_RTT cwnd); count the round.
+    pub fn on_ack(&mut self, sock: &mut SocketMirror, c: &ConnView, now_j: u32, hold_inflight: u32, round_start: bool) -> ProbeRttStep {
+        sock.mark_probe_rtt_app_limited(c);
+        if self.done_stamp == 0 && c.packets_in_flight <= hold_inflight {
+            // Maintain min packets in flight for max(200 ms, 1 round).
+            self.done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
+            self.round_done = false;
+            return ProbeRttStep::Started;
+        }
+        if self.done_stamp != 0 {
+            if round_start {
+                self.round_done = true;
+            }
+            if self.round_done {
+                return ProbeRttStep::RoundDone;
+            }
+        }
+        ProbeRttStep::Holding
+    }
+    /// `bbr_check_probe_rtt_done`'s test: the hold started and its time is
+    /// over at jiffies `now_j`.
+    pub fn is_over(&self, now_j: u32) -> bool {
+        self.done_stamp != 0 && after(now_j, self.done_stamp)
     }
 }
 
@@ -284,6 +422,48 @@ mod tests {
         a.reset(0);
         a.update(false, EXTRA_ACKED_WIN_RTTS, 0, 1, 65_536 + 7, u32::MAX);
         assert_eq!(a.extra_acked(), 7);
+    }
+
+    #[test]
+    fn the_probe_rtt_hold_starts_when_the_flight_is_down_and_is_over_after_200_ms_and_a_round() {
+        let mut h = ProbeRttHold::default();
+        let mut m = SocketMirror::default();
+        let c = |inflight: u32| ConnView { delivered: 100, packets_in_flight: inflight, ..ConnView::at(0) };
+        // 5 in flight, hold at 4: still draining, but the samples ahead are app-limited
+        assert_eq!(h.on_ack(&mut m, &c(5), 1000, 4, true), ProbeRttStep::Holding);
+        assert!(m.in_probe_rtt_bubble(105) && !m.in_probe_rtt_bubble(106));
+        assert_eq!(h.done_stamp(), 0);
+        // 4 in flight: the hold starts, 200 ms = 50 jiffies at HZ 250
+        assert_eq!(h.on_ack(&mut m, &c(4), 1000, 4, true), ProbeRttStep::Started);
+        assert_eq!(h.done_stamp(), 1050);
+        assert!(!h.round_done());
+        assert_eq!(h.on_ack(&mut m, &c(4), 1010, 4, false), ProbeRttStep::Holding, "no round yet");
+        assert_eq!(h.on_ack(&mut m, &c(9), 1020, 4, true), ProbeRttStep::RoundDone, "a round: check the time");
+        assert!(!h.is_over(1050), "after(), not at");
+        assert!(h.is_over(1051));
+        assert_eq!(h.on_ack(&mut m, &c(9), 1030, 4, false), ProbeRttStep::RoundDone, "the round stays done");
+        h.reset();
+        assert!(!h.is_over(2000));
+        assert!(h.round_done(), "entering PROBE_RTT clears only the stamp, as the kernel");
+        h.clear();
+        assert_eq!(h, ProbeRttHold::default());
+    }
+
+    #[test]
+    fn the_saved_cwnd_is_the_last_good_one() {
+        assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeBw), 20, "open: the cwnd now");
+        assert_eq!(saved_cwnd(50, 20, CaState::Recovery, Mode::ProbeBw), 50, "recovery cut it: keep the larger");
+        assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeRtt), 50, "PROBE_RTT cut it");
+        assert_eq!(saved_cwnd(10, 20, CaState::Loss, Mode::Startup), 20);
+    }
+
+    #[test]
+    fn drain_keeps_the_startup_cwnd_gain_and_probe_rtt_is_one_and_one() {
+        let (st, pbw) = ((710, 512), (320, 576));
+        assert_eq!(mode_gains(Mode::Startup, st, 88, pbw), (710, 512));
+        assert_eq!(mode_gains(Mode::Drain, st, 88, pbw), (88, 512));
+        assert_eq!(mode_gains(Mode::ProbeBw, st, 88, pbw), (320, 576));
+        assert_eq!(mode_gains(Mode::ProbeRtt, st, 88, pbw), (BBR_UNIT, BBR_UNIT));
     }
 
     #[test]

@@ -98,10 +98,10 @@
 //! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
 //!   called after 2B packets" is followed: init starts the round at `delivered`.
 
-use super::bbr_common::{self, AckAggregation, SocketMirror, EXTRA_ACKED_GAIN, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, AckAggregation, ProbeRttHold, ProbeRttStep, SocketMirror, EXTRA_ACKED_GAIN, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
 use crate::filter::MaxFilter;
-use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
+use crate::kernel::{after, jiffies32, HZ};
 use crate::rng::{self, Rng, RngExt};
 use crate::time::{to_us, NS_PER_US};
 
@@ -158,30 +158,8 @@ const LT_BW_MAX_RTTS: u32 = 48;
 /// RNG stream id for the gain-cycle start phase.
 const RNG_STREAM: u64 = 0xBB_0001;
 
-/// `enum bbr_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Ramp up quickly to fill the pipe.
-    Startup,
-    /// Drain the queue STARTUP built.
-    Drain,
-    /// Cycle the pacing gain around the estimated bandwidth.
-    ProbeBw,
-    /// Cut inflight to 4 packets to re-measure min_rtt.
-    ProbeRtt,
-}
-
-impl Mode {
-    /// The kernel's name for the mode.
-    pub fn label(self) -> &'static str {
-        match self {
-            Mode::Startup => "STARTUP",
-            Mode::Drain => "DRAIN",
-            Mode::ProbeBw => "PROBE_BW",
-            Mode::ProbeRtt => "PROBE_RTT",
-        }
-    }
-}
+/// `enum bbr_mode` ([`super::bbr_common`]).
+pub use super::bbr_common::Mode;
 
 /// BBR v1 state (Linux `struct bbr`), plus the few socket fields it rebuilds.
 #[derive(Debug, Clone)]
@@ -195,8 +173,8 @@ pub struct Bbr {
     min_rtt_us: u32,
     /// When min_rtt_us was taken, jiffies.
     min_rtt_stamp: u32,
-    /// When PROBE_RTT may end, jiffies; 0 = not yet at 4 packets.
-    probe_rtt_done_stamp: u32,
+    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
+    probe_rtt: ProbeRttHold,
     /// Max delivery rate over the last 10 rounds, packets/µs << 24.
     bw: MaxFilter,
     /// Packet-timed rounds elapsed.
@@ -214,8 +192,6 @@ pub struct Bbr {
     round_start: bool,
     /// Restarting from idle (until data is acked).
     idle_restart: bool,
-    /// A full round passed at 4 packets in PROBE_RTT.
-    probe_rtt_round_done: bool,
     /// Long-term sampling running.
     lt_is_sampling: bool,
     /// Rounds in the current long-term interval.
@@ -271,7 +247,7 @@ impl Bbr {
             rng: rng::stream(seed, RNG_STREAM),
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            probe_rtt: ProbeRttHold::default(),
             bw: MaxFilter::default(),
             rtt_cnt: 0,
             next_rtt_delivered: 0,
@@ -281,7 +257,6 @@ impl Bbr {
             packet_conservation: false,
             round_start: false,
             idle_restart: false,
-            probe_rtt_round_done: false,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -416,11 +391,7 @@ impl Bbr {
 
     /// `bbr_save_cwnd`: remember the last good cwnd (for recovery and PROBE_RTT).
     fn save_cwnd(&mut self, cwnd: u32) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd);
-        }
+        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
     }
 
     /// `bbr_bdp`: ceil(bw * min_rtt * gain), packets; INIT_CWND before any RTT.
@@ -734,7 +705,7 @@ impl Bbr {
     /// `bbr_check_probe_rtt_done`: 200 ms and a round at 4 packets are over.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
         let now_j = jiffies32(c.now);
-        if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
+        if !self.probe_rtt.is_over(now_j) {
             return;
         }
         self.min_rtt_stamp = now_j; // next PROBE_RTT in 10 s at the earliest
@@ -756,24 +727,16 @@ impl Bbr {
         if PROBE_RTT_MODE_MS > 0 && filter_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt; // dip to drain the queue
             self.save_cwnd(w.cwnd);
-            self.probe_rtt_done_stamp = 0;
+            self.probe_rtt.reset();
         }
 
         if self.mode == Mode::ProbeRtt {
-            // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
-            self.sock.mark_probe_rtt_app_limited(c);
-            // Hold 4 packets for max(200 ms, one round).
-            if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = c.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(c, w);
-                }
+            // ProbeRttHold: the samples ahead are app-limited; hold 4 packets for max(200 ms, one round).
+            let hold_inflight = CWND_MIN_TARGET;
+            match self.probe_rtt.on_ack(&mut self.sock, c, now_j, hold_inflight, self.round_start) {
+                ProbeRttStep::Started => self.next_rtt_delivered = c.delivered,
+                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
+                ProbeRttStep::Holding => {}
             }
         }
         // Idle restart ends once new data is acked.
@@ -782,26 +745,12 @@ impl Bbr {
         }
     }
 
-    /// `bbr_update_gains`.
+    /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v1's STARTUP is
+    /// 2.89 for both, PROBE_BW the cycle's phase (1 while policed) and cwnd 2.
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = HIGH_GAIN;
-                self.cwnd_gain = HIGH_GAIN;
-            }
-            Mode::Drain => {
-                self.pacing_gain = DRAIN_GAIN;
-                self.cwnd_gain = HIGH_GAIN; // keep cwnd while draining
-            }
-            Mode::ProbeBw => {
-                self.pacing_gain = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
-                self.cwnd_gain = CWND_GAIN;
-            }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
-        }
+        let probe_bw_pacing = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
+        (self.pacing_gain, self.cwnd_gain) =
+            bbr_common::mode_gains(self.mode, (HIGH_GAIN, HIGH_GAIN), DRAIN_GAIN, (probe_bw_pacing, CWND_GAIN));
     }
 
     /// `bbr_update_model`.
@@ -832,8 +781,7 @@ impl CongestionControl for Bbr {
         self.prev_ca_state = CaState::Open;
         self.packet_conservation = false;
 
-        self.probe_rtt_done_stamp = 0;
-        self.probe_rtt_round_done = false;
+        self.probe_rtt.clear();
         self.min_rtt_us = if c.min_rtt == u64::MAX { u32::MAX } else { to_us(c.min_rtt).min(u32::MAX as u64) as u32 };
         self.min_rtt_stamp = jiffies32(c.now);
 

@@ -758,7 +758,7 @@ fn probe_rtt_holds_four_packets_for_200_ms_and_a_round_then_restores_cwnd() {
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // Inflight falls to 4 at 10.100 s = jiffy 2525: done at jiffy 2525 + 50.
     d.ack_full(10_100 * MS, 1, prior, 100, RTT, 11 * MS, 4, 0, false);
-    assert_eq!(d.b.probe_rtt_done_stamp, jiffy(2575));
+    assert_eq!(d.b.probe_rtt.done_stamp(), jiffy(2575));
     let round_end = d.delivered;
     // 220 ms later, but no packet sent after 10.100 s has been acked: stay.
     d.ack_full(10_320 * MS, 1, round_end - 1, 100, RTT, 11 * MS, 4, 0, false);
@@ -783,7 +783,7 @@ fn probe_rtt_waits_200_ms_even_when_the_round_ends_sooner() {
     d.ack_full(10_100 * MS, 1, prior, 100, RTT, 11 * MS, 4, 0, false);
     let round_end = d.delivered;
     d.ack_full(10_112 * MS, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
-    assert!(d.b.probe_rtt_round_done);
+    assert!(d.b.probe_rtt.round_done());
     // Jiffy 2575 is 10.300..10.304 s; "after" it means jiffy 2576 = 10.304 s.
     d.ack_full(10_304 * MS - 1, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeRtt);

@@ -118,7 +118,7 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
-use super::bbr_common::{self, AckAggregation, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, AckAggregation, ProbeRttHold, ProbeRttStep, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
@@ -187,14 +187,8 @@ const MIN_TSO_SEGS: u32 = 2;
 /// RNG stream id for the probe-wait draws.
 const RNG_STREAM: u64 = 0xBB_0003;
 
-/// `enum bbr_mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
-}
+/// `enum bbr_mode` ([`super::bbr_common`]).
+pub use super::bbr_common::Mode;
 
 /// `enum bbr_pacing_gain_phase`: the PROBE_BW phases (index into [`PACING_GAIN`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,7 +236,8 @@ pub struct Bbr3 {
     // --- v1 fields ---
     min_rtt_us: u32,
     min_rtt_stamp: u32,
-    probe_rtt_done_stamp: u32,
+    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
+    probe_rtt: ProbeRttHold,
     probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
     next_rtt_delivered: u64,
@@ -253,7 +248,6 @@ pub struct Bbr3 {
     ce_state: bool,
     bw_probe_up_rounds: u32,
     idle_restart: bool,
-    probe_rtt_round_done: bool,
     init_cwnd: u32,
     pacing_gain: u32,
     cwnd_gain: u32,
@@ -328,7 +322,7 @@ impl Bbr3 {
             ecn_enabled: true,
             min_rtt_us: UNSET,
             min_rtt_stamp: 0,
-            probe_rtt_done_stamp: 0,
+            probe_rtt: ProbeRttHold::default(),
             probe_rtt_min_us: UNSET,
             probe_rtt_min_stamp: 0,
             next_rtt_delivered: 0,
@@ -339,7 +333,6 @@ impl Bbr3 {
             ce_state: false,
             bw_probe_up_rounds: 0,
             idle_restart: false,
-            probe_rtt_round_done: false,
             init_cwnd: 10,
             pacing_gain: 0,
             cwnd_gain: 0,
@@ -520,11 +513,7 @@ impl Bbr3 {
 
     /// `bbr_save_cwnd`.
     fn save_cwnd(&mut self, cwnd: u32) {
-        if self.prev_ca_state < CaState::Recovery && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(cwnd);
-        }
+        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
     }
 
     /// `bbr_bdp`: ceil(bw · min_rtt · gain); init_cwnd before any RTT.
@@ -672,7 +661,7 @@ impl Bbr3 {
     /// `bbr_check_probe_rtt_done`.
     fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
         let now_j = jiffies32(c.now);
-        if !(self.probe_rtt_done_stamp != 0 && after(now_j, self.probe_rtt_done_stamp)) {
+        if !self.probe_rtt.is_over(now_j) {
             return;
         }
         self.probe_rtt_min_stamp = now_j; // next PROBE_RTT in 5 s
@@ -712,25 +701,18 @@ impl Bbr3 {
         if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
             self.mode = Mode::ProbeRtt; // dip, drain queue
             self.save_cwnd(w.cwnd);
-            self.probe_rtt_done_stamp = 0;
+            self.probe_rtt.reset();
             self.ack_phase = AckPhase::ProbeStopping;
             self.next_rtt_delivered = c.delivered;
         }
 
         if self.mode == Mode::ProbeRtt {
-            // tp->app_limited = delivered + inflight (or 1): ignore the low-rate samples ahead.
-            self.sock.mark_probe_rtt_app_limited(c);
-            if self.probe_rtt_done_stamp == 0 && c.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = now_j.wrapping_add(msecs_to_jiffies(PROBE_RTT_MODE_MS));
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = c.delivered;
-            } else if self.probe_rtt_done_stamp != 0 {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(c, w);
-                }
+            // ProbeRttHold: the samples ahead are app-limited; hold max(4, BDP/2) for max(200 ms, one round).
+            let hold_inflight = self.probe_rtt_cwnd();
+            match self.probe_rtt.on_ack(&mut self.sock, c, now_j, hold_inflight, self.round_start) {
+                ProbeRttStep::Started => self.next_rtt_delivered = c.delivered,
+                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
+                ProbeRttStep::Holding => {}
             }
         }
         if rs.delivered > 0 {
@@ -738,29 +720,16 @@ impl Bbr3 {
         }
     }
 
-    /// `bbr_update_gains`.
+    /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v3's STARTUP paces
+    /// at 2.77 with cwnd 2; PROBE_BW the phase's pacing gain, cwnd 2 (2.25 in UP).
     fn update_gains(&mut self) {
-        match self.mode {
-            Mode::Startup => {
-                self.pacing_gain = STARTUP_PACING_GAIN;
-                self.cwnd_gain = STARTUP_CWND_GAIN;
-            }
-            Mode::Drain => {
-                self.pacing_gain = DRAIN_GAIN;
-                self.cwnd_gain = STARTUP_CWND_GAIN;
-            }
-            Mode::ProbeBw => {
-                self.pacing_gain = PACING_GAIN[self.cycle_idx as usize];
-                self.cwnd_gain = CWND_GAIN;
-                if self.cycle_idx == Phase::Up {
-                    self.cwnd_gain += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
-                }
-            }
-            Mode::ProbeRtt => {
-                self.pacing_gain = BBR_UNIT;
-                self.cwnd_gain = BBR_UNIT;
-            }
+        let mut probe_bw_cwnd = CWND_GAIN;
+        if self.cycle_idx == Phase::Up {
+            probe_bw_cwnd += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
         }
+        let probe_bw = (PACING_GAIN[self.cycle_idx as usize], probe_bw_cwnd);
+        (self.pacing_gain, self.cwnd_gain) =
+            bbr_common::mode_gains(self.mode, (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN), DRAIN_GAIN, probe_bw);
     }
 
     /// `bbr_update_ecn_alpha`: once per round; returns the CE ratio (1/256) or None.

@@ -831,7 +831,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     assert_eq!(d.b.state_label(), "PROBE_RTT");
     // Inflight at 51: 200 ms (50 jiffies) and a round later it resumes, cruising, with the old cwnd.
     d.ack(5020 * MS, Ack { inflight: 51, ..a });
-    assert_eq!(d.b.probe_rtt_done_stamp, jiffy(1255 + 50));
+    assert_eq!(d.b.probe_rtt.done_stamp(), jiffy(1255 + 50));
     let round_end = d.delivered;
     d.ack(5100 * MS, Ack { prior_delivered: round_end, inflight: 51, ..a });
     assert_eq!(d.b.mode(), Mode::ProbeRtt, "a round, but not 200 ms yet");
