@@ -719,7 +719,9 @@ impl Bbr {
         let win = MIN_RTT_WIN_SEC.wrapping_mul(HZ);
         let filter_expired = after(now_j, self.min_rtt_stamp.wrapping_add(win));
         let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
-        if rtt_us >= 0 && (rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
+        // `<`, not `<=`, since Linux 5.10 (1b9e2a8c99a5, "tcp: only postpone PROBE_RTT if RTT is < current min_rtt
+        // estimate"): an equal sample (retransmissions' ms-granular timestamp RTTs) no longer postpones PROBE_RTT
+        if rtt_us >= 0 && (rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
             self.min_rtt_us = rtt_us.min(u32::MAX as i64) as u32;
             self.min_rtt_stamp = now_j;
         }

@@ -731,21 +731,43 @@ fn undo_keeps_cwnd_but_restarts_pipe_full_detection_and_long_term_sampling() {
 #[test]
 fn probe_rtt_starts_when_min_rtt_is_ten_seconds_old_at_jiffy_resolution() {
     let mut d = Drive::to_probe_bw(1);
-    // min_rtt 10000 µs was last confirmed at 40 ms = jiffy 10 after boot (HZ 250, 4 ms per jiffy).
-    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(10)));
+    // min_rtt 10000 µs was first measured at 8 ms = jiffy 2 after boot (HZ 250, 4 ms per jiffy); the equal samples
+    // after it do not move the stamp (`<`, Linux >= 5.10).
+    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
     d.at_phase(2);
     d.w.cwnd = 228;
     let prior = d.b.next_rtt_delivered - 1;
-    // Expired once jiffies > 10 + 2500, i.e. from 2511 * 4 ms = 10.044 s.
-    d.ack_full(10_044 * MS - 1, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
+    // Expired once jiffies > 2 + 2500, i.e. from 2503 * 4 ms = 10.012 s.
+    d.ack_full(10_012 * MS - 1, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
     assert_eq!(d.w.cwnd, 228);
-    d.ack_full(10_044 * MS, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
+    d.ack_full(10_012 * MS, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     assert_eq!(d.w.cwnd, 4);
     assert_eq!((d.b.pacing_gain(), d.b.cwnd_gain()), (1.0, 1.0));
     assert_eq!(d.b.prior_cwnd, 228);
     assert_eq!(d.b.min_rtt_ns(), 11 * MS, "an expired filter takes the next sample");
+}
+
+#[test]
+fn a_sample_equal_to_min_rtt_does_not_postpone_probe_rtt() {
+    // Linux >= 5.10 (1b9e2a8c99a5): `rs->rtt_us < bbr->min_rtt_us`; with `<=` an equal sample (a retransmission's
+    // ms-granular timestamp RTT) moved the stamp and PROBE_RTT could be put off for as long as such samples came.
+    let mut d = Drive::to_probe_bw(1);
+    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
+    d.at_phase(2);
+    d.w.cwnd = 228;
+    let prior = d.b.next_rtt_delivered - 1;
+    // 5 s in: a sample of exactly min_rtt leaves the stamp where it was (with `<=` it moved to jiffy 1250)
+    d.ack_full(5_000 * MS, 1, prior, 100, RTT, 10 * MS, 100, 0, false);
+    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
+    // so the filter expires 10 s after the first sample: PROBE_RTT at 10.012 s (with `<=`: not before 15.004 s)
+    d.ack_full(10_012 * MS, 1, prior, 100, RTT, 10 * MS, 100, 0, false);
+    assert_eq!(d.b.mode(), Mode::ProbeRtt);
+    // a smaller one still moves both
+    let mut e = Drive::to_probe_bw(1);
+    e.ack_full(5_000 * MS, 1, prior, 100, RTT, 10 * MS - 1_000, 100, 0, false);
+    assert_eq!((e.b.min_rtt_us, e.b.min_rtt_stamp), (9_999, jiffy(1250)));
 }
 
 #[test]
