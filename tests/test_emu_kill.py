@@ -137,8 +137,8 @@ def emu_dir(pid: int) -> str:
 
 
 def leftovers(cli_pid, emu_pid, mine, gens) -> list[str]:
-    # ``mine``: names, or names with their inode (own_namespaces): then a name counts while it is still that namespace
-    left = sorted(n for n in namespaces() & set(mine) if not isinstance(mine, dict) or _ns_inode(f"/run/netns/{n}") == mine[n])
+    # ``mine``: this run's namespaces with their inodes (own_namespaces): a name counts while it is still that namespace
+    left = sorted(n for n, ino in mine.items() if _ns_inode(f"/run/netns/{n}") == ino)
     left += [f"process {p} ({comm(p)})" for p in [emu_pid] + gens if alive(p)]
     left += cli_dirs(cli_pid) + [d for d in [emu_dir(emu_pid)] if os.path.exists(d)]
     return left
