@@ -408,6 +408,14 @@ def _phase_secs(base_ms: float, quick: bool, fill: bool) -> float:
     return float(min(max(lo, rtts * base_ms / 1e3), hi))
 
 
+def variation_window_s(step_s: float, rate_bps: float) -> float:
+    """:func:`rate_variation`'s window (s): at least :data:`VARIATION_MIN_WINDOW_S`, :data:`VARIATION_SAMPLES`
+    TCP_INFO samples ``step_s`` apart, and :data:`VARIATION_PACKETS` wire segments at ``rate_bps`` (none where
+    the rate is unknown, 0)."""
+    packets_s = VARIATION_PACKETS * WIRE_SEGMENT * 8 / rate_bps if rate_bps > 0 else 0.0
+    return max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step_s, packets_s)
+
+
 def fill_floor_s(port_mbps: float | None, ceiling_s: float) -> float:
     """The shortest fill phase (s) (``bloatlab-probe load --until-stable``): the phase ends once its load is
     saturated — the flows' goodput and the probes' round trip stable over a moving window of round trips
@@ -423,7 +431,7 @@ def fill_floor_s(port_mbps: float | None, ceiling_s: float) -> float:
     if not port_mbps or port_mbps <= 0:
         return ceiling_s
     step = max(ceiling_s / SAMPLES_PER_PHASE, 0.01)
-    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step, VARIATION_PACKETS * WIRE_SEGMENT * 8 / (port_mbps * 1e6))
+    win = variation_window_s(step, port_mbps * 1e6)
     return float(min(2 * VARIATION_MIN_WINDOWS * win, ceiling_s))
 
 
@@ -563,8 +571,7 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
     step = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
     grid = np.arange(w0, t1, 0.01)
     median_bps = float(np.median(sum(np.interp(grid, t[fid == i], rate_s[fid == i]) for i in ids))) if grid.size else 0.0
-    packets_s = VARIATION_PACKETS * WIRE_SEGMENT * 8 / median_bps if median_bps > 0 else 0.0
-    win = max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step, packets_s)
+    win = variation_window_s(step, median_bps)
     edges = np.arange(w0, t1 + 1e-9, win)
     if edges.size - 1 < VARIATION_MIN_WINDOWS:
         return None
