@@ -1,8 +1,11 @@
 """bench/emu/fidelity.py --sim-only --members N (issue 32): the fidelity suite's model side as an ensemble, judged
-against the stored kernel runs; one member is the suite's single run, byte for byte."""
+against the stored kernel runs; one member is the suite's single run, byte for byte. And the script's table in
+docs/fidelity.md (issue 34 §3): the block between its markers is what it renders from the stored runs, and the two
+headlines quote that table's figure."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -59,3 +62,44 @@ def test_members_must_be_odd_and_only_with_sim_only(tmp_path):
     r = subprocess.run([sys.executable, SCRIPT, "--members", "3", "--print", "--store", str(tmp_path / "x.json")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "only with --sim-only" in r.stderr
+
+
+def _generated_and_quoted():
+    """(the block between docs/fidelity.md's markers, what the script renders from bench/emu/fidelity.json, the
+    stored run's figure and scenario count as the script words them, the two hand-written pages' text)."""
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    try:
+        import fidelity
+    finally:
+        sys.path.pop(0)
+    with open(fidelity.MD_OUT, encoding="utf-8") as f:
+        page = f.read()
+    assert page.count(fidelity.START) == 1 and page.count(fidelity.END) == 1, "the script's markers, once each"
+    assert page.index(fidelity.START) < page.index(fidelity.END)
+    block = page.split(fidelity.START, 1)[1].split(fidelity.END, 1)[0]
+    with open(fidelity.JSON_OUT) as f:
+        rendered = fidelity.render(json.load(f))
+    m = re.search(r"\*\*This run: median goodput error ([\d.]+) % over (\d+) flows\*\*.*?\*\*(\d+) of (\d+) scenarios",
+                  rendered)
+    assert m, "the script's figure line"
+    with open(os.path.join(REPO, "BENCHMARKS.md"), encoding="utf-8") as f:
+        bench = f.read()
+    return block, rendered, m.groups(), page.split(fidelity.START, 1)[0], bench
+
+
+def test_the_pages_table_is_what_the_script_renders_from_the_stored_runs():
+    # bench/emu/fidelity.py writes "\n" + render(...) + "\n" between START and END: a store written without its
+    # table, or a hand edit inside the markers, fails here (`--table-only` rewrites the block)
+    block, rendered, _, _, _ = _generated_and_quoted()
+    assert block == "\n" + rendered + "\n"
+
+
+def test_the_headlines_quote_the_stored_runs_figure():
+    # docs/fidelity.md's headline and BENCHMARKS.md quote the table's median goodput error and scenario count; a
+    # --sim-only or kernel re-run that moves them must move the quotes with them
+    _, _, (err, flows, ok, judged), head, bench = _generated_and_quoted()
+    quoted = f"**median goodput error {err} %** over {flows} flows"
+    assert quoted in head, f"docs/fidelity.md's headline should read {quoted!r}"
+    assert f"**{ok} of {judged} scenarios**" in head
+    assert f"**{err} %** over {flows} flows; {ok} of {judged} scenarios" in bench, (
+        f"BENCHMARKS.md's standing row should read '**{err} %** over {flows} flows; {ok} of {judged} scenarios'")
