@@ -482,16 +482,20 @@ def main() -> int:
         print(table)
         return 0
     # Replace only the generated part, between START and END; the hand-written text around it stays.
+    # A page without both markers in order is refused: writing would drop the hand-written text on one side.
     head, tail = f"# {TITLE}\n\n{START}\n", ""
     if os.path.exists(MD_OUT):
         with open(MD_OUT) as f:
             old = f.read()
-        if START in old:
-            head = old.split(START, 1)[0] + START + "\n"
-        if END in old:
-            tail = old.split(END, 1)[1]
-    with open(MD_OUT, "w") as f:
+        i, j = old.find(START), old.find(END)
+        if i < 0 or j < 0 or j < i:
+            print(f"fidelity.py: {MD_OUT} lacks its markers in order ({START!r} ... {END!r}); not written "
+                  "(put them back around the generated table, or use --print)", file=sys.stderr)
+            return 2
+        head, tail = old[:i] + START + "\n", old[j + len(END):]
+    with open(MD_OUT + ".tmp", "w") as f:
         f.write(head + table + "\n" + END + tail)
+    os.replace(MD_OUT + ".tmp", MD_OUT)
     print(table)
     return 0
 
