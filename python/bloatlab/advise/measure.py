@@ -1538,6 +1538,96 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"both; the port's FIFO is at least {q / 1e3 if q else 0:.3g} KB (not seen)")
 
 
+def paced_queue_ms(train: dict) -> float | None:
+    """The queue (ms) that stood in front of what cut a paced train: its
+    head's arrival span less the span the server sent the same packets over
+    (``tx_ms``), the delay the last of them gained over the first; None where
+    the train has no send times or fewer than two head packets.
+
+    A paced train (:func:`_paced_policer_train`) arrives no faster than the
+    port drains it, so nothing queues there. A policer passes or drops each
+    packet at once: its head arrives as it was sent (the campaign's 17 stored
+    policer paths: -0.15 to +0.16 ms). A tbf (a token bucket behind a queue,
+    sch_tbf's ``limit``) queues what the bucket does not pass, and drops only
+    once that queue is full: its head gains the queue's depth Q/C (the
+    stored tbf paths: 5.0 ms for a 5.3-ms queue, 10.6 for 10.2, 18.0 for
+    18.0, 18.7 for 20.2, 3.0 for 3.2). That is what tells a tbf from a
+    policer: whether a queue stands in front of the bucket."""
+    tx = train.get("tx_ms") or []
+    cut = train.get("first_loss")
+    head = [v for v in tx[: train.get("sent", len(tx)) if cut is None else cut] if v is not None]
+    span = train.get("head_span_ms")
+    if len(head) < 2 or span is None:
+        return None
+    return span - (head[-1] - head[0])
+
+
+def _queue_before_bucket(x: dict, base_ms: float) -> None:
+    """A ``policer`` direction whose paced train's head gained more delay
+    (:func:`paced_queue_ms`) than the burst floor: a queue stood in front of
+    the bucket, deeper than the flows' bursts and the noise explain — a tbf,
+    not a policer. The direction becomes ``fifo`` (a tbf's queue is a FIFO at
+    its rate) with that queue's depth at the measured rate. A gain within
+    the floor keeps the reading, whose alternatives already name a FIFO (or
+    a tbf's queue) that shallow."""
+    t = x.get("paced_train")
+    if x["limiter"] != "policer" or not t:
+        return
+    q = paced_queue_ms(t)
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    if q is None or q < floor:
+        return
+    buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    note = (f"a token bucket behind a queue (a tbf): the paced train's head gained {q:.3g} ms of delay before its first "
+            f"loss, more than the {floor:.2g}-ms floor, where a policer passes or drops each packet at once; the queue "
+            f"holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
+    x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
+             limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
+
+
+def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
+    """Whether a packet train that lost packets beyond the path's random loss
+    had its tail held in a queue rather than cut: more of the packets after
+    its first loss arrived than what drained them admits of a tail sent
+    faster (its arrival rate r over its send rate U: r/U of them, twice over
+    and two standard deviations, as :func:`_tail_dropped`). A token bucket
+    passes at most its rate of what exceeds it and a full FIFO its drain;
+    only a queue that keeps taking packets while it drops some (an AQM's
+    spread drops) passes more."""
+    if train.get("first_loss") is None:
+        return False
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    after = tail + lost
+    if not _significant(lost, after, idle_loss, handful=0):
+        return False
+    r = train.get("tail_arrival_mbps") or train.get("tail_mbps")
+    u = train.get("tail_send_mbps") or train.get("send_mbps")
+    if not r or not u:
+        return False
+    admits = after * min(r / u, 1.0)
+    return tail > 2 * admits + 2 * max(admits, 1.0) ** 0.5
+
+
+def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
+    """A ``policer`` direction whose policer's train had its tail held
+    (:func:`tail_held`): no token bucket cut it, so the train is read as the
+    AQM train (:func:`single_queue_aqm`) against the flows' queue; where that
+    shows a single-queue AQM the direction becomes ``aqm``."""
+    t = x.get("train")
+    if x["limiter"] != "policer" or not t or not tail_held(t, idle_loss):
+        return
+    ev = x["evidence"]
+    queue_ms = max(ev["flow_q95_ms"], x.get("fill_flow_q95_ms", 0.0), 0.1)
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
+    if not kind:
+        return
+    why = (f"the policer's train kept arriving after its first loss ({t.get('tail_packets', 0)} of its last "
+           f"{t.get('tail_packets', 0) + t.get('lost', 0)} packets), which no token bucket passes: {why}")
+    x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why, limiter_alternatives=None,
+             buffer_bytes=None, buffer_bdp=None, port_mbps=None, bucket_bytes=None)
+
+
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
     """Whether a packet train shows a single-queue AQM behind a queue that looked
     like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
@@ -1740,16 +1830,29 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
         if t is None:
             return
-    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_train"] = t
+    # a train that arrived faster than the rate was not drained at it: no AQM at the rate (it dequeues at its own:
+    # sch_cake's shaper paces without a bucket) held it, and its queue and drops are a faster port's; what holds the
+    # flows to the rate is a token bucket — a policer where the flows stood no queue (_not_a_fifo), a tbf's queue
+    # where they did
+    if _not_a_fifo(t, x):
+        x["aqm_note"] = x["limiter_note"]
+        say(f"  down: {x['limiter_note']}")
+        return
+    lead = t.get("leading_mbps")
+    if lead and not t.get("sender_limited") and lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        x["aqm_note"] = (f"a packet train's head arrived at {lead:.4g} Mbit/s, faster than a queue at {x['rate_mbps']:.4g} "
+                         f"Mbit/s passes packets: not a single-queue AQM at the rate, but a token bucket in front of a "
+                         f"faster port, behind the {queue_ms:.3g}-ms queue the flows stood in (a tbf)")
+        x["limiter_note"] = x["aqm_note"]
+        say(f"  down: {x['aqm_note']}")
+        return
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_note"] = why
     if kind:
         x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
                  limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
-        return
-    if _not_a_fifo(t, x):
-        say(f"  down: {x['limiter_note']}")
         return
     alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
     if alt:
@@ -2004,6 +2107,27 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
                           f"AQM holding its queue below them")
 
 
+def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
+                 lap=lambda name: None) -> None:
+    """The down direction ``x`` after its loads, read again from packet
+    trains, in this order: a WiFi hop (the idle train ``wp``,
+    :func:`_wifi_train`); behind a ``policer`` reading the policer's trains
+    (:func:`_policer_train`), then a queue in front of the bucket (a tbf,
+    :func:`_queue_before_bucket`), a tail no token bucket passes (an AQM,
+    :func:`_held_not_policed`), no faster port (:func:`_not_a_policer`); then
+    behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`).
+    ``lap(name)`` marks where the time went."""
+    _wifi_train(wp, x, base_ms, say)
+    if x["limiter"] == "policer":
+        _policer_train(host, port, secret, x, say, idle_loss)
+        _queue_before_bucket(x, base_ms)
+        _held_not_policed(x, idle_loss)
+        _not_a_policer(x, base_ms)
+        lap("policer_train")
+    _aqm_train(host, port, secret, x, say, idle_loss)
+    lap("aqm_train")
+
+
 def variable_rate(v: dict | None) -> bool:
     """Whether a direction's capacity moves enough to matter to a shaper,
     both ways: in more than a tenth of the busy windows (its p10) the link
@@ -2140,14 +2264,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
-            _wifi_train(wp, x, base["p50"], say)
-        if d == "down" and x["limiter"] == "policer":
-            _policer_train(h, port, secret, x, say, report["loss"])
-            _not_a_policer(x, base["p50"])
-            lap("policer_train")
-        if d == "down":
-            _aqm_train(h, port, secret, x, say, report["loss"])
-            lap("aqm_train")
+            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
