@@ -301,3 +301,61 @@ def test_an_aqm_train_that_arrived_faster_than_the_rate_shows_no_aqm_at_the_rate
     x = read_down(monkeypatch, TBF_LOSSY_EV, 615.80, TBF_LOSSY_TRAIN, idle_loss=0.010345, base_ms=138.5)
     assert x["limiter"] == "fifo" and x.get("aqm_qdisc") is None and x["buffer_bytes"] == int(16.212e-3 * 615.8e6 / 8)
     assert "token bucket" in x["limiter_note"] and c.limiter_said(truth("shaper", 558.97, 1083182), x)
+
+
+def test_cubic_grows_back_to_its_loss_window_in_k_or_in_the_friendly_regions_time():
+    """tcp_cubic.c: beta 717/1024, C 0.4; K = cbrt(W (1 - beta) / C), or (1 - beta) W / (3 (1 - beta) / (1 + beta))
+    round trips in the TCP-friendly region, whichever is shorter."""
+    assert round(m.cubic_return_s(683 * m.MSS, 30.0), 2) == 8.0
+    assert round(m.cubic_return_s(90 * m.MSS, 11.0), 3) == 0.561
+
+
+# seed 28 path 151: fq_codel at 375 Mbit/s (Linux's defaults), 49.5 ms; the CUBIC fill's first losses at 0.46 s
+FQ_FAST_FIRST = {"flows": [{"id": i, "t_s": 0.4621, "cwnd_bytes": w, "sent_bytes": 2.0e6}
+                           for i, w in enumerate((813776.0, 744272.0, 822464.0, 734136.0))], "sample_s": 0.033}
+
+
+def test_flows_that_could_not_grow_back_to_their_first_losses_leave_the_depth_unseen_up_to_their_backoffs_bound():
+    """Drops (7 retransmissions, the slow start's) while the flows' p95 stayed at 4.18 ms, below the 5-ms floor: a
+    policer reading, naming a FIFO or an AQM below 5 ms — which fq_codel's 5-ms target is not. But the median flow
+    lost at 814 KB (562 segments): CUBIC grows back to that in K = 7.5 s, after the 5-s phase ended, so the queue
+    the flows stood in after shows nothing of what dropped them. Their backoff still bounds it: 0.7 x (BDP + D)
+    stood less than the floor above the BDP, D < 49.66 x 0.428 + 5 / 0.7 = 28.4 ms."""
+    bound, why = m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 5.0)
+    assert round(bound, 1) == 28.4 and "could not grow back" in why
+    alts = m.alternatives("policer", 375.33, 4, bound)
+    assert alts[1:] == [{"limiter": "fifo", "depth_below_ms": bound}, {"limiter": "aqm", "target_below_ms": bound}]
+    x = {"limiter": "policer", "limiter_alternatives": alts}
+    assert c.limiter_said(truth("fq_codel", 375.03), x)
+    assert not c.limiter_said(truth("fq_codel", 375.03), {"limiter": "policer", "limiter_alternatives": m.alternatives("policer", 375.33, 4)})
+    assert not c.limiter_said(truth("fifo", 375.03, 3_000_000), x), "a 64-ms FIFO would have stood after the backoff"
+    # a phase long enough for them to come back (or flows that lost at small windows) leaves the floor as it was
+    assert m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 8.0)[0] is None
+    small = {"flows": [dict(f, cwnd_bytes=130e3) for f in FQ_FAST_FIRST["flows"]], "sample_s": 0.033}
+    assert m.unreturned_depth_ms(small, 83.2, 4, 10.65, 5.0)[0] is None
+
+
+# seed 28 path 165: a policer at 82.8 Mbit/s (its bucket 57 ms) on an 88.8-Mbit/s port whose FIFO holds 278 KB, 10.6 ms
+POLICER_NEAR_EV = {"probe_q95_ms": 3.7039, "flow_q50_ms": 0.9081, "flow_q95_ms": 3.9265}
+POLICER_NEAR_TRAIN = {"first_loss": 187, "head_bytes": 280500, "head_packets": 187, "head_send_mbps": 8056.48, "leading_mbps": 88.763,
+                      "lost": 804, "received": 196, "sender_limited": False, "send_mbps": 8098.62, "sent": 1000, "tail_packets": 9,
+                      "tail_mbps": 88.240, "tail_arrival_mbps": 88.240, "tail_send_mbps": 99.144, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_token_bucket_in_front_of_it(monkeypatch):
+    """Drops while the flows' p95 stayed at 3.9 ms: a policer reading; the train's head came at 88.76 Mbit/s, within
+    1.1x of the measured 83.2, so no faster port — read as a FIFO shallower than the bursts before. But the train
+    filled a FIFO of 278 KB (25.1 ms at its head's rate) and was tail-dropped there, and the flows (windows of ~90
+    segments at 11 ms: back at their losses in 0.6 s) would have stood at that depth had it dropped them: a token
+    bucket in front of it did — the policer, with the port's FIFO (the truth's: 277.9 KB)."""
+    x = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 88.763 and x["port_buffer_bytes"] == 278159
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
+    assert c.limiter_said(truth("policer", 82.82), x)
+    # flows that never came back to their losses' windows, or that stood at the train's depth: the FIFO stays
+    y = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
+    y.update(limiter="fifo", unseen_depth_ms=30.0)
+    assert not m._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, y)
+    z = read_down(monkeypatch, dict(POLICER_NEAR_EV, probe_q95_ms=24.0, flow_q50_ms=20.0, flow_q95_ms=24.5), 83.2035,
+                  POLICER_NEAR_TRAIN, base_ms=10.65)
+    assert z["limiter"] == "fifo"

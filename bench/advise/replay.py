@@ -81,8 +81,14 @@ def read_direction(report: dict, d: str) -> dict:
     q95 = max(ev["flow_q95_ms"], old.get("fill_flow_q95_ms", ev["flow_q95_ms"]))
     bdp = rate * 1e6 * base / 1e3 / 8
     buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
-    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows),
-             limiter_alternatives=M.alternatives(limiter, rate, flows),
+    unseen = None
+    if hasattr(M, "unreturned_depth_ms") and old.get("load_cc") == M.LOAD_CC and ev.get("phase") == "fill":
+        unseen, x["unseen_depth_note"] = M.unreturned_depth_ms(old.get("first_loss") or {}, rate, flows, base,
+                                                               old.get("phase_s"))
+    x["unseen_depth_ms"] = unseen
+    extra = (unseen,) if hasattr(M, "unreturned_depth_ms") else ()
+    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows, *extra),
+             limiter_alternatives=M.alternatives(limiter, rate, flows, *extra),
              buffer_bytes=None if buf is None else int(buf), buffer_bdp=buf / bdp if buf is not None and bdp else None)
     x.setdefault("fill_flow_q95_ms", ev["flow_q95_ms"])
     x.setdefault("fill_dropped", ev["dropped"])

@@ -903,20 +903,76 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     return "fifo"
 
 
-def ambiguity(limiter: str, rate_mbps: float, flows: int) -> str | None:
+#: Linux CUBIC (net/ipv4/tcp_cubic.c, 6.18; RFC 9438): the window after a loss is beta = 717/1024 of the window
+#: at it, and grows back to that window W (segments) in K = cbrt(W (1 - beta) / C) s, C = 0.4 segments/s^3
+#: (bic_scale 41: 41 x 10 / 1024), or sooner in the TCP-friendly region, where it grows
+#: 3 (1 - beta) / (1 + beta) segments a round trip (tcp_friendliness: one segment per cwnd x beta_scale / 8 ACKs)
+CUBIC_BETA = 717 / 1024
+CUBIC_C = 0.4
+CUBIC_FRIENDLY = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
+
+
+def cubic_return_s(window_bytes: float, rtt_ms: float) -> float:
+    """How long (s) a CUBIC flow that lost at ``window_bytes`` takes to grow
+    back to that window (:data:`CUBIC_BETA`): the cubic's K or the TCP-friendly
+    growth's (1 - beta) W / alpha round trips, whichever is shorter. At 683
+    segments and 30 ms: K = 8.0 s (friendly: 11.6 s); at 90 segments and 11
+    ms: 0.56 s (K: 4.1 s)."""
+    w = max(window_bytes, MSS) / MSS
+    k = (w * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
+    return min(k, (1 - CUBIC_BETA) * w / CUBIC_FRIENDLY * rtt_ms / 1e3)
+
+
+def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: float, phase_s: float | None) -> tuple[float | None, str]:
+    """Where a loss-based fill's flows could not grow back to the windows of
+    their first losses before the phase ended (:func:`cubic_return_s`, the
+    median flow from its first loss; ``first``: :func:`first_losses`), the
+    queue the flows stood in after it shows no depth of what dropped them: a
+    loss-based flow stands at a queue's depth only where it comes back to it.
+    What still bounds that depth (a FIFO's, or an AQM's target: either had
+    at least that much queued at its first drop) is the backoff: the flows
+    lost at a window of at least the BDP and the depth D, and after one
+    multiplicative decrease held beta (BDP + D), which stood above the BDP by
+    less than the floor (their p95 below it, the reading this qualifies): D <
+    BDP (1 - beta) / beta + floor / beta, in ms at the rate RTT (1 - beta) /
+    beta + floor / beta. Returns (that bound, why) or (None, why) where the
+    flows came back (or nothing tells)."""
+    fl = sorted(first.get("flows") or [], key=lambda f: f["cwnd_bytes"])
+    if not fl or phase_s is None:
+        return None, "no first losses of a loss-based fill to read"
+    mid = fl[len(fl) // 2]
+    back = mid["t_s"] + cubic_return_s(mid["cwnd_bytes"], base_ms)
+    if back <= phase_s:
+        return None, (f"the flows' windows grew back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the median) "
+                      f"{back:.2g} s in, within the {phase_s:.2g}-s phase")
+    floor = burst_floor_ms(rate_mbps, flows)
+    bound = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + floor / CUBIC_BETA
+    return bound, (f"the flows' windows could not grow back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the "
+                   f"median, at {mid['t_s']:.2g} s) before the {phase_s:.2g}-s phase ended (CUBIC: {back:.2g} s), so the "
+                   f"queue they stood in after shows no depth of what dropped them; their backoff bounds it below "
+                   f"{bound:.3g} ms (a window of {CUBIC_BETA:.2f} x (the BDP and the depth) stood less than the "
+                   f"{floor:.2g}-ms floor above the BDP)")
+
+
+def ambiguity(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> str | None:
     """What a verdict cannot exclude, in words (None where nothing): a policer
     reading is also what a FIFO, or an AQM's queue, shallower than the burst
-    floor gives (:func:`alternatives` states the same as data)."""
+    floor gives — or than ``depth_ms`` where the flows could not come back to
+    their first losses' queue (:func:`unreturned_depth_ms`) — (:func:`alternatives`
+    states the same as data)."""
     if limiter != "policer":
         return None
     floor = burst_floor_ms(rate_mbps, flows)
-    depth = floor / 1e3 * rate_mbps * 1e6 / 8
+    bound = max(floor, depth_ms or 0.0)
+    depth = bound / 1e3 * rate_mbps * 1e6 / 8
+    why = (f"the {flows} flows' bursts and the measurement's noise" if bound == floor else
+           "what the flows' backoff from their first losses leaves unseen")
     return (f"drops without a queue: a policer, or a FIFO shallower than ~{depth / 1e3:.3g} KB "
-            f"({floor:.2g} ms at {rate_mbps:.3g} Mbit/s: the {flows} flows' bursts and the measurement's noise), or an "
+            f"({bound:.2g} ms at {rate_mbps:.3g} Mbit/s: {why}), or an "
             f"AQM whose target is below that; they act alike on these flows")
 
 
-def alternatives(limiter: str, rate_mbps: float, flows: int) -> list[dict] | None:
+def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> list[dict] | None:
     """What the evidence of :func:`classify` cannot tell apart from its
     verdict, as data (the words: :func:`ambiguity`): the verdict first, then
     each alternative with the condition under which it gives the same
@@ -931,11 +987,15 @@ def alternatives(limiter: str, rate_mbps: float, flows: int) -> list[dict] | Non
       its queue at a target below the floor (CoDel's 5 ms at a few Mbit/s,
       where four flows' bursts take tens of ms) drops those bursts too.
 
+    Where the flows could not grow back to their first losses' queue within
+    the phase (:func:`unreturned_depth_ms`), the bound is ``depth_ms``, if
+    larger: their queue after it shows nothing below that.
+
     None where the verdict excludes the others (``fifo``, ``aqm`` by the
     rules of :func:`classify`; the packet trains add their own)."""
     if limiter != "policer":
         return None
-    floor = burst_floor_ms(rate_mbps, flows)
+    floor = max(burst_floor_ms(rate_mbps, flows), depth_ms or 0.0)
     return [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
             {"limiter": "aqm", "target_below_ms": floor}]
 
@@ -1048,12 +1108,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     cake, why_cake = cobalt_first_signal(first, rate, flows, base_p50, idle_loss) if fill_cc == LOAD_CC else bbr
     shared, why_shared = cobalt_first_signal(first, rate, flows, base_p50, idle_loss, shared=True) if fill_cc == LOAD_CC else bbr
     first.update(cake=cake, note=why_cake, cake_shared=shared, note_shared=why_shared)
+    # the loss-based fill's flows that never came back to their first losses' queue show no depth below a bound
+    unseen, why_unseen = (unreturned_depth_ms(first, rate, flows, base_p50, ran if ran is not None else secs)
+                          if fill_cc == LOAD_CC and ev["phase"] == "fill" else (None, "the evidence is not a loss-based fill's"))
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
-            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
-            "limiter_alternatives": alternatives(limiter, rate, flows),
+            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen),
+            "limiter_alternatives": alternatives(limiter, rate, flows, unseen),
+            "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
@@ -1854,6 +1918,10 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
                  limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
         return
+    if _fifo_deeper_than_the_flows(t, x):
+        x["aqm_note"] = x["limiter_note"]
+        say(f"  down: {x['limiter_note']}")
+        return
     alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
     if alt:
         x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [alt]
@@ -1898,6 +1966,43 @@ def _not_a_fifo(t: dict, x: dict) -> bool:
             f"{ev.get('probe_q95_ms', float('nan')):.3g} ms, had passed the floor); ") + ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
     x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
              train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"},
+                                   {"limiter": "fifo", "depth_below_ms": max(floor, x.get("unseen_depth_ms") or 0.0)}])
+    return True
+
+
+def _fifo_deeper_than_the_flows(t: dict, x: dict) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` filled a FIFO
+    (a full FIFO's tail drop, :func:`_tail_dropped`) far deeper than any
+    queue the flows stood in becomes ``policer``: a loss-based flow that
+    comes back to its losses' window (``unseen_depth_ms`` None:
+    :func:`unreturned_depth_ms`) stands at the depth of the FIFO that drops
+    it (measured 0.98-1.04 of it, "A single-queue AQM"), so a FIFO of at
+    least :data:`AQM_BURST_RATIO` x the flows' queueing p95, and deeper than
+    the floor they stayed below, did not drop them: a token bucket in front
+    of it did, at a rate below the FIFO's drain (the head's, taken as the
+    port: a policer whose port is within :data:`TRAIN_PORT_MARGIN` of its
+    rate, which the head's spacing alone cannot tell). The FIFO is the
+    port's (:func:`port_fifo`). Still named: a tbf whose queue is shallower
+    than the floor, its bucket larger than the train. True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not _tail_dropped(t, x["rate_mbps"]):
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead, q = t.get("leading_mbps"), port_fifo(t)
+    if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
+        return False
+    q_ms = q * 8 / (lead * 1e3)
+    if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
+        return False
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, "
+            f"though they grew back to their first losses' windows within the phase; but a packet train filled a FIFO of "
+            f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: a FIFO that deep "
+            f"would have held the flows' queue at its depth, so what dropped them is a token bucket in front of it — a "
+            f"policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within {TRAIN_PORT_MARGIN:g}x: the head's "
+            f"spacing alone cannot tell), or a tbf whose queue is shallower than the floor")
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=lead, bucket_bytes=None,
+             port_buffer_bytes=int(max(q, WIRE_SEGMENT)), limiter_note=note,
              limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
     return True
 
@@ -2099,7 +2204,8 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
     # packet train is then read: _aqm_train)
-    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": burst_floor_ms(x["rate_mbps"], x.get("flows", 4))}]
+    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": max(burst_floor_ms(x["rate_mbps"], x.get("flows", 4)),
+                                                                        x.get("unseen_depth_ms") or 0.0)}]
     x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
              limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
