@@ -359,3 +359,10 @@ def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_to
     z = read_down(monkeypatch, dict(POLICER_NEAR_EV, probe_q95_ms=24.0, flow_q50_ms=20.0, flow_q95_ms=24.5), 83.2035,
                   POLICER_NEAR_TRAIN, base_ms=10.65)
     assert z["limiter"] == "fifo"
+    # ... or a random loss that alone holds their windows below the FIFO's depth (Mathis: 83 Mbit/s over 10.65 +
+    # 25.1 ms takes no more than 0.035 %)
+    lossy = dict(POLICER_NEAR_EV, loaded_rtt_ms=11.56, flow_q50_ms=0.91)
+    w = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.001)
+    assert w["limiter"] == "fifo"
+    v = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.0001)
+    assert v["limiter"] == "policer"

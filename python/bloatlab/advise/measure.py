@@ -1918,7 +1918,7 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
                  limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
         return
-    if _fifo_deeper_than_the_flows(t, x):
+    if _fifo_deeper_than_the_flows(t, x, idle_loss):
         x["aqm_note"] = x["limiter_note"]
         say(f"  down: {x['limiter_note']}")
         return
@@ -1971,7 +1971,7 @@ def _not_a_fifo(t: dict, x: dict) -> bool:
     return True
 
 
-def _fifo_deeper_than_the_flows(t: dict, x: dict) -> bool:
+def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> bool:
     """A ``fifo`` direction with drops whose packet train ``t`` filled a FIFO
     (a full FIFO's tail drop, :func:`_tail_dropped`) far deeper than any
     queue the flows stood in becomes ``policer``: a loss-based flow that
@@ -1984,7 +1984,10 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict) -> bool:
     port: a policer whose port is within :data:`TRAIN_PORT_MARGIN` of its
     rate, which the head's spacing alone cannot tell). The FIFO is the
     port's (:func:`port_fifo`). Still named: a tbf whose queue is shallower
-    than the floor, its bucket larger than the train. True where it did."""
+    than the floor, its bucket larger than the train. Not where the path's
+    random loss (``idle_loss``) alone holds the flows' windows below that
+    FIFO's depth (above :func:`mathis_loss` at the rate over the base RTT and
+    the depth): they could not stand at it. True where it did."""
     ev = x.get("evidence") or {}
     if "flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not _tail_dropped(t, x["rate_mbps"]):
         return False
@@ -1994,6 +1997,9 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict) -> bool:
         return False
     q_ms = q * 8 / (lead * 1e3)
     if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
+        return False
+    base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
+    if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
         return False
     note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, "
             f"though they grew back to their first losses' windows within the phase; but a packet train filled a FIFO of "
