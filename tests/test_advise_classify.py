@@ -366,3 +366,27 @@ def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_to
     assert w["limiter"] == "fifo"
     v = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.0001)
     assert v["limiter"] == "policer"
+
+
+# seed 28 path 199: PIE at 279 Mbit/s, 3.2 ms, 2.3 % random loss each way (the fill is BBR's)
+PIE_LOSSY_EV = {"phase": "fill", "rate_mbps": 275.577, "probe_q95_ms": 16.1314, "flow_q50_ms": 9.1150, "flow_q95_ms": 14.8586,
+                "dropped": False, "loaded_rtt_ms": 12.44925}
+
+
+def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it():
+    """BBR's flows stood 14.9 ms (p95) and lost no more than the 2.4 % random loss: a FIFO at least that deep, or an
+    AQM that drops nothing there — one whose target is above what stood: 14.86 less their ACK wait (4 x 1500 B at
+    275.6 Mbit/s, 0.17 ms) and the 3-ms noise = 11.68 ms. PIE's 15 ms is; CoDel's 5 ms would have dropped beyond
+    the random loss."""
+    alts, note = m.undropped_alternatives("fifo", PIE_LOSSY_EV, 275.577, 4)
+    assert alts[0] == {"limiter": "fifo"} and alts[1]["limiter"] == "aqm" and round(alts[1]["target_above_ms"], 2) == 11.68
+    assert "without drops beyond the random loss" in note
+    x = {"limiter": "fifo", "limiter_alternatives": alts}
+    assert c.limiter_said(truth("pie", 278.7), x) and not c.limiter_said(truth("codel", 278.7), x)
+    # seed 9 path 3 (CoDel at 65.7 Mbit/s, 184 ms): a fill that reached a third of the rate (its bottleneck idle) and
+    # lost nothing beyond the random loss stood 5.72 ms, within its ACK wait (4.18 ms) and the noise: any AQM
+    idle = {"phase": "fill", "rate_mbps": 22.9606, "flow_q95_ms": 5.7178, "dropped": False, "loaded_rtt_ms": 184.746}
+    assert m.undropped_alternatives("fifo", idle, 64.14, 4)[0][1]["target_above_ms"] == 0.0
+    # drops, or another verdict: nothing of the kind
+    assert m.undropped_alternatives("fifo", dict(PIE_LOSSY_EV, dropped=True), 275.577, 4) == (None, None)
+    assert m.undropped_alternatives("policer", PIE_LOSSY_EV, 275.577, 4) == (None, None)

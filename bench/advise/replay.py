@@ -87,8 +87,9 @@ def read_direction(report: dict, d: str) -> dict:
                                                                old.get("phase_s"))
     x["unseen_depth_ms"] = unseen
     extra = (unseen,) if hasattr(M, "unreturned_depth_ms") else ()
-    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows, *extra),
-             limiter_alternatives=M.alternatives(limiter, rate, flows, *extra),
+    und = M.undropped_alternatives(limiter, ev, rate, flows) if hasattr(M, "undropped_alternatives") else (None, None)
+    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows, *extra) or und[1],
+             limiter_alternatives=M.alternatives(limiter, rate, flows, *extra) or und[0],
              buffer_bytes=None if buf is None else int(buf), buffer_bdp=buf / bdp if buf is not None and bdp else None)
     x.setdefault("fill_flow_q95_ms", ev["flow_q95_ms"])
     x.setdefault("fill_dropped", ev["dropped"])

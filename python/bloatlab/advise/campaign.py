@@ -551,6 +551,8 @@ def _holds(t: dict, key: str, value) -> bool:
         return depth is not None and depth < value
     if key == "target_below_ms":
         return t["limiter"] in AQM_TARGET_MS and AQM_TARGET_MS[t["limiter"]] < value
+    if key == "target_above_ms":
+        return t["limiter"] in AQM_TARGET_MS and AQM_TARGET_MS[t["limiter"]] > value
     if key == "kinds":
         return t["limiter"] in value
     if key == "rate_above_mbps":

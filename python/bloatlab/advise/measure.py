@@ -1000,6 +1000,30 @@ def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | N
             {"limiter": "aqm", "target_below_ms": floor}]
 
 
+def undropped_alternatives(limiter: str, ev: dict, rate_mbps: float, flows: int) -> tuple[list[dict] | None, str | None]:
+    """A ``fifo`` reading whose flows lost no more than the path's random loss
+    (``ev["dropped"]`` False): the queue they stood in is what they brought,
+    not the depth of what limits them, which dropped nothing at it. A FIFO at
+    least that deep gives it (the verdict), and so does an AQM whose target
+    lies above it: CoDel and PIE drop only while the queue's delay exceeds
+    their target, and drops of theirs beyond it would have shown beyond the
+    random loss. The queue is bounded below by the flows' p95 less their ACK
+    wait (:func:`ack_wait_ms`, as :func:`classify` reads the phase) and the
+    noise (:data:`NOISE_MS`): an AQM with a target above that is not
+    excluded. As data: ``[{"limiter": "fifo"}, {"limiter": "aqm",
+    "target_above_ms": that}]``, and the words; (None, None) where the
+    reading is not such a one."""
+    if limiter != "fifo" or ev.get("dropped", True):
+        return None, None
+    phase = ev.get("rate_mbps") or rate_mbps
+    ack = ack_wait_ms(phase, flows, ev["loaded_rtt_ms"], phase * UNSATURATED <= rate_mbps) if "loaded_rtt_ms" in ev else 0.0
+    above = max(ev["flow_q95_ms"] - ack - NOISE_MS, 0.0)
+    return ([{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": above}],
+            f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95; at least {above:.3g} ms less their ACK wait and the "
+            f"noise) without drops beyond the random loss: a FIFO at least that deep, or an AQM whose target is above "
+            f"{above:.3g} ms, which drops nothing there; not told apart")
+
+
 def _significant(retransmits: float, segments: float, idle_loss: float, handful: float = 3) -> bool:
     """Retransmissions beyond the idle path's random loss at three standard
     deviations (binomial, ``segments`` draws at ``idle_loss``), and more than
@@ -1115,8 +1139,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
-            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen),
-            "limiter_alternatives": alternatives(limiter, rate, flows, unseen),
+            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[1],
+            "limiter_alternatives": alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[0],
             "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
