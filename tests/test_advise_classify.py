@@ -390,3 +390,25 @@ def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it(
     # drops, or another verdict: nothing of the kind
     assert m.undropped_alternatives("fifo", dict(PIE_LOSSY_EV, dropped=True), 275.577, 4) == (None, None)
     assert m.undropped_alternatives("policer", PIE_LOSSY_EV, 275.577, 4) == (None, None)
+
+
+# campaign seed 71 path 2: a policer at 405 Mbit/s (bucket 6.5 ms, 330 KB) on a 592-Mbit/s port, 5 ms
+POLICER_FAST_EV = {"probe_q95_ms": 1.1548, "flow_q50_ms": 0.2712, "flow_q95_ms": 0.4689}
+POLICER_FAST_TRAIN = {"first_loss": 230, "head_bytes": 345000, "head_packets": 230, "head_send_mbps": 516.53, "leading_mbps": 425.22,
+                      "lost": 713, "received": 287, "sender_limited": False, "send_mbps": 1752.68, "sent": 1000, "tail_packets": 57,
+                      "tail_mbps": 462.19, "tail_arrival_mbps": 593.71, "tail_send_mbps": 462.19, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_tail_that_arrived_faster_than_the_rate_shows_the_policers_port_where_the_head_could_not(monkeypatch):
+    """The server sent the head at 517 Mbit/s and it arrived at 425, within 1.1x of the measured 405.8: no faster port
+    by the head, read as a FIFO too shallow for the bursts before. But the 57 packets after the first loss arrived
+    at 594 Mbit/s: a queue at 405.8 passes nothing that fast; a policer before the port passes its tail into the
+    port's queue behind the head, which delivers it at the port's rate (592)."""
+    x = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, POLICER_FAST_TRAIN, base_ms=5.04)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 593.71
+    assert c.limiter_said(truth("policer", 405.2), x)
+    # a tail of fewer packets than the probe reads a rate from, or one at the rate: the FIFO reading as before
+    y = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, dict(POLICER_FAST_TRAIN, tail_packets=9), base_ms=5.04)
+    assert y["limiter"] == "fifo"
+    z = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, dict(POLICER_FAST_TRAIN, tail_arrival_mbps=430.0), base_ms=5.04)
+    assert z["limiter"] == "fifo"

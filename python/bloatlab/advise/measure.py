@@ -1331,6 +1331,9 @@ def _twin_buffer(x: dict) -> int | None:
     return None if x["buffer_bytes"] is None else max(x["buffer_bytes"], 1500)
 
 
+#: the fewest packets after a train's first loss whose arrival rate is read (bloatlab-probe calls a shorter tail's
+#: rate coarse: crates/probe/src/train.rs, analyse_with)
+TAIL_RATE_PACKETS = 10
 #: a port the train reads no faster than this multiple of the policed rate is not told apart from it
 #: (the head's spacing then is the policer's own, or the sender's): the twin keeps POLICER_PORT
 TRAIN_PORT_MARGIN = 1.1
@@ -2220,7 +2223,8 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
 
 def _not_a_policer(x: dict, base_ms: float) -> None:
     """Drops without a queue, yet the packet train's head arrived no faster
-    than the measured rate: no faster port, so no policer — a queue at that
+    than the measured rate, and its tail (:data:`TAIL_RATE_PACKETS` or more
+    packets) no faster either: no faster port, so no policer — a queue at that
     rate too shallow for the flows' bursts (or an AQM holding it below
     them). The direction becomes ``fifo`` with the depth the flows saw (their
     queueing p95 at the rate, at least two packets): a twin that queues at
@@ -2228,6 +2232,16 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
     t = x.get("train") or {}
     lead = t.get("leading_mbps")
     if not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        return
+    tail = t.get("tail_arrival_mbps")
+    if tail and t.get("tail_packets", 0) >= TAIL_RATE_PACKETS and tail >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        # the tail came faster than any queue at the rate passes packets: a policer that saw the train before the
+        # port, whose tail queued behind the head there and arrived at the port's rate (crates/probe/src/train.rs,
+        # "The tail's rate"), the head slowed on its way (the server's pace, or the emulator's near 500 Mbit/s)
+        x["port_mbps"] = x.get("port_mbps") or tail
+        x.setdefault("train_evidence", []).append(
+            f"the head arrived at {lead:.4g} Mbit/s, but the {t['tail_packets']} packets after its first loss at "
+            f"{tail:.4g}, faster than a queue at {x['rate_mbps']:.4g} passes them: a faster port (taken as the tail's)")
         return
     q95 = x["evidence"]["flow_q95_ms"]
     buf = max(q95 / 1e3 * x["rate_mbps"] * 1e6 / 8, 2 * WIRE_SEGMENT)
