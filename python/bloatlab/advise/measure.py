@@ -2231,7 +2231,7 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
     the rate instead of one that polices behind a port ten times faster."""
     t = x.get("train") or {}
     lead = t.get("leading_mbps")
-    if not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+    if x["limiter"] != "policer" or not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
         return
     tail = t.get("tail_arrival_mbps")
     if tail and t.get("tail_packets", 0) >= TAIL_RATE_PACKETS and tail >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
