@@ -13,13 +13,17 @@ from bloatlab.advise import campaign as c
 from bloatlab.advise import measure as m
 
 
-def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0) -> dict:
+def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0,
+              paced: dict | None = None, **classify_kw) -> dict:
     """The down direction as `measure` reads it from one loaded phase's
     evidence and the packet train(s) it sends: the verdict (classify), then
-    behind a policer reading the policer's train (_policer_train,
+    the trains in measure's order (_down_trains): behind a policer reading
+    the policer's train and, where ``paced`` is given, the paced one
+    (_policer_train, _queue_before_bucket, _held_not_policed,
     _not_a_policer), then behind a FIFO with drops the AQM train (_aqm_train:
-    the policer's train where one was sent)."""
-    lim = m.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4)
+    the policer's train where one was sent); ``classify_kw``: classify's
+    loss, rtt_ms and loss_rate_mbps."""
+    lim = m.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4, **classify_kw)
     q95 = ev["flow_q95_ms"]
     x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m.ambiguity(lim, rate, 4),
          "limiter_alternatives": m.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
@@ -27,16 +31,17 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
          "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))
 
-    def no_paced_train(*_):
-        # these readings are the back-to-back train's: the paced one (for the bucket) is not sent here (it used to
+    def paced_train(*_):
+        # most readings here are the back-to-back train's: the paced one (for the bucket) is not sent (it used to
         # reach the real probe binary, which failed on host "h" with this error's kind)
-        raise m.UserError("no paced train in this test")
+        if paced is None:
+            raise m.UserError("no paced train in this test")
+        return dict(paced)
 
-    monkeypatch.setattr(m, "_paced_train", no_paced_train)
-    if lim == "policer":
-        m._policer_train("h", 5301, None, x, lambda s: None)
-        m._not_a_policer(x, base_ms)
-    m._aqm_train("h", 5301, None, x, lambda s: None, idle_loss)
+    monkeypatch.setattr(m, "_paced_train", paced_train)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    wp = {"train": None, "phy_mbps": None, "note": "no idle train in this test"}
+    m._down_trains("h", 5301, None, x, wp, base_ms, idle_loss, lambda s: None)
     return x
 
 
@@ -207,3 +212,203 @@ def test_a_fifo_reading_whose_train_arrives_faster_than_the_rate_is_a_token_buck
     assert m.faster_port(dict(POLICER_AQM_TRAIN, leading_mbps=160.0), 156.4, 1.15, 5.0) is None
     assert m.faster_port(dict(POLICER_AQM_TRAIN, sender_limited=True), 156.4, 1.15, 5.0) is None
     assert m.faster_port(POLICER_AQM_TRAIN, 156.4, 5.3, 5.0) is None
+
+
+# seed 28 path 128: a tbf at 15.6 Mbit/s on a 26.1-Mbit/s port, its queue 35.2 KB (18.0 ms), its bucket 6.8 KB, 154 ms
+TBF_QUEUE_EV = {"probe_q95_ms": 3.4404, "flow_q50_ms": 3.3712, "flow_q95_ms": 14.2052}
+# classify's loss figures: 89 of 7011 segments retransmitted (21x Mathis's rate at 14.9 Mbit/s over 157.9 ms)
+TBF_QUEUE_LOSS = {"loss": 0.012694, "rtt_ms": 157.9005, "loss_rate_mbps": 14.8749}
+TBF_QUEUE_TRAIN = {"first_loss": 25, "head_bytes": 37500, "head_packets": 25, "head_send_mbps": 506.33, "leading_mbps": 18.317,
+                   "lost": 941, "received": 59, "sender_limited": False, "send_mbps": 493.31, "sent": 1000, "tail_packets": 34,
+                   "tail_mbps": 15.628, "tail_arrival_mbps": 15.628, "tail_send_mbps": 17.474, "wire_bytes": 1500, "notes": []}
+
+
+def paced(count: int, pace_mbps: float, first_loss: int | None, gained_ms: float, lost: int = 0) -> dict:
+    """A paced train of ``count`` packets sent evenly at ``pace_mbps`` whose head (the packets before
+    ``first_loss``) arrived over its send span and ``gained_ms`` more."""
+    gap = 1500 * 8 / (pace_mbps * 1e3)
+    head = count if first_loss is None else first_loss
+    return {"first_loss": first_loss, "head_packets": head, "head_bytes": head * 1500, "head_send_mbps": pace_mbps,
+            "leading_mbps": pace_mbps, "pace_mbps": pace_mbps, "sent": count, "lost": lost, "received": count - lost,
+            "tail_packets": count - head - lost, "wire_bytes": 1500, "sender_limited": False, "notes": [],
+            "tx_ms": [i * gap for i in range(count)], "head_span_ms": (head - 1) * gap + gained_ms}
+
+
+def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_not_a_policer(monkeypatch):
+    """The flows lost 21x Mathis's rate with their median queue (3.4 ms) below the 9.2-ms floor: classify read a
+    policer, and the back-to-back train's head came at 18.3 Mbit/s, a faster port. But the train paced at 17.1
+    Mbit/s (below the port: nothing queues there) arrived 18.0 ms later than it was sent by its first loss, at
+    packet 309: a queue stood in front of the bucket, 18.0 ms x 15.56 Mbit/s = 35.0 KB (the tbf's 35.2). A
+    policer passes or drops each packet at once (the campaign's 17 stored policers: within 0.16 ms)."""
+    tbf = paced(1451, 17.1176, 309, 18.0, lost=88)
+    assert round(m.paced_queue_ms(tbf), 6) == 18.0
+    x = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=tbf, **TBF_QUEUE_LOSS)
+    assert x["limiter"] == "fifo" and round(x["tbf_queue_ms"], 6) == 18.0
+    assert x["buffer_bytes"] == 35010 and "tbf" in x["limiter_note"]
+    assert c.limiter_said(truth("shaper", 15.63, 35201), x)
+    assert not c.limiter_said(truth("policer", 15.63), x)
+    # before (no paced train read), the policer reading named only a FIFO shallower than the floor: not the truth's
+    y = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, **TBF_QUEUE_LOSS)
+    assert y["limiter"] == "policer" and not c.limiter_said(truth("shaper", 15.63, 35201), y)
+    # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the floor stay policers
+    for gained in (0.16, 0.9 * m.burst_floor_ms(15.5604, 4)):
+        z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, gained, 88),
+                      **TBF_QUEUE_LOSS)
+        assert z["limiter"] == "policer", gained
+
+
+# seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads
+CODEL_SLOW_EV = {"probe_q95_ms": 39.519, "flow_q50_ms": 23.227, "flow_q95_ms": 39.681}
+CODEL_SLOW_TRAIN = {"first_loss": 21, "head_bytes": 31500, "head_packets": 21, "head_send_mbps": 904.74, "leading_mbps": 2.31786,
+                    "lost": 342, "received": 658, "sender_limited": False, "send_mbps": 6999.83, "sent": 1000, "tail_packets": 637,
+                    "tail_mbps": 2.31767, "tail_arrival_mbps": 2.31767, "tail_send_mbps": 5281.41, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_policer_trains_tail_that_kept_arriving_is_a_single_queue_aqm_not_a_token_bucket(monkeypatch):
+    """Drops while the flows' p95 (39.7 ms) stayed below the 48.7-ms floor: a policer reading, and the train's head
+    at 2.318 Mbit/s passed 1.1x the measured 2.10 by 0.3 %, so no port excluded it. But 637 of the 979 packets
+    after its first loss arrived, where a token bucket (or a full FIFO) passes its rate's share of a tail sent at
+    5281 Mbit/s: 0.4 packets. A queue held them and dropped a few: the AQM train's reading, its first loss 120 ms
+    into the queue, CoDel's (100 ms + the 5-ms target)."""
+    assert m.tail_held(CODEL_SLOW_TRAIN)
+    x = read_down(monkeypatch, CODEL_SLOW_EV, 2.1015, CODEL_SLOW_TRAIN, base_ms=231.7)
+    assert x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel" and x["buffer_bytes"] is None
+    assert "no token bucket passes" in x["limiter_note"] and c.limiter_said(truth("codel", 2.3177), x)
+    # the stored policers' and tbfs' trains: cut to their drain's share (a policer's rate, a full port FIFO's)
+    assert not m.tail_held(POLICER_AQM_TRAIN) and not m.tail_held(TBF_FAST_TRAIN) and not m.tail_held(TBF_QUEUE_TRAIN)
+    # ... and a tail that lost no more than the path's random loss is no drop pattern at all
+    assert not m.tail_held(dict(CODEL_SLOW_TRAIN, lost=3), idle_loss=0.005)
+
+
+# seed 28 path 82: a tbf at 559 Mbit/s on a 943-Mbit/s port (bucket 56.6 ms, 3.95 MB), its queue 1.08 MB (15.5 ms),
+# 138 ms, 0.91 % random loss each way (the fill is BBR's)
+TBF_LOSSY_EV = {"probe_q95_ms": 15.8246, "flow_q50_ms": 15.4897, "flow_q95_ms": 16.2120}
+TBF_LOSSY_LOST = [36, 41, 64, 157, 303, 451, 606, 647, 654, 669, 734, 857] + list(range(869, 921)) + list(range(925, 969))
+TBF_LOSSY_TRAIN = {"first_loss": 36, "head_bytes": 54000, "head_packets": 36, "head_send_mbps": 4168.82, "leading_mbps": 969.92,
+                   "lost": 108, "received": 892, "sender_limited": False, "send_mbps": 4125.92, "sent": 1000, "tail_packets": 856,
+                   "tail_mbps": 942.58, "tail_arrival_mbps": 942.58, "tail_send_mbps": 3662.31, "wire_bytes": 1500,
+                   "lost_seq": TBF_LOSSY_LOST, "notes": []}
+
+
+def test_an_aqm_train_that_arrived_faster_than_the_rate_shows_no_aqm_at_the_rate(monkeypatch):
+    """The flows stood 16.2 ms in a queue (a FIFO reading), and the AQM train's losses in its first 1000 packets
+    went beyond the random loss: read as PIE before. But its head came at 970 Mbit/s and its tail at 943, 1.5x the
+    616 Mbit/s the flows got: the tbf's 3.95-MB bucket passed the whole 1.5-MB train at the port's rate, and the run
+    of losses at its end is the port's FIFO. An AQM at the rate delivers nothing faster than the rate: a tbf's
+    queue, the FIFO the flows stood in."""
+    assert len(TBF_LOSSY_LOST) == 108
+    assert m.single_queue_aqm(TBF_LOSSY_TRAIN, 615.80, 16.212, 0.010345)[0] == "pie"
+    x = read_down(monkeypatch, TBF_LOSSY_EV, 615.80, TBF_LOSSY_TRAIN, idle_loss=0.010345, base_ms=138.5)
+    assert x["limiter"] == "fifo" and x.get("aqm_qdisc") is None and x["buffer_bytes"] == int(16.212e-3 * 615.8e6 / 8)
+    assert "token bucket" in x["limiter_note"] and c.limiter_said(truth("shaper", 558.97, 1083182), x)
+
+
+def test_cubic_grows_back_to_its_loss_window_in_k_or_in_the_friendly_regions_time():
+    """tcp_cubic.c: beta 717/1024, C 0.4; K = cbrt(W (1 - beta) / C), or (1 - beta) W / (3 (1 - beta) / (1 + beta))
+    round trips in the TCP-friendly region, whichever is shorter."""
+    assert round(m.cubic_return_s(683 * m.MSS, 30.0), 2) == 8.0
+    assert round(m.cubic_return_s(90 * m.MSS, 11.0), 3) == 0.561
+
+
+# seed 28 path 151: fq_codel at 375 Mbit/s (Linux's defaults), 49.5 ms; the CUBIC fill's first losses at 0.46 s
+FQ_FAST_FIRST = {"flows": [{"id": i, "t_s": 0.4621, "cwnd_bytes": w, "sent_bytes": 2.0e6}
+                           for i, w in enumerate((813776.0, 744272.0, 822464.0, 734136.0))], "sample_s": 0.033}
+
+
+def test_flows_that_could_not_grow_back_to_their_first_losses_leave_the_depth_unseen_up_to_their_backoffs_bound():
+    """Drops (7 retransmissions, the slow start's) while the flows' p95 stayed at 4.18 ms, below the 5-ms floor: a
+    policer reading, naming a FIFO or an AQM below 5 ms — which fq_codel's 5-ms target is not. But the median flow
+    lost at 814 KB (562 segments): CUBIC grows back to that in K = 7.5 s, after the 5-s phase ended, so the queue
+    the flows stood in after shows nothing of what dropped them. Their backoff still bounds it: 0.7 x (BDP + D)
+    stood less than the floor above the BDP, D < 49.66 x 0.428 + 5 / 0.7 = 28.4 ms."""
+    bound, why = m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 5.0)
+    assert round(bound, 1) == 28.4 and "could not grow back" in why
+    alts = m.alternatives("policer", 375.33, 4, bound)
+    assert alts[1:] == [{"limiter": "fifo", "depth_below_ms": bound}, {"limiter": "aqm", "target_below_ms": bound}]
+    x = {"limiter": "policer", "limiter_alternatives": alts}
+    assert c.limiter_said(truth("fq_codel", 375.03), x)
+    assert not c.limiter_said(truth("fq_codel", 375.03), {"limiter": "policer", "limiter_alternatives": m.alternatives("policer", 375.33, 4)})
+    assert not c.limiter_said(truth("fifo", 375.03, 3_000_000), x), "a 64-ms FIFO would have stood after the backoff"
+    # a phase long enough for them to come back (or flows that lost at small windows) leaves the floor as it was
+    assert m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 8.0)[0] is None
+    small = {"flows": [dict(f, cwnd_bytes=130e3) for f in FQ_FAST_FIRST["flows"]], "sample_s": 0.033}
+    assert m.unreturned_depth_ms(small, 83.2, 4, 10.65, 5.0)[0] is None
+
+
+# seed 28 path 165: a policer at 82.8 Mbit/s (its bucket 57 ms) on an 88.8-Mbit/s port whose FIFO holds 278 KB, 10.6 ms
+POLICER_NEAR_EV = {"probe_q95_ms": 3.7039, "flow_q50_ms": 0.9081, "flow_q95_ms": 3.9265}
+POLICER_NEAR_TRAIN = {"first_loss": 187, "head_bytes": 280500, "head_packets": 187, "head_send_mbps": 8056.48, "leading_mbps": 88.763,
+                      "lost": 804, "received": 196, "sender_limited": False, "send_mbps": 8098.62, "sent": 1000, "tail_packets": 9,
+                      "tail_mbps": 88.240, "tail_arrival_mbps": 88.240, "tail_send_mbps": 99.144, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_token_bucket_in_front_of_it(monkeypatch):
+    """Drops while the flows' p95 stayed at 3.9 ms: a policer reading; the train's head came at 88.76 Mbit/s, within
+    1.1x of the measured 83.2, so no faster port — read as a FIFO shallower than the bursts before. But the train
+    filled a FIFO of 278 KB (25.1 ms at its head's rate) and was tail-dropped there, and the flows (windows of ~90
+    segments at 11 ms: back at their losses in 0.6 s) would have stood at that depth had it dropped them: a token
+    bucket in front of it did — the policer, with the port's FIFO (the truth's: 277.9 KB)."""
+    x = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 88.763 and x["port_buffer_bytes"] == 278159
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
+    assert c.limiter_said(truth("policer", 82.82), x)
+    # flows that never came back to their losses' windows, or that stood at the train's depth: the FIFO stays
+    y = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
+    y.update(limiter="fifo", unseen_depth_ms=30.0)
+    assert not m._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, y)
+    z = read_down(monkeypatch, dict(POLICER_NEAR_EV, probe_q95_ms=24.0, flow_q50_ms=20.0, flow_q95_ms=24.5), 83.2035,
+                  POLICER_NEAR_TRAIN, base_ms=10.65)
+    assert z["limiter"] == "fifo"
+    # ... or a random loss that alone holds their windows below the FIFO's depth (Mathis: 83 Mbit/s over 10.65 +
+    # 25.1 ms takes no more than 0.035 %)
+    lossy = dict(POLICER_NEAR_EV, loaded_rtt_ms=11.56, flow_q50_ms=0.91)
+    w = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.001)
+    assert w["limiter"] == "fifo"
+    v = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.0001)
+    assert v["limiter"] == "policer"
+
+
+# seed 28 path 199: PIE at 279 Mbit/s, 3.2 ms, 2.3 % random loss each way (the fill is BBR's)
+PIE_LOSSY_EV = {"phase": "fill", "rate_mbps": 275.577, "probe_q95_ms": 16.1314, "flow_q50_ms": 9.1150, "flow_q95_ms": 14.8586,
+                "dropped": False, "loaded_rtt_ms": 12.44925}
+
+
+def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it():
+    """BBR's flows stood 14.9 ms (p95) and lost no more than the 2.4 % random loss: a FIFO at least that deep, or an
+    AQM that drops nothing there — one whose target is above what stood: 14.86 less their ACK wait (4 x 1500 B at
+    275.6 Mbit/s, 0.17 ms) and the 3-ms noise = 11.68 ms. PIE's 15 ms is; CoDel's 5 ms would have dropped beyond
+    the random loss."""
+    alts, note = m.undropped_alternatives("fifo", PIE_LOSSY_EV, 275.577, 4)
+    assert alts[0] == {"limiter": "fifo"} and alts[1]["limiter"] == "aqm" and round(alts[1]["target_above_ms"], 2) == 11.68
+    assert "without drops beyond the random loss" in note
+    x = {"limiter": "fifo", "limiter_alternatives": alts}
+    assert c.limiter_said(truth("pie", 278.7), x) and not c.limiter_said(truth("codel", 278.7), x)
+    # seed 9 path 3 (CoDel at 65.7 Mbit/s, 184 ms): a fill that reached a third of the rate (its bottleneck idle) and
+    # lost nothing beyond the random loss stood 5.72 ms, within its ACK wait (4.18 ms) and the noise: any AQM
+    idle = {"phase": "fill", "rate_mbps": 22.9606, "flow_q95_ms": 5.7178, "dropped": False, "loaded_rtt_ms": 184.746}
+    assert m.undropped_alternatives("fifo", idle, 64.14, 4)[0][1]["target_above_ms"] == 0.0
+    # drops, or another verdict: nothing of the kind
+    assert m.undropped_alternatives("fifo", dict(PIE_LOSSY_EV, dropped=True), 275.577, 4) == (None, None)
+    assert m.undropped_alternatives("policer", PIE_LOSSY_EV, 275.577, 4) == (None, None)
+
+
+# campaign seed 71 path 2: a policer at 405 Mbit/s (bucket 6.5 ms, 330 KB) on a 592-Mbit/s port, 5 ms
+POLICER_FAST_EV = {"probe_q95_ms": 1.1548, "flow_q50_ms": 0.2712, "flow_q95_ms": 0.4689}
+POLICER_FAST_TRAIN = {"first_loss": 230, "head_bytes": 345000, "head_packets": 230, "head_send_mbps": 516.53, "leading_mbps": 425.22,
+                      "lost": 713, "received": 287, "sender_limited": False, "send_mbps": 1752.68, "sent": 1000, "tail_packets": 57,
+                      "tail_mbps": 462.19, "tail_arrival_mbps": 593.71, "tail_send_mbps": 462.19, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_tail_that_arrived_faster_than_the_rate_shows_the_policers_port_where_the_head_could_not(monkeypatch):
+    """The server sent the head at 517 Mbit/s and it arrived at 425, within 1.1x of the measured 405.8: no faster port
+    by the head, read as a FIFO too shallow for the bursts before. But the 57 packets after the first loss arrived
+    at 594 Mbit/s: a queue at 405.8 passes nothing that fast; a policer before the port passes its tail into the
+    port's queue behind the head, which delivers it at the port's rate (592)."""
+    x = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, POLICER_FAST_TRAIN, base_ms=5.04)
+    assert x["limiter"] == "policer" and x["port_mbps"] == 593.71
+    assert c.limiter_said(truth("policer", 405.2), x)
+    # a tail of fewer packets than the probe reads a rate from, or one at the rate: the FIFO reading as before
+    y = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, dict(POLICER_FAST_TRAIN, tail_packets=9), base_ms=5.04)
+    assert y["limiter"] == "fifo"
+    z = read_down(monkeypatch, POLICER_FAST_EV, 405.8165, dict(POLICER_FAST_TRAIN, tail_arrival_mbps=430.0), base_ms=5.04)
+    assert z["limiter"] == "fifo"

@@ -551,6 +551,8 @@ def _holds(t: dict, key: str, value) -> bool:
         return depth is not None and depth < value
     if key == "target_below_ms":
         return t["limiter"] in AQM_TARGET_MS and AQM_TARGET_MS[t["limiter"]] < value
+    if key == "target_above_ms":
+        return t["limiter"] in AQM_TARGET_MS and AQM_TARGET_MS[t["limiter"]] > value
     if key == "kinds":
         return t["limiter"] in value
     if key == "rate_above_mbps":
@@ -564,7 +566,8 @@ def limiter_said(t: dict, m: dict) -> bool:
     alternatives it names (``limiter_alternatives``) is, with every condition
     under which that alternative gives the same evidence met by the truth
     (a FIFO whose depth drains within the stated floor, an AQM whose target
-    is below it, a CoDel or PIE at a rate the packet train cannot show).
+    is below it — or above the queue that stood without drops — a CoDel or
+    PIE at a rate the packet train cannot show).
     A note in words counts for nothing: a verdict that names alternatives
     the truth does not meet, or none, was a guess."""
     if m["limiter"] == t["observable"]:

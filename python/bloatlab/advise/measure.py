@@ -903,20 +903,76 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     return "fifo"
 
 
-def ambiguity(limiter: str, rate_mbps: float, flows: int) -> str | None:
+#: Linux CUBIC (net/ipv4/tcp_cubic.c, 6.18; RFC 9438): the window after a loss is beta = 717/1024 of the window
+#: at it, and grows back to that window W (segments) in K = cbrt(W (1 - beta) / C) s, C = 0.4 segments/s^3
+#: (bic_scale 41: 41 x 10 / 1024), or sooner in the TCP-friendly region, where it grows
+#: 3 (1 - beta) / (1 + beta) segments a round trip (tcp_friendliness: one segment per cwnd x beta_scale / 8 ACKs)
+CUBIC_BETA = 717 / 1024
+CUBIC_C = 0.4
+CUBIC_FRIENDLY = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
+
+
+def cubic_return_s(window_bytes: float, rtt_ms: float) -> float:
+    """How long (s) a CUBIC flow that lost at ``window_bytes`` takes to grow
+    back to that window (:data:`CUBIC_BETA`): the cubic's K or the TCP-friendly
+    growth's (1 - beta) W / alpha round trips, whichever is shorter. At 683
+    segments and 30 ms: K = 8.0 s (friendly: 11.6 s); at 90 segments and 11
+    ms: 0.56 s (K: 4.1 s)."""
+    w = max(window_bytes, MSS) / MSS
+    k = (w * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
+    return min(k, (1 - CUBIC_BETA) * w / CUBIC_FRIENDLY * rtt_ms / 1e3)
+
+
+def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: float, phase_s: float | None) -> tuple[float | None, str]:
+    """Where a loss-based fill's flows could not grow back to the windows of
+    their first losses before the phase ended (:func:`cubic_return_s`, the
+    median flow from its first loss; ``first``: :func:`first_losses`), the
+    queue the flows stood in after it shows no depth of what dropped them: a
+    loss-based flow stands at a queue's depth only where it comes back to it.
+    What still bounds that depth (a FIFO's, or an AQM's target: either had
+    at least that much queued at its first drop) is the backoff: the flows
+    lost at a window of at least the BDP and the depth D, and after one
+    multiplicative decrease held beta (BDP + D), which stood above the BDP by
+    less than the floor (their p95 below it, the reading this qualifies): D <
+    BDP (1 - beta) / beta + floor / beta, in ms at the rate RTT (1 - beta) /
+    beta + floor / beta. Returns (that bound, why) or (None, why) where the
+    flows came back (or nothing tells)."""
+    fl = sorted(first.get("flows") or [], key=lambda f: f["cwnd_bytes"])
+    if not fl or phase_s is None:
+        return None, "no first losses of a loss-based fill to read"
+    mid = fl[len(fl) // 2]
+    back = mid["t_s"] + cubic_return_s(mid["cwnd_bytes"], base_ms)
+    if back <= phase_s:
+        return None, (f"the flows' windows grew back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the median) "
+                      f"{back:.2g} s in, within the {phase_s:.2g}-s phase")
+    floor = burst_floor_ms(rate_mbps, flows)
+    bound = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + floor / CUBIC_BETA
+    return bound, (f"the flows' windows could not grow back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the "
+                   f"median, at {mid['t_s']:.2g} s) before the {phase_s:.2g}-s phase ended (CUBIC: {back:.2g} s), so the "
+                   f"queue they stood in after shows no depth of what dropped them; their backoff bounds it below "
+                   f"{bound:.3g} ms (a window of {CUBIC_BETA:.2f} x (the BDP and the depth) stood less than the "
+                   f"{floor:.2g}-ms floor above the BDP)")
+
+
+def ambiguity(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> str | None:
     """What a verdict cannot exclude, in words (None where nothing): a policer
     reading is also what a FIFO, or an AQM's queue, shallower than the burst
-    floor gives (:func:`alternatives` states the same as data)."""
+    floor gives — or than ``depth_ms`` where the flows could not come back to
+    their first losses' queue (:func:`unreturned_depth_ms`) — (:func:`alternatives`
+    states the same as data)."""
     if limiter != "policer":
         return None
     floor = burst_floor_ms(rate_mbps, flows)
-    depth = floor / 1e3 * rate_mbps * 1e6 / 8
+    bound = max(floor, depth_ms or 0.0)
+    depth = bound / 1e3 * rate_mbps * 1e6 / 8
+    why = (f"the {flows} flows' bursts and the measurement's noise" if bound == floor else
+           "what the flows' backoff from their first losses leaves unseen")
     return (f"drops without a queue: a policer, or a FIFO shallower than ~{depth / 1e3:.3g} KB "
-            f"({floor:.2g} ms at {rate_mbps:.3g} Mbit/s: the {flows} flows' bursts and the measurement's noise), or an "
+            f"({bound:.2g} ms at {rate_mbps:.3g} Mbit/s: {why}), or an "
             f"AQM whose target is below that; they act alike on these flows")
 
 
-def alternatives(limiter: str, rate_mbps: float, flows: int) -> list[dict] | None:
+def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> list[dict] | None:
     """What the evidence of :func:`classify` cannot tell apart from its
     verdict, as data (the words: :func:`ambiguity`): the verdict first, then
     each alternative with the condition under which it gives the same
@@ -931,13 +987,41 @@ def alternatives(limiter: str, rate_mbps: float, flows: int) -> list[dict] | Non
       its queue at a target below the floor (CoDel's 5 ms at a few Mbit/s,
       where four flows' bursts take tens of ms) drops those bursts too.
 
+    Where the flows could not grow back to their first losses' queue within
+    the phase (:func:`unreturned_depth_ms`), the bound is ``depth_ms``, if
+    larger: their queue after it shows nothing below that.
+
     None where the verdict excludes the others (``fifo``, ``aqm`` by the
     rules of :func:`classify`; the packet trains add their own)."""
     if limiter != "policer":
         return None
-    floor = burst_floor_ms(rate_mbps, flows)
+    floor = max(burst_floor_ms(rate_mbps, flows), depth_ms or 0.0)
     return [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
             {"limiter": "aqm", "target_below_ms": floor}]
+
+
+def undropped_alternatives(limiter: str, ev: dict, rate_mbps: float, flows: int) -> tuple[list[dict] | None, str | None]:
+    """A ``fifo`` reading whose flows lost no more than the path's random loss
+    (``ev["dropped"]`` False): the queue they stood in is what they brought,
+    not the depth of what limits them, which dropped nothing at it. A FIFO at
+    least that deep gives it (the verdict), and so does an AQM whose target
+    lies above it: CoDel and PIE drop only while the queue's delay exceeds
+    their target, and drops of theirs beyond it would have shown beyond the
+    random loss. The queue is bounded below by the flows' p95 less their ACK
+    wait (:func:`ack_wait_ms`, as :func:`classify` reads the phase) and the
+    noise (:data:`NOISE_MS`): an AQM with a target above that is not
+    excluded. As data: ``[{"limiter": "fifo"}, {"limiter": "aqm",
+    "target_above_ms": that}]``, and the words; (None, None) where the
+    reading is not such a one."""
+    if limiter != "fifo" or ev.get("dropped", True):
+        return None, None
+    phase = ev.get("rate_mbps") or rate_mbps
+    ack = ack_wait_ms(phase, flows, ev["loaded_rtt_ms"], phase * UNSATURATED <= rate_mbps) if "loaded_rtt_ms" in ev else 0.0
+    above = max(ev["flow_q95_ms"] - ack - NOISE_MS, 0.0)
+    return ([{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": above}],
+            f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95; at least {above:.3g} ms less their ACK wait and the "
+            f"noise) without drops beyond the random loss: a FIFO at least that deep, or an AQM whose target is above "
+            f"{above:.3g} ms, which drops nothing there; not told apart")
 
 
 def _significant(retransmits: float, segments: float, idle_loss: float, handful: float = 3) -> bool:
@@ -1048,12 +1132,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     cake, why_cake = cobalt_first_signal(first, rate, flows, base_p50, idle_loss) if fill_cc == LOAD_CC else bbr
     shared, why_shared = cobalt_first_signal(first, rate, flows, base_p50, idle_loss, shared=True) if fill_cc == LOAD_CC else bbr
     first.update(cake=cake, note=why_cake, cake_shared=shared, note_shared=why_shared)
+    # the loss-based fill's flows that never came back to their first losses' queue show no depth below a bound
+    unseen, why_unseen = (unreturned_depth_ms(first, rate, flows, base_p50, ran if ran is not None else secs)
+                          if fill_cc == LOAD_CC and ev["phase"] == "fill" else (None, "the evidence is not a loss-based fill's"))
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
             "buffer_bdp": buf / bdp if buf is not None and bdp else None,
-            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows),
-            "limiter_alternatives": alternatives(limiter, rate, flows),
+            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[1],
+            "limiter_alternatives": alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[0],
+            "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
@@ -1243,6 +1331,9 @@ def _twin_buffer(x: dict) -> int | None:
     return None if x["buffer_bytes"] is None else max(x["buffer_bytes"], 1500)
 
 
+#: the fewest packets after a train's first loss whose arrival rate is read (bloatlab-probe calls a shorter tail's
+#: rate coarse: crates/probe/src/train.rs, analyse_with)
+TAIL_RATE_PACKETS = 10
 #: a port the train reads no faster than this multiple of the policed rate is not told apart from it
 #: (the head's spacing then is the policer's own, or the sender's): the twin keeps POLICER_PORT
 TRAIN_PORT_MARGIN = 1.1
@@ -1538,6 +1629,96 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"both; the port's FIFO is at least {q / 1e3 if q else 0:.3g} KB (not seen)")
 
 
+def paced_queue_ms(train: dict) -> float | None:
+    """The queue (ms) that stood in front of what cut a paced train: its
+    head's arrival span less the span the server sent the same packets over
+    (``tx_ms``), the delay the last of them gained over the first; None where
+    the train has no send times or fewer than two head packets.
+
+    A paced train (:func:`_paced_policer_train`) arrives no faster than the
+    port drains it, so nothing queues there. A policer passes or drops each
+    packet at once: its head arrives as it was sent (the campaign's 17 stored
+    policer paths: -0.15 to +0.16 ms). A tbf (a token bucket behind a queue,
+    sch_tbf's ``limit``) queues what the bucket does not pass, and drops only
+    once that queue is full: its head gains the queue's depth Q/C (the
+    stored tbf paths: 5.0 ms for a 5.3-ms queue, 10.6 for 10.2, 18.0 for
+    18.0, 18.7 for 20.2, 3.0 for 3.2). That is what tells a tbf from a
+    policer: whether a queue stands in front of the bucket."""
+    tx = train.get("tx_ms") or []
+    cut = train.get("first_loss")
+    head = [v for v in tx[: train.get("sent", len(tx)) if cut is None else cut] if v is not None]
+    span = train.get("head_span_ms")
+    if len(head) < 2 or span is None:
+        return None
+    return span - (head[-1] - head[0])
+
+
+def _queue_before_bucket(x: dict, base_ms: float) -> None:
+    """A ``policer`` direction whose paced train's head gained more delay
+    (:func:`paced_queue_ms`) than the burst floor: a queue stood in front of
+    the bucket, deeper than the flows' bursts and the noise explain — a tbf,
+    not a policer. The direction becomes ``fifo`` (a tbf's queue is a FIFO at
+    its rate) with that queue's depth at the measured rate. A gain within
+    the floor keeps the reading, whose alternatives already name a FIFO (or
+    a tbf's queue) that shallow."""
+    t = x.get("paced_train")
+    if x["limiter"] != "policer" or not t:
+        return
+    q = paced_queue_ms(t)
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    if q is None or q < floor:
+        return
+    buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    note = (f"a token bucket behind a queue (a tbf): the paced train's head gained {q:.3g} ms of delay before its first "
+            f"loss, more than the {floor:.2g}-ms floor, where a policer passes or drops each packet at once; the queue "
+            f"holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
+    x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
+             limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
+
+
+def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
+    """Whether a packet train that lost packets beyond the path's random loss
+    had its tail held in a queue rather than cut: more of the packets after
+    its first loss arrived than what drained them admits of a tail sent
+    faster (its arrival rate r over its send rate U: r/U of them, twice over
+    and two standard deviations, as :func:`_tail_dropped`). A token bucket
+    passes at most its rate of what exceeds it and a full FIFO its drain;
+    only a queue that keeps taking packets while it drops some (an AQM's
+    spread drops) passes more."""
+    if train.get("first_loss") is None:
+        return False
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    after = tail + lost
+    if not _significant(lost, after, idle_loss, handful=0):
+        return False
+    r = train.get("tail_arrival_mbps") or train.get("tail_mbps")
+    u = train.get("tail_send_mbps") or train.get("send_mbps")
+    if not r or not u:
+        return False
+    admits = after * min(r / u, 1.0)
+    return tail > 2 * admits + 2 * max(admits, 1.0) ** 0.5
+
+
+def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
+    """A ``policer`` direction whose policer's train had its tail held
+    (:func:`tail_held`): no token bucket cut it, so the train is read as the
+    AQM train (:func:`single_queue_aqm`) against the flows' queue; where that
+    shows a single-queue AQM the direction becomes ``aqm``."""
+    t = x.get("train")
+    if x["limiter"] != "policer" or not t or not tail_held(t, idle_loss):
+        return
+    ev = x["evidence"]
+    queue_ms = max(ev["flow_q95_ms"], x.get("fill_flow_q95_ms", 0.0), 0.1)
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
+    if not kind:
+        return
+    why = (f"the policer's train kept arriving after its first loss ({t.get('tail_packets', 0)} of its last "
+           f"{t.get('tail_packets', 0) + t.get('lost', 0)} packets), which no token bucket passes: {why}")
+    x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why, limiter_alternatives=None,
+             buffer_bytes=None, buffer_bdp=None, port_mbps=None, bucket_bytes=None)
+
+
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
     """Whether a packet train shows a single-queue AQM behind a queue that looked
     like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
@@ -1740,15 +1921,32 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
         if t is None:
             return
-    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_train"] = t
+    # a train that arrived faster than the rate was not drained at it: no AQM at the rate (it dequeues at its own:
+    # sch_cake's shaper paces without a bucket) held it, and its queue and drops are a faster port's; what holds the
+    # flows to the rate is a token bucket — a policer where the flows stood no queue (_not_a_fifo), a tbf's queue
+    # where they did
+    if _not_a_fifo(t, x):
+        x["aqm_note"] = x["limiter_note"]
+        say(f"  down: {x['limiter_note']}")
+        return
+    lead = t.get("leading_mbps")
+    if lead and not t.get("sender_limited") and lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        x["aqm_note"] = (f"a packet train's head arrived at {lead:.4g} Mbit/s, faster than a queue at {x['rate_mbps']:.4g} "
+                         f"Mbit/s passes packets: not a single-queue AQM at the rate, but a token bucket in front of a "
+                         f"faster port, behind the {queue_ms:.3g}-ms queue the flows stood in (a tbf)")
+        x["limiter_note"] = x["aqm_note"]
+        say(f"  down: {x['aqm_note']}")
+        return
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_note"] = why
     if kind:
         x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
                  limiter_alternatives=None)
         say(f"  down: {kind} ({why})")
         return
-    if _not_a_fifo(t, x):
+    if _fifo_deeper_than_the_flows(t, x, idle_loss):
+        x["aqm_note"] = x["limiter_note"]
         say(f"  down: {x['limiter_note']}")
         return
     alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
@@ -1795,6 +1993,49 @@ def _not_a_fifo(t: dict, x: dict) -> bool:
             f"{ev.get('probe_q95_ms', float('nan')):.3g} ms, had passed the floor); ") + ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
     x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
              train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"},
+                                   {"limiter": "fifo", "depth_below_ms": max(floor, x.get("unseen_depth_ms") or 0.0)}])
+    return True
+
+
+def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` filled a FIFO
+    (a full FIFO's tail drop, :func:`_tail_dropped`) far deeper than any
+    queue the flows stood in becomes ``policer``: a loss-based flow that
+    comes back to its losses' window (``unseen_depth_ms`` None:
+    :func:`unreturned_depth_ms`) stands at the depth of the FIFO that drops
+    it (measured 0.98-1.04 of it, "A single-queue AQM"), so a FIFO of at
+    least :data:`AQM_BURST_RATIO` x the flows' queueing p95, and deeper than
+    the floor they stayed below, did not drop them: a token bucket in front
+    of it did, at a rate below the FIFO's drain (the head's, taken as the
+    port: a policer whose port is within :data:`TRAIN_PORT_MARGIN` of its
+    rate, which the head's spacing alone cannot tell). The FIFO is the
+    port's (:func:`port_fifo`). Still named: a tbf whose queue is shallower
+    than the floor, its bucket larger than the train. Not where the path's
+    random loss (``idle_loss``) alone holds the flows' windows below that
+    FIFO's depth (above :func:`mathis_loss` at the rate over the base RTT and
+    the depth): they could not stand at it. True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not _tail_dropped(t, x["rate_mbps"]):
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead, q = t.get("leading_mbps"), port_fifo(t)
+    if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
+        return False
+    q_ms = q * 8 / (lead * 1e3)
+    if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
+        return False
+    base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
+    if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
+        return False
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, "
+            f"though they grew back to their first losses' windows within the phase; but a packet train filled a FIFO of "
+            f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: a FIFO that deep "
+            f"would have held the flows' queue at its depth, so what dropped them is a token bucket in front of it — a "
+            f"policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within {TRAIN_PORT_MARGIN:g}x: the head's "
+            f"spacing alone cannot tell), or a tbf whose queue is shallower than the floor")
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=lead, bucket_bytes=None,
+             port_buffer_bytes=int(max(q, WIRE_SEGMENT)), limiter_note=note,
              limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
     return True
 
@@ -1982,26 +2223,59 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
 
 def _not_a_policer(x: dict, base_ms: float) -> None:
     """Drops without a queue, yet the packet train's head arrived no faster
-    than the measured rate: no faster port, so no policer — a queue at that
+    than the measured rate, and its tail (:data:`TAIL_RATE_PACKETS` or more
+    packets) no faster either: no faster port, so no policer — a queue at that
     rate too shallow for the flows' bursts (or an AQM holding it below
     them). The direction becomes ``fifo`` with the depth the flows saw (their
     queueing p95 at the rate, at least two packets): a twin that queues at
     the rate instead of one that polices behind a port ten times faster."""
     t = x.get("train") or {}
     lead = t.get("leading_mbps")
-    if not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+    if x["limiter"] != "policer" or not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        return
+    tail = t.get("tail_arrival_mbps")
+    if tail and t.get("tail_packets", 0) >= TAIL_RATE_PACKETS and tail >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        # the tail came faster than any queue at the rate passes packets: a policer that saw the train before the
+        # port, whose tail queued behind the head there and arrived at the port's rate (crates/probe/src/train.rs,
+        # "The tail's rate"), the head slowed on its way (the server's pace, or the emulator's near 500 Mbit/s)
+        x["port_mbps"] = x.get("port_mbps") or tail
+        x.setdefault("train_evidence", []).append(
+            f"the head arrived at {lead:.4g} Mbit/s, but the {t['tail_packets']} packets after its first loss at "
+            f"{tail:.4g}, faster than a queue at {x['rate_mbps']:.4g} passes them: a faster port (taken as the tail's)")
         return
     q95 = x["evidence"]["flow_q95_ms"]
     buf = max(q95 / 1e3 * x["rate_mbps"] * 1e6 / 8, 2 * WIRE_SEGMENT)
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
     # packet train is then read: _aqm_train)
-    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": burst_floor_ms(x["rate_mbps"], x.get("flows", 4))}]
+    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": max(burst_floor_ms(x["rate_mbps"], x.get("flows", 4)),
+                                                                        x.get("unseen_depth_ms") or 0.0)}]
     x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
              limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
                           f"rate: not a policer but a queue too shallow for the flows' bursts (~{buf / 1e3:.3g} KB), or an "
                           f"AQM holding its queue below them")
+
+
+def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
+                 lap=lambda name: None) -> None:
+    """The down direction ``x`` after its loads, read again from packet
+    trains, in this order: a WiFi hop (the idle train ``wp``,
+    :func:`_wifi_train`); behind a ``policer`` reading the policer's trains
+    (:func:`_policer_train`), then a queue in front of the bucket (a tbf,
+    :func:`_queue_before_bucket`), a tail no token bucket passes (an AQM,
+    :func:`_held_not_policed`), no faster port (:func:`_not_a_policer`); then
+    behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`).
+    ``lap(name)`` marks where the time went."""
+    _wifi_train(wp, x, base_ms, say)
+    if x["limiter"] == "policer":
+        _policer_train(host, port, secret, x, say, idle_loss)
+        _queue_before_bucket(x, base_ms)
+        _held_not_policed(x, idle_loss)
+        _not_a_policer(x, base_ms)
+        lap("policer_train")
+    _aqm_train(host, port, secret, x, say, idle_loss)
+    lap("aqm_train")
 
 
 def variable_rate(v: dict | None) -> bool:
@@ -2140,14 +2414,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
-            _wifi_train(wp, x, base["p50"], say)
-        if d == "down" and x["limiter"] == "policer":
-            _policer_train(h, port, secret, x, say, report["loss"])
-            _not_a_policer(x, base["p50"])
-            lap("policer_train")
-        if d == "down":
-            _aqm_train(h, port, secret, x, say, report["loss"])
-            lap("aqm_train")
+            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")

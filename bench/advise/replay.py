@@ -1,0 +1,183 @@
+"""Read stored campaign measurements again with today's classifier, offline.
+
+``python bench/advise/replay.py DIR [DIR ...] [--json OUT]``: for every path of
+each campaign directory (``DIR/paths/NNNN.json`` and ``DIR/paths/NNNN/measure.json``)
+and each measured direction, the limiter as today's code reads it from what the
+campaign stored: the loaded phase's ``evidence`` (which phase it came from is
+the code of the day's choice: the raw series are not kept), then the steps
+``measure.measure`` takes after the loads — the WiFi hop from the stored idle
+train, the policer's trains, ``_not_a_policer``, the AQM train, COBALT's first
+signal — each served the packet train the campaign stored instead of sending
+one. Where today's code would send a train the campaign did not (a reading that
+changed to one that asks for it), the direction is marked ``needs_train`` and
+its reading is today's before that train.
+
+Prints one line per direction whose reading or right-or-named score changed
+and the counts (down directions: what the campaign scores); ``--json`` writes
+every row. Nothing is sent on the network and nothing is written into DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import glob
+import json
+import os
+import sys
+
+from bloatlab.advise import campaign as C
+from bloatlab.advise import measure as M
+
+
+class _Stored:
+    """The packet trains a campaign stored for one direction, served in place of ``measure._train``."""
+
+    def __init__(self, x: dict):
+        self.x = x
+        self.missing: list[str] = []
+
+    def train(self, host, port, secret, count=None, pace_mbps=None):
+        if pace_mbps:
+            t = self.x.get("paced_train")
+            what = "paced_train"
+        elif count == M.AQM_TRAIN_PACKETS and self.x.get("aqm_train") is not None:
+            t, what = self.x["aqm_train"], "aqm_train"
+        else:
+            t, what = self.x.get("train"), "train"
+            if t is None and count == M.AQM_TRAIN_PACKETS:
+                what = "aqm_train"
+        if t is None:
+            self.missing.append(what)
+            raise M.UserError(f"not stored: {what}")
+        return t
+
+
+@contextlib.contextmanager
+def _offline(stored: _Stored):
+    saved = (M._train, M.time.sleep)
+    M._train = stored.train
+    M.time.sleep = lambda s: None
+    try:
+        yield
+    finally:
+        M._train, M.time.sleep = saved
+
+
+def read_direction(report: dict, d: str) -> dict:
+    """Direction ``d`` of a stored ``measure.json`` (``report``) as today's code reads it (a new dict)."""
+    old = report[d]
+    ev = old["evidence"]
+    flows = old.get("flows", 4)
+    rate = old["rate_mbps"]
+    base = report["base_rtt_ms"]["p50"]
+    x = {k: v for k, v in old.items() if k not in ("limiter", "limiter_note", "limiter_alternatives", "aqm_qdisc",
+                                                    "aqm_note", "wifi", "port_mbps", "bucket_bytes", "port_buffer_bytes",
+                                                    "port_buffer_min_bytes", "train_note", "train_evidence")}
+    stored = _Stored(old)
+    # _direction's reading from the evidence
+    limiter = M._classify_ev(ev, rate, flows)
+    q95 = max(ev["flow_q95_ms"], old.get("fill_flow_q95_ms", ev["flow_q95_ms"]))
+    bdp = rate * 1e6 * base / 1e3 / 8
+    buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
+    unseen = None
+    if hasattr(M, "unreturned_depth_ms") and old.get("load_cc") == M.LOAD_CC and ev.get("phase") == "fill":
+        unseen, x["unseen_depth_note"] = M.unreturned_depth_ms(old.get("first_loss") or {}, rate, flows, base,
+                                                               old.get("phase_s"))
+    x["unseen_depth_ms"] = unseen
+    extra = (unseen,) if hasattr(M, "unreturned_depth_ms") else ()
+    und = M.undropped_alternatives(limiter, ev, rate, flows) if hasattr(M, "undropped_alternatives") else (None, None)
+    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows, *extra) or und[1],
+             limiter_alternatives=M.alternatives(limiter, rate, flows, *extra) or und[0],
+             buffer_bytes=None if buf is None else int(buf), buffer_bdp=buf / bdp if buf is not None and bdp else None)
+    x.setdefault("fill_flow_q95_ms", ev["flow_q95_ms"])
+    x.setdefault("fill_dropped", ev["dropped"])
+    say = lambda m: None  # noqa: E731
+    with _offline(stored):
+        if d == "down":
+            wt = old.get("wifi_train")
+            wp = {"train": wt, "phy_mbps": None, "note": old.get("wifi_note")}
+            if wt is not None:
+                wp["phy_mbps"], wp["note"] = M.wifi_hop(wt)
+            if hasattr(M, "_down_trains"):
+                M._down_trains("offline", 0, None, x, wp, base, report.get("loss", 0.0), say)
+            else:
+                # the code before measure._down_trains (main at 5bc92de): its steps, in its order
+                M._wifi_train(wp, x, base, say)
+                if x["limiter"] == "policer":
+                    M._policer_train("offline", 0, None, x, say, report.get("loss", 0.0))
+                    M._not_a_policer(x, base)
+                M._aqm_train("offline", 0, None, x, say, report.get("loss", 0.0))
+        M._cobalt(x)
+    x["needs_train"] = stored.missing
+    return x
+
+
+def rows(dirs: list[str]) -> list[dict]:
+    out = []
+    for camp in dirs:
+        for f in sorted(glob.glob(os.path.join(camp, "paths", "[0-9]*.json"))):
+            rec = json.load(open(f))
+            mj = os.path.join(f[:-5], "measure.json")
+            if not rec.get("measured") or not os.path.exists(mj):
+                continue
+            report = json.load(open(mj))
+            t = rec["truth"]
+            for d in ("down", "up"):
+                if not report.get(d):
+                    continue
+                try:
+                    x = read_direction(copy.deepcopy(report), d)
+                except (KeyError, TypeError) as e:
+                    out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": d,
+                                "error": f"{type(e).__name__}: {e}"})
+                    continue
+                old = report[d]
+                before = {"limiter": old["limiter"], "limiter_alternatives": old.get("limiter_alternatives")}
+                after = {"limiter": x["limiter"], "limiter_alternatives": x.get("limiter_alternatives")}
+                out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": d,
+                            "truth": t["limiter"], "observable": t["observable"], "down_mbps": t["down_mbps"],
+                            "base_rtt_ms": t["base_rtt_ms"], "buffer_bdp": t.get("buffer_bdp"), "loss": t.get("loss"),
+                            "rate_mbps": old["rate_mbps"],
+                            "before": old["limiter"], "before_qdisc": old.get("aqm_qdisc"),
+                            "after": x["limiter"], "after_qdisc": x.get("aqm_qdisc"),
+                            # the truth's alternatives and conditions are the down direction's (both directions alike)
+                            "right_before": old["limiter"] == t["observable"],
+                            "named_before": C.limiter_said(t, before),
+                            "right_after": x["limiter"] == t["observable"], "named_after": C.limiter_said(t, after),
+                            "alternatives": x.get("limiter_alternatives"), "note": x.get("limiter_note"),
+                            "needs_train": x["needs_train"], "evidence": old["evidence"]})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--json", help="write every row here")
+    ap.add_argument("--all", action="store_true", help="print every direction, not only the changed ones")
+    a = ap.parse_args(argv)
+    rs = rows(a.dirs)
+    for r in rs:
+        if "error" in r:
+            print(f"{r['camp']:>14} {r['path']:4d} {r['dir']:4} cannot be read: {r['error']}")
+            continue
+        changed = (r["before"], r["before_qdisc"], r["named_before"]) != (r["after"], r["after_qdisc"], r["named_after"])
+        if changed or a.all:
+            print(f"{r['camp']:>14} {r['path']:4d} {r['dir']:4} {r['truth']:8} {r['rate_mbps']:8.4g} Mbit/s "
+                  f"{r['base_rtt_ms']:6.0f} ms: {r['before']}/{r['before_qdisc']} (named {r['named_before']:d}) -> "
+                  f"{r['after']}/{r['after_qdisc']} (named {r['named_after']:d})"
+                  + (f" needs {','.join(r['needs_train'])}" if r["needs_train"] else ""))
+    down = [r for r in rs if "error" not in r and r["dir"] == "down"]
+    for k in ("right_before", "named_before", "right_after", "named_after"):
+        print(f"down {k}: {sum(r[k] for r in down)} of {len(down)}")
+    print(f"down changed: {sum((r['before'], r['before_qdisc']) != (r['after'], r['after_qdisc']) for r in down)}; "
+          f"needing a train not stored: {sum(bool(r['needs_train']) for r in down)}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rs, f, indent=1, default=float)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
