@@ -55,6 +55,20 @@ def test_an_overflowed_queue_within_the_flows_bursts_is_an_upper_bound_at_the_fl
     assert M.buffer_reading(50.0, 1.0, 4, 40.0, overflowed=True)["buffer_bytes_max"] == 12375
 
 
+def test_a_queue_full_only_at_its_peaks_is_bounded_by_the_most_the_flows_queued():
+    """Campaign seed 9 path 4: a 23-KB FIFO at 13.5 Mbit/s and 173 ms (13.6 ms): CUBIC's sawtooth kept the
+    flows' p95 at 9.8 ms, below the 10.1-ms floor, so the floor alone (17 KB) would bound it below the truth.
+    The queue overflowed, so it was full at its peaks: the most the flows queued (here 14.2 ms) bounds it."""
+    assert M.burst_floor_ms(13.5, 4) == pytest.approx(10.111, abs=1e-3)
+    assert M.buffer_reading(9.8, 13.5, 4, 173.0, True)["buffer_bytes_max"] == 17062
+    r = M.buffer_reading(9.8, 13.5, 4, 173.0, True, queue_max_ms=14.2)
+    assert r["buffer_bound"] == "upper" and r["buffer_bytes_max"] == 23962 and r["buffer_bytes"] == 16537
+    # the most they queued, in the window, median over the flows: a sawtooth 0-14.2 ms above 173
+    saw = _phase(10.0, lambda t: 173.0 + 14.2 * ((t % 2.0) / 2.0) ** 4, 13.5e6, retx_at=(6.0, 8.0))
+    d = M.window_drops(saw, "down", 0.0, 173.0)
+    assert d["overflowed"] is True and d["queue_max_ms"] == pytest.approx(14.2 * (1.99 / 2.0) ** 4, rel=1e-6)
+
+
 def test_an_overflowed_queue_above_the_floor_is_the_depth_and_no_count_leaves_the_figure_unqualified():
     r = M.buffer_reading(116.1, 96.7, 4, 65.0, overflowed=True)  # seed 28 path 46: 1.43 MB, read 1.40
     assert r["buffer_bound"] is None and r["buffer_bytes"] == 1403358  # 116.1 ms x 96.7 Mbit/s
@@ -67,16 +81,17 @@ def test_drops_count_only_within_the_window_the_queue_is_read_from():
     """Seed 28 path 42 (0.6 BDP at 151 ms): the slow start overshot at 1.6 s and CUBIC did not regrow to
     the depth within the phase — the phase 'dropped', its window (the second half) did not."""
     slow_start = _phase(6.0, 200.0, 264e6, retx_at=(1.6, 1.62))
-    d = M.window_drops(slow_start, "down", 0.0)
-    assert d == {"retransmits": 0.0, "segments": pytest.approx(3 * 264e6 / 8 / M.MSS, rel=1e-3), "overflowed": False}
+    d = M.window_drops(slow_start, "down", 0.0, 150.0)
+    assert d == {"retransmits": 0.0, "segments": pytest.approx(3 * 264e6 / 8 / M.MSS, rel=1e-3), "overflowed": False,
+                 "queue_max_ms": 50.0}
     again = _phase(6.0, 200.0, 264e6, retx_at=(1.6, 4.5))
-    assert M.window_drops(again, "down", 0.0)["retransmits"] == pytest.approx(4.0)
-    assert M.window_drops(again, "down", 0.0)["overflowed"] is True
+    assert M.window_drops(again, "down", 0.0, 150.0)["retransmits"] == pytest.approx(4.0)
+    assert M.window_drops(again, "down", 0.0, 150.0)["overflowed"] is True
     # beside a random loss, those beyond its expectation at three standard deviations: 4 of 68,400 segments
     # at 1e-4 (6.8 expected) are the random loss's; no retransmission count at all: None
-    assert M.window_drops(again, "down", 1e-4)["overflowed"] is False
+    assert M.window_drops(again, "down", 1e-4, 150.0)["overflowed"] is False
     del again["raw"]["series"]["flows"]["retransmits"]
-    assert M.window_drops(again, "down", 0.0)["overflowed"] is None
+    assert M.window_drops(again, "down", 0.0, 150.0)["overflowed"] is None
 
 
 def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():

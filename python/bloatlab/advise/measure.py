@@ -1044,16 +1044,17 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # which holds its queue below its limit
     # — and what that figure is (buffer_reading): a lower bound where the queue did not overflow while it was read,
     # an upper bound where it did but stayed within the flows' own bursts, else the depth
-    reading = {"buffer_bytes": None, "buffer_bdp": None}
+    from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
+    rj = jb if from_bbr else j
+    # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
+    drops = dict(window_drops(rj, d, idle_loss, base_p50), phase="bbr" if from_bbr else fill_cc, queued_bytes=None)
+    reading = {"buffer_bytes": None, "buffer_bdp": None, "buffer_window": drops}
     if limiter not in ("aqm", "policer"):
-        from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
-        rj = jb if from_bbr else j
-        drops = window_drops(rj, d, idle_loss)
         # a moving capacity: the bytes queued at each sample's own drain rate (queued_bytes_p95)
-        moving = queued_bytes_p95(rj, d, base_p50) if variable_rate(variation) else None
-        reading = buffer_reading(max(ev["flow_q95_ms"], fill["flow_q95_ms"]), rate, flows, base_p50,
-                                 drops["overflowed"], moving)
-        reading["buffer_window"] = dict(drops, phase="bbr" if from_bbr else fill_cc, queued_bytes=moving)
+        drops["queued_bytes"] = queued_bytes_p95(rj, d, base_p50) if variable_rate(variation) else None
+        reading = dict(buffer_reading(max(ev["flow_q95_ms"], fill["flow_q95_ms"]), rate, flows, base_p50,
+                                      drops["overflowed"], drops["queued_bytes"], drops["queue_max_ms"]),
+                       buffer_window=drops)
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
     # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
@@ -1275,11 +1276,16 @@ def _flows_window(j: dict, d: str):
     return fs, fid, t, ids, t0 + 0.5 * (t1 - t0), t1
 
 
-def window_drops(j: dict, d: str, idle_loss: float) -> dict:
+def window_drops(j: dict, d: str, idle_loss: float, base_ms: float) -> dict:
     """Whether direction ``d``'s flows of one loaded phase (its JSON ``j``)
     lost segments beyond the random loss **within the window the queue is read
-    from** (the second half of the time all flows ran, as :func:`_window`):
-    ``{"retransmits", "segments", "overflowed"}``. A FIFO drops only when
+    from** (the second half of the time all flows ran, as :func:`_window`),
+    and the most they queued there: ``{"retransmits", "segments",
+    "overflowed", "queue_max_ms"}`` — the median over the flows of each one's
+    largest smoothed RTT − ``base_ms`` in the window (a FIFO that overflowed
+    held its depth then, and every flow's RTT crossed it; a queue full only
+    briefly — CUBIC's sawtooth on a shallow buffer at a long RTT — keeps the
+    p95 below the depth: campaign seed 9 path 4, 13.6 ms read 9.8). A FIFO drops only when
     full, so a drop there within the window is the queue at its depth in
     the window; the phase's ``dropped`` counts its slow start's overshoot too,
     after which CUBIC may not come back to the depth within the phase (its
@@ -1292,11 +1298,16 @@ def window_drops(j: dict, d: str, idle_loss: float) -> dict:
     ``overflowed`` is None where the samples carry no retransmission count."""
     fs, fid, t, ids, w0, t1 = _flows_window(j, d)
     retx, acked = np.asarray(fs.get("retransmits", []), float), np.asarray(fs.get("delivered_bytes", []), float)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    tops = [float(np.max(srtt[s])) - base_ms for s in ((fid == i) & (t >= w0) & (t <= t1) for i in ids)
+            if srtt.size == t.size and s.any()]
+    top = max(float(np.median(tops)), 0.0) if tops else None
     if not ids or retx.size != t.size or acked.size != t.size:
-        return {"retransmits": None, "segments": None, "overflowed": None}
+        return {"retransmits": None, "segments": None, "overflowed": None, "queue_max_ms": top}
     lost = sum(float(np.interp(t1, t[fid == i], retx[fid == i]) - np.interp(w0, t[fid == i], retx[fid == i])) for i in ids)
     segs = sum(float(np.interp(t1, t[fid == i], acked[fid == i]) - np.interp(w0, t[fid == i], acked[fid == i])) for i in ids) / MSS
-    return {"retransmits": lost, "segments": segs, "overflowed": _significant(lost, segs, idle_loss, handful=0)}
+    return {"retransmits": lost, "segments": segs, "overflowed": _significant(lost, segs, idle_loss, handful=0),
+            "queue_max_ms": top}
 
 
 def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
@@ -1326,7 +1337,7 @@ def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
 
 
 def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float, overflowed: bool | None,
-                   queued_bytes: float | None = None) -> dict:
+                   queued_bytes: float | None = None, queue_max_ms: float | None = None) -> dict:
     """A FIFO's (or a tbf's: its ``limit`` at its rate) buffer from the
     queue the flows sat in: ``queue_ms`` (their queueing p95) x
     ``rate_mbps``, or ``queued_bytes`` where given (a moving capacity:
@@ -1346,10 +1357,13 @@ def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float
       where it overflowed but the flows' queueing stayed below the burst
       floor (:func:`burst_floor_ms`, the floor the limiter is read against):
       below it their queueing cannot be told from their own TSO/GSO bursts
-      and the noise, so the depth is at most the floor at the rate — the
-      resolution of a buffer read from queueing delay x rate (4 flows: 5 ms
-      from 50 Mbit/s up, 7.8 ms at 20, 99 ms at 1 Mbit/s; seed 28: a 6.1-KB
-      FIFO at 61.5 Mbit/s read 24.5 KB, a 16.5-KB one at 106 read 21.9);
+      and the noise — the resolution of a buffer read from queueing delay x
+      rate (4 flows: 5 ms from 50 Mbit/s up, 7.8 ms at 20, 99 ms at 1
+      Mbit/s; seed 28: a 6.1-KB FIFO at 61.5 Mbit/s read 24.5 KB, a 16.5-KB
+      one at 106 read 21.9). The depth is at most the larger of the floor and
+      the most the flows queued (``queue_max_ms``, :func:`window_drops`: the
+      queue overflowed, so it was full at least once; where that is not
+      known, the floor alone);
     - the depth itself otherwise (``buffer_bound`` None).
 
     ``overflowed`` None (no retransmission count): the figure, unqualified.
@@ -1365,7 +1379,7 @@ def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float
                    buffer_note=f"at least {buf / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms and lost nothing beyond "
                                f"the random loss while it was read, so the buffer never filled")
     elif overflowed and queue_ms < floor:
-        top = floor / 1e3 * rate_mbps * 1e6 / 8
+        top = max(floor, queue_max_ms or 0.0) / 1e3 * rate_mbps * 1e6 / 8
         out.update(buffer_bound="upper", buffer_bytes_max=int(max(top, buf)),
                    buffer_note=f"at most {max(top, buf) / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms, below what "
                                f"{flows} flows' own bursts and the noise show without a queue ({floor:.3g} ms at "
@@ -2123,7 +2137,8 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
         return
     q95 = x["evidence"]["flow_q95_ms"]
     # drops seen (the policer's reading): an upper bound where the flows' queueing is within their bursts
-    reading = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, True)
+    reading = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, True,
+                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
     buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
