@@ -25,7 +25,8 @@ Phases (each a run of the probe binary, its JSON read back):
 
 From those (docs/advise.md): added delay = the probes' loaded p95 − idle p50;
 the grade on DSLReports' scale; the buffer = the flows' queueing p95 × rate
-(what a FIFO must hold to delay that much); the limiter by :func:`classify`.
+(what a FIFO must hold to delay that much), or a bound where the queue was not
+full while it was read (:func:`buffer_reading`); the limiter by :func:`classify`.
 """
 
 from __future__ import annotations
