@@ -25,7 +25,8 @@ Phases (each a run of the probe binary, its JSON read back):
 
 From those (docs/advise.md): added delay = the probes' loaded p95 − idle p50;
 the grade on DSLReports' scale; the buffer = the flows' queueing p95 × rate
-(what a FIFO must hold to delay that much); the limiter by :func:`classify`.
+(what a FIFO must hold to delay that much), or a bound where the queue was not
+full while it was read (:func:`buffer_reading`); the limiter by :func:`classify`.
 """
 
 from __future__ import annotations
@@ -317,7 +318,12 @@ def _buffer_text(x: dict) -> str:
         return "buffer unknown (the access point's fq_codel holds the queue below it)"
     if x["buffer_bytes"] is None:
         return "buffer unknown (an AQM holds the queue below it)"
-    return f"buffer ~{x['buffer_bytes'] / 1e3:.0f} KB ({x['buffer_bdp']:.2g} BDP)"
+    bdp = f" ({x['buffer_bdp']:.2g} BDP)" if x.get("buffer_bdp") else ""
+    if x.get("buffer_bound") == "lower":
+        return f"buffer >= {x['buffer_bytes'] / 1e3:.0f} KB{bdp} (it never filled)"
+    if x.get("buffer_bound") == "upper":
+        return f"buffer <= {x['buffer_bytes_max'] / 1e3:.0f} KB (below what the flows' bursts resolve; read ~{x['buffer_bytes'] / 1e3:.0f} KB)"
+    return f"buffer ~{x['buffer_bytes'] / 1e3:.0f} KB{bdp}"
 
 
 @dataclass
@@ -1121,9 +1127,19 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # whatever buffer there is, BBR about one BDP beyond the pipe, and either may not have had the time); none
     # behind a policer (its port's buffer is never filled, so not seen either); unknown behind an AQM,
     # which holds its queue below its limit
-    bdp = rate * 1e6 * base_p50 / 1e3 / 8
-    q95 = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
-    buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
+    # — and what that figure is (buffer_reading): a lower bound where the queue did not overflow while it was read,
+    # an upper bound where it did but stayed within the flows' own bursts, else the depth
+    from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
+    rj = jb if from_bbr else j
+    # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
+    drops = dict(window_drops(rj, d, idle_loss, base_p50), phase="bbr" if from_bbr else fill_cc, queued_bytes=None)
+    reading = {"buffer_bytes": None, "buffer_bdp": None, "buffer_window": drops}
+    if limiter not in ("aqm", "policer"):
+        # a moving capacity: the bytes queued at each sample's own drain rate (queued_bytes_p95)
+        drops["queued_bytes"] = queued_bytes_p95(rj, d, base_p50) if variable_rate(variation) else None
+        reading = dict(buffer_reading(max(ev["flow_q95_ms"], fill["flow_q95_ms"]), rate, flows, base_p50,
+                                      drops["overflowed"], drops["queued_bytes"], drops["queue_max_ms"]),
+                       buffer_window=drops)
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
     # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
@@ -1137,8 +1153,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                           if fill_cc == LOAD_CC and ev["phase"] == "fill" else (None, "the evidence is not a loss-based fill's"))
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
-            "added_delay_ms": added, "grade": grade(added), "buffer_bytes": None if buf is None else int(buf),
-            "buffer_bdp": buf / bdp if buf is not None and bdp else None,
+            "added_delay_ms": added, "grade": grade(added), **reading,
             "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[1],
             "limiter_alternatives": alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows)[0],
             "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
@@ -1327,13 +1342,143 @@ def _probe_serialization(host: str, port: int, secret: str | None, rmin_small_ms
 
 def _twin_buffer(x: dict) -> int | None:
     """The twin's buffer of a direction: at least one packet; None (the
-    qdisc's own limit) behind an AQM."""
+    qdisc's own limit) behind an AQM. Where the reading is a bound
+    (:func:`buffer_reading`) the twin takes the figure read, which is the
+    bound: a lower bound is what a load like the fill met in its time (a
+    deeper buffer than the flows reached changes nothing for flows no longer
+    than the fill's), an upper bound is above the figure read only by the
+    flows' own bursts and the noise."""
     return None if x["buffer_bytes"] is None else max(x["buffer_bytes"], 1500)
 
 
 #: the fewest packets after a train's first loss whose arrival rate is read (bloatlab-probe calls a shorter tail's
 #: rate coarse: crates/probe/src/train.rs, analyse_with)
 TAIL_RATE_PACKETS = 10
+def _flows_window(j: dict, d: str):
+    """Direction ``d``'s flow samples of one loaded phase (its JSON ``j``) and the window they are read over, as
+    :func:`_window` reads it (the second half of the time all flows ran): (series, flow ids per sample, times,
+    the flows with two samples or more, window start, window end); no flows: an empty list and a 0-s window."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    if not ids:
+        return fs, fid, t, ids, 0.0, 0.0
+    t0 = min(t[fid == i].min() for i in ids)
+    t1 = min(t[fid == i].max() for i in ids)
+    return fs, fid, t, ids, t0 + 0.5 * (t1 - t0), t1
+
+
+def window_drops(j: dict, d: str, idle_loss: float, base_ms: float) -> dict:
+    """Whether direction ``d``'s flows of one loaded phase (its JSON ``j``)
+    lost segments beyond the random loss **within the window the queue is read
+    from** (the second half of the time all flows ran, as :func:`_window`),
+    and the most they queued there: ``{"retransmits", "segments",
+    "overflowed", "queue_max_ms"}`` — the median over the flows of each one's
+    largest smoothed RTT − ``base_ms`` in the window (a FIFO that overflowed
+    held its depth then, and every flow's RTT crossed it; a queue full only
+    briefly — CUBIC's sawtooth on a shallow buffer at a long RTT — keeps the
+    p95 below the depth: campaign seed 9 path 4, 13.6 ms read 9.8). A FIFO drops only when
+    full, so a drop there within the window is the queue at its depth in
+    the window; the phase's ``dropped`` counts its slow start's overshoot too,
+    after which CUBIC may not come back to the depth within the phase (its
+    window regrows to W_max in K = (W_max x 0.3 / 0.4)^(1/3) s, 10 s for 1380
+    segments a flow: campaign seed 28 path 42, 0.6 BDP at 151 ms). Any
+    retransmission counts where the idle path lost nothing (a FIFO without
+    random loss drops only when full); beside a random loss, those beyond its
+    expectation at three binomial standard deviations (:func:`_significant`,
+    no handful: one overflow may cost one segment a flow at low rates).
+    ``overflowed`` is None where the samples carry no retransmission count."""
+    fs, fid, t, ids, w0, t1 = _flows_window(j, d)
+    retx, acked = np.asarray(fs.get("retransmits", []), float), np.asarray(fs.get("delivered_bytes", []), float)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    tops = [float(np.max(srtt[s])) - base_ms for s in ((fid == i) & (t >= w0) & (t <= t1) for i in ids)
+            if srtt.size == t.size and s.any()]
+    top = max(float(np.median(tops)), 0.0) if tops else None
+    if not ids or retx.size != t.size or acked.size != t.size:
+        return {"retransmits": None, "segments": None, "overflowed": None, "queue_max_ms": top}
+    lost = sum(float(np.interp(t1, t[fid == i], retx[fid == i]) - np.interp(w0, t[fid == i], retx[fid == i])) for i in ids)
+    segs = sum(float(np.interp(t1, t[fid == i], acked[fid == i]) - np.interp(w0, t[fid == i], acked[fid == i])) for i in ids) / MSS
+    return {"retransmits": lost, "segments": segs, "overflowed": _significant(lost, segs, idle_loss, handful=0),
+            "queue_max_ms": top}
+
+
+def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
+    """The bytes the bottleneck held, from each TCP_INFO sample of direction
+    ``d``'s flows in the window (:func:`_window`): the sample's queueing
+    (smoothed RTT − ``base_ms``) x the flows' summed delivery rate then (wire
+    bytes: x 1500/1448) — a queue of B bytes delays by B / the rate that
+    drains it, and ``tcpi_delivery_rate`` is that rate over the sample's
+    last round trip (Linux ``tcp_rate.c``), the sojourn included. On a link
+    whose capacity moves the delay's p95 falls where the capacity is low,
+    so its product with the median rate over-reads (campaign seed 28: LTE-like
+    traces at 7.2 and 256 Mbit/s, 3 ms, read 2.7 and 2.2 x their FIFO's
+    bytes). The p95 of each flow's products, the median over the flows (as
+    :func:`_window`'s p95); None without samples."""
+    fs, fid, t, ids, w0, t1 = _flows_window(j, d)
+    rate_s, srtt = np.asarray(fs.get("delivery_rate_bps", []), float), np.asarray(fs.get("srtt_ms", []), float)
+    if not ids or rate_s.size != t.size or srtt.size != t.size:
+        return None
+    p95s = []
+    for i in ids:
+        s = (fid == i) & (t >= w0) & (t <= t1) & np.isfinite(srtt) & (srtt > 0)
+        if not s.any():
+            continue
+        total = sum(np.interp(t[s], t[fid == k], rate_s[fid == k]) for k in ids) * WIRE_PER_PAYLOAD
+        p95s.append(float(np.percentile(np.maximum(srtt[s] - base_ms, 0.0) / 1e3 * total / 8, 95)))
+    return float(np.median(p95s)) if p95s else None
+
+
+def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float, overflowed: bool | None,
+                   queued_bytes: float | None = None, queue_max_ms: float | None = None) -> dict:
+    """A FIFO's (or a tbf's: its ``limit`` at its rate) buffer from the
+    queue the flows sat in: ``queue_ms`` (their queueing p95) x
+    ``rate_mbps``, or ``queued_bytes`` where given (a moving capacity:
+    :func:`queued_bytes_p95`) — and what that figure is:
+
+    - a **lower bound** (``buffer_bound`` "lower", ``buffer_bytes_min``)
+      where the queue did not overflow while it was read (``overflowed``
+      False: :func:`window_drops`): the flows' queue was below the depth, so
+      the depth is at least what they queued. A loss-based fill overflows a
+      buffer only once its windows hold BDP + buffer: 4 CUBIC flows grow
+      their windows by 0.4 t^3 segments each after slow start, so a buffer
+      of B bytes takes about (B / (4 x 1448 x 0.4))^(1/3) s past the BDP —
+      24 s for 33 MB (seed 28 path 44, 2.75 BDP at 535 ms), beyond the fill's
+      ceiling; a BBR fill (a lossy path) holds its own queue, about one BDP
+      and its quanta, whatever is deeper;
+    - an **upper bound** (``buffer_bound`` "upper", ``buffer_bytes_max``)
+      where it overflowed but the flows' queueing stayed below the burst
+      floor (:func:`burst_floor_ms`, the floor the limiter is read against):
+      below it their queueing cannot be told from their own TSO/GSO bursts
+      and the noise — the resolution of a buffer read from queueing delay x
+      rate (4 flows: 5 ms from 50 Mbit/s up, 7.8 ms at 20, 99 ms at 1
+      Mbit/s; seed 28: a 6.1-KB FIFO at 61.5 Mbit/s read 24.5 KB, a 16.5-KB
+      one at 106 read 21.9). The depth is at most the larger of the floor and
+      the most the flows queued (``queue_max_ms``, :func:`window_drops`: the
+      queue overflowed, so it was full at least once; where that is not
+      known, the floor alone);
+    - the depth itself otherwise (``buffer_bound`` None).
+
+    ``overflowed`` None (no retransmission count): the figure, unqualified.
+    ``buffer_bytes`` is the figure in each case (what the twin holds,
+    :func:`_twin_buffer`); ``buffer_note`` says why a bound is one."""
+    buf = queued_bytes if queued_bytes is not None else queue_ms / 1e3 * rate_mbps * 1e6 / 8
+    bdp = rate_mbps * 1e6 * base_ms / 1e3 / 8
+    out = {"buffer_bytes": int(buf), "buffer_bdp": buf / bdp if bdp else None, "buffer_bound": None,
+           "buffer_bytes_min": None, "buffer_bytes_max": None, "buffer_note": None}
+    floor = burst_floor_ms(rate_mbps, flows)
+    if overflowed is False:
+        out.update(buffer_bound="lower", buffer_bytes_min=int(buf),
+                   buffer_note=f"at least {buf / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms and lost nothing beyond "
+                               f"the random loss while it was read, so the buffer never filled")
+    elif overflowed and queue_ms < floor:
+        top = max(floor, queue_max_ms or 0.0) / 1e3 * rate_mbps * 1e6 / 8
+        out.update(buffer_bound="upper", buffer_bytes_max=int(max(top, buf)),
+                   buffer_note=f"at most {max(top, buf) / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms, below what "
+                               f"{flows} flows' own bursts and the noise show without a queue ({floor:.3g} ms at "
+                               f"{rate_mbps:.4g} Mbit/s)")
+    return out
+
+
 #: a port the train reads no faster than this multiple of the policed rate is not told apart from it
 #: (the head's spacing then is the policer's own, or the sender's): the twin keeps POLICER_PORT
 TRAIN_PORT_MARGIN = 1.1
@@ -2244,12 +2389,16 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
             f"{tail:.4g}, faster than a queue at {x['rate_mbps']:.4g} passes them: a faster port (taken as the tail's)")
         return
     q95 = x["evidence"]["flow_q95_ms"]
-    buf = max(q95 / 1e3 * x["rate_mbps"] * 1e6 / 8, 2 * WIRE_SEGMENT)
+    # drops seen (the policer's reading): an upper bound where the flows' queueing is within their bursts
+    reading = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, True,
+                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
+    buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
     # packet train is then read: _aqm_train)
     alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": max(burst_floor_ms(x["rate_mbps"], x.get("flows", 4)),
                                                                         x.get("unseen_depth_ms") or 0.0)}]
+    x.update(reading)
     x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
              limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
