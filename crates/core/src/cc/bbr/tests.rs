@@ -104,7 +104,7 @@ impl Drive {
 
     /// An ACK inside a round (no round start), sample 100 packets / 10 ms.
     fn mid(&mut self, at: Nanos, inflight: u32) {
-        let prior = self.b.next_rtt_delivered.saturating_sub(1);
+        let prior = self.b.core.next_rtt_delivered.saturating_sub(1);
         self.ack_full(at, 1, prior, 100, RTT, RTT, inflight, 0, false);
     }
 
@@ -122,11 +122,11 @@ impl Drive {
     /// In PROBE_BW at phase `idx`, the phase having started at `now`.
     fn at_phase(&mut self, idx: usize) {
         self.b.cycle_idx = idx;
-        self.b.cycle_mstamp = self.b.sock.delivered_mstamp;
+        self.b.core.cycle_mstamp = self.b.core.sock.delivered_mstamp;
         self.b.update_gains();
         let c = self.view(100);
         let bw = self.b.bbr_bw();
-        self.b.set_pacing_rate(&c, bw, self.b.pacing_gain, &mut self.w);
+        self.b.set_pacing_rate(&c, bw, self.b.core.pacing_gain, &mut self.w);
     }
 }
 
@@ -414,10 +414,10 @@ fn startup_leaves_for_drain_after_three_rounds_without_25_percent_growth() {
     let mut d = Drive::new(0);
     d.round(RTT, 100, 400); // bw 167772: full_bw = 167772
     d.round(2 * RTT, 125, 400); // bw 209715 >= 167772 * 1.25 = 209715: still growing
-    assert_eq!((d.b.full_bw, d.b.full_bw_cnt), (209_715, 0));
+    assert_eq!((d.b.full_bw, d.b.core.full_bw_cnt), (209_715, 0));
     d.round(3 * RTT, 150, 400); // bw 251658 < 262143: 1
     d.round(4 * RTT, 150, 400); // 2
-    assert_eq!((d.b.full_bw_cnt, d.b.mode()), (2, Mode::Startup));
+    assert_eq!((d.b.core.full_bw_cnt, d.b.mode()), (2, Mode::Startup));
     assert_eq!(d.b.pacing_gain(), 739.0 / 256.0);
     d.round(5 * RTT, 150, 400); // 3: pipe full
     assert!(d.b.full_bw_reached());
@@ -495,7 +495,7 @@ fn probe_phase_needs_five_quarters_bdp_in_flight_or_a_loss_and_drain_phase_ends_
     let mut e = Drive::to_probe_bw(3);
     e.at_phase(0);
     let t = e.now;
-    let prior = e.b.next_rtt_delivered - 1;
+    let prior = e.b.core.next_rtt_delivered - 1;
     e.ack_full(t + RTT + US, 1, prior, 100, RTT, RTT, 100, 1, false);
     assert_eq!(e.b.cycle_index(), 1);
     // 3/4 drains until inflight is one BDP: 100 + 3 * tso 7 = 121 -> 122.
@@ -640,7 +640,7 @@ fn target_cwnd_is_two_bdp_plus_the_quantization_budget() {
     // bdp = ceil(167772 * 10000 * 2 / 2^24) = 200; + 1 of ACK aggregation (one
     // packet per ACK always counts as 1 extra); + 3 * 9 (TSO goal at 14335186
     // B/s) = 228, already even.
-    assert_eq!(d.b.ack.extra_acked(), 1);
+    assert_eq!(d.b.core.ack.extra_acked(), 1);
     assert_eq!(d.w.cwnd, 228);
     // In the probing phase: pacing 17918982 B/s, TSO goal 12: 237 -> 238, +2 = 240.
     d.at_phase(0);
@@ -665,13 +665,13 @@ fn recovery_conserves_packets_for_a_round_then_restores_the_saved_cwnd() {
     let c = d.view(200);
     let ss = d.b.ssthresh(&c, &d.w);
     assert_eq!(ss, d.w.ssthresh, "BBR leaves ssthresh as it is");
-    assert_eq!(d.b.prior_cwnd, 228);
+    assert_eq!(d.b.core.prior_cwnd, 228);
     d.ca_state = CaState::Recovery;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack_full(d.now + MS, 1, prior, 100, RTT, RTT, 200, 3, false);
     assert_eq!(d.w.cwnd, 201, "inflight 200 + 1 acked");
     let round_end = d.delivered;
-    assert_eq!(d.b.next_rtt_delivered, round_end, "recovery starts a round");
+    assert_eq!(d.b.core.next_rtt_delivered, round_end, "recovery starts a round");
     d.ack_full(d.now + MS, 1, round_end - 5, 100, RTT, RTT, 199, 2, false);
     assert_eq!(d.w.cwnd, 200, "max(201 - 2 lost, 199 + 1 acked)");
     // A round later, normal growth toward the target resumes.
@@ -688,7 +688,7 @@ fn cwnd_never_goes_below_four_packets_outside_recovery() {
     let mut d = Drive::to_probe_bw(1);
     d.at_phase(2);
     d.w.cwnd = 3;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack_full(d.now + MS, 1, prior, 100, RTT, RTT, 2, 2, false);
     assert_eq!(d.w.cwnd, 4, "3 - 2 lost = 1, + 1 acked = 2, floor 4");
 }
@@ -702,8 +702,8 @@ fn an_rto_ends_the_round_resets_full_bw_and_starts_long_term_sampling() {
     d.b.ssthresh(&c, &d.w);
     d.b.set_state(&c, CaState::Loss, &mut d.w);
     assert_eq!(d.b.full_bw, 0);
-    assert!(d.b.round_start);
-    assert_eq!(d.b.prev_ca_state, CaState::Loss);
+    assert!(d.b.core.round_start);
+    assert_eq!(d.b.core.prev_ca_state, CaState::Loss);
     assert!(d.b.lt_is_sampling);
     // The RTO cut cwnd to 1; once back to Open, BBR restores the saved cwnd.
     d.w.cwnd = 1;
@@ -716,12 +716,12 @@ fn undo_keeps_cwnd_but_restarts_pipe_full_detection_and_long_term_sampling() {
     let mut d = Drive::new(0);
     d.round(RTT, 100, 400);
     d.round(2 * RTT, 100, 400);
-    assert_eq!((d.b.full_bw, d.b.full_bw_cnt), (BW_10K_PPS, 1));
+    assert_eq!((d.b.full_bw, d.b.core.full_bw_cnt), (BW_10K_PPS, 1));
     d.b.lt_is_sampling = true;
     d.w.cwnd = 57;
     let c = d.view(40);
     assert_eq!(d.b.undo_cwnd(&c, &d.w), 57);
-    assert_eq!((d.b.full_bw, d.b.full_bw_cnt, d.b.lt_is_sampling), (0, 0, false));
+    assert_eq!((d.b.full_bw, d.b.core.full_bw_cnt, d.b.lt_is_sampling), (0, 0, false));
 }
 
 // ---------------------------------------------------------------------------
@@ -733,10 +733,10 @@ fn probe_rtt_starts_when_min_rtt_is_ten_seconds_old_at_jiffy_resolution() {
     let mut d = Drive::to_probe_bw(1);
     // min_rtt 10000 µs was first measured at 8 ms = jiffy 2 after boot (HZ 250, 4 ms per jiffy); the equal samples
     // after it do not move the stamp (`<`, Linux >= 5.10).
-    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
+    assert_eq!((d.b.core.min_rtt_us, d.b.core.min_rtt_stamp), (10_000, jiffy(2)));
     d.at_phase(2);
     d.w.cwnd = 228;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     // Expired once jiffies > 2 + 2500, i.e. from 2503 * 4 ms = 10.012 s.
     d.ack_full(10_012 * MS - 1, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
@@ -745,7 +745,7 @@ fn probe_rtt_starts_when_min_rtt_is_ten_seconds_old_at_jiffy_resolution() {
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     assert_eq!(d.w.cwnd, 4);
     assert_eq!((d.b.pacing_gain(), d.b.cwnd_gain()), (1.0, 1.0));
-    assert_eq!(d.b.prior_cwnd, 228);
+    assert_eq!(d.b.core.prior_cwnd, 228);
     assert_eq!(d.b.min_rtt_ns(), 11 * MS, "an expired filter takes the next sample");
 }
 
@@ -754,20 +754,20 @@ fn a_sample_equal_to_min_rtt_does_not_postpone_probe_rtt() {
     // Linux >= 5.10 (1b9e2a8c99a5): `rs->rtt_us < bbr->min_rtt_us`; with `<=` an equal sample (a retransmission's
     // ms-granular timestamp RTT) moved the stamp and PROBE_RTT could be put off for as long as such samples came.
     let mut d = Drive::to_probe_bw(1);
-    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
+    assert_eq!((d.b.core.min_rtt_us, d.b.core.min_rtt_stamp), (10_000, jiffy(2)));
     d.at_phase(2);
     d.w.cwnd = 228;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     // 5 s in: a sample of exactly min_rtt leaves the stamp where it was (with `<=` it moved to jiffy 1250)
     d.ack_full(5_000 * MS, 1, prior, 100, RTT, 10 * MS, 100, 0, false);
-    assert_eq!((d.b.min_rtt_us, d.b.min_rtt_stamp), (10_000, jiffy(2)));
+    assert_eq!((d.b.core.min_rtt_us, d.b.core.min_rtt_stamp), (10_000, jiffy(2)));
     // so the filter expires 10 s after the first sample: PROBE_RTT at 10.012 s (with `<=`: not before 15.004 s)
     d.ack_full(10_012 * MS, 1, prior, 100, RTT, 10 * MS, 100, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // a smaller one still moves both
     let mut e = Drive::to_probe_bw(1);
     e.ack_full(5_000 * MS, 1, prior, 100, RTT, 10 * MS - 1_000, 100, 0, false);
-    assert_eq!((e.b.min_rtt_us, e.b.min_rtt_stamp), (9_999, jiffy(1250)));
+    assert_eq!((e.b.core.min_rtt_us, e.b.core.min_rtt_stamp), (9_999, jiffy(1250)));
 }
 
 #[test]
@@ -775,24 +775,24 @@ fn probe_rtt_holds_four_packets_for_200_ms_and_a_round_then_restores_cwnd() {
     let mut d = Drive::to_probe_bw(1);
     d.at_phase(2);
     d.w.cwnd = 228;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack_full(10_044 * MS, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // Inflight falls to 4 at 10.100 s = jiffy 2525: done at jiffy 2525 + 50.
     d.ack_full(10_100 * MS, 1, prior, 100, RTT, 11 * MS, 4, 0, false);
-    assert_eq!(d.b.probe_rtt.done_stamp(), jiffy(2575));
+    assert_eq!(d.b.core.probe_rtt.done_stamp(), jiffy(2575));
     let round_end = d.delivered;
     // 220 ms later, but no packet sent after 10.100 s has been acked: stay.
     d.ack_full(10_320 * MS, 1, round_end - 1, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!((d.b.mode(), d.w.cwnd), (Mode::ProbeRtt, 4));
     // Samples are app-limited now (the kernel marks tp->app_limited).
-    assert!(d.b.sock.in_probe_rtt_bubble(round_end));
+    assert!(d.b.core.sock.in_probe_rtt_bubble(round_end));
     // The round ends: both conditions hold, back to PROBE_BW with the old cwnd
     // 228, + 1 acked (the target is now 248: min_rtt became 11 ms).
     d.ack_full(10_330 * MS, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
     assert_eq!(d.w.cwnd, 229);
-    assert_eq!(d.b.min_rtt_stamp, jiffy(2582), "10.330 s: the next PROBE_RTT is 10 s away");
+    assert_eq!(d.b.core.min_rtt_stamp, jiffy(2582), "10.330 s: the next PROBE_RTT is 10 s away");
 }
 
 #[test]
@@ -800,12 +800,12 @@ fn probe_rtt_waits_200_ms_even_when_the_round_ends_sooner() {
     let mut d = Drive::to_probe_bw(1);
     d.at_phase(2);
     d.w.cwnd = 228;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack_full(10_044 * MS, 1, prior, 100, RTT, 11 * MS, 100, 0, false);
     d.ack_full(10_100 * MS, 1, prior, 100, RTT, 11 * MS, 4, 0, false);
     let round_end = d.delivered;
     d.ack_full(10_112 * MS, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
-    assert!(d.b.probe_rtt.round_done());
+    assert!(d.b.core.probe_rtt.round_done());
     // Jiffy 2575 is 10.300..10.304 s; "after" it means jiffy 2576 = 10.304 s.
     d.ack_full(10_304 * MS - 1, 1, round_end, 100, RTT, 11 * MS, 4, 0, false);
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
@@ -821,7 +821,7 @@ fn probe_rtt_in_a_pipe_dips_to_four_packets_and_remeasures_min_rtt() {
     p.run_until(NS_PER_SEC);
     p.rtt = 12 * MS;
     p.run_until(NS_PER_SEC + 100 * MS); // packets sent before 1 s are all acked
-    let stamp = p.bbr.min_rtt_stamp;
+    let stamp = p.bbr.core.min_rtt_stamp;
     assert_eq!(p.bbr.min_rtt_ns(), 10_100 * US);
     p.run_until(12 * NS_PER_SEC);
     let tr = &p.trace;
@@ -857,9 +857,9 @@ fn restart_from_idle_paces_at_the_estimate_in_probe_bw() {
     assert_eq!(d.w.pacing_rate, 17_918_982, "not app-limited: nothing happens");
     d.b.cwnd_event(&c, CwndEvent::TxStart, &mut d.w);
     assert_eq!(d.w.pacing_rate, 14_335_186);
-    assert!(d.b.idle_restart);
+    assert!(d.b.core.idle_restart);
     d.mid(d.now + MS, 1);
-    assert!(!d.b.idle_restart, "the first ACK of new data ends the restart");
+    assert!(!d.b.core.idle_restart, "the first ACK of new data ends the restart");
 }
 
 // ---------------------------------------------------------------------------
@@ -941,14 +941,14 @@ fn an_ack_burst_beyond_the_expected_rate_raises_the_cwnd_target() {
     // were expected (167772 * 1000 >> 24) but only 1 came, so an ACK for 40
     // packets opens a new epoch with 40 extra.
     let t = d.now;
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack_full(t + MS, 40, prior, 100, RTT, RTT, 100, 0, false);
-    assert_eq!(d.b.ack.extra_acked(), 40);
+    assert_eq!(d.b.core.ack.extra_acked(), 40);
     // Target 200 + 40 + 27 = 267 -> 268; cwnd 228 + 40 acked fits.
     assert_eq!(d.w.cwnd, 268);
     // 1 ms on, 20 more: 60 acked in the epoch where 9 were expected: 51 extra.
     d.ack_full(t + 2 * MS, 20, prior, 100, RTT, RTT, 100, 0, false);
-    assert_eq!(d.b.ack.extra_acked(), 51);
+    assert_eq!(d.b.core.ack.extra_acked(), 51);
     // Target 200 + 51 + 27 = 278 caps 268 + 20.
     assert_eq!(d.w.cwnd, 278);
 }

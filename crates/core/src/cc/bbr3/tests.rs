@@ -151,7 +151,7 @@ impl Drive {
 
     /// An ACK inside the current round: sample 100 packets / RTT.
     fn mid(&mut self, at: Nanos, inflight: u32) {
-        let prior = self.b.next_rtt_delivered.saturating_sub(1);
+        let prior = self.b.core.next_rtt_delivered.saturating_sub(1);
         self.ack(at, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: self.rtt, inflight, losses: 0, ce: 0 });
     }
 
@@ -491,7 +491,7 @@ fn startup_ignores_loss_outside_recovery_and_below_2_percent() {
     }
     d.ca_state = CaState::Recovery;
     for k in 0..6 {
-        let prior = d.b.next_rtt_delivered - 1;
+        let prior = d.b.core.next_rtt_delivered - 1;
         d.ack(4 * RTT + k * MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 160, interval: RTT, inflight: 200, losses: 0, ce: 0 });
     }
     d.b.loss_events_in_round = 6;
@@ -568,9 +568,9 @@ fn down_cruises_once_inflight_is_below_the_bdp_then_refill_lasts_one_round_befor
     let wait = d.b.probe_wait_us() as u64;
     assert!((2_000_000..3_000_000).contains(&wait), "probe wait {wait} us");
     d.b.rounds_since_probe = 0;
-    d.mid(d.b.cycle_mstamp * US + wait * US, 100);
+    d.mid(d.b.core.cycle_mstamp * US + wait * US, 100);
     assert_eq!(d.b.phase(), Phase::Cruise, "exactly probe_wait later: not yet");
-    d.mid(d.b.cycle_mstamp * US + wait * US + US, 100);
+    d.mid(d.b.core.cycle_mstamp * US + wait * US + US, 100);
     assert_eq!(d.b.phase(), Phase::Refill);
     assert_eq!((d.b.bw_lo_raw(), d.b.inflight_lo()), (UNSET, UNSET), "refill resets the lower bounds");
     // REFILL ends at the next round start.
@@ -686,7 +686,7 @@ fn a_round_with_loss_while_cruising_cuts_bw_lo_and_inflight_lo_to_70_percent() {
     d.round(d.now + RTT, 50, 90);
     assert_eq!((d.b.bw_latest, d.b.inflight_latest), (83_887, 50));
     // A loss (it marks the loss round), then ACKs whose samples say 50 per RTT.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 50, interval: RTT, inflight: 90, losses: 1, ce: 0 });
     assert!(d.b.loss_in_round);
     let round_end = d.delivered;
@@ -727,7 +727,7 @@ fn ce_marks_on_a_short_path_cut_inflight_lo_by_alpha_over_three() {
     // ECE makes the endpoint enter CWR (tcp_try_to_open -> tcp_enter_cwr).
     d.ca_state = CaState::Cwr;
     // A round in which 40 of 100 delivered packets were CE-marked.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: rtt, inflight: 100, losses: 0, ce: 1 });
     d.delivered += 98;
     d.delivered_ce += 39;
@@ -743,7 +743,7 @@ fn ce_marks_on_a_short_path_cut_inflight_lo_by_alpha_over_three() {
     assert_eq!(d.b.inflight_lo(), 137);
     assert!(d.w.cwnd <= 137);
     // Next round: one CE mark among 100.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: rtt, inflight: 100, losses: 0, ce: 1 });
     assert!(d.b.ecn_in_round);
     let round_end = d.delivered;
@@ -769,7 +769,7 @@ fn ce_marks_on_a_long_path_are_ignored() {
     d.mid(d.now + MS, 100);
     d.w.cwnd = 200;
     for _ in 0..3 {
-        let prior = d.b.next_rtt_delivered - 1;
+        let prior = d.b.core.next_rtt_delivered - 1;
         d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: RTT, inflight: 100, losses: 0, ce: 1 });
         let round_end = d.delivered;
         d.delivered += 98;
@@ -818,7 +818,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     d.w.cwnd = 220;
     // probe_rtt_min (10 ms) was taken at 10 ms = jiffy 2 after boot; expired once jiffies > 2 + 1250.
     assert_eq!(d.b.probe_rtt_min_stamp, jiffy(2));
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     let a = Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: RTT, inflight: 100, losses: 0, ce: 0 };
     d.ack(1253 * 4 * MS - 1, a);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
@@ -827,11 +827,11 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // cwnd = max(4, ceil(167773 * 10000 * 128 / 256 / 2^24)) = 51.
     assert_eq!(d.w.cwnd, 51);
-    assert_eq!(d.b.prior_cwnd, before);
+    assert_eq!(d.b.core.prior_cwnd, before);
     assert_eq!(d.b.state_label(), "PROBE_RTT");
     // Inflight at 51: 200 ms (50 jiffies) and a round later it resumes, cruising, with the old cwnd.
     d.ack(5020 * MS, Ack { inflight: 51, ..a });
-    assert_eq!(d.b.probe_rtt.done_stamp(), jiffy(1255 + 50));
+    assert_eq!(d.b.core.probe_rtt.done_stamp(), jiffy(1255 + 50));
     let round_end = d.delivered;
     d.ack(5100 * MS, Ack { prior_delivered: round_end, inflight: 51, ..a });
     assert_eq!(d.b.mode(), Mode::ProbeRtt, "a round, but not 200 ms yet");
