@@ -1,10 +1,11 @@
 //! Tests for BBRv3. As for v1 (`bbr/tests.rs`):
 //! - [`Drive`]: hand-made ACKs, for exact values of single decisions
 //!   (numbers worked out from the kernel formulas in comments);
-//! - [`Pipe`]: a closed-loop ACK clock over a FIFO bottleneck with a finite
-//!   buffer and seeded random loss (one ACK per packet, tcp_rate.c
-//!   bookkeeping, RACK-like loss detection, a Recovery episode per loss
-//!   round), for behaviour over many rounds, and for comparing with v1.
+//! - [`Pipe`] (`cc/test_pipe.rs`, shared with v1's tests): a closed-loop ACK
+//!   clock over a FIFO bottleneck with a finite buffer and seeded random loss
+//!   (one ACK per packet, tcp_rate.c bookkeeping, RACK-like loss detection, a
+//!   Recovery episode per loss round), for behaviour over many rounds, and
+//!   for comparing with v1.
 
 use super::*;
 use crate::kernel::INITIAL_JIFFIES;
@@ -15,8 +16,8 @@ fn jiffy(n: u32) -> u32 {
     INITIAL_JIFFIES.wrapping_add(n)
 }
 use crate::cc::bbr::Bbr;
-use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window};
-use std::collections::VecDeque;
+use crate::cc::test_pipe::Pipe;
+use crate::cc::{CaState, CongestionControl, ConnView, LostSkb, RateSample, Window};
 
 const US: Nanos = 1_000;
 const MS: Nanos = 1_000_000;
@@ -169,234 +170,6 @@ impl Drive {
         d.mid(4 * rtt + 100 * US, 101);
         assert_eq!((d.b.mode(), d.b.phase()), (Mode::ProbeBw, Phase::Down));
         d
-    }
-}
-
-// ---------------------------------------------------------------------------
-// A closed-loop pipe with a finite buffer and random loss
-// ---------------------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy)]
-struct Pkt {
-    seq: u64,
-    sent: Nanos,
-    ack_at: Nanos,
-    dropped: bool,
-    delivered: u64,
-    delivered_mstamp: Nanos,
-    first_tx: Nanos,
-    /// `tx.in_flight`, `tx.lost`.
-    tx_in_flight: u32,
-    tx_lost: u64,
-}
-
-/// One sender over a FIFO bottleneck serving one packet per `gap`, `buf`
-/// packets of buffer, `rtt` of propagation, random loss `loss` before the
-/// queue. Lost packets are detected when a later one is acked; the sender
-/// sends new data instead of retransmitting (same load on the link).
-struct Pipe {
-    cc: Box<dyn CongestionControl>,
-    w: Window,
-    now: Nanos,
-    gap: Nanos,
-    rtt: Nanos,
-    buf: u64,
-    loss: f64,
-    rng: crate::rng::Rng,
-    link_free: Nanos,
-    flight: VecDeque<Pkt>,
-    seq: u64,
-    sent: u64,
-    delivered: u64,
-    lost: u64,
-    delivered_mstamp: Nanos,
-    first_tx_mstamp: Nanos,
-    next_send: Nanos,
-    min_rtt: Nanos,
-    srtt: Nanos,
-    ca_state: CaState,
-    high_seq: u64,
-    /// (time, state label) at every change of label.
-    labels: Vec<(Nanos, &'static str)>,
-    /// (time, cwnd) at every ACK.
-    cwnds: Vec<(Nanos, u32)>,
-}
-
-impl Pipe {
-    fn new(cc: Box<dyn CongestionControl>, gap: Nanos, rtt: Nanos, buf: u64, loss: f64, seed: u64) -> Pipe {
-        let mut cc = cc;
-        let mut w = Window::default();
-        cc.init(&ConnView::at(0), &mut w);
-        Pipe {
-            cc,
-            w,
-            now: 0,
-            gap,
-            rtt,
-            buf,
-            loss,
-            rng: crate::rng::stream(seed, 77),
-            link_free: 0,
-            flight: VecDeque::new(),
-            seq: 0,
-            sent: 0,
-            delivered: 0,
-            lost: 0,
-            delivered_mstamp: 0,
-            first_tx_mstamp: 0,
-            next_send: 0,
-            min_rtt: u64::MAX,
-            srtt: 0,
-            ca_state: CaState::Open,
-            high_seq: 0,
-            labels: Vec::new(),
-            cwnds: Vec::new(),
-        }
-    }
-
-    fn view(&self) -> ConnView {
-        ConnView {
-            delivered: self.delivered,
-            lost: self.lost,
-            packets_in_flight: self.flight.len() as u32,
-            srtt: self.srtt,
-            min_rtt: self.min_rtt,
-            ca_state: self.ca_state,
-            snd_una: self.flight.front().map_or(self.seq, |p| p.seq) * 1448,
-            snd_nxt: self.seq * 1448,
-            ..ConnView::at(self.now)
-        }
-    }
-
-    fn send(&mut self) {
-        if self.flight.is_empty() {
-            self.first_tx_mstamp = self.now;
-            self.delivered_mstamp = self.now;
-            let c = self.view();
-            self.cc.cwnd_event(&c, CwndEvent::TxStart, &mut self.w);
-        }
-        let t = self.now;
-        let backlog = if self.link_free > t { (self.link_free - t).div_ceil(self.gap) } else { 0 };
-        let random_loss = self.loss > 0.0 && self.rng.gen_bool(self.loss);
-        let dropped = random_loss || backlog > self.buf;
-        let mut ack_at = 0;
-        if !dropped {
-            let departs = t.max(self.link_free) + self.gap;
-            self.link_free = departs;
-            ack_at = departs + self.rtt;
-        }
-        self.flight.push_back(Pkt {
-            seq: self.seq,
-            sent: t,
-            ack_at,
-            dropped,
-            delivered: self.delivered,
-            delivered_mstamp: self.delivered_mstamp,
-            first_tx: self.first_tx_mstamp,
-            tx_in_flight: self.flight.len() as u32 + 1,
-            tx_lost: self.lost,
-        });
-        self.seq += 1;
-        self.sent += 1;
-        let rate = if self.cc.wants_pacing() { self.w.pacing_rate.max(1) } else { u64::MAX };
-        self.next_send = t + (1448 * NS_PER_SEC).div_ceil(rate);
-    }
-
-    fn ack(&mut self) {
-        let prior_in_flight = self.view().packets_in_flight;
-        let mut losses = 0;
-        while let Some(l) = self.flight.front().copied().filter(|p| p.dropped) {
-            self.flight.pop_front();
-            losses += 1;
-            self.lost += 1;
-            let skb = LostSkb {
-                tx_in_flight: l.tx_in_flight,
-                lost: (self.lost - l.tx_lost) as u32,
-                is_app_limited: false,
-                has_tx_state: true,
-                pcount: 1,
-            };
-            let c = self.view();
-            self.cc.skb_marked_lost(&c, &skb, &self.w);
-        }
-        let p = self.flight.pop_front().expect("an ack needs a packet");
-        self.delivered += 1;
-        self.delivered_mstamp = self.now;
-        self.first_tx_mstamp = p.sent;
-        let rtt = self.now - p.sent;
-        self.min_rtt = self.min_rtt.min(rtt);
-        self.srtt = if self.srtt == 0 { rtt } else { self.srtt - self.srtt / 8 + rtt / 8 };
-        // Recovery: entered on a loss, left once a packet sent after entry is acked cleanly.
-        if losses > 0 && self.ca_state == CaState::Open {
-            let c = self.view();
-            self.w.ssthresh = self.cc.ssthresh(&c, &self.w);
-            self.cc.set_state(&c, CaState::Recovery, &mut self.w);
-            self.ca_state = CaState::Recovery;
-            self.high_seq = self.seq;
-        } else if losses == 0 && self.ca_state == CaState::Recovery && p.seq >= self.high_seq {
-            let c = self.view();
-            self.cc.set_state(&c, CaState::Open, &mut self.w);
-            self.ca_state = CaState::Open;
-            if !self.cc.has_cong_control() {
-                self.w.cwnd = self.w.ssthresh;
-            }
-        }
-        let snd = p.sent - p.first_tx;
-        let ack = self.now - p.delivered_mstamp;
-        let mut interval = snd.max(ack) as i64;
-        if to_us(interval as u64) < to_us(self.min_rtt) {
-            interval = -1;
-        }
-        let rs = RateSample {
-            prior_mstamp: p.first_tx.max(1),
-            prior_delivered: p.delivered,
-            delivered: (self.delivered - p.delivered) as i64,
-            interval,
-            rtt: rtt as i64,
-            losses: losses as u32,
-            acked_sacked: 1,
-            prior_in_flight,
-            tx_in_flight: p.tx_in_flight,
-            prior_lost: p.tx_lost,
-            lost: (self.lost - p.tx_lost) as u32,
-            ..RateSample::default()
-        };
-        let c = self.view();
-        if self.cc.has_cong_control() {
-            self.cc.cong_control(&c, &rs, &mut self.w);
-        } else if self.ca_state == CaState::Open {
-            self.cc.cong_avoid(&c, 1, &mut self.w);
-        }
-        self.w.cwnd = self.w.cwnd.max(1);
-        let label = self.cc.state_label();
-        if self.labels.last().is_none_or(|&(_, l)| l != label) {
-            self.labels.push((self.now, label));
-        }
-        self.cwnds.push((self.now, self.w.cwnd));
-    }
-
-    fn run_until(&mut self, end: Nanos) {
-        loop {
-            let next_ack = self.flight.iter().find(|p| !p.dropped).map(|p| p.ack_at);
-            let in_flight = self.flight.len() as u32;
-            let next_send = if in_flight < self.w.cwnd { Some(self.next_send.max(self.now)) } else { None };
-            let (t, is_ack) = match (next_ack, next_send) {
-                (Some(a), Some(s)) if a <= s => (a, true),
-                (_, Some(s)) => (s, false),
-                (Some(a), None) => (a, true),
-                (None, None) => panic!("stuck: nothing in flight and cwnd {} full", self.w.cwnd),
-            };
-            if t > end {
-                self.now = end;
-                return;
-            }
-            self.now = t;
-            if is_ack {
-                self.ack();
-            } else {
-                self.send();
-            }
-        }
     }
 }
 
@@ -614,7 +387,7 @@ fn phases_cycle_down_cruise_refill_up_and_probes_come_every_63_rounds_on_a_small
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(3)), 100 * US, RTT, 1000, 0.0, 1);
     p.run_until(6 * NS_PER_SEC);
     let probe_bw: Vec<(Nanos, &str)> =
-        p.labels.iter().copied().filter(|(_, l)| l.starts_with("PROBE_BW")).collect();
+        p.labels().iter().copied().filter(|(_, l)| l.starts_with("PROBE_BW")).collect();
     let next = |l: &str| match l {
         "PROBE_BW_DOWN" => "PROBE_BW_CRUISE",
         "PROBE_BW_CRUISE" => "PROBE_BW_REFILL",
@@ -632,7 +405,7 @@ fn phases_cycle_down_cruise_refill_up_and_probes_come_every_63_rounds_on_a_small
     for a in ["PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP"] {
         assert!(seen.get(&(a, next(a))).copied().unwrap_or(0) >= 5, "{a} -> {}: {seen:?}", next(a));
     }
-    let waits = probe_waits(&p.labels);
+    let waits = probe_waits(&p.labels());
     assert!(waits.len() >= 5, "waits {waits:?}");
     // Measured (seed 3): 655 ms after DOWN (63-64 rounds of ~10.2 ms), 626 ms
     // after a PROBE_RTT (62 rounds); 2-3 s of wall clock never comes first.
@@ -664,9 +437,9 @@ fn on_a_large_bdp_probes_come_every_2_to_3_seconds_of_wall_clock() {
     // 10000 packets/s, 100 ms: BDP 1000 packets; 63 rounds would be 6.3 s.
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(4)), 100 * US, 100 * MS, 2000, 0.0, 1);
     p.run_until(20 * NS_PER_SEC);
-    let waits = probe_waits(&p.labels);
+    let waits = probe_waits(&p.labels());
     // Measured (seed 4): 2.70, 2.99, ... s.
-    assert!(waits.len() >= 4, "waits {waits:?} in {:?}", p.labels);
+    assert!(waits.len() >= 4, "waits {waits:?} in {:?}", p.labels());
     for w in waits {
         // Drawn in [2, 3) s; seen on the first ACK after it (one packet every 100 us).
         assert!((2 * NS_PER_SEC..=3 * NS_PER_SEC + MS).contains(&w), "probe after {w} ns");
@@ -844,7 +617,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
 fn probe_rtt_in_a_pipe_comes_every_5_seconds_at_half_the_bdp() {
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(5)), 100 * US, RTT, 1000, 0.0, 1);
     p.run_until(16 * NS_PER_SEC);
-    let entries: Vec<Nanos> = p.labels.iter().filter(|(_, l)| *l == "PROBE_RTT").map(|&(t, _)| t).collect();
+    let entries: Vec<Nanos> = p.labels().iter().filter(|(_, l)| *l == "PROBE_RTT").map(|&(t, _)| t).collect();
     assert!(entries.len() >= 2, "PROBE_RTT at {entries:?}");
     for w in entries.windows(2) {
         let gap = w[1] - w[0];
@@ -852,10 +625,10 @@ fn probe_rtt_in_a_pipe_comes_every_5_seconds_at_half_the_bdp() {
     }
     // BDP = 10000 packets/s * 10.1 ms = 101: PROBE_RTT's cwnd is about 51, never 4.
     let in_rtt: Vec<u32> = p
-        .cwnds
+        .trace
         .iter()
-        .filter(|&&(t, _)| entries.iter().any(|&e| t >= e + 50 * MS && t < e + 200 * MS))
-        .map(|&(_, c)| c)
+        .filter(|s| entries.iter().any(|&e| s.t >= e + 50 * MS && s.t < e + 200 * MS))
+        .map(|s| s.cwnd)
         .collect();
     assert!(!in_rtt.is_empty());
     assert!(in_rtt.iter().all(|&c| (45..=55).contains(&c)), "cwnd in PROBE_RTT {in_rtt:?}");
