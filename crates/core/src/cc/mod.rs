@@ -39,6 +39,8 @@ pub mod reno;
 pub mod vegas;
 pub mod westwood;
 #[cfg(test)]
+mod test_drive;
+#[cfg(test)]
 mod test_pipe;
 
 /// Linux `enum tcp_ca_state`.

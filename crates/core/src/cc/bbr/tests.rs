@@ -1,6 +1,7 @@
 //! Tests for BBR v1. Two kinds:
-//! - [`Drive`]: hand-made ACKs with chosen rate samples, for exact values of
-//!   single decisions (numbers worked out from the kernel formulas in comments);
+//! - [`Drive`] (`cc/test_drive.rs`, shared with v3's tests): hand-made ACKs
+//!   with chosen rate samples, for exact values of single decisions (numbers
+//!   worked out from the kernel formulas in comments);
 //! - [`Pipe`] (`cc/test_pipe.rs`, shared with v3's tests): a closed-loop ACK
 //!   clock (fixed-rate FIFO bottleneck, fixed base RTT, one ACK per packet,
 //!   tcp_rate.c bookkeeping, a Recovery episode per loss), for behaviour over
@@ -14,6 +15,7 @@ use crate::time::{Nanos, NS_PER_SEC};
 fn jiffy(n: u32) -> u32 {
     INITIAL_JIFFIES.wrapping_add(n)
 }
+use crate::cc::test_drive::{self, Ack};
 use crate::cc::test_pipe::{Pipe, Policer};
 use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window};
 
@@ -27,38 +29,13 @@ const BW_10K_PPS: u64 = 167_772;
 // Hand-made ACKs
 // ---------------------------------------------------------------------------
 
-/// Feeds BBR one ACK at a time; `delivered` is the socket's running total.
-struct Drive {
-    b: Bbr,
-    w: Window,
-    now: Nanos,
-    delivered: u64,
-    lost: u64,
-    ca_state: CaState,
-    /// `tp->tcp_wstamp_ns` the ACKs see (0: nothing waits for a pacing slot).
-    wstamp: Nanos,
-}
+/// [`test_drive::Drive`] (shared with v3's tests) on BBR v1, its ACKs seeing a 10 ms srtt.
+type Drive = test_drive::Drive<Bbr>;
 
 impl Drive {
     /// A connection established at t = 0 with no RTT sample yet.
     fn new(seed: u64) -> Drive {
-        let mut b = Bbr::with_seed(seed);
-        let mut w = Window::default();
-        b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, delivered: 0, lost: 0, ca_state: CaState::Open, wstamp: 0 }
-    }
-
-    fn view(&self, inflight: u32) -> ConnView {
-        ConnView {
-            delivered: self.delivered,
-            lost: self.lost,
-            packets_in_flight: inflight,
-            srtt: RTT,
-            min_rtt: RTT,
-            ca_state: self.ca_state,
-            wstamp: self.wstamp,
-            ..ConnView::at(self.now)
-        }
+        Drive::start(Bbr::with_seed(seed), RTT)
     }
 
     /// One ACK at `at` delivering `acked` packets; the sample says `rs_delivered`
@@ -76,37 +53,8 @@ impl Drive {
         losses: u32,
         app_limited: bool,
     ) {
-        self.now = at;
-        let prior_in_flight = inflight + acked + losses;
-        self.delivered += acked as u64;
-        self.lost += losses as u64;
-        let rs = RateSample {
-            prior_mstamp: 0,
-            prior_delivered,
-            delivered: rs_delivered,
-            interval: interval as i64,
-            rtt: rtt as i64,
-            losses,
-            acked_sacked: acked,
-            prior_in_flight,
-            is_app_limited: app_limited,
-            ..RateSample::default()
-        };
-        let c = self.view(inflight);
-        self.b.cong_control(&c, &rs, &mut self.w);
-    }
-
-    /// An ACK that ends a round: 100 packets per 10 ms unless `d` says otherwise.
-    fn round(&mut self, at: Nanos, d: u64, inflight: u32) {
-        let prior = self.delivered;
-        self.ack_full(at, 1, prior, d as i64, RTT, RTT, inflight, 0, false);
-        self.delivered += d - 1; // the rest of the round was acked by ACKs we skip
-    }
-
-    /// An ACK inside a round (no round start), sample 100 packets / 10 ms.
-    fn mid(&mut self, at: Nanos, inflight: u32) {
-        let prior = self.b.core.next_rtt_delivered.saturating_sub(1);
-        self.ack_full(at, 1, prior, 100, RTT, RTT, inflight, 0, false);
+        let a = Ack { acked, prior_delivered, rs_delivered, interval, inflight, losses, ce: 0 };
+        self.ack_sample(at, a, rtt, app_limited);
     }
 
     /// Four rounds of 100 packets / 10 ms: STARTUP sees no growth for three

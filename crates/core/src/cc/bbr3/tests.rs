@@ -1,6 +1,7 @@
 //! Tests for BBRv3. As for v1 (`bbr/tests.rs`):
-//! - [`Drive`]: hand-made ACKs, for exact values of single decisions
-//!   (numbers worked out from the kernel formulas in comments);
+//! - [`Drive`] (`cc/test_drive.rs`, shared with v1's tests): hand-made ACKs,
+//!   for exact values of single decisions (numbers worked out from the kernel
+//!   formulas in comments);
 //! - [`Pipe`] (`cc/test_pipe.rs`, shared with v1's tests): a closed-loop ACK
 //!   clock over a FIFO bottleneck with a finite buffer and seeded random loss
 //!   (one ACK per packet, tcp_rate.c bookkeeping, RACK-like loss detection, a
@@ -16,8 +17,9 @@ fn jiffy(n: u32) -> u32 {
     INITIAL_JIFFIES.wrapping_add(n)
 }
 use crate::cc::bbr::Bbr;
+use crate::cc::test_drive::{self, Ack};
 use crate::cc::test_pipe::Pipe;
-use crate::cc::{CaState, CongestionControl, ConnView, LostSkb, RateSample, Window};
+use crate::cc::{CaState, CongestionControl, LostSkb};
 
 const US: Nanos = 1_000;
 const MS: Nanos = 1_000_000;
@@ -27,133 +29,13 @@ const RTT: Nanos = 10 * MS;
 // Hand-made ACKs
 // ---------------------------------------------------------------------------
 
-struct Drive {
-    b: Bbr3,
-    w: Window,
-    now: Nanos,
-    rtt: Nanos,
-    delivered: u64,
-    delivered_ce: u64,
-    lost: u64,
-    ca_state: CaState,
-    /// (delivered, lost) at every change of lost, oldest first: what the
-    /// sender's segments would have recorded as `tx.lost` when sent.
-    lost_log: Vec<(u64, u64)>,
-    /// `tp->tcp_wstamp_ns` the ACKs see (0: nothing waits for a pacing slot).
-    wstamp: Nanos,
-}
-
-/// One ACK: `acked` packets delivered, a sample of `rs_delivered` packets over
-/// `interval` for a packet sent when `prior_delivered` had been delivered.
-#[derive(Clone, Copy)]
-struct Ack {
-    acked: u32,
-    prior_delivered: u64,
-    rs_delivered: i64,
-    interval: Nanos,
-    inflight: u32,
-    losses: u32,
-    ce: u32,
-}
+/// [`test_drive::Drive`] (shared with v1's tests) on BBRv3.
+type Drive = test_drive::Drive<Bbr3>;
 
 impl Drive {
+    /// A connection established at t = 0 with no RTT sample yet; the ACKs see `rtt`.
     fn new(seed: u64, rtt: Nanos) -> Drive {
-        let mut b = Bbr3::with_seed(seed);
-        let mut w = Window::default();
-        b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open, lost_log: vec![(0, 0)], wstamp: 0 }
-    }
-
-    /// Record the current (delivered, lost) if lost changed.
-    fn log_lost(&mut self) {
-        if self.lost_log.last().is_none_or(|&(_, l)| l != self.lost) {
-            self.lost_log.push((self.delivered, self.lost));
-        }
-    }
-
-    /// `tp->lost` when a packet sent at `prior_delivered` left (its `tx.lost`).
-    fn lost_when_sent(&self, prior_delivered: u64) -> u64 {
-        let i = self.lost_log.iter().rposition(|&(d, _)| d <= prior_delivered).unwrap_or(0);
-        self.lost_log[i].1
-    }
-
-    fn view(&self, inflight: u32) -> ConnView {
-        ConnView {
-            delivered: self.delivered,
-            delivered_ce: self.delivered_ce,
-            lost: self.lost,
-            packets_in_flight: inflight,
-            srtt: self.rtt,
-            min_rtt: self.rtt,
-            ca_state: self.ca_state,
-            wstamp: self.wstamp,
-            ..ConnView::at(self.now)
-        }
-    }
-
-    fn ack(&mut self, at: Nanos, a: Ack) {
-        self.now = at;
-        self.delivered += a.acked as u64;
-        self.delivered_ce += a.ce as u64;
-        let lost_before = self.lost;
-        self.lost += a.losses as u64;
-        self.log_lost();
-        // The acked packet's send state: what was in flight then has been
-        // delivered or marked lost since; the lost packets were sent with it.
-        let tx_lost = self.lost_when_sent(a.prior_delivered);
-        let lost = (self.lost - tx_lost) as u32;
-        let tx_in_flight = if a.rs_delivered >= 0 { a.rs_delivered as u32 + lost } else { 0 };
-        for k in 1..=a.losses as u64 {
-            let skb = LostSkb {
-                tx_in_flight,
-                lost: (lost_before + k - tx_lost) as u32,
-                is_app_limited: false,
-                has_tx_state: true,
-                pcount: 1,
-            };
-            let c = ConnView { lost: lost_before + k, ..self.view(a.inflight) };
-            let w = self.w;
-            self.b.skb_marked_lost(&c, &skb, &w);
-        }
-        let rs = RateSample {
-            prior_mstamp: 1,
-            prior_delivered: a.prior_delivered,
-            delivered: a.rs_delivered,
-            interval: a.interval as i64,
-            rtt: self.rtt as i64,
-            losses: a.losses,
-            acked_sacked: a.acked,
-            prior_in_flight: a.inflight + a.acked + a.losses,
-            delivered_ce: a.ce as i64,
-            tx_in_flight,
-            prior_lost: tx_lost,
-            lost,
-            ..RateSample::default()
-        };
-        let c = self.view(a.inflight);
-        self.b.cong_control(&c, &rs, &mut self.w);
-    }
-
-    /// An ACK that ends a round: `d` packets over one RTT.
-    fn round(&mut self, at: Nanos, d: u64, inflight: u32) {
-        let prior = self.delivered;
-        let a = Ack {
-            acked: 1,
-            prior_delivered: prior,
-            rs_delivered: d as i64,
-            interval: self.rtt,
-            inflight,
-            losses: 0,
-            ce: 0,
-        };
-        self.ack(at, a);
-        self.delivered += d - 1;
-    }
-
-    /// An ACK inside the current round: sample 100 packets / RTT.
-    fn mid(&mut self, at: Nanos, inflight: u32) {
-        let prior = self.b.core.next_rtt_delivered.saturating_sub(1);
-        self.ack(at, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: self.rtt, inflight, losses: 0, ce: 0 });
+        Drive::start(Bbr3::with_seed(seed), rtt)
     }
 
     /// Four rounds of 100 packets per RTT: STARTUP sees no growth for three
