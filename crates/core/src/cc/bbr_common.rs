@@ -473,13 +473,15 @@ impl BbrCore {
 }
 
 /// A BBR version as the steps v1 and v3 write alike see it: its [`BbrCore`],
-/// and the few helpers each version writes its own way (`bbr_bw`, the pacing
-/// rate's arithmetic, `bbr_tso_segs_goal`, `bbr_check_probe_rtt_done`). The
-/// provided methods are those steps: the telemetry getters,
-/// `bbr_init_pacing_rate_from_rtt`, `bbr_set_pacing_rate`,
-/// `bbr_packets_in_net_at_edt` and `bbr_cwnd_event`'s `CA_EVENT_TX_START`
-/// branch, line for line the same in Linux 6.18's `tcp_bbr.c` and the v3
-/// tree's.
+/// and the few helpers each version writes its own way (the required items:
+/// STARTUP's pacing gain, `bbr_bw`, the pacing rate's arithmetic,
+/// `bbr_tso_segs_goal`, `bbr_bdp`'s value before an RTT sample,
+/// `bbr_quantization_budget`, `bbr_check_probe_rtt_done`). The provided
+/// methods are those steps, line for line the same in Linux 6.18's
+/// `tcp_bbr.c` and the v3 tree's: the telemetry getters,
+/// `bbr_init_pacing_rate_from_rtt`, `bbr_set_pacing_rate`, `bbr_bdp`,
+/// `bbr_inflight`, `bbr_packets_in_net_at_edt`, the PROBE_RTT hold of
+/// `bbr_update_min_rtt`, and `bbr_cwnd_event`'s `CA_EVENT_TX_START` branch.
 pub trait BbrVersion {
     /// STARTUP's pacing gain, 1/256: the gain of `bbr_init_pacing_rate_from_rtt`
     /// (v1 `bbr_high_gain` 739, v3 `startup_pacing_gain` 710).
