@@ -1,8 +1,12 @@
 //! What BBR v1 and BBRv3 share: the fixed-point units, the arithmetic that
 //! turns a bandwidth estimate into a pacing rate and a BDP, the ACK-aggregation
-//! estimator ([`AckAggregation`]), PROBE_RTT's hold ([`ProbeRttHold`]), and
-//! the socket fields a control behind this crate's boundary must rebuild from
-//! [`ConnView`] ([`SocketMirror`]).
+//! estimator ([`AckAggregation`]), PROBE_RTT's hold ([`ProbeRttHold`]), the
+//! socket fields a control behind this crate's boundary must rebuild from
+//! [`ConnView`] ([`SocketMirror`]), the `struct bbr` fields both versions
+//! hold ([`BbrCore`]), and the steps both kernels write line for line alike,
+//! around each version's own helpers ([`BbrVersion`]: the pacing rate,
+//! `bbr_bdp`/`bbr_inflight`, `bbr_packets_in_net_at_edt`, PROBE_RTT's entry
+//! and hold, restart from idle, the telemetry getters).
 //!
 //! Source: Linux v6.x `net/ipv4/tcp_bbr.c` (v1: `BW_SCALE`, `BBR_SCALE`,
 //! `bbr_rate_bytes_per_sec`, `bbr_bdp`, `bbr_init_pacing_rate_from_rtt`)
@@ -44,9 +48,9 @@
 //! - [`EXTRA_ACKED_MAX_US`] = 100 000 µs: the allowance is at most 100 ms
 //!   worth of the bandwidth estimate.
 
-use super::{CaState, ConnView};
-use crate::kernel::{after, msecs_to_jiffies};
-use crate::time::{to_us, Nanos};
+use super::{CaState, ConnView, RateSample, Window};
+use crate::kernel::{after, jiffies32, msecs_to_jiffies};
+use crate::time::{to_us, Nanos, NS_PER_US};
 
 /// Bandwidth fixed point: bw is in packets per µs, shifted left by this.
 pub const BW_SCALE: u32 = 24;
@@ -371,6 +375,266 @@ impl SocketMirror {
     }
 }
 
+/// The `struct bbr` fields v1 and v3 both hold, with the same meaning and
+/// width (v3's struct starts with v1's; what it adds, and the fields whose
+/// type differs between the two, `bw`/`bw_hi`, `full_bw` and `cycle_idx`,
+/// stay in each version's own struct), plus the socket fields a control
+/// here rebuilds ([`SocketMirror`]). Each version holds one as `core` and
+/// implements [`BbrVersion`] for the steps both kernels write alike.
+#[derive(Debug, Clone)]
+pub struct BbrCore {
+    /// Min RTT in the 10 s window, µs; `u32::MAX` (`~0U`) before any sample.
+    pub min_rtt_us: u32,
+    /// When `min_rtt_us` was taken, jiffies.
+    pub min_rtt_stamp: u32,
+    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
+    pub probe_rtt: ProbeRttHold,
+    /// `delivered` at which the next round starts.
+    pub next_rtt_delivered: u64,
+    /// Start of the current PROBE_BW phase, µs.
+    pub cycle_mstamp: u64,
+    /// The state machine's mode.
+    pub mode: Mode,
+    /// CA state seen on the previous ACK.
+    pub prev_ca_state: CaState,
+    /// This ACK starts a new round.
+    pub round_start: bool,
+    /// Restarting from idle (until data is acked).
+    pub idle_restart: bool,
+    /// Current gains, 1/256 (0 before the first ACK, as in the kernel).
+    pub pacing_gain: u32,
+    pub cwnd_gain: u32,
+    /// STARTUP found the pipe full.
+    pub full_bw_reached: bool,
+    /// Rounds without 25 % bw growth.
+    pub full_bw_cnt: u32,
+    /// `bbr_init_pacing_rate_from_rtt` used a real srtt.
+    pub has_seen_rtt: bool,
+    /// cwnd before recovery or PROBE_RTT cut it, packets.
+    pub prior_cwnd: u32,
+    /// ACK aggregation: epoch, excess per bucket ([`AckAggregation`]).
+    pub ack: AckAggregation,
+    /// `tp->delivered_mstamp`, `mss_cache`, PROBE_RTT's app-limited mark.
+    pub sock: SocketMirror,
+}
+
+impl Default for BbrCore {
+    fn default() -> Self {
+        BbrCore {
+            min_rtt_us: u32::MAX,
+            min_rtt_stamp: 0,
+            probe_rtt: ProbeRttHold::default(),
+            next_rtt_delivered: 0,
+            cycle_mstamp: 0,
+            mode: Mode::Startup,
+            prev_ca_state: CaState::Open,
+            round_start: false,
+            idle_restart: false,
+            pacing_gain: 0,
+            cwnd_gain: 0,
+            full_bw_reached: false,
+            full_bw_cnt: 0,
+            has_seen_rtt: false,
+            prior_cwnd: 0,
+            ack: AckAggregation::default(),
+            sock: SocketMirror::default(),
+        }
+    }
+}
+
+impl BbrCore {
+    /// `bbr_save_cwnd` ([`saved_cwnd`]): keep `cwnd` as the last good one.
+    pub fn save_cwnd(&mut self, cwnd: u32) {
+        self.prior_cwnd = saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
+    }
+    /// `bbr_update_min_rtt`'s entry to PROBE_RTT: once the window that asks
+    /// for it has `expired` (v1: min_rtt's 10 s; v3: probe_rtt_min's 5 s), not
+    /// while restarting from idle: note the cwnd to restore, restart the hold.
+    /// True if PROBE_RTT was entered (v3 then also marks its ACK phase and
+    /// starts a round).
+    pub fn enter_probe_rtt(&mut self, expired: bool, cwnd: u32) -> bool {
+        if PROBE_RTT_MODE_MS > 0 && expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.mode = Mode::ProbeRtt; // dip to drain the queue
+            self.save_cwnd(cwnd);
+            self.probe_rtt.reset();
+            return true;
+        }
+        false
+    }
+    /// `bbr_update_ack_aggregation`'s test that the rate sample is valid, then
+    /// [`AckAggregation::update`] with this ACK's round start; `win_rtts` and
+    /// `bw` are the version's.
+    pub fn update_ack_aggregation(&mut self, rs: &RateSample, win_rtts: u32, bw: u64, cwnd: u32) {
+        if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval / NS_PER_US as i64 <= 0 {
+            return;
+        }
+        self.ack.update(self.round_start, win_rtts, bw, self.sock.delivered_mstamp, rs.acked_sacked, cwnd);
+    }
+}
+
+/// A BBR version as the steps v1 and v3 write alike see it: its [`BbrCore`],
+/// and the few helpers each version writes its own way (the required items:
+/// STARTUP's pacing gain, `bbr_bw`, the pacing rate's arithmetic,
+/// `bbr_tso_segs_goal`, `bbr_bdp`'s value before an RTT sample,
+/// `bbr_quantization_budget`, `bbr_check_probe_rtt_done`). The provided
+/// methods are those steps, line for line the same in Linux 6.18's
+/// `tcp_bbr.c` and the v3 tree's: the telemetry getters,
+/// `bbr_init_pacing_rate_from_rtt`, `bbr_set_pacing_rate`, `bbr_bdp`,
+/// `bbr_inflight`, `bbr_packets_in_net_at_edt`, the PROBE_RTT hold of
+/// `bbr_update_min_rtt`, and `bbr_cwnd_event`'s `CA_EVENT_TX_START` branch.
+pub trait BbrVersion {
+    /// STARTUP's pacing gain, 1/256: the gain of `bbr_init_pacing_rate_from_rtt`
+    /// (v1 `bbr_high_gain` 739, v3 `startup_pacing_gain` 710).
+    const STARTUP_PACING_GAIN: u32;
+    /// The shared `struct bbr` fields.
+    fn core(&self) -> &BbrCore;
+    fn core_mut(&mut self) -> &mut BbrCore;
+    /// `bbr_bw`: the bandwidth estimate, packets/µs << 24 (v1: the long-term
+    /// bw while policed, else the max filter; v3: min(max_bw, bw_lo)).
+    fn model_bw(&self) -> u64;
+    /// `bbr_bw_to_pacing_rate`: `bw` at `gain`, bytes/s (v1's
+    /// `bbr_rate_bytes_per_sec`; v3's floors at 1 and takes the margin as an
+    /// argument; no `sk_max_pacing_rate` cap in either: unlimited).
+    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64;
+    /// `bbr_tso_segs_goal`, segments (v3 adds a min_rtt-based allowance).
+    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32;
+    /// What `bbr_bdp` returns before any RTT sample, packets (v1
+    /// `TCP_INIT_CWND`, 10; v3 `bbr->init_cwnd`, the cwnd at `bbr_init`).
+    fn no_rtt_bdp(&self) -> u32;
+    /// `bbr_quantization_budget`: a target cwnd with room for the TSO bursts
+    /// (v1 adds 3 bursts and rounds up to even; v3 takes the max with 3
+    /// bursts and the 4-packet floor; both +2 in the probing phase).
+    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32;
+    /// `bbr_check_probe_rtt_done` (v1: back to the 10 s window and
+    /// `bbr_reset_mode`; v3: the 5 s window and `bbr_exit_probe_rtt`).
+    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window);
+
+    // ---------- telemetry (tests, `ss -i`-like readers) ----------
+
+    /// Current state.
+    fn mode(&self) -> Mode {
+        self.core().mode
+    }
+    /// min_rtt estimate in ns (µs resolution, like the kernel); u64::MAX if none.
+    fn min_rtt_ns(&self) -> u64 {
+        match self.core().min_rtt_us {
+            u32::MAX => u64::MAX,
+            us => us as u64 * NS_PER_US,
+        }
+    }
+    /// Current pacing gain (1.0 = pace at the estimate); 0 before the first ACK.
+    fn pacing_gain(&self) -> f64 {
+        self.core().pacing_gain as f64 / BBR_UNIT as f64
+    }
+    /// Current cwnd gain (a multiple of the BDP); 0 before the first ACK.
+    fn cwnd_gain(&self) -> f64 {
+        self.core().cwnd_gain as f64 / BBR_UNIT as f64
+    }
+    /// Whether STARTUP has found the pipe full.
+    fn full_bw_reached(&self) -> bool {
+        self.core().full_bw_reached
+    }
+
+    // ---------- the steps both kernels write alike ----------
+
+    /// `bbr_init_pacing_rate_from_rtt`: STARTUP's gain times cwnd over srtt
+    /// (over 1 ms before any RTT sample).
+    fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
+        if c.srtt != 0 {
+            self.core_mut().has_seen_rtt = true;
+        }
+        let bw = init_bw(w.cwnd, c.srtt);
+        w.pacing_rate = self.bw_to_pacing_rate(bw, Self::STARTUP_PACING_GAIN);
+    }
+
+    /// `bbr_set_pacing_rate`: never lower the rate before the pipe is full.
+    fn set_pacing_rate(&mut self, c: &ConnView, bw: u64, gain: u32, w: &mut Window) {
+        let rate = self.bw_to_pacing_rate(bw, gain);
+        if !self.core().has_seen_rtt && c.srtt != 0 {
+            self.init_pacing_rate_from_rtt(c, w);
+        }
+        if self.core().full_bw_reached || rate > w.pacing_rate {
+            w.pacing_rate = rate;
+        }
+    }
+
+    /// `bbr_bdp`: ceil(bw · min_rtt · gain), packets ([`bdp`]), kept in the
+    /// kernel's u32; [`BbrVersion::no_rtt_bdp`] before any RTT sample.
+    fn bdp(&self, bw: u64, gain: u32) -> u32 {
+        match self.core().min_rtt_us {
+            u32::MAX => self.no_rtt_bdp(),
+            min_rtt_us => bdp(bw, min_rtt_us, gain) as u32,
+        }
+    }
+
+    /// `bbr_inflight`: the BDP at `gain` with the quantization budget, packets.
+    fn inflight(&self, c: &ConnView, w: &Window, bw: u64, gain: u32) -> u32 {
+        let bdp = self.bdp(bw, gain);
+        self.quantization_budget(c, w, bdp)
+    }
+
+    /// `bbr_packets_in_net_at_edt`: what will still be in the network when
+    /// the next skb leaves at its earliest departure time (EDT,
+    /// `tp->tcp_wstamp_ns`): in flight now (plus, when raising inflight, the
+    /// TSO burst about to leave), less what the path delivers at `bbr_bw`
+    /// until then. The product is taken in 128 bits (v1's bw is a u64 here;
+    /// the kernel's u32 · u64 wraps only past 2^32 µs of EDT wait) and cut to
+    /// the kernel's u32.
+    fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
+        let edt = c.wstamp.max(c.now);
+        let interval_us = (edt - c.now) / NS_PER_US;
+        let interval_delivered = ((self.model_bw() as u128 * interval_us as u128) >> BW_SCALE) as u32;
+        let mut inflight_at_edt = inflight_now;
+        if self.core().pacing_gain > BBR_UNIT {
+            inflight_at_edt += self.tso_segs_goal(c, w); // include the EDT skb
+        }
+        if interval_delivered >= inflight_at_edt {
+            return 0;
+        }
+        inflight_at_edt - interval_delivered
+    }
+
+    /// The rest of `bbr_update_min_rtt`: in PROBE_RTT, hold the flight at
+    /// `hold_inflight` (v1 4 packets, v3 `bbr_probe_rtt_cwnd()`) for max(200
+    /// ms, one round) ([`ProbeRttHold`]), then check whether it is over;
+    /// an ACK of new data ends a restart from idle.
+    fn hold_probe_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window, hold_inflight: u32) {
+        let core = self.core_mut();
+        if core.mode == Mode::ProbeRtt {
+            let now_j = jiffies32(c.now);
+            match core.probe_rtt.on_ack(&mut core.sock, c, now_j, hold_inflight, core.round_start) {
+                ProbeRttStep::Started => core.next_rtt_delivered = c.delivered,
+                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
+                ProbeRttStep::Holding => {}
+            }
+        }
+        if rs.delivered > 0 {
+            self.core_mut().idle_restart = false;
+        }
+    }
+
+    /// `bbr_cwnd_event`'s `CA_EVENT_TX_START`: restarting from idle while
+    /// app-limited, a new aggregation epoch; no need to go faster than the
+    /// estimate in PROBE_BW, and PROBE_RTT may be over.
+    fn restart_from_idle(&mut self, c: &ConnView, w: &mut Window) {
+        let core = self.core_mut();
+        if !core.sock.app_limited(c) {
+            return;
+        }
+        core.idle_restart = true;
+        core.ack.restart_epoch(to_us(c.now));
+        let mode = core.mode;
+        match mode {
+            Mode::ProbeBw => {
+                let bw = self.model_bw();
+                self.set_pacing_rate(c, bw, BBR_UNIT, w);
+            }
+            Mode::ProbeRtt => self.check_probe_rtt_done(c, w),
+            Mode::Startup | Mode::Drain => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,6 +719,22 @@ mod tests {
         assert_eq!(saved_cwnd(50, 20, CaState::Recovery, Mode::ProbeBw), 50, "recovery cut it: keep the larger");
         assert_eq!(saved_cwnd(50, 20, CaState::Open, Mode::ProbeRtt), 50, "PROBE_RTT cut it");
         assert_eq!(saved_cwnd(10, 20, CaState::Loss, Mode::Startup), 20);
+    }
+
+    #[test]
+    fn probe_rtt_is_entered_once_its_window_expired_but_not_while_restarting_from_idle() {
+        let mut core = BbrCore { mode: Mode::ProbeBw, prior_cwnd: 7, ..BbrCore::default() };
+        assert!(!core.enter_probe_rtt(false, 100), "the window has not expired");
+        core.idle_restart = true;
+        assert!(!core.enter_probe_rtt(true, 100), "restarting from idle: the flight is low anyway");
+        assert_eq!((core.mode, core.prior_cwnd), (Mode::ProbeBw, 7));
+        core.idle_restart = false;
+        assert!(core.enter_probe_rtt(true, 100));
+        assert_eq!((core.mode, core.prior_cwnd), (Mode::ProbeRtt, 100), "the cwnd to restore is saved");
+        assert_eq!(core.probe_rtt, ProbeRttHold::default());
+        // Already in PROBE_RTT (its cwnd cut to 4): not entered again, the saved cwnd kept.
+        assert!(!core.enter_probe_rtt(true, 4));
+        assert_eq!(core.prior_cwnd, 100);
     }
 
     #[test]

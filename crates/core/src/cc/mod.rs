@@ -38,6 +38,10 @@ pub mod newreno;
 pub mod reno;
 pub mod vegas;
 pub mod westwood;
+#[cfg(test)]
+mod test_drive;
+#[cfg(test)]
+mod test_pipe;
 
 /// Linux `enum tcp_ca_state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

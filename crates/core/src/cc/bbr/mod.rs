@@ -6,9 +6,15 @@
 //! Paper: Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM
 //! Queue 14(5), 2016. Every step below is named after the kernel function it
 //! follows, and the arithmetic is the kernel's (integers, µs, fixed point), so
-//! the same inputs give the same cwnd and pacing rate bit for bit. The
-//! fixed-point units and the rate/BDP arithmetic that v3 repeats unchanged
-//! are [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
+//! the same inputs give the same cwnd and pacing rate bit for bit. What v3
+//! repeats unchanged is [`super::bbr_common`]'s: the fixed-point units and
+//! the rate/BDP arithmetic, the `struct bbr` fields both hold
+//! ([`BbrCore`]), and the steps both kernels write alike ([`BbrVersion`]'s
+//! provided methods: pacing, `bbr_bdp`/`bbr_inflight`,
+//! `bbr_packets_in_net_at_edt`, PROBE_RTT's entry and hold, restart from
+//! idle, the telemetry getters), which call this file's own helpers
+//! (`bbr_bw`, `bbr_tso_segs_goal`, `bbr_quantization_budget`,
+//! `bbr_check_probe_rtt_done`); jiffies are [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -98,7 +104,7 @@
 //! - The kernel fix "tcp_bbr: fix u32 wrap bug in round logic if bbr_init()
 //!   called after 2B packets" is followed: init starts the round at `delivered`.
 
-use super::bbr_common::{self, AckAggregation, ProbeRttHold, ProbeRttStep, SocketMirror, EXTRA_ACKED_GAIN, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT, PROBE_RTT_MODE_MS};
+use super::bbr_common::{self, BbrCore, BbrVersion, EXTRA_ACKED_GAIN, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, RateSample, Window, INFINITE_SSTHRESH, INIT_CWND};
 use crate::filter::MaxFilter;
 use crate::kernel::{after, jiffies32, HZ};
@@ -161,7 +167,9 @@ const RNG_STREAM: u64 = 0xBB_0001;
 /// `enum bbr_mode` ([`super::bbr_common`]).
 pub use super::bbr_common::Mode;
 
-/// BBR v1 state (Linux `struct bbr`), plus the few socket fields it rebuilds.
+/// BBR v1 state (Linux `struct bbr`): the fields v3 shares ([`BbrCore`]:
+/// min_rtt, PROBE_RTT's hold, rounds, mode, gains, saved cwnd, ACK
+/// aggregation, the socket fields rebuilt from [`ConnView`]) and v1's own.
 #[derive(Debug, Clone)]
 pub struct Bbr {
     // --- configuration ---
@@ -169,29 +177,14 @@ pub struct Bbr {
     rng: Rng,
 
     // --- struct bbr ---
-    /// Min RTT in the 10 s window, µs; u32::MAX before any sample.
-    min_rtt_us: u32,
-    /// When min_rtt_us was taken, jiffies.
-    min_rtt_stamp: u32,
-    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
-    probe_rtt: ProbeRttHold,
+    /// The fields v1 and v3 share ([`BbrCore`]).
+    core: BbrCore,
     /// Max delivery rate over the last 10 rounds, packets/µs << 24.
     bw: MaxFilter,
     /// Packet-timed rounds elapsed.
     rtt_cnt: u64,
-    /// `delivered` at which the next round starts.
-    next_rtt_delivered: u64,
-    /// Start of the current gain-cycle phase, µs.
-    cycle_mstamp: u64,
-    mode: Mode,
-    /// CA state seen on the previous ACK.
-    prev_ca_state: CaState,
     /// In the first round of recovery: send one packet per packet acked.
     packet_conservation: bool,
-    /// This ACK starts a new round.
-    round_start: bool,
-    /// Restarting from idle (until data is acked).
-    idle_restart: bool,
     /// Long-term sampling running.
     lt_is_sampling: bool,
     /// Rounds in the current long-term interval.
@@ -204,27 +197,10 @@ pub struct Bbr {
     lt_last_delivered: u64,
     lt_last_stamp: u32,
     lt_last_lost: u64,
-    /// Current gains, 1/256.
-    pacing_gain: u32,
-    cwnd_gain: u32,
-    /// STARTUP found the pipe full.
-    full_bw_reached: bool,
-    /// Rounds without 25% bw growth.
-    full_bw_cnt: u32,
     /// Phase in PACING_GAIN_CYCLE.
     cycle_idx: usize,
-    /// init_pacing_rate_from_rtt used a real srtt.
-    has_seen_rtt: bool,
-    /// cwnd before recovery or PROBE_RTT cut it, packets.
-    prior_cwnd: u32,
     /// bw at the last 25% growth in STARTUP.
     full_bw: u64,
-    /// ACK aggregation: epoch, excess per bucket ([`AckAggregation`]).
-    ack: AckAggregation,
-
-    // --- socket fields rebuilt from ConnView (see module docs) ---
-    /// `tp->delivered_mstamp`, `mss_cache`, PROBE_RTT's app-limited mark.
-    sock: SocketMirror,
 }
 
 impl Default for Bbr {
@@ -245,18 +221,10 @@ impl Bbr {
         Bbr {
             seed,
             rng: rng::stream(seed, RNG_STREAM),
-            min_rtt_us: u32::MAX,
-            min_rtt_stamp: 0,
-            probe_rtt: ProbeRttHold::default(),
+            core: BbrCore::default(),
             bw: MaxFilter::default(),
             rtt_cnt: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
             packet_conservation: false,
-            round_start: false,
-            idle_restart: false,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -264,16 +232,8 @@ impl Bbr {
             lt_last_delivered: 0,
             lt_last_stamp: 0,
             lt_last_lost: 0,
-            pacing_gain: 0,
-            cwnd_gain: 0,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
             cycle_idx: 0,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
             full_bw: 0,
-            ack: AckAggregation::default(),
-            sock: SocketMirror::default(),
         }
     }
 
@@ -282,40 +242,16 @@ impl Bbr {
         self.seed
     }
 
-    // ---------- read-only accessors (telemetry, tests) ----------
+    // ---------- read-only accessors (telemetry, tests; the shared ones are [`BbrVersion`]'s) ----------
 
-    /// Current state.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
     /// Bandwidth estimate in bytes/s (as `ss -i` / `tcp_bbr_info` report it):
     /// the long-term bw if policing is suspected, else the max filter.
     pub fn bw(&self) -> u64 {
-        ((self.bbr_bw() as u128 * self.sock.mss as u128 * 1_000_000) >> BW_SCALE) as u64
+        ((self.bbr_bw() as u128 * self.core.sock.mss as u128 * 1_000_000) >> BW_SCALE) as u64
     }
     /// Bandwidth estimate in the kernel's unit, packets/µs << 24.
     pub fn bw_raw(&self) -> u64 {
         self.bbr_bw()
-    }
-    /// min_rtt estimate in ns (µs resolution, like the kernel); u64::MAX if none.
-    pub fn min_rtt_ns(&self) -> u64 {
-        if self.min_rtt_us == u32::MAX {
-            u64::MAX
-        } else {
-            self.min_rtt_us as u64 * NS_PER_US
-        }
-    }
-    /// Current pacing gain (1.0 = pace at the estimate). 0 before the first ACK, as in the kernel.
-    pub fn pacing_gain(&self) -> f64 {
-        self.pacing_gain as f64 / BBR_UNIT as f64
-    }
-    /// Current cwnd gain (multiple of the BDP). 0 before the first ACK.
-    pub fn cwnd_gain(&self) -> f64 {
-        self.cwnd_gain as f64 / BBR_UNIT as f64
-    }
-    /// Whether STARTUP has found the pipe full.
-    pub fn full_bw_reached(&self) -> bool {
-        self.full_bw_reached
     }
     /// Whether the long-term (policed) bandwidth is in use.
     pub fn lt_use_bw(&self) -> bool {
@@ -346,31 +282,6 @@ impl Bbr {
     }
     // ---------- pacing ----------
 
-    /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap: unlimited).
-    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
-        rate_bytes_per_sec(self.sock.mss, bw, gain)
-    }
-
-    /// `bbr_init_pacing_rate_from_rtt`: high_gain * cwnd / srtt (1 ms if no srtt).
-    fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        if c.srtt != 0 {
-            self.has_seen_rtt = true;
-        }
-        let bw = bbr_common::init_bw(w.cwnd, c.srtt);
-        w.pacing_rate = self.bw_to_pacing_rate(bw, HIGH_GAIN);
-    }
-
-    /// `bbr_set_pacing_rate`: never lower the rate before the pipe is full.
-    fn set_pacing_rate(&mut self, c: &ConnView, bw: u64, gain: u32, w: &mut Window) {
-        let rate = self.bw_to_pacing_rate(bw, gain);
-        if !self.has_seen_rtt && c.srtt != 0 {
-            self.init_pacing_rate_from_rtt(c, w);
-        }
-        if self.full_bw_reached || rate > w.pacing_rate {
-            w.pacing_rate = rate;
-        }
-    }
-
     /// `bbr_min_tso_segs`: 1 segment per burst below 1.2 Mbit/s, else 2.
     fn min_tso_segs_at(pacing_rate: u64) -> u32 {
         if pacing_rate < MIN_TSO_RATE >> 3 {
@@ -380,75 +291,21 @@ impl Bbr {
         }
     }
 
-    /// `bbr_tso_segs_goal`: segments per TSO burst, ~1/2^pacing_shift s of data.
-    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
-        let bytes = (w.pacing_rate >> c.pacing_shift.min(63)).min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        let segs = ((bytes / self.sock.mss as u64) as u32).max(Self::min_tso_segs_at(w.pacing_rate));
-        segs.min(0x7F)
-    }
-
     // ---------- cwnd ----------
-
-    /// `bbr_save_cwnd`: remember the last good cwnd (for recovery and PROBE_RTT).
-    fn save_cwnd(&mut self, cwnd: u32) {
-        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
-    }
-
-    /// `bbr_bdp`: ceil(bw * min_rtt * gain), packets; INIT_CWND before any RTT.
-    fn bdp(&self, bw: u64, gain: u32) -> u32 {
-        if self.min_rtt_us == u32::MAX {
-            return INIT_CWND;
-        }
-        bbr_common::bdp(bw, self.min_rtt_us, gain) as u32
-    }
-
-    /// `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
-    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd + 3 * self.tso_segs_goal(c, w);
-        cwnd = (cwnd + 1) & !1u32;
-        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
-            cwnd += 2;
-        }
-        cwnd
-    }
-
-    /// `bbr_inflight`: BDP times gain plus the quantization budget.
-    fn inflight(&self, c: &ConnView, w: &Window, bw: u64, gain: u32) -> u32 {
-        let bdp = self.bdp(bw, gain);
-        self.quantization_budget(c, w, bdp)
-    }
-
-    /// `bbr_packets_in_net_at_edt`: what will still be in the network when
-    /// the next skb leaves at its earliest departure time (EDT,
-    /// `tp->tcp_wstamp_ns`): in flight now, less what the path delivers at
-    /// `bw` until then; the probing phases count the TSO burst about to leave.
-    fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
-        let edt = c.wstamp.max(c.now);
-        let interval_us = (edt - c.now) / NS_PER_US;
-        let interval_delivered = ((self.bbr_bw() as u128 * interval_us as u128) >> BW_SCALE) as u32 as u64; // u32 in the kernel
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(c, w);
-        }
-        if interval_delivered >= inflight_at_edt as u64 {
-            return 0;
-        }
-        inflight_at_edt - interval_delivered as u32
-    }
 
     /// `bbr_ack_aggregation_cwnd`: extra cwnd for ACK aggregation, once the pipe is full.
     fn ack_aggregation_cwnd(&self) -> u32 {
-        if EXTRA_ACKED_GAIN == 0 || !self.full_bw_reached {
+        if EXTRA_ACKED_GAIN == 0 || !self.core.full_bw_reached {
             return 0;
         }
-        self.ack.cwnd(self.bbr_bw())
+        self.core.ack.cwnd(self.bbr_bw())
     }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; packet conservation
     /// in the first round of recovery; restore the saved cwnd when it ends.
     /// Returns (conserving, cwnd).
     fn set_cwnd_to_recover_or_restore(&mut self, c: &ConnView, rs: &RateSample, acked: u32, w: &Window) -> (bool, u32) {
-        let prev_state = self.prev_ca_state;
+        let prev_state = self.core.prev_ca_state;
         let state = c.ca_state;
         let mut cwnd = w.cwnd;
 
@@ -459,14 +316,14 @@ impl Bbr {
         if state == CaState::Recovery && prev_state != CaState::Recovery {
             // First round of recovery: conserve packets, and start the round now.
             self.packet_conservation = true;
-            self.next_rtt_delivered = c.delivered;
+            self.core.next_rtt_delivered = c.delivered;
             cwnd = c.packets_in_flight + acked;
         } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
             // Recovery is over: give back the cwnd we had before it.
-            cwnd = cwnd.max(self.prior_cwnd);
+            cwnd = cwnd.max(self.core.prior_cwnd);
             self.packet_conservation = false;
         }
-        self.prev_ca_state = state;
+        self.core.prev_ca_state = state;
 
         if self.packet_conservation {
             return (true, cwnd.max(c.packets_in_flight + acked));
@@ -484,7 +341,7 @@ impl Bbr {
                 let mut target = self.bdp(bw, gain);
                 target += self.ack_aggregation_cwnd();
                 target = self.quantization_budget(c, w, target);
-                if self.full_bw_reached {
+                if self.core.full_bw_reached {
                     cwnd = (cwnd + acked).min(target); // only cut cwnd once the pipe was filled
                 } else if cwnd < target || c.delivered < INIT_CWND as u64 {
                     cwnd += acked;
@@ -493,7 +350,7 @@ impl Bbr {
             }
         }
         w.cwnd = cwnd.min(w.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
+        if self.core.mode == Mode::ProbeRtt {
             w.cwnd = w.cwnd.min(CWND_MIN_TARGET);
         }
     }
@@ -502,16 +359,16 @@ impl Bbr {
 
     /// `bbr_is_next_cycle_phase`.
     fn is_next_cycle_phase(&self, c: &ConnView, rs: &RateSample, w: &Window) -> bool {
-        let is_full_length = self.sock.delivered_mstamp.saturating_sub(self.cycle_mstamp) > self.min_rtt_us as u64;
+        let is_full_length = self.core.sock.delivered_mstamp.saturating_sub(self.core.cycle_mstamp) > self.core.min_rtt_us as u64;
         // Gain 1.0 phases just last one min_rtt.
-        if self.pacing_gain == BBR_UNIT {
+        if self.core.pacing_gain == BBR_UNIT {
             return is_full_length;
         }
         let inflight = self.packets_in_net_at_edt(c, w, rs.prior_in_flight);
         let bw = self.max_bw();
         // Probing (5/4) goes on until inflight reaches 5/4 BDP, unless packets are lost.
-        if self.pacing_gain > BBR_UNIT {
-            return is_full_length && (rs.losses > 0 || inflight >= self.inflight(c, w, bw, self.pacing_gain));
+        if self.core.pacing_gain > BBR_UNIT {
+            return is_full_length && (rs.losses > 0 || inflight >= self.inflight(c, w, bw, self.core.pacing_gain));
         }
         // Draining (3/4) stops early once inflight is down to one BDP.
         is_full_length || inflight <= self.inflight(c, w, bw, BBR_UNIT)
@@ -520,19 +377,19 @@ impl Bbr {
     /// `bbr_advance_cycle_phase`.
     fn advance_cycle_phase(&mut self) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = self.sock.delivered_mstamp;
+        self.core.cycle_mstamp = self.core.sock.delivered_mstamp;
     }
 
     /// `bbr_update_cycle_phase`.
     fn update_cycle_phase(&mut self, c: &ConnView, rs: &RateSample, w: &Window) {
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(c, rs, w) {
+        if self.core.mode == Mode::ProbeBw && self.is_next_cycle_phase(c, rs, w) {
             self.advance_cycle_phase();
         }
     }
 
     /// `bbr_reset_probe_bw_mode`: enter PROBE_BW in a random phase other than 3/4.
     fn reset_probe_bw_mode(&mut self) {
-        self.mode = Mode::ProbeBw;
+        self.core.mode = Mode::ProbeBw;
         let r: u32 = self.rng.gen_range(0..CYCLE_RAND);
         self.cycle_idx = CYCLE_LEN - 1 - r as usize;
         self.advance_cycle_phase();
@@ -540,8 +397,8 @@ impl Bbr {
 
     /// `bbr_reset_mode`.
     fn reset_mode(&mut self) {
-        if !self.full_bw_reached {
-            self.mode = Mode::Startup;
+        if !self.core.full_bw_reached {
+            self.core.mode = Mode::Startup;
         } else {
             self.reset_probe_bw_mode();
         }
@@ -551,7 +408,7 @@ impl Bbr {
 
     /// `bbr_reset_lt_bw_sampling_interval`.
     fn reset_lt_bw_sampling_interval(&mut self, c: &ConnView) {
-        self.lt_last_stamp = (self.sock.delivered_mstamp / 1000) as u32;
+        self.lt_last_stamp = (self.core.sock.delivered_mstamp / 1000) as u32;
         self.lt_last_delivered = c.delivered;
         self.lt_last_lost = c.lost;
         self.lt_rtt_cnt = 0;
@@ -570,11 +427,11 @@ impl Bbr {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
-                || rate_bytes_per_sec(self.sock.mss, diff, BBR_UNIT) <= LT_BW_DIFF
+                || rate_bytes_per_sec(self.core.sock.mss, diff, BBR_UNIT) <= LT_BW_DIFF
             {
                 self.lt_bw = (bw + self.lt_bw) >> 1; // average of the two intervals
                 self.lt_use_bw = true;
-                self.pacing_gain = BBR_UNIT; // stop probing into the policer
+                self.core.pacing_gain = BBR_UNIT; // stop probing into the policer
                 self.lt_rtt_cnt = 0;
                 return;
             }
@@ -587,7 +444,7 @@ impl Bbr {
     fn lt_bw_sampling(&mut self, c: &ConnView, rs: &RateSample) {
         if self.lt_use_bw {
             // Policed: after 48 rounds, forget lt_bw and probe again.
-            if self.mode == Mode::ProbeBw && self.round_start {
+            if self.core.mode == Mode::ProbeBw && self.core.round_start {
                 self.lt_rtt_cnt += 1;
                 if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
                     self.reset_lt_bw_sampling(c);
@@ -609,7 +466,7 @@ impl Bbr {
             self.reset_lt_bw_sampling(c);
             return;
         }
-        if self.round_start {
+        if self.core.round_start {
             self.lt_rtt_cnt += 1;
         }
         if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
@@ -628,7 +485,7 @@ impl Bbr {
         if delivered == 0 || (lost << BBR_SCALE) < LT_LOSS_THRESH * delivered {
             return;
         }
-        let t = ((self.sock.delivered_mstamp / 1000) as u32).wrapping_sub(self.lt_last_stamp);
+        let t = ((self.core.sock.delivered_mstamp / 1000) as u32).wrapping_sub(self.lt_last_stamp);
         if (t as i32) < 1 {
             return; // shorter than 1 ms: wait
         }
@@ -645,15 +502,15 @@ impl Bbr {
 
     /// `bbr_update_bw`: count rounds, feed the max filter.
     fn update_bw(&mut self, c: &ConnView, rs: &RateSample) {
-        self.round_start = false;
+        self.core.round_start = false;
         let interval_us = rs.interval / NS_PER_US as i64;
         if rs.delivered < 0 || interval_us <= 0 {
             return; // not a valid sample
         }
-        if rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = c.delivered;
+        if rs.prior_delivered >= self.core.next_rtt_delivered {
+            self.core.next_rtt_delivered = c.delivered;
             self.rtt_cnt += 1;
-            self.round_start = true;
+            self.core.round_start = true;
             self.packet_conservation = false;
         }
         self.lt_bw_sampling(c, rs);
@@ -667,92 +524,62 @@ impl Bbr {
 
     /// `bbr_update_ack_aggregation`: how much more than bw * elapsed got acked.
     fn update_ack_aggregation(&mut self, rs: &RateSample, w: &Window) {
-        let interval_us = rs.interval / NS_PER_US as i64;
-        if EXTRA_ACKED_GAIN == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || interval_us <= 0 {
-            return;
-        }
-        self.ack.update(self.round_start, EXTRA_ACKED_WIN_RTTS, self.bbr_bw(), self.sock.delivered_mstamp, rs.acked_sacked, w.cwnd);
+        let bw = self.bbr_bw();
+        self.core.update_ack_aggregation(rs, EXTRA_ACKED_WIN_RTTS, bw, w.cwnd);
     }
 
     /// `bbr_check_full_bw_reached`: 3 rounds without 25% growth = pipe full.
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
+        if self.core.full_bw_reached || !self.core.round_start || rs.is_app_limited {
             return;
         }
         let bw_thresh = (self.full_bw * FULL_BW_THRESH) >> BBR_SCALE;
         if self.max_bw() >= bw_thresh {
             self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
+            self.core.full_bw_cnt = 0;
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
+        self.core.full_bw_cnt += 1;
+        self.core.full_bw_reached = self.core.full_bw_cnt >= FULL_BW_CNT;
     }
 
     /// `bbr_check_drain`: STARTUP -> DRAIN -> PROBE_BW.
     fn check_drain(&mut self, c: &ConnView, w: &mut Window) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
+        if self.core.mode == Mode::Startup && self.core.full_bw_reached {
+            self.core.mode = Mode::Drain;
             w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
         }
-        if self.mode == Mode::Drain
+        if self.core.mode == Mode::Drain
             && self.packets_in_net_at_edt(c, w, c.packets_in_flight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
         {
             self.reset_probe_bw_mode(); // queue estimated drained
         }
     }
 
-    /// `bbr_check_probe_rtt_done`: 200 ms and a round at 4 packets are over.
-    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
-        let now_j = jiffies32(c.now);
-        if !self.probe_rtt.is_over(now_j) {
-            return;
-        }
-        self.min_rtt_stamp = now_j; // next PROBE_RTT in 10 s at the earliest
-        w.cwnd = w.cwnd.max(self.prior_cwnd);
-        self.reset_mode();
-    }
-
     /// `bbr_update_min_rtt`: the 10 s min filter and PROBE_RTT.
     fn update_min_rtt(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
         let now_j = jiffies32(c.now);
         let win = MIN_RTT_WIN_SEC.wrapping_mul(HZ);
-        let filter_expired = after(now_j, self.min_rtt_stamp.wrapping_add(win));
+        let filter_expired = after(now_j, self.core.min_rtt_stamp.wrapping_add(win));
         let rtt_us: i64 = if rs.rtt < 0 { -1 } else { rs.rtt / NS_PER_US as i64 };
         // `<`, not `<=`, since Linux 5.10 (1b9e2a8c99a5, "tcp: only postpone PROBE_RTT if RTT is < current min_rtt
         // estimate"): an equal sample (retransmissions' ms-granular timestamp RTTs) no longer postpones PROBE_RTT
-        if rtt_us >= 0 && (rtt_us < self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
-            self.min_rtt_us = rtt_us.min(u32::MAX as i64) as u32;
-            self.min_rtt_stamp = now_j;
+        if rtt_us >= 0 && (rtt_us < self.core.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed)) {
+            self.core.min_rtt_us = rtt_us.min(u32::MAX as i64) as u32;
+            self.core.min_rtt_stamp = now_j;
         }
 
-        if PROBE_RTT_MODE_MS > 0 && filter_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt; // dip to drain the queue
-            self.save_cwnd(w.cwnd);
-            self.probe_rtt.reset();
-        }
-
-        if self.mode == Mode::ProbeRtt {
-            // ProbeRttHold: the samples ahead are app-limited; hold 4 packets for max(200 ms, one round).
-            let hold_inflight = CWND_MIN_TARGET;
-            match self.probe_rtt.on_ack(&mut self.sock, c, now_j, hold_inflight, self.round_start) {
-                ProbeRttStep::Started => self.next_rtt_delivered = c.delivered,
-                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
-                ProbeRttStep::Holding => {}
-            }
-        }
-        // Idle restart ends once new data is acked.
-        if rs.delivered > 0 {
-            self.idle_restart = false;
-        }
+        self.core.enter_probe_rtt(filter_expired, w.cwnd);
+        // ProbeRttHold: the samples ahead are app-limited; hold 4 packets for max(200 ms, one round).
+        self.hold_probe_rtt(c, rs, w, CWND_MIN_TARGET);
     }
 
     /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v1's STARTUP is
     /// 2.89 for both, PROBE_BW the cycle's phase (1 while policed) and cwnd 2.
     fn update_gains(&mut self) {
         let probe_bw_pacing = if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN_CYCLE[self.cycle_idx] };
-        (self.pacing_gain, self.cwnd_gain) =
-            bbr_common::mode_gains(self.mode, (HIGH_GAIN, HIGH_GAIN), DRAIN_GAIN, (probe_bw_pacing, CWND_GAIN));
+        (self.core.pacing_gain, self.core.cwnd_gain) =
+            bbr_common::mode_gains(self.core.mode, (HIGH_GAIN, HIGH_GAIN), DRAIN_GAIN, (probe_bw_pacing, CWND_GAIN));
     }
 
     /// `bbr_update_model`.
@@ -767,6 +594,52 @@ impl Bbr {
     }
 }
 
+/// The steps v1 shares with v3 ([`BbrVersion`]), with v1's own helpers.
+impl BbrVersion for Bbr {
+    const STARTUP_PACING_GAIN: u32 = HIGH_GAIN;
+    fn core(&self) -> &BbrCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut BbrCore {
+        &mut self.core
+    }
+    fn model_bw(&self) -> u64 {
+        self.bbr_bw()
+    }
+    fn no_rtt_bdp(&self) -> u32 {
+        INIT_CWND
+    }
+    /// `bbr_quantization_budget`: room for 3 TSO bursts, even, +2 when probing.
+    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd + 3 * self.tso_segs_goal(c, w);
+        cwnd = (cwnd + 1) & !1u32;
+        if self.core.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+            cwnd += 2;
+        }
+        cwnd
+    }
+    /// `bbr_bw_to_pacing_rate` (no `sk_max_pacing_rate` cap: unlimited).
+    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
+        rate_bytes_per_sec(self.core.sock.mss, bw, gain)
+    }
+    /// `bbr_tso_segs_goal`: segments per TSO burst, ~1/2^pacing_shift s of data.
+    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
+        let bytes = (w.pacing_rate >> c.pacing_shift.min(63)).min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
+        let segs = ((bytes / self.core.sock.mss as u64) as u32).max(Self::min_tso_segs_at(w.pacing_rate));
+        segs.min(0x7F)
+    }
+    /// `bbr_check_probe_rtt_done`: 200 ms and a round at 4 packets are over.
+    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
+        let now_j = jiffies32(c.now);
+        if !self.core.probe_rtt.is_over(now_j) {
+            return;
+        }
+        self.core.min_rtt_stamp = now_j; // next PROBE_RTT in 10 s at the earliest
+        w.cwnd = w.cwnd.max(self.core.prior_cwnd);
+        self.reset_mode();
+    }
+}
+
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
@@ -774,43 +647,43 @@ impl CongestionControl for Bbr {
 
     /// `bbr_init`.
     fn init(&mut self, c: &ConnView, w: &mut Window) {
-        self.sock.start(c);
+        self.core.sock.start(c);
 
-        self.prior_cwnd = 0;
+        self.core.prior_cwnd = 0;
         w.ssthresh = INFINITE_SSTHRESH;
         self.rtt_cnt = 0;
-        self.next_rtt_delivered = c.delivered;
-        self.prev_ca_state = CaState::Open;
+        self.core.next_rtt_delivered = c.delivered;
+        self.core.prev_ca_state = CaState::Open;
         self.packet_conservation = false;
 
-        self.probe_rtt.clear();
-        self.min_rtt_us = if c.min_rtt == u64::MAX { u32::MAX } else { to_us(c.min_rtt).min(u32::MAX as u64) as u32 };
-        self.min_rtt_stamp = jiffies32(c.now);
+        self.core.probe_rtt.clear();
+        self.core.min_rtt_us = if c.min_rtt == u64::MAX { u32::MAX } else { to_us(c.min_rtt).min(u32::MAX as u64) as u32 };
+        self.core.min_rtt_stamp = jiffies32(c.now);
 
         self.bw.reset(self.rtt_cnt, 0);
 
-        self.has_seen_rtt = false;
+        self.core.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(c, w);
 
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
+        self.core.round_start = false;
+        self.core.idle_restart = false;
+        self.core.full_bw_reached = false;
         self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = 0;
+        self.core.full_bw_cnt = 0;
+        self.core.cycle_mstamp = 0;
         self.cycle_idx = 0;
         self.reset_lt_bw_sampling(c);
-        self.mode = Mode::Startup;
+        self.core.mode = Mode::Startup;
 
-        self.ack.reset(to_us(c.now));
+        self.core.ack.reset(to_us(c.now));
 
-        self.sock.clear_probe_rtt_app_limited();
+        self.core.sock.clear_probe_rtt_app_limited();
     }
 
     /// `bbr_ssthresh`: note cwnd for the end of recovery; ssthresh unchanged.
     fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.sock.observe(c);
-        self.save_cwnd(w.cwnd);
+        self.core.sock.observe(c);
+        self.core.save_cwnd(w.cwnd);
         w.ssthresh
     }
 
@@ -820,50 +693,42 @@ impl CongestionControl for Bbr {
 
     /// `bbr_main`.
     fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         let mut rs = *rs;
-        rs.is_app_limited |= self.sock.in_probe_rtt_bubble(rs.prior_delivered);
+        rs.is_app_limited |= self.core.sock.in_probe_rtt_bubble(rs.prior_delivered);
 
         self.update_model(c, &rs, w);
 
         let bw = self.bbr_bw();
-        self.set_pacing_rate(c, bw, self.pacing_gain, w);
-        self.set_cwnd(c, &rs, rs.acked_sacked, bw, self.cwnd_gain, w);
+        self.set_pacing_rate(c, bw, self.core.pacing_gain, w);
+        self.set_cwnd(c, &rs, rs.acked_sacked, bw, self.core.cwnd_gain, w);
     }
 
     /// `bbr_set_state`: an RTO ends the round and counts as a loss for the policer detector.
     fn set_state(&mut self, c: &ConnView, new_state: CaState, _w: &mut Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         if new_state == CaState::Loss {
             let rs = RateSample { losses: 1, delivered: 0, interval: 0, rtt: 0, ..RateSample::default() };
-            self.prev_ca_state = CaState::Loss;
+            self.core.prev_ca_state = CaState::Loss;
             self.full_bw = 0;
-            self.round_start = true;
+            self.core.round_start = true;
             self.lt_bw_sampling(c, &rs);
         }
     }
 
     /// `bbr_cwnd_event`: restarting from idle while app-limited.
     fn cwnd_event(&mut self, c: &ConnView, ev: CwndEvent, w: &mut Window) {
-        self.sock.observe(c);
-        if ev == CwndEvent::TxStart && self.sock.app_limited(c) {
-            self.idle_restart = true;
-            self.ack.restart_epoch(to_us(c.now));
-            // No need to go faster than the estimate after idle.
-            if self.mode == Mode::ProbeBw {
-                let bw = self.bbr_bw();
-                self.set_pacing_rate(c, bw, BBR_UNIT, w);
-            } else if self.mode == Mode::ProbeRtt {
-                self.check_probe_rtt_done(c, w);
-            }
+        self.core.sock.observe(c);
+        if ev == CwndEvent::TxStart {
+            self.restart_from_idle(c, w);
         }
     }
 
     /// `bbr_undo_cwnd`: a spurious loss; redo pipe-full detection and lt sampling.
     fn undo_cwnd(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.core.full_bw_cnt = 0;
         self.reset_lt_bw_sampling(c);
         w.cwnd
     }
@@ -877,6 +742,6 @@ impl CongestionControl for Bbr {
     }
 
     fn state_label(&self) -> &'static str {
-        self.mode.label()
+        self.core.mode.label()
     }
 }

@@ -162,9 +162,9 @@ impl Bbr3 {
     /// inflight_hi; cruising and PROBE_RTT keep the headroom; inflight_lo caps all.
     pub(super) fn bound_cwnd_for_inflight_model(&mut self, w: &mut Window) {
         let mut cap = UNSET;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
+        if self.core.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
             cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
+        } else if self.core.mode == Mode::ProbeRtt || (self.core.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
             cap = self.inflight_with_headroom();
         }
         cap = cap.min(self.inflight_lo);
@@ -174,7 +174,7 @@ impl Bbr3 {
 
     /// `bbr_target_inflight`: the BDP, unless congestion cut cwnd.
     pub(super) fn target_inflight(&self, c: &ConnView, w: &Window) -> u32 {
-        let bdp = self.inflight(c, w, self.bbr_bw(), BBR_UNIT);
+        let bdp = self.inflight(c, w, self.bbr_bw() as u64, BBR_UNIT);
         bdp.min(w.cwnd)
     }
 
@@ -187,7 +187,7 @@ impl Bbr3 {
             let floor = ((self.target_inflight(c, w) as u64 * (BBR_UNIT - BETA) as u64) >> BBR_SCALE) as u32;
             self.inflight_hi = tx_in_flight.max(floor);
         }
-        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+        if self.core.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
             self.start_bw_probe_down(c);
         }
     }
@@ -211,7 +211,7 @@ impl Bbr3 {
             self.bw_probe_up_acks -= delta * self.bw_probe_up_cnt;
             self.inflight_hi = self.inflight_hi.saturating_add(delta);
         }
-        if self.round_start {
+        if self.core.round_start {
             self.raise_inflight_hi_slope(w);
         }
     }
@@ -219,18 +219,18 @@ impl Bbr3 {
     /// `bbr_adapt_upper_bounds`: react to too-high probes, raise inflight_hi
     /// when a higher flight proved safe. Returns true if it changed the phase.
     pub(super) fn adapt_upper_bounds(&mut self, c: &ConnView, rs: &RateSample, ctx: &Ctx, w: &Window) -> bool {
-        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStarting && self.core.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
-        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStopping && self.core.round_start {
             // End of the samples from probing: forget the previous cycle's bw.
             self.bw_probe_samples = false;
             self.ack_phase = AckPhase::Init;
-            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
+            if self.core.mode == Mode::ProbeBw && !rs.is_app_limited {
                 self.advance_max_bw_filter();
             }
             // A probe that reached inflight_hi without trouble: probe again at once.
-            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
+            if self.core.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
                 self.start_bw_probe_refill(c, 0);
                 return true;
             }
@@ -246,7 +246,7 @@ impl Bbr3 {
             if ctx.tx_in_flight > self.inflight_hi {
                 self.inflight_hi = ctx.tx_in_flight; // a higher flight was safe
             }
-            if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            if self.core.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
                 self.probe_inflight_hi_upward(c, rs, w);
             }
         }

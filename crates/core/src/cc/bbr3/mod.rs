@@ -7,8 +7,16 @@
 //! kernel's (u32 fixed point, bw in packets/µs << 24, gains in 1/256, min_rtt
 //! and PROBE_RTT stamps in jiffies at HZ = 250). v1 is [`super::bbr`]; every
 //! step below is named after the v3 kernel function it follows. What v3
-//! repeats from v1 unchanged (fixed-point units, rate and BDP arithmetic) is
-//! [`super::bbr_common`]'s; jiffies are [`crate::kernel`]'s.
+//! repeats from v1 unchanged is [`super::bbr_common`]'s: fixed-point units,
+//! rate and BDP arithmetic, the `struct bbr` fields v1 and v3 both hold
+//! ([`BbrCore`]), and the steps written alike in both trees
+//! ([`BbrVersion`]'s provided methods: pacing, `bbr_bdp`/`bbr_inflight`,
+//! `bbr_packets_in_net_at_edt`, PROBE_RTT's entry and hold, restart from
+//! idle, the telemetry getters); v3's own helpers they call differ from v1's
+//! where v3 changed them (`bbr_bw`, `bbr_rate_bytes_per_sec` floored at 1,
+//! `bbr_tso_segs_goal`, `bbr_quantization_budget`, `bbr_check_probe_rtt_done`,
+//! `bbr_bdp`'s init_cwnd before an RTT sample). Jiffies are
+//! [`crate::kernel`]'s.
 //!
 //! # The model in a nutshell
 //!
@@ -118,7 +126,7 @@
 //! - PROBE_RTT's `tp->app_limited` mark is kept as an app-limited bubble of
 //!   delivered counts, as in [`super::bbr`].
 
-use super::bbr_common::{self, AckAggregation, ProbeRttHold, ProbeRttStep, SocketMirror, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT};
+use super::bbr_common::{self, BbrCore, BbrVersion, EXTRA_ACKED_WIN_RTTS, GSO_LEGACY_MAX_SIZE, MAX_TCP_HEADER, MIN_RTT_WIN_SEC, PACING_MARGIN_PERCENT};
 use super::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window, INFINITE_SSTHRESH};
 use crate::kernel::{after, jiffies32, msecs_to_jiffies, HZ};
 use crate::rng::{self, Rng, RngExt};
@@ -234,31 +242,15 @@ pub struct Bbr3 {
     ecn_enabled: bool,
 
     // --- v1 fields ---
-    min_rtt_us: u32,
-    min_rtt_stamp: u32,
-    /// PROBE_RTT's hold: when it may end, a round passed ([`ProbeRttHold`]).
-    probe_rtt: ProbeRttHold,
+    /// The fields v1 and v3 share ([`BbrCore`]).
+    core: BbrCore,
     probe_rtt_min_us: u32,
     probe_rtt_min_stamp: u32,
-    next_rtt_delivered: u64,
-    cycle_mstamp: u64,
-    mode: Mode,
-    prev_ca_state: CaState,
-    round_start: bool,
     ce_state: bool,
     bw_probe_up_rounds: u32,
-    idle_restart: bool,
     init_cwnd: u32,
-    pacing_gain: u32,
-    cwnd_gain: u32,
-    full_bw_reached: bool,
-    full_bw_cnt: u32,
     cycle_idx: Phase,
-    has_seen_rtt: bool,
-    prior_cwnd: u32,
     full_bw: u32,
-    /// ACK aggregation: epoch, excess per bucket ([`AckAggregation`]).
-    ack: AckAggregation,
 
     // --- v3 fields ---
     full_bw_now: bool,
@@ -292,9 +284,7 @@ pub struct Bbr3 {
     alpha_last_delivered: u64,
     alpha_last_delivered_ce: u64,
 
-    // --- socket fields rebuilt from ConnView (see module docs) ---
-    /// `tp->delivered_mstamp`, `mss_cache`, PROBE_RTT's app-limited mark.
-    sock: SocketMirror,
+    // --- socket fields rebuilt from ConnView (see module docs; the rest are [`BbrCore::sock`]) ---
     seen_delivered_ce: u64,
     ece_event: bool,
     /// CE marks have been seen: stands for the route's `ecn_low`.
@@ -320,29 +310,14 @@ impl Bbr3 {
             seed,
             rng: rng::stream(seed, RNG_STREAM),
             ecn_enabled: true,
-            min_rtt_us: UNSET,
-            min_rtt_stamp: 0,
-            probe_rtt: ProbeRttHold::default(),
+            core: BbrCore::default(),
             probe_rtt_min_us: UNSET,
             probe_rtt_min_stamp: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: 0,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
-            round_start: false,
             ce_state: false,
             bw_probe_up_rounds: 0,
-            idle_restart: false,
             init_cwnd: 10,
-            pacing_gain: 0,
-            cwnd_gain: 0,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
             cycle_idx: Phase::Up,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
             full_bw: 0,
-            ack: AckAggregation::default(),
             full_bw_now: false,
             startup_ecn_rounds: 0,
             loss_in_cycle: false,
@@ -373,7 +348,6 @@ impl Bbr3 {
             loss_events_in_round: 0,
             alpha_last_delivered: 0,
             alpha_last_delivered_ce: 0,
-            sock: SocketMirror::default(),
             seen_delivered_ce: 0,
             ece_event: false,
             ce_seen: false,
@@ -387,14 +361,11 @@ impl Bbr3 {
         self
     }
 
-    // ---------- accessors (telemetry, tests) ----------
+    // ---------- accessors (telemetry, tests; the shared ones are [`BbrVersion`]'s) ----------
 
     /// The seed of [`Bbr3::with_seed`].
     pub fn seed(&self) -> u64 {
         self.seed
-    }
-    pub fn mode(&self) -> Mode {
-        self.mode
     }
     /// PROBE_BW phase (meaningful in [`Mode::ProbeBw`]).
     pub fn phase(&self) -> Phase {
@@ -414,7 +385,7 @@ impl Bbr3 {
     }
     /// Bandwidth estimate in bytes/s (as `tcp_bbr_info`).
     pub fn bw(&self) -> u64 {
-        rate_bytes_per_sec(self.sock.mss, self.bbr_bw() as u64, BBR_UNIT, 0)
+        rate_bytes_per_sec(self.core.sock.mss, self.bbr_bw() as u64, BBR_UNIT, 0)
     }
     /// inflight_lo, packets; [`UNSET`] if not in use.
     pub fn inflight_lo(&self) -> u32 {
@@ -423,23 +394,6 @@ impl Bbr3 {
     /// inflight_hi, packets; [`UNSET`] until loss/ECN set it.
     pub fn inflight_hi(&self) -> u32 {
         self.inflight_hi
-    }
-    /// min_rtt in ns; u64::MAX if none.
-    pub fn min_rtt_ns(&self) -> u64 {
-        if self.min_rtt_us == UNSET {
-            u64::MAX
-        } else {
-            self.min_rtt_us as u64 * NS_PER_US
-        }
-    }
-    pub fn pacing_gain(&self) -> f64 {
-        self.pacing_gain as f64 / BBR_UNIT as f64
-    }
-    pub fn cwnd_gain(&self) -> f64 {
-        self.cwnd_gain as f64 / BBR_UNIT as f64
-    }
-    pub fn full_bw_reached(&self) -> bool {
-        self.full_bw_reached
     }
     /// ecn_alpha in 1/256.
     pub fn ecn_alpha_raw(&self) -> u32 {
@@ -450,7 +404,7 @@ impl Bbr3 {
     }
     /// Max extra acked over the aggregation window, packets.
     pub fn extra_acked(&self) -> u32 {
-        self.ack.extra_acked()
+        self.core.ack.extra_acked()
     }
     /// Wall-clock wait before the next probe, µs (drawn in DOWN).
     pub fn probe_wait_us(&self) -> u32 {
@@ -472,109 +426,26 @@ impl Bbr3 {
     fn bbr_bw(&self) -> u32 {
         self.max_bw().min(self.bw_lo)
     }
-    // ---------- pacing ----------
-
-    fn bw_to_pacing_rate(&self, bw: u32, gain: u32) -> u64 {
-        rate_bytes_per_sec(self.sock.mss, bw as u64, gain, PACING_MARGIN_PERCENT)
-    }
-
-    /// `bbr_init_pacing_rate_from_rtt`.
-    fn init_pacing_rate_from_rtt(&mut self, c: &ConnView, w: &mut Window) {
-        if c.srtt != 0 {
-            self.has_seen_rtt = true;
-        }
-        let bw = bbr_common::init_bw(w.cwnd, c.srtt).min(u32::MAX as u64) as u32;
-        w.pacing_rate = self.bw_to_pacing_rate(bw, STARTUP_PACING_GAIN);
-    }
-
-    /// `bbr_set_pacing_rate`.
-    fn set_pacing_rate(&mut self, c: &ConnView, bw: u32, gain: u32, w: &mut Window) {
-        let rate = self.bw_to_pacing_rate(bw, gain);
-        if !self.has_seen_rtt && c.srtt != 0 {
-            self.init_pacing_rate_from_rtt(c, w);
-        }
-        if self.full_bw_reached || rate > w.pacing_rate {
-            w.pacing_rate = rate;
-        }
-    }
-
-    /// `bbr_tso_segs_goal` (v3: bw- and min_rtt-based allowance).
-    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
-        let mut bytes = w.pacing_rate >> c.pacing_shift.min(63);
-        let r = self.min_rtt_us >> TSO_RTT_SHIFT;
-        if r < 32 {
-            bytes += GSO_LEGACY_MAX_SIZE >> r;
-        }
-        let bytes = bytes.min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        ((bytes / self.sock.mss as u64) as u32).max(MIN_TSO_SEGS)
-    }
-
     // ---------- cwnd ----------
-
-    /// `bbr_save_cwnd`.
-    fn save_cwnd(&mut self, cwnd: u32) {
-        self.prior_cwnd = bbr_common::saved_cwnd(self.prior_cwnd, cwnd, self.prev_ca_state, self.mode);
-    }
-
-    /// `bbr_bdp`: ceil(bw · min_rtt · gain); init_cwnd before any RTT.
-    fn bdp(&self, bw: u32, gain: u32) -> u32 {
-        if self.min_rtt_us == UNSET {
-            return self.init_cwnd;
-        }
-        bbr_common::bdp(bw as u64, self.min_rtt_us, gain).min(u32::MAX as u128) as u32
-    }
-
-    /// `bbr_quantization_budget` (v3: max with 3 TSO bursts and the floor; +2 in UP).
-    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32 {
-        let mut cwnd = cwnd.max(3 * self.tso_segs_goal(c, w));
-        cwnd = cwnd.max(CWND_MIN_TARGET);
-        if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
-            cwnd += 2;
-        }
-        cwnd
-    }
-
-    /// `bbr_inflight`.
-    fn inflight(&self, c: &ConnView, w: &Window, bw: u32, gain: u32) -> u32 {
-        let bdp = self.bdp(bw, gain);
-        self.quantization_budget(c, w, bdp)
-    }
-
-    /// `bbr_packets_in_net_at_edt`: in flight now plus, when raising
-    /// inflight, the skb about to leave, less what the path delivers at `bw`
-    /// until that skb's earliest departure time (`tp->tcp_wstamp_ns`).
-    fn packets_in_net_at_edt(&self, c: &ConnView, w: &Window, inflight_now: u32) -> u32 {
-        let edt = c.wstamp.max(c.now);
-        let interval_us = (edt - c.now) / NS_PER_US;
-        let interval_delivered = ((self.bbr_bw() as u64 * interval_us) >> BW_SCALE) as u32;
-        let mut inflight_at_edt = inflight_now;
-        if self.pacing_gain > BBR_UNIT {
-            inflight_at_edt += self.tso_segs_goal(c, w);
-        }
-        if interval_delivered >= inflight_at_edt {
-            return 0;
-        }
-        inflight_at_edt - interval_delivered
-    }
 
     /// `bbr_ack_aggregation_cwnd`.
     fn ack_aggregation_cwnd(&self) -> u32 {
-        self.ack.cwnd(self.bbr_bw() as u64)
+        self.core.ack.cwnd(self.bbr_bw() as u64)
     }
 
     /// `bbr_probe_rtt_cwnd`: max(4, BDP/2).
     fn probe_rtt_cwnd(&self) -> u32 {
-        CWND_MIN_TARGET.max(self.bdp(self.bbr_bw(), PROBE_RTT_CWND_GAIN))
+        CWND_MIN_TARGET.max(self.bdp(self.bbr_bw() as u64, PROBE_RTT_CWND_GAIN))
     }
 
     /// `bbr_set_cwnd` (v3: no packet conservation; the bounds do that job).
     fn set_cwnd(&mut self, c: &ConnView, acked: u32, bw: u32, gain: u32, w: &mut Window) {
         let mut cwnd = w.cwnd;
         if acked != 0 {
-            let mut target = self.bdp(bw, gain);
+            let mut target = self.bdp(bw as u64, gain);
             target += self.ack_aggregation_cwnd();
             target = self.quantization_budget(c, w, target);
-            if self.full_bw_reached {
+            if self.core.full_bw_reached {
                 cwnd = (cwnd + acked).min(target);
             } else if cwnd < target || cwnd < 2 * self.init_cwnd {
                 cwnd += acked;
@@ -582,7 +453,7 @@ impl Bbr3 {
             cwnd = cwnd.max(CWND_MIN_TARGET);
         }
         w.cwnd = cwnd.min(w.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
+        if self.core.mode == Mode::ProbeRtt {
             w.cwnd = w.cwnd.min(self.probe_rtt_cwnd());
         }
     }
@@ -591,10 +462,10 @@ impl Bbr3 {
 
     /// `bbr_update_round_start`.
     fn update_round_start(&mut self, c: &ConnView, rs: &RateSample) {
-        self.round_start = false;
-        if rs.interval / NS_PER_US as i64 > 0 && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = c.delivered;
-            self.round_start = true;
+        self.core.round_start = false;
+        if rs.interval / NS_PER_US as i64 > 0 && rs.prior_delivered >= self.core.next_rtt_delivered {
+            self.core.next_rtt_delivered = c.delivered;
+            self.core.round_start = true;
         }
     }
 
@@ -609,18 +480,16 @@ impl Bbr3 {
 
     /// `bbr_update_ack_aggregation` (window of 1 round before the pipe is full).
     fn update_ack_aggregation(&mut self, rs: &RateSample, w: &Window) {
-        if rs.acked_sacked == 0 || rs.delivered < 0 || rs.interval / NS_PER_US as i64 <= 0 {
-            return;
-        }
         // v3: one-round buckets until the pipe is full (v1: always 5 rounds)
-        let win_rtts = if self.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
-        self.ack.update(self.round_start, win_rtts, self.bbr_bw() as u64, self.sock.delivered_mstamp, rs.acked_sacked, w.cwnd);
+        let win_rtts = if self.core.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
+        let bw = self.bbr_bw() as u64;
+        self.core.update_ack_aggregation(rs, win_rtts, bw, w.cwnd);
     }
 
     /// `bbr_reset_full_bw`.
     fn reset_full_bw(&mut self) {
         self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.core.full_bw_cnt = 0;
         self.full_bw_now = false;
     }
 
@@ -635,49 +504,38 @@ impl Bbr3 {
             self.full_bw = ctx.sample_bw;
             return;
         }
-        if !self.round_start {
+        if !self.core.round_start {
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_now = self.full_bw_cnt >= FULL_BW_CNT;
-        self.full_bw_reached |= self.full_bw_now;
+        self.core.full_bw_cnt += 1;
+        self.full_bw_now = self.core.full_bw_cnt >= FULL_BW_CNT;
+        self.core.full_bw_reached |= self.full_bw_now;
     }
 
     /// `bbr_check_drain`.
     fn check_drain(&mut self, c: &ConnView, w: &mut Window) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
-            w.ssthresh = self.inflight(c, w, self.max_bw(), BBR_UNIT);
+        if self.core.mode == Mode::Startup && self.core.full_bw_reached {
+            self.core.mode = Mode::Drain;
+            w.ssthresh = self.inflight(c, w, self.max_bw() as u64, BBR_UNIT);
             self.reset_congestion_signals();
         }
-        if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(c, w, c.packets_in_flight) <= self.inflight(c, w, self.max_bw(), BBR_UNIT)
+        if self.core.mode == Mode::Drain
+            && self.packets_in_net_at_edt(c, w, c.packets_in_flight) <= self.inflight(c, w, self.max_bw() as u64, BBR_UNIT)
         {
-            self.mode = Mode::ProbeBw;
+            self.core.mode = Mode::ProbeBw;
             self.start_bw_probe_down(c);
         }
-    }
-
-    /// `bbr_check_probe_rtt_done`.
-    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
-        let now_j = jiffies32(c.now);
-        if !self.probe_rtt.is_over(now_j) {
-            return;
-        }
-        self.probe_rtt_min_stamp = now_j; // next PROBE_RTT in 5 s
-        w.cwnd = w.cwnd.max(self.prior_cwnd);
-        self.exit_probe_rtt(c);
     }
 
     /// `bbr_exit_probe_rtt`.
     fn exit_probe_rtt(&mut self, c: &ConnView) {
         self.reset_lower_bounds();
-        if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
+        if self.core.full_bw_reached {
+            self.core.mode = Mode::ProbeBw;
             self.start_bw_probe_down(c);
             self.start_bw_probe_cruise();
         } else {
-            self.mode = Mode::Startup;
+            self.core.mode = Mode::Startup;
         }
     }
 
@@ -691,33 +549,20 @@ impl Bbr3 {
             self.probe_rtt_min_us = rtt_us.min(u32::MAX as i64) as u32;
             self.probe_rtt_min_stamp = now_j;
         }
-        let expire = self.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(HZ));
+        let expire = self.core.min_rtt_stamp.wrapping_add(MIN_RTT_WIN_SEC.wrapping_mul(HZ));
         let min_rtt_expired = after(now_j, expire);
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        if self.probe_rtt_min_us <= self.core.min_rtt_us || min_rtt_expired {
+            self.core.min_rtt_us = self.probe_rtt_min_us;
+            self.core.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
 
-        if probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt; // dip, drain queue
-            self.save_cwnd(w.cwnd);
-            self.probe_rtt.reset();
+        if self.core.enter_probe_rtt(probe_rtt_expired, w.cwnd) {
             self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = c.delivered;
+            self.core.next_rtt_delivered = c.delivered;
         }
-
-        if self.mode == Mode::ProbeRtt {
-            // ProbeRttHold: the samples ahead are app-limited; hold max(4, BDP/2) for max(200 ms, one round).
-            let hold_inflight = self.probe_rtt_cwnd();
-            match self.probe_rtt.on_ack(&mut self.sock, c, now_j, hold_inflight, self.round_start) {
-                ProbeRttStep::Started => self.next_rtt_delivered = c.delivered,
-                ProbeRttStep::RoundDone => self.check_probe_rtt_done(c, w),
-                ProbeRttStep::Holding => {}
-            }
-        }
-        if rs.delivered > 0 {
-            self.idle_restart = false;
-        }
+        // ProbeRttHold: the samples ahead are app-limited; hold max(4, BDP/2) for max(200 ms, one round).
+        let hold_inflight = self.probe_rtt_cwnd();
+        self.hold_probe_rtt(c, rs, w, hold_inflight);
     }
 
     /// `bbr_update_gains` ([`bbr_common::mode_gains`]): v3's STARTUP paces
@@ -728,13 +573,13 @@ impl Bbr3 {
             probe_bw_cwnd += BBR_UNIT * BW_PROBE_CWND_GAIN / 4;
         }
         let probe_bw = (PACING_GAIN[self.cycle_idx as usize], probe_bw_cwnd);
-        (self.pacing_gain, self.cwnd_gain) =
-            bbr_common::mode_gains(self.mode, (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN), DRAIN_GAIN, probe_bw);
+        (self.core.pacing_gain, self.core.cwnd_gain) =
+            bbr_common::mode_gains(self.core.mode, (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN), DRAIN_GAIN, probe_bw);
     }
 
     /// `bbr_update_ecn_alpha`: once per round; returns the CE ratio (1/256) or None.
     fn update_ecn_alpha(&mut self, c: &ConnView, w: &Window) -> Option<u32> {
-        if !self.ecn_eligible && self.can_use_ecn() && self.min_rtt_us <= ECN_MAX_RTT_US {
+        if !self.ecn_eligible && self.can_use_ecn() && self.core.min_rtt_us <= ECN_MAX_RTT_US {
             self.ecn_eligible = true;
         }
         if !self.ecn_eligible {
@@ -757,7 +602,7 @@ impl Bbr3 {
 
     /// `bbr_check_ecn_too_high_in_startup`.
     fn check_ecn_too_high_in_startup(&mut self, c: &ConnView, w: &Window, ce_ratio: u32) {
-        if self.full_bw_reached || !self.ecn_eligible {
+        if self.core.full_bw_reached || !self.ecn_eligible {
             return;
         }
         if ce_ratio >= ECN_THRESH {
@@ -772,14 +617,14 @@ impl Bbr3 {
 
     /// `bbr_handle_queue_too_high_in_startup`: pipe full; inflight_hi = the BDP or last round's flight.
     fn handle_queue_too_high_in_startup(&mut self, c: &ConnView, w: &Window) {
-        self.full_bw_reached = true;
-        let bdp = self.inflight(c, w, self.max_bw(), BBR_UNIT);
+        self.core.full_bw_reached = true;
+        let bdp = self.inflight(c, w, self.max_bw() as u64, BBR_UNIT);
         self.inflight_hi = bdp.max(self.inflight_latest);
     }
 
     /// `bbr_check_loss_too_high_in_startup`.
     fn check_loss_too_high_in_startup(&mut self, c: &ConnView, rs: &RateSample, ctx: &Ctx, w: &Window) {
-        if self.full_bw_reached {
+        if self.core.full_bw_reached {
             return;
         }
         if rs.losses > 0 && self.loss_events_in_round < 0xf {
@@ -820,6 +665,59 @@ impl Bbr3 {
 
 }
 
+/// The steps v3 shares with v1 ([`BbrVersion`]), with v3's own helpers.
+impl BbrVersion for Bbr3 {
+    const STARTUP_PACING_GAIN: u32 = STARTUP_PACING_GAIN;
+    fn core(&self) -> &BbrCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut BbrCore {
+        &mut self.core
+    }
+    fn model_bw(&self) -> u64 {
+        self.bbr_bw() as u64
+    }
+    fn no_rtt_bdp(&self) -> u32 {
+        self.init_cwnd
+    }
+    /// `bbr_quantization_budget` (v3: max with 3 TSO bursts and the floor; +2 in UP).
+    fn quantization_budget(&self, c: &ConnView, w: &Window, cwnd: u32) -> u32 {
+        let mut cwnd = cwnd.max(3 * self.tso_segs_goal(c, w));
+        cwnd = cwnd.max(CWND_MIN_TARGET);
+        if self.core.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
+            cwnd += 2;
+        }
+        cwnd
+    }
+    /// `bbr_bw_to_pacing_rate`: v3's `bbr_rate_bytes_per_sec` (at least 1
+    /// B/s) of a u32 bw, as the kernel's parameter (a wider bw, only
+    /// `bbr_init_pacing_rate_from_rtt`'s cwnd/srtt, is clamped into it).
+    fn bw_to_pacing_rate(&self, bw: u64, gain: u32) -> u64 {
+        rate_bytes_per_sec(self.core.sock.mss, bw.min(u32::MAX as u64), gain, PACING_MARGIN_PERCENT)
+    }
+    /// `bbr_tso_segs_goal` (v3: a bw- and min_rtt-based allowance, at least
+    /// `sysctl_tcp_min_tso_segs`; v1: bw only, and 1 below 1.2 Mbit/s).
+    fn tso_segs_goal(&self, c: &ConnView, w: &Window) -> u32 {
+        let mut bytes = w.pacing_rate >> c.pacing_shift.min(63);
+        let r = self.core.min_rtt_us >> TSO_RTT_SHIFT;
+        if r < 32 {
+            bytes += GSO_LEGACY_MAX_SIZE >> r;
+        }
+        let bytes = bytes.min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
+        ((bytes / self.core.sock.mss as u64) as u32).max(MIN_TSO_SEGS)
+    }
+    /// `bbr_check_probe_rtt_done` (v3: the 5 s probe_rtt_min window restarts, then `bbr_exit_probe_rtt`).
+    fn check_probe_rtt_done(&mut self, c: &ConnView, w: &mut Window) {
+        let now_j = jiffies32(c.now);
+        if !self.core.probe_rtt.is_over(now_j) {
+            return;
+        }
+        self.probe_rtt_min_stamp = now_j; // next PROBE_RTT in 5 s
+        w.cwnd = w.cwnd.max(self.core.prior_cwnd);
+        self.exit_probe_rtt(c);
+    }
+}
+
 impl CongestionControl for Bbr3 {
     fn name(&self) -> &'static str {
         "bbr3"
@@ -829,29 +727,29 @@ impl CongestionControl for Bbr3 {
     fn init(&mut self, c: &ConnView, w: &mut Window) {
         let (seed, ecn) = (self.seed, self.ecn_enabled);
         *self = Bbr3::with_seed(seed).with_ecn(ecn);
-        self.sock.start(c);
+        self.core.sock.start(c);
         self.seen_delivered_ce = c.delivered_ce;
 
         self.init_cwnd = w.cwnd.min(0x7F);
-        self.prior_cwnd = c.prior_cwnd;
+        self.core.prior_cwnd = c.prior_cwnd;
         w.ssthresh = INFINITE_SSTHRESH;
-        self.next_rtt_delivered = c.delivered;
+        self.core.next_rtt_delivered = c.delivered;
         let min_rtt = if c.min_rtt == u64::MAX { UNSET } else { to_us(c.min_rtt).min(UNSET as u64) as u32 };
         let now_j = jiffies32(c.now);
         self.probe_rtt_min_us = min_rtt;
         self.probe_rtt_min_stamp = now_j;
-        self.min_rtt_us = min_rtt;
-        self.min_rtt_stamp = now_j;
+        self.core.min_rtt_us = min_rtt;
+        self.core.min_rtt_stamp = now_j;
         self.init_pacing_rate_from_rtt(c, w);
-        self.ack.reset(to_us(c.now));
+        self.core.ack.reset(to_us(c.now));
         // Start sampling ECN mark rate after the first full flight is acked.
         self.loss_round_delivered = c.delivered + 1;
     }
 
     /// `bbr_ssthresh`: save cwnd and the loss-adapted bounds for undo.
     fn ssthresh(&mut self, c: &ConnView, w: &Window) -> u32 {
-        self.sock.observe(c);
-        self.save_cwnd(w.cwnd);
+        self.core.sock.observe(c);
+        self.core.save_cwnd(w.cwnd);
         self.undo_bw_lo = self.bw_lo;
         self.undo_inflight_lo = self.inflight_lo;
         self.undo_inflight_hi = self.inflight_hi;
@@ -865,7 +763,7 @@ impl CongestionControl for Bbr3 {
     /// `bbr_skb_marked_lost`: while probing, a lost segment whose flight lost
     /// over 2 % sets inflight_hi where the loss rate crossed 2 %.
     fn skb_marked_lost(&mut self, c: &ConnView, skb: &LostSkb, w: &Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         self.note_loss(c);
         if !self.bw_probe_samples || !skb.has_tx_state {
             return; // not sent while probing; or SACKed, reneged, marked lost
@@ -885,9 +783,9 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_main`.
     fn cong_control(&mut self, c: &ConnView, rs: &RateSample, w: &mut Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         let mut rs = *rs;
-        rs.is_app_limited |= self.sock.in_probe_rtt_bubble(rs.prior_delivered);
+        rs.is_app_limited |= self.core.sock.in_probe_rtt_bubble(rs.prior_delivered);
         if c.delivered_ce > self.seen_delivered_ce {
             self.ce_seen = true;
         }
@@ -897,7 +795,7 @@ impl CongestionControl for Bbr3 {
         let mut ctx = Ctx { sample_bw: 0, tx_in_flight: rs.tx_in_flight, lost: rs.lost, is_ece };
 
         self.update_round_start(c, &rs);
-        if self.round_start {
+        if self.core.round_start {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xFF);
             self.update_ecn_alpha(c, w);
         }
@@ -909,44 +807,35 @@ impl CongestionControl for Bbr3 {
 
         self.update_gains();
         let bw = self.bbr_bw();
-        self.set_pacing_rate(c, bw, self.pacing_gain, w);
-        self.set_cwnd(c, rs.acked_sacked, bw, self.cwnd_gain, w);
+        self.set_pacing_rate(c, bw as u64, self.core.pacing_gain, w);
+        self.set_cwnd(c, rs.acked_sacked, bw, self.core.cwnd_gain, w);
         self.bound_cwnd_for_inflight_model(w);
 
         self.advance_latest_delivery_signals(&rs, &ctx);
-        self.prev_ca_state = c.ca_state;
+        self.core.prev_ca_state = c.ca_state;
         self.loss_in_cycle |= ctx.lost > 0;
         self.ecn_in_cycle |= rs.delivered_ce > 0;
     }
 
     /// `bbr_set_state`.
     fn set_state(&mut self, c: &ConnView, new_state: CaState, w: &mut Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         if new_state == CaState::Loss {
-            self.prev_ca_state = CaState::Loss;
+            self.core.prev_ca_state = CaState::Loss;
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == UNSET {
-                self.inflight_lo = w.cwnd.max(self.prior_cwnd);
+                self.inflight_lo = w.cwnd.max(self.core.prior_cwnd);
             }
-        } else if self.prev_ca_state == CaState::Loss {
-            w.cwnd = w.cwnd.max(self.prior_cwnd); // bbr_exit_loss_recovery
+        } else if self.core.prev_ca_state == CaState::Loss {
+            w.cwnd = w.cwnd.max(self.core.prior_cwnd); // bbr_exit_loss_recovery
         }
     }
 
     /// `bbr_cwnd_event`.
     fn cwnd_event(&mut self, c: &ConnView, ev: CwndEvent, w: &mut Window) {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         match ev {
-            CwndEvent::TxStart if self.sock.app_limited(c) => {
-                self.idle_restart = true;
-                self.ack.restart_epoch(to_us(c.now));
-                if self.mode == Mode::ProbeBw {
-                    let bw = self.bbr_bw();
-                    self.set_pacing_rate(c, bw, BBR_UNIT, w);
-                } else if self.mode == Mode::ProbeRtt {
-                    self.check_probe_rtt_done(c, w);
-                }
-            }
+            CwndEvent::TxStart => self.restart_from_idle(c, w),
             CwndEvent::EcnIsCe | CwndEvent::EcnNoCe if self.ecn_enabled => {
                 let ce = ev == CwndEvent::EcnIsCe;
                 self.ce_state = ce;
@@ -961,13 +850,13 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_undo_cwnd`: a spurious loss; restore the bounds saved in ssthresh.
     fn undo_cwnd(&mut self, c: &ConnView, _w: &Window) -> u32 {
-        self.sock.observe(c);
+        self.core.sock.observe(c);
         self.reset_full_bw();
         self.loss_in_round = false;
         self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
         self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
         self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
-        self.prior_cwnd
+        self.core.prior_cwnd
     }
 
     fn wants_pacing(&self) -> bool {
@@ -980,7 +869,7 @@ impl CongestionControl for Bbr3 {
 
     /// `bbr_get_phase` names.
     fn state_label(&self) -> &'static str {
-        match self.mode {
+        match self.core.mode {
             Mode::Startup => "STARTUP",
             Mode::Drain => "DRAIN",
             Mode::ProbeRtt => "PROBE_RTT",

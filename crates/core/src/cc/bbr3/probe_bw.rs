@@ -7,13 +7,13 @@ use super::*;
 impl Bbr3 {
     /// `bbr_is_probing_bandwidth`: STARTUP, REFILL and UP.
     pub(super) fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup
-            || (self.mode == Mode::ProbeBw && matches!(self.cycle_idx, Phase::Refill | Phase::Up))
+        self.core.mode == Mode::Startup
+            || (self.core.mode == Mode::ProbeBw && matches!(self.cycle_idx, Phase::Refill | Phase::Up))
     }
 
     /// `bbr_has_elapsed_in_phase`: `interval_us` since the phase started.
     fn has_elapsed_in_phase(&self, c: &ConnView, interval_us: u32) -> bool {
-        to_us(c.now) as i64 - (self.cycle_mstamp + interval_us as u64) as i64 > 0
+        to_us(c.now) as i64 - (self.core.cycle_mstamp + interval_us as u64) as i64 > 0
     }
 
     /// `bbr_is_reno_coexistence_probe_time`: a Reno flow with our BDP would
@@ -36,15 +36,15 @@ impl Bbr3 {
         self.bw_probe_up_acks = 0;
         self.stopped_risky_probe = false;
         self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = c.delivered;
+        self.core.next_rtt_delivered = c.delivered;
         self.cycle_idx = Phase::Refill;
     }
 
     /// `bbr_start_bw_probe_up`.
     pub(super) fn start_bw_probe_up(&mut self, c: &ConnView, ctx: &Ctx, w: &Window) {
         self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = c.delivered;
-        self.cycle_mstamp = to_us(c.now);
+        self.core.next_rtt_delivered = c.delivered;
+        self.core.cycle_mstamp = to_us(c.now);
         self.reset_full_bw();
         self.full_bw = ctx.sample_bw;
         self.cycle_idx = Phase::Up;
@@ -56,9 +56,9 @@ impl Bbr3 {
         self.reset_congestion_signals();
         self.bw_probe_up_cnt = UNSET; // inflight_hi stops growing
         self.pick_probe_wait();
-        self.cycle_mstamp = to_us(c.now);
+        self.core.cycle_mstamp = to_us(c.now);
         self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = c.delivered;
+        self.core.next_rtt_delivered = c.delivered;
         self.cycle_idx = Phase::Down;
     }
 
@@ -91,18 +91,18 @@ impl Bbr3 {
         if inflight > self.inflight_with_headroom() {
             return false;
         }
-        inflight <= self.inflight(c, w, bw, BBR_UNIT)
+        inflight <= self.inflight(c, w, bw as u64, BBR_UNIT)
     }
 
     /// `bbr_update_cycle_phase`.
     pub(super) fn update_cycle_phase(&mut self, c: &ConnView, rs: &RateSample, ctx: &Ctx, w: &Window) {
-        if !self.full_bw_reached {
+        if !self.core.full_bw_reached {
             return;
         }
         if self.adapt_upper_bounds(c, rs, ctx, w) {
             return;
         }
-        if self.mode != Mode::ProbeBw {
+        if self.core.mode != Mode::ProbeBw {
             return;
         }
         let inflight = self.packets_in_net_at_edt(c, w, rs.prior_in_flight);
@@ -112,7 +112,7 @@ impl Bbr3 {
                 self.check_time_to_probe_bw(c, w);
             }
             Phase::Refill => {
-                if self.round_start {
+                if self.core.round_start {
                     // From now on the samples reflect REFILL's (maybe too big) flight.
                     self.bw_probe_samples = true;
                     self.start_bw_probe_up(c, ctx, w);

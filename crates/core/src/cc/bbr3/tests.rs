@@ -1,10 +1,12 @@
 //! Tests for BBRv3. As for v1 (`bbr/tests.rs`):
-//! - [`Drive`]: hand-made ACKs, for exact values of single decisions
-//!   (numbers worked out from the kernel formulas in comments);
-//! - [`Pipe`]: a closed-loop ACK clock over a FIFO bottleneck with a finite
-//!   buffer and seeded random loss (one ACK per packet, tcp_rate.c
-//!   bookkeeping, RACK-like loss detection, a Recovery episode per loss
-//!   round), for behaviour over many rounds, and for comparing with v1.
+//! - [`Drive`] (`cc/test_drive.rs`, shared with v1's tests): hand-made ACKs,
+//!   for exact values of single decisions (numbers worked out from the kernel
+//!   formulas in comments);
+//! - [`Pipe`] (`cc/test_pipe.rs`, shared with v1's tests): a closed-loop ACK
+//!   clock over a FIFO bottleneck with a finite buffer and seeded random loss
+//!   (one ACK per packet, tcp_rate.c bookkeeping, RACK-like loss detection, a
+//!   Recovery episode per loss round), for behaviour over many rounds, and
+//!   for comparing with v1.
 
 use super::*;
 use crate::kernel::INITIAL_JIFFIES;
@@ -15,8 +17,9 @@ fn jiffy(n: u32) -> u32 {
     INITIAL_JIFFIES.wrapping_add(n)
 }
 use crate::cc::bbr::Bbr;
-use crate::cc::{CaState, CongestionControl, ConnView, CwndEvent, LostSkb, RateSample, Window};
-use std::collections::VecDeque;
+use crate::cc::test_drive::{self, Ack};
+use crate::cc::test_pipe::Pipe;
+use crate::cc::{CaState, CongestionControl, LostSkb};
 
 const US: Nanos = 1_000;
 const MS: Nanos = 1_000_000;
@@ -26,133 +29,13 @@ const RTT: Nanos = 10 * MS;
 // Hand-made ACKs
 // ---------------------------------------------------------------------------
 
-struct Drive {
-    b: Bbr3,
-    w: Window,
-    now: Nanos,
-    rtt: Nanos,
-    delivered: u64,
-    delivered_ce: u64,
-    lost: u64,
-    ca_state: CaState,
-    /// (delivered, lost) at every change of lost, oldest first: what the
-    /// sender's segments would have recorded as `tx.lost` when sent.
-    lost_log: Vec<(u64, u64)>,
-    /// `tp->tcp_wstamp_ns` the ACKs see (0: nothing waits for a pacing slot).
-    wstamp: Nanos,
-}
-
-/// One ACK: `acked` packets delivered, a sample of `rs_delivered` packets over
-/// `interval` for a packet sent when `prior_delivered` had been delivered.
-#[derive(Clone, Copy)]
-struct Ack {
-    acked: u32,
-    prior_delivered: u64,
-    rs_delivered: i64,
-    interval: Nanos,
-    inflight: u32,
-    losses: u32,
-    ce: u32,
-}
+/// [`test_drive::Drive`] (shared with v1's tests) on BBRv3.
+type Drive = test_drive::Drive<Bbr3>;
 
 impl Drive {
+    /// A connection established at t = 0 with no RTT sample yet; the ACKs see `rtt`.
     fn new(seed: u64, rtt: Nanos) -> Drive {
-        let mut b = Bbr3::with_seed(seed);
-        let mut w = Window::default();
-        b.init(&ConnView::at(0), &mut w);
-        Drive { b, w, now: 0, rtt, delivered: 0, delivered_ce: 0, lost: 0, ca_state: CaState::Open, lost_log: vec![(0, 0)], wstamp: 0 }
-    }
-
-    /// Record the current (delivered, lost) if lost changed.
-    fn log_lost(&mut self) {
-        if self.lost_log.last().is_none_or(|&(_, l)| l != self.lost) {
-            self.lost_log.push((self.delivered, self.lost));
-        }
-    }
-
-    /// `tp->lost` when a packet sent at `prior_delivered` left (its `tx.lost`).
-    fn lost_when_sent(&self, prior_delivered: u64) -> u64 {
-        let i = self.lost_log.iter().rposition(|&(d, _)| d <= prior_delivered).unwrap_or(0);
-        self.lost_log[i].1
-    }
-
-    fn view(&self, inflight: u32) -> ConnView {
-        ConnView {
-            delivered: self.delivered,
-            delivered_ce: self.delivered_ce,
-            lost: self.lost,
-            packets_in_flight: inflight,
-            srtt: self.rtt,
-            min_rtt: self.rtt,
-            ca_state: self.ca_state,
-            wstamp: self.wstamp,
-            ..ConnView::at(self.now)
-        }
-    }
-
-    fn ack(&mut self, at: Nanos, a: Ack) {
-        self.now = at;
-        self.delivered += a.acked as u64;
-        self.delivered_ce += a.ce as u64;
-        let lost_before = self.lost;
-        self.lost += a.losses as u64;
-        self.log_lost();
-        // The acked packet's send state: what was in flight then has been
-        // delivered or marked lost since; the lost packets were sent with it.
-        let tx_lost = self.lost_when_sent(a.prior_delivered);
-        let lost = (self.lost - tx_lost) as u32;
-        let tx_in_flight = if a.rs_delivered >= 0 { a.rs_delivered as u32 + lost } else { 0 };
-        for k in 1..=a.losses as u64 {
-            let skb = LostSkb {
-                tx_in_flight,
-                lost: (lost_before + k - tx_lost) as u32,
-                is_app_limited: false,
-                has_tx_state: true,
-                pcount: 1,
-            };
-            let c = ConnView { lost: lost_before + k, ..self.view(a.inflight) };
-            let w = self.w;
-            self.b.skb_marked_lost(&c, &skb, &w);
-        }
-        let rs = RateSample {
-            prior_mstamp: 1,
-            prior_delivered: a.prior_delivered,
-            delivered: a.rs_delivered,
-            interval: a.interval as i64,
-            rtt: self.rtt as i64,
-            losses: a.losses,
-            acked_sacked: a.acked,
-            prior_in_flight: a.inflight + a.acked + a.losses,
-            delivered_ce: a.ce as i64,
-            tx_in_flight,
-            prior_lost: tx_lost,
-            lost,
-            ..RateSample::default()
-        };
-        let c = self.view(a.inflight);
-        self.b.cong_control(&c, &rs, &mut self.w);
-    }
-
-    /// An ACK that ends a round: `d` packets over one RTT.
-    fn round(&mut self, at: Nanos, d: u64, inflight: u32) {
-        let prior = self.delivered;
-        let a = Ack {
-            acked: 1,
-            prior_delivered: prior,
-            rs_delivered: d as i64,
-            interval: self.rtt,
-            inflight,
-            losses: 0,
-            ce: 0,
-        };
-        self.ack(at, a);
-        self.delivered += d - 1;
-    }
-
-    /// An ACK inside the current round: sample 100 packets / RTT.
-    fn mid(&mut self, at: Nanos, inflight: u32) {
-        let prior = self.b.next_rtt_delivered.saturating_sub(1);
-        self.ack(at, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: self.rtt, inflight, losses: 0, ce: 0 });
+        Drive::start(Bbr3::with_seed(seed), rtt)
     }
 
     /// Four rounds of 100 packets per RTT: STARTUP sees no growth for three
@@ -169,234 +52,6 @@ impl Drive {
         d.mid(4 * rtt + 100 * US, 101);
         assert_eq!((d.b.mode(), d.b.phase()), (Mode::ProbeBw, Phase::Down));
         d
-    }
-}
-
-// ---------------------------------------------------------------------------
-// A closed-loop pipe with a finite buffer and random loss
-// ---------------------------------------------------------------------------
-
-#[derive(Debug, Clone, Copy)]
-struct Pkt {
-    seq: u64,
-    sent: Nanos,
-    ack_at: Nanos,
-    dropped: bool,
-    delivered: u64,
-    delivered_mstamp: Nanos,
-    first_tx: Nanos,
-    /// `tx.in_flight`, `tx.lost`.
-    tx_in_flight: u32,
-    tx_lost: u64,
-}
-
-/// One sender over a FIFO bottleneck serving one packet per `gap`, `buf`
-/// packets of buffer, `rtt` of propagation, random loss `loss` before the
-/// queue. Lost packets are detected when a later one is acked; the sender
-/// sends new data instead of retransmitting (same load on the link).
-struct Pipe {
-    cc: Box<dyn CongestionControl>,
-    w: Window,
-    now: Nanos,
-    gap: Nanos,
-    rtt: Nanos,
-    buf: u64,
-    loss: f64,
-    rng: crate::rng::Rng,
-    link_free: Nanos,
-    flight: VecDeque<Pkt>,
-    seq: u64,
-    sent: u64,
-    delivered: u64,
-    lost: u64,
-    delivered_mstamp: Nanos,
-    first_tx_mstamp: Nanos,
-    next_send: Nanos,
-    min_rtt: Nanos,
-    srtt: Nanos,
-    ca_state: CaState,
-    high_seq: u64,
-    /// (time, state label) at every change of label.
-    labels: Vec<(Nanos, &'static str)>,
-    /// (time, cwnd) at every ACK.
-    cwnds: Vec<(Nanos, u32)>,
-}
-
-impl Pipe {
-    fn new(cc: Box<dyn CongestionControl>, gap: Nanos, rtt: Nanos, buf: u64, loss: f64, seed: u64) -> Pipe {
-        let mut cc = cc;
-        let mut w = Window::default();
-        cc.init(&ConnView::at(0), &mut w);
-        Pipe {
-            cc,
-            w,
-            now: 0,
-            gap,
-            rtt,
-            buf,
-            loss,
-            rng: crate::rng::stream(seed, 77),
-            link_free: 0,
-            flight: VecDeque::new(),
-            seq: 0,
-            sent: 0,
-            delivered: 0,
-            lost: 0,
-            delivered_mstamp: 0,
-            first_tx_mstamp: 0,
-            next_send: 0,
-            min_rtt: u64::MAX,
-            srtt: 0,
-            ca_state: CaState::Open,
-            high_seq: 0,
-            labels: Vec::new(),
-            cwnds: Vec::new(),
-        }
-    }
-
-    fn view(&self) -> ConnView {
-        ConnView {
-            delivered: self.delivered,
-            lost: self.lost,
-            packets_in_flight: self.flight.len() as u32,
-            srtt: self.srtt,
-            min_rtt: self.min_rtt,
-            ca_state: self.ca_state,
-            snd_una: self.flight.front().map_or(self.seq, |p| p.seq) * 1448,
-            snd_nxt: self.seq * 1448,
-            ..ConnView::at(self.now)
-        }
-    }
-
-    fn send(&mut self) {
-        if self.flight.is_empty() {
-            self.first_tx_mstamp = self.now;
-            self.delivered_mstamp = self.now;
-            let c = self.view();
-            self.cc.cwnd_event(&c, CwndEvent::TxStart, &mut self.w);
-        }
-        let t = self.now;
-        let backlog = if self.link_free > t { (self.link_free - t).div_ceil(self.gap) } else { 0 };
-        let random_loss = self.loss > 0.0 && self.rng.gen_bool(self.loss);
-        let dropped = random_loss || backlog > self.buf;
-        let mut ack_at = 0;
-        if !dropped {
-            let departs = t.max(self.link_free) + self.gap;
-            self.link_free = departs;
-            ack_at = departs + self.rtt;
-        }
-        self.flight.push_back(Pkt {
-            seq: self.seq,
-            sent: t,
-            ack_at,
-            dropped,
-            delivered: self.delivered,
-            delivered_mstamp: self.delivered_mstamp,
-            first_tx: self.first_tx_mstamp,
-            tx_in_flight: self.flight.len() as u32 + 1,
-            tx_lost: self.lost,
-        });
-        self.seq += 1;
-        self.sent += 1;
-        let rate = if self.cc.wants_pacing() { self.w.pacing_rate.max(1) } else { u64::MAX };
-        self.next_send = t + (1448 * NS_PER_SEC).div_ceil(rate);
-    }
-
-    fn ack(&mut self) {
-        let prior_in_flight = self.view().packets_in_flight;
-        let mut losses = 0;
-        while let Some(l) = self.flight.front().copied().filter(|p| p.dropped) {
-            self.flight.pop_front();
-            losses += 1;
-            self.lost += 1;
-            let skb = LostSkb {
-                tx_in_flight: l.tx_in_flight,
-                lost: (self.lost - l.tx_lost) as u32,
-                is_app_limited: false,
-                has_tx_state: true,
-                pcount: 1,
-            };
-            let c = self.view();
-            self.cc.skb_marked_lost(&c, &skb, &self.w);
-        }
-        let p = self.flight.pop_front().expect("an ack needs a packet");
-        self.delivered += 1;
-        self.delivered_mstamp = self.now;
-        self.first_tx_mstamp = p.sent;
-        let rtt = self.now - p.sent;
-        self.min_rtt = self.min_rtt.min(rtt);
-        self.srtt = if self.srtt == 0 { rtt } else { self.srtt - self.srtt / 8 + rtt / 8 };
-        // Recovery: entered on a loss, left once a packet sent after entry is acked cleanly.
-        if losses > 0 && self.ca_state == CaState::Open {
-            let c = self.view();
-            self.w.ssthresh = self.cc.ssthresh(&c, &self.w);
-            self.cc.set_state(&c, CaState::Recovery, &mut self.w);
-            self.ca_state = CaState::Recovery;
-            self.high_seq = self.seq;
-        } else if losses == 0 && self.ca_state == CaState::Recovery && p.seq >= self.high_seq {
-            let c = self.view();
-            self.cc.set_state(&c, CaState::Open, &mut self.w);
-            self.ca_state = CaState::Open;
-            if !self.cc.has_cong_control() {
-                self.w.cwnd = self.w.ssthresh;
-            }
-        }
-        let snd = p.sent - p.first_tx;
-        let ack = self.now - p.delivered_mstamp;
-        let mut interval = snd.max(ack) as i64;
-        if to_us(interval as u64) < to_us(self.min_rtt) {
-            interval = -1;
-        }
-        let rs = RateSample {
-            prior_mstamp: p.first_tx.max(1),
-            prior_delivered: p.delivered,
-            delivered: (self.delivered - p.delivered) as i64,
-            interval,
-            rtt: rtt as i64,
-            losses: losses as u32,
-            acked_sacked: 1,
-            prior_in_flight,
-            tx_in_flight: p.tx_in_flight,
-            prior_lost: p.tx_lost,
-            lost: (self.lost - p.tx_lost) as u32,
-            ..RateSample::default()
-        };
-        let c = self.view();
-        if self.cc.has_cong_control() {
-            self.cc.cong_control(&c, &rs, &mut self.w);
-        } else if self.ca_state == CaState::Open {
-            self.cc.cong_avoid(&c, 1, &mut self.w);
-        }
-        self.w.cwnd = self.w.cwnd.max(1);
-        let label = self.cc.state_label();
-        if self.labels.last().is_none_or(|&(_, l)| l != label) {
-            self.labels.push((self.now, label));
-        }
-        self.cwnds.push((self.now, self.w.cwnd));
-    }
-
-    fn run_until(&mut self, end: Nanos) {
-        loop {
-            let next_ack = self.flight.iter().find(|p| !p.dropped).map(|p| p.ack_at);
-            let in_flight = self.flight.len() as u32;
-            let next_send = if in_flight < self.w.cwnd { Some(self.next_send.max(self.now)) } else { None };
-            let (t, is_ack) = match (next_ack, next_send) {
-                (Some(a), Some(s)) if a <= s => (a, true),
-                (_, Some(s)) => (s, false),
-                (Some(a), None) => (a, true),
-                (None, None) => panic!("stuck: nothing in flight and cwnd {} full", self.w.cwnd),
-            };
-            if t > end {
-                self.now = end;
-                return;
-            }
-            self.now = t;
-            if is_ack {
-                self.ack();
-            } else {
-                self.send();
-            }
-        }
     }
 }
 
@@ -491,7 +146,7 @@ fn startup_ignores_loss_outside_recovery_and_below_2_percent() {
     }
     d.ca_state = CaState::Recovery;
     for k in 0..6 {
-        let prior = d.b.next_rtt_delivered - 1;
+        let prior = d.b.core.next_rtt_delivered - 1;
         d.ack(4 * RTT + k * MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 160, interval: RTT, inflight: 200, losses: 0, ce: 0 });
     }
     d.b.loss_events_in_round = 6;
@@ -568,9 +223,9 @@ fn down_cruises_once_inflight_is_below_the_bdp_then_refill_lasts_one_round_befor
     let wait = d.b.probe_wait_us() as u64;
     assert!((2_000_000..3_000_000).contains(&wait), "probe wait {wait} us");
     d.b.rounds_since_probe = 0;
-    d.mid(d.b.cycle_mstamp * US + wait * US, 100);
+    d.mid(d.b.core.cycle_mstamp * US + wait * US, 100);
     assert_eq!(d.b.phase(), Phase::Cruise, "exactly probe_wait later: not yet");
-    d.mid(d.b.cycle_mstamp * US + wait * US + US, 100);
+    d.mid(d.b.core.cycle_mstamp * US + wait * US + US, 100);
     assert_eq!(d.b.phase(), Phase::Refill);
     assert_eq!((d.b.bw_lo_raw(), d.b.inflight_lo()), (UNSET, UNSET), "refill resets the lower bounds");
     // REFILL ends at the next round start.
@@ -614,7 +269,7 @@ fn phases_cycle_down_cruise_refill_up_and_probes_come_every_63_rounds_on_a_small
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(3)), 100 * US, RTT, 1000, 0.0, 1);
     p.run_until(6 * NS_PER_SEC);
     let probe_bw: Vec<(Nanos, &str)> =
-        p.labels.iter().copied().filter(|(_, l)| l.starts_with("PROBE_BW")).collect();
+        p.labels().iter().copied().filter(|(_, l)| l.starts_with("PROBE_BW")).collect();
     let next = |l: &str| match l {
         "PROBE_BW_DOWN" => "PROBE_BW_CRUISE",
         "PROBE_BW_CRUISE" => "PROBE_BW_REFILL",
@@ -632,7 +287,7 @@ fn phases_cycle_down_cruise_refill_up_and_probes_come_every_63_rounds_on_a_small
     for a in ["PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP"] {
         assert!(seen.get(&(a, next(a))).copied().unwrap_or(0) >= 5, "{a} -> {}: {seen:?}", next(a));
     }
-    let waits = probe_waits(&p.labels);
+    let waits = probe_waits(&p.labels());
     assert!(waits.len() >= 5, "waits {waits:?}");
     // Measured (seed 3): 655 ms after DOWN (63-64 rounds of ~10.2 ms), 626 ms
     // after a PROBE_RTT (62 rounds); 2-3 s of wall clock never comes first.
@@ -664,9 +319,9 @@ fn on_a_large_bdp_probes_come_every_2_to_3_seconds_of_wall_clock() {
     // 10000 packets/s, 100 ms: BDP 1000 packets; 63 rounds would be 6.3 s.
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(4)), 100 * US, 100 * MS, 2000, 0.0, 1);
     p.run_until(20 * NS_PER_SEC);
-    let waits = probe_waits(&p.labels);
+    let waits = probe_waits(&p.labels());
     // Measured (seed 4): 2.70, 2.99, ... s.
-    assert!(waits.len() >= 4, "waits {waits:?} in {:?}", p.labels);
+    assert!(waits.len() >= 4, "waits {waits:?} in {:?}", p.labels());
     for w in waits {
         // Drawn in [2, 3) s; seen on the first ACK after it (one packet every 100 us).
         assert!((2 * NS_PER_SEC..=3 * NS_PER_SEC + MS).contains(&w), "probe after {w} ns");
@@ -686,7 +341,7 @@ fn a_round_with_loss_while_cruising_cuts_bw_lo_and_inflight_lo_to_70_percent() {
     d.round(d.now + RTT, 50, 90);
     assert_eq!((d.b.bw_latest, d.b.inflight_latest), (83_887, 50));
     // A loss (it marks the loss round), then ACKs whose samples say 50 per RTT.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 50, interval: RTT, inflight: 90, losses: 1, ce: 0 });
     assert!(d.b.loss_in_round);
     let round_end = d.delivered;
@@ -727,7 +382,7 @@ fn ce_marks_on_a_short_path_cut_inflight_lo_by_alpha_over_three() {
     // ECE makes the endpoint enter CWR (tcp_try_to_open -> tcp_enter_cwr).
     d.ca_state = CaState::Cwr;
     // A round in which 40 of 100 delivered packets were CE-marked.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: rtt, inflight: 100, losses: 0, ce: 1 });
     d.delivered += 98;
     d.delivered_ce += 39;
@@ -743,7 +398,7 @@ fn ce_marks_on_a_short_path_cut_inflight_lo_by_alpha_over_three() {
     assert_eq!(d.b.inflight_lo(), 137);
     assert!(d.w.cwnd <= 137);
     // Next round: one CE mark among 100.
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: rtt, inflight: 100, losses: 0, ce: 1 });
     assert!(d.b.ecn_in_round);
     let round_end = d.delivered;
@@ -769,7 +424,7 @@ fn ce_marks_on_a_long_path_are_ignored() {
     d.mid(d.now + MS, 100);
     d.w.cwnd = 200;
     for _ in 0..3 {
-        let prior = d.b.next_rtt_delivered - 1;
+        let prior = d.b.core.next_rtt_delivered - 1;
         d.ack(d.now + MS, Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: RTT, inflight: 100, losses: 0, ce: 1 });
         let round_end = d.delivered;
         d.delivered += 98;
@@ -818,7 +473,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     d.w.cwnd = 220;
     // probe_rtt_min (10 ms) was taken at 10 ms = jiffy 2 after boot; expired once jiffies > 2 + 1250.
     assert_eq!(d.b.probe_rtt_min_stamp, jiffy(2));
-    let prior = d.b.next_rtt_delivered - 1;
+    let prior = d.b.core.next_rtt_delivered - 1;
     let a = Ack { acked: 1, prior_delivered: prior, rs_delivered: 100, interval: RTT, inflight: 100, losses: 0, ce: 0 };
     d.ack(1253 * 4 * MS - 1, a);
     assert_eq!(d.b.mode(), Mode::ProbeBw);
@@ -827,11 +482,11 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
     assert_eq!(d.b.mode(), Mode::ProbeRtt);
     // cwnd = max(4, ceil(167773 * 10000 * 128 / 256 / 2^24)) = 51.
     assert_eq!(d.w.cwnd, 51);
-    assert_eq!(d.b.prior_cwnd, before);
+    assert_eq!(d.b.core.prior_cwnd, before);
     assert_eq!(d.b.state_label(), "PROBE_RTT");
     // Inflight at 51: 200 ms (50 jiffies) and a round later it resumes, cruising, with the old cwnd.
     d.ack(5020 * MS, Ack { inflight: 51, ..a });
-    assert_eq!(d.b.probe_rtt.done_stamp(), jiffy(1255 + 50));
+    assert_eq!(d.b.core.probe_rtt.done_stamp(), jiffy(1255 + 50));
     let round_end = d.delivered;
     d.ack(5100 * MS, Ack { prior_delivered: round_end, inflight: 51, ..a });
     assert_eq!(d.b.mode(), Mode::ProbeRtt, "a round, but not 200 ms yet");
@@ -844,7 +499,7 @@ fn probe_rtt_comes_5_seconds_after_the_last_lower_rtt_and_holds_half_the_bdp() {
 fn probe_rtt_in_a_pipe_comes_every_5_seconds_at_half_the_bdp() {
     let mut p = Pipe::new(Box::new(Bbr3::with_seed(5)), 100 * US, RTT, 1000, 0.0, 1);
     p.run_until(16 * NS_PER_SEC);
-    let entries: Vec<Nanos> = p.labels.iter().filter(|(_, l)| *l == "PROBE_RTT").map(|&(t, _)| t).collect();
+    let entries: Vec<Nanos> = p.labels().iter().filter(|(_, l)| *l == "PROBE_RTT").map(|&(t, _)| t).collect();
     assert!(entries.len() >= 2, "PROBE_RTT at {entries:?}");
     for w in entries.windows(2) {
         let gap = w[1] - w[0];
@@ -852,10 +507,10 @@ fn probe_rtt_in_a_pipe_comes_every_5_seconds_at_half_the_bdp() {
     }
     // BDP = 10000 packets/s * 10.1 ms = 101: PROBE_RTT's cwnd is about 51, never 4.
     let in_rtt: Vec<u32> = p
-        .cwnds
+        .trace
         .iter()
-        .filter(|&&(t, _)| entries.iter().any(|&e| t >= e + 50 * MS && t < e + 200 * MS))
-        .map(|&(_, c)| c)
+        .filter(|s| entries.iter().any(|&e| s.t >= e + 50 * MS && s.t < e + 200 * MS))
+        .map(|s| s.cwnd)
         .collect();
     assert!(!in_rtt.is_empty());
     assert!(in_rtt.iter().all(|&c| (45..=55).contains(&c)), "cwnd in PROBE_RTT {in_rtt:?}");
