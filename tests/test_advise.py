@@ -11,7 +11,9 @@ import subprocess
 import pytest
 
 from bloatlab.advise import recommend
-from bloatlab.advise.measure import _significant, _window, ambiguity, burst_floor_ms, classify, mathis_loss, serialization_ms
+from bloatlab.advise.physics import _significant, burst_floor_ms, mathis_loss, serialization_ms
+from bloatlab.advise.evidence import _window
+from bloatlab.advise.classify import ambiguity, classify
 from bloatlab.advise.path import Path, grade
 
 from conftest import ROOT, run_cli
@@ -410,16 +412,18 @@ def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_ar
     probes, then a 2-s ack grace), had its flows' second half after the probes' end: the evidence stayed the
     collapsed fill's. Read while the probes ran, BBR's phase says policer: drops, no queue."""
     from bloatlab.advise import measure as M
+    from bloatlab.advise import evidence as M_evidence
+    from bloatlab.advise import plan as M_plan
 
     base = 339.8
-    setup = M.SETUP_ROUNDS * base / 1e3
+    setup = M_plan.SETUP_ROUNDS * base / 1e3
     seen = {}
 
     def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
         seen[cc] = secs
         if cc == "cubic":
-            return _timed_phase(0.456e6 / M.WIRE_PER_PAYLOAD, base + 16.9, base + 0.37, secs, setup, 2.0, retx=102, segs=598)
-        return _timed_phase(3.57e6 / M.WIRE_PER_PAYLOAD, base + 1.3, base + 0.5, secs, setup, 2.0, retx=391, segs=1658)
+            return _timed_phase(0.456e6 / M_evidence.WIRE_PER_PAYLOAD, base + 16.9, base + 0.37, secs, setup, 2.0, retx=102, segs=598)
+        return _timed_phase(3.57e6 / M_evidence.WIRE_PER_PAYLOAD, base + 1.3, base + 0.5, secs, setup, 2.0, retx=391, segs=1658)
 
     monkeypatch.setattr(M, "_load", load)
     x = M._direction("h", 1, "down", 4, base, None, True, False, 0.0, lambda m: None)
@@ -430,7 +434,7 @@ def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_ar
     # the probes sent 0-5.26 s, the flows' first sample at 1.1893 s: the second half from 3.2247 s, 204 probes
     assert x["evidence"]["probes"] == 204 and x["evidence"]["probe_window_s"] == pytest.approx([3.22465, 5.26])
     # the phase's old length (4.08 s): its probes too are read while they ran (1.19-4.07 s: 144 of them)
-    monkeypatch.setattr(M, "SETUP_ROUNDS", 0.0)
+    monkeypatch.setattr(M_plan, "SETUP_ROUNDS", 0.0)
     x = M._direction("h", 1, "down", 4, base, None, True, False, 0.0, lambda m: None)
     assert seen["bbr"] == pytest.approx(12 * base / 1e3)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
@@ -443,6 +447,7 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
     are left out; behind a policer the train reads the faster port and BBR runs
     although the flows' smoothed RTT (lifted by bursts at the port) looks busy."""
     from bloatlab.advise import measure as M
+    from bloatlab.advise import evidence as M_evidence
 
     calls = []
 
@@ -459,26 +464,27 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
     # Mbit/s: 22 ms), the probe 1 ms, the port 7.05 (8 ms would be within the noise and the 6.9 ms the 4 flows'
     # ACKs wait for a pair's second segment, measure.ack_wait_ms: no isolation to read)
     calls.clear()
-    phases = {"cubic": _load_json(6.93e6 / M.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)}
+    phases = {"cubic": _load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)}
     x = M._direction("h", 1, "down", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.05)
     assert calls == ["cubic"] and x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3)} and x["limiter"] == "aqm"
     # the same fill where the port reads 1.2x faster (a shaper's bucket, a policer): BBR runs
     calls.clear()
-    phases["bbr"] = _load_json(6.93e6 / M.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000)
+    phases["bbr"] = _load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000)
     M._direction("h", 1, "down", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)
     assert calls == ["cubic", "bbr"]
 
 
 def test_the_ports_from_the_idle_path():
     from bloatlab.advise import measure as M
+    from bloatlab.advise import physics as M_physics
 
-    ser = M.PROBE_WIRE * 8 * (1 / 7e6 + 1 / 3e6) * 1e3
+    ser = M_physics.PROBE_WIRE * 8 * (1 / 7e6 + 1 / 3e6) * 1e3
     p = M._ports({"leading_mbps": 7.0}, ser)
     assert p["down"] == 7.0 and p["up"] == pytest.approx(3.0)
     assert M._ports({"leading_mbps": 7.0, "sender_limited": True}, ser) == {"down": None, "up": None}
     assert M._ports(None, ser) == {"down": None, "up": None}
     # a serialization no slower than the down port's alone: nothing left for the up port
-    assert M._ports({"leading_mbps": 7.0}, M.PROBE_WIRE * 8 / 8e6 * 1e3)["up"] is None
+    assert M._ports({"leading_mbps": 7.0}, M_physics.PROBE_WIRE * 8 / 8e6 * 1e3)["up"] is None
 
 
 def test_a_load_that_printed_its_result_then_failed_keeps_its_figures(monkeypatch):
@@ -507,7 +513,7 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     delivery rate over 100-ms windows (or two samples) where every flow's
     queue stayed above the noise: p10, p50, p90 and the time scale (the lag
     where the windows' autocorrelation falls below 1/e)."""
-    from bloatlab.advise.measure import rate_variation
+    from bloatlab.advise.evidence import rate_variation
 
     wire = 1500 / 1448
     # a fixed 15 Mbit/s: every window the same, nothing moved
@@ -538,7 +544,7 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
 
 
 def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_of_the_median_allows():
-    from bloatlab.advise.measure import variable_rate
+    from bloatlab.advise.evidence import variable_rate
 
     # through the emulator, 2026-11-25: a fixed 20 Mbit/s FIFO dips (loss recovery) but never rises; the LTE-like trace both
     assert not variable_rate({"p10_mbps": 18.51, "p50_mbps": 19.95, "p90_mbps": 20.04, "window_s": 0.1})
@@ -679,42 +685,42 @@ def test_a_multimodal_slow_start_is_predicted_by_the_ensembles_median():
 
 
 def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle():
-    from bloatlab.advise import measure as M
+    from bloatlab.advise import plan as M_plan
 
     # 20 Mbit/s at 30 ms, 4 flows: 18.75 KB each, 1.29 initial windows: 1 doubling + 3 full-pipe rounds + 1 drain
     # = 5; max(10, 5 + 8) = 13 rounds, 0.39 s: the 3-s floor
-    assert M.bbr_rounds(20, 4, 30) == 13
-    assert M.bbr_phase_secs(30, 20, 4, quick=True) == 3.0
+    assert M_plan.bbr_rounds(20, 4, 30) == 13
+    assert M_plan.bbr_phase_secs(30, 20, 4, quick=True) == 3.0
     # 100 Mbit/s at 200 ms: 625 KB a flow, 43.2 initial windows: 6 doublings, ramp 10, 20 rounds, and the 3.5
     # rounds before the flows' first data (measure.SETUP_ROUNDS) = 4.7 s
-    assert M.bbr_rounds(100, 4, 200) == 20
-    assert M.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.7)
+    assert M_plan.bbr_rounds(100, 4, 200) == 20
+    assert M_plan.bbr_phase_secs(200, 100, 4, quick=True) == pytest.approx(4.7)
     # the 3-s floor holds up to 12 + 3.5 rounds of 194 ms (a collapsed fill's rate: no doubling)
-    assert M.bbr_rounds(0.456, 4, 193) == 12 and M.bbr_phase_secs(193, 0.456, 4, quick=True) == 3.0
-    assert M.bbr_phase_secs(339.8, 0.456, 4, quick=True) == pytest.approx(15.5 * 0.3398)
+    assert M_plan.bbr_rounds(0.456, 4, 193) == 12 and M_plan.bbr_phase_secs(193, 0.456, 4, quick=True) == 3.0
+    assert M_plan.bbr_phase_secs(339.8, 0.456, 4, quick=True) == pytest.approx(15.5 * 0.3398)
     # 1000 Mbit/s at 300 ms: 9.4 MB a flow (647 windows): 10 doublings, ramp 14, 28 rounds = 8.4 s, at most 8
     # (the old rule's 20 RTTs, 6 s, started the window at round 10, inside the 14-round ramp)
-    assert M.bbr_rounds(1000, 4, 300) == 28
-    assert M.bbr_phase_secs(300, 1000, 4, quick=True) == 8.0
-    assert M.bbr_rounds(1000, 4, 100) == 24 and M.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(3.0)
+    assert M_plan.bbr_rounds(1000, 4, 300) == 28
+    assert M_plan.bbr_phase_secs(300, 1000, 4, quick=True) == 8.0
+    assert M_plan.bbr_rounds(1000, 4, 100) == 24 and M_plan.bbr_phase_secs(100, 1000, 4, quick=True) == pytest.approx(3.0)
     # without --quick the RTT rule as before (30 RTTs, 5-10 s)
-    assert M.bbr_phase_secs(200, 100, 4, quick=False) == M._phase_secs(200, False, fill=False) == 6.0
+    assert M_plan.bbr_phase_secs(200, 100, 4, quick=False) == M_plan._phase_secs(200, False, fill=False) == 6.0
 
 
 def test_the_fill_ends_once_saturated_not_before_its_second_half_holds_the_variations_windows():
-    from bloatlab.advise import measure as M
+    from bloatlab.advise import plan as M_plan
 
     # --quick at 20 ms: the 5-s ceiling; the load samples every 5/150 s, 2 samples = 67 ms, below the 100-ms window;
     # 20 packets at 20 Mbit/s = 12 ms: ten 100-ms windows in the second half, 2 s
-    assert M.fill_floor_s(20, 5.0) == pytest.approx(2.0)
+    assert M_plan.fill_floor_s(20, 5.0) == pytest.approx(2.0)
     # at 1 Mbit/s 20 packets take 240 ms: 4.8 s
-    assert M.fill_floor_s(1, 5.0) == pytest.approx(4.8)
+    assert M_plan.fill_floor_s(1, 5.0) == pytest.approx(4.8)
     # a 15-s ceiling (600 ms): 2 samples of 0.1 s = 0.2 s windows, 4 s
-    assert M.fill_floor_s(100, 15.0) == pytest.approx(4.0)
+    assert M_plan.fill_floor_s(100, 15.0) == pytest.approx(4.0)
     # never beyond the ceiling (0.25 Mbit/s: 0.96-s windows, 19.2 s) and the ceiling where the port is unknown
-    assert M.fill_floor_s(0.25, 5.0) == 5.0
-    assert M.fill_floor_s(None, 5.0) == 5.0
+    assert M_plan.fill_floor_s(0.25, 5.0) == 5.0
+    assert M_plan.fill_floor_s(None, 5.0) == 5.0
     # the load's JSON: how long its phase ran and when it was saturated
     j = {"load": {"phases": [{"from_s": 1.0, "to_s": 3.4, "saturated_at_s": 1.2}]}}
-    assert M._loaded_s(j) == (pytest.approx(2.4), 1.2)
-    assert M._loaded_s({}) == (None, None)
+    assert M_plan._loaded_s(j) == (pytest.approx(2.4), 1.2)
+    assert M_plan._loaded_s({}) == (None, None)

@@ -8,6 +8,9 @@ import pytest
 
 from bloatlab.advise import campaign
 from bloatlab.advise import measure as M
+from bloatlab.advise import buffer as M_buffer
+from bloatlab.advise import evidence as M_evidence
+from bloatlab.advise import physics as M_physics
 
 
 def _phase(secs, srtt_ms, rate_bps, retx_at=(), flows=4, step=0.01):
@@ -27,7 +30,7 @@ def _phase(secs, srtt_ms, rate_bps, retx_at=(), flows=4, step=0.01):
         fl["retransmits"] += [sum(1 for r in retx_at if r <= x) for x in ts]
     probes = {"t": [k * step for k in range(n)], "rtt_ms": [f(srtt_ms, k * step) for k in range(n)]}
     retx = len(retx_at) * flows
-    segs = secs * f(rate_bps, 0.0) / 8 / M.MSS
+    segs = secs * f(rate_bps, 0.0) / 8 / M_physics.MSS
     return {"flows": [{"id": i, "direction": "down", "retransmits": retx / flows, "retrans_rate": retx / segs}
                       for i in range(1, flows + 1)],
             "raw": {"series": {"flows": fl, "probes": probes}}}
@@ -36,7 +39,7 @@ def _phase(secs, srtt_ms, rate_bps, retx_at=(), flows=4, step=0.01):
 def test_a_queue_that_never_overflowed_while_read_is_a_lower_bound():
     """Seed 28 path 44: 33.1 MB of FIFO at 179.7 Mbit/s and 535 ms; four CUBIC flows queued 678 ms (p95) in
     15 s and lost nothing: at least 15.2 MB, never the buffer itself."""
-    r = M.buffer_reading(678.4, 178.95, 4, 535.0, overflowed=False)
+    r = M_buffer.buffer_reading(678.4, 178.95, 4, 535.0, overflowed=False)
     assert r["buffer_bound"] == "lower" and r["buffer_bytes_max"] is None
     assert r["buffer_bytes"] == r["buffer_bytes_min"] == 15174959  # 678.4 ms x 178.95 Mbit/s, to the byte
     assert r["buffer_bdp"] == pytest.approx(678.4 / 535.0)
@@ -46,34 +49,34 @@ def test_a_queue_that_never_overflowed_while_read_is_a_lower_bound():
 def test_an_overflowed_queue_within_the_flows_bursts_is_an_upper_bound_at_the_floor():
     """Seed 28 path 158: a 6.1-KB FIFO at 61.5 Mbit/s (0.8 ms) read 3.3 ms; the flows' own bursts and the
     noise show 5 ms without a queue at that rate (burst_floor_ms): at most 5 ms x the rate."""
-    r = M.buffer_reading(3.3018, 59.28, 4, 3.0, overflowed=True)
-    assert M.burst_floor_ms(59.28, 4) == 5.0
+    r = M_buffer.buffer_reading(3.3018, 59.28, 4, 3.0, overflowed=True)
+    assert M_physics.burst_floor_ms(59.28, 4) == 5.0
     assert r["buffer_bound"] == "upper" and r["buffer_bytes_min"] is None
     assert r["buffer_bytes"] == 24466  # 3.3018 ms x 59.28 Mbit/s
     assert r["buffer_bytes_max"] == 37050  # 5 ms x 59.28 Mbit/s
     # at 1 Mbit/s the floor is 99 ms (one segment alone takes 12 ms): a 50-ms reading is at most 12.4 KB
-    assert M.buffer_reading(50.0, 1.0, 4, 40.0, overflowed=True)["buffer_bytes_max"] == 12375
+    assert M_buffer.buffer_reading(50.0, 1.0, 4, 40.0, overflowed=True)["buffer_bytes_max"] == 12375
 
 
 def test_a_queue_full_only_at_its_peaks_is_bounded_by_the_most_the_flows_queued():
     """Campaign seed 9 path 4: a 23-KB FIFO at 13.5 Mbit/s and 173 ms (13.6 ms): CUBIC's sawtooth kept the
     flows' p95 at 9.8 ms, below the 10.1-ms floor, so the floor alone (17 KB) would bound it below the truth.
     The queue overflowed, so it was full at its peaks: the most the flows queued (here 14.2 ms) bounds it."""
-    assert M.burst_floor_ms(13.5, 4) == pytest.approx(10.111, abs=1e-3)
-    assert M.buffer_reading(9.8, 13.5, 4, 173.0, True)["buffer_bytes_max"] == 17062
-    r = M.buffer_reading(9.8, 13.5, 4, 173.0, True, queue_max_ms=14.2)
+    assert M_physics.burst_floor_ms(13.5, 4) == pytest.approx(10.111, abs=1e-3)
+    assert M_buffer.buffer_reading(9.8, 13.5, 4, 173.0, True)["buffer_bytes_max"] == 17062
+    r = M_buffer.buffer_reading(9.8, 13.5, 4, 173.0, True, queue_max_ms=14.2)
     assert r["buffer_bound"] == "upper" and r["buffer_bytes_max"] == 23962 and r["buffer_bytes"] == 16537
     # the most they queued, in the window, median over the flows: a sawtooth 0-14.2 ms above 173
     saw = _phase(10.0, lambda t: 173.0 + 14.2 * ((t % 2.0) / 2.0) ** 4, 13.5e6, retx_at=(6.0, 8.0))
-    d = M.window_drops(saw, "down", 0.0, 173.0)
+    d = M_evidence.window_drops(saw, "down", 0.0, 173.0)
     assert d["overflowed"] is True and d["queue_max_ms"] == pytest.approx(14.2 * (1.99 / 2.0) ** 4, rel=1e-6)
 
 
 def test_an_overflowed_queue_above_the_floor_is_the_depth_and_no_count_leaves_the_figure_unqualified():
-    r = M.buffer_reading(116.1, 96.7, 4, 65.0, overflowed=True)  # seed 28 path 46: 1.43 MB, read 1.40
+    r = M_buffer.buffer_reading(116.1, 96.7, 4, 65.0, overflowed=True)  # seed 28 path 46: 1.43 MB, read 1.40
     assert r["buffer_bound"] is None and r["buffer_bytes"] == 1403358  # 116.1 ms x 96.7 Mbit/s
     assert r["buffer_bytes_min"] is None and r["buffer_bytes_max"] is None and r["buffer_note"] is None
-    r = M.buffer_reading(3.0, 59.28, 4, 3.0, overflowed=None)
+    r = M_buffer.buffer_reading(3.0, 59.28, 4, 3.0, overflowed=None)
     assert r["buffer_bound"] is None and r["buffer_bytes"] == 22230
 
 
@@ -81,17 +84,17 @@ def test_drops_count_only_within_the_window_the_queue_is_read_from():
     """Seed 28 path 42 (0.6 BDP at 151 ms): the slow start overshot at 1.6 s and CUBIC did not regrow to
     the depth within the phase — the phase 'dropped', its window (the second half) did not."""
     slow_start = _phase(6.0, 200.0, 264e6, retx_at=(1.6, 1.62))
-    d = M.window_drops(slow_start, "down", 0.0, 150.0)
-    assert d == {"retransmits": 0.0, "segments": pytest.approx(3 * 264e6 / 8 / M.MSS, rel=1e-3), "overflowed": False,
+    d = M_evidence.window_drops(slow_start, "down", 0.0, 150.0)
+    assert d == {"retransmits": 0.0, "segments": pytest.approx(3 * 264e6 / 8 / M_physics.MSS, rel=1e-3), "overflowed": False,
                  "queue_max_ms": 50.0}
     again = _phase(6.0, 200.0, 264e6, retx_at=(1.6, 4.5))
-    assert M.window_drops(again, "down", 0.0, 150.0)["retransmits"] == pytest.approx(4.0)
-    assert M.window_drops(again, "down", 0.0, 150.0)["overflowed"] is True
+    assert M_evidence.window_drops(again, "down", 0.0, 150.0)["retransmits"] == pytest.approx(4.0)
+    assert M_evidence.window_drops(again, "down", 0.0, 150.0)["overflowed"] is True
     # beside a random loss, those beyond its expectation at three standard deviations: 4 of 68,400 segments
     # at 1e-4 (6.8 expected) are the random loss's; no retransmission count at all: None
-    assert M.window_drops(again, "down", 1e-4, 150.0)["overflowed"] is False
+    assert M_evidence.window_drops(again, "down", 1e-4, 150.0)["overflowed"] is False
     del again["raw"]["series"]["flows"]["retransmits"]
-    assert M.window_drops(again, "down", 0.0, 150.0)["overflowed"] is None
+    assert M_evidence.window_drops(again, "down", 0.0, 150.0)["overflowed"] is None
 
 
 def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():
@@ -101,8 +104,8 @@ def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():
     rate = lambda t: 40e6 if int(t) % 2 == 0 else 10e6  # noqa: E731
     srtt = lambda t: 3.0 + (12.5 if int(t) % 2 == 0 else 50.0)  # noqa: E731
     j = _phase(10.0, srtt, rate)
-    assert M.queued_bytes_p95(j, "down", 3.0) == pytest.approx(62500 * M.WIRE_PER_PAYLOAD, rel=1e-6)
-    r = M.buffer_reading(50.0, 25.0, 4, 3.0, overflowed=True, queued_bytes=M.queued_bytes_p95(j, "down", 3.0))
+    assert M_evidence.queued_bytes_p95(j, "down", 3.0) == pytest.approx(62500 * M_evidence.WIRE_PER_PAYLOAD, rel=1e-6)
+    r = M_buffer.buffer_reading(50.0, 25.0, 4, 3.0, overflowed=True, queued_bytes=M_evidence.queued_bytes_p95(j, "down", 3.0))
     assert r["buffer_bytes"] == 64744 and r["buffer_bound"] is None
 
 
@@ -111,16 +114,16 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound(monkey
     fifo, buffer >= 7.5 MB; the same fill with drops in its window reads the depth."""
     phases = {}
     monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
-    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M.WIRE_PER_PAYLOAD)
+    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M_evidence.WIRE_PER_PAYLOAD)
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
     assert x["limiter"] == "fifo" and x["buffer_bound"] == "lower"
     assert x["buffer_bytes_min"] == x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
     assert x["buffer_window"]["overflowed"] is False and x["buffer_window"]["phase"] == "cubic"
-    assert "buffer >= 7500 KB" in M._buffer_text(x)
-    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M.WIRE_PER_PAYLOAD, retx_at=(7.0,))
+    assert "buffer >= 7500 KB" in M_buffer._buffer_text(x)
+    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M_evidence.WIRE_PER_PAYLOAD, retx_at=(7.0,))
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
     assert x["buffer_bound"] is None and x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
-    assert M._buffer_text(x) == "buffer ~7500 KB (6 BDP)"
+    assert M_buffer._buffer_text(x) == "buffer ~7500 KB (6 BDP)"
 
 
 def _rec(limiter, truth_b, measured_b, bound=None, lo=None, hi=None):

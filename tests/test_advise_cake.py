@@ -13,7 +13,8 @@ import os
 import pytest
 
 import bloatlab
-from bloatlab.advise import measure as m
+from bloatlab.advise import classify as m_classify
+from bloatlab.advise import evidence as m_evidence
 from bloatlab.advise.path import Path, to_toml
 
 from test_advise import measure_through, needs_root
@@ -45,7 +46,7 @@ SLOW_START = [(0.0, 10, 0, 0), (0.04, 20, 0, 14_480), (0.08, 40, 0, 43_440), (0.
 
 def test_a_flows_first_loss_is_the_largest_window_sampled_up_to_it():
     j = phase({0: SLOW_START, 1: [(0.0, 10, 1, 0), (0.04, 20, 1, 1)], 2: [(0.0, 10, 0, 0), (0.04, 20, 0, 1)]})
-    fl = m.first_losses(j, "down")
+    fl = m_evidence.first_losses(j, "down")
     # flow 1 counted its retransmission in its first sample (its handshake or first window): left out;
     # flow 2 lost nothing
     assert fl["flows"] == [{"id": 0, "t_s": 0.16, "cwnd_bytes": 80 * MSS, "sent_bytes": 217_200.0}]
@@ -61,17 +62,17 @@ def test_flows_that_lost_below_codels_least_window_read_cake():
     assert bound == pytest.approx(181_313, abs=1)
     losses = {"sample_s": 0.04, "lossless": 0, "flows": [{"id": i, "t_s": 0.3, "cwnd_bytes": c, "sent_bytes": 200_000}
                                                           for i, c in enumerate((60_000, 70_000, 181_000, 300_000))]}
-    cake, why = m.cobalt_first_signal(losses, 100.0, 4, 80.0)
+    cake, why = m_classify.cobalt_first_signal(losses, 100.0, 4, 80.0)
     assert cake is True and "3 below" in why and "256 KB" in why and "181 KB as 40-ms samples" in why and "CAKE" in why
     # one flow below the bound is enough (behind CAKE a fresh queue's first episode may also end CoDel's way);
     # none is fq_codel
     one = dict(losses, flows=[dict(f, cwnd_bytes=c) for f, c in zip(losses["flows"], (60_000, 182_000, 200_000, 300_000))])
-    assert m.cobalt_first_signal(one, 100.0, 4, 80.0)[0] is True
+    assert m_classify.cobalt_first_signal(one, 100.0, 4, 80.0)[0] is True
     none = dict(losses, flows=[dict(f, cwnd_bytes=c) for f, c in zip(losses["flows"], (181_400, 190_000, 200_000, 300_000))])
-    cake, why = m.cobalt_first_signal(none, 100.0, 4, 80.0)
+    cake, why = m_classify.cobalt_first_signal(none, 100.0, 4, 80.0)
     assert cake is False and "0 below" in why and "fq_codel taken" in why
     # over RTTs beyond CoDel's interval the least window is the share x (interval + target): 316.8 KB at 200 ms
-    cake, why = m.cobalt_first_signal(losses, 100.0, 4, 200.0)
+    cake, why = m_classify.cobalt_first_signal(losses, 100.0, 4, 200.0)
     assert cake is True and "317 KB" in why
 
 
@@ -80,27 +81,27 @@ def test_under_one_queue_all_flows_windows_together_are_read_at_the_first_loss()
     # flow 2 then holds 40: 120 x 1448 = 173.8 KB in flight; one queue's CoDel needs the whole rate x 85 ms =
     # 1025.7 KB, seen through 40-ms samples as 725.3 KB
     j = phase({1: SLOW_START, 2: [(0.0, 10, 0, 0), (0.08, 40, 0, 50_000), (0.2, 90, 1, 400_000)]})
-    fl = m.first_losses(j, "down")
+    fl = m_evidence.first_losses(j, "down")
     assert fl["first"] == {"t_s": 0.16, "cwnd_bytes": 120 * MSS, "sent_bytes": 217_200 + 50_000}
-    cake, why = m.cobalt_first_signal(fl, 100.0, 2, 80.0, shared=True)
+    cake, why = m_classify.cobalt_first_signal(fl, 100.0, 2, 80.0, shared=True)
     assert cake is True and "0.16 s in, with 174 KB" in why and "1.03e+03 KB in flight" in why and "725 KB as 40-ms" in why
-    assert m.cobalt_first_signal(dict(fl, first=dict(fl["first"], cwnd_bytes=726_000)), 100.0, 2, 80.0, shared=True)[0] is False
-    assert m.cobalt_first_signal(dict(fl, first=None), 100.0, 2, 80.0, shared=True)[0] is False
+    assert m_classify.cobalt_first_signal(dict(fl, first=dict(fl["first"], cwnd_bytes=726_000)), 100.0, 2, 80.0, shared=True)[0] is False
+    assert m_classify.cobalt_first_signal(dict(fl, first=None), 100.0, 2, 80.0, shared=True)[0] is False
 
 
 def test_random_loss_that_explains_the_early_losses_leaves_fq_codel():
     losses = {"sample_s": 0.04, "lossless": 0, "flows": [{"id": i, "t_s": 0.3, "cwnd_bytes": 60_000, "sent_bytes": 2_000_000}
                                                           for i in range(4)]}
     # 4 flows x 2 MB = 5525 segments: at 0.1 % idle loss 5.5 random losses expected, 4 early ones are none beyond
-    assert m.cobalt_first_signal(losses, 100.0, 4, 80.0, idle_loss=0.001)[0] is False
-    assert m.cobalt_first_signal(losses, 100.0, 4, 80.0, idle_loss=0.0)[0] is True
+    assert m_classify.cobalt_first_signal(losses, 100.0, 4, 80.0, idle_loss=0.001)[0] is False
+    assert m_classify.cobalt_first_signal(losses, 100.0, 4, 80.0, idle_loss=0.0)[0] is True
 
 
 def test_where_the_bound_is_within_the_initial_window_it_cannot_tell():
     # 4 Mbit/s to 4 flows over 200 ms: CoDel's least window is 120.7 KB/s x 105 ms = 12.7 KB, below the initial
     # 10 segments (14.5 KB) even before the samples' allowance: no slow start loses below it
     losses = {"sample_s": 0.01, "lossless": 0, "flows": [{"id": 0, "t_s": 0.2, "cwnd_bytes": 17_376, "sent_bytes": 2896}]}
-    cake, why = m.cobalt_first_signal(losses, 4.0, 4, 200.0)
+    cake, why = m_classify.cobalt_first_signal(losses, 4.0, 4, 200.0)
     assert cake is None and "12.7 KB" in why and "initial window" in why
 
 
@@ -108,10 +109,10 @@ def test_samples_farther_apart_lower_the_bound_by_the_growth_they_may_miss():
     # samples 100 ms apart on a 40-ms path may miss 2^2.5 = 5.66x of a slow start's growth: 100 Mbit/s to 4 flows,
     # CoDel's least 3.0167 MB/s x 45 ms = 135.8 KB, seen as 24.0 KB
     losses = {"sample_s": 0.1, "lossless": 0, "flows": [{"id": 0, "t_s": 0.3, "cwnd_bytes": 25_000, "sent_bytes": 1}]}
-    cake, why = m.cobalt_first_signal(losses, 100.0, 4, 40.0)
+    cake, why = m_classify.cobalt_first_signal(losses, 100.0, 4, 40.0)
     assert cake is False and "136 KB" in why and "24 KB as 100-ms samples" in why
-    assert m.cobalt_first_signal(dict(losses, sample_s=0.01), 100.0, 4, 40.0)[0] is True
-    cake, why = m.cobalt_first_signal({"sample_s": None, "flows": []}, 100.0, 4, 40.0)
+    assert m_classify.cobalt_first_signal(dict(losses, sample_s=0.01), 100.0, 4, 40.0)[0] is True
+    cake, why = m_classify.cobalt_first_signal({"sample_s": None, "flows": []}, 100.0, 4, 40.0)
     assert cake is None and "no TCP_INFO" in why
 
 
@@ -125,30 +126,30 @@ def direction(limiter, aqm_qdisc=None, cake=True, shared=None):
 
 def test_an_aqm_reading_becomes_cake_where_the_first_losses_show_cobalt():
     x = direction("aqm", shared=False)  # flow isolation: each flow's own window
-    m._cobalt(x)
+    m_classify._cobalt(x)
     assert x["aqm_qdisc"] == "cake" and x["limiter_note"] == "flow isolation; 4 below ... CAKE"
     # a packet train read PIE (its first loss early: COBALT's first signal on the train's own fresh queue): one
     # queue's CoDel or PIE may drop any flow's packet, so all flows' windows together are read
     x = direction("aqm", "pie", cake=False, shared=True)
-    m._cobalt(x)
+    m_classify._cobalt(x)
     assert x["aqm_qdisc"] == "cake" and x["limiter_note"] == "an AQM's burst in a packet train (pie by the train alone); all flows' first loss ... CAKE"
     # PIE through the emulator (100 Mbit/s, 80 ms): one flow of four lost first at 148 KB, below its own bound
     # (193 KB), when all four held 1923 KB (the bound for them together 770 KB): PIE stays
     x = direction("aqm", "pie", cake=True, shared=False)
-    m._cobalt(x)
+    m_classify._cobalt(x)
     assert x["aqm_qdisc"] == "pie"
     # a FIFO or a policer drops a slow start's first burst too: without an AQM's burst it stays what it was
     for lim in ("fifo", "policer", "wifi"):
         x = direction(lim)
-        m._cobalt(x)
+        m_classify._cobalt(x)
         assert x["aqm_qdisc"] is None and x["limiter"] == lim and x["limiter_note"] is None
     # isolation without the signature: fq_codel, and the note says CAKE is not excluded
     x = direction("aqm", cake=False)
-    m._cobalt(x)
+    m_classify._cobalt(x)
     assert x["aqm_qdisc"] is None and "CAKE is not excluded" in x["limiter_note"]
     # a single-queue AQM without it keeps the train's verdict and note
     x = dict(direction("aqm", "codel", cake=False), limiter_note="CoDel's drops after its interval")
-    m._cobalt(x)
+    m_classify._cobalt(x)
     assert x["aqm_qdisc"] == "codel" and x["limiter_note"] == "CoDel's drops after its interval"
 
 
@@ -189,8 +190,8 @@ def test_the_models_slow_starts_behind_cake_and_fq_codel_read_as_what_they_are(r
     # 5 ms is signalled at once; CoDel waits an interval. The rate the rule reads is the link's (measure's BBR phase)
     for qdisc, want in (("cake", True), ("fq_codel", False)):
         j, _ = model_fill(qdisc, rate, rtt)
-        fl = m.first_losses(j, "down")
-        cake, why = m.cobalt_first_signal(fl, rate, 4, rtt)
+        fl = m_evidence.first_losses(j, "down")
+        cake, why = m_classify.cobalt_first_signal(fl, rate, 4, rtt)
         assert cake is want, (qdisc, why)
 
 

@@ -11,6 +11,9 @@ with the truth the campaign emulated. Each of these paths was misread before
 
 from bloatlab.advise import campaign as c
 from bloatlab.advise import measure as m
+from bloatlab.advise import classify as m_classify
+from bloatlab.advise import physics as m_physics
+from bloatlab.advise import trains as m_trains
 
 
 def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0,
@@ -23,11 +26,11 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
     _not_a_policer), then behind a FIFO with drops the AQM train (_aqm_train:
     the policer's train where one was sent); ``classify_kw``: classify's
     loss, rtt_ms and loss_rate_mbps."""
-    lim = m.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4, **classify_kw)
+    lim = m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4, **classify_kw)
     q95 = ev["flow_q95_ms"]
-    x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m.ambiguity(lim, rate, 4),
-         "limiter_alternatives": m.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
-         "evidence": dict(ev, dropped=True, burst_floor_ms=m.burst_floor_ms(rate, 4)),
+    x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m_classify.ambiguity(lim, rate, 4),
+         "limiter_alternatives": m_classify.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
+         "evidence": dict(ev, dropped=True, burst_floor_ms=m_physics.burst_floor_ms(rate, 4)),
          "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))
 
@@ -82,7 +85,7 @@ def test_a_slow_tbf_shallower_than_four_flows_bursts_is_named_beside_the_policer
     """At 2.79 Mbit/s four flows' two-segment bursts take 34.4 ms (+ 3: a 37.4-ms floor); the tbf's 4.8-KB queue
     (13.9 ms) drops them as a policer does."""
     x = read_down(monkeypatch, TBF_SLOW_EV, 2.791, TBF_SLOW_TRAIN, base_ms=59.5)
-    floor = m.burst_floor_ms(2.791, 4)
+    floor = m_physics.burst_floor_ms(2.791, 4)
     assert round(floor, 2) == 37.40
     assert x["limiter"] == "policer" and x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}]
     assert c.limiter_said(truth("shaper", 2.779, 4830), x)
@@ -101,7 +104,7 @@ def test_a_two_packet_fifo_on_a_variable_link_acts_as_a_policer_and_is_named(mon
     """A 2-packet FIFO drops every burst: it acts as a policer does on these flows. The train's head was the
     server's pace (no port read), so neither the FIFO nor an AQM below the floor (8.07 ms) is excluded."""
     x = read_down(monkeypatch, LTE_EV, 18.935, LTE_TRAIN, base_ms=7.7)
-    floor = m.burst_floor_ms(18.935, 4)
+    floor = m_physics.burst_floor_ms(18.935, 4)
     assert x["limiter"] == "policer"
     assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
                                          {"limiter": "aqm", "target_below_ms": floor}]
@@ -122,7 +125,7 @@ def test_pie_holding_its_queue_below_the_bursts_is_named_beside_the_shallow_fifo
     probability the load left behind, or a 7.4-KB FIFO's tail drop (it admits C/U = 0.07 % of the tail) — the
     same packets. PIE's 15-ms target is below the 55-ms floor (four flows' bursts at 1.84 Mbit/s)."""
     x = read_down(monkeypatch, PIE_SLOW_EV, 1.841, PIE_SLOW_TRAIN, base_ms=8.6)
-    floor = m.burst_floor_ms(1.841, 4)
+    floor = m_physics.burst_floor_ms(1.841, 4)
     assert x["limiter"] == "fifo" and x["buffer_bytes"] == 7423 and "not a policer" in x["limiter_note"]
     assert x["limiter_alternatives"] == [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": floor}]
     assert c.limiter_said(truth("pie", 1.816), x)
@@ -140,11 +143,11 @@ def test_a_train_too_short_for_the_burst_shows_pie_by_a_first_loss_no_fifo_of_th
     flows' 52.8 ms: no burst to read. But the first loss came at 927 KB sent at 518 Mbit/s, 19.2 ms of queue, where
     a FIFO as deep as the flows' (52.8 ms) drops none, and then 97 % of the tail arrived where a full FIFO admits
     42 %: PIE (its first drop 33.5 ms into the queue, before CoDel's interval)."""
-    assert round(m.train_reach_ms(PIE_FAST_TRAIN, 221.14), 1) == 31.7
-    kind, why = m.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 52.78)
+    assert round(m_trains.train_reach_ms(PIE_FAST_TRAIN, 221.14), 1) == 31.7
+    kind, why = m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 52.78)
     assert kind == "pie" and "first packet at 19.2 ms of queue" in why and "97% arrived" in why
     # the same train behind a FIFO whose depth (what the flows filled) is the train's first-loss queue: a FIFO's
-    assert m.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)[0] is None
+    assert m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)[0] is None
 
 
 def test_an_aqm_train_that_cannot_build_the_burst_says_it_cannot_tell():
@@ -154,21 +157,21 @@ def test_an_aqm_train_that_cannot_build_the_burst_says_it_cannot_tell():
     = 222 Mbit/s)."""
     whole = {"first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, "lost": 0, "tail_packets": 0, "received": 1000,
              "wire_bytes": 1500, "head_send_mbps": 500.0, "send_mbps": 500.0, "sent": 1000}
-    assert m.single_queue_aqm(whole, 425.0, 15.0)[0] is None
-    alt = m.train_cannot_tell(whole, 425.0, 15.0)
+    assert m_trains.single_queue_aqm(whole, 425.0, 15.0)[0] is None
+    alt = m_trains.train_cannot_tell(whole, 425.0, 15.0)
     assert alt["limiter"] == "aqm" and alt["kinds"] == ["codel", "pie"] and round(alt["rate_above_mbps"]) == 222
     x = {"limiter": "fifo", "limiter_alternatives": [{"limiter": "fifo"}, alt]}
     assert c.limiter_said(truth("pie", 425.0), x) and c.limiter_said(truth("codel", 239.0), x)
     assert not c.limiter_said(truth("codel", 100.0), x), "below C* the train could have shown it"
     assert not c.limiter_said(truth("fq_codel", 425.0), x), "flow isolation is read from the loads, not the train"
     # at 20 Mbit/s the same train builds 570 ms: it can tell, and nothing is named
-    assert m.train_cannot_tell(whole, 20.0, 15.0) is None
+    assert m_trains.train_cannot_tell(whole, 20.0, 15.0) is None
     # a FIFO's tail drop (C/U of the tail arrived) tells a FIFO whatever the reach
     dropped = dict(whole, first_loss=100, head_packets=100, head_bytes=150_000, lost=765, tail_packets=135, received=235)
-    assert m.train_cannot_tell(dropped, 425.0 * 0.3, 400.0) is None
+    assert m_trains.train_cannot_tell(dropped, 425.0 * 0.3, 400.0) is None
     # ... but not where U is so near C that a full FIFO admits about all of the tail as well
     near = dict(whole, first_loss=900, head_packets=900, head_bytes=1_350_000, lost=2, tail_packets=98, received=998)
-    assert m.train_cannot_tell(near, 471.0, 92.5) is not None
+    assert m_trains.train_cannot_tell(near, 471.0, 92.5) is not None
 
 
 def test_a_note_in_words_names_nothing_and_unknown_conditions_hold_for_nothing():
@@ -202,16 +205,16 @@ def test_a_fifo_reading_whose_train_arrives_faster_than_the_rate_is_a_token_buck
     """The probes' p95 passed the floor by 0.2 ms, so classify read a FIFO; but the flows' p95 stayed at 1.15 ms
     and the AQM train's head came at 633 Mbit/s, 4x the rate: a queue at 156 Mbit/s passes nothing faster than
     that. The reading becomes the policer (the train's port), naming a tbf shallower than the floor."""
-    assert m.classify(5.1982, 0.7125, 1.1456, True, 156.4, 4) == "fifo"
+    assert m_classify.classify(5.1982, 0.7125, 1.1456, True, 156.4, 4) == "fifo"
     x = read_down(monkeypatch, POLICER_SLOW_PROBES_EV, 156.4, POLICER_AQM_TRAIN, base_ms=269.0)
     assert x["limiter"] == "policer" and x["port_mbps"] == 633.06 and x["buffer_bytes"] is None
     assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
     assert "faster than a queue at 156.4 Mbit/s" in x["limiter_note"]
     assert c.limiter_said(truth("policer", 156.6), x)
     # a head at the rate (a FIFO at the port), the server's own pace, or flows that queued past the floor: no change
-    assert m.faster_port(dict(POLICER_AQM_TRAIN, leading_mbps=160.0), 156.4, 1.15, 5.0) is None
-    assert m.faster_port(dict(POLICER_AQM_TRAIN, sender_limited=True), 156.4, 1.15, 5.0) is None
-    assert m.faster_port(POLICER_AQM_TRAIN, 156.4, 5.3, 5.0) is None
+    assert m_trains.faster_port(dict(POLICER_AQM_TRAIN, leading_mbps=160.0), 156.4, 1.15, 5.0) is None
+    assert m_trains.faster_port(dict(POLICER_AQM_TRAIN, sender_limited=True), 156.4, 1.15, 5.0) is None
+    assert m_trains.faster_port(POLICER_AQM_TRAIN, 156.4, 5.3, 5.0) is None
 
 
 # seed 28 path 128: a tbf at 15.6 Mbit/s on a 26.1-Mbit/s port, its queue 35.2 KB (18.0 ms), its bucket 6.8 KB, 154 ms
@@ -241,7 +244,7 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     packet 309: a queue stood in front of the bucket, 18.0 ms x 15.56 Mbit/s = 35.0 KB (the tbf's 35.2). A
     policer passes or drops each packet at once (the campaign's 17 stored policers: within 0.16 ms)."""
     tbf = paced(1451, 17.1176, 309, 18.0, lost=88)
-    assert round(m.paced_queue_ms(tbf), 6) == 18.0
+    assert round(m_trains.paced_queue_ms(tbf), 6) == 18.0
     x = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=tbf, **TBF_QUEUE_LOSS)
     assert x["limiter"] == "fifo" and round(x["tbf_queue_ms"], 6) == 18.0
     assert x["buffer_bytes"] == 35010 and "tbf" in x["limiter_note"]
@@ -251,7 +254,7 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     y = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, **TBF_QUEUE_LOSS)
     assert y["limiter"] == "policer" and not c.limiter_said(truth("shaper", 15.63, 35201), y)
     # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the floor stay policers
-    for gained in (0.16, 0.9 * m.burst_floor_ms(15.5604, 4)):
+    for gained in (0.16, 0.9 * m_physics.burst_floor_ms(15.5604, 4)):
         z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, gained, 88),
                       **TBF_QUEUE_LOSS)
         assert z["limiter"] == "policer", gained
@@ -270,14 +273,14 @@ def test_a_policer_trains_tail_that_kept_arriving_is_a_single_queue_aqm_not_a_to
     after its first loss arrived, where a token bucket (or a full FIFO) passes its rate's share of a tail sent at
     5281 Mbit/s: 0.4 packets. A queue held them and dropped a few: the AQM train's reading, its first loss 120 ms
     into the queue, CoDel's (100 ms + the 5-ms target)."""
-    assert m.tail_held(CODEL_SLOW_TRAIN)
+    assert m_trains.tail_held(CODEL_SLOW_TRAIN)
     x = read_down(monkeypatch, CODEL_SLOW_EV, 2.1015, CODEL_SLOW_TRAIN, base_ms=231.7)
     assert x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel" and x["buffer_bytes"] is None
     assert "no token bucket passes" in x["limiter_note"] and c.limiter_said(truth("codel", 2.3177), x)
     # the stored policers' and tbfs' trains: cut to their drain's share (a policer's rate, a full port FIFO's)
-    assert not m.tail_held(POLICER_AQM_TRAIN) and not m.tail_held(TBF_FAST_TRAIN) and not m.tail_held(TBF_QUEUE_TRAIN)
+    assert not m_trains.tail_held(POLICER_AQM_TRAIN) and not m_trains.tail_held(TBF_FAST_TRAIN) and not m_trains.tail_held(TBF_QUEUE_TRAIN)
     # ... and a tail that lost no more than the path's random loss is no drop pattern at all
-    assert not m.tail_held(dict(CODEL_SLOW_TRAIN, lost=3), idle_loss=0.005)
+    assert not m_trains.tail_held(dict(CODEL_SLOW_TRAIN, lost=3), idle_loss=0.005)
 
 
 # seed 28 path 82: a tbf at 559 Mbit/s on a 943-Mbit/s port (bucket 56.6 ms, 3.95 MB), its queue 1.08 MB (15.5 ms),
@@ -297,7 +300,7 @@ def test_an_aqm_train_that_arrived_faster_than_the_rate_shows_no_aqm_at_the_rate
     of losses at its end is the port's FIFO. An AQM at the rate delivers nothing faster than the rate: a tbf's
     queue, the FIFO the flows stood in."""
     assert len(TBF_LOSSY_LOST) == 108
-    assert m.single_queue_aqm(TBF_LOSSY_TRAIN, 615.80, 16.212, 0.010345)[0] == "pie"
+    assert m_trains.single_queue_aqm(TBF_LOSSY_TRAIN, 615.80, 16.212, 0.010345)[0] == "pie"
     x = read_down(monkeypatch, TBF_LOSSY_EV, 615.80, TBF_LOSSY_TRAIN, idle_loss=0.010345, base_ms=138.5)
     assert x["limiter"] == "fifo" and x.get("aqm_qdisc") is None and x["buffer_bytes"] == int(16.212e-3 * 615.8e6 / 8)
     assert "token bucket" in x["limiter_note"] and c.limiter_said(truth("shaper", 558.97, 1083182), x)
@@ -306,8 +309,8 @@ def test_an_aqm_train_that_arrived_faster_than_the_rate_shows_no_aqm_at_the_rate
 def test_cubic_grows_back_to_its_loss_window_in_k_or_in_the_friendly_regions_time():
     """tcp_cubic.c: beta 717/1024, C 0.4; K = cbrt(W (1 - beta) / C), or (1 - beta) W / (3 (1 - beta) / (1 + beta))
     round trips in the TCP-friendly region, whichever is shorter."""
-    assert round(m.cubic_return_s(683 * m.MSS, 30.0), 2) == 8.0
-    assert round(m.cubic_return_s(90 * m.MSS, 11.0), 3) == 0.561
+    assert round(m_physics.cubic_return_s(683 * m_physics.MSS, 30.0), 2) == 8.0
+    assert round(m_physics.cubic_return_s(90 * m_physics.MSS, 11.0), 3) == 0.561
 
 
 # seed 28 path 151: fq_codel at 375 Mbit/s (Linux's defaults), 49.5 ms; the CUBIC fill's first losses at 0.46 s
@@ -321,18 +324,18 @@ def test_flows_that_could_not_grow_back_to_their_first_losses_leave_the_depth_un
     lost at 814 KB (562 segments): CUBIC grows back to that in K = 7.5 s, after the 5-s phase ended, so the queue
     the flows stood in after shows nothing of what dropped them. Their backoff still bounds it: 0.7 x (BDP + D)
     stood less than the floor above the BDP, D < 49.66 x 0.428 + 5 / 0.7 = 28.4 ms."""
-    bound, why = m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 5.0)
+    bound, why = m_classify.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 5.0)
     assert round(bound, 1) == 28.4 and "could not grow back" in why
-    alts = m.alternatives("policer", 375.33, 4, bound)
+    alts = m_classify.alternatives("policer", 375.33, 4, bound)
     assert alts[1:] == [{"limiter": "fifo", "depth_below_ms": bound}, {"limiter": "aqm", "target_below_ms": bound}]
     x = {"limiter": "policer", "limiter_alternatives": alts}
     assert c.limiter_said(truth("fq_codel", 375.03), x)
-    assert not c.limiter_said(truth("fq_codel", 375.03), {"limiter": "policer", "limiter_alternatives": m.alternatives("policer", 375.33, 4)})
+    assert not c.limiter_said(truth("fq_codel", 375.03), {"limiter": "policer", "limiter_alternatives": m_classify.alternatives("policer", 375.33, 4)})
     assert not c.limiter_said(truth("fifo", 375.03, 3_000_000), x), "a 64-ms FIFO would have stood after the backoff"
     # a phase long enough for them to come back (or flows that lost at small windows) leaves the floor as it was
-    assert m.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 8.0)[0] is None
+    assert m_classify.unreturned_depth_ms(FQ_FAST_FIRST, 375.33, 4, 49.66, 8.0)[0] is None
     small = {"flows": [dict(f, cwnd_bytes=130e3) for f in FQ_FAST_FIRST["flows"]], "sample_s": 0.033}
-    assert m.unreturned_depth_ms(small, 83.2, 4, 10.65, 5.0)[0] is None
+    assert m_classify.unreturned_depth_ms(small, 83.2, 4, 10.65, 5.0)[0] is None
 
 
 # seed 28 path 165: a policer at 82.8 Mbit/s (its bucket 57 ms) on an 88.8-Mbit/s port whose FIFO holds 278 KB, 10.6 ms
@@ -355,7 +358,7 @@ def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_to
     # flows that never came back to their losses' windows, or that stood at the train's depth: the FIFO stays
     y = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
     y.update(limiter="fifo", unseen_depth_ms=30.0)
-    assert not m._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, y)
+    assert not m_trains._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, y)
     z = read_down(monkeypatch, dict(POLICER_NEAR_EV, probe_q95_ms=24.0, flow_q50_ms=20.0, flow_q95_ms=24.5), 83.2035,
                   POLICER_NEAR_TRAIN, base_ms=10.65)
     assert z["limiter"] == "fifo"
@@ -378,7 +381,7 @@ def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it(
     AQM that drops nothing there — one whose target is above what stood: 14.86 less their ACK wait (4 x 1500 B at
     275.6 Mbit/s, 0.17 ms) and the 3-ms noise = 11.68 ms. PIE's 15 ms is; CoDel's 5 ms would have dropped beyond
     the random loss."""
-    alts, note = m.undropped_alternatives("fifo", PIE_LOSSY_EV, 275.577, 4)
+    alts, note = m_classify.undropped_alternatives("fifo", PIE_LOSSY_EV, 275.577, 4)
     assert alts[0] == {"limiter": "fifo"} and alts[1]["limiter"] == "aqm" and round(alts[1]["target_above_ms"], 2) == 11.68
     assert "without drops beyond the random loss" in note
     x = {"limiter": "fifo", "limiter_alternatives": alts}
@@ -386,10 +389,10 @@ def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it(
     # seed 9 path 3 (CoDel at 65.7 Mbit/s, 184 ms): a fill that reached a third of the rate (its bottleneck idle) and
     # lost nothing beyond the random loss stood 5.72 ms, within its ACK wait (4.18 ms) and the noise: any AQM
     idle = {"phase": "fill", "rate_mbps": 22.9606, "flow_q95_ms": 5.7178, "dropped": False, "loaded_rtt_ms": 184.746}
-    assert m.undropped_alternatives("fifo", idle, 64.14, 4)[0][1]["target_above_ms"] == 0.0
+    assert m_classify.undropped_alternatives("fifo", idle, 64.14, 4)[0][1]["target_above_ms"] == 0.0
     # drops, or another verdict: nothing of the kind
-    assert m.undropped_alternatives("fifo", dict(PIE_LOSSY_EV, dropped=True), 275.577, 4) == (None, None)
-    assert m.undropped_alternatives("policer", PIE_LOSSY_EV, 275.577, 4) == (None, None)
+    assert m_classify.undropped_alternatives("fifo", dict(PIE_LOSSY_EV, dropped=True), 275.577, 4) == (None, None)
+    assert m_classify.undropped_alternatives("policer", PIE_LOSSY_EV, 275.577, 4) == (None, None)
 
 
 # campaign seed 71 path 2: a policer at 405 Mbit/s (bucket 6.5 ms, 330 KB) on a 592-Mbit/s port, 5 ms

@@ -9,24 +9,25 @@ measure.json`, the down direction's `evidence`, its rate and flows)."""
 
 import pytest
 
-from bloatlab.advise import measure as m
+from bloatlab.advise import classify as m_classify
+from bloatlab.advise import physics as m_physics
 
 
 def test_the_ack_wait_is_the_flows_spacing_cut_at_the_delayed_ack_timer():
     s = 4 * 1500 * 8 / 20e6 * 1e3  # 4 flows sharing 20 Mbit/s (on the wire): a flow's 1500-B segment every 2.4 ms
-    assert m.ack_wait_ms(20, 4, 40) == pytest.approx(s)
+    assert m_physics.ack_wait_ms(20, 4, 40) == pytest.approx(s)
     # a burst a round trip (the bottleneck idled): an odd last segment on the timer, one sample of w / 2;
     # D = max(40 ms, RTT) = 40 at 40 ms, so 2 D s / RTT = 2 s
-    assert m.ack_wait_ms(20, 4, 40, idle=True) == pytest.approx(2 * s)
-    assert m.ack_wait_ms(20, 4, 400, idle=True) == pytest.approx(s)  # RTT >= 2 D (D = 200 ms): the spacing's
+    assert m_physics.ack_wait_ms(20, 4, 40, idle=True) == pytest.approx(2 * s)
+    assert m_physics.ack_wait_ms(20, 4, 400, idle=True) == pytest.approx(s)  # RTT >= 2 D (D = 200 ms): the spacing's
     # one flow at 0.1 Mbit/s: a segment every 120 ms, cut at the timer: 40 ms at 20 ms (TCP_DELACK_MIN, above the
     # srtt bound), the spacing at 130 ms (the timer's srtt bound above it), the RTT itself at 60 ms, and 200 ms
     # (TCP_DELACK_MAX) at 300 ms for a segment every 1.2 s
-    assert m.ack_wait_ms(0.1, 1, 20) == pytest.approx(40.0)
-    assert m.ack_wait_ms(0.1, 1, 130) == pytest.approx(1500 * 8 / 0.1e6 * 1e3)
-    assert m.ack_wait_ms(0.1, 1, 60) == pytest.approx(60.0)
-    assert m.ack_wait_ms(0.01, 1, 300) == pytest.approx(200.0)
-    assert m.ack_wait_ms(1000, 4, 40) == pytest.approx(4 * 1500 * 8 / 1e9 * 1e3)  # 48 us: nothing at a fast port
+    assert m_physics.ack_wait_ms(0.1, 1, 20) == pytest.approx(40.0)
+    assert m_physics.ack_wait_ms(0.1, 1, 130) == pytest.approx(1500 * 8 / 0.1e6 * 1e3)
+    assert m_physics.ack_wait_ms(0.1, 1, 60) == pytest.approx(60.0)
+    assert m_physics.ack_wait_ms(0.01, 1, 300) == pytest.approx(200.0)
+    assert m_physics.ack_wait_ms(1000, 4, 40) == pytest.approx(4 * 1500 * 8 / 1e9 * 1e3)  # 48 us: nothing at a fast port
 
 
 # (probe_q95, flow_q50, flow_q95, dropped, bottleneck rate, excess loss, loaded RTT, the evidence phase's rate);
@@ -44,7 +45,7 @@ def test_the_ack_wait_is_the_flows_spacing_cut_at_the_delayed_ack_timer():
 ])
 def test_a_policer_and_a_tbf_whose_flows_wait_for_their_acks_are_not_read_as_isolation(ev, truth):
     probe, q50, q95, dropped, rate, loss, rtt, phase = ev
-    assert m.classify(probe, q50, q95, dropped, rate, 4, loss, rtt, phase) == truth
+    assert m_classify.classify(probe, q50, q95, dropped, rate, 4, loss, rtt, phase) == truth
 
 
 @pytest.mark.parametrize("ev", [
@@ -58,7 +59,7 @@ def test_a_policer_and_a_tbf_whose_flows_wait_for_their_acks_are_not_read_as_iso
 ])
 def test_flow_isolation_at_slow_rates_still_exceeds_the_ack_wait(ev):
     probe, q50, q95, dropped, rate, loss, rtt, phase = ev
-    assert m.classify(probe, q50, q95, dropped, rate, 4, loss, rtt, phase) == "aqm"
+    assert m_classify.classify(probe, q50, q95, dropped, rate, 4, loss, rtt, phase) == "aqm"
 
 
 def test_a_phase_whose_bottleneck_idled_shows_no_backlog():
@@ -67,12 +68,12 @@ def test_a_phase_whose_bottleneck_idled_shows_no_backlog():
     another phase got (below 1 / UNSATURATED): no backlog stands at an idle
     bottleneck, so the second is not isolation (with drops: the policer's
     reading, which names the FIFO and the AQM it cannot exclude)."""
-    assert m.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 5.0) == "aqm"
-    assert m.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 1.0) == "policer"
-    assert m.classify(1.0, 20.0, 30.0, False, 5.0, 4, 0.0, 100.0, 1.0) == "fifo"
+    assert m_classify.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 5.0) == "aqm"
+    assert m_classify.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 1.0) == "policer"
+    assert m_classify.classify(1.0, 20.0, 30.0, False, 5.0, 4, 0.0, 100.0, 1.0) == "fifo"
     # exactly 1 / UNSATURATED of the rate is idle; above it, not
-    assert m.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 4.0) == "policer"
-    assert m.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 4.01) == "aqm"
+    assert m_classify.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 4.0) == "policer"
+    assert m_classify.classify(1.0, 20.0, 30.0, True, 5.0, 4, 0.05, 100.0, 4.01) == "aqm"
 
 
 def test_cake_at_one_mbit_is_within_the_ack_wait_and_the_reading_names_it():
@@ -86,6 +87,6 @@ def test_cake_at_one_mbit_is_within_the_ack_wait_and_the_reading_names_it():
     ms at 1 Mbit/s), so the reading is the policer's, whose alternatives name
     an AQM with a target below the floor (CAKE's 5 ms): said, not guessed;
     measure's packet trains then look for the port and the AQM's burst."""
-    assert m.ack_wait_ms(1.0, 4, 186) == pytest.approx(48.0)
-    assert m.classify(14.23, 65.1, 81.46, True, 1.0, 4, 0.148, 186) == "policer"
-    assert {"limiter": "aqm", "target_below_ms": pytest.approx(99.0)} in m.alternatives("policer", 1.0, 4)
+    assert m_physics.ack_wait_ms(1.0, 4, 186) == pytest.approx(48.0)
+    assert m_classify.classify(14.23, 65.1, 81.46, True, 1.0, 4, 0.148, 186) == "policer"
+    assert {"limiter": "aqm", "target_below_ms": pytest.approx(99.0)} in m_classify.alternatives("policer", 1.0, 4)

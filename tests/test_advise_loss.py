@@ -10,44 +10,46 @@ import math
 import pytest
 
 from bloatlab.advise import measure as m
+from bloatlab.advise import physics as m_physics
+from bloatlab.advise import plan as m_plan
 
 
 def ser_ms(down_mbps, up_mbps):
     """The small idle probes' serialization across both ports (ms), as serialization_ms reads it."""
-    return m.PROBE_WIRE * 8 * (1 / (down_mbps * 1e6) + 1 / (up_mbps * 1e6)) * 1e3
+    return m_physics.PROBE_WIRE * 8 * (1 / (down_mbps * 1e6) + 1 / (up_mbps * 1e6)) * 1e3
 
 
 def test_the_upper_bound_is_clopper_pearsons():
     # no loss in n: (1 - p)^n = 0.05 exactly
-    assert m.loss_upper(0, 300) == pytest.approx(1 - 0.05 ** (1 / 300), rel=1e-9)
+    assert m_physics.loss_upper(0, 300) == pytest.approx(1 - 0.05 ** (1 / 300), rel=1e-9)
     # one loss in 300: P(X <= 1) = 0.05 at the bound
-    p = m.loss_upper(1, 300)
+    p = m_physics.loss_upper(1, 300)
     assert (1 - p) ** 300 + 300 * p * (1 - p) ** 299 == pytest.approx(0.05, rel=1e-6)
-    assert m.loss_upper(0, 0) == 1.0 and m.loss_upper(5, 5) == 1.0
-    assert m.one_way(0.0199) == pytest.approx(1 - math.sqrt(1 - 0.0199))
+    assert m_physics.loss_upper(0, 0) == 1.0 and m_physics.loss_upper(5, 5) == 1.0
+    assert m_physics.one_way(0.0199) == pytest.approx(1 - math.sqrt(1 - 0.0199))
 
 
 def test_a_stream_where_an_unseen_loss_would_hold_one_flow_below_the_rate():
     # seed 7 path 15's kind: 239 Mbit/s down at 126 ms; 300 idle probes without loss bound it only below 0.5 %
-    pps, count, why = m.loss_stream_plan(0, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)
+    pps, count, why = m_plan.loss_stream_plan(0, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)
     rate = 1 / (1 / 239 + 1 / 24)
-    assert pps == int(m.LOSS_STREAM_SHARE * rate * 1e6 / (m.PROBE_WIRE * 8))
-    assert count == int(pps * m.LOSS_STREAM_S[0])
+    assert pps == int(m_plan.LOSS_STREAM_SHARE * rate * 1e6 / (m_physics.PROBE_WIRE * 8))
+    assert count == int(pps * m_plan.LOSS_STREAM_S[0])
     assert "above the" in why
     # behind a WiFi hop at most 300 a second; a fast path at most 5000; the full measure streams twice as long
-    assert m.loss_stream_plan(0, 300, ser_ms(239, 24), 125.6, wifi=True, quick=True)[0] == m.LOSS_STREAM_WIFI_PPS
-    assert m.loss_stream_plan(0, 500, ser_ms(1000, 1000), 10, wifi=False, quick=False)[:2] == (5000, 20000)
+    assert m_plan.loss_stream_plan(0, 300, ser_ms(239, 24), 125.6, wifi=True, quick=True)[0] == m_plan.LOSS_STREAM_WIFI_PPS
+    assert m_plan.loss_stream_plan(0, 500, ser_ms(1000, 1000), 10, wifi=False, quick=False)[:2] == (5000, 20000)
 
 
 def test_no_stream_where_the_idle_probes_already_tell_or_the_loss_cannot_matter():
     # 10 / 1 Mbit/s at 20 ms: one flow meets the idle probes' 0.5 % bound at 0.91 Mbit/s anyway
-    pps, _, why = m.loss_stream_plan(0, 300, ser_ms(10, 1), 20, wifi=False, quick=True)
+    pps, _, why = m_plan.loss_stream_plan(0, 300, ser_ms(10, 1), 20, wifi=False, quick=True)
     assert pps is None and "below the" in why
     # 16 losses: the idle count is within 50 % already
-    assert m.loss_stream_plan(16, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)[0] is None
-    assert m.loss_stream_plan(15, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)[0] is not None
+    assert m_plan.loss_stream_plan(16, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)[0] is None
+    assert m_plan.loss_stream_plan(15, 300, ser_ms(239, 24), 125.6, wifi=False, quick=True)[0] is not None
     # no serialization read: nothing to pace by
-    assert m.loss_stream_plan(0, 300, None, 125.6, wifi=False, quick=True)[0] is None
+    assert m_plan.loss_stream_plan(0, 300, None, 125.6, wifi=False, quick=True)[0] is None
 
 
 def test_the_stream_is_pooled_with_the_idle_probes_unless_it_lost_more_than_they_allow(monkeypatch):
@@ -58,8 +60,8 @@ def test_the_stream_is_pooled_with_the_idle_probes_unless_it_lost_more_than_they
     monkeypatch.setattr(m, "_probe", lambda args, timeout: seen.append(args) or {"udp": {"sent": 3000, "lost": 12}})
     r = report()
     m._loss_stream("h", 1, None, r, ser_ms(100, 100), False, True, lambda s: None)
-    assert r["loss_round_trip"] == 12 / 3300 and r["loss"] == m.one_way(12 / 3300)
-    assert r["loss_upper"] == m.one_way(m.loss_upper(12, 3300)) and r["loss_stream"]["lost"] == 12
+    assert r["loss_round_trip"] == 12 / 3300 and r["loss"] == m_physics.one_way(12 / 3300)
+    assert r["loss_upper"] == m_physics.one_way(m_physics.loss_upper(12, 3300)) and r["loss_stream"]["lost"] == 12
     assert seen[0][seen[0].index("--send-interval") + 1] == f"{1e6 / r['loss_stream']['pps']:.0f}us"
     # 10 % lost: far above the idle probes' 1 % bound, so not the path's random loss (a policer below the pace)
     monkeypatch.setattr(m, "_probe", lambda args, timeout: {"udp": {"sent": 3000, "lost": 300}})
@@ -90,10 +92,10 @@ def test_measure_finds_a_random_loss_the_idle_probes_do_not_see():
 def test_the_idle_medians_interval_is_the_order_statistics_around_the_middle():
     # n = 100: ranks 50 -+ 1.96 x 10 / 2 = 40.2 .. 59.8, widened to whole ranks: the 41st and 61st smallest
     x = list(range(100, 0, -1))
-    assert m.median_ci_ms(x) == (41.0, 61.0)
+    assert m_physics.median_ci_ms(x) == (41.0, 61.0)
     # n = 300: 150 -+ 16.97: the 134th and 168th smallest; lost probes (NaN, None) left out
-    assert m.median_ci_ms([float(i) for i in range(1, 301)] + [float("nan")]) == (134.0, 168.0)
-    assert m.median_ci_ms([None, 5.0, None]) == (5.0, 5.0)
+    assert m_physics.median_ci_ms([float(i) for i in range(1, 301)] + [float("nan")]) == (134.0, 168.0)
+    assert m_physics.median_ci_ms([None, 5.0, None]) == (5.0, 5.0)
 
 
 def test_the_idle_probes_stop_after_the_first_hundred_where_the_median_and_the_loss_are_told():
@@ -102,19 +104,19 @@ def test_the_idle_probes_stop_after_the_first_hundred_where_the_median_and_the_l
         return [base + ms * i / 99 for i in range(100)]
 
     # at 10 ms the goal is 1 ms (5 % is less), half of it either side: 4 ms of spread gives +-0.40 ms, 6 ms +-0.61
-    more, why = m.idle_plan(spread(10, 4), 0, stream=False)
+    more, why = m_plan.idle_plan(spread(10, 4), 0, stream=False)
     assert not more and "+-0.4 ms" in why and "within half the goal's 1 ms" in why
-    more, why = m.idle_plan(spread(10, 6), 0, stream=False)
+    more, why = m_plan.idle_plan(spread(10, 6), 0, stream=False)
     assert more and "wider than +-0.5 ms" in why
     # at 400 ms the goal is 5 % (22.25 ms at the median 445): 90 ms of spread, +-9.1 ms, stops; 130 ms (+-13.1
     # against 11.6) does not
-    assert m.idle_plan(spread(400, 90), 0, stream=False)[0] is False
-    assert m.idle_plan(spread(400, 130), 0, stream=False)[0] is True
+    assert m_plan.idle_plan(spread(400, 90), 0, stream=False)[0] is False
+    assert m_plan.idle_plan(spread(400, 130), 0, stream=False)[0] is True
     # a loss seen and unresolved (fewer than LOSS_RESOLVED): more probes; resolved: none
-    assert m.idle_plan(spread(20, 1), 3, stream=False)[0] is True
-    assert m.idle_plan(spread(20, 1), m.LOSS_RESOLVED, stream=False)[0] is False
+    assert m_plan.idle_plan(spread(20, 1), 3, stream=False)[0] is True
+    assert m_plan.idle_plan(spread(20, 1), m_plan.LOSS_RESOLVED, stream=False)[0] is False
     # a loss stream follows: the rest go beside it (its losses weighed against all 300), however tight the median
-    more, why = m.idle_plan(spread(20, 1), 0, stream=True)
+    more, why = m_plan.idle_plan(spread(20, 1), 0, stream=True)
     assert more and "beside it" in why
     # nothing to take a median of
-    assert m.idle_plan([None, 20.0], 1, stream=True)[0] is True
+    assert m_plan.idle_plan([None, 20.0], 1, stream=True)[0] is True

@@ -5,6 +5,7 @@ falling back to the assumptions, with the reason, where the train cannot
 tell. The train's own analysis is tested in crates/probe (train.rs)."""
 
 from bloatlab.advise import measure as m
+from bloatlab.advise import trains as m_trains
 from bloatlab.advise.path import POLICER_PORT, Path, to_toml
 from bloatlab.errors import UserError
 
@@ -43,59 +44,59 @@ PATH14 = {"bucket_bytes": 106393.9, "first_loss": 71, "head_bytes": 106500, "hea
 
 def test_the_cut_is_the_first_loss_and_a_random_loss_in_the_head_does_not_move_it():
     t = paced(1000, 1500, 64.0, 39.0, 271_000)
-    assert m.policer_cut(t["lost_seq"], 1000) == t["first_loss"] == 460
+    assert m_trains.policer_cut(t["lost_seq"], 1000) == t["first_loss"] == 460
     # three random losses among the first 460 (before the policer: they take no tokens, so the bucket lasts
     # 3 / (1 - 39/64) = 7.7 packets longer): the two-run likelihood cuts where the policer's first drop is
     t = paced(1000, 1500, 64.0, 39.0, 271_000, random_lost=(40, 200, 333))
     assert t["first_loss"] == 40
-    assert m.policer_cut(t["lost_seq"], 1000) == 468 == [s for s in t["lost_seq"] if s > 333][0]
-    assert m.policer_cut([], 10) == 10
+    assert m_trains.policer_cut(t["lost_seq"], 1000) == 468 == [s for s in t["lost_seq"] if s > 333][0]
+    assert m_trains.policer_cut([], 10) == 10
     # a server that fell below the policed rate after packet 1259 loses nothing from there: no second run
     # (seed 8 path 14's paced train through the emulator on a loaded machine: losses 570-1258, none after)
     t = paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0)
-    assert t["lost_seq"][-1] < 1259 and m.policer_cut(t["lost_seq"], 2000) == t["first_loss"] == 456
+    assert t["lost_seq"][-1] < 1259 and m_trains.policer_cut(t["lost_seq"], 2000) == t["first_loss"] == 456
 
 
 def test_a_paced_train_reads_the_bucket_the_ports_fifo_hid_from_the_first():
     t = paced(2000, 1500, 64.37, 39.0, 271_000)
-    b, res, k, how = m.paced_bucket(t, 39.0, 64.37)
+    b, res, k, how = m_trains.paced_bucket(t, 39.0, 64.37)
     # 456 packets through, less what 39 Mbit/s refilled while they came at 64.37: 271 KB within a packet
     assert k == 456 and "456 packets through" in how
     assert abs(b - (456.5 * 1500 - 456 * 1500 * (39.0 / 64.37))) < 1e-3 and abs(b - 271_000) < 1500
     # the resolution: a packet and the rate goal's 10 % of the refill
     assert abs(res - (1500 + 456 * 1500 * (39.0 / 64.37) * 0.1)) < 1e-3
     # the rate as measure read it on seed 8 path 14 (39.3, 0.8 % high): 1.4 % low
-    assert abs(m.paced_bucket(t, 39.3, 64.37)[0] - 271_000) / 271_000 < 0.015
+    assert abs(m_trains.paced_bucket(t, 39.3, 64.37)[0] - 271_000) / 271_000 < 0.015
     # with random loss in the head, on a path whose idle probes saw random loss: the same bucket within a packet
     # (the lost packets took no tokens)
     lossy = paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40, 200, 333))
-    b2, _, k2, how2 = m.paced_bucket(lossy, 39.0, 64.37, random_loss=0.002)
+    b2, _, k2, how2 = m_trains.paced_bucket(lossy, 39.0, 64.37, random_loss=0.002)
     assert k2 == 464 and "3 random losses" in how2 and abs(b2 - 271_000) < 1500
     # on a path without random loss the first loss is the policer's (an unevenly paced head let the bucket refill)
-    assert m.paced_bucket(lossy, 39.0, 64.37)[2] == 40
+    assert m_trains.paced_bucket(lossy, 39.0, 64.37)[2] == 40
     # the send rate over the cut's head, from the packets' send times: a server that fell to 50 Mbit/s after packet
     # 100 sent the 464 at 52.6 on average (the head's first 100 said 64.37); without them it reads the pace
     uneven = paced(2000, 1500, 64.37, 39.0, 271_000, random_lost=(40,), slow_from=100, slow_pace=50.0)
-    b5, _, k5, how5 = m.paced_bucket(uneven, 39.0, 64.37, random_loss=0.002)
+    b5, _, k5, how5 = m_trains.paced_bucket(uneven, 39.0, 64.37, random_loss=0.002)
     first = next(s for s in uneven["lost_seq"] if s > 40)
     u = (first - 1) * 1500 * 8 / (uneven["tx_ms"][first - 1] * 1e3)
     assert k5 == first and f"{u:.4g}" in how5 and abs(b5 - 271_000) < 1500
-    b6, _, _, _ = m.paced_bucket({**uneven, "tx_ms": None}, 39.0, 64.37, random_loss=0.002)
+    b6, _, _, _ = m_trains.paced_bucket({**uneven, "tx_ms": None}, 39.0, 64.37, random_loss=0.002)
     assert b6 > 271_000 + 100_000, "the pace over-states the head's send rate, so under-states its refill: the bucket reads high"
     # the server fell behind in the tail: the head's send rate and the measured rate still read it
-    b3, _, k3, _ = m.paced_bucket(paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0), 39.0, 64.37)
+    b3, _, k3, _ = m_trains.paced_bucket(paced(2000, 1500, 64.37, 39.0, 271_000, slow_from=1259, slow_pace=30.0), 39.0, 64.37)
     assert (k3, b3) == (k, b)
     # no loss: at least the train's bytes less the refill
-    b4, least, _, how4 = m.paced_bucket(paced(100, 1500, 64.37, 39.0, 271_000), 39.3, 64.37)
+    b4, least, _, how4 = m_trains.paced_bucket(paced(100, 1500, 64.37, 39.0, 271_000), 39.3, 64.37)
     assert b4 is None and least == 100 * 1500 * (1 - 39.3 / 64.37) and "passed whole" in how4
 
 
 def test_the_first_trains_head_bounds_the_ports_fifo():
     # (71 + 1/2) x 1500 less what 67.76 Mbit/s drained while 71 packets came at 6224: the true FIFO is 105.8 KB
-    q = m.port_fifo(PATH14)
+    q = m_trains.port_fifo(PATH14)
     assert q == 71.5 * 1500 - 71 * 1500 * 67.76008 / 6223.605
     assert abs(q - 105_841) / 105_841 < 0.01
-    assert m.port_fifo({**PATH14, "leading_mbps": None}) is None
+    assert m_trains.port_fifo({**PATH14, "leading_mbps": None}) is None
 
 
 def test_seed8_path14_the_paced_train_finds_the_bucket_and_the_first_the_ports_fifo(monkeypatch):
@@ -135,7 +136,7 @@ EMULATED = {"bucket_bytes": 23794.5, "bucket_min_bytes": 18942.2, "first_loss": 
 
 
 def test_a_trains_head_gives_the_port_and_its_bytes_the_bucket():
-    port, bucket, why = m.policer_figures(EMULATED, 19.5)
+    port, bucket, why = m_trains.policer_figures(EMULATED, 19.5)
     assert port == 100.06 and why == []
     # the head's bytes and half a packet less what 19.5 Mbit/s refilled while they reached the policer at 2.46 Gbit/s
     assert bucket == int(24000 + 750 - 24000 * 19.5 / 2462.3)
@@ -143,15 +144,15 @@ def test_a_trains_head_gives_the_port_and_its_bytes_the_bucket():
 
 
 def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumptions():
-    port, bucket, why = m.policer_figures({**EMULATED, "sender_limited": True, "head_send_mbps": 100.0}, 19.5)
+    port, bucket, why = m_trains.policer_figures({**EMULATED, "sender_limited": True, "head_send_mbps": 100.0}, 19.5)
     assert port is None and "the server, not the path" in why[0]
     assert bucket is not None, "the bucket needs only the rate the head was sent at"
-    port, bucket, why = m.policer_figures({**EMULATED, "first_loss": None, "head_bytes": 1_500_000}, 19.5)
+    port, bucket, why = m_trains.policer_figures({**EMULATED, "first_loss": None, "head_bytes": 1_500_000}, 19.5)
     # a train that passed whole: the bucket is at least its bytes less what the rate refilled while they came
     assert port == 100.06 and bucket == int(1_500_000 - 1_500_000 * 19.5 / 2462.3) and "passed whole" in why[0]
-    port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": 20.5}, 19.5)
+    port, bucket, why = m_trains.policer_figures({**EMULATED, "leading_mbps": 20.5}, 19.5)
     assert port is None and "no faster than the policed rate" in why[0]
-    port, bucket, why = m.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
+    port, bucket, why = m_trains.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
                                            "head_send_mbps": None, "notes": ["1 packet(s) before the first loss: no spacing, no port rate"]}, 19.5)
     assert (port, bucket) == (None, 2250) and "no port rate" in why[0] and "at most 2 packets" in why[1]
 
@@ -215,7 +216,7 @@ def test_a_train_no_faster_than_the_rate_turns_a_policer_reading_into_a_shallow_
     """Drops without a queue and a train whose head came at the measured
     rate: no faster port, so no policer (fq_codel at 1.5 Mbit/s, 486 ms,
     the campaign's development seed read it as one): a shallow FIFO."""
-    from bloatlab.advise.measure import _not_a_policer
+    from bloatlab.advise.trains import _not_a_policer
 
     x = {"rate_mbps": 1.45, "limiter": "policer", "buffer_bytes": None, "buffer_bdp": None,
          "evidence": {"flow_q95_ms": 51.7}, "train": {"leading_mbps": 1.47, "sender_limited": False}}
@@ -242,23 +243,23 @@ PIE_TRAIN = {"first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, 
 def test_a_train_tells_a_single_queue_aqm_from_a_fifo_by_the_burst_it_lets_build():
     # a FIFO passes its buffer and what the rate drained meanwhile (175 packets: 21.0 ms x (1 - 100/9423) = 20.8 ms
     # built, the flows held 19.9), then drops what the rate cannot drain
-    kind, why = m.single_queue_aqm(FIFO_TRAIN, 100.0, 19.9)
+    kind, why = m_trains.single_queue_aqm(FIFO_TRAIN, 100.0, 19.9)
     assert kind is None and "20.8 ms of queue" in why and "a FIFO's buffer" in why
     # CoDel: 989 packets, 593.4 x (1 - 20/4609) = 591 ms of queue built (the flows held 12.1: 49x), the first
     # drop 105.6 ms into the queue (after CoDel's interval), then drops here and there
-    kind, why = m.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)
+    kind, why = m_trains.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)
     assert kind == "codel" and "591 ms of queue (49x)" in why
     # PIE: the whole train passed, 120 x (1 - 100/1260) = 110 ms built (21.7 ms held: 5.1x), beyond CoDel's interval
-    kind, why = m.single_queue_aqm(PIE_TRAIN, 100.0, 21.7)
+    kind, why = m_trains.single_queue_aqm(PIE_TRAIN, 100.0, 21.7)
     assert kind == "pie" and "110 ms" in why
     # a whole train that built less than CoDel's interval (at 150 Mbit/s: 80 x (1 - 150/1260) = 70 ms) cannot tell
     # CoDel from PIE
-    kind, why = m.single_queue_aqm(PIE_TRAIN, 150.0, 10.0)
+    kind, why = m_trains.single_queue_aqm(PIE_TRAIN, 150.0, 10.0)
     assert kind == "codel" and "CoDel or PIE" in why
     # a train sent no faster than the rate builds no queue: nothing to read
-    assert m.single_queue_aqm(dict(PIE_TRAIN, head_send_mbps=90.0), 100.0, 10.0)[0] is None
+    assert m_trains.single_queue_aqm(dict(PIE_TRAIN, head_send_mbps=90.0), 100.0, 10.0)[0] is None
     # a deep FIFO the flows filled passes the whole train too, but no more than the queue they held
-    assert m.single_queue_aqm(PIE_TRAIN, 100.0, 150.0)[0] is None
+    assert m_trains.single_queue_aqm(PIE_TRAIN, 100.0, 150.0)[0] is None
 
 
 # Trains through the emulator's PIE (Linux's defaults) and a FIFO at a few Mbit/s, each sent right after measure's
@@ -274,34 +275,34 @@ def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
     sooner than a FIFO of the flows' queue would, but then only 42 % of its tail, here and there, where a full FIFO
     admits C/U (3.8/1087: 3.5 packets of 994) — the 586 packets that arrived stood 1.85 s in the queue (92x the
     flows' 20 ms), and the first loss came 19 ms into it, before CoDel could drop (100 ms): PIE's."""
-    kind, why = m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 20.1)
+    kind, why = m_trains.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 20.1)
     assert kind == "pie" and "1.85e+03 ms of queue (92x)" in why and "before CoDel's 100-ms interval" in why
     # the FIFO at 4.6 Mbit/s: 15 packets arrived (38.8 ms built, 1.2x the flows' 31.4 ms), 5 of 990 after the first
     # loss — what its drain admits (990 x 4.61/896 = 5.1)
-    kind, why = m.single_queue_aqm(FIFO_SLOW_TRAIN, 4.61, 31.4)
+    kind, why = m_trains.single_queue_aqm(FIFO_SLOW_TRAIN, 4.61, 31.4)
     assert kind is None and "38.8 ms of queue" in why and "a FIFO's buffer" in why
     # the same tail through a queue that built no more than the flows held: a FIFO's, however spread
-    assert m.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 1000.0)[0] is None
+    assert m_trains.single_queue_aqm(PIE_LOADED_TRAIN, 3.79, 1000.0)[0] is None
     # a deep FIFO on a path that loses 0.4 % at random: a train's losses here and there are the path's, not an AQM's
     # (the flows dropped beyond the random loss, or no train is sent: so they filled the FIFO to its depth, and the
     # train, 996 x 1500 B at 1 Gbit/s into 20 Mbit/s, 586 ms, builds about what they held)
     lossy_fifo = {"first_loss": 200, "head_bytes": 300_000, "head_packets": 200, "lost": 4, "tail_packets": 796, "received": 996,
                   "wire_bytes": 1500, "head_send_mbps": 1000.0, "send_mbps": 1000.0}
-    kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 500.0, idle_loss=0.004)
+    kind, why = m_trains.single_queue_aqm(lossy_fifo, 20.0, 500.0, idle_loss=0.004)
     assert kind is None and "passed whole but for the path's random loss (4 of 1000 lost, ~4 expected)" in why
     # ... the same train where the flows, dropping, held 100 ms: 5.9x that passed, a queue that is not its buffer; its
     # 586 ms are beyond PIE's 150-ms allowance, after which PIE raises its drop probability: CoDel's few drops
-    kind, why = m.single_queue_aqm(lossy_fifo, 20.0, 100.0, idle_loss=0.004)
+    kind, why = m_trains.single_queue_aqm(lossy_fifo, 20.0, 100.0, idle_loss=0.004)
     assert kind == "codel" and "hide in the random loss" in why
     # CoDel at 105 Mbit/s / 28 ms drops one packet of a train after its interval (the campaign's evaluation seed 5,
     # path 7: 944 passed, 1 lost, 55 arrived after it): on a path without random loss that one loss is CoDel's
     codel_one = {"first_loss": 944, "head_bytes": 1_416_000, "head_packets": 944, "lost": 1, "tail_packets": 55, "received": 999,
                  "wire_bytes": 1500, "head_send_mbps": 486.7, "send_mbps": 486.5}
-    kind, why = m.single_queue_aqm(codel_one, 105.4, 6.43)
+    kind, why = m_trains.single_queue_aqm(codel_one, 105.4, 6.43)
     assert kind == "codel" and "losing 1 of its last 56 packets" in why
     # ... and on a path losing 0.4 % at random, one loss in 1000 is the path's: the train passed whole for the queue's
     # part, 89 ms built (13.8x the flows' 6.43), within PIE's allowance: CoDel or PIE
-    kind, why = m.single_queue_aqm(codel_one, 105.4, 6.43, idle_loss=0.004)
+    kind, why = m_trains.single_queue_aqm(codel_one, 105.4, 6.43, idle_loss=0.004)
     assert kind == "codel" and "CoDel or PIE" in why and "(1 of 1000 lost, ~4 expected)" in why
 
 
@@ -314,12 +315,12 @@ def test_on_a_lossy_path_the_aqm_is_told_by_losses_beyond_the_random_ones():
     late = list(range(100, 1000, 8))                              # 113 more, here and there after the interval
     codel = {"first_loss": 7, "head_bytes": 10_500, "head_packets": 7, "lost": 115, "tail_packets": 878, "received": 885,
              "wire_bytes": 1500, "head_send_mbps": 700.0, "send_mbps": 700.0, "sent": 1000, "lost_seq": random_early + late}
-    kind, why = m.single_queue_aqm(codel, 10.0, 60.0, idle_loss=0.01)
+    kind, why = m_trains.single_queue_aqm(codel, 10.0, 60.0, idle_loss=0.01)
     assert kind == "codel" and "the first 83 (CoDel's 100-ms interval at the rate) no more than the path's random loss" in why
     # the first loss is the path's: on the rule without random loss (the first loss 8.4 ms into the queue) it read PIE
-    assert m.single_queue_aqm({k: v for k, v in codel.items() if k != "lost_seq"}, 10.0, 60.0, idle_loss=0.01)[0] == "pie"
+    assert m_trains.single_queue_aqm({k: v for k, v in codel.items() if k != "lost_seq"}, 10.0, 60.0, idle_loss=0.01)[0] == "pie"
     pie = dict(codel, lost_seq=[3, 7, 15, 22, 30, 41, 60, 77] + late, lost=121, tail_packets=872, received=879)
-    kind, why = m.single_queue_aqm(pie, 10.0, 60.0, idle_loss=0.01)
+    kind, why = m_trains.single_queue_aqm(pie, 10.0, 60.0, idle_loss=0.01)
     assert kind == "pie" and "8 of the first 83" in why and "PIE's drop probability" in why
 
 
@@ -351,7 +352,7 @@ def test_the_aqm_verdict_reads_the_policer_train_where_one_was_sent(monkeypatch)
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: sent.append(count) or FIFO_SLOW_TRAIN)
     y = {"limiter": "fifo", "rate_mbps": 4.61, "buffer_bytes": 18095, "load_cc": m.LOAD_CC, "evidence": {"dropped": True}}
     m._aqm_train("h", 5301, None, y, lambda s: None)
-    assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]
+    assert sent == [m_trains.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]
 
 
 def test_a_lossy_paths_bbr_fill_that_dropped_beyond_the_random_loss_sends_the_aqm_train(monkeypatch):
@@ -368,12 +369,12 @@ def test_a_lossy_paths_bbr_fill_that_dropped_beyond_the_random_loss_sends_the_aq
     x = {"limiter": "fifo", "rate_mbps": 32.1, "buffer_bytes": int(124e-3 * 32.1e6 / 8), "load_cc": "bbr",
          "evidence": {"dropped": True, "flow_q95_ms": 124.0}}
     m._aqm_train("h", 5301, None, x, lambda s: None, idle_loss=0.011)
-    assert sent == [m.AQM_TRAIN_PACKETS] and x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel"
+    assert sent == [m_trains.AQM_TRAIN_PACKETS] and x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel"
     # BBR's flows that lost no more than the random loss held less than the buffer: no train (a deep FIFO's 161 ms
     # at 3 BDP, the same path)
     y = {"limiter": "fifo", "rate_mbps": 32.1, "buffer_bytes": 646_000, "load_cc": "bbr", "evidence": {"dropped": False}}
     m._aqm_train("h", 5301, None, y, lambda s: None, idle_loss=0.011)
-    assert sent == [m.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "aqm_train" not in y
+    assert sent == [m_trains.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "aqm_train" not in y
 
 
 def test_a_first_loss_well_after_codels_first_drop_is_pies():
@@ -385,8 +386,8 @@ def test_a_first_loss_well_after_codels_first_drop_is_pies():
     pie = {"sent": 1000, "received": 992, "lost": 8, "first_loss": 486, "head_packets": 486, "head_bytes": 729_000,
            "head_send_mbps": 725.7, "send_mbps": 592.2, "tail_packets": 506, "wire_bytes": 1500,
            "lost_seq": [486, 614, 647, 735, 812, 855, 925, 981]}
-    kind, why = m.single_queue_aqm(pie, 15.627654715169848, 11.68)
+    kind, why = m_trains.single_queue_aqm(pie, 15.627654715169848, 11.68)
     assert kind == "pie" and "373 ms into the queue, well after CoDel's first drop would have come (105 ms" in why
     # CoDel's own first drops (CODEL_TRAIN above: 105.6 ms; seed 5's path 7: 944 x 1500 B at 105.4 Mbit/s, 107.5 ms)
-    assert m.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)[0] == "codel"
-    assert m.single_queue_aqm(dict(pie, first_loss=160, head_packets=160, head_bytes=240_000), 15.63, 11.68)[0] == "codel"  # 122.8 ms
+    assert m_trains.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)[0] == "codel"
+    assert m_trains.single_queue_aqm(dict(pie, first_loss=160, head_packets=160, head_bytes=240_000), 15.63, 11.68)[0] == "codel"  # 122.8 ms

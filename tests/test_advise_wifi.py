@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from bloatlab.advise import measure as m
+from bloatlab.advise import wifi_hop as m_wifi_hop
 from bloatlab.advise import recommend
 from bloatlab.advise.path import LEGACY_DRIVER_FRAMES, Path, to_toml
 from bloatlab.errors import UserError
@@ -30,12 +30,12 @@ WIRED = {"wire_bytes": 1500, "batches": {"count": 92, "packets_p50": 1.0, "packe
 
 
 def test_a_train_in_aggregates_reads_as_a_wifi_hop_at_its_phy_rate():
-    phy, why = m.wifi_hop(AT_MCS7)
+    phy, why = m_wifi_hop.wifi_hop(AT_MCS7)
     # each period holds the aggregate that ends it: (packet + 42 B of MAC) x 8 over the period less 194.5 us;
     # the periods beyond 2x the median are left out (none here), the short ones (the queue building) kept
     sizes, periods = AT_MCS7["batches"]["sizes"], AT_MCS7["batches"]["periods_ms"]
-    keep = [(k, p) for k, p in zip(sizes[1:], periods) if m.TXOP_OVERHEAD_MS < p <= 2 * 4.1447]
-    want = sum(k * 1542 * 8 for k, _ in keep) / sum((p - m.TXOP_OVERHEAD_MS) / 1e3 for _, p in keep) / 1e6
+    keep = [(k, p) for k, p in zip(sizes[1:], periods) if m_wifi_hop.TXOP_OVERHEAD_MS < p <= 2 * 4.1447]
+    want = sum(k * 1542 * 8 for k, _ in keep) / sum((p - m_wifi_hop.TXOP_OVERHEAD_MS) / 1e3 for _, p in keep) / 1e6
     assert phy == pytest.approx(want)
     assert phy == pytest.approx(65, rel=0.10), "MCS 7"
     assert "batches of 21 packets" in why and "WiFi hop" in why
@@ -49,7 +49,7 @@ def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
     train = {"wire_bytes": 1500, "batches": {
         "count": 12, "packets_p50": 25.0, "packets_max": 25, "sizes": [1, 1, 9, 10, 25, 25, 25, 25, 25, 25, 25, 4],
         "periods_ms": [0.324, 1.606, 1.757, 4.201, 4.191, 4.119, 4.108, 4.163, 4.087, 4.152, 0.902], "period_ms_p50": 4.108}}
-    phy, why = m.wifi_hop(train)
+    phy, why = m_wifi_hop.wifi_hop(train)
     assert phy == pytest.approx(78, rel=0.10) and "WiFi hop" in why
 
 
@@ -63,12 +63,12 @@ def test_the_backlogs_batches_tell_a_full_aggregate_not_the_trains_ramp_and_rema
         "count": 12, "packets_p50": 14.5, "packets_max": 32, "sizes": [1, 1, 1, 10, 8, 32, 32, 32, 32, 24, 8, 19],
         "periods_ms": [0.374428, 0.31203, 1.457477, 1.094663, 3.98886, 3.934426, 3.974638, 4.07549, 3.942428,
                        0.243495, 2.260411], "period_ms_p50": 2.260411}}
-    phy, why = m.wifi_hop(train)
+    phy, why = m_wifi_hop.wifi_hop(train)
     assert phy == pytest.approx(104, rel=0.02) and "WiFi hop" in why
     # the same sizes a slot apart (a capacity trace's milliseconds, one slot of 32): not full aggregates
     slotted = {"wire_bytes": 1500, "batches": dict(train["batches"], sizes=[2, 3, 2, 2, 3, 2, 2, 32, 2, 3, 2, 2],
                                                    periods_ms=[1.0] * 11, period_ms_p50=1.0, packets_p50=2.0)}
-    phy, why = m.wifi_hop(slotted)
+    phy, why = m_wifi_hop.wifi_hop(slotted)
     assert phy is None and "slotted link" in why
 
 
@@ -83,43 +83,43 @@ def test_an_aggregate_the_receiver_split_is_one_transmission():
         "sizes": [1, 1, 17, 17, 17, 17, 17, 17, 17, 17, 17, 1, 16, 17, 11],
         "periods_ms": [0.418571, 4.170188, 4.206037, 4.258941, 4.22958, 4.257499, 4.165261, 4.168796, 4.210128,
                        4.283888, 4.203063, 0.130492, 4.143932, 2.87097], "period_ms_p50": 4.170188}}
-    phy, why = m.wifi_hop(train)
+    phy, why = m_wifi_hop.wifi_hop(train)
     assert phy == pytest.approx(52, rel=0.02) and "batches of 17 packets" in why
     unsplit = dict(train, batches=dict(train["batches"], sizes=[1, 1] + [17] * 10 + [17, 11],
                                         periods_ms=train["batches"]["periods_ms"][:11] + [0.130492 + 4.143932, 2.87097]))
-    assert m.wifi_hop(unsplit)[0] == pytest.approx(phy)
+    assert m_wifi_hop.wifi_hop(unsplit)[0] == pytest.approx(phy)
     # a batch's own packets at the fastest PHY set the bound: one packet 200 us on is a transmission of its own
-    assert m._rejoin_split_batches([17, 1], [0.2], 1500) == ([17, 1], [0.2])
-    assert m._rejoin_split_batches([17, 16, 17], [0.2, 4.0], 1500) == ([33, 17], [4.2])
+    assert m_wifi_hop._rejoin_split_batches([17, 1], [0.2], 1500) == ([17, 1], [0.2])
+    assert m_wifi_hop._rejoin_split_batches([17, 16, 17], [0.2, 4.0], 1500) == ([33, 17], [4.2])
 
 
 def test_a_wired_port_and_the_receivers_own_batching_are_not_wifi():
-    phy, why = m.wifi_hop(WIRED)
+    phy, why = m_wifi_hop.wifi_hop(WIRED)
     assert phy is None and "one at a time" in why
     # a fast wired path whose arrivals a host batches 50 us apart: shorter than any 802.11 transmission (127 us)
     fast = {"wire_bytes": 1500, "batches": {"count": 50, "packets_p50": 4.0, "packets_max": 6, "sizes": [4] * 50,
                                             "periods_ms": [0.05] * 49, "period_ms_p50": 0.05}}
-    phy, why = m.wifi_hop(fast)
+    phy, why = m_wifi_hop.wifi_hop(fast)
     assert phy is None and "receiver's batching" in why
     # a slotted link (a Mahimahi trace at ~56 Mbit/s: ~4.7 packets each millisecond): batches, but not full aggregates
     slots = {"wire_bytes": 1500, "batches": {"count": 40, "packets_p50": 5.0, "packets_max": 5, "sizes": [5, 4] * 20,
                                              "periods_ms": [1.0] * 39, "period_ms_p50": 1.0}}
-    phy, why = m.wifi_hop(slots)
+    phy, why = m_wifi_hop.wifi_hop(slots)
     assert phy is None and "slotted link" in why
-    phy, why = m.wifi_hop({"batches": {"sizes": [200], "periods_ms": [], "period_ms_p50": None}})
+    phy, why = m_wifi_hop.wifi_hop({"batches": {"sizes": [200], "periods_ms": [], "period_ms_p50": None}})
     assert phy is None and "too few" in why
 
 
 def test_the_access_points_design_from_the_queue_the_flows_sat_in():
     # a legacy AP's FIFO (qdisc and driver) fills beyond CoDel's interval and a round trip before it drops
-    mac, why = m.wifi_design(250.0, True, 20.0)
+    mac, why = m_wifi_hop.wifi_design(250.0, True, 20.0)
     assert mac == "legacy" and "250 ms" in why
     # mac80211's fq_codel drops while the queue stays within them; one station cannot tell fq from airtime
-    mac, why = m.wifi_design(45.0, True, 20.0)
+    mac, why = m_wifi_hop.wifi_design(45.0, True, 20.0)
     assert mac == "airtime" and "cannot tell" in why and "shorter than 120 ms cannot be excluded" in why
     # on a 550-ms path CoDel's drops reach the senders late: 250 ms of queue is still within the bound
-    assert m.wifi_design(250.0, True, 550.0)[0] == "airtime"
-    assert m.wifi_design(30.0, False, 20.0)[0] == "airtime"
+    assert m_wifi_hop.wifi_design(250.0, True, 550.0)[0] == "airtime"
+    assert m_wifi_hop.wifi_design(30.0, False, 20.0)[0] == "airtime"
 
 
 def wifi_path(mac="legacy", buffer_bytes=None):

@@ -47,7 +47,7 @@ def truth(name: str) -> dict:
 
 def check(name: str, out: str, before: bool) -> dict:
     from bloatlab.advise import campaign as cp, recommend
-    from bloatlab.advise.measure import policer_figures
+    from bloatlab.advise.trains import policer_figures
     from bloatlab.advise.path import Path
 
     t = truth(name)

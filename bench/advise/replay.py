@@ -29,6 +29,9 @@ import sys
 
 from bloatlab.advise import campaign as C
 from bloatlab.advise import measure as M
+from bloatlab.advise import classify as M_classify
+from bloatlab.advise import trains as M_trains
+from bloatlab.advise import wifi_hop as M_wifi_hop
 
 
 class _Stored:
@@ -42,11 +45,11 @@ class _Stored:
         if pace_mbps:
             t = self.x.get("paced_train")
             what = "paced_train"
-        elif count == M.AQM_TRAIN_PACKETS and self.x.get("aqm_train") is not None:
+        elif count == M_trains.AQM_TRAIN_PACKETS and self.x.get("aqm_train") is not None:
             t, what = self.x["aqm_train"], "aqm_train"
         else:
             t, what = self.x.get("train"), "train"
-            if t is None and count == M.AQM_TRAIN_PACKETS:
+            if t is None and count == M_trains.AQM_TRAIN_PACKETS:
                 what = "aqm_train"
         if t is None:
             self.missing.append(what)
@@ -77,19 +80,19 @@ def read_direction(report: dict, d: str) -> dict:
                                                     "port_buffer_min_bytes", "train_note", "train_evidence")}
     stored = _Stored(old)
     # _direction's reading from the evidence
-    limiter = M._classify_ev(ev, rate, flows)
+    limiter = M_classify._classify_ev(ev, rate, flows)
     q95 = max(ev["flow_q95_ms"], old.get("fill_flow_q95_ms", ev["flow_q95_ms"]))
     bdp = rate * 1e6 * base / 1e3 / 8
     buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
     unseen = None
     if hasattr(M, "unreturned_depth_ms") and old.get("load_cc") == M.LOAD_CC and ev.get("phase") == "fill":
-        unseen, x["unseen_depth_note"] = M.unreturned_depth_ms(old.get("first_loss") or {}, rate, flows, base,
+        unseen, x["unseen_depth_note"] = M_classify.unreturned_depth_ms(old.get("first_loss") or {}, rate, flows, base,
                                                                old.get("phase_s"))
     x["unseen_depth_ms"] = unseen
     extra = (unseen,) if hasattr(M, "unreturned_depth_ms") else ()
-    und = M.undropped_alternatives(limiter, ev, rate, flows) if hasattr(M, "undropped_alternatives") else (None, None)
-    x.update(limiter=limiter, limiter_note=M.ambiguity(limiter, rate, flows, *extra) or und[1],
-             limiter_alternatives=M.alternatives(limiter, rate, flows, *extra) or und[0],
+    und = M_classify.undropped_alternatives(limiter, ev, rate, flows) if hasattr(M, "undropped_alternatives") else (None, None)
+    x.update(limiter=limiter, limiter_note=M_classify.ambiguity(limiter, rate, flows, *extra) or und[1],
+             limiter_alternatives=M_classify.alternatives(limiter, rate, flows, *extra) or und[0],
              buffer_bytes=None if buf is None else int(buf), buffer_bdp=buf / bdp if buf is not None and bdp else None)
     x.setdefault("fill_flow_q95_ms", ev["flow_q95_ms"])
     x.setdefault("fill_dropped", ev["dropped"])
@@ -99,7 +102,7 @@ def read_direction(report: dict, d: str) -> dict:
             wt = old.get("wifi_train")
             wp = {"train": wt, "phy_mbps": None, "note": old.get("wifi_note")}
             if wt is not None:
-                wp["phy_mbps"], wp["note"] = M.wifi_hop(wt)
+                wp["phy_mbps"], wp["note"] = M_wifi_hop.wifi_hop(wt)
             if hasattr(M, "_down_trains"):
                 M._down_trains("offline", 0, None, x, wp, base, report.get("loss", 0.0), say)
             else:
@@ -107,9 +110,9 @@ def read_direction(report: dict, d: str) -> dict:
                 M._wifi_train(wp, x, base, say)
                 if x["limiter"] == "policer":
                     M._policer_train("offline", 0, None, x, say, report.get("loss", 0.0))
-                    M._not_a_policer(x, base)
+                    M_trains._not_a_policer(x, base)
                 M._aqm_train("offline", 0, None, x, say, report.get("loss", 0.0))
-        M._cobalt(x)
+        M_classify._cobalt(x)
     x["needs_train"] = stored.missing
     return x
 

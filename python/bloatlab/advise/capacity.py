@@ -1,6 +1,6 @@
 """A model of a variable capacity fitted to the windows ``measure`` read (issue 31): the twin ensemble's process.
 
-Sources: what a window of ``measure.rate_variation`` reads is the flows' summed ``tcpi_delivery_rate``, the
+Sources: what a window of ``evidence.rate_variation`` reads is the flows' summed ``tcpi_delivery_rate``, the
 kernel's rate sample (Linux net/ipv4/tcp_rate.c, v6.x, ``tcp_rate_gen``: the packets delivered between a
 packet's send and its ACK over ``max(snd_us, ack_us)``, ``ack_us`` from the delivery time recorded when the
 packet left to now — one round trip of the flow, its queueing included) averaged over the window. The process

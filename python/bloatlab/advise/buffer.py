@@ -1,0 +1,83 @@
+"""A FIFO's buffer from the queue the flows sat in, and what that figure is: the depth, or a bound
+(:func:`buffer_reading`); the twin's buffer (:func:`_twin_buffer`) and its words (:func:`_buffer_text`).
+"""
+
+from __future__ import annotations
+
+from .physics import burst_floor_ms
+
+def _buffer_text(x: dict) -> str:
+    if x["buffer_bytes"] is None and x["limiter"] == "policer":
+        return "no queue (the port's buffer never filled: not seen)"
+    if x["buffer_bytes"] is None and x["limiter"] == "wifi":
+        return "buffer unknown (the access point's fq_codel holds the queue below it)"
+    if x["buffer_bytes"] is None:
+        return "buffer unknown (an AQM holds the queue below it)"
+    bdp = f" ({x['buffer_bdp']:.2g} BDP)" if x.get("buffer_bdp") else ""
+    if x.get("buffer_bound") == "lower":
+        return f"buffer >= {x['buffer_bytes'] / 1e3:.0f} KB{bdp} (it never filled)"
+    if x.get("buffer_bound") == "upper":
+        return f"buffer <= {x['buffer_bytes_max'] / 1e3:.0f} KB (below what the flows' bursts resolve; read ~{x['buffer_bytes'] / 1e3:.0f} KB)"
+    return f"buffer ~{x['buffer_bytes'] / 1e3:.0f} KB{bdp}"
+
+
+def _twin_buffer(x: dict) -> int | None:
+    """The twin's buffer of a direction: at least one packet; None (the
+    qdisc's own limit) behind an AQM. Where the reading is a bound
+    (:func:`buffer_reading`) the twin takes the figure read, which is the
+    bound: a lower bound is what a load like the fill met in its time (a
+    deeper buffer than the flows reached changes nothing for flows no longer
+    than the fill's), an upper bound is above the figure read only by the
+    flows' own bursts and the noise."""
+    return None if x["buffer_bytes"] is None else max(x["buffer_bytes"], 1500)
+
+
+def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float, overflowed: bool | None,
+                   queued_bytes: float | None = None, queue_max_ms: float | None = None) -> dict:
+    """A FIFO's (or a tbf's: its ``limit`` at its rate) buffer from the
+    queue the flows sat in: ``queue_ms`` (their queueing p95) x
+    ``rate_mbps``, or ``queued_bytes`` where given (a moving capacity:
+    :func:`queued_bytes_p95`) — and what that figure is:
+
+    - a **lower bound** (``buffer_bound`` "lower", ``buffer_bytes_min``)
+      where the queue did not overflow while it was read (``overflowed``
+      False: :func:`window_drops`): the flows' queue was below the depth, so
+      the depth is at least what they queued. A loss-based fill overflows a
+      buffer only once its windows hold BDP + buffer: 4 CUBIC flows grow
+      their windows by 0.4 t^3 segments each after slow start, so a buffer
+      of B bytes takes about (B / (4 x 1448 x 0.4))^(1/3) s past the BDP —
+      24 s for 33 MB (seed 28 path 44, 2.75 BDP at 535 ms), beyond the fill's
+      ceiling; a BBR fill (a lossy path) holds its own queue, about one BDP
+      and its quanta, whatever is deeper;
+    - an **upper bound** (``buffer_bound`` "upper", ``buffer_bytes_max``)
+      where it overflowed but the flows' queueing stayed below the burst
+      floor (:func:`burst_floor_ms`, the floor the limiter is read against):
+      below it their queueing cannot be told from their own TSO/GSO bursts
+      and the noise — the resolution of a buffer read from queueing delay x
+      rate (4 flows: 5 ms from 50 Mbit/s up, 7.8 ms at 20, 99 ms at 1
+      Mbit/s; seed 28: a 6.1-KB FIFO at 61.5 Mbit/s read 24.5 KB, a 16.5-KB
+      one at 106 read 21.9). The depth is at most the larger of the floor and
+      the most the flows queued (``queue_max_ms``, :func:`window_drops`: the
+      queue overflowed, so it was full at least once; where that is not
+      known, the floor alone);
+    - the depth itself otherwise (``buffer_bound`` None).
+
+    ``overflowed`` None (no retransmission count): the figure, unqualified.
+    ``buffer_bytes`` is the figure in each case (what the twin holds,
+    :func:`_twin_buffer`); ``buffer_note`` says why a bound is one."""
+    buf = queued_bytes if queued_bytes is not None else queue_ms / 1e3 * rate_mbps * 1e6 / 8
+    bdp = rate_mbps * 1e6 * base_ms / 1e3 / 8
+    out = {"buffer_bytes": int(buf), "buffer_bdp": buf / bdp if bdp else None, "buffer_bound": None,
+           "buffer_bytes_min": None, "buffer_bytes_max": None, "buffer_note": None}
+    floor = burst_floor_ms(rate_mbps, flows)
+    if overflowed is False:
+        out.update(buffer_bound="lower", buffer_bytes_min=int(buf),
+                   buffer_note=f"at least {buf / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms and lost nothing beyond "
+                               f"the random loss while it was read, so the buffer never filled")
+    elif overflowed and queue_ms < floor:
+        top = max(floor, queue_max_ms or 0.0) / 1e3 * rate_mbps * 1e6 / 8
+        out.update(buffer_bound="upper", buffer_bytes_max=int(max(top, buf)),
+                   buffer_note=f"at most {max(top, buf) / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms, below what "
+                               f"{flows} flows' own bursts and the noise show without a queue ({floor:.3g} ms at "
+                               f"{rate_mbps:.4g} Mbit/s)")
+    return out

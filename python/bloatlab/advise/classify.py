@@ -1,0 +1,307 @@
+"""The limiter from the loaded phases' evidence (:func:`classify`), and what the evidence cannot tell
+apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`); CAKE's first signal
+(:func:`cobalt_first_signal`). docs/advise.md has each rule's derivation.
+"""
+
+from __future__ import annotations
+
+from .physics import CUBIC_BETA, MSS, NOISE_MS, _significant, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .plan import INITIAL_WINDOW
+from .evidence import WIRE_PER_PAYLOAD
+
+#: flow isolation: under a flow-isolating queue (fq_codel, CAKE: DRR over per-flow queues, a new sparse flow
+#: served first) the probe waits about one packet per active flow while the bulk flows wait behind their own
+#: backlog; under one shared queue the probe waits as they do (ratio ~1: measured 3.85 of 3.92 ms, 8.9 of 7.9 ms).
+#: Isolation is read where the probe waits less than half of what the flows wait: the middle between the two
+#: mechanisms' ratios (measured isolated: 0.07-0.2, fq_codel at 10-50 Mbit/s, docs/advise.md)
+ISOLATION = 0.5
+
+
+#: a policer's loss is not a congestion signal sized to the window: "far above" what a signalling queue drops
+#: (Mathis) is an order of magnitude. Measured: fq_codel at 10 / 50 / 3.75 Mbit/s drops 1.3 / 1.6 / 3.3 x
+#: Mathis's rate; a 430 Mbit/s policer with a 2.7-ms bucket at 312 ms 10^4 x (its CUBIC flows' p95 queueing,
+#: slow start's bursts at the port, passed the burst floor)
+FAR_ABOVE_MATHIS = 10.0
+
+
+#: a BBR phase that delivers this multiple of the fill phase's rate or more shows the fill phase never reached
+#: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
+#: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
+UNSATURATED = 1.25
+
+
+#: CoDel's interval (RFC 8289; sch_codel's default): a train shorter than it at the rate cannot tell CoDel from PIE
+CODEL_INTERVAL_MS = 100.0
+
+
+#: Flow isolation is fq_codel or CAKE; their AQMs end a slow start differently (docs/advise.md, "CAKE or
+#: fq_codel"). CoDel (RFC 8289; fq_codel per flow queue) signals only once a queue's sojourn has stood above its
+#: target (5 ms) for a whole interval (:data:`CODEL_INTERVAL_MS`), so a flow's first loss needs a window of at
+#: least its share of the rate x (min(RTT, interval) + target): a standing queue above target for an interval
+#: (RTT <= interval), or a slow-start burst that keeps it above target that long (RTT > interval). COBALT, CAKE's
+#: CoDel (sch_cake.c, cobalt_should_drop), starts a fresh flow queue with rec_inv_sqrt = 0: its first dropping
+#: episode schedules the signal at once and drops the second packet over target in a row — a slow start's burst
+#: queue crossing 5 ms, at a window of a few times target x the rate (kernel and model, 312 Mbit/s at 112 ms:
+#: 0.15-0.25 of the flow's BDP). Where the loss-based fill's flows lost their first segment at a window below
+#: CoDel's least, the queue is COBALT's. The window is read from TCP_INFO samples dt apart: the largest sampled
+#: before the first retransmission is at least the window at the drop less what a slow start adds within dt
+#: (it at most doubles a round trip), so the bound is CoDel's least / 2^(dt / RTT).
+CODEL_TARGET_MS = 5.0
+
+
+#: ... counted beyond what the idle path's random loss explains (at three standard deviations, _significant). No
+#: handful beyond that: under CoDel no flow loses below the bound but to random loss (the model's fq_codel at 8-312
+#: Mbit/s and 20-200 ms: none of 120 flows below 1.09 of its fair BDP; the kernel's at 312 Mbit/s and 112 ms: none
+#: below 1.34), while behind CAKE a fresh queue's first episode can also end CoDel's way (one packet over target,
+#: then one under it: its count decays to 0 and rec_inv_sqrt becomes 1), so that as few as one of the four
+#: flows shows it (the model at 312 Mbit/s: 1 of 4)
+EARLY_LOSS_HANDFUL = 0
+
+
+def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
+             loss: float = 0.0, rtt_ms: float | None = None, loss_rate_mbps: float | None = None) -> str:
+    """What enforces the rate, from the queue a sparse probe sees (p95 above
+    the base RTT, ms), the queue the bulk flows sit in (p50 and p95 above the
+    base RTT, ms, from their smoothed RTT), whether the flows lost segments
+    beyond what the idle path's random loss explains (``dropped``; ``loss``:
+    their loss rate beyond it), and the measured rate and number of flows,
+    which set the wait a path without a standing queue still shows, ``floor``
+    = :func:`burst_floor_ms` (docs/advise.md). In order:
+
+    1. ``aqm`` where the flows' *median* wait exceeds the probe's p95 by more
+       than the noise and the receiver's ACK wait (:func:`ack_wait_ms`: the
+       delayed ACK and the wait for a pair's second segment, in every flow
+       sample and in no probe), and twice over: a standing backlog the
+       probe skips — flow isolation (fq_codel, CAKE: DRR over per-flow
+       queues serves a sparse flow first), which no shared queue and no
+       policer gives. Not where the phase the evidence comes from delivered
+       ``loss_rate_mbps`` x :data:`UNSATURATED` <= ``rate_mbps`` (``idle``):
+       its bottleneck idled, so no backlog stood in it (DRR, like any
+       work-conserving queue, serves while one does), and its flows' excess
+       is their ACKs' (a CUBIC fill collapsed behind a policer);
+    2. ``policer``: drops while the probe does not queue (p95 below
+       ``floor``) and either the bottleneck idled (``idle``), the flows' p95
+       stays below ``floor`` too, or they
+       lose more than :data:`FAR_ABOVE_MATHIS` × what a signalling queue
+       would drop (:func:`mathis_loss` at the rate they had while they lost,
+       ``loss_rate_mbps``, default ``rate_mbps``, and their RTT ``rtt_ms``)
+       without a standing queue (median below ``floor``): losses not preceded
+       by a growing RTT (Flach et al., SIGCOMM 2016). A FIFO shallower than
+       ``floor`` or an AQM holding its queue below it cannot be told from it
+       by delays and drops (and acts as one): :func:`ambiguity` says so, and
+       :func:`alternatives` states it as data the campaign can check;
+    3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
+       noise and the ACK wait, and twice over (the same isolation, seen in
+       the tail);
+    4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
+       single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
+       share, at the depth the AQM holds, which is what its twin models.
+
+    The flows' figures are their queue plus their ACKs' wait: less the
+    bound on that wait they are a lower bound on the queue, which is what
+    the claim of a backlog (isolation) needs; the claim of none (the
+    policer's floor) keeps them as read, an upper bound. No ACK wait is
+    taken off without ``rtt_ms`` (it sets the timer's ceiling)."""
+    floor = burst_floor_ms(rate_mbps, flows)
+    phase = loss_rate_mbps or rate_mbps
+    idle = phase * UNSATURATED <= rate_mbps
+    ack = ack_wait_ms(phase, flows, rtt_ms, idle) if rtt_ms is not None else 0.0
+
+    def isolated(flow_q):
+        return not idle and flow_q - ack - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
+
+    if isolated(flow_q50):
+        return "aqm"
+    if dropped and probe_q95 < floor:
+        far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(phase, flows, rtt_ms)
+        if idle or flow_q95 < floor or (far and flow_q50 < floor):
+            return "policer"
+    if isolated(flow_q95):
+        return "aqm"
+    return "fifo"
+
+
+def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: float, phase_s: float | None) -> tuple[float | None, str]:
+    """Where a loss-based fill's flows could not grow back to the windows of
+    their first losses before the phase ended (:func:`cubic_return_s`, the
+    median flow from its first loss; ``first``: :func:`first_losses`), the
+    queue the flows stood in after it shows no depth of what dropped them: a
+    loss-based flow stands at a queue's depth only where it comes back to it.
+    What still bounds that depth (a FIFO's, or an AQM's target: either had
+    at least that much queued at its first drop) is the backoff: the flows
+    lost at a window of at least the BDP and the depth D, and after one
+    multiplicative decrease held beta (BDP + D), which stood above the BDP by
+    less than the floor (their p95 below it, the reading this qualifies): D <
+    BDP (1 - beta) / beta + floor / beta, in ms at the rate RTT (1 - beta) /
+    beta + floor / beta. Returns (that bound, why) or (None, why) where the
+    flows came back (or nothing tells)."""
+    fl = sorted(first.get("flows") or [], key=lambda f: f["cwnd_bytes"])
+    if not fl or phase_s is None:
+        return None, "no first losses of a loss-based fill to read"
+    mid = fl[len(fl) // 2]
+    back = mid["t_s"] + cubic_return_s(mid["cwnd_bytes"], base_ms)
+    if back <= phase_s:
+        return None, (f"the flows' windows grew back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the median) "
+                      f"{back:.2g} s in, within the {phase_s:.2g}-s phase")
+    floor = burst_floor_ms(rate_mbps, flows)
+    bound = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + floor / CUBIC_BETA
+    return bound, (f"the flows' windows could not grow back to their first losses ({mid['cwnd_bytes'] / 1e3:.3g} KB, the "
+                   f"median, at {mid['t_s']:.2g} s) before the {phase_s:.2g}-s phase ended (CUBIC: {back:.2g} s), so the "
+                   f"queue they stood in after shows no depth of what dropped them; their backoff bounds it below "
+                   f"{bound:.3g} ms (a window of {CUBIC_BETA:.2f} x (the BDP and the depth) stood less than the "
+                   f"{floor:.2g}-ms floor above the BDP)")
+
+
+def ambiguity(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> str | None:
+    """What a verdict cannot exclude, in words (None where nothing): a policer
+    reading is also what a FIFO, or an AQM's queue, shallower than the burst
+    floor gives — or than ``depth_ms`` where the flows could not come back to
+    their first losses' queue (:func:`unreturned_depth_ms`) — (:func:`alternatives`
+    states the same as data)."""
+    if limiter != "policer":
+        return None
+    floor = burst_floor_ms(rate_mbps, flows)
+    bound = max(floor, depth_ms or 0.0)
+    depth = bound / 1e3 * rate_mbps * 1e6 / 8
+    why = (f"the {flows} flows' bursts and the measurement's noise" if bound == floor else
+           "what the flows' backoff from their first losses leaves unseen")
+    return (f"drops without a queue: a policer, or a FIFO shallower than ~{depth / 1e3:.3g} KB "
+            f"({bound:.2g} ms at {rate_mbps:.3g} Mbit/s: {why}), or an "
+            f"AQM whose target is below that; they act alike on these flows")
+
+
+def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> list[dict] | None:
+    """What the evidence of :func:`classify` cannot tell apart from its
+    verdict, as data (the words: :func:`ambiguity`): the verdict first, then
+    each alternative with the condition under which it gives the same
+    evidence, so that a check against a known truth (the campaign's
+    ``limiter_said``) can hold the reading to it:
+
+    - ``{"limiter": "fifo", "depth_below_ms": floor}``: a FIFO (or a tbf's
+      queue) whose whole depth drains within the burst floor: its queue can
+      never reach the floor, so the flows' p95 stays below it as behind a
+      policer, and it drops the bursts a deeper queue would hold;
+    - ``{"limiter": "aqm", "target_below_ms": floor}``: an AQM that holds
+      its queue at a target below the floor (CoDel's 5 ms at a few Mbit/s,
+      where four flows' bursts take tens of ms) drops those bursts too.
+
+    Where the flows could not grow back to their first losses' queue within
+    the phase (:func:`unreturned_depth_ms`), the bound is ``depth_ms``, if
+    larger: their queue after it shows nothing below that.
+
+    None where the verdict excludes the others (``fifo``, ``aqm`` by the
+    rules of :func:`classify`; the packet trains add their own)."""
+    if limiter != "policer":
+        return None
+    floor = max(burst_floor_ms(rate_mbps, flows), depth_ms or 0.0)
+    return [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
+            {"limiter": "aqm", "target_below_ms": floor}]
+
+
+def undropped_alternatives(limiter: str, ev: dict, rate_mbps: float, flows: int) -> tuple[list[dict] | None, str | None]:
+    """A ``fifo`` reading whose flows lost no more than the path's random loss
+    (``ev["dropped"]`` False): the queue they stood in is what they brought,
+    not the depth of what limits them, which dropped nothing at it. A FIFO at
+    least that deep gives it (the verdict), and so does an AQM whose target
+    lies above it: CoDel and PIE drop only while the queue's delay exceeds
+    their target, and drops of theirs beyond it would have shown beyond the
+    random loss. The queue is bounded below by the flows' p95 less their ACK
+    wait (:func:`ack_wait_ms`, as :func:`classify` reads the phase) and the
+    noise (:data:`NOISE_MS`): an AQM with a target above that is not
+    excluded. As data: ``[{"limiter": "fifo"}, {"limiter": "aqm",
+    "target_above_ms": that}]``, and the words; (None, None) where the
+    reading is not such a one."""
+    if limiter != "fifo" or ev.get("dropped", True):
+        return None, None
+    phase = ev.get("rate_mbps") or rate_mbps
+    ack = ack_wait_ms(phase, flows, ev["loaded_rtt_ms"], phase * UNSATURATED <= rate_mbps) if "loaded_rtt_ms" in ev else 0.0
+    above = max(ev["flow_q95_ms"] - ack - NOISE_MS, 0.0)
+    return ([{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": above}],
+            f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95; at least {above:.3g} ms less their ACK wait and the "
+            f"noise) without drops beyond the random loss: a FIFO at least that deep, or an AQM whose target is above "
+            f"{above:.3g} ms, which drops nothing there; not told apart")
+
+
+def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: float, idle_loss: float = 0.0,
+                        shared: bool = False) -> tuple[bool | None, str]:
+    """Whether a loss-based fill's first losses (:func:`first_losses`) show
+    COBALT's first signal (CAKE) rather than CoDel's (fq_codel), behind a
+    flow-isolating queue that delivered ``rate_mbps`` (wire) to ``flows``
+    flows over ``base_ms``: (True, False, or None where the samples cannot
+    tell; why). See :data:`CODEL_TARGET_MS`: CoDel's least window at its
+    first signal is the flow's share of the rate x (min(base RTT, interval)
+    + target); True where the flows that lost their first segment below
+    it, as samples ``dt`` apart see it (/ 2^(dt / RTT): a slow start at most
+    doubles its window a round trip), are more than the idle loss
+    explains (None where that is within the initial window,
+    :data:`INITIAL_WINDOW`: no first loss can fall below it). With
+    ``shared`` (a single-queue AQM's reading: one queue, CoDel's or PIE's, which
+    may drop any flow's packet once the queue has stood, so no flow's own
+    window bounds its first loss) the same bound on all flows together, the
+    whole rate, at the first loss of any (``losses["first"]``): the queue
+    could stand above target for an interval only with at least that in
+    flight (PIE's 150-ms burst allowance asks more). False does not exclude
+    CAKE: a fresh queue whose first over-target packet is followed by one
+    under target (or by the queue emptying) has its count decay to 0 and
+    rec_inv_sqrt set to 1, and then signals one interval later, as CoDel."""
+    dt = losses.get("sample_s")
+    if dt is None:
+        return None, "the fill reported no TCP_INFO windows to read the first losses from"
+    share = max(rate_mbps, 1e-6) * 1e6 / WIRE_PER_PAYLOAD / 8 / (1 if shared else max(flows, 1))
+    codel = share * (min(base_ms, CODEL_INTERVAL_MS) + CODEL_TARGET_MS) / 1e3
+    bound = codel / 2 ** (dt * 1e3 / base_ms)
+    if bound <= INITIAL_WINDOW:
+        return None, (f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB, and what "
+                      f"{dt * 1e3:.0f}-ms samples can tell of that ({bound / 1e3:.3g} KB) is within a slow start's initial "
+                      f"window ({INITIAL_WINDOW / 1e3:.3g} KB): its first losses cannot tell COBALT's first signal from CoDel's")
+    if shared:
+        first = losses.get("first")
+        early = [first] if first and first["cwnd_bytes"] < bound else []
+        segs = (first or {}).get("sent_bytes", 0.0) / MSS
+        seen = ((f"the flows' first loss came {first['t_s']:.2f} s in, with {first['cwnd_bytes'] / 1e3:.3g} KB in their windows"
+                 if first else "the flows lost nothing")
+                + f"; one queue's CoDel signals no earlier than at {codel / 1e3:.3g} KB in flight (the rate x (min(RTT, "
+                  f"{CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms); PIE later), {bound / 1e3:.3g} KB as "
+                  f"{dt * 1e3:.0f}-ms samples see it")
+    else:
+        early = [f for f in losses["flows"] if f["cwnd_bytes"] < bound]
+        segs = sum(f["sent_bytes"] for f in losses["flows"]) / MSS
+        windows = ", ".join(f"{f['cwnd_bytes'] / 1e3:.3g}" for f in sorted(losses["flows"], key=lambda f: f["cwnd_bytes"]))
+        seen = (f"the flows' first losses came at windows of {windows or 'none'} KB ({losses.get('lossless', 0)} lost nothing); "
+                f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB "
+                f"(its share x (min(RTT, {CODEL_INTERVAL_MS:g} ms) + {CODEL_TARGET_MS:g} ms)), {bound / 1e3:.3g} KB as "
+                f"{dt * 1e3:.0f}-ms samples see it")
+    if _significant(len(early), segs, idle_loss, handful=EARLY_LOSS_HANDFUL):
+        return True, (f"{seen}: {len(early)} below, as COBALT signals a fresh queue's first burst over "
+                      f"{CODEL_TARGET_MS:g} ms at once: CAKE")
+    return False, f"{seen}: {len(early)} below, too few to tell CAKE (fq_codel taken)"
+
+
+def _classify_ev(ev: dict, rate_mbps: float, flows: int) -> str:
+    return classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], ev["dropped"], rate_mbps, flows,
+                    ev["excess_loss"], ev["loaded_rtt_ms"], ev["rate_mbps"])
+
+
+def _cobalt(x: dict) -> None:
+    """A direction read as an AQM — flow isolation, or a single-queue AQM's
+    burst in a packet train — becomes CAKE (``aqm_qdisc`` ``cake``) where its
+    fill's first losses show COBALT's first signal (:func:`cobalt_first_signal`:
+    each flow's own window under isolation, all flows' together under a
+    single-queue reading, since CoDel or PIE on one queue may drop any flow's
+    packet): neither CoDel (an interval above target first) nor PIE (its
+    150-ms burst allowance, RFC 8033) drops a slow start's first burst, and a
+    train behind CAKE meets the same first signal (its own fresh queue), which
+    reads as PIE's early drop. Where flow isolation was read and the first
+    losses do not show it, the note says CAKE is not excluded."""
+    if x["limiter"] != "aqm":
+        return
+    first = x.get("first_loss") or {}
+    isolated = x.get("aqm_qdisc") is None
+    cake, why = (first.get("cake"), first.get("note")) if isolated else (first.get("cake_shared"), first.get("note_shared"))
+    why = why or "no first losses read"
+    if cake:
+        seen = "flow isolation" if isolated else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)"
+        x.update(aqm_qdisc="cake", buffer_bytes=None, buffer_bdp=None, limiter_note=f"{seen}; {why}")
+    elif isolated:
+        x["limiter_note"] = (f"flow isolation, taken as fq_codel; CAKE is not excluded ({why}). Behind CAKE a new flow's "
+                             f"slow start ends at COBALT's first signal or goes on as under fq_codel (docs/advise.md)")

@@ -1,0 +1,347 @@
+"""A loaded phase's JSON read into evidence: the window a phase is read over (:func:`_window`), its
+queueing and drops (:func:`_evidence`, :func:`window_drops`), the first losses, the capacity's variation
+(:func:`rate_variation`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import UserError
+from .path import SHAPE_FRACTION
+from .physics import MSS, NOISE_MS, WIRE_SEGMENT, _significant, mathis_loss
+from .plan import VARIATION_MIN_WINDOWS, variation_window_s
+
+#: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
+#: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
+#: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
+ACKED_EDGE = 0.05
+
+
+#: TCP goodput -> the bottleneck's wire rate: a full segment carries 1448 B of
+#: payload in 1500 B on the wire (IPv4 20 + TCP 20 + timestamps 12).
+WIRE_PER_PAYLOAD = 1500 / 1448
+
+
+def _window(j: dict, d: str) -> dict:
+    """Figures of one loaded phase over the second half of the time all its
+    flows ran (after every flow's ramp, whatever the path's RTT):
+
+    - the rate: the bytes their cumulative ACKs covered over the window,
+      where it spans 1/:data:`ACKED_EDGE` round trips or more; otherwise the
+      median of the flows' summed delivery rate
+      (``tcpi_delivery_rate``, the kernel's own per-ACK rate sample, which
+      counts SACKed data and which BBR uses). Not the acked bytes over a
+      window of few round trips: the cumulative ACK advances in jumps when
+      SACK recovery fills a hole, and over 2-3 s that over-read by up to 17 %
+      on a 200-ms path and by ±10 % at 1 Mbit/s behind a 500-ms queue, where
+      the median of the sum read within 5 % of the link (1, 5, 100 Mbit/s);
+    - the flows' smoothed RTT (p50, p95; median over flows): the queue the
+      bulk flows sit in, smoothed against the VM's pauses;
+    - the probes' RTT: what a new, sparse flow sees, over the second half of
+      the time all flows ran *while the probes ran* (the probes have no
+      samples beyond their phase; where they outlast the first flow, the
+      same window as the flows'). The flows start :data:`SETUP_ROUNDS`
+      round trips after the probes and run on through their ack grace (at
+      most 2 s: ``_load``) after the probes' end: the rate's reading wants
+      that, and the probes cannot give it."""
+    fs = j["raw"]["series"]["flows"]
+    ids = sorted({f["id"] for f in j["flows"] if f["direction"] == d})
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    rate_s, srtt = np.asarray(fs.get("delivery_rate_bps", []), float), np.asarray(fs.get("srtt_ms", []), float)
+    ids = [i for i in ids if (fid == i).sum() >= 2]
+    if not ids:
+        raise UserError(f"measure: the {d} flows reported no TCP_INFO samples (a server of another version?)")
+    t0 = min(t[fid == i].min() for i in ids)
+    t1 = min(t[fid == i].max() for i in ids)  # the first flow to end
+    w0 = t0 + 0.5 * (t1 - t0)
+    grid = np.arange(w0, t1, 0.01)
+    total = sum(np.interp(grid, t[fid == i], rate_s[fid == i]) for i in ids) if grid.size else np.zeros(1)
+    p50s, p95s = [], []
+    for i in ids:
+        r = srtt[(fid == i) & (t >= w0) & (t <= t1)]
+        r = r[np.isfinite(r) & (r > 0)]
+        if r.size:
+            p50s.append(np.percentile(r, 50))
+            p95s.append(np.percentile(r, 95))
+    # the probes: over the second half of the time all flows ran while the probes ran. The probes run the
+    # phase's length D from its start; each flow from its own start, SETUP_ROUNDS x RTT later, for D too and
+    # then up to its ack grace g (2 s) on what its send buffer holds: the flows' second half [w0, t1] overlaps
+    # the probes for D / 2 - setup - g / 2: nothing at D = 3 s and 150 ms with a full grace (a slow drain, as
+    # behind a policer), nor at 4.1 s and 340 ms (campaign seed 28 path 18's truth through the emulator: the
+    # flows' window 5.63-8.67 s, the probes' last reply sent at 5.45 s, all 478 answered)
+    ps = j["raw"]["series"]["probes"]
+    pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
+    pe = min(t1, float(pt.max())) if pt.size else t0
+    p0 = t0 + 0.5 * max(pe - t0, 0.0)  # none where no probe came back after the flows began (UDP blocked)
+    sel = prtt[(pt >= p0) & (pt <= pe) & np.isfinite(prtt)]
+    rate = float(np.median(total))
+    how = "delivery_rate"
+    # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
+    # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
+    # right where the per-ACK samples are not: behind a policer with a deep bucket the samples taken while
+    # the bucket drains at the port's rate outnumber those of the recovery between (a 15.8 Mbit/s policer
+    # with a 45-ms bucket on a 34 Mbit/s port, 4.6 ms: the samples' median read 19.2)
+    acked = np.asarray(fs.get("delivered_bytes", []), float)
+    srtt95 = float(np.median(p95s)) / 1e3 if p95s else float("nan")
+    if acked.size == t.size and t1 > w0 and np.isfinite(srtt95) and srtt95 / (t1 - w0) <= ACKED_EDGE:
+        got = sum(np.interp(t1, t[fid == i], acked[fid == i]) - np.interp(w0, t[fid == i], acked[fid == i]) for i in ids)
+        if got > 0:
+            rate, how = got * 8 / (t1 - w0), "acked_bytes"
+    return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
+            "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
+            "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
+            "probe_window_s": [p0, pe]}
+
+
+def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
+    """How the capacity of direction ``d`` moved over one loaded phase (its
+    JSON ``j``), through the phase's second half (after every ramp), in
+    consecutive windows of :data:`VARIATION_MIN_WINDOW_S`,
+    :data:`VARIATION_SAMPLES` samples or :data:`VARIATION_PACKETS` packets at
+    the median rate, whichever is longest: the flows' summed
+    delivery rate (``tcpi_delivery_rate``, the kernel's per-ACK sample, which
+    counts SACKed data: the cumulative ACK advances in jumps after a loss and
+    read ±14 % over 200-ms windows on a fixed 20 Mbit/s FIFO) averaged over
+    each window, Mbit/s on the wire, counting only the windows in which the
+    bottleneck stayed busy — every flow's smoothed RTT above ``base_ms`` by
+    more than the noise (:data:`NOISE_MS`) throughout: a queue that never
+    emptied, so what was delivered is what the link carried (where the
+    senders left the link idle — CUBIC after a loss on a shallow buffer, BBR
+    draining — a window reads the senders, not the link). Of those windows:
+    p10, p50, p90, and the time scale — the lag at which their
+    autocorrelation first falls below 1/e (None where it never does within
+    half the series: a capacity that moves slower than the phase lasts, or
+    not at all; nor where the windows spread less than one packet a window).
+    And the windows themselves in order (``series_mbps``, None where not busy)
+    and the flows' median smoothed RTT over them (``srtt_ms``).
+    None where fewer than :data:`VARIATION_MIN_WINDOWS` windows were busy."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    rate_s = np.asarray(fs.get("delivery_rate_bps", []), float)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    if not ids or rate_s.size != t.size or srtt.size != t.size:
+        return None
+    t0 = min(t[fid == i].min() for i in ids)
+    t1 = min(t[fid == i].max() for i in ids)
+    w0 = t0 + 0.5 * (t1 - t0)
+    step = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
+    grid = np.arange(w0, t1, 0.01)
+    median_bps = float(np.median(sum(np.interp(grid, t[fid == i], rate_s[fid == i]) for i in ids))) if grid.size else 0.0
+    win = variation_window_s(step, median_bps)
+    edges = np.arange(w0, t1 + 1e-9, win)
+    if edges.size - 1 < VARIATION_MIN_WINDOWS:
+        return None
+    rates = np.zeros(edges.size - 1)
+    busy = np.ones(rates.size, bool)
+    for i in ids:
+        ti, ri, qi = t[fid == i], rate_s[fid == i], srtt[fid == i] - base_ms
+        for k in range(rates.size):
+            grid = np.linspace(edges[k], edges[k + 1], 11)
+            rates[k] += float(np.interp(grid, ti, ri).mean())
+            inside = qi[(ti >= edges[k]) & (ti <= edges[k + 1])]
+            low = inside.min() if inside.size else float(np.interp(grid, ti, qi).min())
+            busy[k] &= bool(low > NOISE_MS)
+    rates *= WIRE_PER_PAYLOAD / 1e6
+    if busy.sum() < VARIATION_MIN_WINDOWS:
+        return None
+    kept = rates[busy]
+    x = np.where(busy, rates - kept.mean(), 0.0)  # an idle window counts as the mean: no motion read there
+    scale = None
+    # a spread below one packet a window is below what whole packets resolve: nothing moved
+    if kept.std() > WIRE_SEGMENT * 8 / win / 1e6:
+        ac = np.correlate(x, x, "full")[x.size - 1:] / (x.var() * x.size)
+        below = np.nonzero(ac[: x.size // 2 + 1] < np.exp(-1))[0]
+        scale = float(below[0] * win) if below.size else None
+    return {"p10_mbps": float(np.percentile(kept, 10)), "p50_mbps": float(np.percentile(kept, 50)),
+            "p90_mbps": float(np.percentile(kept, 90)), "timescale_s": scale, "window_s": win,
+            "windows": int(rates.size), "busy_windows": int(busy.sum()),
+            # the windows in order (None: not busy) and the flows' median smoothed RTT over them (the span each
+            # delivery-rate sample averages): what a fit of the capacity's process reads (advise.capacity)
+            "series_mbps": [round(float(r), 4) if b else None for r, b in zip(rates, busy)],
+            "srtt_ms": float(np.median(srtt[np.isin(fid, ids) & (t >= w0) & (t <= t1)]))}
+
+
+def _retrans(j: dict, d: str) -> tuple[float, float]:
+    """(segments retransmitted, segments sent) of direction ``d``'s flows."""
+    fl = [f for f in j["flows"] if f["direction"] == d]
+    segs = sum(f.get("retransmits", 0) / f["retrans_rate"] for f in fl if f.get("retrans_rate"))
+    return float(sum(f.get("retransmits", 0) for f in fl)), float(segs)
+
+
+def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> dict:
+    """The figures the limiter is read from, of one loaded phase (its JSON
+    ``j`` and its window ``w``): the probes' and the flows' queueing above
+    the base RTT, the drops beyond the idle loss, the loss against Mathis's."""
+    p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
+    retx, segs = _retrans(j, d)
+    retrans = retx / segs if segs else 0.0
+    # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
+    flow_q50 = max((w["flow_rtt_p50"] if np.isfinite(w["flow_rtt_p50"]) else p50) - base_p50, 0.0)
+    flow_q95 = max((w["flow_rtt_p95"] if np.isfinite(w["flow_rtt_p95"]) else p95) - base_p50, 0.0)
+    flows = len({f["id"] for f in j["flows"] if f["direction"] == d}) or 1
+    excess = max(retrans - idle_loss, 0.0)
+    loaded = base_p50 + flow_q50
+    # the probes' count and their window (s since the load began, its quiet gap included): what the choice asks
+    # (_direction) and what to look at where a reading surprises (the raw series are not kept)
+    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes": int(w["probes"].size),
+            "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
+            "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
+            "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
+            "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
+
+
+def first_losses(j: dict, d: str) -> dict:
+    """Each of direction ``d``'s flows in one loaded phase (its JSON ``j``) at
+    its first loss: ``{"flows": [{"id", "t_s" (since the flow's first
+    sample), "cwnd_bytes" (the largest window sampled up to and with the
+    first sample that counts a retransmission: the window the slow start had
+    reached), "sent_bytes" (delivered by then)}], "sample_s" (the median
+    spacing of the TCP_INFO samples), "lossless" (flows that lost nothing),
+    "first" (all flows together at the first of those losses: {"t_s" since
+    the phase's first sample, "cwnd_bytes" (the sum of each flow's largest
+    window sampled until then), "sent_bytes"}, or None)}``.
+    A flow whose very first sample already counts a retransmission (its
+    handshake or its first window) tells nothing of its slow start and is left out."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    cwnd, retx = np.asarray(fs.get("cwnd_bytes", []), float), np.asarray(fs.get("retransmits", []), float)
+    sent = np.asarray(fs.get("delivered_bytes", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    out: dict = {"flows": [], "sample_s": None, "lossless": 0, "first": None}
+    if not ids or cwnd.size != t.size or retx.size != t.size:
+        return out
+    if sent.size != t.size:
+        sent = np.zeros(t.size)
+    out["sample_s"] = float(np.median(np.concatenate([np.diff(t[fid == i]) for i in ids])))
+    for i in ids:
+        s = fid == i
+        k = np.nonzero(retx[s] > 0)[0]
+        if not k.size:
+            out["lossless"] += 1
+            continue
+        if k[0] == 0:
+            continue
+        k = int(k[0])
+        out["flows"].append({"id": i, "t_s": float(t[s][k] - t[s][0]), "cwnd_bytes": float(cwnd[s][: k + 1].max()),
+                             "sent_bytes": float(sent[s][k]), "at": float(t[s][k])})
+    if out["flows"]:
+        at = min(f["at"] for f in out["flows"])
+        upto = [(fid == i) & (t <= at) for i in ids]
+        out["first"] = {"t_s": float(at - t[np.isin(fid, ids)].min()),
+                        "cwnd_bytes": float(sum(cwnd[u].max() for u in upto if u.any())),
+                        "sent_bytes": float(sum(sent[u].max() for u in upto if u.any()))}
+    for f in out["flows"]:
+        del f["at"]
+    return out
+
+
+def _flows_window(j: dict, d: str):
+    """Direction ``d``'s flow samples of one loaded phase (its JSON ``j``) and the window they are read over, as
+    :func:`_window` reads it (the second half of the time all flows ran): (series, flow ids per sample, times,
+    the flows with two samples or more, window start, window end); no flows: an empty list and a 0-s window."""
+    fs = j["raw"]["series"]["flows"]
+    fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)
+    ids = [i for i in sorted({f["id"] for f in j["flows"] if f["direction"] == d}) if (fid == i).sum() >= 2]
+    if not ids:
+        return fs, fid, t, ids, 0.0, 0.0
+    t0 = min(t[fid == i].min() for i in ids)
+    t1 = min(t[fid == i].max() for i in ids)
+    return fs, fid, t, ids, t0 + 0.5 * (t1 - t0), t1
+
+
+def window_drops(j: dict, d: str, idle_loss: float, base_ms: float) -> dict:
+    """Whether direction ``d``'s flows of one loaded phase (its JSON ``j``)
+    lost segments beyond the random loss **within the window the queue is read
+    from** (the second half of the time all flows ran, as :func:`_window`),
+    and the most they queued there: ``{"retransmits", "segments",
+    "overflowed", "queue_max_ms"}`` — the median over the flows of each one's
+    largest smoothed RTT − ``base_ms`` in the window (a FIFO that overflowed
+    held its depth then, and every flow's RTT crossed it; a queue full only
+    briefly — CUBIC's sawtooth on a shallow buffer at a long RTT — keeps the
+    p95 below the depth: campaign seed 9 path 4, 13.6 ms read 9.8). A FIFO drops only when
+    full, so a drop there within the window is the queue at its depth in
+    the window; the phase's ``dropped`` counts its slow start's overshoot too,
+    after which CUBIC may not come back to the depth within the phase (its
+    window regrows to W_max in K = (W_max x 0.3 / 0.4)^(1/3) s, 10 s for 1380
+    segments a flow: campaign seed 28 path 42, 0.6 BDP at 151 ms). Any
+    retransmission counts where the idle path lost nothing (a FIFO without
+    random loss drops only when full); beside a random loss, those beyond its
+    expectation at three binomial standard deviations (:func:`_significant`,
+    no handful: one overflow may cost one segment a flow at low rates).
+    ``overflowed`` is None where the samples carry no retransmission count."""
+    fs, fid, t, ids, w0, t1 = _flows_window(j, d)
+    retx, acked = np.asarray(fs.get("retransmits", []), float), np.asarray(fs.get("delivered_bytes", []), float)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    tops = [float(np.max(srtt[s])) - base_ms for s in ((fid == i) & (t >= w0) & (t <= t1) for i in ids)
+            if srtt.size == t.size and s.any()]
+    top = max(float(np.median(tops)), 0.0) if tops else None
+    if not ids or retx.size != t.size or acked.size != t.size:
+        return {"retransmits": None, "segments": None, "overflowed": None, "queue_max_ms": top}
+    lost = sum(float(np.interp(t1, t[fid == i], retx[fid == i]) - np.interp(w0, t[fid == i], retx[fid == i])) for i in ids)
+    segs = sum(float(np.interp(t1, t[fid == i], acked[fid == i]) - np.interp(w0, t[fid == i], acked[fid == i])) for i in ids) / MSS
+    return {"retransmits": lost, "segments": segs, "overflowed": _significant(lost, segs, idle_loss, handful=0),
+            "queue_max_ms": top}
+
+
+def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
+    """The bytes the bottleneck held, from each TCP_INFO sample of direction
+    ``d``'s flows in the window (:func:`_window`): the sample's queueing
+    (smoothed RTT − ``base_ms``) x the flows' summed delivery rate then (wire
+    bytes: x 1500/1448) — a queue of B bytes delays by B / the rate that
+    drains it, and ``tcpi_delivery_rate`` is that rate over the sample's
+    last round trip (Linux ``tcp_rate.c``), the sojourn included. On a link
+    whose capacity moves the delay's p95 falls where the capacity is low,
+    so its product with the median rate over-reads (campaign seed 28: LTE-like
+    traces at 7.2 and 256 Mbit/s, 3 ms, read 2.7 and 2.2 x their FIFO's
+    bytes). The p95 of each flow's products, the median over the flows (as
+    :func:`_window`'s p95); None without samples."""
+    fs, fid, t, ids, w0, t1 = _flows_window(j, d)
+    rate_s, srtt = np.asarray(fs.get("delivery_rate_bps", []), float), np.asarray(fs.get("srtt_ms", []), float)
+    if not ids or rate_s.size != t.size or srtt.size != t.size:
+        return None
+    p95s = []
+    for i in ids:
+        s = (fid == i) & (t >= w0) & (t <= t1) & np.isfinite(srtt) & (srtt > 0)
+        if not s.any():
+            continue
+        total = sum(np.interp(t[s], t[fid == k], rate_s[fid == k]) for k in ids) * WIRE_PER_PAYLOAD
+        p95s.append(float(np.percentile(np.maximum(srtt[s] - base_ms, 0.0) / 1e3 * total / 8, 95)))
+    return float(np.median(p95s)) if p95s else None
+
+
+def variable_rate(v: dict | None) -> bool:
+    """Whether a direction's capacity moves enough to matter to a shaper,
+    both ways: in more than a tenth of the busy windows (its p10) the link
+    carried less than a shaper at the median leaves it
+    (:data:`path.SHAPE_FRACTION`, 95 %: that CAKE then no longer owns the
+    queue), and in more than a tenth (its p90) more than the median over that
+    fraction (the capacity such a shaper leaves unused) — each by more than
+    one packet a window (what whole packets resolve). One-sided dips are what
+    a fixed link shows too: a busy link never carries more than its rate, but
+    the delivery-rate samples of flows recovering from a loss read below it
+    (a fixed 20 Mbit/s FIFO through the emulator: p10 0.93, p90 1.004 x the
+    median; the gallery's LTE-like trace 0.90 and 1.16)."""
+    if not v:
+        return False
+    packet_mbps = WIRE_SEGMENT * 8 / v["window_s"] / 1e6
+    return (v["p10_mbps"] < SHAPE_FRACTION * v["p50_mbps"] - packet_mbps
+            and v["p90_mbps"] > v["p50_mbps"] / SHAPE_FRACTION + packet_mbps)
+
+
+def _variation_fields(report: dict) -> dict:
+    """The path's capacity variation (``down_rate_p10_mbps``, ...) from each measured direction's, and
+    whether the down capacity is variable (the twin then follows a fitted trace: a FIFO path only)."""
+    out = {}
+    for d in ("down", "up"):
+        v = (report.get(d) or {}).get("rate_variation")
+        if v:
+            out.update({f"{d}_rate_p10_mbps": v["p10_mbps"], f"{d}_rate_p90_mbps": v["p90_mbps"],
+                        f"{d}_rate_timescale_s": v["timescale_s"]})
+    v = report["down"].get("rate_variation")
+    if v:
+        out["down_rate_p50_mbps"] = v["p50_mbps"]
+        report["down"]["variable"] = variable_rate(v)
+        out["down_variable"] = report["down"]["variable"] and report["down"]["limiter"] == "fifo"
+    return out

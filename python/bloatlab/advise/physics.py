@@ -1,0 +1,229 @@
+"""What the measurement itself knows, written once: the wire sizes, the noise, the flows' own bursts
+(:func:`burst_floor_ms`), the receiver's ACK wait (:func:`ack_wait_ms`), the loss a window explains
+(:func:`mathis_loss`), the ports' serialization, CUBIC's return time. Every constant with its source and unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+#: The limiter's rule (:func:`classify`) compares queueing delays with the wait a
+#: path without a standing queue still shows, :func:`burst_floor_ms`. Its parts:
+#:
+#: the measurement's own noise (ms): on a path with no queue at all the probes'
+#: p95 reads +0.18-0.23 ms and the flows' smoothed RTT +0.1-0.5 ms, but the VM
+#: pauses ~5 ms every few seconds, which reaches a p95 now and then; 3 ms keeps
+#: one such pause per window out of the verdict
+NOISE_MS = 3.0
+
+
+#: the wire size of a full segment (B): 1448 B of payload + 52 B of headers
+WIRE_SEGMENT = 1500
+
+
+#: Linux's smallest TSO/GSO burst: ``tcp_min_tso_segs`` = 2 segments (net/ipv4/tcp_output.c, tcp_tso_autosize)
+MIN_TSO_SEGS = 2
+
+
+#: ... and its size otherwise: ``sk_pacing_rate >> sk_pacing_shift`` (shift 10: ~1 ms of data at the pacing rate),
+#: with the pacing rate at 2x the delivery rate in slow start (``tcp_pacing_ss_ratio`` = 200 %): a flow's burst
+#: is at most ~2 ms of its share of the rate
+TSO_BURST_S = 2e-3
+
+
+#: Linux's delayed ACK (net/ipv4/tcp_input.c __tcp_ack_snd_check, tcp_event_data_recv; tcp_output.c
+#: tcp_send_delayed_ack; include/net/tcp.h, Linux 6.18): a receiver ACKs at once when more than one full segment
+#: is unacknowledged, in quick-ack mode, or on a filled hole; a lone segment waits for the delayed-ACK timer. The
+#: timer's timeout is ``icsk_ack.ato``, which starts at TCP_ATO_MIN (= TCP_DELACK_MIN, HZ/25 = 40 ms) and follows
+#: the segments' inter-arrival time m (m <= 20 ms: ato/2 + 20 ms, a fixed point of 40 ms; 20 ms < m < ato: ato/2 +
+#: m; never below 40 ms), and tcp_send_delayed_ack bounds it above ``TCP_DELACK_MIN`` by the receiver's srtt (at
+#: least TCP_DELACK_MIN), HZ/2, and ``icsk_delack_max`` (TCP_DELACK_MAX = HZ/5 = 200 ms by default). So a lone
+#: segment's ACK waits between these two (ms): :func:`ack_wait_ms`. A probe's echo never waits; a flow's RTT sample
+#: does, so the flows' smoothed RTT exceeds the probe's by that much with no queue of their own (campaign seed 28:
+#: two policers and a tbf at 3.6-7.1 Mbit/s, read as flow isolation with the flows 5-17 ms above the probe)
+DELACK_MIN_MS = 40.0
+
+
+DELACK_MAX_MS = 200.0
+
+
+#: TCP's payload per full segment (B): 1500 - IPv4 20 - TCP 20 - timestamps 12
+MSS = 1448
+
+
+def median_ci_ms(rtts) -> tuple[float, float]:
+    """The 95 % confidence interval of the median of ``rtts`` (ms), free of any distribution: the order
+    statistics at ranks n/2 -+ 1.96 sqrt(n)/2 (the count below the median is binomial(n, 1/2); normal
+    approximation), widened to whole ranks. At n = 100 the 41st and 61st smallest."""
+    x = np.sort(np.asarray(rtts, float)[np.isfinite(np.asarray(rtts, float))])
+    n = x.size
+    if n == 0:
+        return float("nan"), float("nan")
+    h = 1.96 * math.sqrt(n) / 2
+    return float(x[max(math.floor(n / 2 - h), 0)]), float(x[min(math.ceil(n / 2 + h), n - 1)])
+
+
+def burst_floor_ms(rate_mbps: float, flows: int) -> float:
+    """The queueing delay (ms) a path without a standing queue still shows
+    under ``flows`` bulk flows that together deliver ``rate_mbps``: each flow
+    may have one TSO/GSO burst waiting at the bottleneck (at least
+    :data:`MIN_TSO_SEGS` segments, else ~:data:`TSO_BURST_S` of its share of
+    the rate), drained at the measured rate — an upper bound behind a policer,
+    whose port is faster — plus the measurement's noise (:data:`NOISE_MS`).
+
+    At 20 Mbit/s and 4 flows: 4 x 2 x 1500 B = 4.8 ms + 3 = 7.8 ms; at 1
+    Mbit/s 96 + 3 ms (one segment alone takes 12 ms); from 50 Mbit/s up the
+    2-ms bursts set it: 5 ms. A FIFO shallower than this drops like a policer
+    and is read as one (it acts as one: the twin says which, see
+    :func:`classify`)."""
+    rate_bps = max(rate_mbps, 1e-3) * 1e6
+    segs_ms = flows * MIN_TSO_SEGS * WIRE_SEGMENT * 8 / rate_bps * 1e3
+    return NOISE_MS + max(segs_ms, TSO_BURST_S * 1e3)
+
+
+def ack_wait_ms(rate_mbps: float, flows: int, rtt_ms: float, idle: bool = False) -> float:
+    """The most the receiver's ACK policy adds to the mean of the flows'
+    RTT samples (ms) beyond the queue they wait in, for ``flows`` flows that
+    together deliver ``rate_mbps`` (on the wire, as measure reads it) over a
+    round trip of ``rtt_ms``
+    (their smoothed RTT): a wait the probe, echoed at once, never has.
+
+    A sender's RTT sample is taken at the ACK from the oldest segment it
+    newly covers (tcp_clean_rtx_queue). The receiver ACKs at once when a
+    second full segment arrives (__tcp_ack_snd_check) and a lone one when
+    the delayed-ACK timer fires, after at most ``D`` = min(
+    :data:`DELACK_MAX_MS`, max(:data:`DELACK_MIN_MS`, RTT)) (ato bounded by
+    the receiver's srtt, tcp_send_delayed_ack). So each sample carries its
+    first segment's wait for the next one, cut at ``D``. A flow's segments
+    come ``s`` = flows x :data:`WIRE_SEGMENT` / rate apart on average (its share of
+    the rate; its window is w = RTT / s segments). Two ways they arrive:
+
+    - spread over the round trip, one flow's segment after each of the
+      others' (a bottleneck kept busy: DRR's one packet per flow a round, a
+      shared queue): each first segment waits ~s: min(D, s) — the default.
+      (A sender's TSO pairs, back to back, wait less: this is the bound.)
+    - as one burst a round trip (``idle``: the bottleneck idled through the
+      phase — a window-limited flow, CUBIC collapsed behind a policer): the
+      pairs wait nothing and an odd last segment waits for the timer, D,
+      one sample of ceil(w / 2) >= w / 2: D x 2 / w = 2 D s / RTT, which
+      exceeds s where RTT < 2 D; so min(D, s x max(1, 2 D / RTT)).
+
+    At 20 Mbit/s, 4 flows, 40 ms: 2.4 ms (4.8 idle); 9.5 Mbit/s: 5.1 ms;
+    a 6.8-Mbit/s tbf (campaign seed 28 path 16, BBR's phase): 7.0 ms; 4
+    CUBIC flows collapsed to 0.46 Mbit/s behind a 7.1-Mbit/s policer at
+    357 ms (path 18: windows of 3.5 segments): 118 ms; 2 Mbit/s (CAKE, 4
+    flows): 23.6 ms; from 100 Mbit/s up 0.48 ms or less, within the noise
+    (:data:`NOISE_MS`)."""
+    rtt = max(rtt_ms, 1e-3)
+    d = min(DELACK_MAX_MS, max(DELACK_MIN_MS, rtt))
+    s = max(flows, 1) * WIRE_SEGMENT * 8 / (max(rate_mbps, 1e-6) * 1e6) * 1e3
+    return min(d, s * max(1.0, 2 * d / rtt) if idle else s)
+
+
+def mathis_loss(rate_mbps: float, flows: int, rtt_ms: float) -> float:
+    """The loss rate ``flows`` ACK-clocked loss-based flows need to sit at
+    ``rate_mbps`` together over ``rtt_ms`` (Mathis et al., CCR 1997: one loss
+    per congestion epoch, p = 1.5 / W² with W each flow's window in
+    segments of :data:`MSS` bytes). A queue that signals congestion (a FIFO's
+    tail, an AQM's control law) drops about this much; a policer drops what
+    exceeds its bucket whatever the window."""
+    w = max(rate_mbps, 1e-6) * 1e6 / max(flows, 1) * rtt_ms / 1e3 / (MSS * 8)
+    return min(1.5 / max(w, 1.0) ** 2, 1.0)
+
+
+def loss_upper(lost: int, sent: int, confidence: float = 0.95) -> float:
+    """The one-sided upper bound on a loss rate that lost ``lost`` of
+    ``sent`` packets (Clopper-Pearson: the rate at which seeing ``lost`` or
+    fewer has probability 1 - ``confidence``); 3/sent-ish with no loss."""
+    if sent <= 0:
+        return 1.0
+    if lost >= sent:
+        return 1.0
+
+    def cdf(p: float) -> float:
+        # P(X <= lost), X ~ Binomial(sent, p), summed in logs
+        lq, lp = math.log1p(-p), math.log(p)
+        return sum(math.exp(math.lgamma(sent + 1) - math.lgamma(i + 1) - math.lgamma(sent - i + 1) + i * lp + (sent - i) * lq)
+                   for i in range(lost + 1))
+
+    lo, hi = lost / sent, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if mid <= 0.0 or cdf(mid) > 1 - confidence:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def one_way(round_trip: float) -> float:
+    """A round trip's loss as each direction's, if alike: 1 - sqrt(1 - rt)."""
+    return 1 - (1 - min(max(round_trip, 0.0), 1.0)) ** 0.5
+
+
+#: Linux CUBIC (net/ipv4/tcp_cubic.c, 6.18; RFC 9438): the window after a loss is beta = 717/1024 of the window
+#: at it, and grows back to that window W (segments) in K = cbrt(W (1 - beta) / C) s, C = 0.4 segments/s^3
+#: (bic_scale 41: 41 x 10 / 1024), or sooner in the TCP-friendly region, where it grows
+#: 3 (1 - beta) / (1 + beta) segments a round trip (tcp_friendliness: one segment per cwnd x beta_scale / 8 ACKs)
+CUBIC_BETA = 717 / 1024
+
+
+CUBIC_C = 0.4
+
+
+CUBIC_FRIENDLY = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
+
+
+def cubic_return_s(window_bytes: float, rtt_ms: float) -> float:
+    """How long (s) a CUBIC flow that lost at ``window_bytes`` takes to grow
+    back to that window (:data:`CUBIC_BETA`): the cubic's K or the TCP-friendly
+    growth's (1 - beta) W / alpha round trips, whichever is shorter. At 683
+    segments and 30 ms: K = 8.0 s (friendly: 11.6 s); at 90 segments and 11
+    ms: 0.56 s (K: 4.1 s)."""
+    w = max(window_bytes, MSS) / MSS
+    k = (w * (1 - CUBIC_BETA) / CUBIC_C) ** (1 / 3)
+    return min(k, (1 - CUBIC_BETA) * w / CUBIC_FRIENDLY * rtt_ms / 1e3)
+
+
+def _significant(retransmits: float, segments: float, idle_loss: float, handful: float = 3) -> bool:
+    """Retransmissions beyond the idle path's random loss at three standard
+    deviations (binomial, ``segments`` draws at ``idle_loss``), and more than
+    ``handful``: a few retransmissions of a TCP flow (a SYN, a tail probe)
+    are no drop pattern."""
+    expected = idle_loss * segments
+    return retransmits - expected > 3 * (expected * (1 - idle_loss)) ** 0.5 + handful
+
+
+#: the idle probes' wire size (B): bloatlab-probe udp client's 64-byte payload + UDP 8 + IPv4 20 (the emulator
+#: and a router serialize the IP packet); the reply is as large
+PROBE_WIRE = 92
+
+
+#: the large probes' payload (B): 1400 + UDP 8 + IPv4 20 on the wire, below any path's 1500-B MTU
+LARGE_PROBE = 1400
+
+
+LARGE_WIRE = LARGE_PROBE + 28
+
+
+def serialization_ms(rmin_small_ms: float, rmin_large_ms: float) -> float:
+    """The idle probes' own serialization (ms) in their RTT, from the minimum
+    RTT of small (:data:`PROBE_WIRE`) and large (:data:`LARGE_WIRE`) probes:
+    a probe of S bytes and its echo take ``base + S x k`` at their fastest,
+    k the time a byte takes at both ways' ports, so k is the slope and the
+    small probes carry ``PROBE_WIRE x k`` (pathchar, Jacobson 1997). At 1
+    Mbit/s each way 1.5 ms; at 100 Mbit/s 15 µs. Read from the ports the
+    probes actually cross, so a policer's port (faster than its rate) and a
+    verdict gone wrong cannot mislead it as a rate-based estimate did (a
+    policed 1.2 Mbit/s read as an AQM took 5 ms off an 11.7-ms path)."""
+    k = max(rmin_large_ms - rmin_small_ms, 0.0) / (LARGE_WIRE - PROBE_WIRE)
+    return PROBE_WIRE * k
+
+
+def serialization_rate_mbps(ser_ms: float) -> float:
+    """The ports' rate (Mbit/s of IP bytes) a serialization of the small
+    probes (:func:`serialization_ms`) means: R = 1 / (1/down + 1/up)."""
+    return 8e-3 * PROBE_WIRE / ser_ms

@@ -1,0 +1,576 @@
+"""What packet trains tell after the loads: a policer's rate, bucket and port (:func:`policer_figures`,
+:func:`paced_bucket`), a tbf's queue before its bucket, a single-queue AQM's burst
+(:func:`single_queue_aqm`), a FIFO too shallow for the flows' bursts (:func:`_not_a_policer`). Pure
+functions of a train's analysis; ``measure`` sends the trains.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .physics import WIRE_SEGMENT, _significant, burst_floor_ms, mathis_loss
+from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, ambiguity
+from .buffer import buffer_reading
+
+#: a single-queue AQM (CoDel, PIE) looks like a shallow FIFO under load: one shared queue, drops, the flows'
+#: queueing low. A packet train tells them apart by what a queue lets a burst build: a FIFO passes its buffer,
+#: which a loss-based fill reaches (the flows' queueing p95 is the buffer's depth: ratio ~1), then drops all but
+#: what the rate drains of the rest (tail drop at a sender U >> C: 1 - C/U); CoDel lets the queue stand above its
+#: target for a whole interval before it drops (RFC 8289: 100 ms, then sparse drops at interval/sqrt(n)), PIE
+#: lets a 150-ms burst in and raises its drop probability 15 ms at a time (RFC 8033). A train is an AQM's burst
+#: where it built at least this multiple of the flows' queue and its tail was not tail-dropped (single_queue_aqm).
+#: Measured in the emulator (2026-11-25, 20 and 100 Mbit/s, 20 and 60 ms): FIFOs of 0.5 and 1 BDP 0.9-1.4x, CoDel 8.8-18x, PIE
+#: 5.5-41x (docs/advise.md, "A single-queue AQM")
+AQM_BURST_RATIO = 2.0
+
+
+#: PIE's burst allowance (RFC 8033 MAX_BURST; sch_pie's default): a queue younger than this is not dropped from
+PIE_BURST_MS = 150.0
+
+
+#: the AQM train: 1000 packets, the packet limit of sch_codel and sch_pie (tc's default `limit`): a longer train
+#: overflows it and is tail-dropped like a FIFO's (CoDel at 100 Mbit/s lost 82 % of a 1666-packet train's tail)
+AQM_TRAIN_PACKETS = 1000
+
+
+#: the fewest packets after a train's first loss whose arrival rate is read (bloatlab-probe calls a shorter tail's
+#: rate coarse: crates/probe/src/train.rs, analyse_with)
+TAIL_RATE_PACKETS = 10
+
+
+#: a port the train reads no faster than this multiple of the policed rate is not told apart from it
+#: (the head's spacing then is the policer's own, or the sender's): the twin keeps POLICER_PORT
+TRAIN_PORT_MARGIN = 1.1
+
+
+def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | None, list[str]]:
+    """The port's rate and the bucket behind a policer of ``rate_mbps``
+    (measured) from a packet train: (port Mbit/s, bucket B, why not) — each
+    None where the train cannot tell, with the reason.
+
+    The port is the head's dispersion rate (the packets before the first
+    loss) unless the server set that pace or it is no faster than the
+    policed rate. The bucket is the head's bytes and half a packet (the middle
+    of the packet-wide interval it lies in) less what the policed rate
+    refilled while the head reached the policer (at the rate it was sent):
+    ``head_bytes + W/2 - head_bytes * rate / send rate`` (crates/probe/src/train.rs)."""
+    why = []
+    lead = port = train.get("leading_mbps")
+    if port is None:
+        why.append("port: " + next((n for n in train.get("notes", []) if "no port rate" in n or "one instant" in n), "no head to read it from"))
+    elif train.get("sender_limited"):
+        why.append(f"port: the server, not the path, set the head's pace (the port is at least {port:.4g} Mbit/s)")
+        port = None
+    elif port < TRAIN_PORT_MARGIN * rate_mbps:
+        why.append(f"port: the head arrived at {port:.4g} Mbit/s, no faster than the policed rate")
+        port = None
+    bucket = None
+    half = train.get("wire_bytes", 1500) / 2
+    # the rate the head reached the policer at: as the server sent it (None: all at one instant)
+    sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
+    if train.get("first_loss") is None:
+        # a bucket at least that large: its least, the train's bytes less what the rate refilled meanwhile, is
+        # the figure the twin takes (the scenario's default, 10 ms of the rate, may be far below what passed)
+        bucket = max(int(train["head_bytes"] - train["head_bytes"] * rate_mbps / sent_at), 1500)
+        why.append(f"bucket: the train's {train['head_bytes']} B passed whole: at least {bucket} B (taken as that)")
+    elif train.get("head_packets", 0) < 2:
+        # a bucket of less than two packets: its bytes are all a train can say
+        bucket = max(int(train["head_bytes"] + half), 1500)
+        why.append(f"bucket: {train.get('head_packets', 0)} packet(s) before the first loss: at most "
+                   f"{train.get('head_packets', 0) + 1} packets' bytes, taken as {bucket} B")
+    elif sent_at <= rate_mbps:
+        why.append(f"bucket: the head was sent at {sent_at:.4g} Mbit/s, no faster than the policed rate: not read")
+    else:
+        bucket = max(int(train["head_bytes"] + half - train["head_bytes"] * rate_mbps / sent_at), 1500)
+    return port, bucket, why
+
+
+#: the measured rate's error, the rate goal of issue 30: the bucket's refill is read from it (the tail's own rate and
+#: its share of packets that passed read the server's pace as much as the policer's: a server short of CPU fell
+#: from 64.5 to 35 Mbit/s through the tail of seed 8 path 14's paced train, where no packet was lost, and the tail
+#: read 34.8 Mbit/s for a 39-Mbit/s policer), so the bucket is known within this share of the refill
+RATE_ERROR = 0.10
+
+
+def policer_cut(lost_seq: list[int], count: int) -> int:
+    """Where a train's bucket ran dry: the packet index k that splits its
+    ``count`` packets (``lost_seq``: those lost) into two runs of loss rates
+    p1 (before k, the path's random loss) and p2 (from k on, the policer's:
+    1 - C/U) at the largest likelihood (two Bernoulli runs). Without random
+    loss it is the first loss (a run without loss before it has likelihood
+    1); with it, a random loss in the head no longer cuts the head short."""
+    if not lost_seq:
+        return count
+    lost = np.zeros(count, bool)
+    lost[[s for s in lost_seq if 0 <= s < count]] = True
+    before = np.concatenate([[0], np.cumsum(lost)])  # losses in [0, k)
+    k = np.arange(count + 1)
+    total = before[-1]
+
+    def ll(n, x):
+        # log-likelihood of x losses in n draws at their own rate
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(n > 0, x / np.maximum(n, 1), 0.0)
+            a = np.where(x > 0, x * np.log(np.where(p > 0, p, 1.0)), 0.0)
+            b = np.where(n - x > 0, (n - x) * np.log(np.where(p < 1, 1 - p, 1.0)), 0.0)
+        return a + b
+
+    score = ll(k, before) + ll(count - k, total - before)
+    # the policer's run loses more than the head's: a tail that loses nothing (a sender that fell below the
+    # policed rate, or a train that ended as the bucket did) is no second run
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p1, p2 = before / np.maximum(k, 1), (total - before) / np.maximum(count - k, 1)
+    score = np.where(p2 > p1, score, -np.inf)
+    # among equals, the earliest cut (the first loss where nothing before it was lost)
+    return int(np.argmax(score))
+
+
+def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: float = 0.0) -> tuple[float | None, float, int, str]:
+    """The bucket from a paced train (``train``, sent at ``pace_mbps``;
+    ``rate_mbps`` measured): (bucket B or None where it passed whole, its
+    resolution in B (where None: the least bucket), the cut, how). The cut
+    k: the first loss, or where the idle path showed random loss
+    (``random_loss``, each way) :func:`policer_cut` — not on a loss-free path:
+    a server short of CPU paces unevenly, and where it fell below the policed
+    rate for a while the bucket refilled between the policer's first losses,
+    which the likelihood then reads as random (seed 8 path 14 through the
+    emulator on a loaded VM: losses at 775 and 794, then from 892 on; 273 KB
+    from the first, 311 from 892, for 271). h packets arrived before k; the policer passed
+    those h from a full bucket plus what it refilled while the k packets
+    came at the rate U the server sent the head at (its send times; the pace
+    where it has none): ``B = (h + 1/2) W - k W C/U`` — the formula of
+    :func:`policer_figures` with the paced head's send rate, C the measured
+    rate (within :data:`RATE_ERROR`)."""
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    count = int(train.get("sent", 0))
+    lost = train.get("lost_seq") or []
+    if not lost:
+        sent = train.get("head_send_mbps") or pace_mbps
+        b = count * w * (1 - rate_mbps / sent)
+        return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
+    k = policer_cut(lost, count) if random_loss > 0 else min(lost)
+    before = sum(1 for s in lost if s < k)
+    h = k - before
+    u = train.get("head_send_mbps") or pace_mbps
+    # the rate the k packets were sent at, from their own send times where the probe gives them (a server short of
+    # CPU paces unevenly, and the head before a random first loss is not the head before the cut: r2lossy through the
+    # emulator, cut at 569 after losses at 72 and 363, read 344 KB for 156 with the send rate of the first 72)
+    tx = train.get("tx_ms") or []
+    sent = [i for i in range(min(k, len(tx))) if tx[i] is not None]
+    if len(sent) >= 2 and tx[sent[-1]] > tx[sent[0]]:
+        u = (sent[-1] - sent[0]) * w * 8 / ((tx[sent[-1]] - tx[sent[0]]) * 1e3)
+    if u <= rate_mbps:
+        return None, 0.0, k, f"the paced head was sent at {u:.4g} Mbit/s, no faster than the policed rate: not read"
+    f = rate_mbps / u
+    res = w + k * w * f * RATE_ERROR
+    how = f"C/U {f:.3g}: the measured {rate_mbps:.4g} Mbit/s over the head's send rate {u:.4g}"
+    cut = f"the first loss at packet {k}" if before == 0 else f"the bucket ran dry at packet {k} ({before} random losses before)"
+    return (h + 0.5) * w - k * w * f, res, k, f"{cut}, {h} packets through; {how}"
+
+
+def port_fifo(train: dict) -> float | None:
+    """The port's FIFO from a back-to-back train whose head the FIFO cut:
+    it filled where what arrived at the sender's rate U exceeded what the
+    port drained at P by its size: ``Q = (h + 1/2) W - h W P/U`` (the half
+    packet as for the bucket: Q plus the drain lies in [h W, (h+1) W))."""
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    h, p = train.get("head_packets", 0), train.get("leading_mbps")
+    u = train.get("head_send_mbps")
+    if not p or not u or h < 2:
+        return None
+    return (h + 0.5) * w - h * w * p / max(u, p)
+
+
+def paced_queue_ms(train: dict) -> float | None:
+    """The queue (ms) that stood in front of what cut a paced train: its
+    head's arrival span less the span the server sent the same packets over
+    (``tx_ms``), the delay the last of them gained over the first; None where
+    the train has no send times or fewer than two head packets.
+
+    A paced train (:func:`_paced_policer_train`) arrives no faster than the
+    port drains it, so nothing queues there. A policer passes or drops each
+    packet at once: its head arrives as it was sent (the campaign's 17 stored
+    policer paths: -0.15 to +0.16 ms). A tbf (a token bucket behind a queue,
+    sch_tbf's ``limit``) queues what the bucket does not pass, and drops only
+    once that queue is full: its head gains the queue's depth Q/C (the
+    stored tbf paths: 5.0 ms for a 5.3-ms queue, 10.6 for 10.2, 18.0 for
+    18.0, 18.7 for 20.2, 3.0 for 3.2). That is what tells a tbf from a
+    policer: whether a queue stands in front of the bucket."""
+    tx = train.get("tx_ms") or []
+    cut = train.get("first_loss")
+    head = [v for v in tx[: train.get("sent", len(tx)) if cut is None else cut] if v is not None]
+    span = train.get("head_span_ms")
+    if len(head) < 2 or span is None:
+        return None
+    return span - (head[-1] - head[0])
+
+
+def _queue_before_bucket(x: dict, base_ms: float) -> None:
+    """A ``policer`` direction whose paced train's head gained more delay
+    (:func:`paced_queue_ms`) than the burst floor: a queue stood in front of
+    the bucket, deeper than the flows' bursts and the noise explain — a tbf,
+    not a policer. The direction becomes ``fifo`` (a tbf's queue is a FIFO at
+    its rate) with that queue's depth at the measured rate. A gain within
+    the floor keeps the reading, whose alternatives already name a FIFO (or
+    a tbf's queue) that shallow."""
+    t = x.get("paced_train")
+    if x["limiter"] != "policer" or not t:
+        return
+    q = paced_queue_ms(t)
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    if q is None or q < floor:
+        return
+    buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    note = (f"a token bucket behind a queue (a tbf): the paced train's head gained {q:.3g} ms of delay before its first "
+            f"loss, more than the {floor:.2g}-ms floor, where a policer passes or drops each packet at once; the queue "
+            f"holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
+    x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
+             limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
+
+
+def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
+    """Whether a packet train that lost packets beyond the path's random loss
+    had its tail held in a queue rather than cut: more of the packets after
+    its first loss arrived than what drained them admits of a tail sent
+    faster (its arrival rate r over its send rate U: r/U of them, twice over
+    and two standard deviations, as :func:`_tail_dropped`). A token bucket
+    passes at most its rate of what exceeds it and a full FIFO its drain;
+    only a queue that keeps taking packets while it drops some (an AQM's
+    spread drops) passes more."""
+    if train.get("first_loss") is None:
+        return False
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    after = tail + lost
+    if not _significant(lost, after, idle_loss, handful=0):
+        return False
+    r = train.get("tail_arrival_mbps") or train.get("tail_mbps")
+    u = train.get("tail_send_mbps") or train.get("send_mbps")
+    if not r or not u:
+        return False
+    admits = after * min(r / u, 1.0)
+    return tail > 2 * admits + 2 * max(admits, 1.0) ** 0.5
+
+
+def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
+    """A ``policer`` direction whose policer's train had its tail held
+    (:func:`tail_held`): no token bucket cut it, so the train is read as the
+    AQM train (:func:`single_queue_aqm`) against the flows' queue; where that
+    shows a single-queue AQM the direction becomes ``aqm``."""
+    t = x.get("train")
+    if x["limiter"] != "policer" or not t or not tail_held(t, idle_loss):
+        return
+    ev = x["evidence"]
+    queue_ms = max(ev["flow_q95_ms"], x.get("fill_flow_q95_ms", 0.0), 0.1)
+    kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
+    if not kind:
+        return
+    why = (f"the policer's train kept arriving after its first loss ({t.get('tail_packets', 0)} of its last "
+           f"{t.get('tail_packets', 0) + t.get('lost', 0)} packets), which no token bucket passes: {why}")
+    x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why, limiter_alternatives=None,
+             buffer_bytes=None, buffer_bdp=None, port_mbps=None, bucket_bytes=None)
+
+
+def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
+    """Whether a packet train shows a single-queue AQM behind a queue that looked
+    like a FIFO of ``queue_ms`` under load (see :data:`AQM_BURST_RATIO`):
+    (``"codel"``, ``"pie"`` or None, why).
+
+    The queue the train built is what arrived at the rate C less the time it
+    took to send (U: the rate the server sent it at): a FIFO of B admits B plus
+    what C drained meanwhile, so it builds B/C whatever the train's length,
+    then admits no more than C/U of the rest. An AQM's queue is not its
+    buffer: it builds more than the flows held (:data:`AQM_BURST_RATIO`), and
+    what it drops after the first loss is spread, most of the tail arriving
+    (PIE drops each packet with its probability, CoDel one now and then) —
+    more than twice what a full FIFO admits (C/U) and more than the tail's
+    binomial noise, its losses beyond the path's random loss (``idle_loss``,
+    at three standard deviations: a deep FIFO on a lossy path loses a
+    train's packets here and there too). Which AQM: CoDel drops only what waited above its target
+    for a whole interval (RFC 8289: 100 ms), so a first loss among the packets
+    the rate drains within :data:`CODEL_INTERVAL_MS` is PIE's (its drop
+    probability, which a loaded phase just before leaves high for seconds:
+    RFC 8033 lowers it 2 % a 15-ms update once the queue is empty); a later
+    one here and there, CoDel's; a train that passed whole and built more
+    than CoDel's interval, PIE's burst allowance; a whole train shorter than
+    that cannot tell the two (CoDel is taken, and the reason says so).
+
+    On a lossy path (``idle_loss``) the first loss may be the path's, so the
+    rules read losses beyond it: a train that lost no more than the random
+    loss passed whole for the queue's part; PIE is told by losses beyond the
+    random ones among the packets the rate drains within CoDel's interval;
+    and a whole train that built more than CoDel's interval is CoDel's (its
+    few drops — the first after the interval, the next interval/sqrt(n)
+    apart — hide in the random loss, where PIE's allowance, if exceeded, is
+    followed by a drop probability raised every 15 ms), or either where it
+    built no more than PIE's allowance (:data:`PIE_BURST_MS`)."""
+    wire = train.get("wire_bytes", WIRE_SEGMENT)
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    if sent <= rate_mbps:
+        return None, f"the train was sent at {sent:.4g} Mbit/s, no faster than the rate: it built no queue to read"
+    received = train.get("received", train.get("head_packets", 0) + train.get("tail_packets", 0))
+    built_ms = queue_built_ms(received * wire, rate_mbps, sent)
+    ratio = built_ms / max(queue_ms, 0.1)
+    tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
+    n = train.get("sent") or AQM_TRAIN_PACKETS
+    # no more lost than the path's random loss: whole, as far as the queue is concerned
+    random_only = (train.get("first_loss") is not None and idle_loss > 0
+                   and not _significant(lost, n, idle_loss, handful=0))
+    whole = train.get("first_loss") is None or random_only
+    passed = (f"passed whole but for the path's random loss ({lost} of {n} lost, ~{idle_loss * n:.2g} expected)"
+              if random_only else "passed whole")
+    after = tail + lost
+    fifo = after * rate_mbps / sent
+    # drops not a full FIFO's (_tail_dropped), and lost beyond the path's random loss (no handful: a train is no
+    # TCP flow, and CoDel drops one packet of it here and there, which is beyond a loss-free path's)
+    spread = whole or (not _tail_dropped(train, rate_mbps) and _significant(lost, after, idle_loss, handful=0))
+    arrived = 1.0 if whole else tail / max(after, 1)
+    if whole and ratio < AQM_BURST_RATIO:
+        return None, (f"a packet train {passed}, {built_ms:.3g} ms of queue at the rate ({ratio:.2g}x "
+                      f"the flows' {queue_ms:.3g} ms): too short to tell a FIFO from a single-queue AQM (taken as a FIFO)")
+    # a train too short to build AQM_BURST_RATIO x the flows' queue at this rate (train_reach_ms: the sender's pace
+    # near the rate, or a queue that stood high) shows an AQM where it could: by its first loss, at a queue a FIFO
+    # as deep as the flows' would not have dropped at (a FIFO drops nothing before its depth, which a loss-based
+    # fill reaches: the same factor between the mechanisms as the burst's), and spread drops after it
+    first_q_ms = queue_built_ms(train.get("head_bytes", 0), rate_mbps, train.get("head_send_mbps") or sent)
+    early = (not whole and train_reach_ms(train, rate_mbps) < AQM_BURST_RATIO * queue_ms
+             and AQM_BURST_RATIO * first_q_ms <= queue_ms)
+    if (ratio < AQM_BURST_RATIO and not early) or not spread:
+        return None, (f"a packet train built {built_ms:.3g} ms of queue at the rate, {ratio:.2g}x the flows' "
+                      f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + ": a FIFO's buffer")
+    if ratio < AQM_BURST_RATIO:
+        why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost its first packet at {first_q_ms:.3g} ms "
+               f"of queue, where a FIFO as deep as the flows' drops none")
+    else:
+        why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
+    if not whole:
+        first_ms = train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3)
+        drops = f", losing {lost} of its last {after} packets here and there ({arrived:.0%} arrived; a full FIFO admits {fifo / max(after, 1):.1%})"
+        lost_seq = train.get("lost_seq")
+        if idle_loss > 0 and lost_seq is not None:
+            # the packets the rate drains within CoDel's interval, and how many of them were lost
+            n_int = min(int(CODEL_INTERVAL_MS * rate_mbps * 1e3 / (wire * 8)), n)
+            k = sum(1 for q in lost_seq if q < n_int)
+            if _significant(k, n_int, idle_loss, handful=0):
+                return "pie", why + drops + (f", {k} of the first {n_int} (what the rate drains within CoDel's "
+                                             f"{CODEL_INTERVAL_MS:g}-ms interval), beyond the path's random loss "
+                                             f"(~{idle_loss * n_int:.2g} expected): PIE's drop probability")
+            return "codel", why + drops + (f", the first {n_int} (CoDel's {CODEL_INTERVAL_MS:g}-ms interval at the rate) "
+                                           f"no more than the path's random loss: CoDel's drops after its interval")
+        if first_ms < CODEL_INTERVAL_MS:
+            return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, before CoDel's "
+                                         f"{CODEL_INTERVAL_MS:g}-ms interval: PIE's drop probability")
+        # CoDel drops once the sojourn has stood above its target for an interval: the train's packets wait
+        # what the rate drained of those before them less their own arrival (x (1 - C/U)), so at the dequeue
+        # clock the target is crossed at target / (1 - C/U) and the first drop comes an interval later; PIE's
+        # first drop after a fresh burst comes no sooner than its allowance, and any time where its drop
+        # probability was already up. A first loss past the middle of the two is not CoDel's.
+        codel_first = CODEL_INTERVAL_MS + CODEL_TARGET_MS / max(1 - rate_mbps / sent, 1e-3)
+        if first_ms > (codel_first + max(PIE_BURST_MS, codel_first)) / 2:
+            return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, well after CoDel's first drop "
+                                         f"would have come ({codel_first:.3g} ms: its {CODEL_INTERVAL_MS:g}-ms interval "
+                                         f"after the sojourn passed its {CODEL_TARGET_MS:g}-ms target): PIE's drop probability")
+        return "codel", why + drops + (f", the first {first_ms:.3g} ms into the queue, where CoDel's first drop comes "
+                                       f"({codel_first:.3g} ms): CoDel's drops after its interval")
+    if random_only:
+        lossy = f", and {passed}"
+        if built_ms > PIE_BURST_MS:
+            return "codel", why + lossy + (f": CoDel, whose few drops in it (the first after its {CODEL_INTERVAL_MS:g}-ms "
+                                           f"interval, the next interval/sqrt(n) apart) hide in the random loss, where PIE "
+                                           f"past its {PIE_BURST_MS:g}-ms burst allowance raises its drop probability every 15 ms")
+        return "codel", why + lossy + (f", within PIE's {PIE_BURST_MS:g}-ms burst allowance: CoDel or PIE (taken as CoDel)")
+    if built_ms > CODEL_INTERVAL_MS:
+        return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
+    return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
+
+
+def _tail_dropped(train: dict, rate_mbps: float) -> bool:
+    """Whether a packet train that lost packets shows a full FIFO's tail drop:
+    no more of the packets after its first loss arrived than a full FIFO
+    admits, C/U of them (the train sent at U, drained at C), twice over and
+    two standard deviations."""
+    if train.get("first_loss") is None:
+        return False
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    tail = train.get("tail_packets", 0)
+    fifo = (tail + train.get("lost", 0)) * rate_mbps / sent
+    return tail <= 2 * fifo + 2 * max(fifo, 1.0) ** 0.5
+
+
+def queue_built_ms(nbytes: float, rate_mbps: float, sent_mbps: float) -> float:
+    """The queue (ms at the rate C) that ``nbytes`` sent at U = ``sent_mbps``
+    build at a port of C = ``rate_mbps`` when they all arrive: what arrived
+    less what C drained while they came, bytes / C x (1 - C/U) (none where U
+    is no faster than C)."""
+    return max(nbytes * 8 / (rate_mbps * 1e3) * (1 - rate_mbps / sent_mbps), 0.0)
+
+
+def train_reach_ms(train: dict, rate_mbps: float) -> float:
+    """The most queue (ms) a packet train can build at the rate: all its
+    packets (``sent``, else :data:`AQM_TRAIN_PACKETS`) arriving at the pace
+    the server sent them (:func:`queue_built_ms`). At 226 Mbit/s and the
+    ~530 Mbit/s this VM's server sends at: 53 ms x 0.57 = 31 ms."""
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    n = train.get("sent") or AQM_TRAIN_PACKETS
+    return queue_built_ms(n * train.get("wire_bytes", WIRE_SEGMENT), rate_mbps, sent)
+
+
+def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | None:
+    """Where a packet train read no AQM (:func:`single_queue_aqm`) but could
+    not have shown one: the alternative it leaves open, as data for the
+    direction's ``limiter_alternatives`` (see :func:`alternatives`), with a
+    ``why``; None where the train could tell (it had the reach, or it showed a
+    FIFO's tail drop).
+
+    A train shows a single-queue AQM by building at least
+    :data:`AQM_BURST_RATIO` x the flows' queue; N packets sent at U build at
+    most N x W / C x (1 - C/U) at a rate C (:func:`train_reach_ms`), so from
+    the rate C* = 1 / (R / (N x W) + 1/U) up, R = the ratio x the flows'
+    queue, no CoDel or PIE can show its burst (the server sends ~450-540
+    Mbit/s here: a PIE at 425 Mbit/s builds 4 ms). A FIFO's tail drop (no
+    more of the tail arriving than the drain admits, C/U, and its binomial
+    noise) is a FIFO's signature whatever the reach; a train that passed
+    whole, or lost a few packets here and there that do not show an AQM,
+    tells nothing. The alternative: ``{"limiter": "aqm", "kinds": ["codel",
+    "pie"], "rate_above_mbps": C*}``."""
+    need = AQM_BURST_RATIO * queue_ms
+    reach = train_reach_ms(train, rate_mbps)
+    if reach >= need:
+        return None
+    sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
+    after = train.get("tail_packets", 0) + train.get("lost", 0)
+    fifo = after * rate_mbps / sent
+    # a tail drop tells a FIFO only where a full FIFO's share of the tail (C/U, twice over and its noise) is
+    # below the whole of it: with U near C a FIFO admits about all of it, as an AQM's spread drops do
+    if _tail_dropped(train, rate_mbps) and 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 < after:
+        return None
+    bits = (train.get("sent") or AQM_TRAIN_PACKETS) * train.get("wire_bytes", WIRE_SEGMENT) * 8
+    c_star = 1 / (need / 1e3 / bits + 1 / (sent * 1e6)) / 1e6
+    return {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": c_star,
+            "why": (f"a train of {bits / 8e3:.0f} KB sent at {sent:.4g} Mbit/s builds at most {reach:.3g} ms of queue at "
+                    f"{rate_mbps:.4g} Mbit/s, less than the {need:.3g} ms ({AQM_BURST_RATIO:g}x the flows' {queue_ms:.3g} ms) "
+                    f"that would show a CoDel's or PIE's burst (from {c_star:.4g} Mbit/s up): a FIFO or a single-queue AQM, "
+                    f"not told apart")}
+
+
+def faster_port(train: dict, rate_mbps: float, flow_q95_ms: float, floor_ms: float) -> float | None:
+    """The port's rate (Mbit/s) where a packet train shows that what held a
+    direction's flows to ``rate_mbps`` is no queue at that rate: the train's
+    head arrived faster than :data:`TRAIN_PORT_MARGIN` x the rate (its
+    dispersion, not the server's pace) — a queue at the rate C spaces every
+    packet it passes C apart — while the flows' queueing p95 stayed below the
+    burst floor (drops without a queue, as :func:`classify` reads a policer by
+    the flows). The converse of :func:`_not_a_policer`: a verdict of ``fifo``
+    that the probes' p95 alone made (it passes the floor where the VM pauses
+    reach it) meets a port faster than the rate. None otherwise."""
+    lead = train.get("leading_mbps")
+    if not lead or train.get("sender_limited") or lead < TRAIN_PORT_MARGIN * rate_mbps or flow_q95_ms >= floor_ms:
+        return None
+    return lead
+
+
+def _not_a_fifo(t: dict, x: dict) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` shows a port
+    faster than its rate (:func:`faster_port`) becomes ``policer``, with the
+    train's port and bucket (:func:`policer_figures`) and what it cannot
+    exclude: a tbf whose queue is shallower than the floor (the head rules out
+    an AQM at the rate, as behind a policer reading). True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev:
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead = faster_port(t, x["rate_mbps"], ev["flow_q95_ms"], floor)
+    if lead is None:
+        return False
+    p, b, why = policer_figures(t, x["rate_mbps"])
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, and a "
+            f"packet train's head arrived at {lead:.4g} Mbit/s, faster than a queue at {x['rate_mbps']:.4g} Mbit/s lets "
+            f"packets through: a token bucket, not a FIFO at the rate (the probes' p95, "
+            f"{ev.get('probe_q95_ms', float('nan')):.3g} ms, had passed the floor); ") + ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
+             train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"},
+                                   {"limiter": "fifo", "depth_below_ms": max(floor, x.get("unseen_depth_ms") or 0.0)}])
+    return True
+
+
+def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> bool:
+    """A ``fifo`` direction with drops whose packet train ``t`` filled a FIFO
+    (a full FIFO's tail drop, :func:`_tail_dropped`) far deeper than any
+    queue the flows stood in becomes ``policer``: a loss-based flow that
+    comes back to its losses' window (``unseen_depth_ms`` None:
+    :func:`unreturned_depth_ms`) stands at the depth of the FIFO that drops
+    it (measured 0.98-1.04 of it, "A single-queue AQM"), so a FIFO of at
+    least :data:`AQM_BURST_RATIO` x the flows' queueing p95, and deeper than
+    the floor they stayed below, did not drop them: a token bucket in front
+    of it did, at a rate below the FIFO's drain (the head's, taken as the
+    port: a policer whose port is within :data:`TRAIN_PORT_MARGIN` of its
+    rate, which the head's spacing alone cannot tell). The FIFO is the
+    port's (:func:`port_fifo`). Still named: a tbf whose queue is shallower
+    than the floor, its bucket larger than the train. Not where the path's
+    random loss (``idle_loss``) alone holds the flows' windows below that
+    FIFO's depth (above :func:`mathis_loss` at the rate over the base RTT and
+    the depth): they could not stand at it. True where it did."""
+    ev = x.get("evidence") or {}
+    if "flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not _tail_dropped(t, x["rate_mbps"]):
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    lead, q = t.get("leading_mbps"), port_fifo(t)
+    if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
+        return False
+    q_ms = q * 8 / (lead * 1e3)
+    if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
+        return False
+    base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
+    if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
+        return False
+    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, "
+            f"though they grew back to their first losses' windows within the phase; but a packet train filled a FIFO of "
+            f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: a FIFO that deep "
+            f"would have held the flows' queue at its depth, so what dropped them is a token bucket in front of it — a "
+            f"policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within {TRAIN_PORT_MARGIN:g}x: the head's "
+            f"spacing alone cannot tell), or a tbf whose queue is shallower than the floor")
+    x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=lead, bucket_bytes=None,
+             port_buffer_bytes=int(max(q, WIRE_SEGMENT)), limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
+    return True
+
+
+def _not_a_policer(x: dict, base_ms: float) -> None:
+    """Drops without a queue, yet the packet train's head arrived no faster
+    than the measured rate, and its tail (:data:`TAIL_RATE_PACKETS` or more
+    packets) no faster either: no faster port, so no policer — a queue at that
+    rate too shallow for the flows' bursts (or an AQM holding it below
+    them). The direction becomes ``fifo`` with the depth the flows saw (their
+    queueing p95 at the rate, at least two packets): a twin that queues at
+    the rate instead of one that polices behind a port ten times faster."""
+    t = x.get("train") or {}
+    lead = t.get("leading_mbps")
+    if x["limiter"] != "policer" or not lead or t.get("sender_limited") or lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        return
+    tail = t.get("tail_arrival_mbps")
+    if tail and t.get("tail_packets", 0) >= TAIL_RATE_PACKETS and tail >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        # the tail came faster than any queue at the rate passes packets: a policer that saw the train before the
+        # port, whose tail queued behind the head there and arrived at the port's rate (crates/probe/src/train.rs,
+        # "The tail's rate"), the head slowed on its way (the server's pace, or the emulator's near 500 Mbit/s)
+        x["port_mbps"] = x.get("port_mbps") or tail
+        x.setdefault("train_evidence", []).append(
+            f"the head arrived at {lead:.4g} Mbit/s, but the {t['tail_packets']} packets after its first loss at "
+            f"{tail:.4g}, faster than a queue at {x['rate_mbps']:.4g} passes them: a faster port (taken as the tail's)")
+        return
+    q95 = x["evidence"]["flow_q95_ms"]
+    # drops seen (the policer's reading): an upper bound where the flows' queueing is within their bursts
+    reading = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, True,
+                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
+    buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
+    # packet train is then read: _aqm_train)
+    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": max(burst_floor_ms(x["rate_mbps"], x.get("flows", 4)),
+                                                                        x.get("unseen_depth_ms") or 0.0)}]
+    x.update(reading)
+    x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
+             limiter_alternatives=alts,
+             limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
+                          f"rate: not a policer but a queue too shallow for the flows' bursts (~{buf / 1e3:.3g} KB), or an "
+                          f"AQM holding its queue below them")

@@ -1,0 +1,179 @@
+"""A WiFi hop from an idle packet train: the batches an access point's aggregates make
+(:func:`wifi_hop`) and its queue's design (:func:`wifi_design`), from IEEE 802.11 timing and mac80211's
+queues.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .physics import WIRE_SEGMENT
+from .classify import CODEL_INTERVAL_MS
+
+#: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
+#: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
+#: batch period shorter than the shortest 802.11n transmission cannot be a transmission's: AIFS[BE] 43 us +
+#: the HT-mixed preamble of one stream 36 us + SIFS 16 us + a compressed BlockAck at 24 Mbit/s 32 us
+#: (IEEE 802.11-2016; crates/core/src/wifi/airtime.rs) = 127 us, before any backoff and any data. (A host that
+#: batches its receive interrupts, or the emulator's own wake-ups, batches a fast wired path's arrivals tens of
+#: us apart: below this floor.)
+TXOP_FLOOR_MS = 0.127
+
+
+#: ... and the mean of that overhead on an idle medium: the floor + the mean backoff, CWmin / 2 = 7.5 slots of
+#: 9 us (67.5 us): what a period holds beyond its aggregate's data airtime
+TXOP_OVERHEAD_MS = TXOP_FLOOR_MS + 0.0675
+
+
+#: an aggregating link hands over batches of at least this many packets (the median batch): one packet a
+#: batch is a wired port's spacing
+WIFI_BATCH_PACKETS = 2
+
+
+#: the MAC bytes around each IP packet of an A-MPDU subframe: QoS header 26 + LLC/SNAP 8 + FCS 4 + the
+#: delimiter 4 (airtime.rs MPDU_OVERHEAD, AMPDU_DELIMITER), padding to 4 B aside
+WIFI_SUBFRAME_OVERHEAD = 42
+
+
+#: a backlogged access point sends full aggregates: ath9k stops one at 32 subframes (half the 64-frame block-ack
+#: window) or at the frame length that takes 4096 us at the rate (airtime.rs MAX_AMPDU_FRAMES, MAX_AGGR_US). Once
+#: a train backs up the AP's queue its batches are full aggregates: at least 32 packets, or an airtime within one
+#: subframe of 4096 us — read from their median period less the mean overhead, so within that and half the
+#: backoff's spread (:data:`BACKOFF_HALF_SPREAD_MS`). Not every batch: the first packets of the train reach an
+#: idle AP, which sends them at once in small aggregates while the driver's two-aggregate queue fills
+#: (ATH_AGGR_MIN_QDEPTH), and the last batch is the remainder; so the batches judged are the upper quartile by
+#: size (:data:`WIFI_BACKLOG_QUANTILE`). A link that delivers in fixed slots (an LTE TTI of 1 ms, a Mahimahi
+#: trace's milliseconds) batches too, but only what a slot carries: a few packets each millisecond
+WIFI_FULL_FRAMES = 32
+
+
+WIFI_AGGR_MS = 4.096
+
+
+#: the batches that tell a full aggregate: those at or above this quantile of the train's batch sizes. An airtime
+#: AP at MCS 13 (campaign seed 28, path 5) delivered a 200-packet train as 1, 1, 1, 10, 8, then four aggregates of
+#: 32 and a remainder of 19: the median (19) was the ramp's and the remainder's, the upper quartile (32) the
+#: backlog's; a slotted link's one merged batch (a pause of the host: several slots in one) moves neither
+WIFI_BACKLOG_QUANTILE = 75
+
+
+#: the backoff before a transmission is uniform over 0..CWmin slots (15 x 9 us): a period's overhead lies within
+#: half that spread of the mean (:data:`TXOP_OVERHEAD_MS`), and so does the airtime read from it
+BACKOFF_HALF_SPREAD_MS = 0.0675
+
+
+#: a period longer than this multiple of the median held something else than our aggregate (another
+#: station's transmission, a collision's backoff, a pause of the VM): left out of the PHY rate
+WIFI_PERIOD_OUTLIER = 2.0
+
+
+#: the fastest 802.11n PHY (MCS 31: four streams, 40 MHz, short guard interval; IEEE 802.11-2016 Table 19-41):
+#: a batch that came sooner after the previous one than the floor and its packets at this rate cannot have been a
+#: transmission of its own; the receiver split one delivery (a wake-up of the emulator or the host between two
+#: packets of an aggregate: 130 us inside a 17-packet aggregate at MCS 5, 2026-11-26)
+WIFI_PHY_MAX_MBPS = 600.0
+
+
+def _subframe_ms(wire: int, phy_mbps: float) -> float:
+    """The airtime (ms) of one A-MPDU subframe: the IP packet and :data:`WIFI_SUBFRAME_OVERHEAD` at the PHY rate."""
+    return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy_mbps * 1e3)
+
+
+def _rejoin_split_batches(sizes: list, periods: list, wire: int) -> tuple[list, list]:
+    """The train's batches with those a receiver split joined again: a batch
+    whose period (from the previous batch's first arrival) is shorter than
+    the shortest transmission of its packets (:data:`TXOP_FLOOR_MS` and its
+    subframes at :data:`WIFI_PHY_MAX_MBPS`) belongs to the previous one; the
+    joined batch's period to the next runs from its first part's start."""
+    s, p, carry = [sizes[0]], [], 0.0
+    for k, period in zip(sizes[1:], periods):
+        if period < TXOP_FLOOR_MS + k * _subframe_ms(wire, WIFI_PHY_MAX_MBPS):
+            s[-1] += k
+            carry += period
+        else:
+            s.append(k)
+            p.append(period + carry)
+            carry = 0.0
+    return s, p
+
+
+def wifi_hop(train: dict) -> tuple[float | None, str]:
+    """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
+    PHY rate in Mbit/s, or None where the train shows a wired port; why).
+
+    The train's batches (``train["batches"]``): a median batch of at least
+    :data:`WIFI_BATCH_PACKETS` packets whose median period is no shorter than
+    an 802.11n transmission (:data:`TXOP_FLOOR_MS`) and that is a full
+    aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe and
+    half the backoff's spread of :data:`WIFI_AGGR_MS` of airtime), once the
+    batches a receiver split are joined (:func:`_rejoin_split_batches`). The PHY rate: each
+    period holds one transmission of the batch that ends it, so the bits of
+    those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
+    their periods less the transmission's mean overhead
+    (:data:`TXOP_OVERHEAD_MS`), periods beyond :data:`WIFI_PERIOD_OUTLIER` x
+    the median left out (another station's airtime, a pause)."""
+    b = train.get("batches") or {}
+    sizes, periods = b.get("sizes") or [], b.get("periods_ms") or []
+    if len(periods) < 2 or b.get("period_ms_p50") is None:
+        return None, f"the train arrived in {len(sizes)} batch(es): too few to tell a WiFi hop"
+    p50, k50 = b["period_ms_p50"], b["packets_p50"]
+    if k50 < WIFI_BATCH_PACKETS:
+        return None, f"the train's packets arrived one at a time (median batch {k50:g}): a wired port's spacing"
+    if p50 < TXOP_FLOOR_MS:
+        return None, (f"the train arrived in batches of {k50:g} packets {p50 * 1e3:.0f} us apart, shorter than any 802.11 "
+                      f"transmission ({TXOP_FLOOR_MS * 1e3:.0f} us): the receiver's batching, not a WiFi hop")
+    wire = train.get("wire_bytes", WIRE_SEGMENT)
+    sizes, periods = _rejoin_split_batches(sizes, periods, wire)
+    if not periods:
+        return None, "the train's batches came too close together to be transmissions of their own"
+    p50, k50 = float(np.median(periods)), float(np.median(sizes))
+    bits = air = 0.0
+    for k, period in zip(sizes[1:], periods):
+        if period <= WIFI_PERIOD_OUTLIER * p50 and period > TXOP_OVERHEAD_MS:
+            bits += k * (wire + WIFI_SUBFRAME_OVERHEAD) * 8
+            air += (period - TXOP_OVERHEAD_MS) / 1e3
+    if air <= 0:
+        return None, "the train's batches left no airtime to read a PHY rate from"
+    phy = bits / air / 1e6
+    subframe_ms = _subframe_ms(wire, phy)
+    # the backlog's batches (WIFI_BACKLOG_QUANTILE): their size, and the median period that ended them
+    k_full = float(np.percentile(sizes, WIFI_BACKLOG_QUANTILE))
+    p_full = float(np.median([p for k, p in zip(sizes[1:], periods) if k >= k_full] or [p50]))
+    if k_full < WIFI_FULL_FRAMES and p_full - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
+        return None, (f"the train arrived in batches of {k50:g} packets every {p50:.3g} ms (its largest quarter "
+                      f"{k_full:g} packets every {p_full:.3g} ms): not the full aggregates a backlogged access point "
+                      f"sends ({WIFI_FULL_FRAMES} subframes or {WIFI_AGGR_MS:g} ms), but what a slotted link carries "
+                      f"a slot (a cellular TTI, a capacity trace's milliseconds)")
+    return phy, (f"the train arrived in batches of {k50:g} packets (largest {b.get('packets_max')}) every "
+                 f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} Mbit/s")
+
+
+def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[str, str]:
+    """The access point's design behind a WiFi hop, from the queue the
+    loss-based flows sat in (their queueing p95, ms), whether they lost
+    segments, and the base RTT: (``legacy`` or ``airtime``, why).
+
+    mac80211's per-station fq_codel (``fq``, Linux 4.9; ``airtime`` adds
+    airtime fairness, 4.11) drops once the queue has stood above its 20-ms
+    target for an interval (:data:`CODEL_INTERVAL_MS`), and the senders hear
+    of it a round trip later: a queue that grows as fast as it drains (slow
+    start sends twice what the link carries) stands at most about an
+    interval and a base RTT. A legacy AP's qdisc and driver FIFO (1000 + 123
+    packets: 135 ms at 100 Mbit/s, the most a 130-Mbit/s HT20 station
+    delivers, 2.6 s at 5 Mbit/s) fill beyond that before they drop, except
+    on a fast and long path (a FIFO shorter than the interval and the RTT
+    cannot be told from fq_codel: the note says so). A sparse probe does not
+    tell them apart: behind the hardware's two aggregates and the shared
+    medium it waits about as long as the flows under either (the model and
+    ath9k's figures alike, docs/wifi.md). One station cannot tell ``fq`` from
+    ``airtime``: ``airtime`` is taken, the default since 4.11."""
+    bound = CODEL_INTERVAL_MS + base_rtt_ms
+    if flow_q95_ms > bound:
+        return "legacy", (f"the flows' queue stood at {flow_q95_ms:.3g} ms (p95), beyond what CoDel lets stand "
+                          f"(its {CODEL_INTERVAL_MS:g}-ms interval and a {base_rtt_ms:.3g}-ms round trip): a FIFO, the "
+                          f"qdisc above the driver's (legacy, before Linux 4.9)")
+    how = "lost segments" if dropped else "lost nothing"
+    return "airtime", (f"the flows {how} with their queue at {flow_q95_ms:.3g} ms (p95), within CoDel's "
+                       f"{CODEL_INTERVAL_MS:g}-ms interval and a round trip: mac80211's per-station fq_codel (fq, or "
+                       f"airtime since Linux 4.11: one station cannot tell them apart; airtime taken; a legacy FIFO "
+                       f"shorter than {bound:.3g} ms cannot be excluded)")
