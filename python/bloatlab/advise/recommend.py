@@ -193,7 +193,7 @@ class Candidate:
     def figures(self) -> dict:
         return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "paced": self.paced, "goodput_mbps": self.goodput_mbps,
                 "p95_rtt_ms": self.p95_rtt_ms, "p95_rtt_shared_ms": self.p95_rtt_shared_ms, "retrans_rate": self.retrans_rate, "neighbour_share": self.neighbour_share,
-                "qdelay_p95_ms": self.qdelay_p95_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score,
+                "qdelay_p95_ms": self.qdelay_p95_ms, "qdelay_p95_shared_ms": self.qdelay_p95_shared_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score,
                 "ensemble": self.ranges or None}
 
 
