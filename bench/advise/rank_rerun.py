@@ -1,13 +1,16 @@
 """A stored campaign's ranking re-judged on more kernel runs (issue 30's ranking goal, docs/advise.md "Ranking on
 the kernel"): for the ranked paths given, runs the recommended candidate and the kernel's best of the stored ranking
-(``rank.candidates``, one run each, seed 1) again on the true path, seeds 2..N (campaign._kernel_candidate: alone
-and beside a CUBIC neighbour, a flagged run tried again up to campaign.KERNEL_TRIES times), appending each run to
-``--out`` (JSON lines: a stopped run resumes where it stopped); then judges every path by campaign.rank's rule on
-the runs at hand (campaign._judge: each figure the median of a candidate's unflagged runs, the kernel's spread) and
-prints the one-run verdict beside the medians' and the candidates within the spread that have run once. Reads the
-campaign, never writes it. Needs root for the runs (``--judge-only`` does not); one emulator run at a time.
+(``rank.candidates``, one run each, seed 1) again on the true path, seeds 2..N, each alone and beside a CUBIC
+neighbour (campaign._kernel_candidate: a flagged run tried again up to campaign.KERNEL_TRIES times); with
+``--contenders`` then every candidate within the kernel's spread of the best too, until none lacks the seeds
+(campaign.rank's rule). Each run is appended to ``--out`` (JSON lines: a stopped run resumes where it stopped);
+then every path is judged by campaign.rank's rule on the runs at hand (campaign._judge: each figure the median of
+a candidate's unflagged runs, the kernel's spread), printing the one-run verdict beside the medians' and the
+candidates within the spread that have run once. Reads the campaign, never writes it. Needs root for the runs
+(``--judge-only`` does not); one emulator run at a time.
 
-    .venv/bin/python bench/advise/rank_rerun.py CAMPAIGN_DIR --paths 7,11,12 [--seeds 2,3] [--out F.jsonl] [--judge-only]
+    .venv/bin/python bench/advise/rank_rerun.py CAMPAIGN_DIR --paths 7,11,12 [--seeds 2,3] [--out F.jsonl]
+        [--contenders] [--judge-only]
 """
 
 from __future__ import annotations
@@ -55,20 +58,13 @@ def rerun(rec: dict, seeds: list[int], out: str, done: set) -> None:
     mine = campaign._recommended([c for _, c, _ in cands], _advice(rec))
     best = max(cands, key=lambda x: x[0]["score"])[1]
     for seed in seeds:
-        for c in dict.fromkeys([mine, best]):
-            k = (rec["index"], c.cc, c.queue, round(c.shaper_mbps or 0.0, 3), c.paced, seed)
-            if k in done:
-                continue
-            f = campaign._kernel_candidate(rec["truth"], rec["duration_s"], c, rec["advice"].get("autorate"), seed)
-            row = {"path": rec["index"], "cc": c.cc, "queue": c.queue, "shaper_mbps": c.shaper_mbps, "paced": c.paced,
-                   "seed": seed} | f
-            with open(out, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
-            print(f"path {rec['index']} {c.cc} + {c.queue} seed {seed}: {f['goodput_mbps']:.4g} Mbit/s, neighbour "
-                  f"{f['neighbour_share']:.2f}, flagged {f['flagged']} after {f['tries']} tries", flush=True)
+        for c in [mine] + ([best] if best is not mine else []):
+            _run(rec, c, [seed], out, done)
 
 
-def judge(rec: dict, rows: list[dict]) -> str:
+def _judged(rec: dict, rows: list[dict]):
+    """campaign.rank's judgement on the stored run and the unflagged ``rows``: (candidates, their runs, the
+    recommended one, the kernel's spread)."""
     from bloatlab.advise import campaign
     from bloatlab.advise.path import Path
 
@@ -78,7 +74,48 @@ def judge(rec: dict, rows: list[dict]) -> str:
             for c0, _, first in cands]
     cs = [c for _, c, _ in cands]
     mine = campaign._recommended(cs, _advice(rec))
-    spread = campaign._judge(cs, runs, Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"]))
+    return cs, runs, mine, campaign._judge(cs, runs, Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"]))
+
+
+def rerun_contenders(rec: dict, seeds: list[int], out: str, done: set) -> None:
+    """campaign.rank's rule on the stored ranking: every candidate within the kernel's spread of the best runs the
+    seeds too, until none lacks them (a flagged run counts as run: its tries were taken)."""
+    from bloatlab.advise import campaign
+
+    while True:
+        with open(out) as f:
+            rows = [json.loads(x) for x in f if x.strip()]
+        rows = [r for r in rows if r["seed"] in seeds]
+        cs, runs, mine, spread = _judged(rec, rows)
+        todo = [cs[i] for i in campaign.contenders(cs, mine, spread)
+                if any((rec["index"], cs[i].cc, cs[i].queue, round(cs[i].shaper_mbps or 0.0, 3), cs[i].paced, s)
+                       not in done for s in seeds)]
+        if not todo:
+            return
+        for c in todo:
+            _run(rec, c, seeds, out, done)
+
+
+def _run(rec: dict, c, seeds: list[int], out: str, done: set) -> None:
+    from bloatlab.advise import campaign
+
+    for seed in seeds:
+        k = (rec["index"], c.cc, c.queue, round(c.shaper_mbps or 0.0, 3), c.paced, seed)
+        if k in done:
+            continue
+        f = campaign._kernel_candidate(rec["truth"], rec["duration_s"], c, rec["advice"].get("autorate"), seed)
+        row = {"path": rec["index"], "cc": c.cc, "queue": c.queue, "shaper_mbps": c.shaper_mbps, "paced": c.paced,
+               "seed": seed} | f
+        with open(out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        done.add(k)
+        print(f"path {rec['index']} {c.cc} + {c.queue} seed {seed}: {f['goodput_mbps']:.4g} Mbit/s, neighbour "
+              f"{f['neighbour_share']:.2f}, flagged {f['flagged']} after {f['tries']} tries", flush=True)
+
+
+def judge(rec: dict, rows: list[dict]) -> str:
+    t = rec["truth"]
+    cs, runs, mine, spread = _judged(rec, rows)
     best = max(cs, key=lambda c: c.score)
     once = [f"{c.cc} + {c.queue}" for c, rs in zip(cs, runs) if len(rs) == 1 and c.score >= best.score - spread]
     lines = [f"path {rec['index']} ({t['limiter']}, {t['down_mbps']:.4g} Mbit/s, {t['base_rtt_ms']:.3g} ms): one run "
@@ -100,6 +137,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="2,3", help="the new runs' seeds (default 2,3: three runs with the stored one)")
     ap.add_argument("--out", default="rank_rerun.jsonl", help="the runs, JSON lines (appended; resumes)")
     ap.add_argument("--judge-only", action="store_true", help="judge the runs in --out, run nothing")
+    ap.add_argument("--contenders", action="store_true", help="then run every candidate within the kernel's spread "
+                    "of the best the seeds too (campaign.rank's rule), until none lacks them")
     a = ap.parse_args()
     try:
         idx = [int(x) for x in a.paths.split(",")]
@@ -127,6 +166,8 @@ def main() -> int:
         done = {(r["path"], r["cc"], r["queue"], round(r["shaper_mbps"] or 0.0, 3), r["paced"], r["seed"]) for r in rows}
         for i in idx:
             rerun(recs[i], seeds, a.out, done)
+            if a.contenders:
+                rerun_contenders(recs[i], seeds, a.out, done)
         with open(a.out) as f:
             rows = [json.loads(x) for x in f if x.strip()]
     for i in idx:
