@@ -193,7 +193,7 @@ class Candidate:
     def figures(self) -> dict:
         return {"cc": self.cc, "queue": self.queue, "shaper_mbps": self.shaper_mbps, "paced": self.paced, "goodput_mbps": self.goodput_mbps,
                 "p95_rtt_ms": self.p95_rtt_ms, "p95_rtt_shared_ms": self.p95_rtt_shared_ms, "retrans_rate": self.retrans_rate, "neighbour_share": self.neighbour_share,
-                "qdelay_p95_ms": self.qdelay_p95_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score,
+                "qdelay_p95_ms": self.qdelay_p95_ms, "qdelay_p95_shared_ms": self.qdelay_p95_shared_ms, "loaded_rtt_ms": self.loaded_rtt_ms, "available_here": self.available, "score": self.score,
                 "ensemble": self.ranges or None}
 
 
@@ -363,17 +363,21 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
 
 
 def score(cands: list[Candidate], path: Path, goal: str) -> None:
-    w = GOALS[goal]
+    """Each candidate's ``parts`` and ``score`` (:func:`score_one`), goodput normalised by the best candidate's."""
     best_g = max(c.goodput_mbps for c in cands) or 1.0
     for c in cands:
-        parts = {
-            "goodput": c.goodput_mbps / best_g,
-            "latency": min(path.base_rtt_ms / c.loaded_rtt_ms, 1.0) if c.loaded_rtt_ms > 0 else 0.0,
-            "fairness": min(c.neighbour_share / 0.5, 1.0),
-            "retransmissions": max(1.0 - c.retrans_rate / RETRANS_ZERO, 0.0),
-        }
-        c.parts = parts
-        c.score = sum(wi * v for wi, v in zip(w, parts.values()))
+        c.parts, c.score = score_one(c, path, goal, best_g)
+
+
+def score_one(c: Candidate, path: Path, goal: str, best_g: float) -> tuple[dict, float]:
+    """One candidate's normalised figures and its score by ``goal``'s weights, its goodput against ``best_g``."""
+    parts = {
+        "goodput": c.goodput_mbps / best_g,
+        "latency": min(path.base_rtt_ms / c.loaded_rtt_ms, 1.0) if c.loaded_rtt_ms > 0 else 0.0,
+        "fairness": min(c.neighbour_share / 0.5, 1.0),
+        "retransmissions": max(1.0 - c.retrans_rate / RETRANS_ZERO, 0.0),
+    }
+    return parts, sum(wi * v for wi, v in zip(GOALS[goal], parts.values()))
 
 
 def candidates(path: Path, ccs=CCS, queues=QUEUES, paced: bool = True) -> list[Candidate]:

@@ -29,8 +29,9 @@ def register(sub) -> None:
     g.add_argument("--quick", action="store_true", help="shorter predicted and kernel runs (3-5 s)")
     g.add_argument("--rank", action="store_true", help="also run every kernel candidate on the true path (18 more "
                    "runs a path) and score them as advise does: was the recommendation the kernel's best?")
-    g.add_argument("--rank-repeats", type=int, default=1, metavar="N", help="with --rank: kernel runs per candidate, "
-                   "each figure their median (default 1; one run is one draw of the kernel's timing)")
+    g.add_argument("--rank-repeats", type=int, metavar="N", help="with --rank: kernel runs for each candidate the "
+                   "verdict turns on (the recommended one, the best, and those within the kernel's spread of it), each "
+                   "figure their median (default 3, campaign.RANK_REPEATS; one run is one draw of the kernel's timing)")
     g.add_argument("--rank-paths", type=int, metavar="K", help="with --rank: rank only the draw's first K paths (the "
                    "ranking goal asks >= 30, the measurement goals >= 200: one campaign, one code version)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -88,17 +89,18 @@ def _advise_campaign(args) -> int:
         raise UserError("--advise: draws its own paths; give no EXPERIMENT.toml")
     if not 1 <= args.paths <= 100_000:
         raise UserError(f"--paths: expected 1..100000, got {args.paths}")
-    if not 1 <= args.rank_repeats <= campaign.MAX_RANK_REPEATS:
+    if args.rank_repeats is not None and not 1 <= args.rank_repeats <= campaign.MAX_RANK_REPEATS:
         raise UserError(f"--rank-repeats: expected 1..{campaign.MAX_RANK_REPEATS}, got {args.rank_repeats}")
-    if args.rank_repeats > 1 and not args.rank:
+    if args.rank_repeats is not None and not args.rank:
         raise UserError("--rank-repeats: ranks nothing without --rank")
+    repeats = campaign.RANK_REPEATS if args.rank_repeats is None else args.rank_repeats
     if args.rank_paths is not None and not args.rank:
         raise UserError("--rank-paths: ranks nothing without --rank")
     if args.rank_paths is not None and not 1 <= args.rank_paths <= args.paths:
         raise UserError(f"--rank-paths: expected 1..{args.paths} (--paths), got {args.rank_paths}")
     out = args.out or os.path.join("results", f"advise-campaign-{args.seed}")
     records, summ = campaign.run(args.paths, args.seed, out, quick=args.quick, limit=args.limit,
-                                 progress=not (args.quiet or args.json), ranked=args.rank, rank_repeats=args.rank_repeats,
+                                 progress=not (args.quiet or args.json), ranked=args.rank, rank_repeats=repeats,
                                  rank_paths=args.rank_paths)
     if args.json:
         json.dump({"summary": summ, "paths": records}, sys.stdout, indent=1, default=float)
