@@ -127,9 +127,14 @@ def test_pie_holding_its_queue_below_the_bursts_is_named_beside_the_shallow_fifo
     x = read_down(monkeypatch, PIE_SLOW_EV, 1.841, PIE_SLOW_TRAIN, base_ms=8.6)
     floor = m_physics.burst_floor_ms(1.841, 4)
     assert x["limiter"] == "fifo" and x["buffer_bytes"] == 7423 and "not a policer" in x["limiter_note"]
-    assert x["limiter_alternatives"] == [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": floor}]
+    assert x["limiter_alternatives"] == [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": floor},
+                                         {"limiter": "policer", "port_within": 1.1}]
     assert c.limiter_said(truth("pie", 1.816), x)
+    # a policer behind a faster port would have passed the head at that port's rate: excluded; one on a port within
+    # 1.1x of its rate (campaign seed 29 path 1: 1.10 Mbit/s on a 1.18-Mbit/s port) cannot be told from the rate
     assert not c.limiter_said(truth("policer", 1.816), x)
+    assert not c.limiter_said(dict(truth("policer", 1.816), port_mbps=2.0), x)
+    assert c.limiter_said(dict(truth("policer", 1.816), port_mbps=1.9), x)
 
 
 # seed 9 path 2: PIE at 225.9 Mbit/s, 112 ms; the AQM train right after the loads

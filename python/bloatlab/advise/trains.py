@@ -564,13 +564,17 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
                              queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
     buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
-    # the policer is excluded; an AQM holding its queue below the flows' bursts is not (what the queue is when a
-    # packet train is then read: _aqm_train)
+    # a policer behind a faster port is excluded, but not one on a port within TRAIN_PORT_MARGIN of its rate (the
+    # train cannot tell such a port from the policed rate, and such a policer drops the flows' bursts as a shallow
+    # FIFO at the rate does); nor an AQM holding its queue below the flows' bursts (what the queue is when a packet
+    # train is then read: _aqm_train)
     alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": max(burst_floor_ms(x["rate_mbps"], x.get("flows", 4)),
-                                                                        x.get("unseen_depth_ms") or 0.0)}]
+                                                                        x.get("unseen_depth_ms") or 0.0)},
+            {"limiter": "policer", "port_within": TRAIN_PORT_MARGIN}]
     x.update(reading)
     x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
              limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
-                          f"rate: not a policer but a queue too shallow for the flows' bursts (~{buf / 1e3:.3g} KB), or an "
-                          f"AQM holding its queue below them")
+                          f"rate: not a policer behind a faster port but a queue too shallow for the flows' bursts "
+                          f"(~{buf / 1e3:.3g} KB), an AQM holding its queue below them, or a policer on a port within "
+                          f"{TRAIN_PORT_MARGIN:g}x of its rate")
