@@ -120,6 +120,16 @@ def test_the_access_points_design_from_the_queue_the_flows_sat_in():
     # on a 550-ms path CoDel's drops reach the senders late: 250 ms of queue is still within the bound
     assert m_wifi_hop.wifi_design(250.0, True, 550.0)[0] == "airtime"
     assert m_wifi_hop.wifi_design(30.0, False, 20.0)[0] == "airtime"
+    # a fill too short to fill a legacy FIFO (--quick at MCS 5, 2026-11-26: p95 118-197 ms, p50 111-128 ms, no
+    # loss): a loss-free flow's window never shrinks, so a median above CoDel's 20-ms target and the radio's three
+    # aggregates (32.3 ms) stood there half the phase, longer than an interval: CoDel would have dropped
+    mac, why = m_wifi_hop.wifi_design(118.0, False, 20.0, 111.0)
+    assert mac == "legacy" and "lost nothing" in why and "32.3 ms" in why
+    # ... not where the flows lost segments (fq_codel's medians 9-49 ms, all with drops: 39 stored WiFi paths)
+    assert m_wifi_hop.wifi_design(58.0, True, 4.0, 46.0)[0] == "airtime"
+    # ... nor where the median stayed within target and aggregates, nor from a report without a median
+    assert m_wifi_hop.wifi_design(40.0, False, 20.0, 30.0)[0] == "airtime"
+    assert m_wifi_hop.wifi_design(118.0, False, 20.0)[0] == "airtime"
 
 
 def wifi_path(mac="legacy", buffer_bytes=None):

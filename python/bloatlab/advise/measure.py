@@ -385,7 +385,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
             "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
-            "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_dropped": fill["dropped"],
+            "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
 
 
@@ -667,7 +667,8 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # the loss-based fill's queue: BBR keeps ~a BDP queued whatever the AP does (4 BBR flows at 256 ms sat 524 ms
     # (p95) behind mac80211's fq_codel, read as a legacy FIFO on the campaign's evaluation seed 3)
     mac, why_mac = wifi_design(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]),
-                               x.get("fill_dropped", x["evidence"]["dropped"]), base_ms)
+                               x.get("fill_dropped", x["evidence"]["dropped"]), base_ms,
+                               x.get("fill_flow_q50_ms", x["evidence"].get("flow_q50_ms")))
     x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None)
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)

@@ -74,6 +74,17 @@ WIFI_PERIOD_OUTLIER = 2.0
 WIFI_PHY_MAX_MBPS = 600.0
 
 
+#: mac80211's CoDel target for every station's TXQ (``ieee80211_txq_setup_flows``, Linux 6.18; the 50-ms target
+#: of slow stations, ``sta_update_codel_params``, was removed in 2023): ms
+WIFI_CODEL_TARGET_MS = 20.0
+
+
+#: what a flow's queueing delay holds beyond the TXQ's sojourn behind mac80211's fq_codel: the driver's two
+#: aggregates in the radio (ATH_AGGR_MIN_QDEPTH) and its own aggregate's airtime, each at most
+#: :data:`WIFI_AGGR_MS` (the idle base RTT already holds a short aggregate): ms
+WIFI_HW_QUEUE_MS = 3 * WIFI_AGGR_MS
+
+
 def _subframe_ms(wire: int, phy_mbps: float) -> float:
     """The airtime (ms) of one A-MPDU subframe: the IP packet and :data:`WIFI_SUBFRAME_OVERHEAD` at the PHY rate."""
     return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy_mbps * 1e3)
@@ -148,10 +159,11 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
                  f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} Mbit/s")
 
 
-def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[str, str]:
+def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float,
+                flow_q50_ms: float | None = None) -> tuple[str, str]:
     """The access point's design behind a WiFi hop, from the queue the
-    loss-based flows sat in (their queueing p95, ms), whether they lost
-    segments, and the base RTT: (``legacy`` or ``airtime``, why).
+    loss-based flows sat in (their queueing p95 and p50, ms), whether they
+    lost segments, and the base RTT: (``legacy`` or ``airtime``, why).
 
     mac80211's per-station fq_codel (``fq``, Linux 4.9; ``airtime`` adds
     airtime fairness, 4.11) drops once the queue has stood above its 20-ms
@@ -160,18 +172,30 @@ def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float) -> tuple[
     start sends twice what the link carries) stands at most about an
     interval and a base RTT. A legacy AP's qdisc and driver FIFO (1000 + 123
     packets: 135 ms at 100 Mbit/s, the most a 130-Mbit/s HT20 station
-    delivers, 2.6 s at 5 Mbit/s) fill beyond that before they drop, except
-    on a fast and long path (a FIFO shorter than the interval and the RTT
-    cannot be told from fq_codel: the note says so). A sparse probe does not
-    tell them apart: behind the hardware's two aggregates and the shared
-    medium it waits about as long as the flows under either (the model and
-    ath9k's figures alike, docs/wifi.md). One station cannot tell ``fq`` from
+    delivers, 2.6 s at 5 Mbit/s) fill beyond that before they drop. A fill
+    too short to fill them (a ``--quick`` one: 140-200 ms of a 337-ms FIFO at
+    MCS 5, no loss, 2026-11-26) still tells them apart where it lost nothing:
+    a queue whose median stood above CoDel's target and the radio's
+    aggregates (:data:`WIFI_CODEL_TARGET_MS` + :data:`WIFI_HW_QUEUE_MS`) stood
+    there for half the phase, longer than an interval, and CoDel would have
+    dropped. Otherwise (a FIFO shorter than the interval and the RTT on a
+    fast and long path, flows that never stood in it) a FIFO cannot be told
+    from fq_codel: the note says so. A sparse probe does not tell them
+    apart: behind the hardware's two aggregates and the shared medium it
+    waits about as long as the flows under either (the model and ath9k's
+    figures alike, docs/wifi.md). One station cannot tell ``fq`` from
     ``airtime``: ``airtime`` is taken, the default since 4.11."""
     bound = CODEL_INTERVAL_MS + base_rtt_ms
     if flow_q95_ms > bound:
         return "legacy", (f"the flows' queue stood at {flow_q95_ms:.3g} ms (p95), beyond what CoDel lets stand "
                           f"(its {CODEL_INTERVAL_MS:g}-ms interval and a {base_rtt_ms:.3g}-ms round trip): a FIFO, the "
                           f"qdisc above the driver's (legacy, before Linux 4.9)")
+    standing = WIFI_CODEL_TARGET_MS + WIFI_HW_QUEUE_MS
+    if not dropped and flow_q50_ms is not None and flow_q50_ms > standing:
+        return "legacy", (f"the flows lost nothing with their queue's median at {flow_q50_ms:.3g} ms, above CoDel's "
+                          f"{WIFI_CODEL_TARGET_MS:g}-ms target and the radio's aggregates ({standing:.3g} ms) for half "
+                          f"the phase, longer than its {CODEL_INTERVAL_MS:g}-ms interval, where mac80211's fq_codel "
+                          f"would have dropped: a FIFO, the qdisc above the driver's (legacy, before Linux 4.9)")
     how = "lost segments" if dropped else "lost nothing"
     return "airtime", (f"the flows {how} with their queue at {flow_q95_ms:.3g} ms (p95), within CoDel's "
                        f"{CODEL_INTERVAL_MS:g}-ms interval and a round trip: mac80211's per-station fq_codel (fq, or "
