@@ -21,4 +21,4 @@ else
   echo "skipped: cargo-fuzz or a nightly toolchain is missing (scripts/setup.sh installs cargo-fuzz where nightly exists)"
 fi
 echo "== pytest =="
-.venv/bin/python -m pytest -q -rs tests
+.venv/bin/python -m pytest -q -rsR tests

@@ -10,6 +10,9 @@ import statistics
 import pytest
 
 from bloatlab import traces
+from bloatlab.engines import emu as emu_engine
+
+EMU_REASON = emu_engine.unavailable_reason()
 
 SCENARIO = """
 name = "autorate"
@@ -169,12 +172,8 @@ def test_in_a_satellite_switch_window_the_download_shaper_falls_to_base_and_clim
     assert min(_rate_at(plain, 4.75 + i * 0.01) for i in range(40)) > 20.0, plain
 
 
+@pytest.mark.skipif(EMU_REASON is not None, reason=f"emulator unavailable: {EMU_REASON}")
 def test_on_the_kernel_the_switch_windows_hold_the_download_shaper_at_base(tmp_path, cli):
-    from bloatlab.engines import emu as emu_engine
-
-    reason = emu_engine.unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"emulator unavailable: {reason}")
     r = cli("run", _scenario(tmp_path, autorate=SSS, rate="50Mbit", duration="17s"), "--engine", "emu", "--json")
     assert r.returncode == 0, r.stderr
     # The emulator's link clock starts the flows' set-up lead (0.14 s here) before the scenario's t = 0; the

@@ -16,6 +16,9 @@ import pytest
 import bloatlab
 from bloatlab.cli import main as cli
 from bloatlab.study import spec, store, sweep
+from bloatlab.engines import emu as emu_engine
+
+EMU_REASON = emu_engine.unavailable_reason()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOATLAB = [sys.executable, "-m", "bloatlab"]
@@ -239,12 +242,8 @@ def test_dask_without_a_scheduler_is_a_usage_error(tmp_path, capsys):
     assert "--scheduler" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(EMU_REASON is not None, reason=f"emulator unavailable: {EMU_REASON}")
 def test_an_emu_sweep_runs_its_points_one_at_a_time_on_the_kernel(tmp_path):
-    from bloatlab.engines import emu as emu_engine
-
-    reason = emu_engine.unavailable_reason()
-    if reason is not None:
-        pytest.skip(f"emulator unavailable: {reason}")
     scen = SCENARIO.replace('"5s"', '"3s"').replace('"20Mbit"', '"10Mbit"')
     path = write_exp(tmp_path, 'name = "e"\nbase = "scenario.toml"\n[grid]\n"flow.0.cc" = ["cubic", "bbr"]\n', scen)
     out = str(tmp_path / "out")
