@@ -139,24 +139,18 @@ pub fn fmt_rate(bps: f64) -> String {
     }
 }
 
-/// One flow as the raw result describes it.
+/// One flow as the raw result describes it: the schema's flow record
+/// ([`FlowOut`], what the simulator writes too) while the flow is read, with
+/// what the probe keeps beside it (its name, control and direction, the srtt
+/// samples the record's `rtt_ms` summarises, the kernel's min_rtt).
 #[derive(Debug, Clone, Default)]
 pub struct FlowRaw {
-    pub id: usize,
+    /// the record; its `rtt_ms` is filled from [`FlowRaw::rtt_ms`] by [`FlowRaw::raw`]
+    pub rec: FlowOut,
     pub name: String,
     pub cc: String,
     /// "up" = client → server data, "down" = server → client.
     pub direction: String,
-    pub bytes_acked: u64,
-    pub bytes_delivered: u64,
-    pub segs_sent: u64,
-    pub retrans_segs: u64,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub fct_s: Option<f64>,
-    pub completed: bool,
-    /// A download of a byte count: when this client had read the last byte (s).
-    pub client_done_s: Option<f64>,
     /// srtt samples, ms
     pub rtt_ms: Vec<f64>,
     /// tcpi_min_rtt at the end, ms
@@ -165,16 +159,16 @@ pub struct FlowRaw {
 
 impl FlowRaw {
     pub fn goodput_mbps(&self) -> f64 {
-        let dt = self.end_s - self.start_s;
+        let dt = self.rec.end_s - self.rec.start_s;
         if dt > 0.0 {
-            self.bytes_delivered as f64 * 8.0 / dt / 1e6
+            self.rec.bytes_delivered as f64 * 8.0 / dt / 1e6
         } else {
             0.0
         }
     }
     pub fn retrans_rate(&self) -> f64 {
-        if self.segs_sent > 0 {
-            self.retrans_segs as f64 / self.segs_sent as f64
+        if self.rec.segs_sent > 0 {
+            self.rec.retrans_segs as f64 / self.rec.segs_sent as f64
         } else {
             0.0
         }
@@ -183,21 +177,7 @@ impl FlowRaw {
     /// simulator writes it), without the simulator's `cc` and `lost_segs`.
     pub fn raw(&self) -> FlowOut {
         let mut r = self.rtt_ms.clone();
-        FlowOut {
-            id: self.id,
-            cc: None,
-            bytes_acked: self.bytes_acked,
-            bytes_delivered: self.bytes_delivered,
-            segs_sent: self.segs_sent,
-            retrans_segs: self.retrans_segs,
-            start_s: self.start_s,
-            end_s: self.end_s,
-            fct_s: self.fct_s,
-            completed: self.completed,
-            client_done_s: self.client_done_s,
-            rtt_ms: DistOut::of(&mut r),
-            lost_segs: None,
-        }
+        FlowOut { rtt_ms: DistOut::of(&mut r), cc: None, lost_segs: None, ..self.rec.clone() }
     }
     pub fn raw_json(&self) -> Value {
         serde_json::to_value(self.raw()).expect("FlowOut serializes")
@@ -205,12 +185,12 @@ impl FlowRaw {
     pub fn summary_json(&self) -> Value {
         let mut r = self.rtt_ms.clone();
         let d = Dist::of(&mut r);
-        json!({"id": self.id, "name": self.name, "cc": self.cc, "direction": self.direction,
+        json!({"id": self.rec.id, "name": self.name, "cc": self.cc, "direction": self.direction,
                "rtt_base_ms": self.min_rtt_ms, "goodput_mbps": self.goodput_mbps(),
-               "bytes_acked": self.bytes_acked, "bytes_delivered": self.bytes_delivered,
-               "retransmits": self.retrans_segs, "retrans_rate": self.retrans_rate(),
+               "bytes_acked": self.rec.bytes_acked, "bytes_delivered": self.rec.bytes_delivered,
+               "retransmits": self.rec.retrans_segs, "retrans_rate": self.retrans_rate(),
                "rtt_ms": {"mean": d.mean, "p50": d.p50, "p95": d.p95, "p99": d.p99},
-               "fct_s": self.fct_s, "completed": self.completed})
+               "fct_s": self.rec.fct_s, "completed": self.rec.completed})
     }
 }
 
@@ -422,8 +402,21 @@ mod tests {
 
     #[test]
     fn goodput_is_delivered_bits_over_active_time() {
-        let f = FlowRaw { bytes_delivered: 1_250_000, start_s: 1.0, end_s: 2.0, segs_sent: 100, retrans_segs: 2, ..Default::default() };
+        let rec = FlowOut { bytes_delivered: 1_250_000, start_s: 1.0, end_s: 2.0, segs_sent: 100, retrans_segs: 2, ..Default::default() };
+        let f = FlowRaw { rec, ..Default::default() };
         assert_eq!(f.goodput_mbps(), 10.0);
         assert_eq!(f.retrans_rate(), 0.02);
+    }
+
+    #[test]
+    fn the_raw_record_is_the_flows_record_with_its_srtt_samples_summarised() {
+        let rec = FlowOut { id: 3, bytes_acked: 900, bytes_delivered: 800, completed: true, fct_s: Some(1.5), ..Default::default() };
+        let f = FlowRaw { rec, cc: "cubic".into(), rtt_ms: vec![30.0, 10.0, 20.0], ..Default::default() };
+        let r = f.raw();
+        assert_eq!((r.id, r.bytes_acked, r.bytes_delivered, r.completed, r.fct_s), (3, 900, 800, true, Some(1.5)));
+        assert_eq!((r.rtt_ms.n, r.rtt_ms.p50, r.rtt_ms.max), (3, Some(20.0), Some(30.0)));
+        // the simulator's own figures stay out of the probe's record
+        assert_eq!((r.cc, r.lost_segs), (None, None));
+        assert!(f.raw_json().get("cc").is_none());
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 /// A distribution as the raw result carries it: count, mean and percentiles
 /// (computed by `bloatlab_core::stats::Dist`, linear interpolation). A value
 /// is `None` (JSON `null`) when there are no samples.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DistOut {
     pub n: usize,
@@ -41,7 +41,7 @@ impl DistOut {
 /// `TCP_INFO`). Two figures are the simulator's alone and left out (`None`)
 /// where an engine does not report them: the probe's raw record has never
 /// carried `cc` or `lost_segs`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct FlowOut {
     pub id: usize,
     /// the flow's congestion control (the simulator's record)

@@ -282,43 +282,46 @@ pub fn run_opened(opened: Opened, cfg: &ClientCfg, interval_ns: u64, print: bool
         let srv = srv_streams.iter().take(states.len()).find(|v| v["id"].as_u64() == Some(stream_id(i)));
         let srv_bytes = srv.and_then(|v| v["bytes"].as_u64());
         let mut f = FlowRaw {
-            id: cfg.first_id + i,
+            rec: FlowOut {
+                id: cfg.first_id + i,
+                start_s: (t_run - cfg.t0_mono) as f64 / 1e9,
+                end_s: (t_end - cfg.t0_mono) as f64 / 1e9,
+                ..Default::default()
+            },
             name: format!("{}{i}", if cfg.reverse { "down" } else { "up" }),
             direction: if cfg.reverse { "down" } else { "up" }.into(),
-            start_s: (t_run - cfg.t0_mono) as f64 / 1e9,
-            end_s: (t_end - cfg.t0_mono) as f64 / 1e9,
             ..Default::default()
         };
         if cfg.reverse {
             // the server sent: its TCP_INFO is not in iperf3's results; retransmits are
-            f.bytes_delivered = received[i];
-            f.bytes_acked = received[i];
-            f.retrans_segs = srv.and_then(|v| v["retransmits"].as_i64()).filter(|&r| r >= 0).unwrap_or(0) as u64;
+            f.rec.bytes_delivered = received[i];
+            f.rec.bytes_acked = received[i];
+            f.rec.retrans_segs = srv.and_then(|v| v["retransmits"].as_i64()).filter(|&r| r >= 0).unwrap_or(0) as u64;
             f.cc = srv_cc.clone().unwrap_or_default();
             // a bloatlab server adds its TCP_INFO (time from its TEST_RUNNING, ~ ours)
             let ext = server_results["bloatlab"]["streams"].as_array().and_then(|v| v.iter().take(states.len()).find(|x| x["id"].as_u64() == Some(stream_id(i))));
             if let Some(x) = ext {
-                f.bytes_acked = x["bytes_acked"].as_u64().unwrap_or(f.bytes_acked);
-                f.segs_sent = x["segs_out"].as_u64().unwrap_or(0);
-                f.retrans_segs = x["total_retrans"].as_u64().unwrap_or(f.retrans_segs);
+                f.rec.bytes_acked = x["bytes_acked"].as_u64().unwrap_or(f.rec.bytes_acked);
+                f.rec.segs_sent = x["segs_out"].as_u64().unwrap_or(0);
+                f.rec.retrans_segs = x["total_retrans"].as_u64().unwrap_or(f.rec.retrans_segs);
                 f.min_rtt_ms = x["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
                 let mut ss = series_from_json(&x["series"]);
-                ss.t.iter_mut().for_each(|t| *t += f.start_s);
-                ss.flow.iter_mut().for_each(|id| *id = f.id as u32);
+                ss.t.iter_mut().for_each(|t| *t += f.rec.start_s);
+                ss.flow.iter_mut().for_each(|id| *id = f.rec.id as u32);
                 f.rtt_ms.extend(ss.srtt_ms.iter().copied());
                 series.append(&ss);
             }
         } else {
             let fin = finals[i].unwrap_or_default();
             f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
-            f.bytes_acked = stream::data_acked(&fin, written[i], s.pre);
-            f.segs_sent = fin.segs_out as u64;
-            f.retrans_segs = fin.total_retrans as u64;
+            f.rec.bytes_acked = stream::data_acked(&fin, written[i], s.pre);
+            f.rec.segs_sent = fin.segs_out as u64;
+            f.rec.retrans_segs = fin.total_retrans as u64;
             f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
-            f.bytes_delivered = srv_bytes.unwrap_or(f.bytes_acked);
-            f.end_s = f.start_s + recv_seconds; // goodput over the receiver's time, as iperf3 reports it
+            f.rec.bytes_delivered = srv_bytes.unwrap_or(f.rec.bytes_acked);
+            f.rec.end_s = f.rec.start_s + recv_seconds; // goodput over the receiver's time, as iperf3 reports it
             for (t, ti) in s.samples.lock().unwrap().iter() {
-                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
+                push_sample(&mut series, f.rec.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, written[i]);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
         }
@@ -375,11 +378,11 @@ pub fn print_summary(run: &ClientRun, reverse: bool) {
     for (i, f) in r.flows.iter().enumerate() {
         let sv = srv.iter().find(|v| v["id"].as_u64() == Some(stream_id(i)));
         let sent = if reverse { sv.and_then(|v| v["bytes"].as_u64()).unwrap_or(0) } else { run.intervals.iter().flatten().filter(|x| x.idx == i).map(|x| x.bytes).sum() };
-        let recv = f.bytes_delivered;
+        let recv = f.rec.bytes_delivered;
         sent_sum += sent;
         recv_sum += recv;
-        retr_sum += f.retrans_segs;
-        println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}             sender", stream_id(i), 0.0, secs, fmt_bytes(sent as f64), fmt_rate(sent as f64 * 8.0 / secs), f.retrans_segs);
+        retr_sum += f.rec.retrans_segs;
+        println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}             sender", stream_id(i), 0.0, secs, fmt_bytes(sent as f64), fmt_rate(sent as f64 * 8.0 / secs), f.rec.retrans_segs);
         println!("[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}                  receiver", stream_id(i), 0.0, rsecs, fmt_bytes(recv as f64), fmt_rate(recv as f64 * 8.0 / rsecs));
     }
     if r.flows.len() > 1 {
@@ -391,14 +394,14 @@ pub fn print_summary(run: &ClientRun, reverse: bool) {
             let mut v = f.rtt_ms.clone();
             let d = bloatlab_core::stats::Dist::of(&mut v);
             println!("[{:>3}] TCP_INFO (client, sender): cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
-                     stream_id(f.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
+                     stream_id(f.rec.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
         }
     } else if run.server_results["bloatlab"].is_object() {
         for f in &r.flows {
             let mut v = f.rtt_ms.clone();
             let d = bloatlab_core::stats::Dist::of(&mut v);
             println!("[{:>3}] TCP_INFO (server, sender): cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
-                     stream_id(f.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
+                     stream_id(f.rec.id), if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate());
         }
     } else {
         println!("TCP_INFO: the sender is the iperf3 server, which does not report it (congestion control used: {})",
@@ -438,15 +441,15 @@ pub fn json_output(cfg: &ClientCfg, run: &ClientRun, host: &str, port: u16, o: &
     for (i, f) in r.flows.iter().enumerate() {
         let sv = srv.iter().find(|v| v["id"].as_u64() == Some(stream_id(i)));
         let sent = if cfg.reverse { sv.and_then(|v| v["bytes"].as_u64()).unwrap_or(0) } else { run.intervals.iter().flatten().filter(|x| x.idx == i).map(|x| x.bytes).sum() };
-        let recv = f.bytes_delivered;
+        let recv = f.rec.bytes_delivered;
         sent_sum += sent;
         recv_sum += recv;
-        retr_sum += f.retrans_segs;
+        retr_sum += f.rec.retrans_segs;
         let mut snd = json!({"socket": socket(i), "start": 0, "end": secs, "seconds": secs, "bytes": sent, "bits_per_second": sent as f64 * 8.0 / secs.max(1e-9),
-                             "retransmits": f.retrans_segs, "sender": true});
+                             "retransmits": f.rec.retrans_segs, "sender": true});
         if !cfg.reverse {
             let rtts: Vec<f64> = f.rtt_ms.iter().map(|x| x * 1e3).collect();
-            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id as usize == f.id).map(|(_, c)| *c).max().unwrap_or(0);
+            let cw = r.series.flow.iter().zip(&r.series.cwnd_bytes).filter(|(id, _)| **id as usize == f.rec.id).map(|(_, c)| *c).max().unwrap_or(0);
             snd["max_snd_cwnd"] = json!(cw);
             snd["max_rtt"] = json!(rtts.iter().cloned().fold(0.0, f64::max) as u64);
             snd["min_rtt"] = json!(rtts.iter().cloned().fold(f64::INFINITY, f64::min).min(1e12) as u64);

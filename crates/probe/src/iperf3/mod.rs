@@ -57,6 +57,7 @@ pub use cookie::*;
 pub use server::*;
 
 use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, series_json, FlowRaw, FlowSeries, Output};
+use bloatlab_schema::result::FlowOut;
 use crate::sys::{self, TcpInfo};
 use crate::tcp::control::{ClientCfg, ClientError, ClientResult, Params, ServerLimits};
 use crate::tcp::stream::{self, StreamState, BUF, WAKE};

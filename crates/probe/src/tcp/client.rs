@@ -19,6 +19,7 @@ use super::control::{
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
 use crate::report::{fmt_bytes, fmt_rate, push_sample, series_from_json, FlowRaw, FlowSeries, Output};
+use bloatlab_schema::result::FlowOut;
 use crate::sys;
 use serde_json::{json, Value};
 use std::io::{self, BufReader, Write};
@@ -291,10 +292,9 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         let srv = server.as_ref().and_then(|v| v["streams"].as_array()?.iter().find(|x| x["idx"] == json!(s.idx)).cloned());
         let start_s = (s.start_mono - cfg.t0_mono) as f64 / 1e9;
         let mut f = FlowRaw {
-            id: cfg.first_id + s.idx,
+            rec: FlowOut { id: cfg.first_id + s.idx, start_s, ..Default::default() },
             name: format!("{}{}", if cfg.reverse { "down" } else { "up" }, s.idx),
             direction: if cfg.reverse { "down" } else { "up" }.into(),
-            start_s,
             ..Default::default()
         };
         if let Some(e) = &o.error {
@@ -305,36 +305,36 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
             let w = s.written.load(Ordering::Relaxed);
             let fin = o.final_info.unwrap_or_default();
             f.cc = sys::get_cc(s.sock.as_raw_fd()).unwrap_or_default();
-            f.bytes_acked = data_acked(&fin, w, s.pre);
-            f.segs_sent = fin.segs_out as u64;
-            f.retrans_segs = fin.total_retrans as u64;
+            f.rec.bytes_acked = data_acked(&fin, w, s.pre);
+            f.rec.segs_sent = fin.segs_out as u64;
+            f.rec.retrans_segs = fin.total_retrans as u64;
             f.min_rtt_ms = fin.min_rtt as f64 / 1e3;
-            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
-            f.fct_s = o.fct_ns.map(|n| n as f64 / 1e9);
-            f.completed = o.completed;
+            f.rec.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            f.rec.fct_s = o.fct_ns.map(|n| n as f64 / 1e9);
+            f.rec.completed = o.completed;
             let samples = s.samples.lock().unwrap();
             for (t, ti) in samples.iter() {
-                push_sample(&mut series, f.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
+                push_sample(&mut series, f.rec.id, (*t - cfg.t0_mono) as f64 / 1e9, ti, s.pre, w);
                 f.rtt_ms.push(ti.rtt as f64 / 1e3);
             }
-            f.bytes_delivered = match &srv {
+            f.rec.bytes_delivered = match &srv {
                 Some(v) => v["bytes_read"].as_u64().unwrap_or(0),
-                None => f.bytes_acked, // the receiver's kernel acked them; its reads are unknown
+                None => f.rec.bytes_acked, // the receiver's kernel acked them; its reads are unknown
             };
         } else {
-            f.bytes_delivered = s.read.load(Ordering::Relaxed);
-            f.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
-            if cfg.bytes.is_some_and(|n| n > 0 && f.bytes_delivered >= n) {
-                f.client_done_s = Some(f.end_s);
+            f.rec.bytes_delivered = s.read.load(Ordering::Relaxed);
+            f.rec.end_s = (o.end_mono - cfg.t0_mono) as f64 / 1e9;
+            if cfg.bytes.is_some_and(|n| n > 0 && f.rec.bytes_delivered >= n) {
+                f.rec.client_done_s = Some(f.rec.end_s);
             }
             if let Some(v) = &srv {
                 let info = &v["info"];
                 f.cc = v["cc"].as_str().unwrap_or_default().to_string();
-                f.bytes_acked = info["bytes_acked"].as_u64().unwrap_or(0);
-                f.segs_sent = info["segs_out"].as_u64().unwrap_or(0);
-                f.retrans_segs = info["total_retrans"].as_u64().unwrap_or(0);
+                f.rec.bytes_acked = info["bytes_acked"].as_u64().unwrap_or(0);
+                f.rec.segs_sent = info["segs_out"].as_u64().unwrap_or(0);
+                f.rec.retrans_segs = info["total_retrans"].as_u64().unwrap_or(0);
                 f.min_rtt_ms = info["min_rtt_us"].as_f64().unwrap_or(f64::NAN) / 1e3;
-                f.completed = v["completed"].as_bool().unwrap_or(false);
+                f.rec.completed = v["completed"].as_bool().unwrap_or(false);
                 if let Some(e) = v["error"].as_str() {
                     problem.get_or_insert(format!("stream {} (server side): {e}", s.idx));
                 }
@@ -349,16 +349,16 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
                 for t in ss.t.iter_mut() {
                     *t += shift;
                 }
-                ss.flow.iter_mut().for_each(|x| *x = f.id as u32);
+                ss.flow.iter_mut().for_each(|x| *x = f.rec.id as u32);
                 series.append(&ss);
-                if f.completed {
+                if f.rec.completed {
                     // the sender's last-ack time on our axis
                     let srv_end = (v["end_mono"].as_u64().unwrap_or(0) as f64 - srv_start as f64) / 1e9 + shift;
-                    f.end_s = srv_end.max(f.end_s);
-                    f.fct_s = Some(f.end_s - f.start_s);
+                    f.rec.end_s = srv_end.max(f.rec.end_s);
+                    f.rec.fct_s = Some(f.rec.end_s - f.rec.start_s);
                 }
             } else {
-                f.bytes_acked = f.bytes_delivered;
+                f.rec.bytes_acked = f.rec.bytes_delivered;
             }
         }
         if !f.cc.is_empty() {
@@ -375,7 +375,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     } else if sys::stopped() {
         problem.get_or_insert("interrupted".into());
     }
-    let duration_s = flows.iter().map(|f| f.end_s).fold(0.0, f64::max);
+    let duration_s = flows.iter().map(|f| f.rec.end_s).fold(0.0, f64::max);
     Ok(Answer::Bloatlab(Box::new(ClientResult {
         flows,
         series,
@@ -446,13 +446,13 @@ pub fn print_summary(r: &ClientResult, reverse: bool) {
     for f in &r.flows {
         println!(
             "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}  {:>4}  sender ({})",
-            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_acked as f64),
-            fmt_rate(f.bytes_acked as f64 * 8.0 / (f.end_s - f.start_s).max(1e-9)), f.retrans_segs,
+            f.rec.id, f.rec.start_s, f.rec.end_s, fmt_bytes(f.rec.bytes_acked as f64),
+            fmt_rate(f.rec.bytes_acked as f64 * 8.0 / (f.rec.end_s - f.rec.start_s).max(1e-9)), f.rec.retrans_segs,
             if reverse { "server" } else { "client" }
         );
         println!(
             "[{:>3}] {:6.2}-{:<6.2} sec  {:>12}  {:>15}        receiver ({})",
-            f.id, f.start_s, f.end_s, fmt_bytes(f.bytes_delivered as f64), fmt_rate(f.goodput_mbps() * 1e6),
+            f.rec.id, f.rec.start_s, f.rec.end_s, fmt_bytes(f.rec.bytes_delivered as f64), fmt_rate(f.goodput_mbps() * 1e6),
             if reverse { "client" } else { "server" }
         );
     }
@@ -461,9 +461,9 @@ pub fn print_summary(r: &ClientResult, reverse: bool) {
         let d = bloatlab_core::stats::Dist::of(&mut v);
         print!(
             "[{:>3}] cc {}  srtt p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  min_rtt {:.3} ms  retrans_rate {:.5}",
-            f.id, if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate()
+            f.rec.id, if f.cc.is_empty() { "?" } else { &f.cc }, d.p50, d.p95, d.p99, f.min_rtt_ms, f.retrans_rate()
         );
-        match f.fct_s {
+        match f.rec.fct_s {
             Some(t) => println!("  fct {t:.4} s"),
             None => println!(),
         }
