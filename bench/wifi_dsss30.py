@@ -7,7 +7,9 @@ experiment file's ``RATE_CONTROL``/``SNR_DB``), one 802.11b station at 1 Mbit/s 
 preamble), one CUBIC download each from a server 10 ms away, under ``legacy``, ``fq`` (the commit's "before")
 and ``airtime`` (its "after"); then the other reading of "artificially limited" (an HT client held at 1 Mbit/s,
 ``ht_client = true``) and the what-ifs of the table in docs/wifi.md. Not tuned: the what-ifs are
-variations the commit does not rule out, run as they are.
+variations the commit does not rule out, run as they are. "Ending the Anomaly" (USENIX ATC 2017) would be the place
+for the test's setup, but the stored copies of it hold its first page only (docs/wifi.md, "Measured
+disagreements", 30-station entry); nothing here is taken from it.
 
     PYTHONPATH=python .venv/bin/python bench/wifi_dsss30.py [--duration 30s] [--seeds 1,2,3]
 """

@@ -16,6 +16,20 @@
 //!   aggregate is built at dequeue time and the hardware holds at most
 //!   `ATH_AGGR_MIN_QDEPTH` = 2 aggregates (Minstrel-HT probes not counted,
 //!   `bf_is_ampdu_not_probing`); stations still take turns per aggregate.
+//!   (50f08edf9809 reached mainline in 4.10: the stable bot's list of commits missing from
+//!   v4.9.217 names it; the design is still called "4.9" after seed 000.)
+//!
+//! Whose turn it is in `legacy` and `fq` (ath9k before 63fefa050477: the `-` lines of that
+//! commit, read in LEDE's copy `344-ath9k-Introduce-airtime-fairness-scheduling-between-.patch`,
+//! and `xmit.c` of 3.x-4.8): `ath_txq_schedule` runs at every frame handed to the driver
+//! (`ath_tx_start` ≤ 4.9, `ath9k_wake_tx_queue` 4.10) and every TX completion
+//! (`ath_tx_process_buffer`); it takes the station at the head of the list off it
+//! (`list_del_init`), lets `ath_tx_sched_aggr` send one aggregate (or burst) and puts the
+//! station back at the tail if it has frames left (`ath_tx_queue_tid`); a station refused
+//! because its kind of entry is at its limit in the hardware queue (`*stop = true`) goes back
+//! to the tail as well — it loses its turn — and the call ends. Every call while the hardware
+//! queue is full thus moves the list on by one station. 63fefa050477 (`airtime`) leaves the
+//! refused station at the head (`goto out`).
 //! - `airtime` (4.11, commit 63fefa050477 "ath9k: Introduce airtime fairness
 //!   scheduling between stations"): `fq` plus a deficit round robin across
 //!   stations in airtime: each station has a deficit (µs); a station at the
@@ -509,8 +523,18 @@ impl<T: 'static> Node<T> {
         if phys.iter().any(|p| p.non_aggr()) {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
-        while self.ampdu_depth(phys) < HW_AGGREGATES {
+        loop {
+            if self.design == Design::Airtime && self.ampdu_depth(phys) >= HW_AGGREGATES {
+                // Not 63fefa050477's loop, which reaches the head station (crediting stations
+                // whose deficit is <= 0 on the way) before it learns that the hardware queue is
+                // full; docs/wifi.md, "Measured disagreements", measures what that changes.
+                break;
+            }
             let Some(s) = self.next_station() else { break };
+            if self.ampdu_depth(phys) >= HW_AGGREGATES {
+                self.refused(s);
+                break;
+            }
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
             if agg.frames.is_empty() {
                 // Everything the TXQ held was dropped by CoDel on the way out.
@@ -526,18 +550,19 @@ impl<T: 'static> Node<T> {
     /// is sends an A-MPDU while fewer than [`HW_AGGREGATES`] A-MPDUs are queued or on the air
     /// (`axq_ampdu_depth`), an 802.11b one a burst of up to [`NON_AGGR_BURST`] single frames
     /// (`ath_tx_form_burst`) while fewer than [`NON_AGGR_DEPTH`] entries of either kind are
-    /// (`axq_depth`); the first station that may not send ends the round (`goto out`), and it
-    /// keeps its place.
+    /// (`axq_depth`), each kind judged by its own count; the first station that may not send
+    /// ends the call ([`Node::refused`]).
     fn refill_mixed(&mut self, phys: &[Phy], now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
         loop {
             let depth = self.hw.len() + self.in_flight;
             let ampdu_depth = self.ampdu_depth(phys);
-            if depth >= NON_AGGR_DEPTH {
-                break;
+            if self.design == Design::Airtime && depth >= NON_AGGR_DEPTH && ampdu_depth >= HW_AGGREGATES {
+                break; // as in `refill`: the airtime design's scheduler does not run on a full queue
             }
             let Some(s) = self.next_station() else { break };
             let dsss = phys[s].non_aggr();
-            if !dsss && ampdu_depth >= HW_AGGREGATES {
+            if (dsss && depth >= NON_AGGR_DEPTH) || (!dsss && ampdu_depth >= HW_AGGREGATES) {
+                self.refused(s);
                 break;
             }
             let mut sent = 0;
@@ -556,6 +581,18 @@ impl<T: 'static> Node<T> {
                 // Everything the TXQ held was dropped by CoDel on the way out.
                 continue;
             }
+            self.turn_done(s);
+        }
+    }
+
+    /// Station `s`, at the head of its list, may not send: its kind of entry is at its limit in
+    /// the hardware queue (`ath_tx_sched_aggr` sets `*stop`). Before the airtime scheduler
+    /// (Linux ≤ 4.10: `legacy`, `fq`) `ath_txq_schedule` had already taken it off the list
+    /// (`list_del`) and puts it back at the tail (`ath_tx_queue_tid`, as it still has frames):
+    /// it loses its turn. With the airtime scheduler (63fefa050477) it stays at the head
+    /// (`goto out`).
+    fn refused(&mut self, s: usize) {
+        if self.design != Design::Airtime {
             self.turn_done(s);
         }
     }

@@ -122,7 +122,10 @@ fn aggregates_stop_at_32_subframes_or_the_4_ms_frame_length() {
             nd.enqueue(frame(s, 1500, 1000 * s as u64 + i, 0), 0, &mut rng, &mut ev);
         }
     }
-    assert_eq!(schedule(&mut nd, &phys, 6, false), vec![(0, 2), (1, 32), (2, 21), (0, 2), (1, 32), (2, 21)]);
+    // The order is ath9k's before the airtime scheduler, with the scheduler called at each
+    // completion: the station refused for a full hardware queue goes to the tail, behind the one
+    // that just sent (station 2 first, then 1, then 0: 0, 1 | 0, 2 | 1, 0).
+    assert_eq!(schedule(&mut nd, &phys, 6, false), vec![(0, 2), (1, 32), (0, 2), (2, 21), (1, 32), (0, 2)]);
     // Every aggregate's PPDU stays within 4096 µs.
     assert!(mcs(7).ppdu_ns(21 * 1544) <= MAX_PPDU_NS && mcs(0).ppdu_ns(2 * 1544) <= MAX_PPDU_NS);
 }
@@ -142,8 +145,13 @@ fn fq_takes_turns_per_aggregate_and_airtime_by_deficit() {
         }
         nd
     };
-    // fq: one aggregate each in turn, whatever its airtime (32 frames ≈ 3.13 ms vs 2 frames ≈ 3.92 ms).
-    assert_eq!(schedule(&mut fill(Design::Fq), &phys, 6, false), vec![(0, 32), (1, 2), (0, 32), (1, 2), (0, 32), (1, 2)]);
+    // fq: one aggregate per turn, whatever its airtime (32 frames ≈ 3.13 ms vs 2 frames ≈ 3.92 ms);
+    // whose turn it is, is ath9k's list before the airtime scheduler (Linux ≤ 4.10): a station
+    // refused for a full hardware queue goes to the tail. With the scheduler called only at
+    // completions and two stations, the one refused is always the one the next call reaches
+    // second: station 0 is refused at the end of every call and station 1 sends each time
+    // (arrivals, which call the scheduler too, break that parity in a real run).
+    assert_eq!(schedule(&mut fill(Design::Fq), &phys, 6, false), vec![(0, 32), (1, 2), (1, 2), (1, 2), (1, 2), (1, 2)]);
     // airtime: both start at deficit 0 and get 300 µs; station 0 keeps the head while its
     // deficit is positive. Aggregates are charged their PPDU when taken (ath9k's
     // `ath_pkt_duration`, no SIFS or BlockAck): fast 32 frames = 3084 µs, slow 2 frames =
@@ -1114,4 +1122,52 @@ fn an_ht_client_held_at_1_mbits_sends_one_dsss_frame_per_turn_without_protection
     // And only a DSSS station can be one.
     let e = WifiConfig::resolve("fq", &[StationInput { name: "n".into(), mcs: Some(7), ht_client: true, weight: 1.0, ..Default::default() }], QdiscConfig::default(), None).unwrap_err();
     assert!(e.starts_with("wifi.stations[0].ht_client:"), "{e}");
+}
+
+#[test]
+fn before_the_airtime_scheduler_a_station_refused_for_a_full_hardware_queue_loses_its_turn() {
+    // ath9k before 63fefa050477 (Linux ≤ 4.10; the `-` lines of that commit, LEDE's
+    // 344-ath9k-Introduce-airtime-fairness-scheduling-between-.patch): `ath_txq_schedule` takes
+    // the head TID off the list (`list_del_init`), `ath_tx_sched_aggr` refuses it while two
+    // A-MPDUs are queued (`*stop = true`) and, as it still has frames, `ath_tx_queue_tid` puts it
+    // back at the tail. Every arrival (`ath9k_wake_tx_queue`) and completion calls the scheduler,
+    // so a full hardware queue rotates the list one station per call.
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    let mut order = |design: Design| {
+        let mut nd = node(design, 3);
+        for i in 0..300 {
+            nd.enqueue(frame((i % 3) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+        }
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // stations 0 and 1; 2 refused
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // an arrival: 0 refused
+        nd.hw.pop_front(); // station 0's A-MPDU completes
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+        nd.hw.iter().map(|a| a.sta).collect::<Vec<usize>>()
+    };
+    // Stations 2 and 0 were refused in turn and went to the tail: station 1 is next.
+    assert_eq!(order(Design::Fq), vec![1, 1]);
+    assert_eq!(order(Design::Legacy), vec![1, 1]);
+}
+
+#[test]
+fn an_a_mpdu_may_join_a_hardware_queue_of_8_single_frames_while_fewer_than_2_a_mpdus_are_in_it() {
+    // `ath_tx_sched_aggr` judges each kind by its own count: an A-MPDU by `axq_ampdu_depth` (< 2),
+    // an unaggregated burst by `axq_depth` (< 8); eight 802.11b frames do not stop an A-MPDU.
+    let phys = [mcs(15), dsss(1_000_000, false)];
+    let mut nd = node(Design::Fq, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..20 {
+        nd.enqueue(frame(1, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.hw.len(), 8);
+    for i in 20..60 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
+    assert_eq!(got, [vec![(1, 1); 8], vec![(0, 32)]].concat());
 }
