@@ -59,7 +59,7 @@ from .classify import (
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _not_a_fifo,
-    _not_a_policer, _queue_before_bucket, paced_bucket, policer_figures, port_fifo, single_queue_aqm,
+    _not_a_policer, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
     train_cannot_tell
 )
 from .wifi_hop import wifi_design, wifi_hop
@@ -525,7 +525,9 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # the policer idled at least from the last train's end to this one's handshake (a round trip) after
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
-        b2, res, k, how = paced_bucket(t2, rate, pace, random_loss)
+        # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C
+        c, why_c = paced_rate(t2, pace, b1)
+        b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         if b2 is None and not res:
             d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}; the first train's bucket is kept")
             return
@@ -540,14 +542,20 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"train before refilled ({bps * gap / 1e3:.3g} KB): sent again after {wait:.2g} s")
         time.sleep(max(wait, 0.0))
     d["paced_train"] = t2
+    if c is not None:
+        # the policed rate is the tail's, not the flows' goodput through the bucket (paced_rate)
+        d.setdefault("rate_by_cc", {})["paced_train"] = c
+        d.setdefault("rate_from", {})["paced_train"] = "tail"
+        d["rate_mbps"] = c
+    said = f"; its rate: {why_c}" + ("" if c is not None else f" (the flows' {rate:.4g} Mbit/s is kept)")
     full = read < bps * gap
     if b2 is None:
         # passed whole: a bucket at least that large (its least is taken, as policer_figures does)
-        d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}")
+        d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}{said}")
         b2, res = read, 0.0
     else:
         d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): bucket {b2 / 1e3:.3g} KB (+-{res / 1e3:.2g}): {how}"
-                                   + ("" if full else f"; the {gap:.2g} s since the train before may not have refilled it"))
+                                   + ("" if full else f"; the {gap:.2g} s since the train before may not have refilled it") + said)
     # the first train's reading resolves to half a packet either way
     if b2 - b1 > res + w:
         d["bucket_bytes"] = int(max(b2, 1500))

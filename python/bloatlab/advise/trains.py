@@ -168,6 +168,55 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
     return (h + 0.5) * w - k * w * f, res, k, f"{cut}, {h} packets through; {how}"
 
 
+def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tuple[float | None, str]:
+    """The policed rate from a paced train's tail (``train``, sent at
+    ``pace_mbps`` through a bucket of ``bucket_bytes``, the reading so far):
+    (Mbit/s or None, why).
+
+    Once a token bucket is empty it passes exactly what its tokens refill
+    (RFC 2697's single-rate meter; Linux act_police): a train offered faster
+    than that arrives, after its first loss, at the committed rate C, whatever
+    the flows made of it. TCP's goodput through a bucket of a few packets
+    stays below C (its bursts meet an empty bucket: seed 28 path 177, 4.74
+    Mbit/s with a 2-packet bucket, four CUBIC and four BBR flows 3.71 and
+    3.62), and the twin's policer runs C, not that goodput. The tail's rate
+    (bytes after the head's last packet over their arrival span; the probe's
+    ``tail_mbps``) is C where:
+
+    - it has :data:`TAIL_RATE_PACKETS` packets or more (the probe calls a
+      shorter tail's rate coarse);
+    - the train was offered faster than it passed: the pace at least
+      :data:`TRAIN_PORT_MARGIN` times the tail (a train no faster than the
+      rate is not cut by the bucket, and its tail reads the sender);
+    - the server kept its pace: no stall between two received packets longer
+      than their spacing at the pace plus the time the bucket takes to refill
+      (B/C). A stall shorter than that costs the policer nothing (the tokens
+      it refills pass at once when the train resumes); beyond it tokens
+      overflow and the tail reads the sender (seed 28 path 28: a 189-ms stall
+      in a 1.15-s tail, 15.0 read for 17.7)."""
+    tail, n = train.get("tail_mbps"), int(train.get("tail_packets") or 0)
+    if train.get("first_loss") is None:
+        return None, "the paced train lost nothing: no tail to read the rate from"
+    if not tail:
+        return None, "nothing arrived after the paced train's first loss: no tail to read the rate from"
+    if n < TAIL_RATE_PACKETS:
+        return None, f"{n} packets after the first loss: fewer than {TAIL_RATE_PACKETS}, too coarse for the rate"
+    if pace_mbps < TRAIN_PORT_MARGIN * tail:
+        return None, (f"paced at {pace_mbps:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of its tail's {tail:.4g}: "
+                      f"the sender, not the bucket, may have set the tail's rate")
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    tx = train.get("tx_ms") or []
+    got = [i for i in range(len(tx)) if tx[i] is not None]
+    refill_ms = (bucket_bytes or 0.0) * 8 / (tail * 1e3)
+    for i, j in zip(got, got[1:]):
+        late = (tx[j] - tx[i]) - (j - i) * w * 8 / (pace_mbps * 1e3)
+        if late > refill_ms:
+            return None, (f"the server stalled {late:.3g} ms between packets {i} and {j}, longer than the bucket's "
+                          f"{refill_ms:.3g}-ms refill: the tail's {tail:.4g} Mbit/s reads the sender")
+    return float(tail), (f"the paced train's tail: {n} packets after its first loss at {tail:.4g} Mbit/s, what the "
+                         f"emptied bucket refills")
+
+
 def port_fifo(train: dict) -> float | None:
     """The port's FIFO from a back-to-back train whose head the FIFO cut:
     it filled where what arrived at the sender's rate U exceeded what the
