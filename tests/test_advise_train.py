@@ -415,10 +415,22 @@ def test_a_paced_trains_tail_reads_the_policed_rate_the_flows_fall_short_of():
     # too short a tail to read
     short = {**t, "tail_packets": m_trains.TAIL_RATE_PACKETS - 1}
     assert m_trains.paced_rate(short, 10.86, 3000)[0] is None
-    # a train no faster than 1.1x its tail: the sender may have set it
-    assert m_trains.paced_rate(t, 1.09 * t["tail_mbps"], 3000)[0] is None
+    # no send times for the tail: who set its rate is not known
+    assert m_trains.paced_rate({**t, "tx_ms": []}, 10.86, 3000)[0] is None
     # nothing lost: no tail
     assert m_trains.paced_rate({**t, "first_loss": None}, 10.86, 3000)[0] is None
+
+
+def test_a_server_that_fell_below_the_policed_rate_in_the_tail_keeps_the_flows_rate():
+    # seed 8 path 14 through the emulator: paced at 64.5 Mbit/s, the server fell to 34.8 in the tail behind a 39-Mbit/s
+    # policer, whose tail then read the server's 34.8; its sends over the tail (lost or not) came no faster
+    slow = with_tail(paced(2000, 1500, 64.37, 38.99, 271_048, slow_from=600, slow_pace=34.8))
+    assert abs(slow["tail_mbps"] - 34.8) / 34.8 < 0.02
+    c, why = m_trains.paced_rate(slow, 64.37, 271_048)
+    assert c is None and "the sender, not the bucket" in why
+    # the same train kept at its pace: the tail is the policer's
+    c2, _ = m_trains.paced_rate(with_tail(paced(2000, 1500, 64.37, 38.99, 271_048)), 64.37, 271_048)
+    assert abs(c2 - 38.99) / 38.99 < 0.005
 
 
 def test_a_server_stall_longer_than_the_buckets_refill_keeps_the_flows_rate():
