@@ -462,3 +462,25 @@ def test_behind_a_policer_the_paced_trains_tail_is_the_rate_and_the_buckets_c(mo
     assert abs(d["rate_mbps"] - 38.99) / 38.99 < 0.005 and d["rate_by_cc"]["cubic"] == 35.1
     assert d["rate_from"]["paced_train"] == "tail" and abs(d["bucket_bytes"] - 271_048) / 271_048 < 0.02
     assert any("its rate: the paced train's tail" in e for e in d["train_evidence"])
+
+
+def test_a_fifo_reading_its_train_turns_into_a_policer_sends_the_paced_train_for_the_rate(monkeypatch):
+    # seed 28 path 18's truth through the emulator (branch rate30, 2026-11-26): a 7.08-Mbit/s policer with a 2.8-ms
+    # bucket on a 39.4-Mbit/s port, 340 ms. Its BBR phase read 4.42, a FIFO with drops whose AQM train's head came at
+    # the port's 39.69 (_not_a_fifo: a policer). The policer's paced train then gives the rate, as behind a policer
+    # reading
+    aqm_train = {"first_loss": 2, "head_bytes": 3000, "head_packets": 2, "head_send_mbps": 429.0, "leading_mbps": 39.69,
+                 "lost": 997, "received": 3, "sender_limited": False, "sent": 1000, "wire_bytes": 1500,
+                 "tail_packets": 1, "tail_mbps": 7.04, "notes": [], "lost_seq": [2] + list(range(4, 1000))}
+    x = {"limiter": "fifo", "rate_mbps": 4.424, "buffer_bytes": 1564, "load_cc": m.LOAD_CC, "flows": 4,
+         "rate_by_cc": {"cubic": 0.427, "bbr": 4.424}, "rate_from": {"cubic": "acked_bytes", "bbr": "delivery_rate"},
+         "evidence": {"dropped": True, "flow_q95_ms": 2.83, "flow_q50_ms": 0.70, "probe_q95_ms": 949.8}}
+    paced_at = []
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: aqm_train)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: paced_at.append(pace)
+                        or with_tail(paced(count, 1500, pace, 7.082, 2497, rtt_ms=340.0)))
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    m._aqm_train("h", 5301, None, x, lambda s: None)
+    assert x["limiter"] == "policer" and paced_at and abs(paced_at[0] - 0.95 * 39.69) < 1e-9
+    assert abs(x["rate_mbps"] - 7.082) / 7.082 < 0.005 and x["rate_from"]["paced_train"] == "tail"
+    assert x["train_evidence"][0].startswith("train 1 (back to back, 429 Mbit/s): port 39.69 Mbit/s")
