@@ -195,10 +195,12 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
       read 34.8);
     - the server's stalls are allowed for. Between two received tail packets
       the server was silent for their gap less their spacing at the pace; a
-      silence s shorter than the time the bucket takes to refill (B/C) costs
-      the policer nothing (the tokens pass at once when the train resumes),
-      a longer one wastes s - B/C of refill (the bucket, near empty while
-      the train is policed, sits full). The tail passed C (T - E) over its
+      silence s shorter than the time the bucket takes to refill costs the
+      policer nothing (the tokens pass at once when the train resumes), a
+      longer one wastes the rest of s (the bucket sits full). While the
+      train is policed the bucket holds less than a packet's tokens when a
+      silence begins (a packet passes where it holds one), W/2 on average,
+      so it refills in (B - W/2)/C. The tail passed C (T - E) over its
       span T, E the sum of those wasted times, so C = tail x T / (T - E);
       where E/T exceeds :data:`RATE_ERROR` the figure would rest on that
       model more than the goal's tolerance, and the tail is not taken (seed 28
@@ -222,7 +224,7 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
     if offered < TRAIN_PORT_MARGIN * tail:
         return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
                       f"{tail:.4g} that passed: the sender, not the bucket, may have set the tail's rate")
-    refill_ms = (bucket_bytes or 0.0) * 8 / (tail * 1e3)
+    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (tail * 1e3)
     span_ms = tx[got[-1]] - tx[head[-1]]
     tail_got = [i for i in got if i >= head[-1]]
     wasted, worst = 0.0, 0.0
