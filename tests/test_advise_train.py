@@ -11,13 +11,14 @@ from bloatlab.errors import UserError
 
 
 def paced(count: int, w: int, pace: float, c: float, bucket: float, random_lost=(), rtt_ms: float = 100.0,
-          slow_from: int | None = None, slow_pace: float = 0.0) -> dict:
+          slow_from: int | None = None, slow_pace: float = 0.0, stall_at: int | None = None, stall_ms: float = 0.0) -> dict:
     """The JSON of a train paced at ``pace`` Mbit/s through a full token bucket (``c`` Mbit/s, ``bucket`` B) in
     front of a port that never queues it, ``random_lost`` lost before the policer (no tokens taken); from packet
-    ``slow_from`` on the server falls behind, to ``slow_pace``."""
+    ``slow_from`` on the server falls behind, to ``slow_pace``; before packet ``stall_at`` it stalls ``stall_ms``."""
     tokens, lost, tx, t = bucket, [], [], 0.0
     for s in range(count):
         gap = w * 8 / ((slow_pace if slow_from is not None and s >= slow_from else pace) * 1e6)
+        gap += stall_ms / 1e3 if s == stall_at else 0.0
         if s:
             tokens = min(tokens + c * 1e6 / 8 * gap, bucket)
             t += gap
@@ -33,6 +34,16 @@ def paced(count: int, w: int, pace: float, c: float, bucket: float, random_lost=
     return {"tx_ms": tx, "sent": count, "lost_seq": lost, "lost": len(lost), "first_loss": first, "wire_bytes": w,
             "head_send_mbps": pace, "leading_mbps": pace, "head_packets": first if first is not None else count,
             "handshake_rtt_ms": rtt_ms, "received": count - len(lost)}
+
+
+def with_tail(t: dict) -> dict:
+    """``t`` with the tail's figures as the probe computes them (crates/probe/src/train.rs): the bytes received
+    after the first loss over their span from the head's last packet (arrival = send: the port never queues it)."""
+    cut, w, tx = t["first_loss"], t["wire_bytes"], t["tx_ms"]
+    tail = [x for s, x in enumerate(tx) if x is not None and s > cut]
+    start = max(x for x in tx[:cut] if x is not None)
+    rate = len(tail) * w * 8 / ((tail[-1] - start) * 1e3)
+    return {**t, "tail_packets": len(tail), "tail_mbps": rate, "tail_arrival_mbps": rate, "tail_send_mbps": rate}
 
 
 # seed 8 path 14's first train (back to back): a 39-Mbit/s policer with a 271-KB bucket on a 67.7-Mbit/s port
@@ -391,3 +402,85 @@ def test_a_first_loss_well_after_codels_first_drop_is_pies():
     # CoDel's own first drops (CODEL_TRAIN above: 105.6 ms; seed 5's path 7: 944 x 1500 B at 105.4 Mbit/s, 107.5 ms)
     assert m_trains.single_queue_aqm(CODEL_TRAIN, 20.0, 12.1)[0] == "codel"
     assert m_trains.single_queue_aqm(dict(pie, first_loss=160, head_packets=160, head_bytes=240_000), 15.63, 11.68)[0] == "codel"  # 122.8 ms
+
+
+def test_a_paced_trains_tail_reads_the_policed_rate_the_flows_fall_short_of():
+    # seed 28 path 177's truth: 4.736 Mbit/s with a 2-packet bucket, paced at 10.86 (95 % of its 11.43-Mbit/s port);
+    # four CUBIC flows read 3.71 there: their bursts meet an empty bucket. Once empty, the bucket passes what it refills
+    t = with_tail(paced(906, 1500, 10.86, 4.736, 3000))
+    c, why = m_trains.paced_rate(t, 10.86, 3000)
+    assert c == t["tail_mbps"] and "what the emptied bucket refills" in why
+    # within one packet over the tail's span of the committed rate
+    assert abs(c - 4.736) <= c / t["tail_packets"]
+    # too short a tail to read
+    short = {**t, "tail_packets": m_trains.TAIL_RATE_PACKETS - 1}
+    assert m_trains.paced_rate(short, 10.86, 3000)[0] is None
+    # no send times for the tail: who set its rate is not known
+    assert m_trains.paced_rate({**t, "tx_ms": []}, 10.86, 3000)[0] is None
+    # nothing lost: no tail
+    assert m_trains.paced_rate({**t, "first_loss": None}, 10.86, 3000)[0] is None
+
+
+def test_a_server_that_fell_below_the_policed_rate_in_the_tail_keeps_the_flows_rate():
+    # seed 8 path 14 through the emulator: paced at 64.5 Mbit/s, the server fell to 34.8 in the tail behind a 39-Mbit/s
+    # policer, whose tail then read the server's 34.8; its sends over the tail (lost or not) came no faster
+    slow = with_tail(paced(2000, 1500, 64.37, 38.99, 271_048, slow_from=600, slow_pace=34.8))
+    assert abs(slow["tail_mbps"] - 34.8) / 34.8 < 0.02
+    c, why = m_trains.paced_rate(slow, 64.37, 271_048)
+    assert c is None and "the sender, not the bucket" in why
+    # the same train kept at its pace: the tail is the policer's
+    c2, _ = m_trains.paced_rate(with_tail(paced(2000, 1500, 64.37, 38.99, 271_048)), 64.37, 271_048)
+    assert abs(c2 - 38.99) / 38.99 < 0.005
+
+
+def test_a_server_stall_longer_than_the_buckets_refill_keeps_the_flows_rate():
+    # seed 28 path 28: a 17.68-Mbit/s policer with a 35-KB bucket, paced at 21.4; the server stalled 189 ms in the
+    # tail, whose rate read 15.0. Tokens overflow the bucket after B/C (15.8 ms here): the tail reads the sender
+    stalled = with_tail(paced(1786, 1500, 21.42, 17.68, 35_000, stall_at=600, stall_ms=189.0))
+    assert stalled["tail_mbps"] < 0.9 * 17.68
+    c, why = m_trains.paced_rate(stalled, 21.42, 35_000)
+    assert c is None and "the server stalled (up to 189 ms)" in why
+    # a stall shorter than the refill costs the policer nothing: the tokens it refilled pass once the train resumes
+    brief = with_tail(paced(1786, 1500, 21.42, 17.68, 35_000, stall_at=600, stall_ms=10.0))
+    c2, why2 = m_trains.paced_rate(brief, 21.42, 35_000)
+    assert c2 == brief["tail_mbps"] and abs(c2 - 17.68) / 17.68 < 0.005 and "wasted" not in why2
+    # a 60-ms stall wastes 60 - 15.8 ms of refill (B/C at the tail's rate): the tail reads 3.7 % low, and the
+    # figure with the wasted time taken out is C again
+    longer = with_tail(paced(1786, 1500, 21.42, 17.68, 35_000, stall_at=600, stall_ms=60.0))
+    c3, why3 = m_trains.paced_rate(longer, 21.42, 35_000)
+    assert longer["tail_mbps"] < 0.97 * 17.68 and "wasted" in why3
+    assert abs(c3 - 17.68) / 17.68 < 0.005
+
+
+def test_behind_a_policer_the_paced_trains_tail_is_the_rate_and_the_buckets_c(monkeypatch):
+    # seed 8 path 14 with the flows' rate read 10 % low (35.1 for 38.99): the tail gives the rate, and the bucket's
+    # formula takes it as C (the flows' 35.1 would read the bucket ~66 KB high: 456 x 1500 x (38.99 - 35.1) / 64.37)
+    d = {"rate_mbps": 35.1, "limiter": "policer", "rate_by_cc": {"cubic": 35.1}, "rate_from": {"cubic": "acked_bytes"}}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: with_tail(paced(count, 1500, pace, 38.99, 271_048)))
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert abs(d["rate_mbps"] - 38.99) / 38.99 < 0.005 and d["rate_by_cc"]["cubic"] == 35.1
+    assert d["rate_from"]["paced_train"] == "tail" and abs(d["bucket_bytes"] - 271_048) / 271_048 < 0.02
+    assert any("its rate: the paced train's tail" in e for e in d["train_evidence"])
+
+
+def test_a_fifo_reading_its_train_turns_into_a_policer_sends_the_paced_train_for_the_rate(monkeypatch):
+    # seed 28 path 18's truth through the emulator (branch rate30, 2026-11-26): a 7.08-Mbit/s policer with a 2.8-ms
+    # bucket on a 39.4-Mbit/s port, 340 ms. Its BBR phase read 4.42, a FIFO with drops whose AQM train's head came at
+    # the port's 39.69 (_not_a_fifo: a policer). The policer's paced train then gives the rate, as behind a policer
+    # reading
+    aqm_train = {"first_loss": 2, "head_bytes": 3000, "head_packets": 2, "head_send_mbps": 429.0, "leading_mbps": 39.69,
+                 "lost": 997, "received": 3, "sender_limited": False, "sent": 1000, "wire_bytes": 1500,
+                 "tail_packets": 1, "tail_mbps": 7.04, "notes": [], "lost_seq": [2] + list(range(4, 1000))}
+    x = {"limiter": "fifo", "rate_mbps": 4.424, "buffer_bytes": 1564, "load_cc": m.LOAD_CC, "flows": 4,
+         "rate_by_cc": {"cubic": 0.427, "bbr": 4.424}, "rate_from": {"cubic": "acked_bytes", "bbr": "delivery_rate"},
+         "evidence": {"dropped": True, "flow_q95_ms": 2.83, "flow_q50_ms": 0.70, "probe_q95_ms": 949.8}}
+    paced_at = []
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: aqm_train)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: paced_at.append(pace)
+                        or with_tail(paced(count, 1500, pace, 7.082, 2497, rtt_ms=340.0)))
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    m._aqm_train("h", 5301, None, x, lambda s: None)
+    assert x["limiter"] == "policer" and paced_at and abs(paced_at[0] - 0.95 * 39.69) < 1e-9
+    assert abs(x["rate_mbps"] - 7.082) / 7.082 < 0.005 and x["rate_from"]["paced_train"] == "tail"
+    assert x["train_evidence"][0].startswith("train 1 (back to back, 429 Mbit/s): port 39.69 Mbit/s")

@@ -117,6 +117,16 @@ def read_direction(report: dict, d: str) -> dict:
     return x
 
 
+def _rate_truth(t: dict, d: str) -> float | None:
+    """The truth's rate of direction ``d`` as the campaign judges it (``campaign.errors``): None on a variable
+    capacity (a window of it is read, not its mean)."""
+    return None if t.get("variable") else t["down_mbps" if d == "down" else "up_mbps"]
+
+
+def _within(x: float | None, truth: float | None, tol: float) -> bool | None:
+    return None if truth is None or x is None else abs(x / truth - 1) <= tol
+
+
 def rows(dirs: list[str]) -> list[dict]:
     out = []
     for camp in dirs:
@@ -150,7 +160,12 @@ def rows(dirs: list[str]) -> list[dict]:
                             "named_before": C.limiter_said(t, before),
                             "right_after": x["limiter"] == t["observable"], "named_after": C.limiter_said(t, after),
                             "alternatives": x.get("limiter_alternatives"), "note": x.get("limiter_note"),
-                            "needs_train": x["needs_train"], "evidence": old["evidence"]})
+                            "needs_train": x["needs_train"], "evidence": old["evidence"],
+                            # the rate as today's code reads it from what was stored (the policer's paced train's
+                            # tail, trains.paced_rate), against the truth's where the goal judges it (fixed capacity)
+                            "rate_after": x["rate_mbps"], "rate_truth": _rate_truth(t, d),
+                            "bucket_before": old.get("bucket_bytes"), "bucket_after": x.get("bucket_bytes"),
+                            "bucket_truth": C.truth_bucket_bytes(t) if t["limiter"] == "policer" else None})
     return out
 
 
@@ -174,6 +189,20 @@ def main(argv=None) -> int:
     down = [r for r in rs if "error" not in r and r["dir"] == "down"]
     for k in ("right_before", "named_before", "right_after", "named_after"):
         print(f"down {k}: {sum(r[k] for r in down)} of {len(down)}")
+    judged = [r for r in down if r["rate_truth"] is not None]
+    rb = [r for r in judged if _within(r["rate_mbps"], r["rate_truth"], 0.10)]
+    ra = [r for r in judged if _within(r["rate_after"], r["rate_truth"], 0.10)]
+    print(f"down rate within 10 % (fixed capacity): {len(rb)} of {len(judged)} as stored -> {len(ra)}; lost: "
+          + (", ".join(f"{r['camp']}/{r['path']}" for r in rb if r not in ra) or "none"))
+    for r in judged:
+        if (r in rb) != (r in ra) or abs(r["rate_after"] / r["rate_mbps"] - 1) > 1e-9:
+            print(f"  rate {r['camp']:>14} {r['path']:4d} {r['truth']:8} truth {r['rate_truth']:8.4g}: "
+                  f"{r['rate_mbps']:8.4g} ({(r['rate_mbps'] / r['rate_truth'] - 1) * 100:+.1f} %) -> "
+                  f"{r['rate_after']:8.4g} ({(r['rate_after'] / r['rate_truth'] - 1) * 100:+.1f} %)")
+    bk = [r for r in down if r["bucket_truth"] and r["after"] == "policer" and r["before"] == "policer"
+          and r["bucket_before"] and r["bucket_after"]]
+    print(f"down policer bucket within 30 %: {sum(bool(_within(r['bucket_before'], r['bucket_truth'], 0.3)) for r in bk)} "
+          f"of {len(bk)} as stored -> {sum(bool(_within(r['bucket_after'], r['bucket_truth'], 0.3)) for r in bk)}")
     print(f"down changed: {sum((r['before'], r['before_qdisc']) != (r['after'], r['after_qdisc']) for r in down)}; "
           f"needing a train not stored: {sum(bool(r['needs_train']) for r in down)}")
     if a.json:

@@ -168,6 +168,78 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
     return (h + 0.5) * w - k * w * f, res, k, f"{cut}, {h} packets through; {how}"
 
 
+def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tuple[float | None, str]:
+    """The policed rate from a paced train's tail (``train``, paced at
+    ``pace_mbps`` through a bucket of ``bucket_bytes``, the reading so far):
+    (Mbit/s or None, why).
+
+    Once a token bucket is empty it passes exactly what its tokens refill
+    (RFC 2697's single-rate meter; Linux act_police): a train offered faster
+    than that arrives, after its first loss, at the committed rate C, whatever
+    the flows made of it. TCP's goodput through a bucket of a few packets
+    stays below C (its bursts meet an empty bucket: seed 28 path 177, 4.74
+    Mbit/s with a 2-packet bucket, four CUBIC and four BBR flows 3.71 and
+    3.62), and the twin's policer runs C, not that goodput. The tail's rate
+    (bytes after the head's last packet over their arrival span; the probe's
+    ``tail_mbps``) is C where:
+
+    - it has :data:`TAIL_RATE_PACKETS` packets or more (the probe calls a
+      shorter tail's rate coarse);
+    - the train was offered faster than it passed: the server's own rate
+      over the tail (the packets it sent, lost or not, from the head's last
+      to the tail's last received, over their send times) at least
+      :data:`TRAIN_PORT_MARGIN` times the tail's. A train no faster than the
+      rate is not cut by the bucket, and a server short of CPU may pace below
+      what it was asked: its tail then reads the sender (seed 8 path 14, a
+      64.5-Mbit/s pace fell below the 39-Mbit/s policer in the tail, which
+      read 34.8);
+    - the server's stalls are allowed for. Between two received tail packets
+      the server was silent for their gap less their spacing at the pace; a
+      silence s shorter than the time the bucket takes to refill costs the
+      policer nothing (the tokens pass at once when the train resumes), a
+      longer one wastes the rest of s (the bucket sits full). While the
+      train is policed the bucket holds less than a packet's tokens when a
+      silence begins (a packet passes where it holds one), W/2 on average,
+      so it refills in (B - W/2)/C. The tail passed C (T - E) over its
+      span T, E the sum of those wasted times, so C = tail x T / (T - E);
+      where E/T exceeds :data:`RATE_ERROR` the figure would rest on that
+      model more than the goal's tolerance, and the tail is not taken (seed 28
+      path 28: a 189-ms stall in a 1.15-s tail read 15.0 for 17.7). The VM's
+      own pauses are shorter: tests/test_advise.py's 20-Mbit/s policer (a
+      10-ms bucket) stalled 10.5 ms once, E/T 0.04 %."""
+    tail, n = train.get("tail_mbps"), int(train.get("tail_packets") or 0)
+    if train.get("first_loss") is None:
+        return None, "the paced train lost nothing: no tail to read the rate from"
+    if not tail:
+        return None, "nothing arrived after the paced train's first loss: no tail to read the rate from"
+    if n < TAIL_RATE_PACKETS:
+        return None, f"{n} packets after the first loss: fewer than {TAIL_RATE_PACKETS}, too coarse for the rate"
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    tx = train.get("tx_ms") or []
+    got = [i for i in range(len(tx)) if tx[i] is not None]
+    head = [i for i in got if i < train["first_loss"]]
+    if not head or got[-1] <= head[-1] or tx[got[-1]] <= tx[head[-1]]:
+        return None, "no send times for the tail: whether the sender or the bucket set its rate is not known"
+    offered = (got[-1] - head[-1]) * w * 8 / ((tx[got[-1]] - tx[head[-1]]) * 1e3)
+    if offered < TRAIN_PORT_MARGIN * tail:
+        return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
+                      f"{tail:.4g} that passed: the sender, not the bucket, may have set the tail's rate")
+    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (tail * 1e3)
+    span_ms = tx[got[-1]] - tx[head[-1]]
+    tail_got = [i for i in got if i >= head[-1]]
+    wasted, worst = 0.0, 0.0
+    for i, j in zip(tail_got, tail_got[1:]):
+        silent = (tx[j] - tx[i]) - (j - i) * w * 8 / (pace_mbps * 1e3)
+        wasted += max(silent - refill_ms, 0.0)
+        worst = max(worst, silent)
+    if wasted > RATE_ERROR * span_ms:
+        return None, (f"the server stalled (up to {worst:.3g} ms), {wasted:.3g} ms of its {span_ms:.4g}-ms tail beyond the "
+                      f"bucket's {refill_ms:.3g}-ms refill: the tail's {tail:.4g} Mbit/s reads the sender")
+    c = float(tail) * span_ms / (span_ms - wasted)
+    return c, (f"the paced train's tail: {n} packets after its first loss at {tail:.4g} Mbit/s, what the emptied bucket "
+               f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
+
+
 def port_fifo(train: dict) -> float | None:
     """The port's FIFO from a back-to-back train whose head the FIFO cut:
     it filled where what arrived at the sender's rate U exceeded what the
