@@ -141,6 +141,9 @@ pub struct Receiver {
     pub rcv_nxt: u64,
     /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt.
     ofo: Vec<SackBlock>,
+    /// Segments in `ofo` (the sum of its blocks' lengths, kept as they change: `queued` is asked on every
+    /// segment, and after heavy loss at a large BDP `ofo` holds thousands of blocks).
+    ofo_segs: u32,
     /// SACK blocks in reporting order (most recently changed first).
     recent: Vec<SackBlock>,
     dsack: Option<SackBlock>,
@@ -200,6 +203,7 @@ impl Receiver {
         Receiver {
             rcv_nxt: 0,
             ofo: Vec::new(),
+            ofo_segs: 0,
             recent: Vec::new(),
             dsack: None,
             quick: 0,
@@ -254,7 +258,8 @@ impl Receiver {
 
     /// Segments held in `sk_rmem_alloc`: in order and not yet read, and out of order.
     fn queued(&self) -> u32 {
-        self.arrived_unread + self.ofo.iter().map(|b| (b.end - b.start) as u32).sum::<u32>()
+        debug_assert_eq!(self.ofo_segs, self.ofo.iter().map(|b| (b.end - b.start) as u32).sum::<u32>());
+        self.arrived_unread + self.ofo_segs
     }
 
     /// The application reads everything in order, at `now` (`tcp_recvmsg`
@@ -361,6 +366,7 @@ impl Receiver {
                     break;
                 }
                 self.rcv_nxt = self.rcv_nxt.max(b.end);
+                self.ofo_segs -= (b.end - b.start) as u32;
                 pulled += 1;
             }
             self.ofo.drain(..pulled);
@@ -473,6 +479,7 @@ impl Receiver {
 
     fn insert_ofo(&mut self, seq: u64) {
         let pos = self.ofo.partition_point(|b| b.end < seq);
+        self.ofo_segs += 1; // `seq` is in no block (on_data's duplicate test): every case below adds it once
         let mut block = SackBlock { start: seq, end: seq + 1 };
         if pos < self.ofo.len() && self.ofo[pos].end == seq {
             self.ofo[pos].end = seq + 1;
