@@ -81,6 +81,7 @@ use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
 use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
+use std::collections::VecDeque;
 
 /// `TCP_MAX_QUICKACKS`: segments acked at once when quick-ACK mode starts.
 pub const MAX_QUICKACKS: u32 = 16;
@@ -139,8 +140,10 @@ pub enum EcnEcho {
 pub struct Receiver {
     /// Next in-order segment expected.
     pub rcv_nxt: u64,
-    /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt.
-    ofo: Vec<SackBlock>,
+    /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt. A deque: new data lands at the back,
+    /// a filled hole takes blocks off the front (a Vec moved every block after heavy loss: 4.9 % of a
+    /// 1 Gbit/s, 200 ms BBR run into a 100 KB FIFO went to that memmove).
+    ofo: VecDeque<SackBlock>,
     /// Segments in `ofo` (the sum of its blocks' lengths, kept as they change: `queued` is asked on every
     /// segment, and after heavy loss at a large BDP `ofo` holds thousands of blocks).
     ofo_segs: u32,
@@ -202,7 +205,7 @@ impl Receiver {
     pub fn new(base_rtt: Nanos) -> Receiver {
         Receiver {
             rcv_nxt: 0,
-            ofo: Vec::new(),
+            ofo: VecDeque::new(),
             ofo_segs: 0,
             recent: Vec::new(),
             dsack: None,
@@ -245,7 +248,7 @@ impl Receiver {
 
     /// Bytes from rcv_nxt to the end of the highest out-of-order segment.
     fn ooo_bytes(&self) -> u64 {
-        self.ofo.last().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
+        self.ofo.back().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
     }
 
     /// A data segment at or above rcv_nxt echoes the timestamp `tsecr` (ms):
