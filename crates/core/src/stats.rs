@@ -20,19 +20,21 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let pos = (q / 100.0) * (sorted.len() - 1) as f64;
+    percentile_at(sorted.len(), |i| sorted[i], q)
+}
+
+/// Percentile `q` of `n` > 0 ascending values, `at(i)` the i-th (numpy "linear").
+fn percentile_at(n: usize, at: impl Fn(usize) -> f64, q: f64) -> f64 {
+    let pos = (q / 100.0) * (n - 1) as f64;
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     let frac = pos - lo as f64;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+    at(lo) + (at(hi) - at(lo)) * frac
 }
 
 impl Dist {
     /// Summarise `xs` (sorted in place). Empty input gives NaNs and n = 0.
     pub fn of(xs: &mut [f64]) -> Dist {
-        if xs.is_empty() {
-            return Dist { n: 0, mean: f64::NAN, p50: f64::NAN, p95: f64::NAN, p99: f64::NAN, max: f64::NAN };
-        }
         if xs.iter().all(|x| x.is_sign_positive()) {
             // delays and RTTs: with no sign bit set, the bit patterns order as `total_cmp` does
             // (a positive NaN above +inf), and integers sort ~30 % faster (5 M samples)
@@ -40,15 +42,7 @@ impl Dist {
         } else {
             xs.sort_unstable_by(|a, b| a.total_cmp(b));
         }
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        Dist {
-            n: xs.len(),
-            mean,
-            p50: percentile_sorted(xs, 50.0),
-            p95: percentile_sorted(xs, 95.0),
-            p99: percentile_sorted(xs, 99.0),
-            max: *xs.last().unwrap(),
-        }
+        dist_sorted(xs.len(), |i| xs[i], xs.iter().copied())
     }
 }
 
@@ -137,12 +131,7 @@ fn dist_sorted(n: usize, at: impl Fn(usize) -> f64, all: impl Iterator<Item = f6
     if n == 0 {
         return Dist { n: 0, mean: f64::NAN, p50: f64::NAN, p95: f64::NAN, p99: f64::NAN, max: f64::NAN };
     }
-    let pct = |q: f64| {
-        let pos = (q / 100.0) * (n - 1) as f64;
-        let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-        let frac = pos - lo as f64;
-        at(lo) + (at(hi) - at(lo)) * frac
-    };
+    let pct = |q: f64| percentile_at(n, &at, q);
     Dist { n, mean: all.sum::<f64>() / n as f64, p50: pct(50.0), p95: pct(95.0), p99: pct(99.0), max: at(n - 1) }
 }
 

@@ -667,6 +667,32 @@ mod tests {
     }
 
     #[test]
+    fn the_out_of_order_segment_count_is_the_sum_of_the_blocks_through_holes_merges_duplicates_and_fills() {
+        // segments 0..400 in a shuffled order with repeats: blocks open, grow at either end, merge,
+        // are pulled in order, and duplicates change nothing; the count kept must equal the sum
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut order: Vec<u64> = (0..400).collect();
+        for i in (1..order.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let repeats: Vec<u64> = order.iter().step_by(7).copied().collect();
+        let mut most = 0;
+        for (i, &seq) in order.iter().chain(repeats.iter()).enumerate() {
+            r.on_data(1000 * i as u64, seq);
+            r.make_ack();
+            let sum: u64 = r.ofo.iter().map(|b| b.end - b.start).sum();
+            assert_eq!(r.ofo_segs as u64, sum, "after segment {seq} (arrival {i})");
+            most = most.max(r.ofo.len());
+        }
+        assert!(most > 20, "the order made many holes: {most} blocks at most");
+        assert_eq!((r.rcv_nxt, r.ofo_segs, r.ofo.len()), (400, 0, 0));
+    }
+
+    #[test]
     fn a_hole_produces_sack_blocks_newest_first_and_filling_it_acks_at_once() {
         let mut r = Receiver::new(100 * NS_PER_MS);
         r.on_data(0, 0);
