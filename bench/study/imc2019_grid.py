@@ -1,12 +1,13 @@
 """Benchmark: the full imc2019 grid (640 runs of 60 s) in the simulator.
 
-    .venv/bin/python bench/study/imc2019_grid.py [--out DIR] [--jobs N]
+    .venv/bin/python bench/study/imc2019_grid.py [--out DIR] [--jobs N] [--rates 10Mbit,1000Mbit]
 
 Runs only the ``grid`` part of ``bloatlab reproduce imc2019`` (8 RTTs × 8
 bandwidths × 5 buffers × BBR/CUBIC, 60 s each) into a fresh results
 directory and prints the wall time, the machine and the load average, for
 bench/study/RESULTS.md. The IMC 2019 testbed needed about 53 hours for its
-640 iperf3 runs.
+640 iperf3 runs. ``--rates`` keeps the grid's points at those bandwidths only
+(80 each), for a quick profile of one part of it.
 """
 
 from __future__ import annotations
@@ -27,9 +28,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp/bloatlab-bench-imc2019-grid")
     ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--rates", default=None, help="comma-separated bandwidths of the grid to run (default: all 8)")
     args = ap.parse_args(argv)
     full = get("imc2019").sweep(quick=False)
     grid = Sweep("imc2019-grid-bench", [p for p in full.parts if p.name == "grid"])
+    if args.rates is not None:
+        from bloatlab.study.experiments.imc2019 import RATES
+
+        rates = args.rates.split(",")
+        if not rates or any(r not in RATES for r in rates):
+            print(f"--rates: expected some of {','.join(RATES)}, got {args.rates!r}", file=sys.stderr)
+            return 2
+        part = grid.parts[0]
+        part.points = [p for p in part.points if p["link.down.rate"] in rates]
     n = len(grid.points())
     shutil.rmtree(args.out, ignore_errors=True)
     load0 = os.getloadavg()

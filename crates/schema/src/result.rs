@@ -26,7 +26,11 @@ fn finite(x: f64) -> Option<f64> {
 impl DistOut {
     /// The summary of `xs` (sorted in place).
     pub fn of(xs: &mut [f64]) -> DistOut {
-        let d = Dist::of(xs);
+        DistOut::from_dist(Dist::of(xs))
+    }
+
+    /// A [`Dist`] as the raw result carries it (non-finite values as `None`).
+    pub fn from_dist(d: Dist) -> DistOut {
         DistOut { n: d.n, mean: finite(d.mean), p50: finite(d.p50), p95: finite(d.p95), p99: finite(d.p99), max: finite(d.max) }
     }
 

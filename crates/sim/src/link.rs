@@ -9,6 +9,7 @@ use crate::scenario::LinkSpec;
 use bloatlab_core::qdisc::chain::build_bottleneck;
 use bloatlab_core::qdisc::{DropReason, Events, Packet, PacketMeta, Qdisc, Stats};
 use bloatlab_core::rng::{self, Rng, RngExt};
+use bloatlab_core::stats::NsSamples;
 use bloatlab_core::time::{tx_time, Nanos};
 use bloatlab_core::trace::{Cursor, Trace};
 
@@ -37,8 +38,8 @@ pub struct Link {
     pub stats: Stats,
     pub tx_bytes: u64,
     pub busy_ns: Nanos,
-    /// Queueing delay of every transmitted packet, ms.
-    pub qdelay_ms: Vec<f64>,
+    /// Queueing delay of every transmitted packet, ns (the summary's `qdelay_ms`).
+    pub qdelay_ns: NsSamples,
     /// For the time series: sum and count of qdelay since the last sample.
     pub interval_qdelay_sum: f64,
     pub interval_qdelay_n: u64,
@@ -66,7 +67,7 @@ impl Link {
             stats: Stats::default(),
             tx_bytes: 0,
             busy_ns: 0,
-            qdelay_ms: Vec::new(),
+            qdelay_ns: NsSamples::default(),
             interval_qdelay_sum: 0.0,
             interval_qdelay_n: 0,
         })
@@ -105,8 +106,9 @@ impl Link {
         self.stats.absorb(&mut self.ev, |_| {});
         match p {
             Some(p) => {
-                let q = (now - p.meta.enqueued_at) as f64 / 1e6;
-                self.qdelay_ms.push(q);
+                let q_ns = now - p.meta.enqueued_at;
+                self.qdelay_ns.push(q_ns);
+                let q = q_ns as f64 / 1e6;
                 self.interval_qdelay_sum += q;
                 self.interval_qdelay_n += 1;
                 let dt = match &mut self.trace {
@@ -225,7 +227,7 @@ mod tests {
         }
         assert_eq!(departures(&mut l, 0, 4), [2, 4, 6, 8].map(|ms| ms * NS_PER_MS));
         // Queueing delay is measured to the start of transmission: the opportunity's time.
-        assert_eq!(l.qdelay_ms, [2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(l.qdelay_ns.ms(), [2.0, 4.0, 6.0, 8.0]);
     }
 
     #[test]
@@ -266,7 +268,7 @@ mod tests {
         let mut l = fifo(10_000_000, 100);
         offer(&mut l, 0, 3, 1500);
         assert_eq!(departures(&mut l, 0, 3), [1_200_000, 2_400_000, 3_600_000]);
-        assert_eq!(l.qdelay_ms, [0.0, 1.2, 2.4]);
+        assert_eq!(l.qdelay_ns.ms(), [0.0, 1.2, 2.4]);
         assert_eq!((l.tx_bytes, l.busy_ns, l.stats.dequeued_pkts), (4500, 3_600_000, 3));
         // A time that is no whole ns rounds up: 94 B at 3 Mbit/s = 250 666.7 ns.
         let mut l = fifo(3_000_000, 100);

@@ -737,7 +737,7 @@ impl World {
                 fct_s: f.snd.done_at.map(|t| (t - f.hs.first_syn.unwrap_or(start)) as f64 / 1e9),
                 completed,
                 client_done_s: f.client_has_all.map(|t| t as f64 / 1e9),
-                rtt_ms: DistOut::of(&mut f.snd.rtt_samples_ms),
+                rtt_ms: DistOut::from_dist(f.snd.rtt_samples_ns.dist_ms()),
                 lost_segs: Some(f.snd.lost_total()),
             });
         }
@@ -755,7 +755,7 @@ impl World {
                         tx_pkts: l.stats.dequeued_pkts,
                         drops,
                         marks: l.stats.marks,
-                        qdelay_ms: DistOut::of(&mut l.qdelay_ms),
+                        qdelay_ms: DistOut::from_dist(l.qdelay_ns.dist_ms()),
                         autorate: l.shaper_rate_log().and_then(|log| AutorateOut::of(log, self.sc.duration_ns)),
                     },
                 );

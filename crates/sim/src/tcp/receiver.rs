@@ -81,6 +81,7 @@ use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
 use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
+use std::collections::VecDeque;
 
 /// `TCP_MAX_QUICKACKS`: segments acked at once when quick-ACK mode starts.
 pub const MAX_QUICKACKS: u32 = 16;
@@ -139,8 +140,13 @@ pub enum EcnEcho {
 pub struct Receiver {
     /// Next in-order segment expected.
     pub rcv_nxt: u64,
-    /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt.
-    ofo: Vec<SackBlock>,
+    /// Out-of-order ranges, sorted, disjoint, all above rcv_nxt. A deque: new data lands at the back,
+    /// a filled hole takes blocks off the front (a Vec moved every block after heavy loss: 4.9 % of a
+    /// 1 Gbit/s, 200 ms BBR run into a 100 KB FIFO went to that memmove).
+    ofo: VecDeque<SackBlock>,
+    /// Segments in `ofo` (the sum of its blocks' lengths, kept as they change: `queued` is asked on every
+    /// segment, and after heavy loss at a large BDP `ofo` holds thousands of blocks).
+    ofo_segs: u32,
     /// SACK blocks in reporting order (most recently changed first).
     recent: Vec<SackBlock>,
     dsack: Option<SackBlock>,
@@ -199,7 +205,8 @@ impl Receiver {
     pub fn new(base_rtt: Nanos) -> Receiver {
         Receiver {
             rcv_nxt: 0,
-            ofo: Vec::new(),
+            ofo: VecDeque::new(),
+            ofo_segs: 0,
             recent: Vec::new(),
             dsack: None,
             quick: 0,
@@ -241,7 +248,7 @@ impl Receiver {
 
     /// Bytes from rcv_nxt to the end of the highest out-of-order segment.
     fn ooo_bytes(&self) -> u64 {
-        self.ofo.last().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
+        self.ofo.back().map_or(0, |b| (b.end - self.rcv_nxt) * MSS as u64)
     }
 
     /// A data segment at or above rcv_nxt echoes the timestamp `tsecr` (ms):
@@ -254,7 +261,8 @@ impl Receiver {
 
     /// Segments held in `sk_rmem_alloc`: in order and not yet read, and out of order.
     fn queued(&self) -> u32 {
-        self.arrived_unread + self.ofo.iter().map(|b| (b.end - b.start) as u32).sum::<u32>()
+        debug_assert_eq!(self.ofo_segs, self.ofo.iter().map(|b| (b.end - b.start) as u32).sum::<u32>());
+        self.arrived_unread + self.ofo_segs
     }
 
     /// The application reads everything in order, at `now` (`tcp_recvmsg`
@@ -361,6 +369,7 @@ impl Receiver {
                     break;
                 }
                 self.rcv_nxt = self.rcv_nxt.max(b.end);
+                self.ofo_segs -= (b.end - b.start) as u32;
                 pulled += 1;
             }
             self.ofo.drain(..pulled);
@@ -473,6 +482,7 @@ impl Receiver {
 
     fn insert_ofo(&mut self, seq: u64) {
         let pos = self.ofo.partition_point(|b| b.end < seq);
+        self.ofo_segs += 1; // `seq` is in no block (on_data's duplicate test): every case below adds it once
         let mut block = SackBlock { start: seq, end: seq + 1 };
         if pos < self.ofo.len() && self.ofo[pos].end == seq {
             self.ofo[pos].end = seq + 1;
@@ -654,6 +664,32 @@ mod tests {
         // the head hole: 0 arrives, 0-1 become in order, 2 stays a hole
         r.on_data(302, 0);
         assert_eq!((r.rcv_nxt, r.ofo.len(), r.dup_segs), (2, 98, 3));
+    }
+
+    #[test]
+    fn the_out_of_order_segment_count_is_the_sum_of_the_blocks_through_holes_merges_duplicates_and_fills() {
+        // segments 0..400 in a shuffled order with repeats: blocks open, grow at either end, merge,
+        // are pulled in order, and duplicates change nothing; the count kept must equal the sum
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut order: Vec<u64> = (0..400).collect();
+        for i in (1..order.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let repeats: Vec<u64> = order.iter().step_by(7).copied().collect();
+        let mut most = 0;
+        for (i, &seq) in order.iter().chain(repeats.iter()).enumerate() {
+            r.on_data(1000 * i as u64, seq);
+            r.make_ack();
+            let sum: u64 = r.ofo.iter().map(|b| b.end - b.start).sum();
+            assert_eq!(r.ofo_segs as u64, sum, "after segment {seq} (arrival {i})");
+            most = most.max(r.ofo.len());
+        }
+        assert!(most > 20, "the order made many holes: {most} blocks at most");
+        assert_eq!((r.rcv_nxt, r.ofo_segs, r.ofo.len()), (400, 0, 0));
     }
 
     #[test]

@@ -458,7 +458,7 @@ impl Sender {
             if let Some(c) = ca_rtt {
                 let c_us = (c / NS_PER_US).max(1);
                 self.min_rtt.update(MIN_RTT_WLEN_US, now / NS_PER_US, c_us);
-                self.rtt_samples_ms.push(c as f64 / 1e6);
+                self.rtt_samples_ns.push(c);
             }
             self.rtt.sample((r / NS_PER_US).min(u32::MAX as u64) as u32, self.sb.una * MSS as u64, self.sb.nxt * MSS as u64);
             self.backoff = 0;

@@ -53,6 +53,7 @@ pub use super::timer::TimerKind;
 use crate::packet::{SackBlock, MSS};
 use bloatlab_core::cc::{CaState, CongestionControl, ConnView, CwndEvent, Window};
 use bloatlab_core::filter::MinFilter;
+use bloatlab_core::stats::NsSamples;
 use bloatlab_core::time::{Nanos, NS_PER_SEC, NS_PER_US};
 
 /// An application-limited source (`rate` on a flow) writes every 10 ms what
@@ -157,7 +158,7 @@ pub struct Sender {
     pub segs_sent: u64,
     pub retrans_segs: u64,
     pub bytes_acked: u64,
-    pub rtt_samples_ms: Vec<f64>,
+    pub rtt_samples_ns: NsSamples,
     pub done_at: Option<Nanos>,
 }
 
@@ -213,7 +214,7 @@ impl Sender {
             segs_sent: 0,
             retrans_segs: 0,
             bytes_acked: 0,
-            rtt_samples_ms: Vec::new(),
+            rtt_samples_ns: NsSamples::default(),
             done_at: None,
         }
     }

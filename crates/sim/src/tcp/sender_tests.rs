@@ -701,7 +701,7 @@ fn an_ack_of_a_retransmitted_segment_takes_its_rtt_from_the_timestamp_echo_in_wh
     s.on_ack(t + 160_400_000, 2, &[], false, false, &mut out);
     // srtt = 100 + (160 - 100) / 8 = 107.5 ms; the backoff ends with the sample
     assert_eq!((s.rtt.srtt(), s.backoff), (107_500 * NS_PER_US, 0));
-    assert_eq!(s.rtt_samples_ms.last(), Some(&160.0));
+    assert_eq!(s.rtt_samples_ns.last_ms(), Some(160.0));
     assert_eq!(s.ca_state, CaState::Loss, "the echo is the retransmission's: no undo");
     // the same ACK without a timestamp option: no sample, the backoff stays
     let (mut s, t) = after_rto();
