@@ -258,11 +258,25 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     # before (no paced train read), the policer reading named only a FIFO shallower than the floor: not the truth's
     y = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, **TBF_QUEUE_LOSS)
     assert y["limiter"] == "policer" and not c.limiter_said(truth("shaper", 15.63, 35201), y)
-    # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the floor stay policers
-    for gained in (0.16, 0.9 * m_physics.burst_floor_ms(15.5604, 4)):
+    # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the measurement's
+    # noise stay policers
+    for gained in (0.16, 0.99 * m_physics.NOISE_MS):
         z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, gained, 88),
                       **TBF_QUEUE_LOSS)
         assert z["limiter"] == "policer", gained
+    # a tbf's queue above the noise but within the flows' burst floor (9.2 ms here) is a tbf: a paced train carries
+    # none of the flows' bursts (it read as a policer before: seed 31 path 31, a 63.5-ms tbf queue at 0.57 Mbit/s
+    # whose paced head gained 72.5 ms, below that rate's 171-ms floor)
+    floor = m_physics.burst_floor_ms(15.5604, 4)
+    assert m_physics.NOISE_MS < 0.5 * floor
+    z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 0.5 * floor, 88),
+                  **TBF_QUEUE_LOSS)
+    assert z["limiter"] == "fifo" and abs(z["tbf_queue_ms"] - 0.5 * floor) < 1e-9
+    assert abs(z["buffer_bytes"] - 0.5 * floor / 1e3 * 15.5604e6 / 8) <= 1
+    # a paced head the server sent no faster than the rate could queue nowhere: it tells nothing
+    slow = dict(paced(1451, 17.1176, 309, 18.0, 88), head_send_mbps=15.0)
+    z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=slow, **TBF_QUEUE_LOSS)
+    assert z["limiter"] == "policer"
 
 
 # seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads
