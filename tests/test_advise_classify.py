@@ -279,6 +279,23 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     assert z["limiter"] == "policer"
 
 
+def test_a_fifo_reading_the_aqm_train_turns_policer_is_read_again_for_a_queue_before_the_bucket(monkeypatch):
+    """A FIFO reading with drops (the probes' p95 at the floor) whose AQM train's head came faster than the rate turns
+    `policer` (_not_a_fifo) and sends the paced train; where that train's head gained a queue above the noise, the
+    direction is a tbf's `fifo` again, with the queue the paced train met (before, it stayed `policer`: seed 31 path
+    41, a 3.3-ms tbf queue at 7.9 Mbit/s, whose paced head gained 3.15 ms)."""
+    rate = 15.5604
+    floor = m_physics.burst_floor_ms(rate, 4)
+    ev = {"probe_q95_ms": 1.05 * floor, "flow_q50_ms": 0.95 * floor, "flow_q95_ms": 0.98 * floor}
+    assert m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4) == "fifo"
+    x = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 6.0, 88))
+    assert x["limiter"] == "fifo" and abs(x["tbf_queue_ms"] - 6.0) < 1e-9 and "a tbf" in x["limiter_note"]
+    assert abs(x["buffer_bytes"] - 6.0e-3 * rate * 1e6 / 8) <= 1 and x["aqm_note"] == x["limiter_note"]
+    # a policer's paced head (no queue) leaves the policer reading _not_a_fifo gave
+    y = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 0.16, 88))
+    assert y["limiter"] == "policer" and "tbf_queue_ms" not in y
+
+
 # seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads
 CODEL_SLOW_EV = {"probe_q95_ms": 39.519, "flow_q50_ms": 23.227, "flow_q95_ms": 39.681}
 CODEL_SLOW_TRAIN = {"first_loss": 21, "head_bytes": 31500, "head_packets": 21, "head_send_mbps": 904.74, "leading_mbps": 2.31786,
