@@ -258,11 +258,42 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     # before (no paced train read), the policer reading named only a FIFO shallower than the floor: not the truth's
     y = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, **TBF_QUEUE_LOSS)
     assert y["limiter"] == "policer" and not c.limiter_said(truth("shaper", 15.63, 35201), y)
-    # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the floor stay policers
-    for gained in (0.16, 0.9 * m_physics.burst_floor_ms(15.5604, 4)):
+    # a policer's paced head (0.16 ms: the most of the stored policers) and a tbf's queue within the measurement's
+    # noise stay policers
+    for gained in (0.16, 0.99 * m_physics.NOISE_MS):
         z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, gained, 88),
                       **TBF_QUEUE_LOSS)
         assert z["limiter"] == "policer", gained
+    # a tbf's queue above the noise but within the flows' burst floor (9.2 ms here) is a tbf: a paced train carries
+    # none of the flows' bursts (it read as a policer before: seed 31 path 31, a 63.5-ms tbf queue at 0.57 Mbit/s
+    # whose paced head gained 72.5 ms, below that rate's 171-ms floor)
+    floor = m_physics.burst_floor_ms(15.5604, 4)
+    assert m_physics.NOISE_MS < 0.5 * floor
+    z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 0.5 * floor, 88),
+                  **TBF_QUEUE_LOSS)
+    assert z["limiter"] == "fifo" and abs(z["tbf_queue_ms"] - 0.5 * floor) < 1e-9
+    assert abs(z["buffer_bytes"] - 0.5 * floor / 1e3 * 15.5604e6 / 8) <= 1
+    # a paced head the server sent no faster than the rate could queue nowhere: it tells nothing
+    slow = dict(paced(1451, 17.1176, 309, 18.0, 88), head_send_mbps=15.0)
+    z = read_down(monkeypatch, TBF_QUEUE_EV, 15.5604, TBF_QUEUE_TRAIN, base_ms=154.5, paced=slow, **TBF_QUEUE_LOSS)
+    assert z["limiter"] == "policer"
+
+
+def test_a_fifo_reading_the_aqm_train_turns_policer_is_read_again_for_a_queue_before_the_bucket(monkeypatch):
+    """A FIFO reading with drops (the probes' p95 at the floor) whose AQM train's head came faster than the rate turns
+    `policer` (_not_a_fifo) and sends the paced train; where that train's head gained a queue above the noise, the
+    direction is a tbf's `fifo` again, with the queue the paced train met (before, it stayed `policer`: seed 31 path
+    41, a 3.3-ms tbf queue at 7.9 Mbit/s, whose paced head gained 3.15 ms)."""
+    rate = 15.5604
+    floor = m_physics.burst_floor_ms(rate, 4)
+    ev = {"probe_q95_ms": 1.05 * floor, "flow_q50_ms": 0.95 * floor, "flow_q95_ms": 0.98 * floor}
+    assert m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4) == "fifo"
+    x = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 6.0, 88))
+    assert x["limiter"] == "fifo" and abs(x["tbf_queue_ms"] - 6.0) < 1e-9 and "a tbf" in x["limiter_note"]
+    assert abs(x["buffer_bytes"] - 6.0e-3 * rate * 1e6 / 8) <= 1 and x["aqm_note"] == x["limiter_note"]
+    # a policer's paced head (no queue) leaves the policer reading _not_a_fifo gave
+    y = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 0.16, 88))
+    assert y["limiter"] == "policer" and "tbf_queue_ms" not in y
 
 
 # seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads

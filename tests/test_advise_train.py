@@ -68,6 +68,22 @@ def test_the_cut_is_the_first_loss_and_a_random_loss_in_the_head_does_not_move_i
     assert t["lost_seq"][-1] < 1259 and m_trains.policer_cut(t["lost_seq"], 2000) == t["first_loss"] == 456
 
 
+def test_a_paced_train_the_server_sent_below_the_rate_tells_nothing_of_the_bucket():
+    """Seed 31 path 15 through the emulator on a loaded VM: a train asked at 95.5 Mbit/s left the server at 45.7,
+    below the 86.4 measured, and passed whole: its bucket read -2.67 MB ("at least" a negative size). A train no
+    faster than the rate passes any bucket whole: no figure, and the first train's bucket is kept."""
+    t = paced(2000, 1500, 95.48, 86.42, 36_900)
+    assert t["lost_seq"]
+    slow = dict(t, lost_seq=[], lost=0, first_loss=None, head_send_mbps=45.716)
+    assert m_trains.paced_bucket(slow, 86.42, 95.48) == (None, 0.0, 2000, "the paced train was sent at 45.72 Mbit/s, no "
+                                                         "faster than the policed rate: it passed whole, which tells "
+                                                         "nothing of the bucket")
+    # sent faster than the rate and passed whole: a bucket at least the train's bytes less the refill
+    fast = dict(slow, head_send_mbps=95.48)
+    b, least, k, how = m_trains.paced_bucket(fast, 86.42, 95.48)
+    assert b is None and k == 2000 and abs(least - 2000 * 1500 * (1 - 86.42 / 95.48)) < 1e-6 and "passed whole" in how
+
+
 def test_a_paced_train_reads_the_bucket_the_ports_fifo_hid_from_the_first():
     t = paced(2000, 1500, 64.37, 39.0, 271_000)
     b, res, k, how = m_trains.paced_bucket(t, 39.0, 64.37)

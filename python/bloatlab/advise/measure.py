@@ -578,7 +578,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"both; the port's FIFO is at least {q / 1e3 if q else 0:.3g} KB (not seen)")
 
 
-def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0) -> None:
+def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0,
+               base_ms: float | None = None) -> None:
     """A direction that read as a FIFO with drops: one packet train down (or
     the policer's, where one was sent: a second right after it would meet the
     drop probability the first left behind), and the direction becomes
@@ -612,11 +613,17 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         # the port's FIFO and the policed rate (trains.paced_rate), which the flows' goodput through a bucket of a few
         # packets falls short of (seed 28 path 18 through the emulator: 4.42 Mbit/s read for a 7.08 CIR)
         p, b = x.get("port_mbps"), x.get("bucket_bytes")
-        if x.get("paced_train") is not None:
-            return  # a policer reading before sent it (_policer_train)
-        x["train_evidence"] = [_train1_said(t, p)]
-        if p is not None and t.get("first_loss") is not None and b is not None:
-            _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
+        # (unless a policer reading before sent it: _policer_train)
+        if x.get("paced_train") is None:
+            x["train_evidence"] = [_train1_said(t, p)]
+            if p is not None and t.get("first_loss") is not None and b is not None:
+                _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
+        # ... and, as behind a policer reading, a queue in front of the bucket (a tbf whose queue the flows' bursts hid)
+        if base_ms is not None:
+            _queue_before_bucket(x, base_ms)
+            if x["limiter"] == "fifo":
+                x["aqm_note"] = x["limiter_note"]
+                say(f"  down: {x['limiter_note']}")
         return
     lead = t.get("leading_mbps")
     if lead and not t.get("sender_limited") and lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
@@ -714,7 +721,7 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
         _held_not_policed(x, idle_loss)
         _not_a_policer(x, base_ms)
         lap("policer_train")
-    _aqm_train(host, port, secret, x, say, idle_loss)
+    _aqm_train(host, port, secret, x, say, idle_loss, base_ms)
     lap("aqm_train")
 
 

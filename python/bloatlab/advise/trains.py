@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .physics import WIRE_SEGMENT, _significant, burst_floor_ms, mathis_loss
+from .physics import NOISE_MS, WIRE_SEGMENT, _significant, burst_floor_ms, mathis_loss
 from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, ambiguity
 from .buffer import buffer_reading
 
@@ -146,6 +146,11 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
     lost = train.get("lost_seq") or []
     if not lost:
         sent = train.get("head_send_mbps") or pace_mbps
+        if sent <= rate_mbps:
+            # a server short of CPU paced below what it was asked (seed 31 path 15 on a loaded VM: 45.7 Mbit/s sent
+            # for a 95.5 pace, under a tbf at 86.6): a train no faster than the rate passes whole through any bucket
+            return None, 0.0, count, (f"the paced train was sent at {sent:.4g} Mbit/s, no faster than the policed "
+                                      f"rate: it passed whole, which tells nothing of the bucket")
         b = count * w * (1 - rate_mbps / sent)
         return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
     k = policer_cut(lost, count) if random_loss > 0 else min(lost)
@@ -277,26 +282,34 @@ def paced_queue_ms(train: dict) -> float | None:
     return span - (head[-1] - head[0])
 
 
+#: what a paced train's head must gain over its send span to show a queue in front of the bucket (ms): the
+#: measurement's noise alone (physics.NOISE_MS). The flows' burst floor (burst_floor_ms) does not apply: a paced
+#: train carries no TSO bursts and reaches the port no faster than the port drains it (PACE_SHARE), so behind a
+#: policer its head arrives as it was sent (the campaign's 17 stored policer paths: -0.15 to +0.16 ms); what
+#: stays unseen is a tbf whose queue drains within the noise, which acts as a policer does (its alternatives say so)
+PACED_QUEUE_MIN_MS = NOISE_MS
+
+
 def _queue_before_bucket(x: dict, base_ms: float) -> None:
     """A ``policer`` direction whose paced train's head gained more delay
-    (:func:`paced_queue_ms`) than the burst floor: a queue stood in front of
-    the bucket, deeper than the flows' bursts and the noise explain — a tbf,
-    not a policer. The direction becomes ``fifo`` (a tbf's queue is a FIFO at
-    its rate) with that queue's depth at the measured rate. A gain within
-    the floor keeps the reading, whose alternatives already name a FIFO (or
-    a tbf's queue) that shallow."""
+    (:func:`paced_queue_ms`) than :data:`PACED_QUEUE_MIN_MS`: a queue stood in
+    front of the bucket — a tbf, not a policer. The direction becomes
+    ``fifo`` (a tbf's queue is a FIFO at its rate) with that queue's depth at
+    the measured rate. A head the server sent no faster than the rate could
+    queue nowhere and tells nothing; a smaller gain keeps the reading, whose
+    alternatives already name a FIFO (or a tbf's queue) that shallow."""
     t = x.get("paced_train")
     if x["limiter"] != "policer" or not t:
         return
     q = paced_queue_ms(t)
-    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
-    if q is None or q < floor:
+    sent = t.get("head_send_mbps") or t.get("pace_mbps")
+    if q is None or q < PACED_QUEUE_MIN_MS or (sent is not None and sent <= x["rate_mbps"]):
         return
     buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     note = (f"a token bucket behind a queue (a tbf): the paced train's head gained {q:.3g} ms of delay before its first "
-            f"loss, more than the {floor:.2g}-ms floor, where a policer passes or drops each packet at once; the queue "
-            f"holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
+            f"loss, more than the measurement's {PACED_QUEUE_MIN_MS:.2g}-ms noise, where a policer passes or drops each "
+            f"packet at once; the queue holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
     x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
 
