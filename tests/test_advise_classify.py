@@ -328,6 +328,10 @@ def test_flow_isolation_whose_train_head_came_faster_than_the_rate_is_a_policer(
     y = read_down(monkeypatch, ISOLATION_POLICER_EV, rate, isolation_train(1.05 * rate))
     assert y["limiter"] == "aqm" and y["isolation_train"]["leading_mbps"] == 1.05 * rate
     assert c.limiter_said(truth("fq_codel", 26.0), y) and not c.limiter_said(truth("policer", 26.07), y)
+    # ... and where the flows read the rate low, the train's own tail (drained at the AQM's rate) holds the bar
+    w = read_down(monkeypatch, ISOLATION_POLICER_EV, 0.85 * rate, dict(isolation_train(1.02 * rate, head=500),
+                                                                          tail_packets=20, tail_arrival_mbps=rate))
+    assert w["limiter"] == "aqm"
     # a server that could not send faster than the head arrived shows no port
     z = read_down(monkeypatch, ISOLATION_POLICER_EV, rate, dict(isolation_train(32.04), sender_limited=True))
     assert z["limiter"] == "aqm"
