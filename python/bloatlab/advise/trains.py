@@ -592,8 +592,9 @@ def _isolation_behind_a_faster_port(t: dict, x: dict) -> bool:
     mostly miss them (seed 32 path 38: a 26.1-Mbit/s policer with a 24-ms
     bucket on a 32-Mbit/s port, 2.2 ms: the flows' p95 8.3 ms, less their
     1.85-ms ACK wait 3.05 ms above the probes' 3.4, read as isolation). The
-    heads of 13 fq_codel and CAKE paths at 1.5-768 Mbit/s (seeds 31-32
-    through the emulator) came at 0.86-1.05x the rate. Named
+    heads of 14 fq_codel and CAKE paths at 2.9-801 Mbit/s (seeds 31-32
+    through the emulator) came at 0.62-1.05x the rate (0.86-1.05x where the
+    server outran them). Named
     beside it: a FIFO, or a tbf's queue, shallower than the floor, as behind
     any policer reading. True where it did."""
     lead = t.get("leading_mbps")
