@@ -296,6 +296,47 @@ def test_a_fifo_reading_the_aqm_train_turns_policer_is_read_again_for_a_queue_be
     assert y["limiter"] == "policer" and "tbf_queue_ms" not in y
 
 
+# seed 32 path 38: a policer at 26.07 Mbit/s (CIR 81 % of a 32.04-Mbit/s port, 24.1-ms bucket), its port's FIFO 19.7 KB,
+# 2.15 ms; the fill's evidence, measured 2026-11-26 through the emulator
+ISOLATION_POLICER_EV = {"probe_q95_ms": 3.3935, "flow_q50_ms": 2.6134, "flow_q95_ms": 8.2859}
+
+
+def isolation_train(lead: float, head: int = 52) -> dict:
+    """A back-to-back train of 1000 packets whose head of ``head`` packets arrived at ``lead`` Mbit/s."""
+    return {"first_loss": head, "head_bytes": head * 1500, "head_packets": head, "head_send_mbps": 4000.0,
+            "leading_mbps": lead, "lost": 900, "received": 100, "sender_limited": False, "send_mbps": 4000.0,
+            "sent": 1000, "tail_packets": 100 - head, "tail_mbps": 26.0, "tail_arrival_mbps": 26.0, "wire_bytes": 1500,
+            "notes": []}
+
+
+def test_flow_isolation_whose_train_head_came_faster_than_the_rate_is_a_policer(monkeypatch):
+    """The flows' p95 (8.29 ms) exceeded the probes' (3.39) by more than the noise and twice over: flow isolation,
+    read as fq_codel with nothing named — but the path is a policer whose bucket let the flows' bursts into the
+    port's FIFO. A packet train's head arrived at 32.0 Mbit/s, 1.23x the rate: fq_codel or CAKE at 25.96 Mbit/s passes
+    no packet closer to the one before than a packet at that rate, so the direction is a policer's (the FIFO or tbf
+    shallower than the floor named beside it), with the train's port."""
+    rate = 25.9554
+    assert m_classify.classify(ISOLATION_POLICER_EV["probe_q95_ms"], ISOLATION_POLICER_EV["flow_q50_ms"],
+                               ISOLATION_POLICER_EV["flow_q95_ms"], True, rate, 4) == "aqm"
+    x = read_down(monkeypatch, ISOLATION_POLICER_EV, rate, isolation_train(32.04))
+    assert x["limiter"] == "policer" and x["port_mbps"] == 32.04 and "faster than fq_codel or CAKE" in x["limiter_note"]
+    assert x["isolation_train"]["leading_mbps"] == 32.04 and x["aqm_qdisc"] is None
+    floor = m_physics.burst_floor_ms(rate, 4)
+    assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}]
+    assert c.limiter_said(truth("policer", 26.07), x)
+    # fq_codel at the rate: its train's head comes at the rate (here 1.05x, within the 1.1 margin): isolation stays
+    y = read_down(monkeypatch, ISOLATION_POLICER_EV, rate, isolation_train(1.05 * rate))
+    assert y["limiter"] == "aqm" and y["isolation_train"]["leading_mbps"] == 1.05 * rate
+    assert c.limiter_said(truth("fq_codel", 26.0), y) and not c.limiter_said(truth("policer", 26.07), y)
+    # ... and where the flows read the rate low, the train's own tail (drained at the AQM's rate) holds the bar
+    w = read_down(monkeypatch, ISOLATION_POLICER_EV, 0.85 * rate, dict(isolation_train(1.02 * rate, head=500),
+                                                                          tail_packets=20, tail_arrival_mbps=rate))
+    assert w["limiter"] == "aqm"
+    # a server that could not send faster than the head arrived shows no port
+    z = read_down(monkeypatch, ISOLATION_POLICER_EV, rate, dict(isolation_train(32.04), sender_limited=True))
+    assert z["limiter"] == "aqm"
+
+
 # seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads
 CODEL_SLOW_EV = {"probe_q95_ms": 39.519, "flow_q50_ms": 23.227, "flow_q95_ms": 39.681}
 CODEL_SLOW_TRAIN = {"first_loss": 21, "head_bytes": 31500, "head_packets": 21, "head_send_mbps": 904.74, "leading_mbps": 2.31786,

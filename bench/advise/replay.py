@@ -45,6 +45,8 @@ class _Stored:
         if pace_mbps:
             t = self.x.get("paced_train")
             what = "paced_train"
+        elif count == M_trains.AQM_TRAIN_PACKETS and self.x.get("isolation_train") is not None:
+            t, what = self.x["isolation_train"], "isolation_train"
         elif count == M_trains.AQM_TRAIN_PACKETS and self.x.get("aqm_train") is not None:
             t, what = self.x["aqm_train"], "aqm_train"
         else:

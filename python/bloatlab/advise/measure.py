@@ -58,8 +58,8 @@ from .classify import (
 )
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
-    AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _not_a_fifo,
-    _not_a_policer, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
+    AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
+    _not_a_fifo, _not_a_policer, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
     train_cannot_tell
 )
 from .wifi_hop import wifi_design, wifi_hop
@@ -652,6 +652,32 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         say(f"  down: {alt['why']}")
 
 
+def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0,
+                     base_ms: float | None = None) -> None:
+    """A direction read as flow isolation with drops: one packet train down
+    (``isolation_train``); where its head came faster than the rate
+    (:func:`_isolation_behind_a_faster_port`) the direction is a policer's,
+    and the paced train reads its bucket, its rate and a queue in front of
+    it, as behind a policer reading."""
+    if x["limiter"] != "aqm" or x.get("aqm_qdisc") is not None or not x["evidence"].get("dropped"):
+        return
+    say("  down: a packet train for the port behind the flow isolation ...")
+    t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "isolation_note", "the isolation is kept", say)
+    done_at = time.monotonic()
+    if t is None:
+        return
+    x["isolation_train"] = t
+    if not _isolation_behind_a_faster_port(t, x):
+        return
+    say(f"  down: {x['limiter_note']}")
+    p, b = x.get("port_mbps"), x.get("bucket_bytes")
+    x["train_evidence"] = [_train1_said(t, p)]
+    if p is not None and t.get("first_loss") is not None and b is not None:
+        _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
+    if base_ms is not None:
+        _queue_before_bucket(x, base_ms)
+
+
 def _ports(train: dict | None, ser_ms: float | None) -> dict:
     """The ports' rates (Mbit/s, IP bytes) the idle path showed: down, the
     packet train's head (the spacing the slowest port gave it; None where
@@ -721,6 +747,7 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
         _held_not_policed(x, idle_loss)
         _not_a_policer(x, base_ms)
         lap("policer_train")
+    _isolation_train(host, port, secret, x, say, idle_loss, base_ms)
     _aqm_train(host, port, secret, x, say, idle_loss, base_ms)
     lap("aqm_train")
 

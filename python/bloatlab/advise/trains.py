@@ -579,6 +579,46 @@ def _not_a_fifo(t: dict, x: dict) -> bool:
     return True
 
 
+def _isolation_behind_a_faster_port(t: dict, x: dict) -> bool:
+    """An ``aqm`` direction read from flow isolation (``aqm_qdisc`` not yet
+    set) with drops, whose packet train ``t`` shows a head faster than
+    :data:`TRAIN_PORT_MARGIN` x its rate, becomes ``policer`` (the port and
+    bucket of :func:`policer_figures`). fq_codel and CAKE at the rate hold
+    every flow to it by dequeueing at it (DRR on a link at the rate; CAKE's
+    shaper paces without a bucket), so no packet they pass comes closer than
+    a packet at the rate to the one before: a head that did passed no queue
+    at the rate but a token bucket in front of a faster port, whose FIFO the
+    flows' own bursts through the bucket fill while the sparse probes
+    mostly miss them (seed 32 path 38: a 26.1-Mbit/s policer with a 24-ms
+    bucket on a 32-Mbit/s port, 2.2 ms: the flows' p95 8.3 ms, less their
+    1.85-ms ACK wait 3.05 ms above the probes' 3.4, read as isolation). The
+    heads of 14 fq_codel and CAKE paths at 2.9-801 Mbit/s (seeds 31-32
+    through the emulator) came at 0.62-1.05x the rate (0.86-1.05x where the
+    server outran them). Named
+    beside it: a FIFO, or a tbf's queue, shallower than the floor, as behind
+    any policer reading. True where it did."""
+    lead = t.get("leading_mbps")
+    # the rate the head is held to: the flows' (which a long round trip can hold a few % below an AQM's rate: 5 %
+    # at 547 ms behind fq_codel at 8.06 Mbit/s) or the train's own tail after its first loss, drained at the rate
+    # behind either (where it has TAIL_RATE_PACKETS or more), whichever is higher
+    tail = t.get("tail_arrival_mbps") if (t.get("tail_packets") or 0) >= TAIL_RATE_PACKETS else None
+    held = max(x["rate_mbps"], tail or 0.0)
+    if (x["limiter"] != "aqm" or x.get("aqm_qdisc") is not None or not (x.get("evidence") or {}).get("dropped")
+            or not lead or t.get("sender_limited") or lead < TRAIN_PORT_MARGIN * held):
+        return False
+    floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
+    p, b, why = policer_figures(t, x["rate_mbps"])
+    note = (f"flow isolation read from the loads (the flows' queueing above the probes'), but a packet train's head "
+            f"arrived at {lead:.4g} Mbit/s, faster than fq_codel or CAKE at {x['rate_mbps']:.4g} Mbit/s passes packets: a "
+            f"token bucket in front of a faster port, whose FIFO the flows' bursts through the bucket filled; ")
+    note += ambiguity("policer", x["rate_mbps"], x.get("flows", 4))
+    x.update(limiter="policer", aqm_qdisc=None, buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=p, bucket_bytes=b,
+             train_note="; ".join(why) or None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "policer"},
+                                   {"limiter": "fifo", "depth_below_ms": max(floor, x.get("unseen_depth_ms") or 0.0)}])
+    return True
+
+
 def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> bool:
     """A ``fifo`` direction with drops whose packet train ``t`` filled a FIFO
     (a full FIFO's tail drop, :func:`_tail_dropped`) far deeper than any
