@@ -480,6 +480,33 @@ def test_behind_a_policer_the_paced_trains_tail_is_the_rate_and_the_buckets_c(mo
     assert any("its rate: the paced train's tail" in e for e in d["train_evidence"])
 
 
+def test_a_paced_train_the_server_sent_below_the_rate_is_sent_once_more(monkeypatch):
+    """A server short of CPU paced the first paced train below the policed rate (it passed whole: nothing read);
+    the second, paced as asked, reads the bucket and the rate. Both fell short: the first train's bucket is kept."""
+    good = with_tail(paced(2000, 1500, 64.37, 38.99, 271_048))
+    slow = dict(good, lost_seq=[], lost=0, first_loss=None, head_send_mbps=30.0)
+    sent = []
+
+    def paced_train(host, port, secret, count, pace):
+        sent.append(pace)
+        return dict(slow if len(sent) == 1 else good)
+
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
+    monkeypatch.setattr(m, "_paced_train", paced_train)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    d = {"rate_mbps": 35.1, "limiter": "policer", "rate_by_cc": {"cubic": 35.1}, "rate_from": {"cubic": "acked_bytes"}}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert len(sent) == 2 and any("sent at 30 Mbit/s" in e and "sent again" in e for e in d["train_evidence"])
+    assert abs(d["bucket_bytes"] - 271_048) / 271_048 < 0.02 and d["rate_from"]["paced_train"] == "tail"
+    # twice short: no third, and the first (back-to-back) train's bucket stays
+    sent.clear()
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: sent.append(pace) or dict(slow))
+    e = {"rate_mbps": 35.1, "limiter": "policer", "rate_by_cc": {"cubic": 35.1}, "rate_from": {"cubic": "acked_bytes"}}
+    m._policer_train("h", 5301, None, e, lambda s: None)
+    assert len(sent) == 2 and "paced_train" not in e and e["bucket_bytes"] is not None
+    assert "the first train's bucket is kept" in e["train_evidence"][-1]
+
+
 def test_a_fifo_reading_its_train_turns_into_a_policer_sends_the_paced_train_for_the_rate(monkeypatch):
     # seed 28 path 18's truth through the emulator (branch rate30, 2026-11-26): a 7.08-Mbit/s policer with a 2.8-ms
     # bucket on a 39.4-Mbit/s port, 340 ms. Its BBR phase read 4.42, a FIFO with drops whose AQM train's head came at
