@@ -147,16 +147,25 @@ def test_the_anomaly_legacy_shares_throughput_airtime_shares_airtime():
     # slow station most of the airtime and everyone similar throughput; the
     # airtime scheduler equalises airtime (Jain over airtime near 1), the fast
     # stations gain, the slow one loses and the total rises.
-    leg, air = anomaly("legacy"), anomaly("airtime")
-    slow_leg, slow_air = leg["stations"][2], air["stations"][2]
-    # the anomaly: the 6.5 Mbit/s station holds the medium — far more than the third it gets under airtime
-    # fairness (measured seeds 1-3 with the handshake: 0.492, 0.511, 0.484; the fast ones ~0.25 each)
-    assert slow_leg["airtime_share"] > 0.45
-    assert air["jain_station_airtime"] > 0.97  # three equal shares within a few %
-    for i in (0, 1):
-        assert air["stations"][i]["goodput_mbps"] > leg["stations"][i]["goodput_mbps"]
-    assert slow_air["goodput_mbps"] < slow_leg["goodput_mbps"]
-    assert air["total_goodput_mbps"] > 1.2 * leg["total_goodput_mbps"]
+    # legacy's figures swing with where its shared FIFO's losses fall (docs/wifi.md, "The kernel through the
+    # same medium"): since ath9k's one list (newly active stations at the tail, b8a75c2) seeds 1-4 give the slow
+    # station 48, 62, 67, 60 % of the airtime and legacy -> airtime x1.20, 1.65, 1.81, 1.55 in total (measured
+    # 2026-11-26), so the total is judged over seeds 1-3 together.
+    tot_leg = tot_air = 0.0
+    for seed in (1, 2, 3):
+        leg = bloatlab.run(ANOMALY.format(mac="legacy", duration="15s"), seed=seed).summary
+        air = bloatlab.run(ANOMALY.format(mac="airtime", duration="15s"), seed=seed).summary
+        slow_leg, slow_air = leg["stations"][2], air["stations"][2]
+        # the anomaly: the 6.5 Mbit/s station holds the medium — far more than the third it gets under airtime
+        # fairness (the fast ones ~0.25 each)
+        assert slow_leg["airtime_share"] > 0.45
+        assert air["jain_station_airtime"] > 0.97  # three equal shares within a few %
+        for i in (0, 1):
+            assert air["stations"][i]["goodput_mbps"] > leg["stations"][i]["goodput_mbps"]
+        assert slow_air["goodput_mbps"] < slow_leg["goodput_mbps"]
+        tot_leg += leg["total_goodput_mbps"]
+        tot_air += air["total_goodput_mbps"]
+    assert tot_air > 1.2 * tot_leg
 
 
 def test_latency_under_load_falls_by_an_order_of_magnitude_without_the_deep_driver_queue():
