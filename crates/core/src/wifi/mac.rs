@@ -334,6 +334,10 @@ pub struct Node<T> {
     round: u64,
     /// Minstrel-HT per destination (None: a fixed rate).
     pub rc: Vec<Option<Minstrel>>,
+    /// Legacy only: calls of the station scheduler (`ath_txq_schedule`) owed since the last
+    /// [`Node::take_calls`]: one per frame the driver took from the qdisc (`ath_tx_start`) and
+    /// one per transmission completed (`ath_tx_process_buffer`).
+    sched_calls: usize,
 }
 
 impl<T: 'static> Node<T> {
@@ -373,6 +377,7 @@ impl<T: 'static> Node<T> {
             fw_rr: VecDeque::new(),
             round: 0,
             rc: vec![None; weights.len()],
+            sched_calls: 0,
         }
     }
 
@@ -400,6 +405,7 @@ impl<T: 'static> Node<T> {
                 p.data.probe = m.sample(now);
             }
             self.driver_frames += 1;
+            self.sched_calls += 1;
             self.txqs[s].q.enqueue(p, now, rng, ev);
             Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
         }
@@ -431,7 +437,24 @@ impl<T: 'static> Node<T> {
     pub fn release(&mut self, n: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
         if self.iface.is_some() {
             self.driver_frames -= n;
+            self.sched_calls += 1; // the completion's own call (`ath_tx_process_buffer`)
             self.pull_iface(now, rng, ev);
+        }
+    }
+
+    /// How many times the station scheduler ([`Node::refill`]) runs now, after an arrival or a
+    /// completion. On mac80211's TXQs (`fq`, `airtime`) once: `ath9k_wake_tx_queue` per packet
+    /// enqueued, `ath_tx_process_buffer` per completion. The legacy driver (≤ 4.9) is called once per
+    /// frame it takes from the qdisc (`ath_tx_start` queues the frame on its TID, then calls
+    /// `ath_txq_schedule`) and once per completion: a packet that stays in the qdisc (the driver
+    /// holds [`LEGACY_DRIVER_FRAMES`]) calls nothing, and a completion that lets the qdisc hand over
+    /// k frames calls it 1 + k times — each call, while the hardware queue is full, moves the list
+    /// on by one station ([`Node::refused`]).
+    pub fn take_calls(&mut self) -> usize {
+        if self.iface.is_some() {
+            std::mem::take(&mut self.sched_calls)
+        } else {
+            1
         }
     }
 

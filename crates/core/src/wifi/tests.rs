@@ -1252,3 +1252,27 @@ fn on_mac80211s_txqs_a_refused_station_s_next_frame_leaves_fq_codel_for_its_retr
     assert_eq!(dequeued(Design::Fq), ([33, 33, 1], [40, 40, 1], vec![(0, 8), (1, 8)]));
     assert_eq!(dequeued(Design::Legacy), ([33, 33, 0], [40, 40, 0], vec![(0, 8), (1, 8)]));
 }
+
+#[test]
+fn the_legacy_driver_runs_its_scheduler_once_per_frame_it_takes_from_the_qdisc_and_per_completion() {
+    // ath9k ≤ 4.9: `ath_tx_start` queues each frame the qdisc hands over on its TID and calls
+    // `ath_txq_schedule`; `ath_tx_process_buffer` calls it at each completion. A packet that stays
+    // in the qdisc (123 frames in the driver, mac80211's queue stopped) calls nothing. On mac80211's
+    // TXQs every packet calls it once (`ath9k_wake_tx_queue`).
+    let mut nd = node(Design::Legacy, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    assert_eq!(nd.take_calls(), 1);
+    for i in 1..200 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    assert_eq!(nd.take_calls(), LEGACY_DRIVER_FRAMES - 1); // frames 1..=122 reached the driver
+    nd.enqueue(frame(1, 1500, 200, 0), 0, &mut rng, &mut ev);
+    assert_eq!(nd.take_calls(), 0); // the driver is full: the packet waits in the qdisc
+    nd.release(6, 0, &mut rng, &mut ev); // a completion frees 6 frames: the qdisc hands over 6
+    assert_eq!(nd.take_calls(), 1 + 6);
+    let mut fq = node(Design::Fq, 2);
+    fq.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    assert_eq!(fq.take_calls(), 1);
+}
