@@ -147,16 +147,28 @@ def test_the_anomaly_legacy_shares_throughput_airtime_shares_airtime():
     # slow station most of the airtime and everyone similar throughput; the
     # airtime scheduler equalises airtime (Jain over airtime near 1), the fast
     # stations gain, the slow one loses and the total rises.
-    leg, air = anomaly("legacy"), anomaly("airtime")
-    slow_leg, slow_air = leg["stations"][2], air["stations"][2]
-    # the anomaly: the 6.5 Mbit/s station holds the medium — far more than the third it gets under airtime
-    # fairness (measured seeds 1-3 with the handshake: 0.492, 0.511, 0.484; the fast ones ~0.25 each)
-    assert slow_leg["airtime_share"] > 0.45
-    assert air["jain_station_airtime"] > 0.97  # three equal shares within a few %
-    for i in (0, 1):
-        assert air["stations"][i]["goodput_mbps"] > leg["stations"][i]["goodput_mbps"]
-    assert slow_air["goodput_mbps"] < slow_leg["goodput_mbps"]
-    assert air["total_goodput_mbps"] > 1.2 * leg["total_goodput_mbps"]
+    # legacy's figures swing with where its shared FIFO's losses fall (docs/wifi.md, "The kernel through the
+    # same medium"): with ath9k's one list and its scheduler called per frame taken from the qdisc (wifi12) seeds
+    # 1-4 give the slow station 52, 62, 70, 62 % of the airtime and legacy -> airtime x1.28, 1.62, 1.93, 1.58 in
+    # total (measured 2026-11-26; without the per-frame calls seed 1 read 48 % and x1.20), so the total is judged
+    # over seeds 1-3 together.
+    tot_leg = tot_air = 0.0
+    for seed in (1, 2, 3):
+        leg = bloatlab.run(ANOMALY.format(mac="legacy", duration="15s"), seed=seed).summary
+        air = bloatlab.run(ANOMALY.format(mac="airtime", duration="15s"), seed=seed).summary
+        slow_leg, slow_air = leg["stations"][2], air["stations"][2]
+        # the anomaly: the 6.5 Mbit/s station holds the medium — far more than the third it gets under airtime
+        # fairness (the fast ones ~0.25 each)
+        assert slow_leg["airtime_share"] > 0.45
+        assert air["jain_station_airtime"] > 0.97  # three equal shares within a few %
+        # the fast stations gain together (legacy's FIFO losses may favour one of them: seed 1 gives them 27.1 and
+        # 13.7 Mbit/s under legacy, 27.0 and 26.7 under airtime, measured 2026-11-26)
+        fast = lambda r: r["stations"][0]["goodput_mbps"] + r["stations"][1]["goodput_mbps"]  # noqa: E731
+        assert fast(air) > fast(leg)
+        assert slow_air["goodput_mbps"] < slow_leg["goodput_mbps"]
+        tot_leg += leg["total_goodput_mbps"]
+        tot_air += air["total_goodput_mbps"]
+    assert tot_air > 1.2 * tot_leg
 
 
 def test_latency_under_load_falls_by_an_order_of_magnitude_without_the_deep_driver_queue():

@@ -29,7 +29,14 @@
 //! because its kind of entry is at its limit in the hardware queue (`*stop = true`) goes back
 //! to the tail as well — it loses its turn — and the call ends. Every call while the hardware
 //! queue is full thus moves the list on by one station. 63fefa050477 (`airtime`) leaves the
-//! refused station at the head (`goto out`).
+//! refused station at the head (`goto out`). There is one list (per access category): a station
+//! that becomes active joins it at the tail (`ath_tx_queue_tid`: `list_add_tail`), and one that
+//! its turn emptied leaves it at once (re-queued only if `ath_tid_has_buffered`); nothing serves
+//! a newly active station first before 63fefa050477's `acq_new`. On mac80211's TXQs (4.10) the
+//! refusal comes after `ath_tx_sched_aggr` took the station's next frame, which waits at the
+//! tail of the TID's retry queue (`__skb_queue_tail(&tid->retry_q, ...)`), outside fq_codel
+//! ([`Node::refused`]; checked in LEDE's copy of 50f08edf9809,
+//! `337-ath9k-Switch-to-using-mac80211-intermediate-software.patch`, lede-project/source fe7fdd3bb4).
 //! - `airtime` (4.11, commit 63fefa050477 "ath9k: Introduce airtime fairness
 //!   scheduling between stations"): `fq` plus a deficit round robin across
 //!   stations in airtime: each station has a deficit (µs); a station at the
@@ -327,6 +334,10 @@ pub struct Node<T> {
     round: u64,
     /// Minstrel-HT per destination (None: a fixed rate).
     pub rc: Vec<Option<Minstrel>>,
+    /// Legacy only: calls of the station scheduler (`ath_txq_schedule`) owed since the last
+    /// [`Node::take_calls`]: one per frame the driver took from the qdisc (`ath_tx_start`) and
+    /// one per transmission completed (`ath_tx_process_buffer`).
+    sched_calls: usize,
 }
 
 impl<T: 'static> Node<T> {
@@ -366,6 +377,7 @@ impl<T: 'static> Node<T> {
             fw_rr: VecDeque::new(),
             round: 0,
             rc: vec![None; weights.len()],
+            sched_calls: 0,
         }
     }
 
@@ -393,18 +405,30 @@ impl<T: 'static> Node<T> {
                 p.data.probe = m.sample(now);
             }
             self.driver_frames += 1;
+            self.sched_calls += 1;
             self.txqs[s].q.enqueue(p, now, rng, ev);
-            if !self.txqs[s].linked {
-                self.txqs[s].linked = true;
-                self.new_list.push_back(s);
-            }
+            Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
         }
     }
 
     fn link(&mut self, s: usize) {
-        if !self.txqs[s].linked {
-            self.txqs[s].linked = true;
-            self.new_list.push_back(s);
+        Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
+    }
+
+    /// Station `s` has frames again and joins the scheduler's list if it is not on it. With the
+    /// airtime scheduler it joins the new stations, served first ([`Node::next_station`]).
+    /// Before it (Linux ≤ 4.10: `legacy`, `fq`) ath9k has one list per access category and
+    /// `ath_tx_queue_tid` puts a TID that was not on it at the tail (`list_add_tail(&tid->list,
+    /// list)`; `ath9k_wake_tx_queue` in 4.10, `ath_tx_start` before): a station that just became
+    /// active — a ping's reply — waits behind every backlogged one.
+    fn link_to(design: Design, txq: &mut Txq<T>, s: usize, new_list: &mut VecDeque<usize>, old_list: &mut VecDeque<usize>) {
+        if !txq.linked {
+            txq.linked = true;
+            if design == Design::Airtime {
+                new_list.push_back(s);
+            } else {
+                old_list.push_back(s);
+            }
         }
     }
 
@@ -413,7 +437,24 @@ impl<T: 'static> Node<T> {
     pub fn release(&mut self, n: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>) {
         if self.iface.is_some() {
             self.driver_frames -= n;
+            self.sched_calls += 1; // the completion's own call (`ath_tx_process_buffer`)
             self.pull_iface(now, rng, ev);
+        }
+    }
+
+    /// How many times the station scheduler ([`Node::refill`]) runs now, after an arrival or a
+    /// completion. On mac80211's TXQs (`fq`, `airtime`) once: `ath9k_wake_tx_queue` per packet
+    /// enqueued, `ath_tx_process_buffer` per completion. The legacy driver (≤ 4.9) is called once per
+    /// frame it takes from the qdisc (`ath_tx_start` queues the frame on its TID, then calls
+    /// `ath_txq_schedule`) and once per completion: a packet that stays in the qdisc (the driver
+    /// holds [`LEGACY_DRIVER_FRAMES`]) calls nothing, and a completion that lets the qdisc hand over
+    /// k frames calls it 1 + k times — each call, while the hardware queue is full, moves the list
+    /// on by one station ([`Node::refused`]).
+    pub fn take_calls(&mut self) -> usize {
+        if self.iface.is_some() {
+            std::mem::take(&mut self.sched_calls)
+        } else {
+            1
         }
     }
 
@@ -532,7 +573,7 @@ impl<T: 'static> Node<T> {
             }
             let Some(s) = self.next_station() else { break };
             if self.ampdu_depth(phys) >= HW_AGGREGATES {
-                self.refused(s);
+                self.refused(s, now, rng, ev, qdelay);
                 break;
             }
             let agg = self.build(s, &phys[s], now, rng, ev, qdelay);
@@ -562,7 +603,7 @@ impl<T: 'static> Node<T> {
             let Some(s) = self.next_station() else { break };
             let dsss = phys[s].non_aggr();
             if (dsss && depth >= NON_AGGR_DEPTH) || (!dsss && ampdu_depth >= HW_AGGREGATES) {
-                self.refused(s);
+                self.refused(s, now, rng, ev, qdelay);
                 break;
             }
             let mut sent = 0;
@@ -591,10 +632,45 @@ impl<T: 'static> Node<T> {
     /// (`list_del`) and puts it back at the tail (`ath_tx_queue_tid`, as it still has frames):
     /// it loses its turn. With the airtime scheduler (63fefa050477) it stays at the head
     /// (`goto out`).
-    fn refused(&mut self, s: usize) {
+    ///
+    /// On mac80211's TXQs (`fq`, `airtime`; ath9k from 50f08edf9809, Linux 4.10) the refusal comes
+    /// after `ath_tx_sched_aggr` has taken the station's next frame (`ath_tx_get_tid_subframe`:
+    /// the TID's retry queue first, else `ieee80211_tx_dequeue`, which runs fq_codel and numbers
+    /// the frame, `ath_tx_setup_buffer`), and it puts that frame at the tail of the retry queue
+    /// (`__skb_queue_tail(&tid->retry_q, bf->bf_mpdu)`): it waits there, outside fq_codel, and
+    /// leads the station's next aggregate. The legacy driver (≤ 4.9) only peeked at its own
+    /// queue (`skb_peek`), so nothing moves.
+    fn refused(&mut self, s: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        if self.design != Design::Legacy {
+            self.pull_into_retry(s, now, rng, ev, qdelay);
+        }
         if self.design != Design::Airtime {
             self.turn_done(s);
         }
+    }
+
+    /// The frame `ath_tx_get_tid_subframe` takes for station `s` goes to the tail of its retry
+    /// queue ([`Node::refused`]): the retry queue's head, else the TXQ's next frame (dequeued as in
+    /// [`Node::build`]: its queueing delay reported, Minstrel-HT's per-frame decision made, a
+    /// sequence number given).
+    fn pull_into_retry(&mut self, s: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        let txq = &mut self.txqs[s];
+        let mut p = match txq.retry.pop_front() {
+            Some(p) => p,
+            None => {
+                let Some(mut p) = txq.q.dequeue(now, rng, ev) else { return };
+                qdelay(s, now - p.meta.enqueued_at);
+                if let Some(m) = self.rc.get_mut(s).and_then(|m| m.as_mut()) {
+                    p.data.probe = m.sample(now);
+                }
+                p
+            }
+        };
+        if p.data.seq == NO_SEQ {
+            p.data.seq = self.next_seq[s];
+            self.next_seq[s] += 1;
+        }
+        txq.retry.push_back(p);
     }
 
     /// ath9k's `axq_ampdu_depth`: the A-MPDUs queued in the hardware or on the air that
@@ -604,7 +680,10 @@ impl<T: 'static> Node<T> {
     }
 
     /// Station `s` (at the head of its list) has had its turn: without the airtime scheduler,
-    /// round robin per aggregate (or burst) — to the tail of the old list; with it the deficit
+    /// round robin per aggregate (or burst) — `ath_txq_schedule` took it off the list and
+    /// `ath_tx_queue_tid` puts it back at the tail only if it still has frames
+    /// (`ath_tid_has_buffered`): one emptied by its turn leaves the list at once, and its next
+    /// frame brings it back at the tail ([`Node::link_to`]). With the airtime scheduler the deficit
     /// decides ([`Node::next_station`]).
     fn turn_done(&mut self, s: usize) {
         if self.design != Design::Airtime {
@@ -613,7 +692,11 @@ impl<T: 'static> Node<T> {
             } else {
                 self.old_list.pop_front();
             }
-            self.old_list.push_back(s);
+            if self.txqs[s].has_data() {
+                self.old_list.push_back(s);
+            } else {
+                self.txqs[s].linked = false;
+            }
         }
     }
 

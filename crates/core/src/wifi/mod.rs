@@ -436,7 +436,8 @@ impl<T: 'static> Wifi<T> {
         let dest = if up { 0 } else { sta as u32 };
         let pkt = Packet { meta: PacketMeta { enqueued_at: now, ..pkt.meta }, data: Frame { data: Some(pkt.data), sta: dest, retries: 0, seq: mac::NO_SEQ, air_us: 0, probe: None } };
         self.nodes[node].enqueue(pkt, now, rng, &mut self.ev);
-        self.refill(node, now, rng);
+        let calls = self.nodes[node].take_calls();
+        self.refill(node, calls, now, rng);
         self.absorb(node, drops);
     }
 
@@ -672,13 +673,15 @@ impl<T: 'static> Wifi<T> {
         self.medium.end(now, &outcomes, rng);
         // Only the nodes that transmitted changed: the others' queues change on enqueue.
         for &(node, _) in &outcomes {
-            self.refill(node, now, rng);
+            let calls = self.nodes[node].take_calls();
+            self.refill(node, calls, now, rng);
             self.absorb(node, drops);
         }
     }
 
-    /// Fill a node's hardware queue and tell the medium whether it contends.
-    fn refill(&mut self, node: usize, now: Nanos, rng: &mut Rng) {
+    /// Run a node's station scheduler `calls` times ([`mac::Node::take_calls`]) and tell the
+    /// medium whether the node contends.
+    fn refill(&mut self, node: usize, calls: usize, now: Nanos, rng: &mut Rng) {
         let phys: &[Phy] = if node == 0 { &self.phys } else { std::slice::from_ref(&self.phys[node - 1]) };
         let stations = &mut self.stations;
         let mut qd = |s: usize, d: Nanos| {
@@ -686,7 +689,9 @@ impl<T: 'static> Wifi<T> {
                 stations[s].qdelay_ms.push(d as f64 / 1e6);
             }
         };
-        self.nodes[node].refill(phys, now, rng, &mut self.ev, &mut qd);
+        for _ in 0..calls {
+            self.nodes[node].refill(phys, now, rng, &mut self.ev, &mut qd);
+        }
         if self.nodes[node].hw.is_empty() {
             self.medium.deactivate(node);
         } else if !self.medium.is_active(node) {

@@ -1167,7 +1167,112 @@ fn an_a_mpdu_may_join_a_hardware_queue_of_8_single_frames_while_fewer_than_2_a_m
     for i in 20..60 {
         nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
     }
+    // Station 0 joined the list behind station 1 (ath9k ≤ 4.10: at the tail); the first call
+    // refuses station 1 (eight entries) and ends, the next reaches station 0.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(nd.hw.len(), 8);
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     let got: Vec<(usize, usize)> = nd.hw.iter().map(|a| (a.sta, a.frames.len())).collect();
     assert_eq!(got, [vec![(1, 1); 8], vec![(0, 32)]].concat());
+}
+
+#[test]
+fn before_the_airtime_scheduler_a_station_that_becomes_active_waits_at_the_tail_of_the_list() {
+    // ath9k ≤ 4.10 has one list per access category: `ath_tx_queue_tid` (from
+    // `ath9k_wake_tx_queue` in 4.10, `ath_tx_start` before) adds a TID that is not on it with
+    // `list_add_tail`; nothing serves a newly active station first (63fefa050477's `acq_new`
+    // came with the airtime scheduler).
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let first_two = |design: Design| {
+        let mut nd = node(design, 3);
+        let mut rng = stream(1, 1);
+        let mut ev = Events::default();
+        for i in 0..80 {
+            nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+        }
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // 32 to station 0, 32 to station 1
+        nd.hw.clear(); // both complete
+        nd.enqueue(frame(2, 1500, 80, 0), 0, &mut rng, &mut ev); // a ping's reply for station 2
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+        stations(nd.hw.make_contiguous())
+    };
+    // (The first call ended refusing station 0, which went behind station 1.)
+    assert_eq!(first_two(Design::Fq), vec![(1, 8), (0, 8)]);
+    assert_eq!(first_two(Design::Legacy), vec![(1, 8), (0, 8)]);
+}
+
+#[test]
+fn before_the_airtime_scheduler_a_station_emptied_by_its_turn_leaves_the_list_and_returns_at_the_tail() {
+    // `ath_txq_schedule` takes the head TID off the list and `ath_tx_queue_tid` puts it back only
+    // if `ath_tid_has_buffered`: station 1, emptied by its one-frame turn, is off the list; its
+    // next frame puts it at the tail, behind station 2 (refused and rotated meanwhile).
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut nd = node(Design::Fq, 3);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    nd.enqueue(frame(1, 1500, 200, 0), 0, &mut rng, &mut ev); // one frame
+    for i in 1..40 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+        nd.enqueue(frame(2, 1500, 100 + i, 0), 0, &mut rng, &mut ev);
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // 0 and 1 sent, 2 refused: list [0, 2]
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (1, 1)]);
+    nd.enqueue(frame(1, 1500, 201, 0), 0, &mut rng, &mut ev); // [0, 2, 1]; the call refuses 0: [2, 1, 0]
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    nd.hw.pop_front(); // station 0's A-MPDU completes
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 1), (2, 32)]);
+}
+
+#[test]
+fn on_mac80211s_txqs_a_refused_station_s_next_frame_leaves_fq_codel_for_its_retry_queue() {
+    // 4.10's `ath_tx_sched_aggr` takes the station's next frame (`ath_tx_get_tid_subframe`: the
+    // retry queue's head, else `ieee80211_tx_dequeue`) before it checks the hardware queue, and on
+    // refusal puts it at the tail of `tid->retry_q`; the legacy driver peeked (`skb_peek`).
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let dequeued = |design: Design| {
+        let mut nd = node(design, 3);
+        let mut rng = stream(1, 1);
+        let mut ev = Events::default();
+        for i in 0..120 {
+            nd.enqueue(frame((i % 3) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+        }
+        let mut n = [0usize; 3];
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+        let first = n;
+        nd.hw.clear(); // both A-MPDUs complete: stations 0 and 1 again, station 2 refused again
+        nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+        (first, n, stations(nd.hw.make_contiguous()))
+    };
+    // Stations 0 and 1 take 33 frames each from their TXQs (32 sent, the 33rd back to the retry
+    // queue: the aggregate is full), then their last 7; the refused station 2 gives up 1 frame to
+    // its retry queue the first time, and the second refusal takes that frame again (the retry
+    // queue's head), not a second one from fq_codel.
+    assert_eq!(dequeued(Design::Fq), ([33, 33, 1], [40, 40, 1], vec![(0, 8), (1, 8)]));
+    assert_eq!(dequeued(Design::Legacy), ([33, 33, 0], [40, 40, 0], vec![(0, 8), (1, 8)]));
+}
+
+#[test]
+fn the_legacy_driver_runs_its_scheduler_once_per_frame_it_takes_from_the_qdisc_and_per_completion() {
+    // ath9k ≤ 4.9: `ath_tx_start` queues each frame the qdisc hands over on its TID and calls
+    // `ath_txq_schedule`; `ath_tx_process_buffer` calls it at each completion. A packet that stays
+    // in the qdisc (123 frames in the driver, mac80211's queue stopped) calls nothing. On mac80211's
+    // TXQs every packet calls it once (`ath9k_wake_tx_queue`).
+    let mut nd = node(Design::Legacy, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    assert_eq!(nd.take_calls(), 1);
+    for i in 1..200 {
+        nd.enqueue(frame((i % 2) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    assert_eq!(nd.take_calls(), LEGACY_DRIVER_FRAMES - 1); // frames 1..=122 reached the driver
+    nd.enqueue(frame(1, 1500, 200, 0), 0, &mut rng, &mut ev);
+    assert_eq!(nd.take_calls(), 0); // the driver is full: the packet waits in the qdisc
+    nd.release(6, 0, &mut rng, &mut ev); // a completion frees 6 frames: the qdisc hands over 6
+    assert_eq!(nd.take_calls(), 1 + 6);
+    let mut fq = node(Design::Fq, 2);
+    fq.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    assert_eq!(fq.take_calls(), 1);
 }
