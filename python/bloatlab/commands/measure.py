@@ -31,8 +31,9 @@ def main(args) -> int:
         from ..result import atomic_write_text
 
         if m.path.down_variable:
-            # a variable capacity: the twin's trace of the fitted model beside it, named relative to it
-            m.path.down_trace = os.path.splitext(os.path.abspath(args.out))[0] + "-down.trace"
+            # a variable capacity: the twin's trace of the fitted process and the measured figures beside it (written
+            # anew: a previous twin's trace there is another measurement's), named relative to it
+            m.path.write_down_trace(os.path.splitext(os.path.abspath(args.out))[0] + "-down.trace")
         doc = m.path.twin()
         if m.path.down_variable:
             doc["link"]["down"]["rate"] = "trace:" + os.path.basename(m.path.down_trace)
