@@ -289,6 +289,20 @@ class Path:
                 doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
         return doc
 
+    def write_twin(self, out: str, cc: str = "cubic") -> str:
+        """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
+        measured figures beside it (``TWIN-down.trace``, ``TWIN-down.trace.json``: :meth:`write_down_trace`,
+        written anew: a previous twin's trace there is another measurement's), named relative to it."""
+        from ..result import atomic_write_text
+
+        if self.down_variable and self.limiter == "fifo":
+            self.write_down_trace(os.path.splitext(os.path.abspath(out))[0] + "-down.trace")
+        doc = self.twin(cc=cc)
+        if self.down_variable and self.limiter == "fifo":
+            doc["link"]["down"]["rate"] = "trace:" + os.path.basename(self.down_trace)
+        atomic_write_text(out, to_toml(doc))
+        return out
+
     def down_trace_file(self) -> str:
         """The twin's down capacity trace (:meth:`write_down_trace`); written once (to ``down_trace`` if set,
         else to a temporary file)."""
