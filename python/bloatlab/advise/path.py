@@ -89,7 +89,7 @@ class Path:
     wifi_mac: str | None = None
     wifi_phy_mbps: float | None = None
     # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
-    # windows of two loaded round trips, and the time scale (s) over which it moved; None: not measured
+    # measure's windows, and the time scale (s) over which it moved; None: not measured
     down_rate_p10_mbps: float | None = None
     down_rate_p50_mbps: float | None = None
     down_rate_p90_mbps: float | None = None
