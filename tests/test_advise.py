@@ -640,8 +640,13 @@ def test_a_measured_variable_twin_gives_back_what_measure_read_and_the_same_advi
     v = p.down_rate_variation
     assert (ar["min_mbps"], ar["base_mbps"], ar["max_mbps"]) == (max(v["p10_mbps"], 2.0), v["p50_mbps"], v["p90_mbps"])
     assert {c["shaper_mbps"] for c in a["alternatives"] if c["queue"] == "cake"} == {round(v["p10_mbps"], 6), round(v["p50_mbps"], 6)}
-    # the members ran on three realizations: the twin's own and the next two within the measured tolerances
-    assert len(p.member_traces(3)) == 3 and p.member_traces(3)[0] == p.down_trace
+    # the members ran on three realizations: the twin's own and the next two within the measured tolerances, the
+    # two temporary traces removed once read
+    assert "_member_traces" not in p.__dict__ and os.path.exists(p.down_trace)
+    tr = p.member_traces(3)
+    assert len(tr) == 3 and tr[0] == p.down_trace and all(os.path.exists(f) for f in tr)
+    p.remove_member_traces()
+    assert os.path.exists(tr[0]) and not any(os.path.exists(f) for f in tr[1:])
 
 
 def test_a_twins_measured_figures_that_are_not_what_measure_writes_are_an_error_naming_the_key(tmp_path):

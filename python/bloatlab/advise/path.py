@@ -349,6 +349,16 @@ class Path:
             cache[(own, count)] = files
         return cache[(own, count)]
 
+    def remove_member_traces(self) -> None:
+        """Remove the temporary traces of :meth:`member_traces` (the twin's own stays): advise's runs have read them
+        (a 50-Mbit/s capacity's 120 s is ~3.5 MB a member)."""
+        for files in self.__dict__.pop("_member_traces", {}).values():
+            for f in files[1:]:
+                try:
+                    os.unlink(f)
+                except OSError:
+                    pass
+
     def write_down_trace(self, trace: str) -> str:
         """Write the twin's down capacity trace to ``trace`` (Mahimahi; the first of :meth:`down_realizations`)
         and, beside it, what the scenario cannot hold of the

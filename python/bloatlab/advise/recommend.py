@@ -360,14 +360,19 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
         # a variable capacity: each member on its own realization of the fitted process, the middle one on the
         # twin's own (Path.member_traces), so that one realization does not pick the option
         tr = path.member_traces(len(ms)) if variable and len(ms) > 1 else [None] * len(ms)
-        futures = [[pool.submit(_run_figures, path, c, seed + (k - mid) % len(ms), engine, duration_s, m,
-                                tr[(k - mid) % len(ms)])
-                    if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
-        for i, (c, fs) in enumerate(zip(cands, futures)):
-            c._base_ms = path.base_rtt_ms
-            _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms)
-            if progress:
-                progress(i + 1, len(cands), c)
+        try:
+            futures = [[pool.submit(_run_figures, path, c, seed + (k - mid) % len(ms), engine, duration_s, m,
+                                    tr[(k - mid) % len(ms)])
+                        if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
+            for i, (c, fs) in enumerate(zip(cands, futures)):
+                c._base_ms = path.base_rtt_ms
+                _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms)
+                if progress:
+                    progress(i + 1, len(cands), c)
+        finally:
+            if variable:
+                pool.shutdown(wait=True)  # every run has read its trace
+                path.remove_member_traces()
 
 
 def score(cands: list[Candidate], path: Path, goal: str) -> None:
