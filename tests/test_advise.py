@@ -663,6 +663,9 @@ def test_a_twins_measured_figures_that_are_not_what_measure_writes_are_an_error_
     side.write_text(json.dumps(dict(doc, down_rate_variation=dict(doc["down_rate_variation"], series_mbps="x"))))
     r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
     assert r.returncode == 2 and "down_rate_variation.series_mbps" in r.stderr
+    side.write_text(json.dumps(dict(doc, down_rate_variation=dict(doc["down_rate_variation"], window_s=None))))
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
+    assert r.returncode == 2 and "down_rate_variation.window_s: expected a positive number, got None" in r.stderr
 
 
 @needs_root

@@ -487,8 +487,9 @@ class Path:
 #: percentiles over measure's own windows, not the trace's)
 TRACE_FIGURES = ("down_mbps", "down_rate_p10_mbps", "down_rate_p50_mbps", "down_rate_p90_mbps", "down_rate_timescale_s",
                  "down_rate_variation")
-#: ... and the keys of ``down_rate_variation`` that read back as numbers (evidence.rate_variation's)
-VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms")
+#: ... and the keys of ``down_rate_variation`` that read back as positive numbers (evidence.rate_variation's), the
+#: last two of them possibly null
+VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms", "timescale_s")
 
 
 def trace_figures_file(trace: str) -> str:
@@ -511,30 +512,27 @@ def read_trace_figures(trace: str) -> dict | None:
     if not isinstance(doc, dict):
         raise UserError(f"{f}: expected a JSON object of {', '.join(TRACE_FIGURES)}")
 
-    def number(key: str, v, positive: bool = True):
-        if v is None and key != "down_mbps" and not key.endswith("p10_mbps") and not key.endswith("p90_mbps"):
+    def number(key: str, v, optional: bool = False):
+        if v is None and optional:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 if positive else v >= 0):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise UserError(f"{f}: {key}: expected a positive number, got {v!r}")
         return v
 
-    out = {}
-    for k in TRACE_FIGURES[:-1]:
-        out[k] = number(k, doc.get(k))
+    # the median and the time scale may be unknown (a path given as numbers; a capacity that moved slower than the
+    # phase), the rate and the p10 and p90 of a variable capacity not (Path's own check)
+    out = {k: number(k, doc.get(k), optional=k in ("down_rate_p50_mbps", "down_rate_timescale_s"))
+           for k in TRACE_FIGURES[:-1]}
     v = doc.get("down_rate_variation")
     if v is not None:
         if not isinstance(v, dict):
             raise UserError(f"{f}: down_rate_variation: expected an object, got {v!r}")
         for k in VARIATION_NUMBERS:
-            if k in v:
-                number(f"down_rate_variation.{k}", v[k])
+            number(f"down_rate_variation.{k}", v.get(k), optional=k in VARIATION_NUMBERS[-2:])
         series = v.get("series_mbps")
         if series is not None and not (isinstance(series, list) and all(
                 x is None or (not isinstance(x, bool) and isinstance(x, (int, float)) and x >= 0) for x in series)):
             raise UserError(f"{f}: down_rate_variation.series_mbps: expected a list of rates (Mbit/s) or nulls")
-        missing = [k for k in VARIATION_NUMBERS[:4] if k not in v]
-        if missing:
-            raise UserError(f"{f}: down_rate_variation: missing {', '.join(missing)}")
     out["down_rate_variation"] = v
     return out
 
