@@ -316,15 +316,20 @@ class Path:
 
     def down_realizations(self, count: int) -> list[tuple[int, list[float], dict]]:
         """``count`` realizations of the down capacity, (seed, capacity per ms, figures): of the process fitted
-        to what measure read (advise.capacity: the first seeds whose windows read as measure read them lie
-        within what the measurement can tell of its p10, p50 and p90); where the capacity was given as numbers
+        to what measure read, its median the one whose windows have the measured median (advise.capacity: the
+        first seeds whose windows read as measure read them lie within what the measurement can tell of its p10,
+        p50 and p90); where the capacity was given as numbers
         (no windows), the log-normal through them (traces.fitted_rates), seeds 1 ...; :data:`TRACE_SECONDS`
         long."""
         from .. import traces
         from . import capacity
 
         dur = TRACE_SECONDS * 1000
-        cap = capacity.fit(self.down_rate_variation, self.base_rtt_ms) if self.down_rate_variation else None
+        if "_capacity" not in self.__dict__:
+            cap = capacity.fit(self.down_rate_variation, self.base_rtt_ms) if self.down_rate_variation else None
+            # the process's median, not its windows' (capacity.through_windows)
+            self.__dict__["_capacity"] = cap and capacity.through_windows(cap, self.down_rate_variation, self.base_rtt_ms)
+        cap = self.__dict__["_capacity"]
         if cap is not None:
             return capacity.realizations(cap, self.down_rate_variation, dur, count, self.base_rtt_ms)
         p50 = (self.down_rate_p50_mbps or self.down_mbps) * 1e6
