@@ -30,7 +30,8 @@ whose windows read as ``measure`` read them lie within the measured quantiles' t
 model of the same measurement against the same kernel runs).
 
 Cases: ``lte`` and ``starlink`` (the gallery's traces) and ``lte-s2``, ``starlink-s2`` (the same models'
-seed 2, written to OUT: traces nobody looked at while the fit was written).
+seed 2, written to OUT: traces nobody looked at while the fit was written); ``lte-s3``, ``lte-s4`` (seeds 3 and 4:
+nobody looked at them while the twin's median was set, capacity.through_windows).
 
     sudo .venv/bin/python bench/autorate/twin.py --cc cubic bbr --duration 20s --out DIR     # ~35 min
     .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model ou --process 9 --out DIR-ou
@@ -66,7 +67,8 @@ from bloatlab.engines import emu
 GALLERY = os.path.join(os.path.dirname(os.path.abspath(bloatlab.__file__)), "gallery")
 #: case -> (the gallery scenario whose link it takes, the trace model and seed; None: the gallery's own trace)
 CASES = {"lte": ("lte-autorate.toml", None), "starlink": ("starlink-autorate.toml", None),
-         "lte-s2": ("lte-autorate.toml", ("lte", 2)), "starlink-s2": ("starlink-autorate.toml", ("starlink", 2))}
+         "lte-s2": ("lte-autorate.toml", ("lte", 2)), "starlink-s2": ("starlink-autorate.toml", ("starlink", 2)),
+         "lte-s3": ("lte-autorate.toml", ("lte", 3)), "lte-s4": ("lte-autorate.toml", ("lte", 4))}
 OPTIONS = ("as-is", "cake@p10", "cake@median", "autorate")
 #: the generated traces' length (s): the gallery's (they loop)
 TRACE_S = 60
