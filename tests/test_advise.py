@@ -598,6 +598,76 @@ def test_a_variable_path_twin_follows_a_fitted_trace_and_advise_weighs_cake_auto
     assert recommend.autorate_settings(low) is None
 
 
+def _measured_variable_path(base_rtt_ms=40.0):
+    """A variable path as measure builds it (evidence._variation_fields): the windows measure would read of 6 s of
+    the LTE-like model (seed 7, 134-ms windows, samples spanning the 400-ms loaded round trip)."""
+    import numpy as np
+
+    from bloatlab import traces
+    from bloatlab.advise import capacity
+    from bloatlab.advise.evidence import _variation_fields
+
+    s = [round(float(x), 4) for x in capacity.read_windows(traces.lte_rates(30_000, 7)[20_000:26_500], 0.134, 0.4)]
+    p10, p50, p90 = (float(x) for x in np.percentile(s, [10, 50, 90]))
+    v = {"p10_mbps": p10, "p50_mbps": p50, "p90_mbps": p90, "timescale_s": 0.536, "window_s": 0.134,
+         "windows": len(s), "busy_windows": len(s), "series_mbps": s, "srtt_ms": 400.0}
+    report = {"down": {"rate_variation": v, "limiter": "fifo"}}
+    p = Path(base_rtt_ms=base_rtt_ms, down_mbps=float(np.mean(s)), buffer_bytes=500_000, **_variation_fields(report))
+    assert p.down_variable and p.down_rate_variation is v
+    return p
+
+
+def test_a_measured_variable_twin_gives_back_what_measure_read_and_the_same_advice(tmp_path):
+    """Issue 31: measure -> twin file -> advise --path gives what advise gives right after measure. The twin's trace
+    is one realization; the measured rate, p10/p50/p90, time scale and windows travel beside it
+    (TWIN-down.trace.json) and come back exactly (they came back from the trace over 1-s windows before: the
+    stored LTE-like measurement's 3.91/4.99/7.37 Mbit/s read 4.52/6.35/9.12); the recommendation, CAKE's rates and
+    cake-autorate's settings are the same, each member on the same realization."""
+    import dataclasses
+
+    p = _measured_variable_path()
+    p.write_twin(str(tmp_path / "twin.toml"))
+    assert 'rate = "trace:twin-down.trace"' in (tmp_path / "twin.toml").read_text()
+    side = json.loads((tmp_path / "twin-down.trace.json").read_text())
+    assert side["realization"]["within_tolerance"]
+    q = Path.from_twin(str(tmp_path / "twin.toml"))
+    assert q.down_trace == str(tmp_path / "twin-down.trace")
+    assert {f.name: getattr(q, f.name) for f in dataclasses.fields(Path)} == {f.name: getattr(p, f.name) for f in dataclasses.fields(Path)}
+    a = recommend.advise(p, "balanced", "cubic", ["reno", "cubic", "bbr"], 1, duration_s=5, members=3)
+    b = recommend.advise(q, "balanced", "cubic", ["reno", "cubic", "bbr"], 1, duration_s=5, members=3)
+    assert a["recommendation"] == b["recommendation"] and a["alternatives"] == b["alternatives"]
+    ar = a["recommendation"]["autorate"]
+    v = p.down_rate_variation
+    assert (ar["min_mbps"], ar["base_mbps"], ar["max_mbps"]) == (max(v["p10_mbps"], 2.0), v["p50_mbps"], v["p90_mbps"])
+    assert {c["shaper_mbps"] for c in a["alternatives"] if c["queue"] == "cake"} == {round(v["p10_mbps"], 6), round(v["p50_mbps"], 6)}
+    # the members ran on three realizations: the twin's own and the next two within the measured tolerances, the
+    # two temporary traces removed once read
+    assert "_member_traces" not in p.__dict__ and os.path.exists(p.down_trace)
+    tr = p.member_traces(3)
+    assert len(tr) == 3 and tr[0] == p.down_trace and all(os.path.exists(f) for f in tr)
+    p.remove_member_traces()
+    assert os.path.exists(tr[0]) and not any(os.path.exists(f) for f in tr[1:])
+
+
+def test_a_twins_measured_figures_that_are_not_what_measure_writes_are_an_error_naming_the_key(tmp_path):
+    p = _measured_variable_path()
+    p.write_twin(str(tmp_path / "twin.toml"))
+    side = tmp_path / "twin-down.trace.json"
+    doc = json.loads(side.read_text())
+    side.write_text(json.dumps(dict(doc, down_rate_p10_mbps="fast")))
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
+    assert r.returncode == 2 and "down_rate_p10_mbps: expected a positive number" in r.stderr and "Traceback" not in r.stderr
+    side.write_text("{not json")
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
+    assert r.returncode == 2 and "twin-down.trace.json: not the measured figures" in r.stderr
+    side.write_text(json.dumps(dict(doc, down_rate_variation=dict(doc["down_rate_variation"], series_mbps="x"))))
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
+    assert r.returncode == 2 and "down_rate_variation.series_mbps" in r.stderr
+    side.write_text(json.dumps(dict(doc, down_rate_variation=dict(doc["down_rate_variation"], window_s=None))))
+    r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--json")
+    assert r.returncode == 2 and "down_rate_variation.window_s: expected a positive number, got None" in r.stderr
+
+
 @needs_root
 def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp_path):
     """Issue 31 through the emulator: the gallery's LTE-like trace behind a 500-KB modem FIFO reads as a
@@ -617,6 +687,12 @@ def test_measure_reads_a_variable_capacity_and_its_twin_weighs_cake_autorate(tmp
     assert v["p10_mbps"] < v["p50_mbps"] < v["p90_mbps"] and v["busy_windows"] >= 10
     twin = (tmp_path / "twin.toml").read_text()
     assert 'rate = "trace:twin-down.trace"' in twin and (tmp_path / "twin-down.trace").exists()
+    # what measure read comes back from the file exactly (the figures beside the trace), not the trace's own
+    from bloatlab.advise.path import TRACE_FIGURES
+
+    q = Path.from_twin(str(tmp_path / "twin.toml"))
+    assert {k: getattr(q, k) for k in TRACE_FIGURES} == {k: m["twin"][k] for k in TRACE_FIGURES}
+    assert q.down_rate_variation == v
     r = run_cli("advise", "--path", str(tmp_path / "twin.toml"), "--current-cc", "cubic", "--json", "--duration", "10s")
     assert r.returncode == 0, r.stderr
     a = json.loads(r.stdout)

@@ -23,16 +23,20 @@ the share of rows a faithful process model holds the kernel in). One realization
 and spreads 4-10x over the LTE-like model's 20-s realizations: no twin of the process meets 25 % on one run
 (``twin_realizations.py``; docs/autorate.md "What one run lets a twin predict").
 ``--model`` picks the fitted process (``ou``: traces.fitted_rates, the log-normal through p10/median/p90 and the
-time scale, the twin ``measure`` writes; ``capacity``: advise.capacity's, fitted to the measured windows); with
+time scale, the twin ``measure`` wrote before 2026-11-26 evening; ``capacity``: advise.capacity's, fitted to the
+measured windows, seeds 1-9; ``twin``: the same process's realizations the twin and advise run now, the first seeds
+whose windows read as ``measure`` read them lie within the measured quantiles' tolerances); with
 ``--reuse DIR...`` the measurements and the kernel's runs are read from ``DIR/twin.json`` (no emulator: another
 model of the same measurement against the same kernel runs).
 
 Cases: ``lte`` and ``starlink`` (the gallery's traces) and ``lte-s2``, ``starlink-s2`` (the same models'
-seed 2, written to OUT: traces nobody looked at while the fit was written).
+seed 2, written to OUT: traces nobody looked at while the fit was written); ``lte-s3``, ``lte-s4`` (seeds 3 and 4:
+nobody looked at them while the twin's median was set, capacity.through_windows).
 
     sudo .venv/bin/python bench/autorate/twin.py --cc cubic bbr --duration 20s --out DIR     # ~35 min
     .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model ou --process 9 --out DIR-ou
     .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model capacity --out DIR-capacity
+    .venv/bin/python bench/autorate/twin.py --cc cubic bbr --reuse DIR --model twin --out DIR-twin
 
 (bench/autorate/twin/: the measurements, and twin-ou.json and twin-capacity.json of 2026-11-26.)
 
@@ -63,7 +67,8 @@ from bloatlab.engines import emu
 GALLERY = os.path.join(os.path.dirname(os.path.abspath(bloatlab.__file__)), "gallery")
 #: case -> (the gallery scenario whose link it takes, the trace model and seed; None: the gallery's own trace)
 CASES = {"lte": ("lte-autorate.toml", None), "starlink": ("starlink-autorate.toml", None),
-         "lte-s2": ("lte-autorate.toml", ("lte", 2)), "starlink-s2": ("starlink-autorate.toml", ("starlink", 2))}
+         "lte-s2": ("lte-autorate.toml", ("lte", 2)), "starlink-s2": ("starlink-autorate.toml", ("starlink", 2)),
+         "lte-s3": ("lte-autorate.toml", ("lte", 3)), "lte-s4": ("lte-autorate.toml", ("lte", 4))}
 OPTIONS = ("as-is", "cake@p10", "cake@median", "autorate")
 #: the generated traces' length (s): the gallery's (they loop)
 TRACE_S = 60
@@ -170,7 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--trace", nargs="+", default=sorted(CASES), choices=sorted(CASES))
     ap.add_argument("--repeats", type=int, default=3, help="kernel runs per option (one at a time)")
     ap.add_argument("--members", type=int, default=9, help="realizations of the twin's fitted process")
-    ap.add_argument("--model", choices=("ou", "capacity"), default="ou")
+    ap.add_argument("--model", choices=("ou", "capacity", "twin"), default="ou")
     ap.add_argument("--reuse", nargs="+", help="previous OUTs: their measurements and kernel runs (no emulator; "
                                                "a case in several: the last one's)")
     ap.add_argument("--process", type=int, default=0,
@@ -210,7 +215,18 @@ def main(argv=None) -> int:
         if not p.down_variable:
             print(f"  {name}: not read as variable: the twin is a fixed rate; skipped", flush=True)
             continue
-        members = [member_trace(m, a.model, k, d) for k in range(1, a.members + 1)]
+        if a.model == "twin":
+            # what advise runs: the realizations of the fitted process whose windows, read as measure read them,
+            # lie within the measured quantiles' tolerances (Path.down_realizations; member 1: the twin's own)
+            q0 = copy.copy(p)
+            q0.down_rate_variation = v
+            os.makedirs(os.path.join(d, "twin"), exist_ok=True)
+            members = []
+            for k, (_, rates, _) in enumerate(q0.down_realizations(a.members), 1):
+                members.append(os.path.join(d, "twin", f"member{k}.trace"))
+                traces.write_mahimahi(members[-1], rates)
+        else:
+            members = [member_trace(m, a.model, k, d) for k in range(1, a.members + 1)]
         for cc in a.cc:
             for opt in OPTIONS:
                 el = option_element(p, opt)

@@ -29,8 +29,9 @@ machine), with the same 100-ms fading at σ = 0.15, and the first 100 ms of each
 epoch at 20 % of it (the handover, where measurements see latency spikes and
 loss). The first epoch boundary is at 12 s, as past a whole minute.
 
-``fitted`` — the twin of a measured variable-rate path (``measure``'s
-``rate_variation``, issue 31): the log of the capacity follows an
+``fitted`` — the twin of a variable-rate path given as numbers (p10, median,
+p90 and a time scale, issue 31; a measured one follows the process fitted to
+its windows, ``bloatlab.advise.capacity``): the log of the capacity follows an
 Ornstein-Uhlenbeck process (a Markov-modulated rate with continuous levels,
 stepped every 100 ms) whose stationary law is the log-normal through the
 measured median and p10-p90 span (sigma = ln(p90/p10) / (2 x 1.2816), the

@@ -26,6 +26,16 @@ for each ``tau_s`` on a grid from one block to half the watched stretch (:data:`
 lags read), keeping the ``tau_s`` of the least residual. Nothing is set by hand: the grid's ends
 are the process's block and the lags read; the weights and the centring are the measurement's own.
 
+The twin's realization (:func:`realizations`): of the process's realizations (seeds 1, 2, ...; its median the
+one whose windows have the measured median, :func:`through_windows`: a window's mean of a skewed log-normal lies
+off its median), the twin runs
+the first whose own windows, read as ``measure`` reads them (:func:`read_windows`: the measured window, each
+delivery-rate sample spanning the measured round trip, over the whole realization), give a p10, p50 and p90
+each within what the measurement itself cannot tell apart from the measured one (:func:`quantile_tolerance`:
+the quantile's 95 % interval over the watched stretch's independent windows, and one packet a window); advise's
+ensemble runs the next ones beside it. The measured figures themselves travel beside the trace
+(``path.Path.write_down_trace``): the advice read back from a twin file is the advice given after measuring.
+
 What this model cannot know: a structure slower than the stretch (Starlink's 15-s reconfiguration epochs
 seen from within one epoch; docs/autorate.md).
 
@@ -33,8 +43,10 @@ Where it stands (2026-11-26, bench/autorate/twin.py, BENCHMARKS.md, docs/autorat
 `advise`"): against the kernel (CUBIC and BBR, the gallery's traces and one unseen, 24 rows) its 9-member
 ensemble holds the kernel's median far more often than the log-normal twin ``measure`` writes
 (traces.fitted_rates): goodput 19 against 7 of 24, p95 15 against 9; its medians are no nearer on the p95 (12
-against 13 of 24 within 25 %; goodput 23 against 22 within 15 %). The twin ``measure`` writes keeps the
-log-normal; this model is the bench's ``--model capacity``. A p95 within 25 % on one 20-s run is beyond any model
+against 13 of 24 within 25 %; goodput 23 against 22 within 15 %). The twin ``measure`` writes follows it since
+2026-11-26 evening (:func:`realizations`, :func:`through_windows`; the bench's ``--model twin``: goodput 17, p95 10
+of 24 within the goal, the kernel inside the 9 members' range 14 and 15 of 24 — the LTE-like measurement read a
+median below what the kernel's run met, which the median's former +13 % hid: 21, 12, 16, 16 without it). A p95 within 25 % on one 20-s run is beyond any model
 of the process (the true model itself meets it in 6 of 24 rows: a 20-s run's p95 is its deepest second); judged
 as an interval, the kernel inside the p10-p90 of 30 members, this model holds it in 18 of 24 rows, the log-normal
 in 11, the true model in 20 (19.2 expected): bench/autorate/twin_realizations.py, docs/autorate.md "What one run
@@ -46,6 +58,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -61,6 +74,19 @@ TAU_GRID = 48
 TAU_SPAN_SHARE = 0.5
 #: the normal distribution's 90th percentile (traces.Z90)
 Z90 = traces.Z90
+#: the quantiles a realization is held to (:func:`realizations`): the three ``measure`` reports and advise sets
+#: CAKE and cake-autorate from (p10: CAKE's low rate and autorate's minimum, p50: the base, p90: the maximum)
+QUANTILES = (10, 50, 90)
+#: a quantile's two-sided 95 % interval in standard errors (the normal's 97.5th percentile)
+Z975 = 1.959963984540054
+#: realizations tried for the twin (:func:`realizations`): the process fitted to a few seconds spreads wider over
+#: 120 s than the stretch did, so fewer pass than the 95 % per quantile would say: 7 of the first 7-11 seeds on the
+#: stored measurements of 2026-11-26, of the first 7-39 on 20 generated ones (6 s of the LTE-like and Starlink-like
+#: models, seeds 11-20, read as measure reads them); 80 tries find advise's 7 members where a tenth pass (1.6 s at
+#: most for 39)
+SEEDS = 80
+#: bytes of a wire segment (physics.WIRE_SEGMENT): a window resolves whole packets
+WIRE_SEGMENT = 1500
 
 
 @dataclass
@@ -188,3 +214,93 @@ def _nnls2(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     cands = [(max(ay / aa, 0.0) if aa > 0 else 0.0, 0.0), (0.0, max(by / bb, 0.0) if bb > 0 else 0.0)]
     p, q = min(cands, key=lambda c: float(np.sum((y - c[0] * a - c[1] * b) ** 2)))
     return float(p), float(q)
+
+
+def read_windows(rates_bps: list[float] | np.ndarray, window_s: float, rtt_s: float) -> np.ndarray:
+    """What ``measure``'s windows read of a capacity per millisecond (Mbit/s): consecutive windows of
+    ``window_s``, each the mean of the delivery-rate samples within it, a sample at ``u`` the capacity averaged
+    over the round trip ``rtt_s`` before ``u`` (module docstring); from the first whole round trip on, every
+    window whole."""
+    r = np.asarray(rates_bps, float) / 1e6
+    cum = np.concatenate([[0.0], np.cumsum(r)])
+    rt = max(int(round(rtt_s * 1000)), 1)
+    w = window_s * 1000
+    if r.size <= rt or w <= 0:
+        return np.zeros(0)
+    ends = np.arange(rt, r.size + 1)
+    samples = (cum[ends] - cum[ends - rt]) / rt  # the sample at ``end`` ms
+    n = int(samples.size // w)
+    idx = (np.arange(samples.size) // w).astype(int)
+    keep = idx < n
+    return np.bincount(idx[keep], samples[keep], n) / np.bincount(idx[keep], minlength=n)
+
+
+def quantile_tolerance(v: dict) -> dict[int, float]:
+    """How far (in log) a realization's quantile may lie from the measured one (``measure``'s
+    ``rate_variation`` ``v``) and still be what the measurement saw: the quantile's 95 % interval, a normal
+    quantile's standard error ``s sqrt(q (1 - q) / n_eff) / phi(z_q)`` (the log-windows' spread ``s`` from the
+    measured p10-p90; ``n_eff`` the busy windows' independent share, an AR(1) of the measured time scale:
+    ``n (1 - rho) / (1 + rho)``, ``rho = exp(-window / time scale)``, one where the capacity moved slower than
+    the phase, no time scale), and one packet a window (what whole packets resolve)."""
+    n = sum(1 for x in v["series_mbps"] if x) if v.get("series_mbps") else int(v.get("busy_windows") or 1)
+    w, tau = float(v["window_s"]), v.get("timescale_s")
+    rho = math.exp(-w / tau) if tau else 1.0
+    n_eff = max(1.0, n * (1 - rho) / (1 + rho))
+    s = math.log(v["p90_mbps"] / v["p10_mbps"]) / (2 * Z90)
+    packet = WIRE_SEGMENT * 8 / w / 1e6
+    out = {}
+    for q in QUANTILES:
+        p = q / 100
+        phi = NormalDist().pdf(NormalDist().inv_cdf(p))
+        se = s * math.sqrt(p * (1 - p) / n_eff) / phi
+        out[q] = Z975 * se + math.log1p(packet / v[f"p{q}_mbps"])
+    return out
+
+
+def realizations(cap: Capacity, v: dict, duration_ms: int, count: int = 1,
+                 rtt_ms: float | None = None) -> list[tuple[int, list[float], dict]]:
+    """``count`` realizations of ``cap`` for the twin (module docstring), each (seed, capacity per ms, its
+    figures): the first seeds of 1 .. :data:`SEEDS` whose windows, read as ``measure`` read ``v``
+    (:func:`read_windows` at its ``window_s`` through its ``srtt_ms``, else ``rtt_ms``), give p10, p50 and p90
+    within :func:`quantile_tolerance` of the measured ones; where fewer pass, the nearest of the others
+    (the largest deviation in tolerances least; ``within_tolerance`` false)."""
+    tol = quantile_tolerance(v)
+    rtt_s = (v.get("srtt_ms") or rtt_ms or 0.0) / 1e3
+    tried = []
+    for seed in range(1, SEEDS + 1):
+        rates = cap.rates(duration_ms, seed)
+        got = np.percentile(read_windows(rates, float(v["window_s"]), rtt_s), QUANTILES)
+        dev = {q: math.log(g / v[f"p{q}_mbps"]) for q, g in zip(QUANTILES, got)}
+        worst = max(abs(dev[q]) / tol[q] for q in QUANTILES)
+        fig = {f"p{q}_mbps": float(g) for q, g in zip(QUANTILES, got)} | {"seed": seed, "within_tolerance": worst <= 1.0,
+                                                                         "deviation_in_tolerances": worst}
+        tried.append((worst, seed, rates if worst <= 1.0 else None, fig))
+        if sum(t[0] <= 1.0 for t in tried) >= count:
+            break
+    passed = [t for t in tried if t[0] <= 1.0]
+    rest = sorted((t for t in tried if t[0] > 1.0), key=lambda t: (t[0], t[1]))
+    return [(t[1], t[2] if t[2] is not None else cap.rates(duration_ms, t[1]), t[3]) for t in (passed + rest)[:count]]
+
+
+#: realizations (and their length, ms) that price what measure's windows add to the process's median
+#: (:func:`through_windows`): the geometric mean of 20 medians of 120-s windows' reads, each of ~20-1200 independent
+#: stretches of the processes fitted here (time scales 0.1-3 s), within ~6 % at a log-sd of 0.9, ~1 % at 0.2
+MEDIAN_REALIZATIONS, MEDIAN_REALIZATION_MS = 20, 120_000
+
+
+def through_windows(cap: Capacity, v: dict, rtt_ms: float | None = None) -> Capacity:
+    """``cap`` with the median its windows read as ``measure`` read ``v`` have at the measured one: a window
+    averages the capacity (each delivery-rate sample over a round trip, then over the window), and the mean of a
+    skewed log-normal lies above its median, so the windows' median (what :func:`fit` takes for the process's)
+    lies above the process's by a factor the process itself sets — its realizations' (without the median's offset,
+    :data:`MEDIAN_REALIZATIONS` of them, seeds -1, -2, ..., apart from the twin's) windows' median over the
+    median, geometric mean. The stored LTE-like measurement's 1.14, the Starlink-like 1.00; over 40 realizations
+    read so, the windows' median over the measured one from 0.82-1.13 to 0.97-1.01 on those 4 and 10 generated
+    measurements (the LTE-like and Starlink-like models' seeds 11-19). 1 for a fixed capacity."""
+    if cap.slow_var + cap.fast_var <= 0:
+        return cap
+    unit = Capacity(**(cap.as_dict() | {"median_mbps": 1.0, "level_var": 0.0}))
+    rtt_s = (v.get("srtt_ms") or rtt_ms or 0.0) / 1e3
+    logs = [math.log(float(np.median(read_windows(unit.rates(MEDIAN_REALIZATION_MS, -k), float(v["window_s"]), rtt_s))))
+            for k in range(1, MEDIAN_REALIZATIONS + 1)]
+    return Capacity(**(cap.as_dict() | {"median_mbps": cap.median_mbps / math.exp(sum(logs) / len(logs))}))

@@ -342,6 +342,7 @@ def _variation_fields(report: dict) -> dict:
     v = report["down"].get("rate_variation")
     if v:
         out["down_rate_p50_mbps"] = v["p50_mbps"]
+        out["down_rate_variation"] = v
         report["down"]["variable"] = variable_rate(v)
         out["down_variable"] = report["down"]["variable"] and report["down"]["limiter"] == "fifo"
     return out

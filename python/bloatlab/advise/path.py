@@ -11,6 +11,7 @@ engines run.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import tomllib
@@ -88,7 +89,7 @@ class Path:
     wifi_mac: str | None = None
     wifi_phy_mbps: float | None = None
     # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
-    # windows of two loaded round trips, and the time scale (s) over which it moved; None: not measured
+    # measure's windows, and the time scale (s) over which it moved; None: not measured
     down_rate_p10_mbps: float | None = None
     down_rate_p50_mbps: float | None = None
     down_rate_p90_mbps: float | None = None
@@ -96,9 +97,13 @@ class Path:
     up_rate_p10_mbps: float | None = None
     up_rate_p90_mbps: float | None = None
     up_rate_timescale_s: float | None = None
-    # the down capacity varies (measure's variable_rate): the twin's down link follows a trace of the fitted
-    # model (traces.fitted_rates), written to ``down_trace`` (a file; None: written on first use to a
-    # temporary directory)
+    # ... and all measure read of the down capacity (evidence.rate_variation: the figures above with their window,
+    # the windows themselves and the round trip each sample spans): what the twin's process is fitted to
+    # (advise.capacity); None: given as numbers (the log-normal of traces.fitted_rates then)
+    down_rate_variation: dict | None = None
+    # the down capacity varies (measure's variable_rate): the twin's down link follows a realization of the
+    # fitted process (advise.capacity.realizations), written to ``down_trace`` with the measured figures beside it
+    # (write_down_trace; None: written on first use to a temporary directory)
     down_variable: bool = False
     down_trace: str | None = None
 
@@ -284,21 +289,96 @@ class Path:
                 doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
         return doc
 
+    def write_twin(self, out: str, cc: str = "cubic") -> str:
+        """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
+        measured figures beside it (``TWIN-down.trace``, ``TWIN-down.trace.json``: :meth:`write_down_trace`,
+        written anew: a previous twin's trace there is another measurement's), named relative to it."""
+        from ..result import atomic_write_text
+
+        if self.down_variable and self.limiter == "fifo":
+            self.write_down_trace(os.path.splitext(os.path.abspath(out))[0] + "-down.trace")
+        doc = self.twin(cc=cc)
+        if self.down_variable and self.limiter == "fifo":
+            doc["link"]["down"]["rate"] = "trace:" + os.path.basename(self.down_trace)
+        atomic_write_text(out, to_toml(doc))
+        return out
+
     def down_trace_file(self) -> str:
-        """The twin's down capacity trace (Mahimahi, :data:`TRACE_SECONDS` long, seed 1) of the fitted model
-        through the measured p10, median and p90 and time scale; written once (to ``down_trace`` if set,
+        """The twin's down capacity trace (:meth:`write_down_trace`); written once (to ``down_trace`` if set,
         else to a temporary file)."""
         if self.down_trace and os.path.exists(self.down_trace):
             return self.down_trace
+        if not self.down_trace:
+            fd, trace = tempfile.mkstemp(prefix="bloatlab-twin-", suffix=".trace")
+            os.close(fd)
+            self.down_trace = trace
+        return self.write_down_trace(self.down_trace)
+
+    def down_realizations(self, count: int) -> list[tuple[int, list[float], dict]]:
+        """``count`` realizations of the down capacity, (seed, capacity per ms, figures): of the process fitted
+        to what measure read, its median the one whose windows have the measured median (advise.capacity: the
+        first seeds whose windows read as measure read them lie within what the measurement can tell of its p10,
+        p50 and p90); where the capacity was given as numbers
+        (no windows), the log-normal through them (traces.fitted_rates), seeds 1 ...; :data:`TRACE_SECONDS`
+        long."""
+        from .. import traces
+        from . import capacity
+
+        dur = TRACE_SECONDS * 1000
+        if "_capacity" not in self.__dict__:
+            cap = capacity.fit(self.down_rate_variation, self.base_rtt_ms) if self.down_rate_variation else None
+            # the process's median, not its windows' (capacity.through_windows)
+            self.__dict__["_capacity"] = cap and capacity.through_windows(cap, self.down_rate_variation, self.base_rtt_ms)
+        cap = self.__dict__["_capacity"]
+        if cap is not None:
+            return capacity.realizations(cap, self.down_rate_variation, dur, count, self.base_rtt_ms)
+        p50 = (self.down_rate_p50_mbps or self.down_mbps) * 1e6
+        return [(k, traces.fitted_rates(self.down_rate_p10_mbps * 1e6, p50, self.down_rate_p90_mbps * 1e6,
+                                        self.down_rate_timescale_s, dur, k), {"seed": k}) for k in range(1, count + 1)]
+
+    def member_traces(self, count: int) -> list[str]:
+        """The down capacity traces of ``count`` ensemble members (advise's: recommend.simulate_all): the twin's
+        own (:meth:`down_trace_file`) and the next realizations of :meth:`down_realizations`, written once to
+        temporary files."""
         from .. import traces
 
-        rates = traces.fitted_rates(self.down_rate_p10_mbps * 1e6, (self.down_rate_p50_mbps or self.down_mbps) * 1e6,
-                                    self.down_rate_p90_mbps * 1e6, self.down_rate_timescale_s, TRACE_SECONDS * 1000)
-        if not self.down_trace:
-            fd, self.down_trace = tempfile.mkstemp(prefix="bloatlab-twin-", suffix=".trace")
-            os.close(fd)
-        traces.write_mahimahi(self.down_trace, rates)
-        return self.down_trace
+        own = self.down_trace_file()
+        cache = self.__dict__.setdefault("_member_traces", {})
+        if (own, count) not in cache:
+            files = [own]
+            for _, rates, _ in self.down_realizations(count)[1:]:
+                fd, f = tempfile.mkstemp(prefix="bloatlab-twin-member-", suffix=".trace")
+                os.close(fd)
+                traces.write_mahimahi(f, rates)
+                files.append(f)
+            cache[(own, count)] = files
+        return cache[(own, count)]
+
+    def remove_member_traces(self) -> None:
+        """Remove the temporary traces of :meth:`member_traces` (the twin's own stays): advise's runs have read them
+        (a 50-Mbit/s capacity's 120 s is ~3.5 MB a member)."""
+        for files in self.__dict__.pop("_member_traces", {}).values():
+            for f in files[1:]:
+                try:
+                    os.unlink(f)
+                except OSError:
+                    pass
+
+    def write_down_trace(self, trace: str) -> str:
+        """Write the twin's down capacity trace to ``trace`` (Mahimahi; the first of :meth:`down_realizations`)
+        and, beside it, what the scenario cannot hold of the
+        measurement (:func:`trace_figures_file`: the rate, the capacity's p10/p50/p90, time scale, and all measure
+        read of it), so that :meth:`from_twin` gives the measured figures back exactly; ``down_trace`` becomes
+        ``trace``."""
+        from .. import traces
+        from ..result import atomic_write_text
+
+        _, rates, fig = self.down_realizations(1)[0]
+        traces.write_mahimahi(trace, rates)
+        doc = {k: getattr(self, k) for k in TRACE_FIGURES} | {"realization": fig}
+        atomic_write_text(trace_figures_file(trace), json.dumps(doc, indent=1) + "\n")
+        self.down_trace = trace
+        return trace
 
     def wifi_rate_mbps(self, seconds: float = 4.0) -> float:
         """What the twin's WiFi hop delivers to one station when its queue
@@ -358,19 +438,25 @@ class Path:
         pol = down.get("policer")
         variable = {}
         if down.get("trace_ms"):
-            # a variable-rate twin (measure's): its trace file, and its capacity's p10/median/p90 over 1-s windows
+            # a variable-rate twin: its trace file and what measure read of the capacity, written beside the trace
+            # (write_down_trace); a trace nobody measured: its capacity's p10/median/p90 over 1-s windows
             from .. import traces
 
             with open(path, "rb") as f:
                 raw = tomllib.load(f)["link"]["down"]["rate"]
-            pc = traces.capacity_percentiles(down["trace_ms"], 1000)
-            variable = {"down_variable": True, "down_rate_p10_mbps": pc["p10_mbps"], "down_rate_p50_mbps": pc["median_mbps"],
-                        "down_rate_p90_mbps": pc["p90_mbps"],
-                        "down_trace": os.path.join(os.path.dirname(os.path.abspath(path)), raw[len("trace:"):])}
+            trace = os.path.join(os.path.dirname(os.path.abspath(path)), raw[len("trace:"):])
+            variable = {"down_variable": True, "down_trace": trace}
+            figures = read_trace_figures(trace)
+            if figures is not None:
+                variable |= figures
+            else:
+                pc = traces.capacity_percentiles(down["trace_ms"], 1000)
+                variable |= {"down_rate_p10_mbps": pc["p10_mbps"], "down_rate_p50_mbps": pc["median_mbps"],
+                             "down_rate_p90_mbps": pc["p90_mbps"]}
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
-        return cls(**variable, base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=rate, up_mbps=up["rate_bps"] / 1e6 if up else None,
+        return cls(**({"down_mbps": rate} | variable), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else None,
@@ -399,6 +485,61 @@ class Path:
                 p.buffer_bytes = conv("--buffer", units.parse_size, b)
             p.__post_init__()
         return p
+
+
+#: what a variable twin's trace carries beside it (:meth:`Path.write_down_trace`, :func:`read_trace_figures`): the
+#: measured figures a Mahimahi trace cannot hold (the rate measure read, not the realization's mean; the capacity's
+#: percentiles over measure's own windows, not the trace's)
+TRACE_FIGURES = ("down_mbps", "down_rate_p10_mbps", "down_rate_p50_mbps", "down_rate_p90_mbps", "down_rate_timescale_s",
+                 "down_rate_variation")
+#: ... and the keys of ``down_rate_variation`` that read back as positive numbers (evidence.rate_variation's), the
+#: last two of them possibly null
+VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms", "timescale_s")
+
+
+def trace_figures_file(trace: str) -> str:
+    """The file beside a twin's trace that holds the measured figures: the trace's name and ``.json``."""
+    return trace + ".json"
+
+
+def read_trace_figures(trace: str) -> dict | None:
+    """The measured figures written beside ``trace`` (:data:`TRACE_FIGURES`), as :class:`Path`'s fields; None
+    where there are none (a trace nobody measured). A file that is not what :meth:`Path.write_down_trace` writes
+    is an error naming the file and the key."""
+    f = trace_figures_file(trace)
+    if not os.path.exists(f):
+        return None
+    try:
+        with open(f) as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise UserError(f"{f}: not the measured figures of a twin's trace ({e})") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{f}: expected a JSON object of {', '.join(TRACE_FIGURES)}")
+
+    def number(key: str, v, optional: bool = False):
+        if v is None and optional:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise UserError(f"{f}: {key}: expected a positive number, got {v!r}")
+        return v
+
+    # the median and the time scale may be unknown (a path given as numbers; a capacity that moved slower than the
+    # phase), the rate and the p10 and p90 of a variable capacity not (Path's own check)
+    out = {k: number(k, doc.get(k), optional=k in ("down_rate_p50_mbps", "down_rate_timescale_s"))
+           for k in TRACE_FIGURES[:-1]}
+    v = doc.get("down_rate_variation")
+    if v is not None:
+        if not isinstance(v, dict):
+            raise UserError(f"{f}: down_rate_variation: expected an object, got {v!r}")
+        for k in VARIATION_NUMBERS:
+            number(f"down_rate_variation.{k}", v.get(k), optional=k in VARIATION_NUMBERS[-2:])
+        series = v.get("series_mbps")
+        if series is not None and not (isinstance(series, list) and all(
+                x is None or (not isinstance(x, bool) and isinstance(x, (int, float)) and x >= 0) for x in series)):
+            raise UserError(f"{f}: down_rate_variation.series_mbps: expected a list of rates (Mbit/s) or nulls")
+    out["down_rate_variation"] = v
+    return out
 
 
 def to_toml(doc: dict) -> str:

@@ -216,7 +216,7 @@ def members_of(base_rtt_ms: float, members: int = ENSEMBLE, span: float | None =
 
 
 def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: float | None = None,
-              member: tuple[float, int] | None = None) -> dict:
+              member: tuple[float, int] | None = None, trace: str | None = None) -> dict:
     doc = path.twin(duration_s, cc=c.cc)
     doc["seed"] = seed
     if member is not None:
@@ -231,6 +231,9 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: 
         doc["link"]["down"] = path.link_doc(autorate=autorate_element(autorate_settings(path)))
     else:
         doc["link"]["down"] = path.link_doc(c.shaper_mbps, None if c.queue == "as-is" else c.queue)
+    if trace is not None:
+        # a variable capacity's member: its own realization of the fitted process (Path.member_traces)
+        doc["link"]["down"]["rate"] = f"trace:{trace}"
     if neighbour:
         doc["flow"].append({k: v for k, v in doc["flow"][0].items() if k in ("rtt", "station", "start")} | {"name": "neighbour", "cc": "cubic"})
     return doc
@@ -246,13 +249,13 @@ def _latency(s: dict) -> tuple[float, float]:
 
 
 def _run_figures(path: Path, c: Candidate, seed: int, engine: str, duration_s: float | None,
-                 member: tuple[float, int]) -> dict:
-    """One member (:func:`members_of`): candidate ``c`` on the twin, alone with a probe, then beside a CUBIC
-    neighbour; its figures."""
+                 member: tuple[float, int], trace: str | None = None) -> dict:
+    """One member (:func:`members_of`; on a variable capacity its realization's ``trace``): candidate ``c`` on
+    the twin, alone with a probe, then beside a CUBIC neighbour; its figures."""
     import bloatlab
 
-    s = bloatlab.run(_scenario(path, c, False, seed, duration_s, member), engine=engine).summary
-    sn = bloatlab.run(_scenario(path, c, True, seed, duration_s, member), engine=engine).summary
+    s = bloatlab.run(_scenario(path, c, False, seed, duration_s, member, trace), engine=engine).summary
+    sn = bloatlab.run(_scenario(path, c, True, seed, duration_s, member, trace), engine=engine).summary
     return pair_figures(s, sn)
 
 
@@ -336,7 +339,8 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
 
     timed = not members and engine == "sim"
     members = members or (ensemble_size(path, len(cands), duration_s) if engine == "sim" else 1)
-    if path.down_variable and path.limiter == "fifo":
+    variable = path.down_variable and path.limiter == "fifo"
+    if variable:
         path.down_trace_file()  # written once, before the threads read it
     with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1) if engine == "sim" else 1) as pool:
         # each member its own seed (the middle one, the measurement itself, ``seed``): a kernel connection draws
@@ -353,13 +357,22 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
             members = members_within_time(time.monotonic() - t0, members)
         ms = members_of(path.base_rtt_ms, members)
         mid = (len(ms) - 1) // 2
-        futures = [[pool.submit(_run_figures, path, c, seed + (k - mid) % len(ms), engine, duration_s, m)
-                    if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
-        for i, (c, fs) in enumerate(zip(cands, futures)):
-            c._base_ms = path.base_rtt_ms
-            _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms)
-            if progress:
-                progress(i + 1, len(cands), c)
+        # a variable capacity: each member on its own realization of the fitted process, the middle one on the
+        # twin's own (Path.member_traces), so that one realization does not pick the option
+        tr = path.member_traces(len(ms)) if variable and len(ms) > 1 else [None] * len(ms)
+        try:
+            futures = [[pool.submit(_run_figures, path, c, seed + (k - mid) % len(ms), engine, duration_s, m,
+                                    tr[(k - mid) % len(ms)])
+                        if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
+            for i, (c, fs) in enumerate(zip(cands, futures)):
+                c._base_ms = path.base_rtt_ms
+                _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms)
+                if progress:
+                    progress(i + 1, len(cands), c)
+        finally:
+            if variable:
+                pool.shutdown(wait=True)  # every run has read its trace
+                path.remove_member_traces()
 
 
 def score(cands: list[Candidate], path: Path, goal: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
@@ -24,19 +23,10 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from ..advise.measure import measure
-    from ..advise.path import to_toml
 
     m = measure(args.host, quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
     if args.out:
-        from ..result import atomic_write_text
-
-        if m.path.down_variable:
-            # a variable capacity: the twin's trace of the fitted model beside it, named relative to it
-            m.path.down_trace = os.path.splitext(os.path.abspath(args.out))[0] + "-down.trace"
-        doc = m.path.twin()
-        if m.path.down_variable:
-            doc["link"]["down"]["rate"] = "trace:" + os.path.basename(m.path.down_trace)
-        atomic_write_text(args.out, to_toml(doc))
+        m.path.write_twin(args.out)
     if args.json:
         json.dump(m.report, sys.stdout, indent=2)
         sys.stdout.write("\n")
