@@ -235,10 +235,12 @@ def _keep_heap() -> None:
     default glibc gives an allocation of 32 MiB or more (a 1-Gbit/s run's per-packet samples) a mapping of its
     own, unmapped at free, returns a heap's free top over 128 KiB to the kernel, and deletes a thread's heap (the
     simulator runs on a thread of its own each run) once it is empty: every run of a worker faulted its pages in
-    afresh (400 000 page faults in 24 runs at 1 Gbit/s, BENCHMARKS.md "The imc2019 grid"). Here: no mapping of
-    its own for any allocation (M_MMAP_MAX 0), no trim below 2 GiB of free top (M_TRIM_THRESHOLD), and a 64-MiB
-    pad (M_TOP_PAD, one thread heap's most) that keeps glibc's heap_trim from deleting an emptied thread heap.
-    A worker then holds its largest run's memory (its peak RSS +10 %); nothing a run computes changes."""
+    afresh (the imc2019 grid's 1000-Mbit/s points: 1.30 M page faults in 80 runs, 63 000 with this; BENCHMARKS.md
+    "The imc2019 grid"). Here: no mapping of its own for any allocation (M_MMAP_MAX 0), no trim below 2 GiB of
+    free top (M_TRIM_THRESHOLD), and a 64-MiB pad (M_TOP_PAD, a thread heap's most) that keeps glibc's heap_trim
+    from deleting an emptied thread heap (8 runs at 1 Gbit/s on 2 workers: 126 000 faults by default, 43 000 so,
+    most of them each worker's first run). A worker then holds its largest run's memory (peak RSS +5-10 %);
+    nothing a run computes changes."""
     import ctypes
 
     try:
