@@ -301,3 +301,31 @@ def test_an_emu_point_with_flagged_timing_runs_again_and_is_stored_marked_if_it_
     path = write_exp(tmp_path, 'base = "scenario.toml"\n')
     assert cli(["sweep", path, "--retry-flagged", "-1", "--out", str(tmp_path / "o")]) == 2
     assert "--retry-flagged" in capsys.readouterr().err
+
+
+def test_a_points_work_is_the_bits_its_links_can_carry_in_the_run():
+    resolved = bloatlab.load_scenario(SCENARIO).resolved()
+    assert spec.work(resolved) == 5.0 * (20e6 + 20e6)
+    sw = spec.from_doc({"name": "w", "scenario": bloatlab.load_scenario(SCENARIO).doc,
+                        "grid": {"link.down.rate": ["10Mbit", "100Mbit"], "duration": ["1s", "2s"]}})
+    assert [p.work for p in spec.validate(sw)] == [30e6, 60e6, 120e6, 240e6]
+
+
+def test_a_sweep_hands_out_its_heaviest_points_first_and_stores_them_in_its_own_order(tmp_path, monkeypatch):
+    # Longest processing time first: with one worker the run order is the points' work, descending (ties in the
+    # sweep's order); the store's order stays the sweep's.
+    sw = spec.from_doc({"name": "lpt", "scenario": bloatlab.load_scenario(SCENARIO).doc,
+                        "set": {"duration": "1s"}, "grid": {"link.down.rate": ["10Mbit", "100Mbit", "40Mbit", "60Mbit"]}})
+    log = tmp_path / "order.txt"
+    real = sweep._execute
+
+    def logged(payload):
+        with open(log, "a") as f:
+            f.write(payload["params"]["link.down.rate"] + "\n")
+        return real(payload)
+
+    monkeypatch.setattr(sweep, "_execute", logged)
+    rep = sweep.run(sw, str(tmp_path / "out"), progress=False, jobs=1)
+    assert rep.ran == 4 and not rep.failed
+    assert log.read_text().split() == ["100Mbit", "60Mbit", "40Mbit", "10Mbit"]
+    assert list(bloatlab.load(str(tmp_path / "out")).runs["link.down.rate"]) == ["10Mbit", "100Mbit", "40Mbit", "60Mbit"]

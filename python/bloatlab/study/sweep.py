@@ -14,6 +14,10 @@ Executors:
   last one is stored, marked (the store's ``timing_flagged`` and
   ``timing_reasons`` columns), and the report names it.
 
+Simulator points are handed out heaviest first (:func:`.spec.work`, the
+bits the links can carry in the run), so that a pool's workers end together;
+the store keeps the sweep's order whatever order the runs finish in.
+
 A local worker (a process of a pebble ``ProcessPool``, which kills a point
 that overruns ``--timeout``) writes its run's files (summary.json and the
 time series' Parquet, straight from the engine's Arrow tables) into a
@@ -128,6 +132,11 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         already = len(points) - len(todo)
         if limit is not None:
             todo = todo[:limit]
+        if engine != "emu":
+            # the heaviest points first (longest processing time first): the pool's workers take the points in
+            # this order, so the last ones running are small and no worker idles long while another finishes a
+            # heavy one (a grid in its own order ends on its heaviest). The store's order is the sweep's either way.
+            todo = sorted(todo, key=lambda p: (-p.work, p.order))
         jit = {p.name: p.start_jitter for p in sweep.parts}
         payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine,
                      "start_jitter": jit[p.part]} for p in todo]
@@ -208,12 +217,39 @@ def _worker_init(parent: int) -> None:
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _store.drop_inherited_locks()
+    _keep_heap()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent:
         os._exit(1)
+
+
+#: glibc's mallopt(3) parameters: M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_MAX = -1, -2, -4
+
+
+def _keep_heap() -> None:
+    """A worker keeps the memory its runs free, for its next run (glibc only; elsewhere nothing changes). By
+    default glibc gives an allocation of 32 MiB or more (a 1-Gbit/s run's per-packet samples) a mapping of its
+    own, unmapped at free, returns a heap's free top over 128 KiB to the kernel, and deletes a thread's heap (the
+    simulator runs on a thread of its own each run) once it is empty: every run of a worker faulted its pages in
+    afresh (the imc2019 grid's 1000-Mbit/s points: 1.30 M page faults in 80 runs, 63 000 with this; BENCHMARKS.md
+    "The imc2019 grid"). Here: no mapping of its own for any allocation (M_MMAP_MAX 0), no trim below 2 GiB of
+    free top (M_TRIM_THRESHOLD), and a 64-MiB pad (M_TOP_PAD, a thread heap's most) that keeps glibc's heap_trim
+    from deleting an emptied thread heap (8 runs at 1 Gbit/s on 2 workers: 126 000 faults by default, 43 000 so,
+    most of them each worker's first run). A worker then holds its largest run's memory (peak RSS +5-10 %);
+    nothing a run computes changes."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    for param, value in ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_TOP_PAD, 64 << 20), (_M_MMAP_MAX, 0)):
+        mallopt(param, value)
 
 
 def _failure(exc: BaseException, timeout: float | None) -> str:
