@@ -67,8 +67,12 @@ def test_an_installed_wheel_runs_the_simulator_and_the_probe(wheel_env):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     srv = subprocess.Popen(["bloatlab-probe", "server", "--bind", f"127.0.0.1:{port}"], env=wheel_env["env"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
+        # the client's first probe must not race the server's bind (CI, 2026-11-26: 1 of 20 lost on loopback, the
+        # first): the server says it listens once its socket is bound
+        ready = srv.stderr.readline()
+        assert "listening on" in ready, ready
         r = _run(wheel_env, "bloatlab", "probe", "udp", "client", "127.0.0.1", "-p", str(port), "--count", "20",
                  "--send-interval", "5ms", "--json")
         assert r.returncode == 0, r.stderr
