@@ -108,16 +108,22 @@ def test_a_measured_quantiles_tolerance_is_its_95_percent_interval_over_the_inde
     assert t1[50] == pytest.approx(1.959964 * s * 0.5 / phi50 + math.log(1 + 0.12 / 5), rel=1e-6)
 
 
+def lte_measured(ms: int, seed: int, start: int, stop: int) -> dict:
+    """What measure would read (134-ms windows, a 400-ms round trip) of the stretch ``start``-``stop`` ms of ``ms``
+    ms of the LTE-like model (seed ``seed``): its windows, their p10/p50/p90, a 0.5-s time scale."""
+    s = list(C.read_windows(traces.lte_rates(ms, seed)[start:stop], 0.134, 0.4))
+    p10, p50, p90 = np.percentile(s, [10, 50, 90])
+    return {"series_mbps": s, "window_s": 0.134, "p10_mbps": p10, "p50_mbps": p50, "p90_mbps": p90, "timescale_s": 0.5,
+            "srtt_ms": 400.0}
+
+
 def test_the_twins_realizations_read_as_measure_read_lie_within_the_measured_quantiles_tolerances():
     """Seeded: the windows measure would read of 6.5 s of an LTE-like capacity (a model the fit does not know); the
     realizations returned are the first seeds whose own windows, read the same way, give p10/p50/p90 within
     quantile_tolerance, in seed order (here seeds 3, 19 and 27: the process fitted to so wide a stretch, log sd 1.4
     and its long-run median's 1.06, spreads wider than the stretch on most seeds)."""
-    truth = traces.lte_rates(30_000, 7)
-    s = list(C.read_windows(truth[10_000:16_500], 0.134, 0.4))
-    p10, p50, p90 = np.percentile(s, [10, 50, 90])
-    v = {"series_mbps": s, "window_s": 0.134, "p10_mbps": p10, "p50_mbps": p50, "p90_mbps": p90, "timescale_s": 0.5,
-         "srtt_ms": 400.0}
+    v = lte_measured(30_000, 7, 10_000, 16_500)
+    p50 = v["p50_mbps"]
     cap = C.fit(v)
     tol = C.quantile_tolerance(v)
     got = C.realizations(cap, v, 60_000, 3)
@@ -143,11 +149,8 @@ def test_the_twins_median_is_the_one_whose_windows_read_the_measured_median():
     takes the windows' median for the process's; read as measure reads them, 20 of its realizations give a median
     8 % above the measured one (geometric mean), those of through_windows within 3 standard errors of it (the
     long-run median's offset per realization, level_var, over 20, and 2 % for the medians' own spread)."""
-    truth = traces.lte_rates(40_000, 11)
-    s = list(C.read_windows(truth[20_000:26_000], 0.134, 0.4))
-    p10, p50, p90 = np.percentile(s, [10, 50, 90])
-    v = {"series_mbps": s, "window_s": 0.134, "p10_mbps": p10, "p50_mbps": p50, "p90_mbps": p90, "timescale_s": 0.5,
-         "srtt_ms": 400.0}
+    v = lte_measured(40_000, 11, 20_000, 26_000)
+    p50 = v["p50_mbps"]
     f = C.fit(v)
     g = C.through_windows(f, v)
     assert g.as_dict() == f.as_dict() | {"median_mbps": g.median_mbps} and g.median_mbps < f.median_mbps

@@ -649,28 +649,15 @@ impl<T: 'static> Node<T> {
         }
     }
 
-    /// The frame `ath_tx_get_tid_subframe` takes for station `s` goes to the tail of its retry
-    /// queue ([`Node::refused`]): the retry queue's head, else the TXQ's next frame (dequeued as in
-    /// [`Node::build`]: its queueing delay reported, Minstrel-HT's per-frame decision made, a
-    /// sequence number given).
+    /// The frame `ath_tx_get_tid_subframe` takes for station `s` ([`next_frame`]) goes to the tail
+    /// of its retry queue ([`Node::refused`]).
     fn pull_into_retry(&mut self, s: usize, now: Nanos, rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) {
+        let sample = self.aql.is_none() && self.design != Design::Legacy;
+        let rc = self.rc.get_mut(s).and_then(|m| m.as_mut());
         let txq = &mut self.txqs[s];
-        let mut p = match txq.retry.pop_front() {
-            Some(p) => p,
-            None => {
-                let Some(mut p) = txq.q.dequeue(now, rng, ev) else { return };
-                qdelay(s, now - p.meta.enqueued_at);
-                if let Some(m) = self.rc.get_mut(s).and_then(|m| m.as_mut()) {
-                    p.data.probe = m.sample(now);
-                }
-                p
-            }
-        };
-        if p.data.seq == NO_SEQ {
-            p.data.seq = self.next_seq[s];
-            self.next_seq[s] += 1;
+        if let Some(p) = next_frame(txq, rc, &mut self.next_seq[s], self.aql.is_some(), sample, s, now, rng, ev, qdelay) {
+            txq.retry.push_back(p);
         }
-        txq.retry.push_back(p);
     }
 
     /// ath9k's `axq_ampdu_depth`: the A-MPDUs queued in the hardware or on the air that
@@ -830,26 +817,7 @@ impl<T: 'static> Node<T> {
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
         let (mut al, mut bpad) = (0u64, 0u64);
         loop {
-            let p = match txq.retry.pop_front() {
-                Some(p) => p,
-                None => match if aql { txq.fw.pop_front() } else { txq.q.dequeue(now, rng, ev) } {
-                    Some(mut p) => {
-                        qdelay(s, now - p.meta.enqueued_at);
-                        if sample_here {
-                            if let Some(m) = rc.as_deref_mut() {
-                                p.data.probe = m.sample(now);
-                            }
-                        }
-                        p
-                    }
-                    None => break,
-                },
-            };
-            let mut p = p;
-            if p.data.seq == NO_SEQ {
-                p.data.seq = *next_seq;
-                *next_seq += 1;
-            }
+            let Some(p) = next_frame(txq, rc.as_deref_mut(), next_seq, aql, sample_here, s, now, rng, ev, qdelay) else { break };
             if !baw.within(p.data.seq) {
                 txq.retry.push_front(p);
                 break;
@@ -893,6 +861,33 @@ impl<T: 'static> Node<T> {
 }
 
 /// A mac80211 TXQ: the core's fq_codel with mac80211's parameters.
+/// Station `s`'s next frame as `ath_tx_get_tid_subframe` takes it: the head of its retry queue,
+/// else its TXQ's next frame (with AQL, the firmware queue's), that one's queueing delay reported
+/// to `qdelay` and, where `sample`, Minstrel-HT's per-frame decision made ([`Frame::probe`]); a
+/// frame without a sequence number gets the station's next. None where the station has none.
+#[allow(clippy::too_many_arguments)]
+fn next_frame<T>(txq: &mut Txq<T>, rc: Option<&mut Minstrel>, next_seq: &mut u64, aql: bool, sample: bool, s: usize, now: Nanos,
+                 rng: &mut Rng, ev: &mut Events<Frame<T>>, qdelay: &mut dyn FnMut(usize, Nanos)) -> Option<Packet<Frame<T>>> {
+    let mut p = match txq.retry.pop_front() {
+        Some(p) => p,
+        None => {
+            let mut p = if aql { txq.fw.pop_front() } else { txq.q.dequeue(now, rng, ev) }?;
+            qdelay(s, now - p.meta.enqueued_at);
+            if sample {
+                if let Some(m) = rc {
+                    p.data.probe = m.sample(now);
+                }
+            }
+            p
+        }
+    };
+    if p.data.seq == NO_SEQ {
+        p.data.seq = *next_seq;
+        *next_seq += 1;
+    }
+    Some(p)
+}
+
 pub fn mac80211_txq<T>() -> FqCodel<T> {
     let cparams = CodelParams::from_ns(TXQ_TARGET_NS, TXQ_INTERVAL_NS, None, TXQ_CODEL_MTU, true);
     FqCodel::with(TXQ_FLOWS, TXQ_LIMIT, TXQ_QUANTUM, TXQ_MEMORY, 64, cparams).with_codel_backlog(CodelBacklog::Flow)
