@@ -618,18 +618,9 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         # a policer read from this train: its paced train as behind a policer reading (_policer_train) — the bucket,
         # the port's FIFO and the policed rate (trains.paced_rate), which the flows' goodput through a bucket of a few
         # packets falls short of (seed 28 path 18 through the emulator: 4.42 Mbit/s read for a 7.08 CIR)
-        p, b = x.get("port_mbps"), x.get("bucket_bytes")
-        # (unless a policer reading before sent it: _policer_train)
-        if x.get("paced_train") is None:
-            x["train_evidence"] = [_train1_said(t, p)]
-            if p is not None and t.get("first_loss") is not None and b is not None:
-                _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
-        # ... and, as behind a policer reading, a queue in front of the bucket (a tbf whose queue the flows' bursts hid)
-        if base_ms is not None:
-            _queue_before_bucket(x, base_ms)
-            if x["limiter"] == "fifo":
-                x["aqm_note"] = x["limiter_note"]
-                say(f"  down: {x['limiter_note']}")
+        _turned_policer(host, port, secret, x, t, done_at, say, idle_loss, base_ms)
+        if x["limiter"] == "fifo":
+            x["aqm_note"] = x["limiter_note"]
         return
     lead = t.get("leading_mbps")
     if lead and not t.get("sender_limited") and lead >= TRAIN_PORT_MARGIN * x["rate_mbps"]:
@@ -676,12 +667,24 @@ def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idl
     if not _isolation_behind_a_faster_port(t, x):
         return
     say(f"  down: {x['limiter_note']}")
-    p, b = x.get("port_mbps"), x.get("bucket_bytes")
-    x["train_evidence"] = [_train1_said(t, p)]
-    if p is not None and t.get("first_loss") is not None and b is not None:
-        _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
+    _turned_policer(host, port, secret, x, t, done_at, say, idle_loss, base_ms)
+
+
+def _turned_policer(host: str, port: int, secret: str | None, x: dict, t: dict, done_at: float, say,
+                    idle_loss: float = 0.0, base_ms: float | None = None) -> None:
+    """A direction a back-to-back train ``t`` (ended at ``done_at``) turned ``policer``: as behind a policer reading
+    (:func:`_policer_train`, unless one sent it already) the paced train for the bucket, the port's FIFO and the
+    policed rate, then a queue in front of the bucket (:func:`_queue_before_bucket`: a tbf whose queue the flows'
+    bursts hid reads ``fifo`` again)."""
+    if x.get("paced_train") is None:
+        p, b = x.get("port_mbps"), x.get("bucket_bytes")
+        x["train_evidence"] = [_train1_said(t, p)]
+        if p is not None and t.get("first_loss") is not None and b is not None:
+            _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
     if base_ms is not None:
         _queue_before_bucket(x, base_ms)
+        if x["limiter"] == "fifo":
+            say(f"  down: {x['limiter_note']}")
 
 
 def _ports(train: dict | None, ser_ms: float | None) -> dict:
