@@ -527,3 +527,56 @@ def test_a_fifo_reading_its_train_turns_into_a_policer_sends_the_paced_train_for
     assert x["limiter"] == "policer" and paced_at and abs(paced_at[0] - 0.95 * 39.69) < 1e-9
     assert abs(x["rate_mbps"] - 7.082) / 7.082 < 0.005 and x["rate_from"]["paced_train"] == "tail"
     assert x["train_evidence"][0].startswith("train 1 (back to back, 429 Mbit/s): port 39.69 Mbit/s")
+
+
+def _past_the_flows(delivered=(8688.0, 15928.0, 55024.0, 11584.0), lost: int = 0) -> dict:
+    """Seed 33 path 32 through the emulator (a 31.94-Mbit/s FIFO of 3.5 KB, 2.24 ms; the campaign's store): 4 CUBIC
+    flows delivered 21.48 Mbit/s, each losing its first packet within the first 33-ms sample; the first train read the
+    port at 32.12 Mbit/s and its FIFO at 5.08 KB; the paced train, 2000 packets sent at 30.48 Mbit/s over 786.93 ms,
+    passed whole."""
+    return {"limiter": "policer", "rate_mbps": 21.48, "flows": 4, "port_mbps": 32.12, "port_buffer_bytes": 5076,
+            "bucket_bytes": 885713, "evidence": {"flow_q95_ms": 5.86},
+            "first_loss": {"flows": [{"id": i, "sent_bytes": s} for i, s in enumerate(delivered)]},
+            "paced_train": {"sent": 2000, "lost": lost, "first_loss": None if not lost else 1990, "wire_bytes": 1500,
+                            "head_send_mbps": 30.48, "pace_mbps": 30.52, "send_ms": 786.93, "leading_mbps": 30.48,
+                            "sender_limited": False}}
+
+
+def test_a_paced_train_past_the_flows_rate_and_their_early_first_losses_show_a_shallow_fifo_not_a_policer():
+    # what dropped the flows let less than their 91.2 KB through, so a bucket that passed the paced train's 3 MB at
+    # 30.48 polices at 30.48 - 91224 B x 8 / 0.78693 s = 29.55 Mbit/s or more: not at the flows' 21.48
+    x = _past_the_flows()
+    m_trains._paced_past_the_flows(x, base_ms=2.24)
+    assert x["limiter"] == "fifo" and x["rate_mbps"] == 32.12
+    assert x["buffer_bytes"] == 5076 and x["port_mbps"] is None and x["bucket_bytes"] is None
+    assert abs(x["buffer_bdp"] - 5076 / (32.12e6 * 2.24e-3 / 8)) < 1e-12
+    alt = x["limiter_alternatives"][1]
+    assert alt["limiter"] == "policer" and abs(alt["rate_above_mbps"] - (30.48 - 91224 * 8 / 0.78693 / 1e6)) < 1e-9
+    assert "29.55 Mbit/s or more" in x["limiter_note"]
+
+
+def test_a_policer_at_the_flows_rate_never_reads_as_a_shallow_fifo():
+    # a bucket that passed the paced train holds at least (P - C) T = (30.48 - 21.48) x 0.78693 s = 885 KB, so the
+    # flows' first drop came after at least that much: P - S / T <= C
+    x = _past_the_flows(delivered=(300e3, 300e3, 200e3, 100e3))
+    m_trains._paced_past_the_flows(x, base_ms=2.24)
+    assert x["limiter"] == "policer" and x["rate_mbps"] == 21.48
+    # flows at 28 Mbit/s that lost after 100 KB: whatever dropped them polices at 30.48 - 1.02 = 29.46 or more, within
+    # TRAIN_PORT_MARGIN (1.1) of their rate: a policer there is not excluded, and the reading stays
+    x = _past_the_flows(delivered=(25e3, 25e3, 25e3, 25e3))
+    x["rate_mbps"] = 28.0
+    m_trains._paced_past_the_flows(x, base_ms=2.24)
+    assert x["limiter"] == "policer" and x["rate_mbps"] == 28.0
+    # a paced train that lost a packet, or a flow not seen at its first loss, tells nothing here
+    for x in (_past_the_flows(lost=10), _past_the_flows(delivered=(8688.0, 15928.0, 55024.0))):
+        m_trains._paced_past_the_flows(x, base_ms=2.24)
+        assert x["limiter"] == "policer"
+
+
+def test_flows_that_lost_late_against_the_quiet_gaps_refill_tell_nothing_of_the_bucket():
+    # the bucket the load met held min(B, r x 0.25 s) (plan.IDLE_MIN_S): flows that delivered half of what the
+    # flows' rate refills in that gap (21.48 Mbit/s x 0.25 s / 2 = 335.6 KB) may have met a bucket the last train
+    # ran dry, refilled at a rate below theirs
+    x = _past_the_flows(delivered=(84e3, 84e3, 84e3, 84e3))
+    m_trains._paced_past_the_flows(x, base_ms=2.24)
+    assert x["limiter"] == "policer"

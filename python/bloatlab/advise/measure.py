@@ -59,7 +59,7 @@ from .classify import (
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
-    _not_a_fifo, _not_a_policer, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
+    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
     train_cannot_tell
 )
 from .wifi_hop import wifi_design, wifi_hop
@@ -682,6 +682,7 @@ def _turned_policer(host: str, port: int, secret: str | None, x: dict, t: dict, 
         if p is not None and t.get("first_loss") is not None and b is not None:
             _paced_policer_train(host, port, secret, x, t, p, b, done_at, say, idle_loss)
     if base_ms is not None:
+        _paced_past_the_flows(x, base_ms)
         _queue_before_bucket(x, base_ms)
         if x["limiter"] == "fifo":
             say(f"  down: {x['limiter_note']}")
@@ -752,6 +753,9 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     _wifi_train(wp, x, base_ms, say)
     if x["limiter"] == "policer":
         _policer_train(host, port, secret, x, say, idle_loss)
+        _paced_past_the_flows(x, base_ms)
+        if x["limiter"] == "fifo":
+            say(f"  down: {x['limiter_note']}")
         _queue_before_bucket(x, base_ms)
         _held_not_policed(x, idle_loss)
         _not_a_policer(x, base_ms)

@@ -314,6 +314,89 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
 
 
+def _paced_past_the_flows(x: dict, base_ms: float) -> None:
+    """A ``policer`` direction whose paced train passed whole at a pace P
+    above the flows' rate C, while every flow lost its first packet having
+    delivered little: no policer at C dropped them. A FIFO too shallow for
+    the flows' bursts did (a loss-based flow cannot fill a link through a
+    queue of a few packets: seed 33 path 32, 21.5 Mbit/s read through a
+    3.5-KB FIFO at 31.9, its paced train passing 3 MB at 30.5 whole).
+
+    A token bucket of rate r and depth B drops a flow's first packet only
+    once it runs dry: the bytes through it by then — at most S, the flows'
+    deliveries at their first retransmissions (a flow's packets before its
+    first loss are acknowledged by then, and the first drop comes no later
+    than any flow's own) — exceed what it held when the load began. After
+    the quiet gap before the load (plan.IDLE_MIN_S, g) it held min(B, r g),
+    so B < S, or r < S / g (then it passed the flows' C over their phase
+    from a bucket of less than S: C <= 2 S / g, excluded below). The paced
+    train, n packets of W bytes over its send span T at P, passed whole:
+    B >= (P - r) T. Both hold only for r >= P - S / T. Where that is above
+    :data:`TRAIN_PORT_MARGIN` x C the flows' rate is no token bucket's: the
+    direction becomes ``fifo`` at the port's rate (the first train's head;
+    the paced train's own rate where the port was not told), its buffer the
+    FIFO the first train's head filled (:func:`port_fifo`) where that was
+    read, else the flows' queueing at the port's rate, as
+    :func:`_not_a_policer` reads it. Named beside it: a policer at r or
+    above (its bucket below S), which the twin's FIFO at the port acts
+    like. A policer the flows reached within that margin never meets it:
+    the paced train needs B >= (P - r) T, and its first drop came after
+    S >= min(B, r g) — which, with C g > 2 S and C <= r, is B — so
+    P - S / T <= P - B / T <= r. What is left
+    unseen: a policer the flows (CUBIC's phase and BBR's both) stayed more
+    than the margin below, whose bucket lay between (P - r) T and S — it
+    is named. Measured on the stored campaign paths (seeds 31-33, 63 down
+    directions): this path the one it turned; the one policer whose paced
+    train passed whole (seed 33 path 15, 59.9 Mbit/s) bounds r at 0.74 x
+    its flows' rate. A train that lost anything, or flows not all seen at
+    a first loss, tell nothing here."""
+    t = x.get("paced_train")
+    if x["limiter"] != "policer" or not t or t.get("lost") or t.get("first_loss") is not None or t.get("sender_limited"):
+        return
+    first = x.get("first_loss") or {}
+    flows = first.get("flows") or []
+    if not flows or len(flows) < x.get("flows", 4):
+        return
+    from .plan import IDLE_MIN_S
+    c = x["rate_mbps"]
+    pace = t.get("head_send_mbps") or t.get("pace_mbps")
+    span_s = (t.get("send_ms") or 0.0) / 1e3
+    n, w = int(t.get("sent", 0)), t.get("wire_bytes", WIRE_SEGMENT)
+    if not pace or span_s <= 0 or n < 2:
+        return
+    s = sum(f["sent_bytes"] for f in flows)
+    if c * 1e6 / 8 * IDLE_MIN_S <= 2 * s:
+        return
+    r_min = pace - s * 8 / span_s / 1e6
+    if r_min < TRAIN_PORT_MARGIN * c:
+        return
+    port = x.get("port_mbps") or t.get("leading_mbps") or pace
+    q = x.get("port_buffer_bytes")
+    bdp = port * 1e6 * base_ms / 1e3 / 8
+    if q:
+        reading = {"buffer_bytes": int(q), "buffer_bound": None, "buffer_bytes_min": None, "buffer_bytes_max": None,
+                   "buffer_note": "the FIFO the first train's head filled: its bytes less what the port drained while "
+                                  "they came, within half a packet (port_fifo)"}
+        said = f"the FIFO the first train's head filled, {q / 1e3:.3g} KB"
+    else:
+        q95 = x["evidence"]["flow_q95_ms"]
+        reading = buffer_reading(q95, port, x.get("flows", 4), base_ms, True,
+                                 queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
+        reading["buffer_bytes"] = int(max(reading["buffer_bytes"], 2 * WIRE_SEGMENT))
+        said = f"the flows' queueing at the port, ~{reading['buffer_bytes'] / 1e3:.3g} KB"
+    note = (f"drops without a queue, but the paced train passed {n * w / 1e3:.4g} KB whole at {pace:.4g} Mbit/s, faster "
+            f"than the flows' {c:.4g}, while every flow lost its first packet having delivered {s / 1e3:.3g} KB in all: "
+            f"a token bucket that dropped them holds less than that, so it polices at {r_min:.4g} Mbit/s or more "
+            f"(the paced train ran it down by at most the bucket) — not at the flows' rate. A FIFO too shallow for "
+            f"their bursts held them below the port's {port:.4g} Mbit/s: {said}")
+    x.update(reading)
+    x.update(limiter="fifo", rate_mbps=port, buffer_bdp=x["buffer_bytes"] / bdp if bdp else None, port_mbps=None,
+             bucket_bytes=None, port_buffer_bytes=None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "fifo"}, {"limiter": "policer", "rate_above_mbps": r_min}])
+    x.setdefault("rate_by_cc", {})["paced_train"] = port
+    x.setdefault("rate_from", {})["paced_train"] = "port" if x.get("train") else "paced train"
+
+
 def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
     """Whether a packet train that lost packets beyond the path's random loss
     had its tail held in a queue rather than cut: more of the packets after
