@@ -197,7 +197,10 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
       rate is not cut by the bucket, and a server short of CPU may pace below
       what it was asked: its tail then reads the sender (seed 8 path 14, a
       64.5-Mbit/s pace fell below the 39-Mbit/s policer in the tail, which
-      read 34.8);
+      read 34.8). Where it was not, the stretches between its losses that
+      the bucket could not have refilled across still read C
+      (:func:`_refill_between_losses`: fresh seed 36 path 4, a tail offered
+      at 6.7 Mbit/s for a 6.28 policer, read 6.30 where the flows read 5.42);
     - the server's stalls are allowed for. Between two received tail packets
       the server was silent for their gap less their spacing at the pace; a
       silence s shorter than the time the bucket takes to refill costs the
@@ -225,13 +228,20 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
     head = [i for i in got if i < train["first_loss"]]
     if not head or got[-1] <= head[-1] or tx[got[-1]] <= tx[head[-1]]:
         return None, "no send times for the tail: whether the sender or the bucket set its rate is not known"
+    tail_got = [i for i in got if i >= head[-1]]
+    what = f"{n} packets after its first loss"
     offered = (got[-1] - head[-1]) * w * 8 / ((tx[got[-1]] - tx[head[-1]]) * 1e3)
     if offered < TRAIN_PORT_MARGIN * tail:
-        return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
-                      f"{tail:.4g} that passed: the sender, not the bucket, may have set the tail's rate")
-    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (tail * 1e3)
-    span_ms = tx[got[-1]] - tx[head[-1]]
-    tail_got = [i for i in got if i >= head[-1]]
+        c, kept = _refill_between_losses(train, got, offered, bucket_bytes)
+        if c is None:
+            return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
+                          f"{tail:.4g} that passed, and fewer than {TAIL_RATE_PACKETS} packets came between losses the "
+                          f"bucket could not have refilled across: the sender, not the bucket, may have set the tail's rate")
+        return c, (f"the paced train's tail, offered at {offered:.4g} Mbit/s: {kept} packets between losses it could "
+                   f"not refill across at {c:.4g} Mbit/s, what the emptied bucket refills")
+    span_ms = tx[tail_got[-1]] - tx[tail_got[0]]
+    passed = (len(tail_got) - 1) * w * 8 / (span_ms * 1e3)
+    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (passed * 1e3)
     wasted, worst = 0.0, 0.0
     for i, j in zip(tail_got, tail_got[1:]):
         silent = (tx[j] - tx[i]) - (j - i) * w * 8 / (pace_mbps * 1e3)
@@ -239,10 +249,47 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
         worst = max(worst, silent)
     if wasted > RATE_ERROR * span_ms:
         return None, (f"the server stalled (up to {worst:.3g} ms), {wasted:.3g} ms of its {span_ms:.4g}-ms tail beyond the "
-                      f"bucket's {refill_ms:.3g}-ms refill: the tail's {tail:.4g} Mbit/s reads the sender")
-    c = float(tail) * span_ms / (span_ms - wasted)
-    return c, (f"the paced train's tail: {n} packets after its first loss at {tail:.4g} Mbit/s, what the emptied bucket "
-               f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
+                      f"bucket's {refill_ms:.3g}-ms refill: the tail's {passed:.4g} Mbit/s reads the sender")
+    c = passed * span_ms / (span_ms - wasted)
+    return c, (f"the paced train's tail: {what} at {passed:.4g} Mbit/s, what the emptied bucket refills"
+               + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
+
+
+def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_bytes: float | None) -> tuple[float | None, int]:
+    """The policed rate from the stretches between a paced train's
+    consecutive losses (``got``: the received packets' indices, ``offered``
+    Mbit/s the tail's send rate, ``bucket_bytes`` the bucket read so far):
+    (Mbit/s or None, the packets it rests on).
+
+    At each loss the bucket held less than a packet (W); between two losses
+    it refilled C per second and passed what was offered while it could.
+    Unless it filled (its tokens then overflow and are lost), what passed
+    between the packets received just before each loss is C over their
+    send times within a packet. It can fill only where the offered rate
+    fell below C long enough to gather B - W: across a stretch of span T
+    that passed p packets, at most ``offered`` x T - p W (``offered`` >= C:
+    the bucket ran dry). Stretches where that reaches B - W are left out
+    (seed 32 path 40: a server at 46.5 Mbit/s for a 45.9 policer fell below
+    it for 377 ms between two losses); the rest give C. None where they
+    hold fewer than :data:`TAIL_RATE_PACKETS` packets or no bucket was read."""
+    tx, w = train.get("tx_ms") or [], train.get("wire_bytes", WIRE_SEGMENT)
+    losses = sorted(s for s in train.get("lost_seq") or [] if s >= train["first_loss"])
+    if not bucket_bytes or len(losses) < 2:
+        return None, 0
+    before = [max((i for i in got if i < k), default=None) for k in losses]
+    passed_total, span_total = 0, 0.0
+    for a, b in zip(before, before[1:]):
+        if a is None or b is None or b <= a:
+            continue
+        span_ms = tx[b] - tx[a]
+        passed = sum(1 for i in got if a < i <= b)
+        if span_ms <= 0 or offered * 1e3 / 8 * span_ms - passed * w >= bucket_bytes - w:
+            continue
+        passed_total += passed
+        span_total += span_ms
+    if passed_total < TAIL_RATE_PACKETS or span_total <= 0:
+        return None, passed_total
+    return passed_total * w * 8 / (span_total * 1e3), passed_total
 
 
 def port_fifo(train: dict) -> float | None:
