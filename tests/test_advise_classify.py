@@ -496,8 +496,8 @@ def test_a_tail_that_arrived_faster_than_the_rate_shows_the_policers_port_where_
 
 # fresh seed 35 path 38 through the emulator: a 129.7-Mbit/s policer (bucket 7.8 ms) on a 149.2-Mbit/s port, 232 ms,
 # 1 % random loss; BBR's flows read 137.7 Mbit/s (6 % high)
-POLICER_NEAR_EV = {"probe_q95_ms": 0.6938, "flow_q50_ms": 1.1124, "flow_q95_ms": 2.4632}
-POLICER_NEAR_TRAIN = {"first_loss": 87, "head_bytes": 130500, "head_packets": 87, "head_send_mbps": 3462.46,
+POLICER_ADMITTED_EV = {"probe_q95_ms": 0.6938, "flow_q50_ms": 1.1124, "flow_q95_ms": 2.4632}
+POLICER_ADMITTED_TRAIN = {"first_loss": 87, "head_bytes": 130500, "head_packets": 87, "head_send_mbps": 3462.46,
                       "leading_mbps": 149.003, "lost": 881, "received": 119, "sender_limited": False, "send_mbps": 3603.50,
                       "sent": 1000, "tail_packets": 32, "tail_mbps": 130.107, "tail_arrival_mbps": 149.338,
                       "tail_send_mbps": 130.107, "wire_bytes": 1500, "notes": []}
@@ -509,10 +509,10 @@ def test_a_tail_that_arrived_faster_than_it_was_admitted_shows_the_port_where_th
     were admitted at 130.1 (their send span after the head): a queue admits a tail sent faster than it drains one
     packet a drain time, so they would arrive as far apart as they were admitted; 149.3 > 1.1 x 130.1 is a policer
     in front of a faster port."""
-    x = read_down(monkeypatch, POLICER_NEAR_EV, 137.679, POLICER_NEAR_TRAIN, idle_loss=0.0104, base_ms=232.47)
+    x = read_down(monkeypatch, POLICER_ADMITTED_EV, 137.679, POLICER_ADMITTED_TRAIN, idle_loss=0.0104, base_ms=232.47)
     assert x["limiter"] == "policer" and x["port_mbps"] == 149.338
     assert "faster than a queue at 130.1 (what admitted them)" in x["train_evidence"][-1]
     # a tail that arrived as it was admitted (a queue's: arrival over send 0.98-1.002 on the stored FIFO trains)
-    y = read_down(monkeypatch, POLICER_NEAR_EV, 137.679, dict(POLICER_NEAR_TRAIN, tail_send_mbps=149.0),
+    y = read_down(monkeypatch, POLICER_ADMITTED_EV, 137.679, dict(POLICER_ADMITTED_TRAIN, tail_send_mbps=149.0),
                   idle_loss=0.0104, base_ms=232.47)
     assert y["limiter"] == "fifo"
