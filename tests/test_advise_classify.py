@@ -17,7 +17,7 @@ from bloatlab.advise import trains as m_trains
 
 
 def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0,
-              paced: dict | None = None, **classify_kw) -> dict:
+              paced: dict | None = None, first_loss: dict | None = None, **classify_kw) -> dict:
     """The down direction as `measure` reads it from one loaded phase's
     evidence and the packet train(s) it sends: the verdict (classify), then
     the trains in measure's order (_down_trains): behind a policer reading
@@ -25,13 +25,14 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
     (_policer_train, _queue_before_bucket, _held_not_policed,
     _not_a_policer), then behind a FIFO with drops the AQM train (_aqm_train:
     the policer's train where one was sent); ``classify_kw``: classify's
-    loss, rtt_ms and loss_rate_mbps."""
+    loss, rtt_ms and loss_rate_mbps; ``first_loss``: the fill's first losses (evidence.first_losses)."""
     lim = m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4, **classify_kw)
     q95 = ev["flow_q95_ms"]
     x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m_classify.ambiguity(lim, rate, 4),
          "limiter_alternatives": m_classify.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
          "evidence": dict(ev, dropped=True, burst_floor_ms=m_physics.burst_floor_ms(rate, 4)),
-         "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None}
+         "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None,
+         "first_loss": first_loss or {"flows": [], "lossless": 0}}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))
 
     def paced_train(*_):
@@ -516,3 +517,33 @@ def test_a_tail_that_arrived_faster_than_it_was_admitted_shows_the_port_where_th
     y = read_down(monkeypatch, POLICER_ADMITTED_EV, 137.679, dict(POLICER_ADMITTED_TRAIN, tail_send_mbps=149.0),
                   idle_loss=0.0104, base_ms=232.47)
     assert y["limiter"] == "fifo"
+
+
+# seed 33 path 32 through the emulator: a 31.94-Mbit/s FIFO of 3.5 KB, 2.24 ms; 4 CUBIC flows read 21.48, each losing
+# its first packet within the first 33-ms sample (91.2 KB delivered in all)
+SHALLOW_FIFO_EV = {"probe_q95_ms": 1.0361, "flow_q50_ms": 2.0398, "flow_q95_ms": 5.8593}
+SHALLOW_FIFO_TRAIN = {"first_loss": 3, "head_bytes": 4500, "head_packets": 3, "head_send_mbps": 830.94, "leading_mbps": 32.122,
+                      "lost": 988, "received": 12, "sender_limited": False, "send_mbps": 3322.3, "sent": 1000, "tail_packets": 9,
+                      "tail_mbps": 31.854, "tail_arrival_mbps": 31.940, "tail_send_mbps": 31.854, "wire_bytes": 1500, "notes": []}
+SHALLOW_FIFO_PACED = {"sent": 2000, "lost": 0, "lost_seq": [], "first_loss": None, "received": 2000, "wire_bytes": 1500,
+                      "head_send_mbps": 30.483, "leading_mbps": 30.484, "pace_mbps": 30.516, "send_ms": 786.93,
+                      "head_packets": 2000, "sender_limited": False, "handshake_rtt_ms": 2.58, "tail_packets": 0, "notes": []}
+SHALLOW_FIFO_FIRST = {"flows": [{"id": i, "sent_bytes": b} for i, b in enumerate((8688.0, 15928.0, 55024.0, 11584.0))],
+                      "lossless": 0}
+
+
+def test_a_shallow_fifo_whose_flows_lost_before_any_bucket_the_paced_train_needs_reads_fifo_at_the_port(monkeypatch):
+    """Drops without a queue: `policer` at the flows' 21.48. The first train read the port (32.12) and the FIFO its
+    head filled (5.08 KB); the paced train passed 3 MB whole at 30.48, which a bucket at 21.48 passes only if it holds
+    at least 886 KB — but every flow had lost its first packet with 91.2 KB delivered in all (_paced_past_the_flows):
+    a FIFO at the port, as the truth."""
+    x = read_down(monkeypatch, SHALLOW_FIFO_EV, 21.4832, SHALLOW_FIFO_TRAIN, base_ms=2.24, paced=SHALLOW_FIFO_PACED,
+                  first_loss=SHALLOW_FIFO_FIRST)
+    assert x["limiter"] == "fifo" and x["rate_mbps"] == 32.122 and x["buffer_bytes"] == 5076
+    # its buffer: (3 + 1/2) x 1500 - 3 x 1500 x 32.122 / 830.94 = 5076 B (port_fifo; the truth 3478: a packet apart)
+    assert c.limiter_said(truth("fifo", 31.94, 3478), x)
+    # the same trains with flows that delivered what such a bucket holds before their first losses: the policer stays
+    big = {"flows": [{"id": i, "sent_bytes": 250e3} for i in range(4)], "lossless": 0}
+    y = read_down(monkeypatch, SHALLOW_FIFO_EV, 21.4832, SHALLOW_FIFO_TRAIN, base_ms=2.24, paced=SHALLOW_FIFO_PACED,
+                  first_loss=big)
+    assert y["limiter"] == "policer"
