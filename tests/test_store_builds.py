@@ -228,3 +228,25 @@ def test_the_report_names_the_builds_of_its_runs(exp, tmp_path, monkeypatch):
     assert report._builds(runs) == f"{A.id} (3 runs)"
     runs.loc[0, "build"] = None
     assert report._builds(runs) == f"{A.id} (2 runs), unknown (1 run)"
+
+
+def test_reproduce_sweep_and_fidelity_pass_reuse_any_build_on(exp, tmp_path, monkeypatch, capsys):
+    from bloatlab.errors import UserError
+    from bloatlab.study import fidelity
+
+    seen = []
+
+    def record(*args, **kw):
+        seen.append(kw.get("reuse_any_build"))
+        raise UserError("recorded")
+
+    monkeypatch.setattr(sweep, "run", record)
+    monkeypatch.setattr(fidelity, "run", record)
+    out = str(tmp_path / "out")
+    for argv in (["reproduce", "janog-lossy-download", "--quick", "--out", out], ["sweep", exp, "--out", out],
+                 ["fidelity", exp, "--out", out]):
+        assert cli(argv) == 2 and cli(argv + ["--reuse-any-build"]) == 2
+    assert seen == [False, True] * 3
+    capsys.readouterr()
+    assert cli(["fidelity", "--advise", "--reuse-any-build", "--out", out]) == 2
+    assert capsys.readouterr().err.startswith("error: --reuse-any-build: for an experiment's sweeps, not with --advise")

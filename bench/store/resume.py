@@ -4,7 +4,8 @@ again by a fresh ``bloatlab sweep`` process, as a user re-runs the command.
 With several ``--code`` checkouts (their ``python/`` directories, each with
 its own native module) each gets its own store, made by itself, and the
 resumes alternate between them (A B A B ...), so that the machine's load
-falls on all alike; the medians are printed, one line per checkout.
+falls on all alike; the medians are printed, one line per checkout, and the
+median of the paired differences against the first.
 
     .venv/bin/python bench/store/resume.py --code python --code ../main/python [--repeats 9]
 """
@@ -80,6 +81,10 @@ def main() -> int:
         for code, w, said in zip(a.code, walls, last):
             print(f"{code}: resume of 640 stored points, median {statistics.median(w):.3f} s "
                   f"(min {min(w):.3f}, max {max(w):.3f}, n {len(w)}); it said: {said}")
+        for code, w in list(zip(a.code, walls))[1:]:  # each resume against the first checkout's just before it
+            d = sorted(x - y for x, y in zip(walls[0], w))
+            print(f"{a.code[0]} - {code}, paired: median {1e3 * statistics.median(d):+.0f} ms "
+                  f"(middle half {1e3 * d[len(d) // 4]:+.0f} .. {1e3 * d[(3 * len(d)) // 4]:+.0f} ms)")
     return 0
 
 

@@ -99,10 +99,12 @@ def identity(engine: str = "sim") -> Build:
     """This process's build for ``engine`` (``sim`` or ``emu``), computed once."""
     from .._version import __version__
 
-    parts = {"version": __version__, "native": _sha256(native_path()), "python": sources_digest()}
-    if engine == "emu":
+    if engine == "emu":  # the simulator's parts (hashed once for both engines) and the emulator's own
+        parts = dict(identity("sim").parts)
         parts.update({"bloatlab-emu": _binary("bloatlab-emu"), "bloatlab-probe": _binary("bloatlab-probe"),
                       "kernel": os.uname().release})
+    else:
+        parts = {"version": __version__, "native": _sha256(native_path()), "python": sources_digest()}
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return Build(f"{__version__}+{digest[:12]}", parts)
 

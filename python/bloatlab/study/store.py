@@ -40,7 +40,7 @@ import math
 import os
 import shutil
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from .. import atomic, files, result
 from ..errors import UserError
@@ -322,9 +322,18 @@ def done_ids(out_dir: str) -> set[str]:
     return {rid for rid, d in run_dirs(out_dir).items() if os.path.exists(os.path.join(d, "run.json"))}
 
 
-def check_runs(out_dir: str) -> tuple[dict[str, dict], dict[str, str]]:
-    """Every run directory of the store checked whole: (the run.json of each
-    whole run by id, the damaged runs each with what is wrong). Damaged:
+class Stored(NamedTuple):
+    """What a resume needs of a whole stored run: the build that made it
+    (run.json's ``row.build``, study/build.py; None for a run stored before
+    runs recorded it, or imported) and that build's parts (run.json's ``build``)."""
+
+    build: str | None
+    parts: dict | None
+
+
+def check_runs(out_dir: str) -> tuple[dict[str, Stored], dict[str, str]]:
+    """Every run directory of the store checked whole: (each whole run's
+    :class:`Stored` by id, the damaged runs each with what is wrong). Damaged:
     files changed after they were stored (a truncated or edited
     run.json/summary.json, a missing or unreadable Parquet footer), and run
     directories without run.json (never taken for finished)."""
@@ -352,7 +361,8 @@ def check_runs(out_dir: str) -> tuple[dict[str, dict], dict[str, str]]:
                         pq.read_metadata(p)
                     except Exception as e:  # pyarrow raises several kinds for a damaged file
                         raise UserError(f"{p}: damaged Parquet ({str(e).splitlines()[0][:120]})") from None
-            whole[rid] = doc
+            b, parts = doc["row"].get("build"), doc.get("build")
+            whole[rid] = Stored(b if isinstance(b, str) and b else None, parts if isinstance(parts, dict) else None)
         except UserError as e:
             bad[rid] = str(e)
     return whole, bad
@@ -363,24 +373,17 @@ def damaged(out_dir: str) -> dict[str, str]:
     return check_runs(out_dir)[1]
 
 
-def remove_damaged(out_dir: str) -> tuple[dict[str, dict], dict[str, str]]:
+def remove_damaged(out_dir: str) -> tuple[dict[str, Stored], dict[str, str]]:
     """Move damaged runs out of the way (call with the lock held) so that a
-    resumed sweep computes them again; returns (the run.json of each whole
-    run by id, the damaged ones with their reasons): one reading of the
-    store serves the resume's every question (which runs are there, which
-    build made each)."""
+    resumed sweep computes them again; returns (each whole run's
+    :class:`Stored` by id, the damaged ones with their reasons): one reading
+    of the store serves the resume's every question (which runs are there,
+    which build made each)."""
     whole, bad = check_runs(out_dir)
     dirs = run_dirs(out_dir)
     for rid in bad:
         shutil.rmtree(dirs[rid], ignore_errors=True)
     return whole, bad
-
-
-def stored_build(doc: dict) -> str | None:
-    """The build that made a stored run (its run.json's ``row``; study/build.py),
-    None for a run stored before runs recorded it (or imported)."""
-    b = (doc.get("row") or {}).get("build")
-    return b if isinstance(b, str) and b else None
 
 
 def staging_dir(out_dir: str, run_id: str) -> str:

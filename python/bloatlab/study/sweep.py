@@ -38,8 +38,8 @@ the native module, the Python sources that shape a run, the version; for
 ``emu`` also the emulator's binaries and the kernel release). A stored run
 of another build, or of an unknown one (stored before runs recorded their
 build), is not this code's result: by default the point runs again, the
-sweep says how many ("12 of 40 stored runs came from another build (native):
-running them again"), and the new run replaces the old one once it is whole
+sweep says how many ("12 of 40 stored runs came from another build (it
+differs in native): running them again ..."), and the new run replaces the old one once it is whole
 (``store.write_run(replace=True)``; a point that fails keeps its old run).
 ``reuse_any_build`` (``--reuse-any-build``) keeps every stored run, for
 someone who knows the change does not touch the model. The build is computed
@@ -127,19 +127,19 @@ def _info(pt: _spec.Point, engine: str, name: str, build: str) -> dict:
     return info
 
 
-def other_builds(points, whole: dict[str, dict], current: "_build.Build") -> tuple[list[str], int, list[str]]:
-    """Of the points stored in the store (``whole``: run.json by run id), those
+def other_builds(points, whole: dict[str, "_store.Stored"],
+                 current: "_build.Build") -> tuple[list[str], int, list[str]]:
+    """Of the points stored in the store (``whole``: store.check_runs), those
     whose run another build made: (their run ids, how many of them have no
     recorded build, the build parts in which the recorded ones differ)."""
     stale, unknown, parts = [], 0, set()
     for p in points:
-        doc = whole.get(p.run_id)
-        if doc is None or _store.stored_build(doc) == current.id:
+        st = whole.get(p.run_id)
+        if st is None or st.build == current.id:
             continue
         stale.append(p.run_id)
-        if _store.stored_build(doc) is None:
-            unknown += 1
-        parts.update(_build.differs(doc.get("build"), current.parts))
+        unknown += st.build is None
+        parts.update(_build.differs(st.parts, current.parts))
     return stale, unknown, sorted(parts)
 
 
