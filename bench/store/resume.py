@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,15 +47,21 @@ base = "scenario.toml"
 """
 
 
-def sweep(code: str, d: str) -> tuple[float, str]:
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def sweep(code: str, d: str) -> tuple[float, float, str]:
+    """One ``bloatlab sweep`` process of checkout ``code`` into ``d``: (wall s, CPU s, what it said)."""
     env = dict(os.environ, PYTHONPATH=os.path.abspath(code))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     res = subprocess.run([sys.executable, "-m", "bloatlab", "sweep", os.path.join(d, "exp.toml"), "--out",
                           os.path.join(d, "out"), "-q"], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
     if res.returncode != 0:
         sys.exit(f"{code}: sweep failed: {res.stderr}")
-    return wall, res.stdout.strip() + (" | " + res.stderr.strip() if res.stderr.strip() else "")
+    return wall, cpu, res.stdout.strip() + (" | " + res.stderr.strip() if res.stderr.strip() else "")
 
 
 def main() -> int:
@@ -69,22 +76,26 @@ def main() -> int:
             os.makedirs(d)
             open(os.path.join(d, "scenario.toml"), "w").write(textwrap.dedent(SCENARIO))
             open(os.path.join(d, "exp.toml"), "w").write(textwrap.dedent(EXP))
-            wall, said = sweep(code, d)
+            wall, _, said = sweep(code, d)
             print(f"{code}: store made in {wall:.1f} s ({said})", flush=True)
             dirs.append(d)
         walls: list[list[float]] = [[] for _ in a.code]
+        cpus: list[list[float]] = [[] for _ in a.code]
         last = [""] * len(a.code)
         for _ in range(a.repeats):
             for i, code in enumerate(a.code):
-                w, last[i] = sweep(code, dirs[i])
+                w, c, last[i] = sweep(code, dirs[i])
                 walls[i].append(w)
-        for code, w, said in zip(a.code, walls, last):
-            print(f"{code}: resume of 640 stored points, median {statistics.median(w):.3f} s "
-                  f"(min {min(w):.3f}, max {max(w):.3f}, n {len(w)}); it said: {said}")
-        for code, w in list(zip(a.code, walls))[1:]:  # each resume against the first checkout's just before it
-            d = sorted(x - y for x, y in zip(walls[0], w))
-            print(f"{a.code[0]} - {code}, paired: median {1e3 * statistics.median(d):+.0f} ms "
-                  f"(middle half {1e3 * d[len(d) // 4]:+.0f} .. {1e3 * d[(3 * len(d)) // 4]:+.0f} ms)")
+                cpus[i].append(c)
+        for code, w, c, said in zip(a.code, walls, cpus, last):
+            print(f"{code}: resume of 640 stored points, wall median {statistics.median(w):.3f} s (min {min(w):.3f}, "
+                  f"max {max(w):.3f}), CPU median {statistics.median(c):.3f} s (min {min(c):.3f}), n {len(w)}; "
+                  f"it said: {said}")
+        for i in range(1, len(a.code)):  # each resume against the first checkout's just before it
+            for what, xs in (("wall", walls), ("CPU", cpus)):
+                d = sorted(x - y for x, y in zip(xs[0], xs[i]))
+                print(f"{a.code[0]} - {a.code[i]}, paired {what}: median {1e3 * statistics.median(d):+.0f} ms "
+                      f"(middle half {1e3 * d[len(d) // 4]:+.0f} .. {1e3 * d[(3 * len(d)) // 4]:+.0f} ms)")
     return 0
 
 
