@@ -185,6 +185,12 @@ def test_a_point_that_fails_when_run_again_keeps_its_stored_run(exp, tmp_path, m
     new = run_json(out)
     assert all(new[r] == old[r] for r in new if new[r]["row"]["flow.0.cc"] == "bbr")  # untouched, byte for byte
     assert store.damaged(out) == {}
+    capsys.readouterr()
+    assert cli(["query", out]) == 0  # runs of two builds: the default view says which made each
+    text = capsys.readouterr().out
+    header, rows = text.split("─" * 10)[0], text.splitlines()
+    assert "build" in header.split()
+    assert [sum(b.id in ln.split() for ln in rows) for b in (A, B)] == [2, 2]
 
 
 def test_limit_counts_the_points_run_again(exp, tmp_path, monkeypatch):

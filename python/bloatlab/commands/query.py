@@ -9,7 +9,8 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser("query", help="SQL over a results directory (DuckDB)",
                        description='SQL over a results directory. Tables: runs (one row per run: run_id, part, '
-                                   'engine, seed, build (the build that made it; null: unknown), a column per swept key named by its path — quote it: '
+                                   'engine, seed, build (the build that made it; null: unknown), a column per '
+                                   'swept key named by its path — quote it: '
                                    '"link.down.loss" — and the summary metrics), flows (one row per flow per run); '
                                    'views flow_series, link_series, probe_series (the time series, with run_id). '
                                    '--import adds flent (.flent.gz) or iperf3 (-J JSON) measurements to DIR first.')

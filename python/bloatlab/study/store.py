@@ -341,7 +341,7 @@ def check_runs(out_dir: str) -> tuple[dict[str, Stored], dict[str, str]]:
 
     from ..result import SERIES, read_json
 
-    whole: dict[str, dict] = {}
+    whole: dict[str, Stored] = {}
     bad: dict[str, str] = {}
     for rid, d in run_dirs(out_dir).items():
         try:

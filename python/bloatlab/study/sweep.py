@@ -39,8 +39,9 @@ the native module, the Python sources that shape a run, the version; for
 of another build, or of an unknown one (stored before runs recorded their
 build), is not this code's result: by default the point runs again, the
 sweep says how many ("12 of 40 stored runs came from another build (it
-differs in native): running them again ..."), and the new run replaces the old one once it is whole
-(``store.write_run(replace=True)``; a point that fails keeps its old run).
+differs in native): running them again ..."), and the new run replaces the
+old one once it is whole (``store.write_run(replace=True)``; a point that
+fails keeps its old run).
 ``reuse_any_build`` (``--reuse-any-build``) keeps every stored run, for
 someone who knows the change does not touch the model. The build is computed
 once per process (forked workers inherit it); each run is stored with the
