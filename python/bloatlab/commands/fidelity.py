@@ -10,6 +10,8 @@ import sys
 
 
 def register(sub) -> None:
+    from .sweep import REUSE_HELP
+
     p = sub.add_parser("fidelity", help="run a sweep on both engines and measure the simulator's error (emu needs root)",
                        description="Run every point of an experiment file (docs/studies.md) on --engine sim and on "
                                    "--engine emu, each into its own results store (DIR/sim, DIR/emu; re-running "
@@ -20,6 +22,7 @@ def register(sub) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill a point that runs longer than this")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N new runs per engine (resume later)")
     p.add_argument("--json", action="store_true", help="print {summary, points} as JSON")
+    p.add_argument("--reuse-any-build", action="store_true", help=REUSE_HELP)
     g = p.add_argument_group("the advisor's campaign (issue 30; docs/advise.md)")
     g.add_argument("--advise", action="store_true", help="instead of an experiment: draw --paths random paths, emulate "
                    "each, run measure and advise against it and the kernel's controls through it (root, real time: "
@@ -47,12 +50,16 @@ def main(args) -> int:
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit: expected a whole number >= 0, got {args.limit}")
     if args.advise:
+        if args.reuse_any_build:
+            raise UserError("--reuse-any-build: for an experiment's sweeps, not with --advise (the campaign keeps "
+                            "its records and counts the code versions they were made with: docs/advise.md)")
         return _advise_campaign(args)
     if args.experiment is None:
         raise UserError("fidelity: give an EXPERIMENT.toml, or --advise for the advisor's campaign")
     sw = spec.load(args.experiment)
     out = args.out or os.path.join("results", f"{sw.name}-fidelity")
-    table, summ, path, reps = fidelity.run(sw, out, timeout=args.timeout, progress=not args.quiet, limit=args.limit)
+    table, summ, path, reps = fidelity.run(sw, out, timeout=args.timeout, progress=not args.quiet, limit=args.limit,
+                                           reuse_any_build=args.reuse_any_build)
     if args.json:
         pts = json.loads(table.to_json(orient="records"))
         json.dump({"summary": summ, "points": pts, "report": path}, sys.stdout, indent=2, default=str)

@@ -9,7 +9,8 @@ import sys
 def register(sub) -> None:
     p = sub.add_parser("query", help="SQL over a results directory (DuckDB)",
                        description='SQL over a results directory. Tables: runs (one row per run: run_id, part, '
-                                   'engine, seed, a column per swept key named by its path — quote it: '
+                                   'engine, seed, build (the build that made it; null: unknown), a column per '
+                                   'swept key named by its path — quote it: '
                                    '"link.down.loss" — and the summary metrics), flows (one row per flow per run); '
                                    'views flow_series, link_series, probe_series (the time series, with run_id). '
                                    '--import adds flent (.flent.gz) or iperf3 (-J JSON) measurements to DIR first.')
@@ -66,6 +67,8 @@ def main(args) -> int:
         cols = [q(c) for c in ["run_id"] + st.swept_keys() if c in st.runs.columns]
         if "seed" in st.runs and st.runs["seed"].nunique() > 1:
             cols.insert(1, q("seed"))
+        if "build" in st.runs and st.runs["build"].nunique(dropna=False) > 1:  # runs of several builds: say which
+            cols.insert(1, q("build"))
         cols += [f"{how.format(q(c))} AS {q(head)}" for c, how, head in HEADLINE if c in st.runs.columns]
         sql = "SELECT " + ", ".join(cols) + " FROM runs"
         note = (f"(the swept keys and headline figures of {len(st.runs)} runs; --all: all {len(st.runs.columns)} "

@@ -8,6 +8,7 @@ import sys
 
 def register(sub) -> None:
     from ..study.experiments import names
+    from .sweep import REUSE_HELP
 
     p = sub.add_parser("reproduce", help="reproduce a published experiment (see --list)",
                        description="Run a built-in experiment (each cites its source and the published numbers), "
@@ -23,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="results directory (default results/reproduce/NAME[-quick])")
     p.add_argument("--report", action="store_true", help="write the HTML report also for --quick")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--reuse-any-build", action="store_true", help=REUSE_HELP)
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -55,7 +57,8 @@ def main(args) -> int:
         # the experiments' timeouts catch a hung simulator; the emulator runs in real time, so a
         # point takes its whole duration plus set-up and its senders' reports
         timeout = max(timeout, sw.longest_duration_s() + EMU_GRACE_S)
-    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet, timeout=timeout)
+    rep = sweep.run(sw, out, engine=args.engine, jobs=args.jobs, progress=not args.quiet, timeout=timeout,
+                    reuse_any_build=args.reuse_any_build)
     sweep.print_report(rep)
     st = Store(out)
     claims = exp.claims(st)

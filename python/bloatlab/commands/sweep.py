@@ -5,11 +5,18 @@ from __future__ import annotations
 import os
 
 
+#: --reuse-any-build (sweep, reproduce, fidelity): what resume does with a stored run of another build
+REUSE_HELP = ("keep stored runs that another build made (another native module, Python sources or version; for "
+              "emu also the emulator's binaries or the kernel release): for a change known not to touch the model "
+              "(default: such points run again, each new run replacing the old one)")
+
+
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="run a sweep over scenario keys into a results directory",
                        description="Run every point of an experiment file (a base scenario, a [grid] and/or "
                                    "[[points]] of overrides, repeat = seeds per point) and store each run as it "
-                                   "finishes. Re-running the same command resumes: stored points are skipped.")
+                                   "finishes. Re-running the same command resumes: points stored by this build are "
+                                   "skipped, those another build stored run again.")
     p.add_argument("experiment", metavar="EXPERIMENT.toml", help="experiment file (docs/studies.md)")
     p.add_argument("--out", metavar="DIR", help="results directory (default: results/<name>)")
     p.add_argument("--engine", choices=["sim", "emu"], help="engine (default: the file's engine, else sim); "
@@ -28,6 +35,7 @@ def register(sub) -> None:
     p.add_argument("--append", action="store_true",
                    help="--out may hold another sweep (another name or grid): keep its runs and add this one's "
                         "(query/load see all, column experiment); without it that is an error")
+    p.add_argument("--reuse-any-build", action="store_true", help=REUSE_HELP)
     p.add_argument("--dry-run", action="store_true", help="list the points and exit")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
@@ -56,7 +64,7 @@ def main(args) -> int:
     rep = sweep.run(sw, out, engine=args.engine, executor=args.executor, scheduler=args.scheduler,
                     jobs=args.jobs, progress=not args.quiet, limit=args.limit,
                     timeout=args.timeout, other="append" if args.append else "refuse",
-                    retry_flagged=args.retry_flagged)
+                    retry_flagged=args.retry_flagged, reuse_any_build=args.reuse_any_build)
     sweep.print_report(rep)
     if sw.expect:
         return max(1 if rep.failed else 0, _check_expect(sw, out))

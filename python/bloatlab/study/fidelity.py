@@ -147,9 +147,11 @@ def goodput_summary(table) -> dict[str, Any]:
     }
 
 
-def run(sw, out: str, timeout: float | None = None, progress: bool = True, limit: int | None = None):
-    """Run the sweep on both engines (each resumable), then write the table
-    and the report. Returns (table, summary, report path)."""
+def run(sw, out: str, timeout: float | None = None, progress: bool = True, limit: int | None = None,
+        reuse_any_build: bool = False):
+    """Run the sweep on both engines (each resumable; a stored run of another
+    build runs again unless ``reuse_any_build``: sweep.run), then write the
+    table and the report. Returns (table, summary, report path)."""
     from ..engines import emu as emu_engine
     from . import sweep
     from .store import Store
@@ -157,7 +159,8 @@ def run(sw, out: str, timeout: float | None = None, progress: bool = True, limit
     emu_engine.check()  # fail before the simulator's half if the kernel's cannot run
     reps = []
     for eng in ("sim", "emu"):
-        reps.append(sweep.run(sw, os.path.join(out, eng), engine=eng, progress=progress, limit=limit, timeout=timeout))
+        reps.append(sweep.run(sw, os.path.join(out, eng), engine=eng, progress=progress, limit=limit, timeout=timeout,
+                              reuse_any_build=reuse_any_build))
     sim, emu = Store(os.path.join(out, "sim")), Store(os.path.join(out, "emu"))
     table = errors(sim, emu)
     table.to_parquet(os.path.join(out, "fidelity.parquet"), index=False)

@@ -278,6 +278,13 @@ METRICS = ["total_goodput_mbps", "retransmits", "retrans_rate", "rtt_p95_ms", "p
            "down_qdelay_p95_ms", "down_utilization", "jain_fairness", "fct_s"]
 
 
+def _builds(runs) -> str:
+    """The builds that made the runs (study/build.py), with how many each: one
+    line of the report's header ("unknown": stored before runs recorded it)."""
+    counts = runs["build"].fillna("unknown").value_counts() if "build" in runs else {}
+    return ", ".join(f"{b} ({n} run{'' if n == 1 else 's'})" for b, n in sorted(dict(counts).items())) or "unknown"
+
+
 def store_report(store, path: str, experiment=None, claims=None, extra: dict | None = None) -> str:
     from . import plots
 
@@ -288,8 +295,8 @@ def store_report(store, path: str, experiment=None, claims=None, extra: dict | N
     engines = ", ".join(sorted(runs["engine"].astype(str).unique()))
     meta = [("study", st.get("name", "")), ("runs", len(runs)), ("engine", engines),
             ("seeds", ", ".join(str(s) for s in sorted(runs["seed"].unique())[:20])),
-            ("created", st.get("created", "")), ("bloatlab", __version__), ("machine", _machine()),
-            ("results", os.path.abspath(store.path))]
+            ("created", st.get("created", "")), ("bloatlab", __version__), ("builds", _builds(runs)),
+            ("machine", _machine()), ("results", os.path.abspath(store.path))]
     sec = _Sections()
     if experiment is not None:
         sec.text("Source", experiment.source)

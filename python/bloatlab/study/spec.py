@@ -55,7 +55,8 @@ REPEAT_START_JITTER = "100ms"
 class Point:
     """One run of a sweep: a part's base scenario plus ``params`` (path ->
     value) and a seed. ``run_id`` is a hash of all of that, so the same point
-    has the same id in every attempt (that is what resume keys on)."""
+    has the same id in every attempt (that is what resume keys on, with
+    the build that stored the run: study/build.py)."""
 
     order: int
     part: str

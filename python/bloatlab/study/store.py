@@ -23,9 +23,14 @@ whole or is not there at all — an interrupted sweep never leaves a
 half-written result that a reader or a resumed sweep would take for a run.
 
 ``runs`` has one row per run: ``run_id``, ``part``, ``engine``, ``seed``,
-``rep``, one column per swept key named by its path (``link.down.loss``),
-and the summary's metrics (see :func:`flatten`). ``flows`` has one row per
-flow of every run.
+``rep``, ``build`` (the build that made the run, study/build.py; null for a
+run stored before runs recorded it, or imported), one column per swept key
+named by its path (``link.down.loss``), and the summary's metrics (see
+:func:`flatten`). ``flows`` has one row per flow of every run.
+
+A resumed sweep re-runs a point whose stored run another build made, and
+the new run replaces the old one only once it is whole (:func:`_swap_in`);
+a point has one run in the store, as a point has one ``run_id``.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import math
 import os
 import shutil
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from .. import atomic, files, result
 from ..errors import UserError
@@ -284,12 +289,23 @@ def migrate(out_dir: str) -> int:
 
 def clean_partial(out_dir: str) -> int:
     """Remove run directories that a killed sweep left half-built, and the
-    token files of its Dask executor (call with the lock held). Returns how
-    many run directories there were."""
+    token files of its Dask executor; put back a stored run that a killed
+    sweep had moved aside to replace it (:func:`_swap_in`) unless its
+    replacement is in place (call with the lock held). Returns how many
+    half-built run directories there were."""
     runs = os.path.join(out_dir, RUNS)
     n = 0
     for d in os.listdir(runs) if os.path.isdir(runs) else []:
-        if d.startswith(".tmp-"):
+        if d.startswith(ASIDE):  # a stored run moved aside for its replacement (_swap_in)
+            back = os.path.join(runs, d[len(ASIDE) + 13:])
+            if os.path.exists(os.path.join(back, "run.json")):  # the replacement is in place: the old one goes
+                shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
+            else:  # stopped between the renames: the old run comes back
+                try:
+                    os.rename(os.path.join(runs, d), back)
+                except OSError:
+                    pass
+        elif d.startswith(".tmp-"):
             shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
             n += 1
         elif d.startswith(".dask-"):
@@ -306,15 +322,26 @@ def done_ids(out_dir: str) -> set[str]:
     return {rid for rid, d in run_dirs(out_dir).items() if os.path.exists(os.path.join(d, "run.json"))}
 
 
-def damaged(out_dir: str) -> dict[str, str]:
-    """Runs whose files were damaged after they were stored (a truncated or
-    edited run.json/summary.json, a missing or unreadable Parquet footer),
-    each with what is wrong; run directories without run.json are listed too
-    (never taken for finished)."""
+class Stored(NamedTuple):
+    """What a resume needs of a whole stored run: the build that made it
+    (run.json's ``row.build``, study/build.py; None for a run stored before
+    runs recorded it, or imported) and that build's parts (run.json's ``build``)."""
+
+    build: str | None
+    parts: dict | None
+
+
+def check_runs(out_dir: str) -> tuple[dict[str, Stored], dict[str, str]]:
+    """Every run directory of the store checked whole: (each whole run's
+    :class:`Stored` by id, the damaged runs each with what is wrong). Damaged:
+    files changed after they were stored (a truncated or edited
+    run.json/summary.json, a missing or unreadable Parquet footer), and run
+    directories without run.json (never taken for finished)."""
     import pyarrow.parquet as pq
 
     from ..result import SERIES, read_json
 
+    whole: dict[str, Stored] = {}
     bad: dict[str, str] = {}
     for rid, d in run_dirs(out_dir).items():
         try:
@@ -334,19 +361,29 @@ def damaged(out_dir: str) -> dict[str, str]:
                         pq.read_metadata(p)
                     except Exception as e:  # pyarrow raises several kinds for a damaged file
                         raise UserError(f"{p}: damaged Parquet ({str(e).splitlines()[0][:120]})") from None
+            b, parts = doc["row"].get("build"), doc.get("build")
+            whole[rid] = Stored(b if isinstance(b, str) and b else None, parts if isinstance(parts, dict) else None)
         except UserError as e:
             bad[rid] = str(e)
-    return bad
+    return whole, bad
 
 
-def remove_damaged(out_dir: str) -> dict[str, str]:
+def damaged(out_dir: str) -> dict[str, str]:
+    """The damaged runs of the store, each with what is wrong (:func:`check_runs`)."""
+    return check_runs(out_dir)[1]
+
+
+def remove_damaged(out_dir: str) -> tuple[dict[str, Stored], dict[str, str]]:
     """Move damaged runs out of the way (call with the lock held) so that a
-    resumed sweep computes them again; returns them with their reasons."""
-    bad = damaged(out_dir)
+    resumed sweep computes them again; returns (each whole run's
+    :class:`Stored` by id, the damaged ones with their reasons): one reading
+    of the store serves the resume's every question (which runs are there,
+    which build made each)."""
+    whole, bad = check_runs(out_dir)
     dirs = run_dirs(out_dir)
     for rid in bad:
         shutil.rmtree(dirs[rid], ignore_errors=True)
-    return bad
+    return whole, bad
 
 
 def staging_dir(out_dir: str, run_id: str) -> str:
@@ -358,11 +395,16 @@ def staging_dir(out_dir: str, run_id: str) -> str:
 
 
 def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict | None = None,
-              staged: str | None = None) -> str:
+              staged: str | None = None, build=None, replace: bool = False) -> str:
     """Store one finished run atomically (built aside, then renamed). The
     files come from ``summary`` and ``series`` (a Result's tables), or were
     written already by the worker into ``staged`` (:func:`staging_dir`; its
-    summary.json is ``summary``)."""
+    summary.json is ``summary``). ``build`` (a study.build.Build: the build
+    that made the run) goes into the ``build`` column and, part by part, into
+    run.json's ``build``. A run already stored under ``run_id`` is kept (the
+    first attempt wins) unless ``replace`` (a run of another build, run
+    again): then the new run takes its place only once it is whole
+    (:func:`_swap_in`)."""
     from ..result import Result
 
     final = os.path.join(out_dir, RUNS, PARTITION + run_id)
@@ -373,22 +415,56 @@ def write_run(out_dir: str, run_id: str, info: dict, summary: dict, series: dict
         if os.path.exists(tmp):
             shutil.rmtree(tmp)
         Result(summary, series or {}).save(tmp)
+    if build is not None:
+        info = dict(info, build=build.id)
     row = dict(info)
     row.update(flatten(summary))
     row["wall_s"] = (summary.get("meta") or {}).get("wall_s")
     doc = {"run_id": run_id, "info": info, "row": row, "flows": flow_rows(summary)}
+    if build is not None:
+        doc["build"] = dict(build.parts)
     # JSON's round trip first (NaN -> null, numpy -> Python), so that the digest
     # is of what a reader will parse
     doc = json.loads(json.dumps(doc, default=_json_default, allow_nan=False))
     doc["files"] = {n: _sha256(os.path.join(tmp, n)) for n in sorted(os.listdir(tmp)) if n in STORED_FILES}
     doc["digest"] = _doc_digest(doc)
     _write_json_atomic(os.path.join(tmp, "run.json"), doc)
+    if replace and os.path.isdir(final):
+        _swap_in(tmp, final)
+        return final
     try:
         os.rename(tmp, final)
     except OSError:
         # Already there (the same point stored by an earlier attempt): keep the first.
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+#: the prefix of a stored run moved aside while a new run of the same point takes its place (:func:`_swap_in`)
+ASIDE = ".old-"
+
+
+def _swap_in(tmp: str, final: str) -> None:
+    """Put the whole run ``tmp`` in place of the stored run ``final``: the old
+    one is renamed aside (``runs/.old-<random>-run_id=<id>``), the new one
+    renamed into place, then the old one removed. Each step is an atomic
+    rename, so at every instant the point's run is whole somewhere; a crash
+    between the renames leaves the old run aside, and the next sweep puts it
+    back (:func:`clean_partial`). Nothing stored is lost before its
+    replacement is."""
+    import uuid
+
+    runs = os.path.dirname(final)
+    aside = os.path.join(runs, f"{ASIDE}{uuid.uuid4().hex[:12]}-{os.path.basename(final)}")
+    os.rename(final, aside)
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        os.rename(aside, final)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    atomic.fsync_dir(runs)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 #: the files of a stored run that run.json's checksums cover: its summary and one Parquet per series
@@ -539,7 +615,11 @@ class Store:
         # a store whose every point failed still has the index columns, so that selections on
         # them find nothing instead of failing (a claim is then "not evaluated", not a crash)
         self._runs = _column_types(pd.DataFrame([d["row"] for d in docs], columns=None if docs else
-                                                ["run_id", "part", "engine", "seed", "rep"] + self._asked_keys()))
+                                                ["run_id", "part", "engine", "seed", "rep", "build"] +
+                                                self._asked_keys()))
+        if "build" not in self._runs:  # a store written before runs recorded their build: unknown (null)
+            cols = list(self._runs.columns)
+            self._runs.insert(cols.index("rep") + 1 if "rep" in cols else len(cols), "build", None)
         self._flows = pd.DataFrame([dict(run_id=d["run_id"], **fr) for d in docs for fr in d["flows"]])
 
     @property

@@ -32,6 +32,20 @@ last, then renamed into place). So
 an interrupted sweep loses only the runs that were still computing, and a
 resumed sweep skips every point whose ``run_id`` is already stored: no point
 lost, none run twice.
+
+Skips it, that is, when the stored run was made by this build (study/build.py:
+the native module, the Python sources that shape a run, the version; for
+``emu`` also the emulator's binaries and the kernel release). A stored run
+of another build, or of an unknown one (stored before runs recorded their
+build), is not this code's result: by default the point runs again, the
+sweep says how many ("12 of 40 stored runs came from another build (it
+differs in native): running them again ..."), and the new run replaces the
+old one once it is whole (``store.write_run(replace=True)``; a point that
+fails keeps its old run).
+``reuse_any_build`` (``--reuse-any-build``) keeps every stored run, for
+someone who knows the change does not touch the model. The build is computed
+once per process (forked workers inherit it); each run is stored with the
+build of the process that ran it (a Dask worker's own).
 """
 
 from __future__ import annotations
@@ -45,6 +59,7 @@ from dataclasses import dataclass, field
 from .. import result as _result
 from ..engines import emu as _emu
 from ..errors import UserError
+from . import build as _build
 from . import spec as _spec
 from . import store as _store
 
@@ -61,6 +76,11 @@ class SweepReport:
     reran: int = 0
     #: (point, reason) stored although every attempt's timing was flagged
     flagged: list = field(default_factory=list)
+    #: points whose stored run another (or an unknown) build made: run again, or kept with reuse_any_build
+    other_build: int = 0
+    reused_other_build: bool = False
+    #: of those run again, the ones that failed: the store keeps their run of the other build
+    kept_other_build: int = 0
 
 
 def _execute(payload: dict):
@@ -92,18 +112,55 @@ def _execute_safe(payload: dict, stage: str | None = None, token: str | None = N
         return ("error", f"{type(e).__name__}: {e}")
 
 
-def _info(pt: _spec.Point, engine: str, name: str) -> dict:
+def _execute_built(payload: dict, stage: str | None = None, token: str | None = None):
+    """:func:`_execute_safe` in a worker, its result carrying the build that
+    made it: ("ok", (summary, series, build)) or ("error", message)."""
+    status, value = _execute_safe(payload, stage, token)
+    if status == "ok":
+        value = (*value, _build.identity(payload["engine"]))
+    return status, value
+
+
+def _info(pt: _spec.Point, engine: str, name: str, build: str) -> dict:
     info = {"run_id": pt.run_id, "experiment": name, "part": pt.part, "order": pt.order, "engine": engine,
-            "seed": pt.seed, "rep": pt.rep}
+            "seed": pt.seed, "rep": pt.rep, "build": build}
     info.update(pt.params)
     return info
+
+
+def other_builds(points, whole: dict[str, "_store.Stored"],
+                 current: "_build.Build") -> tuple[list[str], int, list[str]]:
+    """Of the points stored in the store (``whole``: store.check_runs), those
+    whose run another build made: (their run ids, how many of them have no
+    recorded build, the build parts in which the recorded ones differ)."""
+    stale, unknown, parts = [], 0, set()
+    for p in points:
+        st = whole.get(p.run_id)
+        if st is None or st.build == current.id:
+            continue
+        stale.append(p.run_id)
+        unknown += st.build is None
+        parts.update(_build.differs(st.parts, current.parts))
+    return stale, unknown, sorted(parts)
+
+
+def other_build_line(n: int, stored: int, unknown: int, parts: list[str], reuse: bool) -> str:
+    """What a resume says of the stored runs another build made (one line)."""
+    why = []
+    if parts:
+        why.append("it differs in " + ", ".join(parts))
+    if unknown:
+        why.append(f"{unknown} stored before runs recorded their build")
+    what = f"{n} of {stored} stored runs came from another build" + (f" ({'; '.join(why)})" if why else "")
+    return what + (": kept (--reuse-any-build)" if reuse else ": running them again (--reuse-any-build keeps them)")
 
 
 def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str = "local",
         scheduler: str | None = None, jobs: int | None = None, progress: bool = True,
         limit: int | None = None, timeout: float | None = None, other: str = "replace",
-        retry_flagged: int = 1) -> SweepReport:
-    """Run ``sweep`` into the store ``out``; skip the points already there.
+        retry_flagged: int = 1, reuse_any_build: bool = False) -> SweepReport:
+    """Run ``sweep`` into the store ``out``; skip the points already there
+    (made by this build; ``reuse_any_build``: by any, module doc).
     ``limit`` stops after that many new runs (for tests and partial runs);
     ``timeout`` kills a point (local executor, and every emulator point) that
     runs longer (seconds); ``retry_flagged``: times an emulator point whose
@@ -119,16 +176,22 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     points = _spec.validate(sweep, engine=engine)
     bases = {p.name: p.base for p in sweep.parts}
     t0 = time.perf_counter()
+    current = _build.identity(engine)  # once, before the pool forks: its workers inherit it
     check_out(out)
     os.makedirs(out, exist_ok=True)
     with _store.Lock(out):
         _store.init(out, dict(sweep.to_json(), run_ids=[p.run_id for p in points]), other)
         _store.clean_partial(out)
         _store.migrate(out)
-        for rid, why in _store.remove_damaged(out).items():
+        whole, bad = _store.remove_damaged(out)
+        for rid, why in bad.items():
             print(f"damaged run {rid} removed, computed again if it is a point of this sweep: {why}", file=sys.stderr)
-        done = _store.done_ids(out)
-        todo = [p for p in points if p.run_id not in done]
+        stale, unknown, parts = other_builds(points, whole, current)
+        if stale:
+            print(other_build_line(len(stale), sum(p.run_id in whole for p in points), unknown, parts,
+                                   reuse_any_build), file=sys.stderr)
+        again_ids = set() if reuse_any_build else set(stale)
+        todo = [p for p in points if p.run_id not in whole or p.run_id in again_ids]
         already = len(points) - len(todo)
         if limit is not None:
             todo = todo[:limit]
@@ -149,7 +212,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         def store_one(pt, status, value):
             nonlocal ran
             if status == "ok":
-                summary, series = value
+                summary, series, built = value
                 if engine == "emu" and _emu.timing_flagged(summary):
                     if retries.get(pt.run_id, 0) < retry_flagged:
                         retries[pt.run_id] = retries.get(pt.run_id, 0) + 1
@@ -158,11 +221,12 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
                             shutil.rmtree(series, ignore_errors=True)
                         return
                     flagged.append((pt, _emu.timing_reason(summary)))
-                info = _info(pt, engine, sweep.name)
+                info = _info(pt, engine, sweep.name, built.id)
+                replace = pt.run_id in again_ids
                 if isinstance(series, str):
-                    _store.write_run(out, pt.run_id, info, summary, staged=series)
+                    _store.write_run(out, pt.run_id, info, summary, staged=series, build=built, replace=replace)
                 else:
-                    _store.write_run(out, pt.run_id, info, summary, series)
+                    _store.write_run(out, pt.run_id, info, summary, series, build=built, replace=replace)
                 ran += 1
             else:
                 failed.append((pt, value))
@@ -188,7 +252,8 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
         if ran or not os.path.exists(os.path.join(out, _store.INDEX)):
             st.write_index()
     return SweepReport(len(points), already, ran, failed, time.perf_counter() - t0, out,
-                       sum(retries.values()), flagged)
+                       sum(retries.values()), flagged, len(stale), reuse_any_build,
+                       sum(pt.run_id in again_ids for pt, _ in failed))
 
 
 def check_out(out: str) -> None:
@@ -295,7 +360,7 @@ def _run_local(todo, payloads, jobs, store_one, bar, timeout=None, out=None):
     try:
         for pt, pl in zip(todo, payloads):
             stage = None if out is None else _store.staging_dir(out, pt.run_id)
-            running[pool.schedule(_execute_safe, args=(pl, stage), timeout=timeout)] = (pt, stage)
+            running[pool.schedule(_execute_built, args=(pl, stage), timeout=timeout)] = (pt, stage)
         while running:
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for fut in done:
@@ -336,7 +401,7 @@ def _run_dask(todo, payloads, scheduler, store_one, bar, out=None):
     try:
         for pt, pl in zip(todo, payloads):
             stage = None if token is None else os.path.abspath(_store.staging_dir(out, pt.run_id))
-            fut = client.submit(_execute_safe, pl, stage, token, key=f"bloatlab-{pt.run_id}", pure=False)
+            fut = client.submit(_execute_built, pl, stage, token, key=f"bloatlab-{pt.run_id}", pure=False)
             futs[fut] = (pt, stage)
         for fut in as_completed(list(futs)):
             pt, stage = futs.pop(fut)
@@ -404,5 +469,8 @@ def print_report(rep: SweepReport, file=None) -> None:
         print(f"  ... and {len(rep.flagged) - 10} more stored with flagged timing", file=file)
     for pt, err in rep.failed[:10]:
         print(f"  failed: {pt.part} {pt.params} seed {pt.seed}: {err}", file=file)
+    if rep.kept_other_build:
+        print(f"  {rep.kept_other_build} of the failed points keep their stored run of another build "
+              "(column build)", file=file)
     if len(rep.failed) > 10:
         print(f"  ... and {len(rep.failed) - 10} more failures", file=file)
