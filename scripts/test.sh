@@ -11,10 +11,16 @@ stage() {  # stage NAME: close the stage before (its seconds), open NAME
 }
 stage "the probe's static build (x86_64-unknown-linux-musl, for tests/static_chroot.rs)"
 cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-musl || echo "no static build (the chroot test will skip)"
-stage "cargo test (release)"
-cargo test --release --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
+# The Rust tests build in release's optimisation without its thin LTO (a profile of this script's own, its artifacts in
+# target/test-opt/): with LTO each of the ~20 test binaries' links generated the code of the whole dependency tree
+# again. Measured (BENCHMARKS.md, "make test's time"): the workspace's tests built in 564 CPU-s with LTO, in 227 plus
+# 217 once for the dependencies without. The shipped binaries (.venv/bin, the wheel, the static probe) stay release's,
+# and the Python tests run those.
+opt=(--config 'profile.test-opt.inherits="release"' --config 'profile.test-opt.lto=false' --profile test-opt)
+stage "cargo test (release's optimisation, no LTO)"
+cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
 stage "cargo benches build (they run in make bench; built here so they do not rot)"
-cargo build --release --workspace --exclude bloatlab-py --benches --quiet
+cargo build "${opt[@]}" --workspace --exclude bloatlab-py --benches --quiet
 stage "fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target)"
 if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   for t in packet control iperf3; do
