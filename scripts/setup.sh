@@ -3,6 +3,7 @@
 # Idempotent: re-running only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t0=$SECONDS
 
 if ! command -v cargo >/dev/null; then
   echo "setup: cargo (Rust) is required: https://rustup.rs" >&2
@@ -21,7 +22,7 @@ export VIRTUAL_ENV="$PWD/.venv"
 uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r pyproject.toml --all-extras
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 # Say so first: the first build compiles for minutes with nothing else on the screen.
-t0=$SECONDS
+echo "setup: Python dependencies ready in $((SECONDS - t0)) s"
 echo "setup: building bloatlab's native module (release; the first build takes 1-3 min on 2 cores, later ones seconds) ..."
 .venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }

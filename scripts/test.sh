@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# Every test: Rust unit/integration tests, then the Python suite.
+# Every test: Rust unit/integration tests, then the Python suite. Each stage's header says when it started, and a
+# line before the last part how long each took (BENCHMARKS.md, "make test's time": where the minutes go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== the probe's static build (x86_64-unknown-linux-musl, for tests/static_chroot.rs) =="
+times=()
+stage() {  # stage NAME: close the stage before (its seconds), open NAME
+  if [ -n "${name:-}" ]; then times+=("$name $((SECONDS - t0)) s"); fi
+  name="$1"; t0=$SECONDS
+  echo "== $1 (at $(date -u +%T), $SECONDS s into the tests) =="
+}
+stage "the probe's static build (x86_64-unknown-linux-musl, for tests/static_chroot.rs)"
 cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-musl || echo "no static build (the chroot test will skip)"
-echo "== cargo test (release) =="
-cargo test --release --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
-echo "== cargo benches build (they run in make bench; built here so they do not rot) =="
-cargo build --release --workspace --exclude bloatlab-py --benches --quiet
-echo "== fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target) =="
+# The Rust tests build in release's optimisation without its thin LTO (a profile of this script's own, its artifacts in
+# target/test-opt/): with LTO each of the ~20 test binaries' links generated the code of the whole dependency tree
+# again. Measured (BENCHMARKS.md, "make test's time"): the workspace's tests built in 564 CPU-s with LTO, in 227 plus
+# 217 once for the dependencies without. The shipped binaries (.venv/bin, the wheel, the static probe) stay release's,
+# and the Python tests run those.
+opt=(--config 'profile.test-opt.inherits="release"' --config 'profile.test-opt.lto=false' --profile test-opt)
+stage "cargo test (release's optimisation, no LTO)"
+cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
+stage "cargo benches build (they run in make bench; built here so they do not rot)"
+cargo build "${opt[@]}" --workspace --exclude bloatlab-py --benches --quiet
+stage "fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target)"
 if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   for t in packet control iperf3; do
     log="$(mktemp)"
@@ -20,5 +33,15 @@ if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep 
 else
   echo "skipped: cargo-fuzz or a nightly toolchain is missing (scripts/setup.sh installs cargo-fuzz where nightly exists)"
 fi
-echo "== pytest =="
-.venv/bin/python -m pytest -q -rsR tests
+# The simulator's tests on every core (pytest-xdist, the test extra; a file's tests on one worker, so a module's
+# fixture is built once), then, alone on an idle machine, the ones that run in real time or read a wall clock (marked
+# serial by tests/conftest.py): a loaded machine perturbs those. Both parts run; either failing fails the whole.
+stage "pytest: the simulator's tests, on every core"
+if .venv/bin/python -c "import xdist" 2>/dev/null; then par=(-n auto --dist loadfile); else par=(); fi
+rc=0
+.venv/bin/python -m pytest -q -rsR --durations=10 "${par[@]}" -m "not serial" tests || rc=$?
+stage "pytest: real time and wall clock, alone"
+# the times so far here, so that pytest's closing line stays the last (this part's time is in it)
+echo "make test's stages so far: $(IFS=';'; echo "${times[*]}")"
+.venv/bin/python -m pytest -q -rsR --durations=10 -p no:xdist -m serial tests || rc=$?
+exit "$rc"

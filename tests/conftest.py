@@ -27,11 +27,30 @@ def is_realtime(item) -> bool:
     return any(any(w in str(m.kwargs.get("reason", "")) for w in REALTIME_WORDS) for m in item.iter_markers("skipif"))
 
 
+#: Tests that read a wall clock or a real loopback path without the emulator: like the real-time ones they run alone
+#: (``serial``), after the simulator tests that scripts/test.sh runs on both cores. Node id (or its file) -> why.
+SERIAL = {
+    "tests/test_sweep_kill.py": "a signalled sweep's pool must be gone within 2.5-5 s",
+    "tests/test_cli.py::test_a_long_simulation_stops_at_once_on_sigterm_or_ctrl_c": "stops within 5 s of the signal",
+    "tests/test_cli.py::test_long_work_says_what_it_does_on_a_terminal_and_in_a_log": "a 1-s tick read after 1.2 s",
+    "tests/test_study_import.py::test_a_real_iperf3_json_run_on_loopback_imports_with_its_numbers": "40 Mbit/s iperf3 on loopback",
+    "tests/test_wheel.py": "the installed probe on loopback (and one wheel build for the module)",
+}
+
+
+def is_serial(item) -> bool:
+    """Whether a test must run alone: real time (:func:`is_realtime`) or named in :data:`SERIAL`."""
+    nodeid = item.nodeid.split("[")[0]
+    return is_realtime(item) or nodeid in SERIAL or nodeid.split("::")[0] in SERIAL
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if is_realtime(item):
             item.add_marker(pytest.mark.realtime)
             item.add_marker(pytest.mark.flaky(reruns=REALTIME_RERUNS, only_rerun=["AssertionError"]))
+        if is_serial(item):
+            item.add_marker(pytest.mark.serial)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
