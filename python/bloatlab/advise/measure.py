@@ -59,8 +59,8 @@ from .classify import (
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
-    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures, port_fifo, single_queue_aqm,
-    train_cannot_tell
+    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
+    port_fifo, single_queue_aqm, train_cannot_tell
 )
 from .wifi_hop import wifi_design, wifi_hop
 
@@ -674,8 +674,8 @@ def _turned_policer(host: str, port: int, secret: str | None, x: dict, t: dict, 
                     idle_loss: float = 0.0, base_ms: float | None = None) -> None:
     """A direction a back-to-back train ``t`` (ended at ``done_at``) turned ``policer``: as behind a policer reading
     (:func:`_policer_train`, unless one sent it already) the paced train for the bucket, the port's FIFO and the
-    policed rate, then a queue in front of the bucket (:func:`_queue_before_bucket`: a tbf whose queue the flows'
-    bursts hid reads ``fifo`` again)."""
+    policed rate, then a shallow FIFO the paced train shows (:func:`_paced_past_the_flows`) and a queue in front of the
+    bucket (:func:`_queue_before_bucket`: a tbf whose queue the flows' bursts hid reads ``fifo`` again)."""
     if x.get("paced_train") is None:
         p, b = x.get("port_mbps"), x.get("bucket_bytes")
         x["train_evidence"] = [_train1_said(t, p)]
@@ -747,7 +747,9 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     :func:`_wifi_train`); behind a ``policer`` reading the policer's trains
     (:func:`_policer_train`), then a queue in front of the bucket (a tbf,
     :func:`_queue_before_bucket`), a tail no token bucket passes (an AQM,
-    :func:`_held_not_policed`), no faster port (:func:`_not_a_policer`); then
+    :func:`_held_not_policed`), no faster port (:func:`_not_a_policer`) —
+    and before those, a paced train that passed whole where no bucket the
+    flows' early losses allow could (a shallow FIFO, :func:`_paced_past_the_flows`); then
     behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`).
     ``lap(name)`` marks where the time went."""
     _wifi_train(wp, x, base_ms, say)
