@@ -321,7 +321,29 @@ fn peer_error(e: &io::Error) -> String {
 /// two ends start their clocks a handshake apart (the client before its
 /// connect, the server at accept), far less than the grace that the reset
 /// comes after the sender's deadline.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>, duration_ns: Option<u64>, ended: &dyn Fn() -> bool) -> Outcome {
+///
+/// `sender_done`: the sender has said, on the control connection, that it
+/// has stopped (a download: the server's results began to arrive, which it
+/// sends once its senders ended; an upload: the client's [`STOP_LINE`] after
+/// its senders ended). Nothing more will come then: a read that finds
+/// nothing for [`WAKE`] after it is the end. The reset that ends a timed
+/// sender is sent once and never retransmitted: behind a policer that drops
+/// it (its bucket emptied by the load just before), the receiver waited for
+/// it until its peer gave up on the results, 15 s (campaign seed 35 path 20,
+/// the upload's BBR phase: 20.4 s for 3.25 planned, "the server sent no
+/// results"), or forever.
+///
+/// [`STOP_LINE`]: super::control::STOP_LINE
+#[allow(clippy::too_many_arguments)]
+pub fn run_receiver(
+    s: &StreamState,
+    stop: &dyn Fn() -> bool,
+    drain: bool,
+    expect: Option<u64>,
+    duration_ns: Option<u64>,
+    ended: &dyn Fn() -> bool,
+    sender_done: &dyn Fn() -> bool,
+) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
@@ -349,7 +371,11 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
                     break;
                 }
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if is_timeout(&e) => {
+                if sender_done() && sys::mono_ns().saturating_sub(last) >= WAKE.as_nanos() as u64 {
+                    break;
+                }
+            }
             // we asked the sender to stop (a signal, or `ended`: the end of a phase decided while it ran,
             // crate::live), or the test's time is up: it ends the connection with a reset once it has
             // stopped (run_sender), and what reached us before it is all there is
