@@ -545,6 +545,29 @@ mod tests {
     }
 
     #[test]
+    fn a_receiver_whose_sender_said_it_ended_stops_at_its_first_silence_without_the_reset() {
+        // a sender that wrote 5000 B and then went silent without a FIN or a reset (its reset lost):
+        // told that the sender ended, the receiver reads all 5000 B and ends, not an error
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (sock, _) = l.accept().unwrap();
+        peer.write_all(&[7u8; 5000]).unwrap();
+        let s = StreamState::new(0, sock, sys::mono_ns(), 0);
+        let out = run_receiver(&s, &|| false, false, None, Some(1), &|| false, &|| true);
+        assert_eq!((s.read.load(Ordering::Relaxed), out.error), (5000, None));
+        // not told: it is still waiting after 3 silent read timeouts (stopped from outside)
+        let silent = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (acc, _) = l.accept().unwrap();
+        let s = StreamState::new(1, acc, sys::mono_ns(), 0);
+        let t = sys::mono_ns();
+        let stop_at = t + 3 * WAKE.as_nanos() as u64;
+        let out = run_receiver(&s, &|| sys::mono_ns() >= stop_at, false, None, Some(1), &|| false, &|| false);
+        assert_eq!(out.error.as_deref(), Some("interrupted"));
+        assert!(sys::mono_ns() >= stop_at);
+        drop((silent, peer));
+    }
+
+    #[test]
     fn an_on_off_sender_writes_only_in_its_on_ticks() {
         // on 20 ms, off 30 ms: ticks 0, 1 write; 2, 3, 4 do not; 5 writes again
         let on_off = Some((2, 3));
