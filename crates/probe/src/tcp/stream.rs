@@ -334,7 +334,6 @@ fn peer_error(e: &io::Error) -> String {
 /// results"), or forever.
 ///
 /// [`STOP_LINE`]: super::control::STOP_LINE
-#[allow(clippy::too_many_arguments)]
 pub fn run_receiver(
     s: &StreamState,
     stop: &dyn Fn() -> bool,
