@@ -238,6 +238,8 @@ struct Phase {
     saturated_at_s: Option<f64>,
     /// `--until-stable`: the intervals watched
     intervals: usize,
+    /// when the phase's steps ended, s since t0 (`timing_s` in its JSON): where its wall time goes
+    timing: Value,
 }
 
 fn udp_cfg(cfg: &LoadCfg, dur: u64) -> udp::ClientCfg {
@@ -302,7 +304,10 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
     let wh = live.clone().zip(cfg.until_stable_ns).map(|(l, floor)| std::thread::spawn(move || live::watch(&l, start, end, floor, base_ms)));
     let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, cfg.duration_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
+    let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
+    let udp_done = sys::mono_ns();
     let conn = ch.join().unwrap_or_default();
+    let foreign_done = sys::mono_ns();
     let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
     let (watched, saturated_at_s) = wh.and_then(|h| h.join().ok()).unwrap_or_default();
     // the phase ended where its watcher decided, else at its planned end
@@ -310,12 +315,19 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let mut ph = Phase {
         name, down, up, start, end, udp, conn, board, self_issued, self_late,
         flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, cc: None,
-        saturated_at_s, intervals: watched.len(),
+        saturated_at_s, intervals: watched.len(), timing: Value::Null,
     };
+    let mut clients = serde_json::Map::new();
     for (h, is_down) in [(dn, true), (upl, false)] {
         if let Some(h) = h {
             match h.join() {
                 Ok(Ok(r)) => {
+                    let t = &r.timing;
+                    clients.insert(
+                        if is_down { "down" } else { "up" }.into(),
+                        json!({"streams_done_s": s_of(t.streams_done), "server_results_s": s_of(t.server_results),
+                               "results_read_s": s_of(t.results_read), "results_bytes": t.results_bytes}),
+                    );
                     let g: f64 = r.flows.iter().map(|f| f.goodput_mbps()).sum();
                     if is_down { ph.goodput.0 = g } else { ph.goodput.1 = g }
                     ph.flows.extend(r.flows);
@@ -330,6 +342,8 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
             }
         }
     }
+    ph.timing = json!({"udp_done_s": s_of(udp_done), "foreign_done_s": s_of(foreign_done), "joined_s": s_of(sys::mono_ns()),
+                       "clients": clients});
     Ok(ph)
 }
 
@@ -454,6 +468,7 @@ fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
         "grade_one_way": {"up": rpm::bloat_grade(added_up), "down": rpm::bloat_grade(added_down)},
         "goodput_mbps": {"down": ph.goodput.0, "up": ph.goodput.1},
         "problem": framing_error,
+        "timing_s": ph.timing.clone(),
     });
     let ms = |x: f64| if x.is_finite() { format!("{x:.1} ms") } else { "-".into() };
     let sms = |x: f64| if x.is_finite() { format!("{x:+.1} ms") } else { "-".into() };

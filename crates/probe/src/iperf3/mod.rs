@@ -253,7 +253,7 @@ fn send_until(s: &StreamState, rate_bps: Option<u64>, stop: &AtomicBool) -> Opti
 
 /// Read until EOF or `stop` (the reads after TEST_END are drained, not counted).
 fn recv_until(s: &StreamState, stop: &AtomicBool) -> Option<String> {
-    let out = stream::run_receiver(s, &|| stop.load(Ordering::Relaxed), false, None, None, &|| false);
+    let out = stream::run_receiver(s, &|| stop.load(Ordering::Relaxed), false, None, None, &|| false, &|| false);
     out.error.filter(|e| e != "interrupted")
 }
 

@@ -250,15 +250,31 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     } else {
         None
     };
+    // a download: the server's results begin to arrive once its senders have ended (set by `results_watch`)
+    let results_began = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let results_watch = if cfg.reverse {
+        let (v, fd, began) = (states.clone(), ctrl.as_raw_fd(), results_began.clone());
+        Some(std::thread::spawn(move || {
+            while !v.iter().all(|s| s.done.load(Ordering::Relaxed)) && !sys::stopped() {
+                if sys::wait_readable(fd, WAKE.as_nanos() as u64) {
+                    began.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }))
+    } else {
+        None
+    };
     let workers: Vec<_> = states
         .iter()
         .map(|s| {
             let s = s.clone();
             let cfg = cfg.clone();
             let past_end = past_end.clone();
+            let began = results_began.clone();
             std::thread::spawn(move || {
                 if cfg.reverse {
-                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns, &past_end)
+                    run_receiver(&s, &|| false, true, cfg.bytes, cfg.duration_ns, &past_end, &|| began.load(Ordering::Relaxed))
                 } else {
                     run_sender(&s, cfg.duration_ns, cfg.bytes, cfg.rate_bps, cfg.onoff_ticks, &past_end)
                 }
@@ -269,6 +285,15 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         report_intervals(cfg, &states);
     }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
+    let mut timing = super::control::Timing { streams_done: sys::mono_ns(), ..Default::default() };
+    if let Some(h) = results_watch {
+        let _ = h.join();
+    }
+    if !cfg.reverse {
+        // an upload: our senders have ended, so the server's receivers need not wait for their resets
+        // (stream::run_receiver, `sender_done`); an older server ignores the line in an upload
+        let _ = (&ctrl).write_all(STOP_LINE);
+    }
     if let Some(p) = &cfg.done_file {
         std::fs::write(p, b"done\n").map_err(|e| err1(format!("--done-file {}: {e}", p.display())))?;
     }
@@ -282,8 +307,14 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     // 15 s of silence, 5 min in all, at most RESULTS_MAX bytes: the results cross the path just measured,
     // which may be slow (control.rs, read_line_progress)
     let (silence, cap) = if sys::stopped() { (2_000_000_000, 2_000_000_000) } else { (15_000_000_000, 300_000_000_000) };
-    let server: Option<Value> = read_line_progress(&mut rd, silence, cap, RESULTS_MAX).ok().and_then(|l| serde_json::from_str(&l).ok());
+    let line = read_line_progress(&mut rd, silence, cap, RESULTS_MAX).ok();
+    timing.results_read = sys::mono_ns();
+    timing.results_bytes = line.as_ref().map_or(0, |l| l.len() as u64);
+    let server: Option<Value> = line.and_then(|l| serde_json::from_str(&l).ok());
     let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
+    if same_host {
+        timing.server_results = server.as_ref().and_then(|v| v["results_mono"].as_u64()).unwrap_or(0);
+    }
     let mut flows = Vec::new();
     let mut series = FlowSeries::default();
     let mut problem = None;
@@ -384,6 +415,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
         duration_s,
         local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
+        timing,
     })))
 }
 

@@ -26,7 +26,8 @@
 //! connection the server answers the parameters with one JSON line
 //! (`{"ok": true, ...}` or `{"ok": false, "error": ...}`), and after the test
 //! sends its own measurements as one JSON line; an interrupted reverse-test
-//! client sends [`STOP_LINE`] during the test.
+//! client sends [`STOP_LINE`] during the test, an upload's client once its
+//! senders have ended.
 //!
 //! A server on the internet ([`ServerLimits`], docs/probe.md "Server limits"):
 //! every request is bounded — test length, streams, TCP_INFO sampling
@@ -56,7 +57,11 @@ use std::time::Duration;
 pub const MAX_CTRL_LINE: u64 = 64 * 1024;
 pub const CTRL_LINE_WAIT_NS: u64 = 10_000_000_000;
 /// What an interrupted reverse-test client sends on the control connection:
-/// the server stops sending and reports (older servers ignore it).
+/// the server stops sending and reports (older servers ignore it). An
+/// upload's client sends it too once its senders have ended: the server's
+/// receivers then end at their first silence, without waiting for the reset
+/// that ends a timed sender, which a policer may drop (`stream::run_receiver`;
+/// older servers ignore it in an upload).
 pub const STOP_LINE: &[u8] = b"stop\n";
 pub(crate) const CTRL_MAGIC: &[u8; 4] = b"BLC1";
 pub(crate) const DATA_MAGIC: &[u8; 4] = b"BLD1";
@@ -428,6 +433,23 @@ pub struct ClientResult {
     pub duration_s: f64,
     /// the client's local port of each data connection
     pub local_ports: Vec<u16>,
+    /// when the test's steps ended (CLOCK_MONOTONIC ns): where a test's time goes after its duration
+    pub timing: Timing,
+}
+
+/// When a test's steps after its duration ended (CLOCK_MONOTONIC ns, 0 = not known): the load test reports
+/// them (`load`'s phases, `timing_s`), so that a phase's wall time beyond its length can be told apart —
+/// the senders' wait for their acks, the server's teardown, its results crossing the path.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    /// every data connection's worker ended here (a sender after its acks or grace, a receiver at its EOF or reset)
+    pub streams_done: u64,
+    /// the server's results began to go out (its clock: known on the same host only, `boot_id`)
+    pub server_results: u64,
+    /// the server's results line was read whole (or given up)
+    pub results_read: u64,
+    /// the results line's size (B)
+    pub results_bytes: u64,
 }
 
 /// [`ClientError::status`] of `tcp::run_client` when it found a stock

@@ -470,7 +470,8 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
             if p.reverse {
                 run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
             } else {
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns, &|| false)
+                // an upload's client says on the control connection when its senders have ended (halt)
+                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns, &|| false, &|| halt.load(Ordering::Relaxed))
             }
         });
         match w {
@@ -509,6 +510,8 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
 /// 1.49 GB for eight tests whose client never read). A client that does not
 /// read stops the writes at the socket's 10-s timeout.
 fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outcome]) -> io::Result<()> {
+    // when the results began to go out (the client's `Timing::server_results`, on the same host)
+    let began = sys::mono_ns();
     let _ = ctrl.set_write_timeout(Some(Duration::from_secs(10)));
     let mut w = io::BufWriter::with_capacity(1 << 16, ctrl);
     w.write_all(b"{\"streams\":[")?;
@@ -536,7 +539,7 @@ fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outco
         serde_json::to_writer(&mut w, &SeriesOut::of(&series))?;
         w.write_all(b"}")?;
     }
-    let tail = json!({"boot_id": sys::boot_id(), "kernel": sys::kernel_release()}).to_string();
+    let tail = json!({"boot_id": sys::boot_id(), "kernel": sys::kernel_release(), "results_mono": began}).to_string();
     w.write_all(b"],")?;
     w.write_all(&tail.as_bytes()[1..])?; // its members after ours
     w.write_all(b"\n")?;
@@ -554,9 +557,11 @@ fn refuse_busy(ctrl: &TcpStream, states: &[Arc<StreamState>], e: io::Error) -> S
 
 /// Until `over`: set `gone` when the control connection closes (EOF or an
 /// error) or the hard end passes. A client sends nothing during a test
-/// except [`STOP_LINE`] when it was interrupted in a reverse test: anything
-/// it sends sets `halt` (stop sending, then report as usual). Bounded: one
-/// small buffer, read and dropped.
+/// except [`STOP_LINE`] when it was interrupted in a reverse test (or its
+/// phase ended), and in an upload once its senders have ended: anything it
+/// sends sets `halt` (a download's senders stop, then report as usual; an
+/// upload's receivers end at their first silence). Bounded: one small
+/// buffer, read and dropped.
 fn watch_control(mut c: &TcpStream, gone: &AtomicBool, halt: &AtomicBool, over: &AtomicBool, hard_end: Option<u64>) {
     let mut buf = [0u8; 512];
     while !over.load(Ordering::SeqCst) {

@@ -321,7 +321,28 @@ fn peer_error(e: &io::Error) -> String {
 /// two ends start their clocks a handshake apart (the client before its
 /// connect, the server at accept), far less than the grace that the reset
 /// comes after the sender's deadline.
-pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expect: Option<u64>, duration_ns: Option<u64>, ended: &dyn Fn() -> bool) -> Outcome {
+///
+/// `sender_done`: the sender has said, on the control connection, that it
+/// has stopped (a download: the server's results began to arrive, which it
+/// sends once its senders ended; an upload: the client's [`STOP_LINE`] after
+/// its senders ended). Nothing more will come then: a read that finds
+/// nothing for [`WAKE`] after it is the end. The reset that ends a timed
+/// sender is sent once and never retransmitted: behind a policer that drops
+/// it (its bucket emptied by the load just before), the receiver waited for
+/// it until its peer gave up on the results, 15 s (campaign seed 35 path 20,
+/// the upload's BBR phase: 20.4 s for 3.25 planned, "the server sent no
+/// results"), or forever.
+///
+/// [`STOP_LINE`]: super::control::STOP_LINE
+pub fn run_receiver(
+    s: &StreamState,
+    stop: &dyn Fn() -> bool,
+    drain: bool,
+    expect: Option<u64>,
+    duration_ns: Option<u64>,
+    ended: &dyn Fn() -> bool,
+    sender_done: &dyn Fn() -> bool,
+) -> Outcome {
     let mut buf = vec![0u8; BUF];
     let mut out = Outcome::default();
     let mut r = 0u64;
@@ -349,7 +370,11 @@ pub fn run_receiver(s: &StreamState, stop: &dyn Fn() -> bool, drain: bool, expec
                     break;
                 }
             }
-            Err(e) if is_timeout(&e) => {}
+            Err(e) if is_timeout(&e) => {
+                if sender_done() && sys::mono_ns().saturating_sub(last) >= WAKE.as_nanos() as u64 {
+                    break;
+                }
+            }
             // we asked the sender to stop (a signal, or `ended`: the end of a phase decided while it ran,
             // crate::live), or the test's time is up: it ends the connection with a reset once it has
             // stopped (run_sender), and what reached us before it is all there is
@@ -516,6 +541,29 @@ mod tests {
         assert_eq!(app_allowance(5_000_000, None, 1_000, 1_000 + APP_TICK_NS - 1), 6_250);
         assert_eq!(app_allowance(5_000_000, None, 1_000, 1_000 + APP_TICK_NS), 12_500);
         assert_eq!(app_allowance(5_000_000, None, 0, 1_000_000_000 - 1), 625_000, "one second: 5 Mbit");
+    }
+
+    #[test]
+    fn a_receiver_whose_sender_said_it_ended_stops_at_its_first_silence_without_the_reset() {
+        // a sender that wrote 5000 B and then went silent without a FIN or a reset (its reset lost):
+        // told that the sender ended, the receiver reads all 5000 B and ends, not an error
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (sock, _) = l.accept().unwrap();
+        peer.write_all(&[7u8; 5000]).unwrap();
+        let s = StreamState::new(0, sock, sys::mono_ns(), 0);
+        let out = run_receiver(&s, &|| false, false, None, Some(1), &|| false, &|| true);
+        assert_eq!((s.read.load(Ordering::Relaxed), out.error), (5000, None));
+        // not told: it is still waiting after 3 silent read timeouts (stopped from outside)
+        let silent = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (acc, _) = l.accept().unwrap();
+        let s = StreamState::new(1, acc, sys::mono_ns(), 0);
+        let t = sys::mono_ns();
+        let stop_at = t + 3 * WAKE.as_nanos() as u64;
+        let out = run_receiver(&s, &|| sys::mono_ns() >= stop_at, false, None, Some(1), &|| false, &|| false);
+        assert_eq!(out.error.as_deref(), Some("interrupted"));
+        assert!(sys::mono_ns() >= stop_at);
+        drop((silent, peer));
     }
 
     #[test]
