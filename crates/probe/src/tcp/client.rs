@@ -286,9 +286,6 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
     let mut timing = super::control::Timing { streams_done: sys::mono_ns(), ..Default::default() };
-    if let Some(h) = results_watch {
-        let _ = h.join();
-    }
     if !cfg.reverse {
         // an upload: our senders have ended, so the server's receivers need not wait for their resets
         // (stream::run_receiver, `sender_done`); an older server ignores the line in an upload
@@ -309,6 +306,12 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     let (silence, cap) = if sys::stopped() { (2_000_000_000, 2_000_000_000) } else { (15_000_000_000, 300_000_000_000) };
     let line = read_line_progress(&mut rd, silence, cap, RESULTS_MAX).ok();
     timing.results_read = sys::mono_ns();
+    // joined only now: the watch waits up to WAKE for the results to begin, and joined before reading them it
+    // added that wait to every download (a page's objects: ~50 ms each, tests/test_pages.py); by now the results
+    // have come (it saw them at once) or the read gave up
+    if let Some(h) = results_watch {
+        let _ = h.join();
+    }
     timing.results_bytes = line.as_ref().map_or(0, |l| l.len() as u64);
     let server: Option<Value> = line.and_then(|l| serde_json::from_str(&l).ok());
     let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
