@@ -6,11 +6,14 @@ functions of a train's analysis; ``measure`` sends the trains.
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .physics import NOISE_MS, WIRE_SEGMENT, _significant, burst_floor_ms, mathis_loss
 from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, ambiguity
 from .buffer import buffer_reading
+from .plan import IDLE_MIN_S
 
 #: a single-queue AQM (CoDel, PIE) looks like a shallow FIFO under load: one shared queue, drops, the flows'
 #: queueing low. A packet train tells them apart by what a queue lets a burst build: a FIFO passes its buffer,
@@ -228,8 +231,6 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
     head = [i for i in got if i < train["first_loss"]]
     if not head or got[-1] <= head[-1] or tx[got[-1]] <= tx[head[-1]]:
         return None, "no send times for the tail: whether the sender or the bucket set its rate is not known"
-    tail_got = [i for i in got if i >= head[-1]]
-    what = f"{n} packets after its first loss"
     offered = (got[-1] - head[-1]) * w * 8 / ((tx[got[-1]] - tx[head[-1]]) * 1e3)
     if offered < TRAIN_PORT_MARGIN * tail:
         c, kept = _refill_between_losses(train, got, offered, bucket_bytes)
@@ -239,9 +240,9 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
                           f"bucket could not have refilled across: the sender, not the bucket, may have set the tail's rate")
         return c, (f"the paced train's tail, offered at {offered:.4g} Mbit/s: {kept} packets between losses it could "
                    f"not refill across at {c:.4g} Mbit/s, what the emptied bucket refills")
-    span_ms = tx[tail_got[-1]] - tx[tail_got[0]]
-    passed = (len(tail_got) - 1) * w * 8 / (span_ms * 1e3)
-    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (passed * 1e3)
+    refill_ms = max((bucket_bytes or 0.0) - w / 2, 0.0) * 8 / (tail * 1e3)
+    span_ms = tx[got[-1]] - tx[head[-1]]
+    tail_got = [i for i in got if i >= head[-1]]
     wasted, worst = 0.0, 0.0
     for i, j in zip(tail_got, tail_got[1:]):
         silent = (tx[j] - tx[i]) - (j - i) * w * 8 / (pace_mbps * 1e3)
@@ -249,11 +250,10 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
         worst = max(worst, silent)
     if wasted > RATE_ERROR * span_ms:
         return None, (f"the server stalled (up to {worst:.3g} ms), {wasted:.3g} ms of its {span_ms:.4g}-ms tail beyond the "
-                      f"bucket's {refill_ms:.3g}-ms refill: the tail's {passed:.4g} Mbit/s reads the sender")
-    c = passed * span_ms / (span_ms - wasted)
-    return c, (f"the paced train's tail: {what} at {passed:.4g} Mbit/s, what the emptied bucket refills"
-               + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
-
+                      f"bucket's {refill_ms:.3g}-ms refill: the tail's {tail:.4g} Mbit/s reads the sender")
+    c = float(tail) * span_ms / (span_ms - wasted)
+    return c, (f"the paced train's tail: {n} packets after its first loss at {tail:.4g} Mbit/s, what the emptied bucket "
+               f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
 
 def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_bytes: float | None) -> tuple[float | None, int]:
     """The policed rate from the stretches between a paced train's
@@ -276,13 +276,15 @@ def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_b
     losses = sorted(s for s in train.get("lost_seq") or [] if s >= train["first_loss"])
     if not bucket_bytes or len(losses) < 2:
         return None, 0
-    before = [max((i for i in got if i < k), default=None) for k in losses]
+    # the received packet just before each loss, by its place in ``got`` (ascending): the packets between two are
+    # the places between
+    before = [bisect.bisect_left(got, k) - 1 for k in losses]
     passed_total, span_total = 0, 0.0
     for a, b in zip(before, before[1:]):
-        if a is None or b is None or b <= a:
+        if a < 0 or b <= a:
             continue
-        span_ms = tx[b] - tx[a]
-        passed = sum(1 for i in got if a < i <= b)
+        span_ms = tx[got[b]] - tx[got[a]]
+        passed = b - a
         if span_ms <= 0 or offered * 1e3 / 8 * span_ms - passed * w >= bucket_bytes - w:
             continue
         passed_total += passed
@@ -361,6 +363,17 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
 
 
+def _shallow_queue_reading(x: dict, rate_mbps: float, base_ms: float) -> dict:
+    """The buffer of a queue too shallow for the flows' bursts, read from the flows' queueing p95 at ``rate_mbps``
+    (:func:`buffer_reading`; drops seen: an upper bound where the queueing is within their bursts), at least two
+    packets, with its BDP share over ``base_ms``."""
+    reading = buffer_reading(x["evidence"]["flow_q95_ms"], rate_mbps, x.get("flows", 4), base_ms, True,
+                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
+    buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
+    bdp = rate_mbps * 1e6 * base_ms / 1e3 / 8
+    return dict(reading, buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None)
+
+
 def _paced_past_the_flows(x: dict, base_ms: float) -> None:
     """A ``policer`` direction whose paced train passed whole at a pace P
     above the flows' rate C, while every flow lost its first packet having
@@ -404,7 +417,6 @@ def _paced_past_the_flows(x: dict, base_ms: float) -> None:
     flows = first.get("flows") or []
     if not flows or len(flows) < x.get("flows", 4):
         return
-    from .plan import IDLE_MIN_S
     c = x["rate_mbps"]
     pace = t.get("head_send_mbps") or t.get("pace_mbps")
     span_s = (t.get("send_ms") or 0.0) / 1e3
@@ -419,29 +431,26 @@ def _paced_past_the_flows(x: dict, base_ms: float) -> None:
         return
     port = x.get("port_mbps") or t.get("leading_mbps") or pace
     q = x.get("port_buffer_bytes")
-    bdp = port * 1e6 * base_ms / 1e3 / 8
     if q:
-        reading = {"buffer_bytes": int(q), "buffer_bound": None, "buffer_bytes_min": None, "buffer_bytes_max": None,
+        bdp = port * 1e6 * base_ms / 1e3 / 8
+        reading = {"buffer_bytes": int(q), "buffer_bdp": q / bdp if bdp else None, "buffer_bound": None,
+                   "buffer_bytes_min": None, "buffer_bytes_max": None,
                    "buffer_note": "the FIFO the first train's head filled: its bytes less what the port drained while "
                                   "they came, within half a packet (port_fifo)"}
         said = f"the FIFO the first train's head filled, {q / 1e3:.3g} KB"
     else:
-        q95 = x["evidence"]["flow_q95_ms"]
-        reading = buffer_reading(q95, port, x.get("flows", 4), base_ms, True,
-                                 queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
-        reading["buffer_bytes"] = int(max(reading["buffer_bytes"], 2 * WIRE_SEGMENT))
+        reading = _shallow_queue_reading(x, port, base_ms)
         said = f"the flows' queueing at the port, ~{reading['buffer_bytes'] / 1e3:.3g} KB"
     note = (f"drops without a queue, but the paced train passed {n * w / 1e3:.4g} KB whole at {pace:.4g} Mbit/s, faster "
             f"than the flows' {c:.4g}, while every flow lost its first packet having delivered {s / 1e3:.3g} KB in all: "
             f"a token bucket that dropped them holds less than that, so it polices at {r_min:.4g} Mbit/s or more "
             f"(the paced train ran it down by at most the bucket) — not at the flows' rate. A FIFO too shallow for "
             f"their bursts held them below the port's {port:.4g} Mbit/s: {said}")
-    x.update(reading)
-    x.update(limiter="fifo", rate_mbps=port, buffer_bdp=x["buffer_bytes"] / bdp if bdp else None, port_mbps=None,
-             bucket_bytes=None, port_buffer_bytes=None, limiter_note=note,
-             limiter_alternatives=[{"limiter": "fifo"}, {"limiter": "policer", "rate_above_mbps": r_min}])
     x.setdefault("rate_by_cc", {})["paced_train"] = port
-    x.setdefault("rate_from", {})["paced_train"] = "port" if x.get("train") else "paced train"
+    x.setdefault("rate_from", {})["paced_train"] = "port" if x.get("port_mbps") else "paced train"
+    x.update(reading)
+    x.update(limiter="fifo", rate_mbps=port, port_mbps=None, bucket_bytes=None, port_buffer_bytes=None, limiter_note=note,
+             limiter_alternatives=[{"limiter": "fifo"}, {"limiter": "policer", "rate_above_mbps": r_min}])
 
 
 def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
@@ -821,12 +830,8 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
             f"{tail:.4g}, faster than a queue at {admitted:.4g} (what admitted them) passes them: a faster port (taken "
             f"as the tail's)")
         return
-    q95 = x["evidence"]["flow_q95_ms"]
-    # drops seen (the policer's reading): an upper bound where the flows' queueing is within their bursts
-    reading = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, True,
-                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
-    buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
-    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    reading = _shallow_queue_reading(x, x["rate_mbps"], base_ms)
+    buf = reading["buffer_bytes"]
     # a policer behind a faster port is excluded, but not one on a port within TRAIN_PORT_MARGIN of its rate (the
     # train cannot tell such a port from the policed rate, and such a policer drops the flows' bursts as a shallow
     # FIFO at the rate does); nor an AQM holding its queue below the flows' bursts (what the queue is when a packet
@@ -835,7 +840,7 @@ def _not_a_policer(x: dict, base_ms: float) -> None:
                                                                         x.get("unseen_depth_ms") or 0.0)},
             {"limiter": "policer", "port_within": TRAIN_PORT_MARGIN}]
     x.update(reading)
-    x.update(limiter="fifo", buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None, port_mbps=None, bucket_bytes=None,
+    x.update(limiter="fifo", port_mbps=None, bucket_bytes=None,
              limiter_alternatives=alts,
              limiter_note=f"drops without a queue, but a packet train arrived at {lead:.4g} Mbit/s, no faster than the "
                           f"rate: not a policer behind a faster port but a queue too shallow for the flows' bursts "
