@@ -604,3 +604,15 @@ def test_a_tail_offered_near_the_rate_is_read_between_losses_the_bucket_could_no
     assert abs(c2 - 6.28) / 6.28 < 0.01
     # no bucket read: which stretches it could refill across is not known
     assert m_trains.paced_rate(t, 6.72, None)[0] is None
+    # the flows' 5.42 (below the 6.72 offered) leave the reading as it was
+    assert m_trains.paced_rate(t, 6.72, 3700, 5.42)[0] == c
+
+
+def test_a_tail_offered_slower_than_the_flows_got_through_reads_no_rate():
+    # the flows' bytes passed the bucket (C >= their rate less B over their window): a tail offered below their rate
+    # empties the bucket only at the sender's own bursts, and what passed between its losses is the sender's (fresh
+    # seed 39 path 192 measured again at load 12: a 295.9-Mbit/s pace sent at 88.3, 33 losses, read 92.4 for a 266.8
+    # policer the flows read 267.7). The same train as above, the flows through at 7.0 Mbit/s: not read
+    t = with_tail(paced(561, 1500, 6.72, 6.28, 3700))
+    c, why = m_trains.paced_rate(t, 6.72, 3700, 7.0)
+    assert c is None and "slower than the 7 the flows got through" in why

@@ -529,7 +529,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C
-        c, why_c = paced_rate(t2, pace, b1)
+        c, why_c = paced_rate(t2, pace, b1, rate)
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         if b2 is None and not res:
             sent = t2.get("head_send_mbps") or pace

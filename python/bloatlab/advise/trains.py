@@ -176,9 +176,11 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
     return (h + 0.5) * w - k * w * f, res, k, f"{cut}, {h} packets through; {how}"
 
 
-def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tuple[float | None, str]:
+def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
+               flows_mbps: float | None = None) -> tuple[float | None, str]:
     """The policed rate from a paced train's tail (``train``, paced at
-    ``pace_mbps`` through a bucket of ``bucket_bytes``, the reading so far):
+    ``pace_mbps`` through a bucket of ``bucket_bytes``, the reading so far;
+    ``flows_mbps`` what the loaded phase's flows got through the same path):
     (Mbit/s or None, why).
 
     Once a token bucket is empty it passes exactly what its tokens refill
@@ -203,7 +205,13 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
       read 34.8). Where it was not, the stretches between its losses that
       the bucket could not have refilled across still read C
       (:func:`_refill_between_losses`: fresh seed 36 path 4, a tail offered
-      at 6.7 Mbit/s for a 6.28 policer, read 6.30 where the flows read 5.42);
+      at 6.7 Mbit/s for a 6.28 policer, read 6.30 where the flows read 5.42)
+      — but not where the tail was offered below ``flows_mbps``: the flows'
+      bytes over their window W passed the bucket, so C >= flows - B/W, and
+      a tail slower than C empties the bucket only at the server's own
+      bursts, so its losses tell nothing of the refill (fresh seed 39 path
+      192 measured again at load 12: a 295.9-Mbit/s pace sent at 88.3, its
+      33 losses read 92.4 for a 266.8 policer the flows read 267.7);
     - the server's stalls are allowed for. Between two received tail packets
       the server was silent for their gap less their spacing at the pace; a
       silence s shorter than the time the bucket takes to refill costs the
@@ -233,6 +241,9 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None) -> tup
         return None, "no send times for the tail: whether the sender or the bucket set its rate is not known"
     offered = (got[-1] - head[-1]) * w * 8 / ((tx[got[-1]] - tx[head[-1]]) * 1e3)
     if offered < TRAIN_PORT_MARGIN * tail:
+        if flows_mbps and offered < flows_mbps:
+            return None, (f"the server sent the tail at {offered:.4g} Mbit/s, slower than the {flows_mbps:.4g} the flows "
+                          f"got through: its losses are the sender's bursts, not what the emptied bucket refills")
         c, kept = _refill_between_losses(train, got, offered, bucket_bytes)
         if c is None:
             return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
