@@ -24,8 +24,9 @@ fn one_way_delays_come_with_the_estimated_clock_offset_and_its_label() {
         u["rtt_us"]["p50"].as_f64().unwrap(),
     );
     assert!(up > 0.0 && down > 0.0 && srv_p50 > 0.0, "up {up} down {down} server {srv_p50}");
-    // medians do not add exactly, but the parts cannot exceed the whole by much
-    assert!(up + down + srv_p50 < rtt_p50 * 1.5 + 5.0, "up {up} + down {down} + server {srv_p50} vs rtt {rtt_p50}");
+    // the round trip leaves out the server's processing (irtt's RTT): the two one-way delays are its parts; medians
+    // do not add exactly, but the parts cannot exceed the whole by much
+    assert!(up + down < rtt_p50 * 1.5 + 5.0, "up {up} + down {down} vs rtt {rtt_p50} (server {srv_p50} left out)");
 }
 
 #[test]
