@@ -143,6 +143,24 @@ def test_seed8_path14_the_paced_train_finds_the_bucket_and_the_first_the_ports_f
     assert "port's buffer 106 KB" in p.describe()
 
 
+def test_a_paced_train_the_server_sent_slower_than_the_flows_got_through_is_said(monkeypatch):
+    # seed 39 path 192 measured again at load 12: a 295.9-Mbit/s pace left the server at 88.3, below the 267.7 the
+    # flows got through a 266.8 policer: the server, not the path, set the train's rate, and the user hears of it
+    d = {"rate_mbps": 39.30, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace:
+                        {**paced(count, 1500, pace, 38.99, 271_048), "send_mbps": 30.0})
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert d["server_short"] == ["a packet train paced at 64.37 Mbit/s left the server at 30, slower than the 39.3 "
+                                 "the flows got through"]
+    # sent at its pace: nothing said
+    d = {"rate_mbps": 39.30, "limiter": "policer"}
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace:
+                        {**paced(count, 1500, pace, 38.99, 271_048), "send_mbps": pace})
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert "server_short" not in d
+
+
 def test_a_paced_train_the_gap_did_not_refill_is_sent_again(monkeypatch):
     """A bucket larger than the gap since the last train refilled: the paced train may have found it part full;
     it is sent again after the largest readable bucket's refill time (here capped, and slept for)."""
