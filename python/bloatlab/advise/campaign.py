@@ -545,6 +545,9 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
                        "buffer_bytes_max": d.get("buffer_bytes_max"), "buffer_note": d.get("buffer_note"),
                        "saturated": d["saturated"], "evidence": d.get("evidence"), "elapsed_s": m["elapsed_s"],
                        "warnings": m.get("warnings", []),
+                       # a paced train left the server slower than the flows got through (a loaded server host: the
+                       # readings that rest on trains fell back on the flows'; measure._paced_policer_train)
+                       "server_short": bool(d.get("server_short")),
                        # behind a policer: its bucket, its port's rate and the port's FIFO (the policer's trains)
                        "bucket_bytes": d.get("bucket_bytes"), "port_mbps": d.get("port_mbps"),
                        "port_buffer_bytes": d.get("port_buffer_bytes")}
@@ -786,6 +789,8 @@ def summary(records: list[dict]) -> dict:
     # ranking goals
     out["judge_flagged"] = sum(judge_flagged(r) for r in records)
     out["rank_flagged"] = sum(rank_flagged(r) for r in records)
+    # measurements whose server fell short of a paced train's rate (a loaded host: said, not left out)
+    out["server_short"] = sum(bool(r["measured"].get("server_short")) for r in records)
     # the code versions its records were made with (one key: the goals are judged over one version)
     out["code"] = dict(collections.Counter(r.get("code", "unrecorded") for r in records))
     return out

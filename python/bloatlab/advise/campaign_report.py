@@ -105,7 +105,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     sec.table("Goals (issue 30 §1)", pd.DataFrame(rows))
     sec.text(None, f"{len(ok)} paths measured, {summ.get('failed', 0)} failed (listed below); the kernel's judgement "
                    f"stayed flagged by the emulator's timing verdict through its tries on {summ.get('judge_flagged', 0)} "
-                   f"predictions and {summ.get('rank_flagged', 0)} rankings, which count in no goal. base_rtt_ok: within 5 % or "
+                   f"predictions and {summ.get('rank_flagged', 0)} rankings, which count in no goal; the server fell "
+                   f"short of a paced train's rate on {summ.get('server_short', 0)} measurements (a loaded host: counted "
+                   "as measured). base_rtt_ok: within 5 % or "
                    "1 ms. buffer: FIFO paths only. loss: paths with ≥ 0.5 % random loss. pred_*: the twin's prediction "
                    "of the recommended configuration against the kernel's run of it on the true path. model_*: the model's "
                    "ensemble on the true path (seeds 1-7, starts over one jiffy; its median, and in_range: the kernel's "

@@ -125,7 +125,8 @@ def _advise_campaign(args) -> int:
     versions = ", ".join(f"{k} ({v})" for k, v in code.items())
     print(f"{summ['paths']} paths measured, {summ['failed']} failed; kernel judgements still flagged by the "
           f"emulator after {campaign.KERNEL_TRIES} tries (left out of the prediction and ranking goals): "
-          f"{summ.get('judge_flagged', 0)} predictions, {summ.get('rank_flagged', 0)} rankings; code {versions or '-'}"
+          f"{summ.get('judge_flagged', 0)} predictions, {summ.get('rank_flagged', 0)} rankings; a server short of a "
+          f"paced train's rate: {summ.get('server_short', 0)}; code {versions or '-'}"
           + (" (mixed versions: judge each apart)" if len(code) > 1 else ""))
     print(f"{out}/campaign.json, report: {out}/report.html")
     return 0
