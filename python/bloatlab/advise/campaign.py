@@ -349,22 +349,36 @@ def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float |
 
 
 def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None, engine: str = "emu",
-            autorate: dict | None = None) -> dict:
+            autorate: dict | None = None, repeats: int = 1) -> dict:
     """One bulk flow of ``cc`` (and a probe) on the true path: the kernel
-    through the emulator (one run: real time), or (``engine="sim"``) the
-    model's ensemble there (:func:`_model`)."""
+    through the emulator (real time), or (``engine="sim"``) the model's
+    ensemble there (:func:`_model`). With ``repeats`` the kernel runs that
+    many times (seeds 1..N: their random losses, as :func:`rank`'s), each
+    figure the median of the runs the emulator's timing held (all of them
+    where none held, ``timing_flagged`` then), every run kept in ``runs``."""
+    import statistics
+
     import bloatlab
 
     from ..engines import emu
 
     if engine == "sim":
         return _model(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
-    doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
-    doc["seed"] = 1
-    (s,), tries = _unflagged(lambda: [bloatlab.run(doc, engine=engine).summary])
-    out = _figures(s)
+    runs = []
+    for seed in range(1, repeats + 1):
+        doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
+        doc["seed"] = seed
+        (s,), tries = _unflagged(lambda: [bloatlab.run(doc, engine=engine).summary])
+        runs.append(dict(_figures(s), timing_flagged=emu.timing_flagged(s), tries=tries))
+    held = [r for r in runs if not r["timing_flagged"]] or runs
+    out = {}
+    for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate"):
+        vals = [r[k] for r in held if r[k] is not None]
+        out[k] = statistics.median(vals) if vals else None
     out.update(cc=cc, queue=queue, shaper_mbps=shaper_mbps, approximated="description" in doc,
-               timing_flagged=emu.timing_flagged(s), tries=tries)
+               timing_flagged=all(r["timing_flagged"] for r in runs), tries=max(r["tries"] for r in runs))
+    if repeats > 1:
+        out["runs"] = runs
     return out
 
 
@@ -385,6 +399,16 @@ def _unflagged(run_once) -> tuple[list[dict], int]:
             break
     return ss, tries
 
+
+#: kernel runs of the recommended configuration the prediction goals judge (`--judge-repeats`' default), each figure
+#: their median: the kernel's one run is one draw of its timing and its random losses, and on a chaotic path it is
+#: a wide draw — seed 33 path 11 (CUBIC + fq_codel shaped at 37.0 Mbit/s behind a 38-Mbit/s policer, 83 ms, 8.3 s):
+#: the campaign's run 22.99 Mbit/s, three more 25.27, 26.78, 24.85, the model on the true path 26.81; seed 33 path 0
+#: (PIE, 355 ms, 15 s): CUBIC as is twice, 10.84 and 15.21. Three, as :data:`RANK_REPEATS`: the fewest whose median
+#: is not one run's draw. A fixed count, never more runs where a judgement disagrees: that would pick the judge
+JUDGE_REPEATS = 3
+#: the most (`--judge-repeats`)
+MAX_JUDGE_REPEATS = 9
 
 #: the most kernel runs a ranked candidate may take (`--rank-repeats`): 9 x 18 runs of up to 15 s is ~40 min a path
 MAX_RANK_REPEATS = 9
@@ -526,8 +550,9 @@ def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
 
 
 def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = False,
-             rank_repeats: int = RANK_REPEATS) -> dict:
-    """Measure, advise and check one true path; its record."""
+             rank_repeats: int = RANK_REPEATS, judge_repeats: int = JUDGE_REPEATS) -> dict:
+    """Measure, advise and check one true path; its record (``judge_repeats``: the kernel's runs of the recommended
+    configuration, :data:`JUDGE_REPEATS`)."""
     from . import recommend
     from .path import Path
 
@@ -576,7 +601,8 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     rec["predicted_today"] = {k: adv["current"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate")}
     say(f"  advice: {r['cc']} + {rec['advice']['queue']}; kernel runs of {dur:g} s on the true path ...")
     ar = rec["advice"].get("autorate")
-    rec["kernel"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], autorate=ar)
+    rec["kernel"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], autorate=ar,
+                            repeats=judge_repeats)
     rec["kernel_today"] = _kernel(t, dur, TODAY_CC, "as-is", None)
     rec["model_truth"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], engine="sim", autorate=ar)
     rec["model_truth_today"] = _kernel(t, dur, TODAY_CC, "as-is", None, engine="sim")
@@ -709,6 +735,9 @@ def errors(rec: dict) -> dict:
            # flagged after its tries counts in no goal (judge_flagged says how many)
            "pred_goodput": None if judge_flagged(rec) else _rel(rec["predicted"]["goodput_mbps"], rec["kernel"]["goodput_mbps"]),
            "pred_p95_rtt": None if judge_flagged(rec) else _rel(rec["predicted"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"]),
+           # against the first kernel run alone, as campaigns before JUDGE_REPEATS judged (where the record has runs)
+           "pred_goodput_one_run": None if judge_flagged(rec) or not rec["kernel"].get("runs") else
+           _rel(rec["predicted"]["goodput_mbps"], rec["kernel"]["runs"][0]["goodput_mbps"]),
            "today_goodput": _rel(rec["predicted_today"]["goodput_mbps"], rec["kernel_today"]["goodput_mbps"])}
     if t["limiter"] == "policer" and m["limiter"] == "policer":
         # the policer's figures the twin runs (issue 30 §2): its bucket, its port's rate, the port's FIFO (where
@@ -756,6 +785,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          # not a goal of the issue: the buffer's figure within 30 %, or a bound the measurement stated holding the
          # truth (buffer_said), as limiter_right_or_named beside limiter_right
          ("buffer_or_bound", None, 0.90), ("pred_goodput", 0.15, 0.90), ("pred_p95_rtt", 0.25, 0.90), ("rank_regret", 0.02, 0.90),
+         # not a goal: the twin's goodput against the first of the kernel's JUDGE_REPEATS runs alone (one draw)
+         ("pred_goodput_one_run", 0.15, 0.90),
          # not a goal of the issue: the model on the true path against the kernel, the engine's share of pred_goodput
          ("model_goodput", 0.15, 0.90), ("today_goodput", 0.15, 0.90),
          # random loss below the issue's 0.5 % within 50 % (not a goal: the twin's goodput on lossy long paths needs it)
@@ -791,6 +822,9 @@ def summary(records: list[dict]) -> dict:
     out["rank_flagged"] = sum(rank_flagged(r) for r in records)
     # measurements whose server fell short of a paced train's rate (a loaded host: said, not left out)
     out["server_short"] = sum(bool(r["measured"].get("server_short")) for r in records)
+    # how many kernel runs each prediction was judged against (records before JUDGE_REPEATS: one)
+    out["judge_runs"] = dict(collections.Counter(str(len((r.get("kernel") or {}).get("runs") or [None]))
+                                                 for r in records if r.get("kernel")))
     # the code versions its records were made with (one key: the goals are judged over one version)
     out["code"] = dict(collections.Counter(r.get("code", "unrecorded") for r in records))
     return out
@@ -818,7 +852,8 @@ def code_version() -> str:
 
 
 def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = None, progress: bool = True,
-        ranked: bool = False, rank_repeats: int = RANK_REPEATS, rank_paths: int | None = None) -> tuple[list[dict], dict]:
+        ranked: bool = False, rank_repeats: int = RANK_REPEATS, rank_paths: int | None = None,
+        judge_repeats: int = JUDGE_REPEATS) -> tuple[list[dict], dict]:
     """Run (or resume) a campaign of ``n`` paths into ``out`` (``rank_repeats``: kernel runs of each ranked candidate
     the verdict turns on, :func:`rank`; ``rank_paths``: with ``ranked``, rank only the draw's first that many paths, so that one campaign
     of one code version carries the measurement goals over all its paths and the ranking goal over its first)."""
@@ -829,7 +864,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     emu.check()
     os.makedirs(os.path.join(out, "paths"), exist_ok=True)
     meta_path = os.path.join(out, "campaign-meta.json")
-    meta = {"paths": n, "seed": seed, "quick": quick, "goal": GOAL, "today": TODAY_CC,
+    meta = {"paths": n, "seed": seed, "quick": quick, "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
             "distribution": __doc__.split("The distribution")[1].split("Not yet drawn")[0].strip()}
     if os.path.exists(meta_path):
         with open(meta_path) as f:
@@ -850,7 +885,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
         pdir = os.path.join(out, "paths", f"{t['index']:04d}")
         try:
             rec = run_path(t, pdir, quick, say, ranked and (rank_paths is None or t["index"] < rank_paths),
-                           rank_repeats)
+                           rank_repeats, judge_repeats)
         except UserError as e:
             rec = {"index": t["index"], "truth": t, "failed": str(e)}
             say(f"  failed: {e}")

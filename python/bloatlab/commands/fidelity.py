@@ -35,6 +35,9 @@ def register(sub) -> None:
     g.add_argument("--rank-repeats", type=int, metavar="N", help="with --rank: kernel runs for each candidate the "
                    "verdict turns on (the recommended one, the best, and those within the kernel's spread of it), each "
                    "figure their median (default 3, campaign.RANK_REPEATS; one run is one draw of the kernel's timing)")
+    g.add_argument("--judge-repeats", type=int, metavar="N", help="kernel runs of the recommended configuration on "
+                   "the true path that the prediction goals judge, each figure their median (default 3, "
+                   "campaign.JUDGE_REPEATS; one run is one draw of the kernel's timing)")
     g.add_argument("--rank-paths", type=int, metavar="K", help="with --rank: rank only the draw's first K paths (the "
                    "ranking goal asks >= 30, the measurement goals >= 200: one campaign, one code version)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
@@ -101,6 +104,9 @@ def _advise_campaign(args) -> int:
     if args.rank_repeats is not None and not args.rank:
         raise UserError("--rank-repeats: ranks nothing without --rank")
     repeats = campaign.RANK_REPEATS if args.rank_repeats is None else args.rank_repeats
+    if args.judge_repeats is not None and not 1 <= args.judge_repeats <= campaign.MAX_JUDGE_REPEATS:
+        raise UserError(f"--judge-repeats: expected 1..{campaign.MAX_JUDGE_REPEATS}, got {args.judge_repeats}")
+    judge = campaign.JUDGE_REPEATS if args.judge_repeats is None else args.judge_repeats
     if args.rank_paths is not None and not args.rank:
         raise UserError("--rank-paths: ranks nothing without --rank")
     if args.rank_paths is not None and not 1 <= args.rank_paths <= args.paths:
@@ -108,7 +114,7 @@ def _advise_campaign(args) -> int:
     out = args.out or os.path.join("results", f"advise-campaign-{args.seed}")
     records, summ = campaign.run(args.paths, args.seed, out, quick=args.quick, limit=args.limit,
                                  progress=not (args.quiet or args.json), ranked=args.rank, rank_repeats=repeats,
-                                 rank_paths=args.rank_paths)
+                                 rank_paths=args.rank_paths, judge_repeats=judge)
     if args.json:
         json.dump({"summary": summ, "paths": records}, sys.stdout, indent=1, default=float)
         sys.stdout.write("\n")
