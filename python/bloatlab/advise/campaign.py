@@ -358,28 +358,34 @@ def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float 
     where none held, ``timing_flagged`` then), every run kept in ``runs``."""
     import statistics
 
-    import bloatlab
-
-    from ..engines import emu
-
     if engine == "sim":
         return _model(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
-    runs = []
-    for seed in range(1, repeats + 1):
-        doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
-        doc["seed"] = seed
-        (s,), tries = _unflagged(lambda: [bloatlab.run(doc, engine=engine).summary])
-        runs.append(dict(_figures(s), timing_flagged=emu.timing_flagged(s), tries=tries))
+    runs = [kernel_run(t, duration_s, cc, queue, shaper_mbps, seed, autorate) for seed in range(1, repeats + 1)]
     held = [r for r in runs if not r["timing_flagged"]] or runs
     out = {}
     for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate"):
         vals = [r[k] for r in held if r[k] is not None]
         out[k] = statistics.median(vals) if vals else None
-    out.update(cc=cc, queue=queue, shaper_mbps=shaper_mbps, approximated="description" in doc,
+    out.update(cc=cc, queue=queue, shaper_mbps=shaper_mbps,
+               approximated="description" in truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate),
                timing_flagged=all(r["timing_flagged"] for r in runs), tries=max(r["tries"] for r in runs))
     if repeats > 1:
         out["runs"] = runs
     return out
+
+
+def kernel_run(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None, seed: int,
+               autorate: dict | None = None) -> dict:
+    """One run of :func:`_kernel`'s (seed ``seed``: its random losses), a flagged run tried again up to
+    :data:`KERNEL_TRIES` times: its figures, ``timing_flagged`` and ``tries``."""
+    import bloatlab
+
+    from ..engines import emu
+
+    doc = truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
+    doc["seed"] = seed
+    (s,), tries = _unflagged(lambda: [bloatlab.run(doc, engine="emu").summary])
+    return dict(_figures(s), timing_flagged=emu.timing_flagged(s), tries=tries)
 
 
 #: kernel runs a judgement may take when the emulator flags its timing: a flagged run's figures are not the true
