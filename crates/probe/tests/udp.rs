@@ -25,8 +25,10 @@ fn a_ping_pong_run_on_loopback_answers_every_request_with_a_checked_echo() {
     assert_eq!(u["server_timestamps"], true);
     let p50 = j["probes"][0]["rtt_ms"]["p50"].as_f64().unwrap();
     assert!(p50 > 0.0 && p50 < 10.0, "loopback p50 {p50} ms");
-    // the server's processing time is part of the round trip
-    assert!(u["server_processing_us"]["p50"].as_f64().unwrap() < p50 * 1e3);
+    // the server stamped its processing, and the round trip leaves it out (irtt's RTT): on loopback the processing
+    // is as long as the rest of the round trip, so the two are not ordered; each is positive and under the bound
+    let srv = u["server_processing_us"]["p50"].as_f64().unwrap();
+    assert!(srv > 0.0 && srv < 10_000.0, "server processing p50 {srv} us");
     let hist: u64 = j["histogram"]["buckets"].as_array().unwrap().iter().map(|b| b[2].as_u64().unwrap()).sum();
     assert_eq!(hist, 2000, "every sample is in one histogram bucket");
 }
