@@ -124,3 +124,66 @@ fn a_test_whose_connections_all_arrive_names_none_missing() {
     assert_eq!(j["missing_flows"], serde_json::json!([]), "{j}");
     assert!(j["problem"].is_null(), "{j}");
 }
+
+/// A stand-in server on 127.0.0.1 that takes any opening, answers `ok`, reads every data connection to its end, and
+/// once the client's stop line comes answers `results` (the line of a server of another version). Bounded: 20 s.
+fn fake_server(streams: usize, results: String) -> (String, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let h = std::thread::spawn(move || {
+        let (mut ctrl, _) = l.accept().unwrap();
+        ctrl.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = ctrl.read(&mut buf); // the opening (a tagged cookie and the parameters: one write)
+        ctrl.write_all(b"{\"ok\":true,\"self_probes\":false}\n").unwrap();
+        let readers: Vec<_> = (0..streams)
+            .map(|_| {
+                let (mut d, _) = l.accept().unwrap();
+                std::thread::spawn(move || {
+                    d.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                    let mut b = vec![0u8; 1 << 16];
+                    while matches!(d.read(&mut b), Ok(n) if n > 0) {}
+                })
+            })
+            .collect();
+        let t = Instant::now();
+        let mut said = Vec::new();
+        while !said.ends_with(b"stop\n") && t.elapsed() < Duration::from_secs(20) {
+            if let Ok(n) = ctrl.read(&mut buf) {
+                said.extend_from_slice(&buf[..n]);
+            }
+        }
+        ctrl.write_all(results.as_bytes()).unwrap();
+        ctrl.write_all(b"\n").unwrap();
+        for r in readers {
+            let _ = r.join();
+        }
+    });
+    (port, h)
+}
+
+#[test]
+fn the_client_names_the_flow_a_server_says_never_arrived_and_counts_nothing_delivered_on_it() {
+    let results = serde_json::json!({"streams": [{"idx": 0, "bytes_read": 100000, "start_mono": 0, "end_mono": 0}],
+                                     "missing": [1], "streams_expected": 2, "kernel": "x", "boot_id": "x"});
+    let (port, h) = fake_server(2, results.to_string());
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &port, "-n", "100KB", "-P", "2", "--json"]);
+    h.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["missing_flows"], serde_json::json!([1]), "{j}");
+    let p = j["problem"].as_str().unwrap_or_default();
+    assert!(p.starts_with("1 of 2 data connections reached the server; never: up1 (flow 1)"), "{p}");
+    let got: Vec<u64> = j["flows"].as_array().unwrap().iter().map(|f| f["bytes_delivered"].as_u64().unwrap()).collect();
+    assert_eq!(got, vec![100000, 0], "{j}");
+}
+
+#[test]
+fn an_older_servers_refusal_of_a_test_short_of_a_connection_is_the_clients_problem() {
+    let (port, h) = fake_server(1, r#"{"ok":false,"error":"not all data connections arrived"}"#.into());
+    let o = run(&["tcp", "client", "127.0.0.1", "-p", &port, "-n", "100KB", "--json"]);
+    h.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["problem"], "the server refused the test's results: not all data connections arrived", "{j}");
+}
