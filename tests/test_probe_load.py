@@ -149,3 +149,21 @@ def test_until_stable_ends_a_saturated_phase_at_twice_its_saturation_and_its_flo
     t, fid = fs["t"], fs["flow"]
     span = max(max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f) for f in set(fid))
     assert span < ran + 0.3, (span, ran)
+
+
+def test_measure_reads_a_phase_from_the_flows_that_reached_the_server_and_leaves_out_the_missing_ones():
+    # issue 30: one upload flow's hello dropped again and again behind a 0.22-Mbit/s policer (campaign seed 57
+    # path 6); the probe names it (missing_flows) and measure reads the phase from the other flows
+    from bloatlab.advise.measure import _without_missing
+
+    j = {"flows": [{"id": 0, "direction": "up"}, {"id": 1, "direction": "up"}, {"id": 2, "direction": "up"}],
+         "missing_flows": [1], "problem": "2 of 3 data connections reached the server; never: up1 (flow 1)",
+         "raw": {"series": {"flows": {"flow": [0, 1, 2, 0, 1, 2], "t": [0.1, 0.1, 0.1, 0.2, 0.2, 0.2],
+                                      "delivered_bytes": [10, 0, 20, 30, 0, 40]}}}}
+    out = _without_missing(j)
+    assert [f["id"] for f in out["flows"]] == [0, 2]
+    assert out["raw"]["series"]["flows"] == {"flow": [0, 2, 0, 2], "t": [0.1, 0.1, 0.2, 0.2], "delivered_bytes": [10, 20, 30, 40]}
+    assert out["problem"].endswith("up1 (flow 1)")
+    # an older probe (no missing_flows) and a phase without one missing are unchanged
+    old = {"flows": [{"id": 0}], "raw": {"series": {"flows": {"flow": [0], "t": [0.1]}}}}
+    assert _without_missing(json.loads(json.dumps(old))) == old

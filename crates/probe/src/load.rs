@@ -233,6 +233,8 @@ struct Phase {
     series: FlowSeries,
     goodput: (f64, f64),
     problem: Option<String>,
+    /// flows (ids) whose data connection never reached the server (tcp::ClientResult::missing_flows)
+    missing_flows: Vec<usize>,
     cc: Option<String>,
     /// `--until-stable`: when the load was saturated (s since the phase began; crate::live)
     saturated_at_s: Option<f64>,
@@ -314,7 +316,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let end = live.as_ref().map_or(end, |l| end.min(l.end()));
     let mut ph = Phase {
         name, down, up, start, end, udp, conn, board, self_issued, self_late,
-        flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, cc: None,
+        flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, missing_flows: Vec::new(), cc: None,
         saturated_at_s, intervals: watched.len(), timing: Value::Null,
     };
     let mut clients = serde_json::Map::new();
@@ -331,6 +333,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
                     let g: f64 = r.flows.iter().map(|f| f.goodput_mbps()).sum();
                     if is_down { ph.goodput.0 = g } else { ph.goodput.1 = g }
                     ph.flows.extend(r.flows);
+                    ph.missing_flows.extend(&r.missing_flows);
                     ph.series.append(&r.series);
                     if let Some(p) = r.problem {
                         ph.problem.get_or_insert(p);
@@ -588,6 +591,8 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
         }),
     );
     out.extra.insert("problem".into(), json!(problem));
+    // the flows whose data connection never reached the server: their figures are the client's alone (none read)
+    out.extra.insert("missing_flows".into(), json!(phases.iter().flat_map(|p| p.missing_flows.iter().copied()).collect::<Vec<_>>()));
     let ms = |x: f64| if x.is_finite() { format!("{x:.2} ms") } else { "-".into() };
     let mut text = format!(
         "idle:  udp rtt p50 {} p90 {} p99 {}   tcp connect p50 {}   {:.0} RPM (foreign probes)\n",

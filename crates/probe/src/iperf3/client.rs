@@ -330,7 +330,7 @@ pub fn run_opened(opened: Opened, cfg: &ClientCfg, interval_ns: u64, print: bool
     let cc = flows.iter().map(|f| f.cc.clone()).find(|c| !c.is_empty());
     let local_ports = connected.iter().map(|c| c.0.port()).collect();
     Ok(ClientRun {
-        result: ClientResult { flows, series, cc, problem, server_kernel: None, duration_s: seconds, local_ports, timing: Default::default() },
+        result: ClientResult { flows, series, cc, problem, server_kernel: None, duration_s: seconds, local_ports, timing: Default::default(), missing_flows: Vec::new() },
         intervals,
         server_results,
         cpu: cpu_pct,

@@ -322,6 +322,22 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     let mut series = FlowSeries::default();
     let mut problem = None;
     let mut cc_seen = None;
+    // the data connections the server says never reached it (a hello dropped again and again behind a policer
+    // whose bucket the other flows kept empty): it served those that did, and its results are theirs. An older
+    // server refused the whole test instead (`error`, no streams)
+    let missing: Vec<usize> = server
+        .as_ref()
+        .and_then(|v| v["missing"].as_array().map(|a| a.iter().filter_map(|x| x.as_u64().map(|i| i as usize)).collect()))
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        let names: Vec<String> = missing.iter().map(|i| format!("{}{i} (flow {})", if cfg.reverse { "down" } else { "up" }, cfg.first_id + i)).collect();
+        problem = Some(format!(
+            "{} of {} data connections reached the server; never: {}: the results are those of the flows that ran",
+            states.len().saturating_sub(missing.len()), states.len(), names.join(", ")
+        ));
+    } else if let Some(e) = server.as_ref().and_then(|v| if v["ok"] == json!(false) { v["error"].as_str() } else { None }) {
+        problem = Some(format!("the server refused the test's results: {e}"));
+    }
     for (s, o) in states.iter().zip(&outcomes) {
         let srv = server.as_ref().and_then(|v| v["streams"].as_array()?.iter().find(|x| x["idx"] == json!(s.idx)).cloned());
         let start_s = (s.start_mono - cfg.t0_mono) as f64 / 1e9;
@@ -353,6 +369,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
             }
             f.rec.bytes_delivered = match &srv {
                 Some(v) => v["bytes_read"].as_u64().unwrap_or(0),
+                None if missing.contains(&s.idx) => 0, // the server never read this connection
                 None => f.rec.bytes_acked, // the receiver's kernel acked them; its reads are unknown
             };
         } else {
@@ -418,6 +435,7 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         server_kernel: server.as_ref().and_then(|v| v["kernel"].as_str().map(String::from)),
         duration_s,
         local_ports: states.iter().map(|s| s.sock.local_addr().map(|a| a.port()).unwrap_or(0)).collect(),
+        missing_flows: missing.iter().map(|i| cfg.first_id + i).collect(),
         timing,
     })))
 }
@@ -521,5 +539,6 @@ pub fn output(cfg: &ClientCfg, r: &ClientResult, scenario: Value) -> Output {
     o.meta_extra.insert("local_ports".into(), json!(r.local_ports));
     o.meta_extra.insert("sender".into(), json!(if cfg.reverse { "server" } else { "client" }));
     o.extra.insert("problem".into(), json!(r.problem));
+    o.extra.insert("missing_flows".into(), json!(r.missing_flows));
     o
 }

@@ -11,10 +11,10 @@
 //! ends when its control connection ends, or at the server's deadline.
 
 use super::control::{
-    auth_data, control_closed, control_spoke, read_framed, read_line_max, send_json, Params, ServerLimits, CTRL_COOKIE_TAG, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE, OPENING_KEY,
+    auth_data, read_framed, read_line_max, send_json, Params, ServerLimits, CTRL_COOKIE_TAG, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE, OPENING_KEY,
 };
 use super::stream::{
-    data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
+    data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler_growing, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
 };
 use crate::report::{fmt_bytes, push_sample, FlowSeries, SeriesOut};
 use crate::sys::{self, TcpInfo};
@@ -403,18 +403,67 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
         ok["warning"] = json!(w);
     }
     let _ = send_json(&ctrl, &ok);
-    let mut states = Vec::new();
+    // Each data connection is served from the moment it arrives (an upload's is read, a download's sent to), not
+    // once all have come: behind a 0.22-Mbit/s policer one upload flow's 16-byte hello was dropped again and again
+    // (its bucket emptied by the other flows), and the three flows that had arrived were never read: their
+    // receive windows closed once the socket buffers filled, and the client read its upload rate from stalled
+    // flows (campaign seed 57 path 6, 3 of 16 upload phases). A test some of whose data connections never come is
+    // still answered, for those that did, with the missing ones named (`missing`, `streams_expected`).
+    //
+    // A client that vanishes ends its test: the control connection is watched from here on; the server's own
+    // deadline ends it too (a byte count never reached). A reverse test's client asks us to stop sending (it was
+    // interrupted, or its phase ended), an upload's says its senders have ended: `halt`.
+    let ctrl_gone = Arc::new(AtomicBool::new(false));
+    let halt = Arc::new(AtomicBool::new(false));
+    let over = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (gone, halt, over, c) = (ctrl_gone.clone(), halt.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
+        let hard_end = deadline_ns.map(|d| sys::mono_ns().saturating_add(d).saturating_add(limits.data_wait_ns).saturating_add(ACK_WAIT_MAX_NS));
+        match spawn("ctrl-watch", move || watch_control(&c, &gone, &halt, &over, hard_end)) {
+            Ok(w) => w,
+            Err(e) => {
+                reg.lock().unwrap().remove(&p.cookie);
+                return Err(refuse_busy(&ctrl, &[], e));
+            }
+        }
+    };
+    // a reverse test's sampler reads every stream that has arrived, until no more can
+    let arrived: Arc<Mutex<Vec<Arc<StreamState>>>> = Arc::new(Mutex::new(Vec::new()));
+    let arrivals_over = Arc::new(AtomicBool::new(false));
+    let sampler = if p.reverse {
+        let (v, end, iv) = (arrived.clone(), arrivals_over.clone(), p.info_interval_ns);
+        match spawn("sampler", move || run_sampler_growing(&v, iv, &end)) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                reg.lock().unwrap().remove(&p.cookie);
+                over.store(true, Ordering::SeqCst);
+                let _ = watcher.join();
+                return Err(refuse_busy(&ctrl, &[], e));
+            }
+        }
+    } else {
+        None
+    };
+    let mut states: Vec<Arc<StreamState>> = Vec::new();
+    let mut workers = Vec::new();
     let deadline = match limits.data_wait_ns {
         0 => u64::MAX,
         w => sys::mono_ns().saturating_add(w),
     };
+    let mut failed: Option<io::Error> = None;
     while states.len() < p.streams {
         let left = deadline.saturating_sub(sys::mono_ns());
-        if left == 0 {
+        // the client's flows have ended (its stop line came, `halt`): a data connection still missing will not
+        // matter, and the answer need not wait out the rest of --data-wait (the client had ended its 3-s phase
+        // 4.9 s before this server's 10-s wait did: campaign seed 57 path 6, the upload's BBR phase)
+        if left == 0 || halt.load(Ordering::SeqCst) || ctrl_gone.load(Ordering::SeqCst) {
             break;
         }
         match rx.recv_timeout(Duration::from_nanos(left.min(WAKE.as_nanos() as u64))) {
             Ok((idx, sock, t)) => {
+                if idx >= p.streams || states.iter().any(|s| s.idx == idx) {
+                    continue; // not one of this test's (a second hello for one index): closed
+                }
                 if p.reverse {
                     if let Some(cc) = &p.cc {
                         let _ = sys::set_cc(sock.as_raw_fd(), cc);
@@ -423,81 +472,78 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
                         let _ = sys::set_internal_pacing(sock.as_raw_fd());
                     }
                 }
-                states.push(StreamState::new(idx, sock, t, 0));
+                let s = StreamState::new(idx, sock, t, 0);
+                if framed {
+                    if let Err(e) = crate::probewire::Framing::attach(&s, None, p.reverse) {
+                        failed = Some(e);
+                        states.push(s);
+                        break;
+                    }
+                }
+                let w = {
+                    let s = s.clone();
+                    let (p, gone, halt) = (p.clone(), ctrl_gone.clone(), halt.clone());
+                    spawn("stream", move || {
+                        let stop = || gone.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
+                        if p.reverse {
+                            run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
+                        } else {
+                            // an upload's client says on the control connection when its senders have ended (halt)
+                            run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns, &|| false, &|| halt.load(Ordering::Relaxed))
+                        }
+                    })
+                };
+                states.push(s.clone());
+                match w {
+                    Ok(w) => {
+                        workers.push(w);
+                        arrived.lock().unwrap().push(s);
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) if control_closed(&ctrl) => {
-                reg.lock().unwrap().remove(&p.cookie);
-                return Err("the client closed the control connection before its data connections".into());
-            }
-            // the client's flows have ended (its stop line came): a data connection still missing will not
-            // matter, and the answer need not wait out the rest of --data-wait. Behind a 0.22-Mbit/s policer one
-            // upload flow's 16-byte hello was dropped again and again (its bucket emptied by the other flows):
-            // the client had ended its 3-s phase 4.9 s before this server's 10-s wait did (campaign seed 57
-            // path 6, the upload's BBR phase, twice in two runs)
-            Err(mpsc::RecvTimeoutError::Timeout) if control_spoke(&ctrl) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
     reg.lock().unwrap().remove(&p.cookie);
-    if states.len() < p.streams {
-        let _ = send_json(&ctrl, &json!({"ok": false, "error": "not all data connections arrived"}));
-        return Err("missing data connections".into());
-    }
-    if framed {
-        for s in &states {
-            crate::probewire::Framing::attach(s, None, p.reverse).map_err(|e| refuse_busy(&ctrl, &states, e))?;
+    arrivals_over.store(true, Ordering::SeqCst);
+    if let Some(e) = failed {
+        ctrl_gone.store(true, Ordering::SeqCst);
+        for w in workers {
+            let _ = w.join();
         }
-    }
-    let sampler = if p.reverse {
-        let v = states.clone();
-        let iv = p.info_interval_ns;
-        Some(spawn("sampler", move || run_sampler(v, iv)).map_err(|e| refuse_busy(&ctrl, &states, e))?)
-    } else {
-        None
-    };
-    // a client that vanishes ends its test: watch the control connection;
-    // the server's own deadline ends it too (a byte count never reached)
-    let ctrl_gone = Arc::new(AtomicBool::new(false));
-    // a reverse test's client asks us to stop sending (it was interrupted): the test still ends with results
-    let halt = Arc::new(AtomicBool::new(false));
-    let over = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (gone, halt, over, c) = (ctrl_gone.clone(), halt.clone(), over.clone(), ctrl.try_clone().map_err(|e| e.to_string())?);
-        let hard_end = deadline_ns.map(|d| sys::mono_ns().saturating_add(d).saturating_add(ACK_WAIT_MAX_NS));
-        spawn("ctrl-watch", move || watch_control(&c, &gone, &halt, &over, hard_end)).map_err(|e| refuse_busy(&ctrl, &states, e))?
-    };
-    let mut workers = Vec::new();
-    for s in &states {
-        let s = s.clone();
-        let (p, gone, halt) = (p.clone(), ctrl_gone.clone(), halt.clone());
-        let w = spawn("stream", move || {
-            let stop = || gone.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
-            if p.reverse {
-                run_sender(&s, deadline_ns, p.bytes, p.rate_bps, p.onoff_ticks, &stop)
-            } else {
-                // an upload's client says on the control connection when its senders have ended (halt)
-                run_receiver(&s, &|| gone.load(Ordering::Relaxed), false, p.bytes, p.duration_ns, &|| false, &|| halt.load(Ordering::Relaxed))
-            }
-        });
-        match w {
-            Ok(w) => workers.push(w),
-            Err(e) => {
-                ctrl_gone.store(true, Ordering::SeqCst);
-                for w in workers {
-                    let _ = w.join();
-                }
-                over.store(true, Ordering::SeqCst);
-                let _ = watcher.join();
-                return Err(refuse_busy(&ctrl, &states, e));
-            }
+        over.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        if let Some(h) = sampler {
+            let _ = h.join();
         }
+        return Err(refuse_busy(&ctrl, &states, e));
+    }
+    if states.is_empty() && !ctrl_gone.load(Ordering::SeqCst) {
+        over.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        if let Some(h) = sampler {
+            let _ = h.join();
+        }
+        let _ = send_json(&ctrl, &json!({"ok": false, "error": "not all data connections arrived: none did", "missing": (0..p.streams).collect::<Vec<_>>(), "streams_expected": p.streams}));
+        return Err("no data connection arrived".into());
     }
     let outcomes: Vec<Outcome> = workers.into_iter().map(|w| w.join().unwrap_or_default()).collect();
     over.store(true, Ordering::SeqCst);
     let _ = watcher.join();
     if ctrl_gone.load(Ordering::SeqCst) {
-        return Err("the client closed the control connection; test stopped".into());
+        if let Some(h) = sampler {
+            let _ = h.join();
+        }
+        return Err(if states.len() < p.streams {
+            "the client closed the control connection before its data connections".into()
+        } else {
+            "the client closed the control connection; test stopped".into()
+        });
     }
     if let Some(h) = sampler {
         let _ = h.join();
@@ -506,7 +552,11 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
         let total: u64 = states.iter().map(|s| s.read.load(Ordering::Relaxed) + s.written.load(Ordering::Relaxed)).sum();
         eprintln!("tcp server: test done, {} streams, {} moved", states.len(), fmt_bytes(total as f64));
     }
-    send_results(&ctrl, &states, &outcomes).map_err(|e| format!("sending results: {e}"))
+    let missing: Vec<usize> = (0..p.streams).filter(|i| !states.iter().any(|s| s.idx == *i)).collect();
+    if verbose && !missing.is_empty() {
+        eprintln!("tcp server: {} of {} data connections arrived (missing: {missing:?}); results for those that did", states.len(), p.streams);
+    }
+    send_results(&ctrl, &states, &outcomes, p.streams, &missing).map_err(|e| format!("sending results: {e}"))
 }
 
 /// The test's results on the control connection, one line of JSON, streamed:
@@ -515,7 +565,10 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
 /// JSON tree: ~800 B a sample at its peak, 202 MB for one 100-stream test,
 /// 1.49 GB for eight tests whose client never read). A client that does not
 /// read stops the writes at the socket's 10-s timeout.
-fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outcome]) -> io::Result<()> {
+///
+/// `missing`: the data connections (indices) that never arrived, of
+/// `expected`; listed (`missing`, `streams_expected`) only where some did not.
+fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outcome], expected: usize, missing: &[usize]) -> io::Result<()> {
     // when the results began to go out (the client's `Timing::server_results`, on the same host)
     let began = sys::mono_ns();
     let _ = ctrl.set_write_timeout(Some(Duration::from_secs(10)));
@@ -545,7 +598,12 @@ fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outco
         serde_json::to_writer(&mut w, &SeriesOut::of(&series))?;
         w.write_all(b"}")?;
     }
-    let tail = json!({"boot_id": sys::boot_id(), "kernel": sys::kernel_release(), "results_mono": began}).to_string();
+    let mut tail = json!({"boot_id": sys::boot_id(), "kernel": sys::kernel_release(), "results_mono": began});
+    if !missing.is_empty() {
+        tail["missing"] = json!(missing);
+        tail["streams_expected"] = json!(expected);
+    }
+    let tail = tail.to_string();
     w.write_all(b"],")?;
     w.write_all(&tail.as_bytes()[1..])?; // its members after ours
     w.write_all(b"\n")?;

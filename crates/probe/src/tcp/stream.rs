@@ -418,6 +418,34 @@ pub fn run_sampler(streams: Vec<Arc<StreamState>>, interval_ns: u64) {
     }
 }
 
+/// [`run_sampler`] over streams that arrive while it runs (a server's, each
+/// served from its arrival): until `closed` (no more will come) and every
+/// stream in `streams` is done.
+pub fn run_sampler_growing(streams: &Mutex<Vec<Arc<StreamState>>>, interval_ns: u64, closed: &AtomicBool) {
+    let mut next = sys::mono_ns();
+    loop {
+        // read before the streams: a stream pushed before `closed` is set is then seen below
+        let last_round = closed.load(Ordering::SeqCst);
+        let v: Vec<Arc<StreamState>> = streams.lock().unwrap().clone();
+        let mut live = 0;
+        for s in &v {
+            if !s.done.load(Ordering::Relaxed) {
+                live += 1;
+                s.sample();
+            }
+        }
+        if (last_round && live == 0) || sys::stopped() {
+            return;
+        }
+        next += interval_ns;
+        let now = sys::mono_ns();
+        if next < now {
+            next = now;
+        }
+        sys::sleep_until_mono(next);
+    }
+}
+
 /// Open a TCP connection, optionally from a fixed local port and with a
 /// congestion control set before the SYN.
 pub fn connect(addr: SocketAddr, local_port: Option<u16>, cc: Option<&str>) -> Result<TcpStream, String> {
