@@ -407,24 +407,28 @@ impl<T: 'static> Node<T> {
             self.driver_frames += 1;
             self.sched_calls += 1;
             self.txqs[s].q.enqueue(p, now, rng, ev);
-            Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
+            Self::link_to(self.design, self.aql.is_none(), &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
         }
     }
 
     fn link(&mut self, s: usize) {
-        Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
+        Self::link_to(self.design, self.aql.is_none(), &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
     }
 
     /// Station `s` has frames again and joins the scheduler's list if it is not on it. With the
-    /// airtime scheduler it joins the new stations, served first ([`Node::next_station`]).
+    /// airtime scheduler it joins the new stations, served first ([`Node::next_station`]), if its
+    /// deficit is positive, else the tail of the old ones (63fefa050477's `__ath_tx_queue_tid`:
+    /// `acq_new` only while `airtime_deficit > 0`), so a station that empties and refills is not
+    /// credited a quantum on every return. (With AQL, the `new_list` stands for mac80211's
+    /// scheduler and keeps the rule it had.)
     /// Before it (Linux ≤ 4.10: `legacy`, `fq`) ath9k has one list per access category and
     /// `ath_tx_queue_tid` puts a TID that was not on it at the tail (`list_add_tail(&tid->list,
     /// list)`; `ath9k_wake_tx_queue` in 4.10, `ath_tx_start` before): a station that just became
     /// active — a ping's reply — waits behind every backlogged one.
-    fn link_to(design: Design, txq: &mut Txq<T>, s: usize, new_list: &mut VecDeque<usize>, old_list: &mut VecDeque<usize>) {
+    fn link_to(design: Design, ath9k: bool, txq: &mut Txq<T>, s: usize, new_list: &mut VecDeque<usize>, old_list: &mut VecDeque<usize>) {
         if !txq.linked {
             txq.linked = true;
-            if design == Design::Airtime {
+            if design == Design::Airtime && (txq.deficit > 0 || !ath9k) {
                 new_list.push_back(s);
             } else {
                 old_list.push_back(s);
@@ -513,10 +517,12 @@ impl<T: 'static> Node<T> {
     }
 
     /// The station whose turn it is (`ath_txq_schedule`), or None if idle.
-    /// A station whose next frame lies past its block-ack window cannot send
-    /// (`ath_tx_sched_aggr` gets `-EINPROGRESS`) and goes to the tail of the
-    /// old list without being charged; None when every station with data is
-    /// so blocked (the windows move when their transmissions complete).
+    /// A station whose next frame lies past its block-ack window cannot send. In 4.10's loop
+    /// (`legacy`, `fq`) `ath_tx_sched_aggr` returns without a frame and without `*stop`, the TID
+    /// goes back to the tail (`ath_tx_queue_tid`) and the loop goes on: here it goes to the tail
+    /// of the old list without being charged; None when every station with data is so blocked
+    /// (the windows move when their transmissions complete). Under `airtime` (63fefa050477) the
+    /// call ends at it instead, the station left at the head.
     fn next_station(&mut self) -> Option<usize> {
         let mut blocked = 0usize;
         loop {
@@ -533,6 +539,15 @@ impl<T: 'static> Node<T> {
                 continue;
             }
             if !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], false) {
+                if self.design == Design::Airtime && (self.in_flight > 0 || !self.hw.is_empty()) {
+                    // 63fefa050477: `ath_tx_get_tid_subframe` finds the frame past the window and
+                    // returns NULL, `ath_tx_sched_aggr` false, and `ath_txq_schedule` ends
+                    // (`goto out`) with the station still at the head: nobody else is served
+                    // until its window moves (its own frames in the hardware complete). Only
+                    // with nothing in the hardware (no completion to come) does the model move
+                    // on, as 4.10 does, rather than stall.
+                    return None;
+                }
                 self.pop(from_new);
                 self.old_list.push_back(s);
                 blocked += 1;
@@ -565,12 +580,10 @@ impl<T: 'static> Node<T> {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
         loop {
-            if self.design == Design::Airtime && self.ampdu_depth(phys) >= HW_AGGREGATES {
-                // Not 63fefa050477's loop, which reaches the head station (crediting stations
-                // whose deficit is <= 0 on the way) before it learns that the hardware queue is
-                // full; docs/wifi.md, "Measured disagreements", measures what that changes.
-                break;
-            }
+            // Every design runs the whole loop on a full hardware queue too: 63fefa050477's
+            // `ath_txq_schedule` credits and rotates the stations at the head whose deficit is
+            // <= 0 (`goto begin`), drops empty ones, and learns only from `ath_tx_sched_aggr`,
+            // on the first station with a positive deficit and frames, that it may not send.
             let Some(s) = self.next_station() else { break };
             if self.ampdu_depth(phys) >= HW_AGGREGATES {
                 self.refused(s, now, rng, ev, qdelay);
@@ -597,9 +610,6 @@ impl<T: 'static> Node<T> {
         loop {
             let depth = self.hw.len() + self.in_flight;
             let ampdu_depth = self.ampdu_depth(phys);
-            if self.design == Design::Airtime && depth >= NON_AGGR_DEPTH && ampdu_depth >= HW_AGGREGATES {
-                break; // as in `refill`: the airtime design's scheduler does not run on a full queue
-            }
             let Some(s) = self.next_station() else { break };
             let dsss = phys[s].non_aggr();
             if (dsss && depth >= NON_AGGR_DEPTH) || (!dsss && ampdu_depth >= HW_AGGREGATES) {

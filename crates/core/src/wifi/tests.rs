@@ -1276,3 +1276,77 @@ fn the_legacy_driver_runs_its_scheduler_once_per_frame_it_takes_from_the_qdisc_a
     fq.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
     assert_eq!(fq.take_calls(), 1);
 }
+
+#[test]
+fn the_airtime_scheduler_credits_and_rotates_the_spent_head_stations_even_on_a_full_hardware_queue() {
+    // 63fefa050477's `ath_txq_schedule` (read in the 4.11-4.16 `xmit.c`) runs from `begin:` at
+    // every call: a head station whose deficit is <= 0 gets ATH_AIRTIME_QUANTUM and moves to the
+    // tail of `acq_old` (`goto begin`), and only `ath_tx_sched_aggr`, reached with the first
+    // station whose deficit is positive, finds the hardware queue full (two A-MPDUs): its next
+    // frame goes to its retry queue and the call ends (`goto out`), the station left at the head.
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut nd = node(Design::Airtime, 3);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..300 {
+        nd.enqueue(frame((i % 3) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let mut n = [0usize; 3];
+    // All three new: each credited 300 µs and moved to the old list; station 0 sends twice (its
+    // 65th frame waits in its retry queue: the second aggregate was full); that frame is past its
+    // 64-frame block-ack window, so the call ends at station 0, which keeps the head.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (0, 32)]);
+    assert_eq!(n, [65, 0, 0]);
+    // Their airtime is charged (as at completion; the queue stays full in this test).
+    nd.charge(0, 1_000_000);
+    nd.charge(1, 1_000_000);
+    // An arrival's call on the full queue: 0 and 1 (<= 0) credited and rotated, 2 refused.
+    nd.enqueue(frame(2, 1500, 300, 0), 0, &mut rng, &mut ev);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!([nd.deficit(0), nd.deficit(1), nd.deficit(2)], [-400_000, -400_000, 300_000]);
+    assert_eq!(n, [65, 0, 1]);
+    // The next call finds station 2 at the head again: its retry queue's head frame is taken and
+    // put back, nothing more leaves fq_codel, no one is credited.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!([nd.deficit(0), nd.deficit(1), nd.deficit(2)], [-400_000, -400_000, 300_000]);
+    assert_eq!(n, [65, 0, 1]);
+    // When a transmission completes, station 2 sends, its refused frame first.
+    nd.hw.pop_front();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (2, 32)]);
+    assert_eq!(n, [65, 0, 33]);
+}
+
+#[test]
+fn the_airtime_scheduler_puts_a_returning_station_with_a_spent_deficit_on_the_old_list_uncredited() {
+    // 63fefa050477's `__ath_tx_queue_tid`: a TID that joins goes to `acq_new` only while its
+    // station's deficit is positive, else to the tail of `acq_old`; it is credited only when it
+    // reaches the head (`ath_txq_schedule`), not on its way in.
+    let phys = [mcs(15), mcs(15)];
+    let mut nd = node(Design::Airtime, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev); // one frame
+    for i in 1..100 {
+        nd.enqueue(frame(1, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    // Both new, both credited 300 µs; station 0 sends its frame and, empty, leaves; station 1 fills
+    // the hardware queue.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 1), (1, 32)]);
+    nd.charge(0, 1_000_000); // its frame's airtime (as at completion): 300 - 1000 µs
+    nd.enqueue(frame(0, 1500, 100, 0), 0, &mut rng, &mut ev); // back, with a spent deficit
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // full queue: station 1 refused
+    assert_eq!(nd.deficit(0), -700_000);
+    // Both transmissions leave the hardware (their block-ack windows not moved in this test):
+    // station 1 (at the head, 300 µs, not yet charged) sends its frames 32-63; its next frame, 64, is
+    // past its window, so the call ends at it (63fefa050477: `ath_tx_get_tid_subframe` returns
+    // NULL, `goto out`), station 1 still at the head; station 0 waits, uncredited.
+    nd.hw.clear();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 32)]);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 32)]);
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (-700_000, 300_000));
+}
