@@ -500,6 +500,18 @@ impl<T: 'static> Node<T> {
         }
     }
 
+    /// Airtime received from station `s` (`ath_rx_count_airtime`): charged like a
+    /// transmission, and a station left with a deficit <= 0 that is on no list joins the old
+    /// one (`__ath_tx_queue_tid`, whose `acq_new` needs a positive deficit), frames or not; the
+    /// scheduler drops it when it reaches the head empty. ath9k's scheduler only (not with AQL).
+    pub fn charge_rx(&mut self, s: usize, airtime: Nanos) {
+        self.charge(s, airtime);
+        if self.design == Design::Airtime && self.aql.is_none() && self.txqs[s].deficit <= 0 && !self.txqs[s].linked {
+            self.txqs[s].linked = true;
+            self.old_list.push_back(s);
+        }
+    }
+
     pub fn deficit(&self, s: usize) -> i64 {
         self.txqs[s].deficit
     }

@@ -535,19 +535,35 @@ fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_
         qdisc: QdiscConfig::default(),
         aql: None,
     };
-    let run = |up: bool, len: u32| {
-        let mut w: Wifi<u64> = Wifi::new(&cfg).unwrap();
+    let run_n = |cfg: &WifiConfig, up: bool, len: u32, n: u64| {
+        let mut w: Wifi<u64> = Wifi::new(cfg).unwrap();
         let (mut rng, mut out, mut drops) = (stream(1, 9), Vec::new(), Vec::new());
-        w.enqueue(0, 0, up, Packet { meta: PacketMeta { flow: 1, len, ..Default::default() }, data: 1 }, &mut rng, &mut drops);
+        for i in 0..n {
+            w.enqueue(0, 0, up, Packet { meta: PacketMeta { flow: 1, len, ..Default::default() }, data: i }, &mut rng, &mut drops);
+        }
         while let Some(t) = w.next_event() {
             w.poll(t, &mut rng, &mut out, &mut drops);
         }
-        assert_eq!(out.len(), 1);
-        w.deficit(0)
+        assert_eq!(out.len() as u64, n);
+        (w.deficit(0), w.stations[0].up_aggregates + w.stations[0].down_aggregates)
     };
+    let run = |up: bool, len: u32| run_n(&cfg, up, len, 1).0;
     // A 52-byte packet up (a TCP ACK): MPDU 90 B, 22 + 720 bits = 29 symbols of 26 bits: 116 + 36 µs.
     assert_eq!(mcs(0).ppdu_ns(90), 152_000);
     assert_eq!(run(true, 52), -152_000);
+    // Five of them up: the station sends the first two alone (its hardware queue takes two
+    // transmissions) and the other three in one A-MPDU. What the AP receives it charges per MPDU
+    // (`ath_rx_count_airtime`, `rs_datalen` each): 5 x 152 µs = 760 µs, where the PPDUs would be
+    // 2 x 152 + 808 = 1112 µs (the A-MPDU: 3 subframes of 94 B, two of them followed by 2 B of
+    // padding and 42 extra delimiters, 622 B).
+    let (psdu, k) = psdu_bytes([52; 3]);
+    assert_eq!((psdu, k, mcs(0).ppdu_ns(psdu)), (622, 3, 808_000));
+    assert_eq!(run_n(&cfg, true, 52, 5), (-760_000, 3));
+    // At MCS 15 the preambles weigh more than the padding: 5 x (40 + 8) = 240 µs against
+    // 2 x 48 + 80 = 176 µs.
+    let fast = WifiConfig { stations: vec![StationConfig { phy: mcs(15), ..cfg.stations[0].clone() }], ..cfg.clone() };
+    assert_eq!((mcs(15).ppdu_ns(90), mcs(15).ppdu_ns(psdu)), (48_000, 80_000));
+    assert_eq!(run_n(&fast, true, 52, 5), (-240_000, 3));
     // (-212 µs with the SIFS and the ACK.)
     // A 1500-byte packet down: the station earns 300 µs to be served (deficit ≤ 0) and is charged its
     // 1936-µs PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
