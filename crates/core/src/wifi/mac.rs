@@ -43,11 +43,18 @@
 //!   head of the list whose deficit is ≤ 0 gets `ATH_AIRTIME_QUANTUM` = 300 µs
 //!   (× its weight here, as mac80211's later `airtime_weight`) and goes to the
 //!   tail of the old list; the airtime of every transmission *to* and
-//!   reception *from* a station is subtracted from its deficit: the PPDU's
-//!   duration (`ath_pkt_duration`), not the SIFS and ACK/BlockAck after it.
-//!   New stations (that just became backlogged) are served before old ones, as in
-//!   fq_codel; a new station that empties moves to the old list once (so it
-//!   cannot stay new forever), an old one that empties leaves.
+//!   reception *from* a station is subtracted from its deficit: for a transmission
+//!   the PPDU's duration per try (`ath_tx_count_airtime`, `ath_pkt_duration`), for a
+//!   reception each MPDU received whole on its own, preamble included
+//!   (`ath_rx_count_airtime` per frame of `ath_rx_tasklet`), never the SIFS and
+//!   ACK/BlockAck after it. Newly backlogged stations with a positive deficit are
+//!   served before old ones (`acq_new`), as in fq_codel, others join the old list's
+//!   tail (`__ath_tx_queue_tid`); a new station that empties moves to the old list once
+//!   (so it cannot stay new forever), an old one that empties leaves. The loop
+//!   (`ath_txq_schedule`, read in a 4.11-4.16 `xmit.c`) runs whole at every call, a full
+//!   hardware queue included: spent heads are credited and rotated (`goto begin`) until
+//!   a station with a positive deficit and frames is reached, which a full queue refuses,
+//!   or one past its block-ack window, which ends the call; either keeps the head.
 //!
 //! In every design an 802.11b station (no aggregation) takes its turn as ath9k gives it one:
 //! a burst of up to 2 single frames (`ath_tx_form_burst`), while fewer than 8 entries are in
