@@ -295,6 +295,24 @@ impl<T> Txq<T> {
         !self.retry.is_empty() || self.q.backlog_pkts() > 0
     }
 
+    /// ath9k's `ath_tx_get_tid_subframe` on the retry queue: a frame past the block-ack window
+    /// goes to the tail (`__skb_queue_tail`) and the next one is tried ("If there are other skbs
+    /// in the retry q, they are probably within the BAW, so loop immediately"), until one inside
+    /// it is at the head or each has been tried once. Frames leave the retry queue's order when a
+    /// refusal puts the head frame back at the tail ([`Node::refused`]), so a frame inside the
+    /// window can sit behind one past it.
+    fn retry_window_first(&mut self, baw: &Baw) {
+        for _ in 0..self.retry.len() {
+            match self.retry.front() {
+                Some(p) if p.data.seq != NO_SEQ && !baw.within(p.data.seq) => {
+                    let p = self.retry.pop_front().expect("a front");
+                    self.retry.push_back(p);
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// The next frame may go into an aggregate: it lies inside the block-ack
     /// window (a frame not yet numbered gets `next_seq`). `fw`: AQL's firmware
     /// queue is the source of new frames instead of the TXQ.
@@ -557,6 +575,7 @@ impl<T: 'static> Node<T> {
                 self.leave_empty(s, from_new);
                 continue;
             }
+            self.txqs[s].retry_window_first(&self.baw[s]);
             if !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], false) {
                 if self.design == Design::Airtime && (self.in_flight > 0 || !self.hw.is_empty()) {
                     // 63fefa050477: `ath_tx_get_tid_subframe` finds the frame past the window and
@@ -841,6 +860,7 @@ impl<T: 'static> Node<T> {
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
         let baw = &self.baw[s];
+        txq.retry_window_first(baw);
         let mut chain: Option<RateChain> = None;
         let mut limit = 0u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();
