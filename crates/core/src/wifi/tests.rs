@@ -1366,3 +1366,23 @@ fn the_airtime_scheduler_puts_a_returning_station_with_a_spent_deficit_on_the_ol
     assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 32)]);
     assert_eq!((nd.deficit(0), nd.deficit(1)), (-700_000, 300_000));
 }
+
+#[test]
+fn a_retry_frame_past_the_block_ack_window_goes_behind_the_ones_inside_it() {
+    // ath9k's `ath_tx_get_tid_subframe`: a retry-queue frame past the window goes to the tail and the
+    // next one is tried. A refusal puts the head frame back at the tail, so the queue can hold frame
+    // 70 (past the window of 0-63) ahead of frame 5: frame 5 goes, alone (70 still past the window).
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Airtime, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for seq in [5u64, 70] {
+        let mut p = frame(0, 1500, seq, 0);
+        p.data.seq = seq;
+        nd.requeue(p); // to the head: [70, 5]
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let sent: Vec<Vec<u64>> = nd.hw.iter().map(|a| a.frames.iter().map(|p| p.data.seq).collect()).collect();
+    assert_eq!(sent, vec![vec![5]]);
+    assert_eq!(nd.backlog_pkts(), 2); // frame 70 waits (in the retry queue) with frame 5 (in the hardware)
+}
