@@ -3,11 +3,12 @@ the fq -> airtime change).
 
 The ``anomaly`` part of ``reproduce make-wifi-fast`` (two stations up to MCS 15, one at MCS 0, every one on
 Minstrel-HT at 40 dB, one CUBIC download each; python/bloatlab/study/experiments/make_wifi_fast.py), per design
-and seed: each station's goodput, airtime share (both directions: its downlink A-MPDUs and its TCP ACKs), downlink
-turns (A-MPDUs, per second), frames per downlink A-MPDU and the airtime of one such A-MPDU
-((airtime - uplink airtime) / turns, the uplink's taken as measured under the same design: see ``--split``).
-Then what 4.10's round robin (``fq``) would give with equal turns: each station's share of the downlink airtime
-in proportion to its A-MPDU's duration, against the measured shares.
+and seed (averaged over the seeds): each station's goodput, airtime share and airtime fraction of the run (both
+directions: its downlink A-MPDUs and its uplink TCP ACKs, with SIFS and (Block)Ack), downlink turns (A-MPDUs) and
+uplink transmissions per second, frames per downlink turn, and airtime per downlink turn (all its airtime over
+its turns: the uplink that comes with a turn included). Then what 4.10's round robin (``fq``) would give with
+equal turns: each station's share in proportion to its airtime per turn, against the measured shares. Measured
+2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6 runs of 60 s, about 20 s on the 2-core VM.
 
     PYTHONPATH=python .venv/bin/python bench/wifi_shares.py [--duration 60s] [--seeds 1,2,3]
 """
