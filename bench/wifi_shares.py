@@ -8,7 +8,7 @@ directions: its downlink A-MPDUs and its uplink TCP ACKs, with SIFS and (Block)A
 uplink transmissions per second, frames per downlink turn, and airtime per downlink turn (all its airtime over
 its turns: the uplink that comes with a turn included). Then what 4.10's round robin (``fq``) would give with
 equal turns: each station's share in proportion to its airtime per turn, against the measured shares. Measured
-2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6 runs of 60 s, about 20 s on the 2-core VM.
+2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6 runs of 60 s, 6.1 s wall on the 2-core VM (nice 10, load ~9).
 
     PYTHONPATH=python .venv/bin/python bench/wifi_shares.py [--duration 60s] [--seeds 1,2,3]
 """
