@@ -43,11 +43,18 @@
 //!   head of the list whose deficit is ≤ 0 gets `ATH_AIRTIME_QUANTUM` = 300 µs
 //!   (× its weight here, as mac80211's later `airtime_weight`) and goes to the
 //!   tail of the old list; the airtime of every transmission *to* and
-//!   reception *from* a station is subtracted from its deficit: the PPDU's
-//!   duration (`ath_pkt_duration`), not the SIFS and ACK/BlockAck after it.
-//!   New stations (that just became backlogged) are served before old ones, as in
-//!   fq_codel; a new station that empties moves to the old list once (so it
-//!   cannot stay new forever), an old one that empties leaves.
+//!   reception *from* a station is subtracted from its deficit: for a transmission
+//!   the PPDU's duration per try (`ath_tx_count_airtime`, `ath_pkt_duration`), for a
+//!   reception each MPDU received whole on its own, preamble included
+//!   (`ath_rx_count_airtime` per frame of `ath_rx_tasklet`), never the SIFS and
+//!   ACK/BlockAck after it. Newly backlogged stations with a positive deficit are
+//!   served before old ones (`acq_new`), as in fq_codel, others join the old list's
+//!   tail (`__ath_tx_queue_tid`); a new station that empties moves to the old list once
+//!   (so it cannot stay new forever), an old one that empties leaves. The loop
+//!   (`ath_txq_schedule`, read in a 4.11-4.16 `xmit.c`) runs whole at every call, a full
+//!   hardware queue included: spent heads are credited and rotated (`goto begin`) until
+//!   a station with a positive deficit and frames is reached, which a full queue refuses,
+//!   or one past its block-ack window, which ends the call; either keeps the head.
 //!
 //! In every design an 802.11b station (no aggregation) takes its turn as ath9k gives it one:
 //! a burst of up to 2 single frames (`ath_tx_form_burst`), while fewer than 8 entries are in
@@ -288,6 +295,24 @@ impl<T> Txq<T> {
         !self.retry.is_empty() || self.q.backlog_pkts() > 0
     }
 
+    /// ath9k's `ath_tx_get_tid_subframe` on the retry queue: a frame past the block-ack window
+    /// goes to the tail (`__skb_queue_tail`) and the next one is tried ("If there are other skbs
+    /// in the retry q, they are probably within the BAW, so loop immediately"), until one inside
+    /// it is at the head or each has been tried once. Frames leave the retry queue's order when a
+    /// refusal puts the head frame back at the tail ([`Node::refused`]), so a frame inside the
+    /// window can sit behind one past it.
+    fn retry_window_first(&mut self, baw: &Baw) {
+        for _ in 0..self.retry.len() {
+            match self.retry.front() {
+                Some(p) if p.data.seq != NO_SEQ && !baw.within(p.data.seq) => {
+                    let p = self.retry.pop_front().expect("a front");
+                    self.retry.push_back(p);
+                }
+                _ => break,
+            }
+        }
+    }
+
     /// The next frame may go into an aggregate: it lies inside the block-ack
     /// window (a frame not yet numbered gets `next_seq`). `fw`: AQL's firmware
     /// queue is the source of new frames instead of the TXQ.
@@ -407,24 +432,28 @@ impl<T: 'static> Node<T> {
             self.driver_frames += 1;
             self.sched_calls += 1;
             self.txqs[s].q.enqueue(p, now, rng, ev);
-            Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
+            Self::link_to(self.design, self.aql.is_none(), &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
         }
     }
 
     fn link(&mut self, s: usize) {
-        Self::link_to(self.design, &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
+        Self::link_to(self.design, self.aql.is_none(), &mut self.txqs[s], s, &mut self.new_list, &mut self.old_list);
     }
 
     /// Station `s` has frames again and joins the scheduler's list if it is not on it. With the
-    /// airtime scheduler it joins the new stations, served first ([`Node::next_station`]).
+    /// airtime scheduler it joins the new stations, served first ([`Node::next_station`]), if its
+    /// deficit is positive, else the tail of the old ones (63fefa050477's `__ath_tx_queue_tid`:
+    /// `acq_new` only while `airtime_deficit > 0`), so a station that empties and refills is not
+    /// credited a quantum on every return. (With AQL, the `new_list` stands for mac80211's
+    /// scheduler and keeps the rule it had.)
     /// Before it (Linux ≤ 4.10: `legacy`, `fq`) ath9k has one list per access category and
     /// `ath_tx_queue_tid` puts a TID that was not on it at the tail (`list_add_tail(&tid->list,
     /// list)`; `ath9k_wake_tx_queue` in 4.10, `ath_tx_start` before): a station that just became
     /// active — a ping's reply — waits behind every backlogged one.
-    fn link_to(design: Design, txq: &mut Txq<T>, s: usize, new_list: &mut VecDeque<usize>, old_list: &mut VecDeque<usize>) {
+    fn link_to(design: Design, ath9k: bool, txq: &mut Txq<T>, s: usize, new_list: &mut VecDeque<usize>, old_list: &mut VecDeque<usize>) {
         if !txq.linked {
             txq.linked = true;
-            if design == Design::Airtime {
+            if design == Design::Airtime && (txq.deficit > 0 || !ath9k) {
                 new_list.push_back(s);
             } else {
                 old_list.push_back(s);
@@ -496,6 +525,18 @@ impl<T: 'static> Node<T> {
         }
     }
 
+    /// Airtime received from station `s` (`ath_rx_count_airtime`): charged like a
+    /// transmission, and a station left with a deficit <= 0 that is on no list joins the old
+    /// one (`__ath_tx_queue_tid`, whose `acq_new` needs a positive deficit), frames or not; the
+    /// scheduler drops it when it reaches the head empty. ath9k's scheduler only (not with AQL).
+    pub fn charge_rx(&mut self, s: usize, airtime: Nanos) {
+        self.charge(s, airtime);
+        if self.design == Design::Airtime && self.aql.is_none() && self.txqs[s].deficit <= 0 && !self.txqs[s].linked {
+            self.txqs[s].linked = true;
+            self.old_list.push_back(s);
+        }
+    }
+
     pub fn deficit(&self, s: usize) -> i64 {
         self.txqs[s].deficit
     }
@@ -513,10 +554,12 @@ impl<T: 'static> Node<T> {
     }
 
     /// The station whose turn it is (`ath_txq_schedule`), or None if idle.
-    /// A station whose next frame lies past its block-ack window cannot send
-    /// (`ath_tx_sched_aggr` gets `-EINPROGRESS`) and goes to the tail of the
-    /// old list without being charged; None when every station with data is
-    /// so blocked (the windows move when their transmissions complete).
+    /// A station whose next frame lies past its block-ack window cannot send. In 4.10's loop
+    /// (`legacy`, `fq`) `ath_tx_sched_aggr` returns without a frame and without `*stop`, the TID
+    /// goes back to the tail (`ath_tx_queue_tid`) and the loop goes on: here it goes to the tail
+    /// of the old list without being charged; None when every station with data is so blocked
+    /// (the windows move when their transmissions complete). Under `airtime` (63fefa050477) the
+    /// call ends at it instead, the station left at the head.
     fn next_station(&mut self) -> Option<usize> {
         let mut blocked = 0usize;
         loop {
@@ -532,7 +575,17 @@ impl<T: 'static> Node<T> {
                 self.leave_empty(s, from_new);
                 continue;
             }
+            self.txqs[s].retry_window_first(&self.baw[s]);
             if !self.txqs[s].sendable(&self.baw[s], self.next_seq[s], false) {
+                if self.design == Design::Airtime && (self.in_flight > 0 || !self.hw.is_empty()) {
+                    // 63fefa050477: `ath_tx_get_tid_subframe` finds the frame past the window and
+                    // returns NULL, `ath_tx_sched_aggr` false, and `ath_txq_schedule` ends
+                    // (`goto out`) with the station still at the head: nobody else is served
+                    // until its window moves (its own frames in the hardware complete). Only
+                    // with nothing in the hardware (no completion to come) does the model move
+                    // on, as 4.10 does, rather than stall.
+                    return None;
+                }
                 self.pop(from_new);
                 self.old_list.push_back(s);
                 blocked += 1;
@@ -565,12 +618,10 @@ impl<T: 'static> Node<T> {
             return self.refill_mixed(phys, now, rng, ev, qdelay);
         }
         loop {
-            if self.design == Design::Airtime && self.ampdu_depth(phys) >= HW_AGGREGATES {
-                // Not 63fefa050477's loop, which reaches the head station (crediting stations
-                // whose deficit is <= 0 on the way) before it learns that the hardware queue is
-                // full; docs/wifi.md, "Measured disagreements", measures what that changes.
-                break;
-            }
+            // Every design runs the whole loop on a full hardware queue too: 63fefa050477's
+            // `ath_txq_schedule` credits and rotates the stations at the head whose deficit is
+            // <= 0 (`goto begin`), drops empty ones, and learns only from `ath_tx_sched_aggr`,
+            // on the first station with a positive deficit and frames, that it may not send.
             let Some(s) = self.next_station() else { break };
             if self.ampdu_depth(phys) >= HW_AGGREGATES {
                 self.refused(s, now, rng, ev, qdelay);
@@ -597,9 +648,6 @@ impl<T: 'static> Node<T> {
         loop {
             let depth = self.hw.len() + self.in_flight;
             let ampdu_depth = self.ampdu_depth(phys);
-            if self.design == Design::Airtime && depth >= NON_AGGR_DEPTH && ampdu_depth >= HW_AGGREGATES {
-                break; // as in `refill`: the airtime design's scheduler does not run on a full queue
-            }
             let Some(s) = self.next_station() else { break };
             let dsss = phys[s].non_aggr();
             if (dsss && depth >= NON_AGGR_DEPTH) || (!dsss && ampdu_depth >= HW_AGGREGATES) {
@@ -812,6 +860,7 @@ impl<T: 'static> Node<T> {
         let txq = &mut self.txqs[s];
         let next_seq = &mut self.next_seq[s];
         let baw = &self.baw[s];
+        txq.retry_window_first(baw);
         let mut chain: Option<RateChain> = None;
         let mut limit = 0u64;
         let mut frames: Vec<Packet<Frame<T>>> = Vec::new();

@@ -561,7 +561,9 @@ impl<T: 'static> Wifi<T> {
             // `ts->duration`, the rate series' `PktDuration` = `ath_pkt_duration`, per
             // try; `ath_rx_count_airtime` adds `ath_pkt_duration` of the received frame).
             // For a CCK frame that duration is `ath9k_hw_computetxtime`'s ([`Phy::charged_ns`]).
-            self.nodes[0].charge(sta, phy.charged_ns(agg.psdu));
+            if !up {
+                self.nodes[0].charge(sta, phy.charged_ns(agg.psdu));
+            }
             // Each MPDU is lost with the station's `mpdu_error` and, with an
             // SNR, independently with the error model's PER at the rate used.
             let per = self.mpdu_error[sta];
@@ -579,6 +581,15 @@ impl<T: 'static> Wifi<T> {
                     !(collision || (per > 0.0 && rng.gen::<f64>() < per))
                 })
                 .collect();
+            if up {
+                // What the AP receives it charges per MPDU received whole (63fefa050477's
+                // `ath_rx_count_airtime`, called for every frame `ath_rx_tasklet` delivers: an
+                // A-MPDU's subframes come up one by one, errored ones dropped before it): each
+                // `ath_pkt_duration` of its own length `rs_datalen`, preamble included, so an
+                // uplink A-MPDU of k TCP ACKs is charged k preambles, a collided one nothing.
+                let rx_air: Nanos = agg.frames.iter().zip(&received).filter(|(_, &r)| r).map(|(p, _)| phy.charged_ns(mpdu_bytes(p.meta.len) as u64)).sum();
+                self.nodes[0].charge_rx(sta, rx_air);
+            }
             let any_received = received.iter().any(|&r| r);
             // The receiver answers if it got any MPDU; with an SNR the ACK/BlockAck
             // itself is lost with the error model's PER at its basic rate and length.

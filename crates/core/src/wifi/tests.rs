@@ -535,19 +535,35 @@ fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_
         qdisc: QdiscConfig::default(),
         aql: None,
     };
-    let run = |up: bool, len: u32| {
-        let mut w: Wifi<u64> = Wifi::new(&cfg).unwrap();
+    let run_n = |cfg: &WifiConfig, up: bool, len: u32, n: u64| {
+        let mut w: Wifi<u64> = Wifi::new(cfg).unwrap();
         let (mut rng, mut out, mut drops) = (stream(1, 9), Vec::new(), Vec::new());
-        w.enqueue(0, 0, up, Packet { meta: PacketMeta { flow: 1, len, ..Default::default() }, data: 1 }, &mut rng, &mut drops);
+        for i in 0..n {
+            w.enqueue(0, 0, up, Packet { meta: PacketMeta { flow: 1, len, ..Default::default() }, data: i }, &mut rng, &mut drops);
+        }
         while let Some(t) = w.next_event() {
             w.poll(t, &mut rng, &mut out, &mut drops);
         }
-        assert_eq!(out.len(), 1);
-        w.deficit(0)
+        assert_eq!(out.len() as u64, n);
+        (w.deficit(0), w.stations[0].up_aggregates + w.stations[0].down_aggregates)
     };
+    let run = |up: bool, len: u32| run_n(&cfg, up, len, 1).0;
     // A 52-byte packet up (a TCP ACK): MPDU 90 B, 22 + 720 bits = 29 symbols of 26 bits: 116 + 36 µs.
     assert_eq!(mcs(0).ppdu_ns(90), 152_000);
     assert_eq!(run(true, 52), -152_000);
+    // Five of them up: the station sends the first two alone (its hardware queue takes two
+    // transmissions) and the other three in one A-MPDU. What the AP receives it charges per MPDU
+    // (`ath_rx_count_airtime`, `rs_datalen` each): 5 x 152 µs = 760 µs, where the PPDUs would be
+    // 2 x 152 + 808 = 1112 µs (the A-MPDU: 3 subframes of 94 B, two of them followed by 2 B of
+    // padding and 42 extra delimiters, 622 B).
+    let (psdu, k) = psdu_bytes([52; 3]);
+    assert_eq!((psdu, k, mcs(0).ppdu_ns(psdu)), (622, 3, 808_000));
+    assert_eq!(run_n(&cfg, true, 52, 5), (-760_000, 3));
+    // At MCS 15 the preambles weigh more than the padding: 5 x (40 + 8) = 240 µs against
+    // 2 x 48 + 80 = 176 µs.
+    let fast = WifiConfig { stations: vec![StationConfig { phy: mcs(15), ..cfg.stations[0].clone() }], ..cfg.clone() };
+    assert_eq!((mcs(15).ppdu_ns(90), mcs(15).ppdu_ns(psdu)), (48_000, 80_000));
+    assert_eq!(run_n(&fast, true, 52, 5), (-240_000, 3));
     // (-212 µs with the SIFS and the ACK.)
     // A 1500-byte packet down: the station earns 300 µs to be served (deficit ≤ 0) and is charged its
     // 1936-µs PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
@@ -1275,4 +1291,98 @@ fn the_legacy_driver_runs_its_scheduler_once_per_frame_it_takes_from_the_qdisc_a
     let mut fq = node(Design::Fq, 2);
     fq.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
     assert_eq!(fq.take_calls(), 1);
+}
+
+#[test]
+fn the_airtime_scheduler_credits_and_rotates_the_spent_head_stations_even_on_a_full_hardware_queue() {
+    // 63fefa050477's `ath_txq_schedule` (read in the 4.11-4.16 `xmit.c`) runs from `begin:` at
+    // every call: a head station whose deficit is <= 0 gets ATH_AIRTIME_QUANTUM and moves to the
+    // tail of `acq_old` (`goto begin`), and only `ath_tx_sched_aggr`, reached with the first
+    // station whose deficit is positive, finds the hardware queue full (two A-MPDUs): its next
+    // frame goes to its retry queue and the call ends (`goto out`), the station left at the head.
+    let phys = [mcs(15), mcs(15), mcs(15)];
+    let mut nd = node(Design::Airtime, 3);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..300 {
+        nd.enqueue(frame((i % 3) as u32, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    let mut n = [0usize; 3];
+    // All three new: each credited 300 µs and moved to the old list; station 0 sends twice (its
+    // 65th frame waits in its retry queue: the second aggregate was full); that frame is past its
+    // 64-frame block-ack window, so the call ends at station 0, which keeps the head.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (0, 32)]);
+    assert_eq!(n, [65, 0, 0]);
+    // Their airtime is charged (as at completion; the queue stays full in this test).
+    nd.charge(0, 1_000_000);
+    nd.charge(1, 1_000_000);
+    // An arrival's call on the full queue: 0 and 1 (<= 0) credited and rotated, 2 refused.
+    nd.enqueue(frame(2, 1500, 300, 0), 0, &mut rng, &mut ev);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!([nd.deficit(0), nd.deficit(1), nd.deficit(2)], [-400_000, -400_000, 300_000]);
+    assert_eq!(n, [65, 0, 1]);
+    // The next call finds station 2 at the head again: its retry queue's head frame is taken and
+    // put back, nothing more leaves fq_codel, no one is credited.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!([nd.deficit(0), nd.deficit(1), nd.deficit(2)], [-400_000, -400_000, 300_000]);
+    assert_eq!(n, [65, 0, 1]);
+    // When a transmission completes, station 2 sends, its refused frame first.
+    nd.hw.pop_front();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |s, _| n[s] += 1);
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 32), (2, 32)]);
+    assert_eq!(n, [65, 0, 33]);
+}
+
+#[test]
+fn the_airtime_scheduler_puts_a_returning_station_with_a_spent_deficit_on_the_old_list_uncredited() {
+    // 63fefa050477's `__ath_tx_queue_tid`: a TID that joins goes to `acq_new` only while its
+    // station's deficit is positive, else to the tail of `acq_old`; it is credited only when it
+    // reaches the head (`ath_txq_schedule`), not on its way in.
+    let phys = [mcs(15), mcs(15)];
+    let mut nd = node(Design::Airtime, 2);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev); // one frame
+    for i in 1..100 {
+        nd.enqueue(frame(1, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    // Both new, both credited 300 µs; station 0 sends its frame and, empty, leaves; station 1 fills
+    // the hardware queue.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 1), (1, 32)]);
+    nd.charge(0, 1_000_000); // its frame's airtime (as at completion): 300 - 1000 µs
+    nd.enqueue(frame(0, 1500, 100, 0), 0, &mut rng, &mut ev); // back, with a spent deficit
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // full queue: station 1 refused
+    assert_eq!(nd.deficit(0), -700_000);
+    // Both transmissions leave the hardware (their block-ack windows not moved in this test):
+    // station 1 (at the head, 300 µs, not yet charged) sends its frames 32-63; its next frame, 64, is
+    // past its window, so the call ends at it (63fefa050477: `ath_tx_get_tid_subframe` returns
+    // NULL, `goto out`), station 1 still at the head; station 0 waits, uncredited.
+    nd.hw.clear();
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 32)]);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(1, 32)]);
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (-700_000, 300_000));
+}
+
+#[test]
+fn a_retry_frame_past_the_block_ack_window_goes_behind_the_ones_inside_it() {
+    // ath9k's `ath_tx_get_tid_subframe`: a retry-queue frame past the window goes to the tail and the
+    // next one is tried. A refusal puts the head frame back at the tail, so the queue can hold frame
+    // 70 (past the window of 0-63) ahead of frame 5: frame 5 goes, alone (70 still past the window).
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Airtime, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for seq in [5u64, 70] {
+        let mut p = frame(0, 1500, seq, 0);
+        p.data.seq = seq;
+        nd.requeue(p); // to the head: [70, 5]
+    }
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    let sent: Vec<Vec<u64>> = nd.hw.iter().map(|a| a.frames.iter().map(|p| p.data.seq).collect()).collect();
+    assert_eq!(sent, vec![vec![5]]);
+    assert_eq!(nd.backlog_pkts(), 2); // frame 70 waits (in the retry queue) with frame 5 (in the hardware)
 }
