@@ -8,10 +8,19 @@
 //! `tcp_send_delayed_ack`; `net/ipv4/tcp.c` `tcp_cleanup_rbuf`;
 //! `net/ipv4/tcp_timer.c` `tcp_delack_timer_handler`.
 //!
-//! ACK policy, as Linux does it:
-//! - quick-ACK mode for the first `TCP_MAX_QUICKACKS` (16) segments of a
-//!   connection and again after an idle gap longer than the RTO: every
-//!   segment is acked at once;
+//! ACK policy, as Linux (6.18) does it:
+//! - quick-ACK mode (every segment acked at once) from the first *in-order*
+//!   data segment while `ato` is still 0, and again after a gap longer than
+//!   the receiver's RTO since the last in-order segment
+//!   (`tcp_event_data_recv` → `tcp_incr_quickack`: min(16, `rcv_wnd` /
+//!   (2 `rcv_mss`)) ACKs, `rcv_mss` measured on that segment first). An
+//!   out-of-order segment neither starts it nor restarts the gap; an ACK
+//!   that leaves quick-ACK mode sets `ato` (`tcp_dec_quickack_mode`), so a
+//!   connection whose first window lost its head and whose SACKs were sent in
+//!   the window-growth quick mode (below) never gets the 16 at the filled
+//!   hole. Each ACK sent while one is scheduled counts one, whatever it
+//!   covers (Linux ≥ 6.6, "tcp: fix quick-ack counting to count actual ACKs
+//!   of new data"; before, the segments acked);
 //! - a duplicate segment (below `rcv_nxt`: a retransmission of data already
 //!   acked) re-enters quick-ACK mode (`tcp_enter_quickack_mode`: 16 ACKs, at
 //!   most `rcv_wnd` / (2 `rcv_mss`), and `ato` back to `TCP_ATO_MIN`);
@@ -65,13 +74,10 @@
 //! receiver through the emulator: a filled hole that releases 42 segments
 //! is acked with 42 × 2304 B less window (docs/fidelity.md).
 //!
-//! Simplifications: the receiver's RTO (`icsk_rto`, which caps `ato`) is
-//! the handshake's, RTT + max(2 RTT, 200 ms) ([`receiver_rto_j`]), as in
-//! Linux; the idle gap that re-enters quick-ACK mode is 200 ms since the
-//! last segment of any kind (Linux: a gap longer than that RTO since the
-//! last *in-order* segment, `tcp_event_data_recv`; measured, and left out
-//! because it makes the fidelity suite's figures worse: docs/fidelity.md
-//! "How the receiver acks"); its RTT (the bound
+//! Simplifications: the receiver's RTO (`icsk_rto`, which caps `ato` and
+//! is the gap that re-enters quick-ACK mode) is the handshake's, RTT +
+//! max(2 RTT, 200 ms) ([`receiver_rto_j`]), as in Linux for a pure sink;
+//! its RTT (the bound
 //! on `ato` and the compressed-SACK delay) is the flow's base RTT (Linux:
 //! its handshake sample and receive-side estimate); not modelled: pingpong
 //! (interactive) mode and `ICSK_ACK_PUSHED` (both lower the bound to 200 ms).
@@ -79,7 +85,7 @@
 use super::rcvwin::RcvWindow;
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
-use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
+use bloatlab_core::kernel::{after, jiffies32, tcp_paws_check, timer_wheel_fire, usecs_to_jiffies, HZ, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -95,8 +101,6 @@ pub const COMP_SACK_DELAY: Nanos = NS_PER_MS;
 const TCP_NUM_SACKS: usize = 4;
 /// `TCP_FASTRETRANS_THRESH`: duplicate ACKs always sent before compressing.
 pub const FASTRETRANS_THRESH: u32 = 3;
-/// Idle gap that re-enters quick-ACK mode (see [`Receiver::on_data`]).
-const QUICKACK_IDLE: Nanos = 200 * NS_PER_MS;
 /// `TCP_ATO_MIN` (HZ/25): the first `ato`, 40 ms, in jiffies.
 const ATO_MIN_J: u32 = HZ / 25;
 /// `TCP_DELACK_MIN` (HZ/25), jiffies.
@@ -150,8 +154,6 @@ pub struct Receiver {
     /// SACK blocks in reporting order (most recently changed first).
     recent: Vec<SackBlock>,
     dsack: Option<SackBlock>,
-    /// When the last segment of any kind arrived (the idle gap of quick-ACK mode).
-    last_data: Option<Nanos>,
     /// `icsk_ack.quick`: ACKs still to send at once.
     pub quick: u32,
     /// Segments read by the application (`copied_seq`).
@@ -160,8 +162,12 @@ pub struct Receiver {
     /// released included: the unread skbs the window is charged for (with the
     /// out-of-order queue's, [`Receiver::queued`]).
     arrived_unread: u32,
-    /// Full segments received since the last ACK.
-    unacked: u32,
+    /// `inet_csk_ack_scheduled`: a data segment arrived since the last ACK
+    /// (`inet_csk_schedule_ack`, for every data segment); an ACK sent then
+    /// counts against quick-ACK mode ([`Receiver::make_ack`]).
+    ack_scheduled: bool,
+    /// A data segment has arrived (quick-ACK mode entered).
+    started: bool,
     dup_ack_counter: u32,
     compressed: u32,
     /// An ACK the last segment sent before it was processed
@@ -172,6 +178,8 @@ pub struct Receiver {
     pub ack_deadline: Option<Nanos>,
     /// The delayed-ACK timer (`ICSK_ACK_TIMER`, `icsk_ack.timeout`).
     delack_at: Option<Nanos>,
+    /// Its expiry, jiffies (`icsk_ack.timeout`; the wheel fires it at `delack_at`).
+    delack_exp: u32,
     comp_delay: Nanos,
     /// `icsk_ack.ato` in jiffies (0: no data yet) and `icsk_ack.lrcvtime`.
     pub ato: u32,
@@ -210,15 +218,16 @@ impl Receiver {
             recent: Vec::new(),
             dsack: None,
             quick: 0,
-            last_data: None,
             copied: 0,
             arrived_unread: 0,
-            unacked: 0,
+            ack_scheduled: false,
+            started: false,
             dup_ack_counter: 0,
             compressed: 0,
             early_ack: None,
             ack_deadline: None,
             delack_at: None,
+            delack_exp: 0,
             comp_delay: COMP_SACK_DELAY.min(base_rtt / 20).max(1),
             ato: 0,
             lrcvtime: 0,
@@ -300,6 +309,15 @@ impl Receiver {
         false
     }
 
+    /// `tcp_enter_quickack_mode(sk, TCP_MAX_QUICKACKS)` at the first data
+    /// segment: quick-ACK mode and `ato` = `TCP_ATO_MIN`; `lrcvtime` starts
+    /// there (Linux: at the handshake, `tcp_finish_connect`).
+    fn enter_quickack_mode(&mut self, now: Nanos) {
+        self.incr_quickack(MAX_QUICKACKS);
+        self.ato = ATO_MIN_J;
+        self.lrcvtime = jiffies32(now);
+    }
+
     /// `tcp_incr_quickack(max)`: at least min(max, rcv_wnd / (2 rcv_mss))
     /// ACKs at once.
     fn incr_quickack(&mut self, max: u32) {
@@ -337,15 +355,15 @@ impl Receiver {
 
     /// A data segment `seq` arrived at `now`.
     pub fn on_data(&mut self, now: Nanos, seq: u64) -> AckNeed {
-        // Quick-ACK at the start and after an idle gap of QUICKACK_IDLE since any segment
-        // (Linux, tcp_event_data_recv: since the last in-order one, over its RTO; measured and
-        // left out, docs/fidelity.md "How the receiver acks").
-        match self.last_data {
-            None => self.quick = MAX_QUICKACKS,
-            Some(t) if now - t > QUICKACK_IDLE => self.quick = MAX_QUICKACKS,
-            _ => {}
+        // every data segment schedules an ACK (tcp_event_data_recv, tcp_data_queue_ofo, and
+        // tcp_data_queue's duplicate branch: inet_csk_schedule_ack)
+        self.ack_scheduled = true;
+        if !self.started {
+            // The first data segment of any kind enters quick-ACK mode (a departure from
+            // tcp_event_data_recv, which waits for in-order data; see the module's notes)
+            self.started = true;
+            self.enter_quickack_mode(now);
         }
-        self.last_data = Some(now);
         if seq < self.rcv_nxt || self.in_ofo(seq) {
             // A duplicate: D-SACK it and ack at once (tcp_send_dupack).
             self.dup_segs += 1;
@@ -358,7 +376,9 @@ impl Receiver {
             return AckNeed::Now;
         }
         if seq == self.rcv_nxt {
-            // tcp_event_data_recv: ato, and quick-ACK at the start and after a gap over the RTO
+            // tcp_event_data_recv: tcp_measure_rcv_mss, then ato and quick-ACK mode at the
+            // first in-order segment and after a gap over the RTO (tcp_grow_window comes last)
+            self.win.measure_in_order(now, MSS);
             self.update_ato(now);
             self.rcv_nxt += 1;
             let had_ofo = !self.ofo.is_empty();
@@ -375,11 +395,10 @@ impl Receiver {
             self.ofo.drain(..pulled);
             let nxt = self.rcv_nxt;
             self.recent.retain(|b| b.end > nxt);
-            self.unacked += 1;
             self.arrived_unread += (self.rcv_nxt - seq) as u32;
             // tcp_event_data_recv → tcp_grow_window
             let queued = self.queued();
-            if self.win.on_in_order(now, MSS, queued) {
+            if self.win.grow_in_order(MSS, queued) {
                 self.quick |= 1;
             }
             if had_ofo {
@@ -429,13 +448,16 @@ impl Receiver {
         AckNeed::Later
     }
 
-    /// `tcp_event_data_recv`'s `ato` estimate from the gap m since the last
-    /// in-order segment (jiffies): `TCP_ATO_MIN` at the first; m ≤ 20 ms:
-    /// ato/2 + 20 ms; m < ato: ato/2 + m, at most the RTO (the quick-ACK
-    /// part is [`Self::on_data`]'s).
+    /// `tcp_event_data_recv`'s delayed-ACK engine, from the gap m since the
+    /// last in-order segment (jiffies): with `ato` still 0 (no in-order data
+    /// yet, and quick-ACK mode never left: `tcp_dec_quickack_mode` sets it
+    /// too) quick-ACK mode (`tcp_incr_quickack`) and `TCP_ATO_MIN`; m ≤
+    /// 20 ms: ato/2 + 20 ms; m < ato: ato/2 + m, at most the RTO; m over
+    /// the RTO (the sender "failed to restart window"): quick-ACK mode.
     fn update_ato(&mut self, now: Nanos) {
         let now_j = jiffies32(now);
         if self.ato == 0 {
+            self.incr_quickack(MAX_QUICKACKS);
             self.ato = ATO_MIN_J;
         } else {
             let m = now_j.wrapping_sub(self.lrcvtime);
@@ -443,6 +465,8 @@ impl Receiver {
                 self.ato = (self.ato >> 1) + ATO_MIN_J / 2;
             } else if m < self.ato {
                 self.ato = ((self.ato >> 1) + m).min(self.rto_j);
+            } else if m > self.rto_j {
+                self.incr_quickack(MAX_QUICKACKS);
             }
         }
         self.lrcvtime = now_j;
@@ -459,13 +483,20 @@ impl Receiver {
             ato = ato.min((HZ / 2).min(self.rtt_j));
         }
         let ato = ato.min(DELACK_MAX_J);
-        let mut timeout = now + ato as u64 * NS_PER_JIFFY;
-        if let Some(t0) = self.delack_at {
-            if t0 <= now + (ato >> 2) as u64 * NS_PER_JIFFY {
+        // icsk_ack.timeout, jiffies: the earlier expiry stays; one due within ato/4 acks now
+        let now_j = jiffies32(now);
+        let mut expires = now_j.wrapping_add(ato);
+        if self.delack_at.is_some() {
+            if !after(self.delack_exp, now_j.wrapping_add(ato >> 2)) {
                 return AckNeed::Now;
             }
-            timeout = timeout.min(t0);
+            if after(expires, self.delack_exp) {
+                expires = self.delack_exp;
+            }
         }
+        self.delack_exp = expires;
+        // sk_reset_timer: the delayed-ACK timer fires on its timer-wheel bucket's tick
+        let timeout = timer_wheel_fire(now, expires.wrapping_sub(now_j) as u64 * NS_PER_JIFFY);
         self.delack_at = Some(timeout);
         self.ack_deadline = Some(self.ack_deadline.map_or(timeout, |d| d.min(timeout)));
         AckNeed::Later
@@ -526,14 +557,16 @@ impl Receiver {
         if !keep_quick {
             self.quick = 0;
         }
-        // tcp_dec_quickack_mode: leaving quick-ACK mode deflates ato
-        if self.quick > 0 {
-            self.quick = self.quick.saturating_sub(self.unacked.max(1));
+        // tcp_dec_quickack_mode (Linux >= 6.6, "tcp: fix quick-ack counting to count actual
+        // ACKs of new data"): one per ACK sent while one was scheduled, whatever it covers;
+        // leaving quick-ACK mode deflates ato
+        if self.quick > 0 && self.ack_scheduled {
+            self.quick -= 1;
             if self.quick == 0 {
                 self.ato = ATO_MIN_J;
             }
         }
-        self.unacked = 0;
+        self.ack_scheduled = false;
         self.compressed = 0;
         // The dup-ACK count restarts once the holes are filled. (Linux restarts it
         // whenever rcv_nxt has moved, `compressed_ack_rcv_nxt`, and the kernel's pcaps show
@@ -641,7 +674,9 @@ mod tests {
         assert_eq!(r.win.rcv_ssthresh, 80_480);
         let t = QUICK_PHASE * 1000;
         assert_eq!(r.on_data(t, QUICK_PHASE), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t + DELACK_MIN));
+        // the delayed-ACK timer: 10 jiffies from jiffy 0, level 0 of the timer wheel, fires one
+        // jiffy past its expiry: 44 ms
+        assert_eq!(r.ack_deadline, Some(44 * NS_PER_MS));
         assert_eq!(r.on_data(t + 1000, QUICK_PHASE + 1), AckNeed::Now);
     }
 
@@ -810,20 +845,22 @@ mod tests {
     fn a_slower_sender_stretches_ato_and_a_missed_delayed_ack_doubles_it() {
         let (mut r, t) = past_quickack(100 * NS_PER_MS);
         // 28 ms (7 jiffies) later: 7 < ato 10, so ato = 10 / 2 + 7 = 12 jiffies;
-        // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the ACK waits 48 ms.
+        // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the timer expires 48 ms on,
+        // and the wheel (level 0) fires it one jiffy later, 52 ms.
         let t1 = t + 7 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
         assert!(!r.on_read(t1), "one segment unacked: the read sends nothing");
-        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 48 * NS_PER_MS)));
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 52 * NS_PER_MS)));
         // the timer fires: ato doubles to 24 (at most the RTO, 100 + 200 ms = 75 jiffies)
-        r.on_timer(t1 + 48 * NS_PER_MS);
+        r.on_timer(t1 + 52 * NS_PER_MS);
         r.make_ack();
         assert_eq!(r.ato, 24);
-        // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms
+        // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms, on
+        // the wheel 100 ms
         let t2 = t1 + 25 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t2, QUICK_PHASE + 1), AckNeed::Later);
         r.on_read(t2);
-        assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 96 * NS_PER_MS)));
+        assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 100 * NS_PER_MS)));
         // 20 jiffies later: 24 / 2 + 20 = 32; the second unacked segment is acked at once
         assert_eq!(r.on_data(t2 + 20 * NS_PER_JIFFY, QUICK_PHASE + 2), AckNeed::Now);
         assert_eq!(r.ato, 32);
@@ -835,7 +872,8 @@ mod tests {
         let (mut r, t) = past_quickack(10 * NS_PER_MS);
         let t1 = t + 7 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
-        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 40 * NS_PER_MS)));
+        // 40 ms, fired by the wheel one jiffy past its expiry
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 44 * NS_PER_MS)));
     }
 
     #[test]
@@ -844,6 +882,58 @@ mod tests {
         assert_eq!(receiver_rto_j(6_879_720), 52); // 206.88 ms (tiny-BDP path 0)
         assert_eq!(receiver_rto_j(40 * NS_PER_MS), 60); // 240 ms
         assert_eq!(receiver_rto_j(150 * NS_PER_MS), 113); // 3 x 150 = 450 ms
+    }
+
+    #[test]
+    fn the_first_segment_gives_rcv_wnd_over_two_rcv_mss_quick_acks_at_most_16() {
+        // tcp_enter_quickack_mode -> tcp_incr_quickack: rcv_wnd 65 160 B (the SYN-ACK's),
+        // rcv_mss 536 B (TCP_MSS_DEFAULT, nothing measured yet): 60, at most 16; a window of
+        // 5 x 1 448 B gives 7 240 / 1 072 = 6
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        assert_eq!(r.win.rcv_wnd, 65_160);
+        r.on_data(0, 1); // out of order: no window growth (quick |= 1) before a ratio is measured
+        assert_eq!((r.quick, r.ato), (16, ATO_MIN_J));
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        r.win.rcv_wnd = 5 * 1448;
+        r.on_data(0, 1);
+        assert_eq!(r.quick, 6);
+    }
+
+    #[test]
+    fn a_gap_over_the_receivers_rto_since_the_last_in_order_segment_re_enters_quick_ack_mode() {
+        // tcp_event_data_recv: m > icsk_rto (200 ms RTT: 3 x 200 = 600 ms = 150 jiffies).
+        // Out-of-order arrivals between do not restart the gap; a gap of 400 ms (an RTO of the
+        // sender's) does not re-enter it (the model's earlier rule: 200 ms since any segment).
+        let (mut r, t) = past_quickack(200 * NS_PER_MS);
+        r.win.rcv_ssthresh = r.win.window_clamp;
+        assert_eq!((r.quick, r.rto_j), (0, 150));
+        let t1 = t + 400 * NS_PER_MS;
+        assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
+        assert_eq!(r.quick, 0);
+        r.make_ack();
+        // an out-of-order segment 300 ms later, then the next in-order one 604 ms after t1
+        r.on_data(t1 + 300 * NS_PER_MS, QUICK_PHASE + 2);
+        r.make_ack();
+        let t2 = t1 + 151 * NS_PER_JIFFY;
+        assert_eq!(r.on_data(t2, QUICK_PHASE + 1), AckNeed::Now);
+        r.make_ack();
+        assert_eq!(r.quick, 15);
+    }
+
+    #[test]
+    fn an_ack_of_two_segments_counts_one_against_quick_ack_mode() {
+        // Linux >= 6.6 tcp_dec_quickack_mode: one per ACK sent while one was scheduled (before,
+        // the segments it acked); a window update with nothing scheduled counts none
+        let mut r = Receiver::new(100 * NS_PER_MS);
+        r.on_data(0, 0);
+        r.make_ack();
+        r.quick = 5;
+        r.on_data(1000, 1);
+        r.on_data(2000, 2);
+        r.make_ack();
+        assert_eq!(r.quick, 4);
+        r.make_ack();
+        assert_eq!(r.quick, 4);
     }
 
     #[test]
@@ -910,7 +1000,8 @@ mod tests {
         assert_eq!(r.on_data(t + 3000, n + 2), AckNeed::Later);
         assert_eq!(r.on_data(t + 4000, n + 3), AckNeed::Later, "three unread: 77 824 < 81 920, held");
         assert_eq!(r.on_data(t + 5000, n + 4), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t + 3000 + DELACK_MIN), "the first segment's timer is kept");
+        // jiffy 21 + 10 = expiry 31, on the wheel's tick 32
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS), "the first segment's timer is kept");
         // tcp_cleanup_rbuf: the read sends the held ACK, for all five
         assert!(r.on_read(t + 6000));
         assert_eq!(r.make_ack().ack, n + 5);
@@ -938,9 +1029,10 @@ mod tests {
         r.make_ack(); // n and n+1 stay unread
         let t0 = t + 3000;
         assert_eq!(r.on_data(t0, n + 2), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t0 + DELACK_MIN));
-        assert_eq!(r.on_data(t0 + 20 * NS_PER_MS, n + 3), AckNeed::Later, "four unread: held; 40 > 20 + 8 ms");
-        assert_eq!(r.ack_deadline, Some(t0 + DELACK_MIN), "the earlier timer stays");
-        assert_eq!(r.on_data(t0 + 32 * NS_PER_MS, n + 4), AckNeed::Now, "40 <= 32 + 8 ms");
+        // jiffy 21: expiry 31 (icsk_ack.timeout), fired by the wheel at tick 32 (128 ms)
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS));
+        assert_eq!(r.on_data(t0 + 20 * NS_PER_MS, n + 3), AckNeed::Later, "four unread: held; 31 > jiffy 26 + 2");
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS), "the earlier timer stays");
+        assert_eq!(r.on_data(t0 + 32 * NS_PER_MS, n + 4), AckNeed::Now, "31 <= jiffy 29 + 2");
     }
 }

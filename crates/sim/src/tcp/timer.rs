@@ -24,6 +24,7 @@ use super::rtt::{RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
 use super::sender::{Sender, Tx};
 use super::undo::FRTO;
 use bloatlab_core::cc::{CaState, CwndEvent};
+use bloatlab_core::kernel::timer_wheel_fire;
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `TCP_RTO_MIN`, added by TLP when one segment is outstanding.
@@ -64,7 +65,7 @@ impl Sender {
     }
 
     pub(super) fn arm_rto(&mut self, now: Nanos) {
-        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+        self.timer = Some((timer_wheel_fire(now, self.rto_backed_off()), TimerKind::Rto));
     }
 
     /// `tcp_rearm_rto`: after a TLP or REO timer, the RTO keeps the head
@@ -78,7 +79,7 @@ impl Sender {
         if matches!(self.timer, Some((_, TimerKind::Tlp | TimerKind::Reo))) {
             rto = self.rto_delta(now).max(1);
         }
-        self.timer = Some((now + rto, TimerKind::Rto));
+        self.timer = Some((timer_wheel_fire(now, rto), TimerKind::Rto));
     }
 
     /// `tcp_rto_delta_us`: time left until the head segment's RTO.
@@ -96,7 +97,8 @@ impl Sender {
             return false;
         }
         let rto_left = if advancing_rto { self.rto_backed_off() } else { self.rto_delta(now) };
-        self.timer = Some((now + probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left), TimerKind::Tlp));
+        let timeout = probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left);
+        self.timer = Some((timer_wheel_fire(now, timeout), TimerKind::Tlp));
         true
     }
 
@@ -162,7 +164,7 @@ impl Sender {
         self.backoff += 1;
         self.transmit(now, out);
         self.undo.rto_retransmits += 1;
-        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+        self.timer = Some((timer_wheel_fire(now, self.rto_backed_off()), TimerKind::Rto));
     }
 
     /// `tcp_send_loss_probe`: one new segment regardless of cwnd (if the
