@@ -18,25 +18,8 @@
 //!   one jiffy is 4 ms; the emulator's kernel is the one this must match.
 //! - [`INITIAL_JIFFIES`] = (u32)(-300·HZ): Linux boots five minutes before
 //!   the 32-bit wrap so that wrap bugs show early; so do we.
-//!
-//! The timer wheel (`kernel/time/timer.c`, v6.18: `calc_wheel_index`,
-//! `calc_index`): a `timer_list` timer (TCP's retransmit/probe/REO timer,
-//! the delayed-ACK timer, a request socket's SYN-ACK timer) armed `when`
-//! jiffies ahead goes to a bucket of its level and fires at that bucket's
-//! tick, never early: level n (n = 0, 1, 2 ...) takes a delta below
-//! `LVL_START(n+1)` = 63 · 8^n jiffies (0-62, 63-503, 504-4031 ...) and
-//! rounds the expiry up to the next multiple of its granularity 8^n past
-//! it (`(expires >> 3n) + 1) << 3n`: level 0 fires one jiffy after the
-//! expiry, "armed at the edge of a tick"). [`timer_wheel_fire`] gives that
-//! tick's time. The model's jiffies tick at multiples of 4 ms from `now` =
-//! 0 with the wheel aligned to `INITIAL_JIFFIES` (a multiple of 8, 8 mod
-//! 64); the kernel's phase is its uptime's, any: the events that arm the
-//! timers fall at any point of the model's ticks and buckets all the same.
-//! `base->clk` is taken as `jiffies` (`forward_timer_base` at every arm).
 
 use crate::time::{Nanos, NS_PER_SEC};
-#[cfg(test)]
-use crate::time::NS_PER_MS;
 
 /// Linux `CONFIG_HZ` of the reference kernel: jiffies per second.
 pub const HZ: u32 = 250;
@@ -99,54 +82,9 @@ pub fn tcp_paws_check(ts_recent: Option<u32>, tsval: u32) -> bool {
     }
 }
 
-/// `LVL_CLK_SHIFT`: each level of the timer wheel is 8 times coarser.
-const LVL_CLK_SHIFT: u32 = 3;
-/// `LVL_SIZE` - 1: buckets per level less one, the span of level 0 (jiffies).
-const LVL_SPAN0: u64 = 63;
-/// `LVL_DEPTH` for HZ > 100: levels of the wheel.
-const LVL_DEPTH: u32 = 9;
-
-/// When a `timer_list` timer armed at `now` to expire `when` later fires on
-/// the timer wheel (see the module's notes): `when` in whole jiffies
-/// (rounded up, as the callers' `usecs_to_jiffies`), the expiry rounded up
-/// to its level's bucket, at that bucket's tick.
-pub fn timer_wheel_fire(now: Nanos, when: Nanos) -> Nanos {
-    let delta = when.div_ceil(NS_PER_JIFFY);
-    let j = jiffies32(now) as u64;
-    let expires = j + delta;
-    let mut lvl = 0;
-    while lvl + 1 < LVL_DEPTH && delta >= LVL_SPAN0 << (LVL_CLK_SHIFT * lvl) {
-        lvl += 1;
-    }
-    let shift = LVL_CLK_SHIFT * lvl;
-    let bucket = ((expires >> shift) + 1) << shift;
-    (now - now % NS_PER_JIFFY) + (bucket - j) * NS_PER_JIFFY
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_timer_fires_on_its_wheel_levels_bucket_tick_never_early() {
-        // jiffies32(0) = INITIAL_JIFFIES, a multiple of 8; 1 ms into that jiffy:
-        let t = NS_PER_MS;
-        // level 0 (delta < 63 jiffies): one jiffy past the expiry: 10 jiffies -> tick 11, 44 ms
-        assert_eq!(timer_wheel_fire(t, 40 * NS_PER_MS), 44 * NS_PER_MS);
-        // a 200.5-ms delta is 51 jiffies (rounded up): tick 52
-        assert_eq!(timer_wheel_fire(t, 200_500_000), 208 * NS_PER_MS);
-        // level 1 (63-503): granularity 8: 100 jiffies (400 ms) -> expiry 100 -> bucket 104
-        assert_eq!(timer_wheel_fire(t, 400 * NS_PER_MS), 416 * NS_PER_MS);
-        // 150 jiffies (600 ms): ((150 >> 3) + 1) << 3 = bucket 152, 608 ms
-        assert_eq!(timer_wheel_fire(t, 600 * NS_PER_MS), 608 * NS_PER_MS);
-        // an expiry on a multiple of 8 still moves one bucket out: 96 jiffies -> 104
-        assert_eq!(timer_wheel_fire(t, 384 * NS_PER_MS), 416 * NS_PER_MS);
-        // level 2 (504-4031): granularity 64; INITIAL_JIFFIES is 8 mod 64, so 1000 jiffies
-        // expire at 1008 mod 64 = 48 past a bucket: the next bucket is 16 jiffies later
-        assert_eq!(timer_wheel_fire(t, 4 * NS_PER_SEC), (1000 + 16) * NS_PER_JIFFY);
-        // from 5 ms (jiffy 1): 100 jiffies -> expiry 101 -> bucket 104, 3 jiffies after 101
-        assert_eq!(timer_wheel_fire(5 * NS_PER_MS, 400 * NS_PER_MS), 416 * NS_PER_MS);
-    }
 
     #[test]
     fn a_timestamp_rtt_counts_whole_milliseconds_and_a_same_millisecond_echo_as_min_delta() {

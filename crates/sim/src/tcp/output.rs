@@ -52,7 +52,6 @@ use super::sender::Sender;
 use super::timer::TimerKind;
 use crate::packet::MSS;
 use bloatlab_core::cc::{CaState, CwndEvent, INIT_CWND};
-use bloatlab_core::kernel::timer_wheel_fire;
 use bloatlab_core::time::{Nanos, NS_PER_SEC};
 
 /// `sk_pacing_shift` default: a TSO burst carries ~1/2^10 s (1 ms) of data.
@@ -393,7 +392,7 @@ impl Sender {
         if head_retransmitted && !matches!(self.timer, Some((_, TimerKind::Reo))) {
             // tcp_xmit_retransmit_queue: the head's retransmission rearms
             // the RTO (`rearm_timer`), replacing a pending loss probe.
-            self.timer = Some((timer_wheel_fire(now, self.rto_backed_off()), TimerKind::Rto));
+            self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
         }
         // the skb is cut where cwnd or the data end: a shorter burst
         if paced {

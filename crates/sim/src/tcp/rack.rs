@@ -19,7 +19,6 @@ use super::rtt::TIMEOUT_MIN;
 use super::scoreboard::Scoreboard;
 use super::sender::{Sender, TimerKind, Tx};
 use bloatlab_core::cc::CaState;
-use bloatlab_core::kernel::timer_wheel_fire;
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `sysctl_tcp_reordering`: initial reordering degree (dupthresh), packets.
@@ -129,7 +128,7 @@ impl Sender {
         }
         self.rack.advanced = false;
         if let Some(t) = self.rack_detect_loss(now) {
-            self.timer = Some((timer_wheel_fire(now, t + TIMEOUT_MIN), TimerKind::Reo));
+            self.timer = Some((now + t + TIMEOUT_MIN, TimerKind::Reo));
         }
     }
 
@@ -147,7 +146,7 @@ impl Sender {
             self.transmit(now, out);
         }
         if let Some(t) = timeout {
-            self.timer = Some((timer_wheel_fire(now, t + TIMEOUT_MIN), TimerKind::Reo));
+            self.timer = Some((now + t + TIMEOUT_MIN, TimerKind::Reo));
         } else if !matches!(self.timer, Some((_, TimerKind::Rto))) {
             self.rearm_rto(now);
         }

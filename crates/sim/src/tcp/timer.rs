@@ -24,7 +24,6 @@ use super::rtt::{RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
 use super::sender::{Sender, Tx};
 use super::undo::FRTO;
 use bloatlab_core::cc::{CaState, CwndEvent};
-use bloatlab_core::kernel::timer_wheel_fire;
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `TCP_RTO_MIN`, added by TLP when one segment is outstanding.
@@ -65,7 +64,7 @@ impl Sender {
     }
 
     pub(super) fn arm_rto(&mut self, now: Nanos) {
-        self.timer = Some((timer_wheel_fire(now, self.rto_backed_off()), TimerKind::Rto));
+        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
     }
 
     /// `tcp_rearm_rto`: after a TLP or REO timer, the RTO keeps the head
@@ -79,7 +78,7 @@ impl Sender {
         if matches!(self.timer, Some((_, TimerKind::Tlp | TimerKind::Reo))) {
             rto = self.rto_delta(now).max(1);
         }
-        self.timer = Some((timer_wheel_fire(now, rto), TimerKind::Rto));
+        self.timer = Some((now + rto, TimerKind::Rto));
     }
 
     /// `tcp_rto_delta_us`: time left until the head segment's RTO.
@@ -97,8 +96,7 @@ impl Sender {
             return false;
         }
         let rto_left = if advancing_rto { self.rto_backed_off() } else { self.rto_delta(now) };
-        let timeout = probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left);
-        self.timer = Some((timer_wheel_fire(now, timeout), TimerKind::Tlp));
+        self.timer = Some((now + probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left), TimerKind::Tlp));
         true
     }
 
@@ -164,7 +162,7 @@ impl Sender {
         self.backoff += 1;
         self.transmit(now, out);
         self.undo.rto_retransmits += 1;
-        self.timer = Some((timer_wheel_fire(now, self.rto_backed_off()), TimerKind::Rto));
+        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
     }
 
     /// `tcp_send_loss_probe`: one new segment regardless of cwnd (if the
