@@ -106,7 +106,27 @@ def compare(rows: list[dict], cc: str, model_tag: str | None) -> str:
         lo, hi = median_ratio_ci(a, b)
         out.append(f"  model / kernel median {np.median(a) / np.median(b):.2f} (bootstrap 95 % {lo:.2f}-{hi:.2f}); "
                    f"Mann-Whitney p {p:.3f}")
+        out.append(seed_by_seed(sim, emu))
     return "\n".join(out)
+
+
+def seed_by_seed(sim: list[dict], emu: list[dict]) -> str:
+    """Both engines draw the same losses for a seed: the kernel's minus the model's time over the seeds both ran
+    (a kernel seed run twice counts by its median), their median, how many the kernel is slower on, and the Wilcoxon
+    signed-rank test of those differences (the paired test: stronger than the two distributions' when the draws are
+    the same)."""
+    from scipy.stats import wilcoxon
+
+    model = {r["seed"]: fct(r) for r in sim}
+    kernel: dict[int, list[float]] = {}
+    for r in emu:
+        kernel.setdefault(r["seed"], []).append(fct(r))
+    d = [float(np.median(kernel[s])) - model[s] for s in sorted(kernel) if s in model]
+    if len(d) < 2:
+        return f"  seed by seed: {len(d)} seed(s) on both engines"
+    p = wilcoxon(d).pvalue if any(d) else 1.0
+    return (f"  seed by seed ({len(d)} seeds): kernel - model median {np.median(d):+.2f} s, kernel slower on "
+            f"{sum(x > 0 for x in d)}; Wilcoxon signed-rank p {p:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:
