@@ -29,7 +29,10 @@ echo "setup: building bloatlab's native module (release; the first build takes 1
 # bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is
 # recompiled by its source's mtime as usual).
 .venv/bin/python -m compileall -q python/bloatlab > /dev/null || true
-# Helper binaries next to the venv's python, where bloatlab._bin finds them.
+# Helper binaries next to the venv's python, where bloatlab._bin finds them. Their dependencies shared with the native
+# module (serde, schemars, arrow-array, ...) resolve to the same features as in maturin's build above and are not
+# compiled again (crates/py/Cargo.toml's syn and crates/schema/Cargo.toml's once_cell say why; BENCHMARKS.md, "make
+# test's time").
 echo "setup: building bloatlab-probe and bloatlab-emu ($((SECONDS - t0)) s so far) ..."
 cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do

@@ -21,15 +21,36 @@ stage "cargo test (release's optimisation, no LTO)"
 cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
 stage "cargo benches build (they run in make bench; built here so they do not rot)"
 cargo build "${opt[@]}" --workspace --exclude bloatlab-py --benches --quiet
-stage "fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target)"
+stage "fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target, as many at once as there are cores)"
+# The targets are built once (cargo fuzz build: every target, ASan and debug assertions as `run` builds them) in 16
+# codegen units instead of cargo-fuzz's default 1, the only change to the build: on 2 cores the nightly build of the
+# probe's dependencies took most of this stage (BENCHMARKS.md, "make test's time"). Each target then fuzzes for its
+# FUZZ_SECONDS on a core of its own, at most nproc at a time.
 if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-  for t in packet control iperf3; do
-    log="$(mktemp)"
-    if ! (cd crates/probe/fuzz && cargo +nightly fuzz run "$t" -- -max_total_time="${FUZZ_SECONDS:-15}" >"$log" 2>&1); then
-      tail -n 40 "$log"; echo "fuzz target $t failed (the input is in crates/probe/fuzz/artifacts/$t)"; rm -f "$log"; exit 1
-    fi
-    echo "$t: $(grep -E '^Done' "$log" | tail -n 1)"; rm -f "$log"
+  fz=(--codegen-units 16)
+  log="$(mktemp)"
+  if ! (cd crates/probe/fuzz && cargo +nightly fuzz build "${fz[@]}") >"$log" 2>&1; then
+    tail -n 40 "$log"; echo "the fuzz targets did not build"; rm -f "$log"; exit 1
+  fi
+  rm -f "$log"
+  targets=(packet control iperf3); logs=(); pids=()
+  for t in "${targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 0.5; done
+    log="$(mktemp)"; logs+=("$log")
+    (cd crates/probe/fuzz && exec cargo +nightly fuzz run "${fz[@]}" "$t" -- -max_total_time="${FUZZ_SECONDS:-15}") >"$log" 2>&1 &
+    pids+=($!)
   done
+  fail=0
+  for i in "${!targets[@]}"; do
+    t="${targets[$i]}"; log="${logs[$i]}"
+    if wait "${pids[$i]}"; then
+      echo "$t: $(grep -E '^Done' "$log" | tail -n 1)"
+    else
+      tail -n 40 "$log"; echo "fuzz target $t failed (the input is in crates/probe/fuzz/artifacts/$t)"; fail=1
+    fi
+    rm -f "$log"
+  done
+  [ "$fail" = 0 ] || exit 1
 else
   echo "skipped: cargo-fuzz or a nightly toolchain is missing (scripts/setup.sh installs cargo-fuzz where nightly exists)"
 fi

@@ -288,7 +288,22 @@ fn best(v: &[f64]) -> f64 {
     v.iter().cloned().fold(0.0, f64::max)
 }
 
-/// Each case runs `BLOATLAB_IPERF3_ROUNDS` (3) rounds of iperf3->iperf3,
+/// The shaped-path test's bounds, one place for its assertions and for its
+/// early stop: iperf3 to iperf3 on the 10 Mbit/s path between 7 and 10.5
+/// Mbit/s, and each of our ends within 5 % of it.
+fn path_ok(iperf3_bps: f64) -> bool {
+    iperf3_bps > 7e6 && iperf3_bps < 10.5e6
+}
+
+fn within(ours_bps: f64, iperf3_bps: f64) -> bool {
+    (ours_bps / iperf3_bps - 1.0).abs() <= 0.05
+}
+
+fn agree(iperf3_bps: f64, client_bps: f64, server_bps: f64) -> bool {
+    path_ok(iperf3_bps) && within(client_bps, iperf3_bps) && within(server_bps, iperf3_bps)
+}
+
+/// Each case runs up to `BLOATLAB_IPERF3_ROUNDS` (3) rounds of iperf3->iperf3,
 /// bloatlab client->iperf3 and iperf3->bloatlab server, interleaved, and
 /// compares the best receiver goodput of each: the machine is shared, and a
 /// loaded machine only ever lowers a run's goodput (iperf3 to iperf3 gave
@@ -297,6 +312,11 @@ fn best(v: &[f64]) -> f64 {
 /// bucket holds 64 KB (52 ms at 10 Mbit/s): with a bucket of a few packets
 /// (32 kbit) a shaper timer that fires late on a loaded machine loses tokens,
 /// and BBR -R -P 4 gave 6.1 to 9.5 Mbit/s for iperf3 and for us alike.
+/// A case stops after the round in which its bests first pass the
+/// assertions below (the rounds only ever raise a best: on an idle machine
+/// the first round is the path's figure, and the two further rounds, 2/3 of
+/// the test's 96 s, ran to confirm what it had already shown); a case whose
+/// bests do not pass runs every round and asserts on all of them, as before.
 #[test]
 fn through_a_shaped_path_both_ends_are_within_5_percent_of_iperf3_to_iperf3() {
     if !have_iperf3() {
@@ -341,6 +361,9 @@ fn through_a_shaped_path_both_ends_are_within_5_percent_of_iperf3_to_iperf3() {
             drop(srv);
             assert!(ours_s.get("error").is_none(), "iperf3 to our server: {}", ours_s["error"]);
             s.push(rx_bps(&ours_s));
+            if agree(best(&b), best(&c), best(&s)) {
+                break;
+            }
         }
         let mb = |v: &[f64]| v.iter().map(|x| format!("{:.2}", x / 1e6)).collect::<Vec<_>>().join("/");
         let line = format!(
@@ -350,9 +373,9 @@ fn through_a_shaped_path_both_ends_are_within_5_percent_of_iperf3_to_iperf3() {
         let (bm, cm, sm) = (best(&b), best(&c), best(&s));
         report.push(format!("{line}; best {:.2} / {:.2} ({:+.2} %) / {:.2} ({:+.2} %)", bm / 1e6, cm / 1e6, (cm / bm - 1.0) * 100.0, sm / 1e6, (sm / bm - 1.0) * 100.0));
         println!("{}", report.last().unwrap());
-        assert!(bm > 7e6 && bm < 10.5e6, "the 10 Mbit/s path gave iperf3 {:.2} Mbit/s", bm / 1e6);
+        assert!(path_ok(bm), "the 10 Mbit/s path gave iperf3 {:.2} Mbit/s", bm / 1e6);
         for (who, x) in [("our client", cm), ("our server", sm)] {
-            assert!((x / bm - 1.0).abs() <= 0.05, "{who}: {:.3} Mbit/s against iperf3's {:.3}\n{}", x / 1e6, bm / 1e6, report.join("\n"));
+            assert!(within(x, bm), "{who}: {:.3} Mbit/s against iperf3's {:.3}\n{}", x / 1e6, bm / 1e6, report.join("\n"));
         }
     }
     eprintln!("{}", report.join("\n"));
