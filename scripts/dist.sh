@@ -12,5 +12,7 @@ rm -rf python/bloatlab/bin
 mkdir -p python/bloatlab/bin
 trap 'rm -rf python/bloatlab/bin' EXIT
 install -m 0755 target/release/bloatlab-probe target/release/bloatlab-emu python/bloatlab/bin/
-.venv/bin/maturin build --release --quiet -o "$out" 2>&1 | grep -vE '^(🍹|🐍|🔗|📡)' || true
+# -i: the interpreter maturin develop built with (setup.sh), so pyo3's build script sees the same PYO3_PYTHON and the
+# native module is not compiled again (without it maturin found pyenv's python3.11: 27-63 s of test_wheel's fixture)
+.venv/bin/maturin build --release --quiet -i "$PWD/.venv/bin/python" -o "$out" 2>&1 | grep -vE '^(🍹|🐍|🔗|📡)' || true
 ls "$out"/bloatlab-*.whl
