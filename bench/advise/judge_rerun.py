@@ -1,7 +1,7 @@
 """A stored campaign's prediction goals re-judged on the kernel's median of several runs (issue 30's twin goals,
 docs/advise.md "The campaign": ``--judge-repeats``). For each path of CAMPAIGN_DIR whose record has a prediction,
 runs the recommended configuration (the record's ``advice``) on the true path through the emulator for seeds 2..N
-(the stored ``kernel`` is seed 1's run; campaign._kernel: a flagged run tried again up to campaign.KERNEL_TRIES
+(the stored ``kernel`` is seed 1's run, or seeds 1..k where the record kept its ``runs``; campaign.kernel_run: a flagged run tried again up to campaign.KERNEL_TRIES
 times), appends each run to ``--out`` (JSON lines: a stopped run resumes where it stopped), then scores the twin's
 prediction against the stored run alone and against the median of the runs, as campaign.errors does. Reads the
 campaign, never writes it. Needs root for the runs (``--judge-only`` does not); one emulator run at a time.
@@ -57,7 +57,8 @@ def main(argv=None) -> int:
         if a.judge_only:
             break
         adv, dur = r["advice"], r["duration_s"]
-        for seed in range(2, a.repeats + 1):
+        have = len(r["kernel"].get("runs") or [None])  # a record judged on N runs (campaign.JUDGE_REPEATS) has them
+        for seed in range(have + 1, a.repeats + 1):
             if (r["index"], seed) in done:
                 continue
             t = dict(r["truth"])
@@ -71,8 +72,10 @@ def main(argv=None) -> int:
                   file=sys.stderr, flush=True)
     rows = []
     for r in recs:
-        k1 = r["kernel"]
-        runs = [k1] + [done[(r["index"], s)] for s in range(2, a.repeats + 1) if (r["index"], s) in done]
+        stored = r["kernel"].get("runs") or [r["kernel"]]
+        k1 = stored[0]
+        runs = stored[:a.repeats] + [done[(r["index"], s)] for s in range(len(stored) + 1, a.repeats + 1)
+                                     if (r["index"], s) in done]
         held = [k for k in runs if not k.get("timing_flagged")] or runs
         med = {key: statistics.median([k[key] for k in held if k.get(key) is not None] or [float("nan")])
                for key in ("goodput_mbps", "p95_rtt_ms")}
