@@ -409,13 +409,16 @@ pub fn run_sampler(streams: Vec<Arc<StreamState>>, interval_ns: u64) {
         if live == 0 || sys::stopped() {
             return;
         }
-        next += interval_ns;
-        let now = sys::mono_ns();
-        if next < now {
-            next = now;
-        }
-        sys::sleep_until_mono(next);
+        next = sleep_to_next_sample(next, interval_ns);
     }
+}
+
+/// A sampler's wait: until `interval_ns` after the sample due at `next`, or no
+/// later than now where the samples fell behind; the new `next`.
+fn sleep_to_next_sample(next: u64, interval_ns: u64) -> u64 {
+    let next = (next + interval_ns).max(sys::mono_ns());
+    sys::sleep_until_mono(next);
+    next
 }
 
 /// [`run_sampler`] over streams that arrive while it runs (a server's, each
@@ -437,12 +440,7 @@ pub fn run_sampler_growing(streams: &Mutex<Vec<Arc<StreamState>>>, interval_ns: 
         if (last_round && live == 0) || sys::stopped() {
             return;
         }
-        next += interval_ns;
-        let now = sys::mono_ns();
-        if next < now {
-            next = now;
-        }
-        sys::sleep_until_mono(next);
+        next = sleep_to_next_sample(next, interval_ns);
     }
 }
 
