@@ -397,28 +397,7 @@ pub fn run_receiver(
 
 /// Sample TCP_INFO of every stream every `interval_ns` until all are done.
 pub fn run_sampler(streams: Vec<Arc<StreamState>>, interval_ns: u64) {
-    let mut next = sys::mono_ns();
-    loop {
-        let mut live = 0;
-        for s in &streams {
-            if !s.done.load(Ordering::Relaxed) {
-                live += 1;
-                s.sample();
-            }
-        }
-        if live == 0 || sys::stopped() {
-            return;
-        }
-        next = sleep_to_next_sample(next, interval_ns);
-    }
-}
-
-/// A sampler's wait: until `interval_ns` after the sample due at `next`, or no
-/// later than now where the samples fell behind; the new `next`.
-fn sleep_to_next_sample(next: u64, interval_ns: u64) -> u64 {
-    let next = (next + interval_ns).max(sys::mono_ns());
-    sys::sleep_until_mono(next);
-    next
+    run_sampler_growing(&Mutex::new(streams), interval_ns, &AtomicBool::new(true))
 }
 
 /// [`run_sampler`] over streams that arrive while it runs (a server's, each
@@ -440,7 +419,9 @@ pub fn run_sampler_growing(streams: &Mutex<Vec<Arc<StreamState>>>, interval_ns: 
         if (last_round && live == 0) || sys::stopped() {
             return;
         }
-        next = sleep_to_next_sample(next, interval_ns);
+        // the next sample one interval after this one's due time, or now where the samples fell behind
+        next = (next + interval_ns).max(sys::mono_ns());
+        sys::sleep_until_mono(next);
     }
 }
 
