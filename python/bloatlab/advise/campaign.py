@@ -592,7 +592,10 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     r = adv["recommendation"]
     shaped = r["shaper_mbps"] is not None
     rec["advice"] = {"cc": r["cc"], "queue": r["qdisc"] if shaped else "as-is", "shaper_mbps": r["shaper_mbps"],
-                     "reasons": adv["reasons"]}
+                     "reasons": adv["reasons"],
+                     # the readings measure could not tell apart, and the advice on each (recommend.robust_choice)
+                     "readings": [{k: x[k] for k in ("limiter", "reading", "best", "best_score", "recommended_score",
+                                                     "measured_best_score", "regret")} for x in adv.get("readings", [])]}
     if r.get("ap_mac") and r["ap_mac"] != path.wifi_mac:
         rec["advice"]["queue"] = r["ap_mac"]  # the access point's design advise recommends
     if r.get("autorate"):

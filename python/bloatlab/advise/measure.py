@@ -921,6 +921,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
+                # what the down reading could not be told apart from: advise checks its advice on each
+                alternatives=[a for a in d.get("limiter_alternatives") or [] if a.get("limiter") != d["limiter"]] or None,
                 **_variation_fields(report))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

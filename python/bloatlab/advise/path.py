@@ -52,6 +52,9 @@ HT20_MCS_MBPS = (6.5, 13, 19.5, 26, 39, 52, 58.5, 65, 13, 26, 39, 52, 78, 104, 1
 POLICER_PORT = 10
 #: fq_codel's default limit (packets): net/sched/sch_fq_codel.c, q->limit = 10*1024
 FQ_CODEL_LIMIT_PKTS = 10240
+#: PIE's default target delay (ms): net/sched/sch_pie.c, pie_params_init, target = 15 ms; the other AQMs' is 5 ms
+#: (CoDel's, fq_codel's, CAKE's)
+PIE_TARGET_MS = 15.0
 
 #: DSLReports' bufferbloat grades: added latency under load (ms) -> grade.
 GRADES = ((5, "A+"), (30, "A"), (60, "B"), (200, "C"), (400, "D"))
@@ -106,6 +109,12 @@ class Path:
     # (write_down_trace; None: written on first use to a temporary directory)
     down_variable: bool = False
     down_trace: str | None = None
+    # what measure could not tell its limiter's reading apart from on the same evidence: the down direction's
+    # ``limiter_alternatives`` other than the reading itself, in measure's vocabulary (``{"limiter": ...}`` and the
+    # conditions under which that limiter gives the same evidence, docs/advise.md "Readings it cannot tell apart");
+    # advise checks its recommendation on each one's twin (:meth:`alternative_paths`). None: the reading stood alone.
+    # A twin file keeps them beside it (:func:`alternatives_file`)
+    alternatives: list | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -129,6 +138,9 @@ class Path:
         if self.down_variable and not (self.down_rate_p10_mbps and self.down_rate_p90_mbps
                                        and 0 < self.down_rate_p10_mbps <= self.down_rate_p90_mbps):
             raise UserError("a variable rate needs its p10 and p90 (0 < p10 <= p90)")
+        for alt in self.alternatives or []:
+            if not (isinstance(alt, dict) and alt.get("limiter") in LIMITERS):
+                raise UserError(f"limiter alternatives: each needs a limiter of {', '.join(LIMITERS)}, got {alt!r}")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -150,6 +162,14 @@ class Path:
     def describe(self) -> str:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
+        var = (f" (varying: p10 {self.down_rate_p10_mbps:.3g}, p90 {self.down_rate_p90_mbps:.3g} Mbit/s"
+               + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
+               if self.down_variable else "")
+        buf, lim = self.reading()
+        return f"{self.down_mbps:.3g} Mbit/s down{var}{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
+
+    def reading(self) -> tuple[str, str]:
+        """The bottleneck's buffer and what limits the rate, in words (:meth:`describe`'s)."""
         lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck",
                "wifi": f"a WiFi hop ({self.wifi_mac} access point, PHY ~{self.wifi_phy_mbps or 0:.3g} Mbit/s)"}[self.limiter]
         if self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
@@ -168,10 +188,7 @@ class Path:
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
                if self.limiter == "policer" and self.buffer_bytes is None
                else f"a buffer of {self.buffer / 1e3:.0f} KB ({self.buffer_bdp:.2g} BDP)")
-        var = (f" (varying: p10 {self.down_rate_p10_mbps:.3g}, p90 {self.down_rate_p90_mbps:.3g} Mbit/s"
-               + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
-               if self.down_variable else "")
-        return f"{self.down_mbps:.3g} Mbit/s down{var}{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
+        return buf, lim
 
     @property
     def policer_port_measured(self) -> bool:
@@ -189,6 +206,46 @@ class Path:
         d = asdict(self)
         d["buffer_bdp"] = self.buffer_bdp
         return d
+
+    def alternative_paths(self) -> list[tuple[dict, "Path"]]:
+        """Each of :attr:`alternatives` as a twin of its own, (the alternative, its path): the same rates, RTT,
+        loss and up direction, the limiter the alternative names under the condition it states — a FIFO
+        ``depth_below_ms`` deep at the rate (the deepest the evidence allows; at least two packets, the
+        campaign's shallowest), else the buffer measured; a policer on the port ``port_within`` x its rate, else
+        the port and bucket the twin assumes (:data:`POLICER_PORT`); an AQM of the ``kinds`` named, PIE where
+        its target must lie above a queue that stood (Linux's defaults: PIE 15 ms, the others 5 ms), else the
+        twin's default AQM (fq_codel). An alternative the twin cannot hold (a WiFi hop, a variable capacity,
+        the reading itself) is left out."""
+        import dataclasses
+
+        if self.limiter == "wifi" or self.down_variable:
+            return []
+        keep = dict(port_mbps=None, bucket_bytes=None, port_buffer_bytes=None, aqm_qdisc=None, alternatives=None)
+        measured_buf = self.buffer_bytes if self.limiter != "policer" else self.port_buffer_bytes
+        out = []
+        for alt in self.alternatives or []:
+            lim = alt["limiter"]
+            if lim == self.limiter or lim == "wifi":
+                continue
+            if lim == "fifo":
+                depth = alt.get("depth_below_ms")
+                buf = (max(int(depth / 1e3 * self.down_mbps * 1e6 / 8), 2 * 1500) if depth is not None
+                       else measured_buf)
+                p = dataclasses.replace(self, **(keep | dict(limiter="fifo", buffer_bytes=buf)))
+            elif lim == "policer":
+                within = alt.get("port_within")
+                p = dataclasses.replace(self, **(keep | dict(limiter="policer", buffer_bytes=None,
+                                                              port_mbps=self.down_mbps * within if within else None,
+                                                              port_buffer_bytes=measured_buf)))
+            else:
+                kinds = alt.get("kinds") or []
+                above = alt.get("target_above_ms")
+                if above is not None and above >= PIE_TARGET_MS:
+                    continue
+                kind = kinds[0] if kinds else "pie" if above is not None else None
+                p = dataclasses.replace(self, **(keep | dict(limiter="aqm", buffer_bytes=None, aqm_qdisc=kind)))
+            out.append((alt, p))
+        return out
 
     # ------------------------------------------------------------ the twin
 
@@ -292,7 +349,9 @@ class Path:
     def write_twin(self, out: str, cc: str = "cubic") -> str:
         """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
         measured figures beside it (``TWIN-down.trace``, ``TWIN-down.trace.json``: :meth:`write_down_trace`,
-        written anew: a previous twin's trace there is another measurement's), named relative to it."""
+        written anew: a previous twin's trace there is another measurement's), named relative to it; the
+        readings measure could not tell apart from its own (:attr:`alternatives`) in ``TWIN-alternatives.json``
+        (:func:`alternatives_file`; a previous twin's removed)."""
         from ..result import atomic_write_text
 
         if self.down_variable and self.limiter == "fifo":
@@ -300,6 +359,11 @@ class Path:
         doc = self.twin(cc=cc)
         if self.down_variable and self.limiter == "fifo":
             doc["link"]["down"]["rate"] = "trace:" + os.path.basename(self.down_trace)
+        alts = alternatives_file(out)
+        if self.alternatives:
+            atomic_write_text(alts, json.dumps(self.alternatives, indent=1) + "\n")
+        elif os.path.exists(alts):
+            os.unlink(alts)  # another measurement's
         atomic_write_text(out, to_toml(doc))
         return out
 
@@ -456,7 +520,7 @@ class Path:
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
-        return cls(**({"down_mbps": rate} | variable), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
+        return cls(**({"down_mbps": rate} | variable), alternatives=read_alternatives(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else None,
@@ -495,6 +559,28 @@ TRACE_FIGURES = ("down_mbps", "down_rate_p10_mbps", "down_rate_p50_mbps", "down_
 #: ... and the keys of ``down_rate_variation`` that read back as positive numbers (evidence.rate_variation's), the
 #: last two of them possibly null
 VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms", "timescale_s")
+
+
+def alternatives_file(twin: str) -> str:
+    """Where a twin's :attr:`Path.alternatives` are kept: beside it, ``TWIN-alternatives.json`` (the scenario
+    language has no place for what a measurement could not tell apart)."""
+    return os.path.splitext(os.path.abspath(twin))[0] + "-alternatives.json"
+
+
+def read_alternatives(twin: str) -> list | None:
+    """The alternatives kept beside ``twin`` (:func:`alternatives_file`), None where there are none; a file that
+    is not a list of alternatives is a clear error naming it."""
+    f = alternatives_file(twin)
+    if not os.path.exists(f):
+        return None
+    try:
+        with open(f) as fh:
+            alts = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise UserError(f"{f}: not the limiter alternatives measure writes ({e})") from None
+    if not isinstance(alts, list) or not all(isinstance(a, dict) and a.get("limiter") in LIMITERS for a in alts):
+        raise UserError(f"{f}: expected a list of {{\"limiter\": {' | '.join(LIMITERS)}, ...}}")
+    return alts or None
 
 
 def trace_figures_file(trace: str) -> str:

@@ -82,6 +82,13 @@ ENSEMBLE_BUDGET_PKTS = 60e6
 #: loss) costs more: a 204-Mbit/s, 169-ms twin with 3 % loss (campaign seed 8, path 16: 16 candidates) took 36.9 s
 #: for its first member alone at a load average of 12 on 2 cores, and 74.5 s for its 5 members in the campaign
 ENSEMBLE_BUDGET_S = 50.0
+#: the share of the ensemble's budget each reading measure could not tell apart from its own
+#: (``Path.alternatives``) gets beside the measured reading's: the measured reading is what the figures quote, the
+#: others only check the choice, so each runs on half the measured one's time
+ALTERNATIVE_BUDGET_SHARE = 0.5
+#: a recommendation holds on another reading where its score there is within this of that reading's best: issue
+#: 30's ranking goal ("the recommended configuration ... within 0.02 of the best ... among the candidates")
+SCORE_RESOLUTION = 0.02
 
 
 def kernel_ccs() -> list[str] | None:
@@ -324,7 +331,8 @@ def members_within_time(first_s: float, members: int = ENSEMBLE, budget_s: float
 
 
 def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str = "sim",
-                 duration_s: float | None = None, members: int | None = None, progress=None) -> None:
+                 duration_s: float | None = None, members: int | None = None, progress=None,
+                 budget_s: float | None = None) -> None:
     """Run every candidate on ``path``'s twin: alone with a probe, then beside a CUBIC neighbour, for each member
     of its ensemble (:func:`members_of`; ``members`` default :func:`ensemble_size` on the simulator, 1 on the
     emulator: real time); each figure the members' median, the goodput's and p95's ranges in ``c.ranges``. On the
@@ -333,8 +341,8 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
 
     Without ``members`` on the simulator the middle member (the measurement itself, the same in every ensemble)
     runs first for every candidate, and the others only as far as its wall time says they fit
-    :data:`ENSEMBLE_BUDGET_S` (:func:`members_within_time`): an ensemble on a loaded machine shrinks instead of
-    overrunning advise's 60 s; the members run are in ``c.ranges["members"]``."""
+    :data:`ENSEMBLE_BUDGET_S` (``budget_s`` instead where given; :func:`members_within_time`): an ensemble on a
+    loaded machine shrinks instead of overrunning advise's 60 s; the members run are in ``c.ranges["members"]``."""
     from concurrent.futures import ThreadPoolExecutor
 
     timed = not members and engine == "sim"
@@ -354,7 +362,7 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
             first = [pool.submit(_run_figures, path, c, seed, engine, duration_s, members_of(path.base_rtt_ms, 1)[0])
                      for c in cands]
             first = [f.result() for f in first]
-            members = members_within_time(time.monotonic() - t0, members)
+            members = members_within_time(time.monotonic() - t0, members, budget_s)
         ms = members_of(path.base_rtt_ms, members)
         mid = (len(ms) - 1) // 2
         # a variable capacity: each member on its own realization of the fitted process, the middle one on the
@@ -449,16 +457,26 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
     elif fq_now != fq_planned and not current.startswith("bbr"):
         # today's host paces differently from the candidates (no fq yet): it is a candidate of its own
         cands.append(Candidate(current, "as-is", None, fq_now))
-    simulate_all(path, cands, seed, engine, duration_s, members, progress)
+    alts = path.alternative_paths() if engine == "sim" else []
+    budget = ENSEMBLE_BUDGET_S / (1 + ALTERNATIVE_BUDGET_SHARE * len(alts))
+    simulate_all(path, cands, seed, engine, duration_s, members, progress, budget_s=budget)
     for c in cands:
         c.available = available is None or c.cc in available
     score(cands, path, goal)
     ranked = sorted(cands, key=lambda c: -c.score)
     usable = [c for c in ranked if c.available]
     best = usable[0] if usable else ranked[0]
+    others = []
+    for alt, ap in alts:
+        ac = [Candidate(c.cc, c.queue, c.shaper_mbps, c.paced, available=c.available) for c in cands]
+        simulate_all(ap, ac, seed, engine, duration_s, members, budget_s=budget * ALTERNATIVE_BUDGET_SHARE)
+        score(ac, ap, goal)
+        others.append((alt, ap, ac))
+    best, readings = robust_choice(cands, others, best)
     cur = next(c for c in reversed(cands) if c.cc == current and c.queue == "as-is")
     host_q = "fq" if fq_here is not False else (cur_qdisc or "as-is")
     out_reasons = reasons(path, best, cur, cands, ranked)
+    out_reasons[1:1] = readings_reasons(path, best, cands, readings)
     if fq_here is False:
         out_reasons.append(f"This kernel has no sch_fq (not built in, not loadable), so the host keeps its qdisc "
                            f"({cur_qdisc or 'unknown'}): {'BBR paces by itself since Linux 4.13 (TCP internal pacing)' if best.cc.startswith('bbr') else best.cc.upper() + ' then runs unpaced, as it does on most hosts'}.")
@@ -482,10 +500,77 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
         "expected": best.figures(),
         "current": cur.figures(),
         "alternatives": [c.figures() for c in ranked],
+        # the readings measure could not tell apart from the measured one, each with the candidates' scores on its
+        # twin (robust_choice); [] where the reading stood alone
+        "readings": [{k: v for k, v in r.items() if k != "cands"} for r in readings],
         "reasons": out_reasons,
         "caveats": caveats(path, best, cands),
         "model": model + "; scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
     }
+
+
+def robust_choice(cands: list[Candidate], others: list[tuple[dict, Path, list[Candidate]]],
+                  best: Candidate) -> tuple[Candidate, list[dict]]:
+    """The candidate to recommend where measure could not tell its reading from others: ``cands`` scored on the
+    measured reading's twin (``best`` its best), ``others`` the same candidates (in the same order) scored on each
+    other reading's twin. A candidate's regret on a reading is how far its score falls below that reading's best
+    (among the candidates this host runs). ``best`` stays where its regret is within :data:`SCORE_RESOLUTION` on
+    every reading; else the candidate whose largest regret is smallest (minimax regret: the choice that loses least
+    whichever reading is the path's), where that is smaller than ``best``'s. Returns it and, per other reading,
+    what :func:`readings_reasons` and the JSON say of it."""
+    if not others:
+        return best, []
+    tables = [cands] + [ac for _, _, ac in others]
+
+    def usable(i: int) -> bool:
+        return cands[i].available or not any(c.available for c in cands)
+
+    tops = [max(t[i].score for i in range(len(cands)) if usable(i)) for t in tables]
+
+    def worst(i: int) -> float:
+        return max(top - t[i].score for top, t in zip(tops, tables))
+
+    b = cands.index(best)
+    pick = b
+    if worst(b) > SCORE_RESOLUTION:
+        # ties on the largest regret go to the better score on the measured reading
+        i = min((i for i in range(len(cands)) if usable(i)), key=lambda i: (worst(i), -cands[i].score))
+        if worst(i) < worst(b):
+            pick = i
+    out = []
+    for (alt, ap, ac), top in zip(others, tops[1:]):
+        top_c = max((c for i, c in enumerate(ac) if usable(i)), key=lambda c: c.score)
+        buf, lim = ap.reading()
+        out.append({"limiter": ap.limiter, "alternative": alt, "path": ap.describe(), "reading": f"{lim}, {buf}",
+                    "best": top_c.label,
+                    "best_score": top_c.score, "recommended_score": ac[pick].score,
+                    "measured_best_score": ac[b].score, "regret": top - ac[pick].score,
+                    "figures": ac[pick].figures()})
+    return cands[pick], out
+
+
+def readings_reasons(path: Path, best: Candidate, cands: list[Candidate], readings: list[dict]) -> list[str]:
+    """The sentences on the readings measure could not tell apart (:func:`robust_choice`): what each is, and
+    whether the recommendation holds on its twin or what it costs there; only what the scores show."""
+    out = []
+    top = max(c.score for c in cands if c.available or not any(x.available for x in cands))
+    moved = best.score < top
+    for r in readings:
+        what = r["reading"]
+        held = r["regret"] <= SCORE_RESOLUTION
+        head = (f"The measurement could not tell this from another reading of the same evidence: {what}"
+                + (f" ({r['alternative']['why']})" if r["alternative"].get("why") else "") + ". On that reading's twin ")
+        if held:
+            there = "the best there" if r["regret"] <= 0 else f"within {r['regret']:.2f} of the best there ({r['best']})"
+            out.append(head + f"{best.label} is {there}" + (": the advice holds either way." if not moved else "."))
+        else:
+            out.append(head + f"{r['best']} would be best ({r['best_score']:.2f}; {best.label} {r['recommended_score']:.2f}).")
+    if moved:
+        loss = max(r["regret"] for r in readings)
+        out.append(f"{best.label} is recommended as the choice that loses least whichever reading is your path's: "
+                   f"{top - best.score:.2f} below the best on the measured one, at most {max(loss, top - best.score):.2f} "
+                   "below the best on any.")
+    return out
 
 
 def _autorate_advice(path: Path, best: Candidate) -> dict | None:

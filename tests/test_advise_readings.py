@@ -1,0 +1,139 @@
+"""Readings measure cannot tell apart (issue 30: "a path it cannot tell apart says so, with the evidence, rather
+than guessing"): each alternative becomes a twin of its own, the twin file keeps them beside it, and advise checks
+its recommendation on each — keeping it where it holds within the ranking goal's 0.02, else recommending the
+candidate that loses least whichever reading is the path's (docs/advise.md "Readings it cannot tell apart")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bloatlab.advise import recommend
+from bloatlab.advise.path import Path, alternatives_file
+from bloatlab.advise.recommend import Candidate, robust_choice, readings_reasons
+
+from conftest import run_cli
+
+
+def _policed(alts):
+    # campaign seed 33 path 20's reading: a policer at 85.4 Mbit/s on a 117.6-Mbit/s port, a 15.7-KB bucket, a
+    # 65.5-KB port FIFO (the truth: a 0.15-BDP FIFO)
+    return Path(base_rtt_ms=6.13, down_mbps=85.4, up_mbps=18.1, limiter="policer", port_mbps=117.6,
+                bucket_bytes=15687, port_buffer_bytes=65477, alternatives=alts)
+
+
+def test_each_alternative_reading_becomes_a_twin_of_its_own():
+    (alt, fifo), = _policed([{"limiter": "fifo", "depth_below_ms": 5.0}]).alternative_paths()
+    # the deepest FIFO the evidence allows: 5 ms at 85.4 Mbit/s; the policer's port and bucket gone
+    assert (fifo.limiter, fifo.buffer_bytes, fifo.port_mbps, fifo.bucket_bytes) == ("fifo", 53375, None, None)
+    assert (fifo.base_rtt_ms, fifo.down_mbps, fifo.up_mbps, fifo.alternatives) == (6.13, 85.4, 18.1, None)
+    assert fifo.twin()["link"]["down"]["buffer"] == "53375B" and "policer" not in fifo.twin()["link"]["down"]
+    # a floor below two packets is two packets (the campaign's shallowest FIFO)
+    (_, tiny), = _policed([{"limiter": "fifo", "depth_below_ms": 0.1}]).alternative_paths()
+    assert tiny.buffer_bytes == 3000
+    # a FIFO read where a CoDel or PIE could not show its burst: the first AQM named, its own buffer
+    f = Path(base_rtt_ms=6.78, down_mbps=626.3, buffer_bytes=558_000,
+             alternatives=[{"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 378.6}])
+    (_, aqm), = f.alternative_paths()
+    assert (aqm.limiter, aqm.aqm_qdisc, aqm.buffer_bytes) == ("aqm", "codel", None)
+    assert aqm.twin()["link"]["down"]["qdisc"] == "codel"
+    # an AQM whose target lies above a queue that stood: PIE (15 ms) above 10 ms; none of Linux's above 17.7 ms
+    (_, pie), = Path(base_rtt_ms=30, down_mbps=20, buffer_bytes=100_000,
+                     alternatives=[{"limiter": "aqm", "target_above_ms": 10.0}]).alternative_paths()
+    assert pie.aqm_qdisc == "pie"
+    assert Path(base_rtt_ms=30, down_mbps=20, alternatives=[{"limiter": "aqm", "target_above_ms": 17.7}]).alternative_paths() == []
+    # a policer on a port within 1.1x of its rate, the FIFO's measured buffer its port's
+    (_, pol), = Path(base_rtt_ms=10, down_mbps=50, buffer_bytes=80_000,
+                     alternatives=[{"limiter": "policer", "port_within": 1.1}]).alternative_paths()
+    assert (pol.limiter, pol.port_mbps, pol.port_buffer_bytes, pol.buffer_bytes) == ("policer", pytest.approx(55.0), 80_000, None)
+    # the reading itself, and a twin that cannot hold another reading (a WiFi hop), give none
+    assert _policed([{"limiter": "policer"}]).alternative_paths() == []
+    wifi = Path(base_rtt_ms=10, down_mbps=50, limiter="wifi", wifi_mac="fq", wifi_phy_mbps=65,
+                alternatives=[{"limiter": "fifo"}])
+    assert wifi.alternative_paths() == []
+    with pytest.raises(Exception, match="limiter alternatives"):
+        Path(base_rtt_ms=10, down_mbps=50, alternatives=[{"limiter": "cable"}])
+
+
+def test_a_twins_alternatives_go_beside_it_and_a_stale_file_goes_with_a_new_twin(tmp_path):
+    twin = str(tmp_path / "twin.toml")
+    alts = [{"limiter": "fifo", "depth_below_ms": 5.0, "why": "drops without a queue"}]
+    _policed(alts).write_twin(twin)
+    assert json.loads(open(alternatives_file(twin)).read()) == alts
+    assert Path.from_twin(twin).alternatives == alts
+    # a twin without alternatives removes the previous measurement's
+    _policed(None).write_twin(twin)
+    assert not (tmp_path / "twin-alternatives.json").exists() and Path.from_twin(twin).alternatives is None
+    # a file that is not measure's: a clear error naming it
+    _policed(alts).write_twin(twin)
+    for bad in ("{not json", json.dumps({"limiter": "fifo"}), json.dumps([{"limiter": "cable"}])):
+        (tmp_path / "twin-alternatives.json").write_text(bad)
+        r = run_cli("advise", "--path", twin, "--json")
+        assert r.returncode == 2 and "twin-alternatives.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def _cands(scores, available=None):
+    out = []
+    for i, (cc, s) in enumerate(zip(("reno", "cubic", "bbr", "bbr3"), scores)):
+        c = Candidate(cc, "as-is", None, True, available=True if available is None else available[i])
+        c.score = s
+        out.append(c)
+    return out
+
+
+def test_the_recommendation_stays_where_it_holds_on_every_reading_else_the_one_that_loses_least():
+    measured = _cands([0.80, 0.79, 0.70, 0.60])
+    alt = {"limiter": "fifo", "depth_below_ms": 5.0}
+    ap = _policed([alt]).alternative_paths()[0][1]
+    # within 0.02 of the other reading's best: the measured best stays
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.785, 0.79, 0.70, 0.60]))], measured[0])
+    assert best is measured[0] and rs[0]["regret"] == pytest.approx(0.005) and rs[0]["best"] == "cubic (host fq) + as is"
+    # 0.19 below the other reading's best: cubic loses at most 0.01 on either, reno 0.19
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.60, 0.78, 0.70, 0.79]))], measured[0])
+    assert best is measured[1] and rs[0]["regret"] == pytest.approx(0.01) and rs[0]["measured_best_score"] == 0.60
+    # a candidate this host cannot run is no reading's best: beside bbr3's 0.95 on the other reading reno would lose
+    # 0.35; beside cubic's 0.615 it loses 0.015, and stays
+    measured = _cands([0.80, 0.79, 0.70, 0.60], available=[True, True, True, False])
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.60, 0.615, 0.50, 0.95], [True, True, True, False]))], measured[0])
+    assert best is measured[0] and rs[0]["best"] == "cubic (host fq) + as is" and rs[0]["regret"] == pytest.approx(0.015)
+    # no other reading: nothing to check
+    assert robust_choice(measured, [], measured[0]) == (measured[0], [])
+
+
+def test_the_words_on_another_reading_say_only_what_its_scores_show():
+    alt = {"limiter": "fifo", "depth_below_ms": 5.0, "why": "drops without a queue"}
+    p = _policed([alt])
+    ap = p.alternative_paths()[0][1]
+    measured = _cands([0.80, 0.79, 0.70, 0.60])
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.80, 0.79, 0.70, 0.60]))], measured[0])
+    (held,) = readings_reasons(p, best, measured, rs)
+    assert "a FIFO bottleneck, a buffer of 53 KB" in held and "(drops without a queue)" in held
+    assert "reno (host fq) + as is is the best there: the advice holds either way." in held
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.60, 0.78, 0.70, 0.79]))], measured[0])
+    other, moved = readings_reasons(p, best, measured, rs)
+    assert other.endswith("cubic (host fq) + as is is within 0.01 of the best there (bbr3 + as is).")
+    assert moved == ("cubic (host fq) + as is is recommended as the choice that loses least whichever reading is "
+                     "your path's: 0.01 below the best on the measured one, at most 0.01 below the best on any.")
+    # no candidate holds on both: the measured best stays (a tie on the largest regret), and the words say what
+    # the other reading's twin would pick instead
+    measured = _cands([0.80, 0.50, 0.40, 0.30])
+    best, rs = robust_choice(measured, [(alt, ap, _cands([0.50, 0.80, 0.40, 0.30]))], measured[0])
+    (other,) = readings_reasons(p, best, measured, rs)
+    assert best is measured[0] and other.endswith("cubic (host fq) + as is would be best (0.80; reno (host fq) + as is 0.50).")
+
+
+def test_advise_checks_its_recommendation_on_each_reading_it_could_not_exclude():
+    # a slow policed path, one member a candidate: seconds
+    p = Path(base_rtt_ms=20, down_mbps=4, up_mbps=1, limiter="policer", port_mbps=8, bucket_bytes=15000,
+             alternatives=[{"limiter": "fifo", "depth_below_ms": 10.0}])
+    out = recommend.advise(p, "balanced", current="cubic", available=list(recommend.CCS), members=1)
+    (r,) = out["readings"]
+    assert r["limiter"] == "fifo" and r["reading"].startswith("a FIFO bottleneck, a buffer of 5 KB")
+    assert set(r) >= {"best", "best_score", "recommended_score", "regret", "figures", "path", "alternative"}
+    assert r["regret"] >= 0 and any("could not tell this from another reading" in x for x in out["reasons"])
+    label = next(c for c in out["alternatives"] if (c["cc"], c["queue"]) == (out["expected"]["cc"], out["expected"]["queue"]))
+    assert label["score"] == out["expected"]["score"]
+    # a path whose reading stood alone has none
+    out = recommend.advise(Path(base_rtt_ms=20, down_mbps=4), "balanced", current="cubic", members=1)
+    assert out["readings"] == [] and not any("could not tell" in x for x in out["reasons"])
