@@ -41,6 +41,26 @@ def test_a_train_in_aggregates_reads_as_a_wifi_hop_at_its_phy_rate():
     assert "batches of 21 packets" in why and "WiFi hop" in why
 
 
+def test_the_hops_rate_is_the_macs_at_the_measured_phy_rate_where_the_flows_got_less():
+    # campaign seed 45 path 5: an airtime AP at MCS 11 (52 Mbit/s), 575 ms; four CUBIC flows under the AP's CoDel
+    # got 23.29 Mbit/s, the MAC delivers 39.15 to a backlogged station (the truth's figure, Path.wifi_rate_mbps)
+    from bloatlab.advise import measure as M
+
+    x = {"rate_mbps": 23.29, "rate_by_cc": {"cubic": 23.29}, "rate_from": {"cubic": "delivery_rate"},
+         "fill_flow_q95_ms": 25.0, "fill_dropped": True, "fill_flow_q50_ms": 20.0,
+         "evidence": {"flow_q95_ms": 25.0, "dropped": True, "flow_q50_ms": 20.0}}
+    wp = {"train": AT_MCS7, "phy_mbps": 51.69, "note": "a WiFi hop"}
+    M._wifi_train(wp, x, 575.0, lambda m: None)
+    want = Path(base_rtt_ms=575.0, down_mbps=51.69, limiter="wifi", wifi_mac=x["wifi"]["mac"], wifi_phy_mbps=51.69).wifi_rate_mbps()
+    assert x["limiter"] == "wifi" and x["rate_mbps"] == want == x["rate_by_cc"]["wifi_mac"]
+    assert want == pytest.approx(39.15, rel=0.02) and x["rate_by_cc"]["cubic"] == 23.29
+    assert "the flows got 23.29 Mbit/s, below what the MAC delivers" in x["limiter_note"]
+    # flows that filled the MAC keep their own rate
+    y = dict(x, rate_mbps=40.5, rate_by_cc={"cubic": 40.5}, rate_from={"cubic": "acked"})
+    M._wifi_train(wp, y, 575.0, lambda m: None)
+    assert y["rate_mbps"] == 40.5 and "wifi_mac" not in y["rate_by_cc"]
+
+
 def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
     """25 subframes at MCS 12 (78 Mbit/s: 25 x 1542 B is 3.95 ms, 26 would pass 4 ms) every ~4.15 ms (an airtime
     AP in the advisor's campaign, evaluation seed 6, path 1): the airtime read from the median period less the mean
