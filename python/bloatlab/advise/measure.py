@@ -927,7 +927,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     d = report["down"]
-    path = Path(base_rtt_ms=max(base["p50"], 0.01), down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
+    path = Path(base_rtt_ms=max(base["p50"], 0.01), base_rtt_spread_ms=max(base["p50"] - base["min"], 0.0),
+                down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),

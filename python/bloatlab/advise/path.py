@@ -113,8 +113,13 @@ class Path:
     # ``limiter_alternatives`` other than the reading itself, in measure's vocabulary (``{"limiter": ...}`` and the
     # conditions under which that limiter gives the same evidence, docs/advise.md "Readings it cannot tell apart");
     # advise checks its recommendation on each one's twin (:meth:`alternative_paths`). None: the reading stood alone.
-    # A twin file keeps them beside it (:func:`alternatives_file`)
+    # A twin file keeps them beside it (:func:`measured_file`)
     alternatives: list | None = None
+    # how far the measured base RTT may lie from the path's: the idle probes' median less their least (ms; measure
+    # takes the median, the least is the nearest the path's own RTT a probe came; on the campaigns' paths the truth
+    # lay within it). advise's ensemble spreads its members' RTTs over +- this (recommend.members_of); None (a path
+    # given as numbers): the accuracy issue 30 asks of a measured RTT (BASE_RTT_GOAL_SHARE, BASE_RTT_GOAL_MS)
+    base_rtt_spread_ms: float | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -140,7 +145,10 @@ class Path:
             raise UserError("a variable rate needs its p10 and p90 (0 < p10 <= p90)")
         for alt in self.alternatives or []:
             if not (isinstance(alt, dict) and alt.get("limiter") in LIMITERS):
-                raise UserError(f"limiter alternatives: each needs a limiter of {', '.join(LIMITERS)}, got {alt!r}")
+                raise UserError(f"alternatives: each needs a limiter of {', '.join(LIMITERS)}, got {alt!r}")
+        if self.base_rtt_spread_ms is not None and not 0 <= self.base_rtt_spread_ms < self.base_rtt_ms:
+            raise UserError(f"base_rtt_spread_ms: expected 0 up to the base RTT ({self.base_rtt_ms} ms), "
+                            f"got {self.base_rtt_spread_ms}")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -350,8 +358,8 @@ class Path:
         """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
         measured figures beside it (``TWIN-down.trace``, ``TWIN-down.trace.json``: :meth:`write_down_trace`,
         written anew: a previous twin's trace there is another measurement's), named relative to it; the
-        readings measure could not tell apart from its own (:attr:`alternatives`) in ``TWIN-alternatives.json``
-        (:func:`alternatives_file`; a previous twin's removed)."""
+        readings measure could not tell apart from its own (:attr:`alternatives`) and the base RTT's spread in
+        ``TWIN-measured.json`` (:func:`measured_file`; a previous twin's removed where there are none)."""
         from ..result import atomic_write_text
 
         if self.down_variable and self.limiter == "fifo":
@@ -359,11 +367,12 @@ class Path:
         doc = self.twin(cc=cc)
         if self.down_variable and self.limiter == "fifo":
             doc["link"]["down"]["rate"] = "trace:" + os.path.basename(self.down_trace)
-        alts = alternatives_file(out)
-        if self.alternatives:
-            atomic_write_text(alts, json.dumps(self.alternatives, indent=1) + "\n")
-        elif os.path.exists(alts):
-            os.unlink(alts)  # another measurement's
+        side = measured_file(out)
+        extra = {k: getattr(self, k) for k in MEASURED_EXTRAS if getattr(self, k) is not None}
+        if extra:
+            atomic_write_text(side, json.dumps(extra, indent=1) + "\n")
+        elif os.path.exists(side):
+            os.unlink(side)  # another measurement's
         atomic_write_text(out, to_toml(doc))
         return out
 
@@ -520,7 +529,7 @@ class Path:
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
-        return cls(**({"down_mbps": rate} | variable), alternatives=read_alternatives(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
+        return cls(**({"down_mbps": rate} | variable), **read_measured(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else None,
@@ -561,26 +570,37 @@ TRACE_FIGURES = ("down_mbps", "down_rate_p10_mbps", "down_rate_p50_mbps", "down_
 VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms", "timescale_s")
 
 
-def alternatives_file(twin: str) -> str:
-    """Where a twin's :attr:`Path.alternatives` are kept: beside it, ``TWIN-alternatives.json`` (the scenario
-    language has no place for what a measurement could not tell apart)."""
-    return os.path.splitext(os.path.abspath(twin))[0] + "-alternatives.json"
+#: what a twin file cannot hold of a measurement and :func:`measured_file` keeps beside it (Path's fields)
+MEASURED_EXTRAS = ("alternatives", "base_rtt_spread_ms")
 
 
-def read_alternatives(twin: str) -> list | None:
-    """The alternatives kept beside ``twin`` (:func:`alternatives_file`), None where there are none; a file that
-    is not a list of alternatives is a clear error naming it."""
-    f = alternatives_file(twin)
+def measured_file(twin: str) -> str:
+    """Where a twin's :data:`MEASURED_EXTRAS` are kept: beside it, ``TWIN-measured.json`` (the scenario language
+    has no place for what a measurement could not tell apart, nor for how sure its base RTT is)."""
+    return os.path.splitext(os.path.abspath(twin))[0] + "-measured.json"
+
+
+def read_measured(twin: str) -> dict:
+    """:data:`MEASURED_EXTRAS` kept beside ``twin`` (:func:`measured_file`; {} where there is no such file); a file
+    that is not what measure writes is a clear error naming it and the key."""
+    f = measured_file(twin)
     if not os.path.exists(f):
-        return None
+        return {}
     try:
         with open(f) as fh:
-            alts = json.load(fh)
+            doc = json.load(fh)
     except (OSError, ValueError) as e:
-        raise UserError(f"{f}: not the limiter alternatives measure writes ({e})") from None
-    if not isinstance(alts, list) or not all(isinstance(a, dict) and a.get("limiter") in LIMITERS for a in alts):
-        raise UserError(f"{f}: expected a list of {{\"limiter\": {' | '.join(LIMITERS)}, ...}}")
-    return alts or None
+        raise UserError(f"{f}: not what measure writes beside a twin ({e})") from None
+    if not isinstance(doc, dict) or set(doc) - set(MEASURED_EXTRAS):
+        raise UserError(f"{f}: expected an object with some of {', '.join(MEASURED_EXTRAS)}")
+    alts = doc.get("alternatives")
+    if alts is not None and not (isinstance(alts, list) and all(isinstance(a, dict) and a.get("limiter") in LIMITERS
+                                                                   for a in alts)):
+        raise UserError(f"{f}: alternatives: expected a list of {{\"limiter\": {' | '.join(LIMITERS)}, ...}}")
+    spread = doc.get("base_rtt_spread_ms")
+    if spread is not None and (isinstance(spread, bool) or not isinstance(spread, (int, float)) or not spread >= 0):
+        raise UserError(f"{f}: base_rtt_spread_ms: expected a number of ms >= 0, got {spread!r}")
+    return {"alternatives": alts or None, "base_rtt_spread_ms": spread}
 
 
 def trace_figures_file(trace: str) -> str:

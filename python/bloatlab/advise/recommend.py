@@ -206,12 +206,18 @@ class Candidate:
 
 def members_of(base_rtt_ms: float, members: int = ENSEMBLE, span: float | None = None) -> list[tuple[float, int]]:
     """The ensemble's members, (base RTT ms, the flows' start ns): the RTTs evenly over the measured RTT +- its
-    uncertainty (the accuracy issue 30 asks of measure's base RTT, path.BASE_RTT_GOAL_SHARE, at most
-    path.BASE_RTT_GOAL_MS: met on 97-100 % of the campaigns' paths, i.e. RTTs the measurement cannot exclude), and the starts evenly over one
+    uncertainty — ``span``, a measured path's own (``Path.base_rtt_spread_ms``: the idle probes' median less their
+    least), else the accuracy issue 30 asks of measure's base RTT (path.BASE_RTT_GOAL_SHARE, at most
+    path.BASE_RTT_GOAL_MS) — and the starts evenly over one
     jiffy of the model's clock (a kernel connection starts at no particular phase of its jiffies and of its 1-ms
     TCP timestamps; a slow start's end can turn on it: the policed path above, at one RTT, delivered 20.7, 27.5 or
     35.2 Mbit/s as its start moved by 0.1-ms steps). The middle member is the measurement itself (start 0).
-    ``span``: the RTTs' half-width instead (the fidelity suite's ensemble judge spreads a factor of 1 by +- 1 %)."""
+    (The fidelity suite's ensemble judge spreads a factor of 1 by ``span`` +- 1 %.) Why a measured path's own: the
+    goal's +- 1 ms is ten times what the measurement leaves open (campaign seeds 33 and 45: the median base RTT
+    0.05-0.2 ms above the truth, the least probe within 0.1 ms of it), and an RTT 1 ms away can end a slow start in
+    another round: seed 33 path 35 (a 14.2-Mbit/s FIFO at 128.6 ms, CUBIC) read 8.74-11.49 Mbit/s over 127.7-129.7
+    ms, median 10.99, where the kernel's three runs gave 8.66-8.68 and the members within +- 0.06 ms (that path's
+    spread) 8.96."""
     from .._native import NS_PER_JIFFY
 
     if members <= 1:
@@ -363,7 +369,7 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
                      for c in cands]
             first = [f.result() for f in first]
             members = members_within_time(time.monotonic() - t0, members, budget_s)
-        ms = members_of(path.base_rtt_ms, members)
+        ms = members_of(path.base_rtt_ms, members, path.base_rtt_spread_ms)
         mid = (len(ms) - 1) // 2
         # a variable capacity: each member on its own realization of the fitted process, the middle one on the
         # twin's own (Path.member_traces), so that one realization does not pick the option
