@@ -100,6 +100,17 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire, rel=1e-3)
 
 
+def test_a_phase_without_samples_says_what_ended_it():
+    # the server gone mid-phase: bloatlab-probe printed what it had and exited 1 (measure._probe's partial result)
+    j = {"flows": [{"id": 1, "direction": "down"}], "raw": {"series": {"flows": {}, "probes": {"t": [], "rtt_ms": []}}}}
+    from bloatlab.errors import UserError
+
+    with pytest.raises(UserError, match=r"no TCP_INFO samples \(a server of another version\?\)"):
+        _window(j, "down")
+    with pytest.raises(UserError, match="no TCP_INFO samples before the phase ended with: connection reset by peer"):
+        _window(dict(j, problem="connection reset by peer"), "down")
+
+
 def _timed_phase(rate_bps, flow_rtt_ms, probe_rtt_ms, secs, setup_s, grace_s, flows=4, retx=0, segs=1):
     """One loaded phase as ``bloatlab-probe load`` times it: the probes every 10 ms from the phase's start
     for ``secs`` (their RTT ``probe_rtt_ms``, or a function of their send time), each flow's samples from

@@ -51,7 +51,9 @@ def _window(j: dict, d: str) -> dict:
     rate_s, srtt = np.asarray(fs.get("delivery_rate_bps", []), float), np.asarray(fs.get("srtt_ms", []), float)
     ids = [i for i in ids if (fid == i).sum() >= 2]
     if not ids:
-        raise UserError(f"measure: the {d} flows reported no TCP_INFO samples (a server of another version?)")
+        # a phase that ended with a problem (the server gone mid-phase: measure._probe's partial result) says so
+        why = f" before the phase ended with: {j['problem']}" if j.get("problem") else " (a server of another version?)"
+        raise UserError(f"measure: the {d} flows reported no TCP_INFO samples{why}")
     t0 = min(t[fid == i].min() for i in ids)
     t1 = min(t[fid == i].max() for i in ids)  # the first flow to end
     w0 = t0 + 0.5 * (t1 - t0)
