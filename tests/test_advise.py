@@ -322,6 +322,20 @@ def test_measure_refuses_a_host_without_a_server():
     assert r.returncode == 2 and "bloatlab-probe server" in r.stderr, r.stderr
 
 
+def test_measure_takes_iperf3s_port_flag_and_refuses_two_ports():
+    from bloatlab.advise.measure import with_port
+
+    assert (with_port("example.net", None), with_port("example.net", 5201), with_port("h:5201", 5201)) == (
+        "example.net", "example.net:5201", "h:5201")
+    r = run_cli("measure", "127.0.0.1", "-p", "1", "--quick", timeout=60)
+    assert r.returncode == 2 and "127.0.0.1:1" in r.stderr, r.stderr
+    for args, key in ((["measure", "127.0.0.1:5301", "-p", "5201"], "name different ports"),
+                      (["measure", "127.0.0.1", "-p", "70000"], "expected 1-65535"),
+                      (["advise", "-p", "5301", "--rtt", "10ms", "--rate", "10Mbit"], "goes with HOST")):
+        r = run_cli(*args)
+        assert r.returncode == 2 and "-p/--port" in r.stderr and key in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_measure_refuses_an_unreachable_host_within_its_timeout():
     # TEST-NET-1 (RFC 5737): never routed; the idle phase gives up after 3 s without a reply
     r = run_cli("measure", "192.0.2.1", "--quick", timeout=60)

@@ -102,6 +102,19 @@ IDLE_PROBES = (300, 500)
 IDLE_INTERVAL_MS = 10
 
 
+def with_port(host: str, port: int | None) -> str:
+    """``HOST[:PORT]`` with ``-p PORT`` (iperf3's flag) folded in: the one port named either way, a clear error where
+    the two name different ports or the port is out of range."""
+    if port is None:
+        return host
+    if not 0 < port < 65536:
+        raise UserError(f"-p/--port: expected 1-65535, got {port}")
+    h, p = _split_host(host)
+    if host.count(":") == 1 and p != port:
+        raise UserError(f"-p/--port: {port} and HOST:PORT {host!r} name different ports")
+    return f"{h}:{port}"
+
+
 def _split_host(host: str) -> tuple[str, int]:
     if host.count(":") == 1:
         h, p = host.split(":")

@@ -12,6 +12,7 @@ def register(sub) -> None:
                                    "twin and recommend one, with its expected figures, the reasons and the caveats "
                                    "(docs/advise.md). Give the path as a twin file (bloatlab measure --out) or as numbers.")
     p.add_argument("host", nargs="?", metavar="HOST[:PORT]", help="measure this host first (runs `bloatlab measure`)")
+    p.add_argument("-p", "--port", type=int, help="with HOST: the server's port (as iperf3's -p; default 5301)")
     p.add_argument("--path", metavar="TWIN.toml", help="a path's twin scenario (from `bloatlab measure --out`)")
     p.add_argument("--rtt", help='base RTT, e.g. "40ms"')
     p.add_argument("--rate", help='bottleneck rate down, e.g. "100Mbit"')
@@ -47,10 +48,12 @@ def path_of(args):
         raise UserError("advise: give exactly one of HOST, --path TWIN.toml, or --rtt with --rate")
     if args.path:
         return Path.from_twin(args.path)
+    if args.port is not None and not args.host:
+        raise UserError("advise: -p/--port goes with HOST (the server advise measures first)")
     if args.host:
-        from ..advise.measure import measure
+        from ..advise.measure import measure, with_port
 
-        return measure(args.host, quick=True, show=not args.json).path
+        return measure(with_port(args.host, args.port), quick=True, show=not args.json).path
     if not (args.rtt and args.rate):
         raise UserError("advise: --rtt and --rate go together (e.g. --rtt 40ms --rate 100Mbit)")
     return Path.from_args(args.rtt, args.rate, args.buffer, args.loss, args.up_rate, args.limiter)

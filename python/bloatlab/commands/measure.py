@@ -12,6 +12,7 @@ def register(sub) -> None:
                                    "bufferbloat grade, the buffer, and what limits the rate — against a host running "
                                    "`bloatlab-probe server` (docs/advise.md).")
     p.add_argument("host", metavar="HOST[:PORT]", help="a host running `bloatlab-probe server`")
+    p.add_argument("-p", "--port", type=int, help="the server's port (as iperf3's -p; or HOST:PORT; default 5301)")
     p.add_argument("--quick", action="store_true", help="shorter phases (~25-30 s in all instead of ~45-60 s; longer on long paths)")
     p.add_argument("--flows", type=int, default=4, help="parallel TCP flows per direction (default 4)")
     p.add_argument("--no-up", action="store_true", help="measure the download direction only")
@@ -22,9 +23,9 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from ..advise.measure import measure
+    from ..advise.measure import measure, with_port
 
-    m = measure(args.host, quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
+    m = measure(with_port(args.host, args.port), quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
     if args.out:
         m.path.write_twin(args.out)
     if args.json:
