@@ -829,6 +829,13 @@ def summary(records: list[dict]) -> dict:
     # ranking goals
     out["judge_flagged"] = sum(judge_flagged(r) for r in records)
     out["rank_flagged"] = sum(rank_flagged(r) for r in records)
+    # advice checked on the readings measure could not tell apart (recommend.robust_choice): on how many paths,
+    # and on how many the recommendation was within SCORE_RESOLUTION of the best on every reading
+    from .recommend import SCORE_RESOLUTION
+
+    checked = [r["advice"]["readings"] for r in records if (r.get("advice") or {}).get("readings")]
+    out["readings"] = {"paths": len(checked),
+                       "held": sum(all(x["regret"] <= SCORE_RESOLUTION for x in rs) for rs in checked)}
     # measurements whose server fell short of a paced train's rate (a loaded host: said, not left out)
     out["server_short"] = sum(bool(r["measured"].get("server_short")) for r in records)
     # how many kernel runs each prediction was judged against (records before JUDGE_REPEATS: one)

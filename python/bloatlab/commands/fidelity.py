@@ -132,7 +132,9 @@ def _advise_campaign(args) -> int:
     print(f"{summ['paths']} paths measured, {summ['failed']} failed; kernel judgements still flagged by the "
           f"emulator after {campaign.KERNEL_TRIES} tries (left out of the prediction and ranking goals): "
           f"{summ.get('judge_flagged', 0)} predictions, {summ.get('rank_flagged', 0)} rankings; a server short of a "
-          f"paced train's rate: {summ.get('server_short', 0)}; code {versions or '-'}"
+          f"paced train's rate: {summ.get('server_short', 0)}; advice checked on readings measure could not tell "
+          f"apart: {summ.get('readings', {}).get('paths', 0)} paths, held on every reading on "
+          f"{summ.get('readings', {}).get('held', 0)}; code {versions or '-'}"
           + (" (mixed versions: judge each apart)" if len(code) > 1 else ""))
     print(f"{out}/campaign.json, report: {out}/report.html")
     return 0
