@@ -55,12 +55,18 @@ def test_bbr3_is_no_more_aggressive_than_bbr1_against_cubic_in_a_deep_buffer():
     # Three seeds: single runs swing by 0.05 (measured 2026-11-23 with TSO
     # bursts, shares v1 0.261/0.237/0.277, v3 0.359/0.327/0.383 — v3 closer
     # to fair, as Google reports for its coexistence with CUBIC).
-    # Losses here are CUBIC's buffer overflows: each flow loses in proportion
-    # to what it has in the queue when it overflows, so v3, which sends more,
-    # retransmits more packets (measured 380 vs 238) at about the same rate
-    # (mean 0.142 % vs 0.124 %, per-seed spread 0.08-0.18 %). The claim is that
-    # v3's loss response adds no loss of its own: its rate stays within the
-    # seed spread of v1's (1.5x).
+    # Losses here are CUBIC's buffer overflows, shared by what each flow has
+    # in the queue. The claim is that v3's loss response adds no loss of its
+    # own: its rate stays within the seed spread of v1's, as the kernel's v1
+    # measures it (no v3 in this kernel). Kernel BBR (v1) through the emulator,
+    # this scenario, seeds 1-3 (2026-11-27, none flagged): 0.067 / 0.181 /
+    # 0.061 % retransmitted, mean 0.103 %, its largest seed 1.76x the mean
+    # (the bound, 1.75; seeds 4-6: 0.157 / 0.076 / 0.133 %). The model's v1
+    # 0.093 / 0.156 / 0.067 % (mean 0.105 %; seeds 4-6 0.128 / 0.068 /
+    # 0.111 %), v3 0.138 / 0.197 / 0.150 % (0.162 %, 1.53x). The bound was
+    # 1.5x, the model's own v1 spread while its receiver re-entered quick-ACK
+    # mode after any 200-ms silence (Linux 6.18: a gap over its RTO since the
+    # last in-order segment): v1 then read 0.143 %, above the kernel's.
     def runs(cc):
         return [bloatlab.run(DEEP, set={"flow.0.cc": cc, "seed": s}).summary for s in (1, 2, 3)]
 
@@ -68,7 +74,7 @@ def test_bbr3_is_no_more_aggressive_than_bbr1_against_cubic_in_a_deep_buffer():
     unfair = lambda ss: sum(abs(s["flows"][0]["goodput_mbps"] / s["total_goodput_mbps"] - 0.5) for s in ss) / len(ss)
     assert unfair(v3) <= unfair(v1) + 0.02
     rate = lambda ss: sum(s["flows"][0]["retrans_rate"] for s in ss) / len(ss)
-    assert rate(v3) <= 1.5 * rate(v1)
+    assert rate(v3) <= 1.75 * rate(v1)
 
 
 def test_bbr3_backs_off_under_random_loss_where_bbr1_does_not():

@@ -312,10 +312,22 @@ impl RcvWindow {
     /// part): returns whether the window grew (ack at once).
     /// `queued`: the in-order segments not yet read, this one included.
     pub fn on_in_order(&mut self, now: Nanos, len: u32, queued: u32) -> bool {
+        self.measure_in_order(now, len);
+        self.grow_in_order(len, queued)
+    }
+
+    /// The first part of [`Self::on_in_order`]: `tcp_event_data_recv` measures
+    /// `icsk_ack.rcv_mss` before its quick-ACK count (`tcp_incr_quickack`
+    /// divides by it) and grows the window after.
+    pub fn measure_in_order(&mut self, now: Nanos, len: u32) {
         if self.space_time.is_none() {
             self.space_time = Some(now);
         }
         self.measure_rcv_mss(len);
+    }
+
+    /// The second part of [`Self::on_in_order`]: `tcp_grow_window`.
+    pub fn grow_in_order(&mut self, len: u32, queued: u32) -> bool {
         self.grow(len, queued.max(1))
     }
 
