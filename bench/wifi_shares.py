@@ -6,8 +6,10 @@ Minstrel-HT at 40 dB, one CUBIC download each; python/bloatlab/study/experiments
 and seed (averaged over the seeds): each station's goodput, airtime share and airtime fraction of the run (both
 directions: its downlink A-MPDUs and its uplink TCP ACKs, with SIFS and (Block)Ack), downlink turns (A-MPDUs) and
 uplink transmissions per second, frames per downlink turn, and airtime per downlink turn (all its airtime over
-its turns: the uplink that comes with a turn included). Then what 4.10's round robin (``fq``) would give with
-equal turns: each station's share in proportion to its airtime per turn, against the measured shares. Measured
+its turns: the uplink that comes with a turn included); the turns the AP built a second (each aggregate once, its
+retries along the chain not counted again) and the share of them that left the station with nothing queued at the
+AP (under ``fq`` it then leaves 4.10's list: docs/wifi.md, "Why the fast stations' TXQs empty under fq"). Then what
+4.10's round robin (``fq``) would give with equal turns: each station's share in proportion to its airtime per turn, against the measured shares. Measured
 2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6 runs of 60 s, 6.1 s wall on the 2-core VM (nice 10, load ~9).
 
     PYTHONPATH=python .venv/bin/python bench/wifi_shares.py [--duration 60s] [--seeds 1,2,3]
@@ -37,7 +39,9 @@ def run(mac: str, seed: int, duration: str) -> dict:
         out[s["name"]] = {"goodput": s["goodput_mbps"], "air_share": s["airtime_share"], "air_frac": r["airtime_s"] / dur,
                           "turns_per_s": r["down_aggregates"] / dur, "up_aggs_per_s": r["up_aggregates"] / dur,
                           "frames_per_turn": r["down_frames"] / max(r["down_aggregates"], 1),
-                          "air_ms_per_turn": 1e3 * r["airtime_s"] / max(r["down_aggregates"], 1)}
+                          "air_ms_per_turn": 1e3 * r["airtime_s"] / max(r["down_aggregates"], 1),
+                          "built_turns_per_s": r["down_turns"] / dur,
+                          "emptied_share": r["down_turns_emptied"] / max(r["down_turns"], 1)}
     return out
 
 
