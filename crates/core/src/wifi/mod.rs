@@ -251,8 +251,9 @@ pub struct StationStats {
     /// Queue drops (qdisc/TXQ full, CoDel), both directions.
     pub queue_drops: u64,
     /// Downlink turns: aggregates the AP's scheduler built for this station, each counted once (at
-    /// its first try), and of those the ones that left the station with nothing queued at the AP
-    /// ([`mac::Aggregate::emptied`]: under `legacy`/`fq` it left the scheduler's list).
+    /// its first try; each single frame of an 802.11b station's burst counts), and of those the ones
+    /// that left the station with nothing queued at the AP ([`mac::Aggregate::emptied`]: under
+    /// `legacy`/`fq` it left the scheduler's list).
     pub down_turns: u64,
     pub down_turns_emptied: u64,
     /// Queueing delay of downlink packets at the AP (arrival to aggregate), ms.
