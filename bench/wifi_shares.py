@@ -10,7 +10,8 @@ its turns: the uplink that comes with a turn included); the turns the AP built a
 retries along the chain not counted again) and the share of them that left the station with nothing queued at the
 AP (under ``fq`` it then leaves 4.10's list: docs/wifi.md, "Why the fast stations' TXQs empty under fq"). Then what
 4.10's round robin (``fq``) would give with equal turns: each station's share in proportion to its airtime per
-turn, against the measured shares. Measured 2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6 runs of 60 s, 6.1 s wall on the 2-core VM (nice 10, load ~9).
+turn, against the measured shares. Measured 2026-11-27 (docs/wifi.md, "Measured disagreements", second entry): 6
+runs of 60 s, 6.1 s wall on the 2-core VM (nice 10, load ~9); 4.1 s at nice 19, load ~2 (wifi15).
 
     PYTHONPATH=python .venv/bin/python bench/wifi_shares.py [--duration 60s] [--seeds 1,2,3] [--set KEY=VALUE ...]
 
