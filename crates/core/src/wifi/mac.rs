@@ -188,6 +188,10 @@ pub struct Aggregate<T> {
     /// Minstrel-HT: the retry chain it is sent with and the tries so far
     /// (None: the station's fixed PHY rate).
     pub chain: Option<ChainTx>,
+    /// Its station had nothing left at this node once it was built (TXQ or driver queue, retry
+    /// queue, with AQL the firmware queue): under 4.10's list (`legacy`, `fq`) the turn took the
+    /// station off the list ([`Node::turn_done`]).
+    pub emptied: bool,
 }
 
 impl<T> Aggregate<T> {
@@ -888,7 +892,8 @@ impl<T: 'static> Node<T> {
             frames.push(p);
         }
         let (psdu, _) = psdu_bytes(frames.iter().map(|p| p.meta.len));
-        Aggregate { sta: s, frames, psdu, chain: chain.map(|chain| ChainTx { chain, series: 0, tries: [0; MAX_RATES] }) }
+        let emptied = txq.retry.is_empty() && txq.fw.is_empty() && txq.q.backlog_pkts() == 0;
+        Aggregate { sta: s, frames, psdu, chain: chain.map(|chain| ChainTx { chain, series: 0, tries: [0; MAX_RATES] }), emptied }
     }
 
     /// Packets queued in this node (qdisc, driver/TXQs, retries, hardware).

@@ -237,7 +237,7 @@ pub struct StationStats {
     /// PPDU + SIFS + ACK/BA; for a collision what it put on the air, the PPDU
     /// or the RTS), ns.
     pub airtime_ns: u64,
-    /// Downlink aggregates and the frames in them.
+    /// Downlink aggregates and the frames in them (every try of an A-MPDU along its retry chain counted).
     pub down_aggregates: u64,
     pub down_frames: u64,
     pub up_aggregates: u64,
@@ -250,6 +250,12 @@ pub struct StationStats {
     pub retry_drops: u64,
     /// Queue drops (qdisc/TXQ full, CoDel), both directions.
     pub queue_drops: u64,
+    /// Downlink turns: aggregates the AP's scheduler built for this station, each counted once (at
+    /// its first try; each single frame of an 802.11b station's burst counts), and of those the ones
+    /// that left the station with nothing queued at the AP ([`mac::Aggregate::emptied`]: under
+    /// `legacy`/`fq` it left the scheduler's list).
+    pub down_turns: u64,
+    pub down_turns_emptied: u64,
     /// Queueing delay of downlink packets at the AP (arrival to aggregate), ms.
     pub qdelay_ms: Vec<f64>,
 }
@@ -257,7 +263,7 @@ pub struct StationStats {
 impl StationStats {
     /// The counters under their raw-result names (docs/engine-interface.md):
     /// both engines write these, so the names live in one place.
-    pub fn counters(&self) -> [(&'static str, f64); 13] {
+    pub fn counters(&self) -> [(&'static str, f64); 15] {
         [
             ("down_bytes", self.down_bytes as f64),
             ("up_bytes", self.up_bytes as f64),
@@ -272,6 +278,8 @@ impl StationStats {
             ("collisions", self.collisions as f64),
             ("retry_drops", self.retry_drops as f64),
             ("queue_drops", self.queue_drops as f64),
+            ("down_turns", self.down_turns as f64),
+            ("down_turns_emptied", self.down_turns_emptied as f64),
         ]
     }
 }
@@ -474,6 +482,11 @@ impl<T: 'static> Wifi<T> {
             let sta = if node == 0 { agg.sta } else { node - 1 };
             if agg.counts_as_ampdu(&self.phys[sta]) {
                 self.nodes[node].in_flight_ampdu += 1;
+            }
+            if node == 0 && agg.chain.is_none_or(|c| c.tries.iter().all(|&t| t == 0)) {
+                // A turn's first try (a retry along the chain is the same turn).
+                self.stations[sta].down_turns += 1;
+                self.stations[sta].down_turns_emptied += agg.emptied as u64;
             }
             let dur = self.try_ns(&agg, sta, collision);
             end = end.max(t + dur);

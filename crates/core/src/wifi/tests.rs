@@ -725,7 +725,7 @@ fn rts_and_cts_cost_128_us_at_6_mbits_in_front_of_a_fallback_try() {
     };
     let frames: Vec<_> = (0..10).map(|i| frame(0, 1500, i, 0)).collect();
     let psdu = psdu_bytes([1500; 10]).0;
-    let agg = |series| Aggregate { sta: 0, frames: Vec::new(), psdu, chain: Some(ChainTx { chain, series, tries: [0; MAX_RATES] }) };
+    let agg = |series| Aggregate { sta: 0, frames: Vec::new(), psdu, chain: Some(ChainTx { chain, series, tries: [0; MAX_RATES] }), emptied: false };
     let mut first = agg(0);
     first.frames = frames;
     // The first rate goes without RTS (minstrel_ht_set_rate: RTS/CTS only for offset > 0):
@@ -1385,4 +1385,27 @@ fn a_retry_frame_past_the_block_ack_window_goes_behind_the_ones_inside_it() {
     let sent: Vec<Vec<u64>> = nd.hw.iter().map(|a| a.frames.iter().map(|p| p.data.seq).collect()).collect();
     assert_eq!(sent, vec![vec![5]]);
     assert_eq!(nd.backlog_pkts(), 2); // frame 70 waits (in the retry queue) with frame 5 (in the hardware)
+}
+
+#[test]
+fn the_ap_counts_each_downlink_turn_once_and_the_turns_that_left_its_station_with_nothing_queued() {
+    // One `fq` station at a fixed MCS 0 (A-MPDUs of at most 2 × 1500 B: 3296 B in 4 ms), five packets arriving
+    // at t = 0. Packet 1 is built at once into an aggregate of its own (the hardware is idle), emptying the TXQ;
+    // so is packet 2 (one A-MPDU in the hardware). Packets 3-5 find two A-MPDUs there: each arrival's call is
+    // refused, packet 3 waits in the retry queue. The first completion builds [3, 4] (5 stays), the second [5],
+    // emptying the station again: 4 turns, 3 of them emptying. No retries on a clean channel: one try each.
+    let stations = vec![StationConfig { name: "s".into(), phy: mcs(0), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: RateControl::Fixed }];
+    let mut w = Wifi::new(&WifiConfig { design: Design::Fq, stations, qdisc: QdiscConfig::default(), aql: None }).unwrap();
+    let mut rng = stream(3, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    for id in 1..=5u64 {
+        w.enqueue(0, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: id }, &mut rng, &mut drops);
+    }
+    while let Some(t) = w.next_event() {
+        w.poll(t, &mut rng, &mut out, &mut drops);
+    }
+    assert_eq!(out.iter().map(|d| d.data).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+    let st = &w.stations[0];
+    assert_eq!((st.down_aggregates, st.down_frames), (4, 5));
+    assert_eq!((st.down_turns, st.down_turns_emptied), (4, 3));
 }
