@@ -508,7 +508,7 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
         "alternatives": [c.figures() for c in ranked],
         # the readings measure could not tell apart from the measured one, each with the candidates' scores on its
         # twin (robust_choice); [] where the reading stood alone
-        "readings": [{k: v for k, v in r.items() if k != "cands"} for r in readings],
+        "readings": readings,
         "reasons": out_reasons,
         "caveats": caveats(path, best, cands),
         "model": model + "; scores: " + ", ".join(f"{k}={v}" for k, v in zip(("goodput", "latency", "fairness", "retrans"), GOALS[goal])),
@@ -536,7 +536,7 @@ def robust_choice(cands: list[Candidate], others: list[tuple[dict, Path, list[Ca
     def worst(i: int) -> float:
         return max(top - t[i].score for top, t in zip(tops, tables))
 
-    b = cands.index(best)
+    b = next(i for i, c in enumerate(cands) if c is best)
     pick = b
     if worst(b) > SCORE_RESOLUTION:
         # ties on the largest regret go to the better score on the measured reading
