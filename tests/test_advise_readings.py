@@ -42,6 +42,9 @@ def test_each_alternative_reading_becomes_a_twin_of_its_own():
     (_, pie), = Path(base_rtt_ms=30, down_mbps=20, buffer_bytes=100_000,
                      alternatives=[{"limiter": "aqm", "target_above_ms": 10.0}]).alternative_paths()
     assert pie.aqm_qdisc == "pie"
+    (_, codel), = Path(base_rtt_ms=30, down_mbps=20, buffer_bytes=100_000,
+                       alternatives=[{"limiter": "aqm", "target_above_ms": 3.0}]).alternative_paths()
+    assert codel.aqm_qdisc == "codel"
     assert Path(base_rtt_ms=30, down_mbps=20, alternatives=[{"limiter": "aqm", "target_above_ms": 17.7}]).alternative_paths() == []
     # a policer on a port within 1.1x of its rate, the FIFO's measured buffer its port's
     (_, pol), = Path(base_rtt_ms=10, down_mbps=50, buffer_bytes=80_000,

@@ -68,6 +68,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
+from .path import AQM_TARGET_MS
 
 #: every kind of limiter a path may have, uniform
 TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake", "wifi")
@@ -75,9 +76,6 @@ TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake"
 #: without a queue, flow isolation or a single-queue AQM's burst (a packet train: measure.single_queue_aqm)
 OBSERVABLE = {"fifo": "fifo", "shaper": "fifo", "codel": "aqm", "pie": "aqm", "policer": "policer",
               "fq_codel": "aqm", "cake": "aqm", "wifi": "wifi"}
-#: each AQM's target queueing delay (ms) with Linux's defaults, as the emulator runs them: sch_codel and
-#: sch_fq_codel 5 ms (RFC 8289), sch_cake 5 ms (its default rtt of 100 ms / 20), sch_pie 15 ms (RFC 8033; pie.rs)
-AQM_TARGET_MS = {"codel": 5.0, "fq_codel": 5.0, "cake": 5.0, "pie": 15.0}
 #: the share of FIFO paths whose down capacity varies, and the models (bloatlab.traces) it follows
 VARIABLE_SHARE = 0.5
 VARIABLE_MODELS = ("lte", "starlink")

@@ -52,9 +52,10 @@ HT20_MCS_MBPS = (6.5, 13, 19.5, 26, 39, 52, 58.5, 65, 13, 26, 39, 52, 78, 104, 1
 POLICER_PORT = 10
 #: fq_codel's default limit (packets): net/sched/sch_fq_codel.c, q->limit = 10*1024
 FQ_CODEL_LIMIT_PKTS = 10240
-#: PIE's default target delay (ms): net/sched/sch_pie.c, pie_params_init, target = 15 ms; the other AQMs' is 5 ms
-#: (CoDel's, fq_codel's, CAKE's)
-PIE_TARGET_MS = 15.0
+#: each AQM's target queueing delay (ms) with Linux's defaults, as both engines run them: sch_codel and
+#: sch_fq_codel 5 ms (RFC 8289), sch_cake 5 ms (its default rtt of 100 ms / 20), sch_pie 15 ms (RFC 8033,
+#: include/net/pie.h pie_params_init; pie.rs)
+AQM_TARGET_MS = {"codel": 5.0, "fq_codel": 5.0, "cake": 5.0, "pie": 15.0}
 
 #: DSLReports' bufferbloat grades: added latency under load (ms) -> grade.
 GRADES = ((5, "A+"), (30, "A"), (60, "B"), (200, "C"), (400, "D"))
@@ -220,9 +221,9 @@ class Path:
         loss and up direction, the limiter the alternative names under the condition it states — a FIFO
         ``depth_below_ms`` deep at the rate (the deepest the evidence allows; at least two packets, the
         campaign's shallowest), else the buffer measured; a policer on the port ``port_within`` x its rate, else
-        the port and bucket the twin assumes (:data:`POLICER_PORT`); an AQM of the ``kinds`` named, PIE where
-        its target must lie above a queue that stood (Linux's defaults: PIE 15 ms, the others 5 ms), else the
-        twin's default AQM (fq_codel). An alternative the twin cannot hold (a WiFi hop, a variable capacity,
+        the port and bucket the twin assumes (:data:`POLICER_PORT`); an AQM of the first of the ``kinds`` named; where
+        its target must lie above a queue that stood, the first single-queue AQM whose Linux default target does
+        (:data:`AQM_TARGET_MS`: CoDel 5 ms, PIE 15 ms; none: no twin); else the twin's default AQM (fq_codel). An alternative the twin cannot hold (a WiFi hop, a variable capacity,
         the reading itself) is left out."""
         import dataclasses
 
@@ -248,9 +249,12 @@ class Path:
             else:
                 kinds = alt.get("kinds") or []
                 above = alt.get("target_above_ms")
-                if above is not None and above >= PIE_TARGET_MS:
-                    continue
-                kind = kinds[0] if kinds else "pie" if above is not None else None
+                if above is not None:
+                    # the single-queue AQMs whose default target lies above the queue that stood without drops
+                    kinds = [k for k in ("codel", "pie") if AQM_TARGET_MS[k] > above]
+                    if not kinds:
+                        continue
+                kind = kinds[0] if kinds else None
                 p = dataclasses.replace(self, **(keep | dict(limiter="aqm", buffer_bytes=None, aqm_qdisc=kind)))
             out.append((alt, p))
         return out
