@@ -129,11 +129,11 @@ def test_the_words_on_another_reading_say_only_what_its_scores_show():
     ap = p.alternative_paths()[0][1]
     measured = _cands([0.80, 0.79, 0.70, 0.60])
     best, rs = robust_choice(measured, [(alt, ap, _cands([0.80, 0.79, 0.70, 0.60]))], measured[0])
-    (held,) = readings_reasons(p, best, measured, rs)
+    (held,) = readings_reasons(best, rs)
     assert "a FIFO bottleneck, a buffer of 53 KB" in held and "(drops without a queue)" in held
     assert "reno (host fq) + as is is the best there: the advice holds either way." in held
     best, rs = robust_choice(measured, [(alt, ap, _cands([0.60, 0.78, 0.70, 0.79]))], measured[0])
-    other, moved = readings_reasons(p, best, measured, rs)
+    other, moved = readings_reasons(best, rs)
     assert other.endswith("cubic (host fq) + as is is within 0.01 of the best there (bbr3 + as is).")
     assert moved == ("cubic (host fq) + as is is recommended as the choice that loses least whichever reading is "
                      "your path's: 0.01 below the best on the measured one, at most 0.01 below the best on any.")
@@ -141,7 +141,7 @@ def test_the_words_on_another_reading_say_only_what_its_scores_show():
     # the other reading's twin would pick instead
     measured = _cands([0.80, 0.50, 0.40, 0.30])
     best, rs = robust_choice(measured, [(alt, ap, _cands([0.50, 0.80, 0.40, 0.30]))], measured[0])
-    (other,) = readings_reasons(p, best, measured, rs)
+    (other,) = readings_reasons(best, rs)
     assert best is measured[0] and other.endswith("cubic (host fq) + as is would be best (0.80; reno (host fq) + as is 0.50).")
 
 

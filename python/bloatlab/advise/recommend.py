@@ -482,7 +482,7 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
     cur = next(c for c in reversed(cands) if c.cc == current and c.queue == "as-is")
     host_q = "fq" if fq_here is not False else (cur_qdisc or "as-is")
     out_reasons = reasons(path, best, cur, cands, ranked)
-    out_reasons[1:1] = readings_reasons(path, best, cands, readings)
+    out_reasons[1:1] = readings_reasons(best, readings)
     if fq_here is False:
         out_reasons.append(f"This kernel has no sch_fq (not built in, not loadable), so the host keeps its qdisc "
                            f"({cur_qdisc or 'unknown'}): {'BBR paces by itself since Linux 4.13 (TCP internal pacing)' if best.cc.startswith('bbr') else best.cc.upper() + ' then runs unpaced, as it does on most hosts'}.")
@@ -551,16 +551,17 @@ def robust_choice(cands: list[Candidate], others: list[tuple[dict, Path, list[Ca
                     "best": top_c.label,
                     "best_score": top_c.score, "recommended_score": ac[pick].score,
                     "measured_best_score": ac[b].score, "regret": top - ac[pick].score,
+                    # the recommended candidate's regret on the measured reading (0 where the choice held)
+                    "measured_regret": tops[0] - cands[pick].score,
                     "figures": ac[pick].figures()})
     return cands[pick], out
 
 
-def readings_reasons(path: Path, best: Candidate, cands: list[Candidate], readings: list[dict]) -> list[str]:
+def readings_reasons(best: Candidate, readings: list[dict]) -> list[str]:
     """The sentences on the readings measure could not tell apart (:func:`robust_choice`): what each is, and
     whether the recommendation holds on its twin or what it costs there; only what the scores show."""
     out = []
-    top = max(c.score for c in cands if c.available or not any(x.available for x in cands))
-    moved = best.score < top
+    moved = bool(readings) and readings[0]["measured_regret"] > 0
     for r in readings:
         what = r["reading"]
         held = r["regret"] <= SCORE_RESOLUTION
@@ -573,8 +574,9 @@ def readings_reasons(path: Path, best: Candidate, cands: list[Candidate], readin
             out.append(head + f"{r['best']} would be best ({r['best_score']:.2f}; {best.label} {r['recommended_score']:.2f}).")
     if moved:
         loss = max(r["regret"] for r in readings)
+        mine = readings[0]["measured_regret"]
         out.append(f"{best.label} is recommended as the choice that loses least whichever reading is your path's: "
-                   f"{top - best.score:.2f} below the best on the measured one, at most {max(loss, top - best.score):.2f} "
+                   f"{mine:.2f} below the best on the measured one, at most {max(loss, mine):.2f} "
                    "below the best on any.")
     return out
 

@@ -310,13 +310,16 @@ impl RcvWindow {
 
     /// An in-order segment of `len` bytes arrived at `now` (`tcp_event_data_recv`'s
     /// part): returns whether the window grew (ack at once).
-    /// `queued`: the in-order segments not yet read, this one included.
+    /// `queued`: the in-order segments not yet read, this one included. The
+    /// receiver runs its two parts apart (its quick-ACK count comes between);
+    /// the window's own tests drive both at once.
+    #[cfg(test)]
     pub fn on_in_order(&mut self, now: Nanos, len: u32, queued: u32) -> bool {
         self.measure_in_order(now, len);
         self.grow_in_order(len, queued)
     }
 
-    /// The first part of [`Self::on_in_order`]: `tcp_event_data_recv` measures
+    /// The first part of `on_in_order`: `tcp_event_data_recv` measures
     /// `icsk_ack.rcv_mss` before its quick-ACK count (`tcp_incr_quickack`
     /// divides by it) and grows the window after.
     pub fn measure_in_order(&mut self, now: Nanos, len: u32) {
@@ -326,7 +329,7 @@ impl RcvWindow {
         self.measure_rcv_mss(len);
     }
 
-    /// The second part of [`Self::on_in_order`]: `tcp_grow_window`.
+    /// The second part of `on_in_order`: `tcp_grow_window`.
     pub fn grow_in_order(&mut self, len: u32, queued: u32) -> bool {
         self.grow(len, queued.max(1))
     }

@@ -173,8 +173,6 @@ pub struct Receiver {
     /// (`inet_csk_schedule_ack`, for every data segment); an ACK sent then
     /// counts against quick-ACK mode ([`Receiver::make_ack`]).
     ack_scheduled: bool,
-    /// A data segment has arrived (quick-ACK mode entered).
-    started: bool,
     dup_ack_counter: u32,
     compressed: u32,
     /// An ACK the last segment sent before it was processed
@@ -226,7 +224,6 @@ impl Receiver {
             copied: 0,
             arrived_unread: 0,
             ack_scheduled: false,
-            started: false,
             dup_ack_counter: 0,
             compressed: 0,
             early_ack: None,
@@ -362,10 +359,10 @@ impl Receiver {
         // every data segment schedules an ACK (tcp_event_data_recv, tcp_data_queue_ofo, and
         // tcp_data_queue's duplicate branch: inet_csk_schedule_ack)
         self.ack_scheduled = true;
-        if !self.started {
+        if self.ato == 0 {
             // The first data segment of any kind enters quick-ACK mode (a departure from
-            // tcp_event_data_recv, which waits for in-order data; see the module's notes)
-            self.started = true;
+            // tcp_event_data_recv, which waits for in-order data; see the module's notes); ato is
+            // never 0 again
             self.enter_quickack_mode(now);
         }
         if seq < self.rcv_nxt || self.in_ofo(seq) {
@@ -453,25 +450,20 @@ impl Receiver {
     }
 
     /// `tcp_event_data_recv`'s delayed-ACK engine, from the gap m since the
-    /// last in-order segment (jiffies): with `ato` still 0 (no in-order data
-    /// yet, and quick-ACK mode never left: `tcp_dec_quickack_mode` sets it
-    /// too) quick-ACK mode (`tcp_incr_quickack`) and `TCP_ATO_MIN`; m ≤
-    /// 20 ms: ato/2 + 20 ms; m < ato: ato/2 + m, at most the RTO; m over
-    /// the RTO (the sender "failed to restart window"): quick-ACK mode.
+    /// last in-order segment (jiffies): m ≤ 20 ms: ato/2 + 20 ms; m < ato:
+    /// ato/2 + m, at most the RTO; m over the RTO (the sender "failed to
+    /// restart window"): quick-ACK mode. Its first branch (`ato` still 0:
+    /// quick-ACK mode and `TCP_ATO_MIN`) is [`Self::enter_quickack_mode`],
+    /// which [`Self::on_data`] runs at the first data segment of any kind.
     fn update_ato(&mut self, now: Nanos) {
         let now_j = jiffies32(now);
-        if self.ato == 0 {
+        let m = now_j.wrapping_sub(self.lrcvtime);
+        if m <= ATO_MIN_J / 2 {
+            self.ato = (self.ato >> 1) + ATO_MIN_J / 2;
+        } else if m < self.ato {
+            self.ato = ((self.ato >> 1) + m).min(self.rto_j);
+        } else if m > self.rto_j {
             self.incr_quickack(MAX_QUICKACKS);
-            self.ato = ATO_MIN_J;
-        } else {
-            let m = now_j.wrapping_sub(self.lrcvtime);
-            if m <= ATO_MIN_J / 2 {
-                self.ato = (self.ato >> 1) + ATO_MIN_J / 2;
-            } else if m < self.ato {
-                self.ato = ((self.ato >> 1) + m).min(self.rto_j);
-            } else if m > self.rto_j {
-                self.incr_quickack(MAX_QUICKACKS);
-            }
         }
         self.lrcvtime = now_j;
     }
