@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 from bloatlab.advise import recommend
@@ -98,6 +99,28 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["rate_from"] == "acked_bytes" and w["rate_mbps"] == pytest.approx(15 * wire, rel=1e-3)
     w = _window(_phase(20e6, 15e6, 400.0), "down")  # 400 ms of 5 s: 12 round trips
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire, rel=1e-3)
+
+
+def test_a_flow_whose_delivery_stood_still_past_its_rto_reads_no_rate():
+    """tcpi_delivery_rate keeps a flow's last rate sample while it waits in
+    retransmission timeouts; past its srtt + 200 ms (Linux's TCP_RTO_MIN)
+    with neither its cumulative ACK nor its sample moving, the flow counts 0.
+    A flow in SACK recovery (cumulative ACK still, samples moving) counts."""
+    from bloatlab.advise.evidence import RTO_MIN_S, flow_rates
+
+    t = np.arange(0.0, 2.0, 0.01)
+    at = np.array([0.5, 0.5 + 0.05 + RTO_MIN_S - 0.02, 0.5 + 0.05 + RTO_MIN_S + 0.02, 1.9])
+    acked = np.where(t < 0.5, t * 1e6 / 8, 0.5 * 1e6 / 8)  # delivers 1 Mbit/s, then nothing from 0.5 s
+    fs = {"delivery_rate_bps": [1e6] * t.size, "delivered_bytes": list(acked), "srtt_ms": [50.0] * t.size}
+    fid = np.ones(t.size, int)
+    assert list(flow_rates(fs, fid, t, 1, at)) == [1e6, 1e6, 0.0, 0.0]
+    # its rate samples moving (SACKed data delivered while a hole holds the cumulative ACK): counted throughout
+    fs["delivery_rate_bps"] = [1e6 + (i % 2) for i in range(t.size)]
+    assert all(flow_rates(fs, fid, t, 1, at) >= 1e6)
+    # an older probe's JSON without delivered_bytes: the samples as they are
+    del fs["delivered_bytes"]
+    fs["delivery_rate_bps"] = [1e6] * t.size
+    assert list(flow_rates(fs, fid, t, 1, at)) == [1e6] * 4
 
 
 def test_a_phase_without_samples_says_what_ended_it():
@@ -552,6 +575,8 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     j = _phase(0, 0, 100.0, secs=20.0)
     t = j["raw"]["series"]["flows"]["t"]
     j["raw"]["series"]["flows"]["delivery_rate_bps"] = [40e6 if int(x) % 2 == 0 else 10e6 for x in t]
+    # (its cumulative ACK advances with it: a flow whose delivery stands still reads 0, evidence.flow_rates)
+    j["raw"]["series"]["flows"]["delivered_bytes"] = [0.01 * i * 25e6 / 8 for i in range(len(t))]
     v = rate_variation(j, "down", 50.0)
     assert v["p10_mbps"] == pytest.approx(10 * wire, rel=0.01) and v["p90_mbps"] == pytest.approx(40 * wire, rel=0.01)
     assert 0.2 <= v["timescale_s"] <= 1.0
