@@ -30,7 +30,10 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
     q95 = ev["flow_q95_ms"]
     x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m_classify.ambiguity(lim, rate, 4),
          "limiter_alternatives": m_classify.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
-         "evidence": dict(ev, dropped=True, burst_floor_ms=m_physics.burst_floor_ms(rate, 4)),
+         # the evidence as measure stores it: what classify read (its loss, RTT and the phase's rate too)
+         "evidence": {"excess_loss": classify_kw.get("loss", 0.0), "rate_mbps": classify_kw.get("loss_rate_mbps") or rate,
+                      **({"loaded_rtt_ms": classify_kw["rtt_ms"]} if classify_kw.get("rtt_ms") else {}), **ev,
+                      "dropped": True, "burst_floor_ms": m_physics.burst_floor_ms(rate, 4)},
          "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None,
          "first_loss": first_loss or {"flows": [], "lossless": 0}}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))

@@ -263,15 +263,39 @@ def test_a_train_no_faster_than_the_rate_turns_a_policer_reading_into_a_shallow_
     the campaign's development seed read it as one): a shallow FIFO."""
     from bloatlab.advise.trains import _not_a_policer
 
-    x = {"rate_mbps": 1.45, "limiter": "policer", "buffer_bytes": None, "buffer_bdp": None,
-         "evidence": {"flow_q95_ms": 51.7}, "train": {"leading_mbps": 1.47, "sender_limited": False}}
+    # the probe queued as the flows did (one shared queue)
+    ev = {"probe_q95_ms": 40.0, "flow_q50_ms": 20.0, "flow_q95_ms": 51.7, "dropped": True, "excess_loss": 0.02,
+          "loaded_rtt_ms": 506.0, "rate_mbps": 1.45}
+    x = {"rate_mbps": 1.45, "limiter": "policer", "buffer_bytes": None, "buffer_bdp": None, "flows": 4,
+         "evidence": ev, "train": {"leading_mbps": 1.47, "sender_limited": False}}
     _not_a_policer(x, 486.0)
     assert x["limiter"] == "fifo" and x["buffer_bytes"] == int(51.7e-3 * 1.45e6 / 8)
     assert "not a policer" in x["limiter_note"]
-    y = {"rate_mbps": 20.0, "limiter": "policer", "buffer_bytes": None, "evidence": {"flow_q95_ms": 3.0},
+    y = {"rate_mbps": 20.0, "limiter": "policer", "buffer_bytes": None, "evidence": dict(ev, flow_q95_ms=3.0),
          "train": {"leading_mbps": 100.0, "sender_limited": False}}
     _not_a_policer(y, 30.0)
     assert y["limiter"] == "policer"  # a port five times faster: a policer
+
+
+def test_with_the_policer_excluded_the_flows_tail_queue_the_probe_skipped_is_flow_isolation():
+    """classify reads a policer before it looks at the flows' tail (rule 2
+    before rule 3: a policer's port bursts lift the flows' p95); once the
+    train excludes the policer, rule 3 applies as it stands. Campaign seed 47
+    path 37 (CAKE at 254.7 Mbit/s, 34 ms, 0.15 % random loss): BBR's flows
+    2.9 / 9.5 ms at p50 / p95, the probe 0.24 ms, drops beyond the idle loss,
+    a train at the rate — it was read as a shallow FIFO."""
+    from bloatlab.advise.classify import _classify_ev
+    from bloatlab.advise.trains import _not_a_policer
+
+    ev = {"phase": "bbr", "rate_mbps": 252.58, "probe_q95_ms": 0.2375, "flow_q50_ms": 2.9248, "flow_q95_ms": 9.4738,
+          "dropped": True, "excess_loss": 0.000795, "loaded_rtt_ms": 37.058}
+    assert _classify_ev(ev, 252.58, 4) == "policer"
+    assert _classify_ev(ev, 252.58, 4, policer=False) == "aqm"
+    x = {"rate_mbps": 252.58, "limiter": "policer", "buffer_bytes": None, "buffer_bdp": None, "flows": 4, "evidence": ev,
+         "train": {"leading_mbps": 250.0, "sender_limited": False}}
+    _not_a_policer(x, 34.07)
+    assert x["limiter"] == "aqm" and x["buffer_bytes"] is None and x["port_mbps"] is None
+    assert "flow-isolating AQM" in x["limiter_note"]
 
 
 # Trains measured through the emulator (2026-11-25; bloatlab-probe udp train, 1000 packets) behind a FIFO of 1 BDP

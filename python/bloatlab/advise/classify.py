@@ -59,7 +59,8 @@ EARLY_LOSS_HANDFUL = 0
 
 
 def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
-             loss: float = 0.0, rtt_ms: float | None = None, loss_rate_mbps: float | None = None) -> str:
+             loss: float = 0.0, rtt_ms: float | None = None, loss_rate_mbps: float | None = None,
+             policer: bool = True) -> str:
     """What enforces the rate, from the queue a sparse probe sees (p95 above
     the base RTT, ms), the queue the bulk flows sit in (p50 and p95 above the
     base RTT, ms, from their smoothed RTT), whether the flows lost segments
@@ -101,7 +102,11 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     bound on that wait they are a lower bound on the queue, which is what
     the claim of a backlog (isolation) needs; the claim of none (the
     policer's floor) keeps them as read, an upper bound. No ACK wait is
-    taken off without ``rtt_ms`` (it sets the timer's ceiling)."""
+    taken off without ``rtt_ms`` (it sets the timer's ceiling).
+
+    ``policer=False``: a packet train has excluded a policer
+    (``trains._not_a_policer``: no faster port), so rule 2 is passed over and
+    the evidence read by rules 3 and 4 as it stands."""
     floor = burst_floor_ms(rate_mbps, flows)
     phase = loss_rate_mbps or rate_mbps
     idle = phase * UNSATURATED <= rate_mbps
@@ -112,7 +117,7 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
 
     if isolated(flow_q50):
         return "aqm"
-    if dropped and probe_q95 < floor:
+    if policer and dropped and probe_q95 < floor:
         far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(phase, flows, rtt_ms)
         if idle or flow_q95 < floor or (far and flow_q50 < floor):
             return "policer"
@@ -277,9 +282,9 @@ def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: flo
     return False, f"{seen}: {len(early)} below, too few to tell CAKE (fq_codel taken)"
 
 
-def _classify_ev(ev: dict, rate_mbps: float, flows: int) -> str:
+def _classify_ev(ev: dict, rate_mbps: float, flows: int, policer: bool = True) -> str:
     return classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], ev["dropped"], rate_mbps, flows,
-                    ev["excess_loss"], ev["loaded_rtt_ms"], ev["rate_mbps"])
+                    ev["excess_loss"], ev.get("loaded_rtt_ms"), ev["rate_mbps"], policer=policer)
 
 
 def _cobalt(x: dict) -> None:
