@@ -96,9 +96,13 @@ def test_a_flow_needs_a_station_when_there_are_several():
         load(doc)
 
 
-def test_wifi_and_a_wired_link_together_are_refused():
-    with pytest.raises(ScenarioError, match=r"^link:"):
-        load(ANOMALY.format(mac="fq", duration="1s") + '[link.down]\nrate = "10Mbit"\n')
+def test_a_wired_link_beside_wifi_is_the_aps_line_and_its_keys_are_checked_as_a_links():
+    # the AP's line in series with the medium (docs/wifi.md "The AP's line"); a bad key names its path as anywhere
+    sc = load(ANOMALY.format(mac="fq", duration="1s") + '[link.down]\nrate = "10Mbit"\n')
+    r = sc.resolved()
+    assert r["links"]["down"]["rate_bps"] == 10_000_000 and r["wifi"] is not None
+    with pytest.raises(ScenarioError, match=r"^link\.down\.rate:"):
+        load(ANOMALY.format(mac="fq", duration="1s") + '[link.down]\nrate = "fast"\n')
 
 
 def test_a_station_without_wifi_is_refused():
@@ -255,3 +259,47 @@ def test_an_802_11b_station_resolves_to_its_dsss_rate_and_slows_everyone_with_pr
     assert slow["phy_rate_mbps"] == pytest.approx(1.0)
     # Single frames: one MPDU per transmission, both ways.
     assert slow["aggregate_frames_down"] == pytest.approx(1.0)
+
+
+LINE_BEHIND_WIFI = """
+name = "wifi-behind-a-line"
+duration = "10s"
+[link.down]
+rate = "{down}"
+buffer = "{buffer}"
+[link.up]
+rate = "5Mbit"
+[wifi]
+mac = "fq"
+[[wifi.station]]
+name = "laptop"
+phy_rate = "{phy}"
+[[flow]]
+cc = "cubic"
+direction = "{direction}"
+rtt = "30ms"
+"""
+
+
+def test_the_aps_line_in_series_with_the_medium_holds_the_queue_where_it_is_the_slower():
+    """A home: the AP's line ([link], DSL or cable) in series with the WiFi
+    medium ([wifi]), down the line first and then the AP, up the medium and
+    then the line (docs/wifi.md "The AP's line"). The slower of the two
+    holds the queue and sets the rate."""
+    wire = 1448 / 1500  # a full segment's payload on the wire
+    # the line (20 Mbit/s, a 4-BDP FIFO) slower than an MCS 15 station: the line's FIFO fills (CUBIC's sawtooth
+    # in 4 BDP: its queue never empties, 120 ms full), the AP's queue stays empty (130 Mbit/s PHY drains 20)
+    s = bloatlab.run(load(LINE_BEHIND_WIFI.format(down="20Mbit", buffer="4bdp", phy="mcs15", direction="down"))).summary
+    assert 0.9 * 20 * wire < s["flows"][0]["goodput_mbps"] <= 20 * wire
+    assert 40 < s["links"]["down"]["qdelay_ms"]["p50"] <= 120.1
+    assert s["stations"][0]["goodput_mbps"] == pytest.approx(s["flows"][0]["goodput_mbps"])
+    assert s["stations"][0]["qdelay_ms"]["p95"] < 1.0
+    # an MCS 2 station (19.5 Mbit/s PHY) behind a 100 Mbit/s line: the AP's queue now (fq_codel per station holds
+    # it near CoDel's 20 ms WiFi target), the line's empty but for the bursts it passes at 100 Mbit/s
+    s = bloatlab.run(load(LINE_BEHIND_WIFI.format(down="100Mbit", buffer="1bdp", phy="mcs2", direction="down"))).summary
+    assert s["flows"][0]["goodput_mbps"] < 19.5 * wire
+    assert s["links"]["down"]["qdelay_ms"]["p50"] < 2.0 and s["stations"][0]["qdelay_ms"]["p50"] > 5.0
+    # up: the medium and then the 5 Mbit/s line, whose FIFO (default 1 BDP) holds the upload's queue
+    s = bloatlab.run(load(LINE_BEHIND_WIFI.format(down="20Mbit", buffer="1bdp", phy="mcs15", direction="up"))).summary
+    assert 0.9 * 5 * wire < s["flows"][0]["goodput_mbps"] <= 5 * wire
+    assert s["links"]["up"]["qdelay_ms"]["p95"] > 10.0

@@ -123,7 +123,8 @@ impl Links {
     }
 }
 
-/// What moves the packets: the two links, or a WiFi medium (docs/wifi.md).
+/// What moves the packets: the two links, or a WiFi medium (docs/wifi.md) with the AP's line if the scenario
+/// gives one.
 enum Medium {
     Links(Links),
     Wifi(crate::wifi::WifiThread),
@@ -133,7 +134,7 @@ impl Medium {
     fn start(sc: &Resolved, net: &Netns, origin: u64, lead: u64, opt: &Options, shell: bool) -> Result<Medium, String> {
         use std::os::fd::AsRawFd;
         Ok(match sc.wifi {
-            Some(_) => Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), origin, opt.timing)?),
+            Some(_) => Medium::Wifi(crate::wifi::WifiThread::start(sc, net.tun_server.as_raw_fd(), net.tun_client.as_raw_fd(), origin, lead, opt.timing)?),
             None => Medium::Links(Links::start(sc, net, origin, lead, opt, opt.threads.one(sc, shell))?),
         })
     }
@@ -146,11 +147,15 @@ impl Medium {
         }
     }
 
-    /// Stop; the links' results, or what the WiFi medium's thread leaves.
+    /// Stop; the links' results, or what the WiFi medium's thread leaves (with the AP's line, `[link]`, in
+    /// series with it: that line's directions as the links').
     fn stop(self) -> Result<(Vec<(String, DirResult)>, Option<crate::wifi::WifiOutcome>), String> {
         Ok(match self {
             Medium::Links(l) => (l.stop()?, None),
-            Medium::Wifi(w) => (Vec::new(), Some(w.stop()?)),
+            Medium::Wifi(w) => {
+                let mut w = w.stop()?;
+                (std::mem::take(&mut w.dirs), Some(w))
+            }
         })
     }
 }

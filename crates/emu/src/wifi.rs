@@ -14,8 +14,16 @@
 //! (`shell_station`, `bloatlab shell --station`); without one they only get
 //! the default delay. The MAC design and its settings (`[wifi.aql]`) reach the
 //! core through the resolved scenario's `WifiSpec::config`, as in the simulator.
+//!
+//! A scenario's `[link]` directions are the AP's line, in series with the
+//! medium and run by this thread too, as the simulator orders them
+//! (crates/sim/src/wifi.rs): down, a packet read from the server TUN crosses
+//! the line's bottleneck (crate::link, without its propagation) and then the
+//! AP; up, the medium and then the line, whose delay line holds the flow's
+//! one-way delay.
 
-use crate::forward::{LateHist, SpinBudget, Timing, MAX_FRAME};
+use crate::forward::{DirResult, LateHist, SpinBudget, Timing, MAX_FRAME};
+use crate::link::Link;
 use crate::stall::{Episode, StallWatch};
 use crate::gso::Segmenter;
 use crate::packet;
@@ -65,10 +73,12 @@ pub struct WifiThread {
 }
 
 impl WifiThread {
-    /// Start the medium between `tun_server` (the AP's wired side) and `tun_client` (the stations).
-    pub fn start(sc: &Resolved, tun_server: RawFd, tun_client: RawFd, origin: u64, timing: Timing) -> Result<WifiThread, String> {
+    /// Start the medium between `tun_server` (the AP's wired side) and `tun_client` (the stations); the
+    /// clock starts at `origin`, the scenario `lead` ns later (the AP's line measures from there).
+    pub fn start(sc: &Resolved, tun_server: RawFd, tun_client: RawFd, origin: u64, lead: u64, timing: Timing) -> Result<WifiThread, String> {
         let w = sc.wifi.as_ref().ok_or("wifi: missing")?;
         let cfg = w.config()?;
+        let line_cfgs = line_configs(sc, lead)?;
         let (delay_by_port, default_delay) = sc.delays();
         let by_port = stations_by_port(sc);
         let seed = sc.seed;
@@ -80,13 +90,18 @@ impl WifiThread {
             .name("wifi".into())
             .spawn(move || {
                 let wifi = Wifi::new(&cfg)?;
+                let mut lines = [None, None];
+                for (l, c) in lines.iter_mut().zip(line_cfgs) {
+                    *l = c.map(Link::new).transpose()?;
+                }
                 let watch = StallWatch::new(sys::mono_ns().saturating_sub(origin));
                 let mut m = Medium { wifi, rng: rng::stream(seed, 3), by_port, shell_station, delay_by_port, default_delay, line: BinaryHeap::new(), seq: 0,
-                    fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0, watch };
+                    fds: [tun_server, tun_client], origin, timing, late: LateHist::default(), write_errors: 0, watch, lines, lead };
                 m.run(&st);
+                let dirs = m.line_results();
                 // Only the scenario's stalls (its t = 0 is the medium's origin).
                 let stalls = std::mem::take(&mut m.watch.episodes).into_iter().filter(|e| e.start_ns < duration_ns).collect();
-                Ok(WifiOutcome { wifi: m.output(), late: m.late, stalls, stalls_lost: m.watch.lost })
+                Ok(WifiOutcome { wifi: m.output(), late: m.late, stalls, stalls_lost: m.watch.lost, dirs })
             })
             .map_err(|e| format!("cannot start the wifi thread: {e}"))?;
         Ok(WifiThread { stop, handle })
@@ -106,6 +121,31 @@ pub struct WifiOutcome {
     pub late: LateHist,
     pub stalls: Vec<Episode>,
     pub stalls_lost: u64,
+    /// The AP's line, each direction the scenario gives (`[link]`), as a link thread reports it.
+    pub dirs: Vec<(String, DirResult)>,
+}
+
+/// The AP's line (`[link]`) of each direction the scenario gives, measured from `lead` as the link threads
+/// are (run::Links::start); the down line without its propagation, which the flows get after the medium.
+/// Each is built once here, so that a bad one is an error before the thread starts (the thread builds its own:
+/// a qdisc stays on the thread that runs it).
+fn line_configs(sc: &Resolved, lead: u64) -> Result<[Option<crate::link::LinkConfig>; 2], String> {
+    let mut out = [None, None];
+    for (i, dir) in ["down", "up"].into_iter().enumerate() {
+        if (if i == 0 { &sc.links.down } else { &sc.links.up }).is_none() {
+            continue;
+        }
+        let mut cfg = sc.link_config(dir)?;
+        cfg.measure_from = lead;
+        cfg.measure_until = lead.saturating_add(cfg.measure_until);
+        if i == 0 {
+            cfg.delay_by_port = vec![0; cfg.delay_by_port.len()];
+            cfg.default_delay = 0;
+        }
+        Link::new(cfg.clone()).map_err(|e| format!("links.{dir}.qdisc: {e}"))?;
+        out[i] = Some(cfg);
+    }
+    Ok(out)
 }
 
 struct Medium {
@@ -125,6 +165,10 @@ struct Medium {
     late: LateHist,
     write_errors: u64,
     watch: StallWatch,
+    /// The AP's line: [down, up] (`[link]`), in series with the medium.
+    lines: [Option<Link>; 2],
+    /// The scenario's t = 0 on this thread's clock.
+    lead: u64,
 }
 
 impl Medium {
@@ -163,6 +207,7 @@ impl Medium {
         let mut frame = vec![0u8; MAX_FRAME];
         let mut seg = Segmenter::default();
         let mut spin = SpinBudget::new(self.timing.spin_pct);
+        let mut passed: Vec<Vec<u8>> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let now = self.clock();
             spin.woke = now;
@@ -176,6 +221,11 @@ impl Medium {
                         Ok(n) if n > 0 => seg.each(&frame[..n], |p| {
                             read += 1;
                             let b = p.to_vec();
+                            if let Some(l) = self.lines[0].as_mut().filter(|_| !up) {
+                                // down through the AP's line first (handed to the AP below)
+                                l.arrive(now, b);
+                                return;
+                            }
                             let h = packet::parse(&b);
                             match h.as_ref().and_then(|h| self.station_of(h).map(|s| (s, h.meta()))) {
                                 Some((s, meta)) => self.wifi.enqueue(now, s, up, Packet { meta, data: b }, &mut self.rng, &mut drops),
@@ -196,6 +246,25 @@ impl Medium {
             // What a stall left waiting, and what the queues dropped of it.
             self.watch.read(read, drops.len() as u64, drained);
             drops.clear();
+            // What the AP's line passed down by now goes to the AP (or, of no station, on its way).
+            let now = self.clock();
+            if let Some(l) = self.lines[0].as_mut() {
+                l.service(now);
+                while let Some((_, b)) = l.pop_due(now) {
+                    passed.push(b);
+                }
+            }
+            for b in passed.drain(..) {
+                let h = packet::parse(&b);
+                match h.as_ref().and_then(|h| self.station_of(h).map(|s| (s, h.meta()))) {
+                    Some((s, meta)) => self.wifi.enqueue(now, s, false, Packet { meta, data: b }, &mut self.rng, &mut drops),
+                    None => {
+                        let at = now + self.delay_of(h.as_ref());
+                        self.delay_line(at, false, b);
+                    }
+                }
+            }
+            drops.clear();
             self.wifi.poll(self.clock(), &mut self.rng, &mut out, &mut drops);
             drops.clear();
             let now = self.clock();
@@ -203,8 +272,25 @@ impl Medium {
                 if d.meta.ecn == Ecn::Ce {
                     packet::set_ce(&mut d.data);
                 }
+                if let Some(l) = self.lines[1].as_mut().filter(|_| d.up) {
+                    // up through the AP's line, whose delay line holds the flow's one-way delay
+                    l.arrive(now, d.data);
+                    continue;
+                }
                 let at = now + self.delay_of(packet::parse(&d.data).as_ref());
                 self.delay_line(at, d.up, d.data);
+            }
+            if let Some(l) = self.lines[1].as_mut() {
+                l.service(now);
+                let mut t = now;
+                while let Some((at, b)) = l.pop_due(t) {
+                    if !sys::write_pkt(self.fds[0], &b) {
+                        self.write_errors += 1;
+                    }
+                    t = sys::mono_ns().saturating_sub(self.origin);
+                    self.watch.seen(t);
+                    self.late.record(t.saturating_sub(at));
+                }
             }
             // Due packets out of the other side.
             let mut t = self.clock();
@@ -217,10 +303,42 @@ impl Medium {
                 self.watch.seen(t);
                 self.late.record(t.saturating_sub(at));
             }
-            let next = [self.wifi.next_event(), self.line.peek().map(|Reverse(e)| e.0)].into_iter().flatten().min();
+            let lines = self.lines.iter().flatten().map(Link::next_event);
+            let next = [self.wifi.next_event(), self.line.peek().map(|Reverse(e)| e.0)].into_iter().flatten().chain(lines).min();
             let slept_until = crate::forward::wait_until(&self.fds, self.origin, &self.timing, next.unwrap_or(u64::MAX), &mut spin);
             self.watch.sleeping_until(slept_until);
         }
+    }
+
+    /// The AP's line as the link threads report a direction (crate::forward's `finish`): its queue, drops and
+    /// samples; the writes' lateness and the stalls are the medium thread's (its own `WifiOutcome` fields).
+    fn line_results(&mut self) -> Vec<(String, DirResult)> {
+        let now = self.clock();
+        let mut out = Vec::new();
+        for (i, dir) in ["down", "up"].into_iter().enumerate() {
+            let Some(l) = self.lines[i].as_mut() else { continue };
+            l.service(now);
+            // times from the scenario's t = 0, as crate::forward reports them
+            let shaper_log = l.shaper_rate_log().map(|log| log.iter().map(|&(t, r)| (t.saturating_sub(self.lead), r)).collect());
+            out.push((dir.to_string(), DirResult {
+                stats: l.stats.clone(),
+                tx_bytes: l.tx_bytes,
+                tx_pkts: l.tx_pkts,
+                busy_ns: l.busy_ns,
+                qdelay_ms: std::mem::take(&mut l.qdelay_ms),
+                samples: std::mem::take(&mut l.samples),
+                late: LateHist::default(),
+                write_errors: 0,
+                read_pkts: 0,
+                read_frames: 0,
+                super_pkts: 0,
+                coalesced_pkts: 0,
+                stalls: Vec::new(),
+                stalls_lost: 0,
+                shaper_log,
+            }));
+        }
+        out
     }
 
     /// The raw result's `wifi` object (docs/engine-interface.md), as the simulator's.

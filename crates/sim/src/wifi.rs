@@ -1,8 +1,11 @@
 //! The WiFi link in the simulator: the core's [`Wifi`] medium (AP + stations)
 //! driven in virtual time. A flow or probe with a `station` crosses the
-//! medium instead of the wired links: downlink packets queue at the AP,
-//! uplink packets (ACKs included) at their station; after the medium they
-//! propagate their one-way delay like after a wired bottleneck.
+//! medium: downlink packets queue at the AP, uplink packets (ACKs included)
+//! at their station. A scenario's `[link]` directions are the AP's line, in
+//! series with the medium: down, the line's bottleneck first and then the AP;
+//! up, the medium first and then the line (`World::emit`,
+//! `World::on_tx_done`, `World::on_wifi_poll`). After the last of them a
+//! packet propagates its one-way delay, as after a wired bottleneck alone.
 
 use bloatlab_schema::result::DistOut;
 use crate::packet::Payload;

@@ -421,7 +421,11 @@ impl World {
             dscp: r.dscp,
             ..Default::default()
         };
-        if let Some(sta) = r.station.filter(|_| self.wifi.is_some()) {
+        // with a wired bottleneck in series with the medium (the AP's line, docs/wifi.md): down, the line first
+        // and then the AP (World::on_tx_done hands the packet over); up, the medium first and then the line
+        // (World::on_wifi_poll)
+        let to_medium = r.station.filter(|_| self.wifi.is_some());
+        if let Some(sta) = to_medium.filter(|_| dir == Direction::Up || self.links[d].is_none()) {
             let now = self.now;
             self.wifi.as_mut().unwrap().enqueue(now, sta, dir == Direction::Up, meta, p);
             self.kick_wifi();
@@ -470,12 +474,19 @@ impl World {
         w.scheduled = None;
         w.poll(now);
         let mut out = std::mem::take(&mut w.out);
+        let up = Direction::Up.index();
         for dlv in out.drain(..) {
             let mut data = dlv.data;
             if dlv.meta.ecn == Ecn::Ce {
                 if let Payload::Data { ce, .. } = &mut data {
                     *ce = true;
                 }
+            }
+            if dlv.up && self.links[up].is_some() {
+                // on to the AP's line (a CE mark rides in the meta, as the medium left it)
+                self.links[up].as_mut().unwrap().enqueue(now, dlv.meta, data);
+                self.kick_link(up);
+                continue;
             }
             let (_, line, ..) = self.route(&data);
             self.fly(data, line);
@@ -490,6 +501,16 @@ impl World {
         if p.meta.ecn == Ecn::Ce {
             if let Payload::Data { ce, .. } = &mut data {
                 *ce = true;
+            }
+        }
+        if d == Direction::Down.index() && self.wifi.is_some() {
+            // the AP's line delivered it: on to the AP's queues (emit's order)
+            if let Some(sta) = self.route_of(&data).station {
+                let now = self.now;
+                self.wifi.as_mut().unwrap().enqueue(now, sta, false, p.meta, data);
+                self.kick_wifi();
+                self.kick_link(d);
+                return;
             }
         }
         let (_, line, ..) = self.route(&data);

@@ -96,9 +96,6 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
     let mut probes = resolve_probes(m, &flows);
     let links_given = m.link.as_ref().is_some_and(|l| l.down.is_some() || l.up.is_some());
     let wifi = resolve_wifi(m, &mut flows, &mut probes)?;
-    if wifi.is_some() && links_given {
-        return Err(err("link", "a [wifi] medium cannot be combined with [link] bottlenecks yet (docs/wifi.md)"));
-    }
     if !links_given && wifi.is_none() {
         return Err(err("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate, or a [wifi] medium"));
     }
