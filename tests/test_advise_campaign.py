@@ -59,6 +59,18 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
     assert 0.15 <= sum(p["loss"] > 0 for p in a) / len(a) <= 0.35  # a quarter of the paths
     fifo = [p for p in a if p["limiter"] == "fifo" and p["port_mbps"] <= 200]
     assert 0.25 <= sum(bool(p["variable"]) for p in fifo) / len(fifo) <= 0.75  # half the FIFO paths up to 200 Mbit/s
+    # a WiFi hop in front of a quarter of the wired paths whose line an MCS can outrun twice (docs/wifi.md "The
+    # AP's line"): its station's PHY at least twice the line's down rate, so the line holds the queue
+    can = [p for p in a if p["limiter"] != "wifi" and 2 * p["down_mbps"] <= HT20_MCS_MBPS[15]]
+    front = [p for p in a if p.get("wifi_front")]
+    assert all(p in can for p in front) and 0.1 <= len(front) / len(can) <= 0.4
+    for p in front:
+        wf = p["wifi_front"]
+        assert wf["mac"] in ("legacy", "fq", "airtime") and HT20_MCS_MBPS[wf["mcs"]] >= campaign.WIFI_FRONT_PHY_OVER * p["down_mbps"]
+        doc = campaign.truth_doc(p, 5, "bbr", "cake", p["down_mbps"] * 0.95)
+        # the line as without the hop (the user's shaper on it), the AP in front with its one station
+        assert doc["wifi"]["station"] == [{"name": "you", "phy_rate": f"mcs{wf['mcs']}"}]
+        assert doc["link"]["down"]["qdisc"] == "cake" or (p["variable"] and "autorate" in doc["link"]["down"])
 
 
 def test_the_true_path_with_the_users_shaper_keeps_a_policer_only_when_the_shaper_exceeds_it():

@@ -31,8 +31,7 @@ The distribution (:func:`draw`; every draw from ``numpy.random.default_rng(seed)
   front of the port's FIFO; a shaper (tbf: the same CIR and bucket, the
   FIFO in front of it); CoDel, PIE, fq_codel or CAKE at the port's rate
   with their Linux default limits;
-- a WiFi hop (``wifi``: instead of a wired bottleneck, the scenario language
-  has no wired link in series with the medium): the access point's design
+- a WiFi hop (``wifi``: the bottleneck): the access point's design
   uniform over legacy / fq / airtime, the station's HT20 MCS uniform over
   0-15 (6.5-130 Mbit/s), the measuring host its only station; its rate is
   what the model's MAC delivers to four CUBIC flows (``Path.wifi_rate_mbps``);
@@ -45,14 +44,22 @@ The distribution (:func:`draw`; every draw from ``numpy.random.default_rng(seed)
   ``seed * 1000 + index``), scaled so that its median over 1-s windows is
   the drawn port rate; the buffer in BDP of that median; its ``down_mbps``
   the trace's mean;
+- a WiFi hop in front of a quarter of the wired paths (a third stream,
+  ``default_rng([seed, 33])``, three draws a path, so the other paths are
+  those of a draw without it): the measuring host a station of an access
+  point (design uniform over legacy / fq / airtime) whose line is the wired
+  path (``wifi_front``; docs/wifi.md "The AP's line"), at an HT20 MCS
+  uniform over those whose PHY rate is at least :data:`WIFI_FRONT_PHY_OVER`
+  times the line's down rate, so that the line stays the bottleneck; none
+  where no MCS is that fast;
 - both directions alike (the same limiter kind, buffer in BDP, loss);
 - a draw whose BDP exceeds :data:`MAX_BDP_BYTES` or whose buffer exceeds
   :data:`MAX_BUFFER_BYTES` is drawn again (what the emulator carries in real
   time and memory), recorded in the campaign's ``distribution``.
 
-Not yet drawn: variable capacity behind other limiters than a FIFO, and
-WiFi hops shared with other stations or behind a wired bottleneck; the
-report says so.
+Not yet drawn: variable capacity behind other limiters than a FIFO, WiFi
+hops shared with other stations, and a WiFi hop slower than the line behind
+it; the report says so.
 """
 
 from __future__ import annotations
@@ -78,6 +85,12 @@ OBSERVABLE = {"fifo": "fifo", "shaper": "fifo", "codel": "aqm", "pie": "aqm", "p
               "fq_codel": "aqm", "cake": "aqm", "wifi": "wifi"}
 #: the share of FIFO paths whose down capacity varies, and the models (bloatlab.traces) it follows
 VARIABLE_SHARE = 0.5
+#: the wired paths with a WiFi hop in front (the module docstring)
+WIFI_FRONT_SHARE = 0.25
+#: a WiFi hop in front of a line has a PHY rate at least this multiple of the line's down rate: the model's MAC
+#: delivers 0.72-0.79 of the PHY rate to one backlogged station (Path.wifi_rate_mbps, MCS 0-15, each design), so
+#: the hop carries at least 1.44x the line and the line holds the queue
+WIFI_FRONT_PHY_OVER = 2.0
 VARIABLE_MODELS = ("lte", "starlink")
 #: the largest median a variable capacity is drawn at (Mbit/s): the models' peaks reach ~5x their median (the LTE
 #: chain's top level 35 against its ~10.8 median, with fading), within the emulator's ~1 Gbit/s
@@ -145,6 +158,15 @@ def draw(n: int, seed: int) -> list[dict]:
             p["variable"] = VARIABLE_MODELS[int(m * len(VARIABLE_MODELS))]
             p["trace_seed"] = seed * 1000 + p["index"]
             p["down_mbps"] = _variable_capacity(p)["mean_mbps"]
+    front_rng = np.random.default_rng([seed, 33])
+    for p in paths:
+        # the WiFi hop in front of the line: its own stream, three draws a path, whatever its kind
+        from .path import HT20_MCS_MBPS, WIFI_MACS
+
+        u, m, k = front_rng.random(), front_rng.random(), front_rng.random()
+        fast = [i for i, phy in enumerate(HT20_MCS_MBPS) if phy >= WIFI_FRONT_PHY_OVER * p["down_mbps"]]
+        if p["limiter"] != "wifi" and fast and u < WIFI_FRONT_SHARE:
+            p["wifi_front"] = {"mac": WIFI_MACS[int(m * len(WIFI_MACS))], "mcs": fast[int(k * len(fast))]}
     for p in paths:
         p["redraws_before_all"] = redraws
     return paths
@@ -264,6 +286,10 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
            "link": {"down": down, "up": _dir_doc(t, "up")},
            "flow": [{"name": "bulk", "cc": cc or TODAY_CC, "rtt": f"{t['base_rtt_ms']:.6g}ms", "pacing": paced}],
            "probe": [{"name": "ping", "interval": "20ms"}]}
+    if t.get("wifi_front"):
+        # the measuring host on a station of an access point whose line is this path (its one station: the
+        # flows and probes need not name it)
+        doc["wifi"] = {"mac": t["wifi_front"]["mac"], "station": [{"name": "you", "phy_rate": f"mcs{t['wifi_front']['mcs']}"}]}
     if neighbour:
         doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": f"{t['base_rtt_ms']:.6g}ms"})
     if approx:
@@ -282,7 +308,7 @@ def _measure(t: dict, pdir: str, quick_flows: int = 4) -> dict:
     resolved["flows"] = []
     resolved["probes"] = []
     resolved["default_rtt_ns"] = int(t["base_rtt_ms"] * 1e6)
-    if t["limiter"] == "wifi":
+    if t["limiter"] == "wifi" or t.get("wifi_front"):
         resolved["shell_station"] = 0  # measure runs on the station
     mj, twin, log = (os.path.join(pdir, x) for x in ("measure.json", "twin.toml", "measure.log"))
     bl = f"{shlex.quote(sys.executable)} -m bloatlab"

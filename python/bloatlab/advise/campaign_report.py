@@ -33,7 +33,9 @@ def describe_truth(t: dict) -> str:
         lim = f"{t['limiter']}" + (f" ({t['variable']}-like capacity, median {t['port_mbps']:.3g})" if t.get("variable") else
                                    f" (port {t['port_mbps']:.4g})")
     buf = f", {t['buffer_bdp']:.2g} BDP" if t.get("buffer_bdp") is not None else ""
-    return f"{lim}, {t['down_mbps']:.4g} Mbit/s, {t['base_rtt_ms']:.3g} ms{buf}, loss {t['loss'] * 100:.2g} %"
+    wf = t.get("wifi_front")
+    front = f", behind a WiFi hop ({wf['mac']} AP, MCS {wf['mcs']})" if wf else ""
+    return f"{lim}, {t['down_mbps']:.4g} Mbit/s, {t['base_rtt_ms']:.3g} ms{buf}, loss {t['loss'] * 100:.2g} %{front}"
 
 def _cdf(ax, vals, label, pct=True, style="-"):
     v = np.sort(np.abs(np.asarray([x for x in vals if x is not None], float)))
