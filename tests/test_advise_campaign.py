@@ -22,6 +22,7 @@ import pytest
 
 from bloatlab.advise import campaign
 from bloatlab.advise.path import HT20_MCS_MBPS
+from bloatlab.errors import UserError
 from conftest import run_cli
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"),
@@ -491,3 +492,17 @@ def test_the_time_goals_are_judged_per_path_in_seconds():
     assert (s["measure_s"]["met"], s["measure_s"]["of"], s["advise_s"]["met"]) == (0, 1, 1)
     assert campaign_report.tolerance_text("measure_s", 20.0) == "20 s"
     assert campaign_report.tolerance_text("rate", 0.10) == "10 %"
+
+
+def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch):
+    """The same seed draws other paths once the draw changes (a WiFi hop in front, 2026-11-27): resuming an older
+    campaign would mix two distributions, so it is refused with the reason (exit 2 at the CLI)."""
+    from bloatlab.engines import emu
+
+    monkeypatch.setattr(emu, "check", lambda: None)
+    out = tmp_path / "c"
+    (out / "paths").mkdir(parents=True)
+    (out / "campaign-meta.json").write_text(json.dumps({"paths": 5, "seed": 1, "quick": False, "distribution": "older"}))
+    with pytest.raises(UserError, match="another distribution"):
+        campaign.run(5, 1, str(out), progress=False)
+    assert json.loads((out / "campaign-meta.json").read_text())["distribution"] == "older"  # left as it was

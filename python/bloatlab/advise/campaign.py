@@ -912,6 +912,10 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
         if (old.get("seed"), old.get("quick")) != (seed, quick):
             raise UserError(f"--out {out}: holds a campaign of seed {old.get('seed')} (quick {old.get('quick')}); "
                             f"give another --out or the same --seed")
+        if old.get("distribution") not in (None, meta["distribution"]):
+            # the same seed draws other paths: resumed, the campaign would mix two distributions
+            raise UserError(f"--out {out}: holds a campaign drawn from another distribution (an earlier version of "
+                            f"the campaign's draw, {meta_path}); give another --out, or resume it with that version")
     _write_json(meta_path, meta)
     say = (lambda s: print(s, flush=True)) if progress else (lambda s: None)
     done = 0
