@@ -871,22 +871,29 @@ def summary(records: list[dict]) -> dict:
 
 
 def code_version() -> str:
-    """The code a record was made with: the git commit of the checkout this package runs from (``+dirty`` where its
-    tracked files differ from it), or the package's version outside a checkout. A campaign's goals are judged over
-    paths of one version (issue 30 §1); a resumed campaign whose records differ says so (``summary["code"]``)."""
+    """The code a record was made with: the last git commit that changed the code this package runs (its checkout's
+    ``python/`` and ``crates/``: a commit of figures or prose alone is the same code), ``+dirty`` where those files
+    differ from it, or the package's version outside a checkout. A campaign's goals are judged over paths of one
+    version (issue 30 §1); a resumed campaign whose records differ says so (``summary["code"]``)."""
     import subprocess
 
     from .._version import __version__
 
     here = os.path.dirname(os.path.abspath(__file__))
+
+    def git(*args):
+        return subprocess.run(["git", "-C", here, *args], capture_output=True, text=True, timeout=10)
+
     try:
-        head = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                              timeout=10)
-        if head.returncode != 0:
+        top = git("rev-parse", "--show-toplevel")
+        if top.returncode != 0:
             return __version__
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        code = [os.path.join(top.stdout.strip(), d) for d in ("python", "crates")]
+        head = git("log", "-1", "--format=%h", "--abbrev=12", "--", *code)
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *code)
     except (OSError, subprocess.TimeoutExpired):
+        return __version__
+    if head.returncode != 0 or not head.stdout.strip():
         return __version__
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
