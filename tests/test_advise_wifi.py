@@ -61,6 +61,26 @@ def test_the_hops_rate_is_the_macs_at_the_measured_phy_rate_where_the_flows_got_
     assert y["rate_mbps"] == 40.5 and "wifi_mac" not in y["rate_by_cc"]
 
 
+def test_a_shared_medium_keeps_the_flows_rate_and_says_the_twin_is_this_station_alone():
+    """Other stations' aggregates hold the medium: the idle probes' median waits more than a full aggregate (4.096 ms)
+    beyond their least, and the flows' rate is this station's share, not a lone station's MAC rate. Through the
+    emulator (an airtime AP, MCS 7, 20 ms, beside a station's CUBIC download; 2026-11-27): the idle spread 13.1 ms,
+    the flows 21.8 Mbit/s where the MAC delivers 48.7 to a lone station; alone, 0.25 ms."""
+    from bloatlab.advise import measure as M
+
+    x = {"rate_mbps": 21.76, "rate_by_cc": {"cubic": 21.76}, "rate_from": {"cubic": "acked_bytes"},
+         "fill_flow_q95_ms": 25.0, "fill_dropped": True, "fill_flow_q50_ms": 20.0,
+         "evidence": {"flow_q95_ms": 25.0, "dropped": True, "flow_q50_ms": 20.0}}
+    wp = {"train": AT_MCS7, "phy_mbps": 63.3, "note": "a WiFi hop", "idle_spread_ms": 13.13}
+    M._wifi_train(wp, x, 33.5, lambda m: None)
+    assert x["limiter"] == "wifi" and x["rate_mbps"] == 21.76 and "wifi_mac" not in x["rate_by_cc"]
+    assert x["wifi"]["shared"] == {"idle_spread_ms": 13.13} and "other stations used the medium" in x["limiter_note"]
+    # alone (the idle probes within a frame's airtime of their least): the MAC's rate, as above
+    y = {k: (dict(v) if isinstance(v, dict) else v) for k, v in x.items() if k not in ("wifi", "limiter", "limiter_note")}
+    M._wifi_train(dict(wp, idle_spread_ms=0.25), y, 20.5, lambda m: None)
+    assert "shared" not in y["wifi"] and y["rate_mbps"] > 40
+
+
 def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():
     """25 subframes at MCS 12 (78 Mbit/s: 25 x 1542 B is 3.95 ms, 26 would pass 4 ms) every ~4.15 ms (an airtime
     AP in the advisor's campaign, evaluation seed 6, path 1): the airtime read from the median period less the mean

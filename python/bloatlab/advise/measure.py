@@ -62,7 +62,7 @@ from .trains import (
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
     port_fifo, single_queue_aqm, train_cannot_tell
 )
-from .wifi_hop import wifi_design, wifi_hop
+from .wifi_hop import WIFI_AGGR_MS, wifi_design, wifi_hop
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -780,6 +780,18 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
+    # other stations on the medium: the idle probes' median waited more than a full aggregate's airtime (ath9k's
+    # 4.096 ms) beyond their least. An idle AP sends a sparse flow's packet at once (a frame, under 0.5 ms at any
+    # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
+    # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
+    # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
+    spread = wp.get("idle_spread_ms")
+    if spread is not None and spread > WIFI_AGGR_MS:
+        x["wifi"]["shared"] = {"idle_spread_ms": spread}
+        x["limiter_note"] += (f"; other stations used the medium: the idle probes waited {spread:.3g} ms at the "
+                              f"median beyond their least, more than a full aggregate ({WIFI_AGGR_MS:g} ms): the "
+                              f"rate is this station's share while they did")
+        return
     # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (Path.wifi_rate_mbps, the
     # twin's own figure: from_twin reads it so), which the RTT does not change; the flows' rate is a lower bound of
     # it — at a long RTT the AP's CoDel (mac80211's 20 ms / 100 ms) holds four CUBIC flows below the MAC's rate
@@ -910,6 +922,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
     lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
+    wp["idle_spread_ms"] = base["p50"] - base["min"]  # (_wifi_train: other stations on a WiFi hop)
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
@@ -925,6 +938,11 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
+        if ((x.get("wifi") or {}).get("shared")):
+            report.setdefault("warnings", []).append(
+                f"{d}: other stations were using the WiFi medium (the idle probes waited "
+                f"{x['wifi']['shared']['idle_spread_ms']:.3g} ms at the median): the rate is this station's share "
+                f"then, and the twin models this station alone, which gets more when they are quiet")
         for short in x.get("server_short", []):
             report.setdefault("warnings", []).append(
                 f"{d}: {short}: the server is short of CPU (or of its NIC), and the figures that rest on its packet "
