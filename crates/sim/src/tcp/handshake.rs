@@ -43,7 +43,17 @@
 //! giving up after `tcp_retries2`.
 
 use super::rtt::RttEstimator;
+use bloatlab_core::kernel::{nsecs_span_to_jiffies, timer_fire};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
+
+/// When a timer armed at `now` for `span` (whole jiffies: `TCP_TIMEOUT_INIT`
+/// shifted, or the RTO) fires: the SYN's (`icsk_retransmit_timer`), the
+/// request's (the same) and the SYN-ACK's (`rsk_timer`, `mod_timer` in
+/// `reqsk_queue_hash_req` / `reqsk_timer_handler`) are `timer_list` timers
+/// on the timer wheel (`bloatlab_core::kernel::timer_fire`).
+fn on_wheel(now: Nanos, span: Nanos) -> Nanos {
+    timer_fire(now, nsecs_span_to_jiffies(span))
+}
 
 /// `TCP_TIMEOUT_INIT`: the initial RTO of SYNs and SYN-ACKs, 1 s (RFC 6298 §2.1).
 pub const TIMEOUT_INIT: Nanos = super::rtt::TIMEOUT_INIT;
@@ -150,7 +160,7 @@ impl Handshake {
         self.first_syn = Some(now);
         self.syns = 1;
         out.push(CtlSeg { kind: Ctl::Syn, ts: now, echo: 0 });
-        self.client_timer = Some(now + TIMEOUT_INIT);
+        self.client_timer = Some(on_wheel(now, TIMEOUT_INIT));
     }
 
     /// A control segment arrives at its destination.
@@ -168,7 +178,7 @@ impl Handshake {
                 self.synacks += 1;
                 self.synack_last = now;
                 out.push(CtlSeg { kind: Ctl::SynAck, ts: now, echo: seg.ts });
-                self.server_timer = Some(now + (TIMEOUT_INIT << self.synack_timeouts));
+                self.server_timer = Some(on_wheel(now, TIMEOUT_INIT << self.synack_timeouts));
                 None
             }
             Ctl::SynAck => {
@@ -191,7 +201,7 @@ impl Handshake {
                 }
                 self.requests = 1;
                 out.push(CtlSeg { kind: Ctl::Request, ts: now, echo: seg.ts });
-                self.client_timer = Some(now + self.client_rtt.rto);
+                self.client_timer = Some(on_wheel(now, self.client_rtt.rto));
                 None
             }
             Ctl::Ack | Ctl::Request => {
@@ -256,14 +266,14 @@ impl Handshake {
                     self.server_timer = None;
                 } else {
                     out.push(CtlSeg { kind: Ctl::Syn, ts: now, echo: 0 });
-                    self.client_timer = Some(now + (TIMEOUT_INIT << self.syns));
+                    self.client_timer = Some(on_wheel(now, TIMEOUT_INIT << self.syns));
                     self.syns += 1;
                 }
             } else if !self.upload && !self.request_acked {
                 out.push(CtlSeg { kind: Ctl::Request, ts: now, echo: 0 });
                 let rto = (self.client_rtt.rto << self.requests.min(20)).min(super::rtt::RTO_MAX);
                 self.requests += 1;
-                self.client_timer = Some(now + rto);
+                self.client_timer = Some(on_wheel(now, rto));
             }
         }
         if self.server_timer.is_some_and(|t| t <= now) {
@@ -280,7 +290,7 @@ impl Handshake {
             self.synacks += 1;
             self.synack_last = now;
             out.push(CtlSeg { kind: Ctl::SynAck, ts: now, echo: self.syn_ts });
-            self.server_timer = Some(now + (TIMEOUT_INIT << self.synack_timeouts));
+            self.server_timer = Some(on_wheel(now, TIMEOUT_INIT << self.synack_timeouts));
         }
     }
 
@@ -318,8 +328,9 @@ mod tests {
         assert_eq!((synack.kind, synack.echo), (Ctl::SynAck, 0));
         assert!(deliver(&mut h, RTT / 2, synack, &mut out).is_none());
         assert_eq!(out.iter().map(|s| s.kind).collect::<Vec<_>>(), [Ctl::Ack, Ctl::Request]);
-        // the client's request RTO: RTT + max(2 RTT, 200 ms) = 600 ms
-        assert_eq!(h.client_timer, Some(RTT + 3 * RTT));
+        // the client's request RTO: RTT + max(2 RTT, 200 ms) = 600 ms = 150 jiffies from jiffy
+        // 50: level 1 of the timer wheel, expiry 200 -> bucket 208: 832 ms
+        assert_eq!(h.client_timer, Some(832 * NS_PER_MS));
         let req = out.pop().unwrap();
         let ack = out.pop().unwrap();
         assert!(deliver(&mut h, RTT, ack, &mut out).is_none());
@@ -347,8 +358,10 @@ mod tests {
                 sent.push(t / NS_PER_SEC);
             }
         }
-        // tcp_syn_retries = 6: SYNs at 0, 1, 3, 7, 15, 31, 63 s; connect() fails at 127 s
-        assert_eq!(sent, [0, 1, 3, 7, 15, 31, 63]);
+        // tcp_syn_retries = 6: SYNs at 0, 1, 3, 7, 15, 31, 63 s, each late on the timer wheel
+        // (1.024, 3.04, 7.136, 15.328, 31.456, 64.48 s: kernel/time/timer.c's buckets of 8,
+        // 64 and 512 jiffies); connect() fails after the seventh timeout
+        assert_eq!(sent, [0, 1, 3, 7, 15, 31, 64]);
         assert!(h.failed);
     }
 
@@ -357,10 +370,10 @@ mod tests {
         let mut h = Handshake::new(true);
         let mut out = Vec::new();
         h.connect(0, &mut out);
-        h.on_timer(NS_PER_SEC, &mut out); // second SYN, lost
-        h.on_timer(3 * NS_PER_SEC, &mut out); // third SYN gets through
+        h.on_timer(h.timer().unwrap(), &mut out); // second SYN (1.024 s: the wheel), lost
+        h.on_timer(h.timer().unwrap(), &mut out); // third SYN gets through
         let syn = out.pop().unwrap();
-        assert_eq!(syn.ts, 3 * NS_PER_SEC);
+        assert_eq!(syn.ts, 3_040 * NS_PER_MS); // 1.024 s + 500 jiffies to bucket 760
         deliver(&mut h, syn.ts, syn, &mut out);
         let synack = out.pop().unwrap();
         let s = deliver(&mut h, synack.ts, synack, &mut out).unwrap();
@@ -368,7 +381,7 @@ mod tests {
         // one lost SYN only: cwnd stays 10 (tcp_init_transfer wants total_retrans > 1)
         let mut h = Handshake::new(true);
         h.connect(0, &mut out);
-        h.on_timer(NS_PER_SEC, &mut out);
+        h.on_timer(h.timer().unwrap(), &mut out);
         let syn = out.pop().unwrap();
         deliver(&mut h, syn.ts, syn, &mut out);
         let synack = out.pop().unwrap();
@@ -383,14 +396,17 @@ mod tests {
         let syn = out.pop().unwrap();
         deliver(&mut h, 0, syn, &mut out);
         out.clear(); // the SYN-ACK is lost
-        assert_eq!(h.server_timer, Some(RTT / 2 + NS_PER_SEC));
-        assert_eq!(h.client_timer, Some(NS_PER_SEC));
-        // the client's second SYN (at 1 s) arrives before the server's timer: SYN-ACK at once
-        h.on_timer(NS_PER_SEC, &mut out);
+        // 1 s on the timer wheel: 250 jiffies from jiffy 25 -> bucket 280 (1.12 s), from 0 ->
+        // bucket 256 (1.024 s: the kernel's second SYN through the emulator, 1.028 s)
+        assert_eq!(h.server_timer, Some(1_120 * NS_PER_MS));
+        assert_eq!(h.client_timer, Some(1_024 * NS_PER_MS));
+        // the client's second SYN reaches the server (its own timer not run here): SYN-ACK at once
+        h.on_timer(1_024 * NS_PER_MS, &mut out);
         let syn2 = out.pop().unwrap();
         deliver(&mut h, syn2.ts, syn2, &mut out);
         let synack = out.pop().unwrap();
-        assert_eq!((synack.kind, synack.ts, synack.echo), (Ctl::SynAck, NS_PER_SEC + RTT / 2, NS_PER_SEC));
+        let t2 = 1_024 * NS_PER_MS;
+        assert_eq!((synack.kind, synack.ts, synack.echo), (Ctl::SynAck, t2 + RTT / 2, t2));
         assert_eq!(h.synacks(), 2);
         // the server's own timer has not fired: a lost SYN-ACK retransmitted on a SYN does not set undo_marker
         deliver(&mut h, synack.ts, synack, &mut out);
@@ -411,11 +427,13 @@ mod tests {
         deliver(&mut h, synack.ts, synack, &mut out);
         out.clear(); // ACK and request both lost
         let t = h.timer().unwrap();
-        assert_eq!(t, RTT + 3 * RTT); // the client's RTO comes before the server's 1 s SYN-ACK timer
+        // the client's RTO (600 ms on the wheel: 832 ms) comes before the server's SYN-ACK timer
+        assert_eq!(t, 832 * NS_PER_MS);
         h.on_timer(t, &mut out);
         let req = out.pop().unwrap();
         assert_eq!(req.kind, Ctl::Request);
-        assert_eq!(h.client_timer, Some(t + 6 * RTT)); // backed off
+        // backed off: 1.2 s = 300 jiffies from jiffy 208, expiry 508 -> bucket 512: 2.048 s
+        assert_eq!(h.client_timer, Some(2_048 * NS_PER_MS));
         assert!(deliver(&mut h, t, req, &mut out).is_some());
         // the same request again: an immediate ACK, no second start
         assert!(deliver(&mut h, t, req, &mut out).is_none());
