@@ -146,7 +146,7 @@ impl Sender {
     /// `tcp_rack_reo_timeout`: the REO timer fired.
     pub(super) fn rack_reo_timeout(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         let prior_inflight = self.in_flight();
-        let timeout = self.rack_detect_loss(now);
+        self.rack_detect_loss(now); // the wait left, if any, is not used: see below
         if prior_inflight != self.in_flight() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(now, false);
@@ -156,9 +156,9 @@ impl Sender {
             }
             self.transmit(now, out);
         }
-        if let Some(t) = timeout {
-            self.arm_reo(now, t);
-        } else if !matches!(self.timer, Some((_, TimerKind::Rto))) {
+        // Linux rearms no REO timer here (the next ACK's tcp_rack_mark_lost does): the RTO,
+        // at the head's remaining time while the REO timer is still the pending one.
+        if !matches!(self.timer, Some((_, TimerKind::Rto))) {
             self.rearm_rto(now);
         }
     }

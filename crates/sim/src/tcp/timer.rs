@@ -142,9 +142,14 @@ impl Sender {
         if t > now {
             return;
         }
-        self.timer = None;
+        // tcp_write_timer_handler: the RTO clears `icsk_pending`; a TLP or REO timer's stays
+        // pending while its handler runs, so that `tcp_rearm_rto` there keeps the head's
+        // deadline (the RTO's remainder, not a full RTO from now).
         match kind {
-            TimerKind::Rto => self.retransmit_timer(now, out),
+            TimerKind::Rto => {
+                self.timer = None;
+                self.retransmit_timer(now, out)
+            }
             TimerKind::Tlp => self.send_loss_probe(now, out),
             TimerKind::Reo => self.rack_reo_timeout(now, out),
         }
