@@ -3,7 +3,10 @@
 //!
 //! Sources (Linux v6.x): `tcp_output.c` `tcp_connect` (the SYN);
 //! `tcp_timer.c` `tcp_retransmit_timer` for SYN_SENT and `tcp_write_timeout`
-//! (SYN retransmissions after `TCP_TIMEOUT_INIT << n`, `tcp_syn_retries`);
+//! (SYN retransmissions after `TCP_TIMEOUT_INIT`, linear for the first
+//! `tcp_syn_linear_timeouts` timeouts, then doubling (Linux ≥ 6.5, ccce324dabfe
+//! "tcp: make the first N SYN RTO backoffs linear"); `tcp_syn_retries` more
+//! than those);
 //! `tcp_minisocks.c` `tcp_check_req` (a repeated SYN is answered with the
 //! SYN-ACK again) and `tcp_create_openreq_child` (the server's
 //! `total_retrans` = SYN-ACK retransmissions, `undo_marker` set only when the
@@ -27,28 +30,43 @@
 //! first data segment in quick-ACK mode, and its sender starts; the pure ACK
 //! leaves first, as the kernel's does before its application has answered).
 //! Every one of these packets crosses the links and their queues and can be
-//! lost like data; lost SYNs and SYN-ACKs cost whole initial RTOs
-//! (1 s, 2 s, 4 s, ...), a lost request costs the client's RTO, which the
+//! lost like data; lost SYNs cost whole initial RTOs (1, 1, 1, 1, 1, 2,
+//! 4 ... s), lost SYN-ACKs the server's (1, 2, 4 ... s), a lost request costs the client's RTO, which the
 //! handshake's RTT sample has already set (RTT + max(2·RTT, 200 ms)).
 //! Timestamps are on (the Linux default), so every SYN-ACK and ACK echoes the
 //! sender's clock and an RTT sample exists even after retransmissions.
 //!
 //! States: client SYN_SENT → ESTABLISHED (request outstanding → acked);
 //! server LISTEN → SYN_RECV → ESTABLISHED (→ request received: data flows).
-//! A client that has sent `1 + SYN_RETRIES` SYNs gives up one backed-off RTO
-//! later (after 127 s); a server whose SYN-ACK timer fired `SYNACK_RETRIES`
+//! A client that has sent `1 + SYN_RETRIES + SYN_LINEAR_TIMEOUTS` SYNs (the
+//! last at 67 s) gives up one backed-off RTO later (after 131 s); a server whose SYN-ACK timer fired `SYNACK_RETRIES`
 //! times forgets the connection; both leave the flow without data.
 //!
 //! Not modelled: TCP Fast Open, SYN cookies, the listen backlog, the request
 //! giving up after `tcp_retries2`.
 
 use super::rtt::RttEstimator;
+use bloatlab_core::kernel::{nsecs_span_to_jiffies, timer_fire};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
+
+/// When a timer armed at `now` for `span` (whole jiffies: `TCP_TIMEOUT_INIT`
+/// shifted, or the RTO) fires: the SYN's (`icsk_retransmit_timer`), the
+/// request's (the same) and the SYN-ACK's (`rsk_timer`, `mod_timer` in
+/// `reqsk_queue_hash_req` / `reqsk_timer_handler`) are `timer_list` timers
+/// on the timer wheel (`bloatlab_core::kernel::timer_fire`).
+fn on_wheel(now: Nanos, span: Nanos) -> Nanos {
+    timer_fire(now, nsecs_span_to_jiffies(span))
+}
 
 /// `TCP_TIMEOUT_INIT`: the initial RTO of SYNs and SYN-ACKs, 1 s (RFC 6298 §2.1).
 pub const TIMEOUT_INIT: Nanos = super::rtt::TIMEOUT_INIT;
-/// `sysctl_tcp_syn_retries` default: SYN retransmissions before connect() fails.
+/// `sysctl_tcp_syn_retries` default: SYN retransmissions before connect() fails
+/// (`tcp_write_timeout` adds `SYN_LINEAR_TIMEOUTS` in SYN_SENT).
 pub const SYN_RETRIES: u32 = 6;
+/// `sysctl_tcp_syn_linear_timeouts` default (`tcp_sk_init`): SYN timeouts
+/// that keep the initial RTO before it doubles (macOS's and iOS's schedule,
+/// the commit's reason).
+pub const SYN_LINEAR_TIMEOUTS: u32 = 4;
 /// `sysctl_tcp_synack_retries` default: SYN-ACK timer expiries before the server drops the request.
 pub const SYNACK_RETRIES: u32 = 5;
 /// Wire bytes of a SYN or SYN-ACK: IPv4 20 + TCP 20 + options 20 (MSS 4,
@@ -150,7 +168,7 @@ impl Handshake {
         self.first_syn = Some(now);
         self.syns = 1;
         out.push(CtlSeg { kind: Ctl::Syn, ts: now, echo: 0 });
-        self.client_timer = Some(now + TIMEOUT_INIT);
+        self.client_timer = Some(on_wheel(now, TIMEOUT_INIT));
     }
 
     /// A control segment arrives at its destination.
@@ -168,7 +186,7 @@ impl Handshake {
                 self.synacks += 1;
                 self.synack_last = now;
                 out.push(CtlSeg { kind: Ctl::SynAck, ts: now, echo: seg.ts });
-                self.server_timer = Some(now + (TIMEOUT_INIT << self.synack_timeouts));
+                self.server_timer = Some(on_wheel(now, TIMEOUT_INIT << self.synack_timeouts));
                 None
             }
             Ctl::SynAck => {
@@ -191,7 +209,7 @@ impl Handshake {
                 }
                 self.requests = 1;
                 out.push(CtlSeg { kind: Ctl::Request, ts: now, echo: seg.ts });
-                self.client_timer = Some(now + self.client_rtt.rto);
+                self.client_timer = Some(on_wheel(now, self.client_rtt.rto));
                 None
             }
             Ctl::Ack | Ctl::Request => {
@@ -251,19 +269,22 @@ impl Handshake {
         if self.client_timer.is_some_and(|t| t <= now) {
             self.client_timer = None;
             if !self.client_est {
-                if self.syns > SYN_RETRIES {
+                // timeout number `syns` (tcp_write_timeout: icsk_retransmits = syns - 1)
+                if self.syns > SYN_RETRIES + SYN_LINEAR_TIMEOUTS {
                     self.failed = true; // connect() fails: ETIMEDOUT
                     self.server_timer = None;
                 } else {
                     out.push(CtlSeg { kind: Ctl::Syn, ts: now, echo: 0 });
-                    self.client_timer = Some(now + (TIMEOUT_INIT << self.syns));
+                    // tcp_retransmit_timer: icsk_rto doubles once total_rto exceeds the linear count
+                    let rto = TIMEOUT_INIT << self.syns.saturating_sub(SYN_LINEAR_TIMEOUTS);
+                    self.client_timer = Some(on_wheel(now, rto));
                     self.syns += 1;
                 }
             } else if !self.upload && !self.request_acked {
                 out.push(CtlSeg { kind: Ctl::Request, ts: now, echo: 0 });
                 let rto = (self.client_rtt.rto << self.requests.min(20)).min(super::rtt::RTO_MAX);
                 self.requests += 1;
-                self.client_timer = Some(now + rto);
+                self.client_timer = Some(on_wheel(now, rto));
             }
         }
         if self.server_timer.is_some_and(|t| t <= now) {
@@ -280,7 +301,7 @@ impl Handshake {
             self.synacks += 1;
             self.synack_last = now;
             out.push(CtlSeg { kind: Ctl::SynAck, ts: now, echo: self.syn_ts });
-            self.server_timer = Some(now + (TIMEOUT_INIT << self.synack_timeouts));
+            self.server_timer = Some(on_wheel(now, TIMEOUT_INIT << self.synack_timeouts));
         }
     }
 
@@ -298,7 +319,6 @@ impl Handshake {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bloatlab_core::time::NS_PER_SEC;
 
     const RTT: Nanos = 200 * NS_PER_MS;
 
@@ -318,8 +338,9 @@ mod tests {
         assert_eq!((synack.kind, synack.echo), (Ctl::SynAck, 0));
         assert!(deliver(&mut h, RTT / 2, synack, &mut out).is_none());
         assert_eq!(out.iter().map(|s| s.kind).collect::<Vec<_>>(), [Ctl::Ack, Ctl::Request]);
-        // the client's request RTO: RTT + max(2 RTT, 200 ms) = 600 ms
-        assert_eq!(h.client_timer, Some(RTT + 3 * RTT));
+        // the client's request RTO: RTT + max(2 RTT, 200 ms) = 600 ms = 150 jiffies from jiffy
+        // 50: level 1 of the timer wheel, expiry 200 -> bucket 208: 832 ms
+        assert_eq!(h.client_timer, Some(832 * NS_PER_MS));
         let req = out.pop().unwrap();
         let ack = out.pop().unwrap();
         assert!(deliver(&mut h, RTT, ack, &mut out).is_none());
@@ -335,20 +356,28 @@ mod tests {
     }
 
     #[test]
-    fn lost_syns_back_off_one_two_four_seconds_and_give_up_after_127_s() {
+    fn lost_syns_back_off_linearly_four_times_then_doubling_and_give_up_after_131_s() {
         let mut h = Handshake::new(true);
         let mut out = Vec::new();
         h.connect(0, &mut out);
         out.clear();
         let mut sent = vec![0];
+        let mut last = 0;
         while let Some(t) = h.timer() {
             h.on_timer(t, &mut out);
+            last = t;
             if out.pop().is_some() {
-                sent.push(t / NS_PER_SEC);
+                sent.push(t / NS_PER_MS);
             }
         }
-        // tcp_syn_retries = 6: SYNs at 0, 1, 3, 7, 15, 31, 63 s; connect() fails at 127 s
-        assert_eq!(sent, [0, 1, 3, 7, 15, 31, 63]);
+        // tcp_syn_linear_timeouts = 4 (Linux >= 6.5): SYN RTOs 1, 1, 1, 1, 1, 2, 4, 8, 16, 32 s,
+        // tcp_syn_retries + 4 = 10 retransmissions (ip-sysctl.rst: the last at 67 s, connect()
+        // fails at 131 s), each late on the timer wheel: 1 s is 250 jiffies, level 1 (buckets of
+        // 8 jiffies): 256, 512, 768, 1024, 1280; 2 s (500 jiffies) from 1280: 1784; 4 s, level 2
+        // (64), from 1784: 2808 (INITIAL_JIFFIES is 8 mod 64) ...
+        assert_eq!(sent, [0, 1_024, 2_048, 3_072, 4_096, 5_120, 7_136, 11_232, 19_424, 35_552, 68_576]);
+        // connect() fails at the eleventh timeout: 64 s (16 000 jiffies, level 3, buckets of 512)
+        assert_eq!(last, 134_112 * NS_PER_MS);
         assert!(h.failed);
     }
 
@@ -357,10 +386,10 @@ mod tests {
         let mut h = Handshake::new(true);
         let mut out = Vec::new();
         h.connect(0, &mut out);
-        h.on_timer(NS_PER_SEC, &mut out); // second SYN, lost
-        h.on_timer(3 * NS_PER_SEC, &mut out); // third SYN gets through
+        h.on_timer(h.timer().unwrap(), &mut out); // second SYN (1.024 s: the wheel), lost
+        h.on_timer(h.timer().unwrap(), &mut out); // third SYN gets through
         let syn = out.pop().unwrap();
-        assert_eq!(syn.ts, 3 * NS_PER_SEC);
+        assert_eq!(syn.ts, 2_048 * NS_PER_MS); // 1.024 s + 250 jiffies (linear) to bucket 512
         deliver(&mut h, syn.ts, syn, &mut out);
         let synack = out.pop().unwrap();
         let s = deliver(&mut h, synack.ts, synack, &mut out).unwrap();
@@ -368,7 +397,7 @@ mod tests {
         // one lost SYN only: cwnd stays 10 (tcp_init_transfer wants total_retrans > 1)
         let mut h = Handshake::new(true);
         h.connect(0, &mut out);
-        h.on_timer(NS_PER_SEC, &mut out);
+        h.on_timer(h.timer().unwrap(), &mut out);
         let syn = out.pop().unwrap();
         deliver(&mut h, syn.ts, syn, &mut out);
         let synack = out.pop().unwrap();
@@ -383,14 +412,17 @@ mod tests {
         let syn = out.pop().unwrap();
         deliver(&mut h, 0, syn, &mut out);
         out.clear(); // the SYN-ACK is lost
-        assert_eq!(h.server_timer, Some(RTT / 2 + NS_PER_SEC));
-        assert_eq!(h.client_timer, Some(NS_PER_SEC));
-        // the client's second SYN (at 1 s) arrives before the server's timer: SYN-ACK at once
-        h.on_timer(NS_PER_SEC, &mut out);
+        // 1 s on the timer wheel: 250 jiffies from jiffy 25 -> bucket 280 (1.12 s), from 0 ->
+        // bucket 256 (1.024 s: the kernel's second SYN through the emulator, 1.028 s)
+        assert_eq!(h.server_timer, Some(1_120 * NS_PER_MS));
+        assert_eq!(h.client_timer, Some(1_024 * NS_PER_MS));
+        // the client's second SYN reaches the server (its own timer not run here): SYN-ACK at once
+        h.on_timer(1_024 * NS_PER_MS, &mut out);
         let syn2 = out.pop().unwrap();
         deliver(&mut h, syn2.ts, syn2, &mut out);
         let synack = out.pop().unwrap();
-        assert_eq!((synack.kind, synack.ts, synack.echo), (Ctl::SynAck, NS_PER_SEC + RTT / 2, NS_PER_SEC));
+        let t2 = 1_024 * NS_PER_MS;
+        assert_eq!((synack.kind, synack.ts, synack.echo), (Ctl::SynAck, t2 + RTT / 2, t2));
         assert_eq!(h.synacks(), 2);
         // the server's own timer has not fired: a lost SYN-ACK retransmitted on a SYN does not set undo_marker
         deliver(&mut h, synack.ts, synack, &mut out);
@@ -411,11 +443,13 @@ mod tests {
         deliver(&mut h, synack.ts, synack, &mut out);
         out.clear(); // ACK and request both lost
         let t = h.timer().unwrap();
-        assert_eq!(t, RTT + 3 * RTT); // the client's RTO comes before the server's 1 s SYN-ACK timer
+        // the client's RTO (600 ms on the wheel: 832 ms) comes before the server's SYN-ACK timer
+        assert_eq!(t, 832 * NS_PER_MS);
         h.on_timer(t, &mut out);
         let req = out.pop().unwrap();
         assert_eq!(req.kind, Ctl::Request);
-        assert_eq!(h.client_timer, Some(t + 6 * RTT)); // backed off
+        // backed off: 1.2 s = 300 jiffies from jiffy 208, expiry 508 -> bucket 512: 2.048 s
+        assert_eq!(h.client_timer, Some(2_048 * NS_PER_MS));
         assert!(deliver(&mut h, t, req, &mut out).is_some());
         // the same request again: an immediate ACK, no second start
         assert!(deliver(&mut h, t, req, &mut out).is_none());

@@ -52,6 +52,7 @@ use super::sender::Sender;
 use super::timer::TimerKind;
 use crate::packet::MSS;
 use bloatlab_core::cc::{CaState, CwndEvent, INIT_CWND};
+use bloatlab_core::kernel::NS_PER_JIFFY;
 use bloatlab_core::time::{Nanos, NS_PER_SEC};
 
 /// `sk_pacing_shift` default: a TSO burst carries ~1/2^10 s (1 ms) of data.
@@ -392,7 +393,7 @@ impl Sender {
         if head_retransmitted && !matches!(self.timer, Some((_, TimerKind::Reo))) {
             // tcp_xmit_retransmit_queue: the head's retransmission rearms
             // the RTO (`rearm_timer`), replacing a pending loss probe.
-            self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+            self.reset_xmit_timer(now, TimerKind::Rto, self.rto_backed_off() / NS_PER_JIFFY, true);
         }
         // the skb is cut where cwnd or the data end: a shorter burst
         if paced {

@@ -12,13 +12,16 @@
 //! Constants: the reordering window is min_rtt / 4 (RFC 8985 §6.2,
 //! `tcp_rack_reo_wnd`'s `min_rtt >> 2` with `rack.reo_wnd_steps` = 1), at
 //! most srtt, and 0 in recovery or once `tcp_reordering` (3) segments are
-//! SACKed, since then the hole is almost surely a loss. The REO timer fires
-//! `TCP_TIMEOUT_MIN` (2 jiffies) after the deadline, as Linux's does.
+//! SACKed, since then the hole is almost surely a loss. The REO timer is
+//! armed `usecs_to_jiffies(remaining + TCP_TIMEOUT_MIN_US)` jiffies ahead
+//! (2 ms, Linux ≥ 6.6), at most the RTO (`inet_csk_reset_xmit_timer`'s
+//! `max_when` = `icsk_rto`), and fires on the timer wheel (`timer.rs`).
 
-use super::rtt::TIMEOUT_MIN;
+use super::rtt::TIMEOUT_MIN_US;
 use super::scoreboard::Scoreboard;
 use super::sender::{Sender, TimerKind, Tx};
 use bloatlab_core::cc::CaState;
+use bloatlab_core::kernel::{nsecs_span_to_jiffies, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_US};
 
 /// `sysctl_tcp_reordering`: initial reordering degree (dupthresh), packets.
@@ -128,14 +131,22 @@ impl Sender {
         }
         self.rack.advanced = false;
         if let Some(t) = self.rack_detect_loss(now) {
-            self.timer = Some((now + t + TIMEOUT_MIN, TimerKind::Reo));
+            self.arm_reo(now, t);
         }
+    }
+
+    /// The REO timer for the `remaining` wait of the oldest segment not yet
+    /// lost (see the module's notes).
+    fn arm_reo(&mut self, now: Nanos, remaining: Nanos) {
+        let when = nsecs_span_to_jiffies(remaining + TIMEOUT_MIN_US * NS_PER_US);
+        let max_when = self.rto_backed_off() / NS_PER_JIFFY; // icsk_rto (doubled by each RTO)
+        self.reset_xmit_timer(now, TimerKind::Reo, when.min(max_when), false);
     }
 
     /// `tcp_rack_reo_timeout`: the REO timer fired.
     pub(super) fn rack_reo_timeout(&mut self, now: Nanos, out: &mut Vec<Tx>) {
         let prior_inflight = self.in_flight();
-        let timeout = self.rack_detect_loss(now);
+        self.rack_detect_loss(now); // the wait left, if any, is not used: see below
         if prior_inflight != self.in_flight() {
             if self.ca_state != CaState::Recovery {
                 self.enter_recovery(now, false);
@@ -145,9 +156,9 @@ impl Sender {
             }
             self.transmit(now, out);
         }
-        if let Some(t) = timeout {
-            self.timer = Some((now + t + TIMEOUT_MIN, TimerKind::Reo));
-        } else if !matches!(self.timer, Some((_, TimerKind::Rto))) {
+        // Linux rearms no REO timer here (the next ACK's tcp_rack_mark_lost does): the RTO,
+        // at the head's remaining time while the REO timer is still the pending one.
+        if !matches!(self.timer, Some((_, TimerKind::Rto))) {
             self.rearm_rto(now);
         }
     }

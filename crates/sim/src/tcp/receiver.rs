@@ -92,7 +92,7 @@
 use super::rcvwin::RcvWindow;
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
 use bloatlab_core::qdisc::flow_hash::truesize;
-use bloatlab_core::kernel::{jiffies32, tcp_paws_check, usecs_to_jiffies, HZ, NS_PER_JIFFY};
+use bloatlab_core::kernel::{after, jiffies32, tcp_paws_check, timer_fire, usecs_to_jiffies, HZ};
 use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_US};
 use std::collections::VecDeque;
 
@@ -181,8 +181,10 @@ pub struct Receiver {
     /// When the delayed (or compressed) ACK must go out: the earlier of
     /// `delack_at` and the compressed-SACK timer.
     pub ack_deadline: Option<Nanos>,
-    /// The delayed-ACK timer (`ICSK_ACK_TIMER`, `icsk_ack.timeout`).
+    /// The delayed-ACK timer (`ICSK_ACK_TIMER`): when the timer wheel fires it.
     delack_at: Option<Nanos>,
+    /// Its expiry, jiffies (`icsk_delack_timeout`, the timer's `expires`).
+    delack_exp: u32,
     comp_delay: Nanos,
     /// `icsk_ack.ato` in jiffies (0: no data yet) and `icsk_ack.lrcvtime`.
     pub ato: u32,
@@ -229,6 +231,7 @@ impl Receiver {
             early_ack: None,
             ack_deadline: None,
             delack_at: None,
+            delack_exp: 0,
             comp_delay: COMP_SACK_DELAY.min(base_rtt / 20).max(1),
             ato: 0,
             lrcvtime: 0,
@@ -479,13 +482,21 @@ impl Receiver {
             ato = ato.min((HZ / 2).min(self.rtt_j));
         }
         let ato = ato.min(DELACK_MAX_J);
-        let mut timeout = now + ato as u64 * NS_PER_JIFFY;
-        if let Some(t0) = self.delack_at {
-            if t0 <= now + (ato >> 2) as u64 * NS_PER_JIFFY {
+        // timeout = jiffies + ato; a pending timer: one due within ato/4 acks now
+        // (time_before_eq(icsk_delack_timeout, jiffies + (ato >> 2))), else the earlier expiry stays
+        let now_j = jiffies32(now);
+        let mut expires = now_j.wrapping_add(ato);
+        if self.delack_at.is_some() {
+            if !after(self.delack_exp, now_j.wrapping_add(ato >> 2)) {
                 return AckNeed::Now;
             }
-            timeout = timeout.min(t0);
+            if !after(self.delack_exp, expires) {
+                expires = self.delack_exp;
+            }
         }
+        self.delack_exp = expires;
+        // sk_reset_timer: a timer_list timer, fired on its timer-wheel bucket's tick
+        let timeout = timer_fire(now, expires.wrapping_sub(now_j) as u64);
         self.delack_at = Some(timeout);
         self.ack_deadline = Some(self.ack_deadline.map_or(timeout, |d| d.min(timeout)));
         AckNeed::Later
@@ -574,6 +585,7 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloatlab_core::kernel::NS_PER_JIFFY;
 
     /// Segments that grow a fresh connection's window before any DRS step:
     /// rcv_ssthresh 65 160 -> 80 480 B (the free 128 KiB less one skb of
@@ -663,7 +675,9 @@ mod tests {
         assert_eq!(r.win.rcv_ssthresh, 80_480);
         let t = QUICK_PHASE * 1000;
         assert_eq!(r.on_data(t, QUICK_PHASE), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t + DELACK_MIN));
+        // the delayed-ACK timer: 10 jiffies from jiffy 0, level 0 of the timer wheel, fires one
+        // jiffy past its expiry: 44 ms
+        assert_eq!(r.ack_deadline, Some(44 * NS_PER_MS));
         assert_eq!(r.on_data(t + 1000, QUICK_PHASE + 1), AckNeed::Now);
     }
 
@@ -832,20 +846,22 @@ mod tests {
     fn a_slower_sender_stretches_ato_and_a_missed_delayed_ack_doubles_it() {
         let (mut r, t) = past_quickack(100 * NS_PER_MS);
         // 28 ms (7 jiffies) later: 7 < ato 10, so ato = 10 / 2 + 7 = 12 jiffies;
-        // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the ACK waits 48 ms.
+        // above TCP_DELACK_MIN, bounded by the RTT (25 jiffies): the timer expires 48 ms on,
+        // and the wheel (level 0) fires it one jiffy later, 52 ms.
         let t1 = t + 7 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
         assert!(!r.on_read(t1), "one segment unacked: the read sends nothing");
-        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 48 * NS_PER_MS)));
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 52 * NS_PER_MS)));
         // the timer fires: ato doubles to 24 (at most the RTO, 100 + 200 ms = 75 jiffies)
-        r.on_timer(t1 + 48 * NS_PER_MS);
+        r.on_timer(t1 + 52 * NS_PER_MS);
         r.make_ack();
         assert_eq!(r.ato, 24);
-        // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms
+        // 25 jiffies later (not below ato): ato stays, the RTT bound keeps it at 24: 96 ms, on
+        // the wheel 100 ms
         let t2 = t1 + 25 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t2, QUICK_PHASE + 1), AckNeed::Later);
         r.on_read(t2);
-        assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 96 * NS_PER_MS)));
+        assert_eq!((r.ato, r.ack_deadline), (24, Some(t2 + 100 * NS_PER_MS)));
         // 20 jiffies later: 24 / 2 + 20 = 32; the second unacked segment is acked at once
         assert_eq!(r.on_data(t2 + 20 * NS_PER_JIFFY, QUICK_PHASE + 2), AckNeed::Now);
         assert_eq!(r.ato, 32);
@@ -857,7 +873,8 @@ mod tests {
         let (mut r, t) = past_quickack(10 * NS_PER_MS);
         let t1 = t + 7 * NS_PER_JIFFY;
         assert_eq!(r.on_data(t1, QUICK_PHASE), AckNeed::Later);
-        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 40 * NS_PER_MS)));
+        // 40 ms, fired by the wheel one jiffy past its expiry
+        assert_eq!((r.ato, r.ack_deadline), (12, Some(t1 + 44 * NS_PER_MS)));
     }
 
     #[test]
@@ -984,7 +1001,8 @@ mod tests {
         assert_eq!(r.on_data(t + 3000, n + 2), AckNeed::Later);
         assert_eq!(r.on_data(t + 4000, n + 3), AckNeed::Later, "three unread: 77 824 < 81 920, held");
         assert_eq!(r.on_data(t + 5000, n + 4), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t + 3000 + DELACK_MIN), "the first segment's timer is kept");
+        // jiffy 21 + 10 = expiry 31, on the wheel's tick 32
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS), "the first segment's timer is kept");
         // tcp_cleanup_rbuf: the read sends the held ACK, for all five
         assert!(r.on_read(t + 6000));
         assert_eq!(r.make_ack().ack, n + 5);
@@ -1012,9 +1030,10 @@ mod tests {
         r.make_ack(); // n and n+1 stay unread
         let t0 = t + 3000;
         assert_eq!(r.on_data(t0, n + 2), AckNeed::Later);
-        assert_eq!(r.ack_deadline, Some(t0 + DELACK_MIN));
-        assert_eq!(r.on_data(t0 + 20 * NS_PER_MS, n + 3), AckNeed::Later, "four unread: held; 40 > 20 + 8 ms");
-        assert_eq!(r.ack_deadline, Some(t0 + DELACK_MIN), "the earlier timer stays");
-        assert_eq!(r.on_data(t0 + 32 * NS_PER_MS, n + 4), AckNeed::Now, "40 <= 32 + 8 ms");
+        // jiffy 21: expiry 31 (icsk_ack.timeout), fired by the wheel at tick 32 (128 ms)
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS));
+        assert_eq!(r.on_data(t0 + 20 * NS_PER_MS, n + 3), AckNeed::Later, "four unread: held; 31 > jiffy 26 + 2");
+        assert_eq!(r.ack_deadline, Some(128 * NS_PER_MS), "the earlier timer stays");
+        assert_eq!(r.on_data(t0 + 32 * NS_PER_MS, n + 4), AckNeed::Now, "31 <= jiffy 29 + 2");
     }
 }

@@ -3,18 +3,25 @@
 //! Source: RFC 6298 and Linux `tcp_rtt_estimator` / `tcp_set_rto`
 //! (`net/ipv4/tcp_input.c`, v6.x). Linux keeps srtt scaled by 8 and mdev by 4
 //! in µs, and its rttvar never falls below `TCP_RTO_MIN` (200 ms) within a
-//! round trip, so RTO ≈ srtt + max(4·mdev, 200 ms).
+//! round trip, so RTO ≈ srtt + max(4·mdev, 200 ms). Linux keeps the RTO
+//! (`icsk_rto`) in jiffies: `__tcp_set_rto` is `usecs_to_jiffies(srtt + rttvar)`,
+//! rounded up to the next 4 ms at HZ = 250, and so is the model's.
 //!
 //! Constants: `TCP_RTO_MIN` 200 ms (Linux minimum RTO), `TCP_TIMEOUT_INIT`
-//! 1 s (RFC 6298 initial RTO), `TCP_RTO_MAX` 120 s (backoff cap).
+//! 1 s (RFC 6298 initial RTO), `TCP_RTO_MAX` 120 s (backoff cap);
+//! `TCP_TIMEOUT_MIN_US` 2 ms, the floor the TLP and REO timers add before
+//! their rounding to jiffies (Linux ≥ 6.6, 1c2709cfff1d "tcp: fix excessive
+//! TLP and RACK timeouts from HZ rounding"; before, 2 jiffies after it: 8 ms
+//! at HZ = 250).
 
-use bloatlab_core::time::{Nanos, NS_PER_MS, NS_PER_SEC, NS_PER_US};
+use bloatlab_core::kernel::{usecs_to_jiffies, NS_PER_JIFFY};
+use bloatlab_core::time::{Nanos, NS_PER_SEC, NS_PER_US};
 
 pub const RTO_MIN_US: u32 = 200_000;
 pub const TIMEOUT_INIT: Nanos = NS_PER_SEC;
 pub const RTO_MAX: Nanos = 120 * NS_PER_SEC;
-/// `TCP_TIMEOUT_MIN`: 2 jiffies at HZ = 250.
-pub const TIMEOUT_MIN: Nanos = 8 * NS_PER_MS;
+/// `TCP_TIMEOUT_MIN_US`: 2 ms (µs), see the module's notes.
+pub const TIMEOUT_MIN_US: u64 = 2_000;
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
@@ -75,9 +82,9 @@ impl RttEstimator {
             self.rtt_seq = snd_nxt;
         }
         self.srtt_us = srtt.max(1) as u32;
-        // tcp_set_rto + tcp_bound_rto
+        // tcp_set_rto (__tcp_set_rto: usecs_to_jiffies, rounded up) + tcp_bound_rto
         let rto_us = (self.srtt_us >> 3) as u64 + self.rttvar_us as u64;
-        self.rto = (rto_us * NS_PER_US).min(RTO_MAX);
+        self.rto = (usecs_to_jiffies(rto_us) as Nanos * NS_PER_JIFFY).min(RTO_MAX);
     }
 
     pub fn srtt(&self) -> Nanos {
@@ -88,6 +95,7 @@ impl RttEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloatlab_core::time::NS_PER_MS;
 
     #[test]
     fn the_first_sample_sets_srtt_and_an_rto_of_rtt_plus_200ms() {
@@ -96,6 +104,15 @@ mod tests {
         assert_eq!(r.srtt(), 100 * NS_PER_MS);
         assert_eq!(r.rttvar_us, 200_000);
         assert_eq!(r.rto, 300 * NS_PER_MS);
+    }
+
+    #[test]
+    fn the_rto_is_kept_in_whole_jiffies_rounded_up() {
+        // __tcp_set_rto: usecs_to_jiffies(20.3 ms + 200 ms) = 56 jiffies = 224 ms
+        let mut r = RttEstimator::default();
+        r.sample(20_300, 0, 10);
+        assert_eq!(r.rttvar_us, 200_000);
+        assert_eq!(r.rto, 224 * NS_PER_MS);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::packet::SackBlock;
-use crate::tcp::rtt::TIMEOUT_MIN;
+use crate::tcp::rtt::TIMEOUT_MIN_US;
+use bloatlab_core::kernel::{nsecs_span_to_jiffies, timer_fire};
 use bloatlab_core::cc::reno::Reno;
 use bloatlab_core::cc::INFINITE_SSTHRESH;
 use bloatlab_core::time::NS_PER_MS;
@@ -61,8 +62,13 @@ fn rack_waits_a_quarter_min_rtt_before_marking_a_hole_lost_with_few_sacks() {
     let (deadline, kind) = s.timer.unwrap();
     assert_eq!(kind, TimerKind::Reo);
     // remaining = rack_rtt + reo_wnd - (at - tx(20)) with rack_rtt = at - tx(21)
-    //           = 25 ms - (tx(21) - tx(20)); the timer adds TCP_TIMEOUT_MIN.
-    assert_eq!(deadline, at + 25 * NS_PER_MS - (t21 - t20) + TIMEOUT_MIN);
+    //           = 25 ms - (tx(21) - tx(20)); the timer adds TCP_TIMEOUT_MIN_US (2 ms)
+    //           before rounding up to jiffies, and the wheel (level 0) fires it one jiffy
+    //           past its expiry.
+    let when = nsecs_span_to_jiffies(25 * NS_PER_MS - (t21 - t20) + TIMEOUT_MIN_US * 1000);
+    assert_eq!(deadline, timer_fire(at, when));
+    // 201 ms (jiffy 50), the two sent in one burst: 27 ms -> 7 jiffies, expiry 57, tick 58
+    assert_eq!((at, t21 - t20, when, deadline), (201 * NS_PER_MS, 0, 7, 232 * NS_PER_MS));
     // When it fires, the hole is lost and fast recovery retransmits it.
     out.clear();
     s.on_timer(deadline, &mut out);
@@ -124,12 +130,15 @@ fn the_rto_doubles_on_each_timeout_and_resets_with_a_new_rtt_sample() {
     assert_eq!(s.ca_state, CaState::Loss);
     assert_eq!(s.w.cwnd, 1);
     assert_eq!(out.len(), 1);
+    // 600 ms = 150 jiffies from jiffy 100 (400 ms): the timer wheel's level 1 rounds the
+    // expiry 250 up to bucket 256: 1.024 s
     let t1 = now + s.rtt.rto;
-    assert_eq!(s.timer, Some((t1 + 600 * NS_PER_MS, TimerKind::Rto)));
+    assert_eq!(t1, 400 * NS_PER_MS);
+    assert_eq!(s.timer, Some((1_024 * NS_PER_MS, TimerKind::Rto)));
     out.clear();
-    s.on_timer(t1 + 600 * NS_PER_MS, &mut out);
-    let t2 = t1 + 600 * NS_PER_MS;
-    assert_eq!(s.timer, Some((t2 + 1200 * NS_PER_MS, TimerKind::Rto)));
+    s.on_timer(1_024 * NS_PER_MS, &mut out);
+    // 1.2 s = 300 jiffies from 256: expiry 556, bucket 560: 2.24 s
+    assert_eq!(s.timer, Some((2_240 * NS_PER_MS, TimerKind::Rto)));
     // tcp_enter_loss reduces ssthresh once per window: the first RTO halved
     // cwnd 11 to 5; the second (in Loss, icsk_retransmits 1) leaves it.
     assert_eq!(s.w.ssthresh, 5);
@@ -138,12 +147,14 @@ fn the_rto_doubles_on_each_timeout_and_resets_with_a_new_rtt_sample() {
 #[test]
 fn a_tail_loss_probe_fires_two_srtt_after_the_last_send() {
     let (s, now) = warmed(1);
-    // srtt 100 ms; more than one packet out: PTO = 2*srtt + TCP_TIMEOUT_MIN,
-    // capped by the time left to the head segment's RTO (sent at 0, RTO 300 ms).
+    // srtt 100 ms; more than one packet out: PTO = usecs_to_jiffies(2*srtt +
+    // TCP_TIMEOUT_MIN_US) = 51 jiffies, capped by the time left to the head segment's RTO
+    // (sent at 0, RTO 300 ms: 200 ms, 50 jiffies); armed in jiffy 25, expiry 75, fired by
+    // the wheel (level 0) at tick 76: 304 ms.
     let (deadline, kind) = s.timer.unwrap();
     assert_eq!(kind, TimerKind::Tlp);
     assert_eq!(now, 100 * NS_PER_MS);
-    assert_eq!(deadline, now + (200 * NS_PER_MS + TIMEOUT_MIN).min(300 * NS_PER_MS - now));
+    assert_eq!(deadline, 304 * NS_PER_MS);
 }
 
 #[test]
@@ -794,7 +805,7 @@ fn the_fast_retransmit_of_the_head_rearms_the_rto_in_place_of_a_pending_loss_pro
     // tcp_xmit_retransmit_queue (Linux 6.x): retransmitting the head of the
     // retransmission queue resets the timer to the RTO (`rearm_timer`)
     // unless RACK's REO timer is pending. The loss probe scheduled by the
-    // last send (2 srtt + TCP_TIMEOUT_MIN) must not survive into Recovery,
+    // last send (2 srtt + TCP_TIMEOUT_MIN_US) must not survive into Recovery,
     // where Linux never sends one: the head's retransmission lost again is
     // found by the RTO, not by a probe 2 srtt later.
     let (mut s, _) = warmed(20);
@@ -806,7 +817,9 @@ fn the_fast_retransmit_of_the_head_rearms_the_rto_in_place_of_a_pending_loss_pro
     assert_eq!(s.ca_state, CaState::Recovery);
     assert_eq!((out[0].seq, out[0].retrans), (20, true));
     assert_eq!(s.rtt.rto, 300 * NS_PER_MS, "srtt 100 ms + rttvar 200 ms");
-    assert_eq!(s.timer, Some((at + 300 * NS_PER_MS, TimerKind::Rto)));
+    // 75 jiffies from jiffy 50 (200 ms): level 1, expiry 125 -> bucket 128, 512 ms
+    assert_eq!(at, 200 * NS_PER_MS);
+    assert_eq!(s.timer, Some((512 * NS_PER_MS, TimerKind::Rto)));
 }
 
 /// `tcp_grow_skb` (Linux 6.10+, 8ee602c63520, in `tcp_write_xmit` before the

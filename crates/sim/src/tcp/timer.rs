@@ -15,19 +15,28 @@
 //! to one more than what is in flight (1 in practice) and doubles the timeout;
 //! it starts F-RTO and sets up the undo of its reduction (`undo.rs`).
 //!
+//! The timer is Linux's `icsk_retransmit_timer`, a `timer_list` timer:
+//! armed `when` whole jiffies ahead (`tcp_reset_xmit_timer` →
+//! `inet_csk_reset_xmit_timer` → `sk_reset_timer`, `jiffies + when`), it
+//! fires on the timer wheel's tick of its bucket (`bloatlab_core::kernel::
+//! timer_fire`: one jiffy after the expiry below 63 jiffies, 1-8 jiffies
+//! after it to 503). The RTO is in jiffies already (`rtt.rs`); TLP's timeout
+//! and the RTO's remainder are rounded up from µs (`usecs_to_jiffies`), and
+//! the RTO rearmed after an ACK and the TLP wait also for a paced sender's
+//! next departure (`tcp_pacing_delay`, whole jiffies rounded down).
+//!
 //! Constants: `TCP_RTO_MIN` 200 ms added to the probe timeout when one
-//! segment is outstanding (room for a delayed ACK), else `TCP_TIMEOUT_MIN`
-//! (2 jiffies); `TCP_TIMEOUT_INIT` 1 s before any RTT sample; the backoff is
-//! capped at `TCP_RTO_MAX` 120 s (`rtt.rs`).
+//! segment is outstanding (room for a delayed ACK), else `TCP_TIMEOUT_MIN_US`
+//! (2 ms, Linux ≥ 6.6: both in µs before the rounding to jiffies);
+//! `TCP_TIMEOUT_INIT` 1 s before any RTT sample; the timer is capped at
+//! `TCP_RTO_MAX` 120 s (`rtt.rs`).
 
-use super::rtt::{RTO_MAX, TIMEOUT_INIT, TIMEOUT_MIN};
+use super::rtt::{RTO_MAX, RTO_MIN_US, TIMEOUT_INIT, TIMEOUT_MIN_US};
 use super::sender::{Sender, Tx};
 use super::undo::FRTO;
 use bloatlab_core::cc::{CaState, CwndEvent};
+use bloatlab_core::kernel::{nsecs_span_to_jiffies, timer_fire, usecs_to_jiffies, NS_PER_JIFFY};
 use bloatlab_core::time::{Nanos, NS_PER_US};
-
-/// `TCP_RTO_MIN`, added by TLP when one segment is outstanding.
-const RTO_MIN: Nanos = 200_000_000;
 
 /// Which timer is pending (Linux `icsk_pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,18 +51,19 @@ pub(super) fn rto_backoff(rto: Nanos, backoff: u32) -> Nanos {
     (rto << backoff.min(20)).min(RTO_MAX)
 }
 
-/// `tcp_schedule_loss_probe`'s timeout: 2 srtt plus room for a delayed ACK
-/// (`srtt_us` is Linux's srtt << 3, 0 before any sample), capped by
-/// `rto_left` (the time left to the RTO; 0: no cap).
-pub(super) fn probe_timeout(srtt_us: u32, packets_out: u32, rto_left: Nanos) -> Nanos {
+/// `tcp_schedule_loss_probe`'s timeout, jiffies: 2 srtt plus room for a
+/// delayed ACK, in µs rounded up (`srtt_us` is Linux's srtt << 3, 0 before
+/// any sample), capped by `rto_left` (the time left to the RTO, rounded up;
+/// 0: no cap).
+pub(super) fn probe_timeout(srtt_us: u32, packets_out: u32, rto_left: Nanos) -> u64 {
     let mut timeout = if srtt_us > 0 {
-        let t = (srtt_us >> 2) as Nanos * NS_PER_US; // 2 * srtt
-        t + if packets_out == 1 { RTO_MIN } else { TIMEOUT_MIN }
+        let us = (srtt_us >> 2) as u64 + if packets_out == 1 { RTO_MIN_US as u64 } else { TIMEOUT_MIN_US };
+        usecs_to_jiffies(us) as u64
     } else {
-        TIMEOUT_INIT
+        TIMEOUT_INIT / NS_PER_JIFFY
     };
     if rto_left > 0 {
-        timeout = timeout.min(rto_left);
+        timeout = timeout.min(nsecs_span_to_jiffies(rto_left));
     }
     timeout
 }
@@ -63,8 +73,22 @@ impl Sender {
         rto_backoff(self.rtt.rto, self.backoff)
     }
 
+    /// `tcp_reset_xmit_timer`: the retransmit timer as `kind`, `when`
+    /// jiffies ahead (at most `TCP_RTO_MAX`), plus the pacing delay if
+    /// `pace_delay`; it fires on the timer wheel.
+    pub(super) fn reset_xmit_timer(&mut self, now: Nanos, kind: TimerKind, when: u64, pace_delay: bool) {
+        let mut when = when;
+        if pace_delay && self.paced() {
+            // tcp_pacing_delay: nsecs_to_jiffies(tcp_wstamp_ns - tcp_clock_cache), rounded down
+            when += self.pacer.wstamp.saturating_sub(now) / NS_PER_JIFFY;
+        }
+        let when = when.min(RTO_MAX / NS_PER_JIFFY);
+        self.timer = Some((timer_fire(now, when), kind));
+    }
+
+    /// The RTO (`icsk_rto` with its backoff), armed from `now`.
     pub(super) fn arm_rto(&mut self, now: Nanos) {
-        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+        self.reset_xmit_timer(now, TimerKind::Rto, self.rto_backed_off() / NS_PER_JIFFY, false);
     }
 
     /// `tcp_rearm_rto`: after a TLP or REO timer, the RTO keeps the head
@@ -74,11 +98,11 @@ impl Sender {
             self.timer = None;
             return;
         }
-        let mut rto = self.rto_backed_off();
+        let mut rto = self.rto_backed_off() / NS_PER_JIFFY;
         if matches!(self.timer, Some((_, TimerKind::Tlp | TimerKind::Reo))) {
-            rto = self.rto_delta(now).max(1);
+            rto = nsecs_span_to_jiffies(self.rto_delta(now).max(NS_PER_US));
         }
-        self.timer = Some((now + rto, TimerKind::Rto));
+        self.reset_xmit_timer(now, TimerKind::Rto, rto, true);
     }
 
     /// `tcp_rto_delta_us`: time left until the head segment's RTO.
@@ -96,7 +120,8 @@ impl Sender {
             return false;
         }
         let rto_left = if advancing_rto { self.rto_backed_off() } else { self.rto_delta(now) };
-        self.timer = Some((now + probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left), TimerKind::Tlp));
+        let timeout = probe_timeout(self.rtt.srtt_us, self.sb.packets_out, rto_left);
+        self.reset_xmit_timer(now, TimerKind::Tlp, timeout, true);
         true
     }
 
@@ -117,9 +142,14 @@ impl Sender {
         if t > now {
             return;
         }
-        self.timer = None;
+        // tcp_write_timer_handler: the RTO clears `icsk_pending`; a TLP or REO timer's stays
+        // pending while its handler runs, so that `tcp_rearm_rto` there keeps the head's
+        // deadline (the RTO's remainder, not a full RTO from now).
         match kind {
-            TimerKind::Rto => self.retransmit_timer(now, out),
+            TimerKind::Rto => {
+                self.timer = None;
+                self.retransmit_timer(now, out)
+            }
             TimerKind::Tlp => self.send_loss_probe(now, out),
             TimerKind::Reo => self.rack_reo_timeout(now, out),
         }
@@ -162,7 +192,7 @@ impl Sender {
         self.backoff += 1;
         self.transmit(now, out);
         self.undo.rto_retransmits += 1;
-        self.timer = Some((now + self.rto_backed_off(), TimerKind::Rto));
+        self.arm_rto(now); // out_reset_timer: no pacing delay
     }
 
     /// `tcp_send_loss_probe`: one new segment regardless of cwnd (if the
@@ -214,9 +244,13 @@ mod tests {
     #[test]
     fn the_probe_waits_two_srtt_plus_a_delayed_ack_allowance_capped_by_the_rto() {
         let srtt_us = 50_000 << 3; // 50 ms
-        assert_eq!(probe_timeout(srtt_us, 5, 0), 100 * NS_PER_MS + TIMEOUT_MIN);
-        assert_eq!(probe_timeout(srtt_us, 1, 0), 300 * NS_PER_MS, "one segment out: + TCP_RTO_MIN");
-        assert_eq!(probe_timeout(srtt_us, 5, 60 * NS_PER_MS), 60 * NS_PER_MS);
-        assert_eq!(probe_timeout(0, 5, 0), NS_PER_SEC, "no RTT sample yet: TCP_TIMEOUT_INIT");
+        // usecs_to_jiffies(100 ms + TCP_TIMEOUT_MIN_US 2 ms) = 26 jiffies (104 ms)
+        assert_eq!(probe_timeout(srtt_us, 5, 0), 26);
+        // 21.1 ms srtt: 42.2 + 2 ms = 44.2 ms -> 12 jiffies (48 ms); before Linux 6.6 11 + 2 = 13
+        assert_eq!(probe_timeout(21_100 << 3, 5, 0), 12);
+        assert_eq!(probe_timeout(srtt_us, 1, 0), 75, "one segment out: + TCP_RTO_MIN, 300 ms");
+        assert_eq!(probe_timeout(srtt_us, 5, 60 * NS_PER_MS), 15, "the RTO's 60 ms left");
+        assert_eq!(probe_timeout(srtt_us, 5, 60 * NS_PER_MS + 1), 16, "60.001 ms: rounded up");
+        assert_eq!(probe_timeout(0, 5, 0), 250, "no RTT sample yet: TCP_TIMEOUT_INIT");
     }
 }
