@@ -74,11 +74,37 @@ def test_a_shared_medium_keeps_the_flows_rate_and_says_the_twin_is_this_station_
     wp = {"train": AT_MCS7, "phy_mbps": 63.3, "note": "a WiFi hop", "idle_spread_ms": 13.13}
     M._wifi_train(wp, x, 33.5, lambda m: None)
     assert x["limiter"] == "wifi" and x["rate_mbps"] == 21.76 and "wifi_mac" not in x["rate_by_cc"]
-    assert x["wifi"]["shared"] == {"idle_spread_ms": 13.13} and "other stations used the medium" in x["limiter_note"]
+    # the twin's other busy stations: as many as leave this station its share of a lone station's MAC rate
+    sh = x["wifi"]["shared"]
+    assert sh["idle_spread_ms"] == 13.13 and sh["others"] == round(sh["alone_mbps"] / 21.76 - 1) == 1
+    assert sh["alone_mbps"] == pytest.approx(48.7, rel=0.03) and "other stations used the medium" in x["limiter_note"]
     # alone (the idle probes within a frame's airtime of their least): the MAC's rate, as above
     y = {k: (dict(v) if isinstance(v, dict) else v) for k, v in x.items() if k not in ("wifi", "limiter", "limiter_note")}
     M._wifi_train(dict(wp, idle_spread_ms=0.25), y, 20.5, lambda m: None)
     assert "shared" not in y["wifi"] and y["rate_mbps"] > 40
+
+
+def test_a_shared_mediums_twin_runs_the_other_stations_and_reads_back():
+    """The twin of a shared medium gives each other busy station a backlogged CUBIC download at the measuring
+    station's PHY rate; advise's neighbour run puts its CUBIC neighbour second (the figures read flows 0 and 1); the
+    twin file reads back with its others. Through the emulator (2026-11-27, an AP at MCS 7, 20 ms, beside a
+    station's CUBIC download, 20 s): the kernel's CUBIC 23.41 Mbit/s, probe p95 74.4 ms; this twin 22.52 / 74.6."""
+    import bloatlab
+    from bloatlab.advise import recommend
+
+    p = Path(base_rtt_ms=21.0, down_mbps=23.4, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=65.3, wifi_others=1)
+    doc = p.twin(10)
+    assert [f["name"] for f in doc["flow"]] == ["bulk", "others"] and doc["flow"][1]["station"] == "others"
+    assert [st["name"] for st in doc["wifi"]["station"]] == ["you", "others"]
+    n = recommend._scenario(p, recommend.Candidate("cubic", "as-is", None), True, 1, 5)
+    assert [f["name"] for f in n["flow"]] == ["bulk", "neighbour", "others"]
+    s = bloatlab.run(doc).summary
+    assert s["flows"][0]["goodput_mbps"] == pytest.approx(s["flows"][1]["goodput_mbps"], rel=0.15)  # airtime: halves
+    assert p.wifi_rate_mbps() == pytest.approx(Path(base_rtt_ms=21.0, down_mbps=50, limiter="wifi", wifi_mac="airtime",
+                                                    wifi_phy_mbps=65.3).wifi_rate_mbps() / 2, rel=0.1)
+    assert "shared with 1 other busy station" in p.describe()
+    with pytest.raises(Exception, match="wifi others"):
+        Path(base_rtt_ms=21.0, down_mbps=23.4, limiter="fifo", wifi_others=1)
 
 
 def test_a_full_aggregate_is_told_within_a_subframe_and_the_backoffs_spread():

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import Path, grade
+from .path import WIFI_OTHERS_MAX, Path, grade
 from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, one_way, serialization_ms, serialization_rate_mbps
 )
@@ -785,19 +785,24 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
     # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
     # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
-    spread = wp.get("idle_spread_ms")
-    if spread is not None and spread > WIFI_AGGR_MS:
-        x["wifi"]["shared"] = {"idle_spread_ms": spread}
-        x["limiter_note"] += (f"; other stations used the medium: the idle probes waited {spread:.3g} ms at the "
-                              f"median beyond their least, more than a full aggregate ({WIFI_AGGR_MS:g} ms): the "
-                              f"rate is this station's share while they did")
-        return
     # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (Path.wifi_rate_mbps, the
     # twin's own figure: from_twin reads it so), which the RTT does not change; the flows' rate is a lower bound of
     # it — at a long RTT the AP's CoDel (mac80211's 20 ms / 100 ms) holds four CUBIC flows below the MAC's rate
     # (campaign seeds 28-30: 12-44 % below at 141-574 ms, the kernel's own CUBIC lower still; docs/advise.md "The
     # rate goal's misses")
     mac_mbps = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy).wifi_rate_mbps()
+    spread = wp.get("idle_spread_ms")
+    if spread is not None and spread > WIFI_AGGR_MS:
+        # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station the share
+        # its flows got of what the MAC gives one station alone (a fair share under fq and airtime alike; legacy
+        # shares by packets, the same at one PHY rate): MAC / flows - 1, at least one
+        others = int(min(max(round(mac_mbps / max(x["rate_mbps"], 1e-9) - 1), 1), WIFI_OTHERS_MAX))
+        x["wifi"]["shared"] = {"idle_spread_ms": spread, "others": others, "alone_mbps": mac_mbps}
+        x["limiter_note"] += (f"; other stations used the medium: the idle probes waited {spread:.3g} ms at the "
+                              f"median beyond their least, more than a full aggregate ({WIFI_AGGR_MS:g} ms): the "
+                              f"rate is this station's share while they did ({x['rate_mbps']:.4g} of the "
+                              f"{mac_mbps:.4g} Mbit/s a lone station gets: {others} other busy station(s) in the twin)")
+        return
     if mac_mbps > x["rate_mbps"]:
         x.setdefault("rate_by_cc", {})["wifi_mac"] = mac_mbps
         x.setdefault("rate_from", {})["wifi_mac"] = "the MAC's rate at the measured PHY rate"
@@ -942,7 +947,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: other stations were using the WiFi medium (the idle probes waited "
                 f"{x['wifi']['shared']['idle_spread_ms']:.3g} ms at the median): the rate is this station's share "
-                f"then, and the twin models this station alone, which gets more when they are quiet")
+                f"then; the twin gives {x['wifi']['shared']['others']} other station(s) a backlogged download at this "
+                f"station's PHY rate (their real rates and traffic were not seen), and this station gets more when "
+                f"they are quiet")
         for short in x.get("server_short", []):
             report.setdefault("warnings", []).append(
                 f"{d}: {short}: the server is short of CPU (or of its NIC), and the figures that rest on its packet "
@@ -958,13 +965,18 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     d = report["down"]
-    path = Path(base_rtt_ms=max(base["p50"], 0.01), base_rtt_spread_ms=max(base["p50"] - base["min"], 0.0),
+    # on a shared WiFi medium the idle probes' median waited behind the other stations, whom the twin runs
+    # (Path.wifi_others): its base RTT is their least
+    shared = bool((d.get("wifi") or {}).get("shared"))
+    path = Path(base_rtt_ms=max(base["min"] if shared else base["p50"], 0.01),
+                base_rtt_spread_ms=0.0 if shared else max(base["p50"] - base["min"], 0.0),
                 down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
+                wifi_others=((d.get("wifi") or {}).get("shared") or {}).get("others", 0),
                 # what the down reading could not be told apart from: advise checks its advice on each
                 alternatives=[a for a in d.get("limiter_alternatives") or [] if a.get("limiter") != d["limiter"]] or None,
                 **_variation_fields(report))

@@ -40,6 +40,9 @@ AUTORATE_MIN_MBPS = 2.0
 TRACE_SECONDS = 120
 #: the twin's station (the measuring host)
 WIFI_STATION = "you"
+#: the twin's other busy stations on a shared medium (Path.wifi_others), and the most it models
+WIFI_OTHERS_STATION = "others"
+WIFI_OTHERS_MAX = 8
 #: the RTT of the flows that read a WiFi twin's rate (Path.wifi_rate_mbps): 5 ms, so that four CUBIC flows fill
 #: the access point's queue within a second at 130 Mbit/s
 WIFI_RATE_RTT_MS = 5.0
@@ -92,6 +95,9 @@ class Path:
     # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
     wifi_mac: str | None = None
     wifi_phy_mbps: float | None = None
+    # other stations that held the medium while measure ran (its wifi "shared" reading): the twin gives each a
+    # backlogged CUBIC download at the measuring station's PHY rate (:data:`WIFI_OTHERS_STATION`)
+    wifi_others: int = 0
     # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
     # measure's windows, and the time scale (s) over which it moved; None: not measured
     down_rate_p10_mbps: float | None = None
@@ -150,6 +156,9 @@ class Path:
         if self.base_rtt_spread_ms is not None and not 0 <= self.base_rtt_spread_ms < self.base_rtt_ms:
             raise UserError(f"base_rtt_spread_ms: expected 0 up to the base RTT ({self.base_rtt_ms} ms), "
                             f"got {self.base_rtt_spread_ms}")
+        if not 0 <= self.wifi_others <= WIFI_OTHERS_MAX or (self.wifi_others and self.limiter != "wifi"):
+            raise UserError(f"wifi others: expected 0 up to {WIFI_OTHERS_MAX} stations beside a WiFi hop, got "
+                            f"{self.wifi_others}")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -181,6 +190,9 @@ class Path:
         """The bottleneck's buffer and what limits the rate, in words (:meth:`describe`'s)."""
         lim = {"fifo": "a FIFO bottleneck", "policer": "a policer enforcing the rate", "aqm": "an AQM at the bottleneck",
                "wifi": f"a WiFi hop ({self.wifi_mac} access point, PHY ~{self.wifi_phy_mbps or 0:.3g} Mbit/s)"}[self.limiter]
+        if self.wifi_others:
+            lim += (f", shared with {self.wifi_others} other busy station{'s' if self.wifi_others > 1 else ''} "
+                    f"(modelled as backlogged downloads at the same PHY rate)")
         if self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
         if self.limiter == "aqm" and self.aqm_qdisc == "cake":
@@ -351,6 +363,7 @@ class Path:
             del doc["link"]
             doc["wifi"] = self.wifi_doc()
             doc["flow"][0]["station"] = doc["probe"][0]["station"] = WIFI_STATION
+            doc["flow"] += self.wifi_others_flows()
             return doc
         if self.up_mbps:
             doc["link"]["up"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
@@ -467,9 +480,18 @@ class Path:
         import bloatlab
 
         doc = {"name": "wifi-rate", "duration": f"{seconds:g}s", "seed": 1, "wifi": self.wifi_doc(),
-               "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": WIFI_STATION}]}
+               "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": WIFI_STATION}]
+               + self.wifi_others_flows(WIFI_RATE_RTT_MS)}
         s = bloatlab.run(doc).summary
-        return sum(f["goodput_mbps"] for f in s["flows"]) * 1500 / 1448
+        # this station's flows (the others' share of the medium is theirs)
+        return sum(f["goodput_mbps"] for f, r in zip(s["flows"], doc_flows(doc)) if r == WIFI_STATION) * 1500 / 1448
+
+    def wifi_others_flows(self, rtt_ms: float | None = None) -> list[dict]:
+        """The other stations' downloads (:attr:`wifi_others`): one backlogged CUBIC flow each, at the base RTT."""
+        if not self.wifi_others:
+            return []
+        return [{"name": "others", "cc": "cubic", "count": self.wifi_others, "station": WIFI_OTHERS_STATION,
+                 "rtt": f"{rtt_ms or self.base_rtt_ms:.6g}ms"}]
 
     def wifi_doc(self, mac: str | None = None) -> dict:
         """``[wifi]`` of the twin: the access point (``mac``: another design in its place) and one station, the
@@ -477,6 +499,9 @@ class Path:
         the driver's :data:`LEGACY_DRIVER_FRAMES`: the qdisc gets what the driver does not hold."""
         mac = mac or self.wifi_mac
         w: dict = {"mac": mac, "station": [{"name": WIFI_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit"}]}
+        if self.wifi_others:
+            w["station"].append({"name": WIFI_OTHERS_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit",
+                                 "count": self.wifi_others})
         if mac == "legacy" and self.buffer_bytes is not None:
             w["buffer"] = f"{max(self.buffer_bytes - LEGACY_DRIVER_FRAMES * 1500, 1500)}B"
         return w
@@ -497,8 +522,9 @@ class Path:
             buf = None
             if w["mac"] == "legacy":
                 buf = (w["buffer_bytes"] or (w["buffer_pkts"] or 0) * 1500) + LEGACY_DRIVER_FRAMES * 1500
+            # the stations beyond the measuring host's: other busy stations (Path.wifi_others_flows)
             p = cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=phy, buffer_bytes=buf, limiter="wifi",
-                    wifi_mac=w["mac"], wifi_phy_mbps=phy)
+                    wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(w["stations"]) - 1)
             p.down_mbps = p.wifi_rate_mbps()
             return p
         down = r["links"]["down"]
@@ -680,3 +706,12 @@ def to_toml(doc: dict) -> str:
     text = "\n".join(lines) + "\n"
     tomllib.loads(text)  # what we write must read back
     return text
+
+
+def doc_flows(doc: dict) -> list[str]:
+    """The station of each flow a scenario dict runs, in the order its summary lists them (a table's ``count``
+    copies one after another)."""
+    out = []
+    for f in doc["flow"]:
+        out += [f.get("station")] * int(f.get("count", 1))
+    return out

@@ -248,7 +248,8 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: 
         # a variable capacity's member: its own realization of the fitted process (Path.member_traces)
         doc["link"]["down"]["rate"] = f"trace:{trace}"
     if neighbour:
-        doc["flow"].append({k: v for k, v in doc["flow"][0].items() if k in ("rtt", "station", "start")} | {"name": "neighbour", "cc": "cubic"})
+        # second, before a shared WiFi medium's other stations (Path.wifi_others_flows): pair_figures reads flows 0 and 1
+        doc["flow"].insert(1, {k: v for k, v in doc["flow"][0].items() if k in ("rtt", "station", "start")} | {"name": "neighbour", "cc": "cubic"})
     return doc
 
 
