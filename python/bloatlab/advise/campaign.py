@@ -52,14 +52,19 @@ The distribution (:func:`draw`; every draw from ``numpy.random.default_rng(seed)
   uniform over those whose PHY rate is at least :data:`WIFI_FRONT_PHY_OVER`
   times the line's down rate, so that the line stays the bottleneck; none
   where no MCS is that fast;
+- other busy stations on half the WiFi hops (a fourth stream,
+  ``default_rng([seed, 34])``, three draws a path): one or two (even odds),
+  each a backlogged CUBIC download at an HT20 MCS uniform over 0-15, at the
+  path's RTT (``wifi_others``); the hop's rate then what the model's MAC
+  leaves the measuring host beside them (:func:`_wifi_rate`);
 - both directions alike (the same limiter kind, buffer in BDP, loss);
 - a draw whose BDP exceeds :data:`MAX_BDP_BYTES` or whose buffer exceeds
   :data:`MAX_BUFFER_BYTES` is drawn again (what the emulator carries in real
   time and memory), recorded in the campaign's ``distribution``.
 
-Not yet drawn: variable capacity behind other limiters than a FIFO, WiFi
-hops shared with other stations, and a WiFi hop slower than the line behind
-it; the report says so.
+Not yet drawn: variable capacity behind other limiters than a FIFO, other
+stations whose traffic is not a backlogged download, and a WiFi hop slower
+than the line behind it; the report says so.
 """
 
 from __future__ import annotations
@@ -91,6 +96,8 @@ WIFI_FRONT_SHARE = 0.25
 #: delivers 0.72-0.79 of the PHY rate to one backlogged station (Path.wifi_rate_mbps, MCS 0-15, each design), so
 #: the hop carries at least 1.44x the line and the line holds the queue
 WIFI_FRONT_PHY_OVER = 2.0
+#: the WiFi paths with other busy stations on the medium (the module docstring)
+WIFI_SHARED_SHARE = 0.5
 VARIABLE_MODELS = ("lte", "starlink")
 #: the largest median a variable capacity is drawn at (Mbit/s): the models' peaks reach ~5x their median (the LTE
 #: chain's top level 35 against its ~10.8 median, with fading), within the emulator's ~1 Gbit/s
@@ -167,9 +174,39 @@ def draw(n: int, seed: int) -> list[dict]:
         fast = [i for i, phy in enumerate(HT20_MCS_MBPS) if phy >= WIFI_FRONT_PHY_OVER * p["down_mbps"]]
         if p["limiter"] != "wifi" and fast and u < WIFI_FRONT_SHARE:
             p["wifi_front"] = {"mac": WIFI_MACS[int(m * len(WIFI_MACS))], "mcs": fast[int(k * len(fast))]}
+    shared_rng = np.random.default_rng([seed, 34])
+    for p in paths:
+        # other busy stations on a WiFi hop: their own stream, three draws a path, whatever its kind
+        u, c, k = shared_rng.random(), shared_rng.random(), shared_rng.random()
+        if p["limiter"] == "wifi" and u < WIFI_SHARED_SHARE:
+            p["wifi_others"] = {"count": 1 + int(c * 2), "mcs": int(k * 16)}
+            p["down_mbps"] = p["up_mbps"] = _wifi_rate(p)
     for p in paths:
         p["redraws_before_all"] = redraws
     return paths
+
+
+def _wifi_rate(t: dict) -> float:
+    """What the model's MAC delivers to the measuring host's four backlogged CUBIC flows (Mbit/s of IP packets)
+    beside the true WiFi path's other busy stations (Path.wifi_rate_mbps's run, with them)."""
+    import bloatlab
+
+    from .path import WIFI_RATE_RTT_MS
+
+    doc = {"name": "wifi-rate", "duration": "4s", "seed": 1, "wifi": _wifi_doc(t),
+           "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": "you"}]
+           + _others_flows(t, WIFI_RATE_RTT_MS)}
+    s = bloatlab.run(doc).summary
+    return sum(f["goodput_mbps"] for f in s["flows"][:4]) * 1500 / 1448
+
+
+def _others_flows(t: dict, rtt_ms: float | None = None) -> list[dict]:
+    """The true WiFi path's other busy stations' downloads (after the measuring host's flows)."""
+    o = t.get("wifi_others")
+    if not o:
+        return []
+    return [{"name": "others", "cc": "cubic", "count": o["count"], "station": "others",
+             "rtt": f"{rtt_ms or t['base_rtt_ms']:.6g}ms"}]
 
 
 def _wifi_path(index: int, rng, rtt: float) -> dict:
@@ -213,8 +250,12 @@ def _variable_capacity(t: dict) -> dict:
 
 
 def _wifi_doc(t: dict, mac: str | None = None) -> dict:
-    """``[wifi]`` of a true WiFi path (``mac``: the user's design in its place)."""
-    return {"mac": mac or t["wifi_mac"], "station": [{"name": "you", "phy_rate": f"mcs{t['mcs']}"}]}
+    """``[wifi]`` of a true WiFi path (``mac``: the user's design in its place), its other stations after the
+    measuring host."""
+    st = [{"name": "you", "phy_rate": f"mcs{t['mcs']}"}]
+    if t.get("wifi_others"):
+        st.append({"name": "others", "phy_rate": f"mcs{t['wifi_others']['mcs']}", "count": t["wifi_others"]["count"]})
+    return {"mac": mac or t["wifi_mac"], "station": st}
 
 
 def _dir_doc(t: dict, d: str) -> dict:
@@ -263,6 +304,7 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
                "probe": [{"name": "ping", "interval": "20ms", "station": "you"}]}
         if neighbour:
             doc["flow"].append({"name": "neighbour", "cc": "cubic", "rtt": f"{t['base_rtt_ms']:.6g}ms", "station": "you"})
+        doc["flow"] += _others_flows(t)  # last: the figures read the bulk flow and its neighbour
         if queue not in (None, "as-is") and mac is None:
             doc["description"] = f"approximated: the user's {queue} cannot sit in front of the access point; the AP runs as it is"
         return doc
@@ -303,9 +345,12 @@ def _measure(t: dict, pdir: str, quick_flows: int = 4) -> dict:
     from .._bin import find as find_bin
     from ..engines import emu
 
-    doc = truth_doc(t, 60)
+    # long enough for any measurement: other busy stations download for as long as it runs (the shell stops them
+    # with the command)
+    doc = truth_doc(t, 600)
     resolved = sc_mod.load(doc).resolved()
-    resolved["flows"] = []
+    # the measuring host's flows are measure's own; the other stations' run beside it
+    resolved["flows"] = [dict(f, id=i) for i, f in enumerate(f for f in resolved["flows"] if f.get("station") not in (None, 0))]
     resolved["probes"] = []
     resolved["default_rtt_ns"] = int(t["base_rtt_ms"] * 1e6)
     if t["limiter"] == "wifi" or t.get("wifi_front"):
@@ -593,7 +638,10 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     d = m["down"]
     rec["measured"] = {"limiter": d["limiter"], "limiter_note": d.get("limiter_note"),
                        "limiter_alternatives": d.get("limiter_alternatives"), "down_mbps": d["rate_mbps"],
-                       "up_mbps": (m.get("up") or {}).get("rate_mbps"), "base_rtt_ms": m["base_rtt_ms"]["p50"],
+                       "up_mbps": (m.get("up") or {}).get("rate_mbps"),
+                       # the base RTT measure concluded (its twin's: the idle median, or their least where other
+                       # stations held a shared WiFi medium)
+                       "base_rtt_ms": (m.get("twin") or {}).get("base_rtt_ms", m["base_rtt_ms"]["p50"]),
                        "buffer_bytes": d["buffer_bytes"], "buffer_bdp": d["buffer_bdp"], "loss": m["loss"],
                        # what the buffer's figure is: a lower or an upper bound, or the depth (measure.buffer_reading)
                        "buffer_bound": d.get("buffer_bound"), "buffer_bytes_min": d.get("buffer_bytes_min"),

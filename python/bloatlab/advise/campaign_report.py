@@ -28,7 +28,9 @@ CLASSES = ("fifo", "policer", "aqm", "wifi")
 def describe_truth(t: dict) -> str:
     """A true path in one line (the progress lines, the report's wrong paths)."""
     if t["limiter"] == "wifi":
-        lim = f"wifi ({t['wifi_mac']} AP, MCS {t['mcs']}, PHY {t['port_mbps']:.3g} Mbit/s)"
+        o = t.get("wifi_others")
+        others = f", {o['count']} other busy station{'s' if o['count'] > 1 else ''} at MCS {o['mcs']}" if o else ""
+        lim = f"wifi ({t['wifi_mac']} AP, MCS {t['mcs']}, PHY {t['port_mbps']:.3g} Mbit/s{others})"
     else:
         lim = f"{t['limiter']}" + (f" ({t['variable']}-like capacity, median {t['port_mbps']:.3g})" if t.get("variable") else
                                    f" (port {t['port_mbps']:.4g})")
