@@ -477,14 +477,7 @@ impl Dir {
             .filter(|e| e.end_ns() > from && e.start_ns < until)
             .map(|e| Episode { start_ns: e.start_ns.saturating_sub(from), ..e })
             .collect();
-        let shaper_log = l.shaper_rate_log().map(|log| log.iter().map(|&(t, r)| (t.saturating_sub(from), r)).collect());
         DirResult {
-            stats: l.stats.clone(),
-            tx_bytes: l.tx_bytes,
-            tx_pkts: l.tx_pkts,
-            busy_ns: l.busy_ns,
-            qdelay_ms: std::mem::take(&mut l.qdelay_ms),
-            samples: std::mem::take(&mut l.samples),
             late: self.late,
             write_errors: self.write_errors,
             read_pkts: self.read_pkts,
@@ -493,7 +486,32 @@ impl Dir {
             coalesced_pkts: self.coalesced,
             stalls,
             stalls_lost: self.watch.lost,
-            shaper_log,
+            ..DirResult::of_link(l, from)
+        }
+    }
+}
+
+impl DirResult {
+    /// A link's own figures — its queue's statistics, queueing delays and samples (taken), and an autorate
+    /// element's shaper log with times from `from`, the scenario's t = 0 on the link's clock — with the
+    /// thread's (lateness, reads, writes, stalls) empty, for the thread that ran it to fill in.
+    pub fn of_link(l: &mut Link, from: Nanos) -> DirResult {
+        DirResult {
+            stats: l.stats.clone(),
+            tx_bytes: l.tx_bytes,
+            tx_pkts: l.tx_pkts,
+            busy_ns: l.busy_ns,
+            qdelay_ms: std::mem::take(&mut l.qdelay_ms),
+            samples: std::mem::take(&mut l.samples),
+            late: LateHist::default(),
+            write_errors: 0,
+            read_pkts: 0,
+            read_frames: 0,
+            super_pkts: 0,
+            coalesced_pkts: 0,
+            stalls: Vec::new(),
+            stalls_lost: 0,
+            shaper_log: l.shaper_rate_log().map(|log| log.iter().map(|&(t, r)| (t.saturating_sub(from), r)).collect()),
         }
     }
 }

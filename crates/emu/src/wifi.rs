@@ -318,25 +318,7 @@ impl Medium {
         for (i, dir) in ["down", "up"].into_iter().enumerate() {
             let Some(l) = self.lines[i].as_mut() else { continue };
             l.service(now);
-            // times from the scenario's t = 0, as crate::forward reports them
-            let shaper_log = l.shaper_rate_log().map(|log| log.iter().map(|&(t, r)| (t.saturating_sub(self.lead), r)).collect());
-            out.push((dir.to_string(), DirResult {
-                stats: l.stats.clone(),
-                tx_bytes: l.tx_bytes,
-                tx_pkts: l.tx_pkts,
-                busy_ns: l.busy_ns,
-                qdelay_ms: std::mem::take(&mut l.qdelay_ms),
-                samples: std::mem::take(&mut l.samples),
-                late: LateHist::default(),
-                write_errors: 0,
-                read_pkts: 0,
-                read_frames: 0,
-                super_pkts: 0,
-                coalesced_pkts: 0,
-                stalls: Vec::new(),
-                stalls_lost: 0,
-                shaper_log,
-            }));
+            out.push((dir.to_string(), DirResult::of_link(l, self.lead)));
         }
         out
     }
