@@ -102,7 +102,10 @@ def read_direction(report: dict, d: str) -> dict:
     with _offline(stored):
         if d == "down":
             wt = old.get("wifi_train")
-            wp = {"train": wt, "phy_mbps": None, "note": old.get("wifi_note")}
+            b = report.get("base_rtt_ms") or {}
+            wp = {"train": wt, "phy_mbps": None, "note": old.get("wifi_note"),
+                  # the idle probes' spread (measure._wifi_train: other stations on a WiFi medium)
+                  "idle_spread_ms": b["p50"] - b["min"] if "p50" in b and "min" in b else None}
             if wt is not None:
                 wp["phy_mbps"], wp["note"] = M_wifi_hop.wifi_hop(wt)
             if hasattr(M, "_down_trains"):

@@ -762,7 +762,9 @@ def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
 def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     """Where the train of :func:`_wifi_probe` (``wp``) showed a WiFi hop the
     direction becomes ``wifi``: the AP's design (:func:`wifi_design`, from
-    the loads' queue) and the PHY rate."""
+    the loads' queue) and the PHY rate; where the idle probes waited behind
+    other stations (``wp["idle_spread_ms"]``) ``wifi.shared`` and the flows'
+    rate, else the MAC's where the flows got less."""
     t, phy, why = wp["train"], wp["phy_mbps"], wp["note"]
     if t is None:
         x["wifi_note"] = why
@@ -780,17 +782,17 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
-    # other stations on the medium: the idle probes' median waited more than a full aggregate's airtime (ath9k's
-    # 4.096 ms) beyond their least. An idle AP sends a sparse flow's packet at once (a frame, under 0.5 ms at any
-    # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
-    # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
-    # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
     # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (Path.wifi_rate_mbps, the
     # twin's own figure: from_twin reads it so), which the RTT does not change; the flows' rate is a lower bound of
     # it — at a long RTT the AP's CoDel (mac80211's 20 ms / 100 ms) holds four CUBIC flows below the MAC's rate
     # (campaign seeds 28-30: 12-44 % below at 141-574 ms, the kernel's own CUBIC lower still; docs/advise.md "The
     # rate goal's misses")
     mac_mbps = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy).wifi_rate_mbps()
+    # other stations on the medium: the idle probes' median waited more than a full aggregate's airtime (ath9k's
+    # 4.096 ms) beyond their least. An idle AP sends a sparse flow's packet at once (a frame, under 0.5 ms at any
+    # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
+    # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
+    # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
     spread = wp.get("idle_spread_ms")
     if spread is not None and spread > WIFI_AGGR_MS:
         # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station the share
