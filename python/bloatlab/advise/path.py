@@ -92,7 +92,7 @@ class Path:
     # at COBALT's first signal); None: fq_codel
     aqm_qdisc: str | None = None
     # behind a WiFi hop (limiter "wifi"): the access point's design and the station's PHY rate (measure's
-    # wifi_hop); the twin is a [wifi] medium instead of a wired bottleneck
+    # wifi_hop); the twin is a [wifi] medium and no wired bottleneck
     wifi_mac: str | None = None
     wifi_phy_mbps: float | None = None
     # other stations that held the medium while measure ran (its wifi "shared" reading): the twin gives each a
@@ -358,8 +358,9 @@ class Path:
             "probe": [{"name": "ping", "interval": "20ms"}],
         }
         if self.limiter == "wifi":
-            # the WiFi hop is the bottleneck both ways (one medium); the scenario language has no wired link in
-            # series with it, so the up direction's own figures are not the twin's
+            # the WiFi hop is the bottleneck both ways (one medium): the twin has no line behind it (the AP's line,
+            # docs/wifi.md, where measure read the hop as the limiter, does not queue), so the up direction's own
+            # figures are not the twin's
             del doc["link"]
             doc["wifi"] = self.wifi_doc()
             doc["flow"][0]["station"] = doc["probe"][0]["station"] = WIFI_STATION
