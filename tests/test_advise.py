@@ -556,6 +556,31 @@ def test_a_load_that_printed_its_result_then_failed_keeps_its_figures(monkeypatc
         M._probe(["load", "h"], 10, partial=True)
 
 
+def test_a_load_phase_without_echoes_after_answered_idle_probes_names_both_causes(monkeypatch):
+    """A load phase whose idle probes got no echo within the probe's 2 s, after measure's own idle probes were
+    answered (campaign seed 49 path 24: a legacy access point's FIFO that another station kept full): the server
+    was there, so the message says the path held the packets (others' traffic) or the server stopped — not only
+    "is the server running?"."""
+    import types
+
+    from bloatlab.advise import measure as M
+
+    done = types.SimpleNamespace(returncode=1, stdout="", stderr=(
+        "bloatlab-probe: 10.77.0.2:5301: no UDP echo: none of the idle phase's 100 probes came back within 2 s (is "
+        "`bloatlab-probe server` running there? if it is, the path held or dropped every probe: a queue that others' "
+        "traffic keeps full)\n"))
+    monkeypatch.setattr(M.subprocess, "run", lambda *a, **k: done)
+    with pytest.raises(M.UserError) as e:
+        M._load("10.77.0.2", 5301, "down", 4, 5.0, None, "cubic")
+    msg = str(e.value)
+    assert msg.startswith("measure: the down phase's idle probes got no echo, where measure's first idle probes")
+    assert "another host's traffic" in msg and "or the server stopped" in msg and "none of the idle phase's 100" in msg
+    # any other failure passes through as the probe said it
+    done.stderr = "bloatlab-probe: stream 3: the peer closed the connection before acking everything\n"
+    with pytest.raises(M.UserError, match="^measure: bloatlab-probe: stream 3: the peer closed"):
+        M._load("10.77.0.2", 5301, "down", 4, 5.0, None, "cubic")
+
+
 def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_busy():
     """Issue 31: measure reports how the capacity moved — the flows' summed
     delivery rate over 100-ms windows (or two samples) where every flow's

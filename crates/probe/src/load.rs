@@ -498,7 +498,17 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     let idle_udp = udp::run_client(&udp_cfg(cfg, cfg.idle_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let idle_conn = ch.join().unwrap_or_default();
     if idle_udp.received == 0 {
-        return Err(tcp::ClientError { status: 1, msg: format!("{}: no UDP echo (is `bloatlab-probe server` running there?)", cfg.addr) });
+        // either nobody answers there, or the path holds (or drops) every probe for longer than the client's
+        // timeout: a deep queue another host keeps full looks the same from here
+        let wait = udp_cfg(cfg, cfg.idle_ns).timeout_ns as f64 / 1e9;
+        return Err(tcp::ClientError {
+            status: 1,
+            msg: format!(
+                "{}: no UDP echo: none of the idle phase's {} probes came back within {wait} s (is `bloatlab-probe server` \
+                 running there? if it is, the path held or dropped every probe: a queue that others' traffic keeps full)",
+                cfg.addr, idle_udp.sent
+            ),
+        });
     }
     let idle_rtt: Vec<f64> = idle_udp.rtt_us.iter().map(|x| x / 1e3).collect();
     let li = Latency::of(&mut idle_rtt.clone());

@@ -215,7 +215,18 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
         args += ["--until-stable", f"{floor_s * 1e3:.0f}ms"]
     if secret:
         args += ["--secret", secret]
-    return _without_missing(_probe(args, timeout=secs + RESULTS_WAIT_S, partial=True))
+    try:
+        return _without_missing(_probe(args, timeout=secs + RESULTS_WAIT_S, partial=True))
+    except UserError as e:
+        if "no UDP echo" not in str(e):
+            raise
+        # measure's own idle probes were answered before this phase: the server is (or was) there, and what the
+        # probe cannot tell apart from here, measure can
+        raise UserError(f"measure: the {d} phase's idle probes got no echo, where measure's first idle probes had "
+                        f"been answered: the path now holds or drops every packet for longer than the probe waits "
+                        f"(2 s) — another host's traffic keeping a deep queue full (a busy shared WiFi medium, a "
+                        f"saturated line) — or the server stopped. Measure when the path is quiet, or from a host "
+                        f"that does not share its bottleneck ({str(e).removeprefix('measure: ')})") from None
 
 
 def _without_missing(j: dict) -> dict:
