@@ -61,6 +61,24 @@ def test_the_hops_rate_is_the_macs_at_the_measured_phy_rate_where_the_flows_got_
     assert y["rate_mbps"] == 40.5 and "wifi_mac" not in y["rate_by_cc"]
 
 
+def test_a_legacy_fifo_read_at_a_long_rtt_gets_its_depth_from_the_fills_queue():
+    """Campaign seed 49 path 20: a legacy AP's 1.68-MB FIFO (1 BDP) at MCS 11, 338 ms. The fill's four CUBIC flows
+    lost segments with their queue at 333 ms (p95, within CoDel's interval and the round trip) and 242 ms (median,
+    far above what CoDel lets stand): legacy, and the FIFO's depth from that queue at the flows' rate, as a wired
+    FIFO's (the wired reading had taken it for an AQM's queue: no depth). Its twin in the model 33.96 Mbit/s, p95
+    647 ms; the kernel's CUBIC on the true path 30.70 / 687 (the airtime twin it had: 25.47 / 365)."""
+    from bloatlab.advise import measure as M
+
+    ev = {"flow_q95_ms": 332.5, "dropped": True, "flow_q50_ms": 242.4}
+    x = {"rate_mbps": 38.39, "rate_by_cc": {"cubic": 38.39}, "rate_from": {"cubic": "acked_bytes"}, "flows": 4,
+         "fill_flow_q95_ms": 332.5, "fill_dropped": True, "fill_flow_q50_ms": 242.4, "evidence": ev,
+         "buffer_bytes": None, "buffer_window": {"overflowed": True, "queue_max_ms": 338.7}}
+    M._wifi_train({"train": AT_MCS7, "phy_mbps": 51.9, "note": "a WiFi hop"}, x, 338.5, lambda m: None)
+    assert x["wifi"]["mac"] == "legacy" and "242 ms for half the phase" in x["limiter_note"]
+    assert x["buffer_bytes"] == int(332.5e-3 * 38.39e6 / 8) and x["buffer_bound"] is None
+    assert x["buffer_bytes"] == pytest.approx(1684500, rel=0.06)
+
+
 def test_a_shared_medium_keeps_the_flows_rate_and_says_the_twin_is_this_station_alone():
     """Other stations' aggregates hold the medium: the idle probes' median waits more than a full aggregate (4.096 ms)
     beyond their least, and the flows' rate is this station's share, not a lone station's MAC rate. Through the
@@ -196,6 +214,13 @@ def test_the_access_points_design_from_the_queue_the_flows_sat_in():
     # ... nor where the median stayed within target and aggregates, nor from a report without a median
     assert m_wifi_hop.wifi_design(40.0, False, 20.0, 30.0)[0] == "airtime"
     assert m_wifi_hop.wifi_design(118.0, False, 20.0)[0] == "airtime"
+    # with losses, a median more than CoDel's interval above target and aggregates (132.3 ms) at any RTT: CoDel would
+    # have dropped, ever faster, for half the phase (campaign seed 49 path 20: a 1-BDP legacy FIFO at 338 ms, p95 333
+    # within the 438-ms bound, median 242 ms; the kernel's fq/airtime medians on the campaigns: at most 62 ms)
+    mac, why = m_wifi_hop.wifi_design(333.0, True, 338.0, 242.0)
+    assert mac == "legacy" and "242 ms for half the phase" in why and "132 ms" in why
+    assert m_wifi_hop.wifi_design(333.0, True, 338.0, 132.0)[0] == "airtime"
+    assert m_wifi_hop.wifi_design(80.0, True, 19.0, 62.0)[0] == "airtime"
 
 
 def wifi_path(mac="legacy", buffer_bytes=None):

@@ -795,6 +795,12 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None)
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
+    elif x.get("buffer_bytes") is None:
+        # a legacy FIFO the wired reading took for an AQM's queue (no depth read): its depth from the queue the
+        # loss-based fill sat in, as a wired FIFO's (buffer_reading)
+        win = x.get("buffer_window") or {}
+        x.update(buffer_reading(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]), x["rate_mbps"],
+                                x.get("flows", 4), base_ms, win.get("overflowed"), queue_max_ms=win.get("queue_max_ms")))
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
     # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (Path.wifi_rate_mbps, the
     # twin's own figure: from_twin reads it so), which the RTT does not change; the flows' rate is a lower bound of
