@@ -203,7 +203,13 @@ def test_a_policed_twin_sits_on_a_faster_port_and_the_shaped_candidates_leave_th
     d = p.link_doc()
     assert d["rate"] == "200Mbit" and d["policer"] == {"rate": "20Mbit"}
     s = p.link_doc(19.0, "cake")
-    assert "policer" not in s and s["shaper"] == {"rate": "19Mbit"} and s["qdisc"] == "cake" and s["rate"] == "200Mbit"
+    # CAKE shapes with its own deficit shaper (tc-cake bandwidth), no token bucket to burst from
+    assert "policer" not in s and "shaper" not in s and s["qdisc"] == "cake" and s["rate"] == "200Mbit"
+    assert s["qdisc_params"] == {"bandwidth": "19Mbit"}
+    # fq_codel behind an HTB-like bucket of 1 ms of its rate (sqm-scripts' SHAPER_BURST_DUR_US), one MTU at least
+    f = p.link_doc(19.0, "fq_codel")
+    assert "policer" not in f and f["shaper"] == {"rate": "19Mbit", "burst": "2375B"} and f["qdisc"] == "fq_codel"
+    assert Path(base_rtt_ms=40, down_mbps=2, limiter="policer").link_doc(1.9, "fq_codel")["shaper"]["burst"] == "1514B"
     # an AQM's limit is not measurable: the twin takes fq_codel's own (10240 packets)
     assert Path(base_rtt_ms=40, down_mbps=20, limiter="aqm").link_doc()["buffer"] == "10240pkt"
 

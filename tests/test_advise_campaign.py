@@ -151,7 +151,9 @@ def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
     def fake_run(doc, engine):
         assert engine == "emu"
         cc = doc["flow"][0]["cc"]
-        queue = "as-is" if "shaper" not in doc["link"]["down"] else doc["link"]["down"]["qdisc"]
+        down = doc["link"]["down"]
+        shaped = "shaper" in down or "bandwidth" in down.get("qdisc_params", {})  # fq_codel's bucket, CAKE's own
+        queue = down["qdisc"] if shaped else "as-is"
         g, p95, nb = figures[(cc, queue)]
         flows = [{"goodput_mbps": g, "retrans_rate": 0.0}]
         if len(doc["flow"]) == 2:
@@ -215,7 +217,9 @@ def _ranked(monkeypatch, goodput: dict, repeats: int) -> dict:
 
     def fake_run(doc, engine):
         cc = doc["flow"][0]["cc"]
-        queue = "as-is" if "shaper" not in doc["link"]["down"] else doc["link"]["down"]["qdisc"]
+        down = doc["link"]["down"]
+        shaped = "shaper" in down or "bandwidth" in down.get("qdisc_params", {})  # fq_codel's bucket, CAKE's own
+        queue = down["qdisc"] if shaped else "as-is"
         seeds.append(((cc, queue), doc["seed"]))
         g = goodput[(cc, queue)][doc["seed"] - 1]
         flows = [{"goodput_mbps": g, "retrans_rate": 0.0}]

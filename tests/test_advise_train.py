@@ -215,7 +215,7 @@ def test_the_policed_twin_takes_the_trains_port_and_bucket_else_the_assumption()
     # a shaped candidate leaves the policer out (the shaper stays under it) but not its port: the shaper's
     # bursts leave at the port's speed, as on the campaign's true path
     s = p.link_doc(19.0, "cake")
-    assert "policer" not in s and s["rate"] == "100.06Mbit" and s["shaper"] == {"rate": "19Mbit"}
+    assert "policer" not in s and s["rate"] == "100.06Mbit" and s["qdisc_params"] == {"bandwidth": "19Mbit"}
     assert Path(base_rtt_ms=30, down_mbps=20, limiter="policer").link_doc(19.0, "cake")["rate"] == f"{20 * POLICER_PORT}Mbit"
     # a FIFO path's shaped candidate keeps the bottleneck's own rate on the wire
     assert Path(base_rtt_ms=30, down_mbps=20, buffer_bytes=75_000).link_doc(19.0, "cake")["rate"] == "20Mbit"

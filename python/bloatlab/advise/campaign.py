@@ -80,7 +80,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
-from .path import AQM_TARGET_MS
+from .path import AQM_TARGET_MS, user_shaped
 
 #: every kind of limiter a path may have, uniform
 TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake", "wifi")
@@ -321,7 +321,7 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
     elif queue and queue != "as-is" and shaper_mbps:
         keep_policer = "policer" in down and shaper_mbps > t["down_mbps"]
         approx = keep_policer
-        down = {"rate": down["rate"], "loss": t["loss"], "qdisc": queue, "shaper": {"rate": f"{shaper_mbps:.6g}Mbit"}}
+        down = {"rate": down["rate"], "loss": t["loss"], **user_shaped(queue, shaper_mbps)}
         if keep_policer:
             down["policer"] = _dir_doc(t, "down")["policer"]
     doc = {"name": f"truth-{t['index']:04d}", "duration": f"{duration_s:g}s",

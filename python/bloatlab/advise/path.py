@@ -34,6 +34,26 @@ BASE_RTT_GOAL_MS = 1.0
 #: is the usual advice for CAKE/SQM (OpenWrt's SQM guide: 85-95 %). advise shapes
 #: there; measure reads a capacity as variable against it.
 SHAPE_FRACTION = 0.95
+#: the burst of the user's fq_codel shaper (ms of its rate): OpenWrt's SQM (sqm-scripts' simple.qos) shapes fq_codel
+#: with HTB whose burst is ``SHAPER_BURST_DUR_US`` = 1000 us of the rate, at least one MTU (defaults.sh,
+#: functions.sh ``get_htb_burst``). The scenario's own shaper default, a tbf's 10 ms, let 10 ms of the rate leave at
+#: the wire's speed, and where the wire was barely faster than the shaper the burst queued after fq_codel, out of its
+#: sight: the same twin delivered 109, 149 or 115 Mbit/s as the wire went 197, 203 or 207 Mbit/s under a 193-Mbit/s
+#: shaper (seed 49 path 49, CUBIC at 147 ms), 388-392 or 297-303 from 544 to 560 Mbit/s under 516 (path 21); at 1 ms
+#: 387-388 at every wire rate from 530 Mbit/s to 5.4 Gbit/s
+USER_SHAPER_BURST_MS = 1.0
+
+
+def user_shaped(qdisc: str, shaper_mbps: float) -> dict:
+    """The keys of a link direction for the user's AQM shaped at ``shaper_mbps`` on a router, as it is deployed:
+    CAKE with its own deficit shaper (tc-cake ``bandwidth``: each packet leaves at its time, no bucket to burst
+    from), fq_codel behind an HTB-like token bucket of :data:`USER_SHAPER_BURST_MS` (sqm-scripts)."""
+    if qdisc == "cake":
+        return {"qdisc": "cake", "qdisc_params": {"bandwidth": f"{shaper_mbps:.6g}Mbit"}}
+    burst = max(int(shaper_mbps * 1e6 / 8 * USER_SHAPER_BURST_MS / 1e3), 1514)
+    return {"qdisc": qdisc, "shaper": {"rate": f"{shaper_mbps:.6g}Mbit", "burst": f"{burst}B"}}
+
+
 #: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")
 AUTORATE_MIN_MBPS = 2.0
 #: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)
@@ -296,8 +316,7 @@ class Path:
             # the user's shaper below the line rate: behind a policer, a shaper
             # slower than the policer (with a smaller bucket) sends only what
             # conforms, so the policer never drops and leaves the model
-            d["qdisc"] = qdisc
-            d["shaper"] = {"rate": f"{shaper_mbps:.6g}Mbit"}
+            d.update(user_shaped(qdisc, shaper_mbps))
             d["buffer"] = f"{self.buffer}B"
             if self.limiter == "policer":
                 # ... and what the shaper lets out crosses the policer's port, not a wire at the policed rate:
