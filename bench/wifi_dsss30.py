@@ -11,7 +11,14 @@ variations the commit does not rule out, run as they are. "Ending the Anomaly" (
 for the test's setup, but the stored copies of it hold its first page only (docs/wifi.md, "Measured
 disagreements", 30-station entry); nothing here is taken from it.
 
-    PYTHONPATH=python .venv/bin/python bench/wifi_dsss30.py [--duration 30s] [--seeds 1,2,3]
+    PYTHONPATH=python .venv/bin/python bench/wifi_dsss30.py [--duration 30s] [--seeds 1,2,3] [--detail]
+
+``--detail`` prints, for the published case only, where the medium's time goes per design (docs/wifi.md,
+"Measured disagreements", 30-station entry): the busy fraction and the share of TXOPs that collide; the 802.11b
+station's and the 29 HT stations' fractions of the run on the air (both directions, as ``airtime_s`` counts
+them), their transmissions a second and frames per transmission; the HT stations' goodput per unit of their
+airtime; and the CTS-to-self in front of every HT transmission (ERP protection, 314 us: 304 us at 1 Mbit/s + SIFS
+10 us, ``airtime.rs``) as a fraction of the run.
 """
 
 from __future__ import annotations
@@ -21,9 +28,15 @@ import copy
 import json
 
 import bloatlab
+from bloatlab import load_scenario
+from bloatlab import summary as _summary
+from bloatlab.engines import run_raw
 from bloatlab.study.experiments.make_wifi_fast import RATE_CONTROL, RTT, SNR_DB
 
 PUBLISHED = {"fq": 2.14, "airtime": 17.76}
+# ERP protection's CTS-to-self in front of each OFDM/HT transmission: 304 us at 1 Mbit/s + SIFS 10 us (docs/wifi.md,
+# "802.11b stations"; unit-tested in crates/core/src/wifi/airtime.rs). Used only to split the HT airtime below.
+CTS_TO_SELF_S = 314e-6
 
 
 def doc(duration: str) -> dict:
@@ -51,11 +64,44 @@ def what_if(d: dict, which: str) -> dict:
     return d
 
 
+def detail(duration: str, seed: int) -> None:
+    """Where the medium's time goes, per design (``--detail``)."""
+    dur = float(duration.rstrip("s"))
+    for mac in ("legacy", "fq", "airtime"):
+        sc = load_scenario(doc(duration), [], wifi__mac=mac, seed=seed)
+        resolved = sc.resolved()
+        raw = run_raw(resolved, "sim")
+        summ = _summary.build(raw, resolved, dict(sc.doc), "sim")
+        st, rs, w = summ["stations"], raw["wifi"]["stations"], summ["wifi"]
+        ht, b = list(zip(st[:-1], rs[:-1])), (st[-1], rs[-1])
+        ht_air = sum(r["airtime_s"] for _, r in ht) / dur
+        ht_down = sum(r["down_aggregates"] for _, r in ht)
+        ht_up = sum(r["up_aggregates"] for _, r in ht)
+        ht_good = sum(s["goodput_mbps"] for s, _ in ht)
+        print(json.dumps({
+            "detail": mac, "seed": seed, "total": round(ht_good + b[0]["goodput_mbps"], 2),
+            "busy": round(w["busy_fraction"], 3), "collided_txops": round(w["collisions"] / max(w["txops"], 1), 3),
+            "b": {"goodput": round(b[0]["goodput_mbps"], 3), "air_frac": round(b[1]["airtime_s"] / dur, 3),
+                  "down_per_s": round(b[1]["down_aggregates"] / dur, 1), "up_per_s": round(b[1]["up_aggregates"] / dur, 1)},
+            "ht": {"goodput": round(ht_good, 2), "air_frac": round(ht_air, 3),
+                   "down_per_s": round(ht_down / dur, 1), "up_per_s": round(ht_up / dur, 1),
+                   "frames_per_down": round(sum(r["down_frames"] for _, r in ht) / max(ht_down, 1), 2),
+                   "frames_per_up": round(sum(r["up_frames"] for _, r in ht) / max(ht_up, 1), 2),
+                   "mbps_per_unit_air": round(ht_good / ht_air, 2) if ht_air else None,
+                   "cts_to_self_frac": round((ht_down + ht_up) * CTS_TO_SELF_S / dur, 3)},
+        }), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", default="30s")
     ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--detail", action="store_true", help="where the medium's time goes (the published case only)")
     a = ap.parse_args()
+    if a.detail:
+        for s in a.seeds.split(","):
+            detail(a.duration, int(s))
+        return
     cases = [("as published allows", int(s)) for s in a.seeds.split(",")]
     cases += [("ht client held at 1 Mbit/s", int(s)) for s in a.seeds.split(",")]
     cases += [(w, 1) for w in ("ht-style 1Mbit", "fixed mcs15", "uploads", "up to mcs5")]

@@ -373,17 +373,23 @@ impl<T: 'static> Node<T> {
     /// A node with `dests` destination queues; `iface` is the legacy qdisc,
     /// `weights` the airtime weights of the destinations, `aql` AQL's limits
     /// (design `airtime` only).
+    ///
+    /// Under the airtime scheduler every station starts with one quantum: 63fefa050477's
+    /// `ath_tx_node_init` sets `an->airtime_deficit[acno] = ATH_AIRTIME_QUANTUM`, and mac80211's
+    /// later scheduler (with AQL) `sta->airtime[ac].deficit = sta->airtime_weight` in
+    /// `sta_info_alloc`; so a station's first frames join the new list ([`Node::link_to`]).
     pub fn new(design: Design, iface: Option<Box<dyn Qdisc<Frame<T>>>>, weights: &[f64], aql: Option<AqlConfig>) -> Node<T> {
-        let txqs = weights
+        let quantum: Vec<i64> = weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect();
+        let txqs = quantum
             .iter()
-            .map(|_| Txq {
+            .map(|&q| Txq {
                 q: match design {
                     Design::Legacy => Box::new(Fifo::new(Limit { bytes: None, pkts: None })) as Box<dyn Qdisc<Frame<T>>>,
                     _ => Box::new(mac80211_txq()),
                 },
                 retry: VecDeque::new(),
                 fw: VecDeque::new(),
-                deficit: 0,
+                deficit: if design == Design::Airtime { q } else { 0 },
                 linked: false,
                 fw_linked: false,
                 round: 0,
@@ -399,7 +405,7 @@ impl<T: 'static> Node<T> {
             hw: VecDeque::new(),
             in_flight: 0,
             in_flight_ampdu: 0,
-            quantum: weights.iter().map(|w| (AIRTIME_QUANTUM_NS as f64 * w).round().max(1.0) as i64).collect(),
+            quantum,
             next_seq: vec![0; weights.len()],
             baw: vec![Baw::default(); weights.len()],
             aql: aql.filter(|_| design == Design::Airtime).map(|c| Pending::new(c, weights.len())),

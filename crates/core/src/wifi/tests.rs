@@ -528,7 +528,8 @@ fn with_aql_the_scheduler_counts_pending_airtime_as_spent() {
 #[test]
 fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_them() {
     // ath9k (63fefa050477) charges `ath_pkt_duration` of what it sends to or receives from a station:
-    // preamble + symbols, no SIFS, no ACK/BlockAck. One MCS 0 station, fixed rate, airtime design.
+    // preamble + symbols, no SIFS, no ACK/BlockAck. One MCS 0 station, fixed rate, airtime design; it
+    // starts with one quantum, 300 µs (`ath_tx_node_init`).
     let cfg = WifiConfig {
         design: Design::Airtime,
         stations: vec![StationConfig { name: "m0".into(), phy: mcs(0), mpdu_error: 0.0, weight: 1.0, snr_db: None, mcs: None, rate_control: super::RateControl::Fixed }],
@@ -550,7 +551,7 @@ fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_
     let run = |up: bool, len: u32| run_n(&cfg, up, len, 1).0;
     // A 52-byte packet up (a TCP ACK): MPDU 90 B, 22 + 720 bits = 29 symbols of 26 bits: 116 + 36 µs.
     assert_eq!(mcs(0).ppdu_ns(90), 152_000);
-    assert_eq!(run(true, 52), -152_000);
+    assert_eq!(run(true, 52), 300_000 - 152_000);
     // Five of them up: the station sends the first two alone (its hardware queue takes two
     // transmissions) and the other three in one A-MPDU. What the AP receives it charges per MPDU
     // (`ath_rx_count_airtime`, `rs_datalen` each): 5 x 152 µs = 760 µs, where the PPDUs would be
@@ -558,15 +559,15 @@ fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_
     // padding and 42 extra delimiters, 622 B).
     let (psdu, k) = psdu_bytes([52; 3]);
     assert_eq!((psdu, k, mcs(0).ppdu_ns(psdu)), (622, 3, 808_000));
-    assert_eq!(run_n(&cfg, true, 52, 5), (-760_000, 3));
+    assert_eq!(run_n(&cfg, true, 52, 5), (300_000 - 760_000, 3));
     // At MCS 15 the preambles weigh more than the padding: 5 x (40 + 8) = 240 µs against
     // 2 x 48 + 80 = 176 µs.
     let fast = WifiConfig { stations: vec![StationConfig { phy: mcs(15), ..cfg.stations[0].clone() }], ..cfg.clone() };
     assert_eq!((mcs(15).ppdu_ns(90), mcs(15).ppdu_ns(psdu)), (48_000, 80_000));
-    assert_eq!(run_n(&fast, true, 52, 5), (-240_000, 3));
+    assert_eq!(run_n(&fast, true, 52, 5), (300_000 - 240_000, 3));
     // (-212 µs with the SIFS and the ACK.)
-    // A 1500-byte packet down: the station earns 300 µs to be served (deficit ≤ 0) and is charged its
-    // 1936-µs PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
+    // A 1500-byte packet down: the station is served on its first quantum and charged its 1936-µs
+    // PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
     assert_eq!(run(false, 1500), -1_636_000);
 }
 
@@ -1408,4 +1409,33 @@ fn the_ap_counts_each_downlink_turn_once_and_the_turns_that_left_its_station_wit
     let st = &w.stations[0];
     assert_eq!((st.down_aggregates, st.down_frames), (4, 5));
     assert_eq!((st.down_turns, st.down_turns_emptied), (4, 3));
+}
+
+#[test]
+fn the_airtime_scheduler_starts_each_station_with_one_quantum_so_its_first_frames_go_first() {
+    // 63fefa050477's `ath_tx_node_init` sets `an->airtime_deficit[acno] = ATH_AIRTIME_QUANTUM` for every
+    // new station (mac80211's later scheduler alike: `sta_info_alloc` sets `deficit = airtime_weight`),
+    // so a station's first frames find a positive deficit and join `acq_new`, served before the old
+    // list (`__ath_tx_queue_tid`). Starting at 0, the station joined the tail of the old list and
+    // was credited only on reaching its head: a station ahead of it with a deficit that one quantum
+    // brings above 0 went first.
+    let phys = [mcs(7), mcs(7)];
+    let mut nd = node(Design::Airtime, 2);
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (300_000, 300_000));
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    for i in 0..100 {
+        nd.enqueue(frame(0, 1500, i, 0), 0, &mut rng, &mut ev);
+    }
+    // Station 0 fills the hardware queue with two A-MPDUs of 21 (MCS 7's 4 ms), then is charged
+    // 400 µs for them (as at completion): deficit 300 - 400 = -100 µs.
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 21), (0, 21)]);
+    nd.charge(0, 400_000);
+    nd.enqueue(frame(1, 1500, 100, 0), 0, &mut rng, &mut ev); // station 1's first frame: acq_new
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // full: station 0 credited to 200 µs, station 1 refused at the head
+    nd.hw.pop_front(); // an A-MPDU leaves: station 1 sends first
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 21), (1, 1)]);
+    assert_eq!((nd.deficit(0), nd.deficit(1)), (200_000, 300_000));
 }
