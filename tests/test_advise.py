@@ -214,6 +214,21 @@ def test_a_policed_twin_sits_on_a_faster_port_and_the_shaped_candidates_leave_th
     assert Path(base_rtt_ms=40, down_mbps=20, limiter="aqm").link_doc()["buffer"] == "10240pkt"
 
 
+def test_a_shaped_recommendation_says_how_to_set_it_up_as_modelled():
+    """recommendation.router: OpenWrt SQM's script and rate, and the tc lines of the queue the twin ran (CAKE's own
+    shaper; fq_codel behind HTB with a 1-ms burst); None for a pick that shapes nothing."""
+    cake = recommend.router_advice(recommend.Candidate("cubic", "cake", 19.0))
+    assert cake["rate_kbit"] == 19000 and cake["tc"] == ["tc qdisc replace dev DEV root cake bandwidth 19000kbit"]
+    assert "piece_of_cake.qos" in cake["how"]
+    fq = recommend.router_advice(recommend.Candidate("cubic", "fq_codel", 95.0))
+    assert fq["tc"][1] == "tc class add dev DEV parent 1: classid 1:1 htb rate 95000kbit burst 11875b cburst 11875b"
+    assert fq["tc"][2].endswith("fq_codel") and "simple.qos" in fq["how"]
+    assert recommend.router_advice(recommend.Candidate("cubic", "as-is", None)) is None
+    out = recommend.advise(Path(base_rtt_ms=20, down_mbps=20, buffer_bytes=int(10 * 20e6 * 0.020 / 8)), "latency",
+                           current="cubic", available=ALL)
+    assert out["recommendation"]["router"]["queue"] == out["recommendation"]["qdisc"]
+
+
 def test_random_loss_on_a_long_path_recommends_the_bbr_family():
     # 1 % random loss at 100 ms: Mathis bounds CUBIC/Reno near 1.4 Mbit/s; BBR keeps most of the link
     out = recommend.advise(Path(base_rtt_ms=100, down_mbps=100, loss=0.01), "throughput", current="cubic", available=ALL)

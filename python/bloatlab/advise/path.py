@@ -44,14 +44,19 @@ SHAPE_FRACTION = 0.95
 USER_SHAPER_BURST_MS = 1.0
 
 
+def user_shaper_burst(shaper_mbps: float) -> int:
+    """The burst (B) of the user's fq_codel shaper at ``shaper_mbps``: :data:`USER_SHAPER_BURST_MS` of it, at least
+    one MTU (1514 B with its Ethernet header, as sqm-scripts' ``get_burst``)."""
+    return max(int(shaper_mbps * 1e6 / 8 * USER_SHAPER_BURST_MS / 1e3), 1514)
+
+
 def user_shaped(qdisc: str, shaper_mbps: float) -> dict:
     """The keys of a link direction for the user's AQM shaped at ``shaper_mbps`` on a router, as it is deployed:
     CAKE with its own deficit shaper (tc-cake ``bandwidth``: each packet leaves at its time, no bucket to burst
     from), fq_codel behind an HTB-like token bucket of :data:`USER_SHAPER_BURST_MS` (sqm-scripts)."""
     if qdisc == "cake":
         return {"qdisc": "cake", "qdisc_params": {"bandwidth": f"{shaper_mbps:.6g}Mbit"}}
-    burst = max(int(shaper_mbps * 1e6 / 8 * USER_SHAPER_BURST_MS / 1e3), 1514)
-    return {"qdisc": qdisc, "shaper": {"rate": f"{shaper_mbps:.6g}Mbit", "burst": f"{burst}B"}}
+    return {"qdisc": qdisc, "shaper": {"rate": f"{shaper_mbps:.6g}Mbit", "burst": f"{user_shaper_burst(shaper_mbps)}B"}}
 
 
 #: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")

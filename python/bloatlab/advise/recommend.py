@@ -49,7 +49,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE, SHAPE_FRACTION, Path
+from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE, SHAPE_FRACTION, Path, user_shaper_burst
 
 CCS = ("reno", "cubic", "bbr", "bbr3")
 QUEUES = ("as-is", "fq_codel", "cake")
@@ -503,6 +503,8 @@ def advise(path: Path, goal: str = "balanced", current: str | None = None, avail
             "ap_mac": (path.wifi_mac if best.queue == "as-is" else best.queue) if path.limiter == "wifi" else None,
             # on a variable-rate path: cake-autorate's settings, and whether it is the recommended option (None: fixed rate)
             "autorate": _autorate_advice(path, best),
+            # a shaped queue on the router: SQM's script and the tc lines, as modelled (None otherwise)
+            "router": router_advice(best) if path.limiter != "wifi" else None,
         },
         "expected": best.figures(),
         "current": cur.figures(),
@@ -591,6 +593,27 @@ def _autorate_advice(path: Path, best: Candidate) -> dict | None:
                 "how": ("cake-autorate (github.com/lynxthecat/cake-autorate) on the router in front of the link, its "
                         f"config: min_dl_shaper_rate_kbps={kbps['min_mbps']} base_dl_shaper_rate_kbps={kbps['base_mbps']} "
                         f"max_dl_shaper_rate_kbps={kbps['max_mbps']}, the rest at defaults.sh (docs/autorate.md)")}
+
+
+def router_advice(best: Candidate) -> dict | None:
+    """How to set up the recommended shaped queue on the router, as the twin modelled it (``path.user_shaped``):
+    OpenWrt's SQM script and rate, and the Linux ``tc`` lines on the interface that carries the download toward
+    the user (``DEV``); None where the pick is no shaped queue (as-is, autorate, a WiFi access point's design)."""
+    if best.queue not in ("fq_codel", "cake") or not best.shaper_mbps:
+        return None
+    kbit = int(round(best.shaper_mbps * 1000))
+    if best.queue == "cake":
+        tc = [f"tc qdisc replace dev DEV root cake bandwidth {kbit}kbit"]
+        sqm = "piece_of_cake.qos"
+    else:
+        burst = user_shaper_burst(best.shaper_mbps)
+        tc = ["tc qdisc replace dev DEV root handle 1: htb default 1",
+              f"tc class add dev DEV parent 1: classid 1:1 htb rate {kbit}kbit burst {burst}b cburst {burst}b",
+              "tc qdisc add dev DEV parent 1:1 fq_codel"]
+        sqm = "simple.qos"
+    return {"queue": best.queue, "rate_kbit": kbit, "tc": tc,
+            "how": (f"OpenWrt SQM (luci-app-sqm): script {sqm}, download {kbit} kbit/s; or on a Linux router the tc "
+                    f"lines, DEV the interface toward you (the download's egress there)")}
 
 
 def sysctl_for(c: Candidate, fq: bool = True) -> dict:

@@ -134,6 +134,11 @@ def show(out: dict) -> None:
     fq = " --qdisc fq" if rec["sysctl"].get("net.core.default_qdisc") == "fq" else ""
     con.print("  on the sending host: " + "; ".join(f"{k} = {v}" for k, v in rec["sysctl"].items())
               + f"   (bloatlab host apply --cc {rec['cc']}{fq})")
+    if rec.get("router"):
+        # the shaped queue as the twin ran it: SQM's script, or the tc lines (markup off: the lines are literal)
+        con.print(f"  on the router: {rec['router']['how']}:")
+        for line in rec["router"]["tc"]:
+            con.print(f"    {line}", markup=False, highlight=False)
     twin = "emulated twin, the kernel's TCP" if out.get("engine") == "emu" else "simulated twin"
     t = Table(title=f"expected on your path ({twin})")
     for c in ("", "goodput Mbit/s (range)", "p95 RTT under load ms (alone / beside CUBIC)", "retransmitted", "CUBIC neighbour keeps"):
