@@ -35,6 +35,20 @@
 //! (SIFS + 3 slots = 70 µs): the grid starts at the shortest, and a node with a longer AIFS
 //! counts from its own (`aifs_extra` slots later), after every busy period (§10.3.2.3, §10.22.2).
 //!
+//! # The window after a retry chain the hardware gave up
+//! It stays where the failures took it, until the node's next success. ath9k programs every data
+//! queue's DCU with `AR_DMISC = AR_D_MISC_CW_BKOFF_EN | AR_D_MISC_FRAG_WAIT_EN | 0x2`
+//! (`ath9k_hw_resettxqueue`, mac.c; QCA's own HAL writes the same, `ar9300_reset_tx_queue`), leaving
+//! clear the DCU's `AR_D_MISC_CW_RESET_EN` ("End of tx series CW reset enable") and
+//! `AR_D_MISC_RETRY_CNT_RESET_EN` ("End of tx series station RTS/data failure count reset policy",
+//! QCA's ar9300reg.h): the end of a descriptor's rate series resets neither the window nor the
+//! station's failure count. What does reset them, besides a success, is the station retry limit of
+//! 802.11 (2012 §9.3.3: "when SLRC reaches dot11LongRetryLimit, or when SSRC reaches
+//! dot11ShortRetryLimit"; per access category in 2020 §10.23.2.2, QSRC[AC]), which ath9k sets to 32
+//! (`INIT_SSH_RETRY`, `INIT_SLG_RETRY` into `AR_DRETRY_LIMIT`). Not modelled: in `reproduce
+//! make-wifi-fast`'s latency and 30-/100-station parts no node failed more than 10 times running
+//! (docs/wifi.md, "Measured disagreements").
+//!
 //! Not modelled: hidden stations and capture (every node hears every other),
 //! EIFS after a corrupted frame, TXOP bursting of several PPDUs, other access
 //! categories. RTS/CTS (on Minstrel-HT's fallback rates) only lengthens a
@@ -225,10 +239,6 @@ impl Medium {
         self.next_slot = self.scan();
     }
 
-    /// A node whose frame was given up (retry limit) starts over at CWmin.
-    pub fn reset_cw(&mut self, i: usize) {
-        self.nodes[i].cw = self.nodes[i].cw_min;
-    }
 }
 
 /// Bianchi's fixed point for `n` saturated stations with CWmin+1 = `w` and

@@ -817,6 +817,32 @@ fn a_frame_is_given_up_after_30_hardware_tries_not_30_retry_chains() {
 }
 
 #[test]
+fn the_contention_window_stays_doubled_after_the_hardware_gives_up_a_retry_chain() {
+    // MCS 0 only, at −10 dB: every try fails. Minstrel's chain is four series of 2 tries: 8 tries, each
+    // doubling CW from 15 (31, 63, ..., 1023, 1023). ath9k leaves the DCU's "end of tx series CW reset"
+    // (`AR_D_MISC_CW_RESET_EN`) clear, so the frame's next chain starts from 1023, not from CWmin.
+    let mut w = downlink(0, RateControl::MinstrelHt, Some(-10.0), 1, 0);
+    let mut rng = stream(1, 9);
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    w.enqueue(0, 0, false, Packet { meta: PacketMeta { flow: 1, len: 1500, ..Default::default() }, data: 0 }, &mut rng, &mut drops);
+    let mut cws = Vec::new();
+    // The window after each try of the first chain (a try ends when the medium is no longer busy).
+    while cws.len() < 8 {
+        let was_busy = w.busy_until.is_some();
+        let t = w.next_event().expect("the frame is retried");
+        w.poll(t, &mut rng, &mut out, &mut drops);
+        if was_busy && w.busy_until.is_none() {
+            cws.push(w.contention_windows()[0]);
+        }
+    }
+    assert_eq!(cws, vec![31, 63, 127, 255, 511, 1023, 1023, 1023]);
+    assert_eq!(w.attempts().0[0], 8);
+    // The chain was given up and the frame is back for another: the AP still contends.
+    assert!(w.medium.is_active(0));
+    assert_eq!(w.stations[0].retry_drops, 0);
+}
+
+#[test]
 fn every_mpdu_reaches_the_receiver_once_when_block_acks_are_lost() {
     // Every ACK lost: the receiver has the frame after the first try; the sender, never told, tries 30
     // more times (a fixed rate: one hardware try per attempt) and gives it up; the duplicates are dropped.
