@@ -54,3 +54,14 @@ def test_the_policed_case_of_the_issue_reads_as_what_it_is():
     after = Candidate(cc="cubic", queue="cake", shaper_mbps=19, goodput_mbps=1.9, p95_rtt_ms=31, p95_rtt_shared_ms=31)
     s = recommend._change(before, after)
     assert s == "keeps the p95 RTT under load about the same (from 30 ms to 31 ms) for 89 % less goodput (17.3 -> 1.9 Mbit/s)", s
+
+
+def test_a_multiple_of_the_goodput_reads_as_one():
+    """Campaign seed 50 path 0: 14.7 -> 179 Mbit/s printed "1.1e+03 % more goodput"; a doubling or more is a
+    multiple, a smaller rise a percentage."""
+    before = Candidate(cc="cubic", queue="as-is", shaper_mbps=None, goodput_mbps=14.7, p95_rtt_ms=46, p95_rtt_shared_ms=46)
+    after = Candidate(cc="cubic", queue="fq_codel", shaper_mbps=218, goodput_mbps=179.3, p95_rtt_ms=46, p95_rtt_shared_ms=46)
+    s = recommend._change(before, after)
+    assert s.endswith("with 12 times the goodput (14.7 -> 179 Mbit/s)") and "e+" not in s, s
+    after.goodput_mbps = 20.0
+    assert recommend._change(before, after).endswith("with 36 % more goodput (14.7 -> 20 Mbit/s)")
