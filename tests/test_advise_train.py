@@ -658,3 +658,22 @@ def test_a_tail_offered_slower_than_the_flows_got_through_reads_no_rate():
     t = with_tail(paced(561, 1500, 6.72, 6.28, 3700))
     c, why = m_trains.paced_rate(t, 6.72, 3700, 7.0)
     assert c is None and "slower than the 7 the flows got through" in why
+
+
+def test_a_full_fifos_tail_drop_where_the_train_was_sent_below_twice_the_rate():
+    """Campaign seed 50 path 0: a 1000-packet train sent at 400.6 Mbit/s into CAKE at 230 lost one packet (its
+    246th) and 753 of the 754 after it arrived. A full FIFO admits C/U = 57 % of those: "no more than twice that"
+    holds for any tail, so the train read as a FIFO's tail drop; a full FIFO drops 43 % (324), one loss is none of
+    it. Sent 10x faster the two tests agree."""
+    from bloatlab.advise import trains as T
+
+    cake = {"first_loss": 246, "send_mbps": 400.6, "tail_packets": 753, "lost": 1}
+    assert not T._tail_dropped(cake, 230.0)
+    # a FIFO at the same pace: it drops (1 - C/U) of the tail, 324 of 754
+    assert T._tail_dropped(dict(cake, tail_packets=430, lost=324), 230.0)
+    # ... within two standard deviations of half of that
+    assert T._tail_dropped(dict(cake, tail_packets=754 - 150, lost=150), 230.0)
+    assert not T._tail_dropped(dict(cake, tail_packets=754 - 100, lost=100), 230.0)
+    # sent at 4 Gbit/s: the admission bound alone decides, as before
+    fast = {"first_loss": 100, "send_mbps": 4000.0, "tail_packets": 60, "lost": 840}
+    assert T._tail_dropped(fast, 230.0) and not T._tail_dropped(dict(fast, tail_packets=899, lost=1), 230.0)

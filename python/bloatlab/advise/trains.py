@@ -623,13 +623,18 @@ def _tail_dropped(train: dict, rate_mbps: float) -> bool:
     """Whether a packet train that lost packets shows a full FIFO's tail drop:
     no more of the packets after its first loss arrived than a full FIFO
     admits, C/U of them (the train sent at U, drained at C), twice over and
-    two standard deviations."""
+    two standard deviations — and, where that bound is no bound (U below 2 C:
+    twice C/U is all of them), no fewer lost than half of what it drops,
+    (1 - C/U) of them, less two standard deviations: a train sent at 400.6
+    Mbit/s into CAKE at 230 lost one packet and 753 of 754 arrived, where a
+    full FIFO drops 324 (campaign seed 50 path 0, read a FIFO)."""
     if train.get("first_loss") is None:
         return False
     sent = train.get("send_mbps") or train.get("head_send_mbps") or float("inf")
-    tail = train.get("tail_packets", 0)
-    fifo = (tail + train.get("lost", 0)) * rate_mbps / sent
-    return tail <= 2 * fifo + 2 * max(fifo, 1.0) ** 0.5
+    tail, lost = train.get("tail_packets", 0), train.get("lost", 0)
+    fifo = (tail + lost) * rate_mbps / sent
+    drops = (tail + lost) - fifo
+    return tail <= 2 * fifo + 2 * max(fifo, 1.0) ** 0.5 and lost >= drops / 2 - 2 * max(drops, 1.0) ** 0.5
 
 
 def queue_built_ms(nbytes: float, rate_mbps: float, sent_mbps: float) -> float:
