@@ -41,6 +41,21 @@ def test_a_stream_where_an_unseen_loss_would_hold_one_flow_below_the_rate():
     assert m_plan.loss_stream_plan(0, 500, ser_ms(1000, 1000), 10, wifi=False, quick=False)[:2] == (5000, 20000)
 
 
+def test_the_streams_loss_is_weighed_at_the_downloads_rate_its_pace_at_the_slower_ports():
+    """Campaign seed 49 path 60: 431 Mbit/s down, 23.5 up, 2.4 ms, 0.088 % random loss; 100 idle probes lost none.
+    The serialization's R (22.3 Mbit/s) alone holds a flow only from 6.6 % and skipped the stream; the idle train's
+    head (291 Mbit/s) from 0.05 %: the stream runs, paced at R's share."""
+    ser = ser_ms(431, 23.5)
+    pps, _, why = m_plan.loss_stream_plan(0, 100, ser, 2.4, wifi=False, quick=True)
+    assert pps is None and "under 22.3 Mbit/s" in why
+    pps, count, why = m_plan.loss_stream_plan(0, 100, ser, 2.4, wifi=False, quick=True, down_mbps=291.3)
+    rate = 1 / (1 / 431 + 1 / 23.5)
+    assert pps == int(m_plan.LOSS_STREAM_SHARE * rate * 1e6 / (m_physics.PROBE_WIRE * 8)) and count == int(pps * 2)
+    assert "under 291 Mbit/s" in why
+    # a train no faster than R changes nothing
+    assert m_plan.loss_stream_plan(0, 100, ser, 2.4, wifi=False, quick=True, down_mbps=5.0)[0] is None
+
+
 def test_no_stream_where_the_idle_probes_already_tell_or_the_loss_cannot_matter():
     # 10 / 1 Mbit/s at 20 ms: one flow meets the idle probes' 0.5 % bound at 0.91 Mbit/s anyway
     pps, _, why = m_plan.loss_stream_plan(0, 300, ser_ms(10, 1), 20, wifi=False, quick=True)

@@ -251,7 +251,7 @@ def _without_missing(j: dict) -> dict:
 
 
 def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms: float | None, wifi: bool, quick: bool,
-                 say, beside=None):
+                 say, beside=None, down_mbps: float | None = None):
     """More echo probes where the idle ones leave the path's random loss
     unresolved (:func:`loss_stream_plan`); their count pooled with the idle
     phase's into ``report["loss"]`` (each way) and ``report["loss_round_trip"]``,
@@ -265,7 +265,8 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
     None), pooled into ``report["loss_idle"]`` before the stream is weighed;
     its result is returned."""
     idle = report["loss_idle"]
-    pps, count, why = loss_stream_plan(idle["lost"], idle["sent"], ser_ms, report["base_rtt_ms"]["p50"], wifi, quick)
+    pps, count, why = loss_stream_plan(idle["lost"], idle["sent"], ser_ms, report["base_rtt_ms"]["p50"], wifi, quick,
+                                       down_mbps)
     u, err = None, None
     if pps is not None:
         say(f"  loss: {count} more echo probes at {pps} a second ({why}) ...")
@@ -915,7 +916,9 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     li = report["loss_idle"]
     base["p50"] -= ser or 0.0  # the base RTT the stream's plan reads (the serialization out; the floor below)
     # the rest of the idle probes, beside the loss stream where there is one (IDLE_PROBES)
-    stream = loss_stream_plan(li["lost"], li["sent"], ser, base["p50"], wifi, quick)[0] is not None
+    # the download's rate the stream's plan weighs the loss at: the idle train's head (plan.loss_stream_plan)
+    lead = (wp["train"] or {}).get("leading_mbps")
+    stream = loss_stream_plan(li["lost"], li["sent"], ser, base["p50"], wifi, quick, lead)[0] is not None
     more, why_more = idle_plan(series, li["lost"], stream)
     report["idle_plan"] = {"more": more, "why": why_more}
 
@@ -931,7 +934,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
 
     if more:
         say(f"  idle: more probes ({why_more}) ...")
-    _loss_stream(h, port, secret, report, ser, wifi, quick, say, beside=rest if more else None)
+    _loss_stream(h, port, secret, report, ser, wifi, quick, say, beside=rest if more else None, down_mbps=lead)
     lap("loss_stream")
     if more:
         x = np.asarray(series, float)
