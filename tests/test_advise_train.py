@@ -677,3 +677,21 @@ def test_a_full_fifos_tail_drop_where_the_train_was_sent_below_twice_the_rate():
     # sent at 4 Gbit/s: the admission bound alone decides, as before
     fast = {"first_loss": 100, "send_mbps": 4000.0, "tail_packets": 60, "lost": 840}
     assert T._tail_dropped(fast, 230.0) and not T._tail_dropped(dict(fast, tail_packets=899, lost=1), 230.0)
+
+
+def test_a_train_policed_from_its_first_packet_is_not_cut_at_its_last():
+    """Campaign seed 50 path 1: a 6.1-Mbit/s policer with a one-packet bucket (1.36 KB) and 2.8 % random loss each
+    way; a train paced at 15.43 Mbit/s lost 60 % from its first packet on. With the head's loss rate free, the
+    likelihood cut it at its last packet, "after 775 random losses" (a 136-KB bucket); a head whose losses are
+    beyond the path's random loss is none, and the bucket is read where the policer began."""
+    # the stored train's pattern: from its first packet, three of every five lost (the bucket refills 6.1 Mbit/s'
+    # worth of a 15.43-Mbit/s pace), the second packet the bucket's one
+    lost = [s for s in range(1286) if s % 5 in (0, 1, 3) and s != 1]
+    assert m_trains.policer_cut(lost, 1286) == 1285  # the free head: "775 random losses before"
+    assert m_trains.policer_cut(lost, 1286, 0.028) == 0
+    t = {"sent": 1286, "lost_seq": lost, "lost": len(lost), "first_loss": 0, "wire_bytes": 1500, "head_send_mbps": 15.43}
+    b, res, k, why = m_trains.paced_bucket(t, 6.1, 15.43, 0.028)
+    assert (b, res, k) == (750.0, 1500.0, 0) and why.startswith("the first loss at packet 0")
+    # the head of random losses before a bucket that lasted (three in the first 460) is still a head
+    t = paced(1000, 1500, 64.0, 39.0, 271_000, random_lost=(40, 200, 333))
+    assert m_trains.policer_cut(t["lost_seq"], 1000, 3 / 468) == 468

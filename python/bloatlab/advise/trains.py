@@ -95,13 +95,20 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
 RATE_ERROR = 0.10
 
 
-def policer_cut(lost_seq: list[int], count: int) -> int:
+def policer_cut(lost_seq: list[int], count: int, random_loss: float | None = None) -> int:
     """Where a train's bucket ran dry: the packet index k that splits its
     ``count`` packets (``lost_seq``: those lost) into two runs of loss rates
     p1 (before k, the path's random loss) and p2 (from k on, the policer's:
     1 - C/U) at the largest likelihood (two Bernoulli runs). Without random
     loss it is the first loss (a run without loss before it has likelihood
-    1); with it, a random loss in the head no longer cuts the head short."""
+    1); with it, a random loss in the head no longer cuts the head short.
+    With the path's ``random_loss`` measured (each way), a head whose losses
+    are beyond it (three standard deviations: :func:`_significant`) is no
+    head of random losses: a free p1 let the likelihood cut a train policed
+    from its first packet before its last (seed 50 path 1: a 1.4-KB bucket at
+    6.1 Mbit/s with 2.8 % random loss; 776 of a paced train's 1286 packets
+    lost, 60 % from the first on, cut at 1285 "after 775 random losses": a
+    136-KB bucket)."""
     if not lost_seq:
         return count
     lost = np.zeros(count, bool)
@@ -124,6 +131,9 @@ def policer_cut(lost_seq: list[int], count: int) -> int:
     with np.errstate(divide="ignore", invalid="ignore"):
         p1, p2 = before / np.maximum(k, 1), (total - before) / np.maximum(count - k, 1)
     score = np.where(p2 > p1, score, -np.inf)
+    if random_loss is not None:
+        expected = random_loss * k
+        score = np.where(before - expected > 3 * np.sqrt(expected * (1 - random_loss)), -np.inf, score)
     # among equals, the earliest cut (the first loss where nothing before it was lost)
     return int(np.argmax(score))
 
@@ -156,7 +166,7 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
                                       f"rate: it passed whole, which tells nothing of the bucket")
         b = count * w * (1 - rate_mbps / sent)
         return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
-    k = policer_cut(lost, count) if random_loss > 0 else min(lost)
+    k = policer_cut(lost, count, random_loss) if random_loss > 0 else min(lost)
     before = sum(1 for s in lost if s < k)
     h = k - before
     u = train.get("head_send_mbps") or pace_mbps
