@@ -14,7 +14,9 @@ controls:
   runs as it is (paced only if its default qdisc is fq);
 - ``fq_codel`` / ``cake`` shaped at ``SHAPE_FRACTION`` of the measured rate on
   a router the user owns in front of the bottleneck: the user's AQM then owns
-  the queue (CAKE only helps if it owns the bottleneck — seed 000);
+  the queue (CAKE only helps if it owns the bottleneck — seed 000); each as it
+  is deployed (``path.user_shaped``: CAKE's own shaper, fq_codel behind SQM's
+  HTB), and the recommendation says how (:func:`router_advice`);
 - on a variable-rate FIFO path (``path.down_variable``: measure saw the
   capacity move both ways, issue 31) the twin's link follows a fitted trace
   and the options are cake-autorate's: no shaping, CAKE at a fixed rate (the
