@@ -300,6 +300,11 @@ def test_an_aqm_twin_keeps_the_aqms_own_buffer_through_its_file(tmp_path):
     f.write_text(to_toml(p.twin()))
     q = Path.from_twin(str(f))
     assert q.buffer_bytes is None and "the AQM's own buffer" in q.describe() and "15360 KB" not in q.describe()
+    # CoDel, PIE and CAKE run their own limits in the twin whatever buffer was read: no "a buffer of 9 KB" beside them
+    # (campaign seed 50 path 3: "a buffer of 9 KB (1 BDP) ... a single-queue AQM (codel, Linux's defaults)")
+    for kind in ("codel", "pie", "cake"):
+        a = Path(base_rtt_ms=13.4, down_mbps=5.6, limiter="aqm", aqm_qdisc=kind, buffer_bytes=9000)
+        assert "the AQM's own buffer" in a.describe() and "9 KB" not in a.describe() and "buffer" not in a.link_doc()
     assert q.twin()["link"]["down"]["buffer"] == p.twin()["link"]["down"]["buffer"]
 
 

@@ -228,7 +228,9 @@ class Path:
             lim += (f", bucket {self.bucket_bytes / 1e3:.3g} KB" if self.bucket_bytes
                     else ", bucket assumed 10 ms of the rate")
         buf = ("the access point's per-station fq_codel" if self.limiter == "wifi" and self.wifi_mac != "legacy"
-               else "the AQM's own buffer" if self.limiter == "aqm" and self.buffer_bytes is None
+               # CoDel, PIE and CAKE run their own limits in the twin (link_doc), whatever buffer was read
+               else "the AQM's own buffer" if self.limiter == "aqm" and (self.buffer_bytes is None
+                                                                          or self.aqm_qdisc in ("codel", "pie", "cake"))
                else f"no queue before the policer (its port's buffer {self.port_buffer_bytes / 1e3:.3g} KB)"
                if self.limiter == "policer" and self.port_buffer_bytes is not None
                else "no queue before the policer (its port's buffer not seen; 1 BDP in the twin)"
