@@ -159,3 +159,28 @@ def test_advise_checks_its_recommendation_on_each_reading_it_could_not_exclude()
     # a path whose reading stood alone has none
     out = recommend.advise(Path(base_rtt_ms=20, down_mbps=4), "balanced", current="cubic", members=1)
     assert out["readings"] == [] and not any("could not tell" in x for x in out["reasons"])
+
+
+def test_codel_or_pie_is_two_readings_and_advise_checks_its_pick_on_pies():
+    """A packet train that could not tell CoDel from PIE (taken as CoDel) names both; the PIE reading gets a twin of
+    its own (the CoDel one is the reading itself). Campaign seed 50 path 4: PIE at 132 Mbit/s, 2.5 ms, taken as
+    CoDel; on the CoDel twin CUBIC as it is kept a 10-ms p95 and was advised, where the kernel's CUBIC sat at 32 ms
+    and CAKE scored 0.047 higher (the kernel's best, BBR behind CAKE); with the PIE reading the pick is BBR + CAKE."""
+    import dataclasses
+
+    from bloatlab.advise import recommend
+    from bloatlab.advise import trains as m_trains
+    from bloatlab.advise.path import Path
+
+    alts = m_trains.aqm_alternatives("a packet train built 60.1 ms of queue (3.4x) whole, but shorter than CoDel's "
+                                     "interval: " + m_trains.CODEL_OR_PIE)
+    assert alts == [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]}]
+    assert m_trains.aqm_alternatives("..., the first 48.5 ms into the queue, before CoDel's 100-ms interval: PIE's drop "
+                                     "probability") is None
+    p = Path(base_rtt_ms=2.52, down_mbps=131.96, up_mbps=51.02, limiter="aqm", aqm_qdisc="codel", alternatives=alts)
+    assert [(a["kinds"], q.aqm_qdisc, q.limiter) for a, q in p.alternative_paths()] == [(["pie"], "pie", "aqm")]
+    out = recommend.advise(p, "balanced", current="cubic", available=["reno", "cubic", "bbr"])
+    assert out["recommendation"]["qdisc"] in ("cake", "fq_codel") and out["readings"][0]["limiter"] == "aqm"
+    alone = recommend.advise(dataclasses.replace(p, alternatives=None), "balanced", current="cubic",
+                             available=["reno", "cubic", "bbr"])
+    assert alone["recommendation"]["shaper_mbps"] is None  # the CoDel twin alone: the path as it is

@@ -60,7 +60,7 @@ from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    port_fifo, single_queue_aqm, train_cannot_tell
+    aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell
 )
 from .wifi_hop import WIFI_AGGR_MS, wifi_design, wifi_hop
 
@@ -691,7 +691,7 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     x["aqm_note"] = why
     if kind:
         x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
-                 limiter_alternatives=None)
+                 limiter_alternatives=aqm_alternatives(why))
         say(f"  down: {kind} ({why})")
         return
     if _fifo_deeper_than_the_flows(t, x, idle_loss):

@@ -273,7 +273,9 @@ class Path:
         out = []
         for alt in self.alternatives or []:
             lim = alt["limiter"]
-            if lim == self.limiter or lim == "wifi":
+            # the reading itself (for an AQM: of the kind taken) is no alternative
+            same = lim == self.limiter and (lim != "aqm" or (alt.get("kinds") or [self.aqm_qdisc])[0] == self.aqm_qdisc)
+            if same or lim == "wifi":
                 continue
             if lim == "fifo":
                 depth = alt.get("depth_below_ms")

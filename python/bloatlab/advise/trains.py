@@ -512,8 +512,22 @@ def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
         return
     why = (f"the policer's train kept arriving after its first loss ({t.get('tail_packets', 0)} of its last "
            f"{t.get('tail_packets', 0) + t.get('lost', 0)} packets), which no token bucket passes: {why}")
-    x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why, limiter_alternatives=None,
-             buffer_bytes=None, buffer_bdp=None, port_mbps=None, bucket_bytes=None)
+    x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why,
+             limiter_alternatives=aqm_alternatives(why), buffer_bytes=None, buffer_bdp=None, port_mbps=None,
+             bucket_bytes=None)
+
+
+#: how :func:`single_queue_aqm` ends a reason where the train could not tell CoDel from PIE
+CODEL_OR_PIE = "CoDel or PIE (taken as CoDel)"
+
+
+def aqm_alternatives(why: str) -> list | None:
+    """The readings a single-queue AQM's verdict (:func:`single_queue_aqm`'s ``why``) leaves open: CoDel and PIE
+    where the train could not tell them (advise checks its pick on each one's twin, :meth:`Path.alternative_paths`:
+    their targets, 5 and 15 ms, set the queue a loss-based flow keeps, and so which queue is worth shaping — campaign
+    seed 50 path 4: PIE at 132 Mbit/s, 2.5 ms, taken as CoDel; the CoDel twin kept CUBIC's p95 at 9 ms and advised
+    the path as it is, where the kernel's CUBIC sat at 32 ms behind PIE and CAKE scored 0.047 higher); else None."""
+    return [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]}] if why.endswith(CODEL_OR_PIE) else None
 
 
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
@@ -623,10 +637,10 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
             return "codel", why + lossy + (f": CoDel, whose few drops in it (the first after its {CODEL_INTERVAL_MS:g}-ms "
                                            f"interval, the next interval/sqrt(n) apart) hide in the random loss, where PIE "
                                            f"past its {PIE_BURST_MS:g}-ms burst allowance raises its drop probability every 15 ms")
-        return "codel", why + lossy + (f", within PIE's {PIE_BURST_MS:g}-ms burst allowance: CoDel or PIE (taken as CoDel)")
+        return "codel", why + lossy + (f", within PIE's {PIE_BURST_MS:g}-ms burst allowance: {CODEL_OR_PIE}")
     if built_ms > CODEL_INTERVAL_MS:
         return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
-    return "codel", why + (f" whole, but shorter than CoDel's interval: CoDel or PIE (taken as CoDel)")
+    return "codel", why + (f" whole, but shorter than CoDel's interval: {CODEL_OR_PIE}")
 
 
 def _tail_dropped(train: dict, rate_mbps: float) -> bool:
