@@ -5,6 +5,8 @@ sentence claims a cut that is a rise, and no percentage is negative."""
 from __future__ import annotations
 
 import random
+
+import pytest
 import re
 
 from bloatlab.advise import recommend
@@ -65,3 +67,19 @@ def test_a_multiple_of_the_goodput_reads_as_one():
     assert s.endswith("with 12 times the goodput (14.7 -> 179 Mbit/s)") and "e+" not in s, s
     after.goodput_mbps = 20.0
     assert recommend._change(before, after).endswith("with 36 % more goodput (14.7 -> 20 Mbit/s)")
+
+
+def test_the_goodput_is_scored_against_the_best_the_host_can_run():
+    """A control this kernel lacks (BBRv3) does not set the goodput's scale: the best among the candidates the host
+    runs does, as the campaign's ranking normalises the kernel's runs (campaign._judge)."""
+    from bloatlab.advise.path import Path
+
+    p = Path(base_rtt_ms=20, down_mbps=50)
+    here = Candidate(cc="cubic", queue="as-is", shaper_mbps=None, goodput_mbps=40.0, p95_rtt_ms=30, p95_rtt_shared_ms=30)
+    there = Candidate(cc="bbr3", queue="as-is", shaper_mbps=None, goodput_mbps=48.0, p95_rtt_ms=30, p95_rtt_shared_ms=30,
+                      available=False)
+    recommend.score([here, there], p, "balanced")
+    assert here.parts["goodput"] == 1.0 and there.parts["goodput"] == pytest.approx(1.2)
+    there.available = True
+    recommend.score([here, there], p, "balanced")
+    assert here.parts["goodput"] == pytest.approx(40 / 48)

@@ -393,8 +393,12 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
 
 
 def score(cands: list[Candidate], path: Path, goal: str) -> None:
-    """Each candidate's ``parts`` and ``score`` (:func:`score_one`), goodput normalised by the best candidate's."""
-    best_g = max(c.goodput_mbps for c in cands) or 1.0
+    """Each candidate's ``parts`` and ``score`` (:func:`score_one`), goodput normalised by the best goodput among
+    the candidates this host runs (all of them where it runs none): the goodput a user could have, as the
+    campaign's ranking normalises the kernel's runs (``campaign._judge``). Normalised by every candidate's, a
+    control this kernel lacks (BBRv3) would set the scale and move the trade-off between the ones it has."""
+    usable = [c for c in cands if c.available] or cands
+    best_g = max(c.goodput_mbps for c in usable) or 1.0
     for c in cands:
         c.parts, c.score = score_one(c, path, goal, best_g)
 
