@@ -177,6 +177,12 @@ def test_codel_or_pie_is_two_readings_and_advise_checks_its_pick_on_pies():
     assert alts == [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]}]
     assert m_trains.aqm_alternatives("..., the first 48.5 ms into the queue, before CoDel's 100-ms interval: PIE's drop "
                                      "probability") is None
+    # measure's twin keeps every alternative but the reading itself (the same limiter, for an AQM of the kind taken)
+    from bloatlab.advise.path import is_the_reading
+
+    assert [a for a in alts if not is_the_reading(a, "aqm", "codel")] == [{"limiter": "aqm", "kinds": ["pie"]}]
+    assert is_the_reading({"limiter": "aqm", "target_below_ms": 5.0}, "aqm", None)
+    assert not is_the_reading({"limiter": "fifo"}, "aqm", "codel") and is_the_reading({"limiter": "fifo"}, "fifo", None)
     p = Path(base_rtt_ms=2.52, down_mbps=131.96, up_mbps=51.02, limiter="aqm", aqm_qdisc="codel", alternatives=alts)
     assert [(a["kinds"], q.aqm_qdisc, q.limiter) for a, q in p.alternative_paths()] == [(["pie"], "pie", "aqm")]
     out = recommend.advise(p, "balanced", current="cubic", available=["reno", "cubic", "bbr"])

@@ -40,7 +40,7 @@ import numpy as np
 
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import WIFI_OTHERS_MAX, Path, grade
+from .path import WIFI_OTHERS_MAX, Path, grade, is_the_reading
 from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, one_way, serialization_ms, serialization_rate_mbps
 )
@@ -1003,7 +1003,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
                 wifi_others=((d.get("wifi") or {}).get("shared") or {}).get("others", 0),
                 # what the down reading could not be told apart from: advise checks its advice on each
-                alternatives=[a for a in d.get("limiter_alternatives") or [] if a.get("limiter") != d["limiter"]] or None,
+                alternatives=[a for a in d.get("limiter_alternatives") or []
+                              if not is_the_reading(a, d["limiter"], d.get("aqm_qdisc"))] or None,
                 **_variation_fields(report))
     report["twin"] = path.as_dict()
     return Measurement(path, report)

@@ -44,6 +44,12 @@ SHAPE_FRACTION = 0.95
 USER_SHAPER_BURST_MS = 1.0
 
 
+def is_the_reading(alt: dict, limiter: str, aqm_qdisc: str | None) -> bool:
+    """Whether a named alternative (measure's ``limiter_alternatives``) is the reading itself: the same limiter, and
+    for an AQM of the kind taken (an AQM of another kind, ``kinds``, is a reading of its own: CoDel or PIE)."""
+    return alt.get("limiter") == limiter and (limiter != "aqm" or (alt.get("kinds") or [aqm_qdisc])[0] == aqm_qdisc)
+
+
 def user_shaper_burst(shaper_mbps: float) -> int:
     """The burst (B) of the user's fq_codel shaper at ``shaper_mbps``: :data:`USER_SHAPER_BURST_MS` of it, at least
     one MTU (1514 B with its Ethernet header, as sqm-scripts' ``get_burst``)."""
@@ -273,9 +279,7 @@ class Path:
         out = []
         for alt in self.alternatives or []:
             lim = alt["limiter"]
-            # the reading itself (for an AQM: of the kind taken) is no alternative
-            same = lim == self.limiter and (lim != "aqm" or (alt.get("kinds") or [self.aqm_qdisc])[0] == self.aqm_qdisc)
-            if same or lim == "wifi":
+            if is_the_reading(alt, self.limiter, self.aqm_qdisc) or lim == "wifi":
                 continue
             if lim == "fifo":
                 depth = alt.get("depth_below_ms")
