@@ -44,12 +44,6 @@ SHAPE_FRACTION = 0.95
 USER_SHAPER_BURST_MS = 1.0
 
 
-def is_the_reading(alt: dict, limiter: str, aqm_qdisc: str | None) -> bool:
-    """Whether a named alternative (measure's ``limiter_alternatives``) is the reading itself: the same limiter, and
-    for an AQM of the kind taken (an AQM of another kind, ``kinds``, is a reading of its own: CoDel or PIE)."""
-    return alt.get("limiter") == limiter and (limiter != "aqm" or (alt.get("kinds") or [aqm_qdisc])[0] == aqm_qdisc)
-
-
 def user_shaper_burst(shaper_mbps: float) -> int:
     """The burst (B) of the user's fq_codel shaper at ``shaper_mbps``: :data:`USER_SHAPER_BURST_MS` of it, at least
     one MTU (1514 B with its Ethernet header, as sqm-scripts' ``get_burst``)."""
@@ -63,6 +57,12 @@ def user_shaped(qdisc: str, shaper_mbps: float) -> dict:
     if qdisc == "cake":
         return {"qdisc": "cake", "qdisc_params": {"bandwidth": f"{shaper_mbps:.6g}Mbit"}}
     return {"qdisc": qdisc, "shaper": {"rate": f"{shaper_mbps:.6g}Mbit", "burst": f"{user_shaper_burst(shaper_mbps)}B"}}
+
+
+def is_the_reading(alt: dict, limiter: str, aqm_qdisc: str | None) -> bool:
+    """Whether a named alternative (measure's ``limiter_alternatives``) is the reading itself: the same limiter, and
+    for an AQM of the kind taken (an AQM of another kind, ``kinds``, is a reading of its own: CoDel or PIE)."""
+    return alt.get("limiter") == limiter and (limiter != "aqm" or (alt.get("kinds") or [aqm_qdisc])[0] == aqm_qdisc)
 
 
 #: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")

@@ -246,7 +246,7 @@ def loss_stream_plan(lost: int, sent: int, ser_ms: float | None, base_ms: float,
     seed 49 path 60, 431 Mbit/s down and 23.5 up at 2.4 ms with 0.088 %
     random loss, read R = 22.3 Mbit/s, where 6.6 % holds one flow, and no
     loss at all (100 idle probes); at the train's 291 Mbit/s that loss is
-    0.05 %."""
+    0.04 %."""
     if lost >= LOSS_RESOLVED:
         return None, 0, f"the idle probes lost {lost} of {sent}: resolved within 50 %"
     if not ser_ms:

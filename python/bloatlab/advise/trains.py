@@ -132,8 +132,7 @@ def policer_cut(lost_seq: list[int], count: int, random_loss: float | None = Non
         p1, p2 = before / np.maximum(k, 1), (total - before) / np.maximum(count - k, 1)
     score = np.where(p2 > p1, score, -np.inf)
     if random_loss is not None:
-        expected = random_loss * k
-        score = np.where(before - expected > 3 * np.sqrt(expected * (1 - random_loss)), -np.inf, score)
+        score = np.where(_significant(before, k, random_loss, handful=0), -np.inf, score)
     # among equals, the earliest cut (the first loss where nothing before it was lost)
     return int(np.argmax(score))
 
