@@ -176,7 +176,7 @@ def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
     assert out["repeats"] == 1
 
     # with repeats each figure is the median of the kernel's runs (seeds 1..N): a third run whose CUBIC neighbour
-    # got a quarter of the link beside CUBIC (seed 26 path 6's kind of draw) no longer decides the ranking
+    # got a quarter of the link (seed 26 path 6's kind of draw) no longer decides the ranking
     seeds = []
 
     def noisy_run(doc, engine):
@@ -188,18 +188,25 @@ def test_rank_scores_the_kernels_runs_as_advise_scores_them(monkeypatch):
         return r
 
     monkeypatch.setattr(bloatlab, "run", noisy_run)
-    out3 = campaign.rank(t, 5.0, adv, repeats=3)
+    adv_bbr = adv | {"recommendation": {"cc": "bbr", "qdisc": "cake", "shaper_mbps": 19.0}}
+    out3 = campaign.rank(t, 5.0, adv_bbr, repeats=3)
     assert sorted(set(seeds)) == [1, 2, 3] and out3["repeats"] == 3
     assert [c["score"] for c in out3["candidates"]] == [c["score"] for c in out["candidates"]]
-    cake = next(c for c in out3["candidates"] if (c["cc"], c["queue"]) == ("cubic", "cake"))
-    assert cake["ensemble"]["runs"] == 3 and cake["ensemble"]["neighbour_share"] == [0.25, pytest.approx(8.5 / 17.0)]
-    assert cake["neighbour_share"] == pytest.approx(8.5 / 17.0)
-    # the kernel's spread on this path is the recommended candidate's: its third run's fairness 0.5 instead of 1
-    # (x 0.15, the balanced goal's weight); the candidates within it of the best ran three times, the others once
-    assert out3["spread"] == pytest.approx(0.15 * 0.5)
+    bbr = next(c for c in out3["candidates"] if (c["cc"], c["queue"]) == ("bbr", "cake"))
+    assert bbr["ensemble"]["runs"] == 3 and bbr["ensemble"]["neighbour_share"] == [0.25, pytest.approx(8.0 / 17.5)]
+    assert bbr["neighbour_share"] == pytest.approx(8.0 / 17.5)
+    # an unpaced CUBIC candidate is its CUBIC neighbour's twin: it leaves ½ whatever a run's split (recommend's
+    # Candidate.share_left), so the same draw moves none of its scores; the run's own split is kept beside it
+    cubic = next(c for c in out3["candidates"] if (c["cc"], c["queue"]) == ("cubic", "cake"))
+    assert cubic["neighbour_share"] == 0.5 and cubic["neighbour_share_run"] == pytest.approx(8.5 / 17.0)
+    assert cubic["ensemble"]["score"][0] == cubic["ensemble"]["score"][1]
+    # the kernel's spread on this path is the recommended candidate's: its third run's fairness 0.5 instead of
+    # 8 / 17.5 / ½ (x 0.15, the balanced goal's weight); the candidates within it of the best ran three times,
+    # the others once
+    assert out3["spread"] == pytest.approx(0.15 * (8.0 / 17.5 / 0.5 - 0.5))
     runs = {(c["cc"], c["queue"]): c["ensemble"]["runs"] for c in out3["candidates"]}
     by3 = {(c["cc"], c["queue"]): c["score"] for c in out3["candidates"]}
-    assert runs == {k: 3 if by3[k] >= out3["best_score"] - out3["spread"] else 1 for k in runs}
+    assert runs == {k: 3 if by3[k] >= out3["best_score"] - out3["spread"] or k == ("bbr", "cake") else 1 for k in runs}
     assert len(seeds) == sum(2 * n for n in runs.values()) < 4 * 3 * 2
 
 
