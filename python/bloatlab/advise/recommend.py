@@ -185,8 +185,9 @@ class Candidate:
         twin (:data:`NEIGHBOUR_CC`, unpaced as the neighbour is, at the same RTT and start), else the run's
         ``neighbour_share``. Two identical flows split a link evenly in expectation; one run's split says which
         one's slow start ended first. At long RTTs that is a coin the engines toss differently: ranked seed 50
-        path 8 (PIE, 46.5 Mbit/s, 287 ms) left the neighbour 0.22-0.32 in 18 runs of the simulator (its flow 0
-        served first at equal times) and 0.64-0.84 in 3 of the kernel; seed 50 path 6 0.24-0.76 in the kernel's
+        path 8 (PIE, 46.5 Mbit/s, 287 ms) left the neighbour 0.22-0.32 in 18 runs of the simulator (the flow
+        listed first wins there: listed first, the neighbour kept 0.68-0.78 over seeds 1-4) and 0.64-0.84 in 3
+        of the kernel; seed 50 path 6 0.24-0.76 in the kernel's
         three. What the candidate does to a neighbour is nothing of that."""
         return 0.5 if self.cc == NEIGHBOUR_CC and not self.paced else self.neighbour_share
 
