@@ -550,3 +550,25 @@ def test_a_shallow_fifo_whose_flows_lost_before_any_bucket_the_paced_train_needs
     y = read_down(monkeypatch, SHALLOW_FIFO_EV, 21.4832, SHALLOW_FIFO_TRAIN, base_ms=2.24, paced=SHALLOW_FIFO_PACED,
                   first_loss=big)
     assert y["limiter"] == "policer"
+
+
+def test_a_bursty_fills_tail_is_a_delayed_acks_lift_not_flow_isolation():
+    """Ranked seed 50 path 6 (PIE, one queue, at 260 Mbit/s and 348 ms): the fill delivered 223 Mbit/s of the
+    direction's 259, so its bottleneck idled and the flows' windows came as bursts; their smoothed RTT's p95
+    stood 8.33 ms above the base, the probe's 3.05, with no queue of their own (rule 3 read flow isolation, then
+    COBALT's first signal: CAKE). One delayed ACK, after up to D = 200 ms at this RTT, lifts the smoothed RTT
+    by D / 8 = 25 ms: the tail no longer exceeds the probe by the noise beyond it."""
+    from bloatlab.advise import physics
+
+    assert physics.ack_tail_ms(348.0) == 25.0 and physics.ack_tail_ms(10.0) == 5.0 and physics.ack_tail_ms(97.0) == 97.0 / 8
+    ev = dict(probe_q95=3.0517714955090582, flow_q50=2.353187245509048, flow_q95=8.325437245509022)
+    args = (ev["probe_q95"], ev["flow_q50"], ev["flow_q95"], True, 259.3341299644235, 4, 0.0077343546647826574,
+            350.64825)
+    # drops without a queue of the flows' own: rule 2's policer, which the packet train (no faster port) turns
+    # into a queue; with the policer excluded, rule 4's shared queue
+    assert m_classify.classify(*args, 223.06365073905465) == "policer"
+    assert m_classify.classify(*args, 223.06365073905465, policer=False) == "fifo"
+    # the same figures from a fill within the rate phases' spread of the rate (no idle bottleneck): the tail's
+    # wait is the mean's (0.22 ms at 4 flows and 259 Mbit/s), and 8.33 ms against the probe's 3.05 is isolation
+    within = 259.3341299644235 / (1 + m_classify.RATE_SPREAD) * 1.001
+    assert m_classify.classify(*args, within, policer=False) == "aqm"

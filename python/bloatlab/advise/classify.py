@@ -5,7 +5,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 
 from __future__ import annotations
 
-from .physics import CUBIC_BETA, MSS, NOISE_MS, _significant, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .physics import CUBIC_BETA, MSS, NOISE_MS, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
 from .plan import INITIAL_WINDOW
 from .evidence import WIRE_PER_PAYLOAD
 
@@ -28,6 +28,12 @@ FAR_ABOVE_MATHIS = 10.0
 #: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
 #: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
 UNSATURATED = 1.25
+
+
+#: the rate phases' run-to-run spread (the fill's and BBR's readings of one saturated link differ by up to this,
+#: :data:`UNSATURATED`'s note): a fill that delivered less than the direction's rate by more than it left its
+#: bottleneck idle part of the time, and its flows' windows arrived as bursts (:func:`physics.ack_tail_ms`)
+RATE_SPREAD = 0.05
 
 
 #: CoDel's interval (RFC 8289; sch_codel's default): a train shorter than it at the rate cannot tell CoDel from PIE
@@ -93,7 +99,13 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
        :func:`alternatives` states it as data the campaign can check;
     3. ``aqm`` where the flows' p95 exceeds the probe's by more than the
        noise and the ACK wait, and twice over (the same isolation, seen in
-       the tail);
+       the tail). Where the phase delivered less than ``rate_mbps`` by more
+       than :data:`RATE_SPREAD` (its bottleneck idled part of the time, so
+       the flows' windows came as bursts), the tail's ACK wait is
+       :func:`ack_tail_ms`, one delayed ACK's lift of the smoothed RTT, not
+       the mean's: a single-queue PIE at 260 Mbit/s and 348 ms (ranked seed
+       50 path 6, the fill at 223) showed the flows' p95 at 8.33 ms and the
+       probe's at 3.05 with no queue of the flows' own, and read as CAKE;
     4. ``fifo`` otherwise: the probe waits behind the flows' queue. A
        single-queue AQM (CoDel, PIE) reads ``fifo`` too — one queue all flows
        share, at the depth the AQM holds, which is what its twin models.
@@ -112,16 +124,19 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     idle = phase * UNSATURATED <= rate_mbps
     ack = ack_wait_ms(phase, flows, rtt_ms, idle) if rtt_ms is not None else 0.0
 
-    def isolated(flow_q):
-        return not idle and flow_q - ack - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
+    bursty = rtt_ms is not None and phase * (1 + RATE_SPREAD) < rate_mbps
+    tail_ack = max(ack, ack_tail_ms(rtt_ms)) if bursty else ack
 
-    if isolated(flow_q50):
+    def isolated(flow_q, wait):
+        return not idle and flow_q - wait - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
+
+    if isolated(flow_q50, ack):
         return "aqm"
     if policer and dropped and probe_q95 < floor:
         far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(phase, flows, rtt_ms)
         if idle or flow_q95 < floor or (far and flow_q50 < floor):
             return "policer"
-    if isolated(flow_q95):
+    if isolated(flow_q95, tail_ack):
         return "aqm"
     return "fifo"
 
