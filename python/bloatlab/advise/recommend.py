@@ -707,12 +707,25 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
     close = [c for c in ranked if c is not best and c.available and c.cc != best.cc and best.score - c.score < 0.01]
     if close:
         c = close[0]
-        out.append(f"A near tie: {c.label} scores {c.score:.3f} against {best.score:.3f}; either serves this goal.")
+        a, b = _scores(c.score, best.score)
+        out.append(f"A near tie: {c.label} scores {a} against {b}; either serves this goal.")
     better_unavailable = [c for c in ranked if not c.available and c.score > best.score]
     if better_unavailable:
         u = better_unavailable[0]
-        out.append(f"{u.label} would score higher ({u.score:.2f} vs {best.score:.2f}) but this host's kernel does not offer {u.cc}.")
+        a, b = _scores(u.score, best.score)
+        higher = "about as high" if a == b else "higher"
+        out.append(f"{u.label} would score {higher} ({a} vs {b}) but this host's kernel does not offer {u.cc}.")
     return out
+
+
+def _scores(a: float, b: float) -> tuple[str, str]:
+    """Two scores as a sentence compares them: to 2 decimals, to 3 or 4 where fewer print them alike (ranked seed
+    50 path 14: "bbr3 + as is would score higher (0.74 vs 0.74)"), to 2 where 4 do too."""
+    for d in (2, 3, 4):
+        x, y = f"{a:.{d}f}", f"{b:.{d}f}"
+        if x != y:
+            return x, y
+    return f"{a:.2f}", f"{b:.2f}"  # alike to 4 decimals: a tie, said as one
 
 
 #: how an access point gets each design (docs/wifi.md, docs/advise.md "A WiFi hop")
