@@ -32,8 +32,10 @@ def _key(c: dict) -> tuple:
 def _advice(rec: dict) -> dict:
     """The stored advice as campaign._recommended reads a recommendation."""
     a = rec["advice"]
+    # an access point's design (the record's queue on a WiFi path) is the recommendation's ap_mac
+    ap = a["queue"] if a["queue"] in ("legacy", "fq", "airtime") else None
     return {"recommendation": {"cc": a["cc"], "qdisc": a["queue"], "shaper_mbps": a["shaper_mbps"], "sysctl": {},
-                               "autorate": {"recommended": a["queue"] == "autorate"}, "ap_mac": None},
+                               "autorate": {"recommended": a["queue"] == "autorate"}, "ap_mac": ap},
             "path": {"wifi_mac": None}}
 
 
