@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
 from bloatlab.advise import wifi_hop as m_wifi_hop
@@ -31,11 +32,13 @@ WIRED = {"wire_bytes": 1500, "batches": {"count": 92, "packets_p50": 1.0, "packe
 
 def test_a_train_in_aggregates_reads_as_a_wifi_hop_at_its_phy_rate():
     phy, why = m_wifi_hop.wifi_hop(AT_MCS7)
-    # each period holds the aggregate that ends it: (packet + 42 B of MAC) x 8 over the period less 194.5 us;
-    # the periods beyond 2x the median are left out (none here), the short ones (the queue building) kept
+    # each period holds the aggregate that ends it: the backlog's batches (21 packets, the upper quartile of the
+    # sizes) and their periods less 160.75 us (the floor and the backoff's lower quartile) per packet; a
+    # subframe's (packet + 42 B of MAC) x 8 bits over the lower quartile of those
     sizes, periods = AT_MCS7["batches"]["sizes"], AT_MCS7["batches"]["periods_ms"]
-    keep = [(k, p) for k, p in zip(sizes[1:], periods) if m_wifi_hop.TXOP_OVERHEAD_MS < p <= 2 * 4.1447]
-    want = sum(k * 1542 * 8 for k, _ in keep) / sum((p - m_wifi_hop.TXOP_OVERHEAD_MS) / 1e3 for _, p in keep) / 1e6
+    per = [(p - 0.16075) / k for k, p in zip(sizes[1:], periods) if k >= 21]
+    assert len(per) == 8
+    want = 1542 * 8 / np.percentile(per, 25) / 1e3
     assert phy == pytest.approx(want)
     assert phy == pytest.approx(65, rel=0.10), "MCS 7"
     assert "batches of 21 packets" in why and "WiFi hop" in why
