@@ -1011,7 +1011,7 @@ def twin_of(report: dict) -> Path:
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
-                wifi_others=shared.get("others", 0), wifi_others_phy_mbps=shared.get("others_phy_mbps"),
+                wifi_others=shared.get("others", 0),
                 # what the down reading could not be told apart from: advise checks its advice on each
                 alternatives=[a for a in d.get("limiter_alternatives") or []
                               if not is_the_reading(a, d["limiter"], d.get("aqm_qdisc"))] or None,
