@@ -4,7 +4,8 @@ true path and the kernel (issue 30 §3), offline.
 ``python bench/advise/wifi_others_twin.py DIR [DIR ...] [--members N]``: for every stored path of each campaign
 directory whose truth is a WiFi hop with other busy stations (``truth.wifi_others``) and that was measured and
 advised, the candidate the campaign recommended (``advice``) run for the campaign's duration
-(``duration_s``) in the simulator on
+(``duration_s``) — and today's configuration (CUBIC, the access point as it is) where the advice is another — in
+the simulator on
 
 - the twin as the campaign stored it (``NNNN/twin.toml``, read as the campaign read it: ``Path.from_twin``),
 - the twin today's code builds from the stored measurement (``NNNN/measure.json``, its down direction read again
@@ -13,7 +14,8 @@ advised, the candidate the campaign recommended (``advice``) run for the campaig
 - the true path (``campaign._model``: the model's ensemble, today's code),
 
 each an ensemble of ``--members`` (default 7, recommend.ENSEMBLE) whose goodput and probe p95 are the members'
-median; beside them the kernel's stored figures (``kernel``: the emulator's runs of that candidate on the true path).
+median; beside them the kernel's stored figures (``kernel``, ``kernel_today``: the emulator's runs of that
+configuration on the true path).
 Prints one line per path, the twins' error against the model on the true path and the kernel, and the counts within
 15 % (goodput) and 25 % (p95) of each. Nothing is written into DIR.
 """
@@ -78,17 +80,22 @@ def rows(dirs: list[str], members: int):
                 continue  # a wired shaper cannot sit in front of the access point (campaign.truth_doc)
             before = Path.from_twin(os.path.join(f[:-5], "twin.toml"))
             after = twin_today(json.load(open(mj)))
-            mt = C._model(t, dur, a["cc"], a["queue"], None, members=members)
             o = t["wifi_others"]
-            yield {"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"],
-                   "truth": f"{t['wifi_mac']} {HT20_MCS_MBPS[t['mcs']]:.3g} Mbit/s, others {o['count']} @ "
-                            f"{HT20_MCS_MBPS[o['mcs']]:.3g}, {t['base_rtt_ms']:.4g} ms",
-                   "advice": f"{a['cc']} + {a['queue']}", "duration_s": dur,
-                   "twin_before": describe(before), "twin_after": describe(after),
-                   "before": figures(before, a["cc"], a["queue"], dur, members),
-                   "after": figures(after, a["cc"], a["queue"], dur, members),
-                   "model_truth": (mt["goodput_mbps"], mt["p95_rtt_ms"]),
-                   "kernel": (rec["kernel"]["goodput_mbps"], rec["kernel"]["p95_rtt_ms"])}
+            head = {"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"],
+                    "truth": f"{t['wifi_mac']} {HT20_MCS_MBPS[t['mcs']]:.3g} Mbit/s, others {o['count']} @ "
+                             f"{HT20_MCS_MBPS[o['mcs']]:.3g}, {t['base_rtt_ms']:.4g} ms", "duration_s": dur,
+                    "twin_before": describe(before), "twin_after": describe(after)}
+            # the recommended configuration, and today's (CUBIC, the AP as it is) where that is another
+            runs = [("advice", a["cc"], a["queue"], "kernel", "model_truth")]
+            if (a["cc"], a["queue"]) != (C.TODAY_CC, "as-is"):
+                runs.append(("today", C.TODAY_CC, "as-is", "kernel_today", "model_truth_today"))
+            for what, cc, queue, kernel, _ in runs:
+                mt = C._model(t, dur, cc, queue, None, members=members)
+                yield head | {"run": what, "advice": f"{cc} + {queue}",
+                              "before": figures(before, cc, queue, dur, members),
+                              "after": figures(after, cc, queue, dur, members),
+                              "model_truth": (mt["goodput_mbps"], mt["p95_rtt_ms"]),
+                              "kernel": (rec[kernel]["goodput_mbps"], rec[kernel]["p95_rtt_ms"])}
 
 
 def _err(x: tuple, ref: tuple) -> tuple[float, float]:
@@ -107,7 +114,7 @@ def main(argv=None) -> int:
     print("goodput Mbit/s / p95 ms; (the error against the model on the true path | against the kernel)")
     for r in rows(a.dirs, a.members):
         out.append(r)
-        print(f"{r['camp']} {r['path']:3d} truth {r['truth']}; {r['advice']}, {r['duration_s']:.3g} s")
+        print(f"{r['camp']} {r['path']:3d} truth {r['truth']}; {r['run']}: {r['advice']}, {r['duration_s']:.3g} s")
         print(f"    twin before: {r['twin_before']}")
         print(f"    twin after:  {r['twin_after']}")
         for k in ("before", "after", "model_truth", "kernel"):
