@@ -180,6 +180,28 @@ def test_the_others_count_is_the_one_whose_twin_leaves_this_station_the_flows_ra
     assert x["wifi"]["shared"]["others"] == 2 and x["rate_mbps"] == 8.565
 
 
+def test_a_legacy_fifo_shared_with_other_stations_holds_the_flows_sojourn_at_the_mediums_rate():
+    """Seed 49 path 50 (code 4ec3f4a): a legacy AP at MCS 0 beside two stations' downloads, 241 ms. The flows sat
+    1013.5 ms (p95) in its FIFO at their 2.264 Mbit/s, read as 286886 B; the FIFO drains at what the medium gives
+    every station, in the twin (the others at this PHY rate) a lone station's rate: the twin's FIFO is that figure
+    x the lone rate / the flows' (638 KB), and the count is read beside it."""
+    from bloatlab.advise import measure as M
+
+    x = {"rate_mbps": 2.264, "rate_by_cc": {"cubic": 2.264}, "rate_from": {"cubic": "delivery_rate"},
+         "fill_flow_q95_ms": 1013.5, "fill_dropped": True, "fill_flow_q50_ms": 669.7, "buffer_bytes": 286886,
+         "buffer_bdp": 4.2, "evidence": {"flow_q95_ms": 1013.5, "dropped": True, "flow_q50_ms": 669.7}}
+    M._wifi_train({"train": AT_MCS7, "phy_mbps": 6.428, "note": "a WiFi hop", "idle_spread_ms": 490.3}, x, 241.46,
+                  lambda m: None)
+    alone = Path(base_rtt_ms=241.46, down_mbps=6.428, limiter="wifi", wifi_mac="legacy", wifi_phy_mbps=6.428,
+                 buffer_bytes=286886).wifi_rate_mbps()
+    assert x["wifi"]["mac"] == "legacy" and x["wifi"]["shared"]["alone_mbps"] == alone
+    assert x["buffer_bytes"] == int(286886 * alone / 2.264) and x["buffer_bdp"] == pytest.approx(4.2 * alone / 2.264)
+    assert x["buffer_bytes"] == pytest.approx(638e3, rel=0.02) and x["rate_mbps"] == 2.264
+    assert x["wifi"]["shared"]["others"] == Path(base_rtt_ms=241.46, down_mbps=6.428, limiter="wifi", wifi_mac="legacy",
+                                                 wifi_phy_mbps=6.428, buffer_bytes=x["buffer_bytes"]
+                                                 ).wifi_others_leaving(2.264)
+
+
 def test_a_twin_whose_other_stations_have_their_own_phy_rate_reads_back(tmp_path):
     """A twin file (or any scenario) whose other stations run at another PHY rate than the measuring station's reads
     back with it; at the same rate the field stays empty (the measuring station's)."""

@@ -1,7 +1,8 @@
 """The twin of a WiFi hop shared with other busy stations, before and after today's code, against the model on the
 true path and the kernel (issue 30 §3), offline.
 
-``python bench/advise/wifi_others_twin.py DIR [DIR ...] [--members N]``: for every stored path of each campaign
+``python bench/advise/wifi_others_twin.py DIR [DIR ...] [--members N]`` (or ``--draws N SEED``: the description's
+physics on new draws, :func:`draws`): for every stored path of each campaign
 directory whose truth is a WiFi hop with other busy stations (``truth.wifi_others``) and that was measured and
 advised, the candidate the campaign recommended (``advice``) run for the campaign's duration
 (``duration_s``) — and today's configuration (CUBIC, the access point as it is) where the advice is another — in
@@ -98,39 +99,89 @@ def rows(dirs: list[str], members: int):
                               "kernel": (rec[kernel]["goodput_mbps"], rec[kernel]["p95_rtt_ms"])}
 
 
+def draws(n: int, seed: int, members: int):
+    """The description's physics on new draws, where ``measure`` cannot run (the emulator): each WiFi path with other
+    stations of ``campaign.draw(n, seed)``, CUBIC as it is for the campaign's duration, the model on the true path
+    against a twin-like path — the truth's own PHY rate and RTT, the design ``measure`` reads (``airtime`` for
+    ``fq``: one station cannot tell them apart), the others at this PHY rate, counted from the rate the truth's MAC
+    leaves four CUBIC flows of this station (``campaign._wifi_rate``, the truth's ``down_mbps``) by the former rule
+    (lone MAC / rate − 1, rounded) and by ``Path.wifi_others_leaving`` — and the latter with the others at their true
+    PHY rate (what ``measure`` does not see)."""
+    import dataclasses
+
+    from bloatlab.advise.path import HT20_MCS_MBPS, WIFI_OTHERS_MAX
+
+    for t in C.draw(n, seed):
+        if t["limiter"] != "wifi" or not t.get("wifi_others"):
+            continue
+        phy, o = HT20_MCS_MBPS[t["mcs"]], t["wifi_others"]
+        alone = Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=phy, limiter="wifi", wifi_phy_mbps=phy,
+                     wifi_mac="legacy" if t["wifi_mac"] == "legacy" else "airtime", buffer_bytes=t["buffer_bytes"])
+        lone = alone.wifi_rate_mbps()
+        n_old = int(min(max(round(lone / t["down_mbps"] - 1), 1), WIFI_OTHERS_MAX))
+        n_new = alone.wifi_others_leaving(t["down_mbps"])
+        dur = C.campaign_duration(t["base_rtt_ms"], False)
+        mt = C._model(t, dur, C.TODAY_CC, "as-is", None, members=members)
+        r = {"camp": f"draw {seed}", "path": t["index"], "run": "today", "advice": f"{C.TODAY_CC} + as-is",
+             "duration_s": dur, "mac": t["wifi_mac"],
+             "truth": f"{t['wifi_mac']} {phy:.3g} Mbit/s, others {o['count']} @ {HT20_MCS_MBPS[o['mcs']]:.3g}, "
+                      f"{t['base_rtt_ms']:.4g} ms",
+             "twin_before": f"others {n_old} @ {phy:.3g} (lone MAC / rate - 1)",
+             "twin_after": f"others {n_new} @ {phy:.3g} (Path.wifi_others_leaving)",
+             "model_truth": (mt["goodput_mbps"], mt["p95_rtt_ms"]), "kernel": None}
+        for k, p in (("before", dataclasses.replace(alone, wifi_others=n_old)),
+                     ("after", dataclasses.replace(alone, wifi_others=n_new)),
+                     ("their_phy", dataclasses.replace(alone, wifi_others=n_new,
+                                                       wifi_others_phy_mbps=HT20_MCS_MBPS[o["mcs"]]))):
+            r[k] = figures(p, C.TODAY_CC, "as-is", dur, members)
+        yield r
+
+
 def _err(x: tuple, ref: tuple) -> tuple[float, float]:
     return x[0] / ref[0] - 1, x[1] / ref[1] - 1
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("dirs", nargs="*")
     ap.add_argument("--members", type=int, default=7, help="ensemble members of each run (odd)")
+    ap.add_argument("--draws", type=int, nargs=2, metavar=("N", "SEED"),
+                    help="instead of stored paths: the twin-like description on campaign.draw(N, SEED)'s WiFi paths "
+                         "with other stations, against the model on each true path (draws())")
     a = ap.parse_args(argv)
     if a.members < 1 or a.members % 2 == 0:
         print(f"--members: expected an odd count of at least 1, got {a.members}", file=sys.stderr)
         return 2
+    if not a.dirs and not a.draws:
+        print("expected campaign directories or --draws N SEED", file=sys.stderr)
+        return 2
     out = []
+    keys = ("before", "after", "their_phy", "model_truth", "kernel")
     print("goodput Mbit/s / p95 ms; (the error against the model on the true path | against the kernel)")
-    for r in rows(a.dirs, a.members):
+    for r in (draws(*a.draws, a.members) if a.draws else rows(a.dirs, a.members)):
         out.append(r)
         print(f"{r['camp']} {r['path']:3d} truth {r['truth']}; {r['run']}: {r['advice']}, {r['duration_s']:.3g} s")
         print(f"    twin before: {r['twin_before']}")
         print(f"    twin after:  {r['twin_after']}")
-        for k in ("before", "after", "model_truth", "kernel"):
+        for k in (k for k in keys if r.get(k) is not None):
             g, p = r[k]
-            em, ek = _err(r[k], r["model_truth"]), _err(r[k], r["kernel"])
-            print(f"    {k:12} {g:7.3f} / {p:6.1f}   ({em[0] * 100:+6.1f} % / {em[1] * 100:+6.1f} % | "
-                  f"{ek[0] * 100:+6.1f} % / {ek[1] * 100:+6.1f} %)", flush=True)
-    for k in ("before", "after", "model_truth"):
+            em = _err(r[k], r["model_truth"])
+            ek = f" | {_err(r[k], r['kernel'])[0] * 100:+6.1f} % / {_err(r[k], r['kernel'])[1] * 100:+6.1f} %" if r["kernel"] else ""
+            print(f"    {k:12} {g:7.3f} / {p:6.1f}   ({em[0] * 100:+6.1f} % / {em[1] * 100:+6.1f} %{ek})", flush=True)
+    for k in keys[:-1]:
         for ref in ("model_truth", "kernel"):
-            if k == ref:
+            rs = [r for r in out if r.get(k) is not None and r.get(ref) is not None]
+            if k == ref or not rs:
                 continue
-            e = [_err(r[k], r[ref]) for r in out]
-            ok = sum(abs(g) <= GOODPUT_TOL and abs(p) <= P95_TOL for g, p in e)
-            worst = max((abs(g) for g, _ in e), default=0.0)
-            print(f"{k} against {ref}: {ok} of {len(e)} within {GOODPUT_TOL:.0%} (goodput) and {P95_TOL:.0%} (p95); "
-                  f"worst goodput {worst * 100:.1f} %")
+            for sel, of in (("", rs), (" (legacy)", [r for r in rs if "legacy" in r["truth"].split()[0]]),
+                            (" (fq, airtime)", [r for r in rs if "legacy" not in r["truth"].split()[0]])):
+                if not of or (sel and len(of) == len(rs)):
+                    continue
+                e = [_err(r[k], r[ref]) for r in of]
+                ok = sum(abs(g) <= GOODPUT_TOL and abs(p) <= P95_TOL for g, p in e)
+                worst = max(abs(g) for g, _ in e)
+                print(f"{k} against {ref}{sel}: {ok} of {len(e)} within {GOODPUT_TOL:.0%} (goodput) and "
+                      f"{P95_TOL:.0%} (p95); worst goodput {worst * 100:.1f} %")
     return 0
 
 
