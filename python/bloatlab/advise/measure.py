@@ -826,7 +826,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
             # waited 797 / 1628 ms at p95 against 1770 on the true path in the model)
             scale = mac_mbps / max(x["rate_mbps"], 1e-9)
             x["buffer_bytes"] = int(x["buffer_bytes"] * scale)
-            x["buffer_bdp"] = x["buffer_bdp"] * scale if x.get("buffer_bdp") is not None else None
+            for k in ("buffer_bdp", "buffer_bytes_min", "buffer_bytes_max"):
+                if x.get(k) is not None:
+                    x[k] *= scale
             alone = replace(alone, buffer_bytes=x["buffer_bytes"])
         # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station, in the
         # twin's own MAC, the rate its flows got beside them (Path.wifi_others_leaving)

@@ -527,8 +527,7 @@ class Path:
         """How many other busy stations (:attr:`wifi_others`, at this path's PHY rates) leave this station the
         rate ``rate_mbps`` (Mbit/s of IP packets) that four backlogged CUBIC flows of its own got beside them
         (:meth:`wifi_rate_mbps`'s run, as ``measure``'s loads ran): the count, 1 up to :data:`WIFI_OTHERS_MAX`, whose
-        rate is nearest on a log scale (ratios: a share of a quarter is as far from a third as from a fifth's
-        neighbourhood). The twin's own MAC, not a formula: a station's share is 1 / (N + 1) of the medium's
+        rate is nearest on a log scale (rates compared as ratios, as shares are). The twin's own MAC, not a formula: a station's share is 1 / (N + 1) of the medium's
         airtime only where nothing else takes airtime; the others' TCP ACKs going up, a legacy AP's one FIFO
         shared by flows, not by stations, move it (campaign seed 49 path 10, an airtime AP at 39 Mbit/s: the
         flows got 8.57 Mbit/s of the MAC's 30.0, 1 / (N + 1) read 3 others, the twin leaves 9.54 beside 2 and
@@ -561,8 +560,8 @@ class Path:
         mac = mac or self.wifi_mac
         w: dict = {"mac": mac, "station": [{"name": WIFI_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit"}]}
         if self.wifi_others:
-            w["station"].append({"name": WIFI_OTHERS_STATION, "phy_rate": f"{self.wifi_others_phy_mbps or self.wifi_phy_mbps:.6g}Mbit",
-                                 "count": self.wifi_others})
+            o_phy = self.wifi_others_phy_mbps or self.wifi_phy_mbps
+            w["station"].append({"name": WIFI_OTHERS_STATION, "phy_rate": f"{o_phy:.6g}Mbit", "count": self.wifi_others})
         if mac == "legacy" and self.buffer_bytes is not None:
             w["buffer"] = f"{max(self.buffer_bytes - LEGACY_DRIVER_FRAMES * 1500, 1500)}B"
         return w
