@@ -137,6 +137,42 @@ def draws(n: int, seed: int, members: int):
         yield r
 
 
+#: the stored twin's figures set to the truth's one at a time (``--factors``), then all together
+FACTORS = ("base_rtt", "mac", "phy", "count", "others_phy", "all")
+
+
+def factors(dirs: list[str], members: int):
+    """Where the stored twin and the true path differ (``--factors``): each stored path's recommended configuration on
+    the twin as stored with one of its figures set to the truth's (:data:`FACTORS`: the base RTT, the access point's
+    design, this station's PHY rate, the others' count, their PHY rate), then with all of them (what is left: the
+    two ensembles' own spread, their seeds and RTTs paired otherwise), against the model on the true path."""
+    import dataclasses
+
+    from bloatlab.advise.path import HT20_MCS_MBPS
+
+    for camp in dirs:
+        for f in sorted(glob.glob(os.path.join(camp, "paths", "[0-9]*.json"))):
+            rec = json.load(open(f))
+            t = rec["truth"]
+            if t["limiter"] != "wifi" or not t.get("wifi_others") or not rec.get("advice") or rec["advice"].get("shaper_mbps"):
+                continue
+            a, dur, o = rec["advice"], rec["duration_s"], t["wifi_others"]
+            p0 = Path.from_twin(os.path.join(f[:-5], "twin.toml"))
+            truth = {"base_rtt": {"base_rtt_ms": t["base_rtt_ms"]}, "mac": {"wifi_mac": t["wifi_mac"]},
+                     "phy": {"wifi_phy_mbps": HT20_MCS_MBPS[t["mcs"]]}, "count": {"wifi_others": o["count"]},
+                     "others_phy": {"wifi_others_phy_mbps": HT20_MCS_MBPS[o["mcs"]]}}
+            truth["all"] = {k: v for d in truth.values() for k, v in d.items()}
+            mt = C._model(t, dur, a["cc"], a["queue"], None, members=members)
+            row = {"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"],
+                   "twin": _err(figures(p0, a["cc"], a["queue"], dur, members), (mt["goodput_mbps"], mt["p95_rtt_ms"]))}
+            for k in FACTORS:
+                p = dataclasses.replace(p0, **truth[k])
+                if p.wifi_mac == "legacy" and p.buffer_bytes is None:
+                    p.buffer_bytes = t["buffer_bytes"]
+                row[k] = _err(figures(p, a["cc"], a["queue"], dur, members), (mt["goodput_mbps"], mt["p95_rtt_ms"]))
+            yield row
+
+
 def _err(x: tuple, ref: tuple) -> tuple[float, float]:
     return x[0] / ref[0] - 1, x[1] / ref[1] - 1
 
@@ -148,7 +184,17 @@ def main(argv=None) -> int:
     ap.add_argument("--draws", type=int, nargs=2, metavar=("N", "SEED"),
                     help="instead of stored paths: the twin-like description on campaign.draw(N, SEED)'s WiFi paths "
                          "with other stations, against the model on each true path (draws())")
+    ap.add_argument("--factors", action="store_true",
+                    help="the stored twin with one figure at a time set to the truth's, against the model on the true "
+                         "path (factors())")
     a = ap.parse_args(argv)
+    if a.factors:
+        print("goodput / p95 error against the model on the true path: the twin as stored, then with the truth's "
+              + ", ".join(FACTORS))
+        for r in factors(a.dirs, a.members):
+            print(f"{r['camp']} {r['path']:3d} " + " | ".join(f"{k} {r[k][0] * 100:+.1f} / {r[k][1] * 100:+.1f} %"
+                                                             for k in ("twin",) + FACTORS), flush=True)
+        return 0
     if a.members < 1 or a.members % 2 == 0:
         print(f"--members: expected an odd count of at least 1, got {a.members}", file=sys.stderr)
         return 2
