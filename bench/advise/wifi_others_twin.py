@@ -188,6 +188,9 @@ def main(argv=None) -> int:
                     help="the stored twin with one figure at a time set to the truth's, against the model on the true "
                          "path (factors())")
     a = ap.parse_args(argv)
+    if a.members < 1 or a.members % 2 == 0:
+        print(f"--members: expected an odd count of at least 1, got {a.members}", file=sys.stderr)
+        return 2
     if a.factors:
         print("goodput / p95 error against the model on the true path: the twin as stored, then with the truth's "
               + ", ".join(FACTORS))
@@ -195,9 +198,6 @@ def main(argv=None) -> int:
             print(f"{r['camp']} {r['path']:3d} " + " | ".join(f"{k} {r[k][0] * 100:+.1f} / {r[k][1] * 100:+.1f} %"
                                                              for k in ("twin",) + FACTORS), flush=True)
         return 0
-    if a.members < 1 or a.members % 2 == 0:
-        print(f"--members: expected an odd count of at least 1, got {a.members}", file=sys.stderr)
-        return 2
     if not a.dirs and not a.draws:
         print("expected campaign directories or --draws N SEED", file=sys.stderr)
         return 2
