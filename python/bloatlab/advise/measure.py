@@ -34,13 +34,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import WIFI_OTHERS_MAX, Path, grade, is_the_reading
+from .path import Path, grade, is_the_reading
 from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, one_way, serialization_ms, serialization_rate_mbps
 )
@@ -808,7 +808,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # it — at a long RTT the AP's CoDel (mac80211's 20 ms / 100 ms) holds four CUBIC flows below the MAC's rate
     # (campaign seeds 28-30: 12-44 % below at 141-574 ms, the kernel's own CUBIC lower still; docs/advise.md "The
     # rate goal's misses")
-    mac_mbps = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy).wifi_rate_mbps()
+    alone = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
+                 buffer_bytes=x.get("buffer_bytes") if mac == "legacy" else None)
+    mac_mbps = alone.wifi_rate_mbps()
     # other stations on the medium: the idle probes' median waited more than a full aggregate's airtime (ath9k's
     # 4.096 ms) beyond their least. An idle AP sends a sparse flow's packet at once (a frame, under 0.5 ms at any
     # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
@@ -816,10 +818,21 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
     spread = wp.get("idle_spread_ms")
     if spread is not None and spread > WIFI_AGGR_MS:
-        # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station the share
-        # its flows got of what the MAC gives one station alone (a fair share under fq and airtime alike; legacy
-        # shares by packets, the same at one PHY rate): MAC / flows - 1, at least one
-        others = int(min(max(round(mac_mbps / max(x["rate_mbps"], 1e-9) - 1), 1), WIFI_OTHERS_MAX))
+        if mac == "legacy" and x.get("buffer_bytes"):
+            # a legacy AP's one FIFO holds every station's packets and drains at what the medium delivers to all of
+            # them: the queue the flows sat in (their sojourn) at the rate of the twin's medium, where the others
+            # run at this PHY rate (a lone station's, mac_mbps), not at this station's share (seed 49 path 50: the
+            # FIFO read 287 KB at the flows' 2.26 Mbit/s, 638 KB at the medium's 5.03; CUBIC as it is on the twin
+            # waited 797 / 1628 ms at p95 against 1770 on the true path in the model)
+            scale = mac_mbps / max(x["rate_mbps"], 1e-9)
+            x["buffer_bytes"] = int(x["buffer_bytes"] * scale)
+            for k in ("buffer_bdp", "buffer_bytes_min", "buffer_bytes_max"):
+                if x.get(k) is not None:
+                    x[k] *= scale
+            alone = replace(alone, buffer_bytes=x["buffer_bytes"])
+        # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station, in the
+        # twin's own MAC, the rate its flows got beside them (Path.wifi_others_leaving)
+        others = alone.wifi_others_leaving(max(x["rate_mbps"], 1e-9))
         x["wifi"]["shared"] = {"idle_spread_ms": spread, "others": others, "alone_mbps": mac_mbps}
         x["limiter_note"] += (f"; other stations used the medium: the idle probes waited {spread:.3g} ms at the "
                               f"median beyond their least, more than a full aggregate ({WIFI_AGGR_MS:g} ms): the "
@@ -989,11 +1002,20 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     lap("other")
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
-    d = report["down"]
+    path = twin_of(report)
+    report["twin"] = path.as_dict()
+    return Measurement(path, report)
+
+
+def twin_of(report: dict) -> Path:
+    """The twin of a measurement's report (``measure``'s ``report``: its base RTT and directions, the up direction
+    where it was measured)."""
+    d, base = report["down"], report["base_rtt_ms"]
+    up = report.get("up") is not None
     # on a shared WiFi medium the idle probes' median waited behind the other stations, whom the twin runs
     # (Path.wifi_others): its base RTT is their least
-    shared = bool((d.get("wifi") or {}).get("shared"))
-    path = Path(base_rtt_ms=max(base["min"] if shared else base["p50"], 0.01),
+    shared = (d.get("wifi") or {}).get("shared") or {}
+    return Path(base_rtt_ms=max(base["min"] if shared else base["p50"], 0.01),
                 base_rtt_spread_ms=0.0 if shared else max(base["p50"] - base["min"], 0.0),
                 down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
@@ -1001,10 +1023,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
-                wifi_others=((d.get("wifi") or {}).get("shared") or {}).get("others", 0),
+                wifi_others=shared.get("others", 0),
                 # what the down reading could not be told apart from: advise checks its advice on each
                 alternatives=[a for a in d.get("limiter_alternatives") or []
                               if not is_the_reading(a, d["limiter"], d.get("aqm_qdisc"))] or None,
                 **_variation_fields(report))
-    report["twin"] = path.as_dict()
-    return Measurement(path, report)

@@ -129,6 +129,8 @@ class Path:
     # other stations that held the medium while measure ran (its wifi "shared" reading): the twin gives each a
     # backlogged CUBIC download at the measuring station's PHY rate (:data:`WIFI_OTHERS_STATION`)
     wifi_others: int = 0
+    # ... and their PHY rate (Mbit/s); None: the measuring station's (:attr:`wifi_phy_mbps`)
+    wifi_others_phy_mbps: float | None = None
     # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
     # measure's windows, and the time scale (s) over which it moved; None: not measured
     down_rate_p10_mbps: float | None = None
@@ -190,6 +192,8 @@ class Path:
         if not 0 <= self.wifi_others <= WIFI_OTHERS_MAX or (self.wifi_others and self.limiter != "wifi"):
             raise UserError(f"wifi others: expected 0 up to {WIFI_OTHERS_MAX} stations beside a WiFi hop, got "
                             f"{self.wifi_others}")
+        if self.wifi_others_phy_mbps is not None and not self.wifi_others_phy_mbps >= 1:
+            raise UserError(f"wifi others' PHY rate: expected at least 1 Mbit/s, got {self.wifi_others_phy_mbps}")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -519,6 +523,29 @@ class Path:
         # this station's four flows, listed first (the others' share of the medium is theirs)
         return sum(f["goodput_mbps"] for f in s["flows"][:4]) * 1500 / 1448
 
+    def wifi_others_leaving(self, rate_mbps: float) -> int:
+        """How many other busy stations (:attr:`wifi_others`, at this path's PHY rates) leave this station the
+        rate ``rate_mbps`` (Mbit/s of IP packets) that four backlogged CUBIC flows of its own got beside them
+        (:meth:`wifi_rate_mbps`'s run, as ``measure``'s loads ran): the count, 1 up to :data:`WIFI_OTHERS_MAX`, whose
+        rate is nearest on a log scale (rates compared as ratios, as shares are). The twin's own MAC, not a formula: a station's share is 1 / (N + 1) of the medium's
+        airtime only where nothing else takes airtime; the others' TCP ACKs going up, a legacy AP's one FIFO
+        shared by flows, not by stations, move it (campaign seed 49 path 10, an airtime AP at 39 Mbit/s: the
+        flows got 8.57 Mbit/s of the MAC's 30.0, 1 / (N + 1) read 3 others, the twin leaves 9.54 beside 2 and
+        6.00 beside 3; the truth had 2). The rate falls as the count grows: the counts are tried upwards until
+        the rate is below ``rate_mbps``."""
+        import dataclasses
+        import math
+
+        best, best_d = 1, math.inf
+        for n in range(1, WIFI_OTHERS_MAX + 1):
+            r = dataclasses.replace(self, wifi_others=n).wifi_rate_mbps()
+            d = abs(math.log(max(r, 1e-9) / rate_mbps))
+            if d < best_d:
+                best, best_d = n, d
+            if r < rate_mbps:
+                break
+        return best
+
     def wifi_others_flows(self, rtt_ms: float | None = None) -> list[dict]:
         """The other stations' downloads (:attr:`wifi_others`): one backlogged CUBIC flow each, at the base RTT."""
         if not self.wifi_others:
@@ -533,8 +560,8 @@ class Path:
         mac = mac or self.wifi_mac
         w: dict = {"mac": mac, "station": [{"name": WIFI_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit"}]}
         if self.wifi_others:
-            w["station"].append({"name": WIFI_OTHERS_STATION, "phy_rate": f"{self.wifi_phy_mbps:.6g}Mbit",
-                                 "count": self.wifi_others})
+            o_phy = self.wifi_others_phy_mbps or self.wifi_phy_mbps
+            w["station"].append({"name": WIFI_OTHERS_STATION, "phy_rate": f"{o_phy:.6g}Mbit", "count": self.wifi_others})
         if mac == "legacy" and self.buffer_bytes is not None:
             w["buffer"] = f"{max(self.buffer_bytes - LEGACY_DRIVER_FRAMES * 1500, 1500)}B"
         return w
@@ -555,9 +582,16 @@ class Path:
             buf = None
             if w["mac"] == "legacy":
                 buf = (w["buffer_bytes"] or (w["buffer_pkts"] or 0) * 1500) + LEGACY_DRIVER_FRAMES * 1500
-            # the stations beyond the measuring host's: other busy stations (Path.wifi_others_flows)
+            # the stations beyond the measuring host's: other busy stations (Path.wifi_others_flows), at their own
+            # PHY rate where it is not the measuring host's
+            others = [s for s in w["stations"] if s is not st]
+            o_phy = None
+            if others:
+                o = others[0]
+                o_phy = (o["phy_rate_bps"] or o.get("dsss_rate_bps") or HT20_MCS_MBPS[o["mcs"]] * 1e6) / 1e6
             p = cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=phy, buffer_bytes=buf, limiter="wifi",
-                    wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(w["stations"]) - 1)
+                    wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(others),
+                    wifi_others_phy_mbps=o_phy if o_phy is not None and abs(o_phy - phy) > 1e-6 * phy else None)
             p.down_mbps = p.wifi_rate_mbps()
             return p
         down = r["links"]["down"]

@@ -62,6 +62,22 @@ WIFI_BACKLOG_QUANTILE = 75
 BACKOFF_HALF_SPREAD_MS = 0.0675
 
 
+#: the quantile of the backlog's periods (per packet) that the PHY rate is read from: the lower quartile. A period
+#: holds its aggregate's airtime, the floor and a backoff uniform over 0..CWmin slots (crates/core/src/wifi/medium.rs);
+#: on a shared medium other stations' frames (their aggregates, their TCP ACKs going up, a collision's doubled
+#: backoff) lengthen some periods and shorten none, so the mean reads a PHY rate too low (campaign seed 49: 6.1-6.7 %
+#: below the truth at paths 50, 61 and 75; at path 10 a batch that three aggregates made together, 4.01 ms after the
+#: previous one, read it 20 % too high) and the lower quartile reads a lone period's while fewer than three in four
+#: were lengthened. The lone period's lower quartile holds the floor and the backoff's lower quartile
+#: (:data:`TXOP_Q1_OVERHEAD_MS`)
+WIFI_PHY_QUANTILE = 25
+
+
+#: the floor and the lower quartile of the backoff, CWmin / 4 = 3.75 slots of 9 us (33.75 us): what a period at the
+#: lower quartile of a lone station's holds beyond its aggregate's data airtime
+TXOP_Q1_OVERHEAD_MS = TXOP_FLOOR_MS + 0.03375
+
+
 #: a period longer than this multiple of the median held something else than our aggregate (another
 #: station's transmission, a collision's backoff, a pause of the VM): left out of the PHY rate
 WIFI_PERIOD_OUTLIER = 2.0
@@ -108,6 +124,20 @@ def _rejoin_split_batches(sizes: list, periods: list, wire: int) -> tuple[list, 
     return s, p
 
 
+def _phy_mbps(sizes: list, periods: list, wire: int, p50: float, k_full: float) -> float | None:
+    """The PHY rate (Mbit/s) from the periods that ended the backlog's batches (``k_full`` packets or more;
+    others where none did), those beyond :data:`WIFI_PERIOD_OUTLIER` x the median ``p50`` left out: the lower
+    quartile (:data:`WIFI_PHY_QUANTILE`) of their airtime per packet (the period less
+    :data:`TXOP_Q1_OVERHEAD_MS`, over its packets), a subframe's bits over it. None: no period left airtime."""
+    def per_packet(least: float) -> list:
+        return [(p - TXOP_Q1_OVERHEAD_MS) / k for k, p in zip(sizes[1:], periods)
+                if k >= least and TXOP_Q1_OVERHEAD_MS < p <= WIFI_PERIOD_OUTLIER * p50]
+    air = per_packet(k_full) or per_packet(1)
+    if not air:
+        return None
+    return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / float(np.percentile(air, WIFI_PHY_QUANTILE)) / 1e3
+
+
 def wifi_hop(train: dict) -> tuple[float | None, str]:
     """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
     PHY rate in Mbit/s, or None where the train shows a wired port; why).
@@ -118,11 +148,12 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     aggregate (:data:`WIFI_FULL_FRAMES` packets, or within one subframe and
     half the backoff's spread of :data:`WIFI_AGGR_MS` of airtime), once the
     batches a receiver split are joined (:func:`_rejoin_split_batches`). The PHY rate: each
-    period holds one transmission of the batch that ends it, so the bits of
-    those batches (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD` a subframe) over
-    their periods less the transmission's mean overhead
-    (:data:`TXOP_OVERHEAD_MS`), periods beyond :data:`WIFI_PERIOD_OUTLIER` x
-    the median left out (another station's airtime, a pause)."""
+    period holds one transmission of the batch that ends it, so a subframe's
+    bits (IP packet + :data:`WIFI_SUBFRAME_OVERHEAD`) over the lower quartile
+    of the backlog's airtime per packet (:func:`_phy_mbps`: what other
+    stations' frames on a shared medium do not lengthen), periods beyond
+    :data:`WIFI_PERIOD_OUTLIER` x the median left out (another station's
+    aggregate, a pause)."""
     b = train.get("batches") or {}
     sizes, periods = b.get("sizes") or [], b.get("periods_ms") or []
     if len(periods) < 2 or b.get("period_ms_p50") is None:
@@ -138,17 +169,12 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     if not periods:
         return None, "the train's batches came too close together to be transmissions of their own"
     p50, k50 = float(np.median(periods)), float(np.median(sizes))
-    bits = air = 0.0
-    for k, period in zip(sizes[1:], periods):
-        if period <= WIFI_PERIOD_OUTLIER * p50 and period > TXOP_OVERHEAD_MS:
-            bits += k * (wire + WIFI_SUBFRAME_OVERHEAD) * 8
-            air += (period - TXOP_OVERHEAD_MS) / 1e3
-    if air <= 0:
-        return None, "the train's batches left no airtime to read a PHY rate from"
-    phy = bits / air / 1e6
-    subframe_ms = _subframe_ms(wire, phy)
     # the backlog's batches (WIFI_BACKLOG_QUANTILE): their size, and the median period that ended them
     k_full = float(np.percentile(sizes, WIFI_BACKLOG_QUANTILE))
+    phy = _phy_mbps(sizes, periods, wire, p50, k_full)
+    if phy is None:
+        return None, "the train's batches left no airtime to read a PHY rate from"
+    subframe_ms = _subframe_ms(wire, phy)
     p_full = float(np.median([p for k, p in zip(sizes[1:], periods) if k >= k_full] or [p50]))
     if k_full < WIFI_FULL_FRAMES and p_full - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
         return None, (f"the train arrived in batches of {k50:g} packets every {p50:.3g} ms (its largest quarter "
