@@ -81,6 +81,14 @@ def read_direction(report: dict, d: str) -> dict:
                                                     "aqm_note", "wifi", "port_mbps", "bucket_bytes", "port_buffer_bytes",
                                                     "port_buffer_min_bytes", "train_note", "train_evidence")}
     stored = _Stored(old)
+    # whether the evidence's drops came in its window (evidence.window_dropped), for records made before the
+    # evidence kept it: from the stored buffer_window where it was read on the evidence's own phase (the fill's
+    # load_cc for a fill's evidence, "bbr" for a BBR phase's), else None (not told)
+    if hasattr(M, "window_dropped") and "window_dropped" not in ev:
+        bw = old.get("buffer_window") or {}
+        own = bw.get("phase") == (old.get("load_cc") if ev.get("phase") == "fill" else "bbr")
+        loss_based = ev.get("phase") == "fill" and old.get("load_cc") == M.LOAD_CC
+        ev["window_dropped"] = M.window_dropped(ev, bw, loss_based) if own else None
     # _direction's reading from the evidence
     limiter = M_classify._classify_ev(ev, rate, flows)
     q95 = max(ev["flow_q95_ms"], old.get("fill_flow_q95_ms", ev["flow_q95_ms"]))

@@ -218,28 +218,60 @@ def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | N
             {"limiter": "aqm", "target_below_ms": floor}]
 
 
+def queue_dropped(ev: dict) -> bool:
+    """Whether the flows of the evidence ``ev`` lost segments beyond the
+    random loss at the queue the evidence reads (its window, the second half
+    of the phase): ``ev["dropped"]`` (the whole phase's count) unless the
+    phase's drops were all its ramp's (``ev["window_dropped"]`` False,
+    :func:`evidence.window_dropped`: a loss-based fill whose window, with the
+    power to show the phase's loss rate, lost nothing). A slow start's bursts
+    (sent at twice the rate the ACKs return) overflow a FIFO shallower than
+    about half its window, and CUBIC at a long RTT may then sit below the
+    depth for the rest of the phase: its drops came at a queue the window
+    never saw, so they are no "drops without a queue" (rule 2 of
+    :func:`classify`) and no evidence that the flows' queue was the depth of
+    what limits them (:func:`trains._fifo_deeper_than_the_flows`)."""
+    return bool(ev.get("dropped", True)) and ev.get("window_dropped") is not False
+
+
 def undropped_alternatives(limiter: str, ev: dict, rate_mbps: float, flows: int) -> tuple[list[dict] | None, str | None]:
     """A ``fifo`` reading whose flows lost no more than the path's random loss
-    (``ev["dropped"]`` False): the queue they stood in is what they brought,
-    not the depth of what limits them, which dropped nothing at it. A FIFO at
-    least that deep gives it (the verdict), and so does an AQM whose target
-    lies above it: CoDel and PIE drop only while the queue's delay exceeds
-    their target, and drops of theirs beyond it would have shown beyond the
-    random loss. The queue is bounded below by the flows' p95 less their ACK
-    wait (:func:`ack_wait_ms`, as :func:`classify` reads the phase) and the
-    noise (:data:`NOISE_MS`): an AQM with a target above that is not
-    excluded. As data: ``[{"limiter": "fifo"}, {"limiter": "aqm",
-    "target_above_ms": that}]``, and the words; (None, None) where the
-    reading is not such a one."""
-    if limiter != "fifo" or ev.get("dropped", True):
+    at the queue the evidence reads (:func:`queue_dropped` False): the queue
+    they stood in is what they brought, not the depth of what limits them,
+    which dropped nothing at it. A FIFO at least that deep gives it (the
+    verdict), and so does an AQM whose target lies above it: CoDel and PIE
+    drop only while the queue's delay exceeds their target, and drops of
+    theirs beyond it would have shown beyond the random loss. The queue is
+    bounded below by the flows' p95 less their ACK wait (:func:`ack_wait_ms`,
+    as :func:`classify` reads the phase) and the noise (:data:`NOISE_MS`): an
+    AQM with a target above that is not excluded. As data: ``[{"limiter":
+    "fifo"}, {"limiter": "aqm", "target_above_ms": that}]``, and the words;
+    (None, None) where the reading is not such a one.
+
+    Where the phase dropped but only in its ramp (``ev["dropped"]`` True,
+    ``ev["window_dropped"]`` False), the ramp's bursts met what limits the
+    path and the window's flows stood below it: a policer too, whose rate the
+    flows sat below — at least the rate they delivered in the window
+    (``ev["rate_mbps"]``) less the rate phases' spread (:data:`RATE_SPREAD`):
+    a loss-based flow above it would have lost there. Added as ``{"limiter":
+    "policer", "rate_above_mbps": that}``."""
+    if limiter != "fifo" or queue_dropped(ev):
         return None, None
     phase = ev.get("rate_mbps") or rate_mbps
     ack = ack_wait_ms(phase, flows, ev["loaded_rtt_ms"], phase * UNSATURATED <= rate_mbps) if "loaded_rtt_ms" in ev else 0.0
     above = max(ev["flow_q95_ms"] - ack - NOISE_MS, 0.0)
-    return ([{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": above}],
-            f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95; at least {above:.3g} ms less their ACK wait and the "
-            f"noise) without drops beyond the random loss: a FIFO at least that deep, or an AQM whose target is above "
-            f"{above:.3g} ms, which drops nothing there; not told apart")
+    alts = [{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": above}]
+    if not ev.get("dropped"):
+        return (alts, f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95; at least {above:.3g} ms less their ACK wait "
+                      f"and the noise) without drops beyond the random loss: a FIFO at least that deep, or an AQM whose "
+                      f"target is above {above:.3g} ms, which drops nothing there; not told apart")
+    policed = phase * (1 - RATE_SPREAD)
+    return (alts + [{"limiter": "policer", "rate_above_mbps": policed}],
+            f"the flows lost segments only in their ramp (slow start's bursts), none in the window their queue was read "
+            f"over, where it stood at {ev['flow_q95_ms']:.3g} ms (their p95; at least {above:.3g} ms less their ACK wait "
+            f"and the noise): what dropped the ramp is below the window's queue or beside it — a FIFO at least that deep, "
+            f"an AQM whose target is above {above:.3g} ms, or a policer at {policed:.4g} Mbit/s or more that the flows "
+            f"sat below; not told apart")
 
 
 def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: float, idle_loss: float = 0.0,
@@ -298,7 +330,7 @@ def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: flo
 
 
 def _classify_ev(ev: dict, rate_mbps: float, flows: int, policer: bool = True) -> str:
-    return classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], ev["dropped"], rate_mbps, flows,
+    return classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], queue_dropped(ev), rate_mbps, flows,
                     ev["excess_loss"], ev.get("loaded_rtt_ms"), ev["rate_mbps"], policer=policer)
 
 

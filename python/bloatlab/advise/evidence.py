@@ -326,6 +326,45 @@ def window_drops(j: dict, d: str, idle_loss: float, base_ms: float) -> dict:
             "queue_max_ms": top}
 
 
+def window_dropped(ev: dict, win: dict, loss_based: bool) -> bool | None:
+    """Whether the drops of the phase the evidence ``ev`` (:func:`_evidence`)
+    comes from came while its window's queue was read: ``win`` is that same
+    phase's :func:`window_drops`. False only where the phase's drops were its
+    ramp's (slow start's) and the window tells so with power — the claim
+    :func:`classify.classify`'s policer rule must not make for these drops,
+    that they came without a queue:
+
+    - the fill is loss-based (``loss_based``: CUBIC). A loss-based flow grows
+      its window until it loses, so a window without a drop is a queue below
+      what limits it, not at it. BBR does not back off on loss (its window
+      follows its bandwidth and RTT estimates; behind a policer its long-term
+      sampling holds it at the policed rate, BBRv1 ``tcp_bbr.c``
+      ``bbr_lt_bw_sampling``): its quiet window is what a policer it has learnt
+      gives, so no claim is made for it (None);
+    - the window lost nothing beyond the random loss (``win["overflowed"]``
+      False), and fewer of the phase's k retransmissions than its share f of
+      the phase's segments gives it, by three binomial standard deviations
+      (the convention of :func:`physics._significant`): were the window's
+      loss rate the rest of the phase's, each of the k would fall in it with
+      probability f, so it would hold k f of them, sd (k f (1 - f))^0.5 —
+      the window had the power to show the ramp's rate. With none lost in
+      a window of half the segments that takes k above 9: below it "nothing
+      in the window" may be chance (a phase of 8 retransmissions in 321815
+      segments, 165507 of them in the window: 4.1 expected, sd 1.4).
+
+    True where the window overflowed; None where it cannot tell (a phase
+    without drops, no samples, a BBR fill, too few segments)."""
+    if not ev.get("dropped") or win.get("overflowed") is None or not win.get("segments"):
+        return None
+    if win["overflowed"]:
+        return True
+    if not loss_based:
+        return None
+    k = ev["retransmits"]
+    f = min(win["segments"] / ev["segments"], 1.0) if ev.get("segments") else 1.0
+    return False if k * f - win["retransmits"] > 3 * (k * f * (1 - f)) ** 0.5 else None
+
+
 def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
     """The bytes the bottleneck held, from each TCP_INFO sample of direction
     ``d``'s flows in the window (:func:`_window`): the sample's queueing

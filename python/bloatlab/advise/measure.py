@@ -50,7 +50,7 @@ from .plan import (
 )
 from .evidence import (
     _evidence, _variation_fields, _window, first_losses, queued_bytes_p95, rate_variation, variable_rate,
-    window_drops
+    window_drops, window_dropped
 )
 from .classify import (
     UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, undropped_alternatives,
@@ -393,6 +393,14 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             v = None
         if v and (variation is None or v["busy_windows"] > variation["busy_windows"]):
             variation = dict(v, phase=vcc)
+    from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
+    rj = jb if from_bbr else j
+    # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
+    drops = dict(window_drops(rj, d, idle_loss, base_p50), phase="bbr" if from_bbr else fill_cc, queued_bytes=None)
+    # whether the evidence's drops came in its window or only in its ramp (classify.queue_dropped), where the window
+    # read is the evidence's own phase's (a BBR phase whose queue was not the deeper: None, as any BBR phase's False)
+    own = ev["phase"] == "fill" or from_bbr
+    ev["window_dropped"] = window_dropped(ev, drops, fill_cc == LOAD_CC and ev["phase"] == "fill") if own else None
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
@@ -402,10 +410,6 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # which holds its queue below its limit
     # — and what that figure is (buffer_reading): a lower bound where the queue did not overflow while it was read,
     # an upper bound where it did but stayed within the flows' own bursts, else the depth
-    from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
-    rj = jb if from_bbr else j
-    # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
-    drops = dict(window_drops(rj, d, idle_loss, base_p50), phase="bbr" if from_bbr else fill_cc, queued_bytes=None)
     reading = {"buffer_bytes": None, "buffer_bdp": None, "buffer_window": drops}
     if limiter not in ("aqm", "policer"):
         # a moving capacity: the bytes queued at each sample's own drain rate (queued_bytes_p95)

@@ -11,7 +11,7 @@ import bisect
 import numpy as np
 
 from .physics import NOISE_MS, WIRE_SEGMENT, _significant, burst_floor_ms, mathis_loss
-from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, _classify_ev, ambiguity
+from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, _classify_ev, ambiguity, queue_dropped
 from .buffer import buffer_reading
 from .plan import IDLE_MIN_S
 
@@ -813,9 +813,13 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     than the floor, its bucket larger than the train. Not where the path's
     random loss (``idle_loss``) alone holds the flows' windows below that
     FIFO's depth (above :func:`mathis_loss` at the rate over the base RTT and
-    the depth): they could not stand at it. True where it did."""
+    the depth): they could not stand at it. Nor where the flows' drops all
+    came in their ramp (:func:`classify.queue_dropped` False): a slow start's
+    bursts overflow a FIFO the flows' window queue stays below, so the FIFO
+    the train filled may be what dropped them. True where it did."""
     ev = x.get("evidence") or {}
-    if "flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not _tail_dropped(t, x["rate_mbps"]):
+    if ("flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not queue_dropped(ev)
+            or not _tail_dropped(t, x["rate_mbps"])):
         return False
     floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
     lead, q = t.get("leading_mbps"), port_fifo(t)
