@@ -10,6 +10,7 @@ with the truth the campaign emulated. Each of these paths was misread before
 (docs/advise.md, "When the evidence cannot tell")."""
 
 from bloatlab.advise import campaign as c
+from bloatlab.advise import evidence as m_evidence
 from bloatlab.advise import measure as m
 from bloatlab.advise import classify as m_classify
 from bloatlab.advise import physics as m_physics
@@ -26,14 +27,18 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
     _not_a_policer), then behind a FIFO with drops the AQM train (_aqm_train:
     the policer's train where one was sent); ``classify_kw``: classify's
     loss, rtt_ms and loss_rate_mbps; ``first_loss``: the fill's first losses (evidence.first_losses)."""
-    lim = m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], True, rate, 4, **classify_kw)
+    # the evidence as measure stores it: what classify read (its loss, RTT and the phase's rate too); its drops in the
+    # window or only in the ramp where ``ev`` says (window_dropped)
+    evidence = {"excess_loss": classify_kw.get("loss", 0.0), "rate_mbps": classify_kw.get("loss_rate_mbps") or rate,
+                **({"loaded_rtt_ms": classify_kw["rtt_ms"]} if classify_kw.get("rtt_ms") else {}), **ev,
+                "dropped": True, "burst_floor_ms": m_physics.burst_floor_ms(rate, 4)}
+    lim = m_classify.classify(ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"], m_classify.queue_dropped(evidence),
+                              rate, 4, **classify_kw)
     q95 = ev["flow_q95_ms"]
-    x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m_classify.ambiguity(lim, rate, 4),
-         "limiter_alternatives": m_classify.alternatives(lim, rate, 4), "load_cc": m.LOAD_CC,
-         # the evidence as measure stores it: what classify read (its loss, RTT and the phase's rate too)
-         "evidence": {"excess_loss": classify_kw.get("loss", 0.0), "rate_mbps": classify_kw.get("loss_rate_mbps") or rate,
-                      **({"loaded_rtt_ms": classify_kw["rtt_ms"]} if classify_kw.get("rtt_ms") else {}), **ev,
-                      "dropped": True, "burst_floor_ms": m_physics.burst_floor_ms(rate, 4)},
+    und = m_classify.undropped_alternatives(lim, evidence, rate, 4)
+    x = {"rate_mbps": rate, "flows": 4, "limiter": lim, "limiter_note": m_classify.ambiguity(lim, rate, 4) or und[1],
+         "limiter_alternatives": m_classify.alternatives(lim, rate, 4) or und[0], "load_cc": m.LOAD_CC,
+         "evidence": evidence,
          "buffer_bytes": None if lim in ("aqm", "policer") else int(q95 / 1e3 * rate * 1e6 / 8), "buffer_bdp": None,
          "first_loss": first_loss or {"flows": [], "lossless": 0}}
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: dict(train))
@@ -572,3 +577,55 @@ def test_a_bursty_fills_tail_is_a_delayed_acks_lift_not_flow_isolation():
     # wait is the mean's (0.22 ms at 4 flows and 259 Mbit/s), and 8.33 ms against the probe's 3.05 is isolation
     within = 259.3341299644235 / (1 + m_classify.RATE_SPREAD) * 1.001
     assert m_classify.classify(*args, within, policer=False) == "aqm"
+
+
+# campaign seed 49 path 6 (/work/camp49): a 181-KB FIFO at 15.7 Mbit/s, 310 ms (Starlink-like capacity). The CUBIC
+# fill's four flows first lost 1.9-2.4 s in (windows of 77-253 KB), then nothing in the window its queue was read over
+RAMP_EV = {"phase": "fill", "rate_mbps": 13.33175891751941, "probe_q95_ms": 8.444275145808376, "flow_q50_ms": 0.8684325958083718,
+           "flow_q95_ms": 9.34133259580841, "dropped": True, "retransmits": 50.0, "segments": 11280.0,
+           "retrans_rate": 0.004432624113475178, "loaded_rtt_ms": 312.084}
+RAMP_WINDOW = {"retransmits": 0.0, "segments": 6842.099015951459, "overflowed": False, "queue_max_ms": 15.694932595808353}
+RAMP_TRAIN = {"first_loss": 122, "head_bytes": 183000, "head_packets": 122, "head_send_mbps": 694.0968781415413,
+              "leading_mbps": 9.248965114375014, "lost": 867, "received": 133, "sender_limited": False,
+              "send_mbps": 686.9200351848831, "sent": 1000, "tail_packets": 11, "tail_mbps": 8.851920645482053,
+              "tail_arrival_mbps": 10.999881751271174, "tail_send_mbps": 8.851920645482053, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_loss_based_window_that_lost_none_of_the_phases_drops_it_had_the_power_to_show_puts_them_in_the_ramp():
+    """Seed 49 path 6: 50 retransmissions in 11280 segments, none in the window's 6842 (0.6066 of them): were the
+    window's rate the rest's it would hold 30.33 of the 50, sd 3.45 — nothing there is the ramp's loss alone. Seed
+    47 path 8 (fq_codel at 781 Mbit/s): 8 in 321815, none in the window's 165507: 4.11 expected, sd 1.41, within
+    three — chance can leave that window empty, so no claim. A BBR fill never claims it (seed 50 path 1 up, a
+    policer: its window lost 15 of 333 where 33.9 were expected, sd 4.1: BBR held at the policed rate), and a
+    window that overflowed is the queue at its depth."""
+    assert m_evidence.window_dropped(RAMP_EV, RAMP_WINDOW, loss_based=True) is False
+    assert m_evidence.window_dropped(RAMP_EV, RAMP_WINDOW, loss_based=False) is None
+    fq = {"dropped": True, "retransmits": 8.0, "segments": 321815.0}
+    assert m_evidence.window_dropped(fq, {"retransmits": 0.0, "segments": 165506.93, "overflowed": False}, True) is None
+    bbr = {"dropped": True, "retransmits": 63.0, "segments": 620.0}
+    assert m_evidence.window_dropped(bbr, {"retransmits": 15.0, "segments": 333.0, "overflowed": False}, False) is None
+    assert m_evidence.window_dropped(RAMP_EV, dict(RAMP_WINDOW, retransmits=9.0, overflowed=True), True) is True
+    assert m_evidence.window_dropped(dict(RAMP_EV, dropped=False), RAMP_WINDOW, True) is None
+
+
+def test_drops_only_in_the_ramp_are_not_drops_without_a_queue_and_name_what_the_window_could_not_tell(monkeypatch):
+    """Seed 49 path 6 read as a policer (drops while the flows' p95, 9.34 ms, stayed below the 10.2-ms floor), and its
+    packet train (tail-dropped at a 181-KB FIFO, far deeper than the flows' queue) kept it one: both read the ramp's
+    drops as the flows' at their window's queue. With the drops in the ramp the reading is a FIFO at least the
+    window's queue deep, or an AQM whose target is above its 9.34 ms less the 3.60-ms ACK wait and the 3-ms noise
+    (2.74 ms), or a policer at 0.95 x the window's 13.33 Mbit/s or more the flows sat below; the truth's FIFO is
+    the verdict."""
+    before = read_down(monkeypatch, {k: v for k, v in RAMP_EV.items() if k != "dropped"}, 13.33175891751941,
+                       RAMP_TRAIN, base_ms=311.21556740419163)
+    assert before["limiter"] == "policer" and not c.limiter_said(truth("fifo", 15.7491, 181454), before)
+    x = read_down(monkeypatch, dict({k: v for k, v in RAMP_EV.items() if k != "dropped"}, window_dropped=False),
+                  13.33175891751941, RAMP_TRAIN, base_ms=311.21556740419163)
+    assert x["limiter"] == "fifo" and x["limiter_alternatives"][0] == {"limiter": "fifo"}
+    aqm, pol = x["limiter_alternatives"][1:3]
+    assert round(aqm["target_above_ms"], 3) == 2.741 and round(pol["rate_above_mbps"], 3) == 12.665
+    assert "only in their ramp" in x["limiter_note"]
+    assert c.limiter_said(truth("fifo", 15.7491, 181454), x)
+    assert c.limiter_said(truth("codel", 15.7491), x) and c.limiter_said(truth("policer", 14.0), x)
+    assert not c.limiter_said(truth("policer", 12.0), x)
+    # the train's rule alone, on the FIFO reading: its premise (the flows' drops at their queue) is the ramp's
+    assert not m_trains._fifo_deeper_than_the_flows(RAMP_TRAIN, x)

@@ -398,7 +398,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
     drops = dict(window_drops(rj, d, idle_loss, base_p50), phase="bbr" if from_bbr else fill_cc, queued_bytes=None)
     # whether the evidence's drops came in its window or only in its ramp (classify.queue_dropped), where the window
-    # read is the evidence's own phase's (a BBR phase whose queue was not the deeper: None, as any BBR phase's False)
+    # read here is the evidence's own phase's (else None: a BBR phase's window never puts its drops in the ramp anyway)
     own = ev["phase"] == "fill" or from_bbr
     ev["window_dropped"] = window_dropped(ev, drops, fill_cc == LOAD_CC and ev["phase"] == "fill") if own else None
     # the bursts drain at the bottleneck's rate: the larger of the phases'
