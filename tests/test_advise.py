@@ -901,3 +901,26 @@ def test_the_fill_ends_once_saturated_not_before_its_second_half_holds_the_varia
     j = {"load": {"phases": [{"from_s": 1.0, "to_s": 3.4, "saturated_at_s": 1.2}]}}
     assert M_plan._loaded_s(j) == (pytest.approx(2.4), 1.2)
     assert M_plan._loaded_s({}) == (None, None)
+
+
+def test_a_fills_drops_all_in_its_ramp_are_not_read_as_a_policers(monkeypatch):
+    """Four CUBIC flows at 13.3 Mbit/s over 310 ms (campaign seed 49 path 6's figures, docs/advise.md "Drops in the
+    ramp"): 50 retransmissions in 11280 segments, the flows' and the probes' queueing below the 10.2-ms floor. Where
+    every drop came 2 s in (slow start's overshoot) and none in the window (5-10 s), the window had 25 of them to
+    show (sd 3.5): the flag is false and the reading a FIFO the flows sat below; the same drops spread over the
+    phase are drops without a queue: a policer."""
+    from bloatlab.advise import measure as M
+
+    def fill(ramp: bool) -> dict:
+        j = _load_json(13.3e6, 310 + 0.9, 310 + 0.5, 50, 11280)
+        t = j["raw"]["series"]["flows"]["t"]
+        j["raw"]["series"]["flows"]["retransmits"] = [12.5 * (x >= 2.0) if ramp else 12.5 * x / 10 for x in t]
+        return j
+
+    for ramp, limiter, flag, alts in ((True, "fifo", False, ["fifo", "aqm", "policer"]),
+                                      (False, "policer", True, ["policer", "fifo", "aqm"])):
+        phases = {"cubic": fill(ramp), "bbr": _load_json(13.5e6, 310 + 0.8, 310 + 0.5, 40, 11400)}
+        monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
+        x = M._direction("h", 1, "down", 4, 310.0, None, True, False, 0.0, lambda m: None)
+        assert x["evidence"]["phase"] == "fill" and x["evidence"]["window_dropped"] is flag, x["evidence"]
+        assert x["limiter"] == limiter and [a["limiter"] for a in x["limiter_alternatives"]] == alts
