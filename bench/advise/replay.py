@@ -13,7 +13,8 @@ changed to one that asks for it), the direction is marked ``needs_train`` and
 its reading is today's before that train.
 
 Prints one line per direction whose reading or right-or-named score changed
-and the counts (down directions: what the campaign scores); ``--json`` writes
+and the counts (down directions: what the campaign scores; up directions
+judged against the up link's own figures, ``campaign.direction_truth``); ``--json`` writes
 every row. Nothing is sent on the network and nothing is written into DIR.
 """
 
@@ -125,6 +126,8 @@ def read_direction(report: dict, d: str) -> dict:
                     M._policer_train("offline", 0, None, x, say, report.get("loss", 0.0))
                     M_trains._not_a_policer(x, base)
                 M._aqm_train("offline", 0, None, x, say, report.get("loss", 0.0))
+        elif hasattr(M_trains, "untrained_aqm"):
+            M_trains.untrained_aqm(x)
         M_classify._cobalt(x)
     x["needs_train"] = stored.missing
     return x
@@ -149,10 +152,11 @@ def rows(dirs: list[str]) -> list[dict]:
             if not rec.get("measured") or not os.path.exists(mj):
                 continue
             report = json.load(open(mj))
-            t = rec["truth"]
             for d in ("down", "up"):
                 if not report.get(d):
                     continue
+                # the truth as direction d carries it (its rate, port, buffer: campaign.direction_truth)
+                t = C.direction_truth(rec["truth"], d)
                 try:
                     x = read_direction(copy.deepcopy(report), d)
                 except (KeyError, TypeError) as e:
@@ -168,7 +172,7 @@ def rows(dirs: list[str]) -> list[dict]:
                             "rate_mbps": old["rate_mbps"],
                             "before": old["limiter"], "before_qdisc": old.get("aqm_qdisc"),
                             "after": x["limiter"], "after_qdisc": x.get("aqm_qdisc"),
-                            # the truth's alternatives and conditions are the down direction's (both directions alike)
+                            # the truth's conditions (depth, rate, port) are direction d's own (campaign.direction_truth)
                             "right_before": old["limiter"] == t["observable"],
                             "named_before": C.limiter_said(t, before),
                             "right_after": x["limiter"] == t["observable"], "named_after": C.limiter_said(t, after),
@@ -202,6 +206,9 @@ def main(argv=None) -> int:
     down = [r for r in rs if "error" not in r and r["dir"] == "down"]
     for k in ("right_before", "named_before", "right_after", "named_after"):
         print(f"down {k}: {sum(r[k] for r in down)} of {len(down)}")
+    up = [r for r in rs if "error" not in r and r["dir"] == "up"]
+    for k in ("right_before", "named_before", "right_after", "named_after"):
+        print(f"up {k}: {sum(r[k] for r in up)} of {len(up)}")
     judged = [r for r in down if r["rate_truth"] is not None]
     rb = [r for r in judged if _within(r["rate_mbps"], r["rate_truth"], 0.10)]
     ra = [r for r in judged if _within(r["rate_after"], r["rate_truth"], 0.10)]

@@ -279,6 +279,25 @@ def _dir_doc(t: dict, d: str) -> dict:
     return doc
 
 
+def direction_truth(t: dict, d: str) -> dict:
+    """The true path ``t`` as direction ``d`` carries it, in the keys the judges read (``limiter_said``,
+    ``truth_depth_ms``, ``truth_bucket_bytes``, ``_holds``: ``down_mbps``, ``port_mbps``, ``buffer_bytes``,
+    ``variable``): ``t`` itself down; up, a new dict with the up link's figures as :func:`_dir_doc` builds them —
+    its delivered rate (``up_mbps``: the CIR of its policer or tbf), its port (``up_port_mbps``), its FIFO's buffer
+    (``buffer_bdp`` of the up rate's BDP, at least 3000 B) and a fixed capacity (only the down link follows a trace).
+    The limiter kind, its bucket in ms and the loss are the down direction's (the draw: both directions alike). A
+    WiFi hop is one medium both ways (its station's uplink queue: the design's, docs/wifi.md), kept as it is; a
+    WiFi hop in front of a line (``wifi_front``) is faster than the line both ways (the line's up rate is at most
+    its down rate), so the line stays the up direction's limiter too."""
+    if d == "down":
+        return t
+    u = dict(t, port_mbps=t["up_port_mbps"], down_mbps=t["up_mbps"], variable=None)
+    if t["limiter"] not in ("wifi", "codel", "pie", "fq_codel", "cake"):
+        bdp = t["up_mbps"] * 1e6 * t["base_rtt_ms"] / 1e3 / 8
+        u["buffer_bytes"] = int(max(t["buffer_bdp"] * bdp, 3000))
+    return u
+
+
 def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | None = None,
               shaper_mbps: float | None = None, neighbour: bool = False, paced: bool = False,
               autorate: dict | None = None) -> dict:

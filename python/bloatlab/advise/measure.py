@@ -60,7 +60,7 @@ from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell
+    aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
 from .wifi_hop import WIFI_AGGR_MS, wifi_design, wifi_hop
 
@@ -982,6 +982,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
+        else:
+            untrained_aqm(x)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")

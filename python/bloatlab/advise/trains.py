@@ -716,6 +716,29 @@ def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | 
                     f"not told apart")}
 
 
+def untrained_aqm(x: dict) -> None:
+    """A direction no packet train is sent along (the up direction: the probe
+    server sends the trains, down) that read as a FIFO with drops: what the
+    AQM train (``measure._aqm_train``) would have been asked to tell stays
+    open. Its flows' evidence is one queue all flows share and drops at the
+    depth it reached, which a FIFO of that depth and a single-queue AQM
+    (CoDel, PIE) holding its queue there give alike (:func:`classify.classify`,
+    rule 4); no train, no reach (:func:`train_cannot_tell` with a reach of
+    0 ms: no rate from which a burst would show it), so the alternative is
+    ``{"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0}``,
+    appended to ``limiter_alternatives`` (the verdict first) and said in the
+    note. A flow-isolating AQM (fq_codel, CAKE) is not named: the probe's
+    wait against the flows' tells it without a train (classify, rules 1 and
+    3). Nothing where the reading is not such a FIFO."""
+    if x["limiter"] != "fifo" or not (x.get("evidence") or {}).get("dropped"):
+        return
+    why = ("no packet train is sent up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
+           "single-queue AQM's (CoDel, PIE) holding it there, not told apart")
+    x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [
+        {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0, "why": why}]
+    x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), why) if n)
+
+
 def faster_port(train: dict, rate_mbps: float, flow_q95_ms: float, floor_ms: float) -> float | None:
     """The port's rate (Mbit/s) where a packet train shows that what held a
     direction's flows to ``rate_mbps`` is no queue at that rate: the train's
