@@ -629,3 +629,51 @@ def test_drops_only_in_the_ramp_are_not_drops_without_a_queue_and_name_what_the_
     assert not c.limiter_said(truth("policer", 12.0), x)
     # the train's rule alone, on the FIFO reading: its premise (the flows' drops at their queue) is the ramp's
     assert not m_trains._fifo_deeper_than_the_flows(RAMP_TRAIN, x)
+
+
+# camp33 path 3: CoDel both ways (its Linux default limit), 626 Mbit/s down, 104.9 up, 6.6 ms; the up direction's
+# stored loaded evidence (a CUBIC fill): the flows shared one queue (p95 9.00 ms, the probe's 8.81) with drops
+UP_CODEL_EV = {"phase": "fill", "rate_mbps": 104.90714438649731, "probe_q95_ms": 8.812795147305389,
+               "flow_q50_ms": 6.816264347305388, "flow_q95_ms": 8.999264347305388, "dropped": True,
+               "excess_loss": 0.001578374052419803, "mathis_loss": 0.001581890897849064, "burst_floor_ms": 5.0}
+
+
+def test_an_up_direction_read_fifo_with_drops_names_a_single_queue_aqm_it_sent_no_train_to_exclude():
+    x = {"limiter": m_classify._classify_ev(UP_CODEL_EV, 104.90714438649731, 4), "evidence": UP_CODEL_EV,
+         "limiter_note": None, "limiter_alternatives": None}
+    assert x["limiter"] == "fifo"
+    t = c.direction_truth({"limiter": "codel", "observable": "aqm", "port_mbps": 626.1683032682288,
+                           "up_port_mbps": 104.87410009675176, "down_mbps": 626.1683032682288,
+                           "up_mbps": 104.87410009675176, "base_rtt_ms": 6.609066814904411,
+                           "buffer_bdp": 0.21284105799082495, "buffer_bytes": 110102, "variable": None}, "up")
+    assert not c.limiter_said(t, x)  # as measured (no alternative): a guess
+    m_trains.untrained_aqm(x)
+    assert x["limiter_alternatives"][0] == {"limiter": "fifo"}
+    assert {k: v for k, v in x["limiter_alternatives"][1].items() if k != "why"} == {
+        "limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0}
+    assert c.limiter_said(t, x)
+    # a true FIFO stays right, a flow-isolating AQM is not named (the probe's wait tells it without a train)
+    assert c.limiter_said(truth("fifo", 104.9, 11_000), x)
+    assert not c.limiter_said(truth("fq_codel", 104.9), x) and not c.limiter_said(truth("cake", 104.9), x)
+    # no drops, or another verdict: nothing added
+    y = {"limiter": "fifo", "evidence": dict(UP_CODEL_EV, dropped=False), "limiter_alternatives": None}
+    m_trains.untrained_aqm(y)
+    assert y["limiter_alternatives"] is None
+
+
+def test_the_up_directions_truth_is_its_own_links_rate_port_buffer_and_bucket():
+    # camp47 path 10: a tbf at 47.8 % of a 56.8-Mbit/s port down, of a 23.2-Mbit/s port up, 0.082 BDP, 66-ms bucket
+    t = {"index": 10, "limiter": "shaper", "port_mbps": 56.83225561838954, "up_port_mbps": 23.24410390958926,
+         "down_mbps": 27.144670095767143, "up_mbps": 11.10203220745246, "base_rtt_ms": 22.726707071982077,
+         "buffer_bdp": 0.0820875002824727, "buffer_bytes": 6330, "cir_fraction": 0.47762788579138826,
+         "bucket_ms": 65.9937366606059, "loss": 0.0, "observable": "fifo", "variable": None}
+    assert c.direction_truth(t, "down") is t
+    u = c.direction_truth(t, "up")
+    assert (u["down_mbps"], u["port_mbps"], u["buffer_bytes"]) == (11.10203220745246, 23.24410390958926, 3000)
+    assert t["buffer_bytes"] == 6330  # not touched
+    # as the emulated truth's up link is built
+    doc = c._dir_doc(t, "up")
+    assert doc["buffer"] == f"{u['buffer_bytes']}B" and doc["shaper"]["burst"] == f"{int(c.truth_bucket_bytes(u))}B"
+    assert abs(c.truth_depth_ms(u) - 3000 * 8 / 11102.03220745246) < 1e-12  # 2.16 ms, not the down 1.87
+    # only the down link follows a trace
+    assert c.direction_truth(dict(t, limiter="fifo", variable="lte"), "up")["variable"] is None
