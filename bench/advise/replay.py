@@ -71,8 +71,9 @@ def _offline(stored: _Stored):
         M._train, M.time.sleep = saved
 
 
-def read_direction(report: dict, d: str) -> dict:
-    """Direction ``d`` of a stored ``measure.json`` (``report``) as today's code reads it (a new dict)."""
+def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
+    """Direction ``d`` of a stored ``measure.json`` (``report``) as today's code reads it (a new dict); ``down``:
+    the down direction as today's code read it, which the up direction's reading may rest on (the WiFi hop)."""
     old = report[d]
     ev = old["evidence"]
     flows = old.get("flows", 4)
@@ -126,8 +127,11 @@ def read_direction(report: dict, d: str) -> dict:
                     M._policer_train("offline", 0, None, x, say, report.get("loss", 0.0))
                     M_trains._not_a_policer(x, base)
                 M._aqm_train("offline", 0, None, x, say, report.get("loss", 0.0))
-        elif hasattr(M_trains, "untrained_aqm"):
-            M_trains.untrained_aqm(x)
+        else:
+            if down is not None and hasattr(M_wifi_hop, "up_through_the_hop"):
+                M_wifi_hop.up_through_the_hop(x, down)
+            if hasattr(M_trains, "untrained_aqm"):
+                M_trains.untrained_aqm(x)
         M_classify._cobalt(x)
     x["needs_train"] = stored.missing
     return x
@@ -152,13 +156,14 @@ def rows(dirs: list[str]) -> list[dict]:
             if not rec.get("measured") or not os.path.exists(mj):
                 continue
             report = json.load(open(mj))
+            read = {}
             for d in ("down", "up"):
                 if not report.get(d):
                     continue
                 # the truth as direction d carries it (its rate, port, buffer: campaign.direction_truth)
                 t = C.direction_truth(rec["truth"], d)
                 try:
-                    x = read_direction(copy.deepcopy(report), d)
+                    x = read[d] = read_direction(copy.deepcopy(report), d, read.get("down"))
                 except (KeyError, TypeError) as e:
                     out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": d,
                                 "error": f"{type(e).__name__}: {e}"})

@@ -62,7 +62,7 @@ from .trains import (
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
     aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
-from .wifi_hop import WIFI_AGGR_MS, wifi_design, wifi_hop
+from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -983,6 +983,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down":
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
         else:
+            # no train is sent up: the down's WiFi hop where the up flows got its rate, else what a train would tell
+            up_through_the_hop(x, report["down"])
             untrained_aqm(x)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":

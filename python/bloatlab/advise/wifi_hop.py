@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .physics import WIRE_SEGMENT
-from .classify import CODEL_INTERVAL_MS
+from .classify import CODEL_INTERVAL_MS, RATE_SPREAD
 
 #: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
 #: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
@@ -245,3 +245,43 @@ def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float,
                        f"{CODEL_INTERVAL_MS:g}-ms interval and a round trip: mac80211's per-station fq_codel (fq, or "
                        f"airtime since Linux 4.11: one station cannot tell them apart; airtime taken; a legacy FIFO "
                        f"shorter than {bound:.3g} ms cannot be excluded)")
+
+
+def up_through_the_hop(up: dict, down: dict) -> None:
+    """The up direction ``up`` of a path whose down direction ``down`` read a
+    WiFi hop (``limiter`` ``wifi``, its ``wifi`` figures from the down idle
+    train: no train is sent up). A station's uplink crosses the same medium,
+    through the same design (docs/wifi.md: each station's own uplink uses the
+    AP's design with a single destination), at the station's own PHY rate, and
+    the other way carries the TCP ACKs as the uplink does for a download: the
+    same load (the same flows, control and RTT) gets the same rate through it
+    each way, within the rate phases' run-to-run spread
+    (:data:`classify.RATE_SPREAD`). So where the up flows delivered at least
+    (1 - RATE_SPREAD) x what the down flows did in the same phase, the hop held
+    them too (a line behind it slower up would have held them lower; one as
+    fast limits alike): the direction becomes ``wifi``, the down's hop, its
+    queue reading in the note. The buffer stays the one read (the station's
+    own uplink queue: the legacy design's FIFO, or what mac80211's fq_codel
+    let stand). Below that the reading stays the queue's: a slower line up, or
+    a fill the hop's medium held unlike the down one (other stations' traffic
+    contends with a station's uplink, not inside the AP's queue), not told
+    apart. Nothing where the down is not a WiFi hop or the phases differ."""
+    hop = down.get("wifi")
+    ev_u, ev_d = up.get("evidence") or {}, down.get("evidence") or {}
+    if (down.get("limiter") != "wifi" or not hop or up.get("limiter") == "wifi"
+            or ev_u.get("phase") != ev_d.get("phase") or up.get("load_cc") != down.get("load_cc")
+            or not ev_u.get("rate_mbps") or not ev_d.get("rate_mbps")):
+        return
+    ratio = ev_u["rate_mbps"] / ev_d["rate_mbps"]
+    said = (f"the up flows got {ev_u['rate_mbps']:.4g} Mbit/s, {ratio:.2f} x the down flows' {ev_d['rate_mbps']:.4g} in "
+            f"the same {ev_u.get('phase')} phase")
+    if ratio < 1 - RATE_SPREAD:
+        up["wifi_note"] = (f"{said}: less than the {1 - RATE_SPREAD:.2f} a WiFi hop gives both ways, so the down "
+                           f"direction's hop is not read up (a slower line up, or the medium shared unlike down)")
+        return
+    queue = up["limiter"]
+    up.update(limiter="wifi", wifi={"phy_mbps": hop.get("phy_mbps"), "mac": hop.get("mac"), "read": "down"},
+              limiter_alternatives=None,
+              limiter_note=(f"the WiFi hop the down direction read ({hop.get('mac')}, PHY ~{hop.get('phy_mbps') or 0:.3g} "
+                            f"Mbit/s): {said}, at least the {1 - RATE_SPREAD:.2f} one medium gives both ways (no "
+                            f"slower line behind it up); its queue read as {queue}"))
