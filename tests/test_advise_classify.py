@@ -15,6 +15,7 @@ from bloatlab.advise import measure as m
 from bloatlab.advise import classify as m_classify
 from bloatlab.advise import physics as m_physics
 from bloatlab.advise import trains as m_trains
+from bloatlab.advise import wifi_hop as m_wifi_hop
 
 
 def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float = 0.0, base_ms: float = 10.0,
@@ -677,3 +678,44 @@ def test_the_up_directions_truth_is_its_own_links_rate_port_buffer_and_bucket():
     assert abs(c.truth_depth_ms(u) - 3000 * 8 / 11102.03220745246) < 1e-12  # 2.16 ms, not the down 1.87
     # only the down link follows a trace
     assert c.direction_truth(dict(t, limiter="fifo", variable="lte"), "up")["variable"] is None
+
+
+def _hop_dirs(down_mbps: float, up_mbps: float, wifi: dict) -> tuple[dict, dict]:
+    down = {"limiter": "wifi", "load_cc": "cubic", "wifi": wifi, "evidence": {"phase": "fill", "rate_mbps": down_mbps}}
+    up = {"limiter": "fifo", "load_cc": "cubic", "limiter_note": None, "limiter_alternatives": None,
+          "evidence": {"phase": "fill", "rate_mbps": up_mbps, "dropped": True}}
+    return down, up
+
+
+def test_the_up_direction_is_the_down_directions_lone_wifi_hop_where_its_flows_got_the_hops_rate():
+    # camp47 path 14: an airtime AP at MCS 5 (52 Mbit/s), one station; the down train read it (PHY 51.8), the
+    # down CUBIC fill got 36.16 Mbit/s and the up one 38.32 (1.06 x): the hop holds both ways
+    down, up = _hop_dirs(36.16399024410361, 38.32416289041263, {"phy_mbps": 51.8197212974663, "mac": "airtime"})
+    m_wifi_hop.up_through_the_hop(up, down)
+    assert up["limiter"] == "wifi" and up["limiter_alternatives"] is None
+    assert up["wifi"] == {"phy_mbps": 51.8197212974663, "mac": "airtime", "read": "down"}
+    assert "its queue read as fifo" in up["limiter_note"]
+    m_trains.untrained_aqm(up)  # a hop, not a FIFO: no single-queue AQM named
+    assert up["limiter_alternatives"] is None
+    # camp47 path 62: the up fill got 81.98 of the down's 89.72 (0.914 < 0.95): the queue's reading stays
+    down, up = _hop_dirs(89.72298775471576, 81.97545440802847, {"phy_mbps": 116.68983876563735, "mac": "airtime"})
+    m_wifi_hop.up_through_the_hop(up, down)
+    assert up["limiter"] == "fifo" and "0.91 x" in up["wifi_note"]
+
+
+def test_a_wifi_hop_shared_with_other_stations_or_a_phase_unlike_the_downs_is_not_read_up():
+    # camp49 path 75: the down saw another station (idle probes 17.7 ms apart); up 16.56 against 14.66 (1.13 x)
+    # proves nothing there: the station's share differs each way
+    shared = {"phy_mbps": 36.38127195511979, "mac": "airtime",
+              "shared": {"idle_spread_ms": 17.660645000000006, "others": 1, "alone_mbps": 27.969}}
+    down, up = _hop_dirs(14.664935062238591, 16.56119094966507, shared)
+    m_wifi_hop.up_through_the_hop(up, down)
+    assert up["limiter"] == "fifo"
+    down, up = _hop_dirs(36.16399024410361, 38.32416289041263, {"phy_mbps": 51.8197212974663, "mac": "airtime"})
+    up["evidence"]["phase"] = "bbr"
+    m_wifi_hop.up_through_the_hop(up, down)
+    assert up["limiter"] == "fifo"
+    down["limiter"] = "fifo"
+    up["evidence"]["phase"] = "fill"
+    m_wifi_hop.up_through_the_hop(up, down)
+    assert up["limiter"] == "fifo"
