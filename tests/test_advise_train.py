@@ -393,6 +393,26 @@ def test_on_a_lossy_path_the_aqm_is_told_by_losses_beyond_the_random_ones():
     assert kind == "pie" and "8 of the first 83" in why and "PIE's drop probability" in why
 
 
+def test_on_a_lossy_path_the_queues_first_loss_is_where_the_losses_beyond_the_random_ones_begin():
+    """Campaign seed 49 path 59 (a FIFO of 1.31 MB on a Starlink-like capacity, 1 % random loss; measured 0.86 %):
+    the AQM train, sent at 593 Mbit/s after flows that queued 235 ms at 47.32 Mbit/s, lost 8 packets here and there
+    before packet 906 (7.8 expected at 0.86 %) and 91 of the 94 from it on, a full FIFO's tail drop (1.31 MB, what
+    the train's first 906 packets fill). Its first loss, packet 235 (54.7 ms of queue), was the path's: read from
+    there the train showed CoDel (no truth named); read from the change point it is a FIFO's buffer."""
+    lost_seq = [235, 414, 425, 496, 506, 509, 596, 666] + [s for s in range(906, 1000) if s not in (909, 955, 956)]
+    train = {"first_loss": 235, "head_bytes": 352_500, "head_packets": 235, "head_send_mbps": 576.1369728721146,
+             "lost": 99, "tail_packets": 666, "received": 901, "sent": 1000, "send_mbps": 592.9580445086535,
+             "wire_bytes": 1500, "lost_seq": lost_seq}
+    assert m_trains.policer_cut(lost_seq, 1000, 0.008608481548715852) == 906
+    q = m_trains.queue_losses(train, 906)
+    assert (q["first_loss"], q["head_packets"], q["head_bytes"], q["lost"], q["tail_packets"]) == (906, 906, 1_359_000, 91, 3)
+    # the flows' queue: their p95 (234.8 ms) as the buffer today's reading holds, 1389064 B at the rate
+    rate = 47.31932203182679
+    kind, why = m_trains.single_queue_aqm(train, rate, 1_389_064 * 8 / (rate * 1e3), idle_loss=0.008608481548715852)
+    assert kind is None and "a FIFO's buffer" in why
+    assert "its 8 losses before packet 906 no more than the path's random loss (~7.8 expected)" in why
+
+
 def test_the_twin_of_a_single_queue_aqm_runs_that_qdisc_with_its_own_limit():
     from bloatlab.advise.path import Path
 
