@@ -10,7 +10,9 @@ train, the policer's trains, ``_not_a_policer``, the AQM train, COBALT's first
 signal — each served the packet train the campaign stored instead of sending
 one. Where today's code would send a train the campaign did not (a reading that
 changed to one that asks for it), the direction is marked ``needs_train`` and
-its reading is today's before that train.
+its reading is today's before that train. So is a measurement that skipped the
+loss stream today's code paces (``stream_not_stored``: ``loss_stream`` among
+its ``needs_train``, the reason in ``loss_stream_not_stored``).
 
 Prints one line per direction whose reading or right-or-named score changed
 and the counts (down directions: what the campaign scores; up directions
@@ -31,6 +33,7 @@ import sys
 from bloatlab.advise import campaign as C
 from bloatlab.advise import measure as M
 from bloatlab.advise import classify as M_classify
+from bloatlab.advise import plan as M_plan
 from bloatlab.advise import trains as M_trains
 from bloatlab.advise import wifi_hop as M_wifi_hop
 
@@ -137,6 +140,24 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
     return x
 
 
+def stream_not_stored(report: dict) -> str | None:
+    """Where today's code would have paced a loss stream (``plan.loss_stream_plan``) that the stored measurement
+    skipped: its reason; else None. The plan is read from what was stored: the idle probes (with any the idle plan
+    added), their serialization, the base RTT and the idle train's head (the download's rate it weighs the loss at),
+    with ``--quick`` (the campaign's). Such a direction's reading is today's before that stream: its ``loss`` is the
+    idle probes' alone, and drops that random loss explains may read as a limiter's."""
+    if not hasattr(M_plan, "loss_stream_plan") or "skipped" not in (report.get("loss_stream") or {"skipped": ""}):
+        return None
+    li, base = report.get("loss_idle") or {}, report.get("base_rtt_ms") or {}
+    if "sent" not in li or "p50" not in base:
+        return None
+    wt = (report.get("down") or {}).get("wifi_train") or {}
+    wifi = bool(wt) and M_wifi_hop.wifi_hop(wt)[0] is not None
+    pps, count, why = M_plan.loss_stream_plan(int(li["lost"]), int(li["sent"]), base.get("serialization_ms"),
+                                              base["p50"], wifi, True, wt.get("leading_mbps"))
+    return None if pps is None else f"{count} probes at {pps} a second ({why})"
+
+
 def _rate_truth(t: dict, d: str) -> float | None:
     """The truth's rate of direction ``d`` as the campaign judges it (``campaign.errors``): None on a variable
     capacity (a window of it is read, not its mean)."""
@@ -156,6 +177,7 @@ def rows(dirs: list[str]) -> list[dict]:
             if not rec.get("measured") or not os.path.exists(mj):
                 continue
             report = json.load(open(mj))
+            stream = stream_not_stored(report)
             read = {}
             for d in ("down", "up"):
                 if not report.get(d):
@@ -164,6 +186,8 @@ def rows(dirs: list[str]) -> list[dict]:
                 t = C.direction_truth(rec["truth"], d)
                 try:
                     x = read[d] = read_direction(copy.deepcopy(report), d, read.get("down"))
+                    if stream:
+                        x["needs_train"] = x["needs_train"] + ["loss_stream"]
                 except (KeyError, TypeError) as e:
                     out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": d,
                                 "error": f"{type(e).__name__}: {e}"})
@@ -182,7 +206,8 @@ def rows(dirs: list[str]) -> list[dict]:
                             "named_before": C.limiter_said(t, before),
                             "right_after": x["limiter"] == t["observable"], "named_after": C.limiter_said(t, after),
                             "alternatives": x.get("limiter_alternatives"), "note": x.get("limiter_note"),
-                            "needs_train": x["needs_train"], "evidence": old["evidence"],
+                            "needs_train": x["needs_train"], "loss_stream_not_stored": stream,
+                            "evidence": old["evidence"],
                             # the rate as today's code reads it from what was stored (the policer's paced train's
                             # tail, trains.paced_rate), against the truth's where the goal judges it (fixed capacity)
                             "rate_after": x["rate_mbps"], "rate_truth": _rate_truth(t, d),
@@ -229,7 +254,11 @@ def main(argv=None) -> int:
     print(f"down policer bucket within 30 %: {sum(bool(_within(r['bucket_before'], r['bucket_truth'], 0.3)) for r in bk)} "
           f"of {len(bk)} as stored -> {sum(bool(_within(r['bucket_after'], r['bucket_truth'], 0.3)) for r in bk)}")
     print(f"down changed: {sum((r['before'], r['before_qdisc']) != (r['after'], r['after_qdisc']) for r in down)}; "
-          f"needing a train not stored: {sum(bool(r['needs_train']) for r in down)}")
+          f"needing a train or a loss stream not stored: {sum(bool(r['needs_train']) for r in down)}")
+    for r in down:
+        if r["loss_stream_not_stored"] and not r["named_after"]:
+            print(f"  {r['camp']:>14} {r['path']:4d} down names no truth before the loss stream today's code sends: "
+                  f"{r['loss_stream_not_stored']}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rs, f, indent=1, default=float)
