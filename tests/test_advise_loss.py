@@ -56,6 +56,24 @@ def test_the_streams_loss_is_weighed_at_the_downloads_rate_its_pace_at_the_slowe
     assert m_plan.loss_stream_plan(0, 100, ser, 2.4, wifi=False, quick=True, down_mbps=5.0)[0] is None
 
 
+def test_the_drops_the_stream_shows_as_random_loss_read_as_no_policer_on_path_60s_stored_evidence():
+    """Campaign seed 49 path 60 (fq_codel at 430.7 Mbit/s, 2.37 ms, 0.088 % random loss) as stored, from a
+    measurement that skipped the stream: the CUBIC fill retransmitted 164 of 180217 segments (0.091 %) with the
+    flows' queue at 3.73 ms (p95), below CoDel's 5-ms target, the probe's at 0.22. With the loss unseen (0) those are
+    drops without a queue, a policer; with the 0.117 % each way the stream read through the emulator (7 of 2992 round
+    trips) they are the path's random loss (211 expected), and the flows' wait above the probe's is flow
+    isolation: fq_codel's, the truth."""
+    from bloatlab.advise import classify as m_classify
+
+    ev = dict(probe_q95=0.2155460116766461, flow_q50=1.1189996616766464, flow_q95=3.729674661676647,
+              rate_mbps=430.96189738333004, flows=4, rtt_ms=3.585, loss_rate_mbps=429.4315588017938)
+    assert m_physics._significant(164, 180217, 0.0, handful=3)
+    assert m_classify.classify(dropped=True, loss=0.0009100140386312057, **ev) == "policer"
+    loss = m_physics.one_way(7 / 2992)
+    assert round(loss * 100, 3) == 0.117 and not m_physics._significant(164, 180217, loss)
+    assert m_classify.classify(dropped=False, loss=0.0, **ev) == "aqm"
+
+
 def test_no_stream_where_the_idle_probes_already_tell_or_the_loss_cannot_matter():
     # 10 / 1 Mbit/s at 20 ms: one flow meets the idle probes' 0.5 % bound at 0.91 Mbit/s anyway
     pps, _, why = m_plan.loss_stream_plan(0, 300, ser_ms(10, 1), 20, wifi=False, quick=True)
