@@ -153,3 +153,33 @@ def test_the_idle_probes_stop_after_the_first_hundred_where_the_median_and_the_l
     assert more and "beside it" in why
     # nothing to take a median of
     assert m_plan.idle_plan([None, 20.0], 1, stream=True)[0] is True
+
+
+def test_the_replay_marks_a_stored_measurement_that_skipped_the_stream_todays_code_paces():
+    """bench/advise/replay.py reads stored measurements with today's code but cannot send what they did not: campaign
+    seed 49 path 60's measurement skipped the stream (its plan weighed the loss at R, 22.3 Mbit/s); today's weighs it
+    at the idle train's head, 291.3 Mbit/s, and paces 3032 probes at 1516 a second. The replay marks the direction
+    (``loss_stream`` among its ``needs_train``) instead of reading it as today's code would after that stream."""
+    import os
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(repo, "bench", "advise"))
+    try:
+        from replay import stream_not_stored
+    finally:
+        sys.path.pop(0)
+    report = {"base_rtt_ms": {"min": 2.4400773383233534, "p50": 2.4660003383233535,
+                              "serialization_ms": 0.032977661676646695},
+              "loss_idle": {"sent": 100, "lost": 0},
+              "loss_stream": {"skipped": "the idle probes bound the loss below 1.5 % each way, below the 6.6 % that "
+                                         "would hold one flow under 22.3 Mbit/s"},
+              "down": {"wifi_train": {"leading_mbps": 291.31315871785125, "sender_limited": True,
+                                      "batches": {"count": 2, "packets_max": 1, "packets_p50": 1.0,
+                                                  "period_ms_p50": 0.03, "periods_ms": [0.03], "sizes": [1, 1]}}}}
+    why = stream_not_stored(report)
+    assert why.startswith("3032 probes at 1516 a second") and "under 291 Mbit/s" in why
+    # a stream that ran, or none today's code would pace (the head no faster than R), is not marked
+    assert stream_not_stored(dict(report, loss_stream={"sent": 3032, "lost": 3})) is None
+    slow = dict(report, down={"wifi_train": dict(report["down"]["wifi_train"], leading_mbps=5.0)})
+    assert stream_not_stored(slow) is None
