@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import glob
 import json
 import os
 import sys
@@ -58,10 +57,8 @@ def today(rec: dict, report: dict) -> dict:
     t = rec["truth"]
     cands = rank_rerun._candidates(rec)
     cs = [c for _, c, _ in cands]
-    for _, c, first in cands:
-        for k in campaign.FIGURES:
-            setattr(c, k, first[k])
-    recommend.score(cs, Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"]), campaign.GOAL)
+    # each candidate's stored figures (the medians rank kept) as its one run, scored as campaign.rank scores them
+    campaign._judge(cs, [[first] for _, _, first in cands], Path(base_rtt_ms=t["base_rtt_ms"], down_mbps=t["down_mbps"]))
     best = max(cs, key=lambda c: c.score)
     row = {"path": rec["index"], "truth": t["limiter"], "reading": report["down"]["limiter"],
            "reading_qdisc": report["down"].get("aqm_qdisc"), "stored_regret": rec["rank"]["regret"],
@@ -95,9 +92,8 @@ def main(argv=None) -> int:
             return 2
     rows = []
     for d in a.dirs:
-        for f in sorted(glob.glob(os.path.join(d, "paths", "[0-9]*.json"))):
-            rec = json.load(open(f))
-            mj = os.path.join(f[:-5], "measure.json")
+        for rec in campaign.load(d):
+            mj = os.path.join(d, "paths", f"{rec['index']:04d}", "measure.json")
             if not rec.get("rank") or not os.path.exists(mj) or (only and rec["index"] not in only):
                 continue
             row = {"campaign": os.path.basename(d.rstrip("/"))} | today(rec, json.load(open(mj)))

@@ -12,10 +12,11 @@ engines run.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .. import units
 from ..errors import UserError
@@ -533,12 +534,9 @@ class Path:
         flows got 8.57 Mbit/s of the MAC's 30.0, 1 / (N + 1) read 3 others, the twin leaves 9.54 beside 2 and
         6.00 beside 3; the truth had 2). The rate falls as the count grows: the counts are tried upwards until
         the rate is below ``rate_mbps``."""
-        import dataclasses
-        import math
-
         best, best_d = 1, math.inf
         for n in range(1, WIFI_OTHERS_MAX + 1):
-            r = dataclasses.replace(self, wifi_others=n).wifi_rate_mbps()
+            r = replace(self, wifi_others=n).wifi_rate_mbps()
             d = abs(math.log(max(r, 1e-9) / rate_mbps))
             if d < best_d:
                 best, best_d = n, d

@@ -84,6 +84,13 @@ def burst_floor_ms(rate_mbps: float, flows: int) -> float:
     return NOISE_MS + max(segs_ms, TSO_BURST_S * 1e3)
 
 
+def delack_ms(rtt_ms: float) -> float:
+    """The longest a lone segment's ACK waits at the receiver (ms): D = min(:data:`DELACK_MAX_MS`, max(
+    :data:`DELACK_MIN_MS`, RTT)), the delayed-ACK timer's ato bounded by the receiver's srtt
+    (tcp_send_delayed_ack)."""
+    return min(DELACK_MAX_MS, max(DELACK_MIN_MS, rtt_ms))
+
+
 def ack_wait_ms(rate_mbps: float, flows: int, rtt_ms: float, idle: bool = False) -> float:
     """The most the receiver's ACK policy adds to the mean of the flows'
     RTT samples (ms) beyond the queue they wait in, for ``flows`` flows that
@@ -118,7 +125,7 @@ def ack_wait_ms(rate_mbps: float, flows: int, rtt_ms: float, idle: bool = False)
     flows): 23.6 ms; from 100 Mbit/s up 0.48 ms or less, within the noise
     (:data:`NOISE_MS`)."""
     rtt = max(rtt_ms, 1e-3)
-    d = min(DELACK_MAX_MS, max(DELACK_MIN_MS, rtt))
+    d = delack_ms(rtt)
     s = max(flows, 1) * WIRE_SEGMENT * 8 / (max(rate_mbps, 1e-6) * 1e6) * 1e3
     return min(d, s * max(1.0, 2 * d / rtt) if idle else s)
 
@@ -130,8 +137,8 @@ SRTT_GAIN = 1 / 8
 def ack_tail_ms(rtt_ms: float) -> float:
     """The most one delayed ACK lifts a flow's smoothed RTT (ms) where its window arrives as bursts with gaps
     between them (a bottleneck idle part of the time: the flows' windows arrive as they were sent, a burst a round
-    trip): the burst's last, odd segment is ACKed on the receiver's timer, after up to D = min(
-    :data:`DELACK_MAX_MS`, max(:data:`DELACK_MIN_MS`, RTT)), and that one sample moves the smoothed RTT by
+    trip): the burst's last, odd segment is ACKed on the receiver's timer, after up to D
+    (:func:`delack_ms`), and that one sample moves the smoothed RTT by
     :data:`SRTT_GAIN` of it; the lifted value stands until the next burst's samples pull it back, so TCP_INFO read
     every few ms (measure's flow samples) finds it for much of the gap. The mean's bound :func:`ack_wait_ms` is the
     median's; this is the tail's: D / 8, 5 ms at 40 ms and below, 25 ms from 200 ms up. Measured in the model (4
@@ -139,7 +146,7 @@ def ack_tail_ms(rtt_ms: float) -> float:
     queue p95 1.3-1.9 ms, the probe's the same, the flows' smoothed RTT p95 10.7-17.7 ms above the base; the
     kernel through the emulator (ranked seed 50 path 6, PIE at 260 Mbit/s, 348 ms, the fill at 223): the probe's
     p95 3.05 ms, the flows' 8.33."""
-    return min(DELACK_MAX_MS, max(DELACK_MIN_MS, max(rtt_ms, 0.0))) * SRTT_GAIN
+    return delack_ms(rtt_ms) * SRTT_GAIN
 
 
 def mathis_loss(rate_mbps: float, flows: int, rtt_ms: float) -> float:

@@ -758,7 +758,7 @@ def untrained_aqm(x: dict) -> None:
     note. A flow-isolating AQM (fq_codel, CAKE) is not named: the probe's
     wait against the flows' tells it without a train (classify, rules 1 and
     3). Nothing where the reading is not such a FIFO."""
-    if x["limiter"] != "fifo" or not (x.get("evidence") or {}).get("dropped"):
+    if x["limiter"] != "fifo" or not queue_dropped(x.get("evidence") or {"dropped": False}):
         return
     why = ("no packet train is sent up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
            "single-queue AQM's (CoDel, PIE) holding it there, not told apart")

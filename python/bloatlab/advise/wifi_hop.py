@@ -73,9 +73,10 @@ BACKOFF_HALF_SPREAD_MS = 0.0675
 WIFI_PHY_QUANTILE = 25
 
 
-#: the floor and the lower quartile of the backoff, CWmin / 4 = 3.75 slots of 9 us (33.75 us): what a period at the
-#: lower quartile of a lone station's holds beyond its aggregate's data airtime
-TXOP_Q1_OVERHEAD_MS = TXOP_FLOOR_MS + 0.03375
+#: the floor and the lower quartile of the backoff (uniform over 0..2 x :data:`BACKOFF_HALF_SPREAD_MS`: CWmin / 4
+#: = 3.75 slots of 9 us, 33.75 us): what a period at the lower quartile of a lone station's holds beyond its
+#: aggregate's data airtime
+TXOP_Q1_OVERHEAD_MS = TXOP_FLOOR_MS + BACKOFF_HALF_SPREAD_MS / 2
 
 
 #: a period longer than this multiple of the median held something else than our aggregate (another
