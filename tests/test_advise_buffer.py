@@ -58,6 +58,24 @@ def test_an_overflowed_queue_within_the_flows_bursts_is_an_upper_bound_at_the_fl
     assert M_buffer.buffer_reading(50.0, 1.0, 4, 40.0, overflowed=True)["buffer_bytes_max"] == 12375
 
 
+def test_below_the_floor_the_figure_is_the_probes_queue_not_the_flows_bursts_and_ack_waits():
+    """Campaign seed 51 path 3: a 6537-B FIFO at 12.03 Mbit/s, 5.27 ms (4.35 ms of queue). The fill's flows
+    queued 8.42 ms (p95), below the 11-ms floor: their samples carry their bursts and their receivers' ACK
+    waits (4 flows at 12 Mbit/s: each flow's segments ~4 ms apart); the probes, echoed alone and at once,
+    queued 4.56 ms. The bound stays the flows' (their most, 8.88 ms, or the floor); the figure is the probes'
+    (6827 B, +4 %; the flows' 12598 B was +93 %). Not for a moving capacity (its own bytes, queued_bytes)."""
+    args = (8.415312532934134, 11.977170219443783, 4, 5.386937467065867, True)
+    before = M_buffer.buffer_reading(*args, queue_max_ms=8.876562532934132)
+    r = M_buffer.buffer_reading(*args, queue_max_ms=8.876562532934132, probe_q95_ms=4.560253832934131)
+    assert before["buffer_bytes"] == 12598 and r["buffer_bytes"] == 6827
+    assert r["buffer_bound"] == "upper" and r["buffer_bytes_max"] == before["buffer_bytes_max"] == 16491
+    assert r["buffer_bdp"] == pytest.approx(6827.6 / (11.977170219443783e6 * 5.386937467065867e-3 / 8), rel=1e-3)
+    assert "4.56 ms p95" in r["buffer_note"]
+    # above the floor the flows' figure stands (the depth itself); a moving capacity keeps its own bytes
+    assert M_buffer.buffer_reading(116.1, 96.7, 4, 65.0, True, probe_q95_ms=50.0)["buffer_bytes"] == 1403358
+    assert M_buffer.buffer_reading(*args, queued_bytes=9000.0, probe_q95_ms=4.56)["buffer_bytes"] == 9000
+
+
 def test_a_queue_full_only_at_its_peaks_is_bounded_by_the_most_the_flows_queued():
     """Campaign seed 9 path 4: a 23-KB FIFO at 13.5 Mbit/s and 173 ms (13.6 ms): CUBIC's sawtooth kept the
     flows' p95 at 9.8 ms, below the 10.1-ms floor, so the floor alone (17 KB) would bound it below the truth.

@@ -409,13 +409,14 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # behind a policer (its port's buffer is never filled, so not seen either); unknown behind an AQM,
     # which holds its queue below its limit
     # — and what that figure is (buffer_reading): a lower bound where the queue did not overflow while it was read,
-    # an upper bound where it did but stayed within the flows' own bursts, else the depth
+    # an upper bound where it did but stayed within the flows' own bursts (its figure then the probes'), else the depth
     reading = {"buffer_bytes": None, "buffer_bdp": None, "buffer_window": drops}
     if limiter not in ("aqm", "policer"):
         # a moving capacity: the bytes queued at each sample's own drain rate (queued_bytes_p95)
         drops["queued_bytes"] = queued_bytes_p95(rj, d, base_p50) if variable_rate(variation) else None
         reading = dict(buffer_reading(max(ev["flow_q95_ms"], fill["flow_q95_ms"]), rate, flows, base_p50,
-                                      drops["overflowed"], drops["queued_bytes"], drops["queue_max_ms"]),
+                                      drops["overflowed"], drops["queued_bytes"], drops["queue_max_ms"],
+                                      max(ev["probe_q95_ms"], fill["probe_q95_ms"])),
                        buffer_window=drops)
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
