@@ -63,6 +63,7 @@ from .trains import (
     aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
+from .isolation import LOAD_PROBE_INTERVAL_MS, isolation_by_model
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -206,7 +207,7 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
     # enough for a p95); their JSON comes back over the path just measured
     sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
-            "-t", f"{secs:g}", "--idle", f"{idle_s * 1e3:.0f}ms", "--probe-interval", "10ms", "-C", cc, "--no-self-probes",
+            "-t", f"{secs:g}", "--idle", f"{idle_s * 1e3:.0f}ms", "--probe-interval", f"{LOAD_PROBE_INTERVAL_MS}ms", "-C", cc, "--no-self-probes",
             "--sample-interval", f"{sample_ms:.0f}ms"]
     if floor_s is not None and floor_s < secs:
         # the phase ends once saturated, at twice that time, not before floor_s (fill_floor_s); its flows stop
@@ -1008,6 +1009,13 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
+    # a single-queue AQM read where the flows' ACK wait may hide flow isolation: the model of each AQM under the
+    # measurement's own load decides (isolation.isolation_by_model), with the up direction as read
+    if report["down"].get("aqm_qdisc") in ("codel", "pie"):
+        isolation_by_model(report["down"], twin_of(report))
+        if report["down"].get("aqm_qdisc") is None:
+            _cobalt(report["down"])
+            say(f"  down: {report['down']['limiter_note']}")
     lap("other")
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}

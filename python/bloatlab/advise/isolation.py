@@ -1,0 +1,106 @@
+"""Flow isolation read by the model: which AQM's model reproduces the figures a load measured.
+
+A single-queue reading (``aqm_qdisc`` CoDel or PIE: the AQM train's burst, no isolation seen in the flows' and
+the probe's queueing) rests on the isolation rules of :func:`classify.classify`, which claim a backlog only where
+the flows' figures exceed the probe's by more than the noise *and* the bound on their receivers' ACK wait
+(:func:`physics.ack_wait_ms`). Below a few Mbit/s that bound is the delayed-ACK timer itself (40 ms: 4 flows at
+1.2 Mbit/s send each segment ~40 ms apart) and swallows the evidence: fq_codel's flows at 1.17 Mbit/s queued
+49 ms at the median (the ACK wait most of it), the probe 30 ms at p95, and the rules saw no backlog (campaign
+seed 51 path 5; the twin's CoDel then put the ping behind the flows: p95 136 ms predicted, 16.5 on the kernel).
+The queue the figures come from differs in kind, though: under fq_codel the probe waits about one packet of
+another flow (DRR serves a sparse flow first), under one CoDel or PIE queue behind every flow's.
+
+:func:`isolation_by_model` asks the twin's own model instead of a threshold: the measured path as read (its
+rate, base RTT, loss, up direction) under each AQM — CoDel, PIE, fq_codel, Linux's defaults — carries the load
+the measurement ran (its flows and control, its probe's interval, its window), and the reading takes the kind
+whose model's figures (the probe's queueing p50 and p95, the flows' p50 and p95) lie nearest the measured ones
+(the sum of their absolute log ratios, each figure at least :data:`physics.NOISE_MS`, below which figures are not
+told apart). Where fq_codel's model is the nearest, the direction reads flow isolation (``aqm_qdisc`` None: the
+twin's fq_codel; :func:`classify._cobalt` then reads CAKE from the fill's first losses as for any isolation
+reading); otherwise the train's single-queue kind stands (the train tells CoDel from PIE; the model, whose two
+single-queue figures often lie close, does not decide between them). On the stored campaigns' 62 down directions
+read CoDel or PIE (seeds 33-51, the kernel through the emulator; ``bench/advise/isolation_model.py``): 17 of 17
+true fq_codel/CAKE read isolated (before: none), 41 of 45 true single-queue AQMs (and one FIFO) kept; the four
+read isolated are a PIE at 2.51 Mbit/s, a CoDel at 1.45 (distances 1.31 / 2.32 and 1.23 / 1.33: the models
+close), a PIE at 46.5 Mbit/s and 287 ms whose figures all lie within the noise (0.4-6.3 ms), and a PIE at 123
+Mbit/s that held the kernel's flows at 1.4-1.9 ms (median) where the model's PIE and CoDel stand at 5-6.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .physics import NOISE_MS
+
+#: the probe's interval in ``measure``'s loaded phases (``load --probe-interval``, ms)
+LOAD_PROBE_INTERVAL_MS = 10
+
+#: the AQMs the model compares: the single-queue ones the AQM train tells apart, and flow isolation (fq_codel)
+KINDS = ("codel", "pie", "fq_codel")
+
+
+def _figures(probes, flows, start_s: float, end_s: float, base_ms: float) -> list[float]:
+    """The probe's queueing p50 and p95 and the flows' smoothed RTT p50 and p95 above ``base_ms`` (ms) in the
+    window, as ``measure``'s evidence has them."""
+    p = probes[(probes.t >= start_s) & (probes.t <= end_s)].rtt_ms.dropna()
+    f = flows[(flows.t >= start_s) & (flows.t <= end_s)].srtt_ms.dropna()
+    if p.empty or f.empty:
+        return []
+    return [float(p.quantile(0.5)) - base_ms, float(p.quantile(0.95)) - base_ms,
+            float(f.quantile(0.5)) - base_ms, float(f.quantile(0.95)) - base_ms]
+
+
+def distance(measured: list[float], model: list[float]) -> float:
+    """How far a model's figures lie from the measured ones: the sum of their absolute log ratios, each figure
+    at least :data:`physics.NOISE_MS`."""
+    return sum(abs(math.log(max(a, NOISE_MS) / max(b, NOISE_MS))) for a, b in zip(measured, model))
+
+
+def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float) -> list[float]:
+    """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction read as an AQM) with the
+    AQM ``kind`` at the bottleneck, carrying ``flows`` flows of ``cc`` and the loaded phases' probe."""
+    import bloatlab
+
+    p = dataclasses.replace(path, limiter="aqm", buffer_bytes=None, aqm_qdisc=None if kind == "fq_codel" else kind,
+                            alternatives=None)
+    doc = p.twin(duration_s=end_s + 0.1, cc=cc)
+    doc.update(name="isolation", seed=1)
+    doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms"}]
+    doc["probe"] = [{"name": "ping", "interval": f"{LOAD_PROBE_INTERVAL_MS}ms"}]
+    r = bloatlab.run(doc)
+    return _figures(r.probes, r.flows, start_s, end_s, p.base_rtt_ms)
+
+
+def isolation_by_model(x: dict, path) -> None:
+    """The direction ``x`` (``measure``'s report of the down direction) read as a single-queue AQM becomes flow
+    isolation where fq_codel's model reproduces its evidence best (the module's docstring); ``path`` is the twin
+    :func:`measure.twin_of` makes of the report as it stands. The figures of each model go to
+    ``x["isolation_model"]``."""
+    if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in ("codel", "pie"):
+        return
+    ev = x["evidence"]
+    win = ev.get("probe_window_s")
+    if not win or ev.get("probe_p50_rtt") is None:
+        return
+    base = path.base_rtt_ms
+    measured = [ev["probe_p50_rtt"] - base, ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"]]
+    cc = "bbr" if ev.get("phase") == "bbr" else x.get("load_cc", "cubic")
+    models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1])) for k in KINDS}
+    if any(not v for v in models.values()):
+        return
+    far = {k: distance(measured, v) for k, v in models.items()}
+    x["isolation_model"] = {"measured": [round(v, 3) for v in measured], "cc": cc,
+                            "models": {k: [round(v, 3) for v in m] for k, m in models.items()},
+                            "distance": {k: round(v, 3) for k, v in far.items()}}
+    if far["fq_codel"] >= min(far["codel"], far["pie"]):
+        return
+    fig = ", ".join(f"{v:.3g}" for v in measured)
+    why = (f"flow isolation, read by the model: the probe's queueing p50/p95 and the flows' p50/p95 ({fig} ms) "
+           f"lie nearer fq_codel's model ({', '.join(f'{v:.3g}' for v in models['fq_codel'])} ms; distance "
+           f"{far['fq_codel']:.2f}) than {x['aqm_qdisc']}'s ({', '.join(f'{v:.3g}' for v in models[x['aqm_qdisc']])}"
+           f" ms; {far[x['aqm_qdisc']]:.2f}) or the other single queue's: under fq_codel a sparse probe waits about "
+           f"a packet, under one queue behind every flow (the AQM train's reading, {x['aqm_qdisc']}, kept as the "
+           f"alternative)")
+    x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}]
+    x.update(aqm_qdisc=None, limiter_note=why)

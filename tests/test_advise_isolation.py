@@ -1,0 +1,61 @@
+"""Flow isolation read by the model (advise/isolation.py): exact figures from stored campaign evidence."""
+
+import math
+
+import pytest
+
+from bloatlab.advise import isolation
+from bloatlab.advise.path import Path
+
+
+def _x(kind, phase, window, p50_rtt, p95_q, f50, f95):
+    return {"limiter": "aqm", "aqm_qdisc": kind, "load_cc": "cubic", "flows": 4,
+            "evidence": {"phase": phase, "probe_window_s": window, "probe_p50_rtt": p50_rtt, "probe_q95_ms": p95_q,
+                         "flow_q50_ms": f50, "flow_q95_ms": f95}}
+
+
+def test_distance_is_the_sum_of_log_ratios_above_the_noise():
+    assert isolation.distance([12.0, 30.0], [12.0, 30.0]) == 0.0
+    assert isolation.distance([6.0, 30.0], [12.0, 15.0]) == pytest.approx(2 * math.log(2))
+    # figures below the noise (3 ms) are not told apart
+    assert isolation.distance([0.1, 1.0], [2.9, 0.2]) == 0.0
+
+
+def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
+    """Campaign seed 51 path 5: fq_codel at 1.168 Mbit/s, 2.37 ms, up 0.2 Mbit/s. The flows' median (49.4 ms)
+    exceeds the probe's p95 (29.9) by 19.5 ms, less than their ACK-wait bound at 1.06 Mbit/s (40 ms: the
+    delayed-ACK timer), so the rules saw no isolation and the AQM train read CoDel; the twin's CoDel then put
+    the ping behind the flows (p95 136 ms; the kernel on the true path 16.5). fq_codel's model under the same
+    load lies nearest: 11.5 / 24.4 / 53.7 / 96.1 ms against CoDel's 61.4 / 131 / 117 / 227."""
+    path = Path(base_rtt_ms=2.440559221556886, down_mbps=1.1759513746274164, up_mbps=0.18189117666765153,
+                limiter="aqm", aqm_qdisc="codel")
+    x = _x("codel", "fill", [2.7906124009999997, 5.240532415], 14.878013999999999, 29.86205557844311,
+           49.37494077844311, 58.736940778443106)
+    isolation.isolation_by_model(x, path)
+    m = x["isolation_model"]
+    assert m["measured"] == [12.437, 29.862, 49.375, 58.737]
+    assert m["distance"]["fq_codel"] < 1.0 < 3.0 < m["distance"]["pie"] < m["distance"]["codel"]
+    assert x["aqm_qdisc"] is None and x["limiter"] == "aqm"
+    assert {"limiter": "aqm", "kinds": ["codel"]} in x["limiter_alternatives"]
+    assert x["limiter_note"].startswith("flow isolation, read by the model")
+
+
+def test_a_codel_whose_probe_waits_behind_the_flows_stays_codel():
+    """Campaign seed 49 path 11: CoDel at 1.97 Mbit/s, 95 ms: the probe's p95 (39.8 ms) as high as the flows'
+    (48.8): one queue. CoDel's model lies nearest (0.38 against fq_codel's 2.61); nothing changes."""
+    path = Path(base_rtt_ms=95.1, down_mbps=1.97, up_mbps=1.97, limiter="aqm", aqm_qdisc="codel")
+    x = _x("codel", "fill", [2.8, 5.25], 95.1 + 23.0, 39.8, 36.0, 48.8)
+    isolation.isolation_by_model(x, path)
+    assert x["aqm_qdisc"] == "codel" and "limiter_note" not in x
+    d = x["isolation_model"]["distance"]
+    assert d["codel"] < d["fq_codel"]
+
+
+def test_other_readings_are_left_alone():
+    for kind in (None, "cake"):
+        x = _x(kind, "fill", [2.8, 5.2], 10.0, 5.0, 20.0, 30.0)
+        isolation.isolation_by_model(x, Path(base_rtt_ms=5.0, down_mbps=2.0, limiter="aqm", aqm_qdisc=kind))
+        assert "isolation_model" not in x
+    x = dict(_x("codel", "fill", [2.8, 5.2], 10.0, 5.0, 20.0, 30.0), limiter="fifo")
+    isolation.isolation_by_model(x, Path(base_rtt_ms=5.0, down_mbps=2.0))
+    assert "isolation_model" not in x
