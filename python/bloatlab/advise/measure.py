@@ -221,7 +221,9 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
       the dispersion the slowest port gives back-to-back packets, :func:`_ports`) and the fill delivered it
       within :data:`TRAIN_PORT_MARGIN`, the train's own resolution (a tenth: the rate goal's tolerance too): no
       phase delivers more than the port, so BBR could add at most that, and its evidence could never take the
-      fill's place (that needs :data:`classify.UNSATURATED` x the fill's rate). The up port is read otherwise
+      fill's place (that needs :data:`classify.UNSATURATED` x the fill's rate). Not where the fill delivered
+      more than that: a capacity that moves (the train read one instant of it: seed 49 path 6's trace, its port
+      read 7.1 Mbit/s, the fill 13.3) bounds nothing. The up port is read otherwise
       (the large probes' serialization less the down port's share): every per-byte cost on their way (the
       hosts' copies, an emulator's) adds to that time, so it is a lower bound of the port, which cannot show
       that the fill reached it (campaign seed 50 path 0: 98.3 read for a 140-Mbit/s CAKE, the fill 110);
@@ -239,7 +241,7 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
         return False, (f"own backlog: each flow's own queue stood {q50:.3g} ms at the median (flow isolation, the "
                        f"probe {ev['probe_q95_ms']:.3g} ms at p95), above the {floor:.3g}-ms burst floor, at the "
                        f"port's rate the idle path showed ({port_mbps:.4g} Mbit/s): the fill's rate is the link's")
-    if port_spaced and port_mbps is not None and rate_mbps * TRAIN_PORT_MARGIN >= port_mbps:
+    if port_spaced and port_mbps is not None and port_mbps / TRAIN_PORT_MARGIN <= rate_mbps <= TRAIN_PORT_MARGIN * port_mbps:
         return False, (f"at the port: the fill delivered {rate_mbps:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
                        f"{port_mbps:.4g} a packet train's spacing showed: no phase delivers more than the port")
     if (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
