@@ -18,8 +18,9 @@ Then ``measure.rate_phase_plan`` on the fill's evidence as stored (its variation
 kept: else the *busy* rule cannot be read and the phase counts as run), and per measurement the ``elapsed_s`` less
 the wall time (``phases_s``) of each BBR phase the rule leaves out, against 20 s: per campaign directory, and on
 paths ``--paths A-B`` separately. Printed: each direction the rule skips and what moved; each direction whose
-reading the phase moves (``--rows``: every direction whose phase ran); the counts. Nothing is sent on the network
-and nothing is written into DIR.
+reading the phase moves (``--rows``: every direction whose phase ran); the counts; and what the other phase that
+always runs and can be withheld from a stored measurement, the large probes, moves (:func:`serialization_withheld`).
+Nothing is sent on the network and nothing is written into DIR.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import replay  # noqa: E402  (bench/advise/replay.py: today's reading of a store
 from bloatlab.advise import campaign as C  # noqa: E402
 from bloatlab.advise import measure as M  # noqa: E402
 from bloatlab.advise.evidence import variable_rate  # noqa: E402
+from bloatlab.advise.path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE  # noqa: E402
 from bloatlab.advise.physics import mathis_loss  # noqa: E402
 
 #: issue 30's goal for ``measure --quick`` (s)
@@ -128,6 +130,20 @@ def moves(a: tuple, b: tuple) -> list[str]:
     return out
 
 
+def serialization_withheld(report: dict, truth: dict) -> dict:
+    """The other phase that always runs and that a stored measurement can be read without: the large probes'
+    (``measure._probe_serialization``, 1 s). Without them the base RTT keeps the small probes' own serialization
+    (``base_rtt_ms.serialization_ms``), and no loss stream can be paced (``plan.loss_stream_plan``: no rate to pace
+    it by). {"base_ok", "base_ok_without" (the campaign's ``base_rtt_ok`` either way), "stream" (one ran)}."""
+    b = report["base_rtt_ms"]
+    shared = ((report["down"].get("wifi") or {}).get("shared"))
+    base = b["min"] if shared else b["p50"]
+    tol = max(BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE * truth["base_rtt_ms"])
+    return {"base_ok": abs(base - truth["base_rtt_ms"]) <= tol,
+            "base_ok_without": abs(base + (b.get("serialization_ms") or 0.0) - truth["base_rtt_ms"]) <= tol,
+            "stream": "skipped" not in (report.get("loss_stream") or {"skipped": ""})}
+
+
 def rows(dirs: list[str]) -> tuple[list[dict], list[dict]]:
     """(a row per direction whose BBR phase ran, a row per measurement)."""
     out, meas = [], []
@@ -170,7 +186,7 @@ def rows(dirs: list[str]) -> tuple[list[dict], list[dict]]:
             # the bound no rule from the fill's evidence passes: every BBR phase whose withholding moves nothing
             idle = sum(r["bbr_s"] for r in out if (r["camp"], r["path"]) == (name, rec["index"]) and not r["moves"])
             meas.append({"camp": name, "path": rec["index"], "elapsed_s": report["elapsed_s"], "saved_s": saved,
-                         "harmless_s": idle,
+                         "harmless_s": idle, **serialization_withheld(report, rec["truth"]),
                          "up_bbr_s": (report.get("up") or {}).get("phases_s", {}).get("bbr", 0.0)})
     return out, meas
 
@@ -218,6 +234,10 @@ def main(argv=None) -> int:
     print(f"all: within {GOAL_S:g} s {tot[1]} of {tot[0]} as stored, {tot[2]} with the rule; without every up BBR "
           f"phase {tot[3]}; without every BBR phase whose withholding moves nothing (no rule's bound) "
           f"{sum(m['elapsed_s'] - m['harmless_s'] <= GOAL_S for m in ms)}")
+    print(f"the large probes (always run, 1 s) withheld: the base RTT right -> wrong on "
+          f"{sum(m['base_ok'] and not m['base_ok_without'] for m in ms)} of {len(ms)} (wrong -> right "
+          f"{sum(m['base_ok_without'] and not m['base_ok'] for m in ms)}), and {sum(m['stream'] for m in ms)} loss "
+          f"streams could not have been paced")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"directions": rs, "measurements": ms}, f, indent=1, default=float)
