@@ -216,7 +216,9 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
       :data:`TRAIN_PORT_MARGIN` x the rate) or none was read: a window-limited CUBIC collapsed behind a policer
       on a faster port sends its windows as bursts that wait at the port, which lifts its smoothed RTT while the
       sparse probe passes — an isolation look without a backlog (8.9 Mbit/s policed on a 14.6 port: CUBIC 1.4,
-      +22.6 ms over the probe's +0.8); with the port at the fill's rate there is nothing faster to burst into;
+      +22.6 ms over the probe's +0.8); with the port at the fill's rate there is nothing faster to burst into.
+      Up, where the port is a lower bound (below), the guard catches only a port shown faster; that lift is a
+      collapsed flow's small windows and delayed ACKs, and stayed below the floor there (22.6 of 71.6 ms);
     - *at the port*: the port was read by a packet train's spacing (``port_spaced``: the idle train's head down,
       the dispersion the slowest port gives back-to-back packets, :func:`_ports`) and the fill delivered it
       within :data:`TRAIN_PORT_MARGIN`, the train's own resolution (a tenth: the rate goal's tolerance too): no
