@@ -17,7 +17,8 @@ Phases (each a run of the probe binary, its JSON read back):
    b. *rate*: BBR, which neither reads random loss as congestion nor
       collapses behind a policer (its long-term sampling finds the policed
       rate) — the rate like a speed test's, the larger of the two phases';
-      left out where the fill kept the port's rate busy (:data:`BUSY_SHARE`).
+      left out where the fill already read the link's rate (:func:`rate_phase_plan`: a backlog stood through
+      its window, or it kept the port's rate busy), the reason in the direction's ``rate_phase``.
    Each phase lasts a number of RTTs (:func:`_phase_secs`: a long path needs
    longer to fill; :func:`bbr_phase_secs`: BBR's ramp) and is read over its
    second half, after every ramp. Each phase's wall time is in the report's
@@ -195,6 +196,69 @@ class Measurement:
 BUSY_SHARE = 0.95
 
 
+def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: dict | None,
+                    port_mbps: float | None, port_spaced: bool = False) -> tuple[bool, str]:
+    """Whether a direction needs the BBR rate phase after its fill (its evidence ``ev``, its rate ``rate_mbps``,
+    its variation windows ``vfill`` and the port's rate the idle path showed, ``port_mbps``): (run, why), in the
+    report's ``rate_phase``. The phase answers one question, whether a rate above the fill's was to be had —
+    what a loss-based fill cannot tell where it collapsed (behind a policer, under random loss, on a long path
+    it could not grow in its time). The fill has answered it already where its bottleneck held a backlog through
+    the window: a work-conserving queue with a backlog sends at its rate, so the fill delivered the link's rate
+    and BBR could deliver no more. Skipped where:
+
+    - ``lossy``: the fill ran BBR itself;
+    - *shared backlog*: the fill reads ``fifo`` and its flows' median queueing passes the burst floor
+      (:func:`burst_floor_ms`, what bursts give without a standing queue): one queue all flows share stood
+      through at least half the window;
+    - *own backlog*: flow isolation read from the flows' median (:func:`classify.classify`'s rule 1: their
+      median wait beyond the probe's p95 by the noise and their ACK wait, and twice over) above the burst floor
+      too: each flow's own queue stood, and DRR over per-flow queues (fq_codel, CAKE) is work-conserving like a
+      FIFO. Not where the idle path showed a port faster than the fill's rate (``port_mbps`` beyond
+      :data:`TRAIN_PORT_MARGIN` x the rate) or none was read: a window-limited CUBIC collapsed behind a policer
+      on a faster port sends its windows as bursts that wait at the port, which lifts its smoothed RTT while the
+      sparse probe passes — an isolation look without a backlog (8.9 Mbit/s policed on a 14.6 port: CUBIC 1.4,
+      +22.6 ms over the probe's +0.8); with the port at the fill's rate there is nothing faster to burst into.
+      Up, where the port is a lower bound (below), the guard catches only a port shown faster; that lift is a
+      collapsed flow's small windows and delayed ACKs, and stayed below the floor there (22.6 of 71.6 ms);
+    - *at the port*: the port was read by a packet train's spacing (``port_spaced``: the idle train's head down,
+      the dispersion the slowest port gives back-to-back packets, :func:`_ports`) and the fill delivered it
+      within :data:`TRAIN_PORT_MARGIN`, the train's own resolution (a tenth: the rate goal's tolerance too): no
+      phase delivers more than the port, so BBR could add at most that, and its evidence could never take the
+      fill's place (that needs :data:`classify.UNSATURATED` x the fill's rate). Not where the fill delivered
+      more than that: a capacity that moves (the train read one instant of it: seed 49 path 6's trace, its port
+      read 7.1 Mbit/s, the fill 13.3) bounds nothing. The up port is read otherwise
+      (the large probes' serialization less the down port's share): every per-byte cost on their way (the
+      hosts' copies, an emulator's) adds to that time, so it is a lower bound of the port, which cannot show
+      that the fill reached it (campaign seed 50 path 0: 98.3 read for a 140-Mbit/s CAKE, the fill 110);
+    - *busy*: :data:`BUSY_SHARE` (the fill's variation windows busy at the port's rate)."""
+    floor = burst_floor_ms(rate_mbps, flows)
+    if lossy:
+        return False, "the fill ran BBR (a lossy path): its rate is BBR's"
+    q50 = ev["flow_q50_ms"]
+    if q50 >= floor and _classify_ev(ev, rate_mbps, flows) == "fifo":
+        return False, (f"shared backlog: the fill's flows queued {q50:.3g} ms at the median in the queue they share, "
+                       f"above the {floor:.3g}-ms burst floor: the link never idled, the fill's rate is its rate")
+    # classify's rule 1 alone: the policer rule (2) and the tail's isolation (3, a flow's p95 set to nothing) left out
+    own = q50 >= floor and _classify_ev(dict(ev, flow_q95_ms=0.0), rate_mbps, flows, policer=False) == "aqm"
+    if own and port_mbps is not None and port_mbps <= TRAIN_PORT_MARGIN * rate_mbps:
+        return False, (f"own backlog: each flow's own queue stood {q50:.3g} ms at the median (flow isolation, the "
+                       f"probe {ev['probe_q95_ms']:.3g} ms at p95), above the {floor:.3g}-ms burst floor, at the "
+                       f"port's rate the idle path showed ({port_mbps:.4g} Mbit/s): the fill's rate is the link's")
+    if port_spaced and port_mbps is not None and port_mbps / TRAIN_PORT_MARGIN <= rate_mbps <= TRAIN_PORT_MARGIN * port_mbps:
+        return False, (f"at the port: the fill delivered {rate_mbps:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
+                       f"{port_mbps:.4g} a packet train's spacing showed: no phase delivers more than the port")
+    if (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
+            and rate_mbps * TRAIN_PORT_MARGIN >= port_mbps):
+        return False, (f"busy: the bottleneck busy in {vfill['busy_windows']} of {vfill['windows']} windows at the "
+                       f"port's {port_mbps:.4g} Mbit/s: the link's rate")
+    if own:
+        seen = f"a port of {port_mbps:.4g} Mbit/s" if port_mbps is not None else "no port's rate"
+        return True, (f"flow isolation at the median ({q50:.3g} ms), but the idle path showed {seen} beside the "
+                      f"fill's {rate_mbps:.4g}: a collapse's bursts at a faster port are not excluded")
+    return True, (f"no backlog through the fill's window (its flows' median queueing {q50:.3g} ms, the burst floor "
+                  f"{floor:.3g} ms) and no busy port: whether more was to be had is BBR's to tell")
+
+
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
           idle_s: float = IDLE_MAX_S, floor_s: float | None = None) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
@@ -324,7 +388,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
     queue (ms) a phase before left on the path (:func:`gap_s`); ``port_mbps``:
     the port's rate the idle path showed (:func:`_ports`), with which a fill
-    that kept it busy needs no BBR phase (:data:`BUSY_SHARE`)."""
+    that kept it busy needs no BBR phase (:func:`rate_phase_plan`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     # the saturation end (fill_floor_s) with --quick only, where no random loss was seen or the fill is BBR's: a
@@ -350,22 +414,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     fill = ev
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
-    # a standing queue at a shared queue through the window (the flows' median queueing above the burst
-    # floor) means the link never idled: the fill phase's rate is the link's, and a BBR phase would only
-    # cost time (at 200 ms, two more load runs of ~7 s each)
-    floor = burst_floor_ms(w["rate_mbps"], flows)
-    standing = _classify_ev(ev, w["rate_mbps"], flows) == "fifo" and ev["flow_q50_ms"] >= floor
     try:
         vfill = rate_variation(j, d, base_p50)
     except (KeyError, ValueError):
         vfill = None
-    busy = (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
-            and w["rate_mbps"] * TRAIN_PORT_MARGIN >= port_mbps)
     jb = None
-    if busy and not standing:
-        say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, the bottleneck busy in {vfill['busy_windows']} of "
-            f"{vfill['windows']} windows at the port's {port_mbps:.4g}: the link's rate (no BBR phase)")
-    if not lossy and not standing and not busy:
+    # the down port is the idle train's spacing, the up port a serialization's lower bound (_ports)
+    run_bbr, why_bbr = rate_phase_plan(ev, w["rate_mbps"], flows, lossy, vfill, port_mbps, port_spaced=d == "down")
+    if not run_bbr:
+        say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, no BBR phase ({why_bbr})")
+    else:
         rsecs = bbr_phase_secs(base_p50, w["rate_mbps"], flows, quick)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
         tb = time.monotonic()
@@ -438,7 +496,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
-            "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned, "saturated": saturated, "rate_variation": variation,
+            "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned,
+            # whether the BBR rate phase ran and why (rate_phase_plan): a phase left out is in no phases_s
+            "rate_phase": {"ran": run_bbr, "why": why_bbr}, "saturated": saturated, "rate_variation": variation,
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}

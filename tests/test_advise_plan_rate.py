@@ -1,0 +1,91 @@
+"""Whether ``measure`` runs the BBR rate phase after a direction's fill (``measure.rate_phase_plan``), on the fill
+evidence campaigns stored (bench/advise/phase_value.py reads them all; docs/advise.md "Where measure's time
+goes")."""
+
+import pytest
+
+from test_advise import _load_json
+
+
+def _up(j):
+    # a load's JSON of test_advise's making (a download) as an upload's
+    for f in j["flows"]:
+        f["direction"] = "up"
+    return j
+
+
+def _ev(probe_q95, flow_q50, flow_q95, excess, loaded, rate):
+    # a fill's evidence as measure keeps it (the figures classify reads), its window's drops not told
+    return {"phase": "fill", "probe_q95_ms": probe_q95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95,
+            "dropped": True, "excess_loss": excess, "loaded_rtt_ms": loaded, "rate_mbps": rate, "window_dropped": None}
+
+
+#: ranked seed 50 path 17's upload (fq_codel at 5.64 Mbit/s, 3.5 ms): the fill 5.514, its BBR phase 5.533 (4.5 s)
+FQ_CODEL_UP = _ev(2.1338, 23.7466, 26.0477, 0.1022, 27.3125, 5.5141)
+
+
+def test_each_flows_own_backlog_above_the_burst_floor_at_the_ports_rate_needs_no_bbr_phase():
+    from bloatlab.advise import measure as M
+
+    run, why = M.rate_phase_plan(FQ_CODEL_UP, 5.5141, 4, False, None, 5.5397)
+    # the burst floor at 5.514 Mbit/s: 4 flows x 2 segments of 1500 B = 17.41 ms, and the 3-ms noise
+    assert (run, why.split(":")[0]) == (False, "own backlog") and "20.4-ms burst floor" in why
+    # the same flows beside a port the idle path showed 1.2x faster: a collapse's bursts at it are not excluded
+    run, why = M.rate_phase_plan(FQ_CODEL_UP, 5.5141, 4, False, None, 1.2 * 5.5141)
+    assert run and why.startswith("flow isolation at the median (23.7 ms), but the idle path showed a port of 6.617")
+    # ... and where no port was read (seed 49 path 60's upload: the serialization left nothing for the up port)
+    assert M.rate_phase_plan(FQ_CODEL_UP, 5.5141, 4, False, None, None)[0]
+
+
+def test_flow_isolation_below_the_burst_floor_leaves_the_rate_to_the_bbr_phase():
+    """Seed 45 path 4's upload, CAKE at 1.40 Mbit/s and 110 ms: the flows 55.3 ms at the median over the probe's
+    9.8, under the 81.6-ms floor (4 x 2 segments at 1.22 Mbit/s, and the noise); the fill read 1.222 (-13 %),
+    the BBR phase 1.292 (-8 %): within the rate goal only with it."""
+    from bloatlab.advise import measure as M
+
+    ev = _ev(9.7635, 55.2911, 67.3841, 0.1176, 164.989, 1.2221)
+    run, why = M.rate_phase_plan(ev, 1.2221, 4, False, None, 1.3968)
+    assert run and "the burst floor 81.6 ms" in why
+
+
+def test_a_fill_at_the_port_a_trains_spacing_showed_needs_no_bbr_phase_and_one_at_a_serializations_does():
+    """Seed 49 path 19's download (fq_codel at 69.1 Mbit/s): the fill 64.02 within 1.1x of the 69.07 the idle train's
+    head showed, the BBR phase 68.94 (3.9 s). Ranked seed 50 path 0's upload (CAKE at 140 Mbit/s, 46 ms): the fill
+    109.7 above the 98.3 the large probes' serialization left the up port — a lower bound of the port (every
+    per-byte cost on the probes' way adds to it) — and the BBR phase read 140.0: it runs."""
+    from bloatlab.advise import measure as M
+
+    down = _ev(0.5611, 0.9378, 3.0334, 0.0, 28.6345, 64.0169)
+    down["dropped"] = False
+    run, why = M.rate_phase_plan(down, 64.0169, 4, False, None, 69.0656, port_spaced=True)
+    assert (run, why.split(":")[0]) == (False, "at the port")
+    up = _ev(0.2924, 0.4141, 0.7623, 0.0003, 45.9915, 109.6738)
+    assert M.rate_phase_plan(up, 109.6738, 4, False, None, 98.2758)[0]
+    # even read as a train's port it bounds nothing: the fill got 1.12x more than it (seed 49 path 6's download, a
+    # trace whose instant the train read at 7.1 Mbit/s, the fill 13.3, is such a port)
+    assert M.rate_phase_plan(up, 109.6738, 4, False, None, 98.2758, port_spaced=True)[0]
+    assert not M.rate_phase_plan(up, 109.6738, 4, False, None, 110.0, port_spaced=True)[0]  # a train's port it reached
+
+
+def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
+    from bloatlab.advise import evidence as M_evidence
+    from bloatlab.advise import measure as M
+
+    calls = []
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
+        calls.append(cc)
+        return phases[cc]
+
+    monkeypatch.setattr(M, "_load", load)
+    # fq_codel-like at 7 Mbit/s up: the flows 20 ms above base, the probe 1 ms, the port at the fill's rate
+    phases = {"cubic": _up(_load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)),
+              "bbr": _up(_load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000))}
+    x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.0)
+    assert calls == ["cubic"] and "bbr" not in x["phases_s"] and x["limiter"] == "aqm"
+    assert x["rate_phase"]["ran"] is False and x["rate_phase"]["why"].startswith("own backlog")
+    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3)}
+    # the port the idle path showed 1.2x faster: the phase runs, and says why
+    calls.clear()
+    x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)
+    assert calls == ["cubic", "bbr"] and x["rate_phase"]["ran"] is True and "bbr" in x["phases_s"]
