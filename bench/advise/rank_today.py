@@ -5,8 +5,8 @@ the twin it gives, today's score on the kernel runs the campaign stored (issue 3
 For every ranked path of each campaign directory (``DIR/paths/NNNN.json`` with ``rank``, ``NNNN/measure.json``):
 
 1. the down direction read again from what the campaign stored (``replay.read_direction``: the loaded phase's
-   evidence and the packet trains it sent, nothing sent anew), and the twin ``measure`` would write from it
-   (``measure.twin_of``);
+   evidence and the packet trains it sent, nothing sent anew; then ``measure.isolation_after``, the model's
+   isolation reading), and the twin ``measure`` would write from it (``measure.twin_of``);
 2. ``recommend.advise`` on that twin as the campaign calls it (its goal, today's control, this kernel's controls,
    its run length; the host without sch_fq, as the campaign's);
 3. the recommended candidate's stored kernel figures (each candidate's median over its runs, as ``rank`` stored
@@ -50,6 +50,8 @@ def today(rec: dict, report: dict) -> dict:
     """One ranked path judged with today's code: its reading, pick, regret (None: the pick was not run)."""
     report = copy.deepcopy(report)
     report["down"] = replay.read_direction(copy.deepcopy(report), "down")
+    if hasattr(measure, "isolation_after"):
+        measure.isolation_after(report)
     path = measure.twin_of(report)
     adv = recommend.advise(path, campaign.GOAL, campaign.TODAY_CC, list(recommend.KERNEL_CCS), 1,
                            queues=recommend.QUEUES, host_qdisc_state=("pfifo_fast", False),

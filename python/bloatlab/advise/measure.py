@@ -1069,19 +1069,26 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
-    # a single-queue AQM read where the flows' ACK wait may hide flow isolation: the model of each AQM under the
-    # measurement's own load decides (isolation.isolation_by_model), with the up direction as read
-    if report["down"].get("aqm_qdisc") in ("codel", "pie"):
-        isolation_by_model(report["down"], twin_of(report))
-        if report["down"].get("aqm_qdisc") is None:
-            _cobalt(report["down"])
-            say(f"  down: {report['down']['limiter_note']}")
+    isolation_after(report, say)
     lap("other")
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     path = twin_of(report)
     report["twin"] = path.as_dict()
     return Measurement(path, report)
+
+
+def isolation_after(report: dict, say=lambda m: None) -> None:
+    """A down direction read as a single-queue AQM where the flows' ACK wait may hide flow isolation: the model of
+    each AQM under the measurement's own load decides (:func:`isolation.isolation_by_model`), once both directions
+    are read (the model takes the up direction as read); an isolation reading then reads CAKE as any does
+    (:func:`classify._cobalt`)."""
+    if report["down"].get("aqm_qdisc") not in ("codel", "pie"):
+        return
+    isolation_by_model(report["down"], twin_of(report))
+    if report["down"].get("aqm_qdisc") is None:
+        _cobalt(report["down"])
+        say(f"  down: {report['down']['limiter_note']}")
 
 
 def twin_of(report: dict) -> Path:
