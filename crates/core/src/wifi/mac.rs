@@ -47,7 +47,9 @@
 //!   the PPDU's duration per try (`ath_tx_count_airtime`, `ath_pkt_duration`), for a
 //!   reception each MPDU received whole on its own, preamble included
 //!   (`ath_rx_count_airtime` per frame of `ath_rx_tasklet`), never the SIFS and
-//!   ACK/BlockAck after it. Newly backlogged stations with a positive deficit are
+//!   ACK/BlockAck after it; either count leaves a station whose deficit is ≤ 0 on the
+//!   old list, idle or not (`__ath_tx_queue_tid`), where it earns its quanta back
+//!   ([`Node::count_airtime`]). Newly backlogged stations with a positive deficit are
 //!   served before old ones (`acq_new`), as in fq_codel, others join the old list's
 //!   tail (`__ath_tx_queue_tid`); a new station that empties moves to the old list once
 //!   (so it cannot stay new forever), an old one that empties leaves. The loop
@@ -535,11 +537,15 @@ impl<T: 'static> Node<T> {
         }
     }
 
-    /// Airtime received from station `s` (`ath_rx_count_airtime`): charged like a
-    /// transmission, and a station left with a deficit <= 0 that is on no list joins the old
-    /// one (`__ath_tx_queue_tid`, whose `acq_new` needs a positive deficit), frames or not; the
-    /// scheduler drops it when it reaches the head empty. ath9k's scheduler only (not with AQL).
-    pub fn charge_rx(&mut self, s: usize, airtime: Nanos) {
+    /// Airtime sent to or received from station `s`, as ath9k counts it at TX completion
+    /// (`ath_tx_count_airtime`) and at reception (`ath_rx_count_airtime`): charged ([`Node::charge`]),
+    /// and a station left with a deficit <= 0 that is on no list joins the old one, frames or not
+    /// (both call `__ath_tx_queue_tid` when `airtime_deficit <= 0`, and its `acq_new` needs a positive
+    /// deficit; read in the 4.11-4.16 `xmit.c` and `recv.c` of 63fefa050477's shape). There it earns
+    /// its quantum back each time it reaches the head (`ath_txq_schedule`, which
+    /// `ath_tx_process_buffer` calls right after the charge), idle or not, and the scheduler drops it
+    /// when it reaches the head empty with a positive deficit. ath9k's scheduler only (not with AQL).
+    pub fn count_airtime(&mut self, s: usize, airtime: Nanos) {
         self.charge(s, airtime);
         if self.design == Design::Airtime && self.aql.is_none() && self.txqs[s].deficit <= 0 && !self.txqs[s].linked {
             self.txqs[s].linked = true;

@@ -575,7 +575,7 @@ impl<T: 'static> Wifi<T> {
             // try; `ath_rx_count_airtime` adds `ath_pkt_duration` of the received frame).
             // For a CCK frame that duration is `ath9k_hw_computetxtime`'s ([`Phy::charged_ns`]).
             if !up {
-                self.nodes[0].charge(sta, phy.charged_ns(agg.psdu));
+                self.nodes[0].count_airtime(sta, phy.charged_ns(agg.psdu));
             }
             // Each MPDU is lost with the station's `mpdu_error` and, with an
             // SNR, independently with the error model's PER at the rate used.
@@ -601,7 +601,7 @@ impl<T: 'static> Wifi<T> {
                 // `ath_pkt_duration` of its own length `rs_datalen`, preamble included, so an
                 // uplink A-MPDU of k TCP ACKs is charged k preambles, a collided one nothing.
                 let rx_air: Nanos = agg.frames.iter().zip(&received).filter(|(_, &r)| r).map(|(p, _)| phy.charged_ns(mpdu_bytes(p.meta.len) as u64)).sum();
-                self.nodes[0].charge_rx(sta, rx_air);
+                self.nodes[0].count_airtime(sta, rx_air);
             }
             let any_received = received.iter().any(|&r| r);
             // The receiver answers if it got any MPDU; with an SNR the ACK/BlockAck

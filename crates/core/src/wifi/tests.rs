@@ -567,8 +567,10 @@ fn the_airtime_scheduler_charges_a_station_its_ppdus_not_the_sifs_and_ack_after_
     assert_eq!(run_n(&fast, true, 52, 5), (300_000 - 240_000, 3));
     // (-212 µs with the SIFS and the ACK.)
     // A 1500-byte packet down: the station is served on its first quantum and charged its 1936-µs
-    // PPDU: -1636 µs. With the SIFS and the ACK (16 + 44 µs) it would be -1696 µs.
-    assert_eq!(run(false, 1500), -1_636_000);
+    // PPDU: -1636 µs; spent, it rejoins the old list (`ath_tx_count_airtime`) and the completion's
+    // scheduler call credits it a quantum a visit until positive: -1636 + 6 x 300 = 164 µs. With the
+    // SIFS and the ACK (16 + 44 µs) it would be -1696 + 6 x 300 = 104 µs.
+    assert_eq!(run(false, 1500), 164_000);
 }
 
 #[test]
@@ -1464,4 +1466,31 @@ fn the_airtime_scheduler_starts_each_station_with_one_quantum_so_its_first_frame
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 21), (1, 1)]);
     assert_eq!((nd.deficit(0), nd.deficit(1)), (200_000, 300_000));
+}
+
+#[test]
+fn the_airtime_scheduler_puts_a_station_spent_at_tx_completion_back_on_the_old_list_to_earn_its_quantum_while_idle() {
+    // 63fefa050477's `ath_tx_count_airtime` subtracts a transmission's airtime at TX completion and,
+    // the deficit now <= 0, calls `__ath_tx_queue_tid`: the TID joins `acq_old` even with nothing
+    // queued. `ath_tx_process_buffer` then runs `ath_txq_schedule`, which credits it a quantum each
+    // time it is the head with a deficit <= 0 (`goto begin`) and drops it, empty, once positive.
+    // Charged without the re-queue, a station that its turn emptied stayed off the list at
+    // -700 µs until its next frame (a ping's reply) came, and only then began to earn it back.
+    let phys = [mcs(15)];
+    let mut nd = node(Design::Airtime, 1);
+    let mut rng = stream(1, 1);
+    let mut ev = Events::default();
+    nd.enqueue(frame(0, 1500, 0, 0), 0, &mut rng, &mut ev);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // sent; the station, empty, leaves the list
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 1)]);
+    nd.hw.clear();
+    nd.count_airtime(0, 1_000_000); // TX completion: 300 - 1000 µs
+    assert_eq!(nd.deficit(0), -700_000);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {}); // the completion's call: -700 -> -400 -> -100 -> 200, then dropped
+    assert_eq!(nd.deficit(0), 200_000);
+    assert!(nd.hw.is_empty());
+    // Its next frame finds a positive deficit (`acq_new`) and goes at once.
+    nd.enqueue(frame(0, 1500, 1, 0), 0, &mut rng, &mut ev);
+    nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
+    assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 1)]);
 }
