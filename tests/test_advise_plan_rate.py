@@ -89,3 +89,21 @@ def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
     calls.clear()
     x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)
     assert calls == ["cubic", "bbr"] and x["rate_phase"]["ran"] is True and "bbr" in x["phases_s"]
+
+
+def test_a_sender_limited_train_bounds_the_port_from_below_for_the_fills_shortest_length():
+    """Campaign seed 51 path 0 (CAKE at 672 Mbit/s, 8.6 ms): the idle train's server sent no faster than it arrived
+    (410.8 Mbit/s sent, 412.7 at the head), so no port was read and the fill ran its 5-s ceiling both ways (22 s in
+    all). The train still arrived at 412.7: the slowest port carried that much, and a port that fast needs the
+    floor's windows for no longer than 2 s (plan.fill_floor_s, 12 Mbit/s and up)."""
+    from bloatlab.advise import measure as M
+    from bloatlab.advise.plan import fill_floor_s
+
+    t = {"sender_limited": True, "leading_mbps": 412.71743494385885, "send_mbps": 410.8040077818803}
+    assert M._ports(t, 0.011756511976047967) == {"down": None, "up": None}
+    least = M._ports_at_least(t)
+    assert least == {"down": 412.71743494385885, "up": None}
+    assert fill_floor_s(None, 5.0) == 5.0 and fill_floor_s(least["down"], 5.0) == 2.0
+    # a train the port spaced is read as the port itself (_ports), and bounds nothing more here
+    assert M._ports_at_least({"sender_limited": False, "leading_mbps": 29.15}) == {"down": None, "up": None}
+    assert M._ports_at_least(None) == {"down": None, "up": None}

@@ -378,7 +378,8 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
-               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None) -> dict:
+               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
+               port_least_mbps: float | None = None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -388,7 +389,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
     queue (ms) a phase before left on the path (:func:`gap_s`); ``port_mbps``:
     the port's rate the idle path showed (:func:`_ports`), with which a fill
-    that kept it busy needs no BBR phase (:func:`rate_phase_plan`)."""
+    that kept it busy needs no BBR phase (:func:`rate_phase_plan`);
+    ``port_least_mbps``: what the port carried at least where its rate was not
+    read (:func:`_ports_at_least`), for the fill's shortest length alone."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     # the saturation end (fill_floor_s) with --quick only, where no random loss was seen or the fill is BBR's: a
@@ -397,7 +400,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # tests/test_advise_loss.py), and the full measurement keeps its length for the capacity's variation (the
     # LTE-like trace, full measurement with the saturation end: p10 / p90 at 0.89 / 1.06 x its median, within a
     # fixed link's margin; 0.88 / 3.85 before, tests/test_advise.py)
-    floor = fill_floor_s(port_mbps, secs) if quick and (idle_loss == 0 or fill_cc == "bbr") else secs
+    # ... and where the port's rate is unknown, what it carried at least: the floor's windows need a number of
+    # packets at the port's rate, which a slower rate takes longer to pass, so a lower bound gives a floor no shorter
+    floor = (fill_floor_s(port_mbps or port_least_mbps, secs) if quick and (idle_loss == 0 or fill_cc == "bbr")
+             else secs)
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {floor:.3g}-{secs:g} s: until saturated) ...")
     tf = time.monotonic()
     j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50), floor_s=floor)
@@ -826,6 +832,16 @@ def _ports(train: dict | None, ser_ms: float | None) -> dict:
     return {"down": down, "up": up}
 
 
+def _ports_at_least(train: dict | None) -> dict:
+    """What the ports carried at least (Mbit/s, IP bytes) where :func:`_ports` reads no rate: down, a packet
+    train the server could send no faster than it arrived (``sender_limited``) still arrived at its head's rate,
+    which the slowest port carried. Up nothing: the large probes' serialization (1/R = 1/down + 1/up) would bound
+    the up port from below by R, but at the rates where the train is sender-limited it is a few microseconds, at
+    the noise (seed 51 path 0: 0.012 ms, R ~1 Gbit/s for an 84-Mbit/s upload)."""
+    t = train or {}
+    return {"down": t.get("leading_mbps") if t.get("sender_limited") else None, "up": None}
+
+
 def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
     """One short packet train down, on the idle path (before the loads: the
     loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
@@ -1031,12 +1047,13 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
     lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
+    least = report["ports_at_least_mbps"] = _ports_at_least(wp["train"])
     wp["idle_spread_ms"] = base["p50"] - base["min"]  # (_wifi_train: other stations on a WiFi hop)
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d])
+                                   ports[d], least[d])
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
         lap_at[0] += sum(x["phases_s"].values())
