@@ -105,7 +105,9 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
                                                                old.get("phase_s"))
     x["unseen_depth_ms"] = unseen
     extra = (unseen,) if hasattr(M, "unreturned_depth_ms") else ()
-    und = M_classify.undropped_alternatives(limiter, ev, rate, flows) if hasattr(M, "undropped_alternatives") else (None, None)
+    und = ((M_classify.undropped_alternatives(limiter, ev, rate, flows, report.get("loss", 0.0))
+            if hasattr(M_classify, "aqm_drops_hidden") else M_classify.undropped_alternatives(limiter, ev, rate, flows))
+           if hasattr(M, "undropped_alternatives") else (None, None))
     x.update(limiter=limiter, limiter_note=M_classify.ambiguity(limiter, rate, flows, *extra) or und[1],
              limiter_alternatives=M_classify.alternatives(limiter, rate, flows, *extra) or und[0],
              buffer_bytes=None if buf is None else int(buf), buffer_bdp=buf / bdp if buf is not None and bdp else None)
