@@ -11,12 +11,14 @@ stage() {  # stage NAME: close the stage before (its seconds), open NAME
 }
 stage "the probe's static build (x86_64-unknown-linux-musl, for tests/static_chroot.rs)"
 cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-musl || echo "no static build (the chroot test will skip)"
-# The Rust tests build in release's optimisation without its thin LTO (a profile of this script's own, its artifacts in
+# The Rust tests build in release's optimisation without its LTO (a profile of this script's own, its artifacts in
 # target/test-opt/): with LTO each of the ~20 test binaries' links generated the code of the whole dependency tree
 # again. Measured (BENCHMARKS.md, "make test's time"): the workspace's tests built in 564 CPU-s with LTO, in 227 plus
-# 217 once for the dependencies without. The shipped binaries (.venv/bin, the wheel, the static probe) stay release's,
+# 217 once for the dependencies without. Nor in release's one codegen unit (fat LTO's, for the shipped code): the 4
+# units of those measurements. The shipped binaries (.venv/bin, the wheel, the static probe) stay release's,
 # and the Python tests run those.
-opt=(--config 'profile.test-opt.inherits="release"' --config 'profile.test-opt.lto=false' --profile test-opt)
+opt=(--config 'profile.test-opt.inherits="release"' --config 'profile.test-opt.lto=false'
+     --config 'profile.test-opt.codegen-units=4' --profile test-opt)
 stage "cargo test (release's optimisation, no LTO)"
 cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
 stage "cargo benches build (they run in make bench; built here so they do not rot)"
