@@ -4,7 +4,8 @@ byte of the model's output (BENCHMARKS.md "The imc2019 grid").
 
 Per run (by run_id): the SHA-256 of summary.json with the engine's own clock readings (`wall_s`) masked, and of each
 time-series table's Arrow IPC stream (flows, links, probes: every column, read back from the run's Parquet). Also the
-store's index with its `wall_s` column dropped.
+store's index with its `wall_s` and `build` columns dropped (`build` names the native module's SHA-256,
+study/build.py: another for every rebuild, a compiler setting's too, with the model's output the same).
 
     python bench/study/grid_fingerprint.py STORE > before.txt    # on the code before
     python bench/study/grid_fingerprint.py STORE --check before.txt  # after: exit 1 on any difference
@@ -43,7 +44,7 @@ def fingerprint(store: Path) -> dict[str, str]:
         for name in ("flows", "links", "probes"):
             p = d / f"{name}.parquet"
             out[f"{rid} {name}"] = table_hash(p) if p.exists() else "absent"
-    out["index"] = table_hash(store / "index.parquet", drop=("wall_s",))
+    out["index"] = table_hash(store / "index.parquet", drop=("wall_s", "build"))
     return out
 
 

@@ -4,9 +4,10 @@
 
 Runs only the ``grid`` part of ``bloatlab reproduce imc2019`` (8 RTTs × 8
 bandwidths × 5 buffers × BBR/CUBIC, 60 s each) into a fresh results
-directory and prints the wall time, the machine and the load average, for
-bench/study/RESULTS.md. The IMC 2019 testbed needed about 53 hours for its
-640 iperf3 runs. ``--rates`` keeps the grid's points at those bandwidths only
+directory and prints the wall time, the CPU time (this process and its pool's
+workers, user + sys: what to compare on a shared machine), the machine and the
+load average, for bench/study/RESULTS.md. The IMC 2019 testbed needed about
+53 hours for its 640 iperf3 runs. ``--rates`` keeps the grid's points at those bandwidths only
 (80 each), for a quick profile of one part of it.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import sys
 import time
@@ -48,12 +50,15 @@ def main(argv=None) -> int:
     rep = sweep.run(grid, args.out, jobs=args.jobs, progress=sys.stderr.isatty())
     wall = time.perf_counter() - t0
     load1 = os.getloadavg()
+    cpu = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    user, sys_ = sum(r.ru_utime for r in cpu), sum(r.ru_stime for r in cpu)
     from bloatlab.study.store import Store
 
     runs = Store(args.out).runs
     print(f"points {n}, stored {len(runs)}, failed {len(rep.failed)}")
     print(f"wall {wall:.1f} s ({wall / 60:.2f} min); sum of per-run engine wall {runs['wall_s'].sum():.1f} s; "
           f"slowest run {runs['wall_s'].max():.2f} s")
+    print(f"cpu {user + sys_:.1f} s ({user:.1f} user + {sys_:.1f} sys; this process and its workers, imports included)")
     print(f"machine: {platform.node()} {platform.platform()}, {os.cpu_count()} cores, python {platform.python_version()}")
     print(f"load average before {load0[0]:.2f}, after {load1[0]:.2f} (1 min)")
     return 0 if not rep.failed and len(runs) == n else 1
