@@ -138,7 +138,8 @@ def test_pie_holding_its_queue_below_the_bursts_is_named_beside_the_shallow_fifo
     same packets. PIE's 15-ms target is below the 55-ms floor (four flows' bursts at 1.84 Mbit/s)."""
     x = read_down(monkeypatch, PIE_SLOW_EV, 1.841, PIE_SLOW_TRAIN, base_ms=8.6)
     floor = m_physics.burst_floor_ms(1.841, 4)
-    assert x["limiter"] == "fifo" and x["buffer_bytes"] == 7423 and "not a policer" in x["limiter_note"]
+    # the shallow queue's figure: the probes' queueing p95 (19.6 ms) at the rate, below the flows' bursts (buffer_reading)
+    assert x["limiter"] == "fifo" and x["buffer_bytes"] == 4504 and "not a policer" in x["limiter_note"]
     assert x["limiter_alternatives"] == [{"limiter": "fifo"}, {"limiter": "aqm", "target_below_ms": floor},
                                          {"limiter": "policer", "port_within": 1.1}]
     assert c.limiter_said(truth("pie", 1.816), x)

@@ -1102,10 +1102,15 @@ def isolation_after(report: dict, say=lambda m: None) -> None:
     (:func:`classify._cobalt`)."""
     if report["down"].get("aqm_qdisc") not in ("codel", "pie"):
         return
-    isolation_by_model(report["down"], twin_of(report))
-    if report["down"].get("aqm_qdisc") is None:
-        _cobalt(report["down"])
-        say(f"  down: {report['down']['limiter_note']}")
+    x = report["down"]
+    isolation_by_model(x, twin_of(report))
+    if x.get("aqm_qdisc") is None:
+        why = x["limiter_note"]
+        _cobalt(x)
+        # the model's reading stays in the words beside what the first losses say of CAKE
+        if x["limiter_note"] != why:
+            x["limiter_note"] = f"{why}; {x['limiter_note']}"
+        say(f"  down: {x['limiter_note']}")
 
 
 def twin_of(report: dict) -> Path:

@@ -385,10 +385,12 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
 
 def _shallow_queue_reading(x: dict, rate_mbps: float, base_ms: float) -> dict:
     """The buffer of a queue too shallow for the flows' bursts, read from the flows' queueing p95 at ``rate_mbps``
-    (:func:`buffer_reading`; drops seen: an upper bound where the queueing is within their bursts), at least two
-    packets, with its BDP share over ``base_ms``."""
-    reading = buffer_reading(x["evidence"]["flow_q95_ms"], rate_mbps, x.get("flows", 4), base_ms, True,
-                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"))
+    (:func:`buffer_reading`; drops seen: an upper bound where the queueing is within their bursts, its figure then
+    the probes' queueing), at least two packets, with its BDP share over ``base_ms``."""
+    ev = x["evidence"]
+    reading = buffer_reading(ev["flow_q95_ms"], rate_mbps, x.get("flows", 4), base_ms, True,
+                             queue_max_ms=(x.get("buffer_window") or {}).get("queue_max_ms"),
+                             probe_q95_ms=max(ev.get("probe_q95_ms") or 0.0, x.get("added_delay_ms") or 0.0))
     buf = max(reading["buffer_bytes"], 2 * WIRE_SEGMENT)
     bdp = rate_mbps * 1e6 * base_ms / 1e3 / 8
     return dict(reading, buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None)
