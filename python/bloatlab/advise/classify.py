@@ -5,7 +5,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 
 from __future__ import annotations
 
-from .physics import CUBIC_BETA, MSS, NOISE_MS, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .physics import CUBIC_BETA, MSS, NOISE_MS, WIRE_SEGMENT, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
 from .plan import INITIAL_WINDOW
 from .evidence import WIRE_PER_PAYLOAD
 
@@ -235,21 +235,23 @@ def queue_dropped(ev: dict) -> bool:
 
 
 def aqm_drops_hidden(ev: dict, idle_loss: float) -> tuple[bool, float, float]:
-    """Whether a single-queue AQM's drops would hide in the path's random loss over the evidence's window: (hidden,
-    the fewest drops such an AQM makes there, the most the random loss's count leaves unseen). The fewest: a
-    queue standing above CoDel's target through the window W (s) — CoDel drops after an interval I
-    (:data:`CODEL_INTERVAL_MS`) above target, then at I / sqrt(n) (RFC 8289's control law), so 1 + ((W - I) /
-    2I)^2 drops (Σ I / sqrt(k) ≈ 2 I sqrt(n)); PIE against a flow that ignores losses (the BBR fill of a lossy
-    path) drops more as its probability climbs. Unseen: what :func:`physics._significant` does not count beyond
-    the idle loss, three standard deviations of the random loss's count over the window's segments and a
-    handful. Seed 51 path 38 (CoDel at 521 Mbit/s, 1.5 % random loss, a BBR fill): ~21 drops in a 0.99-s window
-    against 113 unseen of 1359 random ones."""
-    win = ev.get("probe_window_s")
+    """Whether a single-queue AQM's drops would hide in the path's random loss over the phase the evidence counts
+    (its ``segments`` and ``retransmits``, which :func:`queue_dropped` weighs against the idle loss): (hidden, the
+    fewest drops such an AQM makes there, the most the random loss's count leaves unseen). The fewest: a queue
+    standing above CoDel's target through the phase's span T (s: its segments at the window's rate, which the
+    ramp's slower start only shortens) — CoDel drops after an interval I (:data:`CODEL_INTERVAL_MS`) above
+    target, then at I / sqrt(n) (RFC 8289's control law), so 1 + ((T - I) / 2I)^2 drops (Σ I / sqrt(k) ≈
+    2 I sqrt(n)); PIE against a flow that ignores losses (the BBR fill of a lossy path) drops more as its
+    probability climbs. Unseen: what :func:`physics._significant` does not count beyond the idle loss, three
+    standard deviations of the random loss's count over those segments and a handful. Seed 51 path 38 (CoDel at
+    521 Mbit/s, 1.5 % random loss, a BBR fill of 89134 segments, ~2.07 s): ~98 drops against 113 unseen of 1359
+    random ones."""
     segs = ev.get("segments") or 0.0
-    if not win or not segs or idle_loss <= 0:
+    rate = ev.get("rate_mbps") or 0.0
+    if not segs or rate <= 0 or idle_loss <= 0:
         return False, 0.0, 0.0
-    w_s, i_s = float(win[1]) - float(win[0]), CODEL_INTERVAL_MS / 1e3
-    fewest = 1 + ((w_s - i_s) / (2 * i_s)) ** 2 if w_s > i_s else 0.0
+    t_s, i_s = segs * WIRE_SEGMENT * 8 / (rate * 1e6), CODEL_INTERVAL_MS / 1e3
+    fewest = 1 + ((t_s - i_s) / (2 * i_s)) ** 2 if t_s > i_s else 0.0
     expected = idle_loss * segs
     unseen = 3 * (expected * (1 - idle_loss)) ** 0.5 + 3
     return fewest > 0 and fewest <= unseen, fewest, unseen
@@ -291,8 +293,8 @@ def undropped_alternatives(limiter: str, ev: dict, rate_mbps: float, flows: int,
     hidden, fewest, unseen = aqm_drops_hidden(ev, idle_loss)
     if hidden and not ev.get("dropped"):
         why = (f"a queue of {ev['flow_q95_ms']:.3g} ms (the flows' p95) without drops beyond the random loss, which "
-               f"hides a single-queue AQM's: CoDel drops at least {fewest:.0f} times in the {ev['probe_window_s'][1] - ev['probe_window_s'][0]:.2g}-s "
-               f"window where a queue stands above its target, and {unseen:.0f} beyond the random loss's "
+               f"hides a single-queue AQM's: CoDel drops at least {fewest:.0f} times in the phase where a queue stands "
+               f"above its target, and {unseen:.0f} beyond the random loss's "
                f"{idle_loss * ev['segments']:.0f} go unseen: a FIFO at least that deep, or CoDel or PIE at any target; "
                f"not told apart")
         return [{"limiter": "fifo"}, {"limiter": "aqm", "kinds": ["codel", "pie"], "why": why}], why
