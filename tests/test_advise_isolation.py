@@ -26,7 +26,7 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
     exceeds the probe's p95 (29.9) by 19.5 ms, less than their ACK-wait bound at 1.06 Mbit/s (40 ms: the
     delayed-ACK timer), so the rules saw no isolation and the AQM train read CoDel; the twin's CoDel then put
     the ping behind the flows (p95 136 ms; the kernel on the true path 16.5). fq_codel's model under the same
-    load lies nearest: 11.5 / 24.4 / 53.7 / 96.1 ms against CoDel's 61.4 / 131 / 117 / 227."""
+    load lies nearest: 11.5 / 24.4 / 52.5 / 72.4 ms against CoDel's 61.4 / 131 / 113 / 192."""
     path = Path(base_rtt_ms=2.440559221556886, down_mbps=1.1759513746274164, up_mbps=0.18189117666765153,
                 limiter="aqm", aqm_qdisc="codel")
     x = _x("codel", "fill", [2.7906124009999997, 5.240532415], 14.878013999999999, 29.86205557844311,
@@ -42,7 +42,7 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
 
 def test_a_codel_whose_probe_waits_behind_the_flows_stays_codel():
     """Campaign seed 49 path 11: CoDel at 1.97 Mbit/s, 95 ms: the probe's p95 (39.8 ms) as high as the flows'
-    (48.8): one queue. CoDel's model lies nearest (0.38 against fq_codel's 2.61); nothing changes."""
+    (48.8): one queue. CoDel's model lies nearest (0.58 against fq_codel's 2.47); nothing changes."""
     path = Path(base_rtt_ms=95.1, down_mbps=1.97, up_mbps=1.97, limiter="aqm", aqm_qdisc="codel")
     x = _x("codel", "fill", [2.8, 5.25], 95.1 + 23.0, 39.8, 36.0, 48.8)
     isolation.isolation_by_model(x, path)

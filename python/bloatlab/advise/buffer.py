@@ -86,13 +86,14 @@ def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float
                                f"the random loss while it was read, so the buffer never filled")
     elif overflowed and queue_ms < floor:
         top = max(floor, queue_max_ms or 0.0) / 1e3 * rate_mbps * 1e6 / 8
+        probed = ""
         if probe_q95_ms is not None and queued_bytes is None:
             buf = probe_q95_ms / 1e3 * rate_mbps * 1e6 / 8
             out.update(buffer_bytes=int(buf), buffer_bdp=buf / bdp if bdp else None)
+            probed = (f"; read ~{buf / 1e3:.3g} KB from the probe's queueing ({probe_q95_ms:.3g} ms p95), which carries "
+                      f"neither their bursts nor their ACK waits")
         out.update(buffer_bound="upper", buffer_bytes_max=int(max(top, buf)),
                    buffer_note=f"at most {max(top, buf) / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms, below what "
                                f"{flows} flows' own bursts and the noise show without a queue ({floor:.3g} ms at "
-                               f"{rate_mbps:.4g} Mbit/s)" + (f"; read ~{buf / 1e3:.3g} KB from the probe's queueing "
-                               f"({probe_q95_ms:.3g} ms p95), which carries neither their bursts nor their ACK waits" if probe_q95_ms is not None and
-                               queued_bytes is None else ""))
+                               f"{rate_mbps:.4g} Mbit/s){probed}")
     return out

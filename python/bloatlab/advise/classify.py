@@ -64,6 +64,18 @@ CODEL_TARGET_MS = 5.0
 EARLY_LOSS_HANDFUL = 0
 
 
+def median_isolated(probe_q95: float, flow_q50: float, rate_mbps: float, flows: int = 4, rtt_ms: float | None = None,
+                    loss_rate_mbps: float | None = None) -> bool:
+    """:func:`classify`'s rule 1 on its own: the flows' *median* wait exceeds the probe's p95 by more than the noise
+    and their receivers' ACK wait (:func:`ack_wait_ms`), and twice over, in a phase whose bottleneck did not idle
+    (``loss_rate_mbps`` x :data:`UNSATURATED` above ``rate_mbps``): a backlog of each flow's own that a sparse probe
+    skips (flow isolation)."""
+    phase = loss_rate_mbps or rate_mbps
+    idle = phase * UNSATURATED <= rate_mbps
+    ack = ack_wait_ms(phase, flows, rtt_ms, idle) if rtt_ms is not None else 0.0
+    return not idle and flow_q50 - ack - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q50
+
+
 def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, rate_mbps: float, flows: int = 4,
              loss: float = 0.0, rtt_ms: float | None = None, loss_rate_mbps: float | None = None,
              policer: bool = True) -> str:
@@ -130,7 +142,7 @@ def classify(probe_q95: float, flow_q50: float, flow_q95: float, dropped: bool, 
     def isolated(flow_q, wait):
         return not idle and flow_q - wait - probe_q95 >= NOISE_MS and probe_q95 < ISOLATION * flow_q
 
-    if isolated(flow_q50, ack):
+    if median_isolated(probe_q95, flow_q50, rate_mbps, flows, rtt_ms, loss_rate_mbps):
         return "aqm"
     if policer and dropped and probe_q95 < floor:
         far = rtt_ms is not None and loss > FAR_ABOVE_MATHIS * mathis_loss(phase, flows, rtt_ms)
@@ -244,7 +256,7 @@ def aqm_drops_hidden(ev: dict, idle_loss: float) -> tuple[bool, float, float]:
     2 I sqrt(n)); PIE against a flow that ignores losses (the BBR fill of a lossy path) drops more as its
     probability climbs. Unseen: what :func:`physics._significant` does not count beyond the idle loss, three
     standard deviations of the random loss's count over those segments and a handful. Seed 51 path 38 (CoDel at
-    521 Mbit/s, 1.5 % random loss, a BBR fill of 89134 segments, ~2.07 s): ~98 drops against 113 unseen of 1359
+    521 Mbit/s, 1.5 % random loss, a BBR fill of 89134 segments, ~2.08 s): ~97 drops against 113 unseen of 1359
     random ones."""
     segs = ev.get("segments") or 0.0
     rate = ev.get("rate_mbps") or 0.0

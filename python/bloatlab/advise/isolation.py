@@ -18,12 +18,14 @@ whose model's figures (the probe's queueing p50 and p95, the flows' p50 and p95)
 told apart). Where fq_codel's model is the nearest, the direction reads flow isolation (``aqm_qdisc`` None: the
 twin's fq_codel; :func:`classify._cobalt` then reads CAKE from the fill's first losses as for any isolation
 reading); otherwise the train's single-queue kind stands (the train tells CoDel from PIE; the model, whose two
-single-queue figures often lie close, does not decide between them). On the stored campaigns' 62 down directions
-read CoDel or PIE (seeds 33-51, the kernel through the emulator; ``bench/advise/isolation_model.py``): 17 of 17
-true fq_codel/CAKE read isolated (before: none), 41 of 45 true single-queue AQMs (and one FIFO) kept; the four
-read isolated are a PIE at 2.51 Mbit/s, a CoDel at 1.45 (distances 1.31 / 2.32 and 1.23 / 1.33: the models
-close), a PIE at 46.5 Mbit/s and 287 ms whose figures all lie within the noise (0.4-6.3 ms), and a PIE at 123
-Mbit/s that held the kernel's flows at 1.4-1.9 ms (median) where the model's PIE and CoDel stand at 5-6.
+single-queue figures often lie close, does not decide between them). On the stored campaigns' 86 down directions
+read CoDel or PIE (seeds 33-51, the kernel through the emulator; ``bench/advise/isolation_model.py``): 19 of 22
+true fq_codel/CAKE read isolated (before: none), 57 of 64 true single-queue AQMs (and one FIFO) kept. Of those, the
+24 of seed 51's paths 73-104, measured after this was written: 3 of 5 and 17 of 19 (two CAKEs at 52 and 90 Mbit/s
+stay PIE, PIEs at 1.1 and 1.9 Mbit/s and long RTTs read fq_codel). Where it errs the distances mostly lie close
+(a PIE at 2.51 Mbit/s 1.13 against 1.77; a CoDel at 1.45, 1.18 / 1.25), or every figure is within the noise (a
+PIE at 46.5 Mbit/s and 287 ms, 0.4-6.3 ms), or the model disagrees with the kernel (a PIE at 123 Mbit/s held the
+kernel's flows at 1.4-1.9 ms at the median where the model's PIE and CoDel stand at 5-6).
 """
 
 from __future__ import annotations
@@ -42,13 +44,15 @@ KINDS = ("codel", "pie", "fq_codel")
 
 def _figures(probes, flows, start_s: float, end_s: float, base_ms: float) -> list[float]:
     """The probe's queueing p50 and p95 and the flows' smoothed RTT p50 and p95 above ``base_ms`` (ms) in the
-    window, as ``measure``'s evidence has them."""
+    window, as ``measure``'s evidence has them (``evidence._window``: each flow's p50 and p95, their median over
+    the flows)."""
     p = probes[(probes.t >= start_s) & (probes.t <= end_s)].rtt_ms.dropna()
-    f = flows[(flows.t >= start_s) & (flows.t <= end_s)].srtt_ms.dropna()
+    f = flows[(flows.t >= start_s) & (flows.t <= end_s)].dropna(subset=["srtt_ms"])
     if p.empty or f.empty:
         return []
+    per_flow = f.groupby("flow").srtt_ms
     return [float(p.quantile(0.5)) - base_ms, float(p.quantile(0.95)) - base_ms,
-            float(f.quantile(0.5)) - base_ms, float(f.quantile(0.95)) - base_ms]
+            float(per_flow.quantile(0.5).median()) - base_ms, float(per_flow.quantile(0.95).median()) - base_ms]
 
 
 def distance(measured: list[float], model: list[float]) -> float:

@@ -54,7 +54,8 @@ from .evidence import (
     window_drops, window_dropped
 )
 from .classify import (
-    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, undropped_alternatives,
+    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, median_isolated,
+    undropped_alternatives,
     unreturned_depth_ms
 )
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
@@ -238,8 +239,9 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
     if q50 >= floor and _classify_ev(ev, rate_mbps, flows) == "fifo":
         return False, (f"shared backlog: the fill's flows queued {q50:.3g} ms at the median in the queue they share, "
                        f"above the {floor:.3g}-ms burst floor: the link never idled, the fill's rate is its rate")
-    # classify's rule 1 alone: the policer rule (2) and the tail's isolation (3, a flow's p95 set to nothing) left out
-    own = q50 >= floor and _classify_ev(dict(ev, flow_q95_ms=0.0), rate_mbps, flows, policer=False) == "aqm"
+    # classify's rule 1 alone (the flows' median backlog the probe skips)
+    own = q50 >= floor and median_isolated(ev["probe_q95_ms"], q50, rate_mbps, flows, ev.get("loaded_rtt_ms"),
+                                           ev["rate_mbps"])
     if own and port_mbps is not None and port_mbps <= TRAIN_PORT_MARGIN * rate_mbps:
         return False, (f"own backlog: each flow's own queue stood {q50:.3g} ms at the median (flow isolation, the "
                        f"probe {ev['probe_q95_ms']:.3g} ms at p95), above the {floor:.3g}-ms burst floor, at the "
