@@ -262,6 +262,15 @@ fn udp_cfg(cfg: &LoadCfg, dur: u64) -> udp::ClientCfg {
     }
 }
 
+/// How long a phase's client asks again a server that refused its test as
+/// busy (ns). The phases follow one another with no pause: the last phase's
+/// tests hold their slots until the server's threads have sent their results
+/// and returned, a few ms after the client read them on an idle machine, and
+/// the "both" phase's two tests are the most a server runs from one address.
+/// 2 s: twenty of the server's wake periods, a bound on a loaded machine's
+/// teardown, and short beside a phase (seconds to tens).
+const BUSY_WAIT_NS: u64 = 2_000_000_000;
+
 fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id: usize, base_ms: f64) -> Result<Phase, tcp::ClientError> {
     let t0 = cfg.t0_mono;
     let start = sys::mono_ns();
@@ -289,6 +298,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         self_probes: board.clone(),
         halt_at_end: cfg.halt_at_end,
         live: live.clone(),
+        busy_wait_ns: BUSY_WAIT_NS,
     };
     let dn = (down > 0).then(|| {
         let c = mk(true, down, first_id);

@@ -104,3 +104,35 @@ fn the_sample_interval_sets_how_many_tcp_info_samples_come_back() {
     assert!((15..=42).contains(&coarse), "{coarse} samples at 100 ms");
     assert!(fine >= 5 * coarse && fine <= 402, "{fine} samples at 10 ms against {coarse} at 100 ms");
 }
+
+/// A phase whose server still holds the slot of an earlier test asks again
+/// instead of failing: the phases follow one another, and a server frees a
+/// test's slot only once its thread has returned, after the client read the
+/// results (a `--sequential` "both" phase, two tests from one address, was
+/// refused by its own server on a loaded machine). Here a server with one
+/// test per address (`--max-tests 4`) runs a 1.5-s test when the load's
+/// download phase begins (~0.7 s in): the load waits for the slot — up to
+/// 2 s (load.rs `BUSY_WAIT_NS`) — and runs; a plain `tcp client`, which
+/// gives up at once as iperf3 does, is refused (hostile.rs
+/// `one_address_cannot_take_every_test_slot`).
+#[test]
+fn a_phase_waits_for_a_slot_its_server_is_still_freeing() {
+    let srv = Server::start(&["server", "--max-tests", "4"]);
+    let mut long = std::process::Command::new(bin())
+        .args(["tcp", "client", "127.0.0.1", "-p", &srv.port, "-t", "1.5"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let t = std::time::Instant::now();
+    let j = load(&srv.port, &["--down", "1", "--up", "0", "-t", "1", "--no-self-probes"]);
+    let _ = long.wait();
+    let phases = j["load"]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "{j}");
+    assert!(phases[0]["problem"].is_null(), "{}", phases[0]);
+    assert!(phases[0]["goodput_mbps"]["down"].as_f64().unwrap_or(0.0) > 0.0, "{}", phases[0]);
+    // it waited: the long test ended ~1.3 s after the load began, then its 1-s phase ran
+    // (unwaited, the idle 0.5 s and the phase take ~1.6 s)
+    assert!(t.elapsed() > Duration::from_millis(2200), "{:?}", t.elapsed());
+}

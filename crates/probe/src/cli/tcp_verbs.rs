@@ -39,6 +39,7 @@ pub(super) fn tcp_client(a: TcpClientArgs) -> R {
         self_probes: None,
         halt_at_end: false,
         live: None,
+        busy_wait_ns: 0,
     };
     if !a.json {
         println!("Connecting to host {}, port {}{}", a.host, addr.port(), if a.reverse { " (reverse: the server sends)" } else { "" });

@@ -78,8 +78,29 @@ pub fn run_client(cfg: &ClientCfg) -> Result<ClientResult, ClientError> {
 }
 
 /// A bloatlab test, or, if a stock iperf3 server answered, its control
-/// connection, ready for `crate::iperf3::run_opened`.
+/// connection, ready for `crate::iperf3::run_opened`. A server that refuses
+/// the test as busy is asked again for [`ClientCfg::busy_wait_ns`].
 pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
+    let give_up = sys::mono_ns().saturating_add(cfg.busy_wait_ns);
+    loop {
+        match run_once(cfg) {
+            Err(e) if e.status == REFUSED_BUSY => {
+                if sys::stopped() || sys::mono_ns().saturating_add(WAKE.as_nanos() as u64) > give_up {
+                    return Err(ClientError { status: 1, msg: e.msg });
+                }
+                std::thread::sleep(WAKE);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// [`ClientError::status`] of [`run_once`] when the server refused the test
+/// for want of a slot (its answer's `busy`), which nothing had begun: never
+/// returned by [`run_client_or_iperf3`].
+const REFUSED_BUSY: i32 = -10;
+
+fn run_once(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     let err1 = |msg: String| ClientError { status: 1, msg };
     if !cfg.reverse {
         if let Some(cc) = &cfg.cc {
@@ -148,7 +169,13 @@ pub fn run_client_or_iperf3(cfg: &ClientCfg) -> Result<Answer, ClientError> {
     }
     if hello["ok"] != json!(true) {
         let msg = hello["error"].as_str().unwrap_or("refused").to_string();
-        let status = if hello.get("available").is_some() || hello.get("limit").is_some() || msg.starts_with("authentication") { 2 } else { 1 };
+        let status = if hello.get("available").is_some() || hello.get("limit").is_some() || msg.starts_with("authentication") {
+            2
+        } else if hello["busy"] == json!(true) {
+            REFUSED_BUSY
+        } else {
+            1
+        };
         // only the server's refusal of the control names -C (a limit's message names its own flag: -t, -P, ...)
         let msg = match &cfg.cc {
             Some(cc) if hello.get("available").is_some() => format!("-C {cc}: {msg}"),

@@ -420,6 +420,16 @@ pub struct ClientCfg {
     /// (`load --until-stable`, crate::live): the streams register there, and
     /// the senders halt at its end as with `halt_at_end`
     pub live: Option<Arc<crate::live::Live>>,
+    /// how long to go on asking a server that refused the test for want of a
+    /// slot (its answer's `busy`: the tests it runs at once, in all or from
+    /// one address), a try every `stream::WAKE` (100 ms, the server's own
+    /// wake period, within which a finished test's thread returns); 0: give up at the first
+    /// refusal, as iperf3 does. The load test's phases follow one another:
+    /// the last phase's test holds its slot until the server's thread has
+    /// sent its results and returned, which the client does not wait for
+    /// (a `--sequential` "both" phase, two tests from one address, was
+    /// refused on a loaded machine by its own server's per-address limit of 2)
+    pub busy_wait_ns: u64,
 }
 
 /// Everything the client learned, ready for [`Output`].
