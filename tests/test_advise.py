@@ -470,7 +470,7 @@ def test_a_fill_phase_that_never_reached_the_rate_leaves_the_verdict_to_the_phas
 
     phases = {"cubic": _load_json(1.4e6, 63 + 22.6, 63 + 0.8, 137, 880),
               "bbr": _load_json(8.2e6, 63 + 1.5, 63 + 0.5, 300, 7000)}
-    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
+    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False: phases[cc])
     x = M._direction("h", 1, "down", 4, 63.0, None, True, False, 0.0, lambda m: None)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
     # a fill phase that reached the rate keeps its own evidence (a FIFO: the probe waits as the flows do)
@@ -493,7 +493,7 @@ def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_ar
     setup = M_plan.SETUP_ROUNDS * base / 1e3
     seen = {}
 
-    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False):
         seen[cc] = secs
         if cc == "cubic":
             return _timed_phase(0.456e6 / M_evidence.WIRE_PER_PAYLOAD, base + 16.9, base + 0.37, secs, setup, 2.0, retx=102, segs=598)
@@ -525,7 +525,7 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
 
     calls = []
 
-    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False):
         calls.append(cc)
         return phases[cc]
 
@@ -887,16 +887,17 @@ def test_the_quick_rate_phase_lasts_bbrs_ramp_twice_or_its_ramp_and_a_gain_cycle
 def test_the_fill_ends_once_saturated_not_before_its_second_half_holds_the_variations_windows():
     from bloatlab.advise import plan as M_plan
 
-    # --quick at 20 ms: the 5-s ceiling; the load samples every 5/150 s, 2 samples = 67 ms, below the 100-ms window;
-    # 20 packets at 20 Mbit/s = 12 ms: ten 100-ms windows in the second half, 2 s
-    assert M_plan.fill_floor_s(20, 5.0) == pytest.approx(2.0)
-    # at 1 Mbit/s 20 packets take 240 ms: 4.8 s
-    assert M_plan.fill_floor_s(1, 5.0) == pytest.approx(4.8)
+    # --quick at 20 ms: the 5-s ceiling; the load samples every 5/150 s, 2 samples = 67 ms, below the 100-ms window:
+    # ten 100-ms windows in the second half, 2 s
+    assert M_plan.fill_floor_s(5.0) == pytest.approx(2.0)
     # a 15-s ceiling (600 ms): 2 samples of 0.1 s = 0.2 s windows, 4 s
-    assert M_plan.fill_floor_s(100, 15.0) == pytest.approx(4.0)
-    # never beyond the ceiling (0.25 Mbit/s: 0.96-s windows, 19.2 s) and the ceiling where the port is unknown
-    assert M_plan.fill_floor_s(0.25, 5.0) == 5.0
-    assert M_plan.fill_floor_s(None, 5.0) == 5.0
+    assert M_plan.fill_floor_s(15.0) == pytest.approx(4.0)
+    # never beyond the ceiling
+    assert M_plan.fill_floor_s(1.0) == 1.0
+    # and 20 packets a window, at the rate the phase runs, which the load counts: 400 segments, a steady phase's
+    # half of them in its second half (at 1 Mbit/s on the wire 4.8 s, the old floor there from the port's rate)
+    assert M_plan.FILL_FLOOR_PACKETS == 400
+    assert M_plan.FILL_FLOOR_PACKETS * 1500 * 8 / 1e6 == pytest.approx(4.8)
     # the load's JSON: how long its phase ran and when it was saturated
     j = {"load": {"phases": [{"from_s": 1.0, "to_s": 3.4, "saturated_at_s": 1.2}]}}
     assert M_plan._loaded_s(j) == (pytest.approx(2.4), 1.2)
@@ -920,7 +921,7 @@ def test_a_fills_drops_all_in_its_ramp_are_not_read_as_a_policers(monkeypatch):
     for ramp, limiter, flag, alts in ((True, "fifo", False, ["fifo", "aqm", "policer"]),
                                       (False, "policer", True, ["policer", "fifo", "aqm"])):
         phases = {"cubic": fill(ramp), "bbr": _load_json(13.5e6, 310 + 0.8, 310 + 0.5, 40, 11400)}
-        monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
+        monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False: phases[cc])
         x = M._direction("h", 1, "down", 4, 310.0, None, True, False, 0.0, lambda m: None)
         assert x["evidence"]["phase"] == "fill" and x["evidence"]["window_dropped"] is flag, x["evidence"]
         assert x["limiter"] == limiter and [a["limiter"] for a in x["limiter_alternatives"]] == alts

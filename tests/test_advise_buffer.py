@@ -131,7 +131,7 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound(monkey
     """_direction end to end on a fake load: a fill that queued 600 ms at 100 Mbit/s with no loss reads
     fifo, buffer >= 7.5 MB; the same fill with drops in its window reads the depth."""
     phases = {}
-    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None: phases[cc])
+    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False: phases[cc])
     phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M_evidence.WIRE_PER_PAYLOAD)
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
     assert x["limiter"] == "fifo" and x["buffer_bound"] == "lower"

@@ -105,6 +105,16 @@ def test_where_the_bound_is_within_the_initial_window_it_cannot_tell():
     assert cake is None and "12.7 KB" in why and "initial window" in why
 
 
+def test_a_lans_round_trip_many_times_within_a_sample_cannot_tell_and_does_not_overflow():
+    # a LAN (two namespaces on a veth: base RTT 0.02 ms, as measure reads it) sampled every 33 ms: 2^1650 of
+    # growth may pass between samples, so the bound is 0 — within the initial window; 2 ** +x overflowed there
+    # (measure's OverflowError, "Numerical result out of range")
+    losses = {"sample_s": 0.033, "lossless": 0, "flows": [{"id": 0, "t_s": 0.2, "cwnd_bytes": 40_000, "sent_bytes": 1e6}]}
+    cake, why = m_classify.cobalt_first_signal(losses, 20.0, 4, 0.02)
+    assert cake is None and "initial window" in why
+    assert m_classify.cobalt_first_signal(losses, 20.0, 4, 0.0, shared=True)[0] is None
+
+
 def test_samples_farther_apart_lower_the_bound_by_the_growth_they_may_miss():
     # samples 100 ms apart on a 40-ms path may miss 2^2.5 = 5.66x of a slow start's growth: 100 Mbit/s to 4 flows,
     # CoDel's least 3.0167 MB/s x 45 ms = 135.8 KB, seen as 24.0 KB

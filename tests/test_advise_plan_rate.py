@@ -73,7 +73,7 @@ def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
 
     calls = []
 
-    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None):
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False):
         calls.append(cc)
         return phases[cc]
 
@@ -91,19 +91,52 @@ def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
     assert calls == ["cubic", "bbr"] and x["rate_phase"]["ran"] is True and "bbr" in x["phases_s"]
 
 
-def test_a_sender_limited_train_bounds_the_port_from_below_for_the_fills_shortest_length():
-    """Campaign seed 51 path 0 (CAKE at 672 Mbit/s, 8.6 ms): the idle train's server sent no faster than it arrived
-    (410.8 Mbit/s sent, 412.7 at the head), so no port was read and the fill ran its 5-s ceiling both ways (22 s in
-    all). The train still arrived at 412.7: the slowest port carried that much, and a port that fast needs the
-    floor's windows for no longer than 2 s (plan.fill_floor_s, 12 Mbit/s and up)."""
+def test_an_unread_port_leaves_the_fill_its_floor_in_time_and_packets_not_its_ceiling(monkeypatch):
+    """Campaign seed 51 path 0 (CAKE at 672 Mbit/s, 8.6 ms): the idle train's server sent no faster than it arrived,
+    so no port was read, and the fill ran its 5-s ceiling both ways (22 s in all); an upload's port is seldom read
+    at all (101 stored up fills ran the ceiling). The floor's windows need packets at the rate the phase runs,
+    which the load counts as it runs (--floor-packets): the fill asks for saturation, 2 s and 400 packets."""
     from bloatlab.advise import measure as M
-    from bloatlab.advise.plan import fill_floor_s
 
     t = {"sender_limited": True, "leading_mbps": 412.71743494385885, "send_mbps": 410.8040077818803}
     assert M._ports(t, 0.011756511976047967) == {"down": None, "up": None}
-    least = M._ports_at_least(t)
-    assert least == {"down": 412.71743494385885, "up": None}
-    assert fill_floor_s(None, 5.0) == 5.0 and fill_floor_s(least["down"], 5.0) == 2.0
-    # a train the port spaced is read as the port itself (_ports), and bounds nothing more here
-    assert M._ports_at_least({"sender_limited": False, "leading_mbps": 29.15}) == {"down": None, "up": None}
-    assert M._ports_at_least(None) == {"down": None, "up": None}
+    seen = []
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False):
+        seen.append((cc, secs, floor_s))
+        raise M.UserError("stop here")
+
+    monkeypatch.setattr(M, "_load", load)
+    with pytest.raises(M.UserError):
+        M._direction("h", 1, "up", 4, 8.6, None, True, False, 0.0, lambda m: None, port_mbps=None)
+    assert seen == [("cubic", 5.0, pytest.approx(2.0))]
+    # a random loss seen idle, a loss-based fill: the floor too, and only a standing queue ends it (before: the
+    # 5-s ceiling whatever the path)
+    seen.clear()
+
+    def load_q(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False):
+        seen.append((cc, secs, floor_s, queue_only))
+        raise M.UserError("stop here")
+
+    monkeypatch.setattr(M, "_load", load_q)
+    with pytest.raises(M.UserError):
+        M._direction("h", 1, "down", 4, 8.6, None, True, False, 0.001, lambda m: None, port_mbps=None)
+    # a lossy path's fill is BBR's, which ends at a loss as anywhere
+    with pytest.raises(M.UserError):
+        M._direction("h", 1, "down", 4, 8.6, None, True, True, 0.01, lambda m: None, port_mbps=None)
+    # without --quick the ceiling
+    with pytest.raises(M.UserError):
+        M._direction("h", 1, "down", 4, 8.6, None, False, False, 0.001, lambda m: None, port_mbps=None)
+    assert seen == [("cubic", 5.0, pytest.approx(2.0), True), ("bbr", 5.0, pytest.approx(2.0), False),
+                    ("cubic", 10.0, 10.0, True)]
+    # the load's arguments: --until-stable with the floor, and the packets
+    args = []
+    monkeypatch.setattr(M, "_probe", lambda a, timeout, partial=False: args.extend(a) or {"flows": [1]})
+    monkeypatch.undo()
+    monkeypatch.setattr(M, "_probe", lambda a, timeout, partial=False: args.extend(a) or {"flows": [1]})
+    M._load("h", 1, "up", 4, 5.0, None, "cubic", 0.25, floor_s=2.0)
+    assert args[args.index("--until-stable") + 1] == "2000ms" and args[args.index("--floor-packets") + 1] == "400"
+    assert "--queue-only" not in args
+    args.clear()
+    M._load("h", 1, "up", 4, 5.0, None, "cubic", 0.25, floor_s=2.0, queue_only=True)
+    assert "--queue-only" in args

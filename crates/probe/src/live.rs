@@ -32,9 +32,14 @@
 //! sender) the phase runs to its ceiling, as before.
 //!
 //! The end: the first interval at which the rule holds ends at `t_sat` (since
-//! the phase began); the phase then ends at max(FLOOR, 2 t_sat), at most its
-//! `-t` (the ceiling), so that its second half lies wholly after `t_sat`.
-//! FLOOR is the caller's (what its figures need in the second half).
+//! the phase began); the phase then ends at max(FLOOR, 2 t_sat, t_N), at most
+//! its `-t` (the ceiling), so that its second half lies wholly after `t_sat`.
+//! FLOOR and N are the caller's (what its figures need in the second half):
+//! `t_N` is the end of the first interval by which the flows had delivered N
+//! full segments (`--floor-packets`; 0 where none is asked). A floor in
+//! packets follows the rate the phase runs at, which a floor in seconds must
+//! know in advance (bloatlab's `measure` read it from the idle path, and ran
+//! to the ceiling where it had not: an upload's port is seldom read there).
 //!
 //! Constants:
 //! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
@@ -59,8 +64,25 @@ pub const MIN_INTERVAL_NS: u64 = 100_000_000;
 pub const INTERVAL_PACKETS: f64 = 20.0;
 /// A full segment on the wire (B): 1448 B of payload + 52 B of headers.
 pub const WIRE_SEGMENT: f64 = 1500.0;
+
+/// A full segment's payload (B): what `--floor-packets` counts, as the
+/// flows' delivered bytes are payload.
+pub const SEGMENT_PAYLOAD: u64 = 1448;
 /// A standing queue is a moving round trip this far above the idle minimum (ms).
 pub const QUEUE_NOISE_MS: f64 = 3.0;
+
+/// When a phase may end (`load --until-stable FLOOR`, `--floor-packets`,
+/// `--queue-only`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Until {
+    /// not before this (ns since the phase began)
+    pub floor_ns: u64,
+    /// nor before the flows delivered this much (B of payload)
+    pub floor_bytes: u64,
+    /// a loss shows the pipe found, as a standing queue does (false with
+    /// `--queue-only`: a path's random loss is no sign of its end)
+    pub loss_ends: bool,
+}
 
 /// What a phase's threads share while it runs: its end (decided while it
 /// runs), the probes' round trips and the loaded streams.
@@ -154,12 +176,18 @@ pub fn moving(iv: &[Interval], i: usize) -> (f64, f64) {
 /// goodputs and round trips each stable ([`rpm::stable`]), and the pipe found
 /// (a loss, or the moving round trip above `base_ms` + [`QUEUE_NOISE_MS`]).
 pub fn saturated(iv: &[Interval], base_ms: f64) -> bool {
+    saturated_by(iv, base_ms, true)
+}
+
+/// [`saturated`], where a loss shows the pipe found only if `loss_ends`
+/// (else a standing queue alone does: `--queue-only`).
+pub fn saturated_by(iv: &[Interval], base_ms: f64, loss_ends: bool) -> bool {
     if iv.len() < 2 * MAD - 1 {
         return false;
     }
     let n = iv.len();
     let (g, r): (Vec<f64>, Vec<f64>) = (n - MAD..n).map(|i| moving(iv, i)).unzip();
-    let found = iv[n - 1].lost || r[MAD - 1] - base_ms > QUEUE_NOISE_MS;
+    let found = (loss_ends && iv[n - 1].lost) || r[MAD - 1] - base_ms > QUEUE_NOISE_MS;
     // a load that has delivered nothing yet (its connections still opening) is not stable at zero
     found && g.iter().all(|&x| x > 0.0) && rpm::stable(&g) && rpm::stable(&r)
 }
@@ -168,6 +196,22 @@ pub fn saturated(iv: &[Interval], base_ms: f64) -> bool {
 /// half wholly after, at least `floor_ns`, at most `ceiling_ns`.
 pub fn phase_len_ns(sat_ns: u64, floor_ns: u64, ceiling_ns: u64) -> u64 {
     (2 * sat_ns).max(floor_ns).min(ceiling_ns)
+}
+
+/// Where the phase stands after an interval ending `at_ns` after it began,
+/// its flows having delivered `bytes` so far: the first interval saturated
+/// (`sat`) and the first by whose end `floor_bytes` were delivered
+/// (`reached`) are kept; once both are known, the phase's length
+/// ([`phase_len_ns`] with the floor raised to `reached`).
+pub fn phase_end(sat: &mut Option<u64>, reached: &mut Option<u64>, at_ns: u64, saturated_now: bool, bytes: u64,
+                 floor_bytes: u64, floor_ns: u64, ceiling_ns: u64) -> Option<u64> {
+    if sat.is_none() && saturated_now {
+        *sat = Some(at_ns);
+    }
+    if reached.is_none() && bytes >= floor_bytes {
+        *reached = Some(at_ns);
+    }
+    Some(phase_len_ns((*sat)?, floor_ns.max((*reached)?), ceiling_ns))
 }
 
 /// The next interval's length (ns): a round trip (the last interval's median
@@ -191,12 +235,13 @@ pub fn interval_ns(last: Option<&Interval>, base_ms: f64) -> u64 {
 
 /// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
 /// interval after another, and ends the phase ([`Live::end`]) at
-/// [`phase_len_ns`] once [`saturated`]. Returns the intervals and the
-/// saturation time (s since `start`), if any.
-pub fn watch(live: &Live, start: u64, end: u64, floor_ns: u64, base_ms: f64) -> (Vec<Interval>, Option<f64>) {
+/// [`phase_end`] once [`saturated_by`] and `until.floor_bytes` delivered. Returns the
+/// intervals and the saturation time (s since `start`), if any.
+pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> (Vec<Interval>, Option<f64>) {
     let mut iv: Vec<Interval> = Vec::new();
     let mut a = start;
     let mut prev = 0u64;
+    let (mut sat, mut reached) = (None, None);
     while !sys::stopped() {
         let b = a + interval_ns(iv.last(), base_ms);
         if b >= end || b >= live.end() {
@@ -216,13 +261,13 @@ pub fn watch(live: &Live, start: u64, end: u64, floor_ns: u64, base_ms: f64) -> 
         });
         prev = bytes;
         a = b;
-        if saturated(&iv, base_ms) {
-            let sat = b - start;
-            live.set_end(start + phase_len_ns(sat, floor_ns, end - start));
-            return (iv, Some(sat as f64 / 1e9));
+        let now_saturated = sat.is_none() && saturated_by(&iv, base_ms, until.loss_ends);
+        if let Some(len) = phase_end(&mut sat, &mut reached, b - start, now_saturated, bytes, until.floor_bytes, until.floor_ns, end - start) {
+            live.set_end(start + len);
+            break;
         }
     }
-    (iv, None)
+    (iv, sat.map(|s| s as f64 / 1e9))
 }
 
 #[cfg(test)]
@@ -240,6 +285,36 @@ mod tests {
                 lost: i >= lost_from,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_floor_in_packets_holds_the_end_until_the_flows_delivered_them() {
+        const MS: u64 = 1_000_000;
+        let (floor, ceiling) = (2000 * MS, 5000 * MS);
+        // saturated at 300 ms, 400 packets (579 200 B) delivered by 1.5 s (a 3-Mbit/s upload): the end is 2 s, the
+        // floor in time; by 2.6 s: the end is 2.6 s, the packets' floor
+        for (reached_at, want) in [(1500, 2000), (2600, 2600), (6000, 5000)] {
+            let (mut sat, mut reached) = (None, None);
+            let mut end = None;
+            for at in (100..5000).step_by(100) {
+                let bytes = if at >= reached_at { 579_200 } else { 1000 };
+                end = phase_end(&mut sat, &mut reached, at * MS, at == 300, bytes, 400 * SEGMENT_PAYLOAD, floor, ceiling);
+                if end.is_some() {
+                    break;
+                }
+            }
+            assert_eq!(sat, Some(300 * MS));
+            // past the ceiling the watcher stops by itself (the phase's own end): no end is set before it
+            assert_eq!(end, (want < 5000).then_some(want * MS), "reached at {reached_at} ms");
+        }
+        // no floor in packets: saturated is enough (the end as before: twice the saturation, at least the floor)
+        let (mut sat, mut reached) = (None, None);
+        assert_eq!(phase_end(&mut sat, &mut reached, 1500 * MS, true, 0, 0, floor, ceiling), Some(3000 * MS));
+        // the packets delivered first, saturation later: the saturation's end
+        let (mut sat, mut reached) = (None, None);
+        assert_eq!(phase_end(&mut sat, &mut reached, 200 * MS, false, 10_000_000, 579_200, floor, ceiling), None);
+        assert_eq!(reached, Some(200 * MS));
+        assert_eq!(phase_end(&mut sat, &mut reached, 1200 * MS, true, 10_000_000, 579_200, floor, ceiling), Some(2400 * MS));
     }
 
     #[test]
@@ -273,6 +348,12 @@ mod tests {
         // nothing delivered yet (connections opening) with a loss: not stable at zero
         let iv = series(10, |_| 0, |_| 20.5, 0);
         assert!(!saturated(&iv, 20.0));
+        // --queue-only (a path with random loss): the plateau after a loss is not the pipe's end; over a
+        // standing queue it is
+        let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, 2);
+        assert!(!saturated_by(&iv, 20.0, false));
+        let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 30.0, 2);
+        assert!(saturated_by(&iv, 20.0, false));
     }
 
     #[test]

@@ -73,9 +73,10 @@ pub struct LoadCfg {
     pub sequential: bool,
     /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
     pub halt_at_end: bool,
-    /// `--until-stable FLOOR`: a loaded phase ends once saturated (crate::live), not before this (ns)
-    /// nor after `duration_ns`; the flows then stop with it, as with `halt_at_end`
-    pub until_stable_ns: Option<u64>,
+    /// `--until-stable FLOOR` (`--floor-packets`, `--queue-only`): a loaded phase ends once saturated
+    /// (crate::live), not before its floors nor after `duration_ns`; the flows then stop with it, as with
+    /// `halt_at_end`
+    pub until_stable: Option<live::Until>,
 }
 
 /// Most foreign probes in flight at once: at 10 per second that covers
@@ -275,7 +276,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let t0 = cfg.t0_mono;
     let start = sys::mono_ns();
     let end = start + cfg.duration_ns;
-    let live = cfg.until_stable_ns.map(|_| Live::new());
+    let live = cfg.until_stable.map(|_| Live::new());
     let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
@@ -314,7 +315,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let lv = live.clone();
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
-    let wh = live.clone().zip(cfg.until_stable_ns).map(|(l, floor)| std::thread::spawn(move || live::watch(&l, start, end, floor, base_ms)));
+    let wh = live.clone().zip(cfg.until_stable).map(|(l, until)| std::thread::spawn(move || live::watch(&l, start, end, until, base_ms)));
     let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, cfg.duration_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
     let udp_done = sys::mono_ns();

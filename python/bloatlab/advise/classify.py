@@ -350,7 +350,8 @@ def cobalt_first_signal(losses: dict, rate_mbps: float, flows: int, base_ms: flo
         return None, "the fill reported no TCP_INFO windows to read the first losses from"
     share = max(rate_mbps, 1e-6) * 1e6 / WIRE_PER_PAYLOAD / 8 / (1 if shared else max(flows, 1))
     codel = share * (min(base_ms, CODEL_INTERVAL_MS) + CODEL_TARGET_MS) / 1e3
-    bound = codel / 2 ** (dt * 1e3 / base_ms)
+    # (as a negative power: samples many round trips apart, a LAN's, see nothing; 2 ** +x overflowed there)
+    bound = codel * 2.0 ** -(dt * 1e3 / max(base_ms, 1e-3))
     if bound <= INITIAL_WINDOW:
         return None, (f"CoDel signals a flow of {share * 8 / 1e6:.3g} Mbit/s no earlier than at {codel / 1e3:.3g} KB, and what "
                       f"{dt * 1e3:.0f}-ms samples can tell of that ({bound / 1e3:.3g} KB) is within a slow start's initial "

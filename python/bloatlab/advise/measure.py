@@ -46,7 +46,7 @@ from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, one_way, serialization_ms, serialization_rate_mbps
 )
 from .plan import (
-    IDLE_MAX_S, SAMPLES_PER_PHASE, _loaded_s, _phase_secs, bbr_phase_secs, fill_floor_s, gap_s, idle_plan,
+    FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, _loaded_s, _phase_secs, bbr_phase_secs, fill_floor_s, gap_s, idle_plan,
     loss_stream_plan
 )
 from .evidence import (
@@ -262,7 +262,7 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
 
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
-          idle_s: float = IDLE_MAX_S, floor_s: float | None = None) -> dict:
+          idle_s: float = IDLE_MAX_S, floor_s: float | None = None, queue_only: bool = False) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
     # not --halt-at-end: each sender then waits up to 2 s (the probe's TIMED_ACK_GRACE) for the acks of its send
     # buffer, 2-2.5 s of each loaded phase at 1 Mbit/s (phases_s) — but the link stays loaded meanwhile and the
@@ -279,7 +279,10 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
         # the phase ends once saturated, at twice that time, not before floor_s (fill_floor_s); its flows stop
         # with it (the grace above is for a phase that ends at a fixed time: here the second half is
         # saturated by construction)
-        args += ["--until-stable", f"{floor_s * 1e3:.0f}ms"]
+        args += ["--until-stable", f"{floor_s * 1e3:.0f}ms", "--floor-packets", str(FILL_FLOOR_PACKETS)]
+        if queue_only:
+            # a random loss on the path: only a standing queue shows the pipe found (_direction)
+            args += ["--queue-only"]
     if secret:
         args += ["--secret", secret]
     try:
@@ -294,6 +297,23 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
                         f"(2 s) — another host's traffic keeping a deep queue full (a busy shared WiFi medium, a "
                         f"saturated line) — or the server stopped. Measure when the path is quiet, or from a host "
                         f"that does not share its bottleneck ({str(e).removeprefix('measure: ')})") from None
+
+
+def load_timing(j: dict | None) -> dict | None:
+    """Where a ``load`` run's wall time went (s since it began): its loaded phase's start and end (``from_s``,
+    ``to_s``: the idle gap before), when its flows' workers ended (``streams_done_s``: the senders' wait for the
+    acks of what they wrote), when the server's results began and were read whole, and the run's whole length
+    (``duration_s``) — in the report as each direction's ``load_timing_s``, beside ``phases_s`` (the wall time
+    around the process as well)."""
+    if not j:
+        return None
+    ph = ((j.get("load") or {}).get("phases") or [{}])[-1]
+    t = ph.get("timing_s") or {}
+    cl = next(iter((t.get("clients") or {}).values()), {})
+    out = {"from_s": ph.get("from_s"), "to_s": ph.get("to_s"), "streams_done_s": cl.get("streams_done_s"),
+           "server_results_s": cl.get("server_results_s"), "results_read_s": cl.get("results_read_s"),
+           "results_bytes": cl.get("results_bytes"), "duration_s": j.get("duration_s")}
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
 
 
 def _without_missing(j: dict) -> dict:
@@ -380,8 +400,7 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
-               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
-               port_least_mbps: float | None = None) -> dict:
+               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -391,30 +410,28 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
     queue (ms) a phase before left on the path (:func:`gap_s`); ``port_mbps``:
     the port's rate the idle path showed (:func:`_ports`), with which a fill
-    that kept it busy needs no BBR phase (:func:`rate_phase_plan`);
-    ``port_least_mbps``: what the port carried at least where its rate was not
-    read (:func:`_ports_at_least`), for the fill's shortest length alone."""
+    that kept it busy needs no BBR phase (:func:`rate_phase_plan`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
-    # the saturation end (fill_floor_s) with --quick only, where no random loss was seen or the fill is BBR's: a
-    # random loss is no evidence of the pipe's end for a loss-based load (50 Mbit/s at 80 ms with 0.3 %, a 1-BDP
-    # FIFO: with the saturation end CUBIC's fill read 41 Mbit/s and an AQM instead of the FIFO,
-    # tests/test_advise_loss.py), and the full measurement keeps its length for the capacity's variation (the
-    # LTE-like trace, full measurement with the saturation end: p10 / p90 at 0.89 / 1.06 x its median, within a
-    # fixed link's margin; 0.88 / 3.85 before, tests/test_advise.py)
-    # ... and where the port's rate is unknown, what it carried at least: the floor's windows need a number of
-    # packets at the port's rate, which a slower rate takes longer to pass, so a lower bound gives a floor no shorter
-    floor = (fill_floor_s(port_mbps or port_least_mbps, secs) if quick and (idle_loss == 0 or fill_cc == "bbr")
-             else secs)
+    # the saturation end (fill_floor_s, and not before the flows delivered FILL_FLOOR_PACKETS, the load's own
+    # count) with --quick only: the full measurement keeps its length for the capacity's variation (the LTE-like
+    # trace, full measurement with the saturation end: p10 / p90 at 0.89 / 1.06 x its median, within a fixed
+    # link's margin; 0.88 / 3.85 before, tests/test_advise.py). Where a random loss was seen and the fill is
+    # loss-based, only a standing queue ends it (--queue-only): a random loss is no evidence of the pipe's end
+    # for such a load, whose flows sit on a plateau below the rate after one (50 Mbit/s at 80 ms with 0.3 %, a
+    # 1-BDP FIFO: ended at a loss, CUBIC's fill read 41 Mbit/s and an AQM instead of the FIFO,
+    # tests/test_advise_loss.py); it ran to its ceiling there before (a quarter of the campaign's paths)
+    floor = fill_floor_s(secs) if quick else secs
+    queue_only = fill_cc == LOAD_CC and idle_loss > 0
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {floor:.3g}-{secs:g} s: until saturated) ...")
     tf = time.monotonic()
-    j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50), floor_s=floor)
+    j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50), floor_s=floor, queue_only=queue_only)
     phases = {"fill": time.monotonic() - tf}
     ran, sat = _loaded_s(j)
     # what the phases were planned to take (the quiet gap and the load: its ceiling), beside what they took,
     # and what the fill's load ran (its end condition: floor, saturation, ceiling)
     planned = {"fill": gap_s(after_ms, base_p50) + secs}
-    fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran}
+    fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran, "queue_only": queue_only}
     w = _window(j, d)
     if w["probes"].size < 5:
         raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
@@ -507,6 +524,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "flows": flows, "phase_s": ran if ran is not None else secs, "fill_end": fill_end, "phases_s": phases, "planned_s": planned,
             # whether the BBR rate phase ran and why (rate_phase_plan): a phase left out is in no phases_s
             "rate_phase": {"ran": run_bbr, "why": why_bbr}, "saturated": saturated, "rate_variation": variation,
+            "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
@@ -834,16 +852,6 @@ def _ports(train: dict | None, ser_ms: float | None) -> dict:
     return {"down": down, "up": up}
 
 
-def _ports_at_least(train: dict | None) -> dict:
-    """What the ports carried at least (Mbit/s, IP bytes) where :func:`_ports` reads no rate: down, a packet
-    train the server could send no faster than it arrived (``sender_limited``) still arrived at its head's rate,
-    which the slowest port carried. Up nothing: the large probes' serialization (1/R = 1/down + 1/up) would bound
-    the up port from below by R, but at the rates where the train is sender-limited it is a few microseconds, at
-    the noise (seed 51 path 0: 0.012 ms, R ~1 Gbit/s for an 84-Mbit/s upload)."""
-    t = train or {}
-    return {"down": t.get("leading_mbps") if t.get("sender_limited") else None, "up": None}
-
-
 def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
     """One short packet train down, on the idle path (before the loads: the
     loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
@@ -1049,13 +1057,12 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
     lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
-    least = report["ports_at_least_mbps"] = _ports_at_least(wp["train"])
     wp["idle_spread_ms"] = base["p50"] - base["min"]  # (_wifi_train: other stations on a WiFi hop)
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d], least[d])
+                                   ports[d])
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
         lap_at[0] += sum(x["phases_s"].values())

@@ -166,23 +166,19 @@ def variation_window_s(step_s: float, rate_bps: float) -> float:
     return max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step_s, packets_s)
 
 
-def fill_floor_s(port_mbps: float | None, ceiling_s: float) -> float:
+def fill_floor_s(ceiling_s: float) -> float:
     """The shortest fill phase (s) (``bloatlab-probe load --until-stable``): the phase ends once its load is
     saturated — the flows' goodput and the probes' round trip stable over a moving window of round trips
     (draft-ietf-ippm-responsiveness-08 §4.3's stability, after a standing queue or a loss shows the pipe
     found; crates/probe/src/live.rs) — at twice that time, so that the second half its figures are read from
     (:func:`_window`) is saturated throughout; and not before its second half holds what
-    :func:`rate_variation` needs, :data:`VARIATION_MIN_WINDOWS` windows of :data:`VARIATION_MIN_WINDOW_S`,
-    :data:`VARIATION_SAMPLES` samples (the load samples every ``ceiling_s`` / :data:`SAMPLES_PER_PHASE`) or
-    :data:`VARIATION_PACKETS` packets at the port's rate the idle path showed (``port_mbps``), whichever is
-    longest: 2 s from 12 Mbit/s up, 4.8 s at 1 Mbit/s. At most ``ceiling_s``: the old fixed length, measured
-    to read the rate and the buffer (the phase never saturates on a link whose rate moves, and runs to it);
-    ``ceiling_s`` too where the port is unknown."""
-    if not port_mbps or port_mbps <= 0:
-        return ceiling_s
+    :func:`rate_variation` needs: :data:`VARIATION_MIN_WINDOWS` windows of :data:`VARIATION_MIN_WINDOW_S` and
+    :data:`VARIATION_SAMPLES` samples (the load samples every ``ceiling_s`` / :data:`SAMPLES_PER_PHASE`) — this
+    floor, 2 s at the 5-s ceiling — and of :data:`VARIATION_PACKETS` packets at the phase's own rate, which the
+    load counts as it runs (:data:`FILL_FLOOR_PACKETS`). At most ``ceiling_s``: the old fixed length, measured
+    to read the rate and the buffer (the phase never saturates on a link whose rate moves, and runs to it)."""
     step = max(ceiling_s / SAMPLES_PER_PHASE, 0.01)
-    win = variation_window_s(step, port_mbps * 1e6)
-    return float(min(2 * VARIATION_MIN_WINDOWS * win, ceiling_s))
+    return float(min(2 * VARIATION_MIN_WINDOWS * max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step), ceiling_s))
 
 
 def _loaded_s(j: dict) -> tuple[float | None, float | None]:
@@ -210,6 +206,15 @@ VARIATION_PACKETS = 20
 
 #: windows a variation needs to be read at all (a p10 and a p90 of fewer are the extremes)
 VARIATION_MIN_WINDOWS = 10
+
+
+#: the full segments a fill must deliver before it may end (``bloatlab-probe load --floor-packets``): its second
+#: half then holds :data:`VARIATION_MIN_WINDOWS` windows of :data:`VARIATION_PACKETS` at the rate it ran at, a
+#: steady phase's half of them (400: 4.8 s at 1 Mbit/s, 0.48 s at 10). A floor in seconds needed that rate in
+#: advance, the port's as the idle path showed it: where it showed none (an upload's port, seldom read; a train
+#: its sender could not pace) the fill ran its ceiling, 5 s of `--quick`'s 20 (campaign seed 51: 101 stored up
+#: fills); and behind a policer the port's rate is above the phase's, so its floor was short
+FILL_FLOOR_PACKETS = 2 * VARIATION_MIN_WINDOWS * VARIATION_PACKETS
 
 
 #: the quiet gap before each loaded phase (the probe's ``--idle``, s): what the previous phase left in the queue

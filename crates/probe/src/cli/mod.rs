@@ -15,7 +15,7 @@ use tcp_verbs::*;
 use udp_verbs::*;
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{echo, iperf3, load, sys, tcp, train, udp};
+use crate::{echo, iperf3, live, load, sys, tcp, train, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -365,6 +365,17 @@ struct LoadArgs {
     /// flows then stop with it, as with --halt-at-end
     #[arg(long, value_name = "FLOOR", value_parser = positive_dur)]
     until_stable: Option<u64>,
+    /// with --until-stable: nor before the flows delivered N full segments
+    /// (1448 B of payload each), whatever the rate they ran at: the windows a
+    /// phase's second half is read over then each hold enough packets (a
+    /// FLOOR in seconds asks for the rate in advance)
+    #[arg(long, value_name = "N", requires = "until_stable", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    floor_packets: Option<u64>,
+    /// with --until-stable: only a standing queue shows the pipe found, not a
+    /// loss (a path with random loss, where a loss-based load meets losses
+    /// below the pipe's rate and may sit on a plateau under it)
+    #[arg(long, requires = "until_stable")]
+    queue_only: bool,
     /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,

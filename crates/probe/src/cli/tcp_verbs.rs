@@ -109,7 +109,11 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         self_probes: !a.no_self_probes,
         sequential: a.sequential,
         halt_at_end: a.halt_at_end,
-        until_stable_ns: a.until_stable,
+        until_stable: a.until_stable.map(|floor_ns| live::Until {
+            floor_ns,
+            floor_bytes: a.floor_packets.unwrap_or(0).saturating_mul(live::SEGMENT_PAYLOAD),
+            loss_ends: !a.queue_only,
+        }),
     };
     if !a.json {
         println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);
