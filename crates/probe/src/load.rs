@@ -69,6 +69,8 @@ pub struct LoadCfg {
     pub verbose: bool,
     /// self probes on the loaded connections (framed data connections)
     pub self_probes: bool,
+    /// foreign probes: a connection and a request to the server 10 times a second (`--no-foreign-probes`: none)
+    pub foreign_probes: bool,
     /// download only, upload only, then both (one loaded phase each)
     pub sequential: bool,
     /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
@@ -311,7 +313,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     });
     let addr = cfg.addr;
     let lv = live.clone();
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, end, lv));
+    let ch = cfg.foreign_probes.then(|| std::thread::spawn(move || connect_probes(addr, t0, end, lv)));
     let lv = live.clone();
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
@@ -319,7 +321,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, cfg.duration_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
     let udp_done = sys::mono_ns();
-    let conn = ch.join().unwrap_or_default();
+    let conn = ch.and_then(|h| h.join().ok()).unwrap_or_default();
     let foreign_done = sys::mono_ns();
     let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
     let (watched, saturated_at_s) = wh.and_then(|h| h.join().ok()).unwrap_or_default();
@@ -505,9 +507,9 @@ pub fn run(cfg: &LoadCfg) -> Result<LoadResult, tcp::ClientError> {
     // idle
     let idle_end = sys::mono_ns() + cfg.idle_ns;
     let addr = cfg.addr;
-    let ch = std::thread::spawn(move || connect_probes(addr, t0, idle_end, None));
+    let ch = cfg.foreign_probes.then(|| std::thread::spawn(move || connect_probes(addr, t0, idle_end, None)));
     let idle_udp = udp::run_client(&udp_cfg(cfg, cfg.idle_ns)).map_err(|msg| tcp::ClientError { status: 1, msg })?;
-    let idle_conn = ch.join().unwrap_or_default();
+    let idle_conn = ch.and_then(|h| h.join().ok()).unwrap_or_default();
     if idle_udp.received == 0 {
         // either nobody answers there, or the path holds (or drops) every probe for longer than the client's
         // timeout: a deep queue another host keeps full looks the same from here

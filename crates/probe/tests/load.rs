@@ -136,3 +136,17 @@ fn a_phase_waits_for_a_slot_its_server_is_still_freeing() {
     // (unwaited, the idle 0.5 s and the phase take ~1.6 s)
     assert!(t.elapsed() > Duration::from_millis(2200), "{:?}", t.elapsed());
 }
+
+/// `--no-foreign-probes` (bloatlab's `measure`, which reads the UDP probes
+/// alone): no separate connections in any phase, the UDP probes as ever.
+#[test]
+fn without_foreign_probes_no_connection_is_opened_and_the_udp_probes_run() {
+    let srv = Server::start(&["server"]);
+    let j = load(&srv.port, &["--down", "1", "--up", "0", "-t", "1", "--no-self-probes", "--no-foreign-probes"]);
+    let p = &j["load"]["phases"][0];
+    assert_eq!(p["foreign_probes"]["connected"], 0, "{p}");
+    assert!(p["problem"].is_null(), "{p}");
+    // 10-ms probes over the 1-s phase (its idle 0.5 s apart): most answered on loopback
+    assert!(p["udp_rtt_ms"]["n"].as_u64().unwrap() >= 50, "{p}");
+    assert!(p["foreign_rpm"].is_null(), "{p}");
+}

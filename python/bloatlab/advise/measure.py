@@ -263,7 +263,10 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
           idle_s: float = IDLE_MAX_S, floor_s: float | None = None, queue_only: bool = False) -> dict:
-    # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it
+    # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it;
+    # no foreign probes: measure reads the UDP probes alone, and a phase whose loaded queue dropped a foreign
+    # probe's handshake waited up to 2 s after its end for it (1.0-1.8 s of a lossy 3.1-Mbit/s PIE's phases,
+    # campaign seed 52 path 10)
     # not --halt-at-end: each sender then waits up to 2 s (the probe's TIMED_ACK_GRACE) for the acks of its send
     # buffer, 2-2.5 s of each loaded phase at 1 Mbit/s (phases_s) — but the link stays loaded meanwhile and the
     # flows' samples run on, so the window (the second half of all the samples) is that much longer: halted at the
@@ -274,6 +277,7 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
     sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
     args = ["load", host, "-p", str(port), "--down", str(flows if d == "down" else 0), "--up", str(flows if d == "up" else 0),
             "-t", f"{secs:g}", "--idle", f"{idle_s * 1e3:.0f}ms", "--probe-interval", f"{LOAD_PROBE_INTERVAL_MS}ms", "-C", cc, "--no-self-probes",
+            "--no-foreign-probes",
             "--sample-interval", f"{sample_ms:.0f}ms"]
     if floor_s is not None and floor_s < secs:
         # the phase ends once saturated, at twice that time, not before floor_s (fill_floor_s); its flows stop

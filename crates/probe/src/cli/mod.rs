@@ -350,6 +350,12 @@ struct LoadArgs {
     /// part then comes from their TCP_INFO smoothed RTT)
     #[arg(long)]
     no_self_probes: bool,
+    /// no foreign probes (the draft's separate connections, 10 a second):
+    /// the UDP probes alone measure the round trip, and no phase waits up to
+    /// 2 s after its end for a probe's handshake a loaded queue dropped (the
+    /// RPM's foreign part is then unknown)
+    #[arg(long)]
+    no_foreign_probes: bool,
     /// three loaded phases of -t each: download only, upload only, both at once
     #[arg(long)]
     sequential: bool,

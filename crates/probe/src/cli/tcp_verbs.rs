@@ -107,6 +107,7 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         t0_mono: t0,
         verbose: a.verbose,
         self_probes: !a.no_self_probes,
+        foreign_probes: !a.no_foreign_probes,
         sequential: a.sequential,
         halt_at_end: a.halt_at_end,
         until_stable: a.until_stable.map(|floor_ns| live::Until {
