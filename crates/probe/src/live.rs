@@ -29,7 +29,10 @@
 //! (a loss-based control's end of the pipe; a receiver sees it as data out of
 //! order, `tcpi_rcv_ooopack`, a sender as `tcpi_total_retrans`). Where
 //! neither happens (an isolating queue that drops nothing, a window-limited
-//! sender) the phase runs to its ceiling, as before.
+//! sender) the phase runs to its ceiling, as before. With `--queue-only` a
+//! loss does not count: on a path with random loss a loss-based load meets
+//! losses below the pipe's rate and can sit on a plateau under it, so only a
+//! standing queue shows the pipe found there.
 //!
 //! The end: the first interval at which the rule holds ends at `t_sat` (since
 //! the phase began); the phase then ends at max(FLOOR, 2 t_sat, t_N), at most
