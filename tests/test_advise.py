@@ -925,3 +925,26 @@ def test_a_fills_drops_all_in_its_ramp_are_not_read_as_a_policers(monkeypatch):
         x = M._direction("h", 1, "down", 4, 310.0, None, True, False, 0.0, lambda m: None)
         assert x["evidence"]["phase"] == "fill" and x["evidence"]["window_dropped"] is flag, x["evidence"]
         assert x["limiter"] == limiter and [a["limiter"] for a in x["limiter_alternatives"]] == alts
+
+
+def test_a_fast_variable_twins_trace_fits_the_loaders_bound_and_loads(tmp_path):
+    """Campaign seed 53 path 44: a Starlink-like capacity at 205 Mbit/s wrote a 120-s twin trace of 23.8 MB, over the
+    16-MiB bound the scenario loader puts on a trace (files.TRACE_LIMIT), so advise refused the twin measure had
+    written. The twin's trace loops: its head that fits is written, at least path.TRACE_MIN_SECONDS; a capacity
+    too fast for that is a clear error."""
+    from bloatlab import files, scenario as sc, traces
+    from bloatlab.advise import path as M_path
+    from bloatlab.errors import UserError
+
+    # 400 Mbit/s for 120 s: ~4 M opportunities, ~27 MB of text; 50 Mbit/s: all of its 120 s
+    cut = M_path.within_trace_limit([400e6] * 120_000)
+    assert M_path.TRACE_MIN_SECONDS * 1000 <= len(cut) < 120_000
+    assert len(M_path.within_trace_limit([50e6] * 120_000)) == 120_000
+    f = tmp_path / "fast.trace"
+    traces.write_mahimahi(str(f), cut)
+    assert f.stat().st_size <= files.TRACE_LIMIT
+    doc = {"name": "fast-twin", "duration": "1s", "link": {"down": {"rate": f"trace:{f}"}},
+           "flow": [{"cc": "cubic", "rtt": "20ms"}]}
+    sc.load(doc).resolved()  # loads: within the bound
+    with pytest.raises(UserError, match="33 s within the 16-MiB bound"):
+        M_path.within_trace_limit([3e9] * 120_000)

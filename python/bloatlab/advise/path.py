@@ -70,6 +70,33 @@ def is_the_reading(alt: dict, limiter: str, aqm_qdisc: str | None) -> bool:
 AUTORATE_MIN_MBPS = 2.0
 #: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)
 TRACE_SECONDS = 120
+
+
+#: ... and at least this long where 120 s would not fit the loader's bound on a trace (``files.TRACE_LIMIT``, 16 MiB:
+#: ~2 M opportunities, 120 s up to ~130 Mbit/s): advise's longest run, 30 s, which an autorate candidate must not
+#: outrun (a trace under autorate does not repeat), with a tenth to spare
+TRACE_MIN_SECONDS = 33
+
+
+def within_trace_limit(rates_bps: list[float]) -> list[float]:
+    """The longest head of a capacity per ms whose Mahimahi text fits :data:`files.TRACE_LIMIT` (all of it where it
+    fits: the twin's trace loops, so a shorter one is the same process). A Starlink-like capacity at 205 Mbit/s
+    (campaign seed 53 path 44) wrote 23.8 MB for 120 s, which ``advise`` then refused to read. At least
+    :data:`TRACE_MIN_SECONDS`; a capacity too fast for that is a clear error."""
+    from .. import files, traces
+
+    ms = traces.to_mahimahi(rates_bps)
+    size, cut = 0, len(rates_bps)
+    for t in ms:
+        size += len(str(t)) + 1
+        if size > files.TRACE_LIMIT:
+            cut = t - 1  # the milliseconds before this opportunity's
+            break
+    if cut < TRACE_MIN_SECONDS * 1000:
+        mean = sum(rates_bps) / max(len(rates_bps), 1) / 1e6
+        raise UserError(f"a variable capacity of {mean:.4g} Mbit/s on average: its twin's trace would hold less than "
+                        f"{TRACE_MIN_SECONDS} s within the {files.TRACE_LIMIT >> 20}-MiB bound on a trace file")
+    return rates_bps[:cut]
 #: the twin's station (the measuring host)
 WIFI_STATION = "you"
 #: the twin's other busy stations on a shared medium (Path.wifi_others), and the most it models
@@ -477,7 +504,7 @@ class Path:
             for _, rates, _ in self.down_realizations(count)[1:]:
                 fd, f = tempfile.mkstemp(prefix="bloatlab-twin-member-", suffix=".trace")
                 os.close(fd)
-                traces.write_mahimahi(f, rates)
+                traces.write_mahimahi(f, within_trace_limit(rates))
                 files.append(f)
             cache[(own, count)] = files
         return cache[(own, count)]
@@ -502,7 +529,7 @@ class Path:
         from ..result import atomic_write_text
 
         _, rates, fig = self.down_realizations(1)[0]
-        traces.write_mahimahi(trace, rates)
+        traces.write_mahimahi(trace, within_trace_limit(rates))
         doc = {k: getattr(self, k) for k in TRACE_FIGURES} | {"realization": fig}
         atomic_write_text(trace_figures_file(trace), json.dumps(doc, indent=1) + "\n")
         self.down_trace = trace
