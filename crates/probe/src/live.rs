@@ -178,13 +178,9 @@ pub fn moving(iv: &[Interval], i: usize) -> (f64, f64) {
 /// Saturated at the last of `iv` (module doc): the last [`MAD`] moving
 /// goodputs and round trips each stable ([`rpm::stable`]), and the pipe found
 /// (a loss, or the moving round trip above `base_ms` + [`QUEUE_NOISE_MS`]).
-pub fn saturated(iv: &[Interval], base_ms: f64) -> bool {
-    saturated_by(iv, base_ms, true)
-}
-
-/// [`saturated`], where a loss shows the pipe found only if `loss_ends`
-/// (else a standing queue alone does: `--queue-only`).
-pub fn saturated_by(iv: &[Interval], base_ms: f64, loss_ends: bool) -> bool {
+/// A loss shows the pipe found only if `loss_ends` (else a standing queue
+/// alone does: `--queue-only`).
+pub fn saturated(iv: &[Interval], base_ms: f64, loss_ends: bool) -> bool {
     if iv.len() < 2 * MAD - 1 {
         return false;
     }
@@ -238,7 +234,7 @@ pub fn interval_ns(last: Option<&Interval>, base_ms: f64) -> u64 {
 
 /// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
 /// interval after another, and ends the phase ([`Live::end`]) at
-/// [`phase_end`] once [`saturated_by`] and `until.floor_bytes` delivered. Returns the
+/// [`phase_end`] once [`saturated`] and `until.floor_bytes` delivered. Returns the
 /// intervals and the saturation time (s since `start`), if any.
 pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> (Vec<Interval>, Option<f64>) {
     let mut iv: Vec<Interval> = Vec::new();
@@ -264,7 +260,7 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> (
         });
         prev = bytes;
         a = b;
-        let now_saturated = sat.is_none() && saturated_by(&iv, base_ms, until.loss_ends);
+        let now_saturated = sat.is_none() && saturated(&iv, base_ms, until.loss_ends);
         if let Some(len) = phase_end(&mut sat, &mut reached, b - start, now_saturated, bytes, until.floor_bytes, until.floor_ns, end - start) {
             live.set_end(start + len);
             break;
@@ -325,8 +321,8 @@ mod tests {
         // 20 Mbit/s (250 kB per 100 ms), 40 ms of queue over a 20-ms base: saturated at the
         // seventh interval (the first with four moving averages of four), not before
         let iv = series(7, |_| 250_000, |_| 60.0, usize::MAX);
-        assert!(!saturated(&iv[..6], 20.0));
-        assert!(saturated(&iv, 20.0));
+        assert!(!saturated(&iv[..6], 20.0, true));
+        assert!(saturated(&iv, 20.0, true));
     }
 
     #[test]
@@ -336,7 +332,7 @@ mod tests {
         // at interval 10 (the eleventh) they do not
         let ramp = |i: usize| (15_625u64 << i.min(4)).min(250_000);
         let iv = series(12, ramp, |_| 60.0, usize::MAX);
-        let first = (1..=iv.len()).find(|&n| saturated(&iv[..n], 20.0));
+        let first = (1..=iv.len()).find(|&n| saturated(&iv[..n], 20.0, true));
         assert_eq!(first, Some(11));
     }
 
@@ -344,26 +340,26 @@ mod tests {
     fn a_plateau_without_queue_or_loss_is_not_saturated_but_with_a_loss_it_is() {
         // CUBIC's slow growth after an early HyStart exit: flat within 5 %, no queue
         let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, usize::MAX);
-        assert!(!saturated(&iv, 20.0));
+        assert!(!saturated(&iv, 20.0, true));
         // the same plateau after a loss (a policer's, an AQM's): the pipe's end was met
         let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, 2);
-        assert!(saturated(&iv, 20.0));
+        assert!(saturated(&iv, 20.0, true));
         // nothing delivered yet (connections opening) with a loss: not stable at zero
         let iv = series(10, |_| 0, |_| 20.5, 0);
-        assert!(!saturated(&iv, 20.0));
+        assert!(!saturated(&iv, 20.0, true));
         // --queue-only (a path with random loss): the plateau after a loss is not the pipe's end; over a
         // standing queue it is
         let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 20.5, 2);
-        assert!(!saturated_by(&iv, 20.0, false));
+        assert!(!saturated(&iv, 20.0, false));
         let iv = series(10, |i| 100_000 + 200 * i as u64, |_| 30.0, 2);
-        assert!(saturated_by(&iv, 20.0, false));
+        assert!(saturated(&iv, 20.0, false));
     }
 
     #[test]
     fn a_queue_that_still_grows_is_not_saturated() {
         // the round trip grows 10 % an interval (a deep buffer filling): never stable
         let iv = series(12, |_| 250_000, |i| 30.0 * 1.1f64.powi(i as i32), 0);
-        assert!(!saturated(&iv, 20.0));
+        assert!(!saturated(&iv, 20.0, true));
     }
 
     #[test]

@@ -47,7 +47,7 @@ from .physics import (
 )
 from .plan import (
     FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, _loaded_s, _phase_secs, bbr_phase_secs, fill_floor_s, gap_s, idle_plan,
-    loss_stream_plan
+    loaded_phase, loss_stream_plan
 )
 from .evidence import (
     _evidence, _variation_fields, _window, first_losses, queued_bytes_p95, rate_variation, variable_rate,
@@ -311,7 +311,7 @@ def load_timing(j: dict | None) -> dict | None:
     around the process as well)."""
     if not j:
         return None
-    ph = ((j.get("load") or {}).get("phases") or [{}])[-1]
+    ph = loaded_phase(j)
     t = ph.get("timing_s") or {}
     cl = next(iter((t.get("clients") or {}).values()), {})
     out = {"from_s": ph.get("from_s"), "to_s": ph.get("to_s"), "streams_done_s": cl.get("streams_done_s"),

@@ -83,20 +83,25 @@ def within_trace_limit(rates_bps: list[float]) -> list[float]:
     fits: the twin's trace loops, so a shorter one is the same process). A Starlink-like capacity at 205 Mbit/s
     (campaign seed 53 path 44) wrote 23.8 MB for 120 s, which ``advise`` then refused to read. At least
     :data:`TRACE_MIN_SECONDS`; a capacity too fast for that is a clear error."""
+    import numpy as np
+
     from .. import files, traces
 
-    ms = traces.to_mahimahi(rates_bps)
-    size, cut = 0, len(rates_bps)
-    for t in ms:
-        size += len(str(t)) + 1
-        if size > files.TRACE_LIMIT:
-            cut = t - 1  # the milliseconds before this opportunity's
-            break
+    # the text's size by the millisecond, without building it (traces.to_mahimahi's credit: the opportunities by
+    # ms i are the cumulative bytes over 1500, each a line of ms i's digits and a newline); a thousandth spare
+    # for the float sum's rounding against the trace's own
+    ops = np.floor(np.cumsum(np.asarray(rates_bps, float) / 8000.0) / traces.OPPORTUNITY_BYTES)
+    lines = np.diff(ops, prepend=0.0) * (np.floor(np.log10(np.arange(1, len(ops) + 1))) + 2)
+    size = np.cumsum(lines)
+    bound = files.TRACE_LIMIT * 0.999
+    cut = len(rates_bps) if not len(size) or size[-1] <= bound else int(np.searchsorted(size, bound, side="right"))
     if cut < TRACE_MIN_SECONDS * 1000:
         mean = sum(rates_bps) / max(len(rates_bps), 1) / 1e6
         raise UserError(f"a variable capacity of {mean:.4g} Mbit/s on average: its twin's trace would hold less than "
                         f"{TRACE_MIN_SECONDS} s within the {files.TRACE_LIMIT >> 20}-MiB bound on a trace file")
     return rates_bps[:cut]
+
+
 #: the twin's station (the measuring host)
 WIFI_STATION = "you"
 #: the twin's other busy stations on a shared medium (Path.wifi_others), and the most it models

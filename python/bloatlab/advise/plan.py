@@ -181,10 +181,15 @@ def fill_floor_s(ceiling_s: float) -> float:
     return float(min(2 * VARIATION_MIN_WINDOWS * max(VARIATION_MIN_WINDOW_S, VARIATION_SAMPLES * step), ceiling_s))
 
 
+def loaded_phase(j: dict) -> dict:
+    """The loaded phase of ``load``'s JSON ``j`` (its last; ``{}`` where there is none)."""
+    return ((j.get("load") or {}).get("phases") or [{}])[-1]
+
+
 def _loaded_s(j: dict) -> tuple[float | None, float | None]:
     """(how long the loaded phase of ``load``'s JSON ``j`` ran, s; when its load was saturated, s since it began —
     None where it never was or the probe does not say)."""
-    ph = ((j.get("load") or {}).get("phases") or [{}])[-1]
+    ph = loaded_phase(j)
     ran = ph["to_s"] - ph["from_s"] if isinstance(ph.get("to_s"), (int, float)) and isinstance(ph.get("from_s"), (int, float)) else None
     return ran, ph.get("saturated_at_s")
 
