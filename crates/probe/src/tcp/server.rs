@@ -97,6 +97,11 @@ fn tests_per_source(max_tests: usize) -> usize {
     if max_tests == 0 { 0 } else { (max_tests / 4).max(1) }
 }
 
+/// "one test" or "N tests": the busy refusals' count in words.
+fn tests_phrase(n: usize) -> String {
+    if n == 1 { "one test".into() } else { format!("{n} tests") }
+}
+
 /// Connections one source may have in classification at once: half the pool
 /// (128 of 256: a test's `max_streams` data connections may arrive at once),
 /// so idle connections from one address cannot take every worker.
@@ -299,12 +304,12 @@ fn classify_iperf3(conn: TcpStream, cookie: [u8; crate::iperf3::COOKIE_SIZE], pe
         return;
     }
     let Some(_by_source) = ctx.tests_by_source.try_take(peer.ip()) else {
-        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once from one address)", ctx.tests_by_source.1));
+        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} at once from one address)", tests_phrase(ctx.tests_by_source.1)));
         deny(&conn);
         return;
     };
     let Some(_test) = ctx.tests.try_take() else {
-        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} tests at once)", ctx.limits.max_tests));
+        ctx.log.line(format_args!("tcp server: iperf3 test from {peer} refused: busy ({} at once)", tests_phrase(ctx.limits.max_tests)));
         deny(&conn); // iperf3's "the server is busy running a test"
         return;
     };
@@ -369,10 +374,10 @@ fn serve_test(ctrl: TcpStream, peer: SocketAddr, ctx: &Ctx, framed: bool) -> Res
         Handshake("busy".into())
     };
     let Some(_by_source) = ctx.tests_by_source.try_take(peer.ip()) else {
-        return Err(busy(format!("busy: this server runs at most {} tests at once from one address; try again later", ctx.tests_by_source.1)));
+        return Err(busy(format!("busy: this server runs at most {} at once from one address; try again later", tests_phrase(ctx.tests_by_source.1))));
     };
     let Some(_test) = ctx.tests.try_take() else {
-        return Err(busy(format!("busy: this server runs at most {} tests at once; try again later", limits.max_tests)));
+        return Err(busy(format!("busy: this server runs at most {} at once; try again later", tests_phrase(limits.max_tests))));
     };
     if ctx.one_off && ctx.one_off_taken.swap(true, Ordering::SeqCst) {
         return Err(busy("busy: this server runs one test only (-1) and has begun it".into()));
@@ -695,5 +700,12 @@ mod tests {
         let unbounded = Slots::new(0);
         let v: Vec<_> = (0..1000).map(|_| unbounded.try_take().unwrap()).collect();
         assert_eq!(v.len(), 1000);
+    }
+
+    #[test]
+    fn a_busy_refusal_counts_its_tests_in_words() {
+        assert_eq!(tests_phrase(1), "one test");
+        assert_eq!(tests_phrase(2), "2 tests");
+        assert_eq!(tests_phrase(8), "8 tests");
     }
 }
