@@ -441,11 +441,11 @@ POLICER_NEAR_TRAIN = {"first_loss": 187, "head_bytes": 280500, "head_packets": 1
 def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_token_bucket_in_front_of_it(monkeypatch):
     """Drops while the flows' p95 stayed at 3.9 ms: a policer reading; the train's head came at 88.76 Mbit/s, within
     1.1x of the measured 83.2, so no faster port — read as a FIFO shallower than the bursts before. But the train
-    filled a FIFO of 278 KB (25.1 ms at its head's rate) and was tail-dropped there, and the flows (windows of ~90
+    filled a FIFO of 277 KB (24.9 ms at its head's rate) and was tail-dropped there, and the flows (windows of ~90
     segments at 11 ms: back at their losses in 0.6 s) would have stood at that depth had it dropped them: a token
     bucket in front of it did — the policer, with the port's FIFO (the truth's: 277.9 KB)."""
     x = read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
-    assert x["limiter"] == "policer" and x["port_mbps"] == 88.763 and x["port_buffer_bytes"] == 278159
+    assert x["limiter"] == "policer" and x["port_mbps"] == 88.763 and x["port_buffer_bytes"] == int(186.5 * 1500 * (1 - 88.763 / 8056.48))
     assert x["limiter_alternatives"] == [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 5.0}]
     assert c.limiter_said(truth("policer", 82.82), x)
     # flows that never came back to their losses' windows, or that stood at the train's depth: the FIFO stays
@@ -549,13 +549,13 @@ SHALLOW_FIFO_FIRST = {"flows": [{"id": i, "sent_bytes": b} for i, b in enumerate
 
 def test_a_shallow_fifo_whose_flows_lost_before_any_bucket_the_paced_train_needs_reads_fifo_at_the_port(monkeypatch):
     """Drops without a queue: `policer` at the flows' 21.48. The first train read the port (32.12) and the FIFO its
-    head filled (5.08 KB); the paced train passed 3 MB whole at 30.48, which a bucket at 21.48 passes only if it holds
+    head filled (3.6 KB); the paced train passed 3 MB whole at 30.48, which a bucket at 21.48 passes only if it holds
     at least 886 KB — but every flow had lost its first packet with 91.2 KB delivered in all (_paced_past_the_flows):
     a FIFO at the port, as the truth."""
     x = read_down(monkeypatch, SHALLOW_FIFO_EV, 21.4832, SHALLOW_FIFO_TRAIN, base_ms=2.24, paced=SHALLOW_FIFO_PACED,
                   first_loss=SHALLOW_FIFO_FIRST)
-    assert x["limiter"] == "fifo" and x["rate_mbps"] == 32.122 and x["buffer_bytes"] == 5076
-    # its buffer: (3 + 1/2) x 1500 - 3 x 1500 x 32.122 / 830.94 = 5076 B (port_fifo; the truth 3478: a packet apart)
+    assert x["limiter"] == "fifo" and x["rate_mbps"] == 32.122 and x["buffer_bytes"] == 3605
+    # its buffer: (3 - 1/2) x 1500 x (1 - 32.122 / 830.94) = 3605 B (port_fifo; the truth 3478)
     assert c.limiter_said(truth("fifo", 31.94, 3478), x)
     # the same trains with flows that delivered what such a bucket holds before their first losses: the policer stays
     big = {"flows": [{"id": i, "sent_bytes": 250e3} for i in range(4)], "lossless": 0}

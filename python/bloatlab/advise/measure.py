@@ -62,7 +62,7 @@ from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
     AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
+    _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, isolation_by_model
@@ -953,7 +953,9 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     :func:`_held_not_policed`), no faster port (:func:`_not_a_policer`) —
     and before those, a paced train that passed whole where no bucket the
     flows' early losses allow could (a shallow FIFO, :func:`_paced_past_the_flows`); then
-    behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`).
+    behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`); last, a
+    ``fifo`` whose buffer the flows only bounded, or read at a moving
+    capacity, its depth from a train the FIFO cut (:func:`_fifo_depth_from_trains`).
     ``lap(name)`` marks where the time went."""
     _wifi_train(wp, x, base_ms, say)
     if x["limiter"] == "policer":
@@ -967,6 +969,7 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
         lap("policer_train")
     _isolation_train(host, port, secret, x, say, idle_loss, base_ms)
     _aqm_train(host, port, secret, x, say, idle_loss, base_ms)
+    _fifo_depth_from_trains(x, base_ms)
     lap("aqm_train")
 
 

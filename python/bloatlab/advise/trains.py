@@ -315,16 +315,121 @@ def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_b
 
 
 def port_fifo(train: dict) -> float | None:
-    """The port's FIFO from a back-to-back train whose head the FIFO cut:
-    it filled where what arrived at the sender's rate U exceeded what the
-    port drained at P by its size: ``Q = (h + 1/2) W - h W P/U`` (the half
-    packet as for the bucket: Q plus the drain lies in [h W, (h+1) W))."""
+    """A FIFO's depth from a back-to-back train whose head it cut (h packets
+    of W bytes through, arriving at the sender's rate U, drained at the
+    port's P): ``Q = (h - 1/2) W (1 - P/U)``. The first packet goes on the
+    wire at once and is not in the FIFO (as a qdisc's packet is not once the
+    device has it); by packet k's arrival the port has taken it and what it
+    drained since, so packet k finds (k - 1) W - (k - 1) W P/U queued (whole
+    packets: Linux and the emulator drain a packet at a time) and is taken
+    where that and its own W fit: Q lies in [(h - 1) W (1 - P/U), h W (1 -
+    P/U)), and the figure is the middle. Stored paths (emulator): a 5215-B
+    FIFO at 1.77 Mbit/s cut a train at h = 4 (5225), 3478 B at 32.1 (3605),
+    105.8 KB at 67.8 (104.6), 222.7 KB under an LTE-like capacity (220.5);
+    the middle of [h W, (h + 1) W) that this read before, 6721, 5076,
+    106.1 and 222.0 KB, put a packet more in the shallow ones."""
     w = train.get("wire_bytes", WIRE_SEGMENT)
     h, p = train.get("head_packets", 0), train.get("leading_mbps")
     u = train.get("head_send_mbps")
     if not p or not u or h < 2:
         return None
-    return (h + 0.5) * w - h * w * p / max(u, p)
+    return (h - 0.5) * w * (1 - p / max(u, p))
+
+
+#: packets right after a back-to-back train's first loss that tell the overflow of a FIFO from a lone loss before
+#: it: a FIFO the train keeps full (sent at U at least :data:`OVERFLOW_MIN_PRESSURE` times its drain P) passes at most
+#: one of them per W / P and drops the rest, at least half; a random loss, or a lone drop elsewhere, lets the packets
+#: after it through (campaign seed 53 path 1: a 981-Mbit/s FIFO of 371 KB took a 3.9-Gbit/s train's packets 109-138
+#: after its first loss at 108 and overflowed from packet 310; the emulator's UDP path lost packets 51, 55, 88 and 95
+#: of 200-packet trains on three paths whose FIFOs held 77-16 000 KB). Ten: a full FIFO drops at least five
+OVERFLOW_WINDOW = 10
+
+
+#: the least send rate over the head's drain rate (U / P) at which a train's head is read as a FIFO's depth: the FIFO
+#: fills at least twice as fast as it drains, so the drain's share of the head (P / U, read from the head's own
+#: spacing) is at most half, and a full FIFO drops at least half of the packets after it
+OVERFLOW_MIN_PRESSURE = 2.0
+
+
+def fifo_overflow_depth(train: dict | None, rate_mbps: float) -> float | None:
+    """A FIFO's depth (B, wire bytes) from a back-to-back train whose first
+    loss was that FIFO's overflow (:func:`port_fifo`: the head less what the
+    FIFO drained while it arrived): the train reached it at least
+    :data:`OVERFLOW_MIN_PRESSURE` times faster than it drained (the head's
+    send rate U over its arrival rate P), the :data:`OVERFLOW_WINDOW`
+    packets after the first loss lost at least half of what a full FIFO
+    drops of them, ``(1 - P/U)`` each, and the rest of the train was
+    tail-dropped as a full FIFO at ``rate_mbps`` drops it
+    (:func:`_tail_dropped`). None otherwise: no loss, a lone loss before the
+    overflow, a train no faster than the port.
+
+    It reads bytes, not a delay: a FIFO's queueing delay at a capacity that
+    moves is its bytes over the capacity of the moment (campaign seed 53 path
+    42, an LTE-like capacity at 7.35 Mbit/s and 451 ms: the flows' p95 of 92
+    ms at 6.26 Mbit/s read 72 KB where the FIFO held 19.0; a train's head
+    17.2), and a FIFO shallower than the flows' bursts is only bounded by
+    them (seed 52 path 0, a tbf's 16.3-KB queue at 64 Mbit/s: 8.1 KB from the
+    probes' queueing; the head 14.5)."""
+    if not train or train.get("first_loss") is None or train.get("head_packets") != train["first_loss"]:
+        return None
+    h, p, u = train["first_loss"], train.get("leading_mbps"), train.get("head_send_mbps")
+    if not p or not u or u < OVERFLOW_MIN_PRESSURE * p or (train.get("sent") or 0) - h < OVERFLOW_WINDOW:
+        return None
+    lost = set(train.get("lost_seq") or [])
+    if sum(1 for k in range(h, h + OVERFLOW_WINDOW) if k in lost) < OVERFLOW_WINDOW * (1 - p / u) / 2:
+        return None
+    return port_fifo(train) if _tail_dropped(train, rate_mbps) else None
+
+
+def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
+    """A ``fifo`` direction's buffer in bytes from a back-to-back train the
+    FIFO cut (:func:`fifo_overflow_depth`; the port's train first, then the
+    AQM train, then the WiFi hop's), where it is the FIFO the flows met: the
+    flows' queueing gives the depth only to within their own bursts and the
+    noise (:func:`burst_floor_ms` at the rate: 14.7 KB at 7.15 Mbit/s and 4
+    flows), a train to within a packet. The train's depth replaces
+
+    - a depth the flows read, within that resolution of it (campaign seeds
+      52-53's five such FIFOs: the flows' figures -11 to +17 %, the trains'
+      -1.7 to +4 %);
+    - a bound the flows set (``buffer_bound``: a FIFO shallower than their
+      bursts, or one they never filled: :func:`buffer_reading`) that it keeps
+      within (seed 53 path 24: a 5215-B FIFO at 1.77 Mbit/s read at most 12.7
+      KB, ~4.7; the train 5225);
+    - a depth read at a capacity that moves (``buffer_window.queued_bytes``,
+      whose delays fall where the capacity is low; seed 53 path 42: 72 KB for
+      19.0, the train 17.2).
+
+    A train's FIFO outside those is another than the one the flows met (a
+    faster hop's, say) and is left out. ``buffer_from`` says which train."""
+    if x.get("limiter") != "fifo":
+        return
+    for key in ("train", "aqm_train", "wifi_train"):
+        q = fifo_overflow_depth(x.get(key), x["rate_mbps"])
+        if q is not None:
+            break
+    else:
+        return
+    moving = (x.get("buffer_window") or {}).get("queued_bytes") is not None
+    bound = x.get("buffer_bound")
+    res = burst_floor_ms(x["rate_mbps"], x.get("flows", 4)) / 1e3 * x["rate_mbps"] * 1e6 / 8
+    if bound == "upper":
+        held = q <= (x.get("buffer_bytes_max") or 0)
+    elif bound == "lower":
+        held = q >= (x.get("buffer_bytes_min") or 0)
+    else:
+        held = moving or (x.get("buffer_bytes") is not None and abs(q - x["buffer_bytes"]) <= res)
+    if not held:
+        return
+    was = x.get("buffer_note") or (f"the flows' queueing {'at a capacity that moves ' if moving else ''}read "
+                                  f"{x['buffer_bytes'] / 1e3:.3g} KB" if x.get("buffer_bytes") is not None else "")
+    bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
+    t = x[key]
+    x.update(buffer_bytes=int(max(q, WIRE_SEGMENT)), buffer_bdp=q / bdp if bdp else None, buffer_bound=None,
+             buffer_bytes_min=None, buffer_bytes_max=None, buffer_from=key,
+             buffer_note=(f"~{q / 1e3:.3g} KB: a packet train sent at {t['head_send_mbps']:.4g} Mbit/s overflowed the "
+                          f"FIFO after {t['first_loss']} packets, which drained at {t['leading_mbps']:.4g} Mbit/s while "
+                          f"they came (bytes, not a delay)" + (f"; {was}" if was else "")))
 
 
 def paced_queue_ms(train: dict) -> float | None:
