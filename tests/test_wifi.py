@@ -194,7 +194,7 @@ def test_mpdu_errors_are_retried_and_cost_airtime():
     # measured 2026-11-25), so the difference is summed over seeds 1-3: 835 + 1631 + 1279 with sch_fq_codel's
     # CoDel rule in the TXQs, 368 + 2134 + 280 with mac80211's (the flow's backlog, mtu 0), 1057 + 893 + 1074
     # once the airtime scheduler charges PPDUs only (ath9k); asked: > 3 x 500.
-    diff = 0
+    diff, goodput = 0, [0.0, 0.0]
     for seed in (1, 2, 3):
         clean = bloatlab.run(base, seed=seed).summary
         lossy = bloatlab.run(base, set={"wifi.station.0.mpdu_error": "10%", "seed": seed}).summary
@@ -203,8 +203,13 @@ def test_mpdu_errors_are_retried_and_cost_airtime():
         # Retries are invisible to TCP (no retry drops at 10 %: 30 attempts), so
         # the flow sees no extra loss, only less capacity: at most ~10 % less goodput (+ noise).
         assert st_lossy["retry_drops"] == 0
-        assert st_lossy["goodput_mbps"] < st_clean["goodput_mbps"]
+        goodput[0] += st_clean["goodput_mbps"]
+        goodput[1] += st_lossy["goodput_mbps"]
     assert diff > 3 * 500, diff
+    # less over the seeds, not on each: one 5-s seed's collisions move the station's goodput by more than the errors
+    # do (the AP's CWmax 63, 2026-11-28: clean 21.33 / 25.47 / 23.95, lossy 21.44 / 19.53 / 21.37 Mbit/s; seeds 4-6
+    # 22.80 / 24.32 / 23.81 against 21.62 / 19.80 / 17.59)
+    assert goodput[1] < goodput[0], goodput
 
 
 def test_minstrel_at_a_low_snr_picks_a_slower_rate_than_at_a_high_one():

@@ -65,9 +65,18 @@ pub const DIFS_NS: Nanos = SIFS_NS + DIFS_SLOTS * SLOT_NS;
 pub const AIFSN_BE: u64 = 3;
 /// AIFS[BE] = SIFS + AIFSN × slot = 43 µs.
 pub const AIFS_NS: Nanos = SIFS_NS + AIFSN_BE * SLOT_NS;
-/// Contention window bounds for best effort (aCWmin 15, aCWmax 1023 slots).
+/// Contention window bounds for best effort (aCWmin 15, aCWmax 1023 slots): a station's, from the
+/// WMM parameter element its AP advertises (hostapd's `wmm_ac_be_cwmin` 4, `wmm_ac_be_cwmax` 10, as
+/// exponents: 2^4 − 1, 2^10 − 1).
 pub const CW_MIN: u32 = 15;
 pub const CW_MAX: u32 = 1023;
+/// The AP's own best-effort CWmax: 63 slots. hostapd sets the AP's transmit queues apart from the
+/// WMM parameters it advertises: `hostapd_config_defaults` (src/ap/ap_config.c) gives `txq_be` =
+/// {aifs 3, cwmin 15, cwmax 4 × (15 + 1) − 1 = 63} (`tx_queue_data2_*` in hostapd.conf), and
+/// `hostapd_tx_queue_params` hands every queue to the driver at setup (nl80211
+/// `NL80211_ATTR_WIPHY_TXQ_PARAMS` → mac80211 `ieee80211_set_txq_params` → `drv_conf_tx` → ath9k
+/// `ath9k_conf_tx` → `ath_txq_update`, `tqi_cwmax`). Its CWmin and AIFS are the stations' (above).
+pub const AP_CW_MAX: u32 = 63;
 /// OFDM symbol duration with the long guard interval: 4 µs.
 pub const SYMBOL_NS: Nanos = 4_000;
 /// Legacy (non-HT) preamble + SIGNAL: 16 + 4 = 20 µs (§17.3.2.4).

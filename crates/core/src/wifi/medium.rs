@@ -6,7 +6,8 @@
 //! IEEE 802.11 Distributed Coordination Function", IEEE JSAC 18(3), 2000:
 //! slotted time, a backoff counter uniform in [0, CW] that counts idle slots
 //! and freezes while the medium is busy, CW doubling after a failure up to
-//! CWmax, reset to CWmin after a success. Bianchi computes what this process
+//! CWmax (the node's own: 1023 slots for a station, 63 for the AP, [`super::airtime::AP_CW_MAX`]),
+//! reset to CWmin after a success. Bianchi computes what this process
 //! yields for saturated stations (his fixed point is checked against this
 //! code in the tests); here the process itself runs.
 //!
@@ -66,6 +67,9 @@ struct Node {
     cw: u32,
     /// CWmin of this node: 15 (EDCA best effort), 31 for a non-QoS 802.11b station.
     cw_min: u32,
+    /// CWmax of this node: 1023 for a station (the AP's WMM parameters), 63 for the AP's own
+    /// queue (hostapd's `tx_queue_data2`, [`super::airtime::AP_CW_MAX`]; [`Medium::set_cw_max`]).
+    cw_max: u32,
     /// Grid slot (from the current origin) at which this node began counting.
     start_slot: u64,
     /// Slots this node's AIFS is longer than the shortest (the grid's origin): 0 on 5 GHz, where
@@ -116,7 +120,7 @@ impl Medium {
     pub fn with_timing(slot: Nanos, aifs: Nanos, nodes: &[(u32, u64)]) -> Medium {
         let n = nodes.len();
         Medium {
-            nodes: nodes.iter().map(|&(c, x)| Node { active: false, backoff: 0, cw: c, cw_min: c, start_slot: 0, aifs_extra: x }).collect(),
+            nodes: nodes.iter().map(|&(c, x)| Node { active: false, backoff: 0, cw: c, cw_min: c, cw_max: CW_MAX, start_slot: 0, aifs_extra: x }).collect(),
             origin: aifs,
             busy_until: None,
             next_slot: None,
@@ -133,6 +137,11 @@ impl Medium {
 
     pub fn is_active(&self, i: usize) -> bool {
         self.nodes[i].active
+    }
+
+    /// Node `i`'s window stops doubling at `cw_max` slots (default [`CW_MAX`]).
+    pub fn set_cw_max(&mut self, i: usize, cw_max: u32) {
+        self.nodes[i].cw_max = cw_max;
     }
 
     /// The current contention window of node `i` (slots).
@@ -232,7 +241,7 @@ impl Medium {
         self.origin = now + self.aifs;
         for &(i, success) in outcomes {
             let n = &mut self.nodes[i];
-            n.cw = if success { n.cw_min } else { (2 * n.cw + 1).min(CW_MAX) };
+            n.cw = if success { n.cw_min } else { (2 * n.cw + 1).min(n.cw_max) };
             n.backoff = draw(n.cw);
             n.start_slot = 0;
         }

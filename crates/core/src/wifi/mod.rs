@@ -66,7 +66,7 @@ mod tests;
 use crate::qdisc::{build, Dropped, Events, Packet, PacketMeta, QdiscConfig};
 use crate::rng::{Rng, RngExt};
 use crate::time::Nanos;
-use airtime::{basic_rate_mcs, cts_to_self_ns, mpdu_bytes, protected_rts_cts_ns, protection_frame_ns, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy, AIFSN_BE, CW_MIN, DIFS_SLOTS, DSSS_CW_MIN, DSSS_SIFS_NS, LONG_SLOT_NS, RTS_BYTES};
+use airtime::{basic_rate_mcs, AP_CW_MAX, cts_to_self_ns, mpdu_bytes, protected_rts_cts_ns, protection_frame_ns, response_bytes, rts_cts_ns, rts_ns, txop_ns, Phy, AIFSN_BE, CW_MIN, DIFS_SLOTS, DSSS_CW_MIN, DSSS_SIFS_NS, LONG_SLOT_NS, RTS_BYTES};
 pub use aql::AqlConfig;
 pub use mac::Design;
 use mac::{Aggregate, Frame, Node};
@@ -398,13 +398,16 @@ impl<T: 'static> Wifi<T> {
         // (hostapd's `wmm_ac_be_aifs`, `wmm_ac_be_cwmin`), the 802.11b station (no QoS, the DCF)
         // DIFS = SIFS + 2 × 20 = 50 µs with the DSSS PHY's CWmin 31.
         let erp_protection = cfg.stations.iter().any(|s| s.phy.non_erp());
-        let medium = if erp_protection {
+        let mut medium = if erp_protection {
             let qos = (CW_MIN, AIFSN_BE - DIFS_SLOTS);
             let nodes: Vec<(u32, u64)> = std::iter::once(qos).chain(cfg.stations.iter().map(|s| if s.phy.non_erp() { (DSSS_CW_MIN, 0) } else { qos })).collect();
             Medium::with_timing(LONG_SLOT_NS, DSSS_SIFS_NS + DIFS_SLOTS * LONG_SLOT_NS, &nodes)
         } else {
             Medium::new(n + 1)
         };
+        // The AP's own best-effort queue stops doubling at hostapd's `tx_queue_data2` CWmax (63), the
+        // stations' at the 1023 the AP advertises to them (airtime::AP_CW_MAX, CW_MAX).
+        medium.set_cw_max(0, AP_CW_MAX);
         Ok(Wifi {
             erp_protection,
             design: cfg.design,

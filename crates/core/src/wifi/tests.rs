@@ -821,8 +821,9 @@ fn a_frame_is_given_up_after_30_hardware_tries_not_30_retry_chains() {
 #[test]
 fn the_contention_window_stays_doubled_after_the_hardware_gives_up_a_retry_chain() {
     // MCS 0 only, at −10 dB: every try fails. Minstrel's chain is four series of 2 tries: 8 tries, each
-    // doubling CW from 15 (31, 63, ..., 1023, 1023). ath9k leaves the DCU's "end of tx series CW reset"
-    // (`AR_D_MISC_CW_RESET_EN`) clear, so the frame's next chain starts from 1023, not from CWmin.
+    // doubling the AP's CW from 15 up to its CWmax of 63 (hostapd's `tx_queue_data2`). ath9k leaves the
+    // DCU's "end of tx series CW reset" (`AR_D_MISC_CW_RESET_EN`) clear, so the frame's next chain starts
+    // from 63, not from CWmin.
     let mut w = downlink(0, RateControl::MinstrelHt, Some(-10.0), 1, 0);
     let mut rng = stream(1, 9);
     let (mut out, mut drops) = (Vec::new(), Vec::new());
@@ -837,7 +838,7 @@ fn the_contention_window_stays_doubled_after_the_hardware_gives_up_a_retry_chain
             cws.push(w.contention_windows()[0]);
         }
     }
-    assert_eq!(cws, vec![31, 63, 127, 255, 511, 1023, 1023, 1023]);
+    assert_eq!(cws, vec![31, 63, 63, 63, 63, 63, 63, 63]);
     assert_eq!(w.attempts().0[0], 8);
     // The chain was given up and the frame is back for another: the AP still contends.
     assert!(w.medium.is_active(0));
@@ -1493,4 +1494,23 @@ fn the_airtime_scheduler_puts_a_station_spent_at_tx_completion_back_on_the_old_l
     nd.enqueue(frame(0, 1500, 1, 0), 0, &mut rng, &mut ev);
     nd.refill(&phys, 0, &mut rng, &mut ev, &mut |_, _| {});
     assert_eq!(stations(nd.hw.make_contiguous()), vec![(0, 1)]);
+}
+
+#[test]
+fn the_aps_own_window_stops_at_hostapds_cwmax_63_a_stations_at_the_advertised_1023() {
+    // hostapd gives the AP's best-effort queue CWmax 4 × (15 + 1) − 1 = 63 (`txq_be`, tx_queue_data2) and
+    // advertises 1023 (wmm_ac_be_cwmax 10) to the stations; both start at 15. Seven failures in a row.
+    let mut w = downlink(0, RateControl::Fixed, None, 1, 0);
+    let mut seen = Vec::new();
+    for k in 0..7u64 {
+        w.medium.end_with(k * 1_000_000, &[(0, false), (1, false)], |_| 0);
+        seen.push(w.contention_windows());
+    }
+    let ap: Vec<u32> = seen.iter().map(|c| c[0]).collect();
+    let sta: Vec<u32> = seen.iter().map(|c| c[1]).collect();
+    assert_eq!(ap, vec![31, 63, 63, 63, 63, 63, 63]);
+    assert_eq!(sta, vec![31, 63, 127, 255, 511, 1023, 1023]);
+    // A success resets both to CWmin.
+    w.medium.end_with(8_000_000, &[(0, true), (1, true)], |_| 0);
+    assert_eq!(w.contention_windows(), vec![15, 15]);
 }
