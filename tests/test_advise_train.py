@@ -196,6 +196,12 @@ def test_where_the_train_cannot_tell_it_says_why_and_the_twin_keeps_its_assumpti
     port, bucket, why = m_trains.policer_figures({**EMULATED, "first_loss": None, "head_bytes": 1_500_000}, 19.5)
     # a train that passed whole: the bucket is at least its bytes less what the rate refilled while they came
     assert port == 100.06 and bucket == int(1_500_000 - 1_500_000 * 19.5 / 2462.3) and "passed whole" in why[0]
+    # ... sent no faster than the policed rate, though, it never drew the bucket down: not read (seed 54 path 16: a
+    # 1000-packet train at 434 Mbit/s under a rate of 683, taken as a 1500-B bucket before)
+    whole = {**EMULATED, "first_loss": None, "head_bytes": 1_500_000, "head_packets": 1000, "head_send_mbps": 434.2,
+             "leading_mbps": 434.2}
+    port, bucket, why = m_trains.policer_figures(whole, 683.1)
+    assert (port, bucket) == (None, None) and "passed whole, sent at 434.2 Mbit/s" in why[1] and "not read" in why[1]
     port, bucket, why = m_trains.policer_figures({**EMULATED, "leading_mbps": 20.5}, 19.5)
     assert port is None and "no faster than the policed rate" in why[0]
     port, bucket, why = m_trains.policer_figures({**EMULATED, "leading_mbps": None, "head_packets": 1, "head_bytes": 1500,
