@@ -71,13 +71,15 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
     half = train.get("wire_bytes", 1500) / 2
     # the rate the head reached the policer at: as the server sent it (None: all at one instant)
     sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
-    if train.get("first_loss") is None and sent_at <= rate_mbps:
+    if train.get("first_loss") is None and sent_at <= rate_mbps * (1 + RATE_ERROR):
         # a bucket refilled faster than the train drew on it never ran dry, however small: the train passing whole
         # says nothing of it (campaign seed 54 path 16, fq_codel at 692 Mbit/s read as a policer at 683: a 1000-packet
         # train at 434 Mbit/s passed, and the floor of 1500 B it was taken as held the twin's CUBIC to 0.1 Mbit/s
-        # where the kernel's got 390 on the true path)
-        why.append(f"bucket: the train passed whole, sent at {sent_at:.4g} Mbit/s, no faster than the policed rate: "
-                   f"not read")
+        # where the kernel's got 390 on the true path). Nor where it drew on it by less than the rate's own error
+        # (RATE_ERROR) refills: the least it read, H (1 - rate / U), is then within its uncertainty, H x 0.1 x rate
+        # / U, of nothing (seed 54 path 18, a tbf at 265 Mbit/s with a 572-KB bucket: 1.5 MB at 275 Mbit/s read 51 KB)
+        why.append(f"bucket: the train passed whole, sent at {sent_at:.4g} Mbit/s, within the measured rate's "
+                   f"{RATE_ERROR:.0%} of the policed {rate_mbps:.4g}: not read")
     elif train.get("first_loss") is None:
         # a bucket at least that large: its least, the train's bytes less what the rate refilled meanwhile, is
         # the figure the twin takes (the scenario's default, 10 ms of the rate, may be far below what passed)
