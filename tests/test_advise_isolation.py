@@ -59,3 +59,44 @@ def test_other_readings_are_left_alone():
     x = dict(_x("codel", "fill", [2.8, 5.2], 10.0, 5.0, 20.0, 30.0), limiter="fifo")
     isolation.isolation_by_model(x, Path(base_rtt_ms=5.0, down_mbps=2.0))
     assert "isolation_model" not in x
+
+
+def _policed(bucket=None, cubic=154.986, ran=4.6):
+    # campaign seed 53 path 48: a tbf at 385 Mbit/s (1-MB bucket, a 35-KB queue) on a 795-Mbit/s port, 14.1 ms,
+    # read as a policer at 389; its back-to-back train (1000 packets at 246.5 Mbit/s) passed whole, so no bucket
+    # was read; CUBIC's four-flow fill read 155 Mbit/s over 4.6 s
+    path = Path(base_rtt_ms=14.1293, down_mbps=389.0254, up_mbps=220.3231, limiter="policer")
+    x = {"limiter": "policer", "bucket_bytes": bucket, "load_cc": "cubic", "flows": 4,
+         "rate_by_cc": {"cubic": cubic, "bbr": 389.0254}, "fill_end": {"ran_s": ran}}
+    return path, x
+
+
+def test_a_bucket_no_train_read_is_the_least_under_which_the_model_carries_the_fill():
+    path, x = _policed()
+    isolation.bucket_by_model(x, path, 0.10)
+    m = x["bucket_model"]
+    b, tries = x["bucket_bytes"], {int(k): v for k, v in m["tries"].items()}
+    # the fill within the rate's 10 % (155 / 1.1 = 140.9): the bucket's model carries it, the next smaller tried
+    # does not, and it lies within a factor sqrt(2) of that one
+    assert m["target_mbps"] == pytest.approx(154.986 / 1.1, abs=1e-3)
+    assert tries[b] >= m["target_mbps"]
+    smaller = max(k for k in tries if k < b)
+    assert tries[smaller] < m["target_mbps"] and b / smaller <= isolation.BUCKET_STEP * 1.001
+    # the one-packet floor (what the passed train was taken as before) holds four CUBIC flows to a trickle, and
+    # 100 ms of the rate lets them reach it
+    assert tries[1500] < 10 < 300 < tries[max(tries)]
+    assert 1500 < b < 1_000_000 and "no train read" in x["train_evidence"][-1]
+    # a fill that reached the rate takes a larger bucket
+    path, y = _policed(cubic=380.0)
+    isolation.bucket_by_model(y, path, 0.10)
+    assert y["bucket_bytes"] > b
+
+
+def test_a_bucket_a_train_read_or_another_reading_is_left_alone():
+    path, x = _policed(bucket=20_000)
+    isolation.bucket_by_model(x, path, 0.10)
+    assert x["bucket_bytes"] == 20_000 and "bucket_model" not in x
+    path, x = _policed()
+    x["limiter"] = "fifo"
+    isolation.bucket_by_model(x, path, 0.10)
+    assert x["bucket_bytes"] is None and "bucket_model" not in x

@@ -60,12 +60,12 @@ from .classify import (
 )
 from .buffer import _buffer_text, _twin_buffer, buffer_reading
 from .trains import (
-    AQM_TRAIN_PACKETS, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
+    AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
     _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
-from .isolation import LOAD_PROBE_INTERVAL_MS, isolation_by_model
+from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, isolation_by_model
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -1103,6 +1103,8 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
     isolation_after(report, say)
+    # a policer's bucket no train read: the least under which the model carries the fill at its measured rate
+    bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
     lap("other")
     report["elapsed_s"] = time.monotonic() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
