@@ -954,8 +954,8 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     and before those, a paced train that passed whole where no bucket the
     flows' early losses allow could (a shallow FIFO, :func:`_paced_past_the_flows`); then
     behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`); last, a
-    ``fifo`` whose buffer the flows only bounded, or read at a moving
-    capacity, its depth from a train the FIFO cut (:func:`_fifo_depth_from_trains`).
+    ``fifo``'s depth in bytes from a train the FIFO cut, where the flows' figure
+    is none in bytes or agrees with it (:func:`_fifo_depth_from_trains`).
     ``lap(name)`` marks where the time went."""
     _wifi_train(wp, x, base_ms, say)
     if x["limiter"] == "policer":
