@@ -129,6 +129,12 @@ AGREE = [("01-cubic-20M-40ms.toml", ["duration=8s"]), ("03-bbr-20M-40ms.toml", [
 KERNEL_DRAWS = 2
 
 
+# A flagged run is no draw: it is run again, at most this many runs in all (as campaign.KERNEL_TRIES re-runs a
+# flagged judgement). A fresh clone's make test (2026-11-28 02:00) met a minute of VM pauses here: both runs of
+# 01-cubic flagged (p99 lateness 9.8 and 1.1 ms, 176 and 68 stalls), the same test passing on the idle machine after
+KERNEL_RUNS_MAX = 4
+
+
 def _agreement(s: dict, e: dict) -> list[str]:
     """What of the kernel's run e the model's run s misses (empty: they agree)."""
     miss = []
@@ -157,8 +163,8 @@ def test_agreement_names_what_is_missed():
 def test_the_simulator_agrees_with_the_kernel_on_a_short_scenario(scenario, sets):
     from bloatlab.commands.compare import compare
 
-    draws = []
-    for _ in range(KERNEL_DRAWS):
+    draws, unflagged = [], 0
+    for _ in range(KERNEL_RUNS_MAX):
         r = compare(os.path.join(SCEN, scenario), sets)
         s, e = r["sim"], r["emu"]
         flag = emu_engine.timing_reason(e)
@@ -167,7 +173,10 @@ def test_the_simulator_agrees_with_the_kernel_on_a_short_scenario(scenario, sets
             return
         late = e["meta"]["lateness"]
         draws.append(f"{miss} (lateness p99 {late.get('p99_us')} µs, stalls {late['stalls']['count']})")
-    pytest.fail(f"the model agrees with none of {KERNEL_DRAWS} kernel runs: " + "; ".join(draws))
+        unflagged += not flag
+        if unflagged == KERNEL_DRAWS:
+            break
+    pytest.fail(f"the model agrees with none of {len(draws)} kernel runs ({unflagged} unflagged): " + "; ".join(draws))
 
 
 def _resolved(cc="cubic", duration_ns=2_000_000_000):
