@@ -121,29 +121,30 @@ BUCKET_STEP = 2 ** 0.5
 
 def fill_goodput(path, bucket_bytes: int, cc: str, flows: int, secs: float) -> float:
     """What ``flows`` flows of ``cc`` deliver in the model of ``path`` (a policer reading) with a bucket of
-    ``bucket_bytes``, over the second half of ``secs`` (Mbit/s, payload) — as ``measure``'s fill reads its rate."""
+    ``bucket_bytes``, over the second half of ``secs`` (Mbit/s on the wire, as ``measure``'s fill reads its rate:
+    ``evidence.WIRE_PER_PAYLOAD``)."""
     import bloatlab
+
+    from .evidence import WIRE_PER_PAYLOAD
 
     p = dataclasses.replace(path, bucket_bytes=int(bucket_bytes), alternatives=None)
     doc = p.twin(duration_s=secs, cc=cc)
     doc.update(name="bucket", seed=1)
     doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms"}]
     doc["probe"] = []
-    f = bloatlab.run(doc).flows.dropna(subset=["delivered_bytes"])
-    total = 0.0
+    f = bloatlab.run(doc).flows.dropna(subset=["delivered_bytes"]).sort_values("t")
+    bps = 0.0
     for _, g in f.groupby("flow"):
-        g = g.sort_values("t")
-        a, b = g[g.t <= secs / 2].tail(1), g.tail(1)
-        if a.empty or b.empty or float(b.t.iloc[0]) <= float(a.t.iloc[0]):
-            continue
-        total += (float(b.delivered_bytes.iloc[0]) - float(a.delivered_bytes.iloc[0])) * 8 / (
-            float(b.t.iloc[0]) - float(a.t.iloc[0])) / 1e6
-    return total
+        mid = g[g.t <= secs / 2]
+        if not mid.empty and g.t.iloc[-1] > mid.t.iloc[-1]:
+            bps += (g.delivered_bytes.iloc[-1] - mid.delivered_bytes.iloc[-1]) * 8 / (g.t.iloc[-1] - mid.t.iloc[-1])
+    return float(bps) / 1e6 * WIRE_PER_PAYLOAD
 
 
 def bucket_by_model(x: dict, path, rate_error: float) -> None:
     """A ``policer`` direction whose bucket no packet train read (``bucket_bytes`` None: a train that passed
-    whole, sent no faster than the policed rate and its error, ``trains.policer_figures``) takes the least bucket
+    whole, sent no faster than the policed rate and its error, ``trains.policer_figures``, or a reading that came
+    without a bucket's train) takes the least bucket
     under which the twin's own model carries the fill the measurement ran — its flows and control, its length —
     at the rate the fill read, within that rate's error ``rate_error`` (``fill_goodput`` at least the fill's rate
     / (1 + ``rate_error``)); at most :data:`BUCKET_MAX_MS` of the rate, found by bisection on its logarithm to

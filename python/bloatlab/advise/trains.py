@@ -71,20 +71,22 @@ def policer_figures(train: dict, rate_mbps: float) -> tuple[float | None, int | 
     half = train.get("wire_bytes", 1500) / 2
     # the rate the head reached the policer at: as the server sent it (None: all at one instant)
     sent_at = max(train.get("head_send_mbps") or float("inf"), lead or 0.0)
-    if train.get("first_loss") is None and sent_at <= rate_mbps * (1 + RATE_ERROR):
-        # a bucket refilled faster than the train drew on it never ran dry, however small: the train passing whole
-        # says nothing of it (campaign seed 54 path 16, fq_codel at 692 Mbit/s read as a policer at 683: a 1000-packet
-        # train at 434 Mbit/s passed, and the floor of 1500 B it was taken as held the twin's CUBIC to 0.1 Mbit/s
-        # where the kernel's got 390 on the true path). Nor where it drew on it by less than the rate's own error
-        # (RATE_ERROR) refills: the least it read, H (1 - rate / U), is then within its uncertainty, H x 0.1 x rate
-        # / U, of nothing (seed 54 path 18, a tbf at 265 Mbit/s with a 572-KB bucket: 1.5 MB at 275 Mbit/s read 51 KB)
-        why.append(f"bucket: the train passed whole, sent at {sent_at:.4g} Mbit/s, within the measured rate's "
-                   f"{RATE_ERROR:.0%} of the policed {rate_mbps:.4g}: not read")
-    elif train.get("first_loss") is None:
-        # a bucket at least that large: its least, the train's bytes less what the rate refilled meanwhile, is
-        # the figure the twin takes (the scenario's default, 10 ms of the rate, may be far below what passed)
-        bucket = max(int(train["head_bytes"] - train["head_bytes"] * rate_mbps / sent_at), 1500)
-        why.append(f"bucket: the train's {train['head_bytes']} B passed whole: at least {bucket} B (taken as that)")
+    if train.get("first_loss") is None:
+        if sent_at <= rate_mbps * (1 + RATE_ERROR):
+            # a bucket refilled faster than the train drew on it never ran dry, however small: the train passing
+            # whole says nothing of it (campaign seed 54 path 16, fq_codel at 692 Mbit/s read as a policer at 683: a
+            # 1000-packet train at 434 Mbit/s passed, and the floor of 1500 B it was taken as held the twin's CUBIC to
+            # 0.1 Mbit/s where the kernel's got 390 on the true path). Nor where it drew on it by less than the rate's
+            # own error (RATE_ERROR) refills: the least it read, H (1 - rate / U), is then within its uncertainty,
+            # H x 0.1 x rate / U, of nothing (seed 54 path 18, a tbf at 265 Mbit/s with a 572-KB bucket: 1.5 MB at 275
+            # Mbit/s read 51 KB). measure then takes the bucket the model finds (isolation.bucket_by_model)
+            why.append(f"bucket: the train passed whole, sent at {sent_at:.4g} Mbit/s, within the measured rate's "
+                       f"{RATE_ERROR:.0%} of the policed {rate_mbps:.4g}: not read")
+        else:
+            # a bucket at least that large: its least, the train's bytes less what the rate refilled meanwhile, is
+            # the figure the twin takes (the scenario's default, 10 ms of the rate, may be far below what passed)
+            bucket = max(int(train["head_bytes"] - train["head_bytes"] * rate_mbps / sent_at), 1500)
+            why.append(f"bucket: the train's {train['head_bytes']} B passed whole: at least {bucket} B (taken as that)")
     elif train.get("head_packets", 0) < 2:
         # a bucket of less than two packets: its bytes are all a train can say
         bucket = max(int(train["head_bytes"] + half), 1500)
