@@ -102,6 +102,51 @@ WIFI_CODEL_TARGET_MS = 20.0
 WIFI_HW_QUEUE_MS = 3 * WIFI_AGGR_MS
 
 
+#: the microseconds of data an aggregate's byte limit allows: ath9k stops an aggregate at the PSDU that takes
+#: :data:`WIFI_AGGR_MS` at its rate (``ath_max_framelen(4096, ...)``; crates/core/src/wifi/airtime.rs
+#: ``Phy::max_framelen``): whole 4-us symbols after the preamble, one stream's HT-mixed 36 us (a second stream's
+#: HT-LTF adds 4 us: its limit is lower, so a bound read with one stream's stays a bound)
+AGGR_DATA_US = 4096 - 36
+
+
+#: the SERVICE (16) and tail (6) bits inside an aggregate's data symbols (IEEE 802.11-2016 §19.3.11; airtime.rs
+#: SERVICE_TAIL_BITS)
+SERVICE_TAIL_BITS = 22
+
+
+def _aggr_bytes(k: int, wire: int) -> int:
+    """The PSDU of an A-MPDU of ``k`` packets of ``wire`` bytes: each subframe the packet and
+    :data:`WIFI_SUBFRAME_OVERHEAD`, every one but the last padded to 4 B (ath9k's ``al`` and ``bpad``)."""
+    sub = wire + WIFI_SUBFRAME_OVERHEAD
+    return k * sub + (k - 1) * (-sub % 4)
+
+
+def phy_from_aggregates(sizes: list, wire: int) -> tuple[float, float | None, int] | None:
+    """The PHY rates (Mbit/s) a backlogged access point's aggregates allow: (least, most or None, packets a
+    full aggregate), or None where the batches show no full aggregate.
+
+    A backlogged AP sends full aggregates, and ath9k stops one at the PSDU that takes :data:`WIFI_AGGR_MS` at
+    its rate, or at :data:`WIFI_FULL_FRAMES` subframes. So an aggregate of ``k`` packets fitted in
+    :data:`AGGR_DATA_US` of data symbols: the rate is at least ``k`` subframes' bits (and the SERVICE and tail
+    bits) over that time; and where ``k`` is below the frame cap, the ``k + 1``-th did not fit: the rate is
+    below ``k + 1`` subframes' bits over it. The full aggregate's size is the train's most frequent batch of at
+    least :data:`WIFI_BATCH_PACKETS` packets, seen at least twice: the backlog's batches are alike (campaign
+    seeds 53-54's hops: 2, 6, 8, 12, 21, 25 and 32 packets at 6.5, 19.5, 26, 39, 65, 78 and 104 Mbit/s), the
+    ramp's, a remainder and two aggregates a receiver took together are not. Unlike the periods, which other
+    stations' transmissions lengthen, the aggregate's size is what this station's own transmissions hold."""
+    full = [k for k in sizes if k >= WIFI_BATCH_PACKETS]
+    if not full:
+        return None
+    ks, counts = np.unique(full, return_counts=True)
+    best = int(np.max(counts))
+    if best < 2:
+        return None
+    k = int(max(kk for kk, c in zip(ks, counts) if c == best))
+    lo = (8 * _aggr_bytes(k, wire) + SERVICE_TAIL_BITS) / AGGR_DATA_US
+    hi = (8 * _aggr_bytes(k + 1, wire) + SERVICE_TAIL_BITS) / AGGR_DATA_US if k < WIFI_FULL_FRAMES else None
+    return lo, hi, k
+
+
 def _subframe_ms(wire: int, phy_mbps: float) -> float:
     """The airtime (ms) of one A-MPDU subframe: the IP packet and :data:`WIFI_SUBFRAME_OVERHEAD` at the PHY rate."""
     return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / (phy_mbps * 1e3)
@@ -175,6 +220,16 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     phy = _phy_mbps(sizes, periods, wire, p50, k_full)
     if phy is None:
         return None, "the train's batches left no airtime to read a PHY rate from"
+    agg, shared = phy_from_aggregates(sizes, wire), ""
+    if agg is not None and phy < agg[0]:
+        # the periods were lengthened (other stations' transmissions between ours): the aggregates' size bounds
+        # the rate from below, and below the frame cap from above; the middle of what it allows (campaign seed 54
+        # path 48, an airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9)
+        lo, hi, k = agg
+        shared = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s to "
+                  f"fit in {WIFI_AGGR_MS:g} ms{f', and one more would have fitted from {hi:.3g}' if hi else ''}: other "
+                  f"stations' transmissions lengthened the periods)")
+        phy = (lo + hi) / 2 if hi is not None else lo
     subframe_ms = _subframe_ms(wire, phy)
     p_full = float(np.median([p for k, p in zip(sizes[1:], periods) if k >= k_full] or [p50]))
     if k_full < WIFI_FULL_FRAMES and p_full - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
@@ -183,7 +238,8 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
                       f"sends ({WIFI_FULL_FRAMES} subframes or {WIFI_AGGR_MS:g} ms), but what a slotted link carries "
                       f"a slot (a cellular TTI, a capacity trace's milliseconds)")
     return phy, (f"the train arrived in batches of {k50:g} packets (largest {b.get('packets_max')}) every "
-                 f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} Mbit/s")
+                 f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} "
+                 f"Mbit/s{shared}")
 
 
 def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float,
