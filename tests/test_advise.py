@@ -655,6 +655,22 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     assert not variable_rate(None)
 
 
+def test_where_the_link_idled_its_rate_is_the_busy_windows():
+    """evidence.busy_rate: a phase's rate counts the time its flows left the link idle; the busy windows' median
+    is the link's. Campaign seed 55 path 2's down direction (PIE at 58.39 Mbit/s, 538 ms, 0.18 % random loss):
+    BBR's phase read 51.92, its link idle in 26 of 47 windows, the 21 busy ones' median 58.21. Not where every
+    window was busy, where the capacity moves, or where the median is no higher."""
+    from bloatlab.advise.evidence import busy_rate
+
+    v = {"p10_mbps": 52.14378911111804, "p50_mbps": 58.20722301112004, "p90_mbps": 58.37040268692128,
+         "window_s": 0.106, "windows": 47, "busy_windows": 21}
+    assert busy_rate(v, 51.92024821663206) == 58.20722301112004
+    assert busy_rate(dict(v, busy_windows=47), 51.92) is None
+    assert busy_rate(v, 58.3) is None and busy_rate(None, 51.92) is None
+    # a capacity that moves both ways (the LTE-like trace's spread): its mean is the trace's, not the busy median
+    assert busy_rate(dict(v, p10_mbps=4.43, p50_mbps=4.94, p90_mbps=5.75, window_s=0.1), 4.0) is None
+
+
 def _variable_path(**kw):
     return Path(base_rtt_ms=40, down_mbps=10, buffer_bytes=500_000, down_variable=True, down_rate_p10_mbps=4,
                 down_rate_p50_mbps=10, down_rate_p90_mbps=25, down_rate_timescale_s=2.0, **kw)

@@ -50,7 +50,7 @@ from .plan import (
     loaded_phase, loss_stream_plan
 )
 from .evidence import (
-    _evidence, _variation_fields, _window, first_losses, queued_bytes_p95, rate_variation, variable_rate,
+    _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, variable_rate,
     window_drops, window_dropped
 )
 from .classify import (
@@ -481,6 +481,11 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             v = None
         if v and (variation is None or v["busy_windows"] > variation["busy_windows"]):
             variation = dict(v, phase=vcc)
+    # the link's rate while it was busy, where the phases' rates counted time it idled (evidence.busy_rate)
+    busy = busy_rate(variation, rate)
+    if busy is not None:
+        rates["busy"], rate_from["busy"] = busy, f"busy_windows ({variation['phase']} phase)"
+        rate = busy
     from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
     rj = jb if from_bbr else j
     # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
@@ -1081,6 +1086,10 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             # no train is sent up: the down's WiFi hop where the up flows got its rate, else what a train would tell
             up_through_the_hop(x, report["down"])
             untrained_aqm(x)
+        if x["limiter"] == "policer" and "busy" in x["rate_by_cc"] and x["rate_mbps"] == x["rate_by_cc"]["busy"]:
+            # behind a policer a busy window is its port's (the bucket's bursts queue there), not the policed rate:
+            # the flows' rate stands (evidence.busy_rate)
+            x["rate_mbps"] = max(v for k, v in x["rate_by_cc"].items() if k != "busy")
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
