@@ -351,8 +351,9 @@ def port_fifo(train: dict) -> float | None:
 #: it: a FIFO the train keeps full (sent at U at least :data:`OVERFLOW_MIN_PRESSURE` times its drain P) passes at most
 #: one of them per W / P and drops the rest, at least half; a random loss, or a lone drop elsewhere, lets the packets
 #: after it through (campaign seed 53 path 1: a 981-Mbit/s FIFO of 371 KB took a 3.9-Gbit/s train's packets 109-138
-#: after its first loss at 108 and overflowed from packet 310; the emulator's UDP path lost packets 51, 55, 88 and 95
-#: of 200-packet trains on three paths whose FIFOs held 77-16 000 KB). Ten: a full FIFO drops at least five
+#: after its first loss at 108 and overflowed from packet 310: its 1.22 % random loss, which the campaign's emulated
+#: paths draw from one seeded stream, so packets 51, 55, 88, 95 and 127 of the 200-packet trains go on every path
+#: with 0.4-2.4 % of it, whose FIFOs held 77-16 000 KB). Ten: a full FIFO drops at least five
 OVERFLOW_WINDOW = 10
 
 
