@@ -164,8 +164,9 @@ def test_where_other_stations_lengthened_most_periods_the_aggregates_size_bounds
     packets (three batches of 21; 42 and 64 two and three taken together) fit ath9k's 4-ms byte limit: 21
     subframes of 1542 B, 20 paddings of 2 B, = 32 422 B, and the SERVICE and tail bits in 4060 us of symbols need
     63.89 Mbit/s; a 22nd subframe (33 966 B) would have fitted from 66.93. The model's limit at MCS 7 (32 984 B,
-    crates/core/src/wifi/tests.rs) lies between. The middle, 65.41, is read (+0.6 %). Where the periods read
-    within the bound (a lone station, AT_MCS7's 21-packet aggregates), they stay the reading."""
+    crates/core/src/wifi/tests.rs) lies between. The middle, 65.41, is read (+0.6 %), where the idle probes saw
+    the medium shared. Where the periods read within the bound (a lone station, AT_MCS7's 21-packet aggregates),
+    they stay the reading."""
     shared = {"wire_bytes": 1500, "batches": {
         "count": 6, "packets_p50": 25.5, "packets_max": 64, "sizes": [64, 21, 42, 21, 21, 30],
         "periods_ms": [12.669714, 52.34003, 4.912422, 22.32898, 27.945277], "period_ms_p50": 22.32898}}
@@ -173,12 +174,16 @@ def test_where_other_stations_lengthened_most_periods_the_aggregates_size_bounds
     lo, hi, k = m_wifi_hop.phy_from_aggregates(shared["batches"]["sizes"], 1500)
     assert k == 21 and lo == pytest.approx((8 * 32422 + 22) / 4060) and hi == pytest.approx((8 * 33966 + 22) / 4060)
     assert lo < 32984 * 8 / 4060 < hi
-    phy, why = m_wifi_hop.wifi_hop(shared)
+    phy, why = m_wifi_hop.wifi_hop(shared, shared=True)
     assert phy == pytest.approx((lo + hi) / 2) == pytest.approx(65.412, abs=1e-3) and "lengthened" in why
-    # a lone station's periods lie within what its aggregates allow: unchanged
+    # only where the idle probes saw other stations (measure._wifi_train): the bound is ath9k's 4-ms limit, and a
+    # lone station behind a driver with a longer one would read above its rate
+    phy_lone, why_lone = m_wifi_hop.wifi_hop(shared)
+    assert phy_lone == pytest.approx(24.509, abs=1e-3) and "lengthened" not in why_lone
+    # a lone station's periods lie within what its aggregates allow: unchanged either way
     lo7, hi7, _ = m_wifi_hop.phy_from_aggregates(AT_MCS7["batches"]["sizes"], 1500)
-    phy7, why7 = m_wifi_hop.wifi_hop(AT_MCS7)
-    assert lo7 <= phy7 < hi7 and "lengthened" not in why7
+    phy7, why7 = m_wifi_hop.wifi_hop(AT_MCS7, shared=True)
+    assert lo7 <= phy7 < hi7 and "lengthened" not in why7 and phy7 == m_wifi_hop.wifi_hop(AT_MCS7)[0]
     # the frame cap (32 subframes) bounds only from below; one full batch alone, or none, bounds nothing
     assert m_wifi_hop.phy_from_aggregates([1, 32, 32, 6], 1500)[1] is None
     assert m_wifi_hop.phy_from_aggregates([1, 1, 21, 13], 1500) is None
@@ -216,7 +221,13 @@ def test_a_legacy_fifo_shared_with_other_stations_holds_the_flows_sojourn_at_the
     x = {"rate_mbps": 2.264, "rate_by_cc": {"cubic": 2.264}, "rate_from": {"cubic": "delivery_rate"},
          "fill_flow_q95_ms": 1013.5, "fill_dropped": True, "fill_flow_q50_ms": 669.7, "buffer_bytes": 286886,
          "buffer_bdp": 4.2, "evidence": {"flow_q95_ms": 1013.5, "dropped": True, "flow_q50_ms": 669.7}}
-    M._wifi_train({"train": AT_MCS7, "phy_mbps": 6.428, "note": "a WiFi hop", "idle_spread_ms": 490.3}, x, 241.46,
+    # a train as an AP at 6.428 Mbit/s delivers it: aggregates of two (ath9k's 4-ms limit at MCS 0), each period
+    # its two subframes and the overhead's lower quartile (wifi_hop reads 6.428 back; the aggregates allow it)
+    period = m_wifi_hop.TXOP_Q1_OVERHEAD_MS + 2 * 1542 * 8 / 6.428e3
+    mcs0 = {"wire_bytes": 1500, "batches": {"count": 40, "packets_p50": 2.0, "packets_max": 2, "sizes": [1] + [2] * 39,
+                                            "periods_ms": [period] * 39, "period_ms_p50": period}}
+    assert m_wifi_hop.wifi_hop(mcs0, shared=True)[0] == pytest.approx(6.428, abs=1e-9)
+    M._wifi_train({"train": mcs0, "phy_mbps": 6.428, "note": "a WiFi hop", "idle_spread_ms": 490.3}, x, 241.46,
                   lambda m: None)
     alone = Path(base_rtt_ms=241.46, down_mbps=6.428, limiter="wifi", wifi_mac="legacy", wifi_phy_mbps=6.428,
                  buffer_bytes=286886).wifi_rate_mbps()

@@ -886,6 +886,10 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
         x["wifi_note"] = why
         return
     x["wifi_train"] = t
+    if phy is not None and (wp.get("idle_spread_ms") or 0.0) > WIFI_AGGR_MS:
+        # other stations on the medium (below): where they lengthened most of the train's periods, the aggregates'
+        # size bounds the PHY rate (wifi_hop's shared reading, phy_from_aggregates)
+        phy, why = wifi_hop(t, shared=True)
     x["wifi_note"] = why
     if phy is None:
         return

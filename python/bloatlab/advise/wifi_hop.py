@@ -184,7 +184,7 @@ def _phy_mbps(sizes: list, periods: list, wire: int, p50: float, k_full: float) 
     return (wire + WIFI_SUBFRAME_OVERHEAD) * 8 / float(np.percentile(air, WIFI_PHY_QUANTILE)) / 1e3
 
 
-def wifi_hop(train: dict) -> tuple[float | None, str]:
+def wifi_hop(train: dict, shared: bool = False) -> tuple[float | None, str]:
     """Whether a packet train crossed a WiFi hop (an aggregating MAC): (its
     PHY rate in Mbit/s, or None where the train shows a wired port; why).
 
@@ -199,7 +199,12 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     of the backlog's airtime per packet (:func:`_phy_mbps`: what other
     stations' frames on a shared medium do not lengthen), periods beyond
     :data:`WIFI_PERIOD_OUTLIER` x the median left out (another station's
-    aggregate, a pause)."""
+    aggregate, a pause). ``shared``: other stations held the medium (the idle
+    probes' wait, measure._wifi_train): where more than three in four periods
+    were lengthened, the aggregates' size bounds the rate
+    (:func:`phy_from_aggregates`). Only there: the bound is ath9k's 4-ms
+    limit (the model's), and a lone station behind a driver whose limit is
+    longer (802.11's 5.484-ms PPDU) would read above its rate by it."""
     b = train.get("batches") or {}
     sizes, periods = b.get("sizes") or [], b.get("periods_ms") or []
     if len(periods) < 2 or b.get("period_ms_p50") is None:
@@ -220,13 +225,13 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
     phy = _phy_mbps(sizes, periods, wire, p50, k_full)
     if phy is None:
         return None, "the train's batches left no airtime to read a PHY rate from"
-    agg, shared = phy_from_aggregates(sizes, wire), ""
+    agg, lengthened = phy_from_aggregates(sizes, wire) if shared else None, ""
     if agg is not None and phy < agg[0]:
         # the periods were lengthened (other stations' transmissions between ours): the aggregates' size bounds
         # the rate from below, and below the frame cap from above; the middle of what it allows (campaign seed 54
         # path 48, an airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9)
         lo, hi, k = agg
-        shared = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s to "
+        lengthened = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s to "
                   f"fit in {WIFI_AGGR_MS:g} ms{f', and one more would have fitted from {hi:.3g}' if hi else ''}: other "
                   f"stations' transmissions lengthened the periods)")
         phy = (lo + hi) / 2 if hi is not None else lo
@@ -239,7 +244,7 @@ def wifi_hop(train: dict) -> tuple[float | None, str]:
                       f"a slot (a cellular TTI, a capacity trace's milliseconds)")
     return phy, (f"the train arrived in batches of {k50:g} packets (largest {b.get('packets_max')}) every "
                  f"{p50:.3g} ms, as an 802.11 aggregate MAC hands them over: a WiFi hop at a PHY rate of ~{phy:.3g} "
-                 f"Mbit/s{shared}")
+                 f"Mbit/s{lengthened}")
 
 
 def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float,
