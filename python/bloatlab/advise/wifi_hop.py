@@ -231,9 +231,9 @@ def wifi_hop(train: dict, shared: bool = False) -> tuple[float | None, str]:
         # the rate from below, and below the frame cap from above; the middle of what it allows (campaign seed 54
         # path 48, an airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9)
         lo, hi, k = agg
-        lengthened = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s to "
-                  f"fit in {WIFI_AGGR_MS:g} ms{f', and one more would have fitted from {hi:.3g}' if hi else ''}: other "
-                  f"stations' transmissions lengthened the periods)")
+        lengthened = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s "
+                      f"to fit in {WIFI_AGGR_MS:g} ms{f', and one more would have fitted from {hi:.3g}' if hi else ''}: "
+                      f"other stations' transmissions lengthened the periods)")
         phy = (lo + hi) / 2 if hi is not None else lo
     subframe_ms = _subframe_ms(wire, phy)
     p_full = float(np.median([p for k, p in zip(sizes[1:], periods) if k >= k_full] or [p50]))
