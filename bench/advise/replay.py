@@ -88,14 +88,16 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
                                                     "port_buffer_min_bytes", "train_note", "train_evidence")}
     if hasattr(M_evidence, "busy_rate"):
         # _direction's rate: its phases' (what the trains and the WiFi hop set after is set again below), then the
-        # link's rate while it was busy where the phases counted time it idled
+        # link's rate while it was busy where the phases counted time it idled and the flows read no policer
         by_cc = {k: v for k, v in (old.get("rate_by_cc") or {}).items() if k in ("cubic", "bbr", "reno")}
+        froms = {k: v for k, v in (old.get("rate_from") or {}).items() if k in by_cc}
         rate = max(by_cc.values()) if by_cc else rate
-        busy = M_evidence.busy_rate(old.get("rate_variation"), rate)
+        v = old.get("rate_variation")
+        busy = (M_evidence.busy_rate(v, rate, (report.get("ports_mbps") or {}).get(d))
+                if M_classify._classify_ev(ev, rate, flows) != "policer" else None)
         if busy is not None:
-            by_cc["busy"], rate = busy, busy
-        x.update(rate_mbps=rate, rate_by_cc=by_cc,
-                 rate_from={k: v for k, v in (old.get("rate_from") or {}).items() if k in by_cc})
+            by_cc["busy"], froms["busy"], rate = busy, f"busy_windows ({v.get('phase')} phase)", busy
+        x.update(rate_mbps=rate, rate_by_cc=by_cc, rate_from=froms)
     stored = _Stored(old)
     # whether the evidence's drops came in its window (evidence.window_dropped), for records made before the
     # evidence kept it: from the stored buffer_window where it was read on the evidence's own phase (the fill's

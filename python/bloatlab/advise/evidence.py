@@ -391,7 +391,7 @@ def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
     return float(np.median(p95s)) if p95s else None
 
 
-def busy_rate(v: dict | None, rate_mbps: float) -> float | None:
+def busy_rate(v: dict | None, rate_mbps: float, port_mbps: float | None = None) -> float | None:
     """The link's rate while it was busy (Mbit/s, on the wire), where a phase's own rate ``rate_mbps`` counted
     time it idled: the median of the busy windows of :func:`rate_variation` (``v``), where some windows were not
     busy (the flows' queue at or below the noise there: a window reads the senders, not the link), the capacity
@@ -404,10 +404,14 @@ def busy_rate(v: dict | None, rate_mbps: float) -> float | None:
     46.99): -48.8 -> +0.1 %. Over the stored campaigns of seeds 52-55 (the 16 directions this moved) every
     reading came nearer the truth, none passed it by more than 0.1 %. Where every window was busy the link never
     idled: the phase's rate is its rate (and per-window rates of a slow link are noisy: a 3-Mbit/s PIE's busy
-    median read +17 %)."""
+    median read +17 %). The windows' rates are delivery-rate samples, which can over-read (a SACK's jump, a
+    bucket drained at its port's rate): the figure is at most what the busy windows could have carried if the
+    idle ones carried nothing (``rate_mbps`` x windows / busy windows) and at most the port (``port_mbps``, where
+    the idle path showed it)."""
     if not v or variable_rate(v) or v["busy_windows"] >= v["windows"] or v["p50_mbps"] <= rate_mbps:
         return None
-    return float(v["p50_mbps"])
+    most = rate_mbps * v["windows"] / max(v["busy_windows"], 1)
+    return float(min(v["p50_mbps"], most, port_mbps if port_mbps else np.inf))
 
 
 def variable_rate(v: dict | None) -> bool:

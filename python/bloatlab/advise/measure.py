@@ -481,11 +481,6 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             v = None
         if v and (variation is None or v["busy_windows"] > variation["busy_windows"]):
             variation = dict(v, phase=vcc)
-    # the link's rate while it was busy, where the phases' rates counted time it idled (evidence.busy_rate)
-    busy = busy_rate(variation, rate)
-    if busy is not None:
-        rates["busy"], rate_from["busy"] = busy, f"busy_windows ({variation['phase']} phase)"
-        rate = busy
     from_bbr = ev.get("phase") == "bbr" and jb is not None and ev["flow_q95_ms"] > fill["flow_q95_ms"]
     rj = jb if from_bbr else j
     # the window's drops and deepest queue, kept whatever the limiter (_not_a_policer reads them)
@@ -496,6 +491,14 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     ev["window_dropped"] = window_dropped(ev, drops, fill_cc == LOAD_CC and ev["phase"] == "fill") if own else None
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
+    # the link's rate while it was busy, where the phases' rates counted time it idled (evidence.busy_rate) — not
+    # where the flows' drops came without a queue (a policer reading: its busy windows are its port's, and the
+    # trains read it from the flows' rate)
+    busy = busy_rate(variation, rate, port_mbps) if limiter != "policer" else None
+    if busy is not None:
+        rates["busy"], rate_from["busy"] = busy, f"busy_windows ({variation['phase']} phase)"
+        rate = busy
+        limiter = _classify_ev(ev, rate, flows)
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
     # as they enter the probes' p95) — the larger of the two phases' where both ran (a loss-based control fills
     # whatever buffer there is, BBR about one BDP beyond the pipe, and either may not have had the time); none

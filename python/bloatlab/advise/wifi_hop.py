@@ -9,6 +9,7 @@ import numpy as np
 
 from .physics import WIRE_SEGMENT
 from .classify import CODEL_INTERVAL_MS, RATE_SPREAD
+from .path import HT20_MCS_MBPS
 
 #: A WiFi hop delivers a packet train in batches, one aggregate (A-MPDU) a transmission, handed to the
 #: receiver together at its end (crates/probe/src/train.rs, "Batches"); a wired port spaces every packet. A
@@ -104,14 +105,21 @@ WIFI_HW_QUEUE_MS = 3 * WIFI_AGGR_MS
 
 #: the microseconds of data an aggregate's byte limit allows: ath9k stops an aggregate at the PSDU that takes
 #: :data:`WIFI_AGGR_MS` at its rate (``ath_max_framelen(4096, ...)``; crates/core/src/wifi/airtime.rs
-#: ``Phy::max_framelen``): whole 4-us symbols after the preamble, one stream's HT-mixed 36 us (a second stream's
-#: HT-LTF adds 4 us: its limit is lower, so a bound read with one stream's stays a bound)
+#: ``Phy::max_framelen``): whole 4-us symbols after the preamble, one stream's HT-mixed 36 us. A second stream's
+#: HT-LTF adds 4 us and the short guard interval counts 3.6-us symbols (4057.2 us): their limits are lower, so the
+#: least rate read with this stays a bound; the most is up to 0.1 % low for them
 AGGR_DATA_US = 4096 - 36
 
 
 #: the SERVICE (16) and tail (6) bits inside an aggregate's data symbols (IEEE 802.11-2016 §19.3.11; airtime.rs
 #: SERVICE_TAIL_BITS)
 SERVICE_TAIL_BITS = 22
+
+
+#: the PHY rates an HT20 station sends at (Mbit/s): MCS 0-15, one and two streams, with the long guard interval
+#: (:data:`path.HT20_MCS_MBPS`, 4-us symbols) and the short one (3.6-us symbols: 10/9 of it); IEEE 802.11-2016
+#: Tables 19-27 and 19-28
+HT20_RATES_MBPS = tuple(sorted(set(HT20_MCS_MBPS) | {r * 10 / 9 for r in HT20_MCS_MBPS}))
 
 
 def _aggr_bytes(k: int, wire: int) -> int:
@@ -200,9 +208,9 @@ def wifi_hop(train: dict, shared: bool = False) -> tuple[float | None, str]:
     stations' frames on a shared medium do not lengthen), periods beyond
     :data:`WIFI_PERIOD_OUTLIER` x the median left out (another station's
     aggregate, a pause). ``shared``: other stations held the medium (the idle
-    probes' wait, measure._wifi_train): where more than three in four periods
-    were lengthened, the aggregates' size bounds the rate
-    (:func:`phy_from_aggregates`). Only there: the bound is ath9k's 4-ms
+    probes' wait, measure._wifi_train): where the periods read less than the
+    aggregates' size allows (more than three in four lengthened), that bounds
+    the rate (:func:`phy_from_aggregates`), and an HT20 rate within it is read. Only there: the bound is ath9k's 4-ms
     limit (the model's), and a lone station behind a driver whose limit is
     longer (802.11's 5.484-ms PPDU) would read above its rate by it."""
     b = train.get("batches") or {}
@@ -228,13 +236,19 @@ def wifi_hop(train: dict, shared: bool = False) -> tuple[float | None, str]:
     agg, lengthened = phy_from_aggregates(sizes, wire) if shared else None, ""
     if agg is not None and phy < agg[0]:
         # the periods were lengthened (other stations' transmissions between ours): the aggregates' size bounds
-        # the rate from below, and below the frame cap from above; the middle of what it allows (campaign seed 54
-        # path 48, an airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9)
+        # the rate from below, and below the frame cap from above; of the HT20 rates within, the middle one (the
+        # least where no cap bounds it from above), else the middle of the bounds (campaign seed 54 path 48, an
+        # airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9, MCS 7's 65)
         lo, hi, k = agg
+        rates = [r for r in HT20_RATES_MBPS if lo <= r and (hi is None or r < hi)]
         lengthened = (f" (its periods read {phy:.3g}, but aggregates of {k} packets need at least {lo:.3g} Mbit/s "
                       f"to fit in {WIFI_AGGR_MS:g} ms{f', and one more would have fitted from {hi:.3g}' if hi else ''}: "
-                      f"other stations' transmissions lengthened the periods)")
-        phy = (lo + hi) / 2 if hi is not None else lo
+                      f"other stations' transmissions lengthened the periods"
+                      f"{'; the HT20 rates within: ' + ', '.join(f'{r:.3g}' for r in rates) if rates else ''})")
+        if rates:
+            phy = float(np.median(rates)) if hi is not None else rates[0]
+        else:
+            phy = (lo + hi) / 2 if hi is not None else lo
     subframe_ms = _subframe_ms(wire, phy)
     p_full = float(np.median([p for k, p in zip(sizes[1:], periods) if k >= k_full] or [p50]))
     if k_full < WIFI_FULL_FRAMES and p_full - TXOP_OVERHEAD_MS < WIFI_AGGR_MS - subframe_ms - BACKOFF_HALF_SPREAD_MS:
