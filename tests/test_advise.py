@@ -665,10 +665,14 @@ def test_where_the_link_idled_its_rate_is_the_busy_windows():
     v = {"p10_mbps": 52.14378911111804, "p50_mbps": 58.20722301112004, "p90_mbps": 58.37040268692128,
          "window_s": 0.106, "windows": 47, "busy_windows": 21}
     assert busy_rate(v, 51.92024821663206) == 58.20722301112004
-    # at most the port the idle train showed (58.41 there), and at most what the busy windows carry if the idle
-    # ones carried nothing (a delivery-rate sample can over-read): 10 x 47 / 21 = 22.4
-    assert busy_rate(v, 51.92, port_mbps=58.41) == 58.20722301112004 and busy_rate(v, 51.92, 55.0) == 55.0
+    # at most what the busy windows carry if the idle ones carried nothing (a delivery-rate sample can over-read):
+    # 10 x 47 / 21 = 22.4; never below the phase's own rate
     assert busy_rate(dict(v, p50_mbps=30.0), 10.0) == pytest.approx(10 * 47 / 21)
+    # seed 54 path 21's up direction: the phase's 66.19, the busy windows' 66.21 (43 of 45), the serialization's
+    # "port" 51.37 — a least, which the figure does not take as a most
+    up21 = {"p10_mbps": 64.0, "p50_mbps": 66.20607887721975, "p90_mbps": 66.9, "window_s": 0.1, "windows": 45,
+            "busy_windows": 43}
+    assert busy_rate(up21, 66.18787358554349) == 66.20607887721975
     assert busy_rate(dict(v, busy_windows=47), 51.92) is None
     assert busy_rate(v, 58.3) is None and busy_rate(None, 51.92) is None
     # a capacity that moves both ways (the LTE-like trace's spread): its mean is the trace's, not the busy median

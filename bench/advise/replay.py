@@ -33,7 +33,6 @@ import sys
 from bloatlab.advise import campaign as C
 from bloatlab.advise import measure as M
 from bloatlab.advise import classify as M_classify
-from bloatlab.advise import evidence as M_evidence
 from bloatlab.advise import plan as M_plan
 from bloatlab.advise import trains as M_trains
 from bloatlab.advise import wifi_hop as M_wifi_hop
@@ -86,17 +85,13 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
     x = {k: v for k, v in old.items() if k not in ("limiter", "limiter_note", "limiter_alternatives", "aqm_qdisc",
                                                     "aqm_note", "wifi", "port_mbps", "bucket_bytes", "port_buffer_bytes",
                                                     "port_buffer_min_bytes", "train_note", "train_evidence")}
-    if hasattr(M_evidence, "busy_rate"):
+    if hasattr(M, "take_busy_rate"):
         # _direction's rate: its phases' (what the trains and the WiFi hop set after is set again below), then the
         # link's rate while it was busy where the phases counted time it idled and the flows read no policer
         by_cc = {k: v for k, v in (old.get("rate_by_cc") or {}).items() if k in ("cubic", "bbr", "reno")}
         froms = {k: v for k, v in (old.get("rate_from") or {}).items() if k in by_cc}
         rate = max(by_cc.values()) if by_cc else rate
-        v = old.get("rate_variation")
-        busy = (M_evidence.busy_rate(v, rate, (report.get("ports_mbps") or {}).get(d))
-                if M_classify._classify_ev(ev, rate, flows) != "policer" else None)
-        if busy is not None:
-            by_cc["busy"], froms["busy"], rate = busy, f"busy_windows ({v.get('phase')} phase)", busy
+        rate = M.take_busy_rate(by_cc, froms, old.get("rate_variation"), rate, M_classify._classify_ev(ev, rate, flows))
         x.update(rate_mbps=rate, rate_by_cc=by_cc, rate_from=froms)
     stored = _Stored(old)
     # whether the evidence's drops came in its window (evidence.window_dropped), for records made before the
@@ -150,8 +145,8 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
                 M_wifi_hop.up_through_the_hop(x, down)
             if hasattr(M_trains, "untrained_aqm"):
                 M_trains.untrained_aqm(x)
-        if x["limiter"] == "policer" and "busy" in x.get("rate_by_cc", {}) and x["rate_mbps"] == x["rate_by_cc"]["busy"]:
-            x["rate_mbps"] = max(v for k, v in x["rate_by_cc"].items() if k != "busy")
+        if hasattr(M, "policer_keeps_the_flows_rate"):
+            M.policer_keeps_the_flows_rate(x)
         M_classify._cobalt(x)
     x["needs_train"] = stored.missing
     return x

@@ -391,7 +391,7 @@ def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
     return float(np.median(p95s)) if p95s else None
 
 
-def busy_rate(v: dict | None, rate_mbps: float, port_mbps: float | None = None) -> float | None:
+def busy_rate(v: dict | None, rate_mbps: float) -> float | None:
     """The link's rate while it was busy (Mbit/s, on the wire), where a phase's own rate ``rate_mbps`` counted
     time it idled: the median of the busy windows of :func:`rate_variation` (``v``), where some windows were not
     busy (the flows' queue at or below the noise there: a window reads the senders, not the link), the capacity
@@ -401,17 +401,17 @@ def busy_rate(v: dict | None, rate_mbps: float, port_mbps: float | None = None) 
     back at a long RTT — and reads below it. Campaign seed 55 path 2 (PIE at 58.39 Mbit/s, 538 ms, 0.18 %
     random loss): BBR's phase read 51.92 (-11.1 %; 21 % of its segments retransmitted) and idled in 26 of 47
     windows, whose 21 busy ones read 58.21 (-0.3 %); its up direction -13.1 -> -3.1 %; seed 55 path 8 up (PIE at
-    46.99): -48.8 -> +0.1 %. Over the stored campaigns of seeds 52-55 (the 16 directions this moved) every
+    46.99): -48.8 -> +0.1 %. Over the stored campaigns of seeds 52-55 (the 20 directions this moved) every
     reading came nearer the truth, none passed it by more than 0.1 %. Where every window was busy the link never
     idled: the phase's rate is its rate (and per-window rates of a slow link are noisy: a 3-Mbit/s PIE's busy
     median read +17 %). The windows' rates are delivery-rate samples, which can over-read (a SACK's jump, a
     bucket drained at its port's rate): the figure is at most what the busy windows could have carried if the
-    idle ones carried nothing (``rate_mbps`` x windows / busy windows) and at most the port (``port_mbps``, where
-    the idle path showed it)."""
+    idle ones carried nothing (``rate_mbps`` x windows / busy windows). Not the idle path's port figures: the
+    train's head and the serialization give a port's least, not its most (seed 54 path 21's up: 51.4 from the
+    serialization for a 66.3-Mbit/s link whose flows got 66.2)."""
     if not v or variable_rate(v) or v["busy_windows"] >= v["windows"] or v["p50_mbps"] <= rate_mbps:
         return None
-    most = rate_mbps * v["windows"] / max(v["busy_windows"], 1)
-    return float(min(v["p50_mbps"], most, port_mbps if port_mbps else np.inf))
+    return float(min(v["p50_mbps"], rate_mbps * v["windows"] / max(v["busy_windows"], 1)))
 
 
 def variable_rate(v: dict | None) -> bool:

@@ -403,6 +403,26 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
     return extra
 
 
+def take_busy_rate(rates: dict, rate_from: dict, variation: dict | None, rate: float, limiter: str) -> float:
+    """The direction's rate once the link's rate while it was busy is read (:func:`evidence.busy_rate`, entered
+    in ``rates`` and ``rate_from`` as ``busy``), where the phases' ``rate`` counted time it idled; ``rate`` itself
+    where not, and where the flows' drops came without a queue (a ``policer`` reading: its busy windows are its
+    port's, and the trains read the policed rate from the flows')."""
+    busy = busy_rate(variation, rate) if limiter != "policer" else None
+    if busy is None:
+        return rate
+    rates["busy"], rate_from["busy"] = busy, f"busy_windows ({variation['phase']} phase)"
+    return busy
+
+
+def policer_keeps_the_flows_rate(x: dict) -> None:
+    """A direction the trains turned into a ``policer`` after :func:`take_busy_rate` read its busy windows: those
+    were its port's (the bucket's bursts queue there), not the policed rate, so the flows' rate stands."""
+    by = x.get("rate_by_cc") or {}
+    if x["limiter"] == "policer" and "busy" in by and x["rate_mbps"] == by["busy"]:
+        x["rate_mbps"] = max(v for k, v in by.items() if k != "busy")
+
+
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
                idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
@@ -491,12 +511,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     ev["window_dropped"] = window_dropped(ev, drops, fill_cc == LOAD_CC and ev["phase"] == "fill") if own else None
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
-    # the link's rate while it was busy, where the phases' rates counted time it idled (evidence.busy_rate) — not
-    # where the flows' drops came without a queue (a policer reading: its busy windows are its port's, and the
-    # trains read it from the flows' rate)
-    busy = busy_rate(variation, rate, port_mbps) if limiter != "policer" else None
-    if busy is not None:
-        rates["busy"], rate_from["busy"] = busy, f"busy_windows ({variation['phase']} phase)"
+    busy = take_busy_rate(rates, rate_from, variation, rate, limiter)
+    if busy != rate:
         rate = busy
         limiter = _classify_ev(ev, rate, flows)
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
@@ -1093,10 +1109,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             # no train is sent up: the down's WiFi hop where the up flows got its rate, else what a train would tell
             up_through_the_hop(x, report["down"])
             untrained_aqm(x)
-        if x["limiter"] == "policer" and "busy" in x["rate_by_cc"] and x["rate_mbps"] == x["rate_by_cc"]["busy"]:
-            # behind a policer a busy window is its port's (the bucket's bursts queue there), not the policed rate:
-            # the flows' rate stands (evidence.busy_rate)
-            x["rate_mbps"] = max(v for k, v in x["rate_by_cc"].items() if k != "busy")
+        policer_keeps_the_flows_rate(x)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")

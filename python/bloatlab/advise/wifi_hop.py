@@ -236,7 +236,7 @@ def wifi_hop(train: dict, shared: bool = False) -> tuple[float | None, str]:
     agg, lengthened = phy_from_aggregates(sizes, wire) if shared else None, ""
     if agg is not None and phy < agg[0]:
         # the periods were lengthened (other stations' transmissions between ours): the aggregates' size bounds
-        # the rate from below, and below the frame cap from above; of the HT20 rates within, the middle one (the
+        # the rate from below, and below the frame cap from above; of the HT20 rates within, their median (the
         # least where no cap bounds it from above), else the middle of the bounds (campaign seed 54 path 48, an
         # airtime AP at 65 Mbit/s beside two busy stations: periods 24.5, aggregates of 21: 63.9-66.9, MCS 7's 65)
         lo, hi, k = agg
