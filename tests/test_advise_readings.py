@@ -95,6 +95,31 @@ def test_the_ensemble_spreads_its_rtts_over_what_the_measurement_left_open():
         Path(base_rtt_ms=10, down_mbps=5, base_rtt_spread_ms=10)
 
 
+def test_the_twins_base_rtt_is_the_probes_least_where_they_queued():
+    from bloatlab.advise import measure as M
+
+    def twin(least, median, ser, down=None):
+        return M.twin_of({"base_rtt_ms": {"min": least, "p50": median, "serialization_ms": ser}, "loss": 0.0,
+                          "down": down or {"rate_mbps": 3.0, "limiter": "fifo", "buffer_bytes": 40000}})
+
+    # campaign seed 56 path 20 (a Starlink-like 7.6 / 0.81 Mbit/s at 16.8 ms): the median 2.03 ms above the least,
+    # more than the probes' 0.94-ms serialization and the 1-ms goal; the ensemble spans the goal's accuracy
+    p = twin(17.10939, 19.14345, 0.93522)
+    assert (p.base_rtt_ms, p.base_rtt_spread_ms) == (17.10939, None)
+    # path 39 (1.0 / 0.38 Mbit/s at 179.8 ms): 13.2 ms, above its 5 % (9.0 ms) and its 2.04-ms serialization
+    assert twin(180.51207, 193.70416, 2.03557).base_rtt_ms == 180.51207
+    # path 5 (37.8 Mbit/s at 48.3 ms): 0.23 ms of timing noise; the median, the spread kept for the ensemble
+    p = twin(48.73838, 48.96573, 0.06366)
+    assert (p.base_rtt_ms, round(p.base_rtt_spread_ms, 5)) == (48.96573, 0.22735)
+    # a spread within the probes' own serialization (a 1-Mbit/s line each way: 1.5 ms) is not queueing
+    assert twin(50.0, 51.4, 1.5).base_rtt_ms == 51.4
+    # beside other WiFi stations the twin runs them: the least, no spread
+    shared = {"rate_mbps": 10.6, "limiter": "wifi", "buffer_bytes": None, "wifi": {"mac": "legacy", "phy_mbps": 26.0,
+                                                             "shared": {"others": 2}}}
+    p = twin(65.24, 135.3, 1.65, shared)
+    assert (p.base_rtt_ms, p.base_rtt_spread_ms, p.wifi_others) == (65.24, 0.0, 2)
+
+
 def _cands(scores, available=None):
     out = []
     for i, (cc, s) in enumerate(zip(("reno", "cubic", "bbr", "bbr3"), scores)):
