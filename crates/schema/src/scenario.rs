@@ -51,6 +51,11 @@ pub struct Scenario {
     /// Shell mode with WiFi (emulator): the station of everything that is no flow's or probe's.
     #[serde(default)]
     pub shell_station: Option<usize>,
+    /// The simulator's receive-host timing noise, ns (docs/scenario.md `rx_jitter`): each data segment reaches its
+    /// receiver's TCP after a delay uniform in [0, this], in order per flow. 0: none. The emulator ignores it (the
+    /// kernel's receive path has its own).
+    #[serde(default)]
+    pub rx_jitter_ns: Nanos,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]

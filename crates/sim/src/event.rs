@@ -33,6 +33,9 @@ pub enum Event {
     LinkWakeup(u8),
     /// The oldest packet of a delay line reaches its endpoint (`air.rs`).
     Arrive(u32),
+    /// The oldest data segment of this flow that the receiving host's timing noise held reaches its TCP
+    /// (`rx_jitter`: world.rs).
+    RxDeliver(u32),
     /// A flow's sender timer (retransmission/TLP/RACK/pacing).
     SenderTimer(u32),
     /// A flow's receiver timer (delayed ACK).

@@ -1,5 +1,20 @@
 //! The simulated world: links, flows, probes and the event loop that moves
 //! packets between them.
+//!
+//! The receiving host's timing noise (`rx_jitter`, docs/scenario.md; 0 by
+//! default): virtual time hands each data segment to its receiver's TCP the
+//! instant its last bit arrives, and a model without noise can phase-lock
+//! with the millisecond clock of its TCP timestamps (docs/fidelity.md, "A
+//! mode only at whole milliseconds"). A kernel receiver sees each segment
+//! later by a varying amount: the NIC's interrupt coalescing, NAPI and the
+//! softirq that runs TCP, GRO batching, and in the emulator its own write
+//! lateness. With `rx_jitter` = U each data segment that reaches its
+//! receiver is held a delay drawn uniformly from [0, U] ns (its own RNG
+//! stream, [`rng::RX_STREAM`]), and a flow's segments stay in order (one held
+//! longer holds back those behind it, as one softirq queue does). ACKs, the
+//! handshake and probes are not held. Where U comes from (the kernel's ACK
+//! gaps through the emulator) and what it does to the model against the
+//! kernel: docs/fidelity.md, "The receiving host's timing noise".
 
 use crate::air::Air;
 use crate::capture::Capture;
@@ -40,6 +55,10 @@ struct FlowState {
     sched_snd: Option<Nanos>,
     sched_rcv: Option<Nanos>,
     sched_hs: Option<Nanos>,
+    /// Data segments at the receiving host, held by its timing noise (`rx_jitter`), oldest first.
+    rx_held: std::collections::VecDeque<Payload>,
+    /// When the last of them reaches the receiver's TCP: a flow's segments stay in order.
+    rx_last: Nanos,
 }
 
 impl FlowState {
@@ -109,6 +128,9 @@ pub struct World {
     capture: Option<Box<Capture>>,
     /// Whether the flows' samples are stored (World::without_flow_series).
     keep_flow_series: bool,
+    /// The receiving host's timing noise, ns (the scenario's `rx_jitter`; 0: none) and its draws.
+    rx_jitter_ns: Nanos,
+    rx_rng: rng::Rng,
 }
 
 impl World {
@@ -172,6 +194,8 @@ impl World {
                 sched_snd: None,
                 sched_rcv: None,
                 sched_hs: None,
+                rx_held: Default::default(),
+                rx_last: 0,
             });
             routes.push(Route { dir: f.direction, lines: lines(f.rtt_ns), host: f.group as u32 + 1, dscp: f.dscp, station: f.station });
         }
@@ -201,6 +225,8 @@ impl World {
             wifi,
             capture: None,
             keep_flow_series: true,
+            rx_jitter_ns: sc.rx_jitter_ns,
+            rx_rng: rng::stream(sc.seed, rng::RX_STREAM),
         };
         let mut open_per_page = vec![0u32; sc.pages.len()];
         for (i, f) in sc.flows.iter().enumerate() {
@@ -297,6 +323,21 @@ impl World {
             }
             Event::Arrive(line) => {
                 let p = self.air.arrive(line);
+                match p {
+                    Payload::Data { flow, .. } if self.rx_jitter_ns > 0 => {
+                        use bloatlab_core::rng::RngExt;
+                        let d = self.rx_rng.gen_range(0..=self.rx_jitter_ns);
+                        let fl = &mut self.flows[flow as usize];
+                        let t = (self.now + d).max(fl.rx_last);
+                        fl.rx_last = t;
+                        fl.rx_held.push_back(p);
+                        self.q.push(t, Event::RxDeliver(flow));
+                    }
+                    _ => self.arrive(p),
+                }
+            }
+            Event::RxDeliver(f) => {
+                let p = self.flows[f as usize].rx_held.pop_front().expect("a segment held by the receiving host");
                 self.arrive(p);
             }
             Event::SenderTimer(f) => {
@@ -855,6 +896,57 @@ mod tests {
         }
         assert_eq!(spaces, [14_480, 15_928, 28_960, 55_024]);
         assert_eq!(bufs, [131_072, 244_316, 493_014]);
+    }
+
+    /// The receiving host's timing noise (`rx_jitter`, 300 µs here): each data segment that reaches the receiver
+    /// is held a draw from [0, 300 µs], none passes the one before it (a held segment's TCP time is at least the
+    /// previous one's), the held ones reach TCP in order at the times they were given, and nothing else is held.
+    /// 20 Mbit/s, 20 ms, 50 KB FIFO, 1 s: 1 560 segments held, the longest 299.7 µs after its arrival. Without the
+    /// key the run is the one it always was (no draw, no event).
+    #[test]
+    fn the_receiving_hosts_noise_holds_each_segment_at_most_its_bound_and_keeps_the_flows_order() {
+        let json = |jitter: &str| {
+            format!(
+                r#"{{"name":"rx","duration_ns":1000000000,"seed":7,"sample_interval_ns":10000000,"pages":[],{jitter}
+            "flows":[{{"id":0,"group":0,"name":"cubic-down-0","cc":"cubic","direction":"down","rtt_ns":20000000,
+              "start_ns":0,"stop_ns":null,"size_bytes":null,"app_rate_bps":null,"on_ns":null,"off_ns":null,
+              "ecn":null,"tso":true,"pacing":false,"dscp":0}}],
+            "probes":[],"wifi":null,
+            "links":{{"down":{{"rate_bps":20000000,"buffer_bytes":50000,"buffer_pkts":null,"loss":0.0,
+              "qdisc":{{"kind":"fifo","params":{{}}}},"trace_ms":null,"policer":null,"shaper":null,
+              "device_queue_bytes":null,"device_queue_pkts":null}},"up":null}}}}"#
+            )
+        };
+        let sc = Scenario::from_json(&json(r#""rx_jitter_ns":300000,"#)).unwrap();
+        let mut w = World::new(&sc).unwrap();
+        let (mut held, mut delivered, mut longest) = (std::collections::VecDeque::new(), 0u64, 0);
+        while let Some((t, ev)) = w.q.pop() {
+            if t > sc.duration_ns {
+                break;
+            }
+            w.now = t;
+            let (before, last) = (w.flows[0].rx_held.len(), w.flows[0].rx_last);
+            w.handle(ev);
+            let fl = &w.flows[0];
+            match ev {
+                Event::RxDeliver(0) => {
+                    assert_eq!(held.pop_front(), Some(t), "in order, at the time it was given");
+                    delivered += 1;
+                }
+                _ if fl.rx_held.len() > before => {
+                    assert!(fl.rx_last >= last && fl.rx_last >= t, "never before the one ahead of it");
+                    assert!(fl.rx_last <= (t + 300_000).max(last), "at most the bound, or behind the one ahead");
+                    longest = longest.max(fl.rx_last - t);
+                    held.push_back(fl.rx_last);
+                }
+                _ => assert_eq!(fl.rx_held.len(), before, "only data segments are held"),
+            }
+        }
+        assert_eq!((delivered + held.len() as u64, longest), (1_560, 299_689));
+        // without the key: no noise (the same run as with rx_jitter_ns 0)
+        let a = World::new(&Scenario::from_json(&json("")).unwrap()).unwrap().run();
+        let b = World::new(&Scenario::from_json(&json(r#""rx_jitter_ns":0,"#)).unwrap()).unwrap().run();
+        assert_eq!((a.flows[0].bytes_delivered, a.flows[0].retrans_segs), (b.flows[0].bytes_delivered, b.flows[0].retrans_segs));
     }
 
     /// Fidelity 32 (one CUBIC flow, 500 Mbit/s, 200 ms, 100 KB FIFO): slow start

@@ -76,6 +76,10 @@ fn g3(x: f64) -> String {
     super::check::significant(x, 3)
 }
 
+/// `rx_jitter`'s bound: a receiving host's processing noise is tens to hundreds of µs (NAPI, softirq, interrupt
+/// coalescing); 10 ms is already a stalled host, and more would reorder a flow's segments behind whole RTTs.
+const MAX_RX_JITTER_NS: Nanos = 10_000_000;
+
 /// The resolved scenario, and the `start_jitter` to apply to its flows
 /// (drawn by the caller from the seed: `bloatlab.scenario._jitter_starts`).
 pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Option<Nanos>), LanguageError> {
@@ -91,6 +95,10 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
         if j >= duration {
             return Err(err("start_jitter", "expected a duration from 0 up to the run's length"));
         }
+    }
+    let rx_jitter = m.rx_jitter.as_ref().map_or(0, |j| j.value);
+    if rx_jitter > MAX_RX_JITTER_NS {
+        return Err(err("rx_jitter", "expected a receive host's timing noise from 0 up to 10ms"));
     }
     let pages = resolve_pages(m, doc, &mut flows)?;
     let mut probes = resolve_probes(m, &flows);
@@ -136,6 +144,7 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
         wifi,
         default_rtt_ns: None,
         shell_station: None,
+        rx_jitter_ns: rx_jitter,
     };
     check_limits(m, doc, &sc, ctx)?;
     Ok((sc, jitter))

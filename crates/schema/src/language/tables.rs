@@ -491,6 +491,9 @@ pub struct Document {
     pub sample_interval: PositiveDuration,
     /// start each connection up to this much later (seeded)
     pub start_jitter: Option<Duration>,
+    /// simulator: each data segment reaches its receiver's TCP up to this much later (uniform, seeded, in order per
+    /// flow): the receiving host's timing noise (default 0: none)
+    pub rx_jitter: Option<Duration>,
     #[serde(default)]
     pub flow: Vec<Flow>,
     #[serde(default)]
