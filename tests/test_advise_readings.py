@@ -111,8 +111,12 @@ def test_the_twins_base_rtt_is_the_probes_least_where_they_queued():
     # path 5 (37.8 Mbit/s at 48.3 ms): 0.23 ms of timing noise; the median, the spread kept for the ensemble
     p = twin(48.73838, 48.96573, 0.06366)
     assert (p.base_rtt_ms, round(p.base_rtt_spread_ms, 5)) == (48.96573, 0.22735)
-    # a spread within the probes' own serialization (a 1-Mbit/s line each way: 1.5 ms) is not queueing
-    assert twin(50.0, 51.4, 1.5).base_rtt_ms == 51.4
+    # a spread within the probes' own serialization (a 1-Mbit/s line each way: 1.5 ms, above the goal's 1 ms at
+    # 10 ms) is not queueing; without a serialization read, the goal's 1 ms decides
+    assert twin(10.0, 11.4, 1.5).base_rtt_ms == 11.4
+    assert twin(10.0, 11.4, None).base_rtt_ms == 10.0
+    # at 50 ms the goal's 5 % (2.5 ms) decides
+    assert twin(50.0, 51.4, 0.1).base_rtt_ms == 51.4
     # beside other WiFi stations the twin runs them: the least, no spread
     shared = {"rate_mbps": 10.6, "limiter": "wifi", "buffer_bytes": None, "wifi": {"mac": "legacy", "phy_mbps": 26.0,
                                                              "shared": {"others": 2}}}

@@ -19,7 +19,8 @@ pub type Rng = rand_xoshiro::Xoshiro256PlusPlus;
 /// docs/fidelity.md, "nsperf's random_loss").
 pub const LOSS_STREAM: u64 = 0x4c4f_5353_0000; // "LOSS"
 pub const QDISC_STREAM: u64 = 0x5144_4953_0000; // "QDIS"
-/// The simulator's receiving-host timing noise (`rx_jitter`: crates/sim/src/world.rs); the emulator has none to draw.
+/// The simulator's receiving-host timing noise (`rx_jitter`: crates/sim/src/world.rs), flow i's draws from
+/// `RX_STREAM + i`; the emulator has none to draw.
 pub const RX_STREAM: u64 = 0x5258_4a49_0000; // "RXJI"
 
 /// An RNG for stream `stream` of a run seeded with `seed`: independent streams

@@ -51,12 +51,17 @@ pub struct Scenario {
     /// Shell mode with WiFi (emulator): the station of everything that is no flow's or probe's.
     #[serde(default)]
     pub shell_station: Option<usize>,
-    /// The simulator's receive-host timing noise, ns (docs/scenario.md `rx_jitter`): each data segment reaches its
-    /// receiver's TCP after a delay uniform in [0, this], in order per flow. 0: none. The emulator ignores it (the
-    /// kernel's receive path has its own).
+    /// The simulator's receiving-host timing noise, ns (docs/scenario.md `rx_jitter`): each data segment reaches
+    /// its receiver's TCP after a draw uniform in [0, this], but never before the flow's segment ahead of it. 0:
+    /// none. At most [`MAX_RX_JITTER_NS`]. The emulator ignores it (the kernel's receive path has its own).
     #[serde(default)]
+    #[schemars(range(max = 10_000_000))]
     pub rx_jitter_ns: Nanos,
 }
+
+/// `rx_jitter`'s bound: a receiving host's processing noise is tens to hundreds of µs (NAPI, softirq, interrupt
+/// coalescing); 10 ms is already a stalled host, and more would hold a flow's segments behind whole RTTs.
+pub const MAX_RX_JITTER_NS: Nanos = 10_000_000;
 
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -406,6 +411,9 @@ impl Scenario {
     pub fn check(&self) -> Result<(), String> {
         if self.duration_ns == 0 || self.sample_interval_ns == 0 {
             return Err("duration_ns and sample_interval_ns must be > 0".into());
+        }
+        if self.rx_jitter_ns > MAX_RX_JITTER_NS {
+            return Err(format!("rx_jitter_ns: at most {MAX_RX_JITTER_NS} (10 ms), got {}", self.rx_jitter_ns));
         }
         for (d, l) in [("down", &self.links.down), ("up", &self.links.up)] {
             if let Some(l) = l {

@@ -191,7 +191,8 @@ class Path:
     # how far the measured base RTT may lie from the path's: the idle probes' median less their least (ms; measure
     # takes the median, the least is the nearest the path's own RTT a probe came; on the campaigns' paths the truth
     # lay within it). advise's ensemble spreads its members' RTTs over +- this (recommend.members_of); None (a path
-    # given as numbers): the accuracy issue 30 asks of a measured RTT (BASE_RTT_GOAL_SHARE, BASE_RTT_GOAL_MS)
+    # given as numbers, or idle probes that queued: measure.base_is_least): the accuracy issue 30 asks of a measured
+    # RTT (BASE_RTT_GOAL_SHARE of it, at most BASE_RTT_GOAL_MS)
     base_rtt_spread_ms: float | None = None
 
     def __post_init__(self):

@@ -134,6 +134,9 @@ def run(resolved: dict, **opts) -> dict:
     check()
     emu = _bin.find("bloatlab-emu")
     probe = _bin.find("bloatlab-probe")
+    if resolved.get("rx_jitter_ns"):
+        print("bloatlab: emulator: rx_jitter is the simulator's model of a receiving host's timing; the kernel's own "
+              "receive path runs here (ignored)", file=sys.stderr)
     for attempt in range(1 + NO_RESULT_RETRIES):
         with temp_dir("emu") as d:
             sc_path = os.path.join(d, "scenario.json")

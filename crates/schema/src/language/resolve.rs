@@ -76,10 +76,6 @@ fn g3(x: f64) -> String {
     super::check::significant(x, 3)
 }
 
-/// `rx_jitter`'s bound: a receiving host's processing noise is tens to hundreds of µs (NAPI, softirq, interrupt
-/// coalescing); 10 ms is already a stalled host, and more would reorder a flow's segments behind whole RTTs.
-const MAX_RX_JITTER_NS: Nanos = 10_000_000;
-
 /// The resolved scenario, and the `start_jitter` to apply to its flows
 /// (drawn by the caller from the seed: `bloatlab.scenario._jitter_starts`).
 pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Option<Nanos>), LanguageError> {
@@ -97,8 +93,9 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
         }
     }
     let rx_jitter = m.rx_jitter.as_ref().map_or(0, |j| j.value);
-    if rx_jitter > MAX_RX_JITTER_NS {
-        return Err(err("rx_jitter", "expected a receive host's timing noise from 0 up to 10ms"));
+    if rx_jitter > rs::MAX_RX_JITTER_NS {
+        let got = m.rx_jitter.as_ref().map(|j| shown(Some(&j.raw))).unwrap_or_default();
+        return Err(err("rx_jitter", format!("expected the receiving host's timing noise, from 0 up to \"10ms\", got {got}")));
     }
     let pages = resolve_pages(m, doc, &mut flows)?;
     let mut probes = resolve_probes(m, &flows);

@@ -491,8 +491,8 @@ pub struct Document {
     pub sample_interval: PositiveDuration,
     /// start each connection up to this much later (seeded)
     pub start_jitter: Option<Duration>,
-    /// simulator: each data segment reaches its receiver's TCP up to this much later (uniform, seeded, in order per
-    /// flow): the receiving host's timing noise (default 0: none)
+    /// simulator: each data segment reaches its receiver's TCP up to this much later (a seeded uniform draw, never
+    /// before the flow's segment ahead of it): the receiving host's timing noise (default 0: none; at most 10 ms)
     pub rx_jitter: Option<Duration>,
     #[serde(default)]
     pub flow: Vec<Flow>,
