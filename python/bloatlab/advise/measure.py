@@ -1175,7 +1175,7 @@ def base_is_least(report: dict) -> str | None:
       what the flows meet either: their own queue is the twin's to build."""
     from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE
 
-    if ((report["down"].get("wifi") or {}).get("shared")):
+    if (report["down"].get("wifi") or {}).get("shared"):
         return "the median waited behind other stations"
     base = report["base_rtt_ms"]
     spread = base["p50"] - base["min"]
