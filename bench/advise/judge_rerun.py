@@ -15,16 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("BLOATLAB_BIN_DIR", os.path.join(ROOT, "target", "release"))
-
-
-def _rel(a, b):
-    return None if a is None or not b else (a - b) / b
 
 
 def main(argv=None) -> int:
@@ -76,16 +71,14 @@ def main(argv=None) -> int:
         k1 = stored[0]
         runs = stored[:a.repeats] + [done[(r["index"], s)] for s in range(len(stored) + 1, a.repeats + 1)
                                      if (r["index"], s) in done]
-        held = [k for k in runs if not k.get("timing_flagged")] or runs
-        med = {key: statistics.median([k[key] for k in held if k.get(key) is not None] or [float("nan")])
-               for key in ("goodput_mbps", "p95_rtt_ms")}
+        med = campaign.kernel_medians(runs)
         p = r["predicted"]
         rows.append({"index": r["index"], "limiter": r["truth"]["limiter"], "runs": len(runs),
                      "kernel_goodput": [k["goodput_mbps"] for k in runs], "kernel_p95": [k["p95_rtt_ms"] for k in runs],
-                     "pred_goodput_one_run": _rel(p["goodput_mbps"], k1["goodput_mbps"]),
-                     "pred_goodput": _rel(p["goodput_mbps"], med["goodput_mbps"]),
-                     "pred_p95_one_run": _rel(p["p95_rtt_ms"], k1["p95_rtt_ms"]),
-                     "pred_p95_rtt": _rel(p["p95_rtt_ms"], med["p95_rtt_ms"])})
+                     "pred_goodput_one_run": campaign._rel(p["goodput_mbps"], k1["goodput_mbps"]),
+                     "pred_goodput": campaign._rel(p["goodput_mbps"], med["goodput_mbps"]),
+                     "pred_p95_one_run": campaign._rel(p["p95_rtt_ms"], k1["p95_rtt_ms"]),
+                     "pred_p95_rtt": campaign._rel(p["p95_rtt_ms"], med["p95_rtt_ms"])})
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
         print()

@@ -14,7 +14,6 @@ import argparse
 import glob
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,7 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def main(argv=None) -> int:
-    from bloatlab.advise import recommend
+    from bloatlab.advise import campaign, recommend
     from bloatlab.advise.path import Path
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -45,9 +44,8 @@ def main(argv=None) -> int:
         with open(os.path.join(f[:-5], "measure.json")) as fh:
             base = json.load(fh)["base_rtt_ms"]
         runs = (rec["kernel"].get("runs") or [rec["kernel"]]) + extra.get(rec["index"], [])
-        held = [k for k in runs if not k.get("timing_flagged")] or runs
-        kg = statistics.median(k["goodput_mbps"] for k in held)
-        kp = statistics.median(k["p95_rtt_ms"] for k in held)
+        med = campaign.kernel_medians(runs)
+        kg, kp = med["goodput_mbps"], med["p95_rtt_ms"]
         adv = rec["advice"]
         row = {"index": rec["index"], "spread_ms": base["p50"] - base["min"], "kernel": kg, "kernel_p95": kp}
         for name, spread in (("goal", None), ("measured", max(base["p50"] - base["min"], 0.0))):

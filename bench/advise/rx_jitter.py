@@ -14,7 +14,6 @@ import argparse
 import glob
 import json
 import os
-import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,22 +21,13 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
 def model(rec: dict, us: float) -> tuple[float | None, float | None]:
-    """The model's members on the true path with ``rx_jitter`` = ``us``: their median goodput and p95 RTT."""
-    import bloatlab
+    """The model on the true path as the campaign judges it (``campaign._model``) with ``rx_jitter`` = ``us``."""
     from bloatlab.advise import campaign as C
-    from bloatlab.advise.recommend import members_of, members_within_budget
 
-    t, k, dur = rec["truth"], rec["kernel"], rec["duration_s"]
-    ar = (rec.get("advice") or {}).get("autorate")
-    figs = []
-    n = members_within_budget(t["down_mbps"] * 1e6 / 8 / 1500 * dur, C.MODEL_MEMBERS)
-    for i, (_, start) in enumerate(members_of(t["base_rtt_ms"], n)):
-        doc = C.truth_doc(t, dur, k["cc"], k["queue"], k["shaper_mbps"], autorate=ar)
-        doc.update(seed=1 + i, rx_jitter=f"{us:g}us")
-        if start:
-            doc["flow"][0]["start"] = f"{start}ns"
-        figs.append(C._figures(bloatlab.run(doc).summary))
-    return (_median([f["goodput_mbps"] for f in figs]), _median([f["p95_rtt_ms"] for f in figs]))
+    k = rec["kernel"]
+    m = C._model(rec["truth"], rec["duration_s"], k["cc"], k["queue"], k["shaper_mbps"],
+                 autorate=(rec.get("advice") or {}).get("autorate"), rx_jitter_us=us)
+    return m["goodput_mbps"], m["p95_rtt_ms"]
 
 
 def twin(rec: dict, twin_toml: str, us: float) -> tuple[float | None, float | None]:
@@ -62,13 +52,12 @@ def twin(rec: dict, twin_toml: str, us: float) -> tuple[float | None, float | No
     return c.goodput_mbps, c.p95_rtt_ms
 
 
-def _median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[(len(xs) - 1) // 2] if xs else None
+def _within(x, ref, goal):
+    """``x`` within the campaign's tolerance of ``goal`` (campaign.GOALS) of the kernel's ``ref``."""
+    from bloatlab.advise import campaign as C
 
-
-def _within(x, ref, tol):
-    return x is not None and bool(ref) and abs(x / ref - 1) <= tol
+    e = C._rel(x, ref)
+    return e is not None and abs(e) <= dict((k, t) for k, t, _ in C.GOALS)[goal]
 
 
 def main(argv=None) -> int:
@@ -78,6 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--twin", action="store_true", help="also advise's ensemble on each stored twin")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    from bloatlab.advise import campaign as C
+
     if any(not 0 <= u <= 10_000 for u in a.us):
         ap.error("--us: expected values from 0 to 10000 µs")
     rows = []
@@ -88,12 +79,9 @@ def main(argv=None) -> int:
             k = rec.get("kernel") or {}
             if "truth" not in rec or k.get("goodput_mbps") is None or k.get("timing_flagged"):
                 continue
-            runs = k.get("runs") or [k]
-            held = [r for r in runs if not r.get("timing_flagged")] or runs
+            med = C.kernel_medians(k.get("runs") or [k])
             row = {"campaign": os.path.basename(os.path.normpath(d)), "index": rec["index"],
-                   "limiter": rec["truth"]["limiter"],
-                   "kernel": statistics.median(r["goodput_mbps"] for r in held),
-                   "kernel_p95": statistics.median(r["p95_rtt_ms"] for r in held)}
+                   "limiter": rec["truth"]["limiter"], "kernel": med["goodput_mbps"], "kernel_p95": med["p95_rtt_ms"]}
             for u in a.us:
                 row[f"model_{u:g}"] = model(rec, u)
                 if a.twin and rec.get("advice"):
@@ -104,14 +92,15 @@ def main(argv=None) -> int:
         for u in a.us:
             key = f"{what}_{u:g}"
             got = [r for r in rows if key in r]
-            g = sum(_within(r[key][0], r["kernel"], 0.15) for r in got)
-            p = sum(_within(r[key][1], r["kernel_p95"], 0.25) for r in got)
+            g = sum(_within(r[key][0], r["kernel"], "pred_goodput") for r in got)
+            p = sum(_within(r[key][1], r["kernel_p95"], "pred_p95_rtt") for r in got)
             print(f"{what} rx_jitter {u:g} us: {len(got)} paths, goodput within 15 % {g}, p95 within 25 % {p}")
         k0 = f"{what}_{a.us[0]:g}"
         for r in rows:
             for u in a.us[1:]:
                 k1 = f"{what}_{u:g}"
-                if k0 in r and k1 in r and _within(r[k0][0], r["kernel"], 0.15) != _within(r[k1][0], r["kernel"], 0.15):
+                if k0 in r and k1 in r and (_within(r[k0][0], r["kernel"], "pred_goodput")
+                                            != _within(r[k1][0], r["kernel"], "pred_goodput")):
                     print(f"  {what} {r['campaign']} {r['index']} {r['limiter']}: kernel {r['kernel']:.4g}, "
                           f"{a.us[0]:g} us {r[k0][0]:.4g} -> {u:g} us {r[k1][0]:.4g}")
     if a.json:

@@ -399,13 +399,14 @@ def _figures(summary: dict) -> dict:
 
 
 def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None,
-           autorate: dict | None = None, members: int | None = None) -> dict:
+           autorate: dict | None = None, members: int | None = None, rx_jitter_us: float = 0.0) -> dict:
     """The model on the true path — which tells the twin's error (measure) from the model's (the engine) — as an
     ensemble: member i runs seed 1 + i (its random losses, the queues' draws) with its flow started at
     :func:`recommend.members_of`'s phase within one jiffy, at the true RTT. Each figure is the members' median;
     ``ensemble`` holds the member count and the goodput's and p95 RTT's least and most. ``members``: default
     :data:`MODEL_MEMBERS`, fewer (odd, at least 1) where they would move more than advise's packet budget
-    (``recommend.ENSEMBLE_BUDGET_PKTS``) at the bottleneck."""
+    (``recommend.ENSEMBLE_BUDGET_PKTS``) at the bottleneck. ``rx_jitter_us``: the receiving host's timing noise
+    (the scenario's ``rx_jitter``; none by default, as the campaign judges)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import bloatlab
@@ -421,6 +422,8 @@ def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float |
         doc["seed"] = 1 + i
         if start_ns:
             doc["flow"][0]["start"] = f"{start_ns}ns"
+        if rx_jitter_us:
+            doc["rx_jitter"] = f"{rx_jitter_us:g}us"
         docs.append(doc)
     with ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 1)) as pool:
         figs = list(pool.map(lambda d: _figures(bloatlab.run(d, engine="sim").summary), docs))
@@ -436,6 +439,20 @@ def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float |
     return out
 
 
+def kernel_medians(runs: list[dict], keys=("goodput_mbps", "p95_rtt_ms", "retrans_rate")) -> dict:
+    """Each of ``keys``: its median over the kernel ``runs`` the emulator's timing held (over all of them where none
+    held), None where no run has it. The judge's figures (:func:`_kernel`), and the offline scripts' that judge
+    stored or added runs (bench/advise/)."""
+    import statistics
+
+    held = [r for r in runs if not r.get("timing_flagged")] or runs
+    out = {}
+    for k in keys:
+        vals = [r[k] for r in held if r.get(k) is not None]
+        out[k] = statistics.median(vals) if vals else None
+    return out
+
+
 def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None, engine: str = "emu",
             autorate: dict | None = None, repeats: int = 1) -> dict:
     """One bulk flow of ``cc`` (and a probe) on the true path: the kernel
@@ -444,16 +461,10 @@ def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float 
     many times (seeds 1..N: their random losses, as :func:`rank`'s), each
     figure the median of the runs the emulator's timing held (all of them
     where none held, ``timing_flagged`` then), every run kept in ``runs``."""
-    import statistics
-
     if engine == "sim":
         return _model(t, duration_s, cc, queue, shaper_mbps, autorate=autorate)
     runs = [kernel_run(t, duration_s, cc, queue, shaper_mbps, seed, autorate) for seed in range(1, repeats + 1)]
-    held = [r for r in runs if not r["timing_flagged"]] or runs
-    out = {}
-    for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate"):
-        vals = [r[k] for r in held if r[k] is not None]
-        out[k] = statistics.median(vals) if vals else None
+    out = kernel_medians(runs)
     out.update(cc=cc, queue=queue, shaper_mbps=shaper_mbps,
                approximated="description" in truth_doc(t, duration_s, cc, queue, shaper_mbps, autorate=autorate),
                timing_flagged=all(r["timing_flagged"] for r in runs), tries=max(r["tries"] for r in runs))
