@@ -348,6 +348,18 @@ def test_measure_a_bloated_fifo_path_within_the_targets():
 
 
 @needs_root
+def test_measure_reads_a_fifo_deeper_than_its_fill_reached_from_a_slow_start_that_overflowed_it():
+    # 12 BDP at 100 Mbit/s and 20 ms (3 MB, 240 ms of queue): four CUBIC flows after HyStart add 0.4 t^3 segments
+    # each, 10.6 s to reach it, past the 5-s fill; Reno's slow start (or the fill's own, where HyStart did not end
+    # it) overflows it within a second, and the smoothed RTT then holds the depth (docs/advise.md, the deep step)
+    m = measure_through(["--down", "100Mbit", "--up", "20Mbit", "--rtt", "20ms", "--buffer", "12bdp"], ["--no-up"])
+    d = m["down"]
+    assert d["limiter"] == "fifo" and d["buffer_bound"] is None, d.get("buffer_note")
+    assert d["deep_fill"]["overflowed"] and d["buffer_from"] == "slow_start", d["deep_fill"]
+    assert d["buffer_bdp"] == pytest.approx(12.0, rel=0.30), d["buffer_note"]
+
+
+@needs_root
 def test_measure_finds_a_policer_and_its_rate():
     # seed 003: a 20 Mbit/s policer on a 100 Mbit/s port; CUBIC alone would read ~15 Mbit/s
     m = measure_through(["--down", "100Mbit", "--policer", "20Mbit", "--rtt", "30ms"], ["--no-up"])
@@ -944,8 +956,10 @@ def test_a_fills_drops_all_in_its_ramp_are_not_read_as_a_policers(monkeypatch):
 
     for ramp, limiter, flag, alts in ((True, "fifo", False, ["fifo", "aqm", "policer"]),
                                       (False, "policer", True, ["policer", "fifo", "aqm"])):
-        phases = {"cubic": fill(ramp), "bbr": _load_json(13.5e6, 310 + 0.8, 310 + 0.5, 40, 11400)}
-        monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False: phases[cc])
+        # (a Reno phase until the first loss reads a FIFO the fill never overflowed in its window again: here its
+        # queue no deeper than the fill's, so the bound stays)
+        phases = {"cubic": fill(ramp), "bbr": _load_json(13.5e6, 310 + 0.8, 310 + 0.5, 40, 11400), "reno": fill(ramp)}
+        monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False, until_loss=False: phases[cc])
         x = M._direction("h", 1, "down", 4, 310.0, None, True, False, 0.0, lambda m: None)
         assert x["evidence"]["phase"] == "fill" and x["evidence"]["window_dropped"] is flag, x["evidence"]
         assert x["limiter"] == limiter and [a["limiter"] for a in x["limiter_alternatives"]] == alts

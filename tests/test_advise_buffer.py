@@ -127,19 +127,112 @@ def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():
     assert r["buffer_bytes"] == 64744 and r["buffer_bound"] is None
 
 
-def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound(monkeypatch):
-    """_direction end to end on a fake load: a fill that queued 600 ms at 100 Mbit/s with no loss reads
-    fifo, buffer >= 7.5 MB; the same fill with drops in its window reads the depth."""
-    phases = {}
-    monkeypatch.setattr(M, "_load", lambda host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False: phases[cc])
-    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M_evidence.WIRE_PER_PAYLOAD)
+def _reno(overflow_at, peak_ms, base_ms, rate_bps, lost_per_flow, secs=2.5, flows=4):
+    """A phase of Reno flows run until their first loss: slow start's smoothed RTT climbs from ``base_ms`` to
+    ``peak_ms`` at ``overflow_at`` s and stays there (the queue full while the loss travels back), each flow
+    retransmitting ``lost_per_flow`` segments from then on."""
+    srtt = lambda t: base_ms + (peak_ms - base_ms) * min(t / overflow_at, 1.0)  # noqa: E731
+    return _phase(secs, srtt, rate_bps, retx_at=[overflow_at + 0.001 * k for k in range(lost_per_flow)], flows=flows)
+
+
+def test_a_reno_slow_start_that_overflowed_reads_the_depth_and_a_lone_loss_does_not():
+    """The emulator's 36.7-MB FIFO at 484.6 Mbit/s and 44.6 ms (606.6 ms deep; campaign seed 56 path 4, its
+    CUBIC fill lossless at 139 ms of queue over 51 466 segments): Reno's slow start overflows it, smoothed RTTs
+    at 651.4 ms, the depth 606.8 ms x 484.6 Mbit/s."""
+    j = _reno(1.7, 651.4, 44.6, 484.6e6, lost_per_flow=200)
+    x = M_buffer.slow_start_depth(j, "down", 44.6, 484.6, fill_segments=51466.0)
+    assert x["overflowed"] is True and x["why"] is None
+    assert x["queue_ms"] == pytest.approx(606.8, abs=1e-9)
+    assert x["depth_bytes"] == int(606.8e-3 * 484.6e6 / 8) and x["retransmits"] == 800
+    segs = 2.5 * 484.6e6 / 8 / M_physics.MSS
+    assert x["segments"] == pytest.approx(segs, rel=1e-9)
+    # one retransmission a flow (a random loss the idle probes and the fill did not see) is no overflow: the
+    # fill's 51 466 lossless segments bound the random loss at 3 / 51 466, 6.1 expected here
+    x = M_buffer.slow_start_depth(_reno(1.7, 651.4, 44.6, 484.6e6, lost_per_flow=1), "down", 44.6, 484.6, 51466.0)
+    assert x["overflowed"] is False and "random loss" in x["why"] and x["depth_bytes"] == int(606.8e-3 * 484.6e6 / 8)
+    assert M_physics._significant(4, segs, 3 / 51466.0) is False
+    # the fill lost something in its window (no lossless segments): any loss could be the path's
+    x = M_buffer.slow_start_depth(_reno(1.7, 651.4, 44.6, 484.6e6, lost_per_flow=200), "down", 44.6, 484.6, None)
+    assert x["overflowed"] is False
+    # nothing lost by the ceiling: the queue reached, no more
+    x = M_buffer.slow_start_depth(_reno(1.7, 651.4, 44.6, 484.6e6, lost_per_flow=0), "down", 44.6, 484.6, 51466.0)
+    assert x["overflowed"] is False and "deeper than the slow start reached" in x["why"]
+
+
+def test_a_slow_start_sees_a_loss_at_a_deep_fifo_after_its_rounds_to_the_bdp_and_twice_the_queue():
+    from bloatlab.advise import plan as M_plan
+
+    # 4 flows' shares of 484.6 Mbit/s x 44.6 ms: 46.6 initial windows, 5.54 doublings; 3.5 rounds of setup and one
+    # at the full queue; then 2 x 606.6 ms
+    share = 484.6e6 * 44.6e-3 / 8 / 4 / (10 * M_physics.MSS)
+    import math
+    want = ((M_plan.SETUP_ROUNDS + math.log2(share) + 1) * 44.6 + 2 * 606.6) / 1e3
+    assert M_plan.slow_start_secs(484.6, 4, 44.6, 606.6) == pytest.approx(want, rel=1e-12)
+    assert M_plan.slow_start_secs(484.6, 4, 44.6, 606.6) == pytest.approx(1.661, abs=1e-3)
+    # the gap before the step drains the fill's queue, however deep (gap_s holds it to 1 s)
+    assert M.deep_gap_s(3500.0, 549.0) == pytest.approx(4.598) and M.gap_s(3500.0, 549.0) == 1.0
+    assert M.deep_gap_s(10.0, 5.0) == M.gap_s(10.0, 5.0) == 0.25
+    # a share below the initial window takes no doubling; no queue, no queue time
+    assert M_plan.slow_start_secs(1.0, 4, 10.0, 0.0) == pytest.approx((M_plan.SETUP_ROUNDS + 1) * 10.0 / 1e3)
+
+
+def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound_and_reads_it_with_reno(monkeypatch):
+    """_direction end to end on a fake load: a fill that queued 600 ms at 100 Mbit/s with no loss reads fifo,
+    buffer >= 7.5 MB, and Reno flows until their first loss read it again (--until-loss): overflowed at 900 ms
+    of queue, the depth 11.25 MB; no loss by their ceiling, the deeper bound; the same fill with drops in its
+    window reads the depth, and no Reno phase runs."""
+    phases, calls = {}, []
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False, until_loss=False):
+        calls.append((cc, until_loss, secs))
+        return phases[cc]
+
+    monkeypatch.setattr(M, "_load", load)
+    monkeypatch.setattr(M.time, "sleep", lambda s: calls.append(("sleep", s)))
+    wire = 100e6 / M_evidence.WIRE_PER_PAYLOAD
+    phases["cubic"] = _phase(10.0, 100.0 + 600.0, wire)
+    phases["reno"] = _reno(2.0, 100.0 + 900.0, 100.0, wire, lost_per_flow=300)
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
-    assert x["limiter"] == "fifo" and x["buffer_bound"] == "lower"
+    assert [c[:2] for c in calls if c[0] != "sleep"] == [("cubic", False), ("reno", True)]
+    assert calls[-1] == ("sleep", pytest.approx(1.1))  # the 900 ms it queued drain, and two round trips
+    assert x["limiter"] == "fifo" and x["buffer_bound"] is None and x["buffer_from"] == "slow_start"
+    assert x["buffer_bytes"] == int(0.9 * x["rate_mbps"] * 1e6 / 8) and x["rate_mbps"] == pytest.approx(100.0, rel=1e-3)
+    assert x["buffer_window"]["overflowed"] is False and x["deep_fill"]["overflowed"] is True
+    assert x["phases_s"]["deep"] >= 0 and x["planned_s"]["deep"] == pytest.approx(0.8 + 5.0)  # the gap after 600 ms queued, the 5-s ceiling
+    assert M_buffer._buffer_text(x) == "buffer ~11250 KB (9 BDP)"  # the depth, not a bound
+    # the Reno flows lost nothing by their ceiling: still a lower bound, at the deeper queue they reached
+    phases["reno"] = _reno(2.0, 100.0 + 900.0, 100.0, wire, lost_per_flow=0)
+    x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
+    assert x["buffer_bound"] == "lower" and x["buffer_bytes_min"] == x["buffer_bytes"] == int(0.9 * x["rate_mbps"] * 1e6 / 8)
+    assert "buffer >= 11" in M_buffer._buffer_text(x)
+    # at 3 Mbit/s over 1.9 s the setup, the doublings to the BDP and the round at the queue (8.1 round trips) and
+    # twice the fill's 600 ms of queue come to 16.6 s, past the 15-s ceiling: the step does not run and says why
+    calls.clear()
+    phases["cubic"] = _phase(10.0, 1900.0 + 600.0, 3e6 / M_evidence.WIRE_PER_PAYLOAD)
+    x = M._direction("h", 1, "down", 4, 1900.0, None, True, False, 0.0, lambda m: None, port_mbps=3.0)
+    assert [c[0] for c in calls] == ["cubic"] and x["buffer_bound"] == "lower" and "deep" not in x["planned_s"]
+    assert x["deep_fill"]["phase"] is None and "past the 15-s ceiling" in x["deep_fill"]["why"]
+    # the fill's own slow start overflowed the FIFO at 900 ms (HyStart did not end it), its window 5-10 s lossless
+    # at 600 ms: that overflow reads the depth, and no Reno phase runs
+    calls.clear()
+    ramp = lambda t: 100.0 + (900.0 * min(t / 1.5, 1.0) if t < 2.0 else 600.0)  # noqa: E731
+    phases["cubic"] = _phase(10.0, ramp, wire, retx_at=[1.5 + 0.001 * k for k in range(300)])
+    x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
+    assert [c[0] for c in calls] == ["cubic"] and "deep" not in x["phases_s"] and "deep" not in x["planned_s"]
+    assert x["buffer_bound"] is None and x["deep_fill"]["phase"] == "fill" and x["buffer_from"] == "slow_start"
+    assert x["buffer_bytes"] == int(0.9 * x["rate_mbps"] * 1e6 / 8) and "the fill's slow start" in x["buffer_note"]
+    phases["cubic"] = _phase(10.0, 100.0 + 600.0, wire)
+    # a random loss seen by the idle probes: no Reno phase (its slow start would end at one), the fill's bound
+    calls.clear()
+    x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.001, lambda m: None, port_mbps=100.0)
+    assert [c[0] for c in calls] == ["cubic"] and x["buffer_bound"] == "lower" and "deep_fill" not in x
     assert x["buffer_bytes_min"] == x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
     assert x["buffer_window"]["overflowed"] is False and x["buffer_window"]["phase"] == "cubic"
     assert "buffer >= 7500 KB" in M_buffer._buffer_text(x)
-    phases["cubic"] = _phase(10.0, 100.0 + 600.0, 100e6 / M_evidence.WIRE_PER_PAYLOAD, retx_at=(7.0,))
+    calls.clear()
+    phases["cubic"] = _phase(10.0, 100.0 + 600.0, wire, retx_at=(7.0,))
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
+    assert [c[0] for c in calls] == ["cubic"]
     assert x["buffer_bound"] is None and x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
     assert M_buffer._buffer_text(x) == "buffer ~7500 KB (6 BDP)"
 

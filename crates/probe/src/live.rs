@@ -44,6 +44,15 @@
 //! know in advance (bloatlab's `measure` read it from the idle path, and ran
 //! to the ceiling where it had not: an upload's port is seldom read there).
 //!
+//! `--until-loss` (a phase of its own, [`Until::at_loss`]) ends the phase a
+//! round trip after a flow first met a loss instead: a loss-based control
+//! without HyStart (Reno) doubles its window every round trip until the
+//! bottleneck's buffer overflows, so its first loss comes with the queue at
+//! the buffer's depth, which its smoothed RTT then holds (bloatlab's
+//! `measure` reads a buffer deeper than its CUBIC fill reached so: the round
+//! trip after the loss is the time the sender takes to see it, fast
+//! retransmit's duplicate ACKs coming back).
+//!
 //! Constants:
 //! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
 //! - [`MIN_INTERVAL_NS`] = 100 ms: ten UDP probes at `load`'s 10 ms, the
@@ -85,6 +94,10 @@ pub struct Until {
     /// a loss shows the pipe found, as a standing queue does (false with
     /// `--queue-only`: a path's random loss is no sign of its end)
     pub loss_ends: bool,
+    /// `--until-loss`: the phase ends a round trip after a flow first met a
+    /// loss (the interval after the one that saw it, [`interval_ns`]), not at
+    /// saturation; the floors do not apply
+    pub at_loss: bool,
 }
 
 /// What a phase's threads share while it runs: its end (decided while it
@@ -232,15 +245,34 @@ pub fn interval_ns(last: Option<&Interval>, base_ms: f64) -> u64 {
     (rtt * 1e6).max(packets_ns).max(MIN_INTERVAL_NS as f64) as u64
 }
 
+/// Where a phase `--until-loss` ends, its last interval (`iv`'s) ending
+/// `at_ns` after it began: a round trip later ([`interval_ns`] of that
+/// interval) once a flow met a loss by then, else not yet (None).
+pub fn loss_end(iv: &[Interval], at_ns: u64, base_ms: f64) -> Option<u64> {
+    let last = iv.last()?;
+    last.lost.then(|| at_ns + interval_ns(Some(last), base_ms))
+}
+
+/// What the watcher saw of a phase: its intervals, when the load was
+/// saturated and when a flow first met a loss (`--until-loss`), each in s
+/// since the phase began.
+#[derive(Debug, Default)]
+pub struct Watched {
+    pub intervals: Vec<Interval>,
+    pub saturated_at_s: Option<f64>,
+    pub lost_at_s: Option<f64>,
+}
+
 /// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
 /// interval after another, and ends the phase ([`Live::end`]) at
-/// [`phase_end`] once [`saturated`] and `until.floor_bytes` delivered. Returns the
-/// intervals and the saturation time (s since `start`), if any.
-pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> (Vec<Interval>, Option<f64>) {
+/// [`phase_end`] once [`saturated`] and `until.floor_bytes` delivered, or
+/// (`until.at_loss`) at [`loss_end`].
+pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> Watched {
     let mut iv: Vec<Interval> = Vec::new();
     let mut a = start;
     let mut prev = 0u64;
     let (mut sat, mut reached) = (None, None);
+    let mut lost_at = None;
     while !sys::stopped() {
         let b = a + interval_ns(iv.last(), base_ms);
         if b >= end || b >= live.end() {
@@ -260,13 +292,22 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> (
         });
         prev = bytes;
         a = b;
+        if until.at_loss {
+            if let Some(len) = loss_end(&iv, b - start, base_ms) {
+                lost_at = Some(b - start);
+                live.set_end(start + len);
+                break;
+            }
+            continue;
+        }
         let now_saturated = sat.is_none() && saturated(&iv, base_ms, until.loss_ends);
         if let Some(len) = phase_end(&mut sat, &mut reached, b - start, now_saturated, bytes, until.floor_bytes, until.floor_ns, end - start) {
             live.set_end(start + len);
             break;
         }
     }
-    (iv, sat.map(|s| s as f64 / 1e9))
+    let s = |ns: Option<u64>| ns.map(|x| x as f64 / 1e9);
+    Watched { intervals: iv, saturated_at_s: s(sat), lost_at_s: s(lost_at) }
 }
 
 #[cfg(test)]
@@ -360,6 +401,21 @@ mod tests {
         // the round trip grows 10 % an interval (a deep buffer filling): never stable
         let iv = series(12, |_| 250_000, |i| 30.0 * 1.1f64.powi(i as i32), 0);
         assert!(!saturated(&iv, 20.0, true));
+    }
+
+    #[test]
+    fn until_loss_ends_the_phase_a_round_trip_after_the_interval_that_saw_a_loss() {
+        const MS: u64 = 1_000_000;
+        // Reno's slow start into a 600-ms queue over a 45-ms base: no loss yet, no end
+        let mut iv = series(3, |_| 6_000_000, |_| 45.0, usize::MAX);
+        assert_eq!(loss_end(&iv, 1500 * MS, 45.0), None);
+        assert_eq!(loss_end(&[], 0, 45.0), None);
+        // the interval that saw the loss had its probes at 651 ms: the end is that round trip later
+        iv.push(Interval { end_s: 2.3, len_s: 0.6, bytes: 6_000_000, rtt_ms: vec![640.0, 651.0, 652.0], lost: true });
+        assert_eq!(loss_end(&iv, 2300 * MS, 45.0), Some(2951 * MS));
+        // no probe answered in it: the base round trip, at least 100 ms
+        iv.push(Interval { end_s: 2.4, len_s: 0.1, bytes: 0, rtt_ms: vec![], lost: true });
+        assert_eq!(loss_end(&iv, 2400 * MS, 45.0), Some(2500 * MS));
     }
 
     #[test]

@@ -76,8 +76,8 @@ pub struct LoadCfg {
     /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
     pub halt_at_end: bool,
     /// `--until-stable FLOOR` (`--floor-packets`, `--queue-only`): a loaded phase ends once saturated
-    /// (crate::live), not before its floors nor after `duration_ns`; the flows then stop with it, as with
-    /// `halt_at_end`
+    /// (crate::live), not before its floors nor after `duration_ns`; or (`--until-loss`, `Until::at_loss`) a
+    /// round trip after a flow first met a loss; the flows then stop with it, as with `halt_at_end`
     pub until_stable: Option<live::Until>,
 }
 
@@ -241,7 +241,9 @@ struct Phase {
     cc: Option<String>,
     /// `--until-stable`: when the load was saturated (s since the phase began; crate::live)
     saturated_at_s: Option<f64>,
-    /// `--until-stable`: the intervals watched
+    /// `--until-loss`: when a flow first met a loss (s since the phase began)
+    lost_at_s: Option<f64>,
+    /// `--until-stable`, `--until-loss`: the intervals watched
     intervals: usize,
     /// when the phase's steps ended, s since t0 (`timing_s` in its JSON): where its wall time goes
     timing: Value,
@@ -324,13 +326,13 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let conn = ch.and_then(|h| h.join().ok()).unwrap_or_default();
     let foreign_done = sys::mono_ns();
     let (self_issued, self_late) = sh.map(|h| h.join().unwrap_or((0, 0))).unwrap_or((0, 0));
-    let (watched, saturated_at_s) = wh.and_then(|h| h.join().ok()).unwrap_or_default();
+    let watched = wh.and_then(|h| h.join().ok()).unwrap_or_default();
     // the phase ended where its watcher decided, else at its planned end
     let end = live.as_ref().map_or(end, |l| end.min(l.end()));
     let mut ph = Phase {
         name, down, up, start, end, udp, conn, board, self_issued, self_late,
         flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, missing_flows: Vec::new(), cc: None,
-        saturated_at_s, intervals: watched.len(), timing: Value::Null,
+        saturated_at_s: watched.saturated_at_s, lost_at_s: watched.lost_at_s, intervals: watched.intervals.len(), timing: Value::Null,
     };
     let mut clients = serde_json::Map::new();
     for (h, is_down) in [(dn, true), (upl, false)] {
@@ -466,7 +468,7 @@ fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
     let framing_error = ph.board.as_ref().and_then(|b| b.error());
     let json = json!({
         "name": ph.name, "down": ph.down, "up": ph.up, "from_s": start_s, "to_s": (ph.end - t0) as f64 / 1e9, "ramp_until_s": ramp_end_s,
-        "saturated_at_s": ph.saturated_at_s, "watched_intervals": ph.intervals,
+        "saturated_at_s": ph.saturated_at_s, "lost_at_s": ph.lost_at_s, "watched_intervals": ph.intervals,
         "udp_rtt_ms": lat_json(&ll), "connect_ms": lat_json(&lcl), "foreign_request_ms": lat_json(&lreq), "self_probe_ms": lat_json(&lself),
         "self_probe_source": self_source,
         "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered, "late": ph.self_late,

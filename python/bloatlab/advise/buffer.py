@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
-from .physics import burst_floor_ms
+import numpy as np
+
+from .evidence import _flows_window
+from .physics import MSS, _significant, burst_floor_ms
 
 def _buffer_text(x: dict) -> str:
     if x["buffer_bytes"] is None and x["limiter"] == "policer":
@@ -96,4 +99,54 @@ def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float
                    buffer_note=f"at most {max(top, buf) / 1e3:.3g} KB: the flows queued {queue_ms:.3g} ms, below what "
                                f"{flows} flows' own bursts and the noise show without a queue ({floor:.3g} ms at "
                                f"{rate_mbps:.4g} Mbit/s){probed}")
+    return out
+
+
+#: the load that reads a buffer deeper than the fill reached (:func:`slow_start_depth`, measure's ``deep`` step):
+#: Linux's Reno has no HyStart (``tcp_cong.c``'s ``tcp_reno_cong_avoid`` slow-starts with ``tcp_slow_start`` until
+#: ssthresh, infinite until the first loss), so its slow start doubles the windows every round trip until the
+#: buffer overflows; CUBIC's HyStart (``tcp_cubic.c``, ``hystart_update``) leaves slow start near the BDP instead,
+#: and its window then grows as 0.4 t^3 segments (:func:`buffer_reading`'s lower bound)
+DEEP_CC = "reno"
+
+
+def slow_start_depth(j: dict, d: str, base_ms: float, rate_mbps: float, fill_segments: float | None) -> dict:
+    """What a phase of Reno flows run until their first loss (``load -C reno --until-loss``, its JSON ``j``) read
+    of direction ``d``'s FIFO: ``{"overflowed", "queue_ms", "depth_bytes", "retransmits", "segments", "why"}``.
+
+    Slow start doubles the windows each round trip until the buffer overflows. The queue is then at the depth and
+    stays there for the round trip it takes the senders to see the loss (fast retransmit's duplicate ACKs), over
+    which each flow's smoothed RTT (gain 1/8 an ACK, RFC 6298) reaches base + depth / rate: the depth in time is
+    the median over the flows of each one's largest smoothed RTT less ``base_ms``, in bytes that times
+    ``rate_mbps`` (a FIFO drains at the bottleneck's rate; through the emulator, a 36.7-MB FIFO at 484.6 Mbit/s
+    and 44.6 ms, 606.6 ms deep: 4 Reno flows lost first 1.6 s into their slow start, smoothed RTTs 651.4-653.1 ms).
+
+    The loss is the overflow only if it is more than a random loss would give: the fill before this phase
+    (``fill_segments``, the segments its window carried without one retransmission) bounds the path's random loss
+    at 3 / ``fill_segments`` (the rule of three, 95 %), and the phase's retransmissions must exceed that bound's
+    expectation by three binomial standard deviations and a handful (:func:`physics._significant`). An overflow in
+    slow start drops up to half of the last round trip's packets (the windows double while the loss travels back:
+    845 retransmissions in the case above), a random loss one. Where it is not an overflow (or no flow lost
+    anything by the phase's end) the queue reached is only a lower bound (``overflowed`` False)."""
+    fs, fid, t, ids, _, _ = _flows_window(j, d)
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
+    retx = np.asarray(fs.get("retransmits", []), float)
+    acked = np.asarray(fs.get("delivered_bytes", []), float)
+    out = {"overflowed": False, "queue_ms": None, "depth_bytes": None, "retransmits": None, "segments": None,
+           "why": None}
+    if not ids or srtt.size != t.size or retx.size != t.size or acked.size != t.size:
+        out["why"] = "the phase's flows carried no samples"
+        return out
+    q = max(float(np.median([srtt[fid == i].max() for i in ids])) - base_ms, 0.0)
+    lost = float(sum(retx[fid == i].max() for i in ids))
+    segs = float(sum(acked[fid == i].max() for i in ids)) / MSS
+    out.update(queue_ms=q, depth_bytes=int(q / 1e3 * rate_mbps * 1e6 / 8), retransmits=lost, segments=segs)
+    bound = 3.0 / fill_segments if fill_segments else 1.0
+    if lost == 0:
+        out["why"] = "no flow lost a segment before the phase's end: the buffer is deeper than the slow start reached"
+    elif not _significant(lost, segs, min(bound, 1.0)):
+        out["why"] = (f"{lost:.0f} retransmissions in {segs:.0f} segments: no more than a random loss below the "
+                      f"fill's bound ({bound * 100:.2g} %) gives, not an overflow")
+    else:
+        out["overflowed"] = True
     return out

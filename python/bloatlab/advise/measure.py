@@ -47,7 +47,7 @@ from .physics import (
 )
 from .plan import (
     FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, _loaded_s, _phase_secs, bbr_phase_secs, fill_floor_s, gap_s, idle_plan,
-    loaded_phase, loss_stream_plan
+    loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
     _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, variable_rate,
@@ -58,7 +58,7 @@ from .classify import (
     undropped_alternatives,
     unreturned_depth_ms
 )
-from .buffer import _buffer_text, _twin_buffer, buffer_reading
+from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
@@ -261,7 +261,8 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
 
 
 def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | None, cc: str,
-          idle_s: float = IDLE_MAX_S, floor_s: float | None = None, queue_only: bool = False) -> dict:
+          idle_s: float = IDLE_MAX_S, floor_s: float | None = None, queue_only: bool = False,
+          until_loss: bool = False) -> dict:
     # no self probes: their frames hold the senders to 5 ms of unsent data, and measure wants the rate as a plain sender gets it;
     # no foreign probes: measure reads the UDP probes alone, and a phase whose loaded queue dropped a foreign
     # probe's handshake waited up to 2 s after its end for it (1.0-1.8 s of a lossy 3.1-Mbit/s PIE's phases,
@@ -286,6 +287,9 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
         if queue_only:
             # a random loss on the path: only a standing queue shows the pipe found (_direction)
             args += ["--queue-only"]
+    if until_loss:
+        # the phase ends a round trip after a flow's first loss (_deep_fill)
+        args += ["--until-loss"]
     if secret:
         args += ["--secret", secret]
     try:
@@ -529,6 +533,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                                       drops["overflowed"], drops["queued_bytes"], drops["queue_max_ms"],
                                       max(ev["probe_q95_ms"], fill["probe_q95_ms"])),
                        buffer_window=drops)
+        if (reading["buffer_bound"] == "lower" and limiter == "fifo" and fill_cc == LOAD_CC and idle_loss == 0
+                and drops["queued_bytes"] is None):
+            td = time.monotonic()
+            queued = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
+            planned["deep"] = deep_gap_s(queued, base_p50) + _phase_secs(base_p50, quick, fill=True)
+            reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, j)
+            if reading["deep_fill"].get("phase") == "deep":
+                phases["deep"] = time.monotonic() - td
+            else:
+                del planned["deep"]
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
     # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
@@ -555,6 +569,81 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
+
+
+def deep_gap_s(queue_ms: float, base_ms: float) -> float:
+    """The quiet gap (s) before the deep step: the fill's queue (``queue_ms``, its flows' p95) drained and two round
+    trips, as :func:`gap_s` but not held to its 1-s most — the step runs where that queue is deep (3.5 s at 2.58
+    Mbit/s and 549 ms, campaign seed 56 path 38), and a slow start begun over a standing queue is read against it."""
+    return max(gap_s(queue_ms, base_ms), (queue_ms + 2 * base_ms) / 1e3)
+
+
+def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret: str | None, quick: bool,
+               rate: float, reading: dict, queued_ms: float, say, fill: dict | None = None) -> dict:
+    """A FIFO the fill never overflowed (``reading``'s lower bound, :func:`buffer_reading`) read again by
+    ``flows`` Reno flows run until their first loss (:data:`buffer.DEEP_CC`, ``load --until-loss``), whose slow
+    start doubles the windows until the buffer overflows, at most the fill's own ceiling (:func:`_phase_secs`): the
+    reading with the depth where they overflowed it (:func:`buffer.slow_start_depth`), else with the deeper
+    lower bound of the two; the phase's figures in ``deep_fill``. ``queued_ms``: the queue the phases before
+    left (the quiet gap before this one, :func:`gap_s`). Its own queue drains before the next phase.
+
+    Only on a path whose idle probes lost nothing and whose fill kept no moving capacity (the caller): a random
+    loss ends a slow start early, below any deep buffer (at 0.2 % within some 500 segments, where 4 flows fill
+    36 MB with about 50 000), and a queue in time is no depth in bytes where the capacity moves. Slow start takes
+    the rounds to the BDP, then twice the depth in time (:func:`plan.slow_start_secs`): 1.7 s for a 606-ms FIFO at
+    44.6 ms. Where it could not see a loss at the fill's own bound within the ceiling it does not run; a FIFO
+    deeper than the ceiling allows stays a lower bound.
+
+    Where the fill's own slow start overflowed it (``fill``, its JSON: HyStart did not end that slow start, and its
+    drops came before the window, :func:`evidence.window_drops`), that overflow reads the depth the same way, and
+    no phase runs."""
+    secs = _phase_secs(base_ms, quick, fill=True)
+    low = reading["buffer_bytes_min"]
+    win = reading["buffer_window"]
+    lossless = win["segments"] if win.get("retransmits") == 0 else None
+    bdp = rate * 1e6 * base_ms / 1e3 / 8
+    x = slow_start_depth(fill, d, base_ms, rate, lossless) if fill is not None else None
+    if x is not None and x["overflowed"] and x["depth_bytes"] > low:
+        x.update(phase="fill", fill_bound_bytes=low)
+        return dict(reading, deep_fill=x, buffer_bytes=x["depth_bytes"], buffer_bdp=x["depth_bytes"] / bdp if bdp else None,
+                    buffer_bound=None, buffer_bytes_min=None, buffer_from="slow_start",
+                    buffer_note=(f"~{x['depth_bytes'] / 1e3:.4g} KB: the fill's slow start overflowed it at "
+                                 f"{x['queue_ms']:.4g} ms of queue ({x['retransmits']:.0f} retransmissions), before "
+                                 f"the window its queue was read over"))
+    need = slow_start_secs(rate, flows, base_ms, low * 8 / (rate * 1e6) * 1e3)
+    if need >= secs:
+        return dict(reading, deep_fill={"phase": None, "fill_bound_bytes": low, "why": (
+            f"not run: a slow start would see a loss at the fill's {low / 1e3:.4g} KB no sooner than {need:.3g} s "
+            f"after it began, past the {secs:g}-s ceiling")})
+    say(f"  {d}: the fill never overflowed the buffer (at least {low / 1e3:.4g} KB); {flows} {DEEP_CC} flows until "
+        f"their first loss (at most {secs:g} s) ...")
+    try:
+        j = _load(host, port, d, flows, secs, secret, DEEP_CC, deep_gap_s(queued_ms, base_ms), until_loss=True)
+    except UserError as e:
+        return dict(reading, deep_fill={"phase": "deep", "failed": str(e), "fill_bound_bytes": low})
+    x = slow_start_depth(j, d, base_ms, rate, lossless)
+    ran, _ = _loaded_s(j)
+    x.update(phase="deep", ran_s=ran, ceiling_s=secs, lost_at_s=loaded_phase(j).get("lost_at_s"), fill_bound_bytes=low)
+    out = dict(reading, deep_fill=x)
+    depth = x["depth_bytes"]
+    if x["overflowed"] and depth > low:
+        out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bound=None,
+                   buffer_bytes_min=None, buffer_from="slow_start",
+                   buffer_note=(f"~{depth / 1e3:.4g} KB: {flows} {DEEP_CC} flows' slow start overflowed it at "
+                                f"{x['queue_ms']:.4g} ms of queue ({x['retransmits']:.0f} retransmissions), where the "
+                                f"fill had queued {reading['buffer_bytes'] / 1e3:.4g} KB without a loss"))
+    elif x["overflowed"]:
+        x["why"] = (f"the slow start overflowed a queue of {depth / 1e3:.4g} KB, no deeper than the fill's lossless "
+                    f"{low / 1e3:.4g} KB: not the FIFO the fill met")
+    elif depth is not None and depth > low:
+        out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bytes_min=depth,
+                   buffer_note=f"at least {depth / 1e3:.4g} KB: {x['why']}")
+    if out.get("buffer_bound") == "lower":
+        say(f"  {d}: buffer still a lower bound ({x['why']})")
+    # what it queued drains before the next phase: the deepest queue its flows (else its probes) saw, two round trips
+    probed = max([p["rtt_ms"]["max"] - base_ms for p in j.get("probes") or [] if (p.get("rtt_ms") or {}).get("max")] or [0.0])
+    time.sleep(((x["queue_ms"] if x["queue_ms"] is not None else probed) + 2 * base_ms) / 1e3)
+    return out
 
 
 def _probe_serialization(host: str, port: int, secret: str | None, rmin_small_ms: float) -> float | None:

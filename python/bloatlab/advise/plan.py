@@ -123,6 +123,22 @@ BBR_MIN_S = 3.0
 SETUP_ROUNDS = 3.5
 
 
+def slow_start_secs(rate_mbps: float, flows: int, base_ms: float, queue_ms: float) -> float:
+    """How long (s) ``flows`` slow starts without HyStart (Reno's) take from the phase's start until their senders
+    see a loss at a FIFO ``queue_ms`` deep, at ``rate_mbps`` over ``base_ms`` (the gate of measure's deep step,
+    ``measure._deep_fill``): :data:`SETUP_ROUNDS` before the first data; the windows doubling every round trip
+    from the initial window to the flows' share of the BDP; then, the pipe full, every ACK comes back at the
+    bottleneck's rate and adds a segment, so the queue grows as fast as time passes (1 s of queue a second) and
+    reaches ``queue_ms`` that long after; and the round trip at the full queue (base + queue) until the loss comes
+    back. Through the emulator, the loss seen (the watcher's interval that saw it ends a round trip or less
+    after): 36.7 MB at 484.6 Mbit/s and 44.6 ms (606.6 ms of queue), 4 flows, at 1.70 s, this 1.66 s; 33.1 MB at
+    150.8 Mbit/s and 538 ms (1760 ms), at 11.7 s, this 9.9 s; 1.34 MB at 2.47 Mbit/s and 549 ms (4.35 s), at
+    14.9 s (intervals of 4.9 s there), this 12.0 s."""
+    share = max(rate_mbps, 1e-6) * 1e6 * base_ms / 1e3 / 8 / max(flows, 1)
+    to_bdp = math.log2(max(share / INITIAL_WINDOW, 1.0))
+    return ((SETUP_ROUNDS + to_bdp + 1.0) * base_ms + 2.0 * max(queue_ms, 0.0)) / 1e3
+
+
 def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
     """Round trips a ``--quick`` BBR rate phase needs (:data:`BBR_FULL_BW_ROUNDS`): its ramp S (STARTUP's
     doublings from the initial window to each flow's share of the BDP at ``rate_mbps`` over ``base_ms``, the

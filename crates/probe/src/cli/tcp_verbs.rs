@@ -110,11 +110,15 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         foreign_probes: !a.no_foreign_probes,
         sequential: a.sequential,
         halt_at_end: a.halt_at_end,
-        until_stable: a.until_stable.map(|floor_ns| live::Until {
-            floor_ns,
-            floor_bytes: a.floor_packets.unwrap_or(0).saturating_mul(live::SEGMENT_PAYLOAD),
-            loss_ends: !a.queue_only,
-        }),
+        until_stable: a
+            .until_stable
+            .map(|floor_ns| live::Until {
+                floor_ns,
+                floor_bytes: a.floor_packets.unwrap_or(0).saturating_mul(live::SEGMENT_PAYLOAD),
+                loss_ends: !a.queue_only,
+                at_loss: false,
+            })
+            .or(a.until_loss.then_some(live::Until { loss_ends: true, at_loss: true, ..live::Until::default() })),
     };
     if !a.json {
         println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);
