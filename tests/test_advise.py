@@ -350,7 +350,7 @@ def test_measure_a_bloated_fifo_path_within_the_targets():
 @needs_root
 def test_measure_reads_a_fifo_deeper_than_its_fill_reached_from_a_slow_start_that_overflowed_it():
     # 12 BDP at 100 Mbit/s and 20 ms (3 MB, 240 ms of queue): four CUBIC flows after HyStart add 0.4 t^3 segments
-    # each, 10.6 s to reach it, past the 5-s fill; Reno's slow start (or the fill's own, where HyStart did not end
+    # each, 10.9 s to reach it, past the 5-s fill; Reno's slow start (or the fill's own, where HyStart did not end
     # it) overflows it within a second, and the smoothed RTT then holds the depth (docs/advise.md, the deep step)
     m = measure_through(["--down", "100Mbit", "--up", "20Mbit", "--rtt", "20ms", "--buffer", "12bdp"], ["--no-up"])
     d = m["down"]

@@ -793,3 +793,10 @@ def test_a_fifo_the_flows_could_not_read_in_bytes_takes_its_trains_depth():
         x = fifo(**kw)
         m_trains._fifo_depth_from_trains(x, 3.07)
         assert x["buffer_bytes"] == kw.get("buffer_bytes", 4744) and "buffer_from" not in x
+    # a slow start's overflow (measure's deep step) where the flows left a lower bound: the train's 5.2 KB between
+    # that bound and the overflow's queue (within the flows' 12.7-KB resolution) is the depth, as it was against the
+    # bound alone; below the bound, another FIFO: the slow start's kept
+    for over, low, took in ((6000, 3000, True), (30_000, 1000, True), (20_000, 6000, False)):
+        x = fifo(buffer_bytes=over, buffer_from="slow_start", deep_fill={"fill_bound_bytes": low})
+        m_trains._fifo_depth_from_trains(x, 3.07)
+        assert (x["buffer_bytes"], x["buffer_from"]) == ((depth, "train") if took else (over, "slow_start")), (over, low)

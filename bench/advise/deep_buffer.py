@@ -7,7 +7,8 @@ the true path's client namespace, as the campaign runs it (``campaign._measure``
   (``buffer_or_bound``: :func:`campaign.buffer_said`);
 - the same two **without the deep step**, from the same run: where the fill never overflowed the FIFO the step reads
   it again (the fill's own slow start, or Reno flows until their first loss) and keeps the fill's lower bound in
-  ``deep_fill.fill_bound_bytes`` — that bound is what the reading was before the step;
+  ``deep_fill.fill_bound_bytes`` — that bound, or a packet train's depth at or above it, is what the reading was
+  before the step (:func:`judge`);
 - measure's time, and the step's share of it.
 
 Real time, root (namespaces); about 25 s a path, resumable (a path whose ``measure.json`` is in ``--out`` is read
@@ -34,13 +35,21 @@ LIMITERS = ("fifo", "shaper")
 
 
 def judge(t: dict, d: dict) -> dict:
-    """One path's buffer figures, after and before the deep step (``d``: measure's down direction)."""
+    """One path's buffer figures, after and before the deep step (``d``: measure's down direction). Before: the
+    fill's lower bound, or the first packet train's depth at or above it where a train read one (the rule of
+    ``trains._fifo_depth_from_trains`` for a lower bound, which took it before the step)."""
+    from bloatlab.advise.trains import fifo_overflow_depth
+
     deep = d.get("deep_fill") or {}
     after = {k: d.get(k) for k in ("buffer_bytes", "buffer_bound", "buffer_bytes_min", "buffer_bytes_max")}
     before = dict(after)
     if deep.get("fill_bound_bytes") is not None:
         low = deep["fill_bound_bytes"]
         before = {"buffer_bytes": low, "buffer_bound": "lower", "buffer_bytes_min": low, "buffer_bytes_max": None}
+        q = next((q for q in (fifo_overflow_depth(d.get(k), d["rate_mbps"]) for k in ("train", "aqm_train", "wifi_train"))
+                  if q is not None), None)
+        if q is not None and q >= low:
+            before = {"buffer_bytes": int(q), "buffer_bound": None, "buffer_bytes_min": None, "buffer_bytes_max": None}
     out = {}
     for name, m in (("before", before), ("after", after)):
         err = C._rel(m["buffer_bytes"], t["buffer_bytes"]) if m["buffer_bytes"] is not None else None

@@ -107,6 +107,10 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
     q95 = max(ev["flow_q95_ms"], old.get("fill_flow_q95_ms", ev["flow_q95_ms"]))
     bdp = rate * 1e6 * base / 1e3 / 8
     buf = None if limiter in ("aqm", "policer") else q95 / 1e3 * rate * 1e6 / 8
+    if buf is not None and old.get("buffer_from") == "slow_start":
+        # the deep step's depth (measure._deep_fill: a slow start's overflow, read live) stands: its phase's series
+        # is not stored, so it cannot be read again here
+        buf = old["buffer_bytes"]
     unseen = None
     if hasattr(M, "unreturned_depth_ms") and old.get("load_cc") == M.LOAD_CC and ev.get("phase") == "fill":
         unseen, x["unseen_depth_note"] = M_classify.unreturned_depth_ms(old.get("first_loss") or {}, rate, flows, base,

@@ -45,13 +45,16 @@
 //! to the ceiling where it had not: an upload's port is seldom read there).
 //!
 //! `--until-loss` (a phase of its own, [`Until::at_loss`]) ends the phase a
-//! round trip after a flow first met a loss instead: a loss-based control
-//! without HyStart (Reno) doubles its window every round trip until the
-//! bottleneck's buffer overflows, so its first loss comes with the queue at
-//! the buffer's depth, which its smoothed RTT then holds (bloatlab's
-//! `measure` reads a buffer deeper than its CUBIC fill reached so: the round
-//! trip after the loss is the time the sender takes to see it, fast
-//! retransmit's duplicate ACKs coming back).
+//! round trip after a flow first met a loss instead (a sender's
+//! retransmission, a receiver's data out of order: reordering counts too),
+//! or at `-t` where none came by then: a loss-based control without HyStart
+//! (Reno) doubles its window every round trip until the bottleneck's buffer
+//! overflows, so its first loss comes with the queue at the buffer's depth,
+//! which its smoothed RTT then holds (bloatlab's `measure` reads a buffer
+//! deeper than its CUBIC fill reached so). The round trip after the loss is
+//! the senders' time to see it where a receiver saw it first (fast
+//! retransmit's duplicate ACKs coming back), and the samples of the full
+//! queue's round trip that their smoothed RTT needs.
 //!
 //! Constants:
 //! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
@@ -246,11 +249,16 @@ pub fn interval_ns(last: Option<&Interval>, base_ms: f64) -> u64 {
 }
 
 /// Where a phase `--until-loss` ends, its last interval (`iv`'s) ending
-/// `at_ns` after it began: a round trip later ([`interval_ns`] of that
-/// interval) once a flow met a loss by then, else not yet (None).
+/// `at_ns` after it began: a round trip later once a flow met a loss by
+/// then, else not yet (None). The round trip is [`interval_ns`] of the last
+/// interval whose probes were answered (a full FIFO drops probes too, so
+/// the interval that saw the loss may have none), else of the base.
 pub fn loss_end(iv: &[Interval], at_ns: u64, base_ms: f64) -> Option<u64> {
-    let last = iv.last()?;
-    last.lost.then(|| at_ns + interval_ns(Some(last), base_ms))
+    if !iv.last()?.lost {
+        return None;
+    }
+    let answered = iv.iter().rev().find(|x| !x.rtt_ms.is_empty());
+    Some(at_ns + interval_ns(answered, base_ms))
 }
 
 /// What the watcher saw of a phase: its intervals, when the load was
@@ -276,6 +284,10 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> W
     while !sys::stopped() {
         let b = a + interval_ns(iv.last(), base_ms);
         if b >= end || b >= live.end() {
+            if until.at_loss && lost_at.is_none() {
+                // no loss by the ceiling: the phase ends there (its flows may run past it only after a loss)
+                live.set_end(end);
+            }
             break;
         }
         sys::sleep_until_mono(b);
@@ -413,9 +425,12 @@ mod tests {
         // the interval that saw the loss had its probes at 651 ms: the end is that round trip later
         iv.push(Interval { end_s: 2.3, len_s: 0.6, bytes: 6_000_000, rtt_ms: vec![640.0, 651.0, 652.0], lost: true });
         assert_eq!(loss_end(&iv, 2300 * MS, 45.0), Some(2951 * MS));
-        // no probe answered in it: the base round trip, at least 100 ms
+        // no probe answered in it (a full FIFO drops them too): the last answered interval's round trip
         iv.push(Interval { end_s: 2.4, len_s: 0.1, bytes: 0, rtt_ms: vec![], lost: true });
-        assert_eq!(loss_end(&iv, 2400 * MS, 45.0), Some(2500 * MS));
+        assert_eq!(loss_end(&iv, 2400 * MS, 45.0), Some(3051 * MS));
+        // none answered at all: the base round trip, at least 100 ms
+        let none = [Interval { end_s: 0.1, len_s: 0.1, bytes: 0, rtt_ms: vec![], lost: true }];
+        assert_eq!(loss_end(&none, 100 * MS, 45.0), Some(200 * MS));
     }
 
     #[test]

@@ -279,7 +279,15 @@ const BUSY_WAIT_NS: u64 = 2_000_000_000;
 fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id: usize, base_ms: f64) -> Result<Phase, tcp::ClientError> {
     let t0 = cfg.t0_mono;
     let start = sys::mono_ns();
-    let end = start + cfg.duration_ns;
+    // `--until-loss`: -t bounds when the loss may come (the watcher ends a phase that met none there); the phase
+    // itself runs the round trip after a loss seen just before -t, whose queue a slow start cannot have made longer
+    // than the time it ran: the flows and probes may run to twice -t and the base round trip (crate::live). Ended
+    // by -t instead, with the queue full and the flows losing, the server's results were lost (a 4.35-s FIFO at
+    // 2.47 Mbit/s and 549 ms: a loss at 14.9 s of a 15-s phase)
+    let at_loss = cfg.until_stable.is_some_and(|u| u.at_loss);
+    let run_ns = if at_loss { 2 * cfg.duration_ns + (base_ms.max(0.0) * 1e6) as u64 } else { cfg.duration_ns };
+    let ceiling = start + cfg.duration_ns;
+    let end = start + run_ns;
     let live = cfg.until_stable.map(|_| Live::new());
     let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
@@ -288,7 +296,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
         pacing: false,
         streams: n,
         reverse,
-        duration_ns: Some(cfg.duration_ns),
+        duration_ns: Some(run_ns),
         bytes: None,
         rate_bps: None,
         onoff_ticks: None,
@@ -319,8 +327,8 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let lv = live.clone();
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
-    let wh = live.clone().zip(cfg.until_stable).map(|(l, until)| std::thread::spawn(move || live::watch(&l, start, end, until, base_ms)));
-    let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, cfg.duration_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
+    let wh = live.clone().zip(cfg.until_stable).map(|(l, until)| std::thread::spawn(move || live::watch(&l, start, ceiling, until, base_ms)));
+    let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, run_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
     let udp_done = sys::mono_ns();
     let conn = ch.and_then(|h| h.join().ok()).unwrap_or_default();

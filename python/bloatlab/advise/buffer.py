@@ -110,6 +110,18 @@ def buffer_reading(queue_ms: float, rate_mbps: float, flows: int, base_ms: float
 DEEP_CC = "reno"
 
 
+def _top_to_loss(t, srtt, retx) -> float:
+    """One flow's largest smoothed RTT (ms) from its samples (times ``t``, s) up to a round trip after its first
+    retransmission (the round trip its smoothed RTT then had: the queue is full while the loss travels back and the
+    smoothed RTT climbs to it), or over all of them where it lost nothing: what a later queue did (a fill's CUBIC
+    window after its slow start's loss) does not enter."""
+    lost = np.flatnonzero(retx > 0)
+    if lost.size == 0:
+        return float(srtt.max())
+    k = lost[0]
+    return float(srtt[t <= t[k] + srtt[k] / 1e3].max())
+
+
 def slow_start_depth(j: dict, d: str, base_ms: float, rate_mbps: float, fill_segments: float | None) -> dict:
     """What a phase of Reno flows run until their first loss (``load -C reno --until-loss``, its JSON ``j``) read
     of direction ``d``'s FIFO: ``{"overflowed", "queue_ms", "depth_bytes", "retransmits", "segments", "why"}``.
@@ -117,9 +129,10 @@ def slow_start_depth(j: dict, d: str, base_ms: float, rate_mbps: float, fill_seg
     Slow start doubles the windows each round trip until the buffer overflows. The queue is then at the depth and
     stays there for the round trip it takes the senders to see the loss (fast retransmit's duplicate ACKs), over
     which each flow's smoothed RTT (gain 1/8 an ACK, RFC 6298) reaches base + depth / rate: the depth in time is
-    the median over the flows of each one's largest smoothed RTT less ``base_ms``, in bytes that times
+    the median over the flows of each one's largest smoothed RTT up to a round trip after its first
+    retransmission (:func:`_top_to_loss`) less ``base_ms``, in bytes that times
     ``rate_mbps`` (a FIFO drains at the bottleneck's rate; through the emulator, a 36.7-MB FIFO at 484.6 Mbit/s
-    and 44.6 ms, 606.6 ms deep: 4 Reno flows lost first 1.6 s into their slow start, smoothed RTTs 651.4-653.1 ms).
+    and 44.6 ms, 606.6 ms deep: 4 Reno flows' loss seen 1.70 s into the phase, smoothed RTTs 651.4-653.1 ms).
 
     The loss is the overflow only if it is more than a random loss would give: the fill before this phase
     (``fill_segments``, the segments its window carried without one retransmission) bounds the path's random loss
@@ -137,7 +150,7 @@ def slow_start_depth(j: dict, d: str, base_ms: float, rate_mbps: float, fill_seg
     if not ids or srtt.size != t.size or retx.size != t.size or acked.size != t.size:
         out["why"] = "the phase's flows carried no samples"
         return out
-    q = max(float(np.median([srtt[fid == i].max() for i in ids])) - base_ms, 0.0)
+    q = max(float(np.median([_top_to_loss(t[fid == i], srtt[fid == i], retx[fid == i]) for i in ids])) - base_ms, 0.0)
     lost = float(sum(retx[fid == i].max() for i in ids))
     segs = float(sum(acked[fid == i].max() for i in ids)) / MSS
     out.update(queue_ms=q, depth_bytes=int(q / 1e3 * rate_mbps * 1e6 / 8), retransmits=lost, segments=segs)

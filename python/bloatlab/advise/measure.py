@@ -537,8 +537,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 and drops["queued_bytes"] is None):
             td = time.monotonic()
             queued = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
-            planned["deep"] = deep_gap_s(queued, base_p50) + _phase_secs(base_p50, quick, fill=True)
-            reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, j)
+            # its gap, its ceiling, and the drain after it of at most the time it ran (a queue grows no faster)
+            planned["deep"] = deep_gap_s(queued, base_p50) + 2 * _phase_secs(base_p50, quick, fill=True)
+            reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, j,
+                                 drain=d == "down")
             if reading["deep_fill"].get("phase") == "deep":
                 phases["deep"] = time.monotonic() - td
             else:
@@ -579,31 +581,38 @@ def deep_gap_s(queue_ms: float, base_ms: float) -> float:
 
 
 def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret: str | None, quick: bool,
-               rate: float, reading: dict, queued_ms: float, say, fill: dict | None = None) -> dict:
+               rate: float, reading: dict, queued_ms: float, say, fill: dict | None = None, drain: bool = True) -> dict:
     """A FIFO the fill never overflowed (``reading``'s lower bound, :func:`buffer_reading`) read again by
     ``flows`` Reno flows run until their first loss (:data:`buffer.DEEP_CC`, ``load --until-loss``), whose slow
     start doubles the windows until the buffer overflows, at most the fill's own ceiling (:func:`_phase_secs`): the
     reading with the depth where they overflowed it (:func:`buffer.slow_start_depth`), else with the deeper
     lower bound of the two; the phase's figures in ``deep_fill``. ``queued_ms``: the queue the phases before
-    left (the quiet gap before this one, :func:`gap_s`). Its own queue drains before the next phase.
+    left (the quiet gap before this one, :func:`deep_gap_s`). Its own queue drains after it (``drain``: a phase
+    follows, the down direction's trains and the up direction; nothing follows the up direction's).
 
     Only on a path whose idle probes lost nothing and whose fill kept no moving capacity (the caller): a random
     loss ends a slow start early, below any deep buffer (at 0.2 % within some 500 segments, where 4 flows fill
-    36 MB with about 50 000), and a queue in time is no depth in bytes where the capacity moves. Slow start takes
+    36 MB with about 50 000), and a queue in time is no depth in bytes where the capacity moves (the fill's reading
+    is then the bytes at each sample's rate, ``buffer_window.queued_bytes``). Slow start takes
     the rounds to the BDP, then twice the depth in time (:func:`plan.slow_start_secs`): 1.7 s for a 606-ms FIFO at
     44.6 ms. Where it could not see a loss at the fill's own bound within the ceiling it does not run; a FIFO
     deeper than the ceiling allows stays a lower bound.
 
-    Where the fill's own slow start overflowed it (``fill``, its JSON: HyStart did not end that slow start, and its
-    drops came before the window, :func:`evidence.window_drops`), that overflow reads the depth the same way, and
-    no phase runs."""
+    Where the fill's own slow start overflowed it (``fill``, its JSON, whose window the reading's is: HyStart did
+    not end that slow start, and its drops came before the window, :func:`evidence.window_drops`), that overflow
+    reads the depth the same way, and no phase runs. Either depth must lie beyond the most the lossless window
+    queued."""
     secs = _phase_secs(base_ms, quick, fill=True)
     low = reading["buffer_bytes_min"]
     win = reading["buffer_window"]
     lossless = win["segments"] if win.get("retransmits") == 0 else None
     bdp = rate * 1e6 * base_ms / 1e3 / 8
-    x = slow_start_depth(fill, d, base_ms, rate, lossless) if fill is not None else None
-    if x is not None and x["overflowed"] and x["depth_bytes"] > low:
+    # a depth must lie beyond the most the lossless window queued (its flows' largest smoothed RTT, not only its
+    # p95 the bound comes from): a loss below that was not this FIFO's overflow (a burst's at a faster hop)
+    beyond = max(low, int((win.get("queue_max_ms") or 0.0) / 1e3 * rate * 1e6 / 8))
+    own = fill is not None and win.get("phase") == LOAD_CC  # the window read is the fill's own
+    x = slow_start_depth(fill, d, base_ms, rate, lossless) if own else None
+    if x is not None and x["overflowed"] and x["depth_bytes"] > beyond:
         x.update(phase="fill", fill_bound_bytes=low)
         return dict(reading, deep_fill=x, buffer_bytes=x["depth_bytes"], buffer_bdp=x["depth_bytes"] / bdp if bdp else None,
                     buffer_bound=None, buffer_bytes_min=None, buffer_from="slow_start",
@@ -620,13 +629,16 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
     try:
         j = _load(host, port, d, flows, secs, secret, DEEP_CC, deep_gap_s(queued_ms, base_ms), until_loss=True)
     except UserError as e:
-        return dict(reading, deep_fill={"phase": "deep", "failed": str(e), "fill_bound_bytes": low})
+        if drain:
+            time.sleep((low * 8 / (rate * 1e6) * 1e3 + 2 * base_ms) / 1e3)  # what it may have queued: the bound's
+        return dict(reading, deep_fill={"phase": "deep", "overflowed": False, "failed": str(e), "why": f"the phase failed ({e})",
+                                        "fill_bound_bytes": low})
     x = slow_start_depth(j, d, base_ms, rate, lossless)
     ran, _ = _loaded_s(j)
     x.update(phase="deep", ran_s=ran, ceiling_s=secs, lost_at_s=loaded_phase(j).get("lost_at_s"), fill_bound_bytes=low)
     out = dict(reading, deep_fill=x)
     depth = x["depth_bytes"]
-    if x["overflowed"] and depth > low:
+    if x["overflowed"] and depth > beyond:
         out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bound=None,
                    buffer_bytes_min=None, buffer_from="slow_start",
                    buffer_note=(f"~{depth / 1e3:.4g} KB: {flows} {DEEP_CC} flows' slow start overflowed it at "
@@ -634,15 +646,18 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
                                 f"fill had queued {reading['buffer_bytes'] / 1e3:.4g} KB without a loss"))
     elif x["overflowed"]:
         x["why"] = (f"the slow start overflowed a queue of {depth / 1e3:.4g} KB, no deeper than the fill's lossless "
-                    f"{low / 1e3:.4g} KB: not the FIFO the fill met")
+                    f"{beyond / 1e3:.4g} KB: not the FIFO the fill met")
     elif depth is not None and depth > low:
         out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bytes_min=depth,
                    buffer_note=f"at least {depth / 1e3:.4g} KB: {x['why']}")
     if out.get("buffer_bound") == "lower":
         say(f"  {d}: buffer still a lower bound ({x['why']})")
-    # what it queued drains before the next phase: the deepest queue its flows (else its probes) saw, two round trips
-    probed = max([p["rtt_ms"]["max"] - base_ms for p in j.get("probes") or [] if (p.get("rtt_ms") or {}).get("max")] or [0.0])
-    time.sleep(((x["queue_ms"] if x["queue_ms"] is not None else probed) + 2 * base_ms) / 1e3)
+    if drain:
+        # what it queued drains before the next phase: the deepest queue its flows (else its probes) saw, and two
+        # round trips
+        probed = max([p["rtt_ms"]["max"] - base_ms for p in j.get("probes") or [] if (p.get("rtt_ms") or {}).get("max")]
+                     or [0.0])
+        time.sleep(((x["queue_ms"] if x["queue_ms"] is not None else probed) + 2 * base_ms) / 1e3)
     return out
 
 

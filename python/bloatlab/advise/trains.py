@@ -410,7 +410,10 @@ def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
       KB, ~4.7; the train 5225);
     - a depth read at a capacity that moves (``buffer_window.queued_bytes``,
       whose delays fall where the capacity is low; seed 53 path 42: 72 KB for
-      19.0, the train 17.2).
+      19.0, the train 17.2);
+    - a slow start's overflow (``buffer_from`` "slow_start", measure's deep
+      step where the flows left a lower bound) that it lies between that bound
+      and, within the flows' resolution, the overflow's queue.
 
     A train's FIFO outside those is another than the one the flows met (a
     faster hop's, say) and is left out. ``buffer_from`` says which train."""
@@ -425,7 +428,11 @@ def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
     moving = (x.get("buffer_window") or {}).get("queued_bytes") is not None
     bound = x.get("buffer_bound")
     res = burst_floor_ms(x["rate_mbps"], x.get("flows", 4)) / 1e3 * x["rate_mbps"] * 1e6 / 8
-    if bound == "upper":
+    if x.get("buffer_from") == "slow_start":
+        # a slow start's overflow (measure._deep_fill) where the fill left a lower bound: the train, a packet's
+        # resolution, where it lies between that bound and the overflow's queue (within the flows' resolution)
+        held = (x.get("deep_fill") or {}).get("fill_bound_bytes", 0) <= q <= x["buffer_bytes"] + res
+    elif bound == "upper":
         held = q <= (x.get("buffer_bytes_max") or 0)
     elif bound == "lower":
         held = q >= (x.get("buffer_bytes_min") or 0)

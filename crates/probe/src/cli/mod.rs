@@ -382,8 +382,9 @@ struct LoadArgs {
     /// below the pipe's rate and may sit on a plateau under it)
     #[arg(long, requires = "until_stable")]
     queue_only: bool,
-    /// each loaded phase ends a round trip after a flow first met a loss (not
-    /// after -t): a loss-based load without HyStart (-C reno) overflows the
+    /// each loaded phase ends a round trip after a flow first met a loss, or
+    /// at -t if none did by then (a loss just before -t still gets its round
+    /// trip): a loss-based load without HyStart (-C reno) overflows the
     /// bottleneck's buffer at the end of its slow start, and its round trip
     /// then is the buffer's depth; the flows stop with it, as with
     /// --halt-at-end
