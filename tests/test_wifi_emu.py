@@ -49,11 +49,11 @@ def test_the_kernels_tcp_over_the_airtime_medium_matches_the_simulator():
     assert emu["total_goodput_mbps"] == pytest.approx(sim["total_goodput_mbps"], rel=0.15)
     assert emu["probes"][0]["rtt_ms"]["p50"] is not None
     # The medium's thread is judged as the links' are (docs/emulator.md "Timing quality"): its lateness, its
-    # stalls against the scenario's shortest time scale (no link buffers here: the 10 ms base RTT), a verdict.
+    # stalls against the scenario's shortest time scale (no links here: the 10 ms base RTT, no serialization), a verdict.
     late = emu["meta"]["lateness"]
     assert late["n"] > 1000 and late["flagged"] == bool(late["reasons"]) and isinstance(late["flagged"], bool)
     st = late["stalls"]
-    assert st["threshold_ms"] == 10.0 and st["threshold_from"] == "the base RTT"
+    assert st["threshold_ms"] == 10.0 and st["threshold_from"] == "a full packet's round trip"
     assert ("stall" in late["reasons"]) == (st["over_threshold"] > 0)
     assert all(e["direction"] == "wifi" for e in st["longest"])
 

@@ -15,11 +15,11 @@
 //! Constants: [`LATENESS_FLAG_US`] = 1 ms of p99 lateness flags a run (the
 //! link's delays are then off by more than a typical 1-ms scheduling slack).
 //! So does a stall of a link thread as long as the scenario's shortest time
-//! scale (crate::stall: a buffer's drain time, the base RTT).
+//! scale (crate::stall: a buffer's drain time, a full packet's round trip).
 
 use crate::forward::{DirResult, LateHist};
 use crate::ns;
-use crate::scenario::Resolved;
+use crate::scenario::{Direction, Flow, Resolved};
 use crate::supervise::Gen;
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
@@ -399,7 +399,14 @@ pub fn verdict(sc: &Resolved, late: &mut Lateness, hist: &LateHist, threads: &[(
 
 /// The time scales a stall of this scenario is judged by: each direction's
 /// buffer (bytes, or packets of [`crate::stall::PKT_BYTES`]) and policer
-/// bucket at its rate, and the flows' smallest base RTT.
+/// bucket at its rate, and the flows' smallest round trip of a full-size
+/// packet: its base RTT and that packet's serialization at the rate of the
+/// link its data crosses. The ACK clock ticks once a packet: at 1.06 Mbit/s
+/// a 1500-B packet takes 11.3 ms, so a 5-ms pause of the VM holds back
+/// less than a packet and stops no round trip of a 3.7-ms path (the
+/// advisor's campaign, seed 20261125 path 2: CAKE at 1.06 Mbit/s behind a
+/// WiFi hop, its kernel runs flagged three times in three for stalls of
+/// 4-12 ms against the base RTT alone).
 pub fn scales(sc: &Resolved) -> crate::stall::Scales {
     use crate::stall::{Scales, PKT_BYTES};
     let mut drains = Vec::new();
@@ -413,7 +420,13 @@ pub fn scales(sc: &Resolved) -> crate::stall::Scales {
             drains.push((format!("the {d} policer's bucket at its rate"), t));
         }
     }
-    Scales { drains, min_rtt_ns: sc.flows.iter().map(|f| f.rtt_ns).min() }
+    let rate = |d: Direction| match d {
+        Direction::Down => sc.links.down.as_ref(),
+        Direction::Up => sc.links.up.as_ref(),
+    }
+    .map_or(0, |l| l.rate_bps);
+    let round = |f: &Flow| f.rtt_ns + Scales::drain_ns(PKT_BYTES, rate(f.direction)).unwrap_or(0);
+    Scales { drains, min_rtt_ns: sc.flows.iter().map(round).min() }
 }
 
 /// The run's verdict: `flagged`, its `reasons` and `reason`, from the p99
@@ -445,6 +458,22 @@ pub fn judge(late: &mut Lateness, p99_us: f64, stalls: crate::stall::Stalls) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stall_is_judged_by_the_round_trip_of_a_full_packet_at_its_links_rate() {
+        // 1.06 Mbit/s down over 3.74 ms: a 1500-B packet's 11.32 ms on the wire added; the up flow crosses no link
+        let doc = r#"{"name":"t","seed":3,"duration_ns":5000000000,"sample_interval_ns":10000000,
+          "links":{"down":{"rate_bps":1060000,"buffer_bytes":100000,"buffer_pkts":null,"loss":0.0,
+            "qdisc":{"kind":"fifo","params":{}},"trace_ms":null},"up":null},
+          "flows":[{"id":0,"group":0,"name":"a","cc":"cubic","direction":"down","rtt_ns":3740000,
+            "start_ns":0,"stop_ns":null,"size_bytes":null}],"probes":[]}"#;
+        let sc = crate::scenario::from_json(doc).unwrap();
+        let s = scales(&sc);
+        assert_eq!(s.min_rtt_ns, Some(3_740_000 + 1500 * 8 * 1_000_000_000 / 1_060_000));
+        assert_eq!(s.threshold(), (15_060_754, Some("a full packet's round trip".into())));
+        let up = doc.replace(r#""direction":"down""#, r#""direction":"up""#);
+        assert_eq!(scales(&crate::scenario::from_json(&up).unwrap()).min_rtt_ns, Some(3_740_000));
+    }
 
     #[test]
     fn lateness_without_packets_is_null_but_its_counts_and_carries_no_flag_until_the_run_sets_one() {

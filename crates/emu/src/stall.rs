@@ -26,7 +26,9 @@
 //!   the ACK direction does it too: the held ACKs arrive together and an
 //!   unpaced sender answers them with one burst (04: a 5.4 ms stall of the
 //!   ACK thread, no data backlog, 154 retransmissions against 44 stall-free);
-//! - the smallest base RTT: the flows' ACK clock stops for a whole round.
+//! - the smallest round trip of a flow's full-size packet (its base RTT and
+//!   its serialization at its link's rate: `result::scales`): the flows' ACK
+//!   clock stops for a whole round.
 //! Never below [`THRESHOLD_FLOOR_NS`]: shorter stalls are seen up to one
 //! heartbeat short, and their delay error is the p99 lateness's to judge.
 //!
@@ -58,7 +60,7 @@ pub const PKT_BYTES: u64 = 1500;
 pub struct Scales {
     /// (what, drain time in ns): each bottleneck's buffer and each policer's bucket at its rate
     pub drains: Vec<(String, Nanos)>,
-    /// the smallest base RTT of the flows (ns)
+    /// the flows' smallest round trip of a full-size packet (ns): base RTT and serialization (`result::scales`)
     pub min_rtt_ns: Option<Nanos>,
 }
 
@@ -71,7 +73,7 @@ impl Scales {
     /// The shortest stall that matters (ns) and the time scale that set it
     /// (`None`: the scenario has none, only the floor applies).
     pub fn threshold(&self) -> (Nanos, Option<String>) {
-        let rtt = self.min_rtt_ns.map(|r| ("the base RTT".to_string(), r));
+        let rtt = self.min_rtt_ns.map(|r| ("a full packet's round trip".to_string(), r));
         let shortest = self.drains.iter().cloned().chain(rtt).min_by_key(|(_, t)| *t);
         match shortest {
             Some((what, t)) if t > THRESHOLD_FLOOR_NS => (t, Some(what)),
@@ -305,7 +307,7 @@ mod tests {
     fn the_threshold_is_the_shortest_time_scale_and_never_below_the_floor() {
         assert_eq!(scales_04().threshold(), (2_500_000, Some("the down buffer's drain time".into())));
         let deep = Scales { drains: vec![("the down buffer's drain time".into(), 200 * MS)], min_rtt_ns: Some(40 * MS) };
-        assert_eq!(deep.threshold(), (40 * MS, Some("the base RTT".into())));
+        assert_eq!(deep.threshold(), (40 * MS, Some("a full packet's round trip".into())));
         let fast = Scales { drains: vec![("the down buffer's drain time".into(), 240 * US)], min_rtt_ns: Some(10 * MS) };
         assert_eq!(fast.threshold(), (THRESHOLD_FLOOR_NS, Some("the floor (the down buffer's drain time is shorter)".into())));
         assert_eq!(Scales::default().threshold(), (2 * MS, None));
