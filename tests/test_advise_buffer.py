@@ -205,6 +205,11 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound_and_re
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
     assert x["buffer_bound"] == "lower" and x["buffer_bytes_min"] == x["buffer_bytes"] == int(0.9 * x["rate_mbps"] * 1e6 / 8)
     assert "buffer >= 11" in M_buffer._buffer_text(x)
+    # ended by a receiver's out-of-order data that no sender retransmitted (a reordering): said so, a lower bound
+    phases["reno"]["load"] = {"phases": [{"from_s": 0.0, "to_s": 1.6, "lost_at_s": 1.2}]}
+    x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
+    assert x["buffer_bound"] == "lower" and "no sender retransmitted" in x["deep_fill"]["why"]
+    assert x["deep_fill"]["lost_at_s"] == 1.2 and x["deep_fill"]["ran_s"] == pytest.approx(1.6)
     # at 3 Mbit/s over 1.9 s the setup, the doublings to the BDP and the round at the queue (8.1 round trips) and
     # twice the fill's 600 ms of queue come to 16.6 s, past the 15-s ceiling: the step does not run and says why
     calls.clear()

@@ -636,6 +636,11 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
     x = slow_start_depth(j, d, base_ms, rate, lossless)
     ran, _ = _loaded_s(j)
     x.update(phase="deep", ran_s=ran, ceiling_s=secs, lost_at_s=loaded_phase(j).get("lost_at_s"), fill_bound_bytes=low)
+    if x["lost_at_s"] is not None and x["retransmits"] == 0:
+        # the watcher saw a receiver's data out of order that no sender retransmitted: a reordering (which ends the
+        # phase as a loss would: crates/probe/src/live.rs), or a loss its sender had not yet seen
+        x["why"] = (f"the phase ended at {x['lost_at_s']:.3g} s on data a receiver got out of order that no sender "
+                    f"retransmitted (a reordering, or a loss seen too late): the queue reached is a lower bound")
     out = dict(reading, deep_fill=x)
     depth = x["depth_bytes"]
     if x["overflowed"] and depth > beyond:
