@@ -151,19 +151,23 @@ fn without_foreign_probes_no_connection_is_opened_and_the_udp_probes_run() {
     assert!(p["foreign_rpm"].is_null(), "{p}");
 }
 
-/// `--until-loss` (bloatlab's `measure`, its deep step) on loopback, which
-/// loses nothing: the watcher ends the phase at -t (its flows may run past -t
-/// only for the round trip after a loss seen before it), `lost_at_s` null;
-/// with `--until-stable` it is refused (docs/probe.md).
+/// `--until-loss` (bloatlab's `measure`, its deep step) on loopback: a phase
+/// that met no loss ends at -t (its flows may run past -t only for the round
+/// trip after a loss seen before it), `lost_at_s` null; one that met a loss
+/// (loopback at tens of Gbit/s drops now and then: a fresh clone's run saw
+/// one 0.6 s in) ends an interval (100 ms here) after the one that saw it.
+/// With `--until-stable` it is refused (docs/probe.md).
 #[test]
-fn until_loss_without_a_loss_ends_at_its_ceiling() {
+fn until_loss_ends_a_round_trip_after_a_loss_or_at_its_ceiling() {
     let srv = Server::start(&["server"]);
     let j = load(&srv.port, &["--down", "1", "--up", "0", "-t", "1", "--no-self-probes", "--no-foreign-probes", "--until-loss", "-C", "reno"]);
     let p = &j["load"]["phases"][0];
-    assert!(p["problem"].is_null(), "{p}");
-    assert!(p["lost_at_s"].is_null() && p["saturated_at_s"].is_null(), "{p}");
+    assert!(p["problem"].is_null() && p["saturated_at_s"].is_null(), "{p}");
     let ran = p["to_s"].as_f64().unwrap() - p["from_s"].as_f64().unwrap();
-    assert!((0.95..1.2).contains(&ran), "the phase ran {ran} s: {p}");
+    match p["lost_at_s"].as_f64() {
+        None => assert!((0.95..1.2).contains(&ran), "the phase ran {ran} s: {p}"),
+        Some(at) => assert!(at < 1.0 && (at + 0.09..at + 0.35).contains(&ran), "lost at {at} s, ran {ran} s: {p}"),
+    }
     let o = run(&["load", "127.0.0.1", "-p", &srv.port, "--until-loss", "--until-stable", "1s"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--until-loss"), "{}", stderr(&o));
