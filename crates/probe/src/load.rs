@@ -75,10 +75,11 @@ pub struct LoadCfg {
     pub sequential: bool,
     /// the flows stop at each phase's end (`--halt-at-end`, tcp::ClientCfg::halt_at_end)
     pub halt_at_end: bool,
-    /// `--until-stable FLOOR` (`--floor-packets`, `--queue-only`): a loaded phase ends once saturated
-    /// (crate::live), not before its floors nor after `duration_ns`; or (`--until-loss`, `Until::at_loss`) a
-    /// round trip after a flow first met a loss; the flows then stop with it, as with `halt_at_end`
-    pub until_stable: Option<live::Until>,
+    /// where a loaded phase's end is decided while it runs (crate::live): `--until-stable FLOOR`
+    /// (`--floor-packets`, `--queue-only`) once saturated, not before its floors nor after `duration_ns`; or
+    /// (`--until-loss`, `Until::at_loss`) a round trip after a flow first met a loss; the flows then stop with
+    /// it, as with `halt_at_end`
+    pub until: Option<live::Until>,
 }
 
 /// Most foreign probes in flight at once: at 10 per second that covers
@@ -284,11 +285,11 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     // than the time it ran: the flows and probes may run to twice -t and the base round trip (crate::live). Ended
     // by -t instead, with the queue full and the flows losing, the server's results were lost (a 4.35-s FIFO at
     // 2.47 Mbit/s and 549 ms: a loss at 14.9 s of a 15-s phase)
-    let at_loss = cfg.until_stable.is_some_and(|u| u.at_loss);
+    let at_loss = cfg.until.is_some_and(|u| u.at_loss);
     let run_ns = if at_loss { 2 * cfg.duration_ns + (base_ms.max(0.0) * 1e6) as u64 } else { cfg.duration_ns };
     let ceiling = start + cfg.duration_ns;
     let end = start + run_ns;
-    let live = cfg.until_stable.map(|_| Live::new());
+    let live = cfg.until.map(|_| Live::new());
     let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
@@ -327,7 +328,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let lv = live.clone();
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
-    let wh = live.clone().zip(cfg.until_stable).map(|(l, until)| std::thread::spawn(move || live::watch(&l, start, ceiling, until, base_ms)));
+    let wh = live.clone().zip(cfg.until).map(|(l, until)| std::thread::spawn(move || live::watch(&l, start, ceiling, until, base_ms)));
     let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, run_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
     let udp_done = sys::mono_ns();

@@ -537,14 +537,12 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 and drops["queued_bytes"] is None):
             td = time.monotonic()
             queued = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
-            # its gap, its ceiling, and the drain after it of at most the time it ran (a queue grows no faster)
-            planned["deep"] = deep_gap_s(queued, base_p50) + 2 * _phase_secs(base_p50, quick, fill=True)
             reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, j,
                                  drain=d == "down")
             if reading["deep_fill"].get("phase") == "deep":
                 phases["deep"] = time.monotonic() - td
-            else:
-                del planned["deep"]
+                # its gap, its ceiling, and the drain after it of at most the time it ran (a queue grows no faster)
+                planned["deep"] = deep_gap_s(queued, base_p50) + 2 * _phase_secs(base_p50, quick, fill=True)
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
     added = fill["probe_q95_ms"]
     # the loss-based fill's first losses: COBALT's first signal (CAKE) where an AQM is read (_cobalt)
@@ -606,20 +604,27 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
     low = reading["buffer_bytes_min"]
     win = reading["buffer_window"]
     lossless = win["segments"] if win.get("retransmits") == 0 else None
-    bdp = rate * 1e6 * base_ms / 1e3 / 8
+    to_bytes = lambda ms: ms / 1e3 * rate * 1e6 / 8  # noqa: E731  (a queue in time at the rate it drains at)
+    bdp = to_bytes(base_ms)
     # a depth must lie beyond the most the lossless window queued (its flows' largest smoothed RTT, not only its
     # p95 the bound comes from): a loss below that was not this FIFO's overflow (a burst's at a faster hop)
-    beyond = max(low, int((win.get("queue_max_ms") or 0.0) / 1e3 * rate * 1e6 / 8))
+    beyond = max(low, int(to_bytes(win.get("queue_max_ms") or 0.0)))
+
+    def depth(x: dict, who: str, since: str) -> dict:
+        """The reading with the overflow ``x`` read as the depth."""
+        b = x["depth_bytes"]
+        return dict(reading, deep_fill=x, buffer_bytes=b, buffer_bdp=b / bdp if bdp else None, buffer_bound=None,
+                    buffer_bytes_min=None, buffer_from="slow_start",
+                    buffer_note=(f"~{b / 1e3:.4g} KB: {who} slow start overflowed it at {x['queue_ms']:.4g} ms of queue "
+                                 f"({x['retransmits']:.0f} retransmissions), {since}"))
+
     own = fill is not None and win.get("phase") == LOAD_CC  # the window read is the fill's own
     x = slow_start_depth(fill, d, base_ms, rate, lossless) if own else None
     if x is not None and x["overflowed"] and x["depth_bytes"] > beyond:
         x.update(phase="fill", fill_bound_bytes=low)
-        return dict(reading, deep_fill=x, buffer_bytes=x["depth_bytes"], buffer_bdp=x["depth_bytes"] / bdp if bdp else None,
-                    buffer_bound=None, buffer_bytes_min=None, buffer_from="slow_start",
-                    buffer_note=(f"~{x['depth_bytes'] / 1e3:.4g} KB: the fill's slow start overflowed it at "
-                                 f"{x['queue_ms']:.4g} ms of queue ({x['retransmits']:.0f} retransmissions), before "
-                                 f"the window its queue was read over"))
-    need = slow_start_secs(rate, flows, base_ms, low * 8 / (rate * 1e6) * 1e3)
+        return depth(x, "the fill's", "before the window its queue was read over")
+    low_ms = low / to_bytes(1.0)
+    need = slow_start_secs(rate, flows, base_ms, low_ms)
     if need >= secs:
         return dict(reading, deep_fill={"phase": None, "fill_bound_bytes": low, "why": (
             f"not run: a slow start would see a loss at the fill's {low / 1e3:.4g} KB no sooner than {need:.3g} s "
@@ -630,7 +635,7 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
         j = _load(host, port, d, flows, secs, secret, DEEP_CC, deep_gap_s(queued_ms, base_ms), until_loss=True)
     except UserError as e:
         if drain:
-            time.sleep((low * 8 / (rate * 1e6) * 1e3 + 2 * base_ms) / 1e3)  # what it may have queued: the bound's
+            time.sleep((low_ms + 2 * base_ms) / 1e3)  # what it may have queued: the bound's
         return dict(reading, deep_fill={"phase": "deep", "overflowed": False, "failed": str(e), "why": f"the phase failed ({e})",
                                         "fill_bound_bytes": low})
     x = slow_start_depth(j, d, base_ms, rate, lossless)
@@ -642,19 +647,16 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
         x["why"] = (f"the phase ended at {x['lost_at_s']:.3g} s on data a receiver got out of order that no sender "
                     f"retransmitted (a reordering, or a loss seen too late): the queue reached is a lower bound")
     out = dict(reading, deep_fill=x)
-    depth = x["depth_bytes"]
-    if x["overflowed"] and depth > beyond:
-        out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bound=None,
-                   buffer_bytes_min=None, buffer_from="slow_start",
-                   buffer_note=(f"~{depth / 1e3:.4g} KB: {flows} {DEEP_CC} flows' slow start overflowed it at "
-                                f"{x['queue_ms']:.4g} ms of queue ({x['retransmits']:.0f} retransmissions), where the "
-                                f"fill had queued {reading['buffer_bytes'] / 1e3:.4g} KB without a loss"))
+    b = x["depth_bytes"]
+    if x["overflowed"] and b > beyond:
+        out = depth(x, f"{flows} {DEEP_CC} flows'",
+                    f"where the fill had queued {reading['buffer_bytes'] / 1e3:.4g} KB without a loss")
     elif x["overflowed"]:
-        x["why"] = (f"the slow start overflowed a queue of {depth / 1e3:.4g} KB, no deeper than the fill's lossless "
+        x["why"] = (f"the slow start overflowed a queue of {b / 1e3:.4g} KB, no deeper than the fill's lossless "
                     f"{beyond / 1e3:.4g} KB: not the FIFO the fill met")
-    elif depth is not None and depth > low:
-        out.update(buffer_bytes=depth, buffer_bdp=depth / bdp if bdp else None, buffer_bytes_min=depth,
-                   buffer_note=f"at least {depth / 1e3:.4g} KB: {x['why']}")
+    elif b is not None and b > low:
+        out.update(buffer_bytes=b, buffer_bdp=b / bdp if bdp else None, buffer_bytes_min=b,
+                   buffer_note=f"at least {b / 1e3:.4g} KB: {x['why']}")
     if out.get("buffer_bound") == "lower":
         say(f"  {d}: buffer still a lower bound ({x['why']})")
     if drain:

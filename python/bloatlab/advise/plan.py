@@ -134,9 +134,14 @@ def slow_start_secs(rate_mbps: float, flows: int, base_ms: float, queue_ms: floa
     after): 36.7 MB at 484.6 Mbit/s and 44.6 ms (606.6 ms of queue), 4 flows, at 1.70 s, this 1.66 s; 33.1 MB at
     150.8 Mbit/s and 538 ms (1760 ms), at 11.7 s, this 9.9 s; 1.34 MB at 2.47 Mbit/s and 549 ms (4.35 s), at
     14.9 s (intervals of 4.9 s there), this 12.0 s."""
+    return ((SETUP_ROUNDS + _doublings(rate_mbps, flows, base_ms) + 1.0) * base_ms + 2.0 * max(queue_ms, 0.0)) / 1e3
+
+
+def _doublings(rate_mbps: float, flows: int, base_ms: float) -> float:
+    """A slow start's doublings from the initial window (:data:`INITIAL_WINDOW`) to each of ``flows`` flows' share
+    of the BDP at ``rate_mbps`` over ``base_ms`` (none below it)."""
     share = max(rate_mbps, 1e-6) * 1e6 * base_ms / 1e3 / 8 / max(flows, 1)
-    to_bdp = math.log2(max(share / INITIAL_WINDOW, 1.0))
-    return ((SETUP_ROUNDS + to_bdp + 1.0) * base_ms + 2.0 * max(queue_ms, 0.0)) / 1e3
+    return math.log2(max(share / INITIAL_WINDOW, 1.0))
 
 
 def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
@@ -144,8 +149,7 @@ def bbr_rounds(rate_mbps: float, flows: int, base_ms: float) -> int:
     doublings from the initial window to each flow's share of the BDP at ``rate_mbps`` over ``base_ms``, the
     full-pipe rounds and DRAIN) must lie in the phase's first half and a whole gain cycle after it, so
     max(2 S, S + 8)."""
-    share = max(rate_mbps, 1e-6) * 1e6 * base_ms / 1e3 / 8 / max(flows, 1)
-    ramp = math.ceil(math.log2(max(share / INITIAL_WINDOW, 1.0))) + BBR_FULL_BW_ROUNDS + BBR_DRAIN_ROUNDS
+    ramp = math.ceil(_doublings(rate_mbps, flows, base_ms)) + BBR_FULL_BW_ROUNDS + BBR_DRAIN_ROUNDS
     return max(2 * ramp, ramp + BBR_CYCLE_ROUNDS)
 
 

@@ -110,7 +110,7 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
         foreign_probes: !a.no_foreign_probes,
         sequential: a.sequential,
         halt_at_end: a.halt_at_end,
-        until_stable: a
+        until: a
             .until_stable
             .map(|floor_ns| live::Until {
                 floor_ns,
