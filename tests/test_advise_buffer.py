@@ -277,3 +277,44 @@ def test_the_campaign_counts_a_bound_only_where_it_holds_and_never_in_the_issues
     assert said(_rec("policer", 100_000, 129_000)) is None and said(_rec("fifo", 100_000, None)) is None
     keys = [k for k, _, _ in campaign.GOALS]
     assert "buffer" in keys and "buffer_or_bound" in keys
+
+
+def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_single_queue_aqm(monkeypatch):
+    """_direction end to end on a fake load (classify.fifo_check): CoDel at 300 Mbit/s and 40 ms as the emulator
+    showed it — the fill's slow start overflowed its 1000-packet limit at 40 ms of queue, then the flows stood
+    lossless at ~3 ms, below what one backoff from a 40-ms FIFO leaves — reads a single-queue AQM (CoDel or PIE,
+    both named), with no buffer and no Reno phase; a fill that stood at 30 ms after the same overflow is a FIFO's,
+    and the overflow reads its depth."""
+    calls = []
+
+    def load(host, port, d, flows, secs, secret, cc, idle_s=1.0, floor_s=None, queue_only=False, until_loss=False):
+        calls.append(cc)
+        return phase
+
+    monkeypatch.setattr(M, "_load", load)
+    monkeypatch.setattr(M.time, "sleep", lambda s: None)
+    wire = 300e6 / M_evidence.WIRE_PER_PAYLOAD
+    ramp = lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 3.0)  # noqa: E731
+    phase = _phase(4.0, ramp, wire, retx_at=[0.4 + 0.001 * k for k in range(30)])
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0)
+    assert calls == ["cubic"] and x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel"
+    assert x["fifo_check"]["rule"] == "backoff" and x["fifo_check"]["slow_start_ms"] == pytest.approx(40.0)
+    assert x["buffer_bytes"] is None and "deep_fill" not in x
+    assert "CoDel or PIE (taken as CoDel), or a policer on a port within 1.1x" in x["limiter_note"]
+    # a policer drops below a queue's limit too: one on a port the idle train could not tell from the rate is named
+    assert x["limiter_alternatives"] == [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]},
+                                         {"limiter": "policer", "port_within": 1.1}]
+    # the idle train showed a port twice the rate: a policer in front of it is the trains' to tell; the reading
+    # stays a FIFO, the AQM named beside it
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=600.0)
+    assert x["limiter"] == "fifo" and x["fifo_check"]["faster_port_mbps"] == 600.0 and "aqm_qdisc" not in x
+    assert x["limiter_alternatives"][-1]["kinds"] == ["codel", "pie"] and "a policer in front of it" in x["limiter_note"]
+    # no port seen (the up direction's serialization bound missing): a policer at any rate
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=None)
+    assert x["limiter"] == "aqm" and x["limiter_alternatives"][-1] == {"limiter": "policer", "rate_above_mbps": 0.0}
+    calls.clear()
+    ramp = lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 30.0)  # noqa: E731
+    phase = _phase(4.0, ramp, wire, retx_at=[0.4 + 0.001 * k for k in range(30)])
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0)
+    assert calls == ["cubic"] and x["limiter"] == "fifo" and x["fifo_check"]["contradicted"] is False
+    assert x["buffer_from"] == "slow_start" and x["buffer_bytes"] == int(0.04 * x["rate_mbps"] * 1e6 / 8)

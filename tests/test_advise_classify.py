@@ -748,3 +748,50 @@ def test_a_random_loss_that_hides_an_aqms_drops_names_codel_and_pie_at_any_targe
     assert "target_above_ms" in m_classify.undropped_alternatives("fifo", ev, 513.73, 4)[0][1]
     # at 0.01 % the random loss's 9 expected hide no more than 12: CoDel's 97 would show
     assert m_classify.aqm_drops_hidden(ev, 0.0001)[0] is False
+
+
+def test_a_slow_start_deeper_than_the_windows_drops_or_the_flows_backoff_allow_is_no_fifo():
+    """classify.fifo_check on the figures of this machine's emulator runs (2026-11-28, measure --quick on
+    hand-built truths, the fill's own slow start read by buffer.slow_start_depth): a FIFO drops only when full, so
+    its drops in the window put its depth at the flows' largest queue there, and after its last overflow the
+    flows hold beta x (BDP + depth); a slow start that queued deeper met an AQM's packet limit."""
+    beta, noise = m_physics.CUBIC_BETA, m_physics.NOISE_MS
+    # PIE at 420 Mbit/s, 30 ms: its 1000 packets hold 28.8 ms, its flows were dropped at <= 20.5 ms
+    ss = {"queue_ms": 28.8, "overflowed": True, "retransmits": 103.0}
+    w = {"queue_max_ms": 20.45, "retransmits": 2.0}
+    x = m_classify.fifo_check(ss, w, True, 419.9, 4, 30.0)
+    assert x["rule"] == "dropped" and x["contradicted"] is True
+    assert x["deepest_fifo_ms"] == pytest.approx(20.45 + noise)
+    assert "single-queue AQM" in x["why"] and "28.8 ms" in x["why"]
+    # a 0.5-BDP FIFO at 600 Mbit/s, 20 ms: the slow start at 10.0, the window's drops at 9.85
+    x = m_classify.fifo_check({"queue_ms": 10.0, "overflowed": True, "retransmits": 50.0},
+                              {"queue_max_ms": 9.85, "retransmits": 40.0}, True, 598.9, 4, 20.0)
+    assert x["contradicted"] is False and "consistent with a FIFO" in x["why"]
+    # the window's queue below the burst floor reads as the floor: 5 ms at these rates, 7.8 ms at 20 Mbit/s
+    x = m_classify.fifo_check({"queue_ms": 10.0, "overflowed": True}, {"queue_max_ms": 1.0, "retransmits": 9.0}, True,
+                              20.0, 4, 30.0)
+    assert x["deepest_fifo_ms"] == pytest.approx(m_physics.burst_floor_ms(20.0, 4) + noise) and x["contradicted"] is False
+    # CoDel at 300 Mbit/s, 40 ms: the slow start overflowed its 1000 packets at 40.25 ms (116 retransmissions), the
+    # window then lossless at <= 3.29 ms, where one backoff from a 40-ms FIFO leaves the flows 16 ms above the BDP
+    ss = {"queue_ms": 40.25, "overflowed": True, "retransmits": 116.0}
+    w = {"queue_max_ms": 3.29, "retransmits": 0.0}
+    x = m_classify.fifo_check(ss, w, False, 298.4, 4, 40.0)
+    want = 40.0 * (1 - beta) / beta + (5.0 + noise) / beta
+    assert x["rule"] == "backoff" and x["deepest_fifo_ms"] == pytest.approx(want) and want == pytest.approx(28.55, abs=0.01)
+    assert x["contradicted"] is True
+    # a 1-BDP FIFO at 300 Mbit/s, 40 ms: overflowed at 40.4 ms, the window lossless up to 28.7 ms: within 62.4
+    x = m_classify.fifo_check({"queue_ms": 40.4, "overflowed": True, "retransmits": 300.0},
+                              {"queue_max_ms": 28.68, "retransmits": 0.0}, False, 300.1, 4, 40.0)
+    assert x["deepest_fifo_ms"] == pytest.approx(40.0 * (1 - beta) / beta + (28.68 + noise) / beta)
+    assert x["contradicted"] is False
+    # no backoff to read: the slow start did not overflow (a random loss's count), the idle probes lost something
+    # (a random loss cuts the flows below the backoff), or the window lost a little, within the random loss
+    for s, wd, loss in (({"queue_ms": 40.25, "overflowed": False}, False, 0.0), (ss, False, 1e-4)):
+        x = m_classify.fifo_check(s, w, wd, 298.4, 4, 40.0, loss)
+        assert x["rule"] is None and x["contradicted"] is False
+    x = m_classify.fifo_check(ss, {"queue_max_ms": 3.29, "retransmits": 3.0}, False, 298.4, 4, 40.0)
+    assert x["rule"] is None and x["contradicted"] is False
+    # CoDel at 372 Mbit/s, 80 ms: its 32-ms limit within the backoff's reach of the BDP: not told apart
+    x = m_classify.fifo_check({"queue_ms": 31.66, "overflowed": True, "retransmits": 1372.0},
+                              {"queue_max_ms": 3.38, "retransmits": 0.0}, False, 372.3, 4, 80.0)
+    assert x["contradicted"] is False and x["deepest_fifo_ms"] == pytest.approx(80.0 * (1 - beta) / beta + 8.0 / beta)

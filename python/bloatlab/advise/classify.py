@@ -184,6 +184,69 @@ def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: floa
                    f"{floor:.2g}-ms floor above the BDP)")
 
 
+def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: float, flows: int, base_ms: float,
+               idle_loss: float = 0.0) -> dict:
+    """Whether a loss-based fill read as a FIFO contradicts a FIFO by its own slow start: a FIFO drops only when
+    it is full, so no queue in front of it stands deeper than its depth, and every drop of its comes at that depth.
+    ``slow_start``: :func:`buffer.slow_start_depth` of the fill itself (the queue its slow start reached, each
+    flow's largest smoothed RTT up to a round trip after its first loss, the median over the flows, less the base
+    RTT); ``window``: :func:`evidence.window_drops` of the fill's window (its largest queue ``queue_max_ms``, its
+    ``retransmits``); ``window_dropped``: the window lost beyond the random loss (:func:`queue_dropped`). The
+    window's flows' queue is resolved to the burst floor (:func:`burst_floor_ms`) and the noise (:data:`NOISE_MS`):
+    q = max(its largest queue, the floor) + the noise. Two readings, each the deepest FIFO the window allows:
+
+    - **the window dropped**: a FIFO's drops there came with the queue at the depth, which the flows' smoothed
+      RTTs then show (their largest queue): the FIFO is at most q deep;
+    - **the window lost nothing, and the slow start overflowed** (``slow_start["overflowed"]``: more
+      retransmissions than a random loss gives; on a path whose idle probes lost nothing): after a FIFO's last
+      overflow the flows hold at least beta (BDP + D) in flight (each backs off by CUBIC's beta at most once a
+      loss episode, and the episode began with BDP + D in flight), so they stand at least beta (BDP + D) - BDP
+      above the pipe, which the window's queue bounds: D <= BDP (1 - beta) / beta + q / beta (in ms at the rate,
+      the RTT for the BDP) — the backoff :func:`unreturned_depth_ms` reads, at the window's own queue.
+
+    Where the slow start queued more than that, what held the window's flows lower drops below its own limit: a
+    single-queue AQM (CoDel, PIE; a flow-isolating one reads so by :func:`classify`), whose packet limit the slow
+    start met (sch_codel's and sch_pie's 1000 packets: 40 ms at 300 Mbit/s, where CoDel holds the flows near its 5-ms
+    target). Through the emulator (2026-11-28): FIFOs of 0.2-3 BDP at 2-800 Mbit/s and 5-200 ms, the slow start
+    within 0.3 ms of the window's largest queue where the window dropped, 9-69 ms inside the bound where it did not;
+    CoDel at 20-380 Mbit/s and PIE at 300-420 contradicted. Where the slow start met its limit and the flows'
+    backoff still leaves them below the pipe (the limit within BDP (1 - beta) / beta: CoDel at 372 Mbit/s and 80 ms,
+    32 ms for a bound of 46) nothing tells the two apart within a fill.
+
+    Returns ``{"contradicted", "slow_start_ms", "deepest_fifo_ms", "rule" ("dropped" | "backoff" | None), "why"}``."""
+    q_ss = slow_start.get("queue_ms")
+    out = {"contradicted": False, "slow_start_ms": q_ss, "deepest_fifo_ms": None, "rule": None, "why": None}
+    floor = burst_floor_ms(rate_mbps, flows)
+    top = window.get("queue_max_ms")
+    if q_ss is None or top is None:
+        out["why"] = "the fill's samples show no slow start or no window queue to compare"
+        return out
+    q = max(top, floor) + NOISE_MS
+    if window_dropped:
+        out.update(rule="dropped", deepest_fifo_ms=q)
+        seen = (f"the flows were dropped in the window with their queue at no more than {top:.3g} ms, so a FIFO there "
+                f"is at most {q:.3g} ms deep (with the {floor:.2g}-ms floor and the {NOISE_MS:g}-ms noise): its drops "
+                f"come only when it is full")
+    elif window.get("retransmits") == 0 and slow_start.get("overflowed") and idle_loss == 0:
+        deepest = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + q / CUBIC_BETA
+        out.update(rule="backoff", deepest_fifo_ms=deepest)
+        seen = (f"its flows then stood at no more than {top:.3g} ms without a loss, where after a FIFO's last overflow "
+                f"they hold {CUBIC_BETA:.2f} x (the BDP and its depth) in flight: a FIFO there is at most {deepest:.3g} ms "
+                f"deep (a {base_ms:.3g}-ms BDP, their queue read to {q:.3g} ms)")
+    else:
+        out["why"] = ("the window lost beyond the random loss only in part, or its slow start did not overflow: "
+                      "nothing to hold a FIFO's depth to")
+        return out
+    said = (f"the fill's slow start queued {q_ss:.3g} ms before its first losses ({slow_start.get('retransmits') or 0:.0f} "
+            f"retransmissions)")
+    if q_ss <= out["deepest_fifo_ms"]:
+        out["why"] = f"{said}; {seen}: consistent with a FIFO"
+        return out
+    out.update(contradicted=True, why=(f"{said}, deeper than a FIFO allows: {seen}. What held the flows lower drops "
+                                       f"below its own limit, a single-queue AQM whose packet limit the slow start met"))
+    return out
+
+
 def ambiguity(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> str | None:
     """What a verdict cannot exclude, in words (None where nothing): a policer
     reading is also what a FIFO, or an AQM's queue, shallower than the burst

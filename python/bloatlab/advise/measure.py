@@ -54,15 +54,15 @@ from .evidence import (
     window_drops, window_dropped
 )
 from .classify import (
-    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, median_isolated,
-    undropped_alternatives,
+    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, fifo_check, median_isolated,
+    queue_dropped, undropped_alternatives,
     unreturned_depth_ms
 )
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
+    CODEL_OR_PIE, _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, isolation_by_model
@@ -518,6 +518,27 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     if busy != rate:
         rate = busy
         limiter = _classify_ev(ev, rate, flows)
+    # a FIFO reading its loss-based fill contradicts (classify.fifo_check): the fill's slow start queued deeper than
+    # its window's drops or its flows' backoff allow a FIFO to be — an AQM that drops below its packet limit; read
+    # from the fill's own window whichever phase the evidence is (a BBR phase's queue says nothing of a backoff).
+    # Not where the capacity moves: a queue in time is then no depth
+    check = None
+    if limiter == "fifo" and fill_cc == LOAD_CC and not variable_rate(variation):
+        fdrops = drops if drops["phase"] == fill_cc else window_drops(j, d, idle_loss, base_p50)
+        fdropped = queue_dropped(dict(fill, window_dropped=window_dropped(fill, fdrops, True)))
+        lossless = fdrops["segments"] if fdrops.get("retransmits") == 0 else None
+        check = fifo_check(slow_start_depth(j, d, base_p50, rate, lossless), fdrops, fdropped, rate, flows,
+                           base_p50, idle_loss)
+        if check["contradicted"]:
+            say(f"  {d}: not a FIFO: {check['why']}")
+            # a policer drops below a queue's limit too: behind a port the idle path showed faster than the rate
+            # (down: the idle train's spacing; up: a serialization's lower bound) the trains and the classifier's
+            # policer rules tell, and the reading stays theirs; else a policer only on a port within
+            # TRAIN_PORT_MARGIN of its rate is left (61/0 of the campaign's seed 61: 12.6 Mbit/s on a 13.3-Mbit/s
+            # port, a 3-BDP FIFO behind a 99-ms bucket), named beside the AQM
+            check["faster_port_mbps"] = port_mbps if port_mbps and port_mbps > TRAIN_PORT_MARGIN * rate else None
+            if check["faster_port_mbps"] is None:
+                limiter = "aqm"
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
     # as they enter the probes' p95) — the larger of the two phases' where both ran (a loss-based control fills
     # whatever buffer there is, BBR about one BDP beyond the pipe, and either may not have had the time); none
@@ -554,11 +575,12 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the loss-based fill's flows that never came back to their first losses' queue show no depth below a bound
     unseen, why_unseen = (unreturned_depth_ms(first, rate, flows, base_p50, ran if ran is not None else secs)
                           if fill_cc == LOAD_CC and ev["phase"] == "fill" else (None, "the evidence is not a loss-based fill's"))
+    note = ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[1]
+    alts = alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[0]
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), **reading,
-            "limiter": limiter, "limiter_note": ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[1],
-            "limiter_alternatives": alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[0],
+            "limiter": limiter, **_not_a_fifo_reading(check, limiter, note, alts, rate, port_mbps if d == "down" else None),
             "unseen_depth_ms": unseen, "unseen_depth_note": why_unseen,
             "evidence": dict(ev, burst_floor_ms=burst_floor_ms(rate, flows)),
             "retrans_rate": fill["retrans_rate"], "flow_rtt_ms": {"p50": w["flow_rtt_p50"], "p95": w["flow_rtt_p95"]},
@@ -568,7 +590,35 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
-            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x]}
+            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check}
+
+
+def _not_a_fifo_reading(check: dict | None, limiter: str, note: str | None, alts: list | None, rate: float,
+                        port_mbps: float | None) -> dict:
+    """A direction's ``limiter_note`` and ``limiter_alternatives`` (and ``aqm_qdisc``) where its fill contradicted a
+    FIFO (:func:`classify.fifo_check`; else ``note`` and ``alts`` as they are): a single-queue AQM, CoDel or PIE
+    not told apart (advise checks both), and a policer on a port within :data:`TRAIN_PORT_MARGIN` of its rate,
+    which drops below the queue's limit too — ``port_mbps`` the port the idle train's spacing showed (down); where
+    none did (the up direction's is only a serialization's lower bound) a policer on any port, as
+    :func:`trains.untrained_aqm` names an AQM at any rate; where the idle path showed a faster port
+    (``check["faster_port_mbps"]``) the reading stays ``limiter`` (a FIFO, the trains to tell) and the AQM is
+    named beside it."""
+    if not check or not check["contradicted"]:
+        return {"limiter_note": note, "limiter_alternatives": alts}
+    if check.get("faster_port_mbps"):
+        why = (f"{check['why']}; but the idle path showed a port at {check['faster_port_mbps']:.4g} Mbit/s, faster "
+               f"than the {rate:.4g} Mbit/s the flows got: a policer in front of it drops below the queue's limit too")
+        return {"limiter_note": "; ".join(n for n in (note, why) if n),
+                "limiter_alternatives": (alts or [{"limiter": limiter}]) + [{"limiter": "aqm", "kinds": ["codel", "pie"],
+                                                                              "why": why}]}
+    if port_mbps:
+        policer = {"limiter": "policer", "port_within": TRAIN_PORT_MARGIN}
+        said = f"or a policer on a port within {TRAIN_PORT_MARGIN:g}x of its rate (the idle path's {port_mbps:.4g} Mbit/s)"
+    else:
+        policer = {"limiter": "policer", "rate_above_mbps": 0.0}
+        said = "or a policer (no packet train showed the port)"
+    return {"aqm_qdisc": "codel", "limiter_note": f"{check['why']}: {CODEL_OR_PIE}, {said}",
+            "limiter_alternatives": aqm_alternatives(CODEL_OR_PIE) + [policer]}
 
 
 def deep_gap_s(queue_ms: float, base_ms: float) -> float:
