@@ -1077,7 +1077,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     mac, why_mac = wifi_design(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]),
                                x.get("fill_dropped", x["evidence"]["dropped"]), base_ms,
                                x.get("fill_flow_q50_ms", x["evidence"].get("flow_q50_ms")))
-    x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None)
+    # (an AQM the wired reading took the AP's queue for is no qdisc of the twin's: aqm_qdisc goes too)
+    x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None,
+             aqm_qdisc=None)
     if mac == "airtime":
         x.update(buffer_bytes=None, buffer_bdp=None)
     elif x.get("buffer_bytes") is None:

@@ -365,7 +365,7 @@ def up_through_the_hop(up: dict, down: dict) -> None:
         return
     queue = up["limiter"]
     up.update(limiter="wifi", wifi={"phy_mbps": hop.get("phy_mbps"), "mac": hop.get("mac"), "read": "down"},
-              limiter_alternatives=None,
+              limiter_alternatives=None, aqm_qdisc=None,
               limiter_note=(f"the WiFi hop the down direction read ({hop.get('mac')}, PHY ~{hop.get('phy_mbps') or 0:.3g} "
                             f"Mbit/s): {said}, at least the {1 - RATE_SPREAD:.2f} one medium gives both ways (no "
                             f"slower line behind it up); its queue read as {queue}"))
