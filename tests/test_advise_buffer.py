@@ -318,3 +318,35 @@ def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0)
     assert calls == ["cubic"] and x["limiter"] == "fifo" and x["fifo_check"]["contradicted"] is False
     assert x["buffer_from"] == "slow_start" and x["buffer_bytes"] == int(0.04 * x["rate_mbps"] * 1e6 / 8)
+
+
+def test_a_fifo_whose_ramp_lost_a_few_and_whose_window_lost_nothing_is_no_aqm(monkeypatch):
+    """The window's own loss beyond the random loss decides the check's "dropped" rule (not queue_dropped, which
+    holds too where the window cannot tell): a 40-ms FIFO at 300 Mbit/s whose slow start lost 2 segments a flow
+    and whose window stood lossless at 30 ms is a FIFO (the backoff leaves it at most 62 ms deep)."""
+    monkeypatch.setattr(M, "_load", lambda *a, **k: phase)
+    monkeypatch.setattr(M.time, "sleep", lambda s: None)
+    wire = 300e6 / M_evidence.WIRE_PER_PAYLOAD
+    phase = _phase(4.0, lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 30.0), wire, retx_at=[0.4, 0.401])
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0)
+    assert x["limiter"] == "fifo" and x["fifo_check"]["rule"] != "dropped" and not x["fifo_check"]["contradicted"]
+    # up, where no train runs, a faster port (a serialization's lower bound) keeps no FIFO: the AQM is read and a
+    # policer on any port named beside it
+    phase = _phase(4.0, lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 3.0), wire,
+                   retx_at=[0.4 + 0.001 * k for k in range(30)])
+    for f in phase["flows"]:
+        f["direction"] = "up"
+    x = M._direction("h", 1, "up", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=600.0)
+    assert x["limiter"] == "aqm" and x["limiter_alternatives"][-1] == {"limiter": "policer", "rate_above_mbps": 0.0}
+
+
+def test_a_window_that_fell_to_a_segment_after_a_loss_is_a_retransmission_timeout():
+    """evidence.timed_out: a flow at 40 segments that falls to 1 after its first retransmission met a timeout
+    (tcp_enter_loss); fast recovery's 0.7 of the window, or a flow that never held 4 segments, did not."""
+    def j(cwnds, retx):
+        return {"raw": {"series": {"flows": {"flow": [0] * len(cwnds), "cwnd_bytes": [c * M_physics.MSS for c in cwnds],
+                                             "retransmits": retx}}}}
+    assert M_evidence.timed_out(j([10, 20, 40, 1, 2, 4], [0, 0, 0, 3, 3, 3]), "down") is True
+    assert M_evidence.timed_out(j([10, 20, 40, 28, 29, 30], [0, 0, 0, 3, 3, 3]), "down") is False
+    assert M_evidence.timed_out(j([2, 3, 2, 2], [0, 0, 1, 1]), "down") is False
+    assert M_evidence.timed_out(j([10, 20, 40], [0, 0, 0]), "down") is False

@@ -795,3 +795,13 @@ def test_a_slow_start_deeper_than_the_windows_drops_or_the_flows_backoff_allow_i
     x = m_classify.fifo_check({"queue_ms": 31.66, "overflowed": True, "retransmits": 1372.0},
                               {"queue_max_ms": 3.38, "retransmits": 0.0}, False, 372.3, 4, 80.0)
     assert x["contradicted"] is False and x["deepest_fifo_ms"] == pytest.approx(80.0 * (1 - beta) / beta + 8.0 / beta)
+
+
+def test_a_flow_that_met_a_retransmission_timeout_holds_no_backoff_to_read():
+    """After a timeout a flow slow-starts from one segment, and HyStart may end that below beta x (BDP + D): the
+    backoff rule is not read (classify.fifo_check's ``timed_out``)."""
+    ss = {"queue_ms": 40.25, "overflowed": True, "retransmits": 116.0}
+    w = {"queue_max_ms": 3.29, "retransmits": 0.0}
+    assert m_classify.fifo_check(ss, w, False, 298.4, 4, 40.0)["contradicted"] is True
+    x = m_classify.fifo_check(ss, w, False, 298.4, 4, 40.0, timed_out=True)
+    assert x["rule"] is None and x["contradicted"] is False and "retransmission timeout" in x["why"]

@@ -1,6 +1,7 @@
 """The limiter on fresh paths, and what the fill's own slow start says of a FIFO reading (issue 30 §1's "limiter
 right on >= 95 %"; docs/advise.md, "A FIFO its own slow start contradicts"): for each wired path of the campaign's
-seeded draw (:func:`bloatlab.advise.campaign.draw`; the WiFi hops left out), ``measure --quick`` from the true
+seeded draw (:func:`bloatlab.advise.campaign.draw`; the paths whose bottleneck is a WiFi hop left out, those with
+one in front of a wired line kept), ``measure --quick`` from the true
 path's client namespace, as the campaign runs it (``campaign._measure``), then per direction
 
 - the limiter read against the truth's observable class (``campaign.OBSERVABLE``; the up direction's is the down's:

@@ -185,7 +185,7 @@ def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: floa
 
 
 def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: float, flows: int, base_ms: float,
-               idle_loss: float = 0.0) -> dict:
+               idle_loss: float = 0.0, timed_out: bool = False) -> dict:
     """Whether a loss-based fill read as a FIFO contradicts a FIFO by its own slow start: a FIFO drops only when
     it is full, so no queue in front of it stands deeper than its depth, and every drop of its comes at that depth.
     ``slow_start``: :func:`buffer.slow_start_depth` of the fill itself (the queue its slow start reached, each
@@ -198,7 +198,8 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     - **the window dropped**: a FIFO's drops there came with the queue at the depth, which the flows' smoothed
       RTTs then show (their largest queue): the FIFO is at most q deep;
     - **the window lost nothing, and the slow start overflowed** (``slow_start["overflowed"]``: more
-      retransmissions than a random loss gives; on a path whose idle probes lost nothing): after a FIFO's last
+      retransmissions than a random loss gives; on a path whose idle probes lost nothing, and where no flow was
+      seen to meet a retransmission timeout, ``timed_out``: :func:`evidence.timed_out`): after a FIFO's last
       overflow the flows hold at least beta (BDP + D) in flight (each backs off by CUBIC's beta at most once a
       loss episode, and the episode began with BDP + D in flight), so they stand at least beta (BDP + D) - BDP
       above the pipe, which the window's queue bounds: D <= BDP (1 - beta) / beta + q / beta (in ms at the rate,
@@ -208,8 +209,9 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     single-queue AQM (CoDel, PIE; a flow-isolating one reads so by :func:`classify`), whose packet limit the slow
     start met (sch_codel's and sch_pie's 1000 packets: 40 ms at 300 Mbit/s, where CoDel holds the flows near its 5-ms
     target). Through the emulator (2026-11-28): FIFOs of 0.2-3 BDP at 2-800 Mbit/s and 5-200 ms, the slow start
-    within 0.3 ms of the window's largest queue where the window dropped, 9-69 ms inside the bound where it did not;
-    CoDel at 20-380 Mbit/s and PIE at 300-420 contradicted. Where the slow start met its limit and the flows'
+    at most 0.1 ms above the window's largest queue where the window dropped, 9-80 ms inside the bound where it did
+    not; CoDel at 20-500 Mbit/s and PIE at 100-600 contradicted (docs/advise.md, "A FIFO its own slow start
+    contradicts", with fresh seed 62). Where the slow start met its limit and the flows'
     backoff still leaves them below the pipe (the limit within BDP (1 - beta) / beta: CoDel at 372 Mbit/s and 80 ms,
     32 ms for a bound of 46) nothing tells the two apart within a fill.
 
@@ -227,15 +229,16 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
         seen = (f"the flows were dropped in the window with their queue at no more than {top:.3g} ms, so a FIFO there "
                 f"is at most {q:.3g} ms deep (with the {floor:.2g}-ms floor and the {NOISE_MS:g}-ms noise): its drops "
                 f"come only when it is full")
-    elif window.get("retransmits") == 0 and slow_start.get("overflowed") and idle_loss == 0:
+    elif window.get("retransmits") == 0 and slow_start.get("overflowed") and idle_loss == 0 and not timed_out:
         deepest = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + q / CUBIC_BETA
         out.update(rule="backoff", deepest_fifo_ms=deepest)
         seen = (f"its flows then stood at no more than {top:.3g} ms without a loss, where after a FIFO's last overflow "
                 f"they hold {CUBIC_BETA:.2f} x (the BDP and its depth) in flight: a FIFO there is at most {deepest:.3g} ms "
                 f"deep (a {base_ms:.3g}-ms BDP, their queue read to {q:.3g} ms)")
     else:
-        out["why"] = ("the window lost beyond the random loss only in part, or its slow start did not overflow: "
-                      "nothing to hold a FIFO's depth to")
+        out["why"] = ("the window lost, but not beyond the random loss; or it lost nothing, but its slow start did not "
+                      "overflow, the idle path lost something, or a flow met a retransmission timeout (whose slow start "
+                      "again HyStart may end below the backoff): nothing to hold a FIFO's depth to")
         return out
     said = (f"the fill's slow start queued {q_ss:.3g} ms before its first losses ({slow_start.get('retransmits') or 0:.0f} "
             f"retransmissions)")
@@ -465,7 +468,9 @@ def _cobalt(x: dict) -> None:
     cake, why = (first.get("cake"), first.get("note")) if isolated else (first.get("cake_shared"), first.get("note_shared"))
     why = why or "no first losses read"
     if cake:
-        seen = "flow isolation" if isolated else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)"
+        seen = ("flow isolation" if isolated else
+                "a single queue whose limit the fill's slow start met (fifo_check)" if (x.get("fifo_check") or {}).get("contradicted")
+                else f"an AQM's burst in a packet train ({x['aqm_qdisc']} by the train alone)")
         x.update(aqm_qdisc="cake", buffer_bytes=None, buffer_bdp=None, limiter_note=f"{seen}; {why}")
     elif isolated:
         x["limiter_note"] = (f"flow isolation, taken as fq_codel; CAKE is not excluded ({why}). Behind CAKE a new flow's "

@@ -278,6 +278,32 @@ def first_losses(j: dict, d: str) -> dict:
     return out
 
 
+#: the most segments a loss-based flow's window holds right after a retransmission timeout (tcp_enter_loss:
+#: cwnd = packets in flight + 1, everything in flight marked lost) and one it sent since
+RTO_WINDOW_SEGMENTS = 2
+
+
+def timed_out(j: dict, d: str) -> bool:
+    """Whether a flow of direction ``d`` in one loaded phase (its JSON ``j``) met a retransmission timeout: after its
+    first retransmission a TCP_INFO sample showed its window at :data:`RTO_WINDOW_SEGMENTS` segments or fewer,
+    where its largest before held twice that or more. Fast recovery leaves CUBIC at beta (0.7) of the window (PRR
+    shrinks it below that only with the flight); a timeout drops it to one segment and slow-starts it again, which
+    HyStart may end early. Samples ``dt`` apart see such a window only for the round trips it takes to double past
+    them, so False says no more than none was seen."""
+    fs = j["raw"]["series"]["flows"]
+    fid, cwnd = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("cwnd_bytes", []), float)
+    retx = np.asarray(fs.get("retransmits", []), float)
+    if cwnd.size != fid.size or retx.size != fid.size:
+        return False
+    low = RTO_WINDOW_SEGMENTS * MSS
+    for i in set(fid.tolist()):
+        c, r = cwnd[fid == i], retx[fid == i]
+        k = np.flatnonzero(r > 0)
+        if k.size and c[: k[0] + 1].max() >= 2 * low and (c[k[0]:] <= low).any():
+            return True
+    return False
+
+
 def _flows_window(j: dict, d: str):
     """Direction ``d``'s flow samples of one loaded phase (its JSON ``j``) and the window they are read over, as
     :func:`_window` reads it (the second half of the time all flows ran): (series, flow ids per sample, times,

@@ -107,7 +107,9 @@ def isolation_by_model(x: dict, path) -> None:
            f" ms; {far[x['aqm_qdisc']]:.2f}) or the other single queue's: under fq_codel a sparse probe waits about "
            f"a packet, under one queue behind every flow (the AQM train's reading, {x['aqm_qdisc']}, kept as the "
            f"alternative)")
-    x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}]
+    # (the others named beside the single queue stay: a policer, classify.fifo_check's)
+    kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
+    x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}] + kept
     x.update(aqm_qdisc=None, limiter_note=why)
 
 

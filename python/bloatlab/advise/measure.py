@@ -50,12 +50,12 @@ from .plan import (
     loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
-    _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, variable_rate,
-    window_drops, window_dropped
+    _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, timed_out,
+    variable_rate, window_drops, window_dropped
 )
 from .classify import (
     UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, fifo_check, median_isolated,
-    queue_dropped, undropped_alternatives,
+    undropped_alternatives,
     unreturned_depth_ms
 )
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
@@ -525,18 +525,21 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     check = None
     if limiter == "fifo" and fill_cc == LOAD_CC and not variable_rate(variation):
         fdrops = drops if drops["phase"] == fill_cc else window_drops(j, d, idle_loss, base_p50)
-        fdropped = queue_dropped(dict(fill, window_dropped=window_dropped(fill, fdrops, True)))
+        # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
+        # tell: a ramp with a few drops, a window with none)
+        fdropped = bool(fdrops.get("overflowed"))
         lossless = fdrops["segments"] if fdrops.get("retransmits") == 0 else None
         check = fifo_check(slow_start_depth(j, d, base_p50, rate, lossless), fdrops, fdropped, rate, flows,
-                           base_p50, idle_loss)
+                           base_p50, idle_loss, timed_out(j, d))
         if check["contradicted"]:
             say(f"  {d}: not a FIFO: {check['why']}")
-            # a policer drops below a queue's limit too: behind a port the idle path showed faster than the rate
-            # (down: the idle train's spacing; up: a serialization's lower bound) the trains and the classifier's
-            # policer rules tell, and the reading stays theirs; else a policer only on a port within
-            # TRAIN_PORT_MARGIN of its rate is left (61/0 of the campaign's seed 61: 12.6 Mbit/s on a 13.3-Mbit/s
-            # port, a 3-BDP FIFO behind a 99-ms bucket), named beside the AQM
-            check["faster_port_mbps"] = port_mbps if port_mbps and port_mbps > TRAIN_PORT_MARGIN * rate else None
+            # a policer drops below a queue's limit too: down, behind a port the idle train showed faster than the
+            # rate, the trains and the classifier's policer rules tell, and the reading stays theirs; else a policer
+            # only on a port within TRAIN_PORT_MARGIN of its rate is left (61/0 of the campaign's seed 61: 12.6
+            # Mbit/s on a 13.3-Mbit/s port, a 3-BDP FIFO behind a 99-ms bucket), named beside the AQM. Up no train
+            # runs: a policer on any port is named
+            faster = d == "down" and port_mbps and port_mbps > TRAIN_PORT_MARGIN * rate
+            check["faster_port_mbps"] = port_mbps if faster else None
             if check["faster_port_mbps"] is None:
                 limiter = "aqm"
     # the buffer: what a FIFO holds under load, the flows' p95 (smoothed RTT: the VM's pauses do not enter it
