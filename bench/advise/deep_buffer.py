@@ -70,17 +70,9 @@ def main(argv=None) -> int:
     for t in C.draw(a.paths, a.seed):
         if t["limiter"] not in LIMITERS:
             continue
-        pdir = os.path.join(a.out, f"{t['index']:04d}")
-        mj = os.path.join(pdir, "measure.json")
-        if not os.path.exists(mj):
-            os.makedirs(pdir, exist_ok=True)
-            try:
-                C._measure(t, pdir)
-            except Exception as e:  # a path measure failed on: said, and the rest go on
-                print(f"{a.seed}/{t['index']}: measure failed ({e})", flush=True)
-                continue
-        with open(mj) as f:
-            m = json.load(f)
+        m = C.measured(t, a.out, a.seed)
+        if m is None:
+            continue
         d = m["down"]
         r = {"seed": a.seed, "index": t["index"], "limiter": t["limiter"], "read": d["limiter"],
              "down_mbps": t["down_mbps"], "base_rtt_ms": t["base_rtt_ms"], "loss": t["loss"],

@@ -58,17 +58,9 @@ def main(argv=None) -> int:
     for t in C.draw(a.paths, a.seed):
         if t["limiter"] == "wifi":
             continue
-        pdir = os.path.join(a.out, f"{t['index']:04d}")
-        mj = os.path.join(pdir, "measure.json")
-        if not os.path.exists(mj):
-            os.makedirs(pdir, exist_ok=True)
-            try:
-                C._measure(t, pdir)
-            except Exception as e:  # a path measure failed on: said, and the rest go on
-                print(f"{a.seed}/{t['index']}: measure failed ({e})", flush=True)
-                continue
-        with open(mj) as f:
-            m = json.load(f)
+        m = C.measured(t, a.out, a.seed)
+        if m is None:
+            continue
         for r in judge(t, m):
             rows.append(r)
             print(f"{a.seed}/{r['index']:<3d} {r['direction']:4s} {r['truth']:8s} {r['rate_mbps']:8.3g} Mbit/s "
