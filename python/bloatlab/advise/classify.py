@@ -209,8 +209,8 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     single-queue AQM (CoDel, PIE; a flow-isolating one reads so by :func:`classify`), whose packet limit the slow
     start met (sch_codel's and sch_pie's 1000 packets: 40 ms at 300 Mbit/s, where CoDel holds the flows near its 5-ms
     target). Through the emulator (2026-11-28): FIFOs of 0.2-3 BDP at 2-800 Mbit/s and 5-200 ms, the slow start
-    at most 0.1 ms above the window's largest queue where the window dropped, 9-80 ms inside the bound where it did
-    not; CoDel at 20-500 Mbit/s and PIE at 100-600 contradicted (docs/advise.md, "A FIFO its own slow start
+    at most 0.15 ms above the window's largest queue where the window dropped, 14-102 ms inside the bound where it
+    did not; CoDel at 20-500 Mbit/s and PIE at 100-600 contradicted (docs/advise.md, "A FIFO its own slow start
     contradicts", with fresh seed 62). Where the slow start met its limit and the flows'
     backoff still leaves them below the pipe (the limit within BDP (1 - beta) / beta: CoDel at 372 Mbit/s and 80 ms,
     32 ms for a bound of 46) nothing tells the two apart within a fill.
