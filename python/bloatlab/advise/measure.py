@@ -532,7 +532,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         check = fifo_check(slow_start_depth(j, d, base_p50, rate, lossless), fdrops, fdropped, rate, flows,
                            base_p50, idle_loss, timed_out(j, d))
         if check["contradicted"]:
-            say(f"  {d}: not a FIFO: {check['why']}")
+            # (one line while it runs; the whole reason is the limiter's note, in the summary)
+            said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
+            say(f"  {d}: not a FIFO: the fill's slow start queued {check['slow_start_ms']:.3g} ms, where {said} allow a "
+                f"FIFO {check['deepest_fifo_ms']:.3g} ms deep at most")
             # a policer drops below a queue's limit too: down, behind a port the idle train showed faster than the
             # rate, the trains and the classifier's policer rules tell, and the reading stays theirs; else a policer
             # only on a port within TRAIN_PORT_MARGIN of its rate is left (61/0 of the campaign's seed 61: 12.6
