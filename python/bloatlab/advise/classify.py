@@ -191,7 +191,7 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     ``slow_start``: :func:`buffer.slow_start_depth` of the fill itself (the queue its slow start reached, each
     flow's largest smoothed RTT up to a round trip after its first loss, the median over the flows, less the base
     RTT); ``window``: :func:`evidence.window_drops` of the fill's window (its largest queue ``queue_max_ms``, its
-    ``retransmits``); ``window_dropped``: the window lost beyond the random loss (:func:`queue_dropped`). The
+    ``retransmits``); ``window_dropped``: the window lost beyond the random loss (that same ``overflowed``). The
     window's flows' queue is resolved to the burst floor (:func:`burst_floor_ms`) and the noise (:data:`NOISE_MS`):
     q = max(its largest queue, the floor) + the noise. Two readings, each the deepest FIFO the window allows:
 
