@@ -522,15 +522,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # its window's drops or its flows' backoff allow a FIFO to be — an AQM that drops below its packet limit; read
     # from the fill's own window whichever phase the evidence is (a BBR phase's queue says nothing of a backoff).
     # Not where the capacity moves: a queue in time is then no depth
-    check = None
+    check = fill_ss = None
     if limiter == "fifo" and fill_cc == LOAD_CC and not variable_rate(variation):
         fdrops = drops if drops["phase"] == fill_cc else window_drops(j, d, idle_loss, base_p50)
+        # the fill's own slow start, read once: the check's, and the deep step's where it reads the depth
+        lossless = fdrops["segments"] if fdrops.get("retransmits") == 0 else None
+        fill_ss = slow_start_depth(j, d, base_p50, rate, lossless)
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
-        fdropped = bool(fdrops.get("overflowed"))
-        lossless = fdrops["segments"] if fdrops.get("retransmits") == 0 else None
-        check = fifo_check(slow_start_depth(j, d, base_p50, rate, lossless), fdrops, fdropped, rate, flows,
-                           base_p50, idle_loss, timed_out(j, d))
+        check = fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
+                           timed_out(j, d))
         if check["contradicted"]:
             # (one line while it runs; the whole reason is the limiter's note, in the summary)
             said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
@@ -564,7 +565,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 and drops["queued_bytes"] is None):
             td = time.monotonic()
             queued = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
-            reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, j,
+            reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, fill_ss,
                                  drain=d == "down")
             if reading["deep_fill"].get("phase") == "deep":
                 phases["deep"] = time.monotonic() - td
@@ -581,8 +582,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the loss-based fill's flows that never came back to their first losses' queue show no depth below a bound
     unseen, why_unseen = (unreturned_depth_ms(first, rate, flows, base_p50, ran if ran is not None else secs)
                           if fill_cc == LOAD_CC and ev["phase"] == "fill" else (None, "the evidence is not a loss-based fill's"))
-    note = ambiguity(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[1]
-    alts = alternatives(limiter, rate, flows, unseen) or undropped_alternatives(limiter, ev, rate, flows, idle_loss)[0]
+    undropped, why_undropped = undropped_alternatives(limiter, ev, rate, flows, idle_loss)
+    note = ambiguity(limiter, rate, flows, unseen) or why_undropped
+    alts = alternatives(limiter, rate, flows, unseen) or undropped
     return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), **reading,
@@ -635,7 +637,7 @@ def deep_gap_s(queue_ms: float, base_ms: float) -> float:
 
 
 def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret: str | None, quick: bool,
-               rate: float, reading: dict, queued_ms: float, say, fill: dict | None = None, drain: bool = True) -> dict:
+               rate: float, reading: dict, queued_ms: float, say, fill_ss: dict | None = None, drain: bool = True) -> dict:
     """A FIFO the fill never overflowed (``reading``'s lower bound, :func:`buffer_reading`) read again by
     ``flows`` Reno flows run until their first loss (:data:`buffer.DEEP_CC`, ``load --until-loss``), whose slow
     start doubles the windows until the buffer overflows, at most the fill's own ceiling (:func:`_phase_secs`): the
@@ -652,8 +654,9 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
     44.6 ms. Where it could not see a loss at the fill's own bound within the ceiling it does not run; a FIFO
     deeper than the ceiling allows stays a lower bound.
 
-    Where the fill's own slow start overflowed it (``fill``, its JSON, whose window the reading's is: HyStart did
-    not end that slow start, and its drops came before the window, :func:`evidence.window_drops`), that overflow
+    Where the fill's own slow start overflowed it (``fill_ss``: :func:`buffer.slow_start_depth` of the fill, read
+    against its window's lossless segments, where the reading's window is the fill's: HyStart did not end that slow
+    start, and its drops came before the window, :func:`evidence.window_drops`), that overflow
     reads the depth the same way, and no phase runs. Either depth must lie beyond the most the lossless window
     queued."""
     secs = _phase_secs(base_ms, quick, fill=True)
@@ -674,8 +677,8 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
                     buffer_note=(f"~{b / 1e3:.4g} KB: {who} slow start overflowed it at {x['queue_ms']:.4g} ms of queue "
                                  f"({x['retransmits']:.0f} retransmissions), {since}"))
 
-    own = fill is not None and win.get("phase") == LOAD_CC  # the window read is the fill's own
-    x = slow_start_depth(fill, d, base_ms, rate, lossless) if own else None
+    own = fill_ss is not None and win.get("phase") == LOAD_CC  # the window read is the fill's own
+    x = dict(fill_ss) if own else None
     if x is not None and x["overflowed"] and x["depth_bytes"] > beyond:
         x.update(phase="fill", fill_bound_bytes=low)
         return depth(x, "the fill's", "before the window its queue was read over")
