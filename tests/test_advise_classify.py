@@ -164,8 +164,15 @@ def test_a_train_too_short_for_the_burst_shows_pie_by_a_first_loss_no_fifo_of_th
     assert round(m_trains.train_reach_ms(PIE_FAST_TRAIN, 221.14), 1) == 31.7
     kind, why = m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 52.78)
     assert kind == "pie" and "first packet at 19.2 ms of queue" in why and "97% arrived" in why
-    # the same train behind a FIFO whose depth (what the flows filled) is the train's first-loss queue: a FIFO's
-    assert m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)[0] is None
+    # the same train's head behind a FIFO whose depth (what the flows filled) is the train's first-loss queue: it
+    # drops what its drain cannot take of the tail, 1 - 221/531 of the 382 packets (223 lost, 159 arrived): a FIFO's
+    fifo_tail = dict(PIE_FAST_TRAIN, lost=223, tail_packets=159, received=777)
+    assert m_trains.single_queue_aqm(fifo_tail, 221.14, 19.2 * 1.5)[0] is None
+    # ... where PIE's tail (13 of 382 lost, none of the first 618) is no FIFO's at that depth either: a FIFO that
+    # drops so little of a tail met it at a pace P with 1 - C/P <= (13 + 2 sqrt 13) / 382, and was full at 33.5 ms
+    # x that = 1.77 ms, less than half the 28.8 ms the flows stood in
+    kind, why = m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)
+    assert kind == "pie" and "is at most 1.77 ms deep" in why
 
 
 def test_an_aqm_train_that_cannot_build_the_burst_says_it_cannot_tell():

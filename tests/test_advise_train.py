@@ -354,6 +354,41 @@ FIFO_SLOW_TRAIN = {"first_loss": 10, "head_bytes": 15000, "head_packets": 10, "l
                    "wire_bytes": 1500, "head_send_mbps": 493.2, "send_mbps": 895.9}
 
 
+# The AQM train behind CoDel at 85.5 Mbit/s and 213 ms (campaign seed 64, path 19, through the emulator, 2026-11-28),
+# right after measure's loads; the flows' CUBIC slow start had stood in 137.7 ms of queue.
+CODEL_LONG_TRAIN = {"first_loss": 749, "head_bytes": 1_123_500, "head_packets": 749, "head_send_mbps": 5409.0,
+                    "leading_mbps": 85.56, "lost": 9, "received": 991, "sender_limited": False, "send_mbps": 5398.3,
+                    "sent": 1000, "tail_packets": 242, "tail_mbps": 85.53, "wire_bytes": 1500,
+                    "lost_seq": [749, 780, 811, 843, 874, 905, 936, 966, 997]}
+
+
+def test_a_tail_no_fifo_drops_so_little_of_shows_an_aqm_whatever_the_trains_reach():
+    """1000 packets at 5.4 Gbit/s into 85.5 Mbit/s build at most 139 ms, about the 137.7 ms the flows stood in: no
+    burst to read, and the first loss came 105 ms into the queue, where a FIFO of 137.7 ms drops none; then 9 of
+    the last 251 packets were lost, every ~31st. A FIFO full at the first loss drops 1 - C/P of a tail reaching it
+    at P, so one that drops so little (9 + 2 x 3 of 251 at most) met the train at P within 6 % of the rate, and was
+    full at 105.15 ms x 15/251 = 6.28 ms — not the flows' 137.7. Nor were they losses here and there: all 9 after
+    the first 749 packets, which 9 losses at random over 1000 do with the chance 3.5e-6."""
+    assert round(m_trains.fifo_depth_for_losses(CODEL_LONG_TRAIN, 85.476), 2) == 6.28
+    assert m_trains.losses_cluster(CODEL_LONG_TRAIN)
+    kind, why = m_trains.single_queue_aqm(CODEL_LONG_TRAIN, 85.476, 137.67)
+    assert kind == "codel" and "lost 9 of its last 251 packets and none of its first 749" in why
+    assert "is at most 6.28 ms deep" in why and "CoDel's drops after its interval" in why
+    # one loss late in a train is no queue's pattern: a stray loss (50 of 1000 packets after it: chance 0.05) a FIFO
+    # deeper than the whole train passes too
+    stray = dict(CODEL_LONG_TRAIN, first_loss=950, head_bytes=1_425_000, head_packets=950, lost=1, tail_packets=49,
+                 received=999, lost_seq=[950])
+    assert not m_trains.losses_cluster(stray)
+    assert m_trains.single_queue_aqm(stray, 85.476, 137.67)[0] is None
+    # a FIFO's own tail drop at the flows' depth (all but C/U of the 251 lost): its depth, not an AQM
+    fifo = dict(CODEL_LONG_TRAIN, lost=247, tail_packets=4, received=753, lost_seq=list(range(749, 996)))
+    assert m_trains.losses_cluster(fifo) and round(m_trains.fifo_depth_for_losses(fifo, 85.476), 1) == 105.2
+    assert m_trains.single_queue_aqm(fifo, 85.476, 137.67)[0] is None
+    # nothing lost: no depth a FIFO would need, no cluster
+    assert m_trains.fifo_depth_for_losses(dict(CODEL_LONG_TRAIN, first_loss=None), 85.476) == float("inf")
+    assert not m_trains.losses_cluster(dict(CODEL_LONG_TRAIN, first_loss=None, lost=0))
+
+
 def test_a_train_after_the_load_shows_pie_by_its_spread_drops_not_its_head():
     """PIE's drop probability, raised by the loaded phase, outlasts it by seconds: the train loses its 7th packet,
     sooner than a FIFO of the flows' queue would, but then only 42 % of its tail, here and there, where a full FIFO

@@ -732,15 +732,27 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     # as deep as the flows' would not have dropped at (a FIFO drops nothing before its depth, which a loss-based
     # fill reaches: the same factor between the mechanisms as the burst's), and spread drops after it
     first_q_ms = queue_built_ms(train.get("head_bytes", 0), rate_mbps, train.get("head_send_mbps") or sent)
-    early = (not whole and train_reach_ms(train, rate_mbps) < AQM_BURST_RATIO * queue_ms
-             and AQM_BURST_RATIO * first_q_ms <= queue_ms)
+    # ... or, whatever its reach, by the depth a FIFO would need to give its losses (fifo_depth_for_losses: the tail's
+    # loss fraction sets the pace a FIFO met it at, a slower hop's in front of it included), where they are a
+    # queue's, not losses here and there over the whole train (losses_cluster): campaign seeds 62 and 64, CoDel at
+    # 79-86 Mbit/s and 213-230 ms, lost 9-12 of a train's last 251-308 packets and none of its first 692-749, where
+    # the flows stood in 137-150 ms: a FIFO that drops so few of a tail is at most 4-7 ms deep
+    fifo_ms = min(first_q_ms, fifo_depth_for_losses(train, rate_mbps))
+    clustered = not whole and losses_cluster(train)
+    early = not whole and (
+        (train_reach_ms(train, rate_mbps) < AQM_BURST_RATIO * queue_ms and AQM_BURST_RATIO * first_q_ms <= queue_ms)
+        or (clustered and AQM_BURST_RATIO * fifo_ms <= queue_ms))
     if (ratio < AQM_BURST_RATIO and not early) or not spread:
         return None, (f"a packet train built {built_ms:.3g} ms of queue at the rate, {ratio:.2g}x the flows' "
                       f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + cut
                       + ": a FIFO's buffer")
-    if ratio < AQM_BURST_RATIO:
+    if ratio < AQM_BURST_RATIO and AQM_BURST_RATIO * first_q_ms <= queue_ms:
         why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost its first packet at {first_q_ms:.3g} ms "
                f"of queue, where a FIFO as deep as the flows' drops none")
+    elif ratio < AQM_BURST_RATIO:
+        why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost {lost} of its last {after} packets "
+               f"and none of its first {train['first_loss']}: a queue's drops, and a FIFO that drops no more of a tail "
+               f"is at most {fifo_ms:.3g} ms deep")
     else:
         why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
     if not whole:
@@ -783,6 +795,45 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     if built_ms > CODEL_INTERVAL_MS:
         return "pie", why + f" without a loss, longer than CoDel's {CODEL_INTERVAL_MS:g}-ms interval: PIE's burst allowance"
     return "codel", why + (f" whole, but shorter than CoDel's interval: {CODEL_OR_PIE}")
+
+
+def fifo_depth_for_losses(train: dict, rate_mbps: float) -> float:
+    """The deepest FIFO (ms at the rate C) that gives a packet train's losses as
+    its tail drop: full at the first loss, it then drops what its drain cannot
+    take of what reaches it, 1 - C/P of the tail at the pace P the train met
+    it at (the server's, or a slower hop's in front of it) — so the tail's
+    loss fraction is 1 - C/P, taken at its upper bound (two standard
+    deviations, as :func:`_tail_dropped`), and the queue at the first loss is
+    the head's bytes at C times it: ``head_bytes / C x (lost + 2 sqrt(lost))
+    / (lost + tail)``. A FIFO deeper than this drops more of the tail, or
+    none of the train before it. Infinite where the train lost nothing."""
+    if train.get("first_loss") is None:
+        return float("inf")
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    f = min((lost + 2 * max(lost, 1) ** 0.5) / max(lost + tail, 1), 1.0)
+    return train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3) * f
+
+
+#: the chance below which losses that all came after a train's first ``k`` packets are not losses here and there
+#: over the whole train (:func:`losses_cluster`): three standard deviations' two-sided tail, the bar
+#: :func:`physics._significant` sets
+CLUSTER_CHANCE = 0.0027
+
+
+def losses_cluster(train: dict) -> bool:
+    """Whether a packet train's losses are a queue's: all ``lost`` of them
+    came after its first ``first_loss`` packets, which ``lost`` losses spread
+    at random over its ``sent`` packets do with the chance C(n - k, L) / C(n,
+    L) — below :data:`CLUSTER_CHANCE`. A loss or two late in a train that a
+    FIFO deeper than all of it passed (a stray loss) is not."""
+    k, lost = train.get("first_loss"), train.get("lost", 0)
+    n = train.get("sent") or AQM_TRAIN_PACKETS
+    if k is None or lost <= 0 or n <= k:
+        return False
+    chance = 1.0
+    for i in range(lost):
+        chance *= max(n - k - i, 0) / (n - i)
+    return chance < CLUSTER_CHANCE
 
 
 def queue_losses(train: dict, k: int) -> dict:
