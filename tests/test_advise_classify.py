@@ -812,3 +812,25 @@ def test_a_flow_that_met_a_retransmission_timeout_holds_no_backoff_to_read():
     assert m_classify.fifo_check(ss, w, False, 298.4, 4, 40.0)["contradicted"] is True
     x = m_classify.fifo_check(ss, w, False, 298.4, 4, 40.0, timed_out=True)
     assert x["rule"] is None and x["contradicted"] is False and "retransmission timeout" in x["why"]
+
+
+def test_a_probe_beyond_its_fair_share_cannot_show_flow_isolation_and_the_reading_names_it():
+    """Campaign seed 64 path 1 up: CAKE at 0.16 Mbit/s, read `fifo` — the probe (92 B every 10 ms: 73.6 kbit/s)
+    sent more than its share beside 4 flows (0.16 / 5 = 32 kbit/s), so CAKE's DRR queued it as a bulk flow (871 ms
+    at p95, the flows' 427): no isolation to see. Below 5 x 73.6 kbit/s = 0.368 Mbit/s the reading names fq_codel
+    and CAKE; above it, nothing changes."""
+    assert m_classify.probe_share_exceeded(0.367, 4, 10) and not m_classify.probe_share_exceeded(0.369, 4, 10)
+    assert m_classify.probe_share_exceeded(0.5, 4, 5) and not m_classify.probe_share_exceeded(0.5, 2, 10)
+    x = {"limiter": "fifo", "rate_mbps": 0.16, "flows": 4, "limiter_note": "no packet train is sent up",
+         "limiter_alternatives": [{"limiter": "fifo"}, {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0}]}
+    assert not c.limiter_said(truth("cake", 0.16), x)
+    m_classify.isolation_unseen(x, 10)
+    assert [a.get("kinds") for a in x["limiter_alternatives"]] == [None, ["codel", "pie"], ["fq_codel", "cake"]]
+    assert c.limiter_said(truth("cake", 0.16), x) and c.limiter_said(truth("fq_codel", 0.16), x)
+    assert c.limiter_said(truth("fifo", 0.16, 3000), x)
+    assert x["limiter_note"].startswith("no packet train is sent up; the probe sent more than its share of 0.16 Mbit/s")
+    # a faster link, or another verdict: nothing added
+    for y in ({"limiter": "fifo", "rate_mbps": 0.4, "flows": 4, "limiter_alternatives": None},
+              {"limiter": "policer", "rate_mbps": 0.16, "flows": 4, "limiter_alternatives": None}):
+        m_classify.isolation_unseen(y, 10)
+        assert y["limiter_alternatives"] is None and "limiter_note" not in y

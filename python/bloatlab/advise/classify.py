@@ -5,7 +5,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 
 from __future__ import annotations
 
-from .physics import CUBIC_BETA, MSS, NOISE_MS, WIRE_SEGMENT, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
 from .plan import INITIAL_WINDOW
 from .evidence import WIRE_PER_PAYLOAD
 
@@ -294,6 +294,31 @@ def alternatives(limiter: str, rate_mbps: float, flows: int, depth_ms: float | N
     floor = max(burst_floor_ms(rate_mbps, flows), depth_ms or 0.0)
     return [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor},
             {"limiter": "aqm", "target_below_ms": floor}]
+
+
+def probe_share_exceeded(rate_mbps: float, flows: int, probe_interval_ms: float) -> bool:
+    """Whether the loaded phases' probe (:data:`physics.PROBE_WIRE` bytes every ``probe_interval_ms``) sends more
+    than its fair share of ``rate_mbps`` beside ``flows`` bulk flows, rate / (flows + 1): a flow-isolating queue
+    (fq_codel, CAKE: DRR over per-flow queues) then serves it no sooner than a bulk flow — its own queue stands and
+    grows — so the isolation :func:`classify` reads from the probe's wait against the flows' cannot show. With
+    4 flows and a probe every 10 ms (73.6 kbit/s) below 0.368 Mbit/s: campaign seed 64 path 1, CAKE at 0.16 Mbit/s
+    up, the probe waited 871 ms at p95 where the flows' smoothed RTT stood 427 ms above the base."""
+    return PROBE_WIRE * 8 / (probe_interval_ms * 1e3) * (flows + 1) > rate_mbps
+
+
+def isolation_unseen(x: dict, probe_interval_ms: float) -> None:
+    """A direction read ``fifo`` where its probe could not show flow isolation (:func:`probe_share_exceeded`): a
+    flow-isolating AQM (fq_codel, CAKE) is named beside the verdict (``limiter_alternatives``, the verdict first)
+    and said in the note. Nothing elsewhere: a ``policer`` reading names an AQM below the burst floor already
+    (:func:`alternatives`), an ``aqm`` reading is one."""
+    if x["limiter"] != "fifo" or not probe_share_exceeded(x["rate_mbps"], x["flows"], probe_interval_ms):
+        return
+    why = (f"the probe sent more than its share of {x['rate_mbps']:.3g} Mbit/s beside {x['flows']} flows (a "
+           f"{PROBE_WIRE}-B packet every {probe_interval_ms:g} ms): a flow-isolating AQM (fq_codel, CAKE) queues it "
+           f"as a bulk flow, so the isolation its wait would show cannot")
+    x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [
+        {"limiter": "aqm", "kinds": ["fq_codel", "cake"], "why": why}]
+    x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), why) if n)
 
 
 def queue_dropped(ev: dict) -> bool:

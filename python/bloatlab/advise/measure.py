@@ -54,7 +54,7 @@ from .evidence import (
     variable_rate, window_drops, window_dropped
 )
 from .classify import (
-    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, fifo_check, median_isolated,
+    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, fifo_check, isolation_unseen, median_isolated,
     undropped_alternatives,
     unreturned_depth_ms
 )
@@ -1280,6 +1280,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             # no train is sent up: the down's WiFi hop where the up flows got its rate, else what a train would tell
             up_through_the_hop(x, report["down"])
             untrained_aqm(x)
+        isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         _cobalt(x)
         if x.get("aqm_qdisc") == "cake":
