@@ -814,6 +814,32 @@ def test_a_flow_that_met_a_retransmission_timeout_holds_no_backoff_to_read():
     assert x["rule"] is None and x["contradicted"] is False and "retransmission timeout" in x["why"]
 
 
+def test_the_slow_starts_acks_at_a_slow_reverse_port_read_the_fifo_deeper_not_an_aqm():
+    """Campaign seed 65 path 1: a FIFO 382 ms deep at 8.82 Mbit/s, 437 ms, behind a 0.475-Mbit/s up port. The fill's
+    slow start stood at 408 ms, its window's flows (dropped) at 394: 11 ms above a FIFO's q = 394.4 + 3 — read a
+    CoDel. Through the slow start's quick ACKs and its recovery every segment is ACKed (80 B with three SACK
+    blocks), the window's mostly every other: at 8.67 Mbit/s those ACKs load the reverse port rho = 8.67 x 80 /
+    1500 / 0.4749 = 0.974, M/D/1's mean wait rho / (2 (1 - rho)) = 18.4 ACKs of 1.35 ms: 24.8 ms, which the slow
+    start's RTTs carry and the window's not. A FIFO up to 422 ms deep: no contradiction."""
+    rho = 8.668 * 80 / 1500 / 0.47486
+    want = rho / (2 * (1 - rho)) * 80 * 8 / 474.86
+    assert m_physics.ack_queue_ms(8.668, 0.47486) == pytest.approx(want) and want == pytest.approx(24.8, abs=0.1)
+    assert m_physics.ack_queue_ms(8.668, None) == 0.0 and m_physics.ack_queue_ms(8.668, 0.46) == float("inf")
+    ss = {"queue_ms": 407.97, "overflowed": True, "retransmits": 59.0}
+    w = {"queue_max_ms": 394.42, "retransmits": 59.0}
+    assert m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87)["contradicted"] is True  # the reverse port unknown
+    x = m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87, reverse_mbps=0.47486)
+    assert x["contradicted"] is False and x["deepest_fifo_ms"] == pytest.approx(394.42 + 3.0 + want)
+    assert "waited ~25 ms at the 0.4749-Mbit/s reverse port" in x["why"] and "consistent with a FIFO" in x["why"]
+    # where the ACKs alone overload the reverse port nothing is compared
+    x = m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87, reverse_mbps=0.40)
+    assert x["rule"] is None and x["contradicted"] is False and "overload the 0.4-Mbit/s reverse port" in x["why"]
+    # a fast reverse port moves nothing: PIE at 420 Mbit/s beside a 100-Mbit/s up port (rho 0.22, 0.4 us)
+    x = m_classify.fifo_check({"queue_ms": 28.8, "overflowed": True, "retransmits": 103.0},
+                              {"queue_max_ms": 20.45, "retransmits": 2.0}, True, 419.9, 4, 30.0, reverse_mbps=100.0)
+    assert x["contradicted"] is True and x["deepest_fifo_ms"] == pytest.approx(23.45, abs=0.001)
+
+
 def test_a_probe_beyond_its_fair_share_cannot_show_flow_isolation_and_the_reading_names_it():
     """Campaign seed 64 path 1 up: CAKE at 0.16 Mbit/s, read `fifo` — the probe (92 B every 10 ms: 73.6 kbit/s)
     sent more than its share beside 4 flows (0.16 / 5 = 32 kbit/s), so CAKE's DRR queued it as a bulk flow (871 ms

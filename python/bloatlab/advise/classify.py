@@ -5,7 +5,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 
 from __future__ import annotations
 
-from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
 from .plan import INITIAL_WINDOW
 from .evidence import WIRE_PER_PAYLOAD
 
@@ -185,7 +185,7 @@ def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: floa
 
 
 def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: float, flows: int, base_ms: float,
-               idle_loss: float = 0.0, timed_out: bool = False) -> dict:
+               idle_loss: float = 0.0, timed_out: bool = False, reverse_mbps: float | None = None) -> dict:
     """Whether a loss-based fill read as a FIFO contradicts a FIFO by its own slow start: a FIFO drops only when
     it is full, so no queue in front of it stands deeper than its depth, and every drop of its comes at that depth.
     ``slow_start``: :func:`buffer.slow_start_depth` of the fill itself (the queue its slow start reached, each
@@ -215,6 +215,13 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     backoff still leaves them below the pipe (the limit within BDP (1 - beta) / beta: CoDel at 372 Mbit/s and 80 ms,
     32 ms for a bound of 46) nothing tells the two apart within a fill.
 
+    The slow start's smoothed RTTs run through its receivers' quick-ACK start and a loss's recovery, where every
+    segment is ACKed, the window's mostly on delayed ACKs: the ACKs' wait at the reverse port (``reverse_mbps``,
+    the other direction's port the idle path showed), :func:`physics.ack_queue_ms`, is in the first and not the
+    second, so the deepest FIFO either rule allows is read that much deeper; where those ACKs alone overload the
+    reverse port, nothing is compared (campaign seed 65 path 1: a FIFO 382 ms deep at 8.82 Mbit/s behind a
+    0.475-Mbit/s up port, the slow start 408 ms against the window's 394).
+
     Returns ``{"contradicted", "slow_start_ms", "deepest_fifo_ms", "rule" ("dropped" | "backoff" | None), "why"}``."""
     q_ss = slow_start.get("queue_ms")
     out = {"contradicted": False, "slow_start_ms": q_ss, "deepest_fifo_ms": None, "rule": None, "why": None}
@@ -223,15 +230,20 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     if q_ss is None or top is None:
         out["why"] = "the fill's samples show no slow start or no window queue to compare"
         return out
+    ack = ack_queue_ms(rate_mbps, reverse_mbps)
+    if ack == float("inf"):
+        out["why"] = (f"ACKs of every segment at {rate_mbps:.4g} Mbit/s overload the {reverse_mbps:.4g}-Mbit/s reverse port: "
+                      f"their queue there enters the slow start's RTTs with no bound to hold them to")
+        return out
     q = max(top, floor) + NOISE_MS
     if window_dropped:
-        out.update(rule="dropped", deepest_fifo_ms=q)
+        out.update(rule="dropped", deepest_fifo_ms=q + ack)
         seen = (f"the flows were dropped in the window with their queue at no more than {top:.3g} ms, so a FIFO there "
                 f"is at most {q:.3g} ms deep (with the {floor:.2g}-ms floor and the {NOISE_MS:g}-ms noise): its drops "
                 f"come only when it is full")
     elif window.get("retransmits") == 0 and slow_start.get("overflowed") and idle_loss == 0 and not timed_out:
         deepest = base_ms * (1 - CUBIC_BETA) / CUBIC_BETA + q / CUBIC_BETA
-        out.update(rule="backoff", deepest_fifo_ms=deepest)
+        out.update(rule="backoff", deepest_fifo_ms=deepest + ack)
         seen = (f"its flows then stood at no more than {top:.3g} ms without a loss, where after a FIFO's last overflow "
                 f"they hold {CUBIC_BETA:.2f} x (the BDP and its depth) in flight: a FIFO there is at most {deepest:.3g} ms "
                 f"deep (a {base_ms:.3g}-ms BDP, their queue read to {q:.3g} ms)")
@@ -242,6 +254,9 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
         return out
     said = (f"the fill's slow start queued {q_ss:.3g} ms before its first losses ({slow_start.get('retransmits') or 0:.0f} "
             f"retransmissions)")
+    if ack >= 0.05:
+        seen += (f"; its ACKs, every segment's through the slow start, waited ~{ack:.2g} ms at the {reverse_mbps:.4g}-Mbit/s "
+                 f"reverse port, which the window's did not: at most {out['deepest_fifo_ms']:.3g} ms")
     if q_ss <= out["deepest_fifo_ms"]:
         out["why"] = f"{said}; {seen}: consistent with a FIFO"
         return out

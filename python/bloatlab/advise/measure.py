@@ -427,7 +427,8 @@ def policer_keeps_the_flows_rate(x: dict) -> None:
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
-               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None) -> dict:
+               idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
+               reverse_mbps: float | None = None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -531,7 +532,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
         check = fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
-                           timed_out(j, d))
+                           timed_out(j, d), reverse_mbps)
         if check["contradicted"]:
             # (one line while it runs; the whole reason is the limiter's note, in the summary)
             said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
@@ -1268,7 +1269,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d])
+                                   ports[d], ports["up" if d == "down" else "down"])
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
         lap_at[0] += sum(x["phases_s"].values())
