@@ -312,6 +312,11 @@ def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_
     # no port seen (the up direction's serialization bound missing): a policer at any rate
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=None)
     assert x["limiter"] == "aqm" and x["limiter_alternatives"][-1] == {"limiter": "policer", "rate_above_mbps": 0.0}
+    # the reverse port the idle path showed reaches the check: at 15 Mbit/s the fill's per-segment ACKs (300 x 80 /
+    # 1500 = 16 Mbit/s) overload it, and nothing is compared
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0,
+                     reverse_mbps=15.0)
+    assert x["limiter"] == "fifo" and x["fifo_check"]["rule"] is None and "reverse port" in x["fifo_check"]["why"]
     calls.clear()
     ramp = lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 30.0)  # noqa: E731
     phase = _phase(4.0, ramp, wire, retx_at=[0.4 + 0.001 * k for k in range(30)])

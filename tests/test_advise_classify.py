@@ -169,10 +169,10 @@ def test_a_train_too_short_for_the_burst_shows_pie_by_a_first_loss_no_fifo_of_th
     fifo_tail = dict(PIE_FAST_TRAIN, lost=223, tail_packets=159, received=777)
     assert m_trains.single_queue_aqm(fifo_tail, 221.14, 19.2 * 1.5)[0] is None
     # ... where PIE's tail (13 of 382 lost, none of the first 618) is no FIFO's at that depth either: a FIFO that
-    # drops so little of a tail met it at a pace P with 1 - C/P <= (13 + 2 sqrt 13) / 382, and was full at 33.5 ms
-    # x that = 1.77 ms, less than half the 28.8 ms the flows stood in
+    # drops so little of a tail met it at a pace P with 1 - C/P <= (sqrt 14 + 1)^2 / 382, and was full at 33.5 ms
+    # x that = 1.97 ms, less than half the 28.8 ms the flows stood in
     kind, why = m_trains.single_queue_aqm(PIE_FAST_TRAIN, 221.14, 19.2 * 1.5)
-    assert kind == "pie" and "is at most 1.77 ms deep" in why
+    assert kind == "pie" and "is at most 1.97 ms deep" in why
 
 
 def test_an_aqm_train_that_cannot_build_the_burst_says_it_cannot_tell():
@@ -818,26 +818,37 @@ def test_the_slow_starts_acks_at_a_slow_reverse_port_read_the_fifo_deeper_not_an
     """Campaign seed 65 path 1: a FIFO 382 ms deep at 8.82 Mbit/s, 437 ms, behind a 0.475-Mbit/s up port. The fill's
     slow start stood at 408 ms, its window's flows (dropped) at 394: 11 ms above a FIFO's q = 394.4 + 3 — read a
     CoDel. Through the slow start's quick ACKs and its recovery every segment is ACKed (80 B with three SACK
-    blocks), the window's mostly every other: at 8.67 Mbit/s those ACKs load the reverse port rho = 8.67 x 80 /
-    1500 / 0.4749 = 0.974, M/D/1's mean wait rho / (2 (1 - rho)) = 18.4 ACKs of 1.35 ms: 24.8 ms, which the slow
-    start's RTTs carry and the window's not. A FIFO up to 422 ms deep: no contradiction."""
-    rho = 8.668 * 80 / 1500 / 0.47486
-    want = rho / (2 * (1 - rho)) * 80 * 8 / 474.86
-    assert m_physics.ack_queue_ms(8.668, 0.47486) == pytest.approx(want) and want == pytest.approx(24.8, abs=0.1)
-    assert m_physics.ack_queue_ms(8.668, None) == 0.0 and m_physics.ack_queue_ms(8.668, 0.46) == float("inf")
+    blocks), the window's mostly every other: at 8.67 Mbit/s those ACKs load the reverse port 8.67 x 80 / 1500 /
+    0.4749 = 0.974, the loaded probe's 92 B every 10 ms 0.155 more: overloaded, its queue unbounded — nothing is
+    compared. Below that, M/D/1's mean wait rho / (2 (1 - rho)) ACK serializations reads the FIFO deeper."""
+    probe = 92 * 8 / 10e3
     ss = {"queue_ms": 407.97, "overflowed": True, "retransmits": 59.0}
     w = {"queue_max_ms": 394.42, "retransmits": 59.0}
     assert m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87)["contradicted"] is True  # the reverse port unknown
     x = m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87, reverse_mbps=0.47486)
-    assert x["contradicted"] is False and x["deepest_fifo_ms"] == pytest.approx(394.42 + 3.0 + want)
-    assert "waited ~25 ms at the 0.4749-Mbit/s reverse port" in x["why"] and "consistent with a FIFO" in x["why"]
-    # where the ACKs alone overload the reverse port nothing is compared
-    x = m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87, reverse_mbps=0.40)
-    assert x["rule"] is None and x["contradicted"] is False and "overload the 0.4-Mbit/s reverse port" in x["why"]
-    # a fast reverse port moves nothing: PIE at 420 Mbit/s beside a 100-Mbit/s up port (rho 0.22, 0.4 us)
+    assert x["rule"] is None and x["contradicted"] is False
+    assert "and the probe overload the 0.4749-Mbit/s reverse port" in x["why"]
+    assert m_physics.ack_queue_ms(8.668, 0.47486) < float("inf")  # the ACKs alone would not: the probe tips it
+    assert m_physics.ack_queue_ms(8.668, 0.47486, probe) == float("inf")
+    assert m_physics.ack_queue_ms(8.668, None, probe) == 0.0 and m_physics.ack_queue_ms(8.668, 0.0) == 0.0
+    # a 0.6-Mbit/s reverse port: rho = (0.4623 + 0.0736) / 0.6 = 0.893, 4.18 ACKs of 1.067 ms = 4.46 ms more
+    rho = (8.668 * 80 / 1500 + probe) / 0.6
+    want = rho / (2 * (1 - rho)) * 80 * 8 / 600
+    assert m_physics.ack_queue_ms(8.668, 0.6, probe) == pytest.approx(want) and want == pytest.approx(4.46, abs=0.01)
+    x = m_classify.fifo_check(ss, w, True, 8.668, 4, 436.87, reverse_mbps=0.6)
+    assert x["deepest_fifo_ms"] == pytest.approx(394.42 + 3.0 + want) and x["contradicted"] is True
+    assert "waited ~4.5 ms at the 0.6-Mbit/s reverse port" in x["why"]
+    # the backoff rule reads the same wait: CoDel at 300 Mbit/s, 40 ms beside a 20-Mbit/s reverse port (rho 0.80)
+    ss2, w2 = {"queue_ms": 40.25, "overflowed": True, "retransmits": 116.0}, {"queue_max_ms": 3.29, "retransmits": 0.0}
+    ack = m_physics.ack_queue_ms(298.4, 20.0, probe)
+    beta = m_physics.CUBIC_BETA
+    x = m_classify.fifo_check(ss2, w2, False, 298.4, 4, 40.0, reverse_mbps=20.0)
+    assert x["rule"] == "backoff" and x["deepest_fifo_ms"] == pytest.approx(40.0 * (1 - beta) / beta + 8.0 / beta + ack)
+    assert 0.05 < ack < 0.2 and x["contradicted"] is True
+    # a fast reverse port moves nothing: PIE at 420 Mbit/s beside a 100-Mbit/s up port (rho 0.22: 2 us)
     x = m_classify.fifo_check({"queue_ms": 28.8, "overflowed": True, "retransmits": 103.0},
                               {"queue_max_ms": 20.45, "retransmits": 2.0}, True, 419.9, 4, 30.0, reverse_mbps=100.0)
-    assert x["contradicted"] is True and x["deepest_fifo_ms"] == pytest.approx(23.45, abs=0.001)
+    assert x["contradicted"] is True and x["deepest_fifo_ms"] == pytest.approx(23.45, abs=0.01)
 
 
 def test_a_probe_beyond_its_fair_share_cannot_show_flow_isolation_and_the_reading_names_it():
@@ -855,8 +866,13 @@ def test_a_probe_beyond_its_fair_share_cannot_show_flow_isolation_and_the_readin
     assert c.limiter_said(truth("cake", 0.16), x) and c.limiter_said(truth("fq_codel", 0.16), x)
     assert c.limiter_said(truth("fifo", 0.16, 3000), x)
     assert x["limiter_note"].startswith("no packet train is sent up; the probe sent more than its share of 0.16 Mbit/s")
+    # a single-queue AQM reading there (the AQM train's, or a contradicted FIFO's) names them too, the verdict first
+    z = {"limiter": "aqm", "aqm_qdisc": "codel", "rate_mbps": 0.16, "flows": 4, "limiter_alternatives": None}
+    m_classify.isolation_unseen(z, 10)
+    assert [a.get("kinds") for a in z["limiter_alternatives"]] == [["codel"], ["fq_codel", "cake"]]
     # a faster link, or another verdict: nothing added
     for y in ({"limiter": "fifo", "rate_mbps": 0.4, "flows": 4, "limiter_alternatives": None},
+              {"limiter": "aqm", "aqm_qdisc": None, "rate_mbps": 0.16, "flows": 4, "limiter_alternatives": None},
               {"limiter": "policer", "rate_mbps": 0.16, "flows": 4, "limiter_alternatives": None}):
         m_classify.isolation_unseen(y, 10)
         assert y["limiter_alternatives"] is None and "limiter_note" not in y

@@ -4,6 +4,7 @@ rate (the head's spacing) and the bucket (its bytes before the first loss),
 falling back to the assumptions, with the reason, where the train cannot
 tell. The train's own analysis is tested in crates/probe (train.rs)."""
 
+from bloatlab.advise import campaign as c
 from bloatlab.advise import measure as m
 from bloatlab.advise import trains as m_trains
 from bloatlab.advise.path import POLICER_PORT, Path, to_toml
@@ -354,6 +355,10 @@ FIFO_SLOW_TRAIN = {"first_loss": 10, "head_bytes": 15000, "head_packets": 10, "l
                    "wire_bytes": 1500, "head_send_mbps": 493.2, "send_mbps": 895.9}
 
 
+def truth(limiter: str, down_mbps: float, buffer_bytes: int | None = None) -> dict:
+    return {"limiter": limiter, "observable": c.OBSERVABLE[limiter], "down_mbps": down_mbps, "buffer_bytes": buffer_bytes}
+
+
 # The AQM train behind CoDel at 85.5 Mbit/s and 213 ms (campaign seed 64, path 19, through the emulator, 2026-11-28),
 # right after measure's loads; the flows' CUBIC slow start had stood in 137.7 ms of queue.
 CODEL_LONG_TRAIN = {"first_loss": 749, "head_bytes": 1_123_500, "head_packets": 749, "head_send_mbps": 5409.0,
@@ -366,14 +371,44 @@ def test_a_tail_no_fifo_drops_so_little_of_shows_an_aqm_whatever_the_trains_reac
     """1000 packets at 5.4 Gbit/s into 85.5 Mbit/s build at most 139 ms, about the 137.7 ms the flows stood in: no
     burst to read, and the first loss came 105 ms into the queue, where a FIFO of 137.7 ms drops none; then 9 of
     the last 251 packets were lost, every ~31st. A FIFO full at the first loss drops 1 - C/P of a tail reaching it
-    at P, so one that drops so little (9 + 2 x 3 of 251 at most) met the train at P within 6 % of the rate, and was
-    full at 105.15 ms x 15/251 = 6.28 ms — not the flows' 137.7. Nor were they losses here and there: all 9 after
-    the first 749 packets, which 9 losses at random over 1000 do with the chance 3.5e-6."""
-    assert round(m_trains.fifo_depth_for_losses(CODEL_LONG_TRAIN, 85.476), 2) == 6.28
+    at P, so one that drops so little ((sqrt 10 + 1)^2 = 17.3 of 251 at most) met the train at P within 7 % of the
+    rate, and was full at 105.15 ms x 17.3/251 = 7.26 ms — not the flows' 137.7. Nor were they losses here and
+    there: all 9 after the first 749 packets, which 9 losses at random over 1000 do with the chance 3.5e-6. The
+    server sent the tail at 5.4 Gbit/s, so its own pace explains none of it. A FIFO as deep as the flows' behind a
+    hop whose pace fell after the head would give the same: the reading names it."""
+    assert round(m_trains.fifo_depth_for_losses(CODEL_LONG_TRAIN, 85.476), 2) == 7.26
     assert m_trains.losses_cluster(CODEL_LONG_TRAIN)
     kind, why = m_trains.single_queue_aqm(CODEL_LONG_TRAIN, 85.476, 137.67)
-    assert kind == "codel" and "lost 9 of its last 251 packets and none of its first 749" in why
-    assert "is at most 6.28 ms deep" in why and "CoDel's drops after its interval" in why
+    assert kind == "codel" and "lost none of its first 749 packets and then few" in why
+    assert "losing 9 of its last 251 packets here and there" in why
+    assert "is at most 7.26 ms deep" in why and "CoDel's drops after its interval" in why
+    alts = m_trains.aqm_alternatives(why, kind, 137.67)
+    assert alts[0] == {"limiter": "aqm", "kinds": ["codel"]}
+    assert {k: v for k, v in alts[1].items() if k != "why"} == {"limiter": "fifo", "depth_below_ms": 140.67}
+    assert c.limiter_said(truth("codel", 85.5), {"limiter": "aqm", "limiter_alternatives": alts})
+    assert c.limiter_said(truth("fifo", 85.5, 1_400_000), {"limiter": "aqm", "limiter_alternatives": alts})
+    assert not c.limiter_said(truth("fifo", 85.5, 2_000_000), {"limiter": "aqm", "limiter_alternatives": alts})
+    # the reading rests on the comparison with the flows' queue: a FIFO 100 ms deep at 85 Mbit/s behind a hop of
+    # 400 (a constant pace: 1 - 85/400 of the tail lost, 80 of 101), the flows in its 100 ms, bounds the FIFO at
+    # 115 ms — no contradiction (a packet-level FIFO's losses)
+    behind_hop = dict(CODEL_LONG_TRAIN, first_loss=899, head_bytes=1_348_500, head_packets=899, lost=80,
+                      tail_packets=21, received=920, head_send_mbps=5400.0, send_mbps=5400.0,
+                      lost_seq=list(range(899, 1000))[:80])
+    assert m_trains.fifo_depth_for_losses(behind_hop, 85.0) > 100.0
+    assert m_trains.single_queue_aqm(behind_hop, 85.0, 100.0)[0] is None
+    # a server that slowed to 428 Mbit/s for the tail into a 3.8-ms FIFO at 420: 9 of 406 lost, spread — but a
+    # FIFO drops 1 - 420/428 = 1.9 % of such a tail, within the bound (17.3 / 406 = 4.3 %): its own pace explains it
+    slowed = {"first_loss": 594, "head_bytes": 891_000, "head_packets": 594, "lost": 9, "tail_packets": 397,
+              "received": 991, "wire_bytes": 1500, "head_send_mbps": 540.0, "send_mbps": 488.9, "tail_send_mbps": 428.0,
+              "sent": 1000, "lost_seq": [594, 599, 636, 690, 743, 797, 850, 904, 957]}
+    assert m_trains.losses_cluster(slowed) and 2 * m_trains.fifo_depth_for_losses(slowed, 420.0) <= 3.8
+    assert m_trains.single_queue_aqm(slowed, 420.0, 3.8)[0] is None
+    assert m_trains.single_queue_aqm(dict(slowed, tail_send_mbps=540.0), 420.0, 3.8)[0] == "pie"
+    # on a lossy path whose random losses were cut off before the queue's (policer_cut), all the rest come after the
+    # cut by construction: no cluster to read there (12 random losses at ~1.2 %, the cut at 951 on a 0.5 % path)
+    lossy = dict(CODEL_LONG_TRAIN, first_loss=28, head_bytes=42_000, head_packets=28, lost=12, tail_packets=960,
+                 received=988, lost_seq=[28, 216, 354, 363, 417, 546, 630, 709, 830, 854, 951, 968])
+    assert m_trains.single_queue_aqm(lossy, 85.0, 200.0, idle_loss=0.005)[0] is None
     # one loss late in a train is no queue's pattern: a stray loss (50 of 1000 packets after it: chance 0.05) a FIFO
     # deeper than the whole train passes too
     stray = dict(CODEL_LONG_TRAIN, first_loss=950, head_bytes=1_425_000, head_packets=950, lost=1, tail_packets=49,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
 from .plan import INITIAL_WINDOW
+from .isolation import LOAD_PROBE_INTERVAL_MS
 from .evidence import WIRE_PER_PAYLOAD
 
 #: flow isolation: under a flow-isolating queue (fq_codel, CAKE: DRR over per-flow queues, a new sparse flow
@@ -217,10 +218,11 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
 
     The slow start's smoothed RTTs run through its receivers' quick-ACK start and a loss's recovery, where every
     segment is ACKed, the window's mostly on delayed ACKs: the ACKs' wait at the reverse port (``reverse_mbps``,
-    the other direction's port the idle path showed), :func:`physics.ack_queue_ms`, is in the first and not the
-    second, so the deepest FIFO either rule allows is read that much deeper; where those ACKs alone overload the
-    reverse port, nothing is compared (campaign seed 65 path 1: a FIFO 382 ms deep at 8.82 Mbit/s behind a
-    0.475-Mbit/s up port, the slow start 408 ms against the window's 394).
+    the other direction's port the idle path showed; beside the loaded phases' probe there),
+    :func:`physics.ack_queue_ms`, is in the first and not the second, so the deepest FIFO either rule allows is read
+    that much deeper; where those ACKs and the probe overload the reverse port, nothing is compared (campaign seed
+    65 path 1: a FIFO 382 ms deep at 8.82 Mbit/s behind a 0.475-Mbit/s up port, the slow start 408 ms against the
+    window's 394). At 80-B ACKs a segment that happens from a down rate of ~18 x the up port's (1000/50 Mbit/s).
 
     Returns ``{"contradicted", "slow_start_ms", "deepest_fifo_ms", "rule" ("dropped" | "backoff" | None), "why"}``."""
     q_ss = slow_start.get("queue_ms")
@@ -230,10 +232,10 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     if q_ss is None or top is None:
         out["why"] = "the fill's samples show no slow start or no window queue to compare"
         return out
-    ack = ack_queue_ms(rate_mbps, reverse_mbps)
+    ack = ack_queue_ms(rate_mbps, reverse_mbps, PROBE_WIRE * 8 / (LOAD_PROBE_INTERVAL_MS * 1e3))
     if ack == float("inf"):
-        out["why"] = (f"ACKs of every segment at {rate_mbps:.4g} Mbit/s overload the {reverse_mbps:.4g}-Mbit/s reverse port: "
-                      f"their queue there enters the slow start's RTTs with no bound to hold them to")
+        out["why"] = (f"ACKs of every segment at {rate_mbps:.4g} Mbit/s and the probe overload the {reverse_mbps:.4g}-Mbit/s "
+                      f"reverse port: their queue there enters the slow start's RTTs with no bound to hold them to")
         return out
     q = max(top, floor) + NOISE_MS
     if window_dropped:
@@ -322,16 +324,19 @@ def probe_share_exceeded(rate_mbps: float, flows: int, probe_interval_ms: float)
 
 
 def isolation_unseen(x: dict, probe_interval_ms: float) -> None:
-    """A direction read ``fifo`` where its probe could not show flow isolation (:func:`probe_share_exceeded`): a
+    """A direction read ``fifo``, or a single-queue AQM (``aqm`` with ``aqm_qdisc`` codel or pie: the AQM train,
+    :func:`fifo_check`), where its probe could not show flow isolation (:func:`probe_share_exceeded`): a
     flow-isolating AQM (fq_codel, CAKE) is named beside the verdict (``limiter_alternatives``, the verdict first)
-    and said in the note. Nothing elsewhere: a ``policer`` reading names an AQM below the burst floor already
-    (:func:`alternatives`), an ``aqm`` reading is one."""
-    if x["limiter"] != "fifo" or not probe_share_exceeded(x["rate_mbps"], x["flows"], probe_interval_ms):
+    and said in the note, and advise checks its pick on that twin too. Nothing elsewhere: a ``policer`` reading
+    names an AQM below the burst floor already (:func:`alternatives`), flow isolation is the verdict itself."""
+    single = x["limiter"] == "aqm" and x.get("aqm_qdisc") in ("codel", "pie")
+    if not (x["limiter"] == "fifo" or single) or not probe_share_exceeded(x["rate_mbps"], x["flows"], probe_interval_ms):
         return
     why = (f"the probe sent more than its share of {x['rate_mbps']:.3g} Mbit/s beside {x['flows']} flows (a "
            f"{PROBE_WIRE}-B packet every {probe_interval_ms:g} ms): a flow-isolating AQM (fq_codel, CAKE) queues it "
            f"as a bulk flow, so the isolation its wait would show cannot")
-    x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [
+    verdict = {"limiter": "aqm", "kinds": [x.get("aqm_qdisc")]} if single else {"limiter": "fifo"}
+    x["limiter_alternatives"] = (x.get("limiter_alternatives") or [verdict]) + [
         {"limiter": "aqm", "kinds": ["fq_codel", "cake"], "why": why}]
     x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), why) if n)
 

@@ -981,7 +981,7 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     x["aqm_note"] = why
     if kind:
         x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
-                 limiter_alternatives=aqm_alternatives(why))
+                 limiter_alternatives=aqm_alternatives(why, kind, queue_ms))
         say(f"  down: {kind} ({why})")
         return
     if _fifo_deeper_than_the_flows(t, x, idle_loss):

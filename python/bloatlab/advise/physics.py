@@ -229,18 +229,20 @@ def _significant(retransmits: float, segments: float, idle_loss: float, handful:
 ACK_SACK_WIRE = 80
 
 
-def ack_queue_ms(rate_mbps: float, reverse_mbps: float | None) -> float:
+def ack_queue_ms(rate_mbps: float, reverse_mbps: float | None, other_mbps: float = 0.0) -> float:
     """The wait (ms) a direction's ACKs find at the reverse direction's port of ``reverse_mbps`` where its
-    receivers ACK every segment of ``rate_mbps`` (:data:`ACK_SACK_WIRE` a :data:`WIRE_SEGMENT`): the load
-    rho = rate x ACK_SACK_WIRE / WIRE_SEGMENT / reverse, and M/D/1's mean wait, rho / (2 (1 - rho)) ACK
-    serializations at the reverse port — a flow's smoothed RTT, an average over its last samples, carries it;
-    infinite where rho >= 1 (the ACKs alone overload the reverse port, whose queue then grows with no bound the
-    measurement knows); 0 where the reverse port is unknown. Campaign seed 65 path 1 (8.82 Mbit/s down, 0.475
-    up, 437 ms): rho 0.97, 25 ms — the fill's slow start, through its recovery, stood 14 ms above what the window's
+    receivers ACK every segment of ``rate_mbps`` (:data:`ACK_SACK_WIRE` a :data:`WIRE_SEGMENT`) beside other
+    traffic of ``other_mbps`` there (the loaded phases' probe): the load rho = (rate x ACK_SACK_WIRE /
+    WIRE_SEGMENT + other) / reverse, and M/D/1's mean wait, rho / (2 (1 - rho)) ACK serializations at the reverse
+    port — a flow's smoothed RTT, an average over its last samples, carries it. An upper estimate: a saturated
+    bottleneck spaces its ACKs, which then wait less than random arrivals. Infinite where rho >= 1 (the reverse port
+    is overloaded, and its queue grows with no bound the measurement knows); 0 where the reverse port is unknown.
+    Campaign seed 65 path 1 (8.82 Mbit/s down, a 0.475-Mbit/s up port, 437 ms): the ACKs 0.97 and the probe's 92 B
+    every 10 ms 0.15, rho 1.13 — the fill's slow start, through its recovery, stood 14 ms above what the window's
     flows, on delayed ACKs, showed in a FIFO 382 ms deep."""
     if not reverse_mbps:
         return 0.0
-    rho = rate_mbps * ACK_SACK_WIRE / WIRE_SEGMENT / reverse_mbps
+    rho = (rate_mbps * ACK_SACK_WIRE / WIRE_SEGMENT + other_mbps) / reverse_mbps
     if rho >= 1:
         return float("inf")
     return rho / (2 * (1 - rho)) * ACK_SACK_WIRE * 8 / (reverse_mbps * 1e3)

@@ -638,7 +638,7 @@ def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
     why = (f"the policer's train kept arriving after its first loss ({t.get('tail_packets', 0)} of its last "
            f"{t.get('tail_packets', 0) + t.get('lost', 0)} packets), which no token bucket passes: {why}")
     x.update(limiter="aqm", aqm_qdisc=kind, aqm_train=t, aqm_note=why, limiter_note=why,
-             limiter_alternatives=aqm_alternatives(why), buffer_bytes=None, buffer_bdp=None, port_mbps=None,
+             limiter_alternatives=aqm_alternatives(why, kind, queue_ms), buffer_bytes=None, buffer_bdp=None, port_mbps=None,
              bucket_bytes=None)
 
 
@@ -646,13 +646,27 @@ def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
 CODEL_OR_PIE = "CoDel or PIE (taken as CoDel)"
 
 
-def aqm_alternatives(why: str) -> list | None:
+#: how :func:`single_queue_aqm` ends a reason that rests on the depth a FIFO would need to give the train's losses
+#: (:func:`fifo_depth_for_losses`): that reading holds where the train met the queue at one pace; a FIFO as deep as
+#: the flows' queue behind a hop whose pace fell to within the tail's loss fraction of the rate after the train's head
+#: (a tbf slightly faster than the rate, its bucket as large as the head) gives the same losses, and is named
+PACE_CAVEAT = "a FIFO as deep as the flows' behind a hop whose pace fell after the train's head gives the same: named"
+
+
+def aqm_alternatives(why: str, kind: str | None = None, queue_ms: float | None = None) -> list | None:
     """The readings a single-queue AQM's verdict (:func:`single_queue_aqm`'s ``why``) leaves open: CoDel and PIE
     where the train could not tell them (advise checks its pick on each one's twin, :meth:`Path.alternative_paths`:
     their targets, 5 and 15 ms, set the queue a loss-based flow keeps, and so which queue is worth shaping — campaign
     seed 50 path 4: PIE at 132 Mbit/s, 2.5 ms, taken as CoDel; the CoDel twin kept CUBIC's p95 at 9 ms and advised
-    the path as it is, where the kernel's CUBIC sat at 32 ms behind PIE and CAKE scored 0.047 higher); else None."""
-    return [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]}] if why.endswith(CODEL_OR_PIE) else None
+    the path as it is, where the kernel's CUBIC sat at 32 ms behind PIE and CAKE scored 0.047 higher); else None. Where ``why`` rests on the
+    depth a FIFO would need to give a train's losses (:data:`PACE_CAVEAT`), the FIFO that caveat names, as deep as the
+    flows' queue ``queue_ms`` (the verdict ``kind`` first where the train told CoDel from PIE)."""
+    alts = [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]}] if why.endswith(CODEL_OR_PIE) else None
+    if PACE_CAVEAT in why and queue_ms is not None:
+        # the FIFO the caveat names: as deep as the flows' queue, read to the noise
+        alts = (alts or [{"limiter": "aqm", "kinds": [kind or "codel"]}]) + [
+            {"limiter": "fifo", "depth_below_ms": queue_ms + NOISE_MS, "why": PACE_CAVEAT}]
+    return alts
 
 
 def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: float = 0.0) -> tuple[str | None, str]:
@@ -737,11 +751,16 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     # queue's, not losses here and there over the whole train (losses_cluster): campaign seeds 62 and 64, CoDel at
     # 79-86 Mbit/s and 213-230 ms, lost 9-12 of a train's last 251-308 packets and none of its first 692-749, where
     # the flows stood in 137-150 ms: a FIFO that drops so few of a tail is at most 4-7 ms deep
+    # Read only where the train's losses are all the queue's (no random loss cut off before them: losses_cluster
+    # reads the whole train) and where the server's own pace for the tail does not explain them (sent at U_t, a
+    # FIFO drops 1 - C/U_t of it: a server that slowed after the head leaves a FIFO's tail spread too)
     fifo_ms = min(first_q_ms, fifo_depth_for_losses(train, rate_mbps))
-    clustered = not whole and losses_cluster(train)
+    tail_sent = train.get("tail_send_mbps") or sent
+    paced_tail = tail_sent <= rate_mbps or loss_fraction_bound(train) >= 1 - rate_mbps / tail_sent
+    by_depth = not whole and not cut and not paced_tail and losses_cluster(train) and AQM_BURST_RATIO * fifo_ms <= queue_ms
     early = not whole and (
         (train_reach_ms(train, rate_mbps) < AQM_BURST_RATIO * queue_ms and AQM_BURST_RATIO * first_q_ms <= queue_ms)
-        or (clustered and AQM_BURST_RATIO * fifo_ms <= queue_ms))
+        or by_depth)
     if (ratio < AQM_BURST_RATIO and not early) or not spread:
         return None, (f"a packet train built {built_ms:.3g} ms of queue at the rate, {ratio:.2g}x the flows' "
                       f"{queue_ms:.3g} ms" + ("" if whole else f", {arrived:.0%} of its tail arrived") + cut
@@ -750,9 +769,9 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
         why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost its first packet at {first_q_ms:.3g} ms "
                f"of queue, where a FIFO as deep as the flows' drops none")
     elif ratio < AQM_BURST_RATIO:
-        why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost {lost} of its last {after} packets "
-               f"and none of its first {train['first_loss']}: a queue's drops, and a FIFO that drops no more of a tail "
-               f"is at most {fifo_ms:.3g} ms deep")
+        why = (f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train lost none of its first "
+               f"{train['first_loss']} packets and then few: a queue's drops, and a FIFO that drops no more of a tail is "
+               f"at most {fifo_ms:.3g} ms deep ({PACE_CAVEAT})")
     else:
         why = f"the flows' queue stood at {queue_ms:.3g} ms, but a packet train built {built_ms:.3g} ms of queue ({ratio:.2g}x)"
     if not whole:
@@ -802,16 +821,25 @@ def fifo_depth_for_losses(train: dict, rate_mbps: float) -> float:
     its tail drop: full at the first loss, it then drops what its drain cannot
     take of what reaches it, 1 - C/P of the tail at the pace P the train met
     it at (the server's, or a slower hop's in front of it) — so the tail's
-    loss fraction is 1 - C/P, taken at its upper bound (two standard
-    deviations, as :func:`_tail_dropped`), and the queue at the first loss is
-    the head's bytes at C times it: ``head_bytes / C x (lost + 2 sqrt(lost))
-    / (lost + tail)``. A FIFO deeper than this drops more of the tail, or
-    none of the train before it. Infinite where the train lost nothing."""
+    loss fraction is 1 - C/P, taken at its upper bound, and the queue at the first loss is
+    the head's bytes at C times it: ``head_bytes / C x`` :func:`loss_fraction_bound`.
+    A FIFO deeper than this drops more of the tail, or none of the train
+    before it. It assumes one pace P over the whole train and a FIFO empty
+    when the train came (a hop whose pace fell after the head gives a FIFO's
+    tail fewer losses: :data:`PACE_CAVEAT`). Infinite where the train lost
+    nothing."""
     if train.get("first_loss") is None:
         return float("inf")
+    return train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3) * loss_fraction_bound(train)
+
+
+def loss_fraction_bound(train: dict) -> float:
+    """The upper bound of a packet train's loss fraction after its first loss: ``lost`` of ``lost + tail``, the
+    count at its upper bound (sqrt(lost + 1) + 1)^2 — the Poisson count's two-standard-deviation bound on the square
+    root scale, which stays one for few losses (1 lost: 5.8; 9: 17.3), where lost + 2 sqrt(lost) would not (3, 15);
+    at most 1."""
     lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
-    f = min((lost + 2 * max(lost, 1) ** 0.5) / max(lost + tail, 1), 1.0)
-    return train.get("head_bytes", 0) * 8 / (rate_mbps * 1e3) * f
+    return min(((lost + 1) ** 0.5 + 1) ** 2 / max(lost + tail, 1), 1.0)
 
 
 #: the chance below which losses that all came after a train's first ``k`` packets are not losses here and there
