@@ -750,7 +750,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     # loss fraction sets the pace a FIFO met it at, a slower hop's in front of it included), where they are a
     # queue's, not losses here and there over the whole train (losses_cluster): campaign seeds 62 and 64, CoDel at
     # 79-86 Mbit/s and 213-230 ms, lost 9-12 of a train's last 251-308 packets and none of its first 692-749, where
-    # the flows stood in 137-150 ms: a FIFO that drops so few of a tail is at most 4-7 ms deep
+    # the flows stood in 137-150 ms: a FIFO that drops so few of a tail is at most 7.2-7.3 ms deep
     # Read only where the train's losses are all the queue's (no random loss cut off before them: losses_cluster
     # reads the whole train) and where the server's own pace for the tail does not explain them (sent at U_t, a
     # FIFO drops 1 - C/U_t of it: a server that slowed after the head leaves a FIFO's tail spread too)
