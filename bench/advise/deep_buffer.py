@@ -67,12 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     rows = []
-    for t in C.draw(a.paths, a.seed):
-        if t["limiter"] not in LIMITERS:
-            continue
-        m = C.measured(t, a.out, a.seed)
-        if m is None:
-            continue
+    for t, m in C.measured_draw(a.paths, a.seed, a.out, lambda t: t["limiter"] in LIMITERS):
         d = m["down"]
         r = {"seed": a.seed, "index": t["index"], "limiter": t["limiter"], "read": d["limiter"],
              "down_mbps": t["down_mbps"], "base_rtt_ms": t["base_rtt_ms"], "loss": t["loss"],

@@ -55,12 +55,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     rows = []
-    for t in C.draw(a.paths, a.seed):
-        if t["limiter"] == "wifi":
-            continue
-        m = C.measured(t, a.out, a.seed)
-        if m is None:
-            continue
+    for t, m in C.measured_draw(a.paths, a.seed, a.out, lambda t: t["limiter"] != "wifi"):
         for r in judge(t, m):
             rows.append(r)
             print(f"{a.seed}/{r['index']:<3d} {r['direction']:4s} {r['truth']:8s} {r['rate_mbps']:8.3g} Mbit/s "

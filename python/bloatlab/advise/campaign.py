@@ -407,6 +407,16 @@ def measured(t: dict, out: str, seed: int) -> dict | None:
         return json.load(f)
 
 
+def measured_draw(n: int, seed: int, out: str, keep=lambda t: True):
+    """(truth, its :func:`measured` report) for each path of ``draw(n, seed)`` that ``keep`` takes and measure did not
+    fail on, measured into ``out`` or read back from it: a bench's loop over a seeded draw."""
+    for t in draw(n, seed):
+        if keep(t):
+            m = measured(t, out, seed)
+            if m is not None:
+                yield t, m
+
+
 def _figures(summary: dict) -> dict:
     f = summary["flows"][0]
     pr = summary["probes"][0]["rtt_ms"] if summary["probes"] and summary["probes"][0]["rtt_ms"] else None

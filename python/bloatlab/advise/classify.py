@@ -5,7 +5,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 
 from __future__ import annotations
 
-from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss
+from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss, probe_mbps
 from .plan import INITIAL_WINDOW
 from .isolation import LOAD_PROBE_INTERVAL_MS
 from .evidence import WIRE_PER_PAYLOAD
@@ -232,7 +232,7 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     if q_ss is None or top is None:
         out["why"] = "the fill's samples show no slow start or no window queue to compare"
         return out
-    ack = ack_queue_ms(rate_mbps, reverse_mbps, PROBE_WIRE * 8 / (LOAD_PROBE_INTERVAL_MS * 1e3))
+    ack = ack_queue_ms(rate_mbps, reverse_mbps, probe_mbps(LOAD_PROBE_INTERVAL_MS))
     if ack == float("inf"):
         out["why"] = (f"ACKs of every segment at {rate_mbps:.4g} Mbit/s and the probe overload the {reverse_mbps:.4g}-Mbit/s "
                       f"reverse port: their queue there enters the slow start's RTTs with no bound to hold them to")
@@ -320,7 +320,7 @@ def probe_share_exceeded(rate_mbps: float, flows: int, probe_interval_ms: float)
     grows — so the isolation :func:`classify` reads from the probe's wait against the flows' cannot show. With
     4 flows and a probe every 10 ms (73.6 kbit/s) below 0.368 Mbit/s: campaign seed 64 path 1, CAKE at 0.16 Mbit/s
     up, the probe waited 871 ms at p95 where the flows' smoothed RTT stood 427 ms above the base."""
-    return PROBE_WIRE * 8 / (probe_interval_ms * 1e3) * (flows + 1) > rate_mbps
+    return probe_mbps(probe_interval_ms) * (flows + 1) > rate_mbps
 
 
 def isolation_unseen(x: dict, probe_interval_ms: float) -> None:

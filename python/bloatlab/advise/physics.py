@@ -253,6 +253,12 @@ def ack_queue_ms(rate_mbps: float, reverse_mbps: float | None, other_mbps: float
 PROBE_WIRE = 92
 
 
+def probe_mbps(interval_ms: float) -> float:
+    """The rate (Mbit/s) of a probe of :data:`PROBE_WIRE` bytes every ``interval_ms`` (each way): 73.6 kbit/s at
+    the loaded phases' 10 ms."""
+    return PROBE_WIRE * 8 / (interval_ms * 1e3)
+
+
 #: the large probes' payload (B): 1400 + UDP 8 + IPv4 20 on the wire, below any path's 1500-B MTU
 LARGE_PROBE = 1400
 

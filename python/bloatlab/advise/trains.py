@@ -7,6 +7,7 @@ functions of a train's analysis; ``measure`` sends the trains.
 from __future__ import annotations
 
 import bisect
+import math
 
 import numpy as np
 
@@ -858,10 +859,7 @@ def losses_cluster(train: dict) -> bool:
     n = train.get("sent") or AQM_TRAIN_PACKETS
     if k is None or lost <= 0 or n <= k:
         return False
-    chance = 1.0
-    for i in range(lost):
-        chance *= max(n - k - i, 0) / (n - i)
-    return chance < CLUSTER_CHANCE
+    return math.comb(n - k, lost) / math.comb(n, lost) < CLUSTER_CHANCE
 
 
 def queue_losses(train: dict, k: int) -> dict:
