@@ -675,6 +675,77 @@ def test_an_up_direction_read_fifo_with_drops_names_a_single_queue_aqm_it_sent_n
     assert y["limiter_alternatives"] is None
 
 
+def test_an_up_train_sends_what_the_up_rate_drains_in_two_seconds_and_no_fewer_than_twenty_packets():
+    """Up, this host sends the train and the measured rate drains it (a single-queue AQM holds all of it up to
+    its 1000-packet limit): at most UP_TRAIN_S (2 s) of the rate, at least UP_TRAIN_MIN_PACKETS (20), never more
+    than asked; the down trains keep their counts."""
+    assert m.up_train_count(0.2, None) == 33          # 2 s x 0.2 Mbit/s / 1500 B = 33.3
+    assert m.up_train_count(0.05, None) == 20         # 8.3 packets: the floor
+    assert m.up_train_count(6.0, None) == 1000        # 1000 packets: the down AQM train's count, 2 s at 6 Mbit/s
+    assert m.up_train_count(100.0, None) == 1000 and m.up_train_count(100.0, 300) == 300
+    assert m.up_train_count(2.1015, m_trains.AQM_TRAIN_PACKETS) == 350
+
+
+def _up(x: dict) -> dict:
+    return dict(x, direction="up")
+
+
+def test_the_up_direction_reads_the_train_it_sends_as_the_down_reads_the_servers(monkeypatch):
+    """The up direction's trains go through the readers of the down's (measure._trains_after_load), sent up
+    (``udp train --up``) with the up rate's count: seed 28 path 39's CoDel train, read up, is CoDel as down."""
+    calls = []
+    down = read_down(monkeypatch, CODEL_SLOW_EV, 2.1015, CODEL_SLOW_TRAIN, base_ms=231.7)
+    x = {k: v for k, v in down.items() if k in ("rate_mbps", "flows", "load_cc", "evidence", "first_loss")}
+    lim = m_classify.classify(CODEL_SLOW_EV["probe_q95_ms"], CODEL_SLOW_EV["flow_q50_ms"], CODEL_SLOW_EV["flow_q95_ms"],
+                              True, 2.1015, 4)
+    x.update(direction="up", limiter=lim, limiter_note=m_classify.ambiguity(lim, 2.1015, 4),
+             limiter_alternatives=m_classify.alternatives(lim, 2.1015, 4), buffer_bytes=None, buffer_bdp=None)
+    monkeypatch.undo()  # read_down's stand-ins for the trains
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        calls.append((count, pace_mbps, up))
+        if pace_mbps:
+            raise m.UserError("no paced train in this test")
+        return dict(CODEL_SLOW_TRAIN)
+
+    monkeypatch.setattr(m, "_train", train)
+    said = []
+    m._up_trains("h", 5301, None, x, 231.7, 0.0, said.append)
+    assert (x["limiter"], x.get("aqm_qdisc")) == (down["limiter"], down["aqm_qdisc"]) == ("aqm", "codel")
+    assert calls and all(up for _, _, up in calls) and calls[0] == (350, None, True)
+    # the paced train's refusal is that train's: the server sent one up, so later trains are still asked for
+    assert x["up_trains_sent"] == 1 and "no_up_train" not in x
+    assert all(s.startswith("  up: ") or s.startswith("  (") for s in said) and said
+
+
+def test_a_server_without_up_trains_is_asked_once_and_what_a_train_would_tell_stays_named(monkeypatch):
+    """A server older than up trains (or none answering them): the first up train's error is kept
+    (``no_up_train``) and every later one fails with it at once, without the handshake's timeouts; the
+    direction keeps its flows' reading and untrained_aqm names the single-queue AQM, as before up trains."""
+    calls = []
+
+    def train(*a, **k):
+        calls.append(k)
+        raise m.UserError("bloatlab-probe udp train: the server predates up trains")
+
+    monkeypatch.setattr(m, "_train", train)
+    x = _up({"limiter": m_classify._classify_ev(UP_CODEL_EV, 104.907, 4), "evidence": UP_CODEL_EV, "rate_mbps": 104.907,
+             "flows": 4, "limiter_note": None, "limiter_alternatives": None, "buffer_bytes": 118_000, "buffer_bdp": None})
+    assert x["limiter"] == "fifo"
+    m._up_trains("h", 5301, None, x, 6.6, 0.0, lambda s: None)
+    assert len(calls) == 1 and calls[0]["up"] and "predates up trains" in x["aqm_note"] and x.get("aqm_train") is None
+    with pytest.raises(m.UserError, match="predates up trains"):
+        m._send_up("h", 5301, None, x, None)
+    assert len(calls) == 1
+    m_trains.untrained_aqm(x)
+    assert x["limiter_alternatives"][-1]["kinds"] == ["codel", "pie"]
+    # a WiFi hop the down train read, the up flows through it: no train up
+    w = _up({"limiter": "wifi", "rate_mbps": 20.0})
+    m._up_trains("h", 5301, None, w, 6.6, 0.0, lambda s: None)
+    assert len(calls) == 1
+
+
 def test_the_up_directions_truth_is_its_own_links_rate_port_buffer_and_bucket():
     # camp47 path 10: a tbf at 47.8 % of a 56.8-Mbit/s port down, of a 23.2-Mbit/s port up, 0.082 BDP, 66-ms bucket
     t = {"index": 10, "limiter": "shaper", "port_mbps": 56.83225561838954, "up_port_mbps": 23.24410390958926,

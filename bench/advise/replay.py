@@ -44,11 +44,19 @@ class _Stored:
     def __init__(self, x: dict):
         self.x = x
         self.missing: list[str] = []
+        self.served: set[str] = set()
 
-    def train(self, host, port, secret, count=None, pace_mbps=None):
+    def train(self, host, port, secret, count=None, pace_mbps=None, up=False):
         if pace_mbps:
             t = self.x.get("paced_train")
             what = "paced_train"
+        elif up:
+            # an up train's count is the up rate's (measure.up_train_count), the same for the policer's train and
+            # the AQM's: served in measure's order, the policer's first where one was stored
+            what = next((w for w in ("train", "isolation_train", "aqm_train")
+                         if self.x.get(w) is not None and w not in self.served), "aqm_train")
+            self.served.add(what)
+            t = self.x.get(what)
         elif count == M_trains.AQM_TRAIN_PACKETS and self.x.get("isolation_train") is not None:
             t, what = self.x["isolation_train"], "isolation_train"
         elif count == M_trains.AQM_TRAIN_PACKETS and self.x.get("aqm_train") is not None:
@@ -147,7 +155,11 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
         else:
             if down is not None and hasattr(M_wifi_hop, "up_through_the_hop"):
                 M_wifi_hop.up_through_the_hop(x, down)
-            if hasattr(M_trains, "untrained_aqm"):
+            if old.get("up_trains_sent") and hasattr(M, "_up_trains"):
+                # the trains a measurement sent up (since up trains): read again as measure reads them
+                x["direction"] = "up"
+                M._up_trains("offline", 0, None, x, base, report.get("loss", 0.0), say)
+            if hasattr(M_trains, "untrained_aqm") and x.get("aqm_train") is None:
                 M_trains.untrained_aqm(x)
         if hasattr(M, "policer_keeps_the_flows_rate"):
             M.policer_keeps_the_flows_rate(x)

@@ -5,6 +5,7 @@
 //! - [`wire`]: the UDP echo packet format and its parser (fuzzed).
 //! - [`udp`]: UDP request/response latency (server, client).
 //! - [`train`]: packet trains server → client: a policer's port rate and bucket.
+//! - [`train_up`]: packet trains client → server (`udp train --up`), with the same analysis.
 //! - [`echo`]: UDP request/response against any echo server (`--echo`).
 //! - [`tcp`]: TCP throughput with TCP_INFO series (`stream`, `control`, `server`, `client`).
 //! - [`iperf3`]: iperf3's control protocol, client and server side.
@@ -27,5 +28,6 @@ pub mod rpm;
 pub mod sys;
 pub mod tcp;
 pub mod train;
+pub mod train_up;
 pub mod udp;
 pub mod wire;

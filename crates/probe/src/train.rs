@@ -1,4 +1,5 @@
-//! Packet trains, server → client: a policer's port rate and bucket.
+//! Packet trains, server → client: a policer's port rate and bucket (and
+//! client → server, `--up`: [`crate::train_up`], the same model and analysis).
 //!
 //! Sources: packet-train dispersion (Jacobson 1988's packet pairs; Dovrolis,
 //! Ramanathan and Moore, "Packet-dispersion techniques and a capacity-
@@ -65,7 +66,8 @@
 //! train measures.
 //!
 //! Protocol: [`crate::wire`]'s header with kinds 3-5, every packet signed
-//! when the server holds a `--secret`.
+//! when the server holds a `--secret` (the up direction: kinds 6-7 and the
+//! same data packets from the client, [`crate::train_up`]).
 //!
 //! ```text
 //! request (3), REQ_LEN B + tag:  16 count u32 | 20 size u16 | 22 0 0 | 24 cookie [16]
@@ -108,7 +110,9 @@
 //! flight per session (address, port, session id) and [`MAX_IN_FLIGHT`] in
 //! all, [`BUDGET_BYTES`] of trains per [`BUDGET_WINDOW_NS`] per source
 //! address (a token bucket: a client that waits gets its budget back), and
-//! only to a client that echoed its cookie.
+//! only to a client that echoed its cookie. An up train meets the same
+//! bounds (its own [`MAX_IN_FLIGHT`] slots, the same budget per address:
+//! [`crate::train_up`]).
 
 use crate::sys;
 use crate::wire::{self, Key, Kind, FLAG_AUTH, HEADER_LEN, TAG_LEN};
@@ -156,7 +160,10 @@ pub const MAX_PACED_NS: u64 = 1_000_000_000;
 /// spins the rest: a sleep wakes up to ~50-60 µs late on a VM even with a
 /// 1-ns timer slack.
 pub const PACE_SPIN_NS: u64 = 100_000;
-const COOKIE_LEN: usize = 16;
+/// The client gives a train this long from its first request (a train of at
+/// most 4096 packets: a minute is a dead path's).
+pub const TRAIN_CAP_NS: u64 = 60_000_000_000;
+pub(crate) const COOKIE_LEN: usize = 16;
 /// The head was sender-limited when the server handed it to its kernel at
 /// less than this multiple of the rate it arrived at (send timestamps jitter
 /// by a scheduling slice; a margin of 20 % keeps that from reading as a path).
@@ -182,26 +189,70 @@ pub enum Status {
     TooSmall = 6,
     /// refused: a paced train longer than [`MAX_PACED_NS`]; value = the most packets at that pace
     TooLong = 7,
+    /// up: the server holds a slot for the train: send it; value = its count ([`crate::train_up`])
+    Ready = 8,
+    /// up: an answer to a report request, with the arrivals' records
+    Report = 9,
+    /// up: the server holds no up train of this session (never started, done, or expired)
+    Gone = 10,
 }
 
 impl Status {
-    fn from_u8(v: u8) -> Option<Status> {
+    pub(crate) fn from_u8(v: u8) -> Option<Status> {
         use Status::*;
-        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall, TooLong].into_iter().find(|s| *s as u8 == v)
+        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall, TooLong, Ready, Report, Gone].into_iter().find(|s| *s as u8 == v)
     }
 }
 
-/// A refusal in words, for the client's error.
+/// Which way a train goes: who sends it, who timestamps its arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// server → client (`udp train`)
+    #[default]
+    Down,
+    /// client → server (`udp train --up`, [`crate::train_up`])
+    Up,
+}
+
+impl Direction {
+    /// `"down"` or `"up"` (the JSON's `direction`)
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Down => "down",
+            Direction::Up => "up",
+        }
+    }
+    /// The end that sends the train: `"server"` or `"client"`.
+    pub fn sender(self) -> &'static str {
+        match self {
+            Direction::Down => "server",
+            Direction::Up => "client",
+        }
+    }
+}
+
+/// A refusal of a down train in words, for the client's error.
 pub fn refusal_text(s: Status, value: u32, count: u32, size: usize) -> String {
+    refusal_words(Direction::Down, s, value, count, size)
+}
+
+/// A refusal in words, for the client's error: the server's part in `dir`'s
+/// train (it sends a down train, it receives an up one).
+pub fn refusal_words(dir: Direction, s: Status, value: u32, count: u32, size: usize) -> String {
+    let verb = match dir {
+        Direction::Down => "sends",
+        Direction::Up => "receives",
+    };
     match s {
-        Status::TooMany => format!("--count {count}: the server sends at most {value} packets in a train"),
-        Status::TooBig => format!("--size {size}: the server sends packets of at most {value} B"),
+        Status::TooMany => format!("--count {count}: the server {verb} at most {value} packets in a train"),
+        Status::TooBig => format!("--size {size}: the server {verb} packets of at most {value} B"),
         Status::TooSmall => format!("--count {count} --size {size}: a train needs at least 1 packet of at least {value} B"),
         Status::TooLong => format!(
-            "--count {count} --rate: a paced train may last at most {} s at the server; at that rate it sends at most {value} packets of {size} B",
+            "--count {count} --rate: a paced train may last at most {} s at the server; at that rate it {verb} at most {value} packets of {size} B",
             MAX_PACED_NS as f64 / 1e9
         ),
-        Status::Busy if value == 0 => "the server is still sending this session's train".into(),
+        Status::Busy if value == 0 && dir == Direction::Down => "the server is still sending this session's train".into(),
+        Status::Busy if value == 0 => "the server is still receiving another up train of this session".into(),
         Status::Busy => format!("the server is busy: {value} trains in flight (try again shortly)"),
         Status::Budget => format!(
             "the server's budget for this address is spent ({} MB of trains per {} s): try again in {:.1} s",
@@ -209,11 +260,16 @@ pub fn refusal_text(s: Status, value: u32, count: u32, size: usize) -> String {
             BUDGET_WINDOW_NS / 1_000_000_000,
             value as f64 / 1e3
         ),
-        Status::Cookie | Status::Done => format!("{s:?}"),
+        Status::Gone => format!(
+            "the server holds no up train of this session any more (it frees one quiet for {} s, or {} s after it began)",
+            crate::train_up::UP_IDLE_NS / 1_000_000_000,
+            crate::train_up::UP_LIFETIME_NS / 1_000_000_000
+        ),
+        Status::Cookie | Status::Done | Status::Ready | Status::Report => format!("{s:?}"),
     }
 }
 
-fn flags_of(key: Option<&Key>) -> u8 {
+pub(crate) fn flags_of(key: Option<&Key>) -> u8 {
     if key.is_some() {
         FLAG_AUTH
     } else {
@@ -221,11 +277,11 @@ fn flags_of(key: Option<&Key>) -> u8 {
     }
 }
 
-fn msg_len(flags: u8) -> usize {
+pub(crate) fn msg_len(flags: u8) -> usize {
     REQ_LEN + if flags & FLAG_AUTH != 0 { TAG_LEN } else { 0 }
 }
 
-fn put_header(b: &mut [u8], kind: Kind, flags: u8, session: u32, seq: u64) {
+pub(crate) fn put_header(b: &mut [u8], kind: Kind, flags: u8, session: u32, seq: u64) {
     b[0..2].copy_from_slice(&wire::MAGIC);
     b[2] = wire::VERSION << 4 | kind as u8;
     b[3] = flags;
@@ -339,7 +395,14 @@ pub enum Handled {
     Malformed,
     Cookie,
     Refused(Status),
+    /// a down train is being sent; an up train's slot is ready
     Started,
+    /// up: a report request answered with records
+    Reported,
+    /// up: the client's done freed its slot
+    Freed,
+    /// up: a report or done for a slot the server does not hold (a report is answered [`Status::Gone`])
+    NoSlot,
 }
 
 /// One source's budget: a token bucket of [`BUDGET_BYTES`].
@@ -357,11 +420,14 @@ impl Budget {
     }
 }
 
-/// The server's side of the trains: its cookie key, the budgets, the trains in flight.
+/// The server's side of the trains: its cookie key, the budgets, the trains
+/// in flight (down: being sent; up: being received, [`crate::train_up`]).
 pub struct TrainServer {
     cookie_key: Key,
     budgets: HashMap<IpAddr, Budget>,
     in_flight: Arc<Mutex<HashSet<(SocketAddr, u32)>>>,
+    /// the up trains' slots, by (client address, session)
+    pub(crate) up: HashMap<(SocketAddr, u32), crate::train_up::UpSlot>,
 }
 
 impl Default for TrainServer {
@@ -373,10 +439,10 @@ impl Default for TrainServer {
 impl TrainServer {
     pub fn new() -> TrainServer {
         let k: Vec<u8> = (0..4).flat_map(|_| sys::random_u64().to_le_bytes()).collect();
-        TrainServer { cookie_key: Key::new(&k), budgets: HashMap::new(), in_flight: Arc::default() }
+        TrainServer { cookie_key: Key::new(&k), budgets: HashMap::new(), in_flight: Arc::default(), up: HashMap::new() }
     }
 
-    fn cookie(&self, from: SocketAddr, session: u32, epoch: u64) -> [u8; COOKIE_LEN] {
+    pub(crate) fn cookie(&self, from: SocketAddr, session: u32, epoch: u64) -> [u8; COOKIE_LEN] {
         let mut d = Vec::with_capacity(40);
         match from.ip() {
             IpAddr::V4(a) => d.extend_from_slice(&a.octets()),
@@ -391,6 +457,42 @@ impl TrainServer {
             *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);
         }
         c
+    }
+
+    /// The cookie `echoed` checked against this epoch's and the previous
+    /// one's for (`from`, `session`): Err(the fresh cookie) when it is neither.
+    pub(crate) fn check_cookie(&self, from: SocketAddr, session: u32, echoed: &[u8; COOKIE_LEN], now: u64) -> Result<(), [u8; COOKIE_LEN]> {
+        let epoch = now / COOKIE_EPOCH_NS;
+        let fresh = self.cookie(from, session, epoch);
+        let ok = wire_eq(echoed, &fresh) || epoch > 0 && wire_eq(echoed, &self.cookie(from, session, epoch - 1));
+        if ok {
+            Ok(())
+        } else {
+            Err(fresh)
+        }
+    }
+
+    /// Take `bytes` of trains from the budget of `from`'s address: Err(the
+    /// refusal and its value) when spent, or when the table of sources is
+    /// full of sources still drawing on theirs.
+    pub(crate) fn charge(&mut self, from: SocketAddr, bytes: f64, now: u64) -> Result<(), (Status, u32)> {
+        if self.budgets.len() >= MAX_SOURCES && !self.budgets.contains_key(&from.ip()) {
+            self.budgets.retain(|_, b| {
+                b.refill(now);
+                b.bytes < BUDGET_BYTES as f64
+            });
+            if self.budgets.len() >= MAX_SOURCES {
+                return Err((Status::Busy, MAX_IN_FLIGHT as u32));
+            }
+        }
+        let b = self.budgets.entry(from.ip()).or_insert(Budget { bytes: BUDGET_BYTES as f64, at_ns: now });
+        b.refill(now);
+        if b.bytes < bytes {
+            let wait_ms = (bytes - b.bytes) / (BUDGET_BYTES as f64 / BUDGET_WINDOW_NS as f64) / 1e6;
+            return Err((Status::Budget, wait_ms.ceil() as u32));
+        }
+        b.bytes -= bytes;
+        Ok(())
     }
 
     /// Trains being sent now.
@@ -410,24 +512,11 @@ impl TrainServer {
             answer(Answer { status, value, cookie: [0; COOKIE_LEN], span_ns: 0, errors: 0, pace_bps: 0 });
             Handled::Refused(status)
         };
-        if req.count == 0 || (req.size as usize) < MIN_SIZE {
-            return refuse(Status::TooSmall, MIN_SIZE as u32);
-        }
-        if req.count > MAX_COUNT {
-            return refuse(Status::TooMany, MAX_COUNT);
-        }
-        if req.size as usize > MAX_SIZE {
-            return refuse(Status::TooBig, MAX_SIZE as u32);
-        }
-        let wire_bytes = (req.size as usize + ip_overhead(&from)) as u64;
-        let gap_ns = pace_gap_ns(wire_bytes, req.pace_bps);
-        if gap_ns > 0 && paced_span_ns(req.count, gap_ns) > MAX_PACED_NS {
-            return refuse(Status::TooLong, (MAX_PACED_NS / gap_ns + 1).min(MAX_COUNT as u64) as u32);
-        }
-        let epoch = now / COOKIE_EPOCH_NS;
-        let fresh = self.cookie(from, session, epoch);
-        let ok = wire_eq(&req.cookie, &fresh) || epoch > 0 && wire_eq(&req.cookie, &self.cookie(from, session, epoch - 1));
-        if !ok {
+        let gap_ns = match check_bounds(&req, &from) {
+            Ok(g) => g,
+            Err((status, value)) => return refuse(status, value),
+        };
+        if let Err(fresh) = self.check_cookie(from, session, &req.cookie, now) {
             // no bigger than the request: a spoofed source gets back what it sent
             answer(Answer { status: Status::Cookie, value: 0, cookie: fresh, span_ns: 0, errors: 0, pace_bps: 0 });
             return Handled::Cookie;
@@ -442,22 +531,9 @@ impl TrainServer {
             }
         }
         let bytes = req.count as f64 * (req.size as usize + ip_overhead(&from)) as f64;
-        if self.budgets.len() >= MAX_SOURCES && !self.budgets.contains_key(&from.ip()) {
-            self.budgets.retain(|_, b| {
-                b.refill(now);
-                b.bytes < BUDGET_BYTES as f64
-            });
-            if self.budgets.len() >= MAX_SOURCES {
-                return refuse(Status::Busy, MAX_IN_FLIGHT as u32);
-            }
+        if let Err((status, value)) = self.charge(from, bytes, now) {
+            return refuse(status, value);
         }
-        let b = self.budgets.entry(from.ip()).or_insert(Budget { bytes: BUDGET_BYTES as f64, at_ns: now });
-        b.refill(now);
-        if b.bytes < bytes {
-            let wait_ms = (bytes - b.bytes) / (BUDGET_BYTES as f64 / BUDGET_WINDOW_NS as f64) / 1e6;
-            return refuse(Status::Budget, wait_ms.ceil() as u32);
-        }
-        b.bytes -= bytes;
         let Ok(s) = sock.try_clone() else { return refuse(Status::Busy, MAX_IN_FLIGHT as u32) };
         self.in_flight.lock().unwrap().insert((from, session));
         let (flight, key2) = (self.in_flight.clone(), key.cloned());
@@ -478,6 +554,27 @@ impl TrainServer {
         }
         Handled::Started
     }
+}
+
+/// The bounds a train request from `from` must keep, whichever way the
+/// train goes: Ok(the pace's gap, ns; 0 back to back), or Err(the refusal
+/// and its value).
+pub(crate) fn check_bounds(req: &Request, from: &SocketAddr) -> Result<u64, (Status, u32)> {
+    if req.count == 0 || (req.size as usize) < MIN_SIZE {
+        return Err((Status::TooSmall, MIN_SIZE as u32));
+    }
+    if req.count > MAX_COUNT {
+        return Err((Status::TooMany, MAX_COUNT));
+    }
+    if req.size as usize > MAX_SIZE {
+        return Err((Status::TooBig, MAX_SIZE as u32));
+    }
+    let wire_bytes = (req.size as usize + ip_overhead(from)) as u64;
+    let gap_ns = pace_gap_ns(wire_bytes, req.pace_bps);
+    if gap_ns > 0 && paced_span_ns(req.count, gap_ns) > MAX_PACED_NS {
+        return Err((Status::TooLong, (MAX_PACED_NS / gap_ns + 1).min(MAX_COUNT as u64) as u32));
+    }
+    Ok(gap_ns)
 }
 
 /// Constant-time equality of two cookies.
@@ -527,6 +624,23 @@ pub fn next_due(due: u64, sent: u64, gap_ns: u64) -> u64 {
 /// just before its `send_to`. Returns (packets the kernel took, ns from the
 /// first send to the last, send errors).
 pub fn send_train(sock: &UdpSocket, to: SocketAddr, session: u32, count: u32, size: usize, gap_ns: u64, key: Option<&Key>) -> (u32, u64, u32) {
+    send_train_with(sock, to, session, count, size, gap_ns, key, &mut |_, _| {})
+}
+
+/// [`send_train`], telling `sent(seq, stamp)` each packet the kernel took
+/// with its send stamp (the up train's client keeps them: its arrivals'
+/// `tx_ns`).
+#[allow(clippy::too_many_arguments)]
+pub fn send_train_with(
+    sock: &UdpSocket,
+    to: SocketAddr,
+    session: u32,
+    count: u32,
+    size: usize,
+    gap_ns: u64,
+    key: Option<&Key>,
+    on_sent: &mut dyn FnMut(u32, u64),
+) -> (u32, u64, u32) {
     let flags = flags_of(key);
     let mut b = vec![0u8; size];
     let (mut sent, mut errors, mut first, mut last) = (0u32, 0u32, None, 0u64);
@@ -552,6 +666,7 @@ pub fn send_train(sock: &UdpSocket, to: SocketAddr, session: u32, count: u32, si
                 sent += 1;
                 first.get_or_insert(t);
                 last = t;
+                on_sent(seq, t);
             }
             Err(_) => errors += 1,
         }
@@ -561,13 +676,14 @@ pub fn send_train(sock: &UdpSocket, to: SocketAddr, session: u32, count: u32, si
 
 // ---------------------------------------------------------------- analysis
 
-/// One packet of the train as the client received it.
+/// One packet of the train as the receiver (the client; the server of an
+/// up train) received it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Arrival {
     pub seq: u32,
-    /// receive time (kernel or user, CLOCK_REALTIME ns)
+    /// receive time (kernel or user, the receiver's CLOCK_REALTIME ns)
     pub rx_ns: u64,
-    /// the server's send time (its CLOCK_REALTIME ns; only differences are used)
+    /// the sender's send time (its CLOCK_REALTIME ns; only differences are used)
     pub tx_ns: u64,
 }
 
@@ -677,7 +793,7 @@ fn mbps(bytes: u64, ns: u64) -> Option<f64> {
 /// Analyse a train of `count` packets of `wire_bytes` IP bytes each from
 /// its `arrivals` (any order, one per sequence number), sent back to back.
 pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
-    analyse_with(count, wire_bytes, arrivals, None)
+    analyse_with(Direction::Down, count, wire_bytes, arrivals, None)
 }
 
 /// [`analyse`] a train the server paced at `pace_mbps`: its head reached the
@@ -686,10 +802,14 @@ pub fn analyse(count: u32, wire_bytes: u64, arrivals: &[Arrival]) -> Analysis {
 /// with U = the head's send rate (the pace where the head had no span), and
 /// a head sent no faster than it arrived is the pace, not a note.
 pub fn analyse_paced(count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: f64) -> Analysis {
-    analyse_with(count, wire_bytes, arrivals, Some(pace_mbps))
+    analyse_with(Direction::Down, count, wire_bytes, arrivals, Some(pace_mbps))
 }
 
-fn analyse_with(count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: Option<f64>) -> Analysis {
+/// [`analyse`] (`pace_mbps` None) or [`analyse_paced`] a train that went
+/// `dir`: the figures are the same either way (the arrivals' stamps are the
+/// receiver's clock, the send stamps the sender's: only differences of each
+/// are used); only the notes name the sender.
+pub fn analyse_with(dir: Direction, count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: Option<f64>) -> Analysis {
     let mut a = Analysis { sent: count, received: arrivals.len() as u32, batches: batches(arrivals), ..Default::default() };
     let mut got = vec![false; count as usize];
     for x in arrivals {
@@ -718,7 +838,8 @@ fn analyse_with(count: u32, wire_bytes: u64, arrivals: &[Arrival], pace_mbps: Op
             if pace_mbps.is_none() && a.head_send_mbps.is_some_and(|s| s < SENDER_MARGIN * l) {
                 a.sender_limited = true;
                 a.notes.push(format!(
-                    "the server sent the head at {} Mbit/s, no faster than it arrived: the sender, not the path, set the leading rate (the port is at least {} Mbit/s)",
+                    "the {} sent the head at {} Mbit/s, no faster than it arrived: the sender, not the path, set the leading rate (the port is at least {} Mbit/s)",
+                    dir.sender(),
                     sig(a.head_send_mbps.unwrap()),
                     sig(l)
                 ));
@@ -822,17 +943,22 @@ pub struct TrainCfg {
     pub pace_bps: u64,
 }
 
-/// What the client received.
+/// What the receiver received (the client's own arrivals; for an up train,
+/// the server's records of them, [`crate::train_up::run_up_train`]).
 #[derive(Debug, Clone, Default)]
 pub struct TrainRun {
+    pub direction: Direction,
     /// in arrival order, one per sequence number
     pub arrivals: Vec<Arrival>,
+    /// the receiver stamped every arrival with the kernel's receive time
     pub kernel_ts: bool,
-    /// the server's DONE: packets it sent, its send span, its send errors
+    /// the sender's figures (the server's DONE; an up train's client's own send
+    /// loop): packets it sent, its send span, its send errors
     pub done: Option<(u32, u64, u32)>,
-    /// the pace the server's DONE said it sent at (bit/s; 0: back to back)
+    /// the pace the sender said it sent at (bit/s; 0: back to back)
     pub done_pace_bps: Option<u64>,
-    /// datagrams this client's socket dropped (receive buffer full): not the path's losses
+    /// datagrams the receiver's socket dropped (receive buffer full): not the
+    /// path's losses (an up train: the server socket's, all its clients')
     pub local_drops: Option<u32>,
     /// request → cookie, ns
     pub handshake_rtt_ns: u64,
@@ -872,7 +998,7 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
             return Err("interrupted".into());
         }
         let now = sys::mono_ns();
-        if now - started > 60_000_000_000 {
+        if now - started > TRAIN_CAP_NS {
             break; // a train of at most 4096 packets: a minute is a dead path's
         }
         let quiet = run.arrivals.is_empty() && done_at.is_none();
@@ -1092,6 +1218,11 @@ mod tests {
         assert!(a.sender_limited);
         assert_eq!(a.bucket_bytes, None);
         assert!(a.notes[0].contains("the sender, not the path"), "{:?}", a.notes);
+        assert!(a.notes[0].starts_with("the server sent the head at "), "{:?}", a.notes);
+        // an up train: the same figures, the client named as the sender
+        let u = analyse_with(Direction::Up, 100, w, &v, None);
+        assert_eq!((u.leading_mbps, u.head_send_mbps, u.sender_limited), (a.leading_mbps, a.head_send_mbps, true));
+        assert_eq!(u.notes[0], a.notes[0].replacen("the server", "the client", 1));
     }
 
     #[test]

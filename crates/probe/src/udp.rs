@@ -28,7 +28,7 @@
 
 use crate::report::{fmt_us, Latency, ProbeRaw};
 use crate::sys;
-use crate::train;
+use crate::{train, train_up};
 use crate::wire::{self, Key, FLAG_AUTH, FLAG_TS};
 use std::collections::HashMap;
 use std::io;
@@ -109,6 +109,10 @@ pub struct ServerStats {
     pub trains: u64,
     pub train_cookies: u64,
     pub trains_refused: u64,
+    /// up trains begun (slots given), their packets recorded, reports answered ([`crate::train_up`])
+    pub up_trains: u64,
+    pub up_packets: u64,
+    pub up_reports: u64,
 }
 
 struct ClientState {
@@ -119,11 +123,17 @@ struct ClientState {
 
 /// Serve echo requests on `sock` until Ctrl-C/SIGTERM ([`sys::STOP`]) or
 /// `stop` returns true. Never sends more bytes than it received, but for
-/// packet trains to a client that echoed its cookie ([`crate::train`]).
+/// packet trains to a client that echoed its cookie ([`crate::train`]);
+/// receives the up trains of clients that did ([`crate::train_up`]).
 pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::Result<ServerStats> {
     let fd = sock.as_raw_fd();
     let kernel_ts = sys::enable_rx_timestamps(fd);
     sys::set_buffers(fd, 4 << 20);
+    // room for the largest up train where the kernel lets us past net.core.rmem_max (CAP_NET_ADMIN), and the
+    // socket's drop counter: an up train's report says what the socket dropped while it arrived
+    sys::force_rcvbuf(fd, train_up::UP_RCVBUF);
+    let counts_drops = sys::enable_rxq_ovfl(fd);
+    let mut drops = 0u32;
     sock.set_read_timeout(Some(Duration::from_nanos(WAKE_NS)))?;
     let key = cfg.secret.as_deref().map(Key::new);
     let mut clients = Clients::default();
@@ -140,6 +150,9 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
         let r = match sys::recv_ts(fd, &mut buf, rflags) {
             Ok(r) => r,
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {
+                if trains.up_in_flight() > 0 {
+                    trains.expire_up(sys::mono_ns());
+                }
                 std::hint::spin_loop();
                 continue;
             }
@@ -147,10 +160,27 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
             Err(e) => return Err(e),
         };
         let rx_ns = if kernel_ts { r.kernel_ns.unwrap_or_else(sys::real_ns) } else { sys::real_ns() };
+        // the socket's count of datagrams dropped so far (the kernel attaches it once there is one)
+        if let Some(d) = r.drops {
+            drops = d;
+        }
         let Some(from) = r.from else { continue };
         let len = r.len;
         let (session, kind) = match wire::parse(&buf[..len], key.as_ref()) {
-            Ok(p) if matches!(p.kind, wire::Kind::Request | wire::Kind::TrainRequest) => (p.session, p.kind),
+            // an up train's packet: recorded before the per-client limits (a train is a burst), only for its slot
+            Ok(p) if p.kind == wire::Kind::TrainData => {
+                let kernel = kernel_ts && r.kernel_ns.is_some();
+                match trains.up_data(from, p.session, p.seq, len, rx_ns, kernel, sys::mono_ns()) {
+                    train_up::UpData::Recorded => st.up_packets += 1,
+                    train_up::UpData::Duplicate => {}
+                    train_up::UpData::Ignored => {
+                        st.ignored += 1;
+                        *st.ignored_by.entry("TrainDataNoSlot".into()).or_default() += 1;
+                    }
+                }
+                continue;
+            }
+            Ok(p) if matches!(p.kind, wire::Kind::Request | wire::Kind::TrainRequest | wire::Kind::UpRequest) => (p.session, p.kind),
             Ok(_) => {
                 st.ignored += 1;
                 *st.ignored_by.entry("NotARequest".into()).or_default() += 1;
@@ -186,14 +216,23 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
                 c.tokens -= 1.0;
             }
         }
-        if kind == wire::Kind::TrainRequest {
-            match trains.handle(sock, from, session, &buf[..len], key.as_ref(), now) {
+        if kind == wire::Kind::TrainRequest || kind == wire::Kind::UpRequest {
+            let up = kind == wire::Kind::UpRequest;
+            let h = if up {
+                trains.handle_up(sock, from, session, &buf[..len], key.as_ref(), now, counts_drops.then_some(drops))
+            } else {
+                trains.handle(sock, from, session, &buf[..len], key.as_ref(), now)
+            };
+            match h {
+                train::Handled::Started if up => st.up_trains += 1,
                 train::Handled::Started => st.trains += 1,
                 train::Handled::Cookie => st.train_cookies += 1,
                 train::Handled::Refused(_) => st.trains_refused += 1,
+                train::Handled::Reported => st.up_reports += 1,
+                train::Handled::Freed | train::Handled::NoSlot => {}
                 train::Handled::Malformed => {
                     st.ignored += 1;
-                    *st.ignored_by.entry("BadTrainRequest".into()).or_default() += 1;
+                    *st.ignored_by.entry(if up { "BadUpRequest" } else { "BadTrainRequest" }.into()).or_default() += 1;
                 }
             }
             continue;

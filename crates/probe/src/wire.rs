@@ -9,7 +9,8 @@
 //! ```text
 //!  0..2   magic 0xB1 0x0A
 //!  2      version (high nibble, = 1) | kind (low nibble: 1 request, 2 reply;
-//!         3 train request, 4 train answer, 5 train data: see `train.rs`)
+//!         3 train request, 4 train answer, 5 train data: see `train.rs`;
+//!         6 up-train request, 7 up-train answer: see `train_up.rs`)
 //!  3      flags: bit 0 TS   = bytes 16..32 are room for the server's
 //!                             receive and send timestamps (u64 ns each)
 //!                bit 1 AUTH = the last 16 bytes are HMAC-SHA256(secret,
@@ -58,8 +59,12 @@ pub enum Kind {
     TrainRequest = 3,
     /// The server's answer to a train request: a cookie, a refusal, or the train's end.
     TrainAnswer = 4,
-    /// One packet of a train.
+    /// One packet of a train (from the server; from the client in an up train).
     TrainData = 5,
+    /// A client's request about an up train ([`crate::train_up`]): start, report, done.
+    UpRequest = 6,
+    /// The server's answer to an up-train request: a cookie, a refusal, READY, or a report.
+    UpAnswer = 7,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +173,8 @@ pub fn parse<'a>(buf: &'a [u8], key: Option<&Key>) -> Result<Packet<'a>, WireErr
         3 => Kind::TrainRequest,
         4 => Kind::TrainAnswer,
         5 => Kind::TrainData,
+        6 => Kind::UpRequest,
+        7 => Kind::UpAnswer,
         _ => return Err(WireError::BadKind),
     };
     let flags = buf[3];
@@ -332,7 +339,7 @@ mod tests {
         let mut c = b;
         c[2] = 0x21;
         assert_eq!(parse(&c, None), Err(WireError::BadVersion));
-        for k in [0x10, 0x16, 0x1f] {
+        for k in [0x10, 0x18, 0x1f] {
             let mut c = b;
             c[2] = k;
             assert_eq!(parse(&c, None), Err(WireError::BadKind));

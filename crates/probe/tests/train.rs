@@ -1,11 +1,12 @@
-//! Packet trains (`udp train`) against a server on 127.0.0.1: the train
-//! arrives with its figures, and the server's bounds (it faces the network)
-//! refuse what they must: no train without the cookie handshake, nothing
-//! larger than the request before it, the count and size caps, one train in
-//! flight per session, a budget per source address.
+//! Packet trains (`udp train`, and `--up`) against a server on 127.0.0.1: the
+//! train arrives with its figures, and the server's bounds (it faces the
+//! network) refuse what they must: no train without the cookie handshake,
+//! nothing larger than the request before it, the count and size caps, one
+//! train in flight per session, a budget per source address.
 
 mod common;
 use bloatlab_probe::train::{self, Answer, Status};
+use bloatlab_probe::train_up::{self, UpAnswer};
 use bloatlab_probe::wire::{self, Key, Kind};
 use common::*;
 use std::net::UdpSocket;
@@ -19,6 +20,7 @@ fn a_train_arrives_whole_on_loopback_with_its_figures() {
     let j = json_of(&o);
     assert_eq!(j["test"], "udp-train");
     let t = &j["train"];
+    assert_eq!(t["direction"], "down");
     assert_eq!(t["sent"], 200);
     assert_eq!(t["server_sent"], 200, "{t}");
     assert_eq!(t["wire_bytes"], 1028);
@@ -292,4 +294,251 @@ fn a_server_that_predates_paced_trains_is_told_not_read_as_paced() {
     h.join().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("predates paced trains"), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------- up trains
+
+/// Every key of a down train's `train` object: an up train's has them all.
+const TRAIN_KEYS: [&str; 35] = [
+    "sent", "received", "lost", "lost_seq", "first_loss", "head_packets", "head_bytes", "head_span_ms", "leading_mbps",
+    "head_send_mbps", "sender_limited", "tail_packets", "tail_span_ms", "tail_mbps", "tail_arrival_mbps", "tail_send_mbps",
+    "bucket_bytes", "bucket_min_bytes", "notes", "batches", "size", "wire_bytes", "server_sent", "server_send_errors", "send_ms",
+    "send_from", "send_mbps", "pace_mbps", "local_drops", "duplicates", "foreign", "handshake_rtt_ms", "timestamps", "rates",
+    "direction",
+];
+
+#[test]
+fn an_up_train_arrives_whole_on_loopback_with_the_down_trains_keys() {
+    let s = Server::start(&["server"]);
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "300", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = json_of(&o);
+    assert_eq!(j["test"], "udp-train");
+    let t = &j["train"];
+    for k in TRAIN_KEYS {
+        assert!(t.get(k).is_some(), "no {k} in {t}");
+    }
+    assert_eq!((t["direction"].as_str(), t["send_from"].as_str()), (Some("up"), Some("client")));
+    assert_eq!((t["sent"].as_u64(), t["server_sent"].as_u64(), t["server_send_errors"].as_u64()), (Some(300), Some(300), Some(0)));
+    assert_eq!(t["wire_bytes"], 1500);
+    // the server's socket counts its drops on Linux: what it dropped is all that is missing
+    let drops = t["local_drops"].as_u64().expect("the server counts its socket's drops");
+    assert_eq!(t["received"].as_u64().unwrap() + drops, 300, "{t}");
+    if drops == 0 {
+        assert_eq!((t["lost"].as_u64(), t["first_loss"].as_u64(), t["head_packets"].as_u64()), (Some(0), None, Some(300)), "{t}");
+        assert_eq!(t["lost_seq"], serde_json::json!([]));
+    }
+    assert_eq!((t["duplicates"].as_u64(), t["foreign"].as_u64()), (Some(0), Some(0)));
+    assert!(t["leading_mbps"].as_f64().unwrap() > 0.0 && t["send_ms"].as_f64().unwrap() > 0.0, "{t}");
+    assert_eq!(t["timestamps"], "kernel rx (SO_TIMESTAMPNS)", "the server's stamps");
+    assert!(t["handshake_rtt_ms"].as_f64().unwrap() > 0.0);
+    assert!(t.get("tx_ms").is_none(), "back to back: no send times");
+    // the same keys as a down train's object
+    let d = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "20", "--json"]);
+    assert!(d.status.success(), "{}", stderr(&d));
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(t), keys(&json_of(&d)["train"]));
+    // the human text
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "50"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with(&format!("UDP train to 127.0.0.1:{} (up): 50 packets of 1472 B (1500 B on the wire), back to back\n", s.port)), "{out}");
+    assert!(out.contains("received 50 of 50") && out.contains("leading rate") && out.contains("the client sent it in"), "{out}");
+}
+
+#[test]
+fn a_paced_up_train_leaves_and_arrives_at_its_pace() {
+    let s = Server::start(&["server"]);
+    // 200 full packets at 50 Mbit/s: 240 us apart, 47.8 ms from first to last
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "200", "--rate", "50Mbit", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &json_of(&o)["train"];
+    assert_eq!((t["pace_mbps"].as_f64(), t["server_sent"].as_u64()), (Some(50.0), Some(200)), "{t}");
+    assert_eq!(t["sender_limited"], false, "a paced head is the pace: {t}");
+    let (head_send, leading) = (t["head_send_mbps"].as_f64().unwrap(), t["leading_mbps"].as_f64().unwrap());
+    assert!((40.0..=60.0).contains(&head_send), "the head left at {head_send} Mbit/s: {t}");
+    assert!((leading - head_send).abs() <= 0.2 * head_send, "it arrived at {leading} Mbit/s, sent at {head_send}");
+    let tx = t["tx_ms"].as_array().unwrap();
+    assert_eq!((tx.len(), tx[0].as_f64()), (200, Some(0.0)));
+    // a paced up train longer than the server's second is refused before anything is sent
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "4096", "--rate", "10Mbit"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("at most 834 packets"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_up_train_with_a_secret_goes_only_with_it() {
+    let s = Server::start(&["server", "--secret", "k1"]);
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "20", "--secret", "k1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &json_of(&o)["train"];
+    assert_eq!(t["server_sent"], 20);
+    assert_eq!(t["received"].as_u64().unwrap() + t["local_drops"].as_u64().unwrap(), 20, "{t}");
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--up", "--count", "20", "--timeout", "200ms"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no answer"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_server_that_predates_up_trains_is_told_apart_from_no_server() {
+    // an old server: it echoes requests and knows no kind 6 (BadKind: ignored)
+    let srv = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = srv.local_addr().unwrap().port().to_string();
+    srv.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let h = std::thread::spawn(move || {
+        let mut b = [0u8; 2048];
+        while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((n, from)) = srv.recv_from(&mut b) else { continue };
+            if let Ok(p) = wire::parse(&b[..n], None) {
+                if p.kind == Kind::Request {
+                    wire::make_reply(&mut b[..n], 1, || 2, None);
+                    srv.send_to(&b[..n], from).unwrap();
+                }
+            }
+        }
+    });
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &port, "--up", "--count", "10", "--timeout", "200ms"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    h.join().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("predates up trains (compare `bloatlab-probe --version` on both ends)"), "{}", stderr(&o));
+    // nothing there at all
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &port, "--up", "--count", "10", "--timeout", "200ms"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no answer from"), "{}", stderr(&o));
+}
+
+/// The up protocol by hand against the server: every answer as long as its
+/// request at most, nothing for data without a slot, the records read back.
+#[test]
+fn up_answers_are_never_longer_than_their_requests_and_only_a_slots_packets_are_recorded() {
+    let s = Server::start(&["server"]);
+    let c = Raw::new(&s.port, 51);
+    let answer = |req: &[u8]| -> Option<(UpAnswer, usize)> {
+        c.u.send(req).unwrap();
+        let mut b = [0u8; 2048];
+        let n = c.u.recv(&mut b).ok()?;
+        let p = wire::parse(&b[..n], None).unwrap();
+        assert_eq!((p.kind, p.session), (Kind::UpAnswer, 51));
+        assert!(n <= req.len(), "an answer of {n} B to a request of {} B", req.len());
+        Some((train_up::parse_up_answer(&b[..n]).unwrap(), n))
+    };
+    // data before any slot: ignored, no answer
+    let data = |seq: u64, size: usize| {
+        let mut b = vec![0u8; size];
+        b[0..2].copy_from_slice(&wire::MAGIC);
+        b[2] = wire::VERSION << 4 | Kind::TrainData as u8;
+        b[4..8].copy_from_slice(&51u32.to_le_bytes());
+        b[8..16].copy_from_slice(&seq.to_le_bytes());
+        b[24..28].copy_from_slice(&10u32.to_le_bytes());
+        c.u.send(&b).unwrap();
+    };
+    data(0, 1000);
+    assert_eq!(c.collect(200), (vec![], 0));
+    // a report without a slot: GONE, as long as the request
+    let (a, n) = answer(&train_up::build_report_request(51, 0, 700, None)).unwrap();
+    assert!(matches!(a, UpAnswer::Report { status: Status::Gone, .. }), "{a:?}");
+    assert_eq!(n, 700);
+    // start: a cookie first (no longer than the start), then READY
+    let start = |cookie: &[u8; 16]| train_up::build_start(51, 10, 1000, 0, cookie, None);
+    let (a, _) = answer(&start(&[0; 16])).unwrap();
+    let UpAnswer::Start { status: Status::Cookie, cookie, .. } = a else { panic!("{a:?}") };
+    let (a, _) = answer(&start(&cookie)).unwrap();
+    assert_eq!(a, UpAnswer::Start { status: Status::Ready, value: 10, cookie: [0; 16] });
+    // ten packets, a wrong-sized one, one beyond the count, a copy: none answered
+    for seq in 0..10 {
+        data(seq, 1000);
+    }
+    data(3, 999);
+    data(10, 1000);
+    data(4, 1000);
+    std::thread::sleep(Duration::from_millis(50));
+    // a poll (no room for a record), then the records in one padded request
+    let (a, n) = answer(&train_up::build_report_request(51, 0, 0, None)).unwrap();
+    let UpAnswer::Report { status: Status::Report, report } = a else { panic!("{a:?}") };
+    assert_eq!((n, report.received, report.duplicates, report.records.len()), (train_up::report_min_len(0), 10, 1, 0));
+    assert!(report.quiet_ns >= 50_000_000 && report.kernel_stamps, "{report:?}");
+    let (a, n) = answer(&train_up::build_report_request(51, 0, 1472, None)).unwrap();
+    let UpAnswer::Report { report, .. } = a else { panic!("{a:?}") };
+    assert_eq!(n, 1472);
+    assert_eq!(report.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..10).collect::<Vec<u32>>());
+    assert!(report.records.windows(2).all(|w| w[1].1 >= w[0].1), "arrival order, the server's stamps");
+    // done frees the slot: the next report is GONE
+    c.u.send(&train_up::build_done(51, None)).unwrap();
+    let (a, _) = answer(&train_up::build_report_request(51, 0, 100, None)).unwrap();
+    assert!(matches!(a, UpAnswer::Report { status: Status::Gone, .. }), "{a:?}");
+}
+
+/// A relay between a client and the server that drops the up train's
+/// packets `lost` and the first answer to each fetch request (one that
+/// carries records), and forwards everything else both ways.
+fn lossy_relay(server_port: &str, lost: std::ops::Range<u64>, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (String, Vec<std::thread::JoinHandle<()>>) {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+    let near = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let far = UdpSocket::bind("127.0.0.1:0").unwrap();
+    far.connect(format!("127.0.0.1:{server_port}")).unwrap();
+    for s in [&near, &far] {
+        bloatlab_probe::sys::set_buffers(s.as_raw_fd(), 8 << 20);
+        bloatlab_probe::sys::force_rcvbuf(s.as_raw_fd(), 8 << 20);
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    }
+    let port = near.local_addr().unwrap().port().to_string();
+    let client: Arc<Mutex<Option<std::net::SocketAddr>>> = Arc::default();
+    let (near2, far2, client2, stop2) = (near.try_clone().unwrap(), far.try_clone().unwrap(), client.clone(), stop.clone());
+    let up = std::thread::spawn(move || {
+        let mut b = [0u8; 2048];
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((n, from)) = near2.recv_from(&mut b) else { continue };
+            *client2.lock().unwrap() = Some(from);
+            let p = wire::parse(&b[..n], None).unwrap();
+            if p.kind == Kind::TrainData && lost.contains(&p.seq) {
+                continue;
+            }
+            far2.send(&b[..n]).unwrap();
+        }
+    });
+    let down = std::thread::spawn(move || {
+        let mut b = [0u8; 2048];
+        let mut answered = std::collections::HashSet::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(n) = far.recv(&mut b) else { continue };
+            if let Some(UpAnswer::Report { report, .. }) = train_up::parse_up_answer(&b[..n]) {
+                if !report.records.is_empty() && answered.insert(report.first) {
+                    continue; // this request's first answer: lost on the way
+                }
+            }
+            let to = client.lock().unwrap().unwrap();
+            near.send_to(&b[..n], to).unwrap();
+        }
+    });
+    (port, vec![up, down])
+}
+
+#[test]
+fn an_up_train_through_a_lossy_path_reads_its_losses_and_asks_again_for_lost_records() {
+    let s = Server::start(&["server"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // packets 100-104 lost; 400 packets of 1000 B paced at 20 Mbit/s (411 us apart: the relay keeps up)
+    let (port, relay) = lossy_relay(&s.port, 100..105, stop.clone());
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &port, "--up", "--count", "400", "--size", "1000", "--rate", "20Mbit", "--json"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in relay {
+        h.join().unwrap();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &json_of(&o)["train"];
+    // 395 records in 5 answers of 94 (1000-B requests), each fetched on its second request
+    assert_eq!(t["local_drops"], 0, "{t}");
+    assert_eq!((t["received"].as_u64(), t["lost"].as_u64(), t["first_loss"].as_u64()), (Some(395), Some(5), Some(100)), "{t}");
+    assert_eq!(t["lost_seq"], serde_json::json!([100, 101, 102, 103, 104]));
+    assert_eq!((t["head_packets"].as_u64(), t["tail_packets"].as_u64()), (Some(100), Some(295)));
+    assert_eq!(t["server_sent"], 400);
+    let tx = t["tx_ms"].as_array().unwrap();
+    assert!(tx[100..105].iter().all(|v| v.is_null()) && tx[105].is_number(), "the lost packets' send times are null");
 }

@@ -586,7 +586,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     undropped, why_undropped = undropped_alternatives(limiter, ev, rate, flows, idle_loss)
     note = ambiguity(limiter, rate, flows, unseen) or why_undropped
     alts = alternatives(limiter, rate, flows, unseen) or undropped
-    return {"first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
+    return {"direction": d, "first_loss": first, "rate_mbps": rate, "rate_by_cc": rates, "rate_from": rate_from, "load_cc": fill_cc,
             "loaded_rtt_ms": {"p50": fill["probe_p50_rtt"], "p95": fill["probe_p95_rtt"]},
             "added_delay_ms": added, "grade": grade(added), **reading,
             "limiter": limiter, **_not_a_fifo_reading(check, limiter, note, alts, rate, port_mbps if d == "down" else None),
@@ -746,10 +746,44 @@ def _probe_serialization(host: str, port: int, secret: str | None, rmin_small_ms
     return serialization_ms(rmin_small_ms, float(series.min()))
 
 
+def _way(d: dict) -> str:
+    """The direction a direction's report ``d`` is (its ``direction``; the reports stored before it had one: down)."""
+    return d.get("direction", "down")
+
+
+#: An up train (``udp train --up``: this host sends, the server stamps the arrivals) drains at the up link's rate,
+#: which the draw puts as low as 0.05 Mbit/s, where the down trains' 1000 packets (AQM_TRAIN_PACKETS, the server's
+#: default) would queue for 240 s behind a single-queue AQM, which holds them all (its limit is 1000 packets).
+#: So an up train sends at most what the measured rate drains in this long (s): the AQM train's reading needs a
+#: queue of AQM_BURST_RATIO (2) x the flows' (a single-queue AQM holds theirs near its target plus a packet's
+#: serialization: 5-15 ms + 60 ms at 0.2 Mbit/s) and more than PIE's 150-ms burst allowance (trains.PIE_BURST_MS);
+#: 2 s is 13x that allowance, and 2 s of queue is what the down AQM train builds at 6 Mbit/s
+UP_TRAIN_S = 2.0
+
+#: ... and at least this many packets: a tail of 10 packets after a first loss is the least whose rate the probe
+#: reads as more than coarse (crates/probe/src/train.rs), and a head before it as many again (4.8 s at 0.05 Mbit/s)
+UP_TRAIN_MIN_PACKETS = 20
+
+
+def up_train_count(rate_mbps: float, count: int | None, wire: int = WIRE_SEGMENT) -> int:
+    """The packets an up train at ``rate_mbps`` sends for ``count`` asked (None: the probe's default, 1000): at
+    most what the rate drains in :data:`UP_TRAIN_S`, at least :data:`UP_TRAIN_MIN_PACKETS`."""
+    want = count or AQM_TRAIN_PACKETS
+    return int(min(want, max(UP_TRAIN_MIN_PACKETS, UP_TRAIN_S * rate_mbps * 1e6 / 8 / wire)))
+
+
+def _sender(d: dict) -> str:
+    """Who sends a direction's packet trains: the probe server down, this host up."""
+    return "this host" if _way(d) == "up" else "the server"
+
+
 def _train_or_note(host: str, port: int, secret: str | None, count: int | None, d: dict, note: str, assumed: str,
                    say) -> dict | None:
-    """:func:`_train`, or None where it failed: then ``d[note]`` says why and what is ``assumed`` instead."""
+    """:func:`_train` (up where ``d`` is the up direction's report: :func:`_send_up`), or None where it failed:
+    then ``d[note]`` says why and what is ``assumed`` instead."""
     try:
+        if _way(d) == "up":
+            return _send_up(host, port, secret, d, count)
         return _train(host, port, secret, count)
     except UserError as e:
         d[note] = f"no packet train ({e}): {assumed}"
@@ -757,20 +791,42 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
         return None
 
 
-def _train(host: str, port: int, secret: str | None, count: int | None = None, pace_mbps: float | None = None) -> dict:
+def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None) -> dict:
+    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate, counted in
+    ``d["up_trains_sent"]``; where the first failed (``d["no_up_train"]``: a server that predates up trains, or none
+    answering them) every later one fails with its error at once, without the handshake's timeouts again (a later
+    train's refusal — the server's budget, a pace too long — is that train's alone)."""
+    if d.get("no_up_train"):
+        raise UserError(d["no_up_train"])
+    try:
+        t = _train(host, port, secret, up_train_count(d["rate_mbps"], count), pace_mbps, up=True)
+    except UserError as e:
+        if not d.get("up_trains_sent"):
+            d["no_up_train"] = str(e)
+        raise
+    d["up_trains_sent"] = d.get("up_trains_sent", 0) + 1
+    return t
+
+
+def _train(host: str, port: int, secret: str | None, count: int | None = None, pace_mbps: float | None = None,
+           up: bool = False) -> dict:
     """A packet train from the server (``bloatlab-probe udp train``; ``count``
     full packets, its default 1000; back to back, or paced at ``pace_mbps``:
-    ``--rate``): the ``train`` object of its JSON."""
-    args = ["udp", "train", host, "-p", str(port)] + (["--count", str(count)] if count else [])
+    ``--rate``), or to it (``up``: ``--up``, this host sends and the server
+    stamps the arrivals): the ``train`` object of its JSON."""
+    args = ["udp", "train", host, "-p", str(port)] + (["--up"] if up else []) + (["--count", str(count)] if count else [])
     if pace_mbps:
         args += ["--rate", f"{pace_mbps * 1e6:.0f}bit"]
     if secret:
         args += ["--secret", secret]
-    return _probe(args, timeout=30, who="measure (" + ("paced " if pace_mbps else "") + "packet train)")["train"]
+    what = ("paced " if pace_mbps else "") + ("up " if up else "") + "packet train"
+    return _probe(args, timeout=90 if up else 30, who=f"measure ({what})")["train"]
 
 
-def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float) -> dict:
-    """:func:`_train` of ``count`` packets paced at ``pace_mbps``."""
+def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float, d: dict | None = None) -> dict:
+    """:func:`_train` of ``count`` packets paced at ``pace_mbps``; up where ``d`` is the up direction's report."""
+    if d is not None and _way(d) == "up":
+        return _send_up(host, port, secret, d, count, pace_mbps)
     return _train(host, port, secret, count, pace_mbps)
 
 
@@ -808,7 +864,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
     ``d`` (``train``, ``paced_train``, ``port_mbps``, ``bucket_bytes``,
     ``port_buffer_bytes``, ``train_note``, ``train_evidence``); ``random_loss``:
     the idle path's, each way (:func:`paced_bucket`)."""
-    say("  down: a packet train for the policer's port rate and bucket ...")
+    say(f"  {_way(d)}: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
     done_at = time.monotonic()
     if t is None:
@@ -827,7 +883,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
     fifo_txt = f", port buffer {d['port_buffer_bytes'] / 1e3:.3g} KB" if d.get("port_buffer_bytes") else ""
-    say(f"  down: {port_txt}, {bucket_txt}{fifo_txt}" + (f" ({d['train_note']})" if d.get("train_note") else ""))
+    say(f"  {_way(d)}: {port_txt}, {bucket_txt}{fifo_txt}" + (f" ({d['train_note']})" if d.get("train_note") else ""))
 
 
 def _train1_said(t: dict, p: float | None) -> str:
@@ -856,10 +912,10 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     bps = rate * 1e6 / 8
     ended = done_at
     for attempt in range(2):
-        say(f"  down: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
+        say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
         start = time.monotonic()
         try:
-            t2 = _paced_train(host, port, secret, count, pace)
+            t2 = _paced_train(host, port, secret, count, pace, **({"d": d} if _way(d) == "up" else {}))
         except UserError as e:
             d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
             return
@@ -870,7 +926,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
             # server (its CPU or NIC), not the path, set its rate, and what it reads falls back on the flows'
             # (trains.paced_rate); the user hears of it (seed 39 path 192 at load 12: 88.3 for a 295.9 pace)
             d.setdefault("server_short", []).append(
-                f"a packet train paced at {pace:.4g} Mbit/s left the server at {sent_at:.4g}, slower than the "
+                f"a packet train paced at {pace:.4g} Mbit/s left {_sender(d)} at {sent_at:.4g}, slower than the "
                 f"{rate:.4g} the flows got through")
         # the policer idled at least from the last train's end to this one's handshake (a round trip) after
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
@@ -948,8 +1004,9 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     t = x.get("train")
     done_at = time.monotonic()
-    if not t or t.get("sent", 0) < AQM_TRAIN_PACKETS:
-        say(f"  down: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
+    need = up_train_count(x["rate_mbps"], AQM_TRAIN_PACKETS) if _way(x) == "up" else AQM_TRAIN_PACKETS
+    if not t or t.get("sent", 0) < need:
+        say(f"  {_way(x)}: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
         t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
         done_at = time.monotonic()
         if t is None:
@@ -961,7 +1018,7 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     # where they did
     if _not_a_fifo(t, x):
         x["aqm_note"] = x["limiter_note"]
-        say(f"  down: {x['limiter_note']}")
+        say(f"  {_way(x)}: {x['limiter_note']}")
         # a policer read from this train: its paced train as behind a policer reading (_policer_train) — the bucket,
         # the port's FIFO and the policed rate (trains.paced_rate), which the flows' goodput through a bucket of a few
         # packets falls short of (seed 28 path 18 through the emulator: 4.42 Mbit/s read for a 7.08 CIR)
@@ -975,25 +1032,25 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
                          f"Mbit/s passes packets: not a single-queue AQM at the rate, but a token bucket in front of a "
                          f"faster port, behind the {queue_ms:.3g}-ms queue the flows stood in (a tbf)")
         x["limiter_note"] = x["aqm_note"]
-        say(f"  down: {x['aqm_note']}")
+        say(f"  {_way(x)}: {x['aqm_note']}")
         return
     kind, why = single_queue_aqm(t, x["rate_mbps"], queue_ms, idle_loss)
     x["aqm_note"] = why
     if kind:
         x.update(limiter="aqm", aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why,
                  limiter_alternatives=aqm_alternatives(why, kind, queue_ms))
-        say(f"  down: {kind} ({why})")
+        say(f"  {_way(x)}: {kind} ({why})")
         return
     if _fifo_deeper_than_the_flows(t, x, idle_loss):
         x["aqm_note"] = x["limiter_note"]
-        say(f"  down: {x['limiter_note']}")
+        say(f"  {_way(x)}: {x['limiter_note']}")
         return
     alt = train_cannot_tell(t, x["rate_mbps"], queue_ms)
     if alt:
         x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [alt]
         x["aqm_note"] = alt["why"]
         x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), alt["why"]) if n)
-        say(f"  down: {alt['why']}")
+        say(f"  {_way(x)}: {alt['why']}")
 
 
 def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0,
@@ -1005,7 +1062,7 @@ def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idl
     it, as behind a policer reading."""
     if x["limiter"] != "aqm" or x.get("aqm_qdisc") is not None or not x["evidence"].get("dropped"):
         return
-    say("  down: a packet train for the port behind the flow isolation ...")
+    say(f"  {_way(x)}: a packet train for the port behind the flow isolation ...")
     t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "isolation_note", "the isolation is kept", say)
     done_at = time.monotonic()
     if t is None:
@@ -1013,7 +1070,7 @@ def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idl
     x["isolation_train"] = t
     if not _isolation_behind_a_faster_port(t, x):
         return
-    say(f"  down: {x['limiter_note']}")
+    say(f"  {_way(x)}: {x['limiter_note']}")
     _turned_policer(host, port, secret, x, t, done_at, say, idle_loss, base_ms)
 
 
@@ -1032,7 +1089,7 @@ def _turned_policer(host: str, port: int, secret: str | None, x: dict, t: dict, 
         _paced_past_the_flows(x, base_ms)
         _queue_before_bucket(x, base_ms)
         if x["limiter"] == "fifo":
-            say(f"  down: {x['limiter_note']}")
+            say(f"  {_way(x)}: {x['limiter_note']}")
 
 
 def _ports(train: dict | None, ser_ms: float | None) -> dict:
@@ -1158,11 +1215,32 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     is none in bytes or agrees with it (:func:`_fifo_depth_from_trains`).
     ``lap(name)`` marks where the time went."""
     _wifi_train(wp, x, base_ms, say)
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap)
+
+
+def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
+               lap=lambda name: None) -> None:
+    """The up direction ``x`` after its loads, read again from packet trains
+    this host sends up (``udp train --up``: the server stamps their
+    arrivals) as the down direction is from the server's
+    (:func:`_trains_after_load`), each at most :data:`UP_TRAIN_S` of the
+    measured rate (:func:`up_train_count`); not behind a WiFi hop the down
+    train read (``up_through_the_hop``: the up flows through the same hop).
+    Where a server predates up trains the direction keeps its flows' reading,
+    and :func:`trains.untrained_aqm` names what a train would have told."""
+    if x["limiter"] == "wifi":
+        return
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap)
+
+
+def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
+                       lap=lambda name: None) -> None:
+    """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``)."""
     if x["limiter"] == "policer":
         _policer_train(host, port, secret, x, say, idle_loss)
         _paced_past_the_flows(x, base_ms)
         if x["limiter"] == "fifo":
-            say(f"  down: {x['limiter_note']}")
+            say(f"  {_way(x)}: {x['limiter_note']}")
         _queue_before_bucket(x, base_ms)
         _held_not_policed(x, idle_loss)
         _not_a_policer(x, base_ms)
@@ -1278,9 +1356,12 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
         if d == "down":
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
         else:
-            # no train is sent up: the down's WiFi hop where the up flows got its rate, else what a train would tell
+            # the down's WiFi hop where the up flows got its rate, else the trains sent up; where none could be
+            # (a server that predates them), what the AQM train would have told stays named
             up_through_the_hop(x, report["down"])
-            untrained_aqm(x)
+            _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"))
+            if x.get("aqm_train") is None:
+                untrained_aqm(x)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         _cobalt(x)

@@ -948,10 +948,10 @@ def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | 
 
 
 def untrained_aqm(x: dict) -> None:
-    """A direction no packet train is sent along (the up direction: the probe
-    server sends the trains, down) that read as a FIFO with drops: what the
-    AQM train (``measure._aqm_train``) would have been asked to tell stays
-    open. Its flows' evidence is one queue all flows share and drops at the
+    """A direction no packet train went along (the up direction where the
+    server predates up trains, or none answered them: ``measure._up_trains``)
+    that read as a FIFO with drops: what the AQM train (``measure._aqm_train``)
+    would have been asked to tell stays open. Its flows' evidence is one queue all flows share and drops at the
     depth it reached, which a FIFO of that depth and a single-queue AQM
     (CoDel, PIE) holding its queue there give alike (:func:`classify.classify`,
     rule 4); no train, no reach (:func:`train_cannot_tell` with a reach of
@@ -963,7 +963,7 @@ def untrained_aqm(x: dict) -> None:
     3). Nothing where the reading is not such a FIFO."""
     if x["limiter"] != "fifo" or not queue_dropped(x.get("evidence") or {"dropped": False}):
         return
-    why = ("no packet train is sent up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
+    why = ("no packet train went up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
            "single-queue AQM's (CoDel, PIE) holding it there, not told apart")
     x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [
         {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0, "why": why}]

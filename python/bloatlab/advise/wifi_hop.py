@@ -326,7 +326,7 @@ def wifi_design(flow_q95_ms: float, dropped: bool, base_rtt_ms: float,
 def up_through_the_hop(up: dict, down: dict) -> None:
     """The up direction ``up`` of a path whose down direction ``down`` read a
     WiFi hop (``limiter`` ``wifi``, its ``wifi`` figures from the down idle
-    train: no train is sent up). A station's uplink crosses the same medium,
+    train; the WiFi train is the down one alone). A station's uplink crosses the same medium,
     through the same design (docs/wifi.md: each station's own uplink uses the
     AP's design with a single destination), at the station's own PHY rate, and
     the other way carries the TCP ACKs as the uplink does for a download: the

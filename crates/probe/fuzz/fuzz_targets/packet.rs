@@ -1,13 +1,22 @@
 //! Fuzz the UDP echo packet parser: `cargo +nightly fuzz run packet`.
 //! Property: parse never panics, with or without a key, and an accepted
 //! packet's payload lies inside it; make_reply on an accepted request keeps
-//! its length (no amplification).
+//! its length, and the server's answer to an accepted up-train request is no
+//! longer than it (no amplification); the up-train answer parser never panics.
 #![no_main]
-use bloatlab_probe::wire;
+use bloatlab_probe::{train, train_up, wire};
 use libfuzzer_sys::fuzz_target;
+use std::sync::{Mutex, OnceLock};
+
+/// One server for the whole run: what the inputs leave in it carries over.
+fn server() -> &'static Mutex<train::TrainServer> {
+    static S: OnceLock<Mutex<train::TrainServer>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(train::TrainServer::new()))
+}
 
 fuzz_target!(|data: &[u8]| {
     let key = wire::Key::new(b"fuzz");
+    let _ = train_up::parse_up_answer(data);
     for k in [None, Some(&key)] {
         if let Ok(p) = wire::parse(data, k) {
             assert!(p.payload.len() + wire::HEADER_LEN <= data.len());
@@ -16,6 +25,13 @@ fuzz_target!(|data: &[u8]| {
                 wire::make_reply(&mut b, 1, || 2, k);
                 assert_eq!(b.len(), data.len());
                 assert!(wire::parse(&b, k).is_ok());
+            }
+            if p.kind == wire::Kind::UpRequest {
+                let from = std::net::SocketAddr::from(([192, 0, 2, 1], 4000));
+                let mut t = server().lock().unwrap();
+                if let (_, Some(a)) = t.respond_up(from, p.session, data, k, 1_000_000_000, Some(0)) {
+                    assert!(a.len() <= data.len(), "an answer of {} B to {} B", a.len(), data.len());
+                }
             }
         }
     }

@@ -15,7 +15,7 @@ use tcp_verbs::*;
 use udp_verbs::*;
 
 use crate::report::{fmt_us, Latency, Output};
-use crate::{echo, iperf3, live, load, sys, tcp, train, udp};
+use crate::{echo, iperf3, live, load, sys, tcp, train, train_up, udp};
 use bloatlab_core::units;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
@@ -66,16 +66,21 @@ enum UdpCmd {
     },
     /// Latency client
     Client(UdpClientArgs),
-    /// A packet train from the server (download): the port's rate behind a policer and its bucket
+    /// A packet train from the server (download; --up: to the server): the port's rate behind a policer and its bucket
     Train(UdpTrainArgs),
 }
 
 /// `udp train`: the server sends N packets back to back; the client reads
 /// the head's spacing (the port's rate), the tail's rate after the first
-/// loss (a policer's rate) and the bytes before it (its bucket).
+/// loss (a policer's rate) and the bytes before it (its bucket). `--up`: the
+/// client sends them, the server stamps their arrivals, the same reading.
 #[derive(Args, Debug)]
 struct UdpTrainArgs {
     host: String,
+    /// the train goes up, client → server: the server records the arrivals and the client reads
+    /// them back (the uplink's port, policer and queue)
+    #[arg(long)]
+    up: bool,
     #[arg(short, long, default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// packets in the train (the server sends at most 4096); 1000 full packets outlast a

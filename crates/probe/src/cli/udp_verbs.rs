@@ -21,13 +21,14 @@ pub(super) fn udp_server(bind: SocketAddr, o: &UdpServerOpts, what: Option<&str>
     };
     let st = udp::serve(&sock, &cfg, &|| false).map_err(|e| (1, e.to_string()))?;
     eprintln!(
-        "udp server: replied {}, ignored {} {:?}, rate-limited {}, duration-limited {}, trains {} (refused {})",
-        st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited, st.trains, st.trains_refused
+        "udp server: replied {}, ignored {} {:?}, rate-limited {}, duration-limited {}, trains {} (refused {}), up trains {} ({} packets)",
+        st.replied, st.ignored, st.ignored_by, st.rate_limited, st.duration_limited, st.trains, st.trains_refused, st.up_trains, st.up_packets
     );
     Ok(0)
 }
 
-/// `udp train`: ask for a train, receive it, print what it tells.
+/// `udp train`: ask for a train, receive it, print what it tells; `--up`:
+/// send it, fetch the server's records of its arrivals, the same print.
 pub(super) fn udp_train(a: UdpTrainArgs) -> R {
     let addr = resolve(&a.host, a.port).map_err(|e| (2, e))?;
     let pace_bps = a.rate.unwrap_or(0);
@@ -56,13 +57,21 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         timeout_ns: a.timeout,
         pace_bps,
     };
-    let r = train::run_train(&cfg).map_err(|e| (1, e))?;
-    let mut an = match a.rate {
-        Some(p) => train::analyse_paced(a.count, r.wire_bytes, &r.arrivals, p as f64 / 1e6),
-        None => train::analyse(a.count, r.wire_bytes, &r.arrivals),
-    };
+    let r = if a.up { train_up::run_up_train(&cfg) } else { train::run_train(&cfg) }.map_err(|e| (1, e))?;
+    print_train(&a, addr, &r)
+}
+
+/// What a train tells, either way it went (`r.direction`): `--json`'s object or the text.
+fn print_train(a: &UdpTrainArgs, addr: SocketAddr, r: &train::TrainRun) -> R {
+    let dir = r.direction;
+    let mut an = train::analyse_with(dir, a.count, r.wire_bytes, &r.arrivals, a.rate.map(|p| p as f64 / 1e6));
     if let Some(d) = r.local_drops.filter(|&d| d > 0) {
-        an.notes.push(format!("this client's socket dropped {d} packets (its receive buffer was full): those losses are not the path's"));
+        an.notes.push(match dir {
+            train::Direction::Down => format!("this client's socket dropped {d} packets (its receive buffer was full): those losses are not the path's"),
+            train::Direction::Up => format!(
+                "the server's socket dropped {d} packets while the train arrived (its receive buffer was full; its other clients' packets count too): those losses are not the path's"
+            ),
+        });
     }
     let (server_sent, span_ns, errors) = match r.done {
         Some((n, s, e)) => (Some(n), Some(s), Some(e)),
@@ -80,16 +89,18 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
     if a.json {
         let mut t = an.to_json();
         let o = t.as_object_mut().unwrap();
+        o.insert("direction".into(), json!(dir.name()));
         o.insert("size".into(), json!(a.size));
         o.insert("wire_bytes".into(), json!(r.wire_bytes));
+        // the sender's figures (down: the server's DONE; up: the client's own send loop)
         o.insert("server_sent".into(), json!(server_sent));
         o.insert("server_send_errors".into(), json!(errors));
         o.insert("send_ms".into(), json!(span_ns.map(|s| s as f64 / 1e6)));
-        o.insert("send_from".into(), json!(if r.done.is_some() { "server" } else { "received packets' send times" }));
+        o.insert("send_from".into(), json!(if r.done.is_some() { dir.sender() } else { "received packets' send times" }));
         o.insert("send_mbps".into(), json!(send_mbps));
         o.insert("pace_mbps".into(), json!(a.rate.map(|p| p as f64 / 1e6)));
         // a paced train's send times, ms after its first packet's (null: lost): the refill while any run of it
-        // reached the policer (a server short of CPU paces unevenly)
+        // reached the policer (a sender short of CPU paces unevenly)
         if a.rate.is_some() {
             let t0 = r.arrivals.iter().map(|x| x.tx_ns).min().unwrap_or(0);
             let mut tx: Vec<Option<f64>> = vec![None; a.count as usize];
@@ -112,7 +123,11 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
     }
     let f = |v: Option<f64>| v.map(|x| format!("{} Mbit/s", train::sig(x))).unwrap_or_else(|| "-".into());
     println!(
-        "UDP train from {addr}: {} packets of {} B ({} B on the wire), {}",
+        "{}: {} packets of {} B ({} B on the wire), {}",
+        match dir {
+            train::Direction::Down => format!("UDP train from {addr}"),
+            train::Direction::Up => format!("UDP train to {addr} (up)"),
+        },
         a.count,
         a.size,
         r.wire_bytes,
@@ -147,7 +162,8 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         );
     }
     println!(
-        "the server sent it in {} ({}){}",
+        "the {} sent it in {} ({}){}",
+        dir.sender(),
         span_ns.map(|s| format!("{:.3} ms", s as f64 / 1e6)).unwrap_or_else(|| "?".into()),
         f(send_mbps),
         if r.done.is_none() { ", from the received packets' send times (its DONE was lost)" } else { "" }
