@@ -134,6 +134,13 @@ pub const UP_LIFETIME_NS: u64 = MAX_PACED_NS + TRAIN_CAP_NS;
 /// client's `run_train` sizes its buffer so), 10.2 MB asked, 20.4 MB the
 /// limit. Memory is only taken while datagrams wait in the queue.
 pub const UP_RCVBUF: i32 = (MAX_COUNT as usize * (train::MAX_SIZE + 1024)) as i32;
+/// Up trains one source address may have being received at once (its other
+/// sessions are refused BUSY until its slot ends): a slot lives as long as
+/// its client keeps it busy, up to [`UP_LIFETIME_NS`], so one host could
+/// otherwise hold all [`MAX_IN_FLIGHT`] slots with tiny trains and deny up
+/// trains to everyone for a minute at a time; [`MAX_IN_FLIGHT`] hosts are
+/// needed now, each one that echoed its cookie (a real address).
+pub const MAX_UP_PER_SOURCE: usize = 1;
 /// A report's drop counter when the server cannot count its socket's drops.
 pub const DROPS_NOT_COUNTED: u32 = u32::MAX;
 
@@ -438,6 +445,12 @@ impl TrainServer {
                 }
                 if self.up.len() >= MAX_IN_FLIGHT {
                     return refuse(Status::Busy, MAX_IN_FLIGHT as u32);
+                }
+                // one address holds at most MAX_UP_PER_SOURCE slots: a slot lives as long as its client keeps it
+                // busy (UP_LIFETIME_NS), so without this one host could hold all MAX_IN_FLIGHT with tiny trains
+                let mine = self.up.keys().filter(|(a, _)| a.ip() == from.ip()).count();
+                if mine >= MAX_UP_PER_SOURCE {
+                    return refuse(Status::Busy, mine as u32);
                 }
                 let bytes = r.count as f64 * (r.size as usize + ip_overhead(&from)) as f64;
                 if let Err((status, value)) = self.charge(from, bytes, now) {
@@ -942,16 +955,22 @@ mod tests {
         assert_eq!(t.up_data(from, 5, 0, 1472, 1, true, now), UpData::Recorded);
         assert_eq!(start(&mut t, 100, 1472, 0), (Handled::Refused(Status::Busy), Status::Busy, 0));
         assert!(refusal_words(Direction::Up, Status::Busy, 0, 100, 1472).contains("receiving"));
-        // MAX_IN_FLIGHT slots in all (other sessions and addresses); then BUSY with the count
-        for s in 1..MAX_IN_FLIGHT as u16 {
-            assert_eq!(ready(&mut t, addr(5000 + s), 77, 10, 100, now), Handled::Started);
+        // one slot per source address: another session of the same host (another port too) is BUSY 1
+        assert_eq!(ready(&mut t, addr(5000), 77, 10, 100, now), Handled::Refused(Status::Busy));
+        assert_eq!(ready(&mut t, from, 6, 10, 100, now), Handled::Refused(Status::Busy));
+        // MAX_IN_FLIGHT slots in all (other addresses); then BUSY with the count
+        let host = |i: u8, port: u16| SocketAddr::from(([192, 0, 2, 10 + i], port));
+        for s in 1..MAX_IN_FLIGHT as u8 {
+            assert_eq!(ready(&mut t, host(s, 5000), 77, 10, 100, now), Handled::Started);
         }
         assert_eq!(t.up_in_flight(), MAX_IN_FLIGHT);
-        assert_eq!(ready(&mut t, addr(6000), 77, 10, 100, now), Handled::Refused(Status::Busy));
-        // done frees one: the next fits
+        assert_eq!(ready(&mut t, host(100, 6000), 77, 10, 100, now), Handled::Refused(Status::Busy));
+        // done frees one: the next fits, and the freed host may start again
         assert_eq!(t.respond_up(from, 5, &build_done(5, None), None, now, None), (Handled::Freed, None));
         assert_eq!(t.respond_up(from, 5, &build_done(5, None), None, now, None), (Handled::NoSlot, None));
-        assert_eq!(ready(&mut t, addr(6000), 77, 10, 100, now), Handled::Started);
+        assert_eq!(ready(&mut t, host(100, 6000), 77, 10, 100, now), Handled::Started);
+        assert_eq!(t.respond_up(host(100, 6000), 77, &build_done(77, None), None, now, None), (Handled::Freed, None));
+        assert_eq!(ready(&mut t, from, 6, 10, 100, now), Handled::Started);
     }
 
     #[test]
@@ -960,6 +979,8 @@ mod tests {
         // 4096 x 1500 B = 6.1 MB of the 8 MB: a second such train from the address waits 5.36 s (the
         // 4.29 MB it lacks at 0.8 MB/s)
         assert_eq!(ready(&mut t, addr(1), 1, 4096, 1472, T0), Handled::Started);
+        // (its slot done: one slot per address at a time, MAX_UP_PER_SOURCE)
+        assert_eq!(t.respond_up(addr(1), 1, &build_done(1, None), None, T0, None), (Handled::Freed, None));
         let cookie = t.cookie(addr(2), 2, T0 / COOKIE_EPOCH_NS);
         let (h, a) = t.respond_up(addr(2), 2, &build_start(2, 4096, 1472, 0, &cookie, None), None, T0, None);
         assert_eq!(h, Handled::Refused(Status::Budget));
