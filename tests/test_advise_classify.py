@@ -691,8 +691,9 @@ def _up(x: dict) -> dict:
 
 
 def test_the_up_direction_reads_the_train_it_sends_as_the_down_reads_the_servers(monkeypatch):
-    """The up direction's trains go through the readers of the down's (measure._trains_after_load), sent up
-    (``udp train --up``) with the up rate's count: seed 28 path 39's CoDel train, read up, is CoDel as down."""
+    """The plumbing: the up direction's trains go through the readers of the down's (measure._trains_after_load),
+    sent up (``udp train --up``) with the up rate's count, and a train served for them is read as down reads it
+    (seed 28 path 39's CoDel train: CoDel either way)."""
     calls = []
     down = read_down(monkeypatch, CODEL_SLOW_EV, 2.1015, CODEL_SLOW_TRAIN, base_ms=231.7)
     x = {k: v for k, v in down.items() if k in ("rate_mbps", "flows", "load_cc", "evidence", "first_loss")}
@@ -744,6 +745,56 @@ def test_a_server_without_up_trains_is_asked_once_and_what_a_train_would_tell_st
     w = _up({"limiter": "wifi", "rate_mbps": 20.0})
     m._up_trains("h", 5301, None, w, 6.6, 0.0, lambda s: None)
     assert len(calls) == 1
+
+
+def test_an_up_trains_refusal_or_its_own_queues_drops_end_that_train_only(monkeypatch):
+    """Only a server that does not serve up trains (older, or none answering) ends the direction's up trains; a
+    refusal of the first (the address's budget, shared with the down trains) is that train's. A train some of
+    whose packets this host's own queue dropped (the send's ENOBUFS: `server_send_errors` up) or the server's
+    socket did (`local_drops`) is not read: its losses are not the path's."""
+    errs = iter(["the server refused the train: the server's budget for this address is spent (8 MB of trains per "
+                 "10 s): try again in 2.0 s"])
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        e = next(errs, None)
+        if e:
+            raise m.UserError(e)
+        return {"sent": count, "received": count - 3, "server_send_errors": 3, "local_drops": 0}
+
+    monkeypatch.setattr(m, "_train", train)
+    x = _up({"rate_mbps": 0.5})
+    with pytest.raises(m.UserError, match="budget"):
+        m._send_up("h", 5301, None, x, None)
+    assert "no_up_train" not in x
+    with pytest.raises(m.UserError, match="3 of its packets dropped by this host's own queue"):
+        m._send_up("h", 5301, None, x, None)
+    assert x["up_trains_sent"] == 1 and "no_up_train" not in x
+
+
+def test_an_up_fifo_with_drops_reads_the_policers_train_as_its_aqm_train_where_it_is_as_long(monkeypatch):
+    """Up, the AQM train is the up rate's count (up_train_count), so the back-to-back train a policer reading
+    sent serves as it where it was as long (as down where it had the AQM train's 1000 packets): one train up."""
+    calls = []
+    t = dict(CODEL_SLOW_TRAIN, sent=350, received=300, lost=50, tail_packets=279)
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        if not pace_mbps:  # (the paced trains a policer reading of it asks for after are not this test's)
+            calls.append(count)
+        return dict(t)
+
+    monkeypatch.setattr(m, "_train", train)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    def fifo(sent: int) -> dict:
+        return _up({"limiter": "fifo", "rate_mbps": 2.1015, "flows": 4, "evidence": dict(CODEL_SLOW_EV, dropped=True),
+                    "limiter_note": None, "limiter_alternatives": None, "buffer_bytes": 10_000, "buffer_bdp": None,
+                    "train": dict(t, sent=sent)})
+
+    x = fifo(350)
+    m._aqm_train("h", 5301, None, x, lambda s: None, 0.0, 231.7)
+    assert calls == [] and x["aqm_train"]["sent"] == 350
+    y = fifo(100)
+    m._aqm_train("h", 5301, None, y, lambda s: None, 0.0, 231.7)
+    assert calls == [350] and y["aqm_train"]["sent"] == 350
 
 
 def test_the_up_directions_truth_is_its_own_links_rate_port_buffer_and_bucket():

@@ -52,7 +52,8 @@ class _Stored:
             what = "paced_train"
         elif up:
             # an up train's count is the up rate's (measure.up_train_count), the same for the policer's train and
-            # the AQM's: served in measure's order, the policer's first where one was stored
+            # the AQM's: served in measure's order, the policer's first where one was stored (a reading today that
+            # asks for another train than the stored run did gets the next stored one: up replays are approximate)
             what = next((w for w in ("train", "isolation_train", "aqm_train")
                          if self.x.get(w) is not None and w not in self.served), "aqm_train")
             self.served.add(what)
@@ -92,7 +93,8 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
     base = report["base_rtt_ms"]["p50"]
     x = {k: v for k, v in old.items() if k not in ("limiter", "limiter_note", "limiter_alternatives", "aqm_qdisc",
                                                     "aqm_note", "wifi", "port_mbps", "bucket_bytes", "port_buffer_bytes",
-                                                    "port_buffer_min_bytes", "train_note", "train_evidence")}
+                                                    "port_buffer_min_bytes", "train_note", "train_evidence",
+                                                    "up_trains_sent", "no_up_train")}
     if hasattr(M, "take_busy_rate"):
         # _direction's rate: its phases' (what the trains and the WiFi hop set after is set again below), then the
         # link's rate while it was busy where the phases counted time it idled and the flows read no policer
@@ -155,11 +157,13 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
         else:
             if down is not None and hasattr(M_wifi_hop, "up_through_the_hop"):
                 M_wifi_hop.up_through_the_hop(x, down)
-            if old.get("up_trains_sent") and hasattr(M, "_up_trains"):
+            if (old.get("up_trains_sent") or old.get("no_up_train")) and hasattr(M, "_up_trains"):
                 # the trains a measurement sent up (since up trains): read again as measure reads them
                 x["direction"] = "up"
                 M._up_trains("offline", 0, None, x, base, report.get("loss", 0.0), say)
-            if hasattr(M_trains, "untrained_aqm") and x.get("aqm_train") is None:
+            if hasattr(M, "up_left_open"):
+                M.up_left_open(x)
+            elif hasattr(M_trains, "untrained_aqm"):
                 M_trains.untrained_aqm(x)
         if hasattr(M, "policer_keeps_the_flows_rate"):
             M.policer_keeps_the_flows_rate(x)

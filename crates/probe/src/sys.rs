@@ -200,6 +200,22 @@ pub fn enable_rxq_ovfl(fd: RawFd) -> bool {
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, &1i32).is_ok()
 }
 
+/// IP_RECVERR (IPV6_RECVERR on an IPv6 socket) on or off. On, a datagram
+/// this host's own qdisc or driver queue drops (fq's 100-packet flow limit,
+/// a full ring) fails its send with ENOBUFS; off, Linux's UDP swallows that
+/// error and the send succeeds (`udp_send_skb`: `-ENOBUFS && !recverr`).
+/// Turned off, the kernel purges the socket's error queue
+/// (`ip_setsockopt`), so a poll does not keep reporting POLLERR for the
+/// ICMP errors queued meanwhile.
+pub fn set_recverr(fd: RawFd, ipv6: bool, on: bool) -> bool {
+    let v = on as i32;
+    if ipv6 {
+        setsockopt(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, &v).is_ok()
+    } else {
+        setsockopt(fd, libc::IPPROTO_IP, libc::IP_RECVERR, &v).is_ok()
+    }
+}
+
 /// SO_RCVBUFFORCE (CAP_NET_ADMIN: beyond net.core.rmem_max); false when refused.
 pub fn force_rcvbuf(fd: RawFd, bytes: i32) -> bool {
     setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_ok()

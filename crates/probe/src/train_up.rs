@@ -134,12 +134,17 @@ pub const UP_LIFETIME_NS: u64 = MAX_PACED_NS + TRAIN_CAP_NS;
 /// client's `run_train` sizes its buffer so), 10.2 MB asked, 20.4 MB the
 /// limit. Memory is only taken while datagrams wait in the queue.
 pub const UP_RCVBUF: i32 = (MAX_COUNT as usize * (train::MAX_SIZE + 1024)) as i32;
-/// Up trains one source address may have being received at once (its other
-/// sessions are refused BUSY until its slot ends): a slot lives as long as
-/// its client keeps it busy, up to [`UP_LIFETIME_NS`], so one host could
-/// otherwise hold all [`MAX_IN_FLIGHT`] slots with tiny trains and deny up
-/// trains to everyone for a minute at a time; [`MAX_IN_FLIGHT`] hosts are
-/// needed now, each one that echoed its cookie (a real address).
+/// Up trains one source address may have being received at once: a new
+/// train of the address (its cookie echoed) takes the place of its older
+/// one. A slot lives as long as its client keeps it busy, up to
+/// [`UP_LIFETIME_NS`], so one host could otherwise hold all [`MAX_IN_FLIGHT`]
+/// slots with tiny trains and deny up trains to everyone for a minute at a
+/// time; now that takes [`MAX_IN_FLIGHT`] hosts, each one that echoed its
+/// cookie (a real address). Replacing rather than refusing: a client whose
+/// `done` was lost starts its next train at once (measure sends the paced
+/// train right after the first), and a host can end only its own trains
+/// (two measuring hosts behind one NAT address cut each other's: the one
+/// cut gets `GONE` and says so).
 pub const MAX_UP_PER_SOURCE: usize = 1;
 /// A report's drop counter when the server cannot count its socket's drops.
 pub const DROPS_NOT_COUNTED: u32 = u32::MAX;
@@ -443,14 +448,11 @@ impl TrainServer {
                     }
                     return refuse(Status::Busy, 0);
                 }
+                // one address holds at most MAX_UP_PER_SOURCE (1) slot: a new train of the address (its cookie
+                // echoed) takes the place of its older one
+                self.up.retain(|(a, _), _| a.ip() != from.ip());
                 if self.up.len() >= MAX_IN_FLIGHT {
                     return refuse(Status::Busy, MAX_IN_FLIGHT as u32);
-                }
-                // one address holds at most MAX_UP_PER_SOURCE slots: a slot lives as long as its client keeps it
-                // busy (UP_LIFETIME_NS), so without this one host could hold all MAX_IN_FLIGHT with tiny trains
-                let mine = self.up.keys().filter(|(a, _)| a.ip() == from.ip()).count();
-                if mine >= MAX_UP_PER_SOURCE {
-                    return refuse(Status::Busy, mine as u32);
                 }
                 let bytes = r.count as f64 * (r.size as usize + ip_overhead(&from)) as f64;
                 if let Err((status, value)) = self.charge(from, bytes, now) {
@@ -585,8 +587,15 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
     // the train, each packet's send stamp kept
     let gap_ns = train::pace_gap_ns((cfg.size + ip_overhead(&cfg.addr)) as u64, cfg.pace_bps);
     let mut tx: Vec<Option<u64>> = vec![None; cfg.count as usize];
+    // a packet this host's own qdisc drops is an error of its send, not a loss of the path: counted only with
+    // IP_RECVERR on (sys::set_recverr), for the train's sends alone
+    let fd = c.sock.as_raw_fd();
+    let recverr = sys::set_recverr(fd, cfg.addr.is_ipv6(), true);
     let (sent, span_ns, errors) =
         train::send_train_with(&c.sock, cfg.addr, c.session, cfg.count, cfg.size, gap_ns, c.key.as_ref(), &mut |seq, t| tx[seq as usize] = Some(t));
+    if recverr {
+        sys::set_recverr(fd, cfg.addr.is_ipv6(), false);
+    }
     if sent == 0 {
         return Err(format!("the train could not be sent to {}: {errors} send errors", cfg.addr));
     }
@@ -599,8 +608,11 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
     }
     let ask_again_ns = rtt_ns.saturating_mul(4).clamp(50_000_000, cfg.timeout_ns.max(50_000_000));
     let (records, last) = fetch(&mut c, cfg, started, flags, last, ask_again_ns)?;
+    // the slot's end, three times: a lost done would hold the address's one slot (MAX_UP_PER_SOURCE) until it idles
     let done = build_done(c.session, c.key.as_ref());
-    c.send(&done);
+    for _ in 0..3 {
+        c.send(&done);
+    }
     let fetched = records.len();
     let arrivals: Vec<Arrival> = records
         .into_iter()
@@ -955,9 +967,12 @@ mod tests {
         assert_eq!(t.up_data(from, 5, 0, 1472, 1, true, now), UpData::Recorded);
         assert_eq!(start(&mut t, 100, 1472, 0), (Handled::Refused(Status::Busy), Status::Busy, 0));
         assert!(refusal_words(Direction::Up, Status::Busy, 0, 100, 1472).contains("receiving"));
-        // one slot per source address: another session of the same host (another port too) is BUSY 1
-        assert_eq!(ready(&mut t, addr(5000), 77, 10, 100, now), Handled::Refused(Status::Busy));
-        assert_eq!(ready(&mut t, from, 6, 10, 100, now), Handled::Refused(Status::Busy));
+        // one slot per source address: another session of the same host (another port too) takes its place
+        assert_eq!(ready(&mut t, addr(5000), 77, 10, 100, now), Handled::Started);
+        assert_eq!(t.up_in_flight(), 1);
+        assert_eq!(report(&mut t, from, 5, 0, 300, now, None).0, Status::Gone, "the older train of the address ended");
+        assert_eq!(ready(&mut t, from, 5, 100, 1472, now), Handled::Started);
+        assert_eq!((t.up_in_flight(), report(&mut t, addr(5000), 77, 0, 300, now, None).0), (1, Status::Gone));
         // MAX_IN_FLIGHT slots in all (other addresses); then BUSY with the count
         let host = |i: u8, port: u16| SocketAddr::from(([192, 0, 2, 10 + i], port));
         for s in 1..MAX_IN_FLIGHT as u8 {
@@ -965,12 +980,13 @@ mod tests {
         }
         assert_eq!(t.up_in_flight(), MAX_IN_FLIGHT);
         assert_eq!(ready(&mut t, host(100, 6000), 77, 10, 100, now), Handled::Refused(Status::Busy));
-        // done frees one: the next fits, and the freed host may start again
-        assert_eq!(t.respond_up(from, 5, &build_done(5, None), None, now, None), (Handled::Freed, None));
-        assert_eq!(t.respond_up(from, 5, &build_done(5, None), None, now, None), (Handled::NoSlot, None));
-        assert_eq!(ready(&mut t, host(100, 6000), 77, 10, 100, now), Handled::Started);
-        assert_eq!(t.respond_up(host(100, 6000), 77, &build_done(77, None), None, now, None), (Handled::Freed, None));
+        // a host whose slot holds one of them starts another train (its done lost): it takes its own place, still 4
         assert_eq!(ready(&mut t, from, 6, 10, 100, now), Handled::Started);
+        assert_eq!(t.up_in_flight(), MAX_IN_FLIGHT);
+        // done frees one: the next fits
+        assert_eq!(t.respond_up(from, 6, &build_done(6, None), None, now, None), (Handled::Freed, None));
+        assert_eq!(t.respond_up(from, 6, &build_done(6, None), None, now, None), (Handled::NoSlot, None));
+        assert_eq!(ready(&mut t, host(100, 6000), 77, 10, 100, now), Handled::Started);
     }
 
     #[test]
@@ -979,8 +995,7 @@ mod tests {
         // 4096 x 1500 B = 6.1 MB of the 8 MB: a second such train from the address waits 5.36 s (the
         // 4.29 MB it lacks at 0.8 MB/s)
         assert_eq!(ready(&mut t, addr(1), 1, 4096, 1472, T0), Handled::Started);
-        // (its slot done: one slot per address at a time, MAX_UP_PER_SOURCE)
-        assert_eq!(t.respond_up(addr(1), 1, &build_done(1, None), None, T0, None), (Handled::Freed, None));
+        // (a second train of the address would end this one: MAX_UP_PER_SOURCE; the budget is charged either way)
         let cookie = t.cookie(addr(2), 2, T0 / COOKIE_EPOCH_NS);
         let (h, a) = t.respond_up(addr(2), 2, &build_start(2, 4096, 1472, 0, &cookie, None), None, T0, None);
         assert_eq!(h, Handled::Refused(Status::Budget));

@@ -62,7 +62,8 @@ from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_st
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    CODEL_OR_PIE, _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm
+    CODEL_OR_PIE, _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm,
+    up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, isolation_by_model
@@ -801,11 +802,23 @@ def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | Non
     try:
         t = _train(host, port, secret, up_train_count(d["rate_mbps"], count), pace_mbps, up=True)
     except UserError as e:
-        if not d.get("up_trains_sent"):
+        if not d.get("up_trains_sent") and any(w in str(e) for w in UP_TRAINS_UNSERVED):
             d["no_up_train"] = str(e)
         raise
     d["up_trains_sent"] = d.get("up_trains_sent", 0) + 1
+    # losses that are not the path's: this host's own queue (its qdisc or NIC: the send's ENOBUFS, crates/probe
+    # sys::set_recverr), or the server's socket (its receive buffer) — the train's losses would read as a
+    # policer's or a queue's
+    own, theirs = t.get("server_send_errors") or 0, t.get("local_drops") or 0
+    if own or theirs:
+        raise UserError(f"{own} of its packets dropped by this host's own queue and {theirs} by the server's socket "
+                        f"before or after the path: its losses are not the path's")
     return t
+
+
+#: The probe's errors that say the server sends up trains no answer (crates/probe/src/train_up.rs): a server older
+#: than up trains, or none (nor its echo) answering: the direction's other up trains are not asked for
+UP_TRAINS_UNSERVED = ("predates up trains", "no answer from")
 
 
 def _train(host: str, port: int, secret: str | None, count: int | None = None, pace_mbps: float | None = None,
@@ -909,6 +922,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"the policed rate")
         return
     count = int(min(PACED_TRAIN_PACKETS, PACED_TRAIN_S * pace * 1e6 / 8 / w + 1))
+    if _way(d) == "up":
+        count = up_train_count(rate, count, w)  # what _send_up sends
     bps = rate * 1e6 / 8
     ended = done_at
     for attempt in range(2):
@@ -1233,6 +1248,23 @@ def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float
     _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap)
 
 
+def up_left_open(x: dict) -> None:
+    """What the up direction ``x``'s trains (:func:`_up_trains`) leave open, named beside its verdict: a FIFO
+    behind this host's own first hop where a train's tail read a single-queue AQM (:func:`trains.up_first_hop`);
+    a single-queue AQM where no AQM train went up, or where the one that went, shortened to :data:`UP_TRAIN_S` of
+    the rate (fewer than the down train's :data:`AQM_TRAIN_PACKETS`), read a FIFO (:func:`trains.untrained_aqm`):
+    at 0.34 Mbit/s behind CoDel the flows stood in 555 ms and 52 packets built 1.9x that, short of the
+    AQM_BURST_RATIO x a reading needs (campaign seed 69 path 17), where the down train's 1000 would have built 21x."""
+    up_first_hop(x)
+    t = x.get("aqm_train")
+    if t is None:
+        untrained_aqm(x)
+    elif t.get("sent", AQM_TRAIN_PACKETS) < AQM_TRAIN_PACKETS:
+        untrained_aqm(x, f"the AQM train sent up was {t['sent']} packets ({UP_TRAIN_S:g} s of the rate, not the down "
+                         f"train's {AQM_TRAIN_PACKETS}): a FIFO at the flows' depth or a single-queue AQM (CoDel, PIE) "
+                         f"holding it there, not told apart")
+
+
 def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
                        lap=lambda name: None) -> None:
     """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``)."""
@@ -1360,8 +1392,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
             # (a server that predates them), what the AQM train would have told stays named
             up_through_the_hop(x, report["down"])
             _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"))
-            if x.get("aqm_train") is None:
-                untrained_aqm(x)
+            up_left_open(x)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         _cobalt(x)
@@ -1375,9 +1406,10 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
                 f"station's PHY rate (their real rates and traffic were not seen), and this station gets more when "
                 f"they are quiet")
         for short in x.get("server_short", []):
+            who = "this host" if d == "up" else "the server"
             report.setdefault("warnings", []).append(
-                f"{d}: {short}: the server is short of CPU (or of its NIC), and the figures that rest on its packet "
-                f"trains fall back on the flows'; measure again when the server is idle")
+                f"{d}: {short}: {who} is short of CPU (or of its NIC), and the figures that rest on its packet "
+                f"trains fall back on the flows'; measure again when {who} is idle")
         for prob in x["problems"]:
             report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
                                                      f"figures until then are kept")

@@ -947,7 +947,33 @@ def train_cannot_tell(train: dict, rate_mbps: float, queue_ms: float) -> dict | 
                     f"not told apart")}
 
 
-def untrained_aqm(x: dict) -> None:
+#: Up, the train crosses this host's own first hop (its WiFi, its NIC, its qdisc) after its send stamps and before
+#: the bottleneck: a FIFO behind a first hop slower than the stamps' pace admits C over that hop's pace of the tail,
+#: spread as an AQM's drops are (campaign seed 67 path 7: a 4.9-ms FIFO at 26 Mbit/s behind a WiFi hop in front of
+#: the line admitted 10 % of a tail stamped at 830 Mbit/s, read PIE; seed 69 path 29 the same at 9.5 Mbit/s, 8 %)
+FIRST_HOP_CAVEAT = ("sent up, the train crossed this host's own first hop (its WiFi, its NIC) after its send "
+                    "stamps: a FIFO behind a hop slower than they say admits as much of its tail: named")
+
+
+def up_first_hop(x: dict) -> None:
+    """An up direction read as a single-queue AQM (CoDel, PIE) from a packet train that lost part of its tail: the
+    tail's arrivals tell an AQM's spread drops from a FIFO's only against the pace the train reached the bottleneck
+    at, which up is this host's own first hop's, not its send stamps' (:data:`FIRST_HOP_CAVEAT`; the down train's
+    first hop is the server's, as fast as its stamps in every campaign path). So the FIFO as deep as the flows'
+    queue (to the noise) is named beside the verdict, as :data:`PACE_CAVEAT` names it down. Nothing elsewhere."""
+    if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in ("codel", "pie"):
+        return
+    t = x.get("aqm_train") or x.get("train") or {}
+    alts = x.get("limiter_alternatives") or [{"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}]
+    if t.get("first_loss") is None or any(a.get("limiter") == "fifo" for a in alts):
+        return
+    ev = x.get("evidence") or {}
+    queue_ms = max(ev.get("flow_q95_ms", 0.0), x.get("fill_flow_q95_ms") or 0.0)
+    x["limiter_alternatives"] = alts + [{"limiter": "fifo", "depth_below_ms": queue_ms + NOISE_MS, "why": FIRST_HOP_CAVEAT}]
+    x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), FIRST_HOP_CAVEAT) if n)
+
+
+def untrained_aqm(x: dict, why: str | None = None) -> None:
     """A direction no packet train went along (the up direction where the
     server predates up trains, or none answered them: ``measure._up_trains``)
     that read as a FIFO with drops: what the AQM train (``measure._aqm_train``)
@@ -963,8 +989,8 @@ def untrained_aqm(x: dict) -> None:
     3). Nothing where the reading is not such a FIFO."""
     if x["limiter"] != "fifo" or not queue_dropped(x.get("evidence") or {"dropped": False}):
         return
-    why = ("no packet train went up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
-           "single-queue AQM's (CoDel, PIE) holding it there, not told apart")
+    why = why or ("no packet train went up: the flows' drops at the queue they shared are a FIFO's at that depth or a "
+                  "single-queue AQM's (CoDel, PIE) holding it there, not told apart")
     x["limiter_alternatives"] = (x.get("limiter_alternatives") or [{"limiter": "fifo"}]) + [
         {"limiter": "aqm", "kinds": ["codel", "pie"], "rate_above_mbps": 0.0, "why": why}]
     x["limiter_note"] = "; ".join(n for n in (x.get("limiter_note"), why) if n)
