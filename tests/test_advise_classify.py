@@ -797,6 +797,37 @@ def test_an_up_fifo_with_drops_reads_the_policers_train_as_its_aqm_train_where_i
     assert calls == [350] and y["aqm_train"]["sent"] == 350
 
 
+def test_what_the_up_trains_leave_open_is_named_beside_the_verdict():
+    """Up, this host's own first hop paces the train after its stamps: a CoDel/PIE reading from a train's tail
+    names the FIFO as deep as the flows' queue (seed 69 path 29, a 9.5-Mbit/s FIFO behind a WiFi hop in front of
+    the line, read PIE: now named); an AQM train shortened to 2 s of the rate that read a FIFO names CoDel and PIE
+    (seed 69 path 17, CoDel at 0.335 Mbit/s: 52 packets built 1.9x the flows' 555 ms). A whole train's reading, a
+    full-length train's FIFO and a flow-isolating verdict name nothing new."""
+    tail = {"sent": 1000, "received": 80, "lost": 920, "first_loss": 5}
+    x = _up({"limiter": "aqm", "aqm_qdisc": "pie", "limiter_note": "a train's tail", "limiter_alternatives": None,
+             "evidence": {"flow_q95_ms": 7.54, "dropped": True}, "aqm_train": tail})
+    m.up_left_open(x)
+    assert x["limiter_alternatives"] == [{"limiter": "aqm", "kinds": ["pie"]},
+                                         {"limiter": "fifo", "depth_below_ms": 7.54 + m_physics.NOISE_MS,
+                                          "why": m_trains.FIRST_HOP_CAVEAT}]
+    assert c.limiter_said(truth("fifo", 9.53, 7_000), x) and c.limiter_said(truth("pie", 9.53), x)
+    whole = _up(dict(x, aqm_train=dict(tail, first_loss=None, lost=0, received=1000), limiter_alternatives=None))
+    m.up_left_open(whole)
+    assert whole["limiter_alternatives"] is None
+    iso = _up(dict(x, aqm_qdisc=None, limiter_alternatives=None))
+    m.up_left_open(iso)
+    assert iso["limiter_alternatives"] is None
+    short = {"sent": 52, "received": 28, "lost": 24, "first_loss": 4}
+    f = _up({"limiter": "fifo", "limiter_note": None, "limiter_alternatives": None, "aqm_train": short,
+             "evidence": {"flow_q95_ms": 555.19, "dropped": True}})
+    m.up_left_open(f)
+    assert [a.get("kinds") for a in f["limiter_alternatives"]] == [None, ["codel", "pie"]]
+    assert "52 packets (2 s of the rate" in f["limiter_note"] and c.limiter_said(truth("codel", 0.335), f)
+    full = _up(dict(f, aqm_train=dict(short, sent=1000), limiter_alternatives=None, limiter_note=None))
+    m.up_left_open(full)
+    assert full["limiter_alternatives"] is None
+
+
 def test_the_up_directions_truth_is_its_own_links_rate_port_buffer_and_bucket():
     # camp47 path 10: a tbf at 47.8 % of a 56.8-Mbit/s port down, of a 23.2-Mbit/s port up, 0.082 BDP, 66-ms bucket
     t = {"index": 10, "limiter": "shaper", "port_mbps": 56.83225561838954, "up_port_mbps": 23.24410390958926,
