@@ -192,7 +192,7 @@ pub enum Status {
     /// up: the server holds a slot for the train: send it; value = its count ([`crate::train_up`])
     Ready = 8,
     /// up: an answer to a report request, with the arrivals' records
-    Report = 9,
+    Records = 9,
     /// up: the server holds no up train of this session (never started, done, or expired)
     Gone = 10,
 }
@@ -200,7 +200,7 @@ pub enum Status {
 impl Status {
     pub(crate) fn from_u8(v: u8) -> Option<Status> {
         use Status::*;
-        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall, TooLong, Ready, Report, Gone].into_iter().find(|s| *s as u8 == v)
+        [Cookie, Done, TooMany, TooBig, Busy, Budget, TooSmall, TooLong, Ready, Records, Gone].into_iter().find(|s| *s as u8 == v)
     }
 }
 
@@ -260,12 +260,9 @@ pub fn refusal_words(dir: Direction, s: Status, value: u32, count: u32, size: us
             BUDGET_WINDOW_NS / 1_000_000_000,
             value as f64 / 1e3
         ),
-        Status::Gone => format!(
-            "the server holds no up train of this session any more (it frees one quiet for {} s, or {} s after it began)",
-            crate::train_up::UP_IDLE_NS / 1_000_000_000,
-            crate::train_up::UP_LIFETIME_NS / 1_000_000_000
-        ),
-        Status::Cookie | Status::Done | Status::Ready | Status::Report => format!("{s:?}"),
+        // (the up client says why it may have gone: crate::train_up's bounds)
+        Status::Gone => "the server holds no up train of this session any more".into(),
+        Status::Cookie | Status::Done | Status::Ready | Status::Records => format!("{s:?}"),
     }
 }
 
@@ -420,14 +417,13 @@ impl Budget {
     }
 }
 
-/// The server's side of the trains: its cookie key, the budgets, the trains
-/// in flight (down: being sent; up: being received, [`crate::train_up`]).
+/// The server's side of the down trains: its cookie key, the source
+/// addresses' budgets, the trains being sent (the up trains share the cookie
+/// and the budgets: `crate::train_up::Trains`).
 pub struct TrainServer {
     cookie_key: Key,
     budgets: HashMap<IpAddr, Budget>,
     in_flight: Arc<Mutex<HashSet<(SocketAddr, u32)>>>,
-    /// the up trains' slots, by (client address, session)
-    pub(crate) up: HashMap<(SocketAddr, u32), crate::train_up::UpSlot>,
 }
 
 impl Default for TrainServer {
@@ -439,7 +435,7 @@ impl Default for TrainServer {
 impl TrainServer {
     pub fn new() -> TrainServer {
         let k: Vec<u8> = (0..4).flat_map(|_| sys::random_u64().to_le_bytes()).collect();
-        TrainServer { cookie_key: Key::new(&k), budgets: HashMap::new(), in_flight: Arc::default(), up: HashMap::new() }
+        TrainServer { cookie_key: Key::new(&k), budgets: HashMap::new(), in_flight: Arc::default() }
     }
 
     pub(crate) fn cookie(&self, from: SocketAddr, session: u32, epoch: u64) -> [u8; COOKIE_LEN] {

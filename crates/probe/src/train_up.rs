@@ -99,6 +99,7 @@ use crate::train::{
     TrainServer, COOKIE_LEN, MAX_COUNT, MAX_IN_FLIGHT, MAX_PACED_NS, TRAIN_CAP_NS,
 };
 use crate::wire::{self, Key, Kind, FLAG_AUTH, HEADER_LEN, TAG_LEN};
+use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 
@@ -386,7 +387,37 @@ pub enum UpData {
     Ignored,
 }
 
-impl TrainServer {
+/// The server's trains both ways: the down trains' server ([`TrainServer`]: its cookie key, the source addresses'
+/// budgets, the trains being sent), whose cookie and budget the up trains share, and the up trains being received.
+pub struct Trains {
+    down: TrainServer,
+    up: HashMap<(SocketAddr, u32), UpSlot>,
+}
+
+impl Default for Trains {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::ops::Deref for Trains {
+    type Target = TrainServer;
+    fn deref(&self) -> &TrainServer {
+        &self.down
+    }
+}
+
+impl std::ops::DerefMut for Trains {
+    fn deref_mut(&mut self) -> &mut TrainServer {
+        &mut self.down
+    }
+}
+
+impl Trains {
+    pub fn new() -> Trains {
+        Trains { down: TrainServer::new(), up: HashMap::new() }
+    }
+
     /// Up trains being received now.
     pub fn up_in_flight(&self) -> usize {
         self.up.len()
@@ -493,7 +524,7 @@ impl TrainServer {
                     kernel_stamps: s.user_stamps == 0,
                     records: s.records[from_i..(from_i + n).min(s.records.len())].iter().map(|&(q, rx)| (q as u32, rx)).collect(),
                 };
-                (Handled::Reported, Some(build_report(session, pkt.len(), Status::Report, &report, key)))
+                (Handled::Reported, Some(build_report(session, pkt.len(), Status::Records, &report, key)))
             }
             UpRequest::Done => match self.up.remove(&(from, session)) {
                 Some(_) => (Handled::Freed, None),
@@ -502,7 +533,7 @@ impl TrainServer {
         }
     }
 
-    /// [`TrainServer::respond_up`], the answer sent to `from` on `sock`.
+    /// [`Trains::respond_up`], the answer sent to `from` on `sock`.
     #[allow(clippy::too_many_arguments)]
     pub fn handle_up(&mut self, sock: &UdpSocket, from: SocketAddr, session: u32, pkt: &[u8], key: Option<&Key>, now: u64, drops: Option<u32>) -> Handled {
         let (h, answer) = self.respond_up(from, session, pkt, key, now, drops);
@@ -515,6 +546,16 @@ impl TrainServer {
 }
 
 // ---------------------------------------------------------------- client
+
+/// The server's GONE in words, with why a slot ends.
+fn gone_words() -> String {
+    format!(
+        "{} (it frees one quiet for {} s or {} s after it began, and one whose address started a newer up train)",
+        refusal_words(Direction::Up, Status::Gone, 0, 0, 0),
+        UP_IDLE_NS / 1_000_000_000,
+        UP_LIFETIME_NS / 1_000_000_000
+    )
+}
 
 /// What one receive from the server brought.
 enum Got {
@@ -720,7 +761,7 @@ fn poll_until_quiet(c: &mut Client, cfg: &TrainCfg, started: u64, handshake_rtt_
         }
         for (got, at) in c.recv(5_000_000) {
             match got {
-                Got::Answer(UpAnswer::Report { status: Status::Report, report }) if report.records.is_empty() => {
+                Got::Answer(UpAnswer::Report { status: Status::Records, report }) if report.records.is_empty() => {
                     if let Some(t) = asked_at.take() {
                         rtt = at - t;
                     }
@@ -732,7 +773,7 @@ fn poll_until_quiet(c: &mut Client, cfg: &TrainCfg, started: u64, handshake_rtt_
                     }
                 }
                 Got::Answer(UpAnswer::Report { status: Status::Gone, .. }) => {
-                    return Err(format!("{}: {}", cfg.addr, refusal_words(Direction::Up, Status::Gone, 0, cfg.count, cfg.size)))
+                    return Err(format!("{}: {}", cfg.addr, gone_words()))
                 }
                 // a late echo reply or a second READY (a start asked again): ours, nothing to do
                 Got::Alive | Got::Answer(UpAnswer::Start { .. }) => {}
@@ -795,7 +836,7 @@ fn fetch(c: &mut Client, cfg: &TrainCfg, started: u64, flags: u8, mut last: Repo
         }
         for (g, _) in c.recv(5_000_000) {
             match g {
-                Got::Answer(UpAnswer::Report { status: Status::Report, report }) => {
+                Got::Answer(UpAnswer::Report { status: Status::Records, report }) => {
                     let f = report.first;
                     // a chunk's answer carries what the server held from its first record, up to a chunk
                     let full = (report.records.len() as u32) == per.min(report.received.saturating_sub(f));
@@ -817,7 +858,7 @@ fn fetch(c: &mut Client, cfg: &TrainCfg, started: u64, flags: u8, mut last: Repo
                     }
                 }
                 Got::Answer(UpAnswer::Report { status: Status::Gone, .. }) => {
-                    return Err(format!("{}: {}", cfg.addr, refusal_words(Direction::Up, Status::Gone, 0, cfg.count, cfg.size)))
+                    return Err(format!("{}: {}", cfg.addr, gone_words()))
                 }
                 // a late echo reply or a second READY (a start asked again): ours, nothing to do
                 Got::Alive | Got::Answer(UpAnswer::Start { .. }) => {}
@@ -839,12 +880,12 @@ mod tests {
     }
 
     /// A server with a READY slot for (`from`, `session`): `count` packets of `size` B.
-    fn ready(t: &mut TrainServer, from: SocketAddr, session: u32, count: u32, size: u16, now: u64) -> Handled {
+    fn ready(t: &mut Trains, from: SocketAddr, session: u32, count: u32, size: u16, now: u64) -> Handled {
         let cookie = t.cookie(from, session, now / COOKIE_EPOCH_NS);
         t.respond_up(from, session, &build_start(session, count, size, 0, &cookie, None), None, now, Some(0)).0
     }
 
-    fn report(t: &mut TrainServer, from: SocketAddr, session: u32, first: u32, len: usize, now: u64, drops: Option<u32>) -> (Status, Report) {
+    fn report(t: &mut Trains, from: SocketAddr, session: u32, first: u32, len: usize, now: u64, drops: Option<u32>) -> (Status, Report) {
         let (_, a) = t.respond_up(from, session, &build_report_request(session, first, len, None), None, now, drops);
         match parse_up_answer(&a.unwrap()) {
             Some(UpAnswer::Report { status, report }) => (status, report),
@@ -878,14 +919,14 @@ mod tests {
                 kernel_stamps: true,
                 records: (280..400).map(|s| (s, 1_700_000_000_000_000_000 + s as u64 * 120_000)).collect(),
             };
-            let b = build_report(9, r.len(), Status::Report, &rep, key);
+            let b = build_report(9, r.len(), Status::Records, &rep, key);
             assert_eq!(b.len(), r.len());
             wire::parse(&b, key).unwrap();
             let fit = records_fit(1472, flags_of(key));
             assert_eq!(fit, if key.is_some() { 140 } else { 141 });
             // 120 records fit whole; the drops' sentinel reads None
-            assert_eq!(parse_up_answer(&b), Some(UpAnswer::Report { status: Status::Report, report: rep.clone() }));
-            let b = build_report(9, r.len(), Status::Report, &Report { drops: None, ..rep.clone() }, key);
+            assert_eq!(parse_up_answer(&b), Some(UpAnswer::Report { status: Status::Records, report: rep.clone() }));
+            let b = build_report(9, r.len(), Status::Records, &Report { drops: None, ..rep.clone() }, key);
             assert!(matches!(parse_up_answer(&b), Some(UpAnswer::Report { report: Report { drops: None, .. }, .. })));
         }
         // a signed answer does not verify with another key; garbage and unknown ops are nothing
@@ -900,7 +941,7 @@ mod tests {
         s.push(0);
         assert_eq!(parse_up_request(&s), None, "a start of the wrong length");
         // a report claiming more records than its length holds
-        let mut b = build_report(9, 100, Status::Report, &Report::default(), None);
+        let mut b = build_report(9, 100, Status::Records, &Report::default(), None);
         b[18] = 5;
         assert_eq!(parse_up_answer(&b), None);
     }
@@ -909,7 +950,7 @@ mod tests {
     fn an_answer_is_never_longer_than_the_request_that_asked_whatever_its_length() {
         let k = Key::new(b"s");
         for key in [None, Some(&k)] {
-            let mut t = TrainServer::new();
+            let mut t = Trains::new();
             let from = addr(4000);
             assert_eq!(ready(&mut t, from, 1, 4096, 64, T0), Handled::Started);
             for seq in 0..4096 {
@@ -935,11 +976,11 @@ mod tests {
 
     #[test]
     fn the_bounds_refuse_with_the_down_trains_statuses_and_a_session_holds_one_slot() {
-        let mut t = TrainServer::new();
+        let mut t = Trains::new();
         let from = addr(4000);
         let now = T0;
         let cookie = t.cookie(from, 5, now / COOKIE_EPOCH_NS);
-        let start = |t: &mut TrainServer, count: u32, size: u16, pace: u64| {
+        let start = |t: &mut Trains, count: u32, size: u16, pace: u64| {
             let (h, a) = t.respond_up(from, 5, &build_start(5, count, size, pace, &cookie, None), None, now, None);
             match parse_up_answer(&a.unwrap()) {
                 Some(UpAnswer::Start { status, value, .. }) => (h, status, value),
@@ -991,7 +1032,7 @@ mod tests {
 
     #[test]
     fn the_budget_per_address_is_the_down_trains_and_refills() {
-        let mut t = TrainServer::new();
+        let mut t = Trains::new();
         // 4096 x 1500 B = 6.1 MB of the 8 MB: a second such train from the address waits 5.36 s (the
         // 4.29 MB it lacks at 0.8 MB/s)
         assert_eq!(ready(&mut t, addr(1), 1, 4096, 1472, T0), Handled::Started);
@@ -1012,7 +1053,7 @@ mod tests {
 
     #[test]
     fn data_of_no_slot_the_wrong_size_or_beyond_the_count_is_ignored_and_a_copy_counted_once() {
-        let mut t = TrainServer::new();
+        let mut t = Trains::new();
         let from = addr(4000);
         // no slot at all
         assert_eq!(t.up_data(from, 1, 0, 1000, 5, true, T0), UpData::Ignored);
@@ -1029,7 +1070,7 @@ mod tests {
             t.up_data(from, 1, seq, 1000, 7_000_000 + i as u64 * 120_000, i != 3, T0 + 1_000 * i as u64);
         }
         let (status, r) = report(&mut t, from, 1, 0, 1472, T0 + 5_000_000, Some(0));
-        assert_eq!(status, Status::Report);
+        assert_eq!(status, Status::Records);
         assert_eq!(r.records, vec![(3, 7_000_000), (1, 7_120_000), (2, 7_360_000)], "the first arrival of each, in arrival order");
         assert_eq!((r.received, r.duplicates), (3, 2));
         assert_eq!(r.max_gap_ns, 240_000, "between the 2nd and the 3rd recorded");
@@ -1043,7 +1084,7 @@ mod tests {
 
     #[test]
     fn a_report_counts_the_sockets_drops_since_the_slot_began() {
-        let mut t = TrainServer::new();
+        let mut t = Trains::new();
         let from = addr(1);
         let cookie = t.cookie(from, 1, T0 / COOKIE_EPOCH_NS);
         t.respond_up(from, 1, &build_start(1, 10, 100, 0, &cookie, None), None, T0, Some(40));
@@ -1055,7 +1096,7 @@ mod tests {
 
     #[test]
     fn a_slot_quiet_for_ten_seconds_or_older_than_its_lifetime_is_freed() {
-        let mut t = TrainServer::new();
+        let mut t = Trains::new();
         let from = addr(1);
         assert_eq!(ready(&mut t, from, 1, 10, 100, T0), Handled::Started);
         t.expire_up(T0 + UP_IDLE_NS - 1);

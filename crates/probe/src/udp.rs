@@ -137,7 +137,7 @@ pub fn serve(sock: &UdpSocket, cfg: &ServerCfg, stop: &dyn Fn() -> bool) -> io::
     sock.set_read_timeout(Some(Duration::from_nanos(WAKE_NS)))?;
     let key = cfg.secret.as_deref().map(Key::new);
     let mut clients = Clients::default();
-    let mut trains = train::TrainServer::new();
+    let mut trains = train_up::Trains::new();
     let mut st = ServerStats::default();
     let mut buf = vec![0u8; 65536];
     let rflags = if cfg.busy_poll {

@@ -4,14 +4,14 @@
 //! its length, and the server's answer to an accepted up-train request is no
 //! longer than it (no amplification); the up-train answer parser never panics.
 #![no_main]
-use bloatlab_probe::{train, train_up, wire};
+use bloatlab_probe::{train_up, wire};
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Mutex, OnceLock};
 
 /// One server for the whole run: what the inputs leave in it carries over.
-fn server() -> &'static Mutex<train::TrainServer> {
-    static S: OnceLock<Mutex<train::TrainServer>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(train::TrainServer::new()))
+fn server() -> &'static Mutex<train_up::Trains> {
+    static S: OnceLock<Mutex<train_up::Trains>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(train_up::Trains::new()))
 }
 
 fuzz_target!(|data: &[u8]| {
