@@ -135,18 +135,6 @@ pub const UP_LIFETIME_NS: u64 = MAX_PACED_NS + TRAIN_CAP_NS;
 /// client's `run_train` sizes its buffer so), 10.2 MB asked, 20.4 MB the
 /// limit. Memory is only taken while datagrams wait in the queue.
 pub const UP_RCVBUF: i32 = (MAX_COUNT as usize * (train::MAX_SIZE + 1024)) as i32;
-/// Up trains one source address may have being received at once: a new
-/// train of the address (its cookie echoed) takes the place of its older
-/// one. A slot lives as long as its client keeps it busy, up to
-/// [`UP_LIFETIME_NS`], so one host could otherwise hold all [`MAX_IN_FLIGHT`]
-/// slots with tiny trains and deny up trains to everyone for a minute at a
-/// time; now that takes [`MAX_IN_FLIGHT`] hosts, each one that echoed its
-/// cookie (a real address). Replacing rather than refusing: a client whose
-/// `done` was lost starts its next train at once (measure sends the paced
-/// train right after the first), and a host can end only its own trains
-/// (two measuring hosts behind one NAT address cut each other's: the one
-/// cut gets `GONE` and says so).
-pub const MAX_UP_PER_SOURCE: usize = 1;
 /// A report's drop counter when the server cannot count its socket's drops.
 pub const DROPS_NOT_COUNTED: u32 = u32::MAX;
 
@@ -479,8 +467,13 @@ impl Trains {
                     }
                     return refuse(Status::Busy, 0);
                 }
-                // one address holds at most MAX_UP_PER_SOURCE (1) slot: a new train of the address (its cookie
-                // echoed) takes the place of its older one
+                // one slot per source address: a new train of the address (its cookie echoed) takes the place of
+                // its older one. A slot lives as long as its client keeps it busy, up to UP_LIFETIME_NS, so one host
+                // could otherwise hold all MAX_IN_FLIGHT slots with tiny trains and deny up trains to everyone for
+                // a minute at a time; now that takes MAX_IN_FLIGHT hosts, each one that echoed its cookie (a real
+                // address). Replacing rather than refusing: a client whose `done` was lost starts its next train at
+                // once (measure sends the paced train right after the first), and a host can end only its own
+                // trains (two measuring hosts behind one NAT address cut each other's: the one cut gets GONE)
                 self.up.retain(|(a, _), _| a.ip() != from.ip());
                 if self.up.len() >= MAX_IN_FLIGHT {
                     return refuse(Status::Busy, MAX_IN_FLIGHT as u32);
@@ -649,7 +642,7 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
     }
     let ask_again_ns = rtt_ns.saturating_mul(4).clamp(50_000_000, cfg.timeout_ns.max(50_000_000));
     let (records, last) = fetch(&mut c, cfg, started, flags, last, ask_again_ns)?;
-    // the slot's end, three times: a lost done would hold the address's one slot (MAX_UP_PER_SOURCE) until it idles
+    // the slot's end, three times: a lost done would keep the address's one slot until it idles
     let done = build_done(c.session, c.key.as_ref());
     for _ in 0..3 {
         c.send(&done);
@@ -1036,7 +1029,7 @@ mod tests {
         // 4096 x 1500 B = 6.1 MB of the 8 MB: a second such train from the address waits 5.36 s (the
         // 4.29 MB it lacks at 0.8 MB/s)
         assert_eq!(ready(&mut t, addr(1), 1, 4096, 1472, T0), Handled::Started);
-        // (a second train of the address would end this one: MAX_UP_PER_SOURCE; the budget is charged either way)
+        // (a second train of the address would end this one: one slot per address; the budget is charged either way)
         let cookie = t.cookie(addr(2), 2, T0 / COOKIE_EPOCH_NS);
         let (h, a) = t.respond_up(addr(2), 2, &build_start(2, 4096, 1472, 0, &cookie, None), None, T0, None);
         assert_eq!(h, Handled::Refused(Status::Budget));

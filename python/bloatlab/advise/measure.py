@@ -836,10 +836,8 @@ def _train(host: str, port: int, secret: str | None, count: int | None = None, p
     return _probe(args, timeout=90 if up else 30, who=f"measure ({what})")["train"]
 
 
-def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float, d: dict | None = None) -> dict:
-    """:func:`_train` of ``count`` packets paced at ``pace_mbps``; up where ``d`` is the up direction's report."""
-    if d is not None and _way(d) == "up":
-        return _send_up(host, port, secret, d, count, pace_mbps)
+def _paced_train(host: str, port: int, secret: str | None, count: int, pace_mbps: float) -> dict:
+    """:func:`_train` of ``count`` packets paced at ``pace_mbps``."""
     return _train(host, port, secret, count, pace_mbps)
 
 
@@ -930,7 +928,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
         start = time.monotonic()
         try:
-            t2 = _paced_train(host, port, secret, count, pace, **({"d": d} if _way(d) == "up" else {}))
+            t2 = (_send_up(host, port, secret, d, count, pace) if _way(d) == "up"
+                  else _paced_train(host, port, secret, count, pace))
         except UserError as e:
             d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
             return
