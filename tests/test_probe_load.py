@@ -107,21 +107,44 @@ def test_halt_at_end_stops_the_flows_with_their_phase_instead_of_waiting_for_a_d
     bins = [d for d in (os.environ.get("BLOATLAB_BIN_DIR"), os.path.join(ROOT, ".venv", "bin")) if d]
     env = dict(os.environ, PATH=":".join(bins + [os.environ["PATH"]]))
     spans = {}
-    for flag in ("", "--halt-at-end"):
-        r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--down", "1Mbit", "--up", "1Mbit",
-                            "--rtt", "20ms", "--buffer", "500KB", "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
-                            "sh", "-c", f"sleep 0.5; bloatlab-probe load $BLOATLAB_SERVER --down 2 --up 0 -t 2 --idle 250ms "
-                                        f"--no-self-probes --sample-interval 20ms --json {flag}"],
-                           capture_output=True, text=True, timeout=120, env=env)
-        assert r.returncode == 0, r.stderr
-        j = json.loads(r.stdout[r.stdout.index("{"):])
-        fs = j["raw"]["series"]["flows"]
-        t, fid = fs["t"], fs["flow"]
-        spans[flag] = min(max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f)
-                          for f in set(fid))
+    for flag in ("", "--halt-at-end", "--halt-rtts 20"):
+        spans[flag] = _flow_spans(env, "500KB", 2, 2, flag)[0]
     # halted: within the phase and a few samples; waiting: the 2-s grace on top (the send buffer is not acked by then)
     assert spans["--halt-at-end"] < 2.0 + 0.3, spans
     assert spans[""] > spans["--halt-at-end"] + 1.5, spans
+    # --halt-rtts 20: the 2-s phase's second half spans no 20 round trips of a queue seconds deep: the grace, as without
+    assert spans["--halt-rtts 20"] > spans["--halt-at-end"] + 1.5, spans
+
+
+def _flow_spans(env: dict, buffer: str, secs: float, flows: int, flag: str) -> tuple[float, float]:
+    """The shortest and the longest time a flow of ``flows`` CUBIC downloads at 1 Mbit/s and 20 ms behind a FIFO
+    of ``buffer`` reported TCP_INFO samples over, a ``secs``-long ``load`` with ``flag``."""
+    r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--down", "1Mbit", "--up", "1Mbit",
+                        "--rtt", "20ms", "--buffer", buffer, "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
+                        "sh", "-c", f"sleep 0.5; bloatlab-probe load $BLOATLAB_SERVER --down {flows} --up 0 -t {secs:g} "
+                                    f"--idle 250ms --no-self-probes --sample-interval 20ms --json {flag}"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout[r.stdout.index("{"):])
+    fs = j["raw"]["series"]["flows"]
+    t, fid = fs["t"], fs["flow"]
+    spans = [max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f) for f in set(fid)]
+    return min(spans), max(spans)
+
+
+@needs_root
+def test_halt_rtts_stops_the_flows_at_their_phases_end_where_its_second_half_spans_the_round_trips():
+    # 4 CUBIC downloads at 1 Mbit/s behind a 3-KB FIFO (24 ms) at 20 ms: the loaded round trip is ~45 ms, and a 4-s
+    # phase's second half (~1.9 s) spans 20 of them (0.9 s): with --halt-rtts 20 every flow stops at the phase's end.
+    # Without it the server's senders wait up to 2 s for the acks of their send buffers, which windows of a few
+    # segments drain slowly, with timeouts (one run: the flows' samples over 4.65-6.08 s, with the option 3.97-3.98;
+    # 2.05-2.07 s of each phase of shapers at 0.4-0.9 Mbit/s, campaign seed 69). Behind a 10-KB FIFO the second half
+    # no longer spans 20 round trips and the grace stays (5.58-5.92 s in one run: the rule's unit test, crates/probe)
+    bins = [d for d in (os.environ.get("BLOATLAB_BIN_DIR"), os.path.join(ROOT, ".venv", "bin")) if d]
+    env = dict(os.environ, PATH=":".join(bins + [os.environ["PATH"]]))
+    spans = {flag: _flow_spans(env, "3KB", 4, 4, flag) for flag in ("", "--halt-rtts 20")}
+    assert spans["--halt-rtts 20"][1] < 4.0 + 0.3, spans
+    assert spans[""][1] > spans["--halt-rtts 20"][1] + 1.0, spans
 
 
 @needs_root

@@ -56,6 +56,24 @@
 //! retransmit's duplicate ACKs coming back), and the samples of the full
 //! queue's round trip that their smoothed RTT needs.
 //!
+//! `--halt-rtts N` (a phase's end at its ceiling, [`halts`]): a phase that
+//! ends at its `-t` (not ended earlier by the rules above) lets its senders
+//! wait up to 2 s for the acks of what they wrote (`tcp::stream`'s
+//! `TIMED_ACK_GRACE_NS`), and the link stays loaded meanwhile: the
+//! figures read over the phase's second half get up to 1 s more of it. Where
+//! that half already spans N loaded round trips (bloatlab's `measure` reads
+//! the rate from the acked bytes over at least 20, its `ACKED_EDGE`), the
+//! grace adds nothing the figures need: the flows stop at `-t` instead, as
+//! with `--halt-at-end` (the grace took 2.1-2.4 s of each such phase at 1-180
+//! Mbit/s, 3.5 s of a `measure --quick` on average over a campaign's 41
+//! paths). The loaded round trip is the largest of the probes' 95th
+//! percentile over the second half so far, each sending flow's smoothed RTT's
+//! 95th percentile over it (its TCP_INFO samples), and each receiving flow's
+//! own estimate (`tcpi_rcv_rtt`; the sender's is the server's): the flows sit
+//! in their own queues behind a flow-isolating qdisc, which the probes do not
+//! see. The rule is judged an interval before `-t` at most (the watcher's
+//! last), so that the flows stop on time.
+//!
 //! Constants:
 //! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
 //! - [`MIN_INTERVAL_NS`] = 100 ms: ten UDP probes at `load`'s 10 ms, the
@@ -164,6 +182,41 @@ impl Live {
     fn rtts_between(&self, a: u64, b: u64) -> Vec<f64> {
         self.rtts.lock().unwrap().iter().filter(|x| x.0 >= a && x.0 < b).map(|x| x.1).collect()
     }
+    /// The loaded round trip (ms) since `from` (CLOCK_MONOTONIC; module doc, `--halt-rtts`): the largest of the
+    /// probes' 95th percentile, each sending flow's smoothed RTT's 95th percentile (its TCP_INFO samples) and
+    /// each receiving flow's `tcpi_rcv_rtt`; 0 where none is known.
+    fn loaded_rtt_ms(&self, from: u64) -> f64 {
+        let mut worst = p95(self.rtts_between(from, u64::MAX));
+        for (reverse, s) in self.streams.lock().unwrap().iter() {
+            let ms = if *reverse {
+                sys::tcp_info(s.sock.as_raw_fd()).map_or(0.0, |t| t.rcv_rtt as f64 / 1e3)
+            } else {
+                p95(s.samples.lock().unwrap().iter().filter(|x| x.0 >= from && x.1.rtt > 0).map(|x| x.1.rtt as f64 / 1e3).collect())
+            };
+            worst = worst.max(ms);
+        }
+        worst
+    }
+    /// The latest start (CLOCK_MONOTONIC) of the loaded flows: from then on all of them ran.
+    fn all_ran_from(&self) -> Option<u64> {
+        self.streams.lock().unwrap().iter().map(|(_, s)| s.start_mono).max()
+    }
+}
+
+/// The 95th percentile (nearest rank) of `v`; 0 for none.
+fn p95(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+}
+
+/// `--halt-rtts N`: the flows of a phase that all ran from `from_ns` to its ceiling `end_ns` stop there where the
+/// phase's second half spans at least `n` loaded round trips of `rtt_ms` (module doc); not where no round trip is
+/// known (nothing to judge by: the grace as without the option).
+pub fn halts(from_ns: u64, end_ns: u64, rtt_ms: f64, n: f64) -> bool {
+    rtt_ms > 0.0 && end_ns.saturating_sub(from_ns) as f64 / 2.0 >= n * rtt_ms * 1e6
 }
 
 /// One interval of a running phase.
@@ -274,8 +327,10 @@ pub struct Watched {
 /// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
 /// interval after another, and ends the phase ([`Live::end`]) at
 /// [`phase_end`] once [`saturated`] and `until.floor_bytes` delivered, or
-/// (`until.at_loss`) at [`loss_end`].
-pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> Watched {
+/// (`until.at_loss`) at [`loss_end`]; without `until` it only watches. Where
+/// none of these ended it before `end`, there with `halt_rtts` N where
+/// [`halts`] (`--halt-rtts`).
+pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f64, halt_rtts: Option<f64>) -> Watched {
     let mut iv: Vec<Interval> = Vec::new();
     let mut a = start;
     let mut prev = 0u64;
@@ -284,9 +339,15 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> W
     while !sys::stopped() {
         let b = a + interval_ns(iv.last(), base_ms);
         if b >= end || b >= live.end() {
-            if until.at_loss && lost_at.is_none() {
+            if until.is_some_and(|u| u.at_loss) && lost_at.is_none() {
                 // no loss by the ceiling: the phase ends there (its flows may run past it only after a loss)
                 live.set_end(end);
+            }
+            if let (Some(n), Some(from)) = (halt_rtts, live.all_ran_from()) {
+                // the last interval before the ceiling: the flows stop at it where their second half spans n round trips
+                if live.end() == u64::MAX && halts(from, end, live.loaded_rtt_ms(from + end.saturating_sub(from) / 2), n) {
+                    live.set_end(end);
+                }
             }
             break;
         }
@@ -304,6 +365,7 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Until, base_ms: f64) -> W
         });
         prev = bytes;
         a = b;
+        let Some(until) = until else { continue };
         if until.at_loss {
             if let Some(len) = loss_end(&iv, b - start, base_ms) {
                 lost_at = Some(b - start);
@@ -431,6 +493,21 @@ mod tests {
         // none answered at all: the base round trip, at least 100 ms
         let none = [Interval { end_s: 0.1, len_s: 0.1, bytes: 0, rtt_ms: vec![], lost: true }];
         assert_eq!(loss_end(&none, 100 * MS, 45.0), Some(200 * MS));
+    }
+
+    #[test]
+    fn halt_rtts_stops_the_flows_at_the_ceiling_only_where_the_second_half_spans_n_round_trips() {
+        const MS: u64 = 1_000_000;
+        // a 5-s phase whose flows all ran from 0.1 s: its second half is 2.45 s, 20 round trips of 122.5 ms
+        assert!(halts(100 * MS, 5000 * MS, 45.8, 20.0)); // 163 Mbit/s at 45 ms (campaign seed 69 path 9): stop
+        assert!(halts(100 * MS, 5000 * MS, 122.5, 20.0)); // exactly 20
+        assert!(!halts(100 * MS, 5000 * MS, 122.6, 20.0)); // a deeper queue: the grace lengthens the window
+        assert!(!halts(100 * MS, 5000 * MS, 0.0, 20.0)); // no round trip known: the grace, as without the option
+        assert!(!halts(5200 * MS, 5000 * MS, 10.0, 20.0)); // flows started after the ceiling: nothing spanned
+        // the 95th percentile by nearest rank: 20 samples, the 19th
+        assert_eq!(p95((1..=20).map(f64::from).collect()), 19.0);
+        assert_eq!(p95(vec![7.0]), 7.0);
+        assert_eq!(p95(vec![]), 0.0);
     }
 
     #[test]

@@ -395,6 +395,13 @@ struct LoadArgs {
     /// --halt-at-end
     #[arg(long, conflicts_with = "until_stable")]
     until_loss: bool,
+    /// a loaded phase that runs to -t ends there, its flows stopped as with
+    /// --halt-at-end, where its second half spanned N loaded round trips
+    /// (the probes' and the flows' own, the largest): what a reading over
+    /// N round trips needs is then there; otherwise the flows wait for
+    /// their acks, up to 2 s, and the link stays loaded meanwhile
+    #[arg(long, value_name = "N", conflicts_with_all = ["until_loss", "halt_at_end"], value_parser = halt_rtts)]
+    halt_rtts: Option<f64>,
     /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,
@@ -421,6 +428,14 @@ fn dur(s: &str) -> Result<u64, String> {
         return Ok(0);
     }
     units::parse_duration(s)
+}
+/// `--halt-rtts`: a number of round trips, 1 to 1000 (beyond, no phase's second half spans them: the option
+/// would never act).
+fn halt_rtts(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (1.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected a number of round trips from 1 to 1000, got \"{s}\"")),
+    }
 }
 fn positive_dur(s: &str) -> Result<u64, String> {
     match units::parse_duration(s)? {
