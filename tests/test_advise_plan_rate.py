@@ -137,6 +137,12 @@ def test_an_unread_port_leaves_the_fill_its_floor_in_time_and_packets_not_its_ce
     M._load("h", 1, "up", 4, 5.0, None, "cubic", 0.25, floor_s=2.0)
     assert args[args.index("--until-stable") + 1] == "2000ms" and args[args.index("--floor-packets") + 1] == "400"
     assert "--queue-only" not in args
+    # at its ceiling the phase stops its flows where its second half spanned 1/ACKED_EDGE round trips and carried
+    # half the fill's packets (load --halt-rtts, crates/probe/src/live.rs); not a phase --until-loss ends
+    assert args[args.index("--halt-rtts") + 1] == "20" and args[args.index("--halt-packets") + 1] == "200"
+    args.clear()
+    M._load("h", 1, "up", 4, 5.0, None, "reno", 0.25, until_loss=True)
+    assert "--until-loss" in args and "--halt-rtts" not in args and "--halt-packets" not in args
     args.clear()
     M._load("h", 1, "up", 4, 5.0, None, "cubic", 0.25, floor_s=2.0, queue_only=True)
     assert "--queue-only" in args

@@ -142,9 +142,12 @@ def test_halt_rtts_stops_the_flows_at_their_phases_end_where_its_second_half_spa
     # no longer spans 20 round trips and the grace stays (5.58-5.92 s in one run: the rule's unit test, crates/probe)
     bins = [d for d in (os.environ.get("BLOATLAB_BIN_DIR"), os.path.join(ROOT, ".venv", "bin")) if d]
     env = dict(os.environ, PATH=":".join(bins + [os.environ["PATH"]]))
-    spans = {flag: _flow_spans(env, "3KB", 4, 4, flag) for flag in ("", "--halt-rtts 20")}
+    flags = ("", "--halt-rtts 20", "--halt-rtts 20 --halt-packets 200")
+    spans = {flag: _flow_spans(env, "3KB", 4, 4, flag) for flag in flags}
     assert spans["--halt-rtts 20"][1] < 4.0 + 0.3, spans
     assert spans[""][1] > spans["--halt-rtts 20"][1] + 1.0, spans
+    # the half carried ~160 full segments at 1 Mbit/s, not 200: the grace stays
+    assert spans["--halt-rtts 20 --halt-packets 200"][1] > spans["--halt-rtts 20"][1] + 1.0, spans
 
 
 @needs_root

@@ -71,8 +71,12 @@
 //! 95th percentile over it (its TCP_INFO samples), and each receiving flow's
 //! own estimate (`tcpi_rcv_rtt`; the sender's is the server's): the flows sit
 //! in their own queues behind a flow-isolating qdisc, which the probes do not
-//! see. The rule is judged an interval before `-t` at most (the watcher's
-//! last), so that the flows stop on time.
+//! see. With `--halt-packets M` the half must also have carried M full
+//! segments (the watcher's intervals that began in it): a reading over a few
+//! dozen packets at a fraction of a Mbit/s is edged by the flows' timeouts
+//! more than by their round trips (`measure` passes the 200 its fill's early
+//! end asks of a second half). The rule is judged an interval before `-t` at
+//! most (the watcher's last), so that the flows stop on time.
 //!
 //! Constants:
 //! - [`MAD`] = 4, [`SDT`] = 5 %: the draft's (§4.1), in `rpm`.
@@ -119,6 +123,14 @@ pub struct Until {
     /// loss (the interval after the one that saw it, [`interval_ns`]), not at
     /// saturation; the floors do not apply
     pub at_loss: bool,
+}
+
+/// `--halt-rtts N` (`--halt-packets M`): a phase that runs to its ceiling stops its flows there where its second
+/// half spanned `rtts` loaded round trips ([`halts`]) and carried `packets` full segments (module doc).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Halt {
+    pub rtts: f64,
+    pub packets: u64,
 }
 
 /// What a phase's threads share while it runs: its end (decided while it
@@ -330,7 +342,7 @@ pub struct Watched {
 /// (`until.at_loss`) at [`loss_end`]; without `until` it only watches. Where
 /// none of these ended it before `end`, there with `halt_rtts` N where
 /// [`halts`] (`--halt-rtts`).
-pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f64, halt_rtts: Option<f64>) -> Watched {
+pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f64, halt: Option<Halt>) -> Watched {
     let mut iv: Vec<Interval> = Vec::new();
     let mut a = start;
     let mut prev = 0u64;
@@ -343,9 +355,13 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f
                 // no loss by the ceiling: the phase ends there (its flows may run past it only after a loss)
                 live.set_end(end);
             }
-            if let (Some(n), Some(from)) = (halt_rtts, live.all_ran_from()) {
-                // the last interval before the ceiling: the flows stop at it where their second half spans n round trips
-                if live.end() == u64::MAX && halts(from, end, live.loaded_rtt_ms(from + end.saturating_sub(from) / 2), n) {
+            if let (Some(h), Some(from)) = (halt, live.all_ran_from()) {
+                // the last interval before the ceiling: the flows stop at it where their second half spans the round
+                // trips and carried the packets (those of the intervals that began in it)
+                let mid = from + end.saturating_sub(from) / 2;
+                let mid_s = mid.saturating_sub(start) as f64 / 1e9;
+                let carried: u64 = iv.iter().filter(|x| x.end_s - x.len_s >= mid_s - 1e-9).map(|x| x.bytes).sum();
+                if live.end() == u64::MAX && carried >= h.packets * SEGMENT_PAYLOAD && halts(from, end, live.loaded_rtt_ms(mid), h.rtts) {
                     live.set_end(end);
                 }
             }

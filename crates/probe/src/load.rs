@@ -80,9 +80,10 @@ pub struct LoadCfg {
     /// (`--until-loss`, `Until::at_loss`) a round trip after a flow first met a loss; the flows then stop with
     /// it, as with `halt_at_end`
     pub until: Option<live::Until>,
-    /// `--halt-rtts N`: a phase that reaches its `-t` ends there, its flows stopped as with `halt_at_end`, where its
-    /// second half spanned N loaded round trips (crate::live::halts); else they wait for their acks
-    pub halt_rtts: Option<f64>,
+    /// `--halt-rtts N` (`--halt-packets M`): a phase that reaches its `-t` ends there, its flows stopped as with
+    /// `halt_at_end`, where its second half spanned N loaded round trips and carried M full segments
+    /// (crate::live::Halt); else they wait for their acks
+    pub halt: Option<live::Halt>,
 }
 
 /// Most foreign probes in flight at once: at 10 per second that covers
@@ -292,7 +293,7 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let run_ns = if at_loss { 2 * cfg.duration_ns + (base_ms.max(0.0) * 1e6) as u64 } else { cfg.duration_ns };
     let ceiling = start + cfg.duration_ns;
     let end = start + run_ns;
-    let live = (cfg.until.is_some() || cfg.halt_rtts.is_some()).then(Live::new);
+    let live = (cfg.until.is_some() || cfg.halt.is_some()).then(Live::new);
     let board = cfg.self_probes.then(Board::new);
     let mk = |reverse: bool, n: usize, first_id: usize| tcp::ClientCfg {
         addr: cfg.addr,
@@ -331,8 +332,8 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let lv = live.clone();
     let sh = board.clone().map(|b| std::thread::spawn(move || self_probes(b, start, end, lv)));
     // the watcher: ends the phase once saturated, not before the floor (crate::live)
-    let (until, halt_rtts) = (cfg.until, cfg.halt_rtts);
-    let wh = live.clone().map(|l| std::thread::spawn(move || live::watch(&l, start, ceiling, until, base_ms, halt_rtts)));
+    let (until, halt) = (cfg.until, cfg.halt);
+    let wh = live.clone().map(|l| std::thread::spawn(move || live::watch(&l, start, ceiling, until, base_ms, halt)));
     let udp = udp::run_client(&udp::ClientCfg { live: live.clone(), ..udp_cfg(cfg, run_ns) }).map_err(|msg| tcp::ClientError { status: 1, msg })?;
     let s_of = |m: u64| if m == 0 { Value::Null } else { json!((m.saturating_sub(t0)) as f64 / 1e9) };
     let udp_done = sys::mono_ns();

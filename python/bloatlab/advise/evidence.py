@@ -80,8 +80,10 @@ def _window(j: dict, d: str) -> dict:
       samples beyond their phase; where they outlast the first flow, the
       same window as the flows'). The flows start :data:`SETUP_ROUNDS`
       round trips after the probes and run on through their ack grace (at
-      most 2 s: ``_load``) after the probes' end: the rate's reading wants
-      that, and the probes cannot give it."""
+      most 2 s: ``_load``) after the probes' end where the phase's second
+      half spanned fewer than 1/:data:`ACKED_EDGE` loaded round trips
+      (``load --halt-rtts``; elsewhere they stop with the probes): the
+      rate's reading wants that, and the probes cannot give it."""
     fs = j["raw"]["series"]["flows"]
     ids = sorted({f["id"] for f in j["flows"] if f["direction"] == d})
     fid, t = np.asarray(fs.get("flow", []), int), np.asarray(fs.get("t", []), float)

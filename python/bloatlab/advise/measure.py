@@ -276,7 +276,10 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
     # --halt-rtts 1/ACKED_EDGE: the probe stops the flows at -t where the second half already spans those round
     # trips (loaded: the probes' and the flows' own, crates/probe/src/live.rs), so the grace runs only where the
     # window needs it: it took 3.5 s of a measure on average (campaign seed 69's 41 paths, 1.9 s of a 163-Mbit/s
-    # phase at 45 ms whose window spanned 50 round trips without it)
+    # phase at 45 ms whose window spanned 50 round trips without it); and where the half carried the 200 packets the
+    # fill's early end asks of its second half (FILL_FLOOR_PACKETS / 2): read over fewer, behind a policer at a
+    # fraction of a Mbit/s, the rates moved by -42 to +16 % without the grace (docs/advise.md, "Where measure's
+    # time goes")
     # TCP_INFO samples: about SAMPLES_PER_PHASE a flow (the window, the phase's second half, keeps half of them:
     # enough for a p95); their JSON comes back over the path just measured
     sample_ms = min(max(secs * 1e3 / SAMPLES_PER_PHASE, 10.0), 1000.0)
@@ -296,7 +299,7 @@ def _load(host: str, port: int, d: str, flows: int, secs: float, secret: str | N
         # the phase ends a round trip after a flow's first loss (_deep_fill)
         args += ["--until-loss"]
     else:
-        args += ["--halt-rtts", f"{1 / ACKED_EDGE:g}"]
+        args += ["--halt-rtts", f"{1 / ACKED_EDGE:g}", "--halt-packets", str(FILL_FLOOR_PACKETS // 2)]
     if secret:
         args += ["--secret", secret]
     try:

@@ -402,6 +402,10 @@ struct LoadArgs {
     /// their acks, up to 2 s, and the link stays loaded meanwhile
     #[arg(long, value_name = "N", conflicts_with_all = ["until_loss", "halt_at_end"], value_parser = halt_rtts)]
     halt_rtts: Option<f64>,
+    /// with --halt-rtts: and where that half carried M full segments (1448 B
+    /// of payload each)
+    #[arg(long, value_name = "M", requires = "halt_rtts", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    halt_packets: Option<u64>,
     /// shared secret, when the server asks for one
     #[arg(long)]
     secret: Option<String>,

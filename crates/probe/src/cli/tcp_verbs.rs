@@ -119,7 +119,7 @@ pub(super) fn load_cmd(a: LoadArgs) -> R {
                 at_loss: false,
             })
             .or(a.until_loss.then_some(live::Until { loss_ends: true, at_loss: true, ..live::Until::default() })),
-        halt_rtts: a.halt_rtts,
+        halt: a.halt_rtts.map(|rtts| live::Halt { rtts, packets: a.halt_packets.unwrap_or(0) }),
     };
     if !a.json {
         println!("latency under load against {addr}: {:.1} s idle, then {} down + {} up flows for {:.1} s", a.idle as f64 / 1e9, a.down, a.up, a.time as f64 / 1e9);
