@@ -21,6 +21,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,6 +44,10 @@ def judge(t: dict, m: dict) -> list[dict]:
                      "limiter": x["limiter"], "aqm_qdisc": x.get("aqm_qdisc"), "right": x["limiter"] == t["observable"],
                      "said": C.limiter_said(t, x), "rule": c.get("rule"), "contradicted": bool(c.get("contradicted")),
                      "slow_start_ms": c.get("slow_start_ms"), "deepest_fifo_ms": c.get("deepest_fifo_ms"),
+                     "rate_read_mbps": x.get("rate_mbps"),
+                     # the campaign's rate error (campaign.score's "rate"): none on a variable link, whose truth is a mean
+                     "rate_err": (None if t.get("variable") or not x.get("rate_mbps") else
+                                  x["rate_mbps"] / (t["down_mbps"] if d == "down" else t["up_mbps"]) - 1),
                      "measure_s": m.get("elapsed_s")})
     return rows
 
@@ -70,6 +75,13 @@ def main(argv=None) -> int:
                "contradicted": len(fired),
                "contradicted_by_truth": dict(collections.Counter(r["truth"] for r in fired)),
                "contradicted_not_aqm": [(r["index"], r["direction"], r["truth"]) for r in fired if r["observable"] != "aqm"]}
+    # issue 30's rate goal (within 10 %) per direction, and its `measure --quick` goal (<= 20 s) per path
+    for d in ("down", "up"):
+        errs = [r["rate_err"] for r in rows if r["direction"] == d and r["rate_err"] is not None]
+        summary[f"{d}_rate_within_10pct"] = [sum(abs(e) <= 0.1 for e in errs), len(errs)]
+    secs = sorted({r["index"]: r["measure_s"] for r in rows if r["measure_s"] is not None}.values())
+    summary["measure_s"] = {"median": statistics.median(secs) if secs else None, "within_20": sum(s <= 20 for s in secs),
+                            "paths": len(secs)}
     print(json.dumps(summary, indent=1))
     if a.json:
         with open(a.json, "w") as f:
