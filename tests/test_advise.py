@@ -691,6 +691,31 @@ def test_where_the_link_idled_its_rate_is_the_busy_windows():
     assert busy_rate(dict(v, p10_mbps=4.43, p50_mbps=4.94, p90_mbps=5.75, window_s=0.1), 4.0) is None
 
 
+def test_an_up_fill_that_kept_the_ports_queue_busy_reads_at_least_the_port():
+    """measure.take_busy_port: campaign seed 69 path 16's up direction (fq_codel at 1.02 Mbit/s, 15 ms) measured
+    again: its CUBIC fill busy in 11 of 11 windows, its window too short in round trips for the acked bytes, its
+    delivery-rate samples 0.917 Mbit/s (-10.1 %), the large probes' port 0.991 (a lower bound of a port whose queue
+    drains at it): the rate is the port's (-2.8 %). Not down, not on a policer reading, not below the fill's own
+    rate, not where a window idled or the port is beyond the train's resolution."""
+    from bloatlab.advise import measure as M
+
+    v = {"p10_mbps": 0.7917814129988475, "p50_mbps": 0.915893843346275, "p90_mbps": 0.9873595045212024,
+         "timescale_s": 0.542299723646858, "window_s": 0.271149861823429, "windows": 11, "busy_windows": 11,
+         "phase": "cubic"}
+    rates, rate_from = {"cubic": 0.9169054443121408}, {"cubic": "delivery_rate"}
+    assert M.take_busy_port(rates, rate_from, v, 0.9912636827394421, 0.9169054443121408, "aqm", "up") == 0.9912636827394421
+    assert rates["port"] == 0.9912636827394421 and rate_from["port"].startswith("the port's rate")
+    for args in [(v, 0.99126, 0.91690, "aqm", "down"), (v, 0.99126, 0.91690, "policer", "up"),
+                 (v, 0.90, 0.91690, "aqm", "up"), (dict(v, busy_windows=10), 0.99126, 0.91690, "aqm", "up"),
+                 (v, 1.02, 0.91690, "aqm", "up"), (v, None, 0.91690, "aqm", "up"), (None, 0.99126, 0.91690, "aqm", "up")]:
+        rates = {}
+        assert M.take_busy_port(rates, {}, *args) == args[2] and rates == {}, args
+    # a policer the trains read after: the flows' rate stands, not the port's
+    x = {"limiter": "policer", "rate_mbps": 0.99126, "rate_by_cc": {"cubic": 0.9169, "port": 0.99126}}
+    M.policer_keeps_the_flows_rate(x)
+    assert x["rate_mbps"] == 0.9169
+
+
 def _variable_path(**kw):
     return Path(base_rtt_ms=40, down_mbps=10, buffer_bytes=500_000, down_variable=True, down_rate_p10_mbps=4,
                 down_rate_p50_mbps=10, down_rate_p90_mbps=25, down_rate_timescale_s=2.0, **kw)

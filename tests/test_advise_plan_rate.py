@@ -84,7 +84,8 @@ def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
     x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.0)
     assert calls == ["cubic"] and "bbr" not in x["phases_s"] and x["limiter"] == "aqm"
     assert x["rate_phase"]["ran"] is False and x["rate_phase"]["why"].startswith("own backlog")
-    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3)}
+    # its queue busy at the port throughout: the rate is the port's, a lower bound up (measure.take_busy_port)
+    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3), "port": 7.0} and x["rate_mbps"] == 7.0
     # the port the idle path showed 1.2x faster: the phase runs, and says why
     calls.clear()
     x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)

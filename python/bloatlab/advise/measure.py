@@ -197,6 +197,36 @@ class Measurement:
 BUSY_SHARE = 0.95
 
 
+def busy_at_port(vfill: dict | None, port_mbps: float | None, rate_mbps: float) -> bool:
+    """The fill's bottleneck busy (its flows' queue standing) in :data:`BUSY_SHARE` of its variation windows
+    ``vfill``, at a fill's rate ``rate_mbps`` within :data:`TRAIN_PORT_MARGIN` of the port's ``port_mbps`` the idle
+    path showed: a queue at the port, which drains at the port's rate (:func:`rate_phase_plan`'s *busy*)."""
+    return (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
+            and rate_mbps * TRAIN_PORT_MARGIN >= port_mbps)
+
+
+def take_busy_port(rates: dict, rate_from: dict, vfill: dict | None, port_mbps: float | None, rate: float,
+                   limiter: str, direction: str) -> float:
+    """The direction's rate where its fill kept a queue at the port busy (:func:`busy_at_port`) and read below
+    the port: the port's rate, entered in ``rates`` and ``rate_from`` as ``port``; ``rate`` itself elsewhere. A
+    busy queue drains at its link's rate, which :func:`busy_at_port` says is the port's; the up port is a lower
+    bound of it (:func:`_ports`: every per-byte cost on the large probes' way adds to their time), and a loss-based
+    fill over a slow link reads below a link it kept busy (its delivery-rate samples, where its window spans too
+    few round trips for the acked bytes, :data:`evidence.ACKED_EDGE`). Up only (the down port is the idle train's
+    spacing, which the *at the port* rule reads instead); not where the capacity moves (the port was read at one
+    instant) nor on a ``policer`` reading (its port is faster than the policed rate its flows got), and only where
+    no BBR phase ran (the caller: a phase that ran read the rate itself). Offline, on the stored measurements of
+    the fresh seeds 61-69 (``bench/advise/fifo_check.py``'s runs; each up direction read again against its
+    truth): 24 directions move, each nearer its truth but one (a policer read as an AQM at the port, +0.7 ->
+    +2.9 %), errors -11.0..+0.7 % -> -4.9..+2.9 %, within 10 % 22 -> 24 (a 1.02-Mbit/s fq_codel -10.1 -> -2.8 %,
+    a 1.21-Mbit/s PIE -11.0 -> -3.5 %)."""
+    if (direction != "up" or limiter == "policer" or variable_rate(vfill) or not busy_at_port(vfill, port_mbps, rate)
+            or port_mbps <= rate):
+        return rate
+    rates["port"], rate_from["port"] = port_mbps, "the port's rate (its queue busy throughout the fill)"
+    return port_mbps
+
+
 def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: dict | None,
                     port_mbps: float | None, port_spaced: bool = False) -> tuple[bool, str]:
     """Whether a direction needs the BBR rate phase after its fill (its evidence ``ev``, its rate ``rate_mbps``,
@@ -249,8 +279,7 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
     if port_spaced and port_mbps is not None and port_mbps / TRAIN_PORT_MARGIN <= rate_mbps <= TRAIN_PORT_MARGIN * port_mbps:
         return False, (f"at the port: the fill delivered {rate_mbps:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
                        f"{port_mbps:.4g} a packet train's spacing showed: no phase delivers more than the port")
-    if (vfill is not None and vfill["busy_windows"] >= BUSY_SHARE * vfill["windows"] and port_mbps is not None
-            and rate_mbps * TRAIN_PORT_MARGIN >= port_mbps):
+    if busy_at_port(vfill, port_mbps, rate_mbps):
         return False, (f"busy: the bottleneck busy in {vfill['busy_windows']} of {vfill['windows']} windows at the "
                        f"port's {port_mbps:.4g} Mbit/s: the link's rate")
     if own:
@@ -432,8 +461,8 @@ def policer_keeps_the_flows_rate(x: dict) -> None:
     """A direction the trains turned into a ``policer`` after :func:`take_busy_rate` read its busy windows: those
     were its port's (the bucket's bursts queue there), not the policed rate, so the flows' rate stands."""
     by = x.get("rate_by_cc") or {}
-    if x["limiter"] == "policer" and "busy" in by and x["rate_mbps"] == by["busy"]:
-        x["rate_mbps"] = max(v for k, v in by.items() if k != "busy")
+    if x["limiter"] == "policer" and any(k in by and x["rate_mbps"] == by[k] for k in ("busy", "port")):
+        x["rate_mbps"] = max(v for k, v in by.items() if k not in ("busy", "port"))
 
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
@@ -526,6 +555,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
     busy = take_busy_rate(rates, rate_from, variation, rate, limiter)
+    if jb is None:
+        busy = take_busy_port(rates, rate_from, vfill, port_mbps, busy, limiter, d)
     if busy != rate:
         rate = busy
         limiter = _classify_ev(ev, rate, flows)
