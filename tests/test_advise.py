@@ -707,7 +707,9 @@ def test_an_up_fill_that_kept_the_ports_queue_busy_reads_at_least_the_port():
     assert rates["port"] == 0.9912636827394421 and rate_from["port"].startswith("the port's rate")
     for args in [(v, 0.99126, 0.91690, "aqm", "down"), (v, 0.99126, 0.91690, "policer", "up"),
                  (v, 0.90, 0.91690, "aqm", "up"), (dict(v, busy_windows=10), 0.99126, 0.91690, "aqm", "up"),
-                 (v, 1.02, 0.91690, "aqm", "up"), (v, None, 0.91690, "aqm", "up"), (None, 0.99126, 0.91690, "aqm", "up")]:
+                 (v, 1.02, 0.91690, "aqm", "up"), (v, None, 0.91690, "aqm", "up"), (None, 0.99126, 0.91690, "aqm", "up"),
+                 # a capacity that moves both ways (the port was read at one instant of it)
+                 (dict(v, p10_mbps=0.40, p90_mbps=1.60), 0.99126, 0.91690, "aqm", "up")]:
         rates = {}
         assert M.take_busy_port(rates, {}, *args) == args[2] and rates == {}, args
     # a policer the trains read after: the flows' rate stands, not the port's

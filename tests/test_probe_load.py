@@ -129,6 +129,11 @@ def _flow_spans(env: dict, buffer: str, secs: float, flows: int, flag: str) -> t
     fs = j["raw"]["series"]["flows"]
     t, fid = fs["t"], fs["flow"]
     spans = [max(x for x, i in zip(t, fid) if i == f) - min(x for x, i in zip(t, fid) if i == f) for f in set(fid)]
+    # --halt-rtts: the rule's verdict at the ceiling, in the phase's JSON
+    halt = j["load"]["phases"][-1].get("halt")
+    assert (halt is not None) == ("--halt-rtts" in flag), halt
+    if halt is not None:
+        assert halt["stopped"] == (max(spans) < secs + 0.3) and halt["loaded_rtt_ms"] > 20, (halt, spans)
     return min(spans), max(spans)
 
 

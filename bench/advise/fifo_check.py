@@ -45,8 +45,9 @@ def judge(t: dict, m: dict) -> list[dict]:
                      "said": C.limiter_said(t, x), "rule": c.get("rule"), "contradicted": bool(c.get("contradicted")),
                      "slow_start_ms": c.get("slow_start_ms"), "deepest_fifo_ms": c.get("deepest_fifo_ms"),
                      "rate_read_mbps": x.get("rate_mbps"),
-                     # the campaign's rate error (campaign.score's "rate"): none on a variable link, whose truth is a mean
-                     "rate_err": (None if t.get("variable") or not x.get("rate_mbps") else
+                     # the rate's error against the link's (as campaign.score's down "rate"): none on a variable
+                     # link, whose truth is a mean (the draw varies the down link only)
+                     "rate_err": (None if (d == "down" and t.get("variable")) or not x.get("rate_mbps") else
                                   x["rate_mbps"] / (t["down_mbps"] if d == "down" else t["up_mbps"]) - 1),
                      "measure_s": m.get("elapsed_s")})
     return rows

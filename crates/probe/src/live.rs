@@ -76,7 +76,9 @@
 //! dozen packets at a fraction of a Mbit/s is edged by the flows' timeouts
 //! more than by their round trips (`measure` passes the 200 its fill's early
 //! end asks of a second half). The rule is judged an interval before `-t` at
-//! most (the watcher's last), so that the flows stop on time. Measured (the
+//! most (the watcher's last), so that the flows stop on time; the half is
+//! counted from the flows' first samples, two loaded round trips after their
+//! start, and must hold one of the watcher's intervals. Measured (the
 //! campaign's 41 paths again, docs/advise.md "Where measure's time goes"):
 //! 0.4 s a path saved, not 3.5: the rest of the grace is on slow links and
 //! long loaded round trips, where it is read-window time by these criteria.
@@ -227,11 +229,15 @@ fn p95(mut v: Vec<f64>) -> f64 {
     v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
 }
 
-/// `--halt-rtts N`: the flows of a phase that all ran from `from_ns` to its ceiling `end_ns` stop there where the
-/// phase's second half spans at least `n` loaded round trips of `rtt_ms` (module doc); not where no round trip is
-/// known (nothing to judge by: the grace as without the option).
+/// `--halt-rtts N`: the flows of a phase that all began at `from_ns` (before their connections) and run to its
+/// ceiling `end_ns` stop there where the phase's second half spans at least `n` loaded round trips of `rtt_ms`
+/// (module doc); not where no round trip is known (nothing to judge by: the grace as without the option). The
+/// half is read from the flows' first samples, which come a handshake's and a request's round trips after their
+/// start (bloatlab's `measure`: the first sample to the last): two round trips of the loaded one, taken off before
+/// halving.
 pub fn halts(from_ns: u64, end_ns: u64, rtt_ms: f64, n: f64) -> bool {
-    rtt_ms > 0.0 && end_ns.saturating_sub(from_ns) as f64 / 2.0 >= n * rtt_ms * 1e6
+    let first = from_ns as f64 + 2.0 * rtt_ms * 1e6;
+    rtt_ms > 0.0 && (end_ns as f64 - first) / 2.0 >= n * rtt_ms * 1e6
 }
 
 /// One interval of a running phase.
@@ -337,6 +343,9 @@ pub struct Watched {
     pub intervals: Vec<Interval>,
     pub saturated_at_s: Option<f64>,
     pub lost_at_s: Option<f64>,
+    /// `--halt-rtts`: the loaded round trip (ms) the rule judged the second half by at the ceiling, and whether
+    /// the flows stopped there (None: not judged — the option not given, or the phase ended before its ceiling)
+    pub halt: Option<(f64, bool)>,
 }
 
 /// The watcher of a phase from `start` to `end` (CLOCK_MONOTONIC): closes an
@@ -351,6 +360,7 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f
     let mut prev = 0u64;
     let (mut sat, mut reached) = (None, None);
     let mut lost_at = None;
+    let mut judged = None;
     while !sys::stopped() {
         let b = a + interval_ns(iv.last(), base_ms);
         if b >= end || b >= live.end() {
@@ -358,15 +368,19 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f
                 // no loss by the ceiling: the phase ends there (its flows may run past it only after a loss)
                 live.set_end(end);
             }
-            if let (Some(h), Some(from)) = (halt, live.all_ran_from()) {
+            if let (Some(h), Some(from), true) = (halt, live.all_ran_from(), live.end() == u64::MAX) {
                 // the last interval before the ceiling: the flows stop at it where their second half spans the round
-                // trips and carried the packets (those of the intervals that began in it)
+                // trips and carried the packets (those of the intervals that began in it: one at least)
                 let mid = from + end.saturating_sub(from) / 2;
                 let mid_s = mid.saturating_sub(start) as f64 / 1e9;
-                let carried: u64 = iv.iter().filter(|x| x.end_s - x.len_s >= mid_s - 1e-9).map(|x| x.bytes).sum();
-                if live.end() == u64::MAX && carried >= h.packets * SEGMENT_PAYLOAD && halts(from, end, live.loaded_rtt_ms(mid), h.rtts) {
+                let half: Vec<&Interval> = iv.iter().filter(|x| x.end_s - x.len_s >= mid_s - 1e-9).collect();
+                let carried: u64 = half.iter().map(|x| x.bytes).sum();
+                let rtt = live.loaded_rtt_ms(mid);
+                let stop = !half.is_empty() && carried >= h.packets * SEGMENT_PAYLOAD && halts(from, end, rtt, h.rtts);
+                if stop {
                     live.set_end(end);
                 }
+                judged = Some((rtt, stop));
             }
             break;
         }
@@ -400,7 +414,7 @@ pub fn watch(live: &Live, start: u64, end: u64, until: Option<Until>, base_ms: f
         }
     }
     let s = |ns: Option<u64>| ns.map(|x| x as f64 / 1e9);
-    Watched { intervals: iv, saturated_at_s: s(sat), lost_at_s: s(lost_at) }
+    Watched { intervals: iv, saturated_at_s: s(sat), lost_at_s: s(lost_at), halt: judged }
 }
 
 #[cfg(test)]
@@ -517,10 +531,11 @@ mod tests {
     #[test]
     fn halt_rtts_stops_the_flows_at_the_ceiling_only_where_the_second_half_spans_n_round_trips() {
         const MS: u64 = 1_000_000;
-        // a 5-s phase whose flows all ran from 0.1 s: its second half is 2.45 s, 20 round trips of 122.5 ms
+        // a 5-s phase whose flows all began at 0.1 s, their first samples two round trips later: the second half
+        // spans 20 round trips of r where (4.9 s - 2 r) / 2 = 20 r, r = 4.9 s / 42 = 116.7 ms
         assert!(halts(100 * MS, 5000 * MS, 45.8, 20.0)); // 163 Mbit/s at 45 ms (campaign seed 69 path 9): stop
-        assert!(halts(100 * MS, 5000 * MS, 122.5, 20.0)); // exactly 20
-        assert!(!halts(100 * MS, 5000 * MS, 122.6, 20.0)); // a deeper queue: the grace lengthens the window
+        assert!(halts(100 * MS, 5000 * MS, 4900.0 / 42.01, 20.0)); // just over 20
+        assert!(!halts(100 * MS, 5000 * MS, 4900.0 / 41.99, 20.0)); // a deeper queue: the grace lengthens the window
         assert!(!halts(100 * MS, 5000 * MS, 0.0, 20.0)); // no round trip known: the grace, as without the option
         assert!(!halts(5200 * MS, 5000 * MS, 10.0, 20.0)); // flows started after the ceiling: nothing spanned
         // the 95th percentile by nearest rank: 20 samples, the 19th

@@ -250,6 +250,8 @@ struct Phase {
     lost_at_s: Option<f64>,
     /// `--until-stable`, `--until-loss`: the intervals watched
     intervals: usize,
+    /// `--halt-rtts`: the loaded round trip (ms) judged at the ceiling and whether the flows stopped there
+    halt: Option<(f64, bool)>,
     /// when the phase's steps ended, s since t0 (`timing_s` in its JSON): where its wall time goes
     timing: Value,
 }
@@ -346,7 +348,8 @@ fn run_phase(cfg: &LoadCfg, name: &'static str, down: usize, up: usize, first_id
     let mut ph = Phase {
         name, down, up, start, end, udp, conn, board, self_issued, self_late,
         flows: Vec::new(), series: FlowSeries::default(), goodput: (0.0, 0.0), problem: None, missing_flows: Vec::new(), cc: None,
-        saturated_at_s: watched.saturated_at_s, lost_at_s: watched.lost_at_s, intervals: watched.intervals.len(), timing: Value::Null,
+        saturated_at_s: watched.saturated_at_s, lost_at_s: watched.lost_at_s, intervals: watched.intervals.len(), halt: watched.halt,
+        timing: Value::Null,
     };
     let mut clients = serde_json::Map::new();
     for (h, is_down) in [(dn, true), (upl, false)] {
@@ -483,6 +486,7 @@ fn judge(cfg: &LoadCfg, idle: &Idle, ph: &Phase) -> Judged {
     let json = json!({
         "name": ph.name, "down": ph.down, "up": ph.up, "from_s": start_s, "to_s": (ph.end - t0) as f64 / 1e9, "ramp_until_s": ramp_end_s,
         "saturated_at_s": ph.saturated_at_s, "lost_at_s": ph.lost_at_s, "watched_intervals": ph.intervals,
+        "halt": ph.halt.map(|(rtt, stopped)| json!({"loaded_rtt_ms": rtt, "stopped": stopped})),
         "udp_rtt_ms": lat_json(&ll), "connect_ms": lat_json(&lcl), "foreign_request_ms": lat_json(&lreq), "self_probe_ms": lat_json(&lself),
         "self_probe_source": self_source,
         "self_probes": {"issued": ph.self_issued, "answered": answers.len(), "unanswered": unanswered, "late": ph.self_late,

@@ -215,7 +215,10 @@ def take_busy_port(rates: dict, rate_from: dict, vfill: dict | None, port_mbps: 
     few round trips for the acked bytes, :data:`evidence.ACKED_EDGE`). Up only (the down port is the idle train's
     spacing, which the *at the port* rule reads instead); not where the capacity moves (the port was read at one
     instant) nor on a ``policer`` reading (its port is faster than the policed rate its flows got), and only where
-    no BBR phase ran (the caller: a phase that ran read the rate itself). Offline, on the stored measurements of
+    no BBR rate phase was planned (the caller: a phase that ran read the rate itself; the fill of a lossy path is
+    BBR's own, and reads below a busy link too: -7.9 -> -0.3 % on seed 69 path 35). The up trains that follow judge
+    their heads against this rate: a head between 1.1x the flows' own rate and 1.1x the port (a band of at most
+    10 %, where the port read above the flows) no longer reads as a faster port. Offline, on the stored measurements of
     the fresh seeds 61-69 (``bench/advise/fifo_check.py``'s runs; each up direction read again against its
     truth): 24 directions move, each nearer its truth but one (a policer read as an AQM at the port, +0.7 ->
     +2.9 %), errors -11.0..+0.7 % -> -4.9..+2.9 %, within 10 % 22 -> 24 (a 1.02-Mbit/s fq_codel -10.1 -> -2.8 %,
@@ -555,7 +558,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the bursts drain at the bottleneck's rate: the larger of the phases'
     limiter = _classify_ev(ev, rate, flows)
     busy = take_busy_rate(rates, rate_from, variation, rate, limiter)
-    if jb is None:
+    if not run_bbr:
         busy = take_busy_port(rates, rate_from, vfill, port_mbps, busy, limiter, d)
     if busy != rate:
         rate = busy

@@ -395,11 +395,12 @@ struct LoadArgs {
     /// --halt-at-end
     #[arg(long, conflicts_with = "until_stable")]
     until_loss: bool,
-    /// a loaded phase that runs to -t ends there, its flows stopped as with
-    /// --halt-at-end, where its second half spanned N loaded round trips
-    /// (the probes' and the flows' own, the largest): what a reading over
-    /// N round trips needs is then there; otherwise the flows wait for
-    /// their acks, up to 2 s, and the link stays loaded meanwhile
+    /// a loaded phase that runs to -t (from its start) stops its flows
+    /// there where its second half (from the flows' first samples) spanned
+    /// N loaded round trips (the probes' and the flows' own, the largest):
+    /// what a reading over N round trips needs is then there; otherwise the
+    /// flows wait for their acks, up to 2 s, and the link stays loaded
+    /// meanwhile (the phase's JSON: `halt`)
     #[arg(long, value_name = "N", conflicts_with_all = ["until_loss", "halt_at_end"], value_parser = halt_rtts)]
     halt_rtts: Option<f64>,
     /// with --halt-rtts: and where that half carried M full segments (1448 B
