@@ -309,6 +309,11 @@ def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=600.0)
     assert x["limiter"] == "fifo" and x["fifo_check"]["faster_port_mbps"] == 600.0 and "aqm_qdisc" not in x
     assert x["limiter_alternatives"][-1]["kinds"] == ["codel", "pie"] and "a policer in front of it" in x["limiter_note"]
+    # the idle train read a port the fill then outran (300 Mbit/s against 200: a capacity that moved between them,
+    # measure.capacity_moved): a queue in time is no depth, nothing is compared, the FIFO stands
+    x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=200.0)
+    assert x["limiter"] == "fifo" and x["fifo_check"]["rule"] is None and "the capacity moved" in x["fifo_check"]["why"]
+    assert not x["fifo_check"]["contradicted"] and "aqm_qdisc" not in x
     # no port seen (the up direction's serialization bound missing): a policer at any rate
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=None)
     assert x["limiter"] == "aqm" and x["limiter_alternatives"][-1] == {"limiter": "policer", "rate_above_mbps": 0.0}

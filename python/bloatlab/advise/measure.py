@@ -205,6 +205,24 @@ def busy_at_port(vfill: dict | None, port_mbps: float | None, rate_mbps: float) 
             and rate_mbps * TRAIN_PORT_MARGIN >= port_mbps)
 
 
+def capacity_moved(d: str, rate_mbps: float, port_mbps: float | None) -> str | None:
+    """Why a down direction's capacity moved between the idle train and the fill, or None: the fill delivered
+    more than :data:`TRAIN_PORT_MARGIN` x the port the idle train's spacing showed (a port delivers no more than
+    itself: the train read one instant of a capacity that moves, as :func:`rate_phase_plan` says of seed 49 path
+    6's trace). A queue in time is then no depth, and :func:`classify.fifo_check`'s depths in ms are not compared,
+    as where :func:`evidence.variable_rate` reads the move from the fill's own windows. Not up, where the port is a
+    serialization's lower bound (fills read up to 3.4x it on true AQMs). On the stored measurements of seeds
+    61-72 (the fresh draws of ``bench/advise/fifo_check.py``) every down direction the check contradicted had its
+    fill within 0.69-1.01x the train's port but one: an LTE-like FIFO at 1.56 Mbit/s (seed 72 path 36), 1.918
+    Mbit/s delivered against the train's 1.231, its slow start 352 ms deep at a low instant against the window's
+    155, read ``aqm`` (the other FIFO the check contradicted there, seed 65 path 1, had its fill at 0.98x)."""
+    if d != "down" or port_mbps is None or rate_mbps <= TRAIN_PORT_MARGIN * port_mbps:
+        return None
+    return (f"the fill delivered {rate_mbps:.4g} Mbit/s, beyond {TRAIN_PORT_MARGIN:g}x the {port_mbps:.4g} the idle "
+            f"train's spacing showed: the capacity moved between them (a port delivers no more than itself), and a "
+            f"queue in time is no depth: the slow start's and the window's queues not compared")
+
+
 def take_busy_port(rates: dict, rate_from: dict, vfill: dict | None, port_mbps: float | None, rate: float,
                    limiter: str, direction: str) -> float:
     """The direction's rate where its fill kept a queue at the port busy (:func:`busy_at_port`) and read below
@@ -575,8 +593,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         fill_ss = slow_start_depth(j, d, base_p50, rate, lossless)
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
-        check = fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
-                           timed_out(j, d), reverse_mbps)
+        moved = capacity_moved(d, rate, port_mbps)
+        check = (dict(contradicted=False, slow_start_ms=None, deepest_fifo_ms=None, rule=None, why=moved) if moved else
+                 fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
+                            timed_out(j, d), reverse_mbps))
         if check["contradicted"]:
             # (one line while it runs; the whole reason is the limiter's note, in the summary)
             said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
