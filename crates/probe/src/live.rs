@@ -93,6 +93,7 @@
 //! - [`QUEUE_NOISE_MS`] = 3 ms: the measurement's noise (measure.NOISE_MS:
 //!   the VM's ~5-ms pauses reach a p95 now and then; a trimmed mean less).
 
+use bloatlab_core::stats::Dist;
 use crate::rpm::{self, MAD};
 use crate::sys;
 use crate::tcp::stream::StreamState;
@@ -220,13 +221,10 @@ impl Live {
     }
 }
 
-/// The 95th percentile (nearest rank) of `v`; 0 for none.
+/// The 95th percentile of `v` as every engine and `measure` read it (`stats::Dist`, numpy's linear); 0 for none.
 fn p95(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() as f64 * 0.95).ceil() as usize).clamp(1, v.len()) - 1]
+    let d = Dist::of(&mut v);
+    if d.n == 0 { 0.0 } else { d.p95 }
 }
 
 /// `--halt-rtts N`: the flows of a phase that all began at `from_ns` (before their connections) and run to its
@@ -538,8 +536,8 @@ mod tests {
         assert!(!halts(100 * MS, 5000 * MS, 4900.0 / 41.99, 20.0)); // a deeper queue: the grace lengthens the window
         assert!(!halts(100 * MS, 5000 * MS, 0.0, 20.0)); // no round trip known: the grace, as without the option
         assert!(!halts(5200 * MS, 5000 * MS, 10.0, 20.0)); // flows started after the ceiling: nothing spanned
-        // the 95th percentile by nearest rank: 20 samples, the 19th
-        assert_eq!(p95((1..=20).map(f64::from).collect()), 19.0);
+        // the 95th percentile as stats::Dist reads it (numpy's linear): 1..=20 gives 19 + 0.05
+        assert!((p95((1..=20).map(f64::from).collect()) - 19.05).abs() < 1e-12);
         assert_eq!(p95(vec![7.0]), 7.0);
         assert_eq!(p95(vec![]), 0.0);
     }

@@ -186,14 +186,16 @@ def unreturned_depth_ms(first: dict, rate_mbps: float, flows: int, base_ms: floa
 
 
 def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: float, flows: int, base_ms: float,
-               idle_loss: float = 0.0, timed_out: bool = False, reverse_mbps: float | None = None) -> dict:
+               idle_loss: float = 0.0, timed_out: bool = False, reverse_mbps: float | None = None,
+               moved: str | None = None) -> dict:
     """Whether a loss-based fill read as a FIFO contradicts a FIFO by its own slow start: a FIFO drops only when
     it is full, so no queue in front of it stands deeper than its depth, and every drop of its comes at that depth.
     ``slow_start``: :func:`buffer.slow_start_depth` of the fill itself (the queue its slow start reached, each
     flow's largest smoothed RTT up to a round trip after its first loss, the median over the flows, less the base
     RTT); ``window``: :func:`evidence.window_drops` of the fill's window (its largest queue ``queue_max_ms``, its
-    ``retransmits``); ``window_dropped``: the window lost beyond the random loss (that same ``overflowed``). The
-    window's flows' queue is resolved to the burst floor (:func:`burst_floor_ms`) and the noise (:data:`NOISE_MS`):
+    ``retransmits``); ``window_dropped``: the window lost beyond the random loss (that same ``overflowed``);
+    ``moved``: why the capacity moved between the slow start and the window (``measure.capacity_moved``), where
+    nothing is compared: a queue in time is then no depth. The window's flows' queue is resolved to the burst floor (:func:`burst_floor_ms`) and the noise (:data:`NOISE_MS`):
     q = max(its largest queue, the floor) + the noise. Two readings, each the deepest FIFO the window allows:
 
     - **the window dropped**: a FIFO's drops there came with the queue at the depth, which the flows' smoothed
@@ -227,6 +229,10 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     Returns ``{"contradicted", "slow_start_ms", "deepest_fifo_ms", "rule" ("dropped" | "backoff" | None), "why"}``."""
     q_ss = slow_start.get("queue_ms")
     out = {"contradicted": False, "slow_start_ms": q_ss, "deepest_fifo_ms": None, "rule": None, "why": None}
+    if moved:
+        # the capacity moved between the figures (measure.capacity_moved: why): a queue in time is no depth
+        out["why"] = moved
+        return out
     floor = burst_floor_ms(rate_mbps, flows)
     top = window.get("queue_max_ms")
     if q_ss is None or top is None:

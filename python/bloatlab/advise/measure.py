@@ -593,10 +593,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         fill_ss = slow_start_depth(j, d, base_p50, rate, lossless)
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
-        moved = capacity_moved(d, rate, port_mbps)
-        check = (dict(contradicted=False, slow_start_ms=None, deepest_fifo_ms=None, rule=None, why=moved) if moved else
-                 fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
-                            timed_out(j, d), reverse_mbps))
+        check = fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
+                           timed_out(j, d), reverse_mbps, capacity_moved(d, rate, port_mbps))
         if check["contradicted"]:
             # (one line while it runs; the whole reason is the limiter's note, in the summary)
             said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
