@@ -802,6 +802,38 @@ def test_a_train_policed_from_its_first_packet_is_not_cut_at_its_last():
     assert m_trains.policer_cut(t["lost_seq"], 1000, 3 / 468) == 468
 
 
+# campaign seed 70 path 3's first train (back to back, 3.3 Gbit/s): a 180.9-Mbit/s policer with a 95.5-KB bucket and
+# 0.33 % random loss on a 266-Mbit/s port whose 2.59-MB FIFO sits behind it; packet 11 a random loss, 12-65 through,
+# the bucket dry from 66 (packets 113 and a few later through on its refill); /work/camp70/paths/0003/measure.json
+LONE11 = {"first_loss": 11, "head_packets": 11, "head_bytes": 16500, "bucket_bytes": 15933.0, "head_send_mbps": 3331.3,
+          "leading_mbps": 272.21, "sent": 1000, "lost": 916, "received": 84, "sender_limited": False, "notes": [],
+          "wire_bytes": 1500, "tail_packets": 73, "tail_mbps": 265.9, "handshake_rtt_ms": 76.9,
+          "lost_seq": [11] + [k for k in range(66, 1000) if k not in (113, 190, 260, 330, 400, 470, 540, 610, 680,
+                                                                       750, 820, 890, 960, 990, 995, 998, 999)][:915]}
+
+
+def test_a_random_first_loss_of_the_first_train_is_not_read_as_the_ports_fifo(monkeypatch):
+    # the ten packets from the first loss: 1 lost, where a FIFO kept full at 3331 Mbit/s and drained at 272 drops
+    # (1 - 272.21 / 3331.3) = 92 % of them: a lone loss
+    assert m_trains.lone_first_loss(LONE11)
+    assert not m_trains.lone_first_loss(PATH14)  # its losses are not listed: nothing to tell by
+    assert not m_trains.lone_first_loss({**PATH14, "lost_seq": list(range(71, 1000))[:925]})
+    assert not m_trains.lone_first_loss({**LONE11, "sent": 20})  # the train ended within the window
+    d = {"rate_mbps": 188.7, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: LONE11)
+    monkeypatch.setattr(m, "_paced_train",
+                        lambda host, port, secret, count, pace: with_tail(paced(count, 1500, pace, 180.9, 95_484)))
+    m._policer_train("h", 5301, None, d, lambda s: None, random_loss=0.0033)
+    # the paced train reads the bucket; the first train's short head is not the port's FIFO
+    assert abs(d["bucket_bytes"] - 95_484) / 95_484 < 0.1
+    assert d.get("port_buffer_bytes") is None
+    ev = " | ".join(d["train_evidence"])
+    assert "was a lone one" in ev and "cut by the port's FIFO" not in ev
+    # so the twin's port holds a BDP of the policed rate (Path.buffer), not the 14.5 KB the head would read
+    p = Path(base_rtt_ms=76.57, down_mbps=188.7, limiter="policer", port_mbps=d["port_mbps"], bucket_bytes=d["bucket_bytes"])
+    assert p.link_doc()["buffer"] == f"{max(p.buffer, 3000)}B" and p.buffer > 1_000_000
+
+
 # campaign seed 53 path 24: a 5215-B FIFO at 1.77 Mbit/s; its port's train passed 4 packets, then lost all but 3 of 996
 FIFO_CUT_TRAIN = {"sent": 1000, "first_loss": 4, "head_packets": 4, "head_send_mbps": 380.2924, "leading_mbps": 1.795693,
                   "lost": 993, "tail_packets": 3, "send_mbps": 594.74, "wire_bytes": 1500, "sender_limited": False,

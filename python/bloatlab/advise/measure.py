@@ -62,8 +62,8 @@ from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_st
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
-    CODEL_OR_PIE, _fifo_depth_from_trains, aqm_alternatives, port_fifo, single_queue_aqm, train_cannot_tell, untrained_aqm,
-    up_first_hop
+    CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
+    train_cannot_tell, untrained_aqm, up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, isolation_by_model
@@ -1047,7 +1047,11 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     if b2 - b1 > res + w:
         d["bucket_bytes"] = int(max(b2, 1500))
         q = port_fifo(t1)
-        if q is not None:
+        if q is not None and lone_first_loss(t1):
+            d["train_evidence"].append(f"train 1's first loss, packet {t1['first_loss']}, was a lone one (the "
+                                       f"{OVERFLOW_WINDOW} packets from it went on as no full FIFO lets them): a random "
+                                       f"loss ended its head, not the port's FIFO, which is not seen")
+        elif q is not None:
             d["port_buffer_bytes"] = int(max(q, 1500))
             d["train_evidence"].append(f"train 1's head was cut by the port's FIFO, not the policer (its {b1 / 1e3:.3g} KB "
                                        f"< the paced {b2 / 1e3:.3g} KB): the FIFO holds {q / 1e3:.3g} KB (its head's bytes "
