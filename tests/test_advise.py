@@ -665,6 +665,27 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     # each way by more than one packet a window (0.12 Mbit/s over 100 ms)
     assert not variable_rate({"p10_mbps": 1.72, "p50_mbps": 1.86, "p90_mbps": 2.0, "window_s": 0.1})
     assert not variable_rate(None)
+    # samples that averaged more than the cumulative ACKs delivered over the same windows: campaign seed 68 path 3, a
+    # fixed 1.754-Mbit/s FIFO behind a 0.2-Mbit/s uplink (its windows' mean 1.93, the acked bytes 1.712 by the flows'
+    # whole half). Beyond 1.712 / 0.95 + one packet a window (0.093 Mbit/s over 129 ms) = 1.895: not a capacity that
+    # moved. Within it, the spread stands
+    seed68 = {"p10_mbps": 1.651, "p50_mbps": 1.902, "p90_mbps": 2.211, "window_s": 0.1287, "mean_mbps": 1.93}
+    assert variable_rate(seed68) and not variable_rate({**seed68, "acked_mbps": 1.712})
+    assert variable_rate({**seed68, "acked_mbps": 1.85})
+    # the evidence: a steady 1.754 Mbit/s acked while the samples alternate 1.65 / 2.45 (bunched ACKs: +17 %) ...
+    from bloatlab.advise.evidence import rate_variation
+
+    j = _phase(0, 1.754e6, 100.0, secs=20.0)
+    t = j["raw"]["series"]["flows"]["t"]
+    j["raw"]["series"]["flows"]["delivery_rate_bps"] = [1.65e6 if int(x * 2) % 2 == 0 else 2.45e6 for x in t]
+    v = rate_variation(j, "down", 50.0)
+    assert v["acked_mbps"] == pytest.approx(1.754 * 1500 / 1448, rel=1e-3) and v["mean_mbps"] > v["acked_mbps"] / 0.95
+    assert not variable_rate(v)
+    # ... against the same samples where the ACKs delivered what they read: a capacity that moved
+    mean_bps = (1.65e6 + 2.45e6) / 2
+    j["raw"]["series"]["flows"]["delivered_bytes"] = [x * mean_bps / 8 for x in t]
+    v = rate_variation(j, "down", 50.0)
+    assert v["acked_mbps"] == pytest.approx(v["mean_mbps"], rel=0.02) and variable_rate(v)
 
 
 def test_where_the_link_idled_its_rate_is_the_busy_windows():
