@@ -399,10 +399,10 @@ def lone_first_loss(train: dict) -> bool:
     them, ``(1 - P/U)`` each (a token bucket run dry at a policed rate C < P drops more, ``(1 - C/U)``). A random
     loss, or a lone drop elsewhere, then ended the head, not the queue or the bucket, and the head says nothing of
     their depth. False where the train lost nothing, does not list its losses, has no head rate, or ended within
-    the window (nothing to tell by). Campaign seed 70 path 3 (a 180.9-Mbit/s policer with a 95-KB bucket and 0.33 % random loss on a 266-Mbit/s
-    port): a 3.3-Gbit/s train lost packet 11, then 12-65 passed and the bucket ran dry at 66; read as the port's
-    FIFO, 14.5 KB, its twin's port dropped the bursts the bucket lets through: BBR 106.7 Mbit/s on the twin, the
-    kernel 148.1 on the true path."""
+    the window (nothing to tell by). Campaign seed 70 path 3 (a 180.9-Mbit/s policer with a 95-KB bucket and
+    0.33 % random loss on a 266-Mbit/s port): a 3.3-Gbit/s train lost packet 11, then 12-65 passed and the bucket
+    ran dry at 66; read as the port's FIFO, 14.5 KB, its twin's port dropped the bursts the bucket lets through:
+    BBR 106.7 Mbit/s on the twin, the kernel 148.1 on the true path."""
     h, p, u = train.get("first_loss"), train.get("leading_mbps"), train.get("head_send_mbps")
     if h is None or not p or not u or not train.get("lost_seq") or (train.get("sent") or 0) - h < OVERFLOW_WINDOW:
         return False
