@@ -802,6 +802,34 @@ def test_a_train_policed_from_its_first_packet_is_not_cut_at_its_last():
     assert m_trains.policer_cut(t["lost_seq"], 1000, 3 / 468) == 468
 
 
+def test_the_policed_rate_is_read_from_where_the_bucket_ran_dry_past_the_random_losses_before_it(monkeypatch):
+    # campaign seed 73 path 9: a 48.3-Mbit/s policer with a 452-KB bucket and 0.54 % random loss; a train paced at
+    # 68.3 Mbit/s loses packets 48 and 79 at random, then the bucket runs dry (policer_cut's k)
+    t = with_tail(paced(2000, 1500, 68.28, 48.32, 452_000, random_lost=(48, 79, 203, 213, 438, 708)))
+    k = m_trains.policer_cut(t["lost_seq"], 2000, 0.0054)
+    assert k > 1000 and k == min(s for s in t["lost_seq"] if s > 708)
+    # the probe's tail, from the first loss, holds the ~1000 packets the full bucket passed at the pace
+    assert t["tail_mbps"] > 55
+    c, why = m_trains.paced_rate(t, 68.28, 64e3, 48.5)
+    assert abs(c - t["tail_mbps"]) < 1e-9 and "after its first loss" in why  # 58.3, as the campaign read
+    # from the cut: the refill alone
+    c, why = m_trains.paced_rate(t, 68.28, 64e3, 48.5, cut=k)
+    assert abs(c - 48.32) / 48.32 < 0.01 and f"after packet {k}, where the bucket ran dry" in why
+    v = m_trains.tail_from(t, k)
+    assert v["first_loss"] == k and v["tail_packets"] == sum(1 for s in range(k + 1, 2000) if s not in t["lost_seq"])
+    assert m_trains.tail_from({**t, "tx_ms": None}, k)["tail_mbps"] is None
+    # measure's paced train takes that cut where the idle path showed random loss: the rate and the bucket both
+    d = {"rate_mbps": 48.5, "limiter": "policer"}
+    first = {"first_loss": 48, "head_packets": 48, "head_bytes": 72_000, "head_send_mbps": 404.6, "leading_mbps": 71.87,
+             "sent": 1000, "sender_limited": False, "notes": [], "wire_bytes": 1500, "handshake_rtt_ms": 19.5,
+             "lost_seq": list(range(48, 1000))[:900]}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: first)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: with_tail(
+        paced(count, 1500, pace, 48.32, 452_000, random_lost=(48, 79, 203, 213, 438, 708))))
+    m._policer_train("h", 5301, None, d, lambda s: None, random_loss=0.0054)
+    assert abs(d["rate_mbps"] - 48.32) / 48.32 < 0.01 and abs(d["bucket_bytes"] - 452_000) / 452_000 < 0.02
+
+
 # campaign seed 70 path 3's first train (back to back, 3.3 Gbit/s): a 180.9-Mbit/s policer with a 95.5-KB bucket and
 # 0.33 % random loss on a 266-Mbit/s port whose 2.59-MB FIFO sits behind it; packet 11 a random loss, 12-65 through,
 # the bucket dry from 66 (packets 113 and a few later through on its refill); /work/camp70/paths/0003/measure.json

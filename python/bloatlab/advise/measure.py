@@ -61,7 +61,8 @@ from .classify import (
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
-    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_figures,
+    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_cut,
+    policer_figures,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
     train_cannot_tell, untrained_aqm, up_first_hop
 )
@@ -1006,8 +1007,11 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # the policer idled at least from the last train's end to this one's handshake (a round trip) after
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
-        # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C
-        c, why_c = paced_rate(t2, pace, b1, rate)
+        # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
+        # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
+        lost2 = t2.get("lost_seq") or []
+        cut = policer_cut(lost2, int(t2.get("sent", 0)), random_loss) if random_loss > 0 and lost2 else None
+        c, why_c = paced_rate(t2, pace, b1, rate, cut=cut)
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         if b2 is None and not res:
             sent = t2.get("head_send_mbps") or pace
