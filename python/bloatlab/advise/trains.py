@@ -293,10 +293,10 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
                f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
 
 def tail_from(train: dict, cut: int) -> dict:
-    """``train`` (a paced train's JSON) with its tail read from packet ``cut`` on instead of from its first loss:
-    ``first_loss`` the cut, ``tail_packets`` the packets received after it, ``tail_mbps`` their bytes over the span
-    from the last packet received before it, as the probe reads its tail from the first loss
-    (crates/probe/src/train.rs), from the send times (``tx_ms``: the JSON has no arrival times; behind a bucket with
+    """``train`` (a paced train's JSON) with its tail read from packet ``cut`` on instead of from its first loss
+    (:func:`queue_losses`' view of it, and ``tail_mbps``: the bytes received after the cut over the span
+    from the last packet received before it, as the probe reads its tail from the first loss,
+    crates/probe/src/train.rs), from the send times (``tx_ms``: the JSON has no arrival times; behind a bucket with
     no queue after it they are the arrivals' spacing). Where random losses came before the bucket ran dry
     (:func:`policer_cut`) the probe's tail, from the first of them, also holds the packets the full bucket passed
     at the pace: campaign seed 73 path 9 (a 48.3-Mbit/s policer with a 452-KB bucket and 0.54 % random loss), a
@@ -308,7 +308,7 @@ def tail_from(train: dict, cut: int) -> dict:
     rate = None
     if head and tail and tx[tail[-1]] > tx[head[-1]]:
         rate = len(tail) * w * 8 / ((tx[tail[-1]] - tx[head[-1]]) * 1e3)
-    return {**train, "first_loss": cut, "tail_packets": len(tail), "tail_mbps": rate}
+    return dict(queue_losses(train, cut), tail_mbps=rate)
 
 
 def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_bytes: float | None) -> tuple[float | None, int]:
