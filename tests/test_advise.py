@@ -665,13 +665,13 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     # each way by more than one packet a window (0.12 Mbit/s over 100 ms)
     assert not variable_rate({"p10_mbps": 1.72, "p50_mbps": 1.86, "p90_mbps": 2.0, "window_s": 0.1})
     assert not variable_rate(None)
-    # samples that averaged more than the cumulative ACKs delivered over the same windows: campaign seed 68 path 3, a
-    # fixed 1.754-Mbit/s FIFO behind a 0.2-Mbit/s uplink (its windows' mean 1.93, the acked bytes 1.712 by the flows'
-    # whole half). Beyond 1.712 / 0.95 + one packet a window (0.093 Mbit/s over 129 ms) = 1.895: not a capacity that
-    # moved. Within it, the spread stands
-    seed68 = {"p10_mbps": 1.651, "p50_mbps": 1.902, "p90_mbps": 2.211, "window_s": 0.1287, "mean_mbps": 1.93}
-    assert variable_rate(seed68) and not variable_rate({**seed68, "acked_mbps": 1.712})
-    assert variable_rate({**seed68, "acked_mbps": 1.85})
+    # samples that averaged more than the cumulative ACKs delivered over the same (all busy) windows: campaign seed 68
+    # path 3, a fixed 1.754-Mbit/s FIFO behind a 0.2-Mbit/s uplink, measured again with the check: its 16 windows'
+    # mean 2.18, the acked bytes 1.68. Beyond 1.68 / 0.95 + one packet a window (0.093 Mbit/s over 129 ms) = 1.86: not
+    # a capacity that moved. Within it, the spread stands
+    seed68 = {"p10_mbps": 1.782, "p50_mbps": 2.094, "p90_mbps": 2.640, "window_s": 0.1287, "mean_mbps": 2.18}
+    assert variable_rate(seed68) and not variable_rate({**seed68, "acked_mbps": 1.68})
+    assert variable_rate({**seed68, "acked_mbps": 2.1})
     # the evidence: a steady 1.754 Mbit/s acked while the samples alternate 1.65 / 2.45 (bunched ACKs: +17 %) ...
     from bloatlab.advise.evidence import rate_variation
 
@@ -686,6 +686,19 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     j["raw"]["series"]["flows"]["delivered_bytes"] = [x * mean_bps / 8 for x in t]
     v = rate_variation(j, "down", 50.0)
     assert v["acked_mbps"] == pytest.approx(v["mean_mbps"], rel=0.02) and variable_rate(v)
+    # not compared where the windows' span holds fewer than 20 round trips (the ACKs lag by what is in flight at
+    # each end), nor where a window was not busy (a stalled flow's stale sample, ACKs a round trip late)
+    j["raw"]["series"]["flows"]["srtt_ms"] = [600.0] * len(t)
+    assert rate_variation(j, "down", 50.0)["acked_mbps"] is None
+    j["raw"]["series"]["flows"]["srtt_ms"] = [100.0 if x < 15.0 else 50.0 for x in t]
+    v = rate_variation(j, "down", 50.0)
+    assert v["busy_windows"] < v["windows"] and v["acked_mbps"] is None
+    # the busy windows' median is no rate either where the samples over-read (busy_rate)
+    from bloatlab.advise.evidence import busy_rate
+
+    over = {**seed68, "acked_mbps": 1.68, "p10_mbps": 2.0, "p90_mbps": 2.2, "windows": 16, "busy_windows": 12}
+    assert not variable_rate(over) and busy_rate(over, 1.6) is None
+    assert busy_rate({**over, "acked_mbps": None}, 1.6) == pytest.approx(2.094)
 
 
 def test_where_the_link_idled_its_rate_is_the_busy_windows():

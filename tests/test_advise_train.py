@@ -817,7 +817,11 @@ def test_the_policed_rate_is_read_from_where_the_bucket_ran_dry_past_the_random_
     assert abs(c - 48.32) / 48.32 < 0.01 and f"after packet {k}, where the bucket ran dry" in why
     v = m_trains.tail_from(t, k)
     assert v["first_loss"] == k and v["tail_packets"] == sum(1 for s in range(k + 1, 2000) if s not in t["lost_seq"])
+    assert v["tail_span_ms"] is None and v["head_span_ms"] is None  # the first-loss view's timings are not the cut's
     assert m_trains.tail_from({**t, "tx_ms": None}, k)["tail_mbps"] is None
+    c, why = m_trains.paced_rate({**t, "tx_ms": None}, 68.28, 64e3, 48.5, cut=k)
+    assert c is None and f"no send times of the packets after packet {k}" in why
+    assert m_trains.paced_cut(t, 0.0054) == k and m_trains.paced_cut(t, 0.0) == 48  # no random loss: the first loss
     # measure's paced train takes that cut where the idle path showed random loss: the rate and the bucket both
     d = {"rate_mbps": 48.5, "limiter": "policer"}
     first = {"first_loss": 48, "head_packets": 48, "head_bytes": 72_000, "head_send_mbps": 404.6, "leading_mbps": 71.87,
@@ -858,7 +862,9 @@ def test_a_random_first_loss_of_the_first_train_is_not_read_as_the_ports_fifo(mo
     ev = " | ".join(d["train_evidence"])
     assert "was a lone one" in ev and "cut by the port's FIFO" not in ev
     # so the twin's port holds a BDP of the policed rate (Path.buffer), not the 14.5 KB the head would read
-    p = Path(base_rtt_ms=76.57, down_mbps=188.7, limiter="policer", port_mbps=d["port_mbps"], bucket_bytes=d["bucket_bytes"])
+    assert d["port_buffer_min_bytes"] == int(m_trains.port_fifo(LONE11))  # the head passed it whole: at least that
+    p = Path(base_rtt_ms=76.57, down_mbps=188.7, limiter="policer", port_mbps=d["port_mbps"], bucket_bytes=d["bucket_bytes"],
+             port_buffer_bytes=d.get("port_buffer_bytes"))
     assert p.link_doc()["buffer"] == f"{max(p.buffer, 3000)}B" and p.buffer > 1_000_000
 
 

@@ -61,7 +61,7 @@ from .classify import (
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
-    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_rate, policer_cut,
+    _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policer_figures,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
     train_cannot_tell, untrained_aqm, up_first_hop
@@ -1009,9 +1009,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         ended = done_at
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
         # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
-        lost2 = t2.get("lost_seq") or []
-        cut = policer_cut(lost2, int(t2.get("sent", 0)), random_loss) if random_loss > 0 and lost2 else None
-        c, why_c = paced_rate(t2, pace, b1, rate, cut=cut)
+        c, why_c = paced_rate(t2, pace, b1, rate, cut=paced_cut(t2, random_loss) if t2.get("lost_seq") else None)
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         if b2 is None and not res:
             sent = t2.get("head_send_mbps") or pace
@@ -1052,9 +1050,12 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         d["bucket_bytes"] = int(max(b2, 1500))
         q = port_fifo(t1)
         if q is not None and lone_first_loss(t1):
+            # the head passed the port's FIFO whole: at least that (as where both trains read alike, below)
+            d["port_buffer_min_bytes"] = int(q)
             d["train_evidence"].append(f"train 1's first loss, packet {t1['first_loss']}, was a lone one (the "
                                        f"{OVERFLOW_WINDOW} packets from it went on as no full FIFO lets them): a random "
-                                       f"loss ended its head, not the port's FIFO, which is not seen")
+                                       f"loss ended its head, not the port's FIFO, which is at least {q / 1e3:.3g} KB "
+                                       f"(not seen)")
         elif q is not None:
             d["port_buffer_bytes"] = int(max(q, 1500))
             d["train_evidence"].append(f"train 1's head was cut by the port's FIFO, not the policer (its {b1 / 1e3:.3g} KB "

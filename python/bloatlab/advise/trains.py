@@ -149,6 +149,14 @@ def policer_cut(lost_seq: list[int], count: int, random_loss: float | None = Non
     return int(np.argmax(score))
 
 
+def paced_cut(train: dict, random_loss: float) -> int:
+    """Where a paced train's bucket ran dry (it lost something): its first loss, or where the idle path showed
+    random loss (``random_loss``, each way) :func:`policer_cut` — :func:`paced_bucket`'s cut, and where
+    :func:`paced_rate` reads the tail from."""
+    lost = train["lost_seq"]
+    return policer_cut(lost, int(train.get("sent", 0)), random_loss) if random_loss > 0 else min(lost)
+
+
 def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: float = 0.0) -> tuple[float | None, float, int, str]:
     """The bucket from a paced train (``train``, sent at ``pace_mbps``;
     ``rate_mbps`` measured): (bucket B or None where it passed whole, its
@@ -177,7 +185,7 @@ def paced_bucket(train: dict, rate_mbps: float, pace_mbps: float, random_loss: f
                                       f"rate: it passed whole, which tells nothing of the bucket")
         b = count * w * (1 - rate_mbps / sent)
         return None, b, count, (f"the paced train's {count * w} B passed whole: the bucket is at least {b / 1e3:.3g} KB")
-    k = policer_cut(lost, count, random_loss) if random_loss > 0 else min(lost)
+    k = paced_cut(train, random_loss)
     before = sum(1 for s in lost if s < k)
     h = k - before
     u = train.get("head_send_mbps") or pace_mbps
@@ -256,9 +264,10 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
     if train.get("first_loss") is None:
         return None, "the paced train lost nothing: no tail to read the rate from"
     if not tail:
-        return None, "nothing arrived after the paced train's first loss: no tail to read the rate from"
+        return None, (f"nothing arrived after {after}: no tail to read the rate from" if after == "its first loss" else
+                      f"no send times of the packets after {after}: no tail to read the rate from")
     if n < TAIL_RATE_PACKETS:
-        return None, f"{n} packets after the first loss: fewer than {TAIL_RATE_PACKETS}, too coarse for the rate"
+        return None, f"{n} packets after {after}: fewer than {TAIL_RATE_PACKETS}, too coarse for the rate"
     w = train.get("wire_bytes", WIRE_SEGMENT)
     tx = train.get("tx_ms") or []
     got = [i for i in range(len(tx)) if tx[i] is not None]
@@ -292,6 +301,7 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
     return c, (f"the paced train's tail: {n} packets after {after} at {tail:.4g} Mbit/s, what the emptied bucket "
                f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
 
+
 def tail_from(train: dict, cut: int) -> dict:
     """``train`` (a paced train's JSON) with its tail read from packet ``cut`` on instead of from its first loss
     (:func:`queue_losses`' view of it, and ``tail_mbps``: the bytes received after the cut over the span
@@ -308,7 +318,9 @@ def tail_from(train: dict, cut: int) -> dict:
     rate = None
     if head and tail and tx[tail[-1]] > tx[head[-1]]:
         rate = len(tail) * w * 8 / ((tx[tail[-1]] - tx[head[-1]]) * 1e3)
-    return dict(queue_losses(train, cut), tail_mbps=rate)
+    # the first-loss view's other timings are not the cut's: left out
+    return dict(queue_losses(train, cut), tail_packets=len(tail), tail_mbps=rate, tail_send_mbps=rate,
+                tail_arrival_mbps=None, tail_span_ms=None, head_span_ms=None, bucket_bytes=None)
 
 
 def _refill_between_losses(train: dict, got: list[int], offered: float, bucket_bytes: float | None) -> tuple[float | None, int]:
@@ -418,9 +430,10 @@ def fifo_overflow_depth(train: dict | None, rate_mbps: float) -> float | None:
 
 
 def lone_first_loss(train: dict) -> bool:
-    """Whether a back-to-back train's first loss let the :data:`OVERFLOW_WINDOW` packets from it through as no
-    full queue does: they lost fewer than half of what a FIFO kept full at the head's send rate U and drain P drops of
-    them, ``(1 - P/U)`` each (a token bucket run dry at a policed rate C < P drops more, ``(1 - C/U)``). A random
+    """Whether a back-to-back train's first loss let the :data:`OVERFLOW_WINDOW` packets from it (itself the first
+    of them) through as no full queue does: they lost fewer than half of what a FIFO kept full at the head's send
+    rate U and drain P drops of them, ``(1 - P/U)`` each (a token bucket run dry at a policed rate C < P drops more,
+    ``(1 - C/U)``); never where U < 1.25 P (half of that is under the one loss counted). A random
     loss, or a lone drop elsewhere, then ended the head, not the queue or the bucket, and the head says nothing of
     their depth. False where the train lost nothing, does not list its losses, has no head rate, or ended within
     the window (nothing to tell by). Campaign seed 70 path 3 (a 180.9-Mbit/s policer with a 95-KB bucket and
