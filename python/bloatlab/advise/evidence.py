@@ -98,13 +98,7 @@ def _window(j: dict, d: str) -> dict:
     w0 = t0 + 0.5 * (t1 - t0)
     grid = np.arange(w0, t1, 0.01)
     total = sum(flow_rates(fs, fid, t, i, grid) for i in ids) if grid.size else np.zeros(1)
-    p50s, p95s = [], []
-    for i in ids:
-        r = srtt[(fid == i) & (t >= w0) & (t <= t1)]
-        r = r[np.isfinite(r) & (r > 0)]
-        if r.size:
-            p50s.append(np.percentile(r, 50))
-            p95s.append(np.percentile(r, 95))
+    p50s, p95s = flows_srtt(srtt, fid, t, ids, w0, t1, 50), flows_srtt(srtt, fid, t, ids, w0, t1, 95)
     # the probes: over the second half of the time all flows ran while the probes ran. The probes run the
     # phase's length D from its start; each flow from its own start, SETUP_ROUNDS x RTT later, for D too and
     # then up to its ack grace g (2 s) on what its send buffer holds: the flows' second half [w0, t1] overlaps
@@ -130,6 +124,18 @@ def _window(j: dict, d: str) -> dict:
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
             "probe_window_s": [p0, pe]}
+
+
+def flows_srtt(srtt: np.ndarray, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: float, q: float) -> list:
+    """Each flow of ``ids``' ``q``-th percentile of its smoothed RTT (ms) over [``a``, ``b``] s, its valid samples
+    only; a flow with none left out."""
+    out = []
+    for i in ids:
+        r = srtt[(fid == i) & (t >= a) & (t <= b)]
+        r = r[np.isfinite(r) & (r > 0)]
+        if r.size:
+            out.append(float(np.percentile(r, q)))
+    return out
 
 
 def acked_bps(fs: dict, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: float, srtt95_s: float) -> float | None:
@@ -212,8 +218,7 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
     # of 33 windows busy, read 43.5 over the busy ones) — and where the span holds 1/ACKED_EDGE round trips
     acked_mbps = None
     if busy.all():
-        p95s = [float(np.percentile(r, 95)) for i in ids
-                for r in [srtt[(fid == i) & (t >= w0) & (t <= t1) & np.isfinite(srtt) & (srtt > 0)]] if r.size]
+        p95s = flows_srtt(srtt, fid, t, ids, w0, t1, 95)
         got = acked_bps(fs, fid, t, ids, float(edges[0]), float(edges[-1]),
                         float(np.median(p95s)) / 1e3 if p95s else float("nan"))
         acked_mbps = got * WIRE_PER_PAYLOAD / 1e6 if got is not None else None
@@ -505,11 +510,9 @@ def variable_rate(v: dict | None) -> bool:
     median; the gallery's LTE-like trace 0.90 and 1.16). Not where the
     windows' mean exceeds what the cumulative ACKs delivered over their span
     (``acked_mbps``) by that margin and a packet: samples that over-read."""
-    if not v:
+    if not v or samples_over_read(v):
         return False
     packet_mbps = WIRE_SEGMENT * 8 / v["window_s"] / 1e6
-    if samples_over_read(v):
-        return False
     return (v["p10_mbps"] < SHAPE_FRACTION * v["p50_mbps"] - packet_mbps
             and v["p90_mbps"] > v["p50_mbps"] / SHAPE_FRACTION + packet_mbps)
 

@@ -257,15 +257,16 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
       path 28: a 189-ms stall in a 1.15-s tail read 15.0 for 17.7). The VM's
       own pauses are shorter: tests/test_advise.py's 20-Mbit/s policer (a
       10-ms bucket) stalled 10.5 ms once, E/T 0.04 %."""
-    after = "its first loss"
-    if cut is not None and train.get("first_loss") is not None and cut > train["first_loss"]:
-        train, after = tail_from(train, cut), f"packet {cut}, where the bucket ran dry"
+    moved = cut is not None and train.get("first_loss") is not None and cut > train["first_loss"]
+    after = f"packet {cut}, where the bucket ran dry" if moved else "its first loss"
+    if moved:
+        train = tail_from(train, cut)
     tail, n = train.get("tail_mbps"), int(train.get("tail_packets") or 0)
     if train.get("first_loss") is None:
         return None, "the paced train lost nothing: no tail to read the rate from"
     if not tail:
-        return None, (f"nothing arrived after {after}: no tail to read the rate from" if after == "its first loss" else
-                      f"no send times of the packets after {after}: no tail to read the rate from")
+        return None, (f"no send times of the packets after {after}" if moved else
+                      f"nothing arrived after {after}") + ": no tail to read the rate from"
     if n < TAIL_RATE_PACKETS:
         return None, f"{n} packets after {after}: fewer than {TAIL_RATE_PACKETS}, too coarse for the rate"
     w = train.get("wire_bytes", WIRE_SEGMENT)
