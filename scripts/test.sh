@@ -17,30 +17,32 @@ cargo build --release --quiet -p bloatlab-probe --target x86_64-unknown-linux-mu
 # 217 once for the dependencies without. The shipped binaries (.venv/bin, the wheel, the static probe) stay release's,
 # and the Python tests run those.
 opt=(--config 'profile.test-opt.inherits="release"' --config 'profile.test-opt.lto=false' --profile test-opt)
-stage "cargo test (release's optimisation, no LTO)"
-cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200
+stage "cargo test: its build (release's optimisation, no LTO)"
+cargo test "${opt[@]}" --workspace --exclude bloatlab-py --no-run --quiet
 stage "cargo benches build (they run in make bench; built here so they do not rot)"
 cargo build "${opt[@]}" --workspace --exclude bloatlab-py --benches --quiet
-stage "fuzz (cargo-fuzz, ${FUZZ_SECONDS:-15} s per target, as many at once as there are cores)"
-# The targets are built once (cargo fuzz build: every target, ASan and debug assertions as `run` builds them) in 16
-# codegen units instead of cargo-fuzz's default 1, the only change to the build: on 2 cores the nightly build of the
-# probe's dependencies took most of this stage (BENCHMARKS.md, "make test's time"). Each target then fuzzes for its
-# FUZZ_SECONDS on a core of its own, at most nproc at a time.
-if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-  fz=(--codegen-units 16)
+# The fuzz targets (cargo-fuzz, FUZZ_SECONDS each) are built and run at nice 19 while the Rust tests run: those
+# mostly wait on loopback and namespace traffic in real time (122 s of wall, 58 s of CPU, 2026-11-29), so the fuzz
+# build takes the CPU they leave, and at nice 19 gives it back whenever a test wants it (BENCHMARKS.md, "make test's
+# time"). The targets are built once (cargo fuzz build: every target, ASan and debug assertions as `run` builds them)
+# in 16 codegen units instead of cargo-fuzz's default 1, the only change to the build: on 2 cores the nightly build
+# of the probe's dependencies took most of the fuzz's time. Each target then fuzzes for its FUZZ_SECONDS on a core
+# of its own, at most nproc at a time.
+fuzz() {
+  local t0f=$SECONDS fz=(--codegen-units 16) log
   log="$(mktemp)"
   if ! (cd crates/probe/fuzz && cargo +nightly fuzz build "${fz[@]}") >"$log" 2>&1; then
-    tail -n 40 "$log"; echo "the fuzz targets did not build"; rm -f "$log"; exit 1
+    tail -n 40 "$log"; echo "the fuzz targets did not build"; rm -f "$log"; return 1
   fi
   rm -f "$log"
-  targets=(packet control iperf3); logs=(); pids=()
+  echo "fuzz targets built in $((SECONDS - t0f)) s"
+  local targets=(packet control iperf3) logs=() pids=() t i fail=0
   for t in "${targets[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do sleep 0.5; done
     log="$(mktemp)"; logs+=("$log")
     (cd crates/probe/fuzz && exec cargo +nightly fuzz run "${fz[@]}" "$t" -- -max_total_time="${FUZZ_SECONDS:-15}") >"$log" 2>&1 &
     pids+=($!)
   done
-  fail=0
   for i in "${!targets[@]}"; do
     t="${targets[$i]}"; log="${logs[$i]}"
     if wait "${pids[$i]}"; then
@@ -50,10 +52,27 @@ if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep 
     fi
     rm -f "$log"
   done
-  [ "$fail" = 0 ] || exit 1
+  echo "fuzz: $((SECONDS - t0f)) s in all"
+  return "$fail"
+}
+stage "cargo test: the tests, the fuzz targets (cargo-fuzz, ${FUZZ_SECONDS:-15} s each) built and run beside them at nice 19"
+fuzz_log="$(mktemp)"; fuzz_pid=
+if command -v cargo-fuzz >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  nice -n 19 bash -c "$(declare -f fuzz); fuzz" >"$fuzz_log" 2>&1 &
+  fuzz_pid=$!
 else
-  echo "skipped: cargo-fuzz or a nightly toolchain is missing (scripts/setup.sh installs cargo-fuzz where nightly exists)"
+  echo "fuzz skipped: cargo-fuzz or a nightly toolchain is missing (scripts/setup.sh installs cargo-fuzz where nightly exists)" >"$fuzz_log"
 fi
+cargo_rc=0
+cargo test "${opt[@]}" --workspace --exclude bloatlab-py --quiet 2>&1 | grep -vE '^\s*$' | tail -n 200 || cargo_rc=$?
+# the fuzz's figures after the tests' (a failed test waits for them too: no fuzz left running after this script)
+fuzz_rc=0
+if [ -n "$fuzz_pid" ]; then
+  echo "(the Rust tests ended $SECONDS s into the tests; waiting for the fuzz targets)"
+  wait "$fuzz_pid" || fuzz_rc=$?
+fi
+cat "$fuzz_log"; rm -f "$fuzz_log"
+[ "$cargo_rc" = 0 ] && [ "$fuzz_rc" = 0 ] || exit 1
 # The simulator's tests on every core (pytest-xdist, the test extra; a file's tests on one worker, so a module's
 # fixture is built once), then, alone on an idle machine, the ones that run in real time or read a wall clock (marked
 # serial by tests/conftest.py): a loaded machine perturbs those. Both parts run; either failing fails the whole.

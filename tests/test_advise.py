@@ -95,10 +95,25 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     over a window of many round trips do not. Over few round trips the
     cumulative ACK's jumps make the samples' median the better reading."""
     wire = 1500 / 1448
+    probes = 92 * 8 * 100 / 1e6  # the probes every 10 ms, all answered: 0.0736 Mbit/s the link carried beside
     w = _window(_phase(20e6, 15e6, 5.0), "down")  # 5 s window, 5 ms: 1000 round trips
-    assert w["rate_from"] == "acked_bytes" and w["rate_mbps"] == pytest.approx(15 * wire, rel=1e-3)
+    assert w["rate_from"] == "acked_bytes" and w["rate_mbps"] == pytest.approx(15 * wire + probes, rel=1e-4)
+    assert w["probes_mbps"] == pytest.approx(probes, rel=1e-2)
     w = _window(_phase(20e6, 15e6, 400.0), "down")  # 400 ms of 5 s: 12 round trips
-    assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire, rel=1e-3)
+    assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire + probes, rel=1e-4)
+
+
+def test_the_probes_bytes_count_where_they_were_answered():
+    """The load probes share the bottleneck with the flows (92 B each way every 10 ms): each span's rate is its
+    answered probes' bytes; a probe the bottleneck dropped (no RTT) took none of its time."""
+    from bloatlab.advise.evidence import probes_bps
+
+    t = [0.005 + i * 0.01 for i in range(100)]  # one second of probes
+    rtt = [20.0 if i < 50 or i % 2 else float("nan") for i in range(100)]  # the second half: every other lost
+    j = {"raw": {"series": {"probes": {"t": t, "rtt_ms": rtt}}}}
+    got = probes_bps(j, np.array([0.0, 0.5, 1.0]))
+    assert list(got) == [50 * 92 * 8 / 0.5, 25 * 92 * 8 / 0.5]
+    assert list(probes_bps({"raw": {"series": {}}}, np.array([0.0, 1.0]))) == [0.0]  # no probes (UDP blocked)
 
 
 def test_a_flow_whose_delivery_stood_still_past_its_rto_reads_no_rate():
@@ -516,7 +531,8 @@ def test_a_short_rate_phase_on_a_long_path_gives_its_evidence_once_its_probes_ar
     # 12 rounds (the fill's rate sizes no doubling: 3 full-pipe rounds, DRAIN, a gain cycle) and the 3.5 of setup
     assert seen["bbr"] == pytest.approx(15.5 * base / 1e3)
     assert x["evidence"]["phase"] == "bbr" and x["limiter"] == "policer", x["evidence"]
-    assert x["rate_mbps"] == pytest.approx(3.57, rel=1e-3) and x["evidence"]["probe_q95_ms"] == pytest.approx(0.5)
+    # the link's rate: the flows' and the probes' bytes over the window (evidence.probes_bps)
+    assert x["rate_mbps"] == pytest.approx(3.57 + x["evidence"]["probes_mbps"], rel=1e-4) and x["evidence"]["probe_q95_ms"] == pytest.approx(0.5)
     # the probes sent 0-5.26 s, the flows' first sample at 1.1893 s: the second half from 3.2247 s, 204 probes
     assert x["evidence"]["probes"] == 204 and x["evidence"]["probe_window_s"] == pytest.approx([3.22465, 5.26])
     # the phase's old length (4.08 s): its probes too are read while they ran (1.19-4.07 s: 144 of them)
@@ -552,7 +568,8 @@ def test_a_fill_that_kept_the_ports_rate_busy_needs_no_bbr_phase(monkeypatch):
     calls.clear()
     phases = {"cubic": _load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)}
     x = M._direction("h", 1, "down", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.05)
-    assert calls == ["cubic"] and x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3)} and x["limiter"] == "aqm"
+    assert calls == ["cubic"] and x["limiter"] == "aqm"
+    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.93 + x["evidence"]["probes_mbps"], rel=1e-4)}
     # the same fill where the port reads 1.2x faster (a shaper's bucket, a policer): BBR runs
     calls.clear()
     phases["bbr"] = _load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000)
@@ -627,13 +644,14 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     from bloatlab.advise.evidence import rate_variation
 
     wire = 1500 / 1448
+    probes = 92 * 8 * 100 / 1e6  # the probes' bytes each window carried beside the flows' (10 every 100 ms)
     # a fixed 15 Mbit/s: every window the same, nothing moved
     v = rate_variation(_phase(15e6, 15e6, 40.0, secs=20.0), "down", 20.0)
     assert v["window_s"] == pytest.approx(0.1) and v["windows"] == 99 == v["busy_windows"]  # the second half: 9.995 s
-    assert v["p10_mbps"] == pytest.approx(15 * wire) and v["p90_mbps"] == pytest.approx(15 * wire)
+    assert v["p10_mbps"] == pytest.approx(15 * wire + probes) and v["p90_mbps"] == pytest.approx(15 * wire + probes)
     assert v["timescale_s"] is None
     # the windows themselves (what advise.capacity fits) and the round trip each delivery-rate sample spans
-    assert v["series_mbps"] == [pytest.approx(15 * wire, abs=1e-4)] * 99 and v["srtt_ms"] == 40.0
+    assert v["series_mbps"] == [pytest.approx(15 * wire + probes, abs=1e-4)] * 99 and v["srtt_ms"] == 40.0
     # capacity alternating 40 / 10 Mbit/s every second: p10 and p90 are the two rates, the time scale within the dwell
     j = _phase(0, 0, 100.0, secs=20.0)
     t = j["raw"]["series"]["flows"]["t"]
@@ -641,7 +659,7 @@ def test_the_capacitys_variation_over_the_windows_where_the_bottleneck_stayed_bu
     # (its cumulative ACK advances with it: a flow whose delivery stands still reads 0, evidence.flow_rates)
     j["raw"]["series"]["flows"]["delivered_bytes"] = [0.01 * i * 25e6 / 8 for i in range(len(t))]
     v = rate_variation(j, "down", 50.0)
-    assert v["p10_mbps"] == pytest.approx(10 * wire, rel=0.01) and v["p90_mbps"] == pytest.approx(40 * wire, rel=0.01)
+    assert v["p10_mbps"] == pytest.approx(10 * wire + probes, rel=1e-3) and v["p90_mbps"] == pytest.approx(40 * wire + probes, rel=1e-3)
     assert 0.2 <= v["timescale_s"] <= 1.0
     # the flows' queue empty (their smoothed RTT at the base): the windows read the senders, not the link
     assert rate_variation(_phase(15e6, 15e6, 40.0, secs=20.0), "down", 39.0) is None
@@ -679,7 +697,8 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     t = j["raw"]["series"]["flows"]["t"]
     j["raw"]["series"]["flows"]["delivery_rate_bps"] = [1.65e6 if int(x * 2) % 2 == 0 else 2.45e6 for x in t]
     v = rate_variation(j, "down", 50.0)
-    assert v["acked_mbps"] == pytest.approx(1.754 * 1500 / 1448, rel=1e-3) and v["mean_mbps"] > v["acked_mbps"] / 0.95
+    # (both with the probes' 0.0736 Mbit/s: 10 answered every 100 ms)
+    assert v["acked_mbps"] == pytest.approx(1.754 * 1500 / 1448 + 0.0736, rel=1e-3) and v["mean_mbps"] > v["acked_mbps"] / 0.95
     assert not variable_rate(v)
     # ... against the same samples where the ACKs delivered what they read: a capacity that moved
     mean_bps = (1.65e6 + 2.45e6) / 2

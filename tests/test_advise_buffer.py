@@ -199,7 +199,8 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound_and_re
     assert x["buffer_window"]["overflowed"] is False and x["deep_fill"]["overflowed"] is True
     # its gap after 600 ms queued, its 5-s ceiling and a drain no longer than that
     assert "deep" in x["phases_s"] and x["planned_s"]["deep"] == pytest.approx(0.8 + 2 * 5.0)
-    assert M_buffer._buffer_text(x) == "buffer ~11250 KB (9 BDP)"  # the depth, not a bound
+    # the depth, not a bound (900 ms at the link's 100.07 Mbit/s: the flows' 100 and the probes' 0.07)
+    assert M_buffer._buffer_text(x) == "buffer ~11258 KB (9 BDP)"
     # the Reno flows lost nothing by their ceiling: still a lower bound, at the deeper queue they reached
     phases["reno"] = _reno(2.0, 100.0 + 900.0, 100.0, wire, lost_per_flow=0)
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
@@ -247,13 +248,13 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound_and_re
     assert [c[0] for c in calls] == ["cubic"] and x["buffer_bound"] == "lower" and "deep_fill" not in x
     assert x["buffer_bytes_min"] == x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
     assert x["buffer_window"]["overflowed"] is False and x["buffer_window"]["phase"] == "cubic"
-    assert "buffer >= 7500 KB" in M_buffer._buffer_text(x)
+    assert "buffer >= 7506 KB" in M_buffer._buffer_text(x)  # 600 ms at the flows' 100 and the probes' 0.07 Mbit/s
     calls.clear()
     phases["cubic"] = _phase(10.0, 100.0 + 600.0, wire, retx_at=(7.0,))
     x = M._direction("h", 1, "down", 4, 100.0, None, True, False, 0.0, lambda m: None, port_mbps=100.0)
     assert [c[0] for c in calls] == ["cubic"]
     assert x["buffer_bound"] is None and x["buffer_bytes"] == pytest.approx(7.5e6, rel=1e-3)
-    assert M_buffer._buffer_text(x) == "buffer ~7500 KB (6 BDP)"
+    assert M_buffer._buffer_text(x) == "buffer ~7506 KB (6 BDP)"  # (the probes' 0.07 Mbit/s in the rate)
 
 
 def _rec(limiter, truth_b, measured_b, bound=None, lo=None, hi=None):

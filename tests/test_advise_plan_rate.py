@@ -79,13 +79,16 @@ def test_the_direction_says_whether_its_rate_phase_ran_and_why(monkeypatch):
 
     monkeypatch.setattr(M, "_load", load)
     # fq_codel-like at 7 Mbit/s up: the flows 20 ms above base, the probe 1 ms, the port at the fill's rate
-    phases = {"cubic": _up(_load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)),
-              "bbr": _up(_load_json(6.93e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000))}
+    # (the flows' 6.8 and the probes' 0.07 read 6.87: below the port)
+    phases = {"cubic": _up(_load_json(6.8e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 20, 6 + 1, 40, 15000)),
+              "bbr": _up(_load_json(6.8e6 / M_evidence.WIRE_PER_PAYLOAD, 6 + 1, 6 + 1, 5, 15000))}
     x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=7.0)
     assert calls == ["cubic"] and "bbr" not in x["phases_s"] and x["limiter"] == "aqm"
     assert x["rate_phase"]["ran"] is False and x["rate_phase"]["why"].startswith("own backlog")
     # its queue busy at the port throughout: the rate is the port's, a lower bound up (measure.take_busy_port)
-    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.93, rel=1e-3), "port": 7.0} and x["rate_mbps"] == 7.0
+    # (the fill's own: the flows' 6.8 and the probes', evidence.probes_bps)
+    assert x["rate_by_cc"] == {"cubic": pytest.approx(6.8 + x["evidence"]["probes_mbps"], rel=1e-4), "port": 7.0}
+    assert x["rate_mbps"] == 7.0
     # the port the idle path showed 1.2x faster: the phase runs, and says why
     calls.clear()
     x = M._direction("h", 1, "up", 4, 6.0, None, True, False, 0.0, lambda m: None, port_mbps=1.2 * 6.93)

@@ -23,10 +23,32 @@ ACKED_EDGE = 0.05
 WIRE_PER_PAYLOAD = 1500 / 1448
 
 
+#: a load probe on the wire (B), each way: its 64-B UDP payload (``load``'s probes, crates/probe/src/load.rs
+#: ``udp_cfg``), UDP 8, IPv4 20; the server echoes it at its own length (crates/probe/src/udp.rs)
+LOAD_PROBE_WIRE = 64 + 8 + 20
+
+
 #: Linux's least retransmission timeout beyond the smoothed RTT (``TCP_RTO_MIN``, 200 ms: ``__tcp_set_rto`` sets
 #: the RTO to srtt + rttvar with rttvar at least that): a flow whose delivery has stood still longer than its srtt
 #: plus this has timed out (see :func:`flow_rates`)
 RTO_MIN_S = 0.2
+
+
+def probes_bps(j: dict, edges: np.ndarray) -> np.ndarray:
+    """The load probes' own rate through the path (bit/s on the wire) in each span between consecutive ``edges``
+    (s, the flows' clock): the probes answered there (by their send times), :data:`LOAD_PROBE_WIRE` each. The
+    probes cross the bottleneck beside the flows — a request up, its echo down, every
+    :data:`isolation.LOAD_PROBE_INTERVAL_MS` — so the link carried their bytes as well as the flows': 73.6 kbit/s
+    each way while all are answered, 7 % of a 1-Mbit/s link, a third of a 0.2-Mbit/s one. Counted from the
+    answered probes, not the sent: a probe the bottleneck dropped took none of its time (one whose echo a later hop
+    dropped is not counted, a bound below). Zeros where the phase had no probes (UDP blocked, an older JSON)."""
+    ps = (j.get("raw") or {}).get("series", {}).get("probes", {})
+    pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
+    spans = np.diff(edges)
+    if pt.size != prtt.size or not pt.size or not spans.size:
+        return np.zeros(max(spans.size, 0))
+    n = np.histogram(pt[np.isfinite(prtt)], bins=edges)[0]
+    return np.where(spans > 0, n * LOAD_PROBE_WIRE * 8 / np.where(spans > 0, spans, 1.0), 0.0)
 
 
 def flow_rates(fs: dict, fid: np.ndarray, t: np.ndarray, i: int, at: np.ndarray) -> np.ndarray:
@@ -73,6 +95,8 @@ def _window(j: dict, d: str) -> dict:
       SACK recovery fills a hole, and over 2-3 s that over-read by up to 17 %
       on a 200-ms path and by ±10 % at 1 Mbit/s behind a 500-ms queue, where
       the median of the sum read within 5 % of the link (1, 5, 100 Mbit/s);
+      on the wire, and with the probes' own bytes over the window (``probes_mbps``, :func:`probes_bps`): the
+      link carried both;
     - the flows' smoothed RTT (p50, p95; median over flows): the queue the
       bulk flows sit in, smoothed against the VM's pauses;
     - the probes' RTT: what a new, sparse flow sees, over the second half of
@@ -120,7 +144,9 @@ def _window(j: dict, d: str) -> dict:
     got = acked_bps(fs, fid, t, ids, w0, t1, float(np.median(p95s)) / 1e3 if p95s else float("nan"))
     if got is not None:
         rate, how = got, "acked_bytes"
-    return {"rate_mbps": rate / 1e6 * WIRE_PER_PAYLOAD, "rate_from": how,
+    # the link carried the probes' bytes beside the flows' over the same window (probes_bps): the rate is the link's
+    beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
+    return {"rate_mbps": (rate * WIRE_PER_PAYLOAD + beside) / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
             "probe_window_s": [p0, pe]}
@@ -206,7 +232,9 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
             inside = qi[(ti >= edges[k]) & (ti <= edges[k + 1])]
             low = inside.min() if inside.size else float(np.interp(grid, ti, qi).min())
             busy[k] &= bool(low > NOISE_MS)
-    rates *= WIRE_PER_PAYLOAD / 1e6
+    # on the wire, with the probes' bytes each window carried beside the flows' (probes_bps: as _window's rate)
+    beside = probes_bps(j, edges)
+    rates = (rates * WIRE_PER_PAYLOAD + beside) / 1e6
     if busy.sum() < VARIATION_MIN_WINDOWS:
         return None
     kept = rates[busy]
@@ -221,7 +249,7 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
         p95s = flows_srtt(srtt, fid, t, ids, w0, t1, 95)
         got = acked_bps(fs, fid, t, ids, float(edges[0]), float(edges[-1]),
                         float(np.median(p95s)) / 1e3 if p95s else float("nan"))
-        acked_mbps = got * WIRE_PER_PAYLOAD / 1e6 if got is not None else None
+        acked_mbps = (got * WIRE_PER_PAYLOAD + float(beside.mean())) / 1e6 if got is not None else None
     x = np.where(busy, rates - kept.mean(), 0.0)  # an idle window counts as the mean: no motion read there
     scale = None
     # a spread below one packet a window is below what whole packets resolve: nothing moved
@@ -263,7 +291,7 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     loaded = base_p50 + flow_q50
     # the probes' count and their window (s since the load began, its quiet gap included): what the choice asks
     # (_direction) and what to look at where a reading surprises (the raw series are not kept)
-    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes": int(w["probes"].size),
+    return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes_mbps": w.get("probes_mbps"), "probes": int(w["probes"].size),
             "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
             "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
