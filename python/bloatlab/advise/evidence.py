@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import UserError
 from .path import SHAPE_FRACTION
-from .physics import MSS, NOISE_MS, WIRE_SEGMENT, _significant, mathis_loss
+from .physics import MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, mathis_loss
 from .plan import VARIATION_MIN_WINDOWS, variation_window_s
 
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
@@ -23,11 +23,6 @@ ACKED_EDGE = 0.05
 WIRE_PER_PAYLOAD = 1500 / 1448
 
 
-#: a load probe on the wire (B), each way: its 64-B UDP payload (``load``'s probes, crates/probe/src/load.rs
-#: ``udp_cfg``), UDP 8, IPv4 20; the server echoes it at its own length (crates/probe/src/udp.rs)
-LOAD_PROBE_WIRE = 64 + 8 + 20
-
-
 #: Linux's least retransmission timeout beyond the smoothed RTT (``TCP_RTO_MIN``, 200 ms: ``__tcp_set_rto`` sets
 #: the RTO to srtt + rttvar with rttvar at least that): a flow whose delivery has stood still longer than its srtt
 #: plus this has timed out (see :func:`flow_rates`)
@@ -36,19 +31,20 @@ RTO_MIN_S = 0.2
 
 def probes_bps(j: dict, edges: np.ndarray) -> np.ndarray:
     """The load probes' own rate through the path (bit/s on the wire) in each span between consecutive ``edges``
-    (s, the flows' clock): the probes answered there (by their send times), :data:`LOAD_PROBE_WIRE` each. The
-    probes cross the bottleneck beside the flows — a request up, its echo down, every
-    :data:`isolation.LOAD_PROBE_INTERVAL_MS` — so the link carried their bytes as well as the flows': 73.6 kbit/s
-    each way while all are answered, 7 % of a 1-Mbit/s link, a third of a 0.2-Mbit/s one. Counted from the
-    answered probes, not the sent: a probe the bottleneck dropped took none of its time (one whose echo a later hop
-    dropped is not counted, a bound below). Zeros where the phase had no probes (UDP blocked, an older JSON)."""
+    (s, the flows' clock): the probes answered there (by their send times), :data:`physics.PROBE_WIRE` each (the
+    echo as long as the request). The probes cross the bottleneck beside the flows — a request up, its echo down,
+    every :data:`isolation.LOAD_PROBE_INTERVAL_MS` — so the link carried their bytes as well as the flows'
+    (:func:`physics.probe_mbps`: 73.6 kbit/s each way while all are answered, 7 % of a 1-Mbit/s link, a third of
+    a 0.2-Mbit/s one). Counted from the answered probes, not the sent: a probe the bottleneck dropped took none of
+    its time (one whose echo a later hop dropped is not counted, a bound below). Zeros where the phase had no probes
+    (UDP blocked, an older JSON)."""
     ps = (j.get("raw") or {}).get("series", {}).get("probes", {})
     pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
     spans = np.diff(edges)
     if pt.size != prtt.size or not pt.size or not spans.size:
         return np.zeros(max(spans.size, 0))
     n = np.histogram(pt[np.isfinite(prtt)], bins=edges)[0]
-    return np.where(spans > 0, n * LOAD_PROBE_WIRE * 8 / np.where(spans > 0, spans, 1.0), 0.0)
+    return np.where(spans > 0, n * PROBE_WIRE * 8 / np.where(spans > 0, spans, 1.0), 0.0)
 
 
 def flow_rates(fs: dict, fid: np.ndarray, t: np.ndarray, i: int, at: np.ndarray) -> np.ndarray:
