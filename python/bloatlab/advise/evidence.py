@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import UserError
 from .path import SHAPE_FRACTION
 from .physics import MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, mathis_loss
-from .plan import VARIATION_MIN_WINDOWS, variation_window_s
+from .plan import VARIATION_MIN_WINDOW_S, VARIATION_MIN_WINDOWS, variation_window_s
 
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
 #: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
@@ -130,7 +130,17 @@ def _window(j: dict, d: str) -> dict:
     pe = min(t1, float(pt.max())) if pt.size else t0
     p0 = t0 + 0.5 * max(pe - t0, 0.0)  # none where no probe came back after the flows began (UDP blocked)
     sel = prtt[(pt >= p0) & (pt <= pe) & np.isfinite(prtt)]
-    rate = float(np.median(total))
+    # the link carried the probes' bytes beside the flows' (probes_bps): the rate is the link's. Over the whole window
+    # beside the acked bytes; beside the delivery-rate samples, each instant's own (per VARIATION_MIN_WINDOW_S): the
+    # flows run on alone through their ack grace after the probes' end, and a median of the sum at each instant
+    # reads the link there, where the window's mean probe rate added to the median would count them twice
+    beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
+    rate = 0.0
+    if grid.size:
+        edges = np.arange(w0, t1, VARIATION_MIN_WINDOW_S)
+        edges = np.r_[edges, t1] if edges[-1] < t1 else edges
+        at = probes_bps(j, edges)
+        rate = float(np.median(total * WIRE_PER_PAYLOAD + at[np.clip(np.searchsorted(edges, grid, "right") - 1, 0, at.size - 1)]))
     how = "delivery_rate"
     # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
     # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
@@ -139,10 +149,8 @@ def _window(j: dict, d: str) -> dict:
     # with a 45-ms bucket on a 34 Mbit/s port, 4.6 ms: the samples' median read 19.2)
     got = acked_bps(fs, fid, t, ids, w0, t1, float(np.median(p95s)) / 1e3 if p95s else float("nan"))
     if got is not None:
-        rate, how = got, "acked_bytes"
-    # the link carried the probes' bytes beside the flows' over the same window (probes_bps): the rate is the link's
-    beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
-    return {"rate_mbps": (rate * WIRE_PER_PAYLOAD + beside) / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
+        rate, how = got * WIRE_PER_PAYLOAD + beside, "acked_bytes"
+    return {"rate_mbps": rate / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
             "probe_window_s": [p0, pe]}
