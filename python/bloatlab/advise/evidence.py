@@ -91,8 +91,8 @@ def _window(j: dict, d: str) -> dict:
       SACK recovery fills a hole, and over 2-3 s that over-read by up to 17 %
       on a 200-ms path and by ±10 % at 1 Mbit/s behind a 500-ms queue, where
       the median of the sum read within 5 % of the link (1, 5, 100 Mbit/s);
-      on the wire, and with the probes' own bytes over the window (``probes_mbps``, :func:`probes_bps`): the
-      link carried both;
+      on the wire, and with the probes' own bytes (:func:`probes_bps`; the window's beside the acked bytes, in
+      ``probes_mbps``, each instant's beside the samples): the link carried both;
     - the flows' smoothed RTT (p50, p95; median over flows): the queue the
       bulk flows sit in, smoothed against the VM's pauses;
     - the probes' RTT: what a new, sparse flow sees, over the second half of
