@@ -42,7 +42,7 @@ def probes_bps(j: dict, edges: np.ndarray) -> np.ndarray:
     pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
     spans = np.diff(edges)
     if pt.size != prtt.size or not pt.size or not spans.size:
-        return np.zeros(max(spans.size, 0))
+        return np.zeros(spans.size)
     n = np.histogram(pt[np.isfinite(prtt)], bins=edges)[0]
     return np.where(spans > 0, n * PROBE_WIRE * 8 / np.where(spans > 0, spans, 1.0), 0.0)
 
@@ -137,8 +137,8 @@ def _window(j: dict, d: str) -> dict:
     beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
     rate = 0.0
     if grid.size:
-        edges = np.arange(w0, t1, VARIATION_MIN_WINDOW_S)
-        edges = np.r_[edges, t1] if edges[-1] < t1 else edges
+        starts = np.arange(w0, t1, VARIATION_MIN_WINDOW_S)
+        edges = np.r_[starts[starts < t1], t1]  # (a float arange can reach its stop: edges must rise)
         at = probes_bps(j, edges)
         rate = float(np.median(total * WIRE_PER_PAYLOAD + at[np.clip(np.searchsorted(edges, grid, "right") - 1, 0, at.size - 1)]))
     how = "delivery_rate"
