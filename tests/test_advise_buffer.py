@@ -118,13 +118,16 @@ def test_drops_count_only_within_the_window_the_queue_is_read_from():
 def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():
     """A 62.5-KB FIFO whose capacity alternates 40 and 10 Mbit/s each second: 12.5 ms of queue at 40, 50 ms at
     10. The delay's p95 (50 ms) at the median rate (25) reads 156 KB; each sample's delay at its own rate reads
-    the 62.5 KB (x 1500/1448 on the wire)."""
-    rate = lambda t: 40e6 if int(t) % 2 == 0 else 10e6  # noqa: E731
+    the 62.5 KB. The link carries the flows' segments (x 1500/1448 on the wire) and the load probes' 92 B
+    every 10 ms (73.6 kbit/s): a queue drains at their sum, so the flows' share alone would read 62.04 KB."""
+    probes_bps = M_physics.PROBE_WIRE * 8 / 0.01
+    cap = lambda t: 40e6 if int(t) % 2 == 0 else 10e6  # noqa: E731
+    rate = lambda t: (cap(t) - probes_bps) / M_evidence.WIRE_PER_PAYLOAD  # noqa: E731  (the flows' payload)
     srtt = lambda t: 3.0 + (12.5 if int(t) % 2 == 0 else 50.0)  # noqa: E731
     j = _phase(10.0, srtt, rate)
-    assert M_evidence.queued_bytes_p95(j, "down", 3.0) == pytest.approx(62500 * M_evidence.WIRE_PER_PAYLOAD, rel=1e-6)
+    assert M_evidence.queued_bytes_p95(j, "down", 3.0) == pytest.approx(62500, rel=1e-6)
     r = M_buffer.buffer_reading(50.0, 25.0, 4, 3.0, overflowed=True, queued_bytes=M_evidence.queued_bytes_p95(j, "down", 3.0))
-    assert r["buffer_bytes"] == 64744 and r["buffer_bound"] is None
+    assert r["buffer_bytes"] == 62500 and r["buffer_bound"] is None
 
 
 def _reno(overflow_at, peak_ms, base_ms, rate_bps, lost_per_flow, secs=2.5, flows=4):

@@ -63,6 +63,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .. import traces
+from .physics import WIRE_SEGMENT
 
 #: the process's block (s): a fade lasts this long (traces.FADE_PERIOD_MS, the gallery models' 100 ms)
 BLOCK_S = traces.FADE_PERIOD_MS / 1000
@@ -85,8 +86,6 @@ Z975 = 1.959963984540054
 #: models, seeds 11-20, read as measure reads them); 80 tries find advise's 7 members where a tenth pass (1.6 s at
 #: most for 39)
 SEEDS = 80
-#: bytes of a wire segment (physics.WIRE_SEGMENT): a window resolves whole packets
-WIRE_SEGMENT = 1500
 
 
 @dataclass
@@ -247,7 +246,7 @@ def quantile_tolerance(v: dict) -> dict[int, float]:
     rho = math.exp(-w / tau) if tau else 1.0
     n_eff = max(1.0, n * (1 - rho) / (1 + rho))
     s = math.log(v["p90_mbps"] / v["p10_mbps"]) / (2 * Z90)
-    packet = WIRE_SEGMENT * 8 / w / 1e6
+    packet = WIRE_SEGMENT * 8 / w / 1e6  # a window resolves whole packets
     out = {}
     for q in QUANTILES:
         p = q / 100

@@ -47,6 +47,21 @@ def probes_bps(j: dict, edges: np.ndarray) -> np.ndarray:
     return np.where(spans > 0, n * PROBE_WIRE * 8 / np.where(spans > 0, spans, 1.0), 0.0)
 
 
+def probes_bps_at(j: dict, w0: float, t1: float, at: np.ndarray) -> np.ndarray:
+    """The load probes' rate (bit/s on the wire, :func:`probes_bps`) at each instant of ``at`` (s, the flows'
+    clock) within the window [``w0``, ``t1``]: that of the :data:`VARIATION_MIN_WINDOW_S` span from ``w0`` the
+    instant falls in. The flows run on alone through their ack grace after the probes end, so a sum of the flows'
+    rate and the probes' at each instant reads the link there, where the window's mean probe rate would count the
+    probes in the grace too."""
+    at = np.asarray(at, float)
+    if not at.size or not t1 > w0:
+        return np.zeros(at.size)
+    starts = np.arange(w0, t1, VARIATION_MIN_WINDOW_S)
+    edges = np.r_[starts[starts < t1], t1]  # (a float arange can reach its stop: edges must rise)
+    rates = probes_bps(j, edges)
+    return rates[np.clip(np.searchsorted(edges, at, "right") - 1, 0, rates.size - 1)]
+
+
 def flow_rates(fs: dict, fid: np.ndarray, t: np.ndarray, i: int, at: np.ndarray) -> np.ndarray:
     """Flow ``i``'s delivery rate (bit/s of payload) at the times ``at``:
     its ``tcpi_delivery_rate`` samples interpolated, **0 where the sample is
@@ -131,16 +146,9 @@ def _window(j: dict, d: str) -> dict:
     p0 = t0 + 0.5 * max(pe - t0, 0.0)  # none where no probe came back after the flows began (UDP blocked)
     sel = prtt[(pt >= p0) & (pt <= pe) & np.isfinite(prtt)]
     # the link carried the probes' bytes beside the flows' (probes_bps): the rate is the link's. Over the whole window
-    # beside the acked bytes; beside the delivery-rate samples, each instant's own (per VARIATION_MIN_WINDOW_S): the
-    # flows run on alone through their ack grace after the probes' end, and a median of the sum at each instant
-    # reads the link there, where the window's mean probe rate added to the median would count them twice
+    # beside the acked bytes; beside the delivery-rate samples, each instant's own (probes_bps_at), before the median
     beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
-    rate = 0.0
-    if grid.size:
-        starts = np.arange(w0, t1, VARIATION_MIN_WINDOW_S)
-        edges = np.r_[starts[starts < t1], t1]  # (a float arange can reach its stop: edges must rise)
-        at = probes_bps(j, edges)
-        rate = float(np.median(total * WIRE_PER_PAYLOAD + at[np.clip(np.searchsorted(edges, grid, "right") - 1, 0, at.size - 1)]))
+    rate = float(np.median(total * WIRE_PER_PAYLOAD + probes_bps_at(j, w0, t1, grid))) if grid.size else 0.0
     how = "delivery_rate"
     # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
     # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
@@ -463,8 +471,9 @@ def window_dropped(ev: dict, win: dict, loss_based: bool) -> bool | None:
 def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
     """The bytes the bottleneck held, from each TCP_INFO sample of direction
     ``d``'s flows in the window (:func:`_window`): the sample's queueing
-    (smoothed RTT − ``base_ms``) x the flows' summed delivery rate then (wire
-    bytes: x 1500/1448) — a queue of B bytes delays by B / the rate that
+    (smoothed RTT − ``base_ms``) x the rate that drained it then: the flows'
+    summed delivery rate (wire bytes: x 1500/1448) and the load probes' own
+    (:func:`probes_bps_at`, as :func:`_window`'s rate) — a queue of B bytes delays by B / the rate that
     drains it, and ``tcpi_delivery_rate`` is that rate over the sample's
     last round trip (Linux ``tcp_rate.c``), the sojourn included. On a link
     whose capacity moves the delay's p95 falls where the capacity is low,
@@ -481,7 +490,7 @@ def queued_bytes_p95(j: dict, d: str, base_ms: float) -> float | None:
         s = (fid == i) & (t >= w0) & (t <= t1) & np.isfinite(srtt) & (srtt > 0)
         if not s.any():
             continue
-        total = sum(flow_rates(fs, fid, t, k, t[s]) for k in ids) * WIRE_PER_PAYLOAD
+        total = sum(flow_rates(fs, fid, t, k, t[s]) for k in ids) * WIRE_PER_PAYLOAD + probes_bps_at(j, w0, t1, t[s])
         p95s.append(float(np.percentile(np.maximum(srtt[s] - base_ms, 0.0) / 1e3 * total / 8, 95)))
     return float(np.median(p95s)) if p95s else None
 
