@@ -9,6 +9,7 @@ import pytest
 from bloatlab.advise import campaign
 from bloatlab.advise import measure as M
 from bloatlab.advise import buffer as M_buffer
+from bloatlab.advise import classify as M_classify
 from bloatlab.advise import evidence as M_evidence
 from bloatlab.advise import physics as M_physics
 
@@ -128,6 +129,38 @@ def test_on_a_moving_capacity_each_sample_drains_at_its_own_rate():
     assert M_evidence.queued_bytes_p95(j, "down", 3.0) == pytest.approx(62500, rel=1e-6)
     r = M_buffer.buffer_reading(50.0, 25.0, 4, 3.0, overflowed=True, queued_bytes=M_evidence.queued_bytes_p95(j, "down", 3.0))
     assert r["buffer_bytes"] == 62500 and r["buffer_bound"] is None
+
+
+def test_a_drop_late_in_the_window_shows_its_queue_in_the_round_trip_after_it():
+    """A 1.6-s FIFO at 2.74 Mbit/s and 186 ms whose fill first overflowed late (fresh seed 73 path 13 up: its slow
+    start read 1632 ms, the window 1610): the queue climbs to the depth at 6.5 s, the flows lose at 5.9 s, the
+    first flow's samples end at 6.0 s (the window [3, 6]) and the other three run on through their ack grace to
+    8 s. The smoothed RTTs that carry the full queue come in the round trip after the loss: the window read to
+    then holds the depth the slow start read, and the FIFO is not contradicted; read to its end only, the window
+    saw 1476.9 ms and the FIFO read 120 ms too shallow for its own slow start."""
+    base, depth, step = 186.0, 1600.0, 0.05
+    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": [], "retransmits": []}
+    for i, end in ((1, 6.0), (2, 8.0), (3, 8.0), (4, 8.0)):
+        ts = [round(k * step, 2) for k in range(round(end / step) + 1)]
+        fl["flow"] += [i] * len(ts)
+        fl["t"] += ts
+        fl["delivery_rate_bps"] += [2.74e6 / 4] * len(ts)
+        fl["srtt_ms"] += [base + depth * min(x / 6.5, 1.0) for x in ts]
+        fl["delivered_bytes"] += [x * 2.74e6 / 4 / 8 for x in ts]
+        fl["retransmits"] += [5 if x >= 5.9 else 0 for x in ts]
+    j = {"flows": [{"id": i, "direction": "up", "retransmits": 5.0} for i in range(1, 5)],
+         "raw": {"series": {"flows": fl, "probes": {"t": [], "rtt_ms": []}}}}
+    w = M_evidence.window_drops(j, "up", 0.0, base)
+    assert w["retransmits"] == 20.0 and w["overflowed"] is True
+    assert w["queue_max_ms"] == pytest.approx(depth)  # three flows of four reached it within a round trip of 6.0 s
+    ss = M_buffer.slow_start_depth(j, "up", base, 2.74, None)
+    assert ss["queue_ms"] == pytest.approx(depth)
+    x = M_classify.fifo_check(ss, w, True, 2.74, 4, base)
+    assert x["contradicted"] is False and x["rule"] == "dropped"
+    assert x["deepest_fifo_ms"] == pytest.approx(depth + M_physics.NOISE_MS)
+    # the window to its end alone: each flow's largest queue at 6.0 s, 1476.9 ms, below the slow start's
+    alone = dict(w, queue_max_ms=depth * 6.0 / 6.5)
+    assert M_classify.fifo_check(ss, alone, True, 2.74, 4, base)["contradicted"] is True
 
 
 def _reno(overflow_at, peak_ms, base_ms, rate_bps, lost_per_flow, secs=2.5, flows=4):

@@ -476,6 +476,29 @@ PIE_LOSSY_EV = {"phase": "fill", "rate_mbps": 275.577, "probe_q95_ms": 16.1314, 
                 "dropped": False, "loaded_rtt_ms": 12.44925}
 
 
+
+def test_bbrs_own_queue_tells_no_fifos_depth_only_a_port_beyond_the_margin_tells_a_bucket(monkeypatch):
+    """The same train and queue as above, but the evidence BBR's (its queue the larger; fresh seed 78 path 55, a
+    7.06-ms FIFO at 284 Mbit/s and 68 ms: BBR's queueing p95 0.41 ms, 8.9 % retransmitted, read `policer`). BBR paces
+    at its estimate and queues about nothing whatever the FIFO's depth, so its queue bounds none: with the head's
+    88.76 Mbit/s within 1.1x of the flows' 83.2 the FIFO reading stays, the policer on a port within 1.1x named
+    beside it. Held 1.14x below the head (seed 78 path 49, a policer at 268 Mbit/s on a 304-Mbit/s port: BBR got
+    267.6, the head read 303.9), BBR met something slower than the port's FIFO: the token bucket in front of it."""
+    ev = dict(POLICER_NEAR_EV, phase="bbr")
+    x = read_down(monkeypatch, ev, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65)
+    assert x["limiter"] == "fifo"
+    assert {"limiter": "policer", "port_within": 1.1} in x["limiter_alternatives"]
+    assert c.limiter_said(truth("fifo", 83.2, 277_900), x)
+    # the rule itself on a FIFO reading of flows held to 78 Mbit/s (88.763 / 78 = 1.138x)
+    y = dict(x, rate_mbps=78.0, limiter="fifo")
+    assert m_trains._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, y)
+    assert y["limiter"] == "policer" and y["port_mbps"] == 88.763
+    assert y["limiter_note"].startswith("drops while BBR's flows got 78 Mbit/s with their queueing p95 at 3.93 ms")
+    assert "more than 1.1x below it is a token bucket" in y["limiter_note"]
+    assert c.limiter_said(truth("policer", 78.0), y)
+    # within the margin the rule reads nothing
+    assert not m_trains._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, dict(x, limiter="fifo"))
+
 def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it():
     """BBR's flows stood 14.9 ms (p95) and lost no more than the 2.4 % random loss: a FIFO at least that deep, or an
     AQM that drops nothing there — one whose target is above what stood: 14.86 less their ACK wait (4 x 1500 B at

@@ -1150,7 +1150,18 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     the depth): they could not stand at it. Nor where the flows' drops all
     came in their ramp (:func:`classify.queue_dropped` False): a slow start's
     bursts overflow a FIFO the flows' window queue stays below, so the FIFO
-    the train filled may be what dropped them. True where it did."""
+    the train filled may be what dropped them.
+
+    Where the evidence is BBR's (its queue the larger), the premise does not
+    hold: BBR paces at its bandwidth estimate and keeps about nothing queued,
+    so its queue says nothing of a FIFO's depth (its gain-1.25 rounds overflow a
+    shallow one: fresh seed 78 path 55, a 7.06-ms FIFO at 284 Mbit/s and 68
+    ms, BBR's queueing p95 0.41 ms with 8.9 % of its segments retransmitted).
+    What still tells a bucket there is the port: BBR keeps a FIFO's port busy
+    and gets its rate, so flows held below the head's rate beyond
+    :data:`TRAIN_PORT_MARGIN` met something slower in front of it (seed 78 path
+    49, a policer at 268 Mbit/s on a 304-Mbit/s port: BBR 267.6, the head
+    303.9); within the margin nothing is read. True where it did."""
     ev = x.get("evidence") or {}
     if ("flow_q95_ms" not in ev or x.get("unseen_depth_ms") is not None or not queue_dropped(ev)
             or not _tail_dropped(t, x["rate_mbps"])):
@@ -1159,18 +1170,30 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     lead, q = t.get("leading_mbps"), port_fifo(t)
     if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
         return False
+    paced = ev.get("phase") == "bbr"
+    if paced and lead <= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+        return False
     q_ms = q * 8 / (lead * 1e3)
     if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
         return False
     base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
     if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
         return False
-    note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor, "
-            f"though they grew back to their first losses' windows within the phase; but a packet train filled a FIFO of "
-            f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: a FIFO that deep "
-            f"would have held the flows' queue at its depth, so what dropped them is a token bucket in front of it — a "
-            f"policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within {TRAIN_PORT_MARGIN:g}x: the head's "
-            f"spacing alone cannot tell), or a tbf whose queue is shallower than the floor")
+    if paced:
+        note = (f"drops while BBR's flows got {x['rate_mbps']:.4g} Mbit/s with their queueing p95 at "
+                f"{ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor; a packet train filled a FIFO of "
+                f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: BBR keeps "
+                f"a FIFO's port busy and gets its rate, so what held the flows more than {TRAIN_PORT_MARGIN:g}x below it "
+                f"is a token bucket in front of it — a policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g}, "
+                f"or a tbf whose queue is shallower than the floor")
+    else:
+        note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms "
+                f"floor, though they grew back to their first losses' windows within the phase; but a packet train "
+                f"filled a FIFO of {q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped "
+                f"there: a FIFO that deep would have held the flows' queue at its depth, so what dropped them is a token "
+                f"bucket in front of it — a policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within "
+                f"{TRAIN_PORT_MARGIN:g}x: the head's spacing alone cannot tell), or a tbf whose queue is shallower than "
+                f"the floor")
     x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=lead, bucket_bytes=None,
              port_buffer_bytes=int(max(q, WIRE_SEGMENT)), limiter_note=note,
              limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
