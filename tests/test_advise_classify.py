@@ -471,12 +471,6 @@ def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_to
     assert v["limiter"] == "policer"
 
 
-# seed 28 path 199: PIE at 279 Mbit/s, 3.2 ms, 2.3 % random loss each way (the fill is BBR's)
-PIE_LOSSY_EV = {"phase": "fill", "rate_mbps": 275.577, "probe_q95_ms": 16.1314, "flow_q50_ms": 9.1150, "flow_q95_ms": 14.8586,
-                "dropped": False, "loaded_rtt_ms": 12.44925}
-
-
-
 def test_bbrs_own_queue_tells_no_fifos_depth_only_a_port_beyond_the_margin_tells_a_bucket(monkeypatch):
     """The same train and queue as above, but the evidence BBR's (its queue the larger; fresh seed 78 path 55, a
     7.06-ms FIFO at 284 Mbit/s and 68 ms: BBR's queueing p95 0.41 ms, 8.9 % retransmitted, read `policer`). BBR paces
@@ -498,6 +492,12 @@ def test_bbrs_own_queue_tells_no_fifos_depth_only_a_port_beyond_the_margin_tells
     assert c.limiter_said(truth("policer", 78.0), y)
     # within the margin the rule reads nothing
     assert not m_trains._fifo_deeper_than_the_flows(POLICER_NEAR_TRAIN, dict(x, limiter="fifo"))
+
+
+# seed 28 path 199: PIE at 279 Mbit/s, 3.2 ms, 2.3 % random loss each way (the fill is BBR's)
+PIE_LOSSY_EV = {"phase": "fill", "rate_mbps": 275.577, "probe_q95_ms": 16.1314, "flow_q50_ms": 9.1150, "flow_q95_ms": 14.8586,
+                "dropped": False, "loaded_rtt_ms": 12.44925}
+
 
 def test_a_queue_that_stood_without_drops_names_an_aqm_whose_target_is_above_it():
     """BBR's flows stood 14.9 ms (p95) and lost no more than the 2.4 % random loss: a FIFO at least that deep, or an

@@ -429,7 +429,8 @@ def window_drops(j: dict, d: str, idle_loss: float, base_ms: float) -> dict:
             # the same way, so one overflow near the end is the same depth to both (fresh seed 73 path 13 up: a
             # 1.67-s FIFO at 2.74 Mbit/s and 186 ms, its slow start's 1632 ms against the window's 1610)
             k = fid == i
-            s = k & (t >= w0) & (t <= t1 + float(np.interp(t1, t[k], srtt[k])) / 1e3)
+            rtt = float(np.interp(t1, t[k], srtt[k]))
+            s = k & (t >= w0) & (t <= t1 + (rtt / 1e3 if np.isfinite(rtt) and rtt > 0 else 0.0))
             if s.any():
                 tops.append(float(np.max(srtt[s])) - base_ms)
     top = max(float(np.median(tops)), 0.0) if tops else None

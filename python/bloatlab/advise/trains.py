@@ -1170,8 +1170,8 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     lead, q = t.get("leading_mbps"), port_fifo(t)
     if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
         return False
-    paced = ev.get("phase") == "bbr"
-    if paced and lead <= TRAIN_PORT_MARGIN * x["rate_mbps"]:
+    bbr = ev.get("phase") == "bbr"
+    if bbr and lead <= TRAIN_PORT_MARGIN * x["rate_mbps"]:
         return False
     q_ms = q * 8 / (lead * 1e3)
     if q_ms < max(floor, AQM_BURST_RATIO * ev["flow_q95_ms"]):
@@ -1179,7 +1179,7 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
     if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
         return False
-    if paced:
+    if bbr:
         note = (f"drops while BBR's flows got {x['rate_mbps']:.4g} Mbit/s with their queueing p95 at "
                 f"{ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor; a packet train filled a FIFO of "
                 f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: BBR keeps "
