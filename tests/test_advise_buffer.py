@@ -14,16 +14,17 @@ from bloatlab.advise import evidence as M_evidence
 from bloatlab.advise import physics as M_physics
 
 
-def _phase(secs, srtt_ms, rate_bps, retx_at=(), flows=4, step=0.01):
+def _phase(secs, srtt_ms, rate_bps, retx_at=(), flows=4, step=0.01, ends=None):
     """One loaded phase's JSON as ``bloatlab-probe load`` gives it: ``flows`` flows sampled every ``step`` s for
     ``secs`` s, each with smoothed RTT ``srtt_ms(t)`` and delivery rate ``rate_bps(t) / flows`` (numbers or
-    functions of t), its bytes acked at that rate, and one retransmission counted at each time in ``retx_at``."""
+    functions of t), its bytes acked at that rate, and one retransmission counted at each time in ``retx_at``;
+    ``ends``: each flow's own last sample (s) instead, as flows running on through their ack grace."""
     n = round(secs / step) + 1
     f = lambda v, x: v(x) if callable(v) else v  # noqa: E731
     fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": [], "retransmits": []}
     for i in range(1, flows + 1):
-        ts = [k * step for k in range(n)]
-        fl["flow"] += [i] * n
+        ts = [k * step for k in range(round(ends[i - 1] / step) + 1 if ends else n)]
+        fl["flow"] += [i] * len(ts)
         fl["t"] += ts
         fl["delivery_rate_bps"] += [f(rate_bps, x) / flows for x in ts]
         fl["srtt_ms"] += [f(srtt_ms, x) for x in ts]
@@ -138,22 +139,13 @@ def test_a_drop_late_in_the_window_shows_its_queue_in_the_round_trip_after_it():
     8 s. The smoothed RTTs that carry the full queue come in the round trip after the loss: the window read to
     then holds the depth the slow start read, and the FIFO is not contradicted; read to its end only, the window
     saw 1476.9 ms and the FIFO read 120 ms too shallow for its own slow start."""
-    base, depth, step = 186.0, 1600.0, 0.05
-    fl = {"flow": [], "t": [], "delivery_rate_bps": [], "srtt_ms": [], "delivered_bytes": [], "retransmits": []}
-    for i, end in ((1, 6.0), (2, 8.0), (3, 8.0), (4, 8.0)):
-        ts = [round(k * step, 2) for k in range(round(end / step) + 1)]
-        fl["flow"] += [i] * len(ts)
-        fl["t"] += ts
-        fl["delivery_rate_bps"] += [2.74e6 / 4] * len(ts)
-        fl["srtt_ms"] += [base + depth * min(x / 6.5, 1.0) for x in ts]
-        fl["delivered_bytes"] += [x * 2.74e6 / 4 / 8 for x in ts]
-        fl["retransmits"] += [5 if x >= 5.9 else 0 for x in ts]
-    j = {"flows": [{"id": i, "direction": "up", "retransmits": 5.0} for i in range(1, 5)],
-         "raw": {"series": {"flows": fl, "probes": {"t": [], "rtt_ms": []}}}}
-    w = M_evidence.window_drops(j, "up", 0.0, base)
+    base, depth = 186.0, 1600.0
+    j = _phase(8.0, lambda x: base + depth * min(x / 6.5, 1.0), 2.74e6, retx_at=(5.9,) * 5, step=0.05,
+               ends=(6.0, 8.0, 8.0, 8.0))
+    w = M_evidence.window_drops(j, "down", 0.0, base)
     assert w["retransmits"] == 20.0 and w["overflowed"] is True
     assert w["queue_max_ms"] == pytest.approx(depth)  # three flows of four reached it within a round trip of 6.0 s
-    ss = M_buffer.slow_start_depth(j, "up", base, 2.74, None)
+    ss = M_buffer.slow_start_depth(j, "down", base, 2.74, None)
     assert ss["queue_ms"] == pytest.approx(depth)
     x = M_classify.fifo_check(ss, w, True, 2.74, 4, base)
     assert x["contradicted"] is False and x["rule"] == "dropped"

@@ -1179,21 +1179,20 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     base = ev.get("loaded_rtt_ms", 0.0) - ev.get("flow_q50_ms", 0.0)
     if idle_loss > 0 and idle_loss >= mathis_loss(x["rate_mbps"], x.get("flows", 4), base + q_ms):
         return False
+    filled = (f"a packet train filled a FIFO of {q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and "
+              f"was tail-dropped there")
+    policer = f"a policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g}"
+    tbf = "or a tbf whose queue is shallower than the floor"
     if bbr:
         note = (f"drops while BBR's flows got {x['rate_mbps']:.4g} Mbit/s with their queueing p95 at "
-                f"{ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor; a packet train filled a FIFO of "
-                f"{q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped there: BBR keeps "
-                f"a FIFO's port busy and gets its rate, so what held the flows more than {TRAIN_PORT_MARGIN:g}x below it "
-                f"is a token bucket in front of it — a policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g}, "
-                f"or a tbf whose queue is shallower than the floor")
+                f"{ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms floor; {filled}: BBR keeps a FIFO's port busy "
+                f"and gets its rate, so what held the flows more than {TRAIN_PORT_MARGIN:g}x below it is a token bucket "
+                f"in front of it — {policer}, {tbf}")
     else:
         note = (f"drops while the flows' queueing p95 stayed at {ev['flow_q95_ms']:.3g} ms, below the {floor:.2g}-ms "
-                f"floor, though they grew back to their first losses' windows within the phase; but a packet train "
-                f"filled a FIFO of {q / 1e3:.3g} KB ({q_ms:.3g} ms at its head's {lead:.4g} Mbit/s) and was tail-dropped "
-                f"there: a FIFO that deep would have held the flows' queue at its depth, so what dropped them is a token "
-                f"bucket in front of it — a policer at {x['rate_mbps']:.4g} Mbit/s on a port of ~{lead:.4g} (within "
-                f"{TRAIN_PORT_MARGIN:g}x: the head's spacing alone cannot tell), or a tbf whose queue is shallower than "
-                f"the floor")
+                f"floor, though they grew back to their first losses' windows within the phase; but {filled}: a FIFO "
+                f"that deep would have held the flows' queue at its depth, so what dropped them is a token bucket in "
+                f"front of it — {policer} (within {TRAIN_PORT_MARGIN:g}x: the head's spacing alone cannot tell), {tbf}")
     x.update(limiter="policer", buffer_bytes=None, buffer_bdp=None, train=t, port_mbps=lead, bucket_bytes=None,
              port_buffer_bytes=int(max(q, WIRE_SEGMENT)), limiter_note=note,
              limiter_alternatives=[{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": floor}])
