@@ -215,7 +215,7 @@ def test_the_direction_reports_a_deep_fill_without_drops_as_a_lower_bound_and_re
         return phases[cc]
 
     monkeypatch.setattr(M, "_load", load)
-    monkeypatch.setattr(M.time, "sleep", lambda s: calls.append(("sleep", s)))
+    monkeypatch.setattr(M, "_sleep", lambda s: calls.append(("sleep", s)))
     wire = 100e6 / M_evidence.WIRE_PER_PAYLOAD
     phases["cubic"] = _phase(10.0, 100.0 + 600.0, wire)
     phases["reno"] = _reno(2.0, 100.0 + 900.0, 100.0, wire, lost_per_flow=300)
@@ -321,7 +321,7 @@ def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_
         return phase
 
     monkeypatch.setattr(M, "_load", load)
-    monkeypatch.setattr(M.time, "sleep", lambda s: None)
+    monkeypatch.setattr(M, "_sleep", lambda s: None)
     wire = 300e6 / M_evidence.WIRE_PER_PAYLOAD
     ramp = lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 3.0)  # noqa: E731
     phase = _phase(4.0, ramp, wire, retx_at=[0.4 + 0.001 * k for k in range(30)])
@@ -364,7 +364,7 @@ def test_a_fifo_whose_ramp_lost_a_few_and_whose_window_lost_nothing_is_no_aqm(mo
     holds too where the window cannot tell): a 40-ms FIFO at 300 Mbit/s whose slow start lost 2 segments a flow
     and whose window stood lossless at 30 ms is a FIFO (the backoff leaves it at most 62 ms deep)."""
     monkeypatch.setattr(M, "_load", lambda *a, **k: phase)
-    monkeypatch.setattr(M.time, "sleep", lambda s: None)
+    monkeypatch.setattr(M, "_sleep", lambda s: None)
     wire = 300e6 / M_evidence.WIRE_PER_PAYLOAD
     phase = _phase(4.0, lambda t: 40.0 + (40.0 * min(t / 0.4, 1.0) if t < 0.5 else 30.0), wire, retx_at=[0.4, 0.401])
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=300.0)

@@ -54,7 +54,7 @@ def read_down(monkeypatch, ev: dict, rate: float, train: dict, idle_loss: float 
         return dict(paced)
 
     monkeypatch.setattr(m, "_paced_train", paced_train)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
     wp = {"train": None, "phy_mbps": None, "note": "no idle train in this test"}
     m._down_trains("h", 5301, None, x, wp, base_ms, idle_loss, lambda s: None)
     return x
@@ -725,7 +725,7 @@ def test_the_up_direction_reads_the_train_it_sends_as_the_down_reads_the_servers
     x.update(direction="up", limiter=lim, limiter_note=m_classify.ambiguity(lim, 2.1015, 4),
              limiter_alternatives=m_classify.alternatives(lim, 2.1015, 4), buffer_bytes=None, buffer_bdp=None)
     monkeypatch.undo()  # read_down's stand-ins for the trains
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
 
     def train(host, port, secret, count=None, pace_mbps=None, up=False):
         calls.append((count, pace_mbps, up))
@@ -806,7 +806,7 @@ def test_an_up_fifo_with_drops_reads_the_policers_train_as_its_aqm_train_where_i
         return dict(t)
 
     monkeypatch.setattr(m, "_train", train)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
     def fifo(sent: int) -> dict:
         return _up({"limiter": "fifo", "rate_mbps": 2.1015, "flows": 4, "evidence": dict(CODEL_SLOW_EV, dropped=True),
                     "limiter_note": None, "limiter_alternatives": None, "buffer_bytes": 10_000, "buffer_bdp": None,

@@ -171,7 +171,7 @@ def test_a_paced_train_the_gap_did_not_refill_is_sent_again(monkeypatch):
     calls, slept = [], []
     # a 1-ms handshake: the gap refills ~5 KB of a 271-KB bucket
     monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: calls.append(1) or paced(count, 1500, pace, 38.99, 271_048, rtt_ms=1.0))
-    monkeypatch.setattr(m.time, "sleep", lambda s: slept.append(s))
+    monkeypatch.setattr(m, "_sleep", lambda s: slept.append(s))
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert len(calls) == 2 and len(slept) == 1 and 0 < slept[0] <= m.PACED_REFILL_MAX_S
     assert "sent again" in d["train_evidence"][1] and "may not have refilled" in d["train_evidence"][2]
@@ -647,7 +647,7 @@ def test_a_paced_train_the_server_sent_below_the_rate_is_sent_once_more(monkeypa
 
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: PATH14)
     monkeypatch.setattr(m, "_paced_train", paced_train)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
     d = {"rate_mbps": 35.1, "limiter": "policer", "rate_by_cc": {"cubic": 35.1}, "rate_from": {"cubic": "acked_bytes"}}
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert len(sent) == 2 and any("sent at 30 Mbit/s" in e and "sent again" in e for e in d["train_evidence"])
@@ -676,7 +676,7 @@ def test_a_fifo_reading_its_train_turns_into_a_policer_sends_the_paced_train_for
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: aqm_train)
     monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: paced_at.append(pace)
                         or with_tail(paced(count, 1500, pace, 7.082, 2497, rtt_ms=340.0)))
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
     m._aqm_train("h", 5301, None, x, lambda s: None)
     assert x["limiter"] == "policer" and paced_at and abs(paced_at[0] - 0.95 * 39.69) < 1e-9
     assert abs(x["rate_mbps"] - 7.082) / 7.082 < 0.005 and x["rate_from"]["paced_train"] == "tail"

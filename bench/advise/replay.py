@@ -74,13 +74,13 @@ class _Stored:
 
 @contextlib.contextmanager
 def _offline(stored: _Stored):
-    saved = (M._train, M.time.sleep)
+    saved = (M._train, M._sleep)
     M._train = stored.train
-    M.time.sleep = lambda s: None
+    M._sleep = lambda s: None
     try:
         yield
     finally:
-        M._train, M.time.sleep = saved
+        M._train, M._sleep = saved
 
 
 def read_direction(report: dict, d: str, down: dict | None = None) -> dict:

@@ -74,6 +74,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import sys
 import time
 
@@ -374,10 +375,13 @@ def _measure(t: dict, pdir: str, quick_flows: int = 4) -> dict:
     resolved["default_rtt_ns"] = int(t["base_rtt_ms"] * 1e6)
     if t["limiter"] == "wifi" or t.get("wifi_front"):
         resolved["shell_station"] = 0  # measure runs on the station
-    mj, twin, log = (os.path.join(pdir, x) for x in ("measure.json", "twin.toml", "measure.log"))
+    mj, twin, log, rec = (os.path.join(pdir, x) for x in ("measure.json", "twin.toml", "measure.log", "probes"))
     bl = f"{shlex.quote(sys.executable)} -m bloatlab"
+    # every probe run kept (measure --record): the path's measurement replays offline with another day's code
+    # (`bloatlab measure --replay DIR/NNNN/probes`); a recording a stopped run left is replaced
+    shutil.rmtree(rec, ignore_errors=True)
     cmd = ["sh", "-c", f"sleep 0.5; {bl} measure $BLOATLAB_SERVER --quick --flows {quick_flows} --json "
-                       f"--out {shlex.quote(twin)} > {shlex.quote(mj)} 2> {shlex.quote(log)}"]
+                       f"--record {shlex.quote(rec)} --out {shlex.quote(twin)} > {shlex.quote(mj)} 2> {shlex.quote(log)}"]
     t0 = time.monotonic()
     rc = emu.shell(resolved, cmd, server=f"{find_bin('bloatlab-probe')} server --bind 0.0.0.0:{PROBE_PORT}")
     elapsed = time.monotonic() - t0

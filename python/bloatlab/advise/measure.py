@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import recording
 from .._bin import find as find_bin
 from ..errors import UserError
 from .path import Path, grade, is_the_reading
@@ -129,12 +129,26 @@ def _split_host(host: str) -> tuple[str, int]:
     return host, DEFAULT_PORT
 
 
+def _now() -> float:
+    """measure's clock: the machine's, or a replayed recording's (:mod:`.recording`)."""
+    return recording.active().now()
+
+
+def _sleep(s: float) -> None:
+    recording.active().sleep(s)
+
+
 def _probe(args: list[str], timeout: float, who: str = "measure", partial: bool = False) -> dict:
     """Run ``bloatlab-probe ARGS --json``; its JSON. With ``partial``, a run
     that printed its result and then exited 1 over a problem (a flow's peer
     gone before the last ACKs, on a path that drops most of what it gets)
     returns that result with ``problem`` set: what the flows measured until
-    then stands."""
+    then stands. Recorded, or served from a recording, where measure runs in a
+    :func:`recording.session`."""
+    return recording.active().run(args, lambda: _run_probe(args, timeout, who, partial))
+
+
+def _run_probe(args: list[str], timeout: float, who: str, partial: bool) -> dict:
     exe = find_bin("bloatlab-probe")
     try:
         p = subprocess.run([exe, *args, "--json"], capture_output=True, text=True, timeout=timeout)
@@ -185,6 +199,12 @@ class Measurement:
                 print(f"      ({x['limiter_note']})")
         for w in r.get("warnings", []):
             print(f"warning: {w}")
+        rp = r.get("replay")
+        if rp:
+            print(f"replayed from {rp['dir']}: {rp['runs']} probe runs, {len(rp['substituted'])} served for other "
+                  f"arguments, {len(rp['unused'])} not asked for")
+            for x in rp["substituted"]:
+                print(f"      {x}")
 
 
 #: a fill phase that kept the bottleneck busy (:func:`rate_variation`'s busy windows) in this share of its
@@ -513,9 +533,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     floor = fill_floor_s(secs) if quick else secs
     queue_only = fill_cc == LOAD_CC and idle_loss > 0
     say(f"  loading the path {d} ({flows} {fill_cc} flows, {floor:.3g}-{secs:g} s: until saturated) ...")
-    tf = time.monotonic()
+    tf = _now()
     j = _load(host, port, d, flows, secs, secret, fill_cc, gap_s(after_ms, base_p50), floor_s=floor, queue_only=queue_only)
-    phases = {"fill": time.monotonic() - tf}
+    phases = {"fill": _now() - tf}
     ran, sat = _loaded_s(j)
     # what the phases were planned to take (the quiet gap and the load: its ceiling), beside what they took,
     # and what the fill's load ran (its end condition: floor, saturation, ceiling)
@@ -540,10 +560,10 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     else:
         rsecs = bbr_phase_secs(base_p50, w["rate_mbps"], flows, quick)
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}; the rate with {flows} bbr flows ({rsecs:g} s) ...")
-        tb = time.monotonic()
+        tb = _now()
         try:
             jb = _load(host, port, d, flows, rsecs, secret, "bbr", gap_s(ev["flow_q95_ms"], base_p50))
-            phases["bbr"] = time.monotonic() - tb
+            phases["bbr"] = _now() - tb
             planned["bbr"] = gap_s(ev["flow_q95_ms"], base_p50) + rsecs
             wb = _window(jb, d)
             rates["bbr"], rate_from["bbr"] = wb["rate_mbps"], wb["rate_from"]
@@ -554,7 +574,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                 ev = _evidence(jb, wb, d, base_p50, idle_loss)
                 ev["phase"] = "bbr"
         except UserError as e:
-            phases["bbr"] = time.monotonic() - tb
+            phases["bbr"] = _now() - tb
             say(f"  (no BBR phase: {e}; the rate is CUBIC's)")
     rate = max(rates.values())
     # the capacity's variation (issue 31): of the phases, the one that kept the bottleneck busy longest
@@ -627,12 +647,12 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                        buffer_window=drops)
         if (reading["buffer_bound"] == "lower" and limiter == "fifo" and fill_cc == LOAD_CC and idle_loss == 0
                 and drops["queued_bytes"] is None):
-            td = time.monotonic()
+            td = _now()
             queued = max(ev["flow_q95_ms"], fill["flow_q95_ms"])
             reading = _deep_fill(host, port, d, flows, base_p50, secret, quick, rate, reading, queued, say, fill_ss,
                                  drain=d == "down")
             if reading["deep_fill"].get("phase") == "deep":
-                phases["deep"] = time.monotonic() - td
+                phases["deep"] = _now() - td
                 # its gap, its ceiling, and the drain after it of at most the time it ran (a queue grows no faster)
                 planned["deep"] = deep_gap_s(queued, base_p50) + 2 * _phase_secs(base_p50, quick, fill=True)
     saturated = ev["flow_q95_ms"] >= 1.0 or ev["dropped"]
@@ -758,7 +778,7 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
         j = _load(host, port, d, flows, secs, secret, DEEP_CC, deep_gap_s(queued_ms, base_ms), until_loss=True)
     except UserError as e:
         if drain:
-            time.sleep((low_ms + 2 * base_ms) / 1e3)  # what it may have queued: the bound's
+            _sleep((low_ms + 2 * base_ms) / 1e3)  # what it may have queued: the bound's
         return dict(reading, deep_fill={"phase": "deep", "overflowed": False, "failed": str(e), "why": f"the phase failed ({e})",
                                         "fill_bound_bytes": low})
     x = slow_start_depth(j, d, base_ms, rate, lossless)
@@ -787,7 +807,7 @@ def _deep_fill(host: str, port: int, d: str, flows: int, base_ms: float, secret:
         # round trips
         probed = max([p["rtt_ms"]["max"] - base_ms for p in j.get("probes") or [] if (p.get("rtt_ms") or {}).get("max")]
                      or [0.0])
-        time.sleep(((x["queue_ms"] if x["queue_ms"] is not None else probed) + 2 * base_ms) / 1e3)
+        _sleep(((x["queue_ms"] if x["queue_ms"] is not None else probed) + 2 * base_ms) / 1e3)
     return out
 
 
@@ -939,7 +959,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
     the idle path's, each way (:func:`paced_bucket`)."""
     say(f"  {_way(d)}: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
-    done_at = time.monotonic()
+    done_at = _now()
     if t is None:
         d.update(train=None, port_mbps=None, bucket_bytes=None)
         return
@@ -988,14 +1008,14 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     ended = done_at
     for attempt in range(2):
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
-        start = time.monotonic()
+        start = _now()
         try:
             t2 = (_send_up(host, port, secret, d, count, pace) if _way(d) == "up"
                   else _paced_train(host, port, secret, count, pace))
         except UserError as e:
             d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
             return
-        done_at = time.monotonic()
+        done_at = _now()
         sent_at = t2.get("send_mbps")
         if sent_at and sent_at < rate:
             # paced above the flows' rate to outrun them, it left the server slower than they got through: the
@@ -1029,7 +1049,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         wait = min(largest / bps - gap, PACED_REFILL_MAX_S)
         d["train_evidence"].append(f"paced train {attempt + 1}: {read / 1e3:.3g} KB, more than the {gap:.2g} s since the "
                                    f"train before refilled ({bps * gap / 1e3:.3g} KB): sent again after {wait:.2g} s")
-        time.sleep(max(wait, 0.0))
+        _sleep(max(wait, 0.0))
     d["paced_train"] = t2
     if c is not None:
         # the policed rate is the tail's, not the flows' goodput through the bucket (paced_rate)
@@ -1087,12 +1107,12 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         return
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     t = x.get("train")
-    done_at = time.monotonic()
+    done_at = _now()
     need = up_train_count(x["rate_mbps"], AQM_TRAIN_PACKETS) if _way(x) == "up" else AQM_TRAIN_PACKETS
     if not t or t.get("sent", 0) < need:
         say(f"  {_way(x)}: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
         t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
-        done_at = time.monotonic()
+        done_at = _now()
         if t is None:
             return
     x["aqm_train"] = t
@@ -1148,7 +1168,7 @@ def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idl
         return
     say(f"  {_way(x)}: a packet train for the port behind the flow isolation ...")
     t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "isolation_note", "the isolation is kept", say)
-    done_at = time.monotonic()
+    done_at = _now()
     if t is None:
         return
     x["isolation_train"] = t
@@ -1352,17 +1372,45 @@ def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_m
     lap("aqm_train")
 
 
-def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None, show: bool = True) -> Measurement:
+def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = True, secret: str | None = None,
+            show: bool = True, record: str | None = None, replay: str | None = None) -> Measurement:
+    """Measure the path to ``host`` (``HOST[:PORT]``). ``record``: keep every probe run in that directory
+    (:mod:`.recording`); ``replay``: measure from such a recording instead of the network — its host and options
+    are the recording's (``host``, ``quick``, ``flows``, ``up`` are not read), and the report says what was served
+    (``replay``)."""
+    if replay is not None:
+        s = recording.Replayer(replay)
+        o = s.head["options"]
+        host, quick, flows, up = f"{s.host}:{s.port}", bool(o.get("quick")), int(o.get("flows", 4)), bool(o.get("up", True))
+        # the recorded arguments carry "{secret}" where there was one: any placeholder matches it
+        secret = "{secret}" if o.get("secret") else None
+    if host is None:
+        raise UserError("measure: HOST is needed (or --replay DIR)")
     h, port = _split_host(host)
     if not 1 <= flows <= 64:
         raise UserError(f"--flows: expected 1..64, got {flows}")
-    t0 = time.monotonic()
+    if record is not None:
+        s = recording.Recorder(record, h, port, secret, {"quick": quick, "flows": flows, "up": up, "secret": bool(secret)})
+    elif replay is None:
+        s = recording.Live()
+    try:
+        with recording.session(s):
+            m = _measure(h, port, quick, flows, up, secret, show)
+    finally:
+        done = s.close()
+    if done is not None:
+        m.report["replay"] = done
+    return m
+
+
+def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str | None, show: bool) -> Measurement:
+    t0 = _now()
     # wall time per phase (s), in the report as ``phases_s``: where measure's time goes (docs/advise.md)
     phases: dict[str, float] = {}
     lap_at = [t0]
 
     def lap(name: str) -> None:
-        now = time.monotonic()
+        now = _now()
         phases[name] = phases.get(name, 0.0) + now - lap_at[0]
         lap_at[0] = now
 
@@ -1490,7 +1538,7 @@ def measure(host: str, quick: bool = False, flows: int = 4, up: bool = True, sec
     # a policer's bucket no train read: the least under which the model carries the fill at its measured rate
     bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
     lap("other")
-    report["elapsed_s"] = time.monotonic() - t0
+    report["elapsed_s"] = _now() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     path = twin_of(report)
     report["twin"] = path.as_dict()

@@ -11,7 +11,7 @@ def register(sub) -> None:
                        description="Base RTT and loss at idle, the bottleneck rate per direction, latency under load and its "
                                    "bufferbloat grade, the buffer, and what limits the rate — against a host running "
                                    "`bloatlab-probe server` (docs/advise.md).")
-    p.add_argument("host", metavar="HOST[:PORT]", help="a host running `bloatlab-probe server`")
+    p.add_argument("host", metavar="HOST[:PORT]", nargs="?", help="a host running `bloatlab-probe server` (not with --replay)")
     p.add_argument("-p", "--port", type=int, help="the server's port (as iperf3's -p; or HOST:PORT; default 5301)")
     p.add_argument("--quick", action="store_true", help="shorter phases (~25-30 s in all instead of ~45-60 s; longer on long paths)")
     p.add_argument("--flows", type=int, default=4, help="parallel TCP flows per direction (default 4)")
@@ -19,13 +19,23 @@ def register(sub) -> None:
     p.add_argument("--secret", help="the server's shared secret")
     p.add_argument("--out", metavar="TWIN.toml", help="write the path's twin scenario here")
     p.add_argument("--json", action="store_true", help="print the measurements as JSON (no progress lines)")
+    p.add_argument("--record", metavar="DIR", help="keep every probe run (arguments, result, times; never the secret) in "
+                                                   "DIR/probes.jsonl, to measure again from it with --replay")
+    p.add_argument("--replay", metavar="DIR", help="measure from a recording (--record) instead of the network: today's "
+                                                   "analysis of the runs it kept, with its host and options")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
     from ..advise.measure import measure, with_port
 
-    m = measure(with_port(args.host, args.port), quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json)
+    from ..errors import UserError
+
+    if args.replay is not None and (args.host is not None or args.record is not None):
+        raise UserError("--replay DIR measures from the recording's host and options: no HOST and no --record beside it")
+    host = with_port(args.host, args.port) if args.host is not None else None
+    m = measure(host, quick=args.quick, flows=args.flows, up=not args.no_up, secret=args.secret, show=not args.json,
+                record=args.record, replay=args.replay)
     if args.out:
         m.path.write_twin(args.out)
     if args.json:
