@@ -375,13 +375,27 @@ def test_measure_reads_a_fifo_deeper_than_its_fill_reached_from_a_slow_start_tha
 
 
 @needs_root
-def test_measure_finds_a_policer_and_its_rate():
+def test_measure_finds_a_policer_and_its_rate_and_its_recording_replays_to_the_same_reading(tmp_path):
     # seed 003: a 20 Mbit/s policer on a 100 Mbit/s port; CUBIC alone would read ~15 Mbit/s
-    m = measure_through(["--down", "100Mbit", "--policer", "20Mbit", "--rtt", "30ms"], ["--no-up"])
+    m = measure_through(["--down", "100Mbit", "--policer", "20Mbit", "--rtt", "30ms"], ["--no-up", "--record", str(tmp_path)])
     assert m["down"]["limiter"] == "policer", m["down"]
     assert m["down"]["rate_mbps"] == pytest.approx(20, rel=0.10), m["down"]["rate_by_cc"]
     assert m["down"]["buffer_bytes"] is None and m["down"]["grade"] == "A+"  # the port never queued: its buffer is not seen
     assert "policer" in m["down"]["limiter_note"] and m["down"]["evidence"]["dropped"]
+    # measured again from its recording, offline (advise/recording.py): the same report but for the wall times
+    # (the replay's clock is the recorded runs' own: the analysis between them is not in it) and what was served
+    r = run_cli("measure", "--replay", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    again = json.loads(r.stdout)
+    runs = len((tmp_path / "probes.jsonl").read_text().splitlines()) - 1  # the header's line
+    assert again.pop("replay") == {"dir": str(tmp_path), "runs": runs, "substituted": [], "unused": []} and runs >= 6
+
+    def timeless(x):
+        if isinstance(x, dict):
+            return {k: timeless(v) for k, v in x.items() if k not in ("elapsed_s", "phases_s")}
+        return [timeless(v) for v in x] if isinstance(x, list) else x
+    assert timeless(again) == timeless(m)
+    assert again["elapsed_s"] == pytest.approx(m["elapsed_s"], abs=0.5)
 
 
 @needs_root

@@ -14,6 +14,12 @@ its reading is today's before that train. So is a measurement that skipped the
 loss stream today's code paces (``stream_not_stored``: ``loss_stream`` among
 its ``needs_train``, the reason in ``loss_stream_not_stored``).
 
+Where the campaign kept the path's recording (``DIR/paths/NNNN/probes/``, campaigns
+since ``measure --record``), the reading is exact instead: today's ``measure`` run
+whole over the recorded probe runs (``measure --replay``, advise/recording.py),
+each row's ``source`` then ``recording`` (else ``evidence``), and ``needs_train``
+the runs today's code asked for with other derived values (``replay.substituted``).
+
 Prints one line per direction whose reading or right-or-named score changed
 and the counts (down directions: what the campaign scores; up directions
 judged against the up link's own figures, ``campaign.direction_truth``); ``--json`` writes
@@ -200,6 +206,15 @@ def _within(x: float | None, truth: float | None, tol: float) -> bool | None:
     return None if truth is None or x is None else abs(x / truth - 1) <= tol
 
 
+def replayed(pdir: str) -> dict | None:
+    """Today's ``measure`` over the path's recording (``measure --replay``), where the campaign kept one; else None.
+    A recording today's code cannot be served from raises UserError (the run it asked for)."""
+    rec = os.path.join(pdir, "probes")
+    if not os.path.exists(os.path.join(rec, "probes.jsonl")):
+        return None
+    return M.measure(None, show=False, replay=rec).report
+
+
 def rows(dirs: list[str]) -> list[dict]:
     out = []
     for camp in dirs:
@@ -209,7 +224,13 @@ def rows(dirs: list[str]) -> list[dict]:
             if not rec.get("measured") or not os.path.exists(mj):
                 continue
             report = json.load(open(mj))
-            stream = stream_not_stored(report)
+            try:
+                fresh = replayed(f[:-5])
+            except M.UserError as e:
+                out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": "down",
+                            "error": str(e)})
+                continue
+            stream = None if fresh else stream_not_stored(report)
             read = {}
             for d in ("down", "up"):
                 if not report.get(d):
@@ -217,7 +238,11 @@ def rows(dirs: list[str]) -> list[dict]:
                 # the truth as direction d carries it (its rate, port, buffer: campaign.direction_truth)
                 t = C.direction_truth(rec["truth"], d)
                 try:
-                    x = read[d] = read_direction(copy.deepcopy(report), d, read.get("down"))
+                    if fresh:
+                        x = read[d] = fresh[d]
+                        x["needs_train"] = [f"substituted: {s}" for s in fresh["replay"]["substituted"]]
+                    else:
+                        x = read[d] = read_direction(copy.deepcopy(report), d, read.get("down"))
                     if stream:
                         x["needs_train"] = x["needs_train"] + ["loss_stream"]
                 except (KeyError, TypeError) as e:
@@ -228,7 +253,7 @@ def rows(dirs: list[str]) -> list[dict]:
                 before = {"limiter": old["limiter"], "limiter_alternatives": old.get("limiter_alternatives")}
                 after = {"limiter": x["limiter"], "limiter_alternatives": x.get("limiter_alternatives")}
                 out.append({"camp": os.path.basename(camp.rstrip("/")), "path": rec["index"], "dir": d,
-                            "truth": t["limiter"], "observable": t["observable"], "down_mbps": t["down_mbps"],
+                            "source": "recording" if fresh else "evidence", "truth": t["limiter"], "observable": t["observable"], "down_mbps": t["down_mbps"],
                             "base_rtt_ms": t["base_rtt_ms"], "buffer_bdp": t.get("buffer_bdp"), "loss": t.get("loss"),
                             "rate_mbps": old["rate_mbps"],
                             "before": old["limiter"], "before_qdisc": old.get("aqm_qdisc"),

@@ -1,0 +1,158 @@
+"""``measure --record DIR`` and ``--replay DIR`` (advise/recording.py): every probe run kept, and measure's analysis
+run again from the runs offline. Exact values of the recorder and the replayer; the bad recordings a user may hand
+``--replay``; one emulated path recorded and replayed (root: tests/test_advise.py)."""
+
+import json
+import threading
+
+import pytest
+
+from bloatlab.advise import measure as M
+from bloatlab.advise import recording as R
+from bloatlab.errors import UserError
+
+from conftest import run_cli
+
+HOST, PORT, SECRET = "10.77.0.2", 5301, "s3cret"
+
+
+def lines(d):
+    return [json.loads(x) for x in (d / R.FILE).read_text().splitlines()]
+
+
+def record(d, runs):
+    """A recording of ``runs`` (args, result-or-error) made through the Recorder as measure makes one."""
+    r = R.Recorder(str(d), HOST, PORT, SECRET, {"quick": True, "flows": 4, "up": True, "secret": True})
+    for args, out in runs:
+        def fn(out=out):
+            if isinstance(out, Exception):
+                raise out
+            return out
+        try:
+            r.run(args, fn)
+        except UserError:
+            pass
+    r.close()
+
+
+def test_a_recording_keeps_each_run_in_order_its_error_too_and_never_the_secret(tmp_path):
+    d = tmp_path / "rec"
+    record(d, [(["udp", "client", HOST, "-p", str(PORT), "--count", "100", "--secret", SECRET], {"probes": [1]}),
+               (["udp", "train", HOST, "-p", str(PORT), "--up"], UserError("measure (up packet train): no answer"))])
+    head, one, two = lines(d)
+    assert head["format"] == R.FORMAT and (head["host"], head["port"]) == (HOST, PORT) and head["options"]["secret"]
+    assert one["args"] == ["udp", "client", "{host}", "-p", "{port}", "--count", "100", "--secret", "{secret}"]
+    assert one["result"] == {"probes": [1]} and 0 <= one["start_s"] <= one["end_s"] <= two["start_s"] <= two["end_s"]
+    assert two["error"] == "measure (up packet train): no answer" and "result" not in two
+    assert SECRET not in (d / R.FILE).read_text()
+    # a second recording into the same directory would lose the first: refused, the first left whole
+    with pytest.raises(UserError, match="exists"):
+        R.Recorder(str(d), HOST, PORT, None, {})
+    assert len(lines(d)) == 3
+
+
+def test_the_host_is_replaced_only_as_itself_and_a_derived_value_that_equals_it_stays():
+    # a host that is a number ("--count 5301" is not the port: only the value after -p is)
+    assert R.normalized(["load", "5301", "-p", "5301", "--count", "5301"], "5301", 5301, None) == [
+        "load", "{host}", "-p", "{port}", "--count", "5301"]
+    assert R.shape(["load", "{host}", "-t", "7.4", "-C", "cubic"]) == ("load", "{host}", "-t", "*", "-C", "cubic")
+
+
+def test_a_replay_serves_each_run_by_its_arguments_whatever_the_order_and_moves_the_clock_with_them(tmp_path):
+    d = tmp_path / "rec"
+    a = ["udp", "client", HOST, "-p", str(PORT), "--count", "200", "--secret", SECRET]
+    b = ["udp", "client", HOST, "-p", str(PORT), "--count", "3000", "--send-interval", "500us", "--secret", SECRET]
+    record(d, [(a, {"n": "a"}), (b, {"n": "b"})])
+    starts = [x["start_s"] for x in lines(d)[1:]]
+    ends = [x["end_s"] for x in lines(d)[1:]]
+    s = R.Replayer(str(d))
+    assert s.now() == 0.0
+    # asked the other way round (the idle probes and the loss stream run at the same time), each gets its own
+    assert s.run(b, None) == {"n": "b"} and s.now() == ends[1]
+    assert s.run(a, None) == {"n": "a"} and s.now() == ends[1]  # the clock never goes back
+    s.sleep(1.5)
+    assert s.now() == ends[1] + 1.5 and starts[0] <= ends[0]
+    assert s.close() == {"dir": str(d), "runs": 2, "substituted": [], "unused": []}
+
+
+def test_a_run_asked_with_another_derived_value_is_served_its_counterpart_and_named_a_missing_one_is_an_error(tmp_path):
+    d = tmp_path / "rec"
+    load = ["load", HOST, "-p", str(PORT), "--down", "4", "--up", "0", "-t", "7.43", "-C", "cubic"]
+    record(d, [(load, {"flows": [1]}), (load[:-1] + ["bbr"], {"flows": [2]}),
+               (["udp", "train", HOST, "-p", str(PORT)], UserError("measure (packet train): gone"))])
+    s = R.Replayer(str(d))
+    # today's code asks a longer fill: the recorded fill is served, and said
+    asked = load[:9] + ["9.1"] + load[10:]
+    assert s.run(asked, None) == {"flows": [1]}
+    assert s.substituted == ["asked `load {host} -p {port} --down 4 --up 0 -t 9.1 -C cubic`, "
+                             "served `load {host} -p {port} --down 4 --up 0 -t 7.43 -C cubic`"]
+    # an up load is no counterpart of a down one: --down and --up are not derived values
+    with pytest.raises(UserError, match="does not have: `bloatlab-probe load {host} -p {port} --down 0 --up 4"):
+        s.run(load[:5] + ["0", "--up", "4"] + load[8:], None)
+    # a recorded error is raised again, as the live run raised it
+    with pytest.raises(UserError, match=r"^measure \(packet train\): gone$"):
+        s.run(["udp", "train", HOST, "-p", str(PORT)], None)
+    assert s.close()["unused"] == ["load {host} -p {port} --down 4 --up 0 -t 7.43 -C bbr"]
+
+
+def test_a_replay_serves_a_copy_the_analysis_may_change(tmp_path):
+    d = tmp_path / "rec"
+    record(d, [(["udp", "train", HOST, "-p", str(PORT)], {"train": {"lost_seq": [3]}})])
+    s = R.Replayer(str(d))
+    s.run(["udp", "train", HOST, "-p", str(PORT)], None)["train"]["lost_seq"].append(4)
+    assert lines(d)[1]["result"] == {"train": {"lost_seq": [3]}}
+
+
+def test_measure_goes_through_the_session_and_back_to_the_network_after_it(tmp_path, monkeypatch):
+    # measure's _probe, clock and sleeps all pass through the active session; outside one they are live
+    d = tmp_path / "rec"
+    record(d, [(["udp", "train", HOST, "-p", str(PORT)], {"train": {"k": 1}})])
+    monkeypatch.setattr(M, "_run_probe", lambda *a: pytest.fail("a replay went to the network"))
+    s = R.Replayer(str(d))
+    with R.session(s):
+        assert M._probe(["udp", "train", HOST, "-p", str(PORT)], timeout=1) == {"train": {"k": 1}}
+        M._sleep(100.0)  # a refill wait: the recorded clock moves, no time passes
+        assert M._now() == lines(d)[1]["end_s"] + 100.0
+    assert isinstance(R.active(), R.Live) and not isinstance(R.active(), R.Replayer)
+    monkeypatch.setattr(M, "_run_probe", lambda *a: {"live": True})
+    assert M._probe(["x"], timeout=1) == {"live": True}
+
+
+@pytest.mark.parametrize("text, key", [
+    ("", "not a recording of format 1"),
+    ('{"format": 2, "host": "h", "port": 1, "options": {}}\n', "its header's format: 2"),
+    ('{"format": 1, "port": 1, "options": {}}\n', "line 1: header key 'host'"),
+    ('{"format": 1, "host": "h", "port": 1, "options": {}}\n{"args": ["x"]\n', "line 2: not JSON"),
+    ('{"format": 1, "host": "h", "port": 1, "options": {}}\n[1]\n', "line 2: expected an object"),
+    ('{"format": 1, "host": "h", "port": 1, "options": {}}\n{"args": ["x"], "start_s": 0, "end_s": 1}\n',
+     "line 2: a run needs args"),
+])
+def test_a_bad_recording_is_a_clear_error_naming_the_file_and_line(tmp_path, text, key):
+    (tmp_path / R.FILE).write_text(text)
+    r = run_cli("measure", "--replay", str(tmp_path), "--json")
+    assert r.returncode == 2 and key in r.stderr and R.FILE in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_replay_and_record_refuse_what_does_not_go_with_them(tmp_path):
+    for args, key in ((["measure", "--replay", str(tmp_path)], "no recording there"),
+                      (["measure", "h", "--replay", str(tmp_path)], "no HOST and no --record"),
+                      (["measure"], "HOST is needed")):
+        r = run_cli(*args)
+        assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
+    (tmp_path / R.FILE).write_text("kept\n")
+    r = run_cli("measure", "127.0.0.1:1", "--record", str(tmp_path))
+    assert r.returncode == 2 and "exists" in r.stderr and (tmp_path / R.FILE).read_text() == "kept\n", r.stderr
+
+
+def test_concurrent_runs_are_recorded_whole(tmp_path):
+    # the idle probes' rest and the loss stream record from two threads: each line whole
+    r = R.Recorder(str(tmp_path / "rec"), HOST, PORT, None, {})
+    big = {"raw": list(range(20000))}
+    ts = [threading.Thread(target=lambda i=i: r.run(["udp", "client", HOST, "--count", str(i)], lambda: big)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    r.close()
+    got = lines(tmp_path / "rec")[1:]
+    assert sorted(int(x["args"][-1]) for x in got) == list(range(8)) and all(x["result"] == big for x in got)
