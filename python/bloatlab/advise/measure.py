@@ -1384,6 +1384,9 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
         host, quick, flows, up = f"{s.host}:{s.port}", bool(o.get("quick")), int(o.get("flows", 4)), bool(o.get("up", True))
         # the recorded arguments carry "{secret}" where there was one: any placeholder matches it
         secret = "{secret}" if o.get("secret") else None
+        if show:
+            print(f"replaying {replay} (recorded {s.head.get('started', '?')} by bloatlab {s.head.get('bloatlab', '?')}): "
+                  f"nothing is sent", flush=True)
     if host is None:
         raise UserError("measure: HOST is needed (or --replay DIR)")
     h, port = _split_host(host)
