@@ -1378,6 +1378,8 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
     (:mod:`.recording`); ``replay``: measure from such a recording instead of the network — its host and options
     are the recording's (``host``, ``quick``, ``flows``, ``up`` are not read), and the report says what was served
     (``replay``)."""
+    if record is not None and replay is not None:
+        raise UserError("measure: --record or --replay, not both (a replay sends nothing to record)")
     if replay is not None:
         s = recording.Replayer(replay)
         o = s.head["options"]
