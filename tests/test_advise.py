@@ -382,12 +382,12 @@ def test_measure_finds_a_policer_and_its_rate_and_its_recording_replays_to_the_s
     assert m["down"]["rate_mbps"] == pytest.approx(20, rel=0.10), m["down"]["rate_by_cc"]
     assert m["down"]["buffer_bytes"] is None and m["down"]["grade"] == "A+"  # the port never queued: its buffer is not seen
     assert "policer" in m["down"]["limiter_note"] and m["down"]["evidence"]["dropped"]
-    # measured again from its recording, offline (advise/recording.py): the same report but for the wall times
-    # (the replay's clock is the recorded runs' own: the analysis between them is not in it) and what was served
+    # measured again from its recording, offline (advise/recording.py): the same report, its wall times to the
+    # microsecond the recording keeps them to, and what was served
     r = run_cli("measure", "--replay", str(tmp_path), "--json")
     assert r.returncode == 0, r.stderr
     again = json.loads(r.stdout)
-    runs = len((tmp_path / "probes.jsonl").read_text().splitlines()) - 1  # the header's line
+    runs = sum('"args"' in x for x in (tmp_path / "probes.jsonl").read_text().splitlines())
     assert again.pop("replay") == {"dir": str(tmp_path), "runs": runs, "substituted": [], "unused": []} and runs >= 6
 
     def timeless(x):
@@ -395,7 +395,8 @@ def test_measure_finds_a_policer_and_its_rate_and_its_recording_replays_to_the_s
             return {k: timeless(v) for k, v in x.items() if k not in ("elapsed_s", "phases_s")}
         return [timeless(v) for v in x] if isinstance(x, list) else x
     assert timeless(again) == timeless(m)
-    assert again["elapsed_s"] == pytest.approx(m["elapsed_s"], abs=0.5)
+    assert again["elapsed_s"] == pytest.approx(m["elapsed_s"], abs=1e-5)
+    assert again["down"]["phases_s"] == pytest.approx(m["down"]["phases_s"], abs=1e-5)
 
 
 @needs_root

@@ -75,6 +75,27 @@ def test_a_replay_serves_each_run_by_its_arguments_whatever_the_order_and_moves_
     assert s.close() == {"dir": str(d), "runs": 2, "substituted": [], "unused": []}
 
 
+def test_the_clock_gives_back_its_recorded_reads_between_the_same_runs(tmp_path):
+    # a train's refill check reads the time between two trains: replayed, the same seconds as recorded
+    d = tmp_path / "rec"
+    r = R.Recorder(str(d), HOST, PORT, None, {})
+    a = ["udp", "train", HOST, "-p", str(PORT)]
+    r.now()
+    r.run(a, lambda: {"train": {}})
+    r.now(), r.now()
+    r.close()
+    got = lines(d)
+    assert [sorted(x) for x in got[1:]] == [["now_s"], ["args", "end_s", "result", "start_s"], ["now_s"], ["now_s"]]
+    rel = [x["now_s"] for x in got if "now_s" in x]
+    s = R.Replayer(str(d))
+    assert s.now() == rel[0]
+    s.run(a, None)
+    assert (s.now(), s.now()) == (rel[1], rel[2])
+    # read more often than recorded (changed code): the clock as the runs and the sleeps move it
+    s.sleep(2.0)
+    assert s.now() == rel[2] + 2.0
+
+
 def test_a_run_asked_with_another_derived_value_is_served_its_counterpart_and_named_a_missing_one_is_an_error(tmp_path):
     d = tmp_path / "rec"
     load = ["load", HOST, "-p", str(PORT), "--down", "4", "--up", "0", "-t", "7.43", "-C", "cubic"]

@@ -15,16 +15,19 @@ instead of the network, and the clock read from the recorded times, so:
 The file, ``DIR/probes.jsonl``: one JSON object a line, written as each run ends (a measurement that failed half way
 keeps what it ran). The first is the header: the format's version, bloatlab's, the host, port and options measured
 with. Then one a run: ``args`` (the probe's arguments, the host, port and secret replaced by ``{host}``,
-``{port}`` and ``{secret}``: the secret is never written), ``start_s``, ``end_s``, and ``result`` or ``error``.
+``{port}`` and ``{secret}``: the secret is never written), ``start_s``, ``end_s``, and ``result`` or ``error``;
+between them each read of measure's clock, ``{"now_s": ...}`` (seconds since the measurement began).
 
 Replay serves a run with the recorded one of the same arguments, the first not served yet (the idle probes and the
 loss stream run at the same time, so the order of two concurrent runs is not the key). A run whose arguments the
 recording does not have, but one with the same command and flags whose values differ only in what measure derives
 from its readings (:data:`DERIVED_FLAGS`: a phase's length, a train's count and pace), is served that one, and the
 substitution is named in the report's ``replay.substituted``: today's code asked for something a little different.
-A run with no such counterpart is an error naming it. The clock: each run moves it to the recorded start and then
-end, each sleep by its length. The analysis time between two runs is then not in it (milliseconds; a train's
-refill check compares seconds).
+A run with no such counterpart is an error naming it. The clock: a read after the k-th run ended gets the recorded
+reads after the k-th run, in their order, so the replayed report is the recorded one but for its wall times; where
+changed code reads it more often than that, each run moves it to the recorded start and then end and each sleep by
+its length (the analysis time between two runs is then not in it: milliseconds, where a train's refill check
+compares seconds).
 """
 
 from __future__ import annotations
@@ -109,6 +112,11 @@ class Recorder(Live):
             self.f.write(json.dumps(obj, separators=(",", ":")) + "\n")
             self.f.flush()
 
+    def now(self) -> float:
+        t = time.monotonic()
+        self._write({"now_s": round(t - self.t0, 6)})
+        return t
+
     def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
         start = time.monotonic() - self.t0
         rec: dict[str, Any] = {"args": normalized(args, self.host, self.port, self.secret), "start_s": round(start, 6)}
@@ -125,8 +133,9 @@ class Recorder(Live):
         return None
 
 
-def read(path: str) -> tuple[dict, list[dict]]:
-    """A recording's header and runs; a clear error naming the file (and line) where it is not one."""
+def read(path: str) -> tuple[dict, list[dict], dict[int, list[float]]]:
+    """A recording's header, its runs, and its clock reads by the number of runs that had ended before each; a
+    clear error naming the file (and line) where it is not one."""
     f = os.path.join(path, FILE)
     try:
         with open(f, encoding="utf-8") as fh:
@@ -154,16 +163,19 @@ def read(path: str) -> tuple[dict, list[dict]]:
     for key, kind in (("host", str), ("port", int), ("options", dict)):
         if not isinstance(head.get(key), kind):
             raise UserError(f"--replay {path}: {f} line 1: header key {key!r} missing or not a {kind.__name__}")
-    runs = []
+    runs, reads = [], {}
     for n, o in objs[1:]:
+        if set(o) == {"now_s"} and isinstance(o["now_s"], (int, float)):
+            reads.setdefault(len(runs), []).append(float(o["now_s"]))
+            continue
         ok = (isinstance(o.get("args"), list) and all(isinstance(a, str) for a in o["args"])
               and isinstance(o.get("start_s"), (int, float)) and isinstance(o.get("end_s"), (int, float))
               and (isinstance(o.get("result"), dict) or isinstance(o.get("error"), str)))
         if not ok:
             raise UserError(f"--replay {path}: {f} line {n}: a run needs args (strings), start_s, end_s, and a result "
-                            f"object or an error string")
+                            f"object or an error string (or the line is a clock read, {{\"now_s\": seconds}})")
         runs.append(o)
-    return head, runs
+    return head, runs, reads
 
 
 class Replayer(Live):
@@ -171,7 +183,8 @@ class Replayer(Live):
 
     def __init__(self, path: str, secret: str | None = None):
         self.dir = path
-        self.head, self.runs = read(path)
+        self.head, self.runs, self.reads = read(path)
+        self.ended = 0  # runs served so far: the clock reads after as many recorded runs are the next ones
         self.host, self.port, self.secret = self.head["host"], self.head["port"], secret
         self.served = [False] * len(self.runs)
         self.substituted: list[str] = []
@@ -199,12 +212,17 @@ class Replayer(Live):
         r = self._pick(normalized(args, self.host, self.port, self.secret))
         with self.lock:
             self.clock = max(self.clock, float(r["end_s"]))
+            self.ended += 1
         if "error" in r:
             raise UserError(r["error"])
         return json.loads(json.dumps(r["result"]))  # a copy: the analysis may change what it is given
 
     def now(self) -> float:
         with self.lock:
+            left = self.reads.get(self.ended)
+            if left:
+                self.clock = max(self.clock, left.pop(0))
+                return self.clock
             return self.clock
 
     def sleep(self, s: float) -> None:
