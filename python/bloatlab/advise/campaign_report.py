@@ -4,6 +4,8 @@ and the paths it got wrong with their evidence."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..study.report import _Sections, render
@@ -154,6 +156,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         rows = []
         for r in wrong:
             t, m, ev = r["truth"], r["measured"], r["measured"].get("evidence") or {}
+            rec = os.path.join("paths", f"{r['index']:04d}", "probes")
             rows.append({"path": r["index"], "truth": describe_truth(t),
                          "measured": f"{m['limiter']} {m['down_mbps']:.3g} Mbit/s, {m['base_rtt_ms']:.3g} ms",
                          "evidence (queueing ms: probe p95 / flows p50 / p95 / floor; drops)":
@@ -165,9 +168,13 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                                             + (" (yes)" if r["errors"].get("limiter_right_or_named") and not r["errors"]["limiter_right"] else ""),
                          "advice": f"{r['advice']['cc']} + {r['advice']['queue']}",
                          "goodput predicted / kernel": f"{r['predicted']['goodput_mbps']:.3g} / {r['kernel']['goodput_mbps']:.3g}",
-                         "note": m.get("limiter_note") or "; ".join(m.get("warnings") or [])})
+                         "note": m.get("limiter_note") or "; ".join(m.get("warnings") or []),
+                         # the measurement itself, offline (measure --record: the campaigns since the recordings)
+                         "replay": (f"bloatlab measure --replay {rec}" if os.path.exists(
+                             os.path.join(os.path.dirname(path), rec, "probes.jsonl")) else "")})
         if rows:
-            sec.table("Paths it got wrong (limiter, rate beyond 10 % or prediction beyond 15 %), with their evidence", pd.DataFrame(rows))
+            sec.table("Paths it got wrong (limiter, rate beyond 10 % or prediction beyond 15 %), with their evidence "
+                      "and the command that measures each again from its recording (in this directory)", pd.DataFrame(rows))
     failed = [r for r in records if "failed" in r]
     if failed:
         sec.table("Paths that failed", pd.DataFrame([{"path": r["index"], "limiter": r["truth"]["limiter"], "why": r["failed"]}
