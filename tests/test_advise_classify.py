@@ -980,6 +980,32 @@ def test_a_slow_start_deeper_than_the_windows_drops_or_the_flows_backoff_allow_i
     assert x["contradicted"] is False and x["deepest_fifo_ms"] == pytest.approx(80.0 * (1 - beta) / beta + 8.0 / beta)
 
 
+def test_bbrs_flows_standing_deeper_than_where_the_slow_start_was_first_dropped_is_no_fifo():
+    """classify.bbr_stood_deeper on campaign seed 79's figures (through the emulator, 2026-11-29): a FIFO drops only
+    when full, so the fill's slow start was first dropped at its depth, and BBR's dropped flows (they do not back
+    off on loss) stand there too; standing deeper, beyond the floor and the noise, they filled what dropped the slow
+    start below its own limit."""
+    noise = m_physics.NOISE_MS
+    # CoDel at 136 Mbit/s, 382 ms (path 31): slow start first dropped at 70.07 ms, BBR's median 86.35 (the
+    # 1000-packet limit, 89 ms): 86.35 - 5 - 3 = 78.35 > 70.07
+    ss = {"queue_ms": 70.07, "overflowed": True, "retransmits": 260.0}
+    floor = m_physics.burst_floor_ms(136.1, 4)
+    x = m_classify.bbr_stood_deeper(ss, 86.35, 136.1, 4)
+    assert floor == pytest.approx(5.0) and x["contradicted"] is True and x["rule"] == "bbr"
+    assert x["slow_start_ms"] == x["deepest_fifo_ms"] == 70.07
+    assert "78.3 ms" in x["why"] and "single-queue AQM" in x["why"]
+    # the tbf's FIFO at 220 Mbit/s, 438 ms (path 7): 50.0 and 49.7 — level, as a FIFO's are; and exactly at the
+    # margin nothing is contradicted
+    assert m_classify.bbr_stood_deeper({"queue_ms": 50.0, "overflowed": True}, 49.7, 219.8, 4) is None
+    assert m_classify.bbr_stood_deeper(ss, 70.07 + floor + noise, 136.1, 4) is None
+    assert m_classify.bbr_stood_deeper(ss, 70.07 + floor + noise + 0.01, 136.1, 4)["contradicted"] is True
+    # nothing to hold the depth to: a slow start whose losses a random loss gives, or any idle loss (it ends a
+    # slow start anywhere), or none read
+    assert m_classify.bbr_stood_deeper(dict(ss, overflowed=False), 86.35, 136.1, 4) is None
+    assert m_classify.bbr_stood_deeper(ss, 86.35, 136.1, 4, idle_loss=1e-4) is None
+    assert m_classify.bbr_stood_deeper({"queue_ms": None, "overflowed": False}, 86.35, 136.1, 4) is None
+
+
 def test_a_flow_that_met_a_retransmission_timeout_holds_no_backoff_to_read():
     """After a timeout a flow slow-starts from one segment, and HyStart may end that below beta x (BDP + D): the
     backoff rule is not read (classify.fifo_check's ``timed_out``)."""

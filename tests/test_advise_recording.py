@@ -3,6 +3,7 @@ run again from the runs offline. Exact values of the recorder and the replayer; 
 ``--replay``; one emulated path recorded and replayed (root: tests/test_advise.py)."""
 
 import json
+import os
 import threading
 
 import pytest
@@ -177,3 +178,25 @@ def test_concurrent_runs_are_recorded_whole(tmp_path):
     r.close()
     got = lines(tmp_path / "rec")[1:]
     assert sorted(int(x["args"][-1]) for x in got) == list(range(8)) and all(x["result"] == big for x in got)
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "recordings")
+
+
+def test_a_campaigns_recorded_path_replays_with_todays_reading():
+    """Campaign seed 79 path 31 (a CoDel at 136 Mbit/s and 382 ms, through the emulator, 2026-11-29), its recording
+    gzipped: the code of its day read the down direction a FIFO (the train could not show the AQM's burst, and the
+    fill's window contradicted nothing); today's reads what BBR's standing queue says against the slow start
+    (classify.bbr_stood_deeper), and the train the recording holds for the FIFO reading is not asked for."""
+    m = M.measure(None, show=False, replay=os.path.join(DATA, "seed79-path31"))
+    d = m.report["down"]
+    assert (d["limiter"], d["aqm_qdisc"], d["fifo_check"]["rule"]) == ("aqm", "codel", "bbr")
+    assert d["fifo_check"]["slow_start_ms"] == pytest.approx(70.07, abs=0.01)
+    assert d["rate_mbps"] == pytest.approx(136.1, abs=0.05) and m.report["base_rtt_ms"]["p50"] == pytest.approx(382.0, abs=1)
+    assert m.report["replay"]["substituted"] == [] and m.report["replay"]["unused"] == ["udp train {host} -p {port} --count 1000"]
+
+
+def test_a_gzipped_recording_that_is_not_gzip_is_a_clear_error(tmp_path):
+    (tmp_path / (R.FILE + ".gz")).write_bytes(b"not gzip at all")
+    r = run_cli("measure", "--replay", str(tmp_path), "--json")
+    assert r.returncode == 2 and "probes.jsonl.gz" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -273,6 +273,37 @@ def fifo_check(slow_start: dict, window: dict, window_dropped: bool, rate_mbps: 
     return out
 
 
+def bbr_stood_deeper(slow_start: dict, bbr_q50_ms: float, rate_mbps: float, flows: int, idle_loss: float = 0.0) -> dict | None:
+    """Whether BBR's flows contradict a FIFO by the fill's own slow start: the contradiction of :func:`fifo_check`
+    read the other way round, where the evidence is a BBR phase whose window dropped (None where nothing
+    contradicts, else :func:`fifo_check`'s dict with ``rule`` ``"bbr"``).
+
+    A FIFO drops only when it is full, so the fill's slow start was first dropped with the queue at the FIFO's
+    depth (``slow_start["queue_ms"]``: :func:`buffer.slow_start_depth`, each flow's largest smoothed RTT up to a
+    round trip after its first loss, where it is an overflow: more than a random loss gives), and no queue in front
+    of it stands deeper. BBR does not back off on loss: where its flows were dropped while their median queue
+    (``bbr_q50_ms``, resolved to the burst floor and the noise as :func:`fifo_check` resolves the window's) stood
+    deeper than that, the slow start's drops came before the queue was full — a single-queue AQM's (CoDel after
+    its interval above target, PIE by its probability), whose packet limit BBR then filled: CoDel at 136 Mbit/s
+    and 382 ms (campaign seed 79 path 31), the slow start first dropped at 70.1 ms and BBR standing at 86.4 ms, the
+    1000 packets of sch_codel's limit (89 ms); a tbf's FIFO at 220 Mbit/s and 438 ms (its path 7), 50.0 and 49.7
+    ms. Only on a path whose idle probes lost nothing (a random loss ends a slow start anywhere)."""
+    q_ss = slow_start.get("queue_ms")
+    if q_ss is None or not slow_start.get("overflowed") or idle_loss > 0:
+        return None
+    floor = burst_floor_ms(rate_mbps, flows)
+    stood = bbr_q50_ms - max(floor, 0.0) - NOISE_MS
+    if stood <= q_ss:
+        return None
+    return {"contradicted": True, "rule": "bbr", "slow_start_ms": q_ss, "deepest_fifo_ms": q_ss,
+            "why": (f"the fill's slow start was first dropped with its queue at {q_ss:.3g} ms "
+                    f"({slow_start.get('retransmits') or 0:.0f} retransmissions), where a FIFO is full; BBR's flows, "
+                    f"which do not back off on loss, were then dropped with their median queue at {bbr_q50_ms:.3g} ms "
+                    f"(beyond the {floor:.2g}-ms floor and the {NOISE_MS:g}-ms noise: {stood:.3g} ms), deeper than a FIFO "
+                    f"that full allows. What dropped the slow start drops below its own limit, a single-queue AQM whose "
+                    f"packet limit BBR filled")}
+
+
 def ambiguity(limiter: str, rate_mbps: float, flows: int, depth_ms: float | None = None) -> str | None:
     """What a verdict cannot exclude, in words (None where nothing): a policer
     reading is also what a FIFO, or an AQM's queue, shallower than the burst

@@ -54,7 +54,8 @@ from .evidence import (
     variable_rate, window_drops, window_dropped
 )
 from .classify import (
-    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, cobalt_first_signal, fifo_check, isolation_unseen, median_isolated,
+    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
+    median_isolated,
     undropped_alternatives,
     unreturned_depth_ms
 )
@@ -614,13 +615,22 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         fill_ss = slow_start_depth(j, d, base_p50, rate, lossless)
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
+        moved = capacity_moved(d, rate, port_mbps)
         check = fifo_check(fill_ss, fdrops, bool(fdrops.get("overflowed")), rate, flows, base_p50, idle_loss,
-                           timed_out(j, d), reverse_mbps, capacity_moved(d, rate, port_mbps))
+                           timed_out(j, d), reverse_mbps, moved)
+        if not check["contradicted"] and from_bbr and drops["overflowed"] and moved is None:
+            # the other way round: BBR's dropped flows stood deeper than where the slow start was first dropped
+            # (classify.bbr_stood_deeper); not where the capacity moved between the phases
+            check.update(bbr_stood_deeper(fill_ss, ev["flow_q50_ms"], rate, flows, idle_loss) or {})
         if check["contradicted"]:
             # (one line while it runs; the whole reason is the limiter's note, in the summary)
-            said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
-            say(f"  {d}: not a FIFO: the fill's slow start queued {check['slow_start_ms']:.3g} ms, where {said} allow a "
-                f"FIFO {check['deepest_fifo_ms']:.3g} ms deep at most")
+            if check["rule"] == "bbr":
+                say(f"  {d}: not a FIFO: BBR's flows stood at {ev['flow_q50_ms']:.3g} ms, deeper than the "
+                    f"{check['slow_start_ms']:.3g} ms at which the fill's slow start was first dropped")
+            else:
+                said = {"dropped": "the window's drops", "backoff": "the flows' backoff"}[check["rule"]]
+                say(f"  {d}: not a FIFO: the fill's slow start queued {check['slow_start_ms']:.3g} ms, where {said} allow a "
+                    f"FIFO {check['deepest_fifo_ms']:.3g} ms deep at most")
             # a policer drops below a queue's limit too: down, behind a port the idle train showed faster than the
             # rate, the trains and the classifier's policer rules tell, and the reading stays theirs; else a policer
             # only on a port within TRAIN_PORT_MARGIN of its rate is left (61/0 of the campaign's seed 61: 12.6

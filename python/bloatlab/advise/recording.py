@@ -12,7 +12,7 @@ instead of the network, and the clock read from the recorded times, so:
   advisor's campaign records every path's measurement: ``DIR/NNNN/probes/``), and exactly, from the raw series
   rather than from a stored summary of them.
 
-The file, ``DIR/probes.jsonl``: one JSON object a line, written as each run ends (a measurement that failed half way
+The file, ``DIR/probes.jsonl`` (or ``probes.jsonl.gz``, gzip's: read as well): one JSON object a line, written as each run ends (a measurement that failed half way
 keeps what it ran). The first is the header: the format's version, bloatlab's, the host, port and options measured
 with. Then one a run: ``args`` (the probe's arguments, the host, port and secret replaced by ``{host}``,
 ``{port}`` and ``{secret}``: the secret is never written), ``start_s``, ``end_s``, and ``result`` or ``error``;
@@ -137,13 +137,21 @@ def read(path: str) -> tuple[dict, list[dict], dict[int, list[float]]]:
     """A recording's header, its runs, and its clock reads by the number of runs that had ended before each; a
     clear error naming the file (and line) where it is not one."""
     f = os.path.join(path, FILE)
+    if not os.path.exists(f) and os.path.exists(f + ".gz"):
+        f += ".gz"  # a recording compressed to attach or to keep (gzip probes.jsonl)
     try:
-        with open(f, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        if f.endswith(".gz"):
+            import gzip
+
+            with gzip.open(f, "rt", encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        else:
+            with open(f, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
     except FileNotFoundError:
         raise UserError(f"--replay {path}: no recording there ({FILE} not found; `bloatlab measure --record DIR` "
                         f"writes one)") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError, EOFError) as e:  # gzip's errors are OSError (BadGzipFile) and EOFError
         raise UserError(f"--replay {path}: {f}: {getattr(e, 'strerror', None) or e}") from None
     objs = []
     for n, line in enumerate(lines, 1):
