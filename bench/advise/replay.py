@@ -210,7 +210,7 @@ def replayed(pdir: str) -> dict | None:
     """Today's ``measure`` over the path's recording (``measure --replay``), where the campaign kept one; else None.
     A recording today's code cannot be served from raises UserError (the run it asked for)."""
     rec = os.path.join(pdir, "probes")
-    if not os.path.exists(os.path.join(rec, "probes.jsonl")):
+    if M.recording.file_of(rec) is None:
         return None
     return M.measure(None, show=False, replay=rec).report
 

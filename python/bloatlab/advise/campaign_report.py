@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from . import recording
 from ..study.report import _Sections, render
 from ..result import atomic_write_text
 
@@ -170,8 +171,8 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                          "goodput predicted / kernel": f"{r['predicted']['goodput_mbps']:.3g} / {r['kernel']['goodput_mbps']:.3g}",
                          "note": m.get("limiter_note") or "; ".join(m.get("warnings") or []),
                          # the measurement itself, offline (measure --record: the campaigns since the recordings)
-                         "replay": (f"bloatlab measure --replay {rec}" if os.path.exists(
-                             os.path.join(os.path.dirname(path), rec, "probes.jsonl")) else "")})
+                         "replay": (f"bloatlab measure --replay {rec}"
+                                    if recording.file_of(os.path.join(os.path.dirname(path), rec)) else "")})
         if rows:
             sec.table("Paths it got wrong (limiter, rate beyond 10 % or prediction beyond 15 %), with their evidence "
                       "and the command that measures each again from its recording (in this directory)", pd.DataFrame(rows))

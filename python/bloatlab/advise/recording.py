@@ -133,12 +133,17 @@ class Recorder(Live):
         return None
 
 
+def file_of(path: str) -> str | None:
+    """The recording's file in directory ``path``: ``probes.jsonl``, or its gzip (a recording compressed to attach
+    or to keep); None where there is neither."""
+    f = os.path.join(path, FILE)
+    return next((x for x in (f, f + ".gz") if os.path.exists(x)), None)
+
+
 def read(path: str) -> tuple[dict, list[dict], dict[int, list[float]]]:
     """A recording's header, its runs, and its clock reads by the number of runs that had ended before each; a
     clear error naming the file (and line) where it is not one."""
-    f = os.path.join(path, FILE)
-    if not os.path.exists(f) and os.path.exists(f + ".gz"):
-        f += ".gz"  # a recording compressed to attach or to keep (gzip probes.jsonl)
+    f = file_of(path) or os.path.join(path, FILE)
     try:
         if f.endswith(".gz"):
             import gzip
