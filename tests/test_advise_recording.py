@@ -23,7 +23,7 @@ def lines(d):
 
 def record(d, runs):
     """A recording of ``runs`` (args, result-or-error) made through the Recorder as measure makes one."""
-    r = R.Recorder(str(d), HOST, PORT, SECRET, {"quick": True, "flows": 4, "up": True, "secret": True})
+    r = R.Recorder(str(d), HOST, PORT, {"quick": True, "flows": 4, "up": True, "secret": True})
     for args, out in runs:
         def fn(out=out):
             if isinstance(out, Exception):
@@ -48,13 +48,13 @@ def test_a_recording_keeps_each_run_in_order_its_error_too_and_never_the_secret(
     assert SECRET not in (d / R.FILE).read_text()
     # a second recording into the same directory would lose the first: refused, the first left whole
     with pytest.raises(UserError, match="exists"):
-        R.Recorder(str(d), HOST, PORT, None, {})
+        R.Recorder(str(d), HOST, PORT, {})
     assert len(lines(d)) == 3
 
 
 def test_the_host_is_replaced_only_as_itself_and_a_derived_value_that_equals_it_stays():
     # a host that is a number ("--count 5301" is not the port: only the value after -p is)
-    assert R.normalized(["load", "5301", "-p", "5301", "--count", "5301"], "5301", 5301, None) == [
+    assert R.normalized(["load", "5301", "-p", "5301", "--count", "5301"], "5301", 5301) == [
         "load", "{host}", "-p", "{port}", "--count", "5301"]
     assert R.shape(["load", "{host}", "-t", "7.4", "-C", "cubic"]) == ("load", "{host}", "-t", "*", "-C", "cubic")
 
@@ -79,7 +79,7 @@ def test_a_replay_serves_each_run_by_its_arguments_whatever_the_order_and_moves_
 def test_the_clock_gives_back_its_recorded_reads_between_the_same_runs(tmp_path):
     # a train's refill check reads the time between two trains: replayed, the same seconds as recorded
     d = tmp_path / "rec"
-    r = R.Recorder(str(d), HOST, PORT, None, {})
+    r = R.Recorder(str(d), HOST, PORT, {})
     a = ["udp", "train", HOST, "-p", str(PORT)]
     r.now()
     r.run(a, lambda: {"train": {}})
@@ -168,7 +168,7 @@ def test_replay_and_record_refuse_what_does_not_go_with_them(tmp_path):
 
 def test_concurrent_runs_are_recorded_whole(tmp_path):
     # the idle probes' rest and the loss stream record from two threads: each line whole
-    r = R.Recorder(str(tmp_path / "rec"), HOST, PORT, None, {})
+    r = R.Recorder(str(tmp_path / "rec"), HOST, PORT, {})
     big = {"raw": list(range(20000))}
     ts = [threading.Thread(target=lambda i=i: r.run(["udp", "client", HOST, "--count", str(i)], lambda: big)) for i in range(8)]
     for t in ts:

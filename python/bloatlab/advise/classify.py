@@ -292,7 +292,7 @@ def bbr_stood_deeper(slow_start: dict, bbr_q50_ms: float, rate_mbps: float, flow
     if q_ss is None or not slow_start.get("overflowed") or idle_loss > 0:
         return None
     floor = burst_floor_ms(rate_mbps, flows)
-    stood = bbr_q50_ms - max(floor, 0.0) - NOISE_MS
+    stood = bbr_q50_ms - floor - NOISE_MS
     if stood <= q_ss:
         return None
     return {"contradicted": True, "rule": "bbr", "slow_start_ms": q_ss, "deepest_fifo_ms": q_ss,

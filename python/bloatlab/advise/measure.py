@@ -1405,7 +1405,7 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
     if not 1 <= flows <= 64:
         raise UserError(f"--flows: expected 1..64, got {flows}")
     if record is not None:
-        s = recording.Recorder(record, h, port, secret, {"quick": quick, "flows": flows, "up": up, "secret": bool(secret)})
+        s = recording.Recorder(record, h, port, {"quick": quick, "flows": flows, "up": up, "secret": bool(secret)})
     elif replay is None:
         s = recording.Live()
     try:

@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 from .._version import __version__
 from ..errors import UserError
+from ..files import IMPORT_INFLATED, IMPORT_LIMIT, inflate, read_bytes
 
 #: the recording's format: a reader refuses another
 FORMAT = 1
@@ -52,7 +53,7 @@ FILE = "probes.jsonl"
 DERIVED_FLAGS = frozenset({"-t", "--idle", "--sample-interval", "--until-stable", "--count", "--rate", "--send-interval"})
 
 
-def normalized(args: list[str], host: str, port: int, secret: str | None) -> list[str]:
+def normalized(args: list[str], host: str, port: int) -> list[str]:
     """``args`` with the host, the port and the secret replaced by ``{host}``, ``{port}``, ``{secret}``."""
     out = []
     for i, a in enumerate(args):
@@ -92,8 +93,8 @@ class Live:
 class Recorder(Live):
     """Live, and each run appended to ``DIR/probes.jsonl`` as it ends."""
 
-    def __init__(self, path: str, host: str, port: int, secret: str | None, options: dict):
-        self.dir, self.host, self.port, self.secret = path, host, port, secret
+    def __init__(self, path: str, host: str, port: int, options: dict):
+        self.dir, self.host, self.port = path, host, port
         f = os.path.join(path, FILE)
         if os.path.exists(f):
             raise UserError(f"--record {path}: {f} exists (a recording already): choose another directory")
@@ -119,7 +120,7 @@ class Recorder(Live):
 
     def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
         start = time.monotonic() - self.t0
-        rec: dict[str, Any] = {"args": normalized(args, self.host, self.port, self.secret), "start_s": round(start, 6)}
+        rec: dict[str, Any] = {"args": normalized(args, self.host, self.port), "start_s": round(start, 6)}
         try:
             j = fn()
         except UserError as e:
@@ -143,21 +144,19 @@ def file_of(path: str) -> str | None:
 def read(path: str) -> tuple[dict, list[dict], dict[int, list[float]]]:
     """A recording's header, its runs, and its clock reads by the number of runs that had ended before each; a
     clear error naming the file (and line) where it is not one."""
-    f = file_of(path) or os.path.join(path, FILE)
-    try:
-        if f.endswith(".gz"):
-            import gzip
-
-            with gzip.open(f, "rt", encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-        else:
-            with open(f, encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
-    except FileNotFoundError:
+    f = file_of(path)
+    if f is None:
         raise UserError(f"--replay {path}: no recording there ({FILE} not found; `bloatlab measure --record DIR` "
-                        f"writes one)") from None
-    except (OSError, UnicodeDecodeError, EOFError) as e:  # gzip's errors are OSError (BadGzipFile) and EOFError
-        raise UserError(f"--replay {path}: {f}: {getattr(e, 'strerror', None) or e}") from None
+                        f"writes one)")
+    # bounded as any file a user names (files.py: a regular file, at most IMPORT_LIMIT read and IMPORT_INFLATED
+    # inflated; a recording is ~0.5 MB)
+    data = read_bytes(f, IMPORT_LIMIT, "--replay")
+    if f.endswith(".gz"):
+        data = inflate(data, IMPORT_INFLATED, "--replay", f)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise UserError(f"--replay {path}: {f}: not UTF-8 text") from None
     objs = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -194,11 +193,11 @@ def read(path: str) -> tuple[dict, list[dict], dict[int, list[float]]]:
 class Replayer(Live):
     """Each run served from a recording (module docstring), the clock the recorded one."""
 
-    def __init__(self, path: str, secret: str | None = None):
+    def __init__(self, path: str):
         self.dir = path
         self.head, self.runs, self.reads = read(path)
         self.ended = 0  # runs served so far: the clock reads after as many recorded runs are the next ones
-        self.host, self.port, self.secret = self.head["host"], self.head["port"], secret
+        self.host, self.port = self.head["host"], self.head["port"]
         self.served = [False] * len(self.runs)
         self.substituted: list[str] = []
         self.clock = 0.0
@@ -222,7 +221,7 @@ class Replayer(Live):
             return r
 
     def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
-        r = self._pick(normalized(args, self.host, self.port, self.secret))
+        r = self._pick(normalized(args, self.host, self.port))
         with self.lock:
             self.clock = max(self.clock, float(r["end_s"]))
             self.ended += 1
@@ -235,7 +234,6 @@ class Replayer(Live):
             left = self.reads.get(self.ended)
             if left:
                 self.clock = max(self.clock, left.pop(0))
-                return self.clock
             return self.clock
 
     def sleep(self, s: float) -> None:
