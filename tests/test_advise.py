@@ -103,6 +103,32 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire + probes, rel=1e-4)
 
 
+def test_the_rate_counts_sacked_segments_as_they_come_not_as_the_hole_before_them_fills():
+    """A window that begins inside a SACK recovery: the cumulative ACK stood at a hole while 2 MB above it were
+    SACKed, and leaps by them when the retransmission lands 0.2 s into the window. Over the window the cumulative
+    ACK covers the link's 15 Mbit/s plus those 2 MB; the segments counted as they were delivered (Linux's
+    ``tcpi_delivered``, ``sack_delivered_bytes``) cover the link's rate alone. A series without that column (an
+    older probe's) is read from the cumulative ACK as before."""
+    wire = 1500 / 1448
+    probes = 92 * 8 * 100 / 1e6
+    j = _phase(20e6, 15e6, 5.0)
+    fl = j["raw"]["series"]["flows"]
+    t = np.asarray(fl["t"])
+    delivered = t * 15e6 / 8
+    hole = 2_000_000
+    fl["sack_delivered_bytes"] = list(delivered)
+    fl["delivered_bytes"] = list(np.where(t < 5.2, np.maximum(delivered - hole, 0), delivered))
+    w = _window(j, "down")  # the window: 4.995-9.99 s
+    assert w["rate_from"] == "delivered_bytes" and w["rate_mbps"] == pytest.approx(15 * wire + probes, rel=1e-4)
+    del fl["sack_delivered_bytes"]
+    w = _window(j, "down")
+    assert w["rate_from"] == "acked_bytes"
+    span = t[-1] / 2  # the window: the second half of the samples, 4.995 s
+    assert w["rate_mbps"] == pytest.approx((15 + hole * 8 / span / 1e6) * wire + probes, rel=1e-4)  # 18.2 Mbit/s
+    fl["sack_delivered_bytes"] = [float("nan")] * t.size  # an import's column of unknowns: the cumulative ACK
+    assert _window(j, "down")["rate_from"] == "acked_bytes"
+
+
 def test_the_probes_bytes_count_where_they_were_answered():
     """The load probes share the bottleneck with the flows (92 B each way every 10 ms): each span's rate is its
     answered probes' bytes; a probe the bottleneck dropped (no RTT) took none of its time."""

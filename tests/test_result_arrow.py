@@ -57,7 +57,7 @@ def test_two_reads_of_a_table_share_the_engines_buffers(res):
 def test_the_frames_have_the_columns_and_dtypes_the_json_path_gave(res):
     f = res.flows
     assert list(f.columns) == ["flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps",
-                               "delivery_rate_bps", "delivered_bytes", "retransmits", "state"]
+                               "delivery_rate_bps", "delivered_bytes", "sack_delivered_bytes", "retransmits", "state"]
     assert {str(f[c].dtype) for c in ("flow", "cwnd_bytes", "delivered_bytes", "retransmits")} == {"int64"}
     assert str(f["t"].dtype) == "float64" and str(f["srtt_ms"].dtype) == "float64"
     assert f["state"].map(type).eq(str).all()
@@ -158,3 +158,16 @@ def test_expectations_keep_the_flow_series_the_verb_judges_on():
     sc = SCENARIO + '\n[[expect]]\ncheck = "tput"\nmin = 0\n'
     judged = bloatlab._run(sc, "sim", (), None, {}, flow_series=False)
     assert judged.table("flows").num_rows > 0
+
+
+def test_the_sack_inclusive_count_is_the_senders_whole_segments_and_never_goes_back(res):
+    """``sack_delivered_bytes`` is the sender's ``tp->delivered`` x the MSS (the counter its rate samples read,
+    tests of ``crates/sim/src/tcp/rate.rs``): whole segments, never decreasing, and at 10 % loss it moves
+    otherwise than the receiver's in-order count (``delivered_bytes``), which a hole holds while SACKed segments
+    above it are counted."""
+    f = res.flows
+    assert (f["sack_delivered_bytes"] % 1448 == 0).all()
+    for _, g in f.groupby("flow"):
+        s = g["sack_delivered_bytes"].to_numpy()
+        assert (s[1:] >= s[:-1]).all() and s[-1] > 0
+        assert (s != g["delivered_bytes"].to_numpy()).any()

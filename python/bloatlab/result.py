@@ -65,7 +65,7 @@ class Result:
     @property
     def flows(self):
         """Per-flow time series: flow, t, cwnd_bytes, inflight_bytes, srtt_ms,
-        pacing_rate_bps, delivery_rate_bps, delivered_bytes, retransmits."""
+        pacing_rate_bps, delivery_rate_bps, delivered_bytes, sack_delivered_bytes, retransmits."""
         return self._frame("flows")
 
     @property

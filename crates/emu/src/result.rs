@@ -298,6 +298,7 @@ pub(crate) fn assemble(
                     fs.pacing_rate_bps.push(int("pacing_rate_bps", i)?);
                     fs.delivery_rate_bps.push(int("delivery_rate_bps", i)?);
                     fs.delivered_bytes.push(int("delivered_bytes", i)?);
+                    fs.sack_delivered_bytes.push(int("sack_delivered_bytes", i)?);
                     fs.retransmits.push(int("retransmits", i)?);
                 }
             }

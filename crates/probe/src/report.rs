@@ -212,6 +212,7 @@ pub fn push_sample(s: &mut FlowSeries, flow: usize, t: f64, ti: &crate::sys::Tcp
     s.pacing_rate_bps.push(ti.pacing_rate.saturating_mul(8));
     s.delivery_rate_bps.push(ti.delivery_rate.saturating_mul(8));
     s.delivered_bytes.push(crate::tcp::stream::data_acked(ti, cap, pre));
+    s.sack_delivered_bytes.push(crate::tcp::stream::data_delivered(ti, cap, pre));
     s.retransmits.push(ti.total_retrans as u64);
 }
 
@@ -228,6 +229,7 @@ pub struct SeriesOut<'a> {
     pacing_rate_bps: &'a [u64],
     delivery_rate_bps: &'a [u64],
     delivered_bytes: &'a [u64],
+    sack_delivered_bytes: &'a [u64],
     retransmits: &'a [u64],
 }
 
@@ -242,6 +244,7 @@ impl<'a> SeriesOut<'a> {
             pacing_rate_bps: &s.pacing_rate_bps,
             delivery_rate_bps: &s.delivery_rate_bps,
             delivered_bytes: &s.delivered_bytes,
+            sack_delivered_bytes: &s.sack_delivered_bytes,
             retransmits: &s.retransmits,
         }
     }
@@ -266,6 +269,7 @@ pub fn series_from_json(v: &Value) -> FlowSeries {
         pacing_rate_bps: col(v, "pacing_rate_bps"),
         delivery_rate_bps: col(v, "delivery_rate_bps"),
         delivered_bytes: col(v, "delivered_bytes"),
+        sack_delivered_bytes: col(v, "sack_delivered_bytes"),
         retransmits: col(v, "retransmits"),
         state: Default::default(),
     }

@@ -19,7 +19,7 @@ fn check_flow_shape(j: &serde_json::Value) {
     let s = &j["raw"]["series"]["flows"];
     let n = s["t"].as_array().unwrap().len();
     assert!(n >= 2, "a TCP_INFO series was sampled");
-    for k in ["flow", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "retransmits"] {
+    for k in ["flow", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "sack_delivered_bytes", "retransmits"] {
         assert_eq!(s[k].as_array().unwrap_or_else(|| panic!("column {k}")).len(), n, "column {k}");
     }
     assert!(s["cwnd_bytes"][0].as_u64().unwrap() > 0);
@@ -47,6 +47,11 @@ fn a_finite_upload_reports_every_byte_acked_and_delivered_and_its_completion_tim
     // the last delivered_bytes sample is the whole transfer
     let d = j["raw"]["series"]["flows"]["delivered_bytes"].as_array().unwrap();
     assert_eq!(d.last().unwrap(), 2_000_000);
+    // and so is the last of the segments delivered in any order (tcpi_delivered x the MSS), never behind the
+    // cumulative ACK at a sample
+    let sd = j["raw"]["series"]["flows"]["sack_delivered_bytes"].as_array().unwrap();
+    assert_eq!(sd.last().unwrap(), 2_000_000);
+    assert!(sd.iter().zip(d).all(|(a, b)| a.as_u64() >= b.as_u64()));
 }
 
 #[test]

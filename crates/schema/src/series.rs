@@ -94,7 +94,14 @@ pub struct FlowSeries {
     pub srtt_ms: Vec<f64>,
     pub pacing_rate_bps: Vec<u64>,
     pub delivery_rate_bps: Vec<u64>,
+    /// Payload bytes that reached the receiver in order (the cumulative ACK).
     pub delivered_bytes: Vec<u64>,
+    /// Payload bytes that reached the receiver in any order: a SACKed segment
+    /// counts when it is SACKed, not when the hole before it fills (Linux's
+    /// `tp->delivered`, `tcpi_delivered`, in segments x the MSS). Over a window
+    /// its difference is what the path delivered, without the cumulative
+    /// ACK's jumps as SACK recovery fills holes. A counter: read differences.
+    pub sack_delivered_bytes: Vec<u64>,
     pub retransmits: Vec<u64>,
     pub state: Labels,
 }
@@ -114,6 +121,7 @@ impl FlowSeries {
         reserve(&mut self.pacing_rate_bps, rows);
         reserve(&mut self.delivery_rate_bps, rows);
         reserve(&mut self.delivered_bytes, rows);
+        reserve(&mut self.sack_delivered_bytes, rows);
         reserve(&mut self.retransmits, rows);
         reserve(&mut self.state.codes, rows);
     }
@@ -128,6 +136,7 @@ impl FlowSeries {
         self.pacing_rate_bps.extend(&o.pacing_rate_bps);
         self.delivery_rate_bps.extend(&o.delivery_rate_bps);
         self.delivered_bytes.extend(&o.delivered_bytes);
+        self.sack_delivered_bytes.extend(&o.sack_delivered_bytes);
         self.retransmits.extend(&o.retransmits);
         self.state.extend(o.state.iter());
     }
@@ -263,6 +272,7 @@ mod arrow {
                     ("pacing_rate_bps", ints(self.pacing_rate_bps)),
                     ("delivery_rate_bps", ints(self.delivery_rate_bps)),
                     ("delivered_bytes", ints(self.delivered_bytes)),
+                    ("sack_delivered_bytes", ints(self.sack_delivered_bytes)),
                     ("retransmits", ints(self.retransmits)),
                     ("state", labels(self.state)?),
                 ],
@@ -373,6 +383,7 @@ mod tests {
             pacing_rate_bps: vec![1_000_000, 2_000_000],
             delivery_rate_bps: vec![0, 5],
             delivered_bytes: vec![7, 8],
+            sack_delivered_bytes: vec![9, 8],
             retransmits: vec![0, 3],
             state: vec!["open", "recovery"].into(),
         }
@@ -384,15 +395,15 @@ mod tests {
         let names: Vec<String> = column_types(&b).into_iter().map(|(n, _)| n).collect();
         assert_eq!(
             names,
-            ["flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "retransmits", "state"]
+            ["flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps", "delivery_rate_bps", "delivered_bytes", "sack_delivered_bytes", "retransmits", "state"]
         );
         assert_eq!(b.num_rows(), 2);
         assert_eq!(b.column(0).data_type(), &DataType::Int64);
         assert_eq!(b.column(1).data_type(), &DataType::Float64);
-        assert_eq!(b.column(9).data_type(), &DataType::Utf8);
+        assert_eq!(b.column(10).data_type(), &DataType::Utf8);
         let cwnd = b.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
         assert_eq!(cwnd.values().as_ref(), &[14480, 28960]);
-        let state = b.column(9).as_any().downcast_ref::<StringArray>().unwrap();
+        let state = b.column(10).as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!((state.value(0), state.value(1)), ("open", "recovery"));
     }
 
@@ -436,8 +447,8 @@ mod tests {
         let mut f = two_flow_samples();
         f.state.clear();
         let b = f.into_arrow_without(&["state", "drops"]).unwrap();
-        assert_eq!((b.num_rows(), b.num_columns()), (2, 9));
-        assert_eq!(b.schema().field(8).name(), "retransmits");
+        assert_eq!((b.num_rows(), b.num_columns()), (2, 10));
+        assert_eq!(b.schema().field(9).name(), "retransmits");
     }
 
     #[test]
@@ -456,6 +467,7 @@ mod tests {
                 s.pacing_rate_bps.push(i << 20);
                 s.delivery_rate_bps.push(i << 10);
                 s.delivered_bytes.push(i * 3);
+                s.sack_delivered_bytes.push(i * 4);
                 s.retransmits.push(i / 100);
                 s.state.push(if i % 3 == 0 { "open" } else { "recovery" });
             }
@@ -467,7 +479,7 @@ mod tests {
     #[test]
     fn empty_tables_still_have_their_columns() {
         let [f, l, p] = Series::default().into_arrow().unwrap();
-        assert_eq!((f.num_rows(), f.num_columns()), (0, 10));
+        assert_eq!((f.num_rows(), f.num_columns()), (0, 11));
         assert_eq!((l.num_rows(), l.num_columns()), (0, 5));
         assert_eq!((p.num_rows(), p.num_columns()), (0, 3));
     }

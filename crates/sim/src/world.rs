@@ -70,6 +70,12 @@ impl FlowState {
         let b = self.rcv.rcv_nxt * MSS as u64;
         self.spec.size_bytes.map_or(b, |s| b.min(s))
     }
+
+    /// What the sender counts delivered in any order (SACKed included), in bytes.
+    fn sack_delivered_bytes(&self) -> u64 {
+        let b = self.snd.delivered_segs() * MSS as u64;
+        self.spec.size_bytes.map_or(b, |s| b.min(s))
+    }
 }
 
 /// Where the packets of a flow or probe go: what every packet's [`World::emit`]
@@ -760,6 +766,7 @@ impl World {
             s.pacing_rate_bps.push(snd.pacing_rate_bps());
             s.delivery_rate_bps.push(snd.delivery_rate_bps());
             s.delivered_bytes.push(f.delivered_bytes());
+            s.sack_delivered_bytes.push(f.sack_delivered_bytes());
             s.retransmits.push(snd.retrans_segs);
             s.state.push(snd.state_label());
         }

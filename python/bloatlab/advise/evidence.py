@@ -16,6 +16,8 @@ from .plan import VARIATION_MIN_WINDOW_S, VARIATION_MIN_WINDOWS, variation_windo
 #: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
 #: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
 ACKED_EDGE = 0.05
+#: how a window's rate names the counter it read (_window's ``rate_from``)
+COUNTER_NAMES = {"sack_delivered_bytes": "delivered_bytes", "delivered_bytes": "acked_bytes"}
 
 
 #: TCP goodput -> the bottleneck's wire rate: a full segment carries 1448 B of
@@ -97,8 +99,10 @@ def _window(j: dict, d: str) -> dict:
     """Figures of one loaded phase over the second half of the time all its
     flows ran (after every flow's ramp, whatever the path's RTT):
 
-    - the rate: the bytes their cumulative ACKs covered over the window,
-      where it spans 1/:data:`ACKED_EDGE` round trips or more; otherwise the
+    - the rate: the bytes they delivered over the window (SACKed ones as
+      they were SACKed, :func:`acked_bps`; an older probe's series: the
+      bytes their cumulative ACKs covered), where it spans
+      1/:data:`ACKED_EDGE` round trips or more; otherwise the
       median of the flows' summed delivery rate
       (``tcpi_delivery_rate``, the kernel's own per-ACK rate sample, which
       counts SACKed data and which BBR uses). Not the acked bytes over a
@@ -150,14 +154,14 @@ def _window(j: dict, d: str) -> dict:
     beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
     rate = float(np.median(total * WIRE_PER_PAYLOAD + probes_bps_at(j, w0, t1, grid))) if grid.size else 0.0
     how = "delivery_rate"
-    # the bytes the flows' cumulative ACKs covered over the window: unbiased where the window spans many
+    # the bytes the flows delivered over the window (acked_bps): unbiased where the window spans many
     # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
     # right where the per-ACK samples are not: behind a policer with a deep bucket the samples taken while
     # the bucket drains at the port's rate outnumber those of the recovery between (a 15.8 Mbit/s policer
     # with a 45-ms bucket on a 34 Mbit/s port, 4.6 ms: the samples' median read 19.2)
     got = acked_bps(fs, fid, t, ids, w0, t1, float(np.median(p95s)) / 1e3 if p95s else float("nan"))
     if got is not None:
-        rate, how = got * WIRE_PER_PAYLOAD + beside, "acked_bytes"
+        rate, how = got[0] * WIRE_PER_PAYLOAD + beside, COUNTER_NAMES[got[1]]
     return {"rate_mbps": rate / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
             "flow_rtt_p50": float(np.median(p50s)) if p50s else float("nan"),
             "flow_rtt_p95": float(np.median(p95s)) if p95s else float("nan"), "probes": sel,
@@ -176,18 +180,37 @@ def flows_srtt(srtt: np.ndarray, fid: np.ndarray, t: np.ndarray, ids: list, a: f
     return out
 
 
-def acked_bps(fs: dict, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: float, srtt95_s: float) -> float | None:
-    """The bytes the flows ``ids``' cumulative ACKs (``delivered_bytes``) covered from ``a`` to ``b`` s, as bit/s
-    of payload: unbiased where the span holds 1/:data:`ACKED_EDGE` of the flows' round trips (``srtt95_s``: the
-    median over the flows of each one's smoothed-RTT p95), since at each end the ACKs lag the data by what is in
-    flight, ~ rate x srtt. None where it holds fewer, where the JSON has no ``delivered_bytes`` (an older probe's),
-    or where nothing was acked."""
-    acked = fs.get("delivered_bytes")
-    if acked is None or len(acked) != t.size or not b > a or not np.isfinite(srtt95_s) or srtt95_s / (b - a) > ACKED_EDGE:
+def delivered_column(fs: dict, n: int) -> tuple[np.ndarray, str] | None:
+    """The flows' counter of delivered payload bytes (one per sample of ``n``) and its name: the segments delivered
+    in any order (``sack_delivered_bytes``, Linux's ``tcpi_delivered`` x the MSS: a SACKed segment counts when it is
+    SACKed) where the series has it whole, else the cumulative ACK (``delivered_bytes``: an older probe's, an
+    import's), None where neither. The cumulative ACK jumps over SACKed data as recovery fills a hole, so a window
+    that begins inside a recovery over-reads by what was SACKed then: campaign seed 79 path 28, a policer at 293
+    Mbit/s on a 326-Mbit/s port, read 315.8 over a BBR window begun while the startup's losses were repaired, where
+    the delivery-rate samples' median read 292.8 and the kernel's BBR holds 287-293."""
+    for name in ("sack_delivered_bytes", "delivered_bytes"):
+        col = fs.get(name)
+        if col is not None and len(col) == n:
+            v = np.asarray(col, float)
+            if v.size and np.isfinite(v).all():
+                return v, name
+    return None
+
+
+def acked_bps(fs: dict, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: float,
+              srtt95_s: float) -> tuple[float, str] | None:
+    """The payload the flows ``ids`` delivered from ``a`` to ``b`` s as bit/s, and the counter it read
+    (:func:`delivered_column`: in any order where the series counts it so, else by their cumulative ACKs):
+    unbiased where the span holds 1/:data:`ACKED_EDGE` of the flows' round trips (``srtt95_s``: the median over
+    the flows of each one's smoothed-RTT p95), since at each end the count lags the data by what is in flight,
+    ~ rate x srtt. None where it holds fewer, where the JSON has neither counter (an older probe's), or where
+    nothing was delivered."""
+    col = delivered_column(fs, t.size)
+    if col is None or not b > a or not np.isfinite(srtt95_s) or srtt95_s / (b - a) > ACKED_EDGE:
         return None
-    acked = np.asarray(acked, float)
+    acked, name = col
     got = sum(float(np.interp(b, t[fid == i], acked[fid == i]) - np.interp(a, t[fid == i], acked[fid == i])) for i in ids)
-    return got * 8 / (b - a) if np.isfinite(got) and got > 0 else None
+    return (got * 8 / (b - a), name) if np.isfinite(got) and got > 0 else None
 
 
 def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
@@ -261,7 +284,7 @@ def rate_variation(j: dict, d: str, base_ms: float) -> dict | None:
         p95s = flows_srtt(srtt, fid, t, ids, w0, t1, 95)
         got = acked_bps(fs, fid, t, ids, float(edges[0]), float(edges[-1]),
                         float(np.median(p95s)) / 1e3 if p95s else float("nan"))
-        acked_mbps = (got * WIRE_PER_PAYLOAD + float(beside.mean())) / 1e6 if got is not None else None
+        acked_mbps = (got[0] * WIRE_PER_PAYLOAD + float(beside.mean())) / 1e6 if got is not None else None
     x = np.where(busy, rates - kept.mean(), 0.0)  # an idle window counts as the mean: no motion read there
     scale = None
     # a spread below one packet a window is below what whole packets resolve: nothing moved

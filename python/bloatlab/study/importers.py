@@ -74,7 +74,7 @@ def from_iperf3(doc: dict, name: str):
     duration = float(end.get("sum_received", end.get("sum_sent", {})).get("seconds") or ts.get("duration") or 0)
     step = float(intervals[0]["sum"]["seconds"]) if intervals else 1.0
     ser = {k: [] for k in ("flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps",
-                           "delivery_rate_bps", "delivered_bytes", "retransmits")}
+                           "delivery_rate_bps", "delivered_bytes", "sack_delivered_bytes", "retransmits")}
     rtts = {s: [] for s in sock_ids}
     cum = {s: [0, 0] for s in sock_ids}
     for iv in intervals:
@@ -96,6 +96,7 @@ def from_iperf3(doc: dict, name: str):
             ser["pacing_rate_bps"].append(math.nan)
             ser["delivery_rate_bps"].append(float(st.get("bits_per_second", math.nan)))
             ser["delivered_bytes"].append(float(cum[sid][0]))
+            ser["sack_delivered_bytes"].append(math.nan)  # iperf3 reports no SACK-inclusive count
             ser["retransmits"].append(float(cum[sid][1]))
     flows, rflows = [], []
     for i, s in enumerate(streams):
@@ -153,7 +154,7 @@ def from_flent(doc: dict, name: str):
         raise UserError(f"{name}: the flent file has no TCP flow or ping series to import")
     min_ping = min((v for n in ping_names for v in results[n] if v is not None), default=0.0)
     ser = {k: [] for k in ("flow", "t", "cwnd_bytes", "inflight_bytes", "srtt_ms", "pacing_rate_bps",
-                           "delivery_rate_bps", "delivered_bytes", "retransmits")}
+                           "delivery_rate_bps", "delivered_bytes", "sack_delivered_bytes", "retransmits")}
     flows, rflows = [], []
     for i, n in enumerate(flow_names):
         vals = results[n]
@@ -181,6 +182,7 @@ def from_flent(doc: dict, name: str):
             ser["pacing_rate_bps"].append(float(pr) * 1e6 if pr is not None else math.nan)
             ser["delivery_rate_bps"].append(v * 1e6)
             ser["delivered_bytes"].append(cum)
+            ser["sack_delivered_bytes"].append(math.nan)  # flent records no SACK-inclusive count
             ser["retransmits"].append(math.nan)
         m = smeta.get(n, {}) if isinstance(smeta.get(n), dict) else {}
         cc = m.get("CONG_CONTROL") or meta.get("CONG_CONTROL") or "unknown"

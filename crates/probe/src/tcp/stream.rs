@@ -143,6 +143,15 @@ pub fn data_acked(ti: &TcpInfo, written: u64, pre: u64) -> u64 {
     ti.bytes_acked.saturating_sub(pre).min(written)
 }
 
+/// Data bytes delivered in any order, SACKed included: `tcpi_delivered`
+/// (segments, each once, the handshake's and the FIN's too) x the MSS, with
+/// what came before the data removed and capped as [`data_acked`]. A bulk
+/// sender's segments are full MSS, so over a window its difference is what
+/// the path delivered to the byte but for a partial segment at each end.
+pub fn data_delivered(ti: &TcpInfo, written: u64, pre: u64) -> u64 {
+    (ti.delivered as u64 * ti.snd_mss as u64).saturating_sub(pre).min(written)
+}
+
 pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
 }

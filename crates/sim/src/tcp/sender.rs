@@ -278,6 +278,12 @@ impl Sender {
         self.rate.delivery_rate_bps()
     }
 
+    /// Linux `tcpi_delivered` (`tp->delivered`): segments delivered, SACKed
+    /// or cumulatively acked, each once.
+    pub fn delivered_segs(&self) -> u64 {
+        self.rate.delivered
+    }
+
     pub fn state_label(&self) -> &'static str {
         self.cc.state_label()
     }
