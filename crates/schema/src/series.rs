@@ -96,9 +96,10 @@ pub struct FlowSeries {
     pub delivery_rate_bps: Vec<u64>,
     /// Payload bytes that reached the receiver in order (the cumulative ACK).
     pub delivered_bytes: Vec<u64>,
-    /// Payload bytes that reached the receiver in any order: a SACKed segment
-    /// counts when it is SACKed, not when the hole before it fills (Linux's
-    /// `tp->delivered`, `tcpi_delivered`, in segments x the MSS). Over a window
+    /// Payload bytes the sender knows reached the receiver, in any order: a
+    /// SACKed segment counts when it is SACKed, not when the hole before it
+    /// fills (Linux's `tp->delivered`, `tcpi_delivered`, in segments x the
+    /// MSS; the simulator's and the probe's alike). Over a window
     /// its difference is what the path delivered, without the cumulative
     /// ACK's jumps as SACK recovery fills holes. A counter: read differences.
     pub sack_delivered_bytes: Vec<u64>,
