@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = {
             "engine": [str(engine_bin), str(resolved)],
             "run": [str(BLOATLAB_BIN), "run", str(toml), "--json"],
-            "run_out": [str(BLOATLAB_BIN), "run", str(toml), "--json", "--out", str(Path(d) / "out")],
+            "run_out": [str(BLOATLAB_BIN), "run", str(toml), "--json", "--out", str(Path(d) / "out"), "--force"],  # each run replaces the last
             "python": [str(PY), "-c", "import bloatlab, pandas, pyarrow"],
         }
         if args.before and not (Path(args.before) / "bloatlab" / "__init__.py").exists():
