@@ -100,3 +100,42 @@ def test_a_bucket_a_train_read_or_another_reading_is_left_alone():
     x["limiter"] = "fifo"
     isolation.bucket_by_model(x, path, 0.10)
     assert x["bucket_bytes"] is None and "bucket_model" not in x
+
+
+UNTOLD = [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]},
+          {"limiter": "policer", "port_within": 1.1}]
+
+
+def _taken_as_codel(base, down, up, window, p50_rtt, p95_q, f50, f95, alternatives=UNTOLD):
+    path = Path(base_rtt_ms=base, down_mbps=down, up_mbps=up, limiter="aqm", aqm_qdisc="codel")
+    x = dict(_x("codel", "fill", window, p50_rtt, p95_q, f50, f95), limiter_alternatives=list(alternatives),
+             limiter_note="the fill's slow start queued deeper than a FIFO allows: CoDel or PIE (taken as CoDel)")
+    isolation.isolation_by_model(x, path)
+    return x
+
+
+def test_a_pie_no_train_told_from_codel_is_read_pie_by_the_model():
+    """Fresh campaign seed 80 path 34: PIE at 33.5 Mbit/s and 6.97 ms, its fill contradicting a FIFO, no train to
+    tell CoDel from PIE, so CoDel was taken: the twin's CUBIC p95 14.2 ms against the kernel's 42.9 on the true
+    path. Its figures (13.6 / 16.8 / 14.2 / 17.1 ms) lie on PIE's model (13.7 / 16.5 / 15.0 / 17.9; distance 0.12)
+    and far from CoDel's (8.2 / 10.1 / 9.1 / 11.3; 1.87): PIE, whose twin gives 46.1 ms. Both stay named."""
+    x = _taken_as_codel(6.973996047904191, 33.54723472932237, 23.47775696598299, [1.8583857145, 3.440562294],
+                        20.529152, 16.79525085209581, 14.162753952095809, 17.117328952095807)
+    d = x["isolation_model"]["distance"]
+    assert d["pie"] < 0.5 < 1.5 < d["codel"] < d["fq_codel"]
+    assert x["aqm_qdisc"] == "pie" and x["limiter"] == "aqm"
+    assert "PIE by the model" in x["limiter_note"] and x["limiter_alternatives"] == UNTOLD
+    # a train that told CoDel (its alternatives name no PIE) is not overruled by the model
+    told = _taken_as_codel(6.973996047904191, 33.54723472932237, 23.47775696598299, [1.8583857145, 3.440562294],
+                           20.529152, 16.79525085209581, 14.162753952095809, 17.117328952095807, alternatives=[])
+    assert told["aqm_qdisc"] == "codel" and "by the model" not in told["limiter_note"]
+
+
+def test_a_codel_no_train_told_from_pie_stays_codel_by_the_model():
+    """Fresh campaign seed 80 path 58: CoDel at 96 Mbit/s and 9.28 ms, taken as CoDel: its figures (6.4 / 7.2 /
+    6.6 / 7.4 ms) lie on CoDel's model (distance 0.10), not PIE's (2.13)."""
+    x = _taken_as_codel(9.280575041916165, 96.00731765566819, 81.11707531005705, [1.662644358, 3.040581684],
+                        15.657200000000001, 7.209834958083835, 6.594924958083833, 7.392024958083834)
+    d = x["isolation_model"]["distance"]
+    assert d["codel"] < 0.5 < 1.5 < d["pie"]
+    assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]

@@ -18,8 +18,8 @@ whose model's figures (the probe's queueing p50 and p95, the flows' p50 and p95)
 (the sum of their absolute log ratios, each figure at least :data:`physics.NOISE_MS`, below which figures are not
 told apart). Where fq_codel's model is the nearest, the direction reads flow isolation (``aqm_qdisc`` None: the
 twin's fq_codel; :func:`classify._cobalt` then reads CAKE from the fill's first losses as for any isolation
-reading); otherwise the train's single-queue kind stands (the train tells CoDel from PIE; the model, whose two
-single-queue figures often lie close, does not decide between them). On the stored campaigns' 86 down directions
+reading); otherwise the train's single-queue kind stands where a train told CoDel from PIE, and where none did
+(the kind taken as CoDel) the nearer of their two models is taken (:func:`single_queue_by_model`). On the stored campaigns' 86 down directions
 read CoDel or PIE (seeds 33-51, the kernel through the emulator; ``bench/advise/isolation_model.py``): 19 of 22
 true fq_codel/CAKE read isolated (before: none), 57 of 64 true single-queue AQMs (and one FIFO) kept. Of those, the
 24 of seed 51's paths 73-104, measured after this was written: 3 of 5 and 17 of 19 (two CAKEs at 52 and 90 Mbit/s
@@ -98,9 +98,10 @@ def isolation_by_model(x: dict, path) -> None:
     x["isolation_model"] = {"measured": [round(v, 3) for v in measured], "cc": cc,
                             "models": {k: [round(v, 3) for v in m] for k, m in models.items()},
                             "distance": {k: round(v, 3) for k, v in far.items()}}
-    if far["fq_codel"] >= min(far["codel"], far["pie"]):
-        return
     fig = ", ".join(f"{v:.3g}" for v in measured)
+    if far["fq_codel"] >= min(far["codel"], far["pie"]):
+        single_queue_by_model(x, fig, models, far)
+        return
     why = (f"flow isolation, read by the model: the probe's queueing p50/p95 and the flows' p50/p95 ({fig} ms) "
            f"lie nearer fq_codel's model ({', '.join(f'{v:.3g}' for v in models['fq_codel'])} ms; distance "
            f"{far['fq_codel']:.2f}) than {x['aqm_qdisc']}'s ({', '.join(f'{v:.3g}' for v in models[x['aqm_qdisc']])}"
@@ -111,6 +112,35 @@ def isolation_by_model(x: dict, path) -> None:
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
     x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}] + kept
     x.update(aqm_qdisc=None, limiter_note=why)
+
+
+def untold(x: dict) -> bool:
+    """Whether direction ``x``'s reading left CoDel and PIE open (``trains.aqm_alternatives``: no packet train told
+    them apart, and the kind was taken as CoDel)."""
+    kinds = {tuple(a.get("kinds") or ()) for a in x.get("limiter_alternatives") or [] if a.get("limiter") == "aqm"}
+    return {("codel",), ("pie",)} <= kinds
+
+
+def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
+    """Where no train told CoDel from PIE (:func:`untold`), the kind whose model lies nearer the measured figures
+    (:func:`isolation_by_model`'s ``models`` and distances ``far``; ``fig`` the measured figures as words) instead of
+    CoDel taken by default. Their targets,
+    5 and 15 ms, set the queue loss-based flows keep, which the twin's p95 is: campaign seed 80 paths 34 and 43, PIE
+    at 33.5 Mbit/s / 6.9 ms and 75.4 / 2.3 ms, whose CUBIC fills stood at 14.2 and 14.6 ms (the models' PIE 15.0
+    and 14.1, CoDel 9.1 and 7.9), taken as CoDel: the twin's p95 9.3-14.2 ms against the kernel's 32-43. Where the
+    two models' figures lie close, either kind gives the twin nearly the same figures, so the nearer costs nothing
+    there; where they lie apart, the measurement tells. A kind a train told (``single_queue_aqm``) stands: the
+    model does not overrule a burst it does not carry. Both kinds stay among the alternatives advise checks."""
+    if not untold(x):
+        return
+    kind = "codel" if far["codel"] <= far["pie"] else "pie"
+    other = "pie" if kind == "codel" else "codel"
+    names = {"codel": "CoDel", "pie": "PIE"}
+    x["aqm_qdisc"] = kind
+    x["limiter_note"] = (f"{x['limiter_note']}; {names[kind]} by the model: the probe's queueing p50/p95 and the "
+                         f"flows' p50/p95 ({fig} ms) lie nearer {names[kind]}'s model "
+                         f"({', '.join(f'{v:.3g}' for v in models[kind])} ms; distance {far[kind]:.2f}) than "
+                         f"{names[other]}'s ({', '.join(f'{v:.3g}' for v in models[other])} ms; {far[other]:.2f})")
 
 
 #: the largest bucket :func:`bucket_by_model` tries, in ms of the policed rate: the issue's range of policers'
