@@ -70,19 +70,34 @@ impl Drop for Server {
 }
 
 /// Wait for a child with a deadline; panics (after killing it) if it hangs.
+/// Its piped stdout and stderr are read while it runs: a child that writes
+/// more than a pipe holds (64 KiB: a timed test's JSON with its TCP_INFO
+/// series) would otherwise block on the write and look hung.
 pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+    fn drain<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let t = Instant::now();
-    loop {
-        if let Ok(Some(_)) = child.try_wait() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status;
         }
         if t.elapsed() > limit {
             let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            panic!("process hung past {limit:?}; stdout:\n{}", String::from_utf8_lossy(&o.stdout));
+            let _ = child.wait();
+            let stdout = out.join().unwrap_or_default();
+            panic!("process hung past {limit:?}; stdout:\n{}", String::from_utf8_lossy(&stdout));
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
 }
 
 pub fn stderr(o: &Output) -> String {
