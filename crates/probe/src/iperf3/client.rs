@@ -53,6 +53,8 @@ pub fn params(cfg: &ClientCfg) -> Value {
                        "client_version": format!("3.12 (bloatlab-probe {})", env!("CARGO_PKG_VERSION"))});
     if cfg.reverse {
         p["reverse"] = json!(true);
+        // a bloatlab server then adds its sending sockets' TCP_INFO series to the results
+        p[super::SERIES_PARAM] = json!(1);
     }
     if let (Some(r), true) = (cfg.rate_bps, cfg.reverse) {
         p["bandwidth"] = json!(r);

@@ -82,6 +82,10 @@ pub const MAX_RESULTS_JSON: u32 = 1024 * 1024;
 /// sender's TCP_INFO series (~100 B a sample, at most 200 000 samples a
 /// test by default); the client chose that server.
 pub const MAX_SERVER_RESULTS_JSON: u32 = 64 * 1024 * 1024;
+/// The parameter a bloatlab client adds to iperf3's (a stock iperf3 server
+/// ignores unknown keys): send the sender's TCP_INFO series with a reverse
+/// test's results ([`server::Asked::series`]).
+pub const SERIES_PARAM: &str = "bloatlab";
 /// iperf3's block size default for TCP (`DEFAULT_TCP_BLKSIZE`, 128 KiB),
 /// reported in `-J`; the writes are [`BUF`], the same size.
 pub const BLKSIZE: u64 = 128 * 1024;
@@ -285,7 +289,16 @@ mod tests {
     #[test]
     fn iperf3_s_parameters_are_admitted() {
         let a = admit(&ok_params(), &ServerLimits::default()).unwrap();
-        assert_eq!(a, Asked { streams: 4, reverse: true, time_s: 10, bytes: 0, bandwidth: 0, cc: Some("bbr".into()), get_server_output: false });
+        assert_eq!(a, Asked { streams: 4, reverse: true, time_s: 10, bytes: 0, bandwidth: 0, cc: Some("bbr".into()), get_server_output: false, series: false });
+    }
+
+    #[test]
+    fn only_a_client_that_asks_for_the_series_is_sent_them() {
+        // a stock iperf3 client's parameters: iperf3's results alone (its reverse test's JSON stays iperf3's size)
+        assert!(!admit(&ok_params(), &ServerLimits::default()).unwrap().series);
+        let mut p = ok_params();
+        p[SERIES_PARAM] = json!(1);
+        assert!(admit(&p, &ServerLimits::default()).unwrap().series);
     }
 
     #[test]

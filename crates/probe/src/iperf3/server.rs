@@ -20,6 +20,12 @@ pub struct Asked {
     pub bandwidth: u64,
     pub cc: Option<String>,
     pub get_server_output: bool,
+    /// the client asked for the sender's TCP_INFO series in a reverse test's
+    /// results (a bloatlab client's `"bloatlab"` parameter, [`SERIES_PARAM`]):
+    /// a stock iperf3 client is sent only iperf3's results, which it reads
+    /// whole — tens of KB more through a slow path it may read in part
+    /// ("Size of data read does not correspond to offered length")
+    pub series: bool,
 }
 
 /// The parameters an iperf3 client sent, checked against `limits`; a
@@ -89,7 +95,16 @@ pub fn admit(v: &Value, limits: &ServerLimits) -> Result<Asked, (i32, String)> {
         let e = if why.starts_with("-P") { ierr::IENUMSTREAMS } else { ierr::IEDURATION };
         return Err((e, why));
     }
-    Ok(Asked { streams, reverse, time_s, bytes, bandwidth, cc, get_server_output: o.contains_key("get_server_output") })
+    Ok(Asked {
+        streams,
+        reverse,
+        time_s,
+        bytes,
+        bandwidth,
+        cc,
+        get_server_output: o.contains_key("get_server_output"),
+        series: o.contains_key(super::SERIES_PARAM),
+    })
 }
 
 /// The server samples its sending sockets' TCP_INFO every 10 ms (or the
@@ -256,8 +271,8 @@ pub fn serve_test(ctrl: TcpStream, cookie: [u8; COOKIE_SIZE], reg: &Registry, li
     if a.get_server_output {
         mine["server_output_text"] = json!(format!("{summary}\n"));
     }
-    if a.reverse {
-        // the sender's TCP_INFO, for a bloatlab client (a stock iperf3 client ignores unknown keys)
+    if a.reverse && a.series {
+        // the sender's TCP_INFO, for a bloatlab client that asked (Asked::series)
         let ext: Vec<Value> = states
             .iter()
             .enumerate()
