@@ -119,7 +119,7 @@ def test_the_rate_counts_sacked_segments_as_they_come_not_as_the_hole_before_the
     fl["sack_delivered_bytes"] = list(delivered)
     fl["delivered_bytes"] = list(np.where(t < 5.2, np.maximum(delivered - hole, 0), delivered))
     w = _window(j, "down")  # the window: 4.995-9.99 s
-    assert w["rate_from"] == "delivered_bytes" and w["rate_mbps"] == pytest.approx(15 * wire + probes, rel=1e-4)
+    assert w["rate_from"] == "sack_delivered_bytes" and w["rate_mbps"] == pytest.approx(15 * wire + probes, rel=1e-4)
     del fl["sack_delivered_bytes"]
     w = _window(j, "down")
     assert w["rate_from"] == "acked_bytes"

@@ -16,8 +16,9 @@ from .plan import VARIATION_MIN_WINDOW_S, VARIATION_MIN_WINDOWS, variation_windo
 #: is at most this share of the window: the edges' error (what is in flight, ~ one RTT of data) stays within
 #: 5 %, half the rate goal of issue 30; else from the per-ACK delivery-rate samples (see _window)
 ACKED_EDGE = 0.05
-#: how a window's rate names the counter it read (_window's ``rate_from``)
-COUNTER_NAMES = {"sack_delivered_bytes": "delivered_bytes", "delivered_bytes": "acked_bytes"}
+#: how a window's rate names the counter it read (_window's ``rate_from``): the SACK-inclusive column by its name;
+#: the cumulative ACK (the column ``delivered_bytes``) as ``acked_bytes``, the label it had before the other existed
+COUNTER_NAMES = {"sack_delivered_bytes": "sack_delivered_bytes", "delivered_bytes": "acked_bytes"}
 
 
 #: TCP goodput -> the bottleneck's wire rate: a full segment carries 1448 B of
