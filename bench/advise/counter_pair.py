@@ -84,6 +84,9 @@ def main(argv=None) -> int:
     ap.add_argument("dirs", nargs="+", metavar="DIR")
     ap.add_argument("--json", metavar="OUT", help="write every row to OUT")
     args = ap.parse_args(argv)
+    for d in args.dirs:
+        if not os.path.isdir(os.path.join(d, "paths")):
+            ap.error(f"{d}: not a campaign directory (no paths/ in it: `bloatlab fidelity --advise --out DIR` writes one)")
     rs = rows(args.dirs)
     for r in rs:
         if r["rate_truth"]:
