@@ -4,6 +4,10 @@ rate (the head's spacing) and the bucket (its bytes before the first loss),
 falling back to the assumptions, with the reason, where the train cannot
 tell. The train's own analysis is tested in crates/probe (train.rs)."""
 
+import math
+
+import pytest
+
 from bloatlab.advise import campaign as c
 from bloatlab.advise import measure as m
 from bloatlab.advise import trains as m_trains
@@ -582,6 +586,85 @@ def test_a_paced_trains_tail_reads_the_policed_rate_the_flows_fall_short_of():
     assert m_trains.paced_rate({**t, "tx_ms": []}, 10.86, 3000)[0] is None
     # nothing lost: no tail
     assert m_trains.paced_rate({**t, "first_loss": None}, 10.86, 3000)[0] is None
+
+
+def test_an_up_train_behind_a_slow_policer_offers_the_packets_its_tail_needs():
+    # campaign seed 80 path 37's up direction through the emulator: a 0.870-Mbit/s policer (a 3-KB bucket) on a
+    # 3.757-Mbit/s port; four CUBIC flows got 0.2232 through it (60 % retransmitted), and the up train paced at
+    # 3.569 was sized from them (up_train_count: what 0.2232 drains in 2 s, 37 packets). Its tail held 8 packets,
+    # too few to read, and the rate stood at the flows' (-74 %)
+    old = with_tail(paced(m.up_train_count(0.2232, 298), 1500, 3.569, 0.870, 3000))
+    assert m.up_train_count(0.2232, 298) == 37 and old["tail_packets"] < m_trains.TAIL_RATE_PACKETS
+    assert m_trains.paced_rate(old, 3.569, 3750, 0.2232)[0] is None
+    # the head drains the 3.75-KB reading at the pace less 0.2232 (2.67 packets), then 10 x 3.569 / 0.2232 = 159.9
+    # packets offered pass 10 at the flows' rate, and one for the first loss
+    n = m_trains.policed_tail_count(3750, 0.2232, 3.569)
+    assert n == math.ceil(3750 / 1500 / (1 - 0.2232 / 3.569) + 10 * 3.569 / 0.2232) + 1 == 164
+    # through the true policer (0.870, above the flows' rate) the tail passes 39 packets, and reads it
+    t = with_tail(paced(n, 1500, 3.569, 0.870, 3000))
+    assert t["tail_packets"] >= m_trains.TAIL_RATE_PACKETS
+    c, why = m_trains.paced_rate(t, 3.569, 3750, 0.2232)
+    assert abs(c - 0.870) <= c / t["tail_packets"], (c, why)
+    # a random loss on the way lengthens the tail by its share; a pace no faster than the rate asks for nothing
+    assert m_trains.policed_tail_count(3750, 0.2232, 3.569, random_loss=0.02) == math.ceil(2.6667 + 160.0 / 0.98) + 1
+    assert m_trains.policed_tail_count(3750, 5.0, 4.0) == 0
+
+
+def test_behind_a_slow_up_policer_the_paced_train_is_long_enough_to_read_its_rate(monkeypatch):
+    # the same path through measure's policer reading: the back-to-back train read the port and a 3.75-KB bucket
+    # (path 37's, as stored), then the paced train, sized for its tail, reads the policed rate where the flows' stood
+    b2b = {"direction": "up", "first_loss": 2, "head_bytes": 3000, "head_packets": 2, "head_send_mbps": 716.2,
+           "leading_mbps": 3.757, "lost": 35, "received": 2, "sent": 37, "sender_limited": False, "wire_bytes": 1500,
+           "tail_packets": 0, "tail_mbps": None, "lost_seq": list(range(2, 37)), "bucket_bytes": 3750.0, "notes": [],
+           "handshake_rtt_ms": 6.19}
+    asked = []
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        assert up
+        asked.append((count, pace_mbps))
+        return b2b if pace_mbps is None else with_tail(paced(count, 1500, pace_mbps, 0.870, 3000, rtt_ms=6.2))
+
+    monkeypatch.setattr(m, "_train", train)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
+    d = {"direction": "up", "rate_mbps": 0.2232, "limiter": "policer", "rate_by_cc": {"cubic": 0.2232},
+         "rate_from": {"cubic": "delivered_bytes"}}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert asked[0] == (37, None) and [a for a, _ in asked[1:]] == [164] * (len(asked) - 1)
+    assert abs(d["rate_mbps"] - 0.870) / 0.870 < 0.03 and d["rate_from"]["paced_train"] == "tail", d["train_evidence"]
+
+
+def test_a_single_packet_head_paces_the_second_train_at_the_port_the_idle_path_showed(monkeypatch):
+    # campaign seed 86 path 13's up direction through the emulator: a 0.363-Mbit/s policer whose 3-KB bucket passed
+    # one packet of the back-to-back train (no spacing: no port), four CUBIC flows 0.186 Mbit/s (61 % retransmitted);
+    # the large idle probes' serialization showed the up port at 2.469 Mbit/s (truth 2.48). No paced train went, and
+    # the rate stood at the flows' (-49 %)
+    b2b = {"direction": "up", "first_loss": 1, "head_bytes": 1500, "head_packets": 1, "head_send_mbps": None,
+           "leading_mbps": None, "lost": 29, "received": 2, "sent": 31, "sender_limited": False, "wire_bytes": 1500,
+           "tail_packets": 1, "tail_mbps": 2.48, "lost_seq": [1, 2, 3, 4, 5] + list(range(7, 31)), "bucket_bytes": None,
+           "notes": ["1 packet(s) before the first loss: no spacing, no port rate"], "handshake_rtt_ms": 2.68}
+    asked = []
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        asked.append((count, pace_mbps))
+        return b2b if pace_mbps is None else with_tail(paced(count, 1500, pace_mbps, 0.363, 2999, rtt_ms=2.7))
+
+    monkeypatch.setattr(m, "_train", train)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
+
+    def up():
+        return {"direction": "up", "rate_mbps": 0.1861, "limiter": "policer", "rate_by_cc": {"cubic": 0.1861},
+                "rate_from": {"cubic": "sack_delivered_bytes"}}
+    d = up()
+    m._policer_train("h", 5301, None, d, lambda s: None, idle_port_mbps=2.469)
+    assert asked[1][1] == pytest.approx(m.PACE_SHARE * 2.469) and d["port_mbps"] is None
+    assert abs(d["rate_mbps"] - 0.363) / 0.363 < 0.03 and d["rate_from"]["paced_train"] == "tail", d["train_evidence"]
+    assert "the port the idle path showed (2.469 Mbit/s)" in d["train_evidence"][1]
+    # no port from the idle path either (or none faster than the flows): no paced train, the flows' rate stands
+    for idle in (None, 0.2):
+        asked.clear()
+        e = up()
+        m._policer_train("h", 5301, None, e, lambda s: None, idle_port_mbps=idle)
+        assert len(asked) == 1 and e["rate_mbps"] == 0.1861 and "paced_train" not in e
 
 
 def test_a_server_that_fell_below_the_policed_rate_in_the_tail_is_read_up_to_its_last_loss():

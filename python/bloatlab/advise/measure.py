@@ -63,7 +63,7 @@ from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_st
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
-    policer_figures,
+    policed_tail_count, policer_figures,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
     train_cannot_tell, untrained_aqm, up_first_hop
 )
@@ -884,15 +884,18 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
         return None
 
 
-def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None) -> dict:
-    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate, counted in
+def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None,
+             least: int = 0) -> dict:
+    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate (at least
+    ``least``, at most ``count``: a paced train behind a policer, :func:`_paced_policer_train`), counted in
     ``d["up_trains_sent"]``; where the first failed (``d["no_up_train"]``: a server that predates up trains, or none
     answering them) every later one fails with its error at once, without the handshake's timeouts again (a later
     train's refusal — the server's budget, a pace too long — is that train's alone)."""
     if d.get("no_up_train"):
         raise UserError(d["no_up_train"])
     try:
-        t = _train(host, port, secret, up_train_count(d["rate_mbps"], count), pace_mbps, up=True)
+        n = up_train_count(d["rate_mbps"], count)
+        t = _train(host, port, secret, min(max(n, least), count) if count else n, pace_mbps, up=True)
     except UserError as e:
         if not d.get("up_trains_sent") and any(w in str(e) for w in UP_TRAINS_UNSERVED):
             d["no_up_train"] = str(e)
@@ -959,14 +962,19 @@ PACED_TRAIN_S = 1.0
 PACED_REFILL_MAX_S = 5.0
 
 
-def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0) -> None:
+def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0,
+                   idle_port_mbps: float | None = None) -> None:
     """Behind a policer: a packet train back to back, then where it read a
     port (its head sent faster than the port drained it, so the port's FIFO
     may have cut it) one paced at :data:`PACE_SHARE` of the port
     (:func:`_paced_policer_train`); their figures into the direction's report
     ``d`` (``train``, ``paced_train``, ``port_mbps``, ``bucket_bytes``,
     ``port_buffer_bytes``, ``train_note``, ``train_evidence``); ``random_loss``:
-    the idle path's, each way (:func:`paced_bucket`)."""
+    the idle path's, each way (:func:`paced_bucket`). Where the first train's
+    head was a single packet (a bucket under two: no spacing to read a port
+    from) the paced train goes at PACE_SHARE of the port the idle path showed,
+    ``idle_port_mbps`` (:func:`_ports`: the idle train's head down, the large
+    probes' serialization up), where that is faster than the flows' rate."""
     say(f"  {_way(d)}: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
     done_at = _now()
@@ -980,8 +988,17 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
         # queue at the port's rate (an AQM dequeues at its own: sch_cake's shaper paces without a bucket) but a
         # token bucket — a policer, or a tbf whose queue is shallower than the floor — or a capacity that moved
         d["limiter_alternatives"] = [a for a in d["limiter_alternatives"] if a["limiter"] != "aqm"]
-    if p is not None and t.get("first_loss") is not None and b is not None:
-        _paced_policer_train(host, port, secret, d, t, p, b, done_at, say, random_loss)
+    pace_port = p
+    if (p is None and t.get("head_packets", 0) < 2 and idle_port_mbps
+            and idle_port_mbps >= TRAIN_PORT_MARGIN * d["rate_mbps"]):
+        # without a paced train the rate stays the flows' goodput, which a bucket of a few packets holds far below
+        # the policed rate (campaign seed 86 path 13: a 0.363-Mbit/s up policer with a 3-KB bucket passed one
+        # packet of the train, and four CUBIC flows 0.186 Mbit/s)
+        pace_port = idle_port_mbps
+        d["train_evidence"].append(f"its head a single packet: the paced train goes at {PACE_SHARE:.0%} of the port the "
+                                   f"idle path showed ({idle_port_mbps:.4g} Mbit/s)")
+    if pace_port is not None and t.get("first_loss") is not None and b is not None:
+        _paced_policer_train(host, port, secret, d, t, pace_port, b, done_at, say, random_loss)
     b = d["bucket_bytes"]
     port_txt = f"port {p:.4g} Mbit/s" if p else "port not told"
     bucket_txt = f"bucket {b / 1e3:.3g} KB" if b else "bucket not told"
@@ -1012,15 +1029,20 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"the policed rate")
         return
     count = int(min(PACED_TRAIN_PACKETS, PACED_TRAIN_S * pace * 1e6 / 8 / w + 1))
+    # an up train is sent no longer than its rate drains in UP_TRAIN_S (up_train_count: the queue it would build
+    # behind an AQM); behind a policer the paced train builds none, and it needs the packets whose tail reads the
+    # policed rate (trains.policed_tail_count: campaign seed 80 path 37, a 0.87-Mbit/s up policer with a 3-KB
+    # bucket, its flows at 0.223 Mbit/s sized a 37-packet train whose 8 tail packets were too few, and the rate
+    # was read -74 %)
+    least = policed_tail_count(b1, rate, pace, w, random_loss) if _way(d) == "up" else 0
     if _way(d) == "up":
-        count = up_train_count(rate, count, w)  # what _send_up sends
-    bps = rate * 1e6 / 8
+        count = min(count, max(up_train_count(rate, count, w), least))  # what _send_up sends
     ended = done_at
     for attempt in range(2):
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
         start = _now()
         try:
-            t2 = (_send_up(host, port, secret, d, count, pace) if _way(d) == "up"
+            t2 = (_send_up(host, port, secret, d, count, pace, least) if _way(d) == "up"
                   else _paced_train(host, port, secret, count, pace))
         except UserError as e:
             d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
@@ -1041,6 +1063,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
         c, why_c = paced_rate(t2, pace, b1, rate, cut=paced_cut(t2, random_loss) if t2.get("lost_seq") else None)
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
+        # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
+        bps = (c or rate) * 1e6 / 8
         if b2 is None and not res:
             sent = t2.get("head_send_mbps") or pace
             if attempt == 0 and sent <= (c or rate):
@@ -1055,7 +1079,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # time the largest bucket this train can read (what it sent beyond the rate's refill) takes to refill
         if read < bps * gap or attempt == 1:
             break
-        largest = count * w * (1 - rate / pace)
+        largest = count * w * (1 - (c or rate) / pace)
         wait = min(largest / bps - gap, PACED_REFILL_MAX_S)
         d["train_evidence"].append(f"paced train {attempt + 1}: {read / 1e3:.3g} KB, more than the {gap:.2g} s since the "
                                    f"train before refilled ({bps * gap / 1e3:.3g} KB): sent again after {wait:.2g} s")
@@ -1315,7 +1339,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
 
 
 def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
-                 lap=lambda name: None) -> None:
+                 lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
     """The down direction ``x`` after its loads, read again from packet
     trains, in this order: a WiFi hop (the idle train ``wp``,
     :func:`_wifi_train`); behind a ``policer`` reading the policer's trains
@@ -1327,13 +1351,13 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`); last, a
     ``fifo``'s depth in bytes from a train the FIFO cut, where the flows' figure
     is none in bytes or agrees with it (:func:`_fifo_depth_from_trains`).
-    ``lap(name)`` marks where the time went."""
+    ``lap(name)`` marks where the time went; ``idle_port_mbps`` the port the idle path showed (:func:`_ports`)."""
     _wifi_train(wp, x, base_ms, say)
-    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap)
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps)
 
 
 def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
-               lap=lambda name: None) -> None:
+               lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
     """The up direction ``x`` after its loads, read again from packet trains
     this host sends up (``udp train --up``: the server stamps their
     arrivals) as the down direction is from the server's
@@ -1344,7 +1368,7 @@ def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float
     and :func:`trains.untrained_aqm` names what a train would have told."""
     if x["limiter"] == "wifi":
         return
-    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap)
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps)
 
 
 def up_left_open(x: dict) -> None:
@@ -1365,10 +1389,11 @@ def up_left_open(x: dict) -> None:
 
 
 def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
-                       lap=lambda name: None) -> None:
-    """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``)."""
+                       lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
+    """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``); ``idle_port_mbps``: the
+    direction's port as the idle path showed it (:func:`_ports`)."""
     if x["limiter"] == "policer":
-        _policer_train(host, port, secret, x, say, idle_loss)
+        _policer_train(host, port, secret, x, say, idle_loss, idle_port_mbps)
         _paced_past_the_flows(x, base_ms)
         if x["limiter"] == "fifo":
             say(f"  {_way(x)}: {x['limiter_note']}")
@@ -1518,12 +1543,12 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
-            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap)
+            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d])
         else:
             # the down's WiFi hop where the up flows got its rate, else the trains sent up; where none could be
             # (a server that predates them), what the AQM train would have told stays named
             up_through_the_hop(x, report["down"])
-            _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"))
+            _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"), ports[d])
             up_left_open(x)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)

@@ -303,6 +303,24 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
                f"refills" + (f" ({c:.4g} with the {wasted:.3g} ms the server's stalls wasted)" if wasted > 0 else ""))
 
 
+def policed_tail_count(bucket_bytes: float, rate_mbps: float, pace_mbps: float, wire: int = WIRE_SEGMENT,
+                       random_loss: float = 0.0) -> int:
+    """The packets a train paced at ``pace_mbps`` must offer a policer for :func:`paced_rate` to read its rate:
+    :data:`TAIL_RATE_PACKETS` after the bucket ran dry. The policed rate C is taken as the flows' ``rate_mbps``
+    (they got no more through it). The head drains the full bucket (``bucket_bytes``, the reading so far) at the
+    pace less C: B / (wire (1 - C / pace)) packets pass before the first loss; after it the emptied bucket passes
+    C / pace of what is offered, of which a ``random_loss`` share is lost on the way. So the train offers the head
+    and TAIL_RATE_PACKETS x pace / C / (1 - loss) more, and one for the first loss. A C above the flows' rate
+    passes more of the tail (and makes the head longer by less than it adds: the head and the tail sent at C
+    cost the same bucket); the train's own cap (the server's paced length) bounds both."""
+    share = min(rate_mbps / pace_mbps, 1.0)
+    if share >= 1.0 or rate_mbps <= 0:
+        return 0  # a pace no faster than the rate is not cut by the bucket: no tail to read (paced_rate)
+    head = bucket_bytes / wire / (1.0 - share)
+    tail = TAIL_RATE_PACKETS / share / (1.0 - min(random_loss, 0.5))  # (a path losing half is no policer's reading)
+    return math.ceil(head + tail) + 1
+
+
 def tail_from(train: dict, cut: int) -> dict:
     """``train`` (a paced train's JSON) with its tail read from packet ``cut`` on instead of from its first loss
     (:func:`queue_losses`' view of it, and ``tail_mbps``: the bytes received after the cut over the span
