@@ -469,6 +469,13 @@ def test_a_train_that_filled_a_fifo_far_deeper_than_the_flows_queue_shows_the_to
     assert w["limiter"] == "fifo"
     v = read_down(monkeypatch, lossy, 83.2035, POLICER_NEAR_TRAIN, base_ms=10.65, idle_loss=0.0001)
     assert v["limiter"] == "policer"
+    # ... or a head slower than the flows got through beyond 1.1x: no port of theirs, the capacity moved between the
+    # load and the train (campaign seed 80 path 49, an LTE-like FIFO: flows 15.8 Mbit/s, the head 6.0, read as "a
+    # policer at 15.78 Mbit/s on a port of ~6.005"); within 1.1x the rule reads as before
+    slow_head = dict(POLICER_NEAR_TRAIN, leading_mbps=83.2035 / 1.11)
+    assert read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, slow_head, base_ms=10.65)["limiter"] == "fifo"
+    near_head = dict(POLICER_NEAR_TRAIN, leading_mbps=83.2035 / 1.09)
+    assert read_down(monkeypatch, POLICER_NEAR_EV, 83.2035, near_head, base_ms=10.65)["limiter"] == "policer"
 
 
 def test_bbrs_own_queue_tells_no_fifos_depth_only_a_port_beyond_the_margin_tells_a_bucket(monkeypatch):

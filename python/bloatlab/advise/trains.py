@@ -1168,7 +1168,13 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     the depth): they could not stand at it. Nor where the flows' drops all
     came in their ramp (:func:`classify.queue_dropped` False): a slow start's
     bursts overflow a FIFO the flows' window queue stays below, so the FIFO
-    the train filled may be what dropped them.
+    the train filled may be what dropped them. Nor where the head arrived
+    slower than the flows' rate by more than :data:`TRAIN_PORT_MARGIN`: a
+    port is no slower than what passed through it, so the capacity moved
+    between the load and the train, and a FIFO's depth at the head's rate
+    says nothing of the flows' queue at theirs (campaign seed 80 path 49, an
+    LTE-like FIFO: the flows 15.8 Mbit/s, the head 6.0, read as a policer
+    "on a port of ~6.0", and the twin's goodput twice the kernel's).
 
     Where the evidence is BBR's (its queue the larger), the premise does not
     hold: BBR paces at its bandwidth estimate and keeps about nothing queued,
@@ -1187,6 +1193,8 @@ def _fifo_deeper_than_the_flows(t: dict, x: dict, idle_loss: float = 0.0) -> boo
     floor = burst_floor_ms(x["rate_mbps"], x.get("flows", 4))
     lead, q = t.get("leading_mbps"), port_fifo(t)
     if ev["flow_q95_ms"] >= floor or not lead or t.get("sender_limited") or q is None:
+        return False
+    if x["rate_mbps"] > TRAIN_PORT_MARGIN * lead:
         return False
     bbr = ev.get("phase") == "bbr"
     if bbr and lead <= TRAIN_PORT_MARGIN * x["rate_mbps"]:
