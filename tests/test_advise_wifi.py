@@ -14,6 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from bloatlab.advise import measure as m
 from bloatlab.advise import wifi_hop as m_wifi_hop
 from bloatlab.advise import recommend
 from bloatlab.advise.path import LEGACY_DRIVER_FRAMES, Path, to_toml
@@ -452,3 +453,21 @@ def test_measure_on_a_station_finds_the_wifi_hop_its_phy_rate_and_the_aps_design
     assert abs(got["base_rtt_ms"]["p50"] - 20) <= 1 + 0.05 * 20
     twin = (tmp_path / "twin.toml").read_text()
     assert "[wifi]" in twin and f'mac = "{mac}"' in twin and "[link" not in twin
+
+
+def test_a_wifi_train_whose_handshake_went_unanswered_is_put_beside_the_idle_loss(monkeypatch):
+    """Campaign seed 80 path 15: a legacy access point whose other station kept its FIFO full; the idle probes lost
+    47 % of their round trips, and the WiFi train's handshake went unanswered three times, which the probe words as
+    "is `bloatlab-probe server` running there?" — the idle probes to that server had just been answered. The note
+    says so, and how often three tries fail at that loss (0.47³ = 10.4 %)."""
+    def no_answer(*a, **k):
+        raise UserError("measure (packet train): bloatlab-probe: error: no answer from 10.77.0.2:5301 (is "
+                        "`bloatlab-probe server` running there, of a version with trains, and the --secret the same?)")
+
+    monkeypatch.setattr(m, "_train", no_answer)
+    wp = m._wifi_probe("h", 5301, None, lambda s: None, rt_loss=0.47)
+    assert wp["train"] is None and wp["phy_mbps"] is None
+    assert wp["note"].endswith("the idle probes to the same server were answered with 47% of their round trips "
+                               "lost, at which the handshake's 3 tries all fail 10.4% of the time")
+    # a lossless idle path: the probe's own words stand alone
+    assert m._wifi_probe("h", 5301, None, lambda s: None)["note"].endswith("a wired path is assumed")

@@ -1245,14 +1245,21 @@ def _ports(train: dict | None, ser_ms: float | None) -> dict:
     return {"down": down, "up": up}
 
 
-def _wifi_probe(host: str, port: int, secret: str | None, say) -> dict:
+def _wifi_probe(host: str, port: int, secret: str | None, say, rt_loss: float = 0.0) -> dict:
     """One short packet train down, on the idle path (before the loads: the
     loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
     PHY rate from the train's batches (:func:`wifi_hop`) or None where they
-    show no WiFi hop (``note`` says why)."""
+    show no WiFi hop (``note`` says why). ``rt_loss``: the idle probes' share
+    of round trips lost, with which a handshake that went unanswered is put
+    beside the path's own loss (the probe's words ask whether a server is
+    there, which the idle probes answered)."""
     say("  down: a packet train for a WiFi hop ...")
     out: dict = {"train": None, "phy_mbps": None, "note": None}
     t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, out, "note", "a wired path is assumed", say)
+    if t is None and "no answer from" in (out["note"] or "") and rt_loss > 0:
+        # the handshake is one small round trip like an idle probe's, asked at most 3 times (crates/probe train.rs)
+        out["note"] += (f"; the idle probes to the same server were answered with {rt_loss:.0%} of their round trips "
+                        f"lost, at which the handshake's 3 tries all fail {rt_loss ** 3:.1%} of the time")
     if t is not None:
         out["train"] = t
         out["phy_mbps"], out["note"] = wifi_hop(t)
@@ -1489,7 +1496,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     sent = int(u.get("sent", 0))
     report = {"host": h, "port": port, "base_rtt_ms": base, "loss": one_way(rt_loss), "loss_round_trip": rt_loss,
               "loss_idle": {"sent": sent, "lost": int(u.get("lost", round(rt_loss * sent)))}}
-    wp = _wifi_probe(h, port, secret, say)
+    wp = _wifi_probe(h, port, secret, say, rt_loss)
     lap("wifi_train")
     wifi = wp["phy_mbps"] is not None
     li = report["loss_idle"]
