@@ -311,8 +311,9 @@ def policed_tail_count(bucket_bytes: float, rate_mbps: float, pace_mbps: float, 
     pace less C: B / (wire (1 - C / pace)) packets pass before the first loss; after it the emptied bucket passes
     C / pace of what is offered, of which a ``random_loss`` share is lost on the way. So the train offers the head
     and TAIL_RATE_PACKETS x pace / C / (1 - loss) more, and one for the first loss. A C above the flows' rate
-    passes more of the tail (and makes the head longer by less than it adds: the head and the tail sent at C
-    cost the same bucket); the train's own cap (the server's paced length) bounds both."""
+    passes a larger share of the tail and lengthens the head; behind the buckets of a few packets this is for
+    (where the flows fall far below C) the head is a few packets either way. The train's own cap (the server's
+    paced length, 1 s) bounds the count."""
     share = min(rate_mbps / pace_mbps, 1.0)
     if share >= 1.0 or rate_mbps <= 0:
         return 0  # a pace no faster than the rate is not cut by the bucket: no tail to read (paced_rate)
