@@ -465,9 +465,13 @@ def test_a_wifi_train_whose_handshake_went_unanswered_is_put_beside_the_idle_los
                         "`bloatlab-probe server` running there, of a version with trains, and the --secret the same?)")
 
     monkeypatch.setattr(m, "_train", no_answer)
-    wp = m._wifi_probe("h", 5301, None, lambda s: None, rt_loss=0.47)
+    said = []
+    wp = m._wifi_probe("h", 5301, None, said.append, rt_loss=0.47)
     assert wp["train"] is None and wp["phy_mbps"] is None
-    assert wp["note"].endswith("the idle probes to the same server were answered with 47% of their round trips "
-                               "lost, at which the handshake's 3 tries all fail 10.4% of the time")
+    words = ("the idle probes to the same server were answered with 47% of their round trips lost, at which the "
+             "handshake's 3 tries all fail 10.4% of the time")
+    assert wp["note"].endswith("; " + words)
+    # the terminal says it too, after the probe's own words
+    assert said[-1] == f"  ({words})" and "no answer from" in said[-2]
     # a lossless idle path: the probe's own words stand alone
     assert m._wifi_probe("h", 5301, None, lambda s: None)["note"].endswith("a wired path is assumed")

@@ -1258,8 +1258,10 @@ def _wifi_probe(host: str, port: int, secret: str | None, say, rt_loss: float = 
     t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, out, "note", "a wired path is assumed", say)
     if t is None and "no answer from" in (out["note"] or "") and rt_loss > 0:
         # the handshake is one small round trip like an idle probe's, asked at most 3 times (crates/probe train.rs)
-        out["note"] += (f"; the idle probes to the same server were answered with {rt_loss:.0%} of their round trips "
-                        f"lost, at which the handshake's 3 tries all fail {rt_loss ** 3:.1%} of the time")
+        said = (f"the idle probes to the same server were answered with {rt_loss:.0%} of their round trips lost, at "
+                f"which the handshake's 3 tries all fail {rt_loss ** 3:.1%} of the time")
+        out["note"] += "; " + said
+        say(f"  ({said})")
     if t is not None:
         out["train"] = t
         out["phy_mbps"], out["note"] = wifi_hop(t)
