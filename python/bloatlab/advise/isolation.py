@@ -98,13 +98,13 @@ def isolation_by_model(x: dict, path) -> None:
     x["isolation_model"] = {"measured": [round(v, 3) for v in measured], "cc": cc,
                             "models": {k: [round(v, 3) for v in m] for k, m in models.items()},
                             "distance": {k: round(v, 3) for k, v in far.items()}}
-    fig = ", ".join(f"{v:.3g}" for v in measured)
+    fig = _figs(measured)
     if far["fq_codel"] >= min(far["codel"], far["pie"]):
         single_queue_by_model(x, fig, models, far)
         return
     why = (f"flow isolation, read by the model: the probe's queueing p50/p95 and the flows' p50/p95 ({fig} ms) "
-           f"lie nearer fq_codel's model ({', '.join(f'{v:.3g}' for v in models['fq_codel'])} ms; distance "
-           f"{far['fq_codel']:.2f}) than {x['aqm_qdisc']}'s ({', '.join(f'{v:.3g}' for v in models[x['aqm_qdisc']])}"
+           f"lie nearer fq_codel's model ({_figs(models['fq_codel'])} ms; distance "
+           f"{far['fq_codel']:.2f}) than {x['aqm_qdisc']}'s ({_figs(models[x['aqm_qdisc']])}"
            f" ms; {far[x['aqm_qdisc']]:.2f}) or the other single queue's: under fq_codel a sparse probe waits about "
            f"a packet, under one queue behind every flow (the AQM train's reading, {x['aqm_qdisc']}, kept as the "
            f"alternative)")
@@ -112,6 +112,11 @@ def isolation_by_model(x: dict, path) -> None:
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
     x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}] + kept
     x.update(aqm_qdisc=None, limiter_note=why)
+
+
+def _figs(values) -> str:
+    """A model's or the measurement's figures (ms) as words: three significant digits each."""
+    return ", ".join(f"{v:.3g}" for v in values)
 
 
 def untold(x: dict) -> bool:
@@ -144,8 +149,8 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     x["aqm_qdisc"] = kind
     x["limiter_note"] = (f"{x['limiter_note']}; {names[kind]} by the model: the probe's queueing p50/p95 and the "
                          f"flows' p50/p95 ({fig} ms) lie nearer {names[kind]}'s model "
-                         f"({', '.join(f'{v:.3g}' for v in models[kind])} ms; distance {far[kind]:.2f}) than "
-                         f"{names[other]}'s ({', '.join(f'{v:.3g}' for v in models[other])} ms; {far[other]:.2f})")
+                         f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than "
+                         f"{names[other]}'s ({_figs(models[other])} ms; {far[other]:.2f})")
 
 
 #: the largest bucket :func:`bucket_by_model` tries, in ms of the policed rate: the issue's range of policers'

@@ -885,17 +885,17 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
 
 
 def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None,
-             least: int = 0) -> dict:
-    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate (at least
-    ``least``, at most ``count``: a paced train behind a policer, :func:`_paced_policer_train`), counted in
+             sized: bool = False) -> dict:
+    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate (``sized``:
+    ``count`` as its caller sized it, :func:`_paced_policer_train`'s), counted in
     ``d["up_trains_sent"]``; where the first failed (``d["no_up_train"]``: a server that predates up trains, or none
     answering them) every later one fails with its error at once, without the handshake's timeouts again (a later
     train's refusal — the server's budget, a pace too long — is that train's alone)."""
     if d.get("no_up_train"):
         raise UserError(d["no_up_train"])
     try:
-        n = up_train_count(d["rate_mbps"], count)
-        t = _train(host, port, secret, min(max(n, least), count) if count else n, pace_mbps, up=True)
+        n = count if sized and count else up_train_count(d["rate_mbps"], count)
+        t = _train(host, port, secret, n, pace_mbps, up=True)
     except UserError as e:
         if not d.get("up_trains_sent") and any(w in str(e) for w in UP_TRAINS_UNSERVED):
             d["no_up_train"] = str(e)
@@ -1034,15 +1034,14 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     # policed rate (trains.policed_tail_count: campaign seed 80 path 37, a 0.87-Mbit/s up policer with a 3-KB
     # bucket, its flows at 0.223 Mbit/s sized a 37-packet train whose 8 tail packets were too few, and the rate
     # was read -74 %)
-    least = policed_tail_count(b1, rate, pace, w, random_loss) if _way(d) == "up" else 0
     if _way(d) == "up":
-        count = min(count, max(up_train_count(rate, count, w), least))  # what _send_up sends
+        count = min(count, max(up_train_count(rate, count, w), policed_tail_count(b1, rate, pace, w, random_loss)))
     ended = done_at
     for attempt in range(2):
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
         start = _now()
         try:
-            t2 = (_send_up(host, port, secret, d, count, pace, least) if _way(d) == "up"
+            t2 = (_send_up(host, port, secret, d, count, pace, sized=True) if _way(d) == "up"
                   else _paced_train(host, port, secret, count, pace))
         except UserError as e:
             d["train_evidence"].append(f"no paced train ({e}): the first train's bucket is kept")
@@ -1245,6 +1244,11 @@ def _ports(train: dict | None, ser_ms: float | None) -> dict:
     return {"down": down, "up": up}
 
 
+#: the times a packet train's request is sent before the probe gives up on an answer (crates/probe/src/train.rs,
+#: run_train: `tries == 3`, a --timeout apart)
+TRAIN_HANDSHAKE_TRIES = 3
+
+
 def _wifi_probe(host: str, port: int, secret: str | None, say, rt_loss: float = 0.0) -> dict:
     """One short packet train down, on the idle path (before the loads: the
     loss stream's pace depends on it): ``{"train", "phy_mbps", "note"}``, the
@@ -1257,9 +1261,10 @@ def _wifi_probe(host: str, port: int, secret: str | None, say, rt_loss: float = 
     out: dict = {"train": None, "phy_mbps": None, "note": None}
     t = _train_or_note(host, port, secret, WIFI_TRAIN_PACKETS, out, "note", "a wired path is assumed", say)
     if t is None and "no answer from" in (out["note"] or "") and rt_loss > 0:
-        # the handshake is one small round trip like an idle probe's, asked at most 3 times (crates/probe train.rs)
+        # the handshake is one small round trip like an idle probe's
         said = (f"the idle probes to the same server were answered with {rt_loss:.0%} of their round trips lost, at "
-                f"which the handshake's 3 tries all fail {rt_loss ** 3:.1%} of the time")
+                f"which the handshake's {TRAIN_HANDSHAKE_TRIES} tries all fail "
+                f"{rt_loss ** TRAIN_HANDSHAKE_TRIES:.1%} of the time")
         out["note"] += "; " + said
         say(f"  ({said})")
     if t is not None:

@@ -69,11 +69,12 @@ impl Drop for Server {
     }
 }
 
-/// Wait for a child with a deadline; panics (after killing it) if it hangs.
-/// Its piped stdout and stderr are read while it runs: a child that writes
-/// more than a pipe holds (64 KiB: a timed test's JSON with its TCP_INFO
-/// series) would otherwise block on the write and look hung.
-pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+/// Wait for a child up to `limit`, its piped stdout and stderr read while it
+/// runs: a child that writes more than a pipe holds (64 KiB: a timed test's
+/// JSON with its TCP_INFO series) would otherwise block on the write and look
+/// hung. `Err` (its output so far) where it was still running at the limit
+/// and was killed.
+pub fn collect(mut child: Child, limit: Duration) -> Result<Output, Output> {
     fn drain<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -85,19 +86,27 @@ pub fn wait_output(mut child: Child, limit: Duration) -> Output {
     }
     let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
     let t = Instant::now();
-    let status = loop {
+    let (status, hung) = loop {
         if let Ok(Some(status)) = child.try_wait() {
-            break status;
+            break (status, false);
         }
         if t.elapsed() > limit {
             let _ = child.kill();
-            let _ = child.wait();
-            let stdout = out.join().unwrap_or_default();
-            panic!("process hung past {limit:?}; stdout:\n{}", String::from_utf8_lossy(&stdout));
+            break (child.wait().unwrap(), true);
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
+    let o = Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() };
+    if hung {
+        Err(o)
+    } else {
+        Ok(o)
+    }
+}
+
+/// Wait for a child with a deadline ([`collect`]); panics (after killing it) if it hangs.
+pub fn wait_output(child: Child, limit: Duration) -> Output {
+    collect(child, limit).unwrap_or_else(|o| panic!("process hung past {limit:?}; stdout:\n{}", String::from_utf8_lossy(&o.stdout)))
 }
 
 pub fn stderr(o: &Output) -> String {
