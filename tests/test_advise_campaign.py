@@ -54,6 +54,10 @@ def test_the_draw_is_seeded_and_stays_in_the_documented_ranges():
             o = p.get("wifi_others")
             # alone, ~3/4 of the PHY; beside other busy stations (1 or 2, each a download at its MCS) less
             assert p["port_mbps"] == HT20_MCS_MBPS[p["mcs"]] and (0.6 if not o else 0.02) < p["down_mbps"] / p["port_mbps"] < 0.9
+            # up, what the MAC delivers to four uploads: a lone station's within the spread one medium gives both
+            # ways (wifi_hop.up_through_the_hop); beside busy stations its uplink contends as a node of its own
+            assert p["up_mbps"] != p["down_mbps"] and (0.97 < p["up_mbps"] / p["down_mbps"] < 1.04 if not o else
+                                                       p["up_mbps"] == campaign._wifi_rate(p, "up"))
             doc = campaign.truth_doc(p, 5, "bbr", "airtime", neighbour=True)
             assert "link" not in doc and doc["wifi"]["mac"] == "airtime" and doc["flow"][0]["station"] == "you"
             # the bulk flow and its neighbour first (what the figures read), the other stations' downloads last

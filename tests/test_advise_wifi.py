@@ -66,6 +66,40 @@ def test_the_hops_rate_is_the_macs_at_the_measured_phy_rate_where_the_flows_got_
     assert y["rate_mbps"] == 40.5 and "wifi_mac" not in y["rate_by_cc"]
 
 
+def test_the_up_hops_rate_is_the_macs_uploads_where_the_up_flows_got_less():
+    # campaign seed 80 path 13: an fq AP at MCS 7 (65 Mbit/s), one station, 75 ms; the down train read it and the
+    # down flows' 43.45 Mbit/s became the MAC's 49.64; the up fill's four CUBIC flows got 44.03 (1.01 x the down
+    # flows'), read the same hop (up_through_the_hop) and kept their own rate, 11 % below what the MAC gives a
+    # backlogged station's uploads — which the kernel's four CUBIC uploads through the emulated hop reached (49.6)
+    from bloatlab.advise import measure as M
+
+    hop = {"phy_mbps": 64.77, "mac": "airtime"}
+    down, up = {"limiter": "wifi", "load_cc": "cubic", "wifi": hop, "buffer_bytes": None,
+                "evidence": {"phase": "fill", "rate_mbps": 43.45}}, \
+        {"limiter": "fifo", "load_cc": "cubic", "limiter_note": None, "limiter_alternatives": None, "rate_mbps": 44.03,
+         "rate_by_cc": {"cubic": 44.03}, "evidence": {"phase": "fill", "rate_mbps": 44.03, "dropped": True}}
+    m_wifi_hop.up_through_the_hop(up, down)
+    M._up_hop_rate(up, down, 75.17)
+    alone = Path(base_rtt_ms=75.17, down_mbps=64.77, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=64.77)
+    want = alone.wifi_rate_mbps(direction="up")
+    assert up["limiter"] == "wifi" and up["rate_mbps"] == want == up["rate_by_cc"]["wifi_mac"]
+    assert up["rate_by_cc"]["cubic"] == 44.03 and "the flows got 44.03 Mbit/s, below what the MAC" in up["limiter_note"]
+    # a lone station's uploads get what its downloads do within the spread up_through_the_hop allows (0.97-1.04
+    # in the model); not the down's figure itself: four uploads share the medium with the AP's ACKs
+    assert want != alone.wifi_rate_mbps() and 0.97 < want / alone.wifi_rate_mbps() < 1.04
+    # up flows that got the MAC's rate keep theirs; an up direction not read as the down's hop is not touched
+    down2, up2 = dict(down), dict(up, limiter="fifo", wifi=None, rate_mbps=52.0, rate_by_cc={"cubic": 52.0},
+                                  limiter_note=None)
+    m_wifi_hop.up_through_the_hop(up2, down2)
+    M._up_hop_rate(up2, down2, 75.17)
+    assert up2["limiter"] == "wifi" and up2["rate_mbps"] == 52.0 and "wifi_mac" not in up2["rate_by_cc"]
+    up3 = dict(up, limiter="fifo", wifi=None, rate_mbps=30.0, rate_by_cc={"cubic": 30.0}, limiter_note=None)
+    up3["evidence"] = {"phase": "fill", "rate_mbps": 30.0, "dropped": True}  # 0.69 x the down's: a slower line up
+    m_wifi_hop.up_through_the_hop(up3, down)
+    M._up_hop_rate(up3, down, 75.17)
+    assert up3["limiter"] == "fifo" and up3["rate_mbps"] == 30.0
+
+
 def test_a_legacy_fifo_read_at_a_long_rtt_gets_its_depth_from_the_fills_queue():
     """Campaign seed 49 path 20: a legacy AP's 1.68-MB FIFO (1 BDP) at MCS 11, 338 ms. The fill's four CUBIC flows
     lost segments with their queue at 333 ms (p95, within CoDel's interval and the round trip) and 242 ms (median,

@@ -34,7 +34,9 @@ The distribution (:func:`draw`; every draw from ``numpy.random.default_rng(seed)
 - a WiFi hop (``wifi``: the bottleneck): the access point's design
   uniform over legacy / fq / airtime, the station's HT20 MCS uniform over
   0-15 (6.5-130 Mbit/s), the measuring host its only station; its rate is
-  what the model's MAC delivers to four CUBIC flows (``Path.wifi_rate_mbps``);
+  what the model's MAC delivers to four CUBIC flows, down and up each
+  (``Path.wifi_rate_mbps``: the uplink contends for the medium as a node of
+  its own, so beside other busy stations its rate differs from the down's);
 - random loss on a quarter of the paths, log-uniform 0.05-3 % each way (none
   on a WiFi hop: its MAC retries);
 - a variable capacity on half the FIFO paths up to 200 Mbit/s (a second stream,
@@ -55,8 +57,9 @@ The distribution (:func:`draw`; every draw from ``numpy.random.default_rng(seed)
 - other busy stations on half the WiFi hops (a fourth stream,
   ``default_rng([seed, 34])``, three draws a path): one or two (even odds),
   each a backlogged CUBIC download at an HT20 MCS uniform over 0-15, at the
-  path's RTT (``wifi_others``); the hop's rate then what the model's MAC
-  leaves the measuring host beside them (:func:`_wifi_rate`);
+  path's RTT (``wifi_others``); the hop's rate each way then what the
+  model's MAC leaves the measuring host's downloads, and its uploads, beside
+  them (:func:`_wifi_rate`);
 - both directions alike (the same limiter kind, buffer in BDP, loss);
 - a draw whose BDP exceeds :data:`MAX_BDP_BYTES` or whose buffer exceeds
   :data:`MAX_BUFFER_BYTES` is drawn again (what the emulator carries in real
@@ -181,21 +184,23 @@ def draw(n: int, seed: int) -> list[dict]:
         u, c, k = shared_rng.random(), shared_rng.random(), shared_rng.random()
         if p["limiter"] == "wifi" and u < WIFI_SHARED_SHARE:
             p["wifi_others"] = {"count": 1 + int(c * 2), "mcs": int(k * 16)}
-            p["down_mbps"] = p["up_mbps"] = _wifi_rate(p)
+            p["down_mbps"], p["up_mbps"] = _wifi_rate(p), _wifi_rate(p, "up")
     for p in paths:
         p["redraws_before_all"] = redraws
     return paths
 
 
-def _wifi_rate(t: dict) -> float:
-    """What the model's MAC delivers to the measuring host's four backlogged CUBIC flows (Mbit/s of IP packets)
-    beside the true WiFi path's other busy stations (Path.wifi_rate_mbps's run, with them)."""
+def _wifi_rate(t: dict, direction: str = "down") -> float:
+    """What the model's MAC delivers to the measuring host's four backlogged CUBIC flows (Mbit/s of IP packets;
+    ``direction`` ``up``: its uploads) beside the true WiFi path's other busy stations (Path.wifi_rate_mbps's run,
+    with them)."""
     import bloatlab
 
     from .path import WIFI_RATE_RTT_MS
 
     doc = {"name": "wifi-rate", "duration": "4s", "seed": 1, "wifi": _wifi_doc(t),
-           "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": "you"}]
+           "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": "you",
+                     "direction": direction}]
            + _others_flows(t, WIFI_RATE_RTT_MS)}
     s = bloatlab.run(doc).summary
     return sum(f["goodput_mbps"] for f in s["flows"][:4]) * 1500 / 1448
@@ -219,10 +224,12 @@ def _wifi_path(index: int, rng, rtt: float) -> dict:
     phy = float(HT20_MCS_MBPS[mcs])
     # the legacy AP's queue: its qdisc (txqueuelen 1000) and the driver's frames, as measure sees it
     buf = (1000 + LEGACY_DRIVER_FRAMES) * 1500 if mac == "legacy" else None
-    rate = Path(base_rtt_ms=rtt, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
-                buffer_bytes=buf).wifi_rate_mbps()
+    hop = Path(base_rtt_ms=rtt, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy, buffer_bytes=buf)
+    # each way what the MAC delivers to four backlogged CUBIC flows that way (the station's uploads contend for the
+    # medium with the AP's ACKs, as its downloads' ACKs contend with the AP)
+    rate, up = hop.wifi_rate_mbps(), hop.wifi_rate_mbps(direction="up")
     bdp = rate * 1e6 * rtt / 1e3 / 8
-    return {"index": index, "limiter": "wifi", "port_mbps": phy, "up_port_mbps": phy, "down_mbps": rate, "up_mbps": rate,
+    return {"index": index, "limiter": "wifi", "port_mbps": phy, "up_port_mbps": phy, "down_mbps": rate, "up_mbps": up,
             "base_rtt_ms": rtt, "buffer_bdp": buf / bdp if buf else None, "buffer_bytes": buf, "cir_fraction": None,
             "bucket_ms": None, "loss": 0.0, "observable": "wifi", "wifi_mac": mac, "mcs": mcs}
 

@@ -1308,11 +1308,8 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
         x.update(buffer_reading(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]), x["rate_mbps"],
                                 x.get("flows", 4), base_ms, win.get("overflowed"), queue_max_ms=win.get("queue_max_ms")))
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
-    # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (Path.wifi_rate_mbps, the
-    # twin's own figure: from_twin reads it so), which the RTT does not change; the flows' rate is a lower bound of
-    # it — at a long RTT the AP's CoDel (mac80211's 20 ms / 100 ms) holds four CUBIC flows below the MAC's rate
-    # (campaign seeds 28-30: 12-44 % below at 141-574 ms, the kernel's own CUBIC lower still; docs/advise.md "The
-    # rate goal's misses")
+    # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (_at_least_the_macs; from_twin
+    # reads it so)
     alone = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
                  buffer_bytes=x.get("buffer_bytes") if mac == "legacy" else None)
     mac_mbps = alone.wifi_rate_mbps()
@@ -1344,12 +1341,39 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                               f"rate is this station's share while they did ({x['rate_mbps']:.4g} of the "
                               f"{mac_mbps:.4g} Mbit/s a lone station gets: {others} other busy station(s) in the twin)")
         return
-    if mac_mbps > x["rate_mbps"]:
-        x.setdefault("rate_by_cc", {})["wifi_mac"] = mac_mbps
-        x.setdefault("rate_from", {})["wifi_mac"] = "the MAC's rate at the measured PHY rate"
-        x["limiter_note"] += (f"; the flows got {x['rate_mbps']:.4g} Mbit/s, below what the MAC delivers to a "
-                              f"backlogged station at PHY {phy:.3g} Mbit/s ({mac_mbps:.4g}): the hop's rate is the MAC's")
-        x["rate_mbps"] = mac_mbps
+    _at_least_the_macs(x, mac_mbps, phy)
+
+
+def _at_least_the_macs(x: dict, mac_mbps: float, phy: float) -> None:
+    """A lone station's WiFi hop (direction ``x``, read ``wifi``) delivers what its MAC does to a backlogged
+    station at the PHY rate ``phy`` that way (``mac_mbps``: Path.wifi_rate_mbps, the twin's own figure, which the
+    RTT does not change); the flows' rate is a lower bound of it — at a long RTT the AP's CoDel (mac80211's
+    20 ms / 100 ms) holds four CUBIC flows below the MAC's rate (campaign seeds 28-30: 12-44 % below at 141-574
+    ms, the kernel's own CUBIC lower still; docs/advise.md "The rate goal's misses"). So the rate is the MAC's
+    where the flows got less."""
+    if mac_mbps <= x["rate_mbps"]:
+        return
+    x.setdefault("rate_by_cc", {})["wifi_mac"] = mac_mbps
+    x.setdefault("rate_from", {})["wifi_mac"] = "the MAC's rate at the measured PHY rate"
+    x["limiter_note"] += (f"; the flows got {x['rate_mbps']:.4g} Mbit/s, below what the MAC delivers to a "
+                          f"backlogged station at PHY {phy:.3g} Mbit/s ({mac_mbps:.4g}): the hop's rate is the MAC's")
+    x["rate_mbps"] = mac_mbps
+
+
+def _up_hop_rate(x: dict, down: dict, base_ms: float) -> None:
+    """The up direction ``x`` that :func:`up_through_the_hop` read as the down direction's lone WiFi hop: its rate
+    at least what the MAC delivers to a backlogged station's uploads at the down train's PHY rate
+    (:func:`_at_least_the_macs`; four CUBIC uploads, the AP's TCP ACKs contending with them for the medium as
+    the station's own do with a download's: within 0.97-1.04 of the down's in the model, wifi_hop's
+    ``up_through_the_hop``). Campaign seed 80 path 13 (fq at MCS 7, 75 ms): the up flows got 44.03 Mbit/s, the
+    MAC's uploads 49.7 in the model, and the kernel's four CUBIC uploads through the emulated hop 49.6 at 5 ms."""
+    hop = x.get("wifi") or {}
+    if x.get("limiter") != "wifi" or hop.get("read") != "down" or not hop.get("phy_mbps") or not hop.get("mac"):
+        return
+    phy, mac = hop["phy_mbps"], hop["mac"]
+    alone = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
+                 buffer_bytes=down.get("buffer_bytes") if mac == "legacy" else None)
+    _at_least_the_macs(x, alone.wifi_rate_mbps(direction="up"), phy)
 
 
 def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
@@ -1562,6 +1586,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             # the down's WiFi hop where the up flows got its rate, else the trains sent up; where none could be
             # (a server that predates them), what the AQM train would have told stays named
             up_through_the_hop(x, report["down"])
+            _up_hop_rate(x, report["down"], base["p50"])
             _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"), ports[d])
             up_left_open(x)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)

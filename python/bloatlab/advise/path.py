@@ -541,17 +541,19 @@ class Path:
         self.down_trace = trace
         return trace
 
-    def wifi_rate_mbps(self, seconds: float = 4.0) -> float:
+    def wifi_rate_mbps(self, seconds: float = 4.0, direction: str = "down") -> float:
         """What the twin's WiFi hop delivers to one station when its queue
-        stays backlogged (Mbit/s of IP packets): four CUBIC downloads over
-        :data:`WIFI_RATE_RTT_MS` in the simulator (a saturated MAC's rate
-        does not depend on the RTT; a short one saturates it within the run).
-        A twin read back from a file carries the PHY rate, not the rate
-        measured over it."""
+        stays backlogged (Mbit/s of IP packets): four CUBIC downloads
+        (``direction`` ``up``: uploads, the station's own uplink queue
+        contending for the medium) over :data:`WIFI_RATE_RTT_MS` in the
+        simulator (a saturated MAC's rate does not depend on the RTT; a short
+        one saturates it within the run). A twin read back from a file carries
+        the PHY rate, not the rate measured over it."""
         import bloatlab
 
         doc = {"name": "wifi-rate", "duration": f"{seconds:g}s", "seed": 1, "wifi": self.wifi_doc(),
-               "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": WIFI_STATION}]
+               "flow": [{"cc": "cubic", "count": 4, "rtt": f"{WIFI_RATE_RTT_MS:g}ms", "station": WIFI_STATION,
+                         "direction": direction}]
                + self.wifi_others_flows(WIFI_RATE_RTT_MS)}
         s = bloatlab.run(doc).summary
         # this station's four flows, listed first (the others' share of the medium is theirs)
