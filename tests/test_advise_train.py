@@ -686,6 +686,21 @@ def test_a_server_that_fell_below_the_policed_rate_in_the_tail_is_read_up_to_its
     assert abs(c2 - 38.99) / 38.99 < 0.005
 
 
+def test_a_tail_that_passed_faster_than_the_flows_bounds_the_rate_from_below():
+    # campaign seed 80 path 40's up direction through the emulator: a FIFO of two packets at 67.2 Mbit/s, read as a
+    # tbf (four BBR flows got 48.35 through it, 11 % retransmitted); the train paced at 63.93 (95 % of the port the
+    # back-to-back train showed) lost 21 packets in one run from packet 1476 and none of the 503 after: offered
+    # within 1.1x of what passed, with no stretch between losses to read a refill from, and the flows' rate had stood
+    t = with_tail(paced(2000, 1500, 63.93, 1000.0, 3000, random_lost=range(1476, 1497)))
+    assert t["first_loss"] == 1476 and t["tail_packets"] == 503 and t["tail_mbps"] == pytest.approx(63.93 * 503 / 524)
+    assert m_trains.paced_rate(t, 63.93, 537_000)[0] is None  # no flows' rate to refute: as before
+    # an emptied bucket passes C x span and a packet: C >= the tail's 61.37, the flows' 48.35 is refuted
+    c, why = m_trains.paced_rate(t, 63.93, 537_000, 48.35)
+    assert c == t["tail_mbps"] and "the rate is at least the tail's" in why
+    # flows within the train's resolution (1.1x) of the tail: nothing refuted, nothing read
+    assert m_trains.paced_rate(t, 63.93, 537_000, 56.0)[0] is None
+
+
 def test_a_server_stall_longer_than_the_buckets_refill_keeps_the_flows_rate():
     # seed 28 path 28: a 17.68-Mbit/s policer with a 35-KB bucket, paced at 21.4; the server stalled 189 ms in the
     # tail, whose rate read 15.0. Tokens overflow the bucket after B/C (15.8 ms here): the tail reads the sender

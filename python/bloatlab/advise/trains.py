@@ -243,6 +243,14 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
       bursts, so its losses tell nothing of the refill (fresh seed 39 path
       192 measured again at load 12: a 295.9-Mbit/s pace sent at 88.3, its
       33 losses read 92.4 for a 266.8 policer the flows read 267.7);
+      and where neither holds, a tail that passed faster than ``flows_mbps``
+      by :data:`TRAIN_PORT_MARGIN` still bounds C from below (an emptied
+      bucket passes C T and a packet over the tail's span T, whoever paced
+      it): the tail's rate, not the flows' (campaign seed 80 path 40's up
+      direction: a FIFO of two packets at 67.2 Mbit/s read as a
+      tbf, four BBR flows 48.35 through it; the train paced at 63.93 lost 21
+      packets in one run at packet 1476 (a stall) and passed its other 503 at
+      61.37: the flows' rate had stood, −28 %);
     - the server's stalls are allowed for. Between two received tail packets
       the server was silent for their gap less their spacing at the pace; a
       silence s shorter than the time the bucket takes to refill costs the
@@ -281,6 +289,14 @@ def paced_rate(train: dict, pace_mbps: float, bucket_bytes: float | None,
             return None, (f"the server sent the tail at {offered:.4g} Mbit/s, slower than the {flows_mbps:.4g} the flows "
                           f"got through: its losses are the sender's bursts, not what the emptied bucket refills")
         c, kept = _refill_between_losses(train, got, offered, bucket_bytes)
+        if c is None and flows_mbps and tail > TRAIN_PORT_MARGIN * flows_mbps:
+            # what passed after the first loss bounds C from below: an emptied bucket passes no more than it
+            # refills (C T and a packet over the tail's span T), so a tail faster than the flows by more than the
+            # train's resolution refutes their rate as C — whoever set the tail's pace, the path passed it
+            return float(tail), (f"the server sent the tail at {offered:.4g} Mbit/s and {tail:.4g} passed, more than "
+                                 f"{TRAIN_PORT_MARGIN:g}x the {flows_mbps:.4g} the flows got: an emptied bucket passes "
+                                 f"no more than it refills, so the rate is at least the tail's (the sender may have "
+                                 f"held it below the bucket's)")
         if c is None:
             return None, (f"the server sent the tail at {offered:.4g} Mbit/s, within {TRAIN_PORT_MARGIN:g}x of the "
                           f"{tail:.4g} that passed, and fewer than {TAIL_RATE_PACKETS} packets came between losses the "
