@@ -163,6 +163,8 @@ def read_direction(report: dict, d: str, down: dict | None = None) -> dict:
         else:
             if down is not None and hasattr(M_wifi_hop, "up_through_the_hop"):
                 M_wifi_hop.up_through_the_hop(x, down)
+                if hasattr(M, "_up_hop_rate"):
+                    M._up_hop_rate(x, down, base)
             if (old.get("up_trains_sent") or old.get("no_up_train")) and hasattr(M, "_up_trains"):
                 # the trains a measurement sent up (since up trains): read again as measure reads them
                 x["direction"] = "up"
