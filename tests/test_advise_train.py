@@ -825,6 +825,36 @@ def test_a_policer_at_the_flows_rate_never_reads_as_a_shallow_fifo():
         assert x["limiter"] == "policer"
 
 
+def test_a_shallow_fifo_that_dropped_the_flows_first_must_also_hold_them_to_their_rate():
+    # seed 33 path 32 with its fill's figures (4 CUBIC flows over the 5-s fill): the model's FIFO at the least the
+    # head's reading allows (5076 B less half a packet: 2 packets fit) gives them 21.6 Mbit/s, within 1.1x of their
+    # 21.48: the shallow FIFO holds them, and the reading turns as before
+    x = _past_the_flows()
+    x.update(load_cc="cubic", rate_by_cc={"cubic": 21.48}, phase_s=5.0)
+    m_trains._paced_past_the_flows(x, base_ms=2.24)
+    assert x["limiter"] == "fifo" and x["rate_mbps"] == 32.12
+    # campaign seed 84 path 7 through the emulator: a 119-Mbit/s policer with a 1.1-MB bucket on a 185-Mbit/s port
+    # whose 27.9-KB FIFO dropped the flows' first bursts (560 KB delivered in all); the paced train passed 3 MB whole
+    # at 174.3 Mbit/s, short of running the bucket dry. A FIFO of 25.8 KB (26.5 read, less half a packet) at 185.2
+    # gives the fill's four CUBIC flows ~180 Mbit/s in the model (the kernel's got 119.05): not what held them —
+    # the policer reading stays (it had turned to a FIFO at 185.2, +55.7 %)
+    y = {"limiter": "policer", "rate_mbps": 119.05, "flows": 4, "port_mbps": 185.2, "port_buffer_bytes": 26518,
+         "bucket_bytes": 951_000, "evidence": {"flow_q95_ms": 0.62}, "load_cc": "cubic",
+         "rate_by_cc": {"cubic": 119.05, "bbr": 118.98}, "phase_s": 2.0,
+         "first_loss": {"flows": [{"id": i, "sent_bytes": b} for i, b in enumerate((53576, 4344, 472048, 30408))]},
+         "paced_train": {"sent": 2000, "lost": 0, "first_loss": None, "wire_bytes": 1500, "head_send_mbps": 174.31,
+                         "pace_mbps": 175.94, "send_ms": 137.61, "leading_mbps": 174.30, "sender_limited": False}}
+    m_trains._paced_past_the_flows(y, base_ms=5.6)
+    assert y["limiter"] == "policer" and y["rate_mbps"] == 119.05 and y["port_buffer_bytes"] == 26518
+    assert "a shallow FIFO dropped them first, but in the model a FIFO of 25.8 KB at 185.2 Mbit/s" in y["train_evidence"][-1]
+    got = float(y["train_evidence"][-1].split("cubic flows ")[1].split(" Mbit/s")[0])
+    assert got > 1.1 * 119.05
+    # without the fill's figures the model is not run, and the reading turns as before
+    z = dict(y, phase_s=None, train_evidence=[])
+    m_trains._paced_past_the_flows(z, base_ms=5.6)
+    assert z["limiter"] == "fifo" and z["rate_mbps"] == 185.2
+
+
 def test_flows_that_lost_late_against_the_quiet_gaps_refill_tell_nothing_of_the_bucket():
     # the bucket the load met held min(B, r x 0.25 s) (plan.IDLE_MIN_S): flows that delivered half of what the
     # flows' rate refills in that gap (21.48 Mbit/s x 0.25 s / 2 = 335.6 KB) may have met a bucket the last train

@@ -161,15 +161,15 @@ BUCKET_MAX_MS = 100.0
 BUCKET_STEP = 2 ** 0.5
 
 
-def fill_goodput(path, bucket_bytes: int, cc: str, flows: int, secs: float) -> float:
-    """What ``flows`` flows of ``cc`` deliver in the model of ``path`` (a policer reading) with a bucket of
-    ``bucket_bytes``, over the second half of ``secs`` (Mbit/s on the wire, as ``measure``'s fill reads its rate:
-    ``evidence.WIRE_PER_PAYLOAD``)."""
+def fill_goodput(path, bucket_bytes: int | None, cc: str, flows: int, secs: float) -> float:
+    """What ``flows`` flows of ``cc`` deliver in the model of ``path`` (a policer reading: with a bucket of
+    ``bucket_bytes``; None: the path as it is), over the second half of ``secs`` (Mbit/s on the wire, as
+    ``measure``'s fill reads its rate: ``evidence.WIRE_PER_PAYLOAD``)."""
     import bloatlab
 
     from .evidence import WIRE_PER_PAYLOAD
 
-    p = dataclasses.replace(path, bucket_bytes=int(bucket_bytes), alternatives=None)
+    p = dataclasses.replace(path, alternatives=None, **({} if bucket_bytes is None else {"bucket_bytes": int(bucket_bytes)}))
     doc = p.twin(duration_s=secs, cc=cc)
     doc.update(name="bucket", seed=1)
     doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms"}]
@@ -230,3 +230,26 @@ def bucket_by_model(x: dict, path, rate_error: float) -> None:
         f"the bucket, which no train read: {b / 1e3:.4g} KB, the least under which the model carries the fill's "
         f"{x.get('flows', 4)} {cc} flows at its {measured:.4g} Mbit/s (within {rate_error:.0%}): "
         f"{tries.get(int(b), 0):.4g} Mbit/s")
+
+
+def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: float,
+                        margin: float) -> tuple[bool | None, str]:
+    """Whether a FIFO of ``buffer_bytes`` at ``rate_mbps`` (over ``base_ms``) would hold the fill the direction
+    ``x`` measured to its rate: in the twin's own model its flows and control, over its length, deliver no more than
+    ``margin`` x what the fill got (``rate_by_cc`` of its control). (None, why) where the
+    fill's figures are not there to run. A FIFO its own flows would have filled beyond that does not explain their
+    rate: something else held them (campaign seed 84 path 7: a 119-Mbit/s policer with a 1.1-MB bucket on a
+    185-Mbit/s port whose 27.9-KB FIFO dropped the flows' first bursts; a FIFO of 26.5 KB at 185.2 gives the fill's
+    four CUBIC flows 180 Mbit/s in the model, the kernel's got 119)."""
+    from .path import Path
+
+    cc = x.get("load_cc", "cubic")
+    measured = (x.get("rate_by_cc") or {}).get(cc)
+    secs = (x.get("fill_end") or {}).get("ran_s") or x.get("phase_s")
+    if not measured or not secs:
+        return None, "no fill's rate and length to run the model with"
+    path = Path(base_rtt_ms=base_ms, down_mbps=rate_mbps, limiter="fifo", buffer_bytes=int(buffer_bytes))
+    got = fill_goodput(path, None, cc, x.get("flows", 4), float(secs))
+    said = (f"in the model a FIFO of {buffer_bytes / 1e3:.3g} KB at {rate_mbps:.4g} Mbit/s gives the fill's "
+            f"{x.get('flows', 4)} {cc} flows {got:.4g} Mbit/s over its {float(secs):.3g} s, where they got {measured:.4g}")
+    return bool(got <= margin * measured), said
