@@ -52,18 +52,40 @@ def test_the_hops_rate_is_the_macs_at_the_measured_phy_rate_where_the_flows_got_
     from bloatlab.advise import measure as M
 
     x = {"rate_mbps": 23.29, "rate_by_cc": {"cubic": 23.29}, "rate_from": {"cubic": "delivery_rate"},
-         "fill_flow_q95_ms": 25.0, "fill_dropped": True, "fill_flow_q50_ms": 20.0,
-         "evidence": {"flow_q95_ms": 25.0, "dropped": True, "flow_q50_ms": 20.0}}
+         "fill_flow_q95_ms": 25.0, "fill_dropped": True, "fill_flow_q50_ms": 20.0, "load_cc": "cubic", "flows": 4,
+         "phase_s": 15.0, "evidence": {"flow_q95_ms": 25.0, "dropped": True, "flow_q50_ms": 20.0}}
     wp = {"train": AT_MCS7, "phy_mbps": 51.69, "note": "a WiFi hop"}
     M._wifi_train(wp, x, 575.0, lambda m: None)
     want = Path(base_rtt_ms=575.0, down_mbps=51.69, limiter="wifi", wifi_mac=x["wifi"]["mac"], wifi_phy_mbps=51.69).wifi_rate_mbps()
     assert x["limiter"] == "wifi" and x["rate_mbps"] == want == x["rate_by_cc"]["wifi_mac"]
     assert want == pytest.approx(39.15, rel=0.02) and x["rate_by_cc"]["cubic"] == 23.29
     assert "the flows got 23.29 Mbit/s, below what the MAC delivers" in x["limiter_note"]
+    # the same fill of a lone station in the model (4 CUBIC flows at 575 ms over 15 s) gets 24.0 Mbit/s: within
+    # WIFI_LONE_FILL_MARGIN of the flows' 23.29, so no other station is read
+    assert "shared" not in x["wifi"]
     # flows that filled the MAC keep their own rate
     y = dict(x, rate_mbps=40.5, rate_by_cc={"cubic": 40.5}, rate_from={"cubic": "acked"})
     M._wifi_train(wp, y, 575.0, lambda m: None)
     assert y["rate_mbps"] == 40.5 and "wifi_mac" not in y["rate_by_cc"]
+
+
+def test_a_fill_far_below_what_a_lone_station_gets_in_the_model_reads_other_stations():
+    # campaign seed 84 path 37: an airtime AP at MCS 6 (58.5 Mbit/s), 576 ms, two other stations downloading at
+    # MCS 3 at that RTT. The idle probes waited 3.14 ms beyond their least (under a full aggregate's 4.1: the
+    # others' downloads left the medium idle in gaps), so the hop read lone and the fill's 9.86 Mbit/s was raised to
+    # the lone MAC's 45.1 (+228 %; the twin's CUBIC 16.5 where the kernel's got 5.4). The same fill of a lone
+    # station in the model gets 25.5: more than 1.25x theirs, so the medium was shared
+    from bloatlab.advise import measure as M
+
+    x = {"rate_mbps": 9.856, "rate_by_cc": {"cubic": 9.856}, "rate_from": {"cubic": "sack_delivered_bytes"},
+         "fill_flow_q95_ms": 78.6, "fill_dropped": True, "fill_flow_q50_ms": 30.0, "load_cc": "cubic", "flows": 4,
+         "phase_s": 15.0, "evidence": {"flow_q95_ms": 78.6, "dropped": True, "flow_q50_ms": 30.0}}
+    wp = {"train": AT_MCS7, "phy_mbps": 58.68, "note": "a WiFi hop", "idle_spread_ms": 3.14}
+    M._wifi_train(wp, x, 576.3, lambda m: None)
+    shared = x["wifi"]["shared"]
+    assert x["limiter"] == "wifi" and x["rate_mbps"] == 9.856 and "wifi_mac" not in x["rate_by_cc"]
+    assert shared["lone_fill_mbps"] > M.WIFI_LONE_FILL_MARGIN * 9.856 and shared["others"] >= 1
+    assert "the model of this station alone on the hop gives them" in x["limiter_note"]
 
 
 def test_the_up_hops_rate_is_the_macs_uploads_where_the_up_flows_got_less():

@@ -168,13 +168,18 @@ def fill_goodput(path, bucket_bytes: int | None, cc: str, flows: int, secs: floa
     import bloatlab
 
     from .evidence import WIRE_PER_PAYLOAD
+    from .path import WIFI_STATION
 
     p = dataclasses.replace(path, alternatives=None, **({} if bucket_bytes is None else {"bucket_bytes": int(bucket_bytes)}))
     doc = p.twin(duration_s=secs, cc=cc)
     doc.update(name="bucket", seed=1)
     doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms"}]
+    if p.limiter == "wifi":
+        doc["flow"][0]["station"] = WIFI_STATION
+        doc["flow"] += p.wifi_others_flows()
     doc["probe"] = []
     f = bloatlab.run(doc).flows.dropna(subset=["delivered_bytes"]).sort_values("t")
+    f = f[f.flow < flows]  # the load's flows, listed first (the other stations' after them)
     bps = 0.0
     for _, g in f.groupby("flow"):
         mid = g[g.t <= secs / 2]
@@ -243,13 +248,22 @@ def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: f
     four CUBIC flows 180 Mbit/s in the model, the kernel's got 119)."""
     from .path import Path
 
+    got, measured = fill_by_model(x, Path(base_rtt_ms=base_ms, down_mbps=rate_mbps, limiter="fifo",
+                                          buffer_bytes=int(buffer_bytes)))
+    if got is None:
+        return None, "no fill's rate and length to run the model with"
+    said = (f"in the model a FIFO of {buffer_bytes / 1e3:.3g} KB at {rate_mbps:.4g} Mbit/s gives the fill's "
+            f"{x.get('flows', 4)} {x.get('load_cc', 'cubic')} flows {got:.4g} Mbit/s, where they got {measured:.4g}")
+    return bool(got <= margin * measured), said
+
+
+def fill_by_model(x: dict, path) -> tuple[float | None, float | None]:
+    """What the fill the direction ``x`` measured (its flows and control, its length) delivers in the model of
+    ``path`` over the fill's second half (:func:`fill_goodput`), and what the fill got (``rate_by_cc`` of its
+    control); (None, None) where the fill's figures are not there to run."""
     cc = x.get("load_cc", "cubic")
     measured = (x.get("rate_by_cc") or {}).get(cc)
     secs = (x.get("fill_end") or {}).get("ran_s") or x.get("phase_s")
     if not measured or not secs:
-        return None, "no fill's rate and length to run the model with"
-    path = Path(base_rtt_ms=base_ms, down_mbps=rate_mbps, limiter="fifo", buffer_bytes=int(buffer_bytes))
-    got = fill_goodput(path, None, cc, x.get("flows", 4), float(secs))
-    said = (f"in the model a FIFO of {buffer_bytes / 1e3:.3g} KB at {rate_mbps:.4g} Mbit/s gives the fill's "
-            f"{x.get('flows', 4)} {cc} flows {got:.4g} Mbit/s over its {float(secs):.3g} s, where they got {measured:.4g}")
-    return bool(got <= margin * measured), said
+        return None, None
+    return fill_goodput(path, None, cc, x.get("flows", 4), float(secs)), float(measured)
