@@ -1,5 +1,7 @@
-"""Readings the model decides: flow isolation (which AQM's model reproduces the figures a load measured) and a
-policer's bucket no packet train read (:func:`bucket_by_model`: the least under which the model carries the fill).
+"""Readings the model decides: flow isolation (which AQM's model reproduces the figures a load measured), a
+policer's bucket no packet train read (:func:`bucket_by_model`: the least under which the model carries the fill),
+whether a shallow FIFO holds the fill to its rate (:func:`fifo_holds_the_fill`) and what a lone WiFi station's
+fill gets (:func:`fill_by_model`, measure's other stations the idle probes did not see).
 
 A single-queue reading (``aqm_qdisc`` CoDel or PIE: the AQM train's burst, no isolation seen in the flows' and
 the probe's queueing) rests on the isolation rules of :func:`classify.classify`, which claim a backlog only where
@@ -163,7 +165,8 @@ BUCKET_STEP = 2 ** 0.5
 
 def fill_goodput(path, bucket_bytes: int | None, cc: str, flows: int, secs: float) -> float:
     """What ``flows`` flows of ``cc`` deliver in the model of ``path`` (a policer reading: with a bucket of
-    ``bucket_bytes``; None: the path as it is), over the second half of ``secs`` (Mbit/s on the wire, as
+    ``bucket_bytes``; None: the path as it is; on a WiFi hop from its station, beside its other stations'
+    downloads), over the second half of ``secs`` (Mbit/s on the wire, as
     ``measure``'s fill reads its rate: ``evidence.WIRE_PER_PAYLOAD``)."""
     import bloatlab
 

@@ -15,6 +15,7 @@ from .physics import NOISE_MS, WIRE_SEGMENT, _significant, burst_floor_ms, mathi
 from .classify import CODEL_INTERVAL_MS, CODEL_TARGET_MS, _classify_ev, ambiguity, queue_dropped
 from .buffer import buffer_reading
 from .plan import IDLE_MIN_S
+from .isolation import fifo_holds_the_fill
 
 #: a single-queue AQM (CoDel, PIE) looks like a shallow FIFO under load: one shared queue, drops, the flows'
 #: queueing low. A packet train tells them apart by what a queue lets a burst build: a FIFO passes its buffer,
@@ -686,8 +687,6 @@ def _paced_past_the_flows(x: dict, base_ms: float) -> None:
     else:
         reading = _shallow_queue_reading(x, port, base_ms)
         said = f"the flows' queueing at the port, ~{reading['buffer_bytes'] / 1e3:.3g} KB"
-    from .isolation import fifo_holds_the_fill
-
     # the FIFO the first train's head read lies within half a packet of its figure (port_fifo): the model runs
     # its least, since a FIFO of a few packets holds loss-based flows by the whole packets it fits (seed 33 path
     # 32: 3.5 KB at 31.94 Mbit/s gives the model's four CUBIC flows 21.6 Mbit/s, the kernel's 21.5; 4.5 KB 29.6)
