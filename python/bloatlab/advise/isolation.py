@@ -206,9 +206,7 @@ def bucket_by_model(x: dict, path, rate_error: float) -> None:
     18 (fills at 94 and 100 % of the rate). ``bucket_model`` records the tries."""
     if x.get("limiter") != "policer" or x.get("bucket_bytes") is not None or path.limiter != "policer":
         return
-    cc = x.get("load_cc", "cubic")
-    measured = (x.get("rate_by_cc") or {}).get(cc)
-    secs = (x.get("fill_end") or {}).get("ran_s") or x.get("phase_s")
+    cc, measured, secs = _fill(x)
     if not measured or not secs:
         return
     target = measured / (1 + rate_error)
@@ -260,13 +258,18 @@ def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: f
     return bool(got <= margin * measured), said
 
 
+def _fill(x: dict) -> tuple[str, float | None, float | None]:
+    """The fill the direction ``x`` measured: its control, what it got (``rate_by_cc`` of that control, Mbit/s) and
+    how long it ran (s; None where not there)."""
+    cc = x.get("load_cc", "cubic")
+    return cc, (x.get("rate_by_cc") or {}).get(cc), (x.get("fill_end") or {}).get("ran_s") or x.get("phase_s")
+
+
 def fill_by_model(x: dict, path) -> tuple[float | None, float | None]:
     """What the fill the direction ``x`` measured (its flows and control, its length) delivers in the model of
     ``path`` over the fill's second half (:func:`fill_goodput`), and what the fill got (``rate_by_cc`` of its
     control); (None, None) where the fill's figures are not there to run."""
-    cc = x.get("load_cc", "cubic")
-    measured = (x.get("rate_by_cc") or {}).get(cc)
-    secs = (x.get("fill_end") or {}).get("ran_s") or x.get("phase_s")
+    cc, measured, secs = _fill(x)
     if not measured or not secs:
         return None, None
     return fill_goodput(path, None, cc, x.get("flows", 4), float(secs)), float(measured)

@@ -1318,8 +1318,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     say(f"  down: a WiFi hop, {mac}, PHY ~{phy:.3g} Mbit/s")
     # the hop's rate is what its MAC delivers to a backlogged station at that PHY rate (_at_least_the_macs; from_twin
     # reads it so)
-    alone = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
-                 buffer_bytes=x.get("buffer_bytes") if mac == "legacy" else None)
+    alone = _lone_hop(phy, mac, base_ms, x.get("buffer_bytes"))
     mac_mbps = alone.wifi_rate_mbps()
     # other stations on the medium: the idle probes' median waited more than a full aggregate's airtime (ath9k's
     # 4.096 ms) beyond their least. An idle AP sends a sparse flow's packet at once (a frame, under 0.5 ms at any
@@ -1353,7 +1352,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
             seen = (f"the idle probes waited {spread:.3g} ms at the median beyond their least, more than a full "
                     f"aggregate ({WIFI_AGGR_MS:g} ms)")
         else:
-            x["wifi"]["shared"]["lone_fill_mbps"] = lone
+            x["wifi"]["shared"].update(lone_fill_mbps=lone, fill_mbps=got)
             seen = (f"the fill's {x.get('flows', 4)} {x.get('load_cc', 'cubic')} flows got {got:.4g} Mbit/s where the "
                     f"model of this station alone on the hop gives them {lone:.4g} over the same fill, more than "
                     f"{WIFI_LONE_FILL_MARGIN:g}x (the idle probes, {spread or 0:.3g} ms beyond their least, passed "
@@ -1391,10 +1390,16 @@ def _up_hop_rate(x: dict, down: dict, base_ms: float) -> None:
     hop = x.get("wifi") or {}
     if x.get("limiter") != "wifi" or hop.get("read") != "down" or not hop.get("phy_mbps") or not hop.get("mac"):
         return
-    phy, mac = hop["phy_mbps"], hop["mac"]
-    alone = Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
-                 buffer_bytes=down.get("buffer_bytes") if mac == "legacy" else None)
-    _at_least_the_macs(x, alone.wifi_rate_mbps(direction="up"), phy)
+    phy = hop["phy_mbps"]
+    _at_least_the_macs(x, _lone_hop(phy, hop["mac"], base_ms, down.get("buffer_bytes")).wifi_rate_mbps(direction="up"),
+                       phy)
+
+
+def _lone_hop(phy: float, mac: str, base_ms: float, buffer_bytes: int | None) -> Path:
+    """The twin of a WiFi hop with this station alone on it: the PHY rate ``phy`` and the AP's design ``mac`` read,
+    over ``base_ms``; a legacy AP's FIFO the one read (``buffer_bytes``), the other designs' queues their own."""
+    return Path(base_rtt_ms=base_ms, down_mbps=phy, limiter="wifi", wifi_mac=mac, wifi_phy_mbps=phy,
+                buffer_bytes=buffer_bytes if mac == "legacy" else None)
 
 
 def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
@@ -1618,7 +1623,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         if ((x.get("wifi") or {}).get("shared")):
             report.setdefault("warnings", []).append(
                 f"{d}: other stations were using the WiFi medium ("
-                + (f"the fill got {x['rate_by_cc'][x.get('load_cc', 'cubic')]:.4g} Mbit/s, the model of this station "
+                + (f"the fill got {x['wifi']['shared']['fill_mbps']:.4g} Mbit/s, the model of this station "
                    f"alone {x['wifi']['shared']['lone_fill_mbps']:.4g}"
                    if x["wifi"]["shared"].get("lone_fill_mbps") is not None else
                    f"the idle probes waited {x['wifi']['shared']['idle_spread_ms']:.3g} ms at the median")
