@@ -11,6 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from bloatlab import scenario
 from bloatlab.advise import recommend
 from bloatlab.advise.physics import _significant, burst_floor_ms, mathis_loss, serialization_ms
 from bloatlab.advise.evidence import _window
@@ -851,12 +852,23 @@ def test_a_variable_path_twin_follows_a_fitted_trace_and_advise_weighs_cake_auto
     # a fixed-rate path: no autorate
     fixed = recommend.advise(Path(base_rtt_ms=40, down_mbps=10), "balanced", "cubic", ["cubic"], 1, duration_s=5)
     assert fixed["recommendation"]["autorate"] is None
-    # cake-autorate's minimum is 2 Mbit/s: a p10 below it is raised; a p90 below it leaves autorate out
-    low = _variable_path()
-    low.down_rate_p10_mbps = 0.5
-    assert recommend.autorate_settings(low)["min_mbps"] == 2
-    low.down_rate_p50_mbps, low.down_rate_p90_mbps = 1.0, 1.5
-    assert recommend.autorate_settings(low) is None
+    # cake-autorate refuses a minimum below its connection-active threshold (2 Mbit/s): a p10 below it keeps its
+    # rate and brings the threshold down with it, as a slow link's user sets connection_active_thr_kbps
+    low = _variable_path(down_trace=str(tmp_path / "low.trace"))
+    low.down_rate_p10_mbps, low.down_rate_p50_mbps, low.down_rate_p90_mbps = 0.5, 1.0, 1.5
+    a = recommend.autorate_settings(low)
+    assert (a["min_mbps"], a["base_mbps"], a["max_mbps"], a["active_threshold_mbps"]) == (0.5, 1.0, 1.5, 0.5)
+    assert recommend.autorate_element(a) == {"min": "0.5Mbit", "base": "1Mbit", "max": "1.5Mbit", "active_threshold": "0.5Mbit"}
+    assert "connection_active_thr_kbps=500" in recommend._autorate_advice(low, recommend.Candidate("cubic", "autorate", None))["how"]
+    assert "connection_active_thr_kbps" not in ar["how"]
+    # CAKE fixed below 2 Mbit/s on the variable twin is CAKE at that rate (it was raised to 2 Mbit/s, above what
+    # the advice said), and the scenario resolves
+    d = low.link_doc(1.337, "cake")
+    assert d["autorate"] == {"min": "1.337Mbit", "base": "1.337Mbit", "max": "1.337Mbit", "active_threshold": "1.337Mbit"}
+    assert low.link_doc(3.5, "cake")["autorate"] == {"min": "3.5Mbit", "base": "3.5Mbit", "max": "3.5Mbit"}
+    for c in (recommend.Candidate("cubic", "cake", 1.337), recommend.Candidate("cubic", "autorate", None)):
+        sc = scenario.load(recommend._scenario(low, c, False, 1, 5)).resolved()
+        assert sc["links"]["down"]["autorate"]["active_threshold_bps"] == (1_337_000 if c.queue == "cake" else 500_000)
 
 
 def _measured_variable_path(base_rtt_ms=40.0):

@@ -214,9 +214,16 @@ pub struct Autorate {
     pub ping_interval_ns: u64,
     /// `owd_delta_delay_thr_ms`: an OWD this far above its baseline is a delayed sample.
     pub delay_threshold_ns: u64,
+    /// `connection_active_thr_kbps`: an achieved rate below this is an idle direction.
+    #[serde(default = "active_threshold_default")]
+    pub active_threshold_bps: u64,
     /// Starlink satellite switch compensation (absent: off, as in `defaults.sh`).
     #[serde(default)]
     pub sss: Option<Sss>,
+}
+
+fn active_threshold_default() -> u64 {
+    2_000_000
 }
 
 /// Starlink satellite switch compensation (cake-autorate 66dba8e,
@@ -245,6 +252,7 @@ impl Autorate {
         bloatlab_core::autorate::Params {
             ping_interval_ns: self.ping_interval_ns,
             owd_delta_delay_thr_us: (self.delay_threshold_ns / 1000) as i64,
+            connection_active_thr_kbps: k(self.active_threshold_bps),
             sss: self.sss.as_ref().map(|s| bloatlab_core::autorate::Sss {
                 times_us: s.times_ns.iter().map(|&t| us(t)).collect(),
                 pre_us: us(s.pre_ns),

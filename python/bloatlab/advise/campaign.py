@@ -84,7 +84,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
-from .path import AQM_TARGET_MS, user_shaped
+from .path import AQM_TARGET_MS, autorate_doc, user_shaped
 
 #: every kind of limiter a path may have, uniform
 TRUE_LIMITERS = ("fifo", "policer", "shaper", "codel", "pie", "fq_codel", "cake", "wifi")
@@ -341,10 +341,9 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
         # on a variable capacity the user's CAKE sits in front of the modem's FIFO, fixed or steered by
         # cake-autorate (advise's options there: the twin's own arrangement)
         if queue == "autorate" and autorate:
-            down["autorate"] = {k: f"{autorate[k + '_mbps']:.6g}Mbit" for k in ("min", "base", "max")}
+            down["autorate"] = autorate_doc(autorate["min_mbps"], autorate["base_mbps"], autorate["max_mbps"])
         elif shaper_mbps:
-            r = f"{max(shaper_mbps, 2.0):.6g}Mbit"
-            down["autorate"] = {"min": r, "base": r, "max": r}
+            down["autorate"] = autorate_doc(shaper_mbps, shaper_mbps, shaper_mbps)
     elif queue and queue != "as-is" and shaper_mbps:
         keep_policer = "policer" in down and shaper_mbps > t["down_mbps"]
         approx = keep_policer

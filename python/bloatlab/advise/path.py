@@ -66,8 +66,20 @@ def is_the_reading(alt: dict, limiter: str, aqm_qdisc: str | None) -> bool:
     return alt.get("limiter") == limiter and (limiter != "aqm" or (alt.get("kinds") or [aqm_qdisc])[0] == aqm_qdisc)
 
 
-#: cake-autorate refuses a minimum below its connection-active threshold, 2 Mbit/s (docs/scenario.md "autorate")
-AUTORATE_MIN_MBPS = 2.0
+#: cake-autorate's connection-active threshold (defaults.sh ``connection_active_thr_kbps``), 2 Mbit/s: it refuses a
+#: minimum rate below it, so a shaper slower than that lowers it (the scenario's ``active_threshold``, docs/scenario.md)
+AUTORATE_ACTIVE_MBPS = 2.0
+
+
+def autorate_doc(min_mbps: float, base_mbps: float, max_mbps: float) -> dict:
+    """The scenario's ``autorate`` element: cake-autorate between ``min`` and ``max`` from ``base``, its
+    connection-active threshold lowered to ``min`` where ``min`` is below the default (as a user of a slow link sets
+    it in the script's config); ``min = base = max`` is CAKE at a fixed rate in front of the link's own queue."""
+    lo, mid, hi = (float(f"{r:.6g}") for r in (min_mbps, base_mbps, max_mbps))
+    d = {"min": f"{lo:g}Mbit", "base": f"{mid:g}Mbit", "max": f"{hi:g}Mbit"}
+    if lo < AUTORATE_ACTIVE_MBPS:
+        d["active_threshold"] = d["min"]
+    return d
 #: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)
 TRACE_SECONDS = 120
 
@@ -360,8 +372,7 @@ class Path:
             if autorate:
                 d["autorate"] = autorate
             elif shaper_mbps:
-                r = f"{max(shaper_mbps, AUTORATE_MIN_MBPS):.6g}Mbit"
-                d["autorate"] = {"min": r, "base": r, "max": r}
+                d["autorate"] = autorate_doc(shaper_mbps, shaper_mbps, shaper_mbps)
             return d
         if shaper_mbps:
             # the user's shaper below the line rate: behind a policer, a shaper

@@ -141,21 +141,24 @@ NEIGHBOUR_CC = "cubic"
 
 def autorate_settings(path: Path) -> dict | None:
     """cake-autorate's rates for a variable path (docs/autorate.md "Running it for real"): the minimum at the
-    capacity's p10 (at least cake-autorate's 2 Mbit/s), the base at its median, the maximum at its p90; None
-    where even the p90 is below the minimum."""
-    from .path import AUTORATE_MIN_MBPS
+    capacity's p10, the base at its median, the maximum at its p90; below 2 Mbit/s the connection-active
+    threshold comes down to the minimum (``active_threshold_mbps``: the script refuses a minimum below it). None
+    where the capacity's p10 or p90 was not read."""
+    from .path import AUTORATE_ACTIVE_MBPS
 
     lo, mid, hi = path.down_rate_p10_mbps, path.down_rate_p50_mbps or path.down_mbps, path.down_rate_p90_mbps
-    if hi < AUTORATE_MIN_MBPS:
+    if not lo or not hi or lo <= 0 or hi <= 0:
         return None
-    lo = max(lo, AUTORATE_MIN_MBPS)
+    lo = min(lo, hi)
     mid = min(max(mid, lo), hi)
-    return {"min_mbps": lo, "base_mbps": mid, "max_mbps": hi}
+    return {"min_mbps": lo, "base_mbps": mid, "max_mbps": hi, "active_threshold_mbps": min(lo, AUTORATE_ACTIVE_MBPS)}
 
 
 def autorate_element(a: dict) -> dict:
     """The scenario's ``autorate`` element of :func:`autorate_settings`."""
-    return {"min": f"{a['min_mbps']:.6g}Mbit", "base": f"{a['base_mbps']:.6g}Mbit", "max": f"{a['max_mbps']:.6g}Mbit"}
+    from .path import autorate_doc
+
+    return autorate_doc(a["min_mbps"], a["base_mbps"], a["max_mbps"])
 
 
 @dataclass
@@ -609,11 +612,15 @@ def _autorate_advice(path: Path, best: Candidate) -> dict | None:
     a = autorate_settings(path) if path.down_variable else None
     if a is None:
         return None
+    from .path import AUTORATE_ACTIVE_MBPS
+
     kbps = {k: int(round(v * 1000)) for k, v in a.items()}
+    active = (f" connection_active_thr_kbps={kbps['active_threshold_mbps']}"
+              if a["active_threshold_mbps"] < AUTORATE_ACTIVE_MBPS else "")
     return a | {"recommended": best.queue == "autorate", "delay_threshold_ms": 30.0, "ping_interval_ms": 50.0,
                 "how": ("cake-autorate (github.com/lynxthecat/cake-autorate) on the router in front of the link, its "
                         f"config: min_dl_shaper_rate_kbps={kbps['min_mbps']} base_dl_shaper_rate_kbps={kbps['base_mbps']} "
-                        f"max_dl_shaper_rate_kbps={kbps['max_mbps']}, the rest at defaults.sh (docs/autorate.md)")}
+                        f"max_dl_shaper_rate_kbps={kbps['max_mbps']}{active}, the rest at defaults.sh (docs/autorate.md)")}
 
 
 def router_advice(best: Candidate) -> dict | None:

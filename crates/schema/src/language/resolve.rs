@@ -333,13 +333,19 @@ fn mbit(bps: u64) -> String {
     format!("{}Mbit", bps as f64 / 1e6)
 }
 
-/// `autorate = { min, base, max, ping_interval, delay_threshold }` with
-/// cake-autorate's own start-up checks: positive rates, min <= base <= max,
-/// min at least its 2-Mbit/s connection-active threshold.
+/// `autorate = { min, base, max, ping_interval, delay_threshold, active_threshold }`
+/// with cake-autorate's own start-up checks: positive rates, min <= base <=
+/// max, min at least its connection-active threshold (2 Mbit/s unless set).
 fn autorate(p: &str, a: &Autorate) -> Result<rs::Autorate, LanguageError> {
     let (min, max) = (a.min.value, a.max.value);
     let base = a.base.as_ref().map_or(min, |b| b.value);
-    for (k, v, raw) in [("min", min, Some(&a.min.raw)), ("max", max, Some(&a.max.raw)), ("base", base, a.base.as_ref().map(|b| &b.raw))] {
+    let active = a.active_threshold.as_ref().map_or(AUTORATE_ACTIVE_BPS, |r| r.value);
+    for (k, v, raw) in [
+        ("min", min, Some(&a.min.raw)),
+        ("max", max, Some(&a.max.raw)),
+        ("base", base, a.base.as_ref().map(|b| &b.raw)),
+        ("active_threshold", active, a.active_threshold.as_ref().map(|r| &r.raw)),
+    ] {
         if v == 0 {
             return Err(err(format!("{p}.{k}"), format!("expected a positive rate, got \"{}\"", shown(raw))));
         }
@@ -350,14 +356,23 @@ fn autorate(p: &str, a: &Autorate) -> Result<rs::Autorate, LanguageError> {
     if base < min || base > max {
         return Err(err(format!("{p}.base"), format!("{} must lie between min ({}) and max ({})", mbit(base), mbit(min), mbit(max))));
     }
-    if min < AUTORATE_ACTIVE_BPS {
+    if min < active {
+        let set = if a.active_threshold.is_some() { "active_threshold" } else { "active_threshold, default" };
         return Err(err(
             format!("{p}.min"),
-            format!("{} is below cake-autorate's connection-active threshold ({}), which the script refuses", mbit(min), mbit(AUTORATE_ACTIVE_BPS)),
+            format!("{} is below cake-autorate's connection-active threshold ({set} {}), which the script refuses", mbit(min), mbit(active)),
         ));
     }
     let sss = a.sss.as_ref().map(|s| sss(&format!("{p}.sss"), s, p.starts_with("link.up"))).transpose()?;
-    Ok(rs::Autorate { min_bps: min, base_bps: base, max_bps: max, ping_interval_ns: a.ping_interval.value, delay_threshold_ns: a.delay_threshold.value, sss })
+    Ok(rs::Autorate {
+        min_bps: min,
+        base_bps: base,
+        max_bps: max,
+        ping_interval_ns: a.ping_interval.value,
+        delay_threshold_ns: a.delay_threshold.value,
+        active_threshold_bps: active,
+        sss,
+    })
 }
 
 /// `sss = { times, pre, post }`: each time within the minute (0-60 s past it,

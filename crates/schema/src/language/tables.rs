@@ -341,7 +341,7 @@ pub struct Bucket {
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Autorate {
-    /// lowest shaper rate (min_*_shaper_rate_kbps); at least 2 Mbit/s, cake-autorate's connection-active threshold
+    /// lowest shaper rate (min_*_shaper_rate_kbps); at least the connection-active threshold
     pub min: Rate,
     /// steady-state rate, where an idle link decays to (default: min)
     pub base: Option<Rate>,
@@ -353,6 +353,9 @@ pub struct Autorate {
     /// an OWD this far above its baseline is a delayed sample (owd_delta_delay_thr_ms)
     #[serde(default = "d_30ms")]
     pub delay_threshold: PositiveDuration,
+    /// achieved rate below which the direction counts as idle (connection_active_thr_kbps; default 2 Mbit/s);
+    /// the script refuses a min below it, so a link slower than 2 Mbit/s lowers it
+    pub active_threshold: Option<Rate>,
     /// Starlink satellite switch compensation (sss_compensation; off without this table, as in defaults.sh)
     pub sss: Option<Sss>,
 }

@@ -134,7 +134,20 @@ fn autorate_resolves_to_base_units_with_base_defaulting_to_min() {
     let (sc, _) = resolve_document(&d, &ctx()).unwrap();
     let a = sc.links.down.unwrap().autorate.unwrap();
     assert_eq!((a.min_bps, a.base_bps, a.max_bps), (5_000_000, 5_000_000, 80_000_000));
-    assert_eq!((a.ping_interval_ns, a.delay_threshold_ns), (50_000_000, 30_000_000));
+    assert_eq!((a.ping_interval_ns, a.delay_threshold_ns, a.active_threshold_bps), (50_000_000, 30_000_000, 2_000_000));
+    assert_eq!(a.params().connection_active_thr_kbps, 2000);
+}
+
+#[test]
+fn a_link_slower_than_2_mbit_lowers_the_connection_active_threshold_and_a_fixed_rate_below_it_resolves() {
+    let mut d = doc();
+    d["link"]["down"]["autorate"] = json!({"min": "1.337Mbit", "max": "1.337Mbit", "active_threshold": "1.337Mbit"});
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    let a = sc.links.down.unwrap().autorate.unwrap();
+    assert_eq!((a.min_bps, a.base_bps, a.max_bps, a.active_threshold_bps), (1_337_000, 1_337_000, 1_337_000, 1_337_000));
+    let p = a.params();
+    assert_eq!((p.min_kbps, p.max_kbps, p.connection_active_thr_kbps), (1337, 1337, 1337));
+    assert!(p.check().is_ok());
 }
 
 #[test]
@@ -143,7 +156,11 @@ fn bad_autorate_settings_are_refused_as_cake_autorate_refuses_them_naming_the_ke
         (json!({"min": "30Mbit", "max": "10Mbit"}), "link.down.autorate.min", "30Mbit is above max (10Mbit): the bounds cross"),
         (json!({"min": "5Mbit", "base": "90Mbit", "max": "60Mbit"}), "link.down.autorate.base", "90Mbit must lie between min (5Mbit) and max (60Mbit)"),
         (json!({"min": "1Mbit", "max": "60Mbit"}), "link.down.autorate.min",
-         "1Mbit is below cake-autorate's connection-active threshold (2Mbit), which the script refuses"),
+         "1Mbit is below cake-autorate's connection-active threshold (active_threshold, default 2Mbit), which the script refuses"),
+        (json!({"min": "1Mbit", "max": "60Mbit", "active_threshold": "1.5Mbit"}), "link.down.autorate.min",
+         "1Mbit is below cake-autorate's connection-active threshold (active_threshold 1.5Mbit), which the script refuses"),
+        (json!({"min": "1Mbit", "max": "60Mbit", "active_threshold": "0Mbit"}), "link.down.autorate.active_threshold",
+         "expected a positive rate, got \"0Mbit\""),
         (json!({"min": "0Mbit", "max": "60Mbit"}), "link.down.autorate.min", "expected a positive rate, got \"0Mbit\""),
         (json!({"min": "5Mbit", "max": "60Mbit", "ping_interval": "0ms"}), "link.down.autorate.ping_interval", "expected a positive duration, got \"0ms\""),
         (json!({"max": "60Mbit"}), "link.down.autorate.min", "missing (the lowest shaper rate, e.g. min = \"5Mbit\")"),
