@@ -315,6 +315,29 @@ pub struct ClientResult {
     pub elapsed_s: f64,
     /// how late requests left compared with their schedule (µs)
     pub send_late_us: Vec<f64>,
+    /// the unanswered requests in runs of consecutive sequence numbers:
+    /// `(run length, how many such runs)`, shortest first ([`loss_runs`]).
+    /// Independent losses (a path's random loss) come mostly alone; a pause
+    /// or an overflowing queue takes several in a row
+    pub loss_runs: Vec<(u64, u64)>,
+}
+
+/// The runs of consecutive unanswered requests among the first `sent`
+/// (`answered[seq]` false: lost), as `(length, count)` pairs by length.
+pub fn loss_runs(answered: impl IntoIterator<Item = bool>) -> Vec<(u64, u64)> {
+    let mut by_len = std::collections::BTreeMap::new();
+    let mut run = 0u64;
+    for ok in answered.into_iter().chain(std::iter::once(true)) {
+        if ok {
+            if run > 0 {
+                *by_len.entry(run).or_insert(0u64) += 1;
+            }
+            run = 0;
+        } else {
+            run += 1;
+        }
+    }
+    by_len.into_iter().collect()
 }
 
 /// The round trip `raw_ns` less the server's processing (its receive-to-send
@@ -590,6 +613,8 @@ impl Client<'_> {
         if sys::stopped() {
             self.forget_in_flight();
         }
+        let sent = (self.res.sent as usize).min(self.rtt_by_seq.len());
+        self.res.loss_runs = loss_runs(self.rtt_by_seq[..sent].iter().map(|r| !r.is_nan()));
         self.res.elapsed_s = (sys::mono_ns() - start) as f64 / 1e9;
     }
 
@@ -797,6 +822,15 @@ mod tests {
         let (u, d) = o.one_way_us(&up, &down);
         assert_eq!((u[0], d[0], u[2], d[2]), (9.0, 30.0, 40.0, 7.0), "each direction recovered");
         assert!(o.label().starts_with("clocks NOT synchronised"));
+    }
+
+    #[test]
+    fn loss_runs_count_consecutive_unanswered_requests_by_length() {
+        let ok = |s: &str| s.chars().map(|c| c == '.').collect::<Vec<_>>();
+        assert_eq!(loss_runs(ok("..x...xx.x..xxxx")), vec![(1, 2), (2, 1), (4, 1)]);
+        assert_eq!(loss_runs(ok("x")), vec![(1, 1)]);
+        assert_eq!(loss_runs(ok("....")), vec![]);
+        assert_eq!(loss_runs(ok("")), vec![]);
     }
 
     #[test]

@@ -185,6 +185,47 @@ def loss_upper(lost: int, sent: int, confidence: float = 0.95) -> float:
     return hi
 
 
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def binomial_sf(k: int, n: int, p: float) -> float:
+    """P(X >= ``k``), X ~ Binomial(``n``, ``p``), summed in logs."""
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+    return min(1.0, sum(math.exp(_log_comb(n, i) + i * lp + (n - i) * lq) for i in range(k, n + 1)))
+
+
+def more_lost_than(lost: int, sent: int, ref_lost: int, ref_sent: int) -> float:
+    """Fisher's exact one-sided p-value that a sample which lost ``lost`` of ``sent`` lost more often than one
+    which lost ``ref_lost`` of ``ref_sent`` (the two alike: the losses spread over both as the draws of a
+    hypergeometric; the chance that the first got ``lost`` or more of them)."""
+    total, lost_all = sent + ref_sent, lost + ref_lost
+    if sent <= 0 or lost <= 0:
+        return 1.0
+    lo = _log_comb(total, sent)
+    return min(1.0, sum(math.exp(_log_comb(lost_all, i) + _log_comb(total - lost_all, sent - i) - lo)
+                        for i in range(lost, min(sent, lost_all) + 1)))
+
+
+def losses_cluster_p(runs: list, lost: int, sent: int) -> float:
+    """How likely as many losses following a loss as ``runs`` shows (``(length, count)`` pairs of consecutive
+    losses) are where each packet is lost independently at the rate seen (``lost`` / ``sent``): a path's random
+    loss. A loss follows a loss with that probability, so the follow-ups of ``lost`` losses (``lost`` less the
+    runs) are Binomial(``lost`` - 1, rate) (the rate taken from the same packets, bursts included: the test errs
+    towards independence). A pause or an overflowing queue drops several packets in a row: a small value."""
+    n_runs = sum(int(c) for _, c in runs)
+    follow = lost - n_runs
+    if lost < 2 or sent <= 0:
+        return 1.0
+    return binomial_sf(follow, lost - 1, lost / sent)
+
+
 def one_way(round_trip: float) -> float:
     """A round trip's loss as each direction's, if alike: 1 - sqrt(1 - rt)."""
     return 1 - (1 - min(max(round_trip, 0.0), 1.0)) ** 0.5

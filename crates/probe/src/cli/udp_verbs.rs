@@ -267,7 +267,7 @@ pub(super) fn udp_client(mut a: UdpClientArgs) -> R {
                    "clock_offset_us": offset.map(|o| o.offset_ns / 1e3), "clock_offset_bound_us": offset.map(|o| o.bound_ns / 1e3),
                    "clocks_synchronised": offset.map(|o| o.synchronised()), "one_way_label": offset.map(|o| o.label()),
                    "one_way_up_us": offset.map(|_| up.to_json_us()), "one_way_down_us": offset.map(|_| down.to_json_us()),
-                   "stop_reason": r.stop_reason}),
+                   "loss_runs": r.loss_runs, "stop_reason": r.stop_reason}),
         );
         o.extra.insert("histogram".into(), lat.to_json_us()["histogram"].clone());
         o.extra.insert("problem".into(), json!(r.stop_reason));
