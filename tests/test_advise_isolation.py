@@ -1,5 +1,6 @@
 """Flow isolation read by the model (advise/isolation.py): exact figures from stored campaign evidence."""
 
+import dataclasses
 import math
 
 import pytest
@@ -100,6 +101,41 @@ def test_a_bucket_a_train_read_or_another_reading_is_left_alone():
     x["limiter"] = "fifo"
     isolation.bucket_by_model(x, path, 0.10)
     assert x["bucket_bytes"] is None and "bucket_model" not in x
+
+
+def _port_fifo(cubic=19.3758):
+    # campaign seed 83 path 53 as its twin read it: a policer at 86.6 Mbit/s with a 24.1-KB bucket (the truth: 95.1
+    # and 1.1 MB behind a 4.1-KB FIFO on a 186-Mbit/s port), the port unread (10x), its buffer the twin's one BDP;
+    # the fill's four CUBIC flows got 19.4 Mbit/s over 2 s
+    path = Path(base_rtt_ms=6.55565, down_mbps=86.5692, up_mbps=54.703, limiter="policer", port_mbps=865.692,
+                bucket_bytes=24126)
+    x = {"limiter": "policer", "bucket_bytes": 24126, "load_cc": "cubic", "flows": 4,
+         "rate_by_cc": {"cubic": cubic, "bbr": 86.5692}, "fill_end": {"ran_s": 2.0}}
+    return path, x
+
+
+def test_a_port_fifo_no_train_read_is_the_whole_packets_under_which_the_model_carries_the_fill_nearest():
+    path, x = _port_fifo()
+    isolation.port_buffer_by_model(x, path)
+    tries = {int(k): v for k, v in x["port_buffer_model"]["tries"].items()}
+    # the twin's one BDP carries the fill ~4x beyond its rate; one packet gives it 13.3, two 27.2 (the first at or
+    # above 19.4: the search stops there); 27.2 / 19.4 is nearer than 19.4 / 13.3: two packets
+    assert tries[path.buffer] > isolation.PORT_FILL_MARGIN * 19.3758
+    assert sorted(tries) == [1500, 3000, path.buffer] and tries[1500] < 19.3758 <= tries[3000]
+    assert x["port_buffer_bytes"] == 3000 and "died in the port's FIFO" in x["train_evidence"][-1]
+
+
+def test_a_port_fifo_the_fill_does_not_contradict_or_a_read_one_is_left_alone():
+    # a fill the twin's default carries within the margin (it got 60 of the model's 82)
+    path, x = _port_fifo(cubic=60.0)
+    isolation.port_buffer_by_model(x, path)
+    assert "port_buffer_bytes" not in x and "port_buffer_model" not in x
+    path, x = _port_fifo()
+    isolation.port_buffer_by_model(x, dataclasses.replace(path, port_buffer_bytes=20_000))
+    assert "port_buffer_model" not in x
+    x["limiter"] = "fifo"
+    isolation.port_buffer_by_model(x, path)
+    assert "port_buffer_model" not in x
 
 
 UNTOLD = [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]},

@@ -1,5 +1,6 @@
 """Readings the model decides: flow isolation (which AQM's model reproduces the figures a load measured), a
-policer's bucket no packet train read (:func:`bucket_by_model`: the least under which the model carries the fill),
+policer's bucket no packet train read (:func:`bucket_by_model`: the least under which the model carries the fill)
+and its port's buffer (:func:`port_buffer_by_model`: where the model carries the fill far beyond its rate),
 whether a shallow FIFO holds the fill to its rate (:func:`fifo_holds_the_fill`) and what a lone WiFi station's
 fill gets (:func:`fill_by_model`, measure's other stations the idle probes did not see).
 
@@ -236,6 +237,58 @@ def bucket_by_model(x: dict, path, rate_error: float) -> None:
         f"the bucket, which no train read: {b / 1e3:.4g} KB, the least under which the model carries the fill's "
         f"{x.get('flows', 4)} {cc} flows at its {measured:.4g} Mbit/s (within {rate_error:.0%}): "
         f"{tries.get(int(b), 0):.4g} Mbit/s")
+
+
+#: how far above the fill's own rate the twin's model may carry it behind a policer before the port's unseen buffer
+#: is taken for what held it (:func:`port_buffer_by_model`): the model's fill over the fill measured ran 0.31-1.27
+#: over the 28 down policer readings of campaign seeds 80, 83 and 84 whose port's buffer did not hold the flows
+#: (the fills are 2 s of slow start: a third either way), and 4.23 on the one whose 4.1-KB port FIFO did (seed 83
+#: path 53); 1.5 is the next half-step above that spread
+PORT_FILL_MARGIN = 1.5
+
+#: the port FIFOs :func:`port_buffer_by_model` tries, in full packets: each whole packet up to 4 (where a FIFO of a
+#: few packets moves the flows most: seed 83 path 53's fill 13.3 / 27.2 / 77.7 Mbit/s at 1 / 2 / 4), then steps of
+#: half again, up to 64 (96 KB); beyond, the twin's default
+PORT_PACKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> None:
+    """A ``policer`` direction whose port's buffer no train read (``port_buffer_bytes`` None: the twin gives it one
+    BDP of the policed rate, ``Path.buffer``) where the twin's model carries the fill the measurement ran beyond
+    ``margin`` x the rate it got (:func:`fill_by_model`): the flows' bursts died before the bucket, in the port's
+    FIFO, which the idle path never showed (no queue). The port's buffer is then the whole packets (1, 2, 3, 4, 6,
+    8, ... of 1500 B, :data:`PORT_PACKETS`, or the default) under which the model's fill lies nearest
+    the measured one on a log scale (rates compared as ratios): a FIFO of a few packets holds loss-based flows by the
+    whole packets it fits (campaign seed 83 path 53: a 95-Mbit/s policer with a 24-KB bucket on a 186-Mbit/s port
+    with a 4.1-KB FIFO; the fill's four CUBIC flows got 19.4 Mbit/s, the twin's one-BDP port 81.9 in the model; one
+    packet 13.3, two 27.2; the twin's one CUBIC flow 46.1 at one BDP, 6.6 at two packets, the kernel's 7.8 on the
+    true path). ``port_buffer_model`` records the tries."""
+    if x.get("limiter") != "policer" or path.limiter != "policer" or path.port_buffer_bytes is not None:
+        return
+    cc, measured, secs = _fill(x)
+    if not measured or not secs:
+        return
+    flows = x.get("flows", 4)
+    default = fill_goodput(path, None, cc, flows, float(secs))
+    if default <= margin * measured:
+        return
+    tries = {}
+    for n in PORT_PACKETS:
+        if n * 1500 >= path.buffer:
+            break
+        tries[n * 1500] = fill_goodput(dataclasses.replace(path, port_buffer_bytes=n * 1500), None, cc, flows,
+                                       float(secs))
+        if tries[n * 1500] >= measured:
+            break
+    tries[path.buffer] = default
+    best = min(tries, key=lambda b: abs(math.log(max(tries[b], 1e-9) / measured)))
+    x["port_buffer_bytes"] = int(best)
+    x["port_buffer_model"] = {"fill_mbps": round(measured, 4), "cc": cc, "secs": round(float(secs), 3),
+                              "default_bytes": int(path.buffer), "tries": {k: round(v, 3) for k, v in sorted(tries.items())}}
+    x.setdefault("train_evidence", []).append(
+        f"the port's buffer, which no train read: {best / 1e3:.3g} KB, under which the model carries the fill's "
+        f"{flows} {cc} flows nearest their {measured:.4g} Mbit/s ({tries[best]:.4g}); the twin's default "
+        f"({path.buffer / 1e3:.3g} KB) gives them {default:.4g}: their bursts died in the port's FIFO, not the bucket")
 
 
 def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: float,

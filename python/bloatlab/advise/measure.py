@@ -69,7 +69,7 @@ from .trains import (
     train_cannot_tell, untrained_aqm, up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
-from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model
+from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model, port_buffer_by_model
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -1688,6 +1688,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     isolation_after(report, say)
     # a policer's bucket no train read: the least under which the model carries the fill at its measured rate
     bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
+    # ... and its port's FIFO no train read, where the model carries the fill far beyond what it got
+    port_buffer_by_model(report["down"], twin_of(report))
     lap("other")
     report["elapsed_s"] = _now() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
