@@ -22,6 +22,7 @@ fn a_ping_pong_run_on_loopback_answers_every_request_with_a_checked_echo() {
     assert_eq!(u["lost"], 0);
     assert_eq!(u["mismatched"], 0);
     assert_eq!(u["duplicates"], 0);
+    assert_eq!(u["loss_runs"], serde_json::json!([]));
     assert_eq!(u["server_timestamps"], true);
     let p50 = j["probes"][0]["rtt_ms"]["p50"].as_f64().unwrap();
     assert!(p50 > 0.0 && p50 < 10.0, "loopback p50 {p50} ms");
@@ -96,6 +97,11 @@ fn the_per_client_rate_limit_drops_requests_beyond_it() {
     // a one-second burst of 100, then 100/s for one second
     assert!(sent >= 490, "sent {sent}");
     assert!((150..=260).contains(&got), "received {got} of {sent}");
+    // the requests beyond the limit are lost in runs between the ones it lets through (1 in 5 at 500/s), and the
+    // runs account for every loss
+    let runs: Vec<(u64, u64)> = serde_json::from_value(j["udp"]["loss_runs"].clone()).unwrap();
+    assert_eq!(runs.iter().map(|(len, n)| len * n).sum::<u64>(), sent - got, "{runs:?}");
+    assert!(runs.iter().any(|&(len, _)| len >= 2), "{runs:?}");
 }
 
 #[test]
