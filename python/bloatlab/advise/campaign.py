@@ -337,7 +337,11 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
         return doc
     down = _dir_doc(t, "down")
     approx = False
-    if t.get("variable") and queue in ("cake", "autorate"):
+    if queue == "autorate" and autorate and not t.get("variable"):
+        # cake-autorate advised on a path whose capacity read variable but is fixed (a WiFi hop in front moves what
+        # the flows get): its CAKE in front of the true bottleneck, which stays as it is behind it
+        down["autorate"] = autorate_doc(autorate["min_mbps"], autorate["base_mbps"], autorate["max_mbps"])
+    elif t.get("variable") and queue in ("cake", "autorate"):
         # on a variable capacity the user's CAKE sits in front of the modem's FIFO, fixed or steered by
         # cake-autorate (advise's options there: the twin's own arrangement)
         if queue == "autorate" and autorate:
