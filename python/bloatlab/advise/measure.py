@@ -431,9 +431,9 @@ def _without_missing(j: dict) -> dict:
 #: stream that lost more than the idle probes' 95-% bound is still the path's random loss unless its losses come in
 #: runs independent losses give less than once in a thousand streams (:func:`physics.losses_cluster_p`: a pause, an
 #: overflowing queue) or exceed the idle probes' beyond that chance (:func:`physics.more_lost_than`: a policer below
-#: the stream's pace drops a steady share). The 95-% bound alone discarded the stream of a lossy path once in ~20,
-#: as a 5-% test does: campaign seeds 80 path 49 and 84 path 11 (1.7 and 2.6 % of round trips for a true 1.5 and
-#: 2.0 %, each loss alone; Fisher p 0.055 and 0.027) among the ~35 lossy paths of seeds 80, 83 and 84 whose stream ran
+#: the stream's pace drops a steady share). The 95-% bound alone discarded the stream of 2 of the 26 lossy paths of
+#: campaign seeds 80, 83 and 84 whose stream ran, about what a 5-% test does: seed 80 path 49 and seed 84 path 11
+#: (1.7 and 2.6 % of round trips for a true 1.5 and 2.0 %, each loss alone; Fisher p 0.055 and 0.027)
 LOSS_STREAM_ALPHA = 0.001
 
 

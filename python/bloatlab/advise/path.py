@@ -80,6 +80,8 @@ def autorate_doc(min_mbps: float, base_mbps: float, max_mbps: float) -> dict:
     if lo < AUTORATE_ACTIVE_MBPS:
         d["active_threshold"] = d["min"]
     return d
+
+
 #: the length of a variable twin's capacity trace (s; Mahimahi traces loop): longer than any run advise makes (30 s)
 TRACE_SECONDS = 120
 
