@@ -223,7 +223,7 @@ pub struct Autorate {
 }
 
 fn active_threshold_default() -> u64 {
-    2_000_000
+    bloatlab_core::autorate::CONNECTION_ACTIVE_THR_KBPS as u64 * 1000
 }
 
 /// Starlink satellite switch compensation (cake-autorate 66dba8e,

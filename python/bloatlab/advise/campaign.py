@@ -337,17 +337,14 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
         return doc
     down = _dir_doc(t, "down")
     approx = False
-    if queue == "autorate" and autorate and not t.get("variable"):
-        # cake-autorate advised on a path whose capacity read variable but is fixed (a WiFi hop in front moves what
-        # the flows get): its CAKE in front of the true bottleneck, which stays as it is behind it
+    if queue == "autorate" and autorate:
+        # cake-autorate's CAKE in front of the true bottleneck, which stays as it is behind it: the modem's FIFO of a
+        # variable capacity (the twin's own arrangement), or a fixed path whose capacity read variable (a WiFi hop
+        # in front moves what the flows get)
         down["autorate"] = autorate_doc(autorate["min_mbps"], autorate["base_mbps"], autorate["max_mbps"])
-    elif t.get("variable") and queue in ("cake", "autorate"):
-        # on a variable capacity the user's CAKE sits in front of the modem's FIFO, fixed or steered by
-        # cake-autorate (advise's options there: the twin's own arrangement)
-        if queue == "autorate" and autorate:
-            down["autorate"] = autorate_doc(autorate["min_mbps"], autorate["base_mbps"], autorate["max_mbps"])
-        elif shaper_mbps:
-            down["autorate"] = autorate_doc(shaper_mbps, shaper_mbps, shaper_mbps)
+    elif t.get("variable") and queue == "cake" and shaper_mbps:
+        # on a variable capacity the user's fixed CAKE sits in front of the modem's FIFO too
+        down["autorate"] = autorate_doc(shaper_mbps, shaper_mbps, shaper_mbps)
     elif queue and queue != "as-is" and shaper_mbps:
         keep_policer = "policer" in down and shaper_mbps > t["down_mbps"]
         approx = keep_policer

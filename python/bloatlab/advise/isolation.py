@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .physics import NOISE_MS
+from .physics import NOISE_MS, WIRE_SEGMENT
 
 #: the probe's interval in ``measure``'s loaded phases (``load --probe-interval``, ms)
 LOAD_PROBE_INTERVAL_MS = 10
@@ -267,22 +267,18 @@ def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> Non
     true path). ``port_buffer_model`` records the tries."""
     if x.get("limiter") != "policer" or path.limiter != "policer" or path.port_buffer_bytes is not None:
         return
-    cc, measured, secs = _fill(x)
-    if not measured or not secs:
-        return
-    flows = x.get("flows", 4)
-    default = fill_goodput(path, None, cc, flows, float(secs))
-    if default <= margin * measured:
+    default, measured = fill_by_model(x, path)
+    if default is None or default <= margin * measured:
         return
     tries = {}
-    for n in PORT_PACKETS:
-        if n * 1500 >= path.buffer:
+    for b in (n * WIRE_SEGMENT for n in PORT_PACKETS):
+        if b >= path.buffer:
             break
-        tries[n * 1500] = fill_goodput(dataclasses.replace(path, port_buffer_bytes=n * 1500), None, cc, flows,
-                                       float(secs))
-        if tries[n * 1500] >= measured:
+        tries[b] = fill_by_model(x, dataclasses.replace(path, port_buffer_bytes=b))[0]
+        if tries[b] >= measured:
             break
     tries[path.buffer] = default
+    (cc, _, secs), flows = _fill(x), x.get("flows", 4)
     best = min(tries, key=lambda b: abs(math.log(max(tries[b], 1e-9) / measured)))
     x["port_buffer_bytes"] = int(best)
     x["port_buffer_model"] = {"fill_mbps": round(measured, 4), "cc": cc, "secs": round(float(secs), 3),

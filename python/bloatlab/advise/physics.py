@@ -172,8 +172,7 @@ def loss_upper(lost: int, sent: int, confidence: float = 0.95) -> float:
     def cdf(p: float) -> float:
         # P(X <= lost), X ~ Binomial(sent, p), summed in logs
         lq, lp = math.log1p(-p), math.log(p)
-        return sum(math.exp(math.lgamma(sent + 1) - math.lgamma(i + 1) - math.lgamma(sent - i + 1) + i * lp + (sent - i) * lq)
-                   for i in range(lost + 1))
+        return sum(math.exp(_log_comb(sent, i) + i * lp + (sent - i) * lq) for i in range(lost + 1))
 
     lo, hi = lost / sent, 1.0
     for _ in range(60):

@@ -160,6 +160,10 @@ pub enum Load {
     High,
 }
 
+/// `connection_active_thr_kbps` of `defaults.sh`: an achieved rate below it is an idle
+/// direction, and the script refuses a minimum rate below it.
+pub const CONNECTION_ACTIVE_THR_KBPS: i64 = 2000;
+
 /// Parameters, in the script's units (see the constants above).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
@@ -271,7 +275,7 @@ impl Params {
             adjust_down_load_low: 990,
             adjust_up_load_low: 1010,
             high_load_thr_percent: 75,
-            connection_active_thr_kbps: 2000,
+            connection_active_thr_kbps: CONNECTION_ACTIVE_THR_KBPS,
             bufferbloat_refractory_us: 300_000,
             decay_refractory_us: 1_000_000,
             max_wire_packet_size_bits: 12_000,

@@ -12,5 +12,5 @@
 pub mod controller;
 pub mod path;
 
-pub use controller::{Controller, Load, Params, Sss};
+pub use controller::{Controller, Load, Params, Sss, CONNECTION_ACTIVE_THR_KBPS};
 pub use path::{AutorateSpec, ShapedPath};

@@ -327,7 +327,7 @@ fn resolve_link(d: &str, ld: &Link, flows: &[rs::Flow], doc: &Value, ctx: &Conte
 }
 
 /// cake-autorate's ``connection_active_thr_kbps`` (defaults.sh): it refuses a minimum rate below it.
-const AUTORATE_ACTIVE_BPS: u64 = 2_000_000;
+const AUTORATE_ACTIVE_BPS: u64 = bloatlab_core::autorate::CONNECTION_ACTIVE_THR_KBPS as u64 * 1000;
 
 fn mbit(bps: u64) -> String {
     format!("{}Mbit", bps as f64 / 1e6)
