@@ -553,3 +553,65 @@ def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch
     with pytest.raises(UserError, match="another distribution"):
         campaign.run(5, 1, str(out), progress=False)
     assert json.loads((out / "campaign-meta.json").read_text())["distribution"] == "older"  # left as it was
+
+
+def test_a_variable_truth_is_judged_over_the_stretches_of_its_capacity(monkeypatch):
+    """One run-long stretch of a capacity whose levels dwell seconds is one draw of it (campaign.STRETCHES): the
+    recommended configuration runs once more on each later stretch — the truth's trace begun 24, 48, 72 and 96 s
+    on, wrapped around — and the twin is held beside the first stretch's judge to the median over all five."""
+    import numpy as np
+
+    import bloatlab
+    from bloatlab.engines import emu
+
+    assert campaign.stretches() == [0.0, 24.0, 48.0, 72.0, 96.0]
+    t = next(p for p in campaign.draw(60, 90) if p.get("variable") == "lte")
+
+    def per_second(trace):
+        with open(trace) as f:
+            ms = np.array([int(x) for x in f.read().split()])
+        return np.bincount((ms - 1) // 1000, minlength=120)[:120]
+
+    base = per_second(campaign._variable_trace(t)[0])
+    later = campaign._variable_trace(dict(t, stretch_s=24.0))[0]
+    assert later.endswith("-at24000.trace")
+    # the same capacity begun 24 s on: each second's 1500-B opportunities those of 24 s later (the whole packets a
+    # rotation's credit carries over: one at most)
+    assert np.abs(per_second(later) - np.roll(base, -24)).max() <= 1
+    goodput = {24.0: 4.0, 48.0: 1.0, 72.0: 6.0, 96.0: 2.5}
+    traces = []
+
+    class R:
+        def __init__(self, s):
+            self.summary = s
+
+    def fake_run(doc, engine):
+        assert engine == "emu" and doc["seed"] == 1
+        rate = doc["link"]["down"]["rate"]
+        at = next(a for a in goodput if rate.endswith(f"-at{int(a * 1000)}.trace"))
+        traces.append(at)
+        return R({"flows": [{"goodput_mbps": goodput[at], "retrans_rate": 0.0}],
+                  "probes": [{"rtt_ms": {"p95": 10.0 * goodput[at]}}]})
+
+    monkeypatch.setattr(bloatlab, "run", fake_run)
+    monkeypatch.setattr(emu, "timing_flagged", lambda s: False)
+    advice = {"cc": "cubic", "queue": "as-is", "shaper_mbps": None}
+    runs = campaign.stretch_runs(t, 5.0, advice)
+    assert traces == [24.0, 48.0, 72.0, 96.0] and [r["stretch_s"] for r in runs] == traces
+    monkeypatch.undo()
+    rec = {"truth": t, "measured": {"limiter": "fifo", "down_mbps": 3.0, "base_rtt_ms": t["base_rtt_ms"],
+                                    "buffer_bytes": None, "loss": 0.0},
+           "predicted": {"goodput_mbps": 3.3, "p95_rtt_ms": 30.0}, "predicted_today": {"goodput_mbps": 3.3, "p95_rtt_ms": 30.0},
+           "kernel": {"goodput_mbps": 2.0, "p95_rtt_ms": 20.0}, "kernel_today": {"goodput_mbps": 2.0, "p95_rtt_ms": 20.0},
+           "kernel_stretches": runs}
+    e = campaign.errors(rec)
+    assert e["pred_goodput"] == pytest.approx(3.3 / 2.0 - 1)  # the first stretch alone: +65 %
+    assert e["pred_goodput_stretches"] == pytest.approx(3.3 / 2.5 - 1)  # median of 2, 4, 1, 6, 2.5: +32 %
+    assert e["pred_p95_rtt_stretches"] == pytest.approx(30.0 / 25.0 - 1)
+    # a stretch whose run stayed flagged through its tries is left out of the median
+    runs[3]["timing_flagged"] = True
+    assert campaign.errors(rec)["pred_goodput_stretches"] == pytest.approx(3.3 / 3.0 - 1)  # median of 2, 4, 1, 6
+    # a fixed truth has no stretches
+    fixed = dict(rec, truth=dict(t, variable=None))
+    del fixed["kernel_stretches"]
+    assert "pred_goodput_stretches" not in campaign.errors(fixed)
