@@ -303,3 +303,41 @@ def through_windows(cap: Capacity, v: dict, rtt_ms: float | None = None) -> Capa
     logs = [math.log(float(np.median(read_windows(unit.rates(MEDIAN_REALIZATION_MS, -k), float(v["window_s"]), rtt_s))))
             for k in range(1, MEDIAN_REALIZATIONS + 1)]
     return Capacity(**(cap.as_dict() | {"median_mbps": cap.median_mbps / math.exp(sum(logs) / len(logs))}))
+
+
+def levels_variation(fill: dict | None, fill_mbps: float, fill_at_s: float, readings: list[tuple[float, float, str]],
+                     window_s: float) -> dict:
+    """The capacity read from its levels at several instants, where they moved more than the fill's own windows
+    show (``measure`` calls it where a packet train read the capacity well below what the fill delivered:
+    ``measure.capacity_moved``): ``fill`` the fill's windows (``rate_variation``, None where none were busy),
+    ``fill_mbps`` its rate (the level where there are no windows), ``fill_at_s`` when its windows were read (the
+    middle of the phase's second half, s since the measurement began), ``readings`` the other instants' readings
+    (s, Mbit/s, what read it: a train's head, each one fade block of the capacity), ``window_s`` the fill's window.
+
+    The model (as :func:`fit`'s, the capacity's log): the fill's windows see the part that moves within their
+    stretch (their log spread, ``s_f``, from their p10 and p90); a level the fill sat on for its whole stretch
+    and that moved between the instants is a slow part ``S`` the windows cannot see. Two readings seconds apart
+    are independent draws of it, so each other instant's log over the fill's, ``x``, has ``E[x^2] = 2 S^2 +
+    s_f^2`` (the difference of two draws of the slow part, and one fade block's own): ``S^2`` the mean of ``x^2``
+    less ``s_f^2``, halved (none below zero: the instants then agree with the fill's windows). The median: the
+    geometric mean of the levels (the fill's windows' median and each reading), every instant one draw; the
+    spread ``sqrt(s_f^2 + S^2)`` about it gives the p10 and p90 of a log-normal (traces.Z90); the time scale: the
+    instants' mean distance from the fill's (the capacity decorrelated within it: the readings differ). No series
+    (``series_mbps`` None): the twin follows the log-normal through these figures (path.Path.down_realizations,
+    traces.fitted_rates), not a fit of windows that saw one level. ``levels`` keeps every instant's reading,
+    ``fill`` the fill's own figures, ``slow_sd`` S."""
+    fill_level = (fill or {}).get("p50_mbps") or fill_mbps
+    s_f2 = (math.log(fill["p90_mbps"] / fill["p10_mbps"]) / (2 * Z90)) ** 2 if fill and fill.get("p10_mbps") else 0.0
+    logs = [math.log(fill_level)] + [math.log(r) for _, r, _ in readings]
+    x = [v - logs[0] for v in logs[1:]]
+    slow2 = max(0.0, (sum(v * v for v in x) / len(x) - s_f2) / 2) if x else 0.0
+    mu = sum(logs) / len(logs)
+    sd = math.sqrt(s_f2 + slow2)
+    scale = sum(abs(t - fill_at_s) for t, _, _ in readings) / len(readings) if readings else None
+    keep = {k: (fill or {}).get(k) for k in ("windows", "busy_windows", "srtt_ms")}
+    return {"p10_mbps": math.exp(mu - Z90 * sd), "p50_mbps": math.exp(mu), "p90_mbps": math.exp(mu + Z90 * sd),
+            "timescale_s": scale, "window_s": (fill or {}).get("window_s") or window_s, **keep,
+            "mean_mbps": None, "acked_mbps": None, "series_mbps": None, "phase": "levels", "slow_sd": math.sqrt(slow2),
+            "levels": [{"at_s": fill_at_s, "mbps": fill_level, "from": "fill"}]
+                      + [{"at_s": t, "mbps": r, "from": k} for t, r, k in readings],
+            "fill": fill}
