@@ -196,7 +196,8 @@ class Measurement:
             v = x.get("rate_variation")
             if v and v.get("levels"):
                 print(f"      rate p10-p90 {v['p10_mbps']:.3g}-{v['p90_mbps']:.3g} Mbit/s from its levels at "
-                      f"{len(v['levels'])} instants (" + ", ".join(f"{lv['mbps']:.3g} at {lv['at_s']:.1f} s" for lv in v["levels"])
+                      f"{len(v['levels'])} instants (" + ", ".join(f"{lv['mbps']:.3g} at {lv['at_s']:.1f} s"
+                                                    for lv in sorted(v["levels"], key=lambda lv: lv["at_s"]))
                       + f"), moving over ~{v['timescale_s']:.2g} s")
             elif v:
                 moved = f", moving over ~{v['timescale_s']:.2g} s" if v["timescale_s"] else ""
