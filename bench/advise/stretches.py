@@ -5,13 +5,15 @@ the trace's start moved 24, 48, 72 and 96 s on) — the kernel through the emula
 stretch, a flagged run tried again) or the model's ensemble (``--engine sim``) — appends each path's runs to
 ``--out`` (JSON lines: a stopped run resumes where it stopped), then scores the twin's prediction against the first
 stretch's judge alone (the campaign's ``pred_goodput``) and against the median over the stretches, as
-campaign.errors does for a record that has them. ``--capacity``: only what the capacity itself gives, no runs: how
+campaign.errors does for a record that has them. ``--today``: the path's recording replayed with today's code
+(``measure --replay``) and advised as the campaign advises (campaign.advise_path), that advice run on every stretch,
+the first too (what today's code would have recommended and predicted). ``--capacity``: only what the capacity itself gives, no runs: how
 far a run-long stretch's mean capacity lies from its median over the trace's stretches (every 0.5 s), which bounds
 what any twin can meet on one stretch. Reads the campaigns, never writes them. Needs root for ``--engine emu``
 (``--judge-only`` and ``--capacity`` do not); one emulator run at a time.
 
-    .venv/bin/python bench/advise/stretches.py CAMPAIGN_DIR... [--engine emu|sim] [--out F.jsonl] [--judge-only]
-        [--capacity] [--json]
+    .venv/bin/python bench/advise/stretches.py CAMPAIGN_DIR... [--engine emu|sim] [--today] [--out F.jsonl]
+        [--judge-only] [--capacity] [--json]
 """
 
 from __future__ import annotations
@@ -49,6 +51,34 @@ def capacity_spread(t: dict, duration_s: float) -> dict:
             "within_15": float(np.mean(np.abs(r - 1) <= 0.15))}
 
 
+def today(camp: str, r: dict) -> tuple[dict, dict] | None:
+    """The path's recording replayed with today's code and advised as the campaign advises: (advice, prediction:
+    the recommended configuration's figures and ensemble); None where the recording is not there or today's code
+    asks for a run it does not have (said)."""
+    import contextlib
+    import io
+
+    from bloatlab.advise import campaign
+    from bloatlab.advise import measure as M
+    from bloatlab.errors import UserError
+
+    rec = os.path.join(camp, "paths", f"{r['index']:04d}", "probes")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            m = M.measure(None, show=False, replay=rec)
+    except UserError as e:
+        print(f"{camp} path {r['index']}: not replayed ({e})", file=sys.stderr)
+        return None
+    adv, advice = campaign.advise_path(m.path, r["duration_s"])
+    return advice, {k: adv["expected"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate", "ensemble")}
+
+
+def _emit(rows: list[dict]) -> int:
+    json.dump(rows, sys.stdout, indent=1)
+    print()
+    return 0
+
+
 def main(argv=None) -> int:
     from bloatlab.advise import campaign
 
@@ -57,6 +87,8 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", choices=("emu", "sim"), default="emu")
     ap.add_argument("--out", default=None, help="JSON lines of the runs (default: beside the first campaign, "
                                                 "stretches-ENGINE-NAME.jsonl)")
+    ap.add_argument("--today", action="store_true", help="advise again from each recording replayed with today's code "
+                                                         "and run that advice on every stretch")
     ap.add_argument("--judge-only", action="store_true", help="score the runs already in --out, run nothing")
     ap.add_argument("--capacity", action="store_true", help="only the capacity's stretches, no runs")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -70,9 +102,7 @@ def main(argv=None) -> int:
         rows = [{"campaign": n, "index": r["index"], "variable": r["truth"]["variable"],
                  **capacity_spread(r["truth"], r["duration_s"])} for n, r in recs]
         if a.json:
-            json.dump(rows, sys.stdout, indent=1)
-            print()
-            return 0
+            return _emit(rows)
         for x in rows:
             print(f"{x['campaign']} {x['index']:4d} {x['variable']:8s} a stretch's mean over the stretches' median: "
                   f"p10 {x['p10']:.2f} p90 {x['p90']:.2f}, within 15 % {x['within_15']:.0%}")
@@ -81,20 +111,35 @@ def main(argv=None) -> int:
                   f"of the stretches, mean {statistics.mean(x['within_15'] for x in rows):.0%} ({len(rows)} truths)")
         return 0
     first = os.path.abspath(a.campaign_dirs[0])
-    out = a.out or os.path.join(os.path.dirname(first), f"stretches-{a.engine}-{os.path.basename(first)}.jsonl")
+    out = a.out or os.path.join(os.path.dirname(first), f"stretches-{a.engine}{'-today' if a.today else ''}-"
+                                                       f"{os.path.basename(first)}.jsonl")
     done: dict = {}
     if os.path.exists(out):
         with open(out) as f:
             for line in f:
                 x = json.loads(line)
                 done[(x["campaign"], x["index"])] = x
+    dirs = {os.path.basename(os.path.abspath(d)): d for d in a.campaign_dirs}
     for name, r in recs:
         if a.judge_only:
             break
         if (name, r["index"]) in done:
             continue
-        runs = campaign.stretch_runs(r["truth"], r["duration_s"], r["advice"], engine=a.engine)
-        x = {"campaign": name, "index": r["index"], "engine": a.engine, "runs": runs}
+        x = {"campaign": name, "index": r["index"], "engine": a.engine}
+        advice = r["advice"]
+        if a.today:
+            got = today(dirs[name], r)
+            if got is None:
+                continue
+            advice, x["predicted"] = got
+            x["advice"] = {k: advice[k] for k in ("cc", "queue", "shaper_mbps", "autorate") if k in advice}
+            # the first stretch too: the stored judge ran the stored advice
+            x["first"] = (campaign._model(r["truth"], r["duration_s"], advice["cc"], advice["queue"], advice["shaper_mbps"],
+                                          autorate=advice.get("autorate")) if a.engine == "sim" else
+                          campaign.kernel_run(r["truth"], r["duration_s"], advice["cc"], advice["queue"],
+                                              advice["shaper_mbps"], 1, autorate=advice.get("autorate")))
+        runs = campaign.stretch_runs(r["truth"], r["duration_s"], advice, engine=a.engine)
+        x["runs"] = runs
         done[(name, r["index"])] = x
         with open(out, "a") as f:
             f.write(json.dumps(x) + "\n")
@@ -104,13 +149,14 @@ def main(argv=None) -> int:
         x = done.get((name, r["index"]))
         if x is None:
             continue
-        first_fig = r["kernel"] if a.engine == "emu" else r["model_truth"]
+        first_fig = x.get("first") or (r["kernel"] if a.engine == "emu" else r["model_truth"])
         st = campaign.stretch_figures(first_fig, x["runs"])
-        p = r["predicted"]
+        p = x.get("predicted") or r["predicted"]
+        adv = x.get("advice") or r["advice"]
         lo, hi = (p.get("ensemble") or {}).get("goodput_mbps") or (p["goodput_mbps"], p["goodput_mbps"])
         each = st["goodput_mbps_each"]
         rows.append({"campaign": name, "index": r["index"], "variable": r["truth"]["variable"],
-                     "advice": f"{r['advice']['cc']} + {r['advice']['queue']}", "predicted": p["goodput_mbps"],
+                     "advice": f"{adv['cc']} + {adv['queue']}", "predicted": p["goodput_mbps"],
                      "goodput_each": each, "p95_each": st["p95_rtt_ms_each"],
                      "pred_goodput_first": campaign._rel(p["goodput_mbps"], first_fig["goodput_mbps"]),
                      "pred_goodput_stretches": campaign._rel(p["goodput_mbps"], st["goodput_mbps"]),
@@ -119,9 +165,7 @@ def main(argv=None) -> int:
                      # the stretches within the twin's ensemble range, 15 % either side (campaign.errors' in_range)
                      "in_range": sum(0.85 * lo <= g <= 1.15 * hi for g in each) / len(each) if each else None})
     if a.json:
-        json.dump(rows, sys.stdout, indent=1)
-        print()
-        return 0
+        return _emit(rows)
     for x in rows:
         print(f"{x['campaign']} {x['index']:4d} {x['variable']:8s} {x['advice']:22s} twin {x['predicted']:.4g}, "
               f"{a.engine} {['%.4g' % g for g in x['goodput_each']]}: first {x['pred_goodput_first']:+.1%}, "

@@ -743,11 +743,34 @@ def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
     return float(min(max(100 * base_rtt_ms / 1e3, lo), hi))
 
 
+def advise_path(path, duration_s: float) -> tuple[dict, dict]:
+    """``advise`` on the twin ``path`` as the campaign runs it (its goal, today's control, the kernel's controls, runs of
+    ``duration_s``): (advise's result, the record's ``advice``: the recommended control, queue and shaper rate as the
+    true path runs them — the access point's design, cake-autorate — the reasons and the readings weighed)."""
+    from . import recommend
+
+    adv = recommend.advise(path, GOAL, TODAY_CC, list(recommend.KERNEL_CCS), 1, queues=recommend.QUEUES,
+                           host_qdisc_state=recommend.host_qdisc(), duration_s=duration_s)
+    r = adv["recommendation"]
+    shaped = r["shaper_mbps"] is not None
+    advice = {"cc": r["cc"], "queue": r["qdisc"] if shaped else "as-is", "shaper_mbps": r["shaper_mbps"],
+              "reasons": adv["reasons"],
+              # the readings measure could not tell apart, and the advice on each (recommend.robust_choice)
+              "readings": [{k: x[k] for k in ("limiter", "reading", "best", "best_score", "recommended_score",
+                                              "measured_best_score", "regret")} for x in adv.get("readings", [])]}
+    if r.get("ap_mac") and r["ap_mac"] != path.wifi_mac:
+        advice["queue"] = r["ap_mac"]  # the access point's design advise recommends
+    if r.get("autorate"):
+        advice["autorate"] = r["autorate"]
+        if r["autorate"]["recommended"]:
+            advice["queue"] = "autorate"
+    return adv, advice
+
+
 def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = False,
              rank_repeats: int = RANK_REPEATS, judge_repeats: int = JUDGE_REPEATS) -> dict:
     """Measure, advise and check one true path; its record (``judge_repeats``: the kernel's runs of the recommended
     configuration, :data:`JUDGE_REPEATS`)."""
-    from . import recommend
     from .path import Path
 
     os.makedirs(pdir, exist_ok=True)
@@ -777,22 +800,9 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     path = Path.from_twin(os.path.join(pdir, "twin.toml"))
     dur = campaign_duration(path.base_rtt_ms, quick)
     ta = time.monotonic()
-    adv = recommend.advise(path, GOAL, TODAY_CC, list(recommend.KERNEL_CCS), 1, queues=recommend.QUEUES,
-                           host_qdisc_state=recommend.host_qdisc(), duration_s=dur)
+    adv, rec["advice"] = advise_path(path, dur)
     rec["advise_s"] = time.monotonic() - ta
     r = adv["recommendation"]
-    shaped = r["shaper_mbps"] is not None
-    rec["advice"] = {"cc": r["cc"], "queue": r["qdisc"] if shaped else "as-is", "shaper_mbps": r["shaper_mbps"],
-                     "reasons": adv["reasons"],
-                     # the readings measure could not tell apart, and the advice on each (recommend.robust_choice)
-                     "readings": [{k: x[k] for k in ("limiter", "reading", "best", "best_score", "recommended_score",
-                                                     "measured_best_score", "regret")} for x in adv.get("readings", [])]}
-    if r.get("ap_mac") and r["ap_mac"] != path.wifi_mac:
-        rec["advice"]["queue"] = r["ap_mac"]  # the access point's design advise recommends
-    if r.get("autorate"):
-        rec["advice"]["autorate"] = r["autorate"]
-        if r["autorate"]["recommended"]:
-            rec["advice"]["queue"] = "autorate"
     rec["measured"]["variable"] = d.get("variable")
     rec["measured"]["rate_variation"] = d.get("rate_variation")
     if d.get("wifi"):
