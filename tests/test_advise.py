@@ -1122,3 +1122,21 @@ def test_a_fast_variable_twins_trace_fits_the_loaders_bound_and_loads(tmp_path):
     sc.load(doc).resolved()  # loads: within the bound
     with pytest.raises(UserError, match="33 s within the 16-MiB bound"):
         M_path.within_trace_limit([3e9] * 120_000)
+
+
+def test_a_phase_whose_probes_were_lost_beside_the_load_says_so_naming_the_direction(monkeypatch):
+    """Campaign seed 91 path 56 (a 0.2-Mbit/s uplink with a 3000-B FIFO): the idle probes were answered, 95 % of the
+    up fill's were lost beside its flows. The error says that, not that UDP may be blocked (the phase here a
+    download's)."""
+    from bloatlab.advise import measure as M
+    from bloatlab.errors import UserError
+
+    j = _load_json(0.2e6, 2 + 120, 2 + 120, 30, 400)
+    j["raw"]["series"]["probes"] = {"t": [0.1, 0.2], "rtt_ms": [130.0, 131.0]}
+    j["probes"] = [{"loss": 0.9485714285714286}]
+    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
+    with pytest.raises(UserError) as e:
+        M._direction("h", 1, "down", 4, 2.0, None, True, False, 0.0, lambda m: None)
+    msg = str(e.value)
+    assert msg.startswith("measure: down: too few probe replies under load toward h (")
+    assert "95 % of them lost" in msg and "the idle probes were answered" in msg and "UDP blocked?" not in msg

@@ -624,7 +624,14 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran, "queue_only": queue_only}
     w = _window(j, d)
     if w["probes"].size < 5:
-        raise UserError(f"measure: too few probe replies under load toward {host} ({w['probes'].size}); is UDP blocked?")
+        # the idle probes were answered before (UDP passes): these were lost beside the load (campaign seed 91 path
+        # 56: a 0.2-Mbit/s uplink with a 3000-B FIFO, 95 % of the up fill's probes lost)
+        lost = ((j.get("probes") or [{}])[0]).get("loss")
+        said = f", {lost * 100:.0f} % of them lost" if isinstance(lost, (int, float)) else ""
+        raise UserError(f"measure: {d}: too few probe replies under load toward {host} ({w['probes'].size} in the "
+                        f"phase's window{said}) where the idle probes were answered: the bottleneck's queue drops them "
+                        f"beside {flows} flows (a queue of a few packets at a slow port), or UDP is dropped under load; "
+                        f"the loaded RTT cannot be read")
     ev = _evidence(j, w, d, base_p50, idle_loss)
     fill = ev
     rates = {fill_cc: w["rate_mbps"]}
