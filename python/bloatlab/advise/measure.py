@@ -47,8 +47,8 @@ from .physics import (
     serialization_rate_mbps
 )
 from .plan import (
-    FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, VARIATION_MIN_WINDOW_S, _loaded_s, _phase_secs, bbr_phase_secs, fill_floor_s, gap_s, idle_plan,
-    loaded_phase, loss_stream_plan, slow_start_secs
+    FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, VARIATION_MIN_WINDOW_S, _loaded_s, _phase_secs, bbr_phase_secs,
+    fill_floor_s, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
     ACKED_EDGE, _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, timed_out,
@@ -261,8 +261,10 @@ def capacity_levels(x: dict, marks: dict[str, float]) -> None:
     train's middle, the fill's start, the trains' after it). Only a train below the fill tells: a head above the
     fill is a tbf's bucket at its port as much as a capacity that rose. Over the stored measurements of campaign
     seeds 80-90 (240 paths) the rule fired on 8 down directions, each a variable truth (LTE-like or Starlink-like;
-    a ninth, read ``policer``, is out of its reach), and on no fixed one; the trains the senders limited (high
-    rates through the emulator: the head left no faster than it arrived) are not readings."""
+    a ninth, read ``policer``, is out of its reach), and on no fixed one; on the unseen seed 91 (59 paths) on 2
+    of its 5 variable truths (of the others one read moving by its windows, one read a policer, one read fixed and
+    predicted within 1 %) and on no fixed one. The trains the senders limited (high rates through the emulator: the head left no faster than it
+    arrived) are not readings."""
     from .capacity import levels_variation
 
     if x["limiter"] != "fifo" or x.get("wifi"):
@@ -1697,9 +1699,9 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         if d == "down":
-            after = lap_at[0] - t0
+            trains_from = lap_at[0] - t0
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d])
-            marks["after_fill"] = (after + lap_at[0] - t0) / 2
+            marks["after_fill"] = (trains_from + lap_at[0] - t0) / 2
             capacity_levels(x, marks)
         else:
             # the down's WiFi hop where the up flows got its rate, else the trains sent up; where none could be
