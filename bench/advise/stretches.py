@@ -37,10 +37,10 @@ def capacity_spread(t: dict, duration_s: float) -> dict:
     (a window every :data:`CAPACITY_STEP_MS`): its p10 and p90 over that median, and the share within 15 %."""
     import numpy as np
 
+    from bloatlab import traces
     from bloatlab.advise import campaign
 
-    with open(campaign._variable_trace(t)[0]) as f:
-        ms = np.array([int(x) for x in f.read().split()])
+    ms = np.array(traces.read_mahimahi(campaign._variable_trace(t)[0]))
     per_ms = np.bincount(ms, minlength=ms.max() + 1)[1:]  # opportunities of 1500 B in each millisecond
     dur = int(duration_s * 1000)
     cum = np.concatenate([[0], np.cumsum(per_ms)])
@@ -133,12 +133,10 @@ def main(argv=None) -> int:
                 continue
             advice, x["predicted"] = got
             x["advice"] = {k: advice[k] for k in ("cc", "queue", "shaper_mbps", "autorate") if k in advice}
-            # the first stretch too: the stored judge ran the stored advice
-            x["first"] = (campaign._model(r["truth"], r["duration_s"], advice["cc"], advice["queue"], advice["shaper_mbps"],
-                                          autorate=advice.get("autorate")) if a.engine == "sim" else
-                          campaign.kernel_run(r["truth"], r["duration_s"], advice["cc"], advice["queue"],
-                                              advice["shaper_mbps"], 1, autorate=advice.get("autorate")))
-        runs = campaign.stretch_runs(r["truth"], r["duration_s"], advice, engine=a.engine)
+        # with today's advice the first stretch too: the stored judge ran the stored advice
+        runs = campaign.stretch_runs(r["truth"], r["duration_s"], advice, engine=a.engine, first=a.today)
+        if a.today:
+            x["first"], runs = runs[0], runs[1:]
         x["runs"] = runs
         done[(name, r["index"])] = x
         with open(out, "a") as f:

@@ -114,13 +114,18 @@ Z90 = 1.2815515655446004
 FITTED_DEFAULT_TIMESCALE_S = LTE_MEAN_DWELL_S
 
 
+def log_sd(p10: float, p90: float) -> float:
+    """The log-normal's sigma through its p10 and p90 (any one unit): ln(p90 / p10) / (2 :data:`Z90`)."""
+    return math.log(p90 / p10) / (2 * Z90)
+
+
 def fitted_rates(p10_bps: float, p50_bps: float, p90_bps: float, timescale_s: float | None, duration_ms: int,
                  seed: int = 1) -> list[float]:
     """Capacity (bit/s) for each millisecond of the ``fitted`` model (module docstring)."""
     if not 0 < p10_bps <= p50_bps <= p90_bps:
         raise ValueError(f"fitted trace: expected 0 < p10 <= median <= p90, got {p10_bps:g}, {p50_bps:g}, {p90_bps:g}")
     rng = random.Random(f"fitted-{seed}")
-    sigma = math.log(p90_bps / p10_bps) / (2 * Z90)
+    sigma = log_sd(p10_bps, p90_bps)
     tau = timescale_s if timescale_s and timescale_s > 0 else FITTED_DEFAULT_TIMESCALE_S
     a = math.exp(-FADE_PERIOD_MS / 1000 / tau)
     x = rng.gauss(0.0, sigma)
@@ -173,6 +178,12 @@ def capacity_percentiles(ms: list[int], window_ms: int = 1000) -> dict[str, floa
 
 
 MODELS = {"lte": lte_rates, "starlink": starlink_rates}
+
+
+def read_mahimahi(path: str) -> list[int]:
+    """A trace file's opportunities (ms, one 1500-byte packet each; the last line the period)."""
+    with open(path) as f:
+        return [int(x) for x in f.read().split()]
 
 
 def mahimahi_text(ms: list[int]) -> str:

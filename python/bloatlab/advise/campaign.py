@@ -251,9 +251,7 @@ def _variable_trace(t: dict) -> tuple[str, dict]:
         rates = rates[at_ms:] + rates[:at_ms]
         os.makedirs(d, exist_ok=True)
         traces.write_mahimahi(path, [r * t["port_mbps"] / median for r in rates])
-    with open(path) as f:
-        ms = [int(x) for x in f.read().split()]
-    return path, traces.capacity_percentiles(ms, 1000)
+    return path, traces.capacity_percentiles(traces.read_mahimahi(path), 1000)
 
 
 def _variable_capacity(t: dict) -> dict:
@@ -573,13 +571,13 @@ def stretches() -> list[float]:
     return [k * VARIABLE_TRACE_MS / STRETCHES / 1000 for k in range(STRETCHES)]
 
 
-def stretch_runs(t: dict, duration_s: float, advice: dict, engine: str = "emu") -> list[dict]:
+def stretch_runs(t: dict, duration_s: float, advice: dict, engine: str = "emu", first: bool = False) -> list[dict]:
     """The recommended configuration (``advice``: its ``cc``, ``queue``, ``shaper_mbps`` and ``autorate``) on each
-    stretch of the variable truth ``t`` after the first (:func:`stretches`): one kernel run each through the
-    emulator (``engine="emu"``, tried again where its timing was flagged, :func:`kernel_run`), or the model's
-    ensemble (``"sim"``, :func:`_model`); each run's figures with its ``stretch_s``."""
+    stretch of the variable truth ``t`` after the first (``first``: the first too; :func:`stretches`): one kernel
+    run each through the emulator (``engine="emu"``, tried again where its timing was flagged, :func:`kernel_run`),
+    or the model's ensemble (``"sim"``, :func:`_model`); each run's figures with its ``stretch_s``."""
     out = []
-    for at in stretches()[1:]:
+    for at in stretches()[0 if first else 1:]:
         ts = dict(t, stretch_s=at)
         if engine == "sim":
             k = _model(ts, duration_s, advice["cc"], advice["queue"], advice["shaper_mbps"], autorate=advice.get("autorate"))
@@ -593,16 +591,10 @@ def stretch_runs(t: dict, duration_s: float, advice: dict, engine: str = "emu") 
 def stretch_figures(first: dict, runs: list[dict]) -> dict:
     """The goodput and p95 RTT over a variable truth's stretches: the first stretch's figures (``first``: the
     judge's median, :func:`_kernel`) and each later stretch's run (:func:`stretch_runs`), their median (a run the
-    emulator's timing flagged after its tries left out, as :func:`kernel_medians` does) and every stretch's."""
-    import statistics
-
-    out: dict = {}
-    for k in ("goodput_mbps", "p95_rtt_ms"):
-        vals = [first.get(k)] + [r.get(k) for r in runs if not r.get("timing_flagged")]
-        vals = [v for v in vals if v is not None]
-        out[k] = statistics.median(vals) if vals else None
-        out[f"{k}_each"] = vals
-    return out
+    emulator's timing flagged after its tries left out: :func:`kernel_medians`) and every stretch's it counted."""
+    keys = ("goodput_mbps", "p95_rtt_ms")
+    held = [r for r in [first] + runs if not r.get("timing_flagged")] or [first] + runs
+    return kernel_medians(held, keys) | {f"{k}_each": [r[k] for r in held if r.get(k) is not None] for k in keys}
 
 #: the most kernel runs a ranked candidate may take (`--rank-repeats`): 9 x 18 runs of up to 15 s is ~40 min a path
 MAX_RANK_REPEATS = 9

@@ -245,7 +245,7 @@ def quantile_tolerance(v: dict) -> dict[int, float]:
     w, tau = float(v["window_s"]), v.get("timescale_s")
     rho = math.exp(-w / tau) if tau else 1.0
     n_eff = max(1.0, n * (1 - rho) / (1 + rho))
-    s = math.log(v["p90_mbps"] / v["p10_mbps"]) / (2 * Z90)
+    s = traces.log_sd(v["p10_mbps"], v["p90_mbps"])
     packet = WIRE_SEGMENT * 8 / w / 1e6  # a window resolves whole packets
     out = {}
     for q in QUANTILES:
@@ -327,7 +327,7 @@ def levels_variation(fill: dict | None, fill_mbps: float, fill_at_s: float, read
     traces.fitted_rates), not a fit of windows that saw one level. ``levels`` keeps every instant's reading,
     ``fill`` the fill's own figures, ``slow_sd`` S."""
     fill_level = (fill or {}).get("p50_mbps") or fill_mbps
-    s_f2 = (math.log(fill["p90_mbps"] / fill["p10_mbps"]) / (2 * Z90)) ** 2 if fill and fill.get("p10_mbps") else 0.0
+    s_f2 = traces.log_sd(fill["p10_mbps"], fill["p90_mbps"]) ** 2 if fill and fill.get("p10_mbps") else 0.0
     logs = [math.log(fill_level)] + [math.log(r) for _, r, _ in readings]
     x = [v - logs[0] for v in logs[1:]]
     slow2 = max(0.0, (sum(v * v for v in x) / len(x) - s_f2) / 2) if x else 0.0
