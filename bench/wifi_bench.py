@@ -65,7 +65,8 @@ def main() -> None:
                   f"{sim_s / r['end_to_end_best_s']:.0f}), "
                   f"{r['us_per_txop']:6.2f} µs per TXOP, {r['ns_per_packet']:6.0f} ns per packet "
                   f"({txops} TXOPs, {r['packets']} packets, {r['total_goodput_mbps']:.1f} Mbit/s)")
-    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    for path in (a.out, a.json):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(a.json, "w") as f:
         json.dump({"machine": platform.node(), "cpus": os.cpu_count(), "load": os.getloadavg(), "rows": rows}, f, indent=1)
     with open(a.out, "w") as f:

@@ -14,5 +14,10 @@ trap 'rm -rf python/bloatlab/bin' EXIT
 install -m 0755 target/release/bloatlab-probe target/release/bloatlab-emu python/bloatlab/bin/
 # -i: the interpreter maturin develop built with (setup.sh), so pyo3's build script sees the same PYO3_PYTHON and the
 # native module is not compiled again (without it maturin found pyenv's python3.11: 27-63 s of test_wheel's fixture)
-.venv/bin/maturin build --release --quiet -i "$PWD/.venv/bin/python" -o "$out" 2>&1 | grep -vE '^(🍹|🐍|🔗|📡)' || true
+# native_build_env: the target directory and flags setup.sh built the module with (its profile, scripts/pgo.sh), so
+# the wheel carries that module and it is not compiled again
+source scripts/pgo.sh
+native_build_env
+RUSTFLAGS="$NATIVE_RUSTFLAGS" .venv/bin/maturin build --release --quiet -i "$PWD/.venv/bin/python" -o "$out" \
+  --target-dir "$NATIVE_TARGET_DIR" 2>&1 | grep -vE '^(🍹|🐍|🔗|📡)' || true
 ls "$out"/bloatlab-*.whl

@@ -23,16 +23,26 @@ uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r p
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 # Say so first: the first build compiles for minutes with nothing else on the screen.
 echo "setup: Python dependencies ready in $((SECONDS - t0)) s"
-echo "setup: building bloatlab's native module (release; the first build takes 1-3 min on 2 cores, later ones seconds) ..."
-.venv/bin/maturin develop --release --quiet --uv 2>&1 | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
+# Profile-guided: an instrumented build trained on the gallery first (scripts/pgo.sh says why and how; BLOATLAB_PGO=0
+# skips it), the module then built with the profile in target/pgo-use.
+source scripts/pgo.sh
+if [ "${BLOATLAB_PGO:-1}" != 0 ]; then
+  pgo_profile || true
+else
+  rm -f "$PGO_PROFILE"
+fi
+native_build_env
+echo "setup: building bloatlab's native module (release$([ "$NATIVE_TARGET_DIR" = target ] || echo ", with the profile"); the first build takes 1-3 min on 2 cores, later ones seconds) ..."
+RUSTFLAGS="$NATIVE_RUSTFLAGS" .venv/bin/maturin develop --release --quiet --uv --target-dir "$NATIVE_TARGET_DIR" 2>&1 \
+  | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
 # bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is
 # recompiled by its source's mtime as usual).
 .venv/bin/python -m compileall -q python/bloatlab > /dev/null || true
-# Helper binaries next to the venv's python, where bloatlab._bin finds them. Their dependencies shared with the native
-# module (serde, schemars, arrow-array, ...) resolve to the same features as in maturin's build above and are not
-# compiled again (crates/py/Cargo.toml's syn and crates/schema/Cargo.toml's once_cell say why; BENCHMARKS.md, "make
-# test's time").
+# Helper binaries next to the venv's python, where bloatlab._bin finds them. Without the profile their dependencies
+# shared with the native module (serde, schemars, arrow-array, ...) resolve to the same features as in maturin's build
+# above and are not compiled again (crates/py/Cargo.toml's syn and crates/schema/Cargo.toml's once_cell say why;
+# BENCHMARKS.md, "make test's time"); with it the module's were built in target/pgo-use, under other flags.
 echo "setup: building bloatlab-probe and bloatlab-emu ($((SECONDS - t0)) s so far) ..."
 cargo build --release --quiet -p bloatlab-probe -p bloatlab-emu
 for b in bloatlab-probe bloatlab-emu; do
