@@ -12,7 +12,7 @@
 # counters (-Cprofile-generate), run a representative workload, merge the counts (llvm-profdata, rustup's
 # llvm-tools, the same LLVM as rustc), compile again with them (-Cprofile-use).
 #
-# The training (scripts/pgo_train.py, ~20 s): every gallery scenario and the --quick version of the reproductions
+# The training (scripts/pgo_train.py, 16-34 s): every ready scenario and the --quick version of the reproductions
 # but imc2019, in one process (a sweep's forked workers are killed at its end and would write no counts).
 #
 # Not maturin's own --pgo (maturin >= 1.15): it trains in a fresh virtualenv it installs every dependency into, and

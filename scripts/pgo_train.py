@@ -1,12 +1,12 @@
 """The training workload of the native module's profile-guided build (scripts/pgo.sh): what the profile learns
 which branches are hot from.
 
-Every ready scenario (the gallery's and the checkout's ``scenarios/``: FIFO, fq_codel, CAKE, policers, shapers,
-WiFi, autorate, BBR, CUBIC, Reno, DCTCP, ...) and every point of the ``--quick`` reproductions but imc2019, each saved as a sweep's worker
-saves it (the series through Arrow), all in this one process: the instrumented module writes its counts when
-the process exits normally, and a sweep's pool workers are killed at its end. The imc2019 grid is left out on
-purpose: it is the benchmark the build is judged on (BENCHMARKS.md, "The imc2019 grid"), so its figure is one the
-profile never saw. Exit status 1 where a run failed (setup then builds without the profile and says so).
+Every ready scenario (the gallery's and the checkout's ``scenarios/``: FIFO, fq_codel, CAKE, policers, shapers, WiFi,
+autorate, BBR, CUBIC, Reno, DCTCP, ...) and every point of the ``--quick`` reproductions but imc2019, each saved as a
+sweep's worker saves it (the series through Arrow), all in this one process: the instrumented module writes its
+counts when the process exits normally, and a sweep's pool workers are killed at its end. The imc2019 grid is left
+out on purpose: it is the benchmark the build is judged on (BENCHMARKS.md, "The imc2019 grid"), so its figure is one
+the profile never saw. Exit status 1 where a run failed (setup then builds without the profile and says so).
 
     LLVM_PROFILE_FILE=DIR/%m_%p.profraw PYTHONPATH=INSTRUMENTED python scripts/pgo_train.py
 """

@@ -23,8 +23,8 @@ uv pip install --quiet --compile-bytecode --python .venv/bin/python maturin -r p
 # The extension module, in release mode, installed into the venv (editable: python/ is used in place).
 # Say so first: the first build compiles for minutes with nothing else on the screen.
 echo "setup: Python dependencies ready in $((SECONDS - t0)) s"
-# Profile-guided: an instrumented build trained on the gallery first (scripts/pgo.sh says why and how; BLOATLAB_PGO=0
-# skips it), the module then built with the profile in target/pgo-use.
+# Profile-guided: an instrumented build trained on the ready scenarios first (scripts/pgo.sh says why and how;
+# BLOATLAB_PGO=0 skips it), the module then built with the profile in target/pgo-use.
 source scripts/pgo.sh
 if [ "${BLOATLAB_PGO:-1}" != 0 ]; then
   pgo_profile || true
