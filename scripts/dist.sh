@@ -18,6 +18,6 @@ install -m 0755 target/release/bloatlab-probe target/release/bloatlab-emu python
 # the wheel carries that module and it is not compiled again
 source scripts/pgo.sh
 native_build_env
-RUSTFLAGS="$NATIVE_RUSTFLAGS" .venv/bin/maturin build --release --quiet -i "$PWD/.venv/bin/python" -o "$out" \
+env "${NATIVE_ENV[@]}" .venv/bin/maturin build --release --quiet -i "$PWD/.venv/bin/python" -o "$out" \
   --target-dir "$NATIVE_TARGET_DIR" 2>&1 | grep -vE '^(🍹|🐍|🔗|📡)' || true
 ls "$out"/bloatlab-*.whl

@@ -27,15 +27,16 @@
 PGO_DIR=target/pgo
 PGO_PROFILE=$PGO_DIR/bloatlab.profdata
 
-# native_build_env: NATIVE_TARGET_DIR (maturin's --target-dir) and NATIVE_RUSTFLAGS for the native module's build:
-# the profile's where setup made one (pgo.sh profile), else target/ and the caller's RUSTFLAGS.
+# native_build_env: NATIVE_TARGET_DIR (maturin's --target-dir) and NATIVE_ENV (what `env` runs maturin with) for the
+# native module's build: the profile's where setup made one (pgo.sh profile), else target/ and the caller's
+# environment as it is (an empty RUSTFLAGS would hide a cargo config's build.rustflags)
 native_build_env() {
   if [ "${BLOATLAB_PGO:-1}" != 0 ] && [ -s "$PGO_PROFILE" ]; then
     NATIVE_TARGET_DIR=target/pgo-use
-    NATIVE_RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-use=$PWD/$PGO_PROFILE"
+    NATIVE_ENV=("RUSTFLAGS=${RUSTFLAGS:-} -Cprofile-use=$PWD/$PGO_PROFILE")
   else
     NATIVE_TARGET_DIR=target
-    NATIVE_RUSTFLAGS="${RUSTFLAGS:-}"
+    NATIVE_ENV=()
   fi
 }
 

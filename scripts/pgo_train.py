@@ -43,11 +43,8 @@ def main() -> int:
                 failed.append(f"{path}: {type(e).__name__}: {e}")
         for exp in REPRODUCTIONS:
             s = get(exp).sweep(quick=True)
-            bases = {p.name: p.base for p in s.parts}
-            jitter = {p.name: p.start_jitter for p in s.parts}
-            for p in spec.validate(s, engine="sim"):
-                payload = {"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": "sim",
-                           "start_jitter": jitter[p.part]}
+            points = spec.validate(s, engine="sim")
+            for p, payload in zip(points, sweep.point_payloads(s, points, "sim")):
                 try:
                     sweep._execute(payload).save(f"{tmp}/{p.run_id}")
                     runs += 1

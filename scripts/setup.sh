@@ -33,7 +33,7 @@ else
 fi
 native_build_env
 echo "setup: building bloatlab's native module (release$([ "$NATIVE_TARGET_DIR" = target ] || echo ", with the profile"); the first build takes 1-3 min on 2 cores, later ones seconds) ..."
-RUSTFLAGS="$NATIVE_RUSTFLAGS" .venv/bin/maturin develop --release --quiet --uv --target-dir "$NATIVE_TARGET_DIR" 2>&1 \
+env "${NATIVE_ENV[@]}" .venv/bin/maturin develop --release --quiet --uv --target-dir "$NATIVE_TARGET_DIR" 2>&1 \
   | grep -vE '^(📦|🔗|🐍|⚠️|🛠|💻|📡|✏️|🍹)' || true
 .venv/bin/python -c "import bloatlab._native" || { echo "setup: building the native module failed" >&2; exit 1; }
 # bloatlab's own modules too (the editable install imports python/ in place; a stale .pyc is

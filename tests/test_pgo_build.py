@@ -13,14 +13,10 @@ PROFILE = os.path.join(ROOT, "target", "pgo", "bloatlab.profdata")
 
 
 def _llvm_profdata() -> str | None:
-    try:
-        sysroot = subprocess.run(["rustc", "--print", "sysroot"], capture_output=True, text=True, timeout=30).stdout.strip()
-        vv = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    host = next((ln.split(": ", 1)[1] for ln in vv.splitlines() if ln.startswith("host: ")), None)
-    p = os.path.join(sysroot, "lib", "rustlib", host or "", "bin", "llvm-profdata")
-    return p if host and os.access(p, os.X_OK) else None
+    """scripts/pgo.sh's own answer: llvm-profdata of this rustc's LLVM (added with rustup where it can be)."""
+    r = subprocess.run(["bash", "-c", "source scripts/pgo.sh && _llvm_profdata"], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    return r.stdout.strip() or None
 
 
 @pytest.mark.skipif(os.environ.get("BLOATLAB_PGO") == "0", reason="BLOATLAB_PGO=0: setup built the module without a profile")

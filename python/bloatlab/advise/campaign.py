@@ -477,13 +477,19 @@ def _model(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float |
     return out
 
 
+def timing_held(runs: list[dict]) -> list[dict]:
+    """The kernel ``runs`` the emulator's timing held (not ``timing_flagged`` after their tries); all of them where
+    none held."""
+    return [r for r in runs if not r.get("timing_flagged")] or runs
+
+
 def kernel_medians(runs: list[dict], keys=("goodput_mbps", "p95_rtt_ms", "retrans_rate")) -> dict:
     """Each of ``keys``: its median over the kernel ``runs`` the emulator's timing held (over all of them where none
     held), None where no run has it. The judge's figures (:func:`_kernel`), and the offline scripts' that judge
     stored or added runs (bench/advise/)."""
     import statistics
 
-    held = [r for r in runs if not r.get("timing_flagged")] or runs
+    held = timing_held(runs)
     out = {}
     for k in keys:
         vals = [r[k] for r in held if r.get(k) is not None]
@@ -593,7 +599,7 @@ def stretch_figures(first: dict, runs: list[dict]) -> dict:
     judge's median, :func:`_kernel`) and each later stretch's run (:func:`stretch_runs`), their median (a run the
     emulator's timing flagged after its tries left out: :func:`kernel_medians`) and every stretch's it counted."""
     keys = ("goodput_mbps", "p95_rtt_ms")
-    held = [r for r in [first] + runs if not r.get("timing_flagged")] or [first] + runs
+    held = timing_held([first] + runs)
     return kernel_medians(held, keys) | {f"{k}_each": [r[k] for r in held if r.get(k) is not None] for k in keys}
 
 #: the most kernel runs a ranked candidate may take (`--rank-repeats`): 9 x 18 runs of up to 15 s is ~40 min a path

@@ -94,6 +94,14 @@ def _execute(payload: dict):
     return bloatlab.run(payload["base"], engine=payload["engine"], set=sets)
 
 
+def point_payloads(sweep: _spec.Sweep, points: list, engine: str) -> list[dict]:
+    """What :func:`_execute` runs for each of ``points`` (``spec.validate``'s, of ``sweep``): its part's base
+    scenario, its keys, its seed and its part's start jitter."""
+    parts = {p.name: p for p in sweep.parts}
+    return [{"base": parts[p.part].base, "params": p.params, "seed": p.seed, "engine": engine,
+             "start_jitter": parts[p.part].start_jitter} for p in points]
+
+
 def _execute_safe(payload: dict, stage: str | None = None, token: str | None = None):
     """("ok", (summary, series)) or ("error", message). With ``stage`` (a
     directory only this worker writes) the run's files are written there and
@@ -174,7 +182,6 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
     if executor == "dask" and not scheduler:
         raise UserError("--executor dask needs --scheduler ADDRESS (e.g. tcp://127.0.0.1:8786)")
     points = _spec.validate(sweep, engine=engine)
-    bases = {p.name: p.base for p in sweep.parts}
     t0 = time.perf_counter()
     current = _build.identity(engine)  # once, before the pool forks: its workers inherit it
     check_out(out)
@@ -200,9 +207,7 @@ def run(sweep: _spec.Sweep, out: str, engine: str | None = None, executor: str =
             # this order, so the last ones running are small and no worker idles long while another finishes a
             # heavy one (a grid in its own order ends on its heaviest). The store's order is the sweep's either way.
             todo = sorted(todo, key=lambda p: (-p.work, p.order))
-        jit = {p.name: p.start_jitter for p in sweep.parts}
-        payloads = [{"base": bases[p.part], "params": p.params, "seed": p.seed, "engine": engine,
-                     "start_jitter": jit[p.part]} for p in todo]
+        payloads = point_payloads(sweep, todo, engine)
         failed: list = []
         flagged: list = []
         again: list = []  # emulator points to run once more (flagged timing)
