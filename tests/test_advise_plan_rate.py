@@ -150,3 +150,53 @@ def test_an_unread_port_leaves_the_fill_its_floor_in_time_and_packets_not_its_ce
     args.clear()
     M._load("h", 1, "up", 4, 5.0, None, "cubic", 0.25, floor_s=2.0, queue_only=True)
     assert "--queue-only" in args
+
+
+def test_the_probes_busy_share_counts_a_probe_that_waited_a_segment_at_the_rate_beyond_its_own_serialization():
+    from bloatlab.advise.evidence import probes_busy
+
+    import numpy as np
+
+    # 1 Mbit/s: a 1500-B segment is 12 ms; the base 20 ms, the probe's own serialization 1.5 ms both ways
+    w = {"probes": np.array([20 + 1.5 + 12.0, 20 + 1.5 + 11.9, 20 + 1.5 + 30.0, 20 + 3.1])}
+    assert probes_busy(w, 20.0, 1.5, 1.0) == {"share": 0.5, "probes": 4, "threshold_ms": 12.0}
+    # 10 Mbit/s: the segment's 1.2 ms is below the noise, which sets the threshold
+    assert probes_busy(w, 20.0, 1.5, 10.0) == {"share": 0.75, "probes": 4, "threshold_ms": 3.0}
+    assert probes_busy({"probes": np.array([])}, 20.0, 1.5, 1.0) is None
+
+
+#: campaign seed 84 path 28's upload (CAKE at 0.281 Mbit/s, 19.5 ms): the fill 0.2811 with all 190 of its window's
+#: probes waiting 42.7 ms (a segment at that rate) or more; its BBR phase (5.6 s) read 0.3403, 21 % above the truth
+CAKE_UP = dict(_ev(289.1874, 283.7083, 325.8723, 0.4583, 303.235, 0.2811),
+               probes_busy={"share": 1.0, "probes": 190, "threshold_ms": 42.6907})
+
+
+def test_a_fill_whose_probes_found_the_link_busy_needs_no_bbr_phase():
+    from bloatlab.advise import measure as M
+
+    # without the probes the phase runs: the flows' 284 ms lie below the burst floor (8 segments at 0.28 Mbit/s)
+    plain = {k: v for k, v in CAKE_UP.items() if k != "probes_busy"}
+    run, why = M.rate_phase_plan(plain, 0.2811, 4, False, None, 0.281)
+    assert run and "the burst floor 345 ms" in why
+    run, why = M.rate_phase_plan(CAKE_UP, 0.2811, 4, False, None, 0.281)
+    assert (run, why.split(":")[0]) == (False, "probes busy")
+    assert why.startswith("probes busy: 100 % of the window's 190 probes waited 42.7 ms or more")
+    # a share below BUSY_SHARE, or read from fewer than BUSY_PROBES probes (one probe is then more than 5 %)
+    assert M.BUSY_PROBES == 20
+    for pb in ({"share": 0.94, "probes": 190}, {"share": 1.0, "probes": 19}):
+        assert M.rate_phase_plan(dict(CAKE_UP, probes_busy=dict(CAKE_UP["probes_busy"], **pb)), 0.2811, 4, False,
+                                 None, 0.281)[0]
+    # none read (a WiFi hop: measure leaves it out there)
+    assert M.rate_phase_plan(dict(CAKE_UP, probes_busy=None), 0.2811, 4, False, None, 0.281)[0]
+    # below a port a packet train's spacing showed faster (a capacity that moved since, or a policer's port): the
+    # phase runs; at the port the train's own rule skips it
+    assert M.rate_phase_plan(CAKE_UP, 0.2811, 4, False, None, 0.35, port_spaced=True)[0]
+    assert not M.rate_phase_plan(CAKE_UP, 0.2811, 4, False, None, 0.3, port_spaced=True)[0]
+
+
+def test_a_fill_whose_probes_found_the_link_busy_on_a_capacity_that_moves_leaves_the_rate_to_the_bbr_phase(monkeypatch):
+    from bloatlab.advise import measure as M
+
+    monkeypatch.setattr(M, "variable_rate", lambda v: v is not None)
+    assert M.rate_phase_plan(CAKE_UP, 0.2811, 4, False, {"windows": 10, "busy_windows": 0}, 0.281)[0]
+    assert not M.rate_phase_plan(CAKE_UP, 0.2811, 4, False, None, 0.281)[0]

@@ -312,6 +312,28 @@ def _retrans(j: dict, d: str) -> tuple[float, float]:
     return float(sum(f.get("retransmits", 0) for f in fl)), float(segs)
 
 
+def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float) -> dict | None:
+    """The share of a phase's window probes (``w``, :func:`_window`) that found the bottleneck busy: their round
+    trip above the base (``base_ms``, the idle probes' with their serialization out) and their own serialization
+    both ways (``ser_ms``) by one wire segment at the phase's rate (``rate_mbps``) or more, and by the
+    measurement's noise (:data:`NOISE_MS`). A probe that waited that long behind the other traffic found the link
+    sending something else from its arrival to its turn, whatever serves the queue: a FIFO, an AQM, per-flow
+    queues, a port in front of a policer (where a busy port offers more than the policed rate, which then
+    passes exactly that). A probe sent while one segment was on the wire and nothing waited shows less and
+    counts as idle: the share is a lower bound of the time the link was busy. Probes are sent evenly, 10 ms
+    apart, and sample the time as it passes (Wolff's PASTA holds for arrivals the queue does not time; these are
+    paced by the client's clock, not the flows'). None where no probe came back in the window.
+
+    The reverse direction queues only the phase's ACKs (and the probes' replies), ~2 % of its bytes (a 66-B ACK
+    every two segments) on a link at least 0.05x as fast: below 45 % utilisation, where the time one queued ACK
+    takes there is less than a segment here, so it alone never counts a probe busy."""
+    q = np.asarray(w["probes"], float) - base_ms - max(ser_ms, 0.0)
+    if not q.size or rate_mbps <= 0:
+        return None
+    threshold = float(max(WIRE_SEGMENT * 8 / (rate_mbps * 1e6) * 1e3, NOISE_MS))
+    return {"share": float(np.mean(q >= threshold)), "probes": int(q.size), "threshold_ms": threshold}
+
+
 def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> dict:
     """The figures the limiter is read from, of one loaded phase (its JSON
     ``j`` and its window ``w``): the probes' and the flows' queueing above

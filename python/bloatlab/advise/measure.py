@@ -18,7 +18,8 @@ Phases (each a run of the probe binary, its JSON read back):
       collapses behind a policer (its long-term sampling finds the policed
       rate) — the rate like a speed test's, the larger of the two phases';
       left out where the fill already read the link's rate (:func:`rate_phase_plan`: a backlog stood through
-      its window, or it kept the port's rate busy), the reason in the direction's ``rate_phase``.
+      its window, it kept the port's rate busy, or its probes found the link busy), the reason in the
+      direction's ``rate_phase``.
    Each phase lasts a number of RTTs (:func:`_phase_secs`: a long path needs
    longer to fill; :func:`bbr_phase_secs`: BBR's ramp) and is read over its
    second half, after every ramp. Each phase's wall time is in the report's
@@ -51,8 +52,8 @@ from .plan import (
     fill_floor_s, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
-    ACKED_EDGE, _evidence, _variation_fields, _window, busy_rate, first_losses, queued_bytes_p95, rate_variation, timed_out,
-    variable_rate, window_drops, window_dropped
+    ACKED_EDGE, _evidence, _variation_fields, _window, busy_rate, first_losses, probes_busy, queued_bytes_p95, rate_variation,
+    timed_out, variable_rate, window_drops, window_dropped
 )
 from .classify import (
     UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
@@ -224,6 +225,10 @@ class Measurement:
 #: windows alone read as a busy link
 BUSY_SHARE = 0.95
 
+#: the fewest window probes the *probes busy* rule (:func:`rate_phase_plan`) reads a share from: one probe is then
+#: the 5 % a busy share may leave out, 1 / (1 - :data:`BUSY_SHARE`) = 20
+BUSY_PROBES = round(1 / (1 - BUSY_SHARE))
+
 
 def busy_at_port(vfill: dict | None, port_mbps: float | None, rate_mbps: float) -> bool:
     """The fill's bottleneck busy (its flows' queue standing) in :data:`BUSY_SHARE` of its variation windows
@@ -345,7 +350,20 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
       (the large probes' serialization less the down port's share): every per-byte cost on their way (the
       hosts' copies, an emulator's) adds to that time, so it is a lower bound of the port, which cannot show
       that the fill reached it (campaign seed 50 path 0: 98.3 read for a 140-Mbit/s CAKE, the fill 110);
-    - *busy*: :data:`BUSY_SHARE` (the fill's variation windows busy at the port's rate)."""
+    - *busy*: :data:`BUSY_SHARE` (the fill's variation windows busy at the port's rate);
+    - *probes busy*: :data:`BUSY_SHARE` of the window's probes or more waited a segment at the fill's rate behind
+      the other traffic (``ev["probes_busy"]``, :func:`evidence.probes_busy`: the time the link was busy, a lower
+      bound, which needs no port's rate), over at least :data:`BUSY_PROBES` of them, on a capacity the fill's windows
+      show fixed (``vfill``, :func:`evidence.variable_rate`: the phase that follows would read another level of a
+      moving one), not below a port a packet train's spacing showed faster (``port_spaced``: a capacity that moved
+      since the train, or a policer's port; seed 90 path 23, an LTE-like capacity: the fill 5.0 Mbit/s with its
+      probes busy, the BBR phase 18.6) and without a WiFi hop (the caller: there a probe also waits for other
+      stations' airtime, which is not this link busy). A link idle no more than 5 % of the time delivered its
+      capacity within 5 %, whatever limits it: at a slow port the burst floor (8 segments of 4 flows, 0.49 s at
+      0.2 Mbit/s) lies above any queue a few-packet FIFO or an AQM holds, so neither backlog rule can tell this. Over
+      the 338 recorded measurements of campaign seeds 80-97 replayed (``measure --replay``) it leaves out 15 BBR
+      phases, all up at 0.17-1.6 Mbit/s (5.3-8.6 s each), and moves two rates: a 0.28-Mbit/s CAKE whose BBR phase
+      read 21 % high (now 0.0 %), a 1.87-Mbit/s FIFO +0.2 → -4.2 %; no limiter or buffer (docs/advise.md)."""
     floor = burst_floor_ms(rate_mbps, flows)
     if lossy:
         return False, "the fill ran BBR (a lossy path): its rate is BBR's"
@@ -366,6 +384,12 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
     if busy_at_port(vfill, port_mbps, rate_mbps):
         return False, (f"busy: the bottleneck busy in {vfill['busy_windows']} of {vfill['windows']} windows at the "
                        f"port's {port_mbps:.4g} Mbit/s: the link's rate")
+    pb = ev.get("probes_busy")
+    faster = port_spaced and port_mbps is not None and port_mbps > TRAIN_PORT_MARGIN * rate_mbps
+    if pb and pb["probes"] >= BUSY_PROBES and pb["share"] >= BUSY_SHARE and not variable_rate(vfill) and not faster:
+        return False, (f"probes busy: {pb['share'] * 100:.0f} % of the window's {pb['probes']} probes waited "
+                       f"{pb['threshold_ms']:.3g} ms or more behind the other traffic (a segment at the fill's rate, "
+                       f"at least the noise): the link was busy that share of the time, the fill's rate is its rate")
     if own:
         seen = f"a port of {port_mbps:.4g} Mbit/s" if port_mbps is not None else "no port's rate"
         return True, (f"flow isolation at the median ({q50:.3g} ms), but the idle path showed {seen} beside the "
@@ -592,7 +616,7 @@ def policer_keeps_the_flows_rate(x: dict) -> None:
 
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
                idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
-               reverse_mbps: float | None = None) -> dict:
+               reverse_mbps: float | None = None, probe_ser_ms: float = 0.0, wifi: bool = False) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -602,7 +626,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     4 BBR flows 19.1). The rate is the larger of the two. ``after_ms``: the
     queue (ms) a phase before left on the path (:func:`gap_s`); ``port_mbps``:
     the port's rate the idle path showed (:func:`_ports`), with which a fill
-    that kept it busy needs no BBR phase (:func:`rate_phase_plan`)."""
+    that kept it busy needs no BBR phase (:func:`rate_phase_plan`), as does one whose probes found the link busy
+    (:func:`evidence.probes_busy`: ``probe_ser_ms`` their own serialization both ways, the base's; not where the idle
+    path showed a WiFi hop, ``wifi``)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     # the saturation end (fill_floor_s, and not before the flows delivered FILL_FLOOR_PACKETS, the load's own
@@ -635,6 +661,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                         f"beside {flows} flows (a queue of a few packets at a slow port), or UDP is dropped under load; "
                         f"the loaded RTT cannot be read")
     ev = _evidence(j, w, d, base_p50, idle_loss)
+    ev["probes_busy"] = None if wifi else probes_busy(w, base_p50, probe_ser_ms, w["rate_mbps"])
     fill = ev
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
@@ -1692,7 +1719,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d], ports["up" if d == "down" else "down"])
+                                   ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi)
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
         lap_at[0] += sum(x["phases_s"].values())

@@ -522,7 +522,9 @@ def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
     if x.get("buffer_from") == "slow_start":
         # a slow start's overflow (measure._deep_fill) where the fill left a lower bound: the train, a packet's
         # resolution, where it lies between that bound and the overflow's queue (within the flows' resolution)
-        held = (x.get("deep_fill") or {}).get("fill_bound_bytes", 0) <= q <= x["buffer_bytes"] + res
+        # (where the reading since lost its figure, a stale "slow_start" holds nothing)
+        held = (x.get("buffer_bytes") is not None
+                and (x.get("deep_fill") or {}).get("fill_bound_bytes", 0) <= q <= x["buffer_bytes"] + res)
     elif bound == "upper":
         held = q <= (x.get("buffer_bytes_max") or 0)
     elif bound == "lower":
