@@ -1064,3 +1064,8 @@ def test_a_fifo_the_flows_could_not_read_in_bytes_takes_its_trains_depth():
         x = fifo(buffer_bytes=over, buffer_from="slow_start", deep_fill={"fill_bound_bytes": low})
         m_trains._fifo_depth_from_trains(x, 3.07)
         assert (x["buffer_bytes"], x["buffer_from"]) == ((depth, "train") if took else (over, "slow_start")), (over, low)
+    # a slow start's reading whose figure a later step took away (a policer or an AQM read since, then a FIFO
+    # again, as an offline re-reading does: bench/advise/phase_value.py): nothing to hold the train to, kept as is
+    x = fifo(buffer_bytes=None, buffer_from="slow_start", deep_fill={"fill_bound_bytes": 3000})
+    m_trains._fifo_depth_from_trains(x, 3.07)
+    assert (x["buffer_bytes"], x["buffer_from"]) == (None, "slow_start")
