@@ -321,12 +321,14 @@ def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float) -> dic
     queues, a port in front of a policer (where a busy port offers more than the policed rate, which then
     passes exactly that). A probe sent while one segment was on the wire and nothing waited shows less and
     counts as idle: the share is a lower bound of the time the link was busy. Probes are sent evenly, 10 ms
-    apart, and sample the time as it passes (Wolff's PASTA holds for arrivals the queue does not time; these are
-    paced by the client's clock, not the flows'). None where no probe came back in the window.
+    apart by the client's clock, and sample the time as it passes where nothing in the queue's ups and downs
+    keeps step with that period (Poisson arrivals see time averages whatever the queue does, Wolff's PASTA; even
+    ones need that). None where no probe came back in the window.
 
     The reverse direction queues only the phase's ACKs (and the probes' replies), ~2 % of its bytes (a 66-B ACK
-    every two segments) on a link at least 0.05x as fast: below 45 % utilisation, where the time one queued ACK
-    takes there is less than a segment here, so it alone never counts a probe busy."""
+    every two segments), on a link at least 1/20 as fast (ADSL's and cable's asymmetry): below 45 % utilisation,
+    where the time one queued ACK takes there is less than a segment here, so it alone never counts a probe busy.
+    Other traffic on that link can (a neighbour's upload): the measurement assumes the path is its own."""
     q = np.asarray(w["probes"], float) - base_ms - max(ser_ms, 0.0)
     if not q.size or rate_mbps <= 0:
         return None
