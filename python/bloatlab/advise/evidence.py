@@ -329,7 +329,7 @@ def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float) -> dic
     every two segments), on a link at least 1/20 as fast (ADSL's and cable's asymmetry): below 45 % utilisation,
     where the time one queued ACK takes there is less than a segment here, so it alone never counts a probe busy.
     Other traffic on that link can (a neighbour's upload): the measurement assumes the path is its own."""
-    q = np.asarray(w["probes"], float) - base_ms - max(ser_ms, 0.0)
+    q = np.asarray(w["probes"], float) - base_ms - ser_ms  # (physics.serialization_ms is never negative)
     if not q.size or rate_mbps <= 0:
         return None
     threshold = float(max(WIRE_SEGMENT * 8 / (rate_mbps * 1e6) * 1e3, NOISE_MS))
