@@ -1069,3 +1069,77 @@ def test_a_fifo_the_flows_could_not_read_in_bytes_takes_its_trains_depth():
     x = fifo(buffer_bytes=None, buffer_from="slow_start", deep_fill={"fill_bound_bytes": 3000})
     m_trains._fifo_depth_from_trains(x, 3.07)
     assert (x["buffer_bytes"], x["buffer_from"]) == (None, "slow_start")
+
+
+def _delay_train(n_full: float, head_max: float | None = None, tail_mbps: float = 185.0, sent: int = 200, cut: int = 30):
+    """A back-to-back train through a FIFO on a 186-Mbit/s port: its head's delays grow to ``head_max`` packet times
+    (default: the full FIFO's), its tail's lie around ``n_full`` packet times (+-0.05), every third tail packet lost."""
+    pkt_ms = 1500 * 8 / 186e3
+    head_max = n_full if head_max is None else head_max
+    d = [round(head_max * pkt_ms * k / (cut - 1), 6) for k in range(cut)]
+    lost = [cut] + [k for k in range(cut + 1, sent) if k % 3 == 0]
+    d += [None]
+    d += [None if k in lost else round((n_full + 0.05 * ((k % 5) - 2) / 2) * pkt_ms, 6) for k in range(cut + 1, sent)]
+    return {"sent": sent, "first_loss": cut, "head_packets": cut, "head_bytes": cut * 1500, "leading_mbps": 186.0,
+            "head_send_mbps": 195.0, "tail_arrival_mbps": tail_mbps, "tail_packets": sent - len(lost),
+            "lost_seq": lost, "lost": len(lost), "wire_bytes": 1500, "pace_mbps": None, "delay_ms": d}
+
+
+def test_a_full_fifos_tail_delays_give_its_whole_packets():
+    # admitted into the room a departure left: N - 1 packets before it and the rest of the one on the wire, (N-1, N]
+    assert m_trains.port_fifo_by_delay(_delay_train(1.7), 95.0)[0] == 2 * 1500
+    assert m_trains.port_fifo_by_delay(_delay_train(2.76), 95.0)[0] == 3 * 1500
+    b, why = m_trains.port_fifo_by_delay(_delay_train(3.9), 34.6)
+    assert b == 4 * 1500 and "4 whole packet(s)" in why
+
+
+def test_a_fifo_not_full_at_the_first_loss_or_cut_after_it_or_a_paced_train_reads_nothing():
+    # the head's delays a packet and more below the tail's: the FIFO was still filling when the train lost its first
+    b, why = m_trains.port_fifo_by_delay(_delay_train(3.0, head_max=1.5), 95.0)
+    assert b is None and "not full at the first loss" in why
+    # the tail at the policed rate: a bucket run dry cut it, after the FIFO
+    b, why = m_trains.port_fifo_by_delay(_delay_train(2.0, tail_mbps=95.0), 95.0)
+    assert b is None and "stood after the FIFO" in why
+    # a port no faster than the policed rate
+    assert m_trains.port_fifo_by_delay(_delay_train(2.0), 180.0)[0] is None
+    assert m_trains.port_fifo_by_delay({**_delay_train(2.0), "pace_mbps": 100.0}, 95.0)[0] is None
+    assert m_trains.port_fifo_by_delay({**_delay_train(2.0), "delay_ms": None}, 95.0)[0] is None
+    assert m_trains.port_fifo_by_delay(None, 95.0)[0] is None
+
+
+def test_a_policers_port_fifo_the_delays_read_goes_to_the_twin_with_the_ports_rate():
+    x = {"limiter": "policer", "rate_mbps": 95.0, "port_mbps": None, "port_buffer_bytes": None,
+         "wifi_train": _delay_train(2.76), "train": None}
+    m_trains.port_fifo_from_delays(x)
+    assert x["port_buffer_bytes"] == 4500 and x["port_mbps"] == 186.0
+    assert "full FIFO" in x["train_evidence"][-1]
+    # a FIFO another train read, or a reading that is not a policer, is left alone
+    y = dict(x, port_buffer_bytes=9000, port_mbps=None, train_evidence=[])
+    m_trains.port_fifo_from_delays(y)
+    assert y["port_buffer_bytes"] == 9000 and y["port_mbps"] is None
+    z = dict(x, limiter="fifo", port_buffer_bytes=None, port_mbps=None)
+    m_trains.port_fifo_from_delays(z)
+    assert z["port_buffer_bytes"] is None
+
+
+def test_a_train_the_server_paced_near_the_port_reads_the_port_from_a_full_fifo_and_paces_the_next_below_it(monkeypatch):
+    # the server sent the head at 195 Mbit/s, the port drained it at 186: "sender limited", no port told from the
+    # spacing; its delays show the FIFO full (two whole packets), so the head queued and left at the port's pace
+    t1 = {**_delay_train(1.7), "sender_limited": True, "notes": []}
+    d = {"rate_mbps": 95.0, "limiter": "policer"}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: t1)
+    paces = []
+
+    def paced_train(host, port, secret, count, pace):
+        paces.append(round(pace, 2))
+        return paced(count, 1500, pace, 95.0, 900_000)
+
+    monkeypatch.setattr(m, "_paced_train", paced_train)
+    monkeypatch.setattr(m, "_sleep", lambda s: None)
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert d["port_mbps"] == 186.0 and paces and paces[0] == round(m.PACE_SHARE * 186.0, 2)
+    # the paced train's bucket stands; the FIFO is the delays' two packets, not the head's bytes less the drain
+    assert abs(d["bucket_bytes"] - 900_000) / 900_000 < 0.02
+    assert d["port_buffer_bytes"] == 3000 and d.get("port_buffer_min_bytes") is None
+    ev = " | ".join(d["train_evidence"])
+    assert "met a full FIFO" in ev and "cut by the port's FIFO, not the policer" in ev

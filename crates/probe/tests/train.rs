@@ -32,6 +32,12 @@ fn a_train_arrives_whole_on_loopback_with_its_figures() {
     for k in ["first_loss", "lost", "lost_seq", "head_bytes", "tail_mbps", "bucket_bytes", "sender_limited", "notes", "timestamps"] {
         assert!(t.get(k).is_some(), "no {k} in {t}");
     }
+    // each packet's one-way delay beyond the least (null: lost): one per packet sent, the least of them 0
+    let d: Vec<Option<f64>> = t["delay_ms"].as_array().expect("delay_ms").iter().map(|v| v.as_f64()).collect();
+    assert_eq!(d.len(), 200);
+    let got: Vec<f64> = d.iter().flatten().copied().collect();
+    assert_eq!(got.len() as u64, received.min(200), "{t}");
+    assert!(got.iter().all(|&v| v >= 0.0) && got.iter().any(|&v| v == 0.0), "{t}");
     // the human text
     let o = run(&["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "50"]);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -65,7 +65,7 @@ from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_st
 from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
-    policed_tail_count, policer_figures,
+    policed_tail_count, policer_figures, port_fifo_from_delays,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
     train_cannot_tell, untrained_aqm, up_first_hop
 )
@@ -1099,6 +1099,10 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
         return
     p, b, why = policer_figures(t, d["rate_mbps"])
     d.update(train=t, port_mbps=p, bucket_bytes=b, train_note="; ".join(why) or None, train_evidence=[_train1_said(t, p)])
+    # a FIFO in front of the policer that a train kept full, from its one-way delays; the port with it where the
+    # server's pace hid it: the paced train then goes below that port
+    port_fifo_from_delays(d)
+    p = d["port_mbps"]
     if p is not None and d.get("limiter_alternatives"):
         # the head came faster than the rate: the port is faster than what holds the flows to it, so that is no
         # queue at the port's rate (an AQM dequeues at its own: sch_cake's shaper paces without a bucket) but a
@@ -1218,7 +1222,11 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     if b2 - b1 > res + w:
         d["bucket_bytes"] = int(max(b2, 1500))
         q = port_fifo(t1)
-        if q is not None and lone_first_loss(t1):
+        if d.get("port_buffer_bytes") is not None:
+            # the trains' delays read the FIFO full (trains.port_fifo_by_delay): its whole packets stand
+            d["train_evidence"].append(f"train 1's head was cut by the port's FIFO, not the policer (its {b1 / 1e3:.3g} "
+                                       f"KB < the paced {b2 / 1e3:.3g} KB)")
+        elif q is not None and lone_first_loss(t1):
             # the head passed the port's FIFO whole: at least that (as where both trains read alike, below)
             d["port_buffer_min_bytes"] = int(q)
             d["train_evidence"].append(f"train 1's first loss, packet {t1['first_loss']}, was a lone one (the "
@@ -1233,7 +1241,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     elif b1 - b2 > res + w:
         d["train_evidence"].append(f"the paced train read less than the first ({b2 / 1e3:.3g} < {b1 / 1e3:.3g} KB): "
                                    f"its bucket was not full; the first train's is kept")
-    else:
+    elif d.get("port_buffer_bytes") is None:
         q = port_fifo(t1)
         d["port_buffer_min_bytes"] = int(q) if q else None
         d["train_evidence"].append(f"both trains read the bucket alike ({b1 / 1e3:.3g}, {b2 / 1e3:.3g} KB): the policer cut "
@@ -1766,6 +1774,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
     isolation_after(report, say)
+    # a policer's port FIFO a train's one-way delays read full
+    port_fifo_from_delays(report["down"])
     # a policer's bucket no train read: the least under which the model carries the fill at its measured rate
     bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
     # ... and its port's FIFO no train read, where the model carries the fill far beyond what it got

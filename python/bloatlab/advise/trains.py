@@ -484,6 +484,84 @@ def lone_first_loss(train: dict) -> bool:
     return sum(1 for k in range(h, h + OVERFLOW_WINDOW) if k in lost) < OVERFLOW_WINDOW * (1 - p / max(u, p)) / 2
 
 
+def port_fifo_by_delay(train: dict | None, rate_mbps: float) -> tuple[int | None, str]:
+    """The whole packets N of a FIFO in front of a policer of ``rate_mbps``,
+    read from a back-to-back train's one-way delays (``delay_ms``: each
+    packet's beyond the train's least, the hosts' clock offset cancelled;
+    bloatlab-probe's `udp train --json`), as (bytes N x W, why) or (None, why
+    not).
+
+    A FIFO the train keeps full admits a packet only into the room a
+    departure left: it waits for the N - 1 whole packets queued before it and
+    the rest of the one on the wire (up to a packet), so its delay beyond the
+    train's first packet, which found the port idle, lies in (N - 1, N]
+    packet times at the port's rate P: N is the ceiling of the tail's median
+    delay over W/P. Taken where the FIFO was full at the first loss and after
+    it: the head's largest delay within one packet time of the tail's median
+    (a FIFO still filling when the bucket ran dry shows less in the head),
+    the tail (at least :data:`TAIL_RATE_PACKETS` packets) arriving at the
+    port's pace (within :data:`RATE_ERROR`; a bucket run dry passes its rate
+    C, below P / :data:`TRAIN_PORT_MARGIN`) and not a lone first loss. P is
+    the head's arrival rate: a head that queued left the port at its pace,
+    whatever pace the server sent it at. Where the server sends hardly faster
+    than the port (U within 5-20 % of P here) the head's bytes less what P
+    drained (:func:`port_fifo`) rest on the difference of two nearly equal
+    rates and miss by a packet or more (campaign seed 83 path 53, a 4.1-KB
+    FIFO of two whole packets on a 186-Mbit/s port: 1.6 KB), where a FIFO of
+    a few packets moves the flows by whole packets (its twin's one CUBIC flow
+    3.4, 6.6 and 23 Mbit/s at one, two and four packets). Emulated
+    (2026-11-30: 95- and 35-Mbit/s policers on 186- and 190-Mbit/s ports,
+    FIFOs of 3000-10500 B): the tails' median read 1.67-1.85, 2.76-2.81,
+    3.69-3.87, 4.71-4.88 and 6.88 packet times for FIFOs of 2, 3, 4, 5 and 7
+    whole packets."""
+    if not train or not train.get("delay_ms") or train.get("pace_mbps") or train.get("first_loss") is None:
+        return None, "no back-to-back train with one-way delays and a loss"
+    h, p, w = train["first_loss"], train.get("leading_mbps"), train.get("wire_bytes", WIRE_SEGMENT)
+    d = train["delay_ms"]
+    head = [v for v in d[:h] if v is not None]
+    tail = [v for v in d[h + 1:] if v is not None]
+    if not p or len(head) < 2 or len(tail) < TAIL_RATE_PACKETS:
+        return None, f"a head of {len(head)} and a tail of {len(tail)} packets: too few to read a FIFO's delay from"
+    if p < TRAIN_PORT_MARGIN * rate_mbps:
+        return None, f"the head arrived at {p:.4g} Mbit/s, no faster than the policed rate: no port to read"
+    arrived = train.get("tail_arrival_mbps")
+    if not arrived or arrived * (1 + RATE_ERROR) < p:
+        return None, (f"the tail arrived at {arrived or 0:.4g} Mbit/s, below the port's {p:.4g}: what cut it stood "
+                      f"after the FIFO")
+    if lone_first_loss(train):
+        return None, "a lone first loss: a random loss, not a full FIFO"
+    pkt_ms = w * 8 / (p * 1e3)
+    full = float(np.median(tail))
+    if abs(max(head) - full) > pkt_ms:
+        return None, (f"the head's largest delay ({max(head) * 1e3:.0f} us) more than a packet time "
+                      f"({pkt_ms * 1e3:.0f} us) from the tail's ({full * 1e3:.0f} us): the FIFO was not full at the first loss")
+    n = max(math.ceil(full / pkt_ms), 1)
+    return n * w, (f"the train's tail met a full FIFO: its packets waited {full * 1e3:.0f} us at the median beyond the "
+                   f"first's ({full / pkt_ms:.2f} packet times at the port's {p:.4g} Mbit/s, as its head's last did), "
+                   f"so the FIFO holds {n} whole packet(s) ({n * w / 1e3:.3g} KB)")
+
+
+def port_fifo_from_delays(x: dict) -> None:
+    """A ``policer`` direction whose port's FIFO no train read (``port_buffer_bytes`` None) takes it from the first of
+    its back-to-back trains — the 200 packets before the loads (``wifi_train``), then the 1000 after them
+    (``train``) — whose one-way delays show it full (:func:`port_fifo_by_delay`), and the port's rate with it where
+    the server's pace hid it (``port_mbps`` None: a head that queued left the port at the port's pace). The twin's
+    default, one BDP, would pass the flows' bursts that such a FIFO drops (campaign seed 91 path 12: a 35-Mbit/s
+    policer behind a 5.4-KB FIFO, three packets, on a 190-Mbit/s port: the twin's one CUBIC flow 33.0 Mbit/s with
+    the default, 21.5 with three packets, the kernel's 21.1 on the true path)."""
+    if x.get("limiter") != "policer" or x.get("port_buffer_bytes") is not None:
+        return
+    for key in ("wifi_train", "train"):
+        t = x.get(key)
+        b, why = port_fifo_by_delay(t, x["rate_mbps"])
+        if b is not None:
+            x["port_buffer_bytes"] = int(b)
+            if x.get("port_mbps") is None:
+                x["port_mbps"] = t["leading_mbps"]
+            x.setdefault("train_evidence", []).append(f"the {t.get('sent')}-packet train: {why}")
+            return
+
+
 def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
     """A ``fifo`` direction's buffer in bytes from a back-to-back train the
     FIFO cut (:func:`fifo_overflow_depth`; the port's train first, then the

@@ -111,6 +111,20 @@ fn print_train(a: &UdpTrainArgs, addr: SocketAddr, r: &train::TrainRun) -> R {
             }
             o.insert("tx_ms".into(), json!(tx));
         }
+        // each packet's one-way delay beyond the least of the train's, ms to the µs (null: lost): the queue it met
+        // on the way, the two hosts' clock offset cancelled (it does not move over a train of milliseconds). The
+        // packets a full FIFO admitted met its depth less their own (advise/trains.py, port_fifo_by_delay)
+        if r.arrivals.iter().any(|x| x.tx_ns != 0) {
+            let owd = |x: &train::Arrival| x.rx_ns as i128 - x.tx_ns as i128;
+            let least = r.arrivals.iter().map(owd).min().unwrap_or(0);
+            let mut d: Vec<Option<f64>> = vec![None; a.count as usize];
+            for x in &r.arrivals {
+                if let Some(v) = d.get_mut(x.seq as usize) {
+                    *v = Some(((owd(x) - least) as f64 / 1e3).round() / 1e3);
+                }
+            }
+            o.insert("delay_ms".into(), json!(d));
+        }
         o.insert("local_drops".into(), json!(r.local_drops));
         o.insert("duplicates".into(), json!(r.duplicates));
         o.insert("foreign".into(), json!(r.foreign));
