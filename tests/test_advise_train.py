@@ -1137,7 +1137,7 @@ def test_a_train_the_server_paced_near_the_port_reads_the_port_from_a_full_fifo_
     monkeypatch.setattr(m, "_paced_train", paced_train)
     monkeypatch.setattr(m, "_sleep", lambda s: None)
     m._policer_train("h", 5301, None, d, lambda s: None)
-    assert d["port_mbps"] == 186.0 and paces and paces[0] == round(m.PACE_SHARE * 186.0, 2)
+    assert d["port_mbps"] == 186.0 and paces and paces[0] == round(m.PACE_SHARE * 186.0, 2) and d["train_note"] is None
     # the paced train's bucket stands; the FIFO is the delays' two packets, not the head's bytes less the drain
     assert abs(d["bucket_bytes"] - 900_000) / 900_000 < 0.02
     assert d["port_buffer_bytes"] == 3000 and d.get("port_buffer_min_bytes") is None

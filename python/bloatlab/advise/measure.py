@@ -1102,6 +1102,9 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
     # a FIFO in front of the policer that a train kept full, from its one-way delays; the port with it where the
     # server's pace hid it: the paced train then goes below that port
     port_fifo_from_delays(d)
+    if p is None and d["port_mbps"] is not None:
+        # the delays told the port the head's spacing did not: the note no longer says it is unknown
+        d["train_note"] = "; ".join(w for w in why if not w.startswith("port:")) or None
     p = d["port_mbps"]
     if p is not None and d.get("limiter_alternatives"):
         # the head came faster than the rate: the port is faster than what holds the flows to it, so that is no
