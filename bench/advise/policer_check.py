@@ -29,7 +29,13 @@ os.environ.setdefault("BLOATLAB_BIN_DIR", os.path.join(ROOT, "target", "release"
 TRUTHS = {"r10shallow": (200.0, 0.1, 80.0, 60_000, 30.0),   # 20 Mbit/s, bucket 200 KB, FIFO 60 KB
           "r2deep": (20.0, 0.5, 30.0, 100_000, 40.0),       # 10 Mbit/s, bucket 37.5 KB, FIFO 100 KB
           "r1p3shallow": (50.0, 0.77, 40.0, 45_000, 25.0),  # 38.5 Mbit/s, bucket 192.5 KB, FIFO 45 KB
-          "r2lossy": (50.0, 0.5, 50.0, 40_000, 30.0, 0.005)}  # 25 Mbit/s, bucket 156 KB, FIFO 40 KB, 0.5 % loss
+          "r2lossy": (50.0, 0.5, 50.0, 40_000, 30.0, 0.005),  # 25 Mbit/s, bucket 156 KB, FIFO 40 KB, 0.5 % loss
+          # a port the server's train hardly outpaces (trains.port_fifo_by_delay): FIFOs of a few whole packets, the
+          # campaign's seed 91 path 12 and seed 83 path 53 rebuilt, one at 400 Mbit/s, and a deep one the delays read
+          "p91_12": (189.9, 0.182, 96.6, 5386, 4.1),          # 34.6 Mbit/s, bucket 418 KB, FIFO 3 packets
+          "p83_53": (185.6, 0.512, 78.0, 4143, 6.5),          # 95.1 Mbit/s, bucket 927 KB, FIFO 2 packets
+          "r3tiny": (400.0, 0.3, 20.0, 4500, 10.0),           # 120 Mbit/s, bucket 300 KB, FIFO 3 packets
+          "r2deep51": (185.6, 0.512, 78.0, 77_000, 6.5)}      # 95.1 Mbit/s, bucket 927 KB, FIFO 51 packets
 
 
 def truth(name: str) -> dict:
