@@ -520,8 +520,8 @@ def port_fifo_by_delay(train: dict | None, rate_mbps: float) -> tuple[int | None
     policers on 186-, 190- and 400-Mbit/s ports, FIFOs of 2-7 and 51 whole
     packets): the medians of the trains whose tails arrived at the port's pace
     lay 0.01-0.46 packet times below N; 23 trains on 21 paths, all read right
-    (the ceiling of the median, the bound alone, would have put two within
-    0.04 of a packet too many)."""
+    (the ceiling of the median, the bound alone, read them too, but two of
+    them within 0.04 of a packet time of one packet more)."""
     if not train or not train.get("delay_ms") or train.get("pace_mbps") or train.get("first_loss") is None:
         return None, "no back-to-back train with one-way delays and a loss"
     h, p, w = train["first_loss"], train.get("leading_mbps"), train.get("wire_bytes", WIRE_SEGMENT)

@@ -1,0 +1,74 @@
+"""Stored campaign paths measured, advised and judged again with today's code (issue 30): for each CAMPAIGN_DIR:INDEX
+given, the true path its ``campaign.json`` record holds runs through campaign.run_path (`measure --quick` in the
+emulator, `advise`, the recommended configuration's kernel runs on the true path), and the new record is printed
+beside the stored one: the twin's goodput against the kernel's, the policer's port, bucket and port FIFO. The new
+records go to ``--out``/CAMPAIGN-INDEX/record.json; the stored campaign is only read. Needs root; ~1-3 min a path;
+one at a time (the emulator is real time).
+
+    .venv/bin/python bench/advise/rerun_paths.py CAMPAIGN_DIR:INDEX [...] [--out DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+# `measure` runs as `python -m bloatlab` inside the client namespace: this checkout's package, and its binaries
+os.environ["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", "")
+os.environ.setdefault("BLOATLAB_BIN_DIR", os.path.join(ROOT, "target", "release"))
+
+
+def _stored(spec: str) -> tuple[str, dict]:
+    """(a name for it, the stored record) of CAMPAIGN_DIR:INDEX."""
+    d, _, i = spec.rpartition(":")
+    if not d or not i.isdigit():
+        sys.exit(f"rerun_paths: {spec!r}: expected CAMPAIGN_DIR:INDEX")
+    with open(os.path.join(d, "campaign.json")) as f:
+        recs = [r for r in json.load(f) if r["index"] == int(i)]
+    if not recs:
+        sys.exit(f"rerun_paths: {spec!r}: no path {i} in {d}/campaign.json")
+    return f"{os.path.basename(os.path.normpath(d))}-{int(i)}", recs[0]
+
+
+def _figures(rec: dict) -> dict:
+    k, p, m = rec.get("kernel") or {}, rec.get("predicted") or {}, rec["measured"]
+    g = p.get("goodput_mbps") / k["goodput_mbps"] - 1 if p.get("goodput_mbps") and k.get("goodput_mbps") else None
+    return {"predicted_mbps": p.get("goodput_mbps"), "kernel_mbps": k.get("goodput_mbps"), "error": g,
+            "advice": [rec["advice"]["cc"], rec["advice"]["queue"]] if rec.get("advice") else None,
+            "limiter": m["limiter"], "port_mbps": m.get("port_mbps"), "bucket_bytes": m.get("bucket_bytes"),
+            "port_buffer_bytes": m.get("port_buffer_bytes")}
+
+
+def main() -> None:
+    from bloatlab.advise import campaign
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("paths", nargs="+", metavar="CAMPAIGN_DIR:INDEX")
+    ap.add_argument("--out", default="/tmp/rerun-paths")
+    ap.add_argument("--json", action="store_true", help="one JSON object a path")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("rerun_paths: the emulator needs root")
+    for spec in a.paths:
+        name, old = _stored(spec)
+        pdir = os.path.join(a.out, name)
+        new = campaign.run_path(old["truth"], pdir, quick=True, say=lambda s: None)
+        with open(os.path.join(pdir, "record.json"), "w") as f:
+            json.dump(new, f, indent=1, default=str)
+        was, now = _figures(old), _figures(new)
+        if a.json:
+            print(json.dumps({"path": name, "stored": was, "today": now}), flush=True)
+            continue
+        pct = lambda x: f"{x * 100:+.1f} %" if x is not None else "-"
+        print(f"{name}: twin {now['predicted_mbps']:.4g} vs kernel {now['kernel_mbps']:.4g} Mbit/s ({pct(now['error'])}; "
+              f"stored {pct(was['error'])}), {'+'.join(now['advice'] or [])} (stored {'+'.join(was['advice'] or [])}), "
+              f"port {now['port_mbps']}, bucket {now['bucket_bytes']}, port FIFO {now['port_buffer_bytes']} "
+              f"(stored {was['port_mbps']}, {was['bucket_bytes']}, {was['port_buffer_bytes']})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
