@@ -1,6 +1,7 @@
 """Stored campaign paths measured, advised and judged again with today's code (issue 30): for each CAMPAIGN_DIR:INDEX
 given, the true path its ``campaign.json`` record holds runs through campaign.run_path (`measure --quick` in the
-emulator, `advise`, the recommended configuration's kernel runs on the true path), and the new record is printed
+emulator, `advise`, the recommended configuration's kernel runs on the true path, as long as the campaign's own),
+and the new record is printed
 beside the stored one: the twin's goodput against the kernel's, the policer's port, bucket and port FIFO. The new
 records go to ``--out``/CAMPAIGN-INDEX/record.json; the stored campaign is only read. Needs root; ~1-3 min a path;
 one at a time (the emulator is real time).
@@ -22,16 +23,27 @@ os.environ["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + os.enviro
 os.environ.setdefault("BLOATLAB_BIN_DIR", os.path.join(ROOT, "target", "release"))
 
 
-def _stored(spec: str) -> tuple[str, dict]:
-    """(a name for it, the stored record) of CAMPAIGN_DIR:INDEX."""
+def _bad(msg: str) -> None:
+    """A wrong CAMPAIGN_DIR:INDEX: said, exit status 2."""
+    print(f"rerun_paths: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _stored(spec: str) -> tuple[str, dict, bool]:
+    """(a name for it, the stored record, whether its campaign ran ``--quick``) of CAMPAIGN_DIR:INDEX."""
     d, _, i = spec.rpartition(":")
     if not d or not i.isdigit():
-        sys.exit(f"rerun_paths: {spec!r}: expected CAMPAIGN_DIR:INDEX")
+        _bad(f"{spec!r}: expected CAMPAIGN_DIR:INDEX")
+    if not os.path.exists(os.path.join(d, "campaign.json")):
+        _bad(f"{spec!r}: no campaign.json in {d}")
     with open(os.path.join(d, "campaign.json")) as f:
         recs = [r for r in json.load(f) if r["index"] == int(i)]
     if not recs:
-        sys.exit(f"rerun_paths: {spec!r}: no path {i} in {d}/campaign.json")
-    return f"{os.path.basename(os.path.normpath(d))}-{int(i)}", recs[0]
+        _bad(f"{spec!r}: no path {i} in {d}/campaign.json")
+    # the runs as long as the stored ones (campaign.campaign_duration): --quick's 3-5 s or 5-15 s
+    with open(os.path.join(d, "campaign-meta.json")) as f:
+        quick = bool(json.load(f).get("quick"))
+    return f"{os.path.basename(os.path.normpath(d))}-{int(i)}", recs[0], quick
 
 
 def _figures(rec: dict) -> dict:
@@ -54,9 +66,9 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("rerun_paths: the emulator needs root")
     for spec in a.paths:
-        name, old = _stored(spec)
+        name, old, quick = _stored(spec)
         pdir = os.path.join(a.out, name)
-        new = campaign.run_path(old["truth"], pdir, quick=True, say=lambda s: None)
+        new = campaign.run_path(old["truth"], pdir, quick=quick, say=lambda s: None)
         with open(os.path.join(pdir, "record.json"), "w") as f:
             json.dump(new, f, indent=1, default=str)
         was, now = _figures(old), _figures(new)

@@ -1244,7 +1244,11 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     elif b1 - b2 > res + w:
         d["train_evidence"].append(f"the paced train read less than the first ({b2 / 1e3:.3g} < {b1 / 1e3:.3g} KB): "
                                    f"its bucket was not full; the first train's is kept")
-    elif d.get("port_buffer_bytes") is None:
+    elif d.get("port_buffer_bytes") is not None:
+        # the trains' delays read the FIFO full (trains.port_fifo_by_delay): its whole packets stand
+        d["train_evidence"].append(f"both trains read the bucket alike ({b1 / 1e3:.3g}, {b2 / 1e3:.3g} KB): the policer cut "
+                                   f"both")
+    else:
         q = port_fifo(t1)
         d["port_buffer_min_bytes"] = int(q) if q else None
         d["train_evidence"].append(f"both trains read the bucket alike ({b1 / 1e3:.3g}, {b2 / 1e3:.3g} KB): the policer cut "
@@ -1777,7 +1781,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
     isolation_after(report, say)
-    # a policer's port FIFO a train's one-way delays read full
+    # a policer's port FIFO a train's one-way delays read full, for a reading that became a policer after the
+    # policer's trains (_isolation_train, _aqm_train: their own trains); _policer_train read it for the rest
     port_fifo_from_delays(report["down"])
     # a policer's bucket no train read: the least under which the model carries the fill at its measured rate
     bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
