@@ -1143,3 +1143,44 @@ def test_a_train_the_server_paced_near_the_port_reads_the_port_from_a_full_fifo_
     assert d["port_buffer_bytes"] == 3000 and d.get("port_buffer_min_bytes") is None
     ev = " | ".join(d["train_evidence"])
     assert "met a full FIFO" in ev and "cut by the port's FIFO, not the policer" in ev
+
+
+def _fifo_cut(u: float, p_true: float, p_read: float, q: float = 5450.0, w: int = 1500, sent: int = 1000) -> dict:
+    """A back-to-back train sent at ``u`` Mbit/s into a port of ``p_true`` whose ``q``-byte FIFO cut its head
+    (port_fifo's bounds: Q in [(h - 1) W (1 - P/U), h W (1 - P/U))), the port read ``p_read`` from the head's
+    spacing; the ten packets from the first loss all lost (a full FIFO's overflow)."""
+    h = math.floor(q / (w * (1 - p_true / u))) + 1
+    return {"sent": sent, "first_loss": h, "head_packets": h, "head_bytes": h * w, "head_send_mbps": u,
+            "leading_mbps": p_read, "wire_bytes": w, "lost_seq": list(range(h, h + 10)), "lost": sent - h}
+
+
+def test_the_ports_fifo_is_read_from_the_train_that_pressed_the_port_hardest(monkeypatch):
+    # a 35-Mbit/s policer with a 417-KB bucket behind a 5.45-KB FIFO on a 190-Mbit/s port (campaign seed 91 path 12's
+    # figures): the server sent the 1000-packet train at 200 Mbit/s, 1.05x the port, and its head's spacing read the
+    # port 2 % low; the 200 packets of the idle train left at 1900
+    t1 = _fifo_cut(200.0, 190.0, 186.0)
+    idle = _fifo_cut(1900.0, 190.0, 186.0, sent=200)
+    assert t1["first_loss"] == 73 and idle["first_loss"] == 5
+    # the former reads the FIFO 40 % high (1 - P/U a few hundredths, its error 0.02 x 190 / 200 over it), the latter
+    # within the half packet of its bounds
+    assert abs(m_trains.port_fifo(t1) / 5450 - 1) > 0.35
+    assert abs(m_trains.port_fifo(idle) - 5450) < 750
+    assert m_trains.pressed_hardest(t1, [idle]) is idle
+    assert m_trains.pressed_hardest(idle, [t1]) is idle
+    # none but trains that read a FIFO of the same port: no loss, a one-packet head, another port, a lone first loss
+    assert m_trains.pressed_hardest(t1, [None, {**idle, "first_loss": None}]) is t1
+    assert m_trains.pressed_hardest(t1, [{**idle, "head_packets": 1}, {**idle, "leading_mbps": 150.0}]) is t1
+    assert m_trains.pressed_hardest(t1, [{**idle, "lost_seq": [5], "sent": 200}]) is t1
+
+    d = {"rate_mbps": 35.0, "limiter": "policer", "wifi_train": idle}
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: t1)
+    monkeypatch.setattr(m, "_paced_train", lambda host, port, secret, count, pace: paced(count, 1500, pace, 35.0, 417_000))
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert abs(d["bucket_bytes"] - 417_000) / 417_000 < 0.02
+    assert d["port_buffer_bytes"] == int(m_trains.port_fifo(idle))
+    ev = " | ".join(d["train_evidence"])
+    assert "cut by the port's FIFO" in ev and "the 200-packet train's head's bytes" in ev and "sent at 1900 Mbit/s" in ev
+    # without the idle train the first train's reading stands, said as its own
+    d = {"rate_mbps": 35.0, "limiter": "policer"}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert d["port_buffer_bytes"] == int(m_trains.port_fifo(t1)) and "(its head's bytes" in " | ".join(d["train_evidence"])

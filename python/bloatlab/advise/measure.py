@@ -66,7 +66,7 @@ from .trains import (
     AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policed_tail_count, policer_figures, port_fifo_from_delays,
-    CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, single_queue_aqm,
+    CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
     train_cannot_tell, untrained_aqm, up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
@@ -1237,10 +1237,16 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                        f"loss ended its head, not the port's FIFO, which is at least {q / 1e3:.3g} KB "
                                        f"(not seen)")
         elif q is not None:
+            # read from the train that pressed the port hardest: the idle one where the server sent train 1 hardly
+            # faster than the port (trains.pressed_hardest)
+            t = pressed_hardest(t1, [d.get("wifi_train")])
+            q = port_fifo(t)
+            which = "its" if t is t1 else f"the {t.get('sent')}-packet train's"
             d["port_buffer_bytes"] = int(max(q, 1500))
             d["train_evidence"].append(f"train 1's head was cut by the port's FIFO, not the policer (its {b1 / 1e3:.3g} KB "
-                                       f"< the paced {b2 / 1e3:.3g} KB): the FIFO holds {q / 1e3:.3g} KB (its head's bytes "
-                                       f"less what the port drained while they came)")
+                                       f"< the paced {b2 / 1e3:.3g} KB): the FIFO holds {q / 1e3:.3g} KB ({which} head's "
+                                       f"bytes less what the port drained while they came, sent at "
+                                       f"{t['head_send_mbps']:.4g} Mbit/s to the port's {t['leading_mbps']:.4g})")
     elif b1 - b2 > res + w:
         d["train_evidence"].append(f"the paced train read less than the first ({b2 / 1e3:.3g} < {b1 / 1e3:.3g} KB): "
                                    f"its bucket was not full; the first train's is kept")

@@ -570,6 +570,37 @@ def port_fifo_from_delays(x: dict) -> None:
             return
 
 
+def pressed_hardest(first: dict, others: list) -> dict:
+    """Of back-to-back trains whose heads a port's FIFO cut (``first``, the one known to be cut so, and
+    ``others``: trains of the same path taken at other times, None where there is none), the one
+    :func:`port_fifo` reads best: the least ratio of the port's drain to its send rate, P/U.
+
+    The FIFO's figure ``(h - 1/2) W (1 - P/U)`` rests on the difference of two rates: an error e in P/U moves
+    it by e / (1 - P/U) of itself, ten times more at P/U = 0.9 than at 0.1. A server that sends a train hardly
+    faster than the port (the 1000-packet train behind a policer, which the server paces within 5-20 % of the
+    port on some paths) leaves 1 - P/U a few hundredths, where the 200 packets of the idle train, sent at the
+    host's line rate, leave it most of one (campaign seed 91 path 12: a 5.4-KB FIFO on a 190-Mbit/s port,
+    read 42 KB from the former). Another train's head was cut by the same FIFO where ``first``'s was: the FIFO
+    overflows after about Q / (W (1 - P/U)) packets, fewer the faster a train comes, while the bucket behind
+    it runs dry after B / (W (1 - C/P)) whatever U is (its packets reach it at P). Taken from ``others`` only
+    a train that reads a FIFO at all (a loss, a head of two packets, the port's rate within
+    :data:`RATE_ERROR` of ``first``'s, not a lone first loss) and presses the port harder."""
+    best = first
+
+    def pressure(t: dict) -> float:
+        return t["leading_mbps"] / max(t["head_send_mbps"], t["leading_mbps"])
+
+    p = first.get("leading_mbps")
+    for t in others:
+        if (not t or t.get("pace_mbps") or t.get("first_loss") is None or t.get("head_packets", 0) < 2
+                or not t.get("leading_mbps") or not t.get("head_send_mbps") or not p
+                or abs(t["leading_mbps"] / p - 1) > RATE_ERROR or lone_first_loss(t)):
+            continue
+        if port_fifo(best) is None or pressure(t) < pressure(best):
+            best = t
+    return best
+
+
 def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
     """A ``fifo`` direction's buffer in bytes from a back-to-back train the
     FIFO cut (:func:`fifo_overflow_depth`; the port's train first, then the
