@@ -1180,7 +1180,10 @@ def test_the_ports_fifo_is_read_from_the_train_that_pressed_the_port_hardest(mon
     assert d["port_buffer_bytes"] == int(m_trains.port_fifo(idle))
     ev = " | ".join(d["train_evidence"])
     assert "cut by the port's FIFO" in ev and "the 200-packet train's head's bytes" in ev and "sent at 1900 Mbit/s" in ev
-    # without the idle train the first train's reading stands, said as its own
-    d = {"rate_mbps": 35.0, "limiter": "policer"}
-    m._policer_train("h", 5301, None, d, lambda s: None)
-    assert d["port_buffer_bytes"] == int(m_trains.port_fifo(t1)) and "(its head's bytes" in " | ".join(d["train_evidence"])
+    # without the idle train the first train's reading stands, said as its own; and where the idle train's head read
+    # the bucket the paced train did (the bucket, not the FIFO, cut it: a FIFO deeper at its pressure)
+    for d in ({"rate_mbps": 35.0, "limiter": "policer"},
+              {"rate_mbps": 35.0, "limiter": "policer", "wifi_train": {**idle, "head_packets": 287, "first_loss": 287,
+                                                                        "head_bytes": 287 * 1500, "lost_seq": list(range(287, 297))}}):
+        m._policer_train("h", 5301, None, d, lambda s: None)
+        assert d["port_buffer_bytes"] == int(m_trains.port_fifo(t1)) and "(its head's bytes" in " | ".join(d["train_evidence"])

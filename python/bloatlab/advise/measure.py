@@ -1238,8 +1238,11 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                        f"(not seen)")
         elif q is not None:
             # read from the train that pressed the port hardest: the idle one where the server sent train 1 hardly
-            # faster than the port (trains.pressed_hardest)
-            t = pressed_hardest(t1, [d.get("wifi_train")])
+            # faster than the port (trains.pressed_hardest), where its head too read less than the paced bucket (the
+            # FIFO, not a bucket train 1's gap had left part empty, cut it)
+            idle = d.get("wifi_train")
+            b_idle = policer_figures(idle, rate)[1] if idle and idle.get("first_loss") is not None else None
+            t = pressed_hardest(t1, [idle] if b_idle is not None and b2 - b_idle > res + w else [])
             q = port_fifo(t)
             which = "its" if t is t1 else f"the {t.get('sent')}-packet train's"
             d["port_buffer_bytes"] = int(max(q, 1500))
