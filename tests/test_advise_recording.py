@@ -4,6 +4,7 @@ run again from the runs offline. Exact values of the recorder and the replayer; 
 
 import json
 import os
+import re
 import threading
 
 import pytest
@@ -193,7 +194,16 @@ def test_a_campaigns_recorded_path_replays_with_todays_reading():
     assert (d["limiter"], d["aqm_qdisc"], d["fifo_check"]["rule"]) == ("aqm", "codel", "bbr")
     assert d["fifo_check"]["slow_start_ms"] == pytest.approx(70.07, abs=0.01)
     assert d["rate_mbps"] == pytest.approx(136.1, abs=0.05) and m.report["base_rtt_ms"]["p50"] == pytest.approx(382.0, abs=1)
-    assert m.report["replay"]["substituted"] == [] and m.report["replay"]["unused"] == ["udp train {host} -p {port} --count 1000"]
+    assert m.report["replay"]["unused"] == ["udp train {host} -p {port} --count 1000"]
+    # the fills' flows' p95 weighted by the bytes each delivered (evidence.flows_rtt: down 5.06 ms where the plain
+    # median over the flows read 9.02) put the quiet gap before each BBR phase a few ms short of the recorded one:
+    # those runs are served for them, nothing else
+    subs = m.report["replay"]["substituted"]
+    assert len(subs) == 2 and all("-C bbr" in x for x in subs)
+    for x in subs:
+        asked, served = x.removeprefix("asked `").rstrip("`").split("`, served `")
+        idle = [int(re.search(r"--idle (\d+)ms", y).group(1)) for y in (asked, served)]
+        assert re.sub(r"--idle \d+ms", "", asked) == re.sub(r"--idle \d+ms", "", served) and 0 < idle[1] - idle[0] <= 5
 
 
 def test_a_gzipped_recording_that_is_not_gzip_is_a_clear_error(tmp_path):
