@@ -200,23 +200,24 @@ def flows_rtt(fs: dict, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: 
     kernel's got 464 on the true path (in the simulator there one flow never moved from 37.8 ms, one held 517.7
     through most of the window). DRR gives each backlogged flow the same share, so under flow isolation the
     weights are near equal and the figure the plain median's."""
-    vals, wts = [], []
+    srtt = np.asarray(fs.get("srtt_ms", []), float)
     col = delivered_column(fs, t.size)
+    inside = (t >= a) & (t <= b)
+    vals, wts = [], []
     for i in ids:
-        v = flow_srtt(np.asarray(fs.get("srtt_ms", []), float), fid, t, i, a, b, q)
+        v = flow_srtt(srtt, fid, t, i, a, b, q)
         if v is None:
             continue
-        w = 1.0
-        if col is not None:
-            k = (fid == i) & (t >= a) & (t <= b)
-            d = col[0][k]
-            w = float(d.max() - d.min()) if d.size else 0.0
+        d = col[0][(fid == i) & inside] if col is not None else None
         vals.append(v)
-        wts.append(w)
+        wts.append(1.0 if d is None else float(d.max() - d.min()) if d.size else 0.0)
     if not vals:
         return float("nan")
     v, w = np.asarray(vals), np.asarray(wts)
-    if not w.sum() > 0:
+    if w.sum() > 0:
+        # a flow that delivered nothing in the window weighs nothing (and takes no place in the interpolation)
+        v, w = v[w > 0], w[w > 0]
+    else:
         w = np.ones_like(v)
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
