@@ -27,7 +27,9 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
     exceeds the probe's p95 (29.9) by 19.5 ms, less than their ACK-wait bound at 1.06 Mbit/s (40 ms: the
     delayed-ACK timer), so the rules saw no isolation and the AQM train read CoDel; the twin's CoDel then put
     the ping behind the flows (p95 136 ms; the kernel on the true path 16.5). fq_codel's model under the same
-    load lies nearest: 11.5 / 24.4 / 52.5 / 72.4 ms against CoDel's 61.4 / 131 / 113 / 192."""
+    load lies nearest: 11.5 / 24.4 / 52.6 / 72.0 ms against CoDel's 61.4 / 131 / 95.5 / 185 (the models' flows
+    weighted by their bytes as the measurement's are, evidence.flows_rtt; the plain median gave 52.5 / 72.4 and
+    113 / 192, PIE's distance 3.02 where it is 2.93)."""
     path = Path(base_rtt_ms=2.440559221556886, down_mbps=1.1759513746274164, up_mbps=0.18189117666765153,
                 limiter="aqm", aqm_qdisc="codel")
     x = _x("codel", "fill", [2.7906124009999997, 5.240532415], 14.878013999999999, 29.86205557844311,
@@ -35,7 +37,7 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
     isolation.isolation_by_model(x, path)
     m = x["isolation_model"]
     assert m["measured"] == [12.437, 29.862, 49.375, 58.737]
-    assert m["distance"]["fq_codel"] < 1.0 < 3.0 < m["distance"]["pie"] < m["distance"]["codel"]
+    assert m["distance"]["fq_codel"] < 1.0 < 2.5 < m["distance"]["pie"] < m["distance"]["codel"]
     assert x["aqm_qdisc"] is None and x["limiter"] == "aqm"
     assert {"limiter": "aqm", "kinds": ["codel"]} in x["limiter_alternatives"]
     assert x["limiter_note"].startswith("flow isolation, read by the model")

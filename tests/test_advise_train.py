@@ -1187,3 +1187,65 @@ def test_the_ports_fifo_is_read_from_the_train_that_pressed_the_port_hardest(mon
                                                                         "head_bytes": 287 * 1500, "lost_seq": list(range(287, 297))}}):
         m._policer_train("h", 5301, None, d, lambda s: None)
         assert d["port_buffer_bytes"] == int(m_trains.port_fifo(t1)) and "(its head's bytes" in " | ".join(d["train_evidence"])
+
+
+def _idle_train(lead: float, tail: float | None, head: int, tail_packets: int, **kw) -> dict:
+    """An idle packet train's figures as bloatlab-probe reports them (crates/probe/src/train.rs)."""
+    return dict(leading_mbps=lead, tail_arrival_mbps=tail, head_packets=head, tail_packets=tail_packets,
+                wire_bytes=1500, sender_limited=False, **kw)
+
+
+def test_a_fifo_whose_idle_train_passed_at_a_faster_port_is_a_tbf_with_a_bucket_at_least_what_the_train_took():
+    """trains.bucket_before_fifo on campaign seed 101 path 8's figures: a tbf at 19.0 Mbit/s (a 229-KB bucket) on a
+    23.0-Mbit/s port; the fill read a FIFO at 18.66 Mbit/s, the idle train 51 packets at 23.056 before a random loss
+    and 144 after it at 23.048. The bucket held at least 195 x 1500 B x (1 - 18.66 / 23.056) = 55.8 KB."""
+    x = {"limiter": "fifo", "rate_mbps": 18.66, "variable": False}
+    m_trains.bucket_before_fifo(x, _idle_train(23.056, 23.048, 51, 144))
+    assert x["port_mbps"] == 23.056
+    assert x["bucket_bytes"] == int(195 * 1500 * (1 - 18.66 / 23.056)) == 55769
+    assert "at least 55.8 KB" in x["bucket_note"]
+    # a tail that slowed to the rate (the bucket ran dry at the loss): the head's bytes alone
+    x = {"limiter": "fifo", "rate_mbps": 18.66}
+    m_trains.bucket_before_fifo(x, _idle_train(23.056, 18.7, 51, 144))
+    assert x["bucket_bytes"] == int(51 * 1500 * (1 - 18.66 / 23.056))
+    # ... and a tail too short to read a rate from is left out
+    x = {"limiter": "fifo", "rate_mbps": 18.66}
+    m_trains.bucket_before_fifo(x, _idle_train(23.056, 23.0, 51, m_trains.TAIL_RATE_PACKETS - 1))
+    assert x["bucket_bytes"] == int(51 * 1500 * (1 - 18.66 / 23.056))
+    # nothing read: a port within the margin (seed 101 path 3: 333 for 307.7), a sender that could not outpace the
+    # port, a capacity that moves, a WiFi hop, another limiter, a bucket a policer's train read already
+    for x, t in [({"limiter": "fifo", "rate_mbps": 307.7}, _idle_train(333.0, None, 200, 0)),
+                 ({"limiter": "fifo", "rate_mbps": 18.66}, _idle_train(23.056, None, 200, 0) | {"sender_limited": True}),
+                 ({"limiter": "fifo", "rate_mbps": 18.66, "variable": True}, _idle_train(23.056, None, 200, 0)),
+                 ({"limiter": "fifo", "rate_mbps": 18.66, "wifi": {"phy_mbps": 26.0}}, _idle_train(23.056, None, 200, 0)),
+                 ({"limiter": "aqm", "rate_mbps": 18.66}, _idle_train(23.056, None, 200, 0)),
+                 ({"limiter": "fifo", "rate_mbps": 18.66, "bucket_bytes": 9000}, _idle_train(23.056, None, 200, 0))]:
+        before = dict(x)
+        m_trains.bucket_before_fifo(x, t)
+        assert x == before
+    m_trains.bucket_before_fifo(x, None)
+
+
+def test_a_tbfs_twin_is_its_fifo_behind_the_bucket_on_the_port_and_reads_back():
+    """Path.link_doc: a FIFO with a bucket and a faster measured port is a tbf (the shaper on the port's link,
+    the FIFO its queue); the twin file reads back to the same path; a FIFO without a bucket stays the plain FIFO
+    at the rate; the user's shaper below the rate replaces the tbf (it never fills: what the shaper lets out
+    conforms)."""
+    p = Path(base_rtt_ms=15.5, down_mbps=18.66, buffer_bytes=189095, loss=0.0195, limiter="fifo", up_mbps=8.77,
+             port_mbps=23.056, bucket_bytes=55781)
+    d = p.link_doc()
+    assert d["rate"] == "23.056Mbit" and d["qdisc"] == "fifo" and d["buffer"] == "189095B"
+    assert d["shaper"] == {"rate": "18.66Mbit", "burst": "55781B"}
+    assert "a tbf: bucket at least 55.8 KB, on a 23.1 Mbit/s port" in p.describe()
+    plain = Path(base_rtt_ms=15.5, down_mbps=18.66, buffer_bytes=189095, limiter="fifo")
+    assert plain.link_doc() == {"rate": "18.66Mbit", "loss": 0.0, "qdisc": "fifo", "buffer": "189095B"}
+    user = p.link_doc(shaper_mbps=17.7, qdisc="fq_codel")
+    assert user["rate"] == "18.66Mbit" and user["qdisc"] == "fq_codel" and user["shaper"]["rate"] == "17.7Mbit"
+
+
+def test_a_tbfs_twin_file_reads_back(tmp_path):
+    p = Path(base_rtt_ms=15.5, down_mbps=18.66, buffer_bytes=189095, loss=0.0195, limiter="fifo", up_mbps=8.77,
+             port_mbps=23.056, bucket_bytes=55781)
+    q = Path.from_twin(p.write_twin(str(tmp_path / "twin.toml")))
+    assert (q.limiter, q.down_mbps, q.port_mbps, q.bucket_bytes, q.buffer_bytes) == ("fifo", 18.66, 23.056, 55781, 189095)
+    assert q.link_doc() == p.link_doc()

@@ -63,7 +63,7 @@ from .classify import (
 )
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
-    AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
+    AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, bucket_before_fifo, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policed_tail_count, policer_figures, port_fifo_from_delays,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
@@ -1797,6 +1797,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     bucket_by_model(report["down"], twin_of(report), RATE_ERROR)
     # ... and its port's FIFO no train read, where the model carries the fill far beyond what it got
     port_buffer_by_model(report["down"], twin_of(report))
+    # a FIFO behind a token bucket the idle train passed at a faster port (a tbf)
+    bucket_before_fifo(report["down"], wp["train"])
     lap("other")
     report["elapsed_s"] = _now() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}

@@ -280,6 +280,9 @@ class Path:
             lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
         if self.limiter == "aqm" and self.aqm_qdisc == "cake":
             lim = "CAKE at the bottleneck (flow isolation; COBALT's first signal ended the slow starts early)"
+        if self.limiter == "fifo" and self.bucket_bytes and self.policer_port_measured:
+            lim = (f"a FIFO behind a token bucket (a tbf: bucket at least {self.bucket_bytes / 1e3:.3g} KB, on a "
+                   f"{self.port_mbps:.3g} Mbit/s port)")
         if self.limiter == "policer":
             lim += (f" on a {self.port_mbps:.3g} Mbit/s port" if self.policer_port_measured
                     else f" on a port assumed {POLICER_PORT}x faster")
@@ -427,6 +430,11 @@ class Path:
         else:
             d["qdisc"] = "fifo"
             d["buffer"] = f"{self.buffer}B"
+            if self.bucket_bytes and self.policer_port_measured:
+                # a tbf (measure's trains.bucket_before_fifo): the FIFO's packets leave at the port's rate while its
+                # bucket holds tokens, refilled at the rate; BBR's bandwidth filter sees the port through it
+                d["rate"] = f"{self.port_mbps:.6g}Mbit"
+                d["shaper"] = {"rate": f"{self.down_mbps:.6g}Mbit", "burst": f"{int(self.bucket_bytes)}B"}
         return d
 
     def twin(self, duration_s: float | None = None, cc: str = "cubic") -> dict:
@@ -645,7 +653,9 @@ class Path:
             raise UserError(f"--path {path}: the advisor needs a [link.down] bottleneck")
         up = r["links"]["up"]
         limiter = "policer" if down.get("policer") else ("aqm" if down["qdisc"]["kind"] in ("codel", "fq_codel", "pie", "fq_pie", "cake") else "fifo")
-        rate = (down["policer"]["rate_bps"] if down.get("policer") else down["rate_bps"]) / 1e6
+        # a FIFO behind a token bucket on a faster port (a tbf, link_doc's): the rate is the bucket's
+        tbf = down.get("shaper") if limiter == "fifo" else None
+        rate = (down["policer"]["rate_bps"] if down.get("policer") else tbf["rate_bps"] if tbf else down["rate_bps"]) / 1e6
         buf = down["buffer_bytes"] or (down["buffer_pkts"] or 0) * 1500 or None
         if limiter == "aqm" and not down["buffer_bytes"] and down["buffer_pkts"] == FQ_CODEL_LIMIT_PKTS:
             # what link_doc writes for "the AQM's own buffer" (measure saw none): not a buffer of 15 MB
@@ -674,8 +684,8 @@ class Path:
         buf = None if limiter == "policer" else buf
         return cls(**({"down_mbps": rate} | variable), **read_measured(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
-                   port_mbps=down["rate_bps"] / 1e6 if pol else None,
-                   bucket_bytes=pol.get("burst_bytes") if pol else None,
+                   port_mbps=down["rate_bps"] / 1e6 if pol or tbf else None,
+                   bucket_bytes=pol.get("burst_bytes") if pol else tbf.get("burst_bytes") if tbf else None,
                    aqm_qdisc=down["qdisc"]["kind"] if limiter == "aqm" else None)
 
     @classmethod

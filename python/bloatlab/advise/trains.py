@@ -717,6 +717,47 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
 
 
+def bucket_before_fifo(x: dict, train: dict | None) -> None:
+    """A ``fifo`` direction (down) whose idle packet train (``train``: measure's WiFi train, back to back on the idle
+    path) arrived whole at a port faster than the direction's rate by more than :data:`TRAIN_PORT_MARGIN`: a token
+    bucket in front of the FIFO (a tbf, sch_tbf: a queue, its bucket, a faster port) passed the train at the port's
+    rate, so the bucket held at least what the train took from it — its bytes at the port, P, less what refilled
+    at the rate, C, meanwhile: ``bytes x (1 - C / P)``, the bound ``bucket_bytes`` takes, with ``port_mbps``
+    (:meth:`path.Path.link_doc` then gives the twin that tbf). The bytes are the train's head (its packets before its
+    first loss), and its tail too where that kept the port's rate (within :data:`TRAIN_PORT_MARGIN`: a random loss,
+    not the bucket's end). A plain FIFO spaces a train at its own rate, the slowest on the path; only a bucket, a
+    capacity that moves (the twin follows a trace there: not read here) or an aggregating WiFi hop (its own
+    reading: not here either) lets a train through faster than the path carries a load.
+
+    Why it matters: BBR's bandwidth filter keeps the highest delivery rate of its last ten round trips, and the
+    bucket lets each probing round's excess through at the port's rate, so BBR paces above the tbf's rate and holds
+    its queue full. Campaign seed 101 path 8, a tbf at 19.0 Mbit/s (a 229-KB bucket, 96 ms of the rate) on a
+    23.0-Mbit/s port, 15.5 ms: the kernel's BBR on the true path had a p95 RTT of 40.7-47.1 ms, the twin without the
+    bucket 21.8-22.3 (−46 %); with this bound (the idle train of 195 packets at 23.06 Mbit/s: 55.8 KB) 36.2-42.7,
+    with the true bucket 39.3-42.8. A tbf on a port the train reads within the margin (seed 101 path 3: 308 Mbit/s
+    on 333, a 1.85-MB bucket; BBR's p95 153-157 ms on the kernel, the twin 110) stays a FIFO: its port cannot be
+    told from its rate."""
+    if x.get("limiter") != "fifo" or x.get("bucket_bytes") or x.get("wifi") or not train or train.get("sender_limited"):
+        return
+    if x.get("variable"):
+        return
+    rate, port = x["rate_mbps"], train.get("leading_mbps")
+    if not port or port <= TRAIN_PORT_MARGIN * rate:
+        return
+    wire = train.get("wire_bytes", WIRE_SEGMENT)
+    n = train.get("head_packets") or 0
+    tail = train.get("tail_arrival_mbps")
+    if train.get("tail_packets", 0) >= TAIL_RATE_PACKETS and tail and tail * TRAIN_PORT_MARGIN >= port:
+        n += train["tail_packets"]
+    bucket = n * wire * (1 - rate / port)
+    if bucket < wire:
+        return
+    x.update(port_mbps=port, bucket_bytes=int(bucket),
+             bucket_note=(f"a token bucket in front of the FIFO (a tbf): the idle packet train's {n} packets arrived "
+                          f"at {port:.4g} Mbit/s, faster than the {rate:.4g} the direction carries, so its bucket held "
+                          f"at least {bucket / 1e3:.3g} KB (their bytes less what refilled at the rate meanwhile)"))
+
+
 def _shallow_queue_reading(x: dict, rate_mbps: float, base_ms: float) -> dict:
     """The buffer of a queue too shallow for the flows' bursts, read from the flows' queueing p95 at ``rate_mbps``
     (:func:`buffer_reading`; drops seen: an upper bound where the queueing is within their bursts, its figure then
