@@ -1192,7 +1192,7 @@ def test_the_ports_fifo_is_read_from_the_train_that_pressed_the_port_hardest(mon
 def _idle_train(lead: float, tail: float | None, head: int, tail_packets: int, **kw) -> dict:
     """An idle packet train's figures as bloatlab-probe reports them (crates/probe/src/train.rs)."""
     return dict(leading_mbps=lead, tail_arrival_mbps=tail, head_packets=head, tail_packets=tail_packets,
-                wire_bytes=1500, sender_limited=False, **kw)
+                wire_bytes=1500, sender_limited=False, batches={"packets_max": 1, "packets_p50": 1.0}, **kw)
 
 
 def test_a_fifo_whose_idle_train_passed_at_a_faster_port_is_a_tbf_with_a_bucket_at_least_what_the_train_took():
@@ -1213,13 +1213,16 @@ def test_a_fifo_whose_idle_train_passed_at_a_faster_port_is_a_tbf_with_a_bucket_
     m_trains.bucket_before_fifo(x, _idle_train(23.056, 23.0, 51, m_trains.TAIL_RATE_PACKETS - 1))
     assert x["bucket_bytes"] == int(51 * 1500 * (1 - 18.66 / 23.056))
     # nothing read: a port within the margin (seed 101 path 3: 333 for 307.7), a sender that could not outpace the
-    # port, a capacity that moves, a WiFi hop, another limiter, a bucket a policer's train read already
+    # port, a capacity that moves, a WiFi hop, another limiter, a bucket a policer's train read already, a train
+    # that came in batches
     for x, t in [({"limiter": "fifo", "rate_mbps": 307.7}, _idle_train(333.0, None, 200, 0)),
                  ({"limiter": "fifo", "rate_mbps": 18.66}, _idle_train(23.056, None, 200, 0) | {"sender_limited": True}),
                  ({"limiter": "fifo", "rate_mbps": 18.66, "variable": True}, _idle_train(23.056, None, 200, 0)),
                  ({"limiter": "fifo", "rate_mbps": 18.66, "wifi": {"phy_mbps": 26.0}}, _idle_train(23.056, None, 200, 0)),
                  ({"limiter": "aqm", "rate_mbps": 18.66}, _idle_train(23.056, None, 200, 0)),
-                 ({"limiter": "fifo", "rate_mbps": 18.66, "bucket_bytes": 9000}, _idle_train(23.056, None, 200, 0))]:
+                 ({"limiter": "fifo", "rate_mbps": 18.66, "bucket_bytes": 9000}, _idle_train(23.056, None, 200, 0)),
+                 # a batch of 31 packets at once (a pause: seed 100 path 14's head read 114.8 for a 93.9 link)
+                 ({"limiter": "fifo", "rate_mbps": 92.1}, _idle_train(114.8, 107.6, 59, 140) | {"batches": {"packets_max": 38}})]:
         before = dict(x)
         m_trains.bucket_before_fifo(x, t)
         assert x == before
