@@ -194,7 +194,8 @@ def test_the_simulator_agrees_with_the_kernel_on_a_short_scenario(scenario, sets
     if not unflagged:
         pytest.skip(f"every one of {len(draws)} kernel runs was timing-flagged and none agreed, so the machine was too "
                     f"late to judge the model: " + "; ".join(draws))
-    pytest.fail(f"the model agrees with none of {len(draws)} kernel runs ({unflagged} unflagged): " + "; ".join(draws))
+    pytest.fail(f"the model agrees with none of the {unflagged} unflagged kernel runs ({len(draws)} in all): "
+                + "; ".join(draws))
 
 
 def _resolved(cc="cubic", duration_ns=2_000_000_000):
