@@ -1252,3 +1252,19 @@ def test_a_tbfs_twin_file_reads_back(tmp_path):
     q = Path.from_twin(p.write_twin(str(tmp_path / "twin.toml")))
     assert (q.limiter, q.down_mbps, q.port_mbps, q.bucket_bytes, q.buffer_bytes) == ("fifo", 18.66, 23.056, 55781, 189095)
     assert q.link_doc() == p.link_doc()
+
+
+def test_an_up_policers_twin_puts_the_acks_on_its_port_and_reads_back(tmp_path):
+    """Path.twin: an up direction read as a policer whose port a train measured is that policer on its port (the
+    ACKs and the probes' echoes leave at the port's rate while the bucket holds tokens); campaign seed 101 path 21's
+    figures, 0.238 Mbit/s up on a 0.81-Mbit/s port with a 3.7-KB bucket. Without a port faster than the rate the up
+    link stays a FIFO at the rate."""
+    p = Path(base_rtt_ms=4.9, down_mbps=3.64, up_mbps=0.238, limiter="policer", port_mbps=12.48, bucket_bytes=16340,
+             up_port_mbps=0.8095, up_bucket_bytes=3747)
+    assert p.twin()["link"]["up"] == {"rate": "0.8095Mbit", "policer": {"rate": "0.238Mbit", "burst": "3747B"}}
+    assert "0.238 Mbit/s up (policed, on a 0.809 Mbit/s port)" in p.describe()
+    q = Path.from_twin(p.write_twin(str(tmp_path / "twin.toml")))
+    assert (q.up_mbps, q.up_port_mbps, q.up_bucket_bytes) == (0.238, 0.8095, 3747)
+    for up_port in (None, 0.2):
+        plain = Path(base_rtt_ms=4.9, down_mbps=3.64, up_mbps=0.238, up_port_mbps=up_port, up_bucket_bytes=3747)
+        assert plain.twin()["link"]["up"] == {"rate": "0.238Mbit"} and not plain.up_policed

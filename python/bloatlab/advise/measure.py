@@ -1864,6 +1864,8 @@ def twin_of(report: dict) -> Path:
                 down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
+                up_port_mbps=report["up"].get("port_mbps") if up and report["up"]["limiter"] == "policer" else None,
+                up_bucket_bytes=report["up"].get("bucket_bytes") if up and report["up"]["limiter"] == "policer" else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),

@@ -165,6 +165,10 @@ class Path:
     # ... and the port's FIFO, where a back-to-back train's head was cut by it before the bucket ran dry (a
     # paced train read the larger bucket: measure's _paced_policer_train); None: not seen (1 BDP in the twin)
     port_buffer_bytes: int | None = None
+    # the up direction behind a policer, as its packet trains measured them (measure's up policer trains): the
+    # port its ACKs and the probes' echoes cross, and the bucket; None: not a policer up, or its port not read
+    up_port_mbps: float | None = None
+    up_bucket_bytes: int | None = None
     # behind an AQM: the twin's qdisc (measure: "fq_codel" where the flows are isolated, "codel" or "pie" where a
     # packet train showed a single-queue AQM's burst, "cake" where either was read and the fill's slow starts ended
     # at COBALT's first signal); None: fq_codel
@@ -262,6 +266,8 @@ class Path:
 
     def describe(self) -> str:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
+        if self.up_policed:
+            up += f" (policed, on a {self.up_port_mbps:.3g} Mbit/s port)"
         loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
         var = (f" (varying: p10 {self.down_rate_p10_mbps:.3g}, p90 {self.down_rate_p90_mbps:.3g} Mbit/s"
                + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
@@ -461,7 +467,21 @@ class Path:
             doc["link"]["up"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
             if self.up_buffer_bytes:
                 doc["link"]["up"]["buffer"] = f"{max(self.up_buffer_bytes, 1500)}B"
+            if self.up_policed:
+                # a policer up: the ACKs and the probes' echoes leave at its port's rate while its bucket holds
+                # tokens; a FIFO at the policed rate spaced them at that rate, so a ping waited behind a few ACKs
+                # for several ms more (campaign seed 101 path 21, 0.238 Mbit/s up on a 0.81 port, the downloading
+                # CUBIC's ACKs: the twin's ping p95 10.1-11.1 ms, the kernel's 6.5-6.8, with the policer 6.8-7.1)
+                doc["link"]["up"]["rate"] = f"{self.up_port_mbps:.6g}Mbit"
+                doc["link"]["up"]["policer"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
+                if self.up_bucket_bytes:
+                    doc["link"]["up"]["policer"]["burst"] = f"{int(self.up_bucket_bytes)}B"
         return doc
+
+    @property
+    def up_policed(self) -> bool:
+        """The up direction is a policer on a port measured faster than its rate."""
+        return bool(self.up_mbps) and self.up_port_mbps is not None and self.up_port_mbps > self.up_mbps
 
     def write_twin(self, out: str, cc: str = "cubic") -> str:
         """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
@@ -661,6 +681,7 @@ class Path:
             # what link_doc writes for "the AQM's own buffer" (measure saw none): not a buffer of 15 MB
             buf = None
         up_buf = (up["buffer_bytes"] or (up["buffer_pkts"] or 0) * 1500 or None) if up else None
+        up_pol = (up or {}).get("policer")
         pol = down.get("policer")
         variable = {}
         if down.get("trace_ms"):
@@ -682,7 +703,10 @@ class Path:
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
-        return cls(**({"down_mbps": rate} | variable), **read_measured(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, up_mbps=up["rate_bps"] / 1e6 if up else None,
+        return cls(**({"down_mbps": rate} | variable), **read_measured(path), base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6,
+                   up_mbps=((up_pol or up)["rate_bps"] / 1e6) if up else None,
+                   up_port_mbps=up["rate_bps"] / 1e6 if up_pol else None,
+                   up_bucket_bytes=up_pol.get("burst_bytes") if up_pol else None,
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol or tbf else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else tbf.get("burst_bytes") if tbf else None,
