@@ -1799,6 +1799,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     port_buffer_by_model(report["down"], twin_of(report))
     # a FIFO behind a token bucket the idle train passed at a faster port (a tbf)
     bucket_before_fifo(report["down"], wp["train"])
+    if report["down"].get("bucket_note") and report["down"]["limiter"] == "fifo":
+        say(f"  down: {report['down']['bucket_note']}")
     lap("other")
     report["elapsed_s"] = _now() - t0
     report["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
