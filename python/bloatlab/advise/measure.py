@@ -1799,7 +1799,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     port_buffer_by_model(report["down"], twin_of(report))
     # a FIFO behind a token bucket the idle train passed at a faster port (a tbf)
     bucket_before_fifo(report["down"], wp["train"])
-    if report["down"].get("bucket_note") and report["down"]["limiter"] == "fifo":
+    if report["down"].get("bucket_note"):
         say(f"  down: {report['down']['bucket_note']}")
     lap("other")
     report["elapsed_s"] = _now() - t0
@@ -1857,6 +1857,7 @@ def twin_of(report: dict) -> Path:
     where it was measured)."""
     d, base = report["down"], report["base_rtt_ms"]
     up = report.get("up") is not None
+    u = report["up"] if up else {"limiter": None}
     shared = (d.get("wifi") or {}).get("shared") or {}
     least = base_is_least(report)
     return Path(base_rtt_ms=max(base["min"] if least else base["p50"], 0.01),
@@ -1866,8 +1867,8 @@ def twin_of(report: dict) -> Path:
                 down_mbps=d["rate_mbps"], up_mbps=report["up"]["rate_mbps"] if up else None,
                 buffer_bytes=_twin_buffer(d), loss=min(report["loss"], 0.49), limiter=d["limiter"],
                 up_buffer_bytes=_twin_buffer(report["up"]) if up else None,
-                up_port_mbps=report["up"].get("port_mbps") if up and report["up"]["limiter"] == "policer" else None,
-                up_bucket_bytes=report["up"].get("bucket_bytes") if up and report["up"]["limiter"] == "policer" else None,
+                up_port_mbps=u.get("port_mbps") if u["limiter"] == "policer" else None,
+                up_bucket_bytes=u.get("bucket_bytes") if u["limiter"] == "policer" else None,
                 port_mbps=d.get("port_mbps"), bucket_bytes=d.get("bucket_bytes"), aqm_qdisc=d.get("aqm_qdisc"),
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),

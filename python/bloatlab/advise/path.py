@@ -51,6 +51,15 @@ def user_shaper_burst(shaper_mbps: float) -> int:
     return max(int(shaper_mbps * 1e6 / 8 * USER_SHAPER_BURST_MS / 1e3), 1514)
 
 
+def token_bucket(rate_mbps: float, bucket_bytes: float | None) -> dict:
+    """A token bucket element of a link (the scenario's ``policer`` or ``shaper``): its rate and, where one was
+    measured, its bucket (the scenario's default burst otherwise)."""
+    tb = {"rate": f"{rate_mbps:.6g}Mbit"}
+    if bucket_bytes:
+        tb["burst"] = f"{int(bucket_bytes)}B"
+    return tb
+
+
 def user_shaped(qdisc: str, shaper_mbps: float) -> dict:
     """The keys of a link direction for the user's AQM shaped at ``shaper_mbps`` on a router, as it is deployed:
     CAKE with its own deficit shaper (tc-cake ``bandwidth``: each packet leaves at its time, no bucket to burst
@@ -286,7 +295,7 @@ class Path:
             lim = f"a single-queue AQM at the bottleneck ({self.aqm_qdisc}, Linux's defaults in the twin)"
         if self.limiter == "aqm" and self.aqm_qdisc == "cake":
             lim = "CAKE at the bottleneck (flow isolation; COBALT's first signal ended the slow starts early)"
-        if self.limiter == "fifo" and self.bucket_bytes and self.policer_port_measured:
+        if self.tbf:
             lim = (f"a FIFO behind a token bucket (a tbf: bucket at least {self.bucket_bytes / 1e3:.3g} KB, on a "
                    f"{self.port_mbps:.3g} Mbit/s port)")
         if self.limiter == "policer":
@@ -417,9 +426,7 @@ class Path:
             d["rate"] = f"{self.policer_port_mbps:.6g}Mbit"
             d["qdisc"] = "fifo"
             d["buffer"] = f"{self.port_buffer_bytes}B" if self.port_buffer_bytes else f"{max(self.buffer, 3000)}B"
-            d["policer"] = {"rate": f"{self.down_mbps:.6g}Mbit"}
-            if self.bucket_bytes:
-                d["policer"]["burst"] = f"{int(self.bucket_bytes)}B"
+            d["policer"] = token_bucket(self.down_mbps, self.bucket_bytes)
         elif self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             # a single-queue AQM with Linux's defaults (its own packet limit: the direction's buffer is not used)
             d["qdisc"] = self.aqm_qdisc
@@ -436,11 +443,11 @@ class Path:
         else:
             d["qdisc"] = "fifo"
             d["buffer"] = f"{self.buffer}B"
-            if self.bucket_bytes and self.policer_port_measured:
+            if self.tbf:
                 # a tbf (measure's trains.bucket_before_fifo): the FIFO's packets leave at the port's rate while its
                 # bucket holds tokens, refilled at the rate; BBR's bandwidth filter sees the port through it
                 d["rate"] = f"{self.port_mbps:.6g}Mbit"
-                d["shaper"] = {"rate": f"{self.down_mbps:.6g}Mbit", "burst": f"{int(self.bucket_bytes)}B"}
+                d["shaper"] = token_bucket(self.down_mbps, self.bucket_bytes)
         return d
 
     def twin(self, duration_s: float | None = None, cc: str = "cubic") -> dict:
@@ -472,11 +479,15 @@ class Path:
                 # tokens; a FIFO at the policed rate spaced them at that rate, so a ping waited behind a few ACKs
                 # for several ms more (campaign seed 101 path 21, 0.238 Mbit/s up on a 0.81 port, the downloading
                 # CUBIC's ACKs: the twin's ping p95 10.1-11.1 ms, the kernel's 6.5-6.8, with the policer 6.8-7.1)
-                doc["link"]["up"]["rate"] = f"{self.up_port_mbps:.6g}Mbit"
-                doc["link"]["up"]["policer"] = {"rate": f"{self.up_mbps:.6g}Mbit"}
-                if self.up_bucket_bytes:
-                    doc["link"]["up"]["policer"]["burst"] = f"{int(self.up_bucket_bytes)}B"
+                doc["link"]["up"].update(rate=f"{self.up_port_mbps:.6g}Mbit",
+                                         policer=token_bucket(self.up_mbps, self.up_bucket_bytes))
         return doc
+
+    @property
+    def tbf(self) -> bool:
+        """A FIFO behind a token bucket on a port measured faster than its rate (measure's
+        trains.bucket_before_fifo, or a tbf read from its paced train's queue)."""
+        return self.limiter == "fifo" and bool(self.bucket_bytes) and self.policer_port_measured
 
     @property
     def up_policed(self) -> bool:
