@@ -175,13 +175,14 @@ SETTLED_S = 1.0         # after Startup and Drain (~12 rounds of 40 ms here)
 def bbr_overread(result) -> str | None:
     """Why a kernel run's BBR read the link faster than it is (None: it did not, or no BBR flow): a window whose
     median pacing rate exceeds the link's payload capacity (rate x MSS / MTU)."""
+    from bloatlab.advise.physics import MSS
     from bloatlab.scenario import MTU
 
     s = result.summary
     bbr = {f["id"] for f in s["flows"] if f["cc"] == "bbr" and f["direction"] == "down"}
     if not bbr:
         return None
-    cap = s["links"]["down"]["rate_mbps"] * 1e6 * (MTU - 52) / MTU
+    cap = s["links"]["down"]["rate_mbps"] * 1e6 * MSS / MTU
     f = result.flows
     f = f[f["flow"].isin(bbr) & (f["t"] >= SETTLED_S)]
     med = f.groupby([f["flow"], f["t"] // PACING_WINDOW_S])["pacing_rate_bps"].median()
