@@ -165,8 +165,8 @@ def test_agreement_names_what_is_missed():
 # what was due at once; the receiver's ACKs leave compressed, a delivery-rate sample reads the link faster than it is,
 # and the 10-round max filter keeps it: once the reading is more than the 1 % margin over the link, BBR cruises faster
 # than the link and its queue climbs toward its cwnd (2 BDP). Measured on 03-bbr, 8 s, 2026-11-30 (lateness p99
-# 1.3-1.6 ms, 235-350 stalls): the second-by-second median pacing at 1.004-1.026x the capacity and a mean queue of
-# 12.6-17.0 ms; the model 0.987x and 5.02 ms. Such a run is the emulator's path, not the scenario's, whatever its p99
+# 1.3-1.6 ms, 235-350 stalls): each run's largest second-by-second median pacing at 1.013-1.026x the capacity and a
+# mean queue of 12.6-17.0 ms; the model 0.987x and 5.02 ms. Such a run is the emulator's path, not the scenario's, whatever its p99
 # (CI of stop 75: a mean queue of 21.8 ms at p99 430 µs and 48 stalls, 8.8 ms at 130 µs; their pacing not kept).
 PACING_WINDOW_S = 1.0   # a median over ~2.5 ProbeBW cycles (8 phases of one RTT, 40 ms here) is the cruise phase's rate
 SETTLED_S = 1.0         # after Startup and Drain (~12 rounds of 40 ms here)
