@@ -180,6 +180,57 @@ def test_a_paced_train_the_gap_did_not_refill_is_sent_again(monkeypatch):
     assert len(calls) == 2 and len(slept) == 1 and 0 < slept[0] <= m.PACED_REFILL_MAX_S
     assert "sent again" in d["train_evidence"][1] and "may not have refilled" in d["train_evidence"][2]
 
+def test_an_up_train_with_losses_ended_on_the_servers_quiet_the_bucket_refilled_in():
+    # the server heard nothing of it for 0.25 s (crates/probe UP_QUIET_MIN_NS) before the client's last poll: at 3
+    # Mbit/s that refilled 93750 B, less 12.5 polls of 100 B and two 1500-B fetch requests (254 records, 140 each)
+    t = {"direction": "up", "lost": 221, "received": 254, "size": 1472}
+    assert m.up_quiet_refill(t, 3e6 / 8) == 93750 - 1250 - 3000
+    # a train that lost nothing ended on its last record, a down train on its own end: no quiet to count
+    assert m.up_quiet_refill({**t, "lost": 0}, 3e6 / 8) == 0.0
+    assert m.up_quiet_refill({**t, "direction": "down"}, 3e6 / 8) == 0.0
+    # at 0.1 Mbit/s the polls and the fetch take more than the quiet refilled: nothing counted
+    assert m.up_quiet_refill(t, 0.1e6 / 8) == 0.0
+
+
+def test_an_up_paced_train_after_a_lossy_up_train_counts_its_quiet_and_goes_once(monkeypatch):
+    # campaign seed 102 path 5's up direction (a 2.99-Mbit/s tbf on a 5.99-Mbit/s port, its queue 3 KB): the
+    # back-to-back train read a 5.2-KB bucket, the paced one 6.4 KB 3.3 ms after it; that gap alone refilled
+    # 1.25 KB and the paced train was sent again after 0.9 s. The first ended on the server's quiet: sent once
+    b2b = {"direction": "up", "first_loss": 3, "head_bytes": 4500, "head_packets": 3, "head_send_mbps": 299.0,
+           "leading_mbps": 5.988, "lost": 489, "received": 7, "sent": 496, "sender_limited": False, "wire_bytes": 1500,
+           "size": 1472, "tail_packets": 4, "tail_mbps": 2.99, "lost_seq": [s for s in range(3, 496) if s % 120],
+           "bucket_bytes": 5205.0, "notes": [], "handshake_rtt_ms": 3.33}
+    asked, slept = [], []
+
+    def train(host, port, secret, count=None, pace_mbps=None, up=False):
+        asked.append(pace_mbps)
+        if pace_mbps is None:
+            return b2b
+        return {**with_tail(paced(count, 1500, pace_mbps, 2.99, 6400, rtt_ms=3.3)), "direction": "up", "size": 1472}
+
+    monkeypatch.setattr(m, "_train", train)
+    monkeypatch.setattr(m, "_sleep", lambda s: slept.append(s))
+    monkeypatch.setattr(m, "_now", iter([1.0, 1.0, 2.0]).__next__)  # the paced one asked at once
+    d = {"direction": "up", "rate_mbps": 2.99, "limiter": "policer", "rate_by_cc": {"cubic": 2.99},
+         "rate_from": {"cubic": "delivered_bytes"}}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert len(asked) == 2 and slept == [], d["train_evidence"]
+    assert abs(d["bucket_bytes"] - 6400) <= 1500 and "may not have refilled" not in " ".join(d["train_evidence"])
+    # a bucket larger than the quiet and the gap refilled (150 KB: 0.4 s of the rate) may have been found part full:
+    # sent again
+    asked.clear()
+    bucket = [150_000]
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None, pace_mbps=None, up=False: asked.append(
+        pace_mbps) or (b2b if pace_mbps is None else {**with_tail(paced(count, 1500, pace_mbps, 2.99, bucket[0], rtt_ms=3.3)),
+                                                      "direction": "up", "size": 1472}))
+    d = {"direction": "up", "rate_mbps": 2.99, "limiter": "policer", "rate_by_cc": {"cubic": 2.99},
+         "rate_from": {"cubic": "delivered_bytes"}}
+    monkeypatch.setattr(m, "_now", iter([1.0, 1.0, 2.0, 2.9, 3.9]).__next__)
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert len(asked) == 3 and len(slept) == 1, d["train_evidence"]
+    assert "of it in the server's quiet that ended that train): sent again" in d["train_evidence"][1], d["train_evidence"]
+
+
 # `udp train --json` through the emulator (--down 100Mbit --policer 20Mbit --rtt 30ms: a 25-KB bucket)
 EMULATED = {"bucket_bytes": 23794.5, "bucket_min_bytes": 18942.2, "first_loss": 16, "head_bytes": 24000, "head_packets": 16,
             "head_send_mbps": 2462.3, "head_span_ms": 1.80, "leading_mbps": 100.06, "lost": 970, "notes": [], "received": 30,

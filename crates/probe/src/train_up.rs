@@ -56,7 +56,10 @@
 //!    until the server holds `count` records or the slot has been quiet (no
 //!    arrival) for max(4 × the largest gap between arrivals, 2 × the
 //!    handshake's round trip, [`UP_QUIET_MIN_NS`]): a queue on the path
-//!    delivers the train's tail late, and the polls wait behind it.
+//!    delivers the train's tail late, and the polls wait behind it. A poll
+//!    unanswered after 4 handshake round trips (50 ms to `--timeout`) is
+//!    asked again: behind a policer the first poll meets the bucket the
+//!    train emptied.
 //! 4. It fetches the records in arrival order, up to [`UP_FETCH_WINDOW`]
 //!    requests in flight (halved at each request asked again, one more at
 //!    each answer), each padded to the train's packet size (at least
@@ -122,6 +125,9 @@ pub const UP_POLL_NS: u64 = 20_000_000;
 /// The least quiet (no arrival at the server) that ends the train: the down
 /// client's wait for packets after the last one.
 pub const UP_QUIET_MIN_NS: u64 = 250_000_000;
+/// A poll or a fetch request unanswered after 4 round trips is asked again,
+/// no sooner than this and no later than `--timeout` ([`ask_again_ns`]).
+pub const UP_ASK_AGAIN_MIN_NS: u64 = 50_000_000;
 /// The server frees a slot quiet (no packet, no request) this long: the
 /// client polls every [`UP_POLL_NS`] and asks again within its `--timeout`
 /// (1 s by default), so 10 s of silence is a client gone.
@@ -640,8 +646,7 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
             cfg.addr
         ));
     }
-    let ask_again_ns = rtt_ns.saturating_mul(4).clamp(50_000_000, cfg.timeout_ns.max(50_000_000));
-    let (records, last) = fetch(&mut c, cfg, started, flags, last, ask_again_ns)?;
+    let (records, last) = fetch(&mut c, cfg, started, flags, last, ask_again_ns(rtt_ns, cfg.timeout_ns))?;
     // the slot's end, three times: a lost done would keep the address's one slot until it idles
     let done = build_done(c.session, c.key.as_ref());
     for _ in 0..3 {
@@ -728,18 +733,32 @@ fn handshake(c: &mut Client, cfg: &TrainCfg, started: u64) -> Result<u64, String
     }
 }
 
+/// How long a request goes unanswered before it is asked again: 4 round
+/// trips of `rtt_ns`, at least [`UP_ASK_AGAIN_MIN_NS`], at most the client's
+/// `--timeout`.
+pub fn ask_again_ns(rtt_ns: u64, timeout_ns: u64) -> u64 {
+    rtt_ns.saturating_mul(4).clamp(UP_ASK_AGAIN_MIN_NS, timeout_ns.max(UP_ASK_AGAIN_MIN_NS))
+}
+
 /// Poll the server's report until it holds the whole train or its slot has
 /// been quiet long enough: the last report and the last poll's round trip.
+/// A poll unanswered after [`ask_again_ns`] of the handshake's round trip is
+/// asked again: the first poll follows the train, and behind a policer the
+/// train has just emptied the bucket, so the path drops it; waiting out the
+/// whole `--timeout` there cost each up train 1 s (a measurement behind a
+/// 3-Mbit/s up policer, `measure --quick`: five up trains, 1.03 s each for
+/// 11 ms of sending, 5 s of its 24.6).
 fn poll_until_quiet(c: &mut Client, cfg: &TrainCfg, started: u64, handshake_rtt_ns: u64) -> Result<(Report, u64), String> {
     let poll = build_report_request(c.session, 0, 0, c.key.as_ref());
     let period = UP_POLL_NS.max(handshake_rtt_ns);
+    let again_ns = ask_again_ns(handshake_rtt_ns, cfg.timeout_ns);
     let (mut asked_at, mut next_at, mut answered_at) = (None::<u64>, 0u64, sys::mono_ns());
     let mut rtt = handshake_rtt_ns;
     loop {
         let now = check_time(started, cfg.addr)?;
         let due = match asked_at {
             None => now >= next_at,
-            Some(t) => now - t > cfg.timeout_ns,
+            Some(t) => now - t > again_ns,
         };
         if due {
             if now - answered_at > UP_IDLE_NS {

@@ -493,6 +493,13 @@ fn up_answers_are_never_longer_than_their_requests_and_only_a_slots_packets_are_
 /// packets `lost` and the first answer to each fetch request (one that
 /// carries records), and forwards everything else both ways.
 fn lossy_relay(server_port: &str, lost: std::ops::Range<u64>, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (String, Vec<std::thread::JoinHandle<()>>) {
+    relay(server_port, lost, false, stop)
+}
+
+/// [`lossy_relay`]; with `first_poll_lost` it drops the client's first
+/// request after the train's data too — its first poll, which behind a
+/// policer meets the bucket the train has just emptied.
+fn relay(server_port: &str, lost: std::ops::Range<u64>, first_poll_lost: bool, stop: std::sync::Arc<std::sync::atomic::AtomicBool>) -> (String, Vec<std::thread::JoinHandle<()>>) {
     use std::os::fd::AsRawFd;
     use std::sync::atomic::Ordering;
     use std::sync::{Arc, Mutex};
@@ -509,11 +516,17 @@ fn lossy_relay(server_port: &str, lost: std::ops::Range<u64>, stop: std::sync::A
     let (near2, far2, client2, stop2) = (near.try_clone().unwrap(), far.try_clone().unwrap(), client.clone(), stop.clone());
     let up = std::thread::spawn(move || {
         let mut b = [0u8; 2048];
+        let (mut data_seen, mut poll_lost) = (false, !first_poll_lost);
         while !stop2.load(Ordering::Relaxed) {
             let Ok((n, from)) = near2.recv_from(&mut b) else { continue };
             *client2.lock().unwrap() = Some(from);
             let p = wire::parse(&b[..n], None).unwrap();
             if p.kind == Kind::TrainData && lost.contains(&p.seq) {
+                continue;
+            }
+            data_seen |= p.kind == Kind::TrainData;
+            if data_seen && !poll_lost && p.kind == Kind::UpRequest {
+                poll_lost = true;
                 continue;
             }
             far2.send(&b[..n]).unwrap();
@@ -557,4 +570,26 @@ fn an_up_train_through_a_lossy_path_reads_its_losses_and_asks_again_for_lost_rec
     assert_eq!(t["server_sent"], 400);
     let tx = t["tx_ms"].as_array().unwrap();
     assert!(tx[100..105].iter().all(|v| v.is_null()) && tx[105].is_number(), "the lost packets' send times are null");
+}
+
+#[test]
+fn an_up_trains_first_poll_lost_is_asked_again_within_round_trips_not_the_timeout() {
+    let s = Server::start(&["server"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // nothing of the train lost; the first poll after it is (a policer's bucket the train emptied)
+    let (port, relay) = relay(&s.port, 0..0, true, stop.clone());
+    let t0 = Instant::now();
+    let o = run(&["udp", "train", "127.0.0.1", "-p", &port, "--up", "--count", "100", "--size", "1000", "--timeout", "5s", "--json"]);
+    let took = t0.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in relay {
+        h.join().unwrap();
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = &json_of(&o)["train"];
+    assert_eq!((t["received"].as_u64(), t["lost"].as_u64()), (Some(100), Some(0)), "{t}");
+    // asked again after 4 round trips of the loopback's handshake (at least 50 ms), not the 5-s timeout: the
+    // train ends after the slot's quiet (at least 250 ms); the bound leaves seconds for a loaded machine and is
+    // still below the timeout the old client waited out
+    assert!(took < Duration::from_secs(4), "the up train took {took:?}: the lost poll waited out --timeout");
 }

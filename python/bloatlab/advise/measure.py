@@ -1078,6 +1078,32 @@ PACED_TRAIN_S = 1.0
 PACED_REFILL_MAX_S = 5.0
 
 
+#: An up train that lost packets ends once the server has heard none of it for at least this long
+#: (crates/probe/src/train_up.rs UP_QUIET_MIN_NS): a bucket in front of the server has been refilling since its
+#: last packet passed, the train's end is that much later than the bucket's last drain. What spends it meanwhile is
+#: the client's: its polls (UP_POLL_S apart, UP_POLL_WIRE bytes each: the 56-B request, 72 signed, in IPv4 and UDP)
+#: and then its fetch requests, each padded to the train's packet size (UP_FETCH_MIN_LEN at least) to carry
+#: (length - 72) / 10 records back
+UP_QUIET_S = 0.25
+UP_POLL_S = 0.02
+UP_POLL_WIRE = 100
+UP_FETCH_MIN_LEN = 548
+
+
+def up_quiet_refill(train: dict, bps: float) -> float:
+    """Bytes a token bucket filling at ``bps`` (B/s) in front of the server holds back at an up ``train``'s end
+    beyond what the time since it refills: the server's quiet that ended a train with losses (:data:`UP_QUIET_S`)
+    less the polls' and the fetch requests' bytes. 0 for a down train, or an up train that lost nothing (it ended
+    on its last record, without the quiet)."""
+    if train.get("direction") != "up" or not train.get("lost"):
+        return 0.0
+    size = min(max(train.get("size") or 1472, UP_FETCH_MIN_LEN), 1472)
+    per = max(1, (size - 72) // 10)
+    fetches = -(-(train.get("received") or 0) // per)
+    spent = UP_QUIET_S / UP_POLL_S * UP_POLL_WIRE + fetches * (size + 28)
+    return max(0.0, bps * UP_QUIET_S - spent)
+
+
 def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0,
                    idle_port_mbps: float | None = None) -> None:
     """Behind a policer: a packet train back to back, then where it read a
@@ -1159,7 +1185,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
     # was read -74 %)
     if _way(d) == "up":
         count = min(count, max(up_train_count(rate, count, w), policed_tail_count(b1, rate, pace, w, random_loss)))
-    ended = done_at
+    ended, before = done_at, t1
     for attempt in range(2):
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
         start = _now()
@@ -1178,7 +1204,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
             d.setdefault("server_short", []).append(
                 f"a packet train paced at {pace:.4g} Mbit/s left {_sender(d)} at {sent_at:.4g}, slower than the "
                 f"{rate:.4g} the flows got through")
-        # the policer idled at least from the last train's end to this one's handshake (a round trip) after
+        # the policer idled at least from the last train's end to this one's handshake (a round trip) after, and
+        # an up train with losses ended on the server's quiet (up_quiet_refill)
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
@@ -1187,6 +1214,9 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
         bps = (c or rate) * 1e6 / 8
+        quiet = up_quiet_refill(before, bps)
+        refilled = bps * gap + quiet
+        before = t2
         if b2 is None and not res:
             sent = t2.get("head_send_mbps") or pace
             if attempt == 0 and sent <= (c or rate):
@@ -1199,12 +1229,14 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         read = b2 if b2 is not None else res
         # a bucket the gap since the last train did not refill may have been part full: once more, after the
         # time the largest bucket this train can read (what it sent beyond the rate's refill) takes to refill
-        if read < bps * gap or attempt == 1:
+        if read < refilled or attempt == 1:
             break
         largest = count * w * (1 - (c or rate) / pace)
-        wait = min(largest / bps - gap, PACED_REFILL_MAX_S)
+        wait = min((largest - refilled) / bps, PACED_REFILL_MAX_S)
+        in_quiet = f", {quiet / 1e3:.3g} KB of it in the server's quiet that ended that train" if quiet else ""
         d["train_evidence"].append(f"paced train {attempt + 1}: {read / 1e3:.3g} KB, more than the {gap:.2g} s since the "
-                                   f"train before refilled ({bps * gap / 1e3:.3g} KB): sent again after {wait:.2g} s")
+                                   f"train before refilled ({refilled / 1e3:.3g} KB{in_quiet}): sent again after "
+                                   f"{wait:.2g} s")
         _sleep(max(wait, 0.0))
     d["paced_train"] = t2
     if c is not None:
@@ -1213,7 +1245,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         d.setdefault("rate_from", {})["paced_train"] = "tail"
         d["rate_mbps"] = c
     said = f"; its rate: {why_c}" + ("" if c is not None else f" (the flows' {rate:.4g} Mbit/s is kept)")
-    full = read < bps * gap
+    full = read < refilled
     if b2 is None:
         # passed whole: a bucket at least that large (its least is taken, as policer_figures does)
         d["train_evidence"].append(f"train 2 (paced at {pace:.4g} Mbit/s): {how}{said}")
