@@ -180,16 +180,21 @@ def test_a_paced_train_the_gap_did_not_refill_is_sent_again(monkeypatch):
     assert len(calls) == 2 and len(slept) == 1 and 0 < slept[0] <= m.PACED_REFILL_MAX_S
     assert "sent again" in d["train_evidence"][1] and "may not have refilled" in d["train_evidence"][2]
 
-def test_an_up_train_with_losses_ended_on_the_servers_quiet_the_bucket_refilled_in():
-    # the server heard nothing of it for 0.25 s (crates/probe UP_QUIET_MIN_NS) before the client's last poll: at 3
-    # Mbit/s that refilled 93750 B, less 12.5 polls of 100 B and two 1500-B fetch requests (254 records, 140 each)
-    t = {"direction": "up", "lost": 221, "received": 254, "size": 1472}
-    assert m.up_quiet_refill(t, 3e6 / 8) == 93750 - 1250 - 3000
-    # a train that lost nothing ended on its last record, a down train on its own end: no quiet to count
-    assert m.up_quiet_refill({**t, "lost": 0}, 3e6 / 8) == 0.0
-    assert m.up_quiet_refill({**t, "direction": "down"}, 3e6 / 8) == 0.0
+def test_a_trains_receiver_quiet_at_its_end_is_refill_less_the_requests_that_spent_it():
+    # up, the server heard nothing of it for 0.4 s at the client's last poll: at 3 Mbit/s that refilled 150000 B,
+    # less 20 polls of 100 B and two 1500-B fetch requests (254 records, 140 each)
+    t = {"direction": "up", "lost": 221, "received": 254, "size": 1472, "quiet_ms": 400.0}
+    assert m.quiet_refill(t, 3e6 / 8) == 150000 - 2000 - 3000
+    # a recording from before the probe said: an up train with losses ended on at least the 0.25-s quiet
+    # (crates/probe UP_QUIET_MIN_NS); one that lost nothing ended on its last record, a down train's end is unknown
+    old = {k: v for k, v in t.items() if k != "quiet_ms"}
+    assert m.quiet_refill(old, 3e6 / 8) == 93750 - 1250 - 3000
+    assert m.quiet_refill({**old, "lost": 0}, 3e6 / 8) == 0.0
+    assert m.quiet_refill({**old, "direction": "down"}, 3e6 / 8) == 0.0
+    # down, the client's 30 ms after its last arrival, less the server's two DONE answers
+    assert m.quiet_refill({"direction": "down", "lost": 900, "quiet_ms": 30.0}, 3e6 / 8) == 11250 - 200
     # at 0.1 Mbit/s the polls and the fetch take more than the quiet refilled: nothing counted
-    assert m.up_quiet_refill(t, 0.1e6 / 8) == 0.0
+    assert m.quiet_refill(old, 0.1e6 / 8) == 0.0
 
 
 def test_an_up_paced_train_after_a_lossy_up_train_counts_its_quiet_and_goes_once(monkeypatch):
@@ -228,7 +233,7 @@ def test_an_up_paced_train_after_a_lossy_up_train_counts_its_quiet_and_goes_once
     monkeypatch.setattr(m, "_now", iter([1.0, 1.0, 2.0, 2.9, 3.9]).__next__)
     m._policer_train("h", 5301, None, d, lambda s: None)
     assert len(asked) == 3 and len(slept) == 1, d["train_evidence"]
-    assert "of it in the server's quiet that ended that train): sent again" in d["train_evidence"][1], d["train_evidence"]
+    assert "of it in the quiet that ended that train): sent again" in d["train_evidence"][1], d["train_evidence"]
 
 
 # `udp train --json` through the emulator (--down 100Mbit --policer 20Mbit --rtt 30ms: a 25-KB bucket)

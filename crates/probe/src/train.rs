@@ -962,6 +962,11 @@ pub struct TrainRun {
     pub foreign: u64,
     /// IP bytes of one packet
     pub wire_bytes: u64,
+    /// how long the receiver had heard nothing of the train when the train
+    /// ended (its last packet's arrival to the end; an up train: the server's
+    /// quiet at the last poll), ns: a token bucket before the receiver has
+    /// refilled at least that long. None: nothing arrived
+    pub quiet_ns: Option<u64>,
 }
 
 /// Ask `cfg.addr` for a train and receive it. Err: no server, or a refusal (in words).
@@ -1072,6 +1077,9 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
                 _ => run.foreign += 1,
             }
         }
+    }
+    if !run.arrivals.is_empty() {
+        run.quiet_ns = Some(sys::mono_ns().saturating_sub(last_rx_mono));
     }
     if cfg.pace_bps > 0 && !sent_paced(&run, cfg.pace_bps) {
         return Err(format!(

@@ -646,6 +646,7 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
             cfg.addr
         ));
     }
+    let quiet_ns = last.quiet_ns;
     let (records, last) = fetch(&mut c, cfg, started, flags, last, ask_again_ns(rtt_ns, cfg.timeout_ns))?;
     // the slot's end, three times: a lost done would keep the address's one slot until it idles
     let done = build_done(c.session, c.key.as_ref());
@@ -673,6 +674,7 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
         duplicates: last.duplicates as u64,
         foreign,
         wire_bytes: (cfg.size + ip_overhead(&cfg.addr)) as u64,
+        quiet_ns: Some(quiet_ns),
     })
 }
 

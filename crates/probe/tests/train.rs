@@ -29,6 +29,8 @@ fn a_train_arrives_whole_on_loopback_with_its_figures() {
     assert!(t["leading_mbps"].as_f64().unwrap() > 0.0, "{t}");
     assert!(t["send_ms"].as_f64().unwrap() > 0.0, "{t}");
     assert_eq!(t["send_from"], "server");
+    // the client's quiet after its last arrival when the train ended: the server's DONE and a moment, or silence
+    assert!(t["quiet_ms"].as_f64().is_some_and(|q| q >= 0.0), "{t}");
     for k in ["first_loss", "lost", "lost_seq", "head_bytes", "tail_mbps", "bucket_bytes", "sender_limited", "notes", "timestamps"] {
         assert!(t.get(k).is_some(), "no {k} in {t}");
     }
@@ -305,12 +307,12 @@ fn a_server_that_predates_paced_trains_is_told_not_read_as_paced() {
 // ---------------------------------------------------------------- up trains
 
 /// Every key of a down train's `train` object: an up train's has them all.
-const TRAIN_KEYS: [&str; 35] = [
+const TRAIN_KEYS: [&str; 36] = [
     "sent", "received", "lost", "lost_seq", "first_loss", "head_packets", "head_bytes", "head_span_ms", "leading_mbps",
     "head_send_mbps", "sender_limited", "tail_packets", "tail_span_ms", "tail_mbps", "tail_arrival_mbps", "tail_send_mbps",
     "bucket_bytes", "bucket_min_bytes", "notes", "batches", "size", "wire_bytes", "server_sent", "server_send_errors", "send_ms",
-    "send_from", "send_mbps", "pace_mbps", "local_drops", "duplicates", "foreign", "handshake_rtt_ms", "timestamps", "rates",
-    "direction",
+    "send_from", "send_mbps", "pace_mbps", "local_drops", "duplicates", "foreign", "handshake_rtt_ms", "quiet_ms", "timestamps",
+    "rates", "direction",
 ];
 
 #[test]
@@ -566,6 +568,9 @@ fn an_up_train_through_a_lossy_path_reads_its_losses_and_asks_again_for_lost_rec
     assert_eq!(t["local_drops"], 0, "{t}");
     assert_eq!((t["received"].as_u64(), t["lost"].as_u64(), t["first_loss"].as_u64()), (Some(395), Some(5), Some(100)), "{t}");
     assert_eq!(t["lost_seq"], serde_json::json!([100, 101, 102, 103, 104]));
+    // short of its count, it ended on the server's quiet: at least UP_QUIET_MIN_NS
+    let quiet = t["quiet_ms"].as_f64().expect("quiet_ms");
+    assert!(quiet >= train_up::UP_QUIET_MIN_NS as f64 / 1e6, "{t}");
     assert_eq!((t["head_packets"].as_u64(), t["tail_packets"].as_u64()), (Some(100), Some(295)));
     assert_eq!(t["server_sent"], 400);
     let tx = t["tx_ms"].as_array().unwrap();

@@ -1078,30 +1078,38 @@ PACED_TRAIN_S = 1.0
 PACED_REFILL_MAX_S = 5.0
 
 
-#: An up train that lost packets ends once the server has heard none of it for at least this long
-#: (crates/probe/src/train_up.rs UP_QUIET_MIN_NS): a bucket in front of the server has been refilling since its
-#: last packet passed, the train's end is that much later than the bucket's last drain. What spends it meanwhile is
-#: the client's: its polls (UP_POLL_S apart, UP_POLL_WIRE bytes each: the 56-B request, 72 signed, in IPv4 and UDP)
-#: and then its fetch requests, each padded to the train's packet size (UP_FETCH_MIN_LEN at least) to carry
-#: (length - 72) / 10 records back
+#: A train ends once its receiver has heard nothing of it for a while (the train's ``quiet_ms``, crates/probe
+#: train.rs TrainRun::quiet_ns): a token bucket in front of the receiver has refilled since the last packet that
+#: took its tokens passed (any later one arrived or was dropped behind it), so the train's end is that much later
+#: than the bucket's last drain. Up, the server's quiet at the client's last poll; a recording made before the probe
+#: said it holds at least the quiet that ends an up train with losses (UP_QUIET_S: UP_QUIET_MIN_NS). What spent
+#: tokens meanwhile: up, the client's polls (at most one every UP_POLL_S, UP_POLL_WIRE bytes each: the 56-B
+#: request, 72 signed, in IPv4 and UDP) and then its fetch requests, each padded to the train's packet size
+#: (UP_FETCH_MIN_LEN at least) to carry (length - 72) / 10 records back; down, the server's two DONE answers
 UP_QUIET_S = 0.25
 UP_POLL_S = 0.02
 UP_POLL_WIRE = 100
 UP_FETCH_MIN_LEN = 548
+DONE_ANSWERS = 2
 
 
-def up_quiet_refill(train: dict, bps: float) -> float:
-    """Bytes a token bucket filling at ``bps`` (B/s) in front of the server holds back at an up ``train``'s end
-    beyond what the time since it refills: the server's quiet that ended a train with losses (:data:`UP_QUIET_S`)
-    less the polls' and the fetch requests' bytes. 0 for a down train, or an up train that lost nothing (it ended
-    on its last record, without the quiet)."""
-    if train.get("direction") != "up" or not train.get("lost"):
+def quiet_refill(train: dict, bps: float) -> float:
+    """Bytes a token bucket filling at ``bps`` (B/s) in front of the receiver refilled within ``train`` beyond its
+    end: its receiver's quiet (``quiet_ms``) less what the polls, the fetch requests or the DONE answers took. 0
+    where nothing says (an older recording of a down train, or of an up train that lost nothing: it ended on its
+    last record, without the quiet)."""
+    up = train.get("direction") == "up"
+    q = train.get("quiet_ms")
+    quiet_s = q / 1e3 if q is not None else (UP_QUIET_S if up and train.get("lost") else 0.0)
+    if quiet_s <= 0:
         return 0.0
-    size = min(max(train.get("size") or 1472, UP_FETCH_MIN_LEN), 1472)
-    per = max(1, (size - 72) // 10)
-    fetches = -(-(train.get("received") or 0) // per)
-    spent = UP_QUIET_S / UP_POLL_S * UP_POLL_WIRE + fetches * (size + 28)
-    return max(0.0, bps * UP_QUIET_S - spent)
+    if up:
+        size = min(max(train.get("size") or 1472, UP_FETCH_MIN_LEN), 1472)
+        fetches = -(-(train.get("received") or 0) // max(1, (size - 72) // 10))
+        spent = quiet_s / UP_POLL_S * UP_POLL_WIRE + fetches * (size + 28)
+    else:
+        spent = DONE_ANSWERS * UP_POLL_WIRE
+    return max(0.0, bps * quiet_s - spent)
 
 
 def _policer_train(host: str, port: int, secret: str | None, d: dict, say, random_loss: float = 0.0,
@@ -1205,7 +1213,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                 f"a packet train paced at {pace:.4g} Mbit/s left {_sender(d)} at {sent_at:.4g}, slower than the "
                 f"{rate:.4g} the flows got through")
         # the policer idled at least from the last train's end to this one's handshake (a round trip) after, and
-        # an up train with losses ended on the server's quiet (up_quiet_refill)
+        # since the last train's receiver last heard of it (quiet_refill)
         gap = start - ended + (t2.get("handshake_rtt_ms") or 0.0) / 1e3
         ended = done_at
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
@@ -1214,7 +1222,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
         bps = (c or rate) * 1e6 / 8
-        quiet = up_quiet_refill(before, bps)
+        quiet = quiet_refill(before, bps)
         refilled = bps * gap + quiet
         before = t2
         if b2 is None and not res:
@@ -1233,7 +1241,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
             break
         largest = count * w * (1 - (c or rate) / pace)
         wait = min((largest - refilled) / bps, PACED_REFILL_MAX_S)
-        in_quiet = f", {quiet / 1e3:.3g} KB of it in the server's quiet that ended that train" if quiet else ""
+        in_quiet = f", {quiet / 1e3:.3g} KB of it in the quiet that ended that train" if quiet else ""
         d["train_evidence"].append(f"paced train {attempt + 1}: {read / 1e3:.3g} KB, more than the {gap:.2g} s since the "
                                    f"train before refilled ({refilled / 1e3:.3g} KB{in_quiet}): sent again after "
                                    f"{wait:.2g} s")

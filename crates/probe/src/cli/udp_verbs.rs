@@ -129,6 +129,8 @@ fn print_train(a: &UdpTrainArgs, addr: SocketAddr, r: &train::TrainRun) -> R {
         o.insert("duplicates".into(), json!(r.duplicates));
         o.insert("foreign".into(), json!(r.foreign));
         o.insert("handshake_rtt_ms".into(), json!(r.handshake_rtt_ns as f64 / 1e6));
+        // the receiver's quiet when the train ended (null: nothing arrived): a bucket before it refilled that long
+        o.insert("quiet_ms".into(), json!(r.quiet_ns.map(|q| q as f64 / 1e6)));
         o.insert("timestamps".into(), json!(if r.kernel_ts { "kernel rx (SO_TIMESTAMPNS)" } else { "user" }));
         o.insert("rates".into(), json!("Mbit/s of IP packets (UDP payload + 28 B over IPv4, + 48 B over IPv6)"));
         let out = json!({"test": "udp-train", "host": a.host, "server": addr.to_string(), "version": env!("CARGO_PKG_VERSION"), "train": t});
