@@ -748,8 +748,8 @@ pub fn ask_again_ns(rtt_ns: u64, timeout_ns: u64) -> u64 {
 /// asked again: the first poll follows the train, and behind a policer the
 /// train has just emptied the bucket, so the path drops it; waiting out the
 /// whole `--timeout` there cost each up train 1 s (a measurement behind a
-/// 3-Mbit/s up policer, `measure --quick`: five up trains, 1.03 s each for
-/// 11 ms of sending, 5 s of its 24.6).
+/// 3-Mbit/s up tbf, `measure --quick`: four up trains, each ~1 s beyond its
+/// sending — 1.03 s for a train sent in 11 ms — 4 s of its 24.6).
 fn poll_until_quiet(c: &mut Client, cfg: &TrainCfg, started: u64, handshake_rtt_ns: u64) -> Result<(Report, u64), String> {
     let poll = build_report_request(c.session, 0, 0, c.key.as_ref());
     let period = UP_POLL_NS.max(handshake_rtt_ns);

@@ -1094,10 +1094,10 @@ DONE_ANSWERS = 2
 
 
 def quiet_refill(train: dict, bps: float) -> float:
-    """Bytes a token bucket filling at ``bps`` (B/s) in front of the receiver refilled within ``train`` beyond its
-    end: its receiver's quiet (``quiet_ms``) less what the polls, the fetch requests or the DONE answers took. 0
-    where nothing says (an older recording of a down train, or of an up train that lost nothing: it ended on its
-    last record, without the quiet)."""
+    """Bytes a token bucket filling at ``bps`` (B/s) in front of ``train``'s receiver had refilled by the train's
+    end since the last packet that drained it: the receiver's quiet (``quiet_ms``) less what the polls, the fetch
+    requests or the DONE answers took. 0 where nothing says (an older recording of a down train, or of an up train
+    that lost nothing: it ended on its last record, without the quiet)."""
     up = train.get("direction") == "up"
     q = train.get("quiet_ms")
     quiet_s = q / 1e3 if q is not None else (UP_QUIET_S if up and train.get("lost") else 0.0)
