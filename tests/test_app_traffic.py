@@ -92,7 +92,15 @@ def test_the_kernels_download_and_upload_take_as_long_as_the_models():
                     {"cc": "cubic", "rtt": "200ms", "size": "100KB"},
                     {"cc": "cubic", "rtt": "200ms", "size": "100KB", "direction": "up"}]}
     sim = [f["fct_s"] for f in bloatlab.run(doc).summary["flows"]]
-    emu = [f["fct_s"] for f in bloatlab.run(doc, engine="emu").summary["flows"]]
+    # a run whose timing the emulator flagged is no draw, as above: a clean clone's make test on a late VM (p99
+    # lateness 3.7-6.1 ms, ~2000 stalls a run) finished each flow 11-22 ms after the model
+    for _ in range(3):
+        run = bloatlab.run(doc, engine="emu").summary
+        if not emu_engine.timing_flagged(run):
+            break
+    else:
+        pytest.skip(f"the emulator flagged 3 runs' timing on this machine: {emu_engine.timing_reason(run)}")
+    emu = [f["fct_s"] for f in run["flows"]]
     for s, e in zip(sim, emu):
         assert e == pytest.approx(s, abs=0.010), (sim, emu)  # the emulator's timing (< 1 ms) and process wake-ups
 
