@@ -122,9 +122,29 @@ def test_a_port_fifo_no_train_read_is_the_whole_packets_under_which_the_model_ca
     tries = {int(k): v for k, v in x["port_buffer_model"]["tries"].items()}
     # the twin's one BDP carries the fill ~4x beyond its rate; one packet gives it 13.3, two 27.2 (the first at or
     # above 19.4: the search stops there); 27.2 / 19.4 is nearer than 19.4 / 13.3: two packets
-    assert tries[path.buffer] > isolation.PORT_FILL_MARGIN * 19.3758
-    assert sorted(tries) == [1500, 3000, path.buffer] and tries[1500] < 19.3758 <= tries[3000]
+    assert path.port_buffer == path.buffer  # one BDP, above two packets
+    assert tries[path.port_buffer] > isolation.PORT_FILL_MARGIN * 19.3758
+    assert sorted(tries) == [1500, 3000, path.port_buffer] and tries[1500] < 19.3758 <= tries[3000]
     assert x["port_buffer_bytes"] == 3000 and "died in the port's FIFO" in x["train_evidence"][-1]
+
+
+def test_a_slow_policers_port_fifo_is_at_least_two_packets_where_its_bdp_holds_none():
+    """Fresh campaign seed 104 path 51: a 0.51-Mbit/s policer (a 3.7-KB bucket) on a 3.8-Mbit/s port with a 3-KB
+    FIFO, 5.1 ms, 0.5 % loss. One BDP of the policed rate is 323 B, less than a packet: the twin's port FIFO was
+    at least 3000 B (the scenario's floor for a bucket) but the model's search took the bare BDP for the default,
+    tried no packet below it and wrote 323 B as the port's buffer, which the twin refused ("expected at least one
+    packet"): measure failed. The default is now the twin's own, Path.port_buffer: the BBR fill's 0.188 Mbit/s
+    lies nearer the model's 3000 B than one packet."""
+    path = Path(base_rtt_ms=5.098196218562874, down_mbps=0.5077720174367097, up_mbps=0.3557394065456707,
+                loss=0.005012562893380035, limiter="policer", port_mbps=3.830614076166015, bucket_bytes=3746)
+    assert path.buffer == 323 and path.port_buffer == 3000
+    assert path.link_doc()["buffer"] == "3000B"
+    x = {"limiter": "policer", "load_cc": "bbr", "flows": 4, "rate_by_cc": {"bbr": 0.18789974478358568},
+         "fill_end": {"ran_s": 5.0}}
+    isolation.port_buffer_by_model(x, path)
+    assert sorted(int(k) for k in x["port_buffer_model"]["tries"]) == [1500, 3000]
+    assert x["port_buffer_model"]["default_bytes"] == 3000 and x["port_buffer_bytes"] == 3000
+    assert dataclasses.replace(path, port_buffer_bytes=x["port_buffer_bytes"]).port_buffer == 3000
 
 
 def test_a_port_fifo_the_fill_does_not_contradict_or_a_read_one_is_left_alone():

@@ -261,7 +261,7 @@ PORT_PACKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> None:
     """A ``policer`` direction whose port's buffer no train read (``port_buffer_bytes`` None: the twin gives it one
-    BDP of the policed rate, ``Path.buffer``) where the twin's model carries the fill the measurement ran beyond
+    BDP of the policed rate, at least two packets: ``Path.port_buffer``) where the twin's model carries the fill the measurement ran beyond
     ``margin`` x the rate it got (:func:`fill_by_model`): the flows' bursts died before the bucket, in the port's
     FIFO, which the idle path never showed (no queue). The port's buffer is then the whole packets (1, 2, 3, 4, 6,
     8, ... of 1500 B, :data:`PORT_PACKETS`, or the default) under which the model's fill lies nearest
@@ -277,21 +277,21 @@ def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> Non
         return
     tries = {}
     for b in (n * WIRE_SEGMENT for n in PORT_PACKETS):
-        if b >= path.buffer:
+        if b >= path.port_buffer:
             break
         tries[b] = fill_by_model(x, dataclasses.replace(path, port_buffer_bytes=b))[0]
         if tries[b] >= measured:
             break
-    tries[path.buffer] = default
+    tries[path.port_buffer] = default
     (cc, _, secs), flows = _fill(x), x.get("flows", 4)
     best = min(tries, key=lambda b: abs(math.log(max(tries[b], 1e-9) / measured)))
     x["port_buffer_bytes"] = int(best)
     x["port_buffer_model"] = {"fill_mbps": round(measured, 4), "cc": cc, "secs": round(float(secs), 3),
-                              "default_bytes": int(path.buffer), "tries": {k: round(v, 3) for k, v in sorted(tries.items())}}
+                              "default_bytes": path.port_buffer, "tries": {k: round(v, 3) for k, v in sorted(tries.items())}}
     x.setdefault("train_evidence", []).append(
         f"the port's buffer, which no train read: {best / 1e3:.3g} KB, under which the model carries the fill's "
         f"{flows} {cc} flows nearest their {measured:.4g} Mbit/s ({tries[best]:.4g}); the twin's default "
-        f"({path.buffer / 1e3:.3g} KB) gives them {default:.4g}: their bursts died in the port's FIFO, not the bucket")
+        f"({path.port_buffer / 1e3:.3g} KB) gives them {default:.4g}: their bursts died in the port's FIFO, not the bucket")
 
 
 def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: float,

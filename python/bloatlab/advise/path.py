@@ -140,6 +140,10 @@ HT20_MCS_MBPS = (6.5, 13, 19.5, 26, 39, 52, 58.5, 65, 13, 26, 39, 52, 78, 104, 1
 #: ports; any multiple that drains a 10-ms bucket in about a millisecond models
 #: the measured "no queue")
 POLICER_PORT = 10
+#: the least FIFO the twin gives a policer's port where no train read it (:attr:`Path.port_buffer`): two full
+#: packets, the floor the scenario language gives a bucket (docs/scenario.md, `policer`'s `burst`) — one BDP of
+#: a slow policed rate at a short RTT is less than one packet (0.51 Mbit/s at 5 ms: 315 B), a FIFO that holds none
+PORT_BUFFER_MIN_BYTES = 3000
 #: fq_codel's default limit (packets): net/sched/sch_fq_codel.c, q->limit = 10*1024
 FQ_CODEL_LIMIT_PKTS = 10240
 #: each AQM's target queueing delay (ms) with Linux's defaults, as both engines run them: sch_codel and
@@ -321,6 +325,12 @@ class Path:
         return self.port_mbps is not None and self.port_mbps > self.down_mbps
 
     @property
+    def port_buffer(self) -> int:
+        """The FIFO of a policer's port in the twin (bytes): the measured one (:attr:`port_buffer_bytes`), else one
+        BDP of the policed rate (:attr:`buffer`), at least :data:`PORT_BUFFER_MIN_BYTES`."""
+        return int(self.port_buffer_bytes) if self.port_buffer_bytes else max(self.buffer, PORT_BUFFER_MIN_BYTES)
+
+    @property
     def policer_port_mbps(self) -> float:
         """The port a policer sits on in the twin: the measured one, else
         :data:`POLICER_PORT` x the policed rate."""
@@ -417,15 +427,16 @@ class Path:
             # loss: with a wrong bucket the twin's CUBIC read 22 Mbit/s where the kernel got 7); where it
             # could not tell, POLICER_PORT x the policed rate stands for the port and the scenario's
             # default (10 ms of the rate) for the bucket. The port's buffer never filled during the
-            # measurement (no queue), so it is not seen either: the twin gives it one BDP of the policed rate
-            # (Path.buffer), which the policed flows do not fill (a 3-KB port buffer, as before, dropped the
-            # bursts the policer let through: CUBIC read 1.9 Mbit/s on the twin, 8.7 on the true path)
+            # measurement (no queue), so it is not seen either: the twin gives it one BDP of the policed rate,
+            # at least two packets (Path.port_buffer), which the policed flows do not fill (a 3-KB port buffer,
+            # as before, dropped the bursts the policer let through: CUBIC read 1.9 Mbit/s on the twin, 8.7 on
+            # the true path)
             # Where a back-to-back train's head was cut by the port's FIFO before the bucket ran dry (a paced
             # train read the bucket), that FIFO is the port's buffer (port_buffer_bytes): a bucket larger than
             # it passes bursts the port drops (seed 8 path 14: a 271-KB bucket on a 106-KB FIFO)
             d["rate"] = f"{self.policer_port_mbps:.6g}Mbit"
             d["qdisc"] = "fifo"
-            d["buffer"] = f"{self.port_buffer_bytes}B" if self.port_buffer_bytes else f"{max(self.buffer, 3000)}B"
+            d["buffer"] = f"{self.port_buffer}B"
             d["policer"] = token_bucket(self.down_mbps, self.bucket_bytes)
         elif self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
             # a single-queue AQM with Linux's defaults (its own packet limit: the direction's buffer is not used)
