@@ -47,11 +47,12 @@ def _stored(spec: str) -> tuple[str, dict, bool]:
 
 
 def _figures(rec: dict) -> dict:
-    k, p, m = rec.get("kernel") or {}, rec.get("predicted") or {}, rec["measured"]
+    """The record's prediction, kernel and readings; a path whose measurement failed (``failed``) has none."""
+    k, p, m = rec.get("kernel") or {}, rec.get("predicted") or {}, rec.get("measured") or {}
     g = p.get("goodput_mbps") / k["goodput_mbps"] - 1 if p.get("goodput_mbps") and k.get("goodput_mbps") else None
     return {"predicted_mbps": p.get("goodput_mbps"), "kernel_mbps": k.get("goodput_mbps"), "error": g,
             "advice": [rec["advice"]["cc"], rec["advice"]["queue"]] if rec.get("advice") else None,
-            "limiter": m["limiter"], "port_mbps": m.get("port_mbps"), "bucket_bytes": m.get("bucket_bytes"),
+            "limiter": m.get("limiter"), "failed": rec.get("failed"), "port_mbps": m.get("port_mbps"), "bucket_bytes": m.get("bucket_bytes"),
             "port_buffer_bytes": m.get("port_buffer_bytes")}
 
 
@@ -76,6 +77,12 @@ def main() -> None:
             print(json.dumps({"path": name, "stored": was, "today": now}), flush=True)
             continue
         pct = lambda x: f"{x * 100:+.1f} %" if x is not None else "-"
+        if now["failed"]:
+            print(f"{name}: {now['failed']} (stored: {was['failed'] or 'measured'})", flush=True)
+            continue
+        if was["failed"]:
+            was.update(predicted_mbps=None, error=None)
+            print(f"{name}: stored {was['failed']}", flush=True)
         print(f"{name}: twin {now['predicted_mbps']:.4g} vs kernel {now['kernel_mbps']:.4g} Mbit/s ({pct(now['error'])}; "
               f"stored {pct(was['error'])}), {'+'.join(now['advice'] or [])} (stored {'+'.join(was['advice'] or [])}), "
               f"port {now['port_mbps']}, bucket {now['bucket_bytes']}, port FIFO {now['port_buffer_bytes']} "
