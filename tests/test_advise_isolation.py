@@ -130,7 +130,7 @@ def test_a_port_fifo_no_train_read_is_the_whole_packets_under_which_the_model_ca
 
 def test_a_slow_policers_port_fifo_is_at_least_two_packets_where_its_bdp_holds_none():
     """Fresh campaign seed 104 path 51: a 0.51-Mbit/s policer (a 3.7-KB bucket) on a 3.8-Mbit/s port with a 3-KB
-    FIFO, 5.1 ms, 0.5 % loss. One BDP of the policed rate is 323 B, less than a packet: the twin's port FIFO was
+    FIFO, 5 ms, 0.34 % loss (read 5.1 ms, 0.5 %). One BDP of the policed rate is 323 B, less than a packet: the twin's port FIFO was
     at least 3000 B (the scenario's floor for a bucket) but the model's search took the bare BDP for the default,
     tried no packet below it and wrote 323 B as the port's buffer, which the twin refused ("expected at least one
     packet"): measure failed. The default is now the twin's own, Path.port_buffer: the BBR fill's 0.188 Mbit/s

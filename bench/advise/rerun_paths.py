@@ -52,8 +52,8 @@ def _figures(rec: dict) -> dict:
     g = p.get("goodput_mbps") / k["goodput_mbps"] - 1 if p.get("goodput_mbps") and k.get("goodput_mbps") else None
     return {"predicted_mbps": p.get("goodput_mbps"), "kernel_mbps": k.get("goodput_mbps"), "error": g,
             "advice": [rec["advice"]["cc"], rec["advice"]["queue"]] if rec.get("advice") else None,
-            "limiter": m.get("limiter"), "failed": rec.get("failed"), "port_mbps": m.get("port_mbps"), "bucket_bytes": m.get("bucket_bytes"),
-            "port_buffer_bytes": m.get("port_buffer_bytes")}
+            "limiter": m.get("limiter"), "failed": rec.get("failed"), "port_mbps": m.get("port_mbps"),
+            "bucket_bytes": m.get("bucket_bytes"), "port_buffer_bytes": m.get("port_buffer_bytes")}
 
 
 def main() -> None:

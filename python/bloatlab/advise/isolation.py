@@ -261,15 +261,15 @@ PORT_PACKETS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> None:
     """A ``policer`` direction whose port's buffer no train read (``port_buffer_bytes`` None: the twin gives it one
-    BDP of the policed rate, at least two packets: ``Path.port_buffer``) where the twin's model carries the fill the measurement ran beyond
-    ``margin`` x the rate it got (:func:`fill_by_model`): the flows' bursts died before the bucket, in the port's
-    FIFO, which the idle path never showed (no queue). The port's buffer is then the whole packets (1, 2, 3, 4, 6,
-    8, ... of 1500 B, :data:`PORT_PACKETS`, or the default) under which the model's fill lies nearest
-    the measured one on a log scale (rates compared as ratios): a FIFO of a few packets holds loss-based flows by the
-    whole packets it fits (campaign seed 83 path 53: a 95-Mbit/s policer with a 24-KB bucket on a 186-Mbit/s port
-    with a 4.1-KB FIFO; the fill's four CUBIC flows got 19.4 Mbit/s, the twin's one-BDP port 81.9 in the model; one
-    packet 13.3, two 27.2; the twin's one CUBIC flow 46.1 at one BDP, 6.6 at two packets, the kernel's 7.8 on the
-    true path). ``port_buffer_model`` records the tries."""
+    BDP of the policed rate, at least two packets: ``Path.port_buffer``) where the twin's model carries the fill the
+    measurement ran beyond ``margin`` x the rate it got (:func:`fill_by_model`): the flows' bursts died before the
+    bucket, in the port's FIFO, which the idle path never showed (no queue). The port's buffer is then the whole
+    packets (1, 2, 3, 4, 6, 8, ... of 1500 B, :data:`PORT_PACKETS`, or the default) under which the model's fill
+    lies nearest the measured one on a log scale (rates compared as ratios): a FIFO of a few packets holds
+    loss-based flows by the whole packets it fits (campaign seed 83 path 53: a 95-Mbit/s policer with a 24-KB
+    bucket on a 186-Mbit/s port with a 4.1-KB FIFO; the fill's four CUBIC flows got 19.4 Mbit/s, the twin's one-BDP
+    port 81.9 in the model; one packet 13.3, two 27.2; the twin's one CUBIC flow 46.1 at one BDP, 6.6 at two
+    packets, the kernel's 7.8 on the true path). ``port_buffer_model`` records the tries."""
     if x.get("limiter") != "policer" or path.limiter != "policer" or path.port_buffer_bytes is not None:
         return
     default, measured = fill_by_model(x, path)
@@ -287,11 +287,13 @@ def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> Non
     best = min(tries, key=lambda b: abs(math.log(max(tries[b], 1e-9) / measured)))
     x["port_buffer_bytes"] = int(best)
     x["port_buffer_model"] = {"fill_mbps": round(measured, 4), "cc": cc, "secs": round(float(secs), 3),
-                              "default_bytes": path.port_buffer, "tries": {k: round(v, 3) for k, v in sorted(tries.items())}}
+                              "default_bytes": path.port_buffer,
+                              "tries": {k: round(v, 3) for k, v in sorted(tries.items())}}
     x.setdefault("train_evidence", []).append(
         f"the port's buffer, which no train read: {best / 1e3:.3g} KB, under which the model carries the fill's "
         f"{flows} {cc} flows nearest their {measured:.4g} Mbit/s ({tries[best]:.4g}); the twin's default "
-        f"({path.port_buffer / 1e3:.3g} KB) gives them {default:.4g}: their bursts died in the port's FIFO, not the bucket")
+        f"({path.port_buffer / 1e3:.3g} KB) gives them {default:.4g}: their bursts died in the port's FIFO, not the "
+        f"bucket")
 
 
 def fifo_holds_the_fill(x: dict, rate_mbps: float, buffer_bytes: int, base_ms: float,
