@@ -482,23 +482,45 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/ne
 
 
 def measure_on_station(tmp_path, mac, mcs):
+    """``measure --quick`` on the station of a lone access point (``mac``, ``mcs``) through the emulator: (its
+    report, the emulator's raw result — whose ``meta.lateness`` says whether the emulator kept its timing)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     sc = tmp_path / "wifi.toml"
     # the scenario's own flow is a 10-KB download that ends at once: measure loads the path alone
     sc.write_text(f'name = "hop"\nduration = "120s"\n[wifi]\nmac = "{mac}"\n[[wifi.station]]\nname = "you"\n'
                   f'phy_rate = "mcs{mcs}"\n[[flow]]\ncc = "cubic"\nrtt = "20ms"\nsize = "10KB"\n')
     env = dict(os.environ, PATH=os.path.join(ROOT, ".venv", "bin") + ":" + os.environ["PATH"])
     r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "bloatlab"), "shell", "--scenario", str(sc), "--station", "you",
-                        "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--",
+                        "--server", "bloatlab-probe server --bind 0.0.0.0:5301", "--out", str(tmp_path / "raw.json"), "--",
                         "sh", "-c", f"sleep 0.5; bloatlab measure $BLOATLAB_SERVER --quick --no-up --json --out {tmp_path}/twin.toml"],
                        capture_output=True, text=True, timeout=180, env=env)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout[r.stdout.index("{"):])
+    return json.loads(r.stdout[r.stdout.index("{"):]), json.loads((tmp_path / "raw.json").read_text())
 
 
 @needs_root
 @pytest.mark.parametrize("mac,mcs,phy", [("legacy", 5, 52.0), ("airtime", 3, 26.0)])
 def test_measure_on_a_station_finds_the_wifi_hop_its_phy_rate_and_the_aps_design(tmp_path, mac, mcs, phy):
-    got = measure_on_station(tmp_path, mac, mcs)
+    """The hop, its PHY rate and the AP's design, read on a run whose timing the emulator kept: one it flagged (a
+    late VM: its WiFi MAC's transmissions released late and together) is not the hop's truth and is measured again,
+    as test_app_traffic's runs are; after three flagged runs the test is skipped with the reason. A clean clone's
+    make test (2026-12-01, the other emulator runs of that stretch flagged at p99 lateness 1443-1497 µs) read the
+    airtime AP at MCS 3 as shared with another station at 34.1 Mbit/s, then as a FIFO whose train came in batches
+    of 2; run again alone on the VM minutes later, both parameters read right."""
+    from bloatlab.engines import emu as emu_engine
+
+    for i in range(3):
+        got, raw = measure_on_station(tmp_path / f"try{i}", mac, mcs)
+        try:
+            _reads_the_hop(got, tmp_path / f"try{i}", mac, phy)
+            return
+        except AssertionError:
+            if emu_engine.timing_reason(raw) is None:
+                raise
+    pytest.skip(f"the emulator flagged 3 runs' timing on this machine: {emu_engine.timing_reason(raw)}")
+
+
+def _reads_the_hop(got: dict, tmp_path, mac: str, phy: float) -> None:
     d = got["down"]
     assert d["limiter"] == "wifi", d.get("wifi_note")
     # the PHY rate from the aggregates' periods: within 10 % (measured 52.08 at MCS 5, 2026-11-25)
