@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -513,10 +514,15 @@ def test_measure_on_a_station_finds_the_wifi_hop_its_phy_rate_and_the_aps_design
         got, raw = measure_on_station(tmp_path / f"try{i}", mac, mcs)
         try:
             _reads_the_hop(got, tmp_path / f"try{i}", mac, phy)
-            return
         except AssertionError:
             if emu_engine.timing_reason(raw) is None:
                 raise
+            continue
+        if emu_engine.timing_reason(raw):
+            # as tests/test_emu.py says of a flagged run the model agrees with anyway: it stands, and says so
+            warnings.warn(f"{mac} at MCS {mcs}: read right on a run the emulator flagged "
+                          f"({emu_engine.timing_reason(raw)}), try {i + 1}")
+        return
     pytest.skip(f"the emulator flagged 3 runs' timing on this machine: {emu_engine.timing_reason(raw)}")
 
 

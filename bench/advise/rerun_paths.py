@@ -81,7 +81,6 @@ def main() -> None:
             print(f"{name}: {now['failed']} (stored: {was['failed'] or 'measured'})", flush=True)
             continue
         if was["failed"]:
-            was.update(predicted_mbps=None, error=None)
             print(f"{name}: stored {was['failed']}", flush=True)
         print(f"{name}: twin {now['predicted_mbps']:.4g} vs kernel {now['kernel_mbps']:.4g} Mbit/s ({pct(now['error'])}; "
               f"stored {pct(was['error'])}), {'+'.join(now['advice'] or [])} (stored {'+'.join(was['advice'] or [])}), "

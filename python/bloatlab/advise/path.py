@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 
 from .. import units
 from ..errors import UserError
+from .physics import WIRE_SEGMENT
 
 LIMITERS = ("fifo", "policer", "aqm", "wifi")
 #: the access point's MAC designs (docs/wifi.md)
@@ -141,9 +142,10 @@ HT20_MCS_MBPS = (6.5, 13, 19.5, 26, 39, 52, 58.5, 65, 13, 26, 39, 52, 78, 104, 1
 #: the measured "no queue")
 POLICER_PORT = 10
 #: the least FIFO the twin gives a policer's port where no train read it (:attr:`Path.port_buffer`): two full
-#: packets, the floor the scenario language gives a bucket (docs/scenario.md, `policer`'s `burst`) — one BDP of
-#: a slow policed rate at a short RTT is less than one packet (0.51 Mbit/s at 5.1 ms: 323 B), a FIFO that holds none
-PORT_BUFFER_MIN_BYTES = 3000
+#: packets, the floor the scenario language gives a bucket (docs/scenario.md, `policer`'s `burst`; its resolver's
+#: `2 * PACKET_BYTES`) — one BDP of a slow policed rate at a short RTT is less than one packet (0.51 Mbit/s at
+#: 5.1 ms: 323 B), a FIFO that holds none
+PORT_BUFFER_MIN_BYTES = 2 * WIRE_SEGMENT
 #: fq_codel's default limit (packets): net/sched/sch_fq_codel.c, q->limit = 10*1024
 FQ_CODEL_LIMIT_PKTS = 10240
 #: each AQM's target queueing delay (ms) with Linux's defaults, as both engines run them: sch_codel and
