@@ -10,7 +10,6 @@ import json
 import os
 import re
 import subprocess
-import warnings
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from bloatlab.advise import wifi_hop as m_wifi_hop
 from bloatlab.advise import recommend
 from bloatlab.advise.path import LEGACY_DRIVER_FRAMES, Path, to_toml
 from bloatlab.errors import UserError
-from conftest import ROOT
+from conftest import ROOT, on_kept_timing
 
 # `udp train --count 200 --json` from a station at MCS 7 (65 Mbit/s) behind an emulated airtime AP, 2026-11-25:
 # aggregates of 21 packets (ath9k's 4-ms limit: 21 x 1542 B at 65 Mbit/s is 3.99 ms) every ~4.15 ms
@@ -508,22 +507,11 @@ def test_measure_on_a_station_finds_the_wifi_hop_its_phy_rate_and_the_aps_design
     make test (2026-12-01, the other emulator runs of that stretch flagged at p99 lateness 1443-1497 µs) read the
     airtime AP at MCS 3 as shared with another station at 34.1 Mbit/s, then as a FIFO whose train came in batches
     of 2; run again alone on the VM minutes later, both parameters read right."""
-    from bloatlab.engines import emu as emu_engine
-
-    for i in range(3):
+    def run(i):
         got, raw = measure_on_station(tmp_path / f"try{i}", mac, mcs)
-        try:
-            _reads_the_hop(got, tmp_path / f"try{i}", mac, phy)
-        except AssertionError:
-            if emu_engine.timing_reason(raw) is None:
-                raise
-            continue
-        if emu_engine.timing_reason(raw):
-            # as tests/test_emu.py says of a flagged run the model agrees with anyway: it stands, and says so
-            warnings.warn(f"{mac} at MCS {mcs}: read right on a run the emulator flagged "
-                          f"({emu_engine.timing_reason(raw)}), try {i + 1}")
-        return
-    pytest.skip(f"the emulator flagged 3 runs' timing on this machine: {emu_engine.timing_reason(raw)}")
+        return (got, tmp_path / f"try{i}"), raw
+
+    on_kept_timing(run, lambda r: _reads_the_hop(*r, mac, phy), f"{mac} at MCS {mcs}")
 
 
 def _reads_the_hop(got: dict, tmp_path, mac: str, phy: float) -> None:

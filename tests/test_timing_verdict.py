@@ -75,3 +75,38 @@ def test_the_fidelity_table_marks_a_stall_flagged_point_and_leaves_it_out_of_the
     summ = fidelity.goodput_summary(table)
     assert summ["timing_flagged"] == 1
     assert summ["median_goodput_error"] == 0.1  # the unflagged point's |90 - 100| / 100 alone
+
+
+def test_a_test_judges_an_emulated_run_on_kept_timing_and_draws_again_only_for_a_flagged_failure():
+    """conftest.on_kept_timing, the real-time tests' judge (tests/test_advise.py's measure_through): a check that
+    fails on a flagged run draws again, on a kept run fails; a flagged pass stands with a warning; three flagged
+    failures skip with the emulator's reason."""
+    import pytest
+    from conftest import on_kept_timing
+
+    kept, flagged = _summary(10.0, None), _summary(10.0, _stalled())
+
+    def runs(*raws):
+        made = []
+
+        def run(i):
+            made.append(i)
+            return raws[i][0], raws[i][1]
+        return run, made
+
+    def check(got):
+        assert got == "right"
+
+    run, made = runs(("wrong", flagged), ("right", kept), ("right", kept))
+    assert on_kept_timing(run, check, "t") == "right" and made == [0, 1]
+    run, made = runs(("wrong", kept), ("right", kept))
+    with pytest.raises(AssertionError):
+        on_kept_timing(run, check, "t")
+    assert made == [0]
+    run, made = runs(("right", flagged),)
+    with pytest.warns(UserWarning, match="passed on a run the emulator flagged"):
+        assert on_kept_timing(run, check, "t") == "right"
+    run, made = runs(*[("wrong", flagged)] * 3)
+    with pytest.raises(pytest.skip.Exception, match="flagged 3 runs' timing on this machine: 1 stall"):
+        on_kept_timing(run, check, "t")
+    assert made == [0, 1, 2]
