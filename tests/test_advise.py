@@ -1026,6 +1026,44 @@ def test_the_ensemble_spans_the_measured_rtt_within_its_accuracy_and_its_starts_
     assert k % 2 == 1 and 1 < k < recommend.ENSEMBLE
 
 
+def test_the_ensemble_spreads_a_fixed_wired_down_rate_over_its_measured_accuracy_and_nothing_else():
+    # recommend.member_rates: evenly over 1 +- RATE_SPREAD_SHARE (1 %), the middle member the measurement itself
+    assert recommend.RATE_SPREAD_SHARE == 0.01
+    assert recommend.member_rates(5) == pytest.approx([0.99, 0.995, 1.0, 1.005, 1.01])
+    assert recommend.member_rates(7)[3] == 1.0 and recommend.member_rates(1) == [1.0]
+    assert recommend.member_rates(3, 0.0) == [1.0, 1.0, 1.0]
+    fixed = recommend.simulate(Path(base_rtt_ms=20, down_mbps=5, buffer_bytes=25000),
+                               recommend.Candidate("cubic", "as-is", None), duration_s=2, members=3)
+    assert fixed.ranges["rate_mbps"] == pytest.approx([4.95, 5.05])
+    # a member's twin is the path at its rate: the policed rate behind a policer, its port and bucket as read
+    p = Path(base_rtt_ms=30, down_mbps=20, port_mbps=100, bucket_bytes=30000, limiter="policer")
+    q = recommend._at_rate(p, 1.01)
+    assert (q.down_mbps, q.port_mbps, q.bucket_bytes) == (pytest.approx(20.2), 100, 30000) and p.down_mbps == 20
+    assert recommend._at_rate(p, 1.0) is p
+    # a WiFi hop's rate is the MAC's at a PHY rate of Minstrel's table, a variable one runs its realizations
+    assert not recommend._rate_spread(Path(base_rtt_ms=20, down_mbps=30, limiter="wifi", wifi_mac="fq", wifi_phy_mbps=65))
+    assert recommend._rate_spread(p)
+
+
+def test_a_today_whose_members_split_between_two_outcomes_is_said_with_their_range():
+    """Campaign seed 104 path 7: CAKE at 88.4 Mbit/s and 103.1 ms, read as CAKE at 86.43 Mbit/s and 103.15 ms (an
+    RTT spread of +- 0.017 ms). One CUBIC flow over 10.3 s ends its slow start at COBALT's first drop in one of two
+    places as the rate moves: 16.0 Mbit/s on the twin at 84.7-86.4 Mbit/s, 64.4-64.8 at 86.9-88.4; the kernel on the
+    true path got 64.5. advise said "against today: goodput 16 -> 63.4 Mbit/s", a gain that was not there. Over the
+    measured rate's +- 1 % the members land in both outcomes, and the sentence quotes both."""
+    p = Path(base_rtt_ms=103.153, down_mbps=86.4329, up_mbps=5.43603, limiter="aqm", aqm_qdisc="cake",
+             base_rtt_spread_ms=0.016551)
+    c = recommend.simulate(p, recommend.Candidate("cubic", "as-is", None, paced=False), duration_s=10.3153)
+    lo, hi = c.ranges["goodput_mbps"]
+    assert lo < 20 and hi > 60, c.ranges
+    said = recommend._goodput(c)
+    assert said.startswith(f"{c.goodput_mbps:.3g} (its twin's members {lo:.3g}-{hi:.3g})"), said
+    # a candidate whose members agree is said as one figure
+    one = recommend.Candidate("cubic", "as-is", None)
+    one.goodput_mbps, one.ranges = 50.0, {"goodput_mbps": [48.0, 52.0]}
+    assert recommend._goodput(one) == "50"
+
+
 def test_the_ensemble_shrinks_to_what_its_first_members_wall_time_says_fits_advises_time():
     # recommend.members_within_time: k members cost k x the first's wall time, within ENSEMBLE_BUDGET_S (50 s)
     assert recommend.ENSEMBLE_BUDGET_S == 50.0
