@@ -4,6 +4,7 @@ Layer 2: the recommendation on paths whose answer is physics, and equal to
 the best of the full candidate sweep; layer 3: `measure` against emulated
 paths of known truth (root only; the issue's accuracy targets)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -1061,7 +1062,12 @@ def test_a_today_whose_members_split_between_two_outcomes_is_said_with_their_ran
     # a candidate whose members agree is said as one figure
     one = recommend.Candidate("cubic", "as-is", None)
     one.goodput_mbps, one.ranges = 50.0, {"goodput_mbps": [48.0, 52.0]}
+    one.p95_rtt_ms = one.p95_rtt_shared_ms = c.p95_rtt_ms
     assert recommend._goodput(one) == "50"
+    # and a change from a split figure claims no multiple of it: "with 4 times the goodput" was seed 104 path 7's
+    change = recommend._change(c, one)
+    assert f"at a goodput of {said} -> 50 Mbit/s" in change and "times" not in change, change
+    assert "with 4.2 % more goodput (48 -> 50 Mbit/s)" in recommend._change(dataclasses.replace(one, goodput_mbps=48.0), one)
 
 
 def test_the_ensemble_shrinks_to_what_its_first_members_wall_time_says_fits_advises_time():
