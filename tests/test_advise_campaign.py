@@ -520,6 +520,14 @@ def test_a_flagged_kernel_run_is_run_again_and_a_judgement_flagged_through_its_t
     assert e["pred_goodput"] == pytest.approx(0.8) and e["rank_regret"] == 0.1
     rec["kernel"]["timing_flagged"] = False
     assert campaign.errors(rec)["pred_goodput"] == pytest.approx(0.8)
+    # today's figure in its members' range, 15 % either side, where the record kept its ensemble (seed 104 path 7:
+    # 16.0 on four members, 64.4-64.6 on three; the kernel's today 64.5)
+    assert "today_goodput_in_range" not in campaign.errors(rec)
+    rec["predicted_today"]["ensemble"] = {"members": 7, "goodput_mbps": [16.0, 64.6]}
+    rec["kernel_today"]["goodput_mbps"] = 64.5
+    assert campaign.errors(rec)["today_goodput_in_range"] is True
+    rec["predicted_today"]["ensemble"]["goodput_mbps"] = [16.0, 16.2]
+    assert campaign.errors(rec)["today_goodput_in_range"] is False
 
 
 def test_the_time_goals_are_judged_per_path_in_seconds():

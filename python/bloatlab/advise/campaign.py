@@ -806,7 +806,7 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     if d.get("wifi"):
         rec["measured"]["wifi"] = d["wifi"]
     rec["predicted"] = {k: adv["expected"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate", "ensemble")}
-    rec["predicted_today"] = {k: adv["current"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate")}
+    rec["predicted_today"] = {k: adv["current"][k] for k in ("goodput_mbps", "p95_rtt_ms", "retrans_rate", "ensemble")}
     say(f"  advice: {r['cc']} + {rec['advice']['queue']}; kernel runs of {dur:g} s on the true path ...")
     ar = rec["advice"].get("autorate")
     rec["kernel"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], autorate=ar,
@@ -974,6 +974,11 @@ def errors(rec: dict) -> dict:
         # the kernel's one run within the twin's ensemble range (its members' least and most), 15 % either side
         lo, hi = ens["goodput_mbps"]
         out["pred_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
+    tens = rec["predicted_today"].get("ensemble")
+    if tens and tens.get("goodput_mbps") and rec["kernel_today"]["goodput_mbps"] is not None:
+        # today's figure the same way: the range advise quotes where its members split (recommend.GOODPUT_SPLIT)
+        lo, hi = tens["goodput_mbps"]
+        out["today_goodput_in_range"] = 0.85 * lo <= rec["kernel_today"]["goodput_mbps"] <= 1.15 * hi
     if rec.get("model_truth"):
         # the model on the true path against the kernel on it: the engine's share of the prediction's error
         out["model_goodput"] = _rel(rec["model_truth"]["goodput_mbps"], rec["kernel"]["goodput_mbps"])
@@ -1011,6 +1016,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          ("model_goodput_in_range", None, 0.90),
          # the kernel's goodput within the twin's ensemble range (+-15 %): how often the range holds the outcome
          ("pred_goodput_in_range", None, 0.90),
+         # ... and today's (a record made before today's ensemble was kept has none)
+         ("today_goodput_in_range", None, 0.90),
          # a variable truth: the twin against the kernel's median over the capacity's stretches (STRETCHES), the
          # figure the twin can be held to where one stretch is one draw (not the issue's goal, beside it)
          ("pred_goodput_stretches", 0.15, 0.90), ("pred_p95_rtt_stretches", 0.25, 0.90),
