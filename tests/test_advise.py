@@ -369,12 +369,12 @@ def test_a_twin_file_round_trips_through_advise(tmp_path):
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"), reason="measure tests need root and /dev/net/tun (emulated paths)")
 
 
-def measure_through(shell_args, extra=(), quick=True, check=None):
+def measure_through(shell_args, extra=(), quick=True, *, check):
     """``bloatlab measure`` (``--quick`` unless ``quick`` is False, then ``extra``) from the client namespace of
-    ``bloatlab shell SHELL_ARGS``: its JSON report. With ``check`` (a function of the report that asserts what the
-    test wants) the report returned is one judged on a run whose timing the emulator kept (conftest.on_kept_timing:
-    a late VM's run that fails the check is made again, up to three times, then the test is skipped with the
-    emulator's reason); ``extra`` may then be a function of the try (0, 1, 2) for arguments naming a place to write."""
+    ``bloatlab shell SHELL_ARGS``: its JSON report, judged by ``check`` (a function of the report that asserts what
+    the test wants) on a run whose timing the emulator kept (conftest.on_kept_timing: a late VM's run that fails the
+    check is made again, up to three times, then the test is skipped with the emulator's reason). ``extra`` may be a
+    function of the try (0, 1, 2) for arguments naming a place to write."""
     env = dict(os.environ, PATH=os.path.join(ROOT, ".venv", "bin") + ":" + os.environ["PATH"])
 
     def run(i):
@@ -390,8 +390,6 @@ def measure_through(shell_args, extra=(), quick=True, check=None):
             with open(raw) as f:
                 return json.loads(r.stdout[r.stdout.index("{"):]), json.load(f)
 
-    if check is None:
-        return run(0)[0]
     return on_kept_timing(run, check, f"measure through {' '.join(shell_args)}")
 
 

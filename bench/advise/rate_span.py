@@ -1,13 +1,12 @@
 """The advisor's ensemble with and without its members' down rates spread over the measured rate's uncertainty
 (recommend.RATE_SPREAD_SHARE, docs/advise.md "An ensemble, not one run"), on stored campaigns: for each path with a
 kernel judgement, the recommended configuration and today's (CUBIC, unpaced, the bottleneck as it is) simulated on
-the stored twin as advise's ensemble does (as many members as advise ran, advise's seeds, starts and RTT
-span), each against the
-kernel on the true path (the recommended one: the median of its runs; today's: its one run). Counted per variant:
-goodput within 15 % and p95 RTT within 25 % (issue 30's goals), the kernel's goodput inside the members' range
-widened by 15 % either side (``in range``: what the range a user is shown holds), and the figures advise now says
-with their range (members spread wider than recommend.GOODPUT_SPLIT). Offline, the simulator only; nothing is
-written into the campaigns.
+the stored twin as advise's ensemble does (as many members as advise ran, advise's seeds, starts and RTT span),
+each against the kernel on the true path (the recommended one: the median of its runs; today's: its one run).
+Counted per variant: goodput within 15 % and p95 RTT within 25 % (issue 30's goals), the kernel's goodput inside
+the members' range widened by 15 % either side (``in range``, campaign.in_range: what the range a user is shown
+holds), and the figures advise now says with their range (members spread wider than recommend.GOODPUT_SPLIT).
+Offline, the simulator only; nothing is written into the campaigns.
 
     .venv/bin/python bench/advise/rate_span.py CAMPAIGN_DIR [CAMPAIGN_DIR ...] [--shares 0 0.01] [--json OUT]
 """
@@ -69,7 +68,7 @@ def main(argv=None) -> int:
             xs = [(r[f"{name}@{share:g}"], r[k], r[kp]) for r in rows if r[k] and r[kp]]
             g = sum(abs(x["goodput"] / kg - 1) <= 0.15 for x, kg, _ in xs)
             p = sum(abs(x["p95"] / kq - 1) <= 0.25 for x, _, kq in xs)
-            inr = sum(x["range"][0] / 1.15 <= kg <= x["range"][1] * 1.15 for x, kg, _ in xs)
+            inr = sum(bool(campaign.in_range({"goodput_mbps": x["range"]}, kg)) for x, kg, _ in xs)
             split = sum(x["range"][0] > 0 and x["range"][1] / x["range"][0] - 1 > 0.15 for x, _, _ in xs)
             print(f"share {share:g}, {name}: goodput within 15 % on {g} of {len(xs)}, p95 within 25 % on {p}, "
                   f"the kernel in the members' range (+-15 %) on {inr}, said with a range on {split}")

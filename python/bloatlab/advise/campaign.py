@@ -924,6 +924,15 @@ def buffer_said(t: dict, m: dict) -> bool | None:
     return False
 
 
+def in_range(ens: dict | None, goodput_mbps: float | None) -> bool | None:
+    """Whether ``goodput_mbps`` (a kernel run's) lies within an ensemble's goodput range (its members' least and
+    most), 15 % either side; None where the ensemble or the figure is missing."""
+    if not ens or not ens.get("goodput_mbps") or goodput_mbps is None:
+        return None
+    lo, hi = ens["goodput_mbps"]
+    return 0.85 * lo <= goodput_mbps <= 1.15 * hi
+
+
 def errors(rec: dict) -> dict:
     """The record's errors against the truth and the kernel (relative unless named otherwise)."""
     from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE
@@ -969,25 +978,21 @@ def errors(rec: dict) -> dict:
         st = stretch_figures(rec["kernel"], rec["kernel_stretches"])
         out["pred_goodput_stretches"] = _rel(rec["predicted"]["goodput_mbps"], st["goodput_mbps"])
         out["pred_p95_rtt_stretches"] = _rel(rec["predicted"]["p95_rtt_ms"], st["p95_rtt_ms"])
-    ens = rec["predicted"].get("ensemble")
-    if ens and rec["kernel"]["goodput_mbps"] is not None:
-        # the kernel's one run within the twin's ensemble range (its members' least and most), 15 % either side
-        lo, hi = ens["goodput_mbps"]
-        out["pred_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
-    tens = rec["predicted_today"].get("ensemble")
-    if tens and tens.get("goodput_mbps") and rec["kernel_today"]["goodput_mbps"] is not None:
-        # today's figure the same way: the range advise quotes where its members split (recommend.GOODPUT_SPLIT)
-        lo, hi = tens["goodput_mbps"]
-        out["today_goodput_in_range"] = 0.85 * lo <= rec["kernel_today"]["goodput_mbps"] <= 1.15 * hi
+    # the kernel's one run within the twin's ensemble range (its members' least and most), 15 % either side; today's
+    # the same way (the range advise quotes where its members split: recommend.GOODPUT_SPLIT)
+    for key, pred, kern in (("pred_goodput_in_range", "predicted", "kernel"),
+                            ("today_goodput_in_range", "predicted_today", "kernel_today")):
+        inside = in_range(rec[pred].get("ensemble"), rec[kern]["goodput_mbps"])
+        if inside is not None:
+            out[key] = inside
     if rec.get("model_truth"):
         # the model on the true path against the kernel on it: the engine's share of the prediction's error
         out["model_goodput"] = _rel(rec["model_truth"]["goodput_mbps"], rec["kernel"]["goodput_mbps"])
         out["model_p95_rtt"] = _rel(rec["model_truth"]["p95_rtt_ms"], rec["kernel"]["p95_rtt_ms"])
-        mens = rec["model_truth"].get("ensemble")
-        if mens and mens.get("goodput_mbps") and rec["kernel"]["goodput_mbps"] is not None:
-            # the kernel's one run within the model's ensemble on the true path, 15 % either side (as the twin's)
-            lo, hi = mens["goodput_mbps"]
-            out["model_goodput_in_range"] = 0.85 * lo <= rec["kernel"]["goodput_mbps"] <= 1.15 * hi
+        # the kernel's one run within the model's ensemble on the true path, 15 % either side (as the twin's)
+        inside = in_range(rec["model_truth"].get("ensemble"), rec["kernel"]["goodput_mbps"])
+        if inside is not None:
+            out["model_goodput_in_range"] = inside
     # a verdict that names the truth's class among what it cannot tell apart, where the truth is one that gives
     # the same evidence (limiter_said): said, not guessed
     out["limiter_right_or_named"] = limiter_said(t, m)

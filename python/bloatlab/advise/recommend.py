@@ -51,7 +51,7 @@ numbers come from the runs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE, SHAPE_FRACTION, Path, user_shaper_burst
 
@@ -275,9 +275,7 @@ def member_rates(members: int, share: float | None = None) -> list[float]:
 def _at_rate(path: Path, factor: float) -> Path:
     """``path`` with its down rate times ``factor`` (:func:`member_rates`): the policed rate behind a policer (its port
     and bucket as read), the line's elsewhere; itself at 1."""
-    import dataclasses
-
-    return path if factor == 1.0 else dataclasses.replace(path, down_mbps=path.down_mbps * factor)
+    return path if factor == 1.0 else replace(path, down_mbps=path.down_mbps * factor)
 
 
 def _rate_spread(path: Path) -> bool:
@@ -433,6 +431,7 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
             members = members_within_time(time.monotonic() - t0, members, budget_s)
         ms = members_of(path.base_rtt_ms, members, path.base_rtt_spread_ms)
         factors = member_rates(len(ms)) if _rate_spread(path) else [1.0] * len(ms)
+        rates = [path.down_mbps * f for f in factors]
         mid = (len(ms) - 1) // 2
         # a variable capacity: each member on its own realization of the fitted process, the middle one on the
         # twin's own (Path.member_traces), so that one realization does not pick the option
@@ -443,8 +442,7 @@ def simulate_all(path: Path, cands: list[Candidate], seed: int = 1, engine: str 
                         if not (first and k == mid) else None for k, m in enumerate(ms)] for c in cands]
             for i, (c, fs) in enumerate(zip(cands, futures)):
                 c._base_ms = path.base_rtt_ms
-                _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms,
-                             [path.down_mbps * f for f in factors])
+                _set_figures(c, [first[i] if f is None else f.result() for f in fs], ms, rates)
                 if progress:
                     progress(i + 1, len(cands), c)
         finally:
