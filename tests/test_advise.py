@@ -324,6 +324,34 @@ def test_advise_cli_json_and_bad_input(tmp_path):
         assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
+def test_advise_takes_measures_json_report_as_the_twin_it_gives_and_a_file_given_as_host_is_an_error(tmp_path):
+    """`bloatlab measure HOST --json > m.json; bloatlab advise --path m.json`: the report's twin (measure.twin_of), the
+    same advice as on the twin file measure would have written from it. A file where HOST goes was looked up as a
+    host name ("failed to lookup address information"); JSON that is not a report names what it lacks."""
+    from bloatlab.advise.measure import twin_of
+
+    report = os.path.join(ROOT, "bench", "autorate", "twin", "lte", "measure.json")  # a stored `measure --json`
+    with open(report) as f:
+        twin_of(json.load(f)).write_twin(str(tmp_path / "twin.toml"))
+    args = ["--json", "--members", "1", "--duration", "5s", "--current-cc", "cubic"]
+    a = run_cli("advise", "--path", report, *args)
+    b = run_cli("advise", "--path", str(tmp_path / "twin.toml"), *args)
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    # (the twin file writes the RTT to 6 digits: 41.559 for 41.5590380748503)
+    pick = [(j["recommendation"]["cc"], j["recommendation"]["qdisc"], j["recommendation"]["shaper_mbps"]) for j in (ja, jb)]
+    assert pick[0] == pick[1]
+    for k in ("goodput_mbps", "p95_rtt_ms"):
+        assert ja["expected"][k] == pytest.approx(jb["expected"][k], rel=1e-3)
+    r = run_cli("advise", str(tmp_path / "twin.toml"))
+    assert r.returncode == 2 and f"give it as --path {tmp_path / 'twin.toml'}" in r.stderr and "lookup" not in r.stderr
+    for text, said in (("{}", "no 'down'"), ('{"down": {}, "base_rtt_ms": 40}', "measure --json"),
+                       ("{oops", "nor measure's report")):
+        (tmp_path / "x.json").write_text(text)
+        r = run_cli("advise", "--path", str(tmp_path / "x.json"))
+        assert r.returncode == 2 and said in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_advise_tables_fit_the_width_of_a_pipe():
     # as every CLI table (commands/_table.py): COLUMNS when set; advise's own 110 columns otherwise
     # (before, advise drew 110 columns whatever COLUMNS said)

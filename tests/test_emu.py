@@ -349,11 +349,13 @@ def test_two_shells_run_side_by_side_in_their_own_namespaces():
 
 
 def test_a_shell_command_sees_the_configured_rtt_and_the_pcap_files_open(tmp_path):
-    # A UDP echo server on the server side, the probe's latency client in the shell.
+    # A UDP echo server on the server side, the probe's latency client in the shell; bloatlab-probe found on a PATH
+    # without the venv's directory (the shell puts bloatlab's programs first: engines/emu.py, tools_on_path)
     cmd = ("bloatlab-probe udp client $BLOATLAB_SERVER -p 5301 --interval 20ms --count 50 -i 0 --json")
     r = bloatlab("shell", "--down", "10Mbit", "--up", "10Mbit", "--rtt", "60ms", "--pcap", str(tmp_path),
                  "--server", "bloatlab-probe udp server --bind 0.0.0.0:5301", "--", "sh", "-c", cmd,
-                 env={**os.environ, "PATH": os.path.dirname(PY) + ":" + os.environ["PATH"]})
+                 env={**os.environ, "PATH": os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                                                            if d and os.path.realpath(d) != os.path.realpath(os.path.dirname(PY)))})
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     rtt = doc["raw"]["probes"][0]["rtt_ms"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -13,7 +14,8 @@ def register(sub) -> None:
                                    "(docs/advise.md). Give the path as a twin file (bloatlab measure --out) or as numbers.")
     p.add_argument("host", nargs="?", metavar="HOST[:PORT]", help="measure this host first (runs `bloatlab measure`)")
     p.add_argument("-p", "--port", type=int, help="with HOST: the server's port (as iperf3's -p; default 5301)")
-    p.add_argument("--path", metavar="TWIN.toml", help="a path's twin scenario (from `bloatlab measure --out`)")
+    p.add_argument("--path", metavar="TWIN.toml", help="a path's twin scenario (from `bloatlab measure --out`), or "
+                                                       "the report `bloatlab measure --json` printed")
     p.add_argument("--rtt", help='base RTT, e.g. "40ms"')
     p.add_argument("--rate", help='bottleneck rate down, e.g. "100Mbit"')
     p.add_argument("--up-rate", help='bottleneck rate up, e.g. "20Mbit"')
@@ -39,6 +41,32 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+def twin_or_report(f: str):
+    """The path in file ``f``: a twin scenario (``measure --out``), or ``measure --json``'s report (a JSON object:
+    the twin ``measure`` writes from it, :func:`measure.twin_of`)."""
+    from ..advise.measure import twin_of
+    from ..advise.path import Path
+    from ..errors import UserError
+
+    try:
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"--path {f}: {getattr(e, 'strerror', None) or e}") from None
+    if not text.lstrip().startswith("{"):
+        return Path.from_twin(f)
+    try:
+        report = json.loads(text)
+    except ValueError as e:
+        raise UserError(f"--path {f}: not a twin scenario (TOML) nor measure's report (JSON: {e})") from None
+    try:
+        return twin_of(report)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        what = f"no {e}" if isinstance(e, KeyError) else str(e)
+        raise UserError(f"--path {f}: JSON that is not the report `bloatlab measure --json` prints ({what}); a "
+                        f"twin is the TOML file `bloatlab measure --out` writes") from None
+
+
 def path_of(args):
     from ..advise.path import Path
     from ..errors import UserError
@@ -46,8 +74,12 @@ def path_of(args):
     given = [x for x in (args.host, args.path, args.rtt or args.rate) if x]
     if len(given) != 1:
         raise UserError("advise: give exactly one of HOST, --path TWIN.toml, or --rtt with --rate")
+    if args.host and os.path.isfile(args.host):
+        # a file where a host goes would be looked up as a host name ("failed to lookup address information")
+        raise UserError(f"advise: {args.host} is a file, not a host: give it as --path {args.host} (the twin "
+                        f"`bloatlab measure --out` writes, or the report `bloatlab measure --json` prints)")
     if args.path:
-        return Path.from_twin(args.path)
+        return twin_or_report(args.path)
     if args.port is not None and not args.host:
         raise UserError("advise: -p/--port goes with HOST (the server advise measures first)")
     if args.host:

@@ -185,6 +185,20 @@ def missing_results(raw: dict) -> list[str]:
     return [e for e in (raw.get("meta") or {}).get("errors") or [] if "no result from bloatlab-probe" in e]
 
 
+def tools_on_path(environ) -> dict:
+    """``environ`` with bloatlab's own programs first on ``PATH`` (this Python's directory, where the venv keeps
+    ``bloatlab``, and the directory of the ``bloatlab-probe`` that runs): the shell's ``--server "bloatlab-probe
+    server"`` and its command's ``bloatlab measure ...`` find them whether or not the venv is activated (without
+    it they failed with "bloatlab-probe: not found")."""
+    dirs = [os.path.dirname(sys.executable)]
+    try:
+        dirs.insert(0, os.path.dirname(_bin.find("bloatlab-probe")))
+    except (EngineUnavailable, UserError):
+        pass
+    path = [d for d in dirs if d] + [d for d in environ.get("PATH", "").split(os.pathsep) if d]
+    return dict(environ, PATH=os.pathsep.join(dict.fromkeys(path)))
+
+
 def shell(resolved: dict, command: list[str], server: str | None = None, raw_out: str | None = None, **opts) -> int:
     """Run ``command`` in the client namespace behind the emulated link; its exit status."""
     check()
@@ -201,7 +215,7 @@ def shell(resolved: dict, command: list[str], server: str | None = None, raw_out
             argv += ["--out", raw_out]
         argv += ["--"] + list(command)
         # The command owns the terminal: no stderr capture here.
-        proc = subprocess.Popen(argv)
+        proc = subprocess.Popen(argv, env=tools_on_path(os.environ))
         try:
             rc = proc.wait()
         except KeyboardInterrupt:
