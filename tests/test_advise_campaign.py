@@ -623,3 +623,18 @@ def test_a_variable_truth_is_judged_over_the_stretches_of_its_capacity(monkeypat
     fixed = dict(rec, truth=dict(t, variable=None))
     del fixed["kernel_stretches"]
     assert "pred_goodput_stretches" not in campaign.errors(fixed)
+
+
+def test_todays_configuration_is_judged_on_as_many_kernel_runs_as_the_recommended_one(monkeypatch):
+    """Today's CUBIC as is on the true path: the median of the judge's repeats (one run was one draw: seed 102 path
+    44's 59.8 Mbit/s, where three more gave 8.59-8.62), and the recommended one's own runs where the advice is
+    today's configuration (no second set of the same runs)."""
+    calls = []
+    monkeypatch.setattr(campaign, "_kernel", lambda t, dur, cc, q, shaper, **kw: calls.append((cc, q, shaper, kw)) or {"runs": kw})
+    kernel = {"goodput_mbps": 9.0}
+    same = {"cc": campaign.TODAY_CC, "queue": "as-is", "shaper_mbps": None, "autorate": None}
+    assert campaign.judge_today({}, 5.0, same, kernel, 3) is kernel and calls == []
+    for other in (dict(same, cc="bbr"), dict(same, queue="cake", shaper_mbps=19.0), dict(same, autorate={"min_mbps": 1})):
+        calls.clear()
+        assert campaign.judge_today({}, 5.0, other, kernel, 3) == {"runs": {"repeats": 3}}
+        assert calls == [(campaign.TODAY_CC, "as-is", None, {"repeats": 3})]

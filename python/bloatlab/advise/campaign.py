@@ -12,7 +12,8 @@ Paths nobody here fitted anything to are drawn from a seeded distribution
 3. the kernel's own TCP runs through the *true* path (the emulator) for
    today's configuration (CUBIC, the bottleneck as it is) and for the
    recommended one (its control, and its shaped AQM in front of the
-   bottleneck where it recommends one).
+   bottleneck where it recommends one), each ``judge_repeats`` times (one set
+   where the two are the same configuration), each figure their median.
 
 Each path's record (truth, measured, advice, predicted, kernel) is written
 to ``DIR/paths/NNNN.json`` as soon as it is done, so that a stopped campaign
@@ -517,6 +518,17 @@ def _kernel(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float 
     return out
 
 
+def judge_today(t: dict, duration_s: float, advice: dict, kernel: dict, repeats: int) -> dict:
+    """The kernel's figures for today's configuration (:data:`TODAY_CC`, the bottleneck as it is) on the true path
+    ``t``, judged as the recommended one is (``kernel``, the ``advice``'s): the median of ``repeats`` runs — its one
+    run was one draw of a race the kernel's runs split on (behind CAKE a slow start's end, docs/fidelity.md
+    "COBALT's first signal": seed 102 path 44's one run 59.8 Mbit/s, three more 8.59-8.62) — and the recommended
+    one's own runs where the advice is today's configuration."""
+    if (advice["cc"], advice["queue"], advice["shaper_mbps"], advice.get("autorate")) == (TODAY_CC, "as-is", None, None):
+        return kernel
+    return _kernel(t, duration_s, TODAY_CC, "as-is", None, repeats=repeats)
+
+
 def kernel_run(t: dict, duration_s: float, cc: str, queue: str, shaper_mbps: float | None, seed: int,
                autorate: dict | None = None) -> dict:
     """One run of :func:`_kernel`'s (seed ``seed``: its random losses), a flagged run tried again up to
@@ -811,7 +823,7 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
     ar = rec["advice"].get("autorate")
     rec["kernel"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], autorate=ar,
                             repeats=judge_repeats)
-    rec["kernel_today"] = _kernel(t, dur, TODAY_CC, "as-is", None)
+    rec["kernel_today"] = judge_today(t, dur, rec["advice"], rec["kernel"], judge_repeats)
     rec["model_truth"] = _kernel(t, dur, r["cc"], rec["advice"]["queue"], r["shaper_mbps"], engine="sim", autorate=ar)
     rec["model_truth_today"] = _kernel(t, dur, TODAY_CC, "as-is", None, engine="sim")
     if t.get("variable"):
