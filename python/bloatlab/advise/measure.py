@@ -1789,6 +1789,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         lap_at[0] += sum(x["phases_s"].values())
         lap(f"{d}_other")
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
+        loaded_reading = x["limiter"]
         if d == "down":
             trains_from = lap_at[0] - t0
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d])
@@ -1804,6 +1805,9 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         _cobalt(x)
+        if x["limiter"] != loaded_reading:
+            # the line above said the loaded phases' reading; the packet trains after them may change it
+            say(f"  {d}: limiter {x['limiter']} after the packet trains (the load alone read {loaded_reading})")
         if x.get("aqm_qdisc") == "cake":
             say(f"  {d}: cake (COBALT's first signal ended the fill's slow starts)")
         if ((x.get("wifi") or {}).get("shared")):
