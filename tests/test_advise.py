@@ -1096,6 +1096,38 @@ def test_a_today_whose_members_split_between_two_outcomes_is_said_with_their_ran
     assert "with 4.2 % more goodput (48 -> 50 Mbit/s)" in recommend._change(dataclasses.replace(one, goodput_mbps=48.0), one)
 
 
+def test_a_recommendation_whose_members_split_says_so_and_names_the_candidate_that_does_not():
+    """Seed 101 path 48 measured by hand (CAKE at 41.4 Mbit/s, 115 ms): advise told a BBR user to run CUBIC as is,
+    "CUBIC is enough here: BBR would reach 36.7 vs CUBIC's 30.3 Mbit/s", where two of its seven members gave 9.19
+    and the kernel gave 9.03-9.04 in three runs; BBR's members 35.3-37.1. The reasons quote the range, and a caveat
+    says what the median hides and which candidate does not split."""
+    p = Path(base_rtt_ms=115.3, down_mbps=41.1, up_mbps=2.46, limiter="aqm", aqm_qdisc="cake")
+
+    def cand(cc, g, lo, hi, score):
+        c = recommend.Candidate(cc, "as-is", None, paced=False)
+        c.goodput_mbps, c.ranges, c.score, c.neighbour_share = g, {"goodput_mbps": [lo, hi]}, score, 0.47
+        return c
+
+    cubic, bbr = cand("cubic", 30.3, 9.19, 30.4, 0.90), cand("bbr", 36.7, 35.3, 37.1, 0.80)
+    said = recommend.split_caveat(p, cubic, [cubic, bbr])
+    assert said.startswith("cubic + as is: the twin's members spread from 9.19 to 30.4 Mbit/s") and "COBALT" in said
+    assert said.endswith("bbr + as is does not: 35.3-37.1 Mbit/s on every member (score 0.80)."), said
+    assert said in recommend.caveats(p, cubic, [cubic, bbr])
+    # no caveat where the members agree; no steadier candidate named where none beats the lower figure by 15 %,
+    # and no CAKE where the bottleneck is none
+    assert recommend.split_caveat(p, bbr, [cubic, bbr]) is None
+    low = cand("bbr", 10.0, 9.9, 10.1, 0.5)
+    fifo = dataclasses.replace(p, limiter="fifo", aqm_qdisc=None)
+    plain = recommend.split_caveat(fifo, cubic, [cubic, low])
+    assert "does not" not in plain and "COBALT" not in plain, plain
+    # the control's reason quotes both figures' ranges, and claims no multiple of a split one
+    why = " ".join(recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]))
+    assert "BBR would reach 36.7 vs CUBIC's 30.3 (its twin's members 9.19-30.4) Mbit/s" in why, why
+    bbr.score, cubic.score = 0.95, 0.90
+    why = " ".join(recommend.reasons(p, bbr, cubic, [cubic, bbr], [bbr, cubic]))
+    assert "BBR against CUBIC here: 36.7 vs 30.3 (its twin's members 9.19-30.4) Mbit/s" in why and "x CUBIC" not in why, why
+
+
 def test_the_ensemble_shrinks_to_what_its_first_members_wall_time_says_fits_advises_time():
     # recommend.members_within_time: k members cost k x the first's wall time, within ENSEMBLE_BUDGET_S (50 s)
     assert recommend.ENSEMBLE_BUDGET_S == 50.0
