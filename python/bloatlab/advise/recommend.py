@@ -904,9 +904,9 @@ def _grade(added_ms: float) -> str:
 
 def caveats(path: Path, best: Candidate, cands: list[Candidate]) -> list[str]:
     out = []
-    steady = split_caveat(path, best, cands)
-    if steady:
-        out.append(steady)
+    split = split_caveat(path, best, cands)
+    if split:
+        out.append(split)
     if best.cc == "bbr" and best.share_left < 0.35:
         out.append(f"BBRv1 takes more than its share: a CUBIC flow beside it keeps only {best.share_left * 100:.0f} % of the link "
                    "(seed 001: BBR is unfair to CUBIC, most in buffers below 1-2 BDP).")

@@ -193,7 +193,7 @@ def tools_on_path(environ) -> dict:
     dirs = [os.path.dirname(sys.executable)]
     try:
         dirs.insert(0, os.path.dirname(_bin.find("bloatlab-probe")))
-    except (EngineUnavailable, UserError):
+    except EngineUnavailable:  # (a checkout without its build: the command says what it misses)
         pass
     path = [d for d in dirs if d] + [d for d in environ.get("PATH", "").split(os.pathsep) if d]
     return dict(environ, PATH=os.pathsep.join(dict.fromkeys(path)))
