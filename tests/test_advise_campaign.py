@@ -489,6 +489,25 @@ def test_a_policers_bucket_port_and_port_fifo_are_judged_against_the_truth_the_c
     assert "policer_bucket" not in campaign.errors(dict(rec, measured=dict(m, limiter="fifo")))
 
 
+def test_a_tbfs_bucket_is_judged_where_the_tbf_was_read_as_one():
+    """Seed 108 path 5 (2026-12-01): a tbf at 1.213 Mbit/s, its bucket 7.76 ms (3000 B, the true path's least), on a
+    2.17-Mbit/s port, a 3000-B queue; measure read a FIFO behind a 2866-B bucket (5226 before the queue was taken
+    out of the paced head's bytes)."""
+    t = {"limiter": "shaper", "observable": "fifo", "down_mbps": 1.2127992093444997, "port_mbps": 2.1672753855788596,
+         "bucket_ms": 7.756008826727489, "buffer_bytes": 3000, "base_rtt_ms": 69.8, "loss": 0.0}
+    m = {"limiter": "fifo", "down_mbps": 1.2128, "base_rtt_ms": 69.86, "buffer_bytes": 3715, "loss": 0.0,
+         "bucket_bytes": 2866, "port_mbps": 2.1689}
+    k = {"goodput_mbps": 0.85, "p95_rtt_ms": 83.3}
+    rec = {"truth": t, "measured": m, "predicted": dict(k), "kernel": k, "predicted_today": k, "kernel_today": k}
+    e = campaign.errors(rec)
+    assert e["tbf_bucket"] == pytest.approx(2866 / 3000 - 1) and "policer_bucket" not in e
+    assert campaign.summary([dict(rec, errors=e)])["tbf_bucket"]["met"] == 1
+    # +75 %, the reading before, misses; a FIFO read without a bucket, or a policer reading, is no tbf's to judge
+    assert campaign.summary([dict(rec, errors=campaign.errors(dict(rec, measured=dict(m, bucket_bytes=5226))))])["tbf_bucket"]["met"] == 0
+    assert "tbf_bucket" not in campaign.errors(dict(rec, measured=dict(m, bucket_bytes=None)))
+    assert "tbf_bucket" not in campaign.errors(dict(rec, measured=dict(m, limiter="policer")))
+
+
 def test_a_flagged_kernel_run_is_run_again_and_a_judgement_flagged_through_its_tries_counts_in_no_goal():
     """The emulator's timing verdict decides whether a kernel run is the true path's: a flagged run is run again,
     at most KERNEL_TRIES times; the first unflagged counts, else the last, marked, and the prediction and ranking

@@ -299,6 +299,37 @@ def test_a_paced_train_whose_head_gained_a_queue_before_its_first_loss_is_a_tbf_
     assert z["limiter"] == "policer"
 
 
+def test_a_tbfs_bucket_is_the_paced_heads_bytes_less_the_queue_in_front_of_it(monkeypatch):
+    """A tbf (queue Q in front of a bucket B refilled at C, on a faster port): a train paced at U > C draws the bucket
+    dry after B U / (U - C) bytes, then fills the queue after Q U / (U - C) more, and its first loss follows. The
+    policer's formula reads B + Q from that head; the queue is what the head gained (Q / C), so the bucket is the
+    difference. Before, the tbf kept the policer's reading, B + Q, or the back-to-back head the queue cut (campaign
+    seed 108 path 5: a 3000-B bucket read 5.23 KB; seed 102 path 45: 13.2 KB read 5.23)."""
+    rate, pace, w = 15.5604, 17.1176, 1500
+    bucket, queue = 60_000, 35_010
+    head = round((bucket + queue) / (1 - rate / pace) / w)
+    # the losses from the first on (how many the bucket's refill passes after it does not enter its formula)
+    lost = {"lost_seq": [head + 2 * i for i in range(88)]}
+    tbf = dict(paced(1451, pace, head, queue * 8 / (rate * 1e3), lost=88), **lost)
+    x = read_down(monkeypatch, TBF_QUEUE_EV, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=tbf, **TBF_QUEUE_LOSS)
+    assert x["limiter"] == "fifo" and abs(x["buffer_bytes"] - queue) <= 1
+    # the paced reading is B + Q within its half packet and the head's rounding to whole packets
+    assert abs(x["paced_bucket_bytes"] - (bucket + queue)) <= w
+    assert x["bucket_bytes"] == int(x["paced_bucket_bytes"] - x["buffer_bytes"]) or abs(x["bucket_bytes"] - (x["paced_bucket_bytes"] - queue)) <= 1
+    assert abs(x["bucket_bytes"] - bucket) <= w and "the bucket ~" in x["bucket_note"]
+    # a queue as deep as what the head passed leaves a bucket of one packet, no less (sch_tbf passes nothing larger
+    # than its burst)
+    deep = dict(paced(1451, pace, head, (bucket + queue + w) * 8 / (rate * 1e3), lost=88), **lost)
+    y = read_down(monkeypatch, TBF_QUEUE_EV, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=deep, **TBF_QUEUE_LOSS)
+    assert y["limiter"] == "fifo" and y["bucket_bytes"] == w
+    # a policer's paced head (no queue): its bucket as the policer's trains read it (the two within their resolution
+    # here, the first train's is kept), nothing taken out
+    z = read_down(monkeypatch, TBF_QUEUE_EV, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=dict(paced(1451, pace, head, 0.16, 88), **lost),
+                  **TBF_QUEUE_LOSS)
+    assert z["limiter"] == "policer" and z["bucket_bytes"] == m_trains.policer_figures(TBF_QUEUE_TRAIN, rate)[1]
+    assert "bucket_note" not in z
+
+
 def test_a_fifo_reading_the_aqm_train_turns_policer_is_read_again_for_a_queue_before_the_bucket(monkeypatch):
     """A FIFO reading with drops (the probes' p95 at the floor) whose AQM train's head came faster than the rate turns
     `policer` (_not_a_fifo) and sends the paced train; where that train's head gained a queue above the noise, the
@@ -311,6 +342,8 @@ def test_a_fifo_reading_the_aqm_train_turns_policer_is_read_again_for_a_queue_be
     x = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 6.0, 88))
     assert x["limiter"] == "fifo" and abs(x["tbf_queue_ms"] - 6.0) < 1e-9 and "a tbf" in x["limiter_note"]
     assert abs(x["buffer_bytes"] - 6.0e-3 * rate * 1e6 / 8) <= 1 and x["aqm_note"] == x["limiter_note"]
+    # its bucket the paced head's less that queue, not the back-to-back head _not_a_fifo read as a policer's
+    assert abs(x["bucket_bytes"] - (x["paced_bucket_bytes"] - 6.0e-3 * rate * 1e6 / 8)) <= 1
     # a policer's paced head (no queue) leaves the policer reading _not_a_fifo gave
     y = read_down(monkeypatch, ev, rate, TBF_QUEUE_TRAIN, base_ms=154.5, paced=paced(1451, 17.1176, 309, 0.16, 88))
     assert y["limiter"] == "policer" and "tbf_queue_ms" not in y

@@ -977,6 +977,10 @@ def errors(rec: dict) -> dict:
         out["policer_bucket"] = _rel(m.get("bucket_bytes"), truth_bucket_bytes(t))
         out["policer_port"] = _rel(m.get("port_mbps"), t["port_mbps"])
         out["policer_port_buffer"] = _rel(m.get("port_buffer_bytes"), t["buffer_bytes"])
+    if t["limiter"] == "shaper" and m["limiter"] == "fifo" and m.get("bucket_bytes"):
+        # a tbf read as one (a FIFO behind a bucket on a faster port): the bucket the twin runs (an idle train's
+        # least where the queue stood no paced train, else the paced head's bytes less the queue in front of it)
+        out["tbf_bucket"] = _rel(m["bucket_bytes"], truth_bucket_bytes(t))
     if t["limiter"] == "fifo":
         # where the truth's capacity is either fixed or a trace (a tbf's bucket or a WiFi MAC moves the rate too:
         # there the twin keeps its own model whatever measure reads)
@@ -1045,6 +1049,8 @@ GOALS = (("limiter_right", None, 0.95), ("limiter_right_or_named", None, 0.95), 
          # behind a policer read as one (issue 30 §2, not the §1 goals): its bucket, its port and the port's FIFO
          # within 30 % (bench/advise/policer_check.py's figures on the campaign's paths)
          ("policer_bucket", 0.30, 0.90), ("policer_port", 0.30, 0.90), ("policer_port_buffer", 0.30, 0.90),
+         # a tbf's bucket, as the policer's (the same trains read it)
+         ("tbf_bucket", 0.30, 0.90),
          # the issue's time goals, per path: `measure --quick` within 20 s, a full `advise` within 60 s (seconds,
          # not shares: campaign_report.SECONDS_GOALS)
          ("measure_s", 20.0, 1.0), ("advise_s", 60.0, 1.0))

@@ -1247,6 +1247,9 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"{wait:.2g} s")
         _sleep(max(wait, 0.0))
     d["paced_train"] = t2
+    # what the paced head passed beyond the refill: the bucket behind a policer; behind a tbf the bucket and the queue
+    # in front of it, which trains._queue_before_bucket then takes out
+    d["paced_bucket_bytes"] = int(read)
     if c is not None:
         # the policed rate is the tail's, not the flows' goodput through the bucket (paced_rate)
         d.setdefault("rate_by_cc", {})["paced_train"] = c

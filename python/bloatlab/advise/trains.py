@@ -716,6 +716,20 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
             f"packet at once; the queue holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
     x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
+    paced = x.get("paced_bucket_bytes")
+    if paced is not None:
+        # the paced head filled the bucket's deficit and then this queue: at the pace U above the refill C the
+        # bucket runs dry after B U / (U - C) bytes and the queue fills after Q U / (U - C) more, so what the
+        # policer's formula read, h W (1 - C/U), is B + Q (a train that passed whole queued Q at its end: the
+        # bucket ran dry too). The bucket is that less the queue, at least a packet (sch_tbf passes nothing
+        # larger than its burst). The back-to-back train's head is the queue's, not the bucket's (campaign seed 108
+        # path 5, a tbf at 1.21 Mbit/s with a 3000-B bucket and a 3000-B queue: 6.3 KB paced, 3.44 KB queued,
+        # the back-to-back head 5.23 KB taken before, the twin's CUBIC +16 % over the kernel's)
+        w = t.get("wire_bytes", WIRE_SEGMENT)
+        bucket = max(paced - buf, w)
+        x.update(bucket_bytes=int(bucket),
+                 bucket_note=(f"the paced train's head passed {paced / 1e3:.3g} KB beyond the refill: the bucket and "
+                              f"the {buf / 1e3:.3g}-KB queue in front of it, so the bucket ~{bucket / 1e3:.3g} KB"))
 
 
 def bucket_before_fifo(x: dict, train: dict | None) -> None:
