@@ -55,6 +55,10 @@ def judge(t: dict, m: dict) -> list[dict]:
     return rows
 
 
+def _pct(e: float | None) -> str:
+    return "-" if e is None else f"{e * 100:+.1f} %"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, required=True)
@@ -66,11 +70,10 @@ def main(argv=None) -> int:
     for t, m in C.measured_draw(a.paths, a.seed, a.out, lambda t: t["limiter"] == "shaper"):
         for r in judge(t, m):
             rows.append(r)
-            err = lambda e: "-" if e is None else f"{e * 100:+.1f} %"  # noqa: E731
             print(f"{a.seed}/{r['index']:<3d} {r['direction']:4s} tbf {r['rate_mbps']:8.3g} Mbit/s {r['rtt_ms']:6.3g} ms "
                   f"bucket {r['truth_bucket']:9.0f} B queue {r['truth_queue']:9.0f} B  read {r['limiter']:7s}"
-                  f"{' (tbf)' if r['tbf'] else ''} {'named' if r['said'] else 'WRONG'}  bucket {err(r['bucket_err'])}"
-                  f"  queue {err(r['queue_err'])}", flush=True)
+                  f"{' (tbf)' if r['tbf'] else ''} {'named' if r['said'] else 'WRONG'}  bucket {_pct(r['bucket_err'])}"
+                  f"  queue {_pct(r['queue_err'])}", flush=True)
     summary = {"seed": a.seed, "paths": a.paths}
     for d in ("down", "up"):
         mine = [r for r in rows if r["direction"] == d]

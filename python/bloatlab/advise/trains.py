@@ -700,9 +700,10 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
     front of the bucket — a tbf, not a policer. The direction becomes
     ``fifo`` (a tbf's queue is a FIFO at its rate) with that queue's depth at
     the measured rate, and its bucket what the paced head passed beyond the
-    refill (``paced_bucket_bytes``) less that queue. A head the server sent no faster than the rate could
-    queue nowhere and tells nothing; a smaller gain keeps the reading, whose
-    alternatives already name a FIFO (or a tbf's queue) that shallow."""
+    refill (``paced_bucket_bytes``) less that queue. A head the server sent
+    no faster than the rate could queue nowhere and tells nothing; a smaller
+    gain keeps the reading, whose alternatives already name a FIFO (or a
+    tbf's queue) that shallow."""
     t = x.get("paced_train")
     if x["limiter"] != "policer" or not t:
         return
