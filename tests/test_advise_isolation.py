@@ -175,12 +175,13 @@ def _taken_as_codel(base, down, up, window, p50_rtt, p95_q, f50, f95, alternativ
 def test_a_pie_no_train_told_from_codel_is_read_pie_by_the_model():
     """Fresh campaign seed 80 path 34: PIE at 33.5 Mbit/s and 6.97 ms, its fill contradicting a FIFO, no train to
     tell CoDel from PIE, so CoDel was taken: the twin's CUBIC p95 14.2 ms against the kernel's 42.9 on the true
-    path. Its figures (13.6 / 16.8 / 14.2 / 17.1 ms) lie on PIE's model (13.7 / 16.5 / 15.0 / 17.9; distance 0.12)
-    and far from CoDel's (8.2 / 10.1 / 9.1 / 11.3; 1.87): PIE, whose twin gives 46.1 ms. Both stay named."""
+    path. Its figures (13.6 / 16.8 / 14.2 / 17.1 ms) lie near PIE's model (10.5 / 16.1 / 11.1 / 16.6; distance 0.57;
+    13.7 / 16.5 / 15.0 / 17.9 and 0.12 before the pushed segment's ACK, docs/fidelity.md "The lone segment's ACK")
+    and far from CoDel's (8.3 / 10.3 / 9.1 / 10.9; 1.87): PIE, whose twin gives 46.1 ms. Both stay named."""
     x = _taken_as_codel(6.973996047904191, 33.54723472932237, 23.47775696598299, [1.8583857145, 3.440562294],
                         20.529152, 16.79525085209581, 14.162753952095809, 17.117328952095807)
     d = x["isolation_model"]["distance"]
-    assert d["pie"] < 0.5 < 1.5 < d["codel"] < d["fq_codel"]
+    assert d["pie"] < 1.0 < 1.5 < d["codel"] < d["fq_codel"]
     assert x["aqm_qdisc"] == "pie" and x["limiter"] == "aqm"
     assert "PIE by the model" in x["limiter_note"] and x["limiter_alternatives"] == UNTOLD
     # a train that told CoDel (its alternatives name no PIE) is not overruled by the model

@@ -18,8 +18,9 @@
 //!   numbers from an ISN per connection end (drawn from the scenario seed)
 //!   plus the model's segment index × MSS (a sized flow's last segment
 //!   shorter), the client's 16-byte request before a download's data;
-//!   flags SYN, SYN-ACK (ECE|CWR and ECE with ECN), ACK, PSH on the request,
-//!   ECE and CWR as the model sets them; the window field the model
+//!   flags SYN, SYN-ACK (ECE|CWR and ECE with ECN), ACK, PSH on the request
+//!   and on data as the model sets it (`tcp/output.rs`, `Tx::psh`), ECE and
+//!   CWR as the model sets them; the window field the model
 //!   advertises (`rcvwin.rs`, scale 12; the data sender, which receives no
 //!   data, keeps the window it offered first; the SYN offers 64 240 and the
 //!   SYN-ACK 65 160 bytes, as Linux quantizes them); options: MSS 1460,
@@ -31,7 +32,7 @@
 //!   the sender's 40000 + j (the emulator's sender takes an ephemeral port).
 //!
 //! Not in the model, so not in the file: FIN and RST (a connection never
-//! closes), PSH on data (the model has no application writes), the first
+//! closes), the first
 //! data's echo of the handshake (TSecr 0 until the sender has seen an ACK),
 //! the probe's payload (the emulator's files do not keep it either).
 //!
@@ -175,7 +176,7 @@ impl Capture {
                 wire::write_udp(&ip, sport, dport, &mut self.buf);
                 debug_assert_eq!(self.buf.len(), UDP_HDR as usize);
             }
-            Payload::Data { flow, seq, len: payload, ect, ce, cwr, tsval, tsecr } => {
+            Payload::Data { flow, seq, len: payload, ect, ce, cwr, psh, tsval, tsecr } => {
                 let c = &mut self.conns[flow as usize];
                 ip.ecn = match (ect, ce) {
                     (_, true) => wire::CE,
@@ -183,7 +184,7 @@ impl Capture {
                     (false, false) => wire::NOT_ECT,
                 };
                 ip.id = next_id(&mut c.ip_id[end]);
-                let flags = wire::ACK | if cwr { wire::CWR } else { 0 };
+                let flags = wire::ACK | if cwr { wire::CWR } else { 0 } | if psh { wire::PSH } else { 0 };
                 let t = Tcp {
                     sport: if up { c.cport } else { c.sport },
                     dport: if up { c.sport } else { c.cport },
@@ -315,7 +316,7 @@ mod tests {
         let rcv = Receiver::new(flow.rtt_ns);
         let mut c = Capture::create(&dir, 7, &[(&flow, &rcv.win, true)], &[]).unwrap();
         let isn = c.conns[0].isn;
-        let data = Payload::Data { flow: 0, seq: 2, len: 104, ect: true, ce: false, cwr: true, tsval: 500, tsecr: Some(480) };
+        let data = Payload::Data { flow: 0, seq: 2, len: 104, ect: true, ce: false, cwr: true, psh: false, tsval: 500, tsecr: Some(480) };
         c.record(2_000_000, Direction::Down, &data, 104 + TCP_HDR, 46);
         let mut sack = [SackBlock::default(); crate::packet::MAX_SACK_BLOCKS];
         sack[0] = SackBlock { start: 2, end: 3 };

@@ -197,7 +197,7 @@ mod tests {
     }
 
     fn data(len: u32) -> (PacketMeta, Payload) {
-        let p = Payload::Data { flow: 0, seq: 0, len: len - crate::packet::TCP_HDR, ect: false, ce: false, cwr: false, tsval: 0, tsecr: None };
+        let p = Payload::Data { flow: 0, seq: 0, len: len - crate::packet::TCP_HDR, ect: false, ce: false, cwr: false, psh: false, tsval: 0, tsecr: None };
         (PacketMeta { len, ..Default::default() }, p)
     }
 

@@ -24,8 +24,9 @@ pub struct SackBlock {
 pub enum Payload {
     /// A TCP data segment of `flow` (sender → receiver); `tsval`: its
     /// timestamp (ms, the sender's TCP clock); `tsecr`: the TSval (ms) it
-    /// echoes, None before the sender has seen an ACK.
-    Data { flow: u32, seq: u64, len: u32, ect: bool, ce: bool, cwr: bool, tsval: u32, tsecr: Option<u32> },
+    /// echoes, None before the sender has seen an ACK; `psh`: the PSH flag
+    /// (`tcp/output.rs`, `Tx::psh`).
+    Data { flow: u32, seq: u64, len: u32, ect: bool, ce: bool, cwr: bool, psh: bool, tsval: u32, tsecr: Option<u32> },
     /// A TCP ACK of `flow` (receiver → sender): cumulative `ack` (next
     /// expected segment) and SACK blocks, the first one a D-SACK if `dsack`;
     /// `wnd` the advertised window (bytes), `tsval` its timestamp (ms),

@@ -97,6 +97,22 @@ pub struct Tx {
     pub ect: bool,
     /// Congestion Window Reduced flag (RFC 3168 §6.1.2).
     pub cwr: bool,
+    /// PSH: the last segment of a multi-segment skb (`__tcp_transmit_skb` forces it on every GSO
+    /// packet), or of the data the application has written (`tcp_push` → `tcp_mark_push`); see
+    /// [`Sender::write_xmit`].
+    pub psh: bool,
+}
+
+/// Put `tx` on the wire list; `continues`: it is the next segment of the skb the last one
+/// belongs to, which then is not that skb's last (PSH moves to `tx`, [`Sender::write_xmit`]).
+fn push_segment(out: &mut Vec<Tx>, mut tx: Tx, continues: bool) {
+    if continues {
+        if let Some(prev) = out.last_mut() {
+            prev.psh = false;
+            tx.psh = true;
+        }
+    }
+    out.push(tx);
 }
 
 /// EDT pacing state: the burst being sent and when the next may leave.
@@ -243,7 +259,11 @@ impl Sender {
             self.pacer.wstamp = self.pacer.wstamp.max(now);
         }
         let cwr = self.ecn && !retrans && std::mem::take(&mut self.queue_cwr);
-        Tx { seq, len, retrans, ect: self.ecn && !retrans, cwr }
+        // PSH at the end of what the application has written (tcp_push marks the write queue's tail
+        // at each write's end; a bulk sender's writes never end)
+        let written = self.written_segs();
+        let psh = written != u64::MAX && seq + 1 == written;
+        Tx { seq, len, retrans, ect: self.ecn && !retrans, cwr, psh }
     }
 
     /// Segments per TSO/GSO burst now (`tcp_tso_segs`).
@@ -416,6 +436,14 @@ impl Sender {
     /// The sending loop; returns (new data sent, stopped by cwnd, the head
     /// segment (snd_una's) was retransmitted).
     ///
+    /// PSH (Linux 4.10+, 051ba67447de "tcp: force a PSH flag on TSO packets",
+    /// `__tcp_transmit_skb`: `if (tcp_skb_pcount(skb) > 1) tcb->tcp_flags |= TCPHDR_PSH`): every
+    /// skb of more than one segment leaves with PSH, which GSO puts on its last segment; a
+    /// one-segment skb carries it only where [`Self::on_sent`] marks a write's end. The
+    /// receiver acks such a segment as soon as its reader has taken everything
+    /// ([`super::receiver::Receiver::on_push`]). Each segment of an skb is marked as the
+    /// skb's last when it is pushed, and the one before it unmarked.
+    ///
     /// A burst is one skb: new data up to [`Self::tso_segs`] segments, or one
     /// lost skb retransmitted (`tcp_retransmit_skb`), i.e. the lost segments
     /// that left together in one burst (same send time, consecutive) and are
@@ -457,6 +485,7 @@ impl Sender {
                     self.end_burst(now); // another skb: it waits for its own pacing slot
                     continue;
                 }
+                let continues = skb == Some(Skb::Retrans { next: seq, sent_at });
                 self.sb.retransmit_next_lost();
                 head |= seq == self.sb.una;
                 self.retrans_segs += 1;
@@ -465,7 +494,7 @@ impl Sender {
                     self.prr.out += 1;
                 }
                 let tx = self.on_sent(now, seq, true);
-                out.push(tx);
+                push_segment(out, tx, continues);
                 chunk_left = 0;
                 skb = Some(Skb::Retrans { next: seq + 1, sent_at });
                 self.burst_step(now);
@@ -512,7 +541,7 @@ impl Sender {
             }
             let tx = self.on_sent(now, seq, false);
             self.lsndtime = now;
-            out.push(tx);
+            push_segment(out, tx, !starts);
             sent_new = true;
             skb = Some(Skb::New);
             self.burst_step(now);

@@ -30,6 +30,19 @@
 //!   is unacknowledged, or the read at least doubles a window that had
 //!   fallen to half the clamp) — so a burst of segments that reaches the
 //!   stack before the reader runs (a WiFi aggregate) is acked about once;
+//! - a segment that ends a push (`tcp_measure_rcv_mss` sets `ICSK_ACK_PUSHED`
+//!   for an in-order full-sized segment with PSH, Linux ≥ 6.6, 4720852ed9af
+//!   "tcp: fix delayed ACKs for MSS boundary condition", and for any shorter
+//!   one) is acked by the read that takes it, if the read leaves nothing in
+//!   the receive queue (`tcp_cleanup_rbuf`: `copied > 0`, `ICSK_ACK_PUSHED`,
+//!   not in pingpong mode, `sk_rmem_alloc` 0: the out-of-order queue empty).
+//!   The sender puts PSH on the last segment of every skb of more than one
+//!   segment (`tcp/output.rs`), so the odd segment that ends a burst is acked
+//!   at once instead of after the delayed-ACK timer: through the emulator
+//!   (CUBIC behind a 3.9-packet policer bucket at 545 ms, campaign seed 107
+//!   path 7, the kernel's `net_dev_queue` stacks) 7 of 7 lone-segment ACKs
+//!   sent by the reader followed a PSH segment, 21 of 21 sent by the timer
+//!   did not (docs/fidelity.md "The lone segment's ACK");
 //! - `ato` (`icsk_ack.ato`, jiffies) starts at `TCP_ATO_MIN` (40 ms) and
 //!   follows the gap m between in-order segments: m ≤ 20 ms: ato/2 + 20 ms
 //!   (it settles at 40 ms); m < ato: ato/2 + m, at most the RTO; a delayed
@@ -87,7 +100,9 @@
 //! its RTT (the bound
 //! on `ato` and the compressed-SACK delay) is the flow's base RTT (Linux:
 //! its handshake sample and receive-side estimate); not modelled: pingpong
-//! (interactive) mode and `ICSK_ACK_PUSHED` (both lower the bound to 200 ms).
+//! (interactive) mode (a sink sends no data), `ICSK_ACK_PUSHED2` (two short
+//! segments; it only matters in pingpong mode) and `last_seg_size` (a short
+//! segment as long as the short one before it is taken as the MSS instead).
 
 use super::rcvwin::RcvWindow;
 use crate::packet::{SackBlock, MAX_SACK_BLOCKS, MSS, TCP_HDR};
@@ -204,6 +219,9 @@ pub struct Receiver {
     pub ts_recent: Option<u32>,
     /// `tp->rcv_wup` in segments: rcv_nxt when the last ACK left.
     rcv_wup: u64,
+    /// `icsk_ack.pending & ICSK_ACK_PUSHED`: an in-order segment ended a push since the last ACK
+    /// ([`Receiver::on_push`]).
+    pushed: bool,
 }
 
 /// What the receiver wants after a segment arrived.
@@ -244,6 +262,7 @@ impl Receiver {
             win: RcvWindow::new(MSS, truesize(MSS + TCP_HDR)),
             ts_recent: None,
             rcv_wup: 0,
+            pushed: false,
         }
     }
 
@@ -256,6 +275,17 @@ impl Receiver {
     pub fn on_tsval(&mut self, seq: u64, tsval: u32) {
         if seq <= self.rcv_wup && tcp_paws_check(self.ts_recent, tsval) {
             self.ts_recent = Some(tsval);
+        }
+    }
+
+    /// A data segment `seq` of `len` bytes arrives, with PSH if `psh`:
+    /// `tcp_measure_rcv_mss` (run for in-order data, `tcp_event_data_recv`)
+    /// sets `ICSK_ACK_PUSHED` for a full-sized segment with PSH (Linux ≥ 6.6)
+    /// and for a shorter one; the read that takes it then acks
+    /// ([`Receiver::on_read`]). Call before [`Receiver::on_data`].
+    pub fn on_push(&mut self, seq: u64, len: u32, psh: bool) {
+        if seq == self.rcv_nxt && (psh || len < MSS) {
+            self.pushed = true;
         }
     }
 
@@ -283,8 +313,10 @@ impl Receiver {
     /// when the read sends an ACK (the caller sends it): one is scheduled
     /// and more than one full segment is unacknowledged (the ACK
     /// `__tcp_ack_snd_check` held because the window's right edge would not
-    /// have advanced), or the read frees enough buffer to at least double
-    /// a window that had shrunk to half the clamp or less.
+    /// have advanced), or a segment read ended a push ([`Receiver::on_push`])
+    /// and nothing is left in the receive queue (no out-of-order data), or
+    /// the read frees enough buffer to at least double a window that had
+    /// shrunk to half the clamp or less.
     pub fn on_read(&mut self, now: Nanos) -> bool {
         let copied = self.rcv_nxt - self.copied;
         if copied == 0 {
@@ -300,7 +332,7 @@ impl Receiver {
         let ooo = self.ooo_bytes();
         self.win.on_read(now, first, inq, ooo);
         // inet_csk_ack_scheduled: a delayed (or compressed) ACK is pending
-        if self.ack_deadline.is_some() && self.rcv_nxt - self.rcv_wup > 1 {
+        if self.ack_deadline.is_some() && (self.rcv_nxt - self.rcv_wup > 1 || (self.pushed && self.ofo_segs == 0)) {
             return true;
         }
         let now_win = self.win.receive_window(self.rcv_nxt * MSS as u64);
@@ -577,6 +609,8 @@ impl Receiver {
         }
         self.ack_deadline = None;
         self.delack_at = None;
+        // tcp_event_ack_sent → inet_csk_clear_xmit_timer(ICSK_TIME_DACK): icsk_ack.pending = 0
+        self.pushed = false;
         self.rcv_wup = self.rcv_nxt;
         AckOut { ack: self.rcv_nxt, sack, nsack: n as u8, dsack: dsack.is_some(), ece: self.ece, wnd }
     }
@@ -1017,6 +1051,51 @@ mod tests {
             assert!(!r.on_read(t + 1000 * (k + 1)));
         }
         assert_eq!(acks, 3);
+    }
+
+    #[test]
+    fn a_pushed_segment_is_acked_by_the_read_that_takes_it_and_an_unpushed_one_waits() {
+        // past quick-ACK mode, one segment unacked: the delayed-ACK timer holds it, and the read
+        // sends nothing (one segment, not a push)
+        let (mut r, t) = past_quickack(100 * NS_PER_MS);
+        let n = QUICK_PHASE;
+        r.on_push(n, MSS, false);
+        assert_eq!(r.on_data(t + 1000, n), AckNeed::Later);
+        assert!(!r.on_read(t + 1000), "no PSH: the odd segment waits for its timer");
+        r.make_ack();
+        // the same with PSH (Linux >= 6.6, tcp_measure_rcv_mss: ICSK_ACK_PUSHED; tcp_cleanup_rbuf)
+        r.on_push(n + 1, MSS, true);
+        assert_eq!(r.on_data(t + 2000, n + 1), AckNeed::Later, "__tcp_ack_snd_check still holds it");
+        assert!(r.on_read(t + 2000), "the read that takes it acks it");
+        assert_eq!(r.make_ack().ack, n + 2);
+        // any ACK clears the flag: the next segment, without PSH, waits again
+        r.on_push(n + 2, MSS, false);
+        assert_eq!(r.on_data(t + 3000, n + 2), AckNeed::Later);
+        assert!(!r.on_read(t + 3000));
+        r.make_ack();
+        // a segment shorter than the MSS ends a push without PSH (a sized transfer's last)
+        r.on_push(n + 3, 100, false);
+        assert_eq!(r.on_data(t + 4000, n + 3), AckNeed::Later);
+        assert!(r.on_read(t + 4000));
+    }
+
+    #[test]
+    fn psh_on_an_out_of_order_segment_marks_nothing() {
+        // tcp_measure_rcv_mss runs for in-order data only (tcp_event_data_recv); an in-order segment
+        // while the out-of-order queue holds data is acked at once anyway (it fills or shrinks a
+        // hole), so on_read's sk_rmem_alloc condition never decides here
+        let (mut r, t) = past_quickack_full();
+        let n = QUICK_PHASE;
+        r.on_data(t + 1000, n + 2); // a hole at n, n+1
+        r.make_ack();
+        r.on_push(n + 5, MSS, true);
+        assert_eq!(r.on_data(t + 2000, n + 5), AckNeed::Now, "a duplicate ACK (the first three go at once)");
+        r.make_ack();
+        assert!(!r.pushed);
+        r.on_push(n, MSS, true);
+        assert_eq!(r.on_data(t + 3000, n), AckNeed::Now, "it shrinks the hole: at once");
+        r.make_ack();
+        assert!(!r.pushed, "the ACK cleared it");
     }
 
     #[test]

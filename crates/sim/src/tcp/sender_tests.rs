@@ -489,6 +489,38 @@ fn a_lost_segment_whose_burst_mate_was_sacked_is_retransmitted_alone_then_paced(
 }
 
 #[test]
+fn psh_marks_the_last_segment_of_every_multi_segment_skb_and_no_single_one() {
+    // __tcp_transmit_skb: tcp_skb_pcount(skb) > 1 → PSH, which GSO puts on the last segment
+    let psh = |out: &[Tx]| out.iter().filter(|t| t.psh).map(|t| t.seq).collect::<Vec<_>>();
+    // 100 Mbit/s paced: bursts of 8, PSH on the 8th
+    let mut s = paced_bbr(12_500_000);
+    let mut out = Vec::new();
+    s.transmit(0, &mut out);
+    assert_eq!((out.len(), psh(&out)), (8, vec![out[7].seq]));
+    // BBR below 1.2 Mbit/s: one-segment skbs, no PSH (a bulk sender's writes never end)
+    let mut s = paced_bbr(100_000);
+    let mut out = Vec::new();
+    s.transmit(0, &mut out);
+    assert_eq!((out.len(), psh(&out)), (1, vec![]));
+    // a retransmitted skb of two segments carries it on its second, one of one segment not at all
+    let (mut s, _, out) = paced_with_holes();
+    assert_eq!(psh(&out), Vec::<u64>::new(), "4, alone");
+    let mut out = Vec::new();
+    s.transmit(s.pacing_wakeup(0).unwrap(), &mut out);
+    assert_eq!(psh(&out), vec![9], "8 and 9, one skb");
+}
+
+#[test]
+fn a_sized_transfer_pushes_its_last_segment_even_alone() {
+    // tcp_push marks the write queue's tail at the end of what the application wrote
+    let mut s = Sender::new(Box::new(Reno), Some(3 * MSS as u64));
+    s.tso = false;
+    let mut out = Vec::new();
+    s.start(0, None, &mut out);
+    assert_eq!(out.iter().map(|t| (t.seq, t.psh)).collect::<Vec<_>>(), vec![(0, false), (1, false), (2, true)]);
+}
+
+#[test]
 fn new_data_never_shares_a_burst_with_a_retransmission() {
     let (mut s, _, _) = paced_with_holes();
     let mut out = Vec::new();
