@@ -99,7 +99,7 @@ pub struct Tx {
     pub cwr: bool,
     /// PSH: the last segment of a multi-segment skb (`__tcp_transmit_skb` forces it on every GSO
     /// packet), or of the data the application has written (`tcp_push` → `tcp_mark_push`); see
-    /// [`Sender::write_xmit`].
+    /// `Sender::write_xmit`.
     pub psh: bool,
 }
 
