@@ -439,6 +439,41 @@ def test_an_aqm_train_that_arrived_faster_than_the_rate_shows_no_aqm_at_the_rate
     assert "token bucket" in x["limiter_note"] and c.limiter_said(truth("shaper", 558.97, 1083182), x)
 
 
+# campaign seed 111 path 9: fq_codel at 49.46 Mbit/s, 84.8 ms, behind an airtime WiFi hop at MCS 13; the CUBIC fill
+# delivered 41.78 Mbit/s, and the hop's access delay lifted the probe as much as the flows (no isolation read)
+HELD_EV = {"probe_q95_ms": 5.9411, "flow_q50_ms": 5.6962, "flow_q95_ms": 8.5316}
+HELD_TRAIN = {"first_loss": 434, "head_bytes": 651000, "head_packets": 434, "head_send_mbps": 3750.67, "leading_mbps": 49.203,
+              "lost": 2, "lost_seq": [434, 848], "received": 998, "sender_limited": False, "send_mbps": 3841.14,
+              "sent": 1000, "tail_packets": 564, "tail_mbps": 49.367, "tail_arrival_mbps": 49.367,
+              "tail_send_mbps": 3899.53, "wire_bytes": 1500, "notes": []}
+
+
+def test_a_train_whose_tail_a_queue_held_gives_the_rate_and_its_head_then_shows_no_bucket(monkeypatch):
+    """The AQM train's head came at 49.2 Mbit/s, 1.18x the flows' 41.78: read alone, a token bucket in front of a
+    faster port (a tbf). But its tail after the first loss kept arriving — 564 packets, 2 lost, where a full FIFO or
+    an empty bucket passes r/U = 1.3 % of a tail sent at 3.9 Gbit/s — at 49.37 Mbit/s: a queue that never emptied,
+    drained at the bottleneck's rate, the head's too (no bucket ran dry: its tail would have come at the bucket's
+    rate). The rate is the tail's, and the train reads CoDel from it (its first loss 105 ms into the queue); the
+    truth's fq_codel is an AQM as said."""
+    assert m_trains.held_tail_mbps(HELD_TRAIN) == 49.367
+    x = read_down(monkeypatch, HELD_EV, 41.7837, HELD_TRAIN, base_ms=84.82)
+    assert x["rate_mbps"] == 49.367 and x["rate_from"]["held_tail"] == "aqm_train" and "1.2x the 41.78" in x["rate_note"]
+    assert x["limiter"] == "aqm" and x["aqm_qdisc"] == "codel" and "token bucket" not in x["limiter_note"]
+    assert c.limiter_said(truth("fq_codel", 49.455), x)
+    # a tail a full FIFO cut (the port's, behind a bucket that outlasted the train: r/U of it arrived) is no queue's
+    # rate; nor, on a lossy path, one counted from a random first loss (the queue's losses begin at packet 869)
+    assert m_trains.held_tail_mbps(TBF_FAST_TRAIN) is None
+    assert m_trains.held_tail_mbps(TBF_LOSSY_TRAIN, 0.010345) is None
+    # a tail within the margin of the flows' rate leaves it theirs
+    y = read_down(monkeypatch, HELD_EV, 46.0, HELD_TRAIN, base_ms=84.82)
+    assert y["rate_mbps"] == 46.0 and "held_tail" not in y.get("rate_from", {})
+    # read as flow isolation (the probe skipping the flows' backlog), the isolation train's held tail is the rate too,
+    # and its head no faster port: the isolation stands
+    z = read_down(monkeypatch, dict(HELD_EV, probe_q95_ms=0.8), 41.7837, HELD_TRAIN, base_ms=84.82)
+    assert z["limiter"] == "aqm" and z.get("aqm_qdisc") is None and z["rate_mbps"] == 49.367
+    assert z["rate_from"]["held_tail"] == "isolation_train"
+
+
 def test_cubic_grows_back_to_its_loss_window_in_k_or_in_the_friendly_regions_time():
     """tcp_cubic.c: beta 717/1024, C 0.4; K = cbrt(W (1 - beta) / C), or (1 - beta) W / (3 (1 - beta) / (1 + beta))
     round trips in the TCP-friendly region, whichever is shorter."""

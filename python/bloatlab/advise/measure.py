@@ -67,7 +67,7 @@ from .trains import (
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policed_tail_count, policer_figures, port_fifo_from_delays,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
-    train_cannot_tell, untrained_aqm, up_first_hop
+    held_tail_mbps, train_cannot_tell, untrained_aqm, up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model, port_buffer_by_model
@@ -203,6 +203,8 @@ class Measurement:
             elif v:
                 moved = f", moving over ~{v['timescale_s']:.2g} s" if v["timescale_s"] else ""
                 print(f"      rate p10-p90 {v['p10_mbps']:.3g}-{v['p90_mbps']:.3g} Mbit/s over {v['window_s'] * 1e3:.0f}-ms windows{moved}")
+            if x.get("rate_note"):
+                print(f"      (the rate: {x['rate_note']})")
             if x.get("limiter_note"):
                 print(f"      ({x['limiter_note']})")
         for w in r.get("warnings", []):
@@ -1332,6 +1334,8 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         if t is None:
             return
     x["aqm_train"] = t
+    if _rate_from_held_tail(t, x, idle_loss, say, "aqm_train"):
+        queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     # a train that arrived faster than the rate was not drained at it: no AQM at the rate (it dequeues at its own:
     # sch_cake's shaper paces without a bucket) held it, and its queue and drops are a faster port's; what holds the
     # flows to the rate is a token bucket — a policer where the flows stood no queue (_not_a_fifo), a tbf's queue
@@ -1373,6 +1377,35 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
         say(f"  {_way(x)}: {alt['why']}")
 
 
+def _rate_from_held_tail(t: dict, x: dict, idle_loss: float, say, which: str) -> bool:
+    """A direction whose AQM or isolation train ``t`` (``which``) shows a queue that drained it at a rate
+    (:func:`trains.held_tail_mbps`) more than :data:`TRAIN_PORT_MARGIN` x the flows' takes that rate
+    (``rate_by_cc["held_tail"]``; ``rate_from["held_tail"]`` names the train), and its buffer the same time at it:
+    the flows left the bottleneck idle part of the time, and a queue draining a train's tail at its own rate is the
+    bottleneck's rate. A head that came as fast is then no faster port (no bucket
+    ran dry: its tail would have come at the bucket's rate), so no tbf is read from it. Campaign seed 111 path 9:
+    fq_codel at 49.5 Mbit/s, 84.8 ms, behind a WiFi hop whose access delay lifted the probe as much as the flows (no
+    isolation read, and no BBR phase after a queue that stood like a FIFO's): the CUBIC fill's 41.8 Mbit/s, the
+    train's head 49.2 and its tail 49.4 (564 packets, 2 lost), read a tbf. Not where the capacity moves (a tail is
+    one instant's rate). True where it took the rate."""
+    if variable_rate(x.get("rate_variation")):
+        return False
+    drained = held_tail_mbps(t, idle_loss)
+    rate = x["rate_mbps"]
+    if drained is None or drained < TRAIN_PORT_MARGIN * rate:
+        return False
+    x["rate_mbps"] = drained
+    x.setdefault("rate_by_cc", {})["held_tail"] = drained
+    x.setdefault("rate_from", {})["held_tail"] = which
+    if x.get("buffer_bytes") is not None:
+        x["buffer_bytes"] = int(x["buffer_bytes"] * drained / rate)
+    x["rate_note"] = (f"a packet train's last {t['tail_packets']} packets, held in a queue that dropped {t.get('lost', 0)} "
+                      f"of them, arrived at {drained:.4g} Mbit/s, {drained / rate:.2g}x the {rate:.4g} the flows delivered: "
+                      f"the bottleneck's rate, which the flows left idle part of the time")
+    say(f"  {_way(x)}: {x['rate_note']}")
+    return True
+
+
 def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss: float = 0.0,
                      base_ms: float | None = None) -> None:
     """A direction read as flow isolation with drops: one packet train down
@@ -1388,6 +1421,7 @@ def _isolation_train(host: str, port: int, secret: str | None, x: dict, say, idl
     if t is None:
         return
     x["isolation_train"] = t
+    _rate_from_held_tail(t, x, idle_loss, say, "isolation_train")
     if not _isolation_behind_a_faster_port(t, x):
         return
     say(f"  {_way(x)}: {x['limiter_note']}")
