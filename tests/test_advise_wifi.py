@@ -547,3 +547,61 @@ def test_a_wifi_train_whose_handshake_went_unanswered_is_put_beside_the_idle_los
     assert said[-1] == f"  ({words})" and "no answer from" in said[-2]
     # a lossless idle path: the probe's own words stand alone
     assert m._wifi_probe("h", 5301, None, lambda s: None)["note"].endswith("a wired path is assumed")
+
+
+def test_a_wifi_hop_in_front_reads_from_the_idle_spread_or_this_hosts_interface():
+    """Two channel accesses a round trip, each after a backoff over 0..15 slots of 9 us: idle probes through a WiFi
+    hop spread above their least by a median of 135 us (the emulator's front hops of campaign seeds 111 and 113-115:
+    0.125-0.229 ms), a wired path's by its hosts' timing (0.016-0.069 ms there). An interface this host knows to be
+    wired or wireless decides instead; the hop is taken as airtime at HT20's fastest rate, or twice a faster line."""
+    assert m_wifi_hop.front_hop(0.069, None, 30.0)[0] is None
+    hop, why = m_wifi_hop.front_hop(0.15, None, 49.4)
+    assert hop == {"mac": "airtime", "phy_mbps": 130.0} and "0.15 ms above their least" in why
+    assert m_wifi_hop.front_hop(0.15, None, 90.0)[0]["phy_mbps"] == 180.0
+    # wider than two backoffs make (their largest sum, 270 us, and the two slots): a trace's slots, a queue
+    assert m_wifi_hop.front_hop(0.948, None, 19.0)[0] is None
+    assert m_wifi_hop.front_hop(0.5, "wired", 10.0)[0] is None
+    assert m_wifi_hop.front_hop(0.01, "wifi", 10.0)[0] == {"mac": "airtime", "phy_mbps": 130.0}
+    # the threshold is the backoff sum's median, less two slots for its least and two for the hosts' timing
+    assert round(15 * 9e-3 - 4 * 9e-3, 3) == 0.099 and m_wifi_hop.WIFI_ACCESS_SPREAD_MS == 0.1
+
+
+def test_measure_puts_a_front_hop_in_the_twin_but_not_behind_a_wifi_limiter_a_moving_capacity_or_queued_probes():
+    report = {"base_rtt_ms": {"p50": 84.97, "min": 84.82, "serialization_ms": 0.25},
+              "down": {"limiter": "aqm", "rate_mbps": 49.37, "variable": False}}
+    m._front_hop(report, None, lambda s: None)
+    assert report["wifi_front"] == {"mac": "airtime", "phy_mbps": 130.0}
+    for change in ({"limiter": "wifi"}, {"variable": True}):
+        r = {"base_rtt_ms": report["base_rtt_ms"], "down": dict(report["down"], **change)}
+        m._front_hop(r, None, lambda s: None)
+        assert "wifi_front" not in r
+    # probes that queued (a median 2 ms above the least, beyond its serialization and the goal): their spread is no
+    # channel access
+    r = {"base_rtt_ms": {"p50": 19.14, "min": 17.11, "serialization_ms": 0.94}, "down": dict(report["down"])}
+    m._front_hop(r, None, lambda s: None)
+    assert "wifi_front" not in r
+
+
+def test_a_twin_with_a_wifi_hop_in_front_runs_the_line_behind_the_station_and_reads_back(tmp_path):
+    p = Path(base_rtt_ms=84.8, down_mbps=49.37, up_mbps=3.24, limiter="aqm", front_wifi_mac="airtime",
+             front_wifi_phy_mbps=130.0)
+    doc = p.twin(2.0)
+    assert doc["wifi"] == {"mac": "airtime", "station": [{"name": "you", "phy_rate": "130Mbit"}]}
+    assert doc["link"]["down"]["rate"] == "49.37Mbit" and "behind a WiFi hop in front" in doc["description"]
+    q = Path.from_twin(p.write_twin(str(tmp_path / "twin.toml")))
+    assert (q.limiter, q.front_wifi_mac, q.front_wifi_phy_mbps, q.down_mbps) == ("aqm", "airtime", 130.0, 49.37)
+    # advise's scenarios keep the hop, and read the line's queue, not the access point's
+    c = recommend.Candidate("cubic", "fq_codel", 46.9)
+    sc = recommend._scenario(q, c, False, 1, 2.0)
+    assert sc["wifi"]["mac"] == "airtime" and sc["link"]["down"]["qdisc"] == "fq_codel"
+    with pytest.raises(UserError, match="wifi in front"):
+        Path(base_rtt_ms=10, down_mbps=10, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=65, front_wifi_mac="fq",
+             front_wifi_phy_mbps=65)
+    with pytest.raises(UserError, match="wifi in front"):
+        Path(base_rtt_ms=10, down_mbps=10, front_wifi_mac="airtime", front_wifi_phy_mbps=0.5)
+
+
+def test_this_hosts_interface_is_read_from_sysfs_and_a_virtual_one_is_unknown():
+    # loopback: no device behind it (virtual), so the idle probes decide
+    assert m.first_hop_kind("127.0.0.1") is None
+    assert m.first_hop_kind("no-such-host.invalid") is None

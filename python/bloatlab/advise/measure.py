@@ -34,6 +34,8 @@ full while it was read (:func:`buffer_reading`); the limiter by :func:`classify`
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 from dataclasses import dataclass, field, replace
 
@@ -69,7 +71,7 @@ from .trains import (
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
     held_tail_mbps, train_cannot_tell, untrained_aqm, up_first_hop
 )
-from .wifi_hop import WIFI_AGGR_MS, up_through_the_hop, wifi_design, wifi_hop
+from .wifi_hop import WIFI_AGGR_MS, front_hop, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model, port_buffer_by_model
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
@@ -207,6 +209,8 @@ class Measurement:
                 print(f"      (the rate: {x['rate_note']})")
             if x.get("limiter_note"):
                 print(f"      ({x['limiter_note']})")
+        if r.get("wifi_front"):
+            print(f"WiFi in front: {r['wifi_front_note']}")
         for w in r.get("warnings", []):
             print(f"warning: {w}")
         rp = r.get("replay")
@@ -1710,13 +1714,17 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
     h, port = _split_host(host)
     if not 1 <= flows <= 64:
         raise UserError(f"--flows: expected 1..64, got {flows}")
+    # what this host's interface towards the server is (a WiFi hop in front of the line, wifi_hop.front_hop): a
+    # recording keeps it, a replay takes the recording's
+    first_hop = (s.head["options"].get("first_hop") if replay is not None else first_hop_kind(h))
     if record is not None:
-        s = recording.Recorder(record, h, port, {"quick": quick, "flows": flows, "up": up, "secret": bool(secret)})
+        s = recording.Recorder(record, h, port, {"quick": quick, "flows": flows, "up": up, "secret": bool(secret),
+                                                 "first_hop": first_hop})
     elif replay is None:
         s = recording.Live()
     try:
         with recording.session(s):
-            m = _measure(h, port, quick, flows, up, secret, show)
+            m = _measure(h, port, quick, flows, up, secret, show, first_hop)
     finally:
         done = s.close()
     if done is not None:
@@ -1724,7 +1732,8 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
     return m
 
 
-def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str | None, show: bool) -> Measurement:
+def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str | None, show: bool,
+             first_hop: str | None = None) -> Measurement:
     t0 = _now()
     # wall time per phase (s), in the report as ``phases_s``: where measure's time goes (docs/advise.md)
     phases: dict[str, float] = {}
@@ -1870,6 +1879,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             report.setdefault("warnings", []).append(
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
+    _front_hop(report, first_hop, say)
     isolation_after(report, say)
     # a policer's port FIFO a train's one-way delays read full, for a reading that became a policer after the
     # policer's trains (_isolation_train, _aqm_train: their own trains); _policer_train read it for the rest
@@ -1906,6 +1916,38 @@ def isolation_after(report: dict, say=lambda m: None) -> None:
         if x["limiter_note"] != why:
             x["limiter_note"] = f"{why}; {x['limiter_note']}"
         say(f"  down: {x['limiter_note']}")
+
+
+def first_hop_kind(host: str) -> str | None:
+    """What this host's interface towards ``host`` is (:func:`wifi_hop.front_hop`): ``"wifi"`` where it is a
+    wireless one (``/sys/class/net/DEV/wireless`` or ``phy80211``), ``"wired"`` where it is another with a device
+    behind it (a NIC), None where it is virtual (a namespace's veth or TUN, a bridge, loopback) or the route cannot
+    be read (``ip -j route get``)."""
+    try:
+        ip = socket.getaddrinfo(host, None)[0][4][0]
+        out = subprocess.run(["ip", "-j", "route", "get", ip], capture_output=True, text=True, timeout=2)
+        dev = json.loads(out.stdout)[0]["dev"]
+    except (OSError, ValueError, KeyError, IndexError, subprocess.SubprocessError):
+        return None
+    base = os.path.join("/sys/class/net", os.path.basename(dev))
+    if os.path.exists(os.path.join(base, "wireless")) or os.path.exists(os.path.join(base, "phy80211")):
+        return "wifi"
+    return "wired" if os.path.exists(os.path.join(base, "device")) else None
+
+
+def _front_hop(report: dict, first_hop: str | None, say) -> None:
+    """``report["wifi_front"]``: a WiFi hop in front of a wired bottleneck (:func:`wifi_hop.front_hop`), which the
+    twin puts the flows and the probe behind (Path.front_wifi_mac); its reason in ``wifi_front_note``. Not where
+    the hop is the limiter (read as such), where the idle probes queued (their spread is then a queue's:
+    :func:`base_is_least`), or where the down capacity moves (its slots spread the probes: a trace's milliseconds)."""
+    d, base = report["down"], report["base_rtt_ms"]
+    if d["limiter"] == "wifi" or d.get("variable") or base_is_least(report):
+        return
+    hop, why = front_hop(base["p50"] - base["min"], first_hop, d["rate_mbps"])
+    report["wifi_front_note"] = why
+    if hop is not None:
+        report["wifi_front"] = hop
+        say(f"  {why}")
 
 
 def base_is_least(report: dict) -> str | None:
@@ -1954,6 +1996,8 @@ def twin_of(report: dict) -> Path:
                 port_buffer_bytes=d.get("port_buffer_bytes") if d["limiter"] == "policer" else None,
                 wifi_mac=(d.get("wifi") or {}).get("mac"), wifi_phy_mbps=(d.get("wifi") or {}).get("phy_mbps"),
                 wifi_others=shared.get("others", 0),
+                front_wifi_mac=(report.get("wifi_front") or {}).get("mac"),
+                front_wifi_phy_mbps=(report.get("wifi_front") or {}).get("phy_mbps"),
                 # what the down reading could not be told apart from: advise checks its advice on each
                 alternatives=[a for a in d.get("limiter_alternatives") or []
                               if not is_the_reading(a, d["limiter"], d.get("aqm_qdisc"))] or None,

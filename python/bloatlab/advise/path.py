@@ -197,6 +197,11 @@ class Path:
     wifi_others: int = 0
     # ... and their PHY rate (Mbit/s); None: the measuring station's (:attr:`wifi_phy_mbps`)
     wifi_others_phy_mbps: float | None = None
+    # a WiFi hop in front of a wired bottleneck (the measuring host on a station of an access point whose line is
+    # the path; measure's wifi_hop.front_hop, docs/advise.md "A WiFi hop in front"): the access point's design and
+    # the station's PHY rate; the twin puts its flows and probe on that station, the line behind it. None: none
+    front_wifi_mac: str | None = None
+    front_wifi_phy_mbps: float | None = None
     # how the delivered rate moved under load (measure's rate_variation, issue 31): p10, median and p90 over
     # measure's windows, and the time scale (s) over which it moved; None: not measured
     down_rate_p10_mbps: float | None = None
@@ -261,6 +266,12 @@ class Path:
                             f"{self.wifi_others}")
         if self.wifi_others_phy_mbps is not None and not self.wifi_others_phy_mbps >= 1:
             raise UserError(f"wifi others' PHY rate: expected at least 1 Mbit/s, got {self.wifi_others_phy_mbps}")
+        if self.front_wifi_mac is not None:
+            if self.limiter == "wifi" or self.front_wifi_mac not in WIFI_MACS:
+                raise UserError(f"wifi in front: expected one of {', '.join(WIFI_MACS)} in front of a wired bottleneck, "
+                                f"got {self.front_wifi_mac!r} in front of {self.limiter!r}")
+            if not (self.front_wifi_phy_mbps is not None and self.front_wifi_phy_mbps >= 1):
+                raise UserError(f"wifi in front: PHY rate expected at least 1 Mbit/s, got {self.front_wifi_phy_mbps}")
         if self.limiter == "wifi":
             if self.wifi_mac not in WIFI_MACS:
                 raise UserError(f"wifi mac: expected one of {', '.join(WIFI_MACS)}, got {self.wifi_mac!r}")
@@ -288,7 +299,9 @@ class Path:
                + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
                if self.down_variable else "")
         buf, lim = self.reading()
-        return f"{self.down_mbps:.3g} Mbit/s down{var}{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}"
+        front = (f", behind a WiFi hop in front ({self.front_wifi_mac} access point, PHY ~{self.front_wifi_phy_mbps:.3g} "
+                 f"Mbit/s)" if self.front_wifi_mac else "")
+        return f"{self.down_mbps:.3g} Mbit/s down{var}{up}, {self.base_rtt_ms:.3g} ms base RTT, {buf}, {loss}, {lim}{front}"
 
     def reading(self) -> tuple[str, str]:
         """The bottleneck's buffer and what limits the rate, in words (:meth:`describe`'s)."""
@@ -494,6 +507,11 @@ class Path:
                 # CUBIC's ACKs: the twin's ping p95 10.1-11.1 ms, the kernel's 6.5-6.8, with the policer 6.8-7.1)
                 doc["link"]["up"].update(rate=f"{self.up_port_mbps:.6g}Mbit",
                                          policer=token_bucket(self.up_mbps, self.up_bucket_bytes))
+        if self.front_wifi_mac:
+            # the measuring host's own WiFi hop, faster than the line (its one station: the flows and the probe
+            # need not name it): it aggregates the flows' ACKs going up, which the line's queue then meets as bursts
+            doc["wifi"] = {"mac": self.front_wifi_mac,
+                           "station": [{"name": WIFI_STATION, "phy_rate": f"{self.front_wifi_phy_mbps:.6g}Mbit"}]}
         return doc
 
     @property
@@ -672,7 +690,7 @@ class Path:
 
         sc = load(path)
         r = sc.resolved()
-        if r.get("wifi"):
+        if r.get("wifi") and r["links"]["down"] is None:
             w = r["wifi"]
             st = w["stations"][r["flows"][0].get("station") or 0]
             # An 802.11b station (docs/wifi.md) carries its DSSS/CCK rate instead of an MCS.
@@ -724,6 +742,12 @@ class Path:
                 pc = traces.capacity_percentiles(down["trace_ms"], 1000)
                 variable |= {"down_rate_p10_mbps": pc["p10_mbps"], "down_rate_p50_mbps": pc["median_mbps"],
                              "down_rate_p90_mbps": pc["p90_mbps"]}
+        # a WiFi hop in front of the line (a twin's, Path.twin): its design and its one station's PHY rate
+        front = {}
+        if r.get("wifi"):
+            st = r["wifi"]["stations"][0]
+            front = {"front_wifi_mac": r["wifi"]["mac"],
+                     "front_wifi_phy_mbps": (st["phy_rate_bps"] or st.get("dsss_rate_bps") or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6}
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
@@ -734,7 +758,7 @@ class Path:
                    buffer_bytes=buf, loss=down["loss"], limiter=limiter, up_buffer_bytes=up_buf, port_buffer_bytes=port_buf,
                    port_mbps=down["rate_bps"] / 1e6 if pol or tbf else None,
                    bucket_bytes=pol.get("burst_bytes") if pol else tbf.get("burst_bytes") if tbf else None,
-                   aqm_qdisc=down["qdisc"]["kind"] if limiter == "aqm" else None)
+                   aqm_qdisc=down["qdisc"]["kind"] if limiter == "aqm" else None, **front)
 
     @classmethod
     def from_args(cls, rtt: str, rate: str, buffer: str | None, loss: str | None, up_rate: str | None, limiter: str) -> "Path":

@@ -313,8 +313,9 @@ def _scenario(path: Path, c: Candidate, neighbour: bool, seed: int, duration_s: 
 def _latency(s: dict) -> tuple[float, float]:
     """(the probe's p95 RTT, the bottleneck's p95 queueing delay) of a run's summary."""
     p95 = s["probes"][0]["rtt_ms"]["p95"] if s["probes"] and s["probes"][0]["rtt_ms"] else float("nan")
-    # a WiFi hop's queue is the access point's, per station (the first: the measuring host)
-    link = s["stations"][0] if s.get("stations") else s["links"]["down"]
+    # a WiFi hop's queue is the access point's, per station (the first: the measuring host); behind a wired line
+    # (a WiFi hop in front of it, Path.front_wifi_mac) the line's
+    link = s["links"]["down"] if (s.get("links") or {}).get("down") else s["stations"][0]
     q = link["qdelay_ms"]["p95"] if link["qdelay_ms"] else 0.0
     return p95, q
 

@@ -31,6 +31,38 @@ TXOP_OVERHEAD_MS = TXOP_FLOOR_MS + 0.0675
 WIFI_BATCH_PACKETS = 2
 
 
+#: A WiFi hop in front of a line (the measuring host on a station of an access point whose line is the path,
+#: :func:`front_hop`) has a PHY rate at least this multiple of the line's down rate: the model's MAC delivers
+#: 0.72-0.79 of the PHY rate to one backlogged station (Path.wifi_rate_mbps, MCS 0-15, each design), so the hop
+#: carries at least 1.44x the line and the line holds the queue (a slower hop holds the queue itself, and reads as
+#: the limiter: :func:`wifi_hop`). The campaign draws its front hops so (campaign.draw)
+WIFI_FRONT_PHY_OVER = 2.0
+
+
+#: An idle round trip through a WiFi hop crosses it twice (the station's request up, the access point's reply
+#: down), each transmission after a backoff drawn uniformly over 0..CWmin slots (IEEE 802.11-2016 EDCA, best
+#: effort: CWmin 15, a slot 9 us; crates/core/src/wifi): the idle probes spread above their least by the sum of two
+#: such backoffs, whose median is 15 slots (135 us) and whose least over 100 probes lies within two slots of 0
+#: (P(sum <= 2 slots) = 6/256 a probe). A wired path's spread is the hosts' timing alone. So a spread of at least
+#: the sum's median less those two slots and two more for the hosts' timing (which moves the median as much), 99
+#: us, is a WiFi hop's access: this, rounded
+WIFI_ACCESS_SPREAD_MS = 0.1
+
+
+#: ... and at most the two backoffs' largest sum (30 slots, 270 us) and the same two slots for the hosts' timing:
+#: a lone hop's accesses spread the probes no wider (a wider spread waited for something else: a capacity's slots,
+#: a queue, other stations, which :func:`wifi_hop` and measure's shared reading tell)
+WIFI_ACCESS_SPREAD_MAX_MS = 0.288
+
+
+#: the PHY rate a WiFi hop in front is taken at where nothing reads it (Mbit/s): HT20's fastest, MCS 15 (two
+#: streams, 64-QAM 5/6, long guard), or :data:`WIFI_FRONT_PHY_OVER` x the line where that is faster. Its figures
+#: turn on the hop's being there (its aggregated ACKs), hardly on its rate: the twins of the 15 front hops of
+#: campaign seeds 111 and 113-115 (legacy, fq and airtime at MCS 2-15) predicted the kernel's goodput with errors
+#: within 2.2 points of each other given the truth's design and MCS and given airtime at this (docs/advise.md)
+FRONT_PHY_MBPS = 130.0
+
+
 #: the MAC bytes around each IP packet of an A-MPDU subframe: QoS header 26 + LLC/SNAP 8 + FCS 4 + the
 #: delimiter 4 (airtime.rs MPDU_OVERHEAD, AMPDU_DELIMITER), padding to 4 B aside
 WIFI_SUBFRAME_OVERHEAD = 42
@@ -369,3 +401,32 @@ def up_through_the_hop(up: dict, down: dict) -> None:
               limiter_note=(f"the WiFi hop the down direction read ({hop.get('mac')}, PHY ~{hop.get('phy_mbps') or 0:.3g} "
                             f"Mbit/s): {said}, at least the {1 - RATE_SPREAD:.2f} one medium gives both ways (no "
                             f"slower line behind it up); its queue read as {queue}"))
+
+
+def front_hop(spread_ms: float | None, first_hop: str | None, down_mbps: float) -> tuple[dict | None, str]:
+    """A WiFi hop in front of a wired bottleneck (the measuring host on a station, the access point's line the
+    path): ``({"mac", "phy_mbps"}, why)`` or ``(None, why)``. ``first_hop``: what this host's interface towards the
+    server is (:func:`measure.first_hop_kind`: ``"wifi"``, ``"wired"``, or None where it is virtual — a namespace's
+    veth or TUN, a container's — or not read); where it is none of those the idle probes tell, their median above
+    their least (``spread_ms``) by :data:`WIFI_ACCESS_SPREAD_MS` to :data:`WIFI_ACCESS_SPREAD_MAX_MS`: two channel
+    accesses' backoffs. The hop's
+    design is taken as ``airtime`` (mac80211's default since Linux 4.11, as for a lone station, :func:`wifi_design`)
+    and its PHY rate as :data:`FRONT_PHY_MBPS`, which nothing here reads."""
+    phy = max(FRONT_PHY_MBPS, WIFI_FRONT_PHY_OVER * down_mbps)
+    if first_hop == "wired":
+        return None, "this host's interface towards the server is a wired one"
+    if first_hop == "wifi":
+        return {"mac": "airtime", "phy_mbps": phy}, ("this host's interface towards the server is a wireless one: a "
+                                                     f"WiFi hop in front of the line (airtime, PHY ~{phy:.3g} Mbit/s: "
+                                                     f"taken, not read)")
+    if spread_ms is None or spread_ms < WIFI_ACCESS_SPREAD_MS:
+        return None, (f"the idle probes' median lies {spread_ms or 0:.3g} ms above their least, less than the "
+                      f"{WIFI_ACCESS_SPREAD_MS:g} ms two WiFi channel accesses' backoffs add: no WiFi hop in front")
+    if spread_ms > WIFI_ACCESS_SPREAD_MAX_MS:
+        return None, (f"the idle probes' median lies {spread_ms:.3g} ms above their least, more than two WiFi channel "
+                      f"accesses' backoffs add ({WIFI_ACCESS_SPREAD_MAX_MS:g} ms): they waited for something else (a "
+                      f"capacity's slots, a queue); no WiFi hop in front is read")
+    return {"mac": "airtime", "phy_mbps": phy}, (
+        f"the idle probes' median lies {spread_ms:.3g} ms above their least, at least the {WIFI_ACCESS_SPREAD_MS:g} ms "
+        f"two WiFi channel accesses' backoffs add (a wired path's spread is its hosts' timing): a WiFi hop in front of "
+        f"the line (airtime, PHY ~{phy:.3g} Mbit/s: taken, not read)")
