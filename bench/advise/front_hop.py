@@ -1,6 +1,7 @@
-"""A WiFi hop in front of the line (issue 30 §3; docs/advise.md, "A WiFi hop in front: the twin carries it"): for
-the first ``--paths`` wired paths of the campaign's seeded draw (:func:`bloatlab.advise.campaign.draw`; WiFi
-limiters left out), ``measure --quick`` from the true path's client namespace as the campaign runs it
+"""A WiFi hop in front of the line (issue 30 §3; docs/advise.md, "A WiFi hop in front: the twin carries it"): of
+the campaign's seeded draw of ``--draw`` paths (:func:`bloatlab.advise.campaign.draw`, whose paths depend on its
+size), the first ``--front`` wired paths with a hop in front and the first ``--wired`` without one (WiFi limiters
+left out), ``measure --quick`` from the true path's client namespace as the campaign runs it
 (``campaign.measured``), and
 
 - whether it read a WiFi hop in front (``report.wifi_front``) where the truth has one (``wifi_front``), and not
@@ -12,7 +13,7 @@ limiters left out), ``measure --quick`` from the true path's client namespace as
 Real time, root (namespaces); ~15-60 s a path to measure, 1-4 min more to judge; resumable (a path whose
 ``measure.json`` is in ``--out`` is read back; judged paths are kept in ``--out``/judged.json)::
 
-    sudo .venv/bin/python bench/advise/front_hop.py --seed 118 --paths 17 --out DIR [--judge] [--json OUT]
+    sudo .venv/bin/python bench/advise/front_hop.py --seed 118 --front 9 --wired 8 --out DIR [--judge] [--json OUT]
 """
 
 from __future__ import annotations
@@ -63,19 +64,22 @@ def judge(t: dict, twin: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--paths", type=int, default=17, help="the first N wired paths of the draw (default 17)")
+    ap.add_argument("--draw", type=int, default=60, help="the draw's size (default 60, a campaign's)")
+    ap.add_argument("--front", type=int, default=9, help="the first N wired paths with a hop in front (default 9)")
+    ap.add_argument("--wired", type=int, default=8, help="... and the first N without one (default 8)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--judge", action="store_true", help="advise with and without the hop, the kernel on the truth")
     ap.add_argument("--json", help="write the rows here")
     a = ap.parse_args()
-    if a.paths < 1:
-        ap.error("--paths: expected at least 1")
-    draw = [t for t in C.draw(max(4 * a.paths, 60), a.seed) if t["limiter"] != "wifi"][:a.paths]
-    keep = {t["index"] for t in draw}
+    if a.draw < 1 or a.front < 0 or a.wired < 0:
+        ap.error("--draw: at least 1; --front, --wired: at least 0")
+    wired = [t for t in C.draw(a.draw, a.seed) if t["limiter"] != "wifi"]
+    keep = set([t["index"] for t in wired if t.get("wifi_front")][:a.front]
+               + [t["index"] for t in wired if not t.get("wifi_front")][:a.wired])
     judged_file = os.path.join(a.out, "judged.json")
     judged = json.load(open(judged_file)) if os.path.exists(judged_file) else {}
     rows, tally = [], {"hop read": 0, "hop missed": 0, "none read": 0, "hop read, none there": 0}
-    for t, m in C.measured_draw(max(4 * a.paths, 60), a.seed, a.out, keep=lambda t: t["index"] in keep):
+    for t, m in C.measured_draw(a.draw, a.seed, a.out, keep=lambda t: t["index"] in keep):
         b = m["base_rtt_ms"]
         read, there = bool(m.get("wifi_front")), bool(t.get("wifi_front"))
         tally["hop read" if read and there else "hop missed" if there else "hop read, none there" if read else "none read"] += 1
