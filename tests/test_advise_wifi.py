@@ -594,6 +594,9 @@ def test_a_twin_with_a_wifi_hop_in_front_runs_the_line_behind_the_station_and_re
     c = recommend.Candidate("cubic", "fq_codel", 46.9)
     sc = recommend._scenario(q, c, False, 1, 2.0)
     assert sc["wifi"]["mac"] == "airtime" and sc["link"]["down"]["qdisc"] == "fq_codel"
+    # and its words say the figures carry the hop
+    said = recommend.reasons(q, c, c, [c], [c])
+    assert any("through a WiFi hop" in r and "simulated with the hop in front" in r for r in said)
     with pytest.raises(UserError, match="wifi in front"):
         Path(base_rtt_ms=10, down_mbps=10, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=65, front_wifi_mac="fq",
              front_wifi_phy_mbps=65)

@@ -699,6 +699,12 @@ def _find(cands, cc, queue):
 
 def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate], ranked: list[Candidate]) -> list[str]:
     out = [f"Your path: {path.describe()}."]
+    if path.front_wifi_mac:
+        # the measuring host on WiFi in front of the line (Path.front_wifi_mac): what the hop does to the figures
+        out.append(f"This host reaches the line through a WiFi hop (its access point taken as {path.front_wifi_mac}, its "
+                   f"rate as ~{path.front_wifi_phy_mbps:.3g} Mbit/s: the measurement sees the hop, not those). Its ACKs go up in "
+                   f"aggregates, so the sender's windows meet the line's queue in bursts, which can end a CUBIC slow start "
+                   f"early behind an AQM; every figure here is simulated with the hop in front.")
     # the control, under the recommended queue
     cubic = _find(cands, "cubic", best.queue)
     if best.cc != "cubic" and cubic and cubic.goodput_mbps > 0:
