@@ -164,6 +164,12 @@ def grade(added_ms: float) -> str:
     return "F"
 
 
+def _station_phy_mbps(st: dict) -> float:
+    """A resolved ``[[wifi.station]]``'s PHY rate (Mbit/s): a rate given directly, an 802.11b station's DSSS/CCK
+    rate (docs/wifi.md), else its HT20 MCS's."""
+    return (st["phy_rate_bps"] or st.get("dsss_rate_bps") or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6
+
+
 @dataclass
 class Path:
     base_rtt_ms: float
@@ -693,8 +699,7 @@ class Path:
         if r.get("wifi") and r["links"]["down"] is None:
             w = r["wifi"]
             st = w["stations"][r["flows"][0].get("station") or 0]
-            # An 802.11b station (docs/wifi.md) carries its DSSS/CCK rate instead of an MCS.
-            phy = (st["phy_rate_bps"] or st.get("dsss_rate_bps") or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6
+            phy = _station_phy_mbps(st)
             buf = None
             if w["mac"] == "legacy":
                 buf = (w["buffer_bytes"] or (w["buffer_pkts"] or 0) * 1500) + LEGACY_DRIVER_FRAMES * 1500
@@ -704,7 +709,7 @@ class Path:
             o_phy = None
             if others:
                 o = others[0]
-                o_phy = (o["phy_rate_bps"] or o.get("dsss_rate_bps") or HT20_MCS_MBPS[o["mcs"]] * 1e6) / 1e6
+                o_phy = _station_phy_mbps(o)
             p = cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=phy, buffer_bytes=buf, limiter="wifi",
                     wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(others),
                     wifi_others_phy_mbps=o_phy if o_phy is not None and abs(o_phy - phy) > 1e-6 * phy else None)
@@ -747,7 +752,7 @@ class Path:
         if r.get("wifi"):
             st = r["wifi"]["stations"][0]
             front = {"front_wifi_mac": r["wifi"]["mac"],
-                     "front_wifi_phy_mbps": (st["phy_rate_bps"] or st.get("dsss_rate_bps") or HT20_MCS_MBPS[st["mcs"]] * 1e6) / 1e6}
+                     "front_wifi_phy_mbps": _station_phy_mbps(st)}
         # behind a policer the down buffer is its port's (the policed rate's own queue is none)
         port_buf = buf if limiter == "policer" else None
         buf = None if limiter == "policer" else buf
