@@ -474,6 +474,58 @@ def test_a_train_whose_tail_a_queue_held_gives_the_rate_and_its_head_then_shows_
     assert z["rate_from"]["held_tail"] == "isolation_train"
 
 
+# campaign seed 120 path 12: a FIFO at 39.98 Mbit/s, 11.8 ms, 10.2 KB (0.17 BDP), 0.055 % random loss; the CUBIC fill
+# delivered 37.40 (its flows left the link idle after each loss), and the policer's back-to-back train lost 887 of 1000
+FIFO_TAIL_TRAIN = {"first_loss": 7, "head_bytes": 10500, "head_packets": 7, "head_send_mbps": 705.592, "leading_mbps": 40.06,
+                   "lost": 887, "received": 113, "sender_limited": False, "send_mbps": 375.657, "sent": 1000,
+                   "tail_packets": 106, "tail_mbps": 39.98, "tail_arrival_mbps": 39.98, "tail_send_mbps": 40.089,
+                   "wire_bytes": 1500, "pace_mbps": None, "lost_seq": list(range(7, 894)), "notes": []}
+
+
+# campaign seed 120 path 10's up direction: CAKE at 0.452 Mbit/s, 26.5 ms; the up policer's train of 92 packets
+CAKE_UP_TRAIN = {"first_loss": 6, "head_bytes": 9000, "head_packets": 6, "head_send_mbps": 335.3548, "leading_mbps": 0.452,
+                 "lost": 37, "received": 55, "sender_limited": False, "send_mbps": 593.7894, "sent": 92, "tail_packets": 49,
+                 "tail_mbps": 0.452, "tail_arrival_mbps": 0.452, "tail_send_mbps": 356.7238, "wire_bytes": 1500,
+                 "pace_mbps": None, "notes": []}
+
+
+def test_a_train_tail_a_full_queue_drained_is_the_rate_the_flows_fell_short_of():
+    """A full FIFO admits a packet as one leaves: the 106 packets that arrived after the train's first loss (887 of
+    its 1000 dropped, sent at 376 Mbit/s) came at the FIFO's drain, 39.98 Mbit/s — the truth's rate — where the
+    flows delivered 37.40 (-6.4 %). Within the train's margin above the flows' rate, the direction takes it; its
+    buffer read in bytes by a train stays, one read as a queue in time scales with the rate."""
+    assert m_trains.drained_mbps(FIFO_TAIL_TRAIN, 0.000455) == 39.98
+    x = {"limiter": "fifo", "rate_mbps": 37.4037, "train": FIFO_TAIL_TRAIN, "buffer_bytes": 9196, "buffer_from": "train"}
+    assert m.rate_from_drained_tail(x, 0.000455, lambda s: None)
+    assert x["rate_mbps"] == 39.98 and x["rate_from"]["drained_tail"] == "train" and x["buffer_bytes"] == 9196
+    assert "6.9 % above the 37.4 the flows delivered" in x["rate_note"]
+    y = {"limiter": "fifo", "rate_mbps": 37.4037, "wifi_train": FIFO_TAIL_TRAIN, "buffer_bytes": 9000,
+         "buffer_bytes_max": 20000, "buffer_from": None}
+    assert m.rate_from_drained_tail(y, 0.000455, lambda s: None)
+    assert (y["buffer_bytes"], y["buffer_bytes_max"]) == (int(9000 * 39.98 / 37.4037), int(20000 * 39.98 / 37.4037))
+    # beyond the margin (a capacity that moved, or a held tail's case), below the flows' rate, or behind a WiFi hop
+    # that limits: the flows' rate stands
+    for rate, extra in ((36.0, {}), (40.5, {}), (37.4037, {"wifi": {"design": "airtime"}})):
+        z = dict({"limiter": "fifo", "rate_mbps": rate, "train": FIFO_TAIL_TRAIN}, **extra)
+        assert not m.rate_from_drained_tail(z, 0.000455, lambda s: None) and z["rate_mbps"] == rate
+    # below the rate: a tail between what the load phases read decides between them (seed 120 path 10, up: CAKE at
+    # 0.452 Mbit/s, the BBR phase's delivery-rate samples 0.553, the CUBIC fill's delivered bytes 0.445); below
+    # every phase it is another bottleneck's, and the rate stands
+    up = {"limiter": "aqm", "rate_mbps": 0.553, "rate_by_cc": {"cubic": 0.4451, "bbr": 0.553},
+          "rate_from": {"cubic": "sack_delivered_bytes", "bbr": "delivery_rate"}, "train": CAKE_UP_TRAIN}
+    assert m.rate_from_drained_tail(up, 0.0, lambda s: None) and up["rate_mbps"] == 0.452
+    assert "between the 0.4451 and 0.553 the load phases read" in up["rate_note"] and "bbr from delivery_rate" in up["rate_note"]
+    low = {"limiter": "aqm", "rate_mbps": 0.553, "rate_by_cc": {"cubic": 0.50, "bbr": 0.553}, "train": CAKE_UP_TRAIN}
+    assert not m.rate_from_drained_tail(low, 0.0, lambda s: None) and low["rate_mbps"] == 0.553
+    # a tail the server paced, a sender that set the train's pace, one sent no faster than it arrived (the sender's
+    # spacing, not the bottleneck's), one that lost no more than the random loss, a lossy tbf's counted from a
+    # random first loss: no rate
+    for t, loss in ((dict(FIFO_TAIL_TRAIN, pace_mbps=60.0), 0.0), (dict(FIFO_TAIL_TRAIN, sender_limited=True), 0.0),
+                    (dict(FIFO_TAIL_TRAIN, send_mbps=42.0), 0.0), (dict(FIFO_TAIL_TRAIN, lost=2, lost_seq=[7, 50]), 0.01),
+                    (TBF_LOSSY_TRAIN, 0.010345)):
+        assert m_trains.drained_mbps(t, loss) is None
+
+
 def test_cubic_grows_back_to_its_loss_window_in_k_or_in_the_friendly_regions_time():
     """tcp_cubic.c: beta 717/1024, C 0.4; K = cbrt(W (1 - beta) / C), or (1 - beta) W / (3 (1 - beta) / (1 + beta))
     round trips in the TCP-friendly region, whichever is shorter."""

@@ -69,7 +69,7 @@ from .trains import (
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policed_tail_count, policer_figures, port_fifo_from_delays,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
-    held_tail_mbps, train_cannot_tell, untrained_aqm, up_first_hop
+    drained_mbps, held_tail_mbps, train_cannot_tell, untrained_aqm, up_first_hop
 )
 from .wifi_hop import WIFI_AGGR_MS, front_hop, up_through_the_hop, wifi_design, wifi_hop
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model, port_buffer_by_model
@@ -1398,15 +1398,71 @@ def _rate_from_held_tail(t: dict, x: dict, idle_loss: float, say, which: str) ->
     rate = x["rate_mbps"]
     if drained is None or drained < TRAIN_PORT_MARGIN * rate:
         return False
-    x["rate_mbps"] = drained
-    x.setdefault("rate_by_cc", {})["held_tail"] = drained
-    x.setdefault("rate_from", {})["held_tail"] = which
-    if x.get("buffer_bytes") is not None:
-        x["buffer_bytes"] = int(x["buffer_bytes"] * drained / rate)
-    x["rate_note"] = (f"a packet train's last {t['tail_packets']} packets, held in a queue that dropped {t.get('lost', 0)} "
-                      f"of them, arrived at {drained:.4g} Mbit/s, {drained / rate:.2g}x the {rate:.4g} the flows delivered: "
-                      f"the bottleneck's rate, which the flows left idle part of the time")
-    say(f"  {_way(x)}: {x['rate_note']}")
+    _take_train_rate(x, drained, "held_tail", which,
+                     f"a packet train's last {t['tail_packets']} packets, held in a queue that dropped {t.get('lost', 0)} "
+                     f"of them, arrived at {drained:.4g} Mbit/s, {drained / rate:.2g}x the {rate:.4g} the flows delivered: "
+                     f"the bottleneck's rate, which the flows left idle part of the time", say)
+    return True
+
+
+def _take_train_rate(x: dict, rate_mbps: float, key: str, which: str, note: str, say) -> None:
+    """Direction ``x`` takes the rate a packet train (``x[which]``) read, as ``rate_by_cc[key]`` and
+    ``rate_from[key]``, with ``rate_note``; its buffer's figures the same time at it where they were read as a queue
+    in time (the flows', a slow start's), not where a train's overflow read them in bytes (``buffer_from``)."""
+    if x.get("buffer_from") not in BACK_TO_BACK_TRAINS:
+        for k in ("buffer_bytes", "buffer_bytes_min", "buffer_bytes_max"):
+            if x.get(k) is not None:
+                x[k] = int(x[k] * rate_mbps / x["rate_mbps"])
+    x["rate_mbps"] = rate_mbps
+    x.setdefault("rate_by_cc", {})[key] = rate_mbps
+    x.setdefault("rate_from", {})[key] = which
+    x["rate_note"] = note
+    say(f"  {_way(x)}: {note}")
+
+
+#: the direction's back-to-back packet trains, whose tails :func:`rate_from_drained_tail` reads: the idle path's
+#: first (down), the policer's first, the AQM's and the isolation's (not a paced train: the server set its pace)
+BACK_TO_BACK_TRAINS = ("wifi_train", "train", "aqm_train", "isolation_train")
+
+
+def rate_from_drained_tail(x: dict, idle_loss: float, say) -> bool:
+    """A direction whose flows delivered less than its bottleneck passed a packet train's tail at
+    (:func:`trains.drained_mbps`: the drain of a full queue, the refill of a bucket run dry), by at most
+    :data:`TRAIN_PORT_MARGIN`, takes the tail's rate (``rate_by_cc["drained_tail"]``, ``rate_from`` naming the
+    train; the longest tail of :data:`BACK_TO_BACK_TRAINS` that reads one). The flows' rate counts the time they
+    left the link idle — the losses of a shallow buffer, a window short of the path, the acked bytes' edge — and so
+    lies below the capacity (campaign seed 120: a 7.21-Mbit/s FIFO of two packets read 6.62 with four BBR flows, a
+    40.0-Mbit/s FIFO of 0.17 BDP 37.4 with CUBIC, where the trains' tails arrived at 7.22 and 39.99); a link delivers
+    no more than its rate, so a tail above them is the nearer figure. Below the rate, a tail between what the load
+    phases read decides between them: the higher one over-read (campaign seed 120 path 10, up: CAKE at 0.452
+    Mbit/s, the BBR phase's delivery-rate samples 0.553, the CUBIC fill's delivered bytes 0.445, the tail 0.452).
+    Not a tail beyond the margin above (a capacity that moved, or :func:`_rate_from_held_tail`'s case) or below
+    every phase (another bottleneck than the flows'), nor where the capacity moves (a tail is one instant's rate)
+    or the limiter is a WiFi hop (its MAC's aggregates set the tail's arrivals). True where it took the rate."""
+    if x.get("wifi") or variable_rate(x.get("rate_variation")):
+        return False
+    best = None
+    for which in BACK_TO_BACK_TRAINS:
+        t = x.get(which)
+        r = drained_mbps(t, idle_loss) if isinstance(t, dict) else None
+        if r is not None and (best is None or t["tail_packets"] > best[1]["tail_packets"]):
+            best = (r, t, which)
+    rate = x["rate_mbps"]
+    phases = [v for k, v in (x.get("rate_by_cc") or {}).items() if k in (LOAD_CC, "bbr")]
+    if best is None:
+        return False
+    r, t, which = best
+    if rate < r <= TRAIN_PORT_MARGIN * rate:
+        why = (f"{(r / rate - 1) * 100:.1f} % above the {rate:.4g} the flows delivered: the bottleneck's rate, which the "
+               f"flows left idle part of the time")
+    elif len(phases) > 1 and min(phases) <= r < rate:
+        why = (f"between the {min(phases):.4g} and {rate:.4g} the load phases read: the bottleneck's rate, which the "
+               f"higher one over-read (" + ", ".join(f"{k} from {v}" for k, v in (x.get("rate_from") or {}).items()) + ")")
+    else:
+        return False
+    _take_train_rate(x, r, "drained_tail", which,
+                     f"a packet train's last {t['tail_packets']} packets ({which}), after {t.get('lost', 0)} of its "
+                     f"packets were dropped, arrived at {r:.4g} Mbit/s, {why}", say)
     return True
 
 
@@ -1850,6 +1906,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             up_left_open(x)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
+        rate_from_drained_tail(x, report["loss"], say)
         _cobalt(x)
         if x["limiter"] != loaded_reading:
             # the line above said the loaded phases' reading; the packet trains after them may change it

@@ -915,6 +915,39 @@ def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
     return tail > 2 * admits + 2 * max(admits, 1.0) ** 0.5
 
 
+def _tail_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
+    """The arrival rate (Mbit/s) of a train's tail after its first loss, where :data:`TAIL_RATE_PACKETS` or more of
+    it arrived and, on a lossy path, the first loss is where its bottleneck began to drop (:func:`policer_cut`);
+    None otherwise: what :func:`held_tail_mbps` and :func:`drained_mbps` read, each under its own condition."""
+    if train.get("first_loss") is None or (train.get("tail_packets") or 0) < TAIL_RATE_PACKETS:
+        return None
+    if idle_loss > 0 and train.get("lost_seq"):
+        if policer_cut(train["lost_seq"], train.get("sent") or AQM_TRAIN_PACKETS, idle_loss) > train["first_loss"]:
+            return None
+    return train.get("tail_arrival_mbps") or train.get("tail_mbps")
+
+
+def drained_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
+    """The rate (Mbit/s) a back-to-back packet train's bottleneck passed its tail at, after the first loss
+    (:func:`_tail_mbps`), where the train came faster than that (its send rate at least :data:`TRAIN_PORT_MARGIN`
+    x the tail's arrival: the bottleneck, not the sender's pace, spaced it) and lost more than the path's random
+    loss explains (:func:`physics._significant`: the bottleneck dropped). A full queue admits a packet as one leaves,
+    so the tail arrives at the queue's drain rate whatever its kind (a FIFO full, an AQM holding a standing queue);
+    a token bucket run dry passes at its refill, the policed rate: either way the bottleneck's rate, read over the
+    tail's packets (one packet's time at either end its error: at most a tenth at ten packets, the train's
+    resolution). None where the train cannot tell (not paced by the server: ``pace_mbps`` is a paced train's)."""
+    if train.get("pace_mbps") or train.get("sender_limited"):
+        return None
+    r = _tail_mbps(train, idle_loss)
+    u = train.get("send_mbps")
+    if r is None or not u or u < TRAIN_PORT_MARGIN * r:
+        return None
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    if not _significant(lost, tail + lost, idle_loss, handful=0):
+        return None
+    return r
+
+
 def held_tail_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     """The rate (Mbit/s) a queue drained a packet train at, where the train shows one that never emptied: the
     arrival rate of its tail after its first loss, where that tail was held (:func:`tail_held`: the queue kept
@@ -925,14 +958,8 @@ def held_tail_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     lies after the train's (:func:`policer_cut`): the tail's rate is then counted from a random loss, and a tbf
     whose bucket outlasted the train passed that much at its port's rate before its FIFO's losses (campaign seed
     28 path 82: a tbf at 559 Mbit/s with 0.91 % random loss, its train's tail at the port's 943)."""
-    if train.get("first_loss") is None or (train.get("tail_packets") or 0) < TAIL_RATE_PACKETS:
-        return None
-    if idle_loss > 0 and train.get("lost_seq"):
-        if policer_cut(train["lost_seq"], train.get("sent") or AQM_TRAIN_PACKETS, idle_loss) > train["first_loss"]:
-            return None
-    if not tail_held(train, idle_loss):
-        return None
-    return train.get("tail_arrival_mbps") or train.get("tail_mbps")
+    r = _tail_mbps(train, idle_loss)
+    return r if r is not None and tail_held(train, idle_loss) else None
 
 
 def _held_not_policed(x: dict, idle_loss: float = 0.0) -> None:
