@@ -479,14 +479,14 @@ def test_a_train_whose_tail_a_queue_held_gives_the_rate_and_its_head_then_shows_
 FIFO_TAIL_TRAIN = {"first_loss": 7, "head_bytes": 10500, "head_packets": 7, "head_send_mbps": 705.592, "leading_mbps": 40.06,
                    "lost": 887, "received": 113, "sender_limited": False, "send_mbps": 375.657, "sent": 1000,
                    "tail_packets": 106, "tail_mbps": 39.98, "tail_arrival_mbps": 39.98, "tail_send_mbps": 40.089,
-                   "wire_bytes": 1500, "pace_mbps": None, "lost_seq": list(range(7, 894)), "notes": []}
+                   "wire_bytes": 1500, "pace_mbps": None, "lost_seq": list(range(7, 894)), "tail_span_ms": 31.815, "notes": []}
 
 
 # campaign seed 120 path 10's up direction: CAKE at 0.452 Mbit/s, 26.5 ms; the up policer's train of 92 packets
 CAKE_UP_TRAIN = {"first_loss": 6, "head_bytes": 9000, "head_packets": 6, "head_send_mbps": 335.3548, "leading_mbps": 0.452,
                  "lost": 37, "received": 55, "sender_limited": False, "send_mbps": 593.7894, "sent": 92, "tail_packets": 49,
                  "tail_mbps": 0.452, "tail_arrival_mbps": 0.452, "tail_send_mbps": 356.7238, "wire_bytes": 1500,
-                 "pace_mbps": None, "notes": []}
+                 "pace_mbps": None, "tail_span_ms": 1300.956, "notes": []}
 
 
 def test_a_train_tail_a_full_queue_drained_is_the_rate_the_flows_fell_short_of():
@@ -517,6 +517,20 @@ def test_a_train_tail_a_full_queue_drained_is_the_rate_the_flows_fell_short_of()
     assert "between the 0.4451 and 0.553 the load phases read" in up["rate_note"] and "bbr from delivery_rate" in up["rate_note"]
     low = {"limiter": "aqm", "rate_mbps": 0.553, "rate_by_cc": {"cubic": 0.50, "bbr": 0.553}, "train": CAKE_UP_TRAIN}
     assert not m.rate_from_drained_tail(low, 0.0, lambda s: None) and low["rate_mbps"] == 0.553
+    # a policer's tail: its first packet passed on what the head left of a token, so 12 packets read up to 1/12 high
+    # (seed 122 path 10: 6.85 Mbit/s on a 17.3-Mbit/s port, the tail 7.43, the flows 6.79): no policer reading takes
+    # one, nor a rate a train read already (that policer's paced train, 560 packets at 6.854); and a tail too quick
+    # for its bounds to clear the rate: a FIFO's 32 packets at 442 Mbit/s over 0.87 ms with 0.03 ms of timing noise
+    # (seed 122 path 21: 429 Mbit/s, the flows 418.5)
+    short = dict(FIFO_TAIL_TRAIN, tail_packets=12, tail_arrival_mbps=7.4278, tail_mbps=7.4278, tail_span_ms=19.386,
+                 send_mbps=547.1, lost=984, received=16, lost_seq=list(range(4, 988)))
+    lo, hi = m_trains.tail_bounds(short)
+    assert round(lo, 3) == 6.809 and round(hi, 3) == 7.428
+    fast = dict(short, tail_packets=32, tail_arrival_mbps=442.26, tail_mbps=442.26, tail_span_ms=0.8682, send_mbps=2373.4)
+    for limiter, t, rate, jitter, by in (("policer", short, 6.7863, 0.0, {}), ("fifo", fast, 418.53, 0.03, {}),
+                                         ("fifo", short, 6.8538, 0.0, {"cubic": 6.7863, "paced_train": 6.8538})):
+        z = {"limiter": limiter, "rate_mbps": rate, "train": t, "rate_by_cc": by}
+        assert not m.rate_from_drained_tail(z, 0.0, lambda s: None, jitter) and z["rate_mbps"] == rate
     # a tail the server paced, a sender that set the train's pace, one sent no faster than it arrived (the sender's
     # spacing, not the bottleneck's), one that lost no more than the random loss, a lossy tbf's counted from a
     # random first loss: no rate

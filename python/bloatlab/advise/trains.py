@@ -948,6 +948,21 @@ def drained_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     return r
 
 
+def tail_bounds(train: dict, jitter_ms: float = 0.0) -> tuple[float, float] | None:
+    """The least and the most (Mbit/s) the bottleneck's rate can be, given a train's tail of n packets whose
+    arrival rate r = n W / span was counted from its head's last packet (crates/probe/src/train.rs) and arrivals
+    each ``jitter_ms`` late at most (the path's own timing noise: the idle probes' median above their least).
+    A full queue sends its next packet a whole packet's time after the head's last, so r is its rate; a token bucket
+    the head left with part of a packet's tokens passes the first of the tail sooner, by up to that time, so the
+    rate lies between (n - 1) W / span and r — and each end of the span may be off by the jitter. None where the
+    train has no tail span."""
+    n, span = train.get("tail_packets") or 0, train.get("tail_span_ms")
+    if n < 2 or not span:
+        return None
+    w = train.get("wire_bytes", WIRE_SEGMENT) * 8 / 1e3  # kbit: / ms = Mbit/s
+    return (n - 1) * w / (span + 2 * jitter_ms), n * w / max(span - 2 * jitter_ms, 1e-9)
+
+
 def held_tail_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     """The rate (Mbit/s) a queue drained a packet train at, where the train shows one that never emptied: the
     arrival rate of its tail after its first loss, where that tail was held (:func:`tail_held`: the queue kept
