@@ -1442,10 +1442,9 @@ def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.
     (:func:`trains.tail_bounds`: a bucket's first packet of the tail early by up to a packet's time, each end of its
     span late by the path's timing noise ``jitter_ms``) lie wholly on the side of the rate it moves to — a 32-packet
     tail at 440 Mbit/s spans 0.87 ms (seed 122 path 21: 442 for a 429-Mbit/s FIFO the flows read at 418.5) — and not
-    over a rate a train read already
-    (a paced train's tail, a held tail), nor on a ``policer`` reading: its bucket passes the tail's first packet on
-    what the head left of a token, up to a packet's time early, so its rate reads up to 1/n high, while the policer's
-    paced train reads it from hundreds of packets. True where it took the rate."""
+    over a rate a train read already (a paced train's tail, a held tail), nor on a ``policer`` reading: its bucket
+    passes the tail's first packet on what the head left of a token, up to a packet's time early, so its rate reads
+    up to 1/n high, while the policer's paced train reads it from hundreds of packets. True where it took the rate."""
     by = x.get("rate_by_cc") or {}
     if (x.get("wifi") or x["limiter"] == "policer" or variable_rate(x.get("rate_variation"))
             or any(by.get(k) == x["rate_mbps"] for k in ("paced_train", "held_tail"))):
@@ -1456,11 +1455,11 @@ def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.
         r = drained_mbps(t, idle_loss) if isinstance(t, dict) else None
         if r is not None and (best is None or t["tail_packets"] > best[1]["tail_packets"]):
             best = (r, t, which)
-    rate = x["rate_mbps"]
-    phases = [v for k, v in (x.get("rate_by_cc") or {}).items() if k in (LOAD_CC, "bbr")]
     if best is None:
         return False
     r, t, which = best
+    rate = x["rate_mbps"]
+    phases = [v for k, v in by.items() if k in (LOAD_CC, "bbr")]
     lo, hi = tail_bounds(t, jitter_ms) or (0.0, float("inf"))
     if rate < lo and r <= TRAIN_PORT_MARGIN * rate:
         why = (f"{(r / rate - 1) * 100:.1f} % above the {rate:.4g} the flows delivered: the bottleneck's rate, which the "

@@ -934,8 +934,8 @@ def drained_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     loss explains (:func:`physics._significant`: the bottleneck dropped). A full queue admits a packet as one leaves,
     so the tail arrives at the queue's drain rate whatever its kind (a FIFO full, an AQM holding a standing queue);
     a token bucket run dry passes at its refill, the policed rate: either way the bottleneck's rate, read over the
-    tail's packets (one packet's time at either end its error: at most a tenth at ten packets, the train's
-    resolution). None where the train cannot tell (not paced by the server: ``pace_mbps`` is a paced train's)."""
+    tail's packets (:func:`tail_bounds`: a tenth at ten packets at most, the train's resolution). None for a paced
+    train (``pace_mbps``: the server set its pace) or one whose sender could not send it faster than it arrived."""
     if train.get("pace_mbps") or train.get("sender_limited"):
         return None
     r = _tail_mbps(train, idle_loss)
