@@ -1420,9 +1420,11 @@ def _take_train_rate(x: dict, rate_mbps: float, key: str, which: str, note: str,
     say(f"  {_way(x)}: {note}")
 
 
-#: the direction's back-to-back packet trains, whose tails :func:`rate_from_drained_tail` reads: the idle path's
-#: first (down), the policer's first, the AQM's and the isolation's (not a paced train: the server set its pace)
-BACK_TO_BACK_TRAINS = ("wifi_train", "train", "aqm_train", "isolation_train")
+#: the direction's back-to-back packet trains, whose tails :func:`rate_from_drained_tail` reads, with their names in
+#: words: the idle path's first (down), the policer's first, the AQM's and the isolation's (not a paced train: the
+#: server set its pace)
+BACK_TO_BACK_TRAINS = {"wifi_train": "the idle path's train", "train": "the policer's first train",
+                       "aqm_train": "the AQM train", "isolation_train": "the isolation train"}
 
 
 def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.0) -> bool:
@@ -1470,8 +1472,8 @@ def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.
     else:
         return False
     _take_train_rate(x, r, "drained_tail", which,
-                     f"a packet train's last {t['tail_packets']} packets ({which}), after {t.get('lost', 0)} of its "
-                     f"packets were dropped, arrived at {r:.4g} Mbit/s, {why}", say)
+                     f"the last {t['tail_packets']} packets of {BACK_TO_BACK_TRAINS[which]}, after {t.get('lost', 0)} of "
+                     f"its {t.get('sent', 0)} were dropped, arrived at {r:.4g} Mbit/s, {why}", say)
     return True
 
 
