@@ -128,6 +128,18 @@ def test_a_port_fifo_no_train_read_is_the_whole_packets_under_which_the_model_ca
     assert x["port_buffer_bytes"] == 3000 and "died in the port's FIFO" in x["train_evidence"][-1]
 
 
+def test_a_port_fifo_the_model_picks_is_no_smaller_than_what_a_train_showed_it_holds():
+    """Where a train's head passed the port's FIFO whole (``port_buffer_min_bytes``: at least 4.86 KB, campaign seed
+    123 path 2's), no smaller FIFO is tried: seed 83 path 53's fill, nearest at two packets, takes four (the first
+    whole packets at or above the least), which the model carries nearer the fill than the default."""
+    path, x = _port_fifo()
+    x["port_buffer_min_bytes"] = 4860
+    isolation.port_buffer_by_model(x, path)
+    tries = {int(k): v for k, v in x["port_buffer_model"]["tries"].items()}
+    assert min(tries) == 6000 and x["port_buffer_bytes"] == 6000
+    assert 19.3758 <= tries[6000] < tries[path.port_buffer]
+
+
 def test_a_slow_policers_port_fifo_is_at_least_two_packets_where_its_bdp_holds_none():
     """Fresh campaign seed 104 path 51: a 0.51-Mbit/s policer (a 3.7-KB bucket) on a 3.8-Mbit/s port with a 3-KB
     FIFO, 5 ms, 0.34 % loss (read 5.1 ms, 0.5 %). One BDP of the policed rate is 323 B, less than a packet: the twin's port FIFO was

@@ -274,14 +274,23 @@ def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> Non
     loss-based flows by the whole packets it fits (campaign seed 83 path 53: a 95-Mbit/s policer with a 24-KB
     bucket on a 186-Mbit/s port with a 4.1-KB FIFO; the fill's four CUBIC flows got 19.4 Mbit/s, the twin's one-BDP
     port 81.9 in the model; one packet 13.3, two 27.2; the twin's one CUBIC flow 46.1 at one BDP, 6.6 at two
-    packets, the kernel's 7.8 on the true path). ``port_buffer_model`` records the tries."""
+    packets, the kernel's 7.8 on the true path). None below what a train's head showed the FIFO holds at least
+    (``port_buffer_min_bytes``: the head passed it whole): a smaller one contradicts it, and where the model holds
+    the fill above the kernel's at any size (its four flows through a policer), the search ran to the smallest
+    (campaign seed 123 path 2: a 23-Mbit/s policer with a 6.2-KB bucket on a 77.6-Mbit/s port with a 108.5-KB FIFO;
+    the trains read the port's FIFO at least 4.86 KB, the fill's four CUBIC flows got 7.07 Mbit/s, the model 11.2 at
+    one packet; the twin's one CUBIC flow got 2.81 Mbit/s at one packet, 6.56 at four, the kernel's 5.67).
+    ``port_buffer_model`` records the tries."""
     if x.get("limiter") != "policer" or path.limiter != "policer" or path.port_buffer_bytes is not None:
         return
     default, measured = fill_by_model(x, path)
     if default is None or default <= margin * measured:
         return
+    least = x.get("port_buffer_min_bytes") or 0
     tries = {}
     for b in (n * WIRE_SEGMENT for n in PORT_PACKETS):
+        if b < least:
+            continue
         if b >= path.port_buffer:
             break
         tries[b] = fill_by_model(x, dataclasses.replace(path, port_buffer_bytes=b))[0]
