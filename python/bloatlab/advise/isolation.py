@@ -279,7 +279,7 @@ def port_buffer_by_model(x: dict, path, margin: float = PORT_FILL_MARGIN) -> Non
     the fill above the kernel's at any size (its four flows through a policer), the search ran to the smallest
     (campaign seed 123 path 2: a 23-Mbit/s policer with a 6.2-KB bucket on a 77.6-Mbit/s port with a 108.5-KB FIFO;
     the trains read the port's FIFO at least 4.86 KB, the fill's four CUBIC flows got 7.07 Mbit/s, the model 11.2 at
-    one packet; the twin's one CUBIC flow got 2.81 Mbit/s at one packet, 6.56 at four, the kernel's 5.67).
+    one packet; the twin gave one CUBIC flow 2.81 Mbit/s at one packet, 6.56 at four, where the kernel's got 5.67).
     ``port_buffer_model`` records the tries."""
     if x.get("limiter") != "policer" or path.limiter != "policer" or path.port_buffer_bytes is not None:
         return
