@@ -892,6 +892,13 @@ def _paced_past_the_flows(x: dict, base_ms: float) -> None:
              limiter_alternatives=[{"limiter": "fifo"}, {"limiter": "policer", "rate_above_mbps": r_min}])
 
 
+def lost_beyond_random(train: dict, idle_loss: float = 0.0) -> bool:
+    """Whether a packet train lost more of its packets from its first loss on than the path's random loss
+    explains (:func:`physics._significant`, no handful: a train is no TCP flow): its bottleneck dropped."""
+    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
+    return _significant(lost, tail + lost, idle_loss, handful=0)
+
+
 def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
     """Whether a packet train that lost packets beyond the path's random loss
     had its tail held in a queue rather than cut: more of the packets after
@@ -901,12 +908,10 @@ def tail_held(train: dict, idle_loss: float = 0.0) -> bool:
     passes at most its rate of what exceeds it and a full FIFO its drain;
     only a queue that keeps taking packets while it drops some (an AQM's
     spread drops) passes more."""
-    if train.get("first_loss") is None:
+    if train.get("first_loss") is None or not lost_beyond_random(train, idle_loss):
         return False
     lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
     after = tail + lost
-    if not _significant(lost, after, idle_loss, handful=0):
-        return False
     r = train.get("tail_arrival_mbps") or train.get("tail_mbps")
     u = train.get("tail_send_mbps") or train.get("send_mbps")
     if not r or not u:
@@ -931,7 +936,7 @@ def drained_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
     """The rate (Mbit/s) a back-to-back packet train's bottleneck passed its tail at, after the first loss
     (:func:`_tail_mbps`), where the train came faster than that (its send rate at least :data:`TRAIN_PORT_MARGIN`
     x the tail's arrival: the bottleneck, not the sender's pace, spaced it) and lost more than the path's random
-    loss explains (:func:`physics._significant`: the bottleneck dropped). A full queue admits a packet as one leaves,
+    loss explains (:func:`lost_beyond_random`: the bottleneck dropped). A full queue admits a packet as one leaves,
     so the tail arrives at the queue's drain rate whatever its kind (a FIFO full, an AQM holding a standing queue);
     a token bucket run dry passes at its refill, the policed rate: either way the bottleneck's rate, read over the
     tail's packets (:func:`tail_bounds`: a tenth at ten packets at most, the train's resolution). None for a paced
@@ -940,10 +945,7 @@ def drained_mbps(train: dict, idle_loss: float = 0.0) -> float | None:
         return None
     r = _tail_mbps(train, idle_loss)
     u = train.get("send_mbps")
-    if r is None or not u or u < TRAIN_PORT_MARGIN * r:
-        return None
-    lost, tail = train.get("lost", 0), train.get("tail_packets", 0)
-    if not _significant(lost, tail + lost, idle_loss, handful=0):
+    if r is None or not u or u < TRAIN_PORT_MARGIN * r or not lost_beyond_random(train, idle_loss):
         return None
     return r
 
