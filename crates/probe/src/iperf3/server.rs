@@ -90,6 +90,7 @@ pub fn admit(v: &Value, limits: &ServerLimits) -> Result<Asked, (i32, String)> {
         info_interval_ns: info_interval(limits),
         pacing: false,
         self_probes: false,
+        deflate_results: false,
     };
     if let Some(why) = limits.refuse(&p) {
         let e = if why.starts_with("-P") { ierr::IENUMSTREAMS } else { ierr::IEDURATION };

@@ -14,7 +14,7 @@
 //! closing sender/receiver block.
 
 use super::control::{
-    auth_data, opening, read_line_max, read_line_progress, send_json, tagged_cookie, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS,
+    auth_data, opening, read_line_max, read_line_progress, results_text, send_json, tagged_cookie, ClientCfg, ClientError, ClientResult, Params, CTRL_LINE_WAIT_NS,
     DATA_MAGIC, IPERF3_SERVER, MAX_CTRL_LINE, OPENING_KEY, STOP_LINE,
 };
 use super::stream::{connect, data_acked, is_timeout, run_receiver, run_sampler, run_sender, Outcome, StreamState, WAKE};
@@ -128,6 +128,7 @@ fn run_once(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         info_interval_ns: cfg.info_interval_ns,
         pacing: cfg.pacing,
         self_probes: cfg.self_probes.is_some() && cfg.bytes.is_none(),
+        deflate_results: true,
     };
     // iperf3's parameters for the same test, ours inside: the text the secret signs
     let mut both = crate::iperf3::params(cfg);
@@ -340,7 +341,7 @@ fn run_once(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         let _ = h.join();
     }
     timing.results_bytes = line.as_ref().map_or(0, |l| l.len() as u64);
-    let server: Option<Value> = line.and_then(|l| serde_json::from_str(&l).ok());
+    let server: Option<Value> = line.and_then(|l| results_text(l, RESULTS_MAX)).and_then(|l| serde_json::from_str(&l).ok());
     let same_host = server.as_ref().map(|v| v["boot_id"].as_str() == Some(sys::boot_id().as_str())).unwrap_or(false);
     if same_host {
         timing.server_results = server.as_ref().and_then(|v| v["results_mono"].as_u64()).unwrap_or(0);

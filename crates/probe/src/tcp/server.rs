@@ -12,6 +12,7 @@
 
 use super::control::{
     auth_data, read_framed, read_line_max, send_json, Params, ServerLimits, CTRL_COOKIE_TAG, CTRL_LINE_WAIT_NS, CTRL_MAGIC, DATA_MAGIC, MAX_CTRL_LINE, OPENING_KEY,
+    deflated, RESULTS_DEFLATED,
 };
 use super::stream::{
     data_acked, is_timeout, read_exact_timeout, run_receiver, run_sampler_growing, run_sender, spawn, Outcome, StreamState, ACK_WAIT_MAX_NS, WAKE,
@@ -561,7 +562,7 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
     if verbose && !missing.is_empty() {
         eprintln!("tcp server: {} of {} data connections arrived (missing: {missing:?}); results for those that did", states.len(), p.streams);
     }
-    send_results(&ctrl, &states, &outcomes, p.streams, &missing).map_err(|e| format!("sending results: {e}"))
+    send_results(&ctrl, &states, &outcomes, p.streams, &missing, p.deflate_results).map_err(|e| format!("sending results: {e}"))
 }
 
 /// The test's results on the control connection, one line of JSON, streamed:
@@ -573,11 +574,27 @@ fn serve_admitted(ctrl: TcpStream, p: Params, deadline_ns: Option<u64>, ctx: &Ct
 ///
 /// `missing`: the data connections (indices) that never arrived, of
 /// `expected`; listed (`missing`, `streams_expected`) only where some did not.
-fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outcome], expected: usize, missing: &[usize]) -> io::Result<()> {
+/// `deflate`: the client asked for the line deflated ([`RESULTS_DEFLATED`]):
+/// the same JSON through zlib and base64, streamed alike.
+fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outcome], expected: usize, missing: &[usize], deflate: bool) -> io::Result<()> {
     // when the results began to go out (the client's `Timing::server_results`, on the same host)
     let began = sys::mono_ns();
     let _ = ctrl.set_write_timeout(Some(Duration::from_secs(10)));
     let mut w = io::BufWriter::with_capacity(1 << 16, ctrl);
+    if deflate {
+        w.write_all(RESULTS_DEFLATED.as_bytes())?;
+        let mut z = deflated(&mut w);
+        write_results(&mut z, states, outcomes, expected, missing, began)?;
+        z.finish()?.finish()?;
+    } else {
+        write_results(&mut w, states, outcomes, expected, missing, began)?;
+    }
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
+/// [`send_results`]'s JSON document (without its newline) into `w`; `began`: when the results began to go out.
+fn write_results<W: Write>(w: &mut W, states: &[Arc<StreamState>], outcomes: &[Outcome], expected: usize, missing: &[usize], began: u64) -> io::Result<()> {
     w.write_all(b"{\"streams\":[")?;
     for (i, (s, o)) in states.iter().zip(outcomes).enumerate() {
         let samples = std::mem::take(&mut *s.samples.lock().unwrap());
@@ -600,7 +617,7 @@ fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outco
         }
         w.write_all(&head[..head.len() - 1])?;
         w.write_all(b",\"series\":")?;
-        serde_json::to_writer(&mut w, &SeriesOut::of(&series))?;
+        serde_json::to_writer(&mut *w, &SeriesOut::of(&series))?;
         w.write_all(b"}")?;
     }
     let mut tail = json!({"boot_id": sys::boot_id(), "kernel": sys::kernel_release(), "results_mono": began});
@@ -610,9 +627,7 @@ fn send_results(ctrl: &TcpStream, states: &[Arc<StreamState>], outcomes: &[Outco
     }
     let tail = tail.to_string();
     w.write_all(b"],")?;
-    w.write_all(&tail.as_bytes()[1..])?; // its members after ours
-    w.write_all(b"\n")?;
-    w.flush()
+    w.write_all(&tail.as_bytes()[1..]) // its members after ours
 }
 
 /// Tell the client the server ran out of threads; end its streams.
