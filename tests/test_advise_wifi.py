@@ -140,6 +140,36 @@ def test_a_legacy_fifo_read_at_a_long_rtt_gets_its_depth_from_the_fills_queue():
     assert x["buffer_bytes"] == pytest.approx(1684500, rel=0.06)
 
 
+def test_a_lone_hop_whose_airtime_model_carries_less_than_the_fill_got_is_a_legacy_fifo_as_deep_as_its_queue():
+    """Campaign seed 125 path 19: a legacy AP (1.68 MB) at MCS 12, 519.9 ms. The fill's four CUBIC flows got 53.92
+    Mbit/s and lost segments with their queue at 129.7 / 225.8 ms (median / p95): within fq_codel's interval and a
+    round trip, so wifi_design could not exclude a FIFO that short. The model of an airtime AP carries that fill at
+    44.5 (0.83x), a legacy AP's FIFO as deep as the queue stood at 58.1: legacy, 1.52 MB; its twin's CUBIC then 35.1
+    Mbit/s, p95 672 ms, for the kernel's 34.2 / 665 (the airtime twin: 21.1 / 532). Seed 128 path 22, an airtime AP
+    at MCS 14, 362 ms, unseen while this was written: its airtime model also carries less than the fill got (65.3 of
+    75.7: the model under-reads the kernel's CUBIC behind CoDel at that RTT), but a FIFO of its 32.7-ms queue far
+    less (35.3): airtime stays."""
+    from bloatlab.advise import measure as M
+
+    def fill(q50, q95, got, secs, overflowed, qmax):
+        return {"rate_mbps": got, "rate_by_cc": {"cubic": got}, "rate_from": {"cubic": "sack_delivered_bytes"},
+                "fill_flow_q95_ms": q95, "fill_dropped": True, "fill_flow_q50_ms": q50, "load_cc": "cubic", "flows": 4,
+                "phase_s": secs, "fill_end": {"ran_s": secs}, "buffer_bytes": None,
+                "buffer_window": {"overflowed": overflowed, "queue_max_ms": qmax},
+                "evidence": {"flow_q95_ms": q95, "dropped": True, "flow_q50_ms": q50}}
+
+    x = fill(129.697, 225.769, 53.915, 15.0, True, 227.56)
+    M._wifi_train({"train": AT_MCS7, "phy_mbps": 78.29, "note": "a WiFi hop", "idle_spread_ms": 0.3}, x, 519.86,
+                  lambda m: None)
+    assert x["wifi"]["mac"] == "legacy" and "the model of an airtime AP carries" in x["limiter_note"]
+    assert x["buffer_bytes"] == int(225.769e-3 * 53.915e6 / 8) == pytest.approx(1684500, rel=0.10)
+    assert "shared" not in x["wifi"]
+    y = fill(19.025, 32.682, 75.737, 14.4822, False, 38.99)
+    M._wifi_train({"train": AT_MCS7, "phy_mbps": 117.71, "note": "a WiFi hop", "idle_spread_ms": 0.3}, y, 362.05,
+                  lambda m: None)
+    assert y["wifi"]["mac"] == "airtime" and "the model of an airtime AP" not in y["limiter_note"]
+
+
 def test_a_shared_medium_keeps_the_flows_rate_and_says_the_twin_is_this_station_alone():
     """Other stations' aggregates hold the medium: the idle probes' median waits more than a full aggregate (4.096 ms)
     beyond their least, and the flows' rate is this station's share, not a lone station's MAC rate. Through the

@@ -58,7 +58,7 @@ from .evidence import (
     timed_out, variable_rate, window_drops, window_dropped
 )
 from .classify import (
-    UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
+    RATE_SPREAD, UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
     median_isolated,
     undropped_alternatives,
     unreturned_depth_ms
@@ -1592,6 +1592,12 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     mac, why_mac = wifi_design(x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"]),
                                x.get("fill_dropped", x["evidence"]["dropped"]), base_ms,
                                x.get("fill_flow_q50_ms", x["evidence"].get("flow_q50_ms")))
+    spread = wp.get("idle_spread_ms")
+    if mac == "airtime" and not (spread is not None and spread > WIFI_AGGR_MS):
+        # a lone station: the model of each design under the fill tells what the queue's figures could not
+        legacy, why_legacy = _legacy_by_model(x, phy, base_ms)
+        if legacy:
+            mac, why_mac = "legacy", f"{why_mac}; but {why_legacy}"
     # (an AQM the wired reading took the AP's queue for is no qdisc of the twin's: aqm_qdisc goes too)
     x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None,
              aqm_qdisc=None)
@@ -1613,7 +1619,6 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
     # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
     # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
-    spread = wp.get("idle_spread_ms")
     idle_saw = spread is not None and spread > WIFI_AGGR_MS
     # ... or the fill got less than this station alone gets in the model: other stations' downloads at a long RTT
     # leave the medium idle in gaps the sparse idle probes pass through, but take their airtime under load
@@ -1650,6 +1655,39 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                               f"{others} other busy station(s) in the twin)")
         return
     _at_least_the_macs(x, mac_mbps, phy)
+
+
+def _legacy_by_model(x: dict, phy: float, base_ms: float) -> tuple[bool, str | None]:
+    """Whether a lone station's WiFi hop that :func:`wifi_design` read as mac80211's fq_codel (``airtime``: its
+    queue's figures within what CoDel lets stand for an interval and a round trip, where a legacy FIFO that short
+    cannot be excluded) is a legacy AP's FIFO, by the model of each design under the fill ``x`` measured (its flows,
+    control and length; :func:`isolation.fill_by_model`): (legacy, why). Legacy where the airtime AP's model
+    carries that fill below what it got by more than the rate phases' run-to-run spread
+    (:data:`classify.RATE_SPREAD`), while a legacy AP whose FIFO is as deep as the flows' queue stood (the depth a
+    wired FIFO's reading takes, :func:`buffer_reading`: a full FIFO is where a loss-based fill stands) carries at
+    least what it got and nearer than the airtime one. The second condition decides: at a long RTT the model can
+    under-read the kernel's CUBIC behind CoDel (seed 128 path 22, an airtime AP at MCS 14 and 362 ms: its model
+    0.86x the fill), but a FIFO of the few tens of ms such a queue stands in starves the fill (0.47x there), where a
+    legacy AP's full FIFO carries it. Campaign seed 125 path 19 (a legacy AP at MCS 12, 1.68 MB, 519 ms): 4 CUBIC
+    flows got 53.9 Mbit/s with their queue at 130 / 226 ms (median / p95); the airtime model 44.5 (0.83x), a
+    1.52-MB FIFO 58.1 (1.08x); its twin's CUBIC 21.1 → 35.1 Mbit/s (p95 532 → 672 ms) for the kernel's 34.2 / 665.
+    Checked on hops not looked at while writing it (docs/advise.md "A legacy AP by the model")."""
+    q95 = x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"])
+    win = x.get("buffer_window") or {}
+    buf = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, win.get("overflowed"),
+                         queue_max_ms=win.get("queue_max_ms"))["buffer_bytes"]
+    if not buf:
+        return False, None
+    air, got = fill_by_model(x, _lone_hop(phy, "airtime", base_ms, None))
+    if air is None or not got or air >= (1 - RATE_SPREAD) * got:
+        return False, None
+    fifo, _ = fill_by_model(x, _lone_hop(phy, "legacy", base_ms, int(buf)))
+    if fifo is None or fifo < (1 - RATE_SPREAD) * got or abs(fifo / got - 1) >= abs(air / got - 1):
+        return False, None
+    return True, (f"the model of an airtime AP carries the fill's {x.get('flows', 4)} {x.get('load_cc', 'cubic')} flows "
+                  f"at {air:.4g} Mbit/s where they got {got:.4g}, more than {RATE_SPREAD:.0%} below, and a legacy AP's "
+                  f"FIFO as deep as their queue stood ({buf / 1e3:.4g} KB) at {fifo:.4g}: a FIFO, the qdisc above the "
+                  f"driver's (legacy, before Linux 4.9)")
 
 
 def _at_least_the_macs(x: dict, mac_mbps: float, phy: float) -> None:
