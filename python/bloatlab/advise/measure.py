@@ -1593,9 +1593,13 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                                x.get("fill_dropped", x["evidence"]["dropped"]), base_ms,
                                x.get("fill_flow_q50_ms", x["evidence"].get("flow_q50_ms")))
     spread = wp.get("idle_spread_ms")
-    if mac == "airtime" and not (spread is not None and spread > WIFI_AGGR_MS):
+    idle_saw = spread is not None and spread > WIFI_AGGR_MS
+    # the fill in the model of this station alone behind an airtime AP, run once: the design's check below and the
+    # other stations' after it both weigh it
+    air_fill = fill_by_model(x, _lone_hop(phy, "airtime", base_ms, None)) if mac == "airtime" and not idle_saw else None
+    if air_fill is not None:
         # a lone station: the model of each design under the fill tells what the queue's figures could not
-        legacy, why_legacy = _legacy_by_model(x, phy, base_ms)
+        legacy, why_legacy = _legacy_by_model(x, phy, base_ms, *air_fill)
         if legacy:
             mac, why_mac = "legacy", f"{why_mac}; but {why_legacy}"
     # (an AQM the wired reading took the AP's queue for is no qdisc of the twin's: aqm_qdisc goes too)
@@ -1619,10 +1623,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     # HT20 rate); what holds the medium that long is another station's aggregates, so the medium was shared for
     # at least half the probes. Through the emulator (an airtime AP, MCS 7, 20 ms; 2026-11-27): alone 0.25 ms, beside
     # a station's CUBIC download 13.1 ms, its flows 21.8 Mbit/s of the MAC's 48.7
-    idle_saw = spread is not None and spread > WIFI_AGGR_MS
     # ... or the fill got less than this station alone gets in the model: other stations' downloads at a long RTT
     # leave the medium idle in gaps the sparse idle probes pass through, but take their airtime under load
-    lone, got = (None, None) if idle_saw else fill_by_model(x, alone)
+    lone, got = (None, None) if idle_saw else air_fill if mac == "airtime" else fill_by_model(x, alone)
     fill_saw = lone is not None and lone > WIFI_LONE_FILL_MARGIN * got
     if idle_saw or fill_saw:
         if mac == "legacy" and x.get("buffer_bytes"):
@@ -1657,12 +1660,12 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
     _at_least_the_macs(x, mac_mbps, phy)
 
 
-def _legacy_by_model(x: dict, phy: float, base_ms: float) -> tuple[bool, str | None]:
+def _legacy_by_model(x: dict, phy: float, base_ms: float, air: float | None, got: float | None) -> tuple[bool, str | None]:
     """Whether a lone station's WiFi hop that :func:`wifi_design` read as mac80211's fq_codel (``airtime``: its
     queue's figures within what CoDel lets stand for an interval and a round trip, where a legacy FIFO that short
     cannot be excluded) is a legacy AP's FIFO, by the model of each design under the fill ``x`` measured (its flows,
-    control and length; :func:`isolation.fill_by_model`): (legacy, why). Legacy where the airtime AP's model
-    carries that fill below what it got by more than the rate phases' run-to-run spread
+    control and length; :func:`isolation.fill_by_model`; ``air`` the airtime AP's, ``got`` what the fill got):
+    (legacy, why). Legacy where the airtime AP's model carries that fill below what it got by more than the rate phases' run-to-run spread
     (:data:`classify.RATE_SPREAD`), while a legacy AP whose FIFO is as deep as the flows' queue stood (the depth a
     wired FIFO's reading takes, :func:`buffer_reading`: a full FIFO is where a loss-based fill stands) carries at
     least what it got and nearer than the airtime one. The second condition decides: at a long RTT the model can
@@ -1672,14 +1675,13 @@ def _legacy_by_model(x: dict, phy: float, base_ms: float) -> tuple[bool, str | N
     flows got 53.9 Mbit/s with their queue at 130 / 226 ms (median / p95); the airtime model 44.5 (0.83x), a
     1.52-MB FIFO 58.1 (1.08x); its twin's CUBIC 21.1 → 35.1 Mbit/s (p95 532 → 672 ms) for the kernel's 34.2 / 665.
     Checked on hops not looked at while writing it (docs/advise.md "A legacy AP by the model")."""
+    if air is None or not got or air >= (1 - RATE_SPREAD) * got:
+        return False, None
     q95 = x.get("fill_flow_q95_ms", x["evidence"]["flow_q95_ms"])
     win = x.get("buffer_window") or {}
     buf = buffer_reading(q95, x["rate_mbps"], x.get("flows", 4), base_ms, win.get("overflowed"),
                          queue_max_ms=win.get("queue_max_ms"))["buffer_bytes"]
     if not buf:
-        return False, None
-    air, got = fill_by_model(x, _lone_hop(phy, "airtime", base_ms, None))
-    if air is None or not got or air >= (1 - RATE_SPREAD) * got:
         return False, None
     fifo, _ = fill_by_model(x, _lone_hop(phy, "legacy", base_ms, int(buf)))
     if fifo is None or fifo < (1 - RATE_SPREAD) * got or abs(fifo / got - 1) >= abs(air / got - 1):
