@@ -568,6 +568,20 @@ def test_the_time_goals_are_judged_per_path_in_seconds():
     assert campaign_report.tolerance_text("rate", 0.10) == "10 %"
 
 
+def test_the_report_says_how_long_the_judged_runs_were_and_that_measure_ran_quick():
+    """The campaign always measures with `measure --quick`; its own `--quick` shortens the predicted and kernel runs
+    (campaign_duration), which the report's head says in seconds, not as a bare "quick: False"."""
+    from bloatlab.advise import campaign_report
+
+    assert campaign.campaign_duration(20.0, False) == 5.0 and campaign.campaign_duration(600.0, False) == 15.0
+    assert campaign.campaign_duration(600.0, True) == 5.0
+    assert campaign_report._runs({"quick": False, "run_rtts": 100, "run_bounds_s": [5.0, 15.0]}) == \
+        "100 base RTTs within 5-15 s"
+    assert campaign_report._runs({"quick": True, "run_rtts": 100, "run_bounds_s": [3.0, 5.0]}) == \
+        "100 base RTTs within 3-5 s (--quick)"
+    assert campaign_report._runs({"quick": False}) == "the full lengths"  # a campaign stored before the bounds were
+
+
 def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch):
     """The same seed draws other paths once the draw changes (a WiFi hop in front, 2026-11-27): resuming an older
     campaign would mix two distributions, so it is refused with the reason (exit 2 at the CLI)."""

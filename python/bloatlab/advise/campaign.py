@@ -743,11 +743,18 @@ def contenders(cands: list, mine, spread: float) -> list[int]:
     return [i for i, c in enumerate(cands) if c is mine or c.score >= top - spread]
 
 
+#: each predicted and kernel run lasts this many base RTTs ...
+RUN_RTTS = 100
+#: ... within these bounds (s), by ``quick``: long enough for CUBIC to leave its slow start on a long path, short
+#: enough for three kernel runs of each judged configuration a path
+RUN_BOUNDS_S = {False: (5.0, 15.0), True: (3.0, 5.0)}
+
+
 def campaign_duration(base_rtt_ms: float, quick: bool) -> float:
-    """Each predicted and kernel run's length: 100 base RTTs within 5-15 s
-    (3-5 s with ``quick``), the same for the model and the kernel."""
-    lo, hi = (3.0, 5.0) if quick else (5.0, 15.0)
-    return float(min(max(100 * base_rtt_ms / 1e3, lo), hi))
+    """Each predicted and kernel run's length: :data:`RUN_RTTS` base RTTs within :data:`RUN_BOUNDS_S` (5-15 s,
+    3-5 s with ``quick``), the same for the model and the kernel."""
+    lo, hi = RUN_BOUNDS_S[bool(quick)]
+    return float(min(max(RUN_RTTS * base_rtt_ms / 1e3, lo), hi))
 
 
 def advise_path(path, duration_s: float) -> tuple[dict, dict]:
@@ -1132,7 +1139,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     emu.check()
     os.makedirs(os.path.join(out, "paths"), exist_ok=True)
     meta_path = os.path.join(out, "campaign-meta.json")
-    meta = {"paths": n, "seed": seed, "quick": quick, "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
+    meta = {"paths": n, "seed": seed, "quick": quick, "run_rtts": RUN_RTTS, "run_bounds_s": list(RUN_BOUNDS_S[bool(quick)]), "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
             "distribution": __doc__.split("The distribution")[1].split("Not yet drawn")[0].strip()}
     if os.path.exists(meta_path):
         with open(meta_path) as f:

@@ -97,6 +97,16 @@ def by_kind(ok: list[dict]):
     return pd.DataFrame(rows)
 
 
+def _runs(meta: dict) -> str:
+    """How long the campaign's predicted and kernel runs were (``meta``: ``campaign.run``'s; a campaign stored before
+    it kept the bounds says only whether it ran ``--quick``)."""
+    quick = " (--quick)" if meta.get("quick") else ""
+    if "run_bounds_s" in meta:
+        lo, hi = meta["run_bounds_s"]
+        return f"{meta.get('run_rtts', 100)} base RTTs within {lo:g}-{hi:g} s{quick}"
+    return "the --quick lengths" if quick else "the full lengths"
+
+
 def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
     import pandas as pd
 
@@ -186,8 +196,10 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
 
     text = re.sub(r":(?:func|data):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
     sec.pre("The distribution (seed %d)" % meta["seed"], text)
-    html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("quick", meta["quick"]), ("goal", meta["goal"]),
-                                                                                  ("today", meta["today"]),
-                                                                                  ("code", ", ".join(f"{k} ({v} paths)" for k, v in (summ.get("code") or {}).items()))], sec)
+    html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("measured with", "measure --quick"),
+                                                                                  ("judged runs", _runs(meta)),
+                                                                                  ("goal", meta["goal"]),
+                                                                                  ("today's control", f"{meta['today']} (the bottleneck as it is)"),
+                                                                                  ("code", ", ".join(f"{k} ({v} path{'' if v == 1 else 's'})" for k, v in (summ.get("code") or {}).items()))], sec)
     atomic_write_text(path, html)
     return path
