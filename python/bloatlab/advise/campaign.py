@@ -365,6 +365,10 @@ def truth_doc(t: dict, duration_s: float, cc: str | None = None, queue: str | No
     return doc
 
 
+#: how the campaign measures each path: as a user in a hurry would (issue 30's time goal is `measure --quick`'s)
+MEASURE_MODE = "--quick"
+
+
 def _measure(t: dict, pdir: str, quick_flows: int = 4) -> dict:
     """``bloatlab measure --quick`` from the client namespace of the true path."""
     from .. import scenario as sc_mod
@@ -386,7 +390,7 @@ def _measure(t: dict, pdir: str, quick_flows: int = 4) -> dict:
     # every probe run kept (measure --record): the path's measurement replays offline with another day's code
     # (`bloatlab measure --replay DIR/NNNN/probes`); a recording a stopped run left is replaced
     shutil.rmtree(rec, ignore_errors=True)
-    cmd = ["sh", "-c", f"sleep 0.5; {bl} measure $BLOATLAB_SERVER --quick --flows {quick_flows} --json "
+    cmd = ["sh", "-c", f"sleep 0.5; {bl} measure $BLOATLAB_SERVER {MEASURE_MODE} --flows {quick_flows} --json "
                        f"--record {shlex.quote(rec)} --out {shlex.quote(twin)} > {shlex.quote(mj)} 2> {shlex.quote(log)}"]
     t0 = time.monotonic()
     rc = emu.shell(resolved, cmd, server=f"{find_bin('bloatlab-probe')} server --bind 0.0.0.0:{PROBE_PORT}")
@@ -1139,7 +1143,8 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     emu.check()
     os.makedirs(os.path.join(out, "paths"), exist_ok=True)
     meta_path = os.path.join(out, "campaign-meta.json")
-    meta = {"paths": n, "seed": seed, "quick": quick, "run_rtts": RUN_RTTS, "run_bounds_s": list(RUN_BOUNDS_S[bool(quick)]), "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
+    meta = {"paths": n, "seed": seed, "quick": quick, "measured_with": f"measure {MEASURE_MODE}", "run_rtts": RUN_RTTS,
+            "run_bounds_s": list(RUN_BOUNDS_S[bool(quick)]), "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
             "distribution": __doc__.split("The distribution")[1].split("Not yet drawn")[0].strip()}
     if os.path.exists(meta_path):
         with open(meta_path) as f:

@@ -103,7 +103,7 @@ def _runs(meta: dict) -> str:
     quick = " (--quick)" if meta.get("quick") else ""
     if "run_bounds_s" in meta:
         lo, hi = meta["run_bounds_s"]
-        return f"{meta.get('run_rtts', 100)} base RTTs within {lo:g}-{hi:g} s{quick}"
+        return f"{meta['run_rtts']} base RTTs within {lo:g}-{hi:g} s{quick}"
     return "the --quick lengths" if quick else "the full lengths"
 
 
@@ -196,7 +196,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
 
     text = re.sub(r":(?:func|data):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
     sec.pre("The distribution (seed %d)" % meta["seed"], text)
-    html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("measured with", "measure --quick"),
+    html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("measured with", meta.get("measured_with", "measure --quick")),  # every campaign so far
                                                                                   ("judged runs", _runs(meta)),
                                                                                   ("goal", meta["goal"]),
                                                                                   ("today's control", f"{meta['today']} (the bottleneck as it is)"),
