@@ -112,3 +112,24 @@ def test_what_a_queue_left_as_it_is_adds_is_never_said_as_0_ms():
     c.p95_rtt_ms, c.p95_rtt_shared_ms = 30.0, 48.0
     assert recommend._loaded_words(p, c) == ("the p95 RTT under load is 30 ms (48 ms beside a CUBIC download), at worst "
                                              f"26 ms above the base (bufferbloat grade {recommend._grade(26.5)})")
+
+
+def test_cubic_is_enough_says_the_latency_the_score_weighs_where_bbrs_is_larger():
+    """Ranked seed 130 path 1 (CAKE at 139.7 Mbit/s, 21.5 ms): BBR scored 0.10 below CUBIC with the same goodput and
+    the probe's p95 22 / 22 ms for both; what the score weighed, BBR's own packets waiting in CAKE's queue beside a
+    CUBIC download (its latency as scored 50 ms against CUBIC's 27), was in no sentence and no column. Within what
+    the figures print apart (1 ms, or a tenth) the sentence stays as it was."""
+    p = Path(base_rtt_ms=21.5, down_mbps=139.7)
+    cubic = Candidate(cc="cubic", queue="as-is", shaper_mbps=None, goodput_mbps=131, p95_rtt_ms=21.7,
+                      p95_rtt_shared_ms=21.7, qdelay_p95_ms=5.67, qdelay_p95_shared_ms=5.83, neighbour_share=0.5)
+    bbr = Candidate(cc="bbr", queue="as-is", shaper_mbps=None, goodput_mbps=133, p95_rtt_ms=21.7,
+                    p95_rtt_shared_ms=21.7, qdelay_p95_ms=8.05, qdelay_p95_shared_ms=28.09, neighbour_share=0.49)
+    for c in (cubic, bbr):
+        c._base_ms = p.base_rtt_ms
+    said = [s for s in recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]) if s.startswith("CUBIC is enough")]
+    assert said == ["CUBIC is enough here: BBR would reach 133 vs CUBIC's 131 Mbit/s and leave a CUBIC neighbour 49 % of "
+                    "the link (CUBIC: 50 %); its latency as scored 50 ms against CUBIC's 27 (the larger of the probe's p95 "
+                    "RTT and its own packets' wait at the bottleneck, alone or beside CUBIC)."], said
+    bbr.qdelay_p95_shared_ms = 6.5  # 28.0 against 27.3 ms: not said
+    said = [s for s in recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]) if s.startswith("CUBIC is enough")]
+    assert said[0].endswith("(CUBIC: 50 %)."), said

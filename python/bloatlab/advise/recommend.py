@@ -725,8 +725,13 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
     elif best.cc == "cubic":
         bbr = _find(cands, "bbr", best.queue)
         if bbr:
+            # the latency the score weighs where BBR's is the larger by what the figures print apart (behind a
+            # flow-isolating queue the probe's p95s match while BBR's own packets wait: Candidate.loaded_rtt_ms)
+            lat = (f"; its latency as scored {bbr.loaded_rtt_ms:.0f} ms against CUBIC's {best.loaded_rtt_ms:.0f} (the "
+                   f"larger of the probe's p95 RTT and its own packets' wait at the bottleneck, alone or beside CUBIC)"
+                   if bbr.loaded_rtt_ms - best.loaded_rtt_ms >= max(1.0, 0.1 * best.loaded_rtt_ms) else "")
             out.append(f"CUBIC is enough here: BBR would reach {_goodput(bbr)} vs CUBIC's {_goodput(best)} Mbit/s "
-                       f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.share_left * 100:.0f} %).")
+                       f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.share_left * 100:.0f} %){lat}.")
     # the queue
     same_cc_asis = _find(cands, best.cc, "as-is")
     if path.limiter == "wifi" and best.queue != "as-is" and same_cc_asis:
