@@ -129,7 +129,8 @@ def test_cubic_is_enough_says_the_latency_the_score_weighs_where_bbrs_is_larger(
     said = [s for s in recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]) if s.startswith("CUBIC is enough")]
     assert said == ["CUBIC is enough here: BBR would reach 133 vs CUBIC's 131 Mbit/s and leave a CUBIC neighbour 49 % of "
                     "the link (CUBIC: 50 %); its latency as scored 50 ms against CUBIC's 27 (the larger of the probe's p95 "
-                    "RTT and its own packets' wait at the bottleneck, alone or beside CUBIC)."], said
+                    "RTT and the base plus the flow's own packets' p95 wait at the bottleneck, alone or beside a CUBIC "
+                    "download)."], said
     bbr.qdelay_p95_shared_ms = 6.5  # 28.0 against 27.3 ms: not said
     said = [s for s in recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]) if s.startswith("CUBIC is enough")]
     assert said[0].endswith("(CUBIC: 50 %)."), said

@@ -68,6 +68,9 @@ GOALS = {
     "balanced": (0.45, 0.30, 0.15, 0.10),
     "fair": (0.30, 0.15, 0.45, 0.10),
 }
+#: what the score's latency part weighs (Candidate.loaded_rtt_ms), as the reasons and advise's table name it
+LATENCY_SCORED = ("the larger of the probe's p95 RTT and the base plus the flow's own packets' p95 wait at the "
+                  "bottleneck, alone or beside a CUBIC download")
 #: retransmission rate at which that figure scores 0
 RETRANS_ZERO = 0.10
 #: members of each candidate's ensemble on the simulated twin (odd: the median is a member's); the emulated
@@ -727,9 +730,9 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         if bbr:
             # the latency the score weighs where BBR's is the larger by what the figures print apart (behind a
             # flow-isolating queue the probe's p95s match while BBR's own packets wait: Candidate.loaded_rtt_ms)
-            lat = (f"; its latency as scored {bbr.loaded_rtt_ms:.0f} ms against CUBIC's {best.loaded_rtt_ms:.0f} (the "
-                   f"larger of the probe's p95 RTT and its own packets' wait at the bottleneck, alone or beside CUBIC)"
-                   if bbr.loaded_rtt_ms - best.loaded_rtt_ms >= max(1.0, 0.1 * best.loaded_rtt_ms) else "")
+            lat = (f"; its latency as scored {bbr.loaded_rtt_ms:.0f} ms against CUBIC's {best.loaded_rtt_ms:.0f} "
+                   f"({LATENCY_SCORED})" if bbr.loaded_rtt_ms - best.loaded_rtt_ms >= max(1.0, 0.1 * best.loaded_rtt_ms)
+                   else "")
             out.append(f"CUBIC is enough here: BBR would reach {_goodput(bbr)} vs CUBIC's {_goodput(best)} Mbit/s "
                        f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.share_left * 100:.0f} %){lat}.")
     # the queue

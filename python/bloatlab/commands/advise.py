@@ -155,6 +155,7 @@ def _with_range(f: dict) -> str:
 def show(out: dict) -> None:
     from rich.table import Table
 
+    from ..advise.recommend import LATENCY_SCORED
     from ._table import console
 
     # piped (a log, a doc, `| less`) without COLUMNS: 110 columns keep each row of its tables on one line
@@ -189,9 +190,7 @@ def show(out: dict) -> None:
     # the latency the score weighs (Candidate.loaded_rtt_ms) beside the probe's p95s: behind a flow-isolating queue
     # the probe's stay at the base while the flow's own packets wait (BBR beside CUBIC in CAKE at 139.7 Mbit/s: the
     # probe 22 / 22 ms, its own packets 50 ms, so it scored 0.10 below CUBIC with nothing in the table to say why)
-    alt = Table(title="all candidates, best first",
-                caption="latency scored: the larger of the probe's p95 RTT and the base plus the bottleneck's p95 "
-                        "queueing (the flow's own packets' wait), alone or beside a CUBIC download")
+    alt = Table(title="all candidates, best first", caption=f"latency scored: {LATENCY_SCORED}")
     for c in ("control", "queue", "score", "goodput", "p95 RTT alone / shared", "latency scored", "retrans", "neighbour",
               "this kernel"):
         alt.add_column(c, justify="right", no_wrap=c == "queue")
