@@ -731,8 +731,8 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
             # the latency the score weighs where BBR's is the larger by what the figures print apart (behind a
             # flow-isolating queue the probe's p95s match while BBR's own packets wait: Candidate.loaded_rtt_ms)
             lat = (f"; its latency as scored {bbr.loaded_rtt_ms:.0f} ms against CUBIC's {best.loaded_rtt_ms:.0f} "
-                   f"({LATENCY_SCORED})" if bbr.loaded_rtt_ms - best.loaded_rtt_ms >= max(1.0, 0.1 * best.loaded_rtt_ms)
-                   else "")
+                   f"({LATENCY_SCORED})" if bbr.loaded_rtt_ms > best.loaded_rtt_ms
+                   and _told_apart(bbr.loaded_rtt_ms, best.loaded_rtt_ms) else "")
             out.append(f"CUBIC is enough here: BBR would reach {_goodput(bbr)} vs CUBIC's {_goodput(best)} Mbit/s "
                        f"and leave a CUBIC neighbour {bbr.neighbour_share * 100:.0f} % of the link (CUBIC: {best.share_left * 100:.0f} %){lat}.")
     # the queue
@@ -811,7 +811,7 @@ def _change(before: Candidate, after: Candidate) -> str:
     # the figures quoted are the figures judged: one pair (the larger of alone and beside the CUBIC
     # neighbour) where each candidate's two are close, else both pairs; a cut is a cut of every pair quoted
     def close(c):
-        return abs(c.p95_rtt_ms - c.p95_rtt_shared_ms) <= max(1.0, 0.1 * min(c.p95_rtt_ms, c.p95_rtt_shared_ms))
+        return not _told_apart(c.p95_rtt_ms, c.p95_rtt_shared_ms)
 
     def ms(v):
         # enough digits that a move beyond SAME (5 %) shows: whole ms from 20 ms, a tenth from 2 ms, a hundredth
@@ -900,10 +900,16 @@ def split_caveat(path: Path, best: Candidate, cands: list[Candidate]) -> str | N
     return said
 
 
+def _told_apart(a_ms: float, b_ms: float) -> bool:
+    """Whether two delays (ms) differ by more than the words print alike: a millisecond (they print whole ms), or
+    a tenth of the smaller."""
+    return abs(a_ms - b_ms) > max(1.0, 0.1 * min(a_ms, b_ms))
+
+
 def _rtts(c: Candidate) -> str:
     """A candidate's p95 RTT alone and beside the CUBIC neighbour, as the reasons quote it."""
     a, b = c.p95_rtt_ms, c.p95_rtt_shared_ms
-    if abs(a - b) <= max(1.0, 0.1 * min(a, b)):
+    if not _told_apart(a, b):
         return f"{max(a, b):.0f} ms"
     return f"{a:.0f} ms ({b:.0f} ms beside a CUBIC download)"
 
