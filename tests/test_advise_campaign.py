@@ -582,6 +582,22 @@ def test_the_report_says_how_long_the_judged_runs_were_and_that_measure_ran_quic
     assert campaign_report._runs({"quick": False}) == "the full lengths"  # a campaign stored before the bounds were
 
 
+def test_the_report_says_what_the_distribution_did_not_draw_as_the_campaign_module_says_it(tmp_path):
+    """What the distribution does not draw yet is written once, in the campaign module's docstring: the meta carries
+    it and the report's caption says it (it used to say, in a copy of its own, that WiFi hops shared with other
+    stations were not drawn, while seed 129 drew eight of them)."""
+    from bloatlab.advise import campaign_report
+
+    said = campaign.not_drawn()
+    assert said.startswith("Not yet drawn: ") and "\n" not in said and said.endswith("the report says so.")
+    # the draw does put other busy stations on WiFi hops (the docstring's fourth stream)
+    assert any(p.get("wifi_others") for p in campaign.draw(60, 129))
+    records = [{"index": 0, "failed": "x", "truth": campaign.draw(1, 1)[0]}]
+    meta = {"paths": 1, "seed": 1, "quick": False, "distribution": "d", "goal": "balanced", "today": "cubic", "not_drawn": said}
+    html = open(campaign_report.write(records, campaign.summary([]), meta, str(tmp_path / "r.html"))).read()
+    assert said in html.replace("\n", " ") and "WiFi hops shared with other stations" not in html
+
+
 def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch):
     """The same seed draws other paths once the draw changes (a WiFi hop in front, 2026-11-27): resuming an older
     campaign would mix two distributions, so it is refused with the reason (exit 2 at the CLI)."""

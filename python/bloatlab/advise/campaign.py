@@ -188,6 +188,11 @@ def draw(n: int, seed: int) -> list[dict]:
     return paths
 
 
+def not_drawn() -> str:
+    """What the distribution does not draw yet (the module docstring's last paragraph, one line), for the report."""
+    return " ".join(("Not yet drawn" + __doc__.split("Not yet drawn", 1)[1]).split())
+
+
 def _wifi_rate(t: dict, direction: str = "down") -> float:
     """What the model's MAC delivers to the measuring host's four backlogged CUBIC flows (Mbit/s of IP packets;
     ``direction`` ``up``: its uploads) beside the true WiFi path's other busy stations (Path.wifi_rate_mbps's run,
@@ -1145,7 +1150,7 @@ def run(n: int, seed: int, out: str, quick: bool = False, limit: int | None = No
     meta_path = os.path.join(out, "campaign-meta.json")
     meta = {"paths": n, "seed": seed, "quick": quick, "measured_with": f"measure {MEASURE_MODE}", "run_rtts": RUN_RTTS,
             "run_bounds_s": list(RUN_BOUNDS_S[bool(quick)]), "goal": GOAL, "today": TODAY_CC, "judge_repeats": judge_repeats,
-            "distribution": __doc__.split("The distribution")[1].split("Not yet drawn")[0].strip()}
+            "distribution": __doc__.split("The distribution")[1].split("Not yet drawn")[0].strip(), "not_drawn": not_drawn()}
     if os.path.exists(meta_path):
         with open(meta_path) as f:
             old = json.load(f)

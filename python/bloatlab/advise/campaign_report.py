@@ -139,9 +139,9 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                    "200 Mbit/s) told from a fixed one; rate: not on those (the measurement reads seconds of a trace whose "
                    "mean is the truth's). policer_*: behind a policer read as one, the bucket, the port's rate and "
                    "the port's FIFO measure read (within 30 %; none where its trains could not read them). "
-                   "Not yet in the distribution: variable capacity behind other limiters, WiFi "
-                   "hops shared with other stations; the ranking goal only with --rank "
-                   "(every candidate this kernel runs, on the true path).")
+                   "The ranking goal only with --rank (every candidate this kernel runs, on the true path). "
+                   # what the campaign's distribution did not draw, as its module said when it ran (campaign.not_drawn)
+                   + meta.get("not_drawn", ""))
     if ok:
         sec.table("The limiter: what the physics shows against what measure read", confusion(ok).reset_index(names=""))
         sec.table("... by the true limiter", by_kind(ok))
