@@ -194,7 +194,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                                                      for r in failed]))
     import re
 
-    text = re.sub(r":(?:func|data):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
+    text = re.sub(r":(?:func|data|mod|class|meth):`([^`]+)`", r"\1", meta["distribution"]).replace("``", "")
     sec.pre("The distribution (seed %d)" % meta["seed"], text)
     html = render(f"Advisor campaign: {len(records)} paths, seed {meta['seed']}", [("paths", len(records)), ("seed", meta["seed"]), ("measured with", meta.get("measured_with", "measure --quick")),  # every campaign so far
                                                                                   ("judged runs", _runs(meta)),
