@@ -9,10 +9,14 @@ from bloatlab.advise import isolation
 from bloatlab.advise.path import Path
 
 
-def _x(kind, phase, window, p50_rtt, p95_q, f50, f95):
-    return {"limiter": "aqm", "aqm_qdisc": kind, "load_cc": "cubic", "flows": 4,
-            "evidence": {"phase": phase, "probe_window_s": window, "probe_p50_rtt": p50_rtt, "probe_q95_ms": p95_q,
-                         "flow_q50_ms": f50, "flow_q95_ms": f95}}
+def _x(kind, phase, window, p50_rtt, p95_q, f50, f95, began=None):
+    x = {"limiter": "aqm", "aqm_qdisc": kind, "load_cc": "cubic", "flows": 4,
+         "evidence": {"phase": phase, "probe_window_s": window, "probe_p50_rtt": p50_rtt, "probe_q95_ms": p95_q,
+                      "flow_q50_ms": f50, "flow_q95_ms": f95}}
+    if began is not None:
+        # when the phase's flows began on the load's clock (its quiet gap), as measure's report keeps it
+        x["load_timing_s"] = {phase: {"from_s": began}}
+    return x
 
 
 def test_distance_is_the_sum_of_log_ratios_above_the_noise():
@@ -176,9 +180,9 @@ UNTOLD = [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["
           {"limiter": "policer", "port_within": 1.1}]
 
 
-def _taken_as_codel(base, down, up, window, p50_rtt, p95_q, f50, f95, alternatives=UNTOLD):
+def _taken_as_codel(base, down, up, window, p50_rtt, p95_q, f50, f95, alternatives=UNTOLD, began=None):
     path = Path(base_rtt_ms=base, down_mbps=down, up_mbps=up, limiter="aqm", aqm_qdisc="codel")
-    x = dict(_x("codel", "fill", window, p50_rtt, p95_q, f50, f95), limiter_alternatives=list(alternatives),
+    x = dict(_x("codel", "fill", window, p50_rtt, p95_q, f50, f95, began), limiter_alternatives=list(alternatives),
              limiter_note="the fill's slow start queued deeper than a FIFO allows: CoDel or PIE (taken as CoDel)")
     isolation.isolation_by_model(x, path)
     return x
@@ -187,9 +191,9 @@ def _taken_as_codel(base, down, up, window, p50_rtt, p95_q, f50, f95, alternativ
 def test_a_pie_no_train_told_from_codel_is_read_pie_by_the_model():
     """Fresh campaign seed 80 path 34: PIE at 33.5 Mbit/s and 6.97 ms, its fill contradicting a FIFO, no train to
     tell CoDel from PIE, so CoDel was taken: the twin's CUBIC p95 14.2 ms against the kernel's 42.9 on the true
-    path. Its figures (13.6 / 16.8 / 14.2 / 17.1 ms) lie near PIE's model (10.5 / 16.1 / 11.1 / 16.6; distance 0.57;
-    13.7 / 16.5 / 15.0 / 17.9 and 0.12 before the pushed segment's ACK, docs/fidelity.md "The lone segment's ACK")
-    and far from CoDel's (8.3 / 10.3 / 9.1 / 10.9; 1.87): PIE, whose twin gives 46.1 ms. Both stay named."""
+    path. Its figures (13.6 / 16.8 / 14.2 / 17.1 ms) lie near PIE's model (14.4 / 17.3 / 15.1 / 18.2; distance 0.22;
+    10.5 / 16.1 / 11.1 / 16.6 and 0.57 with the load begun at the model's origin, isolation.QDISC_RUNNING_S)
+    and far from CoDel's (8.0 / 10.5 / 8.8 / 11.4; 1.89): PIE, whose twin gives 46.1 ms. Both stay named."""
     x = _taken_as_codel(6.973996047904191, 33.54723472932237, 23.47775696598299, [1.8583857145, 3.440562294],
                         20.529152, 16.79525085209581, 14.162753952095809, 17.117328952095807)
     d = x["isolation_model"]["distance"]
@@ -213,11 +217,39 @@ def test_a_codel_no_train_told_from_pie_stays_codel_by_the_model():
 
 
 def test_where_the_two_models_lie_within_the_noise_codel_stays_taken():
-    """Fresh seed 81 path 2: CoDel at 195.5 Mbit/s and 26.1 ms, taken as CoDel. Its figures (4.2 / 6.0 / 4.5 /
-    6.0 ms) lie a little nearer PIE's model (0.34) than CoDel's (0.40), but the two models' figures differ by
-    0.5-1.4 ms, within the 3-ms noise the measured ones carry: the measurement cannot tell them, and CoDel stays."""
-    x = _taken_as_codel(26.13839839520958, 195.50182417340565, 18.156734093178454, [1.5082276595, 2.656689312],
-                        30.385724, 5.989484404790421, 4.4761016047904185, 5.964351604790419)
+    """Campaign seed 123 path 13: CoDel at 47.6 Mbit/s and 268 ms, taken as CoDel, its fill's flows begun 0.8 s
+    into the load. Its figures (0.5 / 2.5 / 0.7 / 3.5 ms) lie within the noise (3 ms) of both models, whose
+    figures differ by less than a millisecond: the measurement cannot tell them, and CoDel stays."""
+    x = _taken_as_codel(267.87992317065874, 47.61544336148215, 8.602225201915925, [6.00387709, 10.26871043],
+                        268.380685, 2.5100615293412147, 0.6538906165752678, 3.5227123995540524, began=0.798)
     m = x["isolation_model"]["models"]
     assert max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) < 3.0
     assert x["aqm_qdisc"] == "codel" and "by the model" not in x["limiter_note"]
+
+
+def test_a_codel_whose_models_lay_within_the_noise_when_begun_at_the_origin_is_codel_by_the_model():
+    """Fresh seed 81 path 2: CoDel at 195.5 Mbit/s and 26.1 ms. With the load begun at the model's origin its
+    figures (4.2 / 6.0 / 4.5 / 6.0 ms) lay a little nearer PIE's model (0.34) than CoDel's (0.40), the two within
+    1.4 ms of each other, and CoDel stayed only by default; with the model's PIE past its first probability update
+    (isolation.QDISC_RUNNING_S) PIE's model holds 7-9 ms and CoDel's 4.5-5.7: CoDel by the model."""
+    x = _taken_as_codel(26.13839839520958, 195.50182417340565, 18.156734093178454, [1.5082276595, 2.656689312],
+                        30.385724, 5.989484404790421, 4.4761016047904185, 5.964351604790419)
+    d = x["isolation_model"]["distance"]
+    assert d["codel"] < 0.5 < 1.5 < d["pie"]
+    assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]
+
+
+def test_a_pie_at_two_ms_whose_load_began_on_a_running_qdisc_is_pie():
+    """Ranked seed 130 path 12: PIE at 38.9 Mbit/s and 2.08 ms, no train to tell it from CoDel. The kernel's flows
+    queued 42 ms at their slow start's peak and were back near PIE's 15-ms target 0.85 s after they began: the
+    window read 13.2 / 15.8 / 14.1 / 15.7 ms. Begun at the model's origin, where PIE's timer first fires 500 ms
+    later, the model's flows peaked at 62 ms and sat in the dip after it (PIE's model 10.0 / 11.8 / 10.6 / 12.6,
+    CoDel's 8.3 / 10.4 / 9.2 / 10.9: within the noise, so CoDel stayed, and the twin's p95 was 72 % below the
+    kernel's). Begun a second in (isolation.QDISC_RUNNING_S) and 0.25 s into the load's clock as the kernel's
+    were, PIE's model lies on the measurement and apart from CoDel's: PIE."""
+    x = _taken_as_codel(2.07744030239521, 38.90143664022716, 4.576818668980655, [1.2507377645, 2.240768749],
+                        15.312899, 15.823127097604786, 14.08106193832182, 15.710969972892883, began=0.25)
+    m, d = x["isolation_model"]["models"], x["isolation_model"]["distance"]
+    assert max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) > 3.0
+    assert d["pie"] < 0.5 < 1.0 < d["codel"]
+    assert x["aqm_qdisc"] == "pie" and "PIE by the model" in x["limiter_note"]

@@ -39,6 +39,7 @@ import math
 
 from .evidence import flows_rtt
 from .physics import NOISE_MS, WIRE_SEGMENT
+from .plan import IDLE_MIN_S
 
 #: the probe's interval in ``measure``'s loaded phases (``load --probe-interval``, ms)
 LOAD_PROBE_INTERVAL_MS = 10
@@ -70,19 +71,37 @@ def distance(measured: list[float], model: list[float]) -> float:
     return sum(abs(math.log(max(a, NOISE_MS) / max(b, NOISE_MS))) for a, b in zip(measured, model))
 
 
-def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float) -> list[float]:
+#: how long the model's bottleneck runs before the load's clock begins (s). The measured qdisc ran through the
+#: whole measurement before each load (its idle probes and packet trains, seconds), so its state at the load is
+#: not that of a qdisc just created: PIE's probability timer first fires HZ/2 = 500 ms after ``pie_init``
+#: (crates/core/src/qdisc/pie.rs), and a load begun at the model's origin ran its slow start uncontrolled until
+#: then. One second: past that first update and its tupdate (15 ms). Campaign seed 130 path 12, PIE at 38.9
+#: Mbit/s and 2.0 ms: the kernel's flows in the measurement peaked at 42 ms of queue and were back near PIE's
+#: 15-ms target 0.85 s after they began (the window read 13-16 ms); the model's begun at its origin peaked at
+#: 62 ms and sat in the dip after it (10-13 ms) through the window, nearer CoDel's model than PIE's; begun a
+#: second in, they peaked at 42 ms and read 14.5-18 ms in the window.
+QDISC_RUNNING_S = 1.0
+
+
+def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float,
+                  flows_at_s: float = 0.0) -> list[float]:
     """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction read as an AQM) with the
-    AQM ``kind`` at the bottleneck, carrying ``flows`` flows of ``cc`` and the loaded phases' probe."""
+    AQM ``kind`` at the bottleneck, carrying ``flows`` flows of ``cc`` and the loaded phases' probe. ``start_s``,
+    ``end_s``: the window on the load's clock, whose flows began at ``flows_at_s`` on it (the loaded phase's
+    ``from_s``: its quiet gap); the load's clock begins :data:`QDISC_RUNNING_S` after the model's origin."""
     import bloatlab
 
     p = dataclasses.replace(path, limiter="aqm", buffer_bytes=None, aqm_qdisc=None if kind == "fq_codel" else kind,
                             alternatives=None)
-    doc = p.twin(duration_s=end_s + 0.1, cc=cc)
+    at = QDISC_RUNNING_S
+    doc = p.twin(duration_s=at + end_s + 0.1, cc=cc)
     doc.update(name="isolation", seed=1)
-    doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms"}]
+    doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms",
+                    "start": f"{at + flows_at_s:.6g}s"}]
+    # (the probe runs from the origin: sparse traffic on a qdisc otherwise idle, as the measurement's idle probes)
     doc["probe"] = [{"name": "ping", "interval": f"{LOAD_PROBE_INTERVAL_MS}ms"}]
     r = bloatlab.run(doc)
-    return _figures(r.probes, r.flows, start_s, end_s, p.base_rtt_ms)
+    return _figures(r.probes, r.flows, at + start_s, at + end_s, p.base_rtt_ms)
 
 
 def isolation_by_model(x: dict, path) -> None:
@@ -99,7 +118,11 @@ def isolation_by_model(x: dict, path) -> None:
     base = path.base_rtt_ms
     measured = [ev["probe_p50_rtt"] - base, ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"]]
     cc = "bbr" if ev.get("phase") == "bbr" else x.get("load_cc", "cubic")
-    models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1])) for k in KINDS}
+    # when the window's flows began on the load's clock (its quiet gap, plan.gap_s: 0.25-1 s; a recording made
+    # before load_timing_s was kept: the least gap)
+    began = ((x.get("load_timing_s") or {}).get("bbr" if ev.get("phase") == "bbr" else "fill") or {}).get("from_s")
+    began = float(began) if isinstance(began, (int, float)) else IDLE_MIN_S
+    models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began) for k in KINDS}
     if any(not v for v in models.values()):
         return
     far = {k: distance(measured, v) for k, v in models.items()}
@@ -146,8 +169,10 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     tells. A kind a train told (``single_queue_aqm``) stands: the
     model does not overrule a burst it does not carry. Both kinds stay among the alternatives advise checks."""
     # the two models told apart: one of their figures differs by more than the noise the measured ones carry
-    # (physics.NOISE_MS); within it the measurement cannot tell which lies nearer, and CoDel stays taken (fresh seed
-    # 81 path 2, CoDel at 195 Mbit/s and 26 ms: its models' figures 0.5-1.4 ms apart, PIE's 0.34 against 0.40)
+    # (physics.NOISE_MS); within it the measurement cannot tell which lies nearer, and CoDel stays taken (campaign
+    # seed 123 path 13, CoDel at 47.6 Mbit/s and 268 ms: its models' figures within 0.7 ms; fresh seed 81 path 2,
+    # CoDel at 195 Mbit/s and 26 ms, lay 0.5-1.4 ms apart with PIE's distance 0.34 against 0.40 until the model's
+    # qdisc ran before the load, QDISC_RUNNING_S: now 3 ms apart, CoDel's 0.20 against PIE's 1.77)
     apart = max(abs(a - b) for a, b in zip(models["codel"], models["pie"])) > NOISE_MS
     if not untold(x) or not apart:
         return
