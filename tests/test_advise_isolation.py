@@ -206,11 +206,22 @@ def test_a_pie_no_train_told_from_codel_is_read_pie_by_the_model():
     assert told["aqm_qdisc"] == "codel" and "by the model" not in told["limiter_note"]
 
 
-def test_a_codel_no_train_told_from_pie_stays_codel_by_the_model():
-    """Fresh campaign seed 80 path 58: CoDel at 96 Mbit/s and 9.28 ms, taken as CoDel: its figures (6.4 / 7.2 /
-    6.6 / 7.4 ms) lie on CoDel's model (distance 0.10), not PIE's (2.13)."""
-    x = _taken_as_codel(9.280575041916165, 96.00731765566819, 81.11707531005705, [1.662644358, 3.040581684],
-                        15.657200000000001, 7.209834958083835, 6.594924958083833, 7.392024958083834)
+# Fresh campaign seed 80 path 58: CoDel at 96 Mbit/s and 9.28 ms, taken as CoDel: its figures (6.4 / 7.2 / 6.6 / 7.4
+# ms) lie on CoDel's model (distance 0.10), not PIE's (2.13). Fresh seed 81 path 2: CoDel at 195.5 Mbit/s and 26.1
+# ms; with the load begun at the model's origin its figures (4.2 / 6.0 / 4.5 / 6.0 ms) lay a little nearer PIE's model
+# (0.34) than CoDel's (0.40), the two within 1.4 ms of each other, and CoDel stayed only by default; with the model's
+# PIE past its first probability update (isolation.QDISC_RUNNING_S) PIE's model holds 7-9 ms and CoDel's 4.5-5.7.
+TAKEN_CODELS = {
+    "seed80-path58": (9.280575041916165, 96.00731765566819, 81.11707531005705, [1.662644358, 3.040581684],
+                      15.657200000000001, 7.209834958083835, 6.594924958083833, 7.392024958083834),
+    "seed81-path2": (26.13839839520958, 195.50182417340565, 18.156734093178454, [1.5082276595, 2.656689312],
+                     30.385724, 5.989484404790421, 4.4761016047904185, 5.964351604790419),
+}
+
+
+@pytest.mark.parametrize("figures", TAKEN_CODELS.values(), ids=TAKEN_CODELS.keys())
+def test_a_codel_no_train_told_from_pie_is_codel_by_the_model(figures):
+    x = _taken_as_codel(*figures)
     d = x["isolation_model"]["distance"]
     assert d["codel"] < 0.5 < 1.5 < d["pie"]
     assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]
@@ -225,18 +236,6 @@ def test_where_the_two_models_lie_within_the_noise_codel_stays_taken():
     m = x["isolation_model"]["models"]
     assert max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) < 3.0
     assert x["aqm_qdisc"] == "codel" and "by the model" not in x["limiter_note"]
-
-
-def test_a_codel_whose_models_lay_within_the_noise_when_begun_at_the_origin_is_codel_by_the_model():
-    """Fresh seed 81 path 2: CoDel at 195.5 Mbit/s and 26.1 ms. With the load begun at the model's origin its
-    figures (4.2 / 6.0 / 4.5 / 6.0 ms) lay a little nearer PIE's model (0.34) than CoDel's (0.40), the two within
-    1.4 ms of each other, and CoDel stayed only by default; with the model's PIE past its first probability update
-    (isolation.QDISC_RUNNING_S) PIE's model holds 7-9 ms and CoDel's 4.5-5.7: CoDel by the model."""
-    x = _taken_as_codel(26.13839839520958, 195.50182417340565, 18.156734093178454, [1.5082276595, 2.656689312],
-                        30.385724, 5.989484404790421, 4.4761016047904185, 5.964351604790419)
-    d = x["isolation_model"]["distance"]
-    assert d["codel"] < 0.5 < 1.5 < d["pie"]
-    assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]
 
 
 def test_a_pie_at_two_ms_whose_load_began_on_a_running_qdisc_is_pie():
