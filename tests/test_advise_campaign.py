@@ -598,6 +598,29 @@ def test_the_report_says_what_the_distribution_did_not_draw_as_the_campaign_modu
     assert said in html.replace("\n", " ") and "WiFi hops shared with other stations" not in html
 
 
+def test_the_report_lists_the_rankings_it_got_wrong_and_the_p95_misses(tmp_path):
+    """A ranked path whose pick lost more than the goal's 0.02 to the kernel's best is listed with what was advised,
+    the kernel's best and the regret (ranked seed 130 path 28: CUBIC + CAKE shaped at 45.1 Mbit/s, 0.0202 below CUBIC
+    as it is); a path whose p95 the twin missed by more than 25 % is among the paths it got wrong, with both p95s."""
+    from bloatlab.advise import campaign_report
+
+    rec = {"index": 28, "truth": {"limiter": "fifo", "observable": "fifo", "port_mbps": 10.0, "down_mbps": 10.0,
+                                  "base_rtt_ms": 20.0, "loss": 0.0, "buffer_bytes": 25_000, "buffer_bdp": 1.0},
+           "measured": {"limiter": "fifo", "down_mbps": 10.0, "base_rtt_ms": 20.0, "buffer_bytes": 25_000, "loss": 0.0,
+                        "elapsed_s": 15.0},
+           "advice": {"cc": "cubic", "queue": "cake", "shaper_mbps": 45.09783},
+           "advise_s": 5.0, "predicted": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "predicted_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "kernel": {"goodput_mbps": 9.0, "p95_rtt_ms": 70.0}, "kernel_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+           "rank": {"best": "cubic + as-is", "regret": 0.020202841922337567, "candidates": []}}
+    rec["errors"] = campaign.errors(rec)
+    meta = {"paths": 1, "seed": 130, "quick": False, "distribution": "d", "goal": "balanced", "today": "cubic"}
+    html = open(campaign_report.write([rec], campaign.summary([rec]), meta, str(tmp_path / "r.html"))).read()
+    assert "Rankings it got wrong (the pick more than 0.02 below" in html
+    assert "cubic + cake at 45.1 Mbit/s" in html and "0.020" in html and "cubic + as-is" in html
+    assert "p95 RTT beyond 25 %" in html and "40 / 70" in html
+
+
 def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch):
     """The same seed draws other paths once the draw changes (a WiFi hop in front, 2026-11-27): resuming an older
     campaign would mix two distributions, so it is refused with the reason (exit 2 at the CLI)."""

@@ -50,7 +50,7 @@ def _cdf(ax, vals, label, pct=True, style="-"):
             linestyle=style)
 
 
-def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title=""):
+def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title="", linear=False):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -66,7 +66,8 @@ def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title=""):
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of paths")
     ax.set_ylim(0, 1.02)
-    ax.set_xscale("symlog", linthresh=1 if pct else 0.1)
+    if not linear:
+        ax.set_xscale("symlog", linthresh=1 if pct else 0.1)
     ax.set_xlim(left=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
@@ -163,9 +164,24 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
             sec.figure("best kernel score − the recommended configuration's kernel score (advise's own scoring, "
                        "every candidate this kernel runs, on the true path)",
                        _figure_errors(ok, [("rank_regret", "regret")], "score regret", pct=False, tol=[(0.02, "goal 0.02")],
-                                      title="Did the twin rank as the kernel does?"), heading="Ranking")
+                                      title="Did the twin rank as the kernel does?", linear=True), heading="Ranking")
+        # the ranking goal's tolerance as the summary carries it (campaign.GOALS)
+        rank_tol = (summ.get("rank_regret") or {}).get("tolerance") or 0.02
+        ranked = [r for r in ok if (r.get("rank") or {}).get("regret") is not None and r["rank"]["regret"] > rank_tol]
+        if ranked:
+            from .campaign import rank_flagged
+
+            sec.table(f"Rankings it got wrong (the pick more than {rank_tol:g} below the kernel's best by advise's own "
+                      f"score; a flagged ranking, whose kernel runs the emulator's timing did not hold, counts in no goal)",
+                      pd.DataFrame([{"path": r["index"], "truth": describe_truth(r["truth"]),
+                                     "measured": f"{r['measured']['limiter']} {r['measured']['down_mbps']:.3g} Mbit/s",
+                                     "advised": f"{r['advice']['cc']} + {r['advice']['queue']}"
+                                                + (f" at {r['advice']['shaper_mbps']:.4g} Mbit/s" if r["advice"].get("shaper_mbps") else ""),
+                                     "the kernel's best": r["rank"].get("best"), "regret": f"{r['rank']['regret']:.3f}",
+                                     "counted": "no (flagged)" if rank_flagged(r) else "yes"} for r in ranked]))
         wrong = [r for r in ok if not r["errors"]["limiter_right"] or (r["errors"]["rate"] is not None and abs(r["errors"]["rate"]) > 0.10)
-                 or (r["errors"]["pred_goodput"] is not None and abs(r["errors"]["pred_goodput"]) > 0.15)]
+                 or (r["errors"]["pred_goodput"] is not None and abs(r["errors"]["pred_goodput"]) > 0.15)
+                 or (r["errors"].get("pred_p95_rtt") is not None and abs(r["errors"]["pred_p95_rtt"]) > 0.25)]
         rows = []
         for r in wrong:
             t, m, ev = r["truth"], r["measured"], r["measured"].get("evidence") or {}
@@ -181,12 +197,13 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                                             + (" (yes)" if r["errors"].get("limiter_right_or_named") and not r["errors"]["limiter_right"] else ""),
                          "advice": f"{r['advice']['cc']} + {r['advice']['queue']}",
                          "goodput predicted / kernel": f"{r['predicted']['goodput_mbps']:.3g} / {r['kernel']['goodput_mbps']:.3g}",
+                         "p95 RTT predicted / kernel (ms)": f"{r['predicted']['p95_rtt_ms']:.4g} / {r['kernel']['p95_rtt_ms']:.4g}",
                          "note": m.get("limiter_note") or "; ".join(m.get("warnings") or []),
                          # the measurement itself, offline (measure --record: the campaigns since the recordings)
                          "replay": (f"bloatlab measure --replay {rec}"
                                     if recording.file_of(os.path.join(os.path.dirname(path), rec)) else "")})
         if rows:
-            sec.table("Paths it got wrong (limiter, rate beyond 10 % or prediction beyond 15 %), with their evidence "
+            sec.table("Paths it got wrong (limiter, rate beyond 10 %, goodput predicted beyond 15 % or p95 RTT beyond 25 %), with their evidence "
                       "and the command that measures each again from its recording (in this directory)", pd.DataFrame(rows))
     failed = [r for r in records if "failed" in r]
     if failed:
