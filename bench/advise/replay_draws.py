@@ -40,10 +40,13 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for spec in a.dirs:
             d, _, s = spec.partition(":")
-            seed = int(s) if s else int(re.search(r"(\d+)$", d.rstrip("/")).group(1))
+            m = re.fullmatch(r"\d+", s) or (None if s else re.search(r"(\d+)$", d.rstrip("/")))
+            if m is None:
+                ap.error(f"{spec}: no seed (give it as DIR:SEED, or name the directory after it, as d121)")
+            seed = int(m.group(m.lastindex or 0))
             idx = sorted(int(os.path.basename(p)) for p in glob.glob(os.path.join(d, "[0-9]" * 4)))
             if not idx:
-                continue
+                ap.error(f"{d}: no path directories (NNNN/) of a measured draw here")
             truths = campaign.draw(max(idx) + 1, seed)
             for i in idx:
                 pdir = os.path.join(d, f"{i:04d}")

@@ -165,12 +165,13 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                        "every candidate this kernel runs, on the true path)",
                        _figure_errors(ok, [("rank_regret", "regret")], "score regret", pct=False, tol=[(0.02, "goal 0.02")],
                                       title="Did the twin rank as the kernel does?", linear=True), heading="Ranking")
-        # the ranking goal's tolerance as the summary carries it (campaign.GOALS)
-        rank_tol = (summ.get("rank_regret") or {}).get("tolerance") or 0.02
+        from .campaign import GOALS, rank_flagged
+
+        # the goals' tolerances (campaign.GOALS): what the lists below count as got wrong
+        tol = {key: t for key, t, _ in GOALS}
+        rank_tol = tol["rank_regret"]
         ranked = [r for r in ok if (r.get("rank") or {}).get("regret") is not None and r["rank"]["regret"] > rank_tol]
         if ranked:
-            from .campaign import rank_flagged
-
             sec.table(f"Rankings it got wrong (the pick more than {rank_tol:g} below the kernel's best by advise's own "
                       f"score; a flagged ranking, whose kernel runs the emulator's timing did not hold, counts in no goal)",
                       pd.DataFrame([{"path": r["index"], "truth": describe_truth(r["truth"]),
@@ -179,9 +180,8 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                                                 + (f" at {r['advice']['shaper_mbps']:.4g} Mbit/s" if r["advice"].get("shaper_mbps") else ""),
                                      "the kernel's best": r["rank"].get("best"), "regret": f"{r['rank']['regret']:.3f}",
                                      "counted": "no (flagged)" if rank_flagged(r) else "yes"} for r in ranked]))
-        wrong = [r for r in ok if not r["errors"]["limiter_right"] or (r["errors"]["rate"] is not None and abs(r["errors"]["rate"]) > 0.10)
-                 or (r["errors"]["pred_goodput"] is not None and abs(r["errors"]["pred_goodput"]) > 0.15)
-                 or (r["errors"].get("pred_p95_rtt") is not None and abs(r["errors"]["pred_p95_rtt"]) > 0.25)]
+        wrong = [r for r in ok if not r["errors"]["limiter_right"]
+                 or any(r["errors"].get(k) is not None and abs(r["errors"][k]) > tol[k] for k in ("rate", "pred_goodput", "pred_p95_rtt"))]
         rows = []
         for r in wrong:
             t, m, ev = r["truth"], r["measured"], r["measured"].get("evidence") or {}
@@ -203,7 +203,8 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                          "replay": (f"bloatlab measure --replay {rec}"
                                     if recording.file_of(os.path.join(os.path.dirname(path), rec)) else "")})
         if rows:
-            sec.table("Paths it got wrong (limiter, rate beyond 10 %, goodput predicted beyond 15 % or p95 RTT beyond 25 %), with their evidence "
+            sec.table(f"Paths it got wrong (limiter, rate beyond {tol['rate'] * 100:.0f} %, goodput predicted beyond "
+                      f"{tol['pred_goodput'] * 100:.0f} % or p95 RTT beyond {tol['pred_p95_rtt'] * 100:.0f} %), with their evidence "
                       "and the command that measures each again from its recording (in this directory)", pd.DataFrame(rows))
     failed = [r for r in records if "failed" in r]
     if failed:

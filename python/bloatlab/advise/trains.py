@@ -1159,7 +1159,7 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
         # clock the target is crossed at target / (1 - C/U) and the first drop comes an interval later; PIE's
         # first drop after a fresh burst comes no sooner than its allowance, and any time where its drop
         # probability was already up. A first loss past the middle of the two is not CoDel's.
-        codel_first = CODEL_INTERVAL_MS + CODEL_TARGET_MS / max(1 - rate_mbps / sent, 1e-3)
+        codel_first = codel_first_drop_ms(rate_mbps, sent)
         if first_ms > (codel_first + max(PIE_BURST_MS, codel_first)) / 2:
             return "pie", why + drops + (f", the first {first_ms:.3g} ms into the queue, well after CoDel's first drop "
                                          f"would have come ({codel_first:.3g} ms: its {CODEL_INTERVAL_MS:g}-ms interval "
@@ -1185,15 +1185,26 @@ def single_queue_aqm(train: dict, rate_mbps: float, queue_ms: float, idle_loss: 
     return "codel", why + (f" whole, but shorter than CoDel's interval: {CODEL_OR_PIE}")
 
 
+def _waiting_share(rate_mbps: float, sent_mbps: float) -> float:
+    """1 - C/U: the share of its time in the queue a train's packet dequeued t after the first has waited (at
+    least 1e-3: a train sent no faster than the rate builds no queue)."""
+    return max(1 - rate_mbps / sent_mbps, 1e-3)
+
+
+def codel_first_drop_ms(rate_mbps: float, sent_mbps: float) -> float:
+    """When CoDel drops a train's first packet (ms after its first was dequeued): the sojourn passes the target at
+    target / (1 - C/U), and the drop comes an interval later (:func:`codel_train_drops`)."""
+    return CODEL_INTERVAL_MS + CODEL_TARGET_MS / _waiting_share(rate_mbps, sent_mbps)
+
+
 def codel_train_drops(built_ms: float, rate_mbps: float, sent_mbps: float) -> int:
     """How many packets CoDel drops from a packet train that builds ``built_ms`` of queue at the rate C
     (``rate_mbps``), sent at U (``sent_mbps``), into an idle queue: the packet dequeued t after the first waited
     t (1 - C/U), so the sojourn passes the target at target / (1 - C/U) and the queue drains by built / (1 - C/U);
     the first drop comes an interval after the target was passed, and while the sojourn stays above the target
     each next one interval / sqrt(count) later (RFC 8289's control law; Linux ``codel_control_law``)."""
-    share = max(1 - rate_mbps / sent_mbps, 1e-3) if sent_mbps > rate_mbps else 1e-3
-    end = built_ms / share
-    t, count = CODEL_INTERVAL_MS + CODEL_TARGET_MS / share, 1
+    end = built_ms / _waiting_share(rate_mbps, sent_mbps)
+    t, count = codel_first_drop_ms(rate_mbps, sent_mbps), 1
     while t <= end:
         t += CODEL_INTERVAL_MS / count ** 0.5
         count += 1
