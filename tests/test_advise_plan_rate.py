@@ -48,6 +48,22 @@ def test_flow_isolation_below_the_burst_floor_leaves_the_rate_to_the_bbr_phase()
     assert run and "the burst floor 81.6 ms" in why
 
 
+def test_a_wifi_hop_in_front_raises_the_burst_floor_by_the_radios_aggregates():
+    """Seed 131 path 20's download (a FIFO at 63.9 Mbit/s, 62 ms, 0.15 % random loss, behind a legacy access
+    point at MCS 15): the loss-limited CUBIC fill read 51.5 Mbit/s with its flows 5.85 ms above the idle base, over
+    the 5-ms burst floor — the hop's aggregates, not a backlog at the line — so the phase was skipped (-19 %).
+    With the hop in front the floor holds the radio's aggregates too (wifi_hop.WIFI_HW_QUEUE_MS, 12.3 ms): the
+    phase runs; through the emulator (2026-12-02) BBR read 63.4 Mbit/s (-0.8 %)."""
+    from bloatlab.advise import measure as M
+
+    ev = _ev(11.7785, 5.8466, 13.1069, 0.0, 68.1686, 51.5428)
+    ev["dropped"] = False
+    run, why = M.rate_phase_plan(ev, 51.5428, 4, False, None, 63.3502, port_spaced=True)
+    assert (run, why.split(":")[0]) == (False, "shared backlog") and "5-ms burst floor" in why
+    run, why = M.rate_phase_plan(ev, 51.5428, 4, False, None, 63.3502, port_spaced=True, hop=True)
+    assert run and "the burst floor 17.3 ms" in why
+
+
 def test_a_fill_at_the_port_a_trains_spacing_showed_needs_no_bbr_phase_and_one_at_a_serializations_does():
     """Seed 49 path 19's download (fq_codel at 69.1 Mbit/s): the fill 64.02 within 1.1x of the 69.07 the idle train's
     head showed, the BBR phase 68.94 (3.9 s). Ranked seed 50 path 0's upload (CAKE at 140 Mbit/s, 46 ms): the fill
