@@ -1090,6 +1090,7 @@ def summary(records: list[dict]) -> dict:
     # ranking goals
     out["judge_flagged"] = sum(judge_flagged(r) for r in records)
     out["rank_flagged"] = sum(rank_flagged(r) for r in records)
+    out["rank_flagged_paths"] = sorted(r["index"] for r in records if "index" in r and rank_flagged(r))
     # advice checked on the readings measure could not tell apart (recommend.robust_choice): on how many paths,
     # and on how many the recommendation was within SCORE_RESOLUTION of the best on every reading
     from .recommend import SCORE_RESOLUTION

@@ -165,10 +165,10 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                        "every candidate this kernel runs, on the true path)",
                        _figure_errors(ok, [("rank_regret", "regret")], "score regret", pct=False, tol=[(0.02, "goal 0.02")],
                                       title="Did the twin rank as the kernel does?", linear=True), heading="Ranking")
-        from .campaign import GOALS, rank_flagged
-
-        # the goals' tolerances (campaign.GOALS): what the lists below count as got wrong
-        tol = {key: t for key, t, _ in GOALS}
+        # the goals' tolerances (campaign.GOALS, as the summary carries them): what the lists below count as got
+        # wrong; the rankings whose kernel runs stayed flagged (campaign.rank_flagged)
+        tol = {key: s["tolerance"] for key, s in summ.items() if isinstance(s, dict) and "tolerance" in s}
+        flagged = set(summ.get("rank_flagged_paths", ()))
         rank_tol = tol["rank_regret"]
         ranked = [r for r in ok if (r.get("rank") or {}).get("regret") is not None and r["rank"]["regret"] > rank_tol]
         if ranked:
@@ -179,7 +179,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
                                      "advised": f"{r['advice']['cc']} + {r['advice']['queue']}"
                                                 + (f" at {r['advice']['shaper_mbps']:.4g} Mbit/s" if r["advice"].get("shaper_mbps") else ""),
                                      "the kernel's best": r["rank"].get("best"), "regret": f"{r['rank']['regret']:.3f}",
-                                     "counted": "no (flagged)" if rank_flagged(r) else "yes"} for r in ranked]))
+                                     "counted": "no (flagged)" if r["index"] in flagged else "yes"} for r in ranked]))
         wrong = [r for r in ok if not r["errors"]["limiter_right"]
                  or any(r["errors"].get(k) is not None and abs(r["errors"][k]) > tol[k] for k in ("rate", "pred_goodput", "pred_p95_rtt"))]
         rows = []
