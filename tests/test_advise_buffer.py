@@ -334,10 +334,11 @@ def test_a_fill_whose_slow_start_met_a_limit_its_window_never_came_near_reads_a_
     assert x["limiter_alternatives"] == [{"limiter": "aqm", "kinds": ["codel"]}, {"limiter": "aqm", "kinds": ["pie"]},
                                          {"limiter": "policer", "port_within": 1.1}]
     # the idle train showed a port twice the rate: a policer in front of it is the trains' to tell; the reading
-    # stays a FIFO, the AQM named beside it
+    # stays a FIFO, the AQM and a policer on that port named beside it (advise checks its pick on both twins)
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=600.0)
     assert x["limiter"] == "fifo" and x["fifo_check"]["faster_port_mbps"] == 600.0 and "aqm_qdisc" not in x
-    assert x["limiter_alternatives"][-1]["kinds"] == ["codel", "pie"] and "a policer in front of it" in x["limiter_note"]
+    assert x["limiter_alternatives"][-2]["kinds"] == ["codel", "pie"] and "a policer in front of it" in x["limiter_note"]
+    assert {k: v for k, v in x["limiter_alternatives"][-1].items() if k != "why"} == {"limiter": "policer", "port_mbps": 600.0}
     # the idle train read a port the fill then outran (300 Mbit/s against 200: a capacity that moved between them,
     # measure.capacity_moved): a queue in time is no depth, nothing is compared, the FIFO stands
     x = M._direction("h", 1, "down", 4, 40.0, None, True, False, 0.0, lambda m: None, port_mbps=200.0)

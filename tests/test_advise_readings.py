@@ -50,6 +50,10 @@ def test_each_alternative_reading_becomes_a_twin_of_its_own():
     (_, pol), = Path(base_rtt_ms=10, down_mbps=50, buffer_bytes=80_000,
                      alternatives=[{"limiter": "policer", "port_within": 1.1}]).alternative_paths()
     assert (pol.limiter, pol.port_mbps, pol.port_buffer_bytes, pol.buffer_bytes) == ("policer", pytest.approx(55.0), 80_000, None)
+    # ... or on the port a packet train showed (a FIFO reading whose fill a policer in front may have held)
+    (_, pol), = Path(base_rtt_ms=10, down_mbps=50, buffer_bytes=80_000,
+                     alternatives=[{"limiter": "policer", "port_mbps": 61.3}]).alternative_paths()
+    assert (pol.limiter, pol.port_mbps, pol.port_buffer_bytes) == ("policer", 61.3, 80_000)
     # the reading itself, and a twin that cannot hold another reading (a WiFi hop), give none
     assert _policed([{"limiter": "policer"}]).alternative_paths() == []
     wifi = Path(base_rtt_ms=10, down_mbps=50, limiter="wifi", wifi_mac="fq", wifi_phy_mbps=65,

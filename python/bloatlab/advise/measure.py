@@ -836,16 +836,17 @@ def _not_a_fifo_reading(check: dict | None, limiter: str, note: str | None, alts
     which drops below the queue's limit too — ``port_mbps`` the port the idle train's spacing showed (down); where
     none did (the up direction's is only a serialization's lower bound) a policer on any port, as
     :func:`trains.untrained_aqm` names an AQM at any rate; where the idle path showed a faster port
-    (``check["faster_port_mbps"]``) the reading stays ``limiter`` (a FIFO, the trains to tell) and the AQM is
-    named beside it."""
+    (``check["faster_port_mbps"]``) the reading stays ``limiter`` (a FIFO, the trains to tell) and the AQM and a
+    policer on that port are named beside it (advise checks its pick on each one's twin)."""
     if not check or not check["contradicted"]:
         return {"limiter_note": note, "limiter_alternatives": alts}
     if check.get("faster_port_mbps"):
         why = (f"{check['why']}; but the idle path showed a port at {check['faster_port_mbps']:.4g} Mbit/s, faster "
                f"than the {rate:.4g} Mbit/s the flows got: a policer in front of it drops below the queue's limit too")
         return {"limiter_note": "; ".join(n for n in (note, why) if n),
-                "limiter_alternatives": (alts or [{"limiter": limiter}]) + [{"limiter": "aqm", "kinds": ["codel", "pie"],
-                                                                              "why": why}]}
+                "limiter_alternatives": (alts or [{"limiter": limiter}]) + [
+                    {"limiter": "aqm", "kinds": ["codel", "pie"], "why": why},
+                    {"limiter": "policer", "port_mbps": check["faster_port_mbps"], "why": why}]}
     if port_mbps:
         policer = {"limiter": "policer", "port_within": TRAIN_PORT_MARGIN}
         said = f"or a policer on a port within {TRAIN_PORT_MARGIN:g}x of its rate (the idle path's {port_mbps:.4g} Mbit/s)"

@@ -366,7 +366,8 @@ class Path:
         """Each of :attr:`alternatives` as a twin of its own, (the alternative, its path): the same rates, RTT,
         loss and up direction, the limiter the alternative names under the condition it states — a FIFO
         ``depth_below_ms`` deep at the rate (the deepest the evidence allows; at least two packets, the
-        campaign's shallowest), else the buffer measured; a policer on the port ``port_within`` x its rate, else
+        campaign's shallowest), else the buffer measured; a policer on the port ``port_mbps`` (a packet train's) or
+        ``port_within`` x its rate, else
         the port and bucket the twin assumes (:data:`POLICER_PORT`); an AQM of the first of the ``kinds`` named; where
         its target must lie above a queue that stood, the first single-queue AQM whose Linux default target does
         (:data:`AQM_TARGET_MS`: CoDel 5 ms, PIE 15 ms; none: no twin); else the twin's default AQM (fq_codel). An alternative the twin cannot hold (a WiFi hop, a variable capacity,
@@ -389,8 +390,8 @@ class Path:
                 p = dataclasses.replace(self, **(keep | dict(limiter="fifo", buffer_bytes=buf)))
             elif lim == "policer":
                 within = alt.get("port_within")
-                p = dataclasses.replace(self, **(keep | dict(limiter="policer", buffer_bytes=None,
-                                                              port_mbps=self.down_mbps * within if within else None,
+                port = alt.get("port_mbps") or (self.down_mbps * within if within else None)
+                p = dataclasses.replace(self, **(keep | dict(limiter="policer", buffer_bytes=None, port_mbps=port,
                                                               port_buffer_bytes=measured_buf)))
             else:
                 kinds = alt.get("kinds") or []
