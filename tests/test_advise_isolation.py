@@ -33,7 +33,10 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
     the ping behind the flows (p95 136 ms; the kernel on the true path 16.5). fq_codel's model under the same
     load lies nearest: 11.5 / 24.4 / 52.6 / 72.0 ms against CoDel's 61.4 / 131 / 95.5 / 185 (the models' flows
     weighted by their bytes as the measurement's are, evidence.flows_rtt; the plain median gave 52.5 / 72.4 and
-    113 / 192, PIE's distance 3.02 where it is 2.93)."""
+    113 / 192, PIE's distance 3.02 where it is 2.93). With the twin's PIE running before the flows (path.path_aqm:
+    its updates every tupdate from the origin, not first 500 ms after it) PIE's model reads 20.8 / 28.9 / 37.9 /
+    44.1 (its distance 1.10: the slow start at 1.18 Mbit/s overflows any PIE, and which flow's RTT sticks high
+    after it moves with the timer's phase); fq_codel's stays nearest (0.55)."""
     path = Path(base_rtt_ms=2.440559221556886, down_mbps=1.1759513746274164, up_mbps=0.18189117666765153,
                 limiter="aqm", aqm_qdisc="codel")
     x = _x("codel", "fill", [2.7906124009999997, 5.240532415], 14.878013999999999, 29.86205557844311,
@@ -41,7 +44,7 @@ def test_fq_codel_at_a_slow_rate_where_the_ack_wait_hid_the_isolation():
     isolation.isolation_by_model(x, path)
     m = x["isolation_model"]
     assert m["measured"] == [12.437, 29.862, 49.375, 58.737]
-    assert m["distance"]["fq_codel"] < 1.0 < 2.5 < m["distance"]["pie"] < m["distance"]["codel"]
+    assert m["distance"]["fq_codel"] < 1.0 < m["distance"]["pie"] < m["distance"]["codel"]
     assert x["aqm_qdisc"] is None and x["limiter"] == "aqm"
     assert {"limiter": "aqm", "kinds": ["codel"]} in x["limiter_alternatives"]
     assert x["limiter_note"].startswith("flow isolation, read by the model")
@@ -210,7 +213,8 @@ def test_a_pie_no_train_told_from_codel_is_read_pie_by_the_model():
 # ms) lie on CoDel's model (distance 0.10), not PIE's (2.13). Fresh seed 81 path 2: CoDel at 195.5 Mbit/s and 26.1
 # ms; with the load begun at the model's origin its figures (4.2 / 6.0 / 4.5 / 6.0 ms) lay a little nearer PIE's model
 # (0.34) than CoDel's (0.40), the two within 1.4 ms of each other, and CoDel stayed only by default; with the model's
-# PIE past its first probability update (isolation.QDISC_RUNNING_S) PIE's model holds 7-9 ms and CoDel's 4.5-5.7.
+# PIE past its first probability update (isolation.QDISC_RUNNING_S) PIE's model holds 7-9 ms and CoDel's 4.5-5.7;
+# with the twin's PIE running before the flows (path.path_aqm) 5.7-7.5 (its distance 0.99, CoDel's 0.20).
 TAKEN_CODELS = {
     "seed80-path58": (9.280575041916165, 96.00731765566819, 81.11707531005705, [1.662644358, 3.040581684],
                       15.657200000000001, 7.209834958083835, 6.594924958083833, 7.392024958083834),
@@ -222,9 +226,12 @@ TAKEN_CODELS = {
 @pytest.mark.parametrize("figures", TAKEN_CODELS.values(), ids=TAKEN_CODELS.keys())
 def test_a_codel_no_train_told_from_pie_is_codel_by_the_model(figures):
     x = _taken_as_codel(*figures)
-    d = x["isolation_model"]["distance"]
-    assert d["codel"] < 0.5 < 1.5 < d["pie"]
-    assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]
+    d, m = x["isolation_model"]["distance"], x["isolation_model"]["models"]
+    assert d["codel"] < 0.5 < 0.9 < d["pie"] and x["aqm_qdisc"] == "codel"
+    # told apart by the model where the two models lie beyond the noise of each other (seed 80 path 58); seed 81
+    # path 2's lie within 1.9 ms with the twin's PIE running (path.path_aqm), and CoDel stays by default
+    apart = max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) > 3.0
+    assert apart == ("CoDel by the model" in x["limiter_note"]) and apart == (figures is TAKEN_CODELS["seed80-path58"])
 
 
 def test_where_the_two_models_lie_within_the_noise_codel_stays_taken():
@@ -245,10 +252,11 @@ def test_a_pie_at_two_ms_whose_load_began_on_a_running_qdisc_is_pie():
     later, the model's flows peaked at 62 ms and sat in the dip after it (PIE's model 10.0 / 11.8 / 10.6 / 12.6,
     CoDel's 8.3 / 10.4 / 9.2 / 10.9: within the noise, so CoDel stayed, and the twin's p95 was 72 % below the
     kernel's). Begun a second in (isolation.QDISC_RUNNING_S) and 0.25 s into the load's clock as the kernel's
-    were, PIE's model lies on the measurement and apart from CoDel's: PIE."""
+    were, PIE's model lies on the measurement and apart from CoDel's: PIE (with the twin's PIE running before the
+    flows, path.path_aqm, its model reads 16.2 / 18.9 / 16.9 / 19.8 ms, distance 0.79 against CoDel's 1.44)."""
     x = _taken_as_codel(2.07744030239521, 38.90143664022716, 4.576818668980655, [1.2507377645, 2.240768749],
                         15.312899, 15.823127097604786, 14.08106193832182, 15.710969972892883, began=0.25)
     m, d = x["isolation_model"]["models"], x["isolation_model"]["distance"]
     assert max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) > 3.0
-    assert d["pie"] < 0.5 < 1.0 < d["codel"]
+    assert d["pie"] < 1.0 < d["codel"]
     assert x["aqm_qdisc"] == "pie" and "PIE by the model" in x["limiter_note"]

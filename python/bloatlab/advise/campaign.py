@@ -85,7 +85,7 @@ import time
 import numpy as np
 
 from ..errors import UserError
-from .path import AQM_TARGET_MS, autorate_doc, user_shaped
+from .path import AQM_TARGET_MS, autorate_doc, path_aqm, user_shaped
 from .wifi_hop import WIFI_FRONT_PHY_OVER
 
 #: every kind of limiter a path may have, uniform
@@ -277,7 +277,11 @@ def _dir_doc(t: dict, d: str) -> dict:
     bdp = rate * 1e6 * t["base_rtt_ms"] / 1e3 / 8
     doc: dict = {"rate": f"{port:.6g}Mbit", "loss": t["loss"]}
     kind = t["limiter"]
-    if kind in ("codel", "pie", "fq_codel", "cake"):
+    if kind in ("codel", "pie"):
+        # its Linux default limit; a PIE that ran before the flows (path_aqm), as the twin's
+        doc.update(path_aqm(kind))
+        return doc
+    if kind in ("fq_codel", "cake"):
         doc["qdisc"] = kind  # its Linux default limit
         return doc
     doc["qdisc"] = "fifo"

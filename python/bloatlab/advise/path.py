@@ -61,6 +61,17 @@ def token_bucket(rate_mbps: float, bucket_bytes: float | None) -> dict:
     return tb
 
 
+def path_aqm(kind: str) -> dict:
+    """The keys of a link direction whose bottleneck is the single-queue AQM ``kind`` (``codel``, ``pie``) of a
+    path people have: one that has run long before any flow of theirs comes (an ISP's PIE for days), so PIE's
+    probability update fires every tupdate from the run's start (the qdisc's ``running`` parameter,
+    crates/core/src/qdisc/pie.rs), not first HZ/2 after the run created it — 500 ms in which a slow start meets
+    only the packet limit (4 CUBIC flows at 11.3 Mbit/s: 56-59 ms at the peak, 42 ms behind a PIE already
+    running; docs/advise.md). CoDel keeps no timer: its state is the packets'. Linux's defaults otherwise, the
+    AQM's own packet limit (the direction's buffer is not used)."""
+    return {"qdisc": kind, **({"qdisc_params": {"running": True}} if kind == "pie" else {})}
+
+
 def user_shaped(qdisc: str, shaper_mbps: float) -> dict:
     """The keys of a link direction for the user's AQM shaped at ``shaper_mbps`` on a router, as it is deployed:
     CAKE with its own deficit shaper (tc-cake ``bandwidth``: each packet leaves at its time, no bucket to burst
@@ -461,8 +472,8 @@ class Path:
             d["buffer"] = f"{self.port_buffer}B"
             d["policer"] = token_bucket(self.down_mbps, self.bucket_bytes)
         elif self.limiter == "aqm" and self.aqm_qdisc in ("codel", "pie"):
-            # a single-queue AQM with Linux's defaults (its own packet limit: the direction's buffer is not used)
-            d["qdisc"] = self.aqm_qdisc
+            # a single-queue AQM with Linux's defaults, running before the twin's flows (path_aqm)
+            d.update(path_aqm(self.aqm_qdisc))
         elif self.limiter == "aqm" and self.aqm_qdisc == "cake":
             # CAKE (measure: COBALT's first signal in the fill's slow start) at the link's rate, its own memory
             # limit (sch_cake.c cake_reconfigure: 4 x rate x its 100-ms rtt, at least 4 MiB, at most 10240 x 1514 B;

@@ -61,6 +61,7 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping (tc `ecn`)"),
     ParamSpec::flag("bytemode", false, "scale the drop probability by packet size / MTU (tc `bytemode`)"),
     ParamSpec::flag("dq_rate_estimator", false, "queue delay from backlog / drain rate instead of timestamps (tc `dq_rate_estimator`)"),
+    ParamSpec::flag("running", false, super::pie::RUNNING_DOC),
 ];
 
 /// `struct fq_pie_flow`.
@@ -118,7 +119,7 @@ impl<T> FqPie<T> {
             qlen: 0,
             backlog: 0,
             memory_usage: 0,
-            timer: LazyTimer::default(),
+            timer: params.timer(),
             hasher: BucketHasher::new(flows),
         }
     }

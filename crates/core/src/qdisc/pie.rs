@@ -52,7 +52,14 @@
 //! very values the kernel's timer would, at the resolution of packet events
 //! (the only difference: an update due at exactly the instant of an event
 //! runs before it). The qdisc is taken to be created at time 0 (the run's
-//! origin), so updates fall at 500 ms + k·tupdate. Once an update leaves the
+//! origin), so updates fall at 500 ms + k·tupdate — or, with the `running`
+//! parameter, created long before it with its queue empty (what a path's PIE
+//! that has run for days is when a measurement or a user's flow comes), so
+//! they fall at k·tupdate from the first: without it a run's first 500 ms
+//! carry no probability at all, and a slow start meets only the packet limit
+//! (4 CUBIC flows at 11.3 Mbit/s queued 56-59 ms at the peak with it created
+//! at their start, 42 ms with it running a second before: docs/advise.md).
+//! Once an update leaves the
 //! variables unchanged (idle queue) the remaining ones are skipped, since
 //! they would change nothing either. [`Qdisc::next_wakeup`] stays None: PIE
 //! is work-conserving.
@@ -86,7 +93,11 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec::flag("ecn", false, "CE-mark ECT packets instead of dropping while the probability is at most 10% (tc `ecn`)"),
     ParamSpec::flag("bytemode", false, "scale the drop probability by packet size / MTU (tc `bytemode`)"),
     ParamSpec::flag("dq_rate_estimator", false, "queue delay from backlog / measured drain rate instead of packet timestamps (tc `dq_rate_estimator`)"),
+    ParamSpec::flag("running", false, RUNNING_DOC),
 ];
+
+/// `running`: the qdisc ran before the run's origin (its timer's phase, module doc "The timer, done lazily").
+pub const RUNNING_DOC: &str = "the qdisc ran before the run began (an ISP's PIE up for days): its probability update comes every tupdate from the start, not first HZ/2 after it was created, as tc's new qdisc's does";
 
 /// psched ticks are 64 ns (`PSCHED_SHIFT`).
 pub const PSCHED_SHIFT: u32 = 6;
@@ -136,6 +147,8 @@ pub struct PieParams {
     pub dq_rate_estimator: bool,
     /// `psched_mtu()`: bytes of one full packet.
     pub mtu: u32,
+    /// The qdisc ran before the origin: the first update at `tupdate`, not [`FIRST_UPDATE_NS`] ([`RUNNING_DOC`]).
+    pub running: bool,
 }
 
 impl Default for PieParams {
@@ -159,7 +172,14 @@ impl PieParams {
             bytemode: p.flag("bytemode"),
             dq_rate_estimator: p.flag("dq_rate_estimator"),
             mtu: 1514,
+            running: p.flag("running"),
         }
+    }
+
+    /// The update timer of a qdisc with these parameters created at the origin: its first update
+    /// [`FIRST_UPDATE_NS`] (`HZ / 2`) after it, or `tupdate` where it was `running` before.
+    pub fn timer(&self) -> LazyTimer {
+        LazyTimer { next: if self.running { self.tupdate.max(1) } else { FIRST_UPDATE_NS } }
     }
 }
 
@@ -470,7 +490,7 @@ pub struct Pie<T> {
 
 impl<T> Pie<T> {
     pub fn new(params: PieParams) -> Self {
-        Pie { params, vars: PieVars::default(), stats: PieStats::default(), timer: LazyTimer::default(), q: VecDeque::new(), backlog: 0 }
+        Pie { params, vars: PieVars::default(), stats: PieStats::default(), timer: params.timer(), q: VecDeque::new(), backlog: 0 }
     }
 
     /// From the scenario's `qdisc_params` (see [`PARAMS`]).
@@ -702,6 +722,30 @@ mod tests {
         q.dequeue(530_000_000, &mut rng, &mut ev); // two more updates: 515, 530
         assert_eq!(q.timer.next, 545_000_000);
         assert!(q.vars.prob > after_one);
+    }
+
+    #[test]
+    fn a_running_pie_updates_every_tupdate_from_the_start() {
+        // the same queue as above on a qdisc that ran before the origin: its first update at tupdate (15 ms)
+        let mut q: Pie<u64> = Pie::new(PieParams { limit: 100_000, running: true, ..Default::default() });
+        let mut rng = crate::rng::stream(1, 0);
+        let mut ev = Events::default();
+        for _ in 0..100 {
+            q.enqueue(pkt(1500, 0, Ecn::NotEct), 0, &mut rng, &mut ev);
+        }
+        assert_eq!(q.timer.next, 15_000_000);
+        q.dequeue(14_999_999, &mut rng, &mut ev);
+        assert_eq!(q.vars.prob, 0);
+        q.dequeue(15_000_000, &mut rng, &mut ev); // qdelay 15 ms at the target: the first update runs
+        assert_eq!(q.timer.next, 30_000_000);
+        q.dequeue(400_000_000, &mut rng, &mut ev); // qdelay 400 ms: updates at 30, 45, ... 390 ms
+        assert!(q.vars.prob > 0 && q.timer.next == 405_000_000);
+        // the scenario's table names it; fq_pie's too (its queues share the parameters)
+        let cfg = |kind: &str| QdiscConfig { kind: kind.into(), params: vec![("running".into(), 1.0)], ..Default::default() };
+        assert!(Pie::<u64>::from_config(&cfg("pie")).unwrap().params.running);
+        assert_eq!(Pie::<u64>::from_config(&cfg("pie")).unwrap().timer.next, 15_000_000);
+        assert!(!Pie::<u64>::from_config(&QdiscConfig { kind: "pie".into(), ..Default::default() }).unwrap().params.running);
+        assert!(crate::qdisc::fq_pie::FqPie::<u64>::from_config(&cfg("fq_pie")).unwrap().params.running);
     }
 
     #[test]
