@@ -1342,3 +1342,71 @@ def test_an_up_policers_twin_puts_the_acks_on_its_port_and_reads_back(tmp_path):
     for up_port in (None, 0.2):
         plain = Path(base_rtt_ms=4.9, down_mbps=3.64, up_mbps=0.238, up_port_mbps=up_port, up_bucket_bytes=3747)
         assert plain.twin()["link"]["up"] == {"rate": "0.238Mbit"} and not plain.up_policed
+
+
+# --- a queue in front of the bucket, from the paced train's one-way delays (trains.paced_tail_queue) ---
+
+PACED_134 = __import__("json").load(open(__import__("os").path.join(__import__("os").path.dirname(__file__), "data",
+                                                                       "paced_trains_seed134.json")))
+
+
+def delayed(head: list[float], tail: list[float], first_loss: int | None = None, w: int = 1500) -> dict:
+    """A paced train whose head met ``head`` ms and whose packets after the first loss ``tail`` ms (one lost between)."""
+    h = len(head) if first_loss is None else first_loss
+    return {"first_loss": h, "delay_ms": list(head) + [None] + list(tail), "wire_bytes": w}
+
+
+def test_a_tail_above_the_heads_start_by_more_than_its_noise_and_half_a_packet_is_a_queue():
+    """Exact values: a head at 0.02 ms, a tail of 20 packets at 1.00 ms ± 0.01 (median 1.00, MAD 0.01): 0.98 ms
+    gained; the noise 3 x 1.2533 x 1.4826 x 0.01 x sqrt(1/3 + 1/20) = 0.0345 ms, half a packet at 100 Mbit/s
+    0.06 ms: a queue. The same tail 0.05 ms above the head is within half a packet (no whole packet waits); at
+    1 Gbit/s (half a packet 0.006 ms) a queue, unless the tail's spread is twice as wide (the noise 0.069 ms)."""
+    tail = [1.00 + (0.01 if i % 2 else -0.01) for i in range(20)]
+    q, why = m_trains.paced_tail_queue(delayed([0.02] * 5, tail), 100.0)
+    assert q == pytest.approx(0.98) and "20 packets after its first loss" in why
+    near = [v - 0.93 for v in tail]
+    q, why = m_trains.paced_tail_queue(delayed([0.02] * 5, near), 100.0)
+    assert q is None and "half a packet time at 100 Mbit/s" in why
+    assert m_trains.paced_tail_queue(delayed([0.02] * 5, near), 1000.0)[0] == pytest.approx(0.05)
+    wide = [0.07 + (0.02 if i % 2 else -0.02) for i in range(20)]
+    q, why = m_trains.paced_tail_queue(delayed([0.02] * 5, wide), 1000.0)
+    assert q is None and "the delays' noise" in why
+    assert 3 * 1.2533 * 1.4826 * 0.02 * math.sqrt(1 / 3 + 1 / 20) == pytest.approx(0.069, abs=0.001)
+    # too short a tail, no loss, no delays: nothing read
+    assert m_trains.paced_tail_queue(delayed([0.0] * 5, [1.0] * 9), 100.0)[0] is None
+    assert m_trains.paced_tail_queue({"first_loss": None, "delay_ms": [0.0] * 50}, 100.0)[0] is None
+    assert m_trains.paced_tail_queue({"first_loss": 5}, 100.0)[0] is None
+
+
+def test_a_vm_pause_in_a_policers_tail_moves_a_few_packets_not_the_median():
+    """A policer's tail (nothing queued: 0.02-0.04 ms) with a 5-ms pause that held 30 of its 200 packets, draining
+    after it: the median stays, no queue is read."""
+    tail = [0.02 + 0.02 * (i % 3) / 2 for i in range(200)]
+    for k in range(30):
+        tail[100 + k] += 5.0 * (30 - k) / 30
+    assert m_trains.paced_tail_queue(delayed([0.03] * 40, tail), 90.0)[0] is None
+
+
+def test_seed134_path10_a_tbf_whose_paced_head_met_no_queue_is_read_by_its_tail():
+    """Campaign seed 134 path 10 through the emulator: a tbf at 34.2 Mbit/s with a 17.7-KB queue (4.15 ms) and a
+    118-KB bucket, read `policer` (the flows drop without a queue). Its paced train's head's last packet gained
+    -0.03 ms over the first (paced_queue_ms: no queue), but its 745 tail packets met 4.04 ms at the median: a tbf,
+    17.9 KB of queue, the bucket 116.7 KB. Policer seed 134 path 29 (90.8 Mbit/s): its tail 0.07 ms below its
+    head's start, a policer still."""
+    rec = PACED_134["tbf_seed134_path10_down"]
+    t = rec["paced_train"]
+    assert m_trains.paced_queue_ms(t) == pytest.approx(-0.026, abs=0.001)
+    q, _ = m_trains.paced_tail_queue(t, rec["rate_mbps"])
+    assert q == pytest.approx(4.01, abs=0.01)
+    x = {"limiter": "policer", "rate_mbps": rec["rate_mbps"], "paced_train": t,
+         "paced_bucket_bytes": rec["paced_bucket_bytes"], "limiter_alternatives": [{"limiter": "fifo"}]}
+    m_trains._queue_before_bucket(x, 2.75)
+    assert x["limiter"] == "fifo" and "tail met a queue" in x["limiter_note"]
+    assert abs(x["buffer_bytes"] / 17748 - 1) < 0.05 and abs(x["bucket_bytes"] / 117636 - 1) < 0.05
+    shaper = {"limiter": "shaper", "observable": c.OBSERVABLE["shaper"], "down_mbps": 34.2, "buffer_bytes": 17748}
+    assert c.limiter_said(shaper, x)
+    pol = PACED_134["policer_seed134_path29_down"]
+    y = {"limiter": "policer", "rate_mbps": pol["rate_mbps"], "paced_train": pol["paced_train"],
+         "paced_bucket_bytes": pol["paced_bucket_bytes"]}
+    m_trains._queue_before_bucket(y, 2.58)
+    assert y["limiter"] == "policer" and "no queue" in y["train_evidence"][-1]

@@ -686,7 +686,8 @@ def paced_queue_ms(train: dict) -> float | None:
     return span - (head[-1] - head[0])
 
 
-#: what a paced train's head must gain over its send span to show a queue in front of the bucket (ms): the
+#: what a paced train's head must gain over its send span to show a queue in front of the bucket (ms), where the train
+#: carries no one-way delays (a recording made before the probe gave them; :func:`paced_tail_queue` reads those): the
 #: measurement's noise alone (physics.NOISE_MS). The flows' burst floor (burst_floor_ms) does not apply: a paced
 #: train carries no TSO bursts and reaches the port no faster than the port drains it (PACE_SHARE), so behind a
 #: policer its head arrives as it was sent (the campaign's 17 stored policer paths: -0.15 to +0.16 ms); what
@@ -694,28 +695,116 @@ def paced_queue_ms(train: dict) -> float | None:
 PACED_QUEUE_MIN_MS = NOISE_MS
 
 
+#: the head's first packets whose delays are the baseline a queue is measured from (:func:`paced_tail_queue`): they
+#: met the bucket full, so nothing queued in front of it yet. Behind a bucket of less than a packet a tbf's queue
+#: ramps from the second packet on, (1 - C/U) packet times a packet: the median of three then sits at most one
+#: such step above the empty queue (a bias against reading the queue, never for it)
+PACED_HEAD_START = 3
+
+
+#: the standard deviations of the difference of two medians a queue must stand above (:func:`paced_tail_queue`):
+#: a one-sided test at ~0.1 % under the hypothesis that nothing queued (a policer: head and tail alike)
+PACED_QUEUE_SIGMAS = 3.0
+
+
+def paced_tail_queue(train: dict, rate_mbps: float) -> tuple[float | None, str]:
+    """The queue (ms) a paced train's packets met after its first loss,
+    read from their one-way delays (``delay_ms``: each packet's beyond the
+    train's least, the hosts' clock offset cancelled): the median delay of
+    the tail (the packets after the first loss) less that of the head's
+    first :data:`PACED_HEAD_START` packets, where it is a queue — (ms, why)
+    — or (None, why not).
+
+    Behind a tbf the paced train (sent at U above the rate C, below the
+    port: nothing queues there) empties the bucket, then fills the queue in
+    front of it (sch_tbf's ``limit``, Q bytes), which drops once full and
+    stays full while the train goes on faster than it drains: each tail
+    packet admitted waits for what is queued ahead of it, Q - W to Q bytes,
+    (Q - W/2)/C on average. Behind a policer each packet passes or is
+    dropped at once, and head and tail meet the same nothing. Unlike the
+    head's last packet alone (:func:`paced_queue_ms`), hundreds of tail
+    packets read it however the first loss fell (campaign seed 134 path 10,
+    a tbf with a 4.15-ms queue at 34.2 Mbit/s: its head's last packet met
+    no queue, -0.03 ms, its 745 tail packets 4.04 ms at the median), and the
+    noise is the train's own: a VM pause moves a few packets, not the
+    median, and the delays' spread sets the bar. A queue is read where the
+    difference exceeds both:
+
+    - :data:`PACED_QUEUE_SIGMAS` standard errors of the difference of the
+      two medians under the hypothesis of no queue (the same delays in head
+      and tail): ``1.2533 s sqrt(1/n_head + 1/n_tail)``, s the tail's
+      spread (1.4826 times its median absolute deviation; the head's start
+      is too few for its own);
+    - half a packet time at the rate, ``W / (2 C)``: a queue that holds a
+      whole packet delays the tail that much on average at least; less is
+      no queue a packet waits in (the host's timing then, not the path's).
+
+    Seed 134 (the stored draws' tbf and policer paths with a paced train,
+    read when this was written): tbf queues of 0.44-4.15 ms at 30-260 Mbit/s
+    read 0.42-4.01 ms (bars 0.006-0.09 ms); five policers' tails -0.07 to
+    +0.015 ms from their heads' start, their bars 0.03-13 ms."""
+    d = train.get("delay_ms") or []
+    h = train.get("first_loss")
+    if not d or h is None:
+        return None, "no one-way delays, or no loss: no tail to read a queue from"
+    head = [v for v in d[:h] if v is not None][:PACED_HEAD_START]
+    tail = np.array([v for v in d[h + 1:] if v is not None], dtype=float)
+    if not head or len(tail) < TAIL_RATE_PACKETS:
+        return None, f"a head of {len(head)} and a tail of {len(tail)} packets: too few to read a queue from"
+    start, full = float(np.median(head)), float(np.median(tail))
+    gained = full - start
+    spread = 1.4826 * float(np.median(np.abs(tail - full)))
+    noise = PACED_QUEUE_SIGMAS * 1.2533 * spread * math.sqrt(1 / len(head) + 1 / len(tail))
+    w = train.get("wire_bytes", WIRE_SEGMENT)
+    half = w * 8 / (2 * rate_mbps * 1e3)
+    bar = max(noise, half)
+    said = (f"the {len(tail)} packets after its first loss met {full:.3g} ms at the median, its first {len(head)} "
+            f"{start:.3g}: {gained:.3g} ms")
+    if gained <= bar:
+        return None, (f"{said}, within {bar:.2g} ms (" + ("the delays' noise" if noise >= half else
+                      f"half a packet time at {rate_mbps:.4g} Mbit/s") + "): no queue")
+    return gained, said
+
+
 def _queue_before_bucket(x: dict, base_ms: float) -> None:
-    """A ``policer`` direction whose paced train's head gained more delay
-    (:func:`paced_queue_ms`) than :data:`PACED_QUEUE_MIN_MS`: a queue stood in
-    front of the bucket — a tbf, not a policer. The direction becomes
-    ``fifo`` (a tbf's queue is a FIFO at its rate) with that queue's depth at
-    the measured rate, and its bucket what the paced head passed beyond the
-    refill (``paced_bucket_bytes``) less that queue. A head the server sent
-    no faster than the rate could queue nowhere and tells nothing; a smaller
-    gain keeps the reading, whose alternatives already name a FIFO (or a
-    tbf's queue) that shallow."""
+    """A ``policer`` direction whose paced train met a queue in front of
+    what cut it — a tbf, not a policer: its tail's delays above its head's
+    start by more than their noise (:func:`paced_tail_queue`), or, where the
+    train carries no delays or lost nothing, its head's gain over its send
+    span (:func:`paced_queue_ms`) above :data:`PACED_QUEUE_MIN_MS`. The
+    direction becomes ``fifo`` (a tbf's queue is a FIFO at its rate) with
+    that queue's depth at the measured rate, and its bucket what the paced
+    head passed beyond the refill (``paced_bucket_bytes``) less that queue.
+    A head the server sent no faster than the rate could queue nowhere and
+    tells nothing; a smaller gain keeps the reading, whose alternatives
+    already name a FIFO (or a tbf's queue) that shallow."""
     t = x.get("paced_train")
     if x["limiter"] != "policer" or not t:
         return
-    q = paced_queue_ms(t)
     sent = t.get("head_send_mbps") or t.get("pace_mbps")
-    if q is None or q < PACED_QUEUE_MIN_MS or (sent is not None and sent <= x["rate_mbps"]):
+    if sent is not None and sent <= x["rate_mbps"]:
         return
-    buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
+    w = t.get("wire_bytes", WIRE_SEGMENT)
+    tail_q, why = paced_tail_queue(t, x["rate_mbps"])
+    if tail_q is not None:
+        # a tail packet waits for Q - W to Q bytes queued ahead of it: (Q - W/2)/C on average
+        q = tail_q
+        buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8 + w / 2
+        how = (f"the paced train's tail met a queue: {why}, beyond its noise and half a packet time, where a policer "
+               f"passes or drops each packet at once")
+    elif t.get("delay_ms") and t.get("first_loss") is not None:
+        # the delays say no queue: the head's two-packet gain is not asked
+        x.setdefault("train_evidence", []).append(f"the paced train: {why}")
+        return
+    else:
+        q = paced_queue_ms(t)
+        if q is None or q < PACED_QUEUE_MIN_MS:
+            return
+        buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8
+        how = (f"the paced train's head gained {q:.3g} ms of delay before its first loss, more than the measurement's "
+               f"{PACED_QUEUE_MIN_MS:.2g}-ms noise, where a policer passes or drops each packet at once")
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
-    note = (f"a token bucket behind a queue (a tbf): the paced train's head gained {q:.3g} ms of delay before its first "
-            f"loss, more than the measurement's {PACED_QUEUE_MIN_MS:.2g}-ms noise, where a policer passes or drops each "
-            f"packet at once; the queue holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s")
+    note = f"a token bucket behind a queue (a tbf): {how}; the queue holds ~{buf / 1e3:.3g} KB at {x['rate_mbps']:.4g} Mbit/s"
     x.update(limiter="fifo", buffer_bytes=int(max(buf, WIRE_SEGMENT)), buffer_bdp=buf / bdp if bdp else None,
              limiter_note=note, limiter_alternatives=None, tbf_queue_ms=q)
     paced = x.get("paced_bucket_bytes")
@@ -727,7 +816,6 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
         # larger than its burst). The back-to-back train's head is the queue's, not the bucket's (campaign seed 108
         # path 5, a tbf at 1.21 Mbit/s with a 3000-B bucket and a 3000-B queue: 6.3 KB paced, 3.44 KB queued,
         # the back-to-back head 5.23 KB taken before, the twin's CUBIC +16 % over the kernel's)
-        w = t.get("wire_bytes", WIRE_SEGMENT)
         bucket = max(paced - buf, w)
         x.update(bucket_bytes=int(bucket),
                  bucket_note=(f"the paced train's head passed {paced / 1e3:.3g} KB beyond the refill: the bucket and "
