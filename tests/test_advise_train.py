@@ -4,7 +4,9 @@ rate (the head's spacing) and the bucket (its bytes before the first loss),
 falling back to the assumptions, with the reason, where the train cannot
 tell. The train's own analysis is tested in crates/probe (train.rs)."""
 
+import json
 import math
+import os
 
 import pytest
 
@@ -1346,14 +1348,13 @@ def test_an_up_policers_twin_puts_the_acks_on_its_port_and_reads_back(tmp_path):
 
 # --- a queue in front of the bucket, from the paced train's one-way delays (trains.paced_tail_queue) ---
 
-PACED_134 = __import__("json").load(open(__import__("os").path.join(__import__("os").path.dirname(__file__), "data",
-                                                                       "paced_trains_seed134.json")))
+with open(os.path.join(os.path.dirname(__file__), "data", "paced_trains_seed134.json")) as _f:
+    PACED_134 = json.load(_f)
 
 
-def delayed(head: list[float], tail: list[float], first_loss: int | None = None, w: int = 1500) -> dict:
+def delayed(head: list[float], tail: list[float]) -> dict:
     """A paced train whose head met ``head`` ms and whose packets after the first loss ``tail`` ms (one lost between)."""
-    h = len(head) if first_loss is None else first_loss
-    return {"first_loss": h, "delay_ms": list(head) + [None] + list(tail), "wire_bytes": w}
+    return {"first_loss": len(head), "delay_ms": list(head) + [None] + list(tail), "wire_bytes": 1500}
 
 
 def test_a_tail_above_the_heads_start_by_more_than_its_noise_and_half_a_packet_is_a_queue():
@@ -1410,3 +1411,15 @@ def test_seed134_path10_a_tbf_whose_paced_head_met_no_queue_is_read_by_its_tail(
          "paced_bucket_bytes": pol["paced_bucket_bytes"]}
     m_trains._queue_before_bucket(y, 2.58)
     assert y["limiter"] == "policer" and "no queue" in y["train_evidence"][-1]
+
+
+def test_a_paced_tail_too_short_for_its_delays_falls_back_on_the_heads_gain():
+    """A slow up train whose 9 tail packets are too few for the delays' medians (TAIL_RATE_PACKETS): the head's last
+    packet's gain over its send span decides as before the delays were read, against PACED_QUEUE_MIN_MS."""
+    tx = [i * 60.0 for i in range(12)]
+    t = {"first_loss": 2, "delay_ms": [0.0, 50.0, None] + [50.0] * 9, "tx_ms": tx, "head_span_ms": 60.0 + 50.0,
+         "wire_bytes": 1500, "head_send_mbps": 0.3}
+    assert m_trains.paced_tail_queue(t, 0.2)[0] is None and m_trains.paced_queue_ms(t) == pytest.approx(50.0)
+    x = {"limiter": "policer", "rate_mbps": 0.2, "paced_train": t}
+    m_trains._queue_before_bucket(x, 20.0)
+    assert x["limiter"] == "fifo" and "head gained 50 ms" in x["limiter_note"]

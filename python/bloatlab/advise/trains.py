@@ -707,6 +707,27 @@ PACED_HEAD_START = 3
 PACED_QUEUE_SIGMAS = 3.0
 
 
+#: a normal spread's standard deviation over its median absolute deviation, 1 / Φ⁻¹(3/4)
+MAD_TO_SIGMA = 1.4826
+
+
+#: a median's standard error over its sample's sigma / sqrt(n) for a normal spread, sqrt(π/2)
+MEDIAN_SE = math.sqrt(math.pi / 2)
+
+
+def _paced_head_tail(train: dict) -> tuple[list[float], np.ndarray] | None:
+    """A paced train's one-way delays (``delay_ms``) as (its head's first :data:`PACED_HEAD_START`, the packets
+    after its first loss), or None where they cannot tell a queue: no delays, no loss, no head, or a tail shorter
+    than :data:`TAIL_RATE_PACKETS`."""
+    d = train.get("delay_ms") or []
+    h = train.get("first_loss")
+    if not d or h is None:
+        return None
+    head = [v for v in d[:h] if v is not None][:PACED_HEAD_START]
+    tail = np.array([v for v in d[h + 1:] if v is not None], dtype=float)
+    return (head, tail) if head and len(tail) >= TAIL_RATE_PACKETS else None
+
+
 def paced_tail_queue(train: dict, rate_mbps: float) -> tuple[float | None, str]:
     """The queue (ms) a paced train's packets met after its first loss,
     read from their one-way delays (``delay_ms``: each packet's beyond the
@@ -732,9 +753,10 @@ def paced_tail_queue(train: dict, rate_mbps: float) -> tuple[float | None, str]:
 
     - :data:`PACED_QUEUE_SIGMAS` standard errors of the difference of the
       two medians under the hypothesis of no queue (the same delays in head
-      and tail): ``1.2533 s sqrt(1/n_head + 1/n_tail)``, s the tail's
-      spread (1.4826 times its median absolute deviation; the head's start
-      is too few for its own);
+      and tail): ``sqrt(π/2) s sqrt(1/n_head + 1/n_tail)``
+      (:data:`MEDIAN_SE`), s the tail's spread (:data:`MAD_TO_SIGMA` times
+      its median absolute deviation; the head's start is too few for its
+      own);
     - half a packet time at the rate, ``W / (2 C)``: a queue that holds a
       whole packet delays the tail that much on average at least; less is
       no queue a packet waits in (the host's timing then, not the path's).
@@ -743,18 +765,15 @@ def paced_tail_queue(train: dict, rate_mbps: float) -> tuple[float | None, str]:
     read when this was written): tbf queues of 0.44-4.15 ms at 30-260 Mbit/s
     read 0.42-4.01 ms (bars 0.006-0.09 ms); five policers' tails -0.07 to
     +0.015 ms from their heads' start, their bars 0.03-13 ms."""
-    d = train.get("delay_ms") or []
-    h = train.get("first_loss")
-    if not d or h is None:
-        return None, "no one-way delays, or no loss: no tail to read a queue from"
-    head = [v for v in d[:h] if v is not None][:PACED_HEAD_START]
-    tail = np.array([v for v in d[h + 1:] if v is not None], dtype=float)
-    if not head or len(tail) < TAIL_RATE_PACKETS:
-        return None, f"a head of {len(head)} and a tail of {len(tail)} packets: too few to read a queue from"
+    ht = _paced_head_tail(train)
+    if ht is None:
+        return None, (f"no one-way delays, no loss, or fewer than {TAIL_RATE_PACKETS} packets after it: no tail to "
+                      f"read a queue from")
+    head, tail = ht
     start, full = float(np.median(head)), float(np.median(tail))
     gained = full - start
-    spread = 1.4826 * float(np.median(np.abs(tail - full)))
-    noise = PACED_QUEUE_SIGMAS * 1.2533 * spread * math.sqrt(1 / len(head) + 1 / len(tail))
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(tail - full)))
+    noise = PACED_QUEUE_SIGMAS * MEDIAN_SE * spread * math.sqrt(1 / len(head) + 1 / len(tail))
     w = train.get("wire_bytes", WIRE_SEGMENT)
     half = w * 8 / (2 * rate_mbps * 1e3)
     bar = max(noise, half)
@@ -770,8 +789,8 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
     """A ``policer`` direction whose paced train met a queue in front of
     what cut it — a tbf, not a policer: its tail's delays above its head's
     start by more than their noise (:func:`paced_tail_queue`), or, where the
-    train carries no delays or lost nothing, its head's gain over its send
-    span (:func:`paced_queue_ms`) above :data:`PACED_QUEUE_MIN_MS`. The
+    train carries no delays, lost nothing or has too short a tail to read
+    them by, its head's gain over its send span (:func:`paced_queue_ms`) above :data:`PACED_QUEUE_MIN_MS`. The
     direction becomes ``fifo`` (a tbf's queue is a FIFO at its rate) with
     that queue's depth at the measured rate, and its bucket what the paced
     head passed beyond the refill (``paced_bucket_bytes``) less that queue.
@@ -792,8 +811,8 @@ def _queue_before_bucket(x: dict, base_ms: float) -> None:
         buf = q / 1e3 * x["rate_mbps"] * 1e6 / 8 + w / 2
         how = (f"the paced train's tail met a queue: {why}, beyond its noise and half a packet time, where a policer "
                f"passes or drops each packet at once")
-    elif t.get("delay_ms") and t.get("first_loss") is not None:
-        # the delays say no queue: the head's two-packet gain is not asked
+    elif _paced_head_tail(t) is not None:
+        # the tail's delays said no queue: the head's last packet alone is not asked
         x.setdefault("train_evidence", []).append(f"the paced train: {why}")
         return
     else:
