@@ -1423,3 +1423,77 @@ def test_a_paced_tail_too_short_for_its_delays_falls_back_on_the_heads_gain():
     x = {"limiter": "policer", "rate_mbps": 0.2, "paced_train": t}
     m_trains._queue_before_bucket(x, 20.0)
     assert x["limiter"] == "fifo" and "head gained 50 ms" in x["limiter_note"]
+
+
+def tbf_paced(count: int, pace: float, c: float, bucket: float, queue: float, w: int = 1500) -> dict:
+    """The JSON of a train paced at ``pace`` Mbit/s through sch_tbf's model (a drop-tail queue of ``queue`` B in
+    front of a full bucket of ``bucket`` B refilled at ``c`` Mbit/s; ``queue`` 0: a policer), with each packet's
+    one-way delay above the path's (``delay_ms``: its wait in the queue) and the tail's figures (:func:`with_tail`)."""
+    bps, gap = c * 1e6 / 8, w * 8 / (pace * 1e6)
+    tokens, t_tok, waiting, delay, lost = float(bucket), 0.0, [], [None] * count, []
+
+    def at(t: float) -> float:
+        return min(bucket, tokens + bps * (t - t_tok))
+
+    def drain(until: float) -> None:
+        nonlocal tokens, t_tok
+        while waiting:
+            s, a = waiting[0]
+            t0 = max(t_tok, a)
+            go = t0 + max(0.0, w - at(t0)) / bps
+            if go > until:
+                return
+            tokens, t_tok = at(go) - w, go
+            delay[s] = (go - a) * 1e3
+            waiting.pop(0)
+
+    for s in range(count):
+        a = s * gap
+        drain(a)
+        if not waiting and at(a) >= w:
+            tokens, t_tok, delay[s] = at(a) - w, a, 0.0
+        elif (len(waiting) + 1) * w <= queue:
+            waiting.append((s, a))
+        else:
+            lost.append(s)
+    drain(math.inf)
+    first = lost[0] if lost else None
+    tx = [None if s in lost else s * gap * 1e3 for s in range(count)]
+    t = {"tx_ms": tx, "delay_ms": delay, "sent": count, "lost_seq": lost, "lost": len(lost), "first_loss": first,
+         "wire_bytes": w, "head_send_mbps": pace, "leading_mbps": pace, "pace_mbps": pace, "handshake_rtt_ms": 3.0,
+         "head_packets": first if first is not None else count, "received": count - len(lost)}
+    return with_tail(t) if first is not None else t
+
+
+def test_a_head_at_the_servers_pace_paces_the_second_train_below_it_and_its_tail_tells_a_tbf(monkeypatch):
+    """A back-to-back train the server sent at 250 Mbit/s (``sender_limited``: the port is at least that fast)
+    behind a token bucket of 20 KB at 200 Mbit/s: its head reads no port, and before, no paced train went, so a tbf
+    (a 10.5-KB queue in front of the bucket) stayed `policer` (campaign seed 134 path 34 down, 7 up). Now the second
+    train goes at 95 % of the server's pace (237.5 Mbit/s): its tail waits ~0.4 ms behind a tbf's queue, and the
+    direction reads a FIFO of ~10.5 KB and its bucket, where behind a policer (no queue) it stays `policer`."""
+    for queue in (10_500, 0):
+        # back to back at the server's 250 Mbit/s: through the same bucket and queue as a train paced at that
+        b2b = {**tbf_paced(1000, 250.0, 200.0, 20_000, queue), "sender_limited": True, "pace_mbps": None}
+        b2b["head_bytes"] = b2b["head_packets"] * 1500
+        asked = []
+
+        def train(host, port, secret, count=None, pace_mbps=None, up=False):
+            asked.append((count, pace_mbps))
+            return b2b if pace_mbps is None else tbf_paced(count, pace_mbps, 200.0, 20_000, queue)
+
+        monkeypatch.setattr(m, "_train", train)
+        monkeypatch.setattr(m, "_sleep", lambda s: None)
+        d = {"direction": "down", "rate_mbps": 190.0, "limiter": "policer", "rate_by_cc": {"cubic": 190.0},
+             "rate_from": {"cubic": "delivered_bytes"}}
+        m._policer_train("h", 5301, None, d, lambda s: None)
+        assert d["port_mbps"] is None and asked[1][1] == pytest.approx(m.PACE_SHARE * 250.0), asked
+        assert "its head left at the server's pace (250 Mbit/s" in d["train_evidence"][1]
+        assert "both trains read the bucket alike" in d["train_evidence"][3], d["train_evidence"]
+        assert abs(d["rate_mbps"] / 200.0 - 1) < 0.02, d["train_evidence"]
+        m_trains._queue_before_bucket(d, 3.0)
+        if queue:
+            assert d["limiter"] == "fifo" and "tail met a queue" in d["limiter_note"], d.get("train_evidence")
+            assert abs(d["buffer_bytes"] / queue - 1) < 0.1 and abs(d["bucket_bytes"] / 20_000 - 1) < 0.1, d
+        else:
+            assert d["limiter"] == "policer" and "no queue" in d["train_evidence"][-1], d["train_evidence"]
+            assert abs(d["paced_bucket_bytes"] / 20_000 - 1) < 0.1

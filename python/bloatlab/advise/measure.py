@@ -1142,7 +1142,9 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
     head was a single packet (a bucket under two: no spacing to read a port
     from) the paced train goes at PACE_SHARE of the port the idle path showed,
     ``idle_port_mbps`` (:func:`_ports`: the idle train's head down, the large
-    probes' serialization up), where that is faster than the flows' rate."""
+    probes' serialization up), where that is faster than the flows' rate;
+    where the server set the first train's pace (``sender_limited``: the port
+    is at least that fast), at PACE_SHARE of that pace."""
     say(f"  {_way(d)}: a packet train for the policer's port rate and bucket ...")
     t = _train_or_note(host, port, secret, None, d, "train_note", "the port and bucket are assumed", say)
     done_at = _now()
@@ -1172,6 +1174,15 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
         pace_port = idle_port_mbps
         d["train_evidence"].append(f"its head a single packet: the paced train goes at {PACE_SHARE:.0%} of the port the "
                                    f"idle path showed ({idle_port_mbps:.4g} Mbit/s)")
+    elif (p is None and t.get("sender_limited") and t.get("leading_mbps")
+          and t["leading_mbps"] >= TRAIN_PORT_MARGIN * d["rate_mbps"]):
+        # the server, not the path, set the head's pace: the port is at least that fast, so a train paced just below
+        # it queues at no port, and its tail's delays tell a queue in front of the bucket (a tbf) from none
+        # (trains._queue_before_bucket). Without it such a tbf stayed `policer` (campaign seed 134 path 34 down and
+        # path 7 up: tbfs at 2-4 ms whose back-to-back trains left a loaded server at 230-257 Mbit/s)
+        pace_port = t["leading_mbps"]
+        d["train_evidence"].append(f"its head left at the server's pace ({pace_port:.4g} Mbit/s; the port is no "
+                                   f"slower): the paced train goes at {PACE_SHARE:.0%} of it")
     if pace_port is not None and t.get("first_loss") is not None and b is not None:
         _paced_policer_train(host, port, secret, d, t, pace_port, b, done_at, say, random_loss)
     b = d["bucket_bytes"]
