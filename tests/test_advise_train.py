@@ -1497,3 +1497,18 @@ def test_a_head_at_the_servers_pace_paces_the_second_train_below_it_and_its_tail
         else:
             assert d["limiter"] == "policer" and "no queue" in d["train_evidence"][-1], d["train_evidence"]
             assert abs(d["paced_bucket_bytes"] / 20_000 - 1) < 0.1
+
+
+def test_a_head_at_the_servers_pace_that_passed_whole_sends_no_paced_train_and_says_none(monkeypatch):
+    """Seed 142 path 46 down through the emulator: a 280-Mbit/s policer with a 591-KB bucket; the server's 349.2
+    Mbit/s train passed whole. No paced train goes (its bucket is read at least that large), and no evidence
+    claims one."""
+    b2b = {**tbf_paced(1000, 349.2, 280.2, 591_000, 0), "sender_limited": True, "pace_mbps": None}
+    assert b2b["first_loss"] is None
+    b2b["head_bytes"] = 1000 * 1500
+    asked = []
+    monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None, pace_mbps=None, up=False:
+                        asked.append(pace_mbps) or b2b)
+    d = {"direction": "down", "rate_mbps": 280.3, "limiter": "policer"}
+    m._policer_train("h", 5301, None, d, lambda s: None)
+    assert asked == [None] and not any("paced train goes" in e for e in d["train_evidence"]), d["train_evidence"]

@@ -1174,12 +1174,13 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
         pace_port = idle_port_mbps
         d["train_evidence"].append(f"its head a single packet: the paced train goes at {PACE_SHARE:.0%} of the port the "
                                    f"idle path showed ({idle_port_mbps:.4g} Mbit/s)")
-    elif (p is None and t.get("sender_limited") and t.get("leading_mbps")
+    elif (p is None and t.get("sender_limited") and t.get("first_loss") is not None and t.get("leading_mbps")
           and t["leading_mbps"] >= TRAIN_PORT_MARGIN * d["rate_mbps"]):
         # the server, not the path, set the head's pace: the port is at least that fast, so a train paced just below
         # it queues at no port, and its tail's delays tell a queue in front of the bucket (a tbf) from none
         # (trains._queue_before_bucket). Without it such a tbf stayed `policer` (campaign seed 134 path 34 down and
-        # path 7 up: tbfs at 2-4 ms whose back-to-back trains left a loaded server at 230-257 Mbit/s)
+        # path 7 up: tbfs at 2-4 ms whose back-to-back trains left a loaded server at 230-257 Mbit/s). A train that
+        # passed whole sends none (as below): the evidence says so only where one goes (seed 142 path 46)
         pace_port = t["leading_mbps"]
         d["train_evidence"].append(f"its head left at the server's pace ({pace_port:.4g} Mbit/s; the port is no "
                                    f"slower): the paced train goes at {PACE_SHARE:.0%} of it")
