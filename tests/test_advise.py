@@ -1310,3 +1310,27 @@ def test_the_flows_queue_is_the_one_their_bytes_sat_in_not_a_starved_flows_stale
     still = dict(fs, sack_delivered_bytes=sum((list(t * (rate[i] if i != 3 else 0.0)) for i in range(4)), []))
     assert flows_rtt(still, fid, tt, [0, 1, 2, 3], 2.0, 4.0, 95) < flows_rtt(fs, fid, tt, [0, 1, 2, 3], 2.0, 4.0, 95)
     assert np.isnan(flows_rtt(fs, fid, tt, [7], 2.0, 4.0, 50))
+
+
+def test_idle_probes_that_never_came_back_are_sent_again_slowly_to_tell_no_server_from_a_standing_queue(monkeypatch):
+    """Campaign seed 138 path 3: a legacy access point whose one 1.68-MB FIFO another station's download kept full
+    answered none of measure's first 100 idle probes within their 1-s timeout, and measure said "is the server
+    running?". A few probes waited for 5 s each now tell the two apart: answered late, the message gives the idle
+    round trip and its cause; unanswered, the server question stands."""
+    from bloatlab.advise import measure as M
+
+    none = {"probes": [{"id": 0, "loss": 1.0, "rtt_ms": {"p50": None}}]}
+    late = {"probes": [{"id": 0, "loss": 0.1, "rtt_ms": {"p50": 1312.0}}]}
+    asked = []
+
+    def probe(args, timeout, who="measure", partial=False):
+        asked.append(args)
+        return none if len(asked) == 1 else answer
+
+    monkeypatch.setattr(M, "_probe", probe)
+    for answer, said, why in ((late, "answers, but its idle round trip is 1.31 s", "a queue that other traffic keeps full"),
+                              (none, "no UDP echo from 10.77.0.2:5301 within 5 s", "is `bloatlab-probe server` running")):
+        asked.clear()
+        with pytest.raises(M.UserError, match=said) as e:
+            M._measure("10.77.0.2", 5301, True, 4, True, None, False)
+        assert why in str(e.value) and len(asked) == 2 and asked[1][asked[1].index("--timeout") + 1] == "5s", asked

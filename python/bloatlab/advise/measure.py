@@ -1863,6 +1863,32 @@ def measure(host: str | None, quick: bool = False, flows: int = 4, up: bool = Tr
     return m
 
 
+#: The slow probes that tell a server not there from an idle path whose round trip is beyond the first probes'
+#: 1-s timeout (:func:`_no_idle_echo`): this many, this far apart, each waited for this long. A legacy access point's
+#: one FIFO that another station's download keeps full holds every packet for its depth at the shared rate: campaign
+#: seed 138 path 3, a 1.68-MB FIFO behind a station at MCS 3, answered none of 100 probes within 1 s. Five seconds is
+#: the longest round trip a reading can wait for and still end within the quick measurement's budget
+SLOW_ECHO_PROBES, SLOW_ECHO_INTERVAL_MS, SLOW_ECHO_TIMEOUT_S = 20, 50, 5
+
+
+def _no_idle_echo(h: str, port: int, secret: str | None) -> None:
+    """The first idle probes came back from nowhere: a few more, waited for :data:`SLOW_ECHO_TIMEOUT_S` each, tell a
+    server that is not there from a path that held them; a UserError that says which."""
+    args = ["udp", "client", h, "-p", str(port), "--count", str(SLOW_ECHO_PROBES), "--interval",
+            f"{SLOW_ECHO_INTERVAL_MS}ms", "--timeout", f"{SLOW_ECHO_TIMEOUT_S}s", "--give-up", f"{SLOW_ECHO_TIMEOUT_S + 1}s"]
+    slow = _probe(args + (["--secret", secret] if secret else []), timeout=4 * SLOW_ECHO_TIMEOUT_S)
+    pr = (slow.get("probes") or [{}])[0]
+    p50 = (pr.get("rtt_ms") or {}).get("p50")
+    if p50 is not None and pr.get("loss", 1.0) < 1.0:
+        raise UserError(f"measure: {h}:{port} answers, but its idle round trip is {p50 / 1e3:.3g} s (the median of "
+                        f"{SLOW_ECHO_PROBES} slow probes, {pr.get('loss', 0.0):.0%} lost within {SLOW_ECHO_TIMEOUT_S} s; "
+                        f"none of the first {IDLE_FIRST} came back within 1 s): a queue that other traffic keeps "
+                        f"full (another host's download through a shared access point or link) holds every packet; "
+                        f"measure reads the path from its idle round trip: measure again while that traffic pauses")
+    raise UserError(f"measure: no UDP echo from {h}:{port} within {SLOW_ECHO_TIMEOUT_S} s (is `bloatlab-probe server` "
+                    f"running there? if it is, the path drops every probe)")
+
+
 def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str | None, show: bool,
              first_hop: str | None = None) -> Measurement:
     t0 = _now()
@@ -1896,7 +1922,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             raise UserError(f"measure: something answers on {h}:{port}, but not as `bloatlab-probe server` does "
                             f"({idle['udp']['foreign']} foreign replies): a plain echo server, another program, or a "
                             f"server of another version (compare `bloatlab-probe --version` on both ends)")
-        raise UserError(f"measure: no UDP echo from {h}:{port} (is `bloatlab-probe server` running there?)")
+        _no_idle_echo(h, port, secret)
     series = list(idle["raw"]["series"]["probes"]["rtt_ms"]) if "raw" in idle else []
     rmin = float(np.nanmin(series)) if len(series) else pr["rtt_ms"]["p50"]
     base = {"min": rmin, "p50": pr["rtt_ms"]["p50"]}
