@@ -390,3 +390,34 @@ def test_a_window_that_fell_to_a_segment_after_a_loss_is_a_retransmission_timeou
     assert M_evidence.timed_out(j([10, 20, 40, 28, 29, 30], [0, 0, 0, 3, 3, 3]), "down") is False
     assert M_evidence.timed_out(j([2, 3, 2, 2], [0, 0, 1, 1]), "down") is False
     assert M_evidence.timed_out(j([10, 20, 40], [0, 0, 0]), "down") is False
+
+
+def test_a_fills_own_window_is_not_counted_twice_against_its_ramps_losses():
+    """Campaign seed 138 path 56, PIE at 211 Mbit/s and 10.4 ms (its 1000-packet limit 56.5 ms deep): the CUBIC
+    fill's ramp lost segments with its queue at 33.6 ms, its window then stood at 16.7 ms and lost nothing. The
+    window's lossless segments bound the random loss (3 / N, the rule of three) and are not draws of it: the ramp's
+    losses are weighed against the ramp's own segments. Here 16 retransmissions, 4 a flow, in a 3.2-s phase whose
+    window (its second half) carried 29 100 segments without one: over the ramp's 29 100, 3.0 expected, and 16 -
+    3.0 is beyond 3 standard deviations and a handful (8.2); counted over all 58 300 as before, 6.0 expected and
+    16 - 6.0 within 10.4 — no overflow, so the backoff, which contradicts a FIFO here, was never asked."""
+    base, rate = 10.42, 211e6
+    srtt = lambda t: base + (33.64 * t / 0.34 if t <= 0.34 else 33.64 if t <= 0.40 else 16.7)  # noqa: E731
+    j = _phase(3.2, srtt, rate, retx_at=(0.341, 0.342, 0.343, 0.344))
+    w = M_evidence.window_drops(j, "down", 0.0, base)
+    assert w["retransmits"] == 0.0 and w["overflowed"] is False and w["queue_max_ms"] == pytest.approx(16.7)
+    assert w["segments"] == pytest.approx(1.6 * rate / 8 / M_physics.MSS, rel=2e-3)
+    own = M_buffer.slow_start_depth(j, "down", base, 211.0, w["segments"], own_window=True)
+    assert own["overflowed"] is True and own["queue_ms"] == pytest.approx(33.64) and own["retransmits"] == 16
+    twice = M_buffer.slow_start_depth(j, "down", base, 211.0, w["segments"])
+    assert twice["overflowed"] is False and "random loss" in twice["why"]
+    # the threshold itself: 3 / N of the window's N over the ramp's segments (the phase's less the window's)
+    ramp = own["segments"] - w["segments"]
+    expected = 3.0 / w["segments"] * ramp
+    assert 12 - expected > 3 * expected ** 0.5 + 3 > 11 - expected  # 12 or more are an overflow here, 11 not
+    # the fill's own slow start read as an overflow: its flows' backoff holds a FIFO to 32.6 ms, the slow start
+    # queued 33.6 (a FIFO 33.6 ms deep leaves CUBIC's flows at 0.7 x (BDP + depth) - BDP = 20.6 ms at least)
+    x = M_classify.fifo_check(own, w, False, 211.0, 4, base)
+    assert x["rule"] == "backoff" and x["contradicted"] is True
+    beta = M_physics.CUBIC_BETA  # 717 / 1024, tcp_cubic.c's
+    assert x["deepest_fifo_ms"] == pytest.approx(base * (1 - beta) / beta + (16.7 + M_physics.NOISE_MS) / beta, abs=1e-6)
+    assert M_classify.fifo_check(twice, w, False, 211.0, 4, base)["rule"] is None

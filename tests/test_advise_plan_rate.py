@@ -181,6 +181,35 @@ def test_the_probes_busy_share_counts_a_probe_that_waited_a_segment_at_the_rate_
     assert probes_busy({"probes": np.array([])}, 20.0, 1.5, 1.0) is None
 
 
+def test_where_the_reverse_port_is_known_a_probe_counts_busy_beyond_the_noise_and_that_ports_acks():
+    """A probe's wait above the noise finds the link busy (a segment's remaining time counts, which the segment
+    threshold left out), but for what the reverse port's ACKs add to its reply: one ACK-with-SACK's serialization
+    and their M/D/1 mean wait (physics.ack_queue_ms), every segment of the phase's rate ACKed beside the load
+    probes' 73.6 kbit/s. Capped by the segment, and the segment where those ACKs overload the reverse port."""
+    from bloatlab.advise.evidence import probes_busy
+    from bloatlab.advise.physics import ACK_SACK_WIRE, WIRE_SEGMENT, probe_mbps
+
+    import numpy as np
+
+    # 1 Mbit/s forward (a 12.1-ms segment), base 20 ms, the probe's own serialization 1.5 ms: waits of 12, 11.9,
+    # 30, 4 and 1.6 ms
+    w = {"probes": np.array([20 + 1.5 + q for q in (12.0, 11.9, 30.0, 4.0, 1.6)])}
+    other = probe_mbps(10.0)
+    seg = WIRE_SEGMENT * 8 / 1e6 * 1e3
+    assert probes_busy(w, 20.0, 1.5, 1.0)["threshold_ms"] == pytest.approx(seg)  # no reverse port: the segment
+    assert probes_busy(w, 20.0, 1.5, 1.0)["share"] == pytest.approx(2 / 5)
+    # a 10-Mbit/s reverse port: an ACK 0.064 ms, rho 0.0126: the noise sets it, 4 of 5 busy
+    assert probes_busy(w, 20.0, 1.5, 1.0, 10.0, other) == {"share": 0.8, "probes": 5, "threshold_ms": 3.0}
+    # 0.2 Mbit/s: an ACK 3.2 ms, rho (1 x 80 / 1514 + 0.0736) / 0.2 = 0.632, the mean wait 2.75 ACKs' worth of it
+    rho = (1.0 * ACK_SACK_WIRE / WIRE_SEGMENT + other) / 0.2
+    ack = ACK_SACK_WIRE * 8 / 200.0
+    x = probes_busy(w, 20.0, 1.5, 1.0, 0.2, other)
+    assert x["threshold_ms"] == pytest.approx(ack + rho / (2 * (1 - rho)) * ack) and x["share"] == pytest.approx(3 / 5)
+    # 0.15: ACK and wait above the segment, which caps it; 0.05: overloaded (rho 2.5), the segment
+    assert probes_busy(w, 20.0, 1.5, 1.0, 0.15, other)["threshold_ms"] == pytest.approx(seg)
+    assert probes_busy(w, 20.0, 1.5, 1.0, 0.05, other)["threshold_ms"] == pytest.approx(seg)
+
+
 #: campaign seed 84 path 28's upload (CAKE at 0.281 Mbit/s, 19.5 ms): the fill 0.2811 with all 190 of its window's
 #: probes waiting 42.7 ms (a segment at that rate) or more; its BBR phase (5.6 s) read 0.3403, 21 % above the truth
 CAKE_UP = dict(_ev(289.1874, 283.7083, 325.8723, 0.4583, 303.235, 0.2811),

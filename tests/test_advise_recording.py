@@ -194,7 +194,16 @@ def test_a_campaigns_recorded_path_replays_with_todays_reading():
     assert (d["limiter"], d["aqm_qdisc"], d["fifo_check"]["rule"]) == ("aqm", "codel", "bbr")
     assert d["fifo_check"]["slow_start_ms"] == pytest.approx(70.07, abs=0.01)
     assert d["rate_mbps"] == pytest.approx(136.1, abs=0.05) and m.report["base_rtt_ms"]["p50"] == pytest.approx(382.0, abs=1)
-    assert m.report["replay"]["unused"] == ["udp train {host} -p {port} --count 1000"]
+    # the up direction (CoDel at 36.0 Mbit/s) too, since its fill's own window is no longer counted twice against its
+    # ramp's 12 retransmissions (buffer.slow_start_depth's ``own_window``): its slow start overflowed at 93.9 ms, BBR
+    # stood at 270, so no up AQM train is asked for either; the rate is BBR's busy windows', 35.0 for the truth's
+    # 36.007 (the train's drained tail read 36.007)
+    u = m.report["up"]
+    assert (u["limiter"], u["aqm_qdisc"], u["fifo_check"]["rule"]) == ("aqm", "codel", "bbr")
+    assert u["fifo_check"]["slow_start_ms"] == pytest.approx(93.9, abs=0.05)
+    assert u["rate_mbps"] == pytest.approx(35.01, abs=0.01)
+    assert m.report["replay"]["unused"] == ["udp train {host} -p {port} --count 1000",
+                                            "udp train {host} -p {port} --up --count 1000"]
     # the fills' flows' p95 weighted by the bytes each delivered (evidence.flows_rtt: down 5.06 ms where the plain
     # median over the flows read 9.02) put the quiet gap before each BBR phase a few ms short of the recorded one:
     # those runs are served for them, nothing else

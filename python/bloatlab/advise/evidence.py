@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import UserError
 from .path import SHAPE_FRACTION
-from .physics import MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, mathis_loss
+from .physics import ACK_SACK_WIRE, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, mathis_loss
 from .plan import VARIATION_MIN_WINDOW_S, VARIATION_MIN_WINDOWS, variation_window_s
 
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
@@ -358,27 +358,44 @@ def _retrans(j: dict, d: str) -> tuple[float, float]:
     return float(sum(f.get("retransmits", 0) for f in fl)), float(segs)
 
 
-def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float) -> dict | None:
+def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float, reverse_mbps: float | None = None,
+                other_mbps: float = 0.0) -> dict | None:
     """The share of a phase's window probes (``w``, :func:`_window`) that found the bottleneck busy: their round
     trip above the base (``base_ms``, the idle probes' with their serialization out) and their own serialization
-    both ways (``ser_ms``) by one wire segment at the phase's rate (``rate_mbps``) or more, and by the
-    measurement's noise (:data:`NOISE_MS`). A probe that waited that long behind the other traffic found the link
-    sending something else from its arrival to its turn, whatever serves the queue: a FIFO, an AQM, per-flow
-    queues, a port in front of a policer (where a busy port offers more than the policed rate, which then
-    passes exactly that). A probe sent while one segment was on the wire and nothing waited shows less and
-    counts as idle: the share is a lower bound of the time the link was busy. Probes are sent evenly, 10 ms
-    apart by the client's clock, and sample the time as it passes where nothing in the queue's ups and downs
-    keeps step with that period (Poisson arrivals see time averages whatever the queue does, Wolff's PASTA; even
-    ones need that). None where no probe came back in the window.
+    both ways (``ser_ms``) by more than anything but the link being busy can give. A probe that waited behind the
+    other traffic found the link sending something else at its arrival, whatever serves the queue: a FIFO, an
+    AQM, per-flow queues, a port in front of a policer (where a busy port offers more than the policed rate, which
+    then passes exactly that). Probes are sent evenly, 10 ms apart by the client's clock, and sample the time as
+    it passes where nothing in the queue's ups and downs keeps step with that period (Poisson arrivals see time
+    averages whatever the queue does, Wolff's PASTA; even ones need that). None where no probe came back in the
+    window.
 
-    The reverse direction queues only the phase's ACKs (and the probes' replies), ~2 % of its bytes (a 66-B ACK
-    every two segments), on a link at least 1/20 as fast (ADSL's and cable's asymmetry): below 45 % utilisation,
-    where the time one queued ACK takes there is less than a segment here, so it alone never counts a probe busy.
-    Other traffic on that link can (a neighbour's upload): the measurement assumes the path is its own."""
+    What else lifts a probe's round trip, and the threshold it sets (``threshold_ms``, the largest):
+
+    - the measurement's noise, :data:`NOISE_MS` (the VM's pauses);
+    - the reverse direction (its port ``reverse_mbps``, the other direction's the idle path showed), which queues
+      the phase's ACKs and the probes' replies (``other_mbps``: the loaded phases' probe, each way): the reply
+      waits out the ACK on the wire there and the ones queued before it, one ACK-with-SACK's serialization
+      (:data:`physics.ACK_SACK_WIRE`) and :func:`physics.ack_queue_ms`'s mean wait, every segment ACKed (an upper
+      estimate: delayed ACKs send half as many).
+
+    Where the reverse port is unknown, or the ACKs would overload it, the threshold is one wire segment at the
+    phase's rate instead (as all probes were judged before 2026-12-04): a queued ACK takes less than that on a
+    link at least 1/20 as fast (ADSL's and cable's asymmetry) below 45 % utilisation, so it alone never counts a
+    probe busy. That segment threshold counted a probe sent while one segment was on the wire and nothing waited
+    as idle (its wait is that segment's remaining time, uniform over a segment's), which at a slow link is most of
+    a busy one's probes: 0.83 Mbit/s up behind a tbf (campaign seed 138 path 28, a 14.4-ms segment), 66 % of the
+    probes busy at the segment threshold, 92 % at the noise, the fill's rate within 0.2 % of the link's. Either
+    share is a lower bound of the time the link was busy; the noise's is the nearer one. Other traffic on the
+    reverse link (a neighbour's upload) can still count a probe busy: the measurement assumes the path is its
+    own."""
     q = np.asarray(w["probes"], float) - base_ms - ser_ms  # (physics.serialization_ms is never negative)
     if not q.size or rate_mbps <= 0:
         return None
-    threshold = float(max(WIRE_SEGMENT * 8 / (rate_mbps * 1e6) * 1e3, NOISE_MS))
+    segment = WIRE_SEGMENT * 8 / (rate_mbps * 1e6) * 1e3
+    ack = (ACK_SACK_WIRE * 8 / (reverse_mbps * 1e3) + ack_queue_ms(rate_mbps, reverse_mbps, other_mbps)
+           if reverse_mbps else float("inf"))
+    threshold = float(max(min(segment, ack), NOISE_MS))
     return {"share": float(np.mean(q >= threshold)), "probes": int(q.size), "threshold_ms": threshold}
 
 

@@ -46,7 +46,8 @@ from .._bin import find as find_bin
 from ..errors import UserError
 from .path import Path, grade, is_the_reading
 from .physics import (
-    LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, losses_cluster_p, more_lost_than, one_way, serialization_ms,
+    LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, losses_cluster_p, more_lost_than, one_way, probe_mbps,
+    serialization_ms,
     serialization_rate_mbps
 )
 from .plan import (
@@ -365,9 +366,10 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
       hosts' copies, an emulator's) adds to that time, so it is a lower bound of the port, which cannot show
       that the fill reached it (campaign seed 50 path 0: 98.3 read for a 140-Mbit/s CAKE, the fill 110);
     - *busy*: :data:`BUSY_SHARE` (the fill's variation windows busy at the port's rate);
-    - *probes busy*: :data:`BUSY_SHARE` of the window's probes or more waited a segment at the fill's rate behind
-      the other traffic (``ev["probes_busy"]``, :func:`evidence.probes_busy`: the time the link was busy, a lower
-      bound, which needs no port's rate), over at least :data:`BUSY_PROBES` of them, on a capacity the fill's windows
+    - *probes busy*: :data:`BUSY_SHARE` of the window's probes or more waited behind the other traffic longer than
+      the noise and the reverse port's ACKs can lift them (a segment at the fill's rate where that port is unknown)
+      (``ev["probes_busy"]``, :func:`evidence.probes_busy`: the time the link was busy, a lower bound, which needs
+      no port's rate), over at least :data:`BUSY_PROBES` of them, on a capacity the fill's windows
       show fixed (``vfill``, :func:`evidence.variable_rate`: the phase that follows would read another level of a
       moving one), not below a port a packet train's spacing showed faster (``port_spaced``: a capacity that moved
       since the train, or a policer's port; seed 90 path 23, an LTE-like capacity: the fill 5.0 Mbit/s with its
@@ -402,8 +404,8 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
     faster = port_spaced and port_mbps is not None and port_mbps > TRAIN_PORT_MARGIN * rate_mbps
     if pb and pb["probes"] >= BUSY_PROBES and pb["share"] >= BUSY_SHARE and not variable_rate(vfill) and not faster:
         return False, (f"probes busy: {pb['share'] * 100:.0f} % of the window's {pb['probes']} probes waited "
-                       f"{pb['threshold_ms']:.3g} ms or more behind the other traffic (a segment at the fill's rate, "
-                       f"at least the noise): the link was busy that share of the time, the fill's rate is its rate")
+                       f"{pb['threshold_ms']:.3g} ms or more behind the other traffic (more than the noise and the "
+                       f"reverse port's ACKs give, evidence.probes_busy): the link was busy that share of the time, the fill's rate is its rate")
     if own:
         seen = f"a port of {port_mbps:.4g} Mbit/s" if port_mbps is not None else "no port's rate"
         return True, (f"flow isolation at the median ({q50:.3g} ms), but the idle path showed {seen} beside the "
@@ -677,7 +679,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
                         f"beside {flows} flows (a queue of a few packets at a slow port), or UDP is dropped under load; "
                         f"the loaded RTT cannot be read")
     ev = _evidence(j, w, d, base_p50, idle_loss)
-    ev["probes_busy"] = None if wifi else probes_busy(w, base_p50, probe_ser_ms, w["rate_mbps"])
+    ev["probes_busy"] = None if wifi else probes_busy(w, base_p50, probe_ser_ms, w["rate_mbps"], reverse_mbps,
+                                                      probe_mbps(LOAD_PROBE_INTERVAL_MS))
     fill = ev
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
@@ -745,7 +748,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
         fdrops = drops if drops["phase"] == fill_cc else window_drops(j, d, idle_loss, base_p50)
         # the fill's own slow start, read once: the check's, and the deep step's where it reads the depth
         lossless = fdrops["segments"] if fdrops.get("retransmits") == 0 else None
-        fill_ss = slow_start_depth(j, d, base_p50, rate, lossless)
+        fill_ss = slow_start_depth(j, d, base_p50, rate, lossless, own_window=True)
         # the window's own loss beyond the random loss (not queue_dropped, which holds too where the window cannot
         # tell: a ramp with a few drops, a window with none)
         moved = capacity_moved(d, rate, port_mbps)
