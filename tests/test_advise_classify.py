@@ -390,6 +390,33 @@ def test_flow_isolation_whose_train_head_came_faster_than_the_rate_is_a_policer(
     assert z["limiter"] == "aqm"
 
 
+def test_a_short_heads_faster_port_gives_way_to_the_idle_trains_longer_head():
+    """Campaign seed 143 path 58 (fq_codel at 22.0 Mbit/s, 2.3 ms, 1.7 % random loss; measured through the emulator
+    2026-12-04): flow isolation read, then the isolation train's head — 7 packets over 2.67 ms, cut by a random
+    loss, its first packet ~0.6 ms late — came at 26.9 Mbit/s, 1.22x the rate, and turned the direction `policer`.
+    The idle path's train had read the port from 51 packets over 27.2 ms: 22.02. A head's dispersion rate errs by its
+    packets' arrival-time noise over its span, so the longer head's port stands and the isolation is kept; where
+    the idle head is the shorter one, or itself read a faster port (seed 32 path 38's policer on a 32-Mbit/s port),
+    the train's head decides as before."""
+    rate = 22.0225
+    x = {"limiter": "aqm", "aqm_qdisc": None, "rate_mbps": rate, "flows": 4, "evidence": {"dropped": True},
+         "wifi_train": {"leading_mbps": 22.0209, "head_packets": 51, "head_span_ms": 27.2469, "sender_limited": False}}
+    t = dict(isolation_train(26.9243, head=7), head_span_ms=2.6742, tail_packets=967, tail_arrival_mbps=22.0006)
+    y = dict(x)
+    assert not m_trains._isolation_behind_a_faster_port(t, y)
+    assert y["limiter"] == "aqm" and y["isolation_note"].startswith(
+        "the train's head (7 packets over 2.67 ms) arrived at 26.92 Mbit/s, but the idle path's (51 over 27.2 ms) at 22.02")
+    # the idle head shorter than the train's: the train's reading stands
+    z = dict(x, wifi_train=dict(x["wifi_train"], head_span_ms=2.0))
+    assert m_trains._isolation_behind_a_faster_port(t, z) and z["limiter"] == "policer"
+    # the idle head read a faster port too (a policer's bucket passed 52 packets at the port): a policer
+    w = dict(x, wifi_train=dict(x["wifi_train"], leading_mbps=32.04))
+    assert m_trains._isolation_behind_a_faster_port(t, w) and w["limiter"] == "policer"
+    # no idle train (the up direction): as before
+    v = {k: val for k, val in x.items() if k != "wifi_train"}
+    assert m_trains._isolation_behind_a_faster_port(t, v) and v["limiter"] == "policer"
+
+
 # seed 28 path 188: CoDel at 2.32 Mbit/s (measured 2.10), 232 ms; the policer's train right after the loads
 CODEL_SLOW_EV = {"probe_q95_ms": 39.519, "flow_q50_ms": 23.227, "flow_q95_ms": 39.681}
 CODEL_SLOW_TRAIN = {"first_loss": 21, "head_bytes": 31500, "head_packets": 21, "head_send_mbps": 904.74, "leading_mbps": 2.31786,
