@@ -379,7 +379,10 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
       0.2 Mbit/s) lies above any queue a few-packet FIFO or an AQM holds, so neither backlog rule can tell this. Over
       the 338 recorded measurements of campaign seeds 80-97 replayed (``measure --replay``) it leaves out 15 BBR
       phases, all up at 0.17-1.6 Mbit/s (5.3-8.6 s each), and moves two rates: a 0.28-Mbit/s CAKE whose BBR phase
-      read 21 % high (now 0.0 %), a 1.87-Mbit/s FIFO +0.2 → -4.2 %; no limiter or buffer (docs/advise.md)."""
+      read 21 % high (now 0.0 %), a 1.87-Mbit/s FIFO +0.2 → -4.2 %; no limiter or buffer (docs/advise.md). With the
+      bar at the noise and the reverse port's ACKs (2026-12-04), replayed on seeds 138, 143 and 144 (143 recordings):
+      11 more up phases left out at 0.2-0.97 Mbit/s, 5.2-6.4 s each, no limiter or buffer moved, one rate -2.4 →
+      0.0 %."""
     floor = burst_floor_ms(rate_mbps, flows) + (WIFI_HW_QUEUE_MS if hop else 0.0)
     if lossy:
         return False, "the fill ran BBR (a lossy path): its rate is BBR's"
