@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import UserError
 from .path import SHAPE_FRACTION
-from .physics import ACK_SACK_WIRE, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, mathis_loss
+from .physics import MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, mathis_loss, reply_wait_ms
 from .plan import VARIATION_MIN_WINDOW_S, VARIATION_MIN_WINDOWS, variation_window_s
 
 #: the rate from the cumulative ACKs' bytes over the window where a round trip (the flows' smoothed RTT p95)
@@ -375,8 +375,8 @@ def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float, revers
     - the measurement's noise, :data:`NOISE_MS` (the VM's pauses);
     - the reverse direction (its port ``reverse_mbps``, the other direction's the idle path showed), which queues
       the phase's ACKs and the probes' replies (``other_mbps``: the loaded phases' probe, each way): the reply
-      waits out the ACK on the wire there and the ones queued before it, one ACK-with-SACK's serialization
-      (:data:`physics.ACK_SACK_WIRE`) and :func:`physics.ack_queue_ms`'s mean wait, every segment ACKed (an upper
+      waits out the ACK on the wire there and the ones queued before it (:func:`physics.reply_wait_ms`: one
+      ACK-with-SACK's serialization and :func:`physics.ack_queue_ms`'s mean wait, every segment ACKed — an upper
       estimate: delayed ACKs send half as many).
 
     Where the reverse port is unknown, or the ACKs would overload it, the threshold is one wire segment at the
@@ -393,9 +393,7 @@ def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float, revers
     if not q.size or rate_mbps <= 0:
         return None
     segment = WIRE_SEGMENT * 8 / (rate_mbps * 1e6) * 1e3
-    ack = (ACK_SACK_WIRE * 8 / (reverse_mbps * 1e3) + ack_queue_ms(rate_mbps, reverse_mbps, other_mbps)
-           if reverse_mbps else float("inf"))
-    threshold = float(max(min(segment, ack), NOISE_MS))
+    threshold = float(max(min(segment, reply_wait_ms(rate_mbps, reverse_mbps, other_mbps)), NOISE_MS))
     return {"share": float(np.mean(q >= threshold)), "probes": int(q.size), "threshold_ms": threshold}
 
 

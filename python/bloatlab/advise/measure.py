@@ -47,8 +47,7 @@ from ..errors import UserError
 from .path import Path, grade, is_the_reading
 from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, losses_cluster_p, more_lost_than, one_way, probe_mbps,
-    serialization_ms,
-    serialization_rate_mbps
+    serialization_ms, serialization_rate_mbps
 )
 from .plan import (
     FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, VARIATION_MIN_WINDOW_S, _loaded_s, _phase_secs, bbr_phase_secs,
@@ -408,7 +407,8 @@ def rate_phase_plan(ev: dict, rate_mbps: float, flows: int, lossy: bool, vfill: 
     if pb and pb["probes"] >= BUSY_PROBES and pb["share"] >= BUSY_SHARE and not variable_rate(vfill) and not faster:
         return False, (f"probes busy: {pb['share'] * 100:.0f} % of the window's {pb['probes']} probes waited "
                        f"{pb['threshold_ms']:.3g} ms or more behind the other traffic (more than the noise and the "
-                       f"reverse port's ACKs give, evidence.probes_busy): the link was busy that share of the time, the fill's rate is its rate")
+                       f"reverse port's ACKs give, evidence.probes_busy): the link was busy that share of the time, "
+                       f"the fill's rate is its rate")
     if own:
         seen = f"a port of {port_mbps:.4g} Mbit/s" if port_mbps is not None else "no port's rate"
         return True, (f"flow isolation at the median ({q50:.3g} ms), but the idle path showed {seen} beside the "

@@ -288,6 +288,15 @@ def ack_queue_ms(rate_mbps: float, reverse_mbps: float | None, other_mbps: float
     return rho / (2 * (1 - rho)) * ACK_SACK_WIRE * 8 / (reverse_mbps * 1e3)
 
 
+def reply_wait_ms(rate_mbps: float, reverse_mbps: float | None, other_mbps: float = 0.0) -> float:
+    """What the reverse port adds to a probe's reply beside a direction's ACKs (:func:`ack_queue_ms`'s load): the
+    ACK on the wire there (one :data:`ACK_SACK_WIRE` serialization at ``reverse_mbps``) and the mean wait of those
+    queued before it. Infinite where the reverse port is unknown (nothing bounds it) or overloaded."""
+    if not reverse_mbps:
+        return float("inf")
+    return ACK_SACK_WIRE * 8 / (reverse_mbps * 1e3) + ack_queue_ms(rate_mbps, reverse_mbps, other_mbps)
+
+
 #: the idle probes' wire size (B): bloatlab-probe udp client's 64-byte payload + UDP 8 + IPv4 20 (the emulator
 #: and a router serialize the IP packet); the reply is as large
 PROBE_WIRE = 92
