@@ -238,3 +238,48 @@ def test_the_replay_marks_a_stored_measurement_that_skipped_the_stream_todays_co
     assert stream_not_stored(dict(report, loss_stream={"sent": 3032, "lost": 3})) is None
     slow = dict(report, down={"wifi_train": dict(report["down"]["wifi_train"], leading_mbps=5.0)})
     assert stream_not_stored(slow) is None
+
+
+def test_the_loss_bounds_are_clopper_pearsons_two_sides():
+    """loss_lower and loss_upper are the two one-sided 95 % Clopper-Pearson bounds: at each, seeing the count (or
+    more, or fewer) has probability 5 %; none lost bounds nothing from below."""
+    lo, hi = m_physics.loss_lower(6, 10000), m_physics.loss_upper(6, 10000)
+    assert m_physics.binomial_sf(6, 10000, lo) == pytest.approx(0.05, rel=1e-6)
+    assert 1 - m_physics.binomial_sf(7, 10000, hi) == pytest.approx(0.05, rel=1e-6)
+    assert lo < 6 / 10000 < hi
+    # the textbook value: 1 of 100 lost, the lower bound 1 - 0.95^(1/100) = 0.0513 %
+    assert m_physics.loss_lower(1, 100) == pytest.approx(1 - 0.95 ** 0.01, rel=1e-6)
+    assert m_physics.loss_lower(0, 100) == 0.0
+
+
+def test_cubic_loss_is_the_larger_of_rfc_9438s_two_regions():
+    """The loss that holds CUBIC flows at a rate: at a small window Reno's (the TCP-friendly region, Mathis),
+    at a large one the cubic region's, RTT x (C (3 + beta) / (4 (1 - beta)))^(1/3) / W^(4/3)."""
+    # 100 Mbit/s, 4 flows, 20 ms: W = 43.16 segments; Reno's 1.5 / W^2 = 0.0805 %, the cubic region's 0.0141 %
+    w = 100e6 / 4 * 0.020 / (m_physics.MSS * 8)
+    assert m_physics.cubic_loss(100, 4, 20) == pytest.approx(1.5 / w ** 2, rel=1e-9)
+    # 209 Mbit/s, 4 flows, 178 ms: W = 803; the cubic region's 0.178 x 1.0726 / 803^(4/3) = 2.56e-5 (Reno's 2.3e-6)
+    w = 209e6 / 4 * 0.178 / (m_physics.MSS * 8)
+    k = (0.4 * (3 + 717 / 1024) / (4 * (1 - 717 / 1024))) ** (1 / 3)
+    assert k == pytest.approx(1.0726, abs=1e-4)
+    assert m_physics.cubic_loss(209, 4, 178) == pytest.approx(0.178 * k / w ** (4 / 3), rel=1e-9)
+    assert m_physics.cubic_loss(209, 4, 178) > 10 * m_physics.mathis_loss(209, 4, 178)
+
+
+def test_a_fill_is_bbr_where_the_random_loss_holds_cubic_below_the_port():
+    """Campaign seed 146 path 49 (fq_codel at 518 Mbit/s, 3.6 ms, 0.27 % random loss): 56 of 10 300 idle round
+    trips lost (the idle probes' and the loss stream's), the idle train's head (the server's pace) 373 Mbit/s. The
+    loss's lower bound, 0.215 % each way, is above the 0.178 % at which four CUBIC flows reach 373 Mbit/s: the fill
+    is BBR's (it ran CUBIC for its 5-s ceiling at 257 Mbit/s with no queue, then 3.4 s of BBR, each way). Seed 146
+    path 58's loss, 5 of 930 at 62.6 Mbit/s over 13.5 ms, lets them reach it (0.11 % against 0.45 %): CUBIC. From
+    LOSSY up every fill is BBR's; with no loss or no port, CUBIC's."""
+    loss = m_physics.one_way(56 / 10300)
+    lossy, why = m_plan.fill_plan(loss, 56, 10300, 373.3, 4, 3.6)
+    assert lossy and "holds 4 CUBIC flows below the 373.3 Mbit/s" in why
+    low = m_physics.one_way(m_physics.loss_lower(56, 10300))
+    assert low == pytest.approx(0.00215, abs=1e-5) and m_physics.cubic_loss(373.3, 4, 3.6) == pytest.approx(0.00178, abs=1e-5)
+    lossy, why = m_plan.fill_plan(m_physics.one_way(5 / 930), 5, 930, 62.6, 4, 13.5)
+    assert not lossy and "lets 4 CUBIC flows reach 62.6 Mbit/s" in why
+    assert m_plan.fill_plan(0.006, 60, 10000, 1.0, 4, 5.0)[0]
+    assert m_plan.fill_plan(0.0, 0, 10000, 373.3, 4, 3.6) == (False, "no random loss")
+    assert not m_plan.fill_plan(loss, 56, 10300, None, 4, 3.6)[0]

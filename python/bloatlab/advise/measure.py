@@ -51,7 +51,7 @@ from .physics import (
 )
 from .plan import (
     FILL_FLOOR_PACKETS, IDLE_MAX_S, SAMPLES_PER_PHASE, VARIATION_MIN_WINDOW_S, _loaded_s, _phase_secs, bbr_phase_secs,
-    fill_floor_s, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
+    fill_floor_s, fill_plan, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
     ACKED_EDGE, _evidence, _variation_fields, _window, busy_rate, first_losses, probes_busy, queued_bytes_p95, rate_variation,
@@ -88,10 +88,6 @@ LOAD_CC = "cubic"
 #: how long after its phase a load may take to bring its result back (s): ~150 KB at 0.2 Mbit/s is 6 s, loss
 #: recovery behind a policer with a small bucket several times that
 RESULTS_WAIT_S = 120
-
-
-#: one-way idle loss from which the rate is measured with BBR flows instead
-LOSSY = 0.005
 
 
 #: The idle probes (echo probes every :data:`IDLE_INTERVAL_MS`) end by a stopping rule (:func:`idle_plan`): first
@@ -1981,12 +1977,17 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         base["p50"] = max(base["p50"], 0.01)
         base["min"] = max(base["min"] - ser, 0.01)
     idle_loss = report["loss"]
-    # on a lossy path CUBIC cannot fill the link (Mathis): both phases use BBR,
-    # which does not read random loss as congestion; the buffer then reads low
-    # (BBR holds about one BDP in flight beyond the pipe) and is reported as such
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
-    lossy = report["loss"] >= LOSSY
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
+    # where the random loss holds CUBIC below the port, a direction's phases both use BBR, which does not read random
+    # loss as congestion (plan.fill_plan); the buffer then reads low (BBR holds about one BDP in flight beyond the
+    # pipe) and is reported as such. The ports' lower bounds: down, the idle train's head (the server's pace where it
+    # was slower); up, the port the serialization and that head show, else the serialization's own rate (1/R =
+    # 1/down + 1/up: up is at least R). Not through a WiFi hop (the train's head is its PHY rate, not the line's)
+    st = report.get("loss_stream") or {}
+    kept = "sent" in st and "discarded" not in st
+    lost, sent = li["lost"] + (st["lost"] if kept else 0), li["sent"] + (st["sent"] if kept else 0)
+    lower = {"down": lead, "up": ports["up"] or (serialization_rate_mbps(ser) if ser else None)}
     wp["idle_spread_ms"] = base["p50"] - base["min"]  # (_wifi_train: other stations on a WiFi hop)
     # a WiFi hop in front of the line, the idle probes' channel accesses (wifi_hop.front_hop, which _front_hop reads
     # again for the twin once the directions are read), where the train read no hop of its own (a hop that holds
@@ -1995,8 +1996,10 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
+        lossy, why_lossy = fill_plan(idle_loss, lost, sent, None if wifi or hop else lower[d], flows, base["p50"])
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
                                    ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop)
+        x["load_cc_why"] = why_lossy
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
         lap_at[0] += sum(x["phases_s"].values())

@@ -11,7 +11,8 @@ import numpy as np
 
 from .path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE
 from .physics import (
-    MSS, PROBE_WIRE, WIRE_SEGMENT, loss_upper, mathis_loss, median_ci_ms, one_way, serialization_rate_mbps
+    MSS, PROBE_WIRE, WIRE_SEGMENT, cubic_loss, loss_lower, loss_upper, mathis_loss, median_ci_ms, one_way,
+    serialization_rate_mbps
 )
 
 #: a slow start begins at the initial window (RFC 6928: 10 segments, bytes): where COBALT's bound
@@ -257,6 +258,38 @@ def gap_s(queue_ms: float, base_ms: float) -> float:
     """The quiet gap before a loaded phase after one that queued ``queue_ms`` (its flows' p95) on a path of
     ``base_ms`` (:data:`IDLE_MIN_S`)."""
     return min(max(IDLE_MIN_S, (queue_ms + 2 * base_ms) / 1e3), IDLE_MAX_S)
+
+
+#: The one-way random loss from which every fill runs BBR, whatever the path's BDP: the rule before
+#: :func:`fill_plan` derived the choice from the loss and the port, kept as its upper end since no loss-based fill
+#: has been read on a path this lossy (the campaigns' 0.5-3.7 % paths all filled with BBR: 15 of their 18 down
+#: limiters right over measure-only seeds 134-146's recordings), not a loss at which CUBIC could not fill
+LOSSY = 0.005
+
+
+def fill_plan(loss: float, lost: int, sent: int, port_mbps: float | None, flows: int, base_ms: float) -> tuple[bool, str]:
+    """Whether a direction's fill runs BBR (True) rather than a loss-based control, and why. A loss-based fill is
+    there to fill the bottleneck's queue (what reveals a FIFO's depth and an AQM's hold), which CUBIC does only
+    where the path's random loss lets its ``flows`` flows reach the rate: where the loss's 95 % lower bound (the
+    ``lost`` of ``sent`` idle round trips the figure ``loss``, each way, is from: :func:`one_way` of
+    :func:`loss_lower`) is above :func:`cubic_loss` at ``port_mbps`` (a lower bound of the direction's port the idle
+    path showed) over the base RTT ``base_ms``, the flows sit on a plateau below the rate with no queue: the fill
+    then runs to its ceiling (``--queue-only``: no standing queue ends it), reads neither queue nor rate, and the
+    BBR phase after it reads the rate (campaign seed 146 path 49: 0.27 % at 3.6 ms hold four CUBIC flows below 311
+    Mbit/s, the port 518: a 5-s fill at 257 Mbit/s without a queue, then 3.4 s of BBR, each way). BBR fills such a path itself
+    (:data:`LOSSY`'s rule: it does not read a random loss as congestion)."""
+    if loss >= LOSSY:
+        return True, f"the idle path lost {loss * 100:.2g} % each way (from {LOSSY * 100:g} % every fill is BBR's)"
+    if lost <= 0 or not port_mbps or base_ms <= 0:
+        return False, "no random loss" if lost <= 0 else "no port rate to weigh the random loss against"
+    low = one_way(loss_lower(lost, sent))
+    holds = cubic_loss(port_mbps, flows, base_ms)
+    if low <= holds:
+        return False, (f"the random loss, at least {low * 100:.2g} % each way, lets {flows} CUBIC flows reach "
+                       f"{port_mbps:.4g} Mbit/s (held below it from {holds * 100:.2g} %)")
+    return True, (f"the random loss, at least {low * 100:.2g} % each way, holds {flows} CUBIC flows below the "
+                  f"{port_mbps:.4g} Mbit/s the idle path showed the port at (above the {holds * 100:.2g} % at which they "
+                  f"reach it: RFC 9438's response): their fill would find no queue")
 
 
 def loss_stream_plan(lost: int, sent: int, ser_ms: float | None, base_ms: float, wifi: bool,
