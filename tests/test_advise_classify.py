@@ -866,15 +866,18 @@ def test_an_up_direction_read_fifo_with_drops_names_a_single_queue_aqm_it_sent_n
     assert y["limiter_alternatives"] is None
 
 
-def test_an_up_train_sends_what_the_up_rate_drains_in_two_seconds_and_no_fewer_than_twenty_packets():
-    """Up, this host sends the train and the measured rate drains it (a single-queue AQM holds all of it up to
-    its 1000-packet limit): at most UP_TRAIN_S (2 s) of the rate, at least UP_TRAIN_MIN_PACKETS (20), never more
-    than asked; the down trains keep their counts."""
-    assert m.up_train_count(0.2, None) == 33          # 2 s x 0.2 Mbit/s / 1500 B = 33.3
-    assert m.up_train_count(0.05, None) == 20         # 8.3 packets: the floor
-    assert m.up_train_count(6.0, None) == 1000        # 1000 packets: the down AQM train's count, 2 s at 6 Mbit/s
-    assert m.up_train_count(100.0, None) == 1000 and m.up_train_count(100.0, 300) == 300
-    assert m.up_train_count(2.1015, m_trains.AQM_TRAIN_PACKETS) == 350
+def test_a_train_sends_what_the_rate_drains_in_two_seconds_and_no_fewer_than_twenty_packets():
+    """The measured rate drains a train (a single-queue AQM holds all of it up to its 1000-packet limit), up and
+    down alike: at most TRAIN_S (2 s) of the rate, at least TRAIN_MIN_PACKETS (20), never more than asked; the AQM
+    train twice what it must build behind the flows' queue where that is longer (aqm_train_s)."""
+    assert m.train_count(0.2, None) == 33          # 2 s x 0.2 Mbit/s / 1500 B = 33.3
+    assert m.train_count(0.05, None) == 20         # 8.3 packets: the floor
+    assert m.train_count(6.0, None) == 1000        # 1000 packets: the down AQM train's count, 2 s at 6 Mbit/s
+    assert m.train_count(100.0, None) == 1000 and m.train_count(100.0, 300) == 300
+    assert m.train_count(2.1015, m_trains.AQM_TRAIN_PACKETS) == 350
+    # behind 600 ms of queue a reading needs 1.2 s built and a tail as long: 2.4 s (AQM_BURST_RATIO = 2)
+    assert m.aqm_train_s(100.0) == m.TRAIN_S and m.aqm_train_s(600.0) == pytest.approx(2.4)
+    assert m.train_count(2.0, m_trains.AQM_TRAIN_PACKETS, seconds=m.aqm_train_s(600.0)) == 400
 
 
 def _up(x: dict) -> dict:
@@ -963,7 +966,7 @@ def test_an_up_trains_refusal_or_its_own_queues_drops_end_that_train_only(monkey
 
 
 def test_an_up_fifo_with_drops_reads_the_policers_train_as_its_aqm_train_where_it_is_as_long(monkeypatch):
-    """Up, the AQM train is the up rate's count (up_train_count), so the back-to-back train a policer reading
+    """Up, the AQM train is the up rate's count (train_count), so the back-to-back train a policer reading
     sent serves as it where it was as long (as down where it had the AQM train's 1000 packets): one train up."""
     calls = []
     t = dict(CODEL_SLOW_TRAIN, sent=350, received=300, lost=50, tail_packets=279)

@@ -58,6 +58,12 @@ def test_the_host_is_replaced_only_as_itself_and_a_derived_value_that_equals_it_
     assert R.normalized(["load", "5301", "-p", "5301", "--count", "5301"], "5301", 5301) == [
         "load", "{host}", "-p", "{port}", "--count", "5301"]
     assert R.shape(["load", "{host}", "-t", "7.4", "-C", "cubic"]) == ("load", "{host}", "-t", "*", "-C", "cubic")
+    # a packet train's count is derived even where the probe's default was asked for (none): a recording made
+    # before trains were sized to the rate serves today's smaller one
+    old = ["udp", "train", "{host}", "-p", "{port}", "--secret", "{secret}"]
+    assert R.shape(old) == R.shape(["udp", "train", "{host}", "-p", "{port}", "--count", "333", "--secret", "{secret}"])
+    assert R.shape(["udp", "train", "{host}", "-p", "{port}", "--up"]) == R.shape(
+        ["udp", "train", "{host}", "-p", "{port}", "--up", "--count", "40"])
 
 
 def test_a_replay_serves_each_run_by_its_arguments_whatever_the_order_and_moves_the_clock_with_them(tmp_path):

@@ -606,7 +606,8 @@ def test_the_aqm_verdict_reads_the_policer_train_where_one_was_sent(monkeypatch)
     monkeypatch.setattr(m, "_train", lambda host, port, secret, count=None: sent.append(count) or FIFO_SLOW_TRAIN)
     y = {"limiter": "fifo", "rate_mbps": 4.61, "buffer_bytes": 18095, "load_cc": m.LOAD_CC, "evidence": {"dropped": True}}
     m._aqm_train("h", 5301, None, y, lambda s: None)
-    assert sent == [m_trains.AQM_TRAIN_PACKETS] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]
+    # (2 s of the 4.61 Mbit/s: 768 packets, not the probe's 1000, measure.train_count)
+    assert sent == [768] and y["limiter"] == "fifo" and "a FIFO's buffer" in y["aqm_note"]
 
 
 def test_a_lossy_paths_bbr_fill_that_dropped_beyond_the_random_loss_sends_the_aqm_train(monkeypatch):
@@ -667,10 +668,10 @@ def test_a_paced_trains_tail_reads_the_policed_rate_the_flows_fall_short_of():
 def test_an_up_train_behind_a_slow_policer_offers_the_packets_its_tail_needs():
     # campaign seed 80 path 37's up direction through the emulator: a 0.870-Mbit/s policer (a 3-KB bucket) on a
     # 3.757-Mbit/s port; four CUBIC flows got 0.2232 through it (60 % retransmitted), and the up train paced at
-    # 3.569 was sized from them (up_train_count: what 0.2232 drains in 2 s, 37 packets). Its tail held 8 packets,
+    # 3.569 was sized from them (train_count: what 0.2232 drains in 2 s, 37 packets). Its tail held 8 packets,
     # too few to read, and the rate stood at the flows' (-74 %)
-    old = with_tail(paced(m.up_train_count(0.2232, 298), 1500, 3.569, 0.870, 3000))
-    assert m.up_train_count(0.2232, 298) == 37 and old["tail_packets"] < m_trains.TAIL_RATE_PACKETS
+    old = with_tail(paced(m.train_count(0.2232, 298), 1500, 3.569, 0.870, 3000))
+    assert m.train_count(0.2232, 298) == 37 and old["tail_packets"] < m_trains.TAIL_RATE_PACKETS
     assert m_trains.paced_rate(old, 3.569, 3750, 0.2232)[0] is None
     # the head drains the 3.75-KB reading at the pace less 0.2232 (2.67 packets), then 10 x 3.569 / 0.2232 = 159.9
     # packets offered pass 10 at the flows' rate, and one for the first loss

@@ -56,10 +56,11 @@ class _Stored:
         if pace_mbps:
             t = self.x.get("paced_train")
             what = "paced_train"
-        elif up:
-            # an up train's count is the up rate's (measure.up_train_count), the same for the policer's train and
-            # the AQM's: served in measure's order, the policer's first where one was stored (a reading today that
-            # asks for another train than the stored run did gets the next stored one: up replays are approximate)
+        elif up or (count is not None and count < M_trains.AQM_TRAIN_PACKETS and count != M.WIFI_TRAIN_PACKETS):
+            # an up train's count is the up rate's (measure.train_count), the same for the policer's train and
+            # the AQM's, and so is a down train's below 6 Mbit/s: served in measure's order, the policer's first
+            # where one was stored (a reading today that asks for another train than the stored run did gets the
+            # next stored one: such replays are approximate)
             what = next((w for w in ("train", "isolation_train", "aqm_train")
                          if self.x.get(w) is not None and w not in self.served), "aqm_train")
             self.served.add(what)

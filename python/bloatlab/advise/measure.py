@@ -65,7 +65,7 @@ from .classify import (
 )
 from .buffer import DEEP_CC, _buffer_text, _twin_buffer, buffer_reading, slow_start_depth
 from .trains import (
-    AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, bucket_before_fifo, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
+    AQM_BURST_RATIO, AQM_TRAIN_PACKETS, RATE_ERROR, TRAIN_PORT_MARGIN, bucket_before_fifo, _fifo_deeper_than_the_flows, _held_not_policed, _isolation_behind_a_faster_port,
     _not_a_fifo, _not_a_policer, _paced_past_the_flows, _queue_before_bucket, paced_bucket, paced_cut, paced_rate,
     policed_tail_count, policer_figures, port_fifo_from_delays,
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
@@ -980,25 +980,36 @@ def _way(d: dict) -> str:
     return d.get("direction", "down")
 
 
-#: An up train (``udp train --up``: this host sends, the server stamps the arrivals) drains at the up link's rate,
-#: which the draw puts as low as 0.05 Mbit/s, where the down trains' 1000 packets (AQM_TRAIN_PACKETS, the server's
-#: default) would queue for 240 s behind a single-queue AQM, which holds them all (its limit is 1000 packets).
-#: So an up train sends at most what the measured rate drains in this long (s): the AQM train's reading needs a
-#: queue of AQM_BURST_RATIO (2) x the flows' (a single-queue AQM holds theirs near its target plus a packet's
-#: serialization: 5-15 ms + 60 ms at 0.2 Mbit/s) and more than PIE's 150-ms burst allowance (trains.PIE_BURST_MS);
-#: 2 s is 13x that allowance, and 2 s of queue is what the down AQM train builds at 6 Mbit/s
-UP_TRAIN_S = 2.0
+#: A packet train drains at its direction's rate, which the draw puts as low as 0.05 Mbit/s up and 1 Mbit/s down,
+#: where the probe's default 1000 packets (AQM_TRAIN_PACKETS) would queue for 240 s (12 s down) behind a
+#: single-queue AQM, which holds them all (its limit is 1000 packets): PIE at 1.4-2.0 Mbit/s held the down trains
+#: 4.8-6.6 s of `measure --quick` (campaign seed 146 paths 25, 29, 53). So a train sends at most what the measured
+#: rate drains in this long (s) (:func:`train_count`): the AQM train's reading needs a queue of AQM_BURST_RATIO (2)
+#: x the flows' (a single-queue AQM holds theirs near its target plus a packet's serialization: 5-15 ms + 60 ms at
+#: 0.2 Mbit/s; :func:`aqm_train_s` where the flows stood deeper) and more than PIE's 150-ms burst allowance
+#: (trains.PIE_BURST_MS); 2 s is 13x that allowance, and 2 s of queue is what 1000 packets build at 6 Mbit/s; a
+#: policer's bucket (at most 100 ms of its rate, the draw's) passes a back-to-back train's head for bucket / (1 -
+#: rate / port): 1 s at a rate of 90 % of the port
+TRAIN_S = 2.0
 
 #: ... and at least this many packets: a tail of 10 packets after a first loss is the least whose rate the probe
 #: reads as more than coarse (crates/probe/src/train.rs), and a head before it as many again (4.8 s at 0.05 Mbit/s)
-UP_TRAIN_MIN_PACKETS = 20
+TRAIN_MIN_PACKETS = 20
 
 
-def up_train_count(rate_mbps: float, count: int | None, wire: int = WIRE_SEGMENT) -> int:
-    """The packets an up train at ``rate_mbps`` sends for ``count`` asked (None: the probe's default, 1000): at
-    most what the rate drains in :data:`UP_TRAIN_S`, at least :data:`UP_TRAIN_MIN_PACKETS`."""
+def train_count(rate_mbps: float, count: int | None, wire: int = WIRE_SEGMENT, seconds: float = TRAIN_S) -> int:
+    """The packets a train at ``rate_mbps`` sends for ``count`` asked (None: the probe's default, 1000): at most what
+    the rate drains in ``seconds`` (:data:`TRAIN_S`), at least :data:`TRAIN_MIN_PACKETS`."""
     want = count or AQM_TRAIN_PACKETS
-    return int(min(want, max(UP_TRAIN_MIN_PACKETS, UP_TRAIN_S * rate_mbps * 1e6 / 8 / wire)))
+    return int(min(want, max(TRAIN_MIN_PACKETS, seconds * rate_mbps * 1e6 / 8 / wire)))
+
+
+def aqm_train_s(queue_ms: float) -> float:
+    """How long (s) of the rate an AQM train may be (:func:`train_count`) behind a queue the flows stood in for
+    ``queue_ms``: :data:`TRAIN_S`, or where that is short of it, twice what the train must build to show a
+    single-queue AQM's burst (AQM_BURST_RATIO x ``queue_ms``: trains.single_queue_aqm), a tail after it as long
+    as that head (its rate and its drops are what tell a FIFO's tail drop, trains.train_cannot_tell)."""
+    return max(TRAIN_S, 2 * AQM_BURST_RATIO * queue_ms / 1e3)
 
 
 def _sender(d: dict) -> str:
@@ -1007,13 +1018,16 @@ def _sender(d: dict) -> str:
 
 
 def _train_or_note(host: str, port: int, secret: str | None, count: int | None, d: dict, note: str, assumed: str,
-                   say) -> dict | None:
+                   say, seconds: float = TRAIN_S) -> dict | None:
     """:func:`_train` (up where ``d`` is the up direction's report: :func:`_send_up`), or None where it failed:
-    then ``d[note]`` says why and what is ``assumed`` instead."""
+    then ``d[note]`` says why and what is ``assumed`` instead. A train after the direction's loads (``d`` has its
+    rate) sends :func:`train_count` packets of ``count`` (``seconds`` of the rate); down, where that is the probe's
+    default, it asks for none (the run as it was recorded before trains were sized down)."""
+    n = train_count(d["rate_mbps"], count, seconds=seconds) if d.get("rate_mbps") else count
     try:
         if _way(d) == "up":
-            return _send_up(host, port, secret, d, count)
-        return _train(host, port, secret, count)
+            return _send_up(host, port, secret, d, n, sized=bool(n))
+        return _train(host, port, secret, None if count is None and n == AQM_TRAIN_PACKETS else n)
     except UserError as e:
         d[note] = f"no packet train ({e}): {assumed}"
         say(f"  ({d[note]})")
@@ -1022,7 +1036,7 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
 
 def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None,
              sized: bool = False) -> dict:
-    """An up train for the up direction's report ``d``: :func:`up_train_count` packets at its rate (``sized``:
+    """An up train for the up direction's report ``d``: :func:`train_count` packets at its rate (``sized``:
     ``count`` as its caller sized it, :func:`_paced_policer_train`'s), counted in
     ``d["up_trains_sent"]``; where the first failed (``d["no_up_train"]``: a server that predates up trains, or none
     answering them) every later one fails with its error at once, without the handshake's timeouts again (a later
@@ -1030,7 +1044,7 @@ def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | Non
     if d.get("no_up_train"):
         raise UserError(d["no_up_train"])
     try:
-        n = count if sized and count else up_train_count(d["rate_mbps"], count)
+        n = count if sized and count else train_count(d["rate_mbps"], count)
         t = _train(host, port, secret, n, pace_mbps, up=True)
     except UserError as e:
         if not d.get("up_trains_sent") and any(w in str(e) for w in UP_TRAINS_UNSERVED):
@@ -1218,13 +1232,13 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
                                    f"the policed rate")
         return
     count = int(min(PACED_TRAIN_PACKETS, PACED_TRAIN_S * pace * 1e6 / 8 / w + 1))
-    # an up train is sent no longer than its rate drains in UP_TRAIN_S (up_train_count: the queue it would build
+    # an up train is sent no longer than its rate drains in TRAIN_S (train_count: the queue it would build
     # behind an AQM); behind a policer the paced train builds none, and it needs the packets whose tail reads the
     # policed rate (trains.policed_tail_count: campaign seed 80 path 37, a 0.87-Mbit/s up policer with a 3-KB
     # bucket, its flows at 0.223 Mbit/s sized a 37-packet train whose 8 tail packets were too few, and the rate
     # was read -74 %)
     if _way(d) == "up":
-        count = min(count, max(up_train_count(rate, count, w), policed_tail_count(b1, rate, pace, w, random_loss)))
+        count = min(count, max(train_count(rate, count, w), policed_tail_count(b1, rate, pace, w, random_loss)))
     ended, before = done_at, t1
     for attempt in range(2):
         say(f"  {_way(d)}: a packet train paced at {pace:.4g} Mbit/s ({count} packets) for the bucket ...")
@@ -1356,10 +1370,11 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     t = x.get("train")
     done_at = _now()
-    need = up_train_count(x["rate_mbps"], AQM_TRAIN_PACKETS) if _way(x) == "up" else AQM_TRAIN_PACKETS
+    need = train_count(x["rate_mbps"], AQM_TRAIN_PACKETS, seconds=aqm_train_s(queue_ms))
     if not t or t.get("sent", 0) < need:
         say(f"  {_way(x)}: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
-        t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say)
+        t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say,
+                           aqm_train_s(queue_ms))
         done_at = _now()
         if t is None:
             return
@@ -1779,8 +1794,8 @@ def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float
     """The up direction ``x`` after its loads, read again from packet trains
     this host sends up (``udp train --up``: the server stamps their
     arrivals) as the down direction is from the server's
-    (:func:`_trains_after_load`), each at most :data:`UP_TRAIN_S` of the
-    measured rate (:func:`up_train_count`); not behind a WiFi hop the down
+    (:func:`_trains_after_load`), each at most :data:`TRAIN_S` of the
+    measured rate (:func:`train_count`); not behind a WiFi hop the down
     train read (``up_through_the_hop``: the up flows through the same hop).
     Where a server predates up trains the direction keeps its flows' reading,
     and :func:`trains.untrained_aqm` names what a train would have told."""
@@ -1792,8 +1807,8 @@ def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float
 def up_left_open(x: dict) -> None:
     """What the up direction ``x``'s trains (:func:`_up_trains`) leave open, named beside its verdict: a FIFO
     behind this host's own first hop where a train's tail read a single-queue AQM (:func:`trains.up_first_hop`);
-    a single-queue AQM where no AQM train went up, or where the one that went, shortened to :data:`UP_TRAIN_S` of
-    the rate (fewer than the down train's :data:`AQM_TRAIN_PACKETS`), read a FIFO (:func:`trains.untrained_aqm`):
+    a single-queue AQM where no AQM train went up, or where the one that went, shortened to :data:`TRAIN_S` of
+    the rate (fewer than the probe's :data:`AQM_TRAIN_PACKETS`), read a FIFO (:func:`trains.untrained_aqm`):
     at 0.34 Mbit/s behind CoDel the flows stood in 555 ms and 52 packets built 1.9x that, short of the
     AQM_BURST_RATIO x a reading needs (campaign seed 69 path 17), where the down train's 1000 would have built 21x."""
     up_first_hop(x)
@@ -1801,8 +1816,8 @@ def up_left_open(x: dict) -> None:
     if t is None:
         untrained_aqm(x)
     elif t.get("sent", AQM_TRAIN_PACKETS) < AQM_TRAIN_PACKETS:
-        untrained_aqm(x, f"the AQM train sent up was {t['sent']} packets ({UP_TRAIN_S:g} s of the rate, not the down "
-                         f"train's {AQM_TRAIN_PACKETS}): a FIFO at the flows' depth or a single-queue AQM (CoDel, PIE) "
+        untrained_aqm(x, f"the AQM train sent up was {t['sent']} packets ({TRAIN_S:g} s of the rate, not the "
+                         f"probe's {AQM_TRAIN_PACKETS}): a FIFO at the flows' depth or a single-queue AQM (CoDel, PIE) "
                          f"holding it there, not told apart")
 
 

@@ -70,8 +70,16 @@ def normalized(args: list[str], host: str, port: int) -> list[str]:
 
 
 def shape(args: list[str]) -> tuple:
-    """What a substitute must share with ``args``: every token but the values of :data:`DERIVED_FLAGS`."""
-    return tuple("*" if i and args[i - 1] in DERIVED_FLAGS else a for i, a in enumerate(args))
+    """What a substitute must share with ``args``: every token but the values of :data:`DERIVED_FLAGS`. A packet
+    train's count is derived whether or not it is asked for (none asks for the probe's default, 1000: measure sizes
+    trains to the rate since 2026-12-04, and a recording made before holds the default where today's code asks for
+    fewer), so ``udp train`` has one whatever ``args`` say."""
+    out = tuple("*" if i and args[i - 1] in DERIVED_FLAGS else a for i, a in enumerate(args))
+    if args[:2] == ["udp", "train"] and "--count" not in args:
+        # where measure puts it (measure._train): after the host, the port and an up train's --up
+        at = 5 + (args[5:6] == ["--up"])
+        out = out[:at] + ("--count", "*") + out[at:]
+    return out
 
 
 class Live:
