@@ -638,3 +638,34 @@ def test_this_hosts_interface_is_read_from_sysfs_and_a_virtual_one_is_unknown():
     # loopback: no device behind it (virtual), so the idle probes decide
     assert m.first_hop_kind("127.0.0.1") is None
     assert m.first_hop_kind("no-such-host.invalid") is None
+
+
+def test_a_hop_read_as_shared_on_the_fills_deficit_alone_names_the_wired_limiter_behind_it():
+    """Campaign seed 146 path 11: a 4.9-Mbit/s policer behind an fq AP at MCS 1 with no other station. The fill's
+    four CUBIC flows got 4.59 Mbit/s where the model of a lone station carries that fill at 9.39 (more than
+    WIFI_LONE_FILL_MARGIN x), the idle probes 0.27 ms beyond their least (no other station seen idle): read `wifi`
+    with one other busy station, where the flows' own evidence read a policer. A wired limiter behind the hop slower
+    than 9.39 / 1.25 = 7.52 Mbit/s gives the same deficit: it is named with that condition, so a policer at 4.9
+    is said and one at 8 is not; where the idle probes saw the others, nothing is added."""
+    from bloatlab.advise import campaign as C
+    from bloatlab.advise import measure as M
+
+    wired_alts = [{"limiter": "policer"}, {"limiter": "fifo", "depth_below_ms": 22.6}, {"limiter": "aqm", "target_below_ms": 22.6}]
+    x = {"limiter": "policer", "limiter_alternatives": wired_alts, "limiter_note": "the flows' own note"}
+    M._wired_behind_the_hop(x, "policer", wired_alts, 9.394, 4.588)
+    alts = x["limiter_alternatives"]
+    assert [a["limiter"] for a in alts] == ["wifi", "policer", "fifo", "aqm"]
+    assert all(a["rate_below_mbps"] == pytest.approx(9.394 / M.WIFI_LONE_FILL_MARGIN) for a in alts[1:])
+    assert alts[2]["depth_below_ms"] == 22.6 and "or a wired fifo behind the hop" in alts[2]["why"]
+    assert "or a wired policer or fifo or aqm behind the hop holds the flows to their 4.588 Mbit/s" in x["limiter_note"]
+    m = {"limiter": "wifi", "limiter_alternatives": alts}
+    truth = {"limiter": "policer", "observable": "policer", "down_mbps": 4.91}
+    assert C.limiter_said(truth, m) and not C.limiter_said(dict(truth, down_mbps=8.0), m)
+    # the same hop where the idle probes waited beyond a full aggregate: the others were seen, no wired alternative
+    y = {"rate_mbps": 4.588, "rate_by_cc": {"cubic": 4.588}, "rate_from": {"cubic": "acked"}, "limiter": "policer",
+         "limiter_alternatives": wired_alts, "fill_flow_q95_ms": 10.7, "fill_dropped": True, "fill_flow_q50_ms": 5.0,
+         "load_cc": "cubic", "flows": 4, "phase_s": 5.0,
+         "evidence": {"flow_q95_ms": 10.7, "dropped": True, "flow_q50_ms": 5.0}}
+    M._wifi_train({"train": AT_MCS7, "phy_mbps": 12.9, "note": "a WiFi hop", "idle_spread_ms": 13.1}, y, 141.4,
+                  lambda s: None)
+    assert y["limiter"] == "wifi" and y["wifi"]["shared"]["idle_spread_ms"] == 13.1 and y["limiter_alternatives"] is None

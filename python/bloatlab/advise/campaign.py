@@ -899,6 +899,8 @@ def _holds(t: dict, key: str, value) -> bool:
         return t["limiter"] in value
     if key == "rate_above_mbps":
         return t["down_mbps"] >= value
+    if key == "rate_below_mbps":
+        return t["down_mbps"] <= value
     if key == "port_within":
         return t["limiter"] == "policer" and bool(t.get("port_mbps")) and t["port_mbps"] <= value * t["down_mbps"]
     return False

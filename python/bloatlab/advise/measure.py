@@ -1643,6 +1643,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
         legacy, why_legacy = _legacy_by_model(x, phy, base_ms, *air_fill)
         if legacy:
             mac, why_mac = "legacy", f"{why_mac}; but {why_legacy}"
+    # what the wired reading was (the flows' evidence alone): the shared hop's reading below may rest on a rate that
+    # a wired limiter behind the hop would give as well
+    wired, wired_alts = x.get("limiter"), x.get("limiter_alternatives")
     # (an AQM the wired reading took the AP's queue for is no qdisc of the twin's: aqm_qdisc goes too)
     x.update(limiter="wifi", wifi={"phy_mbps": phy, "mac": mac}, limiter_note=f"{why}; {why_mac}", limiter_alternatives=None,
              aqm_qdisc=None)
@@ -1697,8 +1700,36 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
         x["limiter_note"] += (f"; other stations used the medium: {seen}: the rate is this station's share while "
                               f"they did ({x['rate_mbps']:.4g} of the {mac_mbps:.4g} Mbit/s a lone station gets: "
                               f"{others} other busy station(s) in the twin)")
+        if not idle_saw:
+            _wired_behind_the_hop(x, wired, wired_alts, lone, got)
         return
     _at_least_the_macs(x, mac_mbps, phy)
+
+
+def _wired_behind_the_hop(x: dict, wired: str | None, wired_alts: list | None, lone: float, got: float) -> None:
+    """A WiFi hop read as shared (``x``: the down direction, now ``wifi``) on the fill's deficit alone — its flows
+    got ``got`` Mbit/s where the model of this station alone on the hop carries that fill at ``lone``, and the idle
+    probes saw no other station — names what the flows' evidence read before the hop was (``wired``, with its own
+    alternatives ``wired_alts``) as an alternative: a wired limiter behind the hop, slower than what the lone hop
+    passes (``lone`` / :data:`WIFI_LONE_FILL_MARGIN`, the deficit the shared reading needs), holds the fill to its
+    rate with the medium as idle, which is the same evidence (``rate_below_mbps``). Campaign seed 146 path 11: a
+    4.9-Mbit/s policer behind an fq AP at MCS 1 with no other station; the fill 4.59 Mbit/s where a lone station's
+    gets 9.39, the idle probes 0.27 ms beyond their least: read `wifi` with one other busy station, the flows' own
+    evidence `policer`. The first alternative is the verdict, as everywhere (:func:`classify.alternatives`)."""
+    bound = lone / WIFI_LONE_FILL_MARGIN
+    alts = [a for a in (wired_alts or [{"limiter": wired}]) if a.get("limiter") not in (None, "wifi")]
+    if not alts:
+        return
+    kinds = list(dict.fromkeys(a["limiter"] for a in alts))
+
+    def why(kind: str) -> str:
+        return (f"or a wired {kind} behind the hop holds the flows to their {got:.4g} Mbit/s, below the {bound:.4g} a "
+                f"lone station's fill would have passed: the same deficit with the medium idle, not told apart (the "
+                f"flows' own evidence read {wired})")
+
+    x["limiter_alternatives"] = [{"limiter": "wifi"}] + [
+        dict({k: v for k, v in a.items() if k != "why"}, rate_below_mbps=bound, why=why(a["limiter"])) for a in alts]
+    x["limiter_note"] += "; " + why(" or ".join(kinds))
 
 
 def _legacy_by_model(x: dict, phy: float, base_ms: float, air: float | None, got: float | None) -> tuple[bool, str | None]:
