@@ -26,8 +26,9 @@ from bloatlab.advise.path import BASE_RTT_GOAL_MS, BASE_RTT_GOAL_SHARE
 
 def loss_limited(t: dict) -> bool:
     from bloatlab.advise.physics import cubic_loss
+    from bloatlab.advise.plan import LOSSY
     loss = t.get("loss") or 0.0
-    if loss <= 0 or loss >= 0.005 or t["base_rtt_ms"] >= 150 or t["limiter"] == "wifi" or t.get("wifi"):
+    if loss <= 0 or loss >= LOSSY or t["base_rtt_ms"] >= 150 or t["limiter"] == "wifi" or t.get("wifi"):
         return False
     return any(loss > cubic_loss(t[d + "_mbps"], 4, t["base_rtt_ms"]) for d in ("down", "up"))
 

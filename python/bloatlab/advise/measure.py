@@ -179,8 +179,7 @@ class Measurement:
 
     def show(self) -> None:
         r = self.report
-        st = r.get("loss_stream") or {}
-        of = (r.get("loss_idle") or {}).get("sent", 0) + (0 if "discarded" in st else st.get("sent", 0))
+        of = (r.get("loss_counts") or r.get("loss_idle") or {}).get("sent", 0)
         upper = f", at most {r['loss_upper'] * 100:.2g} %" if r.get("loss_upper") is not None else ""
         why = base_is_least(r) if r.get("down") else None
         least = f"min {r['base_rtt_ms']['min']:.2f}" + (f": the twin's, {why}" if why else "")
@@ -576,6 +575,9 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
         idle["lost"] += int(extra["lost"])
         report["loss_round_trip"] = idle["lost"] / max(idle["sent"], 1)
         report["loss"] = one_way(report["loss_round_trip"])
+    # the round trips the figure is from (plan.fill_plan weighs their count): the idle probes', pooled with the
+    # stream's below where it is kept
+    report["loss_counts"] = {"lost": idle["lost"], "sent": idle["sent"]}
     if pps is None:
         report["loss_stream"] = {"skipped": why}
         return extra
@@ -600,6 +602,7 @@ def _loss_stream(host: str, port: int, secret: str | None, report: dict, ser_ms:
             return extra
         st["kept"] = (f"{above}, but one by one, as independent losses come, and within chance of theirs (p = "
                       f"{beyond:.2g}): the path's random loss, which the idle probes saw less of")
+    report["loss_counts"] = {"lost": idle["lost"] + lost, "sent": idle["sent"] + sent}
     rt = (idle["lost"] + lost) / max(idle["sent"] + sent, 1)
     report["loss_round_trip"] = rt
     report["loss"] = one_way(rt)
@@ -1021,12 +1024,13 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
                    say, seconds: float = TRAIN_S) -> dict | None:
     """:func:`_train` (up where ``d`` is the up direction's report: :func:`_send_up`), or None where it failed:
     then ``d[note]`` says why and what is ``assumed`` instead. A train after the direction's loads (``d`` has its
-    rate) sends :func:`train_count` packets of ``count`` (``seconds`` of the rate); down, where that is the probe's
-    default, it asks for none (the run as it was recorded before trains were sized down)."""
-    n = train_count(d["rate_mbps"], count, seconds=seconds) if d.get("rate_mbps") else count
+    rate) sends :func:`train_count` packets of ``count`` (``seconds`` of the rate; up, :func:`_send_up` sizes it);
+    down, where that is the probe's default, it asks for none (the run as it was recorded before trains were sized
+    down)."""
     try:
         if _way(d) == "up":
-            return _send_up(host, port, secret, d, n, sized=bool(n))
+            return _send_up(host, port, secret, d, count, seconds=seconds)
+        n = train_count(d["rate_mbps"], count, seconds=seconds) if d.get("rate_mbps") else count
         return _train(host, port, secret, None if count is None and n == AQM_TRAIN_PACKETS else n)
     except UserError as e:
         d[note] = f"no packet train ({e}): {assumed}"
@@ -1035,8 +1039,8 @@ def _train_or_note(host: str, port: int, secret: str | None, count: int | None, 
 
 
 def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | None, pace_mbps: float | None = None,
-             sized: bool = False) -> dict:
-    """An up train for the up direction's report ``d``: :func:`train_count` packets at its rate (``sized``:
+             sized: bool = False, seconds: float = TRAIN_S) -> dict:
+    """An up train for the up direction's report ``d``: :func:`train_count` packets (``seconds`` of its rate; ``sized``:
     ``count`` as its caller sized it, :func:`_paced_policer_train`'s), counted in
     ``d["up_trains_sent"]``; where the first failed (``d["no_up_train"]``: a server that predates up trains, or none
     answering them) every later one fails with its error at once, without the handshake's timeouts again (a later
@@ -1044,7 +1048,7 @@ def _send_up(host: str, port: int, secret: str | None, d: dict, count: int | Non
     if d.get("no_up_train"):
         raise UserError(d["no_up_train"])
     try:
-        n = count if sized and count else train_count(d["rate_mbps"], count)
+        n = count if sized and count else train_count(d["rate_mbps"], count, seconds=seconds)
         t = _train(host, port, secret, n, pace_mbps, up=True)
     except UserError as e:
         if not d.get("up_trains_sent") and any(w in str(e) for w in UP_TRAINS_UNSERVED):
@@ -1370,11 +1374,10 @@ def _aqm_train(host: str, port: int, secret: str | None, x: dict, say, idle_loss
     queue_ms = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3)
     t = x.get("train")
     done_at = _now()
-    need = train_count(x["rate_mbps"], AQM_TRAIN_PACKETS, seconds=aqm_train_s(queue_ms))
-    if not t or t.get("sent", 0) < need:
+    secs = aqm_train_s(queue_ms)
+    if not t or t.get("sent", 0) < train_count(x["rate_mbps"], AQM_TRAIN_PACKETS, seconds=secs):
         say(f"  {_way(x)}: a packet train for an AQM behind the {queue_ms:.3g}-ms queue ...")
-        t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say,
-                           aqm_train_s(queue_ms))
+        t = _train_or_note(host, port, secret, AQM_TRAIN_PACKETS, x, "aqm_note", "a FIFO is assumed", say, secs)
         done_at = _now()
         if t is None:
             return
@@ -2030,9 +2033,6 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     # pipe) and is reported as such. The ports' lower bounds: down, the idle train's head (the server's pace where it
     # was slower); up, the port the serialization and that head show, else the serialization's own rate (1/R =
     # 1/down + 1/up: up is at least R). Not through a WiFi hop (the train's head is its PHY rate, not the line's)
-    st = report.get("loss_stream") or {}
-    kept = "sent" in st and "discarded" not in st
-    lost, sent = li["lost"] + (st["lost"] if kept else 0), li["sent"] + (st["sent"] if kept else 0)
     lower = {"down": lead, "up": ports["up"] or (serialization_rate_mbps(ser) if ser else None)}
     wp["idle_spread_ms"] = base["p50"] - base["min"]  # (_wifi_train: other stations on a WiFi hop)
     # a WiFi hop in front of the line, the idle probes' channel accesses (wifi_hop.front_hop, which _front_hop reads
@@ -2042,7 +2042,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     dirs = ("down", "up") if up else ("down",)
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
-        lossy, why_lossy = fill_plan(idle_loss, lost, sent, None if wifi or hop else lower[d], flows, base["p50"])
+        lossy, why_lossy = fill_plan(idle_loss, report["loss_counts"]["lost"], report["loss_counts"]["sent"],
+                                     None if wifi or hop else lower[d], flows, base["p50"])
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
                                    ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop)
         x["load_cc_why"] = why_lossy
