@@ -225,3 +225,80 @@ def test_a_gzipped_recording_that_is_not_gzip_is_a_clear_error(tmp_path):
     (tmp_path / (R.FILE + ".gz")).write_bytes(b"not gzip at all")
     r = run_cli("measure", "--replay", str(tmp_path), "--json")
     assert r.returncode == 2 and "probes.jsonl.gz" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_tape_keeps_the_runs_and_reads_and_a_rewind_serves_them_again_in_order():
+    """recording.Tape passes every run, read and sleep through the session in force and keeps the runs' answers
+    (an error too) and the reads; recording.Rewind serves them again in their order where a run is asked as it was
+    run but for its --count, with the taped clock and no sleep while runs are left; from a run asked otherwise it
+    goes through the session it was given (the tape's rest dropped)."""
+    calls, clock, slept = [], [100.0], []
+
+    class Outer(R.Live):
+        def run(self, args, fn):
+            calls.append(args)
+            return fn()
+
+        def now(self):
+            clock[0] += 1.0
+            return clock[0]
+
+        def sleep(self, s):
+            slept.append(s)
+
+    outer = Outer()
+    tape = R.Tape(outer)
+    with R.session(tape):
+        assert R.active().run(["udp", "train", "h", "--count", "716"], lambda: {"n": 1}) == {"n": 1}
+        t1 = R.active().now()
+        with pytest.raises(UserError, match="refused"):
+            R.active().run(["udp", "train", "h", "--rate", "5bit"], lambda: (_ for _ in ()).throw(UserError("refused")))
+        R.active().sleep(0.5)
+        t2 = R.active().now()
+    assert (t1, t2, slept, len(calls)) == (101.0, 102.0, [0.5], 2)
+    got = {"n": 1}
+    rw = R.Rewind(tape, outer)
+    # the same train with another count: served as it was answered (a copy), with the taped clock; no sleep
+    served = rw.run(["udp", "train", "h", "--count", "1000"], lambda: pytest.fail("sent again"))
+    assert served == got and served is not tape.runs[0][1]
+    assert rw.now() == 101.0
+    rw.sleep(3.0)
+    with pytest.raises(UserError, match="refused"):
+        rw.run(["udp", "train", "h", "--rate", "5bit"], lambda: pytest.fail("sent again"))
+    assert (rw.now(), slept, len(calls)) == (102.0, [0.5], 2)
+    # past the tape: through the outer session
+    assert rw.run(["udp", "train", "h", "--rate", "6bit"], lambda: {"n": 2}) == {"n": 2}
+    assert (rw.now(), len(calls)) == (103.0, 3)
+    rw.sleep(1.0)
+    assert slept == [0.5, 1.0]
+    # a run asked otherwise than taped (another pace): sent, and the tape's rest is not served after it
+    rw2 = R.Rewind(tape, outer)
+    assert rw2.run(["udp", "train", "h", "--rate", "7bit"], lambda: {"n": 3}) == {"n": 3}
+    assert rw2.run(["udp", "train", "h", "--count", "1000"], lambda: {"n": 4}) == {"n": 4}
+    assert rw2.now() == 104.0 and len(calls) == 5
+
+
+def test_a_policers_recorded_path_reads_alike_without_its_rate_phases():
+    """Campaign seed 146 path 30 (a policer at 5.15 Mbit/s down, 2.14 up, on ports of 9.88 and 4.10 Mbit/s, a
+    38.2-ms bucket, over 2.43 ms; through the emulator, 2026-12-04; its recording gzipped). Each fill read a
+    policer, so its trains go before the rate phase (measure._policer_trains_first); their paced trains read the
+    policed rates, so neither BBR phase is asked (the two recorded ones are unused: 5.2 s of its 20.2). Every
+    figure is the one the code of its day (980efe7) read with them: the rates 5.150 and 2.135 Mbit/s (the paced
+    trains'; BBR had read 5.172 and 2.103), the buckets 24 452 and 9 556 B, the ports 9.883 and 4.098 Mbit/s, the
+    port buffers 8 075 and 3 710 B."""
+    m = M.measure(None, show=False, replay=os.path.join(DATA, "seed146-path30"))
+    r = m.report
+    assert sorted(r["replay"]["unused"]) == sorted(
+        f"load {{host}} -p {{port}} --down {dn} --up {up} -t 3 --idle 250ms --probe-interval 10ms -C bbr "
+        f"--no-self-probes --no-foreign-probes --sample-interval 20ms --halt-rtts 20 --halt-packets 200"
+        for dn, up in ((4, 0), (0, 4)))
+    want = {"down": (5.1502, 24452, 9.8833, 8075), "up": (2.1346, 9556, 4.0975, 3710)}
+    for d, (rate, bucket, port, fifo) in want.items():
+        x = r[d]
+        assert x["limiter"] == "policer" and not x["rate_phase"]["ran"]
+        assert x["rate_phase"]["why"].startswith("the policer's trains first: the paced train's tail read the policed rate")
+        assert "bbr" not in x["rate_by_cc"] and x["rate_from"]["paced_train"] == "tail"
+        assert x["rate_mbps"] == pytest.approx(rate, abs=1e-4) and x["bucket_bytes"] == bucket
+        assert x["port_mbps"] == pytest.approx(port, abs=1e-4) and x["port_buffer_bytes"] == fifo
+        assert "_early_trains" not in x and x["phases_s"]["early_trains"] > 0
+    json.dumps(r, default=float)  # nothing of the tape left in the report

@@ -635,7 +635,7 @@ def policer_keeps_the_flows_rate(x: dict) -> None:
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
                idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
                reverse_mbps: float | None = None, probe_ser_ms: float = 0.0, wifi: bool = False,
-               hop: bool = False) -> dict:
+               hop: bool = False, early_trains=None) -> dict:
     """One direction: a phase that fills the buffer (CUBIC: a loss-based
     control fills whatever buffer there is, which is what reveals it; BBR
     would hold the queue near one BDP and hide a deep buffer), then a phase
@@ -648,7 +648,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     that kept it busy needs no BBR phase (:func:`rate_phase_plan`), as does one whose probes found the link busy
     (:func:`evidence.probes_busy`: ``probe_ser_ms`` their own serialization both ways, the base's; not where the idle
     path showed a WiFi hop, ``wifi``); ``hop``: a WiFi hop read in front of the line (its aggregates raise the
-    rate phase's burst floor, :func:`rate_phase_plan`)."""
+    rate phase's burst floor, :func:`rate_phase_plan`); ``early_trains(pre)``: where the fill reads a policer and
+    asks for the rate phase, the policer's trains sent first (:func:`_policer_trains_first`)."""
     fill_cc = "bbr" if lossy else LOAD_CC
     secs = _phase_secs(base_p50, quick, fill=True)
     # the saturation end (fill_floor_s, and not before the flows delivered FILL_FLOOR_PACKETS, the load's own
@@ -694,6 +695,20 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the down port is the idle train's spacing, the up port a serialization's lower bound (_ports)
     run_bbr, why_bbr = rate_phase_plan(ev, w["rate_mbps"], flows, lossy, vfill, port_mbps, port_spaced=d == "down",
                                        hop=hop)
+    early = ev0 = None
+    if run_bbr and early_trains is not None:
+        # the fill's own reading as the direction's would be without a rate phase (its window's drops, as below)
+        ev0 = dict(ev, window_dropped=window_dropped(
+            ev, dict(window_drops(j, d, idle_loss, base_p50), phase=fill_cc, queued_bytes=None), fill_cc == LOAD_CC))
+    if ev0 is not None and _classify_ev(ev0, w["rate_mbps"], flows) == "policer":
+        tt = _now()
+        early, c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows)
+        phases["early_trains"] = _now() - tt
+        if c_early is not None:
+            run_bbr, why_bbr = False, why_early
+            rates["paced_train"], rate_from["paced_train"] = c_early, "tail"
+        else:
+            say(f"  {d}: {why_early}")
     if not run_bbr:
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, no BBR phase ({why_bbr})")
     else:
@@ -830,7 +845,62 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
-            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check}
+            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check,
+            # the policer's trains sent before the rate phase, which they made needless (_trains_after_load adopts them)
+            "_early_trains": early}
+
+
+def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float,
+                          flows: int) -> tuple[recording.Tape | None, float | None, str]:
+    """The policer's trains before the BBR rate phase, for a fill its own evidence ``ev`` reads as a policer's
+    (at its rate ``fill_mbps``) whose rate phase was planned: ``send(pre)`` sends them (:func:`_policer_train`, its
+    runs kept on a :class:`recording.Tape`, which it returns) as after the loads, into a provisional report ``pre``
+    of the direction ``d`` at the fill's rate. Where the paced train's tail read the policed rate C
+    (:func:`trains.paced_rate`: an emptied token bucket passes exactly what it refills, RFC 2697; Linux act_police),
+    no phase delivers more through the policer, and the phase, there to find a rate above the collapsed fill's, is
+    left out: (the tape, C, why); :func:`_trains_after_load` reads the same trains again at the direction's rate
+    (:class:`recording.Rewind`; the first train's bucket is its head less what the rate refilled: read at a
+    collapsed fill's rate it came out 59 % high, campaign seed 146 path 8), as it does where the phase runs. Behind a policer the phase took 3-15 s a direction with its ack grace (5.3-6.6 s
+    of each direction of campaign seed 153's policers below 150 ms, whose measurements took 24.7-38.7 s), and the
+    rate taken was the paced train's wherever one read it (BBR's within 0-75 % below it). Not where C is below the
+    fill's rate beyond the train's resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the
+    bucket) nor where the fill's evidence at C reads no policer: (the tape, None, why) — the phase runs, as where
+    the trains read no C."""
+    pre = {"direction": d, "rate_mbps": fill_mbps, "limiter": "policer", "limiter_alternatives": None}
+    tape = send(pre)
+    c = (pre.get("rate_by_cc") or {}).get("paced_train")
+    if c is None:
+        return tape, None, "the policer's trains read no rate of its own: the BBR phase runs"
+    if c * TRAIN_PORT_MARGIN < fill_mbps:
+        return tape, None, (f"the policer's paced train read {c:.4g} Mbit/s, below the {fill_mbps:.4g} the fill got: "
+                            f"the BBR phase runs")
+    if _classify_ev(ev, max(c, fill_mbps), flows) != "policer":
+        return tape, None, f"at the paced train's {c:.4g} Mbit/s the fill reads no policer: the BBR phase runs"
+    return tape, c, (f"the policer's trains first: the paced train's tail read the policed rate, {c:.4g} Mbit/s (an "
+                     f"emptied bucket passes what it refills), which no phase delivers more than through the policer; "
+                     f"the fill got {fill_mbps:.4g}")
+
+
+def _taped_policer_trains(host: str, port: int, secret: str | None, pre: dict, wp: dict, say, idle_loss: float,
+                          idle_port_mbps: float | None) -> recording.Tape:
+    """:func:`_policer_train` into the provisional report ``pre`` (:func:`_policer_trains_first`; down with the idle
+    path's train ``wp``'s, as :func:`_wifi_train` puts it in the report, which :func:`_paced_policer_train` weighs
+    against the first train for the port's FIFO), its runs and clock reads on a tape."""
+    if _way(pre) == "down" and wp.get("train") is not None:
+        pre["wifi_train"] = wp["train"]
+    tape = recording.Tape(recording.active())
+    with recording.session(tape):
+        _policer_train(host, port, secret, pre, say, idle_loss, idle_port_mbps)
+    return tape
+
+
+def _port_read_not_aqm(d: dict) -> None:
+    """Where a policer's train read a port (``d["port_mbps"]``: its head came faster than the rate), the port is
+    faster than what holds the flows to their rate, so that is no queue at the port's rate (an AQM dequeues at its
+    own: sch_cake's shaper paces without a bucket) but a token bucket — a policer, or a tbf whose queue is shallower
+    than the floor — or a capacity that moved: the AQM is no longer among ``d``'s limiter alternatives."""
+    if d.get("port_mbps") is not None and d.get("limiter_alternatives"):
+        d["limiter_alternatives"] = [a for a in d["limiter_alternatives"] if a["limiter"] != "aqm"]
 
 
 def _not_a_fifo_reading(check: dict | None, limiter: str, note: str | None, alts: list | None, rate: float,
@@ -1180,11 +1250,7 @@ def _policer_train(host: str, port: int, secret: str | None, d: dict, say, rando
         # the delays told the port the head's spacing did not: the note no longer says it is unknown
         d["train_note"] = "; ".join(w for w in why if not w.startswith("port:")) or None
     p = d["port_mbps"]
-    if p is not None and d.get("limiter_alternatives"):
-        # the head came faster than the rate: the port is faster than what holds the flows to it, so that is no
-        # queue at the port's rate (an AQM dequeues at its own: sch_cake's shaper paces without a bucket) but a
-        # token bucket — a policer, or a tbf whose queue is shallower than the floor — or a capacity that moved
-        d["limiter_alternatives"] = [a for a in d["limiter_alternatives"] if a["limiter"] != "aqm"]
+    _port_read_not_aqm(d)
     pace_port = p
     if (p is None and t.get("head_packets", 0) < 2 and idle_port_mbps
             and idle_port_mbps >= TRAIN_PORT_MARGIN * d["rate_mbps"]):
@@ -1858,9 +1924,17 @@ def up_left_open(x: dict) -> None:
 def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
                        lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
     """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``); ``idle_port_mbps``: the
-    direction's port as the idle path showed it (:func:`_ports`)."""
+    direction's port as the idle path showed it (:func:`_ports`); a policer's trains sent before the rate phase
+    (``x["_early_trains"]``, :func:`_policer_trains_first`) are taken, not sent again."""
+    tape = x.pop("_early_trains", None)
     if x["limiter"] == "policer":
-        _policer_train(host, port, secret, x, say, idle_loss, idle_port_mbps)
+        if tape is None:
+            _policer_train(host, port, secret, x, say, idle_loss, idle_port_mbps)
+        else:
+            # sent before the rate phase and said then: read again at the direction's rate (a train it asks
+            # otherwise than then is sent), not sent again
+            with recording.session(recording.Rewind(tape, recording.active())):
+                _policer_train(host, port, secret, x, lambda *a, **k: None, idle_loss, idle_port_mbps)
         _paced_past_the_flows(x, base_ms)
         if x["limiter"] == "fifo":
             say(f"  {_way(x)}: {x['limiter_note']}")
@@ -2044,8 +2118,12 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         lossy, why_lossy = fill_plan(idle_loss, report["loss_counts"]["lost"], report["loss_counts"]["sent"],
                                      None if wifi or hop else lower[d], flows, base["p50"])
+        # a fill read as a policer's: its trains before the rate phase (_policer_trains_first); not where the idle
+        # train read a WiFi hop, which may be the limiter (_wifi_train; a hop in front of the line is not)
+        early = None if wifi else (
+            lambda pre, d=d: _taped_policer_trains(h, port, secret, pre, wp, say, report["loss"], ports[d]))
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop)
+                                   ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop, early)
         x["load_cc_why"] = why_lossy
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
@@ -2065,6 +2143,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             _up_hop_rate(x, report["down"], base["p50"])
             _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"), ports[d])
             up_left_open(x)
+        x.pop("_early_trains", None)  # (a direction whose trains did not run: a WiFi hop's up direction)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         rate_from_drained_tail(x, report["loss"], say, wp["idle_spread_ms"])

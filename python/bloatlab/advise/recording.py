@@ -253,6 +253,68 @@ class Replayer(Live):
         return {"dir": self.dir, "runs": len(self.runs), "substituted": self.substituted, "unused": unused}
 
 
+class Tape(Live):
+    """Through ``outer`` (the session in force) as it is, each run's answer (or error) and each clock read kept in
+    their order, so that an analysis can be run again on what they answered (:class:`Rewind`): measure's policer
+    trains sent before the rate phase, read again at the direction's final rate (``measure._policer_trains_first``)."""
+
+    def __init__(self, outer: Live):
+        self.outer = outer
+        self.runs: list[tuple[list[str], dict | None, str | None]] = []
+        self.reads: list[float] = []
+
+    def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
+        try:
+            j = self.outer.run(args, fn)
+        except UserError as e:
+            self.runs.append((list(args), None, str(e)))
+            raise
+        self.runs.append((list(args), json.loads(json.dumps(j)), None))
+        return j
+
+    def now(self) -> float:
+        t = self.outer.now()
+        self.reads.append(t)
+        return t
+
+    def sleep(self, s: float) -> None:
+        self.outer.sleep(s)
+
+
+def _but_count(args: list[str]) -> list[str]:
+    """``args`` without a ``--count`` and its value."""
+    return [a for i, a in enumerate(args) if a != "--count" and not (i and args[i - 1] == "--count")]
+
+
+class Rewind(Live):
+    """A :class:`Tape`'s runs served again in their order, each where it was run with the arguments asked but for
+    its ``--count`` (an analysis that sizes a train from another reading is served the train the path answered,
+    which it reads as sent; a pace, ``--rate``, it reads its train's timing by), its clock reads in theirs, and no
+    sleep while any run is left (the time passed already). From the first run asked otherwise, or past the tape's
+    end, runs, reads and sleeps go through ``outer`` (the tape's rest is dropped)."""
+
+    def __init__(self, tape: Tape, outer: Live):
+        self.runs, self.reads, self.outer = list(tape.runs), list(tape.reads), outer
+
+    def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
+        if self.runs and _but_count(self.runs[0][0]) != _but_count(args):
+            self.runs.clear()
+            self.reads.clear()
+        if not self.runs:
+            return self.outer.run(args, fn)
+        _, j, err = self.runs.pop(0)
+        if err is not None:
+            raise UserError(err)
+        return json.loads(json.dumps(j))
+
+    def now(self) -> float:
+        return self.reads.pop(0) if self.reads else self.outer.now()
+
+    def sleep(self, s: float) -> None:
+        if not self.runs:
+            self.outer.sleep(s)
+
+
 _active: Live = Live()
 
 
