@@ -846,7 +846,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check,
-            # the policer's trains sent before the rate phase, which they made needless (_trains_after_load adopts them)
+            # the policer's trains sent before the rate phase (_policer_trains_first), read again after the loads
+            # (_trains_after_load), which drops it from the report
             "_early_trains": early}
 
 
@@ -858,14 +859,14 @@ def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float,
     of the direction ``d`` at the fill's rate. Where the paced train's tail read the policed rate C
     (:func:`trains.paced_rate`: an emptied token bucket passes exactly what it refills, RFC 2697; Linux act_police),
     no phase delivers more through the policer, and the phase, there to find a rate above the collapsed fill's, is
-    left out: (the tape, C, why); :func:`_trains_after_load` reads the same trains again at the direction's rate
+    left out: (the tape, C, why). :func:`_trains_after_load` reads the same trains again at the direction's rate
     (:class:`recording.Rewind`; the first train's bucket is its head less what the rate refilled: read at a
-    collapsed fill's rate it came out 59 % high, campaign seed 146 path 8), as it does where the phase runs. Behind a policer the phase took 3-15 s a direction with its ack grace (5.3-6.6 s
-    of each direction of campaign seed 153's policers below 150 ms, whose measurements took 24.7-38.7 s), and the
-    rate taken was the paced train's wherever one read it (BBR's within 0-75 % below it). Not where C is below the
-    fill's rate beyond the train's resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the
-    bucket) nor where the fill's evidence at C reads no policer: (the tape, None, why) — the phase runs, as where
-    the trains read no C."""
+    collapsed fill's rate it came out 59 % high, campaign seed 146 path 8), as it does where the phase runs.
+    Behind a policer the phase took 3-15 s a direction with its ack grace (4.7-6.6 s a direction of campaign seed
+    153's three policers below 150 ms, whose measurements took 24.7-38.7 s), and the rate taken was the paced
+    train's wherever one read it (BBR's 0-75 % below it). Not where C is below the fill's rate beyond the train's
+    resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the bucket) nor where the fill's
+    evidence at C reads no policer: (the tape, None, why) — the phase runs, as where the trains read no C."""
     pre = {"direction": d, "rate_mbps": fill_mbps, "limiter": "policer", "limiter_alternatives": None}
     tape = send(pre)
     c = (pre.get("rate_by_cc") or {}).get("paced_train")
