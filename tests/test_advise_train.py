@@ -1518,8 +1518,8 @@ def test_a_head_at_the_servers_pace_that_passed_whole_sends_no_paced_train_and_s
 def test_a_policers_trains_go_before_the_rate_phase_which_their_paced_rate_leaves_out():
     """measure._policer_trains_first: the trains are sent into a provisional report at the fill's rate; the phase is
     left out (the paced train's rate C returned) only where C was read, is no lower than the fill's rate beyond
-    TRAIN_PORT_MARGIN, and at C the fill's own evidence still reads a policer; else the phase runs (C None), the
-    tape kept either way for the reading after the loads."""
+    TRAIN_PORT_MARGIN, and at C the fill's own evidence still reads a policer; else the phase runs (C None); the
+    trains are sent either way, for the reading after the loads."""
     from bloatlab.advise.classify import _classify_ev
 
     # drops with no queue the probe saw: a policer at 5 Mbit/s (the 4 flows' burst floor 22 ms there), a FIFO at
@@ -1534,17 +1534,17 @@ def test_a_policers_trains_go_before_the_rate_phase_which_their_paced_rate_leave
             sent.append(dict(pre))
             if c is not None:
                 pre.setdefault("rate_by_cc", {})["paced_train"] = c
-            return "tape"
         return f
 
-    tape, c, why = m._policer_trains_first(send(5.3), "down", ev, 5.0, 4)
-    assert (tape, c) == ("tape", 5.3) and why.startswith("the policer's trains first")
+    c, why = m._policer_trains_first(send(5.3), "down", ev, 5.0, 4)
+    assert c == 5.3 and why.startswith("the policer's trains first")
     assert sent[-1] == {"direction": "down", "rate_mbps": 5.0, "limiter": "policer", "limiter_alternatives": None}
     # the fill's 5.0 within TRAIN_PORT_MARGIN above C: still left out; beyond it, the phase runs
-    assert m._policer_trains_first(send(5.0 / 1.1 + 1e-9), "up", ev, 5.0, 4)[1] == pytest.approx(5.0 / 1.1)
-    tape, c, why = m._policer_trains_first(send(4.5), "up", ev, 5.0, 4)
-    assert (tape, c) == ("tape", None) and "below the 5 the fill got" in why
-    tape, c, why = m._policer_trains_first(send(None), "down", ev, 5.0, 4)
-    assert (tape, c) == ("tape", None) and why.startswith("the policer's trains read no rate")
-    tape, c, why = m._policer_trains_first(send(20.0), "down", ev, 5.0, 4)
-    assert (tape, c) == ("tape", None) and why == "at the paced train's 20 Mbit/s the fill reads no policer: the BBR phase runs"
+    assert m._policer_trains_first(send(5.0 / 1.1 + 1e-9), "up", ev, 5.0, 4)[0] == pytest.approx(5.0 / 1.1)
+    c, why = m._policer_trains_first(send(4.5), "up", ev, 5.0, 4)
+    assert c is None and "below the 5 the fill got" in why
+    c, why = m._policer_trains_first(send(None), "down", ev, 5.0, 4)
+    assert c is None and why.startswith("the policer's trains read no rate")
+    c, why = m._policer_trains_first(send(20.0), "down", ev, 5.0, 4)
+    assert c is None and why == "at the paced train's 20 Mbit/s the fill reads no policer: the BBR phase runs"
+    assert len(sent) == 5  # the trains went every time

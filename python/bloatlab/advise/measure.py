@@ -695,14 +695,14 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     # the down port is the idle train's spacing, the up port a serialization's lower bound (_ports)
     run_bbr, why_bbr = rate_phase_plan(ev, w["rate_mbps"], flows, lossy, vfill, port_mbps, port_spaced=d == "down",
                                        hop=hop)
-    early = ev0 = None
+    ev0 = None
     if run_bbr and early_trains is not None:
         # the fill's own reading as the direction's would be without a rate phase (its window's drops, as below)
         ev0 = dict(ev, window_dropped=window_dropped(
             ev, dict(window_drops(j, d, idle_loss, base_p50), phase=fill_cc, queued_bytes=None), fill_cc == LOAD_CC))
     if ev0 is not None and _classify_ev(ev0, w["rate_mbps"], flows) == "policer":
         tt = _now()
-        early, c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows)
+        c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows)
         phases["early_trains"] = _now() - tt
         if c_early is not None:
             run_bbr, why_bbr = False, why_early
@@ -845,41 +845,37 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
-            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check,
-            # the policer's trains sent before the rate phase (_policer_trains_first), read again after the loads
-            # (_trains_after_load), which drops it from the report
-            "_early_trains": early}
+            "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check}
 
 
-def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float,
-                          flows: int) -> tuple[recording.Tape | None, float | None, str]:
+def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int) -> tuple[float | None, str]:
     """The policer's trains before the BBR rate phase, for a fill its own evidence ``ev`` reads as a policer's
     (at its rate ``fill_mbps``) whose rate phase was planned: ``send(pre)`` sends them (:func:`_policer_train`, its
-    runs kept on a :class:`recording.Tape`, which it returns) as after the loads, into a provisional report ``pre``
-    of the direction ``d`` at the fill's rate. Where the paced train's tail read the policed rate C
+    runs kept on a :class:`recording.Tape`: :func:`_taped_policer_trains`) as after the loads, into a provisional
+    report ``pre`` of the direction ``d`` at the fill's rate. Where the paced train's tail read the policed rate C
     (:func:`trains.paced_rate`: an emptied token bucket passes exactly what it refills, RFC 2697; Linux act_police),
     no phase delivers more through the policer, and the phase, there to find a rate above the collapsed fill's, is
-    left out: (the tape, C, why). :func:`_trains_after_load` reads the same trains again at the direction's rate
+    left out: (C, why). :func:`_trains_after_load` reads the same trains again at the direction's rate
     (:class:`recording.Rewind`; the first train's bucket is its head less what the rate refilled: read at a
     collapsed fill's rate it came out 59 % high, campaign seed 146 path 8), as it does where the phase runs.
     Behind a policer the phase took 3-15 s a direction with its ack grace (4.7-6.6 s a direction of campaign seed
     153's three policers below 150 ms, whose measurements took 24.7-38.7 s), and the rate taken was the paced
     train's wherever one read it (BBR's 0-75 % below it). Not where C is below the fill's rate beyond the train's
     resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the bucket) nor where the fill's
-    evidence at C reads no policer: (the tape, None, why) — the phase runs, as where the trains read no C."""
+    evidence at C reads no policer: (None, why) — the phase runs, as where the trains read no C."""
     pre = {"direction": d, "rate_mbps": fill_mbps, "limiter": "policer", "limiter_alternatives": None}
-    tape = send(pre)
+    send(pre)
     c = (pre.get("rate_by_cc") or {}).get("paced_train")
     if c is None:
-        return tape, None, "the policer's trains read no rate of its own: the BBR phase runs"
+        return None, "the policer's trains read no rate of its own: the BBR phase runs"
     if c * TRAIN_PORT_MARGIN < fill_mbps:
-        return tape, None, (f"the policer's paced train read {c:.4g} Mbit/s, below the {fill_mbps:.4g} the fill got: "
-                            f"the BBR phase runs")
+        return None, (f"the policer's paced train read {c:.4g} Mbit/s, below the {fill_mbps:.4g} the fill got: the BBR "
+                      f"phase runs")
     if _classify_ev(ev, max(c, fill_mbps), flows) != "policer":
-        return tape, None, f"at the paced train's {c:.4g} Mbit/s the fill reads no policer: the BBR phase runs"
-    return tape, c, (f"the policer's trains first: the paced train's tail read the policed rate, {c:.4g} Mbit/s (an "
-                     f"emptied bucket passes what it refills), which no phase delivers more than through the policer; "
-                     f"the fill got {fill_mbps:.4g}")
+        return None, f"at the paced train's {c:.4g} Mbit/s the fill reads no policer: the BBR phase runs"
+    return c, (f"the policer's trains first: the paced train's tail read the policed rate, {c:.4g} Mbit/s (an "
+               f"emptied bucket passes what it refills), which no phase delivers more than through the policer; "
+               f"the fill got {fill_mbps:.4g}")
 
 
 def _taped_policer_trains(host: str, port: int, secret: str | None, pre: dict, wp: dict, say, idle_loss: float,
@@ -1873,7 +1869,7 @@ def _lone_hop(phy: float, mac: str, base_ms: float, buffer_bytes: int | None) ->
 
 
 def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, base_ms: float, idle_loss: float, say,
-                 lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
+                 lap=lambda name: None, idle_port_mbps: float | None = None, tape: recording.Tape | None = None) -> None:
     """The down direction ``x`` after its loads, read again from packet
     trains, in this order: a WiFi hop (the idle train ``wp``,
     :func:`_wifi_train`); behind a ``policer`` reading the policer's trains
@@ -1885,13 +1881,14 @@ def _down_trains(host: str, port: int, secret: str | None, x: dict, wp: dict, ba
     behind a ``fifo`` with drops the AQM train (:func:`_aqm_train`); last, a
     ``fifo``'s depth in bytes from a train the FIFO cut, where the flows' figure
     is none in bytes or agrees with it (:func:`_fifo_depth_from_trains`).
-    ``lap(name)`` marks where the time went; ``idle_port_mbps`` the port the idle path showed (:func:`_ports`)."""
+    ``lap(name)`` marks where the time went; ``idle_port_mbps`` the port the idle path showed (:func:`_ports`);
+    ``tape``: the policer's trains sent before the rate phase (:func:`_policer_trains_first`)."""
     _wifi_train(wp, x, base_ms, say)
-    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps)
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps, tape)
 
 
 def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
-               lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
+               lap=lambda name: None, idle_port_mbps: float | None = None, tape: recording.Tape | None = None) -> None:
     """The up direction ``x`` after its loads, read again from packet trains
     this host sends up (``udp train --up``: the server stamps their
     arrivals) as the down direction is from the server's
@@ -1899,10 +1896,10 @@ def _up_trains(host: str, port: int, secret: str | None, x: dict, base_ms: float
     measured rate (:func:`train_count`); not behind a WiFi hop the down
     train read (``up_through_the_hop``: the up flows through the same hop).
     Where a server predates up trains the direction keeps its flows' reading,
-    and :func:`trains.untrained_aqm` names what a train would have told."""
+    and :func:`trains.untrained_aqm` names what a train would have told; ``tape`` as :func:`_down_trains`'s."""
     if x["limiter"] == "wifi":
         return
-    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps)
+    _trains_after_load(host, port, secret, x, base_ms, idle_loss, say, lap, idle_port_mbps, tape)
 
 
 def up_left_open(x: dict) -> None:
@@ -1923,11 +1920,11 @@ def up_left_open(x: dict) -> None:
 
 
 def _trains_after_load(host: str, port: int, secret: str | None, x: dict, base_ms: float, idle_loss: float, say,
-                       lap=lambda name: None, idle_port_mbps: float | None = None) -> None:
+                       lap=lambda name: None, idle_port_mbps: float | None = None,
+                       tape: recording.Tape | None = None) -> None:
     """:func:`_down_trains` but the WiFi hop's, along either direction (``x["direction"]``); ``idle_port_mbps``: the
-    direction's port as the idle path showed it (:func:`_ports`); a policer's trains sent before the rate phase
-    (``x["_early_trains"]``, :func:`_policer_trains_first`) are taken, not sent again."""
-    tape = x.pop("_early_trains", None)
+    direction's port as the idle path showed it (:func:`_ports`); the policer's trains sent before the rate phase
+    (``tape``, :func:`_policer_trains_first`) are read again, not sent again."""
     if x["limiter"] == "policer":
         if tape is None:
             _policer_train(host, port, secret, x, say, idle_loss, idle_port_mbps)
@@ -2115,16 +2112,19 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
     # the queue: its aggregates are then the bottleneck's backlog)
     hop = not wifi and front_hop(wp["idle_spread_ms"], first_hop, 0.0)[0] is not None
     dirs = ("down", "up") if up else ("down",)
+    tapes: dict[str, recording.Tape] = {}
     for d in dirs:
         after = max((report["down"]["evidence"]["flow_q95_ms"], report["down"]["fill_flow_q95_ms"])) if d == "up" else 0.0
         lossy, why_lossy = fill_plan(idle_loss, report["loss_counts"]["lost"], report["loss_counts"]["sent"],
                                      None if wifi or hop else lower[d], flows, base["p50"])
-        # a fill read as a policer's: its trains before the rate phase (_policer_trains_first); not where the idle
-        # train read a WiFi hop, which may be the limiter (_wifi_train; a hop in front of the line is not)
-        early = None if wifi else (
-            lambda pre, d=d: _taped_policer_trains(h, port, secret, pre, wp, say, report["loss"], ports[d]))
+        # a fill read as a policer's: its trains before the rate phase (_policer_trains_first), kept in tapes[d] for
+        # the trains after the loads; not where the idle train read a WiFi hop, which may be the limiter (_wifi_train;
+        # a hop in front of the line is not)
+        def early(pre, d=d):
+            tapes[d] = _taped_policer_trains(h, port, secret, pre, wp, say, report["loss"], ports[d])
         x = report[d] = _direction(h, port, d, flows, base["p50"], secret, quick, lossy, report["loss"], say, after,
-                                   ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop, early)
+                                   ports[d], ports["up" if d == "down" else "down"], ser or 0.0, wifi, hop,
+                                   None if wifi else early)
         x["load_cc_why"] = why_lossy
         for k, v in x["phases_s"].items():
             phases[f"{d}_{k}"] = v
@@ -2134,7 +2134,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         loaded_reading = x["limiter"]
         if d == "down":
             trains_from = lap_at[0] - t0
-            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d])
+            _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d], tapes.get(d))
             marks["after_fill"] = (trains_from + lap_at[0] - t0) / 2
             capacity_levels(x, marks)
         else:
@@ -2142,9 +2142,9 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             # (a server that predates them), what the AQM train would have told stays named
             up_through_the_hop(x, report["down"])
             _up_hop_rate(x, report["down"], base["p50"])
-            _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"), ports[d])
+            _up_trains(h, port, secret, x, base["p50"], report["loss"], say, lambda name: lap(f"up_{name}"), ports[d],
+                       tapes.get(d))
             up_left_open(x)
-        x.pop("_early_trains", None)  # (a direction whose trains did not run: a WiFi hop's up direction)
         isolation_unseen(x, LOAD_PROBE_INTERVAL_MS)
         policer_keeps_the_flows_rate(x)
         rate_from_drained_tail(x, report["loss"], say, wp["idle_spread_ms"])

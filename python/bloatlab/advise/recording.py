@@ -69,12 +69,12 @@ def normalized(args: list[str], host: str, port: int) -> list[str]:
     return out
 
 
-def shape(args: list[str]) -> tuple:
-    """What a substitute must share with ``args``: every token but the values of :data:`DERIVED_FLAGS`. A packet
-    train's count is derived whether or not it is asked for (none asks for the probe's default, 1000: measure sizes
-    trains to the rate since 2026-12-04, and a recording made before holds the default where today's code asks for
-    fewer), so ``udp train`` has one whatever ``args`` say."""
-    out = tuple("*" if i and args[i - 1] in DERIVED_FLAGS else a for i, a in enumerate(args))
+def shape(args: list[str], derived: frozenset = DERIVED_FLAGS) -> tuple:
+    """What a substitute must share with ``args``: every token but the values of the ``derived`` flags
+    (:data:`DERIVED_FLAGS`). A packet train's count is derived whether or not it is asked for (none asks for the
+    probe's default, 1000: measure sizes trains to the rate since 2026-12-04, and a recording made before holds the
+    default where today's code asks for fewer), so ``udp train`` has one whatever ``args`` say."""
+    out = tuple("*" if i and args[i - 1] in derived else a for i, a in enumerate(args))
     if args[:2] == ["udp", "train"] and "--count" not in args:
         # where measure puts it (measure._train): after the host, the port and an up train's --up
         at = 5 + (args[5:6] == ["--up"])
@@ -140,6 +140,11 @@ class Recorder(Live):
     def close(self) -> dict | None:
         self.f.close()
         return None
+
+
+def _copy(result: dict) -> dict:
+    """A run's JSON result, copied (a served one is the analysis's to change)."""
+    return json.loads(json.dumps(result))
 
 
 def file_of(path: str) -> str | None:
@@ -235,7 +240,7 @@ class Replayer(Live):
             self.ended += 1
         if "error" in r:
             raise UserError(r["error"])
-        return json.loads(json.dumps(r["result"]))  # a copy: the analysis may change what it is given
+        return _copy(r["result"])  # the analysis may change what it is given
 
     def now(self) -> float:
         with self.lock:
@@ -269,7 +274,7 @@ class Tape(Live):
         except UserError as e:
             self.runs.append((list(args), None, str(e)))
             raise
-        self.runs.append((list(args), json.loads(json.dumps(j)), None))
+        self.runs.append((list(args), _copy(j), None))
         return j
 
     def now(self) -> float:
@@ -281,9 +286,8 @@ class Tape(Live):
         self.outer.sleep(s)
 
 
-def _but_count(args: list[str]) -> list[str]:
-    """``args`` without a ``--count`` and its value."""
-    return [a for i, a in enumerate(args) if a != "--count" and not (i and args[i - 1] == "--count")]
+#: what :class:`Rewind` lets differ between the run asked and the run taped: a train's count
+COUNT_ONLY = frozenset({"--count"})
 
 
 class Rewind(Live):
@@ -297,7 +301,7 @@ class Rewind(Live):
         self.runs, self.reads, self.outer = list(tape.runs), list(tape.reads), outer
 
     def run(self, args: list[str], fn: Callable[[], dict]) -> dict:
-        if self.runs and _but_count(self.runs[0][0]) != _but_count(args):
+        if self.runs and shape(self.runs[0][0], COUNT_ONLY) != shape(args, COUNT_ONLY):
             self.runs.clear()
             self.reads.clear()
         if not self.runs:
@@ -305,7 +309,7 @@ class Rewind(Live):
         _, j, err = self.runs.pop(0)
         if err is not None:
             raise UserError(err)
-        return json.loads(json.dumps(j))
+        return _copy(j)
 
     def now(self) -> float:
         return self.reads.pop(0) if self.reads else self.outer.now()
