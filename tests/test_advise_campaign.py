@@ -621,6 +621,52 @@ def test_the_report_lists_the_rankings_it_got_wrong_and_the_p95_misses(tmp_path)
     assert "p95 RTT beyond 25 %" in html and "40 / 70" in html
 
 
+def test_the_report_reads_the_time_goal_by_base_rtt_and_where_measures_time_went(tmp_path):
+    """Issue 30's time goal on the report: measure --quick's seconds by base RTT band and, from measure's phases_s
+    (the record's own, or a campaign's stored measure.json where the record predates them), the mean seconds a path
+    in each group of phases, within and beyond the goal."""
+    import json as _json
+
+    from bloatlab.advise import campaign_report
+
+    g = campaign_report.phase_groups({"idle": 1.0, "serialization": 1.0, "wifi_train": 0.5, "loss_stream": 2.0,
+                                      "down_fill": 3.0, "up_fill": 4.0, "down_bbr": 3.5, "policer_train": 0.25,
+                                      "up_aqm_train": 0.5, "early_trains": 1.0, "up_deep": 2.0, "down_other": 0.25})
+    assert g == {"idle and large probes": 2.0, "WiFi train": 0.5, "loss stream": 2.0, "fills": 7.0, "deep steps": 2.0,
+                 "BBR rate phases": 3.5, "packet trains": 1.75, "other": 0.25}
+
+    def rec(i, rtt, secs, phases):
+        r = {"index": i, "truth": {"limiter": "fifo", "observable": "fifo", "port_mbps": 10.0, "down_mbps": 10.0,
+                                   "base_rtt_ms": rtt, "loss": 0.0, "buffer_bytes": 25_000, "buffer_bdp": 1.0},
+             "measured": {"limiter": "fifo", "down_mbps": 10.0, "base_rtt_ms": rtt, "buffer_bytes": 25_000, "loss": 0.0,
+                          "elapsed_s": secs},
+             "advice": {"cc": "cubic", "queue": "as-is"}, "advise_s": 5.0 + i,
+             "predicted": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0}, "predicted_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0},
+             "kernel": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0}, "kernel_today": {"goodput_mbps": 9.0, "p95_rtt_ms": 40.0}}
+        if phases is not None:
+            r["measured"]["phases_s"] = phases
+        r["errors"] = campaign.errors(r)
+        return r
+
+    recs = [rec(0, 10.0, 12.0, {"idle": 1.0, "down_fill": 5.0, "up_fill": 6.0}),
+            rec(1, 15.0, 24.0, {"idle": 1.0, "down_fill": 5.0, "up_fill": 6.0, "up_bbr": 12.0}),
+            rec(2, 300.0, 60.0, None)]
+    os.makedirs(tmp_path / "paths" / "0002")
+    (tmp_path / "paths" / "0002" / "measure.json").write_text(_json.dumps({"phases_s": {"idle": 2.0, "down_fill": 20.0,
+                                                                                       "up_fill": 20.0, "down_bbr": 18.0}}))
+    bands, where = campaign_report._time_tables(recs, str(tmp_path), 20.0)
+    assert bands.to_dict("records") == [
+        {"base RTT": "0-20 ms", "paths": 2, "within 20 s": 1, "median s": "18.0", "longest s": "24.0", "a BBR rate phase ran": 1},
+        {"base RTT": "150 ms or more", "paths": 1, "within 20 s": 0, "median s": "60.0", "longest s": "60.0", "a BBR rate phase ran": 1}]
+    rows = {r["phases"]: r for r in where.to_dict("records")}
+    assert rows["fills"] == {"phases": "fills", "all (3)": "20.67", "within 20 s (1)": "11.00", "beyond 20 s (2)": "25.50"}
+    assert rows["BBR rate phases"]["beyond 20 s (2)"] == "15.00" and rows["BBR rate phases"]["within 20 s (1)"] == "0.00"
+    meta = {"paths": 3, "seed": 1, "quick": False, "distribution": "d", "goal": "balanced", "today": "cubic"}
+    html = open(campaign_report.write(recs, campaign.summary(recs), meta, str(tmp_path / "report.html"))).read()
+    assert "measure --quick within 20 s by base RTT" in html and "time went: mean seconds a path" in html
+    assert "advise within 60 s on 3 of 3 paths, the longest 7.0 s" in html
+
+
 def test_a_campaign_of_another_distribution_is_not_resumed(tmp_path, monkeypatch):
     """The same seed draws other paths once the draw changes (a WiFi hop in front, 2026-11-27): resuming an older
     campaign would mix two distributions, so it is refused with the reason (exit 2 at the CLI)."""

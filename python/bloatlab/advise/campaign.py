@@ -816,6 +816,8 @@ def run_path(t: dict, pdir: str, quick: bool = False, say=print, ranked: bool = 
                        "buffer_bound": d.get("buffer_bound"), "buffer_bytes_min": d.get("buffer_bytes_min"),
                        "buffer_bytes_max": d.get("buffer_bytes_max"), "buffer_note": d.get("buffer_note"),
                        "saturated": d["saturated"], "evidence": d.get("evidence"), "elapsed_s": m["elapsed_s"],
+                       # where measure's time went (its phases' seconds: the report's time section)
+                       "phases_s": m.get("phases_s"),
                        "warnings": m.get("warnings", []),
                        # a paced train left the server slower than the flows got through (a loaded server host: the
                        # readings that rest on trains fell back on the flows'; measure._paced_policer_train)

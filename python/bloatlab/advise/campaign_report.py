@@ -4,6 +4,7 @@ and the paths it got wrong with their evidence."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -61,8 +62,9 @@ def _figure_errors(ok, keys, xlabel, pct=True, tol=None, title="", linear=False)
     for (key, label), st in zip(keys, styles):
         _cdf(ax, [r["errors"].get(key) for r in ok], label, pct, st)
     for t, lab in tol or []:
+        # the goal's label from the top down, clear of the legend in the lower right
         ax.axvline(t, color="grey", linewidth=0.8, linestyle=":")
-        ax.text(t, 0.02, f" {lab}", color="grey", fontsize=8, rotation=90, va="bottom")
+        ax.text(t, 0.98, f" {lab}", color="grey", fontsize=8, rotation=90, va="top", ha="right")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("share of paths")
     ax.set_ylim(0, 1.02)
@@ -96,6 +98,101 @@ def by_kind(ok: list[dict]):
             row[f"measured {c}"] = sum(r["measured"]["limiter"] == c for r in rs)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: where measure's time goes, grouped (the keys of its report's ``phases_s``, docs/advise.md "Where measure's time
+#: goes"): the group of a key, by its name; a key none names is "other" (each direction's ``*_other``, ``other``)
+PHASE_GROUPS = (("idle and large probes", lambda k: k in ("idle", "serialization")),
+                ("WiFi train", lambda k: k == "wifi_train"),
+                ("loss stream", lambda k: k == "loss_stream"),
+                ("fills", lambda k: k.endswith("_fill")),
+                ("deep steps", lambda k: k.endswith("_deep")),
+                ("BBR rate phases", lambda k: k.endswith("_bbr")),
+                ("packet trains", lambda k: "train" in k))
+
+#: the base RTT bands the time goal is read over (ms): docs/advise.md "Where ≤ 20 s is not physics'" puts the
+#: bound near 150 ms (two fills of 40 round trips, 6 s or more each, with the up direction)
+RTT_BANDS_MS = (0.0, 20.0, 50.0, 150.0, float("inf"))
+
+
+def phase_groups(phases: dict) -> dict[str, float]:
+    """A measurement's ``phases_s`` summed by :data:`PHASE_GROUPS` (seconds; every group, 0 where none ran)."""
+    out = {g: 0.0 for g, _ in PHASE_GROUPS} | {"other": 0.0}
+    for k, v in phases.items():
+        out[next((g for g, pick in PHASE_GROUPS if pick(k)), "other")] += float(v)
+    return out
+
+
+def _phases(r: dict, base: str) -> dict | None:
+    """A record's ``phases_s``: the record's own (campaigns since 2026-12-04), else its stored ``measure.json``
+    (``base``: the campaign's directory); None where neither has them."""
+    ph = r["measured"].get("phases_s")
+    if ph is None:
+        try:
+            with open(os.path.join(base, "paths", f"{r['index']:04d}", "measure.json")) as f:
+                ph = json.load(f).get("phases_s")
+        except (OSError, ValueError, KeyError):
+            return None
+    return ph
+
+
+def _time_tables(ok: list[dict], base: str, goal_s: float):
+    """The time goal by base RTT band (:data:`RTT_BANDS_MS`) and where the time went (:func:`phase_groups`, mean
+    seconds a path, within and beyond ``goal_s``); None for the second where no record has its phases."""
+    import pandas as pd
+
+    rows = []
+    for lo, hi in zip(RTT_BANDS_MS, RTT_BANDS_MS[1:]):
+        rs = [r for r in ok if lo <= r["truth"]["base_rtt_ms"] < hi and r["errors"].get("measure_s") is not None]
+        if not rs:
+            continue
+        s = np.asarray([r["errors"]["measure_s"] for r in rs], float)
+        bbr = [r for r in rs if any(k.endswith("_bbr") for k in (_phases(r, base) or {}))]
+        rows.append({"base RTT": f"{lo:g}-{hi:g} ms" if np.isfinite(hi) else f"{lo:g} ms or more", "paths": len(rs),
+                     f"within {goal_s:g} s": int((s <= goal_s).sum()), "median s": f"{np.median(s):.1f}",
+                     "longest s": f"{s.max():.1f}", "a BBR rate phase ran": len(bbr)})
+    groups = []
+    for r in ok:
+        ph, sec = _phases(r, base), r["errors"].get("measure_s")
+        if ph is not None and sec is not None:
+            groups.append((sec <= goal_s, phase_groups(ph)))
+    if not groups:
+        return pd.DataFrame(rows), None
+    cols = {"all": [g for _, g in groups], f"within {goal_s:g} s": [g for ok_, g in groups if ok_],
+            f"beyond {goal_s:g} s": [g for ok_, g in groups if not ok_]}
+    where = pd.DataFrame([{"phases": name} | {f"{c} ({len(gs)})": (f"{np.mean([g[name] for g in gs]):.2f}" if gs else "")
+                                             for c, gs in cols.items()}
+                          for name in list(dict(PHASE_GROUPS)) + ["other"]])
+    return pd.DataFrame(rows), where
+
+
+def _figure_times(ok: list[dict], base: str, goal_s: float):
+    """``measure --quick``'s seconds against the base RTT, a BBR rate phase or none, the goal's line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    pts = [(r["truth"]["base_rtt_ms"], r["errors"]["measure_s"], any(k.endswith("_bbr") for k in (_phases(r, base) or {})))
+           for r in ok if r["errors"].get("measure_s") is not None]
+    for bbr, mark, lab in ((False, "o", "no BBR rate phase"), (True, "^", "a BBR rate phase")):
+        xs = [x for x, _, b in pts if b == bbr]
+        ys = [y for _, y, b in pts if b == bbr]
+        if xs:
+            ax.scatter(xs, ys, marker=mark, s=18, label=f"{lab} ({len(xs)})", alpha=0.8)
+    ax.axhline(goal_s, color="grey", linewidth=0.8, linestyle=":")
+    ax.text(0.99, goal_s, f"goal {goal_s:g} s", color="grey", fontsize=8, va="bottom", ha="right",
+            transform=ax.get_yaxis_transform())
+    ax.set_xscale("log")
+    ax.set_xlabel("base RTT (ms)")
+    ax.set_ylabel("measure --quick (s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("How long measure took", fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def _runs(meta: dict) -> str:
@@ -168,6 +265,23 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         # the goals' tolerances (campaign.GOALS, as the summary carries them): what the lists below count as got
         # wrong; the rankings whose kernel runs stayed flagged (campaign.rank_flagged)
         tol = {key: s["tolerance"] for key, s in summ.items() if isinstance(s, dict) and "tolerance" in s}
+        # the time goals: measure --quick by base RTT, where its time went, and advise's longest
+        base = os.path.dirname(os.path.abspath(path))
+        if any(r["errors"].get("measure_s") is not None for r in ok):
+            goal_s = tol["measure_s"]
+            bands, where = _time_tables(ok, base, goal_s)
+            sec.figure(f"measure --quick's seconds on each path against its base RTT (the goal: {goal_s:g} s); a "
+                       "triangle where a BBR rate phase ran in either direction",
+                       _figure_times(ok, base, goal_s), heading="Time")
+            sec.table(f"measure --quick within {goal_s:g} s by base RTT (docs/advise.md \"Where ≤ 20 s is not "
+                      "physics'\": with the up direction, two fills of 40 round trips each from ~150 ms)", bands)
+            if where is not None:
+                sec.table("Where measure --quick's time went: mean seconds a path in each group of phases "
+                          "(measure's phases_s; the paths counted in brackets)", where)
+            adv = [r["errors"]["advise_s"] for r in ok if r["errors"].get("advise_s") is not None]
+            if adv:
+                sec.text(None, f"advise within {tol['advise_s']:g} s on {sum(a <= tol['advise_s'] for a in adv)} of "
+                               f"{len(adv)} paths, the longest {max(adv):.1f} s, the median {float(np.median(adv)):.1f} s.")
         flagged = set(summ.get("rank_flagged_paths", ()))
         rank_tol = tol["rank_regret"]
         ranked = [r for r in ok if (r.get("rank") or {}).get("regret") is not None and r["rank"]["regret"] > rank_tol]
