@@ -624,9 +624,20 @@ impl Client<'_> {
     /// one lost anywhere in the run held the drain for the whole grace after
     /// the last send, ~1 s of most loaded phases of `load` on a path that
     /// drops (an AQM, a policer, a random loss: 0.65-1.16 s between the
-    /// results and the exit, campaign seed 52).
+    /// results and the exit, campaign seed 52). Where no reply came back yet
+    /// there is no round trip to scale the grace by: a request is then waited
+    /// for as long as `--timeout` says. The 50-ms floor ended `load`'s idle
+    /// phase 50 ms after its last probe, and `measure` then said no probe came
+    /// back within the 2-s timeout, on paths whose replies took 0.3-0.9 s
+    /// behind other stations' downloads (campaign seed 154 path 10: the loss
+    /// stream's round trips 541 ms at the median just before; seed 143 paths
+    /// 44 and 51: a phase that ended 0.29 s after it began).
     fn drain(&mut self) {
-        let grace = (3 * self.max_rtt_ns).clamp(50_000_000, self.cfg.timeout_ns.max(50_000_000));
+        let grace = if self.max_rtt_ns == 0 {
+            self.cfg.timeout_ns.max(50_000_000)
+        } else {
+            (3 * self.max_rtt_ns).clamp(50_000_000, self.cfg.timeout_ns.max(50_000_000))
+        };
         while let Some(due) = self.latest_unanswered_tx().map(|tx| tx + grace) {
             let n = sys::real_ns();
             if n >= due || sys::stopped() {
@@ -783,6 +794,50 @@ mod tests {
         let t = std::time::Instant::now();
         c.drain();
         assert!(t.elapsed() > Duration::from_millis(800), "{:?}", t.elapsed());
+    }
+
+    /// No reply seen yet: no round trip to scale the grace by, so the last
+    /// request (sent 10 ms ago) is waited for until `--timeout` (here 600 ms),
+    /// not the 50-ms floor; one sent longer ago than the timeout is lost.
+    #[test]
+    fn the_drain_without_a_reply_waits_for_the_timeout_not_the_floor() {
+        let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(silent.local_addr().unwrap()).unwrap();
+        let cfg = ClientCfg {
+            addr: silent.local_addr().unwrap(),
+            count: None,
+            duration_ns: Some(1),
+            interval_ns: 10_000_000,
+            size: 64,
+            busy_poll: false,
+            secret: None,
+            timeout_ns: 600_000_000,
+            give_up_ns: 5_000_000_000,
+            report_ns: 0,
+            t0_mono: sys::mono_ns(),
+            stop_at_mono: None,
+            live: None,
+        };
+        let now = sys::real_ns();
+        let mut c = Client {
+            cfg: &cfg, sock: &sock, key: None, flags: 0, session: 1,
+            tx_real: vec![now - 20_000_000, now - 10_000_000],
+            rtt_by_seq: vec![f32::NAN, f32::NAN],
+            res: ClientResult { sent: 2, received: 0, ..Default::default() },
+            max_seq: None, last_reply_mono: sys::mono_ns(), scratch: Vec::new(), buf: vec![0u8; 65536],
+            report_next: 0, report_from: (0, 0, 0),
+            max_rtt_ns: 0,
+            t0_real: now,
+        };
+        let t = std::time::Instant::now();
+        c.drain();
+        assert!(t.elapsed() > Duration::from_millis(550), "{:?}", t.elapsed());
+        assert!(t.elapsed() < Duration::from_millis(1_500), "{:?}", t.elapsed());
+        // both requests now older than the timeout: lost, nothing to wait for
+        let t = std::time::Instant::now();
+        c.drain();
+        assert!(t.elapsed() < Duration::from_millis(100), "{:?}", t.elapsed());
     }
 
     #[test]
