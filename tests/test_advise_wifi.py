@@ -216,6 +216,34 @@ def test_a_shared_mediums_twin_runs_the_other_stations_and_reads_back():
         Path(base_rtt_ms=21.0, down_mbps=23.4, limiter="fifo", wifi_others=1)
 
 
+def test_the_idle_probes_least_beside_busy_stations_leaves_out_what_the_twins_mac_makes_it_wait():
+    """Beside other busy stations an idle probe's least still waits for their aggregates' turns; the twin's own MAC
+    gives that wait (its others' backlogged downloads, a probe every 10 ms, the least of as many probes as the
+    measurement had), which the twin's base RTT leaves out on an fq or airtime AP, not behind a legacy AP's one
+    FIFO. Seed 138 path 11 (fq, MCS 6 beside two stations at MCS 15, 2.06 ms): the least 4.88 ms, the wait 2.39 ->
+    2.49 ms."""
+    p1 = Path(base_rtt_ms=5.0, down_mbps=20.0, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=52.0, wifi_others=1)
+    w1 = m_wifi_hop.others_least_wait_ms(p1, 300, 10)
+    w2 = m_wifi_hop.others_least_wait_ms(dataclasses.replace(p1, wifi_others=2), 300, 10)
+    # a wait, at most one full aggregate (ath9k's 4.096 ms) a turn of each other station and one of the AP's
+    assert 0.0 < w1 < 2 * 4.096 and 0.0 < w2 < 3 * 4.096, (w1, w2)
+    # the least of fewer probes lies no lower
+    assert m_wifi_hop.others_least_wait_ms(p1, 30, 10) >= w1
+
+    def report(mac, probes=300):
+        d = {"limiter": "wifi", "rate_mbps": 20.0, "buffer_bytes": None, "buffer_bdp": None,
+             "wifi": {"mac": mac, "phy_mbps": 52.0, "shared": {"others": 1, "idle_spread_ms": 12.0, "alone_mbps": 40.0}}}
+        return {"down": d, "loss": 0.0, "base_rtt_ms": {"min": 5.0, "p50": 17.0, "probes": probes}}
+
+    r = report("airtime")
+    m._others_aggregates(r, lambda s: None)
+    assert r["base_rtt_ms"]["others_wait_ms"] == pytest.approx(w1)
+    assert m.twin_of(r).base_rtt_ms == pytest.approx(5.0 - w1)
+    for r in (report("legacy"), report("fq", probes=None)):
+        m._others_aggregates(r, lambda s: None)
+        assert "others_wait_ms" not in r["base_rtt_ms"] and m.twin_of(r).base_rtt_ms == 5.0
+
+
 # campaign seed 49 (code 4ec3f4a), down direction of paths 10 and 75 (measure.json): the idle train from a station
 # beside other busy stations. Path 10: an airtime AP at MCS 10 (39 Mbit/s), two others at MCS 1 downloading; 110.7 ms
 SHARED_MCS10 = {"wire_bytes": 1500, "batches": {

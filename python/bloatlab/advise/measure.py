@@ -71,7 +71,8 @@ from .trains import (
     CODEL_OR_PIE, OVERFLOW_WINDOW, _fifo_depth_from_trains, aqm_alternatives, lone_first_loss, port_fifo, pressed_hardest, single_queue_aqm,
     drained_mbps, held_tail_mbps, tail_bounds, train_cannot_tell, untrained_aqm, up_first_hop
 )
-from .wifi_hop import WIFI_AGGR_MS, WIFI_HW_QUEUE_MS, front_hop, up_through_the_hop, wifi_design, wifi_hop
+from .wifi_hop import (PER_STATION_MACS, WIFI_AGGR_MS, WIFI_HW_QUEUE_MS, front_hop, others_least_wait_ms,
+                       up_through_the_hop, wifi_design, wifi_hop)
 from .isolation import LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model, port_buffer_by_model
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
@@ -2097,6 +2098,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         base["serialization_ms"] = ser
         base["p50"] = max(base["p50"], 0.01)
         base["min"] = max(base["min"] - ser, 0.01)
+    # how many idle probes the least was taken over (_others_aggregates reads as many in the twin)
+    base["probes"] = int(np.isfinite(np.asarray(series, float)).sum()) if len(series) else None
     idle_loss = report["loss"]
     say(f"  base RTT {base['p50']:.2f} ms, idle loss {idle_loss * 100:.2g} % each way")
     ports = report["ports_mbps"] = _ports(wp["train"], ser)
@@ -2178,6 +2181,7 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
                 f"{d}: no queue and no drops under load — the bottleneck is not on the path but here (CPU, NIC, "
                 f"or a path faster than {flows} flows fill): the rate is a lower bound, the buffer unknown")
     _front_hop(report, first_hop, say)
+    _others_aggregates(report, say)
     isolation_after(report, say)
     # a policer's port FIFO a train's one-way delays read full, for a reading that became a policer after the
     # policer's trains (_isolation_train, _aqm_train: their own trains); _policer_train read it for the rest
@@ -2248,6 +2252,23 @@ def _front_hop(report: dict, first_hop: str | None, say) -> None:
         say(f"  {why}")
 
 
+def _others_aggregates(report: dict, say) -> None:
+    """Beside other busy stations on a WiFi hop whose AP queues each station apart (wifi_hop.PER_STATION_MACS) the
+    idle probes' least still waited for the others' aggregates: ``base_rtt_ms.others_wait_ms``, what the twin's own
+    MAC gives a sparse probe's least there (wifi_hop.others_least_wait_ms), which the twin's base RTT leaves out
+    (:func:`twin_of`). Not behind a legacy AP (its one FIFO's standing queue is not the twin's to give), nor where
+    the idle probes were not counted (a report read back from before they were)."""
+    shared = (report["down"].get("wifi") or {}).get("shared")
+    base = report["base_rtt_ms"]
+    mac = report["down"]["wifi"].get("mac") if shared else None
+    if not shared or mac not in PER_STATION_MACS or not base.get("probes"):
+        return
+    w = others_least_wait_ms(twin_of(report), base["probes"], IDLE_INTERVAL_MS)
+    base["others_wait_ms"] = w
+    say(f"  base RTT: the least of the idle probes waited ~{w:.2g} ms for the other stations' aggregates (the twin's "
+        f"MAC beside its {shared.get('others')} other station(s)): {max(base['min'] - w, 0.01):.2f} ms")
+
+
 def base_is_least(report: dict) -> str | None:
     """Why the twin's base RTT is the idle probes' least rather than their median (None where it is the median).
     - *Other stations on a shared WiFi medium* (``down.wifi.shared``): the median waited behind them, and the twin
@@ -2281,7 +2302,8 @@ def twin_of(report: dict) -> Path:
     u = report["up"] if up else {"limiter": None}
     shared = (d.get("wifi") or {}).get("shared") or {}
     least = base_is_least(report)
-    return Path(base_rtt_ms=max(base["min"] if least else base["p50"], 0.01),
+    # beside other stations, less what the least waited for their aggregates (_others_aggregates)
+    return Path(base_rtt_ms=max((base["min"] - base.get("others_wait_ms", 0.0)) if least else base["p50"], 0.01),
                 # the spread the ensemble spans: none where the twin runs the other stations themselves; the
                 # goal's accuracy where the probes queued (their spread is not the path's uncertainty)
                 base_rtt_spread_ms=0.0 if shared else None if least else max(base["p50"] - base["min"], 0.0),
