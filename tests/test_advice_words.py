@@ -134,3 +134,32 @@ def test_cubic_is_enough_says_the_latency_the_score_weighs_where_bbrs_is_larger(
     bbr.qdelay_p95_shared_ms = 6.5  # 28.0 against 27.3 ms: not said
     said = [s for s in recommend.reasons(p, cubic, cubic, [cubic, bbr], [cubic, bbr]) if s.startswith("CUBIC is enough")]
     assert said[0].endswith("(CUBIC: 50 %)."), said
+
+
+def test_a_queue_left_as_it_is_says_what_the_queue_not_taken_would_cut_and_its_score():
+    """Ranked seed 159 path 3 (a legacy AP at 551 ms, 1.7 MB of FIFO): the balanced goal kept the AP as it is, grade
+    F, and said nothing of airtime's 564 ms at about half the goodput. The queue not taken that cuts the delay is said
+    with what it costs and its score; none where no other queue of the same control cuts it."""
+    path = Path(base_rtt_ms=551.0, down_mbps=9.87, limiter="wifi", wifi_mac="legacy", wifi_phy_mbps=12.8, buffer_bytes=1_715_000)
+    best = Candidate(cc="cubic", queue="as-is", shaper_mbps=None, goodput_mbps=6.74, p95_rtt_ms=1922, p95_rtt_shared_ms=1967,
+                     score=0.782)
+    air = Candidate(cc="cubic", queue="airtime", shaper_mbps=None, goodput_mbps=3.52, p95_rtt_ms=564, p95_rtt_shared_ms=571,
+                    score=0.741)
+    bbr_air = Candidate(cc="bbr", queue="airtime", shaper_mbps=None, goodput_mbps=4.93, p95_rtt_ms=594, p95_rtt_shared_ms=596,
+                        score=0.75)
+    cands = [best, air, bbr_air]
+    said = " ".join(recommend.reasons(path, best, best, cands, sorted(cands, key=lambda c: -c.score)))
+    assert ("Airtime on the access point (mac80211's per-station fq_codel with airtime fairness) cuts the p95 RTT under "
+            "load from 1967 ms to 571 ms for 48 % less goodput (6.74 -> 3.52 Mbit/s); it scores 0.74 against 0.78 for "
+            "this goal.") in said, said
+    # airtime no faster than as is (within SAME): nothing to say
+    air.p95_rtt_ms, air.p95_rtt_shared_ms = 1900, 1950
+    said = " ".join(recommend.reasons(path, best, best, cands, sorted(cands, key=lambda c: -c.score)))
+    assert "Airtime on the access point" not in said and "scores" not in said
+    # a wired path: the shaped queue on a router
+    wired = Path(base_rtt_ms=20.0, down_mbps=50.0, buffer_bytes=600_000)
+    fq = Candidate(cc="cubic", queue="fq_codel", shaper_mbps=47.5, goodput_mbps=45.0, p95_rtt_ms=26, p95_rtt_shared_ms=27,
+                   score=0.70)
+    best.p95_rtt_ms, best.p95_rtt_shared_ms, best.goodput_mbps = 110, 112, 48.0
+    said = " ".join(recommend.reasons(wired, best, best, [best, fq], [best, fq]))
+    assert "fq_codel shaped at 47.5 Mbit/s on a router you own cuts the p95 RTT under load from 112 ms to 27 ms" in said, said
