@@ -747,9 +747,10 @@ def reasons(path: Path, best: Candidate, cur: Candidate, cands: list[Candidate],
         out.append(f"{_queue_words(path, best)} {_change(same_cc_asis, best)} (base {path.base_rtt_ms:.0f} ms).")
     elif best.queue == "as-is":
         out.append(f"The bottleneck can stay as it is: {_loaded_words(path, best)}.")
-    if best.queue == "as-is":
+    if best.queue == "as-is" and not path.down_variable:
         # the queue not taken that would have cut the delay: what it costs, and its score (ranked seed 159 path 3,
-        # a legacy AP at 551 ms: "can stay as it is ... grade F" said nothing of airtime's 564 ms at 3.52 Mbit/s)
+        # a legacy AP at 551 ms: "can stay as it is ... grade F" said nothing of airtime's 564 ms at 3.52 Mbit/s);
+        # on a varying capacity the sentence below lists the control's queues with their figures
         alt = _delay_not_taken(best, cands)
         if alt is not None:
             a, b = _scores(alt.score, best.score)
