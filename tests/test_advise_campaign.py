@@ -654,7 +654,7 @@ def test_the_report_reads_the_time_goal_by_base_rtt_and_where_measures_time_went
     os.makedirs(tmp_path / "paths" / "0002")
     (tmp_path / "paths" / "0002" / "measure.json").write_text(_json.dumps({"phases_s": {"idle": 2.0, "down_fill": 20.0,
                                                                                        "up_fill": 20.0, "down_bbr": 18.0}}))
-    bands, where = campaign_report._time_tables(recs, str(tmp_path), 20.0)
+    bands, where = campaign_report.time_tables(recs, str(tmp_path), 20.0)
     assert bands.to_dict("records") == [
         {"base RTT": "0-20 ms", "paths": 2, "within 20 s": 1, "median s": "18.0", "longest s": "24.0", "a BBR rate phase ran": 1},
         {"base RTT": "150 ms or more", "paths": 1, "within 20 s": 0, "median s": "60.0", "longest s": "60.0", "a BBR rate phase ran": 1}]

@@ -136,7 +136,7 @@ def _phases(r: dict, base: str) -> dict | None:
     return ph
 
 
-def _time_tables(ok: list[dict], base: str, goal_s: float):
+def time_tables(ok: list[dict], base: str, goal_s: float):
     """The time goal by base RTT band (:data:`RTT_BANDS_MS`) and where the time went (:func:`phase_groups`, mean
     seconds a path, within and beyond ``goal_s``); None for the second where no record has its phases."""
     import pandas as pd
@@ -269,7 +269,7 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         base = os.path.dirname(os.path.abspath(path))
         if any(r["errors"].get("measure_s") is not None for r in ok):
             goal_s = tol["measure_s"]
-            bands, where = _time_tables(ok, base, goal_s)
+            bands, where = time_tables(ok, base, goal_s)
             sec.figure(f"measure --quick's seconds on each path against its base RTT (the goal: {goal_s:g} s); a "
                        "triangle where a BBR rate phase ran in either direction",
                        _figure_times(ok, base, goal_s), heading="Time")

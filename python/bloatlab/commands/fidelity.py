@@ -127,6 +127,13 @@ def _advise_campaign(args) -> int:
         share = "-" if s["share"] is None else f"{s['share'] * 100:.0f} %"
         cells.append((key, campaign_report.tolerance_text(key, tol), f"{want * 100:.0f} %", f"{s['met']}/{s['of']}", share))
     print_table(["goal", ("tolerance", "right"), ("wanted", "right"), ("met", "right"), ("share", "right")], cells)
+    # the time goal by base RTT band (the report's Time section has where the time went)
+    ok = [r for r in records if "failed" not in r and r.get("errors")]
+    if any(r["errors"].get("measure_s") is not None for r in ok):
+        goal_s = dict((k, t) for k, t, _ in campaign.GOALS)["measure_s"]
+        bands, _ = campaign_report.time_tables(ok, out, goal_s)
+        print_table([(c, "right") for c in bands.columns], [tuple(str(v) for v in row) for row in bands.itertuples(index=False)],
+                    title=f"measure --quick within {goal_s:g} s by base RTT")
     code = summ.get("code") or {}
     versions = ", ".join(f"{k} ({v})" for k, v in code.items())
     print(f"{summ['paths']} paths measured, {summ['failed']} failed; kernel judgements still flagged by the "
