@@ -749,6 +749,41 @@ impl ClientResult {
 mod tests {
     use super::*;
 
+    /// A client config toward a socket that never answers (the drain tests' peer).
+    fn silent_cfg(addr: SocketAddr, timeout_ns: u64) -> ClientCfg {
+        ClientCfg {
+            addr,
+            count: None,
+            duration_ns: Some(1),
+            interval_ns: 10_000_000,
+            size: 64,
+            busy_poll: false,
+            secret: None,
+            timeout_ns,
+            give_up_ns: 5_000_000_000,
+            report_ns: 0,
+            t0_mono: sys::mono_ns(),
+            stop_at_mono: None,
+            live: None,
+        }
+    }
+
+    /// A client that sent requests at `tx_real` (CLOCK_REALTIME), their round
+    /// trips `rtt_by_seq` (NaN: unanswered), the largest seen `max_rtt_ns`.
+    fn client_after<'a>(cfg: &'a ClientCfg, sock: &'a UdpSocket, now: u64, tx_real: Vec<u64>, rtt_by_seq: Vec<f32>,
+                        max_rtt_ns: u64) -> Client<'a> {
+        let received = rtt_by_seq.iter().filter(|r| !r.is_nan()).count() as u64;
+        Client {
+            cfg, sock, key: None, flags: 0, session: 1,
+            res: ClientResult { sent: tx_real.len() as u64, received, ..Default::default() },
+            tx_real, rtt_by_seq,
+            max_seq: None, last_reply_mono: sys::mono_ns(), scratch: Vec::new(), buf: vec![0u8; 65536],
+            report_next: 0, report_from: (0, 0, 0),
+            max_rtt_ns,
+            t0_real: now,
+        }
+    }
+
     /// A client whose last requests were answered and whose one lost request
     /// went out long ago ends its drain at once; a request still within the
     /// grace keeps it (a silent peer: nothing comes back).
@@ -757,34 +792,12 @@ mod tests {
         let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         sock.connect(silent.local_addr().unwrap()).unwrap();
-        let cfg = ClientCfg {
-            addr: silent.local_addr().unwrap(),
-            count: None,
-            duration_ns: Some(1),
-            interval_ns: 10_000_000,
-            size: 64,
-            busy_poll: false,
-            secret: None,
-            timeout_ns: 2_000_000_000,
-            give_up_ns: 5_000_000_000,
-            report_ns: 0,
-            t0_mono: sys::mono_ns(),
-            stop_at_mono: None,
-            live: None,
-        };
+        let cfg = silent_cfg(silent.local_addr().unwrap(), 2_000_000_000);
         let now = sys::real_ns();
-        let mut c = Client {
-            cfg: &cfg, sock: &sock, key: None, flags: 0, session: 1,
-            // the first request (5 s ago) lost, the two since answered
-            tx_real: vec![now - 5_000_000_000, now - 20_000_000, now - 10_000_000],
-            rtt_by_seq: vec![f32::NAN, 300_000.0, 300_000.0],
-            res: ClientResult { sent: 3, received: 2, ..Default::default() },
-            max_seq: None, last_reply_mono: sys::mono_ns(), scratch: Vec::new(), buf: vec![0u8; 65536],
-            report_next: 0, report_from: (0, 0, 0),
-            // a 300-ms round trip seen: a grace of 900 ms, which the old drain waited out after the last send
-            max_rtt_ns: 300_000_000,
-            t0_real: now,
-        };
+        // the first request (5 s ago) lost, the two since answered; a 300-ms round trip seen: a grace of 900 ms,
+        // which the old drain waited out after the last send
+        let mut c = client_after(&cfg, &sock, now, vec![now - 5_000_000_000, now - 20_000_000, now - 10_000_000],
+                                 vec![f32::NAN, 300_000.0, 300_000.0], 300_000_000);
         assert_eq!(c.latest_unanswered_tx(), Some(now - 5_000_000_000));
         let t = std::time::Instant::now();
         c.drain();
@@ -804,32 +817,9 @@ mod tests {
         let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
         let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
         sock.connect(silent.local_addr().unwrap()).unwrap();
-        let cfg = ClientCfg {
-            addr: silent.local_addr().unwrap(),
-            count: None,
-            duration_ns: Some(1),
-            interval_ns: 10_000_000,
-            size: 64,
-            busy_poll: false,
-            secret: None,
-            timeout_ns: 600_000_000,
-            give_up_ns: 5_000_000_000,
-            report_ns: 0,
-            t0_mono: sys::mono_ns(),
-            stop_at_mono: None,
-            live: None,
-        };
+        let cfg = silent_cfg(silent.local_addr().unwrap(), 600_000_000);
         let now = sys::real_ns();
-        let mut c = Client {
-            cfg: &cfg, sock: &sock, key: None, flags: 0, session: 1,
-            tx_real: vec![now - 20_000_000, now - 10_000_000],
-            rtt_by_seq: vec![f32::NAN, f32::NAN],
-            res: ClientResult { sent: 2, received: 0, ..Default::default() },
-            max_seq: None, last_reply_mono: sys::mono_ns(), scratch: Vec::new(), buf: vec![0u8; 65536],
-            report_next: 0, report_from: (0, 0, 0),
-            max_rtt_ns: 0,
-            t0_real: now,
-        };
+        let mut c = client_after(&cfg, &sock, now, vec![now - 20_000_000, now - 10_000_000], vec![f32::NAN, f32::NAN], 0);
         let t = std::time::Instant::now();
         c.drain();
         assert!(t.elapsed() > Duration::from_millis(550), "{:?}", t.elapsed());

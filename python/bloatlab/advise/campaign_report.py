@@ -123,6 +123,16 @@ def phase_groups(phases: dict) -> dict[str, float]:
     return out
 
 
+def _bbr_ran(phases: dict | None) -> bool:
+    """Whether a measurement's ``phases_s`` holds a BBR rate phase (either direction's ``*_bbr``)."""
+    return any(k.endswith("_bbr") for k in phases or {})
+
+
+def phases_of(ok: list[dict], base: str) -> dict[int, dict | None]:
+    """Each record's ``phases_s`` by its index (:func:`_phases`), read once."""
+    return {r["index"]: _phases(r, base) for r in ok}
+
+
 def _phases(r: dict, base: str) -> dict | None:
     """A record's ``phases_s``: the record's own (campaigns since 2026-12-04), else its stored ``measure.json``
     (``base``: the campaign's directory); None where neither has them."""
@@ -136,10 +146,13 @@ def _phases(r: dict, base: str) -> dict | None:
     return ph
 
 
-def time_tables(ok: list[dict], base: str, goal_s: float):
+def time_tables(ok: list[dict], base: str, goal_s: float, phases: dict | None = None):
     """The time goal by base RTT band (:data:`RTT_BANDS_MS`) and where the time went (:func:`phase_groups`, mean
-    seconds a path, within and beyond ``goal_s``); None for the second where no record has its phases."""
+    seconds a path, within and beyond ``goal_s``); None for the second where no record has its phases.
+    ``phases``: :func:`phases_of`, read here where not given."""
     import pandas as pd
+
+    phases = phases_of(ok, base) if phases is None else phases
 
     rows = []
     for lo, hi in zip(RTT_BANDS_MS, RTT_BANDS_MS[1:]):
@@ -147,13 +160,13 @@ def time_tables(ok: list[dict], base: str, goal_s: float):
         if not rs:
             continue
         s = np.asarray([r["errors"]["measure_s"] for r in rs], float)
-        bbr = [r for r in rs if any(k.endswith("_bbr") for k in (_phases(r, base) or {}))]
+        bbr = [r for r in rs if _bbr_ran(phases[r["index"]])]
         rows.append({"base RTT": f"{lo:g}-{hi:g} ms" if np.isfinite(hi) else f"{lo:g} ms or more", "paths": len(rs),
                      f"within {goal_s:g} s": int((s <= goal_s).sum()), "median s": f"{np.median(s):.1f}",
                      "longest s": f"{s.max():.1f}", "a BBR rate phase ran": len(bbr)})
     groups = []
     for r in ok:
-        ph, sec = _phases(r, base), r["errors"].get("measure_s")
+        ph, sec = phases[r["index"]], r["errors"].get("measure_s")
         if ph is not None and sec is not None:
             groups.append((sec <= goal_s, phase_groups(ph)))
     if not groups:
@@ -166,15 +179,16 @@ def time_tables(ok: list[dict], base: str, goal_s: float):
     return pd.DataFrame(rows), where
 
 
-def _figure_times(ok: list[dict], base: str, goal_s: float):
-    """``measure --quick``'s seconds against the base RTT, a BBR rate phase or none, the goal's line."""
+def _figure_times(ok: list[dict], phases: dict, goal_s: float):
+    """``measure --quick``'s seconds against the base RTT, a BBR rate phase or none (``phases``: :func:`phases_of`),
+    the goal's line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    pts = [(r["truth"]["base_rtt_ms"], r["errors"]["measure_s"], any(k.endswith("_bbr") for k in (_phases(r, base) or {})))
+    pts = [(r["truth"]["base_rtt_ms"], r["errors"]["measure_s"], _bbr_ran(phases[r["index"]]))
            for r in ok if r["errors"].get("measure_s") is not None]
     for bbr, mark, lab in ((False, "o", "no BBR rate phase"), (True, "^", "a BBR rate phase")):
         xs = [x for x, _, b in pts if b == bbr]
@@ -269,10 +283,11 @@ def write(records: list[dict], summ: dict, meta: dict, path: str) -> str:
         base = os.path.dirname(os.path.abspath(path))
         if any(r["errors"].get("measure_s") is not None for r in ok):
             goal_s = tol["measure_s"]
-            bands, where = time_tables(ok, base, goal_s)
+            phases = phases_of(ok, base)
+            bands, where = time_tables(ok, base, goal_s, phases)
             sec.figure(f"measure --quick's seconds on each path against its base RTT (the goal: {goal_s:g} s); a "
                        "triangle where a BBR rate phase ran in either direction",
-                       _figure_times(ok, base, goal_s), heading="Time")
+                       _figure_times(ok, phases, goal_s), heading="Time")
             sec.table(f"measure --quick within {goal_s:g} s by base RTT (docs/advise.md \"Where ≤ 20 s is not "
                       "physics'\": with the up direction, two fills of 40 round trips each from ~150 ms)", bands)
             if where is not None:

@@ -130,7 +130,7 @@ def _advise_campaign(args) -> int:
     # the time goal by base RTT band (the report's Time section has where the time went)
     ok = [r for r in records if "failed" not in r and r.get("errors")]
     if any(r["errors"].get("measure_s") is not None for r in ok):
-        goal_s = dict((k, t) for k, t, _ in campaign.GOALS)["measure_s"]
+        goal_s = summ["measure_s"]["tolerance"]
         bands, _ = campaign_report.time_tables(ok, out, goal_s)
         print_table([(c, "right") for c in bands.columns], [tuple(str(v) for v in row) for row in bands.itertuples(index=False)],
                     title=f"measure --quick within {goal_s:g} s by base RTT")
