@@ -1278,6 +1278,25 @@ def test_a_phase_whose_probes_were_lost_beside_the_load_says_so_naming_the_direc
     assert "95 % of them lost" in msg and "the idle probes were answered" in msg and "UDP blocked?" not in msg
 
 
+def test_a_phase_whose_flows_began_after_its_probes_says_the_round_trip_grew_not_that_probes_were_lost(monkeypatch):
+    """Live seed 166 path 50 (a legacy access point beside a station at MCS 0): the up fill's flows sent their first
+    data 14.0 s into the 5-s phase (their handshakes behind a round trip grown to seconds), after its last probe,
+    answered in ~2.3 s where the idle path's took 78 ms. The probes were not lost: the error says the round trip
+    grew under the measurement and no loaded window is left, with the figures."""
+    from bloatlab.advise import measure as M
+    from bloatlab.errors import UserError
+
+    j = _timed_phase(2e6, 5721.0, 2348.0, secs=5.0, setup_s=14.0, grace_s=0.0)
+    j["probes"] = [{"loss": 0.18}]
+    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
+    with pytest.raises(UserError) as e:
+        M._direction("h", 1, "down", 4, 77.7, None, True, False, 0.0, lambda m: None)
+    msg = str(e.value)
+    assert msg.startswith("measure: down: the 4 flows' first data came 14.0 s into the ")
+    assert "2348 ms at the median (78 ms on the idle path before)" in msg and "round trip grew" in msg
+    assert "lost" not in msg
+
+
 def test_the_flows_queue_is_the_one_their_bytes_sat_in_not_a_starved_flows_stale_srtt():
     """evidence.flows_rtt: each flow's srtt percentile weighted by the bytes it delivered in the window. Four flows at
     28, 30, 200 and 460 ms: two delivered 200 KB each, two starved ones 10 KB (campaign seed 100 path 7's kernel fill

@@ -633,6 +633,33 @@ def policer_keeps_the_flows_rate(x: dict) -> None:
         x["rate_mbps"] = max(v for k, v in by.items() if k not in ("busy", "port"))
 
 
+def few_probes_words(j: dict, w: dict, d: str, host: str, flows: int, secs: float, base_ms: float) -> str:
+    """Why a loaded phase (``load``'s JSON ``j``, its window ``w``, :func:`evidence._window`) left too few probe replies
+    to read its loaded RTT from, where the idle probes were answered (UDP passes).
+
+    Where the flows' first data came after the last probe answered, the probes were not lost: the flows' connections
+    took longer than the phase to open, their handshakes behind a round trip grown to seconds (live seed 166 path 50:
+    a legacy access point beside a station at MCS 0; the up fill's flows began 14.0 s into its 5-s phase, its
+    probes answered in 1.7-3.2 s where the idle path's took 78 ms). Else they were lost beside the load (campaign
+    seed 91 path 56: a 0.2-Mbit/s uplink with a 3000-B FIFO, 95 % of the up fill's probes lost)."""
+    ps = (j.get("raw") or {}).get("series", {}).get("probes") or {}
+    pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
+    ok = np.isfinite(prtt)
+    late = w.get("flows_from_s")
+    if ok.any() and late is not None and late > pt[ok].max():
+        return (f"measure: {d}: the {flows} flows' first data came {late:.1f} s into the {secs:g}-s loaded phase, after "
+                f"its last probe answered: their connections took that long to open, where the probes toward {host} "
+                f"came back in {np.median(prtt[ok]):.0f} ms at the median ({base_ms:.0f} ms on the idle path before): "
+                f"the path's round trip grew under the measurement (a queue other traffic fills?), and no loaded "
+                f"window is left to read")
+    lost = ((j.get("probes") or [{}])[0]).get("loss")
+    said = f", {lost * 100:.0f} % of them lost" if isinstance(lost, (int, float)) else ""
+    return (f"measure: {d}: too few probe replies under load toward {host} ({w['probes'].size} in the phase's "
+            f"window{said}) where the idle probes were answered: the bottleneck's queue drops them beside {flows} "
+            f"flows (a queue of a few packets at a slow port), or UDP is dropped under load; the loaded RTT cannot "
+            f"be read")
+
+
 def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret: str | None, quick: bool, lossy: bool,
                idle_loss: float, say, after_ms: float = 0.0, port_mbps: float | None = None,
                reverse_mbps: float | None = None, probe_ser_ms: float = 0.0, wifi: bool = False,
@@ -674,14 +701,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran, "queue_only": queue_only}
     w = _window(j, d)
     if w["probes"].size < 5:
-        # the idle probes were answered before (UDP passes): these were lost beside the load (campaign seed 91 path
-        # 56: a 0.2-Mbit/s uplink with a 3000-B FIFO, 95 % of the up fill's probes lost)
-        lost = ((j.get("probes") or [{}])[0]).get("loss")
-        said = f", {lost * 100:.0f} % of them lost" if isinstance(lost, (int, float)) else ""
-        raise UserError(f"measure: {d}: too few probe replies under load toward {host} ({w['probes'].size} in the "
-                        f"phase's window{said}) where the idle probes were answered: the bottleneck's queue drops them "
-                        f"beside {flows} flows (a queue of a few packets at a slow port), or UDP is dropped under load; "
-                        f"the loaded RTT cannot be read")
+        raise UserError(few_probes_words(j, w, d, host, flows, secs, base_p50))
     ev = _evidence(j, w, d, base_p50, idle_loss)
     ev["probes_busy"] = None if wifi else probes_busy(w, base_p50, probe_ser_ms, w["rate_mbps"], reverse_mbps,
                                                       probe_mbps(LOAD_PROBE_INTERVAL_MS))
