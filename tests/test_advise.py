@@ -1260,20 +1260,25 @@ def test_a_fast_variable_twins_trace_fits_the_loaders_bound_and_loads(tmp_path):
         M_path.within_trace_limit([3e9] * 120_000)
 
 
+def _down_error(monkeypatch, j: dict, base_ms: float) -> str:
+    """The error measure's down direction raises on the loaded phase ``j`` (its load replaced), at ``base_ms``."""
+    from bloatlab.advise import measure as M
+    from bloatlab.errors import UserError
+
+    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
+    with pytest.raises(UserError) as e:
+        M._direction("h", 1, "down", 4, base_ms, None, True, False, 0.0, lambda m: None)
+    return str(e.value)
+
+
 def test_a_phase_whose_probes_were_lost_beside_the_load_says_so_naming_the_direction(monkeypatch):
     """Campaign seed 91 path 56 (a 0.2-Mbit/s uplink with a 3000-B FIFO): the idle probes were answered, 95 % of the
     up fill's were lost beside its flows. The error says that, not that UDP may be blocked (the phase here a
     download's)."""
-    from bloatlab.advise import measure as M
-    from bloatlab.errors import UserError
-
     j = _load_json(0.2e6, 2 + 120, 2 + 120, 30, 400)
     j["raw"]["series"]["probes"] = {"t": [0.1, 0.2], "rtt_ms": [130.0, 131.0]}
     j["probes"] = [{"loss": 0.9485714285714286}]
-    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
-    with pytest.raises(UserError) as e:
-        M._direction("h", 1, "down", 4, 2.0, None, True, False, 0.0, lambda m: None)
-    msg = str(e.value)
+    msg = _down_error(monkeypatch, j, 2.0)
     assert msg.startswith("measure: down: too few probe replies under load toward h (")
     assert "95 % of them lost" in msg and "the idle probes were answered" in msg and "UDP blocked?" not in msg
 
@@ -1283,15 +1288,10 @@ def test_a_phase_whose_flows_began_after_its_probes_says_the_round_trip_grew_not
     data 14.0 s into the 5-s phase (their handshakes behind a round trip grown to seconds), after its last probe,
     answered in ~2.3 s where the idle path's took 78 ms. The probes were not lost: the error says the round trip
     grew under the measurement and no loaded window is left, with the figures."""
-    from bloatlab.advise import measure as M
-    from bloatlab.errors import UserError
-
     j = _timed_phase(2e6, 5721.0, 2348.0, secs=5.0, setup_s=14.0, grace_s=0.0)
     j["probes"] = [{"loss": 0.18}]
-    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
-    with pytest.raises(UserError) as e:
-        M._direction("h", 1, "down", 4, 77.7, None, True, False, 0.0, lambda m: None)
-    msg = str(e.value)
+    j["load"] = {"phases": [{"udp_rtt_ms": {"p50": 2348.0}}]}  # the load's own summary of its probes
+    msg = _down_error(monkeypatch, j, 77.7)
     assert msg.startswith("measure: down: the 4 flows' first data came 14.0 s into the ")
     assert "2348 ms at the median (78 ms on the idle path before)" in msg and "round trip grew" in msg
     assert "lost" not in msg

@@ -165,7 +165,8 @@ def _window(j: dict, d: str) -> dict:
         rate, how = got[0] * WIRE_PER_PAYLOAD + beside, COUNTER_NAMES[got[1]]
     return {"rate_mbps": rate / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
             "flow_rtt_p50": p50, "flow_rtt_p95": p95, "probes": sel,
-            "probe_window_s": [p0, pe], "flows_from_s": float(t0)}
+            "probe_window_s": [p0, pe], "flows_from_s": float(t0),
+            "probes_answered_to_s": float(pt[np.isfinite(prtt)].max()) if np.isfinite(prtt).any() else None}
 
 
 def flows_srtt(srtt: np.ndarray, fid: np.ndarray, t: np.ndarray, ids: list, a: float, b: float, q: float) -> list:

@@ -642,14 +642,14 @@ def few_probes_words(j: dict, w: dict, d: str, host: str, flows: int, secs: floa
     a legacy access point beside a station at MCS 0; the up fill's flows began 14.0 s into its 5-s phase, its
     probes answered in 1.7-3.2 s where the idle path's took 78 ms). Else they were lost beside the load (campaign
     seed 91 path 56: a 0.2-Mbit/s uplink with a 3000-B FIFO, 95 % of the up fill's probes lost)."""
-    ps = (j.get("raw") or {}).get("series", {}).get("probes") or {}
-    pt, prtt = np.asarray(ps.get("t", []), float), np.asarray(ps.get("rtt_ms", []), float)
-    ok = np.isfinite(prtt)
-    late = w.get("flows_from_s")
-    if ok.any() and late is not None and late > pt[ok].max():
+    late, last = w.get("flows_from_s"), w.get("probes_answered_to_s")
+    if late is not None and last is not None and late > last:
+        # the probes' round trip as the load itself summed it up (its phase's udp_rtt_ms)
+        p50 = (loaded_phase(j).get("udp_rtt_ms") or {}).get("p50")
+        rtt = f"came back in {p50:.0f} ms at the median" if isinstance(p50, (int, float)) else "came back"
         return (f"measure: {d}: the {flows} flows' first data came {late:.1f} s into the {secs:g}-s loaded phase, after "
                 f"its last probe answered: their connections took that long to open, where the probes toward {host} "
-                f"came back in {np.median(prtt[ok]):.0f} ms at the median ({base_ms:.0f} ms on the idle path before): "
+                f"{rtt} ({base_ms:.0f} ms on the idle path before): "
                 f"the path's round trip grew under the measurement (a queue other traffic fills?), and no loaded "
                 f"window is left to read")
     lost = ((j.get("probes") or [{}])[0]).get("loss")
