@@ -16,7 +16,7 @@ import pytest
 from bloatlab import scenario
 from bloatlab.advise import recommend
 from bloatlab.advise.physics import _significant, burst_floor_ms, mathis_loss, serialization_ms
-from bloatlab.advise.evidence import _window
+from bloatlab.advise.evidence import MIN_RAMP_PROBES, _evidence, _window
 from bloatlab.advise.classify import ambiguity, classify
 from bloatlab.advise.path import Path, grade
 
@@ -104,6 +104,29 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["probes_mbps"] == pytest.approx(probes, rel=1e-2)
     w = _window(_phase(20e6, 15e6, 400.0), "down")  # 400 ms of 5 s: 12 round trips
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire + probes, rel=1e-4)
+
+
+def test_the_ramp_is_the_probes_from_the_flows_first_sample_to_the_window():
+    """The probes before the window, from the flows' first sample on: the queue the slow start built, which a sparse
+    probe waits behind in one queue (isolation.isolation_by_model). A flow's series from 1 s to 10 s, the probes
+    from 0 s every 10 ms: the window from 5.495 s (half of 1-9.99 s); the ramp 1.0-5.49 s, 450 probes, whose RTTs
+    here are their send times in ms."""
+    j = _phase(20e6, 15e6, 5.0)
+    fl, ps = j["raw"]["series"]["flows"], j["raw"]["series"]["probes"]
+    keep = [i for i, t in enumerate(fl["t"]) if t >= 1.0]
+    j["raw"]["series"]["flows"] = {k: [v[i] for i in keep] for k, v in fl.items()}
+    ps["rtt_ms"] = [t * 1e3 for t in ps["t"]]
+    ps["rtt_ms"][150] = float("nan")  # one lost in the ramp: not counted
+    w = _window(j, "down")
+    assert w["probe_window_s"][0] == pytest.approx(5.495)
+    assert w["ramp_probes"].size == 449 and w["ramp_probes"].min() == pytest.approx(1000.0)
+    assert w["ramp_probes"].max() == pytest.approx(5490.0)
+    ev = _evidence(j, w, "down", 5.0, 0.0)
+    assert ev["probe_ramp_rtt"] == {"p50": pytest.approx(np.percentile(w["ramp_probes"], 50)),
+                                    "p95": pytest.approx(np.percentile(w["ramp_probes"], 95))}
+    # fewer than MIN_RAMP_PROBES answered there: no ramp figures
+    w["ramp_probes"] = w["ramp_probes"][:MIN_RAMP_PROBES - 1]
+    assert _evidence(j, w, "down", 5.0, 0.0)["probe_ramp_rtt"] is None
 
 
 def test_the_rate_counts_sacked_segments_as_they_come_not_as_the_hole_before_them_fills():

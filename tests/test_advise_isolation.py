@@ -260,3 +260,49 @@ def test_a_pie_at_two_ms_whose_load_began_on_a_running_qdisc_is_pie():
     assert max(abs(a - b) for a, b in zip(m["codel"], m["pie"])) > 3.0
     assert d["pie"] < 1.0 < d["codel"]
     assert x["aqm_qdisc"] == "pie" and "PIE by the model" in x["limiter_note"]
+
+
+def _with_ramp(x, p95_rtt):
+    x["evidence"]["probe_ramp_rtt"] = {"p50": None, "p95": p95_rtt}
+    return x
+
+
+def test_a_fast_pie_whose_window_lies_within_the_noise_is_told_from_isolation_by_its_ramp():
+    """Campaign seed 146 path 38: PIE at 205 Mbit/s and 42 ms (read 199.6), no train to tell it from CoDel. Its
+    window's figures (0.42 / 1.25 / 0.49 / 1.25 ms) all lie within the noise, where fq_codel's model lies too
+    (0.05-0.57 ms) and the single queues' do not (CoDel's 3.0-5.7): read as flow isolation. Over the ramp before
+    the window, though, the probe waited 89 ms at p95 (47 above the base) behind the flows' slow start, as one
+    queue's models have it (CoDel 40.6, PIE 43.7) and fq_codel's does not (0.13): a single queue. (Which one the
+    window's figures tell: CoDel's model lies nearer, the truth is PIE; the ramp does not decide that, module doc.)"""
+    args = (42.27704639221557, 199.59494774220582, 65.5265584218463, [1.952952815, 3.473044954], 42.693467,
+            1.2493722077844325, 0.4894368975657528, 1.2532389482741948)
+    without = _taken_as_codel(*args, began=0.283)
+    assert without["aqm_qdisc"] is None and without["limiter_note"].startswith("flow isolation")
+    path = Path(base_rtt_ms=args[0], down_mbps=args[1], up_mbps=args[2], limiter="aqm", aqm_qdisc="codel")
+    x = _with_ramp(dict(_x("codel", "fill", *args[3:], began=0.283), limiter_alternatives=list(UNTOLD),
+                        limiter_note="taken as CoDel"), 89.26294925)
+    isolation.isolation_by_model(x, path)
+    m = x["isolation_model"]
+    assert len(m["measured"]) == 5 and m["measured"][4] == pytest.approx(46.986, abs=1e-3)
+    assert m["models"]["fq_codel"][4] < 3.0 < 30.0 < min(m["models"]["codel"][4], m["models"]["pie"][4])
+    assert m["distance"]["codel"] < m["distance"]["fq_codel"]
+    assert x["aqm_qdisc"] == "codel" and "CoDel by the model" in x["limiter_note"]
+    # the kind told on the window's figures alone, in their words
+    assert "over the ramp" not in x["limiter_note"]
+
+
+def test_a_slow_cake_whose_probe_queued_little_over_the_ramp_reads_isolated():
+    """Campaign seed 153 path 51: CAKE at 1.4 Mbit/s and 156 ms, its AQM train read PIE. The window's figures
+    (7.8 / 15.6 / 53.4 / 68.5 ms) lay nearer PIE's model (distance 1.57) than fq_codel's (1.64): PIE, whose twin
+    puts the ping behind the flows. Over the ramp the probe queued 11 ms at p95, where the slow start of four
+    flows at 1.4 Mbit/s holds one queue's probe for hundreds (CoDel's model 299 ms, PIE's 433) and fq_codel's for
+    29: flow isolation."""
+    path = Path(base_rtt_ms=156.2248443802395, down_mbps=1.3788183985782057, up_mbps=0.35906360776332624,
+                limiter="aqm", aqm_qdisc="pie")
+    x = _with_ramp(_x("pie", "fill", [3.8724478435000003, 6.699690459], 164.06751699999998, 15.621389619760492,
+                      53.37834014357003, 68.49520427747862, began=0.469), 167.24760320000001)
+    isolation.isolation_by_model(x, path)
+    m = x["isolation_model"]
+    assert m["models"]["fq_codel"][4] < 50.0 < 200.0 < min(m["models"]["codel"][4], m["models"]["pie"][4])
+    assert m["distance"]["fq_codel"] < min(m["distance"]["codel"], m["distance"]["pie"])
+    assert x["aqm_qdisc"] is None and "the probe's p95 over the ramp" in x["limiter_note"]

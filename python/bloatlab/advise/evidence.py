@@ -26,6 +26,11 @@ COUNTER_NAMES = {"sack_delivered_bytes": "sack_delivered_bytes", "delivered_byte
 WIRE_PER_PAYLOAD = 1500 / 1448
 
 
+#: the fewest answered probes over a load's ramp (:func:`_window`'s ``ramp_probes``) whose queueing p50 and p95 the
+#: evidence reports (``probe_ramp_rtt``, ms; else None): the least ``measure`` asks of the window itself (fewer than 5
+#: answered probes there are an error)
+MIN_RAMP_PROBES = 5
+
 #: Linux's least retransmission timeout beyond the smoothed RTT (``TCP_RTO_MIN``, 200 ms: ``__tcp_set_rto`` sets
 #: the RTO to srtt + rttvar with rttvar at least that): a flow whose delivery has stood still longer than its srtt
 #: plus this has timed out (see :func:`flow_rates`)
@@ -150,6 +155,9 @@ def _window(j: dict, d: str) -> dict:
     pe = min(t1, float(pt.max())) if pt.size else t0
     p0 = t0 + 0.5 * max(pe - t0, 0.0)  # none where no probe came back after the flows began (UDP blocked)
     sel = prtt[(pt >= p0) & (pt <= pe) & np.isfinite(prtt)]
+    # and over the ramp before that window, from the flows' first sample: the queue their slow start built, which
+    # a sparse probe waits behind in one queue and not under flow isolation (isolation.isolation_by_model)
+    ramp = prtt[(pt >= t0) & (pt < p0) & np.isfinite(prtt)]
     # the link carried the probes' bytes beside the flows' (probes_bps): the rate is the link's. Over the whole window
     # beside the acked bytes; beside the delivery-rate samples, each instant's own (probes_bps_at), before the median
     beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
@@ -164,7 +172,7 @@ def _window(j: dict, d: str) -> dict:
     if got is not None:
         rate, how = got[0] * WIRE_PER_PAYLOAD + beside, COUNTER_NAMES[got[1]]
     return {"rate_mbps": rate / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
-            "flow_rtt_p50": p50, "flow_rtt_p95": p95, "probes": sel,
+            "flow_rtt_p50": p50, "flow_rtt_p95": p95, "probes": sel, "ramp_probes": ramp,
             "probe_window_s": [p0, pe], "flows_from_s": float(t0),
             "probes_answered_to_s": float(pt[np.isfinite(prtt)].max()) if np.isfinite(prtt).any() else None}
 
@@ -403,6 +411,9 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     ``j`` and its window ``w``): the probes' and the flows' queueing above
     the base RTT, the drops beyond the idle loss, the loss against Mathis's."""
     p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
+    ramp = np.asarray(w.get("ramp_probes", []), float)
+    ramp_rtt = ({"p50": float(np.percentile(ramp, 50)), "p95": float(np.percentile(ramp, 95))}
+                if ramp.size >= MIN_RAMP_PROBES else None)
     retx, segs = _retrans(j, d)
     retrans = retx / segs if segs else 0.0
     # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
@@ -415,7 +426,7 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     # (_direction) and what to look at where a reading surprises (the raw series are not kept)
     return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes_mbps": w.get("probes_mbps"), "probes": int(w["probes"].size),
             "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
-            "probe_p95_rtt": p95, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
+            "probe_p95_rtt": p95, "probe_ramp_rtt": ramp_rtt, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
             "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
 

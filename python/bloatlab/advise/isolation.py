@@ -30,6 +30,16 @@ stay PIE, PIEs at 1.1 and 1.9 Mbit/s and long RTTs read fq_codel). Where it errs
 (a PIE at 2.51 Mbit/s 1.13 against 1.77; a CoDel at 1.45, 1.18 / 1.25), or every figure is within the noise (a
 PIE at 46.5 Mbit/s and 287 ms, 0.4-6.3 ms), or the model disagrees with the kernel (a PIE at 123 Mbit/s held the
 kernel's flows at 1.4-1.9 ms at the median where the model's PIE and CoDel stand at 5-6).
+
+A fifth figure, where the measurement has it: the probe's queueing p95 over the load's ramp, from the flows' first
+sample to the window (``evidence._window``'s ``ramp_probes``; :func:`_ramp` on the model's run). After the slow
+start a single-queue AQM holds its target, which at hundreds of Mbit/s the window's figures may not show above the
+noise (PIE at 205 Mbit/s, campaign seed 146 path 38: 0.4-1.3 ms, fq_codel's model 0.05-0.6, read isolated); during
+it the probe waits behind every flow's burst in one queue (89 ms at p95 there) and skips them under DRR. CoDel
+against PIE stays told on the window's figures alone (:data:`WINDOW_FIGURES`): how each meets a slow start depends
+on the state the measurement's earlier phases left it in, which the model does not run — the WiFi train sent just
+before the fill primes a slow PIE's probability, and the kernel's flows there collapse to two segments where the
+model's slow start meets an idle PIE (seed 146 path 53, docs/advise.md "The slow start's ramp").
 """
 
 from __future__ import annotations
@@ -37,12 +47,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .evidence import flows_rtt
+from .evidence import MIN_RAMP_PROBES, flows_rtt
 from .physics import NOISE_MS, WIRE_SEGMENT
 from .plan import IDLE_MIN_S
 
 #: the probe's interval in ``measure``'s loaded phases (``load --probe-interval``, ms)
 LOAD_PROBE_INTERVAL_MS = 10
+
+#: how many of :func:`model_figures`' figures its window gives (the probe's queueing p50 and p95, the flows' p50
+#: and p95); the ramp's follows them
+WINDOW_FIGURES = 4
 
 #: the AQMs the model compares: the single-queue ones the AQM train tells apart, and flow isolation (fq_codel)
 KINDS = ("codel", "pie", "fq_codel")
@@ -63,6 +77,18 @@ def _figures(probes, flows, start_s: float, end_s: float, base_ms: float) -> lis
     ids = sorted(set(fid.tolist()))
     return [float(p.quantile(0.5)) - base_ms, float(p.quantile(0.95)) - base_ms,
             flows_rtt(fs, fid, t, ids, start_s, end_s, 50) - base_ms, flows_rtt(fs, fid, t, ids, start_s, end_s, 95) - base_ms]
+
+
+def _ramp(probes, flows, end_s: float, base_ms: float) -> list[float]:
+    """The probe's queueing p95 above ``base_ms`` (ms) over the load's ramp, from the flows' first sample to
+    ``end_s``, the window's start (``evidence._window``'s ``ramp_probes``, the evidence's ``probe_ramp_rtt``); none
+    where fewer than :data:`evidence.MIN_RAMP_PROBES` probes came back there."""
+    if flows.empty:
+        return []
+    p = probes[(probes.t >= float(flows.t.min())) & (probes.t < end_s)].rtt_ms.dropna()
+    if p.size < MIN_RAMP_PROBES:
+        return []
+    return [float(p.quantile(0.95)) - base_ms]
 
 
 def distance(measured: list[float], model: list[float]) -> float:
@@ -101,7 +127,8 @@ def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: f
     # (the probe runs from the origin: sparse traffic on a qdisc otherwise idle, as the measurement's idle probes)
     doc["probe"] = [{"name": "ping", "interval": f"{LOAD_PROBE_INTERVAL_MS}ms"}]
     r = bloatlab.run(doc)
-    return _figures(r.probes, r.flows, at + start_s, at + end_s, p.base_rtt_ms)
+    fig = _figures(r.probes, r.flows, at + start_s, at + end_s, p.base_rtt_ms)
+    return fig + _ramp(r.probes, r.flows, at + start_s, p.base_rtt_ms) if fig else fig
 
 
 def isolation_by_model(x: dict, path) -> None:
@@ -117,6 +144,8 @@ def isolation_by_model(x: dict, path) -> None:
         return
     base = path.base_rtt_ms
     measured = [ev["probe_p50_rtt"] - base, ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"]]
+    if ev.get("probe_ramp_rtt"):
+        measured.append(ev["probe_ramp_rtt"]["p95"] - base)
     cc = "bbr" if ev.get("phase") == "bbr" else x.get("load_cc", "cubic")
     # when the window's flows began on the load's clock (its quiet gap, plan.gap_s: 0.25-1 s; a recording made
     # before load_timing_s was kept: the least gap)
@@ -125,15 +154,22 @@ def isolation_by_model(x: dict, path) -> None:
     models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began) for k in KINDS}
     if any(not v for v in models.values()):
         return
+    # (a ramp the measurement or a model lacks: the window's figures alone, on both sides)
+    n = min(len(measured), *(len(v) for v in models.values()))
+    measured, models = measured[:n], {k: v[:n] for k, v in models.items()}
     far = {k: distance(measured, v) for k, v in models.items()}
     x["isolation_model"] = {"measured": [round(v, 3) for v in measured], "cc": cc,
                             "models": {k: [round(v, 3) for v in m] for k, m in models.items()},
                             "distance": {k: round(v, 3) for k, v in far.items()}}
     fig = _figs(measured)
     if far["fq_codel"] >= min(far["codel"], far["pie"]):
-        single_queue_by_model(x, fig, models, far)
+        # CoDel against PIE on the window's figures alone: their ramps differ by how each meets a slow start from
+        # the state the measurement's earlier phases left it in, which the model does not run (module doc)
+        window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
+        single_queue_by_model(x, _figs(measured[:WINDOW_FIGURES]), window,
+                              {k: distance(measured[:WINDOW_FIGURES], v) for k, v in window.items()})
         return
-    why = (f"flow isolation, read by the model: the probe's queueing p50/p95 and the flows' p50/p95 ({fig} ms) "
+    why = (f"flow isolation, read by the model: {_what(len(measured))} ({fig} ms) "
            f"lie nearer fq_codel's model ({_figs(models['fq_codel'])} ms; distance "
            f"{far['fq_codel']:.2f}) than {x['aqm_qdisc']}'s ({_figs(models[x['aqm_qdisc']])}"
            f" ms; {far[x['aqm_qdisc']]:.2f}) or the other single queue's: under fq_codel a sparse probe waits about "
@@ -143,6 +179,13 @@ def isolation_by_model(x: dict, path) -> None:
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
     x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}] + kept
     x.update(aqm_qdisc=None, limiter_note=why)
+
+
+def _what(n: int) -> str:
+    """The names of :func:`isolation_by_model`'s first ``n`` figures, as words."""
+    if n > WINDOW_FIGURES:
+        return "the probe's queueing p50/p95, the flows' p50/p95 and the probe's p95 over the ramp"
+    return "the probe's queueing p50/p95 and the flows' p50/p95"
 
 
 def _figs(values) -> str:
@@ -180,8 +223,8 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     other = "pie" if kind == "codel" else "codel"
     names = {"codel": "CoDel", "pie": "PIE"}
     x["aqm_qdisc"] = kind
-    x["limiter_note"] = (f"{x['limiter_note']}; {names[kind]} by the model: the probe's queueing p50/p95 and the "
-                         f"flows' p50/p95 ({fig} ms) lie nearer {names[kind]}'s model "
+    x["limiter_note"] = (f"{x['limiter_note']}; {names[kind]} by the model: {_what(len(models[kind]))} "
+                         f"({fig} ms) lie nearer {names[kind]}'s model "
                          f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than "
                          f"{names[other]}'s ({_figs(models[other])} ms; {far[other]:.2f})")
 
