@@ -306,3 +306,51 @@ def test_a_slow_cake_whose_probe_queued_little_over_the_ramp_reads_isolated():
     assert m["models"]["fq_codel"][4] < 50.0 < 200.0 < min(m["models"]["codel"][4], m["models"]["pie"][4])
     assert m["distance"]["fq_codel"] < min(m["distance"]["codel"], m["distance"]["pie"])
     assert x["aqm_qdisc"] is None and "the probe's p95 over the ramp" in x["limiter_note"]
+
+
+def _isolated_by_rules(base, down, up, window, p50_rtt, p95_q, f50, f95, ramp_p95, began, kind=None):
+    path = Path(base_rtt_ms=base, down_mbps=down, up_mbps=up, limiter="aqm", aqm_qdisc=kind)
+    x = _x(kind, "fill", window, p50_rtt, p95_q, f50, f95, began)
+    x.update(limiter_alternatives=None, limiter_note="flow isolation, taken as fq_codel")
+    if ramp_p95 is not None:
+        _with_ramp(x, ramp_p95)
+    isolation.isolation_checked_by_model(x, path)
+    return x
+
+
+#: ranked seed 176 path 2: PIE at 107 Mbit/s and 48 ms (read 102), its flows' p95 5.4 ms above the base where the
+#: probe's was 1.7: the rules read flow isolation; over the ramp the probe waited 92.5 ms at p95 (44.8 above the base)
+PIE_READ_ISOLATED = (47.71193796706587, 102.05889067425099, 70.2696627531426, [1.4684997235000001, 2.478900208],
+                     48.173988, 1.7414872829341306, 0.6523729356736041, 5.385138059965961)
+
+
+def test_isolation_the_rules_read_where_the_probe_queued_behind_the_slow_start_is_one_queue():
+    """Ranked seed 176 path 2 (PIE_READ_ISOLATED): the twin's fq_codel put today's CUBIC at a p95 of 48 ms against the
+    kernel's 79 on the true path, and advise's pick missed the kernel's best by 0.059. Its ramp lies on one queue's
+    models (CoDel 35.7, PIE 45.1 ms) and far from fq_codel's (0.2): one queue; CoDel's model lies nearer on the
+    window's figures, which lie within a few ms of both (the truth is PIE, named beside it), and the rules' isolation
+    stays named."""
+    x = _isolated_by_rules(*PIE_READ_ISOLATED, 92.518912, 0.288)
+    m = x["isolation_model"]
+    assert m["measured"][4] == pytest.approx(44.807, abs=1e-3)
+    assert m["models"]["fq_codel"][4] < 3.0 < 30.0 < min(m["models"]["codel"][4], m["models"]["pie"][4])
+    assert min(m["distance"]["codel"], m["distance"]["pie"]) < 1.0 < 3.0 < m["distance"]["fq_codel"]
+    assert x["aqm_qdisc"] in ("codel", "pie") and x["limiter_note"].startswith("one queue, read by the model")
+    assert {"limiter": "aqm"} in x["limiter_alternatives"]
+    assert {a["kinds"][0] for a in x["limiter_alternatives"] if a.get("kinds")} == {"codel", "pie"}
+    # without the ramp's figure the rules' reading stands (on the window alone the models misread true isolations)
+    y = _isolated_by_rules(*PIE_READ_ISOLATED, None, 0.288)
+    assert y["aqm_qdisc"] is None and "isolation_model" not in y
+
+
+def test_isolation_the_rules_read_that_the_ramp_confirms_stays():
+    """Campaign seed 143 path 22: fq_codel at 27.8 Mbit/s and 23.6 ms. On the window's figures (7.4 / 7.4 / 9.5 /
+    17.5 ms) CoDel's model lay nearer than fq_codel's; over the ramp the probe queued 7.1 ms at p95, fq_codel's model
+    3.2, one queue's 60-70: isolation stays, and so does a CAKE reading's."""
+    args = (23.579689341317366, 27.838007282688714, 6.015211785480915, [1.4034401165000001, 2.455059637],
+            27.384248499999998, 7.355368158682634, 9.521669777092317, 17.450187020721298, 30.7174354, 0.265)
+    x = _isolated_by_rules(*args)
+    d = x["isolation_model"]["distance"]
+    assert d["fq_codel"] < min(d["codel"], d["pie"]) and x["aqm_qdisc"] is None
+    assert x["limiter_note"] == "flow isolation, taken as fq_codel"
+    assert _isolated_by_rules(*args, kind="cake")["aqm_qdisc"] == "cake"

@@ -40,6 +40,11 @@ against PIE stays told on the window's figures alone (:data:`WINDOW_FIGURES`): h
 on the state the measurement's earlier phases left it in, which the model does not run — the WiFi train sent just
 before the fill primes a slow PIE's probability, and the kernel's flows there collapse to two segments where the
 model's slow start meets an idle PIE (seed 146 path 53, docs/advise.md "The slow start's ramp").
+
+The other way, :func:`isolation_checked_by_model`: a direction the rules read isolated (fq_codel, or CAKE from the
+fill's first losses) runs the same models where the ramp's figure is there, and reads one queue where a single
+queue's model lies nearer (PIE at 107 Mbit/s whose flows' p95 stood 3.6 ms above the probe's in the window, ranked
+seed 176 path 2: the probe waited 45 ms over the ramp).
 """
 
 from __future__ import annotations
@@ -131,17 +136,15 @@ def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: f
     return fig + _ramp(r.probes, r.flows, at + start_s, p.base_rtt_ms) if fig else fig
 
 
-def isolation_by_model(x: dict, path) -> None:
-    """The direction ``x`` (``measure``'s report of the down direction) read as a single-queue AQM becomes flow
-    isolation where fq_codel's model reproduces its evidence best (the module's docstring); ``path`` is the twin
-    :func:`measure.twin_of` makes of the report as it stands. The figures of each model go to
-    ``x["isolation_model"]``."""
-    if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in ("codel", "pie"):
-        return
+def _model_distances(x: dict, path) -> tuple[list, dict, dict] | None:
+    """The measured figures of direction ``x``'s evidence (the window's four, the ramp's p95 fifth where there is
+    one), each AQM model's under the measurement's own load on ``path`` (:func:`model_figures`), and their distances
+    (:func:`distance`), the lists cut to the figures both sides have; kept in ``x["isolation_model"]``. None where the
+    evidence or a model has no window."""
     ev = x["evidence"]
     win = ev.get("probe_window_s")
     if not win or ev.get("probe_p50_rtt") is None:
-        return
+        return None
     base = path.base_rtt_ms
     measured = [ev["probe_p50_rtt"] - base, ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"]]
     if ev.get("probe_ramp_rtt"):
@@ -153,7 +156,7 @@ def isolation_by_model(x: dict, path) -> None:
     began = float(began) if isinstance(began, (int, float)) else IDLE_MIN_S
     models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began) for k in KINDS}
     if any(not v for v in models.values()):
-        return
+        return None
     # (a ramp the measurement or a model lacks: the window's figures alone, on both sides)
     n = min(len(measured), *(len(v) for v in models.values()))
     measured, models = measured[:n], {k: v[:n] for k, v in models.items()}
@@ -161,6 +164,20 @@ def isolation_by_model(x: dict, path) -> None:
     x["isolation_model"] = {"measured": [round(v, 3) for v in measured], "cc": cc,
                             "models": {k: [round(v, 3) for v in m] for k, m in models.items()},
                             "distance": {k: round(v, 3) for k, v in far.items()}}
+    return measured, models, far
+
+
+def isolation_by_model(x: dict, path) -> None:
+    """The direction ``x`` (``measure``'s report of the down direction) read as a single-queue AQM becomes flow
+    isolation where fq_codel's model reproduces its evidence best (the module's docstring); ``path`` is the twin
+    :func:`measure.twin_of` makes of the report as it stands. The figures of each model go to
+    ``x["isolation_model"]``."""
+    if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in ("codel", "pie"):
+        return
+    got = _model_distances(x, path)
+    if got is None:
+        return
+    measured, models, far = got
     fig = _figs(measured)
     if far["fq_codel"] >= min(far["codel"], far["pie"]):
         # CoDel against PIE on the window's figures alone: their ramps differ by how each meets a slow start from
@@ -179,6 +196,52 @@ def isolation_by_model(x: dict, path) -> None:
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
     x["limiter_alternatives"] = [{"limiter": "aqm"}, {"limiter": "aqm", "kinds": [x["aqm_qdisc"]]}] + kept
     x.update(aqm_qdisc=None, limiter_note=why)
+
+
+def isolation_checked_by_model(x: dict, path) -> None:
+    """The direction ``x`` read as flow isolation by :func:`classify.classify`'s rules (``aqm_qdisc`` None, the twin's
+    fq_codel; ``"cake"``, CAKE read from the fill's first losses, :func:`classify._cobalt`) becomes a single-queue AQM
+    where one's model reproduces its evidence, the ramp's figure with it, nearer than fq_codel's. The rules claim
+    isolation where the flows' queueing exceeds the probe's by more than the noise and their ACK wait; a single
+    queue's flows can do that too where the window's queue is small beside a flow's own ACK wait and burst, which the
+    probe skips (campaign seed 176 path 2, PIE at 107 Mbit/s and 48 ms: the probe at 1.5 ms p95 in the window, the
+    flows above it), but over the ramp the probe waited behind the slow start (45 ms at p95; fq_codel's model 0.2,
+    PIE's 45). Only with the ramp: on the window's figures alone the models took a true fq_codel at 27.8 Mbit/s (seed
+    143 path 22) and four true CAKEs for single queues. Which single queue: the nearer on the window's figures where
+    their two models lie apart (:func:`single_queue_by_model`'s noise guard), else CoDel, as where no train told them;
+    both named, and the isolation read before."""
+    if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in (None, "cake") or not x["evidence"].get("probe_ramp_rtt"):
+        return
+    got = _model_distances(x, path)
+    if got is None or len(got[0]) <= WINDOW_FIGURES:
+        return
+    measured, models, far = got
+    single = min(("codel", "pie"), key=lambda k: far[k])
+    if far["fq_codel"] <= far[single]:
+        return
+    window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
+    near = {k: distance(measured[:WINDOW_FIGURES], window[k]) for k in ("codel", "pie")}
+    apart = max(abs(a - b) for a, b in zip(window["codel"], window["pie"])) > NOISE_MS
+    kind = min(near, key=near.get) if apart else "codel"
+    names = {"codel": "CoDel", "pie": "PIE", None: "flow isolation (fq_codel)", "cake": "CAKE"}
+    was = x.get("aqm_qdisc")
+    how = (f"{names[kind]} by the model on the window's figures ({near[kind]:.2f} against {near[_other(kind)]:.2f})"
+           if apart else f"CoDel taken: the two single queues' models lie within the {NOISE_MS:g}-ms noise of each "
+           f"other in the window")
+    why = (f"one queue, read by the model: {_what(len(measured))} ({_figs(measured)} ms) lie nearer "
+           f"{names[single]}'s model ({_figs(models[single])} ms; distance {far[single]:.2f}) than fq_codel's "
+           f"({_figs(models['fq_codel'])} ms; {far['fq_codel']:.2f}): over the ramp the probe waited behind the flows' "
+           f"slow start, which under flow isolation it skips; {how} (the rules' reading, {names[was]}, kept as the "
+           f"alternative, and PIE or CoDel beside)")
+    kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
+    x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
+                                  {"limiter": "aqm", "kinds": ["cake"]} if was == "cake" else {"limiter": "aqm"}] + kept)
+    x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+
+
+def _other(kind: str) -> str:
+    """The other single-queue AQM."""
+    return "pie" if kind == "codel" else "codel"
 
 
 def _what(n: int) -> str:
