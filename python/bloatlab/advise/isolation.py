@@ -234,8 +234,10 @@ def isolation_checked_by_model(x: dict, path) -> None:
            f"slow start, which under flow isolation it skips; {how} (the rules' reading, {names[was]}, kept as the "
            f"alternative, and PIE or CoDel beside)")
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
+    # (flow isolation named as classify.isolation_unseen names it: the kind the rules read first)
+    isolated = ["cake", "fq_codel"] if was == "cake" else ["fq_codel", "cake"]
     x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
-                                  {"limiter": "aqm", "kinds": ["cake"]} if was == "cake" else {"limiter": "aqm"}] + kept)
+                                  {"limiter": "aqm", "kinds": isolated}] + kept)
     x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
 
 
