@@ -204,8 +204,8 @@ def isolation_checked_by_model(x: dict, path) -> None:
     where one's model reproduces its evidence, the ramp's figure with it, nearer than fq_codel's. The rules claim
     isolation where the flows' queueing exceeds the probe's by more than the noise and their ACK wait; a single
     queue's flows can do that too where the window's queue is small beside a flow's own ACK wait and burst, which the
-    probe skips (campaign seed 176 path 2, PIE at 107 Mbit/s and 48 ms: the probe at 1.5 ms p95 in the window, the
-    flows above it), but over the ramp the probe waited behind the slow start (45 ms at p95; fq_codel's model 0.2,
+    probe skips (campaign seed 176 path 2, PIE at 107 Mbit/s and 48 ms: the probe at 1.7 ms p95 in the window, the
+    flows 5.4), but over the ramp the probe waited behind the slow start (45 ms at p95; fq_codel's model 0.2,
     PIE's 45). Only with the ramp: on the window's figures alone the models took a true fq_codel at 27.8 Mbit/s (seed
     143 path 22) and four true CAKEs for single queues. Which single queue: the nearer on the window's figures where
     their two models lie apart (:func:`single_queue_by_model`'s noise guard), else CoDel, as where no train told them;
@@ -221,7 +221,7 @@ def isolation_checked_by_model(x: dict, path) -> None:
         return
     window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
     near = {k: distance(measured[:WINDOW_FIGURES], window[k]) for k in ("codel", "pie")}
-    apart = max(abs(a - b) for a, b in zip(window["codel"], window["pie"])) > NOISE_MS
+    apart = _apart(window)
     kind = min(near, key=near.get) if apart else "codel"
     names = {"codel": "CoDel", "pie": "PIE", None: "flow isolation (fq_codel)", "cake": "CAKE"}
     was = x.get("aqm_qdisc")
@@ -239,6 +239,12 @@ def isolation_checked_by_model(x: dict, path) -> None:
     x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
                                   {"limiter": "aqm", "kinds": isolated}] + kept)
     x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+
+
+def _apart(models: dict) -> bool:
+    """Whether CoDel's and PIE's models (``models``' figures) are told apart: one of their figures differs by more
+    than the noise the measured ones carry (:data:`physics.NOISE_MS`)."""
+    return max(abs(a - b) for a, b in zip(models["codel"], models["pie"])) > NOISE_MS
 
 
 def _other(kind: str) -> str:
@@ -281,7 +287,7 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     # seed 123 path 13, CoDel at 47.6 Mbit/s and 268 ms: its models' figures within 0.7 ms; fresh seed 81 path 2,
     # CoDel at 195 Mbit/s and 26 ms, lay 0.5-1.4 ms apart with PIE's distance 0.34 against 0.40 until the model's
     # qdisc ran before the load, QDISC_RUNNING_S: now 3 ms apart, CoDel's 0.20 against PIE's 1.77)
-    apart = max(abs(a - b) for a, b in zip(models["codel"], models["pie"])) > NOISE_MS
+    apart = _apart(models)
     if not untold(x) or not apart:
         return
     kind = "codel" if far["codel"] <= far["pie"] else "pie"
