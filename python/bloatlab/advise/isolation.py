@@ -182,9 +182,7 @@ def isolation_by_model(x: dict, path) -> None:
     if far["fq_codel"] >= min(far["codel"], far["pie"]):
         # CoDel against PIE on the window's figures alone: their ramps differ by how each meets a slow start from
         # the state the measurement's earlier phases left it in, which the model does not run (module doc)
-        window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
-        single_queue_by_model(x, _figs(measured[:WINDOW_FIGURES]), window,
-                              {k: distance(measured[:WINDOW_FIGURES], v) for k, v in window.items()})
+        single_queue_by_model(x, *_window_only(measured, models))
         return
     why = (f"flow isolation, read by the model: {_what(len(measured))} ({fig} ms) "
            f"lie nearer fq_codel's model ({_figs(models['fq_codel'])} ms; distance "
@@ -219,12 +217,11 @@ def isolation_checked_by_model(x: dict, path) -> None:
     single = min(("codel", "pie"), key=lambda k: far[k])
     if far["fq_codel"] <= far[single]:
         return
-    window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
-    near = {k: distance(measured[:WINDOW_FIGURES], window[k]) for k in ("codel", "pie")}
+    _, window, near = _window_only(measured, models)
     apart = _apart(window)
-    kind = min(near, key=near.get) if apart else "codel"
-    names = {"codel": "CoDel", "pie": "PIE", None: "flow isolation (fq_codel)", "cake": "CAKE"}
-    was = x.get("aqm_qdisc")
+    kind = min(("codel", "pie"), key=lambda k: near[k]) if apart else "codel"
+    names = dict(NAMES, fq_codel="flow isolation (fq_codel)", cake="CAKE")
+    was = x.get("aqm_qdisc") or "fq_codel"
     how = (f"{names[kind]} by the model on the window's figures ({near[kind]:.2f} against {near[_other(kind)]:.2f})"
            if apart else f"CoDel taken: the two single queues' models lie within the {NOISE_MS:g}-ms noise of each "
            f"other in the window")
@@ -239,6 +236,18 @@ def isolation_checked_by_model(x: dict, path) -> None:
     x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
                                   {"limiter": "aqm", "kinds": isolated}] + kept)
     x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+
+
+#: the single-queue AQMs' names in words
+NAMES = {"codel": "CoDel", "pie": "PIE"}
+
+
+def _window_only(measured: list, models: dict) -> tuple[str, dict, dict]:
+    """The window's figures alone (:data:`WINDOW_FIGURES`), where CoDel is told from PIE: the measured ones as words,
+    each model's, and each model's distance from the measured ones."""
+    window = {k: v[:WINDOW_FIGURES] for k, v in models.items()}
+    return (_figs(measured[:WINDOW_FIGURES]), window,
+            {k: distance(measured[:WINDOW_FIGURES], v) for k, v in window.items()})
 
 
 def _apart(models: dict) -> bool:
@@ -291,13 +300,12 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     if not untold(x) or not apart:
         return
     kind = "codel" if far["codel"] <= far["pie"] else "pie"
-    other = "pie" if kind == "codel" else "codel"
-    names = {"codel": "CoDel", "pie": "PIE"}
+    other = _other(kind)
     x["aqm_qdisc"] = kind
-    x["limiter_note"] = (f"{x['limiter_note']}; {names[kind]} by the model: {_what(len(models[kind]))} "
-                         f"({fig} ms) lie nearer {names[kind]}'s model "
+    x["limiter_note"] = (f"{x['limiter_note']}; {NAMES[kind]} by the model: {_what(len(models[kind]))} "
+                         f"({fig} ms) lie nearer {NAMES[kind]}'s model "
                          f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than "
-                         f"{names[other]}'s ({_figs(models[other])} ms; {far[other]:.2f})")
+                         f"{NAMES[other]}'s ({_figs(models[other])} ms; {far[other]:.2f})")
 
 
 #: the largest bucket :func:`bucket_by_model` tries, in ms of the policed rate: the issue's range of policers'
