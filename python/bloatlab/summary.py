@@ -103,6 +103,28 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "loss": (1 - recv / sent) if sent else None,
             "sent": int(sent),
         })
+    trains = []
+    rt = {t["id"]: t for t in raw.get("trains", [])}
+    for t in resolved.get("trains", []):
+        r = rt.get(t["id"], {})
+        sent = r.get("sent", 0) or 0
+        recv = r.get("received", 0) or 0
+        trains.append({
+            "id": t["id"],
+            "name": t["name"],
+            "direction": t["direction"],
+            "packets": t["packets"],
+            "size_bytes": t["size_bytes"],
+            "rate_mbps": t["rate_bps"] / 1e6 if t.get("rate_bps") else None,
+            "start_s": t["start_ns"] / 1e9,
+            "sent": int(sent),
+            "received": int(recv),
+            "loss": (1 - recv / sent) if sent else None,
+            "delay_ms": _dist(r.get("delay_ms")),
+            "first_s": r.get("first_s"),
+            "last_s": r.get("last_s"),
+            "dispersion_mbps": r.get("dispersion_mbps"),
+        })
     # a page's objects are short transfers, reported as the page's load time:
     # their goodput is neither a share of the link nor part of a fair split
     bulk = [f for f in flows if f["page"] is None]
@@ -128,6 +150,8 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
     }
     if resolved.get("pages"):
         out["pages"] = pages(resolved, flows)
+    if trains:
+        out["trains"] = trains
     if stations is not None:
         out.update(stations)
     return out

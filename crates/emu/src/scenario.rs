@@ -59,6 +59,9 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
     if r.probes.len() > MAX_PROBES {
         return Err(format!("probe: the emulator runs at most {MAX_PROBES} probes, got {}", r.probes.len()));
     }
+    if !r.trains.is_empty() {
+        return Err("train: the emulator does not run packet trains yet; the simulator does (--engine sim)".into());
+    }
     if r.sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
         return Err(format!(
             "sample_interval: the emulator samples at most every {} ms (its link threads and the senders' TCP_INFO \

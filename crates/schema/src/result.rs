@@ -40,6 +40,52 @@ impl DistOut {
     }
 }
 
+/// One packet train as the raw result carries it (`trains[]`, docs/results.md), written by the simulator from its
+/// receiver's arrivals and by the emulator from `bloatlab-probe udp train`'s.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainOut {
+    pub id: usize,
+    /// packets the sender sent
+    pub sent: u64,
+    /// packets the receiver got
+    pub received: u64,
+    /// each received packet's one-way delay, its send to its arrival (ms)
+    pub delay_ms: DistOut,
+    /// the first and the last arrival, s from the run's start (None: nothing arrived)
+    pub first_s: Option<f64>,
+    pub last_s: Option<f64>,
+    /// the receiver's rate over the train: the bits of every packet after the first over the first to the last
+    /// arrival (Mbit/s of IP packets; None under two arrivals or a span of zero): the dispersion rate of a packet
+    /// train (Dovrolis et al., "Packet-dispersion techniques and a capacity-estimation methodology", 2004)
+    pub dispersion_mbps: Option<f64>,
+}
+
+impl TrainOut {
+    /// The record of train `id` of `wire_bytes` a packet from its packets' send times and arrival times (ns from
+    /// the run's start; None: lost).
+    pub fn of(id: usize, wire_bytes: u64, sent_at: &[u64], arrived_at: &[Option<u64>]) -> TrainOut {
+        let mut delays: Vec<f64> =
+            sent_at.iter().zip(arrived_at).filter_map(|(&s, a)| a.map(|a| a.saturating_sub(s) as f64 / 1e6)).collect();
+        let first = arrived_at.iter().flatten().min().copied();
+        let last = arrived_at.iter().flatten().max().copied();
+        let received = delays.len() as u64;
+        let dispersion_mbps = match (first, last) {
+            (Some(f), Some(l)) if received > 1 && l > f => Some((received - 1) as f64 * wire_bytes as f64 * 8e3 / (l - f) as f64),
+            _ => None,
+        };
+        TrainOut {
+            id,
+            sent: sent_at.len() as u64,
+            received,
+            delay_ms: DistOut::of(&mut delays),
+            first_s: first.map(|t| t as f64 / 1e9),
+            last_s: last.map(|t| t as f64 / 1e9),
+            dispersion_mbps,
+        }
+    }
+}
+
 /// One flow as the raw result carries it (`flows[]`), written by the
 /// simulator (from its sender) and by the probe (from a kernel socket's
 /// `TCP_INFO`). Two figures are the simulator's alone and left out (`None`)

@@ -38,6 +38,9 @@ pub struct Scenario {
     pub flows: Vec<Flow>,
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// One-way UDP packet trains (docs/scenario.md `[[train]]`).
+    #[serde(default)]
+    pub trains: Vec<Train>,
     /// Web pages: each fetches its objects (the flows that name it) over a
     /// few parallel connections (docs/scenario.md `[[page]]`).
     #[serde(default)]
@@ -405,6 +408,54 @@ pub struct Probe {
     pub dscp: u8,
 }
 
+/// The most packets one train carries: `bloatlab-probe server`'s bound on a train it sends or records (its
+/// `train::MAX_COUNT`), which the emulator's trains go through.
+pub const TRAIN_MAX_PACKETS: u32 = 4096;
+/// A train packet's UDP payload, bytes: at least the probe's train header and MAC (its `train::MIN_SIZE`), at
+/// most what fits a 1500-byte packet over IPv4 (1472).
+pub const TRAIN_SIZE_BYTES: (u32, u32) = (64, 1472);
+/// The longest a paced train may take to send, ns: `bloatlab-probe server` paces a train at most this long (its
+/// `train::MAX_PACED_NS`: a server facing the network does not hold a sender thread longer for one client).
+pub const TRAIN_MAX_PACED_NS: Nanos = 1_000_000_000;
+
+/// A one-way packet train: `packets` UDP datagrams of `size_bytes` from the
+/// server (down) or the client (up), back to back or paced at `rate_bps`,
+/// from `start_ns`; the receiver counts them and stamps their arrival.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Train {
+    pub id: usize,
+    #[serde(default)]
+    pub name: String,
+    pub start_ns: Nanos,
+    pub packets: u32,
+    /// UDP payload of each packet.
+    pub size_bytes: u32,
+    /// The sender's pace, bit/s of IP packets (payload + 28 B); None: back to back.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// The direction whose queue the train crosses.
+    pub direction: Direction,
+    /// Base RTT of its path (half each way).
+    pub rtt_ns: Nanos,
+    /// The WiFi station its client sits on.
+    #[serde(default)]
+    pub station: Option<usize>,
+}
+
+impl Train {
+    /// IP bytes of one packet (UDP and IPv4 headers, 28 B, on the payload).
+    pub fn wire_bytes(&self) -> u64 {
+        self.size_bytes as u64 + 28
+    }
+
+    /// When the sender hands packet `i` to the network, ns after `start_ns`: back to back all at once, paced every
+    /// `wire_bytes * 8 / rate_bps` seconds.
+    pub fn send_offset_ns(&self, i: u32) -> Nanos {
+        self.rate_bps.map_or(0, |r| (i as u128 * self.wire_bytes() as u128 * 8 * 1_000_000_000 / r as u128) as Nanos)
+    }
+}
+
 impl Scenario {
     pub fn from_json(s: &str) -> Result<Scenario, String> {
         let sc: Scenario = serde_json::from_str(s).map_err(|e| format!("resolved scenario: {e}"))?;
@@ -481,6 +532,26 @@ impl Scenario {
                 return Err(format!("probes[{i}].dscp: a DiffServ code point is 0-63, got {}", p.dscp));
             }
         }
+        for (i, t) in self.trains.iter().enumerate() {
+            if t.id != i || t.rtt_ns == 0 {
+                return Err(format!("trains[{i}]: id must be {i} and rtt_ns > 0"));
+            }
+            if !(1..=TRAIN_MAX_PACKETS).contains(&t.packets) {
+                return Err(format!("trains[{i}].packets: 1..{TRAIN_MAX_PACKETS}, got {}", t.packets));
+            }
+            if !(TRAIN_SIZE_BYTES.0..=TRAIN_SIZE_BYTES.1).contains(&t.size_bytes) {
+                return Err(format!("trains[{i}].size_bytes: {}..{}, got {}", TRAIN_SIZE_BYTES.0, TRAIN_SIZE_BYTES.1, t.size_bytes));
+            }
+            if t.rate_bps == Some(0) {
+                return Err(format!("trains[{i}].rate_bps must be > 0"));
+            }
+            if t.send_offset_ns(t.packets - 1) > TRAIN_MAX_PACED_NS {
+                return Err(format!("trains[{i}]: a paced train takes at most 1 s to send"));
+            }
+            if t.start_ns >= self.duration_ns {
+                return Err(format!("trains[{i}].start_ns: before duration_ns"));
+            }
+        }
         for (i, pg) in self.pages.iter().enumerate() {
             if pg.id != i || pg.connections == 0 {
                 return Err(format!("pages[{i}]: id must be {i} and connections > 0"));
@@ -502,7 +573,8 @@ impl Scenario {
             return Err(format!("flows[{}].page: no such page (there are {})", f.id, self.pages.len()));
         }
         let n_sta = self.wifi.as_ref().map_or(0, |w| w.stations.len());
-        let stations = self.flows.iter().map(|f| ("flows", f.id, f.station)).chain(self.probes.iter().map(|p| ("probes", p.id, p.station)));
+        let stations = self.flows.iter().map(|f| ("flows", f.id, f.station)).chain(self.probes.iter().map(|p| ("probes", p.id, p.station)))
+            .chain(self.trains.iter().map(|t| ("trains", t.id, t.station)));
         for (what, i, s) in stations {
             if s.is_some_and(|s| s >= n_sta) {
                 return Err(format!("{what}[{i}].station: no such wifi station (there are {n_sta})"));

@@ -30,11 +30,16 @@ pub const SERVER_ADDR: [u8; 4] = [10, 77, 0, 2];
 pub const FLOW_PORT: u16 = 20000;
 pub const FLOW_CPORT: u16 = 25000;
 pub const PROBE_PORT: u16 = 30000;
+/// Train k's receiver (down: the emulator's `udp server` the train's client asks; up: the one recording it) on
+/// TRAIN_PORT + k; the probes' echo servers stay below it.
+pub const TRAIN_PORT: u16 = 35000;
 /// The emulator's namespaces keep ephemeral ports above this; the
 /// simulator's probe j sends from PROBE_CPORT + j (the emulator's from a
 /// port the kernel picks in that range).
 pub const EPHEMERAL_MIN: u16 = 40000;
 pub const PROBE_CPORT: u16 = EPHEMERAL_MIN;
+/// The simulator's train k sends from (down: to) TRAIN_CPORT + k in its capture.
+pub const TRAIN_CPORT: u16 = EPHEMERAL_MIN + (TRAIN_PORT - PROBE_PORT);
 
 /// IP protocol numbers.
 pub const TCP: u8 = 6;

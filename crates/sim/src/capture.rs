@@ -176,6 +176,14 @@ impl Capture {
                 wire::write_udp(&ip, sport, dport, &mut self.buf);
                 debug_assert_eq!(self.buf.len(), UDP_HDR as usize);
             }
+            Payload::Train { train, .. } => {
+                // the server's receiver port and the client's (down: to the client; up: from it)
+                let (cport, sport) = (wire::TRAIN_CPORT.wrapping_add(train as u16), wire::TRAIN_PORT.wrapping_add(train as u16));
+                ip.proto = wire::UDP;
+                ip.write(&mut self.buf);
+                wire::write_udp(&ip, if up { cport } else { sport }, if up { sport } else { cport }, &mut self.buf);
+                debug_assert_eq!(self.buf.len(), UDP_HDR as usize);
+            }
             Payload::Data { flow, seq, len: payload, ect, ce, cwr, psh, tsval, tsecr } => {
                 let c = &mut self.conns[flow as usize];
                 ip.ecn = match (ect, ce) {

@@ -47,6 +47,8 @@ pub enum Event {
     AppWrite(u32),
     FlowStop(u32),
     ProbeSend(u32),
+    /// A train's sender hands its next packets to the network.
+    TrainSend(u32),
     Sample,
     /// The WiFi medium has a transmission to start or finish.
     WifiPoll,

@@ -11,6 +11,9 @@ pub use bloatlab_schema::result::FlowOut;
 /// A link's statistics: the contract's type, shared with the emulator.
 pub use bloatlab_schema::result::LinkOut;
 
+/// A packet train's record: the contract's type, shared with the emulator.
+pub use bloatlab_schema::result::TrainOut;
+
 #[derive(Debug, Serialize)]
 pub struct ProbeOut {
     pub id: usize,
@@ -35,6 +38,7 @@ pub struct Raw {
     pub flows: Vec<FlowOut>,
     pub links: BTreeMap<&'static str, LinkOut>,
     pub probes: Vec<ProbeOut>,
+    pub trains: Vec<TrainOut>,
     pub series: Series,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wifi: Option<crate::wifi::WifiOut>,

@@ -39,6 +39,8 @@ pub enum Payload {
     ProbeReq { probe: u32, seq: u32, sent: u64, size: u32 },
     /// Its reply.
     ProbeReply { probe: u32, seq: u32, sent: u64 },
+    /// Packet `seq` of train `train` (sender → receiver, one way), sent at `sent` (ns).
+    Train { train: u32, seq: u32, sent: u64 },
 }
 
 impl Payload {
@@ -61,6 +63,7 @@ impl Payload {
             }
             Payload::ProbeReq { size, .. } => size + UDP_HDR,
             Payload::ProbeReply { .. } => unreachable!("use the request size"),
+            Payload::Train { .. } => unreachable!("use the train's size"),
         }
     }
 }

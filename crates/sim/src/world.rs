@@ -39,6 +39,10 @@ use std::time::Instant;
 
 /// Flow keys of probe packets start here (TCP flows use their id).
 const PROBE_FLOW_BASE: u64 = 1 << 32;
+/// Flow keys of train packets start here (a train is one flow to a qdisc, as its one 5-tuple is to Linux's).
+const TRAIN_FLOW_BASE: u64 = 1 << 33;
+/// Client host ids of trains (CAKE host isolation) start here; a probe's is 1000 + its index.
+const TRAIN_HOST_BASE: u32 = 1 << 20;
 
 struct FlowState {
     spec: crate::scenario::Flow,
@@ -104,6 +108,15 @@ struct ProbeState {
     sent_at: Vec<Nanos>,
 }
 
+/// A train: its packets' send and arrival times (ns; None until it arrives).
+struct TrainState {
+    spec: crate::scenario::Train,
+    route: Route,
+    sent: u32,
+    sent_at: Vec<Nanos>,
+    arrived_at: Vec<Option<Nanos>>,
+}
+
 /// A web page's objects not yet opened, in the order they are fetched.
 struct PageState {
     waiting: std::collections::VecDeque<usize>,
@@ -123,6 +136,7 @@ pub struct World {
     /// Each flow's [`Route`], by flow index.
     routes: Vec<Route>,
     probes: Vec<ProbeState>,
+    trains: Vec<TrainState>,
     pages: Vec<PageState>,
     /// Packets in propagation.
     air: Air<Payload>,
@@ -218,6 +232,16 @@ impl World {
                 ProbeState { spec: p.clone(), route, sent: 0, received: 0, rtts: Vec::new(), sent_at: Vec::new() }
             })
             .collect();
+        let trains = sc
+            .trains
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let route = Route { dir: t.direction, lines: lines(t.rtt_ns), host: TRAIN_HOST_BASE + i as u32, dscp: 0, station: t.station };
+                let n = t.packets as usize;
+                TrainState { spec: t.clone(), route, sent: 0, sent_at: Vec::with_capacity(n), arrived_at: Vec::with_capacity(n) }
+            })
+            .collect();
         let mut w = World {
             sc: sc.clone(),
             now: 0,
@@ -226,6 +250,7 @@ impl World {
             flows,
             routes,
             probes,
+            trains,
             pages: sc.pages.iter().map(|_| PageState { waiting: Default::default() }).collect(),
             air,
             txbuf: Vec::new(),
@@ -254,6 +279,9 @@ impl World {
         }
         for (i, _) in sc.probes.iter().enumerate() {
             w.q.push(0, Event::ProbeSend(i as u32));
+        }
+        for (i, t) in sc.trains.iter().enumerate() {
+            w.q.push(t.start_ns, Event::TrainSend(i as u32));
         }
         w.q.push(0, Event::Sample);
         // every flow sampled at every instant (0, interval, ..., duration) is the most the run writes
@@ -412,6 +440,7 @@ impl World {
                 }
             }
             Event::ProbeSend(p) => self.probe_send(p as usize),
+            Event::TrainSend(t) => self.train_send(t as usize),
             Event::Sample => self.sample(),
             Event::WifiPoll => self.on_wifi_poll(),
         }
@@ -440,6 +469,11 @@ impl World {
             }
             Payload::ProbeReq { probe, .. } => (r.dir.reverse(), r.lines[0], PROBE_FLOW_BASE + probe as u64, r.host, 0),
             Payload::ProbeReply { probe, .. } => (r.dir, r.lines[1], PROBE_FLOW_BASE + probe as u64, 0, r.host),
+            // (a train goes its way, as a flow's data: the server's down, the client's up)
+            Payload::Train { train, .. } => {
+                let (src, dst) = if r.dir == Direction::Down { (0, r.host) } else { (r.host, 0) };
+                (r.dir, r.lines[0], TRAIN_FLOW_BASE + train as u64, src, dst)
+            }
         }
     }
 
@@ -448,6 +482,7 @@ impl World {
         match *p {
             Payload::Data { flow, .. } | Payload::Ack { flow, .. } | Payload::Ctl { flow, .. } => &self.routes[flow as usize],
             Payload::ProbeReq { probe, .. } | Payload::ProbeReply { probe, .. } => &self.probes[probe as usize].route,
+            Payload::Train { train, .. } => &self.trains[train as usize].route,
         }
     }
 
@@ -637,6 +672,12 @@ impl World {
                     ps.received += 1;
                 }
             }
+            Payload::Train { train, seq, .. } => {
+                let slot = &mut self.trains[train as usize].arrived_at[seq as usize];
+                if slot.is_none() {
+                    *slot = Some(self.now);
+                }
+            }
         }
     }
 
@@ -749,6 +790,27 @@ impl World {
         self.q.push(next, Event::ProbeSend(pi as u32));
     }
 
+    /// Train `ti`'s sender: every packet due now (back to back: all of them; paced: one), then the next's time.
+    fn train_send(&mut self, ti: usize) {
+        let now = self.now;
+        loop {
+            let ts = &mut self.trains[ti];
+            let seq = ts.sent;
+            if seq >= ts.spec.packets || ts.spec.start_ns + ts.spec.send_offset_ns(seq) > now {
+                break;
+            }
+            ts.sent += 1;
+            ts.sent_at.push(now);
+            ts.arrived_at.push(None);
+            let len = ts.spec.wire_bytes() as u32;
+            self.emit(Payload::Train { train: ti as u32, seq, sent: now }, len);
+        }
+        let ts = &self.trains[ti];
+        if ts.sent < ts.spec.packets {
+            self.q.push(ts.spec.start_ns + ts.spec.send_offset_ns(ts.sent), Event::TrainSend(ti as u32));
+        }
+    }
+
     fn sample(&mut self) {
         let now = self.now;
         let t = now as f64 / 1e9;
@@ -848,6 +910,7 @@ impl World {
                 self.series.probes.rtt_ms.push(*r);
             }
         }
+        let trains = self.trains.iter().map(|t| TrainOut::of(t.spec.id, t.spec.wire_bytes(), &t.sent_at, &t.arrived_at)).collect();
         let wifi = self.wifi.as_mut().map(|w| w.output());
         Raw {
             wifi,
@@ -862,6 +925,7 @@ impl World {
             flows,
             links,
             probes,
+            trains,
             series: self.series,
         }
     }

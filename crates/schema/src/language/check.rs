@@ -263,6 +263,15 @@ pub fn probe_size(v: &Value) -> Check<u64> {
     Ok(s)
 }
 
+pub fn train_size(v: &Value) -> Check<u64> {
+    let s = size(v)?;
+    let (lo, hi) = crate::scenario::TRAIN_SIZE_BYTES;
+    if !(lo as u64..=hi as u64).contains(&s) {
+        return Err(format!("expected a UDP payload of {lo}..{hi} bytes, got {s}"));
+    }
+    Ok(s)
+}
+
 pub fn burst_size(v: &Value) -> Check<u64> {
     let b = size(v)?;
     if b < PACKET_BYTES {

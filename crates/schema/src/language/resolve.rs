@@ -99,8 +99,9 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
     }
     let pages = resolve_pages(m, doc, &mut flows)?;
     let mut probes = resolve_probes(m, &flows);
+    let mut trains = resolve_trains(m, &flows, duration)?;
     let links_given = m.link.as_ref().is_some_and(|l| l.down.is_some() || l.up.is_some());
-    let wifi = resolve_wifi(m, &mut flows, &mut probes)?;
+    let wifi = resolve_wifi(m, &mut flows, &mut probes, &mut trains)?;
     if !links_given && wifi.is_none() {
         return Err(err("link", "no bottleneck: add [link.down] (and/or [link.up]) with a rate, or a [wifi] medium"));
     }
@@ -137,6 +138,7 @@ pub fn resolve(m: &Document, doc: &Value, ctx: &Context) -> Result<(Scenario, Op
         links,
         flows,
         probes,
+        trains,
         pages,
         wifi,
         default_rtt_ns: None,
@@ -273,6 +275,47 @@ fn resolve_probes(m: &Document, flows: &[rs::Flow]) -> Vec<rs::Probe> {
             dscp: pr.dscp.value,
         })
         .collect()
+}
+
+/// `[[train]]` -> the resolved trains: the base RTT defaults to the smallest flow's, as a probe's; a train starts
+/// within the run, and a paced one takes at most [`rs::TRAIN_MAX_PACED_NS`] to send (the probe server's bound, which
+/// the emulator's trains go through).
+fn resolve_trains(m: &Document, flows: &[rs::Flow], duration: Nanos) -> Result<Vec<rs::Train>, LanguageError> {
+    let min_rtt = flows.iter().map(|f| f.rtt_ns).min();
+    let mut out = Vec::with_capacity(m.train.len());
+    for (i, t) in m.train.iter().enumerate() {
+        let rtt_ns = match (&t.rtt, min_rtt) {
+            (Some(r), _) => r.value,
+            (None, Some(r)) => r,
+            (None, None) => return Err(err(format!("train.{i}.rtt"), "missing: no flow to take the base RTT from (e.g. rtt = \"50ms\")")),
+        };
+        if t.start.value >= duration {
+            return Err(err(format!("train.{i}.start"), format!("expected a start within the run (before {}), got {}", shown(Some(&m.duration.raw)), shown(Some(&t.start.raw)))));
+        }
+        let train = rs::Train {
+            id: i,
+            name: t.name.as_ref().map_or_else(|| format!("train-{i}"), |n| n.value.clone()),
+            start_ns: t.start.value,
+            packets: t.packets.0 as u32,
+            size_bytes: t.size.value as u32,
+            rate_bps: t.rate.as_ref().map(|r| r.value),
+            direction: direction(&t.direction.value),
+            rtt_ns,
+            station: None,
+        };
+        let span = train.send_offset_ns(train.packets - 1);
+        if span > rs::TRAIN_MAX_PACED_NS {
+            return Err(err(
+                format!("train.{i}.rate"),
+                format!(
+                    "{} packets of {} B at this rate take {:.3} s to send; a paced train sends for at most 1 s (bloatlab-probe server's bound): fewer packets or a faster rate",
+                    train.packets, train.wire_bytes(), span as f64 / 1e9
+                ),
+            ));
+        }
+        out.push(train);
+    }
+    Ok(out)
 }
 
 fn resolve_link(d: &str, ld: &Link, flows: &[rs::Flow], doc: &Value, ctx: &Context) -> Result<rs::LinkSpec, LanguageError> {
@@ -422,12 +465,13 @@ fn load_trace(path: &str, file: &str, ctx: &Context) -> Result<Vec<u64>, Languag
 /// `[wifi]` and `[[wifi.station]]` -> the resolved medium; sets each flow's
 /// and probe's station (`count` copies of a flow naming a station group are
 /// spread over its stations round robin).
-fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) -> Result<Option<rs::WifiSpec>, LanguageError> {
+fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe], trains: &mut [rs::Train]) -> Result<Option<rs::WifiSpec>, LanguageError> {
     let Some(w) = &m.wifi else {
         for (what, i) in [
             ("flow", m.flow.iter().position(|f| f.station.is_some())),
             ("probe", m.probe.iter().position(|p| p.station.is_some())),
             ("page", m.page.iter().position(|p| p.station.is_some())),
+            ("train", m.train.iter().position(|t| t.station.is_some())),
         ] {
             if let Some(i) = i {
                 return Err(err(format!("{what}.{i}.station"), "names a station, but the scenario has no [wifi] medium"));
@@ -500,7 +544,7 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
             if stations.len() == 1 {
                 return Ok(0);
             }
-            return Err(err(path, format!("missing: with several wifi stations every flow and probe names one (known: {known})")));
+            return Err(err(path, format!("missing: with several wifi stations every flow, probe and train names one (known: {known})")));
         };
         let Some(members) = by_name.get(s) else {
             return Err(err(path, format!("unknown station \"{s}\" (known: {known})")));
@@ -523,6 +567,10 @@ fn resolve_wifi(m: &Document, flows: &mut [rs::Flow], probes: &mut [rs::Probe]) 
     for (i, pr) in probes.iter_mut().enumerate() {
         let st = m.probe[i].station.as_ref().map(|t| t.value.as_str());
         pr.station = Some(pick(format!("probe.{i}.station"), st, 0)?);
+    }
+    for (i, t) in trains.iter_mut().enumerate() {
+        let st = m.train[i].station.as_ref().map(|t| t.value.as_str());
+        t.station = Some(pick(format!("train.{i}.station"), st, 0)?);
     }
     let aql = match &w.aql {
         None => None,
@@ -594,6 +642,15 @@ fn check_limits(m: &Document, doc: &Value, sc: &Scenario, ctx: &Context) -> Resu
             return Err(err(
                 format!("probe.{}.interval", pr.id),
                 format!("the probes would send {}+ packets, more than limits.max_probe_packets ({}); probe less often or raise the limit knowingly with [limits]", commas(total), commas(max_probe)),
+            ));
+        }
+    }
+    for t in &sc.trains {
+        total += t.packets as u64;
+        if total > max_probe {
+            return Err(err(
+                format!("train.{}.packets", t.id),
+                format!("the probes and trains would send {}+ packets, more than limits.max_probe_packets ({}); send fewer or raise the limit knowingly with [limits]", commas(total), commas(max_probe)),
             ));
         }
     }

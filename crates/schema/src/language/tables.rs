@@ -136,6 +136,7 @@ value_type!(LinkRateT: LinkRate = check::link_rate,
 value_type!(DeviceQueue: BufferAmount = |v| check::buffer_no_bdp(v, "\"2pkt\" or \"3000B\""), s_pkt_or_bytes());
 value_type!(WifiBuffer: BufferAmount = |v| check::buffer_no_bdp(v, "\"1000pkt\" or \"1.5MB\""), s_pkt_or_bytes());
 value_type!(ProbeSize: u64 = check::probe_size, s_size());
+value_type!(TrainSize: u64 = check::train_size, s_size());
 value_type!(BurstSize: u64 = check::burst_size, s_size());
 value_type!(ObjectSize: u64 = check::object_size, s_size());
 value_type!(StationPhy: Phy = check::station_phy,
@@ -258,6 +259,27 @@ pub struct Probe {
     pub station: Option<Text>,
     #[serde(default = "d_dscp")]
     pub dscp: Dscp,
+}
+
+/// `[[train]]`: a one-way burst of UDP packets, back to back or paced.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Train {
+    pub name: Option<Text>,
+    /// packets in the train (at most bloatlab-probe server's 4096)
+    pub packets: Whole<1, 4096>,
+    /// UDP payload of each packet (64..1472 B)
+    #[serde(default = "d_1472b")]
+    pub size: TrainSize,
+    /// the sender's pace (IP packets); default: back to back
+    pub rate: Option<PositiveRate>,
+    #[serde(default = "d_zero_s")]
+    pub start: Duration,
+    #[serde(default = "d_down")]
+    pub direction: Direction,
+    /// base RTT (default: the smallest flow RTT)
+    pub rtt: Option<PositiveDuration>,
+    pub station: Option<Text>,
 }
 
 /// `[[page]]`: a web page load, each object a download.
@@ -503,6 +525,8 @@ pub struct Document {
     pub page: Vec<Page>,
     #[serde(default)]
     pub probe: Vec<Probe>,
+    #[serde(default)]
+    pub train: Vec<Train>,
     pub link: Option<Links>,
     pub wifi: Option<Wifi>,
     /// what one run may produce; raise knowingly
@@ -542,6 +566,9 @@ fn d_udp() -> ProbeKind {
 }
 fn d_10ms() -> PositiveDuration {
     PositiveDuration::of(json!("10ms"))
+}
+fn d_1472b() -> TrainSize {
+    TrainSize::of(json!("1472B"))
 }
 fn d_64b() -> ProbeSize {
     ProbeSize::of(json!("64B"))
@@ -606,6 +633,7 @@ pub fn missing_message(table: &[String], key: &str) -> String {
         ([], "duration") => "missing (e.g. duration = \"60s\")",
         (["flow", _], "rtt") => "missing (the flow's base RTT, e.g. rtt = \"50ms\")",
         (["page", _], "rtt") => "missing (the base RTT to the page's server, e.g. rtt = \"50ms\")",
+        (["train", _], "packets") => "missing (how many packets the train sends, e.g. packets = 200)",
         (["link", _], "rate") => "missing (e.g. rate = \"100Mbit\")",
         (["link", _, _], "rate") => "missing (e.g. rate = \"2Mbit\")",
         (["link", _, "autorate"], "min") => "missing (the lowest shaper rate, e.g. min = \"5Mbit\")",
@@ -623,7 +651,7 @@ pub fn missing_message(table: &[String], key: &str) -> String {
 pub fn not_table_message(at: &[String], got: &str) -> String {
     let t: Vec<&str> = at.iter().map(String::as_str).collect();
     match t.as_slice() {
-        ["flow"] | ["probe"] | ["page"] => format!("expected [[{}]] tables", t[0]),
+        ["flow"] | ["probe"] | ["page"] | ["train"] => format!("expected [[{}]] tables", t[0]),
         ["expect"] => "expected [[expect]] tables (check = \"tput\", min = 80)".into(),
         ["wifi", "station"] => "expected [[wifi.station]] tables".into(),
         ["page", _, "sizes"] => format!("expected a list of 1..{MAX_PAGE_OBJECTS} sizes like [\"30KB\", \"2KB\"]"),
@@ -663,6 +691,7 @@ pub fn key_names() -> Vec<(&'static str, Vec<String>)> {
         ("FLOW_KEYS", props::<Flow>()),
         ("PROBE_KEYS", props::<Probe>()),
         ("PAGE_KEYS", props::<Page>()),
+        ("TRAIN_KEYS", props::<Train>()),
         ("WIFI_KEYS", props::<Wifi>()),
         ("WIFI_STATION_KEYS", props::<Station>()),
         ("WIFI_AQL_KEYS", props::<Aql>()),
