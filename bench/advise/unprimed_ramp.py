@@ -1,12 +1,15 @@
 """The probe's queueing over a fill's ramp on a drawn truth whose qdisc no train primed, model and kernel.
 
-``[sudo] .venv/bin/python bench/advise/unprimed_ramp.py SEED:INDEX [--engine sim|emu] [--start S] [--window S]``:
+``[sudo] .venv/bin/python bench/advise/unprimed_ramp.py SEED:INDEX [--engine sim|emu] [--start S] [--window S]
+[--train N --before S]``:
 the truth of ``campaign.draw(60, SEED)[INDEX]`` (its qdisc running, as the campaign's), four CUBIC flows begun
 ``--start`` s in (default 1.265: isolation.QDISC_RUNNING_S and a quiet gap of 0.265 s, as ``measure``'s fill) and a
 10-ms probe; prints the probe's queueing above the base and the flows' median cwnd every 250 ms, and the probe's
 p95 over the ramp (the flows' first sample to ``--window`` s after it, default 1.5). ``measure`` sends a WiFi train
-of 200 packets back to back just before its fill, which this run leaves out: on a slow PIE that train primes the
-drop probability the fill's slow start meets (docs/advise.md "The slow start's ramp"). Root for ``--engine emu``.
+of 200 packets back to back just before its fill, which this run leaves out unless ``--train N`` asks for one of N
+full packets ``--before`` s before the load's clock begins (``--start`` less the quiet gap, 0.265 s; default 0.5): on a
+slow PIE that train primes the drop probability the fill's slow start meets (docs/advise.md "The slow start's
+ramp"). Root for ``--engine emu``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ def main() -> None:
     ap.add_argument("--engine", default="sim", choices=("sim", "emu"))
     ap.add_argument("--start", type=float, default=1.265)
     ap.add_argument("--window", type=float, default=1.5)
+    ap.add_argument("--train", type=int, default=0, help="packets of a back-to-back train before the load")
+    ap.add_argument("--before", type=float, default=0.5, help="how long before the load's clock the train is sent (s)")
     a = ap.parse_args()
     seed, index = (int(x) for x in a.path.split(":"))
     t = C.draw(60, seed)[index]
@@ -32,6 +37,9 @@ def main() -> None:
     doc = C.truth_doc(t, a.start + 5.0, "cubic")
     doc["flow"] = [{"name": "load", "cc": "cubic", "count": 4, "rtt": f"{base:.6g}ms", "start": f"{a.start:g}s"}]
     doc["probe"] = [{"name": "ping", "interval": "10ms"}]
+    if a.train:
+        doc["train"] = [{"name": "idle-train", "packets": a.train, "start": f"{a.start - 0.265 - a.before:g}s",
+                         "rtt": f"{base:.6g}ms"}]
     print(f"{a.path}: {t['limiter']} at {t['down_mbps']:.4g} Mbit/s, {base:.3g} ms; engine {a.engine}")
     r = bloatlab.run(doc, engine=a.engine)
     p, f = r.probes, r.flows

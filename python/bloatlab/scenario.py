@@ -105,13 +105,17 @@ def apply_override(doc: dict, assignment: str) -> None:
     set_path(doc, path, value, where=f"--set {path}")
 
 
+#: the language's lists of tables (``[[flow]]`` ...): a key path into one names its index, ``flow.0.cc``
+LIST_TABLES = ("flow", "probe", "page", "train", "expect")
+
+
 def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None:
     where = where or path
     parts = path.split(".")
     if not path or any(p == "" for p in parts):
         raise ScenarioError(where, "empty key path")
     head = parts[0]
-    if head in ("flow", "probe", "page", "expect"):
+    if head in LIST_TABLES:
         items = doc.get(head)
         if len(parts) < 3 or not parts[1].isdigit():
             raise ScenarioError(where, f"expected {head}.N.KEY (N counts from 0)")
@@ -139,7 +143,7 @@ def set_path(doc: dict, path: str, value: Any, where: str | None = None) -> None
         link = doc.setdefault("link", {})
         target, rest, allowed = link.setdefault(parts[1], {}), parts[2:], _keys("LINK_KEYS")
     else:
-        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", "flow", "probe", "page", "expect"}
+        target, rest, allowed = doc, parts, _keys("TOP_KEYS") - {"link", *LIST_TABLES}
     if rest[0] not in allowed:
         raise ScenarioError(where, f"unknown key \"{rest[0]}\" (known here: {', '.join(sorted(allowed))})")
     for p in rest[:-1]:

@@ -1265,4 +1265,38 @@ mod tests {
         let rtts = probe_rtts(40_000_001, Some(1_000_000));
         assert!(rtts[..10].iter().all(|r| *r == Some((40_000_001 + 73_600 + 736_000) as f64 / 1e6)), "{rtts:?}");
     }
+
+    /// A train-only world: `packets` full packets (1472 B of payload, 1500 on the wire) down a 1 Mbit/s FIFO of 100
+    /// packets from 0.1 s, back to back or paced at `rate_bps`, over a 40-ms base RTT.
+    fn train_out(packets: u32, rate_bps: Option<u64>) -> TrainOut {
+        let rate = rate_bps.map_or("null".to_string(), |r| r.to_string());
+        let json = format!(
+            r#"{{"name":"t","seed":1,"duration_ns":2000000000,"sample_interval_ns":100000000,
+              "links":{{"down":{{"rate_bps":1000000,"buffer_pkts":100,"buffer_bytes":null,"qdisc":{{"kind":"fifo","params":{{}}}}}},"up":null}},
+              "flows":[],
+              "trains":[{{"id":0,"name":"t","start_ns":100000000,"packets":{packets},"size_bytes":1472,"rate_bps":{rate},
+                "direction":"down","rtt_ns":40000000}}]}}"#
+        );
+        let sc = Scenario::from_json(&json).unwrap();
+        World::new(&sc).unwrap().run().trains.remove(0)
+    }
+
+    #[test]
+    fn a_back_to_back_train_leaves_the_bottleneck_at_its_rate_and_a_paced_one_below_it_meets_no_queue() {
+        // Back to back, all 10 enter the queue at 0.1 s: packet i leaves after (i + 1) x 12 ms (1500 B at 1 Mbit/s)
+        // and arrives 20 ms (rtt/2) later: one-way 32 ... 140 ms, the first at 0.132 s, the last at 0.240 s; the
+        // dispersion is the link's rate, 9 x 12 000 bits over 108 ms.
+        let t = train_out(10, None);
+        assert_eq!((t.sent, t.received), (10, 10));
+        assert_eq!((t.delay_ms.n, t.delay_ms.max, t.first_s, t.last_s), (10, Some(140.0), Some(0.132), Some(0.24)));
+        assert!((t.dispersion_mbps.unwrap() - 1.0).abs() < 1e-9, "{t:?}");
+        // Paced at 0.5 Mbit/s, one every 24 ms: each packet meets an empty queue (32 ms one way) and the receiver
+        // sees the pace.
+        let t = train_out(10, Some(500_000));
+        assert_eq!((t.delay_ms.p50, t.delay_ms.max), (Some(32.0), Some(32.0)));
+        assert!((t.dispersion_mbps.unwrap() - 0.5).abs() < 1e-9, "{t:?}");
+        // 120 packets into 100 packets of FIFO: the queue holds 100 and the one on the wire, the rest are dropped
+        let t = train_out(120, None);
+        assert_eq!((t.sent, t.received), (120, 101));
+    }
 }

@@ -114,23 +114,39 @@ def distance(measured: list[float], model: list[float]) -> float:
 QDISC_RUNNING_S = 1.0
 
 
+#: the longest before the load a train the measurement sent is run in the model (s): PIE's probability decays by 1/64
+#: at every 15-ms update while its queue stays empty (crates/core/src/qdisc/pie.rs, Linux's
+#: ``pie_calculate_probability``), beside its controller's own pull down below the target, so within 10 s (667 updates)
+#: at most (63/64)^667 = 3e-5 of a train's mark on it is left; a train further back is left out, not simulated
+TRAIN_LEAD_MAX_S = 10.0
+
+
 def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float,
-                  flows_at_s: float = 0.0) -> list[float]:
+                  flows_at_s: float = 0.0, train: dict | None = None) -> list[float]:
     """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction read as an AQM) with the
     AQM ``kind`` at the bottleneck, carrying ``flows`` flows of ``cc`` and the loaded phases' probe. ``start_s``,
     ``end_s``: the window on the load's clock, whose flows began at ``flows_at_s`` on it (the loaded phase's
-    ``from_s``: its quiet gap); the load's clock begins :data:`QDISC_RUNNING_S` after the model's origin."""
+    ``from_s``: its quiet gap); the load's clock begins :data:`QDISC_RUNNING_S` after the model's origin, and
+    after a packet train the measurement sent before the load (``train``: ``measure.wifi_train_before_fill``'s
+    ``packets``, ``size_bytes`` and ``before_s``, how long before the load's clock began it entered the path),
+    which the model sends back to back :data:`QDISC_RUNNING_S` after its origin, its own clock begun that much
+    later: a slow single queue still holds the train, or the probability or drop state it left, when the load's
+    slow start comes (module doc)."""
     import bloatlab
 
     p = dataclasses.replace(path, limiter="aqm", buffer_bytes=None, aqm_qdisc=None if kind == "fq_codel" else kind,
                             alternatives=None)
-    at = QDISC_RUNNING_S
+    lead = train["before_s"] if train and 0 < train["before_s"] <= TRAIN_LEAD_MAX_S else None
+    at = QDISC_RUNNING_S + (lead or 0.0)
     doc = p.twin(duration_s=at + end_s + 0.1, cc=cc)
     doc.update(name="isolation", seed=1)
     doc["flow"] = [{"name": "load", "cc": cc, "count": flows, "rtt": f"{p.base_rtt_ms:.6g}ms",
                     "start": f"{at + flows_at_s:.6g}s"}]
     # (the probe runs from the origin: sparse traffic on a qdisc otherwise idle, as the measurement's idle probes)
     doc["probe"] = [{"name": "ping", "interval": f"{LOAD_PROBE_INTERVAL_MS}ms"}]
+    if lead is not None:
+        doc["train"] = [{"name": "idle-train", "packets": int(train["packets"]), "size": f"{int(train['size_bytes'])}B",
+                         "start": f"{QDISC_RUNNING_S:.6g}s", "rtt": f"{p.base_rtt_ms:.6g}ms"}]
     r = bloatlab.run(doc)
     fig = _figures(r.probes, r.flows, at + start_s, at + end_s, p.base_rtt_ms)
     return fig + _ramp(r.probes, r.flows, at + start_s, p.base_rtt_ms) if fig else fig
@@ -154,7 +170,10 @@ def _model_distances(x: dict, path) -> tuple[list, dict, dict] | None:
     # before load_timing_s was kept: the least gap)
     began = ((x.get("load_timing_s") or {}).get("bbr" if ev.get("phase") == "bbr" else "fill") or {}).get("from_s")
     began = float(began) if isinstance(began, (int, float)) else IDLE_MIN_S
-    models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began) for k in KINDS}
+    # the idle path's train before a fill (measure.wifi_train_before_fill); a BBR phase comes after the fill
+    train = x.get("wifi_train_before_fill") if ev.get("phase") != "bbr" else None
+    models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began, train)
+              for k in KINDS}
     if any(not v for v in models.values()):
         return None
     # (a ramp the measurement or a model lacks: the window's figures alone, on both sides)

@@ -1690,6 +1690,24 @@ def _wifi_probe(host: str, port: int, secret: str | None, say, rt_loss: float = 
     return out
 
 
+def wifi_train_before_fill(train: dict | None, gap_s: float, base_ms: float) -> dict | None:
+    """The idle path's packet train (:func:`_wifi_probe`'s, sent back to back before the loads) as the down fill's
+    load met it: ``{"packets", "size_bytes", "before_s"}``, ``before_s`` how long before the load's clock began the
+    train's first packet entered the path (s): ``gap_s`` between the train's run and the fill's (measure's laps: the
+    loss stream and the rest of the idle probes), the run's end after its last arrival (``quiet_ms``), its arrivals'
+    spread (the largest of ``delay_ms``: the queue its last packet met) and the one-way base delay (half
+    ``base_ms``). A slow single queue still drains the train, or holds the probability or drop state it left, when
+    the fill's slow start comes (PIE at 1.45 Mbit/s, campaign seed 146 path 53: 200 packets are 1.6 s of its
+    queue); the isolation model runs it (:func:`isolation.model_figures`). None where no train ran or none of it
+    arrived."""
+    if not train or not train.get("received"):
+        return None
+    spread_ms = max((v for v in train.get("delay_ms") or [] if v is not None), default=0.0)
+    before = gap_s + ((train.get("quiet_ms") or 0.0) + spread_ms + (train.get("send_ms") or 0.0) + base_ms / 2) / 1e3
+    return {"packets": int(train.get("server_sent") or train["sent"]), "size_bytes": int(train.get("size") or 1472),
+            "before_s": round(before, 4)}
+
+
 #: how far a fill may fall below what the model gives the same fill of a lone station on the hop it read before
 #: other stations are taken to have used the medium (:func:`_wifi_train`): the model over the kernel's fill on the
 #: lone hops of campaigns 80, 83 and 84 (16 of them: 1.01-1.12, median 1.06, the kernel's fewer ACKs, docs/wifi.md)
@@ -2157,6 +2175,8 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
         say(f"  {d}: {x['rate_mbps']:.4g} Mbit/s, +{x['added_delay_ms']:.1f} ms under load, limiter {x['limiter']}")
         loaded_reading = x["limiter"]
         if d == "down":
+            # the idle path's train as the fill met it: the loss stream's phase (and the idle probes' rest) between
+            x["wifi_train_before_fill"] = wifi_train_before_fill(wp["train"], phases.get("loss_stream", 0.0), base["p50"])
             trains_from = lap_at[0] - t0
             _down_trains(h, port, secret, x, wp, base["p50"], report["loss"], say, lap, ports[d], tapes.get(d))
             marks["after_fill"] = (trains_from + lap_at[0] - t0) / 2

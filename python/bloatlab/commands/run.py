@@ -180,9 +180,10 @@ def print_summary(s: dict) -> None:
         d = t["delay_ms"]
         pace = f"at {t['rate_mbps']:.4g} Mbit/s" if t["rate_mbps"] else "back to back"
         loss = "-" if t["loss"] is None else f"{100 * t['loss']:.1f}%"
-        disp = "" if t["dispersion_mbps"] is None else f"  arrived at {t['dispersion_mbps']:.4g} Mbit/s"
-        print(f"train {t['name']}: {t['sent']} x {t['size_bytes']} B {t['direction']} {pace} at {t['start_s']:g} s: "
-              f"one-way delay ms p50 {_f(d['p50'])} max {_f(d['max'])}  loss {loss}{disp}")
+        disp = "" if t["dispersion_mbps"] is None else f" at {t['dispersion_mbps']:.4g} Mbit/s"
+        print(f"train {t['name']}: {t['sent']} x {t['size_bytes']} B {t['direction']}, {pace} at {t['start_s']:g} s; "
+              f"{t['received']} arrived{disp}")
+        print(f"          one-way delay ms p50 {_f(d['p50'])} p95 {_f(d['p95'])} max {_f(d['max'])}  loss {loss}")
     by = s.get("jain_fairness_by_direction") or {"down": s["jain_fairness"], "up": None}
     fair = "  ".join(f"jain fairness {d} {_f(v, '{:.3f}')}" for d, v in by.items() if v is not None) or "jain fairness -"
     print(f"total goodput {s['total_goodput_mbps']:.2f} Mbit/s  {fair}")

@@ -1,6 +1,7 @@
 //! One document in, one resolved scenario or one error (key path and words) out.
 
 use super::*;
+use crate::scenario::Direction;
 use serde_json::json;
 
 fn no_traces(_: &str) -> Result<Vec<u8>, String> {
@@ -265,4 +266,37 @@ fn bad_aql_settings_are_refused_naming_the_key() {
     d["wifi"]["aql"] = json!({"limit_low": "-5ms"});
     let e = error(d);
     assert_eq!(e.key, "wifi.aql.limit_low");
+}
+
+#[test]
+fn a_train_resolves_to_base_units_with_the_flows_rtt_and_back_to_back_by_default() {
+    let mut d = doc();
+    d["train"] = json!([{"packets": 200, "start": "1.5s"}, {"name": "paced", "packets": 10, "size": "500B", "rate": "1Mbit", "direction": "up", "rtt": "10ms"}]);
+    let (sc, _) = resolve_document(&d, &ctx()).unwrap();
+    let (a, b) = (&sc.trains[0], &sc.trains[1]);
+    assert_eq!((a.name.as_str(), a.packets, a.size_bytes, a.rate_bps, a.start_ns, a.rtt_ns), ("train-0", 200, 1472, None, 1_500_000_000, 40_000_000));
+    assert_eq!(a.direction, Direction::Down);
+    assert_eq!(a.send_offset_ns(199), 0);
+    assert_eq!((b.name.as_str(), b.size_bytes, b.rate_bps, b.direction, b.rtt_ns), ("paced", 500, Some(1_000_000), Direction::Up, 10_000_000));
+    // 528 IP bytes at 1 Mbit/s: one every 4.224 ms
+    assert_eq!((b.wire_bytes(), b.send_offset_ns(1), b.send_offset_ns(9)), (528, 4_224_000, 38_016_000));
+}
+
+#[test]
+fn a_bad_train_is_refused_naming_its_key() {
+    let with = |t: Value| {
+        let mut d = doc();
+        d["train"] = json!([t]);
+        error(d)
+    };
+    assert_eq!(with(json!({"start": "1s"})), LanguageError { key: "train.0.packets".into(), message: "missing (how many packets the train sends, e.g. packets = 200)".into() });
+    assert_eq!(with(json!({"packets": 5000})).key, "train.0.packets");
+    assert_eq!(with(json!({"packets": 10, "size": "40B"})).message, "expected a UDP payload of 64..1472 bytes, got 40");
+    let e = with(json!({"packets": 10, "start": "10s"}));
+    assert_eq!((e.key.as_str(), e.message.as_str()), ("train.0.start", "expected a start within the run (before 10s), got 10s"));
+    // 1000 packets of 1500 B at 1 Mbit/s take 12 s to send: beyond the probe server's 1 s of pacing
+    let e = with(json!({"packets": 1000, "rate": "1Mbit"}));
+    assert_eq!(e.key, "train.0.rate");
+    assert!(e.message.starts_with("1000 packets of 1500 B at this rate take 11.988 s to send; a paced train sends for at most 1 s"), "{}", e.message);
+    assert_eq!(with(json!({"packets": 10, "station": "sta0"})).message, "names a station, but the scenario has no [wifi] medium");
 }
