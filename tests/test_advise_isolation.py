@@ -358,3 +358,55 @@ def test_isolation_the_rules_read_that_the_ramp_confirms_stays():
     assert d["fq_codel"] < min(d["codel"], d["pie"]) and x["aqm_qdisc"] is None
     assert x["limiter_note"] == "flow isolation, taken as fq_codel"
     assert _isolated_by_rules(*args, kind="cake")["aqm_qdisc"] == "cake"
+
+
+def test_a_slow_pie_the_idle_train_primed_reads_one_queue_where_its_model_runs_the_train():
+    """Campaign seed 146 path 53, PIE at 1.45 Mbit/s and 22.9 ms, measured live on 2026-12-04 (``measure --quick``
+    through the emulator): the WiFi train ``measure`` sends back to back before its loads (200 packets, 1.6 s of PIE's
+    queue at that rate) primed PIE's drop probability, and the fill's slow start met it: the probe queued 25.1 ms at
+    p95 over the ramp. The model's PIE begun idle let the slow start queue 450-630 ms there, nearer fq_codel's model,
+    and the reading was flow isolation (distances PIE 4.51, fq_codel 2.21). Run through the model's bottleneck 1.68 s
+    before the load (``measure.wifi_train_before_fill``: the loss stream's phase, the train's quiet and spread, half
+    the base), the train primes the model's PIE too: PIE 0.53, fq_codel 2.20, CoDel 7.34."""
+    path = Path(base_rtt_ms=22.8995992245509, down_mbps=1.4484997807457016, up_mbps=0.689438544581296,
+                limiter="aqm", aqm_qdisc="pie")
+
+    def x():
+        d = _x("pie", "fill", [2.1629093575000002, 3.964958612], 36.304006, 18.3893637754491, 26.189372204020525,
+               31.911655930088276, began=0.265)
+        d["evidence"]["probe_ramp_rtt"] = {"p50": 37.59116, "p95": 47.95861705000001}
+        return d
+
+    primed = x()
+    primed["wifi_train_before_fill"] = {"packets": 200, "size_bytes": 1472, "before_s": 1.6777}
+    isolation.isolation_by_model(primed, path)
+    far = primed["isolation_model"]["distance"]
+    assert primed["aqm_qdisc"] == "pie" and far["pie"] < 1.0 < far["fq_codel"] < far["codel"], far
+    assert primed["isolation_model"]["measured"][4] == pytest.approx(25.059, abs=1e-3)
+    # the same evidence without the train: the model's slow start meets an idle PIE, and fq_codel's model lies nearest
+    idle = x()
+    isolation.isolation_by_model(idle, path)
+    assert idle["aqm_qdisc"] is None and idle["isolation_model"]["distance"]["fq_codel"] < idle["isolation_model"]["distance"]["pie"]
+    assert idle["isolation_model"]["models"]["pie"][4] > 10 * primed["isolation_model"]["models"]["pie"][4]
+
+
+def test_a_train_too_long_before_the_load_is_left_out_of_the_model():
+    """A train more than :data:`isolation.TRAIN_LEAD_MAX_S` before the load leaves no mark on PIE (its probability
+    decays by 1/64 every 15 ms on an empty queue): the model runs without it, the same figures as with none."""
+    path = Path(base_rtt_ms=40.0, down_mbps=20.0, up_mbps=20.0, limiter="aqm", aqm_qdisc="pie")
+    far = isolation.model_figures(path, "pie", "cubic", 4, 1.0, 2.0, 0.265,
+                                  {"packets": 200, "size_bytes": 1472, "before_s": isolation.TRAIN_LEAD_MAX_S + 1})
+    assert far == isolation.model_figures(path, "pie", "cubic", 4, 1.0, 2.0, 0.265)
+
+
+def test_the_idle_train_before_the_fill_is_timed_from_measures_laps_and_its_arrivals():
+    """``measure.wifi_train_before_fill``: the gap between the train's run and the fill's (0.5 s), the run's quiet
+    after its last arrival (250 ms), the arrivals' spread (the largest delay beyond the least: 1600 ms), the send
+    span (0.1 ms) and half the base (20 ms): 2.3701 s. None where nothing of the train arrived or none ran."""
+    from bloatlab.advise.measure import wifi_train_before_fill
+
+    t = {"sent": 200, "server_sent": 200, "received": 198, "size": 1472, "quiet_ms": 250.0, "send_ms": 0.1,
+         "delay_ms": [0.0, 8.3, None, 1600.0, 1599.9]}
+    assert wifi_train_before_fill(t, 0.5, 40.0) == {"packets": 200, "size_bytes": 1472, "before_s": 2.3701}
+    assert wifi_train_before_fill(dict(t, received=0), 0.5, 40.0) is None
+    assert wifi_train_before_fill(None, 0.5, 40.0) is None

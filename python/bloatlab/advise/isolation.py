@@ -37,9 +37,14 @@ start a single-queue AQM holds its target, which at hundreds of Mbit/s the windo
 noise (PIE at 205 Mbit/s, campaign seed 146 path 38: 0.4-1.3 ms, fq_codel's model 0.05-0.6, read isolated); during
 it the probe waits behind every flow's burst in one queue (89 ms at p95 there) and skips them under DRR. CoDel
 against PIE stays told on the window's figures alone (:data:`WINDOW_FIGURES`): how each meets a slow start depends
-on the state the measurement's earlier phases left it in, which the model does not run — the WiFi train sent just
-before the fill primes a slow PIE's probability, and the kernel's flows there collapse to two segments where the
-model's slow start meets an idle PIE (seed 146 path 53, docs/advise.md "The slow start's ramp").
+on the state the measurement's earlier phases left it in, of which the model runs only the last train.
+
+That train: ``measure`` sends a WiFi train of 200 packets back to back before its loads, which primes a slow PIE's
+drop probability (1.6 s of its queue at 1.45 Mbit/s); the kernel's flows then collapse to two segments where a
+model whose slow start meets an idle PIE queues 450-630 ms, nearer fq_codel's model (campaign seed 146 path 53 and
+three more PIEs at 1.0-2.1 Mbit/s read isolated). :func:`model_figures` sends it through the model's bottleneck
+as long before the load as it entered the measured path (``measure.wifi_train_before_fill``), so the model's queue
+meets the slow start in the state the measured one did (docs/advise.md "The slow start's ramp").
 
 The other way, :func:`isolation_checked_by_model`: a direction the rules read isolated (fq_codel, or CAKE from the
 fill's first losses) runs the same models where the ramp's figure is there, and reads one queue where a single
