@@ -280,6 +280,23 @@ pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
     wait_for(fd, libc::POLLIN, timeout_ns)
 }
 
+/// `--wait-go`: block until a line arrives on standard input (the emulator's go, `bloatlab-emu`'s
+/// crates/emu/src/supervise.rs `Starts`). std's read retries an interrupted read, so the wait is in poll(2)
+/// first: SIGTERM before the go line ends the waiting instead of leaving it blocked on its standard input.
+/// Err: stopped, or standard input ended, before the line (in words, naming `--wait-go`).
+pub fn wait_go_line() -> Result<(), String> {
+    while !wait_readable(0, 100_000_000) {
+        if stopped() {
+            return Err("--wait-go: stopped before the go line".into());
+        }
+    }
+    let mut go = String::new();
+    match io::stdin().read_line(&mut go) {
+        Ok(n) if n > 0 => Ok(()),
+        _ => Err("--wait-go: standard input ended before the go line".into()),
+    }
+}
+
 /// Wait until `fd` is writable (for a TCP socket with TCP_NOTSENT_LOWAT:
 /// its unsent bytes fell below half the mark) or `timeout_ns` passes.
 pub fn wait_writable(fd: RawFd, timeout_ns: u64) -> bool {

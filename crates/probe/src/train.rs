@@ -122,12 +122,16 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 
-/// Most packets in one train: 4096 × 1500 B = 6.1 MB, within one budget.
-pub const MAX_COUNT: u32 = 4096;
+/// Most packets in one train: 4096 × 1500 B = 6.1 MB, within one budget. The scenario language's bound on a
+/// `[[train]]` (`bloatlab_schema::scenario::TRAIN_MAX_PACKETS`), whose emulator runs go through this server.
+pub const MAX_COUNT: u32 = bloatlab_schema::scenario::TRAIN_MAX_PACKETS;
 /// Largest packet: a full 1500-B IPv4 packet ([`wire::MAX_PACKET`]).
 pub const MAX_SIZE: usize = wire::MAX_PACKET;
-/// Smallest packet: room for the header, the send time, the count and a tag.
-pub const MIN_SIZE: usize = 64;
+/// Smallest packet: room for the header, the send time, the count and a tag (the scenario language's least
+/// `[[train]]` size, `bloatlab_schema::scenario::TRAIN_SIZE_BYTES`).
+pub const MIN_SIZE: usize = bloatlab_schema::scenario::TRAIN_SIZE_BYTES.0 as usize;
+// a scenario's largest train packet is the largest this server sends
+const _: () = assert!(bloatlab_schema::scenario::TRAIN_SIZE_BYTES.1 as usize == MAX_SIZE);
 /// The client's defaults: 1000 full packets (1.5 MB) outlast a 10-ms bucket
 /// up to 1.2 Gbit/s (at 100 Mbit/s the train lasts 120 ms; a 20-Mbit/s
 /// policer's tail then holds ~200 packets).
@@ -154,8 +158,9 @@ pub const REQ_LEN: usize = 64;
 /// The longest a paced train may take at the server (ns): one second holds a
 /// train thread (of [`MAX_IN_FLIGHT`]) no longer than a handshake's timeout,
 /// and at a port's rate it outlasts a bucket of 100 ms of a policer at up
-/// to 90 % of the port (the bucket drains at P − C: 0.1·C / (P − C) ≤ 1 s).
-pub const MAX_PACED_NS: u64 = 1_000_000_000;
+/// to 90 % of the port (the bucket drains at P − C: 0.1·C / (P − C) ≤ 1 s). The scenario language's bound on a
+/// paced `[[train]]` (`bloatlab_schema::scenario::TRAIN_MAX_PACED_NS`).
+pub const MAX_PACED_NS: u64 = bloatlab_schema::scenario::TRAIN_MAX_PACED_NS;
 /// A paced sender sleeps until this long before a packet's due time and
 /// spins the rest: a sleep wakes up to ~50-60 µs late on a VM even with a
 /// 1-ns timer slack.
@@ -937,6 +942,10 @@ pub struct TrainCfg {
     pub timeout_ns: u64,
     /// the pace asked for, bit/s of IP packets (0: back to back)
     pub pace_bps: u64,
+    /// `--wait-go`: the handshake first (down: the cookie; up: READY), then a line on standard input
+    /// ([`sys::wait_go_line`]) before the train is asked for (down) or sent (up): the emulator starts a
+    /// train at its scenario time this way, without the handshake's round trips in its lead
+    pub wait_go: bool,
 }
 
 /// What the receiver received (the client's own arrivals; for an up train,
@@ -993,12 +1002,13 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
     let mut asked_at = 0u64;
     let mut last_rx_mono = 0u64;
     let mut done_at: Option<u64> = None;
+    let mut went = !cfg.wait_go;
     let started = sys::mono_ns();
     loop {
         if sys::stopped() {
             return Err("interrupted".into());
         }
-        let now = sys::mono_ns();
+        let mut now = sys::mono_ns();
         if now - started > TRAIN_CAP_NS {
             break; // a train of at most 4096 packets: a minute is a dead path's
         }
@@ -1010,6 +1020,12 @@ pub fn run_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
                 } else {
                     format!("no answer from {} (is `bloatlab-probe server` running there, of a version with trains, and the --secret the same?)", cfg.addr)
                 });
+            }
+            if have_cookie && !went {
+                // the cookie is good for this 10-s epoch and the next: the go comes well within it
+                sys::wait_go_line()?;
+                went = true;
+                now = sys::mono_ns();
             }
             let _ = sock.send(&build_paced_request(session, cfg.count, cfg.size as u16, cfg.pace_bps, &cookie, key.as_ref()));
             asked_at = now;

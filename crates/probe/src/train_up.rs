@@ -624,6 +624,10 @@ pub fn run_up_train(cfg: &TrainCfg) -> Result<TrainRun, String> {
     let mut c = Client { sock, key, session: sys::random_u64() as u32, buf: vec![0u8; 65536], foreign: 0 };
     let started = sys::mono_ns();
     let handshake_rtt_ns = handshake(&mut c, cfg, started)?;
+    if cfg.wait_go {
+        // the slot is held (READY) until UP_IDLE_NS of quiet: the go comes well within it
+        sys::wait_go_line()?;
+    }
     // the train, each packet's send stamp kept
     let gap_ns = train::pace_gap_ns((cfg.size + ip_overhead(&cfg.addr)) as u64, cfg.pace_bps);
     let mut tx: Vec<Option<u64>> = vec![None; cfg.count as usize];

@@ -307,13 +307,58 @@ fn a_server_that_predates_paced_trains_is_told_not_read_as_paced() {
 // ---------------------------------------------------------------- up trains
 
 /// Every key of a down train's `train` object: an up train's has them all.
-const TRAIN_KEYS: [&str; 36] = [
+const TRAIN_KEYS: [&str; 39] = [
     "sent", "received", "lost", "lost_seq", "first_loss", "head_packets", "head_bytes", "head_span_ms", "leading_mbps",
     "head_send_mbps", "sender_limited", "tail_packets", "tail_span_ms", "tail_mbps", "tail_arrival_mbps", "tail_send_mbps",
     "bucket_bytes", "bucket_min_bytes", "notes", "batches", "size", "wire_bytes", "server_sent", "server_send_errors", "send_ms",
     "send_from", "send_mbps", "pace_mbps", "local_drops", "duplicates", "foreign", "handshake_rtt_ms", "quiet_ms", "timestamps",
-    "rates", "direction",
+    "rates", "direction", "delay_ms", "owd_least_ms", "rx_ms",
 ];
+
+/// CLOCK_REALTIME ns, the clock of the train's stamps.
+fn real_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+#[test]
+fn with_wait_go_a_train_goes_only_after_its_go_line_and_its_arrivals_are_on_the_receivers_clock() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let s = Server::start(&["server"]);
+    for up in [false, true] {
+        let mut args = vec!["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "50", "--size", "500", "--wait-go", "--json"];
+        if up {
+            args.push("--up");
+        }
+        let mut c = Command::new(bin()).args(&args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // the handshake takes a loopback round trip; the train waits for the line however long it comes
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(c.try_wait().unwrap().is_none(), "the client did not wait for its go line (up: {up})");
+        let go_at = real_ns();
+        c.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+        let o = wait_output(c, Duration::from_secs(10));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let t = &json_of(&o)["train"];
+        assert_eq!(t["received"], 50, "{t}");
+        let first = t["rx_first_real_ns"].as_u64().expect("the first arrival's clock");
+        assert!(first > go_at && first < go_at + 1_000_000_000, "the first arrival {first} after the go at {go_at} (up: {up})");
+        // each packet's arrival after the first's: the least 0, in the order sent on loopback
+        let rx: Vec<f64> = t["rx_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!((rx.len(), rx.iter().copied().fold(f64::MAX, f64::min)), (50, 0.0));
+        // one host, one clock: the least one-way delay is loopback's, a positive fraction of a millisecond
+        let least = t["owd_least_ms"].as_f64().unwrap();
+        assert!(least > 0.0 && least < 50.0, "{least} ms (up: {up})");
+        assert_eq!(t.as_object().unwrap().keys().filter(|k| TRAIN_KEYS.contains(&k.as_str())).count(), TRAIN_KEYS.len());
+    }
+    // standard input ends before the line: no train, an error naming the flag
+    let o = Command::new(bin())
+        .args(["udp", "train", "127.0.0.1", "-p", &s.port, "--count", "5", "--wait-go", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--wait-go: standard input ended before the go line"), "{}", stderr(&o));
+}
 
 #[test]
 fn an_up_train_arrives_whole_on_loopback_with_the_down_trains_keys() {

@@ -100,6 +100,10 @@ struct UdpTrainArgs {
     /// how long an answer may take before the request is sent again (twice)
     #[arg(long, default_value = "1s", value_parser = positive_dur)]
     timeout: u64,
+    /// the handshake first, then the train only after a line on standard input (down: the request
+    /// that starts the server's train; up: the client's first packet)
+    #[arg(long)]
+    wait_go: bool,
     #[arg(long)]
     json: bool,
 }

@@ -56,6 +56,7 @@ pub(super) fn udp_train(a: UdpTrainArgs) -> R {
         secret: a.secret.as_ref().map(|s| s.as_bytes().to_vec()),
         timeout_ns: a.timeout,
         pace_bps,
+        wait_go: a.wait_go,
     };
     let r = if a.up { train_up::run_up_train(&cfg) } else { train::run_train(&cfg) }.map_err(|e| (1, e))?;
     print_train(&a, addr, &r)
@@ -124,7 +125,22 @@ fn print_train(a: &UdpTrainArgs, addr: SocketAddr, r: &train::TrainRun) -> R {
                 }
             }
             o.insert("delay_ms".into(), json!(d));
+            // the least one-way delay itself, ms to the ns: the receiver's clock less the sender's, so a
+            // path's delay only where the two clocks agree (one host: the emulator's namespaces); delay_ms
+            // plus it is each packet's one-way delay
+            o.insert("owd_least_ms".into(), json!(least as f64 / 1e6));
         }
+        // each packet's arrival, ms to the µs after the first arrival (null: lost), and the first's
+        // CLOCK_REALTIME ns at the receiver (null: nothing arrived): the arrivals on the receiver's clock
+        let rx0 = r.arrivals.iter().map(|x| x.rx_ns).min();
+        let mut rx: Vec<Option<f64>> = vec![None; a.count as usize];
+        for x in &r.arrivals {
+            if let Some(v) = rx.get_mut(x.seq as usize) {
+                *v = Some(((x.rx_ns - rx0.unwrap_or(0)) as f64 / 1e3).round() / 1e3);
+            }
+        }
+        o.insert("rx_ms".into(), json!(rx));
+        o.insert("rx_first_real_ns".into(), json!(rx0));
         o.insert("local_drops".into(), json!(r.local_drops));
         o.insert("duplicates".into(), json!(r.duplicates));
         o.insert("foreign".into(), json!(r.foreign));

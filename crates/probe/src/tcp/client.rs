@@ -185,18 +185,7 @@ fn run_once(cfg: &ClientCfg) -> Result<Answer, ClientError> {
         return Err(ClientError { status, msg });
     }
     if cfg.wait_go {
-        // std's read retries an interrupted read: wait in poll(2) first, so that SIGTERM before
-        // the go line ends the client instead of leaving it waiting for its standard input
-        while !sys::wait_readable(0, 100_000_000) {
-            if sys::stopped() {
-                return Err(err1("--wait-go: stopped before the go line".into()));
-            }
-        }
-        let mut go = String::new();
-        match io::stdin().read_line(&mut go) {
-            Ok(n) if n > 0 => {}
-            _ => return Err(err1("--wait-go: standard input ended before the go line".into())),
-        }
+        sys::wait_go_line().map_err(err1)?;
     }
     // The data connections open together, each handshake on its own thread (at most CONNECT_TOGETHER at a
     // time). Opened one after another (as iperf3 does), each took a round trip, so the last of `-P 4` began
