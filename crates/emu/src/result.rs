@@ -6,11 +6,12 @@
 //!
 //! Follows the shape every engine writes (the simulator's
 //! `crates/sim/src/output.rs`, the probe's `report.rs`): `engine`, `meta`,
-//! `flows`, `links`, `probes`, optional `wifi`, and `series` naming the
-//! tables. The distribution summaries are the schema crate's [`DistOut`];
-//! the flow and probe records are the generators' own (bloatlab-probe's
-//! `raw.flows[0]`/`raw.probes[0]`), passed through with their id set and
-//! their times moved to the run's origin.
+//! `flows`, `links`, `probes`, `trains` (when the scenario has any), optional
+//! `wifi`, and `series` naming the tables. The distribution summaries are the
+//! schema crate's [`DistOut`]; the flow and probe records are the generators'
+//! own (bloatlab-probe's `raw.flows[0]`/`raw.probes[0]`), passed through with
+//! their id set and their times moved to the run's origin; a train's is the
+//! simulator's [`TrainOut`], built from its client's packets ([`train_out`]).
 //!
 //! Constants: [`LATENESS_FLAG_US`] = 1 ms of p99 lateness flags a run (the
 //! link's delays are then off by more than a typical 1-ms scheduling slack).
@@ -19,11 +20,11 @@
 
 use crate::forward::{DirResult, LateHist};
 use crate::ns;
-use crate::scenario::{Direction, Flow, Resolved};
+use crate::scenario::{Direction, Flow, Resolved, Train};
 use crate::supervise::Gen;
 use crate::sys;
 use bloatlab_core::qdisc::DropReason;
-use bloatlab_schema::result::{AutorateOut, DistOut, LinkOut};
+use bloatlab_schema::result::{AutorateOut, DistOut, LinkOut, TrainOut};
 use bloatlab_schema::series::{FlowSeries, LinkSeries, ProbeSeries, Series};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -50,6 +51,9 @@ pub struct RawResult {
     pub links: BTreeMap<String, EmuLinkOut>,
     /// the probe clients' records (bloatlab-probe's `raw.probes[0]`), id set
     pub probes: Vec<Value>,
+    /// the trains' records, those whose client reported ([`train_out`])
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trains: Vec<TrainOut>,
     /// the WiFi medium's counters (docs/wifi.md), when the scenario has one
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wifi: Option<Value>,
@@ -211,12 +215,54 @@ fn shift(v: &mut Value, key: &str, by: f64) {
     }
 }
 
+/// Train `t`'s record from its client's JSON (`bloatlab-probe udp train
+/// --json`: `{"train": {...}}`): each packet's arrival on the receiver's
+/// realtime clock (`rx_first_real_ns`, then `rx_ms` after it) and its one-way
+/// delay (`delay_ms` beyond `owd_least_ms`), its send time that arrival less
+/// that delay; times in ns from the run's t = 0, which the realtime clock read
+/// as `real_origin` (both namespaces share the host's clock, so the sender's
+/// and the receiver's stamps compare). The stamps are to the µs (the JSON's
+/// `rx_ms` and `delay_ms`). `sent`: what the sender sent (down: the server's
+/// DONE; the train's packets where that was lost).
+pub fn train_out(t: &Train, doc: &Value, real_origin: u64) -> Result<TrainOut, String> {
+    let tr = doc.get("train").ok_or_else(|| format!("train {}: the client's JSON has no \"train\" object", t.id))?;
+    let key = |k: &str| tr.get(k).ok_or_else(|| format!("train {}: the client's JSON has no {k}", t.id));
+    let n = t.packets as usize;
+    let per_packet = |k: &str| -> Result<Vec<Option<f64>>, String> {
+        let a = key(k)?.as_array().filter(|a| a.len() == n).ok_or_else(|| format!("train {}: {k} is not a list of its {n} packets", t.id))?;
+        Ok(a.iter().map(|v| v.as_f64()).collect())
+    };
+    let rx = per_packet("rx_ms")?;
+    let mut sent_at = vec![0u64; n];
+    let mut arrived_at: Vec<Option<u64>> = vec![None; n];
+    if rx.iter().any(|x| x.is_some()) {
+        let first = key("rx_first_real_ns")?.as_u64().ok_or_else(|| format!("train {}: rx_first_real_ns is not a clock reading", t.id))?;
+        let least = key("owd_least_ms")?.as_f64().ok_or_else(|| format!("train {}: owd_least_ms is not a number", t.id))?;
+        let delay = per_packet("delay_ms")?;
+        let ns = |ms: f64| (ms * 1e6).round() as i128;
+        for (i, r) in rx.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let d = delay[i].ok_or_else(|| format!("train {}: packet {i} arrived without a delay_ms", t.id))?;
+            // (an arrival before t = 0 is none of a train's: it starts at or after it, its sender a moment later)
+            let at = (first as i128 - real_origin as i128 + ns(*r)).max(0);
+            arrived_at[i] = Some(at as u64);
+            sent_at[i] = (at - ns(d + least)).max(0) as u64;
+        }
+    }
+    let mut out = TrainOut::of(t.id, t.wire_bytes(), &sent_at, &arrived_at);
+    out.sent = tr.get("server_sent").and_then(|v| v.as_u64()).unwrap_or(t.packets as u64);
+    Ok(out)
+}
+
 /// Build the raw result from the generators' JSON and the link threads: the
-/// result and its time series. `unstarted`: page objects that never got a
-/// connection (no result, as expected).
+/// result and its time series. `origin`: the scenario's t = 0 (CLOCK_MONOTONIC
+/// ns), which CLOCK_REALTIME read as `real_origin` (the trains' stamps).
+/// `unstarted`: page objects that never got a connection (no result, as
+/// expected).
 pub(crate) fn assemble(
     sc: &Resolved,
     origin: u64,
+    real_origin: u64,
     gens: &[Gen],
     dirs: &[(String, DirResult)],
     quiet: bool,
@@ -224,6 +270,7 @@ pub(crate) fn assemble(
 ) -> Result<(RawResult, Series), String> {
     let mut flows = Vec::new();
     let mut probes = Vec::new();
+    let mut trains = Vec::new();
     let mut errors = Vec::new();
     let mut fs = FlowSeries::default();
     let mut ps = ProbeSeries::default();
@@ -241,6 +288,18 @@ pub(crate) fn assemble(
             errors.push(msg);
             continue;
         };
+        if g.kind == "train" {
+            match train_out(&sc.trains[g.id], &doc, real_origin) {
+                Ok(t) => trains.push(t),
+                Err(e) => {
+                    if !quiet {
+                        eprintln!("bloatlab-emu: {e}");
+                    }
+                    errors.push(e);
+                }
+            }
+            continue;
+        }
         let t0 = doc
             .pointer("/raw/meta/t0_monotonic_ns")
             .or_else(|| doc.pointer("/meta/t0_monotonic_ns"))
@@ -333,7 +392,7 @@ pub(crate) fn assemble(
         namespaces: None,
         warning_deadline: None,
     };
-    let raw = RawResult { engine: "emu", meta, flows, links, probes, wifi: None, series: None };
+    let raw = RawResult { engine: "emu", meta, flows, links, probes, trains, wifi: None, series: None };
     Ok((raw, Series { flows: fs, links: link_series, probes: ps }))
 }
 
@@ -491,7 +550,7 @@ mod tests {
                 "flows": [], "probes": []}"#,
         )
         .unwrap();
-        let (raw, _) = assemble(&sc, 0, &[], &[], true, &[]).unwrap();
+        let (raw, _) = assemble(&sc, 0, 0, &[], &[], true, &[]).unwrap();
         let v = serde_json::to_value(&raw).unwrap();
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(&v), ["engine", "flows", "links", "meta", "probes"]);
@@ -501,6 +560,46 @@ mod tests {
         assert_eq!((v["meta"]["lateness"]["stalls"]["threshold_ms"].as_f64(), v["meta"]["lateness"]["stalls"]["count"].as_u64()), (Some(80.0), Some(0)));
         assert_eq!(v["meta"]["lateness"]["reasons"], json!([]));
         assert_eq!(v["engine"], "emu");
+    }
+
+    fn train3(packets: u32) -> Train {
+        Train { id: 3, name: "t".into(), start_ns: 500_000_000, packets, size_bytes: 1472, rate_bps: None, direction: Direction::Down, rtt_ns: 40_000_000, station: None }
+    }
+
+    #[test]
+    fn a_trains_record_places_its_clients_stamps_on_the_runs_clock() {
+        // the run's t = 0 read 1_000_000_000_000 on the realtime clock; the first arrival 0.526 s later, the
+        // next two 6 ms apart (2 Mbit/s: 1500 B in 6 ms), the second packet lost; the least one-way delay
+        // 26 ms (20 ms and the first packet's 6 on the wire), the others waited behind it
+        let origin = 1_000_000_000_000u64;
+        let doc = json!({"train": {"rx_ms": [0.0, null, 12.0, 6.0], "rx_first_real_ns": origin + 526_000_000,
+                                    "delay_ms": [0.0, null, 11.999, 6.0], "owd_least_ms": 26.0, "server_sent": 4}});
+        let t = train_out(&train3(4), &doc, origin).unwrap();
+        assert_eq!((t.id, t.sent, t.received), (3, 4, 3));
+        assert_eq!((t.first_s, t.last_s), (Some(0.526), Some(0.538)));
+        // arrivals 526, 538 and 532 ms less delays of 26, 37.999 and 32: sent at 500, 500.001 and 500 ms
+        assert_eq!(t.delay_ms.n, 3);
+        assert_eq!(t.delay_ms.max, Some(37.999));
+        assert!((t.delay_ms.mean.unwrap() - (26.0 + 37.999 + 32.0) / 3.0).abs() < 1e-9, "{:?}", t.delay_ms);
+        // two packets' bits after the first over the 12 ms from the first arrival to the last: 2 Mbit/s
+        assert!((t.dispersion_mbps.unwrap() - 2.0).abs() < 1e-12, "{:?}", t.dispersion_mbps);
+        // the server's DONE lost: the train's packets are what it sent
+        let mut lost_done = doc.clone();
+        lost_done["train"]["server_sent"] = Value::Null;
+        assert_eq!(train_out(&train3(4), &lost_done, origin).unwrap().sent, 4);
+    }
+
+    #[test]
+    fn a_train_with_nothing_arrived_has_no_times_and_a_malformed_record_is_an_error_naming_the_train() {
+        let doc = json!({"train": {"rx_ms": [null, null], "rx_first_real_ns": null, "server_sent": 2}});
+        let t = train_out(&train3(2), &doc, 0).unwrap();
+        assert_eq!((t.sent, t.received, t.first_s, t.dispersion_mbps, t.delay_ms.n), (2, 0, None, None, 0));
+        let e = train_out(&train3(3), &doc, 0).unwrap_err();
+        assert_eq!(e, "train 3: rx_ms is not a list of its 3 packets");
+        let e = train_out(&train3(2), &json!({"test": "udp-train"}), 0).unwrap_err();
+        assert_eq!(e, "train 3: the client's JSON has no \"train\" object");
+        let e = train_out(&train3(1), &json!({"train": {"rx_ms": [0.0], "rx_first_real_ns": 5}}), 0).unwrap_err();
+        assert_eq!(e, "train 3: the client's JSON has no owd_least_ms");
     }
 
     fn stalls_of(eps: &[crate::stall::Episode]) -> crate::stall::Stalls {

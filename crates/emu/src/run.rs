@@ -14,7 +14,7 @@ use crate::ns::{self, Netns};
 use bloatlab_schema::pcap::Pcap;
 use crate::result::{assemble, link_results, namespace_sysctls, verdict, Lateness, RawResult, TunDrops};
 use crate::scenario::{EmuScenario, Resolved};
-use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, Ending, Kids, Starts, SPAWN_NS};
+use crate::supervise::{await_generators, spawn_in, spawn_lead, start_clients, start_servers, train_spawn_lead, Ending, Kids, Starts, SPAWN_NS};
 use crate::sys;
 use bloatlab_schema::series::Series;
 use std::os::unix::process::CommandExt;
@@ -174,9 +174,11 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     let mut kids = Kids::default();
     start_servers(sc, &net, opt, &mut kids)?;
     // The link starts `lead` before the scenario's t = 0 so that early senders can connect.
-    let lead = sc.flows.iter().map(spawn_lead).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
+    let lead = sc.flows.iter().map(spawn_lead).chain(sc.trains.iter().map(train_spawn_lead)).max().unwrap_or(SPAWN_NS).max(SPAWN_NS) + 10_000_000;
     let link_origin = sys::mono_ns();
     let origin = link_origin + lead;
+    // the trains' stamps are the realtime clock's (the probe's); the run's t = 0 on that clock
+    let real_origin = sys::real_at_mono(origin);
     let medium = Medium::start(sc, &net, link_origin, lead, opt, false)?;
     let link_threads = medium.threads();
     let mut starts = Starts::new(sc, true);
@@ -208,7 +210,7 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
     let namespaces = [net.client.clone(), net.server.clone()];
     drop(net);
     let unstarted: Vec<usize> = sc.flows.iter().filter(|f| !starts.went[f.id]).map(|f| f.id).collect();
-    let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt.quiet, &unstarted)?;
+    let (mut raw, series) = assemble(sc, origin, real_origin, &gens, &dirs, opt.quiet, &unstarted)?;
     if let Some(w) = wifi {
         raw.wifi = Some(w.wifi);
         raw.meta.lateness = Lateness::of(&w.late);
@@ -233,6 +235,9 @@ pub fn run(sc: &Resolved, opt: &Options) -> Result<(RawResult, Series), String> 
 pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[String], raw_out: Option<&str>) -> Result<i32, String> {
     if !sc.pages.is_empty() {
         return Err("page: the shell runs your command beside the scenario's flows, not its [[page]]s; load pages with `bloatlab run --engine emu`".into());
+    }
+    if !sc.trains.is_empty() {
+        return Err("train: the shell runs your command beside the scenario's flows, not its [[train]]s; send trains with `bloatlab run --engine emu`".into());
     }
     preflight(Some(sc))?;
     let removed = ns::cleanup(false)?;
@@ -317,7 +322,7 @@ pub fn shell(sc: &Resolved, opt: &Options, server_cmd: Option<&str>, cmd: &[Stri
     kids.terminate_all(Duration::from_millis(500));
     drop(net);
     if let Some(p) = raw_out {
-        let (mut raw, series) = assemble(sc, origin, &gens, &dirs, opt.quiet, &[])?;
+        let (mut raw, series) = assemble(sc, origin, sys::real_at_mono(origin), &gens, &dirs, opt.quiet, &[])?;
         if let Some(w) = wifi {
             raw.meta.lateness = Lateness::of(&w.late);
             verdict(sc, &mut raw.meta.lateness, &w.late, &[("wifi", &w.stalls, w.stalls_lost)]);

@@ -10,13 +10,14 @@ use bloatlab_core::time::Nanos;
 
 /// The resolved scenario of the shared contract (`bloatlab-schema`).
 pub type Resolved = Scenario;
-pub use bloatlab_schema::scenario::{Direction, Flow, Probe, Scenario};
+pub use bloatlab_schema::scenario::{Direction, Flow, Probe, Scenario, Train};
 
-/// Server ports: flow i listens on FLOW_PORT + i, probe j on PROBE_PORT + j;
-/// the sender of flow i binds FLOW_CPORT + i; namespaces keep ephemeral ports
-/// from EPHEMERAL_MIN (40000) on. The plan is shared with the simulator's
-/// captures (`bloatlab_schema::wire`), so both engines' pcaps line up port by port.
-pub use bloatlab_schema::wire::{EPHEMERAL_MIN, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+/// Server ports: flow i listens on FLOW_PORT + i, probe j on PROBE_PORT + j,
+/// train k's `udp server` on TRAIN_PORT + k; the sender of flow i binds
+/// FLOW_CPORT + i; namespaces keep ephemeral ports from EPHEMERAL_MIN (40000)
+/// on. The plan is shared with the simulator's captures
+/// (`bloatlab_schema::wire`), so both engines' pcaps line up port by port.
+pub use bloatlab_schema::wire::{EPHEMERAL_MIN, FLOW_CPORT, FLOW_PORT, PROBE_PORT, TRAIN_PORT};
 /// Flow i's ports FLOW_PORT + i and FLOW_CPORT + i stay below the next range.
 pub const MAX_FLOWS: usize = (FLOW_CPORT - FLOW_PORT) as usize;
 /// Page objects in one run: each is a bloatlab-probe client and server, all
@@ -27,8 +28,10 @@ pub const MAX_PAGE_OBJECTS: usize = 200;
 /// A generator's control connection ([`crate::packet::is_control`], beside the headers it reads).
 pub use crate::packet::is_control;
 
-/// Probe j's port PROBE_PORT + j stays below the namespaces' ephemeral ports (40000).
-pub const MAX_PROBES: usize = (EPHEMERAL_MIN - PROBE_PORT) as usize;
+/// Probe j's port PROBE_PORT + j stays below the trains' (35000).
+pub const MAX_PROBES: usize = (TRAIN_PORT - PROBE_PORT) as usize;
+/// Train k's port TRAIN_PORT + k stays below the namespaces' ephemeral ports (40000).
+pub const MAX_TRAINS: usize = (EPHEMERAL_MIN - TRAIN_PORT) as usize;
 
 /// The finest time-series resolution the emulator records: its link threads
 /// sample on a real-time timer whose lateness is tens of µs (p50) and up to
@@ -59,8 +62,8 @@ pub fn from_json(text: &str) -> Result<Resolved, String> {
     if r.probes.len() > MAX_PROBES {
         return Err(format!("probe: the emulator runs at most {MAX_PROBES} probes, got {}", r.probes.len()));
     }
-    if !r.trains.is_empty() {
-        return Err("train: the emulator does not run packet trains yet; the simulator does (--engine sim)".into());
+    if r.trains.len() > MAX_TRAINS {
+        return Err(format!("train: the emulator runs at most {MAX_TRAINS} trains, got {}", r.trains.len()));
     }
     if r.sample_interval_ns < MIN_SAMPLE_INTERVAL_NS {
         return Err(format!(
@@ -91,15 +94,20 @@ impl EmuScenario for Resolved {
         for p in &self.probes {
             by_port[(PROBE_PORT as usize) + p.id as usize] = p.rtt_ns / 2;
         }
+        for t in &self.trains {
+            by_port[(TRAIN_PORT as usize) + t.id] = t.rtt_ns / 2;
+        }
         let default_rtt = self
             .default_rtt_ns
             .or_else(|| self.flows.iter().map(|f| f.rtt_ns).min())
             .or_else(|| self.probes.iter().map(|p| p.rtt_ns).min())
+            .or_else(|| self.trains.iter().map(|t| t.rtt_ns).min())
             .unwrap_or(0);
         (by_port, default_rtt / 2)
     }
 
-    /// DiffServ code point by server and client port (`u8::MAX`: not ours).
+    /// DiffServ code point by server and client port (`u8::MAX`: not ours). A train has none in the
+    /// scenario language: its packets keep the probe's (0, best effort), as the simulator sends them.
     fn dscps(&self) -> Vec<u8> {
         let mut by_port = vec![u8::MAX; 65536];
         for f in &self.flows {
@@ -213,7 +221,28 @@ mod tests {
         let e = from_json(&doc(MAX_FLOWS + 1, 1)).unwrap_err();
         assert_eq!(e, "flow: the emulator runs at most 5000 flows, got 5001");
         let e = from_json(&doc(1, MAX_PROBES + 1)).unwrap_err();
-        assert_eq!(e, "probe: the emulator runs at most 10000 probes, got 10001");
+        assert_eq!(e, "probe: the emulator runs at most 5000 probes, got 5001");
+    }
+
+    /// DOC with `n` trains (ids 0..n) of `rtt_ms`.
+    fn with_trains(n: usize, rtt_ms: u64) -> String {
+        let train = |i: usize| {
+            format!(r#"{{"id":{i},"name":"t{i}","start_ns":0,"packets":10,"size_bytes":1472,"direction":"down","rtt_ns":{}}}"#, rtt_ms * 1_000_000)
+        };
+        let trains = (0..n).map(train).collect::<Vec<_>>().join(",");
+        format!("{},\"trains\":[{trains}]}}", DOC.trim_end().strip_suffix('}').unwrap())
+    }
+
+    #[test]
+    fn a_trains_port_gets_half_its_rtt_and_more_trains_than_its_port_range_holds_are_refused_by_key() {
+        let r = from_json(&with_trains(2, 30)).unwrap();
+        let (d, _) = r.delays();
+        assert_eq!((d[35000], d[35001], d[35002]), (15_000_000, 15_000_000, u64::MAX));
+        // a train's packets keep their own DSCP (0), as the simulator's
+        assert_eq!(r.dscps()[35000], u8::MAX);
+        assert_eq!(from_json(&with_trains(MAX_TRAINS, 30)).unwrap().trains.len(), 5000);
+        let e = from_json(&with_trains(MAX_TRAINS + 1, 30)).unwrap_err();
+        assert_eq!(e, "train: the emulator runs at most 5000 trains, got 5001");
     }
 
     #[test]

@@ -11,15 +11,19 @@
 //! with no public-server limits. A probe's echo server (`udp server`) sits
 //! where its reply starts: the server namespace for "down" (the reply crosses
 //! the down queue), the client namespace for "up"; its client on the other
-//! side. Each client's JSON (`--json`, TCP_INFO every sample interval) and
-//! standard error go to files in the run's work directory.
+//! side. A train's `udp server` sits in the server namespace on
+//! TRAIN_PORT + k whichever way the train goes; its client (`udp train
+//! --wait-go`, `--up` for an "up" train) in the client namespace does the
+//! handshake ahead and asks for (down) or sends (up) the train on its go
+//! line ([`Starts`]). Each client's JSON (`--json`, TCP_INFO every sample
+//! interval) and standard error go to files in the run's work directory.
 //!
 //! Constants, with their reasons below: [`SPAWN_NS`], [`REPORT_GRACE_NS`],
-//! [`PAGE_SPAWN_NS`].
+//! [`PAGE_SPAWN_NS`], [`TRAIN_TIMEOUT`].
 
 use crate::forward::Timing;
 use crate::ns::{self, Netns};
-use crate::scenario::{Direction, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::scenario::{Direction, Resolved, Train, FLOW_CPORT, FLOW_PORT, PROBE_PORT, TRAIN_PORT};
 use crate::sys;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -118,7 +122,7 @@ fn dur_arg(ns: u64) -> String {
     }
 }
 
-/// A sender (flow) or probe client with the files it writes to.
+/// A sender (flow), probe client or train client with the files it writes to.
 pub(crate) struct Gen {
     pub kind: &'static str,
     pub id: usize,
@@ -173,6 +177,20 @@ pub(crate) fn start_servers(sc: &Resolved, net: &Netns, opt: &Options, kids: &mu
         let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--max-duration".into(), "0".into()];
         let c = spawn_in(&opt.launcher, &net.ns_path(echo_server_side), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
         kids.list.push((format!("udp server (probe {})", p.id), c));
+        let idx = kids.list.len() - 1;
+        wait_listening(ns_name, port, true, kids, idx, &err)?;
+    }
+    for t in &sc.trains {
+        // The server end of the path either way: it sends a down train and records an up one's arrivals.
+        let (ns_name, ip) = (&net.server, &net.server_ip);
+        let port = TRAIN_PORT + t.id as u16;
+        let err = opt.workdir.join(format!("train-{}-server.err", t.id));
+        // A private server of one train: its bounds (train::MAX_COUNT, sizes, 1 s of pacing) are the scenario
+        // language's, its budget (8 MB per 10 s per address) holds the largest train; no session or rate limit.
+        let argv = vec![opt.probe_bin.clone(), "udp".into(), "server".into(), "--bind".into(), format!("{ip}:{port}"), "--max-duration".into(), "0".into(),
+            "--max-pps".into(), "0".into()];
+        let c = spawn_in(&opt.launcher, &net.ns_path(true), &argv, Stdio::null(), Stdio::from(mkfile(&err)?), Stdio::null())?;
+        kids.list.push((format!("udp server (train {})", t.id), c));
         let idx = kids.list.len() - 1;
         wait_listening(ns_name, port, true, kids, idx, &err)?;
     }
@@ -266,6 +284,40 @@ fn probe_argv(sc: &Resolved, p: &crate::scenario::Probe, net: &Netns, opt: &Opti
     ]
 }
 
+/// How long a train's client waits for an answer (the cookie, READY, the
+/// train's first packet) before it asks again: as long as a probe's reply may
+/// take. A request asked again after the server has sent its train (behind a
+/// queue longer than this) would get a second train; one lost to the
+/// scenario's random loss delays its train by this much.
+pub const TRAIN_TIMEOUT: &str = "5s";
+
+/// Train `t`'s client (`probe_bin`): `udp train` to its server at `server_ip`, handshake first, the train on
+/// the go line.
+pub(crate) fn train_argv(t: &Train, server_ip: &str, probe_bin: &str) -> Vec<String> {
+    let mut a = vec![
+        probe_bin.to_string(),
+        "udp".into(),
+        "train".into(),
+        server_ip.to_string(),
+        "-p".into(),
+        (TRAIN_PORT + t.id as u16).to_string(),
+        "--count".into(),
+        t.packets.to_string(),
+        "--size".into(),
+        t.size_bytes.to_string(),
+    ];
+    if let Some(r) = t.rate_bps {
+        // the probe's pace is the scenario's: bit/s of IP packets (the payload and 28 B)
+        a.push("--rate".into());
+        a.push(format!("{r}bit"));
+    }
+    if t.direction == Direction::Up {
+        a.push("--up".into());
+    }
+    a.extend(["--timeout".into(), TRAIN_TIMEOUT.into(), "--wait-go".into(), "--json".into()]);
+    a
+}
+
 /// Start the scenario's senders and probe clients at their start times
 /// (relative to `origin`), calling `tick` while waiting. Returns their files.
 pub(crate) fn start_clients(
@@ -282,14 +334,16 @@ pub(crate) fn start_clients(
     // Spawn times (absolute, monotonic ns): a sender starts early by its connection set-up
     // (bloatlab-probe's control connection: about 2 RTTs) plus process start-up, so that its data
     // connection opens at about the flow's start time.
-    let mut todo: Vec<(u64, bool, usize)> = sc
+    // A train's client is spawned early by its handshake and the go's own lead (`train_spawn_lead`).
+    let mut todo: Vec<(u64, &'static str, usize)> = sc
         .flows
         .iter()
-        .map(|f| ((origin + f.start_ns).saturating_sub(spawn_lead(f)), true, f.id))
-        .chain(sc.probes.iter().map(|p| (origin.saturating_sub(SPAWN_NS), false, p.id)))
+        .map(|f| ((origin + f.start_ns).saturating_sub(spawn_lead(f)), "flow", f.id))
+        .chain(sc.probes.iter().map(|p| (origin.saturating_sub(SPAWN_NS), "probe", p.id)))
+        .chain(sc.trains.iter().map(|t| ((origin + t.start_ns).saturating_sub(train_spawn_lead(t)), "train", t.id)))
         .collect();
     todo.sort();
-    for (at, is_flow, id) in todo {
+    for (at, kind, id) in todo {
         loop {
             let now = sys::mono_ns();
             if now >= at {
@@ -301,17 +355,22 @@ pub(crate) fn start_clients(
             // at most 1 ms: `tick` tells the flows that start meanwhile to go
             std::thread::sleep(Duration::from_nanos((at - now).min(1_000_000)));
         }
-        let kind = if is_flow { "flow" } else { "probe" };
         let out = opt.workdir.join(format!("{kind}-{id}.json"));
         let err = opt.workdir.join(format!("{kind}-{id}.err"));
-        let (argv, server_side) = if is_flow {
-            let f = sc.flows.iter().find(|f| f.id == id).unwrap();
-            (flow_argv(sc, f, net, opt, run_for, go_lines), false)
-        } else {
-            let p = sc.probes.iter().find(|p| p.id == id).unwrap();
-            (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
+        let (argv, server_side) = match kind {
+            "flow" => (flow_argv(sc, &sc.flows[id], net, opt, run_for, go_lines), false),
+            "probe" => {
+                let p = &sc.probes[id];
+                (probe_argv(sc, p, net, opt, run_for), p.direction == Direction::Up)
+            }
+            _ => (train_argv(&sc.trains[id], &net.server_ip, &opt.probe_bin), false),
         };
-        let stdin = if is_flow && (go_lines || sc.flows[id].page.is_some()) { Stdio::piped() } else { Stdio::null() };
+        let piped = match kind {
+            "flow" => go_lines || sc.flows[id].page.is_some(),
+            "probe" => false,
+            _ => true,
+        };
+        let stdin = if piped { Stdio::piped() } else { Stdio::null() };
         let c = spawn_in(&opt.launcher, &net.ns_path(server_side), &argv, Stdio::from(mkfile(&out)?), Stdio::from(mkfile(&err)?), stdin)?;
         kids.list.push((format!("{kind} {id}"), c));
         gens.push(Gen { kind, id, out, err, child_idx: kids.list.len() - 1 });
@@ -331,6 +390,10 @@ pub(crate) fn start_clients(
 ///   `connections` objects go at the page's start, each later one as soon as
 ///   an earlier object's client has read its last byte (`--done-file`, polled
 ///   every millisecond).
+/// - A train (docs/scenario.md `[[train]]`): its client has done its
+///   handshake and waits; its go line comes [`train_go_lead`] before the
+///   train's start, so that the train's first packet leaves its sender at
+///   about its start (down: the go's request still crosses the up path).
 pub(crate) struct Starts {
     /// Per page: its objects (flow ids) in order, and how many were told to go.
     objects: Vec<(Vec<usize>, usize)>,
@@ -340,6 +403,8 @@ pub(crate) struct Starts {
     singles: Vec<usize>,
     /// Per flow id: told to go.
     pub went: Vec<bool>,
+    /// The trains (ids) not yet told to go.
+    trains: Vec<usize>,
 }
 
 impl Starts {
@@ -354,7 +419,7 @@ impl Starts {
                 None => {}
             }
         }
-        Starts { objects, running: Vec::new(), singles, went: vec![false; sc.flows.len()] }
+        Starts { objects, running: Vec::new(), singles, went: vec![false; sc.flows.len()], trains: sc.trains.iter().map(|t| t.id).collect() }
     }
 
     fn done_path(opt: &Options, id: usize) -> PathBuf {
@@ -362,29 +427,41 @@ impl Starts {
     }
 
     pub(crate) fn active(&self) -> bool {
-        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty() || !self.singles.is_empty()
+        self.objects.iter().any(|(o, n)| *n < o.len()) || !self.running.is_empty() || !self.singles.is_empty() || !self.trains.is_empty()
     }
 
     /// Write flow `id`'s go line; false if its client has no standard input (not
     /// spawned yet, or closed at the end).
     fn tell(&mut self, kids: &mut Kids, id: usize) -> bool {
-        let name = format!("flow {id}");
-        let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) else { return false };
         // After the scenario's end (`close`) the flows not yet told have no standard input:
         // they stay unstarted (no result, as expected), not "went" without a go line (which
         // read as a generator without a result and failed whole runs of `bufferbloat`).
-        let Some(stdin) = child.stdin.as_mut() else { return false };
-        {
-            use std::io::Write;
-            let _ = stdin.write_all(b"go\n");
-            let _ = stdin.flush();
+        if !Starts::go(kids, &format!("flow {id}")) {
+            return false;
         }
         self.went[id] = true;
         true
     }
 
+    /// Write the go line of the generator `name` ("flow 3", "train 0"); false if it has no standard input.
+    fn go(kids: &mut Kids, name: &str) -> bool {
+        let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| n == name) else { return false };
+        let Some(stdin) = child.stdin.as_mut() else { return false };
+        use std::io::Write;
+        let _ = stdin.write_all(b"go\n");
+        let _ = stdin.flush();
+        true
+    }
+
     /// Tell whatever may start now to go (`mono`: now; `origin`: the scenario's t = 0).
     pub(crate) fn poll(&mut self, sc: &Resolved, opt: &Options, kids: &mut Kids, origin: u64, mono: u64) {
+        let due: Vec<usize> =
+            self.trains.iter().copied().filter(|&id| mono >= (origin + sc.trains[id].start_ns).saturating_sub(train_go_lead(&sc.trains[id]))).collect();
+        for id in due {
+            if Starts::go(kids, &format!("train {id}")) {
+                self.trains.retain(|&x| x != id);
+            }
+        }
         let due: Vec<usize> = self.singles.iter().copied().filter(|&id| mono >= origin + sc.flows[id].start_ns).collect();
         for id in due {
             if self.tell(kids, id) {
@@ -410,10 +487,11 @@ impl Starts {
     }
 
     /// At the end: flows never told to go are told so (their standard input
-    /// closes and they exit without a result, as expected).
+    /// closes and they exit without a result, as expected); so are trains
+    /// never told (a client spawned too late for its go: no result, an error).
     pub(crate) fn close(&self, sc: &Resolved, kids: &mut Kids) {
-        for f in sc.flows.iter().filter(|f| !self.went[f.id]) {
-            let name = format!("flow {}", f.id);
+        let names = sc.flows.iter().filter(|f| !self.went[f.id]).map(|f| format!("flow {}", f.id)).chain(self.trains.iter().map(|k| format!("train {k}")));
+        for name in names {
             if let Some((_, child)) = kids.list.iter_mut().find(|(n, _)| *n == name) {
                 drop(child.stdin.take());
             }
@@ -465,6 +543,24 @@ pub(crate) fn spawn_lead(f: &crate::scenario::Flow) -> u64 {
     }
 }
 
+/// How long before its start a train's client is told to go: down, the half
+/// RTT its request takes to the server (which then sends at once); up, none
+/// (the client sends the train itself).
+pub(crate) fn train_go_lead(t: &Train) -> u64 {
+    match t.direction {
+        Direction::Down => t.rtt_ns / 2,
+        Direction::Up => 0,
+    }
+}
+
+/// How long before its start a train's client is spawned: its handshake
+/// (down: request and cookie, one RTT; up: and the start with the cookie and
+/// READY, two) within [`setup_lead`]'s two RTTs, process start-up and room,
+/// and its go's own lead.
+pub(crate) fn train_spawn_lead(t: &Train) -> u64 {
+    setup_lead(t.rtt_ns) + train_go_lead(t)
+}
+
 /// Extra time to spawn the clients of every object of the pages (ns).
 pub const PAGE_SPAWN_NS: u64 = 200_000_000;
 
@@ -483,7 +579,7 @@ pub(crate) enum Ending {
 /// of 4 RTTs + [`REPORT_GRACE_NS`]. Meanwhile the pages' objects are told to
 /// go, and each flow's client gets SIGTERM at its flow's end.
 pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, gens: &[Gen], starts: &mut Starts, origin: u64) -> Ending {
-    let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).max().unwrap_or(0);
+    let max_rtt = sc.flows.iter().map(|f| f.rtt_ns).chain(sc.probes.iter().map(|p| p.rtt_ns)).chain(sc.trains.iter().map(|t| t.rtt_ns)).max().unwrap_or(0);
     let deadline = sc.duration_ns + 4 * max_rtt + REPORT_GRACE_NS;
     let mut ended: Vec<usize> = Vec::new();
     let ending = loop {
@@ -496,7 +592,7 @@ pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, ge
             starts.close(sc, kids);
         }
         let all_done = gens.iter().all(|g| kids.list[g.child_idx].1.try_wait().ok().flatten().is_some());
-        if all_done && gens.len() == sc.flows.len() + sc.probes.len() {
+        if all_done && gens.len() == sc.flows.len() + sc.probes.len() + sc.trains.len() {
             break Ending::AllReported;
         }
         // A flow ends at its stop time (or the scenario's end): its sender gets SIGTERM then and
@@ -529,4 +625,31 @@ pub(crate) fn await_generators(sc: &Resolved, opt: &Options, kids: &mut Kids, ge
         std::thread::sleep(Duration::from_millis(500));
     }
     ending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn train(direction: Direction, rate_bps: Option<u64>) -> Train {
+        Train { id: 3, name: "t".into(), start_ns: 500_000_000, packets: 200, size_bytes: 1000, rate_bps, direction, rtt_ns: 40_000_000, station: None }
+    }
+
+    #[test]
+    fn a_trains_client_asks_its_own_server_for_the_scenarios_train_and_waits_for_its_go() {
+        let a = train_argv(&train(Direction::Down, None), "10.77.0.2", "/p");
+        assert_eq!(a.join(" "), "/p udp train 10.77.0.2 -p 35003 --count 200 --size 1000 --timeout 5s --wait-go --json");
+        // paced at the scenario's rate (bit/s of IP packets, the probe's unit too); up: the client sends
+        let a = train_argv(&train(Direction::Up, Some(1_450_000)), "10.77.0.2", "/p");
+        assert_eq!(a.join(" "), "/p udp train 10.77.0.2 -p 35003 --count 200 --size 1000 --rate 1450000bit --up --timeout 5s --wait-go --json");
+    }
+
+    #[test]
+    fn a_down_trains_go_leads_its_start_by_the_requests_half_rtt_and_its_spawn_by_the_handshake_too() {
+        let (down, up) = (train(Direction::Down, None), train(Direction::Up, None));
+        assert_eq!((train_go_lead(&down), train_go_lead(&up)), (20_000_000, 0));
+        // 2 RTTs of handshake, process start-up (20 ms) and room (30 ms), and the go's own lead
+        assert_eq!(train_spawn_lead(&up), 80_000_000 + SPAWN_NS + GO_ROOM_NS);
+        assert_eq!(train_spawn_lead(&down), 80_000_000 + SPAWN_NS + GO_ROOM_NS + 20_000_000);
+    }
 }

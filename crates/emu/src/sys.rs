@@ -19,6 +19,27 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_REALTIME in nanoseconds (the probe's packet stamps: a train's send
+/// times and its kernel receive times, `SO_TIMESTAMPNS`).
+pub fn real_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_REALTIME at the CLOCK_MONOTONIC instant `mono` (ns; past or future),
+/// both clocks read once, side by side: the realtime clock's reading of the
+/// run's origin, against which the trains' stamps are placed. (The two clocks
+/// drift apart only by NTP's slew, ppm: microseconds over a run.)
+pub fn real_at_mono(mono: u64) -> u64 {
+    let (m0, r) = (mono_ns(), real_ns());
+    let m1 = mono_ns();
+    // the realtime read between the two monotonic reads: the middle of them
+    let m = m0 + (m1 - m0) / 2;
+    (r as i128 + mono as i128 - m as i128) as u64
+}
+
 pub fn is_root() -> bool {
     // SAFETY: no arguments.
     unsafe { libc::geteuid() == 0 }

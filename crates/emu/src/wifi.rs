@@ -2,9 +2,10 @@
 //! docs/wifi.md) between the two TUN devices, in real time, so that the
 //! kernel's TCP runs over the same AP and stations as the simulator's.
 //!
-//! Stations are client endpoints told apart by their flows' and probes'
-//! ports (flow i: server port FLOW_PORT + i and client port FLOW_CPORT + i,
-//! probe j: PROBE_PORT + j; the resolved scenario names each one's station):
+//! Stations are client endpoints told apart by their flows', probes' and
+//! trains' ports (flow i: server port FLOW_PORT + i and client port
+//! FLOW_CPORT + i, probe j: PROBE_PORT + j, train k: TRAIN_PORT + k; the
+//! resolved scenario names each one's station):
 //! all of them live in the client namespace, and a packet joins the medium at
 //! the AP (read from the server TUN: downlink) or at its station (read from
 //! the client TUN: uplink). One thread runs the shared medium for both
@@ -27,7 +28,7 @@ use crate::link::Link;
 use crate::stall::{Episode, StallWatch};
 use crate::gso::Segmenter;
 use crate::packet;
-use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT};
+use crate::scenario::{EmuScenario, Resolved, FLOW_CPORT, FLOW_PORT, PROBE_PORT, TRAIN_PORT};
 use crate::sys;
 use bloatlab_core::qdisc::{Dropped, Ecn, Packet};
 use bloatlab_core::rng;
@@ -58,10 +59,15 @@ fn stations_by_port(sc: &Resolved) -> Vec<u16> {
             by[PROBE_PORT as usize + p.id as usize] = s as u16;
         }
     }
+    for t in &sc.trains {
+        if let Some(s) = t.station {
+            by[TRAIN_PORT as usize + t.id] = s as u16;
+        }
+    }
     by
 }
 
-/// The station a packet belongs to: its flow's or probe's, else the shell's.
+/// The station a packet belongs to: its flow's, probe's or train's, else the shell's.
 fn station(by_port: &[u16], shell: Option<usize>, h: &packet::Headers) -> Option<usize> {
     [h.dport, h.sport].iter().map(|&p| by_port[p as usize]).find(|&s| s != NO_STATION).map(|s| s as usize).or(shell)
 }
