@@ -1,4 +1,4 @@
-"""The probe's queueing over a fill's ramp on a drawn truth whose qdisc no train primed, model and kernel.
+"""The probe's queueing over a fill's ramp on a drawn truth, its qdisc idle or primed by a train, model and kernel.
 
 ``[sudo] .venv/bin/python bench/advise/unprimed_ramp.py SEED:INDEX [--engine sim|emu] [--start S] [--window S]
 [--train N --before S]``:
@@ -9,7 +9,8 @@ p95 over the ramp (the flows' first sample to ``--window`` s after it, default 1
 of 200 packets back to back just before its fill, which this run leaves out unless ``--train N`` asks for one of N
 full packets ``--before`` s before the load's clock begins (``--start`` less the quiet gap, 0.265 s; default 0.5): on a
 slow PIE that train primes the drop probability the fill's slow start meets (docs/advise.md "The slow start's
-ramp"). Root for ``--engine emu``.
+ramp"). Root for ``--engine emu``. 2026-12-04, 146:53 with ``--start 3.265``: idle 641.5 ms (sim) / 652.9 (emu); with
+``--train 200 --before 1.68`` 25.3 ms (sim) / 21.9-25.4 (emu, three runs).
 """
 
 from __future__ import annotations
