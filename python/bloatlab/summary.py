@@ -24,6 +24,12 @@ def _dist(d: dict | None, keys=("mean", "p50", "p95", "p99", "max")) -> dict:
     return out
 
 
+def _sent(r: dict) -> tuple[int, int, float | None]:
+    """A probe's or a train's raw record (``r``): packets sent, received, and the share lost (None: none sent)."""
+    sent, recv = int(r.get("sent", 0) or 0), int(r.get("received", 0) or 0)
+    return sent, recv, (1 - recv / sent) if sent else None
+
+
 def jain(xs: list[float]) -> float | None:
     """Jain's fairness index (Σx)² / (n Σx²); 1 = equal shares."""
     if not xs:
@@ -92,23 +98,21 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
     rp = {p["id"]: p for p in raw.get("probes", [])}
     for p in resolved["probes"]:
         r = rp.get(p["id"], {})
-        sent = r.get("sent", 0) or 0
-        recv = r.get("received", 0) or 0
+        sent, recv, loss = _sent(r)
         probes.append({
             "id": p["id"],
             "name": p["name"],
             "kind": p["kind"],
             "rtt_base_ms": p["rtt_ns"] / 1e6,
             "rtt_ms": _dist(r.get("rtt_ms")),
-            "loss": (1 - recv / sent) if sent else None,
-            "sent": int(sent),
+            "loss": loss,
+            "sent": sent,
         })
     trains = []
     rt = {t["id"]: t for t in raw.get("trains", [])}
     for t in resolved.get("trains", []):
         r = rt.get(t["id"], {})
-        sent = r.get("sent", 0) or 0
-        recv = r.get("received", 0) or 0
+        sent, recv, loss = _sent(r)
         trains.append({
             "id": t["id"],
             "name": t["name"],
@@ -117,9 +121,9 @@ def build(raw: dict, resolved: dict, scenario_doc: dict, engine: str) -> dict[st
             "size_bytes": t["size_bytes"],
             "rate_mbps": t["rate_bps"] / 1e6 if t.get("rate_bps") else None,
             "start_s": t["start_ns"] / 1e9,
-            "sent": int(sent),
-            "received": int(recv),
-            "loss": (1 - recv / sent) if sent else None,
+            "sent": sent,
+            "received": recv,
+            "loss": loss,
             "delay_ms": _dist(r.get("delay_ms")),
             "first_s": r.get("first_s"),
             "last_s": r.get("last_s"),
