@@ -122,13 +122,15 @@ _LINKED = {"duration": "5s", "link": {"down": {"rate": "20Mbit", "policer": {"ra
            "flow": [{"rtt": "40ms", "count": 2}], "probe": [{"interval": "100ms"}], "limits": {"max_flows": 100}}
 _WIFI = {"duration": "5s", "wifi": {"mac": "fq", "station": [{"name": "a", "phy_rate": "mcs7"}]}, "flow": [{"rtt": "20ms"}]}
 _PAGE = {"duration": "5s", "link": {"down": {"rate": "20Mbit"}}, "page": [{"rtt": "20ms", "objects": 4, "size": "40KB"}]}
+_TRAIN = {"duration": "5s", "link": {"down": {"rate": "20Mbit"}}, "flow": [{"rtt": "40ms"}],
+          "train": [{"packets": 200, "rate": "100Mbit", "start": "1s"}]}
 # (table, a document with it, where it is, the language's name of its keys)
 _TABLES = [("top", _LINKED, lambda d: d, "TOP_KEYS"), ("flow", _LINKED, lambda d: d["flow"][0], "FLOW_KEYS"),
            ("probe", _LINKED, lambda d: d["probe"][0], "PROBE_KEYS"), ("link", _LINKED, lambda d: d["link"]["down"], "LINK_KEYS"),
            ("bucket", _LINKED, lambda d: d["link"]["down"]["policer"], "BUCKET_KEYS"),
            ("limits", _LINKED, lambda d: d["limits"], "LIMITS_KEYS"), ("wifi", _WIFI, lambda d: d["wifi"], "WIFI_KEYS"),
            ("station", _WIFI, lambda d: d["wifi"]["station"][0], "WIFI_STATION_KEYS"),
-           ("page", _PAGE, lambda d: d["page"][0], "PAGE_KEYS")]
+           ("page", _PAGE, lambda d: d["page"][0], "PAGE_KEYS"), ("train", _TRAIN, lambda d: d["train"][0], "TRAIN_KEYS")]
 
 
 @pytest.mark.parametrize("table,base,where,keys", _TABLES, ids=[t[0] for t in _TABLES])
@@ -174,6 +176,12 @@ def test_a_set_path_is_checked_against_the_languages_keys():
     assert e.value.key == "--set flow.0.colour" and "known here:" in e.value.message
     assert scenario.load(doc, ["link.down.qdisc=codel", "link.down.qdisc_params.target=5ms"]).resolved()["links"]["down"]["qdisc"] == {
         "kind": "codel", "params": {"target": 5e6}}
+    # a list of tables by its index, [[train]] as [[flow]]
+    doc["train"] = [{"packets": 200}]
+    assert scenario.load(doc, ["train.0.packets=10"]).resolved()["trains"][0]["packets"] == 10
+    with pytest.raises(ScenarioError) as e:
+        scenario.load(doc, ["train.1.packets=10"])
+    assert (e.value.key, e.value.message) == ("--set train.1.packets", "there is no train 1 (the scenario has 1)")
 
 
 @pytest.mark.parametrize("extra", [[], ["--seed", "2", "--set", "flow.0.cc=bbr"]], ids=["plain", "with --set"])
