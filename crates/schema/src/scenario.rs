@@ -446,7 +446,7 @@ pub struct Train {
 impl Train {
     /// IP bytes of one packet (UDP and IPv4 headers, 28 B, on the payload).
     pub fn wire_bytes(&self) -> u64 {
-        self.size_bytes as u64 + 28
+        (self.size_bytes as usize + crate::wire::IPV4_HDR + crate::wire::UDP_HDR) as u64
     }
 
     /// When the sender hands packet `i` to the network, ns after `start_ns`: back to back all at once, paced every

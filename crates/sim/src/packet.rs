@@ -6,7 +6,7 @@
 /// (20 + 20 + 12): a 1448-byte MSS segment is a 1500-byte packet.
 pub const TCP_HDR: u32 = 52;
 /// IPv4 + UDP headers.
-pub const UDP_HDR: u32 = 28;
+pub const UDP_HDR: u32 = (bloatlab_schema::wire::IPV4_HDR + bloatlab_schema::wire::UDP_HDR) as u32;
 /// Linux's default MSS on a 1500-byte MTU path with timestamps.
 pub const MSS: u32 = 1448;
 /// SACK blocks that fit beside the timestamp option (RFC 2018 §3).
@@ -39,8 +39,8 @@ pub enum Payload {
     ProbeReq { probe: u32, seq: u32, sent: u64, size: u32 },
     /// Its reply.
     ProbeReply { probe: u32, seq: u32, sent: u64 },
-    /// Packet `seq` of train `train` (sender → receiver, one way), sent at `sent` (ns).
-    Train { train: u32, seq: u32, sent: u64 },
+    /// Packet `seq` of train `train` (sender → receiver, one way; its send time is the train's record).
+    Train { train: u32, seq: u32 },
 }
 
 impl Payload {

@@ -108,11 +108,10 @@ struct ProbeState {
     sent_at: Vec<Nanos>,
 }
 
-/// A train: its packets' send and arrival times (ns; None until it arrives).
+/// A train: its packets' send times (as many as were sent) and arrival times (ns; None until it arrives).
 struct TrainState {
     spec: crate::scenario::Train,
     route: Route,
-    sent: u32,
     sent_at: Vec<Nanos>,
     arrived_at: Vec<Option<Nanos>>,
 }
@@ -239,7 +238,7 @@ impl World {
             .map(|(i, t)| {
                 let route = Route { dir: t.direction, lines: lines(t.rtt_ns), host: TRAIN_HOST_BASE + i as u32, dscp: 0, station: t.station };
                 let n = t.packets as usize;
-                TrainState { spec: t.clone(), route, sent: 0, sent_at: Vec::with_capacity(n), arrived_at: Vec::with_capacity(n) }
+                TrainState { spec: t.clone(), route, sent_at: Vec::with_capacity(n), arrived_at: vec![None; n] }
             })
             .collect();
         let mut w = World {
@@ -672,7 +671,7 @@ impl World {
                     ps.received += 1;
                 }
             }
-            Payload::Train { train, seq, .. } => {
+            Payload::Train { train, seq } => {
                 let slot = &mut self.trains[train as usize].arrived_at[seq as usize];
                 if slot.is_none() {
                     *slot = Some(self.now);
@@ -795,19 +794,18 @@ impl World {
         let now = self.now;
         loop {
             let ts = &mut self.trains[ti];
-            let seq = ts.sent;
+            let seq = ts.sent_at.len() as u32;
             if seq >= ts.spec.packets || ts.spec.start_ns + ts.spec.send_offset_ns(seq) > now {
                 break;
             }
-            ts.sent += 1;
             ts.sent_at.push(now);
-            ts.arrived_at.push(None);
             let len = ts.spec.wire_bytes() as u32;
-            self.emit(Payload::Train { train: ti as u32, seq, sent: now }, len);
+            self.emit(Payload::Train { train: ti as u32, seq }, len);
         }
         let ts = &self.trains[ti];
-        if ts.sent < ts.spec.packets {
-            self.q.push(ts.spec.start_ns + ts.spec.send_offset_ns(ts.sent), Event::TrainSend(ti as u32));
+        let next = ts.sent_at.len() as u32;
+        if next < ts.spec.packets {
+            self.q.push(ts.spec.start_ns + ts.spec.send_offset_ns(next), Event::TrainSend(ti as u32));
         }
     }
 
@@ -910,7 +908,7 @@ impl World {
                 self.series.probes.rtt_ms.push(*r);
             }
         }
-        let trains = self.trains.iter().map(|t| TrainOut::of(t.spec.id, t.spec.wire_bytes(), &t.sent_at, &t.arrived_at)).collect();
+        let trains = self.trains.iter().map(|t| TrainOut::of(t.spec.id, t.spec.wire_bytes(), &t.sent_at, &t.arrived_at[..t.sent_at.len()])).collect();
         let wifi = self.wifi.as_mut().map(|w| w.output());
         Raw {
             wifi,

@@ -255,21 +255,22 @@ pub fn link_rate(v: &Value) -> Check<LinkRate> {
     rate(v).map(LinkRate::Rate)
 }
 
-pub fn probe_size(v: &Value) -> Check<u64> {
+/// A UDP payload of `lo..=hi` bytes.
+fn udp_payload(v: &Value, lo: u64, hi: u64) -> Check<u64> {
     let s = size(v)?;
-    if !(16..=1472).contains(&s) {
-        return Err(format!("expected a UDP payload of 16..1472 bytes, got {s}"));
+    if !(lo..=hi).contains(&s) {
+        return Err(format!("expected a UDP payload of {lo}..{hi} bytes, got {s}"));
     }
     Ok(s)
 }
 
+pub fn probe_size(v: &Value) -> Check<u64> {
+    udp_payload(v, 16, 1472)
+}
+
 pub fn train_size(v: &Value) -> Check<u64> {
-    let s = size(v)?;
     let (lo, hi) = crate::scenario::TRAIN_SIZE_BYTES;
-    if !(lo as u64..=hi as u64).contains(&s) {
-        return Err(format!("expected a UDP payload of {lo}..{hi} bytes, got {s}"));
-    }
-    Ok(s)
+    udp_payload(v, lo as u64, hi as u64)
 }
 
 pub fn burst_size(v: &Value) -> Check<u64> {

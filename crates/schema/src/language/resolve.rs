@@ -281,14 +281,11 @@ fn resolve_probes(m: &Document, flows: &[rs::Flow]) -> Vec<rs::Probe> {
 /// within the run, and a paced one takes at most [`rs::TRAIN_MAX_PACED_NS`] to send (the probe server's bound, which
 /// the emulator's trains go through).
 fn resolve_trains(m: &Document, flows: &[rs::Flow], duration: Nanos) -> Result<Vec<rs::Train>, LanguageError> {
-    let min_rtt = flows.iter().map(|f| f.rtt_ns).min();
+    // (a document has a flow by now: `resolve` refuses one without)
+    let min_rtt = flows.iter().map(|f| f.rtt_ns).min().unwrap_or(0);
     let mut out = Vec::with_capacity(m.train.len());
     for (i, t) in m.train.iter().enumerate() {
-        let rtt_ns = match (&t.rtt, min_rtt) {
-            (Some(r), _) => r.value,
-            (None, Some(r)) => r,
-            (None, None) => return Err(err(format!("train.{i}.rtt"), "missing: no flow to take the base RTT from (e.g. rtt = \"50ms\")")),
-        };
+        let rtt_ns = t.rtt.as_ref().map_or(min_rtt, |r| r.value);
         if t.start.value >= duration {
             return Err(err(format!("train.{i}.start"), format!("expected a start within the run (before {}), got {}", shown(Some(&m.duration.raw)), shown(Some(&t.start.raw)))));
         }
