@@ -410,3 +410,74 @@ def test_the_idle_train_before_the_fill_is_timed_from_measures_laps_and_its_arri
     assert wifi_train_before_fill(t, 0.5, 40.0) == {"packets": 200, "size_bytes": 1472, "before_s": 2.3701}
     assert wifi_train_before_fill(dict(t, received=0), 0.5, 40.0) is None
     assert wifi_train_before_fill(None, 0.5, 40.0) is None
+
+
+def _read_fifo(base, down, up, window, p50_rtt, p95_q, f50, f95, ramp_p95, began, buffer_bytes, **path):
+    p = Path(base_rtt_ms=base, down_mbps=down, up_mbps=up, limiter="fifo", buffer_bytes=buffer_bytes, **path)
+    x = _x(None, "fill", window, p50_rtt, p95_q, f50, f95, began)
+    x.update(limiter="fifo", rate_mbps=down, buffer_bytes=buffer_bytes, buffer_bound="lower", limiter_note="a FIFO",
+             limiter_alternatives=[{"limiter": "fifo"}, {"limiter": "aqm", "target_above_ms": 2.3},
+                                   {"limiter": "policer", "rate_above_mbps": 300.0}])
+    if ramp_p95 is not None:
+        _with_ramp(x, ramp_p95)
+    isolation.fifo_checked_by_model(x, p)
+    return x
+
+
+#: campaign seed 179 path 40: fq_codel at 372 Mbit/s and 269 ms (read 366), read a FIFO of 3.5 MB: the flows lost
+#: segments only in their slow start, and their queue in the window (0.9 / 3.1 ms) was within the noise of the probe's
+FQ_CODEL_READ_FIFO = (268.74849728443115, 366.27270943151916, 269.8900818971233, [6.640432811, 11.539313902],
+                      268.8292055, 0.14329976556888369, 0.8853768231266486, 3.1106237617478314)
+
+
+def test_a_fifo_reading_whose_probe_skipped_the_flows_over_the_ramp_is_flow_isolation():
+    """Seed 179 path 40 (FQ_CODEL_READ_FIFO): the FIFO as read (3.5 MB, 77 ms at the rate) puts the probe behind the
+    flows' queue in its model, 50-80 ms over the window and the ramp; the measured probe queued 0.1 ms over both, as
+    fq_codel's model has it: flow isolation, the FIFO kept as the alternative, as deep as it was read."""
+    x = _read_fifo(*FQ_CODEL_READ_FIFO, 268.8831262, 0.799, 3511090)
+    m = x["isolation_model"]
+    assert set(m["models"]) == {"fifo", "codel", "pie", "fq_codel"}
+    assert m["models"]["fifo"][4] > 30.0 > 3.0 > m["models"]["fq_codel"][4]
+    assert m["distance"]["fq_codel"] < 0.5 < 10.0 < m["distance"]["fifo"]
+    assert x["limiter"] == "aqm" and x["aqm_qdisc"] is None and x["buffer_bytes"] is None
+    assert x["limiter_note"].startswith("flow isolation, read by the model") and "(the FIFO reading kept" in x["limiter_note"]
+    fifo = [a for a in x["limiter_alternatives"] if a["limiter"] == "fifo"]
+    assert fifo == [{"limiter": "fifo", "depth_below_ms": pytest.approx(3511090 * 8 / 366.27270943151916e3)}]
+    # the policer the FIFO reading named stays named; the AQM whose target lay above the queue is the reading now
+    assert {"limiter": "policer", "rate_above_mbps": 300.0} in x["limiter_alternatives"]
+    # without the ramp's figure the rules' FIFO stands
+    y = _read_fifo(*FQ_CODEL_READ_FIFO, None, 0.799, 3511090)
+    assert y["limiter"] == "fifo" and "isolation_model" not in y
+
+
+def test_cake_behind_a_wifi_hop_whose_aggregates_hid_its_isolation_is_flow_isolation():
+    """Campaign seed 178 path 37: CAKE at 49.3 Mbit/s and 21.6 ms with 0.11 % random loss, behind an access point's
+    WiFi hop: the flows, held by the loss, lost nothing beyond it, and the probe waited 3.7 / 6.0 ms (the hop's
+    aggregates) beside the flows' 6.3 / 9.6 — too close for the rules' isolation, and a FIFO at least 54 KB deep was
+    read. The FIFO's model, the hop with it, puts the probe at 7-12 ms; fq_codel's at the measured ones."""
+    x = _read_fifo(21.95780798802395, 45.07129099831534, 16.610038779848722, [1.5019793895, 2.662409876], 25.632901,
+                   5.9959440119760465, 6.321614728603684, 9.64065428757042, 26.79735475, 0.262, 54314,
+                   loss=0.0008986073403904893, front_wifi_mac="airtime", front_wifi_phy_mbps=130.0)
+    m = x["isolation_model"]
+    d = m["distance"]
+    assert d["fq_codel"] + 1.0 < d["fifo"] < min(d["codel"], d["pie"])
+    # the probe over the ramp: behind the flows' slow start in the FIFO's model, past it in fq_codel's
+    assert m["models"]["fq_codel"][4] < 6.0 < 10.0 < m["models"]["fifo"][4]
+    assert x["limiter"] == "aqm" and x["aqm_qdisc"] is None
+
+
+def test_a_fifo_whose_probe_waited_behind_the_flows_stays_a_fifo():
+    """Campaign seed 181 path 3: a tbf at 9.78 Mbit/s and 375 ms read a FIFO of 251 KB behind a bucket: the probe
+    queued with the flows (153 / 182 ms against 152 / 172; 203 over the ramp), as the FIFO's model has it; and path 2,
+    a tbf at 71.4 Mbit/s and 3.5 ms read a 4.5-KB FIFO, every figure within the noise, where fq_codel's model and the
+    FIFO's do not lie apart: both stay."""
+    x = _read_fifo(374.8580871437126, 9.704395674534922, 4.874222980573486, [7.962676735, 13.495516182], 528.0586965,
+                   182.37170210628744, 151.90687717164008, 171.59148713014622, 577.8310737999999, 1.115, 250842,
+                   port_mbps=11.209264769433034, bucket_bytes=34435)
+    d = x["isolation_model"]["distance"]
+    assert d["fifo"] < 1.0 < 5.0 < d["fq_codel"]
+    assert x["limiter"] == "fifo" and x["buffer_bytes"] == 250842 and x["limiter_note"] == "a FIFO"
+    y = _read_fifo(3.517355808383234, 71.3483380276981, 4.1357542319776135, [1.252213621, 2.240327102], 3.593024,
+                   0.1333825916167659, 1.7891089188894935, 2.7440172097985838, 3.6484484, 0.25, 4540,
+                   port_mbps=204.24102710543187, bucket_bytes=125107)
+    assert y["limiter"] == "fifo" and y["buffer_bytes"] == 4540

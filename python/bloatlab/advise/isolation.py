@@ -71,6 +71,10 @@ WINDOW_FIGURES = 4
 #: the AQMs the model compares: the single-queue ones the AQM train tells apart, and flow isolation (fq_codel)
 KINDS = ("codel", "pie", "fq_codel")
 
+#: :func:`model_figures`' kind for the bottleneck as the direction reads it (:func:`fifo_checked_by_model`: a FIFO
+#: of the buffer read)
+AS_READ = "fifo"
+
 
 def _figures(probes, flows, start_s: float, end_s: float, base_ms: float) -> list[float]:
     """The probe's queueing p50 and p95 and the flows' smoothed RTT p50 and p95 above ``base_ms`` (ms) in the
@@ -128,8 +132,8 @@ TRAIN_LEAD_MAX_S = 10.0
 
 def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float,
                   flows_at_s: float = 0.0, train: dict | None = None) -> list[float]:
-    """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction read as an AQM) with the
-    AQM ``kind`` at the bottleneck, carrying ``flows`` flows of ``cc`` and the loaded phases' probe. ``start_s``,
+    """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction as read) with the
+    AQM ``kind`` at the bottleneck (:data:`AS_READ`: the bottleneck as read, a FIFO reading's buffer), carrying ``flows`` flows of ``cc`` and the loaded phases' probe. ``start_s``,
     ``end_s``: the window on the load's clock, whose flows began at ``flows_at_s`` on it (the loaded phase's
     ``from_s``: its quiet gap); the load's clock begins :data:`QDISC_RUNNING_S` after the model's origin, and
     after a packet train the measurement sent before the load (``train``: ``measure.wifi_train_before_fill``'s
@@ -139,8 +143,9 @@ def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: f
     slow start comes (module doc)."""
     import bloatlab
 
-    p = dataclasses.replace(path, limiter="aqm", buffer_bytes=None, aqm_qdisc=None if kind == "fq_codel" else kind,
-                            alternatives=None)
+    p = (dataclasses.replace(path, alternatives=None) if kind == AS_READ else
+         dataclasses.replace(path, limiter="aqm", buffer_bytes=None, aqm_qdisc=None if kind == "fq_codel" else kind,
+                             alternatives=None))
     lead = train["before_s"] if train and 0 < train["before_s"] <= TRAIN_LEAD_MAX_S else None
     at = QDISC_RUNNING_S + (lead or 0.0)
     doc = p.twin(duration_s=at + end_s + 0.1, cc=cc)
@@ -157,9 +162,9 @@ def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: f
     return fig + _ramp(r.probes, r.flows, at + start_s, p.base_rtt_ms) if fig else fig
 
 
-def _model_distances(x: dict, path) -> tuple[list, dict, dict] | None:
+def _model_distances(x: dict, path, kinds: tuple = KINDS) -> tuple[list, dict, dict] | None:
     """The measured figures of direction ``x``'s evidence (the window's four, the ramp's p95 fifth where there is
-    one), each AQM model's under the measurement's own load on ``path`` (:func:`model_figures`), and their distances
+    one), each model's of ``kinds`` under the measurement's own load on ``path`` (:func:`model_figures`), and their distances
     (:func:`distance`), the lists cut to the figures both sides have; kept in ``x["isolation_model"]``. None where the
     evidence or a model has no window."""
     ev = x["evidence"]
@@ -178,7 +183,7 @@ def _model_distances(x: dict, path) -> tuple[list, dict, dict] | None:
     # the idle path's train before a fill (measure.wifi_train_before_fill); a BBR phase comes after the fill
     train = x.get("wifi_train_before_fill") if ev.get("phase") != "bbr" else None
     models = {k: model_figures(path, k, cc, x.get("flows", 4), float(win[0]), float(win[1]), began, train)
-              for k in KINDS}
+              for k in kinds}
     if any(not v for v in models.values()):
         return None
     # (a ramp the measurement or a model lacks: the window's figures alone, on both sides)
@@ -260,6 +265,49 @@ def isolation_checked_by_model(x: dict, path) -> None:
     x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
                                   {"limiter": "aqm", "kinds": isolated}] + kept)
     x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
+
+
+def fifo_checked_by_model(x: dict, path) -> None:
+    """The direction ``x`` read as a FIFO (``path`` its twin as read) becomes flow isolation where fq_codel's model
+    reproduces its evidence, the ramp's figure with it, nearer than the FIFO's as read (:data:`AS_READ`, its buffer)
+    and either single queue's. The rules read a FIFO where the flows' figures say nothing an AQM would: no drops
+    (a queue below any AQM's target, or flows held by the random loss), or drops the AQM train could not tell from
+    a FIFO's; and they claim isolation only where the flows' queueing exceeds the probe's by more than the noise and
+    the flows' ACK wait, which a small queue beside a WiFi hop's aggregation, or beside the flows' own bursts, does
+    not. Yet a FIFO puts the probe behind every flow's queue, over the slow start too, and flow isolation lets it
+    past: CAKE at 49.3 Mbit/s / 21.6 ms behind a WiFi hop with 0.11 % random loss (campaign seed 178 path 37: the
+    probe 3.7 / 6.0 ms at p50 / p95, the flows 6.3 / 9.6, no drops; 4.8 over the ramp) lies at 0.81 from fq_codel's
+    model (3.1, 5.6, 6.9, 14.5; 5.2) and 2.61 from the FIFO's as read (7.6, 11.2, 7.9, 11.0; 11.9); fq_codel at 372
+    Mbit/s / 3.5-MB buffer read (seed 179 path 40: 0.1, 0.1, 0.9, 3.1; 0.1) at 0.04 from fq_codel's model and 15.3
+    from the FIFO's, whose probe sits behind the flows' queue. Only with the ramp's figure (the window's four alone
+    leave isolation to the rules, as :func:`isolation_checked_by_model` does), and not where the capacity moves (the
+    models' link is fixed). A single queue the models find nearer is left to the AQM train, which reads drops the
+    figures do not (CoDel at 369 and 532 Mbit/s read a FIFO, seed 178 paths 16 and 52: CoDel's and PIE's models
+    within 0.01-0.03, the FIFO's 0.11-0.32, all three within the noise of each other: a limit of 1000 packets is a
+    FIFO as deep to these flows). The FIFO read before is kept as the alternative, as deep as it was read."""
+    if x.get("limiter") != "fifo" or x.get("variable") or not x["evidence"].get("probe_ramp_rtt"):
+        return
+    got = _model_distances(x, path, (AS_READ,) + KINDS)
+    if got is None or len(got[0]) <= WINDOW_FIGURES:
+        return
+    measured, models, far = got
+    # the nearest of the four (the reading first among equals), where fq_codel's model and the FIFO's lie apart: one
+    # of their figures differs by more than the noise the measured ones carry (physics.NOISE_MS; below it a
+    # small queue's figures do not tell a probe that skipped the flows from one behind them)
+    apart = max(abs(a - b) for a, b in zip(models["fq_codel"], models[AS_READ])) > NOISE_MS
+    if min(far, key=far.get) != "fq_codel" or not apart:
+        return
+    was = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3) if x.get("buffer_bytes") else None
+    why = (f"flow isolation, read by the model: {_what(len(measured))} ({_figs(measured)} ms) lie nearer fq_codel's "
+           f"model ({_figs(models['fq_codel'])} ms; distance {far['fq_codel']:.2f}) than the FIFO's as read "
+           f"({_figs(models[AS_READ])} ms; {far[AS_READ]:.2f}) or a single queue's (CoDel {far['codel']:.2f}, PIE "
+           f"{far['pie']:.2f}): under a FIFO the probe waits behind every flow, over the ramp too; under flow isolation "
+           f"it skips them (the FIFO reading kept as the alternative: {x['limiter_note']})")
+    kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") not in ("aqm", "fifo")]
+    fifo = {"limiter": "fifo"} | ({"depth_below_ms": was} if was else {})
+    x["limiter_alternatives"] = [{"limiter": "aqm"}, fifo] + kept
+    x.update(limiter="aqm", aqm_qdisc=None, limiter_note=why, buffer_bytes=None, buffer_bdp=None, buffer_bound=None,
+             buffer_bytes_min=None, buffer_bytes_max=None, buffer_note=None)
 
 
 #: the single-queue AQMs' names in words

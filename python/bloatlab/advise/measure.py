@@ -73,8 +73,8 @@ from .trains import (
 )
 from .wifi_hop import (PER_STATION_MACS, WIFI_AGGR_MS, WIFI_HW_QUEUE_MS, front_hop, others_least_wait_ms,
                        up_through_the_hop, wifi_design, wifi_hop)
-from .isolation import (LOAD_PROBE_INTERVAL_MS, bucket_by_model, fill_by_model, isolation_by_model,
-                        isolation_checked_by_model, port_buffer_by_model)
+from .isolation import (LOAD_PROBE_INTERVAL_MS, bucket_by_model, fifo_checked_by_model, fill_by_model,
+                        isolation_by_model, isolation_checked_by_model, port_buffer_by_model)
 
 #: the train that looks for a WiFi hop: long enough for several aggregates of the largest size ath9k builds
 #: (32 subframes, airtime.rs MAX_AMPDU_FRAMES) and short enough to cost ~2.4 s at 1 Mbit/s
@@ -2248,7 +2248,8 @@ def isolation_after(report: dict, say=lambda m: None) -> None:
     each AQM under the measurement's own load decides (:func:`isolation.isolation_by_model`), once both directions
     are read (the model takes the up direction as read); an isolation reading then reads CAKE as any does
     (:func:`classify._cobalt`). A direction the rules read isolated is checked by the same models where the probe's
-    ramp is there (:func:`isolation.isolation_checked_by_model`)."""
+    ramp is there (:func:`isolation.isolation_checked_by_model`), and so is one read as a FIFO, beside the FIFO's
+    own model (:func:`isolation.fifo_checked_by_model`)."""
     x = report["down"]
     if x.get("limiter") == "aqm" and x.get("aqm_qdisc") in (None, "cake"):
         # isolation the rules read, checked by the same models where the ramp's figure is there
@@ -2256,10 +2257,14 @@ def isolation_after(report: dict, say=lambda m: None) -> None:
         if x.get("aqm_qdisc") in ("codel", "pie"):
             say(f"  down: {x['limiter_note']}")
         return
-    if x.get("aqm_qdisc") not in ("codel", "pie"):
+    if x.get("limiter") == "fifo":
+        # a FIFO reading, checked by the same models with the FIFO as read beside them
+        fifo_checked_by_model(x, twin_of(report))
+    elif x.get("aqm_qdisc") in ("codel", "pie"):
+        isolation_by_model(x, twin_of(report))
+    else:
         return
-    isolation_by_model(x, twin_of(report))
-    if x.get("aqm_qdisc") is None:
+    if x.get("limiter") == "aqm" and x.get("aqm_qdisc") is None:
         why = x["limiter_note"]
         _cobalt(x)
         # the model's reading stays in the words beside what the first losses say of CAKE
