@@ -481,3 +481,30 @@ def test_a_fifo_whose_probe_waited_behind_the_flows_stays_a_fifo():
                    0.1333825916167659, 1.7891089188894935, 2.7440172097985838, 3.6484484, 0.25, 4540,
                    port_mbps=204.24102710543187, bucket_bytes=125107)
     assert y["limiter"] == "fifo" and y["buffer_bytes"] == 4540
+
+
+def test_cake_whose_ramp_the_probe_skipped_stays_cake_where_a_single_queues_window_lies_nearer():
+    """tests/test_advise_cake.py's long path through the emulator (CAKE at 60 Mbit/s and 120 ms, `measure --quick
+    --no-up`; one of two runs of seven on 2026-12-05 that read PIE): the BBR phase's window 0.14 / 0.27 / 3.2 / 40.2 ms
+    above the base, the probe's ramp 0.25 ms. Every model's flows overshoot the measured ones in the window, CAKE's
+    and fq_codel's most; over the ramp the probe skipped the flows as under isolation (CAKE's model 0.26, PIE's and
+    CoDel's 100-200 ms): CAKE stays."""
+    path = Path(base_rtt_ms=120.0172239011976, down_mbps=60.0001263977818, limiter="aqm", aqm_qdisc="cake")
+    x = _with_ramp(_x("cake", "bbr", [2.0658402135, 3.350399389], 120.19227000000001, 0.2674386988024082,
+                      3.1509748703886515, 40.19027100711635, began=0.36), 120.26320245000001)
+    x.update(limiter_alternatives=None, limiter_note="flow isolation; CAKE")
+    isolation.isolation_checked_by_model(x, path)
+    m = x["isolation_model"]
+    # the rules read CAKE: its model is the isolation's
+    assert set(m["models"]) == {"codel", "pie", "cake"}
+    assert m["models"]["cake"][4] < 3.0 < 50.0 < min(m["models"]["codel"][4], m["models"]["pie"][4])
+    assert x["aqm_qdisc"] == "cake" and x["limiter_note"] == "flow isolation; CAKE"
+    # read as fq_codel (the rules' isolation without COBALT's first signal), fq_codel's model: its flows overshoot
+    # further and a single queue lies nearer on the five figures, but not on the ramp the check rests on
+    y = _with_ramp(_x(None, "bbr", [2.0658402135, 3.350399389], 120.19227000000001, 0.2674386988024082,
+                      3.1509748703886515, 40.19027100711635, began=0.36), 120.26320245000001)
+    y.update(limiter_alternatives=None, limiter_note="flow isolation, taken as fq_codel")
+    isolation.isolation_checked_by_model(y, dataclasses.replace(path, aqm_qdisc=None))
+    d = y["isolation_model"]["distance"]
+    assert d["pie"] < d["fq_codel"]
+    assert y["aqm_qdisc"] is None and y["limiter_note"] == "flow isolation, taken as fq_codel"

@@ -236,27 +236,41 @@ def isolation_checked_by_model(x: dict, path) -> None:
     PIE's 45). Only with the ramp: on the window's figures alone the models took a true fq_codel at 27.8 Mbit/s (seed
     143 path 22) and four true CAKEs for single queues. Which single queue: the nearer on the window's figures where
     their two models lie apart (:func:`single_queue_by_model`'s noise guard), else CoDel, as where no train told them;
-    both named, and the isolation read before."""
+    both named, and the isolation read before.
+
+    The isolation's model is the one the rules read: CAKE's where they read CAKE (COBALT's first signal in the fill),
+    whose slow starts end early and whose flows then queue little. fq_codel's lets the same flows' slow starts run on:
+    CAKE at 60 Mbit/s and 120 ms (tests/test_advise_cake.py's long path, through the emulator; 2 of 7 runs on
+    2026-12-05) measured 0.19, 0.65, 1.3, 30.4 ms in the window and 0.22 over the ramp, where fq_codel's model put the
+    flows at 187 / 268 ms (distance 6.31) and PIE's, its ramp at 196 ms, lay nearer (5.35): read PIE. CAKE's model
+    there (its flows at 87 / 221 ms) lay nearer than PIE's on all seven runs, by 0.4-3.2; and the probe's ramp, 0.22-0.31
+    ms, is the isolation's (0.26-0.28 in CAKE's model), so a single queue is read only where the ramp's figure lies
+    nearer its model than the isolation's, which is what the check rests on."""
     if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in (None, "cake") or not x["evidence"].get("probe_ramp_rtt"):
         return
-    got = _model_distances(x, path)
+    iso = x.get("aqm_qdisc") or "fq_codel"
+    got = _model_distances(x, path, ("codel", "pie", iso))
     if got is None or len(got[0]) <= WINDOW_FIGURES:
         return
     measured, models, far = got
     single = min(("codel", "pie"), key=lambda k: far[k])
-    if far["fq_codel"] <= far[single]:
+    # ... and where the ramp itself says so: its probe behind the slow start, nearer the single queue's model than
+    # the isolation's (the window's figures alone do not tell, above; a model whose flows overshoot the measured
+    # ones in the window may lose there to a single queue's while its ramp is the one the probe saw)
+    ramp = {k: distance(measured[WINDOW_FIGURES:], v[WINDOW_FIGURES:]) for k, v in models.items()}
+    if far[iso] <= far[single] or ramp[single] >= ramp[iso]:
         return
     _, window, near = _window_only(measured, models)
     apart = _apart(window)
     kind = min(("codel", "pie"), key=lambda k: near[k]) if apart else "codel"
     names = dict(NAMES, fq_codel="flow isolation (fq_codel)", cake="CAKE")
-    was = x.get("aqm_qdisc") or "fq_codel"
+    was = iso
     how = (f"{names[kind]} by the model on the window's figures ({near[kind]:.2f} against {near[_other(kind)]:.2f})"
            if apart else f"CoDel taken: the two single queues' models lie within the {NOISE_MS:g}-ms noise of each "
            f"other in the window")
     why = (f"one queue, read by the model: {_what(len(measured))} ({_figs(measured)} ms) lie nearer "
-           f"{names[single]}'s model ({_figs(models[single])} ms; distance {far[single]:.2f}) than fq_codel's "
-           f"({_figs(models['fq_codel'])} ms; {far['fq_codel']:.2f}): over the ramp the probe waited behind the flows' "
+           f"{names[single]}'s model ({_figs(models[single])} ms; distance {far[single]:.2f}) than "
+           f"{'CAKE' if iso == 'cake' else 'fq_codel'}'s ({_figs(models[iso])} ms; {far[iso]:.2f}): over the ramp the probe waited behind the flows' "
            f"slow start, which under flow isolation it skips; {how} (the rules' reading, {names[was]}, kept as the "
            f"alternative, and PIE or CoDel beside)")
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
