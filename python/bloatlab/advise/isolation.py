@@ -238,11 +238,11 @@ def isolation_checked_by_model(x: dict, path) -> None:
     their two models lie apart (:func:`single_queue_by_model`'s noise guard), else CoDel, as where no train told them;
     both named, and the isolation read before.
 
-    The isolation's model is the one the rules read: CAKE's where they read CAKE (COBALT's first signal in the fill),
-    whose slow starts end early and whose flows then queue little. fq_codel's lets the same flows' slow starts run on:
+    The isolation's model is the one the rules read: CAKE's where they read CAKE (COBALT's first signal in the fill).
     CAKE at 60 Mbit/s and 120 ms (tests/test_advise_cake.py's long path, through the emulator; 2 of 7 runs on
-    2026-12-05) measured 0.19, 0.65, 1.3, 30.4 ms in the window and 0.22 over the ramp, where fq_codel's model put the
-    flows at 187 / 268 ms (distance 6.31) and PIE's, its ramp at 196 ms, lay nearer (5.35): read PIE. CAKE's model
+    2026-12-05), its evidence the BBR phase's, measured 0.19, 0.65, 1.3, 30.4 ms in the window and 0.22 over the ramp,
+    where fq_codel's model put the flows at 187 / 268 ms (distance 6.31) and PIE's, its ramp at 196 ms, lay nearer
+    (5.35): read PIE. CAKE's model
     there (its flows at 87 / 221 ms) lay nearer than PIE's on all seven runs, by 0.4-3.2; and the probe's ramp, 0.22-0.31
     ms, is the isolation's (0.26-0.28 in CAKE's model), so a single queue is read only where the ramp's figure lies
     nearer its model than the isolation's, which is what the check rests on."""
