@@ -132,8 +132,9 @@ TRAIN_LEAD_MAX_S = 10.0
 
 def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: float,
                   flows_at_s: float = 0.0, train: dict | None = None) -> list[float]:
-    """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction as read) with the
-    AQM ``kind`` at the bottleneck (:data:`AS_READ`: the bottleneck as read, a FIFO reading's buffer), carrying ``flows`` flows of ``cc`` and the loaded phases' probe. ``start_s``,
+    """The figures of :func:`_figures` on ``path`` (an advise Path, the down direction as read) with the AQM ``kind``
+    at the bottleneck (:data:`AS_READ`: the bottleneck as read, a FIFO reading's buffer), carrying ``flows`` flows of
+    ``cc`` and the loaded phases' probe. ``start_s``,
     ``end_s``: the window on the load's clock, whose flows began at ``flows_at_s`` on it (the loaded phase's
     ``from_s``: its quiet gap); the load's clock begins :data:`QDISC_RUNNING_S` after the model's origin, and
     after a packet train the measurement sent before the load (``train``: ``measure.wifi_train_before_fill``'s
@@ -164,8 +165,8 @@ def model_figures(path, kind: str, cc: str, flows: int, start_s: float, end_s: f
 
 def _model_distances(x: dict, path, kinds: tuple = KINDS) -> tuple[list, dict, dict] | None:
     """The measured figures of direction ``x``'s evidence (the window's four, the ramp's p95 fifth where there is
-    one), each model's of ``kinds`` under the measurement's own load on ``path`` (:func:`model_figures`), and their distances
-    (:func:`distance`), the lists cut to the figures both sides have; kept in ``x["isolation_model"]``. None where the
+    one), each model's of ``kinds`` under the measurement's own load on ``path`` (:func:`model_figures`), and their
+    distances (:func:`distance`), the lists cut to the figures both sides have; kept in ``x["isolation_model"]``. None where the
     evidence or a model has no window."""
     ev = x["evidence"]
     win = ev.get("probe_window_s")
@@ -242,10 +243,9 @@ def isolation_checked_by_model(x: dict, path) -> None:
     CAKE at 60 Mbit/s and 120 ms (tests/test_advise_cake.py's long path, through the emulator; 2 of 7 runs on
     2026-12-05), its evidence the BBR phase's, measured 0.19, 0.65, 1.3, 30.4 ms in the window and 0.22 over the ramp,
     where fq_codel's model put the flows at 187 / 268 ms (distance 6.31) and PIE's, its ramp at 196 ms, lay nearer
-    (5.35): read PIE. CAKE's model
-    there (its flows at 87 / 221 ms) lay nearer than PIE's on all seven runs, by 0.4-3.2; and the probe's ramp, 0.22-0.31
-    ms, is the isolation's (0.26-0.28 in CAKE's model), so a single queue is read only where the ramp's figure lies
-    nearer its model than the isolation's, which is what the check rests on."""
+    (5.35): read PIE. CAKE's model there (its flows at 87 / 221 ms) lay nearer than PIE's on all seven runs, by
+    0.4-3.2; and the probe's ramp, 0.22-0.31 ms, is the isolation's (0.26-0.28 in CAKE's model), so a single queue is
+    read only where the ramp's figure lies nearer its model than the isolation's, which is what the check rests on."""
     if x.get("limiter") != "aqm" or x.get("aqm_qdisc") not in (None, "cake") or not x["evidence"].get("probe_ramp_rtt"):
         return
     iso = x.get("aqm_qdisc") or "fq_codel"
@@ -263,19 +263,18 @@ def isolation_checked_by_model(x: dict, path) -> None:
     _, window, near = _window_only(measured, models)
     apart = _apart(window)
     kind = min(("codel", "pie"), key=lambda k: near[k]) if apart else "codel"
-    names = dict(NAMES, fq_codel="flow isolation (fq_codel)", cake="CAKE")
-    was = iso
+    names = dict(NAMES, fq_codel="flow isolation (fq_codel)")
     how = (f"{names[kind]} by the model on the window's figures ({near[kind]:.2f} against {near[_other(kind)]:.2f})"
            if apart else f"CoDel taken: the two single queues' models lie within the {NOISE_MS:g}-ms noise of each "
            f"other in the window")
     why = (f"one queue, read by the model: {_what(len(measured))} ({_figs(measured)} ms) lie nearer "
-           f"{names[single]}'s model ({_figs(models[single])} ms; distance {far[single]:.2f}) than "
-           f"{'CAKE' if iso == 'cake' else 'fq_codel'}'s ({_figs(models[iso])} ms; {far[iso]:.2f}): over the ramp the probe waited behind the flows' "
-           f"slow start, which under flow isolation it skips; {how} (the rules' reading, {names[was]}, kept as the "
+           f"{names[single]}'s model ({_figs(models[single])} ms; distance {far[single]:.2f}) than {NAMES[iso]}'s "
+           f"({_figs(models[iso])} ms; {far[iso]:.2f}): over the ramp the probe waited behind the flows' "
+           f"slow start, which under flow isolation it skips; {how} (the rules' reading, {names[iso]}, kept as the "
            f"alternative, and PIE or CoDel beside)")
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") != "aqm"]
     # (flow isolation named as classify.isolation_unseen names it: the kind the rules read first)
-    isolated = ["cake", "fq_codel"] if was == "cake" else ["fq_codel", "cake"]
+    isolated = ["cake", "fq_codel"] if iso == "cake" else ["fq_codel", "cake"]
     x["limiter_alternatives"] = ([{"limiter": "aqm", "kinds": [kind]}, {"limiter": "aqm", "kinds": [_other(kind)]},
                                   {"limiter": "aqm", "kinds": isolated}] + kept)
     x.update(aqm_qdisc=kind, buffer_bytes=None, buffer_bdp=None, limiter_note=why)
@@ -305,18 +304,16 @@ def fifo_checked_by_model(x: dict, path) -> None:
     if got is None or len(got[0]) <= WINDOW_FIGURES:
         return
     measured, models, far = got
-    # the nearest of the four (the reading first among equals), where fq_codel's model and the FIFO's lie apart: one
-    # of their figures differs by more than the noise the measured ones carry (physics.NOISE_MS; below it a
-    # small queue's figures do not tell a probe that skipped the flows from one behind them)
-    apart = max(abs(a - b) for a, b in zip(models["fq_codel"], models[AS_READ])) > NOISE_MS
-    if min(far, key=far.get) != "fq_codel" or not apart:
+    # the nearest of the four (the reading first among equals), where fq_codel's model and the FIFO's lie apart
+    # (_apart: below the noise a small queue's figures do not tell a probe that skipped the flows from one behind them)
+    if min(far, key=far.get) != "fq_codel" or not _apart(models, "fq_codel", AS_READ):
         return
     was = x["buffer_bytes"] * 8 / (x["rate_mbps"] * 1e3) if x.get("buffer_bytes") else None
     why = (f"flow isolation, read by the model: {_what(len(measured))} ({_figs(measured)} ms) lie nearer fq_codel's "
            f"model ({_figs(models['fq_codel'])} ms; distance {far['fq_codel']:.2f}) than the FIFO's as read "
            f"({_figs(models[AS_READ])} ms; {far[AS_READ]:.2f}) or a single queue's (CoDel {far['codel']:.2f}, PIE "
-           f"{far['pie']:.2f}): under a FIFO the probe waits behind every flow, over the ramp too; under flow isolation "
-           f"it skips them (the FIFO reading kept as the alternative: {x['limiter_note']})")
+           f"{far['pie']:.2f}): under a FIFO the probe waits behind every flow, over the ramp too; under flow "
+           f"isolation it skips them (the FIFO reading kept as the alternative: {x['limiter_note']})")
     kept = [a for a in x.get("limiter_alternatives") or [] if a.get("limiter") not in ("aqm", "fifo")]
     fifo = {"limiter": "fifo"} | ({"depth_below_ms": was} if was else {})
     x["limiter_alternatives"] = [{"limiter": "aqm"}, fifo] + kept
@@ -324,8 +321,8 @@ def fifo_checked_by_model(x: dict, path) -> None:
              buffer_bytes_min=None, buffer_bytes_max=None, buffer_note=None)
 
 
-#: the single-queue AQMs' names in words
-NAMES = {"codel": "CoDel", "pie": "PIE"}
+#: the models' AQMs' names in words
+NAMES = {"codel": "CoDel", "pie": "PIE", "fq_codel": "fq_codel", "cake": "CAKE"}
 
 
 def _window_only(measured: list, models: dict) -> tuple[str, dict, dict]:
@@ -336,10 +333,10 @@ def _window_only(measured: list, models: dict) -> tuple[str, dict, dict]:
             {k: distance(measured[:WINDOW_FIGURES], v) for k, v in window.items()})
 
 
-def _apart(models: dict) -> bool:
-    """Whether CoDel's and PIE's models (``models``' figures) are told apart: one of their figures differs by more
-    than the noise the measured ones carry (:data:`physics.NOISE_MS`)."""
-    return max(abs(a - b) for a, b in zip(models["codel"], models["pie"])) > NOISE_MS
+def _apart(models: dict, one: str = "codel", other: str = "pie") -> bool:
+    """Whether two models (``models``' figures; CoDel's and PIE's unless named) are told apart: one of their figures
+    differs by more than the noise the measured ones carry (:data:`physics.NOISE_MS`)."""
+    return max(abs(a - b) for a, b in zip(models[one], models[other])) > NOISE_MS
 
 
 def _other(kind: str) -> str:
