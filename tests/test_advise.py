@@ -69,6 +69,34 @@ def test_the_idle_probes_serialization_leaves_the_base_rtt():
     assert serialization_ms(20.0, 19.9) == 0.0  # a large probe faster than a small one: noise, nothing taken
 
 
+def test_a_serialization_beyond_the_rates_the_path_carried_goes_back_into_the_base_rtt():
+    from bloatlab.advise.measure import serialization_capped
+    from bloatlab.advise.physics import serialization_at_ms
+
+    # 92 B each way at 20 Mbit/s: 2 x 736 bits / 20e6 = 0.0736 ms
+    assert serialization_at_ms(20.0, 20.0) == pytest.approx(0.0736)
+
+    def report(ser, down=15.101, up=11.738, **kw):
+        return {"base_rtt_ms": {"min": 76.530 - ser, "p50": 160.0 - ser, "serialization_ms": ser},
+                "down": {"rate_mbps": down, **kw}, "up": {"rate_mbps": up} if up else None}
+
+    # campaign seed 182 path 6 (a legacy AP beside a busy station, 76.11 ms): the small probes' least 76.53 ms, the
+    # large ones' 160.31, a slope of 5.77 ms for the small probe where 15.1 / 11.7 Mbit/s allow 0.111
+    r = report(5.769)
+    serialization_capped(r)
+    cap = 0.736 * (1 / 15.101 + 1 / 11.738)
+    assert r["base_rtt_ms"] == pytest.approx({"min": 76.530 - cap, "p50": 160.0 - cap, "serialization_ms": cap,
+                                              "serialization_read_ms": 5.769})
+    # within the rates: as read (a 1-Mbit/s line each way allows 1.47 ms)
+    r = report(1.2, down=1.0, up=1.0)
+    serialization_capped(r)
+    assert r["base_rtt_ms"] == {"min": 75.33, "p50": 158.8, "serialization_ms": 1.2}
+    # no up direction read, or a capacity that moved: its port unbounded, as read
+    for r in (report(5.769, up=None), report(5.769, variable=True)):
+        serialization_capped(r)
+        assert r["base_rtt_ms"]["serialization_ms"] == 5.769 and "serialization_read_ms" not in r["base_rtt_ms"]
+
+
 def test_the_burst_floor_scales_with_the_rate_and_the_flows():
     """The floor is the flows' bursts at the measured rate plus the noise: a
     slow port queues one segment for 12 ms (1 Mbit/s), so a policer there

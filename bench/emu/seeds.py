@@ -8,7 +8,8 @@ run to a file (resumable: seeds already there are skipped), and compares the
 engines' distributions with the Mann-Whitney U test: the flows' goodput shares
 of the total, ranked within each run among the flows of the same congestion
 control, Jain's index over the flows of the most common control, the
-retransmissions, the total goodput. Emulator runs whose timing
+retransmissions, the queue the flows kept (the median over the flows of their
+smoothed RTT's p50 and p95 above the base), the total goodput. Emulator runs whose timing
 was flagged (docs/emulator.md "Timing quality") are counted apart.
 
     .venv/bin/python bench/emu/seeds.py scenarios/fidelity/23-bbr-x4-reno-x4-100M-20ms.toml \\
@@ -52,6 +53,9 @@ def run_one(path: str, engine: str, seed: int) -> dict:
     return {"scenario": os.path.basename(path), "engine": engine, "seed": seed, "load": round(load, 1),
             "flows": [[f["cc"], f["goodput_mbps"]] for f in s["flows"]],
             "retransmits": sum(f.get("retransmits") or 0 for f in s["flows"]),
+            # each flow's smoothed-RTT p50 and p95 above its base (ms): the queue the flows keep
+            "queue_ms": [[f["rtt_ms"]["p50"] - f["rtt_base_ms"], f["rtt_ms"]["p95"] - f["rtt_base_ms"]]
+                         for f in s["flows"] if f.get("rtt_ms") and f["rtt_ms"].get("p50") is not None],
             "flagged": bool(late.get("flagged")), "reasons": late.get("reasons") or []}
 
 
@@ -94,6 +98,11 @@ def compare(rows: list[dict], name: str) -> str:
         out.append(row(f"Jain over the {cc} flows", [jain(ranked_shares(r, cc)) for r in sim],
                        [jain(ranked_shares(r, cc)) for r in emu]))
     out.append(row("retransmits", [r["retransmits"] for r in sim], [r["retransmits"] for r in emu], "{:.0f}"))
+    if all(r.get("queue_ms") for r in sim + emu):  # (runs stored before the queue was kept: none)
+        out.append(row("flows' RTT p50 - base, ms", [float(np.median([q[0] for q in r["queue_ms"]])) for r in sim],
+                       [float(np.median([q[0] for q in r["queue_ms"]])) for r in emu], "{:.1f}"))
+        out.append(row("flows' RTT p95 - base, ms", [float(np.median([q[1] for q in r["queue_ms"]])) for r in sim],
+                       [float(np.median([q[1] for q in r["queue_ms"]])) for r in emu], "{:.1f}"))
     out.append(row("total goodput Mbit/s", [sum(g for _, g in r["flows"]) for r in sim],
                    [sum(g for _, g in r["flows"]) for r in emu], "{:.2f}"))
     flagged = [r for r in emu_all if r["flagged"]]
