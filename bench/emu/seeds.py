@@ -99,10 +99,10 @@ def compare(rows: list[dict], name: str) -> str:
                        [jain(ranked_shares(r, cc)) for r in emu]))
     out.append(row("retransmits", [r["retransmits"] for r in sim], [r["retransmits"] for r in emu], "{:.0f}"))
     if all(r.get("queue_ms") for r in sim + emu):  # (runs stored before the queue was kept: none)
-        out.append(row("flows' RTT p50 - base, ms", [float(np.median([q[0] for q in r["queue_ms"]])) for r in sim],
-                       [float(np.median([q[0] for q in r["queue_ms"]])) for r in emu], "{:.1f}"))
-        out.append(row("flows' RTT p95 - base, ms", [float(np.median([q[1] for q in r["queue_ms"]])) for r in sim],
-                       [float(np.median([q[1] for q in r["queue_ms"]])) for r in emu], "{:.1f}"))
+        for i, pct in enumerate(("p50", "p95")):
+            def queue(runs: list[dict]) -> list[float]:
+                return [float(np.median([q[i] for q in r["queue_ms"]])) for r in runs]
+            out.append(row(f"flows' RTT {pct} - base, ms", queue(sim), queue(emu), "{:.1f}"))
     out.append(row("total goodput Mbit/s", [sum(g for _, g in r["flows"]) for r in sim],
                    [sum(g for _, g in r["flows"]) for r in emu], "{:.2f}"))
     flagged = [r for r in emu_all if r["flagged"]]

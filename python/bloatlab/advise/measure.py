@@ -2317,7 +2317,12 @@ def serialization_capped(report: dict, say=lambda m: None) -> None:
     5.77 ms for the small probe where the rates allow 0.11: the base RTT read 70.8 ms, below the propagation. The
     excess goes back into the base RTT (its least and median), the figure read kept (``serialization_read_ms``).
     Not where the up direction was not read (its port is then unbounded) nor where either direction's capacity
-    moved (a port slower while the large probes crossed it than its rate over the fill)."""
+    moved (a port slower while the large probes crossed it than its rate over the fill).
+
+    Only here, once both directions' rates are read: until then nothing bounds the up port from below. The loaded
+    phases read the base as it stood; their probe's queueing (less the least and the serialization, both taken
+    together) does not move with it, their flows' (smoothed RTT less the base) stands higher by the excess, which
+    is left as read there (seed 182 path 6: 5.7 ms of the flows' 263-ms p95 behind a legacy AP)."""
     base, d, u = report["base_rtt_ms"], report["down"], report.get("up")
     ser = base.get("serialization_ms")
     if not ser or u is None or d.get("variable") or u.get("variable") or not d.get("rate_mbps") or not u.get("rate_mbps"):
