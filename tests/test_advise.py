@@ -874,6 +874,38 @@ def test_a_variable_capacity_moves_both_ways_beyond_what_a_shaper_at_95_percent_
     assert busy_rate({**over, "acked_mbps": None}, 1.6) == pytest.approx(2.094)
 
 
+def test_a_fixed_link_at_the_directions_rate_bounds_what_reads_as_a_rise():
+    """evidence.variable_rate with the direction's rate: windows whose median sat in the flows' own dips rise above
+    that median but not above what a fixed link at the rate carries (fixed_ceiling_mbps: the rate, a packet and a
+    read bucket a window)."""
+    from bloatlab.advise.evidence import fixed_ceiling_mbps, variable_rate
+
+    # campaign seed 182 path 5: a tbf at 1.14 Mbit/s (3000-B bucket and queue, 126 ms), CUBIC's windows below the
+    # 1.132 the direction read: a move by the median alone, none above a fixed link's 1.132 + 1.2 + 2.49 KB / 308 ms
+    tbf = {"p10_mbps": 0.6914, "p50_mbps": 0.7931, "p90_mbps": 1.036, "window_s": 0.308}
+    assert variable_rate(tbf) and not variable_rate(tbf, 1.132, 2491)
+    assert fixed_ceiling_mbps(0.308, 1.132, 2491) == pytest.approx(1.132 + (1500 + 2491) * 8 / 0.308 / 1e6)
+    # bench/autorate/twin/lte (the gallery's LTE-like trace through the emulator): a rise well above the rate read
+    lte = {"p10_mbps": 3.908, "p50_mbps": 4.987, "p90_mbps": 7.373, "window_s": 0.134}
+    assert variable_rate(lte, 4.951)
+    # seed 181 path 32, a tbf at 4.09 Mbit/s (2284-B bucket read): p90 4.461 passes 4.09 + (1500 + 2284) B / 100 ms
+    # = 4.393 only as the samples read, 6.8 % over what the ACKs delivered (mean 3.894 against 3.647)
+    t32 = {"p10_mbps": 3.422, "p50_mbps": 3.814, "p90_mbps": 4.461, "window_s": 0.1, "mean_mbps": 3.894}
+    assert variable_rate(t32, 4.09, 2284) and not variable_rate({**t32, "acked_mbps": 3.647}, 4.09, 2284)
+
+
+def test_a_collapsed_fill_is_no_run_of_the_isolation_models():
+    """isolation.fill_collapsed: the fill's evidence and a fill 1.25x or more below the rate (seed 181 path 44: a
+    policer's paced train read 16.19 Mbit/s, the CUBIC fill got 0.457)."""
+    from bloatlab.advise.isolation import fill_collapsed
+
+    x = {"evidence": {"phase": "fill"}, "load_cc": "cubic", "rate_mbps": 16.19,
+         "rate_by_cc": {"cubic": 0.457, "paced_train": 16.19}}
+    assert fill_collapsed(x)
+    assert not fill_collapsed({**x, "rate_by_cc": {"cubic": 16.19 / 1.2}})
+    assert not fill_collapsed({**x, "evidence": {"phase": "bbr"}})
+
+
 def test_where_the_link_idled_its_rate_is_the_busy_windows():
     """evidence.busy_rate: a phase's rate counts the time its flows left the link idle; the busy windows' median
     is the link's. Campaign seed 55 path 2's down direction (PIE at 58.39 Mbit/s, 538 ms, 0.18 % random loss):

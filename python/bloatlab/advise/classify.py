@@ -6,7 +6,7 @@ apart (:func:`alternatives`, :func:`ambiguity`, :func:`undropped_alternatives`);
 from __future__ import annotations
 
 from .physics import CUBIC_BETA, MSS, NOISE_MS, PROBE_WIRE, WIRE_SEGMENT, _significant, ack_queue_ms, ack_tail_ms, ack_wait_ms, burst_floor_ms, cubic_return_s, mathis_loss, probe_mbps
-from .plan import INITIAL_WINDOW
+from .plan import INITIAL_WINDOW, UNSATURATED
 from .isolation import LOAD_PROBE_INTERVAL_MS
 from .evidence import WIRE_PER_PAYLOAD
 
@@ -23,12 +23,6 @@ ISOLATION = 0.5
 #: Mathis's rate; a 430 Mbit/s policer with a 2.7-ms bucket at 312 ms 10^4 x (its CUBIC flows' p95 queueing,
 #: slow start's bursts at the port, passed the burst floor)
 FAR_ABOVE_MATHIS = 10.0
-
-
-#: a BBR phase that delivers this multiple of the fill phase's rate or more shows the fill phase never reached
-#: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
-#: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
-UNSATURATED = 1.25
 
 
 #: the rate phases' run-to-run spread (the fill's and BBR's readings of one saturated link differ by up to this,

@@ -671,7 +671,7 @@ def samples_over_read(v: dict) -> bool:
     return v["mean_mbps"] > v["acked_mbps"] / SHAPE_FRACTION + WIRE_SEGMENT * 8 / v["window_s"] / 1e6
 
 
-def variable_rate(v: dict | None) -> bool:
+def variable_rate(v: dict | None, rate_mbps: float | None = None, bucket_bytes: float | None = None) -> bool:
     """Whether a direction's capacity moves enough to matter to a shaper,
     both ways: in more than a tenth of the busy windows (its p10) the link
     carried less than a shaper at the median leaves it
@@ -684,12 +684,40 @@ def variable_rate(v: dict | None) -> bool:
     (a fixed 20 Mbit/s FIFO through the emulator: p10 0.93, p90 1.004 x the
     median; the gallery's LTE-like trace 0.90 and 1.16). Not where the
     windows' mean exceeds what the cumulative ACKs delivered over their span
-    (``acked_mbps``) by that margin and a packet: samples that over-read."""
+    (``acked_mbps``) by that margin and a packet: samples that over-read.
+
+    Where the direction's rate is known (``rate_mbps``, the most any of its
+    phases or trains delivered: the capacity's estimate), the rise must also
+    pass what a fixed link at that rate can carry in a window
+    (:func:`fixed_ceiling_mbps`): a median in the flows' own dips (a loss-based
+    flow that cannot keep a shallow queue busy between its losses) puts the
+    median low and a fixed link's own rate above it. Campaign seed 182 path 5,
+    a tbf at 1.14 Mbit/s with a 3000-B bucket and queue at 126 ms: CUBIC's
+    windows p10 / p50 / p90 0.69 / 0.79 / 1.04 Mbit/s under the 1.13 the
+    direction read, taken for a moving capacity: its twin followed a trace,
+    advise recommended cake-autorate (the twin -30 % goodput against the
+    kernel, today's CUBIC -65 %); seed 181 path 44, a 16.2-Mbit/s policer read
+    as a FIFO, its collapsed fill's windows 0.40 / 0.46 / 0.56 (+83 %)."""
     if not v or samples_over_read(v):
         return False
     packet_mbps = WIRE_SEGMENT * 8 / v["window_s"] / 1e6
-    return (v["p10_mbps"] < SHAPE_FRACTION * v["p50_mbps"] - packet_mbps
-            and v["p90_mbps"] > v["p50_mbps"] / SHAPE_FRACTION + packet_mbps)
+    if not (v["p10_mbps"] < SHAPE_FRACTION * v["p50_mbps"] - packet_mbps
+            and v["p90_mbps"] > v["p50_mbps"] / SHAPE_FRACTION + packet_mbps):
+        return False
+    if rate_mbps is None:
+        return True
+    over = min(1.0, v["acked_mbps"] / v["mean_mbps"]) if v.get("acked_mbps") and v.get("mean_mbps") else 1.0
+    return bool(v["p90_mbps"] * over > fixed_ceiling_mbps(v["window_s"], rate_mbps, bucket_bytes))
+
+
+def fixed_ceiling_mbps(window_s: float, rate_mbps: float, bucket_bytes: float | None = None) -> float:
+    """The most a fixed link of ``rate_mbps`` carries in one window of ``window_s`` (Mbit/s, on the wire): its
+    rate, one packet (a window's edges cut packets: :func:`variable_rate`'s resolution) and, behind a token
+    bucket of ``bucket_bytes`` (a tbf or a policer read), the bucket, which refills while the flows leave the
+    link idle and then passes at its port's rate. A window above it saw a capacity above the rate; the
+    delivery-rate samples are scaled to what the cumulative ACKs delivered where they over-read by less than
+    :func:`samples_over_read` rejects (:func:`variable_rate`)."""
+    return rate_mbps + (WIRE_SEGMENT + (bucket_bytes or 0.0)) * 8 / window_s / 1e6
 
 
 def _variation_fields(report: dict) -> dict:
@@ -705,6 +733,7 @@ def _variation_fields(report: dict) -> dict:
     if v:
         out["down_rate_p50_mbps"] = v["p50_mbps"]
         out["down_rate_variation"] = v
-        report["down"]["variable"] = variable_rate(v)
+        x = report["down"]
+        x["variable"] = variable_rate(v, x.get("rate_mbps"), x.get("bucket_bytes"))
         out["down_variable"] = report["down"]["variable"] and report["down"]["limiter"] == "fifo"
     return out

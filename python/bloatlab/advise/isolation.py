@@ -59,7 +59,7 @@ import math
 
 from .evidence import MIN_RAMP_PROBES, flows_rtt
 from .physics import NOISE_MS, WIRE_SEGMENT
-from .plan import IDLE_MIN_S
+from .plan import IDLE_MIN_S, UNSATURATED
 
 #: the probe's interval in ``measure``'s loaded phases (``load --probe-interval``, ms)
 LOAD_PROBE_INTERVAL_MS = 10
@@ -197,6 +197,18 @@ def _model_distances(x: dict, path, kinds: tuple = KINDS) -> tuple[list, dict, d
     return measured, models, far
 
 
+def fill_collapsed(x: dict) -> bool:
+    """Whether the direction ``x``'s evidence is its loss-based fill's and that fill delivered less than its rate
+    by :data:`plan.UNSATURATED` or more (the BBR phase's own test of a fill that never reached the rate): a
+    collapse behind a policer read at its paced train's tail, say, which the models of the limiters at the rate
+    (every one of them carries a fill at the rate) do not reproduce. Campaign seed 181 path 44: a 16.2-Mbit/s
+    policer at 275 ms, its CUBIC fill 0.457 Mbit/s against the train's 16.19; the flows' own bursts queued at the
+    port (15.2 / 33.6 ms at p50 / p95) and the sparse probe nothing (0.21 ms), which lay nearer fq_codel's model
+    than the FIFO's: read CAKE, today's CUBIC predicted 2.7 Mbit/s for the kernel's 0.12."""
+    got = (x.get("rate_by_cc") or {}).get(x.get("load_cc"))
+    return x["evidence"].get("phase") == "fill" and got is not None and got * UNSATURATED < x["rate_mbps"]
+
+
 def isolation_by_model(x: dict, path) -> None:
     """The direction ``x`` (``measure``'s report of the down direction) read as a single-queue AQM becomes flow
     isolation where fq_codel's model reproduces its evidence best (the module's docstring); ``path`` is the twin
@@ -297,8 +309,10 @@ def fifo_checked_by_model(x: dict, path) -> None:
     models' link is fixed). A single queue the models find nearer is left to the AQM train, which reads drops the
     figures do not (CoDel at 369 and 532 Mbit/s read a FIFO, seed 178 paths 16 and 52: CoDel's and PIE's models
     within 0.01-0.03, the FIFO's 0.11-0.32, all three within the noise of each other: a limit of 1000 packets is a
-    FIFO as deep to these flows). The FIFO read before is kept as the alternative, as deep as it was read."""
-    if x.get("limiter") != "fifo" or x.get("variable") or not x["evidence"].get("probe_ramp_rtt"):
+    FIFO as deep to these flows). The FIFO read before is kept as the alternative, as deep as it was read. Nor
+    where the fill's flows collapsed (:func:`fill_collapsed`): the models' flows at the rate queue nothing like
+    them."""
+    if x.get("limiter") != "fifo" or x.get("variable") or not x["evidence"].get("probe_ramp_rtt") or fill_collapsed(x):
         return
     got = _model_distances(x, path, (AS_READ,) + KINDS)
     if got is None or len(got[0]) <= WINDOW_FIGURES:

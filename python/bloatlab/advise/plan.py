@@ -124,6 +124,12 @@ BBR_MIN_S = 3.0
 SETUP_ROUNDS = 3.5
 
 
+#: a BBR phase that delivers this multiple of the fill phase's rate or more shows the fill phase never reached
+#: the rate: the limiter is read from the BBR phase (a 25 % gap is beyond the rate phases' run-to-run spread,
+#: 5 %, and below what a collapse leaves: 2.4-10x on the campaign's development seed)
+UNSATURATED = 1.25
+
+
 def slow_start_secs(rate_mbps: float, flows: int, base_ms: float, queue_ms: float) -> float:
     """How long (s) ``flows`` slow starts without HyStart (Reno's) take from the phase's start until their senders
     see a loss at a FIFO ``queue_ms`` deep, at ``rate_mbps`` over ``base_ms`` (the gate of measure's deep step,
