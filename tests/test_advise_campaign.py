@@ -756,3 +756,22 @@ def test_todays_configuration_is_judged_on_as_many_kernel_runs_as_the_recommende
         calls.clear()
         assert campaign.judge_today({}, 5.0, other, kernel, 3) == {"runs": {"repeats": 3}}
         assert calls == [(campaign.TODAY_CC, "as-is", None, {"repeats": 3})]
+
+
+def test_a_stretch_of_a_fast_variable_truth_keeps_within_the_bound_on_a_trace_file(monkeypatch, tmp_path):
+    """campaign._variable_trace: seed 185 path 46 (LTE-like, 187.6 Mbit/s at the median): its trace from 0 s fits
+    the loader's 16 MiB, begun 96 s in (a later stretch) it wrote 16.80 MB and the path failed; the written head
+    fits wherever the stretch begins (the trace loops), and a file over the bound left in the cache is rewritten."""
+    import tempfile
+
+    from bloatlab import files, traces
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    t = {"index": 46, "limiter": "fifo", "port_mbps": 187.59046759447608, "variable": "lte", "trace_seed": 185046}
+    later = dict(t, stretch_s=96.0)
+    path, cap = campaign._variable_trace(later)
+    assert os.path.getsize(path) <= files.TRACE_LIMIT
+    assert traces.read_mahimahi(path) and cap["median_mbps"] == pytest.approx(187.6, rel=0.05)
+    with open(path, "a") as f:  # what the earlier code left: over the bound
+        f.write("1\n" * (files.TRACE_LIMIT // 2))
+    assert campaign._variable_trace(later)[0] == path and os.path.getsize(path) <= files.TRACE_LIMIT
