@@ -720,6 +720,14 @@ def fixed_ceiling_mbps(window_s: float, rate_mbps: float, bucket_bytes: float | 
     return rate_mbps + (WIRE_SEGMENT + (bucket_bytes or 0.0)) * 8 / window_s / 1e6
 
 
+def capacity_moves(x: dict) -> bool:
+    """Whether the direction ``x`` (a report's ``down`` or ``up``, its rate read) saw its capacity move:
+    :func:`variable_rate` of its ``rate_variation`` against a fixed link at its ``rate_mbps`` behind the bucket it
+    read (``bucket_bytes``; the two-sided test alone where no rate is read), the one test of the readings made once
+    the rate is known."""
+    return variable_rate(x.get("rate_variation"), x.get("rate_mbps"), x.get("bucket_bytes"))
+
+
 def _variation_fields(report: dict) -> dict:
     """The path's capacity variation (``down_rate_p10_mbps``, ...) from each measured direction's, and
     whether the down capacity is variable (the twin then follows a fitted trace: a FIFO path only)."""
@@ -734,6 +742,6 @@ def _variation_fields(report: dict) -> dict:
         out["down_rate_p50_mbps"] = v["p50_mbps"]
         out["down_rate_variation"] = v
         x = report["down"]
-        x["variable"] = variable_rate(v, x.get("rate_mbps"), x.get("bucket_bytes"))
-        out["down_variable"] = report["down"]["variable"] and report["down"]["limiter"] == "fifo"
+        x["variable"] = capacity_moves(x)
+        out["down_variable"] = x["variable"] and x["limiter"] == "fifo"
     return out

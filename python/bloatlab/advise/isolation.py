@@ -206,7 +206,7 @@ def fill_collapsed(x: dict) -> bool:
     port (15.2 / 33.6 ms at p50 / p95) and the sparse probe nothing (0.21 ms), which lay nearer fq_codel's model
     than the FIFO's: read CAKE, today's CUBIC predicted 2.7 Mbit/s for the kernel's 0.12."""
     got = (x.get("rate_by_cc") or {}).get(x.get("load_cc"))
-    return x["evidence"].get("phase") == "fill" and got is not None and got * UNSATURATED < x["rate_mbps"]
+    return x["evidence"].get("phase") == "fill" and got is not None and got * UNSATURATED <= x["rate_mbps"]
 
 
 def isolation_by_model(x: dict, path) -> None:

@@ -54,7 +54,7 @@ from .plan import (
     fill_floor_s, fill_plan, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
-    ACKED_EDGE, _evidence, _variation_fields, _window, busy_rate, first_losses, probes_busy, queued_bytes_p95, rate_variation,
+    ACKED_EDGE, _evidence, _variation_fields, capacity_moves, _window, busy_rate, first_losses, probes_busy, queued_bytes_p95, rate_variation,
     timed_out, variable_rate, window_drops, window_dropped
 )
 from .classify import (
@@ -1521,7 +1521,7 @@ def _rate_from_held_tail(t: dict, x: dict, idle_loss: float, say, which: str) ->
     isolation read, and no BBR phase after a queue that stood like a FIFO's): the CUBIC fill's 41.8 Mbit/s, the
     train's head 49.2 and its tail 49.4 (564 packets, 2 lost), read a tbf. Not where the capacity moves (a tail is
     one instant's rate). True where it took the rate."""
-    if variable_rate(x.get("rate_variation"), x["rate_mbps"], x.get("bucket_bytes")):
+    if capacity_moves(x):
         return False
     drained = held_tail_mbps(t, idle_loss)
     rate = x["rate_mbps"]
@@ -1577,7 +1577,7 @@ def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.
     passes the tail's first packet on what the head left of a token, up to a packet's time early, so its rate reads
     up to 1/n high, while the policer's paced train reads it from hundreds of packets. True where it took the rate."""
     by = x.get("rate_by_cc") or {}
-    if (x.get("wifi") or x["limiter"] == "policer" or variable_rate(x.get("rate_variation"), x["rate_mbps"], x.get("bucket_bytes"))
+    if (x.get("wifi") or x["limiter"] == "policer" or capacity_moves(x)
             or any(by.get(k) == x["rate_mbps"] for k in ("paced_train", "held_tail"))):
         return False
     best = None
