@@ -44,7 +44,7 @@ import numpy as np
 from . import recording
 from .._bin import find as find_bin
 from ..errors import UserError
-from .path import Path, grade, is_the_reading
+from .path import WIFI_SHARE_SEEDS, Path, grade, is_the_reading
 from .physics import (
     LARGE_PROBE, WIRE_SEGMENT, burst_floor_ms, loss_upper, losses_cluster_p, more_lost_than, one_way, probe_mbps,
     serialization_at_ms, serialization_ms, serialization_rate_mbps
@@ -1791,9 +1791,16 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                     x[k] *= scale
             alone = replace(alone, buffer_bytes=x["buffer_bytes"])
         # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station, in the
-        # twin's own MAC, the rate its flows got beside them (Path.wifi_others_leaving)
-        others = alone.wifi_others_leaving(max(x["rate_mbps"], 1e-9))
-        x["wifi"]["shared"] = {"idle_spread_ms": spread, "others": others, "alone_mbps": mac_mbps}
+        # twin's own MAC, the rate its flows got beside them and beside the loads' own echo probes
+        # (Path.wifi_others_leaving); the rate is the share without those probes, the twin's ratio of the two at
+        # that count (the probes take this station's turns on the medium: Path.wifi_others_leaving)
+        probed = x["rate_mbps"]
+        others = alone.wifi_others_leaving(max(probed, 1e-9), probe_ms=LOAD_PROBE_INTERVAL_MS)
+        shared = replace(alone, wifi_others=others)
+        bare, with_probes = (shared.wifi_rate_mbps(probe_ms=ms, seeds=WIFI_SHARE_SEEDS) for ms in (None, LOAD_PROBE_INTERVAL_MS))
+        x["rate_mbps"] = probed * bare / max(with_probes, 1e-9)
+        x["wifi"]["shared"] = {"idle_spread_ms": spread, "others": others, "alone_mbps": mac_mbps,
+                               "probed_mbps": probed, "probes_took": 1 - with_probes / max(bare, 1e-9)}
         if idle_saw:
             seen = (f"the idle probes waited {spread:.3g} ms at the median beyond their least, more than a full "
                     f"aggregate ({WIFI_AGGR_MS:g} ms)")
@@ -1805,7 +1812,9 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                     f"while the others' downloads left the medium idle)")
         x["limiter_note"] += (f"; other stations used the medium: {seen}: the rate is this station's share while "
                               f"they did ({x['rate_mbps']:.4g} of the {mac_mbps:.4g} Mbit/s a lone station gets: "
-                              f"{others} other busy station(s) in the twin)")
+                              f"{others} other busy station(s) in the twin; the loads read {probed:.4g} beside their "
+                              f"own echo probes every {LOAD_PROBE_INTERVAL_MS:g} ms, which take "
+                              f"{x['wifi']['shared']['probes_took']:.0%} of this station's share in the twin)")
         if not idle_saw:
             _wired_behind_the_hop(x, wired, wired_alts, lone, got)
         return
