@@ -1799,13 +1799,12 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
         # without them was nearer the truth's): there the reading stays as it is
         probe_ms = None if mac == "legacy" else LOAD_PROBE_INTERVAL_MS
         probed = x["rate_mbps"]
-        others = alone.wifi_others_leaving(max(probed, 1e-9), probe_ms=probe_ms)
+        others, with_probes = alone.wifi_others_and_share(max(probed, 1e-9), probe_ms=probe_ms)
         took = 0.0
         if probe_ms:
-            shared = replace(alone, wifi_others=others)
-            bare, with_probes = (shared.wifi_rate_mbps(probe_ms=ms, seeds=WIFI_SHARE_SEEDS) for ms in (None, probe_ms))
+            bare = replace(alone, wifi_others=others).wifi_rate_mbps(seeds=WIFI_SHARE_SEEDS)
             took = 1 - with_probes / max(bare, 1e-9)
-            x["rate_mbps"] = probed / (1 - took)
+            x["rate_mbps"] = probed * bare / max(with_probes, 1e-9)
         x["wifi"]["shared"] = {"idle_spread_ms": spread, "others": others, "alone_mbps": mac_mbps,
                                "probed_mbps": probed, "probes_took": took}
         if idle_saw:
@@ -1821,7 +1820,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                               f"they did ({x['rate_mbps']:.4g} of the {mac_mbps:.4g} Mbit/s a lone station gets: "
                               f"{others} other busy station(s) in the twin" + (
                                   f"; the loads read {probed:.4g} beside their own echo probes every "
-                                  f"{probe_ms:g} ms, which take {x['wifi']['shared']['probes_took']:.0%} of this "
+                                  f"{probe_ms:g} ms, which take {took:.0%} of this "
                                   f"station's share in the twin)" if probe_ms else ")"))
         if not idle_saw:
             _wired_behind_the_hop(x, wired, wired_alts, lone, got)

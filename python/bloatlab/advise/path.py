@@ -676,6 +676,10 @@ class Path:
         return sum(got) / len(got)
 
     def wifi_others_leaving(self, rate_mbps: float, probe_ms: float | None = None) -> int:
+        """The count of :meth:`wifi_others_and_share`."""
+        return self.wifi_others_and_share(rate_mbps, probe_ms)[0]
+
+    def wifi_others_and_share(self, rate_mbps: float, probe_ms: float | None = None) -> tuple[int, float]:
         """How many other busy stations (:attr:`wifi_others`, at this path's PHY rates) leave this station the
         rate ``rate_mbps`` (Mbit/s of IP packets) that four backlogged CUBIC flows of its own got beside them
         (:meth:`wifi_rate_mbps`'s run, as ``measure``'s loads ran): the count, 1 up to :data:`WIFI_OTHERS_MAX`, whose
@@ -688,17 +692,18 @@ class Path:
         twin's runs do too (:data:`WIFI_SHARE_SEEDS` of them each): beside other stations each probe and its echo
         take one of this station's turns on the medium for a frame of ~100 B, so the share the loads read is below
         a bare station's — by 2-13 % in the twins of campaign seeds 185-186 (the mean of ten seeds at a 10-ms
-        probe), where a count read against bare runs came out one too many (seed 186 path 27: 17.3 Mbit/s read, 20.1
-        bare beside two others, 15.0 beside three; 18.6 beside two with the probes)."""
-        best, best_d = 1, math.inf
+        probe), where a count read against one bare run each came out one too many (seed 186 path 27: 17.3 Mbit/s
+        read, 20.1 in one bare run beside two others, 15.0 beside three; eight runs' mean beside the probes 18.5 and
+        12.6). Returns the count and the twin's rate beside it (as run: with the probes, the runs' mean)."""
+        best, best_d, best_r = 1, math.inf, math.nan
         for n in range(1, WIFI_OTHERS_MAX + 1):
             r = replace(self, wifi_others=n).wifi_rate_mbps(probe_ms=probe_ms, seeds=WIFI_SHARE_SEEDS)
             d = abs(math.log(max(r, 1e-9) / rate_mbps))
             if d < best_d:
-                best, best_d = n, d
+                best, best_d, best_r = n, d, r
             if r < rate_mbps:
                 break
-        return best
+        return best, best_r
 
     def wifi_others_flows(self, rtt_ms: float | None = None) -> list[dict]:
         """The other stations' downloads (:attr:`wifi_others`): one backlogged CUBIC flow each, at the base RTT."""
