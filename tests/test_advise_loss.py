@@ -283,3 +283,36 @@ def test_a_fill_is_bbr_where_the_random_loss_holds_cubic_below_the_port():
     assert m_plan.fill_plan(0.006, 60, 10000, 1.0, 4, 5.0)[0]
     assert m_plan.fill_plan(0.0, 0, 10000, 373.3, 4, 3.6) == (False, "no random loss")
     assert not m_plan.fill_plan(loss, 56, 10300, None, 4, 3.6)[0]
+
+
+def test_where_no_loss_was_seen_the_reading_says_how_much_its_probes_could_not_exclude(monkeypatch, tmp_path):
+    """Campaign seed 185 path 44 (CAKE at 3.47 Mbit/s, 456 ms, 0.24 % random loss each way): 100 idle probes lost
+    none and the stream was skipped (5 % of the 0.26-Mbit/s up rate would have added 34): the reading was "no
+    random loss", the twin ran without it and its CUBIC got 75 % more than the kernel's. 0 of 100 round trips
+    excludes no loss below 2.95 % of round trips (the one-sided 95 % bound), 1.5 % each way: the report, the twin's
+    words and the file beside the twin carry that bound; a loss read is its own figure (no bound in the words)."""
+    from bloatlab.advise.path import Path, measured_file
+    from bloatlab.errors import UserError
+
+    def report():
+        return {"base_rtt_ms": {"p50": 456.0}, "loss": 0.0, "loss_round_trip": 0.0, "loss_idle": {"sent": 100, "lost": 0}}
+
+    monkeypatch.setattr(m, "_probe", lambda args, timeout: pytest.fail("a skipped stream sends nothing"))
+    r = report()
+    # no serialization read: the stream is skipped (loss_stream_plan), as seed 185 path 44's was for its count
+    m._loss_stream("h", 1, None, r, None, False, True, lambda s: None)
+    assert "skipped" in r["loss_stream"] and r["loss"] == 0.0
+    assert r["loss_upper"] == m_physics.one_way(m_physics.loss_upper(0, 100))
+    assert round(r["loss_upper"] * 100, 2) == 1.49
+    p = Path(base_rtt_ms=456.0, down_mbps=3.22, limiter="aqm", loss_upper=r["loss_upper"])
+    assert "no random loss seen (at most 1.5 % each way)" in p.describe()
+    twin = str(tmp_path / "twin.toml")
+    p.write_twin(twin)
+    assert Path.from_twin(twin).loss_upper == r["loss_upper"]
+    # a loss read: its figure, no bound
+    assert "0.24 % random loss" in Path(base_rtt_ms=456.0, down_mbps=3.22, loss=0.0024, loss_upper=0.015).describe()
+    # a file beside the twin whose bound is not a loss rate: a clear error naming the file and the key
+    with open(measured_file(twin), "w") as f:
+        f.write('{"loss_upper": 2}')
+    with pytest.raises(UserError, match="loss_upper: expected a loss rate from 0 to 1"):
+        Path.from_twin(twin)

@@ -255,6 +255,10 @@ class Path:
     # given as numbers, or idle probes that queued: measure.base_is_least): the accuracy issue 30 asks of a measured
     # RTT (BASE_RTT_GOAL_SHARE of it, at most BASE_RTT_GOAL_MS)
     base_rtt_spread_ms: float | None = None
+    # where measure read no random loss: the most its echo probes could not exclude (each way, the one-sided 95 %
+    # bound of none lost of those sent: physics.loss_upper); the twin runs without loss, the words say "no random
+    # loss seen (at most ...)". None: a loss was read, or the path was given as numbers
+    loss_upper: float | None = None
 
     def __post_init__(self):
         if not (self.base_rtt_ms > 0):
@@ -317,7 +321,9 @@ class Path:
         up = f", {self.up_mbps:.3g} Mbit/s up" if self.up_mbps else ""
         if self.up_policed:
             up += f" (policed, on a {self.up_port_mbps:.3g} Mbit/s port)"
-        loss = f"{self.loss * 100:.2g} % random loss" if self.loss else "no random loss"
+        loss = (f"{self.loss * 100:.2g} % random loss" if self.loss else
+                f"no random loss seen (at most {self.loss_upper * 100:.2g} % each way)" if self.loss_upper else
+                "no random loss")
         var = (f" (varying: p10 {self.down_rate_p10_mbps:.3g}, p90 {self.down_rate_p90_mbps:.3g} Mbit/s"
                + (f", over ~{self.down_rate_timescale_s:.2g} s)" if self.down_rate_timescale_s else ")")
                if self.down_variable else "")
@@ -553,8 +559,9 @@ class Path:
         """Write the twin scenario to ``out`` (``measure --out``): on a variable capacity with its trace and the
         measured figures beside it (``TWIN-down.trace``, ``TWIN-down.trace.json``: :meth:`write_down_trace`,
         written anew: a previous twin's trace there is another measurement's), named relative to it; the
-        readings measure could not tell apart from its own (:attr:`alternatives`) and the base RTT's spread in
-        ``TWIN-measured.json`` (:func:`measured_file`; a previous twin's removed where there are none)."""
+        readings measure could not tell apart from its own (:attr:`alternatives`), the base RTT's spread and the
+        loss its probes could not exclude in ``TWIN-measured.json`` (:func:`measured_file`; a previous twin's removed
+        where there are none)."""
         from ..result import atomic_write_text
 
         if self.down_variable and self.limiter == "fifo":
@@ -843,12 +850,13 @@ VARIATION_NUMBERS = ("p10_mbps", "p50_mbps", "p90_mbps", "window_s", "srtt_ms", 
 
 
 #: what a twin file cannot hold of a measurement and :func:`measured_file` keeps beside it (Path's fields)
-MEASURED_EXTRAS = ("alternatives", "base_rtt_spread_ms")
+MEASURED_EXTRAS = ("alternatives", "base_rtt_spread_ms", "loss_upper")
 
 
 def measured_file(twin: str) -> str:
     """Where a twin's :data:`MEASURED_EXTRAS` are kept: beside it, ``TWIN-measured.json`` (the scenario language
-    has no place for what a measurement could not tell apart, nor for how sure its base RTT is)."""
+    has no place for what a measurement could not tell apart, nor for how sure its base RTT is, nor for the loss
+    its probes could not exclude)."""
     return os.path.splitext(os.path.abspath(twin))[0] + "-measured.json"
 
 
@@ -872,7 +880,10 @@ def read_measured(twin: str) -> dict:
     spread = doc.get("base_rtt_spread_ms")
     if spread is not None and (isinstance(spread, bool) or not isinstance(spread, (int, float)) or not spread >= 0):
         raise UserError(f"{f}: base_rtt_spread_ms: expected a number of ms >= 0, got {spread!r}")
-    return {"alternatives": alts or None, "base_rtt_spread_ms": spread}
+    upper = doc.get("loss_upper")
+    if upper is not None and (isinstance(upper, bool) or not isinstance(upper, (int, float)) or not 0 <= upper <= 1):
+        raise UserError(f"{f}: loss_upper: expected a loss rate from 0 to 1, got {upper!r}")
+    return {"alternatives": alts or None, "base_rtt_spread_ms": spread, "loss_upper": upper}
 
 
 def trace_figures_file(trace: str) -> str:
