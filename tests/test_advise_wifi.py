@@ -347,7 +347,7 @@ def test_the_others_count_is_the_one_whose_twin_leaves_this_station_the_flows_ra
     from bloatlab.advise import measure as M
 
     alone = Path(base_rtt_ms=110.672, down_mbps=39.0177, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=39.0177)
-    assert alone.wifi_others_leaving(8.565) == 2
+    assert alone.wifi_others_and_share(8.565)[0] == 2
     r2, r3 = (dataclasses.replace(alone, wifi_others=n).wifi_rate_mbps() for n in (2, 3))
     assert r2 > 8.565 > r3 and round(alone.wifi_rate_mbps() / 8.565 - 1) == 3
     # measure's reading of that direction: the PHY rate from the train, the count from the flows' rate
@@ -388,7 +388,7 @@ def test_a_legacy_fifo_shared_with_other_stations_holds_the_flows_sojourn_at_the
     _without_the_probes(x, 2.264)
     assert x["wifi"]["shared"]["others"] == Path(base_rtt_ms=241.46, down_mbps=6.428, limiter="wifi", wifi_mac="legacy",
                                                  wifi_phy_mbps=6.428, buffer_bytes=x["buffer_bytes"]
-                                                 ).wifi_others_leaving(2.264)
+                                                 ).wifi_others_and_share(2.264)[0]
 
 
 def test_a_twin_whose_other_stations_have_their_own_phy_rate_reads_back(tmp_path):
@@ -748,7 +748,7 @@ def test_the_others_count_is_read_from_runs_beside_the_loads_own_probes():
     alone = Path(base_rtt_ms=19.15, down_mbps=78.0, limiter="wifi", wifi_mac="airtime", wifi_phy_mbps=78.0)
     two, three = (dataclasses.replace(alone, wifi_others=n) for n in (2, 3))
     assert math.log(two.wifi_rate_mbps() / 17.31) > math.log(17.31 / three.wifi_rate_mbps())  # one bare run: 3
-    assert alone.wifi_others_leaving(17.31, probe_ms=10) == 2
+    assert alone.wifi_others_and_share(17.31, probe_ms=10)[0] == 2
     # the probes take some of this station's share beside the others: each takes one of its turns on the medium
     for p in (two, three):
         assert p.wifi_rate_mbps(probe_ms=10, seeds=8) < p.wifi_rate_mbps(seeds=8)

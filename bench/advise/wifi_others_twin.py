@@ -105,7 +105,7 @@ def draws(n: int, seed: int, members: int):
     against a twin-like path — the truth's own PHY rate and RTT, the design ``measure`` reads (``airtime`` for
     ``fq``: one station cannot tell them apart), the others at this PHY rate, counted from the rate the truth's MAC
     leaves four CUBIC flows of this station (``campaign._wifi_rate``, the truth's ``down_mbps``) by the former rule
-    (lone MAC / rate − 1, rounded) and by ``Path.wifi_others_leaving`` — and the latter with the others at their true
+    (lone MAC / rate − 1, rounded) and by ``Path.wifi_others_and_share`` — and the latter with the others at their true
     PHY rate (what ``measure`` does not see)."""
     import dataclasses
 
@@ -119,7 +119,7 @@ def draws(n: int, seed: int, members: int):
                      wifi_mac="legacy" if t["wifi_mac"] == "legacy" else "airtime", buffer_bytes=t["buffer_bytes"])
         lone = alone.wifi_rate_mbps()
         n_old = int(min(max(round(lone / t["down_mbps"] - 1), 1), WIFI_OTHERS_MAX))
-        n_new = alone.wifi_others_leaving(t["down_mbps"])
+        n_new = alone.wifi_others_and_share(t["down_mbps"])[0]
         dur = C.campaign_duration(t["base_rtt_ms"], False)
         mt = C._model(t, dur, C.TODAY_CC, "as-is", None, members=members)
         r = {"camp": f"draw {seed}", "path": t["index"], "run": "today", "advice": f"{C.TODAY_CC} + as-is",
@@ -127,7 +127,7 @@ def draws(n: int, seed: int, members: int):
              "truth": f"{t['wifi_mac']} {phy:.3g} Mbit/s, others {o['count']} @ {HT20_MCS_MBPS[o['mcs']]:.3g}, "
                       f"{t['base_rtt_ms']:.4g} ms",
              "twin_before": f"others {n_old} @ {phy:.3g} (lone MAC / rate - 1)",
-             "twin_after": f"others {n_new} @ {phy:.3g} (Path.wifi_others_leaving)",
+             "twin_after": f"others {n_new} @ {phy:.3g} (Path.wifi_others_and_share)",
              "model_truth": (mt["goodput_mbps"], mt["p95_rtt_ms"]), "kernel": None}
         for k, p in (("before", dataclasses.replace(alone, wifi_others=n_old)),
                      ("after", dataclasses.replace(alone, wifi_others=n_new)),

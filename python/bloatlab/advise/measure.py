@@ -1794,7 +1794,7 @@ def _wifi_train(wp: dict, x: dict, base_ms: float, say) -> None:
                     x[k] *= scale
             alone = replace(alone, buffer_bytes=x["buffer_bytes"])
         # the twin gives the others backlogged downloads at this PHY rate, as many as leave this station, in the
-        # twin's own MAC, the rate its flows got beside them (Path.wifi_others_leaving) — behind an AP that queues
+        # twin's own MAC, the rate its flows got beside them (Path.wifi_others_and_share) — behind an AP that queues
         # each station apart (fq, airtime) beside the loads' own echo probes too, each of which its scheduler gives
         # one of this station's turns on the medium, and the rate is the share without them: the fill's reading over
         # the share the probes took in the twin at that count. Behind a legacy AP's one FIFO the twin's probes moved

@@ -146,7 +146,7 @@ WIFI_OTHERS_MAX = 8
 #: the access point's queue within a second at 130 Mbit/s
 WIFI_RATE_RTT_MS = 5.0
 #: the runs (seeds 1..N) whose mean is a shared hop's share where ``measure`` reads the other stations' count from it
-#: (Path.wifi_others_leaving): beside other busy stations one 4-s run's share moves with the seed by 1.6-7.4 %
+#: (Path.wifi_others_and_share): beside other busy stations one 4-s run's share moves with the seed by 1.6-7.4 %
 #: (sd / mean over seeds 1-10, the twins of campaign seeds 185 paths 32, 45 and 186 paths 7, 27, with and without
 #: the fill's probes), so eight runs' mean is within ~2.5 % (7.4 / sqrt 8), well inside the steps between counts
 #: (one other station more takes a quarter to a half of the share) and the rate's 10 %; a run costs ~0.02 s
@@ -681,10 +681,6 @@ class Path:
             # this station's four flows, listed first (the others' share of the medium is theirs)
             got.append(sum(f["goodput_mbps"] for f in s["flows"][:4]) * 1500 / 1448)
         return sum(got) / len(got)
-
-    def wifi_others_leaving(self, rate_mbps: float, probe_ms: float | None = None) -> int:
-        """The count of :meth:`wifi_others_and_share`."""
-        return self.wifi_others_and_share(rate_mbps, probe_ms)[0]
 
     def wifi_others_and_share(self, rate_mbps: float, probe_ms: float | None = None) -> tuple[int, float]:
         """How many other busy stations (:attr:`wifi_others`, at this path's PHY rates) leave this station the
