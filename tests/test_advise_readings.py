@@ -87,6 +87,26 @@ def test_a_twins_alternatives_go_beside_it_and_a_stale_file_goes_with_a_new_twin
         assert "Traceback" not in r.stderr
 
 
+def test_a_wifi_twins_measured_extras_read_back_as_a_wired_twins_do(tmp_path):
+    # a WiFi twin has no [link.down]: from_twin reads it by another branch, which once left TWIN-measured.json
+    # unread, so advise on the file spread its ensemble's RTTs over the goal's +- 1 ms where measure had read 0 (a
+    # shared medium: the idle probes' median waited behind the others) and lost the alternatives and loss bound
+    twin = str(tmp_path / "twin.toml")
+    alts = [{"limiter": "fifo"}]
+    p = Path(base_rtt_ms=27.5, down_mbps=9.49, buffer_bytes=624_000, limiter="wifi", wifi_mac="legacy",
+             wifi_phy_mbps=25.79, wifi_others=2, base_rtt_spread_ms=0.0, alternatives=alts, loss_upper=0.015)
+    p.write_twin(twin)
+    q = Path.from_twin(twin)
+    assert (q.limiter, q.wifi_mac, q.wifi_others) == ("wifi", "legacy", 2)
+    assert (q.alternatives, q.base_rtt_spread_ms, q.loss_upper) == (alts, 0.0, 0.015)
+    assert "no random loss seen (at most 1.5 % each way)" in q.describe()
+    # a bad file beside a WiFi twin is the same clear error
+    (tmp_path / "twin-measured.json").write_text(json.dumps({"loss_upper": 2}))
+    r = run_cli("advise", "--path", twin, "--json")
+    assert r.returncode == 2 and "twin-measured.json" in r.stderr and "loss_upper" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_the_ensemble_spreads_its_rtts_over_what_the_measurement_left_open():
     # seed 33 path 35's idle probes: median 128.715 ms, least 128.657: +- 0.058 ms, not the goal's +- 1 ms
     from bloatlab.advise.recommend import members_of

@@ -755,8 +755,11 @@ class Path:
             if others:
                 o = others[0]
                 o_phy = _station_phy_mbps(o)
+            # what measure kept beside the twin (read_measured) reads back here as beside a wired one: the base
+            # RTT's spread sets the ensemble's RTTs (recommend.members_of: 0 on a shared medium, where the idle
+            # probes' median waited behind the others), the loss bound the words
             p = cls(base_rtt_ms=r["flows"][0]["rtt_ns"] / 1e6, down_mbps=phy, buffer_bytes=buf, limiter="wifi",
-                    wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(others),
+                    **read_measured(path), wifi_mac=w["mac"], wifi_phy_mbps=phy, wifi_others=len(others),
                     wifi_others_phy_mbps=o_phy if o_phy is not None and abs(o_phy - phy) > 1e-6 * phy else None)
             p.down_mbps = p.wifi_rate_mbps()
             return p
