@@ -134,6 +134,37 @@ def test_the_rate_comes_from_the_acked_bytes_where_the_window_spans_twenty_round
     assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(20 * wire + probes, rel=1e-4)
 
 
+def test_bbrs_flows_over_few_round_trips_are_read_by_their_median_round_trip():
+    """A BBR window too short for the acked bytes (400-ms round trips, a 5-s window: 12.5 of them): the median
+    over its round trips of what the flows delivered in each (the counter in any order), not the delivery-rate
+    samples' median — a sample never reads more than its flow sent — nor the window's mean, which counts the round
+    trips a recovery left nearly idle. The link at 20 Mbit/s, the flows stalled 6.0-6.8 s: the round trips that
+    hold the stall are fewer than half, so the median is the link's."""
+    from bloatlab.advise.evidence import round_trip_rate_bps
+
+    wire = 1500 / 1448
+    probes = 92 * 8 * 100 / 1e6
+    j = _phase(15e6, 20e6, 400.0)
+    fl = j["raw"]["series"]["flows"]
+    t = np.asarray(fl["t"])
+    fl["sack_delivered_bytes"] = list((t - np.clip(t - 6.0, 0.0, 0.8)) * 20e6 / 8)
+    fid, ids = np.ones(t.size, int), [1]
+    assert round_trip_rate_bps(fl, fid, t, ids, 4.995, 9.99, 0.4) == pytest.approx(20e6, rel=1e-9)
+    # the window's mean counts the stall: 0.8 s of 5 without delivery
+    got = (fl["sack_delivered_bytes"][-1] - np.interp(4.995, t, fl["sack_delivered_bytes"])) * 8 / (9.99 - 4.995)
+    assert got == pytest.approx(20e6 * (1 - 0.8 / 4.995), rel=1e-6)
+    # fewer than three round trips, no RTT, or only the cumulative ACK (its jumps as a hole fills): none
+    assert round_trip_rate_bps(fl, fid, t, ids, 4.995, 5.9, 0.4) is None
+    assert round_trip_rate_bps(fl, fid, t, ids, 4.995, 9.99, float("nan")) is None
+    assert round_trip_rate_bps({k: v for k, v in fl.items() if k != "sack_delivered_bytes"}, fid, t, ids, 4.995,
+                               9.99, 0.4) is None
+    # in _window: BBR's flows read 20 Mbit/s; CUBIC's the samples' median (15) as before
+    w = _window(dict(j, flows=[{"id": 1, "direction": "down", "cc": "bbr"}]), "down")
+    assert w["rate_from"] == "round_trips" and w["rate_mbps"] == pytest.approx(20 * wire + probes, rel=1e-3)
+    w = _window(dict(j, flows=[{"id": 1, "direction": "down", "cc": "cubic"}]), "down")
+    assert w["rate_from"] == "delivery_rate" and w["rate_mbps"] == pytest.approx(15 * wire + probes, rel=1e-3)
+
+
 def test_the_ramp_is_the_probes_from_the_flows_first_sample_to_the_window():
     """The probes before the window, from the flows' first sample on: the queue the slow start built, which a sparse
     probe waits behind in one queue (isolation.isolation_by_model). A flow's series from 1 s to 10 s, the probes
