@@ -542,6 +542,12 @@ def test_a_train_tail_a_full_queue_drained_is_the_rate_the_flows_fell_short_of()
           "rate_from": {"cubic": "sack_delivered_bytes", "bbr": "delivery_rate"}, "train": CAKE_UP_TRAIN}
     assert m.rate_from_drained_tail(up, 0.0, lambda s: None) and up["rate_mbps"] == 0.452
     assert "between the 0.4451 and 0.553 the load phases read" in up["rate_note"] and "bbr from delivery_rate" in up["rate_note"]
+    # a higher reading the tail lies just below prints with the digits that tell them apart (seed 193 path 31's
+    # replay printed "arrived at 35.54 Mbit/s, between the 2.57 and 35.54")
+    near = {"limiter": "aqm", "rate_mbps": 0.45201, "rate_by_cc": {"cubic": 0.4451, "bbr": 0.45201},
+            "rate_from": {"cubic": "sack_delivered_bytes", "bbr": "round_trips"}, "train": CAKE_UP_TRAIN}
+    assert m.rate_from_drained_tail(near, 0.0, lambda s: None) and near["rate_mbps"] == 0.452
+    assert "arrived at 0.452 Mbit/s, between the 0.4451 and 0.45201 the load phases read" in near["rate_note"]
     low = {"limiter": "aqm", "rate_mbps": 0.553, "rate_by_cc": {"cubic": 0.50, "bbr": 0.553}, "train": CAKE_UP_TRAIN}
     assert not m.rate_from_drained_tail(low, 0.0, lambda s: None) and low["rate_mbps"] == 0.553
     # a policer's tail: its first packet passed on what the head left of a token, so 12 packets read up to 1/12 high

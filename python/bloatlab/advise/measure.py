@@ -1595,17 +1595,20 @@ def rate_from_drained_tail(x: dict, idle_loss: float, say, jitter_ms: float = 0.
     rate = x["rate_mbps"]
     phases = [v for k, v in by.items() if k in (LOAD_CC, "bbr")]
     lo, hi = tail_bounds(t, jitter_ms) or (0.0, float("inf"))
+    n = 4
     if rate < lo and r <= TRAIN_PORT_MARGIN * rate:
         why = (f"{(r / rate - 1) * 100:.1f} % above the {rate:.4g} the flows delivered: the bottleneck's rate, which the "
                f"flows left idle part of the time")
     elif len(phases) > 1 and min(phases) <= r and hi < rate:
-        why = (f"between the {min(phases):.4g} and {rate:.4g} the load phases read: the bottleneck's rate, which the "
+        # as many digits as tell the tail from the higher reading (a tail 0.01 % below it printed as equal to it)
+        n = next((n for n in range(4, 9) if f"{r:.{n}g}" != f"{rate:.{n}g}"), 9)
+        why = (f"between the {min(phases):.4g} and {rate:.{n}g} the load phases read: the bottleneck's rate, which the "
                f"higher one over-read (" + ", ".join(f"{k} from {v}" for k, v in (x.get("rate_from") or {}).items()) + ")")
     else:
         return False
     _take_train_rate(x, r, "drained_tail", which,
                      f"the last {t['tail_packets']} packets of {BACK_TO_BACK_TRAINS[which]}, after {t.get('lost', 0)} of "
-                     f"its {t.get('sent', 0)} were dropped, arrived at {r:.4g} Mbit/s, {why}", say)
+                     f"its {t.get('sent', 0)} were dropped, arrived at {r:.{n}g} Mbit/s, {why}", say)
     return True
 
 
