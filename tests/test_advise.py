@@ -1397,6 +1397,20 @@ def test_a_phase_whose_probes_were_lost_beside_the_load_says_so_naming_the_direc
     assert "95 % of them lost" in msg and "the idle probes were answered" in msg and "UDP blocked?" not in msg
 
 
+def test_probes_lost_from_the_flows_first_packets_on_are_lost_not_a_round_trip_grown(monkeypatch):
+    """Campaign seed 194 path 45 (a tbf at 0.2 Mbit/s up with a 3000-B FIFO): the flows' first data came at 0.265 s,
+    just after the last probe answered (0.261 s), because from then on the FIFO they filled dropped 95 % of the
+    probes. The words say so, not that the flows' connections took long to open."""
+    j = _timed_phase(0.2e6, 130.0, 130.0, secs=5.0, setup_s=0.265, grace_s=0.0)
+    t = j["raw"]["series"]["probes"]["t"]
+    j["raw"]["series"]["probes"]["rtt_ms"] = [r if x < 0.262 else float("nan")
+                                             for x, r in zip(t, j["raw"]["series"]["probes"]["rtt_ms"])]
+    j["probes"] = [{"loss": 0.9485714285714286}]
+    msg = _down_error(monkeypatch, j, 2.6)
+    assert msg.startswith("measure: down: too few probe replies under load toward h (") and "95 % of them lost" in msg
+    assert "first data came" not in msg
+
+
 def test_a_phase_whose_flows_began_after_its_probes_says_the_round_trip_grew_not_that_probes_were_lost(monkeypatch):
     """Live seed 166 path 50 (a legacy access point beside a station at MCS 0): the up fill's flows sent their first
     data 14.0 s into the 5-s phase (their handshakes behind a round trip grown to seconds), after its last probe,
