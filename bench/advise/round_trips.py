@@ -15,10 +15,16 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import os
+import sys
 
 import numpy as np
 
 from bloatlab.advise import evidence as E
+from bloatlab.advise import recording
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay import _rate_truth  # noqa: E402
 
 
 def rows(dirs: list[str]) -> list[dict]:
@@ -30,14 +36,12 @@ def rows(dirs: list[str]) -> list[dict]:
             tr = rec["truth"]
             if tr.get("variable") or tr["limiter"] == "wifi":
                 continue
-            try:
-                with open(pj[:-len(".json")] + "/probes/probes.jsonl") as f:
-                    runs = [json.loads(line) for line in f]
-            except OSError:
+            rec_dir = pj[:-len(".json")] + "/probes"
+            if recording.file_of(rec_dir) is None:
                 continue
-            for run in runs:
-                a = run.get("args")
-                if not a or a[0] != "load" or "bbr" not in a:
+            for run in recording.read(rec_dir)[1]:
+                a = run["args"]
+                if a[0] != "load" or "bbr" not in a or "result" not in run:
                     continue
                 j = run["result"]
                 for d in ("down", "up"):
@@ -48,7 +52,7 @@ def rows(dirs: list[str]) -> list[dict]:
                         continue
                     # the same window read as any other control's: the samples' median
                     before = E._window(dict(j, flows=[dict(fl, cc="other") for fl in j["flows"]]), d)
-                    truth = tr["down_mbps"] if d == "down" else tr["up_mbps"]
+                    truth = _rate_truth(tr, d)
                     out.append({"camp": store.rstrip("/").split("/")[-1], "path": rec["index"], "dir": d,
                                 "truth": tr["limiter"], "rate_truth": truth, "base_rtt_ms": tr["base_rtt_ms"],
                                 "front_hop": bool(tr.get("wifi_front")), "now": w["rate_mbps"] / truth - 1,

@@ -164,12 +164,6 @@ def _window(j: dict, d: str) -> dict:
     beside = float(probes_bps(j, np.array([w0, t1]))[0]) if t1 > w0 else 0.0
     rate = float(np.median(total * WIRE_PER_PAYLOAD + probes_bps_at(j, w0, t1, grid))) if grid.size else 0.0
     how = "delivery_rate"
-    # BBR's flows: the median round trip's delivery (round_trip_rate_bps), not the samples' median, which reads
-    # below the link where the flows left it idle for part of their round trips
-    if all(f.get("cc") == "bbr" for f in j["flows"] if f["direction"] == d):
-        got = round_trip_rate_bps(fs, fid, t, ids, w0, t1, p50 / 1e3)
-        if got is not None:
-            rate, how = got * WIRE_PER_PAYLOAD + beside, "round_trips"
     # the bytes the flows delivered over the window (acked_bps): unbiased where the window spans many
     # round trips (at each edge the ACK lags the data by at most what is in flight, ~ rate x srtt), and
     # right where the per-ACK samples are not: behind a policer with a deep bucket the samples taken while
@@ -178,6 +172,12 @@ def _window(j: dict, d: str) -> dict:
     got = acked_bps(fs, fid, t, ids, w0, t1, p95 / 1e3)
     if got is not None:
         rate, how = got[0] * WIRE_PER_PAYLOAD + beside, COUNTER_NAMES[got[1]]
+    elif all(f.get("cc") == "bbr" for f in j["flows"] if f["direction"] == d):
+        # BBR's flows over too few round trips for that: the median round trip's delivery (round_trip_rate_bps),
+        # not the samples' median, which reads below the link where the flows left it idle part of a round trip
+        rt = round_trip_rate_bps(fs, fid, t, ids, w0, t1, p50 / 1e3)
+        if rt is not None:
+            rate, how = rt * WIRE_PER_PAYLOAD + beside, "round_trips"
     return {"rate_mbps": rate / 1e6, "rate_from": how, "probes_mbps": beside / 1e6,
             "flow_rtt_p50": p50, "flow_rtt_p95": p95, "probes": sel, "ramp_probes": ramp,
             "probe_window_s": [p0, pe], "flows_from_s": float(t0),
