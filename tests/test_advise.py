@@ -1385,30 +1385,56 @@ def _down_error(monkeypatch, j: dict, base_ms: float) -> str:
     return str(e.value)
 
 
-def test_a_phase_whose_probes_were_lost_beside_the_load_says_so_naming_the_direction(monkeypatch):
+def _down_reading(monkeypatch, j: dict, base_ms: float) -> tuple[dict, list]:
+    """Measure's down direction read from the loaded phase ``j`` (its load replaced), at ``base_ms``, and what it said."""
+    from bloatlab.advise import measure as M
+
+    monkeypatch.setattr(M, "_load", lambda *a, **k: j)
+    said: list = []
+    return M._direction("h", 1, "down", 4, base_ms, None, True, False, 0.0, said.append), said
+
+
+def test_a_phase_whose_probes_were_lost_beside_the_load_is_read_from_its_flows(monkeypatch):
     """Campaign seed 91 path 56 (a 0.2-Mbit/s uplink with a 3000-B FIFO): the idle probes were answered, 95 % of the
-    up fill's were lost beside its flows. The error says that, not that UDP may be blocked (the phase here a
-    download's)."""
+    up fill's were lost beside its flows (2 replies left, the phase here a download's). The direction is read from
+    the flows' own smoothed RTT (122 ms over a 2-ms base: 120 ms of queue) in the probes' place, and says so; the
+    flows dropped 30 of 400 segments at that queue, which at 0.2 Mbit/s is below four flows' bursts (the floor:
+    4 x 2 x 1500 B at the rate, + 3 ms): read as a policer, with a FIFO that shallow named beside it — a FIFO of
+    3000 B is one."""
+    from bloatlab.advise.campaign import limiter_said
+
     j = _load_json(0.2e6, 2 + 120, 2 + 120, 30, 400)
     j["raw"]["series"]["probes"] = {"t": [0.1, 0.2], "rtt_ms": [130.0, 131.0]}
     j["probes"] = [{"loss": 0.9485714285714286}]
-    msg = _down_error(monkeypatch, j, 2.0)
-    assert msg.startswith("measure: down: too few probe replies under load toward h (")
-    assert "95 % of them lost" in msg and "the idle probes were answered" in msg and "UDP blocked?" not in msg
+    x, said = _down_reading(monkeypatch, j, 2.0)
+    assert "down: 95% of the probes under load lost beside the 4 flows: the loaded queue is read from the flows' " \
+           "own smoothed RTT" in "\n".join(said)
+    ev = x["evidence"]
+    assert ev["probes_lost"] == pytest.approx(0.9486, abs=1e-4) and ev["probe_ramp_rtt"] is None
+    assert ev["probe_q95_ms"] == pytest.approx(120.0) and ev["flow_q95_ms"] == pytest.approx(120.0)
+    assert x["added_delay_ms"] == pytest.approx(120.0)
+    assert x["limiter"] == "policer" and x["evidence"]["burst_floor_ms"] == pytest.approx(3 + 4 * 2 * 1500 * 8 / (x["rate_mbps"] * 1e3))
+    truth = {"limiter": "fifo", "observable": "fifo", "down_mbps": 0.2, "buffer_bytes": 3000}
+    assert limiter_said(truth, x) and not limiter_said(dict(truth, buffer_bytes=30000), x)
 
 
-def test_probes_lost_from_the_flows_first_packets_on_are_lost_not_a_round_trip_grown(monkeypatch):
+def test_probes_lost_from_the_flows_first_packets_on_leave_the_flows_to_read_the_queue(monkeypatch):
     """Campaign seed 194 path 45 (a tbf at 0.2 Mbit/s up with a 3000-B FIFO): the flows' first data came at 0.265 s,
     just after the last probe answered (0.261 s), because from then on the FIFO they filled dropped 95 % of the
-    probes. The words say so, not that the flows' connections took long to open."""
+    probes (before, measure failed there). Read from the flows' smoothed RTT, 127.4 ms over the 2.6-ms base: without
+    drops a FIFO at least 127 ms deep, 3.3 KB at the rate (the flows' p95 x the rate). Where most probes were not lost
+    the flows cannot stand in: a window emptied another way is still the error that says why."""
     j = _timed_phase(0.2e6, 130.0, 130.0, secs=5.0, setup_s=0.265, grace_s=0.0)
     t = j["raw"]["series"]["probes"]["t"]
     j["raw"]["series"]["probes"]["rtt_ms"] = [r if x < 0.262 else float("nan")
                                              for x, r in zip(t, j["raw"]["series"]["probes"]["rtt_ms"])]
     j["probes"] = [{"loss": 0.9485714285714286}]
+    x, _ = _down_reading(monkeypatch, j, 2.6)
+    assert x["limiter"] == "fifo" and x["evidence"]["probes_lost"] == pytest.approx(0.9486, abs=1e-4)
+    assert x["added_delay_ms"] == pytest.approx(127.4) and x["buffer_bytes"] == pytest.approx(127.4e-3 * x["rate_mbps"] * 1e6 / 8, abs=1)
+    j["probes"] = [{"loss": 0.4}]
     msg = _down_error(monkeypatch, j, 2.6)
-    assert msg.startswith("measure: down: too few probe replies under load toward h (") and "95 % of them lost" in msg
-    assert "first data came" not in msg
+    assert msg.startswith("measure: down: the 4 flows' first data came 0.3 s into the 5-s loaded phase, after its last probe")
 
 
 def test_a_phase_whose_flows_began_after_its_probes_says_the_round_trip_grew_not_that_probes_were_lost(monkeypatch):

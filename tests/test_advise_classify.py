@@ -1255,3 +1255,21 @@ def test_a_probe_beyond_its_fair_share_cannot_show_flow_isolation_and_the_readin
               {"limiter": "policer", "rate_mbps": 0.16, "flows": 4, "limiter_alternatives": None}):
         m_classify.isolation_unseen(y, 10)
         assert y["limiter_alternatives"] is None and "limiter_note" not in y
+
+
+def test_probes_lost_beside_the_flows_cannot_show_flow_isolation_and_the_reading_names_it():
+    """A direction whose loaded probes were lost beside its flows is read from the flows' own smoothed RTT
+    (evidence.probes_lost_beside): the probe's shorter wait under flow isolation is then unseen at any rate, so a
+    `fifo` reading at 2 Mbit/s (above the probe's fair share, 0.368 Mbit/s) names fq_codel and CAKE, with the share
+    lost in the note; the same reading with its probes read names nothing."""
+    x = {"limiter": "fifo", "rate_mbps": 2.0, "flows": 4, "limiter_alternatives": None,
+         "evidence": {"probes_lost": 0.9486}}
+    assert not m_classify.probe_share_exceeded(2.0, 4, 10)
+    m_classify.isolation_unseen(x, 10)
+    assert x["limiter_alternatives"][0] == {"limiter": "fifo"}
+    assert x["limiter_alternatives"][1]["kinds"] == ["fq_codel", "cake"]
+    assert x["limiter_note"].startswith("95% of the probes under load were lost beside the 4 flows")
+    assert c.limiter_said(truth("cake", 2.0), x) and c.limiter_said(truth("fq_codel", 2.0), x)
+    y = {"limiter": "fifo", "rate_mbps": 2.0, "flows": 4, "limiter_alternatives": None, "evidence": {"probes_lost": None}}
+    m_classify.isolation_unseen(y, 10)
+    assert y["limiter_alternatives"] is None and "limiter_note" not in y

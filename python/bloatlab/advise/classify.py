@@ -356,16 +356,26 @@ def probe_share_exceeded(rate_mbps: float, flows: int, probe_interval_ms: float)
 
 def isolation_unseen(x: dict, probe_interval_ms: float) -> None:
     """A direction read ``fifo``, or a single-queue AQM (``aqm`` with ``aqm_qdisc`` codel or pie: the AQM train,
-    :func:`fifo_check`), where its probe could not show flow isolation (:func:`probe_share_exceeded`): a
+    :func:`fifo_check`), where its probe could not show flow isolation — it sent more than its share
+    (:func:`probe_share_exceeded`), or its replies were lost beside the flows, whose own smoothed RTT was read in
+    their place (the evidence's ``probes_lost``, :func:`evidence.probes_lost_beside`): a
     flow-isolating AQM (fq_codel, CAKE) is named beside the verdict (``limiter_alternatives``, the verdict first)
     and said in the note, and advise checks its pick on that twin too. Nothing elsewhere: a ``policer`` reading
     names an AQM below the burst floor already (:func:`alternatives`), flow isolation is the verdict itself."""
     single = x["limiter"] == "aqm" and x.get("aqm_qdisc") in ("codel", "pie")
-    if not (x["limiter"] == "fifo" or single) or not probe_share_exceeded(x["rate_mbps"], x["flows"], probe_interval_ms):
+    lost = (x.get("evidence") or {}).get("probes_lost")
+    if not (x["limiter"] == "fifo" or single):
         return
-    why = (f"the probe sent more than its share of {x['rate_mbps']:.3g} Mbit/s beside {x['flows']} flows (a "
-           f"{PROBE_WIRE}-B packet every {probe_interval_ms:g} ms): a flow-isolating AQM (fq_codel, CAKE) queues it "
-           f"as a bulk flow, so the isolation its wait would show cannot")
+    if lost is not None:
+        why = (f"{lost:.0%} of the probes under load were lost beside the {x['flows']} flows, whose own smoothed RTT "
+               f"was read in their place: a flow-isolating AQM (fq_codel, CAKE), which would serve a sparse probe "
+               f"ahead of them, cannot be told from one shared queue")
+    elif probe_share_exceeded(x["rate_mbps"], x["flows"], probe_interval_ms):
+        why = (f"the probe sent more than its share of {x['rate_mbps']:.3g} Mbit/s beside {x['flows']} flows (a "
+               f"{PROBE_WIRE}-B packet every {probe_interval_ms:g} ms): a flow-isolating AQM (fq_codel, CAKE) queues it "
+               f"as a bulk flow, so the isolation its wait would show cannot")
+    else:
+        return
     verdict = {"limiter": "aqm", "kinds": [x.get("aqm_qdisc")]} if single else {"limiter": "fifo"}
     x["limiter_alternatives"] = (x.get("limiter_alternatives") or [verdict]) + [
         {"limiter": "aqm", "kinds": ["fq_codel", "cake"], "why": why}]

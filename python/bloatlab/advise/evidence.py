@@ -26,10 +26,14 @@ COUNTER_NAMES = {"sack_delivered_bytes": "sack_delivered_bytes", "delivered_byte
 WIRE_PER_PAYLOAD = 1500 / 1448
 
 
+#: the fewest answered probes a loaded window's (:func:`_window`'s ``probes``) queueing is read from: a p95 of fewer
+#: is its largest sample. Below it the flows' own smoothed RTT stands in where the probes were lost beside them
+#: (:func:`probes_lost_beside`); else ``measure`` says why none is left (``measure.few_probes_words``)
+MIN_WINDOW_PROBES = 5
+
 #: the fewest answered probes over a load's ramp (:func:`_window`'s ``ramp_probes``) whose queueing p50 and p95 the
-#: evidence reports (``probe_ramp_rtt``, ms; else None): the least ``measure`` asks of the window itself (fewer than 5
-#: answered probes there are an error)
-MIN_RAMP_PROBES = 5
+#: evidence reports (``probe_ramp_rtt``, ms; else None): the least asked of the window itself
+MIN_RAMP_PROBES = MIN_WINDOW_PROBES
 
 #: Linux's least retransmission timeout beyond the smoothed RTT (``TCP_RTO_MIN``, 200 ms: ``__tcp_set_rto`` sets
 #: the RTO to srtt + rttvar with rttvar at least that): a flow whose delivery has stood still longer than its srtt
@@ -441,14 +445,41 @@ def probes_busy(w: dict, base_ms: float, ser_ms: float, rate_mbps: float, revers
     return {"share": float(np.mean(q >= threshold)), "probes": int(q.size), "threshold_ms": threshold}
 
 
+def probes_lost_beside(j: dict, w: dict) -> float | None:
+    """The share of one loaded phase's probes that were lost (its JSON ``j``: the load's own count) where its window
+    ``w`` (:func:`_window`) kept fewer than :data:`MIN_WINDOW_PROBES` replies because most of them — more than half —
+    were lost once the flows ran, and the flows reported their smoothed RTT there; None otherwise (a window with
+    probes enough, or one emptied another way: flows whose connections opened after the probes' last reply,
+    ``measure.few_probes_words``).
+
+    A queue of a few packets at a slow port, kept full by the flows, drops a sparse probe as often as it arrives:
+    campaign seed 91 path 56 and seed 194 path 45 (a 0.2-Mbit/s uplink behind a 3000-B FIFO, 95 % of the up fill's
+    probes lost, the flows' smoothed RTT 130 ms over a 2.6-ms base). Their queue is then the one TCP itself timed:
+    :func:`_evidence` reads the flows' smoothed RTT in the probes' place (``probes_lost``), which is what every
+    flow's bytes sat in; what the probes alone show — a sparse flow served ahead of the bulk ones (flow isolation,
+    ``classify.isolation_unseen``) — is not read."""
+    if w["probes"].size >= MIN_WINDOW_PROBES or not np.isfinite(w.get("flow_rtt_p50", np.nan)):
+        return None
+    lost = ((j.get("probes") or [{}])[0]).get("loss")
+    if not isinstance(lost, (int, float)) or not lost > 0.5:
+        return None
+    return float(lost)
+
+
 def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> dict:
     """The figures the limiter is read from, of one loaded phase (its JSON
     ``j`` and its window ``w``): the probes' and the flows' queueing above
-    the base RTT, the drops beyond the idle loss, the loss against Mathis's."""
-    p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
+    the base RTT, the drops beyond the idle loss, the loss against Mathis's.
+    Where the probes were lost beside the flows (:func:`probes_lost_beside`) the flows' smoothed RTT stands in for
+    theirs, and ``probes_lost`` says what share was lost (None where the probes were read)."""
+    lost = probes_lost_beside(j, w)
+    if lost is None:
+        p50, p95 = float(np.percentile(w["probes"], 50)), float(np.percentile(w["probes"], 95))
+    else:
+        p50, p95 = w["flow_rtt_p50"], w["flow_rtt_p95"]
     ramp = np.asarray(w.get("ramp_probes", []), float)
     ramp_rtt = ({"p50": float(np.percentile(ramp, 50)), "p95": float(np.percentile(ramp, 95))}
-                if ramp.size >= MIN_RAMP_PROBES else None)
+                if ramp.size >= MIN_RAMP_PROBES and lost is None else None)
     retx, segs = _retrans(j, d)
     retrans = retx / segs if segs else 0.0
     # the flows' queueing from their smoothed RTT; the probes' where the flows reported none
@@ -461,7 +492,7 @@ def _evidence(j: dict, w: dict, d: str, base_p50: float, idle_loss: float) -> di
     # (_direction) and what to look at where a reading surprises (the raw series are not kept)
     return {"phase": "fill", "rate_mbps": w["rate_mbps"], "probes_mbps": w.get("probes_mbps"), "probes": int(w["probes"].size),
             "probe_window_s": [float(x) for x in w["probe_window_s"]], "probe_q95_ms": max(p95 - base_p50, 0.0), "probe_p50_rtt": p50,
-            "probe_p95_rtt": p95, "probe_ramp_rtt": ramp_rtt, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
+            "probe_p95_rtt": p95, "probe_ramp_rtt": ramp_rtt, "probes_lost": lost, "flow_q50_ms": flow_q50, "flow_q95_ms": flow_q95, "dropped": _significant(retx, segs, idle_loss),
             "retransmits": retx, "segments": segs, "retrans_rate": retrans, "excess_loss": excess, "loaded_rtt_ms": loaded,
             "mathis_loss": mathis_loss(w["rate_mbps"], flows, loaded)}
 

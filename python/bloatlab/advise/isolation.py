@@ -170,7 +170,8 @@ def _model_distances(x: dict, path, kinds: tuple = KINDS) -> tuple[list, dict, d
     evidence or a model has no window."""
     ev = x["evidence"]
     win = ev.get("probe_window_s")
-    if not win or ev.get("probe_p50_rtt") is None:
+    if not win or ev.get("probe_p50_rtt") is None or ev.get("probes_lost") is not None:
+        # (no probe's figures where the flows' stood in for them: evidence.probes_lost_beside)
         return None
     base = path.base_rtt_ms
     measured = [ev["probe_p50_rtt"] - base, ev["probe_q95_ms"], ev["flow_q50_ms"], ev["flow_q95_ms"]]

@@ -54,8 +54,8 @@ from .plan import (
     fill_floor_s, fill_plan, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
-    ACKED_EDGE, _evidence, _variation_fields, capacity_moves, _window, busy_rate, first_losses, probes_busy, queued_bytes_p95, rate_variation,
-    timed_out, variable_rate, window_drops, window_dropped
+    ACKED_EDGE, MIN_WINDOW_PROBES, _evidence, _variation_fields, capacity_moves, _window, busy_rate, first_losses, probes_busy,
+    probes_lost_beside, queued_bytes_p95, rate_variation, timed_out, variable_rate, window_drops, window_dropped
 )
 from .classify import (
     RATE_SPREAD, UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
@@ -648,7 +648,8 @@ def few_probes_words(j: dict, w: dict, d: str, host: str, flows: int, secs: floa
     load (campaign seed 91 path 56: a 0.2-Mbit/s uplink with a 3000-B FIFO, 95 % of the up fill's probes lost) — also
     where the flows began just after the last probe answered, as they do when their first packets fill such a FIFO
     (seed 194 path 45: the flows' first data at 0.265 s, the last reply at 0.261, 95 % lost): most probes lost is
-    that story, not the other's."""
+    that story, not the other's. Such a direction is read from its flows' own smoothed RTT wherever they report one
+    (:func:`evidence.probes_lost_beside`): these words are for the window neither can read."""
     late, last = w.get("flows_from_s"), w.get("probes_answered_to_s")
     lost = ((j.get("probes") or [{}])[0]).get("loss")
     mostly_lost = isinstance(lost, (int, float)) and lost > 0.5
@@ -708,11 +709,15 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     planned = {"fill": gap_s(after_ms, base_p50) + secs}
     fill_end = {"floor_s": floor, "ceiling_s": secs, "saturated_at_s": sat, "ran_s": ran, "queue_only": queue_only}
     w = _window(j, d)
-    if w["probes"].size < 5:
+    lost = probes_lost_beside(j, w)
+    if w["probes"].size < MIN_WINDOW_PROBES and lost is None:
         raise UserError(few_probes_words(j, w, d, host, flows, secs, base_p50))
+    if lost is not None:
+        say(f"  {d}: {lost:.0%} of the probes under load lost beside the {flows} flows: the loaded queue is read "
+            f"from the flows' own smoothed RTT")
     ev = _evidence(j, w, d, base_p50, idle_loss)
-    ev["probes_busy"] = None if wifi else probes_busy(w, base_p50, probe_ser_ms, w["rate_mbps"], reverse_mbps,
-                                                      probe_mbps(LOAD_PROBE_INTERVAL_MS))
+    ev["probes_busy"] = None if wifi or lost is not None else probes_busy(
+        w, base_p50, probe_ser_ms, w["rate_mbps"], reverse_mbps, probe_mbps(LOAD_PROBE_INTERVAL_MS))
     fill = ev
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
@@ -753,7 +758,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             # the fill phase never reached the rate (CUBIC collapsed behind a policer or under random loss, or
             # could not grow on a long path in its time): its queueing describes that collapse, not the
             # bottleneck under load — the phase that reached the rate tells what limits it
-            if wb["rate_mbps"] >= UNSATURATED * w["rate_mbps"] and wb["probes"].size >= 5:
+            if wb["rate_mbps"] >= UNSATURATED * w["rate_mbps"] and wb["probes"].size >= MIN_WINDOW_PROBES:
                 ev = _evidence(jb, wb, d, base_p50, idle_loss)
                 ev["phase"] = "bbr"
         except UserError as e:
@@ -2240,6 +2245,11 @@ def _measure(h: str, port: int, quick: bool, flows: int, up: bool, secret: str |
             report.setdefault("warnings", []).append(
                 f"{d}: {short}: {who} is short of CPU (or of its NIC), and the figures that rest on its packet "
                 f"trains fall back on the flows'; measure again when {who} is idle")
+        if (x.get("evidence") or {}).get("probes_lost") is not None:
+            report.setdefault("warnings", []).append(
+                f"{d}: {x['evidence']['probes_lost']:.0%} of the probes under load were lost beside the flows (a queue "
+                f"of a few packets kept full, or UDP dropped under load): the loaded RTT and the queue are the flows' "
+                f"own smoothed RTT, and whether the queue isolates flows is not seen")
         for prob in x["problems"]:
             report.setdefault("warnings", []).append(f"{d}: a load phase ended with a problem ({prob}); its flows' "
                                                      f"figures until then are kept")
