@@ -1570,3 +1570,25 @@ def test_codels_drops_of_a_train_are_the_models_within_two_packets(rate, n):
     t = bloatlab.run(doc).summary["trains"][0]
     built = n * 1500 * 8 / (rate * 1e3)
     assert abs(m_trains.codel_train_drops(built, rate, float("inf")) - (t["sent"] - t["received"])) <= 2
+
+
+def test_a_paced_tail_slower_than_the_flows_got_through_is_not_the_policed_rate():
+    """Campaign seed 195 path 42 (a tbf at 216.3 Mbit/s on a 486-Mbit/s port): the fill's four CUBIC flows got
+    216.4 Mbit/s through it, the train paced at 964 passed 175.6 over its tail. An emptied bucket passes what it
+    refills, no less than the flows took through it: beyond the train's resolution (1.1x) the tail is not C and the
+    flows' rate stands. The busy windows and the port read the port's rate, so they do not refute a tail; a tail
+    within the resolution, or above the flows, is C."""
+    from bloatlab.advise.measure import tail_below_the_flows
+
+    d = {"rate_by_cc": {"cubic": 216.4135502470304}}
+    c, why = tail_below_the_flows(175.57578368578433, "the paced train's tail", d)
+    assert c is None and why.startswith("the paced train's tail passed 175.6 Mbit/s, below the 216.4 the flows")
+    assert tail_below_the_flows(197.0, "tail", d) == (197.0, "tail")  # 197 x 1.1 = 216.7: within the resolution
+    assert tail_below_the_flows(250.0, "tail", d) == (250.0, "tail")
+    d = {"rate_by_cc": {"cubic": 40.0, "bbr": 216.4}}
+    assert tail_below_the_flows(175.6, "tail", d)[0] is None
+    # a policer's busy windows and port are its port's rate: the tail below them is the policed rate
+    d = {"rate_by_cc": {"cubic": 12.0, "busy": 95.0, "port": 100.0}}
+    assert tail_below_the_flows(19.6, "tail", d) == (19.6, "tail")
+    assert tail_below_the_flows(None, "no tail", d) == (None, "no tail")
+    assert tail_below_the_flows(19.6, "tail", {}) == (19.6, "tail")

@@ -1316,6 +1316,24 @@ def _train1_said(t: dict, p: float | None) -> str:
             + (f"{p:.4g} Mbit/s" if p else "not told") + f", {t.get('head_packets', 0)} packets before its first loss")
 
 
+def tail_below_the_flows(c: float | None, why: str, d: dict) -> tuple[float | None, str]:
+    """The paced train's tail rate ``c`` (:func:`trains.paced_rate`, ``why`` its reason) as direction ``d``'s
+    policed rate, unless the loaded phases' flows got more through the same path (``rate_by_cc``'s fill and BBR
+    phase, not the busy windows or the port, which read the port's rate) beyond the train's resolution
+    (:data:`TRAIN_PORT_MARGIN`): an emptied bucket passes exactly what it refills, so flows that took more over a
+    window of seconds than the tail passed over its milliseconds refute the tail as C — the rule
+    :func:`_policer_trains_first` holds the tail to before the rate phase. Campaign seed 195 path 42, a tbf at 216.3
+    Mbit/s (a 31.5-KB queue, a 1.14-ms bucket on a 486-Mbit/s port): the fill's four CUBIC flows delivered 216.4,
+    the train paced at 964 Mbit/s passed 175.6 over its 24.6-ms tail, and the direction took 175.6 (−18.8 %; the
+    twin's CUBIC −45 % of the kernel's). Then (None, why): the flows' rate stands."""
+    flows = max((v for k, v in (d.get("rate_by_cc") or {}).items() if k in (LOAD_CC, "bbr")), default=None)
+    if c is None or flows is None or c * TRAIN_PORT_MARGIN >= flows:
+        return c, why
+    return None, (f"the paced train's tail passed {c:.4g} Mbit/s, below the {flows:.4g} the flows got through beyond "
+                  f"the train's resolution ({TRAIN_PORT_MARGIN:g}x): an emptied bucket passes what it refills, no less "
+                  f"than the flows took through it, so the tail read something else (the sender, the receiver)")
+
+
 def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: dict, port_mbps: float, b1: int,
                          done_at: float, say, random_loss: float = 0.0) -> None:
     """The second train, paced at :data:`PACE_SHARE` of ``port_mbps`` (the
@@ -1366,6 +1384,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
         # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
         c, why_c = paced_rate(t2, pace, b1, rate, cut=paced_cut(t2, random_loss) if t2.get("lost_seq") else None)
+        c, why_c = tail_below_the_flows(c, why_c, d)
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
         bps = (c or rate) * 1e6 / 8
