@@ -1578,17 +1578,20 @@ def test_a_paced_tail_slower_than_the_flows_got_through_is_not_the_policed_rate(
     refills, no less than the flows took through it: beyond the train's resolution (1.1x) the tail is not C and the
     flows' rate stands. The busy windows and the port read the port's rate, so they do not refute a tail; a tail
     within the resolution, or above the flows, is C."""
-    from bloatlab.advise.measure import tail_below_the_flows
+    from bloatlab.advise.measure import loaded_flows_mbps, tail_below_the_flows
+
+    def tail_below_the_flows_of(c, why, d):
+        return tail_below_the_flows(c, why, loaded_flows_mbps(d))
 
     d = {"rate_by_cc": {"cubic": 216.4135502470304}}
-    c, why = tail_below_the_flows(175.57578368578433, "the paced train's tail", d)
+    c, why = tail_below_the_flows_of(175.57578368578433, "the paced train's tail", d)
     assert c is None and why.startswith("the paced train's tail passed 175.6 Mbit/s, below the 216.4 the flows")
-    assert tail_below_the_flows(197.0, "tail", d) == (197.0, "tail")  # 197 x 1.1 = 216.7: within the resolution
-    assert tail_below_the_flows(250.0, "tail", d) == (250.0, "tail")
+    assert tail_below_the_flows_of(197.0, "tail", d) == (197.0, "tail")  # 197 x 1.1 = 216.7: within the resolution
+    assert tail_below_the_flows_of(250.0, "tail", d) == (250.0, "tail")
     d = {"rate_by_cc": {"cubic": 40.0, "bbr": 216.4}}
-    assert tail_below_the_flows(175.6, "tail", d)[0] is None
+    assert tail_below_the_flows_of(175.6, "tail", d)[0] is None
     # a policer's busy windows and port are its port's rate: the tail below them is the policed rate
     d = {"rate_by_cc": {"cubic": 12.0, "busy": 95.0, "port": 100.0}}
-    assert tail_below_the_flows(19.6, "tail", d) == (19.6, "tail")
-    assert tail_below_the_flows(None, "no tail", d) == (None, "no tail")
-    assert tail_below_the_flows(19.6, "tail", {}) == (19.6, "tail")
+    assert tail_below_the_flows_of(19.6, "tail", d) == (19.6, "tail")
+    assert tail_below_the_flows_of(None, "no tail", d) == (None, "no tail")
+    assert tail_below_the_flows_of(19.6, "tail", {}) == (19.6, "tail")

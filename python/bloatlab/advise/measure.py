@@ -54,8 +54,8 @@ from .plan import (
     fill_floor_s, fill_plan, gap_s, idle_plan, loaded_phase, loss_stream_plan, slow_start_secs
 )
 from .evidence import (
-    ACKED_EDGE, MIN_WINDOW_PROBES, _evidence, _variation_fields, capacity_moves, _window, busy_rate, first_losses, probes_busy,
-    probes_lost_beside, queued_bytes_p95, rate_variation, timed_out, variable_rate, window_drops, window_dropped
+    ACKED_EDGE, MIN_WINDOW_PROBES, MOSTLY_LOST, _evidence, _variation_fields, capacity_moves, _window, busy_rate, first_losses, probes_busy,
+    phase_probe_loss, probes_lost_beside, queued_bytes_p95, rate_variation, timed_out, variable_rate, window_drops, window_dropped
 )
 from .classify import (
     RATE_SPREAD, UNSATURATED, _classify_ev, _cobalt, alternatives, ambiguity, bbr_stood_deeper, cobalt_first_signal, fifo_check, isolation_unseen,
@@ -651,9 +651,8 @@ def few_probes_words(j: dict, w: dict, d: str, host: str, flows: int, secs: floa
     that story, not the other's. Such a direction is read from its flows' own smoothed RTT wherever they report one
     (:func:`evidence.probes_lost_beside`): these words are for the window neither can read."""
     late, last = w.get("flows_from_s"), w.get("probes_answered_to_s")
-    lost = ((j.get("probes") or [{}])[0]).get("loss")
-    mostly_lost = isinstance(lost, (int, float)) and lost > 0.5
-    if late is not None and last is not None and late > last and not mostly_lost:
+    lost = phase_probe_loss(j)
+    if late is not None and last is not None and late > last and not (lost is not None and lost > MOSTLY_LOST):
         # the probes' round trip as the load itself summed it up (its phase's udp_rtt_ms)
         p50 = (loaded_phase(j).get("udp_rtt_ms") or {}).get("p50")
         rtt = f"came back in {p50:.0f} ms at the median" if isinstance(p50, (int, float)) else "came back"
@@ -662,7 +661,7 @@ def few_probes_words(j: dict, w: dict, d: str, host: str, flows: int, secs: floa
                 f"{rtt} ({base_ms:.0f} ms on the idle path before): "
                 f"the path's round trip grew under the measurement (a queue other traffic fills?), and no loaded "
                 f"window is left to read")
-    said = f", {lost * 100:.0f} % of them lost" if isinstance(lost, (int, float)) else ""
+    said = f", {lost * 100:.0f} % of them lost" if lost is not None else ""
     return (f"measure: {d}: too few probe replies under load toward {host} ({w['probes'].size} in the phase's "
             f"window{said}) where the idle probes were answered: the bottleneck's queue drops them beside {flows} "
             f"flows (a queue of a few packets at a slow port), or UDP is dropped under load; the loaded RTT cannot "
@@ -902,7 +901,7 @@ def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int) 
     c = (pre.get("rate_by_cc") or {}).get("paced_train")
     if c is None:
         return None, "the policer's trains read no rate of its own: the BBR phase runs"
-    if c * TRAIN_PORT_MARGIN < fill_mbps:
+    if tail_below_the_flows(c, "", fill_mbps)[0] is None:
         return None, (f"the policer's paced train read {c:.4g} Mbit/s, below the {fill_mbps:.4g} the fill got: the BBR "
                       f"phase runs")
     if _classify_ev(ev, max(c, fill_mbps), flows) != "policer":
@@ -1316,17 +1315,21 @@ def _train1_said(t: dict, p: float | None) -> str:
             + (f"{p:.4g} Mbit/s" if p else "not told") + f", {t.get('head_packets', 0)} packets before its first loss")
 
 
-def tail_below_the_flows(c: float | None, why: str, d: dict) -> tuple[float | None, str]:
-    """The paced train's tail rate ``c`` (:func:`trains.paced_rate`, ``why`` its reason) as direction ``d``'s
-    policed rate, unless the loaded phases' flows got more through the same path (``rate_by_cc``'s fill and BBR
-    phase, not the busy windows or the port, which read the port's rate) beyond the train's resolution
-    (:data:`TRAIN_PORT_MARGIN`): an emptied bucket passes exactly what it refills, so flows that took more over a
-    window of seconds than the tail passed over its milliseconds refute the tail as C — the rule
-    :func:`_policer_trains_first` holds the tail to before the rate phase. Campaign seed 195 path 42, a tbf at 216.3
+def loaded_flows_mbps(d: dict) -> float | None:
+    """What direction ``d``'s loaded phases' flows got through (``rate_by_cc``'s fill and BBR phase; not the busy
+    windows or the port, which read the port's rate); None before they ran."""
+    return max((v for k, v in (d.get("rate_by_cc") or {}).items() if k in (LOAD_CC, "bbr")), default=None)
+
+
+def tail_below_the_flows(c: float | None, why: str, flows: float | None) -> tuple[float | None, str]:
+    """The paced train's tail rate ``c`` (:func:`trains.paced_rate`, ``why`` its reason) as the policed rate,
+    unless the loaded phases' flows got ``flows`` Mbit/s through the same path (:func:`loaded_flows_mbps`), more
+    beyond the train's resolution (:data:`TRAIN_PORT_MARGIN`): an emptied bucket passes exactly what it refills, so
+    flows that took more over a window of seconds than the tail passed over its milliseconds refute the tail as C —
+    before the rate phase (:func:`_policer_trains_first`) and after the loads alike. Campaign seed 195 path 42, a tbf at 216.3
     Mbit/s (a 31.5-KB queue, a 1.14-ms bucket on a 486-Mbit/s port): the fill's four CUBIC flows delivered 216.4,
     the train paced at 964 Mbit/s passed 175.6 over its 24.6-ms tail, and the direction took 175.6 (−18.8 %; the
     twin's CUBIC −45 % of the kernel's). Then (None, why): the flows' rate stands."""
-    flows = max((v for k, v in (d.get("rate_by_cc") or {}).items() if k in (LOAD_CC, "bbr")), default=None)
     if c is None or flows is None or c * TRAIN_PORT_MARGIN >= flows:
         return c, why
     return None, (f"the paced train's tail passed {c:.4g} Mbit/s, below the {flows:.4g} the flows got through beyond "
@@ -1384,7 +1387,7 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # the policed rate from the tail (paced_rate), where the train reads it: the bucket's formula takes it as C.
         # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
         c, why_c = paced_rate(t2, pace, b1, rate, cut=paced_cut(t2, random_loss) if t2.get("lost_seq") else None)
-        c, why_c = tail_below_the_flows(c, why_c, d)
+        c, why_c = tail_below_the_flows(c, why_c, loaded_flows_mbps(d))
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
         bps = (c or rate) * 1e6 / 8
