@@ -1595,3 +1595,34 @@ def test_a_paced_tail_slower_than_the_flows_got_through_is_not_the_policed_rate(
     assert tail_below_the_flows_of(19.6, "tail", d) == (19.6, "tail")
     assert tail_below_the_flows_of(None, "no tail", d) == (None, "no tail")
     assert tail_below_the_flows_of(19.6, "tail", {}) == (19.6, "tail")
+
+
+def test_a_paced_tail_faster_than_a_busy_fill_could_pass_is_not_the_policed_rate():
+    """Campaign seed 195 path 19, an LTE-like trace (1.34 Mbit/s on average, a 3-KB FIFO, 38 ms): the fill's four
+    CUBIC flows got 0.9475 Mbit/s while 47 % of its 232 probes waited 4.71 ms or more behind them; the train paced
+    at 3.86 Mbit/s caught a peak and passed 3.388 over its tail. A link of C busy that share of the time passes at
+    least share x C = 1.592 Mbit/s, beyond the train's resolution above the fill's 0.9475 x 1.1 = 1.042: the tail
+    is no policed rate. Through a collapsed CUBIC behind a real policer the port idles and the share is small; the
+    share is only read where each counted wait lasts a wire segment at C (3.54 ms at 3.388 Mbit/s), else a busy
+    stretch may leave the bucket a packet short."""
+    from bloatlab.advise.measure import tail_above_a_busy_fill
+
+    busy = {"share": 0.4698275862068966, "probes": 232, "threshold_ms": 4.714508015599318}
+    c, why = tail_above_a_busy_fill(3.387995377373934, "the paced train's tail", busy, 0.9475206488839237)
+    assert c is None
+    assert why.startswith("the paced train's tail passed 3.388 Mbit/s, but 47% of the fill's 232 probes found the "
+                          "link busy (waiting 4.71 ms or more), in which a link of 3.388 Mbit/s passes at least 1.592")
+    # 0.47 x C within 1.1 x a fill of 1.2 Mbit/s: C up to 2.81 stands
+    assert tail_above_a_busy_fill(2.8, "tail", busy, 1.2) == (2.8, "tail")
+    assert tail_above_a_busy_fill(2.85, "tail", busy, 1.2)[0] is None
+    # a collapsed fill behind a policer: the port idled most of the window
+    assert tail_above_a_busy_fill(3.388, "tail", dict(busy, share=0.2), 0.9475) == (3.388, "tail")
+    # waits shorter than a segment at C (3.54 ms at 3.388 Mbit/s) do not bound the busy stretches
+    assert tail_above_a_busy_fill(3.388, "tail", dict(busy, threshold_ms=3.0), 0.9475) == (3.388, "tail")
+    # (4.71 ms is a segment at 2.548 Mbit/s: a busier fill does not refute a slower tail)
+    assert tail_above_a_busy_fill(2.5, "tail", dict(busy, share=1.0), 0.9475) == (2.5, "tail")
+    # too few probes, no share read, no tail, no fill
+    assert tail_above_a_busy_fill(3.388, "tail", dict(busy, probes=19), 0.9475) == (3.388, "tail")
+    assert tail_above_a_busy_fill(3.388, "tail", None, 0.9475) == (3.388, "tail")
+    assert tail_above_a_busy_fill(None, "no tail", busy, 0.9475) == (None, "no tail")
+    assert tail_above_a_busy_fill(3.388, "tail", busy, None) == (3.388, "tail")

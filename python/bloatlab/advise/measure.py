@@ -735,13 +735,16 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             ev, dict(window_drops(j, d, idle_loss, base_p50), phase=fill_cc, queued_bytes=None), fill_cc == LOAD_CC))
     if ev0 is not None and _classify_ev(ev0, w["rate_mbps"], flows) == "policer":
         tt = _now()
-        c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows)
+        # (the probes' waits at a WiFi hop in front may be other stations' airtime, not the line busy)
+        c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows,
+                                                   None if hop else ev0["probes_busy"])
         phases["early_trains"] = _now() - tt
         if c_early is not None:
             run_bbr, why_bbr = False, why_early
             rates["paced_train"], rate_from["paced_train"] = c_early, "tail"
         else:
             say(f"  {d}: {why_early}")
+            why_bbr = f"{why_bbr}; {why_early}"
     if not run_bbr:
         say(f"  {d}: {w['rate_mbps']:.4g} Mbit/s with {fill_cc}, no BBR phase ({why_bbr})")
     else:
@@ -878,10 +881,13 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
+            # and how busy its probes found the link (a paced train's tail is held to it: tail_above_a_busy_fill)
+            "fill_probes_busy": None if hop else fill.get("probes_busy"),
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check}
 
 
-def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int) -> tuple[float | None, str]:
+def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int,
+                          busy: dict | None = None) -> tuple[float | None, str]:
     """The policer's trains before the BBR rate phase, for a fill its own evidence ``ev`` reads as a policer's
     (at its rate ``fill_mbps``) whose rate phase was planned: ``send(pre)`` sends them (:func:`_policer_train`, its
     runs kept on a :class:`recording.Tape`: :func:`_taped_policer_trains`) as after the loads, into a provisional
@@ -894,8 +900,9 @@ def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int) 
     Behind a policer the phase took 3-15 s a direction with its ack grace (4.7-6.6 s a direction of campaign seed
     153's three policers below 150 ms, whose measurements took 24.7-38.7 s), and the rate taken was the paced
     train's wherever one read it (BBR's 0-75 % below it). Not where C is below the fill's rate beyond the train's
-    resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the bucket) nor where the fill's
-    evidence at C reads no policer: (None, why) — the phase runs, as where the trains read no C."""
+    resolution (:data:`TRAIN_PORT_MARGIN`: the flows got no more than C through the bucket), nor above what the
+    fill could get through C where its probes found the link as busy as ``busy`` says (:func:`tail_above_a_busy_fill`),
+    nor where the fill's evidence at C reads no policer: (None, why) — the phase runs, as where the trains read no C."""
     pre = {"direction": d, "rate_mbps": fill_mbps, "limiter": "policer", "limiter_alternatives": None}
     send(pre)
     c = (pre.get("rate_by_cc") or {}).get("paced_train")
@@ -904,6 +911,9 @@ def _policer_trains_first(send, d: str, ev: dict, fill_mbps: float, flows: int) 
     if tail_below_the_flows(c, "", fill_mbps)[0] is None:
         return None, (f"the policer's paced train read {c:.4g} Mbit/s, below the {fill_mbps:.4g} the fill got: the BBR "
                       f"phase runs")
+    busy_c, why_busy = tail_above_a_busy_fill(c, "", busy, fill_mbps)
+    if busy_c is None:
+        return None, f"{why_busy}: the BBR phase runs"
     if _classify_ev(ev, max(c, fill_mbps), flows) != "policer":
         return None, f"at the paced train's {c:.4g} Mbit/s the fill reads no policer: the BBR phase runs"
     return c, (f"the policer's trains first: the paced train's tail read the policed rate, {c:.4g} Mbit/s (an "
@@ -1337,6 +1347,42 @@ def tail_below_the_flows(c: float | None, why: str, flows: float | None) -> tupl
                   f"than the flows took through it, so the tail read something else (the sender, the receiver)")
 
 
+def tail_above_a_busy_fill(c: float | None, why: str, busy: dict | None, fill_mbps: float | None) -> tuple[float | None, str]:
+    """The paced train's tail rate ``c`` (``why`` its reason) as the policed rate, unless the fill's probes found
+    the link busy (``busy``, :func:`evidence.probes_busy` of the fill's window, whose flows got ``fill_mbps``) so
+    much of the time that a bottleneck of rate C would have passed more than the fill got, beyond the train's
+    resolution (:data:`TRAIN_PORT_MARGIN`): the other side of :func:`tail_below_the_flows`.
+
+    A probe that waited behind the other traffic found the port in front of the limiter sending (PASTA: the share
+    of such probes is a lower bound of the time it was, ``share``). A port busy for a stretch T offers the policer
+    behind it more than C (it is faster than C, or C could not pass), and an emptied bucket passes what it refills
+    over T, its tokens kept across a drop, less at most one packet a stretch where a too-short stretch leaves the
+    bucket a packet short: none where each busy stretch the probes counted lasts at least one wire segment at C,
+    which a probe's wait above the threshold guarantees once the threshold is that long (``threshold_ms`` at least
+    a segment at C; else the tail stands). A tbf, a FIFO or an AQM at C pass C whenever busy, so the fill
+    delivered at least ``share`` x C whatever limits the path at C. A fill that got less while its probes found the
+    link that busy met a capacity below C: the tail read a capacity that moves at one of its peaks, not a fixed
+    rate. Campaign seed 195 path 19: an LTE-like trace (1.34 Mbit/s on average, a 3-KB FIFO, 38 ms):
+    the fill's four CUBIC flows got 0.95 Mbit/s with 47 % of its 232 probes waiting 4.7 ms or more, the train paced
+    at 3.86 passed 3.39 over its 1.1-s tail (0.47 x 3.39 = 1.59 Mbit/s at least through a link of 3.39, 1.68 x
+    what the fill got), and the direction read a policer at 3.39: its twin's CUBIC +67 % of the kernel's on the true path. Then (None, why).
+    Not where the probes were too few to read a share from (:data:`BUSY_PROBES`) or none was read or passed: a WiFi
+    hop that is the limiter, the probes lost beside the flows, and a WiFi hop in front of the line (the caller: a
+    probe's wait there may be other stations' airtime, not the line busy)."""
+    if c is None or not busy or fill_mbps is None or busy["probes"] < BUSY_PROBES:
+        return c, why
+    if busy["threshold_ms"] < WIRE_SEGMENT * 8 / (c * 1e3):
+        return c, why
+    least = busy["share"] * c
+    if least <= TRAIN_PORT_MARGIN * fill_mbps:
+        return c, why
+    return None, (f"the paced train's tail passed {c:.4g} Mbit/s, but {busy['share']:.0%} of the fill's "
+                  f"{busy['probes']} probes found the link busy (waiting {busy['threshold_ms']:.3g} ms or more), in "
+                  f"which a link of {c:.4g} Mbit/s passes at least {least:.4g}, beyond the train's resolution "
+                  f"({TRAIN_PORT_MARGIN:g}x) above the {fill_mbps:.4g} the fill got: the capacity was below the tail's "
+                  f"through the fill (one that moves, whose peak the tail read), not a policed rate")
+
+
 def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: dict, port_mbps: float, b1: int,
                          done_at: float, say, random_loss: float = 0.0) -> None:
     """The second train, paced at :data:`PACE_SHARE` of ``port_mbps`` (the
@@ -1388,6 +1434,8 @@ def _paced_policer_train(host: str, port: int, secret: str | None, d: dict, t1: 
         # The tail from where the bucket ran dry, past the random losses before it (paced_bucket's cut)
         c, why_c = paced_rate(t2, pace, b1, rate, cut=paced_cut(t2, random_loss) if t2.get("lost_seq") else None)
         c, why_c = tail_below_the_flows(c, why_c, loaded_flows_mbps(d))
+        c, why_c = tail_above_a_busy_fill(c, why_c, d.get("fill_probes_busy"),
+                                          (d.get("rate_by_cc") or {}).get(d.get("load_cc")))
         b2, res, k, how = paced_bucket(t2, c or rate, pace, random_loss)
         # the bucket refills at the policed rate: the tail's where it read one, else the flows' (no more than it)
         bps = (c or rate) * 1e6 / 8
