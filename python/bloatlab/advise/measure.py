@@ -718,6 +718,9 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
     ev["probes_busy"] = None if wifi or lost is not None else probes_busy(
         w, base_p50, probe_ser_ms, w["rate_mbps"], reverse_mbps, probe_mbps(LOAD_PROBE_INTERVAL_MS))
     fill = ev
+    # the share a paced train's tail is held to (tail_above_a_busy_fill); not behind a WiFi hop in front, where a
+    # probe's wait may be other stations' airtime, not the line busy
+    fill_busy = None if hop else ev["probes_busy"]
     rates = {fill_cc: w["rate_mbps"]}
     rate_from = {fill_cc: w["rate_from"]}
     try:
@@ -735,9 +738,7 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             ev, dict(window_drops(j, d, idle_loss, base_p50), phase=fill_cc, queued_bytes=None), fill_cc == LOAD_CC))
     if ev0 is not None and _classify_ev(ev0, w["rate_mbps"], flows) == "policer":
         tt = _now()
-        # (the probes' waits at a WiFi hop in front may be other stations' airtime, not the line busy)
-        c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows,
-                                                   None if hop else ev0["probes_busy"])
+        c_early, why_early = _policer_trains_first(early_trains, d, ev0, w["rate_mbps"], flows, fill_busy)
         phases["early_trains"] = _now() - tt
         if c_early is not None:
             run_bbr, why_bbr = False, why_early
@@ -881,8 +882,8 @@ def _direction(host: str, port: int, d: str, flows: int, base_p50: float, secret
             "load_timing_s": {"fill": load_timing(j), "bbr": load_timing(jb)},
             # the loss-based fill's own queue and drops (the evidence may be BBR's phase): what tells a WiFi AP's design
             "fill_flow_q95_ms": fill["flow_q95_ms"], "fill_flow_q50_ms": fill["flow_q50_ms"], "fill_dropped": fill["dropped"],
-            # and how busy its probes found the link (a paced train's tail is held to it: tail_above_a_busy_fill)
-            "fill_probes_busy": None if hop else fill.get("probes_busy"),
+            # and how busy its probes found the link (a paced train's tail is held to it after the loads too)
+            "fill_probes_busy": fill_busy,
             "problems": [x for x in (j.get("problem"), (jb or {}).get("problem")) if x], "fifo_check": check}
 
 
