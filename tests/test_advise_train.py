@@ -1626,3 +1626,39 @@ def test_a_paced_tail_faster_than_a_busy_fill_could_pass_is_not_the_policed_rate
     assert tail_above_a_busy_fill(3.388, "tail", None, 0.9475) == (3.388, "tail")
     assert tail_above_a_busy_fill(None, "no tail", busy, 0.9475) == (None, "no tail")
     assert tail_above_a_busy_fill(3.388, "tail", busy, None) == (3.388, "tail")
+
+
+def test_a_shallow_fifo_whose_loaded_probes_never_stood_behind_its_whole_packets_has_no_room_for_one():
+    # campaign seed 197 path 1: a tbf at 0.697 Mbit/s (on a 2.42-Mbit/s port) whose queue holds 3000 B, two 1500-B
+    # packets and no room for a 92-B probe behind them. The port's train passed 3 packets (port_fifo: the FIFO in
+    # [2993, 4490) B, its middle 3737), and the fill's probes queued 33.4 ms at the p95: 1.92 packet times (17.2 ms
+    # each), never behind two full packets and the one leaving, which a probe with room waits for (2-3 packet times)
+    train = {"sent": 116, "first_loss": 3, "head_packets": 3, "head_send_mbps": 426.93231343947343,
+             "leading_mbps": 1.4168319637291018, "wire_bytes": 1500, "lost": 113, "lost_seq": list(range(3, 116)),
+             "tail_packets": 0, "send_mbps": 754.497}
+    rate = 0.6968741350406032
+    packet_ms = 1500 * 8 / (rate * 1e3)
+    middle = m_trains.port_fifo(train)
+    assert int(middle) == 3737
+    whole, why = m_trains.no_room_for_a_probe(train, middle, rate, 33.41342023712575)
+    assert whole == 3000 and "no room for a probe behind its 2 full packets" in why
+    # the probes' p95 at the middle of the two tops (h - 1/2 = 2.5 packet times) or above: they stood behind the full
+    # packets, there is room; the middle kept
+    assert m_trains.no_room_for_a_probe(train, middle, rate, 2.5 * packet_ms)[0] is None
+    assert m_trains.no_room_for_a_probe(train, middle, rate, 2.5 * packet_ms - 0.01)[0] == 3000
+    # a packet time within twice the noise (above 2 Mbit/s): the two tops are not told apart, nothing read
+    assert m_trains.no_room_for_a_probe(train, middle, 2.1, 1.0)[0] is None
+    # a FIFO no shallower than the flows' own bursts (not kept full through the phase), or no loaded probes: nothing
+    assert m_trains.no_room_for_a_probe(train, 40 * 1500, rate, 10.0)[0] is None
+    assert m_trains.no_room_for_a_probe(train, middle, rate, None)[0] is None
+    assert m_trains.no_room_for_a_probe(dict(train, first_loss=1), middle, rate, 1.0)[0] is None
+    # through the FIFO's reading from its train: the whole packets' bytes, said in the note
+    x = {"limiter": "fifo", "rate_mbps": rate, "flows": 4, "buffer_bytes": 4448, "buffer_bound": None,
+         "buffer_bytes_min": None, "buffer_bytes_max": None, "buffer_window": {"queued_bytes": None},
+         "evidence": {"probe_q95_ms": 33.41342023712575}, "train": train}
+    m_trains._fifo_depth_from_trains(x, 3.27)
+    assert (x["buffer_bytes"], x["buffer_from"]) == (3000, "train")
+    assert "overflowed the FIFO after 3 packets" in x["buffer_note"] and "stayed below 2.5, so 3 KB" in x["buffer_note"]
+    x.update(buffer_bytes=4448, evidence={"probe_q95_ms": 49.0}, buffer_from=None)
+    m_trains._fifo_depth_from_trains(x, 3.27)
+    assert x["buffer_bytes"] == 3737

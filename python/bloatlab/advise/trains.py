@@ -602,6 +602,44 @@ def pressed_hardest(first: dict, others: list) -> dict:
     return best
 
 
+def no_room_for_a_probe(train: dict, q: float, rate_mbps: float, probe_q95_ms: float | None,
+                        flows: int = 4) -> tuple[float | None, str]:
+    """Whether a shallow FIFO that :func:`port_fifo` read from ``train`` (``q``, B: the middle of ``[(h - 1) W (1 -
+    P/U), h W (1 - P/U))``, h packets of W through) has room for a probe behind the h - 1 whole packets it holds:
+    (the whole packets' bytes, why) where the loaded phase's probes say it has none, else (None, why not).
+
+    A FIFO in bytes (Linux's bfifo, the tbf's ``limit``) holds ``floor(Q / W)`` full packets and the rest of Q for
+    smaller ones; anywhere in the train's interval that is h - 1 full packets, and what the train cannot tell is the
+    rest, from none to nearly a packet: its middle leaves half a packet, room for a 92-B probe behind a full queue.
+    The loaded phase's probes tell it where the flows keep the FIFO full (a depth below their own bursts,
+    :func:`burst_floor_ms`): a probe admitted behind the h - 1 full packets waits for them and the rest of the one
+    leaving, (h - 1, h] packet times at the rate; where no probe fits behind them, only probes that found fewer get
+    in, (h - 2, h - 1], and the rest are dropped — the probes' p95 sits near the top of either. Below the middle
+    of the two tops, h - 1/2 packet times, they never waited behind a full FIFO: its depth is the whole packets'
+    bytes, (h - 1) W (a twin with the interval's middle lets every probe in behind them and predicts a packet time
+    more: campaign seed 197 path 1, a tbf at 0.697 Mbit/s whose 3000-B queue the train read 3737 B, the probes'
+    p95 33.4 ms of queue, 1.94 packet times; its twin's probe p95 52.4 ms, 35.4 with the FIFO at 3027 B, the
+    kernel's 34.7). Read only where half a packet time is at least the measurement's noise (:data:`NOISE_MS`):
+    the two tops lie a packet time apart (6 ms at 2 Mbit/s)."""
+    h, w = train.get("first_loss"), train.get("wire_bytes", WIRE_SEGMENT)
+    if not h or h < 2 or probe_q95_ms is None or rate_mbps <= 0:
+        return None, "no train head of two packets or no loaded probes"
+    packet_ms = w * 8 / (rate_mbps * 1e3)
+    if packet_ms / 2 < NOISE_MS:
+        return None, f"a packet time ({packet_ms:.2g} ms) within twice the {NOISE_MS:g}-ms noise"
+    depth_ms = q * 8 / (rate_mbps * 1e3)
+    floor = burst_floor_ms(rate_mbps, flows)
+    if depth_ms >= floor:
+        return None, f"the FIFO ({depth_ms:.3g} ms) is no shallower than the flows' bursts ({floor:.3g} ms)"
+    if probe_q95_ms >= (h - 0.5) * packet_ms:
+        return None, (f"the loaded probes' p95 ({probe_q95_ms:.3g} ms of queue) reached {h - 1} full packets "
+                      f"({(h - 1) * packet_ms:.3g} ms)")
+    whole = (h - 1) * w
+    return float(whole), (f"no room for a probe behind its {h - 1} full packets: the loaded probes' p95 queue of "
+                          f"{probe_q95_ms:.3g} ms ({probe_q95_ms / packet_ms:.2f} packet times at {rate_mbps:.4g} "
+                          f"Mbit/s) stayed below {h - 0.5:g}, so {whole / 1e3:.3g} KB")
+
+
 def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
     """A ``fifo`` direction's buffer in bytes from a back-to-back train the
     FIFO cut (:func:`fifo_overflow_depth`; the port's train first, then the
@@ -655,11 +693,16 @@ def _fifo_depth_from_trains(x: dict, base_ms: float) -> None:
                                   f"{x['buffer_bytes'] / 1e3:.3g} KB" if x.get("buffer_bytes") is not None else "")
     bdp = x["rate_mbps"] * 1e6 * base_ms / 1e3 / 8
     t = x[key]
+    whole, why_whole = no_room_for_a_probe(t, q, x["rate_mbps"], (x.get("evidence") or {}).get("probe_q95_ms"),
+                                           x.get("flows", 4))
+    if whole is not None:
+        q = whole
     x.update(buffer_bytes=int(max(q, WIRE_SEGMENT)), buffer_bdp=q / bdp if bdp else None, buffer_bound=None,
              buffer_bytes_min=None, buffer_bytes_max=None, buffer_from=key,
              buffer_note=(f"~{q / 1e3:.3g} KB: a packet train sent at {t['head_send_mbps']:.4g} Mbit/s overflowed the "
                           f"FIFO after {t['first_loss']} packets, which drained at {t['leading_mbps']:.4g} Mbit/s while "
-                          f"they came (bytes, not a delay)" + (f"; {was}" if was else "")))
+                          f"they came (bytes, not a delay)" + (f"; {why_whole}" if whole is not None else "")
+                          + (f"; {was}" if was else "")))
 
 
 def paced_queue_ms(train: dict) -> float | None:
