@@ -508,3 +508,36 @@ def test_cake_whose_ramp_the_probe_skipped_stays_cake_where_a_single_queues_wind
     d = y["isolation_model"]["distance"]
     assert d["pie"] < d["fq_codel"]
     assert y["aqm_qdisc"] is None and y["limiter_note"] == "flow isolation, taken as fq_codel"
+
+
+def test_where_the_window_cannot_tell_codel_from_pie_the_ramp_does():
+    """Campaign seed 197 path 37: PIE at 17.0 Mbit/s and 6.7 ms, no train to tell it from CoDel. The window's
+    figures (10.5 / 17.2 / 12.8 / 17.6 ms) lie within 2.0 ms of both models' (CoDel 10.5 / 15.5 / 12.1 / 17.2, PIE
+    10.8 / 17.5 / 12.4 / 18.4): within the noise, CoDel was taken, and its twin put one CUBIC flow's p95 at 15.6 ms
+    where the kernel's on the true PIE was 41.1. Over the slow start's ramp the probe waited 79.6 ms at p95; CoDel's
+    model 67.5, PIE's 78.9 — apart by more than the noise: PIE (its twin 47.1 ms, replayed offline)."""
+    measured = [10.54, 17.229, 12.776, 17.635, 79.586]
+    models = {"codel": [10.493, 15.497, 12.143, 17.152, 67.539], "pie": [10.797, 17.53, 12.409, 18.446, 78.942]}
+    x = {"limiter": "aqm", "aqm_qdisc": "codel", "limiter_alternatives": list(UNTOLD), "limiter_note": "taken as CoDel"}
+    isolation.single_queue_by_model(x, *isolation._window_only(measured, models), ramp=(measured, models))
+    assert x["aqm_qdisc"] == "pie" and "PIE by the model over the ramp" in x["limiter_note"]
+    assert "(79.6 ms) nearer PIE's (78.9 ms) than CoDel's (67.5 ms)" in x["limiter_note"]
+    # the two ramps within the noise of each other: nothing told, CoDel stays taken
+    close = {"codel": models["codel"][:4] + [77.0], "pie": models["pie"][:4] + [78.942]}
+    y = {"limiter": "aqm", "aqm_qdisc": "codel", "limiter_alternatives": list(UNTOLD), "limiter_note": "taken as CoDel"}
+    isolation.single_queue_by_model(y, *isolation._window_only(measured, close), ramp=(measured, close))
+    assert y["aqm_qdisc"] == "codel" and y["limiter_note"] == "taken as CoDel"
+    # no ramp measured (four figures), or a kind a train told: CoDel as before, the train's kind stands
+    z = dict(y)
+    isolation.single_queue_by_model(z, *isolation._window_only(measured[:4], models), ramp=(measured[:4], models))
+    assert z["aqm_qdisc"] == "codel"
+    told = {"limiter": "aqm", "aqm_qdisc": "codel", "limiter_alternatives": [], "limiter_note": "a train told CoDel"}
+    isolation.single_queue_by_model(told, *isolation._window_only(measured, models), ramp=(measured, models))
+    assert told["aqm_qdisc"] == "codel" and told["limiter_note"] == "a train told CoDel"
+    # where the window's models lie apart (PIE's probe p95 3.8 ms above CoDel's here) the window decides, nearer
+    # CoDel's, though the ramp lies nearer PIE's
+    apart = {"codel": [10.493, 15.497, 12.143, 17.152, 67.539], "pie": [10.797, 21.0, 12.409, 18.446, 78.942]}
+    w = {"limiter": "aqm", "aqm_qdisc": "codel", "limiter_alternatives": list(UNTOLD), "limiter_note": "taken as CoDel"}
+    isolation.single_queue_by_model(w, *isolation._window_only(measured, apart), ramp=(measured, apart))
+    assert w["aqm_qdisc"] == "codel" and "CoDel by the model: " in w["limiter_note"]
+    assert "over the ramp" not in w["limiter_note"]

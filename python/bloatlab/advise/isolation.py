@@ -36,8 +36,9 @@ sample to the window (``evidence._window``'s ``ramp_probes``; :func:`_ramp` on t
 start a single-queue AQM holds its target, which at hundreds of Mbit/s the window's figures may not show above the
 noise (PIE at 205 Mbit/s, campaign seed 146 path 38: 0.4-1.3 ms, fq_codel's model 0.05-0.6, read isolated); during
 it the probe waits behind every flow's burst in one queue (89 ms at p95 there) and skips them under DRR. CoDel
-against PIE stays told on the window's figures alone (:data:`WINDOW_FIGURES`): how each meets a slow start depends
-on the state the measurement's earlier phases left it in, of which the model runs only the last train.
+against PIE is told on the window's figures (:data:`WINDOW_FIGURES`) wherever their models lie apart there: how
+each meets a slow start depends on the state the measurement's earlier phases left it in, of which the model runs
+only the last train; the ramp decides only where the window cannot (:func:`single_queue_by_model`).
 
 That train: ``measure`` sends a WiFi train of 200 packets back to back before its loads, which primes a slow PIE's
 drop probability (1.6 s of its queue at 1.45 Mbit/s); the kernel's flows then collapse to two segments where a
@@ -223,9 +224,10 @@ def isolation_by_model(x: dict, path) -> None:
     measured, models, far = got
     fig = _figs(measured)
     if far["fq_codel"] >= min(far["codel"], far["pie"]):
-        # CoDel against PIE on the window's figures alone: their ramps differ by how each meets a slow start from
-        # the state the measurement's earlier phases left it in, which the model does not run (module doc)
-        single_queue_by_model(x, *_window_only(measured, models))
+        # CoDel against PIE on the window's figures where they tell; their ramps differ by how each meets a slow
+        # start from the state the measurement's earlier phases left it in, which the model runs only in part
+        # (module doc): the ramp decides only where the window cannot
+        single_queue_by_model(x, *_window_only(measured, models), ramp=(measured, models))
         return
     why = (f"flow isolation, read by the model: {_what(len(measured))} ({fig} ms) "
            f"lie nearer fq_codel's model ({_figs(models['fq_codel'])} ms; distance "
@@ -378,7 +380,7 @@ def untold(x: dict) -> bool:
     return {("codel",), ("pie",)} <= kinds
 
 
-def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
+def single_queue_by_model(x: dict, fig: str, models: dict, far: dict, ramp: tuple | None = None) -> None:
     """Where no train told CoDel from PIE (:func:`untold`), the kind whose model lies nearer the measured figures
     (:func:`isolation_by_model`'s ``models`` and distances ``far``; ``fig`` the measured figures as words) instead of
     CoDel taken by default. Their targets,
@@ -388,22 +390,47 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict) -> None:
     two models' figures lie within the measurement's noise of each other, the measurement cannot tell them, and
     either gives the twin about the same figures: CoDel stays taken there; where they lie apart, the measurement
     tells. A kind a train told (``single_queue_aqm``) stands: the
-    model does not overrule a burst it does not carry. Both kinds stay among the alternatives advise checks."""
+    model does not overrule a burst it does not carry. Both kinds stay among the alternatives advise checks.
+
+    Where the window's figures do not tell them, the ramp's may (``ramp``: every measured figure and every model's,
+    the probe's p95 over the ramp the fifth, :func:`_ramp`): the window is four flows' steady state, where the two
+    targets' difference can lie within the noise at the flows' own bursts, and the twin's single flow still meets
+    the 5-ms target or the 15-ms one (campaign seed 197 path 37, PIE at 17.0 Mbit/s / 6.7 ms: the window's models
+    within 2.0 ms of each other, so CoDel taken, its twin's p95 15.6 ms against the kernel's 41.1 on the true
+    PIE). Over the slow start the probe waits behind every flow's burst, which CoDel starts cutting a 100-ms
+    interval after its sojourn passes 5 ms and PIE only as its drop probability climbs in 15-ms steps after a
+    150-ms burst allowance: where the two models' ramp figures lie more than the noise apart, the nearer is
+    taken (path 37: measured 79.6 ms, CoDel's model 67.5, PIE's 78.9). The ramp depends on the state the earlier
+    phases left the queue in, which the model reproduces only for the train sent last before the load
+    (:func:`model_figures`), so the window decides wherever it can."""
     # the two models told apart: one of their figures differs by more than the noise the measured ones carry
     # (physics.NOISE_MS); within it the measurement cannot tell which lies nearer, and CoDel stays taken (campaign
     # seed 123 path 13, CoDel at 47.6 Mbit/s and 268 ms: its models' figures within 0.7 ms; fresh seed 81 path 2,
     # CoDel at 195 Mbit/s and 26 ms, lay 0.5-1.4 ms apart with PIE's distance 0.34 against 0.40 until the model's
     # qdisc ran before the load, QDISC_RUNNING_S: now 3 ms apart, CoDel's 0.20 against PIE's 1.77)
     apart = _apart(models)
-    if not untold(x) or not apart:
+    if not untold(x):
         return
-    kind = "codel" if far["codel"] <= far["pie"] else "pie"
-    other = _other(kind)
+    if apart:
+        kind = "codel" if far["codel"] <= far["pie"] else "pie"
+        other = _other(kind)
+        how = (f"by the model: {_what(len(models[kind]))} ({fig} ms) lie nearer {NAMES[kind]}'s model "
+               f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than {NAMES[other]}'s "
+               f"({_figs(models[other])} ms; {far[other]:.2f})")
+    else:
+        measured, every = ramp if ramp is not None else (None, None)
+        if (not measured or len(measured) <= WINDOW_FIGURES
+                or abs(every["codel"][WINDOW_FIGURES] - every["pie"][WINDOW_FIGURES]) <= NOISE_MS):
+            return
+        near = {k: distance(measured[WINDOW_FIGURES:], every[k][WINDOW_FIGURES:]) for k in ("codel", "pie")}
+        kind = "codel" if near["codel"] <= near["pie"] else "pie"
+        other = _other(kind)
+        how = (f"by the model over the ramp: the window's figures ({fig} ms) lie within the {NOISE_MS:g}-ms noise of "
+               f"both models, the probe's p95 over the slow start's ramp ({measured[WINDOW_FIGURES]:.3g} ms) nearer "
+               f"{NAMES[kind]}'s ({every[kind][WINDOW_FIGURES]:.3g} ms) than {NAMES[other]}'s "
+               f"({every[other][WINDOW_FIGURES]:.3g} ms)")
     x["aqm_qdisc"] = kind
-    x["limiter_note"] = (f"{x['limiter_note']}; {NAMES[kind]} by the model: {_what(len(models[kind]))} "
-                         f"({fig} ms) lie nearer {NAMES[kind]}'s model "
-                         f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than "
-                         f"{NAMES[other]}'s ({_figs(models[other])} ms; {far[other]:.2f})")
+    x["limiter_note"] = f"{x['limiter_note']}; {NAMES[kind]} {how}"
 
 
 #: the largest bucket :func:`bucket_by_model` tries, in ms of the policed rate: the issue's range of policers'
