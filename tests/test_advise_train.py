@@ -1631,7 +1631,7 @@ def test_a_paced_tail_faster_than_a_busy_fill_could_pass_is_not_the_policed_rate
 def test_a_shallow_fifo_whose_loaded_probes_never_stood_behind_its_whole_packets_has_no_room_for_one():
     # campaign seed 197 path 1: a tbf at 0.697 Mbit/s (on a 2.42-Mbit/s port) whose queue holds 3000 B, two 1500-B
     # packets and no room for a 92-B probe behind them. The port's train passed 3 packets (port_fifo: the FIFO in
-    # [2993, 4490) B, its middle 3737), and the fill's probes queued 33.4 ms at the p95: 1.92 packet times (17.2 ms
+    # [2993, 4490) B, its middle 3737), and the fill's probes queued 33.4 ms at the p95: 1.94 packet times (17.2 ms
     # each), never behind two full packets and the one leaving, which a probe with room waits for (2-3 packet times)
     train = {"sent": 116, "first_loss": 3, "head_packets": 3, "head_send_mbps": 426.93231343947343,
              "leading_mbps": 1.4168319637291018, "wire_bytes": 1500, "lost": 113, "lost_seq": list(range(3, 116)),

@@ -411,20 +411,19 @@ def single_queue_by_model(x: dict, fig: str, models: dict, far: dict, ramp: tupl
     apart = _apart(models)
     if not untold(x):
         return
+    measured, every = ramp if ramp is not None else (None, None)
+    if not apart and (not measured or len(measured) <= WINDOW_FIGURES
+                      or abs(every["codel"][WINDOW_FIGURES] - every["pie"][WINDOW_FIGURES]) <= NOISE_MS):
+        return
+    near = far if apart else {k: distance(measured[WINDOW_FIGURES:], every[k][WINDOW_FIGURES:])
+                              for k in ("codel", "pie")}
+    kind = "codel" if near["codel"] <= near["pie"] else "pie"
+    other = _other(kind)
     if apart:
-        kind = "codel" if far["codel"] <= far["pie"] else "pie"
-        other = _other(kind)
         how = (f"by the model: {_what(len(models[kind]))} ({fig} ms) lie nearer {NAMES[kind]}'s model "
                f"({_figs(models[kind])} ms; distance {far[kind]:.2f}) than {NAMES[other]}'s "
                f"({_figs(models[other])} ms; {far[other]:.2f})")
     else:
-        measured, every = ramp if ramp is not None else (None, None)
-        if (not measured or len(measured) <= WINDOW_FIGURES
-                or abs(every["codel"][WINDOW_FIGURES] - every["pie"][WINDOW_FIGURES]) <= NOISE_MS):
-            return
-        near = {k: distance(measured[WINDOW_FIGURES:], every[k][WINDOW_FIGURES:]) for k in ("codel", "pie")}
-        kind = "codel" if near["codel"] <= near["pie"] else "pie"
-        other = _other(kind)
         how = (f"by the model over the ramp: the window's figures ({fig} ms) lie within the {NOISE_MS:g}-ms noise of "
                f"both models, the probe's p95 over the slow start's ramp ({measured[WINDOW_FIGURES]:.3g} ms) nearer "
                f"{NAMES[kind]}'s ({every[kind][WINDOW_FIGURES]:.3g} ms) than {NAMES[other]}'s "
